@@ -1,0 +1,130 @@
+// The Backend interface: GEMM and every op of the model, one virtual call each (ops are coarse: a whole layer's
+// LayerNorm, a whole attention), so the indirection costs nothing measurable. The CPU backend (OpenBLAS + OpenMP)
+// is always built; the CUDA backend implements the same interface with the same file names under cuda/.
+//
+// Dimension legend used in every signature: B batch (sequences), T time (sequence length), C channels (hidden),
+// OC output channels, V vocab, NH heads, HD head dim (C = NH * HD), N rows (= B * T).
+// Convention: "dX +=" arguments accumulate, "=" arguments are overwritten.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "engine/core/allocator.h"
+#include "engine/core/tensor.h"
+
+namespace us {
+
+// C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C. Row-major. A and B share a dtype (fp32 or bf16),
+// C is fp32 or bf16; accumulation is fp32 in every case.
+struct GemmArgs {
+    bool trans_a = false;
+    bool trans_b = false;
+    int m = 0, n = 0, k = 0;
+    float alpha = 1.0f;
+    float beta = 0.0f;
+    Tensor a;
+    int lda = 0;
+    Tensor b;
+    int ldb = 0;
+    Tensor c;
+    int ldc = 0;
+};
+
+// One AdamW step (Loshchilov & Hutter) over a range, matching torch.optim.AdamW: decoupled weight decay, bias
+// correction. With `master` set, the fp32 master weights are updated and `params` receives them rounded to bf16.
+struct AdamWArgs {
+    Tensor params;  // fp32 or bf16, updated
+    Tensor master;  // fp32 master weights, or empty when params are fp32
+    Tensor grads;   // fp32 or bf16
+    Tensor m;       // fp32 first moment
+    Tensor v;       // fp32 second moment
+    // Hyperparameters in double, as Python floats are in PyTorch; each becomes fp32 where torch's kernels do.
+    double lr = 0.0;
+    double beta1 = 0.9;
+    double beta2 = 0.95;
+    double eps = 1e-8;
+    double weight_decay = 0.0;
+    float grad_scale = 1.0f;  // the clipping coefficient, applied to grads before the update
+    int step = 1;             // 1-based, for bias correction
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual std::string_view name() const = 0;
+    virtual std::string device_description() const = 0;
+    TrackedAllocator& allocator() { return *m_allocator; }
+
+    // ---- matrix multiply
+    virtual void gemm(const GemmArgs& args) = 0;
+    virtual void add_bias(Tensor out /* (N,OC) */, Tensor bias /* (OC) */, int N, int OC) = 0;
+    virtual void bias_backward(Tensor dbias /* (OC) += */, Tensor dout /* (N,OC) */, int N, int OC) = 0;
+
+    // ---- LayerNorm (eps 1e-5); mean and rstd are fp32 (N)
+    virtual void layernorm_forward(Tensor out /* (N,C) */, Tensor mean, Tensor rstd, Tensor inp /* (N,C) */,
+                                   Tensor weight /* (C) */, Tensor bias /* (C) */, int N, int C) = 0;
+    virtual void layernorm_backward(Tensor dinp /* (N,C) += */, Tensor dweight /* (C) += */,
+                                    Tensor dbias /* (C) += */, Tensor dout /* (N,C) */, Tensor inp, Tensor weight,
+                                    Tensor mean, Tensor rstd, int N, int C) = 0;
+
+    // ---- GeLU, tanh approximation
+    virtual void gelu_forward(Tensor out, Tensor inp) = 0;
+    virtual void gelu_backward(Tensor dinp /* = */, Tensor inp, Tensor dout) = 0;
+
+    // ---- rotary position embedding on the q and k parts of qkv (B,T,3C), rotate-half, base 10000, in place
+    virtual void rope_forward(Tensor qkv, int B, int T, int NH, int HD) = 0;
+    virtual void rope_backward(Tensor dqkv, int B, int T, int NH, int HD) = 0;
+
+    // ---- causal multi-head attention over qkv (B,T,3C), scale 1/sqrt(HD).
+    // probs (B,NH,T,T) is saved for backward, or empty (selective recompute: backward recomputes it).
+    virtual void attention_forward(Tensor out /* (B,T,C) */, Tensor probs, Tensor qkv, int B, int T, int NH,
+                                   int HD) = 0;
+    virtual void attention_backward(Tensor dqkv /* (B,T,3C) = */, Tensor dout /* (B,T,C) */, Tensor qkv,
+                                    Tensor probs, int B, int T, int NH, int HD) = 0;
+
+    // ---- elementwise
+    virtual void residual_forward(Tensor out, Tensor a, Tensor b) = 0;  // out = a + b
+    virtual void fill_zero(Tensor t) = 0;
+    virtual void copy(Tensor dst, Tensor src) = 0;        // converts when dtypes differ (rounding to nearest-even)
+    virtual void accumulate(Tensor acc, Tensor x) = 0;    // acc += x
+    virtual void scale(Tensor t, float factor) = 0;
+    virtual double sum(Tensor t) = 0;                     // in double (the loss of a micro-batch)
+    virtual double sum_squares(Tensor t) = 0;             // in double, for the global gradient norm
+
+    // ---- token embedding (no position table: RoPE carries position)
+    virtual void embedding_forward(Tensor out /* (N,C) */, Tensor tokens /* (N) i32 */, Tensor wte /* (V,C) */,
+                                   int N, int C) = 0;
+    virtual void embedding_backward(Tensor dwte /* (V,C) += */, Tensor dout /* (N,C) */, Tensor tokens, int N,
+                                    int C) = 0;
+
+    // ---- softmax cross-entropy; logits are fp32 and turn into probabilities in place, then into dlogits
+    virtual void crossentropy_forward(Tensor losses /* (N) fp32 */, Tensor logits /* (N,V) */,
+                                      Tensor targets /* (N) i32 */, int N, int V) = 0;
+    virtual void crossentropy_backward(Tensor dlogits /* (N,V) over the probs */, Tensor targets,
+                                       float dloss /* d(loss)/d(per-token loss) */, int N, int V) = 0;
+
+    // ---- optimizer
+    virtual void adamw(const AdamWArgs& args) = 0;
+
+    // Host <-> backend memory (plain copies on the CPU backend).
+    virtual void upload(Tensor dst, const void* host) = 0;
+    virtual void download(void* host, Tensor src) = 0;
+
+    virtual void synchronize() {}
+
+protected:
+    std::unique_ptr<TrackedAllocator> m_allocator;
+};
+
+struct BackendOptions {
+    std::string kind = "cpu";  // cpu | cuda
+    int threads = 0;           // CPU threads; 0 = all cores
+    int device = 0;            // CUDA device ordinal
+};
+
+// Throws UserError when the kind is unknown or not built in.
+std::unique_ptr<Backend> make_backend(const BackendOptions& options);
+
+}  // namespace us

@@ -1,0 +1,101 @@
+// LayerNorm (Ba et al. 2016), eps 1e-5, statistics in fp32 whatever the storage type.
+#include <omp.h>
+
+#include <cmath>
+
+#include "engine/backend/cpu/cpu_backend.h"
+
+namespace us {
+
+namespace {
+constexpr float kEps = 1e-5f;
+}
+
+void CpuBackend::layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor inp, Tensor weight, Tensor bias,
+                                   int N, int C) {
+    float* mu = mean.f32();
+    float* rs = rstd.f32();
+    with_typed(inp, [&](auto* x) {
+        using T = std::remove_pointer_t<decltype(x)>;
+        T* y = static_cast<T*>(out.data);
+        const T* w = static_cast<const T*>(weight.data);
+        const T* b = static_cast<const T*>(bias.data);
+#pragma omp parallel for schedule(static)
+        for (int n = 0; n < N; ++n) {
+            const T* row = x + size_t(n) * C;
+            float sum = 0.0f;
+            for (int i = 0; i < C; ++i) sum += load(row + i);
+            const float m = sum / float(C);
+            float var = 0.0f;
+            for (int i = 0; i < C; ++i) {
+                const float d = load(row + i) - m;
+                var += d * d;
+            }
+            const float s = 1.0f / std::sqrt(var / float(C) + kEps);
+            T* o = y + size_t(n) * C;
+            for (int i = 0; i < C; ++i) store(o + i, (load(row + i) - m) * s * load(w + i) + load(b + i));
+            mu[n] = m;
+            rs[n] = s;
+        }
+    });
+}
+
+// Per row: dnorm = dout * w; dinp += (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd.
+// dweight and dbias sum over rows: each thread sums its rows into its own partial, partials are added in thread
+// order, so the result does not depend on timing.
+void CpuBackend::layernorm_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp,
+                                    Tensor weight, Tensor mean, Tensor rstd, int N, int C) {
+    const float* mu = mean.f32();
+    const float* rs = rstd.f32();
+    const int nt = m_threads;
+    float* partial = scratch(size_t(nt) * 2 * C);
+    with_typed(inp, [&](auto* x) {
+        using T = std::remove_pointer_t<decltype(x)>;
+        T* dx = static_cast<T*>(dinp.data);
+        const T* dy = static_cast<const T*>(dout.data);
+        const T* w = static_cast<const T*>(weight.data);
+#pragma omp parallel num_threads(nt)
+        {
+            const int id = omp_get_thread_num(), team = omp_get_num_threads();
+            float* dw = partial + size_t(id) * 2 * C;
+            float* db = dw + C;
+            for (int i = 0; i < 2 * C; ++i) dw[i] = 0.0f;
+            const int lo = int(int64_t(N) * id / team), hi = int(int64_t(N) * (id + 1) / team);
+            for (int n = lo; n < hi; ++n) {
+                const T* xr = x + size_t(n) * C;
+                const T* dyr = dy + size_t(n) * C;
+                T* dxr = dx + size_t(n) * C;
+                float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+                for (int i = 0; i < C; ++i) {
+                    const float norm = (load(xr + i) - mu[n]) * rs[n];
+                    const float dnorm = load(w + i) * load(dyr + i);
+                    dnorm_mean += dnorm;
+                    dnorm_norm_mean += dnorm * norm;
+                }
+                dnorm_mean /= float(C);
+                dnorm_norm_mean /= float(C);
+                for (int i = 0; i < C; ++i) {
+                    const float norm = (load(xr + i) - mu[n]) * rs[n];
+                    const float g = load(dyr + i);
+                    const float dnorm = load(w + i) * g;
+                    dw[i] += norm * g;
+                    db[i] += g;
+                    store(dxr + i, load(dxr + i) + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * rs[n]);
+                }
+            }
+        }
+        T* gw = static_cast<T*>(dweight.data);
+        T* gb = static_cast<T*>(dbias.data);
+        for (int i = 0; i < C; ++i) {
+            float sw = 0.0f, sb = 0.0f;
+            for (int t = 0; t < nt; ++t) {
+                sw += partial[size_t(t) * 2 * C + i];
+                sb += partial[size_t(t) * 2 * C + C + i];
+            }
+            store(gw + i, load(gw + i) + sw);
+            store(gb + i, load(gb + i) + sb);
+        }
+    });
+}
+
+}  // namespace us

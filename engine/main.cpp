@@ -1,0 +1,145 @@
+// ultrascope-train: trains the bundled GPT. One process per rank; mpirun starts several. Parses the flags,
+// builds the trainer, runs the steps with a progress display and closes with a summary.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+
+#include "engine/backend/backend.h"
+#include "engine/core/check.h"
+#include "engine/train/cli.h"
+#include "engine/train/corpus.h"
+#include "engine/train/metrics.h"
+#include "engine/train/trainer.h"
+
+namespace {
+
+using namespace us;
+
+// One line per step on a terminal (redrawn in place), every ~5% of the run otherwise.
+class Progress {
+public:
+    Progress(int total, bool quiet) : m_total(total), m_quiet(quiet), m_tty(isatty(fileno(stderr))) {}
+    void update(const StepMetrics& m) {
+        if (m_quiet) return;
+        const int every = std::max(1, m_total / 20);
+        if (!m_tty && m.step % every != 0 && m.step != 1 && m.step != m_total) return;
+        const int width = 24;
+        const int filled = m_total > 0 ? int(double(m.step) / m_total * width) : width;
+        const std::string bar = std::string(size_t(filled), '=') + std::string(size_t(width - filled), ' ');
+        std::fprintf(stderr, "%sstep %*d/%d [%s] loss %.4f | lr %.2e | %6.0f tok/s | %6.1f ms/step | peak %s%s",
+                     m_tty ? "\r" : "", int(std::to_string(m_total).size()), m.step, m_total, bar.c_str(), m.loss,
+                     m.lr, m.tokens_per_s, m.step_ms, format_bytes(m.memory.total_peak).c_str(),
+                     m_tty ? "\033[K" : "\n");
+        std::fflush(stderr);
+    }
+    void finish() {
+        if (m_tty && !m_quiet) std::fprintf(stderr, "\n");
+    }
+
+private:
+    int m_total;
+    bool m_quiet;
+    bool m_tty;
+};
+
+void print_summary(const Trainer& trainer, const std::vector<StepMetrics>& history, double seconds) {
+    const TrainConfig& c = trainer.config();
+    if (history.empty()) return;
+    double tok = 0, ms = 0;
+    int counted = 0;
+    for (size_t i = history.size() > 1 ? 1 : 0; i < history.size(); ++i) {  // step 1 warms caches up
+        tok += history[i].tokens_per_s;
+        ms += history[i].step_ms;
+        ++counted;
+    }
+    MemoryStats peak{};
+    for (const auto& m : history)
+        for (int k = 0; k < kMemCategoryCount; ++k) peak.peak[k] = std::max(peak.peak[k], m.memory.peak[k]);
+    for (const auto& m : history) peak.total_peak = std::max(peak.total_peak, m.memory.total_peak);
+    std::printf("\nTrained %d steps in %.1f s: loss %.4f (step %d) -> %.4f (step %d)\n", int(history.size()),
+                seconds, history.front().loss, history.front().step, history.back().loss, history.back().step);
+    std::printf("Throughput (measured, mean of steps after the first): %.0f tokens/s, %.1f ms/step\n",
+                tok / counted, ms / counted);
+    std::printf("Model: %lld parameters (N = h*v + L*(12h^2 + 13h) + 2h), %s, recompute %s, micro-batch %d x %d "
+                "tokens, %d micro-batch(es) per step\n",
+                (long long)c.model.num_params(), std::string(precision_name(c.precision)).c_str(),
+                std::string(recompute_name(c.recompute)).c_str(), c.batch, c.model.seq, c.grad_accum);
+    std::printf("Peak memory by category (measured by the tracked allocator):\n");
+    for (int k = 0; k < kMemCategoryCount; ++k)
+        if (peak.peak[k]) std::printf("  %-16s %12s\n", std::string(kMemCategoryNames[k]).c_str(),
+                                      format_bytes(peak.peak[k]).c_str());
+    std::printf("  %-16s %12s\n", "total (peak)", format_bytes(peak.total_peak).c_str());
+}
+
+int run(int argc, char** argv) {
+    ParsedTrainArgs args = parse_train_args(argc, argv);
+    if (args.help_requested) {
+        std::printf("%s", args.help_text.c_str());
+        return 0;
+    }
+    TrainCommandLine& cmd = args.cmd;
+    if (!cmd.write_default_corpus.empty()) {
+        const std::string text = generate_default_corpus();
+        const std::string tmp = cmd.write_default_corpus + ".tmp";
+        std::ofstream out(tmp, std::ios::binary);
+        US_CHECK_INPUT(out.good(), "cannot write '{}'", cmd.write_default_corpus);
+        out.write(text.data(), std::streamsize(text.size()));
+        out.close();
+        US_CHECK_INPUT(std::rename(tmp.c_str(), cmd.write_default_corpus.c_str()) == 0, "cannot write '{}'",
+                       cmd.write_default_corpus);
+        std::printf("wrote %zu bytes to %s\n", text.size(), cmd.write_default_corpus.c_str());
+        return 0;
+    }
+    TrainConfig& cfg = cmd.config;
+    cfg.validate();
+    if (cmd.print_config) {
+        std::printf("%s\n", cfg.to_json().dump(2).c_str());
+        return 0;
+    }
+    BackendOptions bo;
+    bo.kind = cfg.device;
+    bo.threads = cfg.threads;
+    auto backend = make_backend(bo);
+    Trainer trainer(cfg, *backend);
+    // Everything that can be refused has been checked: only now are output files created.
+    std::optional<MetricsWriter> metrics;
+    if (!cfg.metrics_out.empty()) metrics.emplace(cfg.metrics_out);
+    if (!cfg.quiet)
+        std::fprintf(stderr, "ultrascope-train: %lld parameters on %s, %d steps from step %d\n",
+                     (long long)cfg.model.num_params(), backend->device_description().c_str(), cfg.steps,
+                     trainer.steps_done());
+    Progress progress(cfg.steps, cfg.quiet);
+    std::vector<StepMetrics> history;
+    const auto t0 = std::chrono::steady_clock::now();
+    while (trainer.steps_done() < cfg.steps) {
+        StepMetrics m = trainer.train_step();
+        if (!std::isfinite(m.loss))
+            fail_user("the loss became {} at step {}: lower --lr or use --precision fp32", m.loss, m.step);
+        if (metrics) metrics->write(m);
+        progress.update(m);
+        history.push_back(m);
+    }
+    progress.finish();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!cfg.save.empty()) {
+        trainer.save(cfg.save);
+        if (!cfg.quiet) std::fprintf(stderr, "saved checkpoint %s (step %d)\n", cfg.save.c_str(), trainer.steps_done());
+    }
+    if (!cfg.quiet) print_summary(trainer, history, seconds);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const us::UserError& e) {
+        std::fprintf(stderr, "ultrascope-train: error: %s\n", e.what());
+        return 2;
+    }
+}

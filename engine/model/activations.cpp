@@ -1,0 +1,83 @@
+#include "engine/model/activations.h"
+
+namespace us {
+
+std::vector<ActivationEntry> block_entries(const ActivationShape& s, Recompute mode, BlockPart part) {
+    const int64_t N = s.N(), C = s.C;
+    const DType e = s.dtype;
+    const bool full = mode == Recompute::full;
+    std::vector<ActivationEntry> v;
+    if (full && part == BlockPart::saved) return {{"output", e, N * C}};
+    if (!full && part == BlockPart::working) return {};
+    v.push_back({"ln1_mean", DType::f32, N});
+    v.push_back({"ln1_rstd", DType::f32, N});
+    v.push_back({"ln2_mean", DType::f32, N});
+    v.push_back({"ln2_rstd", DType::f32, N});
+    v.push_back({"ln1", e, N * C});
+    v.push_back({"qkv", e, 3 * N * C});
+    // Selective recompute drops the attention core's saved tensor; full recompute keeps it in the working block
+    // so that the recomputed forward does not have to be recomputed again inside attention backward.
+    if (mode != Recompute::selective) v.push_back({"probs", e, int64_t(s.B) * s.NH * s.T * s.T});
+    v.push_back({"atty", e, N * C});
+    v.push_back({"residual2", e, N * C});
+    v.push_back({"ln2", e, N * C});
+    v.push_back({"fch", e, 4 * N * C});
+    v.push_back({"fch_gelu", e, 4 * N * C});
+    if (!full) v.push_back({"output", e, N * C});
+    return v;
+}
+
+int64_t entries_bytes(const std::vector<ActivationEntry>& entries) {
+    int64_t bytes = 0;
+    for (const auto& en : entries) bytes += en.numel * int64_t(dtype_size(en.dtype));
+    return bytes;
+}
+
+int64_t block_saved_bytes(const ActivationShape& s, Recompute mode) {
+    return entries_bytes(block_entries(s, mode, BlockPart::saved));
+}
+
+int64_t block_working_bytes(const ActivationShape& s, Recompute mode) {
+    return entries_bytes(block_entries(s, mode, BlockPart::working));
+}
+
+void carve_block(BlockActs& a, const Allocation& storage, const ActivationShape& s, Recompute mode,
+                 BlockPart part) {
+    char* base = static_cast<char*>(storage.data());
+    int64_t offset = 0;
+    for (const auto& en : block_entries(s, mode, part)) {
+        const Tensor t = Tensor::of(base + offset, en.dtype, en.numel);
+        offset += en.numel * int64_t(dtype_size(en.dtype));
+        const std::string_view n = en.name;
+        if (n == "ln1_mean") a.ln1_mean = t;
+        else if (n == "ln1_rstd") a.ln1_rstd = t;
+        else if (n == "ln2_mean") a.ln2_mean = t;
+        else if (n == "ln2_rstd") a.ln2_rstd = t;
+        else if (n == "ln1") a.ln1 = t;
+        else if (n == "qkv") a.qkv = t;
+        else if (n == "probs") a.probs = t;
+        else if (n == "atty") a.atty = t;
+        else if (n == "residual2") a.residual2 = t;
+        else if (n == "ln2") a.ln2 = t;
+        else if (n == "fch") a.fch = t;
+        else if (n == "fch_gelu") a.fch_gelu = t;
+        else if (n == "output") a.output = t;
+    }
+    US_ASSERT(size_t(offset) <= storage.bytes(), "block activations overflow their allocation");
+}
+
+int64_t head_saved_bytes(const ActivationShape& s) {
+    const int64_t N = s.N();
+    return N * s.C * int64_t(dtype_size(s.dtype)) + 2 * N * 4 + N * s.V * 4 + N * 4;
+}
+
+int64_t embedding_saved_bytes(const ActivationShape& s) { return s.N() * s.C * int64_t(dtype_size(s.dtype)); }
+
+int64_t backward_temporaries_bytes(const ActivationShape& s, bool has_head) {
+    const int64_t N = s.N(), e = int64_t(dtype_size(s.dtype));
+    int64_t bytes = 9 * N * s.C * e;
+    if (has_head && s.dtype == DType::bf16) bytes += N * s.V * 2;
+    return bytes;
+}
+
+}  // namespace us

@@ -1,0 +1,66 @@
+// What the forward pass keeps for backward, per block and for the embedding and head, in each recompute mode.
+// This table is the engine's own per-layer activation breakdown: docs/memory.md prints it, the predictions use
+// it, and the tests check the allocator's measured bytes against it.
+//
+// Per block, with e = bytes per activation element (4 fp32, 2 bf16), N = B*T:
+//   ln1 (N,C), qkv (N,3C), probs (B,NH,T,T), atty (N,C), residual2 (N,C), ln2 (N,C), fch (N,4C),
+//   fch_gelu (N,4C), output (N,C), and 4 fp32 LayerNorm statistics of (N).
+//   none:      e*(16*N*C + B*NH*T*T) + 16*N      selective: e*16*N*C + 16*N      full: e*N*C
+// In full mode the other tensors live in one shared working block that exists during a block's forward and
+// again during its backward (one layer's worth, probs included).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/core/allocator.h"
+#include "engine/model/gpt_config.h"
+
+namespace us {
+
+struct ActivationShape {
+    int B = 1, T = 1, C = 1, NH = 1, V = 256;
+    DType dtype = DType::f32;
+    int64_t N() const { return int64_t(B) * T; }
+};
+
+// Tensors of one block. A tensor absent in a mode is empty.
+struct BlockActs {
+    Tensor ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;  // (N) fp32
+    Tensor ln1;        // (N,C)
+    Tensor qkv;        // (N,3C) q and k after RoPE
+    Tensor probs;      // (B,NH,T,T) softmax output
+    Tensor atty;       // (N,C) attention output before the projection
+    Tensor residual2;  // (N,C) input + attention branch
+    Tensor ln2;        // (N,C)
+    Tensor fch;        // (N,4C) before GeLU
+    Tensor fch_gelu;   // (N,4C)
+    Tensor output;     // (N,C) the block's output: the next block's input
+};
+
+enum class BlockPart { saved, working };
+
+struct ActivationEntry {
+    const char* name;
+    DType dtype;
+    int64_t numel;
+};
+
+// The tensors of a block that `part` holds in `mode`, in allocation order.
+std::vector<ActivationEntry> block_entries(const ActivationShape& s, Recompute mode, BlockPart part);
+int64_t entries_bytes(const std::vector<ActivationEntry>& entries);
+int64_t block_saved_bytes(const ActivationShape& s, Recompute mode);
+int64_t block_working_bytes(const ActivationShape& s, Recompute mode);  // 0 unless mode is full
+
+// Views into `storage` laid out as block_entries(s, mode, part); fills only the tensors the part holds.
+void carve_block(BlockActs& acts, const Allocation& storage, const ActivationShape& s, Recompute mode,
+                 BlockPart part);
+
+// The head keeps the final LayerNorm output and statistics, the fp32 logits (N,V) and per-token losses (N).
+int64_t head_saved_bytes(const ActivationShape& s);
+int64_t embedding_saved_bytes(const ActivationShape& s);  // the embedding output (N,C)
+// Backward's activation gradients: dresidual (N,C), dC (N,C), dqkv (N,3C), dfch (N,4C); in bf16 also a bf16
+// copy of dlogits (N,V) for the head's GEMMs.
+int64_t backward_temporaries_bytes(const ActivationShape& s, bool has_head);
+
+}  // namespace us

@@ -1,0 +1,321 @@
+#include "engine/model/gpt.h"
+
+#include <fmt/format.h>
+
+#include "engine/core/intern.h"
+
+namespace us {
+
+// Backward's activation gradients, one set per backward pass (temporaries): dres is the gradient of the residual
+// stream flowing down through the blocks; dC, dqkv and dfch are reused by every block.
+struct GPT::Scratch {
+    Allocation storage;
+    Tensor dres;      // (N,C)
+    Tensor dC;        // (N,C)
+    Tensor dqkv;      // (N,3C)
+    Tensor dfch;      // (N,4C)
+    Tensor dlogits16; // (N,V) bf16 copy of dlogits for the head GEMMs (bf16 runs only)
+};
+
+GPT::GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend, const ParamLayout& layout)
+    : m_config(config), m_options(options), m_be(backend), m_layout(layout) {
+    m_shape.B = options.micro_batch;
+    m_shape.T = config.seq;
+    m_shape.C = config.hidden;
+    m_shape.NH = config.heads;
+    m_shape.V = config.vocab;
+    m_shape.dtype = compute_dtype(options.precision);
+}
+
+// out (N,OC) = inp (N,IC) @ weight^T + bias, weight (OC,IC); with accumulate, out += instead.
+void GPT::matmul_forward(Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC, bool accumulate) {
+    const int N = int(m_shape.N());
+    GemmArgs g;
+    g.trans_b = true;
+    g.m = N, g.n = OC, g.k = IC;
+    g.beta = accumulate ? 1.0f : 0.0f;
+    g.a = inp, g.lda = IC;
+    g.b = weight, g.ldb = IC;
+    g.c = out, g.ldc = OC;
+    m_be.gemm(g);
+    m_be.add_bias(out, bias, N, OC);
+}
+
+// dinp (N,IC) = dout @ weight; dweight (OC,IC) += dout^T @ inp; dbias (OC) += column sums of dout.
+void GPT::matmul_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp, Tensor weight,
+                          int IC, int OC) {
+    const int N = int(m_shape.N());
+    GemmArgs gi;
+    gi.m = N, gi.n = IC, gi.k = OC;
+    gi.a = dout, gi.lda = OC;
+    gi.b = weight, gi.ldb = IC;
+    gi.c = dinp, gi.ldc = IC;
+    m_be.gemm(gi);
+    GemmArgs gw;
+    gw.trans_a = true;
+    gw.m = OC, gw.n = IC, gw.k = N;
+    gw.beta = 1.0f;
+    gw.a = dout, gw.lda = OC;
+    gw.b = inp, gw.ldb = IC;
+    gw.c = dweight, gw.ldc = IC;
+    m_be.gemm(gw);
+    m_be.bias_backward(dbias, dout, N, OC);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// [SECTION] forward
+
+void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params) {
+    const int N = int(m_shape.N()), C = m_shape.C, NH = m_shape.NH, HD = C / NH;
+    const BlockParams p = block_params(params.weights(m_layout.block_unit(layer)), C);
+    // attention branch: residual2 = x + c_proj(attention(rope(c_attn(ln_1(x)))))
+    m_be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, N, C);
+    matmul_forward(a.qkv, a.ln1, p.qkv_w, p.qkv_b, C, 3 * C, false);  // (N,3C)
+    m_be.rope_forward(a.qkv, m_shape.B, m_shape.T, NH, HD);
+    m_be.attention_forward(a.atty, a.probs, a.qkv, m_shape.B, m_shape.T, NH, HD);  // (N,C)
+    m_be.copy(a.residual2, x);
+    matmul_forward(a.residual2, a.atty, p.attproj_w, p.attproj_b, C, C, true);
+    // MLP branch: output = residual2 + c_proj(gelu(c_fc(ln_2(residual2))))
+    m_be.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2_w, p.ln2_b, N, C);
+    matmul_forward(a.fch, a.ln2, p.fc_w, p.fc_b, C, 4 * C, false);  // (N,4C)
+    m_be.gelu_forward(a.fch_gelu, a.fch);
+    m_be.copy(a.output, a.residual2);
+    matmul_forward(a.output, a.fch_gelu, p.fcproj_w, p.fcproj_b, 4 * C, C, true);
+}
+
+BlockActs GPT::view_block(const ChunkActivations& acts, int index) const {
+    BlockActs a;
+    carve_block(a, acts.blocks[size_t(index)], m_shape, m_options.recompute, BlockPart::saved);
+    return a;
+}
+
+void GPT::forward(ChunkActivations& acts, const MicroBatch& batch, Tensor input, ParamAccess& params) {
+    const int64_t N = m_shape.N();
+    const int C = m_shape.C;
+    const DType e = m_shape.dtype;
+    TrackedAllocator& alloc = m_be.allocator();
+
+    acts.tokens = alloc.allocate(size_t(2 * N) * 4, MemCategory::activations, "tokens");
+    const Tensor tokens = acts.tokens.view(DType::i32, 0, N), targets = acts.tokens.view(DType::i32, N, N);
+    m_be.upload(tokens, batch.tokens);
+    m_be.upload(targets, batch.targets);
+
+    if (has_embedding()) {
+        const int unit = m_layout.embedding_unit();
+        acts.embedding = alloc.allocate(size_t(embedding_saved_bytes(m_shape)), MemCategory::activations,
+                                        "embedding output");
+        acts.input = acts.embedding.view(e, 0, N * C);
+        params.acquire(unit, Pass::forward);
+        m_be.embedding_forward(acts.input, tokens, embedding_params(params.weights(unit)).wte, int(N), C);
+        params.release(unit, Pass::forward);
+    } else {
+        US_ASSERT(input.numel == N * C, "chunk input has {} elements, expected {}", input.numel, N * C);
+        acts.input = input;
+    }
+
+    Tensor x = acts.input;
+    const int first = m_layout.layer_begin(), count = m_layout.layer_end() - first;
+    acts.blocks.resize(size_t(count));
+    for (int i = 0; i < count; ++i) {
+        const int layer = first + i, unit = m_layout.block_unit(layer);
+        acts.blocks[size_t(i)] = alloc.allocate(size_t(block_saved_bytes(m_shape, m_options.recompute)),
+                                                MemCategory::activations, fmt::format("block {}", layer));
+        BlockActs a = view_block(acts, i);
+        Allocation working;
+        if (m_options.recompute == Recompute::full) {
+            working = alloc.allocate(size_t(block_working_bytes(m_shape, Recompute::full)),
+                                     MemCategory::activations, "recompute working set");
+            carve_block(a, working, m_shape, Recompute::full, BlockPart::working);
+        }
+        params.acquire(unit, Pass::forward);
+        block_forward(layer, a, x, params);
+        params.release(unit, Pass::forward);
+        x = a.output;
+    }
+    if (has_head()) head_forward(acts, x, params);
+}
+
+Tensor GPT::output(const ChunkActivations& acts) const {
+    if (acts.blocks.empty()) return acts.input;
+    return view_block(acts, int(acts.blocks.size()) - 1).output;
+}
+
+namespace {
+struct HeadActs {
+    Tensor lnf;       // (N,C)
+    Tensor mean;      // (N) fp32
+    Tensor rstd;      // (N) fp32
+    Tensor logits;    // (N,V) fp32: logits, then probabilities, then dlogits
+    Tensor losses;    // (N) fp32
+};
+HeadActs carve_head(const Allocation& storage, const ActivationShape& s) {
+    const int64_t N = s.N();
+    char* p = static_cast<char*>(storage.data());
+    HeadActs h;
+    h.mean = Tensor::of(reinterpret_cast<float*>(p), N);
+    h.rstd = Tensor::of(reinterpret_cast<float*>(p) + N, N);
+    h.losses = Tensor::of(reinterpret_cast<float*>(p) + 2 * N, N);
+    h.logits = Tensor::of(reinterpret_cast<float*>(p) + 3 * N, N * s.V);
+    h.lnf = Tensor::of(p + (3 * N + N * s.V) * 4, s.dtype, N * s.C);
+    return h;
+}
+}  // namespace
+
+Tensor GPT::probabilities(const ChunkActivations& acts) const {
+    US_ASSERT(has_head() && acts.head, "probabilities exist after the last chunk's forward");
+    return carve_head(acts.head, m_shape).logits;
+}
+
+void GPT::head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params) {
+    const int N = int(m_shape.N()), C = m_shape.C, V = m_shape.V;
+    acts.head = m_be.allocator().allocate(size_t(head_saved_bytes(m_shape)), MemCategory::activations, "head");
+    const HeadActs h = carve_head(acts.head, m_shape);
+    const int fin = m_layout.final_unit(), emb = m_layout.embedding_unit();
+    params.acquire(fin, Pass::forward);
+    params.acquire(emb, Pass::forward);
+    const FinalNormParams f = final_norm_params(params.weights(fin), C);
+    m_be.layernorm_forward(h.lnf, h.mean, h.rstd, x, f.lnf_w, f.lnf_b, N, C);
+    // logits (N,V) fp32 = lnf (N,C) @ wte^T: the LM head is the embedding matrix (tied)
+    GemmArgs g;
+    g.trans_b = true;
+    g.m = N, g.n = V, g.k = C;
+    g.a = h.lnf, g.lda = C;
+    g.b = embedding_params(params.weights(emb)).wte, g.ldb = C;
+    g.c = h.logits, g.ldc = V;
+    m_be.gemm(g);
+    params.release(emb, Pass::forward);
+    params.release(fin, Pass::forward);
+    const Tensor targets = acts.tokens.view(DType::i32, N, N);
+    m_be.crossentropy_forward(h.losses, h.logits, targets, N, V);
+    acts.loss_sum = m_be.sum(h.losses);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// [SECTION] backward
+
+void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad_scale, ParamAccess& params) {
+    const int N = int(m_shape.N()), C = m_shape.C, V = m_shape.V;
+    const HeadActs h = carve_head(acts.head, m_shape);
+    const int fin = m_layout.final_unit(), emb = m_layout.embedding_unit();
+    const Tensor targets = acts.tokens.view(DType::i32, N, N);
+    m_be.crossentropy_backward(h.logits, targets, grad_scale / float(N), N, V);
+    Tensor dlogits = h.logits;
+    if (m_shape.dtype == DType::bf16) {  // the head GEMMs run in bf16, as under autocast
+        m_be.copy(s.dlogits16, h.logits);
+        dlogits = s.dlogits16;
+    }
+    params.acquire(fin, Pass::backward);
+    params.acquire(emb, Pass::backward);
+    const Tensor wte = embedding_params(params.weights(emb)).wte;
+    const Tensor dwte = embedding_params(params.grads(emb)).wte;
+    // dlnf (N,C) = dlogits @ wte ; dwte (V,C) += dlogits^T @ lnf
+    GemmArgs gi;
+    gi.m = N, gi.n = C, gi.k = V;
+    gi.a = dlogits, gi.lda = V;
+    gi.b = wte, gi.ldb = C;
+    gi.c = s.dC, gi.ldc = C;
+    m_be.gemm(gi);
+    GemmArgs gw;
+    gw.trans_a = true;
+    gw.m = V, gw.n = C, gw.k = N;
+    gw.beta = 1.0f;
+    gw.a = dlogits, gw.lda = V;
+    gw.b = h.lnf, gw.ldb = C;
+    gw.c = dwte, gw.ldc = C;
+    m_be.gemm(gw);
+    const FinalNormParams f = final_norm_params(params.weights(fin), C);
+    const FinalNormParams df = final_norm_params(params.grads(fin), C);
+    m_be.fill_zero(s.dres);
+    m_be.layernorm_backward(s.dres, df.lnf_w, df.lnf_b, s.dC, x, f.lnf_w, h.mean, h.rstd, N, C);
+    params.release(emb, Pass::backward);
+    params.release(fin, Pass::backward);
+    params.grads_done(fin);
+    // The embedding's gradient is complete here only when this chunk does not also embed the tokens.
+    if (!has_embedding()) params.grads_done(emb);
+    acts.head.reset();
+}
+
+void GPT::block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params) {
+    const int N = int(m_shape.N()), C = m_shape.C, NH = m_shape.NH, HD = C / NH;
+    const int unit = m_layout.block_unit(layer);
+    const BlockParams p = block_params(params.weights(unit), C);
+    const BlockParams d = block_params(params.grads(unit), C);
+    // MLP branch; s.dres holds d(output) and becomes d(residual2)
+    matmul_backward(s.dfch, d.fcproj_w, d.fcproj_b, s.dres, a.fch_gelu, p.fcproj_w, 4 * C, C);
+    m_be.gelu_backward(s.dfch, a.fch, s.dfch);
+    matmul_backward(s.dC, d.fc_w, d.fc_b, s.dfch, a.ln2, p.fc_w, C, 4 * C);
+    m_be.layernorm_backward(s.dres, d.ln2_w, d.ln2_b, s.dC, a.residual2, p.ln2_w, a.ln2_mean, a.ln2_rstd, N, C);
+    // attention branch; s.dres becomes d(x)
+    matmul_backward(s.dC, d.attproj_w, d.attproj_b, s.dres, a.atty, p.attproj_w, C, C);
+    m_be.attention_backward(s.dqkv, s.dC, a.qkv, a.probs, m_shape.B, m_shape.T, NH, HD);
+    m_be.rope_backward(s.dqkv, m_shape.B, m_shape.T, NH, HD);
+    matmul_backward(s.dC, d.qkv_w, d.qkv_b, s.dqkv, a.ln1, p.qkv_w, C, 3 * C);
+    m_be.layernorm_backward(s.dres, d.ln1_w, d.ln1_b, s.dC, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
+}
+
+void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float grad_scale, ParamAccess& params) {
+    const int64_t N = m_shape.N();
+    const int C = m_shape.C;
+    const DType e = m_shape.dtype;
+    TrackedAllocator& alloc = m_be.allocator();
+
+    Scratch s;
+    s.storage = alloc.allocate(size_t(backward_temporaries_bytes(m_shape, has_head())), MemCategory::temporaries,
+                               "backward activation gradients");
+    int64_t off = 0;
+    auto take = [&](DType t, int64_t n) {
+        const Tensor v = Tensor::of(static_cast<char*>(s.storage.data()) + off, t, n);
+        off += n * int64_t(dtype_size(t));
+        return v;
+    };
+    s.dres = take(e, N * C);
+    s.dC = take(e, N * C);
+    s.dqkv = take(e, 3 * N * C);
+    s.dfch = take(e, 4 * N * C);
+    if (has_head() && e == DType::bf16) s.dlogits16 = take(DType::bf16, N * m_shape.V);
+
+    const int first = m_layout.layer_begin(), count = int(acts.blocks.size());
+    auto block_input = [&](int i) { return i > 0 ? view_block(acts, i - 1).output : acts.input; };
+
+    if (has_head()) {
+        head_backward(acts, block_input(count), s, grad_scale, params);
+    } else {
+        US_ASSERT(dout.numel == N * C, "chunk output gradient has {} elements, expected {}", dout.numel, N * C);
+        m_be.copy(s.dres, dout);
+    }
+    for (int i = count - 1; i >= 0; --i) {
+        const int layer = first + i, unit = m_layout.block_unit(layer);
+        const Tensor x = block_input(i);
+        BlockActs a = view_block(acts, i);
+        Allocation working;
+        params.acquire(unit, Pass::backward);
+        if (m_options.recompute == Recompute::full) {  // rebuild the block's intermediates from its input
+            working = alloc.allocate(size_t(block_working_bytes(m_shape, Recompute::full)),
+                                     MemCategory::activations, "recompute working set");
+            carve_block(a, working, m_shape, Recompute::full, BlockPart::working);
+            block_forward(layer, a, x, params);
+        }
+        block_backward(layer, a, x, s, params);
+        params.release(unit, Pass::backward);
+        params.grads_done(unit);
+        working.reset();
+        // This block's saved tensors (its output included: the next block is done) are no longer needed.
+        if (i + 1 < count) acts.blocks[size_t(i + 1)].reset();
+    }
+    if (count > 0) acts.blocks[0].reset();
+
+    if (has_embedding()) {
+        const int emb = m_layout.embedding_unit();
+        const Tensor tokens = acts.tokens.view(DType::i32, 0, N);
+        m_be.embedding_backward(embedding_params(params.grads(emb)).wte, s.dres, tokens, int(N), C);
+        params.grads_done(emb);
+        acts.embedding.reset();
+    } else {
+        US_ASSERT(dinput.numel == N * C, "chunk input gradient has {} elements, expected {}", dinput.numel, N * C);
+        m_be.copy(dinput, s.dres);
+    }
+    acts.tokens.reset();
+    acts.blocks.clear();
+}
+
+}  // namespace us

@@ -1,0 +1,89 @@
+// The GPT: embedding -> L x [LayerNorm -> causal self-attention (RoPE) -> residual -> LayerNorm -> MLP (GeLU)
+// -> residual] -> LayerNorm -> tied LM head -> mean cross-entropy. Forward and backward are written by hand,
+// layer by layer, as pairs. A GPT object runs one chunk of the model (all of it on a single rank; a pipeline
+// stage's layers otherwise) for one micro-batch at a time; the activations of each micro-batch live in a
+// ChunkActivations from its forward until its backward releases them.
+//
+// Legend: B batch, T time, C channels, V vocab, NH heads, HD head dim, N = B*T rows.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/model/activations.h"
+#include "engine/model/gpt_config.h"
+#include "engine/model/param_access.h"
+#include "engine/model/param_layout.h"
+
+namespace us {
+
+struct ModelOptions {
+    Precision precision = Precision::fp32;
+    Recompute recompute = Recompute::none;
+    int micro_batch = 1;  // B, in sequences
+};
+
+// One micro-batch of token ids in host memory: inputs and next-token targets, (B,T) each.
+struct MicroBatch {
+    const int32_t* tokens = nullptr;
+    const int32_t* targets = nullptr;
+};
+
+struct ChunkActivations {
+    int micro_batch_index = 0;
+    Allocation tokens;                 // (2,N) int32: inputs then targets
+    Allocation embedding;              // (N,C) the embedding output, first chunk only
+    Tensor input;                      // (N,C) the chunk's input: embedding output, or from the previous stage
+    std::vector<Allocation> blocks;    // per block of the chunk: its saved activations
+    Allocation head;                   // final norm output and stats, fp32 logits, losses; last chunk only
+    double loss_sum = 0.0;             // sum of per-token losses (last chunk only)
+};
+
+class GPT {
+public:
+    GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend, const ParamLayout& layout);
+
+    const GPTConfig& config() const { return m_config; }
+    const ModelOptions& options() const { return m_options; }
+    const ParamLayout& layout() const { return m_layout; }
+    const ActivationShape& shape() const { return m_shape; }
+    bool has_embedding() const { return m_layout.is_first_chunk(); }  // embeds the tokens
+    bool has_head() const { return m_layout.is_last_chunk(); }        // final norm, LM head and loss
+
+    // Runs the chunk's forward. `input` (N,C) is ignored on the first chunk, which embeds the tokens.
+    // After it, acts.loss_sum holds the summed loss when the chunk has the head.
+    void forward(ChunkActivations& acts, const MicroBatch& batch, Tensor input, ParamAccess& params);
+
+    // The chunk's output (N,C): the last block's output (for the next pipeline stage).
+    Tensor output(const ChunkActivations& acts) const;
+
+    // After forward on the last chunk: the next-token probabilities (N,V), fp32 (evaluation, sampling, tests).
+    Tensor probabilities(const ChunkActivations& acts) const;
+
+    // Runs the chunk's backward and releases acts' activations as they are consumed. `dout` (N,C) is the
+    // gradient of the chunk's output (ignored on the last chunk, which starts from the loss); `dinput` (N,C)
+    // receives the gradient of the chunk's input (ignored on the first chunk). grad_scale multiplies d(loss):
+    // 1 / (micro-batches * data-parallel ranks) so that gradients are those of the global mean loss.
+    void backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float grad_scale, ParamAccess& params);
+
+private:
+    struct Scratch;  // backward's activation gradients
+    void block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params);
+    void block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params);
+    void head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params);
+    void head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad_scale, ParamAccess& params);
+    void matmul_forward(Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC, bool accumulate);
+    void matmul_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp, Tensor weight, int IC,
+                         int OC);
+    BlockActs view_block(const ChunkActivations& acts, int index) const;
+
+    GPTConfig m_config;
+    ModelOptions m_options;
+    Backend& m_be;
+    ParamLayout m_layout;
+    ActivationShape m_shape;
+    Allocation m_working;  // full recompute: one block's intermediate tensors
+};
+
+}  // namespace us

@@ -1,0 +1,93 @@
+// Where every parameter lives in the flat buffers. One flat buffer per category (params, grads, master weights,
+// moments) shares this layout, so ZeRO shards and DP buckets are plain offset ranges.
+//
+// The buffer is a sequence of units in forward order: the token embedding, one unit per transformer block, the
+// final LayerNorm. Inside a block the tensors are in forward order too, so backward produces gradients at
+// decreasing offsets: a bucket at the end of the buffer is complete first. Names and [out, in] matrix layout
+// follow nanoGPT / nn.Linear, which is also how checkpoints are written.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/tensor.h"
+#include "engine/model/gpt_config.h"
+
+namespace us {
+
+struct ParamTensor {
+    std::string name;  // e.g. transformer.h.3.attn.c_attn.weight
+    int unit = 0;      // index into ParamLayout::units()
+    int64_t offset = 0;
+    int64_t numel = 0;
+    int rows = 0;       // matrices: [rows, cols] = [out, in]; vectors: rows = numel, cols = 1
+    int cols = 1;
+    bool decay = false;  // weight decay applies: matrices and the embedding, not biases or norms
+};
+
+enum class UnitKind { embedding, block, final_norm };
+
+struct ParamUnit {
+    UnitKind kind = UnitKind::block;
+    int layer = -1;  // block index for blocks; -1 otherwise
+    int64_t offset = 0;
+    int64_t numel = 0;
+    int first_tensor = 0;
+    int tensor_count = 0;
+};
+
+class ParamLayout {
+public:
+    // The layout of one pipeline chunk holding blocks [layer_begin, layer_end). The first chunk holds the token
+    // embedding; the last holds the final norm and, for the tied LM head, its own copy of the embedding (Megatron
+    // keeps the two copies equal by summing their gradients). A single-rank model is build(cfg, 0, L).
+    static ParamLayout build(const GPTConfig& cfg, int layer_begin, int layer_end);
+    static ParamLayout whole_model(const GPTConfig& cfg) { return build(cfg, 0, cfg.layers); }
+    bool is_first_chunk() const { return m_layer_begin == 0; }
+    bool is_last_chunk() const { return m_final_unit >= 0; }
+
+    const std::vector<ParamTensor>& tensors() const { return m_tensors; }
+    const std::vector<ParamUnit>& units() const { return m_units; }
+    int64_t total() const { return m_total; }
+    const ParamTensor* find(const std::string& name) const;
+
+    int embedding_unit() const { return m_embedding_unit; }  // -1 when absent
+    int final_unit() const { return m_final_unit; }          // -1 when absent
+    int block_unit(int layer) const;                         // -1 when the layer is not in this layout
+    int layer_begin() const { return m_layer_begin; }
+    int layer_end() const { return m_layer_end; }
+
+private:
+    void add_unit(UnitKind kind, int layer, const std::vector<std::pair<std::string, std::pair<int, int>>>& spec);
+
+    std::vector<ParamTensor> m_tensors;
+    std::vector<ParamUnit> m_units;
+    int64_t m_total = 0;
+    int m_embedding_unit = -1, m_final_unit = -1;
+    int m_layer_begin = 0, m_layer_end = 0;
+};
+
+// Views of one block's tensors inside the unit's storage (weights or gradients: same offsets).
+struct BlockParams {
+    Tensor ln1_w, ln1_b;        // (C)
+    Tensor qkv_w, qkv_b;        // (3C, C), (3C)
+    Tensor attproj_w, attproj_b;  // (C, C), (C)
+    Tensor ln2_w, ln2_b;        // (C)
+    Tensor fc_w, fc_b;          // (4C, C), (4C)
+    Tensor fcproj_w, fcproj_b;  // (C, 4C), (C)
+};
+BlockParams block_params(Tensor unit_storage, int C);
+
+struct EmbeddingParams {
+    Tensor wte;  // (V, C)
+};
+struct FinalNormParams {
+    Tensor lnf_w, lnf_b;  // (C)
+};
+inline EmbeddingParams embedding_params(Tensor unit_storage) { return {unit_storage}; }
+inline FinalNormParams final_norm_params(Tensor unit_storage, int C) {
+    return {unit_storage.slice(0, C), unit_storage.slice(C, C)};
+}
+
+}  // namespace us

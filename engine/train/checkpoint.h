@@ -1,0 +1,28 @@
+// Checkpoints: safetensors with nanoGPT tensor names and nn.Linear [out, in] layout, fp32 weights (the master
+// weights in bf16 runs), the AdamW moments as optimizer.exp_avg.<name> / optimizer.exp_avg_sq.<name>, and in the
+// metadata the model shape, precision, seed and steps taken (which fixes the data position). docs/checkpoints.md
+// describes the format. Written atomically; a file of another shape is refused with the difference named.
+#pragma once
+
+#include <string>
+
+#include "engine/model/param_layout.h"
+#include "engine/train/config.h"
+#include "engine/train/train_state.h"
+
+namespace us {
+
+struct CheckpointInfo {
+    int steps_done = 0;
+    uint64_t seed = 0;
+    bool has_optimizer_state = false;
+};
+
+void save_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout, TrainState& state,
+                     int steps_done);
+
+// Loads into `state`. UserError for a missing, corrupt or mismatched file.
+CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout,
+                               TrainState& state);
+
+}  // namespace us

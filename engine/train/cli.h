@@ -1,0 +1,36 @@
+// The command line of ultrascope-train: every flag, its help text, and the layering of defaults, preset,
+// config file and flags into one TrainConfig. Shared with `ultrascope run`, which forwards these flags.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/train/config.h"
+
+namespace CLI {
+class App;
+}
+
+namespace us {
+
+struct TrainCommandLine {
+    TrainConfig config;
+    std::string write_default_corpus;  // --write-default-corpus FILE: write the corpus and exit
+    bool print_config = false;         // --print-config: print the resolved config as JSON and exit
+};
+
+// Registers the training flags on `app`. After app.parse(), call the returned function to build the config:
+// defaults, then --preset, then --config FILE, then the flags that were given. Throws UserError on bad values.
+std::function<TrainCommandLine()> add_train_flags(CLI::App& app);
+
+// Parses argv (for ultrascope-train). Throws UserError; CLI11 parse errors are turned into UserError too, with
+// `--help` handled by printing the help and returning with help_requested set.
+struct ParsedTrainArgs {
+    TrainCommandLine cmd;
+    bool help_requested = false;
+    std::string help_text;
+};
+ParsedTrainArgs parse_train_args(int argc, const char* const* argv);
+
+}  // namespace us

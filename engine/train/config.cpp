@@ -1,0 +1,166 @@
+#include "engine/train/config.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/core/check.h"
+
+namespace us {
+
+namespace fs = std::filesystem;
+
+void TrainConfig::validate() const {
+    model.validate();
+    US_CHECK_INPUT(batch > 0, "--batch must be positive (got {})", batch);
+    US_CHECK_INPUT(grad_accum > 0, "--grad-accum must be positive (got {})", grad_accum);
+    US_CHECK_INPUT(steps >= 0, "--steps must not be negative (got {})", steps);
+    US_CHECK_INPUT(adamw.lr > 0, "--lr must be positive (got {})", adamw.lr);
+    US_CHECK_INPUT(warmup >= 0, "--warmup must not be negative (got {})", warmup);
+    US_CHECK_INPUT(grad_clip >= 0, "--grad-clip must not be negative (got {}); 0 disables clipping", grad_clip);
+    US_CHECK_INPUT(adamw.weight_decay >= 0, "--weight-decay must not be negative (got {})", adamw.weight_decay);
+    US_CHECK_INPUT(threads >= 0, "--threads must not be negative (got {})", threads);
+    US_CHECK_INPUT(!fp32_grad_accum || precision == Precision::bf16,
+                   "--fp32-grad-accum needs --precision bf16 (fp32 runs already accumulate in fp32)");
+    const ParallelConfig& p = parallel;
+    for (auto [name, v] : {std::pair{"dp", p.dp}, {"pp", p.pp}, {"tp", p.tp}, {"cp", p.cp}, {"ep", p.ep}})
+        US_CHECK_INPUT(v >= 1, "--{} must be at least 1 (got {})", name, v);
+    US_CHECK_INPUT(p.zero >= 0 && p.zero <= 3, "unknown --zero stage {}: expected 0, 1, 2 or 3", p.zero);
+    US_CHECK_INPUT(p.pp_schedule == "afab" || p.pp_schedule == "1f1b" || p.pp_schedule == "interleaved" ||
+                       p.pp_schedule == "zb1",
+                   "unknown --pp-schedule '{}': expected afab, 1f1b, interleaved or zb1", p.pp_schedule);
+    US_CHECK_INPUT(p.pp_chunks >= 1, "--pp-chunks must be at least 1 (got {})", p.pp_chunks);
+    US_CHECK_INPUT(p.bucket_mb > 0, "--bucket-mb must be positive (got {})", p.bucket_mb);
+    US_CHECK_INPUT(p.comm_progress == "thread" || p.comm_progress == "poll",
+                   "unknown --comm-progress '{}': expected thread or poll", p.comm_progress);
+    US_CHECK_INPUT(device == "cpu" || device == "cuda", "unknown --device '{}': expected cpu or cuda", device);
+}
+
+nlohmann::json TrainConfig::to_json() const {
+    return {{"preset", preset},
+            {"vocab", model.vocab},
+            {"hidden", model.hidden},
+            {"layers", model.layers},
+            {"heads", model.heads},
+            {"seq", model.seq},
+            {"batch", batch},
+            {"grad_accum", grad_accum},
+            {"steps", steps},
+            {"lr", adamw.lr},
+            {"min_lr_ratio", min_lr_ratio},
+            {"warmup", warmup},
+            {"weight_decay", adamw.weight_decay},
+            {"grad_clip", grad_clip},
+            {"seed", seed},
+            {"precision", std::string(precision_name(precision))},
+            {"fp32_grad_accum", fp32_grad_accum},
+            {"recompute", std::string(recompute_name(recompute))},
+            {"data", data},
+            {"threads", threads},
+            {"device", device},
+            {"dp", parallel.dp},
+            {"pp", parallel.pp},
+            {"tp", parallel.tp},
+            {"cp", parallel.cp},
+            {"ep", parallel.ep},
+            {"zero", parallel.zero},
+            {"pp_schedule", parallel.pp_schedule},
+            {"pp_chunks", parallel.pp_chunks},
+            {"bucket_mb", parallel.bucket_mb},
+            {"overlap", parallel.overlap},
+            {"comm_progress", parallel.comm_progress}};
+}
+
+void apply_config_json(TrainConfig& cfg, const nlohmann::json& j, const std::string& source) {
+    US_CHECK_INPUT(j.is_object(), "{}: expected a JSON object of settings", source);
+    auto get_int = [&](const std::string& key, const nlohmann::json& v) {
+        US_CHECK_INPUT(v.is_number_integer(), "{}: '{}' must be an integer", source, key);
+        return v.get<int64_t>();
+    };
+    auto get_num = [&](const std::string& key, const nlohmann::json& v) {
+        US_CHECK_INPUT(v.is_number(), "{}: '{}' must be a number", source, key);
+        return v.get<double>();
+    };
+    auto get_str = [&](const std::string& key, const nlohmann::json& v) {
+        US_CHECK_INPUT(v.is_string(), "{}: '{}' must be a string", source, key);
+        return v.get<std::string>();
+    };
+    auto get_bool = [&](const std::string& key, const nlohmann::json& v) {
+        US_CHECK_INPUT(v.is_boolean(), "{}: '{}' must be true or false", source, key);
+        return v.get<bool>();
+    };
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        const std::string& k = it.key();
+        const nlohmann::json& v = it.value();
+        if (k == "description" || k == "preset") continue;  // presets describe themselves; preset handled first
+        else if (k == "vocab") cfg.model.vocab = int(get_int(k, v));
+        else if (k == "hidden") cfg.model.hidden = int(get_int(k, v));
+        else if (k == "layers") cfg.model.layers = int(get_int(k, v));
+        else if (k == "heads") cfg.model.heads = int(get_int(k, v));
+        else if (k == "seq") cfg.model.seq = int(get_int(k, v));
+        else if (k == "batch") cfg.batch = int(get_int(k, v));
+        else if (k == "grad_accum") cfg.grad_accum = int(get_int(k, v));
+        else if (k == "steps") cfg.steps = int(get_int(k, v));
+        else if (k == "lr") cfg.adamw.lr = get_num(k, v);
+        else if (k == "min_lr_ratio") cfg.min_lr_ratio = get_num(k, v);
+        else if (k == "warmup") cfg.warmup = int(get_int(k, v));
+        else if (k == "weight_decay") cfg.adamw.weight_decay = get_num(k, v);
+        else if (k == "grad_clip") cfg.grad_clip = get_num(k, v);
+        else if (k == "seed") cfg.seed = uint64_t(get_int(k, v));
+        else if (k == "precision") cfg.precision = parse_precision(get_str(k, v));
+        else if (k == "fp32_grad_accum") cfg.fp32_grad_accum = get_bool(k, v);
+        else if (k == "recompute") cfg.recompute = parse_recompute(get_str(k, v));
+        else if (k == "data") cfg.data = get_str(k, v);
+        else if (k == "threads") cfg.threads = int(get_int(k, v));
+        else if (k == "device") cfg.device = get_str(k, v);
+        else if (k == "dp") cfg.parallel.dp = int(get_int(k, v));
+        else if (k == "pp") cfg.parallel.pp = int(get_int(k, v));
+        else if (k == "tp") cfg.parallel.tp = int(get_int(k, v));
+        else if (k == "cp") cfg.parallel.cp = int(get_int(k, v));
+        else if (k == "ep") cfg.parallel.ep = int(get_int(k, v));
+        else if (k == "zero") cfg.parallel.zero = int(get_int(k, v));
+        else if (k == "pp_schedule") cfg.parallel.pp_schedule = get_str(k, v);
+        else if (k == "pp_chunks") cfg.parallel.pp_chunks = int(get_int(k, v));
+        else if (k == "bucket_mb") cfg.parallel.bucket_mb = get_num(k, v);
+        else if (k == "overlap") cfg.parallel.overlap = get_bool(k, v);
+        else if (k == "comm_progress") cfg.parallel.comm_progress = get_str(k, v);
+        else fail_user("{}: unknown setting '{}' (settings use the flag names with '_' for '-', e.g. grad_accum)",
+                       source, k);
+    }
+}
+
+std::string assets_dir() {
+    if (const char* env = std::getenv("ULTRASCOPE_ASSETS"); env && *env) return env;
+    return std::string(US_SOURCE_DIR) + "/assets";
+}
+
+std::string default_corpus_path() { return assets_dir() + "/corpus/default.txt"; }
+
+std::vector<std::string> list_presets() {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(assets_dir() + "/presets", ec))
+        if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+void apply_preset(TrainConfig& cfg, const std::string& name) {
+    const std::string path = assets_dir() + "/presets/" + name + ".json";
+    std::ifstream in(path);
+    if (!in.good()) {
+        std::string known;
+        for (const auto& n : list_presets()) known += (known.empty() ? "" : ", ") + n;
+        fail_user("unknown preset '{}': known presets are {}", name, known.empty() ? "(none found)" : known);
+    }
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        fail_user("preset file '{}' is not valid JSON: {}", path, e.what());
+    }
+    apply_config_json(cfg, j, "preset '" + name + "'");
+    cfg.preset = name;
+}
+
+}  // namespace us

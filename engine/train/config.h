@@ -1,0 +1,70 @@
+// Everything one run of ultrascope-train needs to know. Built in layers: defaults, then a preset
+// (assets/presets/NAME.json), then a config file (--config FILE.json), then command-line flags; later layers win.
+// Config files and presets use the flag names with '_' for '-' as keys (grad_accum, pp_schedule, bucket_mb).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/model/gpt_config.h"
+#include "engine/optim/adamw.h"
+
+namespace us {
+
+struct ParallelConfig {
+    int dp = 1, pp = 1, tp = 1, cp = 1, ep = 1;
+    int zero = 0;                        // ZeRO stage 0..3
+    std::string pp_schedule = "1f1b";    // afab | 1f1b | interleaved | zb1
+    int pp_chunks = 1;                   // virtual chunks per rank (interleaved)
+    double bucket_mb = 1.0;              // gradient bucket size (MiB)
+    bool overlap = true;                 // false: all-reduce after backward (--no-overlap)
+    std::string comm_progress = "thread";  // thread | poll: how async collectives make progress
+    int world() const { return dp * pp * tp * cp * ep; }
+};
+
+struct TrainConfig {
+    std::string preset;
+    GPTConfig model;
+    int batch = 8;       // micro-batch size, sequences (B)
+    int grad_accum = 1;  // micro-batches per step (M)
+    int steps = 50;
+    AdamWConfig adamw;
+    double min_lr_ratio = 0.1;  // cosine decay ends at lr * min_lr_ratio
+    int warmup = 10;
+    double grad_clip = 1.0;
+    uint64_t seed = 1337;
+    Precision precision = Precision::fp32;
+    bool fp32_grad_accum = false;
+    Recompute recompute = Recompute::none;
+    std::string data;  // empty: the default corpus
+    std::string save, load, metrics_out;
+    int threads = 0;   // per rank; 0: cores / ranks on this host
+    std::string device = "cpu";
+    ParallelConfig parallel;
+    // profiler
+    std::string trace;    // --trace FILE
+    std::string connect;  // --connect HOST:PORT
+    bool quiet = false;
+
+    int64_t tokens_per_step() const {
+        return int64_t(batch) * grad_accum * model.seq * parallel.dp;
+    }
+    // Throws UserError naming the first invalid value.
+    void validate() const;
+    nlohmann::json to_json() const;
+};
+
+// Applies the keys of a JSON object (a preset or a config file) onto cfg. UserError on unknown keys or wrong
+// types, naming `source`.
+void apply_config_json(TrainConfig& cfg, const nlohmann::json& j, const std::string& source);
+
+// Where presets, the default corpus and fonts live: $ULTRASCOPE_ASSETS, else the source tree's assets/.
+std::string assets_dir();
+std::string default_corpus_path();
+std::vector<std::string> list_presets();
+// Loads assets/presets/NAME.json onto cfg. UserError naming the known presets when NAME is unknown.
+void apply_preset(TrainConfig& cfg, const std::string& name);
+
+}  // namespace us

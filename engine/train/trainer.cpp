@@ -1,0 +1,105 @@
+#include "engine/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "engine/optim/grad_clip.h"
+#include "engine/parallel/replicated_state.h"
+#include "engine/train/checkpoint.h"
+
+namespace us {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Trainer::Trainer(const TrainConfig& config, Backend& backend)
+    : m_config(config), m_be(backend), m_layout(ParamLayout::whole_model(config.model)) {
+    m_config.validate();
+    const ParallelConfig& p = m_config.parallel;
+    US_CHECK_INPUT(p.world() == 1, "this build trains on one rank only: --dp/--pp/--tp/--cp/--ep must be 1");
+
+    m_data = TokenDataset::from_file(m_config.data.empty() ? default_corpus_path() : m_config.data);
+    DataLayout dl;
+    dl.seq = m_config.model.seq;
+    dl.micro_batch = m_config.batch;
+    dl.micro_batches = m_config.grad_accum;
+    dl.dp_size = p.dp;
+    dl.dp_rank = 0;
+
+    m_state = std::make_unique<ReplicatedState>(backend, m_layout, m_config.precision, m_config.fp32_grad_accum,
+                                                m_config.adamw, nullptr);
+    ModelOptions mo;
+    mo.precision = m_config.precision;
+    mo.recompute = m_config.recompute;
+    mo.micro_batch = m_config.batch;
+    m_model = std::make_unique<GPT>(m_config.model, mo, backend, m_layout);
+
+    if (!m_config.load.empty()) {
+        const CheckpointInfo info = load_checkpoint(m_config.load, m_config, m_layout, *m_state);
+        m_steps_done = info.steps_done;
+        if (info.seed != 0) m_config.seed = info.seed;  // the data order continues where the checkpoint left it
+    } else {
+        m_state->initialize(m_config.model, m_config.seed);
+    }
+    m_loader = std::make_unique<DataLoader>(m_data, dl, m_config.seed);
+
+    m_schedule.lr = m_config.adamw.lr;
+    m_schedule.min_lr = m_config.adamw.lr * m_config.min_lr_ratio;
+    m_schedule.warmup = m_config.warmup;
+    m_schedule.total = std::max(m_config.steps, 1);
+    const size_t n = size_t(m_config.batch) * size_t(m_config.model.seq);
+    m_tokens.resize(n);
+    m_targets.resize(n);
+}
+
+Trainer::~Trainer() = default;
+
+StepMetrics Trainer::train_step() {
+    const auto t0 = std::chrono::steady_clock::now();
+    m_be.allocator().reset_peaks();
+    const int M = m_config.grad_accum, dp = m_config.parallel.dp;
+    const float grad_scale = 1.0f / float(M * dp);
+    double loss_sum = 0.0;
+    for (int mb = 0; mb < M; ++mb) {
+        const bool last = mb == M - 1;
+        m_state->begin_micro_batch(mb, last);
+        m_loader->fill(m_steps_done, mb, m_tokens.data(), m_targets.data());
+        ChunkActivations acts;
+        acts.micro_batch_index = mb;
+        m_model->forward(acts, MicroBatch{m_tokens.data(), m_targets.data()}, Tensor{}, *m_state);
+        loss_sum += acts.loss_sum;
+        m_model->backward(acts, Tensor{}, Tensor{}, grad_scale, *m_state);
+        m_state->end_micro_batch(mb, last);
+    }
+    const double norm = std::sqrt(m_state->finish_gradients());
+    const float clip = clip_coefficient(norm, m_config.grad_clip);
+    const int step = m_steps_done + 1;
+    const double lr = m_schedule.at(step);
+    m_state->optimizer_step(lr, clip);
+    m_be.synchronize();
+    m_steps_done = step;
+
+    StepMetrics r;
+    r.step = step;
+    r.tokens = m_config.tokens_per_step();
+    r.loss = loss_sum / double(int64_t(M) * m_config.batch * m_config.model.seq);
+    r.lr = lr;
+    r.grad_norm = norm;
+    r.step_ms = seconds_since(t0) * 1e3;
+    r.tokens_per_s = double(r.tokens) / (r.step_ms / 1e3);
+    r.memory = m_be.allocator().stats();
+    return r;
+}
+
+void Trainer::save(const std::string& path) { save_checkpoint(path, m_config, m_layout, *m_state, m_steps_done); }
+
+double Trainer::evaluate_loss(const int32_t* tokens, const int32_t* targets) {
+    ChunkActivations acts;
+    m_model->forward(acts, MicroBatch{tokens, targets}, Tensor{}, *m_state);
+    return acts.loss_sum / double(int64_t(m_config.batch) * m_config.model.seq);
+}
+
+}  // namespace us

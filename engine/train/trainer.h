@@ -1,0 +1,58 @@
+// The trainer: the one place that composes backend, model, training state, data and optimizer schedule into
+// training steps (and, as they land, the communicators, data parallelism, ZeRO and pipeline schedules).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/model/gpt.h"
+#include "engine/optim/lr_schedule.h"
+#include "engine/train/config.h"
+#include "engine/train/data_loader.h"
+#include "engine/train/train_state.h"
+
+namespace us {
+
+struct StepMetrics {
+    int step = 0;             // 1-based
+    double loss = 0.0;        // mean over the global batch's tokens
+    double lr = 0.0;
+    double grad_norm = 0.0;   // before clipping
+    int64_t tokens = 0;       // global tokens in the step
+    double step_ms = 0.0;
+    double tokens_per_s = 0.0;
+    MemoryStats memory;       // peaks are within this step
+};
+
+class Trainer {
+public:
+    Trainer(const TrainConfig& config, Backend& backend);
+    ~Trainer();
+
+    int steps_done() const { return m_steps_done; }
+    StepMetrics train_step();
+    void save(const std::string& path);
+
+    const GPT& model() const { return *m_model; }
+    const ParamLayout& layout() const { return m_layout; }
+    TrainState& state() { return *m_state; }
+    const TrainConfig& config() const { return m_config; }
+
+    // Runs forward only on one micro-batch of given tokens and returns its mean loss (tests, golden checks).
+    double evaluate_loss(const int32_t* tokens, const int32_t* targets);
+
+private:
+    TrainConfig m_config;
+    Backend& m_be;
+    ParamLayout m_layout;
+    std::unique_ptr<TrainState> m_state;
+    std::unique_ptr<GPT> m_model;
+    TokenDataset m_data;
+    std::unique_ptr<DataLoader> m_loader;
+    LrSchedule m_schedule;
+    int m_steps_done = 0;
+    std::vector<int32_t> m_tokens, m_targets;
+};
+
+}  // namespace us

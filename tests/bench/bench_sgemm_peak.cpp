@@ -1,0 +1,14 @@
+// Prints the measured sgemm peak of the linked BLAS on N threads as one JSON line: the denominator of CPU MFU.
+//   build/bin/bench_sgemm_peak [threads]
+#include <cstdio>
+#include <cstdlib>
+
+#include "engine/backend/cpu/peak.h"
+
+int main(int argc, char** argv) {
+    const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
+    const auto p = us::cpu::measure_sgemm_peak(threads, 2.0);
+    std::printf("{\"threads\": %d, \"gflops\": %.1f, \"n\": %d, \"blas_kernel\": \"%s\"}\n", p.threads, p.gflops,
+                p.size, p.blas_kernel.c_str());
+    return 0;
+}

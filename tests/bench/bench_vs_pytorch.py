@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""Training throughput of ultrascope-train against the same model in PyTorch, on the same CPU threads.
+
+The model: hidden 256, 4 layers, 4 heads, seq 256, micro-batch 8, fp32, AdamW (tests/tools/torch_gpt.py is the
+PyTorch side). For 1 and 2 threads it prints tokens/s of both, their ratio, the measured sgemm peak of the BLAS on
+those threads, each one's MFU (6N + 12*L*h*s FLOPs per token against that peak), and the BLAS kernels in use.
+
+    /usr/bin/python3 tests/bench/bench_vs_pytorch.py [--build build] [--steps 30]
+"""
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+
+SHAPE = dict(vocab=256, hidden=256, layers=4, heads=4, seq=256, batch=8)
+
+
+def n_params(s):
+    h, v, L = s["hidden"], s["vocab"], s["layers"]
+    return h * v + L * (12 * h * h + 13 * h) + 2 * h
+
+
+def flops_per_token(s):
+    return 6 * n_params(s) + 12 * s["layers"] * s["hidden"] * s["seq"]
+
+
+def run_ultrascope(build, threads, steps, data):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as m:
+        args = [os.path.join(build, "bin", "ultrascope-train"), "--threads", str(threads), "--steps", str(steps),
+                "--warmup", "5", "--lr", "1e-3", "--data", data, "--metrics-out", m.name, "--quiet"]
+        for k, v in SHAPE.items():
+            args += ["--" + k, str(v)]
+        subprocess.run(args, check=True, env=env)
+        rows = [json.loads(line) for line in open(m.name)]
+    timed = rows[5:]  # the first steps warm caches and the allocator up
+    return sum(r["tokens"] for r in timed) / (sum(r["step_ms"] for r in timed) / 1e3), rows[-1]["loss"]
+
+
+def run_pytorch(threads, steps, data):
+    """In a child process so that the thread settings are fresh."""
+    code = f"""
+import os, sys, time, json, math
+sys.path.insert(0, {os.path.join(HERE, '..', 'tools')!r})
+import numpy as np, torch
+torch.set_num_threads({threads})
+from torch_gpt import GPT
+s = {SHAPE!r}
+torch.manual_seed(0)
+model = GPT(s['vocab'], s['hidden'], s['layers'], s['heads'], s['seq'])
+decay = [p for p in model.parameters() if p.dim() >= 2]
+no_decay = [p for p in model.parameters() if p.dim() < 2]
+opt = torch.optim.AdamW([{{'params': decay, 'weight_decay': 0.1}}, {{'params': no_decay, 'weight_decay': 0.0}}],
+                        lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
+data = np.frombuffer(open({data!r}, 'rb').read(), dtype=np.uint8)
+B, T = s['batch'], s['seq']
+rng = np.random.default_rng(0)
+times, loss = [], None
+for step in range({steps}):
+    starts = rng.integers(0, len(data) - T - 1, size=B)
+    x = torch.from_numpy(np.stack([data[i:i + T] for i in starts]).astype(np.int64))
+    y = torch.from_numpy(np.stack([data[i + 1:i + T + 1] for i in starts]).astype(np.int64))
+    t0 = time.perf_counter()
+    _, loss = model(x, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    times.append(time.perf_counter() - t0)
+timed = times[5:]
+print(json.dumps({{'tokens_per_s': B * T * len(timed) / sum(timed), 'loss': loss.item(),
+                  'torch': torch.__version__, 'threads': torch.get_num_threads()}}))
+"""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    out = subprocess.run(["/usr/bin/python3", "-c", code], check=True, env=env, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def torch_blas_kernel():
+    """The OpenBLAS that torch's libblas.so.3 resolves to (Debian's alternatives system picks it)."""
+    code = ("import torch, ctypes\n"
+            "for name in ('libblas.so.3', 'libopenblas.so.0'):\n"
+            "    try:\n"
+            "        lib = ctypes.CDLL(name); lib.openblas_get_corename.restype = ctypes.c_char_p\n"
+            "        print(lib.openblas_get_corename().decode(), os.path.realpath('/usr/lib/x86_64-linux-gnu/' + name) if False else name); break\n"
+            "    except Exception: pass\n")
+    out = subprocess.run(["/usr/bin/python3", "-c", "import os\n" + code], capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--data", default=os.path.join(HERE, "..", "..", "assets", "corpus", "default.txt"))
+    args = ap.parse_args()
+    fpt = flops_per_token(SHAPE)
+    print(f"model: {SHAPE}, N = {n_params(SHAPE):,} parameters, {fpt / 1e6:.1f} MFLOP per token (6N + 12*L*h*s)")
+    print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
+          f"PyTorch's BLAS: {torch_blas_kernel()}; ultrascope links OpenBLAS (OpenMP build)")
+    print(f"{'threads':>7} | {'sgemm peak':>10} | {'ultrascope':>10} | {'pytorch':>10} | {'ratio':>5} | "
+          f"{'MFU us':>6} | {'MFU pt':>6} | kernel")
+    for threads in (1, 2):
+        peak = json.loads(subprocess.run([os.path.join(args.build, "bin", "bench_sgemm_peak"), str(threads)],
+                                         check=True, capture_output=True, text=True).stdout)
+        us_tps, _ = run_ultrascope(args.build, threads, args.steps, args.data)
+        pt = run_pytorch(threads, args.steps, args.data)
+        peak_flops = peak["gflops"] * 1e9
+        print(f"{threads:>7} | {peak['gflops']:>6.1f} GF/s | {us_tps:>6.0f} t/s | {pt['tokens_per_s']:>6.0f} t/s | "
+              f"{us_tps / pt['tokens_per_s']:>5.2f} | {us_tps * fpt / peak_flops:>6.1%} | "
+              f"{pt['tokens_per_s'] * fpt / peak_flops:>6.1%} | {peak['blas_kernel']}")
+
+
+if __name__ == "__main__":
+    main()

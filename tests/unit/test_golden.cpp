@@ -1,0 +1,119 @@
+// The engine against an independent implementation: tests/tools/make_golden.py builds the same GPT in PyTorch,
+// loads the engine's initial weights, and records the loss, log-probabilities and gradients of a fixed batch and
+// the losses of 5 AdamW steps. Tolerances: loss 1e-5 relative, gradients 1e-4 (max-norm, relative per tensor).
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/model/gpt.h"
+#include "engine/optim/grad_clip.h"
+#include "engine/optim/lr_schedule.h"
+#include "engine/parallel/replicated_state.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/safetensors.h"
+#include "test_util.h"
+
+using namespace us;
+using namespace us::test;
+
+namespace {
+
+const std::string kDir = US_TEST_DATA_DIR;
+
+std::vector<float> floats(const SafetensorsFile& f, const std::string& name) {
+    const SafeTensor* t = f.find(name);
+    INFO("golden tensor " << name);
+    REQUIRE(t != nullptr);
+    REQUIRE(t->dtype == "F32");
+    std::vector<float> v(size_t(t->numel()));
+    std::memcpy(v.data(), t->data, t->bytes);
+    return v;
+}
+
+std::vector<int32_t> ints(const SafetensorsFile& f, const std::string& name) {
+    const SafeTensor* t = f.find(name);
+    REQUIRE(t != nullptr);
+    REQUIRE(t->dtype == "I32");
+    std::vector<int32_t> v(size_t(t->numel()));
+    std::memcpy(v.data(), t->data, t->bytes);
+    return v;
+}
+
+double max_abs_diff_relative(const std::vector<float>& got, const std::vector<float>& want) {
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        diff = std::max(diff, std::abs(double(got[i]) - want[i]));
+        scale = std::max(scale, std::abs(double(want[i])));
+    }
+    return scale > 0 ? diff / scale : diff;
+}
+
+}  // namespace
+
+TEST_CASE("engine matches the PyTorch reference: loss, log-probabilities, gradients, 5 AdamW steps",
+          "[cpu][golden]") {
+    const SafetensorsFile ref = SafetensorsFile::read(kDir + "/golden_reference.safetensors");
+    TrainConfig cfg;
+    cfg.model.vocab = std::stoi(ref.metadata_or("vocab", "0"));
+    cfg.model.hidden = std::stoi(ref.metadata_or("hidden", "0"));
+    cfg.model.layers = std::stoi(ref.metadata_or("layers", "0"));
+    cfg.model.heads = std::stoi(ref.metadata_or("heads", "0"));
+    cfg.model.seq = std::stoi(ref.metadata_or("seq", "0"));
+    cfg.batch = std::stoi(ref.metadata_or("batch", "0"));
+    const int steps = std::stoi(ref.metadata_or("steps", "0"));
+    const int N = cfg.batch * cfg.model.seq;
+
+    CpuBackend be(2);
+    const ParamLayout layout = ParamLayout::whole_model(cfg.model);
+    ReplicatedState state(be, layout, Precision::fp32, false, cfg.adamw, nullptr);
+    load_checkpoint(kDir + "/golden_init.safetensors", cfg, layout, state);
+    ModelOptions mo;
+    mo.micro_batch = cfg.batch;
+    GPT model(cfg.model, mo, be, layout);
+
+    const auto tok = ints(ref, "batch0.tokens"), tgt = ints(ref, "batch0.targets");
+    ChunkActivations acts;
+    state.begin_micro_batch(0, true);
+    model.forward(acts, {tok.data(), tgt.data()}, Tensor{}, state);
+    const double loss = acts.loss_sum / N;
+    CHECK(loss == Approx(floats(ref, "loss")[0]).epsilon(1e-5));
+
+    const Tensor probs = model.probabilities(acts);
+    std::vector<float> logprobs(size_t(probs.numel));
+    for (size_t i = 0; i < logprobs.size(); ++i) logprobs[i] = std::log(probs.f32()[i]);
+    CHECK(max_abs_diff_relative(logprobs, floats(ref, "logprobs")) < 1e-5);
+
+    model.backward(acts, Tensor{}, Tensor{}, 1.0f, state);
+    const Tensor grads = state.grads_buffer();
+    for (const ParamTensor& t : layout.tensors()) {
+        const std::vector<float> got(grads.f32() + t.offset, grads.f32() + t.offset + t.numel);
+        INFO("gradient of " << t.name);
+        CHECK(max_abs_diff_relative(got, floats(ref, "grad." + t.name)) < 1e-4);
+    }
+
+    // Five AdamW steps on the recorded batches, with the same schedule and clipping as the reference.
+    LrSchedule schedule;
+    schedule.lr = std::stod(ref.metadata_or("lr", "0"));
+    schedule.min_lr = schedule.lr * std::stod(ref.metadata_or("min_lr_ratio", "0"));
+    schedule.warmup = std::stoi(ref.metadata_or("warmup", "0"));
+    schedule.total = steps;
+    const double clip = std::stod(ref.metadata_or("grad_clip", "0"));
+    const auto want_losses = floats(ref, "step_losses"), want_norms = floats(ref, "step_grad_norms");
+    for (int step = 1; step <= steps; ++step) {
+        const auto bt = ints(ref, fmt::format("batch{}.tokens", step - 1));
+        const auto bg = ints(ref, fmt::format("batch{}.targets", step - 1));
+        ChunkActivations a;
+        state.begin_micro_batch(0, true);
+        model.forward(a, {bt.data(), bg.data()}, Tensor{}, state);
+        const double step_loss = a.loss_sum / N;
+        model.backward(a, Tensor{}, Tensor{}, 1.0f, state);
+        const double norm = std::sqrt(state.finish_gradients());
+        state.optimizer_step(schedule.at(step), clip_coefficient(norm, clip));
+        INFO("step " << step);
+        CHECK(step_loss == Approx(want_losses[size_t(step - 1)]).epsilon(1e-5));
+        CHECK(norm == Approx(want_norms[size_t(step - 1)]).epsilon(1e-4));
+    }
+    const Tensor params = state.params();
+    for (const ParamTensor& t : layout.tensors()) {
+        const std::vector<float> got(params.f32() + t.offset, params.f32() + t.offset + t.numel);
+        INFO("weights after the steps: " << t.name);
+        CHECK(max_abs_diff_relative(got, floats(ref, "final." + t.name)) < 1e-4);
+    }
+}

@@ -1,0 +1,136 @@
+// Memory anatomy: bytes per category against FORMULAS.md (params, grads, master weights, optimizer state, in fp32
+// and bf16), activation bytes against the engine's own per-layer breakdown (docs/memory.md), and what each
+// recomputation mode saves. Allocation is lazy where PyTorch is: grads at the first backward, moments at the
+// first optimizer step.
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/model/gpt.h"
+#include "engine/parallel/replicated_state.h"
+#include "test_util.h"
+
+using namespace us;
+using namespace us::test;
+
+namespace {
+
+struct Setup {
+    CpuBackend be{2};
+    GPTConfig cfg;
+    ModelOptions mo;
+    ParamLayout layout;
+    ReplicatedState state;
+    GPT model;
+    std::vector<int32_t> tok, tgt;
+    Setup(const ModelOptions& o, bool fp32_accum = false)
+        : cfg(make_cfg()), mo(o), layout(ParamLayout::whole_model(cfg)),
+          state(be, layout, o.precision, fp32_accum, AdamWConfig{}, nullptr), model(cfg, o, be, layout) {
+        state.initialize(cfg, 1);
+        const int n = o.micro_batch * cfg.seq;
+        for (int i = 0; i < n; ++i) {
+            tok.push_back(i % cfg.vocab);
+            tgt.push_back((i * 7 + 3) % cfg.vocab);
+        }
+    }
+    static GPTConfig make_cfg() {
+        GPTConfig c;
+        c.vocab = 256, c.hidden = 32, c.layers = 3, c.heads = 4, c.seq = 16;
+        return c;
+    }
+    int64_t current(MemCategory c) { return be.allocator().stats().current_of(c); }
+    int64_t peak(MemCategory c) { return be.allocator().stats().peak_of(c); }
+    void step() {
+        ChunkActivations acts;
+        state.begin_micro_batch(0, true);
+        model.forward(acts, {tok.data(), tgt.data()}, Tensor{}, state);
+        model.backward(acts, Tensor{}, Tensor{}, 1.0f, state);
+        state.finish_gradients();
+        state.optimizer_step(1e-3, 1.0f);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("weights, gradients and optimizer state bytes equal FORMULAS.md", "[cpu][memory]") {
+    struct Case {
+        Precision precision;
+        bool fp32_accum;
+        int64_t params, grads, master, optimizer;  // bytes per parameter
+    };
+    // fp32: 4 + 4 + 8 = 16N; bf16: 2 + 2 + 4 + 8 = 16N; bf16 with fp32 gradient accumulation: +4N = 20N
+    for (const Case& c : {Case{Precision::fp32, false, 4, 4, 0, 8}, Case{Precision::bf16, false, 2, 2, 4, 8},
+                          Case{Precision::bf16, true, 2, 6, 4, 8}}) {
+        ModelOptions mo;
+        mo.precision = c.precision;
+        mo.micro_batch = 2;
+        Setup s(mo, c.fp32_accum);
+        const int64_t N = s.cfg.num_params();
+        INFO(precision_name(c.precision) << (c.fp32_accum ? " + fp32 grad accumulation" : ""));
+        CHECK(s.current(MemCategory::params) == c.params * N);
+        CHECK(s.current(MemCategory::master_params) == c.master * N);
+        CHECK(s.current(MemCategory::grads) == 0);            // lazy: first backward
+        CHECK(s.current(MemCategory::optimizer_state) == 0);  // lazy: first optimizer step
+        s.step();
+        CHECK(s.current(MemCategory::grads) == c.grads * N);
+        CHECK(s.current(MemCategory::optimizer_state) == c.optimizer * N);
+        CHECK(s.current(MemCategory::params) + s.current(MemCategory::grads) + s.current(MemCategory::master_params) +
+                  s.current(MemCategory::optimizer_state) ==
+              (c.params + c.grads + c.master + c.optimizer) * N);
+        CHECK(s.current(MemCategory::activations) == 0);  // all released by backward
+        CHECK(s.current(MemCategory::temporaries) == 0);
+    }
+}
+
+TEST_CASE("per-layer activation bytes equal the documented breakdown", "[cpu][memory]") {
+    for (Precision p : {Precision::fp32, Precision::bf16}) {
+        for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+            ModelOptions mo;
+            mo.precision = p;
+            mo.recompute = r;
+            mo.micro_batch = 2;
+            Setup s(mo);
+            const ActivationShape& sh = s.model.shape();
+            const int64_t e = p == Precision::bf16 ? 2 : 4, N = sh.N(), C = sh.C;
+            // docs/memory.md, per block
+            const int64_t documented = r == Recompute::none        ? e * (16 * N * C + int64_t(sh.B) * sh.NH * sh.T * sh.T) + 16 * N
+                                       : r == Recompute::selective ? e * 16 * N * C + 16 * N
+                                                                   : e * N * C;
+            INFO(precision_name(p) << ", recompute " << recompute_name(r));
+            CHECK(block_saved_bytes(sh, r) == documented);
+            ChunkActivations acts;
+            s.state.begin_micro_batch(0, true);
+            s.model.forward(acts, {s.tok.data(), s.tgt.data()}, Tensor{}, s.state);
+            // measured after forward: tokens and targets (int32), the embedding output, every block, the head
+            const int64_t expected = 2 * N * 4 + embedding_saved_bytes(sh) + s.cfg.layers * documented +
+                                     head_saved_bytes(sh);
+            CHECK(s.current(MemCategory::activations) == expected);
+            s.model.backward(acts, Tensor{}, Tensor{}, 1.0f, s.state);
+            CHECK(s.current(MemCategory::activations) == 0);
+            CHECK(s.peak(MemCategory::temporaries) == backward_temporaries_bytes(sh, true));
+        }
+    }
+}
+
+TEST_CASE("each recomputation mode lowers the activation peak by the documented amount", "[cpu][memory]") {
+    int64_t peak[3];
+    ActivationShape sh;
+    int layers = 0;
+    for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+        ModelOptions mo;
+        mo.recompute = r;
+        mo.micro_batch = 2;
+        Setup s(mo);
+        s.be.allocator().reset_peaks();
+        s.step();
+        peak[int(r)] = s.peak(MemCategory::activations);
+        sh = s.model.shape();
+        layers = s.cfg.layers;
+    }
+    const int64_t e = 4, N = sh.N(), C = sh.C;
+    const int64_t probs = e * int64_t(sh.B) * sh.NH * sh.T * sh.T;
+    // selective drops the attention probabilities of every layer
+    CHECK(peak[0] - peak[1] == layers * probs);
+    // full keeps only each block's output, plus one block's working set while it is recomputed
+    const int64_t base = 2 * N * 4 + embedding_saved_bytes(sh);
+    CHECK(peak[2] == base + layers * e * N * C +
+                         std::max(block_working_bytes(sh, Recompute::full), head_saved_bytes(sh)));
+    CHECK(peak[2] < peak[1]);
+}

@@ -1,0 +1,116 @@
+// Helpers shared by the unit tests: random tensors, finite-difference gradient checks, temporary files and
+// running the programs under test as subprocesses.
+#pragma once
+
+#include "catch_compat.h"
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/core/rng.h"
+
+namespace us::test {
+
+inline std::vector<float> random_vector(size_t n, uint64_t seed, float scale = 1.0f) {
+    Rng rng(seed);
+    std::vector<float> v(n);
+    for (auto& x : v) x = float(rng.next_normal()) * scale;
+    return v;
+}
+
+inline Tensor tensor_of(std::vector<float>& v) { return Tensor::of(v.data(), int64_t(v.size())); }
+
+// Central-difference check of d(loss)/d(x[i]) for a sample of indices of x.
+// loss() must recompute the scalar from the current contents of x.
+struct GradCheck {
+    double eps = 1e-2;
+    double atol = 2e-3;
+    double rtol = 2e-2;
+    int samples = 24;
+};
+
+inline void check_gradient(const char* what, std::vector<float>& x, const std::vector<float>& analytic,
+                           const std::function<double()>& loss, const GradCheck& opts = {}) {
+    REQUIRE(x.size() == analytic.size());
+    Rng rng(x.size() * 31 + 7);
+    const int n = int(std::min<size_t>(size_t(opts.samples), x.size()));
+    for (int s = 0; s < n; ++s) {
+        const size_t i = x.size() <= size_t(opts.samples) ? size_t(s) : size_t(rng.next_below(x.size()));
+        const float saved = x[i];
+        x[i] = float(saved + opts.eps);
+        const double up = loss();
+        x[i] = float(saved - opts.eps);
+        const double down = loss();
+        x[i] = saved;
+        const double numeric = (up - down) / (2 * opts.eps);
+        const double a = analytic[i];
+        INFO(what << "[" << i << "]: analytic " << a << " numeric " << numeric);
+        CHECK(std::abs(a - numeric) <= opts.atol + opts.rtol * std::max(std::abs(a), std::abs(numeric)));
+    }
+}
+
+inline double dot(const std::vector<float>& a, const std::vector<float>& b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i) s += double(a[i]) * b[i];
+    return s;
+}
+
+inline std::string temp_path(const std::string& name) {
+    const auto dir = std::filesystem::temp_directory_path() / ("ultrascope-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    return (dir / name).string();
+}
+
+inline void write_file(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+}
+
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// Some English-like text, long enough for small test runs.
+inline std::string sample_text(size_t bytes) {
+    static const char* words[] = {"the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to", "park",
+                                  "with", "red", "ball", "while", "bird", "sang", "in", "tree", "."};
+    std::string s;
+    Rng rng(99);
+    while (s.size() < bytes) {
+        s += words[rng.next_below(20)];
+        s += ' ';
+    }
+    s.resize(bytes);
+    return s;
+}
+
+struct ProcessResult {
+    int exit_code = -1;
+    std::string output;  // stdout and stderr together
+};
+
+inline ProcessResult run_process(const std::string& command) {
+    ProcessResult r;
+    FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+    REQUIRE(p != nullptr);
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+    const int status = ::pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+inline std::string bin(const std::string& name) { return std::string(US_BIN_DIR) + "/" + name; }
+
+}  // namespace us::test
