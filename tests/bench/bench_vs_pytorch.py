@@ -44,8 +44,10 @@ def run_ultrascope(build, threads, steps, data):
     return sum(r["tokens"] for r in timed) / (sum(r["step_ms"] for r in timed) / 1e3), rows[-1]["loss"]
 
 
-def run_pytorch(threads, steps, data):
-    """In a child process so that the thread settings are fresh."""
+def run_pytorch(threads, steps, data, openmp_blas):
+    """In a child process so that the thread settings are fresh. Debian's torch calls libblas.so.3, which the
+    alternatives system points at the pthread build of OpenBLAS; with openmp_blas the OpenMP build (the one
+    ultrascope links) is put first on the library path, so both sides run the same BLAS the same way."""
     code = f"""
 import os, sys, time, json, math
 sys.path.insert(0, {os.path.join(HERE, '..', 'tools')!r})
@@ -79,6 +81,8 @@ print(json.dumps({{'tokens_per_s': B * T * len(timed) / sum(timed), 'loss': loss
                   'torch': torch.__version__, 'threads': torch.get_num_threads()}}))
 """
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    if openmp_blas:
+        env["LD_LIBRARY_PATH"] = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
     out = subprocess.run(["/usr/bin/python3", "-c", code], check=True, env=env, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -105,17 +109,20 @@ def main():
     print(f"model: {SHAPE}, N = {n_params(SHAPE):,} parameters, {fpt / 1e6:.1f} MFLOP per token (6N + 12*L*h*s)")
     print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
           f"PyTorch's BLAS: {torch_blas_kernel()}; ultrascope links OpenBLAS (OpenMP build)")
-    print(f"{'threads':>7} | {'sgemm peak':>10} | {'ultrascope':>10} | {'pytorch':>10} | {'ratio':>5} | "
-          f"{'MFU us':>6} | {'MFU pt':>6} | kernel")
+    print("pytorch = Debian's torch as installed (pthread OpenBLAS); pytorch-omp = the same with the OpenMP "
+          "OpenBLAS that ultrascope links (like with like). Figures are measured: tokens/s over steps 6..N.")
+    print(f"{'threads':>7} | {'sgemm peak':>10} | {'ultrascope':>10} | {'pytorch':>10} | {'pytorch-omp':>11} | "
+          f"{'ratio':>5} | {'ratio-omp':>9} | {'MFU us':>6} | {'MFU pt':>6} | {'MFU pt-omp':>10} | kernel")
     for threads in (1, 2):
         peak = json.loads(subprocess.run([os.path.join(args.build, "bin", "bench_sgemm_peak"), str(threads)],
                                          check=True, capture_output=True, text=True).stdout)
         us_tps, _ = run_ultrascope(args.build, threads, args.steps, args.data)
-        pt = run_pytorch(threads, args.steps, args.data)
+        pt = run_pytorch(threads, args.steps, args.data, openmp_blas=False)["tokens_per_s"]
+        pto = run_pytorch(threads, args.steps, args.data, openmp_blas=True)["tokens_per_s"]
         peak_flops = peak["gflops"] * 1e9
-        print(f"{threads:>7} | {peak['gflops']:>6.1f} GF/s | {us_tps:>6.0f} t/s | {pt['tokens_per_s']:>6.0f} t/s | "
-              f"{us_tps / pt['tokens_per_s']:>5.2f} | {us_tps * fpt / peak_flops:>6.1%} | "
-              f"{pt['tokens_per_s'] * fpt / peak_flops:>6.1%} | {peak['blas_kernel']}")
+        print(f"{threads:>7} | {peak['gflops']:>6.1f} GF/s | {us_tps:>6.0f} t/s | {pt:>6.0f} t/s | {pto:>7.0f} t/s | "
+              f"{us_tps / pt:>5.2f} | {us_tps / pto:>9.2f} | {us_tps * fpt / peak_flops:>6.1%} | "
+              f"{pt * fpt / peak_flops:>6.1%} | {pto * fpt / peak_flops:>10.1%} | {peak['blas_kernel']}")
 
 
 if __name__ == "__main__":

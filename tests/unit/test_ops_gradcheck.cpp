@@ -1,6 +1,7 @@
 // Finite-difference gradient checks of every op of the CPU backend, in fp32: for an op y = f(x) and a fixed
 // random R, the backward of dy = R must match d(sum(y * R))/dx by central differences.
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/fast_math.h"
 #include "test_util.h"
 
 using namespace us;
@@ -196,4 +197,14 @@ TEST_CASE("adamw step equals torch.optim.AdamW's formula", "[cpu][ops][optim]") 
         CHECK(p[size_t(i)] == Approx(w).epsilon(1e-5));
         CHECK(m[size_t(i)] == Approx(mm).epsilon(1e-5));
     }
+}
+
+TEST_CASE("the vectorised exp and tanh are accurate to a few ulp", "[cpu][ops]") {
+    double exp_rel = 0, tanh_abs = 0;
+    for (float x = -87.0f; x <= 0.0f; x += 1e-3f)
+        exp_rel = std::max(exp_rel, std::abs(cpu::exp_nonpositive(x) - std::exp(double(x))) / std::exp(double(x)));
+    for (float u = -12.0f; u < 12.0f; u += 1e-4f)
+        tanh_abs = std::max(tanh_abs, std::abs(cpu::tanh_fast(u) - std::tanh(double(u))));
+    CHECK(exp_rel < 2e-7);
+    CHECK(tanh_abs < 2e-7);
 }

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/fast_math.h"
 
 namespace us {
 
@@ -18,7 +19,7 @@ void CpuBackend::gelu_forward(Tensor out, Tensor inp) {
 #pragma omp parallel for simd schedule(static)
         for (int64_t i = 0; i < n; ++i) {
             const float v = load(x + i);
-            store(y + i, 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kCoeff * v * v * v))));
+            store(y + i, 0.5f * v * (1.0f + cpu::tanh_fast(kSqrt2OverPi * (v + kCoeff * v * v * v))));
         }
     });
 }
@@ -33,7 +34,7 @@ void CpuBackend::gelu_backward(Tensor dinp, Tensor inp, Tensor dout) {
         for (int64_t i = 0; i < n; ++i) {
             const float v = load(x + i);
             const float u = kSqrt2OverPi * (v + kCoeff * v * v * v);
-            const float th = std::tanh(u);
+            const float th = cpu::tanh_fast(u);
             const float sech2 = 1.0f - th * th;
             const float grad = 0.5f * (1.0f + th) + 0.5f * v * sech2 * kSqrt2OverPi * (1.0f + 3.0f * kCoeff * v * v);
             store(dx + i, grad * load(dy + i));
