@@ -8,8 +8,15 @@
 #include <fstream>
 #include <optional>
 
+#include <csignal>
+#include <pthread.h>
+#include <thread>
+
 #include "engine/backend/backend.h"
+#include "engine/backend/profiled_backend.h"
 #include "engine/core/check.h"
+#include "engine/train/profiling.h"
+#include "profiler/record/recorder.h"
 #include "engine/train/cli.h"
 #include "engine/train/corpus.h"
 #include "engine/train/metrics.h"
@@ -75,6 +82,30 @@ void print_summary(const Trainer& trainer, const std::vector<StepMetrics>& histo
     std::printf("  %-16s %12s\n", "total (peak)", format_bytes(peak.total_peak).c_str());
 }
 
+// SIGTERM / SIGINT (mpirun stopping the job, Ctrl-C): a dedicated thread ends the trace streams with a note that
+// the run did not finish, so the data up to that point stays readable, then exits.
+void install_signal_thread() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by every thread created from here on
+    std::thread([set] {
+        int sig = 0;
+        sigwait(&set, &sig);
+        std::fprintf(stderr, "ultrascope-train: stopped by signal %d\n", sig);
+        prof::stop_recording(false);
+        std::_Exit(128 + sig);
+    }).detach();
+}
+
+RankInfo rank_from_environment() {
+    RankInfo r;
+    if (const char* s = std::getenv("OMPI_COMM_WORLD_SIZE")) r.world = std::atoi(s);
+    if (const char* s = std::getenv("OMPI_COMM_WORLD_RANK")) r.rank = std::atoi(s);
+    return r;
+}
+
 int run(int argc, char** argv) {
     ParsedTrainArgs args = parse_train_args(argc, argv);
     if (args.help_requested) {
@@ -100,11 +131,17 @@ int run(int argc, char** argv) {
         std::printf("%s\n", cfg.to_json().dump(2).c_str());
         return 0;
     }
+    install_signal_thread();
     BackendOptions bo;
     bo.kind = cfg.device;
     bo.threads = cfg.threads;
     auto backend = make_backend(bo);
-    Trainer trainer(cfg, *backend);
+    const RankInfo rank = rank_from_environment();
+    RunProfiler profiler(cfg, *backend, rank);
+    std::optional<ProfiledBackend> profiled;
+    if (profiler.active()) profiled.emplace(*backend);
+    Backend& be = profiled ? static_cast<Backend&>(*profiled) : *backend;
+    Trainer trainer(cfg, be);
     // Everything that can be refused has been checked: only now are output files created.
     std::optional<MetricsWriter> metrics;
     if (!cfg.metrics_out.empty()) metrics.emplace(cfg.metrics_out);
@@ -129,6 +166,9 @@ int run(int argc, char** argv) {
         trainer.save(cfg.save);
         if (!cfg.quiet) std::fprintf(stderr, "saved checkpoint %s (step %d)\n", cfg.save.c_str(), trainer.steps_done());
     }
+    profiler.finish(true);
+    if (!cfg.quiet && profiler.active() && !profiler.trace_path().empty())
+        std::fprintf(stderr, "trace written to %s\n", profiler.trace_path().c_str());
     if (!cfg.quiet) print_summary(trainer, history, seconds);
     return 0;
 }

@@ -55,7 +55,9 @@ public:
     virtual ~Backend() = default;
     virtual std::string_view name() const = 0;
     virtual std::string device_description() const = 0;
-    TrackedAllocator& allocator() { return *m_allocator; }
+    virtual TrackedAllocator& allocator() { return *m_allocator; }
+    // Whether ops return before the device finishes them (CUDA): their host-side spans are then launches.
+    virtual bool is_async() const { return false; }
 
     // ---- matrix multiply
     virtual void gemm(const GemmArgs& args) = 0;

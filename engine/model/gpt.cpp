@@ -3,8 +3,31 @@
 #include <fmt/format.h>
 
 #include "engine/core/intern.h"
+#include "profiler/record/zones.h"
 
 namespace us {
+
+namespace {
+
+// The linear layers, named as in the checkpoint, for the spans of their GEMMs (forward, input grad, weight grad).
+enum Linear { kQkv, kAttnProj, kFc, kFcProj, kLinearCount };
+constexpr const char* kLinearNames[kLinearCount][3] = {
+    {"attn.c_attn", "attn.c_attn dX", "attn.c_attn dW"},
+    {"attn.c_proj", "attn.c_proj dX", "attn.c_proj dW"},
+    {"mlp.c_fc", "mlp.c_fc dX", "mlp.c_fc dW"},
+    {"mlp.c_proj", "mlp.c_proj dX", "mlp.c_proj dW"},
+};
+uint32_t linear_name(int which, int pass) {
+    static const auto ids = [] {
+        std::array<std::array<uint32_t, 3>, kLinearCount> t{};
+        for (int i = 0; i < kLinearCount; ++i)
+            for (int j = 0; j < 3; ++j) t[size_t(i)][size_t(j)] = prof::string_id(kLinearNames[i][j]);
+        return t;
+    }();
+    return ids[size_t(which)][size_t(pass)];
+}
+
+}  // namespace
 
 // Backward's activation gradients, one set per backward pass (temporaries): dres is the gradient of the residual
 // stream flowing down through the blocks; dC, dqkv and dfch are reused by every block.
@@ -25,10 +48,13 @@ GPT::GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend,
     m_shape.NH = config.heads;
     m_shape.V = config.vocab;
     m_shape.dtype = compute_dtype(options.precision);
+    for (int l = 0; l < config.layers; ++l) m_block_names.push_back(prof::string_id(fmt::format("block {}", l)));
 }
 
 // out (N,OC) = inp (N,IC) @ weight^T + bias, weight (OC,IC); with accumulate, out += instead.
-void GPT::matmul_forward(Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC, bool accumulate) {
+void GPT::matmul_forward(int which, Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC,
+                         bool accumulate) {
+    US_PROF_OP_NAME(linear_name(which, 0));
     const int N = int(m_shape.N());
     GemmArgs g;
     g.trans_b = true;
@@ -42,15 +68,19 @@ void GPT::matmul_forward(Tensor out, Tensor inp, Tensor weight, Tensor bias, int
 }
 
 // dinp (N,IC) = dout @ weight; dweight (OC,IC) += dout^T @ inp; dbias (OC) += column sums of dout.
-void GPT::matmul_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp, Tensor weight,
-                          int IC, int OC) {
+void GPT::matmul_backward(int which, Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp,
+                          Tensor weight, int IC, int OC) {
     const int N = int(m_shape.N());
+    {
+    US_PROF_OP_NAME(linear_name(which, 1));
     GemmArgs gi;
     gi.m = N, gi.n = IC, gi.k = OC;
     gi.a = dout, gi.lda = OC;
     gi.b = weight, gi.ldb = IC;
     gi.c = dinp, gi.ldc = IC;
     m_be.gemm(gi);
+    }
+    US_PROF_OP_NAME(linear_name(which, 2));
     GemmArgs gw;
     gw.trans_a = true;
     gw.m = OC, gw.n = IC, gw.k = N;
@@ -70,17 +100,17 @@ void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params) 
     const BlockParams p = block_params(params.weights(m_layout.block_unit(layer)), C);
     // attention branch: residual2 = x + c_proj(attention(rope(c_attn(ln_1(x)))))
     m_be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, N, C);
-    matmul_forward(a.qkv, a.ln1, p.qkv_w, p.qkv_b, C, 3 * C, false);  // (N,3C)
+    matmul_forward(kQkv, a.qkv, a.ln1, p.qkv_w, p.qkv_b, C, 3 * C, false);  // (N,3C)
     m_be.rope_forward(a.qkv, m_shape.B, m_shape.T, NH, HD);
     m_be.attention_forward(a.atty, a.probs, a.qkv, m_shape.B, m_shape.T, NH, HD);  // (N,C)
     m_be.copy(a.residual2, x);
-    matmul_forward(a.residual2, a.atty, p.attproj_w, p.attproj_b, C, C, true);
+    matmul_forward(kAttnProj, a.residual2, a.atty, p.attproj_w, p.attproj_b, C, C, true);
     // MLP branch: output = residual2 + c_proj(gelu(c_fc(ln_2(residual2))))
     m_be.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2_w, p.ln2_b, N, C);
-    matmul_forward(a.fch, a.ln2, p.fc_w, p.fc_b, C, 4 * C, false);  // (N,4C)
+    matmul_forward(kFc, a.fch, a.ln2, p.fc_w, p.fc_b, C, 4 * C, false);  // (N,4C)
     m_be.gelu_forward(a.fch_gelu, a.fch);
     m_be.copy(a.output, a.residual2);
-    matmul_forward(a.output, a.fch_gelu, p.fcproj_w, p.fcproj_b, 4 * C, C, true);
+    matmul_forward(kFcProj, a.output, a.fch_gelu, p.fcproj_w, p.fcproj_b, 4 * C, C, true);
 }
 
 BlockActs GPT::view_block(const ChunkActivations& acts, int index) const {
@@ -105,6 +135,7 @@ void GPT::forward(ChunkActivations& acts, const MicroBatch& batch, Tensor input,
         acts.embedding = alloc.allocate(size_t(embedding_saved_bytes(m_shape)), MemCategory::activations,
                                         "embedding output");
         acts.input = acts.embedding.view(e, 0, N * C);
+        US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("embedding"));
         params.acquire(unit, Pass::forward);
         m_be.embedding_forward(acts.input, tokens, embedding_params(params.weights(unit)).wte, int(N), C);
         params.release(unit, Pass::forward);
@@ -118,6 +149,8 @@ void GPT::forward(ChunkActivations& acts, const MicroBatch& batch, Tensor input,
     acts.blocks.resize(size_t(count));
     for (int i = 0; i < count; ++i) {
         const int layer = first + i, unit = m_layout.block_unit(layer);
+        US_PROF_LAYER(layer);
+        US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, m_block_names[size_t(layer)]);
         acts.blocks[size_t(i)] = alloc.allocate(size_t(block_saved_bytes(m_shape, m_options.recompute)),
                                                 MemCategory::activations, fmt::format("block {}", layer));
         BlockActs a = view_block(acts, i);
@@ -167,6 +200,7 @@ Tensor GPT::probabilities(const ChunkActivations& acts) const {
 }
 
 void GPT::head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params) {
+    US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("head"));
     const int N = int(m_shape.N()), C = m_shape.C, V = m_shape.V;
     acts.head = m_be.allocator().allocate(size_t(head_saved_bytes(m_shape)), MemCategory::activations, "head");
     const HeadActs h = carve_head(acts.head, m_shape);
@@ -182,7 +216,10 @@ void GPT::head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params) {
     g.a = h.lnf, g.lda = C;
     g.b = embedding_params(params.weights(emb)).wte, g.ldb = C;
     g.c = h.logits, g.ldc = V;
-    m_be.gemm(g);
+    {
+        US_PROF_OP_NAME(US_PROF_NAME("lm_head"));
+        m_be.gemm(g);
+    }
     params.release(emb, Pass::forward);
     params.release(fin, Pass::forward);
     const Tensor targets = acts.tokens.view(DType::i32, N, N);
@@ -194,6 +231,7 @@ void GPT::head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params) {
 // [SECTION] backward
 
 void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad_scale, ParamAccess& params) {
+    US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("head"));
     const int N = int(m_shape.N()), C = m_shape.C, V = m_shape.V;
     const HeadActs h = carve_head(acts.head, m_shape);
     const int fin = m_layout.final_unit(), emb = m_layout.embedding_unit();
@@ -214,7 +252,10 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad
     gi.a = dlogits, gi.lda = V;
     gi.b = wte, gi.ldb = C;
     gi.c = s.dC, gi.ldc = C;
-    m_be.gemm(gi);
+    {
+        US_PROF_OP_NAME(US_PROF_NAME("lm_head dX"));
+        m_be.gemm(gi);
+    }
     GemmArgs gw;
     gw.trans_a = true;
     gw.m = V, gw.n = C, gw.k = N;
@@ -222,7 +263,10 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad
     gw.a = dlogits, gw.lda = V;
     gw.b = h.lnf, gw.ldb = C;
     gw.c = dwte, gw.ldc = C;
-    m_be.gemm(gw);
+    {
+        US_PROF_OP_NAME(US_PROF_NAME("lm_head dW"));
+        m_be.gemm(gw);
+    }
     const FinalNormParams f = final_norm_params(params.weights(fin), C);
     const FinalNormParams df = final_norm_params(params.grads(fin), C);
     m_be.fill_zero(s.dres);
@@ -241,15 +285,15 @@ void GPT::block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAcc
     const BlockParams p = block_params(params.weights(unit), C);
     const BlockParams d = block_params(params.grads(unit), C);
     // MLP branch; s.dres holds d(output) and becomes d(residual2)
-    matmul_backward(s.dfch, d.fcproj_w, d.fcproj_b, s.dres, a.fch_gelu, p.fcproj_w, 4 * C, C);
+    matmul_backward(kFcProj, s.dfch, d.fcproj_w, d.fcproj_b, s.dres, a.fch_gelu, p.fcproj_w, 4 * C, C);
     m_be.gelu_backward(s.dfch, a.fch, s.dfch);
-    matmul_backward(s.dC, d.fc_w, d.fc_b, s.dfch, a.ln2, p.fc_w, C, 4 * C);
+    matmul_backward(kFc, s.dC, d.fc_w, d.fc_b, s.dfch, a.ln2, p.fc_w, C, 4 * C);
     m_be.layernorm_backward(s.dres, d.ln2_w, d.ln2_b, s.dC, a.residual2, p.ln2_w, a.ln2_mean, a.ln2_rstd, N, C);
     // attention branch; s.dres becomes d(x)
-    matmul_backward(s.dC, d.attproj_w, d.attproj_b, s.dres, a.atty, p.attproj_w, C, C);
+    matmul_backward(kAttnProj, s.dC, d.attproj_w, d.attproj_b, s.dres, a.atty, p.attproj_w, C, C);
     m_be.attention_backward(s.dqkv, s.dC, a.qkv, a.probs, m_shape.B, m_shape.T, NH, HD);
     m_be.rope_backward(s.dqkv, m_shape.B, m_shape.T, NH, HD);
-    matmul_backward(s.dC, d.qkv_w, d.qkv_b, s.dqkv, a.ln1, p.qkv_w, C, 3 * C);
+    matmul_backward(kQkv, s.dC, d.qkv_w, d.qkv_b, s.dqkv, a.ln1, p.qkv_w, C, 3 * C);
     m_be.layernorm_backward(s.dres, d.ln1_w, d.ln1_b, s.dC, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
 }
 
@@ -288,6 +332,8 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
         const Tensor x = block_input(i);
         BlockActs a = view_block(acts, i);
         Allocation working;
+        US_PROF_LAYER(layer);
+        US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, m_block_names[size_t(layer)]);
         params.acquire(unit, Pass::backward);
         if (m_options.recompute == Recompute::full) {  // rebuild the block's intermediates from its input
             working = alloc.allocate(size_t(block_working_bytes(m_shape, Recompute::full)),
@@ -305,6 +351,7 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
     if (count > 0) acts.blocks[0].reset();
 
     if (has_embedding()) {
+        US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("embedding"));
         const int emb = m_layout.embedding_unit();
         const Tensor tokens = acts.tokens.view(DType::i32, 0, N);
         m_be.embedding_backward(embedding_params(params.grads(emb)).wte, s.dres, tokens, int(N), C);

@@ -73,9 +73,10 @@ private:
     void block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params);
     void head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params);
     void head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad_scale, ParamAccess& params);
-    void matmul_forward(Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC, bool accumulate);
-    void matmul_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp, Tensor weight, int IC,
-                         int OC);
+    // `which` names the linear layer in profiles (Linear enum in gpt.cpp).
+    void matmul_forward(int which, Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC, bool accumulate);
+    void matmul_backward(int which, Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp, Tensor weight,
+                         int IC, int OC);
     BlockActs view_block(const ChunkActivations& acts, int index) const;
 
     GPTConfig m_config;
@@ -83,7 +84,7 @@ private:
     Backend& m_be;
     ParamLayout m_layout;
     ActivationShape m_shape;
-    Allocation m_working;  // full recompute: one block's intermediate tensors
+    std::vector<uint32_t> m_block_names;  // profiler string ids "block l"
 };
 
 }  // namespace us

@@ -6,6 +6,7 @@
 #include "engine/optim/grad_clip.h"
 #include "engine/parallel/replicated_state.h"
 #include "engine/train/checkpoint.h"
+#include "profiler/record/zones.h"
 
 namespace us {
 
@@ -59,27 +60,41 @@ Trainer::~Trainer() = default;
 
 StepMetrics Trainer::train_step() {
     const auto t0 = std::chrono::steady_clock::now();
+    const int step = m_steps_done + 1;
+    US_PROF_STEP(step);
     m_be.allocator().reset_peaks();
     const int M = m_config.grad_accum, dp = m_config.parallel.dp;
     const float grad_scale = 1.0f / float(M * dp);
-    double loss_sum = 0.0;
-    for (int mb = 0; mb < M; ++mb) {
-        const bool last = mb == M - 1;
-        m_state->begin_micro_batch(mb, last);
-        m_loader->fill(m_steps_done, mb, m_tokens.data(), m_targets.data());
-        ChunkActivations acts;
-        acts.micro_batch_index = mb;
-        m_model->forward(acts, MicroBatch{m_tokens.data(), m_targets.data()}, Tensor{}, *m_state);
-        loss_sum += acts.loss_sum;
-        m_model->backward(acts, Tensor{}, Tensor{}, grad_scale, *m_state);
-        m_state->end_micro_batch(mb, last);
+    double loss_sum = 0.0, norm = 0.0, lr = 0.0;
+    {
+        US_PROF_ZONE(prof::Lane::host, prof::SpanKind::step, prof::OpClass::none, US_PROF_NAME("step"));
+        for (int mb = 0; mb < M; ++mb) {
+            const bool last = mb == M - 1;
+            m_state->begin_micro_batch(mb, last);
+            m_loader->fill(m_steps_done, mb, m_tokens.data(), m_targets.data());
+            ChunkActivations acts;
+            acts.micro_batch_index = mb;
+            {
+                US_PROF_PHASE(prof::Phase::forward, mb);
+                US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("forward"));
+                m_model->forward(acts, MicroBatch{m_tokens.data(), m_targets.data()}, Tensor{}, *m_state);
+            }
+            loss_sum += acts.loss_sum;
+            {
+                US_PROF_PHASE(prof::Phase::backward, mb);
+                US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("backward"));
+                m_model->backward(acts, Tensor{}, Tensor{}, grad_scale, *m_state);
+                m_state->end_micro_batch(mb, last);
+            }
+        }
+        US_PROF_PHASE(prof::Phase::optimizer, -1);
+        US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("optimizer"));
+        norm = std::sqrt(m_state->finish_gradients());
+        const float clip = clip_coefficient(norm, m_config.grad_clip);
+        lr = m_schedule.at(step);
+        m_state->optimizer_step(lr, clip);
+        m_be.synchronize();
     }
-    const double norm = std::sqrt(m_state->finish_gradients());
-    const float clip = clip_coefficient(norm, m_config.grad_clip);
-    const int step = m_steps_done + 1;
-    const double lr = m_schedule.at(step);
-    m_state->optimizer_step(lr, clip);
-    m_be.synchronize();
     m_steps_done = step;
 
     StepMetrics r;
@@ -91,6 +106,13 @@ StepMetrics Trainer::train_step() {
     r.step_ms = seconds_since(t0) * 1e3;
     r.tokens_per_s = double(r.tokens) / (r.step_ms / 1e3);
     r.memory = m_be.allocator().stats();
+    if (prof::enabled()) {
+        prof::record_counter(US_PROF_NAME("loss"), r.loss);
+        prof::record_counter(US_PROF_NAME("lr"), r.lr);
+        prof::record_counter(US_PROF_NAME("grad_norm"), r.grad_norm);
+        prof::record_counter(US_PROF_NAME("tokens_per_s"), r.tokens_per_s);
+        prof::record_counter(US_PROF_NAME("step_ms"), r.step_ms);
+    }
     return r;
 }
 

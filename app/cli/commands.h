@@ -1,0 +1,11 @@
+// The headless commands of `ultrascope`. Each takes its own arguments and returns the process exit code.
+#pragma once
+
+namespace us::app {
+
+int run_command(int argc, char** argv);      // ultrascope run [-n RANKS] [ultrascope-train flags]
+int report_command(int argc, char** argv);   // ultrascope report TRACE [--json]
+int export_command(int argc, char** argv);   // ultrascope export TRACE --chrome OUT.json[.gz]
+int predict_command(int argc, char** argv);  // ultrascope predict [model and parallel flags]
+
+}  // namespace us::app

@@ -1,0 +1,36 @@
+// `ultrascope predict [flags]`: FORMULAS.md's memory per category, FLOPs per token, communication per step and
+// the bubble for a configuration, without running anything. Takes the same model and parallel flags (and
+// presets and config files) as ultrascope-train.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "app/cli/commands.h"
+#include "engine/train/cli.h"
+#include "profiler/analysis/predict.h"
+
+namespace us::app {
+
+int predict_command(int argc, char** argv) {
+    CLI::App cli{"ultrascope predict: what the formulas say a configuration needs (nothing is run)"};
+    auto build = add_train_flags(cli);
+    int stage = -1;
+    bool json = false;
+    cli.add_option("--stage", stage, "Pipeline stage to predict for (default: every stage)");
+    cli.add_flag("--json", json, "Print JSON");
+    CLI11_PARSE(cli, argc, argv);
+    TrainConfig cfg = build().config;
+    cfg.validate();
+    prof::PredictInput in = prof::PredictInput::from_config(cfg.to_json());
+    nlohmann::json all = nlohmann::json::array();
+    for (int s = 0; s < in.pp; ++s) {
+        if (stage >= 0 && s != stage) continue;
+        in.stage = s;
+        const prof::Prediction p = prof::predict(in);
+        if (json) all.push_back(prof::prediction_json(in, p));
+        else std::printf("%s%s", s > 0 ? "\n" : "", prof::format_prediction(in, p).c_str());
+    }
+    if (json) std::printf("%s\n", all.dump(2).c_str());
+    return 0;
+}
+
+}  // namespace us::app

@@ -1,0 +1,128 @@
+// `ultrascope run [-n RANKS] [ultrascope-train flags]`: launches the run through mpirun, listens to its live
+// stream, shows a progress bar with loss and tokens/s, writes the trace, and prints the report. The exit code is
+// the run's: non-zero when mpirun failed or a rank was lost.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "app/cli/commands.h"
+#include "app/launch/live_run.h"
+#include "engine/train/cli.h"
+#include "profiler/analysis/report.h"
+
+namespace us::app {
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+// The latest value of a counter on the lowest rank that reports it.
+bool latest_counter(const prof::TraceStore& store, const std::string& name, double& value, int& step) {
+    const uint32_t id = store.find_name(name);
+    if (id == UINT32_MAX) return false;
+    for (int r : store.ranks()) {
+        const auto* rt = store.rank(r);
+        auto it = rt->counters.find(id);
+        if (it != rt->counters.end() && !it->second.empty()) {
+            value = it->second.back().value;
+            step = it->second.back().step;
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+int run_command(int argc, char** argv) {
+    // Our own flags first (-n, --trace-out, --port); everything else goes to ultrascope-train.
+    LiveRunOptions options;
+    options.launch.ranks = 2;
+    std::vector<std::string> train_args;
+    int total_steps = -1;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            US_CHECK_INPUT(i + 1 < argc, "{} needs a value", a);
+            return argv[++i];
+        };
+        if (a == "-n" || a == "--ranks") options.launch.ranks = std::atoi(value().c_str());
+        else if (a == "--trace") options.trace_path = value();
+        else if (a == "--listen") options.listen_host = value();
+        else if (a == "--port") options.listen_port = std::atoi(value().c_str());
+        else if (a == "--mpirun") options.launch.mpirun = value();
+        else if (a == "-h" || a == "--help") {
+            std::printf("usage: ultrascope run [-n RANKS] [--trace FILE] [--listen ADDR] [--port P] "
+                        "[ultrascope-train flags]\n"
+                        "Launches mpirun -n RANKS ultrascope-train with the given flags, streams it live, writes "
+                        "the trace (default runs/run-<time>.ustrace) and prints the report.\n");
+            return 0;
+        } else train_args.push_back(a);
+    }
+    // Validate the training flags here, before anything is launched, with the same parser the ranks use.
+    {
+        std::vector<const char*> args = {"ultrascope-train"};
+        for (auto& a : train_args) args.push_back(a.c_str());
+        ParsedTrainArgs parsed = parse_train_args(int(args.size()), args.data());
+        TrainConfig& cfg = parsed.cmd.config;
+        cfg.validate();
+        US_CHECK_INPUT(cfg.parallel.world() == options.launch.ranks,
+                       "-n {} ranks, but the layout dp {} x pp {} x tp {} x cp {} x ep {} needs {}: set -n to the "
+                       "product of the parallel degrees",
+                       options.launch.ranks, cfg.parallel.dp, cfg.parallel.pp, cfg.parallel.tp, cfg.parallel.cp,
+                       cfg.parallel.ep, cfg.parallel.world());
+        total_steps = cfg.steps;
+    }
+    options.launch.train_args = train_args;
+    LiveRun run(options);
+    std::signal(SIGINT, [](int) { g_interrupted = 1; });
+    const bool tty = isatty(fileno(stderr));
+    std::fprintf(stderr, "ultrascope run: %d rank(s), %d thread(s) each; trace -> %s\n", options.launch.ranks,
+                 std::max(1, int(std::thread::hardware_concurrency()) / options.launch.ranks), run.trace_path().c_str());
+    double last_print = -1;
+    int last_step_printed = 0;
+    while (!run.finished()) {
+        run.pump();
+        for (const auto& m : run.take_messages()) std::fprintf(stderr, "%s%s\n", tty ? "\r\033[K" : "", m.c_str());
+        if (g_interrupted) {
+            std::fprintf(stderr, "\ninterrupted: stopping the run\n");
+            run.stop();
+            g_interrupted = 0;
+        }
+        double loss = 0, tps = 0;
+        int step = 0, s2 = 0;
+        if (latest_counter(run.store(), "loss", loss, step) && (tty ? run.seconds() - last_print > 0.1 : step != last_step_printed)) {
+            latest_counter(run.store(), "tokens_per_s", tps, s2);
+            const int width = 24;
+            const int filled = total_steps > 0 ? std::min(width, step * width / total_steps) : 0;
+            const bool every = !tty && (step == 1 || step == total_steps || step % std::max(1, total_steps / 20) == 0);
+            if (tty || every)
+                std::fprintf(stderr, "%sstep %d/%d [%s%s] loss %.4f | %.0f tok/s | %.0f s%s", tty ? "\r" : "", step,
+                             total_steps, std::string(size_t(filled), '=').c_str(),
+                             std::string(size_t(width - filled), ' ').c_str(), loss, tps, run.seconds(),
+                             tty ? "\033[K" : "\n");
+            last_print = run.seconds();
+            last_step_printed = step;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    run.pump();
+    if (tty) std::fprintf(stderr, "\n");
+    prof::Report rep = prof::build_report(run.store());
+    std::printf("\n%s", prof::format_report(rep).c_str());
+    std::printf("\nTrace: %s  (ultrascope report %s; ultrascope export %s --chrome out.json)\n", run.trace_path().c_str(),
+                run.trace_path().c_str(), run.trace_path().c_str());
+    const int code = run.result_code();
+    if (code != 0) {
+        std::fprintf(stderr, "ultrascope run: the run failed (exit code %d)%s\n", run.exit_code().value_or(-1),
+                     run.lost_ranks().empty() ? "" : "; lost:");
+        for (const auto& l : run.lost_ranks()) std::fprintf(stderr, "  %s\n", l.c_str());
+    }
+    return code;
+}
+
+}  // namespace us::app

@@ -1,0 +1,56 @@
+// Starts `mpirun ... ultrascope-train` as a child in its own process group, with the environment a run needs
+// (the run token, threads per rank = cores / ranks, Open MPI's settings for root and oversubscription), watches
+// it without blocking, captures its output, and stops it (SIGTERM to the group, SIGKILL after a grace period).
+// Shared by `ultrascope run` and the GUI.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace us::app {
+
+struct LaunchSpec {
+    int ranks = 2;
+    std::vector<std::string> train_args;  // ultrascope-train flags
+    std::string connect;                  // HOST:PORT of the listener; empty: no live stream
+    std::string token;                    // handed to the ranks in ULTRASCOPE_TOKEN
+    int threads_per_rank = 0;             // 0: max(1, cores / ranks), unless train_args set --threads
+    std::string train_binary;             // empty: the ultrascope-train next to this program
+    std::string mpirun;                   // empty: `mpirun` on PATH (or $ULTRASCOPE_MPIRUN)
+};
+
+// The ultrascope-train to launch: $ULTRASCOPE_TRAIN, else next to the running executable, else the build tree's.
+std::string default_train_binary();
+// Where mpirun is, or an empty string (with `why` set) when it cannot be found.
+std::string find_mpirun(const std::string& requested, std::string& why);
+
+class Launcher {
+public:
+    Launcher() = default;
+    ~Launcher();
+    Launcher(const Launcher&) = delete;
+    Launcher& operator=(const Launcher&) = delete;
+
+    // Throws UserError (mpirun or the binary missing, bad rank count) before anything starts.
+    void start(const LaunchSpec& spec);
+    // The exit code once the child has exited (signals as 128 + n), else nullopt. Never blocks.
+    std::optional<int> poll();
+    bool running() const { return m_pid > 0 && !m_exit; }
+    // Asks the run to stop (SIGTERM to its process group); escalates to SIGKILL after grace_ms.
+    void stop(int grace_ms = 5000);
+    // Output (stdout and stderr merged) produced since the last call. Never blocks.
+    std::string take_output();
+    const std::vector<std::string>& command_line() const { return m_argv; }
+    int threads_per_rank() const { return m_threads; }
+
+private:
+    pid_t m_pid = -1;
+    int m_output_fd = -1;
+    std::optional<int> m_exit;
+    std::vector<std::string> m_argv;
+    int m_threads = 1;
+};
+
+}  // namespace us::app

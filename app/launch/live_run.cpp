@@ -1,0 +1,119 @@
+#include "app/launch/live_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+
+#include "engine/core/check.h"
+#include "profiler/transport/protocol.h"
+
+namespace us::app {
+
+std::string default_trace_path() {
+    const std::time_t now = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+    std::filesystem::create_directories("runs");
+    std::string path = fmt::format("runs/run-{}.ustrace", stamp);
+    for (int i = 2; std::filesystem::exists(path); ++i) path = fmt::format("runs/run-{}-{}.ustrace", stamp, i);
+    return path;
+}
+
+LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)) {
+    m_trace_path = m_options.trace_path.empty() ? default_trace_path() : m_options.trace_path;
+    m_listener = std::make_unique<prof::TraceListener>(m_options.listen_host, m_options.listen_port,
+                                                       prof::random_token());
+    m_file = std::make_unique<prof::TraceFileWriter>(m_trace_path);
+    LaunchSpec spec = m_options.launch;
+    spec.connect = fmt::format("{}:{}", m_options.listen_host == "0.0.0.0" ? "127.0.0.1" : m_options.listen_host,
+                               m_listener->port());
+    spec.token = m_listener->token();
+    spec.train_args.push_back("--quiet");  // progress is shown here, from the stream
+    m_launcher.start(spec);
+    m_started = std::chrono::steady_clock::now();
+}
+
+LiveRun::~LiveRun() {
+    if (m_launcher.running()) m_launcher.stop(2000);
+}
+
+double LiveRun::seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();
+}
+
+bool LiveRun::pump() {
+    bool changed = false;
+    std::vector<prof::ListenerMessage> messages;
+    m_listener->poll(messages);
+    for (auto& m : messages) {
+        using K = prof::ListenerMessage::Kind;
+        switch (m.kind) {
+            case K::connected:
+                m_open_ranks.push_back(m.rank);
+                break;
+            case K::chunk:
+                m_file->append(m.raw);
+                try {
+                    m_store.add_chunk(m.chunk);
+                } catch (const UserError& e) {
+                    m_messages.push_back(fmt::format("rank {}: {}", m.rank, e.what()));
+                }
+                changed = true;
+                break;
+            case K::ended:
+                std::erase(m_open_ranks, m.rank);
+                break;
+            case K::lost:
+                std::erase(m_open_ranks, m.rank);
+                m_store.mark_lost(m.rank, m.text);
+                m_lost.push_back(fmt::format("rank {}: {}", m.rank, m.text));
+                m_messages.push_back(fmt::format("lost rank {}: {}", m.rank, m.text));
+                changed = true;
+                break;
+            case K::refused: m_messages.push_back("refused a connection: " + m.text); break;
+        }
+    }
+    m_partial_output += m_launcher.take_output();
+    for (size_t nl; (nl = m_partial_output.find('\n')) != std::string::npos;) {
+        m_messages.push_back(m_partial_output.substr(0, nl));
+        m_partial_output.erase(0, nl + 1);
+    }
+    if (!m_exit) {
+        m_exit = m_launcher.poll();
+        if (m_exit) m_exited_at = std::chrono::steady_clock::now();
+    }
+    if (m_exit && !m_finished) {
+        const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_exited_at).count();
+        if ((m_open_ranks.empty() && since > 0.2) || since > 3.0) {
+            for (int r : m_open_ranks) {
+                m_store.mark_lost(r, "the run exited before this rank's stream ended");
+                m_lost.push_back(fmt::format("rank {}: the run exited before its stream ended", r));
+            }
+            m_open_ranks.clear();
+            if (!m_partial_output.empty()) m_messages.push_back(m_partial_output);
+            m_partial_output.clear();
+            m_file->close();
+            m_finished = true;
+            changed = true;
+        }
+    }
+    if (changed) m_store.finalize();
+    return changed;
+}
+
+int LiveRun::result_code() const {
+    if (m_exit && *m_exit != 0) return *m_exit;
+    return m_lost.empty() ? 0 : 1;
+}
+
+void LiveRun::stop() { m_launcher.stop(); }
+
+std::vector<std::string> LiveRun::take_messages() {
+    std::vector<std::string> out;
+    out.swap(m_messages);
+    return out;
+}
+
+}  // namespace us::app

@@ -1,0 +1,68 @@
+// A run being watched: the listener, the launched mpirun, the trace store the data lands in and the trace file it
+// is written to, driven by pump() from a frame loop (the GUI) or a progress loop (`ultrascope run`). Nothing here
+// blocks: the listener reads on its own thread and the child is polled.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/launch/launcher.h"
+#include "profiler/trace/trace_store.h"
+#include "profiler/transport/listener.h"
+#include "profiler/transport/trace_file.h"
+
+namespace us::app {
+
+struct LiveRunOptions {
+    LaunchSpec launch;
+    std::string trace_path;  // empty: runs/run-<time>.ustrace
+    std::string listen_host = "127.0.0.1";
+    int listen_port = 0;     // 0: any free port
+};
+
+class LiveRun {
+public:
+    // Starts listening and launches; UserError when either cannot start.
+    explicit LiveRun(LiveRunOptions options);
+    ~LiveRun();
+
+    // Takes what arrived into the store and the trace file. Returns whether the store changed.
+    bool pump();
+    // The child exited and every rank's stream ended, broke, or had 3 s to arrive after the exit.
+    bool finished() const { return m_finished; }
+    std::optional<int> exit_code() const { return m_exit; }
+    // 0 only when the child exited 0 and no rank was lost.
+    int result_code() const;
+    void stop();
+
+    const prof::TraceStore& store() const { return m_store; }
+    const std::string& trace_path() const { return m_trace_path; }
+    const LiveRunOptions& options() const { return m_options; }
+    const std::vector<std::string>& command_line() const { return m_launcher.command_line(); }
+    // Lines worth telling the user: connections, lost ranks, refusals, and the run's own output.
+    std::vector<std::string> take_messages();
+    std::vector<std::string> lost_ranks() const { return m_lost; }
+    double seconds() const;
+
+private:
+    LiveRunOptions m_options;
+    std::string m_trace_path;
+    std::unique_ptr<prof::TraceListener> m_listener;
+    std::unique_ptr<prof::TraceFileWriter> m_file;
+    Launcher m_launcher;
+    prof::TraceStore m_store;
+    std::optional<int> m_exit;
+    std::chrono::steady_clock::time_point m_started, m_exited_at;
+    bool m_finished = false;
+    std::vector<std::string> m_messages;
+    std::vector<std::string> m_lost;
+    std::string m_partial_output;
+    std::vector<int> m_open_ranks;  // connected, not ended or lost
+};
+
+std::string default_trace_path();
+
+}  // namespace us::app

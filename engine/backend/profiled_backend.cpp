@@ -1,0 +1,157 @@
+#include "engine/backend/profiled_backend.h"
+
+#include "profiler/record/zones.h"
+
+namespace us {
+
+namespace {
+
+using prof::OpClass;
+
+// The span of one op: on the compute lane, or the host lane for launches on an async backend. A caller's name
+// (US_PROF_OP_NAME) wins over the op's own.
+class OpSpan {
+public:
+    OpSpan(const Backend& be, OpClass op, uint32_t own_name, uint64_t flops = 0, uint64_t bytes = 0)
+        : m_active(prof::enabled()) {
+        if (!m_active) return;
+        m_lane = be.is_async() ? prof::Lane::host : prof::Lane::compute;
+        m_op = op;
+        const uint32_t caller = prof::context().op_name;
+        m_name = caller != UINT32_MAX ? caller : own_name;
+        m_flops = flops;
+        m_bytes = bytes;
+        m_begin = prof::read_ticks();
+    }
+    ~OpSpan() {
+        if (m_active)
+            prof::record_span(m_lane, prof::SpanKind::op, m_op, m_name, m_begin, prof::read_ticks(), m_flops, m_bytes);
+    }
+
+private:
+    bool m_active;
+    prof::Lane m_lane = prof::Lane::compute;
+    OpClass m_op = OpClass::none;
+    uint32_t m_name = 0;
+    uint64_t m_flops = 0, m_bytes = 0;
+    int64_t m_begin = 0;
+};
+
+#if ULTRASCOPE_PROFILE
+#define US_OP_SPAN(op, literal, ...) OpSpan us_op_span(m_inner, OpClass::op, US_PROF_NAME(literal), ##__VA_ARGS__)
+#else
+#define US_OP_SPAN(op, literal, ...) (void)0
+#endif
+
+uint64_t attention_flops(int B, int T, int NH, int HD, int products) {
+    return uint64_t(products) * 2ull * uint64_t(B) * NH * uint64_t(T) * T * HD;
+}
+
+}  // namespace
+
+void ProfiledBackend::gemm(const GemmArgs& g) {
+    US_OP_SPAN(gemm, "gemm", 2ull * uint64_t(g.m) * uint64_t(g.n) * uint64_t(g.k));
+    m_inner.gemm(g);
+}
+void ProfiledBackend::add_bias(Tensor out, Tensor bias, int N, int OC) {
+    US_OP_SPAN(activation, "add_bias");
+    m_inner.add_bias(out, bias, N, OC);
+}
+void ProfiledBackend::bias_backward(Tensor dbias, Tensor dout, int N, int OC) {
+    US_OP_SPAN(activation, "bias_backward");
+    m_inner.bias_backward(dbias, dout, N, OC);
+}
+void ProfiledBackend::layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor inp, Tensor weight, Tensor bias,
+                                        int N, int C) {
+    US_OP_SPAN(norm, "layernorm");
+    m_inner.layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+}
+void ProfiledBackend::layernorm_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp,
+                                         Tensor weight, Tensor mean, Tensor rstd, int N, int C) {
+    US_OP_SPAN(norm, "layernorm backward");
+    m_inner.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+void ProfiledBackend::gelu_forward(Tensor out, Tensor inp) {
+    US_OP_SPAN(activation, "gelu");
+    m_inner.gelu_forward(out, inp);
+}
+void ProfiledBackend::gelu_backward(Tensor dinp, Tensor inp, Tensor dout) {
+    US_OP_SPAN(activation, "gelu backward");
+    m_inner.gelu_backward(dinp, inp, dout);
+}
+void ProfiledBackend::rope_forward(Tensor qkv, int B, int T, int NH, int HD) {
+    US_OP_SPAN(attention, "rope");
+    m_inner.rope_forward(qkv, B, T, NH, HD);
+}
+void ProfiledBackend::rope_backward(Tensor dqkv, int B, int T, int NH, int HD) {
+    US_OP_SPAN(attention, "rope backward");
+    m_inner.rope_backward(dqkv, B, T, NH, HD);
+}
+void ProfiledBackend::attention_forward(Tensor out, Tensor probs, Tensor qkv, int B, int T, int NH, int HD) {
+    US_OP_SPAN(attention, "attention", attention_flops(B, T, NH, HD, 2));
+    m_inner.attention_forward(out, probs, qkv, B, T, NH, HD);
+}
+void ProfiledBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor probs, int B, int T, int NH,
+                                         int HD) {
+    // dV, dP, dQ, dK, plus the scores again when the probabilities were not kept (selective recompute)
+    US_OP_SPAN(attention, "attention backward", attention_flops(B, T, NH, HD, probs.empty() ? 5 : 4));
+    m_inner.attention_backward(dqkv, dout, qkv, probs, B, T, NH, HD);
+}
+void ProfiledBackend::residual_forward(Tensor out, Tensor a, Tensor b) {
+    US_OP_SPAN(activation, "residual");
+    m_inner.residual_forward(out, a, b);
+}
+void ProfiledBackend::fill_zero(Tensor t) {
+    US_OP_SPAN(activation, "zero");
+    m_inner.fill_zero(t);
+}
+void ProfiledBackend::copy(Tensor dst, Tensor src) {
+    US_OP_SPAN(activation, "copy");
+    m_inner.copy(dst, src);
+}
+void ProfiledBackend::accumulate(Tensor acc, Tensor x) {
+    US_OP_SPAN(activation, "accumulate");
+    m_inner.accumulate(acc, x);
+}
+void ProfiledBackend::scale(Tensor t, float factor) {
+    US_OP_SPAN(activation, "scale");
+    m_inner.scale(t, factor);
+}
+double ProfiledBackend::sum(Tensor t) {
+    US_OP_SPAN(loss, "sum");
+    return m_inner.sum(t);
+}
+double ProfiledBackend::sum_squares(Tensor t) {
+    US_OP_SPAN(optimizer, "grad norm");
+    return m_inner.sum_squares(t);
+}
+void ProfiledBackend::embedding_forward(Tensor out, Tensor tokens, Tensor wte, int N, int C) {
+    US_OP_SPAN(embedding, "embedding");
+    m_inner.embedding_forward(out, tokens, wte, N, C);
+}
+void ProfiledBackend::embedding_backward(Tensor dwte, Tensor dout, Tensor tokens, int N, int C) {
+    US_OP_SPAN(embedding, "embedding backward");
+    m_inner.embedding_backward(dwte, dout, tokens, N, C);
+}
+void ProfiledBackend::crossentropy_forward(Tensor losses, Tensor logits, Tensor targets, int N, int V) {
+    US_OP_SPAN(loss, "cross-entropy");
+    m_inner.crossentropy_forward(losses, logits, targets, N, V);
+}
+void ProfiledBackend::crossentropy_backward(Tensor dlogits, Tensor targets, float dloss, int N, int V) {
+    US_OP_SPAN(loss, "cross-entropy backward");
+    m_inner.crossentropy_backward(dlogits, targets, dloss, N, V);
+}
+void ProfiledBackend::adamw(const AdamWArgs& args) {
+    US_OP_SPAN(optimizer, "adamw", 0, uint64_t(args.params.numel) * 16);
+    m_inner.adamw(args);
+}
+void ProfiledBackend::upload(Tensor dst, const void* host) {
+    US_OP_SPAN(activation, "upload");
+    m_inner.upload(dst, host);
+}
+void ProfiledBackend::download(void* host, Tensor src) {
+    US_OP_SPAN(activation, "download");
+    m_inner.download(host, src);
+}
+
+}  // namespace us

@@ -1,0 +1,55 @@
+// A Backend that records a span per op (with its class and FLOPs) and forwards to the real backend. The model and
+// the backends stay free of instrumentation; the trainer wraps the backend only when profiling is on. On an async
+// backend (CUDA) the spans are host-side launches and go to the host lane; kernel times come from CUPTI.
+#pragma once
+
+#include <memory>
+
+#include "engine/backend/backend.h"
+
+namespace us {
+
+class ProfiledBackend final : public Backend {
+public:
+    explicit ProfiledBackend(Backend& inner) : m_inner(inner) {}
+    std::string_view name() const override { return m_inner.name(); }
+    std::string device_description() const override { return m_inner.device_description(); }
+    TrackedAllocator& allocator() override { return m_inner.allocator(); }
+    bool is_async() const override { return m_inner.is_async(); }
+    Backend& inner() { return m_inner; }
+
+    void gemm(const GemmArgs& args) override;
+    void add_bias(Tensor out, Tensor bias, int N, int OC) override;
+    void bias_backward(Tensor dbias, Tensor dout, int N, int OC) override;
+    void layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor inp, Tensor weight, Tensor bias, int N,
+                           int C) override;
+    void layernorm_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp, Tensor weight,
+                            Tensor mean, Tensor rstd, int N, int C) override;
+    void gelu_forward(Tensor out, Tensor inp) override;
+    void gelu_backward(Tensor dinp, Tensor inp, Tensor dout) override;
+    void rope_forward(Tensor qkv, int B, int T, int NH, int HD) override;
+    void rope_backward(Tensor dqkv, int B, int T, int NH, int HD) override;
+    void attention_forward(Tensor out, Tensor probs, Tensor qkv, int B, int T, int NH, int HD) override;
+    void attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor probs, int B, int T, int NH,
+                            int HD) override;
+    void residual_forward(Tensor out, Tensor a, Tensor b) override;
+    void fill_zero(Tensor t) override;
+    void copy(Tensor dst, Tensor src) override;
+    void accumulate(Tensor acc, Tensor x) override;
+    void scale(Tensor t, float factor) override;
+    double sum(Tensor t) override;
+    double sum_squares(Tensor t) override;
+    void embedding_forward(Tensor out, Tensor tokens, Tensor wte, int N, int C) override;
+    void embedding_backward(Tensor dwte, Tensor dout, Tensor tokens, int N, int C) override;
+    void crossentropy_forward(Tensor losses, Tensor logits, Tensor targets, int N, int V) override;
+    void crossentropy_backward(Tensor dlogits, Tensor targets, float dloss, int N, int V) override;
+    void adamw(const AdamWArgs& args) override;
+    void upload(Tensor dst, const void* host) override;
+    void download(void* host, Tensor src) override;
+    void synchronize() override { m_inner.synchronize(); }
+
+private:
+    Backend& m_inner;
+};
+
+}  // namespace us

@@ -1,0 +1,112 @@
+#include "engine/train/profiling.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/peak.h"
+#include "profiler/record/recorder.h"
+#include "profiler/transport/tcp_sink.h"
+#include "profiler/transport/trace_file.h"
+
+namespace us {
+
+// Allocator events -> memory records. Labels are interned pointers: their string ids are cached per pointer.
+class RunProfiler::AllocatorListener final : public MemoryListener {
+public:
+    void on_memory_event(const MemoryEvent& e) override {
+        if (!prof::enabled()) return;
+        uint32_t label;
+        {
+            std::lock_guard lock(m_mutex);
+            auto it = m_ids.find(e.label);
+            if (it == m_ids.end()) it = m_ids.emplace(e.label, prof::string_id(e.label ? e.label : "?")).first;
+            label = it->second;
+        }
+        prof::record_memory(e.is_alloc ? int64_t(e.bytes) : -int64_t(e.bytes), uint8_t(e.category),
+                            e.category_bytes_after, e.total_bytes_after, label);
+    }
+
+private:
+    std::mutex m_mutex;
+    std::unordered_map<const char*, uint32_t> m_ids;
+};
+
+nlohmann::json rank_metadata(const TrainConfig& cfg, const Backend& backend, const RankInfo& rank, double peak_gflops) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    int threads = cfg.threads;
+    if (auto* cpu = dynamic_cast<const CpuBackend*>(&backend)) threads = cpu->threads();
+    return {{"format", "ultrascope-rank-metadata"},
+            {"rank", rank.rank},
+            {"world_size", rank.world},
+            {"coords", rank.coords},
+            {"grid", rank.grid},
+            {"host", host},
+            {"pid", int(getpid())},
+            {"device", backend.device_description()},
+            {"backend", std::string(backend.name())},
+            {"threads", threads},
+            {"config", cfg.to_json()},
+            {"device_peak_gflops", peak_gflops},
+            {"device_peak_source", backend.name() == "cpu" ? "measured: best sgemm GFLOP/s of the BLAS on these threads"
+                                                           : "datasheet dense peak"},
+            {"blas_kernel", cpu::openblas_core_name()},
+            {"comm_backend", rank.comm_backend},
+            {"tokens_per_step", cfg.tokens_per_step()},
+            {"params", cfg.model.num_params()},
+            {"clock",
+             {{"source", prof::tsc_usable() ? "CLOCK_MONOTONIC (read through the TSC)" : "CLOCK_MONOTONIC"},
+              {"offset_ns", rank.clock_offset_ns},
+              {"uncertainty_ns", rank.clock_uncertainty_ns}}},
+            {"started_unix_ms", std::chrono::duration_cast<std::chrono::milliseconds>(now).count()}};
+}
+
+RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInfo& rank)
+    : m_world(rank.world), m_backend(backend) {
+    if (cfg.trace.empty() && cfg.connect.empty()) return;
+    std::vector<std::unique_ptr<prof::EventSink>> sinks;
+    if (!cfg.trace.empty()) {
+        m_trace_path = cfg.trace;
+        const std::string path = rank.world > 1 ? prof::trace_part_path(cfg.trace, rank.rank) : cfg.trace;
+        sinks.push_back(std::make_unique<prof::FileSink>(std::make_shared<prof::TraceFileWriter>(path), uint32_t(rank.rank)));
+    }
+    if (!cfg.connect.empty()) {
+        const char* token = std::getenv("ULTRASCOPE_TOKEN");
+        auto sink = std::make_unique<prof::TcpSink>(prof::parse_endpoint(cfg.connect), uint32_t(rank.rank),
+                                                    uint32_t(rank.world), token ? token : "");
+        if (!sink->connected())
+            std::fprintf(stderr, "ultrascope-train: rank %d: not streaming to %s (%s); training goes on%s\n", rank.rank,
+                         cfg.connect.c_str(), sink->error().c_str(), token ? "" : " (ULTRASCOPE_TOKEN is not set)");
+        else
+            sinks.push_back(std::move(sink));
+    }
+    if (sinks.empty()) return;
+    double peak = 0;
+    if (backend.name() == "cpu") {
+        int threads = cfg.threads;
+        if (auto* cpu = dynamic_cast<CpuBackend*>(&backend)) threads = cpu->threads();
+        peak = cpu::measure_sgemm_peak(threads, 0.3).gflops;
+    }
+    prof::start_recording(std::move(sinks), rank_metadata(cfg, backend, rank, peak).dump());
+    m_listener = std::make_unique<AllocatorListener>();
+    backend.allocator().set_listener(m_listener.get());
+    m_active = true;
+}
+
+void RunProfiler::finish(bool clean) {
+    if (!m_active || m_finished) return;
+    m_finished = true;
+    prof::stop_recording(clean);
+    m_backend.allocator().set_listener(nullptr);
+}
+
+RunProfiler::~RunProfiler() { finish(false); }
+
+}  // namespace us

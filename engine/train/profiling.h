@@ -1,0 +1,54 @@
+// Turns the profiler on for a run of ultrascope-train: sinks for --trace FILE and --connect HOST:PORT, the rank's
+// metadata (rank, grid coordinates, host, device, threads, config, measured device peak, clock offset), and the
+// allocator's alloc/free events. The trainer then wraps its backend in a ProfiledBackend.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/backend/backend.h"
+#include "engine/train/config.h"
+
+namespace us {
+
+// Where this process sits in the run. Filled from the process grid (or env for a single rank).
+struct RankInfo {
+    int rank = 0;
+    int world = 1;
+    nlohmann::json coords = {{"dp", 0}, {"pp", 0}, {"tp", 0}, {"cp", 0}, {"ep", 0}};
+    nlohmann::json grid = {{"dp", 1}, {"pp", 1}, {"tp", 1}, {"cp", 1}, {"ep", 1}};
+    int64_t clock_offset_ns = 0;       // this rank's CLOCK_MONOTONIC minus rank 0's
+    int64_t clock_uncertainty_ns = 0;  // half the best round trip of the estimate; 0 on a shared host
+    std::string comm_backend = "none";
+};
+
+class RunProfiler {
+public:
+    // Starts recording when cfg.trace or cfg.connect is set; otherwise does nothing. A rank that cannot reach the
+    // listener says so on stderr and keeps training (and still writes --trace).
+    RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInfo& rank);
+    ~RunProfiler();
+    RunProfiler(const RunProfiler&) = delete;
+    RunProfiler& operator=(const RunProfiler&) = delete;
+
+    bool active() const { return m_active; }
+    // Flushes and ends the streams; `clean` tells consumers whether the run ended normally.
+    void finish(bool clean);
+    // Multi-rank --trace: after every rank finished, rank 0 merges the per-rank parts into FILE.
+    bool needs_merge() const { return m_active && !m_trace_path.empty() && m_world > 1; }
+    const std::string& trace_path() const { return m_trace_path; }
+
+private:
+    class AllocatorListener;
+    bool m_active = false;
+    bool m_finished = false;
+    int m_world = 1;
+    std::string m_trace_path;
+    Backend& m_backend;
+    std::unique_ptr<AllocatorListener> m_listener;
+};
+
+nlohmann::json rank_metadata(const TrainConfig& cfg, const Backend& backend, const RankInfo& rank, double peak_gflops);
+
+}  // namespace us

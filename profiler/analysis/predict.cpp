@@ -1,0 +1,177 @@
+#include "profiler/analysis/predict.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "engine/core/allocator.h"
+
+namespace us::prof {
+
+namespace {
+
+int64_t layers_on_stage(const PredictInput& in, int stage) {
+    const int64_t per = in.layers / std::max(1, in.pp);
+    return per;
+}
+
+// Per block per micro-batch, docs/memory.md.
+int64_t block_bytes(const PredictInput& in, int64_t e) {
+    const int64_t N = in.micro_batch * in.seq, C = in.hidden;
+    if (in.recompute == "full") return e * N * C;
+    const int64_t stats = 16 * N;
+    if (in.recompute == "selective") return e * 16 * N * C + stats;
+    return e * (16 * N * C + in.micro_batch * in.heads * in.seq * in.seq) + stats;
+}
+
+int64_t block_working_bytes(const PredictInput& in, int64_t e) {
+    const int64_t N = in.micro_batch * in.seq, C = in.hidden;
+    return e * (15 * N * C + in.micro_batch * in.heads * in.seq * in.seq) + 16 * N;
+}
+
+}  // namespace
+
+PredictInput PredictInput::from_config(const nlohmann::json& c) {
+    PredictInput in;
+    auto get = [&](const char* key, auto fallback) { return c.contains(key) && !c[key].is_null() ? c[key].get<decltype(fallback)>() : fallback; };
+    in.vocab = get("vocab", in.vocab);
+    in.hidden = get("hidden", in.hidden);
+    in.layers = get("layers", in.layers);
+    in.heads = get("heads", in.heads);
+    in.seq = get("seq", in.seq);
+    in.micro_batch = get("batch", in.micro_batch);
+    in.grad_accum = get("grad_accum", in.grad_accum);
+    in.bf16 = get("precision", std::string("fp32")) == "bf16";
+    in.fp32_grad_accum = get("fp32_grad_accum", false);
+    in.recompute = get("recompute", in.recompute);
+    in.dp = get("dp", in.dp);
+    in.pp = get("pp", in.pp);
+    in.tp = get("tp", in.tp);
+    in.cp = get("cp", in.cp);
+    in.ep = get("ep", in.ep);
+    in.zero = get("zero", in.zero);
+    in.pp_schedule = get("pp_schedule", in.pp_schedule);
+    in.pp_chunks = get("pp_chunks", in.pp_chunks);
+    in.bucket_mb = get("bucket_mb", in.bucket_mb);
+    return in;
+}
+
+int64_t Prediction::memory_total() const {
+    int64_t t = 0;
+    for (const auto& m : memory) t += m.value_or(0);
+    return t;
+}
+
+Prediction predict(const PredictInput& in) {
+    Prediction p;
+    const int64_t h = in.hidden, v = in.vocab, L = in.layers;
+    p.params = h * v + L * (12 * h * h + 13 * h) + 2 * h;
+    const bool first = in.stage == 0, last = in.stage == in.pp - 1;
+    const int64_t Ls = layers_on_stage(in, in.stage);
+    p.params_on_rank = Ls * (12 * h * h + 13 * h) + (first || last ? h * v : 0) + (last ? 2 * h : 0);
+    const int64_t n = p.params_on_rank;
+    const int64_t e = in.bf16 ? 2 : 4;
+    const int64_t dp = in.dp;
+
+    // Weights, gradients, optimizer state (FORMULAS.md; ZeRO shards by dp).
+    auto sharded = [&](int64_t bytes_per_param, bool shard) { return shard ? bytes_per_param * n / dp : bytes_per_param * n; };
+    p.memory[size_t(MemCategory::params)] = sharded(e, in.zero >= 3);
+    int64_t grads = sharded(e, in.zero >= 2);
+    if (in.bf16 && in.fp32_grad_accum) grads += sharded(4, in.zero >= 2);
+    p.memory[size_t(MemCategory::grads)] = grads;
+    p.memory[size_t(MemCategory::master_params)] = in.bf16 ? sharded(4, in.zero >= 1) : 0;
+    p.memory[size_t(MemCategory::optimizer_state)] = sharded(8, in.zero >= 1);
+
+    // Activations: tokens, embedding output, the stage's blocks, the head, times the micro-batches in flight.
+    const int64_t N = in.micro_batch * in.seq;
+    p.activations_per_layer = block_bytes(in, e);
+    const int64_t head = e * N * h + 2 * N * 4 + N * v * 4 + N * 4;
+    const int64_t per_micro_batch = 2 * N * 4 + (first ? e * N * h : 0) + Ls * p.activations_per_layer;
+    int in_flight = 1;
+    if (in.pp > 1) {
+        if (in.pp_schedule == "afab") in_flight = int(in.grad_accum);
+        else in_flight = int(std::min<int64_t>(in.grad_accum, in.pp - in.stage));  // 1F1B, ZB-H1
+        if (in.pp_schedule == "interleaved")
+            in_flight = int(std::min<int64_t>(in.grad_accum * in.pp_chunks,
+                                              (in.pp - in.stage) * in.pp_chunks + (in.pp - 1) ));
+    }
+    p.micro_batches_in_flight = in_flight;
+    int64_t acts = in_flight * per_micro_batch + (last ? head : 0);
+    if (in.recompute == "full") acts += std::max(block_working_bytes(in, e), last ? head : int64_t(0)) - (last ? head : 0);
+    p.memory[size_t(MemCategory::activations)] = acts;
+    p.memory[size_t(MemCategory::temporaries)] = 9 * e * N * h + (last && in.bf16 ? 2 * N * v : 0);
+    p.memory[size_t(MemCategory::comm_buffers)] = std::nullopt;  // transient buffers: measured, not modelled
+    p.memory[size_t(MemCategory::workspace)] = std::nullopt;     // op scratch: measured, not modelled
+
+    p.flops_per_token = 6.0 * double(p.params) + 12.0 * double(L * h * in.seq);
+    p.tokens_per_step = in.micro_batch * in.grad_accum * in.seq * dp;
+
+    // Communication per rank per step: ring all-reduce moves 2K(dp-1)/dp; ZeRO-1/2 the same in reduce-scatter +
+    // all-gather; ZeRO-3 gathers parameters again for backward: 3K(dp-1)/dp. K = gradient bytes of the stage.
+    const double ring = dp > 1 ? double(dp - 1) / double(dp) : 0.0;
+    const double K = double(e * n) + (in.bf16 && in.fp32_grad_accum ? 2.0 * double(n) : 0.0);
+    p.dp_comm_bytes = int64_t((in.zero >= 3 ? 3.0 : 2.0) * K * ring);
+    // One (N, h) activation per micro-batch per boundary each way; interleaving multiplies the boundaries.
+    const int64_t boundaries = (first ? 0 : 1) + (last ? 0 : 1);
+    p.pp_comm_bytes = in.pp > 1 ? 2 * in.grad_accum * boundaries * e * N * h * in.pp_chunks : 0;
+
+    const double m = double(in.grad_accum), pp = double(in.pp);
+    if (in.pp <= 1) {
+        p.bubble_theory = 0;
+        p.bubble_formula = "no pipeline";
+    } else if (in.pp_schedule == "interleaved") {
+        p.bubble_theory = (pp - 1) / (double(in.pp_chunks) * m);
+        p.bubble_formula = "(pp - 1) / (v m)";
+    } else if (in.pp_schedule == "zb1") {
+        p.bubble_theory = (pp - 1) / (3.0 * m);
+        p.bubble_formula = "about (pp - 1) / (3 m) (ZB-H1)";
+    } else {
+        p.bubble_theory = (pp - 1) / m;
+        p.bubble_formula = "(pp - 1) / m";
+    }
+    return p;
+}
+
+std::string format_prediction(const PredictInput& in, const Prediction& p) {
+    std::string s;
+    s += fmt::format("Model: h {} v {} L {} heads {} seq {}: N = h*v + L*(12h^2 + 13h) + 2h = {} parameters\n",
+                     in.hidden, in.vocab, in.layers, in.heads, in.seq, p.params);
+    s += fmt::format("Layout: dp {} pp {} tp {} cp {} ep {}, ZeRO-{}, {}, micro-batch {} x {} tokens, {} "
+                     "micro-batches per step, recompute {}\n",
+                     in.dp, in.pp, in.tp, in.cp, in.ep, in.zero, in.bf16 ? "bf16 mixed precision" : "fp32",
+                     in.micro_batch, in.seq, in.grad_accum, in.recompute);
+    if (in.pp > 1) s += fmt::format("Pipeline stage {} of {} ({} schedule): {} parameters on the rank\n", in.stage, in.pp, in.pp_schedule, p.params_on_rank);
+    s += "\nMemory per rank (predicted):\n";
+    for (int c = 0; c < kMemCategoryCount; ++c)
+        s += fmt::format("  {:<16} {:>12}\n", kMemCategoryNames[c],
+                         p.memory[size_t(c)] ? format_bytes(*p.memory[size_t(c)]) : std::string("not modelled"));
+    s += fmt::format("  {:<16} {:>12}\n", "total", format_bytes(p.memory_total()));
+    s += fmt::format("  activations per block per micro-batch: {} ({} micro-batch(es) in flight)\n",
+                     format_bytes(p.activations_per_layer), p.micro_batches_in_flight);
+    s += fmt::format("\nCompute: {:.1f} MFLOP per token (6N + 12*L*h*s), {} tokens per step, {:.2f} TFLOP per step\n",
+                     p.flops_per_token / 1e6, p.tokens_per_step, p.flops_per_token * double(p.tokens_per_step) / 1e12);
+    s += fmt::format("Communication per rank per step (predicted, ring): data parallel {}, pipeline {}\n",
+                     format_bytes(p.dp_comm_bytes), format_bytes(p.pp_comm_bytes));
+    s += fmt::format("Pipeline bubble (predicted): {:.3f} = {}\n", p.bubble_theory, p.bubble_formula);
+    return s;
+}
+
+nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
+    nlohmann::json mem = nlohmann::json::object();
+    for (int c = 0; c < kMemCategoryCount; ++c)
+        mem[std::string(kMemCategoryNames[c])] = p.memory[size_t(c)] ? nlohmann::json(*p.memory[size_t(c)]) : nlohmann::json();
+    return {{"params", p.params},
+            {"params_on_rank", p.params_on_rank},
+            {"memory_bytes", mem},
+            {"memory_total_bytes", p.memory_total()},
+            {"activations_per_layer_bytes", p.activations_per_layer},
+            {"micro_batches_in_flight", p.micro_batches_in_flight},
+            {"flops_per_token", p.flops_per_token},
+            {"tokens_per_step", p.tokens_per_step},
+            {"dp_comm_bytes_per_step", p.dp_comm_bytes},
+            {"pp_comm_bytes_per_step", p.pp_comm_bytes},
+            {"bubble_fraction_theory", p.bubble_theory},
+            {"bubble_formula", p.bubble_formula}};
+}
+
+}  // namespace us::prof

@@ -1,0 +1,187 @@
+#include "profiler/analysis/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "engine/core/allocator.h"
+#include "profiler/trace/chrome_export.h"
+
+namespace us::prof {
+
+namespace {
+
+int coord(const nlohmann::json& coords, const char* dim) {
+    return coords.contains(dim) && coords[dim].is_number_integer() ? coords[dim].get<int>() : 0;
+}
+
+std::string rank_status(const RankTrace& rt) {
+    if (rt.lost) return "lost: " + rt.lost_reason;
+    if (!rt.ended) return "running (no end of stream yet)";
+    return rt.clean ? "ok" : "ended with an error";
+}
+
+}  // namespace
+
+Report build_report(const TraceStore& store) {
+    Report rep;
+    rep.world_size = store.world_size();
+    const nlohmann::json& meta = store.run_metadata();
+    rep.config = meta.value("config", nlohmann::json::object());
+    rep.predict_input = PredictInput::from_config(rep.config);
+    std::map<int, std::vector<double>> step_walls;  // step -> wall per rank
+    for (int r : store.ranks()) {
+        const RankTrace& rt = *store.rank(r);
+        RankReport rr;
+        rr.rank = r;
+        rr.coords = rt.metadata.value("coords", nlohmann::json::object());
+        rr.label = rank_label(rt);
+        rr.status = rank_status(rt);
+        rr.steps = analyze_steps(store, r);
+        rr.steady = sum_steps(steady_steps(rr.steps));
+        rr.memory = analyze_memory(rt);
+        PredictInput in = rep.predict_input;
+        in.stage = coord(rr.coords, "pp");
+        rr.predicted = predict(in);
+        rr.peak_gflops = rt.metadata.value("device_peak_gflops", 0.0);
+        rr.dropped_events = rt.dropped_events;
+        for (const auto& s : steady_steps(rr.steps)) step_walls[s.step].push_back(s.wall_s);
+        if (rt.dropped_events > 0)
+            rep.warnings.push_back(fmt::format("rank {} dropped {} events (buffers full or listener unreachable): "
+                                               "figures for it are incomplete",
+                                               r, rt.dropped_events));
+        rep.ranks.push_back(std::move(rr));
+    }
+    if (store.spans_dropped_by_cap() > 0)
+        rep.warnings.push_back(fmt::format("{} op spans were not kept (trace store cap of {} spans)",
+                                           store.spans_dropped_by_cap(), store.options().max_spans));
+    // Throughput from the steady steps: a step lasts as long as its slowest rank.
+    Throughput& t = rep.throughput;
+    double total = 0;
+    for (const auto& [step, walls] : step_walls) {
+        total += *std::max_element(walls.begin(), walls.end());
+        ++t.steps_measured;
+    }
+    const Prediction whole = predict(rep.predict_input);
+    t.model_flops_per_token = whole.flops_per_token;
+    if (t.steps_measured > 0 && total > 0) {
+        t.step_s = total / t.steps_measured;
+        t.tokens_per_s = double(whole.tokens_per_step) / t.step_s;
+        t.achieved_flops_per_s = t.tokens_per_s * t.model_flops_per_token;
+    }
+    for (const auto& rr : rep.ranks) t.peak_flops_per_s += rr.peak_gflops * 1e9;
+    t.mfu = t.peak_flops_per_s > 0 ? t.achieved_flops_per_s / t.peak_flops_per_s : 0;
+    return rep;
+}
+
+std::string format_report(const Report& rep) {
+    std::string s;
+    const auto& c = rep.config;
+    s += fmt::format("Run: {} rank(s); model h {} L {} heads {} seq {} vocab {}; micro-batch {} x {} micro-batches; {}; "
+                     "ZeRO-{}\n",
+                     rep.world_size, c.value("hidden", 0), c.value("layers", 0), c.value("heads", 0), c.value("seq", 0),
+                     c.value("vocab", 0), c.value("batch", 0), c.value("grad_accum", 0),
+                     c.value("precision", std::string("?")), c.value("zero", 0));
+    const auto& t = rep.throughput;
+    s += fmt::format("\nThroughput (measured over {} steady step(s)): {:.0f} tokens/s, {:.1f} ms/step\n", t.steps_measured,
+                     t.tokens_per_s, t.step_s * 1e3);
+    s += fmt::format("  model FLOPs/token (predicted, 6N + 12*L*h*s): {:.1f} M; achieved {:.1f} GFLOP/s of a measured "
+                     "peak of {:.1f} GFLOP/s: MFU {:.1f}%\n",
+                     t.model_flops_per_token / 1e6, t.achieved_flops_per_s / 1e9, t.peak_flops_per_s / 1e9,
+                     100 * t.mfu);
+    s += "\nTime per rank, summed over the steady steps (measured):\n";
+    s += fmt::format("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>15}\n", "rank", "wall s", "compute s", "overlap s",
+                     "exposed s", "idle s", "overlap", "bubble (theory)");
+    size_t worst = 0;
+    for (size_t i = 0; i < rep.ranks.size(); ++i)
+        if (rep.ranks[i].steady.idle_s + rep.ranks[i].steady.exposed_s >
+            rep.ranks[worst].steady.idle_s + rep.ranks[worst].steady.exposed_s)
+            worst = i;
+    for (size_t i = 0; i < rep.ranks.size(); ++i) {
+        const auto& r = rep.ranks[i];
+        const auto& b = r.steady;
+        s += fmt::format("  {:<22} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.1f}% {:>6.3f} ({:.3f}){}\n", r.label,
+                         b.wall_s, b.compute_s, b.overlapped_s, b.exposed_s, b.idle_s, b.overlap_pct, b.bubble_fraction,
+                         r.predicted.bubble_theory,
+                         rep.ranks.size() > 1 && i == worst ? "  <- most idle + exposed" : "");
+    }
+    for (const auto& r : rep.ranks) {
+        s += fmt::format("\nMemory of {} (peak measured / predicted; phase at the peak; step 1 / steady):\n", r.label);
+        for (int k = 0; k < kMemCategoryCount; ++k) {
+            const auto& pred = r.predicted.memory[size_t(k)];
+            if (r.memory.peak[size_t(k)] == 0 && (!pred || *pred == 0)) continue;
+            s += fmt::format("  {:<16} {:>12} / {:<12} {:<10} {:>12} / {}\n", kMemCategoryNames[k],
+                             format_bytes(r.memory.peak[size_t(k)]), pred ? format_bytes(*pred) : std::string("-"),
+                             kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])],
+                             format_bytes(r.memory.step1_peak[size_t(k)]),
+                             r.memory.has_steady ? format_bytes(r.memory.steady_peak[size_t(k)]) : std::string("-"));
+        }
+        s += fmt::format("  {:<16} {:>12} / {:<12} {}\n", "total (peak)", format_bytes(r.memory.total_peak),
+                         format_bytes(r.predicted.memory_total()), kPhaseNames[size_t(r.memory.total_peak_phase)]);
+        if (r.status != "ok") s += fmt::format("  status: {}\n", r.status);
+    }
+    for (const auto& w : rep.warnings) s += "\nwarning: " + w + "\n";
+    return s;
+}
+
+nlohmann::json report_json(const Report& rep) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& r : rep.ranks) {
+        nlohmann::json peak = nlohmann::json::object(), pred = nlohmann::json::object(),
+                       phase = nlohmann::json::object(), step1 = nlohmann::json::object(),
+                       steady = nlohmann::json::object();
+        for (int k = 0; k < kMemCategoryCount; ++k) {
+            const std::string name(kMemCategoryNames[k]);
+            peak[name] = r.memory.peak[size_t(k)];
+            pred[name] = r.predicted.memory[size_t(k)] ? nlohmann::json(*r.predicted.memory[size_t(k)]) : nlohmann::json();
+            phase[name] = std::string(kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])]);
+            step1[name] = r.memory.step1_peak[size_t(k)];
+            steady[name] = r.memory.has_steady ? nlohmann::json(r.memory.steady_peak[size_t(k)]) : nlohmann::json();
+        }
+        nlohmann::json steps = nlohmann::json::array();
+        for (const auto& b : r.steps)
+            steps.push_back({{"step", b.step}, {"wall_s", b.wall_s}, {"compute_s", b.compute_s}, {"comm_s", b.comm_s},
+                             {"comm_overlapped_s", b.overlapped_s}, {"comm_exposed_s", b.exposed_s},
+                             {"idle_s", b.idle_s}, {"overlap_pct", b.overlap_pct}, {"bubble_fraction", b.bubble_fraction}});
+        const auto& b = r.steady;
+        ranks.push_back({{"rank", r.rank},
+                         {"label", r.label},
+                         {"coords", r.coords},
+                         {"status", r.status},
+                         {"memory_peak_bytes", peak},
+                         {"memory_predicted_bytes", pred},
+                         {"memory_peak_phase", phase},
+                         {"memory_step1_peak_bytes", step1},
+                         {"memory_steady_peak_bytes", steady},
+                         {"memory_total_peak_bytes", r.memory.total_peak},
+                         {"wall_s", b.wall_s},
+                         {"compute_s", b.compute_s},
+                         {"comm_s", b.comm_s},
+                         {"comm_overlapped_s", b.overlapped_s},
+                         {"comm_exposed_s", b.exposed_s},
+                         {"idle_s", b.idle_s},
+                         {"overlap_pct", b.overlap_pct},
+                         {"bubble_fraction", b.bubble_fraction},
+                         {"bubble_fraction_theory", r.predicted.bubble_theory},
+                         {"device_peak_gflops", r.peak_gflops},
+                         {"dropped_events", r.dropped_events},
+                         {"steps", steps}});
+    }
+    const auto& t = rep.throughput;
+    return {{"world_size", rep.world_size},
+            {"config", rep.config},
+            {"ranks", ranks},
+            {"throughput",
+             {{"steps_measured", t.steps_measured},
+              {"step_s", t.step_s},
+              {"tokens_per_s", t.tokens_per_s},
+              {"model_flops_per_token", t.model_flops_per_token},
+              {"achieved_flops_per_s", t.achieved_flops_per_s},
+              {"peak_flops_per_s", t.peak_flops_per_s},
+              {"mfu", t.mfu}}},
+            {"predicted", prediction_json(rep.predict_input, predict(rep.predict_input))},
+            {"warnings", rep.warnings}};
+}
+
+}  // namespace us::prof

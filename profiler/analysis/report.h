@@ -1,0 +1,52 @@
+// The report: what `ultrascope report` prints and the GUI's tables show. Everything measured in the trace sits
+// next to what FORMULAS.md predicts for the run's configuration; docs/report-schema.md documents the JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "profiler/analysis/memory_analysis.h"
+#include "profiler/analysis/predict.h"
+#include "profiler/analysis/step_breakdown.h"
+#include "profiler/trace/trace_store.h"
+
+namespace us::prof {
+
+struct RankReport {
+    int rank = 0;
+    nlohmann::json coords = nlohmann::json::object();
+    std::string label;   // "rank 1 (dp 1, pp 0)"
+    std::string status;  // "ok", "running", "lost: ...", "ended with an error"
+    std::vector<StepBreakdown> steps;
+    StepBreakdown steady;  // summed over the steady steps
+    MemoryPeaks memory;
+    Prediction predicted;
+    double peak_gflops = 0;  // the rank's measured device peak
+    uint64_t dropped_events = 0;
+};
+
+struct Throughput {
+    int steps_measured = 0;      // steady steps used
+    double step_s = 0;           // mean wall time of a steady step (across ranks: the slowest)
+    double tokens_per_s = 0;     // measured
+    double model_flops_per_token = 0;   // predicted: 6N + 12*L*h*s
+    double achieved_flops_per_s = 0;    // tokens_per_s * model_flops_per_token
+    double peak_flops_per_s = 0;        // sum of the ranks' measured peaks
+    double mfu = 0;                     // achieved / peak
+};
+
+struct Report {
+    int world_size = 0;
+    nlohmann::json config;
+    std::vector<RankReport> ranks;
+    Throughput throughput;
+    PredictInput predict_input;
+    std::vector<std::string> warnings;
+};
+
+Report build_report(const TraceStore& store);
+std::string format_report(const Report& report);
+nlohmann::json report_json(const Report& report);
+
+}  // namespace us::prof

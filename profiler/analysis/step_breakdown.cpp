@@ -1,0 +1,94 @@
+#include "profiler/analysis/step_breakdown.h"
+
+#include <algorithm>
+
+#include "profiler/analysis/intervals.h"
+
+namespace us::prof {
+
+std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
+    std::vector<StepBreakdown> out;
+    const RankTrace* rt = store.rank(rank);
+    if (!rt) return out;
+    // Step windows from the host lane's step spans.
+    for (const Span& s : rt->lanes[size_t(Lane::host)].spans())
+        if (s.kind == SpanKind::step) {
+            StepBreakdown b;
+            b.rank = rank;
+            b.step = s.step;
+            b.begin = s.begin;
+            b.end = s.end;
+            out.push_back(b);
+        }
+    std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.begin < b.begin; });
+    for (StepBreakdown& b : out) {
+        std::vector<Interval> compute, comm;
+        int64_t first_op = b.end, last_op = b.begin;
+        for (int lane = 0; lane < int(Lane::count); ++lane) {
+            const LaneTrack& track = rt->lanes[lane];
+            const auto& spans = track.spans();
+            // sorted by begin: start where a span could still reach into the window
+            auto it = std::lower_bound(spans.begin(), spans.end(), b.begin - track.max_duration(),
+                                       [](const Span& s, int64_t t) { return s.begin < t; });
+            for (; it != spans.end() && it->begin < b.end; ++it) {
+                if (it->end <= b.begin) continue;
+                if (it->kind == SpanKind::op) {
+                    compute.emplace_back(it->begin, it->end);
+                    first_op = std::min(first_op, std::max(it->begin, b.begin));
+                    last_op = std::max(last_op, std::min(it->end, b.end));
+                    b.flops += int64_t(it->flops);
+                } else if (it->kind == SpanKind::comm) {
+                    comm.emplace_back(it->begin, it->end);
+                }
+            }
+        }
+        const auto C = union_of(compute, b.begin, b.end);
+        const auto M = union_of(comm, b.begin, b.end);
+        std::vector<Interval> both = C;
+        both.insert(both.end(), M.begin(), M.end());
+        const auto CM = union_of(both, b.begin, b.end);
+        const int64_t c = total_length(C), m = total_length(M), cm = total_length(CM), overlap = intersection_length(C, M);
+        b.wall_s = double(b.end - b.begin) / 1e9;
+        b.compute_s = double(c) / 1e9;
+        b.comm_s = double(m) / 1e9;
+        b.overlapped_s = double(overlap) / 1e9;
+        b.exposed_s = double(m - overlap) / 1e9;
+        b.idle_s = double(b.end - b.begin - cm) / 1e9;
+        b.overlap_pct = m > 0 ? 100.0 * double(overlap) / double(m) : 0.0;
+        if (last_op > first_op) {
+            const int64_t in_window = total_length(union_of(compute, first_op, last_op));
+            b.bubble_s = double(last_op - first_op - in_window) / 1e9;
+            b.bubble_fraction = c > 0 ? b.bubble_s / b.compute_s : 0.0;
+        }
+    }
+    return out;
+}
+
+StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps) {
+    StepBreakdown t;
+    if (steps.empty()) return t;
+    t.rank = steps.front().rank;
+    t.step = -1;
+    t.begin = steps.front().begin;
+    t.end = steps.back().end;
+    for (const auto& s : steps) {
+        t.wall_s += s.wall_s;
+        t.compute_s += s.compute_s;
+        t.comm_s += s.comm_s;
+        t.overlapped_s += s.overlapped_s;
+        t.exposed_s += s.exposed_s;
+        t.idle_s += s.idle_s;
+        t.bubble_s += s.bubble_s;
+        t.flops += s.flops;
+    }
+    t.overlap_pct = t.comm_s > 0 ? 100.0 * t.overlapped_s / t.comm_s : 0.0;
+    t.bubble_fraction = t.compute_s > 0 ? t.bubble_s / t.compute_s : 0.0;
+    return t;
+}
+
+std::vector<StepBreakdown> steady_steps(const std::vector<StepBreakdown>& steps) {
+    if (steps.size() <= 1) return steps;
+    return std::vector<StepBreakdown>(steps.begin() + 1, steps.end());
+}
+
+}  // namespace us::prof

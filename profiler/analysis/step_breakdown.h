@@ -1,0 +1,40 @@
+// Where each rank's time goes, step by step (FORMULAS.md, after Holistic Trace Analysis): the compute set C is
+// the union of op spans, the communication set M the union of comm spans (collectives and point-to-point);
+// overlapped = |C ∩ M|, exposed = |M \ C|, idle = wall - |C ∪ M|, overlap % = |C ∩ M| / |M|.
+// For pipeline stages the bubble is the time between a stage's first and last op of the step with no op running,
+// as a fraction of its op time (the ideal time), which is what (pp - 1) / m predicts.
+#pragma once
+
+#include <vector>
+
+#include "profiler/trace/trace_store.h"
+
+namespace us::prof {
+
+struct StepBreakdown {
+    int rank = 0;
+    int step = 0;
+    int64_t begin = 0, end = 0;  // the step's window, ns
+    double wall_s = 0;
+    double compute_s = 0;     // |C|
+    double comm_s = 0;        // |M|
+    double overlapped_s = 0;  // |C ∩ M|
+    double exposed_s = 0;     // |M \ C|
+    double idle_s = 0;        // wall - |C ∪ M|
+    double overlap_pct = 0;   // 100 |C ∩ M| / |M|; 0 without communication
+    double bubble_s = 0;      // idle between the first and the last op of the step
+    double bubble_fraction = 0;  // bubble_s / compute_s
+    int64_t flops = 0;           // sum of the op spans' FLOPs
+};
+
+// One entry per step the rank recorded (by its step spans), in step order.
+std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank);
+
+// Sums over the given steps; percentages and fractions recomputed from the sums.
+StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps);
+
+// The steps that describe the steady state: all but the first when there are several (step 1 allocates
+// gradients and optimizer state and warms caches up).
+std::vector<StepBreakdown> steady_steps(const std::vector<StepBreakdown>& steps);
+
+}  // namespace us::prof

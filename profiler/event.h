@@ -1,0 +1,129 @@
+// The event contract: the plain, fixed-size records every rank produces and every consumer reads. Nothing else is
+// shared between the engine and the profiler. Records are 64 bytes, little-endian, and travel as they are (in
+// compressed chunks) through files and sockets, so this layout is versioned with the trace format
+// (docs/trace-format.md): change it only together with kTraceFormatVersion.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace us::prof {
+
+inline constexpr uint32_t kTraceFormatVersion = 1;
+
+// Where a span is drawn: one row per lane per rank in the timeline.
+enum class Lane : uint8_t {
+    host = 0,     // step and phase markers of the training loop
+    compute = 1,  // layers and ops (on a GPU: the compute stream)
+    comm = 2,     // collectives (data-parallel buckets, ZeRO gathers)
+    p2p = 3,      // pipeline sends and receives
+    count = 4,
+};
+inline constexpr std::string_view kLaneNames[] = {"host", "compute", "comm", "p2p"};
+
+enum class Phase : uint8_t { none = 0, forward = 1, backward = 2, optimizer = 3, count = 4 };
+inline constexpr std::string_view kPhaseNames[] = {"none", "forward", "backward", "optimizer"};
+
+// What a span is. Container spans (step, phase, layer) nest; work spans are the leaves the analysis unions into
+// the compute set; comm spans form the communication set; wait spans are time a thread spent blocked.
+enum class SpanKind : uint8_t {
+    step = 0,
+    phase = 1,       // forward / backward / optimizer of one micro-batch (pipeline: F, B, W actions)
+    layer = 2,
+    op = 3,          // a unit of compute work: a GEMM, an attention, a norm ...
+    comm = 4,        // a collective or point-to-point transfer, from launch to completion
+    wait = 5,        // blocked on communication or a peer
+    count = 6,
+};
+inline constexpr std::string_view kSpanKindNames[] = {"step", "phase", "layer", "op", "comm", "wait"};
+
+// The class of an op span (for colouring and breakdowns) or the collective of a comm span.
+enum class OpClass : uint8_t {
+    none = 0,
+    gemm,
+    attention,
+    norm,
+    activation,  // GeLU, residual adds, copies
+    embedding,
+    loss,
+    optimizer,
+    all_reduce,
+    reduce_scatter,
+    all_gather,
+    broadcast,
+    send,
+    recv,
+    all_to_all,
+    barrier,
+    count,
+};
+inline constexpr std::string_view kOpClassNames[] = {
+    "none",       "gemm",           "attention",  "norm",      "activation", "embedding", "loss", "optimizer",
+    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "send",       "recv",      "all_to_all", "barrier"};
+
+inline bool is_comm_op(OpClass c) { return c >= OpClass::all_reduce; }
+
+enum class EventType : uint8_t { none = 0, span = 1, memory = 2, counter = 3 };
+
+// Every record starts with its EventType byte, so the union's `type` reads it whatever the record is.
+struct SpanRecord {
+    uint8_t type;         // EventType::span
+    uint8_t lane;         // Lane
+    uint8_t kind;         // SpanKind
+    uint8_t phase;        // Phase
+    uint8_t op;           // OpClass
+    uint8_t group;        // comm: process group id (0 world, 1 dp, 2 pp ...)
+    uint8_t chunk;        // pipeline chunk (virtual stage) of the rank
+    uint8_t thread;       // recording thread slot
+    int64_t begin_ns;
+    int64_t end_ns;
+    uint64_t bytes;       // bytes moved (comm) or touched (ops, when known)
+    uint64_t flops;       // floating-point operations (ops)
+    uint32_t name;        // string id (names travel once, in the chunk's string table)
+    int32_t step;         // 1-based optimizer step; 0 before the first
+    int16_t micro_batch;  // -1: not tied to one
+    int16_t layer;        // block index; -1 embedding/head/none
+    int16_t peer;         // comm: peer rank (p2p) or -1
+    uint8_t pad[10];
+};
+
+struct MemoryRecord {
+    uint8_t type;            // EventType::memory
+    uint8_t category;        // us::MemCategory
+    uint8_t phase;
+    uint8_t pad0[5];
+    int64_t t_ns;
+    int64_t delta_bytes;     // + allocation, - free
+    int64_t category_bytes;  // the category's current bytes after this event
+    int64_t total_bytes;     // all categories' current bytes after this event
+    uint32_t label;          // string id of the allocation's label
+    int32_t step;
+    int16_t micro_batch;
+    int16_t layer;
+    uint8_t pad[12];
+};
+
+// A named value over time: loss, lr, tokens/s, grad norm ...
+struct CounterRecord {
+    uint8_t type;  // EventType::counter
+    uint8_t pad0[7];
+    int64_t t_ns;
+    double value;
+    uint32_t name;  // string id
+    int32_t step;
+    uint8_t pad[32];
+};
+
+union EventRecord {
+    uint8_t type;
+    SpanRecord span;
+    MemoryRecord memory;
+    CounterRecord counter;
+};
+
+static_assert(sizeof(SpanRecord) == 64 && sizeof(MemoryRecord) == 64 && sizeof(CounterRecord) == 64);
+static_assert(sizeof(EventRecord) == 64);
+static_assert(offsetof(SpanRecord, type) == 0 && offsetof(MemoryRecord, type) == 0 && offsetof(CounterRecord, type) == 0);
+
+}  // namespace us::prof

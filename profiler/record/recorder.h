@@ -1,0 +1,109 @@
+// The recorder: each thread of a rank appends fixed-size records to its own ring (no lock, two clock reads per
+// span); a collector thread drains the rings every few milliseconds, converts ticks to nanoseconds and hands
+// batches to the sinks (a trace file, a live TCP stream). Recording is off until start(); the zone macros in
+// zones.h check one global flag and compile to nothing when ULTRASCOPE_PROFILE is off.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "profiler/event.h"
+#include "profiler/record/clock.h"
+#include "profiler/record/ring.h"
+
+namespace us::prof {
+
+struct StringDef {
+    uint32_t id;
+    std::string text;
+};
+
+struct EventBatch {
+    std::vector<StringDef> strings;   // definitions not sent before
+    std::vector<EventRecord> events;  // timestamps in CLOCK_MONOTONIC nanoseconds
+    uint64_t dropped_total = 0;       // events this rank could not record so far
+};
+
+// Where batches go: implemented by the transport (file writer, TCP sender). Called on the collector thread.
+class EventSink {
+public:
+    virtual ~EventSink() = default;
+    virtual void write_metadata(const std::string& json) = 0;
+    virtual void write_batch(const EventBatch& batch) = 0;
+    // End of the stream; `clean` is false when the run is ending because of an error.
+    virtual void finish(bool clean, uint64_t dropped_total) = 0;
+};
+
+// What the current thread is doing, copied into every record it makes.
+struct RecordContext {
+    int32_t step = 0;
+    int16_t micro_batch = -1;
+    int16_t layer = -1;
+    Phase phase = Phase::none;
+    uint8_t chunk = 0;
+    uint32_t op_name = UINT32_MAX;  // a caller's name for the next ops (e.g. "c_attn dW"); else the op's own
+};
+
+namespace detail {
+extern std::atomic<bool> g_enabled;
+EventRing& thread_ring();
+uint8_t thread_slot();
+RecordContext& thread_context();
+}  // namespace detail
+
+inline bool enabled() { return detail::g_enabled.load(std::memory_order_relaxed); }
+inline RecordContext& context() { return detail::thread_context(); }
+
+// Interned names: the id is stable for the process, the text is sent once per sink.
+uint32_t string_id(std::string_view text);
+
+struct RecorderOptions {
+    int flush_ms = 50;
+};
+
+// Starts recording into the sinks; metadata (JSON) is written to each sink first.
+void start_recording(std::vector<std::unique_ptr<EventSink>> sinks, const std::string& metadata_json,
+                     const RecorderOptions& options = {});
+// Drains what is left, finishes the sinks and stops the collector. Safe to call when not recording.
+void stop_recording(bool clean);
+// Replaces the metadata (sent again to every sink: consumers keep the latest).
+void update_metadata(const std::string& metadata_json);
+uint64_t dropped_events();
+
+// ---- the hot path (callers check enabled() first; the macros do)
+inline void record_span(Lane lane, SpanKind kind, OpClass op, uint32_t name, int64_t begin_ticks, int64_t end_ticks,
+                        uint64_t flops = 0, uint64_t bytes = 0, int16_t peer = -1, uint8_t group = 0) {
+    EventRing& ring = detail::thread_ring();
+    EventRecord* r = ring.begin_write();
+    if (!r) return;
+    const RecordContext& c = detail::thread_context();
+    SpanRecord& s = r->span;
+    s.begin_ns = begin_ticks;  // ticks until the collector converts them
+    s.end_ns = end_ticks;
+    s.bytes = bytes;
+    s.flops = flops;
+    s.name = name;
+    s.step = c.step;
+    s.micro_batch = c.micro_batch;
+    s.layer = c.layer;
+    s.peer = peer;
+    s.type = uint8_t(EventType::span);
+    s.lane = uint8_t(lane);
+    s.kind = uint8_t(kind);
+    s.phase = uint8_t(c.phase);
+    s.op = uint8_t(op);
+    s.group = group;
+    s.chunk = c.chunk;
+    s.thread = detail::thread_slot();
+    ring.end_write();
+}
+
+void record_memory(int64_t delta_bytes, uint8_t category, int64_t category_bytes, int64_t total_bytes,
+                   uint32_t label);
+void record_counter(uint32_t name, double value);
+
+}  // namespace us::prof

@@ -1,0 +1,124 @@
+#include "profiler/trace/chrome_export.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "engine/core/check.h"
+#include "engine/core/memory_category.h"
+
+namespace us::prof {
+
+namespace {
+
+// Streams text to a plain or gzip file.
+class Output {
+public:
+    Output(const std::string& path, bool gz) : m_gz(gz) {
+        if (gz) m_gzfile = gzopen(path.c_str(), "wb6");
+        else m_file = std::fopen(path.c_str(), "wb");
+        US_CHECK_INPUT(m_gzfile || m_file, "cannot create '{}'", path);
+    }
+    ~Output() { close(); }
+    void write(const std::string& s) {
+        if (m_gz) m_ok &= gzwrite(m_gzfile, s.data(), unsigned(s.size())) == int(s.size());
+        else m_ok &= std::fwrite(s.data(), 1, s.size(), m_file) == s.size();
+    }
+    bool close() {
+        if (m_gzfile) m_ok &= gzclose(m_gzfile) == Z_OK;
+        if (m_file) m_ok &= std::fclose(m_file) == 0;
+        m_gzfile = nullptr;
+        m_file = nullptr;
+        return m_ok;
+    }
+
+private:
+    bool m_gz;
+    gzFile m_gzfile = nullptr;
+    std::FILE* m_file = nullptr;
+    bool m_ok = true;
+};
+
+std::string escape(const std::string& s) { return nlohmann::json(s).dump(); }
+
+}  // namespace
+
+std::string rank_label(const RankTrace& r) {
+    std::string label = fmt::format("rank {}", r.rank);
+    if (r.metadata.contains("coords") && r.metadata["coords"].is_object()) {
+        std::string parts;
+        for (const char* dim : {"dp", "pp", "tp", "cp", "ep"}) {
+            const auto& c = r.metadata["coords"];
+            const int size = r.metadata.contains("grid") ? r.metadata["grid"].value(dim, 1) : 1;
+            if (c.contains(dim) && (size > 1 || std::string(dim) == "dp" || std::string(dim) == "pp"))
+                parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", dim, c[dim].get<int>());
+        }
+        if (!parts.empty()) label += " (" + parts + ")";
+    }
+    return label;
+}
+
+void export_chrome_trace(const TraceStore& store, const std::string& out_path) {
+    const bool gz = out_path.size() > 3 && out_path.substr(out_path.size() - 3) == ".gz";
+    const std::string tmp = out_path + ".tmp";
+    {
+        Output out(tmp, gz);
+        const int64_t origin = store.origin();
+        auto us_of = [&](int64_t ns) { return fmt::format("{:.3f}", double(ns - origin) / 1e3); };
+        nlohmann::json dist = {{"backend", store.run_metadata().value("comm_backend", std::string("mpi"))},
+                               {"rank", 0},
+                               {"world_size", store.world_size()}};
+        nlohmann::json ranks = nlohmann::json::array();
+        for (int r : store.ranks()) ranks.push_back({{"rank", r}, {"label", rank_label(*store.rank(r))}});
+        dist["ranks"] = ranks;
+        out.write("{\"displayTimeUnit\": \"ms\",\n\"distributedInfo\": " + dist.dump() + ",\n\"traceEvents\": [\n");
+        bool first = true;
+        auto emit = [&](const std::string& e) {
+            out.write(first ? e : ",\n" + e);
+            first = false;
+        };
+        for (int r : store.ranks()) {
+            const RankTrace& rt = *store.rank(r);
+            emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}}}})", r,
+                             escape(rank_label(rt))));
+            emit(fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}}}})",
+                             r, r));
+            for (int lane = 0; lane < int(Lane::count); ++lane) {
+                emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{}"}}}})", r,
+                                 lane, kLaneNames[lane]));
+                for (const Span& s : rt.lanes[lane].spans()) {
+                    std::string label = store.name(s.name);
+                    if (s.kind == SpanKind::phase && s.micro_batch >= 0 && s.phase != Phase::optimizer)
+                        label = fmt::format("{}{}", s.phase == Phase::forward ? "F" : "B", s.micro_batch);
+                    emit(fmt::format(
+                        R"({{"ph":"X","pid":{},"tid":{},"name":{},"cat":"{}","ts":{},"dur":{:.3f},"args":{{"step":{},"micro_batch":{},"layer":{},"phase":"{}","op":"{}","bytes":{},"flops":{},"chunk":{}{}}}}})",
+                        r, lane, escape(label), kSpanKindNames[size_t(s.kind)], us_of(s.begin),
+                        double(s.end - s.begin) / 1e3, s.step, s.micro_batch, s.layer, kPhaseNames[size_t(s.phase)],
+                        kOpClassNames[size_t(s.op)], s.bytes, s.flops, s.chunk,
+                        s.peer >= 0 ? fmt::format(",\"peer\":{}", s.peer) : std::string()));
+                }
+            }
+            // Memory per category as one counter track with a series per category.
+            int64_t current[kMemCategoryCount] = {};
+            for (const MemoryPoint& m : rt.memory) {
+                current[m.category] = m.category_bytes;
+                std::string args;
+                for (int c = 0; c < kMemCategoryCount; ++c)
+                    args += fmt::format("{}\"{}\":{}", c ? "," : "", kMemCategoryNames[c], current[c]);
+                emit(fmt::format(R"x({{"ph":"C","pid":{},"tid":0,"name":"memory (bytes)","ts":{},"args":{{{}}}}})x", r,
+                                 us_of(m.t), args));
+            }
+            for (const auto& [name, points] : rt.counters)
+                for (const CounterPoint& p : points)
+                    emit(fmt::format(R"({{"ph":"C","pid":{},"tid":0,"name":{},"ts":{},"args":{{"value":{}}}}})", r,
+                                     escape(store.name(name)), us_of(p.t), p.value));
+        }
+        out.write("\n]}\n");
+        US_CHECK_INPUT(out.close(), "error while writing '{}'", out_path);
+    }
+    std::filesystem::rename(tmp, out_path);
+}
+
+}  // namespace us::prof

@@ -1,0 +1,233 @@
+#include "profiler/trace/trace_store.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "engine/core/check.h"
+#include "profiler/transport/trace_file.h"
+
+namespace us::prof {
+
+// ---- LaneTrack
+
+void LaneTrack::append(const Span& s) {
+    m_pending.push_back(s);
+    m_last_end = std::max(m_last_end, s.end);
+    m_max_duration = std::max(m_max_duration, s.end - s.begin);
+}
+
+void LaneTrack::finalize() {
+    if (m_pending.empty()) return;
+    auto order = [](const Span& a, const Span& b) {
+        return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;  // parents before their children
+    };
+    std::sort(m_pending.begin(), m_pending.end(), order);
+    const size_t old = m_spans.size();
+    m_spans.insert(m_spans.end(), m_pending.begin(), m_pending.end());
+    m_pending.clear();
+    if (old > 0 && order(m_spans[old], m_spans[old - 1])) std::inplace_merge(m_spans.begin(), m_spans.begin() + std::ptrdiff_t(old), m_spans.end(), order);
+    // First-fit rows over the whole lane: a nested span lands below its parent, a concurrent one beside it.
+    std::vector<int64_t> row_end;
+    m_rows.clear();
+    for (uint32_t i = 0; i < m_spans.size(); ++i) {
+        Span& s = m_spans[i];
+        size_t r = 0;
+        while (r < row_end.size() && row_end[r] > s.begin) ++r;
+        if (r == row_end.size()) {
+            row_end.push_back(0);
+            m_rows.emplace_back();
+        }
+        row_end[r] = s.end;
+        s.row = uint8_t(std::min<size_t>(r, 255));
+        m_rows[r].push_back(i);
+    }
+}
+
+std::pair<size_t, size_t> LaneTrack::visible(int r, int64_t t0, int64_t t1) const {
+    const auto& idx = m_rows[size_t(r)];
+    // Within a row, begins and ends are both increasing.
+    const auto first = std::partition_point(idx.begin(), idx.end(), [&](uint32_t i) { return m_spans[i].end <= t0; });
+    const auto last = std::partition_point(first, idx.end(), [&](uint32_t i) { return m_spans[i].begin < t1; });
+    return {size_t(first - idx.begin()), size_t(last - idx.begin())};
+}
+
+// ---- TraceStore
+
+RankTrace& TraceStore::rank_for(int r) {
+    US_CHECK_INPUT(r >= 0 && r < 100000, "trace names rank {}, out of range", r);
+    if (size_t(r) >= m_ranks.size()) m_ranks.resize(size_t(r) + 1);
+    if (!m_ranks[size_t(r)]) {
+        m_ranks[size_t(r)] = std::make_unique<RankTrace>();
+        m_ranks[size_t(r)]->rank = r;
+    }
+    return *m_ranks[size_t(r)];
+}
+
+uint32_t TraceStore::intern(const std::string& text) {
+    auto it = m_name_index.find(text);
+    if (it != m_name_index.end()) return it->second;
+    const uint32_t id = uint32_t(m_names.size());
+    m_names.push_back(text);
+    m_name_index.emplace(text, id);
+    return id;
+}
+
+uint32_t TraceStore::find_name(const std::string& text) const {
+    auto it = m_name_index.find(text);
+    return it == m_name_index.end() ? std::numeric_limits<uint32_t>::max() : it->second;
+}
+
+void TraceStore::add_chunk(const Chunk& c) {
+    RankTrace& rt = rank_for(int(c.rank));
+    ++rt.chunks;
+    ++m_version;
+    if (c.kind == ChunkKind::metadata) {
+        try {
+            rt.metadata = nlohmann::json::parse(c.text);
+        } catch (const nlohmann::json::exception& e) {
+            fail_user("rank {} sent metadata that is not valid JSON: {}", c.rank, e.what());
+        }
+        if (rt.metadata.contains("clock") && rt.metadata["clock"].is_object())
+            rt.clock_offset_ns = rt.metadata["clock"].value("offset_ns", int64_t(0));
+        return;
+    }
+    if (c.kind == ChunkKind::end) {
+        rt.ended = true;
+        try {
+            const auto j = nlohmann::json::parse(c.text);
+            rt.clean = j.value("clean", false);
+            rt.dropped_events = std::max<uint64_t>(rt.dropped_events, j.value("dropped_events", uint64_t(0)));
+        } catch (const nlohmann::json::exception&) {
+            fail_user("rank {} sent an end-of-stream note that is not valid JSON", c.rank);
+        }
+        return;
+    }
+    for (const auto& s : c.strings) rt.names[s.id] = intern(s.text);
+    rt.dropped_events = std::max(rt.dropped_events, c.dropped_total);
+    auto name_of = [&](uint32_t local) {
+        auto it = rt.names.find(local);
+        return it == rt.names.end() ? intern("?") : it->second;
+    };
+    const int64_t off = rt.clock_offset_ns;
+    for (const EventRecord& e : c.events) {
+        switch (EventType(e.type)) {
+            case EventType::span: {
+                const SpanRecord& r = e.span;
+                if (m_span_count >= m_options.max_spans && SpanKind(r.kind) == SpanKind::op) {
+                    ++m_spans_dropped;
+                    continue;
+                }
+                Span s;
+                s.begin = r.begin_ns - off;
+                s.end = r.end_ns - off;
+                s.bytes = r.bytes;
+                s.flops = r.flops;
+                s.name = name_of(r.name);
+                s.step = r.step;
+                s.micro_batch = r.micro_batch;
+                s.layer = r.layer;
+                s.peer = r.peer;
+                s.kind = SpanKind(r.kind);
+                s.op = OpClass(r.op);
+                s.phase = Phase(r.phase);
+                s.chunk = r.chunk;
+                s.group = r.group;
+                rt.lanes[r.lane].append(s);
+                ++m_span_count;
+                break;
+            }
+            case EventType::memory: {
+                const MemoryRecord& r = e.memory;
+                MemoryPoint m;
+                m.t = r.t_ns - off;
+                m.delta = r.delta_bytes;
+                m.category_bytes = r.category_bytes;
+                m.total_bytes = r.total_bytes;
+                m.label = name_of(r.label);
+                m.step = r.step;
+                m.micro_batch = r.micro_batch;
+                m.layer = r.layer;
+                m.category = r.category;
+                m.phase = Phase(r.phase);
+                rt.memory.push_back(m);
+                break;
+            }
+            case EventType::counter: {
+                const CounterRecord& r = e.counter;
+                rt.counters[name_of(r.name)].push_back({r.t_ns - off, r.value, r.step});
+                break;
+            }
+            default: break;
+        }
+    }
+}
+
+void TraceStore::mark_lost(int rank, const std::string& reason) {
+    RankTrace& rt = rank_for(rank);
+    rt.lost = true;
+    rt.lost_reason = reason;
+    ++m_version;
+}
+
+void TraceStore::finalize() {
+    for (auto& r : m_ranks) {
+        if (!r) continue;
+        for (auto& lane : r->lanes) lane.finalize();
+        // Memory events of different threads may interleave out of order across batches.
+        if (!std::is_sorted(r->memory.begin(), r->memory.end(), [](auto& a, auto& b) { return a.t < b.t; }))
+            std::stable_sort(r->memory.begin(), r->memory.end(), [](auto& a, auto& b) { return a.t < b.t; });
+    }
+}
+
+const RankTrace* TraceStore::rank(int r) const {
+    return r >= 0 && size_t(r) < m_ranks.size() ? m_ranks[size_t(r)].get() : nullptr;
+}
+
+std::vector<int> TraceStore::ranks() const {
+    std::vector<int> out;
+    for (const auto& r : m_ranks)
+        if (r) out.push_back(r->rank);
+    return out;
+}
+
+int64_t TraceStore::origin() const {
+    int64_t t = std::numeric_limits<int64_t>::max();
+    for (const auto& r : m_ranks) {
+        if (!r) continue;
+        for (const auto& lane : r->lanes)
+            if (!lane.spans().empty()) t = std::min(t, lane.first_begin());
+        if (!r->memory.empty()) t = std::min(t, r->memory.front().t);
+    }
+    return t == std::numeric_limits<int64_t>::max() ? 0 : t;
+}
+
+int64_t TraceStore::end_time() const {
+    int64_t t = 0;
+    for (const auto& r : m_ranks) {
+        if (!r) continue;
+        for (const auto& lane : r->lanes) t = std::max(t, lane.last_end());
+        if (!r->memory.empty()) t = std::max(t, r->memory.back().t);
+    }
+    return t;
+}
+
+const nlohmann::json& TraceStore::run_metadata() const {
+    static const nlohmann::json empty = nlohmann::json::object();
+    for (const auto& r : m_ranks)
+        if (r && !r->metadata.empty()) return r->metadata;
+    return empty;
+}
+
+int TraceStore::world_size() const {
+    const auto& m = run_metadata();
+    if (m.contains("world_size") && m["world_size"].is_number_integer()) return m["world_size"].get<int>();
+    return int(ranks().size());
+}
+
+std::vector<std::string> load_trace(const std::string& path, TraceStore& store) {
+    const TraceReadReport report = read_trace(path, [&](Chunk&& c) { store.add_chunk(c); });
+    store.finalize();
+    return report.warnings;
+}
+
+}  // namespace us::prof

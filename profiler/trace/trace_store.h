@@ -1,0 +1,148 @@
+// The trace store: every rank's spans, memory events and counters on one time base, read through const
+// accessors by the analysis, the exporters and the views (nothing downstream writes to it).
+//
+// Spans are kept per rank and lane, sorted by begin time, each with a row: rows are assigned first-fit in
+// (begin, longest first) order, so a span nested in another lands one row below it and overlapping transfers on
+// the comm lane spread over rows; within a row spans never overlap, so a view finds the visible ones by binary
+// search. Memory is bounded (docs/trace-format.md): past `max_spans`, op-level spans are dropped and counted while
+// steps, phases, layers, communication and memory events are always kept.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "profiler/event.h"
+#include "profiler/transport/chunk.h"
+
+namespace us::prof {
+
+struct Span {
+    int64_t begin = 0;  // ns on the trace's time base
+    int64_t end = 0;
+    uint64_t bytes = 0;
+    uint64_t flops = 0;
+    uint32_t name = 0;  // TraceStore::name()
+    int32_t step = 0;
+    int16_t micro_batch = -1;
+    int16_t layer = -1;
+    int16_t peer = -1;
+    SpanKind kind = SpanKind::op;
+    OpClass op = OpClass::none;
+    Phase phase = Phase::none;
+    uint8_t chunk = 0;
+    uint8_t group = 0;
+    uint8_t row = 0;
+    int64_t duration() const { return end - begin; }
+};
+
+class LaneTrack {
+public:
+    const std::vector<Span>& spans() const { return m_spans; }
+    int rows() const { return int(m_rows.size()); }
+    // Indices into spans() of row r, in time order (spans of a row never overlap).
+    const std::vector<uint32_t>& row(int r) const { return m_rows[size_t(r)]; }
+    // The [first, last) positions within row r whose spans intersect [t0, t1).
+    std::pair<size_t, size_t> visible(int r, int64_t t0, int64_t t1) const;
+    int64_t first_begin() const { return m_spans.empty() ? 0 : m_spans.front().begin; }
+    int64_t last_end() const { return m_last_end; }
+    int64_t max_duration() const { return m_max_duration; }
+
+    void append(const Span& s);  // pending until finalize()
+    void finalize();             // sorts and assigns rows; cheap when nothing is pending
+    bool dirty() const { return !m_pending.empty(); }
+
+private:
+    std::vector<Span> m_spans;
+    std::vector<Span> m_pending;
+    std::vector<std::vector<uint32_t>> m_rows;
+    int64_t m_last_end = 0;
+    int64_t m_max_duration = 0;
+};
+
+struct MemoryPoint {
+    int64_t t = 0;
+    int64_t delta = 0;
+    int64_t category_bytes = 0;  // the category's bytes after this event
+    int64_t total_bytes = 0;
+    uint32_t label = 0;
+    int32_t step = 0;
+    int16_t micro_batch = -1;
+    int16_t layer = -1;
+    uint8_t category = 0;
+    Phase phase = Phase::none;
+};
+
+struct CounterPoint {
+    int64_t t = 0;
+    double value = 0;
+    int32_t step = 0;
+};
+
+struct RankTrace {
+    int rank = 0;
+    nlohmann::json metadata = nlohmann::json::object();
+    LaneTrack lanes[size_t(Lane::count)];
+    std::vector<MemoryPoint> memory;  // in time order
+    std::map<uint32_t, std::vector<CounterPoint>> counters;  // by name id
+    bool ended = false;         // an end chunk arrived
+    bool clean = false;         // ... and it said the run ended normally
+    bool lost = false;          // the stream broke before its end
+    std::string lost_reason;
+    uint64_t dropped_events = 0;  // the rank could not record (full buffers, unreachable listener)
+    uint64_t chunks = 0;
+    int64_t clock_offset_ns = 0;  // subtracted from this rank's timestamps (metadata clock.offset_ns)
+    std::unordered_map<uint32_t, uint32_t> names;  // the rank's string ids -> store names
+};
+
+struct TraceStoreOptions {
+    size_t max_spans = 40'000'000;  // about 2.2 GiB of spans
+};
+
+class TraceStore {
+public:
+    explicit TraceStore(TraceStoreOptions options = {}) : m_options(options) {}
+
+    // Ingestion (from a file reader or a listener).
+    void add_chunk(const Chunk& chunk);
+    void mark_lost(int rank, const std::string& reason);
+    void finalize();  // sorts pending spans; call before reading after ingestion
+
+    // Reading.
+    int rank_count() const { return int(m_ranks.size()); }
+    const RankTrace* rank(int r) const;  // nullptr when the rank never reported
+    std::vector<int> ranks() const;
+    const std::string& name(uint32_t id) const { return m_names[id]; }
+    uint32_t find_name(const std::string& text) const;  // UINT32_MAX when unknown
+    int64_t origin() const;                 // earliest timestamp, ns
+    int64_t end_time() const;               // latest timestamp, ns
+    size_t span_count() const { return m_span_count; }
+    uint64_t spans_dropped_by_cap() const { return m_spans_dropped; }
+    uint64_t version() const { return m_version; }  // changes whenever the content changes
+    const TraceStoreOptions& options() const { return m_options; }
+    // The first rank's metadata (the run's config is the same on every rank).
+    const nlohmann::json& run_metadata() const;
+    int world_size() const;  // from metadata, else the number of ranks seen
+
+private:
+    RankTrace& rank_for(int r);
+    uint32_t intern(const std::string& text);
+
+    TraceStoreOptions m_options;
+    std::vector<std::unique_ptr<RankTrace>> m_ranks;  // by rank; null for ranks not seen
+    std::vector<std::string> m_names;
+    std::unordered_map<std::string, uint32_t> m_name_index;
+    size_t m_span_count = 0;
+    uint64_t m_spans_dropped = 0;
+    uint64_t m_version = 0;
+};
+
+// Reads a whole trace file (or the parts of an unfinished one) into a store. Warnings (a truncated tail, unmerged
+// parts) are returned; errors throw UserError.
+std::vector<std::string> load_trace(const std::string& path, TraceStore& store);
+
+}  // namespace us::prof

@@ -1,0 +1,160 @@
+#include "profiler/transport/listener.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include "engine/core/check.h"
+#include "profiler/transport/protocol.h"
+
+namespace us::prof {
+
+namespace {
+constexpr int kHelloTimeoutMs = 5000;
+int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+}  // namespace
+
+struct TraceListener::Connection {
+    Socket socket;
+    std::string peer;
+    int64_t accepted_ms = 0;
+    bool welcomed = false;
+    int rank = -1;
+    bool ended = false;
+    std::string hello_bytes;
+    std::unique_ptr<StreamDecoder> decoder;
+};
+
+TraceListener::TraceListener(const std::string& host, int port, std::string token)
+    : m_host(host), m_token(std::move(token)) {
+    m_listen = listen_on(host, port, m_port);
+    US_CHECK_INPUT(::pipe2(m_wake_pipe, O_CLOEXEC | O_NONBLOCK) == 0, "cannot create a pipe: {}", std::strerror(errno));
+    m_thread = std::thread([this] { loop(); });
+}
+
+TraceListener::~TraceListener() {
+    m_stop = true;
+    const char c = 1;
+    [[maybe_unused]] auto w = ::write(m_wake_pipe[1], &c, 1);
+    if (m_thread.joinable()) m_thread.join();
+    ::close(m_wake_pipe[0]);
+    ::close(m_wake_pipe[1]);
+}
+
+void TraceListener::poll(std::vector<ListenerMessage>& out) {
+    std::lock_guard lock(m_mutex);
+    for (auto& m : m_inbox) out.push_back(std::move(m));
+    m_inbox.clear();
+}
+
+void TraceListener::loop() {
+    std::vector<std::unique_ptr<Connection>> conns;
+    std::vector<ListenerMessage> pending;
+    auto post = [&](ListenerMessage m) { pending.push_back(std::move(m)); };
+    auto drop = [&](Connection& c, const std::string& why) {
+        if (c.welcomed && !c.ended) post({ListenerMessage::Kind::lost, c.rank, {}, {}, why});
+        else if (!c.welcomed) post({ListenerMessage::Kind::refused, -1, {}, {}, fmt::format("{}: {}", c.peer, why)});
+        c.socket.close();
+    };
+    char buffer[1 << 16];
+    while (!m_stop) {
+        std::vector<pollfd> fds;
+        fds.push_back({m_listen.fd(), POLLIN, 0});
+        fds.push_back({m_wake_pipe[0], POLLIN, 0});
+        for (auto& c : conns) fds.push_back({c->socket.fd(), POLLIN, 0});
+        ::poll(fds.data(), fds.size(), 200);
+        if (m_stop) break;
+        if (fds[0].revents & POLLIN) {
+            for (;;) {
+                sockaddr_storage addr{};
+                socklen_t len = sizeof addr;
+                const int fd = ::accept4(m_listen.fd(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
+                if (fd < 0) break;
+                set_nonblocking(fd, true);
+                auto c = std::make_unique<Connection>();
+                c->socket = Socket(fd);
+                c->peer = fmt::format("connection {}", fd);
+                c->accepted_ms = now_ms();
+                conns.push_back(std::move(c));
+            }
+        }
+        for (size_t i = 0; i < conns.size(); ++i) {
+            Connection& c = *conns[i];
+            if (!(fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            for (;;) {
+                const ssize_t n = ::recv(c.socket.fd(), buffer, sizeof buffer, 0);
+                if (n == 0) {
+                    drop(c, c.welcomed ? "the connection closed before the rank's end of stream"
+                                       : "the peer closed before the handshake");
+                    break;
+                }
+                if (n < 0) {
+                    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                        drop(c, fmt::format("the connection broke: {}", std::strerror(errno)));
+                    break;
+                }
+                size_t used = 0;
+                if (!c.welcomed) {
+                    const size_t take = std::min(size_t(n), sizeof(Hello) - c.hello_bytes.size());
+                    c.hello_bytes.append(buffer, take);
+                    used = take;
+                    if (c.hello_bytes.size() < sizeof(Hello)) continue;
+                    Hello h;
+                    std::memcpy(&h, c.hello_bytes.data(), sizeof h);
+                    const std::string problem = validate_hello(h);
+                    WelcomeStatus status = WelcomeStatus::accepted;
+                    if (!problem.empty()) status = std::memcmp(h.magic, "USHI", 4) == 0 && h.version != kProtocolVersion
+                                                       ? WelcomeStatus::bad_version
+                                                       : WelcomeStatus::bad_hello;
+                    else if (!tokens_equal(h.token, m_token)) status = WelcomeStatus::bad_token;
+                    const Welcome w = make_welcome(status);
+                    send_all(c.socket.fd(), reinterpret_cast<const char*>(&w), sizeof w, 1000);
+                    if (status != WelcomeStatus::accepted) {
+                        drop(c, problem.empty() ? welcome_status_text(uint16_t(status)) : problem);
+                        break;
+                    }
+                    c.welcomed = true;
+                    c.rank = int(h.rank);
+                    c.peer = fmt::format("rank {}", h.rank);
+                    c.decoder = std::make_unique<StreamDecoder>(fmt::format("live stream of rank {}", h.rank));
+                    post({ListenerMessage::Kind::connected, c.rank, {}, {}, {}});
+                }
+                if (size_t(n) > used) c.decoder->feed(buffer + used, size_t(n) - used);
+                try {
+                    while (auto chunk = c.decoder->next()) {
+                        const bool end = chunk->kind == ChunkKind::end;
+                        post({ListenerMessage::Kind::chunk, c.rank, std::move(*chunk), c.decoder->last_raw(), {}});
+                        if (end) {
+                            c.ended = true;
+                            post({ListenerMessage::Kind::ended, c.rank, {}, {}, {}});
+                        }
+                    }
+                } catch (const UserError& e) {
+                    drop(c, e.what());
+                    break;
+                }
+            }
+        }
+        // Peers that never say hello are dropped after a timeout, so a stray connection cannot pin a slot.
+        for (auto& c : conns)
+            if (c->socket.valid() && !c->welcomed && now_ms() - c->accepted_ms > kHelloTimeoutMs)
+                drop(*c, "no handshake within 5 s");
+        std::erase_if(conns, [](const auto& c) { return !c->socket.valid(); });
+        if (!pending.empty()) {
+            std::lock_guard lock(m_mutex);
+            for (auto& m : pending) m_inbox.push_back(std::move(m));
+            pending.clear();
+        }
+    }
+}
+
+}  // namespace us::prof
