@@ -4,6 +4,7 @@
 #include <zstd.h>
 
 #include <array>
+#include <cstddef>
 #include <cstring>
 
 #include "engine/core/check.h"
@@ -77,12 +78,16 @@ std::string validate_record(const EventRecord& e) {
 
 }  // namespace
 
-uint32_t crc32(const void* data, size_t bytes) {
+uint32_t crc32(const void* data, size_t bytes, uint32_t previous) {
     const auto& t = crc_table();
     const auto* p = static_cast<const uint8_t*>(data);
-    uint32_t c = 0xffffffffu;
+    uint32_t c = previous ^ 0xffffffffu;
     for (size_t i = 0; i < bytes; ++i) c = t[(c ^ p[i]) & 0xff] ^ (c >> 8);
     return c ^ 0xffffffffu;
+}
+
+uint32_t chunk_checksum(const ChunkHeader& h, const char* stored) {
+    return crc32(stored, h.stored_bytes, crc32(&h, offsetof(ChunkHeader, crc32)));
 }
 
 std::string encode_chunk(ChunkKind kind, uint32_t rank, uint32_t sequence, const EventBatch* batch,
@@ -121,7 +126,7 @@ std::string encode_chunk(ChunkKind kind, uint32_t rank, uint32_t sequence, const
     h.sequence = sequence;
     h.raw_bytes = uint32_t(raw.size());
     h.stored_bytes = uint32_t(stored.size());
-    h.crc32 = crc32(stored.data(), stored.size());
+    h.crc32 = chunk_checksum(h, stored.data());
     std::string out(reinterpret_cast<const char*>(&h), sizeof h);
     out += stored;
     return out;
@@ -142,7 +147,7 @@ std::string validate_header(const ChunkHeader& h) {
 }
 
 Chunk decode_chunk(const ChunkHeader& h, const char* stored, const std::string& where) {
-    US_CHECK_INPUT(crc32(stored, h.stored_bytes) == h.crc32, "{}: checksum mismatch (the data is corrupt)", where);
+    US_CHECK_INPUT(chunk_checksum(h, stored) == h.crc32, "{}: checksum mismatch (the data is corrupt)", where);
     std::string raw;
     if (h.codec == 1) {
         raw.resize(h.raw_bytes);

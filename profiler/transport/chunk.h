@@ -22,7 +22,7 @@ struct ChunkHeader {
     uint32_t sequence;      // per rank, from 0
     uint32_t raw_bytes;     // payload size before compression
     uint32_t stored_bytes;  // payload size as stored
-    uint32_t crc32;         // of the stored payload
+    uint32_t crc32;         // of the header's first 24 bytes and the stored payload
     uint32_t reserved;
 };
 static_assert(sizeof(ChunkHeader) == 32);
@@ -41,7 +41,9 @@ struct Chunk {
     std::string text;                 // metadata (JSON) or end (JSON)
 };
 
-uint32_t crc32(const void* data, size_t bytes);
+uint32_t crc32(const void* data, size_t bytes, uint32_t previous = 0);
+// The checksum a chunk header carries: over the header fields before it, then the stored payload.
+uint32_t chunk_checksum(const ChunkHeader& h, const char* stored);
 
 // Encodes a chunk into header + payload bytes, compressed with zstd (level 1) when that helps.
 std::string encode_chunk(ChunkKind kind, uint32_t rank, uint32_t sequence, const EventBatch* batch,

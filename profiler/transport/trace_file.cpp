@@ -33,6 +33,12 @@ std::string read_all(const std::string& path) {
 void read_one(const std::string& path, const std::function<void(Chunk&&)>& on_chunk, TraceReadReport& report) {
     const std::string bytes = read_all(path);
     report.files.push_back(path);
+    read_trace_bytes(bytes, path, on_chunk, report);
+}
+}  // namespace
+
+void read_trace_bytes(const std::string& bytes, const std::string& path, const std::function<void(Chunk&&)>& on_chunk,
+                      TraceReadReport& report) {
     report.bytes += bytes.size();
     US_CHECK_INPUT(bytes.size() >= sizeof(FileHeader),
                    "'{}' is not an Ultrascope trace: {} bytes, shorter than the 16-byte file header", path,
@@ -70,7 +76,6 @@ void read_one(const std::string& path, const std::function<void(Chunk&&)>& on_ch
         ++report.chunks;
     }
 }
-}  // namespace
 
 TraceFileWriter::TraceFileWriter(const std::string& path) : m_path(path) {
     m_file = std::fopen(path.c_str(), "wb");

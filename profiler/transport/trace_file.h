@@ -61,6 +61,10 @@ struct TraceReadReport {
 // Throws UserError naming the file, the byte offset and what is wrong; a truncated last chunk is a warning.
 TraceReadReport read_trace(const std::string& path, const std::function<void(Chunk&&)>& on_chunk);
 
+// Reads the chunks of one trace held in memory (what read_trace does for each file); `name` appears in messages.
+void read_trace_bytes(const std::string& bytes, const std::string& name, const std::function<void(Chunk&&)>& on_chunk,
+                      TraceReadReport& report);
+
 // The parts a multi-rank run writes.
 std::string trace_part_path(const std::string& path, int rank);
 // Concatenates the parts of ranks [0, world) into `path` (atomically) and removes them.

@@ -1,0 +1,119 @@
+// Helpers for profiler tests: a sink that keeps batches in memory, and builders for synthetic traces whose
+// answers are known.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/core/memory_category.h"
+#include "profiler/record/recorder.h"
+#include "profiler/trace/trace_store.h"
+#include "profiler/transport/chunk.h"
+
+namespace us::test {
+
+class MemorySink final : public prof::EventSink {
+public:
+    struct Data {
+        std::mutex mutex;
+        std::vector<std::string> metadata;
+        std::vector<prof::EventBatch> batches;
+        bool finished = false, clean = false;
+    };
+    explicit MemorySink(std::shared_ptr<Data> d) : m_data(std::move(d)) {}
+    void write_metadata(const std::string& json) override {
+        std::lock_guard l(m_data->mutex);
+        m_data->metadata.push_back(json);
+    }
+    void write_batch(const prof::EventBatch& b) override {
+        std::lock_guard l(m_data->mutex);
+        m_data->batches.push_back(b);
+    }
+    void finish(bool clean, uint64_t) override {
+        std::lock_guard l(m_data->mutex);
+        m_data->finished = true;
+        m_data->clean = clean;
+    }
+
+private:
+    std::shared_ptr<Data> m_data;
+};
+
+// Builds the chunks of a synthetic rank: spans in milliseconds for readability.
+class SyntheticRank {
+public:
+    explicit SyntheticRank(int rank, int world = 1) : m_rank(rank), m_world(world) {}
+    uint32_t name(const std::string& s) {
+        for (auto& d : m_batch.strings)
+            if (d.text == s) return d.id;
+        const uint32_t id = uint32_t(m_batch.strings.size());
+        m_batch.strings.push_back({id, s});
+        return id;
+    }
+    void span(prof::Lane lane, prof::SpanKind kind, double begin_ms, double end_ms, const std::string& n, int step = 1,
+              prof::OpClass op = prof::OpClass::none, uint64_t flops = 0, int micro_batch = -1) {
+        prof::EventRecord e{};
+        auto& s = e.span;
+        s.type = uint8_t(prof::EventType::span);
+        s.lane = uint8_t(lane);
+        s.kind = uint8_t(kind);
+        s.op = uint8_t(op);
+        s.begin_ns = int64_t(begin_ms * 1e6);
+        s.end_ns = int64_t(end_ms * 1e6);
+        s.name = name(n);
+        s.step = step;
+        s.flops = flops;
+        s.micro_batch = int16_t(micro_batch);
+        s.layer = -1;
+        s.peer = -1;
+        m_batch.events.push_back(e);
+    }
+    void step(double b, double e, int step) { span(prof::Lane::host, prof::SpanKind::step, b, e, "step", step); }
+    void op(double b, double e, int step = 1, uint64_t flops = 0) {
+        span(prof::Lane::compute, prof::SpanKind::op, b, e, "gemm", step, prof::OpClass::gemm, flops);
+    }
+    void comm(double b, double e, int step = 1) {
+        span(prof::Lane::comm, prof::SpanKind::comm, b, e, "all_reduce", step, prof::OpClass::all_reduce);
+    }
+    void memory(double t_ms, us::MemCategory c, int64_t category_bytes, int64_t total, prof::Phase phase, int step = 1) {
+        prof::EventRecord e{};
+        auto& m = e.memory;
+        m.type = uint8_t(prof::EventType::memory);
+        m.t_ns = int64_t(t_ms * 1e6);
+        m.category = uint8_t(c);
+        m.category_bytes = category_bytes;
+        m.total_bytes = total;
+        m.phase = uint8_t(phase);
+        m.step = step;
+        m.label = name("alloc");
+        m_batch.events.push_back(e);
+    }
+    std::vector<prof::Chunk> chunks(const std::string& metadata_json) const {
+        std::vector<prof::Chunk> out;
+        prof::Chunk meta;
+        meta.kind = prof::ChunkKind::metadata;
+        meta.rank = uint32_t(m_rank);
+        meta.text = metadata_json;
+        out.push_back(meta);
+        prof::Chunk ev;
+        ev.kind = prof::ChunkKind::events;
+        ev.rank = uint32_t(m_rank);
+        ev.strings = m_batch.strings;
+        ev.events = m_batch.events;
+        out.push_back(ev);
+        prof::Chunk end;
+        end.kind = prof::ChunkKind::end;
+        end.rank = uint32_t(m_rank);
+        end.text = R"({"clean": true, "dropped_events": 0})";
+        out.push_back(end);
+        return out;
+    }
+    const prof::EventBatch& batch() const { return m_batch; }
+
+private:
+    int m_rank, m_world;
+    prof::EventBatch m_batch;
+};
+
+}  // namespace us::test

@@ -1,0 +1,225 @@
+// The analysis on synthetic traces whose answers are known by hand: the step breakdown and overlap, pipeline
+// bubbles, memory peaks and their phases, throughput and MFU, predictions, and the Chrome export.
+#include <zlib.h>
+
+#include "engine/model/activations.h"
+#include "engine/train/config.h"
+#include "prof_test_util.h"
+#include "profiler/analysis/report.h"
+#include "profiler/trace/chrome_export.h"
+#include "test_util.h"
+
+using namespace us;
+using namespace us::prof;
+using namespace us::test;
+
+namespace {
+
+void load(TraceStore& store, const SyntheticRank& r, const std::string& meta) {
+    for (const auto& c : r.chunks(meta)) store.add_chunk(c);
+    store.finalize();
+}
+
+std::string metadata(int rank, int world, int dp, int pp, int pp_size, int grad_accum = 1, double peak_gflops = 100) {
+    TrainConfig cfg;
+    cfg.model.hidden = 64, cfg.model.layers = 4, cfg.model.heads = 4, cfg.model.seq = 32;
+    cfg.batch = 4;
+    cfg.grad_accum = grad_accum;
+    cfg.parallel.dp = world / pp_size;
+    cfg.parallel.pp = pp_size;
+    nlohmann::json m = {{"rank", rank},
+                        {"world_size", world},
+                        {"coords", {{"dp", dp}, {"pp", pp}, {"tp", 0}, {"cp", 0}, {"ep", 0}}},
+                        {"grid", {{"dp", world / pp_size}, {"pp", pp_size}}},
+                        {"config", cfg.to_json()},
+                        {"device_peak_gflops", peak_gflops}};
+    return m.dump();
+}
+
+}  // namespace
+
+TEST_CASE("step breakdown: compute, overlapped and exposed communication, idle", "[cpu][analysis]") {
+    SyntheticRank r(0);
+    r.step(0, 100, 1);
+    r.op(0, 60);
+    r.op(70, 90);
+    r.comm(50, 80);  // overlaps [50,60] and [70,80] with compute: 20 of 30 ms
+    r.span(Lane::compute, SpanKind::layer, 0, 90, "block 0");  // containers are not compute
+    TraceStore store;
+    load(store, r, metadata(0, 1, 0, 0, 1));
+    const auto steps = analyze_steps(store, 0);
+    REQUIRE(steps.size() == 1);
+    const auto& s = steps[0];
+    CHECK(s.wall_s == Approx(0.100));
+    CHECK(s.compute_s == Approx(0.080));
+    CHECK(s.comm_s == Approx(0.030));
+    CHECK(s.overlapped_s == Approx(0.020));
+    CHECK(s.exposed_s == Approx(0.010));
+    CHECK(s.idle_s == Approx(0.010));  // 100 - |C u M| = 100 - 90
+    CHECK(s.overlap_pct == Approx(100.0 * 20 / 30));
+    CHECK(s.bubble_s == Approx(0.010));  // [60,70] between the first and last op
+}
+
+TEST_CASE("steady steps leave step 1 out; sums recompute the percentages", "[cpu][analysis]") {
+    SyntheticRank r(0);
+    r.step(0, 100, 1);
+    r.op(0, 100, 1);
+    for (int k = 0; k < 3; ++k) {
+        const double b = 100 + 50 * k;
+        r.step(b, b + 50, k + 2);
+        r.op(b, b + 40, k + 2);
+        r.comm(b + 30, b + 50, k + 2);  // 10 of 20 ms overlapped
+    }
+    TraceStore store;
+    load(store, r, metadata(0, 1, 0, 0, 1));
+    const auto steps = analyze_steps(store, 0);
+    REQUIRE(steps.size() == 4);
+    const auto steady = steady_steps(steps);
+    REQUIRE(steady.size() == 3);
+    CHECK(steady.front().step == 2);
+    const auto sum = sum_steps(steady);
+    CHECK(sum.wall_s == Approx(0.150));
+    CHECK(sum.overlap_pct == Approx(50.0));
+    CHECK(sum.exposed_s == Approx(0.030));
+}
+
+TEST_CASE("pipeline bubble of a stage: idle between its first and last op over its op time", "[cpu][analysis]") {
+    // pp 2, m 2 with forward = backward = 10 ms: stage 1's ops run [10,20] F0, [20,30] F1?... build a GPipe pair.
+    SyntheticRank s0(0, 2), s1(1, 2);
+    s0.step(0, 80, 1);
+    s1.step(0, 80, 1);
+    // stage 0: F0 [0,10] F1 [10,20] ... B0 [50,60] B1 [60,70]  -> idle [20,50] = 30 ms within [0,70]
+    s0.op(0, 10), s0.op(10, 20), s0.op(50, 60), s0.op(60, 70);
+    // stage 1: F0 [10,20] F1 [20,30] B0 [30,40] B1 [40,50]      -> no idle between first and last op
+    s1.op(10, 20), s1.op(20, 30), s1.op(30, 40), s1.op(40, 50);
+    TraceStore store;
+    load(store, s0, metadata(0, 2, 0, 0, 2, 2));
+    load(store, s1, metadata(1, 2, 0, 1, 2, 2));
+    const auto a = analyze_steps(store, 0), b = analyze_steps(store, 1);
+    CHECK(a[0].bubble_s == Approx(0.030));
+    CHECK(a[0].bubble_fraction == Approx(30.0 / 40.0));
+    CHECK(b[0].bubble_fraction == Approx(0.0));
+    const Report rep = build_report(store);
+    REQUIRE(rep.ranks.size() == 2);
+    CHECK(rep.ranks[0].predicted.bubble_theory == Approx(0.5));  // (pp - 1) / m = 1 / 2
+    CHECK(rep.ranks[0].label == "rank 0 (dp 0, pp 0)");
+    CHECK(rep.ranks[1].label == "rank 1 (dp 0, pp 1)");
+}
+
+TEST_CASE("memory peaks per category, the phase they fall in, and step 1 against later steps", "[cpu][analysis]") {
+    SyntheticRank r(0);
+    using C = MemCategory;
+    r.memory(0, C::params, 100, 100, Phase::none, 0);
+    r.memory(1, C::activations, 50, 150, Phase::forward, 1);
+    r.memory(2, C::grads, 100, 250, Phase::backward, 1);
+    r.memory(3, C::activations, 0, 200, Phase::backward, 1);
+    r.memory(4, C::optimizer_state, 200, 400, Phase::optimizer, 1);  // step 1 allocates the moments
+    r.memory(5, C::activations, 80, 480, Phase::forward, 2);
+    r.memory(6, C::activations, 0, 400, Phase::backward, 2);
+    TraceStore store;
+    load(store, r, metadata(0, 1, 0, 0, 1));
+    const MemoryPeaks m = analyze_memory(*store.rank(0));
+    CHECK(m.peak[size_t(C::activations)] == 80);
+    CHECK(m.peak_phase[size_t(C::activations)] == Phase::forward);
+    CHECK(m.peak_phase[size_t(C::optimizer_state)] == Phase::optimizer);
+    CHECK(m.total_peak == 480);
+    CHECK(m.total_peak_phase == Phase::forward);
+    CHECK(m.step1_peak[size_t(C::activations)] == 50);
+    CHECK(m.steady_peak[size_t(C::activations)] == 80);
+    CHECK(m.step1_total_peak == 400);
+    CHECK(m.has_steady);
+    const auto timeline = memory_timeline(*store.rank(0));
+    REQUIRE(timeline.size() == 7);
+    CHECK(timeline[4].bytes[size_t(C::grads)] == 100);
+}
+
+TEST_CASE("throughput and MFU from step times, the model's FLOPs per token, and the measured peak", "[cpu][analysis]") {
+    SyntheticRank r(0);
+    r.step(0, 200, 1);
+    r.step(200, 300, 2);  // steady steps of 100 ms
+    r.step(300, 400, 3);
+    TraceStore store;
+    load(store, r, metadata(0, 1, 0, 0, 1, 1, /*peak GFLOP/s*/ 10));
+    const Report rep = build_report(store);
+    const auto& t = rep.throughput;
+    CHECK(t.steps_measured == 2);
+    CHECK(t.step_s == Approx(0.1));
+    const double tokens = 4 * 32;  // batch x seq
+    CHECK(t.tokens_per_s == Approx(tokens / 0.1));
+    const double n = 64.0 * 256 + 4 * (12.0 * 64 * 64 + 13 * 64) + 2 * 64;
+    CHECK(t.model_flops_per_token == Approx(6 * n + 12.0 * 4 * 64 * 32));
+    CHECK(t.mfu == Approx(t.tokens_per_s * t.model_flops_per_token / 10e9));
+    const auto j = report_json(rep);
+    for (const char* key : {"rank", "coords", "memory_peak_bytes", "memory_predicted_bytes", "compute_s",
+                            "comm_overlapped_s", "comm_exposed_s", "idle_s", "overlap_pct", "bubble_fraction",
+                            "bubble_fraction_theory"})
+        CHECK(j["ranks"][0].contains(key));
+    CHECK(j["throughput"].contains("tokens_per_s"));
+    CHECK(j["throughput"].contains("mfu"));
+}
+
+TEST_CASE("predicted activations equal the engine's own per-layer table", "[cpu][analysis][memory]") {
+    for (auto [B, T, C, NH] : std::vector<std::tuple<int, int, int, int>>{{2, 16, 32, 4}, {8, 128, 256, 4}, {1, 1024, 768, 12}})
+        for (const char* mode : {"none", "selective", "full"})
+            for (bool bf16 : {false, true}) {
+                PredictInput in;
+                in.micro_batch = B, in.seq = T, in.hidden = C, in.heads = NH, in.layers = 3, in.vocab = 256;
+                in.recompute = mode;
+                in.bf16 = bf16;
+                ActivationShape s;
+                s.B = B, s.T = T, s.C = C, s.NH = NH, s.V = 256, s.dtype = bf16 ? DType::bf16 : DType::f32;
+                const Recompute r = parse_recompute(mode);
+                INFO(mode << (bf16 ? " bf16" : " fp32") << " B " << B << " T " << T);
+                const Prediction p = predict(in);
+                CHECK(p.activations_per_layer == block_saved_bytes(s, r));
+                const int64_t base = 2 * s.N() * 4 + embedding_saved_bytes(s) + 3 * block_saved_bytes(s, r);
+                const int64_t expected = r == Recompute::full
+                                             ? base + std::max(block_working_bytes(s, r), head_saved_bytes(s))
+                                             : base + head_saved_bytes(s);
+                CHECK(*p.memory[size_t(MemCategory::activations)] == expected);
+                CHECK(*p.memory[size_t(MemCategory::temporaries)] == backward_temporaries_bytes(s, true));
+            }
+}
+
+TEST_CASE("Chrome export: a process per rank, a thread per lane, spans with args, memory counters",
+          "[cpu][analysis][export]") {
+    SyntheticRank r0(0, 2), r1(1, 2);
+    r0.step(0, 10, 1);
+    r0.op(1, 5, 1, 1000);
+    r0.memory(2, MemCategory::activations, 64, 64, Phase::forward);
+    r1.step(0, 10, 1);
+    r1.comm(2, 8);
+    TraceStore store;
+    load(store, r0, metadata(0, 2, 0, 0, 1));
+    load(store, r1, metadata(1, 2, 1, 0, 1));
+    const std::string out = temp_path("export.json");
+    export_chrome_trace(store, out);
+    const auto j = nlohmann::json::parse(read_file(out));
+    CHECK(j["distributedInfo"]["world_size"] == 2);
+    int processes = 0, x = 0, c = 0;
+    bool named_rank1 = false, op_args = false;
+    for (const auto& e : j["traceEvents"]) {
+        if (e["ph"] == "M" && e["name"] == "process_name") {
+            ++processes;
+            named_rank1 |= e["args"]["name"] == "rank 1 (dp 1, pp 0)";
+        }
+        if (e["ph"] == "X") {
+            ++x;
+            if (e["name"] == "gemm") op_args = e["args"]["flops"] == 1000 && e["args"]["step"] == 1 && e["tid"] == 1;
+        }
+        if (e["ph"] == "C") ++c;
+    }
+    CHECK(processes == 2);
+    CHECK(named_rank1);
+    CHECK(x == 4);
+    CHECK(op_args);
+    CHECK(c == 1);
+    // .gz output is gzip
+    const std::string gz = temp_path("export.json.gz");
+    export_chrome_trace(store, gz);
+    gzFile f = gzopen(gz.c_str(), "rb");
+    char head[32] = {};
+    gzread(f, head, sizeof head - 1);
+    gzclose(f);
+    CHECK(std::string(head).find("displayTimeUnit") != std::string::npos);
+}

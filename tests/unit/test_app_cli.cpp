@@ -1,0 +1,93 @@
+// The headless `ultrascope` commands end to end: run (through mpirun), report, export and predict, and their
+// answers to bad input. Also checks that a trace's memory agrees with what the trainer measured itself.
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+using namespace us::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string data_file() {
+    static const std::string p = [] {
+        const std::string path = temp_path("app-data.txt");
+        write_file(path, sample_text(20000));
+        return path;
+    }();
+    return p;
+}
+
+std::string ultrascope() { return bin("ultrascope"); }
+
+}  // namespace
+
+TEST_CASE("ultrascope predict prints the formulas for a configuration", "[cpu][app]") {
+    const ProcessResult r = run_process(ultrascope() + " predict --preset small");
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("3225088 parameters") != std::string::npos);
+    CHECK(r.output.find("MFLOP per token") != std::string::npos);
+    const ProcessResult j = run_process(ultrascope() + " predict --preset small --precision bf16 --json");
+    CHECK(j.exit_code == 0);
+    const auto parsed = nlohmann::json::parse(j.output);
+    CHECK(parsed[0]["memory_bytes"]["master_params"] == 4 * 3225088);
+    const ProcessResult bad = run_process(ultrascope() + " predict --preset small --zero 7");
+    CHECK(bad.exit_code != 0);
+    CHECK(bad.output.find("unknown --zero stage 7") != std::string::npos);
+}
+
+TEST_CASE("ultrascope run launches through mpirun, writes a trace, and reports it", "[cpu][app]") {
+    const std::string trace = temp_path("run.ustrace"), metrics = temp_path("run-metrics.jsonl");
+    fs::remove(trace);
+    const ProcessResult r = run_process(ultrascope() + " run -n 1 --trace " + trace + " --preset tiny --steps 4 --data " +
+                                        data_file() + " --metrics-out " + metrics);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("Throughput (measured") != std::string::npos);
+    REQUIRE(fs::exists(trace));
+
+    const ProcessResult rep = run_process(ultrascope() + " report " + trace + " --json");
+    REQUIRE(rep.exit_code == 0);
+    const auto j = nlohmann::json::parse(rep.output);
+    CHECK(j["world_size"] == 1);
+    REQUIRE(j["ranks"].size() == 1);
+    CHECK(j["ranks"][0]["status"] == "ok");
+    CHECK(j["ranks"][0]["steps"].size() == 4);
+    CHECK(j["throughput"]["tokens_per_s"].get<double>() > 0);
+    // The trace's memory peaks are the allocator's own: the same as the trainer's metrics say.
+    std::istringstream lines(read_file(metrics));
+    std::string line;
+    nlohmann::json peak_by_category = nlohmann::json::object();
+    while (std::getline(lines, line)) {
+        const auto m = nlohmann::json::parse(line);
+        for (auto& [k, v] : m["mem_peak_by_category"].items())
+            peak_by_category[k] = std::max(peak_by_category.value(k, int64_t(0)), v.get<int64_t>());
+    }
+    for (const char* c : {"params", "grads", "optimizer_state", "activations", "temporaries"})
+        CHECK(j["ranks"][0]["memory_peak_bytes"][c] == peak_by_category[c]);
+    CHECK(j["ranks"][0]["memory_predicted_bytes"]["params"] == j["ranks"][0]["memory_peak_bytes"]["params"]);
+
+    const std::string chrome = temp_path("run.json");
+    const ProcessResult ex = run_process(ultrascope() + " export " + trace + " --chrome " + chrome);
+    CHECK(ex.exit_code == 0);
+    CHECK(nlohmann::json::parse(read_file(chrome))["traceEvents"].size() > 100);
+}
+
+TEST_CASE("ultrascope refuses bad input before launching anything", "[cpu][app][errors]") {
+    const ProcessResult mismatch = run_process(ultrascope() + " run -n 3 --preset tiny --data " + data_file());
+    CHECK(mismatch.exit_code != 0);
+    CHECK(mismatch.output.find("-n 3 ranks, but the layout") != std::string::npos);
+    const ProcessResult no_mpirun =
+        run_process("ULTRASCOPE_MPIRUN=/nonexistent/mpirun " + ultrascope() + " run -n 1 --preset tiny --data " + data_file());
+    CHECK(no_mpirun.exit_code != 0);
+    CHECK(no_mpirun.output.find("cannot launch") != std::string::npos);
+    const std::string junk = temp_path("junk.ustrace");
+    write_file(junk, "definitely not a trace");
+    const ProcessResult rep = run_process(ultrascope() + " report " + junk);
+    CHECK(rep.exit_code == 2);
+    CHECK(rep.output.find("not an Ultrascope trace") != std::string::npos);
+    const ProcessResult unknown = run_process(ultrascope() + " frobnicate");
+    CHECK(unknown.exit_code != 0);
+}
