@@ -35,4 +35,4 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yi
 if [ "$mode" = test ]; then
   exec ctest --test-dir build --output-on-failure -j "$jobs"
 fi
-exec build/bin/ultrascope-train --preset small --steps 200
+exec build/bin/ultrascope run -n 2 --dp 2 --preset small --steps 150

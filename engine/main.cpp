@@ -15,7 +15,10 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/profiled_backend.h"
 #include "engine/core/check.h"
+#include "engine/comm/mpi_comm.h"
+#include "engine/parallel/grid.h"
 #include "engine/train/profiling.h"
+#include "profiler/transport/trace_file.h"
 #include "profiler/record/recorder.h"
 #include "engine/train/cli.h"
 #include "engine/train/corpus.h"
@@ -93,18 +96,29 @@ void install_signal_thread() {
     std::thread([set] {
         int sig = 0;
         sigwait(&set, &sig);
-        std::fprintf(stderr, "ultrascope-train: stopped by signal %d\n", sig);
+        std::fprintf(stderr, "ultrascope-train: pid %d stopped by signal %d (%s)\n", int(getpid()), sig,
+                     sig == SIGTERM ? "the launcher is stopping the job; when a rank died, its message names it"
+                                    : "interrupted");
         prof::stop_recording(false);
         std::_Exit(128 + sig);
     }).detach();
 }
 
-RankInfo rank_from_environment() {
+RankInfo rank_info(ProcessGrid& grid) {
     RankInfo r;
-    if (const char* s = std::getenv("OMPI_COMM_WORLD_SIZE")) r.world = std::atoi(s);
-    if (const char* s = std::getenv("OMPI_COMM_WORLD_RANK")) r.rank = std::atoi(s);
+    r.rank = grid.world_rank();
+    r.world = grid.world_size();
+    r.coords = grid.coords_json();
+    r.grid = grid.degrees_json();
+    r.comm_backend = MpiRuntime::initialized() ? "mpi" : "none";
+    if (MpiRuntime::initialized()) MpiRuntime::estimate_clock_offset(r.clock_offset_ns, r.clock_uncertainty_ns);
     return r;
 }
+
+// Ends MPI on every way out of run().
+struct MpiSession {
+    ~MpiSession() { MpiRuntime::finalize(); }
+};
 
 int run(int argc, char** argv) {
     ParsedTrainArgs args = parse_train_args(argc, argv);
@@ -132,19 +146,32 @@ int run(int argc, char** argv) {
         return 0;
     }
     install_signal_thread();
+    MpiSession mpi_session;
+    std::unique_ptr<Communicator> world;
+    if (launched_by_mpi()) {
+        MpiRuntime::init(&argc, &argv, cfg.parallel.comm_progress);
+        world = MpiRuntime::world();
+    } else {
+        world = make_local_communicator(GroupKind::world);
+    }
+    validate_layout(cfg.parallel, world->size());
+    ProcessGrid grid(cfg.parallel, std::move(world));
+    const bool lead = grid.world_rank() == 0;  // rank 0 prints, writes metrics and checkpoints
+    if (!lead) cfg.quiet = true;
     BackendOptions bo;
     bo.kind = cfg.device;
     bo.threads = cfg.threads;
     auto backend = make_backend(bo);
-    const RankInfo rank = rank_from_environment();
+    if (MpiRuntime::initialized() && cfg.parallel.comm_progress == "poll") backend->set_progress_hook(&MpiRuntime::progress);
+    const RankInfo rank = rank_info(grid);
     RunProfiler profiler(cfg, *backend, rank);
     std::optional<ProfiledBackend> profiled;
     if (profiler.active()) profiled.emplace(*backend);
     Backend& be = profiled ? static_cast<Backend&>(*profiled) : *backend;
-    Trainer trainer(cfg, be);
+    Trainer trainer(cfg, be, &grid);
     // Everything that can be refused has been checked: only now are output files created.
     std::optional<MetricsWriter> metrics;
-    if (!cfg.metrics_out.empty()) metrics.emplace(cfg.metrics_out);
+    if (!cfg.metrics_out.empty() && lead) metrics.emplace(cfg.metrics_out);
     if (!cfg.quiet)
         std::fprintf(stderr, "ultrascope-train: %lld parameters on %s, %d steps from step %d\n",
                      (long long)cfg.model.num_params(), backend->device_description().c_str(), cfg.steps,
@@ -153,6 +180,12 @@ int run(int argc, char** argv) {
     std::vector<StepMetrics> history;
     const auto t0 = std::chrono::steady_clock::now();
     while (trainer.steps_done() < cfg.steps) {
+        if (cfg.fault_step == trainer.steps_done() + 1 && cfg.fault_rank == grid.world_rank()) {
+            std::fprintf(stderr, "ultrascope-train: rank %d: killing itself at step %d (--fault-kill-step)\n",
+                         grid.world_rank(), cfg.fault_step);
+            std::fflush(stderr);
+            raise(SIGKILL);
+        }
         StepMetrics m = trainer.train_step();
         if (!std::isfinite(m.loss))
             fail_user("the loss became {} at step {}: lower --lr or use --precision fp32", m.loss, m.step);
@@ -167,6 +200,10 @@ int run(int argc, char** argv) {
         if (!cfg.quiet) std::fprintf(stderr, "saved checkpoint %s (step %d)\n", cfg.save.c_str(), trainer.steps_done());
     }
     profiler.finish(true);
+    if (profiler.needs_merge()) {
+        grid.world().barrier();  // every part is complete
+        if (lead) prof::merge_trace_parts(profiler.trace_path(), grid.world_size());
+    }
     if (!cfg.quiet && profiler.active() && !profiler.trace_path().empty())
         std::fprintf(stderr, "trace written to %s\n", profiler.trace_path().c_str());
     if (!cfg.quiet) print_summary(trainer, history, seconds);

@@ -116,8 +116,13 @@ public:
 
     virtual void synchronize() {}
 
+    // Called between ops (after each GEMM) so that communication can progress from the compute loop
+    // (--comm-progress poll); null by default.
+    virtual void set_progress_hook(void (*hook)()) { m_progress_hook = hook; }
+
 protected:
     std::unique_ptr<TrackedAllocator> m_allocator;
+    void (*m_progress_hook)() = nullptr;
 };
 
 struct BackendOptions {

@@ -47,6 +47,7 @@ public:
     void upload(Tensor dst, const void* host) override;
     void download(void* host, Tensor src) override;
     void synchronize() override { m_inner.synchronize(); }
+    void set_progress_hook(void (*hook)()) override { m_inner.set_progress_hook(hook); }
 
 private:
     Backend& m_inner;

@@ -42,10 +42,10 @@ public:
     void allocate_moments();  // at the first step, or when a checkpoint restores them
     void set_step_count(int step) { m_step = step; }
 
-    // One step: grads are in shard order (fp32 or compute dtype); params are written where `params_at` says
-    // (a piece's place in the full or sharded params buffer).
-    template <typename ParamsAt>
-    void step(Tensor grads_shard, ParamsAt&& params_at, double lr, float clip_coef);
+    // One step. `grads_at(piece, global_offset, n)` and `params_at(...)` return the gradient (fp32 or compute
+    // dtype) and parameter ranges of a piece, wherever the state keeps them (a full buffer or a shard).
+    template <typename GradsAt, typename ParamsAt>
+    void step(GradsAt&& grads_at, ParamsAt&& params_at, double lr, float clip_coef);
 
 private:
     void update_range(Tensor params, Tensor grads, int64_t shard_offset, int64_t n, bool decay, double lr,
@@ -64,8 +64,8 @@ private:
     int m_step = 0;
 };
 
-template <typename ParamsAt>
-void AdamW::step(Tensor grads_shard, ParamsAt&& params_at, double lr, float clip_coef) {
+template <typename GradsAt, typename ParamsAt>
+void AdamW::step(GradsAt&& grads_at, ParamsAt&& params_at, double lr, float clip_coef) {
     if (!m_moments) allocate_moments();
     ++m_step;
     // Within each piece, walk the tensors it overlaps: weight decay applies per tensor.
@@ -75,8 +75,8 @@ void AdamW::step(Tensor grads_shard, ParamsAt&& params_at, double lr, float clip
             const int64_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.numel);
             if (a >= b) continue;
             const int64_t shard_offset = piece.shard_offset + (a - lo);
-            update_range(params_at(piece, a, b - a), grads_shard.slice(shard_offset, b - a), shard_offset, b - a,
-                         t.decay, lr, clip_coef);
+            update_range(params_at(piece, a, b - a), grads_at(piece, a, b - a), shard_offset, b - a, t.decay, lr,
+                         clip_coef);
         }
     }
 }

@@ -89,9 +89,10 @@ double ReplicatedState::finish_gradients() {
 }
 
 void ReplicatedState::optimizer_step(double lr, float clip_coef) {
-    m_adamw->step(grads_for_optimizer(), [&](const ShardPiece&, int64_t offset, int64_t n) {
-        return m_params_tensor.slice(offset, n);
-    }, lr, clip_coef);
+    const Tensor grads = grads_for_optimizer();
+    m_adamw->step([&](const ShardPiece&, int64_t offset, int64_t n) { return grads.slice(offset, n); },
+                  [&](const ShardPiece&, int64_t offset, int64_t n) { return m_params_tensor.slice(offset, n); }, lr,
+                  clip_coef);
 }
 
 void ReplicatedState::initialize(const GPTConfig& cfg, uint64_t seed) {

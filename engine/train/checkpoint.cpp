@@ -27,7 +27,7 @@ nlohmann::json model_json(const GPTConfig& m) {
 }  // namespace
 
 void save_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout, TrainState& state,
-                     int steps_done) {
+                     int steps_done, bool write) {
     const bool moments = state.has_optimizer_moments();
     const int slots = moments ? 3 : 1;
     std::vector<float> host(size_t(layout.total()) * size_t(slots));
@@ -49,7 +49,7 @@ void save_checkpoint(const std::string& path, const TrainConfig& cfg, const Para
     w.set_metadata("optimizer_steps", std::to_string(state.optimizer_steps_taken()));
     w.set_metadata("layout", "gathered");
     w.set_metadata("config", cfg.to_json().dump());
-    w.write_atomically(path);
+    if (write) w.write_atomically(path);
 }
 
 CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout,

@@ -18,8 +18,9 @@ struct CheckpointInfo {
     bool has_optimizer_state = false;
 };
 
+// Collective when the state is sharded: every rank calls it; only the one with `write` set writes the file.
 void save_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout, TrainState& state,
-                     int steps_done);
+                     int steps_done, bool write = true);
 
 // Loads into `state`. UserError for a missing, corrupt or mismatched file.
 CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout,

@@ -53,6 +53,8 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
     f.option<int>("--batch", "Micro-batch size in sequences (B)", [](TrainConfig& c, int v) { c.batch = v; });
     f.option<int>("--grad-accum", "Micro-batches per step (gradient accumulation; m for pipelines)",
                   [](TrainConfig& c, int v) { c.grad_accum = v; });
+    f.option<int>("--global-batch", "Sequences per optimizer step; sets --grad-accum to it / (dp x batch)",
+                  [](TrainConfig& c, int v) { c.global_batch = v; });
     f.option<int>("--steps", "Optimizer steps to run", [](TrainConfig& c, int v) { c.steps = v; });
     f.option<double>("--lr", "Peak learning rate", [](TrainConfig& c, double v) { c.adamw.lr = v; });
     f.option<int>("--warmup", "Linear warm-up steps", [](TrainConfig& c, int v) { c.warmup = v; });
@@ -104,6 +106,10 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
                           [](TrainConfig& c, const std::string& v) { c.trace = v; });
     f.option<std::string>("--connect", "Stream the trace live to a listener at HOST:PORT",
                           [](TrainConfig& c, const std::string& v) { c.connect = v; });
+    f.option<int>("--fault-kill-step", "Testing: at the start of this step, --fault-kill-rank kills itself (SIGKILL)",
+                  [](TrainConfig& c, int v) { c.fault_step = v; });
+    f.option<int>("--fault-kill-rank", "Testing: the rank that --fault-kill-step kills",
+                  [](TrainConfig& c, int v) { c.fault_rank = v; });
     // tools
     app.add_option("--write-default-corpus", *corpus_out, "Write the generated default corpus to FILE and exit");
     app.add_flag("--print-config", *print_config, "Print the resolved settings as JSON and exit");
@@ -131,6 +137,7 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
         if (!file_json.is_null()) apply_config_json(c, file_json, "--config file '" + *config_file + "'");
         for (auto& [opt, apply] : binder->appliers)
             if (opt->count() > 0) apply(c);
+        c.resolve_global_batch();
         out.write_default_corpus = *corpus_out;
         out.print_config = *print_config;
         return out;

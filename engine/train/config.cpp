@@ -36,6 +36,16 @@ void TrainConfig::validate() const {
     US_CHECK_INPUT(device == "cpu" || device == "cuda", "unknown --device '{}': expected cpu or cuda", device);
 }
 
+void TrainConfig::resolve_global_batch() {
+    if (global_batch == 0) return;
+    const int per_step = parallel.dp * batch;
+    US_CHECK_INPUT(global_batch > 0, "--global-batch must be positive (got {})", global_batch);
+    US_CHECK_INPUT(per_step > 0 && global_batch % per_step == 0,
+                   "--global-batch {} is not divisible by dp {} x batch {} = {}: choose a multiple of {}", global_batch,
+                   parallel.dp, batch, per_step, per_step);
+    grad_accum = global_batch / per_step;
+}
+
 nlohmann::json TrainConfig::to_json() const {
     return {{"preset", preset},
             {"vocab", model.vocab},
@@ -100,6 +110,7 @@ void apply_config_json(TrainConfig& cfg, const nlohmann::json& j, const std::str
         else if (k == "seq") cfg.model.seq = int(get_int(k, v));
         else if (k == "batch") cfg.batch = int(get_int(k, v));
         else if (k == "grad_accum") cfg.grad_accum = int(get_int(k, v));
+        else if (k == "global_batch") cfg.global_batch = int(get_int(k, v));
         else if (k == "steps") cfg.steps = int(get_int(k, v));
         else if (k == "lr") cfg.adamw.lr = get_num(k, v);
         else if (k == "min_lr_ratio") cfg.min_lr_ratio = get_num(k, v);

@@ -29,6 +29,7 @@ struct TrainConfig {
     GPTConfig model;
     int batch = 8;       // micro-batch size, sequences (B)
     int grad_accum = 1;  // micro-batches per step (M)
+    int global_batch = 0;  // sequences per optimizer step; when set, grad_accum = global_batch / (dp * batch)
     int steps = 50;
     AdamWConfig adamw;
     double min_lr_ratio = 0.1;  // cosine decay ends at lr * min_lr_ratio
@@ -47,12 +48,17 @@ struct TrainConfig {
     std::string trace;    // --trace FILE
     std::string connect;  // --connect HOST:PORT
     bool quiet = false;
+    // Fault injection for the failure tests: rank `fault_rank` kills itself (SIGKILL) at the start of `fault_step`.
+    int fault_step = 0;
+    int fault_rank = -1;
 
     int64_t tokens_per_step() const {
         return int64_t(batch) * grad_accum * model.seq * parallel.dp;
     }
     // Throws UserError naming the first invalid value.
     void validate() const;
+    // Derives grad_accum from global_batch (when set); UserError when it does not divide.
+    void resolve_global_batch();
     nlohmann::json to_json() const;
 };
 

@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include "engine/optim/grad_clip.h"
+#include "engine/parallel/data_parallel.h"
 #include "engine/parallel/replicated_state.h"
+#include "engine/parallel/zero_state.h"
 #include "engine/train/checkpoint.h"
 #include "profiler/record/zones.h"
 
@@ -16,22 +18,43 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-Trainer::Trainer(const TrainConfig& config, Backend& backend)
-    : m_config(config), m_be(backend), m_layout(ParamLayout::whole_model(config.model)) {
-    m_config.validate();
+namespace {
+ProcessGrid& grid_or_local(ProcessGrid* grid, std::unique_ptr<ProcessGrid>& own, const ParallelConfig& p) {
+    if (grid) return *grid;
+    validate_layout(p, 1);
+    own = std::make_unique<ProcessGrid>(p, make_local_communicator(GroupKind::world));
+    return *own;
+}
+}  // namespace
+
+Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
+    : m_config((config.validate(), config)), m_be(backend),
+      m_grid(grid_or_local(grid, m_own_grid, config.parallel)),
+      m_layout(ParamLayout::whole_model(config.model)) {
     const ParallelConfig& p = m_config.parallel;
-    US_CHECK_INPUT(p.world() == 1, "this build trains on one rank only: --dp/--pp/--tp/--cp/--ep must be 1");
+    validate_layout(p, m_grid.world_size());
 
     m_data = TokenDataset::from_file(m_config.data.empty() ? default_corpus_path() : m_config.data);
     DataLayout dl;
     dl.seq = m_config.model.seq;
     dl.micro_batch = m_config.batch;
     dl.micro_batches = m_config.grad_accum;
-    dl.dp_size = p.dp;
-    dl.dp_rank = 0;
+    dl.dp_size = m_grid.dp_size();
+    dl.dp_rank = m_grid.dp_rank();
 
-    m_state = std::make_unique<ReplicatedState>(backend, m_layout, m_config.precision, m_config.fp32_grad_accum,
-                                                m_config.adamw, nullptr);
+    // Composition: ZeRO-0 replicates everything and all-reduces gradient buckets; ZeRO-1..3 shard by bucket.
+    if (p.zero == 0) {
+        const bool fp32_accum = m_config.fp32_grad_accum && m_config.precision == Precision::bf16;
+        if (m_grid.dp_size() > 1)
+            m_sync = std::make_unique<DataParallelSync>(m_grid.dp_group(), m_layout, p.bucket_mb,
+                                                        fp32_accum ? 4 : dtype_size(compute_dtype(m_config.precision)),
+                                                        p.overlap);
+        m_state = std::make_unique<ReplicatedState>(backend, m_layout, m_config.precision, m_config.fp32_grad_accum,
+                                                    m_config.adamw, m_sync.get());
+    } else {
+        m_state = std::make_unique<ZeroState>(backend, m_layout, m_config.precision, m_config.fp32_grad_accum,
+                                              m_config.adamw, m_grid.dp_group(), p.zero, p.bucket_mb);
+    }
     ModelOptions mo;
     mo.precision = m_config.precision;
     mo.recompute = m_config.recompute;
@@ -96,11 +119,13 @@ StepMetrics Trainer::train_step() {
         m_be.synchronize();
     }
     m_steps_done = step;
+    // The loss of the global batch: every dp rank's share of the token losses, summed.
+    loss_sum = m_grid.dp_group().all_reduce_sum(loss_sum);
 
     StepMetrics r;
     r.step = step;
     r.tokens = m_config.tokens_per_step();
-    r.loss = loss_sum / double(int64_t(M) * m_config.batch * m_config.model.seq);
+    r.loss = loss_sum / double(int64_t(M) * dp * m_config.batch * m_config.model.seq);
     r.lr = lr;
     r.grad_norm = norm;
     r.step_ms = seconds_since(t0) * 1e3;
@@ -116,7 +141,11 @@ StepMetrics Trainer::train_step() {
     return r;
 }
 
-void Trainer::save(const std::string& path) { save_checkpoint(path, m_config, m_layout, *m_state, m_steps_done); }
+void Trainer::save(const std::string& path) {
+    // Every rank takes part (sharded states gather their pieces); rank 0 writes.
+    save_checkpoint(path, m_config, m_layout, *m_state, m_steps_done, m_grid.world_rank() == 0);
+    m_grid.world().barrier();
+}
 
 double Trainer::evaluate_loss(const int32_t* tokens, const int32_t* targets) {
     ChunkActivations acts;

@@ -7,6 +7,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/model/gpt.h"
+#include "engine/parallel/grid.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/train/config.h"
 #include "engine/train/data_loader.h"
@@ -25,9 +26,12 @@ struct StepMetrics {
     MemoryStats memory;       // peaks are within this step
 };
 
+class GradientSync;
+
 class Trainer {
 public:
-    Trainer(const TrainConfig& config, Backend& backend);
+    // `grid` gives the rank's place and its groups; without one the trainer runs alone (a local grid).
+    Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid = nullptr);
     ~Trainer();
 
     int steps_done() const { return m_steps_done; }
@@ -36,6 +40,7 @@ public:
 
     const GPT& model() const { return *m_model; }
     const ParamLayout& layout() const { return m_layout; }
+    ProcessGrid& grid() { return m_grid; }
     TrainState& state() { return *m_state; }
     const TrainConfig& config() const { return m_config; }
 
@@ -45,7 +50,10 @@ public:
 private:
     TrainConfig m_config;
     Backend& m_be;
+    std::unique_ptr<ProcessGrid> m_own_grid;
+    ProcessGrid& m_grid;
     ParamLayout m_layout;
+    std::unique_ptr<GradientSync> m_sync;
     std::unique_ptr<TrainState> m_state;
     std::unique_ptr<GPT> m_model;
     TokenDataset m_data;

@@ -18,7 +18,7 @@ int coord(const nlohmann::json& coords, const char* dim) {
 
 std::string rank_status(const RankTrace& rt) {
     if (rt.lost) return "lost: " + rt.lost_reason;
-    if (!rt.ended) return "running (no end of stream yet)";
+    if (!rt.ended) return "incomplete: no end of stream (still running, or stopped without finishing)";
     return rt.clean ? "ok" : "ended with an error";
 }
 

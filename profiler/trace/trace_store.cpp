@@ -96,6 +96,10 @@ void TraceStore::add_chunk(const Chunk& c) {
         try {
             const auto j = nlohmann::json::parse(c.text);
             rt.clean = j.value("clean", false);
+            if (j.value("lost", false)) {  // written by a listener on the rank's behalf
+                rt.lost = true;
+                rt.lost_reason = j.value("reason", std::string("lost"));
+            }
             rt.dropped_events = std::max<uint64_t>(rt.dropped_events, j.value("dropped_events", uint64_t(0)));
         } catch (const nlohmann::json::exception&) {
             fail_user("rank {} sent an end-of-stream note that is not valid JSON", c.rank);

@@ -1,5 +1,6 @@
 // The headless `ultrascope` commands end to end: run (through mpirun), report, export and predict, and their
 // answers to bad input. Also checks that a trace's memory agrees with what the trainer measured itself.
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -90,4 +91,40 @@ TEST_CASE("ultrascope refuses bad input before launching anything", "[cpu][app][
     CHECK(rep.output.find("not an Ultrascope trace") != std::string::npos);
     const ProcessResult unknown = run_process(ultrascope() + " frobnicate");
     CHECK(unknown.exit_code != 0);
+}
+
+TEST_CASE("a rank killed mid-run: the others stop, the run fails, the trace up to the failure stays readable",
+          "[cpu][app][failure]") {
+    const std::string trace = temp_path("killed.ustrace");
+    fs::remove(trace);
+    const auto t0 = std::chrono::steady_clock::now();
+    const ProcessResult r = run_process(ultrascope() + " run -n 2 --dp 2 --trace " + trace +
+                                        " --preset tiny --steps 100000 --fault-kill-step 20 --fault-kill-rank 1 --data " +
+                                        data_file());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find("lost rank 1") != std::string::npos);
+    CHECK(r.output.find("process rank 1") != std::string::npos);  // mpirun names the rank that died
+    CHECK(seconds < 60);  // a hang would be killed by ctest's timeout much later; the run stops within seconds
+    const ProcessResult rep = run_process(ultrascope() + " report " + trace + " --json");
+    REQUIRE(rep.exit_code == 0);
+    const auto j = nlohmann::json::parse(rep.output);
+    REQUIRE(j["ranks"].size() == 2);
+    CHECK(j["ranks"][0]["steps"].size() >= 10);  // rank 0's steps before the failure are all there
+    CHECK(j["ranks"][1]["status"].get<std::string>().rfind("lost", 0) == 0);
+}
+
+TEST_CASE("invalid layouts are rejected before any work starts", "[cpu][app][errors]") {
+    const ProcessResult world = run_process(bin("ultrascope-train") + " --preset tiny --dp 2 --data " + data_file());
+    CHECK(world.exit_code != 0);
+    CHECK(world.output.find("needs 2 ranks but 1 were started") != std::string::npos);
+    const ProcessResult batch =
+        run_process(ultrascope() + " run -n 2 --dp 2 --preset tiny --batch 4 --global-batch 12 --data " + data_file());
+    CHECK(batch.exit_code != 0);
+    CHECK(batch.output.find("--global-batch 12 is not divisible by dp 2 x batch 4") != std::string::npos);
+    const ProcessResult zero = run_process(ultrascope() + " run -n 2 --dp 2 --zero 4 --preset tiny --data " + data_file());
+    CHECK(zero.exit_code != 0);
+    CHECK(zero.output.find("unknown --zero stage 4") != std::string::npos);
+    CHECK(zero.output.find("mpirun") == std::string::npos);  // nothing was launched
 }

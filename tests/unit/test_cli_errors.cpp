@@ -105,7 +105,7 @@ TEST_CASE("corrupt, truncated and mismatched checkpoints are refused", "[cpu][cl
 }
 
 TEST_CASE("parallel degrees beyond one rank are refused until launched with mpirun", "[cpu][cli][errors]") {
-    expect_refused(tiny() + " --tp 2", "tp");
+    expect_refused(tiny() + " --tp 2", "needs 2 ranks but 1 were started");
 }
 
 TEST_CASE("steps 0 with save writes the initial weights, and metrics-out writes one JSON line per step",

@@ -17,11 +17,12 @@ void CpuBackend::gemm(const GemmArgs& g) {
         US_ASSERT(g.c.dtype == DType::f32, "fp32 gemm writes fp32");
         cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
                     g.m, g.n, g.k, g.alpha, g.a.f32(), g.lda, g.b.f32(), g.ldb, g.beta, g.c.f32(), g.ldc);
-        return;
+    } else {
+        const auto kernel = cpu::resolve_bf16_gemm_kernel(cpu::Bf16GemmKernel::automatic);
+        float* work = scratch(cpu::gemm_bf16_scratch_floats(g, kernel));
+        cpu::gemm_bf16(g, work, kernel);
     }
-    const auto kernel = cpu::resolve_bf16_gemm_kernel(cpu::Bf16GemmKernel::automatic);
-    float* work = scratch(cpu::gemm_bf16_scratch_floats(g, kernel));
-    cpu::gemm_bf16(g, work, kernel);
+    if (m_progress_hook) m_progress_hook();
 }
 
 void CpuBackend::add_bias(Tensor out, Tensor bias, int N, int OC) {

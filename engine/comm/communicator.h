@@ -1,0 +1,78 @@
+// The Communicator: collectives and point-to-point transfers within one process group, blocking or async with a
+// handle. One communicator per group (world, dp, pp, ...), built once by the ProcessGrid. Every call records a
+// span on the comm lane (p2p lane for send/recv) with its op, group and bytes, from launch to completion.
+// Implementations: MPI over host memory (mpi_comm.cpp) and, on GPUs, NCCL (nccl_comm.cpp). A group of size 1 makes
+// every collective a local no-op (or copy).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/tensor.h"
+
+namespace us {
+
+// One in-flight operation. wait() blocks until it completed; test() never blocks.
+class CommRequest {
+public:
+    virtual ~CommRequest() = default;
+    virtual bool test() = 0;
+    virtual void wait() = 0;
+};
+using CommHandle = std::shared_ptr<CommRequest>;
+
+// A handle that is already complete (size-1 groups, empty buffers).
+CommHandle completed_handle();
+
+enum class GroupKind : uint8_t { world = 0, dp = 1, pp = 2, tp = 3, cp = 4, ep = 5, embedding = 6 };
+const char* group_kind_name(GroupKind g);
+
+class Communicator {
+public:
+    virtual ~Communicator() = default;
+    virtual int rank() const = 0;
+    virtual int size() const = 0;
+    virtual GroupKind kind() const = 0;
+    // The world rank of this group's rank r (for peers in messages and spans).
+    virtual int world_rank_of(int r) const = 0;
+
+    // ---- async (sum reductions; fp32 or bf16 tensors; bf16 sums are computed in fp32 per pair and rounded)
+    virtual CommHandle iall_reduce(Tensor buf) = 0;
+    // send holds the whole range; rank r's piece [displs[r], displs[r] + counts[r]) of the sum lands in recv.
+    virtual CommHandle ireduce_scatter(Tensor send, Tensor recv, const std::vector<int>& counts,
+                                       const std::vector<int>& displs) = 0;
+    // In place: rank r's piece is at buf[displs[r] .. + counts[r]); afterwards every rank has every piece.
+    virtual CommHandle iall_gather(Tensor buf, const std::vector<int>& counts, const std::vector<int>& displs) = 0;
+    virtual CommHandle ibroadcast(Tensor buf, int root) = 0;
+    virtual CommHandle isend(Tensor buf, int peer, int tag) = 0;
+    virtual CommHandle irecv(Tensor buf, int peer, int tag) = 0;
+    virtual CommHandle iall_to_all(Tensor send, Tensor recv) = 0;
+    virtual CommHandle ibarrier() = 0;
+
+    // ---- blocking forms
+    void all_reduce(Tensor buf) { iall_reduce(buf)->wait(); }
+    void reduce_scatter(Tensor send, Tensor recv, const std::vector<int>& counts, const std::vector<int>& displs) {
+        ireduce_scatter(send, recv, counts, displs)->wait();
+    }
+    void all_gather(Tensor buf, const std::vector<int>& counts, const std::vector<int>& displs) {
+        iall_gather(buf, counts, displs)->wait();
+    }
+    void broadcast(Tensor buf, int root) { ibroadcast(buf, root)->wait(); }
+    void send(Tensor buf, int peer, int tag) { isend(buf, peer, tag)->wait(); }
+    void recv(Tensor buf, int peer, int tag) { irecv(buf, peer, tag)->wait(); }
+    void all_to_all(Tensor send, Tensor recv) { iall_to_all(send, recv)->wait(); }
+    void barrier() { ibarrier()->wait(); }
+
+    // Scalars (host doubles), blocking: losses, norms.
+    virtual double all_reduce_sum(double value) = 0;
+    virtual double all_reduce_max(double value) = 0;
+    // Host bytes, blocking (checkpoint shards, clock estimation).
+    virtual void all_gather_bytes(const void* send, size_t bytes_per_rank, void* recv) = 0;
+};
+
+// A process group of one: every collective is local.
+std::unique_ptr<Communicator> make_local_communicator(GroupKind kind);
+
+}  // namespace us

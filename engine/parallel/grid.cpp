@@ -1,0 +1,69 @@
+#include "engine/parallel/grid.h"
+
+#include "engine/comm/mpi_comm.h"
+#include "engine/core/check.h"
+
+namespace us {
+
+GridCoords grid_coords(const ParallelConfig& p, int r) {
+    GridCoords c;
+    c.tp = r % p.tp;
+    r /= p.tp;
+    c.ep = r % p.ep;
+    r /= p.ep;
+    c.cp = r % p.cp;
+    r /= p.cp;
+    c.pp = r % p.pp;
+    r /= p.pp;
+    c.dp = r;
+    return c;
+}
+
+int grid_rank(const ParallelConfig& p, const GridCoords& c) {
+    return (((c.dp * p.pp + c.pp) * p.cp + c.cp) * p.ep + c.ep) * p.tp + c.tp;
+}
+
+void validate_layout(const ParallelConfig& p, int world_size) {
+    US_CHECK_INPUT(p.world() == world_size,
+                   "the layout dp {} x pp {} x tp {} x cp {} x ep {} needs {} ranks but {} were started: start "
+                   "mpirun -n {} (or change the degrees)",
+                   p.dp, p.pp, p.tp, p.cp, p.ep, p.world(), world_size, p.world());
+    US_CHECK_INPUT(p.tp == 1, "--tp {}: tensor parallelism is not implemented in this build (the grid carries it)", p.tp);
+    US_CHECK_INPUT(p.cp == 1, "--cp {}: context parallelism is not implemented in this build (the grid carries it)", p.cp);
+    US_CHECK_INPUT(p.ep == 1, "--ep {}: expert parallelism is not implemented in this build (the grid carries it)", p.ep);
+    US_CHECK_INPUT(p.pp == 1, "--pp {}: pipeline parallelism is not implemented in this build yet", p.pp);
+}
+
+ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> world) : m_p(p), m_world(std::move(world)) {
+    m_coords = grid_coords(p, m_world->rank());
+    if (m_world->size() == 1) {
+        m_dp = make_local_communicator(GroupKind::dp);
+        m_pp = make_local_communicator(GroupKind::pp);
+        m_embedding = make_local_communicator(GroupKind::embedding);
+        return;
+    }
+    const GridCoords& c = m_coords;
+    // Ranks that agree on every other coordinate share a group; the key orders them by their own coordinate.
+    auto color_without = [&](GridCoords x, int GridCoords::*dim) {
+        x.*dim = 0;
+        return grid_rank(p, x);
+    };
+    m_dp = MpiRuntime::split(*m_world, color_without(c, &GridCoords::dp), c.dp, GroupKind::dp);
+    m_pp = MpiRuntime::split(*m_world, color_without(c, &GridCoords::pp), c.pp, GroupKind::pp);
+    // The tied embedding lives on the first and the last stage of each replica.
+    const bool holds_embedding = c.pp == 0 || c.pp == p.pp - 1;
+    // Colors must be non-negative: ranks outside the group get a color of their own.
+    m_embedding = MpiRuntime::split(*m_world,
+                                    holds_embedding ? color_without(c, &GridCoords::pp) : m_world->size() + m_world->rank(),
+                                    c.pp, GroupKind::embedding);
+}
+
+nlohmann::json ProcessGrid::coords_json() const {
+    return {{"dp", m_coords.dp}, {"pp", m_coords.pp}, {"tp", m_coords.tp}, {"cp", m_coords.cp}, {"ep", m_coords.ep}};
+}
+
+nlohmann::json ProcessGrid::degrees_json() const {
+    return {{"dp", m_p.dp}, {"pp", m_p.pp}, {"tp", m_p.tp}, {"cp", m_p.cp}, {"ep", m_p.ep}};
+}
+
+}  // namespace us

@@ -1,0 +1,62 @@
+// The process grid: world = dp x pp x cp x ep x tp ranks, tp innermost (neighbouring ranks share a tensor-parallel
+// group, as they would share a node's fast links), dp outermost. Each rank's coordinates and one communicator per
+// dimension are built once; everything derived from the grid is named after its dimension (dp_rank, pp_next ...).
+// Degrees whose parallelism is not implemented are carried (the metadata shows them) but refused by validate.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/comm/communicator.h"
+#include "engine/train/config.h"
+
+namespace us {
+
+struct GridCoords {
+    int dp = 0, pp = 0, cp = 0, ep = 0, tp = 0;
+};
+
+// Coordinates of a world rank, and back (pure functions, tested on their own).
+GridCoords grid_coords(const ParallelConfig& p, int world_rank);
+int grid_rank(const ParallelConfig& p, const GridCoords& c);
+
+class ProcessGrid {
+public:
+    // Builds the groups by splitting `world` (MPI), or local groups when the world has one rank.
+    ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> world);
+
+    const ParallelConfig& degrees() const { return m_p; }
+    int world_rank() const { return m_world->rank(); }
+    int world_size() const { return m_world->size(); }
+    const GridCoords& coords() const { return m_coords; }
+
+    Communicator& world() { return *m_world; }
+    Communicator& dp_group() { return *m_dp; }
+    Communicator& pp_group() { return *m_pp; }
+    // The first and last pipeline stages of one data-parallel replica (tied embedding gradients).
+    Communicator& embedding_group() { return *m_embedding; }
+
+    int dp_rank() const { return m_coords.dp; }
+    int dp_size() const { return m_p.dp; }
+    int pp_rank() const { return m_coords.pp; }
+    int pp_size() const { return m_p.pp; }
+    bool pp_is_first_stage() const { return m_coords.pp == 0; }
+    bool pp_is_last_stage() const { return m_coords.pp == m_p.pp - 1; }
+    int pp_next() const { return m_coords.pp + 1; }  // ranks within pp_group()
+    int pp_prev() const { return m_coords.pp - 1; }
+
+    nlohmann::json coords_json() const;
+    nlohmann::json degrees_json() const;
+
+private:
+    ParallelConfig m_p;
+    GridCoords m_coords;
+    std::unique_ptr<Communicator> m_world, m_dp, m_pp, m_embedding;
+};
+
+// Refuses layouts this build cannot run, before any work starts: the world size against the product of the
+// degrees, and degrees whose parallelism has not landed yet.
+void validate_layout(const ParallelConfig& p, int world_size);
+
+}  // namespace us
