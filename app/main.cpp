@@ -1,43 +1,142 @@
-// ultrascope: the desktop profiler and trainer. With no command it opens the GUI; the headless commands are
+// ultrascope: the desktop profiler and trainer. With no command it opens the GUI on a default live run (2 CPU
+// ranks, data parallel, small preset); with a trace file it opens that. The headless commands:
 //   ultrascope run [-n RANKS] [training flags]   launch a run, stream it live, write its trace, print the report
 //   ultrascope report TRACE [--json]              what a trace says, next to the predictions
 //   ultrascope export TRACE --chrome OUT.json     for Perfetto / chrome://tracing
 //   ultrascope predict [flags]                    the formulas for a configuration, without running it
+// GUI options: [TRACE | --open TRACE] [--listen [HOST:]PORT] [--no-launch] [-n RANKS] [--screenshot OUT.png
+// [--view memory|timeline|overlap|training|compare|all]] [--exit-when-done] [training flags for the launch]
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "app/cli/commands.h"
 #include "engine/core/check.h"
+
+#ifdef US_HAVE_GUI
+#include "app/gui/gui.h"
+#endif
 
 namespace {
 
 void usage() {
     std::printf(
-        "usage: ultrascope <command> [args]\n"
+        "usage: ultrascope [TRACE] [GUI options] [training flags]   the GUI (a default 2-rank run, or TRACE)\n"
+        "       ultrascope <command> [args]\n"
+        "commands:\n"
         "  run [-n RANKS] [ultrascope-train flags]   launch a run, watch it live, write its trace and report\n"
         "  report TRACE [--json]                     step breakdown, overlap, bubbles, memory, MFU\n"
         "  export TRACE --chrome OUT.json[.gz]       Chrome trace JSON for Perfetto and chrome://tracing\n"
         "  predict [model and parallel flags]        memory, FLOPs, communication and bubble predictions\n"
+        "GUI options:\n"
+        "  --open TRACE            open a trace instead of launching\n"
+        "  --listen [HOST:]PORT    also listen for runs started elsewhere (attach)\n"
+        "  --no-launch             start without launching a run\n"
+        "  -n RANKS                ranks of the launched run (default 2)\n"
+        "  --screenshot OUT.png    render, write OUT.png (and OUT.png.json with the views' regions), exit\n"
+        "  --view V                with --screenshot: memory | timeline | overlap | training | compare | all\n"
+        "  --exit-when-done        exit when the launched run ends, with its exit code\n"
         "Each command takes --help.\n");
+}
+
+// Whether argv[i] is the value of the flag before it (every flag takes a value but these switches).
+bool follows_value_flag(char** argv, int i) {
+    if (i <= 1) return false;
+    const std::string prev = argv[i - 1];
+    if (prev.rfind("-", 0) != 0) return false;
+    for (const char* sw : {"--no-overlap", "--fp32-grad-accum", "--quiet", "--no-launch", "--exit-when-done", "--print-config"})
+        if (prev == sw) return false;
+    return true;
+}
+
+int gui_or_fallback(int argc, char** argv) {
+    std::string open, screenshot, view = "all", listen;
+    bool launch = true, exit_when_done = false;
+    int ranks = 2;
+    std::vector<std::string> train_args;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            US_CHECK_INPUT(i + 1 < argc, "{} needs a value", a);
+            return argv[++i];
+        };
+        if (a == "--open") open = value();
+        else if (a == "--screenshot") screenshot = value();
+        else if (a == "--view") view = value();
+        else if (a == "--listen") listen = value();
+        else if (a == "--no-launch") launch = false;
+        else if (a == "--exit-when-done") exit_when_done = true;
+        else if (a == "-n" || a == "--ranks") ranks = std::atoi(value().c_str());
+        else if (a.rfind("-", 0) != 0 && open.empty() && !follows_value_flag(argv, i) && std::filesystem::exists(a))
+            open = a;  // `ultrascope TRACE`
+        else train_args.push_back(a);
+    }
+    US_CHECK_INPUT(view == "all" || view == "memory" || view == "timeline" || view == "overlap" || view == "training" ||
+                       view == "compare",
+                   "unknown --view '{}': expected memory, timeline, overlap, training, compare or all", view);
+#ifdef US_HAVE_GUI
+    if (us::gui::display_available()) {
+        us::gui::GuiOptions o;
+        o.open_trace = open;
+        o.launch = launch;
+        o.ranks = ranks;
+        o.train_args = train_args;
+        o.listen = listen;
+        o.screenshot = screenshot;
+        o.view = view;
+        o.exit_when_done = exit_when_done;
+        return us::gui::run_gui(o);
+    }
+    US_CHECK_INPUT(screenshot.empty(), "--screenshot needs a display: run under xvfb-run (apt-get install xvfb)");
+    std::fprintf(stderr, "ultrascope: no display (DISPLAY is not set): doing the same thing headless\n");
+#else
+    US_CHECK_INPUT(screenshot.empty(), "this build has no GUI (libimgui-dev, libglfw3-dev were missing at build time)");
+    std::fprintf(stderr, "ultrascope: this build has no GUI: doing the same thing headless\n");
+#endif
+    if (!open.empty()) {
+        std::fprintf(stderr, "ultrascope report %s\n", open.c_str());
+        std::vector<char*> args = {argv[0], open.data()};
+        return us::app::report_command(int(args.size()), args.data());
+    }
+    if (!launch) {
+        usage();
+        return 2;
+    }
+    // The default run: 2 ranks, data parallel, small preset (training flags override).
+    std::vector<std::string> run_args = {"run", "-n", std::to_string(ranks)};
+    bool has_preset = false, has_dp = false;
+    for (const auto& a : train_args) {
+        has_preset |= a == "--preset";
+        has_dp |= a == "--dp";
+    }
+    if (!has_preset) run_args.insert(run_args.end(), {"--preset", "small"});
+    if (!has_dp) run_args.insert(run_args.end(), {"--dp", std::to_string(ranks)});
+    run_args.insert(run_args.end(), train_args.begin(), train_args.end());
+    std::string shown = "ultrascope";
+    for (const auto& a : run_args) shown += " " + a;
+    std::fprintf(stderr, "%s\n", shown.c_str());
+    std::vector<char*> args;
+    for (auto& a : run_args) args.push_back(a.data());
+    return us::app::run_command(int(args.size()), args.data());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     try {
-        if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+        if (argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
             usage();
-            return argc < 2 ? 2 : 0;
+            return 0;
         }
-        const std::string command = argv[1];
+        const std::string command = argc >= 2 ? argv[1] : "";
         if (command == "run") return us::app::run_command(argc - 1, argv + 1);
         if (command == "report") return us::app::report_command(argc - 1, argv + 1);
         if (command == "export") return us::app::export_command(argc - 1, argv + 1);
         if (command == "predict") return us::app::predict_command(argc - 1, argv + 1);
-        std::fprintf(stderr, "ultrascope: unknown command '%s'\n", command.c_str());
-        usage();
-        return 2;
+        if (command == "gui") return gui_or_fallback(argc - 1, argv + 1);
+        return gui_or_fallback(argc, argv);
     } catch (const us::UserError& e) {
         std::fprintf(stderr, "ultrascope: error: %s\n", e.what());
         return 2;

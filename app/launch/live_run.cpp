@@ -23,16 +23,17 @@ std::string default_trace_path() {
 
 LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)) {
     m_trace_path = m_options.trace_path.empty() ? default_trace_path() : m_options.trace_path;
-    m_listener = std::make_unique<prof::TraceListener>(m_options.listen_host, m_options.listen_port,
-                                                       prof::random_token());
+    m_listener = std::make_unique<prof::TraceListener>(
+        m_options.listen_host, m_options.listen_port, m_options.token.empty() ? prof::random_token() : m_options.token);
     m_file = std::make_unique<prof::TraceFileWriter>(m_trace_path);
+    m_started = std::chrono::steady_clock::now();
+    if (m_options.attach_only) return;
     LaunchSpec spec = m_options.launch;
     spec.connect = fmt::format("{}:{}", m_options.listen_host == "0.0.0.0" ? "127.0.0.1" : m_options.listen_host,
                                m_listener->port());
     spec.token = m_listener->token();
     spec.train_args.push_back("--quiet");  // progress is shown here, from the stream
     m_launcher.start(spec);
-    m_started = std::chrono::steady_clock::now();
 }
 
 LiveRun::~LiveRun() {
@@ -84,7 +85,7 @@ bool LiveRun::pump() {
         m_messages.push_back(m_partial_output.substr(0, nl));
         m_partial_output.erase(0, nl + 1);
     }
-    if (!m_exit) {
+    if (!m_exit && !m_options.attach_only) {
         m_exit = m_launcher.poll();
         if (m_exit) m_exited_at = std::chrono::steady_clock::now();
     }

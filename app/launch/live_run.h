@@ -21,6 +21,8 @@ struct LiveRunOptions {
     std::string trace_path;  // empty: runs/run-<time>.ustrace
     std::string listen_host = "127.0.0.1";
     int listen_port = 0;     // 0: any free port
+    bool attach_only = false;  // listen for ranks started elsewhere; launch nothing
+    std::string token;         // attach: the token ranks must present (empty: a fresh random one)
 };
 
 class LiveRun {
@@ -42,6 +44,9 @@ public:
     const std::string& trace_path() const { return m_trace_path; }
     const LiveRunOptions& options() const { return m_options; }
     const std::vector<std::string>& command_line() const { return m_launcher.command_line(); }
+    int port() const { return m_listener->port(); }
+    const std::string& token() const { return m_listener->token(); }
+    bool attach_only() const { return m_options.attach_only; }
     // Lines worth telling the user: connections, lost ranks, refusals, and the run's own output.
     std::vector<std::string> take_messages();
     std::vector<std::string> lost_ranks() const { return m_lost; }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -40,30 +41,46 @@ bool tsc_usable() {
 #endif
 }
 
-TickConverter::TickConverter() {
-    m_identity = !tsc_usable();
-    m_base_ns = monotonic_ns();
-    m_base_ticks = read_ticks();
-    m_ns_per_tick = 1.0;
-    if (!m_identity) {
-        // A first slope from a 2 ms sample; update() refines it as time goes by.
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        const int64_t ns = monotonic_ns(), ticks = read_ticks();
-        m_ns_per_tick = double(ns - m_base_ns) / double(ticks - m_base_ticks);
-    }
+// A (ticks, ns) pair read back to back; the ticks are the midpoint of two reads around the clock call.
+TickConverter::Point TickConverter::sample() const {
+    const int64_t a = read_ticks();
+    const int64_t ns = monotonic_ns();
+    const int64_t b = read_ticks();
+    return {a + (b - a) / 2, ns};
 }
 
-void TickConverter::update() {
+TickConverter::TickConverter() {
+    m_identity = !tsc_usable();
     if (m_identity) return;
-    const int64_t ns = monotonic_ns(), ticks = read_ticks();
-    if (ticks > m_base_ticks + 1000000) m_ns_per_tick = double(ns - m_base_ns) / double(ticks - m_base_ticks);
+    m_points.push_back(sample());
+    // The first slope from a 2 ms sample; every later point refines the map from there on.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    m_points.push_back(sample());
+}
+
+void TickConverter::add_point() {
+    if (m_identity) return;
+    const Point p = sample();
+    if (p.ticks > m_points.back().ticks + 100000 && p.ns > m_points.back().ns) m_points.push_back(p);
 }
 
 int64_t TickConverter::to_ns(int64_t ticks) const {
     if (m_identity) return ticks;
-    return m_base_ns + int64_t(double(ticks - m_base_ticks) * m_ns_per_tick);
+    // The segment whose right end is the first point at or after `ticks` (the first or last one outside them).
+    auto it = std::lower_bound(m_points.begin(), m_points.end(), ticks, [](const Point& p, int64_t t) { return p.ticks < t; });
+    if (it == m_points.begin()) ++it;
+    if (it == m_points.end()) --it;
+    const Point& a = *(it - 1);
+    const Point& b = *it;
+    const double slope = double(b.ns - a.ns) / double(b.ticks - a.ticks);
+    return a.ns + int64_t(double(ticks - a.ticks) * slope);
 }
 
-double TickConverter::ns_per_tick() const { return m_ns_per_tick; }
+double TickConverter::ns_per_tick() const {
+    if (m_identity || m_points.size() < 2) return 1.0;
+    const Point& a = m_points.front();
+    const Point& b = m_points.back();
+    return double(b.ns - a.ns) / double(b.ticks - a.ticks);
+}
 
 }  // namespace us::prof

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -24,18 +25,24 @@ inline int64_t read_ticks() {
     return monotonic_ns();
 }
 
-// ticks -> ns: t_ns = base_ns + (ticks - base_ticks) * ns_per_tick, fitted on two (ticks, ns) samples taken far
-// apart; update() moves the far sample forward so the slope only improves. Owned by one thread (the collector).
+// ticks -> ns by a piecewise-linear map through calibration points (ticks, CLOCK_MONOTONIC ns) that the
+// collector takes after every drain: every event it converts lies before the newest point, so its time is an
+// interpolation between two real clock readings. The map is continuous and monotonic (a later tick never maps to
+// an earlier time, so back-to-back spans never overlap), and stays pinned to CLOCK_MONOTONIC, which ranks on one
+// host share. Owned by one thread (the collector).
 class TickConverter {
 public:
     TickConverter();
-    void update();
+    void add_point();  // call after reading the rings, before converting what was read
     int64_t to_ns(int64_t ticks) const;
     double ns_per_tick() const;
 
 private:
-    int64_t m_base_ticks, m_base_ns;
-    double m_ns_per_tick;
+    struct Point {
+        int64_t ticks, ns;
+    };
+    Point sample() const;
+    std::vector<Point> m_points;
     bool m_identity;
 };
 

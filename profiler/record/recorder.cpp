@@ -110,7 +110,6 @@ private:
 
     void drain() {
         std::lock_guard sink_lock(m_sink_mutex);
-        m_clock.update();
         EventBatch batch;
         {
             auto& t = strings();
@@ -123,18 +122,21 @@ private:
             std::lock_guard lock(r.mutex);
             for (auto& ring : r.rings)
                 ring->drain([&](const EventRecord& e) {
-                    EventRecord out = e;
-                    switch (EventType(e.type)) {
-                        case EventType::span:
-                            out.span.begin_ns = m_clock.to_ns(e.span.begin_ns);
-                            out.span.end_ns = m_clock.to_ns(e.span.end_ns);
-                            break;
-                        case EventType::memory: out.memory.t_ns = m_clock.to_ns(e.memory.t_ns); break;
-                        case EventType::counter: out.counter.t_ns = m_clock.to_ns(e.counter.t_ns); break;
-                        default: return;
-                    }
-                    batch.events.push_back(out);
+                    if (e.type >= uint8_t(EventType::span) && e.type <= uint8_t(EventType::counter)) batch.events.push_back(e);
                 });
+        }
+        // The calibration point comes after the reads, so every event read lies before it (docs in clock.h).
+        m_clock.add_point();
+        for (EventRecord& e : batch.events) {
+            switch (EventType(e.type)) {
+                case EventType::span:
+                    e.span.begin_ns = m_clock.to_ns(e.span.begin_ns);
+                    e.span.end_ns = m_clock.to_ns(e.span.end_ns);
+                    break;
+                case EventType::memory: e.memory.t_ns = m_clock.to_ns(e.memory.t_ns); break;
+                case EventType::counter: e.counter.t_ns = m_clock.to_ns(e.counter.t_ns); break;
+                default: break;
+            }
         }
         batch.dropped_total = count_dropped();
         if (batch.events.empty() && batch.strings.empty()) return;

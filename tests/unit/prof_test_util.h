@@ -2,6 +2,7 @@
 // answers are known.
 #pragma once
 
+#include <cmath>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -59,8 +60,8 @@ public:
         s.lane = uint8_t(lane);
         s.kind = uint8_t(kind);
         s.op = uint8_t(op);
-        s.begin_ns = int64_t(begin_ms * 1e6);
-        s.end_ns = int64_t(end_ms * 1e6);
+        s.begin_ns = std::llround(begin_ms * 1e6);
+        s.end_ns = std::llround(end_ms * 1e6);
         s.name = name(n);
         s.step = step;
         s.flops = flops;
@@ -80,7 +81,7 @@ public:
         prof::EventRecord e{};
         auto& m = e.memory;
         m.type = uint8_t(prof::EventType::memory);
-        m.t_ns = int64_t(t_ms * 1e6);
+        m.t_ns = std::llround(t_ms * 1e6);
         m.category = uint8_t(c);
         m.category_bytes = category_bytes;
         m.total_bytes = total;

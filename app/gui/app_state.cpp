@@ -1,0 +1,389 @@
+#include "app/gui/app_state.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "engine/core/check.h"
+#include "engine/train/cli.h"
+#include "engine/parallel/grid.h"
+#include "profiler/transport/protocol.h"
+#include "profiler/transport/socket.h"
+
+namespace us::gui {
+
+// ---- LaunchSettings
+
+std::vector<std::string> LaunchSettings::train_args() const {
+    std::vector<std::string> a = {"--preset", preset};
+    auto add = [&](const char* flag, auto value) { a.insert(a.end(), {flag, fmt::format("{}", value)}); };
+    if (layers) add("--layers", layers);
+    if (hidden) add("--hidden", hidden);
+    if (heads) add("--heads", heads);
+    if (seq) add("--seq", seq);
+    if (batch) add("--batch", batch);
+    if (steps) add("--steps", steps);
+    add("--grad-accum", grad_accum);
+    add("--dp", dp);
+    if (pp > 1) {
+        add("--pp", pp);
+        add("--pp-schedule", pp_schedule);
+        add("--pp-chunks", pp_chunks);
+    }
+    if (tp > 1) add("--tp", tp);
+    if (cp > 1) add("--cp", cp);
+    if (ep > 1) add("--ep", ep);
+    add("--zero", zero);
+    add("--recompute", recompute);
+    add("--precision", precision);
+    add("--bucket-mb", bucket_mb);
+    if (!overlap) a.push_back("--no-overlap");
+    a.insert(a.end(), extra_args.begin(), extra_args.end());
+    return a;
+}
+
+TrainConfig LaunchSettings::resolve() const {
+    const auto args = train_args();
+    std::vector<const char*> argv = {"ultrascope-train"};
+    for (const auto& s : args) argv.push_back(s.c_str());
+    ParsedTrainArgs parsed = parse_train_args(int(argv.size()), argv.data());
+    parsed.cmd.config.validate();
+    validate_layout(parsed.cmd.config.parallel, parsed.cmd.config.parallel.world());
+    return parsed.cmd.config;
+}
+
+std::string LaunchSettings::problem() const {
+    try {
+        resolve();
+    } catch (const UserError& e) {
+        return e.what();
+    }
+    return {};
+}
+
+// ---- AppState
+
+AppState::AppState(const GuiOptions& options) : m_options(options) {
+    // Command-line training flags seed the panel where they map onto it; the rest travel as extra arguments.
+    settings.dp = options.ranks;
+    const auto& args = options.train_args;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& k = args[i];
+        if (k == "--no-overlap") {
+            settings.overlap = false;
+            continue;
+        }
+        const bool is_switch = k == "--fp32-grad-accum" || k == "--quiet";
+        if (is_switch || i + 1 >= args.size() || k.rfind("--", 0) != 0) {
+            settings.extra_args.push_back(k);
+            continue;
+        }
+        const std::string& v = args[++i];
+        auto as_int = [&] { return std::atoi(v.c_str()); };
+        if (k == "--preset") settings.preset = v;
+        else if (k == "--steps") settings.steps = as_int();
+        else if (k == "--dp") settings.dp = as_int();
+        else if (k == "--pp") settings.pp = as_int();
+        else if (k == "--zero") settings.zero = as_int();
+        else if (k == "--grad-accum") settings.grad_accum = as_int();
+        else if (k == "--batch") settings.batch = as_int();
+        else if (k == "--layers") settings.layers = as_int();
+        else if (k == "--hidden") settings.hidden = as_int();
+        else if (k == "--heads") settings.heads = as_int();
+        else if (k == "--seq") settings.seq = as_int();
+        else if (k == "--precision") settings.precision = v;
+        else if (k == "--recompute") settings.recompute = v;
+        else if (k == "--pp-schedule") settings.pp_schedule = v;
+        else if (k == "--pp-chunks") settings.pp_chunks = as_int();
+        else if (k == "--bucket-mb") settings.bucket_mb = float(std::atof(v.c_str()));
+        else settings.extra_args.insert(settings.extra_args.end(), {k, v});
+    }
+    if (!options.open_trace.empty()) open_trace(options.open_trace);
+    else if (options.launch) launch();
+    if (!options.listen.empty()) attach(options.listen);
+}
+
+AppState::~AppState() {
+    if (m_loading.valid()) m_loading.wait();
+}
+
+void AppState::message(const std::string& text) {
+    log.push_back(text);
+    while (log.size() > 400) log.pop_front();
+}
+
+void AppState::fail(const std::string& text) {
+    error = text;
+    message("error: " + text);
+}
+
+const prof::TraceStore* AppState::store() const {
+    switch (m_source) {
+        case Source::launched:
+        case Source::attached: return m_live ? &m_live->store() : nullptr;
+        case Source::file: return m_file_store.get();
+        default: return nullptr;
+    }
+}
+
+bool AppState::running() const { return m_source == Source::launched && m_live && !m_live->finished(); }
+
+void AppState::launch() {
+    if (const std::string why = settings.problem(); !why.empty()) {
+        fail("cannot launch: " + why);
+        return;
+    }
+    stop();
+    archive_run();
+    app::LiveRunOptions o;
+    o.launch.ranks = settings.ranks();
+    o.launch.train_args = settings.train_args();
+    try {
+        m_live = std::make_unique<app::LiveRun>(o);
+    } catch (const UserError& e) {
+        fail(e.what());
+        m_live.reset();
+        m_source = Source::none;
+        return;
+    }
+    error.clear();
+    m_source = Source::launched;
+    m_archived = false;
+    launched_settings = settings;
+    ++m_run_counter;
+    m_source_label = fmt::format("run {}: {} ({} rank{})", m_run_counter, describe_config(settings.resolve().to_json()),
+                                 settings.ranks(), settings.ranks() > 1 ? "s" : "");
+    message(fmt::format("launched {}; trace {}", m_source_label, m_live->trace_path()));
+    follow = true;
+    m_seen_version = UINT64_MAX;
+    m_memory.clear();
+    m_report = prof::Report{};
+    m_training.clear();
+}
+
+void AppState::stop() {
+    if (m_live && m_source == Source::launched && !m_live->finished()) {
+        message("stopping " + m_source_label);
+        m_live->stop();
+        for (int i = 0; i < 100 && !m_live->finished(); ++i) m_live->pump();
+    }
+}
+
+void AppState::attach(const std::string& listen) {
+    stop();
+    archive_run();
+    app::LiveRunOptions o;
+    o.attach_only = true;
+    try {
+        if (listen.find(':') != std::string::npos) {
+            const prof::Endpoint e = prof::parse_endpoint(listen);
+            o.listen_host = e.host;
+            o.listen_port = e.port;
+        } else {
+            o.listen_port = std::atoi(listen.c_str());
+        }
+        if (const char* t = std::getenv("ULTRASCOPE_TOKEN"); t && std::string(t).size() == prof::kTokenBytes) o.token = t;
+        m_live = std::make_unique<app::LiveRun>(o);
+    } catch (const UserError& e) {
+        fail(e.what());
+        return;
+    }
+    error.clear();
+    m_source = Source::attached;
+    m_archived = false;
+    ++m_run_counter;
+    m_source_label = fmt::format("attached on {}:{}", o.listen_host, m_live->port());
+    message(fmt::format("listening on {}:{}; start ranks elsewhere with ULTRASCOPE_TOKEN={} and --connect {}:{}",
+                        o.listen_host, m_live->port(), m_live->token(), o.listen_host, m_live->port()));
+    m_seen_version = UINT64_MAX;
+    m_memory.clear();
+}
+
+void AppState::detach() {
+    if (m_source != Source::attached) return;
+    archive_run();
+    m_live.reset();
+    m_source = Source::none;
+}
+
+void AppState::open_trace(const std::string& path) {
+    if (m_loading.valid()) return;
+    m_loading_path = path;
+    message("opening " + path);
+    // Off the frame loop: a large trace takes seconds to read.
+    m_loading = std::async(std::launch::async, [path]() -> std::pair<std::unique_ptr<prof::TraceStore>, std::string> {
+        auto store = std::make_unique<prof::TraceStore>();
+        try {
+            for (const auto& w : prof::load_trace(path, *store)) (void)w;
+        } catch (const UserError& e) {
+            return {nullptr, e.what()};
+        } catch (const std::exception& e) {
+            return {nullptr, std::string("cannot read the trace: ") + e.what()};
+        }
+        return {std::move(store), std::string()};
+    });
+}
+
+void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label) {
+    stop();
+    archive_run();
+    m_live.reset();
+    m_file_store = std::move(store);
+    m_source = Source::file;
+    m_archived = false;
+    m_source_label = "trace " + label;
+    error.clear();
+    message(fmt::format("opened {}: {} spans from {} rank(s)", label, m_file_store->span_count(),
+                        m_file_store->ranks().size()));
+    m_seen_version = UINT64_MAX;
+    m_memory.clear();
+    follow = false;
+    refresh_derived(true);
+    fit_all();
+}
+
+void AppState::archive_run() {
+    // A run's figures go to the comparison when it ends or is replaced, once.
+    const prof::TraceStore* s = store();
+    if (m_archived || !s || s->rank_count() == 0) return;
+    refresh_derived(true);
+    const double loss = m_training.empty() ? 0.0 : m_training.back().loss;
+    runs.push_back(summarize_run(m_report, m_source_label, m_live ? m_live->trace_path() : m_loading_path, loss));
+    m_archived = true;
+}
+
+void AppState::update() {
+    if (m_loading.valid() && m_loading.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        auto [store, why] = m_loading.get();
+        if (!store) fail(why);
+        else adopt(std::move(store), m_loading_path);
+    }
+    if (m_live) {
+        m_live->pump();
+        for (auto& m : m_live->take_messages()) message(m);
+        if (m_source == Source::launched && m_live->finished() && !m_archived) {
+            const int code = m_live->result_code();
+            if (code != 0) {
+                std::string lost;
+                for (const auto& l : m_live->lost_ranks()) lost += "; " + l;
+                fail(fmt::format("the run failed (exit code {}){}", m_live->exit_code().value_or(-1), lost));
+            } else {
+                message("run finished: " + m_source_label);
+            }
+            refresh_derived(true);
+            archive_run();
+        }
+    }
+    refresh_derived(false);
+    // Auto-relaunch: once the settings have differed from the running ones and stayed put for 0.8 s.
+    if (!(settings == m_pending)) {
+        m_pending = settings;
+        m_pending_since = std::chrono::steady_clock::now();
+    }
+    if (auto_relaunch && m_source != Source::file && m_source != Source::attached && !(settings == launched_settings) &&
+        std::chrono::steady_clock::now() - m_pending_since > std::chrono::milliseconds(800) && settings.problem().empty())
+        launch();
+}
+
+void AppState::refresh_derived(bool force) {
+    const prof::TraceStore* s = store();
+    if (!s) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (!force && (s->version() == m_seen_version || now - m_last_refresh < std::chrono::milliseconds(250))) return;
+    m_seen_version = s->version();
+    m_last_refresh = now;
+    ++m_data_version;
+    m_report = prof::build_report(*s);
+    m_training = build_training_series(*s);
+    if (follow && s->rank_count() > 0) {
+        // Keep the last three steps (or everything, early on) in view.
+        const int64_t end = s->end_time();
+        int64_t begin = s->origin();
+        for (const auto& r : m_report.ranks)
+            if (r.steps.size() > 3) begin = std::max(begin, r.steps[r.steps.size() - 3].begin);
+        view_t0 = begin;
+        view_t1 = std::max(end, begin + 1);
+    }
+}
+
+const std::vector<prof::MemorySample>& AppState::memory_timeline(int rank) {
+    static const std::vector<prof::MemorySample> empty;
+    const prof::TraceStore* s = store();
+    if (!s || !s->rank(rank)) return empty;
+    auto& entry = m_memory[rank];
+    if (entry.first != m_data_version || entry.second.empty()) {
+        entry.first = m_data_version;
+        entry.second = prof::memory_timeline(*s->rank(rank));
+    }
+    return entry.second;
+}
+
+const std::vector<Gap>& AppState::idle_gaps(int rank, int64_t min_ns) {
+    static const std::vector<Gap> empty;
+    const prof::TraceStore* s = store();
+    if (!s || !s->rank(rank)) return empty;
+    int64_t bucket = 1;
+    while (bucket * 2 <= min_ns) bucket *= 2;
+    GapCache& c = m_gaps[rank];
+    if (c.version != m_data_version || c.min_ns != bucket) {
+        const prof::LaneTrack& lane = s->rank(rank)->lanes[size_t(prof::Lane::compute)];
+        c.gaps = gui::idle_gaps(lane, lane.first_begin(), lane.last_end(), bucket);
+        c.version = m_data_version;
+        c.min_ns = bucket;
+    }
+    return c.gaps;
+}
+
+void AppState::fit_all() {
+    const prof::TraceStore* s = store();
+    if (!s) return;
+    view_t0 = s->origin();
+    view_t1 = std::max(s->end_time(), view_t0 + 1);
+    follow = false;
+}
+
+void AppState::fit_step(int step) {
+    int64_t b = INT64_MAX, e = 0;
+    for (const auto& r : m_report.ranks)
+        for (const auto& st : r.steps)
+            if (st.step == step) {
+                b = std::min(b, st.begin);
+                e = std::max(e, st.end);
+            }
+    if (e <= b) return;
+    const int64_t margin = (e - b) / 50;
+    view_t0 = b - margin;
+    view_t1 = e + margin;
+    follow = false;
+}
+
+int AppState::step_at(int64_t t) const {
+    for (const auto& r : m_report.ranks)
+        for (const auto& st : r.steps)
+            if (t >= st.begin && t < st.end) return st.step;
+    return 0;
+}
+
+void AppState::zoom(double factor, int64_t around) {
+    const int64_t span = view_t1 - view_t0;
+    const int64_t new_span = std::max<int64_t>(1000, int64_t(double(span) * factor));
+    const double rel = span > 0 ? double(around - view_t0) / double(span) : 0.5;
+    view_t0 = around - int64_t(rel * double(new_span));
+    view_t1 = view_t0 + new_span;
+    follow = false;
+}
+
+void AppState::pan(int64_t dt) {
+    view_t0 += dt;
+    view_t1 += dt;
+    follow = false;
+}
+
+int AppState::exit_code() const {
+    if (!error.empty() && m_source != Source::launched) return 2;
+    if (m_live && m_source == Source::launched) return m_live->finished() ? m_live->result_code() : 1;
+    return error.empty() ? 0 : 1;
+}
+
+}  // namespace us::gui

@@ -1,0 +1,143 @@
+// Everything the GUI knows: where the data comes from (a run it launched, runs attached from elsewhere, or a trace
+// file), the view state shared by the views (the time window, the selected rank), the launch settings, the runs
+// kept for comparison, and the derived data (report, curves, memory timelines) refreshed a few times a second from
+// the trace store. Views are functions of this state; nothing here blocks: the launched run and the listener are
+// pumped once per frame and trace files load on a worker thread.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/gui/gui.h"
+#include "app/gui/model/compare_model.h"
+#include "app/gui/model/timeline_model.h"
+#include "app/gui/model/training_model.h"
+#include "app/launch/live_run.h"
+#include "engine/train/config.h"
+#include "profiler/analysis/report.h"
+
+namespace us::gui {
+
+// The launch panel's settings. Zero means "the preset's value".
+struct LaunchSettings {
+    std::string preset = "small";
+    int layers = 0, hidden = 0, heads = 0, seq = 0, batch = 0, steps = 0;
+    int grad_accum = 1;
+    int dp = 2, pp = 1, tp = 1, cp = 1, ep = 1;
+    int zero = 0;
+    std::string pp_schedule = "1f1b";
+    int pp_chunks = 1;
+    std::string recompute = "none";
+    std::string precision = "fp32";
+    float bucket_mb = 1.0f;
+    bool overlap = true;
+    std::vector<std::string> extra_args;  // flags the panel does not show (--data FILE, --lr ...), passed through
+
+    int ranks() const { return dp * pp * tp * cp * ep; }
+    std::vector<std::string> train_args() const;
+    // The resolved configuration; UserError (with the reason) when the settings are invalid.
+    TrainConfig resolve() const;
+    // The reason the settings cannot be launched, or "" when they can.
+    std::string problem() const;
+    bool operator==(const LaunchSettings&) const = default;
+};
+
+enum class Source { none, launched, attached, file };
+
+struct ViewRegion {
+    float x = 0, y = 0, w = 0, h = 0;
+};
+
+class AppState {
+public:
+    explicit AppState(const GuiOptions& options);
+    ~AppState();
+
+    // ---- sources
+    void launch();
+    void stop();
+    void open_trace(const std::string& path);
+    void attach(const std::string& listen);  // [HOST:]PORT
+    void detach();
+    void update();  // once per frame
+    // Shows a store that is already loaded (benchmarks, tests).
+    void adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label);
+
+    Source source() const { return m_source; }
+    const prof::TraceStore* store() const;
+    bool running() const;   // a launched run that has not finished
+    bool loading() const { return m_loading.valid(); }
+    const app::LiveRun* live() const { return m_live.get(); }
+    const std::string& source_label() const { return m_source_label; }
+
+    // ---- derived (refreshed when the store changes, at most a few times per second)
+    const prof::Report& report() const { return m_report; }
+    const std::vector<TrainingPoint>& training() const { return m_training; }
+    const std::vector<prof::MemorySample>& memory_timeline(int rank);
+    // The rank's idle gaps of at least about min_ns (thresholds are bucketed to powers of two, so zooming
+    // recomputes rarely), time-ordered. Scanning a lane every frame would cost milliseconds on big traces.
+    const std::vector<Gap>& idle_gaps(int rank, int64_t min_ns);
+    uint64_t data_version() const { return m_data_version; }
+
+    // ---- view state shared by the time-based views
+    int64_t view_t0 = 0, view_t1 = 1;
+    bool follow = true;  // live: keep the latest steps in view
+    int selected_rank = 0;
+    void fit_all();
+    void fit_step(int step);      // the step's window on the slowest rank
+    int step_at(int64_t t) const;  // the step running at time t (0 if none)
+    void zoom(double factor, int64_t around);
+    void pan(int64_t dt);
+
+    // ---- launch settings and runs kept for comparison
+    LaunchSettings settings;
+    LaunchSettings launched_settings;
+    bool auto_relaunch = false;
+    std::vector<RunSummary> runs;
+
+    // ---- messages: a log, and a banner for errors the user must see
+    std::deque<std::string> log;
+    std::string error;
+    void message(const std::string& text);
+    void fail(const std::string& text);
+
+    // ---- regions of the views in the window (for screenshot checks)
+    std::map<std::string, ViewRegion> regions;
+    const GuiOptions& options() const { return m_options; }
+    int exit_code() const;  // for --exit-when-done: the run's result
+
+private:
+    void refresh_derived(bool force);
+    void archive_run();
+
+    GuiOptions m_options;
+    Source m_source = Source::none;
+    std::string m_source_label;
+    std::unique_ptr<app::LiveRun> m_live;
+    std::unique_ptr<prof::TraceStore> m_file_store;
+    std::future<std::pair<std::unique_ptr<prof::TraceStore>, std::string>> m_loading;
+    std::string m_loading_path;
+    bool m_archived = false;
+    prof::Report m_report;
+    std::vector<TrainingPoint> m_training;
+    std::map<int, std::pair<uint64_t, std::vector<prof::MemorySample>>> m_memory;
+    struct GapCache {
+        uint64_t version = UINT64_MAX;
+        int64_t min_ns = 0;
+        std::vector<Gap> gaps;
+    };
+    std::map<int, GapCache> m_gaps;
+    uint64_t m_seen_version = UINT64_MAX;
+    uint64_t m_data_version = 0;
+    std::chrono::steady_clock::time_point m_last_refresh{};
+    int m_run_counter = 0;
+    LaunchSettings m_pending;  // auto-relaunch waits until the settings stop changing
+    std::chrono::steady_clock::time_point m_pending_since{};
+};
+
+}  // namespace us::gui

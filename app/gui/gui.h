@@ -1,0 +1,27 @@
+// The desktop GUI: Dear ImGui on GLFW + OpenGL 3. run_gui owns the window loop; everything it draws comes from
+// AppState and the view-models in model/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace us::gui {
+
+struct GuiOptions {
+    std::string open_trace;               // open this trace instead of launching
+    bool launch = true;                   // launch the default run at start (when no trace is opened)
+    int ranks = 2;                        // ranks of the launched run
+    std::vector<std::string> train_args;  // ultrascope-train flags of the launched run
+    std::string listen;                   // [HOST:]PORT to listen on for runs started elsewhere (attach)
+    std::string screenshot;               // write a PNG (and a .json of the views' regions) and exit
+    std::string view = "all";             // memory | timeline | overlap | training | compare | all
+    bool exit_when_done = false;          // exit once the launched run has finished (with its result)
+    int width = 1280, height = 800;
+};
+
+// Whether a display is available (X11 or Wayland).
+bool display_available();
+// Returns the process exit code.
+int run_gui(const GuiOptions& options);
+
+}  // namespace us::gui

@@ -1,0 +1,32 @@
+// Runs kept in the session, side by side: what settings differ, and the figures a user compares (peak memory,
+// step time, overlap, tokens/s, MFU). A summary is taken from a run's report when it ends (or is stopped).
+#pragma once
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/core/memory_category.h"
+#include "profiler/analysis/report.h"
+
+namespace us::gui {
+
+struct RunSummary {
+    std::string label;  // "run 3: dp 2, ZeRO-1, bucket 1 MiB"
+    std::string trace_path;
+    std::string status;
+    nlohmann::json config;
+    std::array<int64_t, kMemCategoryCount> peak_bytes{};  // the largest rank's measured peaks
+    int64_t peak_total = 0;
+    double step_ms = 0, overlap_pct = 0, tokens_per_s = 0, mfu = 0, final_loss = 0;
+};
+
+RunSummary summarize_run(const prof::Report& report, const std::string& label, const std::string& trace_path,
+                         double final_loss);
+// Settings whose values differ between any of the runs, in a stable order.
+std::vector<std::string> differing_settings(const std::vector<RunSummary>& runs);
+// A short description of a configuration: "dp 2, ZeRO-1, bf16, bucket 1 MiB, recompute selective".
+std::string describe_config(const nlohmann::json& config);
+
+}  // namespace us::gui

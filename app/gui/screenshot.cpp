@@ -1,0 +1,31 @@
+#include "app/gui/screenshot.h"
+
+#include <GLFW/glfw3.h>
+#include <stb/stb_image_write.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+namespace us::gui {
+
+bool save_screenshot(const std::string& path, int width, int height, const std::map<std::string, ViewRegion>& regions,
+                     std::string& why) {
+    std::vector<unsigned char> pixels(size_t(width) * size_t(height) * 3);
+    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glReadBuffer(GL_BACK);
+    glReadPixels(0, 0, width, height, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
+    stbi_flip_vertically_on_write(1);  // OpenGL's rows go bottom-up
+    const std::string tmp = path + ".tmp.png";
+    if (!stbi_write_png(tmp.c_str(), width, height, 3, pixels.data(), width * 3)) {
+        why = "cannot write " + path;
+        return false;
+    }
+    std::rename(tmp.c_str(), path.c_str());
+    nlohmann::json j = {{"width", width}, {"height", height}, {"regions", nlohmann::json::object()}};
+    for (const auto& [name, r] : regions) j["regions"][name] = {r.x, r.y, r.w, r.h};
+    std::ofstream(path + ".json") << j.dump(2) << "\n";
+    return true;
+}
+
+}  // namespace us::gui

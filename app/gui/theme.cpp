@@ -1,0 +1,101 @@
+#include "app/gui/theme.h"
+
+#include <filesystem>
+
+namespace us::gui {
+
+namespace {
+// Stacking order = MemCategory order: persistent state at the bottom, transient on top.
+constexpr ImU32 kCategory[kMemCategoryCount] = {
+    IM_COL32(76, 120, 220, 255),   // params
+    IM_COL32(240, 150, 50, 255),   // grads
+    IM_COL32(150, 100, 210, 255),  // master_params
+    IM_COL32(215, 70, 80, 255),    // optimizer_state
+    IM_COL32(80, 185, 110, 255),   // activations
+    IM_COL32(60, 190, 190, 255),   // temporaries
+    IM_COL32(230, 210, 70, 255),   // comm_buffers
+    IM_COL32(140, 140, 150, 255),  // workspace
+};
+ImU32 with_alpha(ImU32 c, float a) { return (c & 0x00ffffffu) | (ImU32(a * 255.0f) << 24); }
+}  // namespace
+
+ImU32 category_color(int category, float alpha) { return with_alpha(kCategory[category], alpha); }
+
+ImU32 phase_color(prof::Phase phase, float alpha) {
+    switch (phase) {
+        case prof::Phase::forward: return with_alpha(IM_COL32(90, 150, 240, 255), alpha);
+        case prof::Phase::backward: return with_alpha(IM_COL32(240, 160, 70, 255), alpha);
+        case prof::Phase::optimizer: return with_alpha(IM_COL32(200, 90, 200, 255), alpha);
+        default: return with_alpha(IM_COL32(150, 150, 150, 255), alpha);
+    }
+}
+
+ImU32 op_color(const prof::Span& s) {
+    using prof::OpClass;
+    if (s.kind == prof::SpanKind::comm) {
+        switch (s.op) {
+            case OpClass::all_reduce: return IM_COL32(190, 110, 230, 255);
+            case OpClass::reduce_scatter: return IM_COL32(230, 110, 170, 255);
+            case OpClass::all_gather: return IM_COL32(120, 200, 230, 255);
+            case OpClass::send: case OpClass::recv: return IM_COL32(240, 200, 90, 255);
+            default: return IM_COL32(200, 200, 200, 255);
+        }
+    }
+    if (s.kind == prof::SpanKind::wait) return IM_COL32(200, 70, 70, 200);
+    if (s.kind == prof::SpanKind::step) return IM_COL32(110, 110, 120, 255);
+    const float a = s.kind == prof::SpanKind::op ? 1.0f : 0.55f;  // containers paler than the ops inside them
+    return phase_color(s.phase, a);
+}
+
+ImU32 micro_batch_color(int mb, prof::Phase phase) {
+    // A hue per micro-batch; backward darker than forward.
+    const float hue = float((mb * 0.61803398875) - int(mb * 0.61803398875));
+    float r, g, b;
+    ImGui::ColorConvertHSVtoRGB(hue, phase == prof::Phase::backward ? 0.65f : 0.45f,
+                                phase == prof::Phase::backward ? 0.80f : 0.95f, r, g, b);
+    return IM_COL32(int(r * 255), int(g * 255), int(b * 255), 255);
+}
+
+void apply_theme() {
+    ImGui::StyleColorsDark();
+    ImGuiStyle& s = ImGui::GetStyle();
+    s.WindowRounding = 3.0f;
+    s.FrameRounding = 3.0f;
+    s.GrabRounding = 3.0f;
+    s.WindowPadding = ImVec2(8, 8);
+    s.ItemSpacing = ImVec2(8, 5);
+    s.ScrollbarSize = 12.0f;
+    s.Colors[ImGuiCol_WindowBg] = ImVec4(0.10f, 0.105f, 0.12f, 1.0f);
+}
+
+namespace {
+ImFont* g_small = nullptr;
+}
+
+void load_fonts(float size_px) {
+    ImGuiIO& io = ImGui::GetIO();
+    for (const char* path : {"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans.ttf",
+                             "/usr/share/fonts/dejavu/DejaVuSans.ttf"})
+        if (std::filesystem::exists(path) && io.Fonts->AddFontFromFileTTF(path, size_px)) {
+            g_small = io.Fonts->AddFontFromFileTTF(path, size_px * 0.8f);
+            return;
+        }
+    ImFontConfig cfg;
+    cfg.SizePixels = size_px;
+    io.Fonts->AddFontDefault(&cfg);
+    cfg.SizePixels = size_px * 0.8f;
+    g_small = io.Fonts->AddFontDefault(&cfg);
+}
+
+ImFont* small_font() { return g_small ? g_small : ImGui::GetFont(); }
+
+void legend_item(ImU32 color, const char* label) {
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float h = ImGui::GetTextLineHeight();
+    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + h * 0.2f), ImVec2(p.x + h * 0.6f, p.y + h * 0.8f), color);
+    ImGui::Dummy(ImVec2(h * 0.7f, h));
+    ImGui::SameLine(0, 2);
+    ImGui::TextUnformatted(label);
+}
+
+}  // namespace us::gui

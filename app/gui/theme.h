@@ -1,0 +1,31 @@
+// Colours and fonts: one colour per memory category, per phase and per communication op, with legends drawn from
+// the same tables, and a readable font (DejaVu Sans from fonts-dejavu-core, at 16 px).
+#pragma once
+
+#include <imgui.h>
+
+#include "engine/core/memory_category.h"
+#include "profiler/event.h"
+#include "profiler/trace/trace_store.h"
+
+namespace us::gui {
+
+ImU32 category_color(int category, float alpha = 1.0f);
+ImU32 phase_color(prof::Phase phase, float alpha = 1.0f);
+ImU32 op_color(const prof::Span& s);  // ops by phase, comm by collective
+ImU32 micro_batch_color(int micro_batch, prof::Phase phase);
+inline constexpr ImU32 kIdleColor = IM_COL32(220, 60, 60, 70);
+inline constexpr ImU32 kGridColor = IM_COL32(255, 255, 255, 30);
+inline constexpr ImU32 kTextDim = IM_COL32(180, 180, 180, 255);
+inline constexpr ImU32 kWarnColor = IM_COL32(255, 120, 90, 255);
+
+void apply_theme();
+// Loads the UI font and a smaller one for dense views (timeline labels); falls back to ImGui's built-in font
+// when DejaVu is not installed.
+void load_fonts(float size_px);
+ImFont* small_font();
+
+// A small coloured square and a label, for legends.
+void legend_item(ImU32 color, const char* label);
+
+}  // namespace us::gui

@@ -1,0 +1,99 @@
+#include "app/gui/timeline_rows.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "app/gui/theme.h"
+
+namespace us::gui {
+
+namespace {
+constexpr float kMinPx = 3.0f;  // narrower spans fold
+constexpr int kMaxRows = 6;     // deeper nesting (or more concurrent transfers) is not drawn
+
+std::string span_label(const prof::TraceStore& store, const prof::Span& s) {
+    if (s.kind == prof::SpanKind::phase && s.micro_batch >= 0 && s.phase != prof::Phase::optimizer)
+        return fmt::format("{}{}", s.phase == prof::Phase::forward ? "F" : "B", s.micro_batch);
+    return store.name(s.name);
+}
+}  // namespace
+
+void RankHeaderRow::draw(TimelineContext& ctx, float y) {
+    const ImVec2 p(ctx.x0 - 90, y + 2);
+    ctx.dl->AddText(p, m_worst ? kWarnColor : IM_COL32(230, 230, 235, 255), m_label.c_str());
+    if (m_worst) ctx.dl->AddText(ImVec2(p.x + ImGui::CalcTextSize(m_label.c_str()).x + 10, p.y), kWarnColor, "<- most time lost");
+    if (m_status != "ok")
+        ctx.dl->AddText(ImVec2(ctx.x0 + ctx.window.width_px * 0.5f, p.y), kWarnColor, m_status.c_str());
+}
+
+float LaneRow::height(const TimelineContext& ctx) const {
+    const prof::RankTrace* r = ctx.store->rank(m_rank);
+    const int rows = r ? std::max(1, r->lanes[size_t(m_lane)].rows()) : 1;
+    return float(std::min(rows, kMaxRows)) * ctx.row_h + 2;
+}
+
+void LaneRow::draw(TimelineContext& ctx, float y) {
+    const prof::RankTrace* r = ctx.store->rank(m_rank);
+    if (!r) return;
+    const prof::LaneTrack& lane = r->lanes[size_t(m_lane)];
+    const float h = height(ctx);
+    ctx.dl->AddText(ImVec2(ctx.x0 - 80, y), kTextDim, std::string(prof::kLaneNames[size_t(m_lane)]).c_str());
+    ctx.dl->AddRectFilled(ImVec2(ctx.x0, y), ImVec2(ctx.x0 + ctx.window.width_px, y + h - 1), IM_COL32(24, 26, 32, 255));
+    if (m_lane == prof::Lane::compute) {
+        // idle gaps inside the work: red, under the spans
+        const int64_t min_gap = int64_t(2.0 / ctx.window.px_per_ns());
+        const std::vector<Gap>& gaps = ctx.app->idle_gaps(m_rank, min_gap);
+        auto it = std::lower_bound(gaps.begin(), gaps.end(), ctx.window.t0, [](const Gap& g, int64_t t) { return g.end < t; });
+        for (; it != gaps.end() && it->begin < ctx.window.t1; ++it)
+            if (it->end - it->begin >= min_gap)
+                ctx.dl->AddRectFilled(ImVec2(ctx.x0 + ctx.window.x_of(std::max(it->begin, ctx.window.t0)), y),
+                                      ImVec2(ctx.x0 + ctx.window.x_of(std::min(it->end, ctx.window.t1)), y + h - 1), kIdleColor);
+    }
+    ctx.items.clear();
+    build_lane_items(lane, ctx.window, kMinPx, ctx.items);
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    const bool pipeline = ctx.store->run_metadata().value("grid", nlohmann::json::object()).value("pp", 1) > 1;
+    for (const TimelineItem& it : ctx.items) {
+        if (it.row >= kMaxRows) continue;
+        const float x0 = ctx.x0 + it.x0, x1 = ctx.x0 + std::max(it.x1, it.x0 + 1.0f);
+        const float ya = y + float(it.row) * ctx.row_h, yb = ya + ctx.row_h - 1;
+        const prof::Span& s = *it.span;
+        ImU32 color = it.folded > 1 ? IM_COL32(120, 125, 140, 255) : op_color(s);
+        if (pipeline && s.kind == prof::SpanKind::phase && s.micro_batch >= 0 && it.folded <= 1)
+            color = micro_batch_color(s.micro_batch, s.phase);
+        ctx.dl->AddRectFilled(ImVec2(x0, ya), ImVec2(x1, yb), color);
+        if (x1 - x0 > 28) {
+            const std::string label = it.folded > 1 ? fmt::format("{} spans", it.folded) : span_label(*ctx.store, s);
+            ctx.dl->PushClipRect(ImVec2(x0, ya), ImVec2(x1, yb), true);
+            ctx.dl->AddText(ImVec2(x0 + 3, ya), IM_COL32(15, 15, 20, 255), label.c_str());
+            ctx.dl->PopClipRect();
+        }
+        if (mouse.x >= x0 && mouse.x < x1 && mouse.y >= ya && mouse.y < yb) {
+            ctx.hovered = &s;
+            ctx.hovered_folded = it.folded;
+            ctx.hovered_rank = m_rank;
+        }
+    }
+}
+
+std::vector<std::unique_ptr<TimelineRow>> make_timeline_rows(const prof::TraceStore& store, const prof::Report& report,
+                                                             int worst_rank) {
+    std::vector<std::unique_ptr<TimelineRow>> rows;
+    for (int r : store.ranks()) {
+        const prof::RankTrace& rt = *store.rank(r);
+        std::string label = fmt::format("rank {}", r), status = "ok";
+        for (const auto& rr : report.ranks)
+            if (rr.rank == r) {
+                label = rr.label;
+                status = rr.status;
+            }
+        rows.push_back(std::make_unique<RankHeaderRow>(label, status, r == worst_rank));
+        for (prof::Lane lane : {prof::Lane::host, prof::Lane::compute, prof::Lane::comm, prof::Lane::p2p})
+            if (!rt.lanes[size_t(lane)].spans().empty() || lane == prof::Lane::compute)
+                rows.push_back(std::make_unique<LaneRow>(r, lane));
+    }
+    return rows;
+}
+
+}  // namespace us::gui

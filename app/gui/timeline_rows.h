@@ -1,0 +1,63 @@
+// Timeline rows as small classes behind one base: a rank's header, and a lane of a rank (host, compute, comm,
+// p2p) whose spans are culled and folded by the timeline model. The timeline view stacks them.
+#pragma once
+
+#include <imgui.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/gui/app_state.h"
+#include "app/gui/model/timeline_model.h"
+
+namespace us::gui {
+
+struct TimelineContext {
+    ImDrawList* dl = nullptr;
+    float x0 = 0;  // left edge of the lanes (after the gutter)
+    TimeWindow window;
+    float row_h = 16;
+    const prof::TraceStore* store = nullptr;
+    AppState* app = nullptr;
+    const prof::Span* hovered = nullptr;  // set by a row when the mouse is over one of its spans
+    uint32_t hovered_folded = 0;
+    int hovered_rank = -1;
+    std::vector<TimelineItem> items;  // scratch, reused across rows and frames
+};
+
+class TimelineRow {
+public:
+    virtual ~TimelineRow() = default;
+    virtual float height(const TimelineContext& ctx) const = 0;
+    virtual void draw(TimelineContext& ctx, float y) = 0;
+};
+
+class RankHeaderRow final : public TimelineRow {
+public:
+    RankHeaderRow(std::string label, std::string status, bool worst)
+        : m_label(std::move(label)), m_status(std::move(status)), m_worst(worst) {}
+    float height(const TimelineContext& ctx) const override { return ctx.row_h + 4; }
+    void draw(TimelineContext& ctx, float y) override;
+
+private:
+    std::string m_label, m_status;
+    bool m_worst;
+};
+
+class LaneRow final : public TimelineRow {
+public:
+    LaneRow(int rank, prof::Lane lane) : m_rank(rank), m_lane(lane) {}
+    float height(const TimelineContext& ctx) const override;
+    void draw(TimelineContext& ctx, float y) override;
+
+private:
+    int m_rank;
+    prof::Lane m_lane;
+};
+
+// The rows for every rank of the store, in rank order; lanes without spans are left out.
+std::vector<std::unique_ptr<TimelineRow>> make_timeline_rows(const prof::TraceStore& store, const prof::Report& report,
+                                                             int worst_rank);
+
+}  // namespace us::gui

@@ -1,0 +1,151 @@
+// The run panel: where the data comes from, the launch settings with validation as you type, Launch / Stop /
+// Relaunch and auto-relaunch, what the formulas predict for the settings, and the run's messages.
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include "app/gui/theme.h"
+#include "app/gui/views.h"
+#include "engine/core/allocator.h"
+#include "profiler/analysis/predict.h"
+
+namespace us::gui {
+
+namespace {
+
+bool combo(const char* label, std::string& value, const std::vector<std::string>& options) {
+    bool changed = false;
+    if (ImGui::BeginCombo(label, value.c_str())) {
+        for (const auto& o : options)
+            if (ImGui::Selectable(o.c_str(), o == value)) {
+                value = o;
+                changed = true;
+            }
+        ImGui::EndCombo();
+    }
+    return changed;
+}
+
+void int_field(const char* label, int& v, int min, int max, const char* help) {
+    ImGui::SetNextItemWidth(110);
+    if (ImGui::InputInt(label, &v)) v = std::clamp(v, min, max);
+    if (help && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", help);
+}
+
+void draw_status(AppState& app) {
+    const app::LiveRun* live = app.live();
+    switch (app.source()) {
+        case Source::launched:
+            if (live && !live->finished()) {
+                ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.5f, 1), "running  %.0f s", live->seconds());
+            } else if (live) {
+                const bool ok = live->result_code() == 0;
+                ImGui::TextColored(ok ? ImVec4(0.6f, 0.8f, 1, 1) : ImVec4(1, 0.45f, 0.4f, 1), ok ? "finished" : "failed (exit %d)",
+                                   live->exit_code().value_or(-1));
+            }
+            if (live) ImGui::TextWrapped("trace: %s", live->trace_path().c_str());
+            break;
+        case Source::attached:
+            ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.5f, 1), "listening on port %d", live ? live->port() : 0);
+            if (live) {
+                ImGui::TextWrapped("Start ranks with ULTRASCOPE_TOKEN=%s and --connect <this host>:%d", live->token().c_str(),
+                                   live->port());
+                if (ImGui::SmallButton("Copy command")) {
+                    ImGui::SetClipboardText(fmt::format("ULTRASCOPE_TOKEN={} mpirun -n 2 ultrascope-train --dp 2 --connect 127.0.0.1:{}",
+                                                        live->token(), live->port())
+                                                .c_str());
+                }
+            }
+            break;
+        case Source::file: ImGui::TextColored(ImVec4(0.6f, 0.8f, 1, 1), "viewing a trace file"); break;
+        default:
+            ImGui::TextUnformatted(app.loading() ? "loading the trace..." : "nothing loaded: launch a run or open a trace");
+    }
+    if (!app.error.empty()) {
+        ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.35f, 0.08f, 0.08f, 1));
+        ImGui::BeginChild("error", ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 4.5f), true);
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextColored(ImVec4(1, 0.8f, 0.75f, 1), "%s", app.error.c_str());
+        ImGui::PopTextWrapPos();
+        if (ImGui::SmallButton("dismiss")) app.error.clear();
+        ImGui::EndChild();
+        ImGui::PopStyleColor();
+    }
+}
+
+void draw_settings(AppState& app) {
+    LaunchSettings& s = app.settings;
+    static std::vector<std::string> presets = list_presets();
+    ImGui::SetNextItemWidth(150);
+    combo("preset", s.preset, presets);
+    if (ImGui::TreeNodeEx("model (0 = the preset's)", 0)) {
+        int_field("layers", s.layers, 0, 256, nullptr);
+        int_field("hidden", s.hidden, 0, 16384, nullptr);
+        int_field("heads", s.heads, 0, 256, nullptr);
+        int_field("seq", s.seq, 0, 32768, nullptr);
+        ImGui::TreePop();
+    }
+    int_field("micro-batch", s.batch, 0, 4096, "sequences per micro-batch (0 = the preset's)");
+    int_field("micro-batches", s.grad_accum, 1, 1024, "per optimizer step (gradient accumulation)");
+    int_field("steps", s.steps, 0, 1000000, "optimizer steps (0 = the preset's)");
+    ImGui::Separator();
+    int_field("dp", s.dp, 1, 64, "data-parallel ranks");
+    ImGui::SetNextItemWidth(110);
+    ImGui::SliderInt("ZeRO", &s.zero, 0, 3);
+    ImGui::SetNextItemWidth(110);
+    ImGui::SliderFloat("bucket MiB", &s.bucket_mb, 0.25f, 32.0f, "%.2f", ImGuiSliderFlags_Logarithmic);
+    ImGui::Checkbox("overlap gradient all-reduce", &s.overlap);
+    ImGui::SetNextItemWidth(110);
+    combo("precision", s.precision, {"fp32", "bf16"});
+    ImGui::SetNextItemWidth(110);
+    combo("recompute", s.recompute, {"none", "selective", "full"});
+
+    // Validation as you type; resolved only when the settings change (it reads the preset file).
+    static LaunchSettings checked;
+    static std::string problem = s.problem(), prediction;
+    static bool first = true;
+    if (first || !(checked == s)) {
+        first = false;
+        checked = s;
+        problem = s.problem();
+        prediction.clear();
+        if (problem.empty()) {
+            const prof::Prediction p = prof::predict(prof::PredictInput::from_config(s.resolve().to_json()));
+            prediction = fmt::format("predicted per rank: {} (peak), {:.1f} MFLOP/token", format_bytes(p.memory_total()),
+                                     p.flops_per_token / 1e6);
+        }
+    }
+    if (problem.empty()) {
+        ImGui::TextColored(ImVec4(0.45f, 0.85f, 0.5f, 1), "ok: %d rank(s)", s.ranks());
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", prediction.c_str());
+    } else {
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextColored(ImVec4(1, 0.5f, 0.45f, 1), "%s", problem.c_str());
+        ImGui::PopTextWrapPos();
+    }
+    ImGui::BeginDisabled(!problem.empty());
+    if (ImGui::Button(app.running() ? "Relaunch" : "Launch")) app.launch();
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    ImGui::BeginDisabled(!app.running());
+    if (ImGui::Button("Stop")) app.stop();
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    ImGui::Checkbox("auto-relaunch", &app.auto_relaunch);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("relaunch whenever a setting changes (after it settles)");
+}
+
+}  // namespace
+
+void draw_launch_panel(AppState& app) {
+    draw_status(app);
+    ImGui::Separator();
+    draw_settings(app);
+    ImGui::Separator();
+    ImGui::TextUnformatted("Messages");
+    ImGui::BeginChild("log", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
+    for (const auto& line : app.log) ImGui::TextUnformatted(line.c_str());
+    if (ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4) ImGui::SetScrollHereY(1.0f);
+    ImGui::EndChild();
+}
+
+}  // namespace us::gui

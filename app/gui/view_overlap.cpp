@@ -1,0 +1,85 @@
+// Overlap and utilization: per rank, a bar of its steady-step time split into compute alone, communication hidden
+// behind compute, exposed communication and idle; the same figures in a table with the pipeline bubble against its
+// theory; the rank losing the most time highlighted.
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include "app/gui/model/overlap_model.h"
+#include "app/gui/theme.h"
+#include "app/gui/views.h"
+
+namespace us::gui {
+
+namespace {
+constexpr ImU32 kCompute = IM_COL32(90, 150, 240, 255);
+constexpr ImU32 kOverlapped = IM_COL32(120, 200, 140, 255);
+constexpr ImU32 kExposed = IM_COL32(235, 120, 70, 255);
+constexpr ImU32 kIdle = IM_COL32(200, 60, 60, 255);
+}  // namespace
+
+void draw_overlap_view(AppState& app) {
+    const OverlapModel m = build_overlap_model(app.report());
+    legend_item(kCompute, "compute");
+    ImGui::SameLine();
+    legend_item(kOverlapped, "comm hidden");
+    ImGui::SameLine();
+    legend_item(kExposed, "comm exposed");
+    ImGui::SameLine();
+    legend_item(kIdle, "idle");
+    if (m.bars.empty()) {
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no steps measured yet");
+        return;
+    }
+    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps (step 1 left out)");
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const float bar_h = ImGui::GetTextLineHeight() + 4;
+    for (size_t i = 0; i < m.bars.size(); ++i) {
+        const OverlapBar& b = m.bars[i];
+        const bool worst = int(i) == m.worst;
+        ImGui::TextColored(worst ? ImVec4(1, 0.5f, 0.4f, 1) : ImVec4(0.9f, 0.9f, 0.9f, 1), "%s%s", b.label.c_str(),
+                           worst ? "  <- most time lost" : "");
+        const ImVec2 p = ImGui::GetCursorScreenPos();
+        const float w = ImGui::GetContentRegionAvail().x;
+        float x = p.x;
+        for (auto [frac, color] : {std::pair{b.compute_only, kCompute}, {b.overlapped, kOverlapped}, {b.exposed, kExposed},
+                                   {b.idle, kIdle}}) {
+            const float dx = float(std::max(0.0, frac)) * w;
+            dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + dx, p.y + bar_h), color);
+            x += dx;
+        }
+        if (worst) dl->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(p.x + w + 1, p.y + bar_h + 1), IM_COL32(255, 110, 90, 255), 0, 0, 2);
+        ImGui::InvisibleButton(fmt::format("bar{}", i).c_str(), ImVec2(w, bar_h));
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("%s (measured)\ncompute %.1f%%\ncomm hidden behind compute %.1f%%\ncomm exposed %.1f%%\nidle %.1f%%",
+                              b.label.c_str(), 100 * b.compute_only, 100 * b.overlapped, 100 * b.exposed, 100 * b.idle);
+    }
+    ImGui::Spacing();
+    if (ImGui::BeginTable("overlap", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchProp)) {
+        ImGui::TableSetupColumn("rank");
+        ImGui::TableSetupColumn("overlap");
+        ImGui::TableSetupColumn("exposed");
+        ImGui::TableSetupColumn("idle");
+        ImGui::TableSetupColumn("bubble");
+        ImGui::TableHeadersRow();
+        for (size_t i = 0; i < m.bars.size(); ++i) {
+            const OverlapBar& b = m.bars[i];
+            ImGui::TableNextRow();
+            if (int(i) == m.worst) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(90, 30, 30, 255));
+            ImGui::TableNextColumn();
+            ImGui::Text("%d", b.rank);
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: %.3f s over the steady steps", b.label.c_str(), b.wall_s);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.1f%%", b.overlap_pct);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.1f%%", 100 * b.exposed);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.1f%%", 100 * b.idle);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.2f (%.2f)", b.bubble_fraction, b.bubble_theory);
+        }
+        ImGui::EndTable();
+    }
+    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "overlap = comm hidden / all comm; bubble: measured (predicted)");
+}
+
+}  // namespace us::gui

@@ -1,0 +1,134 @@
+// The timeline: a row per rank with its lanes (host: steps; compute: phases, layers, ops; comm: collectives;
+// p2p: pipeline transfers), spans coloured by phase (by micro-batch in pipelines), idle gaps in red, zoom and pan
+// with the mouse and keys, fit-to-step, and a tooltip per span. Culling and folding keep a million spans smooth.
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include <cmath>
+
+#include "app/gui/model/overlap_model.h"
+#include "app/gui/theme.h"
+#include "app/gui/timeline_rows.h"
+#include "app/gui/views.h"
+#include "engine/core/allocator.h"
+
+namespace us::gui {
+
+namespace {
+
+void draw_ruler(TimelineContext& ctx, float y, int64_t origin) {
+    const double span_ns = double(ctx.window.t1 - ctx.window.t0);
+    // tick spacing: the smallest 1-2-5 step that leaves about 110 px per label
+    const double ticks = std::max(2.0, double(ctx.window.width_px) / 110.0);
+    double step = std::pow(10.0, std::floor(std::log10(span_ns / ticks)));
+    if (span_ns / step > ticks) step *= 2;
+    if (span_ns / step > ticks) step *= 2.5;
+    if (span_ns / step > ticks) step *= 2;
+    const double first = std::ceil(double(ctx.window.t0 - origin) / step) * step;
+    for (double t = first; t < double(ctx.window.t1 - origin); t += step) {
+        const float x = ctx.x0 + ctx.window.x_of(origin + int64_t(t));
+        ctx.dl->AddLine(ImVec2(x, y + 12), ImVec2(x, y + 18), kTextDim);
+        ctx.dl->AddText(ImVec2(x + 2, y), kTextDim, format_duration_ns(t).c_str());
+    }
+}
+
+void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t folded, int rank) {
+    ImGui::BeginTooltip();
+    if (folded > 1) {
+        ImGui::Text("%u spans folded (zoom in to see them)", folded);
+        ImGui::Text("first: %s", store.name(s.name).c_str());
+    } else {
+        ImGui::Text("%s", store.name(s.name).c_str());
+        ImGui::Text("rank %d, %s %s", rank, std::string(prof::kSpanKindNames[size_t(s.kind)]).c_str(),
+                    s.op != prof::OpClass::none ? std::string(prof::kOpClassNames[size_t(s.op)]).c_str() : "");
+        ImGui::Text("duration %s (measured)", format_duration_ns(double(s.end - s.begin)).c_str());
+        ImGui::Text("step %d, %s%s", s.step, std::string(prof::kPhaseNames[size_t(s.phase)]).c_str(),
+                    s.micro_batch >= 0 ? fmt::format(", micro-batch {}", s.micro_batch).c_str() : "");
+        if (s.layer >= 0) ImGui::Text("layer %d", s.layer);
+        if (s.bytes) ImGui::Text("%s", format_bytes(int64_t(s.bytes)).c_str());
+        if (s.flops) ImGui::Text("%.3g GFLOP, %.1f GFLOP/s", double(s.flops) / 1e9, double(s.flops) / double(std::max<int64_t>(1, s.end - s.begin)));
+        if (s.peer >= 0) ImGui::Text("peer rank %d", s.peer);
+    }
+    ImGui::EndTooltip();
+}
+
+}  // namespace
+
+void draw_timeline_view(AppState& app) {
+    const prof::TraceStore* store = app.store();
+    // toolbar
+    ImGui::Checkbox("follow", &app.follow);
+    ImGui::SameLine();
+    if (ImGui::Button("fit all")) app.fit_all();
+    ImGui::SameLine();
+    const auto& rep = app.report();
+    int last_step = 0;
+    for (const auto& r : rep.ranks)
+        if (!r.steps.empty()) last_step = std::max(last_step, r.steps.back().step);
+    if (ImGui::Button("fit step") && last_step > 0) {
+        const int mid = app.step_at((app.view_t0 + app.view_t1) / 2);
+        app.fit_step(mid > 0 ? mid : last_step);
+    }
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "window %s  |  wheel: zoom, drag: pan, F: fit step, A: all",
+                       format_duration_ns(double(app.view_t1 - app.view_t0)).c_str());
+    ImGui::SameLine();
+    legend_item(phase_color(prof::Phase::forward), "forward");
+    ImGui::SameLine();
+    legend_item(phase_color(prof::Phase::backward), "backward");
+    ImGui::SameLine();
+    legend_item(phase_color(prof::Phase::optimizer), "optimizer");
+    ImGui::SameLine();
+    legend_item(IM_COL32(190, 110, 230, 255), "comm");
+    ImGui::SameLine();
+    legend_item(kIdleColor | 0xff000000u, "idle");
+    if (!store || store->rank_count() == 0) {
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");
+        return;
+    }
+    ImGui::BeginChild("lanes", ImVec2(0, 0), false, ImGuiWindowFlags_NoScrollWithMouse);
+    ImGui::PushFont(small_font());
+    TimelineContext ctx;
+    ctx.dl = ImGui::GetWindowDrawList();
+    ctx.store = store;
+    ctx.app = &app;
+    ctx.row_h = ImGui::GetTextLineHeight() + 1;
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    const float gutter = 96;
+    ctx.x0 = p0.x + gutter;
+    ctx.window = TimeWindow{app.view_t0, std::max(app.view_t1, app.view_t0 + 1), std::max(50.0f, ImGui::GetContentRegionAvail().x - gutter)};
+    draw_ruler(ctx, p0.y, store->origin());
+    const OverlapModel om = build_overlap_model(rep);
+    const int worst = om.worst >= 0 ? om.bars[size_t(om.worst)].rank : -1;
+    auto rows = make_timeline_rows(*store, rep, worst);
+    float y = p0.y + 20;
+    ctx.dl->PushClipRect(ImVec2(p0.x, p0.y), ImVec2(ctx.x0 + ctx.window.width_px, p0.y + 100000), true);
+    for (auto& row : rows) {
+        row->draw(ctx, y);
+        y += row->height(ctx);
+    }
+    ctx.dl->PopClipRect();
+    ImGui::SetCursorScreenPos(p0);
+    ImGui::InvisibleButton("timeline_area", ImVec2(gutter + ctx.window.width_px, std::max(1.0f, y - p0.y)));
+    const ImGuiIO& io = ImGui::GetIO();
+    if (ImGui::IsItemHovered()) {
+        const int64_t t_mouse = ctx.window.t_of(io.MousePos.x - ctx.x0);
+        if (io.MouseWheel != 0 && !io.KeyShift) app.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
+        if (io.MouseWheel != 0 && io.KeyShift) ImGui::SetScrollY(ImGui::GetScrollY() - io.MouseWheel * 40);
+        if (ImGui::IsMouseDragging(ImGuiMouseButton_Left)) app.pan(-int64_t(double(io.MouseDelta.x) / ctx.window.px_per_ns()));
+        if (!io.WantTextInput) {
+            if (ImGui::IsKeyPressed('F')) app.fit_step(app.step_at(t_mouse));
+            if (ImGui::IsKeyPressed('A')) app.fit_all();
+            if (ImGui::IsKeyPressed('L')) app.follow = !app.follow;
+            if (ImGui::IsKeyPressed('=') || ImGui::IsKeyPressed(334 /* keypad + */)) app.zoom(0.8, t_mouse);
+            if (ImGui::IsKeyPressed('-') || ImGui::IsKeyPressed(333 /* keypad - */)) app.zoom(1.25, t_mouse);
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) app.pan(-(app.view_t1 - app.view_t0) / 8);
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) app.pan((app.view_t1 - app.view_t0) / 8);
+        }
+        if (ctx.hovered) span_tooltip(*store, *ctx.hovered, ctx.hovered_folded, ctx.hovered_rank);
+    }
+    ImGui::PopFont();
+    ImGui::EndChild();
+}
+
+}  // namespace us::gui

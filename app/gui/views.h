@@ -1,0 +1,24 @@
+// The views, one file each. Each draws into the current ImGui window from AppState and its view-models.
+#pragma once
+
+#include "app/gui/app_state.h"
+
+namespace us::gui {
+
+void draw_launch_panel(AppState& app);    // view_launch.cpp: settings, validation, launch/stop/relaunch, attach
+void draw_memory_view(AppState& app);     // view_memory.cpp: memory anatomy
+void draw_timeline_view(AppState& app);   // view_timeline.cpp: rank timelines
+void draw_overlap_view(AppState& app);    // view_overlap.cpp: compute / overlapped / exposed / idle per rank
+void draw_training_view(AppState& app);   // view_training.cpp: loss, tokens/s, step time, MFU
+void draw_compare_view(AppState& app);    // view_compare.cpp: runs of the session side by side
+
+// The whole frame: menu, popups and the views in their layout (window.cpp). With force_layout the default layout
+// is applied every frame (screenshots, benchmarks).
+void draw_frame(AppState& app, bool force_layout);
+
+// Shared drawing helpers (view_plot.cpp).
+void draw_line_plot(const char* title, const float* xs, const float* ys, int n, ImU32 color, const char* unit,
+                    float height, bool measured = true);
+std::string format_duration_ns(double ns);
+
+}  // namespace us::gui

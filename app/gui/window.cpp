@@ -1,0 +1,307 @@
+// The window loop: GLFW + OpenGL 3 + Dear ImGui, the menu bar, the layout of the views, keyboard shortcuts, and
+// the screenshot mode (render without interaction, write the PNG and the views' regions, exit).
+#include <GLFW/glfw3.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/gui/gui.h"
+#include "app/gui/screenshot.h"
+#include "app/gui/theme.h"
+#include "app/gui/views.h"
+
+namespace us::gui {
+
+namespace {
+
+std::string g_glfw_error;
+
+std::string ini_path() {
+    const char* home = std::getenv("HOME");
+    if (!home) return "imgui.ini";
+    const std::filesystem::path dir = std::filesystem::path(home) / ".config" / "ultrascope";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    return (dir / "imgui.ini").string();
+}
+
+// The default layout: the run panel on the left, the timeline across the top, memory, overlap and the curves
+// below. With `force` (screenshot mode) the layout is applied every frame, so the regions are known exactly.
+void place(const char* name, float x, float y, float w, float h, bool force) {
+    const ImGuiCond cond = force ? ImGuiCond_Always : ImGuiCond_FirstUseEver;
+    ImGui::SetNextWindowPos(ImVec2(x, y), cond);
+    ImGui::SetNextWindowSize(ImVec2(w, h), cond);
+}
+
+void record_region(AppState& app, const char* key) {
+    const ImVec2 p = ImGui::GetWindowPos(), s = ImGui::GetWindowSize();
+    app.regions[key] = ViewRegion{p.x, p.y, s.x, s.y};
+}
+
+void draw_open_popup(AppState& app, bool& open_requested) {
+    static char path[1024] = "";
+    if (open_requested) {
+        ImGui::OpenPopup("Open trace");
+        open_requested = false;
+    }
+    if (ImGui::BeginPopupModal("Open trace", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+        ImGui::TextUnformatted("Trace file (.ustrace):");
+        ImGui::SetNextItemWidth(520);
+        const bool enter = ImGui::InputText("##path", path, sizeof path, ImGuiInputTextFlags_EnterReturnsTrue);
+        std::error_code ec;
+        if (std::filesystem::is_directory("runs", ec)) {
+            ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "Recent runs:");
+            std::vector<std::filesystem::path> files;
+            for (const auto& e : std::filesystem::directory_iterator("runs", ec))
+                if (e.path().extension() == ".ustrace") files.push_back(e.path());
+            std::sort(files.rbegin(), files.rend());
+            for (size_t i = 0; i < std::min<size_t>(files.size(), 10); ++i)
+                if (ImGui::Selectable(files[i].string().c_str())) std::snprintf(path, sizeof path, "%s", files[i].c_str());
+        }
+        if (ImGui::Button("Open") || enter) {
+            app.open_trace(path);
+            ImGui::CloseCurrentPopup();
+        }
+        ImGui::SameLine();
+        if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
+        ImGui::EndPopup();
+    }
+}
+
+void draw_attach_popup(AppState& app, bool& attach_requested) {
+    static char listen[128] = "127.0.0.1:7777";
+    if (attach_requested) {
+        ImGui::OpenPopup("Attach");
+        attach_requested = false;
+    }
+    if (ImGui::BeginPopupModal("Attach", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+        ImGui::TextUnformatted("Listen for ranks started elsewhere on [HOST:]PORT (127.0.0.1 keeps it local):");
+        ImGui::SetNextItemWidth(300);
+        ImGui::InputText("##listen", listen, sizeof listen);
+        ImGui::TextWrapped("Then start the run with the token shown in the log, e.g.\n"
+                           "  ULTRASCOPE_TOKEN=<token> mpirun -n 2 ultrascope-train --dp 2 --connect HOST:PORT\n"
+                           "(under Slurm: srun ... ultrascope-train ... --connect HOST:PORT with the token exported).");
+        if (ImGui::Button("Listen")) {
+            app.attach(listen);
+            ImGui::CloseCurrentPopup();
+        }
+        ImGui::SameLine();
+        if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
+        ImGui::EndPopup();
+    }
+}
+
+void draw_help_popup(bool& help_requested) {
+    if (help_requested) {
+        ImGui::OpenPopup("Shortcuts");
+        help_requested = false;
+    }
+    if (ImGui::BeginPopupModal("Shortcuts", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+        ImGui::TextUnformatted(
+            "Timeline and memory (mouse over them):\n"
+            "  wheel            zoom around the cursor\n"
+            "  drag             pan\n"
+            "  F                fit the step under the cursor\n"
+            "  A                fit the whole trace\n"
+            "  + / -            zoom in / out\n"
+            "  left / right     pan\n"
+            "  L                follow the live run\n"
+            "Anywhere:\n"
+            "  Ctrl+O           open a trace\n"
+            "  Ctrl+R           relaunch with the current settings\n"
+            "  Ctrl+S           stop the run");
+        if (ImGui::Button("Close")) ImGui::CloseCurrentPopup();
+        ImGui::EndPopup();
+    }
+}
+
+void handle_global_keys(AppState& app, bool& open_requested) {
+    const ImGuiIO& io = ImGui::GetIO();
+    if (io.WantTextInput) return;
+    if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_O)) open_requested = true;
+    if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_R)) app.launch();
+    if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_S)) app.stop();
+}
+
+}  // namespace
+
+void draw_frame(AppState& app, bool force_layout) {
+    static bool open_requested = false, attach_requested = false, help_requested = false;
+    const ImGuiIO& io = ImGui::GetIO();
+    float menu_h = 0;
+    if (ImGui::BeginMainMenuBar()) {
+        if (ImGui::BeginMenu("File")) {
+            if (ImGui::MenuItem("Open trace...", "Ctrl+O")) open_requested = true;
+            if (ImGui::MenuItem("Attach (listen for a run)...")) attach_requested = true;
+            if (ImGui::MenuItem("Detach", nullptr, false, app.source() == Source::attached)) app.detach();
+            ImGui::Separator();
+            if (ImGui::MenuItem("Quit")) glfwSetWindowShouldClose(glfwGetCurrentContext(), 1);
+            ImGui::EndMenu();
+        }
+        if (ImGui::BeginMenu("View")) {
+            ImGui::MenuItem("Follow the live run", "L", &app.follow);
+            if (ImGui::MenuItem("Fit the whole trace", "A")) app.fit_all();
+            ImGui::EndMenu();
+        }
+        if (ImGui::BeginMenu("Help")) {
+            if (ImGui::MenuItem("Shortcuts")) help_requested = true;
+            ImGui::EndMenu();
+        }
+        ImGui::SameLine(ImGui::GetWindowWidth() * 0.35f);
+        ImGui::TextColored(ImVec4(0.75f, 0.8f, 0.9f, 1), "%s", app.source_label().c_str());
+        menu_h = ImGui::GetWindowSize().y;
+        ImGui::EndMainMenuBar();
+    }
+    handle_global_keys(app, open_requested);
+    draw_open_popup(app, open_requested);
+    draw_attach_popup(app, attach_requested);
+    draw_help_popup(help_requested);
+
+    const float W = io.DisplaySize.x, H = io.DisplaySize.y - menu_h, y0 = menu_h;
+    const std::string& only = app.options().view;
+    const ImGuiWindowFlags fixed = force_layout ? ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize : 0;
+    auto window = [&](const char* title, const char* key, float x, float y, float w, float h, void (*draw)(AppState&)) {
+        place(title, x, y, w, h, force_layout);
+        if (ImGui::Begin(title, nullptr, fixed)) {
+            record_region(app, key);
+            draw(app);
+        }
+        ImGui::End();
+    };
+    if (only != "all" && force_layout) {  // a single view filling the window (screenshots of one view)
+        if (only == "memory") window("Memory anatomy", "memory", 0, y0, W, H, draw_memory_view);
+        else if (only == "timeline") window("Timeline", "timeline", 0, y0, W, H, draw_timeline_view);
+        else if (only == "overlap") window("Overlap and utilization", "overlap", 0, y0, W, H, draw_overlap_view);
+        else if (only == "training") window("Training", "training", 0, y0, W, H, draw_training_view);
+        else if (only == "compare") window("Compare runs", "compare", 0, y0, W, H, draw_compare_view);
+        return;
+    }
+    const float left = std::min(340.0f, W * 0.27f), top_h = H * 0.42f;
+    const float rest_w = W - left, bottom_h = H - top_h;
+    window("Run", "launch", 0, y0, left, H, draw_launch_panel);
+    window("Timeline", "timeline", left, y0, rest_w, top_h, draw_timeline_view);
+    window("Memory anatomy", "memory", left, y0 + top_h, rest_w * 0.42f, bottom_h, draw_memory_view);
+    window("Overlap and utilization", "overlap", left + rest_w * 0.42f, y0 + top_h, rest_w * 0.26f, bottom_h,
+           draw_overlap_view);
+    place("Training and runs", left + rest_w * 0.68f, y0 + top_h, rest_w * 0.32f, bottom_h, force_layout);
+    if (ImGui::Begin("Training and runs", nullptr, fixed)) {
+        record_region(app, "training");
+        if (ImGui::BeginTabBar("curves")) {
+            if (ImGui::BeginTabItem("Training")) {
+                draw_training_view(app);
+                ImGui::EndTabItem();
+            }
+            if (ImGui::BeginTabItem("Compare")) {
+                draw_compare_view(app);
+                ImGui::EndTabItem();
+            }
+            ImGui::EndTabBar();
+        }
+    }
+    ImGui::End();
+}
+
+namespace {
+
+// Nothing is loading and a launched run has finished: the picture will not change any more.
+bool settled(const AppState& app) {
+    if (app.loading()) return false;
+    return !(app.source() == Source::launched && app.live() && !app.live()->finished());
+}
+
+}  // namespace
+
+bool display_available() {
+    const char* x = std::getenv("DISPLAY");
+    const char* w = std::getenv("WAYLAND_DISPLAY");
+    return (x && *x) || (w && *w);
+}
+
+int run_gui(const GuiOptions& options) {
+    glfwSetErrorCallback([](int code, const char* what) { g_glfw_error = fmt::format("{} (GLFW error {})", what, code); });
+    if (!glfwInit()) {
+        std::fprintf(stderr, "ultrascope: cannot open a window: %s\n", g_glfw_error.c_str());
+        return 2;
+    }
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+    GLFWwindow* window = glfwCreateWindow(options.width, options.height, "Ultrascope", nullptr, nullptr);
+    if (!window) {
+        std::fprintf(stderr, "ultrascope: cannot create an OpenGL 3.3 window: %s\n", g_glfw_error.c_str());
+        glfwTerminate();
+        return 2;
+    }
+    glfwMakeContextCurrent(window);
+    glfwSwapInterval(1);
+
+    IMGUI_CHECKVERSION();
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    const bool screenshot = !options.screenshot.empty();
+    static std::string ini;
+    ini = ini_path();
+    io.IniFilename = screenshot ? nullptr : ini.c_str();  // the layout persists, except in screenshot mode
+    apply_theme();
+    load_fonts(16.0f);
+    ImGui_ImplGlfw_InitForOpenGL(window, true);
+    ImGui_ImplOpenGL3_Init("#version 330 core");
+
+    int code = 0;
+    {
+        AppState app(options);
+        int frames_ready = 0;
+        while (!glfwWindowShouldClose(window)) {
+            // Redraw at up to 30 frames a second while something changes; the GUI must not eat the cores the
+            // ranks train on.
+            glfwWaitEventsTimeout(1.0 / 30.0);
+            app.update();
+            ImGui_ImplOpenGL3_NewFrame();
+            ImGui_ImplGlfw_NewFrame();
+            ImGui::NewFrame();
+            draw_frame(app, screenshot);
+            ImGui::Render();
+            int fw, fh;
+            glfwGetFramebufferSize(window, &fw, &fh);
+            glViewport(0, 0, fw, fh);
+            glClearColor(0.06f, 0.065f, 0.075f, 1.0f);
+            glClear(GL_COLOR_BUFFER_BIT);
+            ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+            frames_ready = settled(app) ? frames_ready + 1 : 0;
+            if (screenshot && frames_ready >= 3) {  // fonts uploaded, derived data in, layout settled
+                std::string why;
+                if (!save_screenshot(options.screenshot, fw, fh, app.regions, why)) {
+                    std::fprintf(stderr, "ultrascope: %s\n", why.c_str());
+                    code = 2;
+                } else {
+                    std::fprintf(stderr, "ultrascope: wrote %s\n", options.screenshot.c_str());
+                    code = app.exit_code();
+                }
+                break;
+            }
+            glfwSwapBuffers(window);
+            if (options.exit_when_done && !screenshot && app.source() == Source::launched && app.live() &&
+                app.live()->finished()) {
+                code = app.exit_code();
+                break;
+            }
+        }
+        if (!screenshot && !options.exit_when_done) code = 0;
+        app.stop();
+    }
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(window);
+    glfwTerminate();
+    return code;
+}
+
+}  // namespace us::gui

@@ -1,0 +1,128 @@
+// GUI smoke tests, run under Xvfb (ctest starts this binary through xvfb-run): the GUI launches a live run through
+// its own code path, draws it, and writes a screenshot; every view's region of the image must hold drawn content.
+// Errors (a corrupt trace, a missing mpirun, a rank that dies) must show in the window and end with a non-zero
+// exit code, never a hang or a crash.
+#include <stb/stb_image.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "../unit/test_util.h"
+
+using namespace us::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Image {
+    int w = 0, h = 0;
+    std::vector<unsigned char> rgb;
+};
+
+Image load_png(const std::string& path) {
+    Image img;
+    int n = 0;
+    unsigned char* data = stbi_load(path.c_str(), &img.w, &img.h, &n, 3);
+    REQUIRE(data != nullptr);
+    img.rgb.assign(data, data + size_t(img.w) * size_t(img.h) * 3);
+    stbi_image_free(data);
+    return img;
+}
+
+// A region "holds drawn content" when a good share of its pixels differ from its most common colour and it uses
+// many colours: an empty window is one flat colour plus a title bar.
+void check_region_drawn(const Image& img, const std::string& name, const nlohmann::json& rect) {
+    const int x0 = int(rect[0].get<float>()) + 4, y0 = int(rect[1].get<float>()) + 30;
+    const int x1 = std::min(img.w, int(rect[0].get<float>() + rect[2].get<float>()) - 4);
+    const int y1 = std::min(img.h, int(rect[1].get<float>() + rect[3].get<float>()) - 4);
+    REQUIRE(x1 > x0);
+    REQUIRE(y1 > y0);
+    std::map<uint32_t, int> histogram;
+    for (int y = y0; y < y1; ++y)
+        for (int x = x0; x < x1; ++x) {
+            const unsigned char* p = &img.rgb[(size_t(y) * size_t(img.w) + size_t(x)) * 3];
+            ++histogram[uint32_t(p[0] >> 3) << 10 | uint32_t(p[1] >> 3) << 5 | uint32_t(p[2] >> 3)];
+        }
+    int dominant = 0;
+    for (auto& [c, n] : histogram) dominant = std::max(dominant, n);
+    const double total = double(x1 - x0) * double(y1 - y0);
+    INFO("view " << name << ": " << histogram.size() << " colours, " << 100.0 * (1 - dominant / total)
+                 << "% of pixels off the background");
+    CHECK(histogram.size() >= 12);
+    CHECK(1.0 - dominant / total >= 0.03);
+}
+
+std::string data_file() {
+    static const std::string p = [] {
+        const std::string path = temp_path("gui-data.txt");
+        write_file(path, sample_text(30000));
+        return path;
+    }();
+    return p;
+}
+
+std::string ultrascope() { return bin("ultrascope"); }
+
+}  // namespace
+
+TEST_CASE("the GUI runs a live 2-rank run through its own launcher and draws every view", "[gui]") {
+    const std::string shot = temp_path("live.png");
+    fs::remove(shot);
+    const ProcessResult r = run_process(ultrascope() + " --screenshot " + shot +
+                                        " --exit-when-done -n 2 --preset tiny --steps 15 --dp 2 --data " + data_file());
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);  // the run completed
+    REQUIRE(fs::exists(shot));
+    const auto regions = nlohmann::json::parse(read_file(shot + ".json"))["regions"];
+    const Image img = load_png(shot);
+    CHECK(img.w == 1280);
+    for (const char* view : {"launch", "timeline", "memory", "overlap", "training"}) {
+        REQUIRE(regions.contains(view));
+        check_region_drawn(img, view, regions[view]);
+    }
+}
+
+TEST_CASE("the GUI opens a trace and screenshots one view at a time", "[gui]") {
+    const std::string trace = temp_path("for-gui.ustrace");
+    const ProcessResult made = run_process(bin("ultrascope-train") + " --preset tiny --steps 6 --quiet --trace " + trace +
+                                           " --data " + data_file());
+    REQUIRE(made.exit_code == 0);
+    for (const char* view : {"memory", "timeline", "overlap", "training"}) {
+        const std::string shot = temp_path(std::string("view-") + view + ".png");
+        const ProcessResult r = run_process(ultrascope() + " " + trace + " --screenshot " + shot + " --view " + view);
+        INFO(view << "\n" << r.output);
+        REQUIRE(r.exit_code == 0);
+        const auto regions = nlohmann::json::parse(read_file(shot + ".json"))["regions"];
+        REQUIRE(regions.size() == 1);
+        check_region_drawn(load_png(shot), view, regions[view]);
+    }
+}
+
+TEST_CASE("errors show in the window and end with a non-zero exit, never a hang", "[gui][errors]") {
+    const std::string corrupt = temp_path("corrupt.ustrace");
+    write_file(corrupt, "USTRACE\0 not really a trace at all, just garbage bytes ........");
+    const std::string shot = temp_path("error.png");
+    const ProcessResult bad = run_process(ultrascope() + " --open " + corrupt + " --screenshot " + shot);
+    INFO(bad.output);
+    CHECK(bad.exit_code != 0);
+    REQUIRE(fs::exists(shot));
+    check_region_drawn(load_png(shot), "launch", nlohmann::json::parse(read_file(shot + ".json"))["regions"]["launch"]);
+
+    const ProcessResult no_mpi = run_process("ULTRASCOPE_MPIRUN=/nonexistent/mpirun " + ultrascope() + " --screenshot " +
+                                             temp_path("nompi.png") + " --exit-when-done --preset tiny --data " + data_file());
+    INFO(no_mpi.output);
+    CHECK(no_mpi.exit_code != 0);
+
+    // A rank that dies: the run fails, and what it recorded up to then is still drawn.
+    const std::string crash = temp_path("crash.png");
+    const ProcessResult died = run_process(ultrascope() + " --screenshot " + crash +
+                                           " --exit-when-done -n 2 --dp 2 --preset tiny --steps 100000 --fault-kill-step 200 "
+                                           "--fault-kill-rank 1 --data " + data_file());
+    INFO(died.output);
+    CHECK(died.exit_code != 0);
+    REQUIRE(fs::exists(crash));
+    const auto regions = nlohmann::json::parse(read_file(crash + ".json"))["regions"];
+    const Image img = load_png(crash);
+    check_region_drawn(img, "timeline", regions["timeline"]);
+    check_region_drawn(img, "memory", regions["memory"]);
+}

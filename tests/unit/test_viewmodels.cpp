@@ -1,0 +1,160 @@
+// The GUI's view-models on synthetic traces, without a window: timeline culling and folding, the stacked memory
+// columns, the overlap bars, the training series and the run comparison.
+#include "app/gui/model/compare_model.h"
+#include "app/gui/model/memory_model.h"
+#include "app/gui/model/overlap_model.h"
+#include "app/gui/model/timeline_model.h"
+#include "app/gui/model/training_model.h"
+#include "prof_test_util.h"
+#include "test_util.h"
+
+using namespace us;
+using namespace us::gui;
+using namespace us::prof;
+using namespace us::test;
+
+namespace {
+
+// One lane of n back-to-back ops of 1 us each, plus a few wide layer spans above them.
+TraceStore lane_store(int n) {
+    SyntheticRank r(0);
+    for (int i = 0; i < n; ++i) r.op(i * 1e-3, i * 1e-3 + 0.001);
+    r.span(Lane::compute, SpanKind::layer, 0, n * 1e-3 / 2, "block 0");
+    r.span(Lane::compute, SpanKind::layer, n * 1e-3 / 2, n * 1e-3, "block 1");
+    TraceStore s;
+    for (const auto& c : r.chunks("{}")) s.add_chunk(c);
+    s.finalize();
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("timeline: spans nest into rows, visible ranges come from binary search", "[cpu][viewmodel]") {
+    const TraceStore s = lane_store(1000);
+    const LaneTrack& lane = s.rank(0)->lanes[size_t(Lane::compute)];
+    REQUIRE(lane.rows() == 2);  // layers above, ops below
+    CHECK(lane.row(0).size() == 2);
+    CHECK(lane.row(1).size() == 1000);
+    // ops 100..199 intersect [100 us, 200 us)
+    const auto [a, b] = lane.visible(1, 100000, 200000);
+    CHECK(b - a == 100);
+    CHECK(lane.spans()[lane.row(1)[a]].begin == 100000);
+}
+
+TEST_CASE("timeline: wide spans are drawn one by one, narrow runs fold with their count", "[cpu][viewmodel]") {
+    const TraceStore s = lane_store(100000);
+    const LaneTrack& lane = s.rank(0)->lanes[size_t(Lane::compute)];
+    std::vector<TimelineItem> items;
+    // Everything on 1000 px: the 100k ops of 1 us fold; the two layers stay whole.
+    build_lane_items(lane, TimeWindow{0, 100000 * 1000, 1000}, 3.0f, items);
+    size_t ops_covered = 0, row0 = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+        const auto& it = items[i];
+        if (it.row == 0) {
+            ++row0;
+            CHECK(it.folded == 0);
+        } else {
+            ops_covered += it.folded ? it.folded : 1;
+            if (i + 1 < items.size()) CHECK(it.x1 - it.x0 >= 2.9f);  // folds span the minimum width (but the tail)
+        }
+    }
+    CHECK(row0 == 2);
+    CHECK(ops_covered == 100000);  // every op is in exactly one item
+    CHECK(items.size() < 1000);     // a few hundred items for 100k spans
+    // Deep zoom: 50 ops over 1000 px are 20 px each, all drawn individually.
+    items.clear();
+    build_lane_items(lane, TimeWindow{1000000, 1050000, 1000}, 3.0f, items);
+    size_t individual = 0;
+    for (const auto& it : items)
+        if (it.row == 1) {
+            CHECK(it.folded == 0);
+            ++individual;
+        }
+    CHECK(individual == 50);
+}
+
+TEST_CASE("timeline: idle gaps between ops", "[cpu][viewmodel]") {
+    SyntheticRank r(0);
+    r.op(0, 10);
+    r.op(20, 30);  // a 10 ms gap
+    r.op(30.5, 40);  // a 0.5 ms gap
+    TraceStore s;
+    for (const auto& c : r.chunks("{}")) s.add_chunk(c);
+    s.finalize();
+    const auto gaps = idle_gaps(s.rank(0)->lanes[size_t(Lane::compute)], 0, int64_t(40e6), int64_t(1e6));
+    REQUIRE(gaps.size() == 1);
+    CHECK(gaps[0].begin == int64_t(10e6));
+    CHECK(gaps[0].end == int64_t(20e6));
+}
+
+TEST_CASE("memory columns keep each pixel's peak and carry values between events", "[cpu][viewmodel]") {
+    std::vector<MemorySample> tl;
+    auto sample = [&](double t_ms, int64_t params, int64_t acts) {
+        MemorySample s{};
+        s.t = int64_t(t_ms * 1e6);
+        s.bytes[size_t(MemCategory::params)] = params;
+        s.bytes[size_t(MemCategory::activations)] = acts;
+        tl.push_back(s);
+    };
+    sample(0, 100, 0);
+    sample(1.0, 100, 50);
+    sample(1.2, 100, 300);  // a short spike inside one pixel
+    sample(1.4, 100, 20);
+    sample(5.0, 100, 0);
+    const auto cols = build_memory_columns(tl, 0, int64_t(10e6), 10);  // 1 ms per pixel
+    REQUIRE(cols.size() == 10);
+    CHECK(cols[0].total == 100);
+    CHECK(cols[1].total == 400);  // the spike survives
+    CHECK(cols[1].bytes[size_t(MemCategory::activations)] == 300);
+    CHECK(cols[3].total == 120);  // carried from 1.4 ms
+    CHECK(cols[9].total == 100);
+    CHECK(sample_at(tl, int64_t(1.3e6))->bytes[size_t(MemCategory::activations)] == 300);
+}
+
+TEST_CASE("overlap bars add up to the wall time and name the worst rank", "[cpu][viewmodel]") {
+    Report rep;
+    for (int r = 0; r < 3; ++r) {
+        RankReport rr;
+        rr.rank = r;
+        rr.label = "rank " + std::to_string(r);
+        rr.steady.wall_s = 1.0;
+        rr.steady.compute_s = 0.7;
+        rr.steady.comm_s = 0.3;
+        rr.steady.overlapped_s = 0.2;
+        rr.steady.exposed_s = 0.1;
+        rr.steady.idle_s = r == 1 ? 0.3 : 0.2;  // wall = |C u M| + idle = 0.7 + 0.1 + 0.2
+        rep.ranks.push_back(rr);
+    }
+    // rank 1's compute is lower by the extra idle
+    rep.ranks[1].steady.compute_s = 0.6;
+    const OverlapModel m = build_overlap_model(rep);
+    REQUIRE(m.bars.size() == 3);
+    CHECK(m.worst == 1);
+    for (const auto& b : m.bars) CHECK(b.compute_only + b.overlapped + b.exposed + b.idle == Approx(1.0));
+}
+
+TEST_CASE("run comparison: the settings that differ, and the figures of each run", "[cpu][viewmodel]") {
+    std::vector<RunSummary> runs(2);
+    runs[0].config = {{"dp", 2}, {"zero", 0}, {"bucket_mb", 1.0}, {"data", "a"}};
+    runs[1].config = {{"dp", 2}, {"zero", 2}, {"bucket_mb", 1.0}, {"data", "b"}};
+    const auto keys = differing_settings(runs);
+    REQUIRE(keys.size() == 1);
+    CHECK(keys[0] == "zero");
+    CHECK(describe_config({{"dp", 2}, {"zero", 1}, {"precision", "bf16"}, {"bucket_mb", 4.0}}) ==
+          "dp 2, ZeRO-1, bf16, bucket 4 MiB");
+}
+
+TEST_CASE("timeline: a wide span right after a run of narrow ones is drawn, not folded", "[cpu][viewmodel]") {
+    SyntheticRank r(0);
+    for (int i = 0; i < 50; ++i) r.op(i * 0.001, i * 0.001 + 0.0009);  // 50 narrow ops, 0.9 us each
+    r.op(0.05, 10.0);                                                    // then a wide one
+    TraceStore s;
+    for (const auto& c : r.chunks("{}")) s.add_chunk(c);
+    s.finalize();
+    std::vector<TimelineItem> items;
+    build_lane_items(s.rank(0)->lanes[size_t(Lane::compute)], TimeWindow{0, int64_t(10e6), 500}, 3.0f, items);
+    REQUIRE(items.size() == 2);
+    CHECK(items[0].folded == 50);
+    CHECK(items[1].folded == 0);
+    CHECK(items[1].span->end == int64_t(10e6));
+}
