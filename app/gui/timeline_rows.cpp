@@ -14,7 +14,7 @@ constexpr int kMaxRows = 6;     // deeper nesting (or more concurrent transfers)
 
 std::string span_label(const prof::TraceStore& store, const prof::Span& s) {
     if (s.kind == prof::SpanKind::phase && s.micro_batch >= 0 && s.phase != prof::Phase::optimizer)
-        return fmt::format("{}{}", s.phase == prof::Phase::forward ? "F" : "B", s.micro_batch);
+        return fmt::format("{}{}{}", store.name(s.name), s.micro_batch, s.chunk > 0 ? fmt::format(".c{}", s.chunk) : "");
     return store.name(s.name);
 }
 }  // namespace

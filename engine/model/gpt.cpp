@@ -40,8 +40,18 @@ struct GPT::Scratch {
     Tensor dlogits16; // (N,V) bf16 copy of dlogits for the head GEMMs (bf16 runs only)
 };
 
-GPT::GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend, const ParamLayout& layout)
-    : m_config(config), m_options(options), m_be(backend), m_layout(layout) {
+struct GPT::Deferred {
+    Tensor dout_fcproj;  // (N,C)  d(block output)
+    Tensor dfch;         // (N,4C) d(c_fc output)
+    Tensor dres2;        // (N,C)  d(residual2)
+    Tensor dqkv;         // (N,3C) d(c_attn output)
+};
+
+GPT::GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend, const ParamLayout& layout,
+         int layer_begin, int layer_end)
+    : m_config(config), m_options(options), m_be(backend), m_layout(layout),
+      m_begin(layer_begin >= 0 ? layer_begin : layout.chunks().front().first),
+      m_end(layer_end >= 0 ? layer_end : layout.chunks().front().second) {
     m_shape.B = options.micro_batch;
     m_shape.T = config.seq;
     m_shape.C = config.hidden;
@@ -67,11 +77,9 @@ void GPT::matmul_forward(int which, Tensor out, Tensor inp, Tensor weight, Tenso
     m_be.add_bias(out, bias, N, OC);
 }
 
-// dinp (N,IC) = dout @ weight; dweight (OC,IC) += dout^T @ inp; dbias (OC) += column sums of dout.
-void GPT::matmul_backward(int which, Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp,
-                          Tensor weight, int IC, int OC) {
+// dinp (N,IC) = dout @ weight; dbias (OC) += column sums of dout.
+void GPT::matmul_backward_input(int which, Tensor dinp, Tensor dbias, Tensor dout, Tensor weight, int IC, int OC) {
     const int N = int(m_shape.N());
-    {
     US_PROF_OP_NAME(linear_name(which, 1));
     GemmArgs gi;
     gi.m = N, gi.n = IC, gi.k = OC;
@@ -79,7 +87,12 @@ void GPT::matmul_backward(int which, Tensor dinp, Tensor dweight, Tensor dbias, 
     gi.b = weight, gi.ldb = IC;
     gi.c = dinp, gi.ldc = IC;
     m_be.gemm(gi);
-    }
+    m_be.bias_backward(dbias, dout, N, OC);
+}
+
+// dweight (OC,IC) += dout^T @ inp
+void GPT::matmul_backward_weight(int which, Tensor dweight, Tensor dout, Tensor inp, int IC, int OC) {
+    const int N = int(m_shape.N());
     US_PROF_OP_NAME(linear_name(which, 2));
     GemmArgs gw;
     gw.trans_a = true;
@@ -89,7 +102,6 @@ void GPT::matmul_backward(int which, Tensor dinp, Tensor dweight, Tensor dbias, 
     gw.b = inp, gw.ldb = IC;
     gw.c = dweight, gw.ldc = IC;
     m_be.gemm(gw);
-    m_be.bias_backward(dbias, dout, N, OC);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -145,7 +157,7 @@ void GPT::forward(ChunkActivations& acts, const MicroBatch& batch, Tensor input,
     }
 
     Tensor x = acts.input;
-    const int first = m_layout.layer_begin(), count = m_layout.layer_end() - first;
+    const int first = m_begin, count = m_end - m_begin;
     acts.blocks.resize(size_t(count));
     for (int i = 0; i < count; ++i) {
         const int layer = first + i, unit = m_layout.block_unit(layer);
@@ -279,25 +291,75 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad
     acts.head.reset();
 }
 
-void GPT::block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params) {
+// With `keep` (B of a split backward) the weight GEMMs are left out and their output gradients copied into it.
+void GPT::block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params, const Deferred* keep) {
     const int N = int(m_shape.N()), C = m_shape.C, NH = m_shape.NH, HD = C / NH;
     const int unit = m_layout.block_unit(layer);
     const BlockParams p = block_params(params.weights(unit), C);
     const BlockParams d = block_params(params.grads(unit), C);
+    auto weight_grad = [&](int which, Tensor dweight, Tensor dout, Tensor inp, int IC, int OC, Tensor kept) {
+        if (keep) m_be.copy(kept, dout);
+        else matmul_backward_weight(which, dweight, dout, inp, IC, OC);
+    };
     // MLP branch; s.dres holds d(output) and becomes d(residual2)
-    matmul_backward(kFcProj, s.dfch, d.fcproj_w, d.fcproj_b, s.dres, a.fch_gelu, p.fcproj_w, 4 * C, C);
+    matmul_backward_input(kFcProj, s.dfch, d.fcproj_b, s.dres, p.fcproj_w, 4 * C, C);
+    weight_grad(kFcProj, d.fcproj_w, s.dres, a.fch_gelu, 4 * C, C, keep ? keep->dout_fcproj : Tensor{});
     m_be.gelu_backward(s.dfch, a.fch, s.dfch);
-    matmul_backward(kFc, s.dC, d.fc_w, d.fc_b, s.dfch, a.ln2, p.fc_w, C, 4 * C);
+    matmul_backward_input(kFc, s.dC, d.fc_b, s.dfch, p.fc_w, C, 4 * C);
+    weight_grad(kFc, d.fc_w, s.dfch, a.ln2, C, 4 * C, keep ? keep->dfch : Tensor{});
     m_be.layernorm_backward(s.dres, d.ln2_w, d.ln2_b, s.dC, a.residual2, p.ln2_w, a.ln2_mean, a.ln2_rstd, N, C);
     // attention branch; s.dres becomes d(x)
-    matmul_backward(kAttnProj, s.dC, d.attproj_w, d.attproj_b, s.dres, a.atty, p.attproj_w, C, C);
+    matmul_backward_input(kAttnProj, s.dC, d.attproj_b, s.dres, p.attproj_w, C, C);
+    weight_grad(kAttnProj, d.attproj_w, s.dres, a.atty, C, C, keep ? keep->dres2 : Tensor{});
     m_be.attention_backward(s.dqkv, s.dC, a.qkv, a.probs, m_shape.B, m_shape.T, NH, HD);
     m_be.rope_backward(s.dqkv, m_shape.B, m_shape.T, NH, HD);
-    matmul_backward(kQkv, s.dC, d.qkv_w, d.qkv_b, s.dqkv, a.ln1, p.qkv_w, C, 3 * C);
+    matmul_backward_input(kQkv, s.dC, d.qkv_b, s.dqkv, p.qkv_w, C, 3 * C);
+    weight_grad(kQkv, d.qkv_w, s.dqkv, a.ln1, C, 3 * C, keep ? keep->dqkv : Tensor{});
     m_be.layernorm_backward(s.dres, d.ln1_w, d.ln1_b, s.dC, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
 }
 
-void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float grad_scale, ParamAccess& params) {
+GPT::Deferred GPT::view_deferred(const Allocation& storage) const {
+    const int64_t NC = m_shape.N() * m_shape.C;
+    const DType e = m_shape.dtype;
+    return {storage.view(e, 0, NC), storage.view(e, NC, 4 * NC), storage.view(e, 5 * NC, NC),
+            storage.view(e, 6 * NC, 3 * NC)};
+}
+
+void GPT::block_weight_grads(int layer, const BlockActs& a, const Deferred& k, ParamAccess& params) {
+    const int C = m_shape.C;
+    const BlockParams d = block_params(params.grads(m_layout.block_unit(layer)), C);
+    matmul_backward_weight(kFcProj, d.fcproj_w, k.dout_fcproj, a.fch_gelu, 4 * C, C);
+    matmul_backward_weight(kFc, d.fc_w, k.dfch, a.ln2, C, 4 * C);
+    matmul_backward_weight(kAttnProj, d.attproj_w, k.dres2, a.atty, C, C);
+    matmul_backward_weight(kQkv, d.qkv_w, k.dqkv, a.ln1, C, 3 * C);
+}
+
+// W of a split backward: the weight GEMMs of every block from what B kept, then everything is released.
+void GPT::weight_backward(ChunkActivations& acts, ParamAccess& params) {
+    for (int i = int(acts.blocks.size()) - 1; i >= 0; --i) {
+        const int layer = m_begin + i;
+        US_PROF_LAYER(layer);
+        US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, m_block_names[size_t(layer)]);
+        block_weight_grads(layer, view_block(acts, i), view_deferred(acts.deferred[size_t(i)]), params);
+        params.grads_done(m_layout.block_unit(layer));
+        acts.deferred[size_t(i)].reset();
+        acts.blocks[size_t(i)].reset();
+    }
+    acts.blocks.clear();
+    acts.deferred.clear();
+    acts.embedding.reset();
+    acts.tokens.reset();
+}
+
+void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float grad_scale, ParamAccess& params,
+                   BackwardPart part) {
+    if (part == BackwardPart::weight) {
+        weight_backward(acts, params);
+        return;
+    }
+    US_ASSERT(part == BackwardPart::full || m_options.recompute != Recompute::full,
+              "a split backward keeps block activations until W; full recomputation does not keep them");
+    const bool split = part == BackwardPart::input;
     const int64_t N = m_shape.N();
     const int C = m_shape.C;
     const DType e = m_shape.dtype;
@@ -318,7 +380,8 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
     s.dfch = take(e, 4 * N * C);
     if (has_head() && e == DType::bf16) s.dlogits16 = take(DType::bf16, N * m_shape.V);
 
-    const int first = m_layout.layer_begin(), count = int(acts.blocks.size());
+    const int first = m_begin, count = int(acts.blocks.size());
+    if (split) acts.deferred.resize(size_t(count));
     auto block_input = [&](int i) { return i > 0 ? view_block(acts, i - 1).output : acts.input; };
 
     if (has_head()) {
@@ -341,14 +404,22 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
             carve_block(a, working, m_shape, Recompute::full, BlockPart::working);
             block_forward(layer, a, x, params);
         }
-        block_backward(layer, a, x, s, params);
+        if (split) {
+            acts.deferred[size_t(i)] = alloc.allocate(size_t(9 * N * C) * dtype_size(e), MemCategory::temporaries,
+                                                      "deferred weight-gradient inputs");
+            const Deferred keep = view_deferred(acts.deferred[size_t(i)]);
+            block_backward(layer, a, x, s, params, &keep);
+            params.release(unit, Pass::backward);
+            continue;  // W computes the weight gradients and releases the block
+        }
+        block_backward(layer, a, x, s, params, nullptr);
         params.release(unit, Pass::backward);
         params.grads_done(unit);
         working.reset();
         // This block's saved tensors (its output included: the next block is done) are no longer needed.
         if (i + 1 < count) acts.blocks[size_t(i + 1)].reset();
     }
-    if (count > 0) acts.blocks[0].reset();
+    if (count > 0 && !split) acts.blocks[0].reset();
 
     if (has_embedding()) {
         US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("embedding"));
@@ -356,11 +427,12 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
         const Tensor tokens = acts.tokens.view(DType::i32, 0, N);
         m_be.embedding_backward(embedding_params(params.grads(emb)).wte, s.dres, tokens, int(N), C);
         params.grads_done(emb);
-        acts.embedding.reset();
+        if (!split) acts.embedding.reset();
     } else {
         US_ASSERT(dinput.numel == N * C, "chunk input gradient has {} elements, expected {}", dinput.numel, N * C);
         m_be.copy(dinput, s.dres);
     }
+    if (split) return;  // the blocks (and the input they read) stay until W
     acts.tokens.reset();
     acts.blocks.clear();
 }

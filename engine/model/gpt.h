@@ -30,6 +30,10 @@ struct MicroBatch {
     const int32_t* targets = nullptr;
 };
 
+// Zero-bubble pipelines split a block's backward in two: B computes the gradients of the inputs (what the
+// previous stage waits for), W the weight gradients (which can wait to fill a bubble).
+enum class BackwardPart { full, input, weight };
+
 struct ChunkActivations {
     int micro_batch_index = 0;
     Allocation tokens;                 // (2,N) int32: inputs then targets
@@ -37,19 +41,24 @@ struct ChunkActivations {
     Tensor input;                      // (N,C) the chunk's input: embedding output, or from the previous stage
     std::vector<Allocation> blocks;    // per block of the chunk: its saved activations
     Allocation head;                   // final norm output and stats, fp32 logits, losses; last chunk only
+    std::vector<Allocation> deferred;  // per block, between B and W: the output gradients its weight GEMMs need
     double loss_sum = 0.0;             // sum of per-token losses (last chunk only)
 };
 
 class GPT {
 public:
-    GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend, const ParamLayout& layout);
+    // Runs blocks [layer_begin, layer_end) of `layout` (all of the layout's first chunk when not given).
+    GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend, const ParamLayout& layout,
+        int layer_begin = -1, int layer_end = -1);
 
     const GPTConfig& config() const { return m_config; }
     const ModelOptions& options() const { return m_options; }
     const ParamLayout& layout() const { return m_layout; }
     const ActivationShape& shape() const { return m_shape; }
-    bool has_embedding() const { return m_layout.is_first_chunk(); }  // embeds the tokens
-    bool has_head() const { return m_layout.is_last_chunk(); }        // final norm, LM head and loss
+    bool has_embedding() const { return m_begin == 0; }              // embeds the tokens
+    bool has_head() const { return m_end == m_config.layers; }        // final norm, LM head and loss
+    int layer_begin() const { return m_begin; }
+    int layer_end() const { return m_end; }
 
     // Runs the chunk's forward. `input` (N,C) is ignored on the first chunk, which embeds the tokens.
     // After it, acts.loss_sum holds the summed loss when the chunk has the head.
@@ -65,18 +74,24 @@ public:
     // gradient of the chunk's output (ignored on the last chunk, which starts from the loss); `dinput` (N,C)
     // receives the gradient of the chunk's input (ignored on the first chunk). grad_scale multiplies d(loss):
     // 1 / (micro-batches * data-parallel ranks) so that gradients are those of the global mean loss.
-    void backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float grad_scale, ParamAccess& params);
+    // part: full, or input (B: keeps what W needs) then weight (W: the blocks' weight GEMMs, then frees).
+    void backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float grad_scale, ParamAccess& params,
+                  BackwardPart part = BackwardPart::full);
 
 private:
     struct Scratch;  // backward's activation gradients
+    struct Deferred;  // a block's output gradients kept from B to W
     void block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params);
-    void block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params);
+    void block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params, const Deferred* keep);
+    void block_weight_grads(int layer, const BlockActs& a, const Deferred& d, ParamAccess& params);
+    Deferred view_deferred(const Allocation& storage) const;
+    void weight_backward(ChunkActivations& acts, ParamAccess& params);
     void head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params);
     void head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad_scale, ParamAccess& params);
     // `which` names the linear layer in profiles (Linear enum in gpt.cpp).
     void matmul_forward(int which, Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC, bool accumulate);
-    void matmul_backward(int which, Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp, Tensor weight,
-                         int IC, int OC);
+    void matmul_backward_input(int which, Tensor dinp, Tensor dbias, Tensor dout, Tensor weight, int IC, int OC);
+    void matmul_backward_weight(int which, Tensor dweight, Tensor dout, Tensor inp, int IC, int OC);
     BlockActs view_block(const ChunkActivations& acts, int index) const;
 
     GPTConfig m_config;
@@ -84,6 +99,7 @@ private:
     Backend& m_be;
     ParamLayout m_layout;
     ActivationShape m_shape;
+    int m_begin = 0, m_end = 0;
     std::vector<uint32_t> m_block_names;  // profiler string ids "block l"
 };
 

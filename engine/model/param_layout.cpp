@@ -28,20 +28,28 @@ void ParamLayout::add_unit(UnitKind kind, int layer,
     m_units.push_back(unit);
 }
 
-ParamLayout ParamLayout::build(const GPTConfig& cfg, int layer_begin, int layer_end) {
-    US_ASSERT(0 <= layer_begin && layer_begin <= layer_end && layer_end <= cfg.layers, "layer range [{}, {})",
-              layer_begin, layer_end);
-    const bool final_norm = layer_end == cfg.layers;
-    const bool embedding = layer_begin == 0 || final_norm;
+ParamLayout ParamLayout::build(const GPTConfig& cfg, const std::vector<std::pair<int, int>>& chunks) {
+    US_ASSERT(!chunks.empty(), "a layout needs at least one chunk");
+    bool final_norm = false, first = false;
+    for (auto [b, e] : chunks) {
+        US_ASSERT(0 <= b && b <= e && e <= cfg.layers, "layer range [{}, {})", b, e);
+        final_norm |= e == cfg.layers;
+        first |= b == 0;
+    }
+    const bool embedding = first || final_norm;
     ParamLayout p;
     const int C = cfg.hidden, V = cfg.vocab;
-    p.m_layer_begin = layer_begin;
-    p.m_layer_end = layer_end;
+    p.m_chunks = chunks;
+    p.m_layer_begin = chunks.front().first;
+    p.m_layer_end = chunks.back().second;
+    p.m_unit_of_layer.assign(size_t(cfg.layers), -1);
     if (embedding) {
         p.m_embedding_unit = int(p.m_units.size());
         p.add_unit(UnitKind::embedding, -1, {{"transformer.wte.weight", {V, C}}});
     }
+    for (auto [layer_begin, layer_end] : chunks)
     for (int l = layer_begin; l < layer_end; ++l) {
+        p.m_unit_of_layer[size_t(l)] = int(p.m_units.size());
         const std::string h = fmt::format("transformer.h.{}.", l);
         p.add_unit(UnitKind::block, l,
                    {{h + "ln_1.weight", {C, 1}},
@@ -71,8 +79,7 @@ const ParamTensor* ParamLayout::find(const std::string& name) const {
 }
 
 int ParamLayout::block_unit(int layer) const {
-    if (layer < m_layer_begin || layer >= m_layer_end) return -1;
-    return (m_embedding_unit >= 0 ? 1 : 0) + (layer - m_layer_begin);
+    return layer >= 0 && size_t(layer) < m_unit_of_layer.size() ? m_unit_of_layer[size_t(layer)] : -1;
 }
 
 BlockParams block_params(Tensor s, int C) {

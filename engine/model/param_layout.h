@@ -39,13 +39,18 @@ struct ParamUnit {
 
 class ParamLayout {
 public:
-    // The layout of one pipeline chunk holding blocks [layer_begin, layer_end). The first chunk holds the token
-    // embedding; the last holds the final norm and, for the tied LM head, its own copy of the embedding (Megatron
-    // keeps the two copies equal by summing their gradients). A single-rank model is build(cfg, 0, L).
-    static ParamLayout build(const GPTConfig& cfg, int layer_begin, int layer_end);
+    // The layout of a rank holding the blocks of one or more chunks (layer ranges, in order; several under an
+    // interleaved pipeline schedule). A rank holding layer 0 holds the token embedding; a rank holding the last
+    // layer holds the final norm and, for the tied LM head, its own copy of the embedding (Megatron keeps the two
+    // copies equal by summing their gradients). A single-rank model is build(cfg, {{0, L}}).
+    static ParamLayout build(const GPTConfig& cfg, const std::vector<std::pair<int, int>>& chunks);
+    static ParamLayout build(const GPTConfig& cfg, int layer_begin, int layer_end) {
+        return build(cfg, {{layer_begin, layer_end}});
+    }
     static ParamLayout whole_model(const GPTConfig& cfg) { return build(cfg, 0, cfg.layers); }
     bool is_first_chunk() const { return m_layer_begin == 0; }
     bool is_last_chunk() const { return m_final_unit >= 0; }
+    const std::vector<std::pair<int, int>>& chunks() const { return m_chunks; }
 
     const std::vector<ParamTensor>& tensors() const { return m_tensors; }
     const std::vector<ParamUnit>& units() const { return m_units; }
@@ -55,8 +60,8 @@ public:
     int embedding_unit() const { return m_embedding_unit; }  // -1 when absent
     int final_unit() const { return m_final_unit; }          // -1 when absent
     int block_unit(int layer) const;                         // -1 when the layer is not in this layout
-    int layer_begin() const { return m_layer_begin; }
-    int layer_end() const { return m_layer_end; }
+    int layer_begin() const { return m_layer_begin; }        // of the first chunk
+    int layer_end() const { return m_layer_end; }            // of the last chunk
 
 private:
     void add_unit(UnitKind kind, int layer, const std::vector<std::pair<std::string, std::pair<int, int>>>& spec);
@@ -66,6 +71,8 @@ private:
     int64_t m_total = 0;
     int m_embedding_unit = -1, m_final_unit = -1;
     int m_layer_begin = 0, m_layer_end = 0;
+    std::vector<std::pair<int, int>> m_chunks;
+    std::vector<int> m_unit_of_layer;  // -1 for layers held elsewhere
 };
 
 // Views of one block's tensors inside the unit's storage (weights or gradients: same offsets).

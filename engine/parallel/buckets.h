@@ -24,7 +24,10 @@ struct BucketPlan {
     std::vector<int> bucket_of_unit;
 };
 
-BucketPlan plan_buckets(const ParamLayout& layout, double bucket_mb, size_t bytes_per_element);
+// Buckets never span two chunks of an interleaved layout; with `isolate_embedding` (pipelines, whose first and last
+// stages both hold the tied embedding) the embedding is a bucket of its own, so both stages split it alike.
+BucketPlan plan_buckets(const ParamLayout& layout, double bucket_mb, size_t bytes_per_element,
+                        bool isolate_embedding = false);
 
 // How a bucket of n elements is shared by `ranks`: rank r owns [displs[r], displs[r] + counts[r]), pieces of
 // ceil(n / ranks) with the last ones shorter or empty.

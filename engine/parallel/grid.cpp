@@ -31,7 +31,6 @@ void validate_layout(const ParallelConfig& p, int world_size) {
     US_CHECK_INPUT(p.tp == 1, "--tp {}: tensor parallelism is not implemented in this build (the grid carries it)", p.tp);
     US_CHECK_INPUT(p.cp == 1, "--cp {}: context parallelism is not implemented in this build (the grid carries it)", p.cp);
     US_CHECK_INPUT(p.ep == 1, "--ep {}: expert parallelism is not implemented in this build (the grid carries it)", p.ep);
-    US_CHECK_INPUT(p.pp == 1, "--pp {}: pipeline parallelism is not implemented in this build yet", p.pp);
 }
 
 ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> world) : m_p(p), m_world(std::move(world)) {

@@ -64,13 +64,19 @@ Tensor ReplicatedState::grads(int unit) {
     return unit_slice(m_grads_tensor, unit);
 }
 
-void ReplicatedState::begin_micro_batch(int index, bool last) {
-    m_first_micro_batch = index == 0;
+void ReplicatedState::begin_step() { m_zero_pending = true; }
+
+void ReplicatedState::begin_backward(int micro_batch, bool last) {
     m_last_micro_batch = last;
-    if (!m_grads) return;  // allocated zeroed at first use
-    // With fp32 accumulation the bf16 buffer holds one micro-batch at a time; otherwise it accumulates the step.
-    if (m_fp32_grad_accum || m_first_micro_batch) m_be.fill_zero(m_grads_tensor);
-    if (m_fp32_grad_accum && m_first_micro_batch) m_be.fill_zero(m_accum32_tensor);
+    if (!m_grads) {  // allocated zeroed at first use
+        m_zero_pending = false;
+        return;
+    }
+    // With fp32 accumulation the compute-dtype buffer holds one backward at a time; otherwise it accumulates the
+    // step and is zeroed once, before the step's first backward.
+    if (m_fp32_grad_accum || m_zero_pending) m_be.fill_zero(m_grads_tensor);
+    if (m_fp32_grad_accum && m_zero_pending) m_be.fill_zero(m_accum32_tensor);
+    m_zero_pending = false;
 }
 
 void ReplicatedState::grads_done(int unit) {
@@ -83,9 +89,24 @@ void ReplicatedState::grads_done(int unit) {
     if (m_sync && m_last_micro_batch) m_sync->unit_ready(unit, g);
 }
 
-double ReplicatedState::finish_gradients() {
+void ReplicatedState::finish_gradients() {
+    ensure_grads();
     if (m_sync) m_sync->wait_all();
-    return m_be.sum_squares(grads_for_optimizer());
+}
+
+void ReplicatedState::sync_tied_embedding(Communicator& group) {
+    const int emb = m_layout.embedding_unit();
+    if (emb >= 0 && group.size() > 1) group.all_reduce(unit_slice(grads_for_optimizer(), emb));
+}
+
+double ReplicatedState::local_grad_sumsq(bool include_embedding) {
+    const Tensor g = grads_for_optimizer();
+    const int emb = m_layout.embedding_unit();
+    if (include_embedding || emb < 0) return m_be.sum_squares(g);
+    double total = 0;
+    for (int u = 0; u < int(m_layout.units().size()); ++u)
+        if (u != emb) total += m_be.sum_squares(unit_slice(g, u));
+    return total;
 }
 
 void ReplicatedState::optimizer_step(double lr, float clip_coef) {

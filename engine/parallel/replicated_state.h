@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "engine/backend/backend.h"
+#include "engine/comm/communicator.h"
 #include "engine/optim/adamw.h"
 #include "engine/train/train_state.h"
 
@@ -31,9 +32,12 @@ public:
     void grads_done(int unit) override;
 
     void initialize(const GPTConfig& cfg, uint64_t seed) override;
-    void begin_micro_batch(int index, bool last) override;
-    void end_micro_batch(int index, bool last) override {}
-    double finish_gradients() override;
+    void begin_step() override;
+    void begin_backward(int micro_batch, bool last) override;
+    void finish_gradients() override;
+    void sync_tied_embedding(Communicator& group) override;
+    double local_grad_sumsq(bool include_embedding) override;
+    bool sharded() const override { return false; }
     void optimizer_step(double lr, float clip_coef) override;
     int optimizer_steps_taken() const override { return m_adamw->step_count(); }
     bool has_optimizer_moments() const override { return m_adamw->has_moments(); }
@@ -58,7 +62,7 @@ private:
     Tensor m_params_tensor, m_grads_tensor, m_accum32_tensor;
     std::unique_ptr<AdamW> m_adamw;
     bool m_last_micro_batch = true;
-    bool m_first_micro_batch = true;
+    bool m_zero_pending = false;  // zero the gradients at the next backward (the step's first)
 };
 
 // Writes fp32 values into a tensor of any floating dtype through host memory (rounding to bf16 when needed).

@@ -11,10 +11,10 @@
 namespace us {
 
 ZeroState::ZeroState(Backend& backend, const ParamLayout& layout, Precision precision, bool fp32_grad_accum,
-                     const AdamWConfig& adamw, Communicator& dp, int stage, double bucket_mb)
+                     const AdamWConfig& adamw, Communicator& dp, int stage, double bucket_mb, bool isolate_embedding)
     : m_be(backend), m_layout(layout), m_precision(precision), m_e(compute_dtype(precision)),
       m_fp32_accum(fp32_grad_accum && precision == Precision::bf16), m_dp(dp), m_stage(stage), m_me(dp.rank()),
-      m_plan(plan_buckets(layout, bucket_mb, dtype_size(m_e))) {
+      m_plan(plan_buckets(layout, bucket_mb, dtype_size(m_e), isolate_embedding)) {
     US_ASSERT(stage >= 1 && stage <= 3, "ZeRO stage {}", stage);
     std::vector<ShardPiece> pieces;
     for (int b = 0; b < int(m_plan.buckets.size()); ++b) {
@@ -124,19 +124,33 @@ Tensor ZeroState::grads(int unit) {
     return buf.view(m_e, u.offset - bucket.offset, u.numel);
 }
 
-void ZeroState::begin_micro_batch(int index, bool last) {
-    m_last_micro_batch = last;
+void ZeroState::begin_step() {
+    m_zero_pending = true;
+    // Stage 1 counts a bucket's units over the whole step (its reduction waits for the last micro-batch);
+    // stages 2-3 count them per backward.
     for (size_t b = 0; b < m_plan.buckets.size(); ++b)
         m_units_left[b] = m_plan.buckets[b].last_unit - m_plan.buckets[b].first_unit + 1;
-    if (!m_grads) return;
+}
+
+void ZeroState::begin_backward(int micro_batch, bool last) {
+    m_last_micro_batch = last;
+    if (m_stage >= 2)
+        for (size_t b = 0; b < m_plan.buckets.size(); ++b)
+            m_units_left[b] = m_plan.buckets[b].last_unit - m_plan.buckets[b].first_unit + 1;
+    if (!m_grads) {  // allocated zeroed at first use
+        m_zero_pending = false;
+        return;
+    }
     if (m_stage == 1) {
-        // as in the replicated state: the compute-dtype buffer holds one micro-batch with fp32 accumulation
-        if (m_fp32_accum || index == 0) m_be.fill_zero(m_grads_t);
-        if (m_fp32_accum && index == 0) m_be.fill_zero(m_accum32_t);
-    } else if (index == 0) {
+        // as in the replicated state: the compute-dtype buffer holds one backward with fp32 accumulation
+        if (m_fp32_accum || m_zero_pending) m_be.fill_zero(m_grads_t);
+        if (m_fp32_accum && m_zero_pending) m_be.fill_zero(m_accum32_t);
+    } else if (m_zero_pending) {
+        drain(true);  // nothing from the previous step may land after the zeroing
         m_be.fill_zero(m_grads_t);
         if (m_fp32_accum) m_be.fill_zero(m_accum32_t);
     }
+    m_zero_pending = false;
 }
 
 void ZeroState::grads_done(int unit) {
@@ -145,7 +159,8 @@ void ZeroState::grads_done(int unit) {
         const ParamUnit& u = m_layout.units()[size_t(unit)];
         m_be.accumulate(m_accum32_t.slice(u.offset, u.numel), m_grads_t.slice(u.offset, u.numel));
     }
-    if (--m_units_left[size_t(b)] == 0 && (m_stage >= 2 || m_last_micro_batch)) launch_reduce_scatter(b);
+    if (m_stage >= 2 || m_last_micro_batch)
+        if (--m_units_left[size_t(b)] == 0) launch_reduce_scatter(b);
     drain(false);
 }
 
@@ -201,17 +216,33 @@ void ZeroState::drain_one() {
     }
 }
 
-double ZeroState::finish_gradients() {
+void ZeroState::finish_gradients() {
     drain(true);
     ensure_grads();
+}
+
+// The embedding is a bucket of its own under pipeline parallelism (buckets.h), so both stages split it alike and
+// summing the pieces in place is summing the tied gradient.
+void ZeroState::sync_tied_embedding(Communicator& group) {
+    const int emb = m_layout.embedding_unit();
+    if (emb < 0 || group.size() == 1) return;
+    const int b = m_plan.bucket_of_unit[size_t(emb)];
+    const int n = my_piece_count(b);
+    if (n == 0) return;
+    const Tensor g = m_fp32_accum ? m_accum32_t : m_grads_t;
+    group.all_reduce(g.slice(m_stage == 1 ? my_piece_begin(b) : m_shard_offset[size_t(b)], n));
+}
+
+double ZeroState::local_grad_sumsq(bool include_embedding) {
     double local = 0;
     const Tensor g = m_fp32_accum ? m_accum32_t : m_grads_t;
+    const int emb_bucket = m_layout.embedding_unit() >= 0 ? m_plan.bucket_of_unit[size_t(m_layout.embedding_unit())] : -1;
     for (int b = 0; b < int(m_plan.buckets.size()); ++b) {
         const int n = my_piece_count(b);
-        if (n == 0) continue;
+        if (n == 0 || (!include_embedding && b == emb_bucket)) continue;
         local += m_be.sum_squares(g.slice(m_stage == 1 ? my_piece_begin(b) : m_shard_offset[size_t(b)], n));
     }
-    return m_dp.all_reduce_sum(local);
+    return local;
 }
 
 void ZeroState::optimizer_step(double lr, float clip_coef) {

@@ -26,7 +26,7 @@ namespace us {
 class ZeroState final : public TrainState {
 public:
     ZeroState(Backend& backend, const ParamLayout& layout, Precision precision, bool fp32_grad_accum,
-              const AdamWConfig& adamw, Communicator& dp, int stage, double bucket_mb);
+              const AdamWConfig& adamw, Communicator& dp, int stage, double bucket_mb, bool isolate_embedding = false);
     ~ZeroState() override;
 
     void acquire(int unit, Pass pass) override;
@@ -36,9 +36,12 @@ public:
     void grads_done(int unit) override;
 
     void initialize(const GPTConfig& cfg, uint64_t seed) override;
-    void begin_micro_batch(int index, bool last) override;
-    void end_micro_batch(int index, bool last) override { drain(false); }
-    double finish_gradients() override;
+    void begin_step() override;
+    void begin_backward(int micro_batch, bool last) override;
+    void finish_gradients() override;
+    void sync_tied_embedding(Communicator& group) override;
+    double local_grad_sumsq(bool include_embedding) override;
+    bool sharded() const override { return true; }
     void optimizer_step(double lr, float clip_coef) override;
     int optimizer_steps_taken() const override { return m_adamw->step_count(); }
     bool has_optimizer_moments() const override { return m_adamw->has_moments(); }
@@ -97,6 +100,8 @@ private:
     std::vector<Gathered> m_gathered;  // stage 3
     std::unique_ptr<AdamW> m_adamw;
     bool m_last_micro_batch = true;
+    bool m_zero_pending = false;
+    bool m_step_begun = false;  // per-bucket unit counters reset at the first backward of the step
 };
 
 }  // namespace us

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "engine/core/check.h"
+#include "engine/parallel/pipeline_schedule.h"
 
 namespace us {
 
@@ -34,6 +35,20 @@ void TrainConfig::validate() const {
     US_CHECK_INPUT(p.comm_progress == "thread" || p.comm_progress == "poll",
                    "unknown --comm-progress '{}': expected thread or poll", p.comm_progress);
     US_CHECK_INPUT(device == "cpu" || device == "cuda", "unknown --device '{}': expected cpu or cuda", device);
+    // Pipelines
+    validate_schedule_shape(p.pp_schedule, PipelineShape{p.pp, grad_accum, p.pp_chunks});
+    const int stages = p.pp * p.pp_chunks;
+    US_CHECK_INPUT(model.layers % stages == 0,
+                   "--layers {} cannot be split evenly over pp {} x {} chunk(s) = {} pipeline stages: use a multiple "
+                   "of {} layers (each stage takes layers/{}; the first also the embedding, the last the head)",
+                   model.layers, p.pp, p.pp_chunks, stages, stages, stages);
+    US_CHECK_INPUT(p.pp == 1 || p.zero <= 1,
+                   "--zero {} with --pp {}: pipelines compose with ZeRO-0 and ZeRO-1 only (use --zero 1)", p.zero, p.pp);
+    US_CHECK_INPUT(p.pp_schedule != "zb1" || recompute != Recompute::full,
+                   "--pp-schedule zb1 keeps each block's activations until its W pass; it cannot run with --recompute "
+                   "full (use none or selective)");
+    US_CHECK_INPUT(p.pp_schedule != "zb1" || !fp32_grad_accum,
+                   "--pp-schedule zb1 with --fp32-grad-accum is not supported: drop one of them");
 }
 
 void TrainConfig::resolve_global_batch() {

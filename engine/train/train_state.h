@@ -20,14 +20,21 @@ public:
     // Sets the initial weights (the same on every rank and layout for a seed).
     virtual void initialize(const GPTConfig& cfg, uint64_t seed) = 0;
 
-    // Around each micro-batch of a step; `last` marks the micro-batch whose backward finishes the gradients
-    // (gradient communication happens there).
-    virtual void begin_micro_batch(int index, bool last) = 0;
-    virtual void end_micro_batch(int index, bool last) = 0;
-
-    // After the last backward: waits for gradient communication and returns this rank's contribution to the
-    // squared global gradient norm (its shard, or all of it when replicated and `counts_norm` is set).
-    virtual double finish_gradients() = 0;
+    // At the start of a step, before any backward (gradients are zeroed or left to be zeroed).
+    virtual void begin_step() = 0;
+    // Before each backward (and each W of a split backward) of a chunk: `last` marks its last micro-batch of the
+    // step, whose backward finishes the chunk's gradients (gradient communication starts there).
+    virtual void begin_backward(int micro_batch, bool last) = 0;
+    // After the step's last backward: waits for the gradient communication to finish.
+    virtual void finish_gradients() = 0;
+    // Sums the embedding's gradient over `group` (the first and last pipeline stages, which both hold the tied
+    // embedding). Only on ranks that hold the embedding.
+    virtual void sync_tied_embedding(class Communicator& group) = 0;
+    // This rank's share of the squared global gradient norm: all of its gradients (replicated) or its shard
+    // (ZeRO), without the embedding when include_embedding is false (the pipeline's second copy of it).
+    virtual double local_grad_sumsq(bool include_embedding) = 0;
+    // Whether local_grad_sumsq covers only a shard (the trainer then sums over the data-parallel ranks too).
+    virtual bool sharded() const = 0;
 
     virtual void optimizer_step(double lr, float clip_coef) = 0;
     virtual int optimizer_steps_taken() const = 0;

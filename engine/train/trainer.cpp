@@ -27,10 +27,21 @@ ProcessGrid& grid_or_local(ProcessGrid* grid, std::unique_ptr<ProcessGrid>& own,
 }
 }  // namespace
 
+std::vector<std::pair<int, int>> Trainer::stage_chunks(const TrainConfig& cfg, int stage) {
+    const int pp = cfg.parallel.pp, V = cfg.parallel.pp_chunks, S = pp * V;
+    const int per = cfg.model.layers / S;
+    std::vector<std::pair<int, int>> ranges;
+    for (int c = 0; c < V; ++c) {
+        const int vs = c * pp + stage;
+        ranges.emplace_back(vs * per, (vs + 1) * per);
+    }
+    return ranges;
+}
+
 Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     : m_config((config.validate(), config)), m_be(backend),
       m_grid(grid_or_local(grid, m_own_grid, config.parallel)),
-      m_layout(ParamLayout::whole_model(config.model)) {
+      m_layout(ParamLayout::build(config.model, stage_chunks(config, m_grid.pp_rank()))) {
     const ParallelConfig& p = m_config.parallel;
     validate_layout(p, m_grid.world_size());
 
@@ -43,6 +54,7 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     dl.dp_rank = m_grid.dp_rank();
 
     // Composition: ZeRO-0 replicates everything and all-reduces gradient buckets; ZeRO-1..3 shard by bucket.
+    // Under a pipeline each stage holds its own chunks' parameters, and the tied embedding is a bucket of its own.
     if (p.zero == 0) {
         const bool fp32_accum = m_config.fp32_grad_accum && m_config.precision == Precision::bf16;
         if (m_grid.dp_size() > 1)
@@ -53,13 +65,21 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
                                                     m_config.adamw, m_sync.get());
     } else {
         m_state = std::make_unique<ZeroState>(backend, m_layout, m_config.precision, m_config.fp32_grad_accum,
-                                              m_config.adamw, m_grid.dp_group(), p.zero, p.bucket_mb);
+                                              m_config.adamw, m_grid.dp_group(), p.zero, p.bucket_mb, p.pp > 1);
     }
     ModelOptions mo;
     mo.precision = m_config.precision;
     mo.recompute = m_config.recompute;
     mo.micro_batch = m_config.batch;
-    m_model = std::make_unique<GPT>(m_config.model, mo, backend, m_layout);
+    const auto ranges = stage_chunks(m_config, m_grid.pp_rank());
+    for (int c = 0; c < int(ranges.size()); ++c) {
+        LocalChunk chunk;
+        chunk.chunk = c;
+        chunk.virtual_stage = c * p.pp + m_grid.pp_rank();
+        chunk.model = std::make_unique<GPT>(m_config.model, mo, backend, m_layout, ranges[size_t(c)].first,
+                                            ranges[size_t(c)].second);
+        m_chunks.push_back(std::move(chunk));
+    }
 
     if (!m_config.load.empty()) {
         const CheckpointInfo info = load_checkpoint(m_config.load, m_config, m_layout, *m_state);
@@ -70,13 +90,15 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     }
     m_loader = std::make_unique<DataLoader>(m_data, dl, m_config.seed);
 
+    const PipelineShape shape{p.pp, m_config.grad_accum, p.pp_chunks};
+    Schedule schedule = make_schedule(p.pp_schedule, shape);
+    m_executor = std::make_unique<PipelineExecutor>(m_grid, shape, schedule[size_t(m_grid.pp_rank())], m_chunks,
+                                                    *m_state, backend, *m_loader, m_config.batch, m_config.model.seq);
+
     m_schedule.lr = m_config.adamw.lr;
     m_schedule.min_lr = m_config.adamw.lr * m_config.min_lr_ratio;
     m_schedule.warmup = m_config.warmup;
     m_schedule.total = std::max(m_config.steps, 1);
-    const size_t n = size_t(m_config.batch) * size_t(m_config.model.seq);
-    m_tokens.resize(n);
-    m_targets.resize(n);
 }
 
 Trainer::~Trainer() = default;
@@ -86,42 +108,29 @@ StepMetrics Trainer::train_step() {
     const int step = m_steps_done + 1;
     US_PROF_STEP(step);
     m_be.allocator().reset_peaks();
-    const int M = m_config.grad_accum, dp = m_config.parallel.dp;
+    const int M = m_config.grad_accum, dp = m_config.parallel.dp, pp = m_config.parallel.pp;
     const float grad_scale = 1.0f / float(M * dp);
     double loss_sum = 0.0, norm = 0.0, lr = 0.0;
     {
         US_PROF_ZONE(prof::Lane::host, prof::SpanKind::step, prof::OpClass::none, US_PROF_NAME("step"));
-        for (int mb = 0; mb < M; ++mb) {
-            const bool last = mb == M - 1;
-            m_state->begin_micro_batch(mb, last);
-            m_loader->fill(m_steps_done, mb, m_tokens.data(), m_targets.data());
-            ChunkActivations acts;
-            acts.micro_batch_index = mb;
-            {
-                US_PROF_PHASE(prof::Phase::forward, mb);
-                US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("forward"));
-                m_model->forward(acts, MicroBatch{m_tokens.data(), m_targets.data()}, Tensor{}, *m_state);
-            }
-            loss_sum += acts.loss_sum;
-            {
-                US_PROF_PHASE(prof::Phase::backward, mb);
-                US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("backward"));
-                m_model->backward(acts, Tensor{}, Tensor{}, grad_scale, *m_state);
-                m_state->end_micro_batch(mb, last);
-            }
-        }
+        loss_sum = m_executor->run_step(m_steps_done, grad_scale);
         US_PROF_PHASE(prof::Phase::optimizer, -1);
         US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("optimizer"));
-        norm = std::sqrt(m_state->finish_gradients());
+        m_state->finish_gradients();
+        if (pp > 1) m_state->sync_tied_embedding(m_grid.embedding_group());
+        // The global norm counts the tied embedding once (the first stage's copy).
+        const bool second_copy = pp > 1 && m_grid.pp_is_last_stage();
+        double sumsq = m_state->local_grad_sumsq(!second_copy);
+        sumsq = m_state->sharded() ? m_grid.world().all_reduce_sum(sumsq) : m_grid.pp_group().all_reduce_sum(sumsq);
+        norm = std::sqrt(sumsq);
         const float clip = clip_coefficient(norm, m_config.grad_clip);
         lr = m_schedule.at(step);
         m_state->optimizer_step(lr, clip);
         m_be.synchronize();
     }
     m_steps_done = step;
-    // The loss of the global batch: every dp rank's share of the token losses, summed.
-    loss_sum = m_grid.dp_group().all_reduce_sum(loss_sum);
-
+    // The loss of the global batch: the last stage's token losses, summed over the data-parallel replicas.
+    loss_sum = m_grid.dp_group().all_reduce_sum(m_grid.pp_group().all_reduce_sum(loss_sum));
     StepMetrics r;
     r.step = step;
     r.tokens = m_config.tokens_per_step();
@@ -142,14 +151,78 @@ StepMetrics Trainer::train_step() {
 }
 
 void Trainer::save(const std::string& path) {
-    // Every rank takes part (sharded states gather their pieces); rank 0 writes.
-    save_checkpoint(path, m_config, m_layout, *m_state, m_steps_done, m_grid.world_rank() == 0);
+    if (m_config.parallel.pp > 1) {
+        save_pipeline(path);
+    } else {
+        // Every rank takes part (sharded states gather their pieces); rank 0 writes.
+        save_checkpoint(path, m_config, m_layout, *m_state, m_steps_done, m_grid.world_rank() == 0);
+    }
     m_grid.world().barrier();
+}
+
+// A pipeline's checkpoint is gathered too: each stage exports its tensors (collectively over its data-parallel
+// group), its first data-parallel rank sends them to rank 0, and rank 0 writes the whole model.
+void Trainer::save_pipeline(const std::string& path) {
+    const ParamLayout whole = ParamLayout::whole_model(m_config.model);
+    const bool moments = m_state->has_optimizer_moments();
+    const int slots = moments ? 3 : 1;
+    std::vector<float> host;
+    if (m_grid.world_rank() == 0) host.resize(size_t(whole.total()) * size_t(slots));
+    std::vector<float> buffer;
+    for (int stage = 0; stage < m_config.parallel.pp; ++stage) {
+        const ParamLayout layout = ParamLayout::build(m_config.model, stage_chunks(m_config, stage));
+        const GridCoords sender{0, stage, 0, 0, 0};
+        const int sender_rank = grid_rank(m_config.parallel, sender);
+        for (int slot = 0; slot < slots; ++slot)
+            for (const ParamTensor& t : layout.tensors()) {
+                if (stage > 0 && t.unit == layout.embedding_unit()) continue;  // the first stage's copy is written
+                const ParamTensor* target = whole.find(t.name);
+                float* dst = m_grid.world_rank() == 0 ? host.data() + size_t(slot) * size_t(whole.total()) + target->offset : nullptr;
+                if (m_grid.pp_rank() == stage) {
+                    buffer.resize(size_t(t.numel));
+                    m_state->export_tensor(t, StateSlot(slot), buffer.data());
+                    if (m_grid.world_rank() == 0) std::copy(buffer.begin(), buffer.end(), dst);
+                    else if (m_grid.world_rank() == sender_rank)
+                        m_grid.world().send(Tensor::of(buffer.data(), t.numel), 0, 9000 + slot);
+                } else if (m_grid.world_rank() == 0) {
+                    m_grid.world().recv(Tensor::of(dst, t.numel), sender_rank, 9000 + slot);
+                }
+            }
+    }
+    if (m_grid.world_rank() != 0) return;
+    // Rank 0 now has everything: write it through the same writer as unpipelined runs.
+    class HostState final : public TrainState {
+    public:
+        HostState(const std::vector<float>& h, int64_t n, int slots, int steps) : m_h(h), m_n(n), m_slots(slots), m_steps(steps) {}
+        Tensor weights(int) override { return {}; }
+        Tensor grads(int) override { return {}; }
+        void initialize(const GPTConfig&, uint64_t) override {}
+        void begin_step() override {}
+        void begin_backward(int, bool) override {}
+        void finish_gradients() override {}
+        void sync_tied_embedding(Communicator&) override {}
+        double local_grad_sumsq(bool) override { return 0; }
+        bool sharded() const override { return false; }
+        void optimizer_step(double, float) override {}
+        int optimizer_steps_taken() const override { return m_steps; }
+        bool has_optimizer_moments() const override { return m_slots == 3; }
+        void export_tensor(const ParamTensor& t, StateSlot slot, float* out) override {
+            std::copy_n(m_h.data() + size_t(slot) * size_t(m_n) + t.offset, t.numel, out);
+        }
+        void import_tensor(const ParamTensor&, StateSlot, const float*) override {}
+        void set_optimizer_steps(int) override {}
+
+    private:
+        const std::vector<float>& m_h;
+        int64_t m_n;
+        int m_slots, m_steps;
+    } gathered(host, whole.total(), slots, m_state->optimizer_steps_taken());
+    save_checkpoint(path, m_config, whole, gathered, m_steps_done, true);
 }
 
 double Trainer::evaluate_loss(const int32_t* tokens, const int32_t* targets) {
     ChunkActivations acts;
-    m_model->forward(acts, MicroBatch{tokens, targets}, Tensor{}, *m_state);
+    m_chunks.front().model->forward(acts, MicroBatch{tokens, targets}, Tensor{}, *m_state);
     return acts.loss_sum / double(int64_t(m_config.batch) * m_config.model.seq);
 }
 

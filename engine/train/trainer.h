@@ -8,6 +8,7 @@
 #include "engine/backend/backend.h"
 #include "engine/model/gpt.h"
 #include "engine/parallel/grid.h"
+#include "engine/parallel/pipeline_executor.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/train/config.h"
 #include "engine/train/data_loader.h"
@@ -38,14 +39,16 @@ public:
     StepMetrics train_step();
     void save(const std::string& path);
 
-    const GPT& model() const { return *m_model; }
+    const GPT& model() const { return *m_chunks.front().model; }  // the rank's first chunk
     const ParamLayout& layout() const { return m_layout; }
     ProcessGrid& grid() { return m_grid; }
     TrainState& state() { return *m_state; }
     const TrainConfig& config() const { return m_config; }
 
-    // Runs forward only on one micro-batch of given tokens and returns its mean loss (tests, golden checks).
+    // Runs forward only on one micro-batch of given tokens and returns its mean loss (one rank, no pipeline).
     double evaluate_loss(const int32_t* tokens, const int32_t* targets);
+    // The layer ranges of the chunks of pipeline stage `stage` (virtual stage chunk * pp + stage).
+    static std::vector<std::pair<int, int>> stage_chunks(const TrainConfig& cfg, int stage);
 
 private:
     TrainConfig m_config;
@@ -55,12 +58,13 @@ private:
     ParamLayout m_layout;
     std::unique_ptr<GradientSync> m_sync;
     std::unique_ptr<TrainState> m_state;
-    std::unique_ptr<GPT> m_model;
+    std::vector<LocalChunk> m_chunks;
+    std::unique_ptr<PipelineExecutor> m_executor;
     TokenDataset m_data;
     std::unique_ptr<DataLoader> m_loader;
     LrSchedule m_schedule;
     int m_steps_done = 0;
-    std::vector<int32_t> m_tokens, m_targets;
+    void save_pipeline(const std::string& path);
 };
 
 }  // namespace us

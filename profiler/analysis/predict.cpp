@@ -5,15 +5,13 @@
 #include <algorithm>
 
 #include "engine/core/allocator.h"
+#include "engine/parallel/pipeline_schedule.h"
 
 namespace us::prof {
 
 namespace {
 
-int64_t layers_on_stage(const PredictInput& in, int stage) {
-    const int64_t per = in.layers / std::max(1, in.pp);
-    return per;
-}
+int64_t layers_on_stage(const PredictInput& in, int) { return in.layers / std::max(1, in.pp); }
 
 // Per block per micro-batch, docs/memory.md.
 int64_t block_bytes(const PredictInput& in, int64_t e) {
@@ -82,21 +80,28 @@ Prediction predict(const PredictInput& in) {
     p.memory[size_t(MemCategory::master_params)] = in.bf16 ? sharded(4, in.zero >= 1) : 0;
     p.memory[size_t(MemCategory::optimizer_state)] = sharded(8, in.zero >= 1);
 
-    // Activations: tokens, embedding output, the stage's blocks, the head, times the micro-batches in flight.
+    // Activations: per micro-batch in flight, the tokens, the embedding output (first stage) or the received
+    // input (other stages), and the stage's blocks; plus the head's (last stage). How many micro-batches are in
+    // flight is the schedule's business: simulate it.
     const int64_t N = in.micro_batch * in.seq;
     p.activations_per_layer = block_bytes(in, e);
     const int64_t head = e * N * h + 2 * N * 4 + N * v * 4 + N * 4;
-    const int64_t per_micro_batch = 2 * N * 4 + (first ? e * N * h : 0) + Ls * p.activations_per_layer;
-    int in_flight = 1;
+    const int V = std::max(1, in.pp_chunks);
+    const int64_t per_chunk = 2 * N * 4 + e * N * h + (Ls / V) * p.activations_per_layer;
+    int chunks_in_flight = 1;
     if (in.pp > 1) {
-        if (in.pp_schedule == "afab") in_flight = int(in.grad_accum);
-        else in_flight = int(std::min<int64_t>(in.grad_accum, in.pp - in.stage));  // 1F1B, ZB-H1
-        if (in.pp_schedule == "interleaved")
-            in_flight = int(std::min<int64_t>(in.grad_accum * in.pp_chunks,
-                                              (in.pp - in.stage) * in.pp_chunks + (in.pp - 1) ));
+        try {
+            const PipelineShape shape{in.pp, int(in.grad_accum), V};
+            const Simulation sim = simulate_schedule(make_schedule(in.pp_schedule, shape), shape);
+            chunks_in_flight = sim.max_chunks_in_flight[size_t(in.stage)];
+            p.micro_batches_in_flight = sim.max_in_flight[size_t(in.stage)];
+            p.bubble_simulated = sim.bubble[size_t(in.stage)];
+        } catch (const std::exception&) {
+            chunks_in_flight = int(in.grad_accum) * V;  // an invalid shape: say the worst
+            p.micro_batches_in_flight = int(in.grad_accum);
+        }
     }
-    p.micro_batches_in_flight = in_flight;
-    int64_t acts = in_flight * per_micro_batch + (last ? head : 0);
+    int64_t acts = chunks_in_flight * per_chunk + (last ? head : 0);
     if (in.recompute == "full") acts += std::max(block_working_bytes(in, e), last ? head : int64_t(0)) - (last ? head : 0);
     p.memory[size_t(MemCategory::activations)] = acts;
     p.memory[size_t(MemCategory::temporaries)] = 9 * e * N * h + (last && in.bf16 ? 2 * N * v : 0);
@@ -152,7 +157,9 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
                      p.flops_per_token / 1e6, p.tokens_per_step, p.flops_per_token * double(p.tokens_per_step) / 1e12);
     s += fmt::format("Communication per rank per step (predicted, ring): data parallel {}, pipeline {}\n",
                      format_bytes(p.dp_comm_bytes), format_bytes(p.pp_comm_bytes));
-    s += fmt::format("Pipeline bubble (predicted): {:.3f} = {}\n", p.bubble_theory, p.bubble_formula);
+    s += fmt::format("Pipeline bubble (predicted): {:.3f} = {}", p.bubble_theory, p.bubble_formula);
+    if (in.pp > 1) s += fmt::format("; {:.3f} on this stage by simulating the schedule", p.bubble_simulated);
+    s += "\n";
     return s;
 }
 
@@ -171,6 +178,7 @@ nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
             {"dp_comm_bytes_per_step", p.dp_comm_bytes},
             {"pp_comm_bytes_per_step", p.pp_comm_bytes},
             {"bubble_fraction_theory", p.bubble_theory},
+            {"bubble_fraction_simulated", p.bubble_simulated},
             {"bubble_formula", p.bubble_formula}};
 }
 

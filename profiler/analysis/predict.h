@@ -49,6 +49,7 @@ struct Prediction {
     int64_t pp_comm_bytes = 0;   // activations and their gradients between stages
     double bubble_theory = 0;    // (pp - 1) / m, (pp - 1) / (v m) interleaved, about a third of 1F1B for ZB-H1
     std::string bubble_formula;
+    double bubble_simulated = 0;  // this stage's bubble when the schedule runs on an idealised machine
 
     int64_t memory_total() const;
 };

@@ -31,6 +31,15 @@ Report build_report(const TraceStore& store) {
     rep.config = meta.value("config", nlohmann::json::object());
     rep.predict_input = PredictInput::from_config(rep.config);
     std::map<int, std::vector<double>> step_walls;  // step -> wall per rank
+    // Steps of every rank first: pipeline bubbles are measured over each replica's pipeline window.
+    std::vector<std::vector<StepBreakdown>> all_steps;
+    std::vector<int> replica_of;
+    for (int r : store.ranks()) {
+        all_steps.push_back(analyze_steps(store, r));
+        replica_of.push_back(coord(store.rank(r)->metadata.value("coords", nlohmann::json::object()), "dp"));
+    }
+    if (rep.predict_input.pp > 1) apply_pipeline_windows(all_steps, replica_of, rep.predict_input.pp_chunks);
+    size_t index = 0;
     for (int r : store.ranks()) {
         const RankTrace& rt = *store.rank(r);
         RankReport rr;
@@ -38,7 +47,7 @@ Report build_report(const TraceStore& store) {
         rr.coords = rt.metadata.value("coords", nlohmann::json::object());
         rr.label = rank_label(rt);
         rr.status = rank_status(rt);
-        rr.steps = analyze_steps(store, r);
+        rr.steps = std::move(all_steps[index++]);
         rr.steady = sum_steps(steady_steps(rr.steps));
         rr.memory = analyze_memory(rt);
         PredictInput in = rep.predict_input;
@@ -52,6 +61,17 @@ Report build_report(const TraceStore& store) {
                                                "figures for it are incomplete",
                                                r, rt.dropped_events));
         rep.ranks.push_back(std::move(rr));
+    }
+    if (rep.predict_input.pp > 1) {
+        double most_busy = -1;
+        for (const auto& rr : rep.ranks)
+            if (rr.steady.compute_s > most_busy) {
+                most_busy = rr.steady.compute_s;
+                rep.pipeline.measured = rr.steady.bubble_fraction;
+                rep.pipeline.theory = rr.predicted.bubble_theory;
+                rep.pipeline.simulated = rr.predicted.bubble_simulated;
+                rep.pipeline.busiest_rank = rr.rank;
+            }
     }
     if (store.spans_dropped_by_cap() > 0)
         rep.warnings.push_back(fmt::format("{} op spans were not kept (trace store cap of {} spans)",
@@ -90,6 +110,11 @@ std::string format_report(const Report& rep) {
                      "peak of {:.1f} GFLOP/s: MFU {:.1f}%\n",
                      t.model_flops_per_token / 1e6, t.achieved_flops_per_s / 1e9, t.peak_flops_per_s / 1e9,
                      100 * t.mfu);
+    if (rep.predict_input.pp > 1)
+        s += fmt::format("Pipeline bubble ({} schedule, pp {}, {} micro-batches): {:.3f} measured on the busiest stage "
+                         "(rank {}), {:.3f} by the formula, {:.3f} simulated\n",
+                         rep.predict_input.pp_schedule, rep.predict_input.pp, rep.predict_input.grad_accum,
+                         rep.pipeline.measured, rep.pipeline.busiest_rank, rep.pipeline.theory, rep.pipeline.simulated);
     s += "\nTime per rank, summed over the steady steps (measured):\n";
     s += fmt::format("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>15}\n", "rank", "wall s", "compute s", "overlap s",
                      "exposed s", "idle s", "overlap", "bubble (theory)");
@@ -119,6 +144,10 @@ std::string format_report(const Report& rep) {
         }
         s += fmt::format("  {:<16} {:>12} / {:<12} {}\n", "total (peak)", format_bytes(r.memory.total_peak),
                          format_bytes(r.predicted.memory_total()), kPhaseNames[size_t(r.memory.total_peak_phase)]);
+        if (rep.predict_input.pp > 1)
+            s += fmt::format("  micro-batches in flight: {} measured / {} predicted by the {} schedule\n",
+                             r.steady.micro_batches_in_flight, r.predicted.micro_batches_in_flight,
+                             rep.predict_input.pp_schedule);
         if (r.status != "ok") s += fmt::format("  status: {}\n", r.status);
     }
     for (const auto& w : rep.warnings) s += "\nwarning: " + w + "\n";
@@ -143,7 +172,8 @@ nlohmann::json report_json(const Report& rep) {
         for (const auto& b : r.steps)
             steps.push_back({{"step", b.step}, {"wall_s", b.wall_s}, {"compute_s", b.compute_s}, {"comm_s", b.comm_s},
                              {"comm_overlapped_s", b.overlapped_s}, {"comm_exposed_s", b.exposed_s},
-                             {"idle_s", b.idle_s}, {"overlap_pct", b.overlap_pct}, {"bubble_fraction", b.bubble_fraction}});
+                             {"idle_s", b.idle_s}, {"overlap_pct", b.overlap_pct}, {"bubble_fraction", b.bubble_fraction},
+                             {"micro_batches_in_flight", b.micro_batches_in_flight}});
         const auto& b = r.steady;
         ranks.push_back({{"rank", r.rank},
                          {"label", r.label},
@@ -164,6 +194,12 @@ nlohmann::json report_json(const Report& rep) {
                          {"overlap_pct", b.overlap_pct},
                          {"bubble_fraction", b.bubble_fraction},
                          {"bubble_fraction_theory", r.predicted.bubble_theory},
+                         {"bubble_fraction_simulated", r.predicted.bubble_simulated},
+                         {"stage_bubble_fraction", b.stage_bubble_fraction},
+                         {"micro_batches_in_flight", b.micro_batches_in_flight},
+                         {"micro_batches_in_flight_predicted", r.predicted.micro_batches_in_flight},
+                         {"activations_peak_bytes", r.memory.peak[size_t(MemCategory::activations)]},
+                         {"activations_predicted_bytes", r.predicted.memory[size_t(MemCategory::activations)].value_or(0)},
                          {"device_peak_gflops", r.peak_gflops},
                          {"dropped_events", r.dropped_events},
                          {"steps", steps}});
@@ -181,6 +217,11 @@ nlohmann::json report_json(const Report& rep) {
               {"peak_flops_per_s", t.peak_flops_per_s},
               {"mfu", t.mfu}}},
             {"predicted", prediction_json(rep.predict_input, predict(rep.predict_input))},
+            {"pipeline",
+             {{"bubble_fraction", rep.pipeline.measured},
+              {"bubble_fraction_theory", rep.pipeline.theory},
+              {"bubble_fraction_simulated", rep.pipeline.simulated},
+              {"busiest_rank", rep.pipeline.busiest_rank}}},
             {"warnings", rep.warnings}};
 }
 

@@ -36,8 +36,16 @@ struct Throughput {
     double mfu = 0;                     // achieved / peak
 };
 
+// The pipeline's bubble as the theory means it: idle time of the pipeline relative to the ideal time, i.e. the
+// bubble of its busiest stage (a less loaded stage also waits for the busiest one).
+struct PipelineBubble {
+    double measured = 0, theory = 0, simulated = 0;
+    int busiest_rank = -1;
+};
+
 struct Report {
     int world_size = 0;
+    PipelineBubble pipeline;
     nlohmann::json config;
     std::vector<RankReport> ranks;
     Throughput throughput;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "profiler/analysis/intervals.h"
+#include <map>
 
 namespace us::prof {
 
@@ -59,9 +59,55 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
             const int64_t in_window = total_length(union_of(compute, first_op, last_op));
             b.bubble_s = double(last_op - first_op - in_window) / 1e9;
             b.bubble_fraction = c > 0 ? b.bubble_s / b.compute_s : 0.0;
+            b.stage_bubble_fraction = b.bubble_fraction;
         }
+        b.first_op = first_op;
+        b.last_op = last_op;
+        b.compute_set = C;
+        // activations in flight: forwards done minus backwards (or Ws, when the backward is split) done
+        std::vector<std::pair<int64_t, int>> marks;
+        bool split = false;
+        const LaneTrack& compute_lane = rt->lanes[size_t(Lane::compute)];
+        if (compute_lane.rows() > 0) {
+            const auto [first, last] = compute_lane.visible(0, b.begin, b.end);
+            for (size_t i = first; i < last; ++i) split |= store.name(compute_lane.spans()[compute_lane.row(0)[i]].name) == "W";
+            for (size_t i = first; i < last; ++i) {
+                const Span& s = compute_lane.spans()[compute_lane.row(0)[i]];
+                if (s.kind != SpanKind::phase || s.micro_batch < 0) continue;
+                const std::string& n = store.name(s.name);
+                if (n == "F") marks.emplace_back(s.end, +1);
+                else if ((n == "B" && !split) || n == "W") marks.emplace_back(s.end, -1);
+            }
+        }
+        std::sort(marks.begin(), marks.end());
+        int held = 0;
+        for (auto& [t, d] : marks) b.micro_batches_in_flight = std::max(b.micro_batches_in_flight, held += d);
     }
     return out;
+}
+
+void apply_pipeline_windows(std::vector<std::vector<StepBreakdown>>& steps, const std::vector<int>& replica_of,
+                            int chunks) {
+    std::map<std::pair<int, int>, std::pair<int64_t, int64_t>> window;  // (replica, step) -> [first, last)
+    for (size_t r = 0; r < steps.size(); ++r)
+        for (const auto& b : steps[r]) {
+            if (b.last_op <= b.first_op) continue;
+            auto [it, fresh] = window.emplace(std::make_pair(replica_of[r], b.step), std::make_pair(b.first_op, b.last_op));
+            if (!fresh) {
+                it->second.first = std::min(it->second.first, b.first_op);
+                it->second.second = std::max(it->second.second, b.last_op);
+            }
+        }
+    for (size_t r = 0; r < steps.size(); ++r)
+        for (auto& b : steps[r]) {
+            if (chunks > 1) b.micro_batches_in_flight = (b.micro_batches_in_flight + chunks - 1) / chunks;
+            auto it = window.find({replica_of[r], b.step});
+            if (it == window.end() || b.compute_s <= 0) continue;
+            const auto [lo, hi] = it->second;
+            const int64_t busy = total_length(union_of(b.compute_set, lo, hi));
+            b.bubble_s = double(hi - lo - busy) / 1e9;
+            b.bubble_fraction = b.bubble_s / b.compute_s;
+        }
 }
 
 StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps) {
@@ -80,7 +126,10 @@ StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps) {
         t.idle_s += s.idle_s;
         t.bubble_s += s.bubble_s;
         t.flops += s.flops;
+        t.micro_batches_in_flight = std::max(t.micro_batches_in_flight, s.micro_batches_in_flight);
+        t.stage_bubble_fraction += s.stage_bubble_fraction * s.compute_s;  // weighted; divided below
     }
+    t.stage_bubble_fraction = t.compute_s > 0 ? t.stage_bubble_fraction / t.compute_s : 0.0;
     t.overlap_pct = t.comm_s > 0 ? 100.0 * t.overlapped_s / t.comm_s : 0.0;
     t.bubble_fraction = t.compute_s > 0 ? t.bubble_s / t.compute_s : 0.0;
     return t;

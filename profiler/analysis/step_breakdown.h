@@ -1,12 +1,15 @@
 // Where each rank's time goes, step by step (FORMULAS.md, after Holistic Trace Analysis): the compute set C is
 // the union of op spans, the communication set M the union of comm spans (collectives and point-to-point);
 // overlapped = |C ∩ M|, exposed = |M \ C|, idle = wall - |C ∪ M|, overlap % = |C ∩ M| / |M|.
-// For pipeline stages the bubble is the time between a stage's first and last op of the step with no op running,
-// as a fraction of its op time (the ideal time), which is what (pp - 1) / m predicts.
+// For pipeline stages the bubble is the time a stage spends without an op between the first and the last op of the
+// step, as a fraction of its op time (the ideal time), which is what (pp - 1) / m predicts. "First and last" are
+// the pipeline's (over all its stages: apply_pipeline_windows), so that a late-starting stage's wait for the
+// warm-up counts, as in the theory; stage_bubble_fraction uses the stage's own first and last op.
 #pragma once
 
 #include <vector>
 
+#include "profiler/analysis/intervals.h"
 #include "profiler/trace/trace_store.h"
 
 namespace us::prof {
@@ -24,8 +27,18 @@ struct StepBreakdown {
     double overlap_pct = 0;   // 100 |C ∩ M| / |M|; 0 without communication
     double bubble_s = 0;      // idle between the first and the last op of the step
     double bubble_fraction = 0;  // bubble_s / compute_s
+    double stage_bubble_fraction = 0;  // the same within the stage's own first and last op
     int64_t flops = 0;           // sum of the op spans' FLOPs
+    int64_t first_op = 0, last_op = 0;        // ns
+    std::vector<Interval> compute_set;        // C, for the pipeline windows
+    int micro_batches_in_flight = 0;          // most forwards whose backward (or W) had not finished
 };
+
+// Re-measures bubble_s / bubble_fraction of pipeline stages over the pipeline's window: per data-parallel replica
+// and step, from the earliest first op to the latest last op of its stages. steps[r] are rank r's steps;
+// replica_of[r] / stage_of[r] its coordinates.
+void apply_pipeline_windows(std::vector<std::vector<StepBreakdown>>& steps, const std::vector<int>& replica_of,
+                            int chunks);
 
 // One entry per step the rank recorded (by its step spans), in step order.
 std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank);

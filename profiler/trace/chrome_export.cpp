@@ -91,7 +91,7 @@ void export_chrome_trace(const TraceStore& store, const std::string& out_path) {
                 for (const Span& s : rt.lanes[lane].spans()) {
                     std::string label = store.name(s.name);
                     if (s.kind == SpanKind::phase && s.micro_batch >= 0 && s.phase != Phase::optimizer)
-                        label = fmt::format("{}{}", s.phase == Phase::forward ? "F" : "B", s.micro_batch);
+                        label = fmt::format("{}{}{}", label, s.micro_batch, s.chunk > 0 ? fmt::format(".c{}", s.chunk) : "");
                     emit(fmt::format(
                         R"({{"ph":"X","pid":{},"tid":{},"name":{},"cat":"{}","ts":{},"dur":{:.3f},"args":{{"step":{},"micro_batch":{},"layer":{},"phase":"{}","op":"{}","bytes":{},"flops":{},"chunk":{}{}}}}})",
                         r, lane, escape(label), kSpanKindNames[size_t(s.kind)], us_of(s.begin),

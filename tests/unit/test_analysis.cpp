@@ -102,6 +102,10 @@ TEST_CASE("pipeline bubble of a stage: idle between its first and last op over i
     const Report rep = build_report(store);
     REQUIRE(rep.ranks.size() == 2);
     CHECK(rep.ranks[0].predicted.bubble_theory == Approx(0.5));  // (pp - 1) / m = 1 / 2
+    // over the pipeline's window [0, 70]: stage 1 waits 10 ms for the warm-up and 20 ms for the cool-down
+    CHECK(rep.ranks[1].steady.bubble_fraction == Approx(30.0 / 40.0));
+    CHECK(rep.ranks[0].steady.bubble_fraction == Approx(30.0 / 40.0));
+    CHECK(rep.ranks[1].steady.stage_bubble_fraction == Approx(0.0));
     CHECK(rep.ranks[0].label == "rank 0 (dp 0, pp 0)");
     CHECK(rep.ranks[1].label == "rank 1 (dp 0, pp 1)");
 }

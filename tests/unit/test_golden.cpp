@@ -70,7 +70,8 @@ TEST_CASE("engine matches the PyTorch reference: loss, log-probabilities, gradie
 
     const auto tok = ints(ref, "batch0.tokens"), tgt = ints(ref, "batch0.targets");
     ChunkActivations acts;
-    state.begin_micro_batch(0, true);
+    state.begin_step();
+    state.begin_backward(0, true);
     model.forward(acts, {tok.data(), tgt.data()}, Tensor{}, state);
     const double loss = acts.loss_sum / N;
     CHECK(loss == Approx(floats(ref, "loss")[0]).epsilon(1e-5));
@@ -100,11 +101,13 @@ TEST_CASE("engine matches the PyTorch reference: loss, log-probabilities, gradie
         const auto bt = ints(ref, fmt::format("batch{}.tokens", step - 1));
         const auto bg = ints(ref, fmt::format("batch{}.targets", step - 1));
         ChunkActivations a;
-        state.begin_micro_batch(0, true);
+        state.begin_step();
+        state.begin_backward(0, true);
         model.forward(a, {bt.data(), bg.data()}, Tensor{}, state);
         const double step_loss = a.loss_sum / N;
         model.backward(a, Tensor{}, Tensor{}, 1.0f, state);
-        const double norm = std::sqrt(state.finish_gradients());
+        state.finish_gradients();
+        const double norm = std::sqrt(state.local_grad_sumsq(true));
         state.optimizer_step(schedule.at(step), clip_coefficient(norm, clip));
         INFO("step " << step);
         CHECK(step_loss == Approx(want_losses[size_t(step - 1)]).epsilon(1e-5));

@@ -39,7 +39,8 @@ struct Setup {
     int64_t peak(MemCategory c) { return be.allocator().stats().peak_of(c); }
     void step() {
         ChunkActivations acts;
-        state.begin_micro_batch(0, true);
+        state.begin_step();
+        state.begin_backward(0, true);
         model.forward(acts, {tok.data(), tgt.data()}, Tensor{}, state);
         model.backward(acts, Tensor{}, Tensor{}, 1.0f, state);
         state.finish_gradients();
@@ -96,7 +97,8 @@ TEST_CASE("per-layer activation bytes equal the documented breakdown", "[cpu][me
             INFO(precision_name(p) << ", recompute " << recompute_name(r));
             CHECK(block_saved_bytes(sh, r) == documented);
             ChunkActivations acts;
-            s.state.begin_micro_batch(0, true);
+            s.state.begin_step();
+            s.state.begin_backward(0, true);
             s.model.forward(acts, {s.tok.data(), s.tgt.data()}, Tensor{}, s.state);
             // measured after forward: tokens and targets (int32), the embedding output, every block, the head
             const int64_t expected = 2 * N * 4 + embedding_saved_bytes(sh) + s.cfg.layers * documented +

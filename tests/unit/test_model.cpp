@@ -84,7 +84,8 @@ TEST_CASE("full-model gradients match finite differences (fp32)", "[cpu][model][
         return acts.loss_sum / N;
     };
     ChunkActivations acts;
-    r.state.begin_micro_batch(0, true);
+    r.state.begin_step();
+    r.state.begin_backward(0, true);
     r.model.forward(acts, {tok.data(), tgt.data()}, Tensor{}, r.state);
     r.model.backward(acts, Tensor{}, Tensor{}, 1.0f, r.state);
     const Tensor params = r.state.params(), grads = r.state.grads_buffer();
@@ -111,7 +112,8 @@ TEST_CASE("recomputation changes memory, not gradients", "[cpu][model]") {
         const int N = mo.micro_batch * r.cfg.seq;
         const auto tok = tokens_for(N, r.cfg.vocab, 3), tgt = tokens_for(N, r.cfg.vocab, 4);
         ChunkActivations acts;
-        r.state.begin_micro_batch(0, true);
+        r.state.begin_step();
+        r.state.begin_backward(0, true);
         r.model.forward(acts, {tok.data(), tgt.data()}, Tensor{}, r.state);
         r.model.backward(acts, Tensor{}, Tensor{}, 1.0f, r.state);
         const Tensor g = r.state.grads_buffer();
@@ -139,7 +141,8 @@ TEST_CASE("bf16 forward and backward track fp32", "[cpu][model][bf16]") {
     int i = 0;
     for (Replica* r : {&r32, &r16}) {
         ChunkActivations acts;
-        r->state.begin_micro_batch(0, true);
+        r->state.begin_step();
+        r->state.begin_backward(0, true);
         r->model.forward(acts, {tok.data(), tgt.data()}, Tensor{}, r->state);
         losses[i] = acts.loss_sum / N;
         r->model.backward(acts, Tensor{}, Tensor{}, 1.0f, r->state);
