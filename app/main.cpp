@@ -1,5 +1,5 @@
-// ultrascope: the desktop profiler and trainer. With no command it opens the GUI on a default live run (2 CPU
-// ranks, data parallel, small preset); with a trace file it opens that. The headless commands:
+// ultrascope: the desktop profiler and trainer. With no command it opens the GUI on a default live run (4 CPU
+// ranks, dp 2 x pp 2, small preset: app/cli/default_run.h); with a trace file it opens that. The headless commands:
 //   ultrascope run [-n RANKS] [training flags]   launch a run, stream it live, write its trace, print the report
 //   ultrascope report TRACE [--json]              what a trace says, next to the predictions
 //   ultrascope export TRACE --chrome OUT.json     for Perfetto / chrome://tracing
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "app/cli/default_run.h"
 #include "engine/core/check.h"
 
 #ifdef US_HAVE_GUI
@@ -23,7 +24,7 @@ namespace {
 
 void usage() {
     std::printf(
-        "usage: ultrascope [TRACE] [GUI options] [training flags]   the GUI (a default 2-rank run, or TRACE)\n"
+        "usage: ultrascope [TRACE] [GUI options] [training flags]   the GUI (a default dp 2 x pp 2 run, or TRACE)\n"
         "       ultrascope <command> [args]\n"
         "commands:\n"
         "  run [-n RANKS] [ultrascope-train flags]   launch a run, watch it live, write its trace and report\n"
@@ -34,7 +35,7 @@ void usage() {
         "  --open TRACE            open a trace instead of launching\n"
         "  --listen [HOST:]PORT    also listen for runs started elsewhere (attach)\n"
         "  --no-launch             start without launching a run\n"
-        "  -n RANKS                ranks of the launched run (default 2)\n"
+        "  -n RANKS                ranks of the launched run (default: the layout's; dp 2 x pp 2 = 4)\n"
         "  --screenshot OUT.png    render, write OUT.png (and OUT.png.json with the views' regions), exit\n"
         "  --view V                with --screenshot: memory | timeline | overlap | training | compare | all\n"
         "  --exit-when-done        exit when the launched run ends, with its exit code\n"
@@ -54,7 +55,7 @@ bool follows_value_flag(char** argv, int i) {
 int gui_or_fallback(int argc, char** argv) {
     std::string open, screenshot, view = "all", listen;
     bool launch = true, exit_when_done = false;
-    int ranks = 2;
+    int ranks = 0;  // not given
     std::vector<std::string> train_args;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -104,16 +105,9 @@ int gui_or_fallback(int argc, char** argv) {
         usage();
         return 2;
     }
-    // The default run: 2 ranks, data parallel, small preset (training flags override).
-    std::vector<std::string> run_args = {"run", "-n", std::to_string(ranks)};
-    bool has_preset = false, has_dp = false;
-    for (const auto& a : train_args) {
-        has_preset |= a == "--preset";
-        has_dp |= a == "--dp";
-    }
-    if (!has_preset) run_args.insert(run_args.end(), {"--preset", "small"});
-    if (!has_dp) run_args.insert(run_args.end(), {"--dp", std::to_string(ranks)});
-    run_args.insert(run_args.end(), train_args.begin(), train_args.end());
+    const us::app::DefaultRun run = us::app::default_run(ranks, train_args);
+    std::vector<std::string> run_args = {"run", "-n", std::to_string(run.ranks)};
+    run_args.insert(run_args.end(), run.args.begin(), run.args.end());
     std::string shown = "ultrascope";
     for (const auto& a : run_args) shown += " " + a;
     std::fprintf(stderr, "%s\n", shown.c_str());

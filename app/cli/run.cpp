@@ -41,7 +41,7 @@ bool latest_counter(const prof::TraceStore& store, const std::string& name, doub
 int run_command(int argc, char** argv) {
     // Our own flags first (-n, --trace-out, --port); everything else goes to ultrascope-train.
     LiveRunOptions options;
-    options.launch.ranks = 2;
+    options.launch.ranks = 0;  // default: the product of the parallel degrees
     std::vector<std::string> train_args;
     int total_steps = -1;
     for (int i = 1; i < argc; ++i) {
@@ -58,7 +58,7 @@ int run_command(int argc, char** argv) {
         else if (a == "-h" || a == "--help") {
             std::printf("usage: ultrascope run [-n RANKS] [--trace FILE] [--listen ADDR] [--port P] "
                         "[ultrascope-train flags]\n"
-                        "Launches mpirun -n RANKS ultrascope-train with the given flags, streams it live, writes "
+                        "Launches mpirun -n RANKS (default: dp x pp x ...) ultrascope-train with the given flags, streams it live, writes "
                         "the trace (default runs/run-<time>.ustrace) and prints the report.\n");
             return 0;
         } else train_args.push_back(a);
@@ -70,6 +70,7 @@ int run_command(int argc, char** argv) {
         ParsedTrainArgs parsed = parse_train_args(int(args.size()), args.data());
         TrainConfig& cfg = parsed.cmd.config;
         cfg.validate();
+        if (options.launch.ranks == 0) options.launch.ranks = cfg.parallel.world();
         US_CHECK_INPUT(cfg.parallel.world() == options.launch.ranks,
                        "-n {} ranks, but the layout dp {} x pp {} x tp {} x cp {} x ep {} needs {}: set -n to the "
                        "product of the parallel degrees",

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "app/cli/default_run.h"
 #include "engine/core/check.h"
 #include "engine/train/cli.h"
 #include "engine/parallel/grid.h"
@@ -66,8 +67,8 @@ std::string LaunchSettings::problem() const {
 
 AppState::AppState(const GuiOptions& options) : m_options(options) {
     // Command-line training flags seed the panel where they map onto it; the rest travel as extra arguments.
-    settings.dp = options.ranks;
-    const auto& args = options.train_args;
+    const app::DefaultRun run = app::default_run(options.ranks, options.train_args);
+    const auto& args = run.args;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& k = args[i];
         if (k == "--no-overlap") {
@@ -317,6 +318,30 @@ const std::vector<prof::MemorySample>& AppState::memory_timeline(int rank) {
         entry.second = prof::memory_timeline(*s->rank(rank));
     }
     return entry.second;
+}
+
+const PipelineDiagram& AppState::theory_diagram() {
+    if (m_theory.version != m_data_version) {
+        m_theory.version = m_data_version;
+        m_theory.diagram = gui::theory_diagram(m_report.predict_input);
+    }
+    return m_theory.diagram;
+}
+
+const PipelineDiagram& AppState::measured_diagram(int step) {
+    // Steps finish in order, so the last step every stage of replica 0 has finished bounds the ones to show.
+    int complete = INT32_MAX;
+    for (const auto& r : m_report.ranks)
+        if (r.coords.value("dp", 0) == 0) complete = std::min(complete, r.steps.empty() ? 0 : r.steps.back().step);
+    if (complete == INT32_MAX) complete = 0;
+    if (step <= 0 || step > complete) step = complete;
+    const prof::TraceStore* s = store();
+    if (m_measured.version != m_data_version || m_measured.step != step) {
+        m_measured.version = m_data_version;
+        m_measured.step = step;
+        m_measured.diagram = s && step > 0 ? gui::measured_diagram(*s, m_report, step) : PipelineDiagram{};
+    }
+    return m_measured.diagram;
 }
 
 const std::vector<Gap>& AppState::idle_gaps(int rank, int64_t min_ns) {

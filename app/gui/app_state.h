@@ -15,6 +15,7 @@
 
 #include "app/gui/gui.h"
 #include "app/gui/model/compare_model.h"
+#include "app/gui/model/pipeline_diagram_model.h"
 #include "app/gui/model/timeline_model.h"
 #include "app/gui/model/training_model.h"
 #include "app/launch/live_run.h"
@@ -83,6 +84,11 @@ public:
     // recomputes rarely), time-ordered. Scanning a lane every frame would cost milliseconds on big traces.
     const std::vector<Gap>& idle_gaps(int rank, int64_t min_ns);
     uint64_t data_version() const { return m_data_version; }
+    // The pipeline's schedule diagrams (stages == 0 without a pipeline): the theory for the run's settings, and
+    // the measured step (the last one every stage has finished when
+    // `step` is 0 or still running). Cached per data version.
+    const PipelineDiagram& theory_diagram();
+    const PipelineDiagram& measured_diagram(int step);
 
     // ---- view state shared by the time-based views
     int64_t view_t0 = 0, view_t1 = 1;
@@ -132,6 +138,12 @@ private:
         std::vector<Gap> gaps;
     };
     std::map<int, GapCache> m_gaps;
+    struct DiagramCache {
+        uint64_t version = UINT64_MAX;
+        int step = -1;
+        PipelineDiagram diagram;
+    };
+    DiagramCache m_theory, m_measured;
     uint64_t m_seen_version = UINT64_MAX;
     uint64_t m_data_version = 0;
     std::chrono::steady_clock::time_point m_last_refresh{};

@@ -10,7 +10,7 @@ namespace us::gui {
 struct GuiOptions {
     std::string open_trace;               // open this trace instead of launching
     bool launch = true;                   // launch the default run at start (when no trace is opened)
-    int ranks = 2;                        // ranks of the launched run
+    int ranks = 0;                        // ranks of the launched run (0: the default run's, app/cli/default_run.h)
     std::vector<std::string> train_args;  // ultrascope-train flags of the launched run
     std::string listen;                   // [HOST:]PORT to listen on for runs started elsewhere (attach)
     std::string screenshot;               // write a PNG (and a .json of the views' regions) and exit

@@ -85,12 +85,25 @@ void draw_settings(AppState& app) {
         ImGui::TreePop();
     }
     int_field("micro-batch", s.batch, 0, 4096, "sequences per micro-batch (0 = the preset's)");
-    int_field("micro-batches", s.grad_accum, 1, 1024, "per optimizer step (gradient accumulation)");
+    int_field("micro-batches", s.grad_accum, 1, 1024, "per optimizer step: gradient accumulation, and m of the pipeline");
     int_field("steps", s.steps, 0, 1000000, "optimizer steps (0 = the preset's)");
     ImGui::Separator();
     int_field("dp", s.dp, 1, 64, "data-parallel ranks");
     ImGui::SetNextItemWidth(110);
     ImGui::SliderInt("ZeRO", &s.zero, 0, 3);
+    int_field("pp", s.pp, 1, 64, "pipeline stages: the layers split evenly, embedding on the first, head and loss on the last");
+    ImGui::BeginDisabled(s.pp == 1);
+    ImGui::SetNextItemWidth(110);
+    if (combo("schedule", s.pp_schedule, {"afab", "1f1b", "interleaved", "zb1"}) && s.pp_schedule != "interleaved")
+        s.pp_chunks = 1;
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("afab: all forwards, then all backwards (GPipe)\n1f1b: one forward, one backward; at most pp "
+                          "micro-batches in flight\ninterleaved: 1F1B over several chunks per rank\nzb1: zero-bubble "
+                          "ZB-H1, weight gradients fill the bubbles");
+    ImGui::BeginDisabled(s.pp_schedule != "interleaved");
+    int_field("chunks per rank", s.pp_chunks, 1, 16, "virtual stages per rank (interleaved); layers must divide by pp x chunks");
+    ImGui::EndDisabled();
+    ImGui::EndDisabled();
     ImGui::SetNextItemWidth(110);
     ImGui::SliderFloat("bucket MiB", &s.bucket_mb, 0.25f, 32.0f, "%.2f", ImGuiSliderFlags_Logarithmic);
     ImGui::Checkbox("overlap gradient all-reduce", &s.overlap);

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <imgui.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "app/gui/model/overlap_model.h"
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
@@ -31,6 +34,31 @@ void draw_overlap_view(AppState& app) {
         return;
     }
     ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps (step 1 left out)");
+    if (const prof::PipelineBubble& pb = app.report().pipeline; pb.busiest_rank >= 0) {
+        std::string formula;
+        for (const auto& r : app.report().ranks)
+            if (r.rank == pb.busiest_rank) formula = r.predicted.bubble_formula;
+        ImGui::Text("pipeline bubble: measured %.3f", pb.measured);
+        ImGui::SameLine();
+        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "(busiest stage, rank %d)", pb.busiest_rank);
+        ImGui::SameLine();
+        ImGui::Text("  predicted %s = %.3f, simulated %.3f", formula.c_str(), pb.theory, pb.simulated);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("measured: idle time of the busiest stage between the pipeline's first and last op of a\n"
+                              "step, over its op time. predicted: the textbook formula. simulated: the run's schedule\n"
+                              "on an ideal machine (forward 1, backward 2, no communication time).");
+        const float w = ImGui::GetContentRegionAvail().x * 0.5f, h = ImGui::GetTextLineHeight();
+        const float scale = float(std::max({pb.measured, pb.theory, pb.simulated, 1e-9}));
+        ImDrawList* dl = ImGui::GetWindowDrawList();
+        for (auto [label, v, color] : {std::tuple{"measured", pb.measured, kIdle}, {"predicted", pb.theory, kCompute},
+                                      {"simulated", pb.simulated, kOverlapped}}) {
+            const ImVec2 p = ImGui::GetCursorScreenPos();
+            dl->AddRectFilled(ImVec2(p.x + 80, p.y + 2), ImVec2(p.x + 80 + w * float(v) / scale, p.y + h - 1), color);
+            ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s", label);
+            ImGui::SameLine(90 + w);
+            ImGui::Text("%.3f", v);
+        }
+    }
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const float bar_h = ImGui::GetTextLineHeight() + 4;
     for (size_t i = 0; i < m.bars.size(); ++i) {

@@ -81,10 +81,16 @@ void draw_timeline_view(AppState& app) {
     ImGui::SameLine();
     legend_item(IM_COL32(190, 110, 230, 255), "comm");
     ImGui::SameLine();
-    legend_item(kIdleColor | 0xff000000u, "idle");
+    legend_item(kIdleColor | 0xff000000u, rep.predict_input.pp > 1 ? "idle (bubble)" : "idle");
     if (!store || store->rank_count() == 0) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");
         return;
+    }
+    if (rep.predict_input.pp > 1 &&
+        ImGui::CollapsingHeader("pipeline schedule: predicted above, measured below", ImGuiTreeNodeFlags_DefaultOpen)) {
+        ImGui::PushFont(small_font());
+        draw_pipeline_schedule(app, app.step_at((app.view_t0 + app.view_t1) / 2));
+        ImGui::PopFont();
     }
     ImGui::BeginChild("lanes", ImVec2(0, 0), false, ImGuiWindowFlags_NoScrollWithMouse);
     ImGui::PushFont(small_font());

@@ -50,6 +50,10 @@ void Allocation::reset() {
     m_owner = nullptr;
 }
 
+void Allocation::recategorize(MemCategory category, std::string_view label) {
+    if (m_ptr && m_owner && category != m_category) m_owner->recategorize(*this, category, label);
+}
+
 Tensor Allocation::view(DType dtype, int64_t offset_elements, int64_t count) const {
     const size_t end = size_t(offset_elements + count) * dtype_size(dtype);
     US_ASSERT(offset_elements >= 0 && end <= m_bytes, "view of {} bytes past a {}-byte allocation ({})", end,
@@ -135,6 +139,27 @@ void TrackedAllocator::free(Allocation& a) {
         event = MemoryEvent{a.m_ptr, a.m_bytes, a.m_category, a.m_label, false, cur, m_stats.total_current};
     }
     if (m_listener) m_listener->on_memory_event(event);
+}
+
+void TrackedAllocator::recategorize(Allocation& a, MemCategory category, std::string_view label) {
+    const char* interned = intern(label);
+    MemoryEvent gone{}, came{};
+    {
+        std::lock_guard lock(m_mutex);
+        auto& old_cur = m_stats.current[size_t(a.m_category)];
+        old_cur -= int64_t(a.m_bytes);
+        gone = MemoryEvent{a.m_ptr, a.m_bytes, a.m_category, a.m_label, false, old_cur, m_stats.total_current - int64_t(a.m_bytes)};
+        auto& cur = m_stats.current[size_t(category)];
+        cur += int64_t(a.m_bytes);
+        m_stats.peak[size_t(category)] = std::max(m_stats.peak[size_t(category)], cur);
+        came = MemoryEvent{a.m_ptr, a.m_bytes, category, interned, true, cur, m_stats.total_current};
+        a.m_category = category;
+        a.m_label = interned;
+    }
+    if (m_listener) {
+        m_listener->on_memory_event(gone);
+        m_listener->on_memory_event(came);
+    }
 }
 
 MemoryStats TrackedAllocator::stats() const {

@@ -68,6 +68,9 @@ public:
     ~Allocation() { reset(); }
 
     void reset();  // frees now
+    // Moves the bytes to another category without touching them (a free and an alloc event for the listener):
+    // a pipeline receive buffer is a communication buffer until the forward takes it as its input activation.
+    void recategorize(MemCategory category, std::string_view label);
     void* data() const { return m_ptr; }
     size_t bytes() const { return m_bytes; }
     MemCategory category() const { return m_category; }
@@ -105,6 +108,7 @@ public:
 private:
     friend class Allocation;
     void free(Allocation& allocation);
+    void recategorize(Allocation& allocation, MemCategory category, std::string_view label);
     void* take_block(size_t rounded);
     static size_t round_size(size_t bytes);
 

@@ -42,16 +42,16 @@ void PipelineExecutor::post_receives(size_t from) {
         const Key k{a.micro_batch, a.chunk};
         if (a.op == PipeOp::forward && vs > 0 && !m_recv_acts.count(k) && !m_inputs.count(k)) {
             Transfer t;
-            t.buffer = m_be.allocator().allocate(size_t(elements) * dtype_size(m_dtype), MemCategory::activations,
-                                                 "pipeline input (received activations)");
+            t.buffer = m_be.allocator().allocate(size_t(elements) * dtype_size(m_dtype), MemCategory::comm_buffers,
+                                                 "pipeline receive (activations)");
             t.handle = m_grid.pp_group().irecv(t.buffer.view(m_dtype, 0, elements), (vs - 1) % pp,
                                                tag(kActivation, vs, a.micro_batch));
             m_recv_acts.emplace(k, std::move(t));
         }
         if ((a.op == PipeOp::backward || a.op == PipeOp::backward_input) && vs < S - 1 && !m_recv_grads.count(k)) {
             Transfer t;
-            t.buffer = m_be.allocator().allocate(size_t(elements) * dtype_size(m_dtype), MemCategory::temporaries,
-                                                 "pipeline output gradient (received)");
+            t.buffer = m_be.allocator().allocate(size_t(elements) * dtype_size(m_dtype), MemCategory::comm_buffers,
+                                                 "pipeline receive (output gradient)");
             t.handle = m_grid.pp_group().irecv(t.buffer.view(m_dtype, 0, elements), (vs + 1) % pp,
                                                tag(kGradient, vs, a.micro_batch));
             m_recv_grads.emplace(k, std::move(t));
@@ -80,9 +80,13 @@ void PipelineExecutor::forward(const PipeAction& a, int64_t step_index) {
     const int pp = m_shape.pp, vs = a.chunk * pp + m_grid.pp_rank();
     const Key k{a.micro_batch, a.chunk};
     US_PROF_PHASE(prof::Phase::forward, a.micro_batch, a.chunk);
-    US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("F"));
+    // Waiting for the input is the bubble, not forward work: it stays outside the F span.
     Tensor input;
-    if (vs > 0) input = take_received(m_recv_acts, k, m_inputs[k]);
+    if (vs > 0) {
+        input = take_received(m_recv_acts, k, m_inputs[k]);
+        m_inputs[k].recategorize(MemCategory::activations, "pipeline input (received activations)");
+    }
+    US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("F"));
     m_loader.fill(step_index, a.micro_batch, m_tokens.data(), m_targets.data());
     ChunkActivations& acts = m_acts[k];
     acts.micro_batch_index = a.micro_batch;
@@ -98,35 +102,39 @@ void PipelineExecutor::backward(const PipeAction& a, float grad_scale) {
     const Key k{a.micro_batch, a.chunk};
     const bool weight = a.op == PipeOp::backward_weight;
     US_PROF_PHASE(prof::Phase::backward, a.micro_batch, a.chunk);
-    US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none,
-                 weight ? US_PROF_NAME("W") : US_PROF_NAME("B"));
     GPT& model = *local(a.chunk).model;
-    // The chunk's last micro-batch finishes its gradients: backwards of a chunk run in micro-batch order.
-    m_state.begin_backward(a.micro_batch, a.micro_batch == m_shape.micro_batches - 1);
     ChunkActivations& acts = m_acts.at(k);
     if (weight) {
+        US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("W"));
+        // The chunk's last micro-batch finishes its gradients: backwards of a chunk run in micro-batch order.
+        m_state.begin_backward(a.micro_batch, a.micro_batch == m_shape.micro_batches - 1);
         model.backward(acts, Tensor{}, Tensor{}, grad_scale, m_state, BackwardPart::weight);
         m_acts.erase(k);
         return;
     }
+    // Waiting for the output gradient (and for the send of the output this backward frees) stays outside the
+    // B span, like the forward's wait for its input.
     Allocation dout_buffer, dinput_buffer;
     Tensor dout, dinput;
     if (vs < virtual_stages() - 1) dout = take_received(m_recv_grads, k, dout_buffer);
+    if (auto s = m_output_sends.find(k); s != m_output_sends.end()) {
+        s->second->wait();
+        m_output_sends.erase(s);
+    }
+    US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("B"));
+    m_state.begin_backward(a.micro_batch, a.micro_batch == m_shape.micro_batches - 1);
     const int64_t elements = int64_t(m_rows) * m_hidden;
     if (vs > 0) {
         dinput_buffer = m_be.allocator().allocate(size_t(elements) * dtype_size(m_dtype), MemCategory::temporaries,
                                                   "pipeline input gradient (to send)");
         dinput = dinput_buffer.view(m_dtype, 0, elements);
     }
-    if (auto s = m_output_sends.find(k); s != m_output_sends.end()) {  // the output is freed by this backward
-        s->second->wait();
-        m_output_sends.erase(s);
-    }
     const bool split = a.op == PipeOp::backward_input;
     model.backward(acts, dout, dinput, grad_scale, m_state, split ? BackwardPart::input : BackwardPart::full);
     if (vs > 0) {
         Transfer t;
         t.handle = m_grid.pp_group().isend(dinput, (vs - 1) % pp, tag(kGradient, vs - 1, a.micro_batch));
+        dinput_buffer.recategorize(MemCategory::comm_buffers, "pipeline send (input gradient)");
         t.buffer = std::move(dinput_buffer);
         m_sends.push_back(std::move(t));
     }

@@ -60,71 +60,24 @@ Schedule interleaved(const PipelineShape& s) {
     return out;
 }
 
-// ZB-H1 by list scheduling on unit costs (F = B = W = 1): whenever a stage is free it runs, in this order of
-// preference, a ready B (it is on the critical path), a ready F if fewer than pp - stage micro-batches hold
-// activations (1F1B's memory), or a pending W. W therefore lands where the stage would otherwise wait.
+// ZB-H1 (Qi et al. 2023, section 2.1): 1F1B with the backward split into B and W, and stage st starting its W
+// passes st micro-batches late. Every stage then holds pp micro-batches at most (the first stage's count under
+// 1F1B, so the peak memory does not grow), B passes reach the first stage sooner, and the delayed W passes fill
+// the tail where 1F1B's first stages wait. With F = B = W the bubble is (pp - 1) / (3 m) for m >= pp.
 Schedule zero_bubble_h1(const PipelineShape& s) {
     const int pp = s.pp, m = s.micro_batches;
-    Schedule out(static_cast<size_t>(pp));
-    std::vector<double> free_at(static_cast<size_t>(pp), 0.0);
-    // end times of F and B per (stage, mb); -1 = not done
-    std::vector<std::vector<double>> f_end(size_t(pp), std::vector<double>(size_t(m), -1)), b_end = f_end;
-    std::vector<int> next_f(size_t(pp), 0), next_b(size_t(pp), 0), in_flight(size_t(pp), 0);
-    std::vector<std::vector<int>> pending_w(static_cast<size_t>(pp));
-    size_t remaining = size_t(pp) * size_t(m) * 3;
-    while (remaining > 0) {
-        // the stage that can act earliest
-        int best = -1;
-        double best_t = 1e300;
-        PipeAction best_action{};
-        for (int st = 0; st < pp; ++st) {
-            auto consider = [&](double ready, PipeAction a) {
-                const double t = std::max(ready, free_at[size_t(st)]);
-                if (t < best_t - 1e-9) {
-                    best_t = t;
-                    best = st;
-                    best_action = a;
-                }
-            };
-            const int nb = next_b[size_t(st)], nf = next_f[size_t(st)];
-            // candidates in preference order: B, F, W; a later candidate wins only if it can start earlier
-            double t_b = 1e300, t_f = 1e300;
-            if (nb < m && f_end[size_t(st)][size_t(nb)] >= 0 && (st == pp - 1 || b_end[size_t(st + 1)][size_t(nb)] >= 0))
-                t_b = std::max(f_end[size_t(st)][size_t(nb)], st == pp - 1 ? 0.0 : b_end[size_t(st + 1)][size_t(nb)]);
-            if (nf < m && in_flight[size_t(st)] < pp - st && (st == 0 || f_end[size_t(st - 1)][size_t(nf)] >= 0))
-                t_f = st == 0 ? 0.0 : f_end[size_t(st - 1)][size_t(nf)];
-            const double start_b = std::max(t_b, free_at[size_t(st)]), start_f = std::max(t_f, free_at[size_t(st)]);
-            const double start_w = pending_w[size_t(st)].empty() ? 1e300 : free_at[size_t(st)];
-            // prefer B, then F, then W, among what can start at the stage's earliest possible moment
-            const double earliest = std::min({start_b, start_f, start_w});
-            if (earliest >= 1e299) continue;
-            if (start_b <= earliest + 1e-9) consider(t_b, {PipeOp::backward_input, nb, 0});
-            else if (start_f <= earliest + 1e-9) consider(t_f, {PipeOp::forward, nf, 0});
-            else consider(free_at[size_t(st)], {PipeOp::backward_weight, pending_w[size_t(st)].front(), 0});
+    Schedule out(static_cast<size_t>(pp));  // not size_t(pp): that would declare a function
+    for (int st = 0; st < pp; ++st) {
+        auto& a = out[size_t(st)];
+        const int warmup = std::min(pp - st - 1, m);
+        int next_forward = 0, next_weight = 0;
+        for (; next_forward < warmup; ++next_forward) a.push_back({PipeOp::forward, next_forward, 0});
+        for (int mb = 0; mb < m; ++mb) {
+            if (next_forward < m) a.push_back({PipeOp::forward, next_forward++, 0});
+            a.push_back({PipeOp::backward_input, mb, 0});
+            if (mb >= st) a.push_back({PipeOp::backward_weight, next_weight++, 0});
         }
-        US_ASSERT(best >= 0, "zb1 list scheduling found no runnable action");
-        const size_t st = size_t(best);
-        const double end = best_t + 1.0;
-        free_at[st] = end;
-        out[st].push_back(best_action);
-        const size_t mb = size_t(best_action.micro_batch);
-        switch (best_action.op) {
-            case PipeOp::forward:
-                f_end[st][mb] = end;
-                ++next_f[st];
-                ++in_flight[st];
-                break;
-            case PipeOp::backward_input:
-                b_end[st][mb] = end;
-                ++next_b[st];
-                pending_w[st].push_back(int(mb));
-                break;
-            default:
-                pending_w[st].erase(pending_w[st].begin());
-                --in_flight[st];  // W frees the activations
-                break;
-        }
-        --remaining;
+        for (; next_weight < m; ++next_weight) a.push_back({PipeOp::backward_weight, next_weight, 0});
     }
     return out;
 }

@@ -5,7 +5,8 @@
 //                Narayanan et al. 2021): the bubble of AFAB with at most pp micro-batches of activations in flight
 //   interleaved  1F1B over V model chunks per rank (Megatron-LM's interleaved schedule; Narayanan et al. 2021)
 //   zb1          zero-bubble ZB-H1 (Qi et al. 2023): backward split into B (input gradients) and W (weight
-//                gradients); W waits to fill bubbles, under 1F1B's memory limit. Built by list scheduling.
+//                gradients); later stages start their W passes later, filling the tail bubble at 1F1B's peak
+//                memory (pp micro-batches in flight, now on every stage)
 // Virtual stage k = chunk * pp + stage holds the k-th slice of the layers; micro-batches run 0..m-1 on a chunk.
 #pragma once
 

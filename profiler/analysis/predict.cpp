@@ -27,6 +27,53 @@ int64_t block_working_bytes(const PredictInput& in, int64_t e) {
     return e * (15 * N * C + in.micro_batch * in.heads * in.seq * in.seq) + 16 * N;
 }
 
+int64_t head_bytes(const PredictInput& in, int64_t e) {
+    const int64_t N = in.micro_batch * in.seq;
+    return e * N * in.hidden + 2 * N * 4 + N * in.vocab * 4 + N * 4;  // final norm output and stats, logits, losses
+}
+
+struct StageMemory {
+    int64_t activations = 0;  // peak
+    int64_t deferred = 0;     // peak of the weight-gradient inputs kept between B and W (ZB-H1)
+};
+
+// Walks one stage's actions in order (a stage's memory depends only on the order of its own actions):
+// a forward keeps the micro-batch's tokens, its input (embedding output or received activations), its blocks'
+// saved activations and, on the last virtual stage, the head's; a full backward frees them all; a split one (B)
+// frees the input and the head and keeps the blocks plus 9 (N, h) output gradients per block for W, which frees
+// the rest.
+StageMemory walk_stage_memory(const PredictInput& in, const std::vector<PipeAction>& actions, int64_t e) {
+    const int64_t N = in.micro_batch * in.seq, h = in.hidden;
+    const int V = std::max(1, in.pp_chunks), S = std::max(1, in.pp) * V;
+    const int64_t layers_per_chunk = in.layers / S;
+    const int64_t kept = 2 * N * 4 + layers_per_chunk * block_bytes(in, e);  // until the backward (or W) is done
+    const int64_t input = e * N * h;
+    const int64_t deferred = layers_per_chunk * 9 * N * h * e;
+    StageMemory m;
+    int64_t acts = 0, pending = 0;
+    for (const PipeAction& a : actions) {
+        const bool head = a.chunk * in.pp + in.stage == S - 1;
+        const int64_t until_b = input + (head ? head_bytes(in, e) : 0);
+        switch (a.op) {
+            case PipeOp::forward:
+                acts += kept + until_b;
+                m.activations = std::max(m.activations, acts);
+                break;
+            case PipeOp::backward: acts -= kept + until_b; break;
+            case PipeOp::backward_input:
+                acts -= until_b;
+                pending += deferred;
+                m.deferred = std::max(m.deferred, pending);
+                break;
+            case PipeOp::backward_weight:
+                acts -= kept;
+                pending -= deferred;
+                break;
+        }
+    }
+    return m;
+}
+
 }  // namespace
 
 PredictInput PredictInput::from_config(const nlohmann::json& c) {
@@ -80,31 +127,37 @@ Prediction predict(const PredictInput& in) {
     p.memory[size_t(MemCategory::master_params)] = in.bf16 ? sharded(4, in.zero >= 1) : 0;
     p.memory[size_t(MemCategory::optimizer_state)] = sharded(8, in.zero >= 1);
 
-    // Activations: per micro-batch in flight, the tokens, the embedding output (first stage) or the received
-    // input (other stages), and the stage's blocks; plus the head's (last stage). How many micro-batches are in
-    // flight is the schedule's business: simulate it.
+    // Activations and temporaries: what a micro-batch holds from its forward to its backward (docs/memory.md),
+    // times how many the schedule keeps in flight on this stage, found by walking the stage's own action list.
     const int64_t N = in.micro_batch * in.seq;
     p.activations_per_layer = block_bytes(in, e);
-    const int64_t head = e * N * h + 2 * N * 4 + N * v * 4 + N * 4;
     const int V = std::max(1, in.pp_chunks);
-    const int64_t per_chunk = 2 * N * 4 + e * N * h + (Ls / V) * p.activations_per_layer;
-    int chunks_in_flight = 1;
+    const int64_t scratch = 9 * e * N * h + (last && in.bf16 ? 2 * N * v : 0);  // one backward's temporaries
+    StageMemory held;
     if (in.pp > 1) {
         try {
             const PipelineShape shape{in.pp, int(in.grad_accum), V};
-            const Simulation sim = simulate_schedule(make_schedule(in.pp_schedule, shape), shape);
-            chunks_in_flight = sim.max_chunks_in_flight[size_t(in.stage)];
+            const Schedule schedule = make_schedule(in.pp_schedule, shape);
+            const Simulation sim = simulate_schedule(schedule, shape);
             p.micro_batches_in_flight = sim.max_in_flight[size_t(in.stage)];
             p.bubble_simulated = sim.bubble[size_t(in.stage)];
-        } catch (const std::exception&) {
-            chunks_in_flight = int(in.grad_accum) * V;  // an invalid shape: say the worst
+            held = walk_stage_memory(in, schedule[size_t(in.stage)], e);
+        } catch (const std::exception&) {  // an invalid shape: say the worst, every micro-batch
+            std::vector<PipeAction> all;
+            for (int c = 0; c < V; ++c)
+                for (int mb = 0; mb < int(in.grad_accum); ++mb) all.push_back({PipeOp::forward, mb, c});
+            held = walk_stage_memory(in, all, e);
             p.micro_batches_in_flight = int(in.grad_accum);
         }
+    } else {
+        held = walk_stage_memory(in, {{PipeOp::forward, 0, 0}, {PipeOp::backward, 0, 0}}, e);
     }
-    int64_t acts = chunks_in_flight * per_chunk + (last ? head : 0);
-    if (in.recompute == "full") acts += std::max(block_working_bytes(in, e), last ? head : int64_t(0)) - (last ? head : 0);
+    int64_t acts = held.activations;
+    if (in.recompute == "full") acts += std::max(block_working_bytes(in, e), last ? head_bytes(in, e) : int64_t(0)) - (last ? head_bytes(in, e) : 0);
     p.memory[size_t(MemCategory::activations)] = acts;
-    p.memory[size_t(MemCategory::temporaries)] = 9 * e * N * h + (last && in.bf16 ? 2 * N * v : 0);
+    // A stage after the first writes its input gradient into a buffer of its own, to send it back.
+    const bool sends_gradients = in.pp > 1 && (in.stage > 0 || V > 1);
+    p.memory[size_t(MemCategory::temporaries)] = scratch + (sends_gradients ? e * N * h : 0) + held.deferred;
     p.memory[size_t(MemCategory::comm_buffers)] = std::nullopt;  // transient buffers: measured, not modelled
     p.memory[size_t(MemCategory::workspace)] = std::nullopt;     // op scratch: measured, not modelled
 

@@ -9,6 +9,7 @@
 #include "engine/comm/mpi_comm.h"
 #include "engine/parallel/grid.h"
 #include "engine/train/trainer.h"
+#include "profiler/analysis/predict.h"
 
 using namespace us;
 using namespace us::test;
@@ -155,6 +156,43 @@ TEST_CASE("AFAB holds every micro-batch's activations on the first stage, 1F1B a
         CHECK(peak[0] >= m * per_mb);   // AFAB: all m in flight
         CHECK(peak[1] <= pp * per_mb);  // 1F1B: at most pp
     }
+}
+
+void check_memory_prediction(int pp) {
+    if (MpiRuntime::world_size() != pp) return;
+    struct Case {
+        const char* schedule;
+        int chunks;
+        const char* precision;
+    };
+    for (const Case& k : {Case{"afab", 1, "fp32"}, Case{"1f1b", 1, "fp32"}, Case{"interleaved", 2, "fp32"},
+                          Case{"zb1", 1, "fp32"}, Case{"zb1", 1, "bf16"}}) {
+        TrainConfig c = base(2 * pp * k.chunks, 1);
+        c.parallel.pp = pp;
+        c.parallel.pp_schedule = k.schedule;
+        c.parallel.pp_chunks = k.chunks;
+        c.precision = std::string(k.precision) == "bf16" ? Precision::bf16 : Precision::fp32;
+        c.grad_accum = 2 * pp;
+        CpuBackend be(1);
+        ProcessGrid grid(c.parallel, MpiRuntime::world());
+        Trainer t(c, be, &grid);
+        t.train_step();
+        prof::PredictInput in = prof::PredictInput::from_config(c.to_json());
+        in.stage = grid.pp_rank();
+        const prof::Prediction want = prof::predict(in);
+        const MemoryStats got = be.allocator().stats();
+        INFO(k.schedule << " " << k.precision << ", stage " << in.stage);
+        CHECK(got.peak_of(MemCategory::activations) == want.memory[size_t(MemCategory::activations)].value());
+        CHECK(got.peak_of(MemCategory::temporaries) == want.memory[size_t(MemCategory::temporaries)].value());
+        CHECK(got.peak_of(MemCategory::params) == want.memory[size_t(MemCategory::params)].value());
+    }
+}
+
+TEST_CASE("pp 2: activation and temporary peaks per stage are what the schedule walk predicts", "[mpi][pp2]") {
+    check_memory_prediction(2);
+}
+TEST_CASE("pp 4: activation and temporary peaks per stage are what the schedule walk predicts", "[mpi][pp4]") {
+    check_memory_prediction(4);
 }
 
 TEST_CASE("pipeline checkpoints are gathered and resume bitwise, also on one rank", "[mpi][pp2]") {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/memory_category.h"
+#include "engine/train/config.h"
 #include "profiler/record/recorder.h"
 #include "profiler/trace/trace_store.h"
 #include "profiler/transport/chunk.h"
@@ -116,5 +117,30 @@ private:
     int m_rank, m_world;
     prof::EventBatch m_batch;
 };
+
+// Loads a synthetic rank into the store, with its metadata.
+inline void load(prof::TraceStore& store, const SyntheticRank& r, const std::string& meta) {
+    for (const auto& c : r.chunks(meta)) store.add_chunk(c);
+    store.finalize();
+}
+
+// A rank's metadata for a small model on a dp x pp grid (world / pp_size data-parallel replicas).
+inline std::string metadata(int rank, int world, int dp, int pp, int pp_size, int grad_accum = 1,
+                            double peak_gflops = 100, const std::string& pp_schedule = "1f1b") {
+    TrainConfig cfg;
+    cfg.model.hidden = 64, cfg.model.layers = 4, cfg.model.heads = 4, cfg.model.seq = 32;
+    cfg.batch = 4;
+    cfg.grad_accum = grad_accum;
+    cfg.parallel.dp = world / pp_size;
+    cfg.parallel.pp = pp_size;
+    cfg.parallel.pp_schedule = pp_schedule;
+    nlohmann::json m = {{"rank", rank},
+                        {"world_size", world},
+                        {"coords", {{"dp", dp}, {"pp", pp}, {"tp", 0}, {"cp", 0}, {"ep", 0}}},
+                        {"grid", {{"dp", world / pp_size}, {"pp", pp_size}}},
+                        {"config", cfg.to_json()},
+                        {"device_peak_gflops", peak_gflops}};
+    return m.dump();
+}
 
 }  // namespace us::test

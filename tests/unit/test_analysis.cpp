@@ -13,31 +13,6 @@ using namespace us;
 using namespace us::prof;
 using namespace us::test;
 
-namespace {
-
-void load(TraceStore& store, const SyntheticRank& r, const std::string& meta) {
-    for (const auto& c : r.chunks(meta)) store.add_chunk(c);
-    store.finalize();
-}
-
-std::string metadata(int rank, int world, int dp, int pp, int pp_size, int grad_accum = 1, double peak_gflops = 100) {
-    TrainConfig cfg;
-    cfg.model.hidden = 64, cfg.model.layers = 4, cfg.model.heads = 4, cfg.model.seq = 32;
-    cfg.batch = 4;
-    cfg.grad_accum = grad_accum;
-    cfg.parallel.dp = world / pp_size;
-    cfg.parallel.pp = pp_size;
-    nlohmann::json m = {{"rank", rank},
-                        {"world_size", world},
-                        {"coords", {{"dp", dp}, {"pp", pp}, {"tp", 0}, {"cp", 0}, {"ep", 0}}},
-                        {"grid", {{"dp", world / pp_size}, {"pp", pp_size}}},
-                        {"config", cfg.to_json()},
-                        {"device_peak_gflops", peak_gflops}};
-    return m.dump();
-}
-
-}  // namespace
-
 TEST_CASE("step breakdown: compute, overlapped and exposed communication, idle", "[cpu][analysis]") {
     SyntheticRank r(0);
     r.step(0, 100, 1);

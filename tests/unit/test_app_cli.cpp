@@ -128,3 +128,41 @@ TEST_CASE("invalid layouts are rejected before any work starts", "[cpu][app][err
     CHECK(zero.output.find("unknown --zero stage 4") != std::string::npos);
     CHECK(zero.output.find("mpirun") == std::string::npos);  // nothing was launched
 }
+
+TEST_CASE("bad pipeline layouts are refused before launch, with what to change", "[cpu][app][errors][pipeline]") {
+    struct Case {
+        std::string flags, message;
+    };
+    for (const Case& c : {Case{"--pp 2 --pp-schedule gpipe", "unknown --pp-schedule 'gpipe'"},
+                          Case{"--pp 2 --pp-schedule interleaved --pp-chunks 2 --layers 4 --grad-accum 1",
+                               "to be a multiple of --pp"},
+                          Case{"--pp 2 --pp-schedule interleaved --pp-chunks 2 --layers 6 --grad-accum 2",
+                               "--layers 6 cannot be split evenly over pp 2 x 2 chunk(s)"},
+                          Case{"--pp 4 --layers 2", "--layers 2 cannot be split evenly over pp 4"},
+                          Case{"--pp 2 --zero 2 --dp 2", "pipelines compose with ZeRO-0 and ZeRO-1 only"},
+                          Case{"--pp 2 --pp-chunks 2", "needs --pp-schedule interleaved"}}) {
+        const ProcessResult r = run_process(ultrascope() + " run --preset tiny " + c.flags + " --data " + data_file());
+        INFO(c.flags << "\n" << r.output);
+        CHECK(r.exit_code != 0);
+        CHECK(r.output.find(c.message) != std::string::npos);
+        CHECK(r.output.find("mpirun") == std::string::npos);  // nothing was launched
+    }
+}
+
+TEST_CASE("ultrascope run starts as many ranks as the layout needs; a pipeline reports its bubble", "[cpu][app][pipeline]") {
+    const std::string trace = temp_path("pp2.ustrace");
+    fs::remove(trace);
+    const ProcessResult r = run_process(ultrascope() + " run --pp 2 --grad-accum 4 --preset tiny --steps 3 --trace " +
+                                        trace + " --data " + data_file());
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("2 rank(s)") != std::string::npos);
+    const ProcessResult rep = run_process(ultrascope() + " report " + trace + " --json");
+    REQUIRE(rep.exit_code == 0);
+    const auto j = nlohmann::json::parse(rep.output);
+    CHECK(j["ranks"].size() == 2);
+    CHECK(j["pipeline"]["bubble_fraction_theory"].get<double>() == Approx(0.25));
+    CHECK(j["pipeline"]["bubble_fraction"].get<double>() > 0.0);
+    // the loss comes from the last stage and is the same on every rank's counters
+    CHECK(j["ranks"][0]["micro_batches_in_flight"].get<int>() == j["ranks"][0]["micro_batches_in_flight_predicted"].get<int>());
+}

@@ -71,7 +71,11 @@ TEST_CASE("interleaving divides the bubble by the chunks; ZB-H1 cuts it below 1F
             INFO("pp " << pp << " m " << m);
             CHECK(inter.bubble[0] == Approx(double(pp - 1) / (2.0 * m)).epsilon(0.15));
             CHECK(zb.bubble[0] < ofob.bubble[0]);
-            for (int st = 0; st < pp; ++st) CHECK(zb.max_in_flight[size_t(st)] <= pp - st);
+            // ZB-H1's bubble is a third of 1F1B's (F = B = W), at the first stage's 1F1B memory on every stage
+            for (int st = 0; st < pp; ++st) {
+                CHECK(zb.bubble[size_t(st)] == Approx(double(pp - 1) / (3.0 * m)));
+                CHECK(zb.max_in_flight[size_t(st)] == pp);
+            }
         }
 }
 
