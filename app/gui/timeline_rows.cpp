@@ -11,13 +11,13 @@ namespace us::gui {
 namespace {
 constexpr float kMinPx = 3.0f;  // narrower spans fold
 constexpr int kMaxRows = 6;     // deeper nesting (or more concurrent transfers) is not drawn
+}  // namespace
 
 std::string span_label(const prof::TraceStore& store, const prof::Span& s) {
     if (s.kind == prof::SpanKind::phase && s.micro_batch >= 0 && s.phase != prof::Phase::optimizer)
         return fmt::format("{}{}{}", store.name(s.name), s.micro_batch, s.chunk > 0 ? fmt::format(".c{}", s.chunk) : "");
     return store.name(s.name);
 }
-}  // namespace
 
 void RankHeaderRow::draw(TimelineContext& ctx, float y) {
     const ImVec2 p(ctx.x0 - 90, y + 2);

@@ -56,6 +56,9 @@ private:
     prof::Lane m_lane;
 };
 
+// A span's label: its name, with the micro-batch (and chunk) for pipeline phases: F3, B3, W3, F3.c1.
+std::string span_label(const prof::TraceStore& store, const prof::Span& s);
+
 // The rows for every rank of the store, in rank order; lanes without spans are left out.
 std::vector<std::unique_ptr<TimelineRow>> make_timeline_rows(const prof::TraceStore& store, const prof::Report& report,
                                                              int worst_rank);

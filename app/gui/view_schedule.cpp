@@ -66,10 +66,12 @@ bool draw_pipeline_schedule(AppState& app, int step) {
     if (theory.stages == 0) return false;
     const int chunks = app.report().predict_input.pp_chunks;
     const float width = ImGui::GetContentRegionAvail().x;
+    const ImVec2 start = ImGui::GetCursorScreenPos();
     draw_diagram(theory, chunks, width);
     const PipelineDiagram& measured = app.measured_diagram(step);
     if (measured.stages == 0) ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "measured: waiting for a step to finish on every stage");
     else draw_diagram(measured, chunks, width);
+    app.regions["schedule"] = ViewRegion{start.x, start.y, width, ImGui::GetCursorScreenPos().y - start.y};
     return true;
 }
 

@@ -1,6 +1,7 @@
 // The timeline: a row per rank with its lanes (host: steps; compute: phases, layers, ops; comm: collectives;
 // p2p: pipeline transfers), spans coloured by phase (by micro-batch in pipelines), idle gaps in red, zoom and pan
 // with the mouse and keys, fit-to-step, and a tooltip per span. Culling and folding keep a million spans smooth.
+// Pipelines get their schedule above the lanes: predicted and measured (view_schedule.cpp).
 #include <fmt/format.h>
 #include <imgui.h>
 
@@ -38,7 +39,7 @@ void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t f
         ImGui::Text("%u spans folded (zoom in to see them)", folded);
         ImGui::Text("first: %s", store.name(s.name).c_str());
     } else {
-        ImGui::Text("%s", store.name(s.name).c_str());
+        ImGui::Text("%s", span_label(store, s).c_str());
         ImGui::Text("rank %d, %s %s", rank, std::string(prof::kSpanKindNames[size_t(s.kind)]).c_str(),
                     s.op != prof::OpClass::none ? std::string(prof::kOpClassNames[size_t(s.op)]).c_str() : "");
         ImGui::Text("duration %s (measured)", format_duration_ns(double(s.end - s.begin)).c_str());
@@ -73,10 +74,19 @@ void draw_timeline_view(AppState& app) {
     ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "window %s  |  wheel: zoom, drag: pan, F: fit step, A: all",
                        format_duration_ns(double(app.view_t1 - app.view_t0)).c_str());
     ImGui::SameLine();
-    legend_item(phase_color(prof::Phase::forward), "forward");
-    ImGui::SameLine();
-    legend_item(phase_color(prof::Phase::backward), "backward");
-    ImGui::SameLine();
+    if (rep.predict_input.pp > 1) {  // phases take their micro-batch's colour
+        for (int mb = 0; mb < 3; ++mb) {
+            legend_item(micro_batch_color(mb, prof::Phase::forward), fmt::format("F{}", mb).c_str());
+            ImGui::SameLine();
+            legend_item(micro_batch_color(mb, prof::Phase::backward), fmt::format("B{}", mb).c_str());
+            ImGui::SameLine();
+        }
+    } else {
+        legend_item(phase_color(prof::Phase::forward), "forward");
+        ImGui::SameLine();
+        legend_item(phase_color(prof::Phase::backward), "backward");
+        ImGui::SameLine();
+    }
     legend_item(phase_color(prof::Phase::optimizer), "optimizer");
     ImGui::SameLine();
     legend_item(IM_COL32(190, 110, 230, 255), "comm");

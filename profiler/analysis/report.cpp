@@ -171,7 +171,7 @@ nlohmann::json report_json(const Report& rep) {
         nlohmann::json steps = nlohmann::json::array();
         for (const auto& b : r.steps)
             steps.push_back({{"step", b.step}, {"wall_s", b.wall_s}, {"compute_s", b.compute_s}, {"comm_s", b.comm_s},
-                             {"comm_overlapped_s", b.overlapped_s}, {"comm_exposed_s", b.exposed_s},
+                             {"p2p_s", b.p2p_s}, {"comm_overlapped_s", b.overlapped_s}, {"comm_exposed_s", b.exposed_s},
                              {"idle_s", b.idle_s}, {"overlap_pct", b.overlap_pct}, {"bubble_fraction", b.bubble_fraction},
                              {"micro_batches_in_flight", b.micro_batches_in_flight}});
         const auto& b = r.steady;
@@ -188,6 +188,7 @@ nlohmann::json report_json(const Report& rep) {
                          {"wall_s", b.wall_s},
                          {"compute_s", b.compute_s},
                          {"comm_s", b.comm_s},
+                         {"p2p_s", b.p2p_s},
                          {"comm_overlapped_s", b.overlapped_s},
                          {"comm_exposed_s", b.exposed_s},
                          {"idle_s", b.idle_s},

@@ -22,7 +22,7 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
         }
     std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.begin < b.begin; });
     for (StepBreakdown& b : out) {
-        std::vector<Interval> compute, comm;
+        std::vector<Interval> compute, comm, p2p;
         int64_t first_op = b.end, last_op = b.begin;
         for (int lane = 0; lane < int(Lane::count); ++lane) {
             const LaneTrack& track = rt->lanes[lane];
@@ -38,7 +38,7 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
                     last_op = std::max(last_op, std::min(it->end, b.end));
                     b.flops += int64_t(it->flops);
                 } else if (it->kind == SpanKind::comm) {
-                    comm.emplace_back(it->begin, it->end);
+                    (lane == int(Lane::p2p) ? p2p : comm).emplace_back(it->begin, it->end);
                 }
             }
         }
@@ -51,6 +51,7 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
         b.wall_s = double(b.end - b.begin) / 1e9;
         b.compute_s = double(c) / 1e9;
         b.comm_s = double(m) / 1e9;
+        b.p2p_s = double(total_length(union_of(p2p, b.begin, b.end))) / 1e9;
         b.overlapped_s = double(overlap) / 1e9;
         b.exposed_s = double(m - overlap) / 1e9;
         b.idle_s = double(b.end - b.begin - cm) / 1e9;
@@ -121,6 +122,7 @@ StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps) {
         t.wall_s += s.wall_s;
         t.compute_s += s.compute_s;
         t.comm_s += s.comm_s;
+        t.p2p_s += s.p2p_s;
         t.overlapped_s += s.overlapped_s;
         t.exposed_s += s.exposed_s;
         t.idle_s += s.idle_s;

@@ -1,6 +1,8 @@
 // Where each rank's time goes, step by step (FORMULAS.md, after Holistic Trace Analysis): the compute set C is
-// the union of op spans, the communication set M the union of comm spans (collectives and point-to-point);
-// overlapped = |C ∩ M|, exposed = |M \ C|, idle = wall - |C ∪ M|, overlap % = |C ∩ M| / |M|.
+// the union of op spans, the communication set M the union of collective spans; overlapped = |C ∩ M|,
+// exposed = |M \ C|, idle = wall - |C ∪ M|, overlap % = |C ∩ M| / |M|. Pipeline transfers (the p2p lane) are
+// not in M: a posted receive spends nearly all its time waiting for the sending stage to compute, which is the
+// bubble, so it shows as idle; the time transfers are outstanding is p2p_s.
 // For pipeline stages the bubble is the time a stage spends without an op between the first and the last op of the
 // step, as a fraction of its op time (the ideal time), which is what (pp - 1) / m predicts. "First and last" are
 // the pipeline's (over all its stages: apply_pipeline_windows), so that a late-starting stage's wait for the
@@ -21,6 +23,7 @@ struct StepBreakdown {
     double wall_s = 0;
     double compute_s = 0;     // |C|
     double comm_s = 0;        // |M|
+    double p2p_s = 0;         // time with a pipeline transfer outstanding (not in M)
     double overlapped_s = 0;  // |C ∩ M|
     double exposed_s = 0;     // |M \ C|
     double idle_s = 0;        // wall - |C ∪ M|

@@ -65,18 +65,19 @@ std::string ultrascope() { return bin("ultrascope"); }
 
 }  // namespace
 
-TEST_CASE("the GUI runs a live 2-rank run through its own launcher and draws every view", "[gui]") {
+TEST_CASE("the GUI runs its default dp 2 x pp 2 run through its own launcher and draws every view", "[gui]") {
     const std::string shot = temp_path("live.png");
     fs::remove(shot);
+    // no layout flags: the default run's dp 2 x pp 2 on 4 ranks
     const ProcessResult r = run_process(ultrascope() + " --screenshot " + shot +
-                                        " --exit-when-done -n 2 --preset tiny --steps 15 --dp 2 --data " + data_file());
+                                        " --exit-when-done --preset tiny --steps 15 --data " + data_file());
     INFO(r.output);
     REQUIRE(r.exit_code == 0);  // the run completed
     REQUIRE(fs::exists(shot));
     const auto regions = nlohmann::json::parse(read_file(shot + ".json"))["regions"];
     const Image img = load_png(shot);
     CHECK(img.w == 1280);
-    for (const char* view : {"launch", "timeline", "memory", "overlap", "training"}) {
+    for (const char* view : {"launch", "timeline", "memory", "overlap", "training", "schedule"}) {
         REQUIRE(regions.contains(view));
         check_region_drawn(img, view, regions[view]);
     }
