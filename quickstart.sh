@@ -35,5 +35,5 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yi
 if [ "$mode" = test ]; then
   exec ctest --test-dir build --output-on-failure -j "$jobs"
 fi
-# The GUI on a default live run (2 ranks, data parallel, small preset); without a display, the same run headless.
+# The GUI on the default live run (dp 2 x pp 2 on 4 ranks, small preset); without a display, the same run headless.
 exec build/bin/ultrascope

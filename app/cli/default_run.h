@@ -1,5 +1,5 @@
 // The default run, shared by the GUI and its headless fallback: the small preset on dp 2 x pp 2 (4 ranks) with
-// 4 micro-batches, so that a first look shows data-parallel all-reduce and pipeline bubbles at once. Flags the user
+// 4 micro-batches for 60 steps, so that a first look shows data-parallel all-reduce and pipeline bubbles at once. Flags the user
 // gives win: with -n N and no layout flags the run is N data-parallel ranks.
 #pragma once
 

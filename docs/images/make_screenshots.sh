@@ -4,16 +4,16 @@
 set -euo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
-shot() { xvfb-run -a -s "-screen 0 1280x800x24" "$build/bin/ultrascope" "$@"; rm -f "${@: -1}.json"; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# The whole window on a live 2-rank data-parallel run of the small preset.
-xvfb-run -a -s "-screen 0 1280x800x24" "$build/bin/ultrascope" --exit-when-done --preset small --steps 12 \
-  --screenshot "$here/ultrascope-live-dp2.png"
-# One view at a time, from traces of ZeRO-3 and of the default run.
-"$build/bin/ultrascope" run -n 2 --dp 2 --zero 3 --bucket-mb 2 --preset small --steps 8 --trace "$work/zero3.ustrace" >/dev/null
-xvfb-run -a -s "-screen 0 1280x800x24" "$build/bin/ultrascope" "$work/zero3.ustrace" --view memory \
-  --screenshot "$here/memory-zero3.png"
-xvfb-run -a -s "-screen 0 1280x800x24" "$build/bin/ultrascope" "$work/zero3.ustrace" --view timeline \
-  --screenshot "$here/timeline-zero3.png"
+shot() { xvfb-run -a -s "-screen 0 1280x800x24" "$build/bin/ultrascope" "$@"; }
+# The whole window on the default live run: dp 2 x pp 2 (1F1B, 4 micro-batches) on the small preset.
+shot --exit-when-done --steps 8 --screenshot "$here/ultrascope-live-dp2-pp2.png"
+# One view at a time, from traces of ZeRO-3 and of a zero-bubble pipeline.
+"$build/bin/ultrascope" run --dp 2 --zero 3 --bucket-mb 2 --preset small --steps 8 --trace "$work/zero3.ustrace" >/dev/null
+shot "$work/zero3.ustrace" --view memory --screenshot "$here/memory-zero3.png"
+shot "$work/zero3.ustrace" --view timeline --screenshot "$here/timeline-zero3.png"
+"$build/bin/ultrascope" run --pp 2 --pp-schedule zb1 --grad-accum 4 --preset small --steps 5 --trace "$work/zb1.ustrace" >/dev/null
+shot "$work/zb1.ustrace" --view timeline --screenshot "$here/timeline-pp2-zb1.png"
+shot "$work/zb1.ustrace" --view overlap --screenshot "$here/overlap-pp2-zb1.png"
 rm -f "$here"/*.png.json
