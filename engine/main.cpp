@@ -163,7 +163,9 @@ int run(int argc, char** argv) {
     bo.threads = cfg.threads;
     auto backend = make_backend(bo);
     if (MpiRuntime::initialized() && cfg.parallel.comm_progress == "poll") backend->set_progress_hook(&MpiRuntime::progress);
-    const RankInfo rank = rank_info(grid);
+    RankInfo rank = rank_info(grid);
+    // GPU tensors travel over NCCL (or MPI with host staging where NCCL cannot run): the trace says which.
+    if (backend->is_async()) rank.comm_backend = grid.use_device_communicators(*backend);
     RunProfiler profiler(cfg, *backend, rank);
     std::optional<ProfiledBackend> profiled;
     if (profiler.active()) profiled.emplace(*backend);

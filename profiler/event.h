@@ -6,21 +6,31 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 
 namespace us::prof {
 
-inline constexpr uint32_t kTraceFormatVersion = 1;
+// Version 2 added the device lanes; readers accept every version from kOldestTraceFormatVersion on.
+inline constexpr uint32_t kTraceFormatVersion = 2;
+inline constexpr uint32_t kOldestTraceFormatVersion = 1;
 
 // Where a span is drawn: one row per lane per rank in the timeline.
 enum class Lane : uint8_t {
-    host = 0,     // step and phase markers of the training loop
-    compute = 1,  // layers and ops (on a GPU: the compute stream)
-    comm = 2,     // collectives (data-parallel buckets, ZeRO gathers)
-    p2p = 3,      // pipeline sends and receives
-    count = 4,
+    host = 0,         // step markers; on a GPU also the host side of every op (its launch)
+    compute = 1,      // phases, layers and (on a CPU) ops
+    comm = 2,         // collectives (data-parallel buckets, ZeRO gathers), from launch to completion
+    p2p = 3,          // pipeline sends and receives
+    device = 4,       // work the GPU executed (kernels, memcpy, memset) on any stream, NCCL kernels aside; the
+                      // span's thread field is the stream
+    device_comm = 5,  // NCCL kernels as the GPU executed them, on their stream
+    count = 6,
 };
-inline constexpr std::string_view kLaneNames[] = {"host", "compute", "comm", "p2p"};
+inline constexpr std::string_view kLaneNames[] = {"host", "compute", "comm", "p2p", "device", "device_comm"};
+static_assert(std::size(kLaneNames) == size_t(Lane::count));
+
+// Lanes a chunk of the given format version may use (version 1 predates the device lanes).
+inline constexpr int lane_count_of_version(uint32_t version) { return version < 2 ? 4 : int(Lane::count); }
 
 enum class Phase : uint8_t { none = 0, forward = 1, backward = 2, optimizer = 3, count = 4 };
 inline constexpr std::string_view kPhaseNames[] = {"none", "forward", "backward", "optimizer"};
@@ -75,7 +85,7 @@ struct SpanRecord {
     uint8_t op;           // OpClass
     uint8_t group;        // comm: process group id (0 world, 1 dp, 2 pp ...)
     uint8_t chunk;        // pipeline chunk (virtual stage) of the rank
-    uint8_t thread;       // recording thread slot
+    uint8_t thread;       // recording thread slot; on the device lanes, the stream (in order of first use)
     int64_t begin_ns;
     int64_t end_ns;
     uint64_t bytes;       // bytes moved (comm) or touched (ops, when known)
@@ -114,6 +124,11 @@ struct CounterRecord {
     int32_t step;
     uint8_t pad[32];
 };
+
+// Counters written by the CUPTI collector (docs/gpu-profiling.md), next to the trainer's (loss, lr, ...).
+inline constexpr std::string_view kDeviceReservedCounter = "device_reserved_bytes";  // cudaMalloc'd, not yet freed
+inline constexpr std::string_view kCuptiOverheadCounter = "cupti_overhead_ms";       // cumulative
+inline constexpr std::string_view kCuptiDroppedCounter = "cupti_dropped_records";    // cumulative
 
 union EventRecord {
     uint8_t type;

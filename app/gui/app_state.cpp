@@ -352,7 +352,8 @@ const std::vector<Gap>& AppState::idle_gaps(int rank, int64_t min_ns) {
     while (bucket * 2 <= min_ns) bucket *= 2;
     GapCache& c = m_gaps[rank];
     if (c.version != m_data_version || c.min_ns != bucket) {
-        const prof::LaneTrack& lane = s->rank(rank)->lanes[size_t(prof::Lane::compute)];
+        const prof::RankTrace& rt = *s->rank(rank);
+        const prof::LaneTrack& lane = rt.lanes[size_t(rt.work_lane())];
         c.gaps = gui::idle_gaps(lane, lane.first_begin(), lane.last_end(), bucket);
         c.version = m_data_version;
         c.min_ns = bucket;

@@ -40,8 +40,8 @@ void LaneRow::draw(TimelineContext& ctx, float y) {
     const float h = height(ctx);
     ctx.dl->AddText(ImVec2(ctx.x0 - 80, y), kTextDim, std::string(prof::kLaneNames[size_t(m_lane)]).c_str());
     ctx.dl->AddRectFilled(ImVec2(ctx.x0, y), ImVec2(ctx.x0 + ctx.window.width_px, y + h - 1), IM_COL32(24, 26, 32, 255));
-    if (m_lane == prof::Lane::compute) {
-        // idle gaps inside the work: red, under the spans
+    if (m_lane == r->work_lane()) {
+        // idle gaps inside the work (on a traced GPU, the device's): red, under the spans
         const int64_t min_gap = int64_t(2.0 / ctx.window.px_per_ns());
         const std::vector<Gap>& gaps = ctx.app->idle_gaps(m_rank, min_gap);
         auto it = std::lower_bound(gaps.begin(), gaps.end(), ctx.window.t0, [](const Gap& g, int64_t t) { return g.end < t; });
@@ -89,9 +89,9 @@ std::vector<std::unique_ptr<TimelineRow>> make_timeline_rows(const prof::TraceSt
                 status = rr.status;
             }
         rows.push_back(std::make_unique<RankHeaderRow>(label, status, r == worst_rank));
-        for (prof::Lane lane : {prof::Lane::host, prof::Lane::compute, prof::Lane::comm, prof::Lane::p2p})
-            if (!rt.lanes[size_t(lane)].spans().empty() || lane == prof::Lane::compute)
-                rows.push_back(std::make_unique<LaneRow>(r, lane));
+        for (int lane = 0; lane < int(prof::Lane::count); ++lane)
+            if (!rt.lanes[size_t(lane)].spans().empty() || prof::Lane(lane) == prof::Lane::compute)
+                rows.push_back(std::make_unique<LaneRow>(r, prof::Lane(lane)));
     }
     return rows;
 }

@@ -1,5 +1,6 @@
 // Timeline rows as small classes behind one base: a rank's header, and a lane of a rank (host, compute, comm,
-// p2p) whose spans are culled and folded by the timeline model. The timeline view stacks them.
+// p2p, and on a GPU traced by CUPTI device and device_comm) whose spans are culled and folded by the timeline
+// model. The timeline view stacks them.
 #pragma once
 
 #include <imgui.h>

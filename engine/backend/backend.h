@@ -58,6 +58,9 @@ public:
     virtual TrackedAllocator& allocator() { return *m_allocator; }
     // Whether ops return before the device finishes them (CUDA): their host-side spans are then launches.
     virtual bool is_async() const { return false; }
+    // The device's dense peak from its datasheet in GFLOP/s (bf16 tensor cores, or fp32), for MFU; 0 when the
+    // backend measures its peak instead (the CPU: profiling measures sgemm on the rank's threads).
+    virtual double datasheet_peak_gflops(bool /*bf16*/) const { return 0.0; }
 
     // ---- matrix multiply
     virtual void gemm(const GemmArgs& args) = 0;
@@ -128,7 +131,7 @@ protected:
 struct BackendOptions {
     std::string kind = "cpu";  // cpu | cuda
     int threads = 0;           // CPU threads; 0 = all cores
-    int device = 0;            // CUDA device ordinal
+    int device = -1;           // CUDA device ordinal; -1: the node-local rank modulo the visible devices
 };
 
 // Throws UserError when the kind is unknown or not built in.

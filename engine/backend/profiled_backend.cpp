@@ -9,7 +9,8 @@ namespace {
 using prof::OpClass;
 
 // The span of one op: on the compute lane, or the host lane for launches on an async backend. A caller's name
-// (US_PROF_OP_NAME) wins over the op's own.
+// (US_PROF_OP_NAME) wins over the op's own. With a device collector attached (CUPTI), the op is bracketed for it
+// so that the kernels it launches are attributed to the op, its layer and its micro-batch.
 class OpSpan {
 public:
     OpSpan(const Backend& be, OpClass op, uint32_t own_name, uint64_t flops = 0, uint64_t bytes = 0)
@@ -21,11 +22,13 @@ public:
         m_name = caller != UINT32_MAX ? caller : own_name;
         m_flops = flops;
         m_bytes = bytes;
+        if ((m_hooks = prof::op_hooks())) m_hooks->enter(prof::current_op_tag(m_op, m_name));
         m_begin = prof::read_ticks();
     }
     ~OpSpan() {
-        if (m_active)
-            prof::record_span(m_lane, prof::SpanKind::op, m_op, m_name, m_begin, prof::read_ticks(), m_flops, m_bytes);
+        if (!m_active) return;
+        prof::record_span(m_lane, prof::SpanKind::op, m_op, m_name, m_begin, prof::read_ticks(), m_flops, m_bytes);
+        if (m_hooks) m_hooks->exit();
     }
 
 private:
@@ -35,6 +38,7 @@ private:
     uint32_t m_name = 0;
     uint64_t m_flops = 0, m_bytes = 0;
     int64_t m_begin = 0;
+    const prof::OpHooks* m_hooks = nullptr;
 };
 
 #if ULTRASCOPE_PROFILE

@@ -16,6 +16,7 @@ public:
     std::string device_description() const override { return m_inner.device_description(); }
     TrackedAllocator& allocator() override { return m_inner.allocator(); }
     bool is_async() const override { return m_inner.is_async(); }
+    double datasheet_peak_gflops(bool bf16) const override { return m_inner.datasheet_peak_gflops(bf16); }
     Backend& inner() { return m_inner; }
 
     void gemm(const GemmArgs& args) override;

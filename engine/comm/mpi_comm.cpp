@@ -269,8 +269,9 @@ public:
         if (m_size == 1 || buf.numel == 0) return completed_handle();
         auto op = make(prof::OpClass::all_reduce, "all_reduce", buf.bytes());
         MPI_Comm c = m_comm;
+        const MPI_Op sum = reduce_op(buf.dtype);
         op->start = [=](MPI_Request* r) {
-            return MPI_Iallreduce(MPI_IN_PLACE, buf.data, int(buf.numel), mpi_type(buf.dtype), reduce_op(buf.dtype), c, r);
+            return MPI_Iallreduce(MPI_IN_PLACE, buf.data, int(buf.numel), mpi_type(buf.dtype), sum, c, r);
         };
         return submit(op);
     }
@@ -289,8 +290,9 @@ public:
         auto cnt = std::make_shared<std::vector<int>>(counts);
         op->keep = cnt;
         const void* src = send.slice(displs[0], 0).data;
+        const MPI_Op sum = reduce_op(send.dtype);
         op->start = [=](MPI_Request* r) {
-            return MPI_Ireduce_scatter(src, recv.data, cnt->data(), mpi_type(send.dtype), reduce_op(send.dtype), c, r);
+            return MPI_Ireduce_scatter(src, recv.data, cnt->data(), mpi_type(send.dtype), sum, c, r);
         };
         return submit(op);
     }

@@ -1,5 +1,8 @@
 #include "engine/parallel/grid.h"
 
+#include <fmt/format.h>
+
+#include "engine/comm/device_comm.h"
 #include "engine/comm/mpi_comm.h"
 #include "engine/core/check.h"
 
@@ -55,6 +58,25 @@ ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> 
     m_embedding = MpiRuntime::split(*m_world,
                                     holds_embedding ? color_without(c, &GridCoords::pp) : m_world->size() + m_world->rank(),
                                     c.pp, GroupKind::embedding);
+}
+
+std::string ProcessGrid::use_device_communicators(Backend& backend) {
+    std::string paths;
+    wrap_groups([&](std::unique_ptr<Communicator> group, GroupKind kind) {
+        // Pipeline transfers are matched by tag; the data-parallel and embedding groups only run collectives.
+        DeviceComm d = make_device_communicator(
+            std::move(group), backend, kind == GroupKind::pp ? DeviceTraffic::tagged : DeviceTraffic::collectives);
+        paths += fmt::format("{}{}: {}", paths.empty() ? "" : ", ", group_kind_name(kind), d.path);
+        return std::move(d.comm);
+    });
+    return paths;
+}
+
+void ProcessGrid::wrap_groups(
+    const std::function<std::unique_ptr<Communicator>(std::unique_ptr<Communicator>, GroupKind)>& wrap) {
+    m_dp = wrap(std::move(m_dp), GroupKind::dp);
+    m_pp = wrap(std::move(m_pp), GroupKind::pp);
+    m_embedding = wrap(std::move(m_embedding), GroupKind::embedding);
 }
 
 nlohmann::json ProcessGrid::coords_json() const {

@@ -4,10 +4,12 @@
 // Degrees whose parallelism is not implemented are carried (the metadata shows them) but refused by validate.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
 #include "engine/train/config.h"
 
@@ -45,6 +47,13 @@ public:
     bool pp_is_last_stage() const { return m_coords.pp == m_p.pp - 1; }
     int pp_next() const { return m_coords.pp + 1; }  // ranks within pp_group()
     int pp_prev() const { return m_coords.pp - 1; }
+
+    // Moves the groups that carry the backend's tensors (dp, embedding: collectives; pp: tagged transfers) onto
+    // communicators for its memory (engine/comm/device_comm.h). Collective over the world. Returns how each group's
+    // bytes travel, for the run's metadata, e.g. "dp: nccl, pp: mpi with host staging (...), embedding: nccl".
+    std::string use_device_communicators(Backend& backend);
+    // Replaces each of those groups by what `wrap` makes of it (the step above, and tests of the wrappers).
+    void wrap_groups(const std::function<std::unique_ptr<Communicator>(std::unique_ptr<Communicator>, GroupKind)>& wrap);
 
     nlohmann::json coords_json() const;
     nlohmann::json degrees_json() const;

@@ -14,7 +14,40 @@
 #include "profiler/transport/tcp_sink.h"
 #include "profiler/transport/trace_file.h"
 
+#if US_HAVE_CUPTI
+#include "profiler/record/cupti_collector.h"
+#endif
+
 namespace us {
+
+namespace {
+
+#if US_HAVE_CUPTI
+nlohmann::json cupti_json(const prof::CuptiSummary& c) {
+    nlohmann::json streams = nlohmann::json::array();
+    for (const auto& [context, stream] : c.streams) streams.push_back({context, stream});
+    const prof::DeviceActivityStats& s = c.stats;
+    return {{"running", c.status.running},
+            {"status", c.status.message},
+            {"kernels", s.kernels},
+            {"nccl_kernels", s.nccl_kernels},
+            {"memcpys", s.memcpys},
+            {"memsets", s.memsets},
+            {"syncs", s.syncs},
+            {"attributed", s.attributed},
+            {"unattributed", s.unattributed},
+            {"untimed", s.untimed},
+            {"allocations", s.allocations},
+            {"releases", s.releases},
+            {"unknown_releases", s.unknown_releases},
+            {"dropped_records", s.dropped},
+            {"overhead_ms", s.overhead_ms},
+            {"clock_offset_ns", c.clock_offset_ns},
+            {"streams", streams}};
+}
+#endif
+
+}  // namespace
 
 // Allocator events -> memory records. Labels are interned pointers: their string ids are cached per pointer.
 class RunProfiler::AllocatorListener final : public MemoryListener {
@@ -56,7 +89,7 @@ nlohmann::json rank_metadata(const TrainConfig& cfg, const Backend& backend, con
             {"config", cfg.to_json()},
             {"device_peak_gflops", peak_gflops},
             {"device_peak_source", backend.name() == "cpu" ? "measured: best sgemm GFLOP/s of the BLAS on these threads"
-                                                           : "datasheet dense peak"},
+                                                           : "datasheet dense peak (by device name; else SMs x clock x FLOPs per SM per clock)"},
             {"blas_kernel", cpu::openblas_core_name()},
             {"comm_backend", rank.comm_backend},
             {"tokens_per_step", cfg.tokens_per_step()},
@@ -93,8 +126,29 @@ RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInf
         int threads = cfg.threads;
         if (auto* cpu = dynamic_cast<CpuBackend*>(&backend)) threads = cpu->threads();
         peak = cpu::measure_sgemm_peak(threads, 0.3).gflops;
+    } else {
+        // A GPU's achievable peak needs long GEMMs to measure; its datasheet dense peak is the usual MFU
+        // denominator (0 when the device is not in the table: MFU is then not shown).
+        peak = backend.datasheet_peak_gflops(cfg.precision == Precision::bf16);
     }
-    prof::start_recording(std::move(sinks), rank_metadata(cfg, backend, rank, peak).dump());
+    m_metadata = rank_metadata(cfg, backend, rank, peak);
+    prof::start_recording(std::move(sinks), m_metadata.dump());
+    if (backend.name() == "cuda") {
+        // Recording first: the collector's records go nowhere before it. The metadata then says whether kernels
+        // will be there (consumers keep a rank's latest metadata).
+#if US_HAVE_CUPTI
+        const prof::CuptiStatus cupti = prof::start_cupti_collector();
+        m_cupti = cupti.running;
+        m_metadata["cupti"] = cupti_json(prof::cupti_summary());
+        const std::string failure = cupti.running ? std::string() : cupti.message;
+#else
+        const std::string failure = "CUPTI: this build has no CUPTI collector (it needs CUDA 13): kernel-level "
+                                    "spans are off; engine-side spans carry on";
+        m_metadata["cupti"] = {{"running", false}, {"status", failure}};
+#endif
+        if (!failure.empty()) std::fprintf(stderr, "ultrascope-train: rank %d: %s\n", rank.rank, failure.c_str());
+        prof::update_metadata(m_metadata.dump());
+    }
     m_listener = std::make_unique<AllocatorListener>();
     backend.allocator().set_listener(m_listener.get());
     m_active = true;
@@ -103,6 +157,13 @@ RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInf
 void RunProfiler::finish(bool clean) {
     if (!m_active || m_finished) return;
     m_finished = true;
+#if US_HAVE_CUPTI
+    if (m_cupti) {
+        prof::stop_cupti_collector(clean);  // after an error the GPU may be stuck: no device synchronize then
+        m_metadata["cupti"] = cupti_json(prof::cupti_summary());
+        prof::update_metadata(m_metadata.dump());
+    }
+#endif
     prof::stop_recording(clean);
     m_backend.allocator().set_listener(nullptr);
 }

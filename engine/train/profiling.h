@@ -1,6 +1,7 @@
 // Turns the profiler on for a run of ultrascope-train: sinks for --trace FILE and --connect HOST:PORT, the rank's
-// metadata (rank, grid coordinates, host, device, threads, config, measured device peak, clock offset), and the
-// allocator's alloc/free events. The trainer then wraps its backend in a ProfiledBackend.
+// metadata (rank, grid coordinates, host, device, threads, config, measured device peak, clock offset), the
+// allocator's alloc/free events, and on the CUDA backend the CUPTI collector (kernels on the device lanes; its
+// status and statistics in the metadata's "cupti"). The trainer then wraps its backend in a ProfiledBackend.
 #pragma once
 
 #include <memory>
@@ -33,7 +34,8 @@ public:
     RunProfiler& operator=(const RunProfiler&) = delete;
 
     bool active() const { return m_active; }
-    // Flushes and ends the streams; `clean` tells consumers whether the run ended normally.
+    // Flushes and ends the streams (the GPU's records first); `clean` tells consumers whether the run ended
+    // normally.
     void finish(bool clean);
     // Multi-rank --trace: after every rank finished, rank 0 merges the per-rank parts into FILE.
     bool needs_merge() const { return m_active && !m_trace_path.empty() && m_world > 1; }
@@ -43,8 +45,10 @@ private:
     class AllocatorListener;
     bool m_active = false;
     bool m_finished = false;
+    bool m_cupti = false;  // the CUPTI collector is running
     int m_world = 1;
     std::string m_trace_path;
+    nlohmann::json m_metadata;  // sent again at the end, with the collector's statistics
     Backend& m_backend;
     std::unique_ptr<AllocatorListener> m_listener;
 };

@@ -16,6 +16,16 @@ int coord(const nlohmann::json& coords, const char* dim) {
     return coords.contains(dim) && coords[dim].is_number_integer() ? coords[dim].get<int>() : 0;
 }
 
+// The peak of the rank's device_reserved_bytes counter (CUPTI), or -1 without one.
+int64_t device_reserved_peak(const TraceStore& store, const RankTrace& rt) {
+    const uint32_t name = store.find_name(std::string(kDeviceReservedCounter));
+    auto it = rt.counters.find(name);
+    if (it == rt.counters.end() || it->second.empty()) return -1;
+    double peak = 0;
+    for (const CounterPoint& p : it->second) peak = std::max(peak, p.value);
+    return int64_t(peak);
+}
+
 std::string rank_status(const RankTrace& rt) {
     if (rt.lost) return "lost: " + rt.lost_reason;
     if (!rt.ended) return "incomplete: no end of stream (still running, or stopped without finishing)";
@@ -55,7 +65,15 @@ Report build_report(const TraceStore& store) {
         rr.predicted = predict(in);
         rr.peak_gflops = rt.metadata.value("device_peak_gflops", 0.0);
         rr.dropped_events = rt.dropped_events;
+        rr.device_reserved_peak = device_reserved_peak(store, rt);
         for (const auto& s : steady_steps(rr.steps)) step_walls[s.step].push_back(s.wall_s);
+        if (rt.metadata.value("backend", std::string()) == "cuda" && !rt.has_device_spans()) {
+            const nlohmann::json cupti = rt.metadata.value("cupti", nlohmann::json::object());
+            rep.warnings.push_back(fmt::format(
+                "rank {} ran on a GPU without kernel-level spans ({}): its compute and communication times are the "
+                "engine's launch spans, not GPU time",
+                r, cupti.value("status", std::string("no CUPTI collector in this build"))));
+        }
         if (rt.dropped_events > 0)
             rep.warnings.push_back(fmt::format("rank {} dropped {} events (buffers full or listener unreachable): "
                                                "figures for it are incomplete",
@@ -123,6 +141,9 @@ std::string format_report(const Report& rep) {
         if (rep.ranks[i].steady.idle_s + rep.ranks[i].steady.exposed_s >
             rep.ranks[worst].steady.idle_s + rep.ranks[worst].steady.exposed_s)
             worst = i;
+    std::string traced;  // ranks whose C and M are the GPU's own record
+    for (const auto& r : rep.ranks)
+        if (r.steady.device_truth) traced += fmt::format("{}{}", traced.empty() ? "" : ", ", r.rank);
     for (size_t i = 0; i < rep.ranks.size(); ++i) {
         const auto& r = rep.ranks[i];
         const auto& b = r.steady;
@@ -131,6 +152,8 @@ std::string format_report(const Report& rep) {
                          r.predicted.bubble_theory,
                          rep.ranks.size() > 1 && i == worst ? "  <- most idle + exposed" : "");
     }
+    if (!traced.empty())
+        s += fmt::format("  compute and communication of rank(s) {} are the GPU's kernels as CUPTI timed them\n", traced);
     for (const auto& r : rep.ranks) {
         s += fmt::format("\nMemory of {} (peak measured / predicted; phase at the peak; step 1 / steady):\n", r.label);
         for (int k = 0; k < kMemCategoryCount; ++k) {
@@ -144,6 +167,9 @@ std::string format_report(const Report& rep) {
         }
         s += fmt::format("  {:<16} {:>12} / {:<12} {}\n", "total (peak)", format_bytes(r.memory.total_peak),
                          format_bytes(r.predicted.memory_total()), kPhaseNames[size_t(r.memory.total_peak_phase)]);
+        if (r.device_reserved_peak >= 0)
+            s += fmt::format("  {:<16} {:>12}   (cudaMalloc by the caching allocator, cuBLAS and NCCL; CUPTI)\n",
+                             "device reserved", format_bytes(r.device_reserved_peak));
         if (rep.predict_input.pp > 1)
             s += fmt::format("  micro-batches in flight: {} measured / {} predicted by the {} schedule\n",
                              r.steady.micro_batches_in_flight, r.predicted.micro_batches_in_flight,
@@ -202,6 +228,9 @@ nlohmann::json report_json(const Report& rep) {
                          {"activations_peak_bytes", r.memory.peak[size_t(MemCategory::activations)]},
                          {"activations_predicted_bytes", r.predicted.memory[size_t(MemCategory::activations)].value_or(0)},
                          {"device_peak_gflops", r.peak_gflops},
+                         {"time_source", b.device_truth ? "device" : "engine"},
+                         {"device_reserved_peak_bytes",
+                          r.device_reserved_peak >= 0 ? nlohmann::json(r.device_reserved_peak) : nlohmann::json()},
                          {"dropped_events", r.dropped_events},
                          {"steps", steps}});
     }

@@ -24,6 +24,9 @@ struct RankReport {
     Prediction predicted;
     double peak_gflops = 0;  // the rank's measured device peak
     uint64_t dropped_events = 0;
+    // Device memory reserved through cudaMalloc (the caching allocator, cuBLAS, NCCL), from CUPTI: its peak, or -1
+    // when the trace has no device_reserved_bytes counter (a CPU run, or a GPU run without CUPTI).
+    int64_t device_reserved_peak = -1;
 };
 
 struct Throughput {

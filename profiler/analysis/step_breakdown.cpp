@@ -1,10 +1,30 @@
 #include "profiler/analysis/step_breakdown.h"
 
 #include <algorithm>
-
 #include <map>
 
 namespace us::prof {
+
+namespace {
+
+// Which set a span joins. On a traced GPU the device lanes are the truth: kernels, memcpy and memset form C and
+// NCCL kernels M (sends and receives aside, as pipeline transfers); the engine's host-side op and collective
+// spans only say when work was launched. Elsewhere C holds the op spans and M the collectives of the comm lane.
+enum class SetOf { none, compute, comm, p2p };
+
+SetOf set_of(const Span& s, Lane lane, bool device_truth) {
+    if (device_truth) {
+        if (lane == Lane::device && s.kind == SpanKind::op) return SetOf::compute;
+        if (lane == Lane::device_comm && s.kind == SpanKind::comm)
+            return s.op == OpClass::send || s.op == OpClass::recv ? SetOf::p2p : SetOf::comm;
+        return SetOf::none;
+    }
+    if (s.kind == SpanKind::op) return SetOf::compute;
+    if (s.kind == SpanKind::comm) return lane == Lane::p2p ? SetOf::p2p : SetOf::comm;
+    return SetOf::none;
+}
+
+}  // namespace
 
 std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
     std::vector<StepBreakdown> out;
@@ -21,6 +41,7 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
             out.push_back(b);
         }
     std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.begin < b.begin; });
+    const bool device_truth = rt->has_device_spans();
     for (StepBreakdown& b : out) {
         std::vector<Interval> compute, comm, p2p;
         int64_t first_op = b.end, last_op = b.begin;
@@ -32,13 +53,16 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
                                        [](const Span& s, int64_t t) { return s.begin < t; });
             for (; it != spans.end() && it->begin < b.end; ++it) {
                 if (it->end <= b.begin) continue;
-                if (it->kind == SpanKind::op) {
-                    compute.emplace_back(it->begin, it->end);
-                    first_op = std::min(first_op, std::max(it->begin, b.begin));
-                    last_op = std::max(last_op, std::min(it->end, b.end));
-                    b.flops += int64_t(it->flops);
-                } else if (it->kind == SpanKind::comm) {
-                    (lane == int(Lane::p2p) ? p2p : comm).emplace_back(it->begin, it->end);
+                if (it->kind == SpanKind::op) b.flops += int64_t(it->flops);  // the engine's ops carry the FLOPs
+                switch (set_of(*it, Lane(lane), device_truth)) {
+                    case SetOf::compute:
+                        compute.emplace_back(it->begin, it->end);
+                        first_op = std::min(first_op, std::max(it->begin, b.begin));
+                        last_op = std::max(last_op, std::min(it->end, b.end));
+                        break;
+                    case SetOf::comm: comm.emplace_back(it->begin, it->end); break;
+                    case SetOf::p2p: p2p.emplace_back(it->begin, it->end); break;
+                    case SetOf::none: break;
                 }
             }
         }
@@ -62,6 +86,7 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
             b.bubble_fraction = c > 0 ? b.bubble_s / b.compute_s : 0.0;
             b.stage_bubble_fraction = b.bubble_fraction;
         }
+        b.device_truth = device_truth;
         b.first_op = first_op;
         b.last_op = last_op;
         b.compute_set = C;
@@ -116,6 +141,7 @@ StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps) {
     if (steps.empty()) return t;
     t.rank = steps.front().rank;
     t.step = -1;
+    t.device_truth = steps.front().device_truth;
     t.begin = steps.front().begin;
     t.end = steps.back().end;
     for (const auto& s : steps) {

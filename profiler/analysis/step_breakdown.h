@@ -7,6 +7,9 @@
 // step, as a fraction of its op time (the ideal time), which is what (pp - 1) / m predicts. "First and last" are
 // the pipeline's (over all its stages: apply_pipeline_windows), so that a late-starting stage's wait for the
 // warm-up counts, as in the theory; stage_bubble_fraction uses the stage's own first and last op.
+// On a GPU traced by CUPTI the sets come from what the GPU executed (the device lanes): C is the union of kernels,
+// memcpy and memset, M of NCCL kernels (send/recv ones are the pipeline's transfers: p2p_s); the engine's op spans
+// there only mark launches. FLOPs always come from the engine's op spans (kernels carry none).
 #pragma once
 
 #include <vector>
@@ -31,7 +34,8 @@ struct StepBreakdown {
     double bubble_s = 0;      // idle between the first and the last op of the step
     double bubble_fraction = 0;  // bubble_s / compute_s
     double stage_bubble_fraction = 0;  // the same within the stage's own first and last op
-    int64_t flops = 0;           // sum of the op spans' FLOPs
+    int64_t flops = 0;           // sum of the engine's op spans' FLOPs
+    bool device_truth = false;   // C and M came from the device lanes (a GPU traced by CUPTI)
     int64_t first_op = 0, last_op = 0;        // ns
     std::vector<Interval> compute_set;        // C, for the pipeline windows
     int micro_batches_in_flight = 0;          // most forwards whose backward (or W) had not finished

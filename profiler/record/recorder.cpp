@@ -1,5 +1,6 @@
 #include "profiler/record/recorder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -11,6 +12,7 @@ namespace us::prof {
 namespace detail {
 
 std::atomic<bool> g_enabled{false};
+std::atomic<const OpHooks*> g_op_hooks{nullptr};
 
 namespace {
 
@@ -62,6 +64,17 @@ StringTable& strings() {
     return t;
 }
 
+// Records from collectors with their own clock (CUPTI), already in nanoseconds, waiting for the next drain.
+struct ExternalQueue {
+    std::mutex mutex;
+    std::vector<EventRecord> events;
+    std::atomic<uint64_t> dropped{0};  // records that did not fit, and what collectors reported lost
+};
+ExternalQueue& external_queue() {
+    static ExternalQueue q;
+    return q;
+}
+
 class Collector {
 public:
     Collector(std::vector<std::unique_ptr<EventSink>> sinks, const std::string& metadata, int flush_ms)
@@ -101,7 +114,7 @@ private:
     }
 
     static uint64_t count_dropped() {
-        uint64_t n = 0;
+        uint64_t n = external_queue().dropped.load(std::memory_order_relaxed);
         auto& r = detail::registry();
         std::lock_guard lock(r.mutex);
         for (auto& ring : r.rings) n += ring->dropped();
@@ -111,11 +124,12 @@ private:
     void drain() {
         std::lock_guard sink_lock(m_sink_mutex);
         EventBatch batch;
+        // Events first, the string table after: a name is interned before any event that uses it is written, so
+        // every name an event read here refers to is in the table read below.
         {
-            auto& t = strings();
-            std::lock_guard lock(t.mutex);
-            for (uint32_t id = m_strings_sent; id < t.texts.size(); ++id) batch.strings.push_back({id, t.texts[id]});
-            m_strings_sent = uint32_t(t.texts.size());
+            ExternalQueue& q = external_queue();
+            std::lock_guard lock(q.mutex);
+            m_external.swap(q.events);  // both keep their capacity: no allocation once warm
         }
         {
             auto& r = detail::registry();
@@ -124,6 +138,12 @@ private:
                 ring->drain([&](const EventRecord& e) {
                     if (e.type >= uint8_t(EventType::span) && e.type <= uint8_t(EventType::counter)) batch.events.push_back(e);
                 });
+        }
+        {
+            auto& t = strings();
+            std::lock_guard lock(t.mutex);
+            for (uint32_t id = m_strings_sent; id < t.texts.size(); ++id) batch.strings.push_back({id, t.texts[id]});
+            m_strings_sent = uint32_t(t.texts.size());
         }
         // The calibration point comes after the reads, so every event read lies before it (docs in clock.h).
         m_clock.add_point();
@@ -138,6 +158,8 @@ private:
                 default: break;
             }
         }
+        batch.events.insert(batch.events.end(), m_external.begin(), m_external.end());  // in ns already
+        m_external.clear();
         batch.dropped_total = count_dropped();
         if (batch.events.empty() && batch.strings.empty()) return;
         for (auto& s : m_sinks) s->write_batch(batch);
@@ -147,6 +169,7 @@ private:
     std::string m_metadata;
     int m_flush_ms;
     TickConverter m_clock;
+    std::vector<EventRecord> m_external;
     uint32_t m_strings_sent = 0;
     std::mutex m_mutex, m_sink_mutex;
     std::condition_variable m_wake;
@@ -174,6 +197,11 @@ void start_recording(std::vector<std::unique_ptr<EventSink>> sinks, const std::s
                      const RecorderOptions& options) {
     std::lock_guard lock(g_collector_mutex);
     if (g_collector) return;
+    {
+        ExternalQueue& q = external_queue();  // leftovers of an earlier recording belong to no sink
+        std::lock_guard queue_lock(q.mutex);
+        q.events.clear();
+    }
     g_collector = std::make_unique<Collector>(std::move(sinks), metadata_json, options.flush_ms);
     detail::g_enabled.store(true, std::memory_order_release);
 }
@@ -191,8 +219,21 @@ void update_metadata(const std::string& metadata_json) {
     if (g_collector) g_collector->update_metadata(metadata_json);
 }
 
+void install_op_hooks(const OpHooks* hooks) { detail::g_op_hooks.store(hooks, std::memory_order_release); }
+
+void record_external_events(const EventRecord* events, size_t count) {
+    if (!enabled() || count == 0) return;
+    ExternalQueue& q = external_queue();
+    std::lock_guard lock(q.mutex);
+    const size_t fit = std::min(count, kMaxExternalEvents - std::min(kMaxExternalEvents, q.events.size()));
+    q.events.insert(q.events.end(), events, events + fit);
+    if (fit < count) q.dropped.fetch_add(count - fit, std::memory_order_relaxed);
+}
+
+void add_dropped_events(uint64_t count) { external_queue().dropped.fetch_add(count, std::memory_order_relaxed); }
+
 uint64_t dropped_events() {
-    uint64_t n = 0;
+    uint64_t n = external_queue().dropped.load(std::memory_order_relaxed);
     auto& r = detail::registry();
     std::lock_guard lock(r.mutex);
     for (auto& ring : r.rings) n += ring->dropped();

@@ -1,7 +1,8 @@
 // The recorder: each thread of a rank appends fixed-size records to its own ring (no lock, two clock reads per
 // span); a collector thread drains the rings every few milliseconds, converts ticks to nanoseconds and hands
 // batches to the sinks (a trace file, a live TCP stream). Recording is off until start(); the zone macros in
-// zones.h check one global flag and compile to nothing when ULTRASCOPE_PROFILE is off.
+// zones.h check one global flag and compile to nothing when ULTRASCOPE_PROFILE is off. Device activity (CUPTI)
+// arrives through record_external_events and ties GPU work to ops through the op hooks.
 #pragma once
 
 #include <atomic>
@@ -48,8 +49,28 @@ struct RecordContext {
     uint32_t op_name = UINT32_MAX;  // a caller's name for the next ops (e.g. "c_attn dW"); else the op's own
 };
 
+// What the GPU work launched inside an op is attributed to: the op and where the training loop was.
+struct OpTag {
+    uint32_t name = 0;  // string id of the op's span name
+    int32_t step = 0;
+    int16_t micro_batch = -1;
+    int16_t layer = -1;
+    OpClass op = OpClass::none;
+    Phase phase = Phase::none;
+    uint8_t chunk = 0;
+};
+
+// Called around every op (op zones and the profiled backend's op spans) while a device-activity collector (CUPTI)
+// is attached, so that it can correlate the GPU work an op launches with the op. `exit` is called on the thread
+// that called `enter`, in LIFO order. Without a collector the pointer is null: an op pays one relaxed load.
+struct OpHooks {
+    void (*enter)(const OpTag& tag);
+    void (*exit)();
+};
+
 namespace detail {
 extern std::atomic<bool> g_enabled;
+extern std::atomic<const OpHooks*> g_op_hooks;
 EventRing& thread_ring();
 uint8_t thread_slot();
 RecordContext& thread_context();
@@ -57,6 +78,15 @@ RecordContext& thread_context();
 
 inline bool enabled() { return detail::g_enabled.load(std::memory_order_relaxed); }
 inline RecordContext& context() { return detail::thread_context(); }
+
+// The attached collector's hooks, or null. `hooks` must outlive every op that may still be running.
+inline const OpHooks* op_hooks() { return detail::g_op_hooks.load(std::memory_order_relaxed); }
+void install_op_hooks(const OpHooks* hooks);
+// The tag of an op started now on this thread.
+inline OpTag current_op_tag(OpClass op, uint32_t name) {
+    const RecordContext& c = detail::thread_context();
+    return {name, c.step, c.micro_batch, c.layer, op, c.phase, c.chunk};
+}
 
 // Interned names: the id is stable for the process, the text is sent once per sink.
 uint32_t string_id(std::string_view text);
@@ -73,6 +103,14 @@ void stop_recording(bool clean);
 // Replaces the metadata (sent again to every sink: consumers keep the latest).
 void update_metadata(const std::string& metadata_json);
 uint64_t dropped_events();
+
+// ---- records from collectors with a clock of their own (CUPTI's activity records): complete records whose
+// times are CLOCK_MONOTONIC nanoseconds already, queued for the next drain (at most kMaxExternalEvents waiting:
+// beyond that they are dropped and counted). Any thread; takes a lock once per call, so pass batches.
+inline constexpr size_t kMaxExternalEvents = size_t(1) << 20;
+void record_external_events(const EventRecord* events, size_t count);
+// Adds events a collector lost on its side (CUPTI's dropped records) to the rank's dropped count.
+void add_dropped_events(uint64_t count);
 
 // ---- the hot path (callers check enabled() first; the macros do)
 inline void record_span(Lane lane, SpanKind kind, OpClass op, uint32_t name, int64_t begin_ticks, int64_t end_ticks,

@@ -6,6 +6,7 @@
 //   US_PROF_PHASE(phase, micro_batch);     // forward / backward / optimizer of one micro-batch
 //   US_PROF_LAYER(layer);
 //   US_PROF_OP_NAME(US_PROF_NAME("c_attn dW"));  // names the ops run in this scope
+//   US_PROF_DEVICE_OP(OpClass::all_reduce, US_PROF_NAME("grad bucket"));  // GPU work here belongs to this op
 #pragma once
 
 #include "profiler/record/recorder.h"
@@ -16,14 +17,20 @@
 
 namespace us::prof {
 
+// A span for the enclosing scope. An op zone also brackets the op for an attached device collector (OpHooks),
+// keeping the hooks it entered with so that enter and exit always pair up.
 class Zone {
 public:
     Zone(Lane lane, SpanKind kind, OpClass op, uint32_t name, uint64_t flops = 0, uint64_t bytes = 0)
         : m_active(enabled()), m_lane(lane), m_kind(kind), m_op(op), m_name(name), m_flops(flops), m_bytes(bytes) {
-        if (m_active) m_begin = read_ticks();
+        if (!m_active) return;
+        if (kind == SpanKind::op && (m_hooks = op_hooks())) m_hooks->enter(current_op_tag(op, name));
+        m_begin = read_ticks();
     }
     ~Zone() {
-        if (m_active) record_span(m_lane, m_kind, m_op, m_name, m_begin, read_ticks(), m_flops, m_bytes);
+        if (!m_active) return;
+        record_span(m_lane, m_kind, m_op, m_name, m_begin, read_ticks(), m_flops, m_bytes);
+        if (m_hooks) m_hooks->exit();
     }
     Zone(const Zone&) = delete;
     Zone& operator=(const Zone&) = delete;
@@ -36,6 +43,24 @@ private:
     uint32_t m_name;
     uint64_t m_flops, m_bytes;
     int64_t m_begin = 0;
+    const OpHooks* m_hooks = nullptr;
+};
+
+// Attributes the GPU work launched in its scope to an op without recording a span: for device work started
+// outside an op zone, e.g. a NCCL collective (op = its collective, name = what it moves).
+class DeviceOpScope {
+public:
+    DeviceOpScope(OpClass op, uint32_t name) : m_hooks(enabled() ? op_hooks() : nullptr) {
+        if (m_hooks) m_hooks->enter(current_op_tag(op, name));
+    }
+    ~DeviceOpScope() {
+        if (m_hooks) m_hooks->exit();
+    }
+    DeviceOpScope(const DeviceOpScope&) = delete;
+    DeviceOpScope& operator=(const DeviceOpScope&) = delete;
+
+private:
+    const OpHooks* m_hooks;
 };
 
 // Sets fields of the thread's RecordContext for a scope and restores them after.
@@ -88,6 +113,7 @@ public:
 #define US_PROF_PHASE(...) ::us::prof::PhaseScope US_PROF_CONCAT(us_prof_phase_, __LINE__)(__VA_ARGS__)
 #define US_PROF_LAYER(layer) ::us::prof::LayerScope US_PROF_CONCAT(us_prof_layer_, __LINE__)(layer)
 #define US_PROF_OP_NAME(id) ::us::prof::OpNameScope US_PROF_CONCAT(us_prof_opname_, __LINE__)(id)
+#define US_PROF_DEVICE_OP(op, id) ::us::prof::DeviceOpScope US_PROF_CONCAT(us_prof_devop_, __LINE__)(op, id)
 #else
 #define US_PROF_NAME(literal) 0u
 #define US_PROF_ZONE(...) (void)0
@@ -95,4 +121,5 @@ public:
 #define US_PROF_PHASE(...) (void)0
 #define US_PROF_LAYER(layer) (void)0
 #define US_PROF_OP_NAME(id) (void)0
+#define US_PROF_DEVICE_OP(op, id) (void)0
 #endif

@@ -43,6 +43,19 @@ private:
 
 std::string escape(const std::string& s) { return nlohmann::json(s).dump(); }
 
+// A thread per lane; the device lanes get one per stream (the span's thread field), numbered lane * 100 + slot.
+int thread_of(int lane, const Span& s) { return lane < int(Lane::device) ? lane : lane * 100 + s.thread; }
+
+// "device (stream 7)": the CUPTI stream id when the rank's metadata lists its streams, else the slot.
+std::string device_thread_name(const RankTrace& r, int lane, uint8_t slot) {
+    const nlohmann::json streams = r.metadata.value("cupti", nlohmann::json::object()).value("streams", nlohmann::json::array());
+    std::string stream = fmt::format("#{}", slot);
+    if (streams.is_array() && slot < streams.size() && streams[slot].is_array() && streams[slot].size() == 2 &&
+        streams[slot][1].is_number_unsigned())
+        stream = std::to_string(streams[slot][1].get<uint64_t>());
+    return fmt::format("{} (stream {})", kLaneNames[lane], stream);
+}
+
 }  // namespace
 
 std::string rank_label(const RankTrace& r) {
@@ -86,15 +99,25 @@ void export_chrome_trace(const TraceStore& store, const std::string& out_path) {
             emit(fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}}}})",
                              r, r));
             for (int lane = 0; lane < int(Lane::count); ++lane) {
-                emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{}"}}}})", r,
-                                 lane, kLaneNames[lane]));
+                if (lane < int(Lane::device))
+                    emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{}"}}}})", r,
+                                     lane, kLaneNames[lane]));
+                bool named[256] = {};  // device lanes: streams named so far
                 for (const Span& s : rt.lanes[lane].spans()) {
+                    const int tid = thread_of(lane, s);
+                    if (lane >= int(Lane::device) && !named[s.thread]) {
+                        named[s.thread] = true;
+                        emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", r,
+                                         tid, escape(device_thread_name(rt, lane, s.thread))));
+                        emit(fmt::format(R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+                                         r, tid, tid));
+                    }
                     std::string label = store.name(s.name);
                     if (s.kind == SpanKind::phase && s.micro_batch >= 0 && s.phase != Phase::optimizer)
                         label = fmt::format("{}{}{}", label, s.micro_batch, s.chunk > 0 ? fmt::format(".c{}", s.chunk) : "");
                     emit(fmt::format(
                         R"({{"ph":"X","pid":{},"tid":{},"name":{},"cat":"{}","ts":{},"dur":{:.3f},"args":{{"step":{},"micro_batch":{},"layer":{},"phase":"{}","op":"{}","bytes":{},"flops":{},"chunk":{}{}}}}})",
-                        r, lane, escape(label), kSpanKindNames[size_t(s.kind)], us_of(s.begin),
+                        r, tid, escape(label), kSpanKindNames[size_t(s.kind)], us_of(s.begin),
                         double(s.end - s.begin) / 1e3, s.step, s.micro_batch, s.layer, kPhaseNames[size_t(s.phase)],
                         kOpClassNames[size_t(s.op)], s.bytes, s.flops, s.chunk,
                         s.peer >= 0 ? fmt::format(",\"peer\":{}", s.peer) : std::string()));

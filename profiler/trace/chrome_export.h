@@ -1,6 +1,8 @@
 // Chrome trace event JSON (the format chrome://tracing, Perfetto and Holistic Trace Analysis read): one process
-// per rank named "rank R (dp D, pp P)", one thread per lane, an X event per span with its step, micro-batch,
-// layer, bytes and FLOPs in args, C counter events for memory per category, and a top-level distributedInfo.
+// per rank named "rank R (dp D, pp P)", one thread per lane (tid = lane; the device lanes one per GPU stream,
+// tid = lane * 100 + stream slot, named "device (stream 7)"), an X event per span with its step, micro-batch,
+// layer, bytes and FLOPs in args, C counter events for memory per category and for every counter (device memory
+// reserved among them), and a top-level distributedInfo.
 #pragma once
 
 #include <string>

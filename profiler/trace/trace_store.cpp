@@ -136,6 +136,7 @@ void TraceStore::add_chunk(const Chunk& c) {
                 s.phase = Phase(r.phase);
                 s.chunk = r.chunk;
                 s.group = r.group;
+                s.thread = r.thread;
                 rt.lanes[r.lane].append(s);
                 ++m_span_count;
                 break;
@@ -180,6 +181,10 @@ void TraceStore::finalize() {
         // Memory events of different threads may interleave out of order across batches.
         if (!std::is_sorted(r->memory.begin(), r->memory.end(), [](auto& a, auto& b) { return a.t < b.t; }))
             std::stable_sort(r->memory.begin(), r->memory.end(), [](auto& a, auto& b) { return a.t < b.t; });
+        // So may counters: CUPTI's (device memory) arrive in buffers of their own.
+        for (auto& [name, points] : r->counters)
+            if (!std::is_sorted(points.begin(), points.end(), [](auto& a, auto& b) { return a.t < b.t; }))
+                std::stable_sort(points.begin(), points.end(), [](auto& a, auto& b) { return a.t < b.t; });
     }
 }
 

@@ -4,8 +4,8 @@
 // Spans are kept per rank and lane, sorted by begin time, each with a row: rows are assigned first-fit in
 // (begin, longest first) order, so a span nested in another lands one row below it and overlapping transfers on
 // the comm lane spread over rows; within a row spans never overlap, so a view finds the visible ones by binary
-// search. Memory is bounded (docs/trace-format.md): past `max_spans`, op-level spans are dropped and counted while
-// steps, phases, layers, communication and memory events are always kept.
+// search. Memory is bounded (docs/trace-format.md): past `max_spans`, op-level spans (the GPU's kernels among them)
+// are dropped and counted while steps, phases, layers, communication and memory events are always kept.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +36,7 @@ struct Span {
     Phase phase = Phase::none;
     uint8_t chunk = 0;
     uint8_t group = 0;
+    uint8_t thread = 0;  // the recording thread's slot; on the device lanes, the stream's
     uint8_t row = 0;
     int64_t duration() const { return end - begin; }
 };
@@ -97,6 +98,14 @@ struct RankTrace {
     uint64_t chunks = 0;
     int64_t clock_offset_ns = 0;  // subtracted from this rank's timestamps (metadata clock.offset_ns)
     std::unordered_map<uint32_t, uint32_t> names;  // the rank's string ids -> store names
+
+    // The GPU's own record of its work (CUPTI) is in the trace: the device lanes, not the engine's op and
+    // collective spans, then say when the rank computed and communicated.
+    bool has_device_spans() const {
+        return !lanes[size_t(Lane::device)].spans().empty() || !lanes[size_t(Lane::device_comm)].spans().empty();
+    }
+    // The lane whose op spans are the rank's compute: device on a traced GPU, compute otherwise.
+    Lane work_lane() const { return has_device_spans() ? Lane::device : Lane::compute; }
 };
 
 struct TraceStoreOptions {

@@ -57,11 +57,13 @@ private:
     size_t m_pos = 0;
 };
 
-// A record from the wire must name a known type and lane before anything indexes with its fields.
-std::string validate_record(const EventRecord& e) {
+// A record from the wire must name a known type and lane before anything indexes with its fields. The lanes a
+// chunk may use depend on its format version.
+std::string validate_record(const EventRecord& e, uint32_t version) {
     switch (EventType(e.type)) {
         case EventType::span:
-            if (e.span.lane >= uint8_t(Lane::count)) return fmt::format("span with unknown lane {}", e.span.lane);
+            if (e.span.lane >= lane_count_of_version(version))
+                return fmt::format("span with unknown lane {} (format version {})", e.span.lane, version);
             if (e.span.kind >= uint8_t(SpanKind::count)) return fmt::format("span with unknown kind {}", e.span.kind);
             if (e.span.op >= uint8_t(OpClass::count)) return fmt::format("span with unknown op {}", e.span.op);
             if (e.span.phase >= uint8_t(Phase::count)) return fmt::format("span with unknown phase {}", e.span.phase);
@@ -134,8 +136,9 @@ std::string encode_chunk(ChunkKind kind, uint32_t rank, uint32_t sequence, const
 
 std::string validate_header(const ChunkHeader& h) {
     if (std::memcmp(h.magic, "USCK", 4) != 0) return "not a chunk (bad magic)";
-    if (h.version != kTraceFormatVersion)
-        return fmt::format("chunk format version {}, this build reads version {}", h.version, kTraceFormatVersion);
+    if (h.version < kOldestTraceFormatVersion || h.version > kTraceFormatVersion)
+        return fmt::format("chunk format version {}, this build reads versions {} to {}", h.version,
+                           kOldestTraceFormatVersion, kTraceFormatVersion);
     if (h.kind < 1 || h.kind > 3) return fmt::format("unknown chunk kind {}", h.kind);
     if (h.codec > 1) return fmt::format("unknown codec {}", h.codec);
     if (h.raw_bytes > kMaxChunkPayload || h.stored_bytes > kMaxChunkPayload)
@@ -185,7 +188,7 @@ Chunk decode_chunk(const ChunkHeader& h, const char* stored, const std::string& 
     c.events.resize(nevents);
     if (nevents) std::memcpy(c.events.data(), raw.data() + (raw.size() - r.remaining()), r.remaining());
     for (uint32_t i = 0; i < nevents; ++i) {
-        const std::string problem = validate_record(c.events[i]);
+        const std::string problem = validate_record(c.events[i], h.version);
         US_CHECK_INPUT(problem.empty(), "{}: event {}: {}", where, i, problem);
     }
     return c;

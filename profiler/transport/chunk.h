@@ -15,7 +15,7 @@ enum class ChunkKind : uint8_t { events = 1, metadata = 2, end = 3 };
 
 struct ChunkHeader {
     char magic[4];          // "USCK"
-    uint16_t version;       // kTraceFormatVersion
+    uint16_t version;       // the writer's kTraceFormatVersion (decides which lanes its records may use)
     uint8_t kind;           // ChunkKind
     uint8_t codec;          // 0 stored as is, 1 zstd
     uint32_t rank;

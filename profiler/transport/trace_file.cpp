@@ -47,9 +47,9 @@ void read_trace_bytes(const std::string& bytes, const std::string& path, const s
     std::memcpy(&fh, bytes.data(), sizeof fh);
     US_CHECK_INPUT(std::memcmp(fh.magic, "USTRACE", 8) == 0,
                    "'{}' is not an Ultrascope trace (it does not start with USTRACE)", path);
-    US_CHECK_INPUT(fh.version == kTraceFormatVersion,
-                   "'{}' is a version {} trace; this build reads version {}: open it with a matching ultrascope",
-                   path, fh.version, kTraceFormatVersion);
+    US_CHECK_INPUT(fh.version >= kOldestTraceFormatVersion && fh.version <= kTraceFormatVersion,
+                   "'{}' is a version {} trace; this build reads versions {} to {}: open it with a matching ultrascope",
+                   path, fh.version, kOldestTraceFormatVersion, kTraceFormatVersion);
     size_t pos = sizeof(FileHeader);
     uint64_t index = 0;
     while (pos < bytes.size()) {

@@ -78,6 +78,25 @@ public:
     void comm(double b, double e, int step = 1) {
         span(prof::Lane::comm, prof::SpanKind::comm, b, e, "all_reduce", step, prof::OpClass::all_reduce);
     }
+    // What the GPU ran (CUPTI): a kernel, memcpy or memset on the device lane, a NCCL kernel on device_comm.
+    void kernel(double b, double e, int stream = 0, const std::string& n = "gelu_kernel", int step = 1) {
+        span(prof::Lane::device, prof::SpanKind::op, b, e, n, step, prof::OpClass::activation);
+        m_batch.events.back().span.thread = uint8_t(stream);
+    }
+    void nccl(double b, double e, prof::OpClass op = prof::OpClass::all_reduce, int stream = 1, int step = 1) {
+        span(prof::Lane::device_comm, prof::SpanKind::comm, b, e, "ncclDevKernel", step, op);
+        m_batch.events.back().span.thread = uint8_t(stream);
+    }
+    void counter(double t_ms, const std::string& n, double value, int step = 1) {
+        prof::EventRecord e{};
+        auto& c = e.counter;
+        c.type = uint8_t(prof::EventType::counter);
+        c.t_ns = std::llround(t_ms * 1e6);
+        c.value = value;
+        c.name = name(n);
+        c.step = step;
+        m_batch.events.push_back(e);
+    }
     void memory(double t_ms, us::MemCategory c, int64_t category_bytes, int64_t total, prof::Phase phase, int step = 1) {
         prof::EventRecord e{};
         auto& m = e.memory;

@@ -2,6 +2,8 @@
 // bubbles, memory peaks and their phases, throughput and MFU, predictions, and the Chrome export.
 #include <zlib.h>
 
+#include <map>
+
 #include "engine/model/activations.h"
 #include "engine/train/config.h"
 #include "prof_test_util.h"
@@ -33,6 +35,88 @@ TEST_CASE("step breakdown: compute, overlapped and exposed communication, idle",
     CHECK(s.idle_s == Approx(0.010));  // 100 - |C u M| = 100 - 90
     CHECK(s.overlap_pct == Approx(100.0 * 20 / 30));
     CHECK(s.bubble_s == Approx(0.010));  // [60,70] between the first and last op
+}
+
+TEST_CASE("on a GPU traced by CUPTI the device lanes are C and M; the engine's launches and waits are not",
+          "[cpu][analysis]") {
+    SyntheticRank gpu(0, 2), cpu(1, 2);
+    gpu.step(0, 100, 1);
+    // the engine's side: op launches on the host lane (with the FLOPs) and a collective from launch to completion
+    gpu.span(Lane::host, SpanKind::op, 0, 4, "gemm", 1, OpClass::gemm, 1000);
+    gpu.span(Lane::host, SpanKind::op, 90, 100, "gemm", 1, OpClass::gemm, 500);
+    gpu.comm(50, 99);
+    // the GPU's side: kernels and a memcpy on two streams, a NCCL all-reduce, a pipeline send
+    gpu.kernel(5, 40, 0);
+    gpu.kernel(45, 60, 0);
+    gpu.kernel(60, 65, 1, "memcpy HtoD");
+    gpu.nccl(55, 80);
+    gpu.nccl(85, 95, OpClass::send);
+    // a rank of the same run without device spans keeps the engine's spans as its truth
+    cpu.step(0, 100, 1);
+    cpu.op(0, 60);
+    cpu.comm(50, 80);
+    TraceStore store;
+    load(store, gpu, metadata(0, 2, 0, 0, 1));
+    load(store, cpu, metadata(1, 2, 1, 0, 1));
+    REQUIRE(store.rank(0)->has_device_spans());
+    CHECK(store.rank(0)->work_lane() == Lane::device);
+    CHECK_FALSE(store.rank(1)->has_device_spans());
+    const auto g = analyze_steps(store, 0);
+    REQUIRE(g.size() == 1);
+    CHECK(g[0].device_truth);
+    CHECK(g[0].compute_s == Approx(0.055));     // [5,40] u [45,65]
+    CHECK(g[0].comm_s == Approx(0.025));        // the all-reduce kernel [55,80], not the engine's [50,99]
+    CHECK(g[0].overlapped_s == Approx(0.010));  // [55,65]
+    CHECK(g[0].exposed_s == Approx(0.015));
+    CHECK(g[0].idle_s == Approx(0.030));        // 100 - |[5,40] u [45,80]|
+    CHECK(g[0].p2p_s == Approx(0.010));         // the send kernel: a pipeline transfer, not M
+    CHECK(g[0].bubble_s == Approx(0.005));      // [40,45] between the first and the last kernel
+    CHECK(g[0].first_op == 5'000'000);
+    CHECK(g[0].last_op == 65'000'000);
+    CHECK(g[0].flops == 1500);                  // from the engine's op spans
+    const auto c = analyze_steps(store, 1);
+    REQUIRE(c.size() == 1);
+    CHECK_FALSE(c[0].device_truth);
+    CHECK(c[0].compute_s == Approx(0.060));
+    CHECK(c[0].comm_s == Approx(0.030));
+    const auto j = report_json(build_report(store));
+    CHECK(j["ranks"][0]["time_source"] == "device");
+    CHECK(j["ranks"][1]["time_source"] == "engine");
+}
+
+TEST_CASE("device memory reserved (CUPTI) in the report; a GPU rank without kernel spans is flagged",
+          "[cpu][analysis]") {
+    SyntheticRank traced(0, 2), untraced(1, 2);
+    traced.step(0, 10, 1);
+    traced.kernel(1, 5);
+    traced.counter(2, "device_reserved_bytes", 4096);
+    traced.counter(3, "device_reserved_bytes", 1 << 20);
+    traced.counter(4, "device_reserved_bytes", 2048);
+    untraced.step(0, 10, 1);
+    untraced.span(Lane::host, SpanKind::op, 1, 5, "gemm", 1, OpClass::gemm);
+    auto meta = [](int rank) {
+        auto m = nlohmann::json::parse(metadata(rank, 2, rank, 0, 1));
+        m["backend"] = "cuda";
+        return m;
+    };
+    auto m1 = meta(1);
+    m1["cupti"] = {{"running", false}, {"status", "CUPTI: enabling kernel activity failed (another CUPTI client)"}};
+    TraceStore store;
+    load(store, traced, meta(0).dump());
+    load(store, untraced, m1.dump());
+    const Report rep = build_report(store);
+    REQUIRE(rep.ranks.size() == 2);
+    CHECK(rep.ranks[0].device_reserved_peak == (1 << 20));
+    CHECK(rep.ranks[1].device_reserved_peak == -1);
+    const auto j = report_json(rep);
+    CHECK(j["ranks"][0]["device_reserved_peak_bytes"] == (1 << 20));
+    CHECK(j["ranks"][1]["device_reserved_peak_bytes"].is_null());
+    REQUIRE(rep.warnings.size() == 1);
+    CHECK(rep.warnings[0].find("rank 1 ran on a GPU without kernel-level spans") != std::string::npos);
+    CHECK(rep.warnings[0].find("another CUPTI client") != std::string::npos);
+    const std::string text = format_report(rep);
+    CHECK(text.find("device reserved") != std::string::npos);
+    CHECK(text.find("rank(s) 0 are the GPU's kernels") != std::string::npos);
 }
 
 TEST_CASE("steady steps leave step 1 out; sums recompute the percentages", "[cpu][analysis]") {
@@ -201,4 +285,34 @@ TEST_CASE("Chrome export: a process per rank, a thread per lane, spans with args
     gzread(f, head, sizeof head - 1);
     gzclose(f);
     CHECK(std::string(head).find("displayTimeUnit") != std::string::npos);
+}
+
+TEST_CASE("Chrome export: a thread per GPU stream on the device lanes, named after CUPTI's stream ids",
+          "[cpu][analysis][export]") {
+    SyntheticRank r(0);
+    r.step(0, 10, 1);
+    r.kernel(1, 2, 0);
+    r.kernel(2, 3, 0);
+    r.kernel(1, 3, 1, "memcpy DtoD");
+    r.nccl(2, 6, OpClass::all_reduce, 2);
+    auto meta = nlohmann::json::parse(metadata(0, 1, 0, 0, 1));
+    meta["cupti"] = {{"streams", {{1, 7}, {1, 13}, {1, 14}}}};
+    TraceStore store;
+    load(store, r, meta.dump());
+    const std::string out = temp_path("export-device.json");
+    export_chrome_trace(store, out);
+    const auto j = nlohmann::json::parse(read_file(out));
+    std::map<int, std::string> thread_names;
+    std::map<int, int> spans_per_thread;
+    for (const auto& e : j["traceEvents"]) {
+        if (e["ph"] == "M" && e["name"] == "thread_name") thread_names[e["tid"].get<int>()] = e["args"]["name"];
+        if (e["ph"] == "X") ++spans_per_thread[e["tid"].get<int>()];
+    }
+    CHECK(thread_names[400] == "device (stream 7)");
+    CHECK(thread_names[401] == "device (stream 13)");
+    CHECK(thread_names[502] == "device_comm (stream 14)");
+    CHECK(spans_per_thread[400] == 2);
+    CHECK(spans_per_thread[401] == 1);
+    CHECK(spans_per_thread[502] == 1);
+    CHECK(thread_names.count(4) == 0);  // no row for an empty lane
 }

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -166,18 +167,70 @@ TEST_CASE("truncated, corrupted, wrong-version and foreign trace files give clea
     const std::string e1 = error_of([&] { load_trace(bad, s2); });
     CHECK(e1.find("at byte") != std::string::npos);
     CHECK((e1.find("checksum") != std::string::npos || e1.find("corrupt") != std::string::npos));
-    // another format version
-    std::string v2 = bytes;
-    v2[8] = 2;
-    write_file(bad, v2);
+    // a format version this build does not know
+    std::string v3 = bytes;
+    v3[8] = 3;
+    write_file(bad, v3);
     TraceStore s3;
-    CHECK(error_of([&] { load_trace(bad, s3); }).find("version 2 trace") != std::string::npos);
+    const std::string e3 = error_of([&] { load_trace(bad, s3); });
+    CHECK(e3.find("version 3 trace") != std::string::npos);
+    CHECK(e3.find("reads versions 1 to 2") != std::string::npos);
     // not a trace at all
     write_file(bad, "PK\x03\x04 certainly not a trace file at all");
     TraceStore s4;
     CHECK(error_of([&] { load_trace(bad, s4); }).find("not an Ultrascope trace") != std::string::npos);
     TraceStore s5;
     CHECK(error_of([&] { load_trace(temp_path("missing.ustrace"), s5); }).find("does not exist") != std::string::npos);
+}
+
+namespace {
+// An encoded chunk as a writer of `version` would have sent it.
+std::string as_version(std::string chunk, uint16_t version) {
+    ChunkHeader h;
+    std::memcpy(&h, chunk.data(), sizeof h);
+    h.version = version;
+    h.crc32 = chunk_checksum(h, chunk.data() + sizeof h);
+    std::memcpy(chunk.data(), &h, sizeof h);
+    return chunk;
+}
+
+std::string version1_file(const EventBatch& b) {
+    FileHeader fh{};
+    std::memcpy(fh.magic, "USTRACE", 8);
+    fh.version = 1;
+    return std::string(reinterpret_cast<const char*>(&fh), sizeof fh) +
+           as_version(encode_chunk(ChunkKind::metadata, 0, 0, nullptr, R"({"rank": 0})"), 1) +
+           as_version(encode_chunk(ChunkKind::events, 0, 1, &b, {}), 1) +
+           as_version(encode_chunk(ChunkKind::end, 0, 2, nullptr, R"({"clean": true})"), 1);
+}
+}  // namespace
+
+TEST_CASE("version 1 traces (before the device lanes) still read; their chunks cannot use the device lanes",
+          "[cpu][profiler][transport]") {
+    const std::string path = temp_path("v1.ustrace");
+    write_file(path, version1_file(sample_batch(30)));
+    TraceStore store;
+    CHECK(load_trace(path, store).empty());
+    CHECK(store.span_count() == 30);
+    CHECK(store.rank(0)->clean);
+    // a device-lane span in a version 1 chunk is corrupt, with a message that says why
+    SyntheticRank r(0);
+    r.kernel(0, 1);
+    write_file(path, version1_file(r.batch()));
+    TraceStore s2;
+    const std::string e = error_of([&] { load_trace(path, s2); });
+    CHECK(e.find("unknown lane 4 (format version 1)") != std::string::npos);
+    // the same span in a current chunk is fine
+    const std::string current = temp_path("v2.ustrace");
+    {
+        auto w = std::make_shared<TraceFileWriter>(current);
+        FileSink sink(w, 0);
+        sink.write_batch(r.batch());
+        sink.finish(true, 0);
+    }
+    TraceStore s3;
+    CHECK(load_trace(current, s3).empty());
+    CHECK(s3.rank(0)->lanes[size_t(Lane::device)].spans().size() == 1);
 }
 
 TEST_CASE("the stream decoder reassembles split chunks and rejects garbage with its offset", "[cpu][profiler][transport]") {

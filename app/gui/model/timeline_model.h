@@ -28,7 +28,8 @@ struct TimeWindow {
 // Appends the items of `lane` visible in `w` to `out` (rows in order, items left to right within a row).
 void build_lane_items(const prof::LaneTrack& lane, const TimeWindow& w, float min_px, std::vector<TimelineItem>& out);
 
-// Idle gaps of a rank's compute lane inside [t0, t1): stretches with no op running, at least min_ns long.
+// Idle gaps of a rank's work lane (compute, or device on a GPU traced by CUPTI) inside [t0, t1): stretches with
+// no op running, at least min_ns long.
 struct Gap {
     int64_t begin, end;
 };

@@ -1,0 +1,68 @@
+// Softmax cross-entropy over fp32 logits, in place: forward turns a row of logits into probabilities and writes
+// the token's loss; backward turns the probabilities into dlogits = (probs - onehot) * dloss. One block per row.
+#include "engine/backend/cuda/device_types.cuh"
+#include "engine/backend/cuda/kernels.h"
+
+namespace us::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// A block's reduction of one value per thread (max or sum), in a fixed order.
+template <bool kMax>
+__device__ float block_reduce(float v, float* shared) {
+    v = kMax ? warp_max(v) : warp_sum(v);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < int(blockDim.x / 32) ? shared[lane] : (kMax ? -INFINITY : 0.0f);
+        v = kMax ? warp_max(v) : warp_sum(v);
+        if (lane == 0) shared[0] = v;
+    }
+    __syncthreads();
+    const float result = shared[0];
+    __syncthreads();
+    return result;
+}
+
+__global__ void forward_kernel(float* losses, float* logits, const int32_t* targets, int V) {
+    __shared__ float shared[32];
+    float* row = logits + int64_t(blockIdx.x) * V;
+    float m = -INFINITY;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) m = fmaxf(m, row[i]);
+    m = block_reduce<true>(m, shared);
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) {
+        const float e = expf(row[i] - m);
+        row[i] = e;
+        s += e;
+    }
+    const float inv = 1.0f / block_reduce<false>(s, shared);
+    for (int i = threadIdx.x; i < V; i += blockDim.x) row[i] *= inv;
+    __syncthreads();
+    if (threadIdx.x == 0) losses[blockIdx.x] = -logf(fmaxf(row[targets[blockIdx.x]], 1e-30f));
+}
+
+__global__ void backward_kernel(float* dlogits, const int32_t* targets, float dloss, int V) {
+    float* row = dlogits + int64_t(blockIdx.x) * V;
+    const int target = targets[blockIdx.x];
+    for (int i = threadIdx.x; i < V; i += blockDim.x) row[i] = row[i] * dloss - (i == target ? dloss : 0.0f);
+}
+
+}  // namespace
+
+void crossentropy_forward(float* losses, float* logits, const int32_t* targets, int N, int V, cudaStream_t s) {
+    if (N == 0) return;
+    forward_kernel<<<N, kThreads, 0, s>>>(losses, logits, targets, V);
+    US_CUDA_CHECK_LAUNCH();
+}
+
+void crossentropy_backward(float* dlogits, const int32_t* targets, float dloss, int N, int V, cudaStream_t s) {
+    if (N == 0) return;
+    backward_kernel<<<N, kThreads, 0, s>>>(dlogits, targets, dloss, V);
+    US_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace us::cuda

@@ -1,0 +1,446 @@
+#include "engine/backend/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/kernels.h"
+
+namespace us {
+
+namespace {
+
+cudaDataType cuda_type(DType t) { return t == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+// Device memory for the TrackedAllocator. cudaMalloc returns null on out-of-memory so that the allocator can
+// report it with its per-category picture and advice; any other failure is a broken device.
+class DeviceMemory final : public RawMemory {
+public:
+    explicit DeviceMemory(std::string name) : m_name(std::move(name)) {}
+    void* allocate(size_t bytes) override {
+        void* p = nullptr;
+        const cudaError_t e = cudaMalloc(&p, bytes);
+        if (e == cudaErrorMemoryAllocation) {
+            (void)cudaGetLastError();  // clear the sticky-free error so later calls do not report it
+            return nullptr;
+        }
+        US_CUDA_CHECK(e);
+        return p;
+    }
+    void release(void* ptr, size_t) override { US_CUDA_CHECK(cudaFree(ptr)); }
+    std::string_view device_name() const override { return m_name; }
+
+private:
+    std::string m_name;
+};
+
+// The node-local rank from the launcher (Open MPI, Slurm, MPICH/Hydra), or 0.
+int local_rank() {
+    for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"})
+        if (const char* v = std::getenv(var)) return std::atoi(v);
+    return 0;
+}
+
+// Dense peak per SM per clock (FLOPs, an FMA counts two) by architecture, for GPUs the table below misses.
+double flops_per_sm_clock(int major, int minor, bool bf16) {
+    if (!bf16) return major >= 8 && !(major == 8 && minor > 0) ? 128.0 : 256.0;  // fp32 FMA lanes x 2
+    if (major >= 9) return 4096.0;   // Hopper and later: 1024 bf16 FMA per SM per clock, dense
+    if (major == 8 && minor == 0) return 2048.0;  // A100
+    if (major == 8) return 1024.0;   // Ampere/Ada consumer parts with fp32 accumulation
+    return 512.0;
+}
+
+}  // namespace
+
+bool cuda_device_available(std::string* why) {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (why) *why = fmt::format("{} ({})", cudaGetErrorName(e), cudaGetErrorString(e));
+        return false;
+    }
+    if (count == 0) {
+        if (why) *why = "no CUDA device is visible";
+        return false;
+    }
+    return true;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
+    std::string why;
+    US_CHECK_INPUT(cuda_device_available(&why),
+                   "--device cuda: no usable GPU: {}. Check nvidia-smi and CUDA_VISIBLE_DEVICES, or use --device cpu",
+                   why);
+    int count = 0;
+    US_CUDA_CHECK(cudaGetDeviceCount(&count));
+    const int device = options.device >= 0 ? options.device : local_rank() % count;
+    US_CHECK_INPUT(device < count, "--device cuda: device {} requested but only {} visible", device, count);
+    return std::make_unique<CudaBackend>(device);
+}
+
+CudaBackend::CudaBackend(int device) : m_device(device) {
+    US_CUDA_CHECK(cudaSetDevice(device));
+    cudaDeviceProp prop{};
+    US_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    m_device_name = prop.name;
+    m_sm_count = prop.multiProcessorCount;
+    m_cc_major = prop.major;
+    m_cc_minor = prop.minor;
+    US_CHECK_INPUT(m_cc_major >= 8,
+                   "--device cuda: {} has compute capability {}.{}; this build needs 8.0 or newer (bf16 tensor cores)",
+                   m_device_name, m_cc_major, m_cc_minor);
+    US_CUDA_CHECK(cudaStreamCreateWithFlags(&m_compute, cudaStreamNonBlocking));
+    US_CUDA_CHECK(cudaStreamCreateWithFlags(&m_comm, cudaStreamNonBlocking));
+    m_allocator = std::make_unique<TrackedAllocator>(
+        std::make_unique<DeviceMemory>(fmt::format("cuda:{} ({})", device, m_device_name)));
+    US_CUBLAS_CHECK(cublasCreate(&m_cublas));
+    US_CUBLAS_CHECK(cublasSetStream(m_cublas, m_compute));
+    // Plain fp32 (no TF32) keeps fp32 runs comparable with the CPU backend to 1e-5; bf16 uses tensor cores anyway.
+    US_CUBLAS_CHECK(cublasSetMathMode(m_cublas, CUBLAS_DEFAULT_MATH));
+    // cuBLAS's workspace comes from our allocator, so it shows up in the memory anatomy.
+    constexpr size_t kCublasWorkspace = size_t(32) << 20;
+    m_cublas_workspace = m_allocator->allocate(kCublasWorkspace, MemCategory::workspace, "cuBLAS workspace");
+    US_CUBLAS_CHECK(cublasSetWorkspace(m_cublas, m_cublas_workspace.data(), kCublasWorkspace));
+    m_reduce = m_allocator->allocate((cuda::reduce_partials_doubles() + 1) * sizeof(double), MemCategory::workspace,
+                                     "reduction partials");
+    US_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m_reduce_host), sizeof(double)));
+    for (Staging& s : m_staging) US_CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+}
+
+CudaBackend::~CudaBackend() {
+    cudaStreamSynchronize(m_compute);
+    cudaStreamSynchronize(m_comm);
+    for (Staging& s : m_staging) {
+        if (s.host) cudaFreeHost(s.host);
+        if (s.done) cudaEventDestroy(s.done);
+    }
+    if (m_reduce_host) cudaFreeHost(m_reduce_host);
+    m_cublas_workspace.reset();
+    m_scratch.reset();
+    m_rope.reset();
+    m_reduce.reset();
+    if (m_cublas) cublasDestroy(m_cublas);
+    m_allocator.reset();
+    cudaStreamDestroy(m_compute);
+    cudaStreamDestroy(m_comm);
+}
+
+std::string CudaBackend::device_description() const {
+    return fmt::format("cuda:{} ({}, sm_{}{}, {} SMs)", m_device, m_device_name, m_cc_major, m_cc_minor, m_sm_count);
+}
+
+double CudaBackend::datasheet_peak_gflops(bool bf16) const {
+    // Dense peaks from NVIDIA's datasheets (bf16 tensor cores with fp32 accumulation; fp32 on CUDA cores).
+    struct Entry {
+        const char* name_part;
+        double bf16_tflops, fp32_tflops;
+    };
+    static const Entry table[] = {
+        {"H200", 989.4, 66.9},      {"GH200", 989.4, 66.9}, {"H100 PCIe", 756.0, 51.2}, {"H100 NVL", 835.0, 60.0},
+        {"H100", 989.4, 66.9},      {"A100", 312.0, 19.5},  {"L40S", 362.1, 91.6},      {"L4", 121.0, 30.3},
+        {"A10", 125.0, 31.2},       {"RTX 4090", 165.2, 82.6}, {"B200", 2250.0, 80.0},
+    };
+    for (const Entry& e : table)
+        if (m_device_name.find(e.name_part) != std::string::npos) return (bf16 ? e.bf16_tflops : e.fp32_tflops) * 1e3;
+    int clock_khz = 0;
+    if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, m_device) != cudaSuccess) return 0.0;
+    return double(m_sm_count) * double(clock_khz) * 1e3 * flops_per_sm_clock(m_cc_major, m_cc_minor, bf16) / 1e9;
+}
+
+void* CudaBackend::scratch(size_t bytes) {
+    if (m_scratch.bytes() < bytes) {
+        m_scratch.reset();
+        m_scratch = m_allocator->allocate(bytes, MemCategory::workspace, "cuda op scratch");
+    }
+    return m_scratch.data();
+}
+
+const float* CudaBackend::rope_table(int T, int HD) {
+    if (T != m_rope_T || HD != m_rope_HD) {
+        const int half = HD / 2;
+        std::vector<float> host(size_t(2) * T * half);
+        for (int t = 0; t < T; ++t)
+            for (int i = 0; i < half; ++i) {
+                const double angle = double(t) * std::pow(10000.0, -2.0 * i / double(HD));
+                host[size_t(t) * half + i] = float(std::cos(angle));
+                host[size_t(T) * half + size_t(t) * half + i] = float(std::sin(angle));
+            }
+        m_rope.reset();
+        m_rope = m_allocator->allocate(host.size() * sizeof(float), MemCategory::workspace, "rope table");
+        US_CUDA_CHECK(cudaMemcpyAsync(m_rope.data(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                      m_compute));
+        US_CUDA_CHECK(cudaStreamSynchronize(m_compute));  // `host` goes out of scope
+        m_rope_T = T;
+        m_rope_HD = HD;
+    }
+    return static_cast<const float*>(m_rope.data());
+}
+
+// ---- GEMM
+
+void CudaBackend::gemm_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a,
+                               DType a_type, int lda, long long stride_a, const void* b, DType b_type, int ldb,
+                               long long stride_b, float beta, void* c, DType c_type, int ldc, long long stride_c,
+                               int batch) {
+    // Row-major C (m, n) = op(A) op(B) is column-major C^T (n, m) = op(B)^T op(A)^T: swap the operands.
+    const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (batch == 1)
+        US_CUBLAS_CHECK(cublasGemmEx(m_cublas, op_b, op_a, n, m, k, &alpha, b, cuda_type(b_type), ldb, a,
+                                     cuda_type(a_type), lda, &beta, c, cuda_type(c_type), ldc, CUBLAS_COMPUTE_32F,
+                                     CUBLAS_GEMM_DEFAULT));
+    else
+        US_CUBLAS_CHECK(cublasGemmStridedBatchedEx(m_cublas, op_b, op_a, n, m, k, &alpha, b, cuda_type(b_type), ldb,
+                                                   stride_b, a, cuda_type(a_type), lda, stride_a, &beta, c,
+                                                   cuda_type(c_type), ldc, stride_c, batch, CUBLAS_COMPUTE_32F,
+                                                   CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaBackend::gemm(const GemmArgs& g) {
+    US_ASSERT(g.a.dtype == g.b.dtype, "gemm operands differ in dtype ({} vs {})", dtype_name(g.a.dtype),
+              dtype_name(g.b.dtype));
+    US_ASSERT(g.a.dtype == DType::bf16 || g.c.dtype == DType::f32, "fp32 gemm writes fp32");
+    if (g.m == 0 || g.n == 0) return;
+    gemm_batched(g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, g.a.data, g.a.dtype, g.lda, 0, g.b.data, g.b.dtype,
+                 g.ldb, 0, g.beta, g.c.data, g.c.dtype, g.ldc, 0, 1);
+    if (m_progress_hook) m_progress_hook();
+}
+
+void CudaBackend::add_bias(Tensor out, Tensor bias, int N, int OC) {
+    cuda::add_bias(out.data, out.dtype, bias.data, bias.dtype, N, OC, m_compute);
+}
+
+void CudaBackend::bias_backward(Tensor dbias, Tensor dout, int N, int OC) {
+    auto* partials = static_cast<float*>(scratch(cuda::bias_partials_floats(N, OC) * sizeof(float)));
+    cuda::bias_backward(dbias.data, dbias.dtype, dout.data, dout.dtype, N, OC, partials, m_compute);
+}
+
+// ---- LayerNorm, GeLU, RoPE
+
+void CudaBackend::layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor inp, Tensor weight, Tensor bias,
+                                    int N, int C) {
+    cuda::layernorm_forward(out.data, mean.f32(), rstd.f32(), inp.data, weight.data, bias.data, inp.dtype, N, C,
+                            m_compute);
+}
+
+void CudaBackend::layernorm_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp,
+                                     Tensor weight, Tensor mean, Tensor rstd, int N, int C) {
+    auto* partials = static_cast<float*>(scratch(cuda::layernorm_partials_floats(N, C) * sizeof(float)));
+    cuda::layernorm_backward(dinp.data, dweight.data, dbias.data, dout.data, inp.data, weight.data, mean.f32(),
+                             rstd.f32(), inp.dtype, N, C, partials, m_compute);
+}
+
+void CudaBackend::gelu_forward(Tensor out, Tensor inp) {
+    cuda::gelu_forward(out.data, inp.data, inp.dtype, inp.numel, m_compute);
+}
+
+void CudaBackend::gelu_backward(Tensor dinp, Tensor inp, Tensor dout) {
+    cuda::gelu_backward(dinp.data, inp.data, dout.data, inp.dtype, inp.numel, m_compute);
+}
+
+void CudaBackend::rope_forward(Tensor qkv, int B, int T, int NH, int HD) {
+    const float* table = rope_table(T, HD);
+    cuda::rope(qkv.data, qkv.dtype, table, table + size_t(T) * (HD / 2), B, T, NH, HD, 1.0f, m_compute);
+}
+
+void CudaBackend::rope_backward(Tensor dqkv, int B, int T, int NH, int HD) {
+    const float* table = rope_table(T, HD);
+    cuda::rope(dqkv.data, dqkv.dtype, table, table + size_t(T) * (HD / 2), B, T, NH, HD, -1.0f, m_compute);
+}
+
+// ---- attention: per sequence, the heads as one strided batch (head h starts h*HD into each row of qkv)
+
+void CudaBackend::attention_forward(Tensor out, Tensor probs, Tensor qkv, int B, int T, int NH, int HD) {
+    const int C = NH * HD;
+    const DType x = qkv.dtype;
+    const size_t es = dtype_size(x);
+    const long long tt = (long long)T * T;
+    const float scale = 1.0f / std::sqrt(float(HD));
+    // scratch: scores (NH,T,T) fp32, and P (NH,T,T) in the storage type when probs are not kept
+    const size_t scores_bytes = size_t(NH) * size_t(tt) * sizeof(float);
+    char* work = static_cast<char*>(scratch(scores_bytes + (probs.empty() ? size_t(NH) * size_t(tt) * es : 0)));
+    auto* scores = reinterpret_cast<float*>(work);
+    for (int b = 0; b < B; ++b) {
+        const char* base = static_cast<const char*>(qkv.data) + size_t(b) * T * 3 * C * es;
+        const char* q = base;
+        const char* k = base + size_t(C) * es;
+        const char* v = base + size_t(2) * C * es;
+        void* p = probs.empty() ? static_cast<void*>(work + scores_bytes)
+                                : static_cast<char*>(probs.data) + size_t(b) * NH * size_t(tt) * es;
+        // S = scale * Q K^T
+        gemm_batched(false, true, T, T, HD, scale, q, x, 3 * C, HD, k, x, 3 * C, HD, 0.0f, scores, DType::f32, T, tt, NH);
+        cuda::causal_softmax(p, x, scores, NH * T, T, m_compute);
+        // O = P V, written into the head's columns of out
+        gemm_batched(false, false, T, HD, T, 1.0f, p, x, T, tt, v, x, 3 * C, HD, 0.0f,
+                     static_cast<char*>(out.data) + size_t(b) * T * C * es, x, C, HD, NH);
+    }
+}
+
+void CudaBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor probs, int B, int T, int NH,
+                                     int HD) {
+    const int C = NH * HD;
+    const DType x = qkv.dtype;
+    const size_t es = dtype_size(x);
+    const long long tt = (long long)T * T;
+    const float scale = 1.0f / std::sqrt(float(HD));
+    // scratch: dP (NH,T,T) fp32 (also the scores when recomputing), dS in the storage type, P when not kept
+    const size_t f32_bytes = size_t(NH) * size_t(tt) * sizeof(float), x_bytes = size_t(NH) * size_t(tt) * es;
+    char* work = static_cast<char*>(scratch(f32_bytes + x_bytes + (probs.empty() ? x_bytes : 0)));
+    auto* dprobs = reinterpret_cast<float*>(work);
+    void* dscores = work + f32_bytes;
+    for (int b = 0; b < B; ++b) {
+        const char* base = static_cast<const char*>(qkv.data) + size_t(b) * T * 3 * C * es;
+        const char* q = base;
+        const char* k = base + size_t(C) * es;
+        const char* v = base + size_t(2) * C * es;
+        const char* dO = static_cast<const char*>(dout.data) + size_t(b) * T * C * es;
+        char* dbase = static_cast<char*>(dqkv.data) + size_t(b) * T * 3 * C * es;
+        const void* p;
+        if (probs.empty()) {  // selective recompute: P again from Q and K
+            void* recomputed = work + f32_bytes + x_bytes;
+            gemm_batched(false, true, T, T, HD, scale, q, x, 3 * C, HD, k, x, 3 * C, HD, 0.0f, dprobs, DType::f32, T,
+                         tt, NH);
+            cuda::causal_softmax(recomputed, x, dprobs, NH * T, T, m_compute);
+            p = recomputed;
+        } else {
+            p = static_cast<const char*>(probs.data) + size_t(b) * NH * size_t(tt) * es;
+        }
+        // dV = P^T dO
+        gemm_batched(true, false, T, HD, T, 1.0f, p, x, T, tt, dO, x, C, HD, 0.0f, dbase + size_t(2) * C * es, x, 3 * C,
+                     HD, NH);
+        // dP = dO V^T
+        gemm_batched(false, true, T, T, HD, 1.0f, dO, x, C, HD, v, x, 3 * C, HD, 0.0f, dprobs, DType::f32, T, tt, NH);
+        cuda::causal_softmax_backward(dscores, x, p, x, dprobs, NH * T, T, scale, m_compute);
+        // dQ = dS K ; dK = dS^T Q
+        gemm_batched(false, false, T, HD, T, 1.0f, dscores, x, T, tt, k, x, 3 * C, HD, 0.0f, dbase, x, 3 * C, HD, NH);
+        gemm_batched(true, false, T, HD, T, 1.0f, dscores, x, T, tt, q, x, 3 * C, HD, 0.0f, dbase + size_t(C) * es, x,
+                     3 * C, HD, NH);
+    }
+}
+
+// ---- elementwise, reductions
+
+void CudaBackend::residual_forward(Tensor out, Tensor a, Tensor b) {
+    US_ASSERT(out.numel == a.numel && a.numel == b.numel, "residual sizes differ");
+    cuda::residual(out.data, a.data, b.data, out.dtype, out.numel, m_compute);
+}
+
+void CudaBackend::fill_zero(Tensor t) {
+    if (t.bytes()) US_CUDA_CHECK(cudaMemsetAsync(t.data, 0, t.bytes(), m_compute));
+}
+
+void CudaBackend::copy(Tensor dst, Tensor src) {
+    US_ASSERT(dst.numel == src.numel, "copy of {} elements into {}", src.numel, dst.numel);
+    if (src.numel == 0) return;
+    if (dst.dtype == src.dtype)
+        US_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.bytes(), cudaMemcpyDeviceToDevice, m_compute));
+    else
+        cuda::convert(dst.data, dst.dtype, src.data, src.dtype, src.numel, m_compute);
+}
+
+void CudaBackend::accumulate(Tensor acc, Tensor x) {
+    US_ASSERT(acc.numel == x.numel, "accumulate of {} elements into {}", x.numel, acc.numel);
+    cuda::accumulate(acc.data, acc.dtype, x.data, x.dtype, x.numel, m_compute);
+}
+
+void CudaBackend::scale(Tensor t, float factor) { cuda::scale(t.data, t.dtype, t.numel, factor, m_compute); }
+
+double CudaBackend::reduce(Tensor t, bool squares) {
+    auto* partials = static_cast<double*>(m_reduce.data());
+    double* result = partials + cuda::reduce_partials_doubles();
+    cuda::sum(result, t.data, t.dtype, t.numel, squares, partials, m_compute);
+    US_CUDA_CHECK(cudaMemcpyAsync(m_reduce_host, result, sizeof(double), cudaMemcpyDeviceToHost, m_compute));
+    US_CUDA_CHECK(cudaStreamSynchronize(m_compute));
+    return *m_reduce_host;
+}
+
+double CudaBackend::sum(Tensor t) { return reduce(t, false); }
+double CudaBackend::sum_squares(Tensor t) { return reduce(t, true); }
+
+// ---- embedding, loss, optimizer
+
+void CudaBackend::embedding_forward(Tensor out, Tensor tokens, Tensor wte, int N, int C) {
+    cuda::embedding_forward(out.data, tokens.i32(), wte.data, wte.dtype, N, C, m_compute);
+}
+
+void CudaBackend::embedding_backward(Tensor dwte, Tensor dout, Tensor tokens, int N, int C) {
+    const size_t bytes = cuda::embedding_backward_workspace_bytes(N);
+    cuda::embedding_backward(dwte.data, dout.data, tokens.i32(), dwte.dtype, N, C, scratch(bytes), bytes, m_compute);
+}
+
+void CudaBackend::crossentropy_forward(Tensor losses, Tensor logits, Tensor targets, int N, int V) {
+    cuda::crossentropy_forward(losses.f32(), logits.f32(), targets.i32(), N, V, m_compute);
+}
+
+void CudaBackend::crossentropy_backward(Tensor dlogits, Tensor targets, float dloss, int N, int V) {
+    cuda::crossentropy_backward(dlogits.f32(), targets.i32(), dloss, N, V, m_compute);
+}
+
+void CudaBackend::adamw(const AdamWArgs& a) {
+    const int64_t n = a.params.numel;
+    US_ASSERT(a.grads.numel == n && a.m.numel == n && a.v.numel == n, "adamw ranges differ");
+    // The scalars exactly as the CPU backend computes them.
+    const double bc1 = 1.0 - std::pow(a.beta1, double(a.step));
+    const double bc2 = 1.0 - std::pow(a.beta2, double(a.step));
+    cuda::AdamWLaunch l;
+    l.params = a.params.data;
+    l.master = a.master.empty() ? nullptr : a.master.f32();
+    if (!l.master) US_ASSERT(a.params.dtype == DType::f32, "bf16 params need fp32 master weights");
+    l.grads = a.grads.data;
+    l.grads_type = a.grads.dtype;
+    l.m = a.m.f32();
+    l.v = a.v.f32();
+    l.n = n;
+    l.step_size = float(a.lr / bc1);
+    l.bc2_sqrt = float(std::sqrt(bc2));
+    l.decay = float(1.0 - a.lr * a.weight_decay);
+    l.beta1 = float(a.beta1);
+    l.one_minus_beta1 = float(1.0 - a.beta1);
+    l.beta2 = float(a.beta2);
+    l.one_minus_beta2 = float(1.0 - a.beta2);
+    l.eps = float(a.eps);
+    l.grad_scale = a.grad_scale;
+    cuda::adamw(l, m_compute);
+}
+
+// ---- host <-> device
+
+void CudaBackend::upload(Tensor dst, const void* host) {
+    const size_t bytes = dst.bytes();
+    if (bytes == 0) return;
+    constexpr size_t kStagedMax = size_t(4) << 20;
+    if (bytes > kStagedMax) {  // parameters at start-up, checkpoints: rare and large, copied synchronously
+        US_CUDA_CHECK(cudaMemcpyAsync(dst.data, host, bytes, cudaMemcpyHostToDevice, m_compute));
+        US_CUDA_CHECK(cudaStreamSynchronize(m_compute));
+        return;
+    }
+    Staging& s = m_staging[m_next_staging];
+    m_next_staging = (m_next_staging + 1) % m_staging.size();
+    US_CUDA_CHECK(cudaEventSynchronize(s.done));  // the copy that last used this buffer has finished
+    if (s.bytes < bytes) {
+        if (s.host) US_CUDA_CHECK(cudaFreeHost(s.host));
+        US_CUDA_CHECK(cudaMallocHost(&s.host, bytes));
+        s.bytes = bytes;
+    }
+    std::memcpy(s.host, host, bytes);
+    US_CUDA_CHECK(cudaMemcpyAsync(dst.data, s.host, bytes, cudaMemcpyHostToDevice, m_compute));
+    US_CUDA_CHECK(cudaEventRecord(s.done, m_compute));
+}
+
+void CudaBackend::download(void* host, Tensor src) {
+    if (src.bytes() == 0) return;
+    US_CUDA_CHECK(cudaMemcpyAsync(host, src.data, src.bytes(), cudaMemcpyDeviceToHost, m_compute));
+    US_CUDA_CHECK(cudaStreamSynchronize(m_compute));
+}
+
+void CudaBackend::synchronize() {
+    US_CUDA_CHECK(cudaStreamSynchronize(m_compute));
+    US_CUDA_CHECK(cudaStreamSynchronize(m_comm));
+}
+
+}  // namespace us

@@ -1,0 +1,101 @@
+// The CUDA backend: the Backend interface on one NVIDIA GPU. GEMMs and the attention products go to cuBLAS
+// (fp32 without TF32, so fp32 runs match the CPU backend to rounding; bf16 on tensor cores with fp32
+// accumulation), every other op is a kernel in this directory (kernels.h), launched on the compute stream. A
+// second stream carries communication (NCCL, engine/comm/nccl_comm.cpp) so gradient all-reduces overlap the
+// backward; the two streams are ordered with events. Device memory comes from the same TrackedAllocator as on the
+// CPU (categories, events, a cache of freed blocks so the steady state calls cudaMalloc never), over cudaMalloc.
+// Ops return before the GPU has run them (is_async): host-side spans are launches, CUPTI has the kernels.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <string>
+
+#include "engine/backend/backend.h"
+
+namespace us {
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(int device);
+    ~CudaBackend() override;
+
+    std::string_view name() const override { return "cuda"; }
+    std::string device_description() const override;
+    bool is_async() const override { return true; }
+    double datasheet_peak_gflops(bool bf16) const override;
+
+    int device() const { return m_device; }
+    cudaStream_t compute_stream() const { return m_compute; }
+    cudaStream_t comm_stream() const { return m_comm; }
+
+    void gemm(const GemmArgs& args) override;
+    void add_bias(Tensor out, Tensor bias, int N, int OC) override;
+    void bias_backward(Tensor dbias, Tensor dout, int N, int OC) override;
+    void layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor inp, Tensor weight, Tensor bias, int N,
+                           int C) override;
+    void layernorm_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp, Tensor weight,
+                            Tensor mean, Tensor rstd, int N, int C) override;
+    void gelu_forward(Tensor out, Tensor inp) override;
+    void gelu_backward(Tensor dinp, Tensor inp, Tensor dout) override;
+    void rope_forward(Tensor qkv, int B, int T, int NH, int HD) override;
+    void rope_backward(Tensor dqkv, int B, int T, int NH, int HD) override;
+    void attention_forward(Tensor out, Tensor probs, Tensor qkv, int B, int T, int NH, int HD) override;
+    void attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor probs, int B, int T, int NH,
+                            int HD) override;
+    void residual_forward(Tensor out, Tensor a, Tensor b) override;
+    void fill_zero(Tensor t) override;
+    void copy(Tensor dst, Tensor src) override;
+    void accumulate(Tensor acc, Tensor x) override;
+    void scale(Tensor t, float factor) override;
+    double sum(Tensor t) override;
+    double sum_squares(Tensor t) override;
+    void embedding_forward(Tensor out, Tensor tokens, Tensor wte, int N, int C) override;
+    void embedding_backward(Tensor dwte, Tensor dout, Tensor tokens, int N, int C) override;
+    void crossentropy_forward(Tensor losses, Tensor logits, Tensor targets, int N, int V) override;
+    void crossentropy_backward(Tensor dlogits, Tensor targets, float dloss, int N, int V) override;
+    void adamw(const AdamWArgs& args) override;
+    void upload(Tensor dst, const void* host) override;
+    void download(void* host, Tensor src) override;
+    void synchronize() override;
+
+private:
+    // Row-major C = alpha op(A) op(B) + beta C over `batch` matrices `stride_*` elements apart.
+    void gemm_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a, DType a_type,
+                      int lda, long long stride_a, const void* b, DType b_type, int ldb, long long stride_b,
+                      float beta, void* c, DType c_type, int ldc, long long stride_c, int batch);
+    // Scratch for one op at a time on the compute stream: grows, never shrinks (so the steady state allocates
+    // nothing); stream order makes reuse by the next op safe.
+    void* scratch(size_t bytes);
+    const float* rope_table(int T, int HD);  // (T, HD/2) cos then sin, built on the host as the CPU backend does
+    double reduce(Tensor t, bool squares);
+
+    int m_device = 0;
+    std::string m_device_name;
+    int m_sm_count = 0, m_cc_major = 0, m_cc_minor = 0;
+    cudaStream_t m_compute = nullptr, m_comm = nullptr;
+    cublasHandle_t m_cublas = nullptr;
+    Allocation m_cublas_workspace, m_scratch, m_rope, m_reduce;
+    int m_rope_T = 0, m_rope_HD = 0;
+    double* m_reduce_host = nullptr;  // pinned
+    // Uploads go through a small ring of pinned buffers, so the host does not wait for the GPU to drain before
+    // it can reuse its own buffer (token batches are uploaded every micro-batch).
+    struct Staging {
+        void* host = nullptr;
+        size_t bytes = 0;
+        cudaEvent_t done = nullptr;
+    };
+    std::array<Staging, 4> m_staging{};
+    size_t m_next_staging = 0;
+};
+
+// The device for this process: `device` when >= 0, else the node-local rank (from the launcher's environment)
+// modulo the visible devices. UserError when no CUDA device is usable, with the reason.
+std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);
+
+// Whether a CUDA device is visible; when not, *why says what the runtime reported.
+bool cuda_device_available(std::string* why = nullptr);
+
+}  // namespace us

@@ -1,0 +1,35 @@
+#include "engine/comm/device_comm.h"
+
+#include "engine/comm/staged_comm.h"
+
+#ifdef US_HAVE_NCCL
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/comm/nccl_comm.h"
+#endif
+
+namespace us {
+
+DeviceComm make_device_communicator(std::unique_ptr<Communicator> host, Backend& backend, DeviceTraffic traffic) {
+    DeviceComm out;
+    if (!backend.is_async() || host->size() == 1) {  // host memory, or nothing to exchange
+        out.path = host->size() == 1 ? "local" : "mpi";
+        out.comm = std::move(host);
+        return out;
+    }
+    std::string why = traffic == DeviceTraffic::tagged ? "tagged point-to-point" : "this build has no NCCL";
+#ifdef US_HAVE_NCCL
+    if (auto* cuda = dynamic_cast<CudaBackend*>(&backend); cuda && traffic == DeviceTraffic::collectives) {
+        // Every rank of the group takes the same branch: the check is collective and its answer is shared.
+        if (group_has_distinct_devices(*host, cuda->device(), &why)) {
+            out.path = "nccl";
+            out.comm = make_nccl_communicator(std::move(host), *cuda);
+            return out;
+        }
+    }
+#endif
+    out.path = "mpi with host staging (" + why + ")";
+    out.comm = std::make_unique<StagedCommunicator>(std::move(host), backend);
+    return out;
+}
+
+}  // namespace us

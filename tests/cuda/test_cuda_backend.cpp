@@ -1,0 +1,261 @@
+// The CUDA backend against the CPU backend, op by op (fp32 to ~1e-5 relative, bf16 to bf16 rounding), and a few
+// steps of training on each. Every test starts by looking for a GPU and, without one, passes with a warning that
+// says it was skipped: CI has the toolkit but no GPU, so these run only on a GPU machine.
+#include <cmath>
+#include <memory>
+
+#include "../unit/test_util.h"
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/train/trainer.h"
+
+using namespace us;
+using namespace us::test;
+
+namespace {
+
+bool have_gpu() {
+    std::string why;
+    if (cuda_device_available(&why)) return true;
+    WARN("[cuda] test skipped: " << why);
+    return false;
+}
+
+// One tensor on both backends with the same values.
+struct Twin {
+    Allocation cpu_mem, gpu_mem;
+    Tensor cpu, gpu;
+};
+
+class Pair {
+public:
+    Pair() : m_cpu(2), m_gpu(make_cuda_backend(BackendOptions{"cuda", 0, 0})) {}
+    CpuBackend& cpu() { return m_cpu; }
+    Backend& gpu() { return *m_gpu; }
+
+    Twin make(DType t, const std::vector<float>& values) {
+        Twin w;
+        const int64_t n = int64_t(values.size());
+        w.cpu_mem = m_cpu.allocator().allocate(size_t(n) * dtype_size(t), MemCategory::temporaries, "test");
+        w.gpu_mem = m_gpu->allocator().allocate(size_t(n) * dtype_size(t), MemCategory::temporaries, "test");
+        w.cpu = w.cpu_mem.view(t, 0, n);
+        w.gpu = w.gpu_mem.view(t, 0, n);
+        if (t == DType::f32) {
+            std::copy(values.begin(), values.end(), w.cpu.f32());
+        } else if (t == DType::bf16) {
+            for (int64_t i = 0; i < n; ++i) w.cpu.b16()[i] = f32_to_bf16(values[size_t(i)]);
+        } else {
+            for (int64_t i = 0; i < n; ++i) w.cpu.i32()[i] = int32_t(values[size_t(i)]);
+        }
+        m_gpu->upload(w.gpu, w.cpu.data);
+        return w;
+    }
+    Twin zeros(DType t, int64_t n) { return make(t, std::vector<float>(size_t(n), 0.0f)); }
+
+    // Both sides' values as floats.
+    std::pair<std::vector<float>, std::vector<float>> read(const Twin& w) {
+        std::vector<char> bytes(w.gpu.bytes());
+        m_gpu->download(bytes.data(), w.gpu);
+        const Tensor g = Tensor::of(bytes.data(), w.gpu.dtype, w.gpu.numel);
+        return {to_floats(w.cpu), to_floats(g)};
+    }
+
+private:
+    static std::vector<float> to_floats(const Tensor& t) {
+        std::vector<float> v(size_t(t.numel));
+        for (int64_t i = 0; i < t.numel; ++i)
+            v[size_t(i)] = t.dtype == DType::f32 ? t.f32()[i] : t.dtype == DType::bf16 ? bf16_to_f32(t.b16()[i]) : float(t.i32()[i]);
+        return v;
+    }
+    CpuBackend m_cpu;
+    std::unique_ptr<Backend> m_gpu;
+};
+
+double tolerance(DType t) { return t == DType::bf16 ? 2e-2 : 2e-5; }
+
+void expect_close(Pair& p, const Twin& w, const char* what, double tol) {
+    auto [want, got] = p.read(w);
+    double scale = 1e-6;
+    for (float v : want) scale = std::max(scale, double(std::abs(v)));
+    int bad = 0;
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        const double err = std::abs(double(want[i]) - got[i]) / (std::abs(double(want[i])) + scale);
+        worst = std::max(worst, err);
+        bad += err > tol;
+    }
+    INFO(what << ": worst relative error " << worst << " (tolerance " << tol << "), " << bad << " of " << want.size()
+              << " elements over");
+    CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("cuda: GEMM in every transpose combination, fp32 and bf16", "[cuda]") {
+    if (!have_gpu()) return;
+    Pair p;
+    for (DType t : {DType::f32, DType::bf16})
+        for (bool ta : {false, true})
+            for (bool tb : {false, true}) {
+                const int m = 37, n = 53, k = 71;
+                Twin a = p.make(t, random_vector(size_t(m) * k, 1)), b = p.make(t, random_vector(size_t(k) * n, 2));
+                Twin c = p.make(t == DType::bf16 ? DType::bf16 : DType::f32, random_vector(size_t(m) * n, 3));
+                GemmArgs g;
+                g.trans_a = ta, g.trans_b = tb, g.m = m, g.n = n, g.k = k, g.alpha = 0.5f, g.beta = 1.0f;
+                g.lda = ta ? m : k, g.ldb = tb ? k : n, g.ldc = n;
+                for (auto [be, side] : {std::pair<Backend*, int>{&p.cpu(), 0}, {&p.gpu(), 1}}) {
+                    g.a = side ? a.gpu : a.cpu, g.b = side ? b.gpu : b.cpu, g.c = side ? c.gpu : c.cpu;
+                    be->gemm(g);
+                }
+                INFO(dtype_name(t) << " trans_a " << ta << " trans_b " << tb);
+                expect_close(p, c, "C", t == DType::bf16 ? 2e-2 : 1e-4);
+            }
+}
+
+TEST_CASE("cuda: LayerNorm, GeLU, bias and elementwise ops match the CPU backend", "[cuda]") {
+    if (!have_gpu()) return;
+    Pair p;
+    for (DType t : {DType::f32, DType::bf16}) {
+        INFO(dtype_name(t));
+        const int N = 96, C = 80;
+        Twin x = p.make(t, random_vector(size_t(N) * C, 4)), w = p.make(t, random_vector(C, 5, 0.5f));
+        Twin b = p.make(t, random_vector(C, 6)), y = p.zeros(t, int64_t(N) * C);
+        Twin mean = p.zeros(DType::f32, N), rstd = p.zeros(DType::f32, N);
+        p.cpu().layernorm_forward(y.cpu, mean.cpu, rstd.cpu, x.cpu, w.cpu, b.cpu, N, C);
+        p.gpu().layernorm_forward(y.gpu, mean.gpu, rstd.gpu, x.gpu, w.gpu, b.gpu, N, C);
+        expect_close(p, y, "layernorm out", tolerance(t));
+        expect_close(p, rstd, "layernorm rstd", 1e-5);
+        Twin dy = p.make(t, random_vector(size_t(N) * C, 7)), dx = p.make(t, random_vector(size_t(N) * C, 8));
+        Twin dw = p.make(t, random_vector(C, 9)), db = p.make(t, random_vector(C, 10));
+        p.cpu().layernorm_backward(dx.cpu, dw.cpu, db.cpu, dy.cpu, x.cpu, w.cpu, mean.cpu, rstd.cpu, N, C);
+        p.gpu().layernorm_backward(dx.gpu, dw.gpu, db.gpu, dy.gpu, x.gpu, w.gpu, mean.gpu, rstd.gpu, N, C);
+        expect_close(p, dx, "layernorm dinp", tolerance(t));
+        expect_close(p, dw, "layernorm dweight", tolerance(t) * 5);
+        expect_close(p, db, "layernorm dbias", tolerance(t) * 5);
+
+        Twin g = p.zeros(t, int64_t(N) * C), dg = p.zeros(t, int64_t(N) * C);
+        p.cpu().gelu_forward(g.cpu, x.cpu), p.gpu().gelu_forward(g.gpu, x.gpu);
+        expect_close(p, g, "gelu", tolerance(t) * 5);  // the CPU's vectorised tanh differs by a few ulp
+        p.cpu().gelu_backward(dg.cpu, x.cpu, dy.cpu), p.gpu().gelu_backward(dg.gpu, x.gpu, dy.gpu);
+        expect_close(p, dg, "gelu backward", tolerance(t) * 5);
+
+        Twin out = p.make(t, random_vector(size_t(N) * C, 11)), bias = p.make(t, random_vector(C, 12));
+        p.cpu().add_bias(out.cpu, bias.cpu, N, C), p.gpu().add_bias(out.gpu, bias.gpu, N, C);
+        expect_close(p, out, "add_bias", tolerance(t));
+        Twin dbias = p.make(t, random_vector(C, 13));
+        p.cpu().bias_backward(dbias.cpu, dy.cpu, N, C), p.gpu().bias_backward(dbias.gpu, dy.gpu, N, C);
+        expect_close(p, dbias, "bias_backward", tolerance(t) * 5);
+
+        Twin r = p.zeros(t, int64_t(N) * C);
+        p.cpu().residual_forward(r.cpu, x.cpu, dy.cpu), p.gpu().residual_forward(r.gpu, x.gpu, dy.gpu);
+        expect_close(p, r, "residual", tolerance(t));
+        p.cpu().accumulate(r.cpu, x.cpu), p.gpu().accumulate(r.gpu, x.gpu);
+        p.cpu().scale(r.cpu, 0.37f), p.gpu().scale(r.gpu, 0.37f);
+        expect_close(p, r, "accumulate then scale", tolerance(t));
+        Twin converted = p.zeros(t == DType::f32 ? DType::bf16 : DType::f32, int64_t(N) * C);
+        p.cpu().copy(converted.cpu, x.cpu), p.gpu().copy(converted.gpu, x.gpu);
+        expect_close(p, converted, "copy with conversion", 0.0);  // rounding to nearest-even is exact on both
+        CHECK(p.gpu().sum(x.gpu) == Approx(p.cpu().sum(x.cpu)).epsilon(1e-9));
+        CHECK(p.gpu().sum_squares(x.gpu) == Approx(p.cpu().sum_squares(x.cpu)).epsilon(1e-9));
+        p.gpu().fill_zero(x.gpu);
+        CHECK(p.gpu().sum_squares(x.gpu) == 0.0);
+    }
+}
+
+TEST_CASE("cuda: RoPE and causal attention, with saved and recomputed probabilities", "[cuda]") {
+    if (!have_gpu()) return;
+    Pair p;
+    for (DType t : {DType::f32, DType::bf16})
+        for (bool keep_probs : {true, false}) {
+            INFO(dtype_name(t) << (keep_probs ? ", probabilities kept" : ", probabilities recomputed"));
+            const int B = 3, T = 40, NH = 4, HD = 16, C = NH * HD;
+            Twin qkv = p.make(t, random_vector(size_t(B) * T * 3 * C, 20));
+            p.cpu().rope_forward(qkv.cpu, B, T, NH, HD), p.gpu().rope_forward(qkv.gpu, B, T, NH, HD);
+            expect_close(p, qkv, "rope", tolerance(t));
+            Twin out = p.zeros(t, int64_t(B) * T * C);
+            Twin probs = p.zeros(t, keep_probs ? int64_t(B) * NH * T * T : 0);
+            const Tensor pc = keep_probs ? probs.cpu : Tensor{}, pg = keep_probs ? probs.gpu : Tensor{};
+            p.cpu().attention_forward(out.cpu, pc, qkv.cpu, B, T, NH, HD);
+            p.gpu().attention_forward(out.gpu, pg, qkv.gpu, B, T, NH, HD);
+            expect_close(p, out, "attention out", tolerance(t) * 5);
+            Twin dout = p.make(t, random_vector(size_t(B) * T * C, 21)), dqkv = p.zeros(t, int64_t(B) * T * 3 * C);
+            p.cpu().attention_backward(dqkv.cpu, dout.cpu, qkv.cpu, pc, B, T, NH, HD);
+            p.gpu().attention_backward(dqkv.gpu, dout.gpu, qkv.gpu, pg, B, T, NH, HD);
+            expect_close(p, dqkv, "attention dqkv", tolerance(t) * 10);
+            p.cpu().rope_backward(dqkv.cpu, B, T, NH, HD), p.gpu().rope_backward(dqkv.gpu, B, T, NH, HD);
+            expect_close(p, dqkv, "rope backward", tolerance(t) * 10);
+        }
+}
+
+TEST_CASE("cuda: embedding (bitwise backward), cross-entropy and AdamW match the CPU backend", "[cuda]") {
+    if (!have_gpu()) return;
+    Pair p;
+    const int N = 300, C = 48, V = 97;
+    std::vector<float> tokens(N);
+    Rng rng(30);
+    for (auto& v : tokens) v = float(rng.next_below(20));  // few distinct tokens: many repeats to add up
+    Twin tok = p.make(DType::i32, tokens);
+    for (DType t : {DType::f32, DType::bf16}) {
+        INFO(dtype_name(t));
+        Twin wte = p.make(t, random_vector(size_t(V) * C, 31)), out = p.zeros(t, int64_t(N) * C);
+        p.cpu().embedding_forward(out.cpu, tok.cpu, wte.cpu, N, C), p.gpu().embedding_forward(out.gpu, tok.gpu, wte.gpu, N, C);
+        expect_close(p, out, "embedding", 0.0);
+        Twin dout = p.make(t, random_vector(size_t(N) * C, 32)), dwte = p.make(t, random_vector(size_t(V) * C, 33));
+        p.cpu().embedding_backward(dwte.cpu, dout.cpu, tok.cpu, N, C);
+        p.gpu().embedding_backward(dwte.gpu, dout.gpu, tok.gpu, N, C);
+        expect_close(p, dwte, "embedding backward (same order of additions)", 0.0);
+    }
+    Twin logits = p.make(DType::f32, random_vector(size_t(N) * V, 34, 3.0f)), losses = p.zeros(DType::f32, N);
+    std::vector<float> targets(N);
+    for (auto& v : targets) v = float(rng.next_below(V));
+    Twin tgt = p.make(DType::i32, targets);
+    p.cpu().crossentropy_forward(losses.cpu, logits.cpu, tgt.cpu, N, V);
+    p.gpu().crossentropy_forward(losses.gpu, logits.gpu, tgt.gpu, N, V);
+    expect_close(p, losses, "cross-entropy losses", 1e-5);
+    expect_close(p, logits, "probabilities", 1e-5);
+    p.cpu().crossentropy_backward(logits.cpu, tgt.cpu, 0.01f, N, V);
+    p.gpu().crossentropy_backward(logits.gpu, tgt.gpu, 0.01f, N, V);
+    expect_close(p, logits, "dlogits", 1e-5);
+
+    for (bool master : {false, true}) {
+        INFO((master ? "bf16 params with fp32 master weights" : "fp32 params"));
+        const int n = 1000;
+        Twin params = p.make(master ? DType::bf16 : DType::f32, random_vector(n, 40));
+        Twin w32 = p.make(DType::f32, random_vector(n, 40));
+        Twin grads = p.make(master ? DType::bf16 : DType::f32, random_vector(n, 41));
+        Twin m = p.make(DType::f32, random_vector(n, 42, 0.1f)), v = p.zeros(DType::f32, n);
+        for (int step = 1; step <= 3; ++step)
+            for (auto [be, side] : {std::pair<Backend*, int>{&p.cpu(), 0}, {&p.gpu(), 1}}) {
+                AdamWArgs a;
+                a.params = side ? params.gpu : params.cpu;
+                a.master = master ? (side ? w32.gpu : w32.cpu) : Tensor{};
+                a.grads = side ? grads.gpu : grads.cpu;
+                a.m = side ? m.gpu : m.cpu, a.v = side ? v.gpu : v.cpu;
+                a.lr = 1e-2, a.weight_decay = 0.1, a.grad_scale = 0.5f, a.step = step;
+                be->adamw(a);
+            }
+        expect_close(p, master ? w32 : params, "AdamW weights", 1e-6);
+        expect_close(p, v, "AdamW second moment", 1e-6);
+    }
+}
+
+TEST_CASE("cuda: training on the GPU follows the CPU's losses (fp32 closely, bf16 within its rounding)", "[cuda]") {
+    if (!have_gpu()) return;
+    for (Precision precision : {Precision::fp32, Precision::bf16}) {
+        TrainConfig c;
+        c.model.vocab = 256, c.model.hidden = 64, c.model.layers = 2, c.model.heads = 4, c.model.seq = 32;
+        c.batch = 4, c.grad_accum = 2, c.steps = 5, c.warmup = 1, c.quiet = true;
+        c.precision = precision;
+        const std::string data = temp_path("cuda-data.txt");
+        write_file(data, sample_text(40000));
+        c.data = data;
+        CpuBackend cpu(2);
+        auto gpu = make_cuda_backend(BackendOptions{"cuda", 0, 0});
+        Trainer on_cpu(c, cpu), on_gpu(c, *gpu);
+        for (int s = 0; s < c.steps; ++s) {
+            const double want = on_cpu.train_step().loss, got = on_gpu.train_step().loss;
+            INFO((precision == Precision::bf16 ? "bf16" : "fp32") << " step " << s + 1);
+            CHECK(got == Approx(want).epsilon(precision == Precision::bf16 ? 2e-2 : 1e-4));
+        }
+    }
+}
