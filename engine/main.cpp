@@ -155,13 +155,15 @@ int run(int argc, char** argv) {
         world = make_local_communicator(GroupKind::world);
     }
     validate_layout(cfg.parallel, world->size());
-    ProcessGrid grid(cfg.parallel, std::move(world));
-    const bool lead = grid.world_rank() == 0;  // rank 0 prints, writes metrics and checkpoints
-    if (!lead) cfg.quiet = true;
+    // The backend before the grid: the grid's device communicators (NCCL) use the backend's streams, so they must
+    // be destroyed first.
     BackendOptions bo;
     bo.kind = cfg.device;
     bo.threads = cfg.threads;
     auto backend = make_backend(bo);
+    ProcessGrid grid(cfg.parallel, std::move(world));
+    const bool lead = grid.world_rank() == 0;  // rank 0 prints, writes metrics and checkpoints
+    if (!lead) cfg.quiet = true;
     if (MpiRuntime::initialized() && cfg.parallel.comm_progress == "poll") backend->set_progress_hook(&MpiRuntime::progress);
     RankInfo rank = rank_info(grid);
     // GPU tensors travel over NCCL (or MPI with host staging where NCCL cannot run): the trace says which.

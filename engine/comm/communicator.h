@@ -14,7 +14,9 @@
 
 namespace us {
 
-// One in-flight operation. wait() blocks until it completed; test() never blocks.
+// One in-flight operation. wait() returns once the operation's result is visible to the backend's later work: on
+// the host (MPI) it blocks until completion; on a GPU (NCCL) it makes the compute stream wait and returns at once,
+// so a host read of the buffer must go through the backend (download synchronises). test() never blocks.
 class CommRequest {
 public:
     virtual ~CommRequest() = default;

@@ -37,7 +37,7 @@ TEST_CASE("step breakdown: compute, overlapped and exposed communication, idle",
     CHECK(s.bubble_s == Approx(0.010));  // [60,70] between the first and last op
 }
 
-TEST_CASE("on a GPU traced by CUPTI the device lanes are C and M; the engine's launches and waits are not",
+TEST_CASE("on a GPU traced by CUPTI the device lanes are C and M, the engine's launches and waits are not",
           "[cpu][analysis]") {
     SyntheticRank gpu(0, 2), cpu(1, 2);
     gpu.step(0, 100, 1);
@@ -84,7 +84,7 @@ TEST_CASE("on a GPU traced by CUPTI the device lanes are C and M; the engine's l
     CHECK(j["ranks"][1]["time_source"] == "engine");
 }
 
-TEST_CASE("device memory reserved (CUPTI) in the report; a GPU rank without kernel spans is flagged",
+TEST_CASE("device memory reserved (CUPTI) in the report, a GPU rank without kernel spans is flagged",
           "[cpu][analysis]") {
     SyntheticRank traced(0, 2), untraced(1, 2);
     traced.step(0, 10, 1);
@@ -119,7 +119,7 @@ TEST_CASE("device memory reserved (CUPTI) in the report; a GPU rank without kern
     CHECK(text.find("rank(s) 0 are the GPU's kernels") != std::string::npos);
 }
 
-TEST_CASE("steady steps leave step 1 out; sums recompute the percentages", "[cpu][analysis]") {
+TEST_CASE("steady steps leave step 1 out, sums recompute the percentages", "[cpu][analysis]") {
     SyntheticRank r(0);
     r.step(0, 100, 1);
     r.op(0, 100, 1);

@@ -149,7 +149,7 @@ TEST_CASE("bad pipeline layouts are refused before launch, with what to change",
     }
 }
 
-TEST_CASE("ultrascope run starts as many ranks as the layout needs; a pipeline reports its bubble", "[cpu][app][pipeline]") {
+TEST_CASE("ultrascope run starts as many ranks as the layout needs, a pipeline reports its bubble", "[cpu][app][pipeline]") {
     const std::string trace = temp_path("pp2.ustrace");
     fs::remove(trace);
     const ProcessResult r = run_process(ultrascope() + " run --pp 2 --grad-accum 4 --preset tiny --steps 3 --trace " +

@@ -3,6 +3,7 @@
 // records turned into device spans, waits and counters, and the recorder's side: op hooks around op zones and
 // records from a collector with its own clock.
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "catch_compat.h"
@@ -171,12 +172,14 @@ TEST_CASE("the correlation table finds an op's tag by id until its slot is reuse
 
 TEST_CASE("the correlation table never hands out a torn tag while threads open ops", "[cpu][profiler]") {
     CorrelationTable table(64);  // small: slots are reused all the time
-    std::atomic<int> finished{0};
+    // Writers keep opening ops until the reader has checked enough tags: on a loaded machine a fixed number of
+    // writes could be over before the reader ran at all.
+    std::atomic<bool> stop{false};
     std::atomic<uint64_t> newest{0};
     std::vector<std::thread> writers;
     for (int w = 0; w < 3; ++w)
         writers.emplace_back([&, w] {
-            for (int i = 0; i < 100000; ++i) {
+            for (int i = 0; !stop.load(std::memory_order_relaxed); i = (i + 1) % 1000000) {
                 // every field derives from `step`, so a mix of two tags shows
                 const int step = w * 1000000 + i;
                 OpTag t;
@@ -189,11 +192,14 @@ TEST_CASE("the correlation table never hands out a torn tag while threads open o
                 t.chunk = uint8_t(step % 251);
                 newest.store(table.open(t), std::memory_order_relaxed);
             }
-            finished.fetch_add(1);
         });
-    uint64_t found = 0, torn = 0;
-    while (finished.load() < 3) {
+    constexpr uint64_t kChecks = 20000;
+    uint64_t found = 0, torn = 0, scans_while_writing = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);  // a broken table fails, not hangs
+    while (found < kChecks && std::chrono::steady_clock::now() < deadline) {
         const uint64_t hi = newest.load(std::memory_order_relaxed);
+        if (hi == 0) continue;
+        ++scans_while_writing;
         for (uint64_t id = hi > 64 ? hi - 64 : 1; id <= hi; ++id)
             if (const auto t = table.find(id)) {
                 ++found;
@@ -203,8 +209,10 @@ TEST_CASE("the correlation table never hands out a torn tag while threads open o
                         t->phase != Phase(step % int(Phase::count)) || t->chunk != uint8_t(step % 251);
             }
     }
+    stop = true;
     for (auto& t : writers) t.join();
-    CHECK(found > 0);
+    CHECK(scans_while_writing > 0);
+    CHECK(found >= kChecks);
     CHECK(torn == 0);
 }
 
@@ -239,7 +247,7 @@ TEST_CASE("kernels become device spans on their stream, attributed to the op tha
     CHECK(f.tr.stats().attributed == 2);
 }
 
-TEST_CASE("NCCL kernels go to device_comm as their collective; the op settles send/recv", "[cpu][profiler]") {
+TEST_CASE("NCCL kernels go to device_comm as their collective, the op settles send/recv", "[cpu][profiler]") {
     Fixture f;
     f.launched_in(20, tag(OpClass::recv, 3, 1, -1));
     f.launched_in(21, tag(OpClass::reduce_scatter, 3, -1, -1));
@@ -302,7 +310,7 @@ TEST_CASE("an op whose table entry was reused leaves its kernels unattributed", 
     CHECK(tr.stats().unattributed == 1);
 }
 
-TEST_CASE("memcpy and memset spans carry their bytes and direction; untimed records are left out", "[cpu][profiler]") {
+TEST_CASE("memcpy and memset spans carry their bytes and direction, untimed records are left out", "[cpu][profiler]") {
     Fixture f;
     f.launched_in(41, tag(OpClass::embedding, 2, 0, -1));
     f.tr.add(MemcpyActivity{5'000'000, 5'400'000, 4096, 1, 7, 40, 41, MemcpyDirection::host_to_device});
@@ -321,7 +329,7 @@ TEST_CASE("memcpy and memset spans carry their bytes and direction; untimed reco
     CHECK(f.tr.stats().memsets == 1);
 }
 
-TEST_CASE("device memory becomes a reserved-bytes counter; waits and CUPTI's overhead and losses are recorded",
+TEST_CASE("device memory becomes a reserved-bytes counter, waits and CUPTI's overhead and losses are recorded",
           "[cpu][profiler]") {
     Fixture f;
     f.launched_in(50, tag(OpClass::optimizer, 6, -1, -1));

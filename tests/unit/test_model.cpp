@@ -57,7 +57,7 @@ TEST_CASE("parameter count equals N = h*v + L*(12h^2 + 13h) + 2h", "[cpu][model]
     }
 }
 
-TEST_CASE("pipeline chunk layouts partition the blocks; first and last chunks hold the embedding",
+TEST_CASE("pipeline chunk layouts partition the blocks, first and last chunks hold the embedding",
           "[cpu][model]") {
     GPTConfig c = tiny_config();
     c.layers = 4;

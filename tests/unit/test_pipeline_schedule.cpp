@@ -44,7 +44,7 @@ TEST_CASE("every schedule is complete and deadlock-free", "[cpu][pipeline]") {
             }
 }
 
-TEST_CASE("AFAB and 1F1B have the bubble (pp - 1) / m; 1F1B holds at most pp micro-batches", "[cpu][pipeline]") {
+TEST_CASE("AFAB and 1F1B have the bubble (pp - 1) / m, 1F1B holds at most pp micro-batches", "[cpu][pipeline]") {
     for (int pp : {2, 4})
         for (int m : {4, 8, 16}) {
             const PipelineShape shape{pp, m, 1};
@@ -60,7 +60,7 @@ TEST_CASE("AFAB and 1F1B have the bubble (pp - 1) / m; 1F1B holds at most pp mic
         }
 }
 
-TEST_CASE("interleaving divides the bubble by the chunks; ZB-H1 cuts it below 1F1B at 1F1B's memory",
+TEST_CASE("interleaving divides the bubble by the chunks, ZB-H1 cuts it below 1F1B at 1F1B's memory",
           "[cpu][pipeline]") {
     for (int pp : {2, 4})
         for (int m : {4, 8, 16}) {

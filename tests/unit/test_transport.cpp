@@ -205,7 +205,7 @@ std::string version1_file(const EventBatch& b) {
 }
 }  // namespace
 
-TEST_CASE("version 1 traces (before the device lanes) still read; their chunks cannot use the device lanes",
+TEST_CASE("version 1 traces (before the device lanes) still read, their chunks cannot use the device lanes",
           "[cpu][profiler][transport]") {
     const std::string path = temp_path("v1.ustrace");
     write_file(path, version1_file(sample_batch(30)));

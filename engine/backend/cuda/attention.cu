@@ -43,6 +43,7 @@ __global__ void causal_softmax_backward_kernel(D* dscores, const P* probs, const
 }  // namespace
 
 void causal_softmax(void* probs, DType probs_type, const float* scores, int rows, int T, cudaStream_t s) {
+    if (rows == 0 || T == 0) return;  // a grid of 0 blocks is a launch error
     dispatch(probs_type, [&](auto* tag) {
         using P = std::remove_pointer_t<decltype(tag)>;
         causal_softmax_kernel<<<ceil_div(rows, kWarpsPerBlock), 32 * kWarpsPerBlock, 0, s>>>(static_cast<P*>(probs),
@@ -53,6 +54,7 @@ void causal_softmax(void* probs, DType probs_type, const float* scores, int rows
 
 void causal_softmax_backward(void* dscores, DType dscores_type, const void* probs, DType probs_type, const float* dprobs,
                              int rows, int T, float scale, cudaStream_t s) {
+    if (rows == 0 || T == 0) return;
     dispatch(dscores_type, [&](auto* dtag) {
         dispatch(probs_type, [&](auto* ptag) {
             using D = std::remove_pointer_t<decltype(dtag)>;

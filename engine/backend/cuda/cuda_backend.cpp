@@ -48,7 +48,8 @@ int local_rank() {
 
 // Dense peak per SM per clock (FLOPs, an FMA counts two) by architecture, for GPUs the table below misses.
 double flops_per_sm_clock(int major, int minor, bool bf16) {
-    if (!bf16) return major >= 8 && !(major == 8 && minor > 0) ? 128.0 : 256.0;  // fp32 FMA lanes x 2
+    // fp32: FMA lanes per SM x 2. 64 lanes on A100 (8.0) and before Ampere; 128 on consumer Ampere/Ada and Hopper.
+    if (!bf16) return major < 8 || (major == 8 && minor == 0) ? 128.0 : 256.0;
     if (major >= 9) return 4096.0;   // Hopper and later: 1024 bf16 FMA per SM per clock, dense
     if (major == 8 && minor == 0) return 2048.0;  // A100
     if (major == 8) return 1024.0;   // Ampere/Ada consumer parts with fp32 accumulation

@@ -44,8 +44,9 @@ constexpr int kBiasRows = 64;
 
 template <typename D>
 __global__ void bias_partials_kernel(float* partials, const D* dout, int N, int OC) {
-    const int col = blockIdx.x * blockDim.x + threadIdx.x;
-    const int chunk = blockIdx.y;
+    // chunks on x (no 65535 limit: any number of rows), column tiles on y
+    const int col = blockIdx.y * blockDim.x + threadIdx.x;
+    const int chunk = blockIdx.x;
     if (col >= OC) return;
     const int r0 = chunk * kBiasRows, r1 = min(N, r0 + kBiasRows);
     float acc = 0.0f;
@@ -123,7 +124,7 @@ void bias_backward(void* dbias, DType dbias_type, const void* dout, DType dout_t
     const int chunks = ceil_div(N, kBiasRows);
     dispatch(dout_type, [&](auto* tag) {
         using D = std::remove_pointer_t<decltype(tag)>;
-        bias_partials_kernel<<<dim3(ceil_div(OC, kThreads), chunks), kThreads, 0, s>>>(partials, static_cast<const D*>(dout), N, OC);
+        bias_partials_kernel<<<dim3(chunks, ceil_div(OC, kThreads)), kThreads, 0, s>>>(partials, static_cast<const D*>(dout), N, OC);
     });
     US_CUDA_CHECK_LAUNCH();
     dispatch(dbias_type, [&](auto* tag) {

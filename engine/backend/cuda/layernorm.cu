@@ -63,7 +63,8 @@ __global__ void input_grad_kernel(T* dinp, const T* dout, const T* inp, const T*
 template <typename T>
 __global__ void param_partials_kernel(float* partials, const T* dout, const T* inp, const float* mean,
                                       const float* rstd, int N, int C) {
-    const int col = blockIdx.x * blockDim.x + threadIdx.x, chunk = blockIdx.y;
+    // chunks on x (no 65535 limit: any number of rows), column tiles on y
+    const int col = blockIdx.y * blockDim.x + threadIdx.x, chunk = blockIdx.x;
     if (col >= C) return;
     const int r0 = chunk * kRowsPerChunk, r1 = min(N, r0 + kRowsPerChunk);
     float dw = 0.0f, db = 0.0f;
@@ -93,6 +94,7 @@ __global__ void param_finish_kernel(T* dweight, T* dbias, const float* partials,
 
 void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight, const void* bias,
                        DType t, int N, int C, cudaStream_t s) {
+    if (N == 0 || C == 0) return;  // a grid of 0 blocks is a launch error
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         forward_kernel<<<ceil_div(N, kWarpsPerBlock), 32 * kWarpsPerBlock, 0, s>>>(
@@ -107,6 +109,7 @@ size_t layernorm_partials_floats(int N, int C) { return size_t(ceil_div(N, kRows
 void layernorm_backward(void* dinp, void* dweight, void* dbias, const void* dout, const void* inp,
                         const void* weight, const float* mean, const float* rstd, DType t, int N, int C,
                         float* partials, cudaStream_t s) {
+    if (N == 0 || C == 0) return;
     const int chunks = ceil_div(N, kRowsPerChunk);
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
@@ -114,7 +117,7 @@ void layernorm_backward(void* dinp, void* dweight, void* dbias, const void* dout
             static_cast<T*>(dinp), static_cast<const T*>(dout), static_cast<const T*>(inp),
             static_cast<const T*>(weight), mean, rstd, N, C);
         US_CUDA_CHECK_LAUNCH();
-        param_partials_kernel<<<dim3(ceil_div(C, kColumnThreads), chunks), kColumnThreads, 0, s>>>(
+        param_partials_kernel<<<dim3(chunks, ceil_div(C, kColumnThreads)), kColumnThreads, 0, s>>>(
             partials, static_cast<const T*>(dout), static_cast<const T*>(inp), mean, rstd, N, C);
         US_CUDA_CHECK_LAUNCH();
         param_finish_kernel<<<ceil_div(C, kColumnThreads), kColumnThreads, 0, s>>>(
