@@ -246,9 +246,7 @@ TEST_CASE("cuda: training on the GPU follows the CPU's losses (fp32 closely, bf1
         c.model.vocab = 256, c.model.hidden = 64, c.model.layers = 2, c.model.heads = 4, c.model.seq = 32;
         c.batch = 4, c.grad_accum = 2, c.steps = 5, c.warmup = 1, c.quiet = true;
         c.precision = precision;
-        const std::string data = temp_path("cuda-data.txt");
-        write_file(data, sample_text(40000));
-        c.data = data;
+        c.data = sample_data_file("cuda-data.txt", 40000);
         CpuBackend cpu(2);
         auto gpu = make_cuda_backend(BackendOptions{"cuda", 0, 0});
         Trainer on_cpu(c, cpu), on_gpu(c, *gpu);

@@ -52,14 +52,7 @@ void check_region_drawn(const Image& img, const std::string& name, const nlohman
     CHECK(1.0 - dominant / total >= 0.03);
 }
 
-std::string data_file() {
-    static const std::string p = [] {
-        const std::string path = temp_path("gui-data.txt");
-        write_file(path, sample_text(30000));
-        return path;
-    }();
-    return p;
-}
+std::string data_file() { return sample_data_file("gui-data.txt", 30000); }
 
 std::string ultrascope() { return bin("ultrascope"); }
 

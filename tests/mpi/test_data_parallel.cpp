@@ -2,15 +2,7 @@
 // stage and gradient accumulation gives the losses of every step and the parameters after 5 steps of one rank
 // with a dp-times larger micro-batch (fp32, 1e-5 relative); ZeRO-k against ZeRO-0 at the same dp to 1e-6. Memory
 // per category against FORMULAS.md, and bitwise resume from a checkpoint.
-#include <mpi.h>
-
-#include <filesystem>
-
-#include "../unit/test_util.h"
-#include "engine/backend/cpu/cpu_backend.h"
-#include "engine/comm/mpi_comm.h"
-#include "engine/parallel/grid.h"
-#include "engine/train/trainer.h"
+#include "mpi_test_util.h"
 #include "profiler/analysis/predict.h"
 
 using namespace us;
@@ -20,28 +12,7 @@ namespace {
 
 int world_size() { return MpiRuntime::world_size(); }
 
-std::string shared_data_file() {
-    // Every rank writes the same bytes to its own file: no file system race.
-    static const std::string p = [] {
-        const std::string path = temp_path("mpi-data.txt");
-        write_file(path, sample_text(60000));
-        return path;
-    }();
-    return p;
-}
-
-TrainConfig base_config(int steps) {
-    TrainConfig c;
-    c.model.vocab = 256, c.model.hidden = 32, c.model.layers = 2, c.model.heads = 4, c.model.seq = 16;
-    c.batch = 2;
-    c.steps = steps;
-    c.warmup = 1;
-    c.adamw.lr = 2e-3;
-    c.threads = 1;
-    c.quiet = true;
-    c.data = shared_data_file();
-    return c;
-}
+TrainConfig base_config(int steps) { return small_config(2, steps); }
 
 struct RunResult {
     std::vector<double> losses;
@@ -62,18 +33,16 @@ RunResult run_distributed(const TrainConfig& c) {
     ProcessGrid grid(c.parallel, MpiRuntime::world());
     Trainer t(c, be, &grid);
     RunResult r;
-    while (t.steps_done() < c.steps) r.losses.push_back(t.train_step().loss);
+    r.losses = train_losses(t, c.steps);
     return gather_params(t, r);
 }
 
-// The same global batch on one rank: micro-batch dp x B.
-RunResult run_single(TrainConfig c) {
-    c.batch *= c.parallel.dp;
-    c.parallel = ParallelConfig{};
+RunResult run_single(const TrainConfig& parallel) {
+    const TrainConfig c = single_rank_twin(parallel);
     CpuBackend be(1);
     Trainer t(c, be);
     RunResult r;
-    while (t.steps_done() < c.steps) r.losses.push_back(t.train_step().loss);
+    r.losses = train_losses(t, c.steps);
     return gather_params(t, r);
 }
 
@@ -160,29 +129,8 @@ TEST_CASE("resuming a sharded run from a checkpoint gives bitwise the same losse
         c.parallel.zero = zero;
         c.parallel.bucket_mb = 0.02;
         const RunResult whole = run_distributed(c);
-        // Rank 0's temporary directory is the one that counts: everyone reads what rank 0 wrote.
-        std::string path = temp_path("resume-zero" + std::to_string(zero) + ".safetensors");
-        std::vector<char> shared(512, 0);
-        if (MpiRuntime::world_rank() == 0) std::copy(path.begin(), path.end(), shared.begin());
-        MPI_Bcast(shared.data(), 512, MPI_CHAR, 0, MPI_COMM_WORLD);
-        path = shared.data();
-        std::vector<double> resumed;
-        {
-            CpuBackend be(1);
-            ProcessGrid grid(c.parallel, MpiRuntime::world());
-            Trainer t(c, be, &grid);
-            for (int i = 0; i < 3; ++i) resumed.push_back(t.train_step().loss);
-            t.save(path);
-        }
-        {
-            TrainConfig again = c;
-            again.load = path;
-            CpuBackend be(1);
-            ProcessGrid grid(again.parallel, MpiRuntime::world());
-            Trainer t(again, be, &grid);
-            REQUIRE(t.steps_done() == 3);
-            while (t.steps_done() < c.steps) resumed.push_back(t.train_step().loss);
-        }
+        const std::string path = rank0_temp_path("resume-zero" + std::to_string(zero) + ".safetensors");
+        const std::vector<double> resumed = losses_across_resume(c, path, 3);
         INFO("ZeRO-" << zero);
         for (size_t s = 0; s < whole.losses.size(); ++s) CHECK(resumed[s] == whole.losses[s]);
     }

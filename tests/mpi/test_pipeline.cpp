@@ -2,41 +2,13 @@
 // several micro-batch counts, and dp 2 x pp 2 with ZeRO 0 and 1, give the single-rank losses of every step and,
 // after 5 steps, its weights (fp32, 1e-5 relative) -- each stage checks its own tensors, the last stage's copy of
 // the tied embedding included. Pipeline checkpoints are gathered and resume bitwise.
-#include <mpi.h>
-
-#include "../unit/test_util.h"
-#include "engine/backend/cpu/cpu_backend.h"
-#include "engine/comm/mpi_comm.h"
-#include "engine/parallel/grid.h"
-#include "engine/train/trainer.h"
+#include "mpi_test_util.h"
 #include "profiler/analysis/predict.h"
 
 using namespace us;
 using namespace us::test;
 
 namespace {
-
-std::string data_file() {
-    static const std::string p = [] {
-        const std::string path = temp_path("pp-data.txt");
-        write_file(path, sample_text(80000));
-        return path;
-    }();
-    return p;
-}
-
-TrainConfig base(int layers, int steps) {
-    TrainConfig c;
-    c.model.vocab = 256, c.model.hidden = 32, c.model.layers = layers, c.model.heads = 4, c.model.seq = 16;
-    c.batch = 2;
-    c.steps = steps;
-    c.warmup = 1;
-    c.adamw.lr = 2e-3;
-    c.threads = 1;
-    c.quiet = true;
-    c.data = data_file();
-    return c;
-}
 
 struct Result {
     std::vector<double> losses;
@@ -45,7 +17,7 @@ struct Result {
 
 Result collect(Trainer& t, const TrainConfig& c) {
     Result r;
-    while (t.steps_done() < c.steps) r.losses.push_back(t.train_step().loss);
+    r.losses = train_losses(t, c.steps);
     for (const ParamTensor& p : t.layout().tensors()) {
         std::vector<float> v(size_t(p.numel));
         t.state().export_tensor(p, StateSlot::weights, v.data());
@@ -61,9 +33,8 @@ Result run_parallel(const TrainConfig& c) {
     return collect(t, c);
 }
 
-Result run_single(TrainConfig c) {
-    c.batch *= c.parallel.dp;
-    c.parallel = ParallelConfig{};
+Result run_single(const TrainConfig& parallel) {
+    const TrainConfig c = single_rank_twin(parallel);
     CpuBackend be(1);
     Trainer t(c, be);
     return collect(t, c);
@@ -104,7 +75,7 @@ void check_schedules(int pp) {
     for (int m : {1, 4, 8})
         if (m % pp == 0) cases.push_back({"interleaved", 2, m});
     for (const Case& k : cases) {
-        TrainConfig c = base(2 * pp * k.chunks, 5);
+        TrainConfig c = small_config(2 * pp * k.chunks, 5);
         c.parallel.pp = pp;
         c.parallel.pp_schedule = k.schedule;
         c.parallel.pp_chunks = k.chunks;
@@ -122,7 +93,7 @@ TEST_CASE("pp 4: every schedule reproduces one rank", "[mpi][pp4]") { check_sche
 TEST_CASE("dp 2 x pp 2 with ZeRO 0 and 1 reproduces one rank", "[mpi][pp4]") {
     for (int zero : {0, 1})
         for (const char* schedule : {"1f1b", "zb1"}) {
-            TrainConfig c = base(4, 5);
+            TrainConfig c = small_config(4, 5);
             c.parallel.dp = 2;
             c.parallel.pp = 2;
             c.parallel.zero = zero;
@@ -139,7 +110,7 @@ TEST_CASE("AFAB holds every micro-batch's activations on the first stage, 1F1B a
     int64_t peak[2];
     int k = 0;
     for (const char* schedule : {"afab", "1f1b"}) {
-        TrainConfig c = base(4, 1);
+        TrainConfig c = small_config(4, 1);
         c.parallel.pp = pp;
         c.parallel.pp_schedule = schedule;
         c.grad_accum = m;
@@ -167,7 +138,7 @@ void check_memory_prediction(int pp) {
     };
     for (const Case& k : {Case{"afab", 1, "fp32"}, Case{"1f1b", 1, "fp32"}, Case{"interleaved", 2, "fp32"},
                           Case{"zb1", 1, "fp32"}, Case{"zb1", 1, "bf16"}}) {
-        TrainConfig c = base(2 * pp * k.chunks, 1);
+        TrainConfig c = small_config(2 * pp * k.chunks, 1);
         c.parallel.pp = pp;
         c.parallel.pp_schedule = k.schedule;
         c.parallel.pp_chunks = k.chunks;
@@ -196,31 +167,12 @@ TEST_CASE("pp 4: activation and temporary peaks per stage are what the schedule 
 }
 
 TEST_CASE("pipeline checkpoints are gathered and resume bitwise, also on one rank", "[mpi][pp2]") {
-    TrainConfig c = base(4, 6);
+    TrainConfig c = small_config(4, 6);
     c.parallel.pp = 2;
     c.grad_accum = 2;
     const Result whole = run_parallel(c);
-    std::string path = temp_path("pp-resume.safetensors");
-    std::vector<char> shared(512, 0);
-    if (MpiRuntime::world_rank() == 0) std::copy(path.begin(), path.end(), shared.begin());
-    MPI_Bcast(shared.data(), 512, MPI_CHAR, 0, MPI_COMM_WORLD);
-    path = shared.data();
-    std::vector<double> resumed;
-    {
-        CpuBackend be(1);
-        ProcessGrid grid(c.parallel, MpiRuntime::world());
-        Trainer t(c, be, &grid);
-        for (int i = 0; i < 3; ++i) resumed.push_back(t.train_step().loss);
-        t.save(path);
-    }
-    {
-        TrainConfig again = c;
-        again.load = path;
-        CpuBackend be(1);
-        ProcessGrid grid(again.parallel, MpiRuntime::world());
-        Trainer t(again, be, &grid);
-        while (t.steps_done() < c.steps) resumed.push_back(t.train_step().loss);
-    }
+    const std::string path = rank0_temp_path("pp-resume.safetensors");
+    const std::vector<double> resumed = losses_across_resume(c, path, 3);
     for (size_t s = 0; s < whole.losses.size(); ++s) CHECK(resumed[s] == whole.losses[s]);
     // The same checkpoint on a single rank continues with the same losses (to rounding).
     TrainConfig single = c;

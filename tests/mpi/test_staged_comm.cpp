@@ -1,14 +1,8 @@
 // The host-staging communicator (the GPU fallback where NCCL cannot run, and the GPU path of pipeline transfers),
 // exercised on the CPU backend: every group of the grid wrapped in it, data parallelism with ZeRO-0..3 and a
 // pipeline must still reproduce one rank. Its copies are memcpys here; on a GPU they are the device transfers.
-#include <mpi.h>
-
-#include "../unit/test_util.h"
-#include "engine/backend/cpu/cpu_backend.h"
-#include "engine/comm/mpi_comm.h"
 #include "engine/comm/staged_comm.h"
-#include "engine/parallel/grid.h"
-#include "engine/train/trainer.h"
+#include "mpi_test_util.h"
 
 using namespace us;
 using namespace us::test;
@@ -16,22 +10,11 @@ using namespace us::test;
 namespace {
 
 TrainConfig config(const ParallelConfig& p) {
-    TrainConfig c;
-    c.model.vocab = 256, c.model.hidden = 32, c.model.layers = 4, c.model.heads = 4, c.model.seq = 16;
-    c.batch = 2, c.steps = 3, c.warmup = 1, c.threads = 1, c.quiet = true, c.grad_accum = 4;
-    c.adamw.lr = 2e-3;
+    TrainConfig c = small_config(4, 3);
+    c.grad_accum = 4;
     c.parallel = p;
     c.parallel.bucket_mb = 0.02;
-    const std::string path = temp_path("staged-data.txt");
-    write_file(path, sample_text(60000));
-    c.data = path;
     return c;
-}
-
-std::vector<double> losses(Trainer& t, int steps) {
-    std::vector<double> out;
-    while (t.steps_done() < steps) out.push_back(t.train_step().loss);
-    return out;
 }
 
 void check(const ParallelConfig& p) {
@@ -45,14 +28,10 @@ void check(const ParallelConfig& p) {
     });
     CHECK(wrapped == 3);
     Trainer staged(c, be, &grid);
-    const std::vector<double> got = losses(staged, c.steps);
-    TrainConfig single = c;
-    single.batch *= p.dp;
-    single.parallel = ParallelConfig{};
-    single.parallel.pp_schedule = p.pp_schedule;
+    const std::vector<double> got = train_losses(staged, c.steps);
     CpuBackend one(1);
-    Trainer reference(single, one);
-    const std::vector<double> want = losses(reference, c.steps);
+    Trainer reference(single_rank_twin(c), one);
+    const std::vector<double> want = train_losses(reference, c.steps);
     for (size_t s = 0; s < want.size(); ++s) CHECK(got[s] == Approx(want[s]).epsilon(1e-5));
 }
 

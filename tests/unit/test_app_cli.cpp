@@ -11,14 +11,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string data_file() {
-    static const std::string p = [] {
-        const std::string path = temp_path("app-data.txt");
-        write_file(path, sample_text(20000));
-        return path;
-    }();
-    return p;
-}
+std::string data_file() { return sample_data_file("app-data.txt", 20000); }
 
 std::string ultrascope() { return bin("ultrascope"); }
 

@@ -32,14 +32,7 @@ void expect_refused(const std::string& args, const std::string& message_part) {
     CHECK_FALSE(fs::exists(out.metrics));
 }
 
-std::string good_data() {
-    static const std::string p = [] {
-        const std::string path = temp_path("cli-data.txt");
-        write_file(path, sample_text(20000));
-        return path;
-    }();
-    return p;
-}
+std::string good_data() { return sample_data_file("cli-data.txt", 20000); }
 
 std::string tiny() { return "--preset tiny --steps 1 --data " + good_data(); }
 

@@ -19,12 +19,7 @@ TrainConfig tiny_run(int steps) {
     c.adamw.lr = 3e-3;
     c.threads = 2;
     c.quiet = true;
-    static const std::string data = [] {
-        const std::string p = temp_path("training.txt");
-        write_file(p, sample_text(40000));
-        return p;
-    }();
-    c.data = data;
+    c.data = sample_data_file("training.txt", 40000);
     return c;
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -92,6 +93,17 @@ inline std::string sample_text(size_t bytes) {
     }
     s.resize(bytes);
     return s;
+}
+
+// A file of sample_text(bytes) in the temporary directory, written at the first call for `name` in this process.
+inline std::string sample_data_file(const std::string& name, size_t bytes) {
+    static std::map<std::string, std::string> written;
+    auto [it, fresh] = written.try_emplace(name);
+    if (fresh) {
+        it->second = temp_path(name);
+        write_file(it->second, sample_text(bytes));
+    }
+    return it->second;
 }
 
 struct ProcessResult {
