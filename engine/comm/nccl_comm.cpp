@@ -1,5 +1,7 @@
 #include "engine/comm/nccl_comm.h"
 
+#include "engine/comm/host_backed_comm.h"
+
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 #include <nccl.h>
@@ -68,25 +70,20 @@ private:
     cudaStream_t m_compute;
 };
 
-class NcclCommunicator final : public Communicator {
+class NcclCommunicator final : public HostBackedCommunicator {
 public:
     NcclCommunicator(std::unique_ptr<Communicator> host, CudaBackend& backend)
-        : m_host(std::move(host)), m_compute(backend.compute_stream()), m_stream(backend.comm_stream()) {
+        : HostBackedCommunicator(std::move(host)), m_compute(backend.compute_stream()), m_stream(backend.comm_stream()) {
         ncclUniqueId id{};
-        if (m_host->rank() == 0) US_NCCL_CHECK(ncclGetUniqueId(&id));
-        std::vector<ncclUniqueId> all(size_t(m_host->size()));
-        m_host->all_gather_bytes(&id, sizeof id, all.data());
-        US_NCCL_CHECK(ncclCommInitRank(&m_comm, m_host->size(), all[0], m_host->rank()));
+        if (rank() == 0) US_NCCL_CHECK(ncclGetUniqueId(&id));
+        std::vector<ncclUniqueId> all(static_cast<size_t>(size()));
+        all_gather_bytes(&id, sizeof id, all.data());
+        US_NCCL_CHECK(ncclCommInitRank(&m_comm, size(), all[0], rank()));
     }
     ~NcclCommunicator() override {
         cudaStreamSynchronize(m_stream);
         ncclCommDestroy(m_comm);
     }
-
-    int rank() const override { return m_host->rank(); }
-    int size() const override { return m_host->size(); }
-    GroupKind kind() const override { return m_host->kind(); }
-    int world_rank_of(int r) const override { return m_host->world_rank_of(r); }
 
     CommHandle iall_reduce(Tensor buf) override {
         return launch(prof::OpClass::all_reduce, "all_reduce", buf.bytes(), -1, [&] {
@@ -164,13 +161,6 @@ public:
         });
     }
 
-    CommHandle ibarrier() override { return m_host->ibarrier(); }
-    double all_reduce_sum(double value) override { return m_host->all_reduce_sum(value); }
-    double all_reduce_max(double value) override { return m_host->all_reduce_max(value); }
-    void all_gather_bytes(const void* send, size_t bytes_per_rank, void* recv) override {
-        m_host->all_gather_bytes(send, bytes_per_rank, recv);
-    }
-
 private:
     static bool even(const std::vector<int>& counts, const std::vector<int>& displs) {
         for (size_t r = 0; r < counts.size(); ++r)
@@ -204,7 +194,6 @@ private:
         return std::make_shared<NcclRequest>(done, m_compute);
     }
 
-    std::unique_ptr<Communicator> m_host;
     cudaStream_t m_compute, m_stream;
     ncclComm_t m_comm = nullptr;
 };

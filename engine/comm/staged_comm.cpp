@@ -50,13 +50,13 @@ private:
 }  // namespace
 
 StagedCommunicator::StagedCommunicator(std::unique_ptr<Communicator> host, Backend& device)
-    : m_host(std::move(host)), m_device(device) {}
+    : HostBackedCommunicator(std::move(host)), m_device(device) {}
 
 CommHandle StagedCommunicator::iall_reduce(Tensor buf) {
     auto staging = std::make_shared<HostBuffer>();
     Tensor host = staging->as(buf.dtype, buf.numel);
     m_device.download(host.data, buf);
-    return std::make_shared<StagedRequest>(m_host->iall_reduce(host), m_device, staging, host, buf);
+    return std::make_shared<StagedRequest>(host_comm().iall_reduce(host), m_device, staging, host, buf);
 }
 
 CommHandle StagedCommunicator::ireduce_scatter(Tensor send, Tensor recv, const std::vector<int>& counts,
@@ -66,7 +66,7 @@ CommHandle StagedCommunicator::ireduce_scatter(Tensor send, Tensor recv, const s
     Tensor both = staging->as(send.dtype, send.numel + recv.numel);
     Tensor host_send = both.slice(0, send.numel), host_recv = both.slice(send.numel, recv.numel);
     m_device.download(host_send.data, send);
-    return std::make_shared<StagedRequest>(m_host->ireduce_scatter(host_send, host_recv, counts, displs), m_device,
+    return std::make_shared<StagedRequest>(host_comm().ireduce_scatter(host_send, host_recv, counts, displs), m_device,
                                            staging, host_recv, recv);
 }
 
@@ -74,14 +74,14 @@ CommHandle StagedCommunicator::iall_gather(Tensor buf, const std::vector<int>& c
     auto staging = std::make_shared<HostBuffer>();
     Tensor host = staging->as(buf.dtype, buf.numel);
     m_device.download(host.data, buf);
-    return std::make_shared<StagedRequest>(m_host->iall_gather(host, counts, displs), m_device, staging, host, buf);
+    return std::make_shared<StagedRequest>(host_comm().iall_gather(host, counts, displs), m_device, staging, host, buf);
 }
 
 CommHandle StagedCommunicator::ibroadcast(Tensor buf, int root) {
     auto staging = std::make_shared<HostBuffer>();
     Tensor host = staging->as(buf.dtype, buf.numel);
     if (rank() == root) m_device.download(host.data, buf);
-    return std::make_shared<StagedRequest>(m_host->ibroadcast(host, root), m_device, staging, host,
+    return std::make_shared<StagedRequest>(host_comm().ibroadcast(host, root), m_device, staging, host,
                                            rank() == root ? Tensor{} : buf);
 }
 
@@ -89,13 +89,13 @@ CommHandle StagedCommunicator::isend(Tensor buf, int peer, int tag) {
     auto staging = std::make_shared<HostBuffer>();
     Tensor host = staging->as(buf.dtype, buf.numel);
     m_device.download(host.data, buf);
-    return std::make_shared<StagedRequest>(m_host->isend(host, peer, tag), m_device, staging, host, Tensor{});
+    return std::make_shared<StagedRequest>(host_comm().isend(host, peer, tag), m_device, staging, host, Tensor{});
 }
 
 CommHandle StagedCommunicator::irecv(Tensor buf, int peer, int tag) {
     auto staging = std::make_shared<HostBuffer>();
     Tensor host = staging->as(buf.dtype, buf.numel);
-    return std::make_shared<StagedRequest>(m_host->irecv(host, peer, tag), m_device, staging, host, buf);
+    return std::make_shared<StagedRequest>(host_comm().irecv(host, peer, tag), m_device, staging, host, buf);
 }
 
 CommHandle StagedCommunicator::iall_to_all(Tensor send, Tensor recv) {
@@ -103,7 +103,7 @@ CommHandle StagedCommunicator::iall_to_all(Tensor send, Tensor recv) {
     Tensor both = staging->as(send.dtype, send.numel + recv.numel);
     Tensor host_send = both.slice(0, send.numel), host_recv = both.slice(send.numel, recv.numel);
     m_device.download(host_send.data, send);
-    return std::make_shared<StagedRequest>(m_host->iall_to_all(host_send, host_recv), m_device, staging, host_recv,
+    return std::make_shared<StagedRequest>(host_comm().iall_to_all(host_send, host_recv), m_device, staging, host_recv,
                                            recv);
 }
 
