@@ -34,7 +34,7 @@ struct SpanTiming {
     int64_t begin = 0;
     prof::RecordContext context;
     prof::OpClass op = prof::OpClass::none;
-    const char* name = "";
+    uint32_t name = 0;  // string id
     uint64_t bytes = 0;
     int16_t peer = -1;
     uint8_t group = 0;
@@ -46,7 +46,7 @@ void CUDART_CB span_end(void* p) {
     auto* t = static_cast<SpanTiming*>(p);
     if (prof::enabled()) {
         prof::context() = t->context;  // the callback thread records for the step, micro-batch and layer of the launch
-        prof::record_span(prof::Lane::comm, prof::SpanKind::comm, t->op, prof::string_id(t->name), t->begin,
+        prof::record_span(prof::Lane::comm, prof::SpanKind::comm, t->op, t->name, t->begin,
                           prof::read_ticks(), 0, t->bytes, t->peer, t->group);
     }
     delete t;
@@ -178,14 +178,15 @@ private:
         US_CUDA_CHECK(cudaStreamWaitEvent(m_stream, ready, 0));
         US_CUDA_CHECK(cudaEventDestroy(ready));  // released once the wait has been satisfied
         SpanTiming* timing = nullptr;
+        const uint32_t name_id = prof::enabled() ? prof::string_id(name) : 0;  // interned once, only when recording
         if (prof::enabled()) {
-            timing = new SpanTiming{0, prof::context(), op, name, bytes, peer, uint8_t(kind())};
+            timing = new SpanTiming{0, prof::context(), op, name_id, bytes, peer, uint8_t(kind())};
             US_CUDA_CHECK(cudaLaunchHostFunc(m_stream, span_begin, timing));
         }
         {
             // The NCCL kernel is attributed to this collective (and its step, micro-batch, layer) by the CUPTI
             // collector, through the external correlation id pushed around the launch.
-            US_PROF_DEVICE_OP(op, prof::string_id(name));
+            US_PROF_DEVICE_OP(op, name_id);
             enqueue();
         }
         if (timing) US_CUDA_CHECK(cudaLaunchHostFunc(m_stream, span_end, timing));

@@ -168,7 +168,8 @@ std::string format_report(const Report& rep) {
         s += fmt::format("  {:<16} {:>12} / {:<12} {}\n", "total (peak)", format_bytes(r.memory.total_peak),
                          format_bytes(r.predicted.memory_total()), kPhaseNames[size_t(r.memory.total_peak_phase)]);
         if (r.device_reserved_peak >= 0)
-            s += fmt::format("  {:<16} {:>12}   (cudaMalloc by the caching allocator, cuBLAS and NCCL; CUPTI)\n",
+            s += fmt::format("  {:<16} {:>12}   peak measured by CUPTI: what cudaMalloc holds (caching allocator, "
+                             "cuBLAS, NCCL)\n",
                              "device reserved", format_bytes(r.device_reserved_peak));
         if (rep.predict_input.pp > 1)
             s += fmt::format("  micro-batches in flight: {} measured / {} predicted by the {} schedule\n",
