@@ -91,7 +91,7 @@ public:
         m_wake.notify_all();
         m_thread.join();
         drain();
-        const uint64_t dropped = count_dropped();
+        const uint64_t dropped = dropped_events();
         for (auto& s : m_sinks) s->finish(clean, dropped);
     }
 
@@ -111,14 +111,6 @@ private:
             drain();
             lock.lock();
         }
-    }
-
-    static uint64_t count_dropped() {
-        uint64_t n = external_queue().dropped.load(std::memory_order_relaxed);
-        auto& r = detail::registry();
-        std::lock_guard lock(r.mutex);
-        for (auto& ring : r.rings) n += ring->dropped();
-        return n;
     }
 
     void drain() {
@@ -160,7 +152,7 @@ private:
         }
         batch.events.insert(batch.events.end(), m_external.begin(), m_external.end());  // in ns already
         m_external.clear();
-        batch.dropped_total = count_dropped();
+        batch.dropped_total = dropped_events();
         if (batch.events.empty() && batch.strings.empty()) return;
         for (auto& s : m_sinks) s->write_batch(batch);
     }
