@@ -98,17 +98,35 @@ public:
     virtual double sum(Tensor t) = 0;                     // in double (the loss of a micro-batch)
     virtual double sum_squares(Tensor t) = 0;             // in double, for the global gradient norm
 
-    // ---- token embedding (no position table: RoPE carries position)
+    // ---- token embedding (no position table: RoPE carries position). wte holds the vocabulary rows
+    // [vocab_begin, vocab_begin + V): all of it on one rank, a slice under vocabulary-parallel tensor parallelism,
+    // where tokens outside the slice embed to zeros (forward) and leave wte alone (backward).
     virtual void embedding_forward(Tensor out /* (N,C) */, Tensor tokens /* (N) i32 */, Tensor wte /* (V,C) */,
-                                   int N, int C) = 0;
+                                   int N, int C, int vocab_begin, int V) = 0;
     virtual void embedding_backward(Tensor dwte /* (V,C) += */, Tensor dout /* (N,C) */, Tensor tokens, int N,
-                                    int C) = 0;
+                                    int C, int vocab_begin, int V) = 0;
 
     // ---- softmax cross-entropy; logits are fp32 and turn into probabilities in place, then into dlogits
     virtual void crossentropy_forward(Tensor losses /* (N) fp32 */, Tensor logits /* (N,V) */,
                                       Tensor targets /* (N) i32 */, int N, int V) = 0;
+    // dlogits (N,V) from the probabilities in place; the logits are the vocabulary's columns [vocab_begin, + V)
+    // (vocab_begin = 0 on one rank), and a target outside them contributes no -1.
     virtual void crossentropy_backward(Tensor dlogits /* (N,V) over the probs */, Tensor targets,
-                                       float dloss /* d(loss)/d(per-token loss) */, int N, int V) = 0;
+                                       float dloss /* d(loss)/d(per-token loss) */, int N, int V,
+                                       int vocab_begin) = 0;
+    // The vocabulary-parallel cross-entropy (Megatron-LM) in three steps around two reductions over the
+    // tensor-parallel group; each rank holds the logits of columns [vocab_begin, vocab_begin + V), of which the
+    // first `valid` are real tokens (the rest pad the vocabulary to a multiple of tp and are ignored).
+    //   1. rowmax (N) = the largest valid logit of each row          -> all-reduce max
+    //   2. sums (N,2) = [sum of exp(logit - rowmax), the target's logit where this rank holds it, else 0]
+    //                                                                  -> all-reduce sum
+    //   3. losses (N) = log(sum) + rowmax - target logit; the logits become probabilities (0 on padding)
+    virtual void crossentropy_local_max(Tensor rowmax /* (N) fp32 */, Tensor logits /* (N,V) */, int N, int V,
+                                        int valid) = 0;
+    virtual void crossentropy_local_sums(Tensor sums /* (N,2) fp32 */, Tensor logits, Tensor rowmax, Tensor targets,
+                                         int N, int V, int valid, int vocab_begin) = 0;
+    virtual void crossentropy_finish(Tensor losses /* (N) fp32 */, Tensor logits /* -> probs */, Tensor rowmax,
+                                     Tensor sums, int N, int V, int valid) = 0;
 
     // ---- optimizer
     virtual void adamw(const AdamWArgs& args) = 0;

@@ -129,21 +129,37 @@ double ProfiledBackend::sum_squares(Tensor t) {
     US_OP_SPAN(optimizer, "grad norm");
     return m_inner.sum_squares(t);
 }
-void ProfiledBackend::embedding_forward(Tensor out, Tensor tokens, Tensor wte, int N, int C) {
+void ProfiledBackend::embedding_forward(Tensor out, Tensor tokens, Tensor wte, int N, int C, int vocab_begin, int V) {
     US_OP_SPAN(embedding, "embedding");
-    m_inner.embedding_forward(out, tokens, wte, N, C);
+    m_inner.embedding_forward(out, tokens, wte, N, C, vocab_begin, V);
 }
-void ProfiledBackend::embedding_backward(Tensor dwte, Tensor dout, Tensor tokens, int N, int C) {
+void ProfiledBackend::embedding_backward(Tensor dwte, Tensor dout, Tensor tokens, int N, int C, int vocab_begin,
+                                         int V) {
     US_OP_SPAN(embedding, "embedding backward");
-    m_inner.embedding_backward(dwte, dout, tokens, N, C);
+    m_inner.embedding_backward(dwte, dout, tokens, N, C, vocab_begin, V);
 }
 void ProfiledBackend::crossentropy_forward(Tensor losses, Tensor logits, Tensor targets, int N, int V) {
     US_OP_SPAN(loss, "cross-entropy");
     m_inner.crossentropy_forward(losses, logits, targets, N, V);
 }
-void ProfiledBackend::crossentropy_backward(Tensor dlogits, Tensor targets, float dloss, int N, int V) {
+void ProfiledBackend::crossentropy_backward(Tensor dlogits, Tensor targets, float dloss, int N, int V,
+                                            int vocab_begin) {
     US_OP_SPAN(loss, "cross-entropy backward");
-    m_inner.crossentropy_backward(dlogits, targets, dloss, N, V);
+    m_inner.crossentropy_backward(dlogits, targets, dloss, N, V, vocab_begin);
+}
+void ProfiledBackend::crossentropy_local_max(Tensor rowmax, Tensor logits, int N, int V, int valid) {
+    US_OP_SPAN(loss, "vocab-parallel softmax max");
+    m_inner.crossentropy_local_max(rowmax, logits, N, V, valid);
+}
+void ProfiledBackend::crossentropy_local_sums(Tensor sums, Tensor logits, Tensor rowmax, Tensor targets, int N, int V,
+                                              int valid, int vocab_begin) {
+    US_OP_SPAN(loss, "vocab-parallel softmax sums");
+    m_inner.crossentropy_local_sums(sums, logits, rowmax, targets, N, V, valid, vocab_begin);
+}
+void ProfiledBackend::crossentropy_finish(Tensor losses, Tensor logits, Tensor rowmax, Tensor sums, int N, int V,
+                                          int valid) {
+    US_OP_SPAN(loss, "vocab-parallel cross-entropy");
+    m_inner.crossentropy_finish(losses, logits, rowmax, sums, N, V, valid);
 }
 void ProfiledBackend::adamw(const AdamWArgs& args) {
     US_OP_SPAN(optimizer, "adamw", 0, uint64_t(args.params.numel) * 16);

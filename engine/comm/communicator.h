@@ -28,6 +28,9 @@ using CommHandle = std::shared_ptr<CommRequest>;
 // A handle that is already complete (size-1 groups, empty buffers).
 CommHandle completed_handle();
 
+// The reduction of an all-reduce: sums (gradients, partial products) or maxima (the vocabulary-parallel softmax).
+enum class ReduceOp : uint8_t { sum, max };
+
 enum class GroupKind : uint8_t { world = 0, dp = 1, pp = 2, tp = 3, cp = 4, ep = 5, embedding = 6 };
 const char* group_kind_name(GroupKind g);
 
@@ -40,8 +43,10 @@ public:
     // The world rank of this group's rank r (for peers in messages and spans).
     virtual int world_rank_of(int r) const = 0;
 
-    // ---- async (sum reductions; fp32 or bf16 tensors; bf16 sums are computed in fp32 per pair and rounded)
-    virtual CommHandle iall_reduce(Tensor buf) = 0;
+    // ---- async (sum reductions unless told; fp32 or bf16 tensors; bf16 sums are computed in fp32 per pair and
+    // rounded)
+    virtual CommHandle iall_reduce(Tensor buf, ReduceOp op) = 0;
+    CommHandle iall_reduce(Tensor buf) { return iall_reduce(buf, ReduceOp::sum); }
     // send holds the whole range; rank r's piece [displs[r], displs[r] + counts[r]) of the sum lands in recv.
     virtual CommHandle ireduce_scatter(Tensor send, Tensor recv, const std::vector<int>& counts,
                                        const std::vector<int>& displs) = 0;
@@ -54,7 +59,7 @@ public:
     virtual CommHandle ibarrier() = 0;
 
     // ---- blocking forms
-    void all_reduce(Tensor buf) { iall_reduce(buf)->wait(); }
+    void all_reduce(Tensor buf, ReduceOp op = ReduceOp::sum) { iall_reduce(buf, op)->wait(); }
     void reduce_scatter(Tensor send, Tensor recv, const std::vector<int>& counts, const std::vector<int>& displs) {
         ireduce_scatter(send, recv, counts, displs)->wait();
     }

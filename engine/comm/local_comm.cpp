@@ -22,7 +22,7 @@ public:
     int size() const override { return 1; }
     GroupKind kind() const override { return m_kind; }
     int world_rank_of(int r) const override { return r; }
-    CommHandle iall_reduce(Tensor) override { return completed_handle(); }
+    CommHandle iall_reduce(Tensor, ReduceOp) override { return completed_handle(); }
     CommHandle ireduce_scatter(Tensor send, Tensor recv, const std::vector<int>& counts,
                                const std::vector<int>& displs) override {
         if (send.data != recv.data)

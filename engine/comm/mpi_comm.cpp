@@ -148,8 +148,10 @@ private:
             prof::RecordContext& ctx = prof::context();
             const prof::RecordContext saved = ctx;
             ctx = op.context;  // the span belongs to the step, micro-batch and layer that launched it
-            prof::record_span(op.lane, prof::SpanKind::comm, op.op, prof::string_id(op.what), op.submit_ticks,
-                              prof::read_ticks(), 0, op.bytes, op.peer, op.group);
+            // A caller's name for the operation (e.g. "reduce_from_tp_region") wins over the generic one.
+            const uint32_t name = op.context.op_name != UINT32_MAX ? op.context.op_name : prof::string_id(op.what);
+            prof::record_span(op.lane, prof::SpanKind::comm, op.op, name, op.submit_ticks, prof::read_ticks(), 0,
+                              op.bytes, op.peer, op.group);
             ctx = saved;
         }
         {
@@ -265,11 +267,12 @@ public:
     GroupKind kind() const override { return m_kind; }
     int world_rank_of(int r) const override { return m_world_ranks[size_t(r)]; }
 
-    CommHandle iall_reduce(Tensor buf) override {
+    CommHandle iall_reduce(Tensor buf, ReduceOp how) override {
         if (m_size == 1 || buf.numel == 0) return completed_handle();
+        US_ASSERT(how == ReduceOp::sum || buf.dtype == DType::f32, "max all-reduce of a {} tensor", dtype_name(buf.dtype));
         auto op = make(prof::OpClass::all_reduce, "all_reduce", buf.bytes());
         MPI_Comm c = m_comm;
-        const MPI_Op sum = reduce_op(buf.dtype);
+        const MPI_Op sum = how == ReduceOp::max ? MPI_MAX : reduce_op(buf.dtype);
         op->start = [=](MPI_Request* r) {
             return MPI_Iallreduce(MPI_IN_PLACE, buf.data, int(buf.numel), mpi_type(buf.dtype), sum, c, r);
         };

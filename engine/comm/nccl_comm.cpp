@@ -85,9 +85,10 @@ public:
         ncclCommDestroy(m_comm);
     }
 
-    CommHandle iall_reduce(Tensor buf) override {
+    CommHandle iall_reduce(Tensor buf, ReduceOp how) override {
         return launch(prof::OpClass::all_reduce, "all_reduce", buf.bytes(), -1, [&] {
-            US_NCCL_CHECK(ncclAllReduce(buf.data, buf.data, size_t(buf.numel), nccl_type(buf.dtype), ncclSum, m_comm, m_stream));
+            US_NCCL_CHECK(ncclAllReduce(buf.data, buf.data, size_t(buf.numel), nccl_type(buf.dtype),
+                                        how == ReduceOp::max ? ncclMax : ncclSum, m_comm, m_stream));
         });
     }
 
@@ -178,7 +179,9 @@ private:
         US_CUDA_CHECK(cudaStreamWaitEvent(m_stream, ready, 0));
         US_CUDA_CHECK(cudaEventDestroy(ready));  // released once the wait has been satisfied
         SpanTiming* timing = nullptr;
-        const uint32_t name_id = prof::enabled() ? prof::string_id(name) : 0;  // interned once, only when recording
+        // interned once, only when recording; a caller's name for the operation (e.g. "reduce_from_tp_region") wins
+        const uint32_t caller_name = prof::context().op_name;
+        const uint32_t name_id = !prof::enabled() ? 0 : caller_name != UINT32_MAX ? caller_name : prof::string_id(name);
         if (prof::enabled()) {
             timing = new SpanTiming{0, prof::context(), op, name_id, bytes, peer, uint8_t(kind())};
             US_CUDA_CHECK(cudaLaunchHostFunc(m_stream, span_begin, timing));

@@ -52,11 +52,11 @@ private:
 StagedCommunicator::StagedCommunicator(std::unique_ptr<Communicator> host, Backend& device)
     : HostBackedCommunicator(std::move(host)), m_device(device) {}
 
-CommHandle StagedCommunicator::iall_reduce(Tensor buf) {
+CommHandle StagedCommunicator::iall_reduce(Tensor buf, ReduceOp op) {
     auto staging = std::make_shared<HostBuffer>();
     Tensor host = staging->as(buf.dtype, buf.numel);
     m_device.download(host.data, buf);
-    return std::make_shared<StagedRequest>(host_comm().iall_reduce(host), m_device, staging, host, buf);
+    return std::make_shared<StagedRequest>(host_comm().iall_reduce(host, op), m_device, staging, host, buf);
 }
 
 CommHandle StagedCommunicator::ireduce_scatter(Tensor send, Tensor recv, const std::vector<int>& counts,

@@ -16,7 +16,7 @@ class StagedCommunicator final : public HostBackedCommunicator {
 public:
     StagedCommunicator(std::unique_ptr<Communicator> host, Backend& device);
 
-    CommHandle iall_reduce(Tensor buf) override;
+    CommHandle iall_reduce(Tensor buf, ReduceOp op) override;
     CommHandle ireduce_scatter(Tensor send, Tensor recv, const std::vector<int>& counts,
                                const std::vector<int>& displs) override;
     CommHandle iall_gather(Tensor buf, const std::vector<int>& counts, const std::vector<int>& displs) override;

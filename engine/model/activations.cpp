@@ -3,27 +3,29 @@
 namespace us {
 
 std::vector<ActivationEntry> block_entries(const ActivationShape& s, Recompute mode, BlockPart part) {
-    const int64_t N = s.N(), C = s.C;
+    // R: rows of the residual stream (N, or N/tp with sequence parallelism); the tensors between the column- and
+    // the row-parallel linears have all N rows and the rank's share of the columns.
+    const int64_t N = s.N(), R = s.rows(), C = s.C, Ca = s.Ca(), F = s.F();
     const DType e = s.dtype;
     const bool full = mode == Recompute::full;
     std::vector<ActivationEntry> v;
-    if (full && part == BlockPart::saved) return {{"output", e, N * C}};
+    if (full && part == BlockPart::saved) return {{"output", e, R * C}};
     if (!full && part == BlockPart::working) return {};
-    v.push_back({"ln1_mean", DType::f32, N});
-    v.push_back({"ln1_rstd", DType::f32, N});
-    v.push_back({"ln2_mean", DType::f32, N});
-    v.push_back({"ln2_rstd", DType::f32, N});
-    v.push_back({"ln1", e, N * C});
-    v.push_back({"qkv", e, 3 * N * C});
+    v.push_back({"ln1_mean", DType::f32, R});
+    v.push_back({"ln1_rstd", DType::f32, R});
+    v.push_back({"ln2_mean", DType::f32, R});
+    v.push_back({"ln2_rstd", DType::f32, R});
+    v.push_back({"ln1", e, R * C});
+    v.push_back({"qkv", e, 3 * N * Ca});
     // Selective recompute drops the attention core's saved tensor; full recompute keeps it in the working block
     // so that the recomputed forward does not have to be recomputed again inside attention backward.
-    if (mode != Recompute::selective) v.push_back({"probs", e, int64_t(s.B) * s.NH * s.T * s.T});
-    v.push_back({"atty", e, N * C});
-    v.push_back({"residual2", e, N * C});
-    v.push_back({"ln2", e, N * C});
-    v.push_back({"fch", e, 4 * N * C});
-    v.push_back({"fch_gelu", e, 4 * N * C});
-    if (!full) v.push_back({"output", e, N * C});
+    if (mode != Recompute::selective) v.push_back({"probs", e, int64_t(s.B) * s.heads() * s.T * s.T});
+    v.push_back({"atty", e, N * Ca});
+    v.push_back({"residual2", e, R * C});
+    v.push_back({"ln2", e, R * C});
+    v.push_back({"fch", e, N * F});
+    v.push_back({"fch_gelu", e, N * F});
+    if (!full) v.push_back({"output", e, R * C});
     return v;
 }
 
@@ -67,17 +69,29 @@ void carve_block(BlockActs& a, const Allocation& storage, const ActivationShape&
 }
 
 int64_t head_saved_bytes(const ActivationShape& s) {
-    const int64_t N = s.N();
-    return N * s.C * int64_t(dtype_size(s.dtype)) + 2 * N * 4 + N * s.V * 4 + N * 4;
+    const int64_t N = s.N(), R = s.rows();
+    const int64_t softmax_stats = s.tp > 1 ? 3 * N * 4 : 0;
+    return R * s.C * int64_t(dtype_size(s.dtype)) + 2 * R * 4 + N * s.V * 4 + N * 4 + softmax_stats;
 }
 
-int64_t embedding_saved_bytes(const ActivationShape& s) { return s.N() * s.C * int64_t(dtype_size(s.dtype)); }
+int64_t embedding_saved_bytes(const ActivationShape& s) { return s.rows() * s.C * int64_t(dtype_size(s.dtype)); }
 
 int64_t backward_temporaries_bytes(const ActivationShape& s, bool has_head) {
-    const int64_t N = s.N(), e = int64_t(dtype_size(s.dtype));
-    int64_t bytes = 9 * N * s.C * e;
+    const int64_t N = s.N(), R = s.rows(), C = s.C, e = int64_t(dtype_size(s.dtype));
+    // dres (R,C), dC (N,C), dqkv (N,3Ca), dfch (N,F); SP: dfull (N,C) and dln (R,C)
+    int64_t bytes = (R * C + N * C + 3 * N * s.Ca() + N * s.F()) * e;
+    if (s.sp) bytes += (N * C + R * C) * e;
     if (has_head && s.dtype == DType::bf16) bytes += N * s.V * 2;
     return bytes;
+}
+
+int64_t forward_temporaries_bytes(const ActivationShape& s) {
+    return s.sp ? s.N() * s.C * int64_t(dtype_size(s.dtype)) : 0;
+}
+
+int64_t deferred_block_bytes(const ActivationShape& s) {
+    const int64_t N = s.N();
+    return (2 * N * s.C + N * s.F() + 3 * N * s.Ca()) * int64_t(dtype_size(s.dtype));
 }
 
 }  // namespace us

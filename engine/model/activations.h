@@ -8,6 +8,12 @@
 //   none:      e*(16*N*C + B*NH*T*T) + 16*N      selective: e*16*N*C + 16*N      full: e*N*C
 // In full mode the other tensors live in one shared working block that exists during a block's forward and
 // again during its backward (one layer's worth, probs included).
+//
+// Tensor parallelism divides what lives between a column-parallel and a row-parallel linear (qkv, probs, atty,
+// fch, fch_gelu) by tp; the rest (the residual stream, the LayerNorm inputs and outputs) stays (N,C) on every
+// rank, or (N/tp,C) with sequence parallelism, which therefore divides everything by tp:
+//   tp:        e*(4*N*C + 12*N*C/tp + B*NH*T*T/tp) + 16*N
+//   tp + sp:   (e*(16*N*C + B*NH*T*T) + 16*N) / tp
 #pragma once
 
 #include <cstdint>
@@ -18,10 +24,18 @@
 
 namespace us {
 
+// The shape of one micro-batch's activations on a rank. NH and C are the model's; V is the vocabulary columns
+// this rank's head computes (the padded vocabulary / tp).
 struct ActivationShape {
     int B = 1, T = 1, C = 1, NH = 1, V = 256;
+    int tp = 1;
+    bool sp = false;  // sequence parallelism: the residual stream holds rows() = N/tp rows
     DType dtype = DType::f32;
-    int64_t N() const { return int64_t(B) * T; }
+    int64_t N() const { return int64_t(B) * T; }       // token rows of the micro-batch
+    int64_t rows() const { return sp ? N() / tp : N(); }  // rows of the residual stream on this rank
+    int heads() const { return NH / tp; }                // attention heads on this rank
+    int64_t Ca() const { return C / tp; }                // their width (heads x head dim)
+    int64_t F() const { return 4 * int64_t(C) / tp; }    // this rank's share of the MLP's 4C
 };
 
 // Tensors of one block. A tensor absent in a mode is empty.
@@ -56,11 +70,19 @@ int64_t block_working_bytes(const ActivationShape& s, Recompute mode);  // 0 unl
 void carve_block(BlockActs& acts, const Allocation& storage, const ActivationShape& s, Recompute mode,
                  BlockPart part);
 
-// The head keeps the final LayerNorm output and statistics, the fp32 logits (N,V) and per-token losses (N).
+// The head keeps the final LayerNorm output (rows,C) and statistics, the fp32 logits (N,V) and per-token losses
+// (N); under tensor parallelism also the vocabulary-parallel softmax statistics (N,3) fp32.
 int64_t head_saved_bytes(const ActivationShape& s);
-int64_t embedding_saved_bytes(const ActivationShape& s);  // the embedding output (N,C)
-// Backward's activation gradients: dresidual (N,C), dC (N,C), dqkv (N,3C), dfch (N,4C); in bf16 also a bf16
-// copy of dlogits (N,V) for the head's GEMMs.
+int64_t embedding_saved_bytes(const ActivationShape& s);  // the embedding output (rows,C)
+// Backward's activation gradients: dresidual (rows,C), dC (N,C), dqkv (N,3Ca), dfch (N,F); with sequence
+// parallelism also the gathered output gradient (N,C) and the reduce-scattered input gradient (rows,C); in bf16 a
+// bf16 copy of dlogits (N,V) for the head's GEMMs.
 int64_t backward_temporaries_bytes(const ActivationShape& s, bool has_head);
+// With sequence parallelism a forward keeps one (N,C) buffer for the all-gathered LayerNorm outputs and the
+// row-parallel outputs before their reduce-scatter (temporaries); 0 otherwise.
+int64_t forward_temporaries_bytes(const ActivationShape& s);
+// What a split backward (B of a zero-bubble pipeline) keeps per block until W: the four weight GEMMs' output
+// gradients, (N,C) + (N,F) + (N,C) + (N,3Ca).
+int64_t deferred_block_bytes(const ActivationShape& s);
 
 }  // namespace us

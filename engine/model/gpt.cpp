@@ -30,33 +30,42 @@ uint32_t linear_name(int which, int pass) {
 }  // namespace
 
 // Backward's activation gradients, one set per backward pass (temporaries): dres is the gradient of the residual
-// stream flowing down through the blocks; dC, dqkv and dfch are reused by every block.
+// stream flowing down through the blocks; dC, dqkv and dfch are reused by every block. With sequence parallelism
+// dfull holds an all-gathered output gradient (or re-gathered LayerNorm output) and dln a reduce-scattered input
+// gradient.
 struct GPT::Scratch {
     Allocation storage;
-    Tensor dres;      // (N,C)
-    Tensor dC;        // (N,C)
-    Tensor dqkv;      // (N,3C)
-    Tensor dfch;      // (N,4C)
-    Tensor dlogits16; // (N,V) bf16 copy of dlogits for the head GEMMs (bf16 runs only)
+    Tensor dres;      // (R,C)
+    Tensor dC;        // (N,C): a LayerNorm output's partial gradient; its first N*Ca elements also d(atty)
+    Tensor dqkv;      // (N,3Ca)
+    Tensor dfch;      // (N,F)
+    Tensor dfull;     // (N,C) sequence parallelism only
+    Tensor dln;       // (R,C) sequence parallelism only
+    Tensor dlogits16; // (N,Vr) bf16 copy of dlogits for the head GEMMs (bf16 runs only)
 };
 
 struct GPT::Deferred {
-    Tensor dout_fcproj;  // (N,C)  d(block output)
-    Tensor dfch;         // (N,4C) d(c_fc output)
-    Tensor dres2;        // (N,C)  d(residual2)
-    Tensor dqkv;         // (N,3C) d(c_attn output)
+    Tensor dout_fcproj;  // (N,C)  d(block output), all rows
+    Tensor dfch;         // (N,F)  d(c_fc output)
+    Tensor dres2;        // (N,C)  d(residual2), all rows
+    Tensor dqkv;         // (N,3Ca) d(c_attn output)
 };
 
 GPT::GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend, const ParamLayout& layout,
          int layer_begin, int layer_end)
-    : m_config(config), m_options(options), m_be(backend), m_layout(layout),
+    : m_config(config), m_options(options), m_be(backend),
+      m_tp(options.tensor_parallel ? *options.tensor_parallel : m_no_tp), m_layout(layout),
       m_begin(layer_begin >= 0 ? layer_begin : layout.chunks().front().first),
       m_end(layer_end >= 0 ? layer_end : layout.chunks().front().second) {
+    US_ASSERT(m_tp.size() == layout.tp().tp, "the model's tensor-parallel group ({}) and its layout's tp ({}) differ",
+              m_tp.size(), layout.tp().tp);
     m_shape.B = options.micro_batch;
     m_shape.T = config.seq;
     m_shape.C = config.hidden;
     m_shape.NH = config.heads;
-    m_shape.V = config.vocab;
+    m_shape.V = layout.vocab_rows();
+    m_shape.tp = m_tp.size();
+    m_shape.sp = m_tp.sp();
     m_shape.dtype = compute_dtype(options.precision);
     for (int l = 0; l < config.layers; ++l) m_block_names.push_back(prof::string_id(fmt::format("block {}", l)));
 }
@@ -74,10 +83,10 @@ void GPT::matmul_forward(int which, Tensor out, Tensor inp, Tensor weight, Tenso
     g.b = weight, g.ldb = IC;
     g.c = out, g.ldc = OC;
     m_be.gemm(g);
-    m_be.add_bias(out, bias, N, OC);
+    if (!bias.empty()) m_be.add_bias(out, bias, N, OC);
 }
 
-// dinp (N,IC) = dout @ weight; dbias (OC) += column sums of dout.
+// dinp (N,IC) = dout @ weight; dbias (OC) += column sums of dout (when given).
 void GPT::matmul_backward_input(int which, Tensor dinp, Tensor dbias, Tensor dout, Tensor weight, int IC, int OC) {
     const int N = int(m_shape.N());
     US_PROF_OP_NAME(linear_name(which, 1));
@@ -87,7 +96,7 @@ void GPT::matmul_backward_input(int which, Tensor dinp, Tensor dbias, Tensor dou
     gi.b = weight, gi.ldb = IC;
     gi.c = dinp, gi.ldc = IC;
     m_be.gemm(gi);
-    m_be.bias_backward(dbias, dout, N, OC);
+    if (!dbias.empty()) m_be.bias_backward(dbias, dout, N, OC);
 }
 
 // dweight (OC,IC) += dout^T @ inp
@@ -104,25 +113,44 @@ void GPT::matmul_backward_weight(int which, Tensor dweight, Tensor dout, Tensor 
     m_be.gemm(gw);
 }
 
+// Without tensor parallelism the residual is the GEMM's accumulator. Under it each rank's product is a partial sum
+// over its heads (or its share of the MLP): reduce it over the group (reduce_from_tp_region, or scattered by rows
+// with reduce_scatter_to_sp_region), then add the residual and the bias, which every rank holds whole.
+void GPT::row_parallel_forward(int which, Tensor out, Tensor residual, Tensor inp, Tensor weight, Tensor bias, int IC,
+                               Tensor whole) {
+    const int C = m_shape.C;
+    if (!m_tp.active()) {
+        m_be.copy(out, residual);
+        matmul_forward(which, out, inp, weight, bias, IC, C, true);
+        return;
+    }
+    const Tensor partial = m_tp.sp() ? whole : out;  // (N,C)
+    matmul_forward(which, partial, inp, weight, Tensor{}, IC, C, false);
+    m_tp.row_output_forward(partial, out);
+    m_be.accumulate(out, residual);
+    m_be.add_bias(out, bias, int(m_shape.rows()), C);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // [SECTION] forward
 
-void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params) {
-    const int N = int(m_shape.N()), C = m_shape.C, NH = m_shape.NH, HD = C / NH;
-    const BlockParams p = block_params(params.weights(m_layout.block_unit(layer)), C);
+void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, Tensor whole) {
+    const int R = int(m_shape.rows()), C = m_shape.C, Ca = int(m_shape.Ca()), F = int(m_shape.F());
+    const int NH = m_shape.heads(), HD = C / m_shape.NH;
+    const BlockParams p = block_params(params.weights(m_layout.block_unit(layer)), C, m_shape.tp);
     // attention branch: residual2 = x + c_proj(attention(rope(c_attn(ln_1(x)))))
-    m_be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, N, C);
-    matmul_forward(kQkv, a.qkv, a.ln1, p.qkv_w, p.qkv_b, C, 3 * C, false);  // (N,3C)
+    m_be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, R, C);
+    const Tensor ln1 = m_tp.column_input_forward(a.ln1, whole);            // (N,C)
+    matmul_forward(kQkv, a.qkv, ln1, p.qkv_w, p.qkv_b, C, 3 * Ca, false);  // (N,3Ca): the rank's heads
     m_be.rope_forward(a.qkv, m_shape.B, m_shape.T, NH, HD);
-    m_be.attention_forward(a.atty, a.probs, a.qkv, m_shape.B, m_shape.T, NH, HD);  // (N,C)
-    m_be.copy(a.residual2, x);
-    matmul_forward(kAttnProj, a.residual2, a.atty, p.attproj_w, p.attproj_b, C, C, true);
+    m_be.attention_forward(a.atty, a.probs, a.qkv, m_shape.B, m_shape.T, NH, HD);  // (N,Ca)
+    row_parallel_forward(kAttnProj, a.residual2, x, a.atty, p.attproj_w, p.attproj_b, Ca, whole);
     // MLP branch: output = residual2 + c_proj(gelu(c_fc(ln_2(residual2))))
-    m_be.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2_w, p.ln2_b, N, C);
-    matmul_forward(kFc, a.fch, a.ln2, p.fc_w, p.fc_b, C, 4 * C, false);  // (N,4C)
+    m_be.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2_w, p.ln2_b, R, C);
+    const Tensor ln2 = m_tp.column_input_forward(a.ln2, whole);  // (N,C)
+    matmul_forward(kFc, a.fch, ln2, p.fc_w, p.fc_b, C, F, false);  // (N,F)
     m_be.gelu_forward(a.fch_gelu, a.fch);
-    m_be.copy(a.output, a.residual2);
-    matmul_forward(kFcProj, a.output, a.fch_gelu, p.fcproj_w, p.fcproj_b, 4 * C, C, true);
+    row_parallel_forward(kFcProj, a.output, a.residual2, a.fch_gelu, p.fcproj_w, p.fcproj_b, F, whole);
 }
 
 BlockActs GPT::view_block(const ChunkActivations& acts, int index) const {
@@ -131,28 +159,48 @@ BlockActs GPT::view_block(const ChunkActivations& acts, int index) const {
     return a;
 }
 
-void GPT::forward(ChunkActivations& acts, const MicroBatch& batch, Tensor input, ParamAccess& params) {
-    const int64_t N = m_shape.N();
+// Under tensor parallelism the embedding is vocabulary-parallel: each rank looks up the tokens of its slice of the
+// vocabulary (zeros for the others), and the partial embeddings are summed over the group like a row-parallel
+// output (reduce_from_tp_region, or reduce_scatter_to_sp_region).
+void GPT::embedding_forward(ChunkActivations& acts, ParamAccess& params, Tensor whole) {
+    const int64_t N = m_shape.N(), R = m_shape.rows();
     const int C = m_shape.C;
-    const DType e = m_shape.dtype;
+    const int unit = m_layout.embedding_unit();
+    acts.embedding = m_be.allocator().allocate(size_t(embedding_saved_bytes(m_shape)), MemCategory::activations,
+                                               "embedding output");
+    acts.input = acts.embedding.view(m_shape.dtype, 0, R * C);
+    US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("embedding"));
+    params.acquire(unit, Pass::forward);
+    const Tensor tokens = acts.tokens.view(DType::i32, 0, N);
+    const Tensor partial = m_tp.sp() ? whole : acts.input;  // (N,C)
+    m_be.embedding_forward(partial, tokens, embedding_params(params.weights(unit)).wte, int(N), C,
+                           m_layout.vocab_begin(), m_layout.vocab_rows());
+    params.release(unit, Pass::forward);
+    if (m_tp.active()) m_tp.row_output_forward(partial, acts.input);
+}
+
+void GPT::forward(ChunkActivations& acts, const MicroBatch& batch, Tensor input, ParamAccess& params) {
+    const int64_t N = m_shape.N(), R = m_shape.rows();
+    const int C = m_shape.C;
     TrackedAllocator& alloc = m_be.allocator();
 
     acts.tokens = alloc.allocate(size_t(2 * N) * 4, MemCategory::activations, "tokens");
     const Tensor tokens = acts.tokens.view(DType::i32, 0, N), targets = acts.tokens.view(DType::i32, N, N);
     m_be.upload(tokens, batch.tokens);
     m_be.upload(targets, batch.targets);
+    // Sequence parallelism gathers LayerNorm outputs and scatters row-parallel outputs through one (N,C) buffer.
+    Allocation whole_storage;
+    Tensor whole;
+    if (m_tp.sp()) {
+        whole_storage = alloc.allocate(size_t(forward_temporaries_bytes(m_shape)), MemCategory::temporaries,
+                                       "sequence-parallel gathered rows");
+        whole = whole_storage.view(m_shape.dtype, 0, N * C);
+    }
 
     if (has_embedding()) {
-        const int unit = m_layout.embedding_unit();
-        acts.embedding = alloc.allocate(size_t(embedding_saved_bytes(m_shape)), MemCategory::activations,
-                                        "embedding output");
-        acts.input = acts.embedding.view(e, 0, N * C);
-        US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("embedding"));
-        params.acquire(unit, Pass::forward);
-        m_be.embedding_forward(acts.input, tokens, embedding_params(params.weights(unit)).wte, int(N), C);
-        params.release(unit, Pass::forward);
+        embedding_forward(acts, params, whole);
     } else {
-        US_ASSERT(input.numel == N * C, "chunk input has {} elements, expected {}", input.numel, N * C);
+        US_ASSERT(input.numel == R * C, "chunk input has {} elements, expected {}", input.numel, R * C);
         acts.input = input;
     }
 
@@ -173,11 +221,11 @@ void GPT::forward(ChunkActivations& acts, const MicroBatch& batch, Tensor input,
             carve_block(a, working, m_shape, Recompute::full, BlockPart::working);
         }
         params.acquire(unit, Pass::forward);
-        block_forward(layer, a, x, params);
+        block_forward(layer, a, x, params, whole);
         params.release(unit, Pass::forward);
         x = a.output;
     }
-    if (has_head()) head_forward(acts, x, params);
+    if (has_head()) head_forward(acts, x, params, whole);
 }
 
 Tensor GPT::output(const ChunkActivations& acts) const {
@@ -187,21 +235,29 @@ Tensor GPT::output(const ChunkActivations& acts) const {
 
 namespace {
 struct HeadActs {
-    Tensor lnf;       // (N,C)
-    Tensor mean;      // (N) fp32
-    Tensor rstd;      // (N) fp32
-    Tensor logits;    // (N,V) fp32: logits, then probabilities, then dlogits
+    Tensor lnf;       // (R,C)
+    Tensor mean;      // (R) fp32
+    Tensor rstd;      // (R) fp32
+    Tensor logits;    // (N,Vr) fp32: logits, then probabilities, then dlogits
     Tensor losses;    // (N) fp32
+    Tensor rowmax;    // (N) fp32, vocabulary-parallel only: the softmax's maximum over the whole vocabulary
+    Tensor sums;      // (N,2) fp32, vocabulary-parallel only: sum of exponentials, the target's logit
 };
 HeadActs carve_head(const Allocation& storage, const ActivationShape& s) {
-    const int64_t N = s.N();
+    const int64_t N = s.N(), R = s.rows();
     char* p = static_cast<char*>(storage.data());
     HeadActs h;
-    h.mean = Tensor::of(reinterpret_cast<float*>(p), N);
-    h.rstd = Tensor::of(reinterpret_cast<float*>(p) + N, N);
-    h.losses = Tensor::of(reinterpret_cast<float*>(p) + 2 * N, N);
-    h.logits = Tensor::of(reinterpret_cast<float*>(p) + 3 * N, N * s.V);
-    h.lnf = Tensor::of(p + (3 * N + N * s.V) * 4, s.dtype, N * s.C);
+    h.mean = Tensor::of(reinterpret_cast<float*>(p), R);
+    h.rstd = Tensor::of(reinterpret_cast<float*>(p) + R, R);
+    h.losses = Tensor::of(reinterpret_cast<float*>(p) + 2 * R, N);
+    h.logits = Tensor::of(reinterpret_cast<float*>(p) + 2 * R + N, N * s.V);
+    int64_t floats = 2 * R + N + N * s.V;
+    if (s.tp > 1) {
+        h.rowmax = Tensor::of(reinterpret_cast<float*>(p) + floats, N);
+        h.sums = Tensor::of(reinterpret_cast<float*>(p) + floats + N, 2 * N);
+        floats += 3 * N;
+    }
+    h.lnf = Tensor::of(p + floats * 4, s.dtype, R * s.C);
     return h;
 }
 }  // namespace
@@ -211,21 +267,23 @@ Tensor GPT::probabilities(const ChunkActivations& acts) const {
     return carve_head(acts.head, m_shape).logits;
 }
 
-void GPT::head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params) {
+void GPT::head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params, Tensor whole) {
     US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("head"));
-    const int N = int(m_shape.N()), C = m_shape.C, V = m_shape.V;
+    const int N = int(m_shape.N()), R = int(m_shape.rows()), C = m_shape.C, V = m_shape.V;
     acts.head = m_be.allocator().allocate(size_t(head_saved_bytes(m_shape)), MemCategory::activations, "head");
     const HeadActs h = carve_head(acts.head, m_shape);
     const int fin = m_layout.final_unit(), emb = m_layout.embedding_unit();
     params.acquire(fin, Pass::forward);
     params.acquire(emb, Pass::forward);
     const FinalNormParams f = final_norm_params(params.weights(fin), C);
-    m_be.layernorm_forward(h.lnf, h.mean, h.rstd, x, f.lnf_w, f.lnf_b, N, C);
-    // logits (N,V) fp32 = lnf (N,C) @ wte^T: the LM head is the embedding matrix (tied)
+    m_be.layernorm_forward(h.lnf, h.mean, h.rstd, x, f.lnf_w, f.lnf_b, R, C);
+    const Tensor lnf = m_tp.column_input_forward(h.lnf, whole);  // (N,C)
+    // logits (N,Vr) fp32 = lnf (N,C) @ wte^T: the LM head is the embedding matrix (tied), column-parallel over the
+    // vocabulary under tensor parallelism
     GemmArgs g;
     g.trans_b = true;
     g.m = N, g.n = V, g.k = C;
-    g.a = h.lnf, g.lda = C;
+    g.a = lnf, g.lda = C;
     g.b = embedding_params(params.weights(emb)).wte, g.ldb = C;
     g.c = h.logits, g.ldc = V;
     {
@@ -235,7 +293,18 @@ void GPT::head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params) {
     params.release(emb, Pass::forward);
     params.release(fin, Pass::forward);
     const Tensor targets = acts.tokens.view(DType::i32, N, N);
-    m_be.crossentropy_forward(h.losses, h.logits, targets, N, V);
+    if (!m_tp.active()) {
+        m_be.crossentropy_forward(h.losses, h.logits, targets, N, V);
+    } else {
+        // Vocabulary-parallel cross-entropy (Megatron-LM): the softmax over the whole vocabulary from the ranks'
+        // columns with two reductions of per-token numbers, never gathering the (N, V) logits.
+        const int valid = m_layout.vocab_valid();
+        m_be.crossentropy_local_max(h.rowmax, h.logits, N, V, valid);
+        m_tp.all_reduce_max(h.rowmax);
+        m_be.crossentropy_local_sums(h.sums, h.logits, h.rowmax, targets, N, V, valid, m_layout.vocab_begin());
+        m_tp.all_reduce_sum(h.sums);
+        m_be.crossentropy_finish(h.losses, h.logits, h.rowmax, h.sums, N, V, valid);
+    }
     acts.loss_sum = m_be.sum(h.losses);
 }
 
@@ -244,11 +313,11 @@ void GPT::head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params) {
 
 void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad_scale, ParamAccess& params) {
     US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("head"));
-    const int N = int(m_shape.N()), C = m_shape.C, V = m_shape.V;
+    const int N = int(m_shape.N()), R = int(m_shape.rows()), C = m_shape.C, V = m_shape.V;
     const HeadActs h = carve_head(acts.head, m_shape);
     const int fin = m_layout.final_unit(), emb = m_layout.embedding_unit();
     const Tensor targets = acts.tokens.view(DType::i32, N, N);
-    m_be.crossentropy_backward(h.logits, targets, grad_scale / float(N), N, V);
+    m_be.crossentropy_backward(h.logits, targets, grad_scale / float(N), N, V, m_layout.vocab_begin());
     Tensor dlogits = h.logits;
     if (m_shape.dtype == DType::bf16) {  // the head GEMMs run in bf16, as under autocast
         m_be.copy(s.dlogits16, h.logits);
@@ -258,7 +327,7 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad
     params.acquire(emb, Pass::backward);
     const Tensor wte = embedding_params(params.weights(emb)).wte;
     const Tensor dwte = embedding_params(params.grads(emb)).wte;
-    // dlnf (N,C) = dlogits @ wte ; dwte (V,C) += dlogits^T @ lnf
+    // dlnf (N,C) = dlogits @ wte (a partial sum over the vocabulary under tp); dwte (Vr,C) += dlogits^T @ lnf
     GemmArgs gi;
     gi.m = N, gi.n = C, gi.k = V;
     gi.a = dlogits, gi.lda = V;
@@ -268,21 +337,23 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad
         US_PROF_OP_NAME(US_PROF_NAME("lm_head dX"));
         m_be.gemm(gi);
     }
+    const Tensor lnf = m_tp.column_input_forward(h.lnf, s.dfull);  // re-gathered under SP
     GemmArgs gw;
     gw.trans_a = true;
     gw.m = V, gw.n = C, gw.k = N;
     gw.beta = 1.0f;
     gw.a = dlogits, gw.lda = V;
-    gw.b = h.lnf, gw.ldb = C;
+    gw.b = lnf, gw.ldb = C;
     gw.c = dwte, gw.ldc = C;
     {
         US_PROF_OP_NAME(US_PROF_NAME("lm_head dW"));
         m_be.gemm(gw);
     }
+    const Tensor dlnf = m_tp.column_input_backward(s.dC, s.dln);  // (R,C)
     const FinalNormParams f = final_norm_params(params.weights(fin), C);
     const FinalNormParams df = final_norm_params(params.grads(fin), C);
     m_be.fill_zero(s.dres);
-    m_be.layernorm_backward(s.dres, df.lnf_w, df.lnf_b, s.dC, x, f.lnf_w, h.mean, h.rstd, N, C);
+    m_be.layernorm_backward(s.dres, df.lnf_w, df.lnf_b, dlnf, x, f.lnf_w, h.mean, h.rstd, R, C);
     params.release(emb, Pass::backward);
     params.release(fin, Pass::backward);
     params.grads_done(fin);
@@ -292,55 +363,74 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad
 }
 
 // With `keep` (B of a split backward) the weight GEMMs are left out and their output gradients copied into it.
+// Under sequence parallelism the LayerNorm outputs the weight GEMMs read are re-gathered here (Megatron keeps only
+// the rank's rows of them, as the activation formula assumes), and the output gradients all-gathered.
 void GPT::block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params, const Deferred* keep) {
-    const int N = int(m_shape.N()), C = m_shape.C, NH = m_shape.NH, HD = C / NH;
+    const int R = int(m_shape.rows()), C = m_shape.C, Ca = int(m_shape.Ca()), F = int(m_shape.F());
+    const int NH = m_shape.heads(), HD = C / m_shape.NH;
     const int unit = m_layout.block_unit(layer);
-    const BlockParams p = block_params(params.weights(unit), C);
-    const BlockParams d = block_params(params.grads(unit), C);
+    const BlockParams p = block_params(params.weights(unit), C, m_shape.tp);
+    const BlockParams d = block_params(params.grads(unit), C, m_shape.tp);
     auto weight_grad = [&](int which, Tensor dweight, Tensor dout, Tensor inp, int IC, int OC, Tensor kept) {
         if (keep) m_be.copy(kept, dout);
         else matmul_backward_weight(which, dweight, dout, inp, IC, OC);
     };
-    // MLP branch; s.dres holds d(output) and becomes d(residual2)
-    matmul_backward_input(kFcProj, s.dfch, d.fcproj_b, s.dres, p.fcproj_w, 4 * C, C);
-    weight_grad(kFcProj, d.fcproj_w, s.dres, a.fch_gelu, 4 * C, C, keep ? keep->dout_fcproj : Tensor{});
+    const Tensor datty = s.dC.slice(0, m_shape.N() * Ca);  // (N,Ca)
+    // MLP branch; s.dres (R,C) holds d(output) and becomes d(residual2)
+    Tensor dout = m_tp.row_output_backward(s.dres, s.dfull);  // (N,C)
+    matmul_backward_input(kFcProj, s.dfch, Tensor{}, dout, p.fcproj_w, F, C);
+    m_be.bias_backward(d.fcproj_b, s.dres, R, C);  // replicated bias: over this rank's rows (partial under SP)
+    weight_grad(kFcProj, d.fcproj_w, dout, a.fch_gelu, F, C, keep ? keep->dout_fcproj : Tensor{});
     m_be.gelu_backward(s.dfch, a.fch, s.dfch);
-    matmul_backward_input(kFc, s.dC, d.fc_b, s.dfch, p.fc_w, C, 4 * C);
-    weight_grad(kFc, d.fc_w, s.dfch, a.ln2, C, 4 * C, keep ? keep->dfch : Tensor{});
-    m_be.layernorm_backward(s.dres, d.ln2_w, d.ln2_b, s.dC, a.residual2, p.ln2_w, a.ln2_mean, a.ln2_rstd, N, C);
+    matmul_backward_input(kFc, s.dC, d.fc_b, s.dfch, p.fc_w, C, F);  // (N,C), partial over the tp group
+    if (!keep) weight_grad(kFc, d.fc_w, s.dfch, m_tp.column_input_forward(a.ln2, s.dfull), C, F, Tensor{});
+    else m_be.copy(keep->dfch, s.dfch);
+    Tensor dln = m_tp.column_input_backward(s.dC, s.dln);  // (R,C)
+    m_be.layernorm_backward(s.dres, d.ln2_w, d.ln2_b, dln, a.residual2, p.ln2_w, a.ln2_mean, a.ln2_rstd, R, C);
     // attention branch; s.dres becomes d(x)
-    matmul_backward_input(kAttnProj, s.dC, d.attproj_b, s.dres, p.attproj_w, C, C);
-    weight_grad(kAttnProj, d.attproj_w, s.dres, a.atty, C, C, keep ? keep->dres2 : Tensor{});
-    m_be.attention_backward(s.dqkv, s.dC, a.qkv, a.probs, m_shape.B, m_shape.T, NH, HD);
+    dout = m_tp.row_output_backward(s.dres, s.dfull);  // (N,C)
+    matmul_backward_input(kAttnProj, datty, Tensor{}, dout, p.attproj_w, Ca, C);
+    m_be.bias_backward(d.attproj_b, s.dres, R, C);
+    weight_grad(kAttnProj, d.attproj_w, dout, a.atty, Ca, C, keep ? keep->dres2 : Tensor{});
+    m_be.attention_backward(s.dqkv, datty, a.qkv, a.probs, m_shape.B, m_shape.T, NH, HD);
     m_be.rope_backward(s.dqkv, m_shape.B, m_shape.T, NH, HD);
-    matmul_backward_input(kQkv, s.dC, d.qkv_b, s.dqkv, p.qkv_w, C, 3 * C);
-    weight_grad(kQkv, d.qkv_w, s.dqkv, a.ln1, C, 3 * C, keep ? keep->dqkv : Tensor{});
-    m_be.layernorm_backward(s.dres, d.ln1_w, d.ln1_b, s.dC, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
+    matmul_backward_input(kQkv, s.dC, d.qkv_b, s.dqkv, p.qkv_w, C, 3 * Ca);
+    if (!keep) weight_grad(kQkv, d.qkv_w, s.dqkv, m_tp.column_input_forward(a.ln1, s.dfull), C, 3 * Ca, Tensor{});
+    else m_be.copy(keep->dqkv, s.dqkv);
+    dln = m_tp.column_input_backward(s.dC, s.dln);
+    m_be.layernorm_backward(s.dres, d.ln1_w, d.ln1_b, dln, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, R, C);
 }
 
 GPT::Deferred GPT::view_deferred(const Allocation& storage) const {
-    const int64_t NC = m_shape.N() * m_shape.C;
+    const int64_t N = m_shape.N(), NC = N * m_shape.C, NF = N * m_shape.F(), NA = N * m_shape.Ca();
     const DType e = m_shape.dtype;
-    return {storage.view(e, 0, NC), storage.view(e, NC, 4 * NC), storage.view(e, 5 * NC, NC),
-            storage.view(e, 6 * NC, 3 * NC)};
+    return {storage.view(e, 0, NC), storage.view(e, NC, NF), storage.view(e, NC + NF, NC),
+            storage.view(e, 2 * NC + NF, 3 * NA)};
 }
 
-void GPT::block_weight_grads(int layer, const BlockActs& a, const Deferred& k, ParamAccess& params) {
-    const int C = m_shape.C;
-    const BlockParams d = block_params(params.grads(m_layout.block_unit(layer)), C);
-    matmul_backward_weight(kFcProj, d.fcproj_w, k.dout_fcproj, a.fch_gelu, 4 * C, C);
-    matmul_backward_weight(kFc, d.fc_w, k.dfch, a.ln2, C, 4 * C);
-    matmul_backward_weight(kAttnProj, d.attproj_w, k.dres2, a.atty, C, C);
-    matmul_backward_weight(kQkv, d.qkv_w, k.dqkv, a.ln1, C, 3 * C);
+void GPT::block_weight_grads(int layer, const BlockActs& a, const Deferred& k, ParamAccess& params, Tensor whole) {
+    const int C = m_shape.C, Ca = int(m_shape.Ca()), F = int(m_shape.F());
+    const BlockParams d = block_params(params.grads(m_layout.block_unit(layer)), C, m_shape.tp);
+    matmul_backward_weight(kFcProj, d.fcproj_w, k.dout_fcproj, a.fch_gelu, F, C);
+    matmul_backward_weight(kFc, d.fc_w, k.dfch, m_tp.column_input_forward(a.ln2, whole), C, F);
+    matmul_backward_weight(kAttnProj, d.attproj_w, k.dres2, a.atty, Ca, C);
+    matmul_backward_weight(kQkv, d.qkv_w, k.dqkv, m_tp.column_input_forward(a.ln1, whole), C, 3 * Ca);
 }
 
 // W of a split backward: the weight GEMMs of every block from what B kept, then everything is released.
 void GPT::weight_backward(ChunkActivations& acts, ParamAccess& params) {
+    Allocation whole_storage;
+    Tensor whole;
+    if (m_tp.sp()) {  // the LayerNorm outputs are gathered again for the weight GEMMs
+        whole_storage = m_be.allocator().allocate(size_t(forward_temporaries_bytes(m_shape)), MemCategory::temporaries,
+                                                  "sequence-parallel gathered rows");
+        whole = whole_storage.view(m_shape.dtype, 0, m_shape.N() * m_shape.C);
+    }
     for (int i = int(acts.blocks.size()) - 1; i >= 0; --i) {
         const int layer = m_begin + i;
         US_PROF_LAYER(layer);
         US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, m_block_names[size_t(layer)]);
-        block_weight_grads(layer, view_block(acts, i), view_deferred(acts.deferred[size_t(i)]), params);
+        block_weight_grads(layer, view_block(acts, i), view_deferred(acts.deferred[size_t(i)]), params, whole);
         params.grads_done(m_layout.block_unit(layer));
         acts.deferred[size_t(i)].reset();
         acts.blocks[size_t(i)].reset();
@@ -349,6 +439,19 @@ void GPT::weight_backward(ChunkActivations& acts, ParamAccess& params) {
     acts.deferred.clear();
     acts.embedding.reset();
     acts.tokens.reset();
+}
+
+// The embedding's backward: the output gradient of all rows (all-gathered under SP) scattered into the rows of
+// the rank's vocabulary slice.
+void GPT::embedding_backward(ChunkActivations& acts, Scratch& s, ParamAccess& params) {
+    US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("embedding"));
+    const int64_t N = m_shape.N();
+    const int emb = m_layout.embedding_unit();
+    const Tensor tokens = acts.tokens.view(DType::i32, 0, N);
+    const Tensor dout = m_tp.row_output_backward(s.dres, s.dfull);  // (N,C)
+    m_be.embedding_backward(embedding_params(params.grads(emb)).wte, dout, tokens, int(N), m_shape.C,
+                            m_layout.vocab_begin(), m_layout.vocab_rows());
+    params.grads_done(emb);
 }
 
 void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float grad_scale, ParamAccess& params,
@@ -360,7 +463,7 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
     US_ASSERT(part == BackwardPart::full || m_options.recompute != Recompute::full,
               "a split backward keeps block activations until W; full recomputation does not keep them");
     const bool split = part == BackwardPart::input;
-    const int64_t N = m_shape.N();
+    const int64_t N = m_shape.N(), R = m_shape.rows();
     const int C = m_shape.C;
     const DType e = m_shape.dtype;
     TrackedAllocator& alloc = m_be.allocator();
@@ -374,10 +477,14 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
         off += n * int64_t(dtype_size(t));
         return v;
     };
-    s.dres = take(e, N * C);
+    s.dres = take(e, R * C);
     s.dC = take(e, N * C);
-    s.dqkv = take(e, 3 * N * C);
-    s.dfch = take(e, 4 * N * C);
+    s.dqkv = take(e, 3 * N * m_shape.Ca());
+    s.dfch = take(e, N * m_shape.F());
+    if (m_tp.sp()) {
+        s.dfull = take(e, N * C);
+        s.dln = take(e, R * C);
+    }
     if (has_head() && e == DType::bf16) s.dlogits16 = take(DType::bf16, N * m_shape.V);
 
     const int first = m_begin, count = int(acts.blocks.size());
@@ -387,7 +494,7 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
     if (has_head()) {
         head_backward(acts, block_input(count), s, grad_scale, params);
     } else {
-        US_ASSERT(dout.numel == N * C, "chunk output gradient has {} elements, expected {}", dout.numel, N * C);
+        US_ASSERT(dout.numel == R * C, "chunk output gradient has {} elements, expected {}", dout.numel, R * C);
         m_be.copy(s.dres, dout);
     }
     for (int i = count - 1; i >= 0; --i) {
@@ -402,10 +509,10 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
             working = alloc.allocate(size_t(block_working_bytes(m_shape, Recompute::full)),
                                      MemCategory::activations, "recompute working set");
             carve_block(a, working, m_shape, Recompute::full, BlockPart::working);
-            block_forward(layer, a, x, params);
+            block_forward(layer, a, x, params, s.dfull);  // dfull is free until the block's backward starts
         }
         if (split) {
-            acts.deferred[size_t(i)] = alloc.allocate(size_t(9 * N * C) * dtype_size(e), MemCategory::temporaries,
+            acts.deferred[size_t(i)] = alloc.allocate(size_t(deferred_block_bytes(m_shape)), MemCategory::temporaries,
                                                       "deferred weight-gradient inputs");
             const Deferred keep = view_deferred(acts.deferred[size_t(i)]);
             block_backward(layer, a, x, s, params, &keep);
@@ -422,14 +529,10 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
     if (count > 0 && !split) acts.blocks[0].reset();
 
     if (has_embedding()) {
-        US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("embedding"));
-        const int emb = m_layout.embedding_unit();
-        const Tensor tokens = acts.tokens.view(DType::i32, 0, N);
-        m_be.embedding_backward(embedding_params(params.grads(emb)).wte, s.dres, tokens, int(N), C);
-        params.grads_done(emb);
+        embedding_backward(acts, s, params);
         if (!split) acts.embedding.reset();
     } else {
-        US_ASSERT(dinput.numel == N * C, "chunk input gradient has {} elements, expected {}", dinput.numel, N * C);
+        US_ASSERT(dinput.numel == R * C, "chunk input gradient has {} elements, expected {}", dinput.numel, R * C);
         m_be.copy(dinput, s.dres);
     }
     if (split) return;  // the blocks (and the input they read) stay until W

@@ -4,7 +4,13 @@
 // stage's layers otherwise) for one micro-batch at a time; the activations of each micro-batch live in a
 // ChunkActivations from its forward until its backward releases them.
 //
-// Legend: B batch, T time, C channels, V vocab, NH heads, HD head dim, N = B*T rows.
+// Under tensor parallelism (engine/parallel/tensor_parallel.h) the model holds its shard of the parameters and
+// calls the Megatron mappings around its column- and row-parallel linears; with tp = 1 they are no-ops and the
+// code is the single-rank code.
+//
+// Legend: B batch, T time, C channels, V vocab, NH heads, HD head dim, N = B*T rows; under tensor parallelism
+// R = rows of the residual stream on this rank (N, or N/tp with sequence parallelism), Ca = C/tp (the rank's
+// heads' width), F = 4C/tp (its share of the MLP), Vr = its vocabulary rows.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +21,7 @@
 #include "engine/model/gpt_config.h"
 #include "engine/model/param_access.h"
 #include "engine/model/param_layout.h"
+#include "engine/parallel/tensor_parallel.h"
 
 namespace us {
 
@@ -22,6 +29,8 @@ struct ModelOptions {
     Precision precision = Precision::fp32;
     Recompute recompute = Recompute::none;
     int micro_batch = 1;  // B, in sequences
+    // The tensor-parallel group's communication; null: tp 1. Must outlive the model and match the layout's tp.
+    TensorParallel* tensor_parallel = nullptr;
 };
 
 // One micro-batch of token ids in host memory: inputs and next-token targets, (B,T) each.
@@ -38,7 +47,7 @@ struct ChunkActivations {
     int micro_batch_index = 0;
     Allocation tokens;                 // (2,N) int32: inputs then targets
     Allocation embedding;              // (N,C) the embedding output, first chunk only
-    Tensor input;                      // (N,C) the chunk's input: embedding output, or from the previous stage
+    Tensor input;                      // (R,C) the chunk's input: embedding output, or from the previous stage
     std::vector<Allocation> blocks;    // per block of the chunk: its saved activations
     Allocation head;                   // final norm output and stats, fp32 logits, losses; last chunk only
     std::vector<Allocation> deferred;  // per block, between B and W: the output gradients its weight GEMMs need
@@ -60,18 +69,19 @@ public:
     int layer_begin() const { return m_begin; }
     int layer_end() const { return m_end; }
 
-    // Runs the chunk's forward. `input` (N,C) is ignored on the first chunk, which embeds the tokens.
+    // Runs the chunk's forward. `input` (R,C) is ignored on the first chunk, which embeds the tokens.
     // After it, acts.loss_sum holds the summed loss when the chunk has the head.
     void forward(ChunkActivations& acts, const MicroBatch& batch, Tensor input, ParamAccess& params);
 
-    // The chunk's output (N,C): the last block's output (for the next pipeline stage).
+    // The chunk's output (R,C): the last block's output (for the next pipeline stage).
     Tensor output(const ChunkActivations& acts) const;
 
-    // After forward on the last chunk: the next-token probabilities (N,V), fp32 (evaluation, sampling, tests).
+    // After forward on the last chunk: the next-token probabilities (N,Vr) of the rank's vocabulary rows, fp32
+    // (evaluation, sampling, tests).
     Tensor probabilities(const ChunkActivations& acts) const;
 
-    // Runs the chunk's backward and releases acts' activations as they are consumed. `dout` (N,C) is the
-    // gradient of the chunk's output (ignored on the last chunk, which starts from the loss); `dinput` (N,C)
+    // Runs the chunk's backward and releases acts' activations as they are consumed. `dout` (R,C) is the
+    // gradient of the chunk's output (ignored on the last chunk, which starts from the loss); `dinput` (R,C)
     // receives the gradient of the chunk's input (ignored on the first chunk). grad_scale multiplies d(loss):
     // 1 / (micro-batches * data-parallel ranks) so that gradients are those of the global mean loss.
     // part: full, or input (B: keeps what W needs) then weight (W: the blocks' weight GEMMs, then frees).
@@ -81,22 +91,30 @@ public:
 private:
     struct Scratch;  // backward's activation gradients
     struct Deferred;  // a block's output gradients kept from B to W
-    void block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params);
+    // `whole` is an (N,C) buffer for the sequence-parallel gathers (empty without SP).
+    void block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, Tensor whole);
     void block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params, const Deferred* keep);
-    void block_weight_grads(int layer, const BlockActs& a, const Deferred& d, ParamAccess& params);
+    void block_weight_grads(int layer, const BlockActs& a, const Deferred& d, ParamAccess& params, Tensor whole);
     Deferred view_deferred(const Allocation& storage) const;
     void weight_backward(ChunkActivations& acts, ParamAccess& params);
-    void head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params);
+    void embedding_forward(ChunkActivations& acts, ParamAccess& params, Tensor whole);
+    void embedding_backward(ChunkActivations& acts, Scratch& s, ParamAccess& params);
+    void head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params, Tensor whole);
     void head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad_scale, ParamAccess& params);
-    // `which` names the linear layer in profiles (Linear enum in gpt.cpp).
+    // `which` names the linear layer in profiles (Linear enum in gpt.cpp). An empty bias is skipped.
     void matmul_forward(int which, Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC, bool accumulate);
     void matmul_backward_input(int which, Tensor dinp, Tensor dbias, Tensor dout, Tensor weight, int IC, int OC);
     void matmul_backward_weight(int which, Tensor dweight, Tensor dout, Tensor inp, int IC, int OC);
+    // out (R,C) = residual + a row-parallel linear of inp (N,IC) summed over the tp group + bias.
+    void row_parallel_forward(int which, Tensor out, Tensor residual, Tensor inp, Tensor weight, Tensor bias, int IC,
+                              Tensor whole);
     BlockActs view_block(const ChunkActivations& acts, int index) const;
 
     GPTConfig m_config;
     ModelOptions m_options;
     Backend& m_be;
+    TensorParallel m_no_tp;  // tp 1, when the options name no group
+    TensorParallel& m_tp;
     ParamLayout m_layout;
     ActivationShape m_shape;
     int m_begin = 0, m_end = 0;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string_view>
+#include <vector>
 
 #include "engine/core/rng.h"
 
@@ -18,7 +19,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 }  // namespace
 
-void init_param_tensor(const ParamTensor& t, const GPTConfig& cfg, uint64_t seed, float* out) {
+void init_param_tensor(const ParamTensor& t, const TpPlacement& tp, const GPTConfig& cfg, uint64_t seed, float* out) {
     const std::string_view name = t.name;
     const bool norm = name.find(".ln_") != std::string_view::npos;
     if (ends_with(name, ".bias")) {
@@ -33,7 +34,11 @@ void init_param_tensor(const ParamTensor& t, const GPTConfig& cfg, uint64_t seed
     if (ends_with(name, "attn.c_proj.weight") || ends_with(name, "mlp.c_proj.weight"))
         std = 0.02 / std::sqrt(2.0 * cfg.layers);
     Rng rng(seed * 0x9e3779b97f4a7c15ull ^ fnv1a(name));
-    for (int64_t i = 0; i < t.numel; ++i) out[i] = float(std * rng.next_normal());
+    const bool whole = t.split == TpSplit::replicated || tp.tp == 1;
+    std::vector<float> values(whole ? 0 : size_t(t.whole_numel()));
+    float* dst = whole ? out : values.data();
+    for (int64_t i = 0; i < t.whole_numel(); ++i) dst[i] = float(std * rng.next_normal());
+    if (!whole) take_shard(t, tp, values.data(), out);
 }
 
 }  // namespace us

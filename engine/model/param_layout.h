@@ -16,14 +16,32 @@
 
 namespace us {
 
+// How a tensor of the whole model is split over the tensor-parallel group.
+enum class TpSplit : uint8_t {
+    replicated,  // every tp rank holds all of it: LayerNorms, the row-parallel layers' biases
+    rows,        // column-parallel: output rows split (mlp.c_fc; attn.c_attn's q, k and v each split by heads)
+    cols,        // row-parallel: input columns split (attn.c_proj, mlp.c_proj)
+    vocab,       // the embedding: rows of the vocabulary, padded to a multiple of tp, split
+};
+
 struct ParamTensor {
     std::string name;  // e.g. transformer.h.3.attn.c_attn.weight
     int unit = 0;      // index into ParamLayout::units()
     int64_t offset = 0;
     int64_t numel = 0;
-    int rows = 0;       // matrices: [rows, cols] = [out, in]; vectors: rows = numel, cols = 1
+    int rows = 0;       // this rank's shard: matrices [rows, cols] = [out, in]; vectors rows = numel, cols = 1
     int cols = 1;
     bool decay = false;  // weight decay applies: matrices and the embedding, not biases or norms
+    TpSplit split = TpSplit::replicated;
+    int row_groups = 1;              // rows split group by group (c_attn: q, k and v)
+    int whole_rows = 0, whole_cols = 1;  // the whole tensor, as checkpoints hold it
+    int64_t whole_numel() const { return int64_t(whole_rows) * whole_cols; }
+};
+
+// Where a rank sits in its tensor-parallel group; {1, 0} without tensor parallelism.
+struct TpPlacement {
+    int tp = 1;
+    int rank = 0;
 };
 
 enum class UnitKind { embedding, block, final_norm };
@@ -43,11 +61,12 @@ public:
     // interleaved pipeline schedule). A rank holding layer 0 holds the token embedding; a rank holding the last
     // layer holds the final norm and, for the tied LM head, its own copy of the embedding (Megatron keeps the two
     // copies equal by summing their gradients). A single-rank model is build(cfg, {{0, L}}).
-    static ParamLayout build(const GPTConfig& cfg, const std::vector<std::pair<int, int>>& chunks);
-    static ParamLayout build(const GPTConfig& cfg, int layer_begin, int layer_end) {
-        return build(cfg, {{layer_begin, layer_end}});
+    static ParamLayout build(const GPTConfig& cfg, const std::vector<std::pair<int, int>>& chunks,
+                             TpPlacement tp = {});
+    static ParamLayout build(const GPTConfig& cfg, int layer_begin, int layer_end, TpPlacement tp = {}) {
+        return build(cfg, {{layer_begin, layer_end}}, tp);
     }
-    static ParamLayout whole_model(const GPTConfig& cfg) { return build(cfg, 0, cfg.layers); }
+    static ParamLayout whole_model(const GPTConfig& cfg, TpPlacement tp = {}) { return build(cfg, 0, cfg.layers, tp); }
     bool is_first_chunk() const { return m_layer_begin == 0; }
     bool is_last_chunk() const { return m_final_unit >= 0; }
     const std::vector<std::pair<int, int>>& chunks() const { return m_chunks; }
@@ -63,8 +82,16 @@ public:
     int layer_begin() const { return m_layer_begin; }        // of the first chunk
     int layer_end() const { return m_layer_end; }            // of the last chunk
 
+    // Tensor parallelism: the rank's place, and its slice of the vocabulary [vocab_begin, vocab_begin + vocab_rows)
+    // of which the first vocab_valid rows are real tokens (the rest pads the vocabulary to a multiple of tp).
+    const TpPlacement& tp() const { return m_tp; }
+    int vocab_rows() const { return m_vocab_rows; }
+    int vocab_begin() const { return m_tp.rank * m_vocab_rows; }
+    int vocab_valid() const { return m_vocab_valid; }
+
 private:
-    void add_unit(UnitKind kind, int layer, const std::vector<std::pair<std::string, std::pair<int, int>>>& spec);
+    struct TensorSpec;
+    void add_unit(UnitKind kind, int layer, const std::vector<TensorSpec>& spec);
 
     std::vector<ParamTensor> m_tensors;
     std::vector<ParamUnit> m_units;
@@ -73,21 +100,29 @@ private:
     int m_layer_begin = 0, m_layer_end = 0;
     std::vector<std::pair<int, int>> m_chunks;
     std::vector<int> m_unit_of_layer;  // -1 for layers held elsewhere
+    TpPlacement m_tp;
+    int m_vocab_rows = 0, m_vocab_valid = 0;
 };
 
-// Views of one block's tensors inside the unit's storage (weights or gradients: same offsets).
+// A rank's shard of a whole tensor (checkpoint layout, fp32), and back. Padding rows of the vocabulary read as
+// zeros and are not written back.
+void take_shard(const ParamTensor& t, const TpPlacement& tp, const float* whole, float* shard);
+void place_shard(const ParamTensor& t, const TpPlacement& tp, const float* shard, float* whole);
+
+// Views of one block's tensors inside the unit's storage (weights or gradients: same offsets). Shapes are the
+// rank's shards: with Ca = C/tp (its heads' width) and F = 4C/tp (its share of the MLP).
 struct BlockParams {
     Tensor ln1_w, ln1_b;        // (C)
-    Tensor qkv_w, qkv_b;        // (3C, C), (3C)
-    Tensor attproj_w, attproj_b;  // (C, C), (C)
+    Tensor qkv_w, qkv_b;        // (3Ca, C), (3Ca): q, k, v of the rank's heads
+    Tensor attproj_w, attproj_b;  // (C, Ca), (C)
     Tensor ln2_w, ln2_b;        // (C)
-    Tensor fc_w, fc_b;          // (4C, C), (4C)
-    Tensor fcproj_w, fcproj_b;  // (C, 4C), (C)
+    Tensor fc_w, fc_b;          // (F, C), (F)
+    Tensor fcproj_w, fcproj_b;  // (C, F), (C)
 };
-BlockParams block_params(Tensor unit_storage, int C);
+BlockParams block_params(Tensor unit_storage, int C, int tp = 1);
 
 struct EmbeddingParams {
-    Tensor wte;  // (V, C)
+    Tensor wte;  // (Vr, C): the rank's rows of the (padded) vocabulary
 };
 struct FinalNormParams {
     Tensor lnf_w, lnf_b;  // (C)

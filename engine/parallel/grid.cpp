@@ -31,7 +31,6 @@ void validate_layout(const ParallelConfig& p, int world_size) {
                    "the layout dp {} x pp {} x tp {} x cp {} x ep {} needs {} ranks but {} were started: start "
                    "mpirun -n {} (or change the degrees)",
                    p.dp, p.pp, p.tp, p.cp, p.ep, p.world(), world_size, p.world());
-    US_CHECK_INPUT(p.tp == 1, "--tp {}: tensor parallelism is not implemented in this build (the grid carries it)", p.tp);
     US_CHECK_INPUT(p.cp == 1, "--cp {}: context parallelism is not implemented in this build (the grid carries it)", p.cp);
     US_CHECK_INPUT(p.ep == 1, "--ep {}: expert parallelism is not implemented in this build (the grid carries it)", p.ep);
 }
@@ -41,6 +40,7 @@ ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> 
     if (m_world->size() == 1) {
         m_dp = make_local_communicator(GroupKind::dp);
         m_pp = make_local_communicator(GroupKind::pp);
+        m_tp = make_local_communicator(GroupKind::tp);
         m_embedding = make_local_communicator(GroupKind::embedding);
         return;
     }
@@ -52,6 +52,7 @@ ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> 
     };
     m_dp = MpiRuntime::split(*m_world, color_without(c, &GridCoords::dp), c.dp, GroupKind::dp);
     m_pp = MpiRuntime::split(*m_world, color_without(c, &GridCoords::pp), c.pp, GroupKind::pp);
+    m_tp = MpiRuntime::split(*m_world, color_without(c, &GridCoords::tp), c.tp, GroupKind::tp);
     // The tied embedding lives on the first and the last stage of each replica.
     const bool holds_embedding = c.pp == 0 || c.pp == p.pp - 1;
     // Colors must be non-negative: ranks outside the group get a color of their own.
@@ -76,6 +77,7 @@ void ProcessGrid::wrap_groups(
     const std::function<std::unique_ptr<Communicator>(std::unique_ptr<Communicator>, GroupKind)>& wrap) {
     m_dp = wrap(std::move(m_dp), GroupKind::dp);
     m_pp = wrap(std::move(m_pp), GroupKind::pp);
+    m_tp = wrap(std::move(m_tp), GroupKind::tp);
     m_embedding = wrap(std::move(m_embedding), GroupKind::embedding);
 }
 

@@ -2,6 +2,8 @@
 // group, as they would share a node's fast links), dp outermost. Each rank's coordinates and one communicator per
 // dimension are built once; everything derived from the grid is named after its dimension (dp_rank, pp_next ...).
 // Degrees whose parallelism is not implemented are carried (the metadata shows them) but refused by validate.
+// Groups: dp (same model shard, different data), pp (the stages of one replica), tp (the ranks that split each
+// layer), and the first and last stages of a replica for the tied embedding.
 #pragma once
 
 #include <functional>
@@ -36,6 +38,7 @@ public:
     Communicator& world() { return *m_world; }
     Communicator& dp_group() { return *m_dp; }
     Communicator& pp_group() { return *m_pp; }
+    Communicator& tp_group() { return *m_tp; }
     // The first and last pipeline stages of one data-parallel replica (tied embedding gradients).
     Communicator& embedding_group() { return *m_embedding; }
 
@@ -43,12 +46,14 @@ public:
     int dp_size() const { return m_p.dp; }
     int pp_rank() const { return m_coords.pp; }
     int pp_size() const { return m_p.pp; }
+    int tp_rank() const { return m_coords.tp; }
+    int tp_size() const { return m_p.tp; }
     bool pp_is_first_stage() const { return m_coords.pp == 0; }
     bool pp_is_last_stage() const { return m_coords.pp == m_p.pp - 1; }
     int pp_next() const { return m_coords.pp + 1; }  // ranks within pp_group()
     int pp_prev() const { return m_coords.pp - 1; }
 
-    // Moves the groups that carry the backend's tensors (dp, embedding: collectives; pp: tagged transfers) onto
+    // Moves the groups that carry the backend's tensors (dp, tp, embedding: collectives; pp: tagged transfers) onto
     // communicators for its memory (engine/comm/device_comm.h). Collective over the world. Returns how each group's
     // bytes travel, for the run's metadata, e.g. "dp: nccl, pp: mpi with host staging (...), embedding: nccl".
     std::string use_device_communicators(Backend& backend);
@@ -61,7 +66,7 @@ public:
 private:
     ParallelConfig m_p;
     GridCoords m_coords;
-    std::unique_ptr<Communicator> m_world, m_dp, m_pp, m_embedding;
+    std::unique_ptr<Communicator> m_world, m_dp, m_pp, m_tp, m_embedding;
 };
 
 // Refuses layouts this build cannot run, before any work starts: the world size against the product of the

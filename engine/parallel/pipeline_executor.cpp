@@ -12,11 +12,13 @@ constexpr int kActivation = 0, kGradient = 1;
 
 PipelineExecutor::PipelineExecutor(ProcessGrid& grid, const PipelineShape& shape, std::vector<PipeAction> actions,
                                    std::vector<LocalChunk>& chunks, TrainState& state, Backend& backend,
-                                   DataLoader& loader, int micro_batch, int seq)
+                                   BatchSource& batches, int micro_batch, int seq)
     : m_grid(grid), m_shape(shape), m_actions(std::move(actions)), m_chunks(chunks), m_state(state), m_be(backend),
-      m_loader(loader), m_rows(micro_batch * seq) {
+      m_batches(&batches), m_rows(micro_batch * seq) {
     US_ASSERT(!chunks.empty(), "a stage runs at least one chunk");
-    m_hidden = chunks.front().model->config().hidden;
+    // What crosses a stage boundary: the residual stream's rows on this rank, (R,C) (N/tp rows under sequence
+    // parallelism), to the same tensor-parallel rank of the neighbouring stage.
+    m_boundary_elements = chunks.front().model->shape().rows() * chunks.front().model->config().hidden;
     m_dtype = chunks.front().model->shape().dtype;
     m_tokens.resize(size_t(m_rows));
     m_targets.resize(size_t(m_rows));
@@ -35,7 +37,7 @@ int PipelineExecutor::tag(int kind, int target_vstage, int mb) const {
 
 void PipelineExecutor::post_receives(size_t from) {
     const int S = virtual_stages(), pp = m_shape.pp;
-    const int64_t elements = int64_t(m_rows) * m_hidden;
+    const int64_t elements = m_boundary_elements;
     for (size_t i = from; i < std::min(m_actions.size(), from + 2); ++i) {
         const PipeAction& a = m_actions[i];
         const int vs = a.chunk * pp + m_grid.pp_rank();
@@ -65,7 +67,7 @@ Tensor PipelineExecutor::take_received(std::map<Key, Transfer>& pending, Key k, 
     it->second.handle->wait();
     keep = std::move(it->second.buffer);
     pending.erase(it);
-    const int64_t elements = int64_t(m_rows) * m_hidden;
+    const int64_t elements = m_boundary_elements;
     return keep.view(m_dtype, 0, elements);
 }
 
@@ -87,7 +89,7 @@ void PipelineExecutor::forward(const PipeAction& a, int64_t step_index) {
         m_inputs[k].recategorize(MemCategory::activations, "pipeline input (received activations)");
     }
     US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("F"));
-    m_loader.fill(step_index, a.micro_batch, m_tokens.data(), m_targets.data());
+    m_batches->fill(step_index, a.micro_batch, m_tokens.data(), m_targets.data());
     ChunkActivations& acts = m_acts[k];
     acts.micro_batch_index = a.micro_batch;
     GPT& model = *local(a.chunk).model;
@@ -123,7 +125,7 @@ void PipelineExecutor::backward(const PipeAction& a, float grad_scale) {
     }
     US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("B"));
     m_state.begin_backward(a.micro_batch, a.micro_batch == m_shape.micro_batches - 1);
-    const int64_t elements = int64_t(m_rows) * m_hidden;
+    const int64_t elements = m_boundary_elements;
     if (vs > 0) {
         dinput_buffer = m_be.allocator().allocate(size_t(elements) * dtype_size(m_dtype), MemCategory::temporaries,
                                                   "pipeline input gradient (to send)");

@@ -26,11 +26,12 @@ struct LocalChunk {
 class PipelineExecutor {
 public:
     PipelineExecutor(ProcessGrid& grid, const PipelineShape& shape, std::vector<PipeAction> actions,
-                     std::vector<LocalChunk>& chunks, TrainState& state, Backend& backend, DataLoader& loader,
+                     std::vector<LocalChunk>& chunks, TrainState& state, Backend& backend, BatchSource& batches,
                      int micro_batch, int seq);
     // Runs the step's actions. Returns the summed token losses this rank computed (the last stage's), 0 elsewhere.
     double run_step(int64_t step_index, float grad_scale);
     const std::vector<PipeAction>& actions() const { return m_actions; }
+    void set_batch_source(BatchSource& batches) { m_batches = &batches; }
 
 private:
     struct Key {
@@ -56,9 +57,9 @@ private:
     std::vector<LocalChunk>& m_chunks;
     TrainState& m_state;
     Backend& m_be;
-    DataLoader& m_loader;
-    int m_rows;  // B * T
-    int m_hidden;
+    BatchSource* m_batches;
+    int m_rows;  // B * T: the tokens of a micro-batch
+    int64_t m_boundary_elements = 0;
     DType m_dtype;
     std::map<Key, ChunkActivations> m_acts;
     std::map<Key, Allocation> m_inputs;            // received activations, kept until the backward

@@ -99,14 +99,25 @@ void ReplicatedState::sync_tied_embedding(Communicator& group) {
     if (emb >= 0 && group.size() > 1) group.all_reduce(unit_slice(grads_for_optimizer(), emb));
 }
 
-double ReplicatedState::local_grad_sumsq(bool include_embedding) {
+double ReplicatedState::local_grad_sumsq(bool include_embedding, bool include_tp_replicated) {
     const Tensor g = grads_for_optimizer();
     const int emb = m_layout.embedding_unit();
-    if (include_embedding || emb < 0) return m_be.sum_squares(g);
+    const bool tp_replicated_excluded = !include_tp_replicated && m_layout.tp().tp > 1;
+    if ((include_embedding || emb < 0) && !tp_replicated_excluded) return m_be.sum_squares(g);
     double total = 0;
-    for (int u = 0; u < int(m_layout.units().size()); ++u)
-        if (u != emb) total += m_be.sum_squares(unit_slice(g, u));
+    if (!tp_replicated_excluded) {
+        for (int u = 0; u < int(m_layout.units().size()); ++u)
+            if (u != emb) total += m_be.sum_squares(unit_slice(g, u));
+        return total;
+    }
+    for (const ParamTensor& t : m_layout.tensors())
+        if (t.split != TpSplit::replicated && (include_embedding || t.unit != emb))
+            total += m_be.sum_squares(g.slice(t.offset, t.numel));
     return total;
+}
+
+std::vector<Tensor> ReplicatedState::grad_pieces(const ParamTensor& t) {
+    return {grads_for_optimizer().slice(t.offset, t.numel)};
 }
 
 void ReplicatedState::optimizer_step(double lr, float clip_coef) {
@@ -120,7 +131,7 @@ void ReplicatedState::initialize(const GPTConfig& cfg, uint64_t seed) {
     std::vector<float> values;
     for (const ParamTensor& t : m_layout.tensors()) {
         values.resize(size_t(t.numel));
-        init_param_tensor(t, cfg, seed, values.data());
+        init_param_tensor(t, m_layout.tp(), cfg, seed, values.data());
         import_tensor(t, StateSlot::weights, values.data());
     }
 }

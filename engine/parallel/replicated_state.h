@@ -36,7 +36,8 @@ public:
     void begin_backward(int micro_batch, bool last) override;
     void finish_gradients() override;
     void sync_tied_embedding(Communicator& group) override;
-    double local_grad_sumsq(bool include_embedding) override;
+    double local_grad_sumsq(bool include_embedding, bool include_tp_replicated) override;
+    std::vector<Tensor> grad_pieces(const ParamTensor& t) override;
     bool sharded() const override { return false; }
     void optimizer_step(double lr, float clip_coef) override;
     int optimizer_steps_taken() const override { return m_adamw->step_count(); }

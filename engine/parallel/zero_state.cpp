@@ -233,9 +233,15 @@ void ZeroState::sync_tied_embedding(Communicator& group) {
     group.all_reduce(g.slice(m_stage == 1 ? my_piece_begin(b) : m_shard_offset[size_t(b)], n));
 }
 
-double ZeroState::local_grad_sumsq(bool include_embedding) {
+double ZeroState::local_grad_sumsq(bool include_embedding, bool include_tp_replicated) {
     double local = 0;
     const Tensor g = m_fp32_accum ? m_accum32_t : m_grads_t;
+    if (!include_tp_replicated && m_layout.tp().tp > 1) {  // tensor by tensor, the tp-sharded ones only
+        for (const ParamTensor& t : m_layout.tensors())
+            if (t.split != TpSplit::replicated && (include_embedding || t.unit != m_layout.embedding_unit()))
+                for (const Tensor& piece : grad_pieces(t)) local += m_be.sum_squares(piece);
+        return local;
+    }
     const int emb_bucket = m_layout.embedding_unit() >= 0 ? m_plan.bucket_of_unit[size_t(m_layout.embedding_unit())] : -1;
     for (int b = 0; b < int(m_plan.buckets.size()); ++b) {
         const int n = my_piece_count(b);
@@ -243,6 +249,15 @@ double ZeroState::local_grad_sumsq(bool include_embedding) {
         local += m_be.sum_squares(g.slice(m_stage == 1 ? my_piece_begin(b) : m_shard_offset[size_t(b)], n));
     }
     return local;
+}
+
+std::vector<Tensor> ZeroState::grad_pieces(const ParamTensor& t) {
+    const Tensor g = m_fp32_accum ? m_accum32_t : m_grads_t;
+    std::vector<Tensor> pieces;
+    for_each_piece(t, m_me, [&](int64_t global, int64_t n, int64_t at) {
+        pieces.push_back(g.slice(m_stage == 1 ? global : at, n));
+    });
+    return pieces;
 }
 
 void ZeroState::optimizer_step(double lr, float clip_coef) {
@@ -291,7 +306,7 @@ void ZeroState::initialize(const GPTConfig& cfg, uint64_t seed) {
     std::vector<float> values;
     for (const ParamTensor& t : m_layout.tensors()) {
         values.resize(size_t(t.numel));
-        init_param_tensor(t, cfg, seed, values.data());
+        init_param_tensor(t, m_layout.tp(), cfg, seed, values.data());
         import_tensor(t, StateSlot::weights, values.data());
     }
 }

@@ -15,9 +15,10 @@ namespace {
 constexpr const char* kFormat = "ultrascope-checkpoint";
 constexpr const char* kVersion = "1";
 
+// The whole tensor's shape, as a single rank holds it (checkpoints never hold tensor-parallel shards).
 std::vector<int64_t> tensor_shape(const ParamTensor& t) {
-    if (t.cols > 1) return {t.rows, t.cols};
-    return {t.numel};
+    if (t.whole_cols > 1) return {t.whole_rows, t.whole_cols};
+    return {t.whole_numel()};
 }
 
 nlohmann::json model_json(const GPTConfig& m) {
@@ -28,6 +29,7 @@ nlohmann::json model_json(const GPTConfig& m) {
 
 void save_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout, TrainState& state,
                      int steps_done, bool write) {
+    US_ASSERT(layout.tp().tp == 1, "a checkpoint is written from whole tensors (Trainer::save gathers the shards)");
     const bool moments = state.has_optimizer_moments();
     const int slots = moments ? 3 : 1;
     std::vector<float> host(size_t(layout.total()) * size_t(slots));
@@ -85,7 +87,7 @@ CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg, 
             fail_user("checkpoint '{}' has corrupt step or seed metadata", path);
         }
     }
-    std::vector<float> values;
+    std::vector<float> values, shard;
     const char* prefixes[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
     info.has_optimizer_state = f.find(std::string(prefixes[1]) + layout.tensors().front().name) != nullptr;
     for (int s = 0; s < (info.has_optimizer_state ? 3 : 1); ++s) {
@@ -97,11 +99,11 @@ CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg, 
                            "checkpoint '{}': tensor '{}' has shape {} but this model needs {}: the checkpoint is of "
                            "another shape",
                            path, name, nlohmann::json(st->shape).dump(), nlohmann::json(tensor_shape(t)).dump());
-            values.resize(size_t(t.numel));
+            values.resize(size_t(t.whole_numel()));
             if (st->dtype == "F32") {
-                std::memcpy(values.data(), st->data, size_t(t.numel) * 4);
+                std::memcpy(values.data(), st->data, size_t(t.whole_numel()) * 4);
             } else if (st->dtype == "BF16") {
-                for (int64_t i = 0; i < t.numel; ++i) {
+                for (int64_t i = 0; i < t.whole_numel(); ++i) {
                     bf16 b;
                     std::memcpy(&b.bits, st->data + 2 * i, 2);
                     values[size_t(i)] = bf16_to_f32(b);
@@ -109,7 +111,13 @@ CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg, 
             } else {
                 fail_user("checkpoint '{}': tensor '{}' has dtype {}; expected F32 or BF16", path, name, st->dtype);
             }
-            state.import_tensor(t, StateSlot(s), values.data());
+            if (layout.tp().tp == 1) {
+                state.import_tensor(t, StateSlot(s), values.data());
+            } else {  // resharding on load: this rank's shard of the whole tensor
+                shard.resize(size_t(t.numel));
+                take_shard(t, layout.tp(), values.data(), shard.data());
+                state.import_tensor(t, StateSlot(s), shard.data());
+            }
         }
     }
     return info;

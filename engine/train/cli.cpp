@@ -88,7 +88,10 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
     // parallelism
     f.option<int>("--dp", "Data-parallel degree", [](TrainConfig& c, int v) { c.parallel.dp = v; });
     f.option<int>("--pp", "Pipeline-parallel degree", [](TrainConfig& c, int v) { c.parallel.pp = v; });
-    f.option<int>("--tp", "Tensor-parallel degree", [](TrainConfig& c, int v) { c.parallel.tp = v; });
+    f.option<int>("--tp", "Tensor-parallel degree (Megatron: heads, MLP and vocabulary split over tp ranks)",
+                  [](TrainConfig& c, int v) { c.parallel.tp = v; });
+    f.flag("--sp", "Sequence parallelism inside the tp group (norms, residuals on seq/tp positions; needs --tp > 1)",
+           [](TrainConfig& c) { c.parallel.sp = true; });
     f.option<int>("--cp", "Context-parallel degree", [](TrainConfig& c, int v) { c.parallel.cp = v; });
     f.option<int>("--ep", "Expert-parallel degree", [](TrainConfig& c, int v) { c.parallel.ep = v; });
     f.option<int>("--zero", "ZeRO stage 0 | 1 | 2 | 3", [](TrainConfig& c, int v) { c.parallel.zero = v; });

@@ -26,6 +26,18 @@ void TrainConfig::validate() const {
     const ParallelConfig& p = parallel;
     for (auto [name, v] : {std::pair{"dp", p.dp}, {"pp", p.pp}, {"tp", p.tp}, {"cp", p.cp}, {"ep", p.ep}})
         US_CHECK_INPUT(v >= 1, "--{} must be at least 1 (got {})", name, v);
+    // Tensor and sequence parallelism: heads (and with them the hidden size and the MLP) split over the tp group;
+    // the vocabulary is padded to a multiple of tp instead of refused.
+    US_CHECK_INPUT(!p.sp || p.tp > 1, "--sp (sequence parallelism) works inside a tensor-parallel group: add --tp 2 "
+                                      "or more, or drop --sp");
+    US_CHECK_INPUT(model.heads % p.tp == 0,
+                   "--heads {} cannot be split over --tp {}: tensor parallelism gives each rank heads/tp whole heads; "
+                   "use a tp that divides {} (or more heads)",
+                   model.heads, p.tp, model.heads);
+    US_CHECK_INPUT(!p.sp || model.seq % p.tp == 0,
+                   "--seq {} cannot be split over --tp {} for --sp: sequence parallelism gives each rank seq/tp "
+                   "positions; use a sequence length that divides by {}",
+                   model.seq, p.tp, p.tp);
     US_CHECK_INPUT(p.zero >= 0 && p.zero <= 3, "unknown --zero stage {}: expected 0, 1, 2 or 3", p.zero);
     US_CHECK_INPUT(p.pp_schedule == "afab" || p.pp_schedule == "1f1b" || p.pp_schedule == "interleaved" ||
                        p.pp_schedule == "zb1",
@@ -86,6 +98,7 @@ nlohmann::json TrainConfig::to_json() const {
             {"dp", parallel.dp},
             {"pp", parallel.pp},
             {"tp", parallel.tp},
+            {"sp", parallel.sp},
             {"cp", parallel.cp},
             {"ep", parallel.ep},
             {"zero", parallel.zero},
@@ -142,6 +155,7 @@ void apply_config_json(TrainConfig& cfg, const nlohmann::json& j, const std::str
         else if (k == "dp") cfg.parallel.dp = int(get_int(k, v));
         else if (k == "pp") cfg.parallel.pp = int(get_int(k, v));
         else if (k == "tp") cfg.parallel.tp = int(get_int(k, v));
+        else if (k == "sp") cfg.parallel.sp = get_bool(k, v);
         else if (k == "cp") cfg.parallel.cp = int(get_int(k, v));
         else if (k == "ep") cfg.parallel.ep = int(get_int(k, v));
         else if (k == "zero") cfg.parallel.zero = int(get_int(k, v));

@@ -35,7 +35,15 @@ struct DataLayout {
     int64_t global_batch() const { return int64_t(micro_batch) * micro_batches * dp_size; }
 };
 
-class DataLoader {
+// Where the micro-batches of a step come from: the data loader below, or in tests a recorded list.
+class BatchSource {
+public:
+    virtual ~BatchSource() = default;
+    // Fills (B,T) inputs and targets for step s (0-based) and micro-batch m of this rank.
+    virtual void fill(int64_t step, int micro_batch, int32_t* tokens, int32_t* targets) = 0;
+};
+
+class DataLoader final : public BatchSource {
 public:
     // UserError when the corpus holds fewer windows than one global batch.
     DataLoader(const TokenDataset& data, const DataLayout& layout, uint64_t seed);
@@ -43,8 +51,7 @@ public:
     int64_t windows() const { return m_windows; }
     // Window start (byte offset) of global sample g.
     int64_t window_start(int64_t g);
-    // Fills (B,T) inputs and targets for step s (0-based) and micro-batch m of this rank.
-    void fill(int64_t step, int micro_batch, int32_t* tokens, int32_t* targets);
+    void fill(int64_t step, int micro_batch, int32_t* tokens, int32_t* targets) override;
 
 private:
     const TokenDataset& m_data;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "engine/model/gpt_config.h"
 #include "engine/model/param_access.h"
@@ -31,8 +32,13 @@ public:
     // embedding). Only on ranks that hold the embedding.
     virtual void sync_tied_embedding(class Communicator& group) = 0;
     // This rank's share of the squared global gradient norm: all of its gradients (replicated) or its shard
-    // (ZeRO), without the embedding when include_embedding is false (the pipeline's second copy of it).
-    virtual double local_grad_sumsq(bool include_embedding) = 0;
+    // (ZeRO), without the embedding when include_embedding is false (the pipeline's second copy of it) and without
+    // the tensors replicated over the tensor-parallel group when include_tp_replicated is false (another tp rank
+    // counts them).
+    virtual double local_grad_sumsq(bool include_embedding, bool include_tp_replicated = true) = 0;
+    // After finish_gradients: where tensor t's gradient lives on this rank for the optimizer (all of it when
+    // replicated, the pieces of its shard under ZeRO; none when the shard holds none of it).
+    virtual std::vector<Tensor> grad_pieces(const ParamTensor& t) = 0;
     // Whether local_grad_sumsq covers only a shard (the trainer then sums over the data-parallel ranks too).
     virtual bool sharded() const = 0;
 

@@ -38,13 +38,29 @@ std::vector<std::pair<int, int>> Trainer::stage_chunks(const TrainConfig& cfg, i
     return ranges;
 }
 
+ParamLayout Trainer::rank_layout(const TrainConfig& cfg, int stage, int tp_rank) {
+    return ParamLayout::build(cfg.model, stage_chunks(cfg, stage), TpPlacement{cfg.parallel.tp, tp_rank});
+}
+
+// The parallelisms, applied in one fixed order from the innermost (picotron and torchtitan compose the same way):
+//   1. tensor parallelism (and sequence parallelism): every layer split over the tp group; the rank holds its
+//      shard of each tensor and the model calls the tp group's mappings;
+//   2. pipeline parallelism: the rank runs its stage's chunks of blocks (with the embedding on the first stage,
+//      the head on the last) on the schedule's order;
+//   3. data parallelism and ZeRO, outermost: gradients reduced over the dp group, optimizer state (and with
+//      ZeRO-2/3 gradients and parameters) sharded over it.
+// Context and expert parallelism will take their places between 1 and 2.
 Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     : m_config((config.validate(), config)), m_be(backend),
-      m_grid(grid_or_local(grid, m_own_grid, config.parallel)),
-      m_layout(ParamLayout::build(config.model, stage_chunks(config, m_grid.pp_rank()))) {
+      m_grid(grid_or_local(grid, m_own_grid, config.parallel)) {
     const ParallelConfig& p = m_config.parallel;
     validate_layout(p, m_grid.world_size());
+    if (p.tp > 1) m_tp = TensorParallel(m_grid.tp_group(), p.sp, backend);                 // 1
+    m_layout = rank_layout(m_config, m_grid.pp_rank(), m_grid.tp_rank());                  // 1 + 2
+    make_state();                                                                          // 3
+    make_chunks();                                                                         // 1 + 2
 
+    // Data: every rank of a data-parallel replica (its tp ranks and pipeline stages) reads the same micro-batches.
     m_data = TokenDataset::from_file(m_config.data.empty() ? default_corpus_path() : m_config.data);
     DataLayout dl;
     dl.seq = m_config.model.seq;
@@ -52,34 +68,6 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     dl.micro_batches = m_config.grad_accum;
     dl.dp_size = m_grid.dp_size();
     dl.dp_rank = m_grid.dp_rank();
-
-    // Composition: ZeRO-0 replicates everything and all-reduces gradient buckets; ZeRO-1..3 shard by bucket.
-    // Under a pipeline each stage holds its own chunks' parameters, and the tied embedding is a bucket of its own.
-    if (p.zero == 0) {
-        const bool fp32_accum = m_config.fp32_grad_accum && m_config.precision == Precision::bf16;
-        if (m_grid.dp_size() > 1)
-            m_sync = std::make_unique<DataParallelSync>(m_grid.dp_group(), m_layout, p.bucket_mb,
-                                                        fp32_accum ? 4 : dtype_size(compute_dtype(m_config.precision)),
-                                                        p.overlap);
-        m_state = std::make_unique<ReplicatedState>(backend, m_layout, m_config.precision, m_config.fp32_grad_accum,
-                                                    m_config.adamw, m_sync.get());
-    } else {
-        m_state = std::make_unique<ZeroState>(backend, m_layout, m_config.precision, m_config.fp32_grad_accum,
-                                              m_config.adamw, m_grid.dp_group(), p.zero, p.bucket_mb, p.pp > 1);
-    }
-    ModelOptions mo;
-    mo.precision = m_config.precision;
-    mo.recompute = m_config.recompute;
-    mo.micro_batch = m_config.batch;
-    const auto ranges = stage_chunks(m_config, m_grid.pp_rank());
-    for (int c = 0; c < int(ranges.size()); ++c) {
-        LocalChunk chunk;
-        chunk.chunk = c;
-        chunk.virtual_stage = c * p.pp + m_grid.pp_rank();
-        chunk.model = std::make_unique<GPT>(m_config.model, mo, backend, m_layout, ranges[size_t(c)].first,
-                                            ranges[size_t(c)].second);
-        m_chunks.push_back(std::move(chunk));
-    }
 
     if (!m_config.load.empty()) {
         const CheckpointInfo info = load_checkpoint(m_config.load, m_config, m_layout, *m_state);
@@ -101,6 +89,42 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     m_schedule.total = std::max(m_config.steps, 1);
 }
 
+// ZeRO-0 replicates everything and all-reduces gradient buckets; ZeRO-1..3 shard by bucket. Under a pipeline each
+// stage holds its own chunks' parameters, and the tied embedding is a bucket of its own.
+void Trainer::make_state() {
+    const ParallelConfig& p = m_config.parallel;
+    if (p.zero == 0) {
+        const bool fp32_accum = m_config.fp32_grad_accum && m_config.precision == Precision::bf16;
+        if (m_grid.dp_size() > 1)
+            m_sync = std::make_unique<DataParallelSync>(m_grid.dp_group(), m_layout, p.bucket_mb,
+                                                        fp32_accum ? 4 : dtype_size(compute_dtype(m_config.precision)),
+                                                        p.overlap);
+        m_state = std::make_unique<ReplicatedState>(m_be, m_layout, m_config.precision, m_config.fp32_grad_accum,
+                                                    m_config.adamw, m_sync.get());
+    } else {
+        m_state = std::make_unique<ZeroState>(m_be, m_layout, m_config.precision, m_config.fp32_grad_accum,
+                                              m_config.adamw, m_grid.dp_group(), p.zero, p.bucket_mb, p.pp > 1);
+    }
+}
+
+void Trainer::make_chunks() {
+    const ParallelConfig& p = m_config.parallel;
+    ModelOptions mo;
+    mo.precision = m_config.precision;
+    mo.recompute = m_config.recompute;
+    mo.micro_batch = m_config.batch;
+    mo.tensor_parallel = m_tp.active() ? &m_tp : nullptr;
+    const auto ranges = stage_chunks(m_config, m_grid.pp_rank());
+    for (int c = 0; c < int(ranges.size()); ++c) {
+        LocalChunk chunk;
+        chunk.chunk = c;
+        chunk.virtual_stage = c * p.pp + m_grid.pp_rank();
+        chunk.model = std::make_unique<GPT>(m_config.model, mo, m_be, m_layout, ranges[size_t(c)].first,
+                                            ranges[size_t(c)].second);
+        m_chunks.push_back(std::move(chunk));
+    }
+}
+
 Trainer::~Trainer() = default;
 
 StepMetrics Trainer::train_step() {
@@ -117,11 +141,15 @@ StepMetrics Trainer::train_step() {
         US_PROF_PHASE(prof::Phase::optimizer, -1);
         US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("optimizer"));
         m_state->finish_gradients();
+        m_tp.all_reduce_replicated_grads(*m_state, m_layout, m_be);  // sequence parallelism's partial sums
         if (pp > 1) m_state->sync_tied_embedding(m_grid.embedding_group());
-        // The global norm counts the tied embedding once (the first stage's copy).
+        // The global norm counts every gradient element once, summed over the world: the tied embedding from the
+        // first stage, tensors replicated over the tp group from tp rank 0, replicated states from dp rank 0 (a
+        // ZeRO shard is this rank's own).
         const bool second_copy = pp > 1 && m_grid.pp_is_last_stage();
-        double sumsq = m_state->local_grad_sumsq(!second_copy);
-        sumsq = m_state->sharded() ? m_grid.world().all_reduce_sum(sumsq) : m_grid.pp_group().all_reduce_sum(sumsq);
+        const bool owner = m_state->sharded() || m_grid.dp_rank() == 0;
+        double sumsq = owner ? m_state->local_grad_sumsq(!second_copy, m_grid.tp_rank() == 0) : 0.0;
+        sumsq = m_grid.world().all_reduce_sum(sumsq);
         norm = std::sqrt(sumsq);
         const float clip = clip_coefficient(norm, m_config.grad_clip);
         lr = m_schedule.at(step);
@@ -151,46 +179,59 @@ StepMetrics Trainer::train_step() {
 }
 
 void Trainer::save(const std::string& path) {
-    if (m_config.parallel.pp > 1) {
-        save_pipeline(path);
-    } else {
+    if (m_config.parallel.pp == 1 && m_config.parallel.tp == 1) {
         // Every rank takes part (sharded states gather their pieces); rank 0 writes.
         save_checkpoint(path, m_config, m_layout, *m_state, m_steps_done, m_grid.world_rank() == 0);
+    } else {
+        save_gathered(path);
     }
     m_grid.world().barrier();
 }
 
-// A pipeline's checkpoint is gathered too: each stage exports its tensors (collectively over its data-parallel
-// group), its first data-parallel rank sends them to rank 0, and rank 0 writes the whole model.
-void Trainer::save_pipeline(const std::string& path) {
+// A pipeline's or a tensor-parallel run's checkpoint holds whole tensors too: each (stage, tp rank) exports its
+// shards (collectively over its data-parallel group), its first data-parallel rank sends them to rank 0, and rank
+// 0 places them into the whole tensors and writes the model as a single rank would.
+void Trainer::save_gathered(const std::string& path) {
     const ParamLayout whole = ParamLayout::whole_model(m_config.model);
     const bool moments = m_state->has_optimizer_moments();
     const int slots = moments ? 3 : 1;
+    const bool lead = m_grid.world_rank() == 0;
     std::vector<float> host;
-    if (m_grid.world_rank() == 0) host.resize(size_t(whole.total()) * size_t(slots));
-    std::vector<float> buffer;
+    if (lead) host.resize(size_t(whole.total()) * size_t(slots));
+    std::vector<float> mine, received;
+    const int tp = m_config.parallel.tp;
     for (int stage = 0; stage < m_config.parallel.pp; ++stage) {
-        const ParamLayout layout = ParamLayout::build(m_config.model, stage_chunks(m_config, stage));
-        const GridCoords sender{0, stage, 0, 0, 0};
-        const int sender_rank = grid_rank(m_config.parallel, sender);
+        const ParamLayout stage_layout = rank_layout(m_config, stage, 0);  // same tensors on every tp rank
         for (int slot = 0; slot < slots; ++slot)
-            for (const ParamTensor& t : layout.tensors()) {
-                if (stage > 0 && t.unit == layout.embedding_unit()) continue;  // the first stage's copy is written
+            for (size_t i = 0; i < stage_layout.tensors().size(); ++i) {
+                const ParamTensor& t = stage_layout.tensors()[i];
+                if (stage > 0 && t.unit == stage_layout.embedding_unit()) continue;  // the first stage's copy is written
                 const ParamTensor* target = whole.find(t.name);
-                float* dst = m_grid.world_rank() == 0 ? host.data() + size_t(slot) * size_t(whole.total()) + target->offset : nullptr;
+                float* dst = lead ? host.data() + size_t(slot) * size_t(whole.total()) + target->offset : nullptr;
                 if (m_grid.pp_rank() == stage) {
-                    buffer.resize(size_t(t.numel));
-                    m_state->export_tensor(t, StateSlot(slot), buffer.data());
-                    if (m_grid.world_rank() == 0) std::copy(buffer.begin(), buffer.end(), dst);
-                    else if (m_grid.world_rank() == sender_rank)
-                        m_grid.world().send(Tensor::of(buffer.data(), t.numel), 0, 9000 + slot);
-                } else if (m_grid.world_rank() == 0) {
-                    m_grid.world().recv(Tensor::of(dst, t.numel), sender_rank, 9000 + slot);
+                    mine.resize(size_t(t.numel));
+                    m_state->export_tensor(m_layout.tensors()[i], StateSlot(slot), mine.data());
+                }
+                for (int r = 0; r < tp; ++r) {
+                    const GridCoords sender{0, stage, 0, 0, r};
+                    const int sender_rank = grid_rank(m_config.parallel, sender);
+                    const TpPlacement placement{tp, r};
+                    if (m_grid.world_rank() == sender_rank && !lead) {
+                        m_grid.world().send(Tensor::of(mine.data(), t.numel), 0, 9000 + slot);
+                    } else if (lead) {
+                        const float* shard = mine.data();
+                        if (sender_rank != 0) {
+                            received.resize(size_t(t.numel));
+                            m_grid.world().recv(Tensor::of(received.data(), t.numel), sender_rank, 9000 + slot);
+                            shard = received.data();
+                        }
+                        place_shard(t, placement, shard, dst);
+                    }
                 }
             }
     }
-    if (m_grid.world_rank() != 0) return;
-    // Rank 0 now has everything: write it through the same writer as unpipelined runs.
+    if (!lead) return;
+    // Rank 0 now has everything: write it through the same writer as single-rank runs.
     class HostState final : public TrainState {
     public:
         HostState(const std::vector<float>& h, int64_t n, int slots, int steps) : m_h(h), m_n(n), m_slots(slots), m_steps(steps) {}
@@ -201,7 +242,8 @@ void Trainer::save_pipeline(const std::string& path) {
         void begin_backward(int, bool) override {}
         void finish_gradients() override {}
         void sync_tied_embedding(Communicator&) override {}
-        double local_grad_sumsq(bool) override { return 0; }
+        double local_grad_sumsq(bool, bool) override { return 0; }
+        std::vector<Tensor> grad_pieces(const ParamTensor&) override { return {}; }
         bool sharded() const override { return false; }
         void optimizer_step(double, float) override {}
         int optimizer_steps_taken() const override { return m_steps; }

@@ -1,5 +1,7 @@
 // The trainer: the one place that composes backend, model, training state, data and optimizer schedule into
-// training steps (and, as they land, the communicators, data parallelism, ZeRO and pipeline schedules).
+// training steps. The parallelisms are applied here, in one fixed order from the innermost: tensor (and sequence)
+// parallelism changes the layers, pipeline parallelism chooses the layers a rank runs, data parallelism and ZeRO
+// decide how gradients and optimizer state are reduced and sharded.
 #pragma once
 
 #include <memory>
@@ -9,6 +11,7 @@
 #include "engine/model/gpt.h"
 #include "engine/parallel/grid.h"
 #include "engine/parallel/pipeline_executor.h"
+#include "engine/parallel/tensor_parallel.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/train/config.h"
 #include "engine/train/data_loader.h"
@@ -40,21 +43,33 @@ public:
     void save(const std::string& path);
 
     const GPT& model() const { return *m_chunks.front().model; }  // the rank's first chunk
+    GPT& chunk_model(int chunk) { return *m_chunks[size_t(chunk)].model; }
     const ParamLayout& layout() const { return m_layout; }
     ProcessGrid& grid() { return m_grid; }
     TrainState& state() { return *m_state; }
     const TrainConfig& config() const { return m_config; }
 
+    // Reads the micro-batches from `batches` instead of the data loader from now on (tests replaying recorded
+    // batches). `batches` must outlive the trainer's steps.
+    void use_batches(BatchSource& batches) { m_executor->set_batch_source(batches); }
+
     // Runs forward only on one micro-batch of given tokens and returns its mean loss (one rank, no pipeline).
     double evaluate_loss(const int32_t* tokens, const int32_t* targets);
     // The layer ranges of the chunks of pipeline stage `stage` (virtual stage chunk * pp + stage).
     static std::vector<std::pair<int, int>> stage_chunks(const TrainConfig& cfg, int stage);
+    // The parameter layout of the rank at pipeline stage `stage` and tensor-parallel rank `tp_rank`.
+    static ParamLayout rank_layout(const TrainConfig& cfg, int stage, int tp_rank);
 
 private:
+    void make_state();
+    void make_chunks();
+    void save_gathered(const std::string& path);
+
     TrainConfig m_config;
     Backend& m_be;
     std::unique_ptr<ProcessGrid> m_own_grid;
     ProcessGrid& m_grid;
+    TensorParallel m_tp;
     ParamLayout m_layout;
     std::unique_ptr<GradientSync> m_sync;
     std::unique_ptr<TrainState> m_state;
@@ -64,7 +79,6 @@ private:
     std::unique_ptr<DataLoader> m_loader;
     LrSchedule m_schedule;
     int m_steps_done = 0;
-    void save_pipeline(const std::string& path);
 };
 
 }  // namespace us

@@ -198,12 +198,21 @@ TEST_CASE("cuda: embedding (bitwise backward), cross-entropy and AdamW match the
     for (DType t : {DType::f32, DType::bf16}) {
         INFO(dtype_name(t));
         Twin wte = p.make(t, random_vector(size_t(V) * C, 31)), out = p.zeros(t, int64_t(N) * C);
-        p.cpu().embedding_forward(out.cpu, tok.cpu, wte.cpu, N, C), p.gpu().embedding_forward(out.gpu, tok.gpu, wte.gpu, N, C);
+        p.cpu().embedding_forward(out.cpu, tok.cpu, wte.cpu, N, C, 0, V);
+        p.gpu().embedding_forward(out.gpu, tok.gpu, wte.gpu, N, C, 0, V);
         expect_close(p, out, "embedding", 0.0);
         Twin dout = p.make(t, random_vector(size_t(N) * C, 32)), dwte = p.make(t, random_vector(size_t(V) * C, 33));
-        p.cpu().embedding_backward(dwte.cpu, dout.cpu, tok.cpu, N, C);
-        p.gpu().embedding_backward(dwte.gpu, dout.gpu, tok.gpu, N, C);
+        p.cpu().embedding_backward(dwte.cpu, dout.cpu, tok.cpu, N, C, 0, V);
+        p.gpu().embedding_backward(dwte.gpu, dout.gpu, tok.gpu, N, C, 0, V);
         expect_close(p, dwte, "embedding backward (same order of additions)", 0.0);
+        // a vocabulary-parallel slice: rows [5, 12) of the vocabulary; other tokens embed to zeros
+        Twin slice = p.make(t, random_vector(size_t(7) * C, 35)), sliced_out = p.zeros(t, int64_t(N) * C);
+        p.cpu().embedding_forward(sliced_out.cpu, tok.cpu, slice.cpu, N, C, 5, 7);
+        p.gpu().embedding_forward(sliced_out.gpu, tok.gpu, slice.gpu, N, C, 5, 7);
+        expect_close(p, sliced_out, "embedding of a vocabulary slice", 0.0);
+        p.cpu().embedding_backward(slice.cpu, dout.cpu, tok.cpu, N, C, 5, 7);
+        p.gpu().embedding_backward(slice.gpu, dout.gpu, tok.gpu, N, C, 5, 7);
+        expect_close(p, slice, "embedding backward of a vocabulary slice", 0.0);
     }
     Twin logits = p.make(DType::f32, random_vector(size_t(N) * V, 34, 3.0f)), losses = p.zeros(DType::f32, N);
     std::vector<float> targets(N);
@@ -213,9 +222,27 @@ TEST_CASE("cuda: embedding (bitwise backward), cross-entropy and AdamW match the
     p.gpu().crossentropy_forward(losses.gpu, logits.gpu, tgt.gpu, N, V);
     expect_close(p, losses, "cross-entropy losses", 1e-5);
     expect_close(p, logits, "probabilities", 1e-5);
-    p.cpu().crossentropy_backward(logits.cpu, tgt.cpu, 0.01f, N, V);
-    p.gpu().crossentropy_backward(logits.gpu, tgt.gpu, 0.01f, N, V);
+    p.cpu().crossentropy_backward(logits.cpu, tgt.cpu, 0.01f, N, V, 0);
+    p.gpu().crossentropy_backward(logits.gpu, tgt.gpu, 0.01f, N, V, 0);
     expect_close(p, logits, "dlogits", 1e-5);
+    // The vocabulary-parallel steps on one rank's columns [3, 3 + V2) of which the last 2 are padding (the
+    // reductions over the group are the caller's; here each step alone, CPU against GPU).
+    const int V2 = 7, valid = 5, begin = 3;
+    Twin part = p.make(DType::f32, random_vector(size_t(N) * V2, 36, 3.0f)), rowmax = p.zeros(DType::f32, N);
+    Twin sums = p.zeros(DType::f32, 2 * int64_t(N)), part_losses = p.zeros(DType::f32, N);
+    p.cpu().crossentropy_local_max(rowmax.cpu, part.cpu, N, V2, valid);
+    p.gpu().crossentropy_local_max(rowmax.gpu, part.gpu, N, V2, valid);
+    expect_close(p, rowmax, "vocab-parallel max", 0.0);
+    p.cpu().crossentropy_local_sums(sums.cpu, part.cpu, rowmax.cpu, tgt.cpu, N, V2, valid, begin);
+    p.gpu().crossentropy_local_sums(sums.gpu, part.gpu, rowmax.gpu, tgt.gpu, N, V2, valid, begin);
+    expect_close(p, sums, "vocab-parallel sums", 1e-5);
+    p.cpu().crossentropy_finish(part_losses.cpu, part.cpu, rowmax.cpu, sums.cpu, N, V2, valid);
+    p.gpu().crossentropy_finish(part_losses.gpu, part.gpu, rowmax.gpu, sums.gpu, N, V2, valid);
+    expect_close(p, part_losses, "vocab-parallel losses", 1e-5);
+    expect_close(p, part, "vocab-parallel probabilities", 1e-5);
+    p.cpu().crossentropy_backward(part.cpu, tgt.cpu, 0.01f, N, V2, begin);
+    p.gpu().crossentropy_backward(part.gpu, tgt.gpu, 0.01f, N, V2, begin);
+    expect_close(p, part, "vocab-parallel dlogits", 1e-5);
 
     for (bool master : {false, true}) {
         INFO((master ? "bf16 params with fp32 master weights" : "fp32 params"));

@@ -1,13 +1,13 @@
 // The engine against an independent implementation: tests/tools/make_golden.py builds the same GPT in PyTorch,
 // loads the engine's initial weights, and records the loss, log-probabilities and gradients of a fixed batch and
 // the losses of 5 AdamW steps. Tolerances: loss 1e-5 relative, gradients 1e-4 (max-norm, relative per tensor).
+// The steps run through Trainer::train_step, the code every run uses, replaying the recorded batches.
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/model/gpt.h"
-#include "engine/optim/grad_clip.h"
-#include "engine/optim/lr_schedule.h"
 #include "engine/parallel/replicated_state.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/safetensors.h"
+#include "engine/train/trainer.h"
 #include "test_util.h"
 
 using namespace us;
@@ -89,33 +89,37 @@ TEST_CASE("engine matches the PyTorch reference: loss, log-probabilities, gradie
         CHECK(max_abs_diff_relative(got, floats(ref, "grad." + t.name)) < 1e-4);
     }
 
-    // Five AdamW steps on the recorded batches, with the same schedule and clipping as the reference.
-    LrSchedule schedule;
-    schedule.lr = std::stod(ref.metadata_or("lr", "0"));
-    schedule.min_lr = schedule.lr * std::stod(ref.metadata_or("min_lr_ratio", "0"));
-    schedule.warmup = std::stoi(ref.metadata_or("warmup", "0"));
-    schedule.total = steps;
-    const double clip = std::stod(ref.metadata_or("grad_clip", "0"));
+    // Five AdamW steps through the trainer on the recorded batches, with the reference's schedule and clipping.
+    TrainConfig run = cfg;
+    run.steps = steps;
+    run.adamw.lr = std::stod(ref.metadata_or("lr", "0"));
+    run.min_lr_ratio = std::stod(ref.metadata_or("min_lr_ratio", "0"));
+    run.warmup = std::stoi(ref.metadata_or("warmup", "0"));
+    run.grad_clip = std::stod(ref.metadata_or("grad_clip", "0"));
+    run.load = kDir + "/golden_init.safetensors";
+    run.quiet = true;
+    struct Recorded final : BatchSource {
+        const SafetensorsFile& ref;
+        explicit Recorded(const SafetensorsFile& r) : ref(r) {}
+        void fill(int64_t step, int, int32_t* tokens, int32_t* targets) override {
+            const auto bt = ints(ref, fmt::format("batch{}.tokens", step)), bg = ints(ref, fmt::format("batch{}.targets", step));
+            std::copy(bt.begin(), bt.end(), tokens);
+            std::copy(bg.begin(), bg.end(), targets);
+        }
+    } recorded(ref);
+    CpuBackend run_be(2);
+    Trainer trainer(run, run_be);
+    trainer.use_batches(recorded);
     const auto want_losses = floats(ref, "step_losses"), want_norms = floats(ref, "step_grad_norms");
     for (int step = 1; step <= steps; ++step) {
-        const auto bt = ints(ref, fmt::format("batch{}.tokens", step - 1));
-        const auto bg = ints(ref, fmt::format("batch{}.targets", step - 1));
-        ChunkActivations a;
-        state.begin_step();
-        state.begin_backward(0, true);
-        model.forward(a, {bt.data(), bg.data()}, Tensor{}, state);
-        const double step_loss = a.loss_sum / N;
-        model.backward(a, Tensor{}, Tensor{}, 1.0f, state);
-        state.finish_gradients();
-        const double norm = std::sqrt(state.local_grad_sumsq(true));
-        state.optimizer_step(schedule.at(step), clip_coefficient(norm, clip));
+        const StepMetrics m = trainer.train_step();
         INFO("step " << step);
-        CHECK(step_loss == Approx(want_losses[size_t(step - 1)]).epsilon(1e-5));
-        CHECK(norm == Approx(want_norms[size_t(step - 1)]).epsilon(1e-4));
+        CHECK(m.loss == Approx(want_losses[size_t(step - 1)]).epsilon(1e-5));
+        CHECK(m.grad_norm == Approx(want_norms[size_t(step - 1)]).epsilon(1e-4));
     }
-    const Tensor params = state.params();
-    for (const ParamTensor& t : layout.tensors()) {
-        const std::vector<float> got(params.f32() + t.offset, params.f32() + t.offset + t.numel);
+    for (const ParamTensor& t : trainer.layout().tensors()) {
+        std::vector<float> got(size_t(t.numel));
+        trainer.state().export_tensor(t, StateSlot::weights, got.data());
         INFO("weights after the steps: " << t.name);
         CHECK(max_abs_diff_relative(got, floats(ref, "final." + t.name)) < 1e-4);
     }

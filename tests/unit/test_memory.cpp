@@ -5,6 +5,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/model/gpt.h"
 #include "engine/parallel/replicated_state.h"
+#include "engine/train/trainer.h"
 #include "test_util.h"
 
 using namespace us;
@@ -12,40 +13,49 @@ using namespace us::test;
 
 namespace {
 
-struct Setup {
+// A trainer of a small model on one rank, fed a fixed micro-batch: step() is the trainer's own step; the model and
+// its state are reachable for the checks inside a step.
+struct Setup final : BatchSource {
     CpuBackend be{2};
     GPTConfig cfg;
-    ModelOptions mo;
-    ParamLayout layout;
-    ReplicatedState state;
-    GPT model;
     std::vector<int32_t> tok, tgt;
+    Trainer trainer;
+    GPT& model;
+    TrainState& state;
     Setup(const ModelOptions& o, bool fp32_accum = false)
-        : cfg(make_cfg()), mo(o), layout(ParamLayout::whole_model(cfg)),
-          state(be, layout, o.precision, fp32_accum, AdamWConfig{}, nullptr), model(cfg, o, be, layout) {
-        state.initialize(cfg, 1);
+        : cfg(make_cfg()), trainer(make_run(o, fp32_accum), be), model(trainer.chunk_model(0)), state(trainer.state()) {
         const int n = o.micro_batch * cfg.seq;
         for (int i = 0; i < n; ++i) {
             tok.push_back(i % cfg.vocab);
             tgt.push_back((i * 7 + 3) % cfg.vocab);
         }
+        trainer.use_batches(*this);
     }
     static GPTConfig make_cfg() {
         GPTConfig c;
         c.vocab = 256, c.hidden = 32, c.layers = 3, c.heads = 4, c.seq = 16;
         return c;
     }
+    static TrainConfig make_run(const ModelOptions& o, bool fp32_accum) {
+        TrainConfig c;
+        c.model = make_cfg();
+        c.precision = o.precision;
+        c.recompute = o.recompute;
+        c.batch = o.micro_batch;
+        c.fp32_grad_accum = fp32_accum;
+        c.steps = 10;
+        c.seed = 1;
+        c.quiet = true;
+        c.data = sample_data_file("memory-data.txt", 20000);
+        return c;
+    }
+    void fill(int64_t, int, int32_t* tokens, int32_t* targets) override {
+        std::copy(tok.begin(), tok.end(), tokens);
+        std::copy(tgt.begin(), tgt.end(), targets);
+    }
     int64_t current(MemCategory c) { return be.allocator().stats().current_of(c); }
     int64_t peak(MemCategory c) { return be.allocator().stats().peak_of(c); }
-    void step() {
-        ChunkActivations acts;
-        state.begin_step();
-        state.begin_backward(0, true);
-        model.forward(acts, {tok.data(), tgt.data()}, Tensor{}, state);
-        model.backward(acts, Tensor{}, Tensor{}, 1.0f, state);
-        state.finish_gradients();
-        state.optimizer_step(1e-3, 1.0f);
-    }
+    void step() { trainer.train_step(); }
 };
 
 }  // namespace

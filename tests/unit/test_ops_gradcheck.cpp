@@ -99,10 +99,10 @@ TEST_CASE("embedding backward matches finite differences", "[cpu][ops][gradcheck
     auto wte = random_vector(V * C, 11), R = random_vector(N * C, 12);
     std::vector<float> y(N * C), dw(V * C, 0.0f);
     auto loss = [&] {
-        backend().embedding_forward(tensor_of(y), Tensor::of(tok.data(), N), tensor_of(wte), N, C);
+        backend().embedding_forward(tensor_of(y), Tensor::of(tok.data(), N), tensor_of(wte), N, C, 0, V);
         return dot(y, R);
     };
-    backend().embedding_backward(tensor_of(dw), tensor_of(R), Tensor::of(tok.data(), N), N, C);
+    backend().embedding_backward(tensor_of(dw), tensor_of(R), Tensor::of(tok.data(), N), N, C, 0, V);
     check_gradient("dwte", wte, dw, loss, {.samples = 60});
 }
 
@@ -120,7 +120,7 @@ TEST_CASE("cross-entropy backward matches finite differences", "[cpu][ops][gradc
     };
     std::vector<float> z = logits, losses(N);
     backend().crossentropy_forward(tensor_of(losses), tensor_of(z), Tensor::of(tgt.data(), N), N, V);
-    backend().crossentropy_backward(tensor_of(z), Tensor::of(tgt.data(), N), dloss, N, V);
+    backend().crossentropy_backward(tensor_of(z), Tensor::of(tgt.data(), N), dloss, N, V, 0);
     check_gradient("dlogits", logits, z, loss, {.samples = 36});
     // the loss of a row is -log softmax at the target
     double ref = 0, mx = -1e30, sum = 0;

@@ -45,10 +45,42 @@ __global__ void forward_kernel(float* losses, float* logits, const int32_t* targ
     if (threadIdx.x == 0) losses[blockIdx.x] = -logf(fmaxf(row[targets[blockIdx.x]], 1e-30f));
 }
 
-__global__ void backward_kernel(float* dlogits, const int32_t* targets, float dloss, int V) {
+__global__ void backward_kernel(float* dlogits, const int32_t* targets, float dloss, int V, int vocab_begin) {
     float* row = dlogits + int64_t(blockIdx.x) * V;
-    const int target = targets[blockIdx.x];
+    const int target = targets[blockIdx.x] - vocab_begin;  // outside [0, V): another rank's column
     for (int i = threadIdx.x; i < V; i += blockDim.x) row[i] = row[i] * dloss - (i == target ? dloss : 0.0f);
+}
+
+__global__ void local_max_kernel(float* rowmax, const float* logits, int V, int valid) {
+    __shared__ float shared[32];
+    const float* row = logits + int64_t(blockIdx.x) * V;
+    float m = -INFINITY;
+    for (int i = threadIdx.x; i < valid; i += blockDim.x) m = fmaxf(m, row[i]);
+    m = block_reduce<true>(m, shared);
+    if (threadIdx.x == 0) rowmax[blockIdx.x] = m;
+}
+
+__global__ void local_sums_kernel(float* sums, const float* logits, const float* rowmax, const int32_t* targets,
+                                  int V, int valid, int vocab_begin) {
+    __shared__ float shared[32];
+    const float* row = logits + int64_t(blockIdx.x) * V;
+    const float m = rowmax[blockIdx.x];
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < valid; i += blockDim.x) s += expf(row[i] - m);
+    s = block_reduce<false>(s, shared);
+    if (threadIdx.x == 0) {
+        const int t = targets[blockIdx.x] - vocab_begin;
+        sums[2 * int64_t(blockIdx.x)] = s;
+        sums[2 * int64_t(blockIdx.x) + 1] = t >= 0 && t < valid ? row[t] : 0.0f;
+    }
+}
+
+__global__ void finish_kernel(float* losses, float* logits, const float* rowmax, const float* sums, int V, int valid) {
+    float* row = logits + int64_t(blockIdx.x) * V;
+    const float m = rowmax[blockIdx.x], sum = sums[2 * int64_t(blockIdx.x)];
+    const float inv = 1.0f / sum;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) row[i] = i < valid ? expf(row[i] - m) * inv : 0.0f;
+    if (threadIdx.x == 0) losses[blockIdx.x] = logf(sum) + m - sums[2 * int64_t(blockIdx.x) + 1];
 }
 
 }  // namespace
@@ -59,9 +91,30 @@ void crossentropy_forward(float* losses, float* logits, const int32_t* targets, 
     US_CUDA_CHECK_LAUNCH();
 }
 
-void crossentropy_backward(float* dlogits, const int32_t* targets, float dloss, int N, int V, cudaStream_t s) {
+void crossentropy_backward(float* dlogits, const int32_t* targets, float dloss, int N, int V, int vocab_begin,
+                           cudaStream_t s) {
     if (N == 0) return;
-    backward_kernel<<<N, kThreads, 0, s>>>(dlogits, targets, dloss, V);
+    backward_kernel<<<N, kThreads, 0, s>>>(dlogits, targets, dloss, V, vocab_begin);
+    US_CUDA_CHECK_LAUNCH();
+}
+
+void crossentropy_local_max(float* rowmax, const float* logits, int N, int V, int valid, cudaStream_t s) {
+    if (N == 0) return;
+    local_max_kernel<<<N, kThreads, 0, s>>>(rowmax, logits, V, valid);
+    US_CUDA_CHECK_LAUNCH();
+}
+
+void crossentropy_local_sums(float* sums, const float* logits, const float* rowmax, const int32_t* targets, int N,
+                             int V, int valid, int vocab_begin, cudaStream_t s) {
+    if (N == 0) return;
+    local_sums_kernel<<<N, kThreads, 0, s>>>(sums, logits, rowmax, targets, V, valid, vocab_begin);
+    US_CUDA_CHECK_LAUNCH();
+}
+
+void crossentropy_finish(float* losses, float* logits, const float* rowmax, const float* sums, int N, int V,
+                         int valid, cudaStream_t s) {
+    if (N == 0) return;
+    finish_kernel<<<N, kThreads, 0, s>>>(losses, logits, rowmax, sums, V, valid);
     US_CUDA_CHECK_LAUNCH();
 }
 

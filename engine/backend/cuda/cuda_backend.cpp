@@ -365,21 +365,37 @@ double CudaBackend::sum_squares(Tensor t) { return reduce(t, true); }
 
 // ---- embedding, loss, optimizer
 
-void CudaBackend::embedding_forward(Tensor out, Tensor tokens, Tensor wte, int N, int C) {
-    cuda::embedding_forward(out.data, tokens.i32(), wte.data, wte.dtype, N, C, m_compute);
+void CudaBackend::embedding_forward(Tensor out, Tensor tokens, Tensor wte, int N, int C, int vocab_begin, int V) {
+    cuda::embedding_forward(out.data, tokens.i32(), wte.data, wte.dtype, N, C, vocab_begin, V, m_compute);
 }
 
-void CudaBackend::embedding_backward(Tensor dwte, Tensor dout, Tensor tokens, int N, int C) {
+void CudaBackend::embedding_backward(Tensor dwte, Tensor dout, Tensor tokens, int N, int C, int vocab_begin, int V) {
     const size_t bytes = cuda::embedding_backward_workspace_bytes(N);
-    cuda::embedding_backward(dwte.data, dout.data, tokens.i32(), dwte.dtype, N, C, scratch(bytes), bytes, m_compute);
+    cuda::embedding_backward(dwte.data, dout.data, tokens.i32(), dwte.dtype, N, C, vocab_begin, V, scratch(bytes),
+                             bytes, m_compute);
 }
 
 void CudaBackend::crossentropy_forward(Tensor losses, Tensor logits, Tensor targets, int N, int V) {
     cuda::crossentropy_forward(losses.f32(), logits.f32(), targets.i32(), N, V, m_compute);
 }
 
-void CudaBackend::crossentropy_backward(Tensor dlogits, Tensor targets, float dloss, int N, int V) {
-    cuda::crossentropy_backward(dlogits.f32(), targets.i32(), dloss, N, V, m_compute);
+void CudaBackend::crossentropy_backward(Tensor dlogits, Tensor targets, float dloss, int N, int V, int vocab_begin) {
+    cuda::crossentropy_backward(dlogits.f32(), targets.i32(), dloss, N, V, vocab_begin, m_compute);
+}
+
+void CudaBackend::crossentropy_local_max(Tensor rowmax, Tensor logits, int N, int V, int valid) {
+    cuda::crossentropy_local_max(rowmax.f32(), logits.f32(), N, V, valid, m_compute);
+}
+
+void CudaBackend::crossentropy_local_sums(Tensor sums, Tensor logits, Tensor rowmax, Tensor targets, int N, int V,
+                                          int valid, int vocab_begin) {
+    cuda::crossentropy_local_sums(sums.f32(), logits.f32(), rowmax.f32(), targets.i32(), N, V, valid, vocab_begin,
+                                  m_compute);
+}
+
+void CudaBackend::crossentropy_finish(Tensor losses, Tensor logits, Tensor rowmax, Tensor sums, int N, int V,
+                                      int valid) {
+    cuda::crossentropy_finish(losses.f32(), logits.f32(), rowmax.f32(), sums.f32(), N, V, valid, m_compute);
 }
 
 void CudaBackend::adamw(const AdamWArgs& a) {

@@ -13,11 +13,17 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// Rows of tokens outside [vocab_begin, vocab_begin + V) are zeros: another tensor-parallel rank holds them.
 template <typename T>
-__global__ void gather_kernel(T* out, const int32_t* tokens, const T* wte, int C) {
+__global__ void gather_kernel(T* out, const int32_t* tokens, const T* wte, int C, int vocab_begin, int V) {
     const int n = blockIdx.x;
-    const T* src = wte + int64_t(tokens[n]) * C;
+    const int row = tokens[n] - vocab_begin;
     T* dst = out + int64_t(n) * C;
+    if (row < 0 || row >= V) {
+        for (int i = threadIdx.x; i < C; i += blockDim.x) st(dst + i, 0.0f);
+        return;
+    }
+    const T* src = wte + int64_t(row) * C;
     for (int i = threadIdx.x; i < C; i += blockDim.x) dst[i] = src[i];
 }
 
@@ -26,18 +32,21 @@ __global__ void iota_kernel(int32_t* values, int N) {
 }
 
 // Block i works only when position i starts a run of equal tokens in the sorted order.
+// Tokens outside the rank's vocabulary rows [vocab_begin, vocab_begin + V) are skipped.
 template <typename T>
 __global__ void segment_add_kernel(T* dwte, const T* dout, const int32_t* sorted_tokens, const int32_t* positions,
-                                   int N, int C) {
+                                   int N, int C, int vocab_begin, int V) {
     const int i = blockIdx.x;
     const int32_t token = sorted_tokens[i];
     if (i > 0 && sorted_tokens[i - 1] == token) return;
+    const int row = token - vocab_begin;
+    if (row < 0 || row >= V) return;
     int end = i + 1;
     while (end < N && sorted_tokens[end] == token) ++end;
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
-        T acc = dwte[int64_t(token) * C + c];
+        T acc = dwte[int64_t(row) * C + c];
         for (int j = i; j < end; ++j) st(&acc, ld(&acc) + ld(dout + int64_t(positions[j]) * C + c));
-        dwte[int64_t(token) * C + c] = acc;
+        dwte[int64_t(row) * C + c] = acc;
     }
 }
 
@@ -61,19 +70,21 @@ SortLayout sort_layout(int N) {
 
 }  // namespace
 
-void embedding_forward(void* out, const int32_t* tokens, const void* wte, DType t, int N, int C, cudaStream_t s) {
+void embedding_forward(void* out, const int32_t* tokens, const void* wte, DType t, int N, int C, int vocab_begin,
+                       int V, cudaStream_t s) {
     if (N == 0) return;
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        gather_kernel<<<N, kThreads, 0, s>>>(static_cast<T*>(out), tokens, static_cast<const T*>(wte), C);
+        gather_kernel<<<N, kThreads, 0, s>>>(static_cast<T*>(out), tokens, static_cast<const T*>(wte), C,
+                                             vocab_begin, V);
     });
     US_CUDA_CHECK_LAUNCH();
 }
 
 size_t embedding_backward_workspace_bytes(int N) { return sort_layout(N).total; }
 
-void embedding_backward(void* dwte, const void* dout, const int32_t* tokens, DType t, int N, int C, void* workspace,
-                        size_t workspace_bytes, cudaStream_t s) {
+void embedding_backward(void* dwte, const void* dout, const int32_t* tokens, DType t, int N, int C, int vocab_begin,
+                        int V, void* workspace, size_t workspace_bytes, cudaStream_t s) {
     if (N == 0) return;
     const SortLayout l = sort_layout(N);
     if (workspace_bytes < l.total) cuda_call_failed("embedding_backward workspace", cudaErrorInvalidValue, __FILE__, __LINE__);
@@ -89,7 +100,7 @@ void embedding_backward(void* dwte, const void* dout, const int32_t* tokens, DTy
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         segment_add_kernel<<<N, kThreads, 0, s>>>(static_cast<T*>(dwte), static_cast<const T*>(dout), keys_out,
-                                                  values_out, N, C);
+                                                  values_out, N, C, vocab_begin, V);
     });
     US_CUDA_CHECK_LAUNCH();
 }

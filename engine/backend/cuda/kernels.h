@@ -59,14 +59,23 @@ void causal_softmax_backward(void* dscores, DType dscores_type, const void* prob
 
 // ---- token embedding (embedding.cu). The backward sorts the tokens (stable radix sort, so equal tokens keep
 // their order) and sums each token's rows in ascending position: the CPU backend's order, bitwise.
-void embedding_forward(void* out, const int32_t* tokens, const void* wte, DType t, int N, int C, cudaStream_t s);
+void embedding_forward(void* out, const int32_t* tokens, const void* wte, DType t, int N, int C, int vocab_begin,
+                       int V, cudaStream_t s);
 size_t embedding_backward_workspace_bytes(int N);
-void embedding_backward(void* dwte, const void* dout, const int32_t* tokens, DType t, int N, int C, void* workspace,
-                        size_t workspace_bytes, cudaStream_t s);
+void embedding_backward(void* dwte, const void* dout, const int32_t* tokens, DType t, int N, int C, int vocab_begin,
+                        int V, void* workspace, size_t workspace_bytes, cudaStream_t s);
 
 // ---- softmax cross-entropy over fp32 logits, in place (crossentropy.cu)
 void crossentropy_forward(float* losses, float* logits, const int32_t* targets, int N, int V, cudaStream_t s);
-void crossentropy_backward(float* dlogits, const int32_t* targets, float dloss, int N, int V, cudaStream_t s);
+void crossentropy_backward(float* dlogits, const int32_t* targets, float dloss, int N, int V, int vocab_begin,
+                           cudaStream_t s);
+// The vocabulary-parallel steps (backend.h): per-row max of the valid columns; [sum of exp(z - max), target logit];
+// losses and probabilities.
+void crossentropy_local_max(float* rowmax, const float* logits, int N, int V, int valid, cudaStream_t s);
+void crossentropy_local_sums(float* sums, const float* logits, const float* rowmax, const int32_t* targets, int N,
+                             int V, int valid, int vocab_begin, cudaStream_t s);
+void crossentropy_finish(float* losses, float* logits, const float* rowmax, const float* sums, int N, int V,
+                         int valid, cudaStream_t s);
 
 // ---- AdamW (adamw.cu): the CPU backend's operations in its order; the host computes the scalars as it does.
 struct AdamWLaunch {

@@ -1,0 +1,140 @@
+#include "engine/parallel/tensor_parallel.h"
+
+#include "engine/train/train_state.h"
+#include "profiler/record/zones.h"
+
+namespace us {
+
+TensorParallel::TensorParallel(Communicator& tp_group, bool sequence_parallel, Backend& backend)
+    : m_group(&tp_group), m_sp(sequence_parallel), m_be(&backend) {}
+
+std::vector<int> TensorParallel::piece_counts(int64_t whole) const {
+    US_ASSERT(whole % size() == 0, "{} elements do not split over tp {}", whole, size());
+    return std::vector<int>(size_t(size()), int(whole / size()));
+}
+
+std::vector<int> TensorParallel::piece_displs(int64_t whole) const {
+    std::vector<int> d(static_cast<size_t>(size()));
+    for (int r = 0; r < size(); ++r) d[size_t(r)] = int(whole / size() * r);
+    return d;
+}
+
+// ---- the mappings
+
+void TensorParallel::copy_to_tp_region_backward(Tensor dx) {
+    if (!active()) return;
+    US_PROF_OP_NAME(US_PROF_NAME("copy_to_tp_region (backward: all-reduce)"));
+    m_group->all_reduce(dx);
+}
+
+void TensorParallel::reduce_from_tp_region_forward(Tensor x) {
+    if (!active()) return;
+    US_PROF_OP_NAME(US_PROF_NAME("reduce_from_tp_region (all-reduce)"));
+    m_group->all_reduce(x);
+}
+
+void TensorParallel::gather_from_sp_region_forward(Tensor whole, Tensor rows) {
+    US_ASSERT(rows.numel * size() == whole.numel, "all-gather of {} into {}", rows.numel, whole.numel);
+    US_PROF_OP_NAME(US_PROF_NAME("gather_from_sp_region (all-gather)"));
+    const auto displs = piece_displs(whole.numel);
+    m_be->copy(whole.slice(displs[size_t(rank())], rows.numel), rows);
+    m_group->all_gather(whole, piece_counts(whole.numel), displs);
+}
+
+void TensorParallel::gather_from_sp_region_backward(Tensor drows, Tensor dwhole) {
+    US_ASSERT(drows.numel * size() == dwhole.numel, "reduce-scatter of {} into {}", dwhole.numel, drows.numel);
+    US_PROF_OP_NAME(US_PROF_NAME("gather_from_sp_region (backward: reduce-scatter)"));
+    m_group->reduce_scatter(dwhole, drows, piece_counts(dwhole.numel), piece_displs(dwhole.numel));
+}
+
+void TensorParallel::reduce_scatter_to_sp_region_forward(Tensor rows, Tensor whole) {
+    US_ASSERT(rows.numel * size() == whole.numel, "reduce-scatter of {} into {}", whole.numel, rows.numel);
+    US_PROF_OP_NAME(US_PROF_NAME("reduce_scatter_to_sp_region (reduce-scatter)"));
+    m_group->reduce_scatter(whole, rows, piece_counts(whole.numel), piece_displs(whole.numel));
+}
+
+void TensorParallel::reduce_scatter_to_sp_region_backward(Tensor dwhole, Tensor drows) {
+    US_ASSERT(drows.numel * size() == dwhole.numel, "all-gather of {} into {}", drows.numel, dwhole.numel);
+    US_PROF_OP_NAME(US_PROF_NAME("reduce_scatter_to_sp_region (backward: all-gather)"));
+    const auto displs = piece_displs(dwhole.numel);
+    m_be->copy(dwhole.slice(displs[size_t(rank())], drows.numel), drows);
+    m_group->all_gather(dwhole, piece_counts(dwhole.numel), displs);
+}
+
+// ---- what the model calls
+
+Tensor TensorParallel::column_input_forward(Tensor rows, Tensor whole) {
+    if (!sp()) return rows;  // copy_to_tp_region: the identity forward
+    gather_from_sp_region_forward(whole, rows);
+    return whole;
+}
+
+Tensor TensorParallel::column_input_backward(Tensor dwhole, Tensor drows) {
+    if (!sp()) {
+        copy_to_tp_region_backward(dwhole);
+        return dwhole;
+    }
+    gather_from_sp_region_backward(drows, dwhole);
+    return drows;
+}
+
+void TensorParallel::row_output_forward(Tensor partial, Tensor rows) {
+    if (!sp()) {
+        US_ASSERT(partial.data == rows.data, "reduce_from_tp_region reduces in place");
+        reduce_from_tp_region_forward(partial);
+        return;
+    }
+    reduce_scatter_to_sp_region_forward(rows, partial);
+}
+
+Tensor TensorParallel::row_output_backward(Tensor drows, Tensor dwhole) {
+    if (!sp()) return drows;  // reduce_from_tp_region: the identity backward
+    reduce_scatter_to_sp_region_backward(dwhole, drows);
+    return dwhole;
+}
+
+void TensorParallel::all_reduce_max(Tensor t) {
+    if (!active()) return;
+    US_PROF_OP_NAME(US_PROF_NAME("vocab-parallel softmax: max"));
+    m_group->all_reduce(t, ReduceOp::max);
+}
+
+void TensorParallel::all_reduce_sum(Tensor t) {
+    if (!active()) return;
+    US_PROF_OP_NAME(US_PROF_NAME("vocab-parallel softmax: sum and target logit"));
+    m_group->all_reduce(t);
+}
+
+void TensorParallel::all_reduce_replicated_grads(TrainState& state, const ParamLayout& layout, Backend& backend) {
+    if (!sp()) return;
+    std::vector<Tensor> pieces;
+    int64_t total = 0;
+    for (const ParamTensor& t : layout.tensors()) {
+        if (t.split != TpSplit::replicated) continue;
+        for (const Tensor& piece : state.grad_pieces(t)) {
+            pieces.push_back(piece);
+            total += piece.numel;
+        }
+    }
+    if (total == 0) return;
+    const DType dtype = pieces.front().dtype;
+    Allocation packed = backend.allocator().allocate(size_t(total) * dtype_size(dtype), MemCategory::comm_buffers,
+                                                     "sequence-parallel replicated gradients");
+    const Tensor all = packed.view(dtype, 0, total);
+    int64_t at = 0;
+    for (const Tensor& p : pieces) {
+        backend.copy(all.slice(at, p.numel), p);
+        at += p.numel;
+    }
+    {
+        US_PROF_OP_NAME(US_PROF_NAME("sequence-parallel replicated grads (all-reduce)"));
+        m_group->all_reduce(all);
+    }
+    at = 0;
+    for (const Tensor& p : pieces) {
+        backend.copy(p, all.slice(at, p.numel));
+        at += p.numel;
+    }
+}
+
+}  // namespace us

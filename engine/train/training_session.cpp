@@ -1,0 +1,147 @@
+#include "engine/train/training_session.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <optional>
+
+#include "engine/backend/profiled_backend.h"
+#include "engine/comm/mpi_comm.h"
+#include "engine/core/check.h"
+#include "engine/train/metrics.h"
+#include "engine/train/profiling.h"
+#include "engine/train/trainer.h"
+#include "profiler/record/recorder.h"
+#include "profiler/transport/trace_file.h"
+
+namespace us {
+
+namespace {
+
+// One line per step on a terminal (redrawn in place), every ~5% of the run otherwise.
+class Progress {
+public:
+    Progress(int total, bool quiet) : m_total(total), m_quiet(quiet), m_tty(isatty(fileno(stderr))) {}
+    void update(const StepMetrics& m) {
+        if (m_quiet) return;
+        const int every = std::max(1, m_total / 20);
+        if (!m_tty && m.step % every != 0 && m.step != 1 && m.step != m_total) return;
+        const int width = 24;
+        const int filled = m_total > 0 ? int(double(m.step) / m_total * width) : width;
+        const std::string bar = std::string(size_t(filled), '=') + std::string(size_t(width - filled), ' ');
+        std::fprintf(stderr, "%sstep %*d/%d [%s] loss %.4f | lr %.2e | %6.0f tok/s | %6.1f ms/step | peak %s%s",
+                     m_tty ? "\r" : "", int(std::to_string(m_total).size()), m.step, m_total, bar.c_str(), m.loss,
+                     m.lr, m.tokens_per_s, m.step_ms, format_bytes(m.memory.total_peak).c_str(),
+                     m_tty ? "\033[K" : "\n");
+        std::fflush(stderr);
+    }
+    void finish() {
+        if (m_tty && !m_quiet) std::fprintf(stderr, "\n");
+    }
+
+private:
+    int m_total;
+    bool m_quiet;
+    bool m_tty;
+};
+
+void print_summary(const Trainer& trainer, const std::vector<StepMetrics>& history, double seconds) {
+    const TrainConfig& c = trainer.config();
+    if (history.empty()) return;
+    double tok = 0, ms = 0;
+    int counted = 0;
+    for (size_t i = history.size() > 1 ? 1 : 0; i < history.size(); ++i) {  // step 1 warms caches up
+        tok += history[i].tokens_per_s;
+        ms += history[i].step_ms;
+        ++counted;
+    }
+    MemoryStats peak{};
+    for (const auto& m : history)
+        for (int k = 0; k < kMemCategoryCount; ++k) peak.peak[k] = std::max(peak.peak[k], m.memory.peak[k]);
+    for (const auto& m : history) peak.total_peak = std::max(peak.total_peak, m.memory.total_peak);
+    std::printf("\nTrained %d steps in %.1f s: loss %.4f (step %d) -> %.4f (step %d)\n", int(history.size()),
+                seconds, history.front().loss, history.front().step, history.back().loss, history.back().step);
+    std::printf("Throughput (measured, mean of steps after the first): %.0f tokens/s, %.1f ms/step\n",
+                tok / counted, ms / counted);
+    std::printf("Model: %lld parameters (N = h*v + L*(12h^2 + 13h) + 2h), %s, recompute %s, micro-batch %d x %d "
+                "tokens, %d micro-batch(es) per step\n",
+                (long long)c.model.num_params(), std::string(precision_name(c.precision)).c_str(),
+                std::string(recompute_name(c.recompute)).c_str(), c.batch, c.model.seq, c.grad_accum);
+    std::printf("Peak memory by category (measured by the tracked allocator):\n");
+    for (int k = 0; k < kMemCategoryCount; ++k)
+        if (peak.peak[k]) std::printf("  %-16s %12s\n", std::string(kMemCategoryNames[k]).c_str(),
+                                      format_bytes(peak.peak[k]).c_str());
+    std::printf("  %-16s %12s\n", "total (peak)", format_bytes(peak.total_peak).c_str());
+}
+
+RankInfo rank_info(ProcessGrid& grid) {
+    RankInfo r;
+    r.rank = grid.world_rank();
+    r.world = grid.world_size();
+    r.coords = grid.coords_json();
+    r.grid = grid.degrees_json();
+    r.comm_backend = MpiRuntime::initialized() ? "mpi" : "none";
+    if (MpiRuntime::initialized()) MpiRuntime::estimate_clock_offset(r.clock_offset_ns, r.clock_uncertainty_ns);
+    return r;
+}
+
+}  // namespace
+
+int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
+    const bool lead = grid.world_rank() == 0;  // rank 0 prints, writes metrics and checkpoints
+    if (!lead) cfg.quiet = true;
+    if (MpiRuntime::initialized() && cfg.parallel.comm_progress == "poll") device.set_progress_hook(&MpiRuntime::progress);
+    RankInfo rank = rank_info(grid);
+    // GPU tensors travel over NCCL (or MPI with host staging where NCCL cannot run): the trace says which.
+    if (device.is_async()) rank.comm_backend = grid.use_device_communicators(device);
+    RunProfiler profiler(cfg, device, rank);
+    std::optional<ProfiledBackend> profiled;
+    if (profiler.active()) profiled.emplace(device);
+    Backend& be = profiled ? static_cast<Backend&>(*profiled) : device;
+    Trainer trainer(cfg, be, &grid);
+    // Everything that can be refused has been checked: only now are output files created.
+    std::optional<MetricsWriter> metrics;
+    if (!cfg.metrics_out.empty() && lead) metrics.emplace(cfg.metrics_out);
+    if (!cfg.quiet)
+        std::fprintf(stderr, "ultrascope-train: %lld parameters on %s, %d steps from step %d\n",
+                     (long long)cfg.model.num_params(), device.device_description().c_str(), cfg.steps,
+                     trainer.steps_done());
+    Progress progress(cfg.steps, cfg.quiet);
+    std::vector<StepMetrics> history;
+    const auto t0 = std::chrono::steady_clock::now();
+    while (trainer.steps_done() < cfg.steps) {
+        if (cfg.fault_step == trainer.steps_done() + 1 && cfg.fault_rank == grid.world_rank()) {
+            std::fprintf(stderr, "ultrascope-train: rank %d: killing itself at step %d (--fault-kill-step)\n",
+                         grid.world_rank(), cfg.fault_step);
+            std::fflush(stderr);
+            raise(SIGKILL);
+        }
+        StepMetrics m = trainer.train_step();
+        if (!std::isfinite(m.loss))
+            fail_user("the loss became {} at step {}: lower --lr or use --precision fp32", m.loss, m.step);
+        if (metrics) metrics->write(m);
+        progress.update(m);
+        history.push_back(m);
+    }
+    progress.finish();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!cfg.save.empty()) {
+        trainer.save(cfg.save);
+        if (!cfg.quiet) std::fprintf(stderr, "saved checkpoint %s (step %d)\n", cfg.save.c_str(), trainer.steps_done());
+    }
+    profiler.finish(true);
+    if (profiler.needs_merge()) {
+        grid.world().barrier();  // every part is complete
+        if (lead) prof::merge_trace_parts(profiler.trace_path(), grid.world_size());
+    }
+    if (!cfg.quiet && profiler.active() && !profiler.trace_path().empty())
+        std::fprintf(stderr, "trace written to %s\n", profiler.trace_path().c_str());
+    if (!cfg.quiet) print_summary(trainer, history, seconds);
+    return 0;
+}
+
+}  // namespace us
