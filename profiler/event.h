@@ -74,6 +74,15 @@ inline constexpr std::string_view kOpClassNames[] = {
 
 inline bool is_comm_op(OpClass c) { return c >= OpClass::all_reduce; }
 
+// Process groups of comm spans (SpanRecord::group), as the engine's GroupKind numbers them.
+inline constexpr std::string_view kGroupNames[] = {"world", "dp", "pp", "tp", "cp", "ep", "embedding"};
+inline constexpr int kGroupCount = int(std::size(kGroupNames));
+inline int group_index(std::string_view name) {
+    for (int g = 0; g < kGroupCount; ++g)
+        if (kGroupNames[g] == name) return g;
+    return -1;
+}
+
 enum class EventType : uint8_t { none = 0, span = 1, memory = 2, counter = 3 };
 
 // Every record starts with its EventType byte, so the union's `type` reads it whatever the record is.

@@ -4,6 +4,7 @@
 
 #include "engine/comm/communicator.h"
 #include "engine/core/check.h"
+#include "profiler/event.h"
 
 namespace us {
 
@@ -54,8 +55,8 @@ CommHandle completed_handle() {
 }
 
 const char* group_kind_name(GroupKind g) {
-    static const char* names[] = {"world", "dp", "pp", "tp", "cp", "ep", "embedding"};
-    return names[size_t(g)];
+    static_assert(prof::kGroupCount == int(GroupKind::embedding) + 1, "the trace's group names follow GroupKind");
+    return prof::kGroupNames[size_t(g)].data();  // string literals: null-terminated
 }
 
 std::unique_ptr<Communicator> make_local_communicator(GroupKind kind) { return std::make_unique<LocalCommunicator>(kind); }

@@ -13,23 +13,75 @@ namespace {
 
 int64_t layers_on_stage(const PredictInput& in, int) { return in.layers / std::max(1, in.pp); }
 
-// Per block per micro-batch, docs/memory.md.
+// The shapes of one micro-batch on a rank (the engine's ActivationShape): N token rows, R rows of the residual
+// stream (N/tp under sequence parallelism), Ca = h/tp and F = 4h/tp the rank's share of attention and MLP, Vr its
+// vocabulary rows, heads its attention heads.
+struct RankShape {
+    int64_t N, R, C, Ca, F, Vr, heads, probs;
+    bool sp;
+    int tp;
+};
+RankShape rank_shape(const PredictInput& in) {
+    RankShape r;
+    r.tp = std::max(1, in.tp);
+    r.sp = in.sp && r.tp > 1;
+    r.N = in.micro_batch * in.seq;
+    r.R = r.sp ? r.N / r.tp : r.N;
+    r.C = in.hidden;
+    r.Ca = in.hidden / r.tp;
+    r.F = 4 * in.hidden / r.tp;
+    r.Vr = (in.vocab + r.tp - 1) / r.tp;
+    r.heads = in.heads / r.tp;
+    r.probs = in.micro_batch * r.heads * in.seq * in.seq;
+    return r;
+}
+
+// Per block per micro-batch, docs/memory.md: ln1, residual2, ln2 and output (R,C); qkv (N,3Ca), atty (N,Ca),
+// fch and fch_gelu (N,F); probs (B, heads, s, s); four fp32 LayerNorm statistics of R.
 int64_t block_bytes(const PredictInput& in, int64_t e) {
-    const int64_t N = in.micro_batch * in.seq, C = in.hidden;
-    if (in.recompute == "full") return e * N * C;
-    const int64_t stats = 16 * N;
-    if (in.recompute == "selective") return e * 16 * N * C + stats;
-    return e * (16 * N * C + in.micro_batch * in.heads * in.seq * in.seq) + stats;
+    const RankShape r = rank_shape(in);
+    if (in.recompute == "full") return e * r.R * r.C;
+    const int64_t stats = 16 * r.R;
+    const int64_t tensors = e * (4 * r.R * r.C + 4 * r.N * r.Ca + 2 * r.N * r.F);
+    if (in.recompute == "selective") return tensors + stats;
+    return tensors + e * r.probs + stats;
 }
 
+// Full recomputation's working set: everything of a block but its output, while the block is recomputed.
 int64_t block_working_bytes(const PredictInput& in, int64_t e) {
-    const int64_t N = in.micro_batch * in.seq, C = in.hidden;
-    return e * (15 * N * C + in.micro_batch * in.heads * in.seq * in.seq) + 16 * N;
+    const RankShape r = rank_shape(in);
+    return e * (3 * r.R * r.C + 4 * r.N * r.Ca + 2 * r.N * r.F + r.probs) + 16 * r.R;
 }
 
+// The final norm output and statistics (R rows), fp32 logits of the rank's vocabulary, losses, and under tensor
+// parallelism the vocabulary-parallel softmax statistics (N,3).
 int64_t head_bytes(const PredictInput& in, int64_t e) {
-    const int64_t N = in.micro_batch * in.seq;
-    return e * N * in.hidden + 2 * N * 4 + N * in.vocab * 4 + N * 4;  // final norm output and stats, logits, losses
+    const RankShape r = rank_shape(in);
+    return e * r.R * r.C + 2 * r.R * 4 + r.N * r.Vr * 4 + r.N * 4 + (r.tp > 1 ? 3 * r.N * 4 : 0);
+}
+
+// The textbook's activation bytes per layer (FORMULAS.md, after Korthikanti et al.: 2-byte activations and 1-byte
+// dropout masks, doubled here for fp32 runs).
+int64_t formula_layer_bytes(const PredictInput& in, std::string& text) {
+    const double s = double(in.seq), b = double(in.micro_batch), h = double(in.hidden), a = double(in.heads);
+    const double tp = std::max(1, in.tp), scale = in.bf16 ? 1.0 : 2.0;
+    const double attention = in.recompute == "selective" ? 0.0 : 5.0 * a * s / h;
+    double bytes;
+    if (in.recompute == "full") {
+        bytes = 2 * s * b * h;
+        text = "2sbh (full recomputation: the layer input)";
+    } else if (in.tp > 1 && in.sp) {
+        bytes = s * b * h / tp * (34 + attention);
+        text = in.recompute == "selective" ? "(sbh/tp) 34 (TP + SP, selective)" : "(sbh/tp)(34 + 5as/h) (TP + SP)";
+    } else if (in.tp > 1) {
+        bytes = s * b * h * (10 + 24 / tp + attention / tp);
+        text = in.recompute == "selective" ? "sbh(10 + 24/tp) (TP, selective)" : "sbh(10 + 24/tp + 5as/(h tp)) (TP)";
+    } else {
+        bytes = s * b * h * (34 + attention);
+        text = in.recompute == "selective" ? "34 sbh (selective)" : "sbh(34 + 5as/h)";
+    }
+    if (!in.bf16) text += ", x2 for fp32";
+    return int64_t(bytes * scale);
 }
 
 struct StageMemory {
@@ -40,15 +92,15 @@ struct StageMemory {
 // Walks one stage's actions in order (a stage's memory depends only on the order of its own actions):
 // a forward keeps the micro-batch's tokens, its input (embedding output or received activations), its blocks'
 // saved activations and, on the last virtual stage, the head's; a full backward frees them all; a split one (B)
-// frees the input and the head and keeps the blocks plus 9 (N, h) output gradients per block for W, which frees
-// the rest.
+// frees the input and the head and keeps the blocks plus each block's four weight-GEMM output gradients for W,
+// which frees the rest.
 StageMemory walk_stage_memory(const PredictInput& in, const std::vector<PipeAction>& actions, int64_t e) {
-    const int64_t N = in.micro_batch * in.seq, h = in.hidden;
+    const RankShape r = rank_shape(in);
     const int V = std::max(1, in.pp_chunks), S = std::max(1, in.pp) * V;
     const int64_t layers_per_chunk = in.layers / S;
-    const int64_t kept = 2 * N * 4 + layers_per_chunk * block_bytes(in, e);  // until the backward (or W) is done
-    const int64_t input = e * N * h;
-    const int64_t deferred = layers_per_chunk * 9 * N * h * e;
+    const int64_t kept = 2 * r.N * 4 + layers_per_chunk * block_bytes(in, e);  // until the backward (or W) is done
+    const int64_t input = e * r.R * r.C;
+    const int64_t deferred = layers_per_chunk * (2 * r.N * r.C + r.N * r.F + 3 * r.N * r.Ca) * e;
     StageMemory m;
     int64_t acts = 0, pending = 0;
     for (const PipeAction& a : actions) {
@@ -74,6 +126,35 @@ StageMemory walk_stage_memory(const PredictInput& in, const std::vector<PipeActi
     return m;
 }
 
+// Bytes a rank sends per step in its tensor-parallel group: every collective the engine issues (docs/formulas.md,
+// "Tensor parallelism: what the engine sends"). K = one (N,C) activation in the compute dtype; an all-reduce of K
+// sends 2K(tp-1)/tp, an all-gather or reduce-scatter of a whole K sends K(tp-1)/tp.
+int64_t tp_comm_bytes(const PredictInput& in, int64_t e, int64_t replicated_grad_bytes, bool first, bool last) {
+    const RankShape r = rank_shape(in);
+    if (r.tp == 1) return 0;
+    const double t = r.tp, K = double(r.N * r.C * e), ring = (t - 1) / t;
+    const double AR = 2 * K * ring, AGRS = K * ring;
+    const double blocks = double(layers_on_stage(in, in.stage));
+    // Per block per micro-batch. Forward: two row-parallel outputs (all-reduce; with SP reduce-scatter) and with SP
+    // two LayerNorm outputs gathered. Backward: without SP the two column-parallel inputs' gradients all-reduced;
+    // with SP the two output gradients gathered, the two LayerNorm outputs re-gathered for the weight GEMMs and the
+    // two input gradients reduce-scattered. Full recomputation runs the forward's collectives again.
+    const double forward = r.sp ? 4 * AGRS : 2 * AR;
+    const double backward = (r.sp ? 6 * AGRS : 2 * AR) + (in.recompute == "full" ? forward : 0.0);
+    double per_micro_batch = blocks * (forward + backward);
+    if (first) per_micro_batch += r.sp ? 2 * AGRS : AR;  // embedding: reduce (scatter); with SP its gradient gathered
+    if (last) {
+        // head: with SP the norm output gathered, re-gathered in backward and its gradient reduce-scattered; without
+        // it the gradient all-reduced; the vocabulary-parallel softmax all-reduces N maxima and 2N sums (fp32).
+        per_micro_batch += r.sp ? 3 * AGRS : AR;
+        per_micro_batch += 2 * double(3 * r.N * 4) * ring;
+    }
+    double total = per_micro_batch * double(in.grad_accum);
+    // Sequence parallelism's partial gradients of the replicated parameters, once per step.
+    if (r.sp) total += 2 * double(replicated_grad_bytes) * ring;
+    return int64_t(std::llround(total));
+}
+
 }  // namespace
 
 PredictInput PredictInput::from_config(const nlohmann::json& c) {
@@ -92,6 +173,7 @@ PredictInput PredictInput::from_config(const nlohmann::json& c) {
     in.dp = get("dp", in.dp);
     in.pp = get("pp", in.pp);
     in.tp = get("tp", in.tp);
+    in.sp = get("sp", false);
     in.cp = get("cp", in.cp);
     in.ep = get("ep", in.ep);
     in.zero = get("zero", in.zero);
@@ -110,10 +192,14 @@ int64_t Prediction::memory_total() const {
 Prediction predict(const PredictInput& in) {
     Prediction p;
     const int64_t h = in.hidden, v = in.vocab, L = in.layers;
+    const RankShape r = rank_shape(in);
+    const int64_t tp = r.tp;
     p.params = h * v + L * (12 * h * h + 13 * h) + 2 * h;
     const bool first = in.stage == 0, last = in.stage == in.pp - 1;
     const int64_t Ls = layers_on_stage(in, in.stage);
-    p.params_on_rank = Ls * (12 * h * h + 13 * h) + (first || last ? h * v : 0) + (last ? 2 * h : 0);
+    // N_tp = h*ceil(v/tp) + L*(12h^2/tp + 7h/tp + 6h) + 2h: the block matrices and the column-parallel biases split,
+    // the LayerNorms and row-parallel biases whole, the vocabulary padded to a multiple of tp.
+    p.params_on_rank = Ls * (12 * h * h / tp + 7 * h / tp + 6 * h) + (first || last ? h * r.Vr : 0) + (last ? 2 * h : 0);
     const int64_t n = p.params_on_rank;
     const int64_t e = in.bf16 ? 2 : 4;
     const int64_t dp = in.dp;
@@ -129,10 +215,12 @@ Prediction predict(const PredictInput& in) {
 
     // Activations and temporaries: what a micro-batch holds from its forward to its backward (docs/memory.md),
     // times how many the schedule keeps in flight on this stage, found by walking the stage's own action list.
-    const int64_t N = in.micro_batch * in.seq;
     p.activations_per_layer = block_bytes(in, e);
+    p.activations_per_layer_formula = formula_layer_bytes(in, p.activations_formula);
     const int V = std::max(1, in.pp_chunks);
-    const int64_t scratch = 9 * e * N * h + (last && in.bf16 ? 2 * N * v : 0);  // one backward's temporaries
+    // One backward's activation gradients (docs/memory.md), and with bf16 the head's bf16 copy of dlogits.
+    const int64_t scratch = e * (r.R * r.C + r.N * r.C + 3 * r.N * r.Ca + r.N * r.F) +
+                            (r.sp ? e * (r.N * r.C + r.R * r.C) : 0) + (last && in.bf16 ? 2 * r.N * r.Vr : 0);
     StageMemory held;
     if (in.pp > 1) {
         try {
@@ -157,23 +245,41 @@ Prediction predict(const PredictInput& in) {
     p.memory[size_t(MemCategory::activations)] = acts;
     // A stage after the first writes its input gradient into a buffer of its own, to send it back.
     const bool sends_gradients = in.pp > 1 && (in.stage > 0 || V > 1);
-    p.memory[size_t(MemCategory::temporaries)] = scratch + (sends_gradients ? e * N * h : 0) + held.deferred;
+    p.memory[size_t(MemCategory::temporaries)] = scratch + (sends_gradients ? e * r.R * h : 0) + held.deferred;
     p.memory[size_t(MemCategory::comm_buffers)] = std::nullopt;  // transient buffers: measured, not modelled
     p.memory[size_t(MemCategory::workspace)] = std::nullopt;     // op scratch: measured, not modelled
 
     p.flops_per_token = 6.0 * double(p.params) + 12.0 * double(L * h * in.seq);
     p.tokens_per_step = in.micro_batch * in.grad_accum * in.seq * dp;
 
-    // Communication per rank per step: ring all-reduce moves 2K(dp-1)/dp; ZeRO-1/2 the same in reduce-scatter +
-    // all-gather; ZeRO-3 gathers parameters again for backward: 3K(dp-1)/dp. K = gradient bytes of the stage.
+    // Communication per rank per step (bytes sent, ring algorithms). dp: K gradient bytes of the rank's shard of
+    // the model; ZeRO-0 and 1 all-reduce (or reduce-scatter + all-gather) them once per step, ZeRO-2 reduce-scatters
+    // at every micro-batch, ZeRO-3 also all-gathers the parameters for every forward and backward.
     const double ring = dp > 1 ? double(dp - 1) / double(dp) : 0.0;
     const double K = double(e * n) + (in.bf16 && in.fp32_grad_accum ? 2.0 * double(n) : 0.0);
-    p.dp_comm_bytes = int64_t((in.zero >= 3 ? 3.0 : 2.0) * K * ring);
-    // One (N, h) activation per micro-batch per boundary each way; interleaving multiplies the boundaries.
+    const double m = double(in.grad_accum);
+    const double dp_collectives = in.zero <= 1 ? 2.0 : in.zero == 2 ? m + 1.0 : 3.0 * m;
+    p.comm_bytes[1] = int64_t(dp_collectives * K * ring);
+    // pp: one (R, h) activation per micro-batch per boundary each way; interleaving multiplies the boundaries.
     const int64_t boundaries = (first ? 0 : 1) + (last ? 0 : 1);
-    p.pp_comm_bytes = in.pp > 1 ? 2 * in.grad_accum * boundaries * e * N * h * in.pp_chunks : 0;
+    p.comm_bytes[2] = in.pp > 1 ? in.grad_accum * boundaries * e * r.R * h * in.pp_chunks : 0;
+    // tp: the engine's collectives; the replicated parameters' gradients (LayerNorms, row-parallel biases) that
+    // sequence parallelism all-reduces are 6h per block and 2h for the final norm (a ZeRO shard holds 1/dp).
+    const int64_t grad_e = in.bf16 && !in.fp32_grad_accum ? 2 : 4;
+    const int64_t replicated = (Ls * 6 * h + (last ? 2 * h : 0)) * grad_e / (in.zero >= 1 ? dp : 1);
+    p.comm_bytes[3] = tp_comm_bytes(in, e, replicated, first, last);
+    // The tied embedding's gradient summed between the first and the last stage; the gradient norm's scalar.
+    if (in.pp > 1 && (first || last)) p.comm_bytes[6] = int64_t(h * r.Vr * grad_e / (in.zero >= 1 ? dp : 1));
+    const int64_t world = int64_t(in.dp) * in.pp * tp * in.cp * in.ep;
+    if (world > 1) p.comm_bytes[0] = int64_t(2.0 * 8.0 * double(world - 1) / double(world));
+    p.dp_comm_bytes = p.comm_bytes[1];
+    p.pp_comm_bytes = p.comm_bytes[2];
+    // The textbook (FORMULAS.md): 2 all-reduces of sbh per block in forward and 2 in backward, 2(tp-1)/tp each.
+    p.tp_comm_bytes_formula = tp > 1 ? int64_t(4.0 * double(Ls) * double(in.grad_accum) * double(r.N * h * e) * 2.0 *
+                                               double(tp - 1) / double(tp))
+                                     : 0;
 
-    const double m = double(in.grad_accum), pp = double(in.pp);
+    const double pp = double(in.pp);
     if (in.pp <= 1) {
         p.bubble_theory = 0;
         p.bubble_formula = "no pipeline";
@@ -194,22 +300,33 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
     std::string s;
     s += fmt::format("Model: h {} v {} L {} heads {} seq {}: N = h*v + L*(12h^2 + 13h) + 2h = {} parameters\n",
                      in.hidden, in.vocab, in.layers, in.heads, in.seq, p.params);
-    s += fmt::format("Layout: dp {} pp {} tp {} cp {} ep {}, ZeRO-{}, {}, micro-batch {} x {} tokens, {} "
+    s += fmt::format("Layout: dp {} pp {} tp {}{} cp {} ep {}, ZeRO-{}, {}, micro-batch {} x {} tokens, {} "
                      "micro-batches per step, recompute {}\n",
-                     in.dp, in.pp, in.tp, in.cp, in.ep, in.zero, in.bf16 ? "bf16 mixed precision" : "fp32",
-                     in.micro_batch, in.seq, in.grad_accum, in.recompute);
-    if (in.pp > 1) s += fmt::format("Pipeline stage {} of {} ({} schedule): {} parameters on the rank\n", in.stage, in.pp, in.pp_schedule, p.params_on_rank);
+                     in.dp, in.pp, in.tp, in.sp && in.tp > 1 ? " (sequence parallel)" : "", in.cp, in.ep, in.zero,
+                     in.bf16 ? "bf16 mixed precision" : "fp32", in.micro_batch, in.seq, in.grad_accum, in.recompute);
+    if (in.pp > 1) s += fmt::format("Pipeline stage {} of {} ({} schedule)\n", in.stage, in.pp, in.pp_schedule);
+    if (in.pp > 1 || in.tp > 1)
+        s += fmt::format("Parameters on the rank: {}{}\n", p.params_on_rank,
+                         in.tp > 1 ? " (N_tp = h*ceil(v/tp) + L*(12h^2/tp + 7h/tp + 6h) + 2h, over its stage's layers)" : "");
     s += "\nMemory per rank (predicted):\n";
     for (int c = 0; c < kMemCategoryCount; ++c)
         s += fmt::format("  {:<16} {:>12}\n", kMemCategoryNames[c],
                          p.memory[size_t(c)] ? format_bytes(*p.memory[size_t(c)]) : std::string("not modelled"));
     s += fmt::format("  {:<16} {:>12}\n", "total", format_bytes(p.memory_total()));
-    s += fmt::format("  activations per block per micro-batch: {} ({} micro-batch(es) in flight)\n",
-                     format_bytes(p.activations_per_layer), p.micro_batches_in_flight);
+    s += fmt::format("  activations per block per micro-batch: {} ({} micro-batch(es) in flight); the textbook's "
+                     "{} (formula: {})\n",
+                     format_bytes(p.activations_per_layer), p.micro_batches_in_flight,
+                     format_bytes(p.activations_per_layer_formula), p.activations_formula);
     s += fmt::format("\nCompute: {:.1f} MFLOP per token (6N + 12*L*h*s), {} tokens per step, {:.2f} TFLOP per step\n",
                      p.flops_per_token / 1e6, p.tokens_per_step, p.flops_per_token * double(p.tokens_per_step) / 1e12);
-    s += fmt::format("Communication per rank per step (predicted, ring): data parallel {}, pipeline {}\n",
-                     format_bytes(p.dp_comm_bytes), format_bytes(p.pp_comm_bytes));
+    s += fmt::format("Communication sent per rank per step (predicted, ring algorithms): data parallel {}, pipeline {}, "
+                     "tensor parallel {}\n",
+                     format_bytes(p.comm_bytes[1]), format_bytes(p.comm_bytes[2]), format_bytes(p.comm_bytes[3]));
+    if (in.tp > 1)
+        s += fmt::format("  tensor parallel by the textbook (4 all-reduces of s*b*h per block per micro-batch): {}; "
+                         "the engine adds the embedding, the head, the vocabulary-parallel loss{}\n",
+                         format_bytes(p.tp_comm_bytes_formula),
+                         in.sp ? ", the re-gathered LayerNorm outputs and the replicated gradients" : "");
     s += fmt::format("Pipeline bubble (predicted): {:.3f} = {}", p.bubble_theory, p.bubble_formula);
     if (in.pp > 1) s += fmt::format("; {:.3f} on this stage by simulating the schedule", p.bubble_simulated);
     s += "\n";
@@ -220,8 +337,14 @@ nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
     nlohmann::json mem = nlohmann::json::object();
     for (int c = 0; c < kMemCategoryCount; ++c)
         mem[std::string(kMemCategoryNames[c])] = p.memory[size_t(c)] ? nlohmann::json(*p.memory[size_t(c)]) : nlohmann::json();
+    nlohmann::json comm = nlohmann::json::object();
+    for (int g = 0; g < kGroupCount; ++g) comm[std::string(kGroupNames[g])] = p.comm_bytes[size_t(g)];
     return {{"params", p.params},
             {"params_on_rank", p.params_on_rank},
+            {"comm_bytes_per_step", comm},
+            {"tp_comm_bytes_per_step_formula", p.tp_comm_bytes_formula},
+            {"activations_per_layer_formula_bytes", p.activations_per_layer_formula},
+            {"activations_per_layer_formula", p.activations_formula},
             {"memory_bytes", mem},
             {"memory_total_bytes", p.memory_total()},
             {"activations_per_layer_bytes", p.activations_per_layer},

@@ -1,7 +1,9 @@
-// What FORMULAS.md predicts for a configuration, computed without running anything: parameters, bytes per memory
-// category per rank, FLOPs per token, communication volume per step, and the pipeline bubble. The activation
-// prediction is the engine's own per-layer breakdown (docs/memory.md), re-derived here from the formula and
-// checked against the engine's table by a test, so the two can never drift apart silently.
+// What a configuration costs, computed without running anything: parameters, bytes per memory category per rank,
+// FLOPs per token, communication per step per process group, and the pipeline bubble (docs/formulas.md). Two
+// kinds of figure: *predicted* is the engine's exact walk (its per-layer activation breakdown, the collectives it
+// issues), re-derived here and checked against the engine by tests, so the two cannot drift apart silently;
+// *formula* is the textbook figure (the Ultra-Scale Playbook, Korthikanti et al.) for the same configuration, shown
+// beside it.
 #pragma once
 
 #include <array>
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "engine/core/memory_category.h"
+#include "profiler/event.h"
 
 namespace us::prof {
 
@@ -25,6 +28,7 @@ struct PredictInput {
     std::string recompute = "none";  // none | selective | full
     // parallel
     int dp = 1, pp = 1, tp = 1, cp = 1, ep = 1;
+    bool sp = false;  // sequence parallelism inside the tp group
     int zero = 0;
     std::string pp_schedule = "1f1b";
     int pp_chunks = 1;
@@ -37,16 +41,26 @@ struct PredictInput {
 
 struct Prediction {
     int64_t params = 0;             // N = h*v + L*(12h^2 + 13h) + 2h
-    int64_t params_on_rank = 0;     // this stage's parameters (the last stage adds its copy of the embedding)
+    int64_t params_on_rank = 0;     // this rank's: its stage's layers, its tp shard of them, the embedding's
+                                    // vocabulary rows on the first and last stage (the last stage's tied copy)
     // Bytes per category on the rank; nullopt where the formulas do not model a category (op workspace).
     std::array<std::optional<int64_t>, kMemCategoryCount> memory{};
     int64_t activations_per_layer = 0;   // bytes per block per micro-batch (docs/memory.md)
+    int64_t activations_per_layer_formula = 0;  // the textbook's (Korthikanti et al.: bf16 with dropout masks,
+                                                // doubled for fp32 runs) for the same tp, sp and recompute
+    std::string activations_formula;            // which one, as text
     int micro_batches_in_flight = 1;     // on this stage at the activation peak
     double flops_per_token = 0;          // 6N + 12*L*h*s (training: forward and backward)
     int64_t tokens_per_step = 0;
-    // Communication per rank per step, bytes (ring algorithms).
-    int64_t dp_comm_bytes = 0;   // gradients (all-reduce, or reduce-scatter + all-gather under ZeRO)
-    int64_t pp_comm_bytes = 0;   // activations and their gradients between stages
+    // Communication per rank per step: bytes the rank sends, by process group (kGroupNames order), for ring
+    // algorithms (an all-reduce of K bytes sends 2K(n-1)/n, an all-gather or reduce-scatter of a whole of K bytes
+    // K(n-1)/n; pipeline sends what they carry). tp and pp are the engine's exact walk (every collective it
+    // issues); dp follows the ZeRO formulas over the gradient bytes (ZeRO-3's prefetch and the tied embedding's
+    // second gather are not modelled), world is the gradient norm's scalar.
+    std::array<int64_t, kGroupCount> comm_bytes{};
+    int64_t dp_comm_bytes = 0;   // comm_bytes of dp
+    int64_t pp_comm_bytes = 0;   // comm_bytes of pp
+    int64_t tp_comm_bytes_formula = 0;  // the textbook: 4 all-reduces of s*b*h per block per micro-batch
     double bubble_theory = 0;    // (pp - 1) / m, (pp - 1) / (v m) interleaved, about a third of 1F1B for ZB-H1
     std::string bubble_formula;
     double bubble_simulated = 0;  // this stage's bubble when the schedule runs on an idealised machine

@@ -26,6 +26,25 @@ int64_t device_reserved_peak(const TraceStore& store, const RankTrace& rt) {
     return int64_t(peak);
 }
 
+// The groups a rank's communication is reported for: the grid's dp, pp and tp always, others when they moved or
+// were predicted to move bytes.
+std::vector<int> reported_groups(const RankReport& r) {
+    std::vector<int> groups;
+    for (int g = 0; g < kGroupCount; ++g) {
+        const std::string_view name = kGroupNames[g];
+        if (name == "dp" || name == "pp" || name == "tp" || r.steady.group_bytes[size_t(g)] > 0 ||
+            r.predicted.comm_bytes[size_t(g)] > 0)
+            groups.push_back(g);
+    }
+    return groups;
+}
+
+// Bytes per steady step.
+double per_step(const RankReport& r, double total) {
+    const size_t steps = steady_steps(r.steps).size();
+    return steps > 0 ? total / double(steps) : 0.0;
+}
+
 std::string rank_status(const RankTrace& rt) {
     if (rt.lost) return "lost: " + rt.lost_reason;
     if (!rt.ended) return "incomplete: no end of stream (still running, or stopped without finishing)";
@@ -62,6 +81,7 @@ Report build_report(const TraceStore& store) {
         rr.memory = analyze_memory(rt);
         PredictInput in = rep.predict_input;
         in.stage = coord(rr.coords, "pp");
+        in.tp = std::max(1, in.tp);
         rr.predicted = predict(in);
         rr.peak_gflops = rt.metadata.value("device_peak_gflops", 0.0);
         rr.dropped_events = rt.dropped_events;
@@ -154,6 +174,23 @@ std::string format_report(const Report& rep) {
     }
     if (!traced.empty())
         s += fmt::format("  compute and communication of rank(s) {} are the GPU's kernels as CUPTI timed them\n", traced);
+    s += "\nCommunication per steady step by group: bytes sent (measured from the collectives / predicted), time "
+         "outstanding, exposed (no compute under it)\n";
+    for (const auto& r : rep.ranks) {
+        std::string line;
+        for (int g : reported_groups(r)) {
+            const double measured = per_step(r, r.steady.group_bytes[size_t(g)]);
+            if (measured == 0 && r.predicted.comm_bytes[size_t(g)] == 0) continue;
+            line += fmt::format("  {} {} / {}, {:.1f} / {:.1f} ms exposed;", kGroupNames[g], format_bytes(int64_t(measured)),
+                                format_bytes(r.predicted.comm_bytes[size_t(g)]),
+                                1e3 * per_step(r, r.steady.group_comm_s[size_t(g)]),
+                                1e3 * per_step(r, r.steady.group_exposed_s[size_t(g)]));
+        }
+        s += fmt::format("  {:<22}{}\n", r.label, line.empty() ? "  none" : line);
+    }
+    if (rep.predict_input.tp > 1)
+        s += "  tensor-parallel collectives block the compute thread: nothing overlaps them, all of their time is on "
+             "the critical path\n";
     for (const auto& r : rep.ranks) {
         s += fmt::format("\nMemory of {} (peak measured / predicted; phase at the peak; step 1 / steady):\n", r.label);
         for (int k = 0; k < kMemCategoryCount; ++k) {
@@ -202,7 +239,20 @@ nlohmann::json report_json(const Report& rep) {
                              {"idle_s", b.idle_s}, {"overlap_pct", b.overlap_pct}, {"bubble_fraction", b.bubble_fraction},
                              {"micro_batches_in_flight", b.micro_batches_in_flight}});
         const auto& b = r.steady;
+        nlohmann::json comm_bytes = nlohmann::json::object(), comm_predicted = nlohmann::json::object(),
+                       comm_time = nlohmann::json::object(), comm_exposed = nlohmann::json::object();
+        for (int g : reported_groups(r)) {
+            const std::string name(kGroupNames[g]);
+            comm_bytes[name] = per_step(r, b.group_bytes[size_t(g)]);
+            comm_predicted[name] = r.predicted.comm_bytes[size_t(g)];
+            comm_time[name] = b.group_comm_s[size_t(g)];
+            comm_exposed[name] = b.group_exposed_s[size_t(g)];
+        }
         ranks.push_back({{"rank", r.rank},
+                         {"comm_bytes", comm_bytes},
+                         {"comm_bytes_predicted", comm_predicted},
+                         {"comm_by_group_s", comm_time},
+                         {"comm_exposed_by_group_s", comm_exposed},
                          {"label", r.label},
                          {"coords", r.coords},
                          {"status", r.status},

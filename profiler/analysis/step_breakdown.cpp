@@ -24,7 +24,35 @@ SetOf set_of(const Span& s, Lane lane, bool device_truth) {
     return SetOf::none;
 }
 
+// The size of each process group of a rank, from its metadata's grid degrees.
+std::array<int, kGroupCount> group_sizes(const TraceStore& store, const RankTrace& rt) {
+    std::array<int, kGroupCount> n{};
+    n.fill(1);
+    const nlohmann::json grid = rt.metadata.value("grid", nlohmann::json::object());
+    for (int g = 1; g < kGroupCount; ++g) {
+        const std::string name(kGroupNames[g]);
+        if (grid.contains(name) && grid[name].is_number_integer()) n[size_t(g)] = grid[name].get<int>();
+    }
+    n[0] = std::max(1, store.world_size());
+    n[size_t(group_index("embedding"))] = n[size_t(group_index("pp"))] > 1 ? 2 : 1;
+    return n;
+}
+
 }  // namespace
+
+double bytes_sent(OpClass op, double bytes, int n) {
+    if (n <= 1 && op != OpClass::send) return 0.0;
+    const double ring = double(n - 1) / double(n);
+    switch (op) {
+        case OpClass::all_reduce: return 2.0 * bytes * ring;
+        case OpClass::all_gather:
+        case OpClass::reduce_scatter:
+        case OpClass::broadcast:
+        case OpClass::all_to_all: return bytes * ring;
+        case OpClass::send: return bytes;
+        default: return 0.0;
+    }
+}
 
 std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
     std::vector<StepBreakdown> out;
@@ -42,8 +70,10 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
         }
     std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.begin < b.begin; });
     const bool device_truth = rt->has_device_spans();
+    const std::array<int, kGroupCount> sizes = group_sizes(store, *rt);
     for (StepBreakdown& b : out) {
         std::vector<Interval> compute, comm, p2p;
+        std::array<std::vector<Interval>, kGroupCount> by_group;
         int64_t first_op = b.end, last_op = b.begin;
         for (int lane = 0; lane < int(Lane::count); ++lane) {
             const LaneTrack& track = rt->lanes[lane];
@@ -54,6 +84,14 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
             for (; it != spans.end() && it->begin < b.end; ++it) {
                 if (it->end <= b.begin) continue;
                 if (it->kind == SpanKind::op) b.flops += int64_t(it->flops);  // the engine's ops carry the FLOPs
+                // Collectives by group, from the engine's comm spans (they carry group and buffer size; the GPU's
+                // NCCL kernels on device_comm do not): bytes of those that began in the step, their time.
+                const bool engine_comm = it->kind == SpanKind::comm && (lane == int(Lane::comm) || lane == int(Lane::p2p));
+                if (engine_comm && it->group < kGroupCount) {
+                    if (it->begin >= b.begin)
+                        b.group_bytes[it->group] += bytes_sent(it->op, double(it->bytes), sizes[it->group]);
+                    if (lane == int(Lane::comm)) by_group[it->group].emplace_back(it->begin, it->end);
+                }
                 switch (set_of(*it, Lane(lane), device_truth)) {
                     case SetOf::compute:
                         compute.emplace_back(it->begin, it->end);
@@ -80,6 +118,13 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
         b.exposed_s = double(m - overlap) / 1e9;
         b.idle_s = double(b.end - b.begin - cm) / 1e9;
         b.overlap_pct = m > 0 ? 100.0 * double(overlap) / double(m) : 0.0;
+        for (int g = 0; g < kGroupCount; ++g) {
+            if (by_group[size_t(g)].empty()) continue;
+            const auto Mg = union_of(by_group[size_t(g)], b.begin, b.end);
+            const int64_t mg = total_length(Mg);
+            b.group_comm_s[size_t(g)] = double(mg) / 1e9;
+            b.group_exposed_s[size_t(g)] = double(mg - intersection_length(C, Mg)) / 1e9;
+        }
         if (last_op > first_op) {
             const int64_t in_window = total_length(union_of(compute, first_op, last_op));
             b.bubble_s = double(last_op - first_op - in_window) / 1e9;
@@ -156,6 +201,11 @@ StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps) {
         t.flops += s.flops;
         t.micro_batches_in_flight = std::max(t.micro_batches_in_flight, s.micro_batches_in_flight);
         t.stage_bubble_fraction += s.stage_bubble_fraction * s.compute_s;  // weighted; divided below
+        for (size_t g = 0; g < size_t(kGroupCount); ++g) {
+            t.group_comm_s[g] += s.group_comm_s[g];
+            t.group_exposed_s[g] += s.group_exposed_s[g];
+            t.group_bytes[g] += s.group_bytes[g];
+        }
     }
     t.stage_bubble_fraction = t.compute_s > 0 ? t.stage_bubble_fraction / t.compute_s : 0.0;
     t.overlap_pct = t.comm_s > 0 ? 100.0 * t.overlapped_s / t.comm_s : 0.0;

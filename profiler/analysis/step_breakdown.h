@@ -7,11 +7,15 @@
 // step, as a fraction of its op time (the ideal time), which is what (pp - 1) / m predicts. "First and last" are
 // the pipeline's (over all its stages: apply_pipeline_windows), so that a late-starting stage's wait for the
 // warm-up counts, as in the theory; stage_bubble_fraction uses the stage's own first and last op.
+// Per process group (dp, tp, pp ...): the time its collectives were outstanding, the part of it no compute
+// covered (exposed: tensor-parallel collectives block the compute thread, so they are all exposed), and the bytes
+// the rank sent for them (ring algorithms, from each collective's buffer size and the group's size).
 // On a GPU traced by CUPTI the sets come from what the GPU executed (the device lanes): C is the union of kernels,
 // memcpy and memset, M of NCCL kernels (send/recv ones are the pipeline's transfers: p2p_s); the engine's op spans
 // there only mark launches. FLOPs always come from the engine's op spans (kernels carry none).
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "profiler/analysis/intervals.h"
@@ -39,7 +43,14 @@ struct StepBreakdown {
     int64_t first_op = 0, last_op = 0;        // ns
     std::vector<Interval> compute_set;        // C, for the pipeline windows
     int micro_batches_in_flight = 0;          // most forwards whose backward (or W) had not finished
+    // By process group (kGroupNames): |M_g|, |M_g \ C|, and bytes sent by the collectives that began in the step.
+    std::array<double, kGroupCount> group_comm_s{}, group_exposed_s{}, group_bytes{};
 };
+
+// Bytes a rank sends for one collective of `bytes` (its span's buffer: the whole for all-gather and
+// reduce-scatter) in a group of n ranks, by the ring algorithms: all-reduce 2(n-1)/n, all-gather, reduce-scatter,
+// broadcast and all-to-all (n-1)/n, a send what it carries, a receive nothing.
+double bytes_sent(OpClass op, double bytes, int n);
 
 // Re-measures bubble_s / bubble_fraction of pipeline stages over the pipeline's window: per data-parallel replica
 // and step, from the earliest first op to the latest last op of its stages. steps[r] are rank r's steps;

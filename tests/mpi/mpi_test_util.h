@@ -5,6 +5,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,64 @@ inline std::vector<double> losses_across_resume(const TrainConfig& c, const std:
     const std::vector<double> rest = train_losses(t, c.steps);
     losses.insert(losses.end(), rest.begin(), rest.end());
     return losses;
+}
+
+using TensorMap = std::map<std::string, std::vector<float>>;
+
+// Every tensor of the rank's layout as it holds it (its shard under tensor parallelism), fp32.
+inline TensorMap export_weights(Trainer& t) {
+    TensorMap out;
+    for (const ParamTensor& p : t.layout().tensors()) {
+        std::vector<float> v(size_t(p.numel));
+        t.state().export_tensor(p, StateSlot::weights, v.data());
+        out[p.name] = std::move(v);
+    }
+    return out;
+}
+
+// The L2 distance between a rank's tensors (`shards`, laid out as `layout`) and the same shards cut from a single
+// rank's whole tensors, relative to the L2 norm of the latter.
+inline double l2_relative(const ParamLayout& layout, const TensorMap& shards, const TensorMap& whole) {
+    double diff = 0, norm = 0;
+    std::vector<float> want;
+    for (const ParamTensor& t : layout.tensors()) {
+        want.resize(size_t(t.numel));
+        take_shard(t, layout.tp(), whole.at(t.name).data(), want.data());
+        const std::vector<float>& got = shards.at(t.name);
+        for (size_t i = 0; i < want.size(); ++i) {
+            diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+            norm += double(want[i]) * want[i];
+        }
+    }
+    return std::sqrt(diff / norm);
+}
+
+// bf16 runs: any change in the order of bf16 roundings (a bf16 all-reduce of partial sums where one rank rounds
+// once after its GEMM) perturbs the trajectory by about as much as bf16 rounding itself does. That noise level is
+// measured as the distance between the single-rank bf16 and fp32 runs; a parallel bf16 run must stay within 1.5x
+// of it from the single-rank bf16 run (a missing reduction, e.g. sequence parallelism's LayerNorm gradients, gives
+// 3x), and its losses within 1e-4 relative (rounding moves them by about 3e-5, that bug by 5e-4).
+struct Bf16Trajectories {
+    std::vector<double> losses;  // the parallel run's
+    TensorMap weights;           // the parallel run's shards
+    std::vector<double> single_losses;
+    TensorMap single_bf16, single_fp32;  // whole tensors
+};
+inline void check_bf16_trajectory(const ParamLayout& layout, const Bf16Trajectories& r) {
+    const double parallel = l2_relative(layout, r.weights, r.single_bf16);
+    double d = 0, n = 0;  // the noise level: single-rank fp32 against single-rank bf16, whole tensors
+    for (const auto& [name, w16] : r.single_bf16) {
+        const std::vector<float>& w32 = r.single_fp32.at(name);
+        for (size_t i = 0; i < w16.size(); ++i) {
+            d += (double(w32[i]) - w16[i]) * (double(w32[i]) - w16[i]);
+            n += double(w16[i]) * w16[i];
+        }
+    }
+    const double noise = std::sqrt(d / n);
+    INFO("L2 distance from the single-rank bf16 run: " << parallel << "; bf16 against fp32 on one rank: " << noise);
+    CHECK(parallel < 1.5 * noise);
+    REQUIRE(r.losses.size() == r.single_losses.size());
+    for (size_t s = 0; s < r.losses.size(); ++s) CHECK(r.losses[s] == Approx(r.single_losses[s]).epsilon(1e-4));
 }
 
 }  // namespace us::test

@@ -1,6 +1,6 @@
 // The host-staging communicator (the GPU fallback where NCCL cannot run, and the GPU path of pipeline transfers),
-// exercised on the CPU backend: every group of the grid wrapped in it, data parallelism with ZeRO-0..3 and a
-// pipeline must still reproduce one rank. Its copies are memcpys here; on a GPU they are the device transfers.
+// exercised on the CPU backend: every group of the grid wrapped in it, data parallelism with ZeRO-0..3, a
+// pipeline and tensor parallelism (with and without sequence parallelism) must still reproduce one rank. Its copies are memcpys here; on a GPU they are the device transfers.
 #include "engine/comm/staged_comm.h"
 #include "mpi_test_util.h"
 
@@ -26,7 +26,7 @@ void check(const ParallelConfig& p) {
         ++wrapped;
         return std::make_unique<StagedCommunicator>(std::move(g), be);
     });
-    CHECK(wrapped == 3);
+    CHECK(wrapped == 4);  // dp, pp, tp, embedding
     Trainer staged(c, be, &grid);
     const std::vector<double> got = train_losses(staged, c.steps);
     CpuBackend one(1);
@@ -52,4 +52,14 @@ TEST_CASE("host staging: dp 2 x pp 2 with tagged pipeline transfers reproduces o
     ParallelConfig p;
     p.dp = 2, p.pp = 2, p.pp_schedule = "1f1b";
     check(p);
+}
+
+TEST_CASE("host staging: tp 2, with and without sequence parallelism, reproduces one rank", "[mpi][tp2]") {
+    REQUIRE(MpiRuntime::world_size() == 2);
+    for (bool sp : {false, true}) {
+        ParallelConfig p;
+        p.tp = 2, p.sp = sp;
+        INFO("sp " << sp);
+        check(p);
+    }
 }

@@ -224,15 +224,18 @@ TEST_CASE("throughput and MFU from step times, the model's FLOPs per token, and 
 TEST_CASE("predicted activations equal the engine's own per-layer table", "[cpu][analysis][memory]") {
     for (auto [B, T, C, NH] : std::vector<std::tuple<int, int, int, int>>{{2, 16, 32, 4}, {8, 128, 256, 4}, {1, 1024, 768, 12}})
         for (const char* mode : {"none", "selective", "full"})
-            for (bool bf16 : {false, true}) {
+            for (bool bf16 : {false, true})
+            for (auto [tp, sp] : std::vector<std::pair<int, bool>>{{1, false}, {2, false}, {2, true}, {4, true}}) {
                 PredictInput in;
                 in.micro_batch = B, in.seq = T, in.hidden = C, in.heads = NH, in.layers = 3, in.vocab = 256;
                 in.recompute = mode;
                 in.bf16 = bf16;
+                in.tp = tp, in.sp = sp;
                 ActivationShape s;
-                s.B = B, s.T = T, s.C = C, s.NH = NH, s.V = 256, s.dtype = bf16 ? DType::bf16 : DType::f32;
+                s.B = B, s.T = T, s.C = C, s.NH = NH, s.V = (256 + tp - 1) / tp, s.dtype = bf16 ? DType::bf16 : DType::f32;
+                s.tp = tp, s.sp = sp;
                 const Recompute r = parse_recompute(mode);
-                INFO(mode << (bf16 ? " bf16" : " fp32") << " B " << B << " T " << T);
+                INFO(mode << (bf16 ? " bf16" : " fp32") << " B " << B << " T " << T << " tp " << tp << " sp " << sp);
                 const Prediction p = predict(in);
                 CHECK(p.activations_per_layer == block_saved_bytes(s, r));
                 const int64_t base = 2 * s.N() * 4 + embedding_saved_bytes(s) + 3 * block_saved_bytes(s, r);
@@ -315,4 +318,40 @@ TEST_CASE("Chrome export: a thread per GPU stream on the device lanes, named aft
     CHECK(spans_per_thread[401] == 1);
     CHECK(spans_per_thread[502] == 1);
     CHECK(thread_names.count(4) == 0);  // no row for an empty lane
+}
+
+TEST_CASE("the tp activation prediction has the textbook's shape: tp divides the attention and MLP part, sp all of it",
+          "[cpu][analysis][memory][tp]") {
+    // The engine keeps no dropout masks and fuses nothing away, so its constants differ from Korthikanti et al.'s
+    // (docs/memory.md); the structure must not: per layer, sbh(a + b/tp) without SP and (sbh/tp)(a + b) with it.
+    PredictInput in;
+    in.micro_batch = 4, in.seq = 64, in.hidden = 128, in.heads = 8, in.layers = 2, in.recompute = "selective";
+    const int64_t N = 4 * 64, h = 128, e = 4;
+    auto per_layer = [&](int tp, bool sp) {
+        in.tp = tp, in.sp = sp;
+        return predict(in).activations_per_layer;
+    };
+    // selective, fp32: stats 16R plus e*(4R*h + 12N*h/tp) -> no SP: (4 + 12/tp) sbh e + 16N
+    CHECK(per_layer(1, false) == e * 16 * N * h + 16 * N);
+    CHECK(per_layer(2, false) == e * (4 + 6) * N * h + 16 * N);
+    CHECK(per_layer(4, false) == e * (4 + 3) * N * h + 16 * N);
+    CHECK(per_layer(4, true) == (e * 16 * N * h + 16 * N) / 4);
+    // The textbook figure beside it, for the same settings (bf16 with dropout masks, doubled for fp32).
+    in.tp = 4, in.sp = false;
+    CHECK(predict(in).activations_per_layer_formula == int64_t(2.0 * double(N * h) * (10 + 24.0 / 4)));
+    in.sp = true;
+    CHECK(predict(in).activations_per_layer_formula == int64_t(2.0 * double(N * h) / 4 * 34));
+}
+
+TEST_CASE("parameters per rank under tensor parallelism follow N_tp, the vocabulary padded", "[cpu][analysis][tp]") {
+    PredictInput in;
+    in.hidden = 96, in.heads = 3, in.layers = 4, in.vocab = 256;
+    const int64_t h = 96, L = 4;
+    for (int tp : {1, 2, 3}) {
+        in.tp = tp;
+        const int64_t vocab_rows = (256 + tp - 1) / tp;  // 256, 128, 86 (two rows of padding at tp 3)
+        INFO("tp " << tp);
+        CHECK(predict(in).params_on_rank == h * vocab_rows + L * (12 * h * h / tp + 7 * h / tp + 6 * h) + 2 * h);
+    }
+    CHECK(predict(in).params == h * 256 + L * (12 * h * h + 13 * h) + 2 * h);  // the model's N does not change
 }

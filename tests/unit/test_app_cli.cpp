@@ -159,3 +159,40 @@ TEST_CASE("ultrascope run starts as many ranks as the layout needs, a pipeline r
     // the loss comes from the last stage and is the same on every rank's counters
     CHECK(j["ranks"][0]["micro_batches_in_flight"].get<int>() == j["ranks"][0]["micro_batches_in_flight_predicted"].get<int>());
 }
+
+TEST_CASE("bad tensor-parallel layouts are refused before launch, with what to change", "[cpu][app][errors][tp]") {
+    struct Case {
+        std::string flags, message;
+    };
+    for (const Case& c : {Case{"--tp 3", "--heads 4 cannot be split over --tp 3"},
+                          Case{"--sp", "--sp (sequence parallelism) works inside a tensor-parallel group"},
+                          Case{"--tp 2 --sp --seq 31", "--seq 31 cannot be split over --tp 2 for --sp"},
+                          Case{"-n 3 --tp 2", "needs 2 ranks but 3 were started"}}) {
+        const ProcessResult r = run_process(ultrascope() + " run --preset tiny " + c.flags + " --data " + data_file());
+        INFO(c.flags << "\n" << r.output);
+        CHECK(r.exit_code != 0);
+        CHECK(r.output.find(c.message) != std::string::npos);
+    }
+}
+
+TEST_CASE("ultrascope run with tp 2 and sp: tp collectives in the trace, comm bytes per group in the report",
+          "[cpu][app][tp]") {
+    const std::string trace = temp_path("tp2.ustrace");
+    fs::remove(trace);
+    const ProcessResult r = run_process(ultrascope() + " run --tp 2 --sp --preset tiny --steps 3 --trace " + trace +
+                                        " --data " + data_file());
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("2 rank(s)") != std::string::npos);
+    const ProcessResult rep = run_process(ultrascope() + " report " + trace + " --json");
+    REQUIRE(rep.exit_code == 0);
+    const auto j = nlohmann::json::parse(rep.output);
+    REQUIRE(j["ranks"].size() == 2);
+    for (const auto& rank : j["ranks"]) {
+        const double measured = rank["comm_bytes"]["tp"].get<double>();
+        const double predicted = rank["comm_bytes_predicted"]["tp"].get<double>();
+        CHECK(measured > 0);
+        CHECK(measured == Approx(predicted).epsilon(1e-9));  // every tp collective of the engine, counted exactly
+        CHECK(rank["comm_exposed_by_group_s"]["tp"].get<double>() > 0);
+    }
+}
