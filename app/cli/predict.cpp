@@ -1,4 +1,4 @@
-// `ultrascope predict [flags]`: FORMULAS.md's memory per category, FLOPs per token, communication per step and
+// `ultrascope predict [flags]`: docs/formulas.md's memory per category, FLOPs per token, communication per step and
 // the bubble for a configuration, without running anything. Takes the same model and parallel flags (and
 // presets and config files) as ultrascope-train.
 #include <CLI/CLI.hpp>

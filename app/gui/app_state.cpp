@@ -33,6 +33,7 @@ std::vector<std::string> LaunchSettings::train_args() const {
         add("--pp-chunks", pp_chunks);
     }
     if (tp > 1) add("--tp", tp);
+    if (sp) a.push_back("--sp");
     if (cp > 1) add("--cp", cp);
     if (ep > 1) add("--ep", ep);
     add("--zero", zero);
@@ -75,6 +76,10 @@ AppState::AppState(const GuiOptions& options) : m_options(options) {
             settings.overlap = false;
             continue;
         }
+        if (k == "--sp") {
+            settings.sp = true;
+            continue;
+        }
         const bool is_switch = k == "--fp32-grad-accum" || k == "--quiet";
         if (is_switch || i + 1 >= args.size() || k.rfind("--", 0) != 0) {
             settings.extra_args.push_back(k);
@@ -86,6 +91,7 @@ AppState::AppState(const GuiOptions& options) : m_options(options) {
         else if (k == "--steps") settings.steps = as_int();
         else if (k == "--dp") settings.dp = as_int();
         else if (k == "--pp") settings.pp = as_int();
+        else if (k == "--tp") settings.tp = as_int();
         else if (k == "--zero") settings.zero = as_int();
         else if (k == "--grad-accum") settings.grad_accum = as_int();
         else if (k == "--batch") settings.batch = as_int();

@@ -30,6 +30,7 @@ struct LaunchSettings {
     int layers = 0, hidden = 0, heads = 0, seq = 0, batch = 0, steps = 0;
     int grad_accum = 1;
     int dp = 2, pp = 1, tp = 1, cp = 1, ep = 1;
+    bool sp = false;  // sequence parallelism (with tp > 1)
     int zero = 0;
     std::string pp_schedule = "1f1b";
     int pp_chunks = 1;

@@ -30,8 +30,25 @@ ImU32 phase_color(prof::Phase phase, float alpha) {
     }
 }
 
+ImU32 tp_comm_color() { return IM_COL32(250, 110, 60, 255); }
+
+ImU32 folded_color(ImU32 c) {
+    // 60% of the first folded span's colour over a grey: the lane keeps its hue (tp comm stays orange when zoomed
+    // out), and the box still reads as "several spans".
+    auto mix = [&](int shift) { return ImU32((((c >> shift) & 0xffu) * 6 + 125 * 4) / 10) << shift; };
+    return mix(IM_COL32_R_SHIFT) | mix(IM_COL32_G_SHIFT) | mix(IM_COL32_B_SHIFT) | (0xffu << IM_COL32_A_SHIFT);
+}
+
 ImU32 op_color(const prof::Span& s) {
     using prof::OpClass;
+    if (s.kind == prof::SpanKind::comm && s.group == uint8_t(prof::group_index("tp"))) {
+        // Tensor-parallel collectives in their own warm hue (they sit on the critical path), shaded by collective.
+        switch (s.op) {
+            case OpClass::all_gather: return IM_COL32(250, 170, 80, 255);
+            case OpClass::reduce_scatter: return IM_COL32(225, 75, 70, 255);
+            default: return tp_comm_color();
+        }
+    }
     if (s.kind == prof::SpanKind::comm) {
         switch (s.op) {
             case OpClass::all_reduce: return IM_COL32(190, 110, 230, 255);

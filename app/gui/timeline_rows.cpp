@@ -59,7 +59,7 @@ void LaneRow::draw(TimelineContext& ctx, float y) {
         const float x0 = ctx.x0 + it.x0, x1 = ctx.x0 + std::max(it.x1, it.x0 + 1.0f);
         const float ya = y + float(it.row) * ctx.row_h, yb = ya + ctx.row_h - 1;
         const prof::Span& s = *it.span;
-        ImU32 color = it.folded > 1 ? IM_COL32(120, 125, 140, 255) : op_color(s);
+        ImU32 color = it.folded > 1 ? folded_color(op_color(s)) : op_color(s);
         if (pipeline && s.kind == prof::SpanKind::phase && s.micro_batch >= 0 && it.folded <= 1)
             color = micro_batch_color(s.micro_batch, s.phase);
         ctx.dl->AddRectFilled(ImVec2(x0, ya), ImVec2(x1, yb), color);

@@ -104,6 +104,17 @@ void draw_settings(AppState& app) {
     int_field("chunks per rank", s.pp_chunks, 1, 16, "virtual stages per rank (interleaved); layers must divide by pp x chunks");
     ImGui::EndDisabled();
     ImGui::EndDisabled();
+    int_field("tp", s.tp, 1, 64,
+              "tensor-parallel ranks: each block's attention heads and MLP split over tp ranks (Megatron),\n"
+              "with an all-reduce per branch in forward and in backward on the critical path; heads must divide by tp");
+    ImGui::SameLine();
+    ImGui::BeginDisabled(s.tp == 1);
+    ImGui::Checkbox("SP", &s.sp);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("sequence parallelism: LayerNorms and residuals on seq/tp positions per rank; all-gather\n"
+                          "before and reduce-scatter after the tensor-parallel layers; activations / tp");
+    ImGui::EndDisabled();
+    if (s.tp == 1) s.sp = false;
     ImGui::SetNextItemWidth(110);
     ImGui::SliderFloat("bucket MiB", &s.bucket_mb, 0.25f, 32.0f, "%.2f", ImGuiSliderFlags_Logarithmic);
     ImGui::Checkbox("overlap gradient all-reduce", &s.overlap);
@@ -125,10 +136,16 @@ void draw_settings(AppState& app) {
             const prof::Prediction p = prof::predict(prof::PredictInput::from_config(s.resolve().to_json()));
             prediction = fmt::format("predicted per rank: {} (peak), {:.1f} MFLOP/token", format_bytes(p.memory_total()),
                                      p.flops_per_token / 1e6);
+            prediction += fmt::format("\nactivations per layer {} (textbook {})", format_bytes(p.activations_per_layer),
+                                      format_bytes(p.activations_per_layer_formula));
+            if (s.tp > 1)
+                prediction += fmt::format("\n{} parameters per rank; tp sends {} per step (critical path)",
+                                          p.params_on_rank, format_bytes(p.comm_bytes[size_t(prof::group_index("tp"))]));
         }
     }
     if (problem.empty()) {
-        ImGui::TextColored(ImVec4(0.45f, 0.85f, 0.5f, 1), "ok: %d rank(s)", s.ranks());
+        ImGui::TextColored(ImVec4(0.45f, 0.85f, 0.5f, 1), "ok: %d rank(s) = dp %d x pp %d x tp %d", s.ranks(), s.dp,
+                           s.pp, s.tp);
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", prediction.c_str());
     } else {
         ImGui::PushTextWrapPos(0);

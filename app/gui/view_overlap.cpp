@@ -1,6 +1,7 @@
 // Overlap and utilization: per rank, a bar of its steady-step time split into compute alone, communication hidden
 // behind compute, exposed communication and idle; the same figures in a table with the pipeline bubble against its
-// theory; the rank losing the most time highlighted.
+// theory; the rank losing the most time highlighted; and communication by process group (dp, tp, pp ...): bytes
+// measured against predicted, time, and how much of it is exposed (tensor parallelism's is all of it).
 #include <fmt/format.h>
 #include <imgui.h>
 
@@ -18,6 +19,51 @@ constexpr ImU32 kCompute = IM_COL32(90, 150, 240, 255);
 constexpr ImU32 kOverlapped = IM_COL32(120, 200, 140, 255);
 constexpr ImU32 kExposed = IM_COL32(235, 120, 70, 255);
 constexpr ImU32 kIdle = IM_COL32(200, 60, 60, 255);
+}  // namespace
+
+namespace {
+
+// Per rank and group, over the steady steps: bytes sent per step (measured from the collectives in the trace /
+// predicted by the engine's walk), time with a collective outstanding, the exposed part of it.
+void draw_group_table(const prof::Report& rep) {
+    ImGui::Spacing();
+    ImGui::TextUnformatted("communication by group (per steady step)");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("bytes: what the rank sends for the group's collectives (ring algorithms), measured from the\n"
+                          "collectives in the trace / predicted from the engine's own walk (docs/formulas.md).\n"
+                          "exposed: time a collective of the group was outstanding with no compute under it.");
+    if (!ImGui::BeginTable("groups", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchProp))
+        return;
+    for (const char* h : {"rank", "group", "sent (measured)", "sent (predicted)", "time", "exposed"}) ImGui::TableSetupColumn(h);
+    ImGui::TableHeadersRow();
+    for (const auto& r : rep.ranks) {
+        const double steps = double(std::max<size_t>(1, prof::steady_steps(r.steps).size()));
+        for (int g = 0; g < prof::kGroupCount; ++g) {
+            const double bytes = r.steady.group_bytes[size_t(g)] / steps;
+            if (bytes == 0 && r.predicted.comm_bytes[size_t(g)] == 0) continue;
+            const double time = r.steady.group_comm_s[size_t(g)] / steps, exposed = r.steady.group_exposed_s[size_t(g)] / steps;
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::Text("%d", r.rank);
+            ImGui::TableNextColumn();
+            const bool tp = prof::kGroupNames[g] == "tp";
+            if (tp) ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.35f, 1), "tp");
+            else ImGui::Text("%s", std::string(prof::kGroupNames[g]).c_str());
+            if (tp && ImGui::IsItemHovered())
+                ImGui::SetTooltip("tensor-parallel collectives block the compute thread: all of their time is exposed");
+            ImGui::TableNextColumn();
+            ImGui::Text("%s", format_bytes(int64_t(bytes)).c_str());
+            ImGui::TableNextColumn();
+            ImGui::Text("%s", format_bytes(r.predicted.comm_bytes[size_t(g)]).c_str());
+            ImGui::TableNextColumn();
+            ImGui::Text("%.2f ms", 1e3 * time);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.2f ms (%.0f%%)", 1e3 * exposed, time > 0 ? 100 * exposed / time : 0.0);
+        }
+    }
+    ImGui::EndTable();
+}
+
 }  // namespace
 
 void draw_overlap_view(AppState& app) {
@@ -103,11 +149,13 @@ void draw_overlap_view(AppState& app) {
             ImGui::TableNextColumn();
             ImGui::Text("%.1f%%", 100 * b.idle);
             ImGui::TableNextColumn();
-            ImGui::Text("%.2f (%.2f)", b.bubble_fraction, b.bubble_theory);
+            if (app.report().predict_input.pp > 1) ImGui::Text("%.2f (%.2f)", b.bubble_fraction, b.bubble_theory);
+            else ImGui::TextUnformatted("-");  // no pipeline: idle inside the step is exposed comm or waiting
         }
         ImGui::EndTable();
     }
     ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "overlap = comm hidden / all comm; bubble: measured (predicted)");
+    draw_group_table(app.report());
 }
 
 }  // namespace us::gui

@@ -46,8 +46,12 @@ void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t f
         ImGui::Text("step %d, %s%s", s.step, std::string(prof::kPhaseNames[size_t(s.phase)]).c_str(),
                     s.micro_batch >= 0 ? fmt::format(", micro-batch {}", s.micro_batch).c_str() : "");
         if (s.layer >= 0) ImGui::Text("layer %d", s.layer);
+        if (s.kind == prof::SpanKind::comm && s.group < prof::kGroupCount)
+            ImGui::Text("group %s", std::string(prof::kGroupNames[s.group]).c_str());
         if (s.bytes) ImGui::Text("%s", format_bytes(int64_t(s.bytes)).c_str());
-        if (s.flops) ImGui::Text("%.3g GFLOP, %.1f GFLOP/s", double(s.flops) / 1e9, double(s.flops) / double(std::max<int64_t>(1, s.end - s.begin)));
+        if (s.flops)
+            ImGui::Text("%.3g GFLOP, %.1f GFLOP/s (derived: formula FLOPs over the measured duration)",
+                        double(s.flops) / 1e9, double(s.flops) / double(std::max<int64_t>(1, s.end - s.begin)));
         if (s.peer >= 0) ImGui::Text("peer rank %d", s.peer);
     }
     ImGui::EndTooltip();
@@ -91,6 +95,14 @@ void draw_timeline_view(AppState& app) {
     ImGui::SameLine();
     legend_item(IM_COL32(190, 110, 230, 255), "comm");
     ImGui::SameLine();
+    if (rep.predict_input.tp > 1) {
+        legend_item(tp_comm_color(), "tp comm (critical path)");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("tensor-parallel collectives: all-reduce (reduce_from_tp_region, copy_to_tp_region's "
+                              "backward);\nwith sequence parallelism all-gather (lighter) and reduce-scatter (darker).\n"
+                              "The compute thread waits for each of them: none is hidden behind compute.");
+        ImGui::SameLine();
+    }
     legend_item(kIdleColor | 0xff000000u, rep.predict_input.pp > 1 ? "idle (bubble)" : "idle");
     if (!store || store->rank_count() == 0) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");

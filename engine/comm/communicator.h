@@ -58,12 +58,14 @@ public:
     virtual CommHandle iall_to_all(Tensor send, Tensor recv) = 0;
     virtual CommHandle ibarrier() = 0;
 
-    // ---- blocking forms
-    void all_reduce(Tensor buf, ReduceOp op = ReduceOp::sum) { iall_reduce(buf, op)->wait(); }
-    void reduce_scatter(Tensor send, Tensor recv, const std::vector<int>& counts, const std::vector<int>& displs) {
+    // ---- blocking forms. An implementation may run them on the calling thread (MPI does, when nothing else of the
+    // group is in flight: it saves the progress thread's hand-off on the critical path).
+    virtual void all_reduce(Tensor buf, ReduceOp op = ReduceOp::sum) { iall_reduce(buf, op)->wait(); }
+    virtual void reduce_scatter(Tensor send, Tensor recv, const std::vector<int>& counts,
+                                const std::vector<int>& displs) {
         ireduce_scatter(send, recv, counts, displs)->wait();
     }
-    void all_gather(Tensor buf, const std::vector<int>& counts, const std::vector<int>& displs) {
+    virtual void all_gather(Tensor buf, const std::vector<int>& counts, const std::vector<int>& displs) {
         iall_gather(buf, counts, displs)->wait();
     }
     void broadcast(Tensor buf, int root) { ibroadcast(buf, root)->wait(); }

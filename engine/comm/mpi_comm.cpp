@@ -73,6 +73,7 @@ struct Op final : CommRequest {
     int16_t peer = -1;
     const char* what = "";
     prof::RecordContext context;
+    std::shared_ptr<std::atomic<int>> group_pending;  // the communicator's count of ops in flight
     int64_t submit_ticks = 0;
     std::chrono::steady_clock::time_point submitted;
     bool test() override;
@@ -154,6 +155,7 @@ private:
                               op.bytes, op.peer, op.group);
             ctx = saved;
         }
+        if (op.group_pending) op.group_pending->fetch_sub(1, std::memory_order_acq_rel);
         {
             std::lock_guard lock(m_mutex);
             op.done.store(true, std::memory_order_release);
@@ -242,6 +244,7 @@ void Op::wait() { engine().wait(*this); }
 
 MPI_Op g_bf16_sum = MPI_OP_NULL;
 bool g_initialized = false;
+bool g_thread_multiple = false;  // MPI may be called from the compute thread while the progress thread runs
 
 class MpiCommunicator final : public Communicator {
 public:
@@ -350,6 +353,32 @@ public:
         op->start = [=](MPI_Request* r) { return MPI_Ibarrier(c, r); };
         return submit(op);
     }
+    // Blocking collectives run on the calling thread when the group has nothing in flight (the tensor-parallel
+    // group's, on the critical path by nature): no hand-off to the progress thread and back.
+    void all_reduce(Tensor buf, ReduceOp how) override {
+        if (!direct() || m_size == 1 || buf.numel == 0) return Communicator::all_reduce(buf, how);
+        const MPI_Op op = how == ReduceOp::max ? MPI_MAX : reduce_op(buf.dtype);
+        run_direct(prof::OpClass::all_reduce, "all_reduce", buf.bytes(), [&] {
+            return MPI_Allreduce(MPI_IN_PLACE, buf.data, int(buf.numel), mpi_type(buf.dtype), op, m_comm);
+        });
+    }
+    void reduce_scatter(Tensor send, Tensor recv, const std::vector<int>& counts,
+                        const std::vector<int>& displs) override {
+        if (!direct() || m_size == 1) return Communicator::reduce_scatter(send, recv, counts, displs);
+        for (int r = 1; r < m_size; ++r)
+            US_ASSERT(displs[size_t(r)] == displs[size_t(r - 1)] + counts[size_t(r - 1)], "pieces must be contiguous");
+        const void* src = send.slice(displs[0], 0).data;
+        run_direct(prof::OpClass::reduce_scatter, "reduce_scatter", send.bytes(), [&] {
+            return MPI_Reduce_scatter(src, recv.data, counts.data(), mpi_type(send.dtype), reduce_op(send.dtype), m_comm);
+        });
+    }
+    void all_gather(Tensor buf, const std::vector<int>& counts, const std::vector<int>& displs) override {
+        if (!direct() || m_size == 1) return Communicator::all_gather(buf, counts, displs);
+        run_direct(prof::OpClass::all_gather, "all_gather", buf.bytes(), [&] {
+            return MPI_Allgatherv(MPI_IN_PLACE, 0, mpi_type(buf.dtype), buf.data, counts.data(), displs.data(),
+                                  mpi_type(buf.dtype), m_comm);
+        });
+    }
     double all_reduce_sum(double v) override { return scalar(v, MPI_SUM); }
     double all_reduce_max(double v) override { return scalar(v, MPI_MAX); }
     void all_gather_bytes(const void* send, size_t bytes, void* recv) override {
@@ -367,8 +396,30 @@ public:
 private:
     MPI_Op reduce_op(DType t) const { return t == DType::bf16 ? g_bf16_sum : MPI_SUM; }
 
+    // Collectives of one communicator must start in the same order on every rank: a blocking one may bypass the
+    // progress thread only when none of the group's is queued or running.
+    bool direct() const {
+        return (g_thread_multiple || !engine().threaded()) && m_pending->load(std::memory_order_acquire) == 0;
+    }
+    // The call, with the same records as the queued path: a comm span, and the caller's wait on the compute lane.
+    template <typename Call>
+    void run_direct(prof::OpClass cls, const char* verb, uint64_t bytes, Call&& call) {
+        const bool record = prof::enabled();
+        const int64_t t0 = record ? prof::read_ticks() : 0;
+        US_MPI_CHECK(call());
+        if (!record) return;
+        const int64_t t1 = prof::read_ticks();
+        const uint32_t caller = prof::context().op_name;
+        prof::record_span(prof::Lane::comm, prof::SpanKind::comm, cls,
+                          caller != UINT32_MAX ? caller : prof::string_id(prof_name(verb)), t0, t1, 0, bytes, -1,
+                          uint8_t(m_kind));
+        prof::record_span(prof::Lane::compute, prof::SpanKind::wait, cls, US_PROF_NAME("wait for communication"), t0,
+                          t1, 0, bytes, -1, uint8_t(m_kind));
+    }
+
     std::shared_ptr<Op> make(prof::OpClass cls, const char* verb, uint64_t bytes) {
         auto op = std::make_shared<Op>();
+        op->group_pending = m_pending;
         op->op = cls;
         op->group = uint8_t(m_kind);
         op->bytes = bytes;
@@ -382,6 +433,7 @@ private:
     static const char* intern_name(const std::string& s);
 
     CommHandle submit(const std::shared_ptr<Op>& op) {
+        m_pending->fetch_add(1, std::memory_order_acq_rel);
         engine().submit(op);
         return op;
     }
@@ -398,6 +450,7 @@ private:
 
     MPI_Comm m_comm;
     GroupKind m_kind;
+    std::shared_ptr<std::atomic<int>> m_pending = std::make_shared<std::atomic<int>>(0);
     int m_rank = 0, m_size = 1;
     std::vector<int> m_world_ranks;
 };
@@ -417,6 +470,7 @@ void MpiRuntime::init(int* argc, char*** argv, const std::string& progress) {
     if (g_initialized) return;
     int provided = 0;
     US_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+    g_thread_multiple = provided >= MPI_THREAD_MULTIPLE;
     if (provided < MPI_THREAD_SERIALIZED)
         abort(3, "this MPI does not support calls from a progress thread (MPI_THREAD_SERIALIZED); use --comm-progress poll");
     US_MPI_CHECK(MPI_Op_create(&bf16_sum, 1, &g_bf16_sum));

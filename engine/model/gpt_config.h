@@ -12,7 +12,7 @@ namespace us {
 
 struct GPTConfig {
     int vocab = 256;   // V
-    int hidden = 256;  // C (h in FORMULAS.md)
+    int hidden = 256;  // C (h in docs/formulas.md)
     int layers = 4;    // L
     int heads = 4;     // NH
     int seq = 128;     // T

@@ -6,6 +6,7 @@
 
 #include "engine/core/allocator.h"
 #include "engine/parallel/pipeline_schedule.h"
+#include "profiler/analysis/step_breakdown.h"
 
 namespace us::prof {
 
@@ -60,7 +61,7 @@ int64_t head_bytes(const PredictInput& in, int64_t e) {
     return e * r.R * r.C + 2 * r.R * 4 + r.N * r.Vr * 4 + r.N * 4 + (r.tp > 1 ? 3 * r.N * 4 : 0);
 }
 
-// The textbook's activation bytes per layer (FORMULAS.md, after Korthikanti et al.: 2-byte activations and 1-byte
+// The textbook's activation bytes per layer (docs/formulas.md, after Korthikanti et al.: 2-byte activations and 1-byte
 // dropout masks, doubled here for fp32 runs).
 int64_t formula_layer_bytes(const PredictInput& in, std::string& text) {
     const double s = double(in.seq), b = double(in.micro_batch), h = double(in.hidden), a = double(in.heads);
@@ -126,33 +127,40 @@ StageMemory walk_stage_memory(const PredictInput& in, const std::vector<PipeActi
     return m;
 }
 
-// Bytes a rank sends per step in its tensor-parallel group: every collective the engine issues (docs/formulas.md,
-// "Tensor parallelism: what the engine sends"). K = one (N,C) activation in the compute dtype; an all-reduce of K
-// sends 2K(tp-1)/tp, an all-gather or reduce-scatter of a whole K sends K(tp-1)/tp.
-int64_t tp_comm_bytes(const PredictInput& in, int64_t e, int64_t replicated_grad_bytes, bool first, bool last) {
+// Every collective a rank issues per step in its tensor-parallel group (docs/formulas.md, "Tensor parallelism: what
+// the engine sends"). K = one (N,C) activation in the compute dtype.
+std::vector<PredictedCollective> tp_collectives(const PredictInput& in, int64_t e, int64_t replicated_grad_bytes,
+                                                bool first, bool last) {
     const RankShape r = rank_shape(in);
-    if (r.tp == 1) return 0;
-    const double t = r.tp, K = double(r.N * r.C * e), ring = (t - 1) / t;
-    const double AR = 2 * K * ring, AGRS = K * ring;
-    const double blocks = double(layers_on_stage(in, in.stage));
-    // Per block per micro-batch. Forward: two row-parallel outputs (all-reduce; with SP reduce-scatter) and with SP
-    // two LayerNorm outputs gathered. Backward: without SP the two column-parallel inputs' gradients all-reduced;
-    // with SP the two output gradients gathered, the two LayerNorm outputs re-gathered for the weight GEMMs and the
-    // two input gradients reduce-scattered. Full recomputation runs the forward's collectives again.
-    const double forward = r.sp ? 4 * AGRS : 2 * AR;
-    const double backward = (r.sp ? 6 * AGRS : 2 * AR) + (in.recompute == "full" ? forward : 0.0);
-    double per_micro_batch = blocks * (forward + backward);
-    if (first) per_micro_batch += r.sp ? 2 * AGRS : AR;  // embedding: reduce (scatter); with SP its gradient gathered
-    if (last) {
-        // head: with SP the norm output gathered, re-gathered in backward and its gradient reduce-scattered; without
-        // it the gradient all-reduced; the vocabulary-parallel softmax all-reduces N maxima and 2N sums (fp32).
-        per_micro_batch += r.sp ? 3 * AGRS : AR;
-        per_micro_batch += 2 * double(3 * r.N * 4) * ring;
+    std::vector<PredictedCollective> out;
+    if (r.tp == 1) return out;
+    const int64_t K = r.N * r.C * e, m = in.grad_accum, blocks = layers_on_stage(in, in.stage);
+    const int64_t recompute = in.recompute == "full" ? 2 : 1;  // full recomputation runs the forward's again
+    auto add = [&](std::string what, OpClass op, int64_t bytes, int64_t count) {
+        if (count > 0) out.push_back({std::move(what), op, bytes, count});
+    };
+    using O = OpClass;
+    if (!r.sp) {
+        add("blocks: reduce_from_tp_region (attention and MLP outputs)", O::all_reduce, K, 2 * blocks * m * recompute);
+        add("blocks: copy_to_tp_region backward (LayerNorm output gradients)", O::all_reduce, K, 2 * blocks * m);
+        add("embedding: reduce_from_tp_region", O::all_reduce, K, first ? m : 0);
+        add("head: copy_to_tp_region backward", O::all_reduce, K, last ? m : 0);
+    } else {
+        add("blocks: gather_from_sp_region (LayerNorm outputs)", O::all_gather, K, 2 * blocks * m * recompute);
+        add("blocks: reduce_scatter_to_sp_region (attention and MLP outputs)", O::reduce_scatter, K,
+            2 * blocks * m * recompute);
+        add("blocks: reduce_scatter_to_sp_region backward (output gradients)", O::all_gather, K, 2 * blocks * m);
+        add("blocks: LayerNorm outputs re-gathered for the weight gradients", O::all_gather, K, 2 * blocks * m);
+        add("blocks: gather_from_sp_region backward (input gradients)", O::reduce_scatter, K, 2 * blocks * m);
+        add("embedding: reduce_scatter_to_sp_region", O::reduce_scatter, K, first ? m : 0);
+        add("embedding: its output gradient gathered", O::all_gather, K, first ? m : 0);
+        add("head: final norm output gathered, and again in backward", O::all_gather, K, last ? 2 * m : 0);
+        add("head: gather_from_sp_region backward", O::reduce_scatter, K, last ? m : 0);
+        add("replicated parameters' gradients (once per step)", O::all_reduce, replicated_grad_bytes, 1);
     }
-    double total = per_micro_batch * double(in.grad_accum);
-    // Sequence parallelism's partial gradients of the replicated parameters, once per step.
-    if (r.sp) total += 2 * double(replicated_grad_bytes) * ring;
-    return int64_t(std::llround(total));
+    add("vocab-parallel cross-entropy: max", O::all_reduce, r.N * 4, last ? m : 0);
+    add("vocab-parallel cross-entropy: sum and target logit", O::all_reduce, 2 * r.N * 4, last ? m : 0);
+    return out;
 }
 
 }  // namespace
@@ -204,7 +212,7 @@ Prediction predict(const PredictInput& in) {
     const int64_t e = in.bf16 ? 2 : 4;
     const int64_t dp = in.dp;
 
-    // Weights, gradients, optimizer state (FORMULAS.md; ZeRO shards by dp).
+    // Weights, gradients, optimizer state (docs/formulas.md; ZeRO shards by dp).
     auto sharded = [&](int64_t bytes_per_param, bool shard) { return shard ? bytes_per_param * n / dp : bytes_per_param * n; };
     p.memory[size_t(MemCategory::params)] = sharded(e, in.zero >= 3);
     int64_t grads = sharded(e, in.zero >= 2);
@@ -267,14 +275,17 @@ Prediction predict(const PredictInput& in) {
     // sequence parallelism all-reduces are 6h per block and 2h for the final norm (a ZeRO shard holds 1/dp).
     const int64_t grad_e = in.bf16 && !in.fp32_grad_accum ? 2 : 4;
     const int64_t replicated = (Ls * 6 * h + (last ? 2 * h : 0)) * grad_e / (in.zero >= 1 ? dp : 1);
-    p.comm_bytes[3] = tp_comm_bytes(in, e, replicated, first, last);
+    p.tp_collectives = tp_collectives(in, e, replicated, first, last);
+    double tp_sent = 0;
+    for (const PredictedCollective& c : p.tp_collectives) tp_sent += double(c.count) * bytes_sent(c.op, double(c.bytes), int(tp));
+    p.comm_bytes[3] = int64_t(std::llround(tp_sent));
     // The tied embedding's gradient summed between the first and the last stage; the gradient norm's scalar.
     if (in.pp > 1 && (first || last)) p.comm_bytes[6] = int64_t(h * r.Vr * grad_e / (in.zero >= 1 ? dp : 1));
     const int64_t world = int64_t(in.dp) * in.pp * tp * in.cp * in.ep;
     if (world > 1) p.comm_bytes[0] = int64_t(2.0 * 8.0 * double(world - 1) / double(world));
     p.dp_comm_bytes = p.comm_bytes[1];
     p.pp_comm_bytes = p.comm_bytes[2];
-    // The textbook (FORMULAS.md): 2 all-reduces of sbh per block in forward and 2 in backward, 2(tp-1)/tp each.
+    // The textbook (docs/formulas.md): 2 all-reduces of sbh per block in forward and 2 in backward, 2(tp-1)/tp each.
     p.tp_comm_bytes_formula = tp > 1 ? int64_t(4.0 * double(Ls) * double(in.grad_accum) * double(r.N * h * e) * 2.0 *
                                                double(tp - 1) / double(tp))
                                      : 0;
@@ -339,9 +350,14 @@ nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
         mem[std::string(kMemCategoryNames[c])] = p.memory[size_t(c)] ? nlohmann::json(*p.memory[size_t(c)]) : nlohmann::json();
     nlohmann::json comm = nlohmann::json::object();
     for (int g = 0; g < kGroupCount; ++g) comm[std::string(kGroupNames[g])] = p.comm_bytes[size_t(g)];
+    nlohmann::json tp = nlohmann::json::array();
+    for (const PredictedCollective& c : p.tp_collectives)
+        tp.push_back({{"what", c.what}, {"op", std::string(kOpClassNames[size_t(c.op)])}, {"bytes", c.bytes},
+                      {"count", c.count}});
     return {{"params", p.params},
             {"params_on_rank", p.params_on_rank},
             {"comm_bytes_per_step", comm},
+            {"tp_collectives_per_step", tp},
             {"tp_comm_bytes_per_step_formula", p.tp_comm_bytes_formula},
             {"activations_per_layer_formula_bytes", p.activations_per_layer_formula},
             {"activations_per_layer_formula", p.activations_formula},

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/core/memory_category.h"
 #include "profiler/event.h"
@@ -39,6 +40,15 @@ struct PredictInput {
     static PredictInput from_config(const nlohmann::json& config);
 };
 
+// One kind of collective the engine issues, per step on a rank: its op, its buffer (the whole for all-gather and
+// reduce-scatter) and how many times it runs.
+struct PredictedCollective {
+    std::string what;
+    OpClass op = OpClass::all_reduce;
+    int64_t bytes = 0;
+    int64_t count = 0;
+};
+
 struct Prediction {
     int64_t params = 0;             // N = h*v + L*(12h^2 + 13h) + 2h
     int64_t params_on_rank = 0;     // this rank's: its stage's layers, its tp shard of them, the embedding's
@@ -61,6 +71,7 @@ struct Prediction {
     int64_t dp_comm_bytes = 0;   // comm_bytes of dp
     int64_t pp_comm_bytes = 0;   // comm_bytes of pp
     int64_t tp_comm_bytes_formula = 0;  // the textbook: 4 all-reduces of s*b*h per block per micro-batch
+    std::vector<PredictedCollective> tp_collectives;  // what makes up comm_bytes of tp
     double bubble_theory = 0;    // (pp - 1) / m, (pp - 1) / (v m) interleaved, about a third of 1F1B for ZB-H1
     std::string bubble_formula;
     double bubble_simulated = 0;  // this stage's bubble when the schedule runs on an idealised machine

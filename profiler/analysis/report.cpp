@@ -6,6 +6,7 @@
 #include <map>
 
 #include "engine/core/allocator.h"
+#include "profiler/analysis/collective_waits.h"
 #include "profiler/trace/chrome_export.h"
 
 namespace us::prof {
@@ -100,6 +101,13 @@ Report build_report(const TraceStore& store) {
                                                r, rt.dropped_events));
         rep.ranks.push_back(std::move(rr));
     }
+    // Waiting for peers inside collectives, matched across each group's ranks over the steady steps.
+    int first_steady = 0;
+    for (const auto& rr : rep.ranks)
+        if (!rr.steps.empty()) first_steady = std::max(first_steady, steady_steps(rr.steps).front().step);
+    const auto waits = collective_waits(store, first_steady);
+    for (auto& rr : rep.ranks)
+        if (auto it = waits.find(rr.rank); it != waits.end()) rr.group_wait_s = it->second;
     if (rep.predict_input.pp > 1) {
         double most_busy = -1;
         for (const auto& rr : rep.ranks)
@@ -167,24 +175,28 @@ std::string format_report(const Report& rep) {
     for (size_t i = 0; i < rep.ranks.size(); ++i) {
         const auto& r = rep.ranks[i];
         const auto& b = r.steady;
-        s += fmt::format("  {:<22} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.1f}% {:>6.3f} ({:.3f}){}\n", r.label,
-                         b.wall_s, b.compute_s, b.overlapped_s, b.exposed_s, b.idle_s, b.overlap_pct, b.bubble_fraction,
-                         r.predicted.bubble_theory,
+        const std::string bubble = rep.predict_input.pp > 1
+                                       ? fmt::format("{:>6.3f} ({:.3f})", b.bubble_fraction, r.predicted.bubble_theory)
+                                       : fmt::format("{:>15}", "-");
+        s += fmt::format("  {:<22} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.1f}% {}{}\n", r.label, b.wall_s,
+                         b.compute_s, b.overlapped_s, b.exposed_s, b.idle_s, b.overlap_pct, bubble,
                          rep.ranks.size() > 1 && i == worst ? "  <- most idle + exposed" : "");
     }
     if (!traced.empty())
         s += fmt::format("  compute and communication of rank(s) {} are the GPU's kernels as CUPTI timed them\n", traced);
-    s += "\nCommunication per steady step by group: bytes sent (measured from the collectives / predicted), time "
-         "outstanding, exposed (no compute under it)\n";
+    s += "\nCommunication per steady step by group: bytes sent (measured from the collectives / predicted); time "
+         "outstanding, exposed (no compute under it), and of that time the part spent waiting for the group's last rank "
+         "(measured)\n";
     for (const auto& r : rep.ranks) {
         std::string line;
         for (int g : reported_groups(r)) {
             const double measured = per_step(r, r.steady.group_bytes[size_t(g)]);
             if (measured == 0 && r.predicted.comm_bytes[size_t(g)] == 0) continue;
-            line += fmt::format("  {} {} / {}, {:.1f} / {:.1f} ms exposed;", kGroupNames[g], format_bytes(int64_t(measured)),
-                                format_bytes(r.predicted.comm_bytes[size_t(g)]),
+            line += fmt::format("  {} {} / {}, {:.1f} / {:.1f} ms exposed, {:.1f} ms waiting;", kGroupNames[g],
+                                format_bytes(int64_t(measured)), format_bytes(r.predicted.comm_bytes[size_t(g)]),
                                 1e3 * per_step(r, r.steady.group_comm_s[size_t(g)]),
-                                1e3 * per_step(r, r.steady.group_exposed_s[size_t(g)]));
+                                1e3 * per_step(r, r.steady.group_exposed_s[size_t(g)]),
+                                1e3 * per_step(r, r.group_wait_s[size_t(g)]));
         }
         s += fmt::format("  {:<22}{}\n", r.label, line.empty() ? "  none" : line);
     }
@@ -240,19 +252,22 @@ nlohmann::json report_json(const Report& rep) {
                              {"micro_batches_in_flight", b.micro_batches_in_flight}});
         const auto& b = r.steady;
         nlohmann::json comm_bytes = nlohmann::json::object(), comm_predicted = nlohmann::json::object(),
-                       comm_time = nlohmann::json::object(), comm_exposed = nlohmann::json::object();
+                       comm_time = nlohmann::json::object(), comm_exposed = nlohmann::json::object(),
+                       comm_wait = nlohmann::json::object();
         for (int g : reported_groups(r)) {
             const std::string name(kGroupNames[g]);
             comm_bytes[name] = per_step(r, b.group_bytes[size_t(g)]);
             comm_predicted[name] = r.predicted.comm_bytes[size_t(g)];
             comm_time[name] = b.group_comm_s[size_t(g)];
             comm_exposed[name] = b.group_exposed_s[size_t(g)];
+            comm_wait[name] = r.group_wait_s[size_t(g)];
         }
         ranks.push_back({{"rank", r.rank},
                          {"comm_bytes", comm_bytes},
                          {"comm_bytes_predicted", comm_predicted},
                          {"comm_by_group_s", comm_time},
                          {"comm_exposed_by_group_s", comm_exposed},
+                         {"comm_wait_by_group_s", comm_wait},
                          {"label", r.label},
                          {"coords", r.coords},
                          {"status", r.status},

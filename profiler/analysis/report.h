@@ -1,5 +1,5 @@
 // The report: what `ultrascope report` prints and the GUI's tables show. Everything measured in the trace sits
-// next to what FORMULAS.md predicts for the run's configuration; docs/report-schema.md documents the JSON.
+// next to what docs/formulas.md predicts for the run's configuration; docs/report-schema.md documents the JSON.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -27,6 +27,9 @@ struct RankReport {
     // Device memory reserved through cudaMalloc (the caching allocator, cuBLAS, NCCL), from CUPTI: its peak, or -1
     // when the trace has no device_reserved_bytes counter (a CPU run, or a GPU run without CUPTI).
     int64_t device_reserved_peak = -1;
+    // Per group, over the steady steps: time spent inside its collectives waiting for the group's last rank to
+    // start them (collective_waits.h); the rest of the group's time is the transfer itself.
+    std::array<double, kGroupCount> group_wait_s{};
 };
 
 struct Throughput {

@@ -125,8 +125,12 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
             b.group_comm_s[size_t(g)] = double(mg) / 1e9;
             b.group_exposed_s[size_t(g)] = double(mg - intersection_length(C, Mg)) / 1e9;
         }
+        // The bubble is time in the window with neither compute nor communication: a stage waiting for a tensor-
+        // or data-parallel collective is exposed communication, not pipeline idle.
+        std::vector<Interval> busy = compute;
+        busy.insert(busy.end(), comm.begin(), comm.end());
         if (last_op > first_op) {
-            const int64_t in_window = total_length(union_of(compute, first_op, last_op));
+            const int64_t in_window = total_length(union_of(busy, first_op, last_op));
             b.bubble_s = double(last_op - first_op - in_window) / 1e9;
             b.bubble_fraction = c > 0 ? b.bubble_s / b.compute_s : 0.0;
             b.stage_bubble_fraction = b.bubble_fraction;
@@ -134,7 +138,7 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
         b.device_truth = device_truth;
         b.first_op = first_op;
         b.last_op = last_op;
-        b.compute_set = C;
+        b.busy_set = CM;
         // activations in flight: forwards done minus backwards (or Ws, when the backward is split) done
         std::vector<std::pair<int64_t, int>> marks;
         bool split = false;
@@ -175,7 +179,7 @@ void apply_pipeline_windows(std::vector<std::vector<StepBreakdown>>& steps, cons
             auto it = window.find({replica_of[r], b.step});
             if (it == window.end() || b.compute_s <= 0) continue;
             const auto [lo, hi] = it->second;
-            const int64_t busy = total_length(union_of(b.compute_set, lo, hi));
+            const int64_t busy = total_length(union_of(b.busy_set, lo, hi));
             b.bubble_s = double(hi - lo - busy) / 1e9;
             b.bubble_fraction = b.bubble_s / b.compute_s;
         }

@@ -1,10 +1,11 @@
-// Where each rank's time goes, step by step (FORMULAS.md, after Holistic Trace Analysis): the compute set C is
+// Where each rank's time goes, step by step (docs/formulas.md, after Holistic Trace Analysis): the compute set C is
 // the union of op spans, the communication set M the union of collective spans; overlapped = |C ∩ M|,
 // exposed = |M \ C|, idle = wall - |C ∪ M|, overlap % = |C ∩ M| / |M|. Pipeline transfers (the p2p lane) are
 // not in M: a posted receive spends nearly all its time waiting for the sending stage to compute, which is the
 // bubble, so it shows as idle; the time transfers are outstanding is p2p_s.
-// For pipeline stages the bubble is the time a stage spends without an op between the first and the last op of the
-// step, as a fraction of its op time (the ideal time), which is what (pp - 1) / m predicts. "First and last" are
+// For pipeline stages the bubble is the time a stage spends with neither an op nor a collective between the first
+// and the last op of the step, as a fraction of its op time (the ideal time), which is what (pp - 1) / m predicts;
+// time spent in a tensor- or data-parallel collective is exposed communication, not bubble. "First and last" are
 // the pipeline's (over all its stages: apply_pipeline_windows), so that a late-starting stage's wait for the
 // warm-up counts, as in the theory; stage_bubble_fraction uses the stage's own first and last op.
 // Per process group (dp, tp, pp ...): the time its collectives were outstanding, the part of it no compute
@@ -41,7 +42,7 @@ struct StepBreakdown {
     int64_t flops = 0;           // sum of the engine's op spans' FLOPs
     bool device_truth = false;   // C and M came from the device lanes (a GPU traced by CUPTI)
     int64_t first_op = 0, last_op = 0;        // ns
-    std::vector<Interval> compute_set;        // C, for the pipeline windows
+    std::vector<Interval> busy_set;           // C ∪ M, for the pipeline windows
     int micro_batches_in_flight = 0;          // most forwards whose backward (or W) had not finished
     // By process group (kGroupNames): |M_g|, |M_g \ C|, and bytes sent by the collectives that began in the step.
     std::array<double, kGroupCount> group_comm_s{}, group_exposed_s{}, group_bytes{};

@@ -1,7 +1,7 @@
 // Multi-rank training against single-rank training of the same global batch: data parallelism with every ZeRO
 // stage and gradient accumulation gives the losses of every step and the parameters after 5 steps of one rank
 // with a dp-times larger micro-batch (fp32, 1e-5 relative); ZeRO-k against ZeRO-0 at the same dp to 1e-6. Memory
-// per category against FORMULAS.md, and bitwise resume from a checkpoint.
+// per category against docs/formulas.md, and bitwise resume from a checkpoint.
 #include "mpi_test_util.h"
 #include "profiler/analysis/predict.h"
 
@@ -117,7 +117,7 @@ TEST_CASE("bf16 data parallelism follows the single-rank bf16 run", "[mpi][dp2][
     }
 }
 
-TEST_CASE("memory per rank per category equals FORMULAS.md under ZeRO", "[mpi][dp2][dp4]") {
+TEST_CASE("memory per rank per category equals docs/formulas.md under ZeRO", "[mpi][dp2][dp4]") {
     const int dp = world_size();
     for (Precision p : {Precision::fp32, Precision::bf16})
         for (int zero : {0, 1, 2, 3}) {

@@ -167,7 +167,7 @@ TEST_CASE("bad tensor-parallel layouts are refused before launch, with what to c
     for (const Case& c : {Case{"--tp 3", "--heads 4 cannot be split over --tp 3"},
                           Case{"--sp", "--sp (sequence parallelism) works inside a tensor-parallel group"},
                           Case{"--tp 2 --sp --seq 31", "--seq 31 cannot be split over --tp 2 for --sp"},
-                          Case{"-n 3 --tp 2", "needs 2 ranks but 3 were started"}}) {
+                          Case{"-n 3 --tp 2", "-n 3 ranks, but the layout dp 1 x pp 1 x tp 2"}}) {
         const ProcessResult r = run_process(ultrascope() + " run --preset tiny " + c.flags + " --data " + data_file());
         INFO(c.flags << "\n" << r.output);
         CHECK(r.exit_code != 0);

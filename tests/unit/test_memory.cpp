@@ -1,4 +1,4 @@
-// Memory anatomy: bytes per category against FORMULAS.md (params, grads, master weights, optimizer state, in fp32
+// Memory anatomy: bytes per category against docs/formulas.md (params, grads, master weights, optimizer state, in fp32
 // and bf16), activation bytes against the engine's own per-layer breakdown (docs/memory.md), and what each
 // recomputation mode saves. Allocation is lazy where PyTorch is: grads at the first backward, moments at the
 // first optimizer step.
@@ -60,7 +60,7 @@ struct Setup final : BatchSource {
 
 }  // namespace
 
-TEST_CASE("weights, gradients and optimizer state bytes equal FORMULAS.md", "[cpu][memory]") {
+TEST_CASE("weights, gradients and optimizer state bytes equal docs/formulas.md", "[cpu][memory]") {
     struct Case {
         Precision precision;
         bool fp32_accum;

@@ -1,5 +1,5 @@
 // The CPU's measured peak: the best sgemm GFLOP/s of the linked BLAS on the given threads, over square sizes
-// large enough to be compute-bound. FORMULAS.md defines a CPU's MFU against this figure.
+// large enough to be compute-bound. docs/formulas.md defines a CPU's MFU against this figure.
 #pragma once
 
 #include <string>

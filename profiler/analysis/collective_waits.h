@@ -1,0 +1,19 @@
+// How long each rank waited inside its groups' collectives for the group's last rank to arrive. A collective
+// cannot finish before every rank of its group has started it. Ranks issue a group's collectives in one order, so
+// the k-th collective of a group is the same operation on each of its ranks: the shortest of its durations across
+// the group is the transfer itself, and what a rank spent beyond that was waiting for a peer (the peer was still
+// computing: load imbalance or skew, not the network). Summed per rank and group over the steady steps.
+#pragma once
+
+#include <array>
+#include <map>
+
+#include "profiler/event.h"
+#include "profiler/trace/trace_store.h"
+
+namespace us::prof {
+
+// rank -> seconds waited per group (kGroupNames order), over the spans of steps >= first_steady_step.
+std::map<int, std::array<double, kGroupCount>> collective_waits(const TraceStore& store, int first_steady_step);
+
+}  // namespace us::prof
