@@ -38,6 +38,7 @@ void usage() {
         "  -n RANKS                ranks of the launched run (default: the layout's; dp 2 x pp 2 = 4)\n"
         "  --screenshot OUT.png    render, write OUT.png (and OUT.png.json with the views' regions), exit\n"
         "  --view V                with --screenshot: memory | timeline | overlap | training | compare | all\n"
+        "  --fit-step N            show step N in the time window (timeline and memory views)\n"
         "  --exit-when-done        exit when the launched run ends, with its exit code\n"
         "Each command takes --help.\n");
 }
@@ -47,7 +48,7 @@ bool follows_value_flag(char** argv, int i) {
     if (i <= 1) return false;
     const std::string prev = argv[i - 1];
     if (prev.rfind("-", 0) != 0) return false;
-    for (const char* sw : {"--no-overlap", "--fp32-grad-accum", "--quiet", "--no-launch", "--exit-when-done", "--print-config"})
+    for (const char* sw : {"--no-overlap", "--fp32-grad-accum", "--quiet", "--no-launch", "--exit-when-done", "--print-config", "--sp"})
         if (prev == sw) return false;
     return true;
 }
@@ -56,6 +57,7 @@ int gui_or_fallback(int argc, char** argv) {
     std::string open, screenshot, view = "all", listen;
     bool launch = true, exit_when_done = false;
     int ranks = 0;  // not given
+    int fit_step = 0;
     std::vector<std::string> train_args;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -66,6 +68,7 @@ int gui_or_fallback(int argc, char** argv) {
         if (a == "--open") open = value();
         else if (a == "--screenshot") screenshot = value();
         else if (a == "--view") view = value();
+        else if (a == "--fit-step") fit_step = std::atoi(value().c_str());
         else if (a == "--listen") listen = value();
         else if (a == "--no-launch") launch = false;
         else if (a == "--exit-when-done") exit_when_done = true;
@@ -87,6 +90,7 @@ int gui_or_fallback(int argc, char** argv) {
         o.listen = listen;
         o.screenshot = screenshot;
         o.view = view;
+        o.fit_step = fit_step;
         o.exit_when_done = exit_when_done;
         return us::gui::run_gui(o);
     }

@@ -258,11 +258,17 @@ int run_gui(const GuiOptions& options) {
     {
         AppState app(options);
         int frames_ready = 0;
+        bool fitted = options.fit_step <= 0;
         while (!glfwWindowShouldClose(window)) {
             // Redraw at up to 30 frames a second while something changes; the GUI must not eat the cores the
             // ranks train on.
             glfwWaitEventsTimeout(1.0 / 30.0);
             app.update();
+            if (!fitted && settled(app)) {
+                app.follow = false;
+                app.fit_step(options.fit_step);
+                fitted = true;
+            }
             ImGui_ImplOpenGL3_NewFrame();
             ImGui_ImplGlfw_NewFrame();
             ImGui::NewFrame();
@@ -274,7 +280,7 @@ int run_gui(const GuiOptions& options) {
             glClearColor(0.06f, 0.065f, 0.075f, 1.0f);
             glClear(GL_COLOR_BUFFER_BIT);
             ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-            frames_ready = settled(app) ? frames_ready + 1 : 0;
+            frames_ready = settled(app) && fitted ? frames_ready + 1 : 0;
             if (screenshot && frames_ready >= 3) {  // fonts uploaded, derived data in, layout settled
                 std::string why;
                 if (!save_screenshot(options.screenshot, fw, fh, app.regions, why)) {

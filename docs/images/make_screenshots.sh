@@ -16,4 +16,8 @@ shot "$work/zero3.ustrace" --view timeline --screenshot "$here/timeline-zero3.pn
 "$build/bin/ultrascope" run --pp 2 --pp-schedule zb1 --grad-accum 4 --preset small --steps 5 --trace "$work/zb1.ustrace" >/dev/null
 shot "$work/zb1.ustrace" --view timeline --screenshot "$here/timeline-pp2-zb1.png"
 shot "$work/zb1.ustrace" --view overlap --screenshot "$here/overlap-pp2-zb1.png"
+# Tensor + sequence parallelism: tp collectives on the critical path, communication by group.
+"$build/bin/ultrascope" run --tp 2 --sp --preset small --steps 5 --trace "$work/tp2sp.ustrace" >/dev/null
+shot "$work/tp2sp.ustrace" --view timeline --fit-step 4 --screenshot "$here/timeline-tp2-sp.png"
+shot "$work/tp2sp.ustrace" --view overlap --screenshot "$here/overlap-tp2-sp.png"
 rm -f "$here"/*.png.json
