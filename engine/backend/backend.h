@@ -32,6 +32,24 @@ struct GemmArgs {
     int ldc = 0;
 };
 
+// Blockwise causal attention with an online softmax, for ring attention under context parallelism (Liu et al.
+// 2023, "Ring Attention with Blockwise Transformers"; the merge is flash attention's, Dao et al. 2022). The rows of a
+// sequence (T of them on this rank) are cut into chunks of `chunk` rows; a chunk pair is a query chunk against a key
+// chunk: `causal` for the diagonal pair (both chunks cover the same positions: query i sees keys j <= i), every key
+// visible otherwise (the caller skips pairs whose keys all lie after their queries).
+struct AttentionChunkPair {
+    int q_chunk = 0, k_chunk = 0;
+    bool causal = false;
+};
+
+struct AttentionBlockArgs {
+    Tensor qkv;  // (B,T,3C): the queries at columns [0, C), head h at [h HD, (h+1) HD)
+    Tensor kv;   // (B,T,2C): a key/value block, k at columns [0, C), v at [C, 2C), in qkv's dtype
+    int B = 1, T = 1, NH = 1, HD = 1, chunk = 1;
+    const AttentionChunkPair* pairs = nullptr;
+    int pair_count = 0;
+};
+
 // One AdamW step (Loshchilov & Hutter) over a range, matching torch.optim.AdamW: decoupled weight decay, bias
 // correction. With `master` set, the fp32 master weights are updated and `params` receives them rounded to bf16.
 struct AdamWArgs {
@@ -78,9 +96,11 @@ public:
     virtual void gelu_forward(Tensor out, Tensor inp) = 0;
     virtual void gelu_backward(Tensor dinp /* = */, Tensor inp, Tensor dout) = 0;
 
-    // ---- rotary position embedding on the q and k parts of qkv (B,T,3C), rotate-half, base 10000, in place
-    virtual void rope_forward(Tensor qkv, int B, int T, int NH, int HD) = 0;
-    virtual void rope_backward(Tensor dqkv, int B, int T, int NH, int HD) = 0;
+    // ---- rotary position embedding on the q and k parts of qkv (B,T,3C), rotate-half, base 10000, in place.
+    // positions (T) i32: the position of each of a sequence's T rows (context parallelism holds chunks of the
+    // sequence); empty: 0..T-1.
+    virtual void rope_forward(Tensor qkv, int B, int T, int NH, int HD, Tensor positions) = 0;
+    virtual void rope_backward(Tensor dqkv, int B, int T, int NH, int HD, Tensor positions) = 0;
 
     // ---- causal multi-head attention over qkv (B,T,3C), scale 1/sqrt(HD).
     // probs (B,NH,T,T) is saved for backward, or empty (selective recompute: backward recomputes it).
@@ -88,6 +108,21 @@ public:
                                    int HD) = 0;
     virtual void attention_backward(Tensor dqkv /* (B,T,3C) = */, Tensor dout /* (B,T,C) */, Tensor qkv,
                                     Tensor probs, int B, int T, int NH, int HD) = 0;
+
+    // ---- blockwise attention (AttentionBlockArgs). Running state in fp32: acc (B,T,C) the unnormalised output,
+    // row_max and row_sum (B,NH,T); all zero to start (a row whose sum is 0 has merged nothing, its max is unread).
+    virtual void attention_block_forward(const AttentionBlockArgs& a, Tensor acc, Tensor row_max, Tensor row_sum) = 0;
+    // out (B,T,C) = acc / row_sum in out's dtype; lse (B,NH,T) fp32 = row_max + log(row_sum), what backward needs.
+    virtual void attention_block_finish(Tensor out, Tensor lse, Tensor acc, Tensor row_max, Tensor row_sum, int B,
+                                        int T, int NH, int HD) = 0;
+    // delta (B,NH,T) fp32 = the sum over each head's columns of dout * out (softmax backward's row term).
+    virtual void attention_block_delta(Tensor delta, Tensor dout, Tensor out, int B, int T, int NH, int HD) = 0;
+    // The pairs' gradients, with P recomputed as exp(scale q.k - lse): dq (B,T,C) fp32 +=, dkv (B,T,2C) fp32 +=.
+    virtual void attention_block_backward(const AttentionBlockArgs& a, Tensor dq, Tensor dkv, Tensor dout, Tensor lse,
+                                          Tensor delta) = 0;
+    // kv (B,T,2C) = the k and v columns of qkv (B,T,3C); and dqkv (B,T,3C) = [dq | dkv] in dqkv's dtype.
+    virtual void attention_block_pack_kv(Tensor kv, Tensor qkv, int B, int T, int C) = 0;
+    virtual void attention_block_store_grads(Tensor dqkv, Tensor dq, Tensor dkv, int B, int T, int C) = 0;
 
     // ---- elementwise
     virtual void residual_forward(Tensor out, Tensor a, Tensor b) = 0;  // out = a + b

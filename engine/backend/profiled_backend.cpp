@@ -83,13 +83,43 @@ void ProfiledBackend::gelu_backward(Tensor dinp, Tensor inp, Tensor dout) {
     US_OP_SPAN(activation, "gelu backward");
     m_inner.gelu_backward(dinp, inp, dout);
 }
-void ProfiledBackend::rope_forward(Tensor qkv, int B, int T, int NH, int HD) {
+void ProfiledBackend::rope_forward(Tensor qkv, int B, int T, int NH, int HD, Tensor positions) {
     US_OP_SPAN(attention, "rope");
-    m_inner.rope_forward(qkv, B, T, NH, HD);
+    m_inner.rope_forward(qkv, B, T, NH, HD, positions);
 }
-void ProfiledBackend::rope_backward(Tensor dqkv, int B, int T, int NH, int HD) {
+void ProfiledBackend::rope_backward(Tensor dqkv, int B, int T, int NH, int HD, Tensor positions) {
     US_OP_SPAN(attention, "rope backward");
-    m_inner.rope_backward(dqkv, B, T, NH, HD);
+    m_inner.rope_backward(dqkv, B, T, NH, HD, positions);
+}
+// A chunk pair's products: (chunk x chunk x HD) each, per batch row and head.
+static uint64_t block_flops(const AttentionBlockArgs& a, int products) {
+    return uint64_t(products) * 2ull * uint64_t(a.B) * a.NH * uint64_t(a.chunk) * a.chunk * a.HD * uint64_t(a.pair_count);
+}
+void ProfiledBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc, Tensor row_max, Tensor row_sum) {
+    US_OP_SPAN(attention, "attention block", block_flops(a, 2));
+    m_inner.attention_block_forward(a, acc, row_max, row_sum);
+}
+void ProfiledBackend::attention_block_finish(Tensor out, Tensor lse, Tensor acc, Tensor row_max, Tensor row_sum, int B,
+                                             int T, int NH, int HD) {
+    US_OP_SPAN(attention, "attention blocks: normalise");
+    m_inner.attention_block_finish(out, lse, acc, row_max, row_sum, B, T, NH, HD);
+}
+void ProfiledBackend::attention_block_delta(Tensor delta, Tensor dout, Tensor out, int B, int T, int NH, int HD) {
+    US_OP_SPAN(attention, "attention blocks: delta");
+    m_inner.attention_block_delta(delta, dout, out, B, T, NH, HD);
+}
+void ProfiledBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq, Tensor dkv, Tensor dout,
+                                               Tensor lse, Tensor delta) {
+    US_OP_SPAN(attention, "attention block backward", block_flops(a, 5));  // the scores again, dV, dP, dQ, dK
+    m_inner.attention_block_backward(a, dq, dkv, dout, lse, delta);
+}
+void ProfiledBackend::attention_block_pack_kv(Tensor kv, Tensor qkv, int B, int T, int C) {
+    US_OP_SPAN(activation, "pack k, v");
+    m_inner.attention_block_pack_kv(kv, qkv, B, T, C);
+}
+void ProfiledBackend::attention_block_store_grads(Tensor dqkv, Tensor dq, Tensor dkv, int B, int T, int C) {
+    US_OP_SPAN(activation, "store dq, dk, dv");
+    m_inner.attention_block_store_grads(dqkv, dq, dkv, B, T, C);
 }
 void ProfiledBackend::attention_forward(Tensor out, Tensor probs, Tensor qkv, int B, int T, int NH, int HD) {
     US_OP_SPAN(attention, "attention", attention_flops(B, T, NH, HD, 2));

@@ -28,11 +28,19 @@ public:
                             Tensor mean, Tensor rstd, int N, int C) override;
     void gelu_forward(Tensor out, Tensor inp) override;
     void gelu_backward(Tensor dinp, Tensor inp, Tensor dout) override;
-    void rope_forward(Tensor qkv, int B, int T, int NH, int HD) override;
-    void rope_backward(Tensor dqkv, int B, int T, int NH, int HD) override;
+    void rope_forward(Tensor qkv, int B, int T, int NH, int HD, Tensor positions) override;
+    void rope_backward(Tensor dqkv, int B, int T, int NH, int HD, Tensor positions) override;
     void attention_forward(Tensor out, Tensor probs, Tensor qkv, int B, int T, int NH, int HD) override;
     void attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor probs, int B, int T, int NH,
                             int HD) override;
+    void attention_block_forward(const AttentionBlockArgs& a, Tensor acc, Tensor row_max, Tensor row_sum) override;
+    void attention_block_finish(Tensor out, Tensor lse, Tensor acc, Tensor row_max, Tensor row_sum, int B, int T, int NH,
+                                int HD) override;
+    void attention_block_delta(Tensor delta, Tensor dout, Tensor out, int B, int T, int NH, int HD) override;
+    void attention_block_backward(const AttentionBlockArgs& a, Tensor dq, Tensor dkv, Tensor dout, Tensor lse,
+                                  Tensor delta) override;
+    void attention_block_pack_kv(Tensor kv, Tensor qkv, int B, int T, int C) override;
+    void attention_block_store_grads(Tensor dqkv, Tensor dq, Tensor dkv, int B, int T, int C) override;
     void residual_forward(Tensor out, Tensor a, Tensor b) override;
     void fill_zero(Tensor t) override;
     void copy(Tensor dst, Tensor src) override;

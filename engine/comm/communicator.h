@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -56,6 +57,12 @@ public:
     virtual CommHandle isend(Tensor buf, int peer, int tag) = 0;
     virtual CommHandle irecv(Tensor buf, int peer, int tag) = 0;
     virtual CommHandle iall_to_all(Tensor send, Tensor recv) = 0;
+    // A ring step: `send` to rank `to` and `recv` from rank `from` as one exchange. NCCL groups the two so that
+    // every rank of a ring can post its pair at once; elsewhere it is a send and a receive. Returns the send's
+    // handle and the receive's.
+    virtual std::pair<CommHandle, CommHandle> isend_recv(Tensor send, int to, Tensor recv, int from, int tag) {
+        return {isend(send, to, tag), irecv(recv, from, tag)};
+    }
     virtual CommHandle ibarrier() = 0;
 
     // ---- blocking forms. An implementation may run them on the calling thread (MPI does, when nothing else of the

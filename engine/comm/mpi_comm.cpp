@@ -323,7 +323,7 @@ public:
     }
     CommHandle isend(Tensor buf, int peer, int tag) override {
         auto op = make(prof::OpClass::send, "send", buf.bytes());
-        op->lane = prof::Lane::p2p;
+        op->lane = transfer_lane();
         op->peer = int16_t(world_rank_of(peer));
         MPI_Comm c = m_comm;
         op->start = [=](MPI_Request* r) { return MPI_Isend(buf.data, int(buf.numel), mpi_type(buf.dtype), peer, tag, c, r); };
@@ -331,7 +331,7 @@ public:
     }
     CommHandle irecv(Tensor buf, int peer, int tag) override {
         auto op = make(prof::OpClass::recv, "recv", buf.bytes());
-        op->lane = prof::Lane::p2p;
+        op->lane = transfer_lane();
         op->peer = int16_t(world_rank_of(peer));
         MPI_Comm c = m_comm;
         op->start = [=](MPI_Request* r) { return MPI_Irecv(buf.data, int(buf.numel), mpi_type(buf.dtype), peer, tag, c, r); };
@@ -395,6 +395,11 @@ public:
 
 private:
     MPI_Op reduce_op(DType t) const { return t == DType::bf16 ? g_bf16_sum : MPI_SUM; }
+    // Pipeline (and checkpoint) transfers go on the p2p lane, whose waits are bubbles; the context-parallel ring's
+    // and expert parallelism's exchanges are communication that compute can hide: the comm lane.
+    prof::Lane transfer_lane() const {
+        return m_kind == GroupKind::cp || m_kind == GroupKind::ep ? prof::Lane::comm : prof::Lane::p2p;
+    }
 
     // Collectives of one communicator must start in the same order on every rank: a blocking one may bypass the
     // progress thread only when none of the group's is queued or running.

@@ -148,6 +148,16 @@ public:
         });
     }
 
+    std::pair<CommHandle, CommHandle> isend_recv(Tensor send, int to, Tensor recv, int from, int) override {
+        CommHandle h = launch(prof::OpClass::send, "sendrecv", send.bytes(), int16_t(world_rank_of(to)), [&] {
+            US_NCCL_CHECK(ncclGroupStart());
+            US_NCCL_CHECK(ncclSend(send.data, size_t(send.numel), nccl_type(send.dtype), to, m_comm, m_stream));
+            US_NCCL_CHECK(ncclRecv(recv.data, size_t(recv.numel), nccl_type(recv.dtype), from, m_comm, m_stream));
+            US_NCCL_CHECK(ncclGroupEnd());
+        });
+        return {h, h};
+    }
+
     CommHandle iall_to_all(Tensor send, Tensor recv) override {
         return launch(prof::OpClass::all_to_all, "all_to_all", send.bytes(), -1, [&] {
             const size_t piece = size_t(send.numel) / size_t(size()), bytes = piece * dtype_size(send.dtype);

@@ -19,7 +19,9 @@ std::vector<ActivationEntry> block_entries(const ActivationShape& s, Recompute m
     v.push_back({"qkv", e, 3 * N * Ca});
     // Selective recompute drops the attention core's saved tensor; full recompute keeps it in the working block
     // so that the recomputed forward does not have to be recomputed again inside attention backward.
-    if (mode != Recompute::selective) v.push_back({"probs", e, int64_t(s.B) * s.heads() * s.T * s.T});
+    // Ring attention (cp > 1) keeps the log-sum-exp instead, in every mode: its backward recomputes the scores.
+    if (s.cp > 1) v.push_back({"lse", DType::f32, int64_t(s.B) * s.heads() * s.T});
+    else if (mode != Recompute::selective) v.push_back({"probs", e, int64_t(s.B) * s.heads() * s.T * s.T});
     v.push_back({"atty", e, N * Ca});
     v.push_back({"residual2", e, R * C});
     v.push_back({"ln2", e, R * C});
@@ -58,6 +60,7 @@ void carve_block(BlockActs& a, const Allocation& storage, const ActivationShape&
         else if (n == "ln1") a.ln1 = t;
         else if (n == "qkv") a.qkv = t;
         else if (n == "probs") a.probs = t;
+        else if (n == "lse") a.lse = t;
         else if (n == "atty") a.atty = t;
         else if (n == "residual2") a.residual2 = t;
         else if (n == "ln2") a.ln2 = t;

@@ -14,6 +14,10 @@
 // rank, or (N/tp,C) with sequence parallelism, which therefore divides everything by tp:
 //   tp:        e*(4*N*C + 12*N*C/tp + B*NH*T*T/tp) + 16*N
 //   tp + sp:   (e*(16*N*C + B*NH*T*T) + 16*N) / tp
+//
+// Context parallelism runs every layer on the rank's T = seq/cp positions, and its ring attention never keeps the
+// probabilities: each block keeps the softmax's log-sum-exp per query row and head instead, 4*B*NH*T bytes (in
+// every recompute mode but full), and backward recomputes the scores block by block.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +31,9 @@ namespace us {
 // The shape of one micro-batch's activations on a rank. NH and C are the model's; V is the vocabulary columns
 // this rank's head computes (the padded vocabulary / tp).
 struct ActivationShape {
-    int B = 1, T = 1, C = 1, NH = 1, V = 256;
+    int B = 1, T = 1, C = 1, NH = 1, V = 256;  // T: the sequence rows on this rank (seq / cp)
     int tp = 1;
+    int cp = 1;
     bool sp = false;  // sequence parallelism: the residual stream holds rows() = N/tp rows
     DType dtype = DType::f32;
     int64_t N() const { return int64_t(B) * T; }       // token rows of the micro-batch
@@ -36,6 +41,7 @@ struct ActivationShape {
     int heads() const { return NH / tp; }                // attention heads on this rank
     int64_t Ca() const { return C / tp; }                // their width (heads x head dim)
     int64_t F() const { return 4 * int64_t(C) / tp; }    // this rank's share of the MLP's 4C
+    int64_t loss_tokens() const { return N() * cp; }     // the micro-batch's tokens over the cp group
 };
 
 // Tensors of one block. A tensor absent in a mode is empty.
@@ -44,6 +50,7 @@ struct BlockActs {
     Tensor ln1;        // (N,C)
     Tensor qkv;        // (N,3C) q and k after RoPE
     Tensor probs;      // (B,NH,T,T) softmax output
+    Tensor lse;        // (B,NH,T) fp32: ring attention's log-sum-exp (context parallelism), instead of probs
     Tensor atty;       // (N,C) attention output before the projection
     Tensor residual2;  // (N,C) input + attention branch
     Tensor ln2;        // (N,C)

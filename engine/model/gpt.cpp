@@ -54,13 +54,16 @@ struct GPT::Deferred {
 GPT::GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend, const ParamLayout& layout,
          int layer_begin, int layer_end)
     : m_config(config), m_options(options), m_be(backend),
-      m_tp(options.tensor_parallel ? *options.tensor_parallel : m_no_tp), m_layout(layout),
+      m_tp(options.tensor_parallel ? *options.tensor_parallel : m_no_tp),
+      m_cp(options.context_parallel && options.context_parallel->active() ? options.context_parallel : nullptr),
+      m_layout(layout),
       m_begin(layer_begin >= 0 ? layer_begin : layout.chunks().front().first),
       m_end(layer_end >= 0 ? layer_end : layout.chunks().front().second) {
     US_ASSERT(m_tp.size() == layout.tp().tp, "the model's tensor-parallel group ({}) and its layout's tp ({}) differ",
               m_tp.size(), layout.tp().tp);
     m_shape.B = options.micro_batch;
-    m_shape.T = config.seq;
+    m_shape.T = m_cp ? m_cp->local_seq() : config.seq;
+    m_shape.cp = m_cp ? m_cp->size() : 1;
     m_shape.C = config.hidden;
     m_shape.NH = config.heads;
     m_shape.V = layout.vocab_rows();
@@ -142,8 +145,8 @@ void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, 
     m_be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, R, C);
     const Tensor ln1 = m_tp.column_input_forward(a.ln1, whole);            // (N,C)
     matmul_forward(kQkv, a.qkv, ln1, p.qkv_w, p.qkv_b, C, 3 * Ca, false);  // (N,3Ca): the rank's heads
-    m_be.rope_forward(a.qkv, m_shape.B, m_shape.T, NH, HD);
-    m_be.attention_forward(a.atty, a.probs, a.qkv, m_shape.B, m_shape.T, NH, HD);  // (N,Ca)
+    m_be.rope_forward(a.qkv, m_shape.B, m_shape.T, NH, HD, positions());
+    attention_forward(a);  // (N,Ca)
     row_parallel_forward(kAttnProj, a.residual2, x, a.atty, p.attproj_w, p.attproj_b, Ca, whole);
     // MLP branch: output = residual2 + c_proj(gelu(c_fc(ln_2(residual2))))
     m_be.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2_w, p.ln2_b, R, C);
@@ -151,6 +154,20 @@ void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, 
     matmul_forward(kFc, a.fch, ln2, p.fc_w, p.fc_b, C, F, false);  // (N,F)
     m_be.gelu_forward(a.fch_gelu, a.fch);
     row_parallel_forward(kFcProj, a.output, a.residual2, a.fch_gelu, p.fcproj_w, p.fcproj_b, F, whole);
+}
+
+Tensor GPT::positions() const { return m_cp ? m_cp->positions() : Tensor{}; }
+
+void GPT::attention_forward(BlockActs& a) {
+    const int NH = m_shape.heads(), HD = m_shape.C / m_shape.NH;
+    if (m_cp) m_cp->attention_forward(a.atty, a.lse, a.qkv, m_shape.B, NH, HD);
+    else m_be.attention_forward(a.atty, a.probs, a.qkv, m_shape.B, m_shape.T, NH, HD);
+}
+
+void GPT::attention_backward(Tensor dqkv, Tensor datty, const BlockActs& a) {
+    const int NH = m_shape.heads(), HD = m_shape.C / m_shape.NH;
+    if (m_cp) m_cp->attention_backward(dqkv, datty, a.atty, a.lse, a.qkv, m_shape.B, NH, HD);
+    else m_be.attention_backward(dqkv, datty, a.qkv, a.probs, m_shape.B, m_shape.T, NH, HD);
 }
 
 BlockActs GPT::view_block(const ChunkActivations& acts, int index) const {
@@ -317,7 +334,9 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad
     const HeadActs h = carve_head(acts.head, m_shape);
     const int fin = m_layout.final_unit(), emb = m_layout.embedding_unit();
     const Tensor targets = acts.tokens.view(DType::i32, N, N);
-    m_be.crossentropy_backward(h.logits, targets, grad_scale / float(N), N, V, m_layout.vocab_begin());
+    // d(mean loss): the mean is over the micro-batch's tokens on every rank of the cp group
+    m_be.crossentropy_backward(h.logits, targets, grad_scale / float(m_shape.loss_tokens()), N, V,
+                               m_layout.vocab_begin());
     Tensor dlogits = h.logits;
     if (m_shape.dtype == DType::bf16) {  // the head GEMMs run in bf16, as under autocast
         m_be.copy(s.dlogits16, h.logits);
@@ -392,8 +411,8 @@ void GPT::block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAcc
     matmul_backward_input(kAttnProj, datty, Tensor{}, dout, p.attproj_w, Ca, C);
     m_be.bias_backward(d.attproj_b, s.dres, R, C);
     weight_grad(kAttnProj, d.attproj_w, dout, a.atty, Ca, C, keep ? keep->dres2 : Tensor{});
-    m_be.attention_backward(s.dqkv, datty, a.qkv, a.probs, m_shape.B, m_shape.T, NH, HD);
-    m_be.rope_backward(s.dqkv, m_shape.B, m_shape.T, NH, HD);
+    attention_backward(s.dqkv, datty, a);
+    m_be.rope_backward(s.dqkv, m_shape.B, m_shape.T, NH, HD, positions());
     matmul_backward_input(kQkv, s.dC, d.qkv_b, s.dqkv, p.qkv_w, C, 3 * Ca);
     if (!keep) weight_grad(kQkv, d.qkv_w, s.dqkv, m_tp.column_input_forward(a.ln1, s.dfull), C, 3 * Ca, Tensor{});
     else m_be.copy(keep->dqkv, s.dqkv);

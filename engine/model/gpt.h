@@ -6,7 +6,8 @@
 //
 // Under tensor parallelism (engine/parallel/tensor_parallel.h) the model holds its shard of the parameters and
 // calls the Megatron mappings around its column- and row-parallel linears; with tp = 1 they are no-ops and the
-// code is the single-rank code.
+// code is the single-rank code. Under context parallelism (engine/parallel/context_parallel.h) it runs on the
+// rank's positions of each sequence (T = seq/cp) and its attention is the ring's.
 //
 // Legend: B batch, T time, C channels, V vocab, NH heads, HD head dim, N = B*T rows; under tensor parallelism
 // R = rows of the residual stream on this rank (N, or N/tp with sequence parallelism), Ca = C/tp (the rank's
@@ -21,6 +22,7 @@
 #include "engine/model/gpt_config.h"
 #include "engine/model/param_access.h"
 #include "engine/model/param_layout.h"
+#include "engine/parallel/context_parallel.h"
 #include "engine/parallel/tensor_parallel.h"
 
 namespace us {
@@ -31,6 +33,8 @@ struct ModelOptions {
     int micro_batch = 1;  // B, in sequences
     // The tensor-parallel group's communication; null: tp 1. Must outlive the model and match the layout's tp.
     TensorParallel* tensor_parallel = nullptr;
+    // Context parallelism: the rank's positions and the ring attention; null: cp 1. Must outlive the model.
+    ContextParallel* context_parallel = nullptr;
 };
 
 // One micro-batch of token ids in host memory: inputs and next-token targets, (B,T) each.
@@ -108,6 +112,10 @@ private:
     // out (R,C) = residual + a row-parallel linear of inp (N,IC) summed over the tp group + bias.
     void row_parallel_forward(int which, Tensor out, Tensor residual, Tensor inp, Tensor weight, Tensor bias, int IC,
                               Tensor whole);
+    // The attention core: the causal attention of the rank's heads, or ring attention under context parallelism.
+    void attention_forward(BlockActs& a);
+    void attention_backward(Tensor dqkv, Tensor datty, const BlockActs& a);
+    Tensor positions() const;  // RoPE's: the rank's positions under cp, else empty (0..T-1)
     BlockActs view_block(const ChunkActivations& acts, int index) const;
 
     GPTConfig m_config;
@@ -115,6 +123,7 @@ private:
     Backend& m_be;
     TensorParallel m_no_tp;  // tp 1, when the options name no group
     TensorParallel& m_tp;
+    ContextParallel* m_cp = nullptr;  // null or inactive: cp 1
     ParamLayout m_layout;
     ActivationShape m_shape;
     int m_begin = 0, m_end = 0;

@@ -31,7 +31,6 @@ void validate_layout(const ParallelConfig& p, int world_size) {
                    "the layout dp {} x pp {} x tp {} x cp {} x ep {} needs {} ranks but {} were started: start "
                    "mpirun -n {} (or change the degrees)",
                    p.dp, p.pp, p.tp, p.cp, p.ep, p.world(), world_size, p.world());
-    US_CHECK_INPUT(p.cp == 1, "--cp {}: context parallelism is not implemented in this build (the grid carries it)", p.cp);
     US_CHECK_INPUT(p.ep == 1, "--ep {}: expert parallelism is not implemented in this build (the grid carries it)", p.ep);
 }
 
@@ -41,6 +40,7 @@ ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> 
         m_dp = make_local_communicator(GroupKind::dp);
         m_pp = make_local_communicator(GroupKind::pp);
         m_tp = make_local_communicator(GroupKind::tp);
+        m_cp = make_local_communicator(GroupKind::cp);
         m_embedding = make_local_communicator(GroupKind::embedding);
         return;
     }
@@ -53,6 +53,12 @@ ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> 
     m_dp = MpiRuntime::split(*m_world, color_without(c, &GridCoords::dp), c.dp, GroupKind::dp);
     m_pp = MpiRuntime::split(*m_world, color_without(c, &GridCoords::pp), c.pp, GroupKind::pp);
     m_tp = MpiRuntime::split(*m_world, color_without(c, &GridCoords::tp), c.tp, GroupKind::tp);
+    m_cp = MpiRuntime::split(*m_world, color_without(c, &GridCoords::cp), c.cp, GroupKind::cp);
+    if (p.cp > 1) {  // ranks that differ only in dp and cp; spans name it dp (the data-parallel reduction)
+        GridCoords x = c;
+        x.dp = 0, x.cp = 0;
+        m_dp_cp = MpiRuntime::split(*m_world, grid_rank(p, x), c.dp * p.cp + c.cp, GroupKind::dp);
+    }
     // The tied embedding lives on the first and the last stage of each replica.
     const bool holds_embedding = c.pp == 0 || c.pp == p.pp - 1;
     // Colors must be non-negative: ranks outside the group get a color of their own.
@@ -65,6 +71,8 @@ std::string ProcessGrid::use_device_communicators(Backend& backend) {
     std::string paths;
     wrap_groups([&](std::unique_ptr<Communicator> group, GroupKind kind) {
         // Pipeline transfers are matched by tag; the data-parallel and embedding groups only run collectives.
+        // The cp ring's exchanges are grouped send/receive pairs posted in one order on every rank: NCCL can run
+        // them (DeviceTraffic::collectives); the pipeline's tagged transfers cannot.
         DeviceComm d = make_device_communicator(
             std::move(group), backend, kind == GroupKind::pp ? DeviceTraffic::tagged : DeviceTraffic::collectives);
         paths += fmt::format("{}{}: {}", paths.empty() ? "" : ", ", group_kind_name(kind), d.path);
@@ -78,6 +86,8 @@ void ProcessGrid::wrap_groups(
     m_dp = wrap(std::move(m_dp), GroupKind::dp);
     m_pp = wrap(std::move(m_pp), GroupKind::pp);
     m_tp = wrap(std::move(m_tp), GroupKind::tp);
+    m_cp = wrap(std::move(m_cp), GroupKind::cp);
+    if (m_dp_cp) m_dp_cp = wrap(std::move(m_dp_cp), GroupKind::dp);
     m_embedding = wrap(std::move(m_embedding), GroupKind::embedding);
 }
 

@@ -3,7 +3,9 @@
 // dimension are built once; everything derived from the grid is named after its dimension (dp_rank, pp_next ...).
 // Degrees whose parallelism is not implemented are carried (the metadata shows them) but refused by validate.
 // Groups: dp (same model shard, different data), pp (the stages of one replica), tp (the ranks that split each
-// layer), and the first and last stages of a replica for the tied embedding.
+// layer), cp (the ranks that split each sequence), the data-parallel reduction group dp x cp (context-parallel
+// ranks hold partial gradients of the same parameters: cp joins dp for the gradient reduction and ZeRO, as in
+// Megatron), and the first and last stages of a replica for the tied embedding.
 #pragma once
 
 #include <functional>
@@ -39,6 +41,9 @@ public:
     Communicator& dp_group() { return *m_dp; }
     Communicator& pp_group() { return *m_pp; }
     Communicator& tp_group() { return *m_tp; }
+    Communicator& cp_group() { return *m_cp; }
+    // The gradient reduction and ZeRO group: dp x cp ranks (the dp group itself when cp is 1).
+    Communicator& dp_cp_group() { return m_dp_cp ? *m_dp_cp : *m_dp; }
     // The first and last pipeline stages of one data-parallel replica (tied embedding gradients).
     Communicator& embedding_group() { return *m_embedding; }
 
@@ -47,6 +52,8 @@ public:
     int pp_rank() const { return m_coords.pp; }
     int pp_size() const { return m_p.pp; }
     int tp_rank() const { return m_coords.tp; }
+    int cp_rank() const { return m_coords.cp; }
+    int cp_size() const { return m_p.cp; }
     int tp_size() const { return m_p.tp; }
     bool pp_is_first_stage() const { return m_coords.pp == 0; }
     bool pp_is_last_stage() const { return m_coords.pp == m_p.pp - 1; }
@@ -66,7 +73,7 @@ public:
 private:
     ParallelConfig m_p;
     GridCoords m_coords;
-    std::unique_ptr<Communicator> m_world, m_dp, m_pp, m_tp, m_embedding;
+    std::unique_ptr<Communicator> m_world, m_dp, m_pp, m_tp, m_cp, m_dp_cp, m_embedding;
 };
 
 // Refuses layouts this build cannot run, before any work starts: the world size against the product of the

@@ -92,7 +92,10 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
                   [](TrainConfig& c, int v) { c.parallel.tp = v; });
     f.flag("--sp", "Sequence parallelism inside the tp group (norms, residuals on seq/tp positions; needs --tp > 1)",
            [](TrainConfig& c) { c.parallel.sp = true; });
-    f.option<int>("--cp", "Context-parallel degree", [](TrainConfig& c, int v) { c.parallel.cp = v; });
+    f.option<int>("--cp", "Context-parallel degree (ring attention over the sequence)",
+                  [](TrainConfig& c, int v) { c.parallel.cp = v; });
+    f.option<std::string>("--cp-balance", "zigzag | contiguous: how --cp cuts the sequence (zigzag balances causal work)",
+                          [](TrainConfig& c, const std::string& v) { c.parallel.cp_balance = v; });
     f.option<int>("--ep", "Expert-parallel degree", [](TrainConfig& c, int v) { c.parallel.ep = v; });
     f.option<int>("--zero", "ZeRO stage 0 | 1 | 2 | 3", [](TrainConfig& c, int v) { c.parallel.zero = v; });
     f.option<std::string>("--pp-schedule", "afab | 1f1b | interleaved | zb1",

@@ -38,6 +38,17 @@ void TrainConfig::validate() const {
                    "--seq {} cannot be split over --tp {} for --sp: sequence parallelism gives each rank seq/tp "
                    "positions; use a sequence length that divides by {}",
                    model.seq, p.tp, p.tp);
+    // Context parallelism: the sequence in 2 cp (zigzag) or cp (contiguous) equal chunks; with sequence parallelism
+    // a rank's positions split further over tp.
+    US_CHECK_INPUT(p.cp_balance == "zigzag" || p.cp_balance == "contiguous",
+                   "unknown --cp-balance '{}': expected zigzag or contiguous", p.cp_balance);
+    const int cp_chunks = p.cp_balance == "zigzag" ? 2 * p.cp : p.cp;
+    US_CHECK_INPUT(p.cp == 1 || model.seq % cp_chunks == 0,
+                   "--seq {} cannot be split over --cp {} ({}): it needs {} equal chunks; use a sequence length that "
+                   "divides by {}",
+                   model.seq, p.cp, p.cp_balance, cp_chunks, cp_chunks);
+    US_CHECK_INPUT(!p.sp || p.cp == 1 || (model.seq / p.cp) % p.tp == 0,
+                   "--sp with --cp {}: each rank's {} positions must split over --tp {}", p.cp, model.seq / p.cp, p.tp);
     US_CHECK_INPUT(p.zero >= 0 && p.zero <= 3, "unknown --zero stage {}: expected 0, 1, 2 or 3", p.zero);
     US_CHECK_INPUT(p.pp_schedule == "afab" || p.pp_schedule == "1f1b" || p.pp_schedule == "interleaved" ||
                        p.pp_schedule == "zb1",
@@ -99,6 +110,7 @@ nlohmann::json TrainConfig::to_json() const {
             {"pp", parallel.pp},
             {"tp", parallel.tp},
             {"sp", parallel.sp},
+            {"cp_balance", parallel.cp_balance},
             {"cp", parallel.cp},
             {"ep", parallel.ep},
             {"zero", parallel.zero},
@@ -156,6 +168,7 @@ void apply_config_json(TrainConfig& cfg, const nlohmann::json& j, const std::str
         else if (k == "pp") cfg.parallel.pp = int(get_int(k, v));
         else if (k == "tp") cfg.parallel.tp = int(get_int(k, v));
         else if (k == "sp") cfg.parallel.sp = get_bool(k, v);
+        else if (k == "cp_balance") cfg.parallel.cp_balance = get_str(k, v);
         else if (k == "cp") cfg.parallel.cp = int(get_int(k, v));
         else if (k == "ep") cfg.parallel.ep = int(get_int(k, v));
         else if (k == "zero") cfg.parallel.zero = int(get_int(k, v));

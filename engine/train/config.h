@@ -16,6 +16,7 @@ namespace us {
 struct ParallelConfig {
     int dp = 1, pp = 1, tp = 1, cp = 1, ep = 1;
     bool sp = false;                     // sequence parallelism inside the tensor-parallel group (needs tp > 1)
+    std::string cp_balance = "zigzag";   // zigzag | contiguous: how context parallelism cuts the sequence
     int zero = 0;                        // ZeRO stage 0..3
     std::string pp_schedule = "1f1b";    // afab | 1f1b | interleaved | zb1
     int pp_chunks = 1;                   // virtual chunks per rank (interleaved)

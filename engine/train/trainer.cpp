@@ -45,22 +45,27 @@ ParamLayout Trainer::rank_layout(const TrainConfig& cfg, int stage, int tp_rank)
 // The parallelisms, applied in one fixed order from the innermost (picotron and torchtitan compose the same way):
 //   1. tensor parallelism (and sequence parallelism): every layer split over the tp group; the rank holds its
 //      shard of each tensor and the model calls the tp group's mappings;
-//   2. pipeline parallelism: the rank runs its stage's chunks of blocks (with the embedding on the first stage,
+//   2. context parallelism: the rank sees its positions of each sequence, and attention becomes the ring's;
+//   3. pipeline parallelism: the rank runs its stage's chunks of blocks (with the embedding on the first stage,
 //      the head on the last) on the schedule's order;
-//   3. data parallelism and ZeRO, outermost: gradients reduced over the dp group, optimizer state (and with
-//      ZeRO-2/3 gradients and parameters) sharded over it.
-// Context and expert parallelism will take their places between 1 and 2.
+//   4. data parallelism and ZeRO, outermost: gradients reduced over the dp x cp group (context-parallel ranks hold
+//      partial gradients of the same parameters), optimizer state (and with ZeRO-2/3 gradients and parameters)
+//      sharded over it.
+// Expert parallelism will take its place between 2 and 3.
 Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     : m_config((config.validate(), config)), m_be(backend),
       m_grid(grid_or_local(grid, m_own_grid, config.parallel)) {
     const ParallelConfig& p = m_config.parallel;
     validate_layout(p, m_grid.world_size());
     if (p.tp > 1) m_tp = TensorParallel(m_grid.tp_group(), p.sp, backend);                 // 1
-    m_layout = rank_layout(m_config, m_grid.pp_rank(), m_grid.tp_rank());                  // 1 + 2
-    make_state();                                                                          // 3
-    make_chunks();                                                                         // 1 + 2
+    if (p.cp > 1)                                                                          // 2
+        m_cp = ContextParallel(m_grid.cp_group(), parse_cp_balance(p.cp_balance), m_config.model.seq, backend);
+    m_layout = rank_layout(m_config, m_grid.pp_rank(), m_grid.tp_rank());                  // 1 + 3
+    make_state();                                                                          // 4
+    make_chunks();                                                                         // 1 + 2 + 3
 
-    // Data: every rank of a data-parallel replica (its tp ranks and pipeline stages) reads the same micro-batches.
+    // Data: every rank of a data-parallel replica (its tp, cp ranks and pipeline stages) reads the same
+    // micro-batches; a cp rank keeps its positions of them.
     m_data = TokenDataset::from_file(m_config.data.empty() ? default_corpus_path() : m_config.data);
     DataLayout dl;
     dl.seq = m_config.model.seq;
@@ -77,11 +82,17 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
         m_state->initialize(m_config.model, m_config.seed);
     }
     m_loader = std::make_unique<DataLoader>(m_data, dl, m_config.seed);
+    BatchSource* batches = m_loader.get();
+    if (m_cp.active()) {
+        m_local_batches = std::make_unique<LocalSequenceBatches>(*m_loader, m_cp, m_config.batch, m_config.model.seq);
+        batches = m_local_batches.get();
+    }
 
     const PipelineShape shape{p.pp, m_config.grad_accum, p.pp_chunks};
     Schedule schedule = make_schedule(p.pp_schedule, shape);
+    const int local_seq = m_cp.active() ? m_cp.local_seq() : m_config.model.seq;
     m_executor = std::make_unique<PipelineExecutor>(m_grid, shape, schedule[size_t(m_grid.pp_rank())], m_chunks,
-                                                    *m_state, backend, *m_loader, m_config.batch, m_config.model.seq);
+                                                    *m_state, backend, *batches, m_config.batch, local_seq);
 
     m_schedule.lr = m_config.adamw.lr;
     m_schedule.min_lr = m_config.adamw.lr * m_config.min_lr_ratio;
@@ -95,15 +106,15 @@ void Trainer::make_state() {
     const ParallelConfig& p = m_config.parallel;
     if (p.zero == 0) {
         const bool fp32_accum = m_config.fp32_grad_accum && m_config.precision == Precision::bf16;
-        if (m_grid.dp_size() > 1)
-            m_sync = std::make_unique<DataParallelSync>(m_grid.dp_group(), m_layout, p.bucket_mb,
+        if (m_grid.dp_cp_group().size() > 1)
+            m_sync = std::make_unique<DataParallelSync>(m_grid.dp_cp_group(), m_layout, p.bucket_mb,
                                                         fp32_accum ? 4 : dtype_size(compute_dtype(m_config.precision)),
                                                         p.overlap);
         m_state = std::make_unique<ReplicatedState>(m_be, m_layout, m_config.precision, m_config.fp32_grad_accum,
                                                     m_config.adamw, m_sync.get());
     } else {
         m_state = std::make_unique<ZeroState>(m_be, m_layout, m_config.precision, m_config.fp32_grad_accum,
-                                              m_config.adamw, m_grid.dp_group(), p.zero, p.bucket_mb, p.pp > 1);
+                                              m_config.adamw, m_grid.dp_cp_group(), p.zero, p.bucket_mb, p.pp > 1);
     }
 }
 
@@ -114,6 +125,7 @@ void Trainer::make_chunks() {
     mo.recompute = m_config.recompute;
     mo.micro_batch = m_config.batch;
     mo.tensor_parallel = m_tp.active() ? &m_tp : nullptr;
+    mo.context_parallel = m_cp.active() ? &m_cp : nullptr;
     const auto ranges = stage_chunks(m_config, m_grid.pp_rank());
     for (int c = 0; c < int(ranges.size()); ++c) {
         LocalChunk chunk;
@@ -126,6 +138,11 @@ void Trainer::make_chunks() {
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::use_batches(BatchSource& batches) {
+    if (m_local_batches) m_local_batches->set_source(batches);
+    else m_executor->set_batch_source(batches);
+}
 
 StepMetrics Trainer::train_step() {
     const auto t0 = std::chrono::steady_clock::now();
@@ -147,7 +164,7 @@ StepMetrics Trainer::train_step() {
         // first stage, tensors replicated over the tp group from tp rank 0, replicated states from dp rank 0 (a
         // ZeRO shard is this rank's own).
         const bool second_copy = pp > 1 && m_grid.pp_is_last_stage();
-        const bool owner = m_state->sharded() || m_grid.dp_rank() == 0;
+        const bool owner = m_state->sharded() || (m_grid.dp_rank() == 0 && m_grid.cp_rank() == 0);
         double sumsq = owner ? m_state->local_grad_sumsq(!second_copy, m_grid.tp_rank() == 0) : 0.0;
         sumsq = m_grid.world().all_reduce_sum(sumsq);
         norm = std::sqrt(sumsq);
@@ -157,8 +174,9 @@ StepMetrics Trainer::train_step() {
         m_be.synchronize();
     }
     m_steps_done = step;
-    // The loss of the global batch: the last stage's token losses, summed over the data-parallel replicas.
-    loss_sum = m_grid.dp_group().all_reduce_sum(m_grid.pp_group().all_reduce_sum(loss_sum));
+    // The loss of the global batch: the last stage's token losses, summed over the data-parallel replicas and the
+    // context-parallel ranks (each holds its positions' losses).
+    loss_sum = m_grid.dp_cp_group().all_reduce_sum(m_grid.pp_group().all_reduce_sum(loss_sum));
     StepMetrics r;
     r.step = step;
     r.tokens = m_config.tokens_per_step();

@@ -1,7 +1,8 @@
 // The trainer: the one place that composes backend, model, training state, data and optimizer schedule into
 // training steps. The parallelisms are applied here, in one fixed order from the innermost: tensor (and sequence)
-// parallelism changes the layers, pipeline parallelism chooses the layers a rank runs, data parallelism and ZeRO
-// decide how gradients and optimizer state are reduced and sharded.
+// parallelism changes the layers, context parallelism the sequence each rank sees and its attention, pipeline
+// parallelism chooses the layers a rank runs, data parallelism and ZeRO decide how gradients and optimizer state
+// are reduced and sharded.
 #pragma once
 
 #include <memory>
@@ -11,6 +12,7 @@
 #include "engine/model/gpt.h"
 #include "engine/parallel/grid.h"
 #include "engine/parallel/pipeline_executor.h"
+#include "engine/parallel/context_parallel.h"
 #include "engine/parallel/tensor_parallel.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/train/config.h"
@@ -51,7 +53,7 @@ public:
 
     // Reads the micro-batches from `batches` instead of the data loader from now on (tests replaying recorded
     // batches). `batches` must outlive the trainer's steps.
-    void use_batches(BatchSource& batches) { m_executor->set_batch_source(batches); }
+    void use_batches(BatchSource& batches);
 
     // Runs forward only on one micro-batch of given tokens and returns its mean loss (one rank, no pipeline).
     double evaluate_loss(const int32_t* tokens, const int32_t* targets);
@@ -70,6 +72,7 @@ private:
     std::unique_ptr<ProcessGrid> m_own_grid;
     ProcessGrid& m_grid;
     TensorParallel m_tp;
+    ContextParallel m_cp;
     ParamLayout m_layout;
     std::unique_ptr<GradientSync> m_sync;
     std::unique_ptr<TrainState> m_state;
@@ -77,6 +80,7 @@ private:
     std::unique_ptr<PipelineExecutor> m_executor;
     TokenDataset m_data;
     std::unique_ptr<DataLoader> m_loader;
+    std::unique_ptr<LocalSequenceBatches> m_local_batches;  // context parallelism: the rank's positions
     LrSchedule m_schedule;
     int m_steps_done = 0;
 };

@@ -170,7 +170,7 @@ TEST_CASE("cuda: RoPE and causal attention, with saved and recomputed probabilit
             INFO(dtype_name(t) << (keep_probs ? ", probabilities kept" : ", probabilities recomputed"));
             const int B = 3, T = 40, NH = 4, HD = 16, C = NH * HD;
             Twin qkv = p.make(t, random_vector(size_t(B) * T * 3 * C, 20));
-            p.cpu().rope_forward(qkv.cpu, B, T, NH, HD), p.gpu().rope_forward(qkv.gpu, B, T, NH, HD);
+            p.cpu().rope_forward(qkv.cpu, B, T, NH, HD, Tensor{}), p.gpu().rope_forward(qkv.gpu, B, T, NH, HD, Tensor{});
             expect_close(p, qkv, "rope", tolerance(t));
             Twin out = p.zeros(t, int64_t(B) * T * C);
             Twin probs = p.zeros(t, keep_probs ? int64_t(B) * NH * T * T : 0);
@@ -182,7 +182,7 @@ TEST_CASE("cuda: RoPE and causal attention, with saved and recomputed probabilit
             p.cpu().attention_backward(dqkv.cpu, dout.cpu, qkv.cpu, pc, B, T, NH, HD);
             p.gpu().attention_backward(dqkv.gpu, dout.gpu, qkv.gpu, pg, B, T, NH, HD);
             expect_close(p, dqkv, "attention dqkv", tolerance(t) * 10);
-            p.cpu().rope_backward(dqkv.cpu, B, T, NH, HD), p.gpu().rope_backward(dqkv.gpu, B, T, NH, HD);
+            p.cpu().rope_backward(dqkv.cpu, B, T, NH, HD, Tensor{}), p.gpu().rope_backward(dqkv.gpu, B, T, NH, HD, Tensor{});
             expect_close(p, dqkv, "rope backward", tolerance(t) * 10);
         }
 }

@@ -49,11 +49,11 @@ TEST_CASE("rope backward matches finite differences", "[cpu][ops][gradcheck]") {
     auto x = random_vector(B * T * 3 * C, 7), R = random_vector(B * T * 3 * C, 8);
     auto loss = [&] {
         std::vector<float> y = x;
-        backend().rope_forward(tensor_of(y), B, T, NH, HD);
+        backend().rope_forward(tensor_of(y), B, T, NH, HD, Tensor{});
         return dot(y, R);
     };
     std::vector<float> dx = R;
-    backend().rope_backward(tensor_of(dx), B, T, NH, HD);
+    backend().rope_backward(tensor_of(dx), B, T, NH, HD, Tensor{});
     check_gradient("dqkv", x, dx, loss, {.samples = 60});
 }
 
@@ -61,7 +61,7 @@ TEST_CASE("rope rotates pairs (i, i + HD/2) by t * 10000^(-2i/HD)", "[cpu][ops]"
     const int B = 1, T = 3, NH = 1, HD = 4, C = 4;
     std::vector<float> qkv(B * T * 3 * C, 0.0f);
     for (int t = 0; t < T; ++t) qkv[size_t(t) * 3 * C + 0] = 1.0f;  // q[t][0] = 1: rotates into q[t][2]
-    backend().rope_forward(tensor_of(qkv), B, T, NH, HD);
+    backend().rope_forward(tensor_of(qkv), B, T, NH, HD, Tensor{});
     for (int t = 0; t < T; ++t) {
         CHECK(qkv[size_t(t) * 3 * C + 0] == Approx(std::cos(double(t))).margin(1e-6));
         CHECK(qkv[size_t(t) * 3 * C + 2] == Approx(std::sin(double(t))).margin(1e-6));

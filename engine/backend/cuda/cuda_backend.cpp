@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -244,14 +245,76 @@ void CudaBackend::gelu_backward(Tensor dinp, Tensor inp, Tensor dout) {
     cuda::gelu_backward(dinp.data, inp.data, dout.data, inp.dtype, inp.numel, m_compute);
 }
 
-void CudaBackend::rope_forward(Tensor qkv, int B, int T, int NH, int HD) {
-    const float* table = rope_table(T, HD);
-    cuda::rope(qkv.data, qkv.dtype, table, table + size_t(T) * (HD / 2), B, T, NH, HD, 1.0f, m_compute);
+// The table must reach the largest position: positions tensors live for the run, so their maximum is read back once.
+int CudaBackend::rope_rows(int T, Tensor positions) {
+    if (positions.empty()) return T;
+    auto it = m_positions_rows.find(positions.data);
+    if (it != m_positions_rows.end()) return it->second;
+    std::vector<int32_t> host(size_t(positions.numel));
+    download(host.data(), positions);
+    const int rows = *std::max_element(host.begin(), host.end()) + 1;
+    m_positions_rows[positions.data] = rows;
+    return rows;
 }
 
-void CudaBackend::rope_backward(Tensor dqkv, int B, int T, int NH, int HD) {
-    const float* table = rope_table(T, HD);
-    cuda::rope(dqkv.data, dqkv.dtype, table, table + size_t(T) * (HD / 2), B, T, NH, HD, -1.0f, m_compute);
+void CudaBackend::rope_forward(Tensor qkv, int B, int T, int NH, int HD, Tensor positions) {
+    const int rows = std::max(T, rope_rows(T, positions));
+    const float* table = rope_table(rows, HD);
+    cuda::rope(qkv.data, qkv.dtype, table, table + size_t(rows) * (HD / 2),
+               positions.empty() ? nullptr : positions.i32(), B, T, NH, HD, 1.0f, m_compute);
+}
+
+void CudaBackend::rope_backward(Tensor dqkv, int B, int T, int NH, int HD, Tensor positions) {
+    const int rows = std::max(T, rope_rows(T, positions));
+    const float* table = rope_table(rows, HD);
+    cuda::rope(dqkv.data, dqkv.dtype, table, table + size_t(rows) * (HD / 2),
+               positions.empty() ? nullptr : positions.i32(), B, T, NH, HD, -1.0f, m_compute);
+}
+
+// ---- blockwise attention (ring attention under context parallelism)
+
+namespace {
+cuda::ChunkPairs chunk_pairs(const AttentionBlockArgs& a) {
+    cuda::ChunkPairs p;
+    US_ASSERT(a.pair_count <= cuda::ChunkPairs::kMax, "{} chunk pairs in one call (at most {})", a.pair_count,
+              cuda::ChunkPairs::kMax);
+    p.count = a.pair_count;
+    for (int i = 0; i < a.pair_count; ++i) {
+        p.q_chunk[i] = a.pairs[i].q_chunk;
+        p.k_chunk[i] = a.pairs[i].k_chunk;
+        p.causal[i] = a.pairs[i].causal;
+    }
+    return p;
+}
+}  // namespace
+
+void CudaBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc, Tensor row_max, Tensor row_sum) {
+    cuda::attention_block_forward(acc.f32(), row_max.f32(), row_sum.f32(), a.qkv.data, a.kv.data, a.qkv.dtype, a.B, a.T,
+                                  a.NH, a.HD, a.chunk, chunk_pairs(a), m_compute);
+}
+
+void CudaBackend::attention_block_finish(Tensor out, Tensor lse, Tensor acc, Tensor row_max, Tensor row_sum, int B,
+                                         int T, int NH, int HD) {
+    cuda::attention_block_finish(out.data, out.dtype, lse.f32(), acc.f32(), row_max.f32(), row_sum.f32(), B, T, NH, HD,
+                                 m_compute);
+}
+
+void CudaBackend::attention_block_delta(Tensor delta, Tensor dout, Tensor out, int B, int T, int NH, int HD) {
+    cuda::attention_block_delta(delta.f32(), dout.data, out.data, out.dtype, B, T, NH, HD, m_compute);
+}
+
+void CudaBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq, Tensor dkv, Tensor dout, Tensor lse,
+                                           Tensor delta) {
+    cuda::attention_block_backward(dq.f32(), dkv.f32(), a.qkv.data, a.kv.data, dout.data, a.qkv.dtype, lse.f32(),
+                                   delta.f32(), a.B, a.T, a.NH, a.HD, a.chunk, chunk_pairs(a), m_compute);
+}
+
+void CudaBackend::attention_block_pack_kv(Tensor kv, Tensor qkv, int B, int T, int C) {
+    cuda::attention_block_pack_kv(kv.data, qkv.data, qkv.dtype, B, T, C, m_compute);
+}
+
+void CudaBackend::attention_block_store_grads(Tensor dqkv, Tensor dq, Tensor dkv, int B, int T, int C) {
+    cuda::attention_block_store_grads(dqkv.data, dqkv.dtype, dq.f32(), dkv.f32(), B, T, C, m_compute);
 }
 
 // ---- attention: per sequence, the heads as one strided batch (head h starts h*HD into each row of qkv)

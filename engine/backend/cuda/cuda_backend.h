@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <map>
 #include <string>
 
 #include "engine/backend/backend.h"
@@ -40,8 +41,16 @@ public:
                             Tensor mean, Tensor rstd, int N, int C) override;
     void gelu_forward(Tensor out, Tensor inp) override;
     void gelu_backward(Tensor dinp, Tensor inp, Tensor dout) override;
-    void rope_forward(Tensor qkv, int B, int T, int NH, int HD) override;
-    void rope_backward(Tensor dqkv, int B, int T, int NH, int HD) override;
+    void rope_forward(Tensor qkv, int B, int T, int NH, int HD, Tensor positions) override;
+    void rope_backward(Tensor dqkv, int B, int T, int NH, int HD, Tensor positions) override;
+    void attention_block_forward(const AttentionBlockArgs& a, Tensor acc, Tensor row_max, Tensor row_sum) override;
+    void attention_block_finish(Tensor out, Tensor lse, Tensor acc, Tensor row_max, Tensor row_sum, int B, int T, int NH,
+                                int HD) override;
+    void attention_block_delta(Tensor delta, Tensor dout, Tensor out, int B, int T, int NH, int HD) override;
+    void attention_block_backward(const AttentionBlockArgs& a, Tensor dq, Tensor dkv, Tensor dout, Tensor lse,
+                                  Tensor delta) override;
+    void attention_block_pack_kv(Tensor kv, Tensor qkv, int B, int T, int C) override;
+    void attention_block_store_grads(Tensor dqkv, Tensor dq, Tensor dkv, int B, int T, int C) override;
     void attention_forward(Tensor out, Tensor probs, Tensor qkv, int B, int T, int NH, int HD) override;
     void attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor probs, int B, int T, int NH,
                             int HD) override;
@@ -75,6 +84,7 @@ private:
     // nothing); stream order makes reuse by the next op safe.
     void* scratch(size_t bytes);
     const float* rope_table(int T, int HD);  // (T, HD/2) cos then sin, built on the host as the CPU backend does
+    int rope_rows(int T, Tensor positions);  // the table rows a positions tensor needs (its maximum + 1)
     double reduce(Tensor t, bool squares);
 
     int m_device = 0;
@@ -84,6 +94,7 @@ private:
     cublasHandle_t m_cublas = nullptr;
     Allocation m_cublas_workspace, m_scratch, m_rope, m_reduce;
     int m_rope_T = 0, m_rope_HD = 0;
+    std::map<const void*, int> m_positions_rows;
     double* m_reduce_host = nullptr;  // pinned
     // Uploads go through a small ring of pinned buffers, so the host does not wait for the GPU to drain before
     // it can reuse its own buffer (token batches are uploaded every micro-batch).

@@ -45,9 +45,31 @@ void layernorm_backward(void* dinp, void* dweight, void* dbias, const void* dout
                         float* partials, cudaStream_t s);
 
 // ---- RoPE, rotate-half, in place on the q and k thirds of qkv (rope.cu); sign -1 rotates back (backward).
-// cos/sin tables are (T, HD/2) fp32 on the device.
-void rope(void* qkv, DType t, const float* cos_table, const float* sin_table, int B, int T, int NH, int HD,
-          float sign, cudaStream_t s);
+// cos/sin tables are (rows, HD/2) fp32 on the device, indexed by positions[t] (device, (T) i32) or by t when null.
+void rope(void* qkv, DType t, const float* cos_table, const float* sin_table, const int32_t* positions, int B, int T,
+          int NH, int HD, float sign, cudaStream_t s);
+
+// ---- blockwise attention with an online softmax (attention_blocks.cu; backend.h's AttentionBlockArgs). One thread
+// block per query row (forward, dq) or key row (dk, dv), each walking its chunk pairs in order: plain and
+// deterministic (no atomics), not tuned. The pairs travel by value.
+struct ChunkPairs {
+    static constexpr int kMax = 8;
+    int count = 0;
+    int q_chunk[kMax] = {}, k_chunk[kMax] = {};
+    bool causal[kMax] = {};
+};
+void attention_block_forward(float* acc, float* row_max, float* row_sum, const void* qkv, const void* kv, DType t,
+                             int B, int T, int NH, int HD, int chunk, const ChunkPairs& pairs, cudaStream_t s);
+void attention_block_finish(void* out, DType t, float* lse, const float* acc, const float* row_max,
+                            const float* row_sum, int B, int T, int NH, int HD, cudaStream_t s);
+void attention_block_delta(float* delta, const void* dout, const void* out, DType t, int B, int T, int NH, int HD,
+                           cudaStream_t s);
+void attention_block_backward(float* dq, float* dkv, const void* qkv, const void* kv, const void* dout, DType t,
+                              const float* lse, const float* delta, int B, int T, int NH, int HD, int chunk,
+                              const ChunkPairs& pairs, cudaStream_t s);
+void attention_block_pack_kv(void* kv, const void* qkv, DType t, int B, int T, int C, cudaStream_t s);
+void attention_block_store_grads(void* dqkv, DType t, const float* dq, const float* dkv, int B, int T, int C,
+                                 cudaStream_t s);
 
 // ---- attention pieces around the cuBLAS products (attention.cu). Scores are fp32 (rows, T) with rows = NH*T
 // for one sequence; row r is query position r % T.
