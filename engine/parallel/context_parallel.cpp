@@ -35,10 +35,26 @@ ContextParallel::ContextParallel(Communicator& cp_group, CpBalance balance, int 
     for (int i = 0; i < cp; ++i) m_step_names.push_back(prof::string_id(fmt::format("ring attention step {}", i)));
 }
 
-int ContextParallel::global_chunk(int owner, int local) const {
-    if (m_balance == CpBalance::contiguous) return owner;
-    return local == 0 ? owner : 2 * size() - 1 - owner;
+int cp_chunks_per_rank(CpBalance balance) { return balance == CpBalance::zigzag ? 2 : 1; }
+
+int cp_global_chunk(CpBalance balance, int cp, int owner, int local) {
+    if (balance == CpBalance::contiguous) return owner;
+    return local == 0 ? owner : 2 * cp - 1 - owner;
 }
+
+std::vector<AttentionChunkPair> cp_chunk_pairs(CpBalance balance, int cp, int rank, int owner) {
+    std::vector<AttentionChunkPair> pairs;
+    const int n = cp_chunks_per_rank(balance);
+    for (int qc = 0; qc < n; ++qc)
+        for (int kc = 0; kc < n; ++kc) {
+            const int gq = cp_global_chunk(balance, cp, rank, qc), gk = cp_global_chunk(balance, cp, owner, kc);
+            if (gk > gq) continue;  // every key after every query: masked whole, so skipped
+            pairs.push_back({qc, kc, gk == gq});
+        }
+    return pairs;
+}
+
+int ContextParallel::global_chunk(int owner, int local) const { return cp_global_chunk(m_balance, size(), owner, local); }
 
 void ContextParallel::take_local(const int32_t* whole, int32_t* local, int B) const {
     const int Tl = local_seq();
@@ -46,17 +62,6 @@ void ContextParallel::take_local(const int32_t* whole, int32_t* local, int B) co
         for (int c = 0; c < chunks_per_rank(); ++c)
             std::copy_n(whole + size_t(b) * m_seq + size_t(global_chunk(rank(), c)) * m_chunk, m_chunk,
                         local + size_t(b) * Tl + size_t(c) * m_chunk);
-}
-
-std::vector<AttentionChunkPair> ContextParallel::pairs_with(int owner) const {
-    std::vector<AttentionChunkPair> pairs;
-    for (int qc = 0; qc < chunks_per_rank(); ++qc)
-        for (int kc = 0; kc < chunks_per_rank(); ++kc) {
-            const int gq = global_chunk(rank(), qc), gk = global_chunk(owner, kc);
-            if (gk > gq) continue;  // every key after every query: masked whole, so skipped
-            pairs.push_back({qc, kc, gk == gq});
-        }
-    return pairs;
 }
 
 // One layer's forward: the queries stay, the key/value blocks go round. At step i the rank holds the block of

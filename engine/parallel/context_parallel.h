@@ -25,6 +25,13 @@ namespace us {
 enum class CpBalance { zigzag, contiguous };
 CpBalance parse_cp_balance(const std::string& text);  // UserError when unknown
 
+// The layout as pure functions (tested alone): a rank's chunks (1 contiguous, 2 zigzag) and their global indices,
+// and the chunk pairs a rank computes against the key/value block of `owner` (pairs whose keys all come after
+// their queries are left out; diagonal pairs are causal).
+int cp_chunks_per_rank(CpBalance balance);
+int cp_global_chunk(CpBalance balance, int cp, int owner, int local);
+std::vector<AttentionChunkPair> cp_chunk_pairs(CpBalance balance, int cp, int rank, int owner);
+
 class ContextParallel {
 public:
     ContextParallel() = default;  // cp = 1
@@ -50,10 +57,10 @@ public:
 
     // The chunk pairs this rank computes against the key/value block of `owner` (the causal ones, diagonal pairs
     // flagged): what makes the zigzag balance visible.
-    std::vector<AttentionChunkPair> pairs_with(int owner) const;
+    std::vector<AttentionChunkPair> pairs_with(int owner) const { return cp_chunk_pairs(m_balance, size(), rank(), owner); }
 
 private:
-    int chunks_per_rank() const { return m_balance == CpBalance::zigzag ? 2 : 1; }
+    int chunks_per_rank() const { return cp_chunks_per_rank(m_balance); }
 
     Communicator* m_group = nullptr;
     CpBalance m_balance = CpBalance::zigzag;

@@ -15,7 +15,7 @@ std::string instance_key(const nlohmann::json& coords, int group) {
     const std::string own = name == "embedding" ? "pp" : std::string(name);
     std::string key;
     for (const char* dim : {"dp", "pp", "tp", "cp", "ep"}) {
-        if (own == dim) continue;
+        if (own == dim || (own == "dp" && std::string(dim) == "cp")) continue;  // dp reduces over dp x cp
         key += std::string(dim) + "=" + std::to_string(coords.value(dim, 0)) + ";";
     }
     return key;

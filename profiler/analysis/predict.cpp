@@ -18,15 +18,20 @@ int64_t layers_on_stage(const PredictInput& in, int) { return in.layers / std::m
 // stream (N/tp under sequence parallelism), Ca = h/tp and F = 4h/tp the rank's share of attention and MLP, Vr its
 // vocabulary rows, heads its attention heads.
 struct RankShape {
-    int64_t N, R, C, Ca, F, Vr, heads, probs;
+    int64_t N, R, C, Ca, F, Vr, heads, probs, T;
     bool sp;
-    int tp;
+    int tp, cp;
+    int64_t attention_saved(int64_t e) const {  // probabilities, or ring attention's log-sum-exp under cp
+        return cp > 1 ? 4 * N / T * heads * T : e * probs;
+    }
 };
 RankShape rank_shape(const PredictInput& in) {
     RankShape r;
     r.tp = std::max(1, in.tp);
+    r.cp = std::max(1, in.cp);
     r.sp = in.sp && r.tp > 1;
-    r.N = in.micro_batch * in.seq;
+    r.T = in.seq / r.cp;  // the rank's positions of a sequence
+    r.N = in.micro_batch * r.T;
     r.R = r.sp ? r.N / r.tp : r.N;
     r.C = in.hidden;
     r.Ca = in.hidden / r.tp;
@@ -38,20 +43,21 @@ RankShape rank_shape(const PredictInput& in) {
 }
 
 // Per block per micro-batch, docs/memory.md: ln1, residual2, ln2 and output (R,C); qkv (N,3Ca), atty (N,Ca),
-// fch and fch_gelu (N,F); probs (B, heads, s, s); four fp32 LayerNorm statistics of R.
+// fch and fch_gelu (N,F); probs (B, heads, s, s), or under cp the ring's log-sum-exp (B, heads, s/cp) fp32 in every
+// mode; four fp32 LayerNorm statistics of R.
 int64_t block_bytes(const PredictInput& in, int64_t e) {
     const RankShape r = rank_shape(in);
     if (in.recompute == "full") return e * r.R * r.C;
     const int64_t stats = 16 * r.R;
     const int64_t tensors = e * (4 * r.R * r.C + 4 * r.N * r.Ca + 2 * r.N * r.F);
-    if (in.recompute == "selective") return tensors + stats;
-    return tensors + e * r.probs + stats;
+    if (in.recompute == "selective" && r.cp == 1) return tensors + stats;
+    return tensors + r.attention_saved(e) + stats;
 }
 
 // Full recomputation's working set: everything of a block but its output, while the block is recomputed.
 int64_t block_working_bytes(const PredictInput& in, int64_t e) {
     const RankShape r = rank_shape(in);
-    return e * (3 * r.R * r.C + 4 * r.N * r.Ca + 2 * r.N * r.F + r.probs) + 16 * r.R;
+    return e * (3 * r.R * r.C + 4 * r.N * r.Ca + 2 * r.N * r.F) + r.attention_saved(e) + 16 * r.R;
 }
 
 // The final norm output and statistics (R rows), fp32 logits of the rank's vocabulary, losses, and under tensor
@@ -82,6 +88,10 @@ int64_t formula_layer_bytes(const PredictInput& in, std::string& text) {
         text = in.recompute == "selective" ? "34 sbh (selective)" : "sbh(34 + 5as/h)";
     }
     if (!in.bf16) text += ", x2 for fp32";
+    if (in.cp > 1) {  // every activation is sequence-sharded: the single rank's figure / cp
+        text += ", / cp";
+        bytes /= double(in.cp);
+    }
     return int64_t(bytes * scale);
 }
 
@@ -163,6 +173,20 @@ std::vector<PredictedCollective> tp_collectives(const PredictInput& in, int64_t 
     return out;
 }
 
+// The ring's transfers a rank sends per step (docs/formulas.md): per layer and micro-batch, forward passes its
+// key/value block on cp - 1 times; backward passes the blocks on again cp - 1 times and a partial key/value gradient
+// (fp32) cp times, the last one to the block's owner. Full recomputation runs the forward's ring again.
+std::vector<PredictedCollective> cp_collectives(const PredictInput& in, int64_t e) {
+    const RankShape r = rank_shape(in);
+    std::vector<PredictedCollective> out;
+    if (r.cp == 1) return out;
+    const int64_t kv = 2 * r.N * r.Ca, m = in.grad_accum, blocks = layers_on_stage(in, in.stage);
+    const int64_t recompute = in.recompute == "full" ? 2 : 1;
+    out.push_back({"ring attention: key/value blocks", OpClass::send, kv * e, (r.cp - 1) * blocks * m * (recompute + 1)});
+    out.push_back({"ring attention: key/value gradient blocks (fp32)", OpClass::send, kv * 4, r.cp * blocks * m});
+    return out;
+}
+
 }  // namespace
 
 PredictInput PredictInput::from_config(const nlohmann::json& c) {
@@ -182,6 +206,7 @@ PredictInput PredictInput::from_config(const nlohmann::json& c) {
     in.pp = get("pp", in.pp);
     in.tp = get("tp", in.tp);
     in.sp = get("sp", false);
+    in.cp_balance = get("cp_balance", in.cp_balance);
     in.cp = get("cp", in.cp);
     in.ep = get("ep", in.ep);
     in.zero = get("zero", in.zero);
@@ -210,7 +235,9 @@ Prediction predict(const PredictInput& in) {
     p.params_on_rank = Ls * (12 * h * h / tp + 7 * h / tp + 6 * h) + (first || last ? h * r.Vr : 0) + (last ? 2 * h : 0);
     const int64_t n = p.params_on_rank;
     const int64_t e = in.bf16 ? 2 : 4;
-    const int64_t dp = in.dp;
+    // The data-parallel reduction and ZeRO run over dp x cp ranks (cp ranks hold partial gradients of the same
+    // parameters).
+    const int64_t dp = int64_t(in.dp) * std::max(1, in.cp);
 
     // Weights, gradients, optimizer state (docs/formulas.md; ZeRO shards by dp).
     auto sharded = [&](int64_t bytes_per_param, bool shard) { return shard ? bytes_per_param * n / dp : bytes_per_param * n; };
@@ -258,7 +285,7 @@ Prediction predict(const PredictInput& in) {
     p.memory[size_t(MemCategory::workspace)] = std::nullopt;     // op scratch: measured, not modelled
 
     p.flops_per_token = 6.0 * double(p.params) + 12.0 * double(L * h * in.seq);
-    p.tokens_per_step = in.micro_batch * in.grad_accum * in.seq * dp;
+    p.tokens_per_step = in.micro_batch * in.grad_accum * in.seq * in.dp;
 
     // Communication per rank per step (bytes sent, ring algorithms). dp: K gradient bytes of the rank's shard of
     // the model; ZeRO-0 and 1 all-reduce (or reduce-scatter + all-gather) them once per step, ZeRO-2 reduce-scatters
@@ -279,6 +306,9 @@ Prediction predict(const PredictInput& in) {
     double tp_sent = 0;
     for (const PredictedCollective& c : p.tp_collectives) tp_sent += double(c.count) * bytes_sent(c.op, double(c.bytes), int(tp));
     p.comm_bytes[3] = int64_t(std::llround(tp_sent));
+    // cp: the ring's transfers.
+    p.cp_collectives = cp_collectives(in, e);
+    for (const PredictedCollective& c : p.cp_collectives) p.comm_bytes[4] += c.count * c.bytes;
     // The tied embedding's gradient summed between the first and the last stage; the gradient norm's scalar.
     if (in.pp > 1 && (first || last)) p.comm_bytes[6] = int64_t(h * r.Vr * grad_e / (in.zero >= 1 ? dp : 1));
     const int64_t world = int64_t(in.dp) * in.pp * tp * in.cp * in.ep;
@@ -311,9 +341,10 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
     std::string s;
     s += fmt::format("Model: h {} v {} L {} heads {} seq {}: N = h*v + L*(12h^2 + 13h) + 2h = {} parameters\n",
                      in.hidden, in.vocab, in.layers, in.heads, in.seq, p.params);
-    s += fmt::format("Layout: dp {} pp {} tp {}{} cp {} ep {}, ZeRO-{}, {}, micro-batch {} x {} tokens, {} "
+    s += fmt::format("Layout: dp {} pp {} tp {}{} cp {}{} ep {}, ZeRO-{}, {}, micro-batch {} x {} tokens, {} "
                      "micro-batches per step, recompute {}\n",
-                     in.dp, in.pp, in.tp, in.sp && in.tp > 1 ? " (sequence parallel)" : "", in.cp, in.ep, in.zero,
+                     in.dp, in.pp, in.tp, in.sp && in.tp > 1 ? " (sequence parallel)" : "", in.cp,
+                     in.cp > 1 ? " (" + in.cp_balance + ")" : std::string(), in.ep, in.zero,
                      in.bf16 ? "bf16 mixed precision" : "fp32", in.micro_batch, in.seq, in.grad_accum, in.recompute);
     if (in.pp > 1) s += fmt::format("Pipeline stage {} of {} ({} schedule)\n", in.stage, in.pp, in.pp_schedule);
     if (in.pp > 1 || in.tp > 1)
@@ -331,8 +362,9 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
     s += fmt::format("\nCompute: {:.1f} MFLOP per token (6N + 12*L*h*s), {} tokens per step, {:.2f} TFLOP per step\n",
                      p.flops_per_token / 1e6, p.tokens_per_step, p.flops_per_token * double(p.tokens_per_step) / 1e12);
     s += fmt::format("Communication sent per rank per step (predicted, ring algorithms): data parallel {}, pipeline {}, "
-                     "tensor parallel {}\n",
-                     format_bytes(p.comm_bytes[1]), format_bytes(p.comm_bytes[2]), format_bytes(p.comm_bytes[3]));
+                     "tensor parallel {}, context parallel {}\n",
+                     format_bytes(p.comm_bytes[1]), format_bytes(p.comm_bytes[2]), format_bytes(p.comm_bytes[3]),
+                     format_bytes(p.comm_bytes[4]));
     if (in.tp > 1)
         s += fmt::format("  tensor parallel by the textbook (4 all-reduces of s*b*h per block per micro-batch): {}; "
                          "the engine adds the embedding, the head, the vocabulary-parallel loss{}\n",
@@ -350,14 +382,19 @@ nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
         mem[std::string(kMemCategoryNames[c])] = p.memory[size_t(c)] ? nlohmann::json(*p.memory[size_t(c)]) : nlohmann::json();
     nlohmann::json comm = nlohmann::json::object();
     for (int g = 0; g < kGroupCount; ++g) comm[std::string(kGroupNames[g])] = p.comm_bytes[size_t(g)];
-    nlohmann::json tp = nlohmann::json::array();
-    for (const PredictedCollective& c : p.tp_collectives)
-        tp.push_back({{"what", c.what}, {"op", std::string(kOpClassNames[size_t(c.op)])}, {"bytes", c.bytes},
-                      {"count", c.count}});
+    auto list = [](const std::vector<PredictedCollective>& v) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const PredictedCollective& c : v)
+            out.push_back({{"what", c.what}, {"op", std::string(kOpClassNames[size_t(c.op)])}, {"bytes", c.bytes},
+                           {"count", c.count}});
+        return out;
+    };
+    const nlohmann::json tp = list(p.tp_collectives);
     return {{"params", p.params},
             {"params_on_rank", p.params_on_rank},
             {"comm_bytes_per_step", comm},
             {"tp_collectives_per_step", tp},
+            {"cp_collectives_per_step", list(p.cp_collectives)},
             {"tp_comm_bytes_per_step_formula", p.tp_comm_bytes_formula},
             {"activations_per_layer_formula_bytes", p.activations_per_layer_formula},
             {"activations_per_layer_formula", p.activations_formula},

@@ -30,6 +30,7 @@ struct PredictInput {
     // parallel
     int dp = 1, pp = 1, tp = 1, cp = 1, ep = 1;
     bool sp = false;  // sequence parallelism inside the tp group
+    std::string cp_balance = "zigzag";
     int zero = 0;
     std::string pp_schedule = "1f1b";
     int pp_chunks = 1;
@@ -72,6 +73,7 @@ struct Prediction {
     int64_t pp_comm_bytes = 0;   // comm_bytes of pp
     int64_t tp_comm_bytes_formula = 0;  // the textbook: 4 all-reduces of s*b*h per block per micro-batch
     std::vector<PredictedCollective> tp_collectives;  // what makes up comm_bytes of tp
+    std::vector<PredictedCollective> cp_collectives;  // and of cp (the ring's sends)
     double bubble_theory = 0;    // (pp - 1) / m, (pp - 1) / (v m) interleaved, about a third of 1F1B for ZB-H1
     std::string bubble_formula;
     double bubble_simulated = 0;  // this stage's bubble when the schedule runs on an idealised machine

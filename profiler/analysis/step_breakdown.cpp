@@ -34,6 +34,8 @@ std::array<int, kGroupCount> group_sizes(const TraceStore& store, const RankTrac
         if (grid.contains(name) && grid[name].is_number_integer()) n[size_t(g)] = grid[name].get<int>();
     }
     n[0] = std::max(1, store.world_size());
+    // Under context parallelism the engine's dp communicator is the dp x cp reduction group.
+    n[size_t(group_index("dp"))] *= n[size_t(group_index("cp"))];
     n[size_t(group_index("embedding"))] = n[size_t(group_index("pp"))] > 1 ? 2 : 1;
     return n;
 }

@@ -10,36 +10,6 @@ using namespace us::test;
 
 namespace {
 
-struct Result {
-    std::vector<double> losses;
-    std::map<std::string, std::vector<float>> tensors;  // this rank's tensors after the steps
-};
-
-Result collect(Trainer& t, const TrainConfig& c) {
-    Result r;
-    r.losses = train_losses(t, c.steps);
-    for (const ParamTensor& p : t.layout().tensors()) {
-        std::vector<float> v(size_t(p.numel));
-        t.state().export_tensor(p, StateSlot::weights, v.data());
-        r.tensors[p.name] = std::move(v);
-    }
-    return r;
-}
-
-Result run_parallel(const TrainConfig& c) {
-    CpuBackend be(1);
-    ProcessGrid grid(c.parallel, MpiRuntime::world());
-    Trainer t(c, be, &grid);
-    return collect(t, c);
-}
-
-Result run_single(const TrainConfig& parallel) {
-    const TrainConfig c = single_rank_twin(parallel);
-    CpuBackend be(1);
-    Trainer t(c, be);
-    return collect(t, c);
-}
-
 void check_same(const Result& got, const Result& want) {
     REQUIRE(got.losses.size() == want.losses.size());
     for (size_t s = 0; s < got.losses.size(); ++s) CHECK(got.losses[s] == Approx(want.losses[s]).epsilon(1e-5));

@@ -1,6 +1,7 @@
 // The host-staging communicator (the GPU fallback where NCCL cannot run, and the GPU path of pipeline transfers),
 // exercised on the CPU backend: every group of the grid wrapped in it, data parallelism with ZeRO-0..3, a
-// pipeline and tensor parallelism (with and without sequence parallelism) must still reproduce one rank. Its copies are memcpys here; on a GPU they are the device transfers.
+// pipeline, tensor parallelism (with and without sequence parallelism) and the context-parallel ring must still
+// reproduce one rank. Its copies are memcpys here; on a GPU they are the device transfers.
 #include "engine/comm/staged_comm.h"
 #include "mpi_test_util.h"
 
@@ -26,7 +27,7 @@ void check(const ParallelConfig& p) {
         ++wrapped;
         return std::make_unique<StagedCommunicator>(std::move(g), be);
     });
-    CHECK(wrapped == 4);  // dp, pp, tp, embedding
+    CHECK(wrapped == (p.cp > 1 ? 6 : 5));  // dp, pp, tp, cp, embedding, and the dp x cp group under cp
     Trainer staged(c, be, &grid);
     const std::vector<double> got = train_losses(staged, c.steps);
     CpuBackend one(1);
@@ -60,6 +61,16 @@ TEST_CASE("host staging: tp 2, with and without sequence parallelism, reproduces
         ParallelConfig p;
         p.tp = 2, p.sp = sp;
         INFO("sp " << sp);
+        check(p);
+    }
+}
+
+TEST_CASE("host staging: the cp 2 ring, zigzag and contiguous, reproduces one rank", "[mpi][cp2]") {
+    REQUIRE(MpiRuntime::world_size() == 2);
+    for (const char* balance : {"zigzag", "contiguous"}) {
+        ParallelConfig p;
+        p.cp = 2, p.cp_balance = balance;
+        INFO(balance);
         check(p);
     }
 }
