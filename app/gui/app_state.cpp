@@ -34,7 +34,10 @@ std::vector<std::string> LaunchSettings::train_args() const {
     }
     if (tp > 1) add("--tp", tp);
     if (sp) a.push_back("--sp");
-    if (cp > 1) add("--cp", cp);
+    if (cp > 1) {
+        add("--cp", cp);
+        add("--cp-balance", cp_balance);
+    }
     if (ep > 1) add("--ep", ep);
     add("--zero", zero);
     add("--recompute", recompute);
@@ -92,6 +95,8 @@ AppState::AppState(const GuiOptions& options) : m_options(options) {
         else if (k == "--dp") settings.dp = as_int();
         else if (k == "--pp") settings.pp = as_int();
         else if (k == "--tp") settings.tp = as_int();
+        else if (k == "--cp") settings.cp = as_int();
+        else if (k == "--cp-balance") settings.cp_balance = v;
         else if (k == "--zero") settings.zero = as_int();
         else if (k == "--grad-accum") settings.grad_accum = as_int();
         else if (k == "--batch") settings.batch = as_int();

@@ -31,6 +31,7 @@ struct LaunchSettings {
     int grad_accum = 1;
     int dp = 2, pp = 1, tp = 1, cp = 1, ep = 1;
     bool sp = false;  // sequence parallelism (with tp > 1)
+    std::string cp_balance = "zigzag";
     int zero = 0;
     std::string pp_schedule = "1f1b";
     int pp_chunks = 1;

@@ -115,6 +115,17 @@ void draw_settings(AppState& app) {
                           "before and reduce-scatter after the tensor-parallel layers; activations / tp");
     ImGui::EndDisabled();
     if (s.tp == 1) s.sp = false;
+    int_field("cp", s.cp, 1, 64,
+              "context-parallel ranks: each sequence split over cp ranks, attention as a ring passing key/value\n"
+              "blocks (overlapped with the attention of the block in hand); activations / cp");
+    ImGui::SameLine();
+    ImGui::BeginDisabled(s.cp == 1);
+    ImGui::SetNextItemWidth(110);
+    combo("##balance", s.cp_balance, {"zigzag", "contiguous"});
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("zigzag: 2 cp chunks, rank r holds r and 2cp-1-r: equal causal work on every rank\n"
+                          "contiguous: rank r holds chunk r: the last rank's queries see every key (imbalanced)");
+    ImGui::EndDisabled();
     ImGui::SetNextItemWidth(110);
     ImGui::SliderFloat("bucket MiB", &s.bucket_mb, 0.25f, 32.0f, "%.2f", ImGuiSliderFlags_Logarithmic);
     ImGui::Checkbox("overlap gradient all-reduce", &s.overlap);
@@ -141,11 +152,13 @@ void draw_settings(AppState& app) {
             if (s.tp > 1)
                 prediction += fmt::format("\n{} parameters per rank; tp sends {} per step (critical path)",
                                           p.params_on_rank, format_bytes(p.comm_bytes[size_t(prof::group_index("tp"))]));
+            if (s.cp > 1)
+                prediction += fmt::format("\ncp ring sends {} per step", format_bytes(p.comm_bytes[size_t(prof::group_index("cp"))]));
         }
     }
     if (problem.empty()) {
-        ImGui::TextColored(ImVec4(0.45f, 0.85f, 0.5f, 1), "ok: %d rank(s) = dp %d x pp %d x tp %d", s.ranks(), s.dp,
-                           s.pp, s.tp);
+        ImGui::TextColored(ImVec4(0.45f, 0.85f, 0.5f, 1), "ok: %d rank(s) = dp %d x pp %d x tp %d x cp %d", s.ranks(),
+                           s.dp, s.pp, s.tp, s.cp);
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", prediction.c_str());
     } else {
         ImGui::PushTextWrapPos(0);

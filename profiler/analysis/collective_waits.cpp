@@ -33,6 +33,9 @@ std::map<int, std::array<double, kGroupCount>> collective_waits(const TraceStore
         const nlohmann::json coords = rt.metadata.value("coords", nlohmann::json::object());
         for (const Span& s : rt.lanes[size_t(Lane::comm)].spans()) {  // sorted by begin
             if (s.kind != SpanKind::comm || s.group >= kGroupCount || s.step < first_steady_step) continue;
+            // Collectives only: point-to-point transfers (the cp ring's) overlap each other and pair up across
+            // ranks as send and receive, not as one operation.
+            if (s.op == OpClass::send || s.op == OpClass::recv) continue;
             members[{s.group, instance_key(coords, s.group)}][r].push_back(s.end - s.begin);
         }
     }

@@ -108,6 +108,26 @@ Report build_report(const TraceStore& store) {
     const auto waits = collective_waits(store, first_steady);
     for (auto& rr : rep.ranks)
         if (auto it = waits.find(rr.rank); it != waits.end()) rr.group_wait_s = it->second;
+    if (rep.predict_input.cp > 1) {  // attention time across each cp group (ranks that differ only in cp)
+        std::map<std::string, std::vector<const RankReport*>> groups;
+        for (const auto& rr : rep.ranks) {
+            std::string key;
+            for (const char* dim : {"dp", "pp", "tp", "ep"}) key += std::to_string(coord(rr.coords, dim)) + ",";
+            groups[key].push_back(&rr);
+        }
+        for (const auto& [key, members] : groups) {
+            const auto [lo, hi] = std::minmax_element(members.begin(), members.end(), [](auto* a, auto* b) {
+                return a->steady.attention_s < b->steady.attention_s;
+            });
+            if ((*lo)->steady.attention_s <= 0) continue;
+            const double ratio = (*hi)->steady.attention_s / (*lo)->steady.attention_s;
+            if (ratio > rep.context.attention_max_over_min) {
+                rep.context.attention_max_over_min = ratio;
+                rep.context.slowest_rank = (*hi)->rank;
+                rep.context.fastest_rank = (*lo)->rank;
+            }
+        }
+    }
     if (rep.predict_input.pp > 1) {
         double most_busy = -1;
         for (const auto& rr : rep.ranks)
@@ -161,6 +181,11 @@ std::string format_report(const Report& rep) {
                          "(rank {}), {:.3f} by the formula, {:.3f} simulated\n",
                          rep.predict_input.pp_schedule, rep.predict_input.pp, rep.predict_input.grad_accum,
                          rep.pipeline.measured, rep.pipeline.busiest_rank, rep.pipeline.theory, rep.pipeline.simulated);
+    if (rep.predict_input.cp > 1)
+        s += fmt::format("Context parallelism (cp {}, {}): attention time per rank, slowest / fastest in a cp group "
+                         "= {:.2f} (rank {} / rank {}, measured)\n",
+                         rep.predict_input.cp, rep.predict_input.cp_balance, rep.context.attention_max_over_min,
+                         rep.context.slowest_rank, rep.context.fastest_rank);
     s += "\nTime per rank, summed over the steady steps (measured):\n";
     s += fmt::format("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>15}\n", "rank", "wall s", "compute s", "overlap s",
                      "exposed s", "idle s", "overlap", "bubble (theory)");
@@ -268,6 +293,7 @@ nlohmann::json report_json(const Report& rep) {
                          {"comm_by_group_s", comm_time},
                          {"comm_exposed_by_group_s", comm_exposed},
                          {"comm_wait_by_group_s", comm_wait},
+                         {"attention_s", b.attention_s},
                          {"label", r.label},
                          {"coords", r.coords},
                          {"status", r.status},
@@ -318,6 +344,10 @@ nlohmann::json report_json(const Report& rep) {
               {"bubble_fraction_theory", rep.pipeline.theory},
               {"bubble_fraction_simulated", rep.pipeline.simulated},
               {"busiest_rank", rep.pipeline.busiest_rank}}},
+            {"context_parallel",
+             {{"attention_max_over_min", rep.context.attention_max_over_min},
+              {"slowest_rank", rep.context.slowest_rank},
+              {"fastest_rank", rep.context.fastest_rank}}},
             {"warnings", rep.warnings}};
 }
 

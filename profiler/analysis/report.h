@@ -49,9 +49,17 @@ struct PipelineBubble {
     int busiest_rank = -1;
 };
 
+// Context parallelism's balance: attention time per rank over the steady steps, the largest over the smallest in
+// a cp group (the worst group): about 1 for zigzag, about 2 cp - 1 for contiguous (its last rank sees every key).
+struct ContextBalance {
+    double attention_max_over_min = 0;
+    int slowest_rank = -1, fastest_rank = -1;
+};
+
 struct Report {
     int world_size = 0;
     PipelineBubble pipeline;
+    ContextBalance context;
     nlohmann::json config;
     std::vector<RankReport> ranks;
     Throughput throughput;

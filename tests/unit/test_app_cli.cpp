@@ -196,3 +196,42 @@ TEST_CASE("ultrascope run with tp 2 and sp: tp collectives in the trace, comm by
         CHECK(rank["comm_exposed_by_group_s"]["tp"].get<double>() > 0);
     }
 }
+
+TEST_CASE("bad context-parallel layouts are refused before launch", "[cpu][app][errors][cp]") {
+    struct Case {
+        std::string flags, message;
+    };
+    for (const Case& c : {Case{"--cp 2 --seq 30", "--seq 30 cannot be split over --cp 2 (zigzag): it needs 4 equal chunks"},
+                          Case{"--cp 3 --cp-balance contiguous --seq 32", "--seq 32 cannot be split over --cp 3"},
+                          Case{"--cp 2 --cp-balance striped", "unknown --cp-balance 'striped'"},
+                          Case{"-n 3 --cp 2", "-n 3 ranks, but the layout dp 1 x pp 1 x tp 1 x cp 2"}}) {
+        const ProcessResult r = run_process(ultrascope() + " run --preset tiny " + c.flags + " --data " + data_file());
+        INFO(c.flags << "\n" << r.output);
+        CHECK(r.exit_code != 0);
+        CHECK(r.output.find(c.message) != std::string::npos);
+    }
+}
+
+TEST_CASE("ultrascope run with cp 2: the ring's bytes measured equal the prediction, zigzag balances attention",
+          "[cpu][app][cp]") {
+    for (const char* balance : {"zigzag", "contiguous"}) {
+        const std::string trace = temp_path(std::string("cp2-") + balance + ".ustrace");
+        fs::remove(trace);
+        const ProcessResult r = run_process(ultrascope() + " run --cp 2 --cp-balance " + balance +
+                                            " --preset tiny --seq 64 --steps 3 --trace " + trace + " --data " + data_file());
+        INFO(r.output);
+        REQUIRE(r.exit_code == 0);
+        const ProcessResult rep = run_process(ultrascope() + " report " + trace + " --json");
+        REQUIRE(rep.exit_code == 0);
+        const auto j = nlohmann::json::parse(rep.output);
+        REQUIRE(j["ranks"].size() == 2);
+        for (const auto& rank : j["ranks"]) {
+            CHECK(rank["comm_bytes"]["cp"].get<double>() > 0);
+            CHECK(rank["comm_bytes"]["cp"].get<double>() == Approx(rank["comm_bytes_predicted"]["cp"].get<double>()));
+            CHECK(rank["activations_peak_bytes"].get<int64_t>() == rank["activations_predicted_bytes"].get<int64_t>());
+        }
+        // contiguous: the last rank's queries see both blocks, the first rank's only its own diagonal
+        if (std::string(balance) == "contiguous")
+            CHECK(j["context_parallel"]["attention_max_over_min"].get<double>() > 1.5);
+    }
+}

@@ -52,6 +52,8 @@ std::string describe_config(const nlohmann::json& c) {
     std::string s = fmt::format("dp {}", c.value("dp", 1));
     if (c.value("pp", 1) > 1) s += fmt::format(" x pp {} ({})", c.value("pp", 1), c.value("pp_schedule", std::string("1f1b")));
     if (c.value("tp", 1) > 1) s += fmt::format(" x tp {}{}", c.value("tp", 1), c.value("sp", false) ? " + sp" : "");
+    if (c.value("cp", 1) > 1)
+        s += fmt::format(" x cp {} ({})", c.value("cp", 1), c.value("cp_balance", std::string("zigzag")));
     s += fmt::format(", ZeRO-{}, {}", c.value("zero", 0), c.value("precision", std::string("fp32")));
     if (c.value("grad_accum", 1) > 1) s += fmt::format(", {} micro-batches", c.value("grad_accum", 1));
     if (c.value("recompute", std::string("none")) != "none") s += ", recompute " + c.value("recompute", std::string());
