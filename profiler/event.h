@@ -75,7 +75,7 @@ inline constexpr std::string_view kOpClassNames[] = {
 inline bool is_comm_op(OpClass c) { return c >= OpClass::all_reduce; }
 
 // Process groups of comm spans (SpanRecord::group), as the engine's GroupKind numbers them.
-inline constexpr std::string_view kGroupNames[] = {"world", "dp", "pp", "tp", "cp", "ep", "embedding"};
+inline constexpr std::string_view kGroupNames[] = {"world", "dp", "pp", "tp", "cp", "ep", "embedding", "edp"};
 inline constexpr int kGroupCount = int(std::size(kGroupNames));
 inline int group_index(std::string_view name) {
     for (int g = 0; g < kGroupCount; ++g)

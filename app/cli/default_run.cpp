@@ -32,7 +32,8 @@ DefaultRun default_run(int ranks, const std::vector<std::string>& train_args) {
     run.ranks = ranks;
     if (run.ranks == 0) {  // the product of the layout's degrees
         run.ranks = 1;
-        for (const char* f : {"--dp", "--pp", "--tp", "--cp", "--ep"}) run.ranks *= std::max(1, value_of(run.args, f, 1));
+        // --ep shares the dp ranks: it is not a factor of the world
+        for (const char* f : {"--dp", "--pp", "--tp", "--cp"}) run.ranks *= std::max(1, value_of(run.args, f, 1));
     }
     return run;
 }

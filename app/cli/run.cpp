@@ -72,10 +72,10 @@ int run_command(int argc, char** argv) {
         cfg.validate();
         if (options.launch.ranks == 0) options.launch.ranks = cfg.parallel.world();
         US_CHECK_INPUT(cfg.parallel.world() == options.launch.ranks,
-                       "-n {} ranks, but the layout dp {} x pp {} x tp {} x cp {} x ep {} needs {}: set -n to the "
-                       "product of the parallel degrees",
+                       "-n {} ranks, but the layout dp {} x pp {} x tp {} x cp {} needs {}: set -n to the product of "
+                       "the parallel degrees (--ep shares the dp ranks)",
                        options.launch.ranks, cfg.parallel.dp, cfg.parallel.pp, cfg.parallel.tp, cfg.parallel.cp,
-                       cfg.parallel.ep, cfg.parallel.world());
+                       cfg.parallel.world());
         total_steps = cfg.steps;
     }
     options.launch.train_args = train_args;

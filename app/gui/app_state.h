@@ -41,7 +41,7 @@ struct LaunchSettings {
     bool overlap = true;
     std::vector<std::string> extra_args;  // flags the panel does not show (--data FILE, --lr ...), passed through
 
-    int ranks() const { return dp * pp * tp * cp * ep; }
+    int ranks() const { return dp * pp * tp * cp; }  // ep shares the dp ranks
     std::vector<std::string> train_args() const;
     // The resolved configuration; UserError (with the reason) when the settings are invalid.
     TrainConfig resolve() const;

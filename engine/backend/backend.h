@@ -124,6 +124,27 @@ public:
     virtual void attention_block_pack_kv(Tensor kv, Tensor qkv, int B, int T, int C) = 0;
     virtual void attention_block_store_grads(Tensor dqkv, Tensor dq, Tensor dkv, int B, int T, int C) = 0;
 
+    // ---- mixture of experts (engine/model/moe.h). Routing: the softmax of each token's E logits (fp32, in place),
+    // its K largest probabilities (ties: the lower expert first) and their renormalisation over the K, the gates.
+    virtual void moe_route(Tensor probs /* (N,E) fp32: logits in, probabilities out */, Tensor topk /* (N,K) i32 */,
+                           Tensor gates /* (N,K) fp32 */, int N, int E, int K) = 0;
+    // Its backward: dgates (N,K) through the renormalisation, plus the load-balancing loss's gradient on the
+    // probabilities (aux (S,E) fp32 per sequence of tokens_per_seq tokens; empty: none), through the softmax.
+    virtual void moe_route_backward(Tensor dlogits /* (N,E) fp32 = */, Tensor probs, Tensor topk, Tensor gates,
+                                    Tensor dgates, Tensor aux, int N, int E, int K, int tokens_per_seq) = 0;
+    // Dispatch: rows (N,K) i32 gives each (token, choice) its row of the expert-ordered buffer, or -1 when dropped.
+    virtual void moe_dispatch(Tensor out /* (M,C) */, Tensor x /* (N,C) */, Tensor rows, int N, int K, int C) = 0;
+    virtual void moe_dispatch_backward(Tensor dx /* (N,C) += */, Tensor dout /* (M,C) */, Tensor rows, int N, int K,
+                                       int C) = 0;
+    // Combine: out[n] += sum_k gates[n,k] y[rows[n,k]]. Backward: dy[rows[n,k]] = gates[n,k] dout[n],
+    // dgates[n,k] = <dout[n], y[rows[n,k]]> (0 when dropped).
+    virtual void moe_combine(Tensor out /* (N,C) += */, Tensor y /* (M,C) */, Tensor rows, Tensor gates, int N, int K,
+                             int C) = 0;
+    virtual void moe_combine_backward(Tensor dy /* (M,C) = */, Tensor dgates /* (N,K) fp32 = */, Tensor dout, Tensor y,
+                                      Tensor rows, Tensor gates, int N, int K, int C) = 0;
+    // dst[i] = src[index[i]] for i < M (C columns; index (M) i32): reordering rows for expert parallelism.
+    virtual void gather_rows(Tensor dst, Tensor src, Tensor index, int M, int C) = 0;
+
     // ---- elementwise
     virtual void residual_forward(Tensor out, Tensor a, Tensor b) = 0;  // out = a + b
     virtual void fill_zero(Tensor t) = 0;

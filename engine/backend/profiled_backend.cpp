@@ -131,6 +131,36 @@ void ProfiledBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, T
     US_OP_SPAN(attention, "attention backward", attention_flops(B, T, NH, HD, probs.empty() ? 5 : 4));
     m_inner.attention_backward(dqkv, dout, qkv, probs, B, T, NH, HD);
 }
+void ProfiledBackend::moe_route(Tensor probs, Tensor topk, Tensor gates, int N, int E, int K) {
+    US_OP_SPAN(activation, "router: softmax, top-k");
+    m_inner.moe_route(probs, topk, gates, N, E, K);
+}
+void ProfiledBackend::moe_route_backward(Tensor dlogits, Tensor probs, Tensor topk, Tensor gates, Tensor dgates,
+                                         Tensor aux, int N, int E, int K, int tokens_per_seq) {
+    US_OP_SPAN(activation, "router backward");
+    m_inner.moe_route_backward(dlogits, probs, topk, gates, dgates, aux, N, E, K, tokens_per_seq);
+}
+void ProfiledBackend::moe_dispatch(Tensor out, Tensor x, Tensor rows, int N, int K, int C) {
+    US_OP_SPAN(activation, "moe dispatch");
+    m_inner.moe_dispatch(out, x, rows, N, K, C);
+}
+void ProfiledBackend::moe_dispatch_backward(Tensor dx, Tensor dout, Tensor rows, int N, int K, int C) {
+    US_OP_SPAN(activation, "moe dispatch backward");
+    m_inner.moe_dispatch_backward(dx, dout, rows, N, K, C);
+}
+void ProfiledBackend::moe_combine(Tensor out, Tensor y, Tensor rows, Tensor gates, int N, int K, int C) {
+    US_OP_SPAN(activation, "moe combine");
+    m_inner.moe_combine(out, y, rows, gates, N, K, C);
+}
+void ProfiledBackend::moe_combine_backward(Tensor dy, Tensor dgates, Tensor dout, Tensor y, Tensor rows, Tensor gates,
+                                           int N, int K, int C) {
+    US_OP_SPAN(activation, "moe combine backward");
+    m_inner.moe_combine_backward(dy, dgates, dout, y, rows, gates, N, K, C);
+}
+void ProfiledBackend::gather_rows(Tensor dst, Tensor src, Tensor index, int M, int C) {
+    US_OP_SPAN(activation, "reorder rows");
+    m_inner.gather_rows(dst, src, index, M, C);
+}
 void ProfiledBackend::residual_forward(Tensor out, Tensor a, Tensor b) {
     US_OP_SPAN(activation, "residual");
     m_inner.residual_forward(out, a, b);

@@ -32,7 +32,8 @@ CommHandle completed_handle();
 // The reduction of an all-reduce: sums (gradients, partial products) or maxima (the vocabulary-parallel softmax).
 enum class ReduceOp : uint8_t { sum, max };
 
-enum class GroupKind : uint8_t { world = 0, dp = 1, pp = 2, tp = 3, cp = 4, ep = 5, embedding = 6 };
+// edp: expert data parallelism, the ranks that hold the same experts (dp/ep of them, x cp).
+enum class GroupKind : uint8_t { world = 0, dp = 1, pp = 2, tp = 3, cp = 4, ep = 5, embedding = 6, edp = 7 };
 const char* group_kind_name(GroupKind g);
 
 class Communicator {
@@ -57,6 +58,10 @@ public:
     virtual CommHandle isend(Tensor buf, int peer, int tag) = 0;
     virtual CommHandle irecv(Tensor buf, int peer, int tag) = 0;
     virtual CommHandle iall_to_all(Tensor send, Tensor recv) = 0;
+    // Variable all-to-all: send holds, back to back, send_counts[r] elements for each rank r; recv receives
+    // recv_counts[r] elements from each rank r, back to back (expert parallelism's token exchange).
+    virtual CommHandle iall_to_allv(Tensor send, const std::vector<int>& send_counts, Tensor recv,
+                                    const std::vector<int>& recv_counts) = 0;
     // A ring step: `send` to rank `to` and `recv` from rank `from` as one exchange. NCCL groups the two so that
     // every rank of a ring can post its pair at once; elsewhere it is a send and a receive. Returns the send's
     // handle and the receive's.
@@ -79,13 +84,18 @@ public:
     void send(Tensor buf, int peer, int tag) { isend(buf, peer, tag)->wait(); }
     void recv(Tensor buf, int peer, int tag) { irecv(buf, peer, tag)->wait(); }
     void all_to_all(Tensor send, Tensor recv) { iall_to_all(send, recv)->wait(); }
+    void all_to_allv(Tensor send, const std::vector<int>& send_counts, Tensor recv, const std::vector<int>& recv_counts) {
+        iall_to_allv(send, send_counts, recv, recv_counts)->wait();
+    }
     void barrier() { ibarrier()->wait(); }
 
     // Scalars (host doubles), blocking: losses, norms.
     virtual double all_reduce_sum(double value) = 0;
     virtual double all_reduce_max(double value) = 0;
-    // Host bytes, blocking (checkpoint shards, clock estimation).
+    // Host bytes, blocking (checkpoint shards, clock estimation, expert parallelism's row counts).
     virtual void all_gather_bytes(const void* send, size_t bytes_per_rank, void* recv) = 0;
+    // send holds bytes_per_rank bytes for each rank in turn; recv receives as much from each.
+    virtual void all_to_all_bytes(const void* send, size_t bytes_per_rank, void* recv) = 0;
 };
 
 // A process group of one: every collective is local.

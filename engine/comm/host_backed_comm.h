@@ -24,6 +24,9 @@ public:
     void all_gather_bytes(const void* send, size_t bytes_per_rank, void* recv) override {
         m_host->all_gather_bytes(send, bytes_per_rank, recv);
     }
+    void all_to_all_bytes(const void* send, size_t bytes_per_rank, void* recv) override {
+        m_host->all_to_all_bytes(send, bytes_per_rank, recv);
+    }
 
 protected:
     Communicator& host_comm() { return *m_host; }

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+#include <array>
 
 #include "engine/core/check.h"
 #include "profiler/record/zones.h"
@@ -337,8 +338,32 @@ public:
         op->start = [=](MPI_Request* r) { return MPI_Irecv(buf.data, int(buf.numel), mpi_type(buf.dtype), peer, tag, c, r); };
         return submit(op);
     }
+    CommHandle iall_to_allv(Tensor send, const std::vector<int>& send_counts, Tensor recv,
+                            const std::vector<int>& recv_counts) override {
+        // The span's bytes: what goes to the other ranks (this rank's own piece stays).
+        uint64_t out = 0;
+        for (int r = 0; r < m_size; ++r)
+            if (r != m_rank) out += uint64_t(send_counts[size_t(r)]) * dtype_size(send.dtype);
+        auto op = make(prof::OpClass::all_to_all, "all_to_allv", out);
+        auto v = std::make_shared<std::array<std::vector<int>, 4>>();
+        (*v)[0] = send_counts, (*v)[2] = recv_counts;
+        (*v)[1].resize(size_t(m_size)), (*v)[3].resize(size_t(m_size));
+        for (int r = 1; r < m_size; ++r) {
+            (*v)[1][size_t(r)] = (*v)[1][size_t(r - 1)] + send_counts[size_t(r - 1)];
+            (*v)[3][size_t(r)] = (*v)[3][size_t(r - 1)] + recv_counts[size_t(r - 1)];
+        }
+        op->keep = v;
+        MPI_Comm c = m_comm;
+        const MPI_Datatype t = mpi_type(send.dtype);
+        op->start = [=](MPI_Request* r) {
+            return MPI_Ialltoallv(send.data, (*v)[0].data(), (*v)[1].data(), t, recv.data, (*v)[2].data(), (*v)[3].data(),
+                                  t, c, r);
+        };
+        return submit(op);
+    }
     CommHandle iall_to_all(Tensor send, Tensor recv) override {
-        auto op = make(prof::OpClass::all_to_all, "all_to_all", send.bytes());
+        // The span's bytes: what goes to the other ranks (this rank's own piece stays).
+        auto op = make(prof::OpClass::all_to_all, "all_to_all", send.bytes() / size_t(m_size) * size_t(m_size - 1));
         MPI_Comm c = m_comm;
         const int per = int(send.numel / m_size);
         op->start = [=](MPI_Request* r) {
@@ -378,6 +403,16 @@ public:
             return MPI_Allgatherv(MPI_IN_PLACE, 0, mpi_type(buf.dtype), buf.data, counts.data(), displs.data(),
                                   mpi_type(buf.dtype), m_comm);
         });
+    }
+    void all_to_all_bytes(const void* send, size_t bytes, void* recv) override {
+        if (m_size == 1) {
+            std::memcpy(recv, send, bytes);
+            return;
+        }
+        auto op = make(prof::OpClass::all_to_all, "all_to_all", bytes * size_t(m_size - 1));
+        MPI_Comm c = m_comm;
+        op->start = [=](MPI_Request* r) { return MPI_Ialltoall(send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE, c, r); };
+        submit(op)->wait();
     }
     double all_reduce_sum(double v) override { return scalar(v, MPI_SUM); }
     double all_reduce_max(double v) override { return scalar(v, MPI_MAX); }

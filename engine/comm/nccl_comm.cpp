@@ -158,8 +158,31 @@ public:
         return {h, h};
     }
 
+    CommHandle iall_to_allv(Tensor send, const std::vector<int>& send_counts, Tensor recv,
+                            const std::vector<int>& recv_counts) override {
+        size_t out = 0;
+        for (int r = 0; r < size(); ++r)
+            if (r != rank()) out += size_t(send_counts[size_t(r)]) * dtype_size(send.dtype);
+        return launch(prof::OpClass::all_to_all, "all_to_allv", out, -1, [&] {
+            const size_t es = dtype_size(send.dtype);
+            size_t so = 0, ro = 0;
+            US_NCCL_CHECK(ncclGroupStart());
+            for (int r = 0; r < size(); ++r) {
+                if (send_counts[size_t(r)] > 0)
+                    US_NCCL_CHECK(ncclSend(static_cast<char*>(send.data) + so * es, size_t(send_counts[size_t(r)]),
+                                           nccl_type(send.dtype), r, m_comm, m_stream));
+                if (recv_counts[size_t(r)] > 0)
+                    US_NCCL_CHECK(ncclRecv(static_cast<char*>(recv.data) + ro * es, size_t(recv_counts[size_t(r)]),
+                                           nccl_type(recv.dtype), r, m_comm, m_stream));
+                so += size_t(send_counts[size_t(r)]);
+                ro += size_t(recv_counts[size_t(r)]);
+            }
+            US_NCCL_CHECK(ncclGroupEnd());
+        });
+    }
+
     CommHandle iall_to_all(Tensor send, Tensor recv) override {
-        return launch(prof::OpClass::all_to_all, "all_to_all", send.bytes(), -1, [&] {
+        return launch(prof::OpClass::all_to_all, "all_to_all", send.bytes() / size_t(size()) * size_t(size() - 1), -1, [&] {
             const size_t piece = size_t(send.numel) / size_t(size()), bytes = piece * dtype_size(send.dtype);
             US_NCCL_CHECK(ncclGroupStart());
             for (int r = 0; r < size(); ++r) {

@@ -98,6 +98,16 @@ CommHandle StagedCommunicator::irecv(Tensor buf, int peer, int tag) {
     return std::make_shared<StagedRequest>(host_comm().irecv(host, peer, tag), m_device, staging, host, buf);
 }
 
+CommHandle StagedCommunicator::iall_to_allv(Tensor send, const std::vector<int>& send_counts, Tensor recv,
+                                            const std::vector<int>& recv_counts) {
+    auto staging = std::make_shared<HostBuffer>();
+    Tensor both = staging->as(send.dtype, send.numel + recv.numel);
+    Tensor host_send = both.slice(0, send.numel), host_recv = both.slice(send.numel, recv.numel);
+    m_device.download(host_send.data, send);
+    return std::make_shared<StagedRequest>(host_comm().iall_to_allv(host_send, send_counts, host_recv, recv_counts),
+                                           m_device, staging, host_recv, recv);
+}
+
 CommHandle StagedCommunicator::iall_to_all(Tensor send, Tensor recv) {
     auto staging = std::make_shared<HostBuffer>();
     Tensor both = staging->as(send.dtype, send.numel + recv.numel);

@@ -24,6 +24,8 @@ public:
     CommHandle isend(Tensor buf, int peer, int tag) override;
     CommHandle irecv(Tensor buf, int peer, int tag) override;
     CommHandle iall_to_all(Tensor send, Tensor recv) override;
+    CommHandle iall_to_allv(Tensor send, const std::vector<int>& send_counts, Tensor recv,
+                            const std::vector<int>& recv_counts) override;
 
 private:
     Backend& m_device;

@@ -2,7 +2,7 @@
 
 namespace us {
 
-std::vector<ActivationEntry> block_entries(const ActivationShape& s, Recompute mode, BlockPart part) {
+std::vector<ActivationEntry> block_entries(const ActivationShape& s, Recompute mode, BlockPart part, bool moe) {
     // R: rows of the residual stream (N, or N/tp with sequence parallelism); the tensors between the column- and
     // the row-parallel linears have all N rows and the rank's share of the columns.
     const int64_t N = s.N(), R = s.rows(), C = s.C, Ca = s.Ca(), F = s.F();
@@ -25,8 +25,15 @@ std::vector<ActivationEntry> block_entries(const ActivationShape& s, Recompute m
     v.push_back({"atty", e, N * Ca});
     v.push_back({"residual2", e, R * C});
     v.push_back({"ln2", e, R * C});
-    v.push_back({"fch", e, N * F});
-    v.push_back({"fch_gelu", e, N * F});
+    if (moe) {  // the router's; the expert rows are allocated by the MoE layer (moe.h)
+        v.push_back({"moe_probs", DType::f32, N * s.E});
+        v.push_back({"moe_topk", DType::i32, N * s.K});
+        v.push_back({"moe_gates", DType::f32, N * s.K});
+        v.push_back({"moe_rows", DType::i32, N * s.K});
+    } else {
+        v.push_back({"fch", e, N * F});
+        v.push_back({"fch_gelu", e, N * F});
+    }
     if (!full) v.push_back({"output", e, R * C});
     return v;
 }
@@ -37,19 +44,19 @@ int64_t entries_bytes(const std::vector<ActivationEntry>& entries) {
     return bytes;
 }
 
-int64_t block_saved_bytes(const ActivationShape& s, Recompute mode) {
-    return entries_bytes(block_entries(s, mode, BlockPart::saved));
+int64_t block_saved_bytes(const ActivationShape& s, Recompute mode, bool moe) {
+    return entries_bytes(block_entries(s, mode, BlockPart::saved, moe));
 }
 
-int64_t block_working_bytes(const ActivationShape& s, Recompute mode) {
-    return entries_bytes(block_entries(s, mode, BlockPart::working));
+int64_t block_working_bytes(const ActivationShape& s, Recompute mode, bool moe) {
+    return entries_bytes(block_entries(s, mode, BlockPart::working, moe));
 }
 
-void carve_block(BlockActs& a, const Allocation& storage, const ActivationShape& s, Recompute mode,
-                 BlockPart part) {
+void carve_block(BlockActs& a, const Allocation& storage, const ActivationShape& s, Recompute mode, BlockPart part,
+                 bool moe) {
     char* base = static_cast<char*>(storage.data());
     int64_t offset = 0;
-    for (const auto& en : block_entries(s, mode, part)) {
+    for (const auto& en : block_entries(s, mode, part, moe)) {
         const Tensor t = Tensor::of(base + offset, en.dtype, en.numel);
         offset += en.numel * int64_t(dtype_size(en.dtype));
         const std::string_view n = en.name;
@@ -67,6 +74,10 @@ void carve_block(BlockActs& a, const Allocation& storage, const ActivationShape&
         else if (n == "fch") a.fch = t;
         else if (n == "fch_gelu") a.fch_gelu = t;
         else if (n == "output") a.output = t;
+        else if (n == "moe_probs") a.moe_probs = t;
+        else if (n == "moe_topk") a.moe_topk = t;
+        else if (n == "moe_gates") a.moe_gates = t;
+        else if (n == "moe_rows") a.moe_rows = t;
     }
     US_ASSERT(size_t(offset) <= storage.bytes(), "block activations overflow their allocation");
 }

@@ -15,6 +15,11 @@
 //   tp:        e*(4*N*C + 12*N*C/tp + B*NH*T*T/tp) + 16*N
 //   tp + sp:   (e*(16*N*C + B*NH*T*T) + 16*N) / tp
 //
+// An MoE block keeps, instead of fch and fch_gelu, the router's probabilities (N,E) fp32 and each token's K choices,
+// gates and rows (N,K) (i32, fp32, i32); the expert rows it routes (their inputs, hidden and GeLU activations, and
+// their outputs back on the token's side) depend on the routing and live in allocations of their own (moe.h):
+// N K C + 2 N K F + N K C elements when nothing is dropped and the experts are on this rank.
+//
 // Context parallelism runs every layer on the rank's T = seq/cp positions, and its ring attention never keeps the
 // probabilities: each block keeps the softmax's log-sum-exp per query row and head instead, 4*B*NH*T bytes (in
 // every recompute mode but full), and backward recomputes the scores block by block.
@@ -34,6 +39,7 @@ struct ActivationShape {
     int B = 1, T = 1, C = 1, NH = 1, V = 256;  // T: the sequence rows on this rank (seq / cp)
     int tp = 1;
     int cp = 1;
+    int E = 0, K = 0;  // mixture of experts: experts and choices per token (MoE blocks)
     bool sp = false;  // sequence parallelism: the residual stream holds rows() = N/tp rows
     DType dtype = DType::f32;
     int64_t N() const { return int64_t(B) * T; }       // token rows of the micro-batch
@@ -57,6 +63,11 @@ struct BlockActs {
     Tensor fch;        // (N,4C) before GeLU
     Tensor fch_gelu;   // (N,4C)
     Tensor output;     // (N,C) the block's output: the next block's input
+    // MoE blocks, instead of fch and fch_gelu:
+    Tensor moe_probs;  // (N,E) fp32: the router's logits, then probabilities
+    Tensor moe_topk;   // (N,K) i32: each token's experts
+    Tensor moe_gates;  // (N,K) fp32
+    Tensor moe_rows;   // (N,K) i32: each choice's row in the expert-ordered buffer, -1 when dropped
 };
 
 enum class BlockPart { saved, working };
@@ -67,15 +78,15 @@ struct ActivationEntry {
     int64_t numel;
 };
 
-// The tensors of a block that `part` holds in `mode`, in allocation order.
-std::vector<ActivationEntry> block_entries(const ActivationShape& s, Recompute mode, BlockPart part);
+// The tensors of a block that `part` holds in `mode`, in allocation order (moe: an MoE block's).
+std::vector<ActivationEntry> block_entries(const ActivationShape& s, Recompute mode, BlockPart part, bool moe = false);
 int64_t entries_bytes(const std::vector<ActivationEntry>& entries);
-int64_t block_saved_bytes(const ActivationShape& s, Recompute mode);
-int64_t block_working_bytes(const ActivationShape& s, Recompute mode);  // 0 unless mode is full
+int64_t block_saved_bytes(const ActivationShape& s, Recompute mode, bool moe = false);
+int64_t block_working_bytes(const ActivationShape& s, Recompute mode, bool moe = false);  // 0 unless mode is full
 
-// Views into `storage` laid out as block_entries(s, mode, part); fills only the tensors the part holds.
+// Views into `storage` laid out as block_entries(s, mode, part, moe); fills only the tensors the part holds.
 void carve_block(BlockActs& acts, const Allocation& storage, const ActivationShape& s, Recompute mode,
-                 BlockPart part);
+                 BlockPart part, bool moe = false);
 
 // The head keeps the final LayerNorm output (rows,C) and statistics, the fp32 logits (N,V) and per-token losses
 // (N); under tensor parallelism also the vocabulary-parallel softmax statistics (N,3) fp32.

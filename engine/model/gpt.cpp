@@ -71,6 +71,29 @@ GPT::GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend,
     m_shape.sp = m_tp.sp();
     m_shape.dtype = compute_dtype(options.precision);
     for (int l = 0; l < config.layers; ++l) m_block_names.push_back(prof::string_id(fmt::format("block {}", l)));
+    if (config.is_moe()) {
+        US_ASSERT(options.expert_layout, "an MoE model needs its experts' layout");
+        m_shape.E = config.moe_experts;
+        m_shape.K = config.moe_topk;
+        ExpertExchange* exchange = options.expert_exchange;
+        if (!exchange) {
+            m_local_experts = std::make_unique<LocalExperts>(config.moe_experts);
+            exchange = m_local_experts.get();
+        }
+        MoeConfig mc;
+        mc.E = config.moe_experts, mc.K = config.moe_topk;
+        mc.capacity_factor = options.moe_capacity_factor, mc.aux_coef = options.moe_aux_loss_coef;
+        mc.tp = m_tp.size(), mc.tp_rank = m_tp.rank();
+        mc.tp_group = m_tp.group();
+        m_moe = std::make_unique<MoeLayer>(mc, backend, *exchange, m_cp ? m_cp->group() : nullptr);
+        reset_moe_stats();
+    }
+}
+
+void GPT::reset_moe_stats() {
+    m_moe_stats.assign(size_t(m_config.layers), MoeStats{});
+    for (int l = 0; l < m_config.layers; ++l)
+        if (is_moe(l)) m_moe_stats[size_t(l)].routed.assign(size_t(m_config.moe_experts), 0);
 }
 
 // out (N,OC) = inp (N,IC) @ weight^T + bias, weight (OC,IC); with accumulate, out += instead.
@@ -137,10 +160,12 @@ void GPT::row_parallel_forward(int which, Tensor out, Tensor residual, Tensor in
 // ---------------------------------------------------------------------------------------------------------------
 // [SECTION] forward
 
-void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, Tensor whole) {
+void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, Tensor whole, MoeActs* moe,
+                        MoeStats* stats) {
     const int R = int(m_shape.rows()), C = m_shape.C, Ca = int(m_shape.Ca()), F = int(m_shape.F());
     const int NH = m_shape.heads(), HD = C / m_shape.NH;
-    const BlockParams p = block_params(params.weights(m_layout.block_unit(layer)), C, m_shape.tp);
+    const BlockParams p = block_params(params.weights(m_layout.block_unit(layer)), C, m_shape.tp,
+                                       is_moe(layer) ? m_config.moe_experts : 0);
     // attention branch: residual2 = x + c_proj(attention(rope(c_attn(ln_1(x)))))
     m_be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, R, C);
     const Tensor ln1 = m_tp.column_input_forward(a.ln1, whole);            // (N,C)
@@ -148,8 +173,12 @@ void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, 
     m_be.rope_forward(a.qkv, m_shape.B, m_shape.T, NH, HD, positions());
     attention_forward(a);  // (N,Ca)
     row_parallel_forward(kAttnProj, a.residual2, x, a.atty, p.attproj_w, p.attproj_b, Ca, whole);
-    // MLP branch: output = residual2 + c_proj(gelu(c_fc(ln_2(residual2))))
+    // MLP branch: output = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), or the experts' for an MoE block
     m_be.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2_w, p.ln2_b, R, C);
+    if (is_moe(layer)) {
+        moe_forward(layer, a, p, params, whole, *moe, *stats);
+        return;
+    }
     const Tensor ln2 = m_tp.column_input_forward(a.ln2, whole);  // (N,C)
     matmul_forward(kFc, a.fch, ln2, p.fc_w, p.fc_b, C, F, false);  // (N,F)
     m_be.gelu_forward(a.fch_gelu, a.fch);
@@ -157,6 +186,60 @@ void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, 
 }
 
 Tensor GPT::positions() const { return m_cp ? m_cp->positions() : Tensor{}; }
+
+// output = residual2 + the experts' mixture of ln_2(residual2). The router and the dispatch read all N rows
+// (gathered under sequence parallelism); the experts' outputs are partial sums under tensor parallelism (their
+// matrices split like the MLP's), reduced (and scattered by rows with SP) as the MLP's c_proj is.
+void GPT::moe_forward(int layer, BlockActs& a, const BlockParams& p, ParamAccess& params, Tensor whole, MoeActs& moe,
+                      MoeStats& stats) {
+    const int64_t N = m_shape.N();
+    const int C = m_shape.C;
+    const Tensor x = m_tp.column_input_forward(a.ln2, whole);  // (N,C)
+    const int xu = expert_unit(layer);
+    params.acquire(xu, Pass::forward);
+    Allocation partial_storage;
+    Tensor out = a.output;  // without tp the residual is the accumulator
+    if (!m_tp.active()) {
+        m_be.copy(a.output, a.residual2);
+    } else if (!m_tp.sp()) {
+        m_be.fill_zero(a.output);
+    } else {  // the gathered input stays live until the dispatch: a partial sum of its own
+        partial_storage = m_be.allocator().allocate(size_t(N * C) * dtype_size(m_shape.dtype), MemCategory::temporaries,
+                                                    "moe output (partial over tp)");
+        out = partial_storage.view(m_shape.dtype, 0, N * C);
+        m_be.fill_zero(out);
+    }
+    m_moe->forward(moe, x, p, params.weights(xu), a.moe_probs, a.moe_topk, a.moe_gates, a.moe_rows, out, m_shape.B,
+                   m_shape.T, m_config.seq, stats);
+    params.release(xu, Pass::forward);
+    if (m_tp.active()) {
+        m_tp.row_output_forward(out, a.output);
+        m_be.accumulate(a.output, a.residual2);
+    }
+}
+
+void GPT::moe_backward(int layer, BlockActs& a, const BlockParams& p, const BlockParams& d, Scratch& s,
+                       ParamAccess& params, MoeActs& moe, float grad_scale) {
+    const int64_t N = m_shape.N(), R = m_shape.rows();
+    const int C = m_shape.C;
+    const int xu = expert_unit(layer);
+    params.acquire(xu, Pass::backward);
+    Allocation router_storage = m_be.allocator().allocate(size_t(N * C) * dtype_size(m_shape.dtype),
+                                                          MemCategory::temporaries, "moe router input gradient");
+    const Tensor router_dx = router_storage.view(m_shape.dtype, 0, N * C);
+    const Tensor dout = m_tp.row_output_backward(s.dres, s.dfull);  // (N,C)
+    m_be.fill_zero(s.dC);
+    m_moe->backward(moe, dout, [&] { return m_tp.column_input_forward(a.ln2, s.dfull); }, p, d, params.weights(xu),
+                    params.grads(xu), a.moe_probs, a.moe_topk, a.moe_gates, a.moe_rows, s.dC, router_dx, m_shape.B,
+                    m_shape.T, m_config.seq, grad_scale);
+    params.release(xu, Pass::backward);
+    params.grads_done(xu);
+    // The experts' share of ln_2's gradient is partial over tp; the router's is whole on every rank (it saw all
+    // rows): added after the reduction, this rank's rows of it.
+    const Tensor dln = m_tp.column_input_backward(s.dC, s.dln);  // (R,C)
+    m_be.accumulate(dln, router_dx.slice(m_tp.sp() ? int64_t(m_tp.rank()) * R * C : 0, R * C));
+    m_be.layernorm_backward(s.dres, d.ln2_w, d.ln2_b, dln, a.residual2, p.ln2_w, a.ln2_mean, a.ln2_rstd, int(R), C);
+}
 
 void GPT::attention_forward(BlockActs& a) {
     const int NH = m_shape.heads(), HD = m_shape.C / m_shape.NH;
@@ -172,7 +255,7 @@ void GPT::attention_backward(Tensor dqkv, Tensor datty, const BlockActs& a) {
 
 BlockActs GPT::view_block(const ChunkActivations& acts, int index) const {
     BlockActs a;
-    carve_block(a, acts.blocks[size_t(index)], m_shape, m_options.recompute, BlockPart::saved);
+    carve_block(a, acts.blocks[size_t(index)], m_shape, m_options.recompute, BlockPart::saved, is_moe(m_begin + index));
     return a;
 }
 
@@ -224,21 +307,26 @@ void GPT::forward(ChunkActivations& acts, const MicroBatch& batch, Tensor input,
     Tensor x = acts.input;
     const int first = m_begin, count = m_end - m_begin;
     acts.blocks.resize(size_t(count));
+    acts.moe.resize(size_t(count));
+    const bool full = m_options.recompute == Recompute::full;
     for (int i = 0; i < count; ++i) {
         const int layer = first + i, unit = m_layout.block_unit(layer);
+        const bool moe = is_moe(layer);
         US_PROF_LAYER(layer);
         US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, m_block_names[size_t(layer)]);
-        acts.blocks[size_t(i)] = alloc.allocate(size_t(block_saved_bytes(m_shape, m_options.recompute)),
+        acts.blocks[size_t(i)] = alloc.allocate(size_t(block_saved_bytes(m_shape, m_options.recompute, moe)),
                                                 MemCategory::activations, fmt::format("block {}", layer));
         BlockActs a = view_block(acts, i);
         Allocation working;
-        if (m_options.recompute == Recompute::full) {
-            working = alloc.allocate(size_t(block_working_bytes(m_shape, Recompute::full)),
+        if (full) {
+            working = alloc.allocate(size_t(block_working_bytes(m_shape, Recompute::full, moe)),
                                      MemCategory::activations, "recompute working set");
-            carve_block(a, working, m_shape, Recompute::full, BlockPart::working);
+            carve_block(a, working, m_shape, Recompute::full, BlockPart::working, moe);
         }
         params.acquire(unit, Pass::forward);
-        block_forward(layer, a, x, params, whole);
+        MoeActs recomputed;  // full recomputation keeps no routed rows: backward routes again
+        block_forward(layer, a, x, params, whole, full ? &recomputed : &acts.moe[size_t(i)],
+                      moe ? &m_moe_stats[size_t(layer)] : nullptr);
         params.release(unit, Pass::forward);
         x = a.output;
     }
@@ -384,28 +472,35 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad
 // With `keep` (B of a split backward) the weight GEMMs are left out and their output gradients copied into it.
 // Under sequence parallelism the LayerNorm outputs the weight GEMMs read are re-gathered here (Megatron keeps only
 // the rank's rows of them, as the activation formula assumes), and the output gradients all-gathered.
-void GPT::block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params, const Deferred* keep) {
+void GPT::block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params, const Deferred* keep,
+                         MoeActs* moe, float grad_scale) {
     const int R = int(m_shape.rows()), C = m_shape.C, Ca = int(m_shape.Ca()), F = int(m_shape.F());
     const int NH = m_shape.heads(), HD = C / m_shape.NH;
     const int unit = m_layout.block_unit(layer);
-    const BlockParams p = block_params(params.weights(unit), C, m_shape.tp);
-    const BlockParams d = block_params(params.grads(unit), C, m_shape.tp);
+    const int experts = is_moe(layer) ? m_config.moe_experts : 0;
+    const BlockParams p = block_params(params.weights(unit), C, m_shape.tp, experts);
+    const BlockParams d = block_params(params.grads(unit), C, m_shape.tp, experts);
     auto weight_grad = [&](int which, Tensor dweight, Tensor dout, Tensor inp, int IC, int OC, Tensor kept) {
         if (keep) m_be.copy(kept, dout);
         else matmul_backward_weight(which, dweight, dout, inp, IC, OC);
     };
     const Tensor datty = s.dC.slice(0, m_shape.N() * Ca);  // (N,Ca)
-    // MLP branch; s.dres (R,C) holds d(output) and becomes d(residual2)
-    Tensor dout = m_tp.row_output_backward(s.dres, s.dfull);  // (N,C)
-    matmul_backward_input(kFcProj, s.dfch, Tensor{}, dout, p.fcproj_w, F, C);
-    m_be.bias_backward(d.fcproj_b, s.dres, R, C);  // replicated bias: over this rank's rows (partial under SP)
-    weight_grad(kFcProj, d.fcproj_w, dout, a.fch_gelu, F, C, keep ? keep->dout_fcproj : Tensor{});
-    m_be.gelu_backward(s.dfch, a.fch, s.dfch);
-    matmul_backward_input(kFc, s.dC, d.fc_b, s.dfch, p.fc_w, C, F);  // (N,C), partial over the tp group
-    if (!keep) weight_grad(kFc, d.fc_w, s.dfch, m_tp.column_input_forward(a.ln2, s.dfull), C, F, Tensor{});
-    else m_be.copy(keep->dfch, s.dfch);
-    Tensor dln = m_tp.column_input_backward(s.dC, s.dln);  // (R,C)
-    m_be.layernorm_backward(s.dres, d.ln2_w, d.ln2_b, dln, a.residual2, p.ln2_w, a.ln2_mean, a.ln2_rstd, R, C);
+    // MLP branch (or the experts'); s.dres (R,C) holds d(output) and becomes d(residual2)
+    Tensor dout;
+    if (experts > 0) {
+        moe_backward(layer, a, p, d, s, params, *moe, grad_scale);
+    } else {
+        dout = m_tp.row_output_backward(s.dres, s.dfull);  // (N,C)
+        matmul_backward_input(kFcProj, s.dfch, Tensor{}, dout, p.fcproj_w, F, C);
+        m_be.bias_backward(d.fcproj_b, s.dres, R, C);  // replicated bias: over this rank's rows (partial under SP)
+        weight_grad(kFcProj, d.fcproj_w, dout, a.fch_gelu, F, C, keep ? keep->dout_fcproj : Tensor{});
+        m_be.gelu_backward(s.dfch, a.fch, s.dfch);
+        matmul_backward_input(kFc, s.dC, d.fc_b, s.dfch, p.fc_w, C, F);  // (N,C), partial over the tp group
+        if (!keep) weight_grad(kFc, d.fc_w, s.dfch, m_tp.column_input_forward(a.ln2, s.dfull), C, F, Tensor{});
+        else m_be.copy(keep->dfch, s.dfch);
+        const Tensor dln = m_tp.column_input_backward(s.dC, s.dln);  // (R,C)
+        m_be.layernorm_backward(s.dres, d.ln2_w, d.ln2_b, dln, a.residual2, p.ln2_w, a.ln2_mean, a.ln2_rstd, R, C);
+    }
     // attention branch; s.dres becomes d(x)
     dout = m_tp.row_output_backward(s.dres, s.dfull);  // (N,C)
     matmul_backward_input(kAttnProj, datty, Tensor{}, dout, p.attproj_w, Ca, C);
@@ -416,8 +511,8 @@ void GPT::block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAcc
     matmul_backward_input(kQkv, s.dC, d.qkv_b, s.dqkv, p.qkv_w, C, 3 * Ca);
     if (!keep) weight_grad(kQkv, d.qkv_w, s.dqkv, m_tp.column_input_forward(a.ln1, s.dfull), C, 3 * Ca, Tensor{});
     else m_be.copy(keep->dqkv, s.dqkv);
-    dln = m_tp.column_input_backward(s.dC, s.dln);
-    m_be.layernorm_backward(s.dres, d.ln1_w, d.ln1_b, dln, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, R, C);
+    const Tensor dln1 = m_tp.column_input_backward(s.dC, s.dln);
+    m_be.layernorm_backward(s.dres, d.ln1_w, d.ln1_b, dln1, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, R, C);
 }
 
 GPT::Deferred GPT::view_deferred(const Allocation& storage) const {
@@ -524,24 +619,29 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
         US_PROF_LAYER(layer);
         US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, m_block_names[size_t(layer)]);
         params.acquire(unit, Pass::backward);
+        MoeActs& moe = acts.moe[size_t(i)];
         if (m_options.recompute == Recompute::full) {  // rebuild the block's intermediates from its input
-            working = alloc.allocate(size_t(block_working_bytes(m_shape, Recompute::full)),
+            const bool moe_block = is_moe(layer);
+            working = alloc.allocate(size_t(block_working_bytes(m_shape, Recompute::full, moe_block)),
                                      MemCategory::activations, "recompute working set");
-            carve_block(a, working, m_shape, Recompute::full, BlockPart::working);
-            block_forward(layer, a, x, params, s.dfull);  // dfull is free until the block's backward starts
+            carve_block(a, working, m_shape, Recompute::full, BlockPart::working, moe_block);
+            MoeStats again;  // the step's statistics were counted in the forward
+            if (moe_block) again.routed.assign(size_t(m_config.moe_experts), 0);
+            block_forward(layer, a, x, params, s.dfull, &moe, &again);  // dfull is free until the backward starts
         }
         if (split) {
             acts.deferred[size_t(i)] = alloc.allocate(size_t(deferred_block_bytes(m_shape)), MemCategory::temporaries,
                                                       "deferred weight-gradient inputs");
             const Deferred keep = view_deferred(acts.deferred[size_t(i)]);
-            block_backward(layer, a, x, s, params, &keep);
+            block_backward(layer, a, x, s, params, &keep, &moe, grad_scale);
             params.release(unit, Pass::backward);
             continue;  // W computes the weight gradients and releases the block
         }
-        block_backward(layer, a, x, s, params, nullptr);
+        block_backward(layer, a, x, s, params, nullptr, &moe, grad_scale);
         params.release(unit, Pass::backward);
         params.grads_done(unit);
         working.reset();
+        moe = MoeActs{};  // the routed rows
         // This block's saved tensors (its output included: the next block is done) are no longer needed.
         if (i + 1 < count) acts.blocks[size_t(i + 1)].reset();
     }
@@ -557,6 +657,7 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
     if (split) return;  // the blocks (and the input they read) stay until W
     acts.tokens.reset();
     acts.blocks.clear();
+    acts.moe.clear();
 }
 
 }  // namespace us

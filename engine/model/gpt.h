@@ -15,11 +15,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/model/activations.h"
 #include "engine/model/gpt_config.h"
+#include "engine/model/moe.h"
 #include "engine/model/param_access.h"
 #include "engine/model/param_layout.h"
 #include "engine/parallel/context_parallel.h"
@@ -35,6 +37,14 @@ struct ModelOptions {
     TensorParallel* tensor_parallel = nullptr;
     // Context parallelism: the rank's positions and the ring attention; null: cp 1. Must outlive the model.
     ContextParallel* context_parallel = nullptr;
+    // Mixture of experts (the config's MoE blocks): the experts' layout, where its units start among the units
+    // ParamAccess serves (after the blocks' layout's), and how rows reach the experts (null: this rank holds them
+    // all). Capacity and the balance loss's weight.
+    const ParamLayout* expert_layout = nullptr;
+    int expert_unit_base = 0;
+    ExpertExchange* expert_exchange = nullptr;
+    double moe_capacity_factor = 0.0;
+    double moe_aux_loss_coef = 0.0;
 };
 
 // One micro-batch of token ids in host memory: inputs and next-token targets, (B,T) each.
@@ -55,6 +65,7 @@ struct ChunkActivations {
     std::vector<Allocation> blocks;    // per block of the chunk: its saved activations
     Allocation head;                   // final norm output and stats, fp32 logits, losses; last chunk only
     std::vector<Allocation> deferred;  // per block, between B and W: the output gradients its weight GEMMs need
+    std::vector<MoeActs> moe;          // per block: an MoE block's routed rows (empty for dense blocks)
     double loss_sum = 0.0;             // sum of per-token losses (last chunk only)
 };
 
@@ -92,12 +103,25 @@ public:
     void backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float grad_scale, ParamAccess& params,
                   BackwardPart part = BackwardPart::full);
 
+    // MoE blocks' routing statistics since the last reset (per layer of the model; empty for dense layers).
+    const std::vector<MoeStats>& moe_stats() const { return m_moe_stats; }
+    void reset_moe_stats();
+
 private:
     struct Scratch;  // backward's activation gradients
     struct Deferred;  // a block's output gradients kept from B to W
-    // `whole` is an (N,C) buffer for the sequence-parallel gathers (empty without SP).
-    void block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, Tensor whole);
-    void block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params, const Deferred* keep);
+    // `whole` is an (N,C) buffer for the sequence-parallel gathers (empty without SP); `moe` an MoE block's routed
+    // rows.
+    void block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, Tensor whole, MoeActs* moe,
+                       MoeStats* stats);
+    void block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params, const Deferred* keep,
+                        MoeActs* moe, float grad_scale);
+    void moe_forward(int layer, BlockActs& a, const BlockParams& p, ParamAccess& params, Tensor whole, MoeActs& moe,
+                     MoeStats& stats);
+    void moe_backward(int layer, BlockActs& a, const BlockParams& p, const BlockParams& d, Scratch& s,
+                      ParamAccess& params, MoeActs& moe, float grad_scale);
+    int expert_unit(int layer) const { return m_options.expert_unit_base + m_options.expert_layout->block_unit(layer); }
+    bool is_moe(int layer) const { return m_config.is_moe_layer(layer); }
     void block_weight_grads(int layer, const BlockActs& a, const Deferred& d, ParamAccess& params, Tensor whole);
     Deferred view_deferred(const Allocation& storage) const;
     void weight_backward(ChunkActivations& acts, ParamAccess& params);
@@ -124,6 +148,9 @@ private:
     TensorParallel m_no_tp;  // tp 1, when the options name no group
     TensorParallel& m_tp;
     ContextParallel* m_cp = nullptr;  // null or inactive: cp 1
+    std::unique_ptr<LocalExperts> m_local_experts;  // when the options name no exchange
+    std::unique_ptr<MoeLayer> m_moe;
+    std::vector<MoeStats> m_moe_stats;
     ParamLayout m_layout;
     ActivationShape m_shape;
     int m_begin = 0, m_end = 0;

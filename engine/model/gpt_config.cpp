@@ -4,10 +4,22 @@
 
 namespace us {
 
-int64_t GPTConfig::num_params() const {
-    const int64_t h = hidden, v = vocab, L = layers;
-    return h * v + L * (12 * h * h + 13 * h) + 2 * h;
+int GPTConfig::moe_layers() const {
+    int n = 0;
+    for (int l = 0; l < layers; ++l) n += is_moe_layer(l);
+    return n;
 }
+
+namespace {
+int64_t params_with_experts(const GPTConfig& c, int64_t experts) {
+    const int64_t h = c.hidden, v = c.vocab, L = c.layers, M = c.moe_layers();
+    const int64_t dense_block = 12 * h * h + 13 * h, moe_block = 4 * h * h + 8 * h + h * c.moe_experts + experts * (8 * h * h + 5 * h);
+    return h * v + (L - M) * dense_block + M * moe_block + 2 * h;
+}
+}  // namespace
+
+int64_t GPTConfig::num_params() const { return params_with_experts(*this, moe_experts); }
+int64_t GPTConfig::active_params() const { return params_with_experts(*this, is_moe() ? moe_topk : 0); }
 
 void GPTConfig::validate() const {
     US_CHECK_INPUT(vocab > 0, "--vocab must be positive (got {})", vocab);
@@ -20,6 +32,15 @@ void GPTConfig::validate() const {
                    hidden, heads);
     US_CHECK_INPUT(head_dim() % 2 == 0, "head dim {} (--hidden / --heads) must be even for rotary embeddings",
                    head_dim());
+    US_CHECK_INPUT(moe_experts >= 0, "--moe-experts must not be negative (got {}); 0 is the dense model", moe_experts);
+    if (is_moe()) {
+        US_CHECK_INPUT(moe_topk >= 1 && moe_topk <= moe_experts,
+                       "--moe-topk {} must be between 1 and --moe-experts {}: each token goes to K of the E experts",
+                       moe_topk, moe_experts);
+        US_CHECK_INPUT(moe_every >= 1 && moe_every <= layers,
+                       "--moe-every {} must be between 1 and --layers {} (every M-th block is an MoE block)", moe_every,
+                       layers);
+    }
 }
 
 std::string_view precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }

@@ -16,10 +16,22 @@ struct GPTConfig {
     int layers = 4;    // L
     int heads = 4;     // NH
     int seq = 128;     // T
+    // Mixture of experts: every moe_every-th block (blocks moe_every - 1, 2 moe_every - 1, ...) replaces its MLP by
+    // moe_experts experts (each the 4h GeLU MLP with biases) and a bias-free router h -> E, each token going to its
+    // moe_topk best experts. moe_experts = 0: the dense model.
+    int moe_experts = 0;  // E
+    int moe_topk = 2;     // K
+    int moe_every = 1;    // M
 
     int head_dim() const { return hidden / heads; }
-    // N = h*v + L*(12h^2 + 13h) + 2h (tied embeddings, RoPE: no position table).
+    bool is_moe() const { return moe_experts > 0; }
+    bool is_moe_layer(int layer) const { return is_moe() && layer % moe_every == moe_every - 1; }
+    int moe_layers() const;
+    // N = h*v + L*(12h^2 + 13h) + 2h (tied embeddings, RoPE: no position table); an MoE block has
+    // 4h^2 + 8h + h*E + E*(8h^2 + 5h) instead of 12h^2 + 13h.
     int64_t num_params() const;
+    // The parameters a token uses: K experts of each MoE block instead of E (what FLOPs per token count).
+    int64_t active_params() const;
     // Throws UserError naming the offending value and what would be valid.
     void validate() const;
 };

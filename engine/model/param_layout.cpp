@@ -28,6 +28,8 @@ void ParamLayout::add_unit(UnitKind kind, int layer, const std::vector<TensorSpe
         t.whole_rows = sp.rows;
         t.whole_cols = sp.cols;
         t.split = sp.split;
+        t.expert = m_experts;
+        t.grad_from_all_rows = sp.name.size() >= 13 && sp.name.compare(sp.name.size() - 13, 13, "router.weight") == 0;
         t.row_groups = sp.row_groups;
         t.rows = sp.rows;
         t.cols = sp.cols;
@@ -81,24 +83,59 @@ ParamLayout ParamLayout::build(const GPTConfig& cfg, const std::vector<std::pair
     for (int l = layer_begin; l < layer_end; ++l) {
         p.m_unit_of_layer[size_t(l)] = int(p.m_units.size());
         const std::string h = fmt::format("transformer.h.{}.", l);
-        p.add_unit(UnitKind::block, l,
-                   {{h + "ln_1.weight", C, 1},
-                    {h + "ln_1.bias", C, 1},
-                    {h + "attn.c_attn.weight", 3 * C, C, S::rows, 3},
-                    {h + "attn.c_attn.bias", 3 * C, 1, S::rows, 3},
-                    {h + "attn.c_proj.weight", C, C, S::cols},
-                    {h + "attn.c_proj.bias", C, 1},
-                    {h + "ln_2.weight", C, 1},
-                    {h + "ln_2.bias", C, 1},
-                    {h + "mlp.c_fc.weight", 4 * C, C, S::rows},
-                    {h + "mlp.c_fc.bias", 4 * C, 1, S::rows},
-                    {h + "mlp.c_proj.weight", C, 4 * C, S::cols},
-                    {h + "mlp.c_proj.bias", C, 1}});
+        std::vector<TensorSpec> spec = {{h + "ln_1.weight", C, 1},
+                                        {h + "ln_1.bias", C, 1},
+                                        {h + "attn.c_attn.weight", 3 * C, C, S::rows, 3},
+                                        {h + "attn.c_attn.bias", 3 * C, 1, S::rows, 3},
+                                        {h + "attn.c_proj.weight", C, C, S::cols},
+                                        {h + "attn.c_proj.bias", C, 1},
+                                        {h + "ln_2.weight", C, 1},
+                                        {h + "ln_2.bias", C, 1}};
+        if (cfg.is_moe_layer(l)) {  // the experts are in build_experts' layout
+            spec.push_back({h + "mlp.router.weight", cfg.moe_experts, C});  // whole on every tp rank
+        } else {
+            spec.insert(spec.end(), {{h + "mlp.c_fc.weight", 4 * C, C, S::rows},
+                                     {h + "mlp.c_fc.bias", 4 * C, 1, S::rows},
+                                     {h + "mlp.c_proj.weight", C, 4 * C, S::cols},
+                                     {h + "mlp.c_proj.bias", C, 1}});
+        }
+        p.add_unit(UnitKind::block, l, spec);
     }
     if (final_norm) {
         p.m_final_unit = int(p.m_units.size());
         p.add_unit(UnitKind::final_norm, -1, {{"transformer.ln_f.weight", C, 1}, {"transformer.ln_f.bias", C, 1}});
     }
+    return p;
+}
+
+ParamLayout ParamLayout::build_experts(const GPTConfig& cfg, const std::vector<std::pair<int, int>>& chunks,
+                                       TpPlacement tp, EpPlacement ep) {
+    US_ASSERT(ep.ep >= 1 && ep.rank >= 0 && ep.rank < ep.ep, "ep rank {} of {}", ep.rank, ep.ep);
+    ParamLayout p;
+    const int C = cfg.hidden;
+    p.m_tp = tp;
+    p.m_experts = true;
+    p.m_local_experts = cfg.is_moe() ? cfg.moe_experts / ep.ep : 0;
+    p.m_first_expert = ep.rank * p.m_local_experts;
+    p.m_chunks = chunks;
+    p.m_layer_begin = chunks.front().first;
+    p.m_layer_end = chunks.back().second;
+    p.m_unit_of_layer.assign(size_t(cfg.layers), -1);
+    using S = TpSplit;
+    for (auto [layer_begin, layer_end] : chunks)
+        for (int l = layer_begin; l < layer_end; ++l) {
+            if (!cfg.is_moe_layer(l)) continue;
+            p.m_unit_of_layer[size_t(l)] = int(p.m_units.size());
+            std::vector<TensorSpec> spec;
+            for (int e = p.m_first_expert; e < p.m_first_expert + p.m_local_experts; ++e) {
+                const std::string x = fmt::format("transformer.h.{}.mlp.experts.{}.", l, e);
+                spec.insert(spec.end(), {{x + "c_fc.weight", 4 * C, C, S::rows},
+                                         {x + "c_fc.bias", 4 * C, 1, S::rows},
+                                         {x + "c_proj.weight", C, 4 * C, S::cols},
+                                         {x + "c_proj.bias", C, 1}});
+            }
+            p.add_unit(UnitKind::experts, l, spec);
+        }
     return p;
 }
 
@@ -149,7 +186,7 @@ int ParamLayout::block_unit(int layer) const {
     return layer >= 0 && size_t(layer) < m_unit_of_layer.size() ? m_unit_of_layer[size_t(layer)] : -1;
 }
 
-BlockParams block_params(Tensor s, int C, int tp) {
+BlockParams block_params(Tensor s, int C, int tp, int moe_experts) {
     BlockParams p;
     int64_t o = 0;
     auto take = [&](int64_t n) {
@@ -166,11 +203,31 @@ BlockParams block_params(Tensor s, int C, int tp) {
     p.attproj_b = take(C);
     p.ln2_w = take(C);
     p.ln2_b = take(C);
+    if (moe_experts > 0) {
+        p.router_w = take(int64_t(moe_experts) * C);
+    } else {
+        p.fc_w = take(F * C);
+        p.fc_b = take(F);
+        p.fcproj_w = take(C * F);
+        p.fcproj_b = take(C);
+    }
+    US_ASSERT(o == s.numel, "block unit holds {} elements, expected {}", s.numel, o);
+    return p;
+}
+
+ExpertParams expert_params(Tensor s, int C, int tp, int e) {
+    const int64_t F = 4 * int64_t(C) / tp, per_expert = 2 * F * C + F + C;
+    int64_t o = per_expert * e;
+    auto take = [&](int64_t n) {
+        Tensor t = s.slice(o, n);
+        o += n;
+        return t;
+    };
+    ExpertParams p;
     p.fc_w = take(F * C);
     p.fc_b = take(F);
     p.fcproj_w = take(C * F);
     p.fcproj_b = take(C);
-    US_ASSERT(o == s.numel, "block unit holds {} elements, expected {}", s.numel, o);
     return p;
 }
 

@@ -33,6 +33,9 @@ struct ParamTensor {
     int cols = 1;
     bool decay = false;  // weight decay applies: matrices and the embedding, not biases or norms
     TpSplit split = TpSplit::replicated;
+    bool expert = false;             // an expert's tensor (a layout of experts: build_experts)
+    bool grad_from_all_rows = false;  // replicated, and its gradient sees every token row on every tp rank even
+                                      // under sequence parallelism (the router): nothing to sum over tp
     int row_groups = 1;              // rows split group by group (c_attn: q, k and v)
     int whole_rows = 0, whole_cols = 1;  // the whole tensor, as checkpoints hold it
     int64_t whole_numel() const { return int64_t(whole_rows) * whole_cols; }
@@ -44,7 +47,13 @@ struct TpPlacement {
     int rank = 0;
 };
 
-enum class UnitKind { embedding, block, final_norm };
+// Where a rank sits in its expert-parallel group: it holds experts [rank E/ep, (rank + 1) E/ep).
+struct EpPlacement {
+    int ep = 1;
+    int rank = 0;
+};
+
+enum class UnitKind { embedding, block, final_norm, experts };
 
 struct ParamUnit {
     UnitKind kind = UnitKind::block;
@@ -67,6 +76,15 @@ public:
         return build(cfg, {{layer_begin, layer_end}}, tp);
     }
     static ParamLayout whole_model(const GPTConfig& cfg, TpPlacement tp = {}) { return build(cfg, 0, cfg.layers, tp); }
+    // The experts of the MoE blocks in the chunks that this rank holds: one unit per MoE block, its local experts'
+    // tensors in order (each expert: c_fc weight and bias, c_proj weight and bias). The blocks' other tensors
+    // (the router among them) are in build()'s layout. Empty for a dense model.
+    static ParamLayout build_experts(const GPTConfig& cfg, const std::vector<std::pair<int, int>>& chunks,
+                                     TpPlacement tp = {}, EpPlacement ep = {});
+    static ParamLayout whole_experts(const GPTConfig& cfg) { return build_experts(cfg, {{0, cfg.layers}}); }
+    bool is_experts() const { return m_experts; }
+    int first_expert() const { return m_first_expert; }    // of the rank's experts (build_experts)
+    int local_experts() const { return m_local_experts; }
     bool is_first_chunk() const { return m_layer_begin == 0; }
     bool is_last_chunk() const { return m_final_unit >= 0; }
     const std::vector<std::pair<int, int>>& chunks() const { return m_chunks; }
@@ -79,6 +97,7 @@ public:
     int embedding_unit() const { return m_embedding_unit; }  // -1 when absent
     int final_unit() const { return m_final_unit; }          // -1 when absent
     int block_unit(int layer) const;                         // -1 when the layer is not in this layout
+                                                             // (of build_experts: the layer's experts)
     int layer_begin() const { return m_layer_begin; }        // of the first chunk
     int layer_end() const { return m_layer_end; }            // of the last chunk
 
@@ -102,6 +121,8 @@ private:
     std::vector<int> m_unit_of_layer;  // -1 for layers held elsewhere
     TpPlacement m_tp;
     int m_vocab_rows = 0, m_vocab_valid = 0;
+    bool m_experts = false;
+    int m_first_expert = 0, m_local_experts = 0;
 };
 
 // A rank's shard of a whole tensor (checkpoint layout, fp32), and back. Padding rows of the vocabulary read as
@@ -110,7 +131,8 @@ void take_shard(const ParamTensor& t, const TpPlacement& tp, const float* whole,
 void place_shard(const ParamTensor& t, const TpPlacement& tp, const float* shard, float* whole);
 
 // Views of one block's tensors inside the unit's storage (weights or gradients: same offsets). Shapes are the
-// rank's shards: with Ca = C/tp (its heads' width) and F = 4C/tp (its share of the MLP).
+// rank's shards: with Ca = C/tp (its heads' width) and F = 4C/tp (its share of the MLP). An MoE block has the
+// router instead of the MLP (its experts live in the experts' layout).
 struct BlockParams {
     Tensor ln1_w, ln1_b;        // (C)
     Tensor qkv_w, qkv_b;        // (3Ca, C), (3Ca): q, k, v of the rank's heads
@@ -118,8 +140,16 @@ struct BlockParams {
     Tensor ln2_w, ln2_b;        // (C)
     Tensor fc_w, fc_b;          // (F, C), (F)
     Tensor fcproj_w, fcproj_b;  // (C, F), (C)
+    Tensor router_w;            // (E, C), MoE blocks only: whole on every tp rank
 };
-BlockParams block_params(Tensor unit_storage, int C, int tp = 1);
+BlockParams block_params(Tensor unit_storage, int C, int tp = 1, int moe_experts = 0);
+
+// One expert of an experts unit (build_experts): the MLP's shapes and tp split.
+struct ExpertParams {
+    Tensor fc_w, fc_b;          // (F, C), (F)
+    Tensor fcproj_w, fcproj_b;  // (C, F), (C)
+};
+ExpertParams expert_params(Tensor unit_storage, int C, int tp, int local_expert);
 
 struct EmbeddingParams {
     Tensor wte;  // (Vr, C): the rank's rows of the (padded) vocabulary

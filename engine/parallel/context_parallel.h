@@ -40,6 +40,7 @@ public:
     int size() const { return m_group ? m_group->size() : 1; }
     int rank() const { return m_group ? m_group->rank() : 0; }
     bool active() const { return size() > 1; }
+    Communicator* group() const { return m_group; }
     int local_seq() const { return m_seq / size(); }
     int chunk_rows() const { return m_chunk; }
     // The global chunk index of chunk `local` (0, or 0 and 1 under zigzag) of `owner`'s rows.

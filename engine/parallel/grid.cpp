@@ -12,26 +12,24 @@ GridCoords grid_coords(const ParallelConfig& p, int r) {
     GridCoords c;
     c.tp = r % p.tp;
     r /= p.tp;
-    c.ep = r % p.ep;
-    r /= p.ep;
     c.cp = r % p.cp;
     r /= p.cp;
     c.pp = r % p.pp;
     r /= p.pp;
     c.dp = r;
+    c.ep = c.dp % p.ep;  // expert parallelism is carved out of dp: consecutive dp ranks share their experts
     return c;
 }
 
 int grid_rank(const ParallelConfig& p, const GridCoords& c) {
-    return (((c.dp * p.pp + c.pp) * p.cp + c.cp) * p.ep + c.ep) * p.tp + c.tp;
+    return ((c.dp * p.pp + c.pp) * p.cp + c.cp) * p.tp + c.tp;
 }
 
 void validate_layout(const ParallelConfig& p, int world_size) {
     US_CHECK_INPUT(p.world() == world_size,
-                   "the layout dp {} x pp {} x tp {} x cp {} x ep {} needs {} ranks but {} were started: start "
-                   "mpirun -n {} (or change the degrees)",
-                   p.dp, p.pp, p.tp, p.cp, p.ep, p.world(), world_size, p.world());
-    US_CHECK_INPUT(p.ep == 1, "--ep {}: expert parallelism is not implemented in this build (the grid carries it)", p.ep);
+                   "the layout dp {} x pp {} x tp {} x cp {} needs {} ranks but {} were started: start mpirun -n {} "
+                   "(or change the degrees; --ep shares the dp ranks)",
+                   p.dp, p.pp, p.tp, p.cp, p.world(), world_size, p.world());
 }
 
 ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> world) : m_p(p), m_world(std::move(world)) {
@@ -41,6 +39,8 @@ ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> 
         m_pp = make_local_communicator(GroupKind::pp);
         m_tp = make_local_communicator(GroupKind::tp);
         m_cp = make_local_communicator(GroupKind::cp);
+        m_ep = make_local_communicator(GroupKind::ep);
+        m_edp = make_local_communicator(GroupKind::edp);
         m_embedding = make_local_communicator(GroupKind::embedding);
         return;
     }
@@ -58,6 +58,15 @@ ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> 
         GridCoords x = c;
         x.dp = 0, x.cp = 0;
         m_dp_cp = MpiRuntime::split(*m_world, grid_rank(p, x), c.dp * p.cp + c.cp, GroupKind::dp);
+    }
+    {  // expert groups: dp ranks [d - d % ep, + ep) share the experts; those with the same d % ep (x cp) hold the
+       // same ones
+        GridCoords x = c;
+        x.dp = c.dp - c.dp % p.ep;
+        m_ep = MpiRuntime::split(*m_world, grid_rank(p, x), c.ep, GroupKind::ep);
+        GridCoords y = c;
+        y.dp = c.dp % p.ep, y.cp = 0;
+        m_edp = MpiRuntime::split(*m_world, grid_rank(p, y), (c.dp / p.ep) * p.cp + c.cp, GroupKind::edp);
     }
     // The tied embedding lives on the first and the last stage of each replica.
     const bool holds_embedding = c.pp == 0 || c.pp == p.pp - 1;
@@ -88,6 +97,8 @@ void ProcessGrid::wrap_groups(
     m_tp = wrap(std::move(m_tp), GroupKind::tp);
     m_cp = wrap(std::move(m_cp), GroupKind::cp);
     if (m_dp_cp) m_dp_cp = wrap(std::move(m_dp_cp), GroupKind::dp);
+    m_ep = wrap(std::move(m_ep), GroupKind::ep);
+    m_edp = wrap(std::move(m_edp), GroupKind::edp);
     m_embedding = wrap(std::move(m_embedding), GroupKind::embedding);
 }
 

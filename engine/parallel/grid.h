@@ -1,5 +1,7 @@
-// The process grid: world = dp x pp x cp x ep x tp ranks, tp innermost (neighbouring ranks share a tensor-parallel
-// group, as they would share a node's fast links), dp outermost. Each rank's coordinates and one communicator per
+// The process grid: world = dp x pp x cp x tp ranks, tp innermost (neighbouring ranks share a tensor-parallel
+// group, as they would share a node's fast links), dp outermost. Expert parallelism is carved out of dp (Megatron,
+// torchtitan): dp rank d is expert-parallel rank d % ep of the expert group of dp ranks [d - d % ep, + ep), which
+// holds every expert once; the d / ep-th copies of an expert are reduced over the expert-data-parallel group. Each rank's coordinates and one communicator per
 // dimension are built once; everything derived from the grid is named after its dimension (dp_rank, pp_next ...).
 // Degrees whose parallelism is not implemented are carried (the metadata shows them) but refused by validate.
 // Groups: dp (same model shard, different data), pp (the stages of one replica), tp (the ranks that split each
@@ -44,6 +46,13 @@ public:
     Communicator& cp_group() { return *m_cp; }
     // The gradient reduction and ZeRO group: dp x cp ranks (the dp group itself when cp is 1).
     Communicator& dp_cp_group() { return m_dp_cp ? *m_dp_cp : *m_dp; }
+    // Expert parallelism: the ep ranks that hold every expert once between them, and the ranks that hold the same
+    // experts (x cp), over which the experts' gradients are reduced.
+    Communicator& ep_group() { return *m_ep; }
+    Communicator& edp_group() { return *m_edp; }
+    int ep_rank() const { return m_coords.ep; }
+    int ep_size() const { return m_p.ep; }
+    int edp_rank() const { return m_coords.dp / m_p.ep; }
     // The first and last pipeline stages of one data-parallel replica (tied embedding gradients).
     Communicator& embedding_group() { return *m_embedding; }
 
@@ -73,7 +82,7 @@ public:
 private:
     ParallelConfig m_p;
     GridCoords m_coords;
-    std::unique_ptr<Communicator> m_world, m_dp, m_pp, m_tp, m_cp, m_dp_cp, m_embedding;
+    std::unique_ptr<Communicator> m_world, m_dp, m_pp, m_tp, m_cp, m_dp_cp, m_ep, m_edp, m_embedding;
 };
 
 // Refuses layouts this build cannot run, before any work starts: the world size against the product of the

@@ -100,6 +100,7 @@ void ReplicatedState::sync_tied_embedding(Communicator& group) {
 }
 
 double ReplicatedState::local_grad_sumsq(bool include_embedding, bool include_tp_replicated) {
+    if (!m_norm_owner) return 0.0;
     const Tensor g = grads_for_optimizer();
     const int emb = m_layout.embedding_unit();
     const bool tp_replicated_excluded = !include_tp_replicated && m_layout.tp().tp > 1;

@@ -39,6 +39,7 @@ public:
     double local_grad_sumsq(bool include_embedding, bool include_tp_replicated) override;
     std::vector<Tensor> grad_pieces(const ParamTensor& t) override;
     bool sharded() const override { return false; }
+    void set_norm_owner(bool owner) override { m_norm_owner = owner; }
     void optimizer_step(double lr, float clip_coef) override;
     int optimizer_steps_taken() const override { return m_adamw->step_count(); }
     bool has_optimizer_moments() const override { return m_adamw->has_moments(); }
@@ -64,6 +65,7 @@ private:
     std::unique_ptr<AdamW> m_adamw;
     bool m_last_micro_batch = true;
     bool m_zero_pending = false;  // zero the gradients at the next backward (the step's first)
+    bool m_norm_owner = true;
 };
 
 // Writes fp32 values into a tensor of any floating dtype through host memory (rounding to bf16 when needed).

@@ -110,7 +110,7 @@ void TensorParallel::all_reduce_replicated_grads(TrainState& state, const ParamL
     std::vector<Tensor> pieces;
     int64_t total = 0;
     for (const ParamTensor& t : layout.tensors()) {
-        if (t.split != TpSplit::replicated) continue;
+        if (t.split != TpSplit::replicated || t.grad_from_all_rows) continue;
         for (const Tensor& piece : state.grad_pieces(t)) {
             pieces.push_back(piece);
             total += piece.numel;

@@ -22,24 +22,33 @@ std::vector<int64_t> tensor_shape(const ParamTensor& t) {
 }
 
 nlohmann::json model_json(const GPTConfig& m) {
-    return {{"vocab", m.vocab}, {"hidden", m.hidden}, {"layers", m.layers}, {"heads", m.heads}, {"seq", m.seq}};
+    nlohmann::json j = {{"vocab", m.vocab}, {"hidden", m.hidden}, {"layers", m.layers}, {"heads", m.heads}, {"seq", m.seq}};
+    if (m.is_moe()) {  // dense checkpoints keep their metadata as it was
+        j["moe_experts"] = m.moe_experts;
+        j["moe_topk"] = m.moe_topk;
+        j["moe_every"] = m.moe_every;
+    }
+    return j;
 }
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout, TrainState& state,
-                     int steps_done, bool write) {
-    US_ASSERT(layout.tp().tp == 1, "a checkpoint is written from whole tensors (Trainer::save gathers the shards)");
+void save_checkpoint(const std::string& path, const TrainConfig& cfg, const std::vector<const ParamLayout*>& layouts,
+                     TrainState& state, int steps_done, bool write) {
     const bool moments = state.has_optimizer_moments();
     const int slots = moments ? 3 : 1;
-    std::vector<float> host(size_t(layout.total()) * size_t(slots));
+    std::vector<std::vector<float>> host;
     SafetensorsWriter w;
     const char* prefixes[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
-    for (int s = 0; s < slots; ++s) {
-        float* base = host.data() + size_t(s) * size_t(layout.total());
-        for (const ParamTensor& t : layout.tensors()) {
-            state.export_tensor(t, StateSlot(s), base + t.offset);
-            w.add(prefixes[s] + t.name, "F32", tensor_shape(t), base + t.offset, size_t(t.numel) * 4);
+    for (const ParamLayout* layout : layouts) {
+        US_ASSERT(layout->tp().tp == 1, "a checkpoint is written from whole tensors (Trainer::save gathers the shards)");
+        host.emplace_back(size_t(layout->total()) * size_t(slots));
+        for (int s = 0; s < slots; ++s) {
+            float* base = host.back().data() + size_t(s) * size_t(layout->total());
+            for (const ParamTensor& t : layout->tensors()) {
+                state.export_tensor(t, StateSlot(s), base + t.offset);
+                w.add(prefixes[s] + t.name, "F32", tensor_shape(t), base + t.offset, size_t(t.numel) * 4);
+            }
         }
     }
     w.set_metadata("format", kFormat);
@@ -54,8 +63,9 @@ void save_checkpoint(const std::string& path, const TrainConfig& cfg, const Para
     if (write) w.write_atomically(path);
 }
 
-CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout,
-                               TrainState& state) {
+CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg,
+                               const std::vector<const ParamLayout*>& layouts, TrainState& state) {
+    const ParamLayout& layout = *layouts.front();
     const SafetensorsFile f = SafetensorsFile::read(path);
     CheckpointInfo info;
     const std::string format = f.metadata_or("format", "");
@@ -90,8 +100,9 @@ CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg, 
     std::vector<float> values, shard;
     const char* prefixes[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
     info.has_optimizer_state = f.find(std::string(prefixes[1]) + layout.tensors().front().name) != nullptr;
+    for (const ParamLayout* each : layouts)
     for (int s = 0; s < (info.has_optimizer_state ? 3 : 1); ++s) {
-        for (const ParamTensor& t : layout.tensors()) {
+        for (const ParamTensor& t : each->tensors()) {
             const std::string name = prefixes[s] + t.name;
             const SafeTensor* st = f.find(name);
             US_CHECK_INPUT(st, "checkpoint '{}' has no tensor '{}'", path, name);
@@ -111,11 +122,11 @@ CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg, 
             } else {
                 fail_user("checkpoint '{}': tensor '{}' has dtype {}; expected F32 or BF16", path, name, st->dtype);
             }
-            if (layout.tp().tp == 1) {
+            if (each->tp().tp == 1) {
                 state.import_tensor(t, StateSlot(s), values.data());
             } else {  // resharding on load: this rank's shard of the whole tensor
                 shard.resize(size_t(t.numel));
-                take_shard(t, layout.tp(), values.data(), shard.data());
+                take_shard(t, each->tp(), values.data(), shard.data());
                 state.import_tensor(t, StateSlot(s), shard.data());
             }
         }

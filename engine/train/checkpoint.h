@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "engine/model/param_layout.h"
 #include "engine/train/config.h"
@@ -19,11 +20,20 @@ struct CheckpointInfo {
 };
 
 // Collective when the state is sharded: every rank calls it; only the one with `write` set writes the file.
-void save_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout, TrainState& state,
-                     int steps_done, bool write = true);
+// `layouts`: the blocks' layout, and for an MoE model the experts' (every tensor of each goes in).
+void save_checkpoint(const std::string& path, const TrainConfig& cfg, const std::vector<const ParamLayout*>& layouts,
+                     TrainState& state, int steps_done, bool write = true);
+inline void save_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout,
+                            TrainState& state, int steps_done, bool write = true) {
+    save_checkpoint(path, cfg, std::vector<const ParamLayout*>{&layout}, state, steps_done, write);
+}
 
 // Loads into `state`. UserError for a missing, corrupt or mismatched file.
-CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout,
-                               TrainState& state);
+CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg,
+                               const std::vector<const ParamLayout*>& layouts, TrainState& state);
+inline CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg, const ParamLayout& layout,
+                                      TrainState& state) {
+    return load_checkpoint(path, cfg, std::vector<const ParamLayout*>{&layout}, state);
+}
 
 }  // namespace us

@@ -49,6 +49,14 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
     f.option<int>("--heads", "Attention heads (NH)", [](TrainConfig& c, int v) { c.model.heads = v; });
     f.option<int>("--vocab", "Vocabulary size (>= 256; tokens are bytes)", [](TrainConfig& c, int v) { c.model.vocab = v; });
     f.option<int>("--seq", "Sequence length (T)", [](TrainConfig& c, int v) { c.model.seq = v; });
+    f.option<int>("--moe-experts", "Mixture of experts: E experts per MoE block (0: dense)",
+                  [](TrainConfig& c, int v) { c.model.moe_experts = v; });
+    f.option<int>("--moe-topk", "Experts per token (K)", [](TrainConfig& c, int v) { c.model.moe_topk = v; });
+    f.option<int>("--moe-every", "Every M-th block is an MoE block", [](TrainConfig& c, int v) { c.model.moe_every = v; });
+    f.option<double>("--moe-capacity-factor", "0: dropless; F > 0: tokens beyond ceil(tokens K / E * F) per expert dropped",
+                     [](TrainConfig& c, double v) { c.moe_capacity_factor = v; });
+    f.option<double>("--moe-aux-loss-coef", "Weight of the load-balancing loss E * sum f_i P_i (per sequence)",
+                     [](TrainConfig& c, double v) { c.moe_aux_loss_coef = v; });
     // batch and schedule
     f.option<int>("--batch", "Micro-batch size in sequences (B)", [](TrainConfig& c, int v) { c.batch = v; });
     f.option<int>("--grad-accum", "Micro-batches per step (gradient accumulation; m for pipelines)",
@@ -96,7 +104,8 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
                   [](TrainConfig& c, int v) { c.parallel.cp = v; });
     f.option<std::string>("--cp-balance", "zigzag | contiguous: how --cp cuts the sequence (zigzag balances causal work)",
                           [](TrainConfig& c, const std::string& v) { c.parallel.cp_balance = v; });
-    f.option<int>("--ep", "Expert-parallel degree", [](TrainConfig& c, int v) { c.parallel.ep = v; });
+    f.option<int>("--ep", "Expert-parallel degree: experts spread over groups of ep data-parallel ranks (divides --dp)",
+                  [](TrainConfig& c, int v) { c.parallel.ep = v; });
     f.option<int>("--zero", "ZeRO stage 0 | 1 | 2 | 3", [](TrainConfig& c, int v) { c.parallel.zero = v; });
     f.option<std::string>("--pp-schedule", "afab | 1f1b | interleaved | zb1",
                           [](TrainConfig& c, const std::string& v) { c.parallel.pp_schedule = v; });

@@ -49,6 +49,22 @@ void TrainConfig::validate() const {
                    model.seq, p.cp, p.cp_balance, cp_chunks, cp_chunks);
     US_CHECK_INPUT(!p.sp || p.cp == 1 || (model.seq / p.cp) % p.tp == 0,
                    "--sp with --cp {}: each rank's {} positions must split over --tp {}", p.cp, model.seq / p.cp, p.tp);
+    // Mixture of experts and expert parallelism: ep shares the data-parallel ranks (as Megatron and torchtitan do).
+    US_CHECK_INPUT(moe_capacity_factor >= 0, "--moe-capacity-factor must not be negative (got {}); 0 is dropless",
+                   moe_capacity_factor);
+    US_CHECK_INPUT(moe_aux_loss_coef >= 0, "--moe-aux-loss-coef must not be negative (got {})", moe_aux_loss_coef);
+    US_CHECK_INPUT(p.ep == 1 || model.is_moe(), "--ep {} needs experts to spread: add --moe-experts E (a multiple of {})",
+                   p.ep, p.ep);
+    US_CHECK_INPUT(!model.is_moe() || model.moe_experts % p.ep == 0,
+                   "--moe-experts {} cannot be split over --ep {}: each expert-parallel rank holds E/ep whole experts",
+                   model.moe_experts, p.ep);
+    US_CHECK_INPUT(p.dp % p.ep == 0,
+                   "--ep {} must divide --dp {}: expert-parallel ranks are carved out of the data-parallel ones (each "
+                   "group of ep dp ranks holds all the experts once); use --dp {} or a multiple",
+                   p.ep, p.dp, p.ep);
+    US_CHECK_INPUT(!model.is_moe() || p.pp_schedule != "zb1",
+                   "--pp-schedule zb1 with mixture-of-experts blocks is not supported (their expert weight gradients are "
+                   "not split into a W pass): use 1f1b, afab or interleaved");
     US_CHECK_INPUT(p.zero >= 0 && p.zero <= 3, "unknown --zero stage {}: expected 0, 1, 2 or 3", p.zero);
     US_CHECK_INPUT(p.pp_schedule == "afab" || p.pp_schedule == "1f1b" || p.pp_schedule == "interleaved" ||
                        p.pp_schedule == "zb1",
@@ -103,6 +119,11 @@ nlohmann::json TrainConfig::to_json() const {
             {"precision", std::string(precision_name(precision))},
             {"fp32_grad_accum", fp32_grad_accum},
             {"recompute", std::string(recompute_name(recompute))},
+            {"moe_experts", model.moe_experts},
+            {"moe_topk", model.moe_topk},
+            {"moe_every", model.moe_every},
+            {"moe_capacity_factor", moe_capacity_factor},
+            {"moe_aux_loss_coef", moe_aux_loss_coef},
             {"data", data},
             {"threads", threads},
             {"device", device},
@@ -161,6 +182,11 @@ void apply_config_json(TrainConfig& cfg, const nlohmann::json& j, const std::str
         else if (k == "precision") cfg.precision = parse_precision(get_str(k, v));
         else if (k == "fp32_grad_accum") cfg.fp32_grad_accum = get_bool(k, v);
         else if (k == "recompute") cfg.recompute = parse_recompute(get_str(k, v));
+        else if (k == "moe_experts") cfg.model.moe_experts = int(get_int(k, v));
+        else if (k == "moe_topk") cfg.model.moe_topk = int(get_int(k, v));
+        else if (k == "moe_every") cfg.model.moe_every = int(get_int(k, v));
+        else if (k == "moe_capacity_factor") cfg.moe_capacity_factor = get_num(k, v);
+        else if (k == "moe_aux_loss_coef") cfg.moe_aux_loss_coef = get_num(k, v);
         else if (k == "data") cfg.data = get_str(k, v);
         else if (k == "threads") cfg.threads = int(get_int(k, v));
         else if (k == "device") cfg.device = get_str(k, v);

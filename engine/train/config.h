@@ -14,7 +14,8 @@
 namespace us {
 
 struct ParallelConfig {
-    int dp = 1, pp = 1, tp = 1, cp = 1, ep = 1;
+    int dp = 1, pp = 1, tp = 1, cp = 1;
+    int ep = 1;  // expert parallelism: carved out of the dp ranks (ep divides dp), not a factor of the world
     bool sp = false;                     // sequence parallelism inside the tensor-parallel group (needs tp > 1)
     std::string cp_balance = "zigzag";   // zigzag | contiguous: how context parallelism cuts the sequence
     int zero = 0;                        // ZeRO stage 0..3
@@ -23,7 +24,7 @@ struct ParallelConfig {
     double bucket_mb = 1.0;              // gradient bucket size (MiB)
     bool overlap = true;                 // false: all-reduce after backward (--no-overlap)
     std::string comm_progress = "thread";  // thread | poll: how async collectives make progress
-    int world() const { return dp * pp * tp * cp * ep; }
+    int world() const { return dp * pp * tp * cp; }
 };
 
 struct TrainConfig {
@@ -41,6 +42,9 @@ struct TrainConfig {
     Precision precision = Precision::fp32;
     bool fp32_grad_accum = false;
     Recompute recompute = Recompute::none;
+    // Mixture of experts (the model's shape is in `model`: moe_experts, moe_topk, moe_every)
+    double moe_capacity_factor = 0.0;  // 0: dropless; F > 0: an expert takes at most ceil(tokens K / E * F) tokens
+    double moe_aux_loss_coef = 0.01;   // A: weight of the load-balancing loss E * sum_i f_i P_i
     std::string data;  // empty: the default corpus
     std::string save, load, metrics_out;
     int threads = 0;   // per rank; 0: cores / ranks on this host

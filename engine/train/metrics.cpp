@@ -29,6 +29,13 @@ std::string metrics_json_line(const StepMetrics& m) {
                                 {"tokens_per_s", m.tokens_per_s},
                                 {"mem_peak_bytes", m.memory.total_peak},
                                 {"mem_peak_by_category", by_category}};
+    if (!m.moe_routed.empty()) {
+        j["moe_aux_loss"] = m.aux_loss;
+        j["moe_dropped"] = m.moe_dropped;
+        nlohmann::ordered_json layers = nlohmann::ordered_json::object();
+        for (const auto& [layer, routed] : m.moe_routed) layers[std::to_string(layer)] = routed;
+        j["moe_routed"] = layers;
+    }
     return j.dump();
 }
 

@@ -41,6 +41,10 @@ public:
     virtual std::vector<Tensor> grad_pieces(const ParamTensor& t) = 0;
     // Whether local_grad_sumsq covers only a shard (the trainer then sums over the data-parallel ranks too).
     virtual bool sharded() const = 0;
+    // For a state replicated over its reduction group: whether this rank's copy counts in the global gradient norm
+    // (one rank of the group's copies does; the trainer sums every rank's share over the world). A shard is always
+    // this rank's own.
+    virtual void set_norm_owner(bool) {}
 
     virtual void optimizer_step(double lr, float clip_coef) = 0;
     virtual int optimizer_steps_taken() const = 0;

@@ -1,10 +1,13 @@
 #include "engine/train/trainer.h"
 
 #include <chrono>
+#include <fmt/format.h>
 #include <cmath>
 
 #include "engine/optim/grad_clip.h"
 #include "engine/parallel/data_parallel.h"
+#include "engine/parallel/expert_parallel.h"
+#include "engine/parallel/expert_state.h"
 #include "engine/parallel/replicated_state.h"
 #include "engine/parallel/zero_state.h"
 #include "engine/train/checkpoint.h"
@@ -46,12 +49,13 @@ ParamLayout Trainer::rank_layout(const TrainConfig& cfg, int stage, int tp_rank)
 //   1. tensor parallelism (and sequence parallelism): every layer split over the tp group; the rank holds its
 //      shard of each tensor and the model calls the tp group's mappings;
 //   2. context parallelism: the rank sees its positions of each sequence, and attention becomes the ring's;
-//   3. pipeline parallelism: the rank runs its stage's chunks of blocks (with the embedding on the first stage,
+//   3. expert parallelism: an MoE block's experts spread over the ep ranks carved out of dp, the token rows
+//      exchanged by all-to-all;
+//   4. pipeline parallelism: the rank runs its stage's chunks of blocks (with the embedding on the first stage,
 //      the head on the last) on the schedule's order;
-//   4. data parallelism and ZeRO, outermost: gradients reduced over the dp x cp group (context-parallel ranks hold
-//      partial gradients of the same parameters), optimizer state (and with ZeRO-2/3 gradients and parameters)
-//      sharded over it.
-// Expert parallelism will take its place between 2 and 3.
+//   5. data parallelism and ZeRO, outermost: the blocks' gradients reduced over the dp x cp group (context-parallel
+//      ranks hold partial gradients of the same parameters), the experts' over the ranks holding the same experts;
+//      optimizer state (and with ZeRO-2/3 gradients and parameters) sharded over those groups.
 Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     : m_config((config.validate(), config)), m_be(backend),
       m_grid(grid_or_local(grid, m_own_grid, config.parallel)) {
@@ -60,9 +64,15 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     if (p.tp > 1) m_tp = TensorParallel(m_grid.tp_group(), p.sp, backend);                 // 1
     if (p.cp > 1)                                                                          // 2
         m_cp = ContextParallel(m_grid.cp_group(), parse_cp_balance(p.cp_balance), m_config.model.seq, backend);
-    m_layout = rank_layout(m_config, m_grid.pp_rank(), m_grid.tp_rank());                  // 1 + 3
-    make_state();                                                                          // 4
-    make_chunks();                                                                         // 1 + 2 + 3
+    m_layout = rank_layout(m_config, m_grid.pp_rank(), m_grid.tp_rank());                  // 1 + 4
+    if (m_config.model.is_moe()) {                                                         // 3
+        m_expert_layout = ParamLayout::build_experts(m_config.model, stage_chunks(m_config, m_grid.pp_rank()),
+                                                     TpPlacement{p.tp, m_grid.tp_rank()},
+                                                     EpPlacement{p.ep, m_grid.ep_rank()});
+        if (p.ep > 1) m_expert_exchange = std::make_unique<ExpertParallel>(m_grid.ep_group(), m_config.model.moe_experts);
+    }
+    make_state();                                                                          // 5
+    make_chunks();                                                                         // 1 - 4
 
     // Data: every rank of a data-parallel replica (its tp, cp ranks and pipeline stages) reads the same
     // micro-batches; a cp rank keeps its positions of them.
@@ -75,7 +85,7 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     dl.dp_rank = m_grid.dp_rank();
 
     if (!m_config.load.empty()) {
-        const CheckpointInfo info = load_checkpoint(m_config.load, m_config, m_layout, *m_state);
+        const CheckpointInfo info = load_checkpoint(m_config.load, m_config, {&m_layout, &m_expert_layout}, *m_state);
         m_steps_done = info.steps_done;
         if (info.seed != 0) m_config.seed = info.seed;  // the data order continues where the checkpoint left it
     } else {
@@ -102,20 +112,37 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
 
 // ZeRO-0 replicates everything and all-reduces gradient buckets; ZeRO-1..3 shard by bucket. Under a pipeline each
 // stage holds its own chunks' parameters, and the tied embedding is a bucket of its own.
-void Trainer::make_state() {
+std::unique_ptr<TrainState> Trainer::make_state_for(const ParamLayout& layout, Communicator& group,
+                                                    bool isolate_embedding) {
     const ParallelConfig& p = m_config.parallel;
     if (p.zero == 0) {
         const bool fp32_accum = m_config.fp32_grad_accum && m_config.precision == Precision::bf16;
-        if (m_grid.dp_cp_group().size() > 1)
-            m_sync = std::make_unique<DataParallelSync>(m_grid.dp_cp_group(), m_layout, p.bucket_mb,
-                                                        fp32_accum ? 4 : dtype_size(compute_dtype(m_config.precision)),
-                                                        p.overlap);
-        m_state = std::make_unique<ReplicatedState>(m_be, m_layout, m_config.precision, m_config.fp32_grad_accum,
-                                                    m_config.adamw, m_sync.get());
-    } else {
-        m_state = std::make_unique<ZeroState>(m_be, m_layout, m_config.precision, m_config.fp32_grad_accum,
-                                              m_config.adamw, m_grid.dp_cp_group(), p.zero, p.bucket_mb, p.pp > 1);
+        GradientSync* sync = nullptr;
+        if (group.size() > 1) {
+            m_syncs.push_back(std::make_unique<DataParallelSync>(
+                group, layout, p.bucket_mb, fp32_accum ? 4 : dtype_size(compute_dtype(m_config.precision)), p.overlap));
+            sync = m_syncs.back().get();
+        }
+        return std::make_unique<ReplicatedState>(m_be, layout, m_config.precision, m_config.fp32_grad_accum,
+                                                 m_config.adamw, sync);
     }
+    return std::make_unique<ZeroState>(m_be, layout, m_config.precision, m_config.fp32_grad_accum, m_config.adamw, group,
+                                       p.zero, p.bucket_mb, isolate_embedding);
+}
+
+// The blocks' parameters reduce over dp x cp; an MoE model's experts over the ranks that hold the same experts.
+// One rank of each group of replicated copies counts in the gradient norm.
+void Trainer::make_state() {
+    const ParallelConfig& p = m_config.parallel;
+    std::unique_ptr<TrainState> blocks = make_state_for(m_layout, m_grid.dp_cp_group(), p.pp > 1);
+    blocks->set_norm_owner(m_grid.dp_rank() == 0 && m_grid.cp_rank() == 0);
+    if (m_expert_layout.units().empty()) {
+        m_state = std::move(blocks);
+        return;
+    }
+    std::unique_ptr<TrainState> experts = make_state_for(m_expert_layout, m_grid.edp_group(), false);
+    experts->set_norm_owner(m_grid.edp_rank() == 0 && m_grid.cp_rank() == 0);
+    m_state = std::make_unique<ExpertSplitState>(std::move(blocks), int(m_layout.units().size()), std::move(experts));
 }
 
 void Trainer::make_chunks() {
@@ -126,6 +153,11 @@ void Trainer::make_chunks() {
     mo.micro_batch = m_config.batch;
     mo.tensor_parallel = m_tp.active() ? &m_tp : nullptr;
     mo.context_parallel = m_cp.active() ? &m_cp : nullptr;
+    mo.expert_layout = &m_expert_layout;
+    mo.expert_unit_base = int(m_layout.units().size());
+    mo.expert_exchange = m_expert_exchange.get();
+    mo.moe_capacity_factor = m_config.moe_capacity_factor;
+    mo.moe_aux_loss_coef = m_config.moe_aux_loss_coef;
     const auto ranges = stage_chunks(m_config, m_grid.pp_rank());
     for (int c = 0; c < int(ranges.size()); ++c) {
         LocalChunk chunk;
@@ -164,8 +196,7 @@ StepMetrics Trainer::train_step() {
         // first stage, tensors replicated over the tp group from tp rank 0, replicated states from dp rank 0 (a
         // ZeRO shard is this rank's own).
         const bool second_copy = pp > 1 && m_grid.pp_is_last_stage();
-        const bool owner = m_state->sharded() || (m_grid.dp_rank() == 0 && m_grid.cp_rank() == 0);
-        double sumsq = owner ? m_state->local_grad_sumsq(!second_copy, m_grid.tp_rank() == 0) : 0.0;
+        double sumsq = m_state->local_grad_sumsq(!second_copy, m_grid.tp_rank() == 0);
         sumsq = m_grid.world().all_reduce_sum(sumsq);
         norm = std::sqrt(sumsq);
         const float clip = clip_coefficient(norm, m_config.grad_clip);
@@ -186,6 +217,7 @@ StepMetrics Trainer::train_step() {
     r.step_ms = seconds_since(t0) * 1e3;
     r.tokens_per_s = double(r.tokens) / (r.step_ms / 1e3);
     r.memory = m_be.allocator().stats();
+    if (m_config.model.is_moe()) collect_moe_stats(r);
     if (prof::enabled()) {
         prof::record_counter(US_PROF_NAME("loss"), r.loss);
         prof::record_counter(US_PROF_NAME("lr"), r.lr);
@@ -196,10 +228,75 @@ StepMetrics Trainer::train_step() {
     return r;
 }
 
+// The MoE blocks' routing over the step, summed over the data-parallel (and cp) ranks of this stage so every rank
+// has the global figures (tp ranks route identically and count once); the balance loss as the mean over the global
+// batch's sequences, like the loss. Recorded as counters: per layer the choices per expert, the dropped ones and
+// the imbalance (most loaded expert over the mean).
+void Trainer::collect_moe_stats(StepMetrics& r) {
+    std::vector<double> local;  // per stage layer: E routed, dropped; then the aux sum
+    std::vector<int> layers;
+    for (int l = 0; l < m_config.model.layers; ++l) {
+        bool here = false;
+        for (const LocalChunk& c : m_chunks) here |= l >= c.model->layer_begin() && l < c.model->layer_end();
+        if (!here || !m_config.model.is_moe_layer(l)) continue;
+        layers.push_back(l);
+        MoeStats total;
+        total.routed.assign(size_t(m_config.model.moe_experts), 0);
+        for (LocalChunk& c : m_chunks) {
+            const MoeStats& s = c.model->moe_stats()[size_t(l)];
+            if (s.routed.empty()) continue;
+            for (size_t e = 0; e < s.routed.size(); ++e) total.routed[e] += s.routed[e];
+            total.dropped += s.dropped;
+            total.aux_loss += s.aux_loss;
+        }
+        for (int64_t v : total.routed) local.push_back(double(v));
+        local.push_back(double(total.dropped));
+        local.push_back(total.aux_loss);
+    }
+    for (LocalChunk& c : m_chunks) c.model->reset_moe_stats();
+    Communicator& group = m_grid.dp_cp_group();  // the stage's ranks with other data (cp ranks: other positions)
+    std::vector<double> all(local.size() * size_t(group.size()));
+    group.all_gather_bytes(local.data(), local.size() * sizeof(double), all.data());
+    std::vector<double> sum(local.size(), 0.0);
+    for (int rk = 0; rk < group.size(); ++rk)
+        for (size_t i = 0; i < sum.size(); ++i) {
+            // Routing counts of cp ranks are their own positions' (sum); the aux sums were counted on cp rank 0.
+            sum[i] += all[size_t(rk) * local.size() + i];
+        }
+    const int E = m_config.model.moe_experts;
+    const int M = m_config.grad_accum, dp = m_config.parallel.dp;
+    double aux = 0;
+    for (size_t i = 0; i < layers.size(); ++i) {
+        const double* s = sum.data() + i * size_t(E + 2);
+        std::vector<int64_t> routed(static_cast<size_t>(E));
+        double most = 0, mean = 0;
+        for (int e = 0; e < E; ++e) {
+            routed[size_t(e)] = int64_t(s[e]);
+            most = std::max(most, s[e]);
+            mean += s[e] / E;
+        }
+        r.moe_dropped += int64_t(s[E]);
+        aux += s[E + 1];
+        if (prof::enabled()) {
+            for (int e = 0; e < E; ++e)
+                prof::record_counter(prof::string_id(fmt::format("moe.layer{}.expert{}", layers[i], e)), s[e]);
+            prof::record_counter(prof::string_id(fmt::format("moe.layer{}.dropped", layers[i])), s[E]);
+            prof::record_counter(prof::string_id(fmt::format("moe.layer{}.imbalance", layers[i])),
+                                 mean > 0 ? most / mean : 0.0);
+        }
+        r.moe_routed.emplace_back(layers[i], std::move(routed));
+    }
+    // over the pipeline's stages, then the mean over the global batch's sequences
+    aux = m_grid.pp_group().all_reduce_sum(aux);
+    r.moe_dropped = int64_t(m_grid.pp_group().all_reduce_sum(double(r.moe_dropped)));
+    r.aux_loss = aux / double(int64_t(M) * dp * m_config.batch);
+    if (prof::enabled()) prof::record_counter(US_PROF_NAME("moe_aux_loss"), r.aux_loss);
+}
+
 void Trainer::save(const std::string& path) {
-    if (m_config.parallel.pp == 1 && m_config.parallel.tp == 1) {
+    if (m_config.parallel.pp == 1 && m_config.parallel.tp == 1 && m_config.parallel.ep == 1) {
         // Every rank takes part (sharded states gather their pieces); rank 0 writes.
-        save_checkpoint(path, m_config, m_layout, *m_state, m_steps_done, m_grid.world_rank() == 0);
+        save_checkpoint(path, m_config, {&m_layout, &m_expert_layout}, *m_state, m_steps_done, m_grid.world_rank() == 0);
     } else {
         save_gathered(path);
     }
@@ -211,48 +308,63 @@ void Trainer::save(const std::string& path) {
 // 0 places them into the whole tensors and writes the model as a single rank would.
 void Trainer::save_gathered(const std::string& path) {
     const ParamLayout whole = ParamLayout::whole_model(m_config.model);
+    const ParamLayout whole_experts = ParamLayout::whole_experts(m_config.model);
     const bool moments = m_state->has_optimizer_moments();
     const int slots = moments ? 3 : 1;
     const bool lead = m_grid.world_rank() == 0;
+    const int64_t total = whole.total() + whole_experts.total();  // rank 0's host copy: blocks, then experts
     std::vector<float> host;
-    if (lead) host.resize(size_t(whole.total()) * size_t(slots));
+    if (lead) host.resize(size_t(total) * size_t(slots));
     std::vector<float> mine, received;
-    const int tp = m_config.parallel.tp;
-    for (int stage = 0; stage < m_config.parallel.pp; ++stage) {
-        const ParamLayout stage_layout = rank_layout(m_config, stage, 0);  // same tensors on every tp rank
-        for (int slot = 0; slot < slots; ++slot)
-            for (size_t i = 0; i < stage_layout.tensors().size(); ++i) {
-                const ParamTensor& t = stage_layout.tensors()[i];
-                if (stage > 0 && t.unit == stage_layout.embedding_unit()) continue;  // the first stage's copy is written
-                const ParamTensor* target = whole.find(t.name);
-                float* dst = lead ? host.data() + size_t(slot) * size_t(whole.total()) + target->offset : nullptr;
-                if (m_grid.pp_rank() == stage) {
-                    mine.resize(size_t(t.numel));
-                    m_state->export_tensor(m_layout.tensors()[i], StateSlot(slot), mine.data());
-                }
-                for (int r = 0; r < tp; ++r) {
-                    const GridCoords sender{0, stage, 0, 0, r};
-                    const int sender_rank = grid_rank(m_config.parallel, sender);
-                    const TpPlacement placement{tp, r};
-                    if (m_grid.world_rank() == sender_rank && !lead) {
-                        m_grid.world().send(Tensor::of(mine.data(), t.numel), 0, 9000 + slot);
-                    } else if (lead) {
-                        const float* shard = mine.data();
-                        if (sender_rank != 0) {
-                            received.resize(size_t(t.numel));
-                            m_grid.world().recv(Tensor::of(received.data(), t.numel), sender_rank, 9000 + slot);
-                            shard = received.data();
+    const int tp = m_config.parallel.tp, ep = m_config.parallel.ep;
+    // One layout's tensors of every (stage, ep rank, tp rank): the holders export them (collectively over their
+    // reduction group), the (dp = ep rank, cp 0) holder sends them to rank 0, which places them.
+    auto gather = [&](const ParamLayout& target, int64_t base, auto&& layout_of, bool experts) {
+        for (int stage = 0; stage < m_config.parallel.pp; ++stage)
+            for (int q = 0; q < (experts ? ep : 1); ++q) {
+                const ParamLayout stage_layout = layout_of(stage, q);  // the same tensors on every tp rank
+                const bool holder = m_grid.pp_rank() == stage && (!experts || m_grid.ep_rank() == q);
+                const ParamLayout& mine_layout = experts ? m_expert_layout : m_layout;
+                for (int slot = 0; slot < slots; ++slot)
+                    for (size_t i = 0; i < stage_layout.tensors().size(); ++i) {
+                        const ParamTensor& t = stage_layout.tensors()[i];
+                        if (!experts && stage > 0 && t.unit == stage_layout.embedding_unit()) continue;  // stage 0's
+                        const ParamTensor* dst_t = target.find(t.name);
+                        float* dst = lead ? host.data() + size_t(slot) * size_t(total) + base + dst_t->offset : nullptr;
+                        if (holder) {
+                            mine.resize(size_t(t.numel));
+                            m_state->export_tensor(mine_layout.tensors()[i], StateSlot(slot), mine.data());
                         }
-                        place_shard(t, placement, shard, dst);
+                        for (int r = 0; r < tp; ++r) {
+                            const int sender = grid_rank(m_config.parallel, GridCoords{q, stage, 0, 0, r});
+                            if (m_grid.world_rank() == sender && !lead) {
+                                m_grid.world().send(Tensor::of(mine.data(), t.numel), 0, 9000 + slot);
+                            } else if (lead) {
+                                const float* shard = mine.data();
+                                if (sender != 0) {
+                                    received.resize(size_t(t.numel));
+                                    m_grid.world().recv(Tensor::of(received.data(), t.numel), sender, 9000 + slot);
+                                    shard = received.data();
+                                }
+                                place_shard(t, TpPlacement{tp, r}, shard, dst);
+                            }
+                        }
                     }
-                }
             }
-    }
+    };
+    gather(whole, 0, [&](int stage, int) { return rank_layout(m_config, stage, 0); }, false);
+    if (m_config.model.is_moe())
+        gather(whole_experts, whole.total(), [&](int stage, int q) {
+            return ParamLayout::build_experts(m_config.model, stage_chunks(m_config, stage), TpPlacement{tp, 0},
+                                              EpPlacement{ep, q});
+        }, true);
     if (!lead) return;
-    // Rank 0 now has everything: write it through the same writer as single-rank runs.
+    // Rank 0 now has everything: write it through the same writer as single-rank runs (the experts' tensors sit
+    // after the blocks' in the host copy, so the experts' whole layout reads them at an offset).
     class HostState final : public TrainState {
     public:
-        HostState(const std::vector<float>& h, int64_t n, int slots, int steps) : m_h(h), m_n(n), m_slots(slots), m_steps(steps) {}
+        HostState(const std::vector<float>& h, int64_t n, int64_t experts_at, int slots, int steps)
+            : m_h(h), m_n(n), m_experts_at(experts_at), m_slots(slots), m_steps(steps) {}
         Tensor weights(int) override { return {}; }
         Tensor grads(int) override { return {}; }
         void initialize(const GPTConfig&, uint64_t) override {}
@@ -267,17 +379,17 @@ void Trainer::save_gathered(const std::string& path) {
         int optimizer_steps_taken() const override { return m_steps; }
         bool has_optimizer_moments() const override { return m_slots == 3; }
         void export_tensor(const ParamTensor& t, StateSlot slot, float* out) override {
-            std::copy_n(m_h.data() + size_t(slot) * size_t(m_n) + t.offset, t.numel, out);
+            std::copy_n(m_h.data() + size_t(slot) * size_t(m_n) + (t.expert ? m_experts_at : 0) + t.offset, t.numel, out);
         }
         void import_tensor(const ParamTensor&, StateSlot, const float*) override {}
         void set_optimizer_steps(int) override {}
 
     private:
         const std::vector<float>& m_h;
-        int64_t m_n;
+        int64_t m_n, m_experts_at;
         int m_slots, m_steps;
-    } gathered(host, whole.total(), slots, m_state->optimizer_steps_taken());
-    save_checkpoint(path, m_config, whole, gathered, m_steps_done, true);
+    } gathered(host, total, whole.total(), slots, m_state->optimizer_steps_taken());
+    save_checkpoint(path, m_config, {&whole, &whole_experts}, gathered, m_steps_done, true);
 }
 
 double Trainer::evaluate_loss(const int32_t* tokens, const int32_t* targets) {

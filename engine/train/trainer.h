@@ -30,6 +30,12 @@ struct StepMetrics {
     double step_ms = 0.0;
     double tokens_per_s = 0.0;
     MemoryStats memory;       // peaks are within this step
+    // Mixture of experts (0 for a dense model): the balance loss (added to the loss the gradients follow, not to
+    // `loss`), choices dropped beyond the experts' capacity, and per MoE layer the choices each expert received,
+    // all over the global batch.
+    double aux_loss = 0.0;
+    int64_t moe_dropped = 0;
+    std::vector<std::pair<int, std::vector<int64_t>>> moe_routed;  // (layer, per expert) for this stage's layers
 };
 
 class GradientSync;
@@ -47,6 +53,7 @@ public:
     const GPT& model() const { return *m_chunks.front().model; }  // the rank's first chunk
     GPT& chunk_model(int chunk) { return *m_chunks[size_t(chunk)].model; }
     const ParamLayout& layout() const { return m_layout; }
+    const ParamLayout& expert_layout() const { return m_expert_layout; }
     ProcessGrid& grid() { return m_grid; }
     TrainState& state() { return *m_state; }
     const TrainConfig& config() const { return m_config; }
@@ -63,7 +70,9 @@ public:
     static ParamLayout rank_layout(const TrainConfig& cfg, int stage, int tp_rank);
 
 private:
+    void collect_moe_stats(StepMetrics& r);
     void make_state();
+    std::unique_ptr<TrainState> make_state_for(const ParamLayout& layout, Communicator& group, bool isolate_embedding);
     void make_chunks();
     void save_gathered(const std::string& path);
 
@@ -74,8 +83,10 @@ private:
     TensorParallel m_tp;
     ContextParallel m_cp;
     ParamLayout m_layout;
-    std::unique_ptr<GradientSync> m_sync;
+    std::vector<std::unique_ptr<GradientSync>> m_syncs;
     std::unique_ptr<TrainState> m_state;
+    ParamLayout m_expert_layout;  // mixture of experts: the rank's experts (empty for a dense model)
+    std::unique_ptr<ExpertExchange> m_expert_exchange;  // expert parallelism's all-to-all (null: every expert here)
     std::vector<LocalChunk> m_chunks;
     std::unique_ptr<PipelineExecutor> m_executor;
     TokenDataset m_data;

@@ -14,8 +14,16 @@ std::string instance_key(const nlohmann::json& coords, int group) {
     if (name == "world") return "world";
     const std::string own = name == "embedding" ? "pp" : std::string(name);
     std::string key;
-    for (const char* dim : {"dp", "pp", "tp", "cp", "ep"}) {
+    for (const char* dim : {"dp", "pp", "tp", "cp"}) {
         if (own == dim || (own == "dp" && std::string(dim) == "cp")) continue;  // dp reduces over dp x cp
+        if (own == "edp" && (std::string(dim) == "cp" || std::string(dim) == "dp")) {
+            if (std::string(dim) == "dp") key += "ep=" + std::to_string(coords.value("ep", 0)) + ";";
+            continue;  // the ranks holding the same experts: same dp % ep, any dp / ep and cp
+        }
+        if (own == "ep" && std::string(dim) == "dp") {  // the ep dp ranks of one expert group
+            key += "group=" + std::to_string(coords.value("dp", 0) - coords.value("ep", 0)) + ";";
+            continue;
+        }
         key += std::string(dim) + "=" + std::to_string(coords.value(dim, 0)) + ";";
     }
     return key;

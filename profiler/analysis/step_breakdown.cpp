@@ -34,7 +34,10 @@ std::array<int, kGroupCount> group_sizes(const TraceStore& store, const RankTrac
         if (grid.contains(name) && grid[name].is_number_integer()) n[size_t(g)] = grid[name].get<int>();
     }
     n[0] = std::max(1, store.world_size());
-    // Under context parallelism the engine's dp communicator is the dp x cp reduction group.
+    // Under context parallelism the engine's dp communicator is the dp x cp reduction group; the experts' is
+    // dp/ep x cp.
+    n[size_t(group_index("edp"))] = std::max(1, n[size_t(group_index("dp"))] / n[size_t(group_index("ep"))]) *
+                                    n[size_t(group_index("cp"))];
     n[size_t(group_index("dp"))] *= n[size_t(group_index("cp"))];
     n[size_t(group_index("embedding"))] = n[size_t(group_index("pp"))] > 1 ? 2 : 1;
     return n;
@@ -49,8 +52,8 @@ double bytes_sent(OpClass op, double bytes, int n) {
         case OpClass::all_reduce: return 2.0 * bytes * ring;
         case OpClass::all_gather:
         case OpClass::reduce_scatter:
-        case OpClass::broadcast:
-        case OpClass::all_to_all: return bytes * ring;
+        case OpClass::broadcast: return bytes * ring;
+        case OpClass::all_to_all:  // its span records what went to the other ranks
         case OpClass::send: return bytes;
         default: return 0.0;
     }

@@ -50,8 +50,8 @@ struct StepBreakdown {
 };
 
 // Bytes a rank sends for one collective of `bytes` (its span's buffer: the whole for all-gather and
-// reduce-scatter) in a group of n ranks, by the ring algorithms: all-reduce 2(n-1)/n, all-gather, reduce-scatter,
-// broadcast and all-to-all (n-1)/n, a send what it carries, a receive nothing.
+// reduce-scatter) in a group of n ranks, by the ring algorithms: all-reduce 2(n-1)/n, all-gather, reduce-scatter
+// and broadcast (n-1)/n; an all-to-all's span and a send record what went to the other ranks; a receive nothing.
 double bytes_sent(OpClass op, double bytes, int n);
 
 // Re-measures bubble_s / bubble_fraction of pipeline stages over the pipeline's window: per data-parallel replica

@@ -37,6 +37,15 @@ public:
                                   Tensor delta) override;
     void attention_block_pack_kv(Tensor kv, Tensor qkv, int B, int T, int C) override;
     void attention_block_store_grads(Tensor dqkv, Tensor dq, Tensor dkv, int B, int T, int C) override;
+    void moe_route(Tensor probs, Tensor topk, Tensor gates, int N, int E, int K) override;
+    void moe_route_backward(Tensor dlogits, Tensor probs, Tensor topk, Tensor gates, Tensor dgates, Tensor aux, int N,
+                            int E, int K, int tokens_per_seq) override;
+    void moe_dispatch(Tensor out, Tensor x, Tensor rows, int N, int K, int C) override;
+    void moe_dispatch_backward(Tensor dx, Tensor dout, Tensor rows, int N, int K, int C) override;
+    void moe_combine(Tensor out, Tensor y, Tensor rows, Tensor gates, int N, int K, int C) override;
+    void moe_combine_backward(Tensor dy, Tensor dgates, Tensor dout, Tensor y, Tensor rows, Tensor gates, int N, int K,
+                              int C) override;
+    void gather_rows(Tensor dst, Tensor src, Tensor index, int M, int C) override;
     void residual_forward(Tensor out, Tensor a, Tensor b) override;
     void fill_zero(Tensor t) override;
     void copy(Tensor dst, Tensor src) override;

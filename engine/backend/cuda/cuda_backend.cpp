@@ -271,6 +271,40 @@ void CudaBackend::rope_backward(Tensor dqkv, int B, int T, int NH, int HD, Tenso
                positions.empty() ? nullptr : positions.i32(), B, T, NH, HD, -1.0f, m_compute);
 }
 
+// ---- mixture of experts
+
+void CudaBackend::moe_route(Tensor probs, Tensor topk, Tensor gates, int N, int E, int K) {
+    cuda::moe_route(probs.f32(), topk.i32(), gates.f32(), N, E, K, m_compute);
+}
+
+void CudaBackend::moe_route_backward(Tensor dlogits, Tensor probs, Tensor topk, Tensor gates, Tensor dgates, Tensor aux,
+                                     int N, int E, int K, int tokens_per_seq) {
+    cuda::moe_route_backward(dlogits.f32(), probs.f32(), topk.i32(), gates.f32(), dgates.f32(),
+                             aux.empty() ? nullptr : aux.f32(), N, E, K, tokens_per_seq, m_compute);
+}
+
+void CudaBackend::moe_dispatch(Tensor out, Tensor x, Tensor rows, int N, int K, int C) {
+    cuda::moe_dispatch(out.data, x.data, x.dtype, rows.i32(), N, K, C, m_compute);
+}
+
+void CudaBackend::moe_dispatch_backward(Tensor dx, Tensor dout, Tensor rows, int N, int K, int C) {
+    cuda::moe_dispatch_backward(dx.data, dout.data, dx.dtype, rows.i32(), N, K, C, m_compute);
+}
+
+void CudaBackend::moe_combine(Tensor out, Tensor y, Tensor rows, Tensor gates, int N, int K, int C) {
+    cuda::moe_combine(out.data, y.data, out.dtype, rows.i32(), gates.f32(), N, K, C, m_compute);
+}
+
+void CudaBackend::moe_combine_backward(Tensor dy, Tensor dgates, Tensor dout, Tensor y, Tensor rows, Tensor gates, int N,
+                                       int K, int C) {
+    cuda::moe_combine_backward(dy.data, dgates.f32(), dout.data, y.data, dout.dtype, rows.i32(), gates.f32(), N, K, C,
+                               m_compute);
+}
+
+void CudaBackend::gather_rows(Tensor dst, Tensor src, Tensor index, int M, int C) {
+    cuda::gather_rows(dst.data, src.data, src.dtype, index.i32(), M, C, m_compute);
+}
+
 // ---- blockwise attention (ring attention under context parallelism)
 
 namespace {

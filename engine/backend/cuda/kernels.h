@@ -79,6 +79,19 @@ void causal_softmax(void* probs, DType probs_type, const float* scores, int rows
 void causal_softmax_backward(void* dscores, DType dscores_type, const void* probs, DType probs_type, const float* dprobs,
                              int rows, int T, float scale, cudaStream_t s);
 
+// ---- mixture of experts (moe.cu): routing and its backward one thread per token; dispatch, combine and row
+// reordering one block per row (each output written by one block: deterministic).
+void moe_route(float* probs, int32_t* topk, float* gates, int N, int E, int K, cudaStream_t s);
+void moe_route_backward(float* dlogits, const float* probs, const int32_t* topk, const float* gates, const float* dgates,
+                        const float* aux, int N, int E, int K, int tokens_per_seq, cudaStream_t s);
+void moe_dispatch(void* out, const void* x, DType t, const int32_t* rows, int N, int K, int C, cudaStream_t s);
+void moe_dispatch_backward(void* dx, const void* dout, DType t, const int32_t* rows, int N, int K, int C, cudaStream_t s);
+void moe_combine(void* out, const void* y, DType t, const int32_t* rows, const float* gates, int N, int K, int C,
+                 cudaStream_t s);
+void moe_combine_backward(void* dy, float* dgates, const void* dout, const void* y, DType t, const int32_t* rows,
+                          const float* gates, int N, int K, int C, cudaStream_t s);
+void gather_rows(void* dst, const void* src, DType t, const int32_t* index, int M, int C, cudaStream_t s);
+
 // ---- token embedding (embedding.cu). The backward sorts the tokens (stable radix sort, so equal tokens keep
 // their order) and sums each token's rows in ascending position: the CPU backend's order, bitwise.
 void embedding_forward(void* out, const int32_t* tokens, const void* wte, DType t, int N, int C, int vocab_begin,
