@@ -157,7 +157,10 @@ void MoeLayer::forward(MoeActs& acts, Tensor x, const BlockParams& p, Tensor exp
                 acts.aux_share[size_t(s) * E + i] = f;
                 aux += f * P;
             }
-            if (!m_cp || m_cp->rank() == 0) stats.aux_loss += m_cfg.aux_coef * E * aux;  // once per sequence
+            if (!m_cp || m_cp->rank() == 0) {  // once per sequence
+                stats.balance += E * aux;
+                stats.aux_loss += m_cfg.aux_coef * E * aux;
+            }
         }
     }
     // Dispatch to the experts and run them.

@@ -93,6 +93,7 @@ struct MoeStats {
     std::vector<int64_t> routed;  // (E): choices per expert
     int64_t dropped = 0;
     double aux_loss = 0;  // the balance loss summed over this rank's sequences (counted once over the cp group)
+    double balance = 0;   // E sum_i f_i P_i summed likewise, without the loss's weight (1 per sequence: balanced)
 };
 
 struct MoeConfig {

@@ -31,6 +31,7 @@ std::string metrics_json_line(const StepMetrics& m) {
                                 {"mem_peak_by_category", by_category}};
     if (!m.moe_routed.empty()) {
         j["moe_aux_loss"] = m.aux_loss;
+        j["moe_balance"] = m.moe_balance;
         j["moe_dropped"] = m.moe_dropped;
         nlohmann::ordered_json layers = nlohmann::ordered_json::object();
         for (const auto& [layer, routed] : m.moe_routed) layers[std::to_string(layer)] = routed;

@@ -233,7 +233,7 @@ StepMetrics Trainer::train_step() {
 // batch's sequences, like the loss. Recorded as counters: per layer the choices per expert, the dropped ones and
 // the imbalance (most loaded expert over the mean).
 void Trainer::collect_moe_stats(StepMetrics& r) {
-    std::vector<double> local;  // per stage layer: E routed, dropped; then the aux sum
+    std::vector<double> local;  // per stage layer: E routed, dropped, the aux and balance sums
     std::vector<int> layers;
     for (int l = 0; l < m_config.model.layers; ++l) {
         bool here = false;
@@ -248,10 +248,12 @@ void Trainer::collect_moe_stats(StepMetrics& r) {
             for (size_t e = 0; e < s.routed.size(); ++e) total.routed[e] += s.routed[e];
             total.dropped += s.dropped;
             total.aux_loss += s.aux_loss;
+            total.balance += s.balance;
         }
         for (int64_t v : total.routed) local.push_back(double(v));
         local.push_back(double(total.dropped));
         local.push_back(total.aux_loss);
+        local.push_back(total.balance);
     }
     for (LocalChunk& c : m_chunks) c.model->reset_moe_stats();
     Communicator& group = m_grid.dp_cp_group();  // the stage's ranks with other data (cp ranks: other positions)
@@ -265,9 +267,9 @@ void Trainer::collect_moe_stats(StepMetrics& r) {
         }
     const int E = m_config.model.moe_experts;
     const int M = m_config.grad_accum, dp = m_config.parallel.dp;
-    double aux = 0;
+    double aux = 0, balance = 0;
     for (size_t i = 0; i < layers.size(); ++i) {
-        const double* s = sum.data() + i * size_t(E + 2);
+        const double* s = sum.data() + i * size_t(E + 3);
         std::vector<int64_t> routed(static_cast<size_t>(E));
         double most = 0, mean = 0;
         for (int e = 0; e < E; ++e) {
@@ -277,6 +279,7 @@ void Trainer::collect_moe_stats(StepMetrics& r) {
         }
         r.moe_dropped += int64_t(s[E]);
         aux += s[E + 1];
+        balance += s[E + 2];
         if (prof::enabled()) {
             for (int e = 0; e < E; ++e)
                 prof::record_counter(prof::string_id(fmt::format("moe.layer{}.expert{}", layers[i], e)), s[e]);
@@ -288,9 +291,15 @@ void Trainer::collect_moe_stats(StepMetrics& r) {
     }
     // over the pipeline's stages, then the mean over the global batch's sequences
     aux = m_grid.pp_group().all_reduce_sum(aux);
+    balance = m_grid.pp_group().all_reduce_sum(balance);
     r.moe_dropped = int64_t(m_grid.pp_group().all_reduce_sum(double(r.moe_dropped)));
-    r.aux_loss = aux / double(int64_t(M) * dp * m_config.batch);
-    if (prof::enabled()) prof::record_counter(US_PROF_NAME("moe_aux_loss"), r.aux_loss);
+    const double sequences = double(int64_t(M) * dp * m_config.batch);
+    r.aux_loss = aux / sequences;
+    r.moe_balance = balance / sequences / double(m_config.model.moe_layers());
+    if (prof::enabled()) {
+        prof::record_counter(US_PROF_NAME("moe_aux_loss"), r.aux_loss);
+        prof::record_counter(US_PROF_NAME("moe_balance"), r.moe_balance);
+    }
 }
 
 void Trainer::save(const std::string& path) {

@@ -34,6 +34,7 @@ struct StepMetrics {
     // `loss`), choices dropped beyond the experts' capacity, and per MoE layer the choices each expert received,
     // all over the global batch.
     double aux_loss = 0.0;
+    double moe_balance = 0.0;  // E sum_i f_i P_i, mean over MoE layers and sequences: 1 balanced, up to E
     int64_t moe_dropped = 0;
     std::vector<std::pair<int, std::vector<int64_t>>> moe_routed;  // (layer, per expert) for this stage's layers
 };

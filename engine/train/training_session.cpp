@@ -67,10 +67,29 @@ void print_summary(const Trainer& trainer, const std::vector<StepMetrics>& histo
                 seconds, history.front().loss, history.front().step, history.back().loss, history.back().step);
     std::printf("Throughput (measured, mean of steps after the first): %.0f tokens/s, %.1f ms/step\n",
                 tok / counted, ms / counted);
-    std::printf("Model: %lld parameters (N = h*v + L*(12h^2 + 13h) + 2h), %s, recompute %s, micro-batch %d x %d "
-                "tokens, %d micro-batch(es) per step\n",
-                (long long)c.model.num_params(), std::string(precision_name(c.precision)).c_str(),
-                std::string(recompute_name(c.recompute)).c_str(), c.batch, c.model.seq, c.grad_accum);
+    if (c.model.is_moe())
+        std::printf("Model: %lld parameters, %lld active per token (formula: dense blocks 12h^2 + 13h, MoE blocks "
+                    "4h^2 + 8h + hE + E(8h^2 + 5h) with K of the E experts active), ",
+                    (long long)c.model.num_params(), (long long)c.model.active_params());
+    else
+        std::printf("Model: %lld parameters (formula: N = h*v + L*(12h^2 + 13h) + 2h), ", (long long)c.model.num_params());
+    std::printf("%s, recompute %s, micro-batch %d x %d tokens, %d micro-batch(es) per step\n",
+                std::string(precision_name(c.precision)).c_str(), std::string(recompute_name(c.recompute)).c_str(),
+                c.batch, c.model.seq, c.grad_accum);
+    if (c.model.is_moe()) {  // routing over the run, measured
+        int64_t dropped = 0, choices = 0;
+        double balance = 0;
+        for (const StepMetrics& m : history) {
+            dropped += m.moe_dropped;
+            balance += m.moe_balance;
+            for (const auto& layer : m.moe_routed)  // every choice, the dropped ones too
+                for (int64_t n : layer.second) choices += n;
+        }
+        std::printf("Experts (measured): %d of %d per token; balance E*sum(f*P) %.3f (mean; 1 is even, %d all on one "
+                    "expert); %lld of %lld choices dropped beyond capacity\n",
+                    c.model.moe_topk, c.model.moe_experts, balance / double(history.size()), c.model.moe_experts,
+                    (long long)dropped, (long long)choices);
+    }
     std::printf("Peak memory by category (measured by the tracked allocator):\n");
     for (int k = 0; k < kMemCategoryCount; ++k)
         if (peak.peak[k]) std::printf("  %-16s %12s\n", std::string(kMemCategoryNames[k]).c_str(),

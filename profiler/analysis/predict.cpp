@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/core/allocator.h"
 #include "engine/parallel/pipeline_schedule.h"
@@ -14,13 +15,44 @@ namespace {
 
 int64_t layers_on_stage(const PredictInput& in, int) { return in.layers / std::max(1, in.pp); }
 
+bool is_moe_layer(const PredictInput& in, int64_t layer) {
+    return in.moe_experts > 0 && layer % in.moe_every == in.moe_every - 1;
+}
+
+// The layers [begin, end) of the rank's chunk `chunk` (virtual stage chunk * pp + stage), as the trainer cuts them.
+std::pair<int64_t, int64_t> chunk_layers(const PredictInput& in, int chunk) {
+    const int64_t pp = std::max(1, in.pp), V = std::max(1, in.pp_chunks), per = in.layers / (pp * V);
+    const int64_t vs = chunk * pp + in.stage;
+    return {vs * per, (vs + 1) * per};
+}
+
+int64_t moe_layers_on_stage(const PredictInput& in) {
+    int64_t n = 0;
+    for (int c = 0; c < std::max(1, in.pp_chunks); ++c) {
+        const auto [begin, end] = chunk_layers(in, c);
+        for (int64_t l = begin; l < end; ++l) n += is_moe_layer(in, l);
+    }
+    return n;
+}
+
+// The choices an MoE block keeps from n tokens if routing were uniform: all n K, or E times the capacity
+// ceil(n K / E * factor) when that is fewer (the engine's moe_capacity).
+int64_t uniform_kept_rows(const PredictInput& in, int64_t n) {
+    const int64_t choices = n * in.moe_topk;
+    if (in.moe_capacity_factor <= 0 || in.moe_experts == 0) return choices;
+    const int64_t capacity = int64_t(std::ceil(double(n) * double(in.moe_topk) / double(in.moe_experts) *
+                                               in.moe_capacity_factor));
+    return std::min(choices, in.moe_experts * capacity);
+}
+
 // The shapes of one micro-batch on a rank (the engine's ActivationShape): N token rows, R rows of the residual
 // stream (N/tp under sequence parallelism), Ca = h/tp and F = 4h/tp the rank's share of attention and MLP, Vr its
 // vocabulary rows, heads its attention heads.
 struct RankShape {
     int64_t N, R, C, Ca, F, Vr, heads, probs, T;
+    int64_t E, K, X;  // mixture of experts: experts, choices per token, expert rows (uniform routing)
     bool sp;
-    int tp, cp;
+    int tp, cp, ep;
     int64_t attention_saved(int64_t e) const {  // probabilities, or ring attention's log-sum-exp under cp
         return cp > 1 ? 4 * N / T * heads * T : e * probs;
     }
@@ -39,25 +71,55 @@ RankShape rank_shape(const PredictInput& in) {
     r.Vr = (in.vocab + r.tp - 1) / r.tp;
     r.heads = in.heads / r.tp;
     r.probs = in.micro_batch * r.heads * in.seq * in.seq;
+    r.ep = std::max(1, in.ep);
+    r.E = in.moe_experts, r.K = in.moe_topk;
+    r.X = uniform_kept_rows(in, r.N);  // the rank's kept choices; uniform routing sends as many back
     return r;
 }
 
 // Per block per micro-batch, docs/memory.md: ln1, residual2, ln2 and output (R,C); qkv (N,3Ca), atty (N,Ca),
 // fch and fch_gelu (N,F); probs (B, heads, s, s), or under cp the ring's log-sum-exp (B, heads, s/cp) fp32 in every
-// mode; four fp32 LayerNorm statistics of R.
-int64_t block_bytes(const PredictInput& in, int64_t e) {
+// mode; four fp32 LayerNorm statistics of R. An MoE block keeps, instead of fch and fch_gelu, the router's fp32
+// probabilities (N,E), its choices, gates and rows (N,K) and the experts' rows: their inputs, hidden and GeLU
+// outputs (X, C + 2F) with the outputs back on the tokens' side (X, C), and under ep the exchange's row order
+// (2X int32).
+int64_t moe_bytes(const RankShape& r, int64_t e) {
+    return 4 * r.N * r.E + 3 * 4 * r.N * r.K + e * r.X * (r.C + 2 * r.F) + e * std::max<int64_t>(r.X, 1) * r.C +
+           (r.ep > 1 ? 2 * 4 * std::max<int64_t>(r.X, 1) : 0);
+}
+
+int64_t block_bytes(const PredictInput& in, int64_t e, bool moe = false) {
     const RankShape r = rank_shape(in);
     if (in.recompute == "full") return e * r.R * r.C;
     const int64_t stats = 16 * r.R;
-    const int64_t tensors = e * (4 * r.R * r.C + 4 * r.N * r.Ca + 2 * r.N * r.F);
+    const int64_t mlp = moe ? moe_bytes(r, e) : e * 2 * r.N * r.F;
+    const int64_t tensors = e * (4 * r.R * r.C + 4 * r.N * r.Ca) + mlp;
     if (in.recompute == "selective" && r.cp == 1) return tensors + stats;
     return tensors + r.attention_saved(e) + stats;
 }
 
 // Full recomputation's working set: everything of a block but its output, while the block is recomputed.
-int64_t block_working_bytes(const PredictInput& in, int64_t e) {
+int64_t block_working_bytes(const PredictInput& in, int64_t e, bool moe = false) {
     const RankShape r = rank_shape(in);
-    return e * (3 * r.R * r.C + 4 * r.N * r.Ca + 2 * r.N * r.F) + r.attention_saved(e) + 16 * r.R;
+    const int64_t mlp = moe ? moe_bytes(r, e) : e * 2 * r.N * r.F;
+    return e * (3 * r.R * r.C + 4 * r.N * r.Ca) + mlp + r.attention_saved(e) + 16 * r.R;
+}
+
+// An MoE block's backward temporaries on top of the block's (docs/memory.md): the gradient rows on the tokens'
+// side (X, C), under ep those sent to and returned from the experts (2 of (X, C)), the experts' hidden gradient
+// (X, F), with bf16 a copy of the router's logit gradient (N, E); fp32 gate gradients (N, K), logit gradients
+// (N, E) and balance-loss terms (B, E); the router's input gradient (N, C).
+int64_t moe_backward_temporaries(const PredictInput& in, const RankShape& r, int64_t e) {
+    return e * (r.X * r.C + (r.ep > 1 ? 2 * r.X * r.C : 0) + r.X * r.F + (in.bf16 ? r.N * r.E : 0)) +
+           4 * (r.N * r.K + r.N * r.E + in.micro_batch * r.E) + e * r.N * r.C;
+}
+
+// The saved bytes of the blocks of the rank's chunk `chunk`.
+int64_t chunk_block_bytes(const PredictInput& in, int chunk, int64_t e) {
+    const auto [begin, end] = chunk_layers(in, chunk);
+    int64_t bytes = 0;
+    for (int64_t l = begin; l < end; ++l) bytes += block_bytes(in, e, is_moe_layer(in, l));
+    return bytes;
 }
 
 // The final norm output and statistics (R rows), fp32 logits of the rank's vocabulary, losses, and under tensor
@@ -109,13 +171,13 @@ StageMemory walk_stage_memory(const PredictInput& in, const std::vector<PipeActi
     const RankShape r = rank_shape(in);
     const int V = std::max(1, in.pp_chunks), S = std::max(1, in.pp) * V;
     const int64_t layers_per_chunk = in.layers / S;
-    const int64_t kept = 2 * r.N * 4 + layers_per_chunk * block_bytes(in, e);  // until the backward (or W) is done
     const int64_t input = e * r.R * r.C;
     const int64_t deferred = layers_per_chunk * (2 * r.N * r.C + r.N * r.F + 3 * r.N * r.Ca) * e;
     StageMemory m;
     int64_t acts = 0, pending = 0;
     for (const PipeAction& a : actions) {
         const bool head = a.chunk * in.pp + in.stage == S - 1;
+        const int64_t kept = 2 * r.N * 4 + chunk_block_bytes(in, a.chunk, e);  // until the backward (or W) is done
         const int64_t until_b = input + (head ? head_bytes(in, e) : 0);
         switch (a.op) {
             case PipeOp::forward:
@@ -168,6 +230,8 @@ std::vector<PredictedCollective> tp_collectives(const PredictInput& in, int64_t 
         add("head: gather_from_sp_region backward", O::reduce_scatter, K, last ? m : 0);
         add("replicated parameters' gradients (once per step)", O::all_reduce, replicated_grad_bytes, 1);
     }
+    add("MoE blocks: the gates' gradient (partial over tp like the experts' outputs)", O::all_reduce, r.N * r.K * 4,
+        moe_layers_on_stage(in) * m);
     add("vocab-parallel cross-entropy: max", O::all_reduce, r.N * 4, last ? m : 0);
     add("vocab-parallel cross-entropy: sum and target logit", O::all_reduce, 2 * r.N * 4, last ? m : 0);
     return out;
@@ -184,6 +248,27 @@ std::vector<PredictedCollective> cp_collectives(const PredictInput& in, int64_t 
     const int64_t recompute = in.recompute == "full" ? 2 : 1;
     out.push_back({"ring attention: key/value blocks", OpClass::send, kv * e, (r.cp - 1) * blocks * m * (recompute + 1)});
     out.push_back({"ring attention: key/value gradient blocks (fp32)", OpClass::send, kv * 4, r.cp * blocks * m});
+    // MoE blocks: each sequence's routing statistics for the balance loss, gathered over the ranks of its positions
+    const int64_t moe = moe_layers_on_stage(in);
+    if (moe > 0)
+        out.push_back({"MoE blocks: per-sequence routing statistics (all-gather, fp64)", OpClass::all_gather,
+                       2 * in.micro_batch * r.E * 8 * r.cp, moe * m * recompute});
+    return out;
+}
+
+// Expert parallelism's all-to-alls a rank issues per step (docs/formulas.md): per MoE block and micro-batch the
+// row counts once, then the rows to the experts and back in forward, and the rows' gradients the same two ways in
+// backward; full recomputation runs the forward's again. Bytes are what the rank sends to the others, with routing
+// uniform: (ep - 1)/ep of its kept choices' rows of h values.
+std::vector<PredictedCollective> ep_collectives(const PredictInput& in, int64_t e) {
+    const RankShape r = rank_shape(in);
+    std::vector<PredictedCollective> out;
+    if (r.ep == 1) return out;
+    const int64_t m = in.grad_accum, blocks = moe_layers_on_stage(in), forwards = in.recompute == "full" ? 2 : 1;
+    const int64_t rows = r.X * (r.ep - 1) / r.ep * r.C * e;
+    out.push_back({"row counts per expert", OpClass::all_to_all, (r.ep - 1) * (r.E / r.ep) * 4, forwards * blocks * m});
+    out.push_back({"forward: rows to the experts and back", OpClass::all_to_all, rows, 2 * forwards * blocks * m});
+    out.push_back({"backward: row gradients to the experts and back", OpClass::all_to_all, rows, 2 * blocks * m});
     return out;
 }
 
@@ -197,6 +282,10 @@ PredictInput PredictInput::from_config(const nlohmann::json& c) {
     in.layers = get("layers", in.layers);
     in.heads = get("heads", in.heads);
     in.seq = get("seq", in.seq);
+    in.moe_experts = get("moe_experts", in.moe_experts);
+    in.moe_topk = get("moe_topk", in.moe_topk);
+    in.moe_every = get("moe_every", in.moe_every);
+    in.moe_capacity_factor = get("moe_capacity_factor", in.moe_capacity_factor);
     in.micro_batch = get("batch", in.micro_batch);
     in.grad_accum = get("grad_accum", in.grad_accum);
     in.bf16 = get("precision", std::string("fp32")) == "bf16";
@@ -227,20 +316,31 @@ Prediction predict(const PredictInput& in) {
     const int64_t h = in.hidden, v = in.vocab, L = in.layers;
     const RankShape r = rank_shape(in);
     const int64_t tp = r.tp;
-    p.params = h * v + L * (12 * h * h + 13 * h) + 2 * h;
+    // N = h*v + L_dense*(12h^2 + 13h) + L_moe*(4h^2 + 8h + hE + E(8h^2 + 5h)) + 2h; active: K experts for E.
+    int64_t moe_layers = 0;
+    for (int64_t l = 0; l < L; ++l) moe_layers += is_moe_layer(in, l);
+    const int64_t expert = 8 * h * h + 5 * h, moe_block = 4 * h * h + 8 * h + h * in.moe_experts;
+    p.params = h * v + (L - moe_layers) * (12 * h * h + 13 * h) + moe_layers * (moe_block + in.moe_experts * expert) + 2 * h;
+    p.active_params = p.params - moe_layers * (in.moe_experts - in.moe_topk) * expert;
     const bool first = in.stage == 0, last = in.stage == in.pp - 1;
-    const int64_t Ls = layers_on_stage(in, in.stage);
+    const int64_t Ls = layers_on_stage(in, in.stage), Lm = moe_layers_on_stage(in);
     // N_tp = h*ceil(v/tp) + L*(12h^2/tp + 7h/tp + 6h) + 2h: the block matrices and the column-parallel biases split,
-    // the LayerNorms and row-parallel biases whole, the vocabulary padded to a multiple of tp.
-    p.params_on_rank = Ls * (12 * h * h / tp + 7 * h / tp + 6 * h) + (first || last ? h * r.Vr : 0) + (last ? 2 * h : 0);
-    const int64_t n = p.params_on_rank;
+    // the LayerNorms and row-parallel biases whole, the vocabulary padded to a multiple of tp. An MoE block keeps
+    // the attention's 4h^2/tp + 3h/tp + 5h and the router's hE whole; each of its E/ep experts 8h^2/tp + 4h/tp + h.
+    const int64_t block_params = (Ls - Lm) * (12 * h * h / tp + 7 * h / tp + 6 * h) +
+                                 Lm * (4 * h * h / tp + 3 * h / tp + 5 * h + h * in.moe_experts);
+    p.expert_params_on_rank = Lm * (in.moe_experts / r.ep) * (8 * h * h / tp + 4 * h / tp + h);
+    p.params_on_rank = block_params + (first || last ? h * r.Vr : 0) + (last ? 2 * h : 0) + p.expert_params_on_rank;
+    const int64_t n = p.params_on_rank - p.expert_params_on_rank, nx = p.expert_params_on_rank;
     const int64_t e = in.bf16 ? 2 : 4;
     // The data-parallel reduction and ZeRO run over dp x cp ranks (cp ranks hold partial gradients of the same
-    // parameters).
-    const int64_t dp = int64_t(in.dp) * std::max(1, in.cp);
+    // parameters); an MoE block's experts over the dp/ep x cp ranks that hold the same experts.
+    const int64_t dp = int64_t(in.dp) * std::max(1, in.cp), edp = int64_t(in.dp / r.ep) * std::max(1, in.cp);
 
-    // Weights, gradients, optimizer state (docs/formulas.md; ZeRO shards by dp).
-    auto sharded = [&](int64_t bytes_per_param, bool shard) { return shard ? bytes_per_param * n / dp : bytes_per_param * n; };
+    // Weights, gradients, optimizer state (docs/formulas.md; ZeRO shards by dp, the experts' by edp).
+    auto sharded = [&](int64_t bytes_per_param, bool shard) {
+        return shard ? bytes_per_param * n / dp + bytes_per_param * nx / edp : bytes_per_param * (n + nx);
+    };
     p.memory[size_t(MemCategory::params)] = sharded(e, in.zero >= 3);
     int64_t grads = sharded(e, in.zero >= 2);
     if (in.bf16 && in.fp32_grad_accum) grads += sharded(4, in.zero >= 2);
@@ -251,6 +351,10 @@ Prediction predict(const PredictInput& in) {
     // Activations and temporaries: what a micro-batch holds from its forward to its backward (docs/memory.md),
     // times how many the schedule keeps in flight on this stage, found by walking the stage's own action list.
     p.activations_per_layer = block_bytes(in, e);
+    if (in.moe_experts > 0) {
+        p.activations_per_moe_layer = block_bytes(in, e, true);
+        p.moe_rows_per_layer = r.X;
+    }
     p.activations_per_layer_formula = formula_layer_bytes(in, p.activations_formula);
     const int V = std::max(1, in.pp_chunks);
     // One backward's activation gradients (docs/memory.md), and with bf16 the head's bf16 copy of dlogits.
@@ -276,42 +380,55 @@ Prediction predict(const PredictInput& in) {
         held = walk_stage_memory(in, {{PipeOp::forward, 0, 0}, {PipeOp::backward, 0, 0}}, e);
     }
     int64_t acts = held.activations;
-    if (in.recompute == "full") acts += std::max(block_working_bytes(in, e), last ? head_bytes(in, e) : int64_t(0)) - (last ? head_bytes(in, e) : 0);
+    if (in.recompute == "full")
+        acts += std::max(block_working_bytes(in, e, Lm > 0), last ? head_bytes(in, e) : int64_t(0)) -
+                (last ? head_bytes(in, e) : 0);
     p.memory[size_t(MemCategory::activations)] = acts;
     // A stage after the first writes its input gradient into a buffer of its own, to send it back.
     const bool sends_gradients = in.pp > 1 && (in.stage > 0 || V > 1);
-    p.memory[size_t(MemCategory::temporaries)] = scratch + (sends_gradients ? e * r.R * h : 0) + held.deferred;
+    p.memory[size_t(MemCategory::temporaries)] = scratch + (sends_gradients ? e * r.R * h : 0) + held.deferred +
+                                                 (Lm > 0 ? moe_backward_temporaries(in, r, e) : 0);
     p.memory[size_t(MemCategory::comm_buffers)] = std::nullopt;  // transient buffers: measured, not modelled
     p.memory[size_t(MemCategory::workspace)] = std::nullopt;     // op scratch: measured, not modelled
 
-    p.flops_per_token = 6.0 * double(p.params) + 12.0 * double(L * h * in.seq);
+    p.flops_per_token = 6.0 * double(p.active_params) + 12.0 * double(L * h * in.seq);
     p.tokens_per_step = in.micro_batch * in.grad_accum * in.seq * in.dp;
 
     // Communication per rank per step (bytes sent, ring algorithms). dp: K gradient bytes of the rank's shard of
     // the model; ZeRO-0 and 1 all-reduce (or reduce-scatter + all-gather) them once per step, ZeRO-2 reduce-scatters
     // at every micro-batch, ZeRO-3 also all-gathers the parameters for every forward and backward.
     const double ring = dp > 1 ? double(dp - 1) / double(dp) : 0.0;
-    const double K = double(e * n) + (in.bf16 && in.fp32_grad_accum ? 2.0 * double(n) : 0.0);
+    const double grad_bytes_per_param = double(e) + (in.bf16 && in.fp32_grad_accum ? 2.0 : 0.0);
     const double m = double(in.grad_accum);
     const double dp_collectives = in.zero <= 1 ? 2.0 : in.zero == 2 ? m + 1.0 : 3.0 * m;
-    p.comm_bytes[1] = int64_t(dp_collectives * K * ring);
+    p.comm_bytes[1] = int64_t(dp_collectives * grad_bytes_per_param * double(n) * ring);
+    const double expert_ring = edp > 1 ? double(edp - 1) / double(edp) : 0.0;  // edp: the experts' copies
+    p.comm_bytes[7] = int64_t(dp_collectives * grad_bytes_per_param * double(nx) * expert_ring);
+    // (The loss and the MoE routing statistics are summed after the step's span, outside these figures.)
     // pp: one (R, h) activation per micro-batch per boundary each way; interleaving multiplies the boundaries.
     const int64_t boundaries = (first ? 0 : 1) + (last ? 0 : 1);
-    p.comm_bytes[2] = in.pp > 1 ? in.grad_accum * boundaries * e * r.R * h * in.pp_chunks : 0;
+    p.comm_bytes[2] += in.pp > 1 ? in.grad_accum * boundaries * e * r.R * h * in.pp_chunks : 0;
     // tp: the engine's collectives; the replicated parameters' gradients (LayerNorms, row-parallel biases) that
     // sequence parallelism all-reduces are 6h per block and 2h for the final norm (a ZeRO shard holds 1/dp).
     const int64_t grad_e = in.bf16 && !in.fp32_grad_accum ? 2 : 4;
-    const int64_t replicated = (Ls * 6 * h + (last ? 2 * h : 0)) * grad_e / (in.zero >= 1 ? dp : 1);
+    const int64_t replicated = ((Ls - Lm) * 6 * h + Lm * 5 * h + (last ? 2 * h : 0)) * grad_e / (in.zero >= 1 ? dp : 1);
     p.tp_collectives = tp_collectives(in, e, replicated, first, last);
     double tp_sent = 0;
     for (const PredictedCollective& c : p.tp_collectives) tp_sent += double(c.count) * bytes_sent(c.op, double(c.bytes), int(tp));
     p.comm_bytes[3] = int64_t(std::llround(tp_sent));
     // cp: the ring's transfers.
     p.cp_collectives = cp_collectives(in, e);
-    for (const PredictedCollective& c : p.cp_collectives) p.comm_bytes[4] += c.count * c.bytes;
+    for (const PredictedCollective& c : p.cp_collectives)
+        p.comm_bytes[4] += int64_t(std::llround(c.op == OpClass::send ? double(c.count * c.bytes)
+                                                                      : double(c.count) * bytes_sent(c.op, double(c.bytes), r.cp)));
+    // ep: the all-to-alls, and the textbook's 4 of K b s h (ep - 1)/ep per MoE block per micro-batch.
+    p.ep_collectives = ep_collectives(in, e);
+    for (const PredictedCollective& c : p.ep_collectives) p.comm_bytes[5] += c.count * c.bytes;
+    if (r.ep > 1)
+        p.ep_comm_bytes_formula = 4 * Lm * in.grad_accum * in.moe_topk * r.N * h * e * (r.ep - 1) / r.ep;
     // The tied embedding's gradient summed between the first and the last stage; the gradient norm's scalar.
     if (in.pp > 1 && (first || last)) p.comm_bytes[6] = int64_t(h * r.Vr * grad_e / (in.zero >= 1 ? dp : 1));
-    const int64_t world = int64_t(in.dp) * in.pp * tp * in.cp * in.ep;
+    const int64_t world = int64_t(in.dp) * in.pp * tp * in.cp;  // ep shares the dp ranks
     if (world > 1) p.comm_bytes[0] = int64_t(2.0 * 8.0 * double(world - 1) / double(world));
     p.dp_comm_bytes = p.comm_bytes[1];
     p.pp_comm_bytes = p.comm_bytes[2];
@@ -339,17 +456,28 @@ Prediction predict(const PredictInput& in) {
 
 std::string format_prediction(const PredictInput& in, const Prediction& p) {
     std::string s;
-    s += fmt::format("Model: h {} v {} L {} heads {} seq {}: N = h*v + L*(12h^2 + 13h) + 2h = {} parameters\n",
-                     in.hidden, in.vocab, in.layers, in.heads, in.seq, p.params);
+    if (in.moe_experts > 0)
+        s += fmt::format("Model: h {} v {} L {} heads {} seq {}, every {} block(s) an MoE block of E {} experts, K {} "
+                         "per token: N = h*v + L_dense*(12h^2 + 13h) + L_moe*(4h^2 + 8h + hE + E(8h^2 + 5h)) + 2h = {} "
+                         "parameters, {} active per token (K experts instead of E)\n",
+                         in.hidden, in.vocab, in.layers, in.heads, in.seq, in.moe_every, in.moe_experts, in.moe_topk,
+                         p.params, p.active_params);
+    else
+        s += fmt::format("Model: h {} v {} L {} heads {} seq {}: N = h*v + L*(12h^2 + 13h) + 2h = {} parameters\n",
+                         in.hidden, in.vocab, in.layers, in.heads, in.seq, p.params);
     s += fmt::format("Layout: dp {} pp {} tp {}{} cp {}{} ep {}, ZeRO-{}, {}, micro-batch {} x {} tokens, {} "
                      "micro-batches per step, recompute {}\n",
                      in.dp, in.pp, in.tp, in.sp && in.tp > 1 ? " (sequence parallel)" : "", in.cp,
                      in.cp > 1 ? " (" + in.cp_balance + ")" : std::string(), in.ep, in.zero,
                      in.bf16 ? "bf16 mixed precision" : "fp32", in.micro_batch, in.seq, in.grad_accum, in.recompute);
     if (in.pp > 1) s += fmt::format("Pipeline stage {} of {} ({} schedule)\n", in.stage, in.pp, in.pp_schedule);
-    if (in.pp > 1 || in.tp > 1)
-        s += fmt::format("Parameters on the rank: {}{}\n", p.params_on_rank,
-                         in.tp > 1 ? " (N_tp = h*ceil(v/tp) + L*(12h^2/tp + 7h/tp + 6h) + 2h, over its stage's layers)" : "");
+    if (in.pp > 1 || in.tp > 1 || in.ep > 1)
+        s += fmt::format("Parameters on the rank: {}{}{}\n", p.params_on_rank,
+                         in.tp > 1 ? " (N_tp = h*ceil(v/tp) + L*(12h^2/tp + 7h/tp + 6h) + 2h, over its stage's layers)" : "",
+                         in.moe_experts > 0 ? fmt::format(", of which its {} of {} experts per MoE block: {}",
+                                                          in.moe_experts / std::max(1, in.ep), in.moe_experts,
+                                                          p.expert_params_on_rank)
+                                            : std::string());
     s += "\nMemory per rank (predicted):\n";
     for (int c = 0; c < kMemCategoryCount; ++c)
         s += fmt::format("  {:<16} {:>12}\n", kMemCategoryNames[c],
@@ -359,12 +487,20 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
                      "{} (formula: {})\n",
                      format_bytes(p.activations_per_layer), p.micro_batches_in_flight,
                      format_bytes(p.activations_per_layer_formula), p.activations_formula);
-    s += fmt::format("\nCompute: {:.1f} MFLOP per token (6N + 12*L*h*s), {} tokens per step, {:.2f} TFLOP per step\n",
-                     p.flops_per_token / 1e6, p.tokens_per_step, p.flops_per_token * double(p.tokens_per_step) / 1e12);
+    if (in.moe_experts > 0)
+        s += fmt::format("  activations per MoE block per micro-batch: {}, with {} expert rows as if routing were uniform "
+                         "(measured rows follow the router)\n",
+                         format_bytes(p.activations_per_moe_layer), p.moe_rows_per_layer);    s += fmt::format("\nCompute: {:.1f} MFLOP per token (6N + 12*L*h*s{}), {} tokens per step, {:.2f} TFLOP per step\n",
+                     p.flops_per_token / 1e6, in.moe_experts > 0 ? ", N the active parameters" : "", p.tokens_per_step, p.flops_per_token * double(p.tokens_per_step) / 1e12);
     s += fmt::format("Communication sent per rank per step (predicted, ring algorithms): data parallel {}, pipeline {}, "
-                     "tensor parallel {}, context parallel {}\n",
+                     "tensor parallel {}, context parallel {}{}\n",
                      format_bytes(p.comm_bytes[1]), format_bytes(p.comm_bytes[2]), format_bytes(p.comm_bytes[3]),
-                     format_bytes(p.comm_bytes[4]));
+                     format_bytes(p.comm_bytes[4]),
+                     in.ep > 1 ? fmt::format(", expert parallel {} (uniform routing; the textbook's 4 all-to-alls of "
+                                             "K*b*s*h*(ep-1)/ep per MoE block: {}), experts' gradients {}",
+                                             format_bytes(p.comm_bytes[5]), format_bytes(p.ep_comm_bytes_formula),
+                                             format_bytes(p.comm_bytes[7]))
+                               : std::string());
     if (in.tp > 1)
         s += fmt::format("  tensor parallel by the textbook (4 all-reduces of s*b*h per block per micro-batch): {}; "
                          "the engine adds the embedding, the head, the vocabulary-parallel loss{}\n",
@@ -391,7 +527,13 @@ nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
     };
     const nlohmann::json tp = list(p.tp_collectives);
     return {{"params", p.params},
+            {"active_params", p.active_params},
             {"params_on_rank", p.params_on_rank},
+            {"expert_params_on_rank", p.expert_params_on_rank},
+            {"activations_per_moe_layer_bytes", p.activations_per_moe_layer},
+            {"moe_rows_per_layer", p.moe_rows_per_layer},
+            {"ep_collectives_per_step", list(p.ep_collectives)},
+            {"ep_comm_bytes_per_step_formula", p.ep_comm_bytes_formula},
             {"comm_bytes_per_step", comm},
             {"tp_collectives_per_step", tp},
             {"cp_collectives_per_step", list(p.cp_collectives)},

@@ -128,6 +128,26 @@ Report build_report(const TraceStore& store) {
             }
         }
     }
+    if (rep.predict_input.moe_experts > 0) {
+        rep.routing = analyze_expert_routing(store);
+        // expert time across each ep group (ranks that differ only in their ep coordinate)
+        std::map<std::string, std::vector<const RankReport*>> groups;
+        for (const auto& rr : rep.ranks) {
+            std::string key;
+            for (const char* dim : {"pp", "tp", "cp"}) key += std::to_string(coord(rr.coords, dim)) + ",";
+            key += std::to_string(coord(rr.coords, "dp") / std::max(1, rep.predict_input.ep));
+            groups[key].push_back(&rr);
+        }
+        for (const auto& [key, members] : groups) {
+            if (members.size() < 2) continue;
+            const auto [lo, hi] = std::minmax_element(members.begin(), members.end(), [](auto* a, auto* b) {
+                return a->steady.experts_s < b->steady.experts_s;
+            });
+            if ((*lo)->steady.experts_s <= 0) continue;
+            const double ratio = (*hi)->steady.experts_s / (*lo)->steady.experts_s;
+            if (ratio > rep.expert_balance.experts_max_over_min) rep.expert_balance = {ratio, (*hi)->rank, (*lo)->rank};
+        }
+    }
     if (rep.predict_input.pp > 1) {
         double most_busy = -1;
         for (const auto& rr : rep.ranks)
@@ -169,12 +189,18 @@ std::string format_report(const Report& rep) {
                      rep.world_size, c.value("hidden", 0), c.value("layers", 0), c.value("heads", 0), c.value("seq", 0),
                      c.value("vocab", 0), c.value("batch", 0), c.value("grad_accum", 0),
                      c.value("precision", std::string("?")), c.value("zero", 0));
+    if (rep.predict_input.moe_experts > 0)
+        s += fmt::format("  mixture of experts: every {} block(s) E {} experts, top-{}, ep {}; {} parameters, {} active "
+                         "per token\n",
+                         rep.predict_input.moe_every, rep.predict_input.moe_experts, rep.predict_input.moe_topk,
+                         rep.predict_input.ep, predict(rep.predict_input).params,
+                         predict(rep.predict_input).active_params);
     const auto& t = rep.throughput;
     s += fmt::format("\nThroughput (measured over {} steady step(s)): {:.0f} tokens/s, {:.1f} ms/step\n", t.steps_measured,
                      t.tokens_per_s, t.step_s * 1e3);
-    s += fmt::format("  model FLOPs/token (predicted, 6N + 12*L*h*s): {:.1f} M; achieved {:.1f} GFLOP/s of a measured "
-                     "peak of {:.1f} GFLOP/s: MFU {:.1f}%\n",
-                     t.model_flops_per_token / 1e6, t.achieved_flops_per_s / 1e9, t.peak_flops_per_s / 1e9,
+    s += fmt::format("  model FLOPs/token (predicted, 6N + 12*L*h*s{}): {:.1f} M; achieved {:.1f} GFLOP/s of a measured "
+                     "peak of {:.1f} GFLOP/s: MFU {:.1f}% (derived)\n",
+                     rep.predict_input.moe_experts > 0 ? ", N active" : "", t.model_flops_per_token / 1e6, t.achieved_flops_per_s / 1e9, t.peak_flops_per_s / 1e9,
                      100 * t.mfu);
     if (rep.predict_input.pp > 1)
         s += fmt::format("Pipeline bubble ({} schedule, pp {}, {} micro-batches): {:.3f} measured on the busiest stage "
@@ -186,6 +212,34 @@ std::string format_report(const Report& rep) {
                          "= {:.2f} (rank {} / rank {}, measured)\n",
                          rep.predict_input.cp, rep.predict_input.cp_balance, rep.context.attention_max_over_min,
                          rep.context.slowest_rank, rep.context.fastest_rank);
+    if (!rep.routing.empty()) {
+        const ExpertRouting& ro = rep.routing;
+        s += fmt::format("Experts (measured, choices of the global batch; E {}, top-{}{}):\n", ro.experts,
+                         rep.predict_input.moe_topk,
+                         rep.predict_input.moe_capacity_factor > 0
+                             ? fmt::format(", capacity factor {:.2f}", rep.predict_input.moe_capacity_factor)
+                             : std::string(", dropless"));
+        for (const LayerRouting& l : ro.layers) {
+            std::string shares;
+            for (double x : l.share) shares += fmt::format("{}{:.0f}%", shares.empty() ? "" : " ", 100 * x);
+            s += fmt::format("  layer {}: share per expert {} (even: {:.0f}% each); most loaded / mean {:.2f} (worst "
+                             "step {:.2f}); dropped {:.1f}%\n",
+                             l.layer, shares, 100.0 / std::max(1, ro.experts), l.imbalance_mean, l.imbalance_max,
+                             100 * l.dropped_fraction);
+        }
+        if (!ro.balance.empty()) {
+            double b = 0, a = 0;
+            for (size_t i = 0; i < ro.balance.size(); ++i) b += ro.balance[i], a += ro.aux_loss[i];
+            s += fmt::format("  balance E*sum(f*P) {:.3f} mean over {} step(s) (1 even, E on one expert); balance loss "
+                             "added to the training loss {:.4f}\n",
+                             b / double(ro.balance.size()), ro.balance.size(), a / double(ro.balance.size()));
+        }
+        if (rep.expert_balance.slowest_rank >= 0)
+            s += fmt::format("  expert GEMM time per rank, slowest / fastest in an ep group = {:.2f} (rank {} / rank "
+                             "{}): the others wait for the slowest in the next all-to-all (ep waiting below)\n",
+                             rep.expert_balance.experts_max_over_min, rep.expert_balance.slowest_rank,
+                             rep.expert_balance.fastest_rank);
+    }
     s += "\nTime per rank, summed over the steady steps (measured):\n";
     s += fmt::format("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>15}\n", "rank", "wall s", "compute s", "overlap s",
                      "exposed s", "idle s", "overlap", "bubble (theory)");
@@ -241,6 +295,8 @@ std::string format_report(const Report& rep) {
         }
         s += fmt::format("  {:<16} {:>12} / {:<12} {}\n", "total (peak)", format_bytes(r.memory.total_peak),
                          format_bytes(r.predicted.memory_total()), kPhaseNames[size_t(r.memory.total_peak_phase)]);
+        if (rep.predict_input.moe_experts > 0 && (rep.predict_input.ep > 1 || rep.predict_input.moe_capacity_factor > 0))
+            s += "  (predicted expert rows as if routing were uniform: the measured ones follow the router)\n";
         if (r.device_reserved_peak >= 0)
             s += fmt::format("  {:<16} {:>12}   peak measured by CUPTI: what cudaMalloc holds (caching allocator, "
                              "cuBLAS, NCCL)\n",
@@ -294,6 +350,7 @@ nlohmann::json report_json(const Report& rep) {
                          {"comm_exposed_by_group_s", comm_exposed},
                          {"comm_wait_by_group_s", comm_wait},
                          {"attention_s", b.attention_s},
+                         {"experts_s", b.experts_s},
                          {"label", r.label},
                          {"coords", r.coords},
                          {"status", r.status},
@@ -348,6 +405,16 @@ nlohmann::json report_json(const Report& rep) {
              {{"attention_max_over_min", rep.context.attention_max_over_min},
               {"slowest_rank", rep.context.slowest_rank},
               {"fastest_rank", rep.context.fastest_rank}}},
+            {"experts",
+             rep.routing.empty()
+                 ? nlohmann::json()
+                 : [&] {
+                       nlohmann::json j = expert_routing_json(rep.routing);
+                       j["experts_max_over_min"] = rep.expert_balance.experts_max_over_min;
+                       j["slowest_rank"] = rep.expert_balance.slowest_rank;
+                       j["fastest_rank"] = rep.expert_balance.fastest_rank;
+                       return j;
+                   }()},
             {"warnings", rep.warnings}};
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/analysis/expert_routing.h"
 #include "profiler/analysis/memory_analysis.h"
 #include "profiler/analysis/predict.h"
 #include "profiler/analysis/step_breakdown.h"
@@ -56,10 +57,20 @@ struct ContextBalance {
     int slowest_rank = -1, fastest_rank = -1;
 };
 
+// Expert parallelism's balance: time in the experts' GEMMs per rank over the steady steps, the largest over the
+// smallest among the ranks holding different experts (an uneven router makes one rank's experts the slowest, and
+// the others wait for it in the next all-to-all).
+struct ExpertBalance {
+    double experts_max_over_min = 0;
+    int slowest_rank = -1, fastest_rank = -1;
+};
+
 struct Report {
     int world_size = 0;
     PipelineBubble pipeline;
     ContextBalance context;
+    ExpertRouting routing;  // empty for a dense model
+    ExpertBalance expert_balance;
     nlohmann::json config;
     std::vector<RankReport> ranks;
     Throughput throughput;

@@ -78,8 +78,8 @@ inline std::vector<double> losses_across_resume(const TrainConfig& c, const std:
     return losses;
 }
 
-inline double l2_relative(const ParamLayout& layout, const std::map<std::string, std::vector<float>>& shards,
-                          const std::map<std::string, std::vector<float>>& whole);
+using TensorMap = std::map<std::string, std::vector<float>>;
+inline double l2_relative(const std::vector<ParamLayout>& layouts, const TensorMap& shards, const TensorMap& whole);
 
 struct Result {
     std::vector<double> losses;
@@ -89,12 +89,22 @@ struct Result {
 inline Result collect(Trainer& t, int steps) {
     Result r;
     r.losses = train_losses(t, steps);
-    for (const ParamTensor& p : t.layout().tensors()) {
-        std::vector<float> v(size_t(p.numel));
-        t.state().export_tensor(p, StateSlot::weights, v.data());
-        r.tensors[p.name] = std::move(v);
-    }
+    for (const ParamLayout* layout : {&t.layout(), &t.expert_layout()})
+        for (const ParamTensor& p : layout->tensors()) {
+            std::vector<float> v(size_t(p.numel));
+            t.state().export_tensor(p, StateSlot::weights, v.data());
+            r.tensors[p.name] = std::move(v);
+        }
     return r;
+}
+
+// The layouts of the rank at `at`: its blocks and, for a mixture of experts, its experts.
+inline std::vector<ParamLayout> rank_layouts(const TrainConfig& c, const GridCoords& at) {
+    std::vector<ParamLayout> out{Trainer::rank_layout(c, at.pp, at.tp)};
+    if (c.model.moe_experts > 0)
+        out.push_back(ParamLayout::build_experts(c.model, Trainer::stage_chunks(c, at.pp),
+                                                 TpPlacement{c.parallel.tp, at.tp}, EpPlacement{c.parallel.ep, at.ep}));
+    return out;
 }
 
 inline Result run_parallel(const TrainConfig& c) {
@@ -114,22 +124,22 @@ inline Result run_single(const TrainConfig& parallel) {
 // The largest difference between a rank's shards and the same shards cut from the single-rank run's whole
 // tensors, relative to the largest weight (a max-norm over all tensors: per-tensor measures are dominated by the
 // attention k-bias, whose gradient is zero up to rounding).
-inline double shard_difference(const Result& got, const Result& whole, const TrainConfig& c, int tp_rank, int pp_rank,
-                        std::string* worst = nullptr) {
-    const ParamLayout layout = Trainer::rank_layout(c, pp_rank, tp_rank);
+inline double shard_difference(const Result& got, const Result& whole, const std::vector<ParamLayout>& layouts,
+                               std::string* worst = nullptr) {
     double diff = 0, scale = 0;
-    for (const ParamTensor& t : layout.tensors()) {
-        std::vector<float> want(size_t(t.numel));
-        take_shard(t, layout.tp(), whole.tensors.at(t.name).data(), want.data());
-        const std::vector<float>& v = got.tensors.at(t.name);
-        REQUIRE(v.size() == want.size());
-        for (size_t i = 0; i < v.size(); ++i) {
-            const double d = std::abs(double(v[i]) - want[i]);
-            if (d > diff && worst) *worst = t.name;
-            diff = std::max(diff, d);
-            scale = std::max(scale, std::abs(double(want[i])));
+    for (const ParamLayout& layout : layouts)
+        for (const ParamTensor& t : layout.tensors()) {
+            std::vector<float> want(size_t(t.numel));
+            take_shard(t, layout.tp(), whole.tensors.at(t.name).data(), want.data());
+            const std::vector<float>& v = got.tensors.at(t.name);
+            REQUIRE(v.size() == want.size());
+            for (size_t i = 0; i < v.size(); ++i) {
+                const double d = std::abs(double(v[i]) - want[i]);
+                if (d > diff && worst) *worst = t.name;
+                diff = std::max(diff, d);
+                scale = std::max(scale, std::abs(double(want[i])));
+            }
         }
-    }
     return diff / scale;
 }
 
@@ -144,16 +154,14 @@ inline void check_against_one_rank(const TrainConfig& c, double tolerance = 1e-5
     const Result want = run_single(c);
     REQUIRE(got.losses.size() == want.losses.size());
     for (size_t s = 0; s < got.losses.size(); ++s) CHECK(got.losses[s] == Approx(want.losses[s]).epsilon(tolerance));
-    const GridCoords at = grid_coords(c.parallel, MpiRuntime::world_rank());
+    const std::vector<ParamLayout> layouts = rank_layouts(c, grid_coords(c.parallel, MpiRuntime::world_rank()));
     std::string worst;
-    const double diff = shard_difference(got, want, c, at.tp, at.pp, &worst);
-    const double l2 = l2_relative(Trainer::rank_layout(c, at.pp, at.tp), got.tensors, want.tensors);
+    const double diff = shard_difference(got, want, layouts, &worst);
+    const double l2 = l2_relative(layouts, got.tensors, want.tensors);
     INFO("weights: L2 difference " << l2 << ", largest element difference " << diff << " in " << worst);
     CHECK(l2 < tolerance);
     CHECK(diff < 10 * tolerance);
 }
-
-using TensorMap = std::map<std::string, std::vector<float>>;
 
 // Every tensor of the rank's layout as it holds it (its shard under tensor parallelism), fp32.
 inline TensorMap export_weights(Trainer& t) {
@@ -168,18 +176,19 @@ inline TensorMap export_weights(Trainer& t) {
 
 // The L2 distance between a rank's tensors (`shards`, laid out as `layout`) and the same shards cut from a single
 // rank's whole tensors, relative to the L2 norm of the latter.
-inline double l2_relative(const ParamLayout& layout, const TensorMap& shards, const TensorMap& whole) {
+inline double l2_relative(const std::vector<ParamLayout>& layouts, const TensorMap& shards, const TensorMap& whole) {
     double diff = 0, norm = 0;
     std::vector<float> want;
-    for (const ParamTensor& t : layout.tensors()) {
-        want.resize(size_t(t.numel));
-        take_shard(t, layout.tp(), whole.at(t.name).data(), want.data());
-        const std::vector<float>& got = shards.at(t.name);
-        for (size_t i = 0; i < want.size(); ++i) {
-            diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-            norm += double(want[i]) * want[i];
+    for (const ParamLayout& layout : layouts)
+        for (const ParamTensor& t : layout.tensors()) {
+            want.resize(size_t(t.numel));
+            take_shard(t, layout.tp(), whole.at(t.name).data(), want.data());
+            const std::vector<float>& got = shards.at(t.name);
+            for (size_t i = 0; i < want.size(); ++i) {
+                diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+                norm += double(want[i]) * want[i];
+            }
         }
-    }
     return std::sqrt(diff / norm);
 }
 
@@ -194,8 +203,8 @@ struct Bf16Trajectories {
     std::vector<double> single_losses;
     TensorMap single_bf16, single_fp32;  // whole tensors
 };
-inline void check_bf16_trajectory(const ParamLayout& layout, const Bf16Trajectories& r) {
-    const double parallel = l2_relative(layout, r.weights, r.single_bf16);
+inline void check_bf16_trajectory(const std::vector<ParamLayout>& layouts, const Bf16Trajectories& r) {
+    const double parallel = l2_relative(layouts, r.weights, r.single_bf16);
     double d = 0, n = 0;  // the noise level: single-rank fp32 against single-rank bf16, whole tensors
     for (const auto& [name, w16] : r.single_bf16) {
         const std::vector<float>& w32 = r.single_fp32.at(name);

@@ -113,7 +113,7 @@ TEST_CASE("bf16 data parallelism follows the single-rank bf16 run", "[mpi][dp2][
             else r.single_fp32 = export_weights(t);
         }
         INFO("dp " << dp << " ZeRO-" << zero);
-        check_bf16_trajectory(ParamLayout::whole_model(c.model), r);
+        check_bf16_trajectory({ParamLayout::whole_model(c.model)}, r);
     }
 }
 

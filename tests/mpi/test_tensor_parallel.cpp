@@ -223,9 +223,8 @@ TEST_CASE("bf16 dp 2 x tp 2 follows the single-rank bf16 run", "[mpi][tp4]") {
         TrainConfig fp32 = c;
         fp32.precision = Precision::fp32;
         const Result got = run_parallel(c), want = run_single(c), want32 = run_single(fp32);
-        const GridCoords at = grid_coords(c.parallel, MpiRuntime::world_rank());
         INFO("sp " << sp);
-        check_bf16_trajectory(Trainer::rank_layout(c, at.pp, at.tp),
+        check_bf16_trajectory(rank_layouts(c, grid_coords(c.parallel, MpiRuntime::world_rank())),
                               {got.losses, got.tensors, want.losses, want.tensors, want32.tensors});
     }
 }

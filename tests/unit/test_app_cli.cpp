@@ -212,6 +212,80 @@ TEST_CASE("bad context-parallel layouts are refused before launch", "[cpu][app][
     }
 }
 
+TEST_CASE("bad mixture-of-experts layouts are refused before launch, with what to change", "[cpu][app][errors][moe]") {
+    struct Case {
+        std::string flags, message;
+    };
+    for (const Case& c :
+         {Case{"-n 2 --dp 2 --ep 2 --moe-experts 3", "--moe-experts 3 cannot be split over --ep 2"},
+          Case{"-n 2 --tp 2 --ep 2 --moe-experts 4", "--ep 2 must divide --dp 1"},
+          Case{"-n 2 --dp 2 --ep 2", "--ep 2 needs experts to spread: add --moe-experts E"},
+          Case{"--moe-experts 4 --moe-topk 5", "--moe-topk 5"},
+          Case{"--moe-experts 4 --moe-capacity-factor -1", "--moe-capacity-factor must not be negative"},
+          Case{"--moe-experts 4 --moe-aux-loss-coef -0.1", "--moe-aux-loss-coef must not be negative"},
+          Case{"-n 2 --pp 2 --grad-accum 2 --pp-schedule zb1 --moe-experts 4", "--pp-schedule zb1 with mixture-of-experts"}}) {
+        const ProcessResult r = run_process(ultrascope() + " run --preset tiny " + c.flags + " --data " + data_file());
+        INFO(c.flags << "\n" << r.output);
+        CHECK(r.exit_code != 0);
+        CHECK(r.output.find(c.message) != std::string::npos);
+    }
+}
+
+TEST_CASE("ultrascope run with experts: bytes per group as predicted, routing statistics in the report",
+          "[cpu][app][moe]") {
+    struct Case {
+        std::string flags;
+        bool ep;
+    };
+    for (const Case& c : {Case{"--dp 2", false}, Case{"--dp 2 --ep 2", true}}) {
+        const std::string trace = temp_path("moe.ustrace");
+        fs::remove(trace);
+        const ProcessResult r = run_process(ultrascope() + " run " + c.flags +
+                                            " --preset tiny --moe-experts 4 --moe-topk 2 --moe-aux-loss-coef 0.01 "
+                                            "--steps 3 --trace " + trace + " --data " + data_file());
+        INFO(c.flags << "\n" << r.output);
+        REQUIRE(r.exit_code == 0);
+        const ProcessResult rep = run_process(ultrascope() + " report " + trace + " --json");
+        REQUIRE(rep.exit_code == 0);
+        const auto j = nlohmann::json::parse(rep.output);
+        REQUIRE(j["ranks"].size() == 2);
+        for (const auto& rank : j["ranks"]) {
+            // the blocks' and the experts' gradients (no other copy of a rank's experts under ep 2), the norm
+            for (const char* group : {"dp", "edp", "world"})
+                CHECK(rank["comm_bytes"].value(group, 0.0) == Approx(rank["comm_bytes_predicted"].value(group, 0.0)));
+            CHECK((rank["comm_bytes"].value("edp", 0.0) > 0) == !c.ep);
+            if (!c.ep) {  // every choice stays on the rank: the expert rows, and so the memory, are exact
+                CHECK(rank["memory_peak_bytes"]["activations"] == rank["memory_predicted_bytes"]["activations"]);
+                CHECK(rank["memory_peak_bytes"]["temporaries"] == rank["memory_predicted_bytes"]["temporaries"]);
+                continue;
+            }
+            // the all-to-alls follow the router: within a few percent of uniform routing on this small model
+            const double measured = rank["comm_bytes"]["ep"].get<double>();
+            const double predicted = rank["comm_bytes_predicted"]["ep"].get<double>();
+            CHECK(measured > 0.75 * predicted);
+            CHECK(measured < 1.25 * predicted);
+            CHECK(rank["experts_s"].get<double>() > 0);
+        }
+        // every token's K choices of the global batch are counted, step by step, in every MoE layer
+        const auto& experts = j["experts"];
+        REQUIRE(experts.is_object());
+        CHECK(experts["experts"] == 4);
+        REQUIRE(experts["layers"].size() == 2);
+        for (const auto& layer : experts["layers"]) {
+            REQUIRE(layer["choices_per_expert"].size() == 3);
+            for (const auto& step : layer["choices_per_expert"]) {
+                double sum = 0;
+                for (const auto& x : step) sum += x.get<double>();
+                CHECK(sum == 2 * 4 * 32 * 2);  // dp x batch x seq x K
+            }
+            CHECK(layer["imbalance_mean"].get<double>() >= 1.0);
+            CHECK(layer["dropped_fraction"].get<double>() == 0.0);  // dropless
+        }
+        CHECK(experts["balance"].size() == 3);
+        CHECK(experts["balance"][0].get<double>() >= 1.0 - 1e-9);  // E sum f P is at least 1 (even routing)
+    }
+}
+
 TEST_CASE("ultrascope run with cp 2: the ring's bytes measured equal the prediction, zigzag balances attention",
           "[cpu][app][cp]") {
     for (const char* balance : {"zigzag", "contiguous"}) {
