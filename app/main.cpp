@@ -78,8 +78,8 @@ int gui_or_fallback(int argc, char** argv) {
         else train_args.push_back(a);
     }
     US_CHECK_INPUT(view == "all" || view == "memory" || view == "timeline" || view == "overlap" || view == "training" ||
-                       view == "compare",
-                   "unknown --view '{}': expected memory, timeline, overlap, training, compare or all", view);
+                       view == "compare" || view == "experts",
+                   "unknown --view '{}': expected memory, timeline, overlap, training, compare, experts or all", view);
 #ifdef US_HAVE_GUI
     if (us::gui::display_available()) {
         us::gui::GuiOptions o;

@@ -38,6 +38,13 @@ std::vector<std::string> LaunchSettings::train_args() const {
         add("--cp", cp);
         add("--cp-balance", cp_balance);
     }
+    if (moe_experts > 0) {
+        add("--moe-experts", moe_experts);
+        add("--moe-topk", moe_topk);
+        add("--moe-every", moe_every);
+        add("--moe-capacity-factor", moe_capacity_factor);
+        add("--moe-aux-loss-coef", moe_aux_loss_coef);
+    }
     if (ep > 1) add("--ep", ep);
     add("--zero", zero);
     add("--recompute", recompute);
@@ -97,6 +104,12 @@ AppState::AppState(const GuiOptions& options) : m_options(options) {
         else if (k == "--tp") settings.tp = as_int();
         else if (k == "--cp") settings.cp = as_int();
         else if (k == "--cp-balance") settings.cp_balance = v;
+        else if (k == "--ep") settings.ep = as_int();
+        else if (k == "--moe-experts") settings.moe_experts = as_int();
+        else if (k == "--moe-topk") settings.moe_topk = as_int();
+        else if (k == "--moe-every") settings.moe_every = as_int();
+        else if (k == "--moe-capacity-factor") settings.moe_capacity_factor = float(std::atof(v.c_str()));
+        else if (k == "--moe-aux-loss-coef") settings.moe_aux_loss_coef = float(std::atof(v.c_str()));
         else if (k == "--zero") settings.zero = as_int();
         else if (k == "--grad-accum") settings.grad_accum = as_int();
         else if (k == "--batch") settings.batch = as_int();

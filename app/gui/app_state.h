@@ -30,6 +30,9 @@ struct LaunchSettings {
     int layers = 0, hidden = 0, heads = 0, seq = 0, batch = 0, steps = 0;
     int grad_accum = 1;
     int dp = 2, pp = 1, tp = 1, cp = 1, ep = 1;
+    // mixture of experts: 0 experts = the preset's model (dense unless the preset has experts)
+    int moe_experts = 0, moe_topk = 2, moe_every = 1;
+    float moe_capacity_factor = 0.0f, moe_aux_loss_coef = 0.01f;
     bool sp = false;  // sequence parallelism (with tp > 1)
     std::string cp_balance = "zigzag";
     int zero = 0;

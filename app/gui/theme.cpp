@@ -31,6 +31,7 @@ ImU32 phase_color(prof::Phase phase, float alpha) {
 }
 
 ImU32 tp_comm_color() { return IM_COL32(250, 110, 60, 255); }
+ImU32 ep_comm_color() { return IM_COL32(60, 200, 170, 255); }
 
 ImU32 folded_color(ImU32 c) {
     // 60% of the first folded span's colour over a grey: the lane keeps its hue (tp comm stays orange when zoomed
@@ -49,6 +50,8 @@ ImU32 op_color(const prof::Span& s) {
             default: return tp_comm_color();
         }
     }
+    if (s.kind == prof::SpanKind::comm && s.group == uint8_t(prof::group_index("ep")))
+        return ep_comm_color();  // expert parallelism's all-to-alls, also on the compute thread's path
     if (s.kind == prof::SpanKind::comm) {
         switch (s.op) {
             case OpClass::all_reduce: return IM_COL32(190, 110, 230, 255);

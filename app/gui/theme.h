@@ -14,6 +14,7 @@ ImU32 category_color(int category, float alpha = 1.0f);
 ImU32 phase_color(prof::Phase phase, float alpha = 1.0f);
 ImU32 op_color(const prof::Span& s);  // ops by phase, comm by collective; tensor-parallel comm in its own hue
 ImU32 tp_comm_color();
+ImU32 ep_comm_color();
 ImU32 folded_color(ImU32 first_span_color);  // spans folded into one box: their first span's hue, greyed
 ImU32 micro_batch_color(int micro_batch, prof::Phase phase);
 inline constexpr ImU32 kIdleColor = IM_COL32(220, 60, 60, 70);

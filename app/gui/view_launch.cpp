@@ -126,6 +126,29 @@ void draw_settings(AppState& app) {
         ImGui::SetTooltip("zigzag: 2 cp chunks, rank r holds r and 2cp-1-r: equal causal work on every rank\n"
                           "contiguous: rank r holds chunk r: the last rank's queries see every key (imbalanced)");
     ImGui::EndDisabled();
+    if (ImGui::TreeNodeEx("experts (mixture of experts)", s.moe_experts > 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0)) {
+        int_field("experts", s.moe_experts, 0, 1024,
+                  "E experts per MoE block, each a 4h GeLU MLP; a router sends each token to K of them\n"
+                  "(0: the preset's model, dense unless the preset has experts)");
+        ImGui::BeginDisabled(s.moe_experts == 0);
+        int_field("top-K", s.moe_topk, 1, 64, "experts per token; the gates are the K probabilities renormalised");
+        int_field("every", s.moe_every, 1, 64, "every M-th block is an MoE block (1: all of them)");
+        ImGui::SetNextItemWidth(110);
+        ImGui::SliderFloat("capacity", &s.moe_capacity_factor, 0.0f, 4.0f, s.moe_capacity_factor > 0 ? "%.2f" : "dropless");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("capacity factor F: an expert takes at most ceil(tokens K / E x F) rows per micro-batch\n"
+                              "on each rank and drops the rest (the token keeps its residual); 0: dropless");
+        ImGui::SetNextItemWidth(110);
+        ImGui::SliderFloat("balance loss", &s.moe_aux_loss_coef, 0.0f, 0.1f, "%.3f");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("weight of the Switch load-balancing loss coef x E x sum_i f_i P_i (per sequence)");
+        int_field("ep", s.ep, 1, 64,
+                  "expert-parallel ranks, carved out of dp: each holds E/ep experts of every MoE block and\n"
+                  "exchanges token rows with the others in two all-to-alls per MoE block each way; ep divides dp");
+        ImGui::EndDisabled();
+        ImGui::TreePop();
+    }
+    if (s.moe_experts == 0) s.ep = 1;
     ImGui::SetNextItemWidth(110);
     ImGui::SliderFloat("bucket MiB", &s.bucket_mb, 0.25f, 32.0f, "%.2f", ImGuiSliderFlags_Logarithmic);
     ImGui::Checkbox("overlap gradient all-reduce", &s.overlap);
@@ -154,11 +177,18 @@ void draw_settings(AppState& app) {
                                           p.params_on_rank, format_bytes(p.comm_bytes[size_t(prof::group_index("tp"))]));
             if (s.cp > 1)
                 prediction += fmt::format("\ncp ring sends {} per step", format_bytes(p.comm_bytes[size_t(prof::group_index("cp"))]));
+            if (p.active_params != p.params)
+                prediction += fmt::format("\n{:.2f}M parameters, {:.2f}M active per token (FLOPs count these)",
+                                          double(p.params) / 1e6, double(p.active_params) / 1e6);
+            if (s.ep > 1)
+                prediction += fmt::format("\n{:.2f}M of them here; ep all-to-alls send {} per step (uniform routing)",
+                                          double(p.params_on_rank) / 1e6,
+                                          format_bytes(p.comm_bytes[size_t(prof::group_index("ep"))]));
         }
     }
     if (problem.empty()) {
-        ImGui::TextColored(ImVec4(0.45f, 0.85f, 0.5f, 1), "ok: %d rank(s) = dp %d x pp %d x tp %d x cp %d", s.ranks(),
-                           s.dp, s.pp, s.tp, s.cp);
+        ImGui::TextColored(ImVec4(0.45f, 0.85f, 0.5f, 1), "ok: %d rank(s) = dp %d x pp %d x tp %d x cp %d%s", s.ranks(),
+                           s.dp, s.pp, s.tp, s.cp, s.ep > 1 ? fmt::format(" (ep {} within dp)", s.ep).c_str() : "");
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", prediction.c_str());
     } else {
         ImGui::PushTextWrapPos(0);

@@ -103,6 +103,14 @@ void draw_timeline_view(AppState& app) {
                               "The compute thread waits for each of them: none is hidden behind compute.");
         ImGui::SameLine();
     }
+    if (rep.predict_input.ep > 1) {
+        legend_item(ep_comm_color(), "ep all-to-all");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("expert parallelism: per MoE block the row counts, the token rows to the experts and back\n"
+                              "in forward, and their gradients both ways in backward. The compute thread waits for\n"
+                              "each; a rank whose experts got fewer rows waits for the busiest one here.");
+        ImGui::SameLine();
+    }
     legend_item(kIdleColor | 0xff000000u, rep.predict_input.pp > 1 ? "idle (bubble)" : "idle");
     if (!store || store->rank_count() == 0) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");

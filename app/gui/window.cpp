@@ -180,6 +180,7 @@ void draw_frame(AppState& app, bool force_layout) {
         else if (only == "overlap") window("Overlap and utilization", "overlap", 0, y0, W, H, draw_overlap_view);
         else if (only == "training") window("Training", "training", 0, y0, W, H, draw_training_view);
         else if (only == "compare") window("Compare runs", "compare", 0, y0, W, H, draw_compare_view);
+        else if (only == "experts") window("Experts", "experts", 0, y0, W, H, draw_experts_view);
         return;
     }
     const float left = std::min(340.0f, W * 0.27f), top_h = H * 0.42f;
@@ -199,6 +200,14 @@ void draw_frame(AppState& app, bool force_layout) {
             }
             if (ImGui::BeginTabItem("Compare")) {
                 draw_compare_view(app);
+                ImGui::EndTabItem();
+            }
+            // the experts' tab comes forward by itself when a mixture-of-experts run's routing first shows
+            static bool had_routing = false;
+            const bool moe = !app.report().routing.empty(), bring_forward = moe && !had_routing;
+            had_routing = moe;
+            if (ImGui::BeginTabItem("Experts", nullptr, bring_forward ? ImGuiTabItemFlags_SetSelected : 0)) {
+                draw_experts_view(app);
                 ImGui::EndTabItem();
             }
             ImGui::EndTabBar();

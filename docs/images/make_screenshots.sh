@@ -21,3 +21,8 @@ shot "$work/zb1.ustrace" --view overlap --screenshot "$here/overlap-pp2-zb1.png"
 shot "$work/tp2sp.ustrace" --view timeline --fit-step 4 --screenshot "$here/timeline-tp2-sp.png"
 shot "$work/tp2sp.ustrace" --view overlap --screenshot "$here/overlap-tp2-sp.png"
 rm -f "$here"/*.png.json
+# Mixture of experts over ep 2: the router's load per layer and step, each rank's expert time and all-to-all waits.
+"$build/bin/ultrascope" run --dp 2 --ep 2 --preset small-moe --steps 30 --trace "$work/moe-ep2.ustrace" >/dev/null
+shot "$work/moe-ep2.ustrace" --view experts --screenshot "$here/experts-ep2.png"
+shot "$work/moe-ep2.ustrace" --view timeline --fit-step 20 --screenshot "$here/timeline-moe-ep2.png"
+rm -f "$here"/*.png.json

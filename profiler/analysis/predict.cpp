@@ -483,9 +483,9 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
         s += fmt::format("  {:<16} {:>12}\n", kMemCategoryNames[c],
                          p.memory[size_t(c)] ? format_bytes(*p.memory[size_t(c)]) : std::string("not modelled"));
     s += fmt::format("  {:<16} {:>12}\n", "total", format_bytes(p.memory_total()));
-    s += fmt::format("  activations per block per micro-batch: {} ({} micro-batch(es) in flight); the textbook's "
+    s += fmt::format("  activations per {}block per micro-batch: {} ({} micro-batch(es) in flight); the textbook's "
                      "{} (formula: {})\n",
-                     format_bytes(p.activations_per_layer), p.micro_batches_in_flight,
+                     in.moe_experts > 0 ? "dense " : "", format_bytes(p.activations_per_layer), p.micro_batches_in_flight,
                      format_bytes(p.activations_per_layer_formula), p.activations_formula);
     if (in.moe_experts > 0)
         s += fmt::format("  activations per MoE block per micro-batch: {}, with {} expert rows as if routing were uniform "

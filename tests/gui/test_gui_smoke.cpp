@@ -92,6 +92,22 @@ TEST_CASE("the GUI opens a trace and screenshots one view at a time", "[gui]") {
     }
 }
 
+TEST_CASE("the experts view draws a mixture-of-experts run's router load", "[gui]") {
+    const std::string trace = temp_path("moe-for-gui.ustrace");
+    fs::remove(trace);
+    const ProcessResult made = run_process(ultrascope() + " run --dp 2 --ep 2 --preset tiny --moe-experts 4 --steps 6 "
+                                           "--trace " + trace + " --data " + data_file());
+    INFO(made.output);
+    REQUIRE(made.exit_code == 0);
+    const std::string shot = temp_path("view-experts.png");
+    const ProcessResult r = run_process(ultrascope() + " " + trace + " --screenshot " + shot + " --view experts");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto regions = nlohmann::json::parse(read_file(shot + ".json"))["regions"];
+    REQUIRE(regions.contains("experts"));
+    check_region_drawn(load_png(shot), "experts", regions["experts"]);
+}
+
 TEST_CASE("errors show in the window and end with a non-zero exit, never a hang", "[gui][errors]") {
     const std::string corrupt = temp_path("corrupt.ustrace");
     write_file(corrupt, "USTRACE\0 not really a trace at all, just garbage bytes ........");

@@ -1,7 +1,7 @@
 // The host-staging communicator (the GPU fallback where NCCL cannot run, and the GPU path of pipeline transfers),
 // exercised on the CPU backend: every group of the grid wrapped in it, data parallelism with ZeRO-0..3, a
-// pipeline, tensor parallelism (with and without sequence parallelism) and the context-parallel ring must still
-// reproduce one rank. Its copies are memcpys here; on a GPU they are the device transfers.
+// pipeline, tensor parallelism (with and without sequence parallelism), the context-parallel ring and expert
+// parallelism's all-to-alls must still reproduce one rank. Its copies are memcpys here; on a GPU they are the device transfers.
 #include "engine/comm/staged_comm.h"
 #include "mpi_test_util.h"
 
@@ -10,16 +10,17 @@ using namespace us::test;
 
 namespace {
 
-TrainConfig config(const ParallelConfig& p) {
+TrainConfig config(const ParallelConfig& p, int experts) {
     TrainConfig c = small_config(4, 3);
     c.grad_accum = 4;
     c.parallel = p;
     c.parallel.bucket_mb = 0.02;
+    c.model.moe_experts = experts, c.model.moe_topk = 2;
     return c;
 }
 
-void check(const ParallelConfig& p) {
-    const TrainConfig c = config(p);
+void check(const ParallelConfig& p, int experts = 0) {
+    const TrainConfig c = config(p, experts);
     CpuBackend be(1);
     ProcessGrid grid(c.parallel, MpiRuntime::world());
     int wrapped = 0;
@@ -27,7 +28,7 @@ void check(const ParallelConfig& p) {
         ++wrapped;
         return std::make_unique<StagedCommunicator>(std::move(g), be);
     });
-    CHECK(wrapped == (p.cp > 1 ? 6 : 5));  // dp, pp, tp, cp, embedding, and the dp x cp group under cp
+    CHECK(wrapped == (p.cp > 1 ? 8 : 7));  // dp, pp, tp, cp, ep, edp, embedding, and the dp x cp group under cp
     Trainer staged(c, be, &grid);
     const std::vector<double> got = train_losses(staged, c.steps);
     CpuBackend one(1);
@@ -39,7 +40,7 @@ void check(const ParallelConfig& p) {
 }  // namespace
 
 TEST_CASE("host staging: dp 2 with ZeRO 0-3 through the staged communicator reproduces one rank", "[mpi][dp2]") {
-    if (MpiRuntime::world_size() != 2) return;
+    REQUIRE(MpiRuntime::world_size() == 2);
     for (int zero : {0, 1, 2, 3}) {
         ParallelConfig p;
         p.dp = 2, p.zero = zero;
@@ -49,7 +50,7 @@ TEST_CASE("host staging: dp 2 with ZeRO 0-3 through the staged communicator repr
 }
 
 TEST_CASE("host staging: dp 2 x pp 2 with tagged pipeline transfers reproduces one rank", "[mpi][pp4]") {
-    if (MpiRuntime::world_size() != 4) return;
+    REQUIRE(MpiRuntime::world_size() == 4);
     ParallelConfig p;
     p.dp = 2, p.pp = 2, p.pp_schedule = "1f1b";
     check(p);
@@ -73,4 +74,11 @@ TEST_CASE("host staging: the cp 2 ring, zigzag and contiguous, reproduces one ra
         INFO(balance);
         check(p);
     }
+}
+
+TEST_CASE("host staging: dp 2 x ep 2's all-to-alls reproduce one rank", "[mpi][ep2]") {
+    REQUIRE(MpiRuntime::world_size() == 2);
+    ParallelConfig p;
+    p.dp = 2, p.ep = 2;
+    check(p, 4);
 }

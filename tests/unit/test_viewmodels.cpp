@@ -1,6 +1,7 @@
 // The GUI's view-models on synthetic traces, without a window: timeline culling and folding, the stacked memory
-// columns, the overlap bars, the training series and the run comparison.
+// columns, the overlap bars, the training series, the run comparison and the experts' heatmap.
 #include "app/gui/model/compare_model.h"
+#include "app/gui/model/expert_model.h"
 #include "app/gui/model/memory_model.h"
 #include "app/gui/model/overlap_model.h"
 #include "app/gui/model/timeline_model.h"
@@ -157,4 +158,47 @@ TEST_CASE("timeline: a wide span right after a run of narrow ones is drawn, not 
     CHECK(items[0].folded == 50);
     CHECK(items[1].folded == 0);
     CHECK(items[1].span->end == int64_t(10e6));
+}
+
+TEST_CASE("experts: routing counters become per-step loads, steady shares, imbalance and drops", "[cpu][viewmodel][moe]") {
+    // two ranks (pipeline stages) each recording its MoE layer's counters; 3 steps, 4 experts
+    TraceStore store;
+    const double counts[2][3][4] = {{{10, 10, 10, 10}, {20, 10, 5, 5}, {16, 8, 8, 8}},
+                                    {{40, 0, 0, 0}, {10, 10, 10, 10}, {10, 10, 10, 10}}};
+    for (int rank = 0; rank < 2; ++rank) {
+        SyntheticRank r(rank);
+        const int layer = rank == 0 ? 1 : 3;
+        for (int step = 1; step <= 3; ++step) {
+            for (int e = 0; e < 4; ++e)
+                r.counter(step, fmt::format("moe.layer{}.expert{}", layer, e), counts[rank][step - 1][e], step);
+            r.counter(step, fmt::format("moe.layer{}.dropped", layer), rank == 0 ? 4.0 : 0.0, step);
+            if (rank == 0) r.counter(step, "moe_balance", 1.0 + step / 10.0, step);
+        }
+        r.counter(4, "moe.layer1.expert", 99, 3);  // not a routing counter: ignored
+        for (const auto& c : r.chunks("{}")) store.add_chunk(c);
+    }
+    store.finalize();
+    const ExpertRouting ro = analyze_expert_routing(store);
+    REQUIRE(ro.experts == 4);
+    REQUIRE(ro.layers.size() == 2);
+    const LayerRouting& l1 = ro.layers[0];
+    CHECK(l1.layer == 1);
+    CHECK(l1.steps == std::vector<int>{1, 2, 3});
+    // steady steps 2 and 3: expert 0 took 36 of 80 choices; imbalance 20/10 and 16/10; 8 dropped of 80
+    CHECK(l1.share[0] == Approx(36.0 / 80));
+    CHECK(l1.imbalance_mean == Approx((2.0 + 1.6) / 2));
+    CHECK(l1.imbalance_max == Approx(2.0));
+    CHECK(l1.dropped_fraction == Approx(8.0 / 80));
+    CHECK(ro.layers[1].imbalance_max == Approx(1.0));  // its uneven step 1 is not steady
+    CHECK(ro.balance == std::vector<double>{1.1, 1.2, 1.3});
+
+    Report rep;
+    rep.routing = ro;
+    const ExpertModel m = build_expert_model(rep);
+    REQUIRE(m.layers.size() == 2);
+    CHECK(m.layers[1].at(0, 0) == Approx(4.0f));  // step 1 of layer 3: all 40 choices on expert 0
+    CHECK(m.layers[1].at(1, 0) == Approx(0.0f));
+    CHECK(m.layers[0].at(0, 1) == Approx(2.0f));
+    CHECK(m.layers[1].max_load == Approx(4.0f));
+    CHECK(m.ranks.empty());  // no ep: no per-rank expert times
 }
