@@ -8,7 +8,7 @@ seq 128, micro-batch 8, fp32). Two tables, one run per row, all figures from the
    experts' share of them by the formula E/ep x L_moe x (8h^2 + 5h) x 4 B; expert parallelism's all-to-all bytes
    sent per step measured, predicted with uniform routing, and the textbook's 4 K b s h (ep-1)/ep per MoE block;
    the all-to-alls' time and the part spent waiting for the group's last rank; expert GEMM time slowest / fastest
-   rank; the router's mean imbalance (most loaded expert over the mean).
+   rank; the router's imbalance (most loaded expert over the mean) at the first steady step and the last.
 2. Capacity on dp 2 x ep 2: factor 0 (dropless), 1, 1.25, 2: choices dropped, all-to-all bytes, step time, the
    all-to-alls' waiting and the router's imbalance (which counts the dropped choices too).
 
@@ -70,7 +70,7 @@ def main():
           f"micro-batch {B}), fp32, {a.steps} steps (steady steps measured); threads per rank = cores / ranks")
     print(f"\n{'run':<40} {'step ms':>8} {'tok/s':>6} | {'params MiB/rank: measured':>25} {'predicted':>9} "
           f"{'experts (formula)':>17} | {'a2a MiB/step: measured':>22} {'uniform':>7} {'textbook':>8} | "
-          f"{'a2a ms/step':>11} {'waiting':>7} | {'expert time max/min':>19} {'imbalance':>9}")
+          f"{'a2a ms/step':>11} {'waiting':>7} | {'expert time max/min':>19} {'imbalance':>12}")
     for preset, dp, ep in [("small", 2, 1), ("small-moe", 2, 1), ("small-moe", 2, 2), ("small-moe", 4, 2),
                            ("small-moe", 4, 4)]:
         rep = run(a.build, preset, dp, ep, a.steps)
@@ -86,11 +86,16 @@ def main():
         ex = rep.get("experts") or {}
         spread = ex.get("experts_max_over_min", 0) if ep > 1 else float("nan")
         layers = ex.get("layers", [])
-        imbalance = sum(l["imbalance_mean"] for l in layers) / len(layers) if layers else float("nan")
+        imbalance = "-"
+        if layers:  # the most loaded expert over the mean, averaged over layers: first steady step -> last step
+            def at(i):
+                return sum(max(l["choices_per_expert"][i]) / (sum(l["choices_per_expert"][i]) / len(l["share"]))
+                           for l in layers) / len(layers)
+            imbalance = f"{at(1 if len(layers[0]['steps']) > 1 else 0):.2f} -> {at(-1):.2f}"
         label = f"{preset} dp {dp}" + (f" x ep {ep}" if ep > 1 else "") + (" (over-subscribed)" if dp > cores else "")
         print(f"{label:<40} {rep['throughput']['step_s'] * 1e3:>8.0f} {rep['throughput']['tokens_per_s']:>6.0f} | "
               f"{mib(params):>25} {mib(params_pred):>9} {mib(experts):>17} | {mib(sent):>22} {mib(uniform):>7} "
-              f"{mib(textbook):>8} | {a2a * 1e3:>11.1f} {wait * 1e3:>7.1f} | {spread:>19.2f} {imbalance:>9.2f}")
+              f"{mib(textbook):>8} | {a2a * 1e3:>11.1f} {wait * 1e3:>7.1f} | {spread:>19.2f} {imbalance:>12}")
 
     print(f"\n{'capacity factor (dp 2 x ep 2)':<30} {'dropped':>8} {'a2a MiB/step':>12} {'step ms':>8} "
           f"{'waiting ms':>10} {'imbalance':>9}")

@@ -1,7 +1,7 @@
 // Mixture of experts and expert parallelism against one rank: an MoE model under dp, with its experts spread over
 // ep ranks carved out of dp, gives the loss of every step and, after 5 steps, every rank's experts and blocks of
 // the single-rank run of the same global batch (fp32, 1e-5 relative). With the balance loss on, ZeRO over the
-// blocks' and the experts' groups, tp (and sp), pp, cp and recomputation. Capacity: every micro-batch is planned
+// blocks' and the experts' groups, tp (and sp), pp, cp and recomputation; bf16 within its rounding noise. Capacity: every micro-batch is planned
 // on the rank that holds its tokens, so a dp x ep run drops exactly what one rank running the same micro-batches
 // one after another (gradient accumulation) drops. A rank holds E/ep experts of every MoE block.
 #include "mpi_test_util.h"
@@ -126,6 +126,18 @@ TEST_CASE("MoE under tp 2 (with and without sp), pp 2 and cp 2 reproduces one ra
         INFO("cp 2, zigzag");
         check_against_one_rank(c);
     }
+}
+
+// bf16: within bf16's own rounding noise of the single-rank bf16 run (check_bf16_trajectory says how).
+TEST_CASE("bf16 dp 2 x ep 2 follows the single-rank bf16 run", "[mpi][ep2]") {
+    REQUIRE(MpiRuntime::world_size() == 2);
+    TrainConfig c = moe_config(2, 2);
+    c.precision = Precision::bf16;
+    TrainConfig fp32 = c;
+    fp32.precision = Precision::fp32;
+    const Result got = run_parallel(c), want = run_single(c), want32 = run_single(fp32);
+    check_bf16_trajectory(rank_layouts(c, grid_coords(c.parallel, MpiRuntime::world_rank())),
+                          {got.losses, got.tensors, want.losses, want.tensors, want32.tensors});
 }
 
 TEST_CASE("experts' capacity: dp 2 x ep 2 drops what one rank drops from the same micro-batches", "[mpi][ep2]") {

@@ -202,3 +202,71 @@ TEST_CASE("an MoE model's memory on one rank equals the prediction, category by 
             CHECK(p.moe_rows_per_layer == int64_t(c.batch) * c.model.seq * c.model.moe_topk);
         }
 }
+
+TEST_CASE("the MoE layer's output is the gated mixture of its experts, its balance loss E sum f P per sequence",
+          "[cpu][moe]") {
+    const int B = 2, T = 5, N = B * T, C = 8, F = 4 * C, E = 3, K = 2;
+    const double coef = 0.3;
+    CpuBackend& be = backend();
+    auto x = random_vector(N * C, 210), router = random_vector(E * C, 211, 2.0f);
+    auto experts = random_vector(E * (F * C + F + C * F + C), 212, 0.3f);
+    std::vector<float> probs(N * E), gates(N * K), out(N * C, 0.0f);
+    std::vector<int32_t> topk(N * K), rows(N * K);
+    BlockParams p;
+    p.router_w = tensor_of(router);
+    LocalExperts exchange(E);
+    MoeLayer layer(MoeConfig{E, K, 0.0, coef}, be, exchange, nullptr);
+    MoeActs acts;
+    MoeStats stats;
+    stats.routed.assign(E, 0);
+    layer.forward(acts, tensor_of(x), p, tensor_of(experts), tensor_of(probs), Tensor::of(topk.data(), N * K),
+                  tensor_of(gates), Tensor::of(rows.data(), N * K), tensor_of(out), B, T, T, stats);
+    // directly: softmax of x Wr^T, the top-2, gates renormalised, each chosen expert's GeLU MLP
+    auto gelu = [](double v) { return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); };
+    double balance = 0;
+    for (int s = 0; s < B; ++s) {
+        std::vector<double> f(E, 0.0), P(E, 0.0);
+        for (int n = s * T; n < (s + 1) * T; ++n) {
+            std::vector<double> logit(E);
+            double most = -1e30, sum = 0;
+            for (int e = 0; e < E; ++e) {
+                logit[e] = 0;
+                for (int c = 0; c < C; ++c) logit[e] += double(x[n * C + c]) * router[e * C + c];
+                most = std::max(most, logit[e]);
+            }
+            for (int e = 0; e < E; ++e) sum += std::exp(logit[e] - most);
+            std::vector<int> order = {0, 1, 2};
+            std::sort(order.begin(), order.end(), [&](int a, int b) { return logit[a] > logit[b]; });
+            const double p0 = std::exp(logit[order[0]] - most) / sum, p1 = std::exp(logit[order[1]] - most) / sum;
+            for (int e = 0; e < E; ++e) P[e] += std::exp(logit[e] - most) / sum / T;
+            CHECK(topk[n * K] == order[0]);
+            CHECK(topk[n * K + 1] == order[1]);
+            for (int k = 0; k < K; ++k) {
+                const int e = order[k];
+                f[e] += 1.0 / (T * K);
+                const double gate = (k == 0 ? p0 : p1) / (p0 + p1);
+                const float* w = experts.data() + size_t(e) * (F * C + F + C * F + C);
+                const float *fc_w = w, *fc_b = w + F * C, *proj_w = w + F * C + F, *proj_b = w + F * C + F + C * F;
+                std::vector<double> hid(F);
+                for (int j = 0; j < F; ++j) {
+                    double v = fc_b[j];
+                    for (int c = 0; c < C; ++c) v += double(x[n * C + c]) * fc_w[j * C + c];
+                    hid[j] = gelu(v);
+                }
+                for (int c = 0; c < C; ++c) {
+                    double y = proj_b[c];
+                    for (int j = 0; j < F; ++j) y += hid[j] * proj_w[c * F + j];
+                    if (k == 0) out[n * C + c] -= float(gate * y);  // what is left must be the other expert's
+                    else CHECK(out[n * C + c] == Approx(gate * y).margin(1e-5));
+                }
+            }
+        }
+        double fp = 0;
+        for (int e = 0; e < E; ++e) fp += f[e] * P[e];
+        balance += E * fp;
+    }
+    CHECK(stats.balance == Approx(balance).epsilon(1e-6));
+    CHECK(stats.aux_loss == Approx(coef * balance).epsilon(1e-6));
+    CHECK(stats.dropped == 0);
+    CHECK(stats.routed[0] + stats.routed[1] + stats.routed[2] == N * K);
+}
