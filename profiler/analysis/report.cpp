@@ -126,6 +126,13 @@ Report build_report(const TraceStore& store) {
                 rep.context.slowest_rank = (*hi)->rank;
                 rep.context.fastest_rank = (*lo)->rank;
             }
+            const auto [flo, fhi] = std::minmax_element(members.begin(), members.end(), [](auto* a, auto* b) {
+                return a->steady.attention_flops < b->steady.attention_flops;
+            });
+            if ((*flo)->steady.attention_flops > 0)
+                rep.context.attention_flops_max_over_min =
+                    std::max(rep.context.attention_flops_max_over_min,
+                             double((*fhi)->steady.attention_flops) / double((*flo)->steady.attention_flops));
         }
     }
     if (rep.predict_input.moe_experts > 0) {
@@ -209,9 +216,9 @@ std::string format_report(const Report& rep) {
                          rep.pipeline.measured, rep.pipeline.busiest_rank, rep.pipeline.theory, rep.pipeline.simulated);
     if (rep.predict_input.cp > 1)
         s += fmt::format("Context parallelism (cp {}, {}): attention time per rank, slowest / fastest in a cp group "
-                         "= {:.2f} (rank {} / rank {}, measured)\n",
+                         "= {:.2f} (rank {} / rank {}, measured); attention FLOPs most / least {:.2f}\n",
                          rep.predict_input.cp, rep.predict_input.cp_balance, rep.context.attention_max_over_min,
-                         rep.context.slowest_rank, rep.context.fastest_rank);
+                         rep.context.slowest_rank, rep.context.fastest_rank, rep.context.attention_flops_max_over_min);
     if (!rep.routing.empty()) {
         const ExpertRouting& ro = rep.routing;
         s += fmt::format("Experts (measured, choices of the global batch; E {}, top-{}{}):\n", ro.experts,
@@ -403,6 +410,7 @@ nlohmann::json report_json(const Report& rep) {
               {"busiest_rank", rep.pipeline.busiest_rank}}},
             {"context_parallel",
              {{"attention_max_over_min", rep.context.attention_max_over_min},
+              {"attention_flops_max_over_min", rep.context.attention_flops_max_over_min},
               {"slowest_rank", rep.context.slowest_rank},
               {"fastest_rank", rep.context.fastest_rank}}},
             {"experts",

@@ -54,6 +54,7 @@ struct PipelineBubble {
 // a cp group (the worst group): about 1 for zigzag, about 2 cp - 1 for contiguous (its last rank sees every key).
 struct ContextBalance {
     double attention_max_over_min = 0;
+    double attention_flops_max_over_min = 0;  // the same for the attention FLOPs: the work itself, free of noise
     int slowest_rank = -1, fastest_rank = -1;
 };
 

@@ -90,8 +90,10 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
                 if (it->end <= b.begin) continue;
                 if (it->kind == SpanKind::op) b.flops += int64_t(it->flops);  // the engine's ops carry the FLOPs
                 if (it->kind == SpanKind::op && it->op == OpClass::attention && lane != int(Lane::device) &&
-                    store.name(it->name).rfind("rope", 0) != 0)
+                    store.name(it->name).rfind("rope", 0) != 0) {
                     b.attention_s += double(std::min(it->end, b.end) - std::max(it->begin, b.begin)) / 1e9;
+                    b.attention_flops += int64_t(it->flops);
+                }
                 if (it->kind == SpanKind::op && lane != int(Lane::device) && store.name(it->name).rfind("expert ", 0) == 0)
                     b.experts_s += double(std::min(it->end, b.end) - std::max(it->begin, b.begin)) / 1e9;
                 // Collectives by group, from the engine's comm spans (they carry group and buffer size; the GPU's
@@ -214,6 +216,7 @@ StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps) {
         t.bubble_s += s.bubble_s;
         t.flops += s.flops;
         t.attention_s += s.attention_s;
+        t.attention_flops += s.attention_flops;
         t.experts_s += s.experts_s;
         t.micro_batches_in_flight = std::max(t.micro_batches_in_flight, s.micro_batches_in_flight);
         t.stage_bubble_fraction += s.stage_bubble_fraction * s.compute_s;  // weighted; divided below
