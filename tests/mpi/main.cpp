@@ -1,5 +1,6 @@
 // The runner of the multi-rank tests: started by mpirun (ctest does it), MPI is initialised around the Catch2
-// session. Every rank runs every test; a test that needs another world size returns early.
+// session. Every rank runs every test of the tags it is given; a test REQUIREs the world size it needs, and a test
+// case that checks nothing fails the run (assertion_guard.h).
 #include <mpi.h>
 
 #include "engine/comm/mpi_comm.h"
@@ -11,11 +12,16 @@
 #include <catch2/catch.hpp>
 #endif
 
+#include "../unit/assertion_guard.h"
+
+using AssertionGuard = us::test::AssertionGuard;
+CATCH_REGISTER_LISTENER(AssertionGuard)
+
 int main(int argc, char* argv[]) {
     us::MpiRuntime::init(&argc, &argv, std::getenv("US_TEST_COMM_PROGRESS") ? std::getenv("US_TEST_COMM_PROGRESS") : "thread");
     Catch::Session session;
     int rc = session.applyCommandLine(argc, argv);
-    if (rc == 0) rc = session.run();
+    if (rc == 0) rc = us::test::with_assertion_guard(session.run());
     // A rank whose test failed must fail the whole mpirun.
     int worst = rc;
     MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/backend/cpu/gemm_bf16.h"
+#include "test_util.h"
 
 using us::bf16;
 using us::DType;
@@ -149,7 +150,7 @@ double worst_error_ratio(const GemmCase& t, const GemmData& d, const GemmResult&
 
 bool avx512_available() {
     if (us::cpu::cpu_supports_avx512_bf16()) return true;
-    WARN("SKIPPED: this CPU has no AVX-512 BF16; the avx512-bf16 kernel cannot run here");
+    us::test::skip_test("this CPU has no AVX-512 BF16; the avx512-bf16 kernel cannot run here");
     return false;
 }
 
