@@ -138,6 +138,13 @@ struct CounterRecord {
 inline constexpr std::string_view kDeviceReservedCounter = "device_reserved_bytes";  // cudaMalloc'd, not yet freed
 inline constexpr std::string_view kCuptiOverheadCounter = "cupti_overhead_ms";       // cumulative
 inline constexpr std::string_view kCuptiDroppedCounter = "cupti_dropped_records";    // cumulative
+// What the process holds beside what the tracked allocator counts, sampled together at phase boundaries and step
+// ends (engine/backend/memory_sample.h): the difference is the "not tracked" band.
+inline constexpr std::string_view kProcessResidentCounter = "process_resident_bytes";  // RSS (/proc/self/statm)
+inline constexpr std::string_view kProcessHeapCounter = "process_heap_bytes";          // malloc'd (mallinfo2)
+inline constexpr std::string_view kTrackedCounter = "tracked_bytes";                   // the allocator's live total
+inline constexpr std::string_view kReservedCounter = "reserved_bytes";  // live + the freed blocks it keeps to reuse
+inline constexpr std::string_view kDeviceUsedCounter = "device_used_bytes";            // cudaMemGetInfo: the device's
 
 union EventRecord {
     uint8_t type;

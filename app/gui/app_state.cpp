@@ -183,6 +183,7 @@ void AppState::launch() {
     follow = true;
     m_seen_version = UINT64_MAX;
     m_memory.clear();
+    m_process.clear();
     m_report = prof::Report{};
     m_training.clear();
 }
@@ -223,6 +224,7 @@ void AppState::attach(const std::string& listen) {
                         o.listen_host, m_live->port(), m_live->token(), o.listen_host, m_live->port()));
     m_seen_version = UINT64_MAX;
     m_memory.clear();
+    m_process.clear();
 }
 
 void AppState::detach() {
@@ -263,6 +265,7 @@ void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string&
                         m_file_store->ranks().size()));
     m_seen_version = UINT64_MAX;
     m_memory.clear();
+    m_process.clear();
     follow = false;
     refresh_derived(true);
     fit_all();
@@ -340,6 +343,18 @@ const std::vector<prof::MemorySample>& AppState::memory_timeline(int rank) {
     if (entry.first != m_data_version || entry.second.empty()) {
         entry.first = m_data_version;
         entry.second = prof::memory_timeline(*s->rank(rank));
+    }
+    return entry.second;
+}
+
+const std::vector<prof::ProcessSample>& AppState::process_timeline(int rank) {
+    static const std::vector<prof::ProcessSample> empty;
+    const prof::TraceStore* s = store();
+    if (!s || !s->rank(rank)) return empty;
+    auto& entry = m_process[rank];
+    if (entry.first != m_data_version || entry.second.empty()) {
+        entry.first = m_data_version;
+        entry.second = prof::process_memory_timeline(*s, *s->rank(rank));
     }
     return entry.second;
 }

@@ -85,6 +85,7 @@ public:
     const prof::Report& report() const { return m_report; }
     const std::vector<TrainingPoint>& training() const { return m_training; }
     const std::vector<prof::MemorySample>& memory_timeline(int rank);
+    const std::vector<prof::ProcessSample>& process_timeline(int rank);
     // The rank's idle gaps of at least about min_ns (thresholds are bucketed to powers of two, so zooming
     // recomputes rarely), time-ordered. Scanning a lane every frame would cost milliseconds on big traces.
     const std::vector<Gap>& idle_gaps(int rank, int64_t min_ns);
@@ -137,6 +138,7 @@ private:
     prof::Report m_report;
     std::vector<TrainingPoint> m_training;
     std::map<int, std::pair<uint64_t, std::vector<prof::MemorySample>>> m_memory;
+    std::map<int, std::pair<uint64_t, std::vector<prof::ProcessSample>>> m_process;
     struct GapCache {
         uint64_t version = UINT64_MAX;
         int64_t min_ns = 0;

@@ -1,10 +1,12 @@
 // The memory anatomy: for the selected rank, bytes by category stacked over time (params at the bottom,
-// transient categories on top) over forward / backward / optimizer bands and step marks, a hover readout, the peak
-// of each category measured beside its prediction, and step 1 against a steady step.
+// transient categories on top), the allocator's cache and the bytes no category tracks above them, over forward /
+// backward / optimizer bands and step marks; a hover readout; the peak of each category measured beside its
+// prediction and the textbook's formula; step 1 against a steady step.
 #include <fmt/format.h>
 #include <imgui.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "app/gui/model/memory_model.h"
 #include "app/gui/theme.h"
@@ -14,6 +16,9 @@
 namespace us::gui {
 
 namespace {
+
+constexpr ImU32 kCachedColor = IM_COL32(150, 150, 165, 210);    // freed blocks the allocator keeps
+constexpr ImU32 kUntrackedColor = IM_COL32(75, 78, 92, 255);     // runtime, libraries, buffers, fragmentation
 
 void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankReport* rr, float height) {
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
@@ -28,9 +33,10 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
     const int64_t t0 = app.view_t0, t1 = app.view_t1;
     const auto& tl = app.memory_timeline(rank.rank);
     const int width = int(w);
-    const auto cols = build_memory_columns(tl, t0, t1, width);
+    auto cols = build_memory_columns(tl, t0, t1, width);
+    fill_process_columns(cols, app.process_timeline(rank.rank), t0, t1);
     int64_t ymax = 1;
-    for (const auto& c : cols) ymax = std::max(ymax, c.total);
+    for (const auto& c : cols) ymax = std::max({ymax, c.total, c.held});
     if (rr) ymax = std::max(ymax, rr->predicted.memory_total());
     const double yscale = (height - 4) / double(ymax);
 
@@ -50,6 +56,13 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
             dl->AddRectFilled(ImVec2(a0.x + x, yb), ImVec2(a0.x + x + 1, ya), category_color(k, 0.9f));
             base += double(c.bytes[size_t(k)]);
         }
+        // above the tracked categories: the allocator's cache, then what nothing tracks
+        for (const auto& [bytes, color] : {std::pair{c.cache_shown(), kCachedColor}, std::pair{c.untracked_shown(), kUntrackedColor}}) {
+            if (bytes <= 0) continue;
+            const float ya = a1.y - float(base * yscale), yb = a1.y - float((base + double(bytes)) * yscale);
+            dl->AddRectFilled(ImVec2(a0.x + x, yb), ImVec2(a0.x + x + 1, ya), color);
+            base += double(bytes);
+        }
     }
     float last_label = -1e9f;
     for (const auto& [t, step] : step_marks(rank, t0, t1)) {
@@ -64,7 +77,7 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
     if (rr) {
         const float y = a1.y - float(double(rr->predicted.memory_total()) * yscale);
         for (float x = a0.x; x < a1.x; x += 10) dl->AddLine(ImVec2(x, y), ImVec2(std::min(x + 5, a1.x), y), IM_COL32(255, 255, 255, 140));
-        const char* label = "predicted peak";
+        const char* label = "predicted (sum of peaks)";
         dl->AddText(ImVec2(a1.x - ImGui::CalcTextSize(label).x - 4, y + 2), kTextDim, label);
     }
     // y axis
@@ -98,48 +111,88 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
                                                               format_bytes(c.bytes[size_t(k)])).c_str());
                 }
             ImGui::Text("total            %s", format_bytes(c.total).c_str());
+            if (c.held >= 0) {
+                legend_item(kCachedColor, fmt::format("{:<16} {}", "allocator cache", format_bytes(c.cache_shown())).c_str());
+                legend_item(kUntrackedColor, fmt::format("{:<16} {}", "not tracked", format_bytes(c.untracked_shown())).c_str());
+                ImGui::Text("process held     %s (sampled at the phase's start)", format_bytes(c.held).c_str());
+            }
             ImGui::EndTooltip();
         }
     }
 }
 
 void draw_peaks(const prof::RankReport& r) {
-    if (!ImGui::BeginTable("peaks", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchProp))
+    if (!ImGui::BeginTable("peaks", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchProp))
         return;
     ImGui::TableSetupColumn("category");
     ImGui::TableSetupColumn("peak (measured)");
     ImGui::TableSetupColumn("predicted");
+    ImGui::TableSetupColumn("formula");
     ImGui::TableSetupColumn("at");
     ImGui::TableSetupColumn("step 1 / steady");
     ImGui::TableHeadersRow();
+    auto cell = [](const std::string& text) {
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(text.c_str());
+    };
+    auto or_text = [](const std::optional<int64_t>& v, const char* none) { return v ? format_bytes(*v) : std::string(none); };
     for (int k = 0; k < kMemCategoryCount; ++k) {
         const auto& pred = r.predicted.memory[size_t(k)];
         if (r.memory.peak[size_t(k)] == 0 && (!pred || *pred == 0)) continue;
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
         legend_item(category_color(k), std::string(kMemCategoryNames[size_t(k)]).c_str());
-        ImGui::TableNextColumn();
-        ImGui::TextUnformatted(format_bytes(r.memory.peak[size_t(k)]).c_str());
-        ImGui::TableNextColumn();
-        ImGui::TextUnformatted(pred ? format_bytes(*pred).c_str() : "not modelled");
-        ImGui::TableNextColumn();
-        ImGui::TextUnformatted(std::string(prof::kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])]).c_str());
+        cell(format_bytes(r.memory.peak[size_t(k)]));
+        cell(or_text(pred, "not modelled"));
+        cell(or_text(r.predicted.memory_formula[size_t(k)], "-"));
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("formula: the textbook's figure (ZeRO bytes per parameter; Korthikanti et al. per layer x\n"
+                              "layers x micro-batches in flight); '-' where the textbook has none");
+        cell(std::string(prof::kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])]));
         ImGui::TableNextColumn();
         ImGui::Text("%s / %s", format_bytes(r.memory.step1_peak[size_t(k)]).c_str(),
                     r.memory.has_steady ? format_bytes(r.memory.steady_peak[size_t(k)]).c_str() : "-");
     }
+    // like for like: the sum of the peaks of the categories the prediction models, measured and predicted
+    int64_t modelled = 0;
+    for (int k = 0; k < kMemCategoryCount; ++k)
+        if (r.predicted.memory[size_t(k)]) modelled += r.memory.peak[size_t(k)];
     ImGui::TableNextRow();
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted("total");
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(format_bytes(r.memory.total_peak).c_str());
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(format_bytes(r.predicted.memory_total()).c_str());
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(std::string(prof::kPhaseNames[size_t(r.memory.total_peak_phase)]).c_str());
+    cell("sum of peaks");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the sum of each modelled category's own peak, measured and predicted (the formula's: model\n"
+                          "states and activations); peaks of different categories need not coincide");
+    cell(format_bytes(modelled));
+    cell(format_bytes(r.predicted.memory_total()));
+    cell(format_bytes(r.predicted.memory_formula_total()));
+    cell("");
+    cell("");
+    ImGui::TableNextRow();
+    cell("peak of the sum");
+    cell(format_bytes(r.memory.total_peak));
+    cell("");
+    cell("");
+    cell(std::string(prof::kPhaseNames[size_t(r.memory.total_peak_phase)]));
     ImGui::TableNextColumn();
     ImGui::Text("%s / %s", format_bytes(r.memory.step1_total_peak).c_str(),
                 r.memory.has_steady ? format_bytes(r.memory.steady_total_peak).c_str() : "-");
+    if (r.process.sampled) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        legend_item(kCachedColor, "allocator cache");
+        cell(format_bytes(r.process.cached_peak));
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        legend_item(kUntrackedColor, "not tracked");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("%s - the allocator's live and cached bytes, sampled at every phase boundary (measured):\n"
+                              "runtime, libraries, communication buffers, thread stacks, fragmentation",
+                              r.process.device ? "the device's memory in use (driver, all processes)" : "the resident set");
+        cell(format_bytes(r.process.untracked_peak));
+        ImGui::TableNextRow();
+        cell(r.process.device ? "device in use" : "process (RSS)");
+        cell(format_bytes(r.process.held_peak));
+    }
     ImGui::EndTable();
 }
 
@@ -163,15 +216,21 @@ void draw_memory_view(AppState& app) {
         ImGui::EndCombo();
     }
     ImGui::SameLine();
-    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured; dashed: predicted");
+    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured; dashed: predicted (sum of the modelled peaks)");
     ImGui::PushFont(small_font());
     for (int k = 0, shown = 0; k < kMemCategoryCount; ++k) {
         if (rr && rr->memory.peak[size_t(k)] == 0) continue;
         if (shown++ > 0) ImGui::SameLine();
         legend_item(category_color(k), std::string(kMemCategoryNames[size_t(k)]).c_str());
     }
+    if (rr && rr->process.sampled) {
+        ImGui::SameLine();
+        legend_item(kCachedColor, "allocator cache");
+        ImGui::SameLine();
+        legend_item(kUntrackedColor, "not tracked (runtime, libraries, buffers, fragmentation)");
+    }
     ImGui::PopFont();
-    const float table_h = ImGui::GetTextLineHeightWithSpacing() * 10;
+    const float table_h = ImGui::GetTextLineHeightWithSpacing() * 13;
     const float plot_h = std::max(80.0f, ImGui::GetContentRegionAvail().y - table_h);
     draw_stack(app, *store->rank(app.selected_rank), rr, plot_h);
     if (rr) draw_peaks(*rr);

@@ -19,10 +19,11 @@ std::string format_duration_ns(double ns) {
 }
 
 void draw_line_plot(const char* title, const float* xs, const float* ys, int n, ImU32 color, const char* unit,
-                    float height, bool measured) {
+                    float height, const char* provenance, const char* provenance_help) {
     ImGui::TextUnformatted(title);
     ImGui::SameLine();
-    ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1), measured ? "(measured)" : "(predicted)");
+    ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1), "(%s)", provenance);
+    if (provenance_help && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", provenance_help);
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     const float w = std::max(50.0f, ImGui::GetContentRegionAvail().x);
     const ImVec2 p1(p0.x + w, p0.y + height);
@@ -57,7 +58,7 @@ void draw_line_plot(const char* title, const float* xs, const float* ys, int n, 
         for (int i = 1; i < n; ++i)
             if (std::abs(X(xs[i]) - mx) < std::abs(X(xs[best]) - mx)) best = i;
         dl->AddLine(ImVec2(X(xs[best]), p0.y), ImVec2(X(xs[best]), p1.y), kGridColor);
-        ImGui::SetTooltip("step %.0f: %.5g %s (%s)", xs[best], ys[best], unit, measured ? "measured" : "predicted");
+        ImGui::SetTooltip("step %.0f: %.5g %s (%s)", xs[best], ys[best], unit, provenance);
     }
 }
 

@@ -21,8 +21,9 @@ bool draw_pipeline_schedule(AppState& app, int step);
 void draw_frame(AppState& app, bool force_layout);
 
 // Shared drawing helpers (view_plot.cpp).
+// provenance: "measured", "predicted", "formula" or "derived", shown beside the title and in the readout.
 void draw_line_plot(const char* title, const float* xs, const float* ys, int n, ImU32 color, const char* unit,
-                    float height, bool measured = true);
+                    float height, const char* provenance = "measured", const char* provenance_help = nullptr);
 std::string format_duration_ns(double ns);
 
 }  // namespace us::gui

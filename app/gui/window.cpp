@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <imgui.h>
 
+#include <cfloat>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -280,6 +281,7 @@ int run_gui(const GuiOptions& options) {
             }
             ImGui_ImplOpenGL3_NewFrame();
             ImGui_ImplGlfw_NewFrame();
+            if (screenshot) io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no hover readouts where Xvfb's pointer sits
             ImGui::NewFrame();
             draw_frame(app, screenshot);
             ImGui::Render();

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/backend/device_peak.h"
 #include "engine/core/allocator.h"
 #include "engine/core/tensor.h"
 
@@ -76,9 +77,11 @@ public:
     virtual TrackedAllocator& allocator() { return *m_allocator; }
     // Whether ops return before the device finishes them (CUDA): their host-side spans are then launches.
     virtual bool is_async() const { return false; }
-    // The device's dense peak from its datasheet in GFLOP/s (bf16 tensor cores, or fp32), for MFU; 0 when the
-    // backend measures its peak instead (the CPU: profiling measures sgemm on the rank's threads).
-    virtual double datasheet_peak_gflops(bool /*bf16*/) const { return 0.0; }
+    // The device's dense peak for MFU (bf16 tensor cores, or fp32) and where it came from (device_peak.h); none
+    // when the backend's peak is measured instead (the CPU: profiling measures sgemm on the rank's threads).
+    virtual DevicePeak peak_flops(bool /*bf16*/) const { return {}; }
+    // The device memory in use, as the driver reports it (every process on the device), or -1 for the CPU.
+    virtual int64_t device_used_bytes() const { return -1; }
 
     // ---- matrix multiply
     virtual void gemm(const GemmArgs& args) = 0;

@@ -16,7 +16,8 @@ public:
     std::string device_description() const override { return m_inner.device_description(); }
     TrackedAllocator& allocator() override { return m_inner.allocator(); }
     bool is_async() const override { return m_inner.is_async(); }
-    double datasheet_peak_gflops(bool bf16) const override { return m_inner.datasheet_peak_gflops(bf16); }
+    DevicePeak peak_flops(bool bf16) const override { return m_inner.peak_flops(bf16); }
+    int64_t device_used_bytes() const override { return m_inner.device_used_bytes(); }
     Backend& inner() { return m_inner; }
 
     void gemm(const GemmArgs& args) override;

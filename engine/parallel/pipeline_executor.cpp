@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/backend/memory_sample.h"
 #include "profiler/record/zones.h"
 
 namespace us {
@@ -82,6 +83,7 @@ void PipelineExecutor::forward(const PipeAction& a, int64_t step_index) {
     const int pp = m_shape.pp, vs = a.chunk * pp + m_grid.pp_rank();
     const Key k{a.micro_batch, a.chunk};
     US_PROF_PHASE(prof::Phase::forward, a.micro_batch, a.chunk);
+    record_memory_sample(m_be);
     // Waiting for the input is the bubble, not forward work: it stays outside the F span.
     Tensor input;
     if (vs > 0) {
@@ -104,6 +106,7 @@ void PipelineExecutor::backward(const PipeAction& a, float grad_scale) {
     const Key k{a.micro_batch, a.chunk};
     const bool weight = a.op == PipeOp::backward_weight;
     US_PROF_PHASE(prof::Phase::backward, a.micro_batch, a.chunk);
+    record_memory_sample(m_be);
     GPT& model = *local(a.chunk).model;
     ChunkActivations& acts = m_acts.at(k);
     if (weight) {

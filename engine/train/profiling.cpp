@@ -10,6 +10,8 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/peak.h"
+
+#include <fmt/format.h>
 #include "profiler/record/recorder.h"
 #include "profiler/transport/tcp_sink.h"
 #include "profiler/transport/trace_file.h"
@@ -70,7 +72,7 @@ private:
     std::unordered_map<const char*, uint32_t> m_ids;
 };
 
-nlohmann::json rank_metadata(const TrainConfig& cfg, const Backend& backend, const RankInfo& rank, double peak_gflops) {
+nlohmann::json rank_metadata(const TrainConfig& cfg, const Backend& backend, const RankInfo& rank, const DevicePeak& peak) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     const auto now = std::chrono::system_clock::now().time_since_epoch();
@@ -87,9 +89,8 @@ nlohmann::json rank_metadata(const TrainConfig& cfg, const Backend& backend, con
             {"backend", std::string(backend.name())},
             {"threads", threads},
             {"config", cfg.to_json()},
-            {"device_peak_gflops", peak_gflops},
-            {"device_peak_source", backend.name() == "cpu" ? "measured: best sgemm GFLOP/s of the BLAS on these threads"
-                                                           : "datasheet dense peak (by device name; else SMs x clock x FLOPs per SM per clock)"},
+            {"device_peak_gflops", peak.gflops},
+            {"device_peak_source", peak.source},
             {"blas_kernel", cpu::openblas_core_name()},
             {"comm_backend", rank.comm_backend},
             {"tokens_per_step", cfg.tokens_per_step()},
@@ -121,15 +122,17 @@ RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInf
             sinks.push_back(std::move(sink));
     }
     if (sinks.empty()) return;
-    double peak = 0;
+    DevicePeak peak;
     if (backend.name() == "cpu") {
         int threads = cfg.threads;
         if (auto* cpu = dynamic_cast<CpuBackend*>(&backend)) threads = cpu->threads();
-        peak = cpu::measure_sgemm_peak(threads, 0.3).gflops;
+        peak.gflops = cpu::measure_sgemm_peak(threads, 0.3).gflops;
+        peak.source = fmt::format("measured: best sgemm of {} ({}) on {} thread(s) of this machine", "OpenBLAS",
+                                  cpu::openblas_core_name(), threads);
     } else {
         // A GPU's achievable peak needs long GEMMs to measure; its datasheet dense peak is the usual MFU
-        // denominator (0 when the device is not in the table: MFU is then not shown).
-        peak = backend.datasheet_peak_gflops(cfg.precision == Precision::bf16);
+        // denominator (an SMs x clock estimate for a device not in the table).
+        peak = backend.peak_flops(cfg.precision == Precision::bf16);
     }
     m_metadata = rank_metadata(cfg, backend, rank, peak);
     prof::start_recording(std::move(sinks), m_metadata.dump());

@@ -53,6 +53,6 @@ private:
     std::unique_ptr<AllocatorListener> m_listener;
 };
 
-nlohmann::json rank_metadata(const TrainConfig& cfg, const Backend& backend, const RankInfo& rank, double peak_gflops);
+nlohmann::json rank_metadata(const TrainConfig& cfg, const Backend& backend, const RankInfo& rank, const DevicePeak& peak);
 
 }  // namespace us

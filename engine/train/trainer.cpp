@@ -6,6 +6,7 @@
 
 #include "engine/optim/grad_clip.h"
 #include "engine/parallel/data_parallel.h"
+#include "engine/backend/memory_sample.h"
 #include "engine/parallel/expert_parallel.h"
 #include "engine/parallel/expert_state.h"
 #include "engine/parallel/replicated_state.h"
@@ -186,8 +187,10 @@ StepMetrics Trainer::train_step() {
     double loss_sum = 0.0, norm = 0.0, lr = 0.0;
     {
         US_PROF_ZONE(prof::Lane::host, prof::SpanKind::step, prof::OpClass::none, US_PROF_NAME("step"));
+        record_memory_sample(m_be);  // what the process holds at each phase boundary, next to the tracked total
         loss_sum = m_executor->run_step(m_steps_done, grad_scale);
         US_PROF_PHASE(prof::Phase::optimizer, -1);
+        record_memory_sample(m_be);
         US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("optimizer"));
         m_state->finish_gradients();
         m_tp.all_reduce_replicated_grads(*m_state, m_layout, m_be);  // sequence parallelism's partial sums
@@ -203,6 +206,7 @@ StepMetrics Trainer::train_step() {
         lr = m_schedule.at(step);
         m_state->optimizer_step(lr, clip);
         m_be.synchronize();
+        record_memory_sample(m_be);
     }
     m_steps_done = step;
     // The loss of the global batch: the last stage's token losses, summed over the data-parallel replicas and the
@@ -214,7 +218,9 @@ StepMetrics Trainer::train_step() {
     r.loss = loss_sum / double(int64_t(M) * dp * m_config.batch * m_config.model.seq);
     r.lr = lr;
     r.grad_norm = norm;
-    r.step_ms = seconds_since(t0) * 1e3;
+    // A step lasts as long as its slowest rank: the throughput every view shows is the global batch's tokens over
+    // that (one definition: the summary, the report and the GUI agree).
+    r.step_ms = m_grid.world().all_reduce_max(seconds_since(t0) * 1e3);
     r.tokens_per_s = double(r.tokens) / (r.step_ms / 1e3);
     r.memory = m_be.allocator().stats();
     if (m_config.model.is_moe()) collect_moe_stats(r);

@@ -27,8 +27,8 @@ struct StepMetrics {
     double lr = 0.0;
     double grad_norm = 0.0;   // before clipping
     int64_t tokens = 0;       // global tokens in the step
-    double step_ms = 0.0;
-    double tokens_per_s = 0.0;
+    double step_ms = 0.0;       // wall time of the slowest rank
+    double tokens_per_s = 0.0;  // tokens / step_ms
     MemoryStats memory;       // peaks are within this step
     // Mixture of experts (0 for a dense model): the balance loss (added to the loss the gradients follow, not to
     // `loss`), choices dropped beyond the experts' capacity, and per MoE layer the choices each expert received,

@@ -52,10 +52,12 @@ private:
 void print_summary(const Trainer& trainer, const std::vector<StepMetrics>& history, double seconds) {
     const TrainConfig& c = trainer.config();
     if (history.empty()) return;
-    double tok = 0, ms = 0;
+    // Throughput: the tokens of the steady steps (all but the first, which warms caches up and allocates the
+    // optimizer state) over their wall time, each step's the slowest rank's: the report's definition.
+    double tokens = 0, ms = 0;
     int counted = 0;
-    for (size_t i = history.size() > 1 ? 1 : 0; i < history.size(); ++i) {  // step 1 warms caches up
-        tok += history[i].tokens_per_s;
+    for (size_t i = history.size() > 1 ? 1 : 0; i < history.size(); ++i) {
+        tokens += double(history[i].tokens);
         ms += history[i].step_ms;
         ++counted;
     }
@@ -65,8 +67,9 @@ void print_summary(const Trainer& trainer, const std::vector<StepMetrics>& histo
     for (const auto& m : history) peak.total_peak = std::max(peak.total_peak, m.memory.total_peak);
     std::printf("\nTrained %d steps in %.1f s: loss %.4f (step %d) -> %.4f (step %d)\n", int(history.size()),
                 seconds, history.front().loss, history.front().step, history.back().loss, history.back().step);
-    std::printf("Throughput (measured, mean of steps after the first): %.0f tokens/s, %.1f ms/step\n",
-                tok / counted, ms / counted);
+    std::printf("Throughput (measured over the %d steady step(s), the slowest rank's time): %.0f tokens/s, %.1f "
+                "ms/step\n",
+                counted, tokens / (ms / 1e3), ms / counted);
     if (c.model.is_moe())
         std::printf("Model: %lld parameters, %lld active per token (formula: dense blocks 12h^2 + 13h, MoE blocks "
                     "4h^2 + 8h + hE + E(8h^2 + 5h) with K of the E experts active), ",

@@ -45,4 +45,56 @@ std::vector<MemorySample> memory_timeline(const RankTrace& rank) {
     return out;
 }
 
+std::vector<ProcessSample> process_memory_timeline(const TraceStore& store, const RankTrace& rank) {
+    auto points = [&](std::string_view name) -> const std::vector<CounterPoint>* {
+        const uint32_t id = store.find_name(std::string(name));
+        auto it = rank.counters.find(id);
+        return it == rank.counters.end() ? nullptr : &it->second;
+    };
+    std::vector<ProcessSample> out;
+    const auto* tracked = points(kTrackedCounter);
+    if (!tracked) return out;
+    // The counters of one sample are recorded one after another, tracked first: the k-th of each belongs to the
+    // k-th sample, and none of them lies before its tracked point.
+    const auto* resident = points(kProcessResidentCounter);
+    const auto* heap = points(kProcessHeapCounter);
+    const auto* device = points(kDeviceUsedCounter);
+    const auto* reserved = points(kReservedCounter);
+    auto value = [](const std::vector<CounterPoint>* v, size_t k) {
+        return v && k < v->size() ? int64_t((*v)[k].value) : int64_t(-1);
+    };
+    for (size_t k = 0; k < tracked->size(); ++k) {
+        ProcessSample p;
+        p.t = (*tracked)[k].t;
+        p.tracked = int64_t((*tracked)[k].value);
+        p.reserved = std::max<int64_t>(p.tracked, value(reserved, k));
+        p.resident = value(resident, k);
+        p.heap = value(heap, k);
+        p.device_used = value(device, k);
+        out.push_back(p);
+    }
+    return out;
+}
+
+ProcessMemoryPeaks analyze_process_memory(const std::vector<ProcessSample>& samples) {
+    ProcessMemoryPeaks m;
+    for (const ProcessSample& p : samples) {
+        if (p.held() < 0) continue;
+        if (!m.sampled || p.untracked() > m.untracked_peak) {
+            m.untracked_peak = p.untracked();
+            const bool split = p.device_used < 0 && p.heap >= 0;
+            m.cached_at_untracked_peak = p.cached();
+            m.untracked_in_heap = split ? p.heap - std::max(p.tracked, p.reserved) : -1;
+            m.untracked_outside_heap = split ? p.resident - p.heap : -1;
+        }
+        m.sampled = true;
+        m.device = p.device_used >= 0;
+        m.held_peak = std::max(m.held_peak, p.held());
+        m.resident_peak = std::max(m.resident_peak, p.resident);
+        m.heap_peak = std::max(m.heap_peak, p.heap);
+        m.cached_peak = std::max(m.cached_peak, p.cached());
+    }
+    return m;
+}
+
 }  // namespace us::prof

@@ -1,7 +1,9 @@
-// Memory from the trace: the per-rank timeline by category, each category's peak and the phase it fell in, and
-// step 1 (which allocates gradients and optimizer state) against the steady steps.
+// Memory from the trace: the per-rank timeline by category, each category's peak and the phase it fell in, step 1
+// (which allocates gradients and optimizer state) against the steady steps, and what the process held beyond the
+// tracked categories.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -35,5 +37,35 @@ struct MemorySample {
     int32_t step;
 };
 std::vector<MemorySample> memory_timeline(const RankTrace& rank);
+
+// What the process held beside what the allocator tracked, sampled together (engine/backend/memory_sample.h).
+// On a GPU the memory compared with the tracked (device) bytes is the device's in use, as the driver reports it
+// (every process on the device); on a CPU the resident set.
+struct ProcessSample {
+    int64_t t = 0;
+    int64_t tracked = 0;   // the allocator's live bytes (the categories' sum)
+    int64_t reserved = 0;  // those plus the freed blocks it keeps for reuse (its cache)
+    int64_t resident = -1, heap = -1, device_used = -1;  // -1: not sampled
+    int64_t held() const { return device_used >= 0 ? device_used : resident; }
+    int64_t cached() const { return std::max<int64_t>(0, reserved - tracked); }
+    // What no category and no cache accounts for (< 0: reserved pages not yet touched)
+    int64_t untracked() const { return held() >= 0 ? held() - std::max(tracked, reserved) : 0; }
+};
+std::vector<ProcessSample> process_memory_timeline(const TraceStore& store, const RankTrace& rank);
+
+struct ProcessMemoryPeaks {
+    bool sampled = false;
+    bool device = false;         // held = the device's memory in use (a GPU run)
+    int64_t held_peak = 0;       // resident set (CPU) or device memory in use (GPU), peak
+    int64_t resident_peak = 0, heap_peak = 0;
+    int64_t untracked_peak = 0;  // held - the allocator's reserved bytes at the same sample, peak
+    int64_t cached_at_untracked_peak = 0;  // the allocator's cache then (freed blocks kept for reuse)
+    int64_t cached_peak = 0;
+    // At that sample, on a CPU: of the untracked bytes, those malloc'd by others (heap in use - reserved: MPI,
+    // BLAS, the runtime) and those outside malloc's live blocks (resident - heap: libraries' code and data, thread
+    // stacks, shared memory, freed pages malloc keeps). -1 without a heap figure (a GPU run).
+    int64_t untracked_in_heap = -1, untracked_outside_heap = -1;
+};
+ProcessMemoryPeaks analyze_process_memory(const std::vector<ProcessSample>& samples);
 
 }  // namespace us::prof

@@ -311,6 +311,12 @@ int64_t Prediction::memory_total() const {
     return t;
 }
 
+int64_t Prediction::memory_formula_total() const {
+    int64_t t = 0;
+    for (const auto& m : memory_formula) t += m.value_or(0);
+    return t;
+}
+
 Prediction predict(const PredictInput& in) {
     Prediction p;
     const int64_t h = in.hidden, v = in.vocab, L = in.layers;
@@ -388,6 +394,20 @@ Prediction predict(const PredictInput& in) {
     const bool sends_gradients = in.pp > 1 && (in.stage > 0 || V > 1);
     p.memory[size_t(MemCategory::temporaries)] = scratch + (sends_gradients ? e * r.R * h : 0) + held.deferred +
                                                  (Lm > 0 ? moe_backward_temporaries(in, r, e) : 0);
+    // The textbook [S1, S4]: bytes per parameter (params e, grads e (+4 fp32 accumulation), master 4 with bf16,
+    // Adam 8) over the rank's parameters, ZeRO-k dividing by the dp x cp ranks (the textbook knows no expert
+    // groups); activations [S2] per layer x the stage's layers x the micro-batches the schedule keeps in flight.
+    {
+        const int64_t psi = p.params_on_rank;
+        auto z = [&](int64_t bytes, bool shard) { return shard ? bytes * psi / dp : bytes * psi; };
+        p.memory_formula[size_t(MemCategory::params)] = z(e, in.zero >= 3);
+        p.memory_formula[size_t(MemCategory::grads)] = z(e + (in.bf16 && in.fp32_grad_accum ? 4 : 0), in.zero >= 2);
+        p.memory_formula[size_t(MemCategory::master_params)] = in.bf16 ? z(4, in.zero >= 1) : 0;
+        p.memory_formula[size_t(MemCategory::optimizer_state)] = z(8, in.zero >= 1);
+        if (in.moe_experts == 0)
+            p.memory_formula[size_t(MemCategory::activations)] =
+                p.activations_per_layer_formula * Ls * int64_t(p.micro_batches_in_flight);
+    }
     p.memory[size_t(MemCategory::comm_buffers)] = std::nullopt;  // transient buffers: measured, not modelled
     p.memory[size_t(MemCategory::workspace)] = std::nullopt;     // op scratch: measured, not modelled
 
@@ -478,11 +498,14 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
                                                           in.moe_experts / std::max(1, in.ep), in.moe_experts,
                                                           p.expert_params_on_rank)
                                             : std::string());
-    s += "\nMemory per rank (predicted):\n";
+    s += fmt::format("\nMemory per rank: {:>12}   {:>12}\n", "predicted", "formula");
     for (int c = 0; c < kMemCategoryCount; ++c)
-        s += fmt::format("  {:<16} {:>12}\n", kMemCategoryNames[c],
-                         p.memory[size_t(c)] ? format_bytes(*p.memory[size_t(c)]) : std::string("not modelled"));
-    s += fmt::format("  {:<16} {:>12}\n", "total", format_bytes(p.memory_total()));
+        s += fmt::format("  {:<16} {:>12}   {:>12}\n", kMemCategoryNames[c],
+                         p.memory[size_t(c)] ? format_bytes(*p.memory[size_t(c)]) : std::string("not modelled"),
+                         p.memory_formula[size_t(c)] ? format_bytes(*p.memory_formula[size_t(c)]) : std::string("-"));
+    s += fmt::format("  {:<16} {:>12}   {:>12}   (sums of the categories' peaks; the runtime, libraries and "
+                     "communication buffers come on top: measure them with a run)\n",
+                     "total", format_bytes(p.memory_total()), format_bytes(p.memory_formula_total()));
     s += fmt::format("  activations per {}block per micro-batch: {} ({} micro-batch(es) in flight); the textbook's "
                      "{} (formula: {})\n",
                      in.moe_experts > 0 ? "dense " : "", format_bytes(p.activations_per_layer), p.micro_batches_in_flight,
@@ -513,9 +536,12 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
 }
 
 nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
-    nlohmann::json mem = nlohmann::json::object();
-    for (int c = 0; c < kMemCategoryCount; ++c)
+    nlohmann::json mem = nlohmann::json::object(), formula = nlohmann::json::object();
+    for (int c = 0; c < kMemCategoryCount; ++c) {
         mem[std::string(kMemCategoryNames[c])] = p.memory[size_t(c)] ? nlohmann::json(*p.memory[size_t(c)]) : nlohmann::json();
+        formula[std::string(kMemCategoryNames[c])] =
+            p.memory_formula[size_t(c)] ? nlohmann::json(*p.memory_formula[size_t(c)]) : nlohmann::json();
+    }
     nlohmann::json comm = nlohmann::json::object();
     for (int g = 0; g < kGroupCount; ++g) comm[std::string(kGroupNames[g])] = p.comm_bytes[size_t(g)];
     auto list = [](const std::vector<PredictedCollective>& v) {
@@ -541,15 +567,16 @@ nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
             {"activations_per_layer_formula_bytes", p.activations_per_layer_formula},
             {"activations_per_layer_formula", p.activations_formula},
             {"memory_bytes", mem},
+            {"memory_formula_bytes", formula},
             {"memory_total_bytes", p.memory_total()},
             {"activations_per_layer_bytes", p.activations_per_layer},
             {"micro_batches_in_flight", p.micro_batches_in_flight},
-            {"flops_per_token", p.flops_per_token},
+            {"flops_per_token_formula", p.flops_per_token},
             {"tokens_per_step", p.tokens_per_step},
             {"dp_comm_bytes_per_step", p.dp_comm_bytes},
             {"pp_comm_bytes_per_step", p.pp_comm_bytes},
-            {"bubble_fraction_theory", p.bubble_theory},
-            {"bubble_fraction_simulated", p.bubble_simulated},
+            {"bubble_fraction_formula", p.bubble_theory},
+            {"bubble_fraction_predicted", p.bubble_simulated},
             {"bubble_formula", p.bubble_formula}};
 }
 

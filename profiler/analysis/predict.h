@@ -62,6 +62,11 @@ struct Prediction {
     int64_t expert_params_on_rank = 0;  // of which experts
     // Bytes per category on the rank; nullopt where the formulas do not model a category (op workspace).
     std::array<std::optional<int64_t>, kMemCategoryCount> memory{};
+    // The textbook's figure for the same categories (docs/formulas.md): model states by the ZeRO paper's bytes per
+    // parameter over the rank's parameters and dp x cp, activations by Korthikanti et al. per layer x the stage's
+    // layers x the micro-batches in flight; nullopt where the textbook has no formula (temporaries, buffers,
+    // workspace; activations of MoE blocks).
+    std::array<std::optional<int64_t>, kMemCategoryCount> memory_formula{};
     int64_t activations_per_layer = 0;   // bytes per block per micro-batch (docs/memory.md)
     int64_t activations_per_moe_layer = 0;  // the same for an MoE block, its expert rows as if routing were uniform
                                             // (exact when dropless without ep: every choice stays on the rank)
@@ -89,7 +94,8 @@ struct Prediction {
     std::string bubble_formula;
     double bubble_simulated = 0;  // this stage's bubble when the schedule runs on an idealised machine
 
-    int64_t memory_total() const;
+    int64_t memory_total() const;          // sum of the modelled categories' peaks (not the peak of their sum)
+    int64_t memory_formula_total() const;  // sum of the textbook's categories
 };
 
 Prediction predict(const PredictInput& in);

@@ -46,6 +46,14 @@ double per_step(const RankReport& r, double total) {
     return steps > 0 ? total / double(steps) : 0.0;
 }
 
+// The measured peaks of the categories the prediction models, summed: like for like with Prediction::memory_total.
+int64_t modelled_sum_peak(const RankReport& r) {
+    int64_t sum = 0;
+    for (int k = 0; k < kMemCategoryCount; ++k)
+        if (r.predicted.memory[size_t(k)]) sum += r.memory.peak[size_t(k)];
+    return sum;
+}
+
 std::string rank_status(const RankTrace& rt) {
     if (rt.lost) return "lost: " + rt.lost_reason;
     if (!rt.ended) return "incomplete: no end of stream (still running, or stopped without finishing)";
@@ -80,11 +88,13 @@ Report build_report(const TraceStore& store) {
         rr.steps = std::move(all_steps[index++]);
         rr.steady = sum_steps(steady_steps(rr.steps));
         rr.memory = analyze_memory(rt);
+        rr.process = analyze_process_memory(process_memory_timeline(store, rt));
         PredictInput in = rep.predict_input;
         in.stage = coord(rr.coords, "pp");
         in.tp = std::max(1, in.tp);
         rr.predicted = predict(in);
         rr.peak_gflops = rt.metadata.value("device_peak_gflops", 0.0);
+        rr.peak_source = rt.metadata.value("device_peak_source", std::string("unknown"));
         rr.dropped_events = rt.dropped_events;
         rr.device_reserved_peak = device_reserved_peak(store, rt);
         for (const auto& s : steady_steps(rr.steps)) step_walls[s.step].push_back(s.wall_s);
@@ -183,7 +193,11 @@ Report build_report(const TraceStore& store) {
         t.tokens_per_s = double(whole.tokens_per_step) / t.step_s;
         t.achieved_flops_per_s = t.tokens_per_s * t.model_flops_per_token;
     }
-    for (const auto& rr : rep.ranks) t.peak_flops_per_s += rr.peak_gflops * 1e9;
+    for (const auto& rr : rep.ranks) {
+        t.peak_flops_per_s += rr.peak_gflops * 1e9;
+        if (std::find(t.peak_sources.begin(), t.peak_sources.end(), rr.peak_source) == t.peak_sources.end())
+            t.peak_sources.push_back(rr.peak_source);
+    }
     t.mfu = t.peak_flops_per_s > 0 ? t.achieved_flops_per_s / t.peak_flops_per_s : 0;
     return rep;
 }
@@ -205,10 +219,13 @@ std::string format_report(const Report& rep) {
     const auto& t = rep.throughput;
     s += fmt::format("\nThroughput (measured over {} steady step(s)): {:.0f} tokens/s, {:.1f} ms/step\n", t.steps_measured,
                      t.tokens_per_s, t.step_s * 1e3);
-    s += fmt::format("  model FLOPs/token (predicted, 6N + 12*L*h*s{}): {:.1f} M; achieved {:.1f} GFLOP/s of a measured "
-                     "peak of {:.1f} GFLOP/s: MFU {:.1f}% (derived)\n",
-                     rep.predict_input.moe_experts > 0 ? ", N active" : "", t.model_flops_per_token / 1e6, t.achieved_flops_per_s / 1e9, t.peak_flops_per_s / 1e9,
-                     100 * t.mfu);
+    std::string sources;
+    for (const std::string& src : t.peak_sources) sources += (sources.empty() ? "" : "; ") + src;
+    s += fmt::format("  model FLOPs/token (formula, 6N + 12*L*h*s{}): {:.1f} M; achieved {:.1f} GFLOP/s (derived) of a "
+                     "peak of {:.1f} GFLOP/s summed over the ranks: MFU {:.1f}% (derived)\n  peak: {}\n",
+                     rep.predict_input.moe_experts > 0 ? ", N active" : "", t.model_flops_per_token / 1e6,
+                     t.achieved_flops_per_s / 1e9, t.peak_flops_per_s / 1e9, 100 * t.mfu,
+                     sources.empty() ? std::string("unknown") : sources);
     if (rep.predict_input.pp > 1)
         s += fmt::format("Pipeline bubble ({} schedule, pp {}, {} micro-batches): {:.3f} measured on the busiest stage "
                          "(rank {}), {:.3f} by the formula, {:.3f} simulated\n",
@@ -290,20 +307,46 @@ std::string format_report(const Report& rep) {
         s += "  tensor-parallel collectives block the compute thread: nothing overlaps them, all of their time is on "
              "the critical path\n";
     for (const auto& r : rep.ranks) {
-        s += fmt::format("\nMemory of {} (peak measured / predicted; phase at the peak; step 1 / steady):\n", r.label);
+        s += fmt::format("\nMemory of {} (peak measured / predicted / formula; phase at the peak; step 1 / steady):\n",
+                         r.label);
+        auto or_dash = [](const std::optional<int64_t>& v) { return v ? format_bytes(*v) : std::string("-"); };
         for (int k = 0; k < kMemCategoryCount; ++k) {
             const auto& pred = r.predicted.memory[size_t(k)];
             if (r.memory.peak[size_t(k)] == 0 && (!pred || *pred == 0)) continue;
-            s += fmt::format("  {:<16} {:>12} / {:<12} {:<10} {:>12} / {}\n", kMemCategoryNames[k],
-                             format_bytes(r.memory.peak[size_t(k)]), pred ? format_bytes(*pred) : std::string("-"),
+            s += fmt::format("  {:<16} {:>12} / {:<12} / {:<12} {:<10} {:>12} / {}\n", kMemCategoryNames[k],
+                             format_bytes(r.memory.peak[size_t(k)]), or_dash(pred),
+                             or_dash(r.predicted.memory_formula[size_t(k)]),
                              kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])],
                              format_bytes(r.memory.step1_peak[size_t(k)]),
                              r.memory.has_steady ? format_bytes(r.memory.steady_peak[size_t(k)]) : std::string("-"));
         }
-        s += fmt::format("  {:<16} {:>12} / {:<12} {}\n", "total (peak)", format_bytes(r.memory.total_peak),
-                         format_bytes(r.predicted.memory_total()), kPhaseNames[size_t(r.memory.total_peak_phase)]);
+        s += fmt::format("  {:<16} {:>12} / {:<12} / {:<12} sum of the peaks of the categories the prediction "
+                         "models (the formula's: model states and activations)\n",
+                         "sum of peaks", format_bytes(modelled_sum_peak(r)), format_bytes(r.predicted.memory_total()),
+                         format_bytes(r.predicted.memory_formula_total()));
+        s += fmt::format("  {:<16} {:>12}   measured, every category, at {} (peaks of different categories need not "
+                         "coincide)\n",
+                         "peak of the sum", format_bytes(r.memory.total_peak),
+                         kPhaseNames[size_t(r.memory.total_peak_phase)]);
         if (rep.predict_input.moe_experts > 0 && (rep.predict_input.ep > 1 || rep.predict_input.moe_capacity_factor > 0))
             s += "  (predicted expert rows as if routing were uniform: the measured ones follow the router)\n";
+        if (r.process.sampled) {
+            s += fmt::format("  {:<16} {:>12}   peak, measured: {}\n", r.process.device ? "device in use" : "process (RSS)",
+                             format_bytes(r.process.held_peak),
+                             r.process.device ? "the device's memory in use as the driver reports it (all processes)"
+                                              : "the resident set");
+            s += fmt::format("  {:<16} {:>12}   peak, measured: freed blocks the tracked allocator keeps for reuse\n",
+                             "allocator cache", format_bytes(r.process.cached_peak));
+            s += fmt::format("  {:<16} {:>12}   peak of (that - the allocator's live and cached bytes) at one moment, "
+                             "measured: runtime, libraries, communication buffers, fragmentation{}\n",
+                             "not tracked", format_bytes(r.process.untracked_peak),
+                             r.process.untracked_in_heap >= 0
+                                 ? fmt::format("; then {} malloc'd by others (MPI, BLAS, runtime) and {} outside malloc "
+                                               "(code, stacks, shared memory, freed pages kept)",
+                                               format_bytes(r.process.untracked_in_heap),
+                                               format_bytes(r.process.untracked_outside_heap))
+                                 : std::string());
+        }
         if (r.device_reserved_peak >= 0)
             s += fmt::format("  {:<16} {:>12}   peak measured by CUPTI: what cudaMalloc holds (caching allocator, "
                              "cuBLAS, NCCL)\n",
@@ -321,13 +364,15 @@ std::string format_report(const Report& rep) {
 nlohmann::json report_json(const Report& rep) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const auto& r : rep.ranks) {
-        nlohmann::json peak = nlohmann::json::object(), pred = nlohmann::json::object(),
+        nlohmann::json peak = nlohmann::json::object(), pred = nlohmann::json::object(), formula = nlohmann::json::object(),
                        phase = nlohmann::json::object(), step1 = nlohmann::json::object(),
                        steady = nlohmann::json::object();
         for (int k = 0; k < kMemCategoryCount; ++k) {
             const std::string name(kMemCategoryNames[k]);
             peak[name] = r.memory.peak[size_t(k)];
             pred[name] = r.predicted.memory[size_t(k)] ? nlohmann::json(*r.predicted.memory[size_t(k)]) : nlohmann::json();
+            formula[name] = r.predicted.memory_formula[size_t(k)] ? nlohmann::json(*r.predicted.memory_formula[size_t(k)])
+                                                                   : nlohmann::json();
             phase[name] = std::string(kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])]);
             step1[name] = r.memory.step1_peak[size_t(k)];
             steady[name] = r.memory.has_steady ? nlohmann::json(r.memory.steady_peak[size_t(k)]) : nlohmann::json();
@@ -363,10 +408,20 @@ nlohmann::json report_json(const Report& rep) {
                          {"status", r.status},
                          {"memory_peak_bytes", peak},
                          {"memory_predicted_bytes", pred},
+                         {"memory_formula_bytes", formula},
+                         {"memory_modelled_sum_peak_bytes", modelled_sum_peak(r)},
+                         {"memory_modelled_sum_predicted_bytes", r.predicted.memory_total()},
                          {"memory_peak_phase", phase},
                          {"memory_step1_peak_bytes", step1},
                          {"memory_steady_peak_bytes", steady},
                          {"memory_total_peak_bytes", r.memory.total_peak},
+                         {"memory_process_peak_bytes", r.process.sampled ? nlohmann::json(r.process.held_peak) : nlohmann::json()},
+                         {"memory_process_source", r.process.sampled ? nlohmann::json(r.process.device ? "device in use (driver, all processes)" : "resident set") : nlohmann::json()},
+                         {"memory_untracked_peak_bytes", r.process.sampled ? nlohmann::json(r.process.untracked_peak) : nlohmann::json()},
+                         {"memory_allocator_cache_peak_bytes", r.process.sampled ? nlohmann::json(r.process.cached_peak) : nlohmann::json()},
+                         {"memory_heap_peak_bytes", r.process.heap_peak > 0 ? nlohmann::json(r.process.heap_peak) : nlohmann::json()},
+                         {"memory_untracked_in_heap_bytes", r.process.untracked_in_heap >= 0 ? nlohmann::json(r.process.untracked_in_heap) : nlohmann::json()},
+                         {"memory_untracked_outside_heap_bytes", r.process.untracked_outside_heap >= 0 ? nlohmann::json(r.process.untracked_outside_heap) : nlohmann::json()},
                          {"wall_s", b.wall_s},
                          {"compute_s", b.compute_s},
                          {"comm_s", b.comm_s},
@@ -376,14 +431,15 @@ nlohmann::json report_json(const Report& rep) {
                          {"idle_s", b.idle_s},
                          {"overlap_pct", b.overlap_pct},
                          {"bubble_fraction", b.bubble_fraction},
-                         {"bubble_fraction_theory", r.predicted.bubble_theory},
-                         {"bubble_fraction_simulated", r.predicted.bubble_simulated},
+                         {"bubble_fraction_formula", r.predicted.bubble_theory},
+                         {"bubble_fraction_predicted", r.predicted.bubble_simulated},
                          {"stage_bubble_fraction", b.stage_bubble_fraction},
                          {"micro_batches_in_flight", b.micro_batches_in_flight},
                          {"micro_batches_in_flight_predicted", r.predicted.micro_batches_in_flight},
                          {"activations_peak_bytes", r.memory.peak[size_t(MemCategory::activations)]},
                          {"activations_predicted_bytes", r.predicted.memory[size_t(MemCategory::activations)].value_or(0)},
                          {"device_peak_gflops", r.peak_gflops},
+                         {"device_peak_source", r.peak_source},
                          {"time_source", b.device_truth ? "device" : "engine"},
                          {"device_reserved_peak_bytes",
                           r.device_reserved_peak >= 0 ? nlohmann::json(r.device_reserved_peak) : nlohmann::json()},
@@ -398,15 +454,16 @@ nlohmann::json report_json(const Report& rep) {
              {{"steps_measured", t.steps_measured},
               {"step_s", t.step_s},
               {"tokens_per_s", t.tokens_per_s},
-              {"model_flops_per_token", t.model_flops_per_token},
-              {"achieved_flops_per_s", t.achieved_flops_per_s},
+              {"model_flops_per_token_formula", t.model_flops_per_token},
+              {"achieved_flops_per_s_derived", t.achieved_flops_per_s},
               {"peak_flops_per_s", t.peak_flops_per_s},
-              {"mfu", t.mfu}}},
+              {"peak_source", t.peak_sources},
+              {"mfu_derived", t.mfu}}},
             {"predicted", prediction_json(rep.predict_input, predict(rep.predict_input))},
             {"pipeline",
              {{"bubble_fraction", rep.pipeline.measured},
-              {"bubble_fraction_theory", rep.pipeline.theory},
-              {"bubble_fraction_simulated", rep.pipeline.simulated},
+              {"bubble_fraction_formula", rep.pipeline.theory},
+              {"bubble_fraction_predicted", rep.pipeline.simulated},
               {"busiest_rank", rep.pipeline.busiest_rank}}},
             {"context_parallel",
              {{"attention_max_over_min", rep.context.attention_max_over_min},

@@ -22,8 +22,10 @@ struct RankReport {
     std::vector<StepBreakdown> steps;
     StepBreakdown steady;  // summed over the steady steps
     MemoryPeaks memory;
+    ProcessMemoryPeaks process;  // what the process held beyond the tracked categories
     Prediction predicted;
-    double peak_gflops = 0;  // the rank's measured device peak
+    double peak_gflops = 0;  // the rank's device peak
+    std::string peak_source; // where it came from (measured sgemm, datasheet, estimate)
     uint64_t dropped_events = 0;
     // Device memory reserved through cudaMalloc (the caching allocator, cuBLAS, NCCL), from CUPTI: its peak, or -1
     // when the trace has no device_reserved_bytes counter (a CPU run, or a GPU run without CUPTI).
@@ -35,12 +37,13 @@ struct RankReport {
 
 struct Throughput {
     int steps_measured = 0;      // steady steps used
-    double step_s = 0;           // mean wall time of a steady step (across ranks: the slowest)
-    double tokens_per_s = 0;     // measured
-    double model_flops_per_token = 0;   // predicted: 6N + 12*L*h*s
-    double achieved_flops_per_s = 0;    // tokens_per_s * model_flops_per_token
-    double peak_flops_per_s = 0;        // sum of the ranks' measured peaks
-    double mfu = 0;                     // achieved / peak
+    double step_s = 0;           // measured: mean wall time of a steady step (across ranks: the slowest)
+    double tokens_per_s = 0;     // measured: the steady steps' tokens over their wall time
+    double model_flops_per_token = 0;   // formula: 6N + 12*L*h*s (N active for a mixture of experts)
+    double achieved_flops_per_s = 0;    // derived: tokens_per_s * model_flops_per_token
+    double peak_flops_per_s = 0;        // sum of the ranks' peaks (measured on a CPU, datasheet on a GPU)
+    std::vector<std::string> peak_sources;  // where the peaks came from, one entry per distinct source
+    double mfu = 0;                     // derived: achieved / peak
 };
 
 // The pipeline's bubble as the theory means it: idle time of the pipeline relative to the ideal time, i.e. the

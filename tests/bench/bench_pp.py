@@ -46,9 +46,9 @@ def main():
                 rep = run(a.build, pp, schedule, m, a.steps, layers)
                 p = rep["pipeline"]
                 r0 = rep["ranks"][0]
-                ratio = p["bubble_fraction"] / p["bubble_fraction_theory"] if p["bubble_fraction_theory"] else 0
-                print(f"{pp:>2} {schedule:<12} {m:>3} | {p['bubble_fraction']:>8.3f} {p['bubble_fraction_theory']:>7.3f} "
-                      f"{p['bubble_fraction_simulated']:>9.3f} | {ratio:>11.2f} | "
+                ratio = p["bubble_fraction"] / p["bubble_fraction_formula"] if p["bubble_fraction_formula"] else 0
+                print(f"{pp:>2} {schedule:<12} {m:>3} | {p['bubble_fraction']:>8.3f} {p['bubble_fraction_formula']:>7.3f} "
+                      f"{p['bubble_fraction_predicted']:>9.3f} | {ratio:>11.2f} | "
                       f"{r0['micro_batches_in_flight']:>8} (pred {r0['micro_batches_in_flight_predicted']:>2}) | "
                       f"{rep['throughput']['tokens_per_s']:>8.0f}", flush=True)
 

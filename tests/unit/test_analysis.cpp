@@ -216,10 +216,11 @@ TEST_CASE("throughput and MFU from step times, the model's FLOPs per token, and 
     const auto j = report_json(rep);
     for (const char* key : {"rank", "coords", "memory_peak_bytes", "memory_predicted_bytes", "compute_s",
                             "comm_overlapped_s", "comm_exposed_s", "idle_s", "overlap_pct", "bubble_fraction",
-                            "bubble_fraction_theory"})
+                            "bubble_fraction_formula", "bubble_fraction_predicted", "device_peak_source"})
         CHECK(j["ranks"][0].contains(key));
     CHECK(j["throughput"].contains("tokens_per_s"));
-    CHECK(j["throughput"].contains("mfu"));
+    for (const char* key : {"mfu_derived", "model_flops_per_token_formula", "achieved_flops_per_s_derived", "peak_source"})
+        CHECK(j["throughput"].contains(key));
 }
 
 TEST_CASE("predicted activations equal the engine's own per-layer table", "[cpu][analysis][memory]") {

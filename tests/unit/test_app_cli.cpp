@@ -154,7 +154,7 @@ TEST_CASE("ultrascope run starts as many ranks as the layout needs, a pipeline r
     REQUIRE(rep.exit_code == 0);
     const auto j = nlohmann::json::parse(rep.output);
     CHECK(j["ranks"].size() == 2);
-    CHECK(j["pipeline"]["bubble_fraction_theory"].get<double>() == Approx(0.25));
+    CHECK(j["pipeline"]["bubble_fraction_formula"].get<double>() == Approx(0.25));
     CHECK(j["pipeline"]["bubble_fraction"].get<double>() > 0.0);
     // the loss comes from the last stage and is the same on every rank's counters
     CHECK(j["ranks"][0]["micro_batches_in_flight"].get<int>() == j["ranks"][0]["micro_batches_in_flight_predicted"].get<int>());

@@ -1,11 +1,17 @@
 // Memory anatomy: bytes per category against docs/formulas.md (params, grads, master weights, optimizer state, in fp32
 // and bf16), activation bytes against the engine's own per-layer breakdown (docs/memory.md), and what each
 // recomputation mode saves. Allocation is lazy where PyTorch is: grads at the first backward, moments at the
-// first optimizer step.
+// first optimizer step. What the process holds beyond the tracked categories shows in the not-tracked band.
+#include <cstring>
+
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/memory_sample.h"
 #include "engine/model/gpt.h"
 #include "engine/parallel/replicated_state.h"
 #include "engine/train/trainer.h"
+#include "profiler/analysis/memory_analysis.h"
+#include "profiler/record/recorder.h"
+#include "prof_test_util.h"
 #include "test_util.h"
 
 using namespace us;
@@ -145,4 +151,43 @@ TEST_CASE("each recomputation mode lowers the activation peak by the documented 
     CHECK(peak[2] == base + layers * e * N * C +
                          std::max(block_working_bytes(sh, Recompute::full), head_saved_bytes(sh)));
     CHECK(peak[2] < peak[1]);
+}
+
+TEST_CASE("memory no category tracks shows in the not-tracked band by its size", "[cpu][memory][profiler]") {
+    auto data = std::make_shared<MemorySink::Data>();
+    std::vector<std::unique_ptr<prof::EventSink>> sinks;
+    sinks.push_back(std::make_unique<MemorySink>(data));
+    prof::start_recording(std::move(sinks), R"({"rank": 0})", {.flush_ms = 5});
+    CpuBackend be(1);
+    Allocation params = be.allocator().allocate(16 << 20, MemCategory::params, "test params");
+    std::memset(params.data(), 1, 16 << 20);
+    record_memory_sample(be);
+    const size_t block_bytes = size_t(64) << 20;
+    std::vector<char> block(block_bytes);  // malloc'd behind the tracked allocator's back, every page touched
+    for (size_t i = 0; i < block.size(); i += 4096) block[i] = char(i);
+    record_memory_sample(be);
+    prof::stop_recording(true);
+    // the recorded counters, through the trace store as a report reads them
+    prof::TraceStore store;
+    for (const prof::EventBatch& b : data->batches) {
+        prof::Chunk c;
+        c.kind = prof::ChunkKind::events;
+        c.strings = b.strings;
+        c.events = b.events;
+        store.add_chunk(c);
+    }
+    store.finalize();
+    const auto samples = prof::process_memory_timeline(store, *store.rank(0));
+    REQUIRE(samples.size() == 2);
+    CHECK(samples[0].tracked == 16 << 20);
+    CHECK(samples[1].tracked == samples[0].tracked);
+    REQUIRE(samples[0].resident > 0);
+    const double grew = double(samples[1].untracked() - samples[0].untracked());
+    INFO("not tracked grew by " << grew / (1 << 20) << " MiB for a block of 64 MiB");
+    CHECK(std::abs(grew - double(block_bytes)) < 2.0 * (1 << 20));  // a page-size tolerance, with room for other threads
+    CHECK(samples[1].heap - samples[0].heap >= int64_t(block_bytes));
+    const prof::ProcessMemoryPeaks peaks = prof::analyze_process_memory(samples);
+    CHECK(peaks.untracked_peak == samples[1].untracked());
+    CHECK(peaks.untracked_in_heap >= int64_t(block_bytes));
+    CHECK(block[4096] == char(4096));
 }

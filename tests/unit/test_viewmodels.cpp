@@ -6,6 +6,7 @@
 #include "app/gui/model/overlap_model.h"
 #include "app/gui/model/timeline_model.h"
 #include "app/gui/model/training_model.h"
+#include "profiler/analysis/predict.h"
 #include "prof_test_util.h"
 #include "test_util.h"
 
@@ -201,4 +202,58 @@ TEST_CASE("experts: routing counters become per-step loads, steady shares, imbal
     CHECK(m.layers[0].at(0, 1) == Approx(2.0f));
     CHECK(m.layers[1].max_load == Approx(4.0f));
     CHECK(m.ranks.empty());  // no ep: no per-rank expert times
+}
+
+TEST_CASE("training curves: the slowest rank's step time, the report's throughput, MFU over the peaks", "[cpu][viewmodel]") {
+    // two data-parallel ranks; rank 1 is slower at step 1, rank 0 at step 2
+    const double ms[2][2] = {{100, 110}, {120, 90}};
+    TraceStore store;
+    for (int rank = 0; rank < 2; ++rank) {
+        SyntheticRank r(rank, 2);
+        for (int step = 1; step <= 2; ++step) {
+            r.counter(step * 200.0, "step_ms", ms[rank][step - 1], step);
+            r.counter(step * 200.0, "loss", 5.0 - step, step);
+            r.counter(step * 200.0, "tokens_per_s", 1.0, step);  // a rank's own figure: not what the curve shows
+        }
+        for (const auto& c : r.chunks(metadata(rank, 2, rank, 0, 1, 1, /*peak GFLOP/s*/ 100))) store.add_chunk(c);
+    }
+    store.finalize();
+    const std::vector<TrainingPoint> pts = build_training_series(store);
+    REQUIRE(pts.size() == 2);
+    const double tokens = 2 * 4 * 32;  // dp x batch x seq
+    const prof::Prediction p = prof::predict(prof::PredictInput::from_config(store.run_metadata()["config"]));
+    for (int i = 0; i < 2; ++i) {
+        const double slowest = std::max(ms[0][i], ms[1][i]);
+        CHECK(pts[size_t(i)].step == i + 1);
+        CHECK(pts[size_t(i)].loss == Approx(4.0 - i));
+        CHECK(pts[size_t(i)].step_ms == Approx(slowest));
+        CHECK(pts[size_t(i)].tokens_per_s == Approx(tokens / (slowest / 1e3)));
+        CHECK(pts[size_t(i)].mfu == Approx(tokens / (slowest / 1e3) * p.flops_per_token / 200e9));
+    }
+}
+
+TEST_CASE("run summaries take the largest rank's memory and the report's throughput", "[cpu][viewmodel]") {
+    TraceStore store;
+    for (int rank = 0; rank < 2; ++rank) {
+        SyntheticRank r(rank, 2);
+        r.step(0, 200, 1);
+        r.step(200, 300 + 20 * rank, 2);
+        r.op(210, 250, 2);
+        r.comm(240, 260, 2);  // half of it under the op
+        r.memory(205, MemCategory::activations, 1000 * (rank + 1), 1000 * (rank + 1), prof::Phase::forward, 2);
+        for (const auto& c : r.chunks(metadata(rank, 2, rank, 0, 1, 1, 100))) store.add_chunk(c);
+    }
+    store.finalize();
+    const Report rep = build_report(store);
+    const RunSummary s = summarize_run(rep, "run 1", "t.ustrace", 3.5);
+    CHECK(s.label == "run 1");
+    CHECK(s.status == "ok");
+    CHECK(s.peak_total == 2000);  // rank 1's
+    CHECK(s.peak_bytes[size_t(MemCategory::activations)] == 2000);
+    CHECK(s.step_ms == Approx(rep.throughput.step_s * 1e3));
+    CHECK(s.step_ms == Approx(120.0));  // the slowest rank's steady step
+    CHECK(s.tokens_per_s == Approx(rep.throughput.tokens_per_s));
+    CHECK(s.mfu == Approx(rep.throughput.mfu));
+    CHECK(s.overlap_pct == Approx(50.0));
+    CHECK(s.final_loss == 3.5);
 }

@@ -40,6 +40,26 @@ std::vector<MemoryColumn> build_memory_columns(const std::vector<prof::MemorySam
     return cols;
 }
 
+void fill_process_columns(std::vector<MemoryColumn>& cols, const std::vector<prof::ProcessSample>& tl, int64_t t0,
+                          int64_t t1) {
+    const int width = int(cols.size());
+    if (tl.empty() || width == 0 || t1 <= t0) return;
+    const double ns_per_px = double(t1 - t0) / width;
+    size_t i = size_t(std::lower_bound(tl.begin(), tl.end(), t0, [](auto& s, int64_t t) { return s.t < t; }) - tl.begin());
+    const prof::ProcessSample* current = i > 0 ? &tl[i - 1] : nullptr;
+    for (int x = 0; x < width; ++x) {
+        const int64_t end = t0 + int64_t(ns_per_px * (x + 1));
+        const prof::ProcessSample* best = current;
+        for (; i < tl.size() && tl[i].t < end; ++i) {
+            if (!best || tl[i].untracked() > best->untracked()) best = &tl[i];
+            current = &tl[i];
+        }
+        if (!best || best->held() < 0) continue;
+        cols[size_t(x)].held = best->held();
+        cols[size_t(x)].cached = best->cached();
+    }
+}
+
 // Phases are the outermost spans of the compute lane: its first row, searched by binary search.
 std::vector<PhaseBand> phase_bands(const prof::RankTrace& rank, int64_t t0, int64_t t1) {
     std::vector<PhaseBand> out;

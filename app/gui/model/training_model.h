@@ -1,5 +1,7 @@
-// The training curves, per step: loss, tokens/s, step time and MFU, from the ranks' counters (the loss comes
-// from the ranks that compute it: the last pipeline stage) and the run's metadata.
+// The training curves, per step: loss (measured), step time (measured: the slowest rank's), tokens/s (the step's
+// global tokens over that time, the report's definition) and MFU (derived: tokens/s x the formula's FLOPs per
+// token / the ranks' peaks, whose source each rank's metadata names), from the ranks' counters and the run's
+// metadata.
 #pragma once
 
 #include <vector>

@@ -1,4 +1,5 @@
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/device_peak.h"
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -45,16 +46,6 @@ int local_rank() {
     for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"})
         if (const char* v = std::getenv(var)) return std::atoi(v);
     return 0;
-}
-
-// Dense peak per SM per clock (FLOPs, an FMA counts two) by architecture, for GPUs the table below misses.
-double flops_per_sm_clock(int major, int minor, bool bf16) {
-    // fp32: FMA lanes per SM x 2. 64 lanes on A100 (8.0) and before Ampere; 128 on consumer Ampere/Ada and Hopper.
-    if (!bf16) return major < 8 || (major == 8 && minor == 0) ? 128.0 : 256.0;
-    if (major >= 9) return 4096.0;   // Hopper and later: 1024 bf16 FMA per SM per clock, dense
-    if (major == 8 && minor == 0) return 2048.0;  // A100
-    if (major == 8) return 1024.0;   // Ampere/Ada consumer parts with fp32 accumulation
-    return 512.0;
 }
 
 }  // namespace
@@ -137,22 +128,20 @@ std::string CudaBackend::device_description() const {
     return fmt::format("cuda:{} ({}, sm_{}{}, {} SMs)", m_device, m_device_name, m_cc_major, m_cc_minor, m_sm_count);
 }
 
-double CudaBackend::datasheet_peak_gflops(bool bf16) const {
-    // Dense peaks from NVIDIA's datasheets (bf16 tensor cores with fp32 accumulation; fp32 on CUDA cores).
-    struct Entry {
-        const char* name_part;
-        double bf16_tflops, fp32_tflops;
-    };
-    static const Entry table[] = {
-        {"H200", 989.4, 66.9},      {"GH200", 989.4, 66.9}, {"H100 PCIe", 756.0, 51.2}, {"H100 NVL", 835.0, 60.0},
-        {"H100", 989.4, 66.9},      {"A100", 312.0, 19.5},  {"L40S", 362.1, 91.6},      {"L4", 121.0, 30.3},
-        {"A10", 125.0, 31.2},       {"RTX 4090", 165.2, 82.6}, {"B200", 2250.0, 80.0},
-    };
-    for (const Entry& e : table)
-        if (m_device_name.find(e.name_part) != std::string::npos) return (bf16 ? e.bf16_tflops : e.fp32_tflops) * 1e3;
+int64_t CudaBackend::device_used_bytes() const {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return int64_t(total - free);
+}
+
+DevicePeak CudaBackend::peak_flops(bool bf16) const {
+    if (auto p = datasheet_peak(m_device_name, bf16)) return *p;
     int clock_khz = 0;
-    if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, m_device) != cudaSuccess) return 0.0;
-    return double(m_sm_count) * double(clock_khz) * 1e3 * flops_per_sm_clock(m_cc_major, m_cc_minor, bf16) / 1e9;
+    if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, m_device) != cudaSuccess) return {};
+    return estimated_gpu_peak(m_sm_count, clock_khz, m_cc_major, m_cc_minor, bf16);
 }
 
 void* CudaBackend::scratch(size_t bytes) {

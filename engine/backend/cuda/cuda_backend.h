@@ -26,7 +26,8 @@ public:
     std::string_view name() const override { return "cuda"; }
     std::string device_description() const override;
     bool is_async() const override { return true; }
-    double datasheet_peak_gflops(bool bf16) const override;
+    DevicePeak peak_flops(bool bf16) const override;
+    int64_t device_used_bytes() const override;
 
     int device() const { return m_device; }
     cudaStream_t compute_stream() const { return m_compute; }
