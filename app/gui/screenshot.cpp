@@ -10,7 +10,7 @@
 namespace us::gui {
 
 bool save_screenshot(const std::string& path, int width, int height, const std::map<std::string, ViewRegion>& regions,
-                     std::string& why) {
+                     const std::string& error_shown, std::string& why) {
     std::vector<unsigned char> pixels(size_t(width) * size_t(height) * 3);
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
     glReadBuffer(GL_BACK);
@@ -24,6 +24,7 @@ bool save_screenshot(const std::string& path, int width, int height, const std::
     std::rename(tmp.c_str(), path.c_str());
     nlohmann::json j = {{"width", width}, {"height", height}, {"regions", nlohmann::json::object()}};
     for (const auto& [name, r] : regions) j["regions"][name] = {r.x, r.y, r.w, r.h};
+    j["error"] = error_shown;  // the message the window showed (its box is region "error"), "" without one
     std::ofstream(path + ".json") << j.dump(2) << "\n";
     return true;
 }

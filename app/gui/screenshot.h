@@ -10,6 +10,6 @@
 namespace us::gui {
 
 bool save_screenshot(const std::string& path, int width, int height, const std::map<std::string, ViewRegion>& regions,
-                     std::string& why);
+                     const std::string& error_shown, std::string& why);
 
 }  // namespace us::gui

@@ -63,6 +63,8 @@ void draw_status(AppState& app) {
     if (!app.error.empty()) {
         ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.35f, 0.08f, 0.08f, 1));
         ImGui::BeginChild("error", ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 4.5f), true);
+        const ImVec2 at = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+        app.regions["error"] = ViewRegion{at.x, at.y, size.x, size.y};
         ImGui::PushTextWrapPos(0);
         ImGui::TextColored(ImVec4(1, 0.8f, 0.75f, 1), "%s", app.error.c_str());
         ImGui::PopTextWrapPos();

@@ -294,7 +294,7 @@ int run_gui(const GuiOptions& options) {
             frames_ready = settled(app) && fitted ? frames_ready + 1 : 0;
             if (screenshot && frames_ready >= 3) {  // fonts uploaded, derived data in, layout settled
                 std::string why;
-                if (!save_screenshot(options.screenshot, fw, fh, app.regions, why)) {
+                if (!save_screenshot(options.screenshot, fw, fh, app.regions, app.error, why)) {
                     std::fprintf(stderr, "ultrascope: %s\n", why.c_str());
                     code = 2;
                 } else {

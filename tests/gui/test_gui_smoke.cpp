@@ -52,6 +52,24 @@ void check_region_drawn(const Image& img, const std::string& name, const nlohman
     CHECK(1.0 - dominant / total >= 0.03);
 }
 
+// The error box: its background is dark red, so red dominates the region's pixels.
+void check_region_red(const Image& img, const nlohmann::json& rect) {
+    const int x0 = int(rect[0].get<float>()) + 2, y0 = int(rect[1].get<float>()) + 2;
+    const int x1 = std::min(img.w, int(rect[0].get<float>() + rect[2].get<float>()) - 2);
+    const int y1 = std::min(img.h, int(rect[1].get<float>() + rect[3].get<float>()) - 2);
+    REQUIRE(x1 > x0);
+    REQUIRE(y1 > y0);
+    double r = 0, g = 0, b = 0;
+    for (int y = y0; y < y1; ++y)
+        for (int x = x0; x < x1; ++x) {
+            const unsigned char* p = &img.rgb[(size_t(y) * size_t(img.w) + size_t(x)) * 3];
+            r += p[0], g += p[1], b += p[2];
+        }
+    INFO("mean colour of the error box: " << r << " " << g << " " << b);
+    CHECK(r > 2 * g);
+    CHECK(r > 2 * b);
+}
+
 std::string data_file() { return sample_data_file("gui-data.txt", 30000); }
 
 std::string ultrascope() { return bin("ultrascope"); }
@@ -116,7 +134,12 @@ TEST_CASE("errors show in the window and end with a non-zero exit, never a hang"
     INFO(bad.output);
     CHECK(bad.exit_code != 0);
     REQUIRE(fs::exists(shot));
-    check_region_drawn(load_png(shot), "launch", nlohmann::json::parse(read_file(shot + ".json"))["regions"]["launch"]);
+    const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
+    check_region_drawn(load_png(shot), "launch", shown["regions"]["launch"]);
+    // the window showed the reason, in its red error box
+    CHECK(shown["error"].get<std::string>().find(corrupt) != std::string::npos);
+    REQUIRE(shown["regions"].contains("error"));
+    check_region_red(load_png(shot), shown["regions"]["error"]);
 
     const ProcessResult no_mpi = run_process("ULTRASCOPE_MPIRUN=/nonexistent/mpirun " + ultrascope() + " --screenshot " +
                                              temp_path("nompi.png") + " --exit-when-done --preset tiny --data " + data_file());
