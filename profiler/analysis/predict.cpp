@@ -272,6 +272,56 @@ std::vector<PredictedCollective> ep_collectives(const PredictInput& in, int64_t 
     return out;
 }
 
+// ZeRO-3's parameter all-gathers (the engine's walk: engine/parallel/zero_state.cpp over engine/model/gpt.cpp's
+// acquires and releases). Buckets follow plan_buckets' rule: units grouped from the last one backward until a bucket
+// holds bucket_mb of parameters. Acquiring a unit gathers its bucket unless it is already held, and a block also
+// prefetches the pass's next bucket; a bucket is freed when its last user releases it, so a bucket holding several
+// units is gathered again for each use that finds it freed.
+struct UnitUse {
+    int unit;
+    bool acquire, forward;
+};
+int64_t zero3_gathered_elements(const std::vector<int64_t>& numel, const std::vector<bool>& is_block, double bucket_mb,
+                                int64_t e, const std::vector<UnitUse>& uses) {
+    const int units = int(numel.size());
+    if (units == 0) return 0;
+    const int64_t target = int64_t(bucket_mb * 1024 * 1024 / double(e));
+    std::vector<int> bucket_of(size_t(units), 0);
+    std::vector<int64_t> bucket_numel;
+    for (int u = units - 1; u >= 0;) {  // from the last unit backward; numbered forward afterwards
+        int64_t n = numel[size_t(u)];
+        bucket_of[size_t(u--)] = int(bucket_numel.size());
+        while (u >= 0 && n < target) {
+            n += numel[size_t(u)];
+            bucket_of[size_t(u--)] = int(bucket_numel.size());
+        }
+        bucket_numel.push_back(n);
+    }
+    const int buckets = int(bucket_numel.size());
+    for (int& b : bucket_of) b = buckets - 1 - b;
+    std::reverse(bucket_numel.begin(), bucket_numel.end());
+    std::vector<bool> held(size_t(buckets), false);
+    std::vector<int> users(size_t(buckets), 0);
+    int64_t gathered = 0;
+    auto gather = [&](int b) {
+        if (held[size_t(b)]) return;
+        held[size_t(b)] = true;
+        gathered += bucket_numel[size_t(b)];
+    };
+    for (const UnitUse& use : uses) {
+        const int b = bucket_of[size_t(use.unit)];
+        if (use.acquire) {
+            gather(b);
+            ++users[size_t(b)];
+            const int next = use.forward ? b + 1 : b - 1;
+            if (is_block[size_t(use.unit)] && next >= 0 && next < buckets) gather(next);
+        } else if (--users[size_t(b)] == 0) {
+            held[size_t(b)] = false;
+        }
+    }
+    return gathered;
+}
+
 }  // namespace
 
 PredictInput PredictInput::from_config(const nlohmann::json& c) {
@@ -420,10 +470,61 @@ Prediction predict(const PredictInput& in) {
     const double ring = dp > 1 ? double(dp - 1) / double(dp) : 0.0;
     const double grad_bytes_per_param = double(e) + (in.bf16 && in.fp32_grad_accum ? 2.0 : 0.0);
     const double m = double(in.grad_accum);
-    const double dp_collectives = in.zero <= 1 ? 2.0 : in.zero == 2 ? m + 1.0 : 3.0 * m;
+    const double dp_collectives = in.zero <= 1 ? 2.0 : in.zero == 2 ? m + 1.0 : m;  // ZeRO-3: its reduce-scatters
     p.comm_bytes[1] = int64_t(dp_collectives * grad_bytes_per_param * double(n) * ring);
+    if (in.zero >= 3 && in.pp == 1) {
+        // plus the parameter gathers of every micro-batch's forward and backward (ZeRO-3 runs without pipelines).
+        // Units of the rank's layout: embedding, blocks, final norm; an MoE block's experts are a state of their
+        // own (their gathers go to edp below).
+        std::vector<int64_t> numel{h * r.Vr};
+        std::vector<bool> is_block{false};
+        std::vector<int64_t> expert_numel;
+        for (int64_t l = 0; l < L; ++l) {
+            const bool moe = is_moe_layer(in, l);
+            numel.push_back(moe ? 4 * h * h / tp + 3 * h / tp + 5 * h + h * in.moe_experts
+                                : 12 * h * h / tp + 7 * h / tp + 6 * h);
+            is_block.push_back(true);
+            if (moe) expert_numel.push_back((in.moe_experts / r.ep) * (8 * h * h / tp + 4 * h / tp + h));
+        }
+        numel.push_back(2 * h);
+        is_block.push_back(false);
+        const int emb = 0, fin = int(L) + 1;
+        const bool full = in.recompute == "full";
+        std::vector<UnitUse> uses = {{emb, true, true}, {emb, false, true}};
+        std::vector<UnitUse> expert_uses;
+        for (int l = 0, x = 0; l < int(L); ++l) {
+            uses.push_back({l + 1, true, true});
+            uses.push_back({l + 1, false, true});
+            if (is_moe_layer(in, l)) expert_uses.insert(expert_uses.end(), {{x, true, true}, {x++, false, true}});
+        }
+        uses.insert(uses.end(), {{fin, true, true}, {emb, true, true}, {emb, false, true}, {fin, false, true},
+                                 {fin, true, false}, {emb, true, false}, {emb, false, false}, {fin, false, false}});
+        for (int l = int(L) - 1, x = int(expert_numel.size()) - 1; l >= 0; --l) {
+            uses.push_back({l + 1, true, false});
+            uses.push_back({l + 1, false, false});
+            if (is_moe_layer(in, l)) {
+                const int times = full ? 2 : 1;  // full recomputation runs the block's forward again first
+                for (int t = 0; t < times; ++t) expert_uses.insert(expert_uses.end(), {{x, true, false}, {x, false, false}});
+                --x;
+            }
+        }
+        // The micro-batches of a step one after another: a bucket prefetched at the end of one backward and never
+        // released is still held when the next forward needs it.
+        auto repeated = [&](const std::vector<UnitUse>& one) {
+            std::vector<UnitUse> all;
+            for (int64_t k = 0; k < in.grad_accum; ++k) all.insert(all.end(), one.begin(), one.end());
+            return all;
+        };
+        const double gathered =
+            double(zero3_gathered_elements(numel, is_block, in.bucket_mb, e, repeated(uses))) * double(e);
+        p.comm_bytes[1] += int64_t(gathered * ring);
+        const std::vector<bool> no_blocks(expert_numel.size(), false);
+        const double expert_gathered =
+            double(zero3_gathered_elements(expert_numel, no_blocks, in.bucket_mb, e, repeated(expert_uses))) * double(e);
+        p.comm_bytes[7] += int64_t(expert_gathered * (edp > 1 ? double(edp - 1) / double(edp) : 0.0));
+    }
     const double expert_ring = edp > 1 ? double(edp - 1) / double(edp) : 0.0;  // edp: the experts' copies
-    p.comm_bytes[7] = int64_t(dp_collectives * grad_bytes_per_param * double(nx) * expert_ring);
+    p.comm_bytes[7] += int64_t(dp_collectives * grad_bytes_per_param * double(nx) * expert_ring);
     // (The loss and the MoE routing statistics are summed after the step's span, outside these figures.)
     // pp: one (R, h) activation per micro-batch per boundary each way; interleaving multiplies the boundaries.
     const int64_t boundaries = (first ? 0 : 1) + (last ? 0 : 1);

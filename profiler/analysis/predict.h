@@ -79,9 +79,8 @@ struct Prediction {
     int64_t tokens_per_step = 0;
     // Communication per rank per step: bytes the rank sends, by process group (kGroupNames order), for ring
     // algorithms (an all-reduce of K bytes sends 2K(n-1)/n, an all-gather or reduce-scatter of a whole of K bytes
-    // K(n-1)/n; pipeline sends what they carry). tp and pp are the engine's exact walk (every collective it
-    // issues); dp follows the ZeRO formulas over the gradient bytes (ZeRO-3's prefetch and the tied embedding's
-    // second gather are not modelled), world is the gradient norm's scalar.
+    // K(n-1)/n; pipeline sends what they carry). Each is the engine's exact walk (every collective it issues, ZeRO-3's
+    // gathers bucket by bucket); ep's all-to-alls assume uniform routing; world is the gradient norm's scalar.
     std::array<int64_t, kGroupCount> comm_bytes{};
     int64_t dp_comm_bytes = 0;   // comm_bytes of dp
     int64_t pp_comm_bytes = 0;   // comm_bytes of pp

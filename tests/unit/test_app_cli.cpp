@@ -160,6 +160,27 @@ TEST_CASE("ultrascope run starts as many ranks as the layout needs, a pipeline r
     CHECK(j["ranks"][0]["micro_batches_in_flight"].get<int>() == j["ranks"][0]["micro_batches_in_flight_predicted"].get<int>());
 }
 
+TEST_CASE("ultrascope run with ZeRO-3: the parameter gathers and reduce-scatters sent are the predicted walk's",
+          "[cpu][app][zero]") {
+    // several buckets (every unit its own with 0.05 MiB; all in one with 1 MiB), and two micro-batches, where a
+    // bucket prefetched at the end of one backward serves the next forward
+    for (const char* bucket : {"0.05", "1"}) {
+        const std::string trace = temp_path("zero3.ustrace");
+        fs::remove(trace);
+        const ProcessResult r = run_process(ultrascope() + " run --dp 2 --zero 3 --grad-accum 2 --bucket-mb " + bucket +
+                                            " --preset tiny --steps 3 --trace " + trace + " --data " + data_file());
+        INFO("bucket " << bucket << " MiB\n" << r.output);
+        REQUIRE(r.exit_code == 0);
+        const ProcessResult rep = run_process(ultrascope() + " report " + trace + " --json");
+        REQUIRE(rep.exit_code == 0);
+        const auto j = nlohmann::json::parse(rep.output);
+        for (const auto& rank : j["ranks"]) {
+            CHECK(rank["comm_bytes"]["dp"].get<double>() > 0);
+            CHECK(rank["comm_bytes"]["dp"].get<double>() == Approx(rank["comm_bytes_predicted"]["dp"].get<double>()));
+        }
+    }
+}
+
 TEST_CASE("bad tensor-parallel layouts are refused before launch, with what to change", "[cpu][app][errors][tp]") {
     struct Case {
         std::string flags, message;
