@@ -11,14 +11,13 @@
 
 #include "app/cli/commands.h"
 #include "app/launch/live_run.h"
+#include "app/launch/process_guard.h"
 #include "engine/train/cli.h"
 #include "profiler/analysis/report.h"
 
 namespace us::app {
 
 namespace {
-
-volatile std::sig_atomic_t g_interrupted = 0;
 
 // The latest value of a counter on the lowest rank that reports it.
 bool latest_counter(const prof::TraceStore& store, const std::string& name, double& value, int& step) {
@@ -79,20 +78,21 @@ int run_command(int argc, char** argv) {
         total_steps = cfg.steps;
     }
     options.launch.train_args = train_args;
+    install_stop_signals();  // before the launch: the run's process group is covered from its first moment
     LiveRun run(options);
-    std::signal(SIGINT, [](int) { g_interrupted = 1; });
     const bool tty = isatty(fileno(stderr));
     std::fprintf(stderr, "ultrascope run: %d rank(s), %d thread(s) each; trace -> %s\n", options.launch.ranks,
                  std::max(1, int(std::thread::hardware_concurrency()) / options.launch.ranks), run.trace_path().c_str());
     double last_print = -1;
     int last_step_printed = 0;
+    bool stopping = false;
     while (!run.finished()) {
         run.pump();
         for (const auto& m : run.take_messages()) std::fprintf(stderr, "%s%s\n", tty ? "\r\033[K" : "", m.c_str());
-        if (g_interrupted) {
-            std::fprintf(stderr, "\ninterrupted: stopping the run\n");
+        if (const int sig = stop_signal(); sig != 0 && !stopping) {
+            std::fprintf(stderr, "\n%s: stopping the run\n", strsignal(sig));
             run.stop();
-            g_interrupted = 0;
+            stopping = true;
         }
         double loss = 0, tps = 0;
         int step = 0, s2 = 0;

@@ -8,11 +8,13 @@
 
 #include <cfloat>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "app/gui/gui.h"
+#include "app/launch/process_guard.h"
 #include "app/gui/screenshot.h"
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
@@ -265,6 +267,7 @@ int run_gui(const GuiOptions& options) {
     ImGui_ImplOpenGL3_Init("#version 330 core");
 
     int code = 0;
+    app::install_stop_signals();  // SIGTERM, SIGINT, SIGHUP: stop the launched runs, then close (process_guard.h)
     {
         AppState app(options);
         int frames_ready = 0;
@@ -273,6 +276,11 @@ int run_gui(const GuiOptions& options) {
             // Redraw at up to 30 frames a second while something changes; the GUI must not eat the cores the
             // ranks train on.
             glfwWaitEventsTimeout(1.0 / 30.0);
+            if (const int sig = app::stop_signal(); sig != 0) {
+                std::fprintf(stderr, "ultrascope: %s: stopping the run and closing\n", strsignal(sig));
+                code = 128 + sig;
+                break;
+            }
             app.update();
             if (!fitted && settled(app)) {
                 app.follow = false;
@@ -310,7 +318,7 @@ int run_gui(const GuiOptions& options) {
                 break;
             }
         }
-        if (!screenshot && !options.exit_when_done) code = 0;
+        if (!screenshot && !options.exit_when_done && app::stop_signal() == 0) code = 0;
         app.stop();
     }
     ImGui_ImplOpenGL3_Shutdown();

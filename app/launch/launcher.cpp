@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@ extern char** environ;
 #include <filesystem>
 #include <thread>
 
+#include "app/launch/process_guard.h"
 #include "engine/core/check.h"
 
 namespace us::app {
@@ -77,7 +79,8 @@ void Launcher::start(const LaunchSpec& spec) {
     m_argv = {mpirun, "-n", std::to_string(spec.ranks), "--oversubscribe", "--bind-to", "none"};
     // Shared-memory transport without the cross-memory-attach syscall, which containers often forbid.
     for (const char* a : {"--mca", "btl_vader_single_copy_mechanism", "none"}) m_argv.push_back(a);
-    for (const char* var : {"ULTRASCOPE_TOKEN", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"}) {
+    for (const char* var : {"ULTRASCOPE_TOKEN", "ULTRASCOPE_STOP_WITH_LISTENER", "OMP_NUM_THREADS",
+                            "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"}) {
         m_argv.push_back("-x");
         m_argv.push_back(var);
     }
@@ -100,6 +103,9 @@ void Launcher::start(const LaunchSpec& spec) {
     };
     for (char** e = environ; *e; ++e) env.emplace_back(*e);
     set("ULTRASCOPE_TOKEN", spec.token);
+    // A launched run stops when its listener goes away (ultrascope-train: every rank at the same step); a run
+    // started elsewhere and attached keeps training.
+    set("ULTRASCOPE_STOP_WITH_LISTENER", spec.connect.empty() ? "0" : "1");
     set("OMP_NUM_THREADS", std::to_string(m_threads));
     set("OPENBLAS_NUM_THREADS", std::to_string(m_threads));
     // Ranks that share cores must not spin-wait on each other's cores.
@@ -118,10 +124,14 @@ void Launcher::start(const LaunchSpec& spec) {
 
     int pipe_fds[2];
     US_CHECK_INPUT(::pipe2(pipe_fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
+    const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     US_CHECK_INPUT(pid >= 0, "cannot fork: {}", std::strerror(errno));
     if (pid == 0) {
         ::setpgid(0, 0);  // one group: stop() reaches mpirun and the ranks it forks
+        // If this program dies (even by SIGKILL), mpirun gets SIGTERM and stops its ranks. Kept across execve.
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() != parent) ::_exit(143);  // the parent died before the line above
         ::dup2(pipe_fds[1], STDOUT_FILENO);
         ::dup2(pipe_fds[1], STDERR_FILENO);
         ::execve(argv[0], argv.data(), envp.data());
@@ -130,6 +140,7 @@ void Launcher::start(const LaunchSpec& spec) {
         ::_exit(127);
     }
     ::setpgid(pid, pid);
+    register_child_group(pid);
     ::close(pipe_fds[1]);
     m_output_fd = pipe_fds[0];
     ::fcntl(m_output_fd, F_SETFL, ::fcntl(m_output_fd, F_GETFL) | O_NONBLOCK);
@@ -141,13 +152,16 @@ std::optional<int> Launcher::poll() {
     if (m_exit || m_pid <= 0) return m_exit;
     int status = 0;
     const pid_t r = ::waitpid(m_pid, &status, WNOHANG);
-    if (r == m_pid) m_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r == m_pid) {
+        m_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        unregister_child_group(m_pid);  // the group may be reused by another process from now on
+    }
     return m_exit;
 }
 
 void Launcher::stop(int grace_ms) {
     if (!running()) return;
-    ::kill(-m_pid, SIGTERM);
+    terminate_child_group_once(m_pid);  // mpirun passes it on to its ranks
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
     while (!poll() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -156,6 +170,7 @@ void Launcher::stop(int grace_ms) {
         int status;
         ::waitpid(m_pid, &status, 0);
         m_exit = 128 + SIGKILL;
+        unregister_child_group(m_pid);
     }
 }
 

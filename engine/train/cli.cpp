@@ -83,8 +83,11 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
     // io
     f.option<std::string>("--data", "Training text file (bytes are tokens); default: assets/corpus/default.txt",
                           [](TrainConfig& c, const std::string& v) { c.data = v; });
-    f.option<std::string>("--save", "Write a safetensors checkpoint at the end",
+    f.option<std::string>("--save", "Write a safetensors checkpoint at the end (and every --save-every steps)",
                           [](TrainConfig& c, const std::string& v) { c.save = v; });
+    f.option<int>("--save-every", "Also write --save every K steps (atomically: a killed run resumes with --load "
+                                  "FILE and the same --steps, bitwise)",
+                  [](TrainConfig& c, int v) { c.save_every = v; });
     f.option<std::string>("--load", "Resume from a safetensors checkpoint",
                           [](TrainConfig& c, const std::string& v) { c.load = v; });
     f.option<std::string>("--metrics-out", "Write one JSON object per step to this file",

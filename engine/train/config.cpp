@@ -16,6 +16,9 @@ void TrainConfig::validate() const {
     US_CHECK_INPUT(batch > 0, "--batch must be positive (got {})", batch);
     US_CHECK_INPUT(grad_accum > 0, "--grad-accum must be positive (got {})", grad_accum);
     US_CHECK_INPUT(steps >= 0, "--steps must not be negative (got {})", steps);
+    US_CHECK_INPUT(save_every >= 0, "--save-every must not be negative (got {})", save_every);
+    US_CHECK_INPUT(save_every == 0 || !save.empty(), "--save-every {} needs --save FILE: the checkpoint to write",
+                   save_every);
     US_CHECK_INPUT(adamw.lr > 0, "--lr must be positive (got {})", adamw.lr);
     US_CHECK_INPUT(warmup >= 0, "--warmup must not be negative (got {})", warmup);
     US_CHECK_INPUT(grad_clip >= 0, "--grad-clip must not be negative (got {}); 0 disables clipping", grad_clip);

@@ -47,6 +47,7 @@ struct TrainConfig {
     double moe_aux_loss_coef = 0.01;   // A: weight of the load-balancing loss E * sum_i f_i P_i
     std::string data;  // empty: the default corpus
     std::string save, load, metrics_out;
+    int save_every = 0;  // > 0: also write --save every this many steps (atomically), not only at the end
     int threads = 0;   // per rank; 0: cores / ranks on this host
     std::string device = "cpu";
     ParallelConfig parallel;

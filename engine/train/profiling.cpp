@@ -118,8 +118,10 @@ RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInf
         if (!sink->connected())
             std::fprintf(stderr, "ultrascope-train: rank %d: not streaming to %s (%s); training goes on%s\n", rank.rank,
                          cfg.connect.c_str(), sink->error().c_str(), token ? "" : " (ULTRASCOPE_TOKEN is not set)");
-        else
+        else {
+            m_stream = sink.get();
             sinks.push_back(std::move(sink));
+        }
     }
     if (sinks.empty()) return;
     DevicePeak peak;
@@ -172,5 +174,7 @@ void RunProfiler::finish(bool clean) {
 }
 
 RunProfiler::~RunProfiler() { finish(false); }
+
+bool RunProfiler::stream_lost() const { return m_stream && !m_finished && !m_stream->connected(); }
 
 }  // namespace us

@@ -11,6 +11,10 @@
 #include "engine/backend/backend.h"
 #include "engine/train/config.h"
 
+namespace us::prof {
+class TcpSink;
+}
+
 namespace us {
 
 // Where this process sits in the run. Filled from the process grid (or env for a single rank).
@@ -40,6 +44,8 @@ public:
     // Multi-rank --trace: after every rank finished, rank 0 merges the per-rank parts into FILE.
     bool needs_merge() const { return m_active && !m_trace_path.empty() && m_world > 1; }
     const std::string& trace_path() const { return m_trace_path; }
+    // The live stream connected and then broke (the listener went away or stopped reading).
+    bool stream_lost() const;
 
 private:
     class AllocatorListener;
@@ -51,6 +57,7 @@ private:
     nlohmann::json m_metadata;  // sent again at the end, with the collector's statistics
     Backend& m_backend;
     std::unique_ptr<AllocatorListener> m_listener;
+    const prof::TcpSink* m_stream = nullptr;  // owned by the recorder until finish()
 };
 
 nlohmann::json rank_metadata(const TrainConfig& cfg, const Backend& backend, const RankInfo& rank, const DevicePeak& peak);

@@ -16,6 +16,7 @@
 #include "engine/train/profiling.h"
 #include "engine/train/trainer.h"
 #include "profiler/record/recorder.h"
+#include "profiler/record/zones.h"
 #include "profiler/transport/trace_file.h"
 
 namespace us {
@@ -100,6 +101,14 @@ void print_summary(const Trainer& trainer, const std::vector<StepMetrics>& histo
     std::printf("  %-16s %12s\n", "total (peak)", format_bytes(peak.total_peak).c_str());
 }
 
+// Writes --save (atomically: a temporary file renamed over it) and records the step as a counter, so that the GUI
+// can offer to resume from it.
+void save_checkpoint_now(Trainer& trainer, const TrainConfig& cfg, const RunProfiler& profiler) {
+    trainer.save(cfg.save);
+    if (profiler.active()) prof::record_counter(US_PROF_NAME("checkpoint_step"), double(trainer.steps_done()));
+    if (!cfg.quiet) std::fprintf(stderr, "saved checkpoint %s (step %d)\n", cfg.save.c_str(), trainer.steps_done());
+}
+
 RankInfo rank_info(ProcessGrid& grid) {
     RankInfo r;
     r.rank = grid.world_rank();
@@ -134,6 +143,11 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
                      trainer.steps_done());
     Progress progress(cfg.steps, cfg.quiet);
     std::vector<StepMetrics> history;
+    // A run launched by the GUI or `ultrascope run` stops when its listener goes away; one started elsewhere and
+    // attached keeps training. Every rank stops at the same step: the decision is all-reduced.
+    const char* stop_env = std::getenv("ULTRASCOPE_STOP_WITH_LISTENER");
+    const bool stop_with_listener = stop_env && std::string(stop_env) == "1" && profiler.active();
+    bool said_lost = false, stopped = false;
     const auto t0 = std::chrono::steady_clock::now();
     while (trainer.steps_done() < cfg.steps) {
         if (cfg.fault_step == trainer.steps_done() + 1 && cfg.fault_rank == grid.world_rank()) {
@@ -148,13 +162,29 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
         if (metrics) metrics->write(m);
         progress.update(m);
         history.push_back(m);
+        if (cfg.save_every > 0 && m.step % cfg.save_every == 0 && m.step < cfg.steps) save_checkpoint_now(trainer, cfg, profiler);
+        if (profiler.stream_lost() && !said_lost) {
+            said_lost = true;
+            if (!stop_with_listener)
+                std::fprintf(stderr, "ultrascope-train: rank %d: the live stream to %s is gone; training goes on%s\n",
+                             grid.world_rank(), cfg.connect.c_str(),
+                             cfg.trace.empty() ? "" : fmt::format(" (the trace is still written to {})", cfg.trace).c_str());
+        }
+        if (stop_with_listener && grid.world().all_reduce_max(profiler.stream_lost() ? 1.0 : 0.0) > 0) {
+            stopped = true;
+            break;
+        }
     }
     progress.finish();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!cfg.save.empty()) {
-        trainer.save(cfg.save);
-        if (!cfg.quiet) std::fprintf(stderr, "saved checkpoint %s (step %d)\n", cfg.save.c_str(), trainer.steps_done());
+    if (stopped) {
+        std::fprintf(stderr, "ultrascope-train: rank %d: the launcher's live stream is gone: stopping after step %d%s\n",
+                     grid.world_rank(), trainer.steps_done(),
+                     cfg.save.empty() ? "" : " (the last checkpoint stays as it was)");
+        profiler.finish(false);
+        return 143;
     }
+    if (!cfg.save.empty()) save_checkpoint_now(trainer, cfg, profiler);
     profiler.finish(true);
     if (profiler.needs_merge()) {
         grid.world().barrier();  // every part is complete

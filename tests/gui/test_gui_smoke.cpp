@@ -159,3 +159,60 @@ TEST_CASE("errors show in the window and end with a non-zero exit, never a hang"
     check_region_drawn(img, "timeline", regions["timeline"]);
     check_region_drawn(img, "memory", regions["memory"]);
 }
+
+namespace {
+
+// The GUI with its default dp 2 x pp 2 run (4 ranks) of far more steps than it gets to, in a directory of its own
+// (its trace goes to runs/ there); returns once the trace holds data.
+std::unique_ptr<BackgroundProcess> start_gui_run(const std::string& name, std::string& data, std::string& trace) {
+    const fs::path dir = temp_path("gui-" + name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    data = sample_data_file("gui-lifetime-" + name + ".txt", 30000);
+    auto gui = std::make_unique<BackgroundProcess>("sh -c 'cd " + dir.string() + " && exec " + ultrascope() +
+                                                       " --preset tiny --steps 1000000 --data " + data + "'",
+                                                   (dir / "gui.log").string());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    while (std::chrono::steady_clock::now() < deadline && !gui->exited()) {
+        if (fs::exists(dir / "runs"))
+            for (const auto& e : fs::directory_iterator(dir / "runs"))
+                if (e.path().extension() == ".ustrace" && fs::file_size(e.path()) > 50000) trace = e.path().string();
+        if (!trace.empty()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    INFO(gui->output());
+    REQUIRE(!trace.empty());
+    REQUIRE(processes_matching(data) >= 5);  // the GUI, mpirun and four ranks
+    return gui;
+}
+
+}  // namespace
+
+TEST_CASE("the GUI closed by SIGTERM stops its run first: no process of it remains, the trace reads", "[gui][lifetime]") {
+    std::string data, trace;
+    auto gui = start_gui_run("term", data, trace);
+    gui->signal(SIGTERM);
+    const std::optional<int> code = gui->wait_exit(20);
+    INFO(gui->output());
+    REQUIRE(code == 128 + SIGTERM);
+    CHECK(gui->output().find("stopping the run and closing") != std::string::npos);
+    CHECK(wait_processes_gone(data, 10) == 0);
+    const ProcessResult rep = run_process(ultrascope() + " report " + trace + " --json");
+    INFO(rep.output);
+    REQUIRE(rep.exit_code == 0);
+    const auto j = nlohmann::json::parse(rep.output.substr(rep.output.find('{')));
+    REQUIRE(j["ranks"].size() == 4);
+    for (const auto& r : j["ranks"]) CHECK(r["status"].get<std::string>().find("lost") == std::string::npos);
+}
+
+TEST_CASE("the GUI killed by SIGKILL: its run stops within 10 s, the trace reads", "[gui][lifetime]") {
+    std::string data, trace;
+    auto gui = start_gui_run("kill", data, trace);
+    gui->signal(SIGKILL);
+    REQUIRE(gui->wait_exit(5) == 128 + SIGKILL);
+    CHECK(wait_processes_gone(data, 10) == 0);
+    const ProcessResult rep = run_process(ultrascope() + " report " + trace + " --json");
+    INFO(rep.output);
+    REQUIRE(rep.exit_code == 0);
+    CHECK(nlohmann::json::parse(rep.output.substr(rep.output.find('{')))["ranks"].size() == 4);
+}

@@ -3,6 +3,11 @@
 #pragma once
 
 #include "catch_compat.h"
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +15,8 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
+#include <thread>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -130,6 +137,86 @@ inline ProcessResult run_process(const std::string& command) {
     const int status = ::pclose(p);
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return r;
+}
+
+// A program running beside the test (through `sh -c`, its output to a file), for tests that signal it while it
+// works. The destructor kills what is left of it.
+class BackgroundProcess {
+public:
+    BackgroundProcess(const std::string& command, const std::string& log_path) : m_log(log_path) {
+        m_pid = ::fork();
+        REQUIRE(m_pid >= 0);
+        if (m_pid == 0) {
+            ::setpgid(0, 0);
+            const std::string line = "exec " + command + " >" + log_path + " 2>&1";
+            ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        ::setpgid(m_pid, m_pid);
+    }
+    ~BackgroundProcess() {
+        if (m_pid > 0 && !m_exit) {
+            ::kill(-m_pid, SIGKILL);
+            ::waitpid(m_pid, nullptr, 0);
+        }
+    }
+    BackgroundProcess(const BackgroundProcess&) = delete;
+    BackgroundProcess& operator=(const BackgroundProcess&) = delete;
+
+    pid_t pid() const { return m_pid; }
+    void signal(int sig) const { ::kill(m_pid, sig); }
+    std::string output() const { return read_file(m_log); }
+    // Waits until the output contains `text` (true) or the program exits or `seconds` pass (false).
+    bool wait_for_output(const std::string& text, double seconds) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+        while (std::chrono::steady_clock::now() < end) {
+            if (output().find(text) != std::string::npos) return true;
+            if (exited()) return output().find(text) != std::string::npos;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        return false;
+    }
+    bool exited() {
+        if (m_exit) return true;
+        int status = 0;
+        if (::waitpid(m_pid, &status, WNOHANG) == m_pid)
+            m_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return bool(m_exit);
+    }
+    // The exit code (128 + signal for a signal), or nothing if it is still running after `seconds`.
+    std::optional<int> wait_exit(double seconds) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+        while (!exited() && std::chrono::steady_clock::now() < end)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        return m_exit;
+    }
+
+private:
+    pid_t m_pid = -1;
+    std::string m_log;
+    std::optional<int> m_exit;
+};
+
+// How many processes have `marker` (letters, digits, '-', '.', '/') in their command line. The pattern is written
+// "[m]arker" so that the shell running pgrep, whose own command line holds the pattern, does not match it.
+inline int processes_matching(const std::string& marker) {
+    std::string pattern = "[";
+    pattern += marker.front();
+    pattern += ']';
+    pattern.append(marker, 1);
+    const ProcessResult r = run_process("pgrep -f -c -- '" + pattern + "'");
+    return std::atoi(r.output.c_str());
+}
+
+// Waits up to `seconds` for every process with `marker` in its command line to be gone; how many remain.
+inline int wait_processes_gone(const std::string& marker, double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    int n = processes_matching(marker);
+    while (n > 0 && std::chrono::steady_clock::now() < end) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        n = processes_matching(marker);
+    }
+    return n;
 }
 
 inline std::string bin(const std::string& name) { return std::string(US_BIN_DIR) + "/" + name; }
