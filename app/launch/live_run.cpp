@@ -48,6 +48,10 @@ bool LiveRun::pump() {
     bool changed = false;
     std::vector<prof::ListenerMessage> messages;
     m_listener->poll(messages);
+    if (!m_file_error_said && !m_file->error().empty()) {  // a full disk: the trace stops, the run goes on
+        m_file_error_said = true;
+        m_messages.push_back(m_file->error());
+    }
     for (auto& m : messages) {
         using K = prof::ListenerMessage::Kind;
         switch (m.kind) {

@@ -66,6 +66,7 @@ private:
     std::vector<std::string> m_lost;
     std::string m_partial_output;
     std::vector<int> m_open_ranks;  // connected, not ended or lost
+    bool m_file_error_said = false;
 };
 
 std::string default_trace_path();

@@ -309,13 +309,25 @@ void Trainer::collect_moe_stats(StepMetrics& r) {
 }
 
 void Trainer::save(const std::string& path) {
-    if (m_config.parallel.pp == 1 && m_config.parallel.tp == 1 && m_config.parallel.ep == 1) {
-        // Every rank takes part (sharded states gather their pieces); rank 0 writes.
-        save_checkpoint(path, m_config, {&m_layout, &m_expert_layout}, *m_state, m_steps_done, m_grid.world_rank() == 0);
-    } else {
-        save_gathered(path);
+    // Rank 0 writes (atomically: the previous checkpoint stays whole if this one cannot be written). Whether it
+    // could is agreed by every rank, so that a full disk ends the run with rank 0's message on every rank instead of
+    // leaving the others waiting for it.
+    std::string error;
+    try {
+        if (m_config.parallel.pp == 1 && m_config.parallel.tp == 1 && m_config.parallel.ep == 1) {
+            // Every rank takes part (sharded states gather their pieces).
+            save_checkpoint(path, m_config, {&m_layout, &m_expert_layout}, *m_state, m_steps_done,
+                            m_grid.world_rank() == 0);
+        } else {
+            save_gathered(path);
+        }
+    } catch (const UserError& e) {
+        error = e.what();
     }
-    m_grid.world().barrier();
+    if (m_grid.world().all_reduce_max(error.empty() ? 0.0 : 1.0) > 0)
+        fail_user("{}", error.empty() ? fmt::format("rank 0 could not write the checkpoint '{}' (its message says why); "
+                                                    "the previous one is unchanged", path)
+                                      : error + "; the previous checkpoint is unchanged");
 }
 
 // A pipeline's or a tensor-parallel run's checkpoint holds whole tensors too: each (stage, tp rank) exports its

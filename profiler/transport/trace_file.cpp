@@ -81,8 +81,14 @@ TraceFileWriter::TraceFileWriter(const std::string& path) : m_path(path) {
     m_file = std::fopen(path.c_str(), "wb");
     US_CHECK_INPUT(m_file, "cannot create trace file '{}': {}", path, std::strerror(errno));
     const FileHeader h = make_header();
-    std::fwrite(&h, sizeof h, 1, m_file);
-    std::fflush(m_file);
+    const bool ok = std::fwrite(&h, sizeof h, 1, m_file) == 1 && std::fflush(m_file) == 0;
+    if (!ok) {
+        const std::string why = std::strerror(errno);
+        std::fclose(m_file);
+        std::remove(path.c_str());
+        fail_user("cannot write trace file '{}': {}", path, why);
+    }
+    m_complete_bytes = sizeof h;
 }
 
 TraceFileWriter::~TraceFileWriter() { close(); }
@@ -90,8 +96,27 @@ TraceFileWriter::~TraceFileWriter() { close(); }
 void TraceFileWriter::append(const std::string& chunk) {
     std::lock_guard lock(m_mutex);
     if (!m_file) return;
-    std::fwrite(chunk.data(), 1, chunk.size(), m_file);
-    std::fflush(m_file);  // a crash keeps every chunk written so far
+    // Flushed chunk by chunk: a crash keeps every chunk written so far.
+    if (std::fwrite(chunk.data(), 1, chunk.size(), m_file) == chunk.size() && std::fflush(m_file) == 0) {
+        m_complete_bytes += chunk.size();
+        return;
+    }
+    // A full disk (or a quota): cut the half-written chunk off so that the file ends at its last complete chunk,
+    // say so once, and write nothing more; the run itself goes on.
+    const std::string why = std::strerror(errno);
+    std::fclose(m_file);
+    m_file = nullptr;
+    std::error_code ec;
+    std::filesystem::resize_file(m_path, m_complete_bytes, ec);
+    m_error = fmt::format("cannot write trace file '{}': {}; it stops at its last complete chunk ({} bytes) and "
+                          "reads up to there; free some space for the next run",
+                          m_path, why, m_complete_bytes);
+    std::fprintf(stderr, "ultrascope: %s\n", m_error.c_str());
+}
+
+std::string TraceFileWriter::error() const {
+    std::lock_guard lock(m_mutex);
+    return m_error;
 }
 
 void TraceFileWriter::close() {
@@ -134,16 +159,24 @@ TraceReadReport read_trace(const std::string& path, const std::function<void(Chu
 
 void merge_trace_parts(const std::string& path, int world) {
     const std::string tmp = path + ".merging";
+    bool ok = false;
     {
         std::ofstream out(tmp, std::ios::binary);
-        US_CHECK_INPUT(out.good(), "cannot create trace file '{}'", path);
+        US_CHECK_INPUT(out.good(), "cannot create trace file '{}': {}", path, std::strerror(errno));
         const FileHeader h = make_header();
         out.write(reinterpret_cast<const char*>(&h), sizeof h);
         for (int rank = 0; rank < world; ++rank) {
             const std::string part = read_all(trace_part_path(path, rank));
             if (part.size() > sizeof(FileHeader)) out.write(part.data() + sizeof(FileHeader), std::streamsize(part.size() - sizeof(FileHeader)));
         }
-        US_CHECK_INPUT(out.good(), "error while writing trace file '{}'", path);
+        out.close();
+        ok = !out.fail();
+    }
+    if (!ok) {  // a full disk: the parts stay, and read as the trace (read_trace)
+        const std::string why = std::strerror(errno);
+        fs::remove(tmp);
+        fail_user("cannot write trace file '{}': {}; its per-rank parts {}.r0 ... are kept and read as the trace", path,
+                  why, path);
     }
     fs::rename(tmp, path);
     for (int rank = 0; rank < world; ++rank) fs::remove(trace_part_path(path, rank));

@@ -26,14 +26,18 @@ class TraceFileWriter {
 public:
     explicit TraceFileWriter(const std::string& path);  // UserError when the file cannot be created
     ~TraceFileWriter();
-    void append(const std::string& encoded_chunk);       // thread-safe
+    // Thread-safe. A chunk that cannot be written (full disk) ends the file at the chunk before it; error() says so.
+    void append(const std::string& encoded_chunk);
     void close();
     const std::string& path() const { return m_path; }
+    std::string error() const;  // empty while every chunk was written
 
 private:
     std::string m_path;
     std::FILE* m_file = nullptr;
-    std::mutex m_mutex;
+    uint64_t m_complete_bytes = 0;  // the header and every chunk written whole
+    std::string m_error;
+    mutable std::mutex m_mutex;
 };
 
 // A sink that encodes a rank's batches into a trace file.
