@@ -21,18 +21,11 @@ namespace {
 
 // The latest value of a counter on the lowest rank that reports it.
 bool latest_counter(const prof::TraceStore& store, const std::string& name, double& value, int& step) {
-    const uint32_t id = store.find_name(name);
-    if (id == UINT32_MAX) return false;
-    for (int r : store.ranks()) {
-        const auto* rt = store.rank(r);
-        auto it = rt->counters.find(id);
-        if (it != rt->counters.end() && !it->second.empty()) {
-            value = it->second.back().value;
-            step = it->second.back().step;
-            return true;
-        }
-    }
-    return false;
+    const auto latest = store.latest_counter(name);
+    if (!latest) return false;
+    value = latest->second.value;
+    step = latest->second.step;
+    return true;
 }
 
 }  // namespace
@@ -43,6 +36,7 @@ int run_command(int argc, char** argv) {
     options.launch.ranks = 0;  // default: the product of the parallel degrees
     std::vector<std::string> train_args;
     int total_steps = -1;
+    std::string checkpoint_path;  // --save
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -76,6 +70,7 @@ int run_command(int argc, char** argv) {
                        options.launch.ranks, cfg.parallel.dp, cfg.parallel.pp, cfg.parallel.tp, cfg.parallel.cp,
                        cfg.parallel.world());
         total_steps = cfg.steps;
+        checkpoint_path = cfg.save;
     }
     options.launch.train_args = train_args;
     install_stop_signals();  // before the launch: the run's process group is covered from its first moment
@@ -122,6 +117,12 @@ int run_command(int argc, char** argv) {
         std::fprintf(stderr, "ultrascope run: the run failed (exit code %d)%s\n", run.exit_code().value_or(-1),
                      run.lost_ranks().empty() ? "" : "; lost:");
         for (const auto& l : run.lost_ranks()) std::fprintf(stderr, "  %s\n", l.c_str());
+        double saved_step = 0;
+        int at = 0;
+        if (!checkpoint_path.empty() && latest_counter(run.store(), "checkpoint_step", saved_step, at))
+            std::fprintf(stderr, "ultrascope run: the last checkpoint is step %d in %s: the same command with --load %s "
+                                 "continues from there as if it had not stopped\n",
+                         int(saved_step), checkpoint_path.c_str(), checkpoint_path.c_str());
     }
     return code;
 }

@@ -51,6 +51,11 @@ std::vector<std::string> LaunchSettings::train_args() const {
     add("--precision", precision);
     add("--bucket-mb", bucket_mb);
     if (!overlap) a.push_back("--no-overlap");
+    if (!save_path.empty()) {
+        a.insert(a.end(), {"--save", save_path});
+        if (save_every > 0) add("--save-every", save_every);
+    }
+    if (!load_path.empty()) a.insert(a.end(), {"--load", load_path});
     a.insert(a.end(), extra_args.begin(), extra_args.end());
     return a;
 }
@@ -122,6 +127,9 @@ AppState::AppState(const GuiOptions& options) : m_options(options) {
         else if (k == "--pp-schedule") settings.pp_schedule = v;
         else if (k == "--pp-chunks") settings.pp_chunks = as_int();
         else if (k == "--bucket-mb") settings.bucket_mb = float(std::atof(v.c_str()));
+        else if (k == "--save") settings.save_path = v;
+        else if (k == "--save-every") settings.save_every = as_int();
+        else if (k == "--load") settings.load_path = v;
         else settings.extra_args.insert(settings.extra_args.end(), {k, v});
     }
     if (!options.open_trace.empty()) open_trace(options.open_trace);
@@ -153,6 +161,22 @@ const prof::TraceStore* AppState::store() const {
 }
 
 bool AppState::running() const { return m_source == Source::launched && m_live && !m_live->finished(); }
+
+std::optional<AppState::Checkpoint> AppState::last_checkpoint() const {
+    if (m_source != Source::launched || !m_live || launched_settings.save_path.empty()) return std::nullopt;
+    const auto latest = m_live->store().latest_counter("checkpoint_step");
+    if (!latest) return std::nullopt;
+    return Checkpoint{int(latest->second.value), launched_settings.save_path};
+}
+
+void AppState::resume_from_checkpoint() {
+    const auto checkpoint = last_checkpoint();
+    if (!checkpoint) return;
+    settings = launched_settings;
+    settings.load_path = checkpoint->path;  // the same --steps: the schedule continues where it stopped
+    message(fmt::format("resuming from {} (step {})", checkpoint->path, checkpoint->step));
+    launch();
+}
 
 void AppState::launch() {
     if (const std::string why = settings.problem(); !why.empty()) {

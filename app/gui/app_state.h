@@ -10,6 +10,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct LaunchSettings {
     std::string precision = "fp32";
     float bucket_mb = 1.0f;
     bool overlap = true;
+    // checkpoints: every `save_every` steps (0: only at the end) to `save_path` (empty: none); `load_path` resumes
+    std::string save_path;
+    int save_every = 0;
+    std::string load_path;
     std::vector<std::string> extra_args;  // flags the panel does not show (--data FILE, --lr ...), passed through
 
     int ranks() const { return dp * pp * tp * cp; }  // ep shares the dp ranks
@@ -67,6 +72,14 @@ public:
     // ---- sources
     void launch();
     void stop();
+    // The launched run's last checkpoint (written at `step`, to `path`), if it wrote one.
+    struct Checkpoint {
+        int step = 0;
+        std::string path;
+    };
+    std::optional<Checkpoint> last_checkpoint() const;
+    // Relaunches the last launched run from its last checkpoint, with the same settings and --steps.
+    void resume_from_checkpoint();
     void open_trace(const std::string& path);
     void attach(const std::string& listen);  // [HOST:]PORT
     void detach();

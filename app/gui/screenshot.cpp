@@ -10,7 +10,7 @@
 namespace us::gui {
 
 bool save_screenshot(const std::string& path, int width, int height, const std::map<std::string, ViewRegion>& regions,
-                     const std::string& error_shown, std::string& why) {
+                     const std::string& error_shown, const nlohmann::json& facts, std::string& why) {
     std::vector<unsigned char> pixels(size_t(width) * size_t(height) * 3);
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
     glReadBuffer(GL_BACK);
@@ -25,6 +25,7 @@ bool save_screenshot(const std::string& path, int width, int height, const std::
     nlohmann::json j = {{"width", width}, {"height", height}, {"regions", nlohmann::json::object()}};
     for (const auto& [name, r] : regions) j["regions"][name] = {r.x, r.y, r.w, r.h};
     j["error"] = error_shown;  // the message the window showed (its box is region "error"), "" without one
+    j["shown"] = facts;        // values the window showed, for tests to check against the run
     std::ofstream(path + ".json") << j.dump(2) << "\n";
     return true;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "app/gui/app_state.h"
@@ -10,6 +11,6 @@
 namespace us::gui {
 
 bool save_screenshot(const std::string& path, int width, int height, const std::map<std::string, ViewRegion>& regions,
-                     const std::string& error_shown, std::string& why);
+                     const std::string& error_shown, const nlohmann::json& facts, std::string& why);
 
 }  // namespace us::gui

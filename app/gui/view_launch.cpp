@@ -43,6 +43,18 @@ void draw_status(AppState& app) {
                                    live->exit_code().value_or(-1));
             }
             if (live) ImGui::TextWrapped("trace: %s", live->trace_path().c_str());
+            if (const auto checkpoint = app.last_checkpoint()) {
+                ImGui::TextWrapped("last checkpoint: step %d, %s", checkpoint->step, checkpoint->path.c_str());
+                if (live && live->finished() && live->result_code() != 0) {
+                    if (ImGui::SmallButton("Resume from it")) app.resume_from_checkpoint();
+                    const ImVec2 at = ImGui::GetItemRectMin(), size = ImGui::GetItemRectSize();
+                    app.regions["resume"] = ViewRegion{at.x, at.y, size.x, size.y};
+                    if (ImGui::IsItemHovered())
+                        ImGui::SetTooltip("relaunch the same settings with --load %s: the run continues from step %d\n"
+                                          "exactly as if it had not stopped (same --steps, same schedule)",
+                                          checkpoint->path.c_str(), checkpoint->step);
+                }
+            }
             break;
         case Source::attached:
             ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.5f, 1), "listening on port %d", live ? live->port() : 0);
@@ -151,6 +163,25 @@ void draw_settings(AppState& app) {
         ImGui::TreePop();
     }
     if (s.moe_experts == 0) s.ep = 1;
+    if (ImGui::TreeNodeEx("checkpoints", s.save_path.empty() && s.load_path.empty() ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
+        static char save_buf[512], load_buf[512];
+        std::snprintf(save_buf, sizeof save_buf, "%s", s.save_path.c_str());
+        std::snprintf(load_buf, sizeof load_buf, "%s", s.load_path.c_str());
+        ImGui::SetNextItemWidth(220);
+        if (ImGui::InputTextWithHint("save to", "(none)", save_buf, sizeof save_buf)) s.save_path = save_buf;
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("--save FILE: the checkpoint (safetensors), written atomically: a crash never leaves\n"
+                              "a half-written one; at the end of the run and every N steps below");
+        ImGui::BeginDisabled(s.save_path.empty());
+        int_field("every N steps", s.save_every, 0, 1000000, "--save-every N (0: only at the end)");
+        ImGui::EndDisabled();
+        ImGui::SetNextItemWidth(220);
+        if (ImGui::InputTextWithHint("resume from", "(start fresh)", load_buf, sizeof load_buf)) s.load_path = load_buf;
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("--load FILE: continue a run from its checkpoint; keep --steps the same as the\n"
+                              "interrupted run's and it continues bitwise as if it had never stopped");
+        ImGui::TreePop();
+    }
     ImGui::SetNextItemWidth(110);
     ImGui::SliderFloat("bucket MiB", &s.bucket_mb, 0.25f, 32.0f, "%.2f", ImGuiSliderFlags_Logarithmic);
     ImGui::Checkbox("overlap gradient all-reduce", &s.overlap);

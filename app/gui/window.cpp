@@ -235,6 +235,20 @@ bool display_available() {
     return (x && *x) || (w && *w);
 }
 
+namespace {
+
+// What the window shows that a test can check against the run (screenshot mode).
+nlohmann::json shown_facts(const AppState& app) {
+    nlohmann::json facts = nlohmann::json::object();
+    if (const auto checkpoint = app.last_checkpoint()) {
+        facts["last_checkpoint_step"] = checkpoint->step;
+        facts["last_checkpoint_path"] = checkpoint->path;
+    }
+    return facts;
+}
+
+}  // namespace
+
 int run_gui(const GuiOptions& options) {
     glfwSetErrorCallback([](int code, const char* what) { g_glfw_error = fmt::format("{} (GLFW error {})", what, code); });
     if (!glfwInit()) {
@@ -302,7 +316,7 @@ int run_gui(const GuiOptions& options) {
             frames_ready = settled(app) && fitted ? frames_ready + 1 : 0;
             if (screenshot && frames_ready >= 3) {  // fonts uploaded, derived data in, layout settled
                 std::string why;
-                if (!save_screenshot(options.screenshot, fw, fh, app.regions, app.error, why)) {
+                if (!save_screenshot(options.screenshot, fw, fh, app.regions, app.error, shown_facts(app), why)) {
                     std::fprintf(stderr, "ultrascope: %s\n", why.c_str());
                     code = 2;
                 } else {

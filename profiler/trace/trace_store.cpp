@@ -239,4 +239,15 @@ std::vector<std::string> load_trace(const std::string& path, TraceStore& store) 
     return report.warnings;
 }
 
+std::optional<std::pair<int, CounterPoint>> TraceStore::latest_counter(const std::string& name) const {
+    const uint32_t id = find_name(name);
+    if (id == UINT32_MAX) return std::nullopt;
+    for (int r : ranks()) {
+        const RankTrace* rt = rank(r);
+        auto it = rt->counters.find(id);
+        if (it != rt->counters.end() && !it->second.empty()) return std::pair{r, it->second.back()};
+    }
+    return std::nullopt;
+}
+
 }  // namespace us::prof

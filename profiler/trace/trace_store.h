@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -127,6 +128,8 @@ public:
     std::vector<int> ranks() const;
     const std::string& name(uint32_t id) const { return m_names[id]; }
     uint32_t find_name(const std::string& text) const;  // UINT32_MAX when unknown
+    // The latest value of a counter on the lowest rank that reports it (with that rank), if any rank does.
+    std::optional<std::pair<int, CounterPoint>> latest_counter(const std::string& name) const;
     int64_t origin() const;                 // earliest timestamp, ns
     int64_t end_time() const;               // latest timestamp, ns
     size_t span_count() const { return m_span_count; }

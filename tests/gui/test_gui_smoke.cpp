@@ -216,3 +216,18 @@ TEST_CASE("the GUI killed by SIGKILL: its run stops within 10 s, the trace reads
     REQUIRE(rep.exit_code == 0);
     CHECK(nlohmann::json::parse(rep.output.substr(rep.output.find('{')))["ranks"].size() == 4);
 }
+
+TEST_CASE("a failed run that saved checkpoints shows its last one and offers to resume from it", "[gui][checkpoint]") {
+    const std::string shot = temp_path("resume.png"), checkpoint = temp_path("gui-resume.safetensors");
+    fs::remove(checkpoint);
+    const ProcessResult r = run_process(ultrascope() + " --screenshot " + shot + " --exit-when-done -n 2 --dp 2 --preset tiny " +
+                                        "--steps 40 --save " + checkpoint + " --save-every 4 --fault-kill-step 11 " +
+                                        "--fault-kill-rank 1 --data " + data_file());
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    REQUIRE(fs::exists(checkpoint));
+    const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
+    CHECK(shown["shown"]["last_checkpoint_step"] == 8);  // written after steps 4 and 8; killed at the start of 11
+    CHECK(shown["shown"]["last_checkpoint_path"] == checkpoint);
+    CHECK(shown["regions"].contains("resume"));  // the "Resume from it" button
+}

@@ -39,6 +39,7 @@ void check_resume_is_bitwise(const std::string& name, const std::string& layout)
     INFO(b.output);
     REQUIRE(b.exit_code != 0);
     REQUIRE(fs::exists(checkpoint));
+    CHECK(b.output.find("the last checkpoint is step 6") != std::string::npos);
     for (const auto& e : fs::directory_iterator(fs::path(checkpoint).parent_path()))  // no temporary left behind
         CHECK(e.path().string().find(".safetensors.tmp") == std::string::npos);
     const ProcessResult c = run_process(run + " --load " + checkpoint + " --metrics-out " + resumed + " --trace " +
