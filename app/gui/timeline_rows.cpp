@@ -25,6 +25,10 @@ void RankHeaderRow::draw(TimelineContext& ctx, float y) {
     if (m_worst) ctx.dl->AddText(ImVec2(p.x + ImGui::CalcTextSize(m_label.c_str()).x + 10, p.y), kWarnColor, "<- most time lost");
     if (m_status != "ok")
         ctx.dl->AddText(ImVec2(ctx.x0 + ctx.window.width_px * 0.5f, p.y), kWarnColor, m_status.c_str());
+    if (!m_clock.empty()) {
+        const float w = ImGui::CalcTextSize(m_clock.c_str()).x;
+        ctx.dl->AddText(ImVec2(ctx.x0 + ctx.window.width_px - w - 6, p.y), kTextDim, m_clock.c_str());
+    }
 }
 
 float LaneRow::height(const TimelineContext& ctx) const {
@@ -82,13 +86,16 @@ std::vector<std::unique_ptr<TimelineRow>> make_timeline_rows(const prof::TraceSt
     std::vector<std::unique_ptr<TimelineRow>> rows;
     for (int r : store.ranks()) {
         const prof::RankTrace& rt = *store.rank(r);
-        std::string label = fmt::format("rank {}", r), status = "ok";
+        std::string label = fmt::format("rank {}", r), status = "ok", clock;
         for (const auto& rr : report.ranks)
             if (rr.rank == r) {
                 label = rr.label;
                 status = rr.status;
+                if (rr.clock_offset_ns != 0 || rr.clock_uncertainty_ns != 0)
+                    clock = fmt::format("clock {:+.3f} ms vs rank 0, aligned to +- {:.3f} ms (measured, ping-pong)",
+                                        double(rr.clock_offset_ns) / 1e6, double(rr.clock_uncertainty_ns) / 1e6);
             }
-        rows.push_back(std::make_unique<RankHeaderRow>(label, status, r == worst_rank));
+        rows.push_back(std::make_unique<RankHeaderRow>(label, status, r == worst_rank, clock));
         for (int lane = 0; lane < int(prof::Lane::count); ++lane)
             if (!rt.lanes[size_t(lane)].spans().empty() || prof::Lane(lane) == prof::Lane::compute)
                 rows.push_back(std::make_unique<LaneRow>(r, prof::Lane(lane)));

@@ -36,14 +36,16 @@ public:
 
 class RankHeaderRow final : public TimelineRow {
 public:
-    RankHeaderRow(std::string label, std::string status, bool worst)
-        : m_label(std::move(label)), m_status(std::move(status)), m_worst(worst) {}
+    // `clock`: how this rank's times were aligned to rank 0's ("" on one host, where the ranks share a clock)
+    RankHeaderRow(std::string label, std::string status, bool worst, std::string clock)
+        : m_label(std::move(label)), m_status(std::move(status)), m_worst(worst), m_clock(std::move(clock)) {}
     float height(const TimelineContext& ctx) const override { return ctx.row_h + 4; }
     void draw(TimelineContext& ctx, float y) override;
 
 private:
     std::string m_label, m_status;
     bool m_worst;
+    std::string m_clock;
 };
 
 class LaneRow final : public TimelineRow {

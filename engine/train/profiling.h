@@ -46,6 +46,9 @@ public:
     const std::string& trace_path() const { return m_trace_path; }
     // The live stream connected and then broke (the listener went away or stopped reading).
     bool stream_lost() const;
+    // A new estimate of this rank's clock offset (multi-host runs, every few minutes): the metadata carries it to
+    // consumers, which apply it to the events that follow.
+    void update_clock(int64_t offset_ns, int64_t uncertainty_ns, int step);
 
 private:
     class AllocatorListener;

@@ -15,6 +15,7 @@
 #include "engine/train/metrics.h"
 #include "engine/train/profiling.h"
 #include "engine/train/trainer.h"
+#include "profiler/record/clock.h"
 #include "profiler/record/recorder.h"
 #include "profiler/record/zones.h"
 #include "profiler/transport/trace_file.h"
@@ -109,6 +110,23 @@ void save_checkpoint_now(Trainer& trainer, const TrainConfig& cfg, const RunProf
     if (!cfg.quiet) std::fprintf(stderr, "saved checkpoint %s (step %d)\n", cfg.save.c_str(), trainer.steps_done());
 }
 
+// Testing only: ULTRASCOPE_FAKE_CLOCK_OFFSET_NS=RANK:NS shifts that rank's clock by NS, as another host's would be.
+void apply_fake_clock_offset(int world_rank) {
+    const char* env = std::getenv("ULTRASCOPE_FAKE_CLOCK_OFFSET_NS");
+    if (!env) return;
+    const std::string text = env;
+    const size_t colon = text.find(':');
+    char* end = nullptr;
+    const long rank = colon == std::string::npos ? -1 : std::strtol(text.c_str(), &end, 10);
+    const bool rank_ok = colon != std::string::npos && end == text.c_str() + colon && rank >= 0;
+    const long long ns = rank_ok ? std::strtoll(text.c_str() + colon + 1, &end, 10) : 0;
+    US_CHECK_INPUT(rank_ok && colon + 1 < text.size() && *end == '\0',
+                   "ULTRASCOPE_FAKE_CLOCK_OFFSET_NS='{}': expected RANK:NANOSECONDS, e.g. 1:5000000000 (a testing aid: "
+                   "it shifts that rank's clock as another host's would be); unset it for real runs",
+                   text);
+    if (rank == world_rank) prof::set_clock_shift_for_testing(int64_t(ns));
+}
+
 RankInfo rank_info(ProcessGrid& grid) {
     RankInfo r;
     r.rank = grid.world_rank();
@@ -126,6 +144,7 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     const bool lead = grid.world_rank() == 0;  // rank 0 prints, writes metrics and checkpoints
     if (!lead) cfg.quiet = true;
     if (MpiRuntime::initialized() && cfg.parallel.comm_progress == "poll") device.set_progress_hook(&MpiRuntime::progress);
+    apply_fake_clock_offset(grid.world_rank());
     RankInfo rank = rank_info(grid);
     // GPU tensors travel over NCCL (or MPI with host staging where NCCL cannot run): the trace says which.
     if (device.is_async()) rank.comm_backend = grid.use_device_communicators(device);
@@ -148,6 +167,8 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     const char* stop_env = std::getenv("ULTRASCOPE_STOP_WITH_LISTENER");
     const bool stop_with_listener = stop_env && std::string(stop_env) == "1" && profiler.active();
     bool said_lost = false, stopped = false;
+    constexpr double kClockEstimateEveryS = 300;
+    double since_clock_estimate_s = 0;
     const auto t0 = std::chrono::steady_clock::now();
     while (trainer.steps_done() < cfg.steps) {
         if (cfg.fault_step == trainer.steps_done() + 1 && cfg.fault_rank == grid.world_rank()) {
@@ -163,6 +184,15 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
         progress.update(m);
         history.push_back(m);
         if (cfg.save_every > 0 && m.step % cfg.save_every == 0 && m.step < cfg.steps) save_checkpoint_now(trainer, cfg, profiler);
+        // Clocks of different hosts drift apart: the offset is estimated again every few minutes of training. The
+        // step time is the world's maximum, so every rank counts the same time and re-estimates at the same step.
+        since_clock_estimate_s += m.step_ms / 1e3;
+        if (since_clock_estimate_s >= kClockEstimateEveryS && MpiRuntime::initialized() && profiler.active()) {
+            since_clock_estimate_s = 0;
+            int64_t offset = 0, uncertainty = 0;
+            MpiRuntime::estimate_clock_offset(offset, uncertainty);
+            profiler.update_clock(offset, uncertainty, trainer.steps_done());
+        }
         if (profiler.stream_lost() && !said_lost) {
             said_lost = true;
             if (!stop_with_listener)

@@ -96,6 +96,10 @@ Report build_report(const TraceStore& store) {
         rr.peak_gflops = rt.metadata.value("device_peak_gflops", 0.0);
         rr.peak_source = rt.metadata.value("device_peak_source", std::string("unknown"));
         rr.dropped_events = rt.dropped_events;
+        if (rt.metadata.contains("clock") && rt.metadata["clock"].is_object()) {
+            rr.clock_offset_ns = rt.metadata["clock"].value("offset_ns", int64_t(0));
+            rr.clock_uncertainty_ns = rt.metadata["clock"].value("uncertainty_ns", int64_t(0));
+        }
         rr.device_reserved_peak = device_reserved_peak(store, rt);
         for (const auto& s : steady_steps(rr.steps)) step_walls[s.step].push_back(s.wall_s);
         if (rt.metadata.value("backend", std::string()) == "cuda" && !rt.has_device_spans()) {
@@ -264,6 +268,14 @@ std::string format_report(const Report& rep) {
                              rep.expert_balance.experts_max_over_min, rep.expert_balance.slowest_rank,
                              rep.expert_balance.fastest_rank);
     }
+    bool clocks_estimated = false;
+    for (const auto& r : rep.ranks) clocks_estimated |= r.clock_offset_ns != 0 || r.clock_uncertainty_ns != 0;
+    if (clocks_estimated) {
+        s += "\nClocks (measured: MPI ping-pong against rank 0; each rank's times are shifted by its offset):\n";
+        for (const auto& r : rep.ranks)
+            s += fmt::format("  {:<22} offset {:+.6f} ms +- {:.3f} ms\n", r.label, double(r.clock_offset_ns) / 1e6,
+                             double(r.clock_uncertainty_ns) / 1e6);
+    }
     s += "\nTime per rank, summed over the steady steps (measured):\n";
     s += fmt::format("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>15}\n", "rank", "wall s", "compute s", "overlap s",
                      "exposed s", "idle s", "overlap", "bubble (theory)");
@@ -406,6 +418,8 @@ nlohmann::json report_json(const Report& rep) {
                          {"label", r.label},
                          {"coords", r.coords},
                          {"status", r.status},
+                         {"clock_offset_ns", r.clock_offset_ns},
+                         {"clock_uncertainty_ns", r.clock_uncertainty_ns},
                          {"memory_peak_bytes", peak},
                          {"memory_predicted_bytes", pred},
                          {"memory_formula_bytes", formula},

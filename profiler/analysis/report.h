@@ -27,6 +27,9 @@ struct RankReport {
     double peak_gflops = 0;  // the rank's device peak
     std::string peak_source; // where it came from (measured sgemm, datasheet, estimate)
     uint64_t dropped_events = 0;
+    // This rank's clock minus rank 0's, as last estimated (measured: MPI ping-pong; 0 on one host, which shares
+    // CLOCK_MONOTONIC), and the estimate's uncertainty (half the shortest round trip). Timestamps are aligned by it.
+    int64_t clock_offset_ns = 0, clock_uncertainty_ns = 0;
     // Device memory reserved through cudaMalloc (the caching allocator, cuBLAS, NCCL), from CUPTI: its peak, or -1
     // when the trace has no device_reserved_bytes counter (a CPU run, or a GPU run without CUPTI).
     int64_t device_reserved_peak = -1;

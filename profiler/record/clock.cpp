@@ -1,5 +1,7 @@
 #include "profiler/record/clock.h"
 
+#include <atomic>
+
 #include <time.h>
 
 #include <chrono>
@@ -12,11 +14,17 @@
 
 namespace us::prof {
 
+namespace {
+std::atomic<int64_t> g_testing_shift_ns{0};
+}  // namespace
+
 int64_t monotonic_ns() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec + g_testing_shift_ns.load(std::memory_order_relaxed);
 }
+
+void set_clock_shift_for_testing(int64_t ns) { g_testing_shift_ns.store(ns, std::memory_order_relaxed); }
 
 // The TSC is a good clock only when it ticks at a constant rate through sleep states (constant_tsc and
 // nonstop_tsc) and the kernel itself trusts it as its clocksource.

@@ -15,6 +15,10 @@ namespace us::prof {
 
 int64_t monotonic_ns();
 
+// Testing only: shifts this process's clock by `ns`, as if it ran on another host whose CLOCK_MONOTONIC started at a
+// different moment (ULTRASCOPE_FAKE_CLOCK_OFFSET_NS=RANK:NS; the offset estimate must find it and undo it).
+void set_clock_shift_for_testing(int64_t ns);
+
 bool tsc_usable();
 
 inline int64_t read_ticks() {
