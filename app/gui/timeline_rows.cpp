@@ -92,8 +92,8 @@ std::vector<std::unique_ptr<TimelineRow>> make_timeline_rows(const prof::TraceSt
                 label = rr.label;
                 status = rr.status;
                 if (rr.clock_offset_ns != 0 || rr.clock_uncertainty_ns != 0)
-                    clock = fmt::format("clock {:+.3f} ms vs rank 0, aligned to +- {:.3f} ms (measured, ping-pong)",
-                                        double(rr.clock_offset_ns) / 1e6, double(rr.clock_uncertainty_ns) / 1e6);
+                    clock = fmt::format("clock {:+.3f} ms vs rank 0, aligned to +- {:.1f} us (measured, ping-pong)",
+                                        double(rr.clock_offset_ns) / 1e6, double(rr.clock_uncertainty_ns) / 1e3);
             }
         rows.push_back(std::make_unique<RankHeaderRow>(label, status, r == worst_rank, clock));
         for (int lane = 0; lane < int(prof::Lane::count); ++lane)

@@ -273,8 +273,8 @@ std::string format_report(const Report& rep) {
     if (clocks_estimated) {
         s += "\nClocks (measured: MPI ping-pong against rank 0; each rank's times are shifted by its offset):\n";
         for (const auto& r : rep.ranks)
-            s += fmt::format("  {:<22} offset {:+.6f} ms +- {:.3f} ms\n", r.label, double(r.clock_offset_ns) / 1e6,
-                             double(r.clock_uncertainty_ns) / 1e6);
+            s += fmt::format("  {:<22} offset {:+.6f} ms +- {:.1f} us\n", r.label, double(r.clock_offset_ns) / 1e6,
+                             double(r.clock_uncertainty_ns) / 1e3);
     }
     s += "\nTime per rank, summed over the steady steps (measured):\n";
     s += fmt::format("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>15}\n", "rank", "wall s", "compute s", "overlap s",

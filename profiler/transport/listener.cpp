@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -17,6 +18,11 @@ namespace us::prof {
 
 namespace {
 constexpr int kHelloTimeoutMs = 5000;
+// What an unauthenticated peer can cost: at most this many connections waiting for their hello (64 bytes each);
+// beyond it, new connections are closed at once. Refusals are reported one by one up to kRefusalsReported, then
+// counted, so that a port scan cannot flood the GUI's log.
+constexpr size_t kMaxPendingHandshakes = 32;
+constexpr uint64_t kRefusalsReported = 20;
 int64_t now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
@@ -30,7 +36,7 @@ struct TraceListener::Connection {
     bool welcomed = false;
     int rank = -1;
     bool ended = false;
-    std::string hello_bytes;
+    std::unique_ptr<HandshakeReader> handshake;
     std::unique_ptr<StreamDecoder> decoder;
 };
 
@@ -60,9 +66,18 @@ void TraceListener::loop() {
     std::vector<std::unique_ptr<Connection>> conns;
     std::vector<ListenerMessage> pending;
     auto post = [&](ListenerMessage m) { pending.push_back(std::move(m)); };
+    uint64_t refusals = 0;
+    auto refuse = [&](const std::string& text) {
+        ++refusals;
+        if (refusals <= kRefusalsReported)
+            post({ListenerMessage::Kind::refused, -1, {}, {}, text});
+        else if ((refusals & (refusals - 1)) == 0)  // 32, 64, 128, ...: still said, not flooded
+            post({ListenerMessage::Kind::refused, -1, {}, {},
+                  fmt::format("{} connections refused so far (the latest: {})", refusals, text)});
+    };
     auto drop = [&](Connection& c, const std::string& why) {
         if (c.welcomed && !c.ended) post({ListenerMessage::Kind::lost, c.rank, {}, {}, why});
-        else if (!c.welcomed) post({ListenerMessage::Kind::refused, -1, {}, {}, fmt::format("{}: {}", c.peer, why)});
+        else if (!c.welcomed) refuse(fmt::format("{}: {}", c.peer, why));
         c.socket.close();
     };
     char buffer[1 << 16];
@@ -79,15 +94,25 @@ void TraceListener::loop() {
                 socklen_t len = sizeof addr;
                 const int fd = ::accept4(m_listen.fd(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
                 if (fd < 0) break;
+                const size_t pending_handshakes =
+                    size_t(std::count_if(conns.begin(), conns.end(), [](const auto& c) { return !c->welcomed; }));
+                if (pending_handshakes >= kMaxPendingHandshakes) {
+                    ::close(fd);
+                    refuse(fmt::format("a connection: {} others are already waiting for their handshake",
+                                       kMaxPendingHandshakes));
+                    continue;
+                }
                 set_nonblocking(fd, true);
                 auto c = std::make_unique<Connection>();
                 c->socket = Socket(fd);
                 c->peer = fmt::format("connection {}", fd);
                 c->accepted_ms = now_ms();
+                c->handshake = std::make_unique<HandshakeReader>(m_token);
                 conns.push_back(std::move(c));
             }
         }
-        for (size_t i = 0; i < conns.size(); ++i) {
+        const size_t polled = fds.size() - 2;  // connections accepted above are read from the next round
+        for (size_t i = 0; i < polled; ++i) {
             Connection& c = *conns[i];
             if (!(fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) continue;
             for (;;) {
@@ -104,28 +129,19 @@ void TraceListener::loop() {
                 }
                 size_t used = 0;
                 if (!c.welcomed) {
-                    const size_t take = std::min(size_t(n), sizeof(Hello) - c.hello_bytes.size());
-                    c.hello_bytes.append(buffer, take);
-                    used = take;
-                    if (c.hello_bytes.size() < sizeof(Hello)) continue;
-                    Hello h;
-                    std::memcpy(&h, c.hello_bytes.data(), sizeof h);
-                    const std::string problem = validate_hello(h);
-                    WelcomeStatus status = WelcomeStatus::accepted;
-                    if (!problem.empty()) status = std::memcmp(h.magic, "USHI", 4) == 0 && h.version != kProtocolVersion
-                                                       ? WelcomeStatus::bad_version
-                                                       : WelcomeStatus::bad_hello;
-                    else if (!tokens_equal(h.token, m_token)) status = WelcomeStatus::bad_token;
-                    const Welcome w = make_welcome(status);
+                    used = c.handshake->feed(buffer, size_t(n));
+                    if (!c.handshake->complete()) continue;
+                    const Welcome w = make_welcome(c.handshake->status());
                     send_all(c.socket.fd(), reinterpret_cast<const char*>(&w), sizeof w, 1000);
-                    if (status != WelcomeStatus::accepted) {
-                        drop(c, problem.empty() ? welcome_status_text(uint16_t(status)) : problem);
+                    if (c.handshake->status() != WelcomeStatus::accepted) {
+                        drop(c, c.handshake->problem());
                         break;
                     }
                     c.welcomed = true;
-                    c.rank = int(h.rank);
-                    c.peer = fmt::format("rank {}", h.rank);
-                    c.decoder = std::make_unique<StreamDecoder>(fmt::format("live stream of rank {}", h.rank));
+                    c.rank = int(c.handshake->rank());
+                    c.handshake.reset();
+                    c.peer = fmt::format("rank {}", c.rank);
+                    c.decoder = std::make_unique<StreamDecoder>(fmt::format("live stream of rank {}", c.rank));
                     post({ListenerMessage::Kind::connected, c.rank, {}, {}, {}});
                 }
                 if (size_t(n) > used) c.decoder->feed(buffer + used, size_t(n) - used);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -41,6 +42,26 @@ bool tokens_equal(const char* a, const std::string& expected) {
     unsigned diff = 0;
     for (size_t i = 0; i < kTokenBytes; ++i) diff |= unsigned(uint8_t(a[i]) ^ uint8_t(expected[i]));
     return diff == 0;
+}
+
+size_t HandshakeReader::feed(const char* data, size_t n) {
+    if (complete()) return 0;
+    const size_t take = std::min(n, sizeof(Hello) - m_filled);
+    std::memcpy(reinterpret_cast<char*>(&m_hello) + m_filled, data, take);
+    m_filled += take;
+    if (!complete()) return take;
+    m_problem = validate_hello(m_hello);
+    if (!m_problem.empty())
+        m_status = std::memcmp(m_hello.magic, "USHI", 4) == 0 && m_hello.version != kProtocolVersion
+                       ? WelcomeStatus::bad_version
+                       : WelcomeStatus::bad_hello;
+    else if (!tokens_equal(m_hello.token, m_token)) {
+        m_status = WelcomeStatus::bad_token;
+        m_problem = welcome_status_text(uint16_t(m_status));
+    } else {
+        m_status = WelcomeStatus::accepted;
+    }
+    return take;
 }
 
 std::string welcome_status_text(uint16_t status) {

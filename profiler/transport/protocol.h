@@ -44,6 +44,27 @@ bool tokens_equal(const char* a, const std::string& expected);  // constant time
 std::string welcome_status_text(uint16_t status);
 std::string random_token();  // kTokenBytes hex characters from /dev/urandom
 
+// The listener's side of the handshake: takes a connection's first bytes as they arrive (never more than a Hello:
+// an unauthenticated peer can make the listener hold 64 bytes, nothing more) and decides.
+class HandshakeReader {
+public:
+    explicit HandshakeReader(std::string token) : m_token(std::move(token)) {}
+    // Consumes what belongs to the hello from `data` and returns how many bytes that was (the rest is stream).
+    size_t feed(const char* data, size_t n);
+    bool complete() const { return m_filled == sizeof(Hello); }
+    // Once complete: the answer to send, why it is a refusal ("" when accepted), and who the peer says it is.
+    WelcomeStatus status() const { return m_status; }
+    const std::string& problem() const { return m_problem; }
+    uint32_t rank() const { return m_hello.rank; }
+
+private:
+    std::string m_token;
+    Hello m_hello{};
+    size_t m_filled = 0;
+    WelcomeStatus m_status = WelcomeStatus::bad_hello;
+    std::string m_problem = "incomplete hello";
+};
+
 // Reassembles chunks from a byte stream.
 class StreamDecoder {
 public:

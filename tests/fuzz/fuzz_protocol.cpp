@@ -1,6 +1,8 @@
-// libFuzzer target: arbitrary bytes as a live stream. The first 64 bytes are checked as a hello, the rest is fed
-// to the chunk decoder in pieces whose sizes come from the input itself.
+// libFuzzer target: arbitrary bytes as a live stream, read as the listener reads it: the handshake reader takes the
+// hello in pieces whose sizes come from the input itself, and the rest (after an accepted hello, or in any case, to
+// reach the decoder) goes to the chunk decoder in pieces too.
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -9,17 +11,19 @@
 #include "profiler/transport/protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    if (size >= sizeof(us::prof::Hello)) {
-        us::prof::Hello h;
-        std::memcpy(&h, data, sizeof h);
-        (void)us::prof::validate_hello(h);
-        (void)us::prof::tokens_equal(h.token, std::string(us::prof::kTokenBytes, 'a'));
-        data += sizeof h;
-        size -= sizeof h;
+    // The token the fuzzer's seeds carry (fuzz_seed.cpp): accepted hellos are reachable.
+    us::prof::HandshakeReader handshake(std::string(us::prof::kTokenBytes, 'a'));
+    size_t pos = 0;
+    while (pos < size && !handshake.complete()) {
+        const size_t piece = 1 + (data[pos] % 13);
+        pos += handshake.feed(reinterpret_cast<const char*>(data + pos), std::min(piece, size - pos));
+    }
+    if (handshake.complete()) {
+        (void)us::prof::welcome_status_text(uint16_t(handshake.status()));
+        (void)handshake.problem().size();
     }
     us::prof::StreamDecoder decoder("fuzz stream");
     us::prof::TraceStore store;
-    size_t pos = 0;
     try {
         while (pos < size) {
             const size_t piece = 1 + (data[pos] % 97);

@@ -306,3 +306,69 @@ TEST_CASE("a rank keeps going when nobody listens or the listener goes away", "[
     sink.finish(false, 0);                                // bounded: the sender gives up on a dead peer
     CHECK(sink.dropped_events() > 0);
 }
+
+TEST_CASE("unauthenticated peers cost the listener little: waiting handshakes are capped, refusals are not a flood",
+          "[cpu][profiler][transport]") {
+    TraceListener listener("127.0.0.1", 0, random_token());
+    CHECK(listener.port() > 0);
+    const Endpoint at{"127.0.0.1", listener.port()};
+    // 40 peers connect and say nothing: 32 wait for their hello (64 bytes each, 5 s at most), the rest are closed.
+    std::vector<Socket> silent;
+    std::string why;
+    for (int i = 0; i < 40; ++i) {
+        silent.push_back(connect_to(at, 2000, why));
+        REQUIRE(silent.back().valid());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    int closed_by_listener = 0;
+    for (auto& s : silent) {
+        char c;
+        set_nonblocking(s.fd(), true);
+        closed_by_listener += ::recv(s.fd(), &c, 1, 0) == 0;  // end of stream: the listener closed it
+    }
+    CHECK(closed_by_listener == 8);
+    silent.clear();  // their slots free up (they count as refusals too: closed before the handshake)
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // 100 peers with the wrong token: every one refused, but the log gets at most a few dozen lines.
+    for (int i = 0; i < 100; ++i) {
+        Socket s = connect_to(at, 2000, why);
+        REQUIRE(s.valid());
+        Hello h = make_hello(0, 1, std::string(kTokenBytes, '0'));
+        send_all(s.fd(), reinterpret_cast<const char*>(&h), sizeof h, 1000);
+        Welcome w{};
+        REQUIRE(recv_exact(s.fd(), reinterpret_cast<char*>(&w), sizeof w, 7000));
+        CHECK(w.status == uint16_t(WelcomeStatus::bad_token));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto messages = wait_for(listener, 1);
+    size_t refused = 0;
+    for (const auto& m : messages) refused += m.kind == ListenerMessage::Kind::refused;
+    // 140 refusals: the first 20 one by one, then the counts at 32, 64 and 128
+    CHECK(refused == 23);
+    // and a rank with the token still gets in
+    TcpSink good(at, 0, 1, listener.token());
+    CHECK(good.connected());
+    good.finish(true, 0);
+}
+
+TEST_CASE("the handshake reader takes the hello in any pieces and decides once", "[cpu][profiler][transport]") {
+    const std::string token = random_token();
+    const Hello h = make_hello(3, 4, token);
+    const std::string bytes = std::string(reinterpret_cast<const char*>(&h), sizeof h) + "stream bytes";
+    HandshakeReader reader(token);
+    size_t used = 0;
+    for (size_t pos = 0; pos < bytes.size() && !reader.complete(); pos += 5) used += reader.feed(bytes.data() + pos, std::min<size_t>(5, bytes.size() - pos));
+    REQUIRE(reader.complete());
+    CHECK(used == sizeof(Hello));  // nothing of the stream is taken
+    CHECK(reader.status() == WelcomeStatus::accepted);
+    CHECK(reader.rank() == 3);
+    HandshakeReader wrong(std::string(kTokenBytes, 'b'));
+    wrong.feed(bytes.data(), bytes.size());
+    CHECK(wrong.status() == WelcomeStatus::bad_token);
+    Hello old = h;
+    old.version = 99;
+    HandshakeReader versioned(token);
+    versioned.feed(reinterpret_cast<const char*>(&old), sizeof old);
+    CHECK(versioned.status() == WelcomeStatus::bad_version);
+    CHECK(versioned.problem().find("version 99") != std::string::npos);
+}
