@@ -15,6 +15,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/default_run.h"
 #include "engine/core/check.h"
+#include "profiler/trace/trace_store.h"
 
 #ifdef US_HAVE_GUI
 #include "app/gui/gui.h"
@@ -40,6 +41,7 @@ void usage() {
         "  --view V                with --screenshot: memory | timeline | overlap | training | compare | all\n"
         "  --fit-step N            show step N in the time window (timeline and memory views)\n"
         "  --exit-when-done        exit when the launched run ends, with its exit code\n"
+        "  --store-cap-mib N       memory cap of the trace kept in memory (default 2048; the file keeps all)\n"
         "Each command takes --help.\n");
 }
 
@@ -58,6 +60,7 @@ int gui_or_fallback(int argc, char** argv) {
     bool launch = true, exit_when_done = false;
     int ranks = 0;  // not given
     int fit_step = 0;
+    size_t store_cap_bytes = us::prof::TraceStoreOptions{}.max_bytes;
     std::vector<std::string> train_args;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -73,6 +76,7 @@ int gui_or_fallback(int argc, char** argv) {
         else if (a == "--no-launch") launch = false;
         else if (a == "--exit-when-done") exit_when_done = true;
         else if (a == "-n" || a == "--ranks") ranks = std::atoi(value().c_str());
+        else if (a == "--store-cap-mib") store_cap_bytes = us::app::parse_store_cap_mib(value());
         else if (a.rfind("-", 0) != 0 && open.empty() && !follows_value_flag(argv, i) && std::filesystem::exists(a))
             open = a;  // `ultrascope TRACE`
         else train_args.push_back(a);
@@ -92,6 +96,7 @@ int gui_or_fallback(int argc, char** argv) {
         o.view = view;
         o.fit_step = fit_step;
         o.exit_when_done = exit_when_done;
+        o.store_cap_bytes = store_cap_bytes;
         return us::gui::run_gui(o);
     }
     US_CHECK_INPUT(screenshot.empty(), "--screenshot needs a display: run under xvfb-run (apt-get install xvfb)");

@@ -15,8 +15,11 @@ int report_command(int argc, char** argv) {
     bool json = false;
     cli.add_option("trace", path, "Trace file (.ustrace)")->required();
     cli.add_flag("--json", json, "Print the report as JSON (docs/report-schema.md)");
+    size_t cap_mib = prof::TraceStoreOptions{}.max_bytes >> 20;
+    cli.add_option("--store-cap-mib", cap_mib, "Memory cap of the events kept for the analysis (docs/trace-format.md)")
+        ->check(CLI::PositiveNumber);
     CLI11_PARSE(cli, argc, argv);
-    prof::TraceStore store;
+    prof::TraceStore store(prof::TraceStoreOptions{cap_mib << 20});
     const auto warnings = prof::load_trace(path, store);
     prof::Report rep = prof::build_report(store);
     rep.warnings.insert(rep.warnings.begin(), warnings.begin(), warnings.end());

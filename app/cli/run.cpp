@@ -30,6 +30,16 @@ bool latest_counter(const prof::TraceStore& store, const std::string& name, doub
 
 }  // namespace
 
+size_t parse_store_cap_mib(const std::string& text) {
+    char* end = nullptr;
+    const long long mib = std::strtoll(text.c_str(), &end, 10);
+    US_CHECK_INPUT(!text.empty() && *end == '\0' && mib > 0 && mib <= (1ll << 24),
+                   "--store-cap-mib '{}': expected a positive number of MiB, e.g. 2048 (the trace file keeps every "
+                   "event whatever the cap)",
+                   text);
+    return size_t(mib) << 20;
+}
+
 int run_command(int argc, char** argv) {
     // Our own flags first (-n, --trace-out, --port); everything else goes to ultrascope-train.
     LiveRunOptions options;
@@ -48,8 +58,9 @@ int run_command(int argc, char** argv) {
         else if (a == "--listen") options.listen_host = value();
         else if (a == "--port") options.listen_port = std::atoi(value().c_str());
         else if (a == "--mpirun") options.launch.mpirun = value();
+        else if (a == "--store-cap-mib") options.store.max_bytes = parse_store_cap_mib(value());
         else if (a == "-h" || a == "--help") {
-            std::printf("usage: ultrascope run [-n RANKS] [--trace FILE] [--listen ADDR] [--port P] "
+            std::printf("usage: ultrascope run [-n RANKS] [--trace FILE] [--listen ADDR] [--port P] [--store-cap-mib N] "
                         "[ultrascope-train flags]\n"
                         "Launches mpirun -n RANKS (default: dp x pp x ...) ultrascope-train with the given flags, streams it live, writes "
                         "the trace (default runs/run-<time>.ustrace) and prints the report.\n");

@@ -187,6 +187,7 @@ void AppState::launch() {
     archive_run();
     app::LiveRunOptions o;
     o.launch.ranks = settings.ranks();
+    o.store.max_bytes = m_options.store_cap_bytes;
     o.launch.train_args = settings.train_args();
     try {
         m_live = std::make_unique<app::LiveRun>(o);
@@ -225,6 +226,7 @@ void AppState::attach(const std::string& listen) {
     archive_run();
     app::LiveRunOptions o;
     o.attach_only = true;
+    o.store.max_bytes = m_options.store_cap_bytes;
     try {
         if (listen.find(':') != std::string::npos) {
             const prof::Endpoint e = prof::parse_endpoint(listen);
@@ -263,8 +265,9 @@ void AppState::open_trace(const std::string& path) {
     m_loading_path = path;
     message("opening " + path);
     // Off the frame loop: a large trace takes seconds to read.
-    m_loading = std::async(std::launch::async, [path]() -> std::pair<std::unique_ptr<prof::TraceStore>, std::string> {
-        auto store = std::make_unique<prof::TraceStore>();
+    const prof::TraceStoreOptions store_options{m_options.store_cap_bytes};
+    m_loading = std::async(std::launch::async, [path, store_options]() -> std::pair<std::unique_ptr<prof::TraceStore>, std::string> {
+        auto store = std::make_unique<prof::TraceStore>(store_options);
         try {
             for (const auto& w : prof::load_trace(path, *store)) (void)w;
         } catch (const UserError& e) {

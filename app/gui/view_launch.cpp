@@ -12,6 +12,12 @@ namespace us::gui {
 
 namespace {
 
+uint64_t total_dropped_events(const prof::TraceStore& store) {
+    uint64_t n = 0;
+    for (int r : store.ranks()) n += store.rank(r)->dropped_events;
+    return n;
+}
+
 bool combo(const char* label, std::string& value, const std::vector<std::string>& options) {
     bool changed = false;
     if (ImGui::BeginCombo(label, value.c_str())) {
@@ -71,6 +77,24 @@ void draw_status(AppState& app) {
         case Source::file: ImGui::TextColored(ImVec4(0.6f, 0.8f, 1, 1), "viewing a trace file"); break;
         default:
             ImGui::TextUnformatted(app.loading() ? "loading the trace..." : "nothing loaded: launch a run or open a trace");
+    }
+    if (const prof::TraceStore* store = app.store()) {
+        // The store's memory against its cap, always visible; reaching it is a warning, never a silent loss.
+        const double used = double(store->bytes_used()) / double(1 << 20), cap = double(store->options().max_bytes >> 20);
+        if (!store->at_cap()) {
+            ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1), "trace in memory: %.0f of %.0f MiB (measured)", used, cap);
+        } else {
+            ImGui::PushTextWrapPos(0);
+            ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1),
+                               "trace in memory reached its cap of %.0f MiB at step %d: %llu op spans and %llu memory "
+                               "events since are not kept here (the trace file has them all; --store-cap-mib raises it)",
+                               cap, store->cap_reached_at_step(), (unsigned long long)store->spans_dropped_by_cap(),
+                               (unsigned long long)store->memory_events_dropped_by_cap());
+            ImGui::PopTextWrapPos();
+        }
+        if (const uint64_t dropped = store->rank_count() > 0 ? total_dropped_events(*store) : 0; dropped > 0)
+            ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "%llu events dropped by the ranks' recorders (ring full)",
+                               (unsigned long long)dropped);
     }
     if (!app.error.empty()) {
         ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.35f, 0.08f, 0.08f, 1));

@@ -244,6 +244,11 @@ nlohmann::json shown_facts(const AppState& app) {
         facts["last_checkpoint_step"] = checkpoint->step;
         facts["last_checkpoint_path"] = checkpoint->path;
     }
+    if (const prof::TraceStore* store = app.store()) {
+        facts["store_bytes"] = store->bytes_used();
+        facts["store_cap_bytes"] = store->options().max_bytes;
+        facts["store_at_cap"] = store->at_cap();
+    }
     return facts;
 }
 

@@ -21,7 +21,7 @@ std::string default_trace_path() {
     return path;
 }
 
-LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)) {
+LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)), m_store(m_options.store) {
     m_trace_path = m_options.trace_path.empty() ? default_trace_path() : m_options.trace_path;
     m_listener = std::make_unique<prof::TraceListener>(
         m_options.listen_host, m_options.listen_port, m_options.token.empty() ? prof::random_token() : m_options.token);

@@ -23,6 +23,7 @@ struct LiveRunOptions {
     int listen_port = 0;     // 0: any free port
     bool attach_only = false;  // listen for ranks started elsewhere; launch nothing
     std::string token;         // attach: the token ranks must present (empty: a fresh random one)
+    prof::TraceStoreOptions store;  // the in-memory store's cap (the trace file keeps everything)
 };
 
 class LiveRun {

@@ -180,9 +180,13 @@ Report build_report(const TraceStore& store) {
                 rep.pipeline.busiest_rank = rr.rank;
             }
     }
-    if (store.spans_dropped_by_cap() > 0)
-        rep.warnings.push_back(fmt::format("{} op spans were not kept (trace store cap of {} spans)",
-                                           store.spans_dropped_by_cap(), store.options().max_spans));
+    if (store.spans_dropped_by_cap() > 0 || store.memory_events_dropped_by_cap() > 0)
+        rep.warnings.push_back(fmt::format(
+            "the trace store reached its cap of {} MiB at step {}: {} op spans and {} memory events after it were not "
+            "kept in memory (figures from those steps lack them; the trace file has everything: raise the cap with "
+            "--store-cap-mib to read it whole)",
+            store.options().max_bytes >> 20, store.cap_reached_at_step(), store.spans_dropped_by_cap(),
+            store.memory_events_dropped_by_cap()));
     // Throughput from the steady steps: a step lasts as long as its slowest rank.
     Throughput& t = rep.throughput;
     double total = 0;

@@ -117,8 +117,9 @@ void TraceStore::add_chunk(const Chunk& c) {
         switch (EventType(e.type)) {
             case EventType::span: {
                 const SpanRecord& r = e.span;
-                if (m_span_count >= m_options.max_spans && SpanKind(r.kind) == SpanKind::op) {
+                if (at_cap() && SpanKind(r.kind) == SpanKind::op) {
                     ++m_spans_dropped;
+                    if (m_cap_step == 0) m_cap_step = std::max(1, int(r.step));
                     continue;
                 }
                 Span s;
@@ -139,10 +140,17 @@ void TraceStore::add_chunk(const Chunk& c) {
                 s.thread = r.thread;
                 rt.lanes[r.lane].append(s);
                 ++m_span_count;
+                m_bytes += sizeof(Span);
                 break;
             }
             case EventType::memory: {
                 const MemoryRecord& r = e.memory;
+                if (at_cap()) {
+                    ++m_memory_dropped;
+                    if (m_cap_step == 0) m_cap_step = std::max(1, int(r.step));
+                    continue;
+                }
+                m_bytes += sizeof(MemoryPoint);
                 MemoryPoint m;
                 m.t = r.t_ns - off;
                 m.delta = r.delta_bytes;
@@ -160,6 +168,7 @@ void TraceStore::add_chunk(const Chunk& c) {
             case EventType::counter: {
                 const CounterRecord& r = e.counter;
                 rt.counters[name_of(r.name)].push_back({r.t_ns - off, r.value, r.step});
+                m_bytes += sizeof(CounterPoint);
                 break;
             }
             default: break;

@@ -4,8 +4,8 @@
 // Spans are kept per rank and lane, sorted by begin time, each with a row: rows are assigned first-fit in
 // (begin, longest first) order, so a span nested in another lands one row below it and overlapping transfers on
 // the comm lane spread over rows; within a row spans never overlap, so a view finds the visible ones by binary
-// search. Memory is bounded (docs/trace-format.md): past `max_spans`, op-level spans (the GPU's kernels among them)
-// are dropped and counted while steps, phases, layers, communication and memory events are always kept.
+// search. Memory is bounded (docs/trace-format.md): past `max_bytes`, op-level spans (the GPU's kernels among them)
+// and memory events are dropped and counted while steps, phases, layers, communication and counters are kept.
 #pragma once
 
 #include <cstdint>
@@ -109,8 +109,11 @@ struct RankTrace {
     Lane work_lane() const { return has_device_spans() ? Lane::device : Lane::compute; }
 };
 
+// The store's memory cap (docs/trace-format.md): past `max_bytes` of spans, memory events and counters, op spans
+// and memory events are no longer kept (counted, and said on screen and in the report); steps, phases, layers,
+// communication spans and counters always are. The trace file keeps everything regardless.
 struct TraceStoreOptions {
-    size_t max_spans = 40'000'000;  // about 2.2 GiB of spans
+    size_t max_bytes = size_t(2) << 30;
 };
 
 class TraceStore {
@@ -133,7 +136,13 @@ public:
     int64_t origin() const;                 // earliest timestamp, ns
     int64_t end_time() const;               // latest timestamp, ns
     size_t span_count() const { return m_span_count; }
+    // What the kept events take (the vectors' elements; a few percent more with the row index and names).
+    size_t bytes_used() const { return m_bytes; }
     uint64_t spans_dropped_by_cap() const { return m_spans_dropped; }
+    uint64_t memory_events_dropped_by_cap() const { return m_memory_dropped; }
+    // The first step whose op spans or memory events the cap dropped (0: none).
+    int cap_reached_at_step() const { return m_cap_step; }
+    bool at_cap() const { return m_bytes >= m_options.max_bytes; }
     uint64_t version() const { return m_version; }  // changes whenever the content changes
     const TraceStoreOptions& options() const { return m_options; }
     // The first rank's metadata (the run's config is the same on every rank).
@@ -149,7 +158,9 @@ private:
     std::vector<std::string> m_names;
     std::unordered_map<std::string, uint32_t> m_name_index;
     size_t m_span_count = 0;
-    uint64_t m_spans_dropped = 0;
+    size_t m_bytes = 0;
+    uint64_t m_spans_dropped = 0, m_memory_dropped = 0;
+    int m_cap_step = 0;
     uint64_t m_version = 0;
 };
 

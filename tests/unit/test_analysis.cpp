@@ -357,3 +357,34 @@ TEST_CASE("parameters per rank under tensor parallelism follow N_tp, the vocabul
     }
     CHECK(predict(in).params == h * 256 + L * (12 * h * h + 13 * h) + 2 * h);  // the model's N does not change
 }
+
+TEST_CASE("the trace store's memory cap: past it op spans and memory events are counted, not kept; steps stay whole",
+          "[cpu][profiler][cap]") {
+    const std::string trace = us::test::temp_path("cap.ustrace");
+    const us::test::ProcessResult made =
+        us::test::run_process(us::test::bin("ultrascope-train") + " --preset tiny --steps 20 --quiet --trace " + trace +
+                              " --data " + us::test::sample_data_file("cap-data.txt", 20000));
+    REQUIRE(made.exit_code == 0);
+    us::prof::TraceStore whole;
+    us::prof::load_trace(trace, whole);
+    REQUIRE_FALSE(whole.at_cap());
+    REQUIRE(whole.bytes_used() > 50000);
+    us::prof::TraceStore capped(us::prof::TraceStoreOptions{whole.bytes_used() / 3});
+    us::prof::load_trace(trace, capped);
+    CHECK(capped.at_cap());
+    // past the cap only steps, phases, layers, communication and counters are added
+    CHECK(capped.bytes_used() < whole.bytes_used() * 6 / 10);
+    CHECK(capped.spans_dropped_by_cap() > 0);
+    CHECK(capped.memory_events_dropped_by_cap() > 0);
+    CHECK(capped.cap_reached_at_step() > 1);
+    CHECK(capped.cap_reached_at_step() < 20);
+    // every step is still there, and the loss counter too
+    CHECK(us::prof::analyze_steps(capped, 0).size() == 20);
+    CHECK(capped.latest_counter("loss").has_value());
+    const us::prof::Report rep = us::prof::build_report(capped);
+    bool warned = false;
+    for (const auto& w : rep.warnings) warned |= w.find("reached its cap") != std::string::npos;
+    CHECK(warned);
+    const auto bad = us::test::run_process(us::test::bin("ultrascope") + " report " + trace + " --store-cap-mib 0");
+    CHECK(bad.exit_code != 0);
+}
