@@ -42,6 +42,10 @@ void usage() {
         "  --fit-step N            show step N in the time window (timeline and memory views)\n"
         "  --exit-when-done        exit when the launched run ends, with its exit code\n"
         "  --store-cap-mib N       memory cap of the trace kept in memory (default 2048; the file keeps all)\n"
+        "  --hostfile FILE         launch ranks on the hosts of an Open MPI hostfile (with --stream-listen)\n"
+        "  --launcher L            mpirun (default) or srun (inside a Slurm allocation)\n"
+        "  --stream-listen ADDR    the address launched ranks stream back to (default 127.0.0.1; multi-host:\n"
+        "                          this machine's address on the hosts' network, or 0.0.0.0)\n"
         "Each command takes --help.\n");
 }
 
@@ -61,6 +65,7 @@ int gui_or_fallback(int argc, char** argv) {
     int ranks = 0;  // not given
     int fit_step = 0;
     size_t store_cap_bytes = us::prof::TraceStoreOptions{}.max_bytes;
+    std::string hostfile, launcher = "mpirun", stream_listen = "127.0.0.1";
     std::vector<std::string> train_args;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -77,6 +82,9 @@ int gui_or_fallback(int argc, char** argv) {
         else if (a == "--exit-when-done") exit_when_done = true;
         else if (a == "-n" || a == "--ranks") ranks = std::atoi(value().c_str());
         else if (a == "--store-cap-mib") store_cap_bytes = us::app::parse_store_cap_mib(value());
+        else if (a == "--hostfile") hostfile = value();
+        else if (a == "--launcher") launcher = value();
+        else if (a == "--stream-listen") stream_listen = value();
         else if (a.rfind("-", 0) != 0 && open.empty() && !follows_value_flag(argv, i) && std::filesystem::exists(a))
             open = a;  // `ultrascope TRACE`
         else train_args.push_back(a);
@@ -97,6 +105,9 @@ int gui_or_fallback(int argc, char** argv) {
         o.fit_step = fit_step;
         o.exit_when_done = exit_when_done;
         o.store_cap_bytes = store_cap_bytes;
+        o.hostfile = hostfile;
+        o.launcher = launcher;
+        o.stream_listen = stream_listen;
         return us::gui::run_gui(o);
     }
     US_CHECK_INPUT(screenshot.empty(), "--screenshot needs a display: run under xvfb-run (apt-get install xvfb)");

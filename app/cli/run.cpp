@@ -59,14 +59,19 @@ int run_command(int argc, char** argv) {
         else if (a == "--port") options.listen_port = std::atoi(value().c_str());
         else if (a == "--mpirun") options.launch.mpirun = value();
         else if (a == "--store-cap-mib") options.store.max_bytes = parse_store_cap_mib(value());
+        else if (a == "--hostfile") options.launch.hostfile = value();
+        else if (a == "--launcher") options.launch.launcher = value();
         else if (a == "-h" || a == "--help") {
-            std::printf("usage: ultrascope run [-n RANKS] [--trace FILE] [--listen ADDR] [--port P] [--store-cap-mib N] "
+            std::printf("usage: ultrascope run [-n RANKS] [--trace FILE] [--listen ADDR] [--port P] [--store-cap-mib N]\n"
+                        "                      [--hostfile FILE] [--launcher mpirun|srun] "
                         "[ultrascope-train flags]\n"
                         "Launches mpirun -n RANKS (default: dp x pp x ...) ultrascope-train with the given flags, streams it live, writes "
                         "the trace (default runs/run-<time>.ustrace) and prints the report.\n");
             return 0;
         } else train_args.push_back(a);
     }
+    US_CHECK_INPUT(valid_launcher(options.launch.launcher), "unknown --launcher '{}': expected mpirun or srun",
+                   options.launch.launcher);
     // Validate the training flags here, before anything is launched, with the same parser the ranks use.
     {
         std::vector<const char*> args = {"ultrascope-train"};

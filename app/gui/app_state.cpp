@@ -132,6 +132,9 @@ AppState::AppState(const GuiOptions& options) : m_options(options) {
         else if (k == "--load") settings.load_path = v;
         else settings.extra_args.insert(settings.extra_args.end(), {k, v});
     }
+    settings.launcher = options.launcher;
+    settings.hostfile = options.hostfile;
+    settings.stream_listen = options.stream_listen;
     if (!options.open_trace.empty()) open_trace(options.open_trace);
     else if (options.launch) launch();
     if (!options.listen.empty()) attach(options.listen);
@@ -188,6 +191,9 @@ void AppState::launch() {
     app::LiveRunOptions o;
     o.launch.ranks = settings.ranks();
     o.store.max_bytes = m_options.store_cap_bytes;
+    o.launch.launcher = settings.launcher;
+    o.launch.hostfile = settings.hostfile;
+    o.listen_host = settings.stream_listen;
     o.launch.train_args = settings.train_args();
     try {
         m_live = std::make_unique<app::LiveRun>(o);

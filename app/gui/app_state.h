@@ -47,6 +47,8 @@ struct LaunchSettings {
     std::string save_path;
     int save_every = 0;
     std::string load_path;
+    // where the ranks run: the launcher, an Open MPI hostfile, the address they stream back to
+    std::string launcher = "mpirun", hostfile, stream_listen = "127.0.0.1";
     std::vector<std::string> extra_args;  // flags the panel does not show (--data FILE, --lr ...), passed through
 
     int ranks() const { return dp * pp * tp * cp; }  // ep shares the dp ranks

@@ -19,6 +19,9 @@ struct GuiOptions {
     bool exit_when_done = false;          // exit once the launched run has finished (with its result)
     int width = 1280, height = 800;
     size_t store_cap_bytes = size_t(2) << 30;  // the trace store's memory cap (--store-cap-mib)
+    // Multi-host launches (the launch panel's "hosts"): mpirun --hostfile, or srun; the address launched ranks
+    // stream back to (this machine's, reachable from the hosts).
+    std::string hostfile, launcher = "mpirun", stream_listen = "127.0.0.1";
 };
 
 // Whether a display is available (X11 or Wayland).

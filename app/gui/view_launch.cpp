@@ -187,6 +187,28 @@ void draw_settings(AppState& app) {
         ImGui::TreePop();
     }
     if (s.moe_experts == 0) s.ep = 1;
+    if (ImGui::TreeNodeEx("hosts", s.hostfile.empty() && s.launcher == "mpirun" ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
+        static char hostfile_buf[512], listen_buf[128];
+        std::snprintf(hostfile_buf, sizeof hostfile_buf, "%s", s.hostfile.c_str());
+        std::snprintf(listen_buf, sizeof listen_buf, "%s", s.stream_listen.c_str());
+        ImGui::SetNextItemWidth(110);
+        combo("launcher", s.launcher, {"mpirun", "srun"});
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("mpirun: this machine, or the hosts of a hostfile\nsrun: the nodes of the Slurm allocation "
+                              "this GUI runs in (salloc)");
+        ImGui::BeginDisabled(s.launcher != "mpirun");
+        ImGui::SetNextItemWidth(220);
+        if (ImGui::InputTextWithHint("hostfile", "(this machine)", hostfile_buf, sizeof hostfile_buf)) s.hostfile = hostfile_buf;
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("an Open MPI hostfile: one 'HOST slots=N' per line");
+        ImGui::EndDisabled();
+        ImGui::SetNextItemWidth(220);
+        if (ImGui::InputText("stream to", listen_buf, sizeof listen_buf)) s.stream_listen = listen_buf;
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("the address of this machine the ranks stream back to (a port is picked; the run's token\n"
+                              "goes to the ranks in ULTRASCOPE_TOKEN). 127.0.0.1 for ranks on this machine; for other\n"
+                              "hosts this machine's address on their network, or 0.0.0.0 (its host name is sent)");
+        ImGui::TreePop();
+    }
     if (ImGui::TreeNodeEx("checkpoints", s.save_path.empty() && s.load_path.empty() ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
         static char save_buf[512], load_buf[512];
         std::snprintf(save_buf, sizeof save_buf, "%s", s.save_path.c_str());

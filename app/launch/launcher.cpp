@@ -15,6 +15,7 @@ extern char** environ;
 #include <filesystem>
 #include <thread>
 
+#include "app/launch/hostfile.h"
 #include "app/launch/process_guard.h"
 #include "engine/core/check.h"
 
@@ -33,11 +34,13 @@ std::string default_train_binary() {
     return US_TRAIN_BINARY;
 }
 
-std::string find_mpirun(const std::string& requested, std::string& why) {
+bool valid_launcher(const std::string& name) { return name == "mpirun" || name == "srun"; }
+
+std::string find_mpirun(const std::string& requested, std::string& why, const std::string& launcher) {
     std::string name = requested;
     if (name.empty()) {
-        const char* env = std::getenv("ULTRASCOPE_MPIRUN");
-        name = env && *env ? env : "mpirun";
+        const char* env = std::getenv(launcher == "srun" ? "ULTRASCOPE_SRUN" : "ULTRASCOPE_MPIRUN");
+        name = env && *env ? env : launcher;
     }
     if (name.find('/') != std::string::npos) {
         if (::access(name.c_str(), X_OK) == 0) return name;
@@ -53,7 +56,9 @@ std::string find_mpirun(const std::string& requested, std::string& why) {
         if (::access(candidate.c_str(), X_OK) == 0) return candidate;
         start = end + 1;
     }
-    why = "'" + name + "' was not found on PATH: install Open MPI (apt-get install openmpi-bin; ./quickstart.sh does it)";
+    why = launcher == "srun" ? "'" + name + "' was not found on PATH: --launcher srun needs Slurm (run inside salloc or sbatch)"
+                             : "'" + name + "' was not found on PATH: install Open MPI (apt-get install openmpi-bin; "
+                                            "./quickstart.sh does it)";
     return {};
 }
 
@@ -65,24 +70,41 @@ Launcher::~Launcher() {
 void Launcher::start(const LaunchSpec& spec) {
     US_CHECK_INPUT(spec.ranks >= 1 && spec.ranks <= 1024, "the number of ranks must be between 1 and 1024 (got {})",
                    spec.ranks);
+    US_CHECK_INPUT(valid_launcher(spec.launcher), "unknown --launcher '{}': expected mpirun or srun", spec.launcher);
+    US_CHECK_INPUT(spec.hostfile.empty() || spec.launcher == "mpirun",
+                   "--hostfile goes with --launcher mpirun; under srun the hosts are the Slurm allocation's (choose "
+                   "them with salloc/sbatch --nodelist)");
+    std::vector<HostEntry> hosts;
+    if (!spec.hostfile.empty()) hosts = read_hostfile(spec.hostfile);
     std::string why;
-    const std::string mpirun = find_mpirun(spec.mpirun, why);
+    const std::string mpirun = find_mpirun(spec.mpirun, why, spec.launcher);
     US_CHECK_INPUT(!mpirun.empty(), "cannot launch: {}", why);
     const std::string binary = spec.train_binary.empty() ? default_train_binary() : spec.train_binary;
     US_CHECK_INPUT(::access(binary.c_str(), X_OK) == 0, "cannot launch: {} is missing (build it: cmake --build build)",
                    binary);
+    // Threads per rank: this machine's cores over the ranks on one host (all of them, unless a hostfile spreads them;
+    // hosts are taken to be alike).
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-    m_threads = spec.threads_per_rank > 0 ? spec.threads_per_rank : std::max(1, cores / spec.ranks);
+    const int ranks_per_host = hosts.empty() ? spec.ranks : (spec.ranks + int(hosts.size()) - 1) / int(hosts.size());
+    m_threads = spec.threads_per_rank > 0 ? spec.threads_per_rank : std::max(1, cores / ranks_per_host);
     const bool threads_given =
         std::find(spec.train_args.begin(), spec.train_args.end(), "--threads") != spec.train_args.end();
 
-    m_argv = {mpirun, "-n", std::to_string(spec.ranks), "--oversubscribe", "--bind-to", "none"};
-    // Shared-memory transport without the cross-memory-attach syscall, which containers often forbid.
-    for (const char* a : {"--mca", "btl_vader_single_copy_mechanism", "none"}) m_argv.push_back(a);
-    for (const char* var : {"ULTRASCOPE_TOKEN", "ULTRASCOPE_STOP_WITH_LISTENER", "OMP_NUM_THREADS",
-                            "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"}) {
-        m_argv.push_back("-x");
-        m_argv.push_back(var);
+    if (spec.launcher == "srun") {
+        // Slurm passes the whole environment (--export=ALL) and wires MPI through PMIx.
+        m_argv = {mpirun, "-n", std::to_string(spec.ranks), "--export=ALL", "--mpi=pmix", "--kill-on-bad-exit=1"};
+    } else {
+        m_argv = {mpirun, "-n", std::to_string(spec.ranks), "--oversubscribe", "--bind-to", "none"};
+        if (!spec.hostfile.empty()) m_argv.insert(m_argv.end(), {"--hostfile", spec.hostfile});
+        // Shared-memory transport without the cross-memory-attach syscall, which containers often forbid.
+        for (const char* a : {"--mca", "btl_vader_single_copy_mechanism", "none"}) m_argv.push_back(a);
+        // mpirun hands ranks on other hosts only the variables named here.
+        for (const char* var : {"ULTRASCOPE_TOKEN", "ULTRASCOPE_STOP_WITH_LISTENER", "ULTRASCOPE_FAKE_CLOCK_OFFSET_NS",
+                                "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"}) {
+            if (std::string(var) == "ULTRASCOPE_FAKE_CLOCK_OFFSET_NS" && !std::getenv(var)) continue;
+            m_argv.push_back("-x");
+            m_argv.push_back(var);
+        }
     }
     m_argv.push_back(binary);
     m_argv.insert(m_argv.end(), spec.train_args.begin(), spec.train_args.end());

@@ -18,13 +18,18 @@ struct LaunchSpec {
     std::string token;                    // handed to the ranks in ULTRASCOPE_TOKEN
     int threads_per_rank = 0;             // 0: max(1, cores / ranks), unless train_args set --threads
     std::string train_binary;             // empty: the ultrascope-train next to this program
-    std::string mpirun;                   // empty: `mpirun` on PATH (or $ULTRASCOPE_MPIRUN)
+    std::string mpirun;                   // empty: `mpirun` on PATH (or $ULTRASCOPE_MPIRUN; srun: $ULTRASCOPE_SRUN)
+    std::string launcher = "mpirun";      // mpirun | srun (Slurm: the hosts are the allocation's)
+    std::string hostfile;                 // mpirun --hostfile: ranks on several hosts
 };
+
+// The launchers `--launcher` accepts.
+bool valid_launcher(const std::string& name);
 
 // The ultrascope-train to launch: $ULTRASCOPE_TRAIN, else next to the running executable, else the build tree's.
 std::string default_train_binary();
 // Where mpirun is, or an empty string (with `why` set) when it cannot be found.
-std::string find_mpirun(const std::string& requested, std::string& why);
+std::string find_mpirun(const std::string& requested, std::string& why, const std::string& launcher = "mpirun");
 
 class Launcher {
 public:

@@ -1,11 +1,13 @@
 #include "app/launch/live_run.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
 
+#include "app/launch/hostfile.h"
 #include "engine/core/check.h"
 #include "profiler/transport/protocol.h"
 
@@ -21,7 +23,31 @@ std::string default_trace_path() {
     return path;
 }
 
+namespace {
+
+// The address ranks connect back to. Ranks on this machine reach a loopback listener; ranks on other hosts need the
+// listener on an address they can reach (--listen ADDR, or 0.0.0.0 and this machine's host name).
+std::string connect_address(const LiveRunOptions& o) {
+    bool remote = o.launch.launcher == "srun";  // Slurm places ranks on the allocation's nodes
+    for (const auto& h : o.launch.hostfile.empty() ? std::vector<HostEntry>{} : read_hostfile(o.launch.hostfile))
+        remote |= !is_local_host(h.name);
+    const bool loopback = o.listen_host == "127.0.0.1" || o.listen_host == "localhost" || o.listen_host == "::1";
+    US_CHECK_INPUT(!remote || !loopback,
+                   "ranks on other hosts cannot stream to {} (this machine's loopback): add --listen ADDR with this "
+                   "machine's address on the network the hosts share (or --listen 0.0.0.0 to take every interface), "
+                   "and open its port (--port P) in the firewall",
+                   o.listen_host);
+    if (o.listen_host != "0.0.0.0") return o.listen_host;
+    if (!remote) return "127.0.0.1";
+    char self[256] = {};
+    ::gethostname(self, sizeof self - 1);
+    return self;
+}
+
+}  // namespace
+
 LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)), m_store(m_options.store) {
+    const std::string connect_host = m_options.attach_only ? std::string() : connect_address(m_options);
     m_trace_path = m_options.trace_path.empty() ? default_trace_path() : m_options.trace_path;
     m_listener = std::make_unique<prof::TraceListener>(
         m_options.listen_host, m_options.listen_port, m_options.token.empty() ? prof::random_token() : m_options.token);
@@ -29,8 +55,7 @@ LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)), m_stor
     m_started = std::chrono::steady_clock::now();
     if (m_options.attach_only) return;
     LaunchSpec spec = m_options.launch;
-    spec.connect = fmt::format("{}:{}", m_options.listen_host == "0.0.0.0" ? "127.0.0.1" : m_options.listen_host,
-                               m_listener->port());
+    spec.connect = fmt::format("{}:{}", connect_host, m_listener->port());
     spec.token = m_listener->token();
     spec.train_args.push_back("--quiet");  // progress is shown here, from the stream
     m_launcher.start(spec);
