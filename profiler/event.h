@@ -1,5 +1,6 @@
-// The event contract: the plain, fixed-size records every rank produces and every consumer reads. Nothing else is
-// shared between the engine and the profiler. Records are 64 bytes, little-endian, and travel as they are (in
+// The event contract: the plain, fixed-size records every rank produces and every consumer reads, and the batch and
+// sink types that carry them from the recorder to the transport. Nothing else is shared between the engine and the
+// profiler, and the store and readers need nothing of the recorder. Records are 64 bytes, little-endian, and travel as they are (in
 // compressed chunks) through files and sockets, so this layout is versioned with the trace format
 // (docs/trace-format.md): change it only together with kTraceFormatVersion.
 #pragma once
@@ -7,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace us::prof {
 
@@ -156,5 +159,28 @@ union EventRecord {
 static_assert(sizeof(SpanRecord) == 64 && sizeof(MemoryRecord) == 64 && sizeof(CounterRecord) == 64);
 static_assert(sizeof(EventRecord) == 64);
 static_assert(offsetof(SpanRecord, type) == 0 && offsetof(MemoryRecord, type) == 0 && offsetof(CounterRecord, type) == 0);
+
+// ---- Plumbing: how records travel from the recorder to the transport (the sinks) and on to the readers.
+
+struct StringDef {
+    uint32_t id;
+    std::string text;
+};
+
+struct EventBatch {
+    std::vector<StringDef> strings;   // definitions not sent before
+    std::vector<EventRecord> events;  // timestamps in CLOCK_MONOTONIC nanoseconds
+    uint64_t dropped_total = 0;       // events this rank could not record so far
+};
+
+// Where batches go: implemented by the transport (file writer, TCP sender). Called on the collector thread.
+class EventSink {
+public:
+    virtual ~EventSink() = default;
+    virtual void write_metadata(const std::string& json) = 0;
+    virtual void write_batch(const EventBatch& batch) = 0;
+    // End of the stream; `clean` is false when the run is ending because of an error.
+    virtual void finish(bool clean, uint64_t dropped_total) = 0;
+};
 
 }  // namespace us::prof

@@ -79,59 +79,89 @@ std::string LaunchSettings::problem() const {
     return {};
 }
 
+LaunchSettings LaunchSettings::from_args(const std::vector<std::string>& args) {
+    LaunchSettings s;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& k = args[i];
+        if (k == "--no-overlap") {
+            s.overlap = false;
+            continue;
+        }
+        if (k == "--sp") {
+            s.sp = true;
+            continue;
+        }
+        const bool is_switch = k == "--fp32-grad-accum" || k == "--quiet";
+        if (is_switch || i + 1 >= args.size() || k.rfind("--", 0) != 0) {
+            s.extra_args.push_back(k);
+            continue;
+        }
+        const std::string& v = args[++i];
+        auto as_int = [&] { return std::atoi(v.c_str()); };
+        if (k == "--preset") s.preset = v;
+        else if (k == "--steps") s.steps = as_int();
+        else if (k == "--dp") s.dp = as_int();
+        else if (k == "--pp") s.pp = as_int();
+        else if (k == "--tp") s.tp = as_int();
+        else if (k == "--cp") s.cp = as_int();
+        else if (k == "--cp-balance") s.cp_balance = v;
+        else if (k == "--ep") s.ep = as_int();
+        else if (k == "--moe-experts") s.moe_experts = as_int();
+        else if (k == "--moe-topk") s.moe_topk = as_int();
+        else if (k == "--moe-every") s.moe_every = as_int();
+        else if (k == "--moe-capacity-factor") s.moe_capacity_factor = float(std::atof(v.c_str()));
+        else if (k == "--moe-aux-loss-coef") s.moe_aux_loss_coef = float(std::atof(v.c_str()));
+        else if (k == "--zero") s.zero = as_int();
+        else if (k == "--grad-accum") s.grad_accum = as_int();
+        else if (k == "--batch") s.batch = as_int();
+        else if (k == "--layers") s.layers = as_int();
+        else if (k == "--hidden") s.hidden = as_int();
+        else if (k == "--heads") s.heads = as_int();
+        else if (k == "--seq") s.seq = as_int();
+        else if (k == "--precision") s.precision = v;
+        else if (k == "--recompute") s.recompute = v;
+        else if (k == "--pp-schedule") s.pp_schedule = v;
+        else if (k == "--pp-chunks") s.pp_chunks = as_int();
+        else if (k == "--bucket-mb") s.bucket_mb = float(std::atof(v.c_str()));
+        else if (k == "--save") s.save_path = v;
+        else if (k == "--save-every") s.save_every = as_int();
+        else if (k == "--load") s.load_path = v;
+        else s.extra_args.insert(s.extra_args.end(), {k, v});
+    }
+    return s;
+}
+
+LaunchSettings LaunchSettings::from_config(const nlohmann::json& config) {
+    // The run's resolved settings (ultrascope-train --print-config: flat, keys are flag names with '_'): the same
+    // flags again reproduce the run.
+    std::vector<std::string> args;
+    for (const auto& [key, value] : config.items()) {
+        std::string flag = "--" + key;
+        std::replace(flag.begin(), flag.end(), '_', '-');
+        if (key == "overlap") {
+            if (!value.get<bool>()) args.push_back("--no-overlap");
+        } else if (value.is_boolean()) {
+            if (value.get<bool>()) args.push_back(flag);
+        } else if (key == "data" || key == "device" || key == "threads" || key == "comm_progress") {
+            // where and how it ran, not what: the data file may be elsewhere now, and the threads are this machine's
+            if (key == "data" && !value.get<std::string>().empty()) args.insert(args.end(), {flag, value.get<std::string>()});
+        } else if (value.is_string()) {
+            args.insert(args.end(), {flag, value.get<std::string>()});
+        } else if (value.is_number_integer()) {
+            args.insert(args.end(), {flag, std::to_string(value.get<int64_t>())});
+        } else if (value.is_number()) {
+            args.insert(args.end(), {flag, fmt::format("{}", value.get<double>())});
+        }
+    }
+    return from_args(args);
+}
+
 // ---- AppState
 
 AppState::AppState(const GuiOptions& options) : m_options(options) {
     // Command-line training flags seed the panel where they map onto it; the rest travel as extra arguments.
     const app::DefaultRun run = app::default_run(options.ranks, options.train_args);
-    const auto& args = run.args;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& k = args[i];
-        if (k == "--no-overlap") {
-            settings.overlap = false;
-            continue;
-        }
-        if (k == "--sp") {
-            settings.sp = true;
-            continue;
-        }
-        const bool is_switch = k == "--fp32-grad-accum" || k == "--quiet";
-        if (is_switch || i + 1 >= args.size() || k.rfind("--", 0) != 0) {
-            settings.extra_args.push_back(k);
-            continue;
-        }
-        const std::string& v = args[++i];
-        auto as_int = [&] { return std::atoi(v.c_str()); };
-        if (k == "--preset") settings.preset = v;
-        else if (k == "--steps") settings.steps = as_int();
-        else if (k == "--dp") settings.dp = as_int();
-        else if (k == "--pp") settings.pp = as_int();
-        else if (k == "--tp") settings.tp = as_int();
-        else if (k == "--cp") settings.cp = as_int();
-        else if (k == "--cp-balance") settings.cp_balance = v;
-        else if (k == "--ep") settings.ep = as_int();
-        else if (k == "--moe-experts") settings.moe_experts = as_int();
-        else if (k == "--moe-topk") settings.moe_topk = as_int();
-        else if (k == "--moe-every") settings.moe_every = as_int();
-        else if (k == "--moe-capacity-factor") settings.moe_capacity_factor = float(std::atof(v.c_str()));
-        else if (k == "--moe-aux-loss-coef") settings.moe_aux_loss_coef = float(std::atof(v.c_str()));
-        else if (k == "--zero") settings.zero = as_int();
-        else if (k == "--grad-accum") settings.grad_accum = as_int();
-        else if (k == "--batch") settings.batch = as_int();
-        else if (k == "--layers") settings.layers = as_int();
-        else if (k == "--hidden") settings.hidden = as_int();
-        else if (k == "--heads") settings.heads = as_int();
-        else if (k == "--seq") settings.seq = as_int();
-        else if (k == "--precision") settings.precision = v;
-        else if (k == "--recompute") settings.recompute = v;
-        else if (k == "--pp-schedule") settings.pp_schedule = v;
-        else if (k == "--pp-chunks") settings.pp_chunks = as_int();
-        else if (k == "--bucket-mb") settings.bucket_mb = float(std::atof(v.c_str()));
-        else if (k == "--save") settings.save_path = v;
-        else if (k == "--save-every") settings.save_every = as_int();
-        else if (k == "--load") settings.load_path = v;
-        else settings.extra_args.insert(settings.extra_args.end(), {k, v});
-    }
+    settings = LaunchSettings::from_args(run.args);
     settings.launcher = options.launcher;
     settings.hostfile = options.hostfile;
     settings.stream_listen = options.stream_listen;
@@ -142,6 +172,7 @@ AppState::AppState(const GuiOptions& options) : m_options(options) {
 
 AppState::~AppState() {
     if (m_loading.valid()) m_loading.wait();
+    m_worker.wait();
 }
 
 void AppState::message(const std::string& text) {
@@ -195,6 +226,7 @@ void AppState::launch() {
     o.launch.hostfile = settings.hostfile;
     o.listen_host = settings.stream_listen;
     o.launch.train_args = settings.train_args();
+    m_worker.wait();  // it may be reading the store about to be replaced
     try {
         m_live = std::make_unique<app::LiveRun>(o);
     } catch (const UserError& e) {
@@ -220,6 +252,7 @@ void AppState::launch() {
 }
 
 void AppState::stop() {
+    m_worker.wait();  // a build may be reading the store that is about to change or go
     if (m_live && m_source == Source::launched && !m_live->finished()) {
         message("stopping " + m_source_label);
         m_live->stop();
@@ -262,6 +295,7 @@ void AppState::attach(const std::string& listen) {
 void AppState::detach() {
     if (m_source != Source::attached) return;
     archive_run();
+    m_worker.wait();
     m_live.reset();
     m_source = Source::none;
 }
@@ -288,9 +322,23 @@ void AppState::open_trace(const std::string& path) {
 void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label) {
     stop();
     archive_run();
+    m_worker.wait();
     m_live.reset();
     m_file_store = std::move(store);
     m_source = Source::file;
+    // The launch panel now shows the opened run's settings: Relaunch reproduces it.
+    if (const auto& meta = m_file_store->run_metadata(); meta.contains("config") && meta["config"].is_object()) {
+        const LaunchSettings where = settings;
+        try {
+            settings = LaunchSettings::from_config(meta["config"]);
+            settings.launcher = where.launcher;
+            settings.hostfile = where.hostfile;
+            settings.stream_listen = where.stream_listen;
+        } catch (const std::exception& e) {
+            settings = where;
+            message(std::string("the trace's settings could not be read into the launch panel: ") + e.what());
+        }
+    }
     m_archived = false;
     m_source_label = "trace " + label;
     error.clear();
@@ -320,7 +368,9 @@ void AppState::update() {
         if (!store) fail(why);
         else adopt(std::move(store), m_loading_path);
     }
-    if (m_live) {
+    if (m_worker.busy()) refresh_derived(false);  // installs a finished build
+    // The store stays as it is while a build reads it; what arrives meanwhile waits in the listener.
+    if (m_live && !m_worker.busy()) {
         m_live->pump();
         for (auto& m : m_live->take_messages()) message(m);
         if (m_source == Source::launched && m_live->finished() && !m_archived) {
@@ -350,14 +400,34 @@ void AppState::update() {
 void AppState::refresh_derived(bool force) {
     const prof::TraceStore* s = store();
     if (!s) return;
+    if (force) {
+        m_worker.wait();
+        install(build_derived(*s));
+        return;
+    }
+    if (m_worker.busy()) {
+        try {
+            if (auto d = m_worker.take()) install(std::move(*d));
+        } catch (const std::exception& e) {
+            fail(std::string("cannot analyse the trace: ") + e.what());
+        }
+        return;
+    }
     const auto now = std::chrono::steady_clock::now();
-    if (!force && (s->version() == m_seen_version || now - m_last_refresh < std::chrono::milliseconds(250))) return;
-    m_seen_version = s->version();
+    if (s->version() == m_seen_version || now - m_last_refresh < std::chrono::milliseconds(250)) return;
     m_last_refresh = now;
+    m_worker.start(*s);
+}
+
+void AppState::install(DerivedData&& d) {
+    const prof::TraceStore* s = store();
+    m_seen_version = d.store_version;
     ++m_data_version;
-    m_report = prof::build_report(*s);
-    m_training = build_training_series(*s);
-    if (follow && s->rank_count() > 0) {
+    m_report = std::move(d.report);
+    m_training = std::move(d.training);
+    m_memory = std::move(d.memory);
+    m_process = std::move(d.process);
+    if (follow && s && s->rank_count() > 0) {
         // Keep the last three steps (or everything, early on) in view.
         const int64_t end = s->end_time();
         int64_t begin = s->origin();
@@ -370,26 +440,14 @@ void AppState::refresh_derived(bool force) {
 
 const std::vector<prof::MemorySample>& AppState::memory_timeline(int rank) {
     static const std::vector<prof::MemorySample> empty;
-    const prof::TraceStore* s = store();
-    if (!s || !s->rank(rank)) return empty;
-    auto& entry = m_memory[rank];
-    if (entry.first != m_data_version || entry.second.empty()) {
-        entry.first = m_data_version;
-        entry.second = prof::memory_timeline(*s->rank(rank));
-    }
-    return entry.second;
+    auto it = m_memory.find(rank);
+    return it == m_memory.end() ? empty : it->second;
 }
 
 const std::vector<prof::ProcessSample>& AppState::process_timeline(int rank) {
     static const std::vector<prof::ProcessSample> empty;
-    const prof::TraceStore* s = store();
-    if (!s || !s->rank(rank)) return empty;
-    auto& entry = m_process[rank];
-    if (entry.first != m_data_version || entry.second.empty()) {
-        entry.first = m_data_version;
-        entry.second = prof::process_memory_timeline(*s, *s->rank(rank));
-    }
-    return entry.second;
+    auto it = m_process.find(rank);
+    return it == m_process.end() ? empty : it->second;
 }
 
 const PipelineDiagram& AppState::theory_diagram() {

@@ -1,7 +1,7 @@
 // Everything the GUI knows: where the data comes from (a run it launched, runs attached from elsewhere, or a trace
 // file), the view state shared by the views (the time window, the selected rank), the launch settings, the runs
-// kept for comparison, and the derived data (report, curves, memory timelines) refreshed a few times a second from
-// the trace store. Views are functions of this state; nothing here blocks: the launched run and the listener are
+// kept for comparison, and the derived data (report, curves, memory timelines) rebuilt on a worker thread a few
+// times a second from the trace store (derived_worker.h). Views are functions of this state; nothing here blocks: the launched run and the listener are
 // pumped once per frame and trace files load on a worker thread.
 #pragma once
 
@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/gui/derived_worker.h"
 #include "app/gui/gui.h"
 #include "app/gui/model/compare_model.h"
 #include "app/gui/model/pipeline_diagram_model.h"
@@ -52,6 +53,10 @@ struct LaunchSettings {
     std::vector<std::string> extra_args;  // flags the panel does not show (--data FILE, --lr ...), passed through
 
     int ranks() const { return dp * pp * tp * cp; }  // ep shares the dp ranks
+    // Settings from ultrascope-train flags: those the panel shows fill its fields, the rest travel in extra_args.
+    static LaunchSettings from_args(const std::vector<std::string>& args);
+    // Settings that reproduce a recorded run (its metadata's "config", as --print-config writes it).
+    static LaunchSettings from_config(const nlohmann::json& config);
     std::vector<std::string> train_args() const;
     // The resolved configuration; UserError (with the reason) when the settings are invalid.
     TrainConfig resolve() const;
@@ -139,7 +144,10 @@ public:
     int exit_code() const;  // for --exit-when-done: the run's result
 
 private:
+    // Starts a background build of the derived data when the store changed (at most four times a second) and
+    // installs a finished one; `force`: builds it now, on this thread (a run ended, a trace opened).
     void refresh_derived(bool force);
+    void install(DerivedData&& d);
     void archive_run();
 
     GuiOptions m_options;
@@ -152,8 +160,9 @@ private:
     bool m_archived = false;
     prof::Report m_report;
     std::vector<TrainingPoint> m_training;
-    std::map<int, std::pair<uint64_t, std::vector<prof::MemorySample>>> m_memory;
-    std::map<int, std::pair<uint64_t, std::vector<prof::ProcessSample>>> m_process;
+    std::map<int, std::vector<prof::MemorySample>> m_memory;    // by rank, from the last derived build
+    std::map<int, std::vector<prof::ProcessSample>> m_process;
+    DerivedWorker m_worker;  // declared after the stores it reads: destroyed (and waited for) before them
     struct GapCache {
         uint64_t version = UINT64_MAX;
         int64_t min_ns = 0;

@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 #include <imgui.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cfloat>
+#include <map>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -41,6 +44,9 @@ void place(const char* name, float x, float y, float w, float h, bool force) {
     ImGui::SetNextWindowPos(ImVec2(x, y), cond);
     ImGui::SetNextWindowSize(ImVec2(w, h), cond);
 }
+
+// Time spent drawing each view since the last frame-statistics line (ULTRASCOPE_FRAME_STATS_S).
+std::map<std::string, double> g_view_ms;
 
 void record_region(AppState& app, const char* key) {
     const ImVec2 p = ImGui::GetWindowPos(), s = ImGui::GetWindowSize();
@@ -173,7 +179,9 @@ void draw_frame(AppState& app, bool force_layout) {
         place(title, x, y, w, h, force_layout);
         if (ImGui::Begin(title, nullptr, fixed)) {
             record_region(app, key);
+            const auto t0 = std::chrono::steady_clock::now();
             draw(app);
+            g_view_ms[key] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         }
         ImGui::End();
     };
@@ -193,6 +201,7 @@ void draw_frame(AppState& app, bool force_layout) {
     window("Memory anatomy", "memory", left, y0 + top_h, rest_w * 0.42f, bottom_h, draw_memory_view);
     window("Overlap and utilization", "overlap", left + rest_w * 0.42f, y0 + top_h, rest_w * 0.26f, bottom_h,
            draw_overlap_view);
+    const auto training_t0 = std::chrono::steady_clock::now();
     place("Training and runs", left + rest_w * 0.68f, y0 + top_h, rest_w * 0.32f, bottom_h, force_layout);
     if (ImGui::Begin("Training and runs", nullptr, fixed)) {
         record_region(app, "training");
@@ -217,6 +226,7 @@ void draw_frame(AppState& app, bool force_layout) {
         }
     }
     ImGui::End();
+    g_view_ms["training"] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - training_t0).count();
 }
 
 namespace {
@@ -237,6 +247,37 @@ bool display_available() {
 
 namespace {
 
+// ULTRASCOPE_FRAME_STATS_S=N (the soak benchmark): every N seconds, one line on stderr with the frames built since
+// (count, median, 99th percentile, max of the frame build: update, layout and draw lists, without the swap) and
+// the trace store's size. Off (and free) by default.
+class FrameStats {
+public:
+    explicit FrameStats(double every_s) : m_every_s(every_s), m_last(std::chrono::steady_clock::now()) {}
+    void add(double build_ms, const prof::TraceStore* store) {
+        if (m_every_s <= 0) return;
+        m_ms.push_back(build_ms);
+        const auto now = std::chrono::steady_clock::now();
+        if (std::chrono::duration<double>(now - m_last).count() < m_every_s) return;
+        m_last = now;
+        std::sort(m_ms.begin(), m_ms.end());
+        const auto at = [&](double q) { return m_ms[std::min(m_ms.size() - 1, size_t(q * double(m_ms.size())))]; };
+        std::string views;
+        for (auto& [name, ms] : g_view_ms) {
+            views += fmt::format(" {}={:.3f}", name, ms / double(m_ms.size()));
+            ms = 0;
+        }
+        std::fprintf(stderr, "frame_stats frames %zu p50_ms %.3f p99_ms %.3f max_ms %.3f store_bytes %zu store_at_cap %d views_mean_ms%s\n",
+                     m_ms.size(), at(0.5), at(0.99), m_ms.back(), store ? store->bytes_used() : size_t(0),
+                     store && store->at_cap() ? 1 : 0, views.c_str());
+        m_ms.clear();
+    }
+
+private:
+    double m_every_s;
+    std::chrono::steady_clock::time_point m_last;
+    std::vector<double> m_ms;
+};
+
 // What the window shows that a test can check against the run (screenshot mode).
 nlohmann::json shown_facts(const AppState& app) {
     nlohmann::json facts = nlohmann::json::object();
@@ -244,6 +285,7 @@ nlohmann::json shown_facts(const AppState& app) {
         facts["last_checkpoint_step"] = checkpoint->step;
         facts["last_checkpoint_path"] = checkpoint->path;
     }
+    facts["launch_args"] = app.settings.train_args();
     if (const prof::TraceStore* store = app.store()) {
         facts["store_bytes"] = store->bytes_used();
         facts["store_cap_bytes"] = store->options().max_bytes;
@@ -290,6 +332,7 @@ int run_gui(const GuiOptions& options) {
     {
         AppState app(options);
         int frames_ready = 0;
+        FrameStats frame_stats(std::getenv("ULTRASCOPE_FRAME_STATS_S") ? std::atof(std::getenv("ULTRASCOPE_FRAME_STATS_S")) : 0);
         bool fitted = options.fit_step <= 0;
         while (!glfwWindowShouldClose(window)) {
             // Redraw at up to 30 frames a second while something changes; the GUI must not eat the cores the
@@ -300,7 +343,9 @@ int run_gui(const GuiOptions& options) {
                 code = 128 + sig;
                 break;
             }
+            const auto frame_start = std::chrono::steady_clock::now();
             app.update();
+            g_view_ms["update"] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - frame_start).count();
             if (!fitted && settled(app)) {
                 app.follow = false;
                 app.fit_step(options.fit_step);
@@ -312,6 +357,8 @@ int run_gui(const GuiOptions& options) {
             ImGui::NewFrame();
             draw_frame(app, screenshot);
             ImGui::Render();
+            frame_stats.add(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - frame_start).count(),
+                            app.store());
             int fw, fh;
             glfwGetFramebufferSize(window, &fw, &fh);
             glViewport(0, 0, fw, fh);

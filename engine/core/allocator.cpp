@@ -23,14 +23,6 @@ public:
 
 std::unique_ptr<RawMemory> make_host_memory() { return std::make_unique<HostMemory>(); }
 
-std::string format_bytes(int64_t bytes) {
-    const double b = double(bytes);
-    if (std::abs(b) >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
-    if (std::abs(b) >= 1024.0 * 1024) return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
-    if (std::abs(b) >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
-    return fmt::format("{} B", bytes);
-}
-
 Allocation& Allocation::operator=(Allocation&& other) noexcept {
     if (this != &other) {
         reset();

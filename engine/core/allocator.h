@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/core/format.h"
+
 #include "engine/core/memory_category.h"
 #include "engine/core/tensor.h"
 
@@ -119,7 +121,5 @@ private:
     int64_t m_cached_bytes = 0;
     MemoryListener* m_listener = nullptr;
 };
-
-std::string format_bytes(int64_t bytes);
 
 }  // namespace us

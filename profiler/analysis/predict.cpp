@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/core/allocator.h"
+#include "engine/core/format.h"
+#include "engine/core/memory_category.h"
 #include "engine/parallel/pipeline_schedule.h"
 #include "profiler/analysis/step_breakdown.h"
 

@@ -18,27 +18,6 @@
 
 namespace us::prof {
 
-struct StringDef {
-    uint32_t id;
-    std::string text;
-};
-
-struct EventBatch {
-    std::vector<StringDef> strings;   // definitions not sent before
-    std::vector<EventRecord> events;  // timestamps in CLOCK_MONOTONIC nanoseconds
-    uint64_t dropped_total = 0;       // events this rank could not record so far
-};
-
-// Where batches go: implemented by the transport (file writer, TCP sender). Called on the collector thread.
-class EventSink {
-public:
-    virtual ~EventSink() = default;
-    virtual void write_metadata(const std::string& json) = 0;
-    virtual void write_batch(const EventBatch& batch) = 0;
-    // End of the stream; `clean` is false when the run is ending because of an error.
-    virtual void finish(bool clean, uint64_t dropped_total) = 0;
-};
-
 // What the current thread is doing, copied into every record it makes.
 struct RecordContext {
     int32_t step = 0;

@@ -16,31 +16,51 @@ void LaneTrack::append(const Span& s) {
     m_max_duration = std::max(m_max_duration, s.end - s.begin);
 }
 
+namespace {
+bool span_order(const Span& a, const Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;  // parents before their children
+}
+}  // namespace
+
 void LaneTrack::finalize() {
     if (m_pending.empty()) return;
-    auto order = [](const Span& a, const Span& b) {
-        return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;  // parents before their children
-    };
-    std::sort(m_pending.begin(), m_pending.end(), order);
+    std::sort(m_pending.begin(), m_pending.end(), span_order);
     const size_t old = m_spans.size();
+    // Spans before the first new one keep their places and rows. A live run's new spans land near the end (a parent
+    // arrives after its children, a step or a phase back), so the merge and the row assignment below touch the
+    // tail, not the whole lane: a frame's cost does not grow with the run's length.
+    const size_t from = size_t(std::upper_bound(m_spans.begin(), m_spans.end(), m_pending.front(), span_order) - m_spans.begin());
     m_spans.insert(m_spans.end(), m_pending.begin(), m_pending.end());
     m_pending.clear();
-    if (old > 0 && order(m_spans[old], m_spans[old - 1])) std::inplace_merge(m_spans.begin(), m_spans.begin() + std::ptrdiff_t(old), m_spans.end(), order);
-    // First-fit rows over the whole lane: a nested span lands below its parent, a concurrent one beside it.
-    std::vector<int64_t> row_end;
-    m_rows.clear();
-    for (uint32_t i = 0; i < m_spans.size(); ++i) {
+    if (from < old) std::inplace_merge(m_spans.begin() + std::ptrdiff_t(from), m_spans.begin() + std::ptrdiff_t(old), m_spans.end(), span_order);
+    assign_rows(from);
+}
+
+void LaneTrack::assign_rows(size_t from) {
+    // First-fit rows in (begin, longest first) order: a nested span lands below its parent, a concurrent one beside
+    // it. Spans from `from` on are (re)assigned, starting from the rows' state there, which only the spans that can
+    // still reach past that point decide: those that begin less than the longest duration before it.
+    if (m_rows.size() > 255) from = 0;  // a span's row is stored in a byte: rebuild from the start
+    for (auto& row : m_rows) row.resize(size_t(std::lower_bound(row.begin(), row.end(), uint32_t(from)) - row.begin()));
+    std::vector<int64_t> row_end(m_rows.size(), INT64_MIN);
+    if (from > 0 && from < m_spans.size()) {
+        const int64_t horizon = m_spans[from].begin - m_max_duration;
+        for (size_t i = from; i-- > 0 && m_spans[i].begin >= horizon;)
+            row_end[m_spans[i].row] = std::max(row_end[m_spans[i].row], m_spans[i].end);
+    }
+    for (size_t i = from; i < m_spans.size(); ++i) {
         Span& s = m_spans[i];
         size_t r = 0;
         while (r < row_end.size() && row_end[r] > s.begin) ++r;
         if (r == row_end.size()) {
-            row_end.push_back(0);
+            row_end.push_back(INT64_MIN);
             m_rows.emplace_back();
         }
         row_end[r] = s.end;
         s.row = uint8_t(std::min<size_t>(r, 255));
-        m_rows[r].push_back(i);
+        m_rows[r].push_back(uint32_t(i));
     }
+    while (!m_rows.empty() && m_rows.back().empty()) m_rows.pop_back();
 }
 
 std::pair<size_t, size_t> LaneTrack::visible(int r, int64_t t0, int64_t t1) const {

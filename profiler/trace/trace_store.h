@@ -59,6 +59,8 @@ public:
     bool dirty() const { return !m_pending.empty(); }
 
 private:
+    void assign_rows(size_t from);
+
     std::vector<Span> m_spans;
     std::vector<Span> m_pending;
     std::vector<std::vector<uint32_t>> m_rows;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "profiler/record/recorder.h"
+#include "profiler/event.h"
 
 namespace us::prof {
 

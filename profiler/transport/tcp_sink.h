@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "profiler/record/recorder.h"
+#include "profiler/event.h"
 #include "profiler/transport/socket.h"
 
 namespace us::prof {

@@ -110,6 +110,29 @@ TEST_CASE("the GUI opens a trace and screenshots one view at a time", "[gui]") {
     }
 }
 
+TEST_CASE("a trace opened from a file puts its run's settings in the launch panel: Relaunch reproduces it", "[gui]") {
+    const std::string trace = temp_path("settings.ustrace");
+    const std::string flags = " --preset tiny --layers 3 --steps 5 --lr 0.002 --warmup 1 --seed 7 --batch 2 --grad-accum 2 "
+                              "--recompute selective --precision bf16 --zero 1 --bucket-mb 0.5 --no-overlap --data " +
+                              data_file();
+    REQUIRE(run_process(bin("ultrascope-train") + flags + " --quiet --trace " + trace).exit_code == 0);
+    const std::string shot = temp_path("settings.png");
+    const ProcessResult r = run_process(ultrascope() + " " + trace + " --screenshot " + shot + " --view memory");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto shown = nlohmann::json::parse(read_file(shot + ".json"))["shown"];
+    // The panel's arguments, parsed by the trainer's own parser, give back the recorded run's settings.
+    std::string args;
+    for (const auto& a : shown["launch_args"]) args += " '" + a.get<std::string>() + "'";
+    const ProcessResult again = run_process(bin("ultrascope-train") + args + " --print-config");
+    const ProcessResult original = run_process(bin("ultrascope-train") + flags + " --print-config");
+    INFO(args);
+    REQUIRE(again.exit_code == 0);
+    REQUIRE(original.exit_code == 0);
+    auto a = nlohmann::json::parse(again.output), b = nlohmann::json::parse(original.output);
+    CHECK(a == b);
+}
+
 TEST_CASE("the experts view draws a mixture-of-experts run's router load", "[gui]") {
     const std::string trace = temp_path("moe-for-gui.ustrace");
     fs::remove(trace);

@@ -358,7 +358,7 @@ TEST_CASE("parameters per rank under tensor parallelism follow N_tp, the vocabul
     CHECK(predict(in).params == h * 256 + L * (12 * h * h + 13 * h) + 2 * h);  // the model's N does not change
 }
 
-TEST_CASE("the trace store's memory cap: past it op spans and memory events are counted, not kept; steps stay whole",
+TEST_CASE("the trace store's memory cap: past it op spans and memory events are counted, not kept, steps stay whole",
           "[cpu][profiler][cap]") {
     const std::string trace = us::test::temp_path("cap.ustrace");
     const us::test::ProcessResult made =
@@ -387,4 +387,45 @@ TEST_CASE("the trace store's memory cap: past it op spans and memory events are 
     CHECK(warned);
     const auto bad = us::test::run_process(us::test::bin("ultrascope") + " report " + trace + " --store-cap-mib 0");
     CHECK(bad.exit_code != 0);
+}
+
+TEST_CASE("lane rows built batch by batch, as a live run delivers them, equal rows built at once", "[cpu][profiler]") {
+    // Nested and overlapping spans; parents arrive after their children (they are recorded when they end), and
+    // batches overlap in time, as chunks from a live rank do.
+    us::Rng rng(7);
+    std::vector<us::prof::Span> spans;
+    int64_t t = 0;
+    for (int step = 0; step < 300; ++step) {
+        const int64_t step_begin = t;
+        for (int op = 0; op < 6; ++op) {
+            us::prof::Span s;
+            s.begin = t + int64_t(rng.next_below(50));
+            s.end = s.begin + 10 + int64_t(rng.next_below(400));
+            s.name = uint32_t(op);
+            spans.push_back(s);
+            t += 100 + int64_t(rng.next_below(200));
+        }
+        us::prof::Span parent;
+        parent.begin = step_begin;
+        parent.end = t + 60;
+        parent.name = 99;
+        spans.push_back(parent);  // after its children
+    }
+    us::prof::LaneTrack whole, live;
+    for (const auto& s : spans) whole.append(s);
+    whole.finalize();
+    for (size_t i = 0; i < spans.size();) {
+        const size_t batch = 1 + rng.next_below(40);
+        for (size_t k = 0; k < batch && i < spans.size(); ++k, ++i) live.append(spans[i]);
+        live.finalize();
+    }
+    REQUIRE(live.spans().size() == whole.spans().size());
+    REQUIRE(live.rows() == whole.rows());
+    CHECK(whole.rows() >= 2);
+    for (size_t i = 0; i < whole.spans().size(); ++i) {
+        INFO("span " << i);
+        REQUIRE(live.spans()[i].begin == whole.spans()[i].begin);
+        REQUIRE(live.spans()[i].row == whole.spans()[i].row);
+    }
+    for (int r = 0; r < whole.rows(); ++r) CHECK(live.row(r) == whole.row(r));
 }

@@ -68,7 +68,7 @@ TEST_CASE("a pipeline run killed mid-way resumes from its --save-every checkpoin
     check_resume_is_bitwise("resume-pp2", "-n 2 --pp 2 --pp-schedule 1f1b --grad-accum 2");
 }
 
-TEST_CASE("--save-every needs --save, and a positive interval", "[cpu][app][checkpoint][errors]") {
+TEST_CASE("ultrascope-train --save-every needs --save, and a positive interval", "[cpu][app][checkpoint][errors]") {
     const ProcessResult r = run_process(bin("ultrascope-train") + " --preset tiny --save-every 5 --data " + data_file());
     CHECK(r.exit_code != 0);
     CHECK(r.output.find("--save") != std::string::npos);

@@ -54,7 +54,7 @@ TEST_CASE("other hosts cannot stream to loopback: refused before launch, with wh
     CHECK(launcher.output.find("expected mpirun or srun") != std::string::npos);
 }
 
-TEST_CASE("--launcher srun: the srun command line, run through a stand-in srun", "[cpu][app][hosts]") {
+TEST_CASE("ultrascope run --launcher srun: the srun command line, run through a stand-in srun", "[cpu][app][hosts]") {
     // The stand-in records its arguments and runs the same program through mpirun on this machine.
     const std::string fake = temp_path("fake-srun.sh"), args = temp_path("fake-srun.args");
     write_file(fake, "#!/bin/sh\nprintf '%s ' \"$@\" > " + args +

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The layering, as a test: data flows engine -> recorder -> transport -> store -> analysis -> views, and includes
+# may only point down that flow (docs/architecture.md). Prints every include that breaks a rule; exits 1 if any.
+#   tests/tools/check_layering.sh [SOURCE_DIR]
+set -uo pipefail
+src=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
+cd "$src" || exit 2
+broken=0
+# rule NAME DIRS PATTERN: no file under DIRS includes a header matching PATTERN
+rule() {
+  local name=$1 dirs=$2 pattern=$3
+  local hits
+  hits=$(grep -rnE "^#include \"($pattern)" $dirs --include='*.h' --include='*.cpp' --include='*.cu' || true)
+  if [ -n "$hits" ]; then
+    echo "layering: $name:"
+    echo "$hits" | sed 's/^/  /'
+    broken=1
+  fi
+}
+rule "the engine and the profiler never include the app" "engine profiler" "app/"
+rule "the profiler reads the engine's core and pipeline schedules only (never backends, MPI, models or training)" \
+  "profiler" "engine/(backend|comm|model|optim|train|data|cpu|cuda)/"
+rule "the trace store, transport and analysis never include the recorder (profiler/event.h is the contract)" \
+  "profiler/trace profiler/transport profiler/analysis" "profiler/record/"
+rule "the GUI never includes the engine's backends, communicators, models or optimizers" \
+  "app/gui" "engine/(backend|comm|model|optim|cpu|cuda)/"
+rule "analysis never includes the views" "profiler" "app/gui/"
+if [ $broken = 0 ]; then echo "layering: ok (engine -> recorder -> transport -> store -> analysis -> views)"; fi
+exit $broken
