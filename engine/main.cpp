@@ -14,7 +14,6 @@
 #include "engine/core/check.h"
 #include "engine/parallel/grid.h"
 #include "engine/train/cli.h"
-#include "engine/train/corpus.h"
 #include "engine/train/training_session.h"
 #include "profiler/record/recorder.h"
 
@@ -53,18 +52,6 @@ int run(int argc, char** argv) {
         return 0;
     }
     TrainCommandLine& cmd = args.cmd;
-    if (!cmd.write_default_corpus.empty()) {
-        const std::string text = generate_default_corpus();
-        const std::string tmp = cmd.write_default_corpus + ".tmp";
-        std::ofstream out(tmp, std::ios::binary);
-        US_CHECK_INPUT(out.good(), "cannot write '{}'", cmd.write_default_corpus);
-        out.write(text.data(), std::streamsize(text.size()));
-        out.close();
-        US_CHECK_INPUT(std::rename(tmp.c_str(), cmd.write_default_corpus.c_str()) == 0, "cannot write '{}'",
-                       cmd.write_default_corpus);
-        std::printf("wrote %zu bytes to %s\n", text.size(), cmd.write_default_corpus.c_str());
-        return 0;
-    }
     TrainConfig& cfg = cmd.config;
     cfg.validate();
     if (cmd.print_config) {

@@ -36,7 +36,6 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
     auto binder = std::make_shared<FlagBinder>(FlagBinder{app, {}});
     auto preset = std::make_shared<std::string>();
     auto config_file = std::make_shared<std::string>();
-    auto corpus_out = std::make_shared<std::string>();
     auto print_config = std::make_shared<bool>(false);
     FlagBinder& f = *binder;
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated flag: last wins
@@ -129,10 +128,9 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
     f.option<int>("--fault-kill-rank", "Testing: the rank that --fault-kill-step kills",
                   [](TrainConfig& c, int v) { c.fault_rank = v; });
     // tools
-    app.add_option("--write-default-corpus", *corpus_out, "Write the generated default corpus to FILE and exit");
     app.add_flag("--print-config", *print_config, "Print the resolved settings as JSON and exit");
 
-    return [binder, preset, config_file, corpus_out, print_config]() {
+    return [binder, preset, config_file, print_config]() {
         TrainCommandLine out;
         TrainConfig& c = out.config;
         nlohmann::json file_json;
@@ -156,7 +154,6 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
         for (auto& [opt, apply] : binder->appliers)
             if (opt->count() > 0) apply(c);
         c.resolve_global_batch();
-        out.write_default_corpus = *corpus_out;
         out.print_config = *print_config;
         return out;
     };

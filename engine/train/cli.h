@@ -16,7 +16,6 @@ namespace us {
 
 struct TrainCommandLine {
     TrainConfig config;
-    std::string write_default_corpus;  // --write-default-corpus FILE: write the corpus and exit
     bool print_config = false;         // --print-config: print the resolved config as JSON and exit
 };
 

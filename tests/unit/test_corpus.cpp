@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/train/corpus.h"
+#include "tests/tools/corpus/corpus.h"
 
 namespace {
 
@@ -44,7 +44,7 @@ TEST_CASE("the committed corpus equals the generator's output", "[cpu][corpus]")
     const auto diff = std::mismatch(committed.begin(), committed.end(), generated.begin(), generated.end());
     INFO(path << " differs from generate_default_corpus() (" << committed.size() << " vs " << generated.size()
               << " bytes, first difference at byte " << (diff.first - committed.begin())
-              << "); regenerate it with: build/bin/ultrascope-train --write-default-corpus "
+              << "); regenerate it with: build/bin/make_corpus "
                  "assets/corpus/default.txt");
     // A boolean, not the strings: Catch would print both megabytes.
     const bool same = committed == generated;

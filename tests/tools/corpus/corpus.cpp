@@ -1,7 +1,7 @@
 // The default corpus grammar: the world as tables of data (people, places, nouns, phrases), then one small
 // function per paragraph kind. Facts about a person or a place never change between paragraphs, so the model
 // has something to learn beyond spelling; the random choices keep it from memorising whole paragraphs.
-#include "engine/train/corpus.h"
+#include "tests/tools/corpus/corpus.h"
 
 #include <iterator>
 #include <string_view>
