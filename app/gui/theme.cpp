@@ -118,4 +118,15 @@ void legend_item(ImU32 color, const char* label) {
     ImGui::TextUnformatted(label);
 }
 
+bool begin_wide_table(const char* id, int columns, int rows) {
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float row_h = ImGui::GetTextLineHeight() + 2 * style.CellPadding.y;
+    const float height = rows > 0 ? float(rows + 1) * row_h + style.ScrollbarSize + 2 : 0.0f;
+    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit |
+                                  ImGuiTableFlags_ScrollX;
+    if (!ImGui::BeginTable(id, columns, flags, ImVec2(0, height))) return false;
+    ImGui::TableSetupScrollFreeze(1, 1);
+    return true;
+}
+
 }  // namespace us::gui

@@ -30,5 +30,8 @@ ImFont* small_font();
 
 // A small coloured square and a label, for legends.
 void legend_item(ImU32 color, const char* label);
+// A table whose columns keep their contents' width (headers and figures are never cut off): narrower than that, it
+// scrolls sideways with its first column frozen. `rows` (with the header) sets its height; 0 fills the space left.
+bool begin_wide_table(const char* id, int columns, int rows);
 
 }  // namespace us::gui

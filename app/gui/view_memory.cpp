@@ -123,8 +123,7 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
 }
 
 void draw_peaks(const prof::RankReport& r) {
-    if (!ImGui::BeginTable("peaks", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchProp))
-        return;
+    if (!begin_wide_table("peaks", 6, 0)) return;
     ImGui::TableSetupColumn("category");
     ImGui::TableSetupColumn("peak (measured)");
     ImGui::TableSetupColumn("predicted");

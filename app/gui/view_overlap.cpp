@@ -32,8 +32,11 @@ void draw_group_table(const prof::Report& rep) {
         ImGui::SetTooltip("bytes: what the rank sends for the group's collectives (ring algorithms), measured from the\n"
                           "collectives in the trace / predicted from the engine's own walk (docs/formulas.md).\n"
                           "exposed: time a collective of the group was outstanding with no compute under it.");
-    if (!ImGui::BeginTable("groups", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchProp))
-        return;
+    int rows = 0;
+    for (const auto& r : rep.ranks)
+        for (int g = 0; g < prof::kGroupCount; ++g)
+            rows += r.steady.group_bytes[size_t(g)] != 0 || r.predicted.comm_bytes[size_t(g)] != 0;
+    if (!begin_wide_table("groups", 6, rows)) return;
     for (const char* h : {"rank", "group", "sent (measured)", "sent (predicted)", "time", "exposed"}) ImGui::TableSetupColumn(h);
     ImGui::TableHeadersRow();
     for (const auto& r : rep.ranks) {
@@ -128,7 +131,7 @@ void draw_overlap_view(AppState& app) {
                               b.label.c_str(), 100 * b.compute_only, 100 * b.overlapped, 100 * b.exposed, 100 * b.idle);
     }
     ImGui::Spacing();
-    if (ImGui::BeginTable("overlap", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchProp)) {
+    if (begin_wide_table("overlap", 5, int(m.bars.size()))) {
         ImGui::TableSetupColumn("rank");
         ImGui::TableSetupColumn("overlap");
         ImGui::TableSetupColumn("exposed");
