@@ -179,8 +179,9 @@ public:
     virtual ~EventSink() = default;
     virtual void write_metadata(const std::string& json) = 0;
     virtual void write_batch(const EventBatch& batch) = 0;
-    // End of the stream; `clean` is false when the run is ending because of an error.
-    virtual void finish(bool clean, uint64_t dropped_total) = 0;
+    // End of the stream; `clean` is false when the run is ending because of an error or a stop, which `reason`
+    // (may be empty) says in words.
+    virtual void finish(bool clean, uint64_t dropped_total, const std::string& reason = {}) = 0;
 };
 
 }  // namespace us::prof

@@ -161,7 +161,7 @@ RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInf
     m_active = true;
 }
 
-void RunProfiler::finish(bool clean) {
+void RunProfiler::finish(bool clean, const std::string& reason) {
     if (!m_active || m_finished) return;
     m_finished = true;
 #if US_HAVE_CUPTI
@@ -171,7 +171,7 @@ void RunProfiler::finish(bool clean) {
         prof::update_metadata(m_metadata.dump());
     }
 #endif
-    prof::stop_recording(clean);
+    prof::stop_recording(clean, reason);
     m_backend.allocator().set_listener(nullptr);
 }
 

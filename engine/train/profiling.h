@@ -40,7 +40,7 @@ public:
     bool active() const { return m_active; }
     // Flushes and ends the streams (the GPU's records first); `clean` tells consumers whether the run ended
     // normally.
-    void finish(bool clean);
+    void finish(bool clean, const std::string& reason = {});
     // Multi-rank --trace: after every rank finished, rank 0 merges the per-rank parts into FILE.
     bool needs_merge() const { return m_active && !m_trace_path.empty() && m_world > 1; }
     const std::string& trace_path() const { return m_trace_path; }

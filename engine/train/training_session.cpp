@@ -211,7 +211,7 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
         std::fprintf(stderr, "ultrascope-train: rank %d: the launcher's live stream is gone: stopping after step %d%s\n",
                      grid.world_rank(), trainer.steps_done(),
                      cfg.save.empty() ? "" : " (the last checkpoint stays as it was)");
-        profiler.finish(false);
+        profiler.finish(false, fmt::format("the launcher's live stream went away; stopped after step {}", trainer.steps_done()));
         return 143;
     }
     if (!cfg.save.empty()) save_checkpoint_now(trainer, cfg, profiler);

@@ -58,7 +58,8 @@ int64_t modelled_sum_peak(const RankReport& r) {
 std::string rank_status(const RankTrace& rt) {
     if (rt.lost) return "lost: " + rt.lost_reason;
     if (!rt.ended) return "incomplete: no end of stream (still running, or stopped without finishing)";
-    return rt.clean ? "ok" : "ended with an error";
+    if (rt.clean) return "ok";
+    return rt.end_reason.empty() ? "ended with an error" : "stopped: " + rt.end_reason;
 }
 
 }  // namespace

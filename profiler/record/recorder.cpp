@@ -83,7 +83,7 @@ public:
         m_thread = std::thread([this] { loop(); });
     }
 
-    void stop(bool clean) {
+    void stop(bool clean, const std::string& reason) {
         {
             std::lock_guard lock(m_mutex);
             m_stopping = true;
@@ -92,7 +92,7 @@ public:
         m_thread.join();
         drain();
         const uint64_t dropped = dropped_events();
-        for (auto& s : m_sinks) s->finish(clean, dropped);
+        for (auto& s : m_sinks) s->finish(clean, dropped, reason);
     }
 
     void update_metadata(const std::string& json) {
@@ -198,11 +198,11 @@ void start_recording(std::vector<std::unique_ptr<EventSink>> sinks, const std::s
     detail::g_enabled.store(true, std::memory_order_release);
 }
 
-void stop_recording(bool clean) {
+void stop_recording(bool clean, const std::string& reason) {
     std::lock_guard lock(g_collector_mutex);
     if (!g_collector) return;
     detail::g_enabled.store(false, std::memory_order_release);
-    g_collector->stop(clean);
+    g_collector->stop(clean, reason);
     g_collector.reset();
 }
 

@@ -78,7 +78,7 @@ struct RecorderOptions {
 void start_recording(std::vector<std::unique_ptr<EventSink>> sinks, const std::string& metadata_json,
                      const RecorderOptions& options = {});
 // Drains what is left, finishes the sinks and stops the collector. Safe to call when not recording.
-void stop_recording(bool clean);
+void stop_recording(bool clean, const std::string& reason = {});
 // Replaces the metadata (sent again to every sink: consumers keep the latest).
 void update_metadata(const std::string& metadata_json);
 uint64_t dropped_events();

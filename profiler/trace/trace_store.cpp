@@ -116,6 +116,7 @@ void TraceStore::add_chunk(const Chunk& c) {
         try {
             const auto j = nlohmann::json::parse(c.text);
             rt.clean = j.value("clean", false);
+            if (j.contains("reason") && j["reason"].is_string()) rt.end_reason = j["reason"].get<std::string>();
             if (j.value("lost", false)) {  // written by a listener on the rank's behalf
                 rt.lost = true;
                 rt.lost_reason = j.value("reason", std::string("lost"));

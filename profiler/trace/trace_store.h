@@ -97,6 +97,7 @@ struct RankTrace {
     bool clean = false;         // ... and it said the run ended normally
     bool lost = false;          // the stream broke before its end
     std::string lost_reason;
+    std::string end_reason;     // why an unclean end happened, in the rank's words (a stop signal, a lost listener)
     uint64_t dropped_events = 0;  // the rank could not record (full buffers, unreachable listener)
     uint64_t chunks = 0;
     int64_t clock_offset_ns = 0;  // subtracted from this rank's timestamps (metadata clock.offset_ns)

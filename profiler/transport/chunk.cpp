@@ -1,5 +1,7 @@
 #include "profiler/transport/chunk.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/format.h>
 #include <zstd.h>
 
@@ -192,6 +194,12 @@ Chunk decode_chunk(const ChunkHeader& h, const char* stored, const std::string& 
         US_CHECK_INPUT(problem.empty(), "{}: event {}: {}", where, i, problem);
     }
     return c;
+}
+
+std::string end_note_json(bool clean, uint64_t dropped_total, const std::string& reason) {
+    nlohmann::json note = {{"clean", clean}, {"dropped_events", dropped_total}};
+    if (!reason.empty()) note["reason"] = reason;
+    return note.dump();
 }
 
 }  // namespace us::prof

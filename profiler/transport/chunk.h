@@ -55,4 +55,7 @@ std::string validate_header(const ChunkHeader& h);
 // Decodes a payload whose header was validated. Throws UserError naming `where` and what is wrong.
 Chunk decode_chunk(const ChunkHeader& h, const char* stored, const std::string& where);
 
+// The end-of-stream note a sink writes: {"clean", "dropped_events", and "reason" when one is given}.
+std::string end_note_json(bool clean, uint64_t dropped_total, const std::string& reason);
+
 }  // namespace us::prof

@@ -67,9 +67,8 @@ void TcpSink::write_batch(const EventBatch& batch) {
     enqueue(encode_chunk(ChunkKind::events, m_rank, m_sequence++, &b, {}), batch.events.size());
 }
 
-void TcpSink::finish(bool clean, uint64_t dropped_total) {
-    const std::string note = fmt::format(R"({{"clean": {}, "dropped_events": {}}})", clean,
-                                         dropped_total + m_dropped_events.load());
+void TcpSink::finish(bool clean, uint64_t dropped_total, const std::string& reason) {
+    const std::string note = end_note_json(clean, dropped_total + m_dropped_events.load(), reason);
     enqueue(encode_chunk(ChunkKind::end, m_rank, m_sequence++, nullptr, note), 0);
     {
         std::unique_lock lock(m_mutex);

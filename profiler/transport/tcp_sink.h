@@ -29,7 +29,7 @@ public:
 
     void write_metadata(const std::string& json) override;
     void write_batch(const EventBatch& batch) override;
-    void finish(bool clean, uint64_t dropped_total) override;
+    void finish(bool clean, uint64_t dropped_total, const std::string& reason = {}) override;
 
 private:
     void enqueue(std::string chunk, uint64_t events);

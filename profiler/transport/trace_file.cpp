@@ -135,8 +135,8 @@ void FileSink::write_batch(const EventBatch& batch) {
     m_writer->append(encode_chunk(ChunkKind::events, m_rank, m_sequence++, &batch, {}));
 }
 
-void FileSink::finish(bool clean, uint64_t dropped_total) {
-    const std::string note = fmt::format(R"({{"clean": {}, "dropped_events": {}}})", clean, dropped_total);
+void FileSink::finish(bool clean, uint64_t dropped_total, const std::string& reason) {
+    const std::string note = end_note_json(clean, dropped_total, reason);
     m_writer->append(encode_chunk(ChunkKind::end, m_rank, m_sequence++, nullptr, note));
     m_writer->close();
 }

@@ -46,7 +46,7 @@ public:
     FileSink(std::shared_ptr<TraceFileWriter> writer, uint32_t rank);
     void write_metadata(const std::string& json) override;
     void write_batch(const EventBatch& batch) override;
-    void finish(bool clean, uint64_t dropped_total) override;
+    void finish(bool clean, uint64_t dropped_total, const std::string& reason = {}) override;
 
 private:
     std::shared_ptr<TraceFileWriter> m_writer;

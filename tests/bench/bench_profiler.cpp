@@ -31,7 +31,7 @@ public:
     uint64_t events = 0;
     void write_metadata(const std::string&) override {}
     void write_batch(const prof::EventBatch& b) override { events += b.events.size(); }
-    void finish(bool, uint64_t) override {}
+    void finish(bool, uint64_t, const std::string&) override {}
 };
 
 double median(std::vector<double> v) {

@@ -32,7 +32,7 @@ public:
         std::lock_guard l(m_data->mutex);
         m_data->batches.push_back(b);
     }
-    void finish(bool clean, uint64_t) override {
+    void finish(bool clean, uint64_t, const std::string& = {}) override {
         std::lock_guard l(m_data->mutex);
         m_data->finished = true;
         m_data->clean = clean;
