@@ -17,19 +17,6 @@
 
 namespace us::app {
 
-namespace {
-
-// The latest value of a counter on the lowest rank that reports it.
-bool latest_counter(const prof::TraceStore& store, const std::string& name, double& value, int& step) {
-    const auto latest = store.latest_counter(name);
-    if (!latest) return false;
-    value = latest->second.value;
-    step = latest->second.step;
-    return true;
-}
-
-}  // namespace
-
 size_t parse_store_cap_mib(const std::string& text) {
     char* end = nullptr;
     const long long mib = std::strtoll(text.c_str(), &end, 10);
@@ -70,8 +57,6 @@ int run_command(int argc, char** argv) {
             return 0;
         } else train_args.push_back(a);
     }
-    US_CHECK_INPUT(valid_launcher(options.launch.launcher), "unknown --launcher '{}': expected mpirun or srun",
-                   options.launch.launcher);
     // Validate the training flags here, before anything is launched, with the same parser the ranks use.
     {
         std::vector<const char*> args = {"ultrascope-train"};
@@ -105,10 +90,12 @@ int run_command(int argc, char** argv) {
             run.stop();
             stopping = true;
         }
-        double loss = 0, tps = 0;
-        int step = 0, s2 = 0;
-        if (latest_counter(run.store(), "loss", loss, step) && (tty ? run.seconds() - last_print > 0.1 : step != last_step_printed)) {
-            latest_counter(run.store(), "tokens_per_s", tps, s2);
+        const auto latest_loss = run.store().latest_counter("loss");
+        const int step = latest_loss ? latest_loss->second.step : 0;
+        if (latest_loss && (tty ? run.seconds() - last_print > 0.1 : step != last_step_printed)) {
+            const double loss = latest_loss->second.value;
+            const auto latest_tps = run.store().latest_counter("tokens_per_s");
+            const double tps = latest_tps ? latest_tps->second.value : 0.0;
             const int width = 24;
             const int filled = total_steps > 0 ? std::min(width, step * width / total_steps) : 0;
             const bool every = !tty && (step == 1 || step == total_steps || step % std::max(1, total_steps / 20) == 0);
@@ -133,12 +120,11 @@ int run_command(int argc, char** argv) {
         std::fprintf(stderr, "ultrascope run: the run failed (exit code %d)%s\n", run.exit_code().value_or(-1),
                      run.lost_ranks().empty() ? "" : "; lost:");
         for (const auto& l : run.lost_ranks()) std::fprintf(stderr, "  %s\n", l.c_str());
-        double saved_step = 0;
-        int at = 0;
-        if (!checkpoint_path.empty() && latest_counter(run.store(), "checkpoint_step", saved_step, at))
+        const auto saved = run.store().latest_counter("checkpoint_step");
+        if (!checkpoint_path.empty() && saved)
             std::fprintf(stderr, "ultrascope run: the last checkpoint is step %d in %s: the same command with --load %s "
                                  "continues from there as if it had not stopped\n",
-                         int(saved_step), checkpoint_path.c_str(), checkpoint_path.c_str());
+                         int(saved->second.value), checkpoint_path.c_str(), checkpoint_path.c_str());
     }
     return code;
 }

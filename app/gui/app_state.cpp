@@ -226,7 +226,6 @@ void AppState::launch() {
     o.launch.hostfile = settings.hostfile;
     o.listen_host = settings.stream_listen;
     o.launch.train_args = settings.train_args();
-    m_worker.wait();  // it may be reading the store about to be replaced
     try {
         m_live = std::make_unique<app::LiveRun>(o);
     } catch (const UserError& e) {
@@ -252,7 +251,9 @@ void AppState::launch() {
 }
 
 void AppState::stop() {
-    m_worker.wait();  // a build may be reading the store that is about to change or go
+    // Every change of source (launch, attach, open, detach) starts here: a derived build may be reading the store
+    // that is about to change or go.
+    m_worker.wait();
     if (m_live && m_source == Source::launched && !m_live->finished()) {
         message("stopping " + m_source_label);
         m_live->stop();
@@ -294,8 +295,8 @@ void AppState::attach(const std::string& listen) {
 
 void AppState::detach() {
     if (m_source != Source::attached) return;
+    stop();
     archive_run();
-    m_worker.wait();
     m_live.reset();
     m_source = Source::none;
 }
@@ -322,7 +323,6 @@ void AppState::open_trace(const std::string& path) {
 void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label) {
     stop();
     archive_run();
-    m_worker.wait();
     m_live.reset();
     m_file_store = std::move(store);
     m_source = Source::file;

@@ -34,7 +34,14 @@ std::string default_train_binary() {
     return US_TRAIN_BINARY;
 }
 
-bool valid_launcher(const std::string& name) { return name == "mpirun" || name == "srun"; }
+std::vector<HostEntry> check_launch_spec(const LaunchSpec& spec) {
+    US_CHECK_INPUT(spec.launcher == "mpirun" || spec.launcher == "srun", "unknown --launcher '{}': expected mpirun or srun",
+                   spec.launcher);
+    US_CHECK_INPUT(spec.hostfile.empty() || spec.launcher == "mpirun",
+                   "--hostfile goes with --launcher mpirun; under srun the hosts are the Slurm allocation's (choose "
+                   "them with salloc/sbatch --nodelist)");
+    return spec.hostfile.empty() ? std::vector<HostEntry>{} : read_hostfile(spec.hostfile);
+}
 
 std::string find_mpirun(const std::string& requested, std::string& why, const std::string& launcher) {
     std::string name = requested;
@@ -70,12 +77,7 @@ Launcher::~Launcher() {
 void Launcher::start(const LaunchSpec& spec) {
     US_CHECK_INPUT(spec.ranks >= 1 && spec.ranks <= 1024, "the number of ranks must be between 1 and 1024 (got {})",
                    spec.ranks);
-    US_CHECK_INPUT(valid_launcher(spec.launcher), "unknown --launcher '{}': expected mpirun or srun", spec.launcher);
-    US_CHECK_INPUT(spec.hostfile.empty() || spec.launcher == "mpirun",
-                   "--hostfile goes with --launcher mpirun; under srun the hosts are the Slurm allocation's (choose "
-                   "them with salloc/sbatch --nodelist)");
-    std::vector<HostEntry> hosts;
-    if (!spec.hostfile.empty()) hosts = read_hostfile(spec.hostfile);
+    const std::vector<HostEntry> hosts = check_launch_spec(spec);
     std::string why;
     const std::string mpirun = find_mpirun(spec.mpirun, why, spec.launcher);
     US_CHECK_INPUT(!mpirun.empty(), "cannot launch: {}", why);
@@ -98,13 +100,12 @@ void Launcher::start(const LaunchSpec& spec) {
         if (!spec.hostfile.empty()) m_argv.insert(m_argv.end(), {"--hostfile", spec.hostfile});
         // Shared-memory transport without the cross-memory-attach syscall, which containers often forbid.
         for (const char* a : {"--mca", "btl_vader_single_copy_mechanism", "none"}) m_argv.push_back(a);
-        // mpirun hands ranks on other hosts only the variables named here.
-        for (const char* var : {"ULTRASCOPE_TOKEN", "ULTRASCOPE_STOP_WITH_LISTENER", "ULTRASCOPE_FAKE_CLOCK_OFFSET_NS",
-                                "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"}) {
-            if (std::string(var) == "ULTRASCOPE_FAKE_CLOCK_OFFSET_NS" && !std::getenv(var)) continue;
-            m_argv.push_back("-x");
-            m_argv.push_back(var);
-        }
+        // mpirun hands ranks on other hosts only the variables named here: those set below, and a testing aid
+        // when it is set.
+        std::vector<const char*> forwarded = {"ULTRASCOPE_TOKEN", "ULTRASCOPE_STOP_WITH_LISTENER", "OMP_NUM_THREADS",
+                                              "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"};
+        if (std::getenv("ULTRASCOPE_FAKE_CLOCK_OFFSET_NS")) forwarded.push_back("ULTRASCOPE_FAKE_CLOCK_OFFSET_NS");
+        for (const char* var : forwarded) m_argv.insert(m_argv.end(), {"-x", var});
     }
     m_argv.push_back(binary);
     m_argv.insert(m_argv.end(), spec.train_args.begin(), spec.train_args.end());

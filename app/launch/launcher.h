@@ -9,6 +9,8 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "app/launch/hostfile.h"
+
 namespace us::app {
 
 struct LaunchSpec {
@@ -23,8 +25,9 @@ struct LaunchSpec {
     std::string hostfile;                 // mpirun --hostfile: ranks on several hosts
 };
 
-// The launchers `--launcher` accepts.
-bool valid_launcher(const std::string& name);
+// Checks what can be checked before anything starts (the launcher's name, a hostfile only with mpirun, the
+// hostfile's lines) and returns the hostfile's hosts (none without one); UserError with what to do otherwise.
+std::vector<HostEntry> check_launch_spec(const LaunchSpec& spec);
 
 // The ultrascope-train to launch: $ULTRASCOPE_TRAIN, else next to the running executable, else the build tree's.
 std::string default_train_binary();

@@ -27,10 +27,9 @@ namespace {
 
 // The address ranks connect back to. Ranks on this machine reach a loopback listener; ranks on other hosts need the
 // listener on an address they can reach (--listen ADDR, or 0.0.0.0 and this machine's host name).
-std::string connect_address(const LiveRunOptions& o) {
+std::string connect_address(const LiveRunOptions& o, const std::vector<HostEntry>& hosts) {
     bool remote = o.launch.launcher == "srun";  // Slurm places ranks on the allocation's nodes
-    for (const auto& h : o.launch.hostfile.empty() ? std::vector<HostEntry>{} : read_hostfile(o.launch.hostfile))
-        remote |= !is_local_host(h.name);
+    for (const auto& h : hosts) remote |= !is_local_host(h.name);
     const bool loopback = o.listen_host == "127.0.0.1" || o.listen_host == "localhost" || o.listen_host == "::1";
     US_CHECK_INPUT(!remote || !loopback,
                    "ranks on other hosts cannot stream to {} (this machine's loopback): add --listen ADDR with this "
@@ -47,7 +46,9 @@ std::string connect_address(const LiveRunOptions& o) {
 }  // namespace
 
 LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)), m_store(m_options.store) {
-    const std::string connect_host = m_options.attach_only ? std::string() : connect_address(m_options);
+    // Everything that can be refused is refused before a file or a socket is made.
+    const std::string connect_host =
+        m_options.attach_only ? std::string() : connect_address(m_options, check_launch_spec(m_options.launch));
     m_trace_path = m_options.trace_path.empty() ? default_trace_path() : m_options.trace_path;
     m_listener = std::make_unique<prof::TraceListener>(
         m_options.listen_host, m_options.listen_port, m_options.token.empty() ? prof::random_token() : m_options.token);

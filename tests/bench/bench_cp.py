@@ -12,23 +12,10 @@ a reference for the shape, not for speed.
 import argparse
 import json
 import os
-import platform
 import subprocess
 import tempfile
 
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_mpi_yield_when_idle="1")
-
-
-def cpu_kind():
-    flags = set()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("flags"):
-                flags = set(line.split(":")[1].split())
-                break
-    except OSError:
-        pass
-    return "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "?"
+from bench_common import MPI_ENV, cpu_features
 
 
 def run(build, cp, balance, steps, seq):
@@ -38,7 +25,7 @@ def run(build, cp, balance, steps, seq):
                 "--seq", str(seq), "--batch", "2", "--steps", str(steps)]
         if cp > 1:
             args += ["--cp", str(cp), "--cp-balance", balance]
-        subprocess.run(args, check=True, capture_output=True, env=ENV)
+        subprocess.run(args, check=True, capture_output=True, env=MPI_ENV)
         out = subprocess.run([os.path.join(build, "bin", "ultrascope"), "report", trace, "--json"], check=True,
                              capture_output=True, text=True).stdout
     return json.loads(out)
@@ -55,7 +42,7 @@ def main():
     ap.add_argument("--seq", type=int, default=1024)
     a = ap.parse_args()
     cores = os.cpu_count()
-    print(f"CPU: {platform.machine()} {cpu_kind()}, {cores} cores; OPENBLAS_CORETYPE="
+    print(f"CPU: {cpu_features()}, {cores} cores; OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; small preset (h 256, L 4, 4 heads), seq {a.seq}, "
           f"micro-batch 2, fp32, {a.steps} steps (steady steps measured); threads per rank = cores / ranks")
     print(f"\n{'run':<24} {'step ms':>8} {'tok/s':>6} | {'act. peak MiB/rank: measured':>28} {'predicted':>9} "

@@ -17,23 +17,10 @@ seq 128, micro-batch 8, fp32). Two tables, one run per row, all figures from the
 import argparse
 import json
 import os
-import platform
 import subprocess
 import tempfile
 
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_mpi_yield_when_idle="1")
-
-
-def cpu_kind():
-    flags = set()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("flags"):
-                flags = set(line.split(":")[1].split())
-                break
-    except OSError:
-        pass
-    return "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "?"
+from bench_common import MPI_ENV, cpu_features
 
 
 def run(build, preset, dp, ep, steps, extra=()):
@@ -43,7 +30,7 @@ def run(build, preset, dp, ep, steps, extra=()):
                 "--dp", str(dp), "--steps", str(steps), *extra]
         if ep > 1:
             args += ["--ep", str(ep)]
-        subprocess.run(args, check=True, capture_output=True, env=ENV)
+        subprocess.run(args, check=True, capture_output=True, env=MPI_ENV)
         out = subprocess.run([os.path.join(build, "bin", "ultrascope"), "report", trace, "--json"], check=True,
                              capture_output=True, text=True).stdout
     return json.loads(out)
@@ -65,7 +52,7 @@ def main():
     a = ap.parse_args()
     cores = os.cpu_count()
     h, L, E, K, B, s = 256, 4, 4, 2, 8, 128
-    print(f"CPU: {platform.machine()} {cpu_kind()}, {cores} cores; OPENBLAS_CORETYPE="
+    print(f"CPU: {cpu_features()}, {cores} cores; OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; small-moe preset (h {h}, L {L}, E {E}, top-{K}, seq {s}, "
           f"micro-batch {B}), fp32, {a.steps} steps (steady steps measured); threads per rank = cores / ranks")
     print(f"\n{'run':<40} {'step ms':>8} {'tok/s':>6} | {'params MiB/rank: measured':>25} {'predicted':>9} "

@@ -13,7 +13,6 @@ Target (issue 15): resident memory flat once the store's cap is reached, frame b
 """
 import argparse
 import os
-import platform
 import re
 import shutil
 import signal
@@ -21,8 +20,9 @@ import subprocess
 import tempfile
 import time
 
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_mpi_yield_when_idle="1",
-           LIBGL_ALWAYS_SOFTWARE="1")
+from bench_common import MPI_ENV, cpu_features
+
+ENV = dict(MPI_ENV, LIBGL_ALWAYS_SOFTWARE="1")
 
 
 def rss_mib(pid):
@@ -51,6 +51,15 @@ def gui_pid(parent):
     return None
 
 
+def end_session(proc):
+    """Whatever this bench started (xvfb-run and its Xvfb among them) ends with it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -71,10 +80,18 @@ def main():
     env = dict(ENV, ULTRASCOPE_FRAME_STATS_S=str(args.every))
     log_path = os.path.join(work, "gui.log")
     log = open(log_path, "w")
-    print(f"# soak: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; GUI + dp 2 x pp 2 "
+    print(f"# soak: {cpu_features()}, {os.cpu_count()} cores; GUI + dp 2 x pp 2 "
           f"{args.preset} run for {args.minutes} min; store cap {args.store_cap_mib} MiB")
     print(f"# {' '.join(cmd)}")
     proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        soak(args, proc, log_path)
+    finally:
+        end_session(proc)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def soak(args, proc, log_path):
     t0 = time.time()
     pid = None
     seen = 0
@@ -104,6 +121,7 @@ def main():
             os.killpg(proc.pid, signal.SIGKILL)
     time.sleep(3)
     left = subprocess.run(["pgrep", "-f", "-c", "[s]oak-data.txt"], capture_output=True, text=True).stdout.strip()
+    end_session(proc)
     print(f"# GUI {'ran the whole time' if alive else 'EXITED EARLY (see ' + log_path + ')'}; after SIGTERM: "
           f"{left or '0'} process(es) of the run left")
     if rows:
@@ -112,7 +130,6 @@ def main():
         print(f"# RSS first {rows[0][1]:.1f} MiB, last {rows[-1][1]:.1f} MiB; "
               f"{'since the cap: +%.1f MiB' % (rows[-1][1] - base) if capped else 'the cap was not reached'}; "
               f"worst frame p99 {max(r[6] for r in rows):.2f} ms, max {max(r[7] for r in rows):.2f} ms")
-    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -13,31 +13,17 @@ each collective across the group: the shortest of its durations is the transfer)
 import argparse
 import json
 import os
-import platform
 import subprocess
 import tempfile
 
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_mpi_yield_when_idle="1")
-
-
-def cpu_features():
-    flags = set()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("flags"):
-                flags = set(line.split(":")[1].split())
-                break
-    except OSError:
-        pass
-    kind = "AVX-512" + (" BF16" if "avx512_bf16" in flags else "") if "avx512f" in flags else "AVX2" if "avx2" in flags else "?"
-    return f"{platform.processor() or platform.machine()}, {kind}{' + FMA' if 'fma' in flags else ''}"
+from bench_common import MPI_ENV, cpu_features
 
 
 def calibrate(build, ranks=2):
     """Least-squares alpha + beta * sent for each collective, from the median times of bench_collectives."""
     out = subprocess.run(["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none",
                           os.path.join(build, "bin", "bench_collectives"), "20"],
-                         check=True, capture_output=True, text=True, env=dict(ENV, OMP_NUM_THREADS="1")).stdout
+                         check=True, capture_output=True, text=True, env=dict(MPI_ENV, OMP_NUM_THREADS="1")).stdout
     points = {}
     for line in out.splitlines():
         if line.startswith("{"):
@@ -63,7 +49,7 @@ def run(build, ranks, args, steps, threads):
         trace = os.path.join(tmp, "t.ustrace")
         subprocess.run([os.path.join(build, "bin", "ultrascope"), "run", "-n", str(ranks), "--trace", trace,
                         "--preset", "small", "--steps", str(steps), "--threads", str(threads)] + args,
-                       check=True, capture_output=True, env=ENV)
+                       check=True, capture_output=True, env=MPI_ENV)
         out = subprocess.run([os.path.join(build, "bin", "ultrascope"), "report", trace, "--json"], check=True,
                              capture_output=True, text=True).stdout
     return json.loads(out)
