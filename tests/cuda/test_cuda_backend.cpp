@@ -115,9 +115,10 @@ TEST_CASE("cuda: GEMM in every transpose combination, fp32 and bf16", "[cuda]") 
 TEST_CASE("cuda: LayerNorm, GeLU, bias and elementwise ops match the CPU backend", "[cuda]") {
     if (!have_gpu()) return;
     Pair p;
+    // 96 x 80: every kernel takes its 16-byte vector path; 95 x 77: the element-at-a-time path.
+    for (auto [N, C] : {std::pair{96, 80}, std::pair{95, 77}})
     for (DType t : {DType::f32, DType::bf16}) {
-        INFO(dtype_name(t));
-        const int N = 96, C = 80;
+        INFO(dtype_name(t) << ", " << N << " x " << C);
         Twin x = p.make(t, random_vector(size_t(N) * C, 4)), w = p.make(t, random_vector(C, 5, 0.5f));
         Twin b = p.make(t, random_vector(C, 6)), y = p.zeros(t, int64_t(N) * C);
         Twin mean = p.zeros(DType::f32, N), rstd = p.zeros(DType::f32, N);
@@ -225,6 +226,21 @@ TEST_CASE("cuda: embedding (bitwise backward), cross-entropy and AdamW match the
     p.cpu().crossentropy_backward(logits.cpu, tgt.cpu, 0.01f, N, V, 0);
     p.gpu().crossentropy_backward(logits.gpu, tgt.gpu, 0.01f, N, V, 0);
     expect_close(p, logits, "dlogits", 1e-5);
+    {
+        // a vocabulary of a multiple of 4: the kernels' float4 path (97 above takes the scalar one)
+        const int V4 = 100;
+        Twin l4 = p.make(DType::f32, random_vector(size_t(N) * V4, 37, 3.0f)), loss4 = p.zeros(DType::f32, N);
+        std::vector<float> t4(N);
+        for (auto& v : t4) v = float(rng.next_below(V4));
+        Twin tgt4 = p.make(DType::i32, t4);
+        p.cpu().crossentropy_forward(loss4.cpu, l4.cpu, tgt4.cpu, N, V4);
+        p.gpu().crossentropy_forward(loss4.gpu, l4.gpu, tgt4.gpu, N, V4);
+        expect_close(p, loss4, "cross-entropy losses (float4 path)", 1e-5);
+        expect_close(p, l4, "probabilities (float4 path)", 1e-5);
+        p.cpu().crossentropy_backward(l4.cpu, tgt4.cpu, 0.01f, N, V4, 0);
+        p.gpu().crossentropy_backward(l4.gpu, tgt4.gpu, 0.01f, N, V4, 0);
+        expect_close(p, l4, "dlogits (float4 path)", 1e-5);
+    }
     // The vocabulary-parallel steps on one rank's columns [3, 3 + V2) of which the last 2 are padding (the
     // reductions over the group are the caller's; here each step alone, CPU against GPU).
     const int V2 = 7, valid = 5, begin = 3;

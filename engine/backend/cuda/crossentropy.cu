@@ -27,28 +27,86 @@ __device__ float block_reduce(float v, float* shared) {
     return result;
 }
 
-__global__ void forward_kernel(float* losses, float* logits, const int32_t* targets, int V) {
-    __shared__ float shared[32];
-    float* row = logits + int64_t(blockIdx.x) * V;
-    float m = -INFINITY;
-    for (int i = threadIdx.x; i < V; i += blockDim.x) m = fmaxf(m, row[i]);
-    m = block_reduce<true>(m, shared);
-    float s = 0.0f;
-    for (int i = threadIdx.x; i < V; i += blockDim.x) {
-        const float e = expf(row[i] - m);
-        row[i] = e;
-        s += e;
+// Online softmax statistics: (max, sum of exp(x - max)) of a thread's values, merged pairwise.
+struct MaxSum {
+    float m = -INFINITY, s = 0.0f;
+    __device__ void add(float x) {
+        if (x > m) {
+            s = s * expf(m - x) + 1.0f;
+            m = x;
+        } else {
+            s += expf(x - m);
+        }
     }
-    const float inv = 1.0f / block_reduce<false>(s, shared);
-    for (int i = threadIdx.x; i < V; i += blockDim.x) row[i] *= inv;
+    __device__ void merge(float om, float os) {
+        const float nm = fmaxf(m, om);
+        if (nm == -INFINITY) return;
+        s = s * expf(m - nm) + os * expf(om - nm);
+        m = nm;
+    }
+};
+
+// A block's merge of every thread's MaxSum, in a fixed order.
+__device__ MaxSum block_merge(MaxSum v, float* shared /* [2][32] */) {
+    for (int o = 16; o > 0; o >>= 1) {
+        const float om = __shfl_xor_sync(0xffffffffu, v.m, o), os = __shfl_xor_sync(0xffffffffu, v.s, o);
+        v.merge(om, os);
+    }
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) shared[warp] = v.m, shared[32 + warp] = v.s;
     __syncthreads();
-    if (threadIdx.x == 0) losses[blockIdx.x] = -logf(fmaxf(row[targets[blockIdx.x]], 1e-30f));
+    MaxSum r;
+    for (int w = 0; w < int(blockDim.x / 32); ++w) r.merge(shared[w], shared[32 + w]);
+    __syncthreads();
+    return r;
 }
 
+// One pass for the statistics (16-byte loads when kPacked), one to write the probabilities; the loss is
+// log(sum) + max - logit[target], read before the row is overwritten.
+template <bool kPacked>
+__global__ void forward_kernel(float* losses, float* logits, const int32_t* targets, int V) {
+    __shared__ float shared[64];
+    float* row = logits + int64_t(blockIdx.x) * V;
+    const float target_logit = row[targets[blockIdx.x]];
+    MaxSum ms;
+    if constexpr (kPacked) {
+        for (int i = threadIdx.x * 4; i < V; i += blockDim.x * 4) {
+            const float4 x = *reinterpret_cast<const float4*>(row + i);
+            ms.add(x.x), ms.add(x.y), ms.add(x.z), ms.add(x.w);
+        }
+    } else {
+        for (int i = threadIdx.x; i < V; i += blockDim.x) ms.add(row[i]);
+    }
+    const MaxSum total = block_merge(ms, shared);
+    const float m = total.m, inv = 1.0f / total.s;
+    if constexpr (kPacked) {
+        for (int i = threadIdx.x * 4; i < V; i += blockDim.x * 4) {
+            float4 x = *reinterpret_cast<const float4*>(row + i);
+            x.x = expf(x.x - m) * inv, x.y = expf(x.y - m) * inv, x.z = expf(x.z - m) * inv, x.w = expf(x.w - m) * inv;
+            *reinterpret_cast<float4*>(row + i) = x;
+        }
+    } else {
+        for (int i = threadIdx.x; i < V; i += blockDim.x) row[i] = expf(row[i] - m) * inv;
+    }
+    if (threadIdx.x == 0) losses[blockIdx.x] = logf(total.s) + m - target_logit;
+}
+
+template <bool kPacked>
 __global__ void backward_kernel(float* dlogits, const int32_t* targets, float dloss, int V, int vocab_begin) {
     float* row = dlogits + int64_t(blockIdx.x) * V;
     const int target = targets[blockIdx.x] - vocab_begin;  // outside [0, V): another rank's column
-    for (int i = threadIdx.x; i < V; i += blockDim.x) row[i] = row[i] * dloss - (i == target ? dloss : 0.0f);
+    if constexpr (kPacked) {
+        for (int i = threadIdx.x * 4; i < V; i += blockDim.x * 4) {
+            float4 x = *reinterpret_cast<const float4*>(row + i);
+            x.x = x.x * dloss - (i == target ? dloss : 0.0f);
+            x.y = x.y * dloss - (i + 1 == target ? dloss : 0.0f);
+            x.z = x.z * dloss - (i + 2 == target ? dloss : 0.0f);
+            x.w = x.w * dloss - (i + 3 == target ? dloss : 0.0f);
+            *reinterpret_cast<float4*>(row + i) = x;
+        }
+    } else {
+        for (int i = threadIdx.x; i < V; i += blockDim.x) row[i] = row[i] * dloss - (i == target ? dloss : 0.0f);
+    }
 }
 
 __global__ void local_max_kernel(float* rowmax, const float* logits, int V, int valid) {
@@ -87,14 +145,18 @@ __global__ void finish_kernel(float* losses, float* logits, const float* rowmax,
 
 void crossentropy_forward(float* losses, float* logits, const int32_t* targets, int N, int V, cudaStream_t s) {
     if (N == 0) return;
-    forward_kernel<<<N, kThreads, 0, s>>>(losses, logits, targets, V);
+    if (vectorizable(V, 4, logits)) forward_kernel<true><<<N, kThreads, 0, s>>>(losses, logits, targets, V);
+    else forward_kernel<false><<<N, kThreads, 0, s>>>(losses, logits, targets, V);
     US_CUDA_CHECK_LAUNCH();
 }
 
 void crossentropy_backward(float* dlogits, const int32_t* targets, float dloss, int N, int V, int vocab_begin,
                            cudaStream_t s) {
     if (N == 0) return;
-    backward_kernel<<<N, kThreads, 0, s>>>(dlogits, targets, dloss, V, vocab_begin);
+    if (vectorizable(V, 4, dlogits))
+        backward_kernel<true><<<N, kThreads, 0, s>>>(dlogits, targets, dloss, V, vocab_begin);
+    else
+        backward_kernel<false><<<N, kThreads, 0, s>>>(dlogits, targets, dloss, V, vocab_begin);
     US_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,4 +1,6 @@
 // Elementwise ops (residual add, convert, accumulate, scale, bias add) and the bias gradient.
+#include <algorithm>
+
 #include "engine/backend/cuda/device_types.cuh"
 #include "engine/backend/cuda/kernels.h"
 
@@ -8,34 +10,68 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <typename T>
+template <bool kPacked, typename T>
 __global__ void residual_kernel(T* out, const T* a, const T* b, int64_t n) {
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-        st(out + i, ld(a + i) + ld(b + i));
+    using S = Stride<kPacked>;
+    for (int64_t i = S::first(); i < n; i += S::step()) {
+        float x[kPack], y[kPack];
+        load(x, a + i, kPacked), load(y, b + i, kPacked);
+#pragma unroll
+        for (int k = 0; k < S::kStep; ++k) x[k] += y[k];
+        store(out + i, x, kPacked);
+    }
 }
 
-template <typename D, typename S>
-__global__ void convert_kernel(D* dst, const S* src, int64_t n) {
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-        st(dst + i, ld(src + i));
+template <bool kPacked, typename D, typename Src>
+__global__ void convert_kernel(D* dst, const Src* src, int64_t n) {
+    using S = Stride<kPacked>;
+    for (int64_t i = S::first(); i < n; i += S::step()) {
+        float x[kPack];
+        load(x, src + i, kPacked);
+        store(dst + i, x, kPacked);
+    }
 }
 
-template <typename A, typename X>
+template <bool kPacked, typename A, typename X>
 __global__ void accumulate_kernel(A* acc, const X* x, int64_t n) {
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-        st(acc + i, ld(acc + i) + ld(x + i));
+    using S = Stride<kPacked>;
+    for (int64_t i = S::first(); i < n; i += S::step()) {
+        float a[kPack], b[kPack];
+        load(a, acc + i, kPacked), load(b, x + i, kPacked);
+#pragma unroll
+        for (int k = 0; k < S::kStep; ++k) a[k] += b[k];
+        store(acc + i, a, kPacked);
+    }
 }
 
-template <typename T>
+template <bool kPacked, typename T>
 __global__ void scale_kernel(T* p, int64_t n, float factor) {
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-        st(p + i, ld(p + i) * factor);
+    using S = Stride<kPacked>;
+    for (int64_t i = S::first(); i < n; i += S::step()) {
+        float a[kPack];
+        load(a, p + i, kPacked);
+#pragma unroll
+        for (int k = 0; k < S::kStep; ++k) a[k] *= factor;
+        store(p + i, a, kPacked);
+    }
 }
 
-template <typename O, typename B>
-__global__ void add_bias_kernel(O* out, const B* bias, int64_t n, int OC) {
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-        st(out + i, ld(out + i) + ld(bias + i % OC));
+// Columns on x (kPack per thread when packed), rows grid-strided on y: no per-element division.
+template <bool kPacked, typename O, typename B>
+__global__ void add_bias_kernel(O* out, const B* bias, int N, int OC) {
+    constexpr int step = kPacked ? kPack : 1;
+    const int col = (blockIdx.x * blockDim.x + threadIdx.x) * step;
+    if (col >= OC) return;
+    float b[kPack];
+    load(b, bias + col, kPacked);
+    for (int row = blockIdx.y; row < N; row += gridDim.y) {
+        O* o = out + int64_t(row) * OC + col;
+        float x[kPack];
+        load(x, o, kPacked);
+#pragma unroll
+        for (int k = 0; k < step; ++k) x[k] += b[k];
+        store(o, x, kPacked);
+    }
 }
 
 // Rows are cut into chunks of kBiasRows; block (chunk, column tile) sums its chunk's rows of its columns in row
@@ -68,8 +104,10 @@ __global__ void bias_finish_kernel(G* dbias, const float* partials, int chunks, 
 void residual(void* out, const void* a, const void* b, DType t, int64_t n, cudaStream_t s) {
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        residual_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(static_cast<T*>(out), static_cast<const T*>(a),
-                                                                    static_cast<const T*>(b), n);
+        launch_packed(vectorizable(n, kPack, out, a, b), n, kThreads, [&](auto packed, unsigned blocks) {
+            residual_kernel<decltype(packed)::value><<<blocks, kThreads, 0, s>>>(
+                static_cast<T*>(out), static_cast<const T*>(a), static_cast<const T*>(b), n);
+        });
     });
     US_CUDA_CHECK_LAUNCH();
 }
@@ -79,7 +117,10 @@ void convert(void* dst, DType dst_type, const void* src, DType src_type, int64_t
         dispatch(src_type, [&](auto* stag) {
             using D = std::remove_pointer_t<decltype(dtag)>;
             using S = std::remove_pointer_t<decltype(stag)>;
-            convert_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
+            launch_packed(vectorizable(n, kPack, dst, src), n, kThreads, [&](auto packed, unsigned blocks) {
+                convert_kernel<decltype(packed)::value><<<blocks, kThreads, 0, s>>>(static_cast<D*>(dst),
+                                                                                     static_cast<const S*>(src), n);
+            });
         });
     });
     US_CUDA_CHECK_LAUNCH();
@@ -90,7 +131,10 @@ void accumulate(void* acc, DType acc_type, const void* x, DType x_type, int64_t 
         dispatch(x_type, [&](auto* xtag) {
             using A = std::remove_pointer_t<decltype(atag)>;
             using X = std::remove_pointer_t<decltype(xtag)>;
-            accumulate_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(static_cast<A*>(acc), static_cast<const X*>(x), n);
+            launch_packed(vectorizable(n, kPack, acc, x), n, kThreads, [&](auto packed, unsigned blocks) {
+                accumulate_kernel<decltype(packed)::value><<<blocks, kThreads, 0, s>>>(static_cast<A*>(acc),
+                                                                                        static_cast<const X*>(x), n);
+            });
         });
     });
     US_CUDA_CHECK_LAUNCH();
@@ -99,18 +143,26 @@ void accumulate(void* acc, DType acc_type, const void* x, DType x_type, int64_t 
 void scale(void* p, DType t, int64_t n, float factor, cudaStream_t s) {
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        scale_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(static_cast<T*>(p), n, factor);
+        launch_packed(vectorizable(n, kPack, p), n, kThreads, [&](auto packed, unsigned blocks) {
+            scale_kernel<decltype(packed)::value><<<blocks, kThreads, 0, s>>>(static_cast<T*>(p), n, factor);
+        });
     });
     US_CUDA_CHECK_LAUNCH();
 }
 
 void add_bias(void* out, DType out_type, const void* bias, DType bias_type, int N, int OC, cudaStream_t s) {
-    const int64_t n = int64_t(N) * OC;
+    if (N == 0 || OC == 0) return;
     dispatch(out_type, [&](auto* otag) {
         dispatch(bias_type, [&](auto* btag) {
             using O = std::remove_pointer_t<decltype(otag)>;
             using B = std::remove_pointer_t<decltype(btag)>;
-            add_bias_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(static_cast<O*>(out), static_cast<const B*>(bias), n, OC);
+            const bool packed = vectorizable(OC, kPack, out, bias);
+            const int columns = packed ? OC / kPack : OC;
+            const dim3 grid(ceil_div(columns, kThreads), unsigned(std::min(N, 4096)));
+            if (packed)
+                add_bias_kernel<true><<<grid, kThreads, 0, s>>>(static_cast<O*>(out), static_cast<const B*>(bias), N, OC);
+            else
+                add_bias_kernel<false><<<grid, kThreads, 0, s>>>(static_cast<O*>(out), static_cast<const B*>(bias), N, OC);
         });
     });
     US_CUDA_CHECK_LAUNCH();

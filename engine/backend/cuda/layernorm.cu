@@ -12,22 +12,37 @@ constexpr int kWarpsPerBlock = 8;
 constexpr int kRowsPerChunk = 64;
 constexpr int kColumnThreads = 256;
 
-template <typename T>
+// The row kernels read a row kPack elements at a time (16-byte accesses) when kPacked, one at a time otherwise;
+// each lane sums its own elements in order, then the warp adds the lanes in a fixed tree.
+template <bool kPacked, typename T>
 __global__ void forward_kernel(T* out, float* mean, float* rstd, const T* inp, const T* w, const T* b, int N, int C) {
+    constexpr int step = kPacked ? kPack : 1;
     const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N) return;
     const T* x = inp + int64_t(row) * C;
+    float v[kPack];
     float s = 0.0f;
-    for (int i = lane; i < C; i += 32) s += ld(x + i);
-    const float m = warp_sum(s) / float(C);
-    float v = 0.0f;
-    for (int i = lane; i < C; i += 32) {
-        const float d = ld(x + i) - m;
-        v += d * d;
+    for (int i = lane * step; i < C; i += 32 * step) {
+        load(v, x + i, kPacked);
+#pragma unroll
+        for (int k = 0; k < step; ++k) s += v[k];
     }
-    const float r = rsqrtf(warp_sum(v) / float(C) + kEps);
+    const float m = warp_sum(s) / float(C);
+    float var = 0.0f;
+    for (int i = lane * step; i < C; i += 32 * step) {
+        load(v, x + i, kPacked);
+#pragma unroll
+        for (int k = 0; k < step; ++k) var += (v[k] - m) * (v[k] - m);
+    }
+    const float r = rsqrtf(warp_sum(var) / float(C) + kEps);
     T* y = out + int64_t(row) * C;
-    for (int i = lane; i < C; i += 32) st(y + i, (ld(x + i) - m) * r * ld(w + i) + ld(b + i));
+    for (int i = lane * step; i < C; i += 32 * step) {
+        float wv[kPack], bv[kPack];
+        load(v, x + i, kPacked), load(wv, w + i, kPacked), load(bv, b + i, kPacked);
+#pragma unroll
+        for (int k = 0; k < step; ++k) v[k] = (v[k] - m) * r * wv[k] + bv[k];
+        store(y + i, v, kPacked);
+    }
     if (lane == 0) {
         mean[row] = m;
         rstd[row] = r;
@@ -35,27 +50,37 @@ __global__ void forward_kernel(T* out, float* mean, float* rstd, const T* inp, c
 }
 
 // dinp += (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd, dnorm = dout * w.
-template <typename T>
+template <bool kPacked, typename T>
 __global__ void input_grad_kernel(T* dinp, const T* dout, const T* inp, const T* w, const float* mean,
                                   const float* rstd, int N, int C) {
+    constexpr int step = kPacked ? kPack : 1;
     const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N) return;
     const T* x = inp + int64_t(row) * C;
     const T* dy = dout + int64_t(row) * C;
     T* dx = dinp + int64_t(row) * C;
     const float m = mean[row], r = rstd[row];
+    float xv[kPack], wv[kPack], dv[kPack];
     float a = 0.0f, b = 0.0f;
-    for (int i = lane; i < C; i += 32) {
-        const float norm = (ld(x + i) - m) * r;
-        const float dnorm = ld(w + i) * ld(dy + i);
-        a += dnorm;
-        b += dnorm * norm;
+    for (int i = lane * step; i < C; i += 32 * step) {
+        load(xv, x + i, kPacked), load(wv, w + i, kPacked), load(dv, dy + i, kPacked);
+#pragma unroll
+        for (int k = 0; k < step; ++k) {
+            const float dnorm = wv[k] * dv[k];
+            a += dnorm;
+            b += dnorm * (xv[k] - m) * r;
+        }
     }
     const float dnorm_mean = warp_sum(a) / float(C), dnorm_norm_mean = warp_sum(b) / float(C);
-    for (int i = lane; i < C; i += 32) {
-        const float norm = (ld(x + i) - m) * r;
-        const float dnorm = ld(w + i) * ld(dy + i);
-        st(dx + i, ld(dx + i) + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * r);
+    for (int i = lane * step; i < C; i += 32 * step) {
+        float gv[kPack];
+        load(xv, x + i, kPacked), load(wv, w + i, kPacked), load(dv, dy + i, kPacked), load(gv, dx + i, kPacked);
+#pragma unroll
+        for (int k = 0; k < step; ++k) {
+            const float norm = (xv[k] - m) * r;
+            gv[k] += (wv[k] * dv[k] - dnorm_mean - norm * dnorm_norm_mean) * r;
+        }
+        store(dx + i, gv, kPacked);
     }
 }
 
@@ -97,9 +122,13 @@ void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, con
     if (N == 0 || C == 0) return;  // a grid of 0 blocks is a launch error
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        forward_kernel<<<ceil_div(N, kWarpsPerBlock), 32 * kWarpsPerBlock, 0, s>>>(
-            static_cast<T*>(out), mean, rstd, static_cast<const T*>(inp), static_cast<const T*>(weight),
-            static_cast<const T*>(bias), N, C);
+        auto launch = [&](auto packed) {
+            forward_kernel<decltype(packed)::value><<<ceil_div(N, kWarpsPerBlock), 32 * kWarpsPerBlock, 0, s>>>(
+                static_cast<T*>(out), mean, rstd, static_cast<const T*>(inp), static_cast<const T*>(weight),
+                static_cast<const T*>(bias), N, C);
+        };
+        if (vectorizable(C, kPack, out, inp, weight, bias)) launch(std::true_type{});
+        else launch(std::false_type{});
     });
     US_CUDA_CHECK_LAUNCH();
 }
@@ -113,9 +142,13 @@ void layernorm_backward(void* dinp, void* dweight, void* dbias, const void* dout
     const int chunks = ceil_div(N, kRowsPerChunk);
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        input_grad_kernel<<<ceil_div(N, kWarpsPerBlock), 32 * kWarpsPerBlock, 0, s>>>(
-            static_cast<T*>(dinp), static_cast<const T*>(dout), static_cast<const T*>(inp),
-            static_cast<const T*>(weight), mean, rstd, N, C);
+        auto launch = [&](auto packed) {
+            input_grad_kernel<decltype(packed)::value><<<ceil_div(N, kWarpsPerBlock), 32 * kWarpsPerBlock, 0, s>>>(
+                static_cast<T*>(dinp), static_cast<const T*>(dout), static_cast<const T*>(inp),
+                static_cast<const T*>(weight), mean, rstd, N, C);
+        };
+        if (vectorizable(C, kPack, dinp, dout, inp, weight)) launch(std::true_type{});
+        else launch(std::false_type{});
         US_CUDA_CHECK_LAUNCH();
         param_partials_kernel<<<dim3(chunks, ceil_div(C, kColumnThreads)), kColumnThreads, 0, s>>>(
             partials, static_cast<const T*>(dout), static_cast<const T*>(inp), mean, rstd, N, C);
