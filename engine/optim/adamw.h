@@ -68,16 +68,29 @@ template <typename GradsAt, typename ParamsAt>
 void AdamW::step(GradsAt&& grads_at, ParamsAt&& params_at, double lr, float clip_coef) {
     if (!m_moments) allocate_moments();
     ++m_step;
-    // Within each piece, walk the tensors it overlaps: weight decay applies per tensor.
+    // Within each piece, walk the tensors it overlaps: weight decay applies per tensor. Neighbouring tensors with
+    // the same decay are one update (AdamW is elementwise, so the result is the same; on a GPU it is one launch
+    // instead of one per tensor).
     for (const ShardPiece& piece : m_pieces) {
         const int64_t lo = piece.global_offset, hi = lo + piece.numel;
+        int64_t run_a = 0, run_b = 0;
+        bool run_decay = false;
+        auto flush = [&] {
+            if (run_b <= run_a) return;
+            update_range(params_at(piece, run_a, run_b - run_a), grads_at(piece, run_a, run_b - run_a),
+                         piece.shard_offset + (run_a - lo), run_b - run_a, run_decay, lr, clip_coef);
+        };
         for (const ParamTensor& t : m_layout.tensors()) {
             const int64_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.numel);
             if (a >= b) continue;
-            const int64_t shard_offset = piece.shard_offset + (a - lo);
-            update_range(params_at(piece, a, b - a), grads_at(piece, a, b - a), shard_offset, b - a, t.decay, lr,
-                         clip_coef);
+            if (a == run_b && t.decay == run_decay && run_b > run_a) {
+                run_b = b;
+                continue;
+            }
+            flush();
+            run_a = a, run_b = b, run_decay = t.decay;
         }
+        flush();
     }
 }
 
