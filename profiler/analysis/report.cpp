@@ -103,6 +103,14 @@ Report build_report(const TraceStore& store) {
             rr.clock_uncertainty_ns = rt.metadata["clock"].value("uncertainty_ns", int64_t(0));
         }
         rr.device_reserved_peak = device_reserved_peak(store, rt);
+        if (rt.metadata.contains("cupti") && rt.metadata["cupti"].is_object()) {
+            rr.cupti = rt.metadata["cupti"];
+            const auto dropped = rr.cupti.value("dropped_records", int64_t(0));
+            if (dropped > 0)
+                rep.warnings.push_back(fmt::format("rank {}: CUPTI dropped {} activity records (its buffers were full): "
+                                                   "the GPU timeline misses kernels",
+                                                   r, dropped));
+        }
         for (const auto& s : steady_steps(rr.steps)) step_walls[s.step].push_back(s.wall_s);
         if (rt.metadata.value("backend", std::string()) == "cuda" && !rt.has_device_spans()) {
             const nlohmann::json cupti = rt.metadata.value("cupti", nlohmann::json::object());
@@ -303,8 +311,20 @@ std::string format_report(const Report& rep) {
                          b.compute_s, b.overlapped_s, b.exposed_s, b.idle_s, b.overlap_pct, bubble,
                          rep.ranks.size() > 1 && i == worst ? "  <- most idle + exposed" : "");
     }
+    for (const auto& r : rep.ranks) {
+        if (!r.cupti.is_object()) continue;
+        const auto n = [&](const char* k) { return r.cupti.value(k, int64_t(0)); };
+        if (!r.cupti.value("running", false) && n("kernels") + n("memcpys") + n("memsets") == 0) continue;
+        s += fmt::format("  {}: CUPTI recorded {} kernels ({} NCCL), {} memcpys, {} memsets; {} attributed to an op, {} "
+                         "not; {} records dropped; collector overhead {:.1f} ms\n",
+                         r.label, n("kernels"), n("nccl_kernels"), n("memcpys"), n("memsets"), n("attributed"),
+                         n("unattributed"), n("dropped_records"), r.cupti.value("overhead_ms", 0.0));
+    }
     if (!traced.empty())
-        s += fmt::format("  compute and communication of rank(s) {} are the GPU's kernels as CUPTI timed them\n", traced);
+        s += fmt::format("  compute of rank(s) {} is the GPU's kernels as CUPTI timed them; communication the GPU's NCCL "
+                         "kernels, or the engine's collective spans where ranks communicate through MPI with host "
+                         "staging\n",
+                         traced);
     s += "\nCommunication per steady step by group: bytes sent (measured from the collectives / predicted); time "
          "outstanding, exposed (no compute under it), and of that time the part spent waiting for the group's last rank "
          "(measured)\n";
@@ -464,6 +484,7 @@ nlohmann::json report_json(const Report& rep) {
                          {"device_reserved_peak_bytes",
                           r.device_reserved_peak >= 0 ? nlohmann::json(r.device_reserved_peak) : nlohmann::json()},
                          {"dropped_events", r.dropped_events},
+                         {"cupti", r.cupti},
                          {"steps", steps}});
     }
     const auto& t = rep.throughput;

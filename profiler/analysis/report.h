@@ -33,6 +33,9 @@ struct RankReport {
     // Device memory reserved through cudaMalloc (the caching allocator, cuBLAS, NCCL), from CUPTI: its peak, or -1
     // when the trace has no device_reserved_bytes counter (a CPU run, or a GPU run without CUPTI).
     int64_t device_reserved_peak = -1;
+    // The CUPTI collector's own account (measured, from the rank's metadata): kernels, attributed to an op or not,
+    // dropped records, its overhead. Null on a CPU rank or a build without the collector.
+    nlohmann::json cupti;
     // Per group, over the steady steps: time spent inside its collectives waiting for the group's last rank to
     // start them (collective_waits.h); the rest of the group's time is the transfer itself.
     std::array<double, kGroupCount> group_wait_s{};

@@ -12,11 +12,14 @@ namespace {
 // spans only say when work was launched. Elsewhere C holds the op spans and M the collectives of the comm lane.
 enum class SetOf { none, compute, comm, p2p };
 
-SetOf set_of(const Span& s, Lane lane, bool device_truth) {
+// With device truth, compute is the GPU's kernels; communication is the GPU's NCCL kernels when the rank has any,
+// else (MPI with host staging: no communication kernels) the engine's collective spans.
+SetOf set_of(const Span& s, Lane lane, bool device_truth, bool device_comm) {
     if (device_truth) {
         if (lane == Lane::device && s.kind == SpanKind::op) return SetOf::compute;
-        if (lane == Lane::device_comm && s.kind == SpanKind::comm)
-            return s.op == OpClass::send || s.op == OpClass::recv ? SetOf::p2p : SetOf::comm;
+        const bool comm_lane = device_comm ? lane == Lane::device_comm : lane == Lane::comm || lane == Lane::p2p;
+        if (comm_lane && s.kind == SpanKind::comm)
+            return s.op == OpClass::send || s.op == OpClass::recv || lane == Lane::p2p ? SetOf::p2p : SetOf::comm;
         return SetOf::none;
     }
     if (s.kind == SpanKind::op) return SetOf::compute;
@@ -75,6 +78,7 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
         }
     std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.begin < b.begin; });
     const bool device_truth = rt->has_device_spans();
+    const bool device_comm = !rt->lanes[size_t(Lane::device_comm)].spans().empty();
     const std::array<int, kGroupCount> sizes = group_sizes(store, *rt);
     for (StepBreakdown& b : out) {
         std::vector<Interval> compute, comm, p2p;
@@ -104,7 +108,7 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
                         b.group_bytes[it->group] += bytes_sent(it->op, double(it->bytes), sizes[it->group]);
                     if (lane == int(Lane::comm)) by_group[it->group].emplace_back(it->begin, it->end);
                 }
-                switch (set_of(*it, Lane(lane), device_truth)) {
+                switch (set_of(*it, Lane(lane), device_truth, device_comm)) {
                     case SetOf::compute:
                         compute.emplace_back(it->begin, it->end);
                         first_op = std::min(first_op, std::max(it->begin, b.begin));

@@ -102,8 +102,12 @@ TEST_CASE("device memory reserved (CUPTI) in the report, a GPU rank without kern
     };
     auto m1 = meta(1);
     m1["cupti"] = {{"running", false}, {"status", "CUPTI: enabling kernel activity failed (another CUPTI client)"}};
+    auto m0 = meta(0);
+    m0["cupti"] = {{"running", true}, {"status", "CUPTI: collecting"}, {"kernels", 120}, {"nccl_kernels", 4},
+                   {"memcpys", 3}, {"memsets", 2}, {"attributed", 118}, {"unattributed", 2}, {"dropped_records", 0},
+                   {"overhead_ms", 1.5}};
     TraceStore store;
-    load(store, traced, meta(0).dump());
+    load(store, traced, m0.dump());
     load(store, untraced, m1.dump());
     const Report rep = build_report(store);
     REQUIRE(rep.ranks.size() == 2);
@@ -117,7 +121,33 @@ TEST_CASE("device memory reserved (CUPTI) in the report, a GPU rank without kern
     CHECK(rep.warnings[0].find("another CUPTI client") != std::string::npos);
     const std::string text = format_report(rep);
     CHECK(text.find("device reserved") != std::string::npos);
-    CHECK(text.find("rank(s) 0 are the GPU's kernels") != std::string::npos);
+    CHECK(text.find("compute of rank(s) 0 is the GPU's kernels") != std::string::npos);
+    CHECK(text.find("CUPTI recorded 120 kernels (4 NCCL), 3 memcpys, 2 memsets; 118 attributed to an op, 2 not; 0 "
+                    "records dropped") != std::string::npos);
+    CHECK(j["ranks"][0]["cupti"]["attributed"] == 118);
+    CHECK(j["ranks"][1]["cupti"]["running"] == false);
+}
+
+TEST_CASE("on a GPU whose ranks talk through MPI with host staging the engine's collectives are M",
+          "[cpu][analysis]") {
+    // No NCCL kernels (ranks share a GPU, or pipeline transfers): the kernels are C, the engine's spans M.
+    SyntheticRank gpu(0, 2);
+    gpu.step(0, 100, 1);
+    gpu.span(Lane::host, SpanKind::op, 0, 4, "gemm", 1, OpClass::gemm, 1000);
+    gpu.kernel(5, 40, 0);
+    gpu.comm(30, 70);
+    gpu.span(Lane::p2p, SpanKind::comm, 80, 90, "send", 1, OpClass::send);
+    TraceStore store;
+    load(store, gpu, metadata(0, 2, 0, 0, 1));
+    const auto g = analyze_steps(store, 0);
+    REQUIRE(g.size() == 1);
+    CHECK(g[0].device_truth);
+    CHECK(g[0].compute_s == Approx(0.035));     // the kernel [5,40]
+    CHECK(g[0].comm_s == Approx(0.040));        // the engine's all-reduce [30,70]
+    CHECK(g[0].overlapped_s == Approx(0.010));  // [30,40]
+    CHECK(g[0].exposed_s == Approx(0.030));
+    CHECK(g[0].p2p_s == Approx(0.010));         // the engine's send
+    CHECK(g[0].idle_s == Approx(0.100 - 0.065));
 }
 
 TEST_CASE("steady steps leave step 1 out, sums recompute the percentages", "[cpu][analysis]") {
