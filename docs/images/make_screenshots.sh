@@ -26,3 +26,8 @@ rm -f "$here"/*.png.json
 shot "$work/moe-ep2.ustrace" --view experts --screenshot "$here/experts-ep2.png"
 shot "$work/moe-ep2.ustrace" --view timeline --fit-step 20 --screenshot "$here/timeline-moe-ep2.png"
 rm -f "$here"/*.png.json
+# A GPU run, from the trace an H100 wrote (docs/gpu.md, "Verified on an H100"): no GPU needed to redraw it.
+gpu="$here/gpt2-124m-bf16-h100.ustrace"
+shot "$gpu" --view memory --fit-step 10 --screenshot "$here/gpu-memory-gpt2-124m-h100.png"
+shot "$gpu" --view timeline --fit-step 10 --screenshot "$here/gpu-timeline-gpt2-124m-h100.png"
+rm -f "$here"/*.png.json
