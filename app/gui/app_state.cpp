@@ -8,7 +8,6 @@
 #include "app/cli/default_run.h"
 #include "engine/core/check.h"
 #include "engine/train/cli.h"
-#include "engine/parallel/grid.h"
 #include "profiler/transport/protocol.h"
 #include "profiler/transport/socket.h"
 

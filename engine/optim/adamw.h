@@ -8,16 +8,9 @@
 #include "engine/backend/backend.h"
 #include "engine/model/gpt_config.h"
 #include "engine/model/param_layout.h"
+#include "engine/optim/adamw_config.h"
 
 namespace us {
-
-struct AdamWConfig {
-    double lr = 3e-4;
-    double beta1 = 0.9;
-    double beta2 = 0.95;
-    double eps = 1e-8;
-    double weight_decay = 0.1;
-};
 
 // A contiguous run of the flat layout that this rank updates, and where it sits in the rank's shard storage.
 struct ShardPiece {

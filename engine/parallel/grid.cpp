@@ -25,13 +25,6 @@ int grid_rank(const ParallelConfig& p, const GridCoords& c) {
     return ((c.dp * p.pp + c.pp) * p.cp + c.cp) * p.tp + c.tp;
 }
 
-void validate_layout(const ParallelConfig& p, int world_size) {
-    US_CHECK_INPUT(p.world() == world_size,
-                   "the layout dp {} x pp {} x tp {} x cp {} needs {} ranks but {} were started: start mpirun -n {} "
-                   "(or change the degrees; --ep shares the dp ranks)",
-                   p.dp, p.pp, p.tp, p.cp, p.world(), world_size, p.world());
-}
-
 ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> world) : m_p(p), m_world(std::move(world)) {
     m_coords = grid_coords(p, m_world->rank());
     if (m_world->size() == 1) {

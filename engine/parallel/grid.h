@@ -85,8 +85,4 @@ private:
     std::unique_ptr<Communicator> m_world, m_dp, m_pp, m_tp, m_cp, m_dp_cp, m_ep, m_edp, m_embedding;
 };
 
-// Refuses layouts this build cannot run, before any work starts: the world size against the product of the
-// degrees, and degrees whose parallelism has not landed yet.
-void validate_layout(const ParallelConfig& p, int world_size);
-
 }  // namespace us

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/model/gpt_config.h"
-#include "engine/optim/adamw.h"
+#include "engine/optim/adamw_config.h"
 
 namespace us {
 
@@ -79,5 +79,8 @@ std::string default_corpus_path();
 std::vector<std::string> list_presets();
 // Loads assets/presets/NAME.json onto cfg. UserError naming the known presets when NAME is unknown.
 void apply_preset(TrainConfig& cfg, const std::string& name);
+
+// Refuses a layout before any work starts: the world size against the product of the degrees.
+void validate_layout(const ParallelConfig& p, int world_size);
 
 }  // namespace us

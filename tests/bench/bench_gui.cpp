@@ -2,6 +2,7 @@
 // draw lists; no rasterisation) with synthetic traces of 1 million and 10 million spans, at fit-all zoom and deep
 // zoom, and the time to open a 10-million-event trace file.
 //   build/bin/bench_gui [max_spans_millions]
+#include <fmt/format.h>
 #include <imgui.h>
 
 #include <chrono>

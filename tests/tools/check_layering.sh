@@ -25,5 +25,14 @@ rule "the trace store, transport and analysis never include the recorder (profil
 rule "the GUI never includes the engine's backends, communicators, models or optimizers" \
   "app/gui" "engine/(backend|comm|model|optim|cpu|cuda)/"
 rule "analysis never includes the views" "profiler" "app/gui/"
+# The viewer links the settings library only (us_config; tests/tools/check_viewer_links.sh checks the binary).
+app_engine=$(grep -rnE '^#include "engine/' app --include='*.h' --include='*.cpp' |
+  grep -vE '"engine/(core/|train/config\.h|train/cli\.h|model/gpt_config\.h|parallel/pipeline_schedule\.h)' || true)
+if [ -n "$app_engine" ]; then
+  echo "layering: the app includes only the engine's core, its settings (train/config.h, train/cli.h,"
+  echo "  model/gpt_config.h) and the pipeline schedules:"
+  echo "$app_engine" | sed 's/^/  /'
+  broken=1
+fi
 if [ $broken = 0 ]; then echo "layering: ok (engine -> recorder -> transport -> store -> analysis -> views)"; fi
 exit $broken
