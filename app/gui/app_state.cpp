@@ -131,27 +131,26 @@ LaunchSettings LaunchSettings::from_args(const std::vector<std::string>& args) {
 }
 
 LaunchSettings LaunchSettings::from_config(const nlohmann::json& config) {
-    // The run's resolved settings (ultrascope-train --print-config: flat, keys are flag names with '_'): the same
-    // flags again reproduce the run.
-    std::vector<std::string> args;
-    for (const auto& [key, value] : config.items()) {
-        std::string flag = "--" + key;
-        std::replace(flag.begin(), flag.end(), '_', '-');
-        if (key == "overlap") {
-            if (!value.get<bool>()) args.push_back("--no-overlap");
-        } else if (value.is_boolean()) {
-            if (value.get<bool>()) args.push_back(flag);
-        } else if (key == "data" || key == "device" || key == "threads" || key == "comm_progress") {
-            // where and how it ran, not what: the data file may be elsewhere now, and the threads are this machine's
-            if (key == "data" && !value.get<std::string>().empty()) args.insert(args.end(), {flag, value.get<std::string>()});
-        } else if (value.is_string()) {
-            args.insert(args.end(), {flag, value.get<std::string>()});
-        } else if (value.is_number_integer()) {
-            args.insert(args.end(), {flag, std::to_string(value.get<int64_t>())});
-        } else if (value.is_number()) {
-            args.insert(args.end(), {flag, fmt::format("{}", value.get<double>())});
-        }
+    // The run's resolved settings (ultrascope-train --print-config, as a trace's metadata keeps them): its preset,
+    // then the flags that turn the preset into the run, written by the trainer's own flag table.
+    TrainConfig run;
+    apply_config_json(run, config, "the trace's settings");
+    // Where and how it ran, not what: the threads and progress mode are this machine's, the device may differ.
+    const TrainConfig defaults;
+    run.threads = defaults.threads, run.device = defaults.device, run.parallel.comm_progress = defaults.parallel.comm_progress;
+    // The flags are relative to what the panel launches when only the preset is set (its own defaults, e.g. dp 2,
+    // resolved by the trainer's parser), so every field that differs from the panel's default is given.
+    LaunchSettings blank;
+    blank.preset = config.value("preset", std::string());
+    std::vector<std::string> args = {"--preset", blank.preset};
+    TrainConfig base;
+    try {
+        base = blank.resolve();
+    } catch (const UserError&) {  // no such preset here: flags over the bare defaults, without it
+        args.clear();
     }
+    const auto flags = train_args_of(run, base);
+    args.insert(args.end(), flags.begin(), flags.end());
     return from_args(args);
 }
 

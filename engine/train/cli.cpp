@@ -1,8 +1,10 @@
 #include "engine/train/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <fstream>
 #include <memory>
+#include <type_traits>
 
 #include "engine/core/check.h"
 
@@ -10,30 +12,154 @@ namespace us {
 
 namespace {
 
-// Each flag writes into a temporary; after parsing, the flags that were given are applied on top of the
-// preset and config file, in the order they were declared.
+// The one table of training flags. Each flag names the TrainConfig field it sets (an accessor returning a
+// reference), so the same entry parses the flag and writes it back (train_args_of). Parsing writes into a
+// temporary; after parsing, the flags that were given are applied on top of the preset and config file, in the
+// order they were declared.
 struct FlagBinder {
     CLI::App& app;
     std::vector<std::pair<CLI::Option*, std::function<void(TrainConfig&)>>> appliers;
+    // Writing back: the flag's name, and its arguments for a config over a base (none when the flag is not needed:
+    // the value is the base's).
+    std::vector<std::pair<std::string, std::function<std::vector<std::string>(const TrainConfig&, const TrainConfig&)>>>
+        writers;
 
-    template <typename T, typename Apply>
-    CLI::Option* option(const std::string& name, const std::string& help, Apply apply) {
+    template <typename T, typename Field>
+    CLI::Option* option(const std::string& name, const std::string& help, Field field) {
         auto value = std::make_shared<T>();
         CLI::Option* opt = app.add_option(name, *value, help);
-        appliers.emplace_back(opt, [value, apply](TrainConfig& c) { apply(c, *value); });
+        appliers.emplace_back(opt, [value, field](TrainConfig& c) { field(c) = *value; });
+        writers.emplace_back(name, [name, field](const TrainConfig& c, const TrainConfig& base) {
+            TrainConfig mine = c, theirs = base;
+            const T v = field(mine);
+            if (v == field(theirs)) return std::vector<std::string>{};
+            if constexpr (std::is_same_v<T, std::string>) return std::vector<std::string>{name, v};
+            else return std::vector<std::string>{name, fmt::format("{}", v)};
+        });
         return opt;
     }
-    CLI::Option* flag(const std::string& name, const std::string& help, std::function<void(TrainConfig&)> apply) {
+    // A value kept in the config as an enum: parsed from and named back to its text.
+    template <typename E, typename Field, typename Parse, typename Name>
+    CLI::Option* named(const std::string& name, const std::string& help, Field field, Parse parse, Name to_name) {
+        auto value = std::make_shared<std::string>();
+        CLI::Option* opt = app.add_option(name, *value, help);
+        appliers.emplace_back(opt, [value, field, parse](TrainConfig& c) { field(c) = parse(*value); });
+        writers.emplace_back(name, [name, field, to_name](const TrainConfig& c, const TrainConfig& base) {
+            TrainConfig mine = c, theirs = base;
+            const E v = field(mine);
+            if (v == field(theirs)) return std::vector<std::string>{};
+            return std::vector<std::string>{name, std::string(to_name(v))};
+        });
+        return opt;
+    }
+    // A switch: giving it sets the field to `when_given` (true for --sp, false for --no-overlap).
+    template <typename Field>
+    CLI::Option* flag(const std::string& name, const std::string& help, Field field, bool when_given = true) {
         CLI::Option* opt = app.add_flag(name, help);
-        appliers.emplace_back(opt, std::move(apply));
+        appliers.emplace_back(opt, [field, when_given](TrainConfig& c) { field(c) = when_given; });
+        writers.emplace_back(name, [name, field, when_given](const TrainConfig& c, const TrainConfig& base) {
+            TrainConfig mine = c, theirs = base;
+            const bool v = field(mine);
+            if (v == field(theirs)) return std::vector<std::string>{};
+            US_CHECK_INPUT(v == when_given, "{} cannot undo a setting of the preset", name);
+            return std::vector<std::string>{name};
+        });
         return opt;
     }
 };
 
+void declare_flags(FlagBinder& f) {
+    // model
+    f.option<int>("--layers", "Transformer blocks (L)", [](TrainConfig& c) -> auto& { return c.model.layers; });
+    f.option<int>("--hidden", "Hidden size (C)", [](TrainConfig& c) -> auto& { return c.model.hidden; });
+    f.option<int>("--heads", "Attention heads (NH)", [](TrainConfig& c) -> auto& { return c.model.heads; });
+    f.option<int>("--vocab", "Vocabulary size (>= 256; tokens are bytes)", [](TrainConfig& c) -> auto& { return c.model.vocab; });
+    f.option<int>("--seq", "Sequence length (T)", [](TrainConfig& c) -> auto& { return c.model.seq; });
+    f.option<int>("--moe-experts", "Mixture of experts: E experts per MoE block (0: dense)",
+                  [](TrainConfig& c) -> auto& { return c.model.moe_experts; });
+    f.option<int>("--moe-topk", "Experts per token (K)", [](TrainConfig& c) -> auto& { return c.model.moe_topk; });
+    f.option<int>("--moe-every", "Every M-th block is an MoE block", [](TrainConfig& c) -> auto& { return c.model.moe_every; });
+    f.option<double>("--moe-capacity-factor", "0: dropless; F > 0: tokens beyond ceil(tokens K / E * F) per expert dropped",
+                     [](TrainConfig& c) -> auto& { return c.moe_capacity_factor; });
+    f.option<double>("--moe-aux-loss-coef", "Weight of the load-balancing loss E * sum f_i P_i (per sequence)",
+                     [](TrainConfig& c) -> auto& { return c.moe_aux_loss_coef; });
+    // batch and schedule
+    f.option<int>("--batch", "Micro-batch size in sequences (B)", [](TrainConfig& c) -> auto& { return c.batch; });
+    f.option<int>("--grad-accum", "Micro-batches per step (gradient accumulation; m for pipelines)",
+                  [](TrainConfig& c) -> auto& { return c.grad_accum; });
+    f.option<int>("--global-batch", "Sequences per optimizer step; sets --grad-accum to it / (dp x batch)",
+                  [](TrainConfig& c) -> auto& { return c.global_batch; });
+    f.option<int>("--steps", "Optimizer steps to run", [](TrainConfig& c) -> auto& { return c.steps; });
+    f.option<double>("--lr", "Peak learning rate", [](TrainConfig& c) -> auto& { return c.adamw.lr; });
+    f.option<int>("--warmup", "Linear warm-up steps", [](TrainConfig& c) -> auto& { return c.warmup; });
+    f.option<double>("--min-lr-ratio", "Cosine decay floor as a fraction of --lr",
+                     [](TrainConfig& c) -> auto& { return c.min_lr_ratio; });
+    f.option<double>("--weight-decay", "AdamW weight decay (matrices and embedding only)",
+                     [](TrainConfig& c) -> auto& { return c.adamw.weight_decay; });
+    f.option<double>("--grad-clip", "Global gradient-norm clipping threshold (0: off)",
+                     [](TrainConfig& c) -> auto& { return c.grad_clip; });
+    f.option<uint64_t>("--seed", "Seed of weights and data order", [](TrainConfig& c) -> auto& { return c.seed; });
+    // numerics
+    f.named<Precision>("--precision", "fp32 | bf16 (bf16 params/grads/activations, fp32 master + moments)",
+                       [](TrainConfig& c) -> auto& { return c.precision; }, parse_precision, precision_name);
+    f.flag("--fp32-grad-accum", "With bf16: accumulate gradients in an fp32 buffer",
+           [](TrainConfig& c) -> auto& { return c.fp32_grad_accum; });
+    f.named<Recompute>("--recompute", "Activation recomputation: none | selective | full",
+                       [](TrainConfig& c) -> auto& { return c.recompute; }, parse_recompute, recompute_name);
+    // io
+    f.option<std::string>("--data", "Training text file (bytes are tokens); default: assets/corpus/default.txt",
+                          [](TrainConfig& c) -> auto& { return c.data; });
+    f.option<std::string>("--save", "Write a safetensors checkpoint at the end (and every --save-every steps)",
+                          [](TrainConfig& c) -> auto& { return c.save; });
+    f.option<int>("--save-every", "Also write --save every K steps (atomically: a killed run resumes with --load "
+                                  "FILE and the same --steps, bitwise)",
+                  [](TrainConfig& c) -> auto& { return c.save_every; });
+    f.option<std::string>("--load", "Resume from a safetensors checkpoint",
+                          [](TrainConfig& c) -> auto& { return c.load; });
+    f.option<std::string>("--metrics-out", "Write one JSON object per step to this file",
+                          [](TrainConfig& c) -> auto& { return c.metrics_out; });
+    f.option<int>("--threads", "CPU threads per rank (default: cores / ranks on this host)",
+                  [](TrainConfig& c) -> auto& { return c.threads; });
+    f.option<std::string>("--device", "cpu | cuda", [](TrainConfig& c) -> auto& { return c.device; });
+    f.flag("--quiet", "No progress display", [](TrainConfig& c) -> auto& { return c.quiet; });
+    // parallelism
+    f.option<int>("--dp", "Data-parallel degree", [](TrainConfig& c) -> auto& { return c.parallel.dp; });
+    f.option<int>("--pp", "Pipeline-parallel degree", [](TrainConfig& c) -> auto& { return c.parallel.pp; });
+    f.option<int>("--tp", "Tensor-parallel degree (Megatron: heads, MLP and vocabulary split over tp ranks)",
+                  [](TrainConfig& c) -> auto& { return c.parallel.tp; });
+    f.flag("--sp", "Sequence parallelism inside the tp group (norms, residuals on seq/tp positions; needs --tp > 1)",
+           [](TrainConfig& c) -> auto& { return c.parallel.sp; });
+    f.option<int>("--cp", "Context-parallel degree (ring attention over the sequence)",
+                  [](TrainConfig& c) -> auto& { return c.parallel.cp; });
+    f.option<std::string>("--cp-balance", "zigzag | contiguous: how --cp cuts the sequence (zigzag balances causal work)",
+                          [](TrainConfig& c) -> auto& { return c.parallel.cp_balance; });
+    f.option<int>("--ep", "Expert-parallel degree: experts spread over groups of ep data-parallel ranks (divides --dp)",
+                  [](TrainConfig& c) -> auto& { return c.parallel.ep; });
+    f.option<int>("--zero", "ZeRO stage 0 | 1 | 2 | 3", [](TrainConfig& c) -> auto& { return c.parallel.zero; });
+    f.option<std::string>("--pp-schedule", "afab | 1f1b | interleaved | zb1",
+                          [](TrainConfig& c) -> auto& { return c.parallel.pp_schedule; });
+    f.option<int>("--pp-chunks", "Virtual pipeline chunks per rank (interleaved)",
+                  [](TrainConfig& c) -> auto& { return c.parallel.pp_chunks; });
+    f.option<double>("--bucket-mb", "Gradient bucket size in MiB", [](TrainConfig& c) -> auto& { return c.parallel.bucket_mb; });
+    f.flag("--no-overlap", "All-reduce gradients after backward instead of during it",
+           [](TrainConfig& c) -> auto& { return c.parallel.overlap; }, false);
+    f.option<std::string>("--comm-progress", "How async collectives progress: thread | poll",
+                          [](TrainConfig& c) -> auto& { return c.parallel.comm_progress; });
+    // profiler
+    f.option<std::string>("--trace", "Write a trace file (ranks write FILE.rN parts plus the index FILE)",
+                          [](TrainConfig& c) -> auto& { return c.trace; });
+    f.option<std::string>("--connect", "Stream the trace live to a listener at HOST:PORT",
+                          [](TrainConfig& c) -> auto& { return c.connect; });
+    f.option<int>("--fault-kill-step", "Testing: at the start of this step, --fault-kill-rank kills itself (SIGKILL)",
+                  [](TrainConfig& c) -> auto& { return c.fault_step; });
+    f.option<int>("--fault-kill-rank", "Testing: the rank that --fault-kill-step kills",
+                  [](TrainConfig& c) -> auto& { return c.fault_rank; });
+}
+
 }  // namespace
 
 std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
-    auto binder = std::make_shared<FlagBinder>(FlagBinder{app, {}});
+    auto binder = std::make_shared<FlagBinder>(FlagBinder{app, {}, {}});
     auto preset = std::make_shared<std::string>();
     auto config_file = std::make_shared<std::string>();
     auto print_config = std::make_shared<bool>(false);
@@ -42,91 +168,7 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
 
     app.add_option("--preset", *preset, "Model and run preset from assets/presets (tiny, small, medium, ...)");
     app.add_option("--config", *config_file, "JSON file of settings (keys are flag names, '_' for '-')");
-    // model
-    f.option<int>("--layers", "Transformer blocks (L)", [](TrainConfig& c, int v) { c.model.layers = v; });
-    f.option<int>("--hidden", "Hidden size (C)", [](TrainConfig& c, int v) { c.model.hidden = v; });
-    f.option<int>("--heads", "Attention heads (NH)", [](TrainConfig& c, int v) { c.model.heads = v; });
-    f.option<int>("--vocab", "Vocabulary size (>= 256; tokens are bytes)", [](TrainConfig& c, int v) { c.model.vocab = v; });
-    f.option<int>("--seq", "Sequence length (T)", [](TrainConfig& c, int v) { c.model.seq = v; });
-    f.option<int>("--moe-experts", "Mixture of experts: E experts per MoE block (0: dense)",
-                  [](TrainConfig& c, int v) { c.model.moe_experts = v; });
-    f.option<int>("--moe-topk", "Experts per token (K)", [](TrainConfig& c, int v) { c.model.moe_topk = v; });
-    f.option<int>("--moe-every", "Every M-th block is an MoE block", [](TrainConfig& c, int v) { c.model.moe_every = v; });
-    f.option<double>("--moe-capacity-factor", "0: dropless; F > 0: tokens beyond ceil(tokens K / E * F) per expert dropped",
-                     [](TrainConfig& c, double v) { c.moe_capacity_factor = v; });
-    f.option<double>("--moe-aux-loss-coef", "Weight of the load-balancing loss E * sum f_i P_i (per sequence)",
-                     [](TrainConfig& c, double v) { c.moe_aux_loss_coef = v; });
-    // batch and schedule
-    f.option<int>("--batch", "Micro-batch size in sequences (B)", [](TrainConfig& c, int v) { c.batch = v; });
-    f.option<int>("--grad-accum", "Micro-batches per step (gradient accumulation; m for pipelines)",
-                  [](TrainConfig& c, int v) { c.grad_accum = v; });
-    f.option<int>("--global-batch", "Sequences per optimizer step; sets --grad-accum to it / (dp x batch)",
-                  [](TrainConfig& c, int v) { c.global_batch = v; });
-    f.option<int>("--steps", "Optimizer steps to run", [](TrainConfig& c, int v) { c.steps = v; });
-    f.option<double>("--lr", "Peak learning rate", [](TrainConfig& c, double v) { c.adamw.lr = v; });
-    f.option<int>("--warmup", "Linear warm-up steps", [](TrainConfig& c, int v) { c.warmup = v; });
-    f.option<double>("--min-lr-ratio", "Cosine decay floor as a fraction of --lr",
-                     [](TrainConfig& c, double v) { c.min_lr_ratio = v; });
-    f.option<double>("--weight-decay", "AdamW weight decay (matrices and embedding only)",
-                     [](TrainConfig& c, double v) { c.adamw.weight_decay = v; });
-    f.option<double>("--grad-clip", "Global gradient-norm clipping threshold (0: off)",
-                     [](TrainConfig& c, double v) { c.grad_clip = v; });
-    f.option<uint64_t>("--seed", "Seed of weights and data order", [](TrainConfig& c, uint64_t v) { c.seed = v; });
-    // numerics
-    f.option<std::string>("--precision", "fp32 | bf16 (bf16 params/grads/activations, fp32 master + moments)",
-                          [](TrainConfig& c, const std::string& v) { c.precision = parse_precision(v); });
-    f.flag("--fp32-grad-accum", "With bf16: accumulate gradients in an fp32 buffer",
-           [](TrainConfig& c) { c.fp32_grad_accum = true; });
-    f.option<std::string>("--recompute", "Activation recomputation: none | selective | full",
-                          [](TrainConfig& c, const std::string& v) { c.recompute = parse_recompute(v); });
-    // io
-    f.option<std::string>("--data", "Training text file (bytes are tokens); default: assets/corpus/default.txt",
-                          [](TrainConfig& c, const std::string& v) { c.data = v; });
-    f.option<std::string>("--save", "Write a safetensors checkpoint at the end (and every --save-every steps)",
-                          [](TrainConfig& c, const std::string& v) { c.save = v; });
-    f.option<int>("--save-every", "Also write --save every K steps (atomically: a killed run resumes with --load "
-                                  "FILE and the same --steps, bitwise)",
-                  [](TrainConfig& c, int v) { c.save_every = v; });
-    f.option<std::string>("--load", "Resume from a safetensors checkpoint",
-                          [](TrainConfig& c, const std::string& v) { c.load = v; });
-    f.option<std::string>("--metrics-out", "Write one JSON object per step to this file",
-                          [](TrainConfig& c, const std::string& v) { c.metrics_out = v; });
-    f.option<int>("--threads", "CPU threads per rank (default: cores / ranks on this host)",
-                  [](TrainConfig& c, int v) { c.threads = v; });
-    f.option<std::string>("--device", "cpu | cuda", [](TrainConfig& c, const std::string& v) { c.device = v; });
-    f.flag("--quiet", "No progress display", [](TrainConfig& c) { c.quiet = true; });
-    // parallelism
-    f.option<int>("--dp", "Data-parallel degree", [](TrainConfig& c, int v) { c.parallel.dp = v; });
-    f.option<int>("--pp", "Pipeline-parallel degree", [](TrainConfig& c, int v) { c.parallel.pp = v; });
-    f.option<int>("--tp", "Tensor-parallel degree (Megatron: heads, MLP and vocabulary split over tp ranks)",
-                  [](TrainConfig& c, int v) { c.parallel.tp = v; });
-    f.flag("--sp", "Sequence parallelism inside the tp group (norms, residuals on seq/tp positions; needs --tp > 1)",
-           [](TrainConfig& c) { c.parallel.sp = true; });
-    f.option<int>("--cp", "Context-parallel degree (ring attention over the sequence)",
-                  [](TrainConfig& c, int v) { c.parallel.cp = v; });
-    f.option<std::string>("--cp-balance", "zigzag | contiguous: how --cp cuts the sequence (zigzag balances causal work)",
-                          [](TrainConfig& c, const std::string& v) { c.parallel.cp_balance = v; });
-    f.option<int>("--ep", "Expert-parallel degree: experts spread over groups of ep data-parallel ranks (divides --dp)",
-                  [](TrainConfig& c, int v) { c.parallel.ep = v; });
-    f.option<int>("--zero", "ZeRO stage 0 | 1 | 2 | 3", [](TrainConfig& c, int v) { c.parallel.zero = v; });
-    f.option<std::string>("--pp-schedule", "afab | 1f1b | interleaved | zb1",
-                          [](TrainConfig& c, const std::string& v) { c.parallel.pp_schedule = v; });
-    f.option<int>("--pp-chunks", "Virtual pipeline chunks per rank (interleaved)",
-                  [](TrainConfig& c, int v) { c.parallel.pp_chunks = v; });
-    f.option<double>("--bucket-mb", "Gradient bucket size in MiB", [](TrainConfig& c, double v) { c.parallel.bucket_mb = v; });
-    f.flag("--no-overlap", "All-reduce gradients after backward instead of during it",
-           [](TrainConfig& c) { c.parallel.overlap = false; });
-    f.option<std::string>("--comm-progress", "How async collectives progress: thread | poll",
-                          [](TrainConfig& c, const std::string& v) { c.parallel.comm_progress = v; });
-    // profiler
-    f.option<std::string>("--trace", "Write a trace file (ranks write FILE.rN parts plus the index FILE)",
-                          [](TrainConfig& c, const std::string& v) { c.trace = v; });
-    f.option<std::string>("--connect", "Stream the trace live to a listener at HOST:PORT",
-                          [](TrainConfig& c, const std::string& v) { c.connect = v; });
-    f.option<int>("--fault-kill-step", "Testing: at the start of this step, --fault-kill-rank kills itself (SIGKILL)",
-                  [](TrainConfig& c, int v) { c.fault_step = v; });
-    f.option<int>("--fault-kill-rank", "Testing: the rank that --fault-kill-step kills",
-                  [](TrainConfig& c, int v) { c.fault_rank = v; });
+    declare_flags(f);
     // tools
     app.add_flag("--print-config", *print_config, "Print the resolved settings as JSON and exit");
 
@@ -157,6 +199,27 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
         out.print_config = *print_config;
         return out;
     };
+}
+
+std::vector<std::string> train_args_of(const TrainConfig& config, const TrainConfig& base) {
+    CLI::App app;
+    FlagBinder f{app, {}, {}};
+    declare_flags(f);
+    std::vector<std::string> args;
+    for (const auto& [name, write] : f.writers) {
+        const auto part = write(config, base);
+        args.insert(args.end(), part.begin(), part.end());
+    }
+    return args;
+}
+
+std::vector<std::string> train_flag_names() {
+    CLI::App app;
+    FlagBinder f{app, {}, {}};
+    declare_flags(f);
+    std::vector<std::string> names;
+    for (const auto& w : f.writers) names.push_back(w.first);
+    return names;
 }
 
 ParsedTrainArgs parse_train_args(int argc, const char* const* argv) {
