@@ -47,6 +47,7 @@ std::vector<std::string> LaunchSettings::train_args() const {
     if (ep > 1) add("--ep", ep);
     add("--zero", zero);
     add("--recompute", recompute);
+    if (attention != "naive") add("--attention", attention);
     add("--precision", precision);
     add("--bucket-mb", bucket_mb);
     if (!overlap) a.push_back("--no-overlap");
@@ -119,6 +120,7 @@ LaunchSettings LaunchSettings::from_args(const std::vector<std::string>& args) {
         else if (k == "--seq") s.seq = as_int();
         else if (k == "--precision") s.precision = v;
         else if (k == "--recompute") s.recompute = v;
+        else if (k == "--attention") s.attention = v;
         else if (k == "--pp-schedule") s.pp_schedule = v;
         else if (k == "--pp-chunks") s.pp_chunks = as_int();
         else if (k == "--bucket-mb") s.bucket_mb = float(std::atof(v.c_str()));

@@ -41,6 +41,7 @@ struct LaunchSettings {
     std::string pp_schedule = "1f1b";
     int pp_chunks = 1;
     std::string recompute = "none";
+    std::string attention = "naive";  // naive stores the s x s probabilities; flash keeps a log-sum-exp per row
     std::string precision = "fp32";
     float bucket_mb = 1.0f;
     bool overlap = true;

@@ -236,6 +236,12 @@ void draw_settings(AppState& app) {
     combo("precision", s.precision, {"fp32", "bf16"});
     ImGui::SetNextItemWidth(110);
     combo("recompute", s.recompute, {"none", "selective", "full"});
+    ImGui::SetNextItemWidth(110);
+    combo("attention", s.attention, {"naive", "flash"});
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("naive stores the (batch, heads, s, s) probabilities for backward: the 5as/h term of the\n"
+                          "activation formula. flash runs attention blockwise with an online softmax, keeps one\n"
+                          "log-sum-exp per row and recomputes the scores in backward: the s^2 term disappears.");
 
     // Validation as you type; resolved only when the settings change (it reads the preset file).
     static LaunchSettings checked;

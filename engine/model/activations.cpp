@@ -19,8 +19,9 @@ std::vector<ActivationEntry> block_entries(const ActivationShape& s, Recompute m
     v.push_back({"qkv", e, 3 * N * Ca});
     // Selective recompute drops the attention core's saved tensor; full recompute keeps it in the working block
     // so that the recomputed forward does not have to be recomputed again inside attention backward.
-    // Ring attention (cp > 1) keeps the log-sum-exp instead, in every mode: its backward recomputes the scores.
-    if (s.cp > 1) v.push_back({"lse", DType::f32, int64_t(s.B) * s.heads() * s.T});
+    // Blockwise attention (ring attention under cp > 1, or --attention flash) keeps the log-sum-exp instead, in
+    // every mode: its backward recomputes the scores.
+    if (s.cp > 1 || s.flash) v.push_back({"lse", DType::f32, int64_t(s.B) * s.heads() * s.T});
     else if (mode != Recompute::selective) v.push_back({"probs", e, int64_t(s.B) * s.heads() * s.T * s.T});
     v.push_back({"atty", e, N * Ca});
     v.push_back({"residual2", e, R * C});

@@ -39,6 +39,7 @@ struct ActivationShape {
     int B = 1, T = 1, C = 1, NH = 1, V = 256;  // T: the sequence rows on this rank (seq / cp)
     int tp = 1;
     int cp = 1;
+    bool flash = false;  // --attention flash: blockwise attention keeps the log-sum-exp, not the probabilities
     int E = 0, K = 0;  // mixture of experts: experts and choices per token (MoE blocks)
     bool sp = false;  // sequence parallelism: the residual stream holds rows() = N/tp rows
     DType dtype = DType::f32;

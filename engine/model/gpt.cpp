@@ -64,6 +64,11 @@ GPT::GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend,
     m_shape.B = options.micro_batch;
     m_shape.T = m_cp ? m_cp->local_seq() : config.seq;
     m_shape.cp = m_cp ? m_cp->size() : 1;
+    m_shape.flash = options.attention == Attention::flash;
+    if (m_shape.flash && !m_cp) {
+        m_flash_group = make_local_communicator(GroupKind::cp);
+        m_flash = std::make_unique<ContextParallel>(*m_flash_group, CpBalance::contiguous, config.seq, backend);
+    }
     m_shape.C = config.hidden;
     m_shape.NH = config.heads;
     m_shape.V = layout.vocab_rows();
@@ -243,13 +248,15 @@ void GPT::moe_backward(int layer, BlockActs& a, const BlockParams& p, const Bloc
 
 void GPT::attention_forward(BlockActs& a) {
     const int NH = m_shape.heads(), HD = m_shape.C / m_shape.NH;
-    if (m_cp) m_cp->attention_forward(a.atty, a.lse, a.qkv, m_shape.B, NH, HD);
+    if (ContextParallel* blockwise = m_cp ? m_cp : m_flash.get())
+        blockwise->attention_forward(a.atty, a.lse, a.qkv, m_shape.B, NH, HD);
     else m_be.attention_forward(a.atty, a.probs, a.qkv, m_shape.B, m_shape.T, NH, HD);
 }
 
 void GPT::attention_backward(Tensor dqkv, Tensor datty, const BlockActs& a) {
     const int NH = m_shape.heads(), HD = m_shape.C / m_shape.NH;
-    if (m_cp) m_cp->attention_backward(dqkv, datty, a.atty, a.lse, a.qkv, m_shape.B, NH, HD);
+    if (ContextParallel* blockwise = m_cp ? m_cp : m_flash.get())
+        blockwise->attention_backward(dqkv, datty, a.atty, a.lse, a.qkv, m_shape.B, NH, HD);
     else m_be.attention_backward(dqkv, datty, a.qkv, a.probs, m_shape.B, m_shape.T, NH, HD);
 }
 

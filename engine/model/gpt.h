@@ -32,6 +32,7 @@ namespace us {
 struct ModelOptions {
     Precision precision = Precision::fp32;
     Recompute recompute = Recompute::none;
+    Attention attention = Attention::naive;
     int micro_batch = 1;  // B, in sequences
     // The tensor-parallel group's communication; null: tp 1. Must outlive the model and match the layout's tp.
     TensorParallel* tensor_parallel = nullptr;
@@ -148,6 +149,10 @@ private:
     TensorParallel m_no_tp;  // tp 1, when the options name no group
     TensorParallel& m_tp;
     ContextParallel* m_cp = nullptr;  // null or inactive: cp 1
+    // --attention flash without context parallelism: the blockwise attention over the rank's whole sequence (a
+    // one-rank "ring" that never communicates).
+    std::unique_ptr<Communicator> m_flash_group;
+    std::unique_ptr<ContextParallel> m_flash;
     std::unique_ptr<LocalExperts> m_local_experts;  // when the options name no exchange
     std::unique_ptr<MoeLayer> m_moe;
     std::vector<MoeStats> m_moe_stats;

@@ -55,6 +55,15 @@ Precision parse_precision(std::string_view text) {
     fail_user("unknown --precision '{}': expected fp32 or bf16", text);
 }
 
+std::string_view attention_name(Attention a) { return a == Attention::flash ? "flash" : "naive"; }
+
+Attention parse_attention(std::string_view text) {
+    if (text == "naive") return Attention::naive;
+    if (text == "flash") return Attention::flash;
+    fail_user("unknown --attention '{}': expected naive (stores the probabilities) or flash (blockwise, online "
+              "softmax)", text);
+}
+
 Recompute parse_recompute(std::string_view text) {
     if (text == "none") return Recompute::none;
     if (text == "selective") return Recompute::selective;

@@ -38,11 +38,17 @@ struct GPTConfig {
 
 enum class Precision { fp32, bf16 };
 enum class Recompute { none, selective, full };
+// How attention runs: naive stores the (B, heads, s, s) probabilities for backward; flash runs it blockwise with an
+// online softmax (the ring attention's kernels, on one rank's whole sequence), keeps only the log-sum-exp per row
+// and recomputes the scores in backward, so the s^2 term leaves the activations.
+enum class Attention { naive, flash };
 
 std::string_view precision_name(Precision p);
 std::string_view recompute_name(Recompute r);
 Precision parse_precision(std::string_view text);  // UserError when unknown
 Recompute parse_recompute(std::string_view text);  // UserError when unknown
+std::string_view attention_name(Attention a);
+Attention parse_attention(std::string_view text);  // UserError when unknown
 
 // Storage type of params, grads and activations for a precision (master weights and moments are always fp32).
 inline DType compute_dtype(Precision p) { return p == Precision::bf16 ? DType::bf16 : DType::f32; }

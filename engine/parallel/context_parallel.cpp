@@ -72,14 +72,18 @@ void ContextParallel::attention_forward(Tensor out, Tensor lse, Tensor qkv, int 
     TrackedAllocator& alloc = m_be->allocator();
     const DType e = qkv.dtype;
     const int64_t block = int64_t(B) * Tl * 2 * C;
-    Allocation buffers = alloc.allocate(size_t(2 * block) * dtype_size(e), MemCategory::comm_buffers,
-                                        "ring attention key/value blocks (current, next)");
-    Tensor cur = buffers.view(e, 0, block), nxt = buffers.view(e, block, block);
+    // One rank (--attention flash): one key/value block, a temporary; a ring: two, its communication buffers.
+    const bool ring = cp > 1;
+    Allocation buffers = ring ? alloc.allocate(size_t(2 * block) * dtype_size(e), MemCategory::comm_buffers,
+                                               "ring attention key/value blocks (current, next)")
+                              : alloc.allocate(size_t(block) * dtype_size(e), MemCategory::temporaries,
+                                               "blockwise attention keys and values");
+    Tensor cur = buffers.view(e, 0, block), nxt = ring ? buffers.view(e, block, block) : Tensor{};
     // The online softmax's running state: an output accumulator, and per row its maximum and sum (a zero sum
     // means nothing merged yet).
     const int64_t rows = int64_t(B) * NH * Tl;
     Allocation state = alloc.allocate(size_t(int64_t(B) * Tl * C + 2 * rows) * 4, MemCategory::temporaries,
-                                      "ring attention softmax state");
+                                      ring ? "ring attention softmax state" : "blockwise attention softmax state");
     const Tensor acc = state.view(DType::f32, 0, int64_t(B) * Tl * C);
     const Tensor row_max = state.view(DType::f32, int64_t(B) * Tl * C, rows);
     const Tensor row_sum = state.view(DType::f32, int64_t(B) * Tl * C + rows, rows);
@@ -117,6 +121,26 @@ void ContextParallel::attention_backward(Tensor dqkv, Tensor dout, Tensor out, T
     TrackedAllocator& alloc = m_be->allocator();
     const DType e = qkv.dtype;
     const int64_t block = int64_t(B) * Tl * 2 * C, grads = block;  // fp32 gradient blocks of the same shape
+    const int64_t rows = int64_t(B) * NH * Tl;
+    if (cp == 1) {  // --attention flash on one rank: the same kernels, nothing travels
+        Allocation work = alloc.allocate(size_t(block) * dtype_size(e) + size_t(grads + int64_t(B) * Tl * C + rows) * 4,
+                                         MemCategory::temporaries, "blockwise attention backward (k, v, their and q's gradients)");
+        char* base = static_cast<char*>(work.data());
+        const Tensor kv = Tensor::of(base, e, block);
+        const Tensor dkv = Tensor::of(base + size_t(block) * dtype_size(e), DType::f32, grads);
+        const Tensor dq = Tensor::of(base + size_t(block) * dtype_size(e) + size_t(grads) * 4, DType::f32, int64_t(B) * Tl * C);
+        const Tensor delta = Tensor::of(base + size_t(block) * dtype_size(e) + size_t(grads + int64_t(B) * Tl * C) * 4,
+                                        DType::f32, rows);
+        m_be->fill_zero(dq);
+        m_be->fill_zero(dkv);
+        m_be->attention_block_delta(delta, dout, out, B, Tl, NH, HD);
+        m_be->attention_block_pack_kv(kv, qkv, B, Tl, C);
+        const std::vector<AttentionChunkPair> pairs = pairs_with(0);
+        AttentionBlockArgs a{qkv, kv, B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size())};
+        m_be->attention_block_backward(a, dq, dkv, dout, lse, delta);
+        m_be->attention_block_store_grads(dqkv, dq, dkv, B, Tl, C);
+        return;
+    }
     Allocation kv_buffers = alloc.allocate(size_t(2 * block) * dtype_size(e), MemCategory::comm_buffers,
                                            "ring attention key/value blocks (current, next)");
     Tensor cur = kv_buffers.view(e, 0, block), nxt = kv_buffers.view(e, block, block);
@@ -125,7 +149,6 @@ void ContextParallel::attention_backward(Tensor dqkv, Tensor dout, Tensor out, T
                                              "ring attention key/value gradient blocks");
     Tensor mine[2] = {grad_buffers.view(DType::f32, 0, grads), grad_buffers.view(DType::f32, grads, grads)};
     Tensor incoming[2] = {grad_buffers.view(DType::f32, 2 * grads, grads), grad_buffers.view(DType::f32, 3 * grads, grads)};
-    const int64_t rows = int64_t(B) * NH * Tl;
     Allocation state = alloc.allocate(size_t(int64_t(B) * Tl * C + rows) * 4, MemCategory::temporaries,
                                       "ring attention query gradients");
     const Tensor dq = state.view(DType::f32, 0, int64_t(B) * Tl * C);

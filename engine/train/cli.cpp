@@ -106,6 +106,9 @@ void declare_flags(FlagBinder& f) {
            [](TrainConfig& c) -> auto& { return c.fp32_grad_accum; });
     f.named<Recompute>("--recompute", "Activation recomputation: none | selective | full",
                        [](TrainConfig& c) -> auto& { return c.recompute; }, parse_recompute, recompute_name);
+    f.named<Attention>("--attention", "naive (stores the s x s probabilities) | flash (blockwise online softmax: keeps "
+                                      "a log-sum-exp per row, recomputes the scores in backward)",
+                       [](TrainConfig& c) -> auto& { return c.attention; }, parse_attention, attention_name);
     // io
     f.option<std::string>("--data", "Training text file (bytes are tokens); default: assets/corpus/default.txt",
                           [](TrainConfig& c) -> auto& { return c.data; });

@@ -122,6 +122,7 @@ nlohmann::json TrainConfig::to_json() const {
             {"precision", std::string(precision_name(precision))},
             {"fp32_grad_accum", fp32_grad_accum},
             {"recompute", std::string(recompute_name(recompute))},
+            {"attention", std::string(attention_name(attention))},
             {"moe_experts", model.moe_experts},
             {"moe_topk", model.moe_topk},
             {"moe_every", model.moe_every},
@@ -185,6 +186,7 @@ void apply_config_json(TrainConfig& cfg, const nlohmann::json& j, const std::str
         else if (k == "precision") cfg.precision = parse_precision(get_str(k, v));
         else if (k == "fp32_grad_accum") cfg.fp32_grad_accum = get_bool(k, v);
         else if (k == "recompute") cfg.recompute = parse_recompute(get_str(k, v));
+        else if (k == "attention") cfg.attention = parse_attention(get_str(k, v));
         else if (k == "moe_experts") cfg.model.moe_experts = int(get_int(k, v));
         else if (k == "moe_topk") cfg.model.moe_topk = int(get_int(k, v));
         else if (k == "moe_every") cfg.model.moe_every = int(get_int(k, v));

@@ -42,6 +42,7 @@ struct TrainConfig {
     Precision precision = Precision::fp32;
     bool fp32_grad_accum = false;
     Recompute recompute = Recompute::none;
+    Attention attention = Attention::naive;
     // Mixture of experts (the model's shape is in `model`: moe_experts, moe_topk, moe_every)
     double moe_capacity_factor = 0.0;  // 0: dropless; F > 0: an expert takes at most ceil(tokens K / E * F) tokens
     double moe_aux_loss_coef = 0.01;   // A: weight of the load-balancing loss E * sum_i f_i P_i

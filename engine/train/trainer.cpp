@@ -151,6 +151,7 @@ void Trainer::make_chunks() {
     ModelOptions mo;
     mo.precision = m_config.precision;
     mo.recompute = m_config.recompute;
+    mo.attention = m_config.attention;
     mo.micro_batch = m_config.batch;
     mo.tensor_parallel = m_tp.active() ? &m_tp : nullptr;
     mo.context_parallel = m_cp.active() ? &m_cp : nullptr;

@@ -52,10 +52,11 @@ int64_t uniform_kept_rows(const PredictInput& in, int64_t n) {
 struct RankShape {
     int64_t N, R, C, Ca, F, Vr, heads, probs, T;
     int64_t E, K, X;  // mixture of experts: experts, choices per token, expert rows (uniform routing)
-    bool sp;
+    bool sp, flash;
     int tp, cp, ep;
-    int64_t attention_saved(int64_t e) const {  // probabilities, or ring attention's log-sum-exp under cp
-        return cp > 1 ? 4 * N / T * heads * T : e * probs;
+    bool blockwise() const { return cp > 1 || flash; }  // ring attention, or --attention flash
+    int64_t attention_saved(int64_t e) const {  // probabilities, or blockwise attention's log-sum-exp
+        return blockwise() ? 4 * N / T * heads * T : e * probs;
     }
 };
 RankShape rank_shape(const PredictInput& in) {
@@ -63,6 +64,7 @@ RankShape rank_shape(const PredictInput& in) {
     r.tp = std::max(1, in.tp);
     r.cp = std::max(1, in.cp);
     r.sp = in.sp && r.tp > 1;
+    r.flash = in.flash;
     r.T = in.seq / r.cp;  // the rank's positions of a sequence
     r.N = in.micro_batch * r.T;
     r.R = r.sp ? r.N / r.tp : r.N;
@@ -95,7 +97,7 @@ int64_t block_bytes(const PredictInput& in, int64_t e, bool moe = false) {
     const int64_t stats = 16 * r.R;
     const int64_t mlp = moe ? moe_bytes(r, e) : e * 2 * r.N * r.F;
     const int64_t tensors = e * (4 * r.R * r.C + 4 * r.N * r.Ca) + mlp;
-    if (in.recompute == "selective" && r.cp == 1) return tensors + stats;
+    if (in.recompute == "selective" && !r.blockwise()) return tensors + stats;
     return tensors + r.attention_saved(e) + stats;
 }
 
@@ -135,20 +137,24 @@ int64_t head_bytes(const PredictInput& in, int64_t e) {
 int64_t formula_layer_bytes(const PredictInput& in, std::string& text) {
     const double s = double(in.seq), b = double(in.micro_batch), h = double(in.hidden), a = double(in.heads);
     const double tp = std::max(1, in.tp), scale = in.bf16 ? 1.0 : 2.0;
-    const double attention = in.recompute == "selective" ? 0.0 : 5.0 * a * s / h;
+    // Selective recomputation drops the attention core's 5as/h (probabilities, their dropout mask, the softmax
+    // input); flash attention never stores them either.
+    const bool no_core = in.recompute == "selective" || in.flash;
+    const std::string why = in.recompute == "selective" ? "selective" : "flash attention";
+    const double attention = no_core ? 0.0 : 5.0 * a * s / h;
     double bytes;
     if (in.recompute == "full") {
         bytes = 2 * s * b * h;
         text = "2sbh (full recomputation: the layer input)";
     } else if (in.tp > 1 && in.sp) {
         bytes = s * b * h / tp * (34 + attention);
-        text = in.recompute == "selective" ? "(sbh/tp) 34 (TP + SP, selective)" : "(sbh/tp)(34 + 5as/h) (TP + SP)";
+        text = no_core ? "(sbh/tp) 34 (TP + SP, " + why + ")" : "(sbh/tp)(34 + 5as/h) (TP + SP)";
     } else if (in.tp > 1) {
         bytes = s * b * h * (10 + 24 / tp + attention / tp);
-        text = in.recompute == "selective" ? "sbh(10 + 24/tp) (TP, selective)" : "sbh(10 + 24/tp + 5as/(h tp)) (TP)";
+        text = no_core ? "sbh(10 + 24/tp) (TP, " + why + ")" : "sbh(10 + 24/tp + 5as/(h tp)) (TP)";
     } else {
         bytes = s * b * h * (34 + attention);
-        text = in.recompute == "selective" ? "34 sbh (selective)" : "sbh(34 + 5as/h)";
+        text = no_core ? "34 sbh (" + why + ")" : "sbh(34 + 5as/h)";
     }
     if (!in.bf16) text += ", x2 for fp32";
     if (in.cp > 1) {  // every activation is sequence-sharded: the single rank's figure / cp
@@ -348,6 +354,7 @@ PredictInput PredictInput::from_config(const nlohmann::json& c) {
     in.sp = get("sp", false);
     in.cp_balance = get("cp_balance", in.cp_balance);
     in.cp = get("cp", in.cp);
+    in.flash = get("attention", std::string("naive")) == "flash";
     in.ep = get("ep", in.ep);
     in.zero = get("zero", in.zero);
     in.pp_schedule = get("pp_schedule", in.pp_schedule);
@@ -443,8 +450,15 @@ Prediction predict(const PredictInput& in) {
     p.memory[size_t(MemCategory::activations)] = acts;
     // A stage after the first writes its input gradient into a buffer of its own, to send it back.
     const bool sends_gradients = in.pp > 1 && (in.stage > 0 || V > 1);
+    // On top of the scratch, a block's backward holds either its MoE part's temporaries or, later, blockwise
+    // attention's (ring or flash): fp32 query gradients (N, Ca) and a delta per row (B, heads, T); on one rank
+    // (flash) also the key/value block (N, 2Ca) and its fp32 gradients, which a ring keeps in comm_buffers.
+    const int64_t blockwise_backward =
+        !r.blockwise() ? 0
+                       : 4 * (r.N * r.Ca + in.micro_batch * r.heads * r.T) + (r.cp == 1 ? (e + 4) * 2 * r.N * r.Ca : 0);
     p.memory[size_t(MemCategory::temporaries)] = scratch + (sends_gradients ? e * r.R * h : 0) + held.deferred +
-                                                 (Lm > 0 ? moe_backward_temporaries(in, r, e) : 0);
+                                                 std::max(Lm > 0 ? moe_backward_temporaries(in, r, e) : 0,
+                                                          blockwise_backward);
     // The textbook [S1, S4]: bytes per parameter (params e, grads e (+4 fp32 accumulation), master 4 with bf16,
     // Adam 8) over the rank's parameters, ZeRO-k dividing by the dp x cp ranks (the textbook knows no expert
     // groups); activations [S2] per layer x the stage's layers x the micro-batches the schedule keeps in flight.

@@ -30,6 +30,7 @@ struct PredictInput {
     bool bf16 = false;
     bool fp32_grad_accum = false;
     std::string recompute = "none";  // none | selective | full
+    bool flash = false;              // --attention flash: blockwise attention, the log-sum-exp instead of probs
     // parallel
     int dp = 1, pp = 1, tp = 1, cp = 1, ep = 1;
     bool sp = false;  // sequence parallelism inside the tp group

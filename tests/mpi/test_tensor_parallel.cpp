@@ -55,7 +55,7 @@ TEST_CASE("tp 2 with and without sequence parallelism reproduces one rank", "[mp
         }
 }
 
-TEST_CASE("tp 2 composes with ZeRO-1, ZeRO-3 and recomputation", "[mpi][tp2]") {
+TEST_CASE("tp 2 composes with ZeRO-1, ZeRO-3, recomputation and flash attention", "[mpi][tp2]") {
     REQUIRE(MpiRuntime::world_size() == 2);
     for (bool sp : {false, true}) {
         for (int zero : {1, 3}) {
@@ -71,6 +71,10 @@ TEST_CASE("tp 2 composes with ZeRO-1, ZeRO-3 and recomputation", "[mpi][tp2]") {
             INFO("sp " << sp << ", recompute " << recompute_name(r));
             check_against_one_rank(c);
         }
+        TrainConfig flash = tp_config(2, sp);  // blockwise attention over each rank's heads
+        flash.attention = Attention::flash;
+        INFO("sp " << sp << ", flash attention");
+        check_against_one_rank(flash);
     }
 }
 

@@ -10,6 +10,7 @@
 #include "engine/parallel/replicated_state.h"
 #include "engine/train/trainer.h"
 #include "profiler/analysis/memory_analysis.h"
+#include "profiler/analysis/predict.h"
 #include "profiler/record/recorder.h"
 #include "prof_test_util.h"
 #include "test_util.h"
@@ -47,6 +48,7 @@ struct Setup final : BatchSource {
         c.model = make_cfg();
         c.precision = o.precision;
         c.recompute = o.recompute;
+        c.attention = o.attention;
         c.batch = o.micro_batch;
         c.fp32_grad_accum = fp32_accum;
         c.steps = 10;
@@ -151,6 +153,58 @@ TEST_CASE("each recomputation mode lowers the activation peak by the documented 
     CHECK(peak[2] == base + layers * e * N * C +
                          std::max(block_working_bytes(sh, Recompute::full), head_saved_bytes(sh)));
     CHECK(peak[2] < peak[1]);
+}
+
+TEST_CASE("flash attention keeps a log-sum-exp per row instead of the s x s probabilities, and trains the same",
+          "[cpu][memory]") {
+    for (Precision p : {Precision::fp32, Precision::bf16}) {
+        INFO(precision_name(p));
+        int64_t peak[2];
+        std::vector<double> losses[2];
+        ActivationShape sh;
+        int layers = 0;
+        for (Attention a : {Attention::naive, Attention::flash}) {
+            ModelOptions mo;
+            mo.precision = p;
+            mo.attention = a;
+            mo.micro_batch = 2;
+            Setup s(mo);
+            s.be.allocator().reset_peaks();
+            for (int i = 0; i < 3; ++i) losses[int(a)].push_back(s.trainer.train_step().loss);
+            peak[int(a)] = s.peak(MemCategory::activations);
+            sh = s.model.shape();
+            layers = s.cfg.layers;
+        }
+        const int64_t e = p == Precision::bf16 ? 2 : 4;
+        const int64_t probs = e * int64_t(sh.B) * sh.NH * sh.T * sh.T, lse = 4 * int64_t(sh.B) * sh.NH * sh.T;
+        // the s^2 term leaves every block; the log-sum-exp comes in
+        CHECK(peak[0] - peak[1] == layers * (probs - lse));
+        for (size_t i = 0; i < losses[0].size(); ++i)
+            CHECK(losses[1][i] == Approx(losses[0][i]).epsilon(p == Precision::bf16 ? 1e-2 : 1e-6));
+    }
+}
+
+TEST_CASE("with flash attention the memory on one rank equals the prediction, category by category", "[cpu][memory]") {
+    for (Precision precision : {Precision::fp32, Precision::bf16})
+        for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
+            TrainConfig c;
+            c.model.vocab = 256, c.model.hidden = 32, c.model.layers = 3, c.model.heads = 4, c.model.seq = 16;
+            c.precision = precision, c.recompute = recompute, c.attention = Attention::flash;
+            c.batch = 2, c.steps = 2, c.quiet = true, c.seed = 3;
+            c.data = sample_data_file("flash-memory-data.txt", 20000);
+            CpuBackend be(2);
+            Trainer t(c, be);
+            t.train_step();
+            t.train_step();
+            const prof::Prediction p = prof::predict(prof::PredictInput::from_config(c.to_json()));
+            INFO(precision_name(precision) << ", recompute " << recompute_name(recompute));
+            const MemoryStats m = be.allocator().stats();
+            for (MemCategory k : {MemCategory::params, MemCategory::grads, MemCategory::master_params,
+                                  MemCategory::optimizer_state, MemCategory::activations, MemCategory::temporaries}) {
+                INFO(kMemCategoryNames[size_t(k)]);
+                CHECK(m.peak_of(k) == *p.memory[size_t(k)]);
+            }
+        }
 }
 
 TEST_CASE("memory no category tracks shows in the not-tracked band by its size", "[cpu][memory][profiler]") {

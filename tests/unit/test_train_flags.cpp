@@ -17,7 +17,7 @@ const std::vector<std::vector<std::string>> kEveryFlag = {
     {"--moe-experts", "4"}, {"--moe-topk", "1"}, {"--moe-every", "2"}, {"--moe-capacity-factor", "1.25"},
     {"--moe-aux-loss-coef", "0.02"}, {"--batch", "3"}, {"--grad-accum", "5"}, {"--steps", "7"}, {"--lr", "0.0006"},
     {"--warmup", "4"}, {"--min-lr-ratio", "0.15"}, {"--weight-decay", "0.05"}, {"--grad-clip", "0.5"},
-    {"--seed", "1234567890123"}, {"--precision", "bf16"}, {"--fp32-grad-accum"}, {"--recompute", "selective"},
+    {"--seed", "1234567890123"}, {"--precision", "bf16"}, {"--fp32-grad-accum"}, {"--recompute", "selective"}, {"--attention", "flash"},
     {"--data", "some/text.txt"}, {"--save", "out.safetensors"}, {"--save-every", "3"}, {"--load", "in.safetensors"},
     {"--metrics-out", "m.jsonl"}, {"--threads", "3"}, {"--device", "cuda"}, {"--quiet"}, {"--dp", "2"}, {"--pp", "3"},
     {"--tp", "2"}, {"--sp"}, {"--cp", "2"}, {"--cp-balance", "contiguous"}, {"--ep", "2"}, {"--zero", "1"},
