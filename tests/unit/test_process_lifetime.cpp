@@ -112,7 +112,7 @@ ListenerGoneResult lose_listener_mid_run(const std::string& name, bool stop_with
     while (!fs::exists(metrics) || read_file(metrics).size() < 2000) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     listener.reset();
     ListenerGoneResult r;
-    r.exit_code = rank.wait_exit(120);
+    r.exit_code = rank.wait_exit(300);  // generous: the rank trains alone, and CI machines are shared
     r.output = rank.output();
     r.report = report_of(trace);
     return r;
@@ -122,7 +122,7 @@ ListenerGoneResult lose_listener_mid_run(const std::string& name, bool stop_with
 
 TEST_CASE("a run attached from elsewhere keeps training when the listener goes away, and says so once",
           "[cpu][app][lifetime]") {
-    const ListenerGoneResult r = lose_listener_mid_run("attached", false, 600);
+    const ListenerGoneResult r = lose_listener_mid_run("attached", false, 300);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     const std::string said = "the live stream to 127.0.0.1";
@@ -130,7 +130,7 @@ TEST_CASE("a run attached from elsewhere keeps training when the listener goes a
     CHECK(r.output.find(said, r.output.find(said) + 1) == std::string::npos);  // once
     REQUIRE(r.report["ranks"].size() == 1);
     CHECK(r.report["ranks"][0]["status"] == "ok");
-    CHECK(r.report["ranks"][0]["steps"].size() == 600);  // its own trace file has every step
+    CHECK(r.report["ranks"][0]["steps"].size() == 300);  // its own trace file has every step
 }
 
 TEST_CASE("a launched run stops, at a step boundary, when its listener goes away", "[cpu][app][lifetime]") {
