@@ -40,6 +40,7 @@ void usage() {
         "  --screenshot OUT.png    render, write OUT.png (and OUT.png.json with the views' regions), exit\n"
         "  --view V                with --screenshot: memory | timeline | overlap | training | compare | all\n"
         "  --fit-step N            show step N in the time window (timeline and memory views)\n"
+        "  --font-size PX          UI font size, 8 to 64 (default 16 x the monitor's scale; View > font size)\n"
         "  --exit-when-done        exit when the launched run ends, with its exit code\n"
         "  --store-cap-mib N       memory cap of the trace kept in memory (default 2048; the file keeps all)\n"
         "  --hostfile FILE         launch ranks on the hosts of an Open MPI hostfile (with --stream-listen)\n"
@@ -64,6 +65,7 @@ int gui_or_fallback(int argc, char** argv) {
     bool launch = true, exit_when_done = false;
     int ranks = 0;  // not given
     int fit_step = 0;
+    float font_px = 0;  // automatic
     size_t store_cap_bytes = us::prof::TraceStoreOptions{}.max_bytes;
     std::string hostfile, launcher = "mpirun", stream_listen = "127.0.0.1";
     std::vector<std::string> train_args;
@@ -82,6 +84,13 @@ int gui_or_fallback(int argc, char** argv) {
         else if (a == "--exit-when-done") exit_when_done = true;
         else if (a == "-n" || a == "--ranks") ranks = std::atoi(value().c_str());
         else if (a == "--store-cap-mib") store_cap_bytes = us::app::parse_store_cap_mib(value());
+        else if (a == "--font-size") {
+            const std::string v = value();
+            char* end = nullptr;
+            font_px = std::strtof(v.c_str(), &end);
+            US_CHECK_INPUT(!v.empty() && *end == '\0' && font_px >= 8 && font_px <= 64,
+                           "--font-size '{}': expected pixels from 8 to 64 (e.g. 32 for a 4K projector)", v);
+        }
         else if (a == "--hostfile") hostfile = value();
         else if (a == "--launcher") launcher = value();
         else if (a == "--stream-listen") stream_listen = value();
@@ -103,6 +112,7 @@ int gui_or_fallback(int argc, char** argv) {
         o.screenshot = screenshot;
         o.view = view;
         o.fit_step = fit_step;
+        o.font_px = font_px;
         o.exit_when_done = exit_when_done;
         o.store_cap_bytes = store_cap_bytes;
         o.hostfile = hostfile;

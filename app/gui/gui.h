@@ -18,6 +18,7 @@ struct GuiOptions {
     int fit_step = 0;                     // > 0: the time window shows this step once it is in
     bool exit_when_done = false;          // exit once the launched run has finished (with its result)
     int width = 1280, height = 800;
+    float font_px = 0;                    // --font-size: the UI font in pixels (0: 16 x the monitor's content scale)
     size_t store_cap_bytes = size_t(2) << 30;  // the trace store's memory cap (--store-cap-mib)
     // Multi-host launches (the launch panel's "hosts"): mpirun --hostfile, or srun; the address launched ranks
     // stream back to (this machine's, reachable from the hosts).

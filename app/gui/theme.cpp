@@ -90,10 +90,23 @@ void apply_theme() {
 
 namespace {
 ImFont* g_small = nullptr;
+float g_font_px = 16.0f, g_requested_px = 0.0f;
+}
+
+float font_px() { return g_font_px; }
+void request_font_px(float px) { g_requested_px = px; }
+float take_font_request() {
+    const float px = g_requested_px;
+    g_requested_px = 0.0f;
+    return px != g_font_px ? px : 0.0f;
 }
 
 void load_fonts(float size_px) {
     ImGuiIO& io = ImGui::GetIO();
+    io.Fonts->Clear();
+    g_font_px = size_px;
+    apply_theme();
+    ImGui::GetStyle().ScaleAllSizes(size_px / 16.0f);
     for (const char* path : {"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans.ttf",
                              "/usr/share/fonts/dejavu/DejaVuSans.ttf"})
         if (std::filesystem::exists(path) && io.Fonts->AddFontFromFileTTF(path, size_px)) {

@@ -25,7 +25,14 @@ inline constexpr ImU32 kWarnColor = IM_COL32(255, 120, 90, 255);
 void apply_theme();
 // Loads the UI font and a smaller one for dense views (timeline labels); falls back to ImGui's built-in font
 // when DejaVu is not installed.
+// The font size in pixels (the View menu, --font-size; 16 by default, times the monitor's content scale). Sizes in
+// the views are designed at 16 px: em(w) is a design width at the current size. load_fonts rebuilds the font atlas
+// and scales the style; between frames only (window.cpp applies a request before the next frame).
 void load_fonts(float size_px);
+float font_px();
+inline float em(float design_px) { return design_px * font_px() / 16.0f; }
+void request_font_px(float px);
+float take_font_request();  // 0 when none
 ImFont* small_font();
 
 // A small coloured square and a label, for legends.

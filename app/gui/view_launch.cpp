@@ -33,7 +33,7 @@ bool combo(const char* label, std::string& value, const std::vector<std::string>
 }
 
 void int_field(const char* label, int& v, int min, int max, const char* help) {
-    ImGui::SetNextItemWidth(110);
+    ImGui::SetNextItemWidth(em(110));
     if (ImGui::InputInt(label, &v)) v = std::clamp(v, min, max);
     if (help && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", help);
 }
@@ -114,7 +114,7 @@ void draw_status(AppState& app) {
 void draw_settings(AppState& app) {
     LaunchSettings& s = app.settings;
     static std::vector<std::string> presets = list_presets();
-    ImGui::SetNextItemWidth(150);
+    ImGui::SetNextItemWidth(em(150));
     combo("preset", s.preset, presets);
     if (ImGui::TreeNodeEx("model (0 = the preset's)", 0)) {
         int_field("layers", s.layers, 0, 256, nullptr);
@@ -128,11 +128,11 @@ void draw_settings(AppState& app) {
     int_field("steps", s.steps, 0, 1000000, "optimizer steps (0 = the preset's)");
     ImGui::Separator();
     int_field("dp", s.dp, 1, 64, "data-parallel ranks");
-    ImGui::SetNextItemWidth(110);
+    ImGui::SetNextItemWidth(em(110));
     ImGui::SliderInt("ZeRO", &s.zero, 0, 3);
     int_field("pp", s.pp, 1, 64, "pipeline stages: the layers split evenly, embedding on the first, head and loss on the last");
     ImGui::BeginDisabled(s.pp == 1);
-    ImGui::SetNextItemWidth(110);
+    ImGui::SetNextItemWidth(em(110));
     if (combo("schedule", s.pp_schedule, {"afab", "1f1b", "interleaved", "zb1"}) && s.pp_schedule != "interleaved")
         s.pp_chunks = 1;
     if (ImGui::IsItemHovered())
@@ -159,7 +159,7 @@ void draw_settings(AppState& app) {
               "blocks (overlapped with the attention of the block in hand); activations / cp");
     ImGui::SameLine();
     ImGui::BeginDisabled(s.cp == 1);
-    ImGui::SetNextItemWidth(110);
+    ImGui::SetNextItemWidth(em(110));
     combo("##balance", s.cp_balance, {"zigzag", "contiguous"});
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("zigzag: 2 cp chunks, rank r holds r and 2cp-1-r: equal causal work on every rank\n"
@@ -172,12 +172,12 @@ void draw_settings(AppState& app) {
         ImGui::BeginDisabled(s.moe_experts == 0);
         int_field("top-K", s.moe_topk, 1, 64, "experts per token; the gates are the K probabilities renormalised");
         int_field("every", s.moe_every, 1, 64, "every M-th block is an MoE block (1: all of them)");
-        ImGui::SetNextItemWidth(110);
+        ImGui::SetNextItemWidth(em(110));
         ImGui::SliderFloat("capacity", &s.moe_capacity_factor, 0.0f, 4.0f, s.moe_capacity_factor > 0 ? "%.2f" : "dropless");
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("capacity factor F: an expert takes at most ceil(tokens K / E x F) rows per micro-batch\n"
                               "on each rank and drops the rest (the token keeps its residual); 0: dropless");
-        ImGui::SetNextItemWidth(110);
+        ImGui::SetNextItemWidth(em(110));
         ImGui::SliderFloat("balance loss", &s.moe_aux_loss_coef, 0.0f, 0.1f, "%.3f");
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("weight of the Switch load-balancing loss coef x E x sum_i f_i P_i (per sequence)");
@@ -192,17 +192,17 @@ void draw_settings(AppState& app) {
         static char hostfile_buf[512], listen_buf[128];
         std::snprintf(hostfile_buf, sizeof hostfile_buf, "%s", s.hostfile.c_str());
         std::snprintf(listen_buf, sizeof listen_buf, "%s", s.stream_listen.c_str());
-        ImGui::SetNextItemWidth(110);
+        ImGui::SetNextItemWidth(em(110));
         combo("launcher", s.launcher, {"mpirun", "srun"});
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("mpirun: this machine, or the hosts of a hostfile\nsrun: the nodes of the Slurm allocation "
                               "this GUI runs in (salloc)");
         ImGui::BeginDisabled(s.launcher != "mpirun");
-        ImGui::SetNextItemWidth(220);
+        ImGui::SetNextItemWidth(em(220));
         if (ImGui::InputTextWithHint("hostfile", "(this machine)", hostfile_buf, sizeof hostfile_buf)) s.hostfile = hostfile_buf;
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("an Open MPI hostfile: one 'HOST slots=N' per line");
         ImGui::EndDisabled();
-        ImGui::SetNextItemWidth(220);
+        ImGui::SetNextItemWidth(em(220));
         if (ImGui::InputText("stream to", listen_buf, sizeof listen_buf)) s.stream_listen = listen_buf;
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("the address of this machine the ranks stream back to (a port is picked; the run's token\n"
@@ -214,7 +214,7 @@ void draw_settings(AppState& app) {
         static char save_buf[512], load_buf[512];
         std::snprintf(save_buf, sizeof save_buf, "%s", s.save_path.c_str());
         std::snprintf(load_buf, sizeof load_buf, "%s", s.load_path.c_str());
-        ImGui::SetNextItemWidth(220);
+        ImGui::SetNextItemWidth(em(220));
         if (ImGui::InputTextWithHint("save to", "(none)", save_buf, sizeof save_buf)) s.save_path = save_buf;
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("--save FILE: the checkpoint (safetensors), written atomically: a crash never leaves\n"
@@ -222,21 +222,21 @@ void draw_settings(AppState& app) {
         ImGui::BeginDisabled(s.save_path.empty());
         int_field("every N steps", s.save_every, 0, 1000000, "--save-every N (0: only at the end)");
         ImGui::EndDisabled();
-        ImGui::SetNextItemWidth(220);
+        ImGui::SetNextItemWidth(em(220));
         if (ImGui::InputTextWithHint("resume from", "(start fresh)", load_buf, sizeof load_buf)) s.load_path = load_buf;
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("--load FILE: continue a run from its checkpoint; keep --steps the same as the\n"
                               "interrupted run's and it continues bitwise as if it had never stopped");
         ImGui::TreePop();
     }
-    ImGui::SetNextItemWidth(110);
+    ImGui::SetNextItemWidth(em(110));
     ImGui::SliderFloat("bucket MiB", &s.bucket_mb, 0.25f, 32.0f, "%.2f", ImGuiSliderFlags_Logarithmic);
     ImGui::Checkbox("overlap gradient all-reduce", &s.overlap);
-    ImGui::SetNextItemWidth(110);
+    ImGui::SetNextItemWidth(em(110));
     combo("precision", s.precision, {"fp32", "bf16"});
-    ImGui::SetNextItemWidth(110);
+    ImGui::SetNextItemWidth(em(110));
     combo("recompute", s.recompute, {"none", "selective", "full"});
-    ImGui::SetNextItemWidth(110);
+    ImGui::SetNextItemWidth(em(110));
     combo("attention", s.attention, {"naive", "flash"});
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("naive stores the (batch, heads, s, s) probabilities for backward: the 5as/h term of the\n"

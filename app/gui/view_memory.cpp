@@ -209,7 +209,7 @@ void draw_memory_view(AppState& app) {
     const prof::RankReport* rr = nullptr;
     for (const auto& r : app.report().ranks)
         if (r.rank == app.selected_rank) rr = &r;
-    ImGui::SetNextItemWidth(200);
+    ImGui::SetNextItemWidth(em(200));
     if (ImGui::BeginCombo("rank", rr ? rr->label.c_str() : fmt::format("rank {}", app.selected_rank).c_str())) {
         for (const auto& r : app.report().ranks)
             if (ImGui::Selectable(r.label.c_str(), r.rank == app.selected_rank)) app.selected_rank = r.rank;

@@ -7,6 +7,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cfloat>
 #include <map>
@@ -61,7 +62,7 @@ void draw_open_popup(AppState& app, bool& open_requested) {
     }
     if (ImGui::BeginPopupModal("Open trace", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
         ImGui::TextUnformatted("Trace file (.ustrace):");
-        ImGui::SetNextItemWidth(520);
+        ImGui::SetNextItemWidth(em(520));
         const bool enter = ImGui::InputText("##path", path, sizeof path, ImGuiInputTextFlags_EnterReturnsTrue);
         std::error_code ec;
         if (std::filesystem::is_directory("runs", ec)) {
@@ -91,7 +92,7 @@ void draw_attach_popup(AppState& app, bool& attach_requested) {
     }
     if (ImGui::BeginPopupModal("Attach", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
         ImGui::TextUnformatted("Listen for ranks started elsewhere on [HOST:]PORT (127.0.0.1 keeps it local):");
-        ImGui::SetNextItemWidth(300);
+        ImGui::SetNextItemWidth(em(300));
         ImGui::InputText("##listen", listen, sizeof listen);
         ImGui::TextWrapped("Then start the run with the token shown in the log, e.g.\n"
                            "  ULTRASCOPE_TOKEN=<token> mpirun -n 2 ultrascope-train --dp 2 --connect HOST:PORT\n"
@@ -156,6 +157,12 @@ void draw_frame(AppState& app, bool force_layout) {
         if (ImGui::BeginMenu("View")) {
             ImGui::MenuItem("Follow the live run", "L", &app.follow);
             if (ImGui::MenuItem("Fit the whole trace", "A")) app.fit_all();
+            ImGui::Separator();
+            static float size = font_px();
+            ImGui::SetNextItemWidth(em(120));
+            ImGui::SliderFloat("font size", &size, 10.0f, 48.0f, "%.0f px");
+            if (ImGui::IsItemDeactivatedAfterEdit()) request_font_px(std::round(size));  // rebuilt after the frame
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("Larger for a projector; --font-size PX at start");
             ImGui::EndMenu();
         }
         if (ImGui::BeginMenu("Help")) {
@@ -286,6 +293,7 @@ nlohmann::json shown_facts(const AppState& app) {
         facts["last_checkpoint_path"] = checkpoint->path;
     }
     facts["launch_args"] = app.settings.train_args();
+    facts["font_px"] = font_px();
     if (const prof::TraceStore* store = app.store()) {
         facts["store_bytes"] = store->bytes_used();
         facts["store_cap_bytes"] = store->options().max_bytes;
@@ -322,8 +330,10 @@ int run_gui(const GuiOptions& options) {
     static std::string ini;
     ini = ini_path();
     io.IniFilename = screenshot ? nullptr : ini.c_str();  // the layout persists, except in screenshot mode
-    apply_theme();
-    load_fonts(16.0f);
+    // 16 px at a content scale of 1; a HiDPI monitor or projector that reports 2 gets 32 (--font-size overrides).
+    float scale_x = 1.0f, scale_y = 1.0f;
+    glfwGetWindowContentScale(window, &scale_x, &scale_y);
+    load_fonts(options.font_px > 0 ? options.font_px : std::clamp(16.0f * scale_x, 10.0f, 64.0f));
     ImGui_ImplGlfw_InitForOpenGL(window, true);
     ImGui_ImplOpenGL3_Init("#version 330 core");
 
@@ -350,6 +360,11 @@ int run_gui(const GuiOptions& options) {
                 app.follow = false;
                 app.fit_step(options.fit_step);
                 fitted = true;
+            }
+            if (const float px = take_font_request(); px > 0) {  // the View menu's font size: a new atlas
+                ImGui_ImplOpenGL3_DestroyFontsTexture();
+                load_fonts(px);
+                ImGui_ImplOpenGL3_CreateFontsTexture();
             }
             ImGui_ImplOpenGL3_NewFrame();
             ImGui_ImplGlfw_NewFrame();

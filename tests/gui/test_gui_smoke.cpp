@@ -110,6 +110,26 @@ TEST_CASE("the GUI opens a trace and screenshots one view at a time", "[gui]") {
     }
 }
 
+TEST_CASE("the font size scales the whole window, for a projector; a bad size is refused", "[gui]") {
+    const std::string trace = temp_path("for-font.ustrace");
+    REQUIRE(run_process(bin("ultrascope-train") + " --preset tiny --steps 3 --quiet --trace " + trace + " --data " +
+                        data_file()).exit_code == 0);
+    for (int px : {16, 32}) {
+        const std::string shot = temp_path("font-" + std::to_string(px) + ".png");
+        const ProcessResult r = run_process(ultrascope() + " " + trace + " --font-size " + std::to_string(px) +
+                                            " --screenshot " + shot + " --view memory");
+        INFO(r.output);
+        REQUIRE(r.exit_code == 0);
+        const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
+        CHECK(shown["shown"]["font_px"] == px);
+        check_region_drawn(load_png(shot), "memory", shown["regions"]["memory"]);
+    }
+    const ProcessResult bad = run_process(ultrascope() + " " + trace + " --font-size 200 --screenshot " +
+                                          temp_path("font-bad.png"));
+    CHECK(bad.exit_code != 0);
+    CHECK(bad.output.find("--font-size '200': expected pixels from 8 to 64") != std::string::npos);
+}
+
 TEST_CASE("a trace opened from a file puts its run's settings in the launch panel: Relaunch reproduces it", "[gui]") {
     const std::string trace = temp_path("settings.ustrace");
     const std::string flags = " --preset tiny --layers 3 --steps 5 --lr 0.002 --warmup 1 --seed 7 --batch 2 --grad-accum 2 "
