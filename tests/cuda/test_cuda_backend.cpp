@@ -188,6 +188,57 @@ TEST_CASE("cuda: RoPE and causal attention, with saved and recomputed probabilit
         }
 }
 
+TEST_CASE("cuda: blockwise attention (ring attention, --attention flash) matches the CPU backend", "[cuda]") {
+    if (!have_gpu()) return;
+    Pair p;
+    // bf16 with head dim 64 runs on the tensor-core tiles, the rest on the plain loops; one causal chunk (flash on
+    // one rank) and a ring-like set of pairs over two chunks.
+    const std::vector<AttentionChunkPair> whole = {{0, 0, true}};
+    const std::vector<AttentionChunkPair> ring = {{0, 0, true}, {1, 0, false}, {1, 1, true}};
+    for (DType t : {DType::f32, DType::bf16})
+        for (int HD : {64, 16})
+            for (const auto* pairs : {&whole, &ring}) {
+                const int B = 2, T = 128, NH = 2, C = NH * HD, chunk = pairs == &whole ? T : T / 2;
+                INFO(dtype_name(t) << ", head dim " << HD << (pairs == &whole ? ", one chunk" : ", two chunks"));
+                Twin qkv = p.make(t, random_vector(size_t(B) * T * 3 * C, 50));
+                Twin kv = p.zeros(t, int64_t(B) * T * 2 * C);
+                p.cpu().attention_block_pack_kv(kv.cpu, qkv.cpu, B, T, C);
+                p.gpu().attention_block_pack_kv(kv.gpu, qkv.gpu, B, T, C);
+                expect_close(p, kv, "packed keys and values", 0.0);
+                const int64_t rows = int64_t(B) * NH * T;
+                Twin acc = p.zeros(DType::f32, int64_t(B) * T * C), mx = p.zeros(DType::f32, rows);
+                Twin sum = p.zeros(DType::f32, rows);
+                for (auto [be, side] : {std::pair<Backend*, int>{&p.cpu(), 0}, {&p.gpu(), 1}}) {
+                    AttentionBlockArgs a{side ? qkv.gpu : qkv.cpu, side ? kv.gpu : kv.cpu, B, T, NH, HD, chunk,
+                                         pairs->data(), int(pairs->size())};
+                    be->attention_block_forward(a, side ? acc.gpu : acc.cpu, side ? mx.gpu : mx.cpu, side ? sum.gpu : sum.cpu);
+                }
+                const double tol = t == DType::bf16 ? 5e-2 : 1e-4;
+                Twin out = p.zeros(t, int64_t(B) * T * C), lse = p.zeros(DType::f32, rows);
+                p.cpu().attention_block_finish(out.cpu, lse.cpu, acc.cpu, mx.cpu, sum.cpu, B, T, NH, HD);
+                p.gpu().attention_block_finish(out.gpu, lse.gpu, acc.gpu, mx.gpu, sum.gpu, B, T, NH, HD);
+                expect_close(p, out, "blockwise attention out", tol);
+                expect_close(p, lse, "log-sum-exp", 1e-3);
+                Twin dout = p.make(t, random_vector(size_t(B) * T * C, 51)), delta = p.zeros(DType::f32, rows);
+                Twin dq = p.zeros(DType::f32, int64_t(B) * T * C), dkv = p.zeros(DType::f32, int64_t(B) * T * 2 * C);
+                for (auto [be, side] : {std::pair<Backend*, int>{&p.cpu(), 0}, {&p.gpu(), 1}}) {
+                    // each side from its own out (compared above)
+                    be->attention_block_delta(side ? delta.gpu : delta.cpu, side ? dout.gpu : dout.cpu,
+                                              side ? out.gpu : out.cpu, B, T, NH, HD);
+                }
+                expect_close(p, delta, "delta", tol);
+                for (auto [be, side] : {std::pair<Backend*, int>{&p.cpu(), 0}, {&p.gpu(), 1}}) {
+                    AttentionBlockArgs a{side ? qkv.gpu : qkv.cpu, side ? kv.gpu : kv.cpu, B, T, NH, HD, chunk,
+                                         pairs->data(), int(pairs->size())};
+                    be->attention_block_backward(a, side ? dq.gpu : dq.cpu, side ? dkv.gpu : dkv.cpu,
+                                                 side ? dout.gpu : dout.cpu, side ? lse.gpu : lse.cpu,
+                                                 side ? delta.gpu : delta.cpu);
+                }
+                expect_close(p, dq, "dq", tol);
+                expect_close(p, dkv, "dk and dv", tol);
+            }
+}
+
 TEST_CASE("cuda: embedding (bitwise backward), cross-entropy and AdamW match the CPU backend", "[cuda]") {
     if (!have_gpu()) return;
     Pair p;

@@ -1,7 +1,8 @@
 // Blockwise attention with an online softmax (backend.h, AttentionBlockArgs), for ring attention. One thread block
 // per (batch, head, query row) for the forward and dq, per (batch, head, key row) for dk and dv, each walking its
 // chunk pairs in order and reducing in a fixed order: deterministic, no atomics. Plain loops over the chunk's keys
-// (or queries), not tiled GEMMs: correct first; a fused flash-style kernel is the GPU issue's work.
+// (or queries): the general path. bf16 with head dim 64 takes the tensor-core tiles instead (attention_tiles.cu).
+#include "engine/backend/cuda/attention_tiles.h"
 #include "engine/backend/cuda/device_types.cuh"
 #include "engine/backend/cuda/kernels.h"
 
@@ -184,6 +185,8 @@ void attention_block_forward(float* acc, float* row_max, float* row_sum, const v
                              int B, int T, int NH, int HD, int chunk, const ChunkPairs& pairs, cudaStream_t s) {
     if (B * T == 0 || pairs.count == 0) return;
     const float scale = 1.0f / sqrtf(float(HD));
+    if (attention_tiles_apply(t, T, NH, HD, chunk, qkv, kv))
+        return attention_tiles_forward(acc, row_max, row_sum, qkv, kv, B, T, NH, chunk, pairs, scale, s);
     dispatch(t, [&](auto* tag) {
         using X = std::remove_pointer_t<decltype(tag)>;
         forward_kernel<<<dim3(unsigned(T), unsigned(B * NH)), kThreads, (32 + size_t(chunk)) * sizeof(float), s>>>(
@@ -220,6 +223,8 @@ void attention_block_backward(float* dq, float* dkv, const void* qkv, const void
                               const ChunkPairs& pairs, cudaStream_t s) {
     if (B * T == 0 || pairs.count == 0) return;
     const float scale = 1.0f / sqrtf(float(HD));
+    if (attention_tiles_apply(t, T, NH, HD, chunk, qkv, kv) && aligned16(dout))
+        return attention_tiles_backward(dq, dkv, qkv, kv, dout, lse, delta, B, T, NH, chunk, pairs, scale, s);
     dispatch(t, [&](auto* tag) {
         using X = std::remove_pointer_t<decltype(tag)>;
         const dim3 grid(unsigned(T), unsigned(B * NH));
