@@ -5,7 +5,10 @@ The model: hidden 256, 4 layers, 4 heads, seq 256, micro-batch 8, fp32, AdamW (t
 PyTorch side). For 1 and 2 threads it prints tokens/s of both, their ratio, the measured sgemm peak of the BLAS on
 those threads, each one's MFU (6N + 12*L*h*s FLOPs per token against that peak), and the BLAS kernels in use.
 
-    /usr/bin/python3 tests/bench/bench_vs_pytorch.py [--build build] [--steps 30]
+A second table trains the same model at seq 1024 with --attention naive and flash (tokens/s, activation peak):
+the s x s probabilities against the blockwise online softmax.
+
+    /usr/bin/python3 tests/bench/bench_vs_pytorch.py [--build build] [--steps 30] [--attention-steps 8]
 """
 import argparse
 import ctypes
@@ -18,6 +21,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+from bench_common import cpu_features  # noqa: E402
 
 SHAPE = dict(vocab=256, hidden=256, layers=4, heads=4, seq=256, batch=8)
 
@@ -42,6 +46,22 @@ def run_ultrascope(build, threads, steps, data):
         rows = [json.loads(line) for line in open(m.name)]
     timed = rows[5:]  # the first steps warm caches and the allocator up
     return sum(r["tokens"] for r in timed) / (sum(r["step_ms"] for r in timed) / 1e3), rows[-1]["loss"]
+
+
+def run_attention(build, attention, threads, steps, data, seq=1024):
+    """ultrascope-train on SHAPE at `seq` with --attention naive|flash: tokens/s over steps 3..N, activation peak."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as m:
+        args = [os.path.join(build, "bin", "ultrascope-train"), "--threads", str(threads), "--steps", str(steps),
+                "--warmup", "2", "--lr", "1e-3", "--data", data, "--metrics-out", m.name, "--quiet",
+                "--attention", attention]
+        for k, v in dict(SHAPE, seq=seq).items():
+            args += ["--" + k, str(v)]
+        subprocess.run(args, check=True, env=env)
+        rows = [json.loads(line) for line in open(m.name)]
+    timed = rows[2:]
+    tps = sum(r["tokens"] for r in timed) / (sum(r["step_ms"] for r in timed) / 1e3)
+    return tps, rows[-1]["mem_peak_by_category"]["activations"], rows[-1]["loss"]
 
 
 def run_pytorch(threads, steps, data, openmp_blas):
@@ -103,11 +123,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--attention-steps", type=int, default=8, help="steps of the seq-1024 table (0: skip it)")
     ap.add_argument("--data", default=os.path.join(HERE, "..", "..", "assets", "corpus", "default.txt"))
     args = ap.parse_args()
     fpt = flops_per_token(SHAPE)
     print(f"model: {SHAPE}, N = {n_params(SHAPE):,} parameters, {fpt / 1e6:.1f} MFLOP per token (6N + 12*L*h*s)")
-    print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
+    print(f"CPU: {cpu_features()}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
           f"PyTorch's BLAS: {torch_blas_kernel()}; ultrascope links OpenBLAS (OpenMP build)")
     print("pytorch = Debian's torch as installed (pthread OpenBLAS); pytorch-omp = the same with the OpenMP "
           "OpenBLAS that ultrascope links (like with like). Figures are measured: tokens/s over steps 6..N.")
@@ -123,6 +144,14 @@ def main():
         print(f"{threads:>7} | {peak['gflops']:>6.1f} GF/s | {us_tps:>6.0f} t/s | {pt:>6.0f} t/s | {pto:>7.0f} t/s | "
               f"{us_tps / pt:>5.2f} | {us_tps / pto:>9.2f} | {us_tps * fpt / peak_flops:>6.1%} | "
               f"{pt * fpt / peak_flops:>6.1%} | {pto * fpt / peak_flops:>10.1%} | {peak['blas_kernel']}")
+    if args.attention_steps > 0:
+        threads = 2
+        print(f"\nseq 1024, {threads} threads, {args.attention_steps} steps (tokens/s over steps 3..N, measured; "
+              "activation peak measured by the tracked allocator):")
+        print(f"{'attention':>9} | {'tokens/s':>9} | {'activation peak':>15} | loss at the end")
+        for attention in ("naive", "flash"):
+            tps, act, loss = run_attention(args.build, attention, threads, args.attention_steps, args.data)
+            print(f"{attention:>9} | {tps:>9.0f} | {act / 2**20:>11.1f} MiB | {loss:.4f}")
 
 
 if __name__ == "__main__":
