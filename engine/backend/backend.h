@@ -49,6 +49,10 @@ struct AttentionBlockArgs {
     int B = 1, T = 1, NH = 1, HD = 1, chunk = 1;
     const AttentionChunkPair* pairs = nullptr;
     int pair_count = 0;
+    // Elements between kv's rows: 0 means a packed block (2C). One rank (--attention flash) reads k and v straight
+    // from qkv: kv = qkv from column C on, kv_stride 3C.
+    int kv_stride = 0;
+    int64_t kv_row_stride() const { return kv_stride > 0 ? kv_stride : 2 * int64_t(NH) * HD; }
 };
 
 // One AdamW step (Loshchilov & Hutter) over a range, matching torch.optim.AdamW: decoupled weight decay, bias

@@ -72,13 +72,20 @@ void ContextParallel::attention_forward(Tensor out, Tensor lse, Tensor qkv, int 
     TrackedAllocator& alloc = m_be->allocator();
     const DType e = qkv.dtype;
     const int64_t block = int64_t(B) * Tl * 2 * C;
-    // One rank (--attention flash): one key/value block, a temporary; a ring: two, its communication buffers.
+    // A ring: two key/value blocks, its communication buffers. One rank (--attention flash) reads the keys and
+    // values where they are, in qkv (rows 3C apart), and copies nothing.
     const bool ring = cp > 1;
-    Allocation buffers = ring ? alloc.allocate(size_t(2 * block) * dtype_size(e), MemCategory::comm_buffers,
-                                               "ring attention key/value blocks (current, next)")
-                              : alloc.allocate(size_t(block) * dtype_size(e), MemCategory::temporaries,
-                                               "blockwise attention keys and values");
-    Tensor cur = buffers.view(e, 0, block), nxt = ring ? buffers.view(e, block, block) : Tensor{};
+    Allocation buffers;
+    Tensor cur, nxt;
+    int kv_stride = 0;
+    if (ring) {
+        buffers = alloc.allocate(size_t(2 * block) * dtype_size(e), MemCategory::comm_buffers,
+                                 "ring attention key/value blocks (current, next)");
+        cur = buffers.view(e, 0, block), nxt = buffers.view(e, block, block);
+    } else {
+        cur = qkv.slice(C, qkv.numel - C);
+        kv_stride = 3 * C;
+    }
     // The online softmax's running state: an output accumulator, and per row its maximum and sum (a zero sum
     // means nothing merged yet).
     const int64_t rows = int64_t(B) * NH * Tl;
@@ -88,7 +95,7 @@ void ContextParallel::attention_forward(Tensor out, Tensor lse, Tensor qkv, int 
     const Tensor row_max = state.view(DType::f32, int64_t(B) * Tl * C, rows);
     const Tensor row_sum = state.view(DType::f32, int64_t(B) * Tl * C + rows, rows);
     m_be->fill_zero(state.view(DType::f32, 0, int64_t(B) * Tl * C + 2 * rows));
-    m_be->attention_block_pack_kv(cur, qkv, B, Tl, C);
+    if (ring) m_be->attention_block_pack_kv(cur, qkv, B, Tl, C);
     for (int i = 0; i < cp; ++i) {
         CommHandle sent, received;
         if (i < cp - 1) {  // the next block travels while this one is computed
@@ -98,7 +105,7 @@ void ContextParallel::attention_forward(Tensor out, Tensor lse, Tensor qkv, int 
         const std::vector<AttentionChunkPair> pairs = pairs_with((me - i + cp) % cp);
         if (!pairs.empty()) {
             US_PROF_OP_NAME(m_step_names[size_t(i)]);
-            AttentionBlockArgs a{qkv, cur, B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size())};
+            AttentionBlockArgs a{qkv, cur, B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size()), kv_stride};
             m_be->attention_block_forward(a, acc, row_max, row_sum);
         }
         if (i < cp - 1) {
@@ -122,21 +129,18 @@ void ContextParallel::attention_backward(Tensor dqkv, Tensor dout, Tensor out, T
     const DType e = qkv.dtype;
     const int64_t block = int64_t(B) * Tl * 2 * C, grads = block;  // fp32 gradient blocks of the same shape
     const int64_t rows = int64_t(B) * NH * Tl;
-    if (cp == 1) {  // --attention flash on one rank: the same kernels, nothing travels
-        Allocation work = alloc.allocate(size_t(block) * dtype_size(e) + size_t(grads + int64_t(B) * Tl * C + rows) * 4,
-                                         MemCategory::temporaries, "blockwise attention backward (k, v, their and q's gradients)");
-        char* base = static_cast<char*>(work.data());
-        const Tensor kv = Tensor::of(base, e, block);
-        const Tensor dkv = Tensor::of(base + size_t(block) * dtype_size(e), DType::f32, grads);
-        const Tensor dq = Tensor::of(base + size_t(block) * dtype_size(e) + size_t(grads) * 4, DType::f32, int64_t(B) * Tl * C);
-        const Tensor delta = Tensor::of(base + size_t(block) * dtype_size(e) + size_t(grads + int64_t(B) * Tl * C) * 4,
-                                        DType::f32, rows);
+    if (cp == 1) {  // --attention flash on one rank: the same kernels, nothing travels, k and v read in qkv
+        const Allocation work = alloc.allocate(size_t(grads + int64_t(B) * Tl * C + rows) * 4, MemCategory::temporaries,
+                                               "blockwise attention backward (k, v and q gradients, deltas)");
+        const Tensor dkv = work.view(DType::f32, 0, grads);
+        const Tensor dq = work.view(DType::f32, grads, int64_t(B) * Tl * C);
+        const Tensor delta = work.view(DType::f32, grads + int64_t(B) * Tl * C, rows);
         m_be->fill_zero(dq);
         m_be->fill_zero(dkv);
         m_be->attention_block_delta(delta, dout, out, B, Tl, NH, HD);
-        m_be->attention_block_pack_kv(kv, qkv, B, Tl, C);
         const std::vector<AttentionChunkPair> pairs = pairs_with(0);
-        AttentionBlockArgs a{qkv, kv, B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size())};
+        AttentionBlockArgs a{qkv, qkv.slice(C, qkv.numel - C), B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size()),
+                             3 * C};
         m_be->attention_block_backward(a, dq, dkv, dout, lse, delta);
         m_be->attention_block_store_grads(dqkv, dq, dkv, B, Tl, C);
         return;

@@ -452,10 +452,10 @@ Prediction predict(const PredictInput& in) {
     const bool sends_gradients = in.pp > 1 && (in.stage > 0 || V > 1);
     // On top of the scratch, a block's backward holds either its MoE part's temporaries or, later, blockwise
     // attention's (ring or flash): fp32 query gradients (N, Ca) and a delta per row (B, heads, T); on one rank
-    // (flash) also the key/value block (N, 2Ca) and its fp32 gradients, which a ring keeps in comm_buffers.
+    // (flash) also the keys' and values' fp32 gradients (N, 2Ca), which a ring keeps in comm_buffers (flash reads
+    // the keys and values themselves in qkv).
     const int64_t blockwise_backward =
-        !r.blockwise() ? 0
-                       : 4 * (r.N * r.Ca + in.micro_batch * r.heads * r.T) + (r.cp == 1 ? (e + 4) * 2 * r.N * r.Ca : 0);
+        !r.blockwise() ? 0 : 4 * (r.N * r.Ca + in.micro_batch * r.heads * r.T) + (r.cp == 1 ? 4 * 2 * r.N * r.Ca : 0);
     p.memory[size_t(MemCategory::temporaries)] = scratch + (sends_gradients ? e * r.R * h : 0) + held.deferred +
                                                  std::max(Lm > 0 ? moe_backward_temporaries(in, r, e) : 0,
                                                           blockwise_backward);

@@ -39,6 +39,7 @@ void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc
     with_typed(a.qkv, [&](auto* x) {
         using X = std::remove_pointer_t<decltype(x)>;
         const X* kvp = static_cast<const X*>(a.kv.data);
+        const size_t kvs = size_t(a.kv_row_stride());
 #pragma omp parallel for schedule(dynamic, 1) num_threads(m_threads)
         for (int bh = 0; bh < a.B * a.NH; ++bh) {
             const int b = bh / a.NH, h = bh % a.NH;
@@ -50,8 +51,8 @@ void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc
                 const AttentionChunkPair& p = a.pairs[pi];
                 const int q0 = p.q_chunk * c, k0 = p.k_chunk * c;
                 gather(x + (size_t(b) * T + q0) * 3 * C + size_t(h) * HD, c, HD, 3 * size_t(C), q);
-                gather(kvp + (size_t(b) * T + k0) * 2 * C + size_t(h) * HD, c, HD, 2 * size_t(C), k);
-                gather(kvp + (size_t(b) * T + k0) * 2 * C + C + size_t(h) * HD, c, HD, 2 * size_t(C), v);
+                gather(kvp + (size_t(b) * T + k0) * kvs + size_t(h) * HD, c, HD, kvs, k);
+                gather(kvp + (size_t(b) * T + k0) * kvs + C + size_t(h) * HD, c, HD, kvs, v);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c, c, HD, scale, q, HD, k, HD, 0.0f, S, c);
                 float* o = out + (size_t(b) * T + q0) * C + size_t(h) * HD;
                 for (int i = 0; i < c; ++i) {
@@ -135,6 +136,7 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
     with_typed(a.qkv, [&](auto* x) {
         using X = std::remove_pointer_t<decltype(x)>;
         const X* kvp = static_cast<const X*>(a.kv.data);
+        const size_t kvs = size_t(a.kv_row_stride());
         const X* dy = static_cast<const X*>(dout.data);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(m_threads)
         for (int bh = 0; bh < a.B * a.NH; ++bh) {
@@ -149,8 +151,8 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
                 const AttentionChunkPair& p = a.pairs[pi];
                 const int q0 = p.q_chunk * c, k0 = p.k_chunk * c;
                 gather(x + (size_t(b) * T + q0) * 3 * C + size_t(h) * HD, c, HD, 3 * size_t(C), q);
-                gather(kvp + (size_t(b) * T + k0) * 2 * C + size_t(h) * HD, c, HD, 2 * size_t(C), k);
-                gather(kvp + (size_t(b) * T + k0) * 2 * C + C + size_t(h) * HD, c, HD, 2 * size_t(C), v);
+                gather(kvp + (size_t(b) * T + k0) * kvs + size_t(h) * HD, c, HD, kvs, k);
+                gather(kvp + (size_t(b) * T + k0) * kvs + C + size_t(h) * HD, c, HD, kvs, v);
                 gather(dy + (size_t(b) * T + q0) * C + size_t(h) * HD, c, HD, size_t(C), dO);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c, c, HD, scale, q, HD, k, HD, 0.0f, P, c);
                 const size_t at0 = (size_t(b) * a.NH + h) * T + q0;

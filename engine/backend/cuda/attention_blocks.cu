@@ -39,8 +39,8 @@ __device__ float dot(const X* a, const X* b, int n) {
 
 // grid (T, B*NH): query row t of head h, batch b. Shared: the chunk's scores (chunk floats) and 32 for reductions.
 template <typename X>
-__global__ void forward_kernel(float* acc, float* row_max, float* row_sum, const X* qkv, const X* kv, int T, int NH,
-                               int HD, int chunk, ChunkPairs pairs, float scale) {
+__global__ void forward_kernel(float* acc, float* row_max, float* row_sum, const X* qkv, const X* kv, int64_t kvs, int T,
+                               int NH, int HD, int chunk, ChunkPairs pairs, float scale) {
     extern __shared__ float shared[];
     float* S = shared + 32;
     const int t = blockIdx.x, b = blockIdx.y / NH, h = blockIdx.y % NH, C = NH * HD;
@@ -53,7 +53,7 @@ __global__ void forward_kernel(float* acc, float* row_max, float* row_sum, const
         const int n = pairs.causal[pi] ? i + 1 : chunk;
         float bm = -INFINITY;
         for (int j = threadIdx.x; j < n; j += blockDim.x) {
-            S[j] = scale * dot(q, kv + (int64_t(b) * T + k0 + j) * 2 * C + h * HD, HD);
+            S[j] = scale * dot(q, kv + (int64_t(b) * T + k0 + j) * kvs + h * HD, HD);
             bm = fmaxf(bm, S[j]);
         }
         bm = block_reduce<true>(bm, shared);
@@ -65,7 +65,7 @@ __global__ void forward_kernel(float* acc, float* row_max, float* row_sum, const
         s = block_reduce<false>(s, shared);
         for (int d = threadIdx.x; d < HD; d += blockDim.x) {
             float a = o[d] * alpha;
-            for (int j = 0; j < n; ++j) a += S[j] * ld(kv + (int64_t(b) * T + k0 + j) * 2 * C + C + h * HD + d);
+            for (int j = 0; j < n; ++j) a += S[j] * ld(kv + (int64_t(b) * T + k0 + j) * kvs + C + h * HD + d);
             o[d] = a;
         }
         __syncthreads();
@@ -104,8 +104,8 @@ __global__ void delta_kernel(float* delta, const X* dout, const X* out, int B, i
 
 // grid (T, B*NH): dq of query row t.
 template <typename X>
-__global__ void dq_kernel(float* dq, const X* qkv, const X* kv, const X* dout, const float* lse, const float* delta,
-                          int T, int NH, int HD, int chunk, ChunkPairs pairs, float scale) {
+__global__ void dq_kernel(float* dq, const X* qkv, const X* kv, int64_t kvs, const X* dout, const float* lse,
+                          const float* delta, int T, int NH, int HD, int chunk, ChunkPairs pairs, float scale) {
     extern __shared__ float dS[];
     const int t = blockIdx.x, b = blockIdx.y / NH, h = blockIdx.y % NH, C = NH * HD;
     const X* q = qkv + (int64_t(b) * T + t) * 3 * C + h * HD;
@@ -116,14 +116,14 @@ __global__ void dq_kernel(float* dq, const X* qkv, const X* kv, const X* dout, c
         const int i = t - pairs.q_chunk[pi] * chunk, k0 = pairs.k_chunk[pi] * chunk;
         const int n = pairs.causal[pi] ? i + 1 : chunk;
         for (int j = threadIdx.x; j < n; j += blockDim.x) {
-            const X* kvj = kv + (int64_t(b) * T + k0 + j) * 2 * C + h * HD;
+            const X* kvj = kv + (int64_t(b) * T + k0 + j) * kvs + h * HD;
             const float p = expf(scale * dot(q, kvj, HD) - lse[at]);
             dS[j] = scale * p * (dot(dO, kvj + C, HD) - delta[at]);
         }
         __syncthreads();
         for (int d = threadIdx.x; d < HD; d += blockDim.x) {
             float g = 0.0f;
-            for (int j = 0; j < n; ++j) g += dS[j] * ld(kv + (int64_t(b) * T + k0 + j) * 2 * C + h * HD + d);
+            for (int j = 0; j < n; ++j) g += dS[j] * ld(kv + (int64_t(b) * T + k0 + j) * kvs + h * HD + d);
             dq[(int64_t(b) * T + t) * C + h * HD + d] += g;
         }
         __syncthreads();
@@ -132,13 +132,13 @@ __global__ void dq_kernel(float* dq, const X* qkv, const X* kv, const X* dout, c
 
 // grid (T, B*NH): dk and dv of key row r (of the kv block).
 template <typename X>
-__global__ void dkv_kernel(float* dkv, const X* qkv, const X* kv, const X* dout, const float* lse, const float* delta,
-                           int T, int NH, int HD, int chunk, ChunkPairs pairs, float scale) {
+__global__ void dkv_kernel(float* dkv, const X* qkv, const X* kv, int64_t kvs, const X* dout, const float* lse,
+                           const float* delta, int T, int NH, int HD, int chunk, ChunkPairs pairs, float scale) {
     extern __shared__ float shared[];
     const int r = blockIdx.x, b = blockIdx.y / NH, h = blockIdx.y % NH, C = NH * HD;
     float* P = shared;
     float* dS = shared + chunk;
-    const X* kr = kv + (int64_t(b) * T + r) * 2 * C + h * HD;
+    const X* kr = kv + (int64_t(b) * T + r) * kvs + h * HD;
     for (int pi = 0; pi < pairs.count; ++pi) {
         if (r / chunk != pairs.k_chunk[pi]) continue;
         const int j = r - pairs.k_chunk[pi] * chunk, q0 = pairs.q_chunk[pi] * chunk;
@@ -181,16 +181,18 @@ __global__ void store_kernel(X* dqkv, const float* dq, const float* dkv, int64_t
 
 }  // namespace
 
-void attention_block_forward(float* acc, float* row_max, float* row_sum, const void* qkv, const void* kv, DType t,
-                             int B, int T, int NH, int HD, int chunk, const ChunkPairs& pairs, cudaStream_t s) {
+void attention_block_forward(float* acc, float* row_max, float* row_sum, const void* qkv, const void* kv,
+                             int64_t kv_stride, DType t, int B, int T, int NH, int HD, int chunk,
+                             const ChunkPairs& pairs, cudaStream_t s) {
     if (B * T == 0 || pairs.count == 0) return;
     const float scale = 1.0f / sqrtf(float(HD));
-    if (attention_tiles_apply(t, T, NH, HD, chunk, qkv, kv))
-        return attention_tiles_forward(acc, row_max, row_sum, qkv, kv, B, T, NH, chunk, pairs, scale, s);
+    if (attention_tiles_apply(t, T, NH, HD, chunk, qkv, kv, kv_stride))
+        return attention_tiles_forward(acc, row_max, row_sum, qkv, kv, kv_stride, B, T, NH, chunk, pairs, scale, s);
     dispatch(t, [&](auto* tag) {
         using X = std::remove_pointer_t<decltype(tag)>;
         forward_kernel<<<dim3(unsigned(T), unsigned(B * NH)), kThreads, (32 + size_t(chunk)) * sizeof(float), s>>>(
-            acc, row_max, row_sum, static_cast<const X*>(qkv), static_cast<const X*>(kv), T, NH, HD, chunk, pairs, scale);
+            acc, row_max, row_sum, static_cast<const X*>(qkv), static_cast<const X*>(kv), kv_stride, T, NH, HD, chunk,
+            pairs, scale);
     });
     US_CUDA_CHECK_LAUNCH();
 }
@@ -218,22 +220,22 @@ void attention_block_delta(float* delta, const void* dout, const void* out, DTyp
     US_CUDA_CHECK_LAUNCH();
 }
 
-void attention_block_backward(float* dq, float* dkv, const void* qkv, const void* kv, const void* dout, DType t,
-                              const float* lse, const float* delta, int B, int T, int NH, int HD, int chunk,
-                              const ChunkPairs& pairs, cudaStream_t s) {
+void attention_block_backward(float* dq, float* dkv, const void* qkv, const void* kv, int64_t kv_stride,
+                              const void* dout, DType t, const float* lse, const float* delta, int B, int T, int NH,
+                              int HD, int chunk, const ChunkPairs& pairs, cudaStream_t s) {
     if (B * T == 0 || pairs.count == 0) return;
     const float scale = 1.0f / sqrtf(float(HD));
-    if (attention_tiles_apply(t, T, NH, HD, chunk, qkv, kv) && aligned16(dout))
-        return attention_tiles_backward(dq, dkv, qkv, kv, dout, lse, delta, B, T, NH, chunk, pairs, scale, s);
+    if (attention_tiles_apply(t, T, NH, HD, chunk, qkv, kv, kv_stride) && aligned16(dout))
+        return attention_tiles_backward(dq, dkv, qkv, kv, kv_stride, dout, lse, delta, B, T, NH, chunk, pairs, scale, s);
     dispatch(t, [&](auto* tag) {
         using X = std::remove_pointer_t<decltype(tag)>;
         const dim3 grid(unsigned(T), unsigned(B * NH));
         dq_kernel<<<grid, kThreads, size_t(chunk) * sizeof(float), s>>>(
-            dq, static_cast<const X*>(qkv), static_cast<const X*>(kv), static_cast<const X*>(dout), lse, delta, T, NH,
-            HD, chunk, pairs, scale);
+            dq, static_cast<const X*>(qkv), static_cast<const X*>(kv), kv_stride, static_cast<const X*>(dout), lse,
+            delta, T, NH, HD, chunk, pairs, scale);
         dkv_kernel<<<grid, kThreads, 2 * size_t(chunk) * sizeof(float), s>>>(
-            dkv, static_cast<const X*>(qkv), static_cast<const X*>(kv), static_cast<const X*>(dout), lse, delta, T, NH,
-            HD, chunk, pairs, scale);
+            dkv, static_cast<const X*>(qkv), static_cast<const X*>(kv), kv_stride, static_cast<const X*>(dout), lse,
+            delta, T, NH, HD, chunk, pairs, scale);
     });
     US_CUDA_CHECK_LAUNCH();
 }

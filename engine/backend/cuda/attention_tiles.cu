@@ -107,8 +107,8 @@ struct Where {
 // grid (T / 64, B * NH): 64 queries against their pairs' key/value tiles; acc, row_max, row_sum carry the online
 // softmax across calls (a zero sum: nothing merged yet).
 __global__ void __launch_bounds__(kThreads) forward_kernel(float* acc, float* row_max, float* row_sum, const bfloat* qkv,
-                                                           const bfloat* kv, int T, int NH, int chunk, ChunkPairs pairs,
-                                                           float scale) {
+                                                           const bfloat* kv, int64_t kvs, int T, int NH, int chunk,
+                                                           ChunkPairs pairs, float scale) {
     __shared__ __align__(16) bfloat Q[kTileSmem], K[kTileSmem], V[kTileSmem];
     const Lane l;
     const int warp = threadIdx.x / 32;
@@ -132,9 +132,9 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(float* acc, float* ro
         const int k0 = pairs.k_chunk[pi] * chunk, tiles = pairs.causal[pi] ? i0 / kTile + 1 : chunk / kTile;
         for (int kt = 0; kt < tiles; ++kt) {
             __syncthreads();  // the previous tiles are no longer read
-            const bfloat* kv_tile = kv + (int64_t(w.b) * T + k0 + kt * kTile) * 2 * w.C + w.h * kHD;
-            load_tile(K, kv_tile, 2 * w.C);
-            load_tile(V, kv_tile + w.C, 2 * w.C);
+            const bfloat* kv_tile = kv + (int64_t(w.b) * T + k0 + kt * kTile) * kvs + w.h * kHD;
+            load_tile(K, kv_tile, kvs);
+            load_tile(V, kv_tile + w.C, kvs);
             __syncthreads();
             float s[8][4];
             rows_times_rows_t(s, Q, 16 * warp, K, l);
@@ -181,7 +181,8 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(float* acc, float* ro
 }
 
 // grid (T / 64, B * NH): dq of 64 queries.
-__global__ void __launch_bounds__(kThreads) dq_kernel(float* dq, const bfloat* qkv, const bfloat* kv, const bfloat* dout,
+__global__ void __launch_bounds__(kThreads) dq_kernel(float* dq, const bfloat* qkv, const bfloat* kv, int64_t kvs,
+                                                      const bfloat* dout,
                                                       const float* lse, const float* delta, int T, int NH, int chunk,
                                                       ChunkPairs pairs, float scale) {
     __shared__ __align__(16) bfloat Q[kTileSmem], dO[kTileSmem], K[kTileSmem], V[kTileSmem];
@@ -203,9 +204,9 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(float* dq, const bfloat* q
         const int k0 = pairs.k_chunk[pi] * chunk, tiles = pairs.causal[pi] ? i0 / kTile + 1 : chunk / kTile;
         for (int kt = 0; kt < tiles; ++kt) {
             __syncthreads();
-            const bfloat* kv_tile = kv + (int64_t(w.b) * T + k0 + kt * kTile) * 2 * w.C + w.h * kHD;
-            load_tile(K, kv_tile, 2 * w.C);
-            load_tile(V, kv_tile + w.C, 2 * w.C);
+            const bfloat* kv_tile = kv + (int64_t(w.b) * T + k0 + kt * kTile) * kvs + w.h * kHD;
+            load_tile(K, kv_tile, kvs);
+            load_tile(V, kv_tile + w.C, kvs);
             __syncthreads();
             const bool diagonal = pairs.causal[pi] && kt == i0 / kTile;
             float p[8][4], dp[8][4];
@@ -233,7 +234,8 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(float* dq, const bfloat* q
 }
 
 // grid (T / 64, B * NH): dk and dv of 64 keys of the block.
-__global__ void __launch_bounds__(kThreads) dkv_kernel(float* dkv, const bfloat* qkv, const bfloat* kv, const bfloat* dout,
+__global__ void __launch_bounds__(kThreads) dkv_kernel(float* dkv, const bfloat* qkv, const bfloat* kv, int64_t kvs,
+                                                       const bfloat* dout,
                                                        const float* lse, const float* delta, int T, int NH, int chunk,
                                                        ChunkPairs pairs, float scale) {
     __shared__ __align__(16) bfloat K[kTileSmem], V[kTileSmem], Q[kTileSmem], dO[kTileSmem];
@@ -244,9 +246,9 @@ __global__ void __launch_bounds__(kThreads) dkv_kernel(float* dkv, const bfloat*
     const int r0 = blockIdx.x * kTile, kchunk = r0 / chunk, j0 = r0 - kchunk * chunk;
     const int keys[2] = {16 * warp + l.g, 16 * warp + l.g + 8};  // this thread's two keys within the tile
     float dk[8][4] = {}, dv[8][4] = {};
-    const bfloat* kv_tile = kv + (int64_t(w.b) * T + r0) * 2 * w.C + w.h * kHD;
-    load_tile(K, kv_tile, 2 * w.C);
-    load_tile(V, kv_tile + w.C, 2 * w.C);
+    const bfloat* kv_tile = kv + (int64_t(w.b) * T + r0) * kvs + w.h * kHD;
+    load_tile(K, kv_tile, kvs);
+    load_tile(V, kv_tile + w.C, kvs);
     for (int pi = 0; pi < pairs.count; ++pi) {
         if (pairs.k_chunk[pi] != kchunk) continue;
         const int q0 = pairs.q_chunk[pi] * chunk, first = pairs.causal[pi] ? j0 / kTile : 0;
@@ -292,26 +294,29 @@ __global__ void __launch_bounds__(kThreads) dkv_kernel(float* dkv, const bfloat*
 
 }  // namespace
 
-bool attention_tiles_apply(DType t, int T, int NH, int HD, int chunk, const void* qkv, const void* kv) {
-    return t == DType::bf16 && HD == kHD && chunk % kTile == 0 && T % kTile == 0 && aligned16(qkv) && aligned16(kv);
+bool attention_tiles_apply(DType t, int T, int NH, int HD, int chunk, const void* qkv, const void* kv,
+                           int64_t kv_stride) {
+    return t == DType::bf16 && HD == kHD && chunk % kTile == 0 && T % kTile == 0 && aligned16(qkv) && aligned16(kv) &&
+           kv_stride % 8 == 0;
 }
 
-void attention_tiles_forward(float* acc, float* row_max, float* row_sum, const void* qkv, const void* kv, int B, int T,
-                             int NH, int chunk, const ChunkPairs& pairs, float scale, cudaStream_t s) {
+void attention_tiles_forward(float* acc, float* row_max, float* row_sum, const void* qkv, const void* kv,
+                             int64_t kv_stride, int B, int T, int NH, int chunk, const ChunkPairs& pairs, float scale,
+                             cudaStream_t s) {
     forward_kernel<<<dim3(unsigned(T / kTile), unsigned(B * NH)), kThreads, 0, s>>>(
-        acc, row_max, row_sum, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), T, NH, chunk, pairs,
-        scale);
+        acc, row_max, row_sum, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride, T, NH, chunk,
+        pairs, scale);
     US_CUDA_CHECK_LAUNCH();
 }
 
-void attention_tiles_backward(float* dq, float* dkv, const void* qkv, const void* kv, const void* dout,
-                              const float* lse, const float* delta, int B, int T, int NH, int chunk,
+void attention_tiles_backward(float* dq, float* dkv, const void* qkv, const void* kv, int64_t kv_stride,
+                              const void* dout, const float* lse, const float* delta, int B, int T, int NH, int chunk,
                               const ChunkPairs& pairs, float scale, cudaStream_t s) {
     const dim3 grid(unsigned(T / kTile), unsigned(B * NH));
-    dq_kernel<<<grid, kThreads, 0, s>>>(dq, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv),
+    dq_kernel<<<grid, kThreads, 0, s>>>(dq, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride,
                                         static_cast<const bfloat*>(dout), lse, delta, T, NH, chunk, pairs, scale);
     US_CUDA_CHECK_LAUNCH();
-    dkv_kernel<<<grid, kThreads, 0, s>>>(dkv, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv),
+    dkv_kernel<<<grid, kThreads, 0, s>>>(dkv, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride,
                                          static_cast<const bfloat*>(dout), lse, delta, T, NH, chunk, pairs, scale);
     US_CUDA_CHECK_LAUNCH();
 }

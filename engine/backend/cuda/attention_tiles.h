@@ -9,11 +9,13 @@
 
 namespace us::cuda {
 
-bool attention_tiles_apply(DType t, int T, int NH, int HD, int chunk, const void* qkv, const void* kv);
-void attention_tiles_forward(float* acc, float* row_max, float* row_sum, const void* qkv, const void* kv, int B, int T,
-                             int NH, int chunk, const ChunkPairs& pairs, float scale, cudaStream_t s);
-void attention_tiles_backward(float* dq, float* dkv, const void* qkv, const void* kv, const void* dout,
-                              const float* lse, const float* delta, int B, int T, int NH, int chunk,
+bool attention_tiles_apply(DType t, int T, int NH, int HD, int chunk, const void* qkv, const void* kv,
+                           int64_t kv_stride);
+void attention_tiles_forward(float* acc, float* row_max, float* row_sum, const void* qkv, const void* kv,
+                             int64_t kv_stride, int B, int T, int NH, int chunk, const ChunkPairs& pairs, float scale,
+                             cudaStream_t s);
+void attention_tiles_backward(float* dq, float* dkv, const void* qkv, const void* kv, int64_t kv_stride,
+                              const void* dout, const float* lse, const float* delta, int B, int T, int NH, int chunk,
                               const ChunkPairs& pairs, float scale, cudaStream_t s);
 
 }  // namespace us::cuda

@@ -312,8 +312,8 @@ cuda::ChunkPairs chunk_pairs(const AttentionBlockArgs& a) {
 }  // namespace
 
 void CudaBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc, Tensor row_max, Tensor row_sum) {
-    cuda::attention_block_forward(acc.f32(), row_max.f32(), row_sum.f32(), a.qkv.data, a.kv.data, a.qkv.dtype, a.B, a.T,
-                                  a.NH, a.HD, a.chunk, chunk_pairs(a), m_compute);
+    cuda::attention_block_forward(acc.f32(), row_max.f32(), row_sum.f32(), a.qkv.data, a.kv.data, a.kv_row_stride(),
+                                  a.qkv.dtype, a.B, a.T, a.NH, a.HD, a.chunk, chunk_pairs(a), m_compute);
 }
 
 void CudaBackend::attention_block_finish(Tensor out, Tensor lse, Tensor acc, Tensor row_max, Tensor row_sum, int B,
@@ -328,8 +328,9 @@ void CudaBackend::attention_block_delta(Tensor delta, Tensor dout, Tensor out, i
 
 void CudaBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq, Tensor dkv, Tensor dout, Tensor lse,
                                            Tensor delta) {
-    cuda::attention_block_backward(dq.f32(), dkv.f32(), a.qkv.data, a.kv.data, dout.data, a.qkv.dtype, lse.f32(),
-                                   delta.f32(), a.B, a.T, a.NH, a.HD, a.chunk, chunk_pairs(a), m_compute);
+    cuda::attention_block_backward(dq.f32(), dkv.f32(), a.qkv.data, a.kv.data, a.kv_row_stride(), dout.data,
+                                   a.qkv.dtype, lse.f32(), delta.f32(), a.B, a.T, a.NH, a.HD, a.chunk, chunk_pairs(a),
+                                   m_compute);
 }
 
 void CudaBackend::attention_block_pack_kv(Tensor kv, Tensor qkv, int B, int T, int C) {

@@ -58,15 +58,17 @@ struct ChunkPairs {
     int q_chunk[kMax] = {}, k_chunk[kMax] = {};
     bool causal[kMax] = {};
 };
-void attention_block_forward(float* acc, float* row_max, float* row_sum, const void* qkv, const void* kv, DType t,
-                             int B, int T, int NH, int HD, int chunk, const ChunkPairs& pairs, cudaStream_t s);
+// kv_stride: elements between kv's rows (2C for a packed block, 3C when kv points into qkv).
+void attention_block_forward(float* acc, float* row_max, float* row_sum, const void* qkv, const void* kv,
+                             int64_t kv_stride, DType t, int B, int T, int NH, int HD, int chunk,
+                             const ChunkPairs& pairs, cudaStream_t s);
 void attention_block_finish(void* out, DType t, float* lse, const float* acc, const float* row_max,
                             const float* row_sum, int B, int T, int NH, int HD, cudaStream_t s);
 void attention_block_delta(float* delta, const void* dout, const void* out, DType t, int B, int T, int NH, int HD,
                            cudaStream_t s);
-void attention_block_backward(float* dq, float* dkv, const void* qkv, const void* kv, const void* dout, DType t,
-                              const float* lse, const float* delta, int B, int T, int NH, int HD, int chunk,
-                              const ChunkPairs& pairs, cudaStream_t s);
+void attention_block_backward(float* dq, float* dkv, const void* qkv, const void* kv, int64_t kv_stride,
+                              const void* dout, DType t, const float* lse, const float* delta, int B, int T, int NH,
+                              int HD, int chunk, const ChunkPairs& pairs, cudaStream_t s);
 void attention_block_pack_kv(void* kv, const void* qkv, DType t, int B, int T, int C, cudaStream_t s);
 void attention_block_store_grads(void* dqkv, DType t, const float* dq, const float* dkv, int B, int T, int C,
                                  cudaStream_t s);
