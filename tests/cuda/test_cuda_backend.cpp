@@ -3,6 +3,7 @@
 // so, with the reason): CI has the toolkit but no GPU, so these run only on a GPU machine.
 #include <cmath>
 #include <memory>
+#include <tuple>
 
 #include "../unit/test_util.h"
 #include "engine/backend/cpu/cpu_backend.h"
@@ -236,6 +237,19 @@ TEST_CASE("cuda: blockwise attention (ring attention, --attention flash) matches
                 }
                 expect_close(p, dq, "dq", tol);
                 expect_close(p, dkv, "dk and dv", tol);
+                if (pairs != &whole) continue;
+                // one rank (--attention flash): k and v read in qkv, rows 3C apart, give the packed block's results
+                Twin acc2 = p.zeros(DType::f32, int64_t(B) * T * C), mx2 = p.zeros(DType::f32, rows);
+                Twin sum2 = p.zeros(DType::f32, rows), dq2 = p.zeros(DType::f32, int64_t(B) * T * C);
+                Twin dkv2 = p.zeros(DType::f32, int64_t(B) * T * 2 * C);
+                AttentionBlockArgs in_place{qkv.gpu, qkv.gpu.slice(C, qkv.gpu.numel - C), B, T, NH, HD, chunk,
+                                            pairs->data(), int(pairs->size()), 3 * C};
+                p.gpu().attention_block_forward(in_place, acc2.gpu, mx2.gpu, sum2.gpu);
+                p.gpu().attention_block_backward(in_place, dq2.gpu, dkv2.gpu, dout.gpu, lse.gpu, delta.gpu);
+                for (auto [mine, packed, what] : {std::tuple{&acc2, &acc, "accumulator"}, {&dq2, &dq, "dq"}, {&dkv2, &dkv, "dk, dv"}}) {
+                    INFO("k and v in qkv: " << what);
+                    CHECK(p.read(*mine).second == p.read(*packed).second);  // the same kernels on the same values
+                }
             }
 }
 
