@@ -10,8 +10,8 @@
 #include "engine/parallel/replicated_state.h"
 #include "engine/train/trainer.h"
 #include "profiler/analysis/memory_analysis.h"
-#include "profiler/analysis/predict.h"
 #include "profiler/record/recorder.h"
+#include "memory_prediction_check.h"
 #include "prof_test_util.h"
 #include "test_util.h"
 
@@ -192,18 +192,8 @@ TEST_CASE("with flash attention the memory on one rank equals the prediction, ca
             c.precision = precision, c.recompute = recompute, c.attention = Attention::flash;
             c.batch = 2, c.steps = 2, c.quiet = true, c.seed = 3;
             c.data = sample_data_file("flash-memory-data.txt", 20000);
-            CpuBackend be(2);
-            Trainer t(c, be);
-            t.train_step();
-            t.train_step();
-            const prof::Prediction p = prof::predict(prof::PredictInput::from_config(c.to_json()));
             INFO(precision_name(precision) << ", recompute " << recompute_name(recompute));
-            const MemoryStats m = be.allocator().stats();
-            for (MemCategory k : {MemCategory::params, MemCategory::grads, MemCategory::master_params,
-                                  MemCategory::optimizer_state, MemCategory::activations, MemCategory::temporaries}) {
-                INFO(kMemCategoryNames[size_t(k)]);
-                CHECK(m.peak_of(k) == *p.memory[size_t(k)]);
-            }
+            check_memory_as_predicted(c);
         }
 }
 

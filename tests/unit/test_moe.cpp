@@ -8,6 +8,7 @@
 #include "engine/model/moe.h"
 #include "engine/train/trainer.h"
 #include "profiler/analysis/predict.h"
+#include "memory_prediction_check.h"
 #include "test_util.h"
 
 using namespace us;
@@ -185,18 +186,8 @@ TEST_CASE("an MoE model's memory on one rank equals the prediction, category by 
             c.precision = precision, c.recompute = recompute;
             c.batch = 2, c.steps = 2, c.quiet = true, c.seed = 3;
             c.data = sample_data_file("moe-memory-data.txt", 20000);
-            CpuBackend be(2);
-            Trainer t(c, be);
-            t.train_step();
-            t.train_step();
-            const prof::Prediction p = prof::predict(prof::PredictInput::from_config(c.to_json()));
             INFO(precision_name(precision) << ", recompute " << recompute_name(recompute));
-            const MemoryStats m = be.allocator().stats();
-            for (MemCategory k : {MemCategory::params, MemCategory::grads, MemCategory::master_params,
-                                  MemCategory::optimizer_state, MemCategory::activations, MemCategory::temporaries}) {
-                INFO(kMemCategoryNames[size_t(k)]);
-                CHECK(m.peak_of(k) == *p.memory[size_t(k)]);
-            }
+            const prof::Prediction p = check_memory_as_predicted(c);
             CHECK(p.params == c.model.num_params());
             CHECK(p.active_params == c.model.active_params());
             CHECK(p.moe_rows_per_layer == int64_t(c.batch) * c.model.seq * c.model.moe_topk);
