@@ -280,32 +280,25 @@ TEST_CASE("cuda: embedding (bitwise backward), cross-entropy and AdamW match the
         p.gpu().embedding_backward(slice.gpu, dout.gpu, tok.gpu, N, C, 5, 7);
         expect_close(p, slice, "embedding backward of a vocabulary slice", 0.0);
     }
-    Twin logits = p.make(DType::f32, random_vector(size_t(N) * V, 34, 3.0f)), losses = p.zeros(DType::f32, N);
-    std::vector<float> targets(N);
-    for (auto& v : targets) v = float(rng.next_below(V));
-    Twin tgt = p.make(DType::i32, targets);
-    p.cpu().crossentropy_forward(losses.cpu, logits.cpu, tgt.cpu, N, V);
-    p.gpu().crossentropy_forward(losses.gpu, logits.gpu, tgt.gpu, N, V);
-    expect_close(p, losses, "cross-entropy losses", 1e-5);
-    expect_close(p, logits, "probabilities", 1e-5);
-    p.cpu().crossentropy_backward(logits.cpu, tgt.cpu, 0.01f, N, V, 0);
-    p.gpu().crossentropy_backward(logits.gpu, tgt.gpu, 0.01f, N, V, 0);
-    expect_close(p, logits, "dlogits", 1e-5);
-    {
-        // a vocabulary of a multiple of 4: the kernels' float4 path (97 above takes the scalar one)
-        const int V4 = 100;
-        Twin l4 = p.make(DType::f32, random_vector(size_t(N) * V4, 37, 3.0f)), loss4 = p.zeros(DType::f32, N);
-        std::vector<float> t4(N);
-        for (auto& v : t4) v = float(rng.next_below(V4));
-        Twin tgt4 = p.make(DType::i32, t4);
-        p.cpu().crossentropy_forward(loss4.cpu, l4.cpu, tgt4.cpu, N, V4);
-        p.gpu().crossentropy_forward(loss4.gpu, l4.gpu, tgt4.gpu, N, V4);
-        expect_close(p, loss4, "cross-entropy losses (float4 path)", 1e-5);
-        expect_close(p, l4, "probabilities (float4 path)", 1e-5);
-        p.cpu().crossentropy_backward(l4.cpu, tgt4.cpu, 0.01f, N, V4, 0);
-        p.gpu().crossentropy_backward(l4.gpu, tgt4.gpu, 0.01f, N, V4, 0);
-        expect_close(p, l4, "dlogits (float4 path)", 1e-5);
-    }
+    // Softmax cross-entropy on a vocabulary of 97 (the kernels' scalar path) and of 100 (their float4 path).
+    auto check_crossentropy = [&](int vocab, const Twin& targets, uint64_t seed, const std::string& path) {
+        Twin logits = p.make(DType::f32, random_vector(size_t(N) * vocab, seed, 3.0f)), losses = p.zeros(DType::f32, N);
+        p.cpu().crossentropy_forward(losses.cpu, logits.cpu, targets.cpu, N, vocab);
+        p.gpu().crossentropy_forward(losses.gpu, logits.gpu, targets.gpu, N, vocab);
+        expect_close(p, losses, ("cross-entropy losses" + path).c_str(), 1e-5);
+        expect_close(p, logits, ("probabilities" + path).c_str(), 1e-5);
+        p.cpu().crossentropy_backward(logits.cpu, targets.cpu, 0.01f, N, vocab, 0);
+        p.gpu().crossentropy_backward(logits.gpu, targets.gpu, 0.01f, N, vocab, 0);
+        expect_close(p, logits, ("dlogits" + path).c_str(), 1e-5);
+    };
+    auto draw_targets = [&](int vocab) {
+        std::vector<float> t(N);
+        for (auto& v : t) v = float(rng.next_below(vocab));
+        return p.make(DType::i32, t);
+    };
+    const Twin tgt = draw_targets(V);
+    check_crossentropy(V, tgt, 34, "");
+    check_crossentropy(100, draw_targets(100), 37, " (float4 path)");
     // The vocabulary-parallel steps on one rank's columns [3, 3 + V2) of which the last 2 are padding (the
     // reductions over the group are the caller's; here each step alone, CPU against GPU).
     const int V2 = 7, valid = 5, begin = 3;
