@@ -13,9 +13,9 @@ namespace us {
 namespace {
 
 // The one table of training flags. Each flag names the TrainConfig field it sets (an accessor returning a
-// reference), so the same entry parses the flag and writes it back (train_args_of). Parsing writes into a
-// temporary; after parsing, the flags that were given are applied on top of the preset and config file, in the
-// order they were declared.
+// reference, generic so that it also reads a const config), so the same entry parses the flag and writes it back
+// (train_args_of). Parsing writes into a temporary; after parsing, the flags that were given are applied on top of
+// the preset and config file, in the order they were declared.
 struct FlagBinder {
     CLI::App& app;
     std::vector<std::pair<CLI::Option*, std::function<void(TrainConfig&)>>> appliers;
@@ -30,9 +30,8 @@ struct FlagBinder {
         CLI::Option* opt = app.add_option(name, *value, help);
         appliers.emplace_back(opt, [value, field](TrainConfig& c) { field(c) = *value; });
         writers.emplace_back(name, [name, field](const TrainConfig& c, const TrainConfig& base) {
-            TrainConfig mine = c, theirs = base;
-            const T v = field(mine);
-            if (v == field(theirs)) return std::vector<std::string>{};
+            const T v = field(c);
+            if (v == field(base)) return std::vector<std::string>{};
             if constexpr (std::is_same_v<T, std::string>) return std::vector<std::string>{name, v};
             else return std::vector<std::string>{name, fmt::format("{}", v)};
         });
@@ -45,9 +44,8 @@ struct FlagBinder {
         CLI::Option* opt = app.add_option(name, *value, help);
         appliers.emplace_back(opt, [value, field, parse](TrainConfig& c) { field(c) = parse(*value); });
         writers.emplace_back(name, [name, field, to_name](const TrainConfig& c, const TrainConfig& base) {
-            TrainConfig mine = c, theirs = base;
-            const E v = field(mine);
-            if (v == field(theirs)) return std::vector<std::string>{};
+            const E v = field(c);
+            if (v == field(base)) return std::vector<std::string>{};
             return std::vector<std::string>{name, std::string(to_name(v))};
         });
         return opt;
@@ -58,9 +56,8 @@ struct FlagBinder {
         CLI::Option* opt = app.add_flag(name, help);
         appliers.emplace_back(opt, [field, when_given](TrainConfig& c) { field(c) = when_given; });
         writers.emplace_back(name, [name, field, when_given](const TrainConfig& c, const TrainConfig& base) {
-            TrainConfig mine = c, theirs = base;
-            const bool v = field(mine);
-            if (v == field(theirs)) return std::vector<std::string>{};
+            const bool v = field(c);
+            if (v == field(base)) return std::vector<std::string>{};
             US_CHECK_INPUT(v == when_given, "{} cannot undo a setting of the preset", name);
             return std::vector<std::string>{name};
         });
@@ -70,93 +67,93 @@ struct FlagBinder {
 
 void declare_flags(FlagBinder& f) {
     // model
-    f.option<int>("--layers", "Transformer blocks (L)", [](TrainConfig& c) -> auto& { return c.model.layers; });
-    f.option<int>("--hidden", "Hidden size (C)", [](TrainConfig& c) -> auto& { return c.model.hidden; });
-    f.option<int>("--heads", "Attention heads (NH)", [](TrainConfig& c) -> auto& { return c.model.heads; });
-    f.option<int>("--vocab", "Vocabulary size (>= 256; tokens are bytes)", [](TrainConfig& c) -> auto& { return c.model.vocab; });
-    f.option<int>("--seq", "Sequence length (T)", [](TrainConfig& c) -> auto& { return c.model.seq; });
+    f.option<int>("--layers", "Transformer blocks (L)", [](auto& c) -> auto& { return c.model.layers; });
+    f.option<int>("--hidden", "Hidden size (C)", [](auto& c) -> auto& { return c.model.hidden; });
+    f.option<int>("--heads", "Attention heads (NH)", [](auto& c) -> auto& { return c.model.heads; });
+    f.option<int>("--vocab", "Vocabulary size (>= 256; tokens are bytes)", [](auto& c) -> auto& { return c.model.vocab; });
+    f.option<int>("--seq", "Sequence length (T)", [](auto& c) -> auto& { return c.model.seq; });
     f.option<int>("--moe-experts", "Mixture of experts: E experts per MoE block (0: dense)",
-                  [](TrainConfig& c) -> auto& { return c.model.moe_experts; });
-    f.option<int>("--moe-topk", "Experts per token (K)", [](TrainConfig& c) -> auto& { return c.model.moe_topk; });
-    f.option<int>("--moe-every", "Every M-th block is an MoE block", [](TrainConfig& c) -> auto& { return c.model.moe_every; });
+                  [](auto& c) -> auto& { return c.model.moe_experts; });
+    f.option<int>("--moe-topk", "Experts per token (K)", [](auto& c) -> auto& { return c.model.moe_topk; });
+    f.option<int>("--moe-every", "Every M-th block is an MoE block", [](auto& c) -> auto& { return c.model.moe_every; });
     f.option<double>("--moe-capacity-factor", "0: dropless; F > 0: tokens beyond ceil(tokens K / E * F) per expert dropped",
-                     [](TrainConfig& c) -> auto& { return c.moe_capacity_factor; });
+                     [](auto& c) -> auto& { return c.moe_capacity_factor; });
     f.option<double>("--moe-aux-loss-coef", "Weight of the load-balancing loss E * sum f_i P_i (per sequence)",
-                     [](TrainConfig& c) -> auto& { return c.moe_aux_loss_coef; });
+                     [](auto& c) -> auto& { return c.moe_aux_loss_coef; });
     // batch and schedule
-    f.option<int>("--batch", "Micro-batch size in sequences (B)", [](TrainConfig& c) -> auto& { return c.batch; });
+    f.option<int>("--batch", "Micro-batch size in sequences (B)", [](auto& c) -> auto& { return c.batch; });
     f.option<int>("--grad-accum", "Micro-batches per step (gradient accumulation; m for pipelines)",
-                  [](TrainConfig& c) -> auto& { return c.grad_accum; });
+                  [](auto& c) -> auto& { return c.grad_accum; });
     f.option<int>("--global-batch", "Sequences per optimizer step; sets --grad-accum to it / (dp x batch)",
-                  [](TrainConfig& c) -> auto& { return c.global_batch; });
-    f.option<int>("--steps", "Optimizer steps to run", [](TrainConfig& c) -> auto& { return c.steps; });
-    f.option<double>("--lr", "Peak learning rate", [](TrainConfig& c) -> auto& { return c.adamw.lr; });
-    f.option<int>("--warmup", "Linear warm-up steps", [](TrainConfig& c) -> auto& { return c.warmup; });
+                  [](auto& c) -> auto& { return c.global_batch; });
+    f.option<int>("--steps", "Optimizer steps to run", [](auto& c) -> auto& { return c.steps; });
+    f.option<double>("--lr", "Peak learning rate", [](auto& c) -> auto& { return c.adamw.lr; });
+    f.option<int>("--warmup", "Linear warm-up steps", [](auto& c) -> auto& { return c.warmup; });
     f.option<double>("--min-lr-ratio", "Cosine decay floor as a fraction of --lr",
-                     [](TrainConfig& c) -> auto& { return c.min_lr_ratio; });
+                     [](auto& c) -> auto& { return c.min_lr_ratio; });
     f.option<double>("--weight-decay", "AdamW weight decay (matrices and embedding only)",
-                     [](TrainConfig& c) -> auto& { return c.adamw.weight_decay; });
+                     [](auto& c) -> auto& { return c.adamw.weight_decay; });
     f.option<double>("--grad-clip", "Global gradient-norm clipping threshold (0: off)",
-                     [](TrainConfig& c) -> auto& { return c.grad_clip; });
-    f.option<uint64_t>("--seed", "Seed of weights and data order", [](TrainConfig& c) -> auto& { return c.seed; });
+                     [](auto& c) -> auto& { return c.grad_clip; });
+    f.option<uint64_t>("--seed", "Seed of weights and data order", [](auto& c) -> auto& { return c.seed; });
     // numerics
     f.named<Precision>("--precision", "fp32 | bf16 (bf16 params/grads/activations, fp32 master + moments)",
-                       [](TrainConfig& c) -> auto& { return c.precision; }, parse_precision, precision_name);
+                       [](auto& c) -> auto& { return c.precision; }, parse_precision, precision_name);
     f.flag("--fp32-grad-accum", "With bf16: accumulate gradients in an fp32 buffer",
-           [](TrainConfig& c) -> auto& { return c.fp32_grad_accum; });
+           [](auto& c) -> auto& { return c.fp32_grad_accum; });
     f.named<Recompute>("--recompute", "Activation recomputation: none | selective | full",
-                       [](TrainConfig& c) -> auto& { return c.recompute; }, parse_recompute, recompute_name);
+                       [](auto& c) -> auto& { return c.recompute; }, parse_recompute, recompute_name);
     f.named<Attention>("--attention", "naive (stores the s x s probabilities) | flash (blockwise online softmax: keeps "
                                       "a log-sum-exp per row, recomputes the scores in backward)",
-                       [](TrainConfig& c) -> auto& { return c.attention; }, parse_attention, attention_name);
+                       [](auto& c) -> auto& { return c.attention; }, parse_attention, attention_name);
     // io
     f.option<std::string>("--data", "Training text file (bytes are tokens); default: assets/corpus/default.txt",
-                          [](TrainConfig& c) -> auto& { return c.data; });
+                          [](auto& c) -> auto& { return c.data; });
     f.option<std::string>("--save", "Write a safetensors checkpoint at the end (and every --save-every steps)",
-                          [](TrainConfig& c) -> auto& { return c.save; });
+                          [](auto& c) -> auto& { return c.save; });
     f.option<int>("--save-every", "Also write --save every K steps (atomically: a killed run resumes with --load "
                                   "FILE and the same --steps, bitwise)",
-                  [](TrainConfig& c) -> auto& { return c.save_every; });
+                  [](auto& c) -> auto& { return c.save_every; });
     f.option<std::string>("--load", "Resume from a safetensors checkpoint",
-                          [](TrainConfig& c) -> auto& { return c.load; });
+                          [](auto& c) -> auto& { return c.load; });
     f.option<std::string>("--metrics-out", "Write one JSON object per step to this file",
-                          [](TrainConfig& c) -> auto& { return c.metrics_out; });
+                          [](auto& c) -> auto& { return c.metrics_out; });
     f.option<int>("--threads", "CPU threads per rank (default: cores / ranks on this host)",
-                  [](TrainConfig& c) -> auto& { return c.threads; });
-    f.option<std::string>("--device", "cpu | cuda", [](TrainConfig& c) -> auto& { return c.device; });
-    f.flag("--quiet", "No progress display", [](TrainConfig& c) -> auto& { return c.quiet; });
+                  [](auto& c) -> auto& { return c.threads; });
+    f.option<std::string>("--device", "cpu | cuda", [](auto& c) -> auto& { return c.device; });
+    f.flag("--quiet", "No progress display", [](auto& c) -> auto& { return c.quiet; });
     // parallelism
-    f.option<int>("--dp", "Data-parallel degree", [](TrainConfig& c) -> auto& { return c.parallel.dp; });
-    f.option<int>("--pp", "Pipeline-parallel degree", [](TrainConfig& c) -> auto& { return c.parallel.pp; });
+    f.option<int>("--dp", "Data-parallel degree", [](auto& c) -> auto& { return c.parallel.dp; });
+    f.option<int>("--pp", "Pipeline-parallel degree", [](auto& c) -> auto& { return c.parallel.pp; });
     f.option<int>("--tp", "Tensor-parallel degree (Megatron: heads, MLP and vocabulary split over tp ranks)",
-                  [](TrainConfig& c) -> auto& { return c.parallel.tp; });
+                  [](auto& c) -> auto& { return c.parallel.tp; });
     f.flag("--sp", "Sequence parallelism inside the tp group (norms, residuals on seq/tp positions; needs --tp > 1)",
-           [](TrainConfig& c) -> auto& { return c.parallel.sp; });
+           [](auto& c) -> auto& { return c.parallel.sp; });
     f.option<int>("--cp", "Context-parallel degree (ring attention over the sequence)",
-                  [](TrainConfig& c) -> auto& { return c.parallel.cp; });
+                  [](auto& c) -> auto& { return c.parallel.cp; });
     f.option<std::string>("--cp-balance", "zigzag | contiguous: how --cp cuts the sequence (zigzag balances causal work)",
-                          [](TrainConfig& c) -> auto& { return c.parallel.cp_balance; });
+                          [](auto& c) -> auto& { return c.parallel.cp_balance; });
     f.option<int>("--ep", "Expert-parallel degree: experts spread over groups of ep data-parallel ranks (divides --dp)",
-                  [](TrainConfig& c) -> auto& { return c.parallel.ep; });
-    f.option<int>("--zero", "ZeRO stage 0 | 1 | 2 | 3", [](TrainConfig& c) -> auto& { return c.parallel.zero; });
+                  [](auto& c) -> auto& { return c.parallel.ep; });
+    f.option<int>("--zero", "ZeRO stage 0 | 1 | 2 | 3", [](auto& c) -> auto& { return c.parallel.zero; });
     f.option<std::string>("--pp-schedule", "afab | 1f1b | interleaved | zb1",
-                          [](TrainConfig& c) -> auto& { return c.parallel.pp_schedule; });
+                          [](auto& c) -> auto& { return c.parallel.pp_schedule; });
     f.option<int>("--pp-chunks", "Virtual pipeline chunks per rank (interleaved)",
-                  [](TrainConfig& c) -> auto& { return c.parallel.pp_chunks; });
-    f.option<double>("--bucket-mb", "Gradient bucket size in MiB", [](TrainConfig& c) -> auto& { return c.parallel.bucket_mb; });
+                  [](auto& c) -> auto& { return c.parallel.pp_chunks; });
+    f.option<double>("--bucket-mb", "Gradient bucket size in MiB", [](auto& c) -> auto& { return c.parallel.bucket_mb; });
     f.flag("--no-overlap", "All-reduce gradients after backward instead of during it",
-           [](TrainConfig& c) -> auto& { return c.parallel.overlap; }, false);
+           [](auto& c) -> auto& { return c.parallel.overlap; }, false);
     f.option<std::string>("--comm-progress", "How async collectives progress: thread | poll",
-                          [](TrainConfig& c) -> auto& { return c.parallel.comm_progress; });
+                          [](auto& c) -> auto& { return c.parallel.comm_progress; });
     // profiler
     f.option<std::string>("--trace", "Write a trace file (ranks write FILE.rN parts plus the index FILE)",
-                          [](TrainConfig& c) -> auto& { return c.trace; });
+                          [](auto& c) -> auto& { return c.trace; });
     f.option<std::string>("--connect", "Stream the trace live to a listener at HOST:PORT",
-                          [](TrainConfig& c) -> auto& { return c.connect; });
+                          [](auto& c) -> auto& { return c.connect; });
     f.option<int>("--fault-kill-step", "Testing: at the start of this step, --fault-kill-rank kills itself (SIGKILL)",
-                  [](TrainConfig& c) -> auto& { return c.fault_step; });
+                  [](auto& c) -> auto& { return c.fault_step; });
     f.option<int>("--fault-kill-rank", "Testing: the rank that --fault-kill-step kills",
-                  [](TrainConfig& c) -> auto& { return c.fault_rank; });
+                  [](auto& c) -> auto& { return c.fault_rank; });
 }
 
 }  // namespace
