@@ -10,8 +10,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <bool kPacked, typename T>
-__global__ void residual_kernel(T* out, const T* a, const T* b, int64_t n) {
+// out = a + b, each in its own storage type: the residual add (out, a, b alike) and accumulate (out is a).
+template <bool kPacked, typename O, typename A, typename B>
+__global__ void add_kernel(O* out, const A* a, const B* b, int64_t n) {
     using S = Stride<kPacked>;
     for (int64_t i = S::first(); i < n; i += S::step()) {
         float x[kPack], y[kPack];
@@ -29,18 +30,6 @@ __global__ void convert_kernel(D* dst, const Src* src, int64_t n) {
         float x[kPack];
         load(x, src + i, kPacked);
         store(dst + i, x, kPacked);
-    }
-}
-
-template <bool kPacked, typename A, typename X>
-__global__ void accumulate_kernel(A* acc, const X* x, int64_t n) {
-    using S = Stride<kPacked>;
-    for (int64_t i = S::first(); i < n; i += S::step()) {
-        float a[kPack], b[kPack];
-        load(a, acc + i, kPacked), load(b, x + i, kPacked);
-#pragma unroll
-        for (int k = 0; k < S::kStep; ++k) a[k] += b[k];
-        store(acc + i, a, kPacked);
     }
 }
 
@@ -105,7 +94,7 @@ void residual(void* out, const void* a, const void* b, DType t, int64_t n, cudaS
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         launch_packed(vectorizable(n, kPack, out, a, b), n, kThreads, [&](auto packed, unsigned blocks) {
-            residual_kernel<decltype(packed)::value><<<blocks, kThreads, 0, s>>>(
+            add_kernel<decltype(packed)::value><<<blocks, kThreads, 0, s>>>(
                 static_cast<T*>(out), static_cast<const T*>(a), static_cast<const T*>(b), n);
         });
     });
@@ -132,8 +121,8 @@ void accumulate(void* acc, DType acc_type, const void* x, DType x_type, int64_t 
             using A = std::remove_pointer_t<decltype(atag)>;
             using X = std::remove_pointer_t<decltype(xtag)>;
             launch_packed(vectorizable(n, kPack, acc, x), n, kThreads, [&](auto packed, unsigned blocks) {
-                accumulate_kernel<decltype(packed)::value><<<blocks, kThreads, 0, s>>>(static_cast<A*>(acc),
-                                                                                        static_cast<const X*>(x), n);
+                add_kernel<decltype(packed)::value><<<blocks, kThreads, 0, s>>>(
+                    static_cast<A*>(acc), static_cast<const A*>(acc), static_cast<const X*>(x), n);
             });
         });
     });
