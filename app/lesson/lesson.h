@@ -160,8 +160,8 @@ RunResult run_lesson_run(const Lesson& lesson, const LessonRun& run, const RunOp
 struct OperandResult {
     std::string what;             // "zero3: rank.memory_peak_bytes.params + ... (max over ranks)"
     FigureSource source = FigureSource::measured;  // where the number comes from (the first key's kind)
-    std::vector<double> values;   // one value, or one per rank for "each"
-    std::string word;             // a text value (== on words)
+    std::vector<double> values;   // numbers: one, or one per rank for "each" (empty for words)
+    std::vector<std::string> words;  // text values (== on words): one, or one per rank (empty for numbers)
     std::string shown;            // the value(s) formatted with units: "1.50 MiB", "0.27", "2 ranks: 3.1 MiB, ..."
 };
 
