@@ -32,6 +32,7 @@ void usage() {
         "  report TRACE [--json]                     step breakdown, overlap, bubbles, memory, MFU\n"
         "  export TRACE --chrome OUT.json[.gz]       Chrome trace JSON for Perfetto and chrome://tracing\n"
         "  predict [model and parallel flags]        memory, FLOPs, communication and bubble predictions\n"
+        "  lesson --list | NAME [--check]            workshop lessons: run one idea on real ranks, check its claim\n"
         "GUI options:\n"
         "  --open TRACE            open a trace instead of launching\n"
         "  --listen [HOST:]PORT    also listen for runs started elsewhere (attach)\n"
@@ -159,6 +160,7 @@ int main(int argc, char** argv) {
         if (command == "report") return us::app::report_command(argc - 1, argv + 1);
         if (command == "export") return us::app::export_command(argc - 1, argv + 1);
         if (command == "predict") return us::app::predict_command(argc - 1, argv + 1);
+        if (command == "lesson") return us::app::lesson_command(argc - 1, argv + 1);
         if (command == "gui") return gui_or_fallback(argc - 1, argv + 1);
         return gui_or_fallback(argc, argv);
     } catch (const us::UserError& e) {

@@ -177,6 +177,7 @@ struct ClaimResult {
     OperandResult measured;    // the left side
     OperandResult expected;    // the right side
     std::string comparison;    // "<=", "~ within 2%"
+    std::string difference;    // left against right: "-2.34% (rank 1)"; empty for words
     std::string explanation;   // a sentence: what was measured, what was expected, held or not and by how much
     int worst_rank = -1;       // per-rank claims: the rank furthest from holding (-1 otherwise)
 };
