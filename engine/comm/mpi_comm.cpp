@@ -1,37 +1,19 @@
 #include "engine/comm/mpi_comm.h"
 
+// The MPI communicator (its collectives, sends and the process groups) and the runtime (init, split, the clock
+// offset estimate). Operations complete through the progress engine (mpi_progress.h).
 #include <mpi.h>
-#include <sys/prctl.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <functional>
-#include <mutex>
-#include <thread>
 #include <vector>
-#include <array>
 
+#include "engine/comm/mpi_progress.h"
 #include "engine/core/check.h"
 #include "profiler/record/zones.h"
-
-// A failed MPI call is a broken job: name the call and abort every rank instead of leaving them hanging.
-#define US_MPI_CHECK(call)                                                                                \
-    do {                                                                                                  \
-        const int us_mpi_rc = (call);                                                                     \
-        if (us_mpi_rc != MPI_SUCCESS) {                                                                   \
-            char us_mpi_msg[MPI_MAX_ERROR_STRING];                                                        \
-            int us_mpi_len = 0;                                                                           \
-            MPI_Error_string(us_mpi_rc, us_mpi_msg, &us_mpi_len);                                         \
-            ::us::MpiRuntime::abort(3, fmt::format("{} failed at {}:{}: {}", #call, __FILE__, __LINE__, us_mpi_msg)); \
-        }                                                                                                 \
-    } while (0)
 
 namespace us {
 
@@ -58,190 +40,6 @@ MPI_Datatype mpi_type(DType t) {
     }
     return MPI_BYTE;
 }
-
-// ---- operations and the progress engine
-
-struct Op final : CommRequest {
-    std::function<int(MPI_Request*)> start;
-    MPI_Request request = MPI_REQUEST_NULL;
-    std::atomic<bool> done{false};
-    std::shared_ptr<void> keep;  // buffers the op owns (scalar collectives)
-    // for the span and the watchdog
-    prof::Lane lane = prof::Lane::comm;
-    prof::OpClass op = prof::OpClass::none;
-    uint8_t group = 0;
-    uint64_t bytes = 0;
-    int16_t peer = -1;
-    const char* what = "";
-    prof::RecordContext context;
-    std::shared_ptr<std::atomic<int>> group_pending;  // the communicator's count of ops in flight
-    int64_t submit_ticks = 0;
-    std::chrono::steady_clock::time_point submitted;
-    bool test() override;
-    void wait() override;
-};
-
-class ProgressEngine {
-public:
-    void start(bool use_thread) {
-        m_use_thread = use_thread;
-        const char* limit = std::getenv("ULTRASCOPE_COMM_TIMEOUT_S");
-        m_timeout_s = limit ? std::atof(limit) : 300.0;
-        if (m_use_thread) m_thread = std::thread([this] { loop(); });
-    }
-    void stop() {
-        {
-            std::lock_guard lock(m_mutex);
-            m_stopping = true;
-        }
-        m_submitted.notify_all();
-        if (m_thread.joinable()) m_thread.join();
-    }
-    bool threaded() const { return m_use_thread; }
-
-    void submit(const std::shared_ptr<Op>& op) {
-        op->context = prof::context();
-        op->submit_ticks = prof::enabled() ? prof::read_ticks() : 0;
-        op->submitted = std::chrono::steady_clock::now();
-        if (!m_use_thread) {
-            begin(op);
-            return;
-        }
-        {
-            std::lock_guard lock(m_mutex);
-            m_incoming.push_back(op);
-        }
-        m_submitted.notify_one();
-    }
-
-    void wait(Op& op) {
-        if (op.done.load(std::memory_order_acquire)) return;
-        const bool record = prof::enabled();
-        const int64_t t0 = record ? prof::read_ticks() : 0;
-        if (m_use_thread) {
-            std::unique_lock lock(m_mutex);
-            m_completed.wait(lock, [&] { return op.done.load(std::memory_order_acquire); });
-        } else {
-            while (!op.done.load(std::memory_order_acquire)) {
-                progress();
-                std::this_thread::yield();
-            }
-        }
-        if (record)
-            prof::record_span(prof::Lane::compute, prof::SpanKind::wait, op.op, US_PROF_NAME("wait for communication"),
-                              t0, prof::read_ticks(), 0, op.bytes, op.peer, op.group);
-    }
-
-    // Poll mode: test what is outstanding. In thread mode this is the progress thread's job.
-    void progress() {
-        if (m_use_thread || m_active.empty()) return;
-        test_active();
-    }
-
-private:
-    void begin(const std::shared_ptr<Op>& op) {
-        US_MPI_CHECK(op->start(&op->request));
-        m_active.push_back(op);
-        m_requests.push_back(op->request);
-    }
-
-    void finish(Op& op) {
-        if (op.submit_ticks != 0 && prof::enabled()) {
-            prof::RecordContext& ctx = prof::context();
-            const prof::RecordContext saved = ctx;
-            ctx = op.context;  // the span belongs to the step, micro-batch and layer that launched it
-            // A caller's name for the operation (e.g. "reduce_from_tp_region") wins over the generic one.
-            const uint32_t name = op.context.op_name != UINT32_MAX ? op.context.op_name : prof::string_id(op.what);
-            prof::record_span(op.lane, prof::SpanKind::comm, op.op, name, op.submit_ticks, prof::read_ticks(), 0,
-                              op.bytes, op.peer, op.group);
-            ctx = saved;
-        }
-        if (op.group_pending) op.group_pending->fetch_sub(1, std::memory_order_acq_rel);
-        {
-            std::lock_guard lock(m_mutex);
-            op.done.store(true, std::memory_order_release);
-        }
-        m_completed.notify_all();
-    }
-
-    // Returns whether anything completed.
-    bool test_active() {
-        int count = 0;
-        std::vector<int> indices(m_requests.size());
-        US_MPI_CHECK(MPI_Testsome(int(m_requests.size()), m_requests.data(), &count, indices.data(), MPI_STATUSES_IGNORE));
-        if (count == MPI_UNDEFINED || count == 0) {
-            check_watchdog();
-            return false;
-        }
-        std::vector<bool> finished(m_requests.size(), false);
-        for (int i = 0; i < count; ++i) finished[size_t(indices[size_t(i)])] = true;
-        std::vector<std::shared_ptr<Op>> still;
-        std::vector<MPI_Request> still_requests;
-        for (size_t i = 0; i < m_active.size(); ++i) {
-            if (finished[i]) finish(*m_active[i]);
-            else {
-                still.push_back(m_active[i]);
-                still_requests.push_back(m_requests[i]);
-            }
-        }
-        m_active.swap(still);
-        m_requests.swap(still_requests);
-        return true;
-    }
-
-    void check_watchdog() {
-        const auto now = std::chrono::steady_clock::now();
-        for (const auto& op : m_active)
-            if (std::chrono::duration<double>(now - op->submitted).count() > m_timeout_s)
-                MpiRuntime::abort(4, fmt::format("{} has not completed after {:.0f} s: a peer rank is gone or stuck "
-                                                 "(set ULTRASCOPE_COMM_TIMEOUT_S to wait longer)",
-                                                 op->what, m_timeout_s));
-    }
-
-    void loop() {
-        prctl(PR_SET_TIMERSLACK, 1000UL);  // sleep for what we ask, not 50 us more
-        prof::context() = prof::RecordContext{};
-        for (;;) {
-            std::deque<std::shared_ptr<Op>> fresh;
-            {
-                std::unique_lock lock(m_mutex);
-                if (m_active.empty())
-                    m_submitted.wait(lock, [&] { return m_stopping || !m_incoming.empty(); });
-                if (m_stopping && m_incoming.empty() && m_active.empty()) return;
-                fresh.swap(m_incoming);
-            }
-            for (auto& op : fresh) begin(op);  // in submission order: every rank starts collectives alike
-            if (m_active.empty()) continue;
-            if (!test_active()) {
-                // Nothing finished: give the cores back to compute for a moment. Short enough that a ring step
-                // of a collective is not held up for long (docs/communication.md).
-                const timespec pause{0, 20000};
-                nanosleep(&pause, nullptr);
-            }
-        }
-    }
-
-    bool m_use_thread = true;
-    double m_timeout_s = 300;
-    std::mutex m_mutex;
-    std::condition_variable m_submitted, m_completed;
-    std::deque<std::shared_ptr<Op>> m_incoming;
-    std::vector<std::shared_ptr<Op>> m_active;
-    std::vector<MPI_Request> m_requests;
-    bool m_stopping = false;
-    std::thread m_thread;
-};
-
-ProgressEngine& engine() {
-    static ProgressEngine e;
-    return e;
-}
-
-bool Op::test() {
-    engine().progress();
-    return done.load(std::memory_order_acquire);
-}
-void Op::wait() { engine().wait(*this); }
 
 MPI_Op g_bf16_sum = MPI_OP_NULL;
 bool g_initialized = false;
@@ -439,7 +237,7 @@ private:
     // Collectives of one communicator must start in the same order on every rank: a blocking one may bypass the
     // progress thread only when none of the group's is queued or running.
     bool direct() const {
-        return (g_thread_multiple || !engine().threaded()) && m_pending->load(std::memory_order_acquire) == 0;
+        return (g_thread_multiple || !mpi_progress_engine().threaded()) && m_pending->load(std::memory_order_acquire) == 0;
     }
     // The call, with the same records as the queued path: a comm span, and the caller's wait on the compute lane.
     template <typename Call>
@@ -457,8 +255,8 @@ private:
                           t1, 0, bytes, -1, uint8_t(m_kind));
     }
 
-    std::shared_ptr<Op> make(prof::OpClass cls, const char* verb, uint64_t bytes) {
-        auto op = std::make_shared<Op>();
+    std::shared_ptr<MpiOp> make(prof::OpClass cls, const char* verb, uint64_t bytes) {
+        auto op = std::make_shared<MpiOp>();
         op->group_pending = m_pending;
         op->op = cls;
         op->group = uint8_t(m_kind);
@@ -472,9 +270,9 @@ private:
     }
     static const char* intern_name(const std::string& s);
 
-    CommHandle submit(const std::shared_ptr<Op>& op) {
+    CommHandle submit(const std::shared_ptr<MpiOp>& op) {
         m_pending->fetch_add(1, std::memory_order_acq_rel);
-        engine().submit(op);
+        mpi_progress_engine().submit(op);
         return op;
     }
     double scalar(double v, MPI_Op mpi_op) {
@@ -515,14 +313,14 @@ void MpiRuntime::init(int* argc, char*** argv, const std::string& progress) {
         abort(3, "this MPI does not support calls from a progress thread (MPI_THREAD_SERIALIZED); use --comm-progress poll");
     US_MPI_CHECK(MPI_Op_create(&bf16_sum, 1, &g_bf16_sum));
     g_initialized = true;
-    engine().start(progress != "poll");
+    mpi_progress_engine().start(progress != "poll");
 }
 
 bool MpiRuntime::initialized() { return g_initialized; }
 
 void MpiRuntime::finalize() {
     if (!g_initialized) return;
-    engine().stop();
+    mpi_progress_engine().stop();
     MPI_Op_free(&g_bf16_sum);
     g_initialized = false;
     MPI_Finalize();
@@ -562,7 +360,7 @@ std::unique_ptr<Communicator> MpiRuntime::split(const Communicator& parent, int 
 }
 
 void MpiRuntime::progress() {
-    if (g_initialized) engine().progress();
+    if (g_initialized) mpi_progress_engine().progress();
 }
 
 std::string MpiRuntime::processor_name() {

@@ -1,5 +1,7 @@
 #include "engine/model/activations.h"
 
+#include "engine/core/check.h"
+
 namespace us {
 
 std::vector<ActivationEntry> block_entries(const ActivationShape& s, Recompute mode, BlockPart part, bool moe) {
@@ -107,6 +109,37 @@ int64_t forward_temporaries_bytes(const ActivationShape& s) {
 int64_t deferred_block_bytes(const ActivationShape& s) {
     const int64_t N = s.N();
     return (2 * N * s.C + N * s.F() + 3 * N * s.Ca()) * int64_t(dtype_size(s.dtype));
+}
+
+BackwardScratch carve_backward_scratch(Allocation storage, const ActivationShape& s, bool has_head) {
+    BackwardScratch out;
+    out.storage = std::move(storage);
+    const int64_t N = s.N(), R = s.rows();
+    const DType e = s.dtype;
+    int64_t off = 0;
+    auto take = [&](DType t, int64_t n) {
+        const Tensor v = Tensor::of(static_cast<char*>(out.storage.data()) + off, t, n);
+        off += n * int64_t(dtype_size(t));
+        return v;
+    };
+    out.dres = take(e, R * s.C);
+    out.dC = take(e, N * s.C);
+    out.dqkv = take(e, 3 * N * s.Ca());
+    out.dfch = take(e, N * s.F());
+    if (s.sp) {
+        out.dfull = take(e, N * s.C);
+        out.dln = take(e, R * s.C);
+    }
+    if (has_head && e == DType::bf16) out.dlogits16 = take(DType::bf16, N * s.V);
+    US_ASSERT(off <= int64_t(out.storage.bytes()), "backward scratch needs {} bytes, has {}", off, out.storage.bytes());
+    return out;
+}
+
+DeferredGrads view_deferred(const Allocation& storage, const ActivationShape& s) {
+    const int64_t N = s.N(), NC = N * s.C, NF = N * s.F(), NA = N * s.Ca();
+    const DType e = s.dtype;
+    return {storage.view(e, 0, NC), storage.view(e, NC, NF), storage.view(e, NC + NF, NC),
+            storage.view(e, 2 * NC + NF, 3 * NA)};
 }
 
 }  // namespace us

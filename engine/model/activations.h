@@ -104,4 +104,30 @@ int64_t forward_temporaries_bytes(const ActivationShape& s);
 // gradients, (N,C) + (N,F) + (N,C) + (N,3Ca).
 int64_t deferred_block_bytes(const ActivationShape& s);
 
+// Backward's activation gradients, one set per backward pass (temporaries): dres is the gradient of the residual
+// stream flowing down through the blocks; dC, dqkv and dfch are reused by every block. With sequence parallelism
+// dfull holds an all-gathered output gradient (or re-gathered LayerNorm output) and dln a reduce-scattered input
+// gradient.
+struct BackwardScratch {
+    Allocation storage;
+    Tensor dres;       // (R,C)
+    Tensor dC;         // (N,C): a LayerNorm output's partial gradient; its first N*Ca elements also d(atty)
+    Tensor dqkv;       // (N,3Ca)
+    Tensor dfch;       // (N,F)
+    Tensor dfull;      // (N,C) sequence parallelism only
+    Tensor dln;        // (R,C) sequence parallelism only
+    Tensor dlogits16;  // (N,Vr) bf16 copy of dlogits for the head GEMMs (bf16 runs only)
+};
+// Views into `storage` (backward_temporaries_bytes(s, has_head) bytes), which the scratch then owns.
+BackwardScratch carve_backward_scratch(Allocation storage, const ActivationShape& s, bool has_head);
+
+// A block's weight-GEMM output gradients, kept from B to W of a split backward (deferred_block_bytes).
+struct DeferredGrads {
+    Tensor dout_fcproj;  // (N,C)  d(block output), all rows
+    Tensor dfch;         // (N,F)  d(c_fc output)
+    Tensor dres2;        // (N,C)  d(residual2), all rows
+    Tensor dqkv;         // (N,3Ca) d(c_attn output)
+};
+DeferredGrads view_deferred(const Allocation& storage, const ActivationShape& s);
+
 }  // namespace us

@@ -3,20 +3,13 @@
 #include <fmt/format.h>
 
 #include "engine/core/intern.h"
+#include "engine/model/gpt_linears.h"
 #include "profiler/record/zones.h"
 
 namespace us {
 
 namespace {
 
-// The linear layers, named as in the checkpoint, for the spans of their GEMMs (forward, input grad, weight grad).
-enum Linear { kQkv, kAttnProj, kFc, kFcProj, kLinearCount };
-constexpr const char* kLinearNames[kLinearCount][3] = {
-    {"attn.c_attn", "attn.c_attn dX", "attn.c_attn dW"},
-    {"attn.c_proj", "attn.c_proj dX", "attn.c_proj dW"},
-    {"mlp.c_fc", "mlp.c_fc dX", "mlp.c_fc dW"},
-    {"mlp.c_proj", "mlp.c_proj dX", "mlp.c_proj dW"},
-};
 uint32_t linear_name(int which, int pass) {
     static const auto ids = [] {
         std::array<std::array<uint32_t, 3>, kLinearCount> t{};
@@ -28,28 +21,6 @@ uint32_t linear_name(int which, int pass) {
 }
 
 }  // namespace
-
-// Backward's activation gradients, one set per backward pass (temporaries): dres is the gradient of the residual
-// stream flowing down through the blocks; dC, dqkv and dfch are reused by every block. With sequence parallelism
-// dfull holds an all-gathered output gradient (or re-gathered LayerNorm output) and dln a reduce-scattered input
-// gradient.
-struct GPT::Scratch {
-    Allocation storage;
-    Tensor dres;      // (R,C)
-    Tensor dC;        // (N,C): a LayerNorm output's partial gradient; its first N*Ca elements also d(atty)
-    Tensor dqkv;      // (N,3Ca)
-    Tensor dfch;      // (N,F)
-    Tensor dfull;     // (N,C) sequence parallelism only
-    Tensor dln;       // (R,C) sequence parallelism only
-    Tensor dlogits16; // (N,Vr) bf16 copy of dlogits for the head GEMMs (bf16 runs only)
-};
-
-struct GPT::Deferred {
-    Tensor dout_fcproj;  // (N,C)  d(block output), all rows
-    Tensor dfch;         // (N,F)  d(c_fc output)
-    Tensor dres2;        // (N,C)  d(residual2), all rows
-    Tensor dqkv;         // (N,3Ca) d(c_attn output)
-};
 
 GPT::GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend, const ParamLayout& layout,
          int layer_begin, int layer_end)
@@ -223,7 +194,7 @@ void GPT::moe_forward(int layer, BlockActs& a, const BlockParams& p, ParamAccess
     }
 }
 
-void GPT::moe_backward(int layer, BlockActs& a, const BlockParams& p, const BlockParams& d, Scratch& s,
+void GPT::moe_backward(int layer, BlockActs& a, const BlockParams& p, const BlockParams& d, BackwardScratch& s,
                        ParamAccess& params, MoeActs& moe, float grad_scale) {
     const int64_t N = m_shape.N(), R = m_shape.rows();
     const int C = m_shape.C;
@@ -423,7 +394,7 @@ void GPT::head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params, Te
 // ---------------------------------------------------------------------------------------------------------------
 // [SECTION] backward
 
-void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad_scale, ParamAccess& params) {
+void GPT::head_backward(ChunkActivations& acts, Tensor x, BackwardScratch& s, float grad_scale, ParamAccess& params) {
     US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("head"));
     const int N = int(m_shape.N()), R = int(m_shape.rows()), C = m_shape.C, V = m_shape.V;
     const HeadActs h = carve_head(acts.head, m_shape);
@@ -479,7 +450,7 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad
 // With `keep` (B of a split backward) the weight GEMMs are left out and their output gradients copied into it.
 // Under sequence parallelism the LayerNorm outputs the weight GEMMs read are re-gathered here (Megatron keeps only
 // the rank's rows of them, as the activation formula assumes), and the output gradients all-gathered.
-void GPT::block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params, const Deferred* keep,
+void GPT::block_backward(int layer, BlockActs& a, Tensor x, BackwardScratch& s, ParamAccess& params, const DeferredGrads* keep,
                          MoeActs* moe, float grad_scale) {
     const int R = int(m_shape.rows()), C = m_shape.C, Ca = int(m_shape.Ca()), F = int(m_shape.F());
     const int NH = m_shape.heads(), HD = C / m_shape.NH;
@@ -522,49 +493,9 @@ void GPT::block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAcc
     m_be.layernorm_backward(s.dres, d.ln1_w, d.ln1_b, dln1, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, R, C);
 }
 
-GPT::Deferred GPT::view_deferred(const Allocation& storage) const {
-    const int64_t N = m_shape.N(), NC = N * m_shape.C, NF = N * m_shape.F(), NA = N * m_shape.Ca();
-    const DType e = m_shape.dtype;
-    return {storage.view(e, 0, NC), storage.view(e, NC, NF), storage.view(e, NC + NF, NC),
-            storage.view(e, 2 * NC + NF, 3 * NA)};
-}
-
-void GPT::block_weight_grads(int layer, const BlockActs& a, const Deferred& k, ParamAccess& params, Tensor whole) {
-    const int C = m_shape.C, Ca = int(m_shape.Ca()), F = int(m_shape.F());
-    const BlockParams d = block_params(params.grads(m_layout.block_unit(layer)), C, m_shape.tp);
-    matmul_backward_weight(kFcProj, d.fcproj_w, k.dout_fcproj, a.fch_gelu, F, C);
-    matmul_backward_weight(kFc, d.fc_w, k.dfch, m_tp.column_input_forward(a.ln2, whole), C, F);
-    matmul_backward_weight(kAttnProj, d.attproj_w, k.dres2, a.atty, Ca, C);
-    matmul_backward_weight(kQkv, d.qkv_w, k.dqkv, m_tp.column_input_forward(a.ln1, whole), C, 3 * Ca);
-}
-
-// W of a split backward: the weight GEMMs of every block from what B kept, then everything is released.
-void GPT::weight_backward(ChunkActivations& acts, ParamAccess& params) {
-    Allocation whole_storage;
-    Tensor whole;
-    if (m_tp.sp()) {  // the LayerNorm outputs are gathered again for the weight GEMMs
-        whole_storage = m_be.allocator().allocate(size_t(forward_temporaries_bytes(m_shape)), MemCategory::temporaries,
-                                                  "sequence-parallel gathered rows");
-        whole = whole_storage.view(m_shape.dtype, 0, m_shape.N() * m_shape.C);
-    }
-    for (int i = int(acts.blocks.size()) - 1; i >= 0; --i) {
-        const int layer = m_begin + i;
-        US_PROF_LAYER(layer);
-        US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, m_block_names[size_t(layer)]);
-        block_weight_grads(layer, view_block(acts, i), view_deferred(acts.deferred[size_t(i)]), params, whole);
-        params.grads_done(m_layout.block_unit(layer));
-        acts.deferred[size_t(i)].reset();
-        acts.blocks[size_t(i)].reset();
-    }
-    acts.blocks.clear();
-    acts.deferred.clear();
-    acts.embedding.reset();
-    acts.tokens.reset();
-}
-
 // The embedding's backward: the output gradient of all rows (all-gathered under SP) scattered into the rows of
 // the rank's vocabulary slice.
-void GPT::embedding_backward(ChunkActivations& acts, Scratch& s, ParamAccess& params) {
+void GPT::embedding_backward(ChunkActivations& acts, BackwardScratch& s, ParamAccess& params) {
     US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("embedding"));
     const int64_t N = m_shape.N();
     const int emb = m_layout.embedding_unit();
@@ -584,29 +515,14 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
     US_ASSERT(part == BackwardPart::full || m_options.recompute != Recompute::full,
               "a split backward keeps block activations until W; full recomputation does not keep them");
     const bool split = part == BackwardPart::input;
-    const int64_t N = m_shape.N(), R = m_shape.rows();
+    const int64_t R = m_shape.rows();
     const int C = m_shape.C;
-    const DType e = m_shape.dtype;
     TrackedAllocator& alloc = m_be.allocator();
 
-    Scratch s;
-    s.storage = alloc.allocate(size_t(backward_temporaries_bytes(m_shape, has_head())), MemCategory::temporaries,
-                               "backward activation gradients");
-    int64_t off = 0;
-    auto take = [&](DType t, int64_t n) {
-        const Tensor v = Tensor::of(static_cast<char*>(s.storage.data()) + off, t, n);
-        off += n * int64_t(dtype_size(t));
-        return v;
-    };
-    s.dres = take(e, R * C);
-    s.dC = take(e, N * C);
-    s.dqkv = take(e, 3 * N * m_shape.Ca());
-    s.dfch = take(e, N * m_shape.F());
-    if (m_tp.sp()) {
-        s.dfull = take(e, N * C);
-        s.dln = take(e, R * C);
-    }
-    if (has_head() && e == DType::bf16) s.dlogits16 = take(DType::bf16, N * m_shape.V);
+    BackwardScratch s = carve_backward_scratch(
+        alloc.allocate(size_t(backward_temporaries_bytes(m_shape, has_head())), MemCategory::temporaries,
+                       "backward activation gradients"),
+        m_shape, has_head());
 
     const int first = m_begin, count = int(acts.blocks.size());
     if (split) acts.deferred.resize(size_t(count));
@@ -639,7 +555,7 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
         if (split) {
             acts.deferred[size_t(i)] = alloc.allocate(size_t(deferred_block_bytes(m_shape)), MemCategory::temporaries,
                                                       "deferred weight-gradient inputs");
-            const Deferred keep = view_deferred(acts.deferred[size_t(i)]);
+            const DeferredGrads keep = view_deferred(acts.deferred[size_t(i)], m_shape);
             block_backward(layer, a, x, s, params, &keep, &moe, grad_scale);
             params.release(unit, Pass::backward);
             continue;  // W computes the weight gradients and releases the block

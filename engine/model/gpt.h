@@ -109,27 +109,24 @@ public:
     void reset_moe_stats();
 
 private:
-    struct Scratch;  // backward's activation gradients
-    struct Deferred;  // a block's output gradients kept from B to W
     // `whole` is an (N,C) buffer for the sequence-parallel gathers (empty without SP); `moe` an MoE block's routed
     // rows.
     void block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, Tensor whole, MoeActs* moe,
                        MoeStats* stats);
-    void block_backward(int layer, BlockActs& a, Tensor x, Scratch& s, ParamAccess& params, const Deferred* keep,
+    void block_backward(int layer, BlockActs& a, Tensor x, BackwardScratch& s, ParamAccess& params, const DeferredGrads* keep,
                         MoeActs* moe, float grad_scale);
     void moe_forward(int layer, BlockActs& a, const BlockParams& p, ParamAccess& params, Tensor whole, MoeActs& moe,
                      MoeStats& stats);
-    void moe_backward(int layer, BlockActs& a, const BlockParams& p, const BlockParams& d, Scratch& s,
+    void moe_backward(int layer, BlockActs& a, const BlockParams& p, const BlockParams& d, BackwardScratch& s,
                       ParamAccess& params, MoeActs& moe, float grad_scale);
     int expert_unit(int layer) const { return m_options.expert_unit_base + m_options.expert_layout->block_unit(layer); }
     bool is_moe(int layer) const { return m_config.is_moe_layer(layer); }
-    void block_weight_grads(int layer, const BlockActs& a, const Deferred& d, ParamAccess& params, Tensor whole);
-    Deferred view_deferred(const Allocation& storage) const;
+    void block_weight_grads(int layer, const BlockActs& a, const DeferredGrads& d, ParamAccess& params, Tensor whole);
     void weight_backward(ChunkActivations& acts, ParamAccess& params);
     void embedding_forward(ChunkActivations& acts, ParamAccess& params, Tensor whole);
-    void embedding_backward(ChunkActivations& acts, Scratch& s, ParamAccess& params);
+    void embedding_backward(ChunkActivations& acts, BackwardScratch& s, ParamAccess& params);
     void head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params, Tensor whole);
-    void head_backward(ChunkActivations& acts, Tensor x, Scratch& s, float grad_scale, ParamAccess& params);
+    void head_backward(ChunkActivations& acts, Tensor x, BackwardScratch& s, float grad_scale, ParamAccess& params);
     // `which` names the linear layer in profiles (Linear enum in gpt.cpp). An empty bias is skipped.
     void matmul_forward(int which, Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC, bool accumulate);
     void matmul_backward_input(int which, Tensor dinp, Tensor dbias, Tensor dout, Tensor weight, int IC, int OC);
