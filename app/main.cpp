@@ -14,6 +14,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/default_run.h"
+#include "app/lesson/lesson.h"
 #include "engine/core/check.h"
 #include "profiler/trace/trace_store.h"
 
@@ -43,6 +44,9 @@ void usage() {
         "  --fit-step N            show step N in the time window (timeline and memory views)\n"
         "  --font-size PX          UI font size, 8 to 64 (default 16 x the monitor's scale; View > font size)\n"
         "  --exit-when-done        exit when the launched run ends, with its exit code\n"
+        "  --lesson NAME           open a workshop lesson and launch its first run (ultrascope lesson --list)\n"
+        "  --lesson-runs all       with --lesson: launch every run of the lesson in turn (the comparison)\n"
+        "  --high-contrast         the projector theme (also View > high contrast)\n"
         "  --store-cap-mib N       memory cap of the trace kept in memory (default 2048; the file keeps all)\n"
         "  --hostfile FILE         launch ranks on the hosts of an Open MPI hostfile (with --stream-listen)\n"
         "  --launcher L            mpirun (default) or srun (inside a Slurm allocation)\n"
@@ -56,7 +60,8 @@ bool follows_value_flag(char** argv, int i) {
     if (i <= 1) return false;
     const std::string prev = argv[i - 1];
     if (prev.rfind("-", 0) != 0) return false;
-    for (const char* sw : {"--no-overlap", "--fp32-grad-accum", "--quiet", "--no-launch", "--exit-when-done", "--print-config", "--sp"})
+    for (const char* sw : {"--no-overlap", "--fp32-grad-accum", "--quiet", "--no-launch", "--exit-when-done", "--print-config", "--sp",
+                           "--high-contrast"})
         if (prev == sw) return false;
     return true;
 }
@@ -69,6 +74,8 @@ int gui_or_fallback(int argc, char** argv) {
     float font_px = 0;  // automatic
     size_t store_cap_bytes = us::prof::TraceStoreOptions{}.max_bytes;
     std::string hostfile, launcher = "mpirun", stream_listen = "127.0.0.1";
+    std::string lesson, lesson_runs = "first";
+    bool high_contrast = false;
     std::vector<std::string> train_args;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -95,6 +102,9 @@ int gui_or_fallback(int argc, char** argv) {
         else if (a == "--hostfile") hostfile = value();
         else if (a == "--launcher") launcher = value();
         else if (a == "--stream-listen") stream_listen = value();
+        else if (a == "--lesson") lesson = value();
+        else if (a == "--lesson-runs") lesson_runs = value();
+        else if (a == "--high-contrast") high_contrast = true;
         else if (a.rfind("-", 0) != 0 && open.empty() && !follows_value_flag(argv, i) && std::filesystem::exists(a))
             open = a;  // `ultrascope TRACE`
         else train_args.push_back(a);
@@ -102,6 +112,11 @@ int gui_or_fallback(int argc, char** argv) {
     US_CHECK_INPUT(view == "all" || view == "memory" || view == "timeline" || view == "overlap" || view == "training" ||
                        view == "compare" || view == "experts",
                    "unknown --view '{}': expected memory, timeline, overlap, training, compare, experts or all", view);
+    US_CHECK_INPUT(lesson_runs == "first" || lesson_runs == "all", "--lesson-runs '{}': expected first or all", lesson_runs);
+    if (!lesson.empty()) {  // named now, before a window opens: a typo gets the list of lessons
+        const auto set = us::lesson::load_lessons(us::lesson::default_lessons_dir());
+        US_CHECK_INPUT(us::lesson::find_lesson(set, lesson), "no lesson '{}': see ultrascope lesson --list", lesson);
+    }
 #ifdef US_HAVE_GUI
     if (us::gui::display_available()) {
         us::gui::GuiOptions o;
@@ -119,6 +134,9 @@ int gui_or_fallback(int argc, char** argv) {
         o.hostfile = hostfile;
         o.launcher = launcher;
         o.stream_listen = stream_listen;
+        o.lesson = lesson;
+        o.lesson_all_runs = lesson_runs == "all";
+        o.high_contrast = high_contrast;
         return us::gui::run_gui(o);
     }
     US_CHECK_INPUT(screenshot.empty(), "--screenshot needs a display: run under xvfb-run (apt-get install xvfb)");
@@ -127,6 +145,12 @@ int gui_or_fallback(int argc, char** argv) {
     US_CHECK_INPUT(screenshot.empty(), "this build has no GUI (libimgui-dev, libglfw3-dev were missing at build time)");
     std::fprintf(stderr, "ultrascope: this build has no GUI: doing the same thing headless\n");
 #endif
+    if (!lesson.empty()) {  // the lesson's runs and its checked claim, in text
+        std::fprintf(stderr, "ultrascope lesson %s --check\n", lesson.c_str());
+        std::string check = "--check";
+        std::vector<char*> args = {argv[0], lesson.data(), check.data()};
+        return us::app::lesson_command(int(args.size()), args.data());
+    }
     if (!open.empty()) {
         std::fprintf(stderr, "ultrascope report %s\n", open.c_str());
         std::vector<char*> args = {argv[0], open.data()};

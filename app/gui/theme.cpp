@@ -76,8 +76,11 @@ ImU32 micro_batch_color(int mb, prof::Phase phase) {
     return IM_COL32(int(r * 255), int(g * 255), int(b * 255), 255);
 }
 
+namespace {
+bool g_high_contrast = false;
+}
+
 void apply_theme() {
-    ImGui::StyleColorsDark();
     ImGuiStyle& s = ImGui::GetStyle();
     s.WindowRounding = 3.0f;
     s.FrameRounding = 3.0f;
@@ -85,8 +88,32 @@ void apply_theme() {
     s.WindowPadding = ImVec2(8, 8);
     s.ItemSpacing = ImVec2(8, 5);
     s.ScrollbarSize = 12.0f;
-    s.Colors[ImGuiCol_WindowBg] = ImVec4(0.10f, 0.105f, 0.12f, 1.0f);
+    set_high_contrast(g_high_contrast);
 }
+
+void set_high_contrast(bool on) {
+    g_high_contrast = on;
+    ImGuiStyle& s = ImGui::GetStyle();
+    ImGui::StyleColorsDark(&s);
+    s.Colors[ImGuiCol_WindowBg] = ImVec4(0.10f, 0.105f, 0.12f, 1.0f);
+    s.FrameBorderSize = 0.0f;
+    if (!on) return;
+    // A projector washes dark greys into the black: pure black behind pure white, framed widgets, brighter accents.
+    // The views' own colours are chosen for a dark background, so the contrast is raised around them.
+    s.Colors[ImGuiCol_WindowBg] = s.Colors[ImGuiCol_ChildBg] = s.Colors[ImGuiCol_PopupBg] = ImVec4(0, 0, 0, 1);
+    s.Colors[ImGuiCol_Text] = ImVec4(1, 1, 1, 1);
+    s.Colors[ImGuiCol_TextDisabled] = ImVec4(0.8f, 0.8f, 0.8f, 1);
+    s.Colors[ImGuiCol_Border] = ImVec4(0.9f, 0.9f, 0.9f, 0.9f);
+    s.Colors[ImGuiCol_FrameBg] = ImVec4(0.16f, 0.16f, 0.16f, 1);
+    s.Colors[ImGuiCol_TitleBgActive] = s.Colors[ImGuiCol_TitleBg] = ImVec4(0.05f, 0.2f, 0.45f, 1);
+    s.Colors[ImGuiCol_Header] = ImVec4(0.1f, 0.35f, 0.75f, 1);
+    s.Colors[ImGuiCol_Tab] = ImVec4(0.1f, 0.25f, 0.5f, 1);
+    s.Colors[ImGuiCol_TabActive] = ImVec4(0.15f, 0.45f, 0.9f, 1);
+    s.Colors[ImGuiCol_TableBorderStrong] = s.Colors[ImGuiCol_TableBorderLight] = ImVec4(0.75f, 0.75f, 0.75f, 1);
+    s.FrameBorderSize = 1.0f;
+}
+
+bool high_contrast() { return g_high_contrast; }
 
 namespace {
 ImFont* g_small = nullptr;

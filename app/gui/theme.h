@@ -23,6 +23,9 @@ inline constexpr ImU32 kTextDim = IM_COL32(180, 180, 180, 255);
 inline constexpr ImU32 kWarnColor = IM_COL32(255, 120, 90, 255);
 
 void apply_theme();
+// The projector theme (View > high contrast, --high-contrast): colours only, so it can change between widgets.
+void set_high_contrast(bool on);
+bool high_contrast();
 // Loads the UI font and a smaller one for dense views (timeline labels); falls back to ImGui's built-in font
 // when DejaVu is not installed.
 // The font size in pixels (the View menu, --font-size; 16 by default, times the monitor's content scale). Sizes in

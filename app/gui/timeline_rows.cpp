@@ -47,7 +47,7 @@ void LaneRow::draw(TimelineContext& ctx, float y) {
     if (m_lane == r->work_lane()) {
         // idle gaps inside the work (on a traced GPU, the device's): red, under the spans
         const int64_t min_gap = int64_t(2.0 / ctx.window.px_per_ns());
-        const std::vector<Gap>& gaps = ctx.app->idle_gaps(m_rank, min_gap);
+        const std::vector<Gap>& gaps = ctx.derived->idle_gaps(*ctx.store, m_rank, min_gap);
         auto it = std::lower_bound(gaps.begin(), gaps.end(), ctx.window.t0, [](const Gap& g, int64_t t) { return g.end < t; });
         for (; it != gaps.end() && it->begin < ctx.window.t1; ++it)
             if (it->end - it->begin >= min_gap)

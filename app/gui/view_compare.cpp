@@ -12,16 +12,16 @@
 namespace us::gui {
 
 void draw_compare_view(AppState& app) {
-    std::vector<RunSummary> runs = app.runs;
-    if (app.store() && app.store()->rank_count() > 0 && (app.running() || app.source() == Source::attached)) {
-        const double loss = app.training().empty() ? 0 : app.training().back().loss;
-        runs.push_back(summarize_run(app.report(), app.source_label() + " (now)", "", loss));
+    std::vector<RunSummary> runs = app.comparison.runs;
+    if (app.store() && app.store()->rank_count() > 0 && (app.source.running() || app.source.kind() == Source::attached)) {
+        const double loss = app.derived.training().empty() ? 0 : app.derived.training().back().loss;
+        runs.push_back(summarize_run(app.report(), app.source.label() + " (now)", "", loss));
     }
     if (runs.empty()) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "finished runs appear here; change a setting and relaunch to compare");
         return;
     }
-    if (ImGui::SmallButton("clear")) app.runs.clear();
+    if (ImGui::SmallButton("clear")) app.comparison.runs.clear();
     const size_t first = runs.size() > 5 ? runs.size() - 5 : 0;  // the last five
     const int cols = int(runs.size() - first) + 1;
     if (!ImGui::BeginTable("compare", cols, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollX))

@@ -39,8 +39,8 @@ void int_field(const char* label, int& v, int min, int max, const char* help) {
 }
 
 void draw_status(AppState& app) {
-    const app::LiveRun* live = app.live();
-    switch (app.source()) {
+    const app::LiveRun* live = app.source.live();
+    switch (app.source.kind()) {
         case Source::launched:
             if (live && !live->finished()) {
                 ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.5f, 1), "running  %.0f s", live->seconds());
@@ -77,7 +77,7 @@ void draw_status(AppState& app) {
             break;
         case Source::file: ImGui::TextColored(ImVec4(0.6f, 0.8f, 1, 1), "viewing a trace file"); break;
         default:
-            ImGui::TextUnformatted(app.loading() ? "loading the trace..." : "nothing loaded: launch a run or open a trace");
+            ImGui::TextUnformatted(app.source.loading() ? "loading the trace..." : "nothing loaded: launch a run or open a trace");
     }
     if (const prof::TraceStore* store = app.store()) {
         // The store's memory against its cap, always visible; reaching it is a warning, never a silent loss.
@@ -97,151 +97,166 @@ void draw_status(AppState& app) {
             ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "%llu events dropped by the ranks' recorders (ring full)",
                                (unsigned long long)dropped);
     }
-    if (!app.error.empty()) {
+    if (!app.log.error.empty()) {
         ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.35f, 0.08f, 0.08f, 1));
         ImGui::BeginChild("error", ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 4.5f), true);
         const ImVec2 at = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
         app.regions["error"] = ViewRegion{at.x, at.y, size.x, size.y};
         ImGui::PushTextWrapPos(0);
-        ImGui::TextColored(ImVec4(1, 0.8f, 0.75f, 1), "%s", app.error.c_str());
+        ImGui::TextColored(ImVec4(1, 0.8f, 0.75f, 1), "%s", app.log.error.c_str());
         ImGui::PopTextWrapPos();
-        if (ImGui::SmallButton("dismiss")) app.error.clear();
+        if (ImGui::SmallButton("dismiss")) app.log.error.clear();
         ImGui::EndChild();
         ImGui::PopStyleColor();
     }
 }
 
+// A setting kept as a double (bucket size, capacity factor) on a float slider.
+bool slider(const char* label, double& v, float min, float max, const char* format, ImGuiSliderFlags flags = 0) {
+    float f = float(v);
+    if (!ImGui::SliderFloat(label, &f, min, max, format, flags)) return false;
+    v = f;
+    return true;
+}
+
+// A setting kept as an enum, chosen by its flag value's name.
+template <typename E, typename Name, typename Parse>
+void enum_combo(const char* label, E& value, std::initializer_list<const char*> names, Name name_of, Parse parse) {
+    std::string text(name_of(value));
+    ImGui::SetNextItemWidth(em(110));
+    if (combo(label, text, std::vector<std::string>(names.begin(), names.end()))) value = parse(text);
+}
+
+void text_field(const char* label, const char* hint, std::string& value, float width) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%s", value.c_str());
+    ImGui::SetNextItemWidth(em(width));
+    if (ImGui::InputTextWithHint(label, hint, buf, sizeof buf)) value = buf;
+}
+
 void draw_settings(AppState& app) {
-    LaunchSettings& s = app.settings;
+    // The panel edits the run's TrainConfig; its arguments come from the trainer's own flag table.
+    TrainConfig& c = app.settings.config;
+    ParallelConfig& p = c.parallel;
+    HostSettings& hosts = app.settings.hosts;
     static std::vector<std::string> presets = list_presets();
+    std::string preset = c.preset;
     ImGui::SetNextItemWidth(em(150));
-    combo("preset", s.preset, presets);
-    if (ImGui::TreeNodeEx("model (0 = the preset's)", 0)) {
-        int_field("layers", s.layers, 0, 256, nullptr);
-        int_field("hidden", s.hidden, 0, 16384, nullptr);
-        int_field("heads", s.heads, 0, 256, nullptr);
-        int_field("seq", s.seq, 0, 32768, nullptr);
+    if (combo("preset", preset, presets)) app.settings.set_preset(preset);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("switching keeps the settings you changed from the old preset's");
+    if (ImGui::TreeNodeEx("model", 0)) {
+        int_field("layers", c.model.layers, 1, 256, nullptr);
+        int_field("hidden", c.model.hidden, 1, 16384, nullptr);
+        int_field("heads", c.model.heads, 1, 256, nullptr);
+        int_field("seq", c.model.seq, 1, 32768, nullptr);
         ImGui::TreePop();
     }
-    int_field("micro-batch", s.batch, 0, 4096, "sequences per micro-batch (0 = the preset's)");
-    int_field("micro-batches", s.grad_accum, 1, 1024, "per optimizer step: gradient accumulation, and m of the pipeline");
-    int_field("steps", s.steps, 0, 1000000, "optimizer steps (0 = the preset's)");
+    int_field("micro-batch", c.batch, 1, 4096, "sequences per micro-batch");
+    int_field("micro-batches", c.grad_accum, 1, 1024, "per optimizer step: gradient accumulation, and m of the pipeline");
+    int_field("steps", c.steps, 1, 1000000, "optimizer steps");
     ImGui::Separator();
-    int_field("dp", s.dp, 1, 64, "data-parallel ranks");
+    int_field("dp", p.dp, 1, 64, "data-parallel ranks");
     ImGui::SetNextItemWidth(em(110));
-    ImGui::SliderInt("ZeRO", &s.zero, 0, 3);
-    int_field("pp", s.pp, 1, 64, "pipeline stages: the layers split evenly, embedding on the first, head and loss on the last");
-    ImGui::BeginDisabled(s.pp == 1);
+    ImGui::SliderInt("ZeRO", &p.zero, 0, 3);
+    int_field("pp", p.pp, 1, 64, "pipeline stages: the layers split evenly, embedding on the first, head and loss on the last");
+    ImGui::BeginDisabled(p.pp == 1);
     ImGui::SetNextItemWidth(em(110));
-    if (combo("schedule", s.pp_schedule, {"afab", "1f1b", "interleaved", "zb1"}) && s.pp_schedule != "interleaved")
-        s.pp_chunks = 1;
+    if (combo("schedule", p.pp_schedule, {"afab", "1f1b", "interleaved", "zb1"}) && p.pp_schedule != "interleaved")
+        p.pp_chunks = 1;
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("afab: all forwards, then all backwards (GPipe)\n1f1b: one forward, one backward; at most pp "
                           "micro-batches in flight\ninterleaved: 1F1B over several chunks per rank\nzb1: zero-bubble "
                           "ZB-H1, weight gradients fill the bubbles");
-    ImGui::BeginDisabled(s.pp_schedule != "interleaved");
-    int_field("chunks per rank", s.pp_chunks, 1, 16, "virtual stages per rank (interleaved); layers must divide by pp x chunks");
+    ImGui::BeginDisabled(p.pp_schedule != "interleaved");
+    int_field("chunks per rank", p.pp_chunks, 1, 16, "virtual stages per rank (interleaved); layers must divide by pp x chunks");
     ImGui::EndDisabled();
     ImGui::EndDisabled();
-    int_field("tp", s.tp, 1, 64,
+    int_field("tp", p.tp, 1, 64,
               "tensor-parallel ranks: each block's attention heads and MLP split over tp ranks (Megatron),\n"
               "with an all-reduce per branch in forward and in backward on the critical path; heads must divide by tp");
     ImGui::SameLine();
-    ImGui::BeginDisabled(s.tp == 1);
-    ImGui::Checkbox("SP", &s.sp);
+    ImGui::BeginDisabled(p.tp == 1);
+    ImGui::Checkbox("SP", &p.sp);
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("sequence parallelism: LayerNorms and residuals on seq/tp positions per rank; all-gather\n"
                           "before and reduce-scatter after the tensor-parallel layers; activations / tp");
     ImGui::EndDisabled();
-    if (s.tp == 1) s.sp = false;
-    int_field("cp", s.cp, 1, 64,
+    if (p.tp == 1) p.sp = false;
+    int_field("cp", p.cp, 1, 64,
               "context-parallel ranks: each sequence split over cp ranks, attention as a ring passing key/value\n"
               "blocks (overlapped with the attention of the block in hand); activations / cp");
     ImGui::SameLine();
-    ImGui::BeginDisabled(s.cp == 1);
+    ImGui::BeginDisabled(p.cp == 1);
     ImGui::SetNextItemWidth(em(110));
-    combo("##balance", s.cp_balance, {"zigzag", "contiguous"});
+    combo("##balance", p.cp_balance, {"zigzag", "contiguous"});
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("zigzag: 2 cp chunks, rank r holds r and 2cp-1-r: equal causal work on every rank\n"
                           "contiguous: rank r holds chunk r: the last rank's queries see every key (imbalanced)");
     ImGui::EndDisabled();
-    if (ImGui::TreeNodeEx("experts (mixture of experts)", s.moe_experts > 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0)) {
-        int_field("experts", s.moe_experts, 0, 1024,
-                  "E experts per MoE block, each a 4h GeLU MLP; a router sends each token to K of them\n"
-                  "(0: the preset's model, dense unless the preset has experts)");
-        ImGui::BeginDisabled(s.moe_experts == 0);
-        int_field("top-K", s.moe_topk, 1, 64, "experts per token; the gates are the K probabilities renormalised");
-        int_field("every", s.moe_every, 1, 64, "every M-th block is an MoE block (1: all of them)");
+    if (ImGui::TreeNodeEx("experts (mixture of experts)", c.model.moe_experts > 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0)) {
+        int_field("experts", c.model.moe_experts, 0, 1024,
+                  "E experts per MoE block, each a 4h GeLU MLP; a router sends each token to K of them (0: dense)");
+        ImGui::BeginDisabled(c.model.moe_experts == 0);
+        int_field("top-K", c.model.moe_topk, 1, 64, "experts per token; the gates are the K probabilities renormalised");
+        int_field("every", c.model.moe_every, 1, 64, "every M-th block is an MoE block (1: all of them)");
         ImGui::SetNextItemWidth(em(110));
-        ImGui::SliderFloat("capacity", &s.moe_capacity_factor, 0.0f, 4.0f, s.moe_capacity_factor > 0 ? "%.2f" : "dropless");
+        slider("capacity", c.moe_capacity_factor, 0.0f, 4.0f, c.moe_capacity_factor > 0 ? "%.2f" : "dropless");
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("capacity factor F: an expert takes at most ceil(tokens K / E x F) rows per micro-batch\n"
                               "on each rank and drops the rest (the token keeps its residual); 0: dropless");
         ImGui::SetNextItemWidth(em(110));
-        ImGui::SliderFloat("balance loss", &s.moe_aux_loss_coef, 0.0f, 0.1f, "%.3f");
+        slider("balance loss", c.moe_aux_loss_coef, 0.0f, 0.1f, "%.3f");
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("weight of the Switch load-balancing loss coef x E x sum_i f_i P_i (per sequence)");
-        int_field("ep", s.ep, 1, 64,
+        int_field("ep", p.ep, 1, 64,
                   "expert-parallel ranks, carved out of dp: each holds E/ep experts of every MoE block and\n"
                   "exchanges token rows with the others in two all-to-alls per MoE block each way; ep divides dp");
         ImGui::EndDisabled();
         ImGui::TreePop();
     }
-    if (s.moe_experts == 0) s.ep = 1;
-    if (ImGui::TreeNodeEx("hosts", s.hostfile.empty() && s.launcher == "mpirun" ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
-        static char hostfile_buf[512], listen_buf[128];
-        std::snprintf(hostfile_buf, sizeof hostfile_buf, "%s", s.hostfile.c_str());
-        std::snprintf(listen_buf, sizeof listen_buf, "%s", s.stream_listen.c_str());
+    if (c.model.moe_experts == 0) p.ep = 1;
+    if (ImGui::TreeNodeEx("hosts", hosts.hostfile.empty() && hosts.launcher == "mpirun" ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
         ImGui::SetNextItemWidth(em(110));
-        combo("launcher", s.launcher, {"mpirun", "srun"});
+        combo("launcher", hosts.launcher, {"mpirun", "srun"});
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("mpirun: this machine, or the hosts of a hostfile\nsrun: the nodes of the Slurm allocation "
                               "this GUI runs in (salloc)");
-        ImGui::BeginDisabled(s.launcher != "mpirun");
-        ImGui::SetNextItemWidth(em(220));
-        if (ImGui::InputTextWithHint("hostfile", "(this machine)", hostfile_buf, sizeof hostfile_buf)) s.hostfile = hostfile_buf;
+        ImGui::BeginDisabled(hosts.launcher != "mpirun");
+        text_field("hostfile", "(this machine)", hosts.hostfile, 220);
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("an Open MPI hostfile: one 'HOST slots=N' per line");
         ImGui::EndDisabled();
-        ImGui::SetNextItemWidth(em(220));
-        if (ImGui::InputText("stream to", listen_buf, sizeof listen_buf)) s.stream_listen = listen_buf;
+        text_field("stream to", "", hosts.stream_listen, 220);
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("the address of this machine the ranks stream back to (a port is picked; the run's token\n"
                               "goes to the ranks in ULTRASCOPE_TOKEN). 127.0.0.1 for ranks on this machine; for other\n"
                               "hosts this machine's address on their network, or 0.0.0.0 (its host name is sent)");
         ImGui::TreePop();
     }
-    if (ImGui::TreeNodeEx("checkpoints", s.save_path.empty() && s.load_path.empty() ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
-        static char save_buf[512], load_buf[512];
-        std::snprintf(save_buf, sizeof save_buf, "%s", s.save_path.c_str());
-        std::snprintf(load_buf, sizeof load_buf, "%s", s.load_path.c_str());
-        ImGui::SetNextItemWidth(em(220));
-        if (ImGui::InputTextWithHint("save to", "(none)", save_buf, sizeof save_buf)) s.save_path = save_buf;
+    if (ImGui::TreeNodeEx("checkpoints", c.save.empty() && c.load.empty() ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
+        text_field("save to", "(none)", c.save, 220);
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("--save FILE: the checkpoint (safetensors), written atomically: a crash never leaves\n"
                               "a half-written one; at the end of the run and every N steps below");
-        ImGui::BeginDisabled(s.save_path.empty());
-        int_field("every N steps", s.save_every, 0, 1000000, "--save-every N (0: only at the end)");
+        ImGui::BeginDisabled(c.save.empty());
+        int_field("every N steps", c.save_every, 0, 1000000, "--save-every N (0: only at the end)");
         ImGui::EndDisabled();
-        ImGui::SetNextItemWidth(em(220));
-        if (ImGui::InputTextWithHint("resume from", "(start fresh)", load_buf, sizeof load_buf)) s.load_path = load_buf;
+        text_field("resume from", "(start fresh)", c.load, 220);
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("--load FILE: continue a run from its checkpoint; keep --steps the same as the\n"
                               "interrupted run's and it continues bitwise as if it had never stopped");
         ImGui::TreePop();
     }
     ImGui::SetNextItemWidth(em(110));
-    ImGui::SliderFloat("bucket MiB", &s.bucket_mb, 0.25f, 32.0f, "%.2f", ImGuiSliderFlags_Logarithmic);
-    ImGui::Checkbox("overlap gradient all-reduce", &s.overlap);
-    ImGui::SetNextItemWidth(em(110));
-    combo("precision", s.precision, {"fp32", "bf16"});
-    ImGui::SetNextItemWidth(em(110));
-    combo("recompute", s.recompute, {"none", "selective", "full"});
-    ImGui::SetNextItemWidth(em(110));
-    combo("attention", s.attention, {"naive", "flash"});
+    slider("bucket MiB", p.bucket_mb, 0.25f, 32.0f, "%.2f", ImGuiSliderFlags_Logarithmic);
+    ImGui::Checkbox("overlap gradient all-reduce", &p.overlap);
+    enum_combo("precision", c.precision, {"fp32", "bf16"}, precision_name, parse_precision);
+    enum_combo("recompute", c.recompute, {"none", "selective", "full"}, recompute_name, parse_recompute);
+    enum_combo("attention", c.attention, {"naive", "flash"}, attention_name, parse_attention);
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("naive stores the (batch, heads, s, s) probabilities for backward: the 5as/h term of the\n"
                           "activation formula. flash runs attention blockwise with an online softmax, keeps one\n"
                           "log-sum-exp per row and recomputes the scores in backward: the s^2 term disappears.");
+    LaunchSettings& s = app.settings;
 
     // Validation as you type; resolved only when the settings change (it reads the preset file).
     static LaunchSettings checked;
@@ -258,15 +273,15 @@ void draw_settings(AppState& app) {
                                      p.flops_per_token / 1e6);
             prediction += fmt::format("\nactivations per layer {} (textbook {})", format_bytes(p.activations_per_layer),
                                       format_bytes(p.activations_per_layer_formula));
-            if (s.tp > 1)
+            if (s.config.parallel.tp > 1)
                 prediction += fmt::format("\n{} parameters per rank; tp sends {} per step (critical path)",
                                           p.params_on_rank, format_bytes(p.comm_bytes[size_t(prof::group_index("tp"))]));
-            if (s.cp > 1)
+            if (s.config.parallel.cp > 1)
                 prediction += fmt::format("\ncp ring sends {} per step", format_bytes(p.comm_bytes[size_t(prof::group_index("cp"))]));
             if (p.active_params != p.params)
                 prediction += fmt::format("\n{:.2f}M parameters, {:.2f}M active per token (FLOPs count these)",
                                           double(p.params) / 1e6, double(p.active_params) / 1e6);
-            if (s.ep > 1)
+            if (s.config.parallel.ep > 1)
                 prediction += fmt::format("\n{:.2f}M of them here; ep all-to-alls send {} per step (uniform routing)",
                                           double(p.params_on_rank) / 1e6,
                                           format_bytes(p.comm_bytes[size_t(prof::group_index("ep"))]));
@@ -274,7 +289,7 @@ void draw_settings(AppState& app) {
     }
     if (problem.empty()) {
         ImGui::TextColored(ImVec4(0.45f, 0.85f, 0.5f, 1), "ok: %d rank(s) = dp %d x pp %d x tp %d x cp %d%s", s.ranks(),
-                           s.dp, s.pp, s.tp, s.cp, s.ep > 1 ? fmt::format(" (ep {} within dp)", s.ep).c_str() : "");
+                           p.dp, p.pp, p.tp, p.cp, p.ep > 1 ? fmt::format(" (ep {} within dp)", p.ep).c_str() : "");
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", prediction.c_str());
     } else {
         ImGui::PushTextWrapPos(0);
@@ -282,10 +297,10 @@ void draw_settings(AppState& app) {
         ImGui::PopTextWrapPos();
     }
     ImGui::BeginDisabled(!problem.empty());
-    if (ImGui::Button(app.running() ? "Relaunch" : "Launch")) app.launch();
+    if (ImGui::Button(app.source.running() ? "Relaunch" : "Launch")) app.launch();
     ImGui::EndDisabled();
     ImGui::SameLine();
-    ImGui::BeginDisabled(!app.running());
+    ImGui::BeginDisabled(!app.source.running());
     if (ImGui::Button("Stop")) app.stop();
     ImGui::EndDisabled();
     ImGui::SameLine();
@@ -302,7 +317,7 @@ void draw_launch_panel(AppState& app) {
     ImGui::Separator();
     ImGui::TextUnformatted("Messages");
     ImGui::BeginChild("log", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
-    for (const auto& line : app.log) ImGui::TextUnformatted(line.c_str());
+    for (const auto& line : app.log.lines) ImGui::TextUnformatted(line.c_str());
     if (ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4) ImGui::SetScrollHereY(1.0f);
     ImGui::EndChild();
 }

@@ -31,11 +31,11 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
     ImGui::InvisibleButton("memory_plot", ImVec2(w + axis_w, height));
     const bool hovered = ImGui::IsItemHovered();
 
-    const int64_t t0 = app.view_t0, t1 = app.view_t1;
-    const auto& tl = app.memory_timeline(rank.rank);
+    const int64_t t0 = app.window.t0, t1 = app.window.t1;
+    const auto& tl = app.derived.memory_timeline(rank.rank);
     const int width = int(w);
     auto cols = build_memory_columns(tl, t0, t1, width);
-    fill_process_columns(cols, app.process_timeline(rank.rank), t0, t1);
+    fill_process_columns(cols, app.derived.process_timeline(rank.rank), t0, t1);
     int64_t ymax = 1;
     for (const auto& c : cols) ymax = std::max({ymax, c.total, c.held});
     if (rr) ymax = std::max(ymax, rr->predicted.memory_total());
@@ -94,10 +94,10 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
     const ImGuiIO& io = ImGui::GetIO();
     if (hovered) {
         const int64_t t_mouse = t0 + int64_t(double(io.MousePos.x - a0.x) / w * double(t1 - t0));
-        if (io.MouseWheel != 0) app.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
+        if (io.MouseWheel != 0) app.window.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
         if (ImGui::IsMouseDragging(ImGuiMouseButton_Left))
-            app.pan(-int64_t(double(io.MouseDelta.x) / w * double(t1 - t0)));
-        if (!io.WantTextInput && ImGui::IsKeyPressed('F')) app.fit_step(app.step_at(t_mouse));
+            app.window.pan(-int64_t(double(io.MouseDelta.x) / w * double(t1 - t0)));
+        if (!io.WantTextInput && ImGui::IsKeyPressed('F')) app.window.fit_step(app.report(), step_at(app.report(), t_mouse));
         if (!io.WantTextInput && ImGui::IsKeyPressed('A')) app.fit_all();
         // readout
         const int x = int(io.MousePos.x - a0.x);
@@ -205,14 +205,14 @@ void draw_memory_view(AppState& app) {
         return;
     }
     const auto ranks = store->ranks();
-    if (std::find(ranks.begin(), ranks.end(), app.selected_rank) == ranks.end()) app.selected_rank = ranks.front();
+    if (std::find(ranks.begin(), ranks.end(), app.window.selected_rank) == ranks.end()) app.window.selected_rank = ranks.front();
     const prof::RankReport* rr = nullptr;
     for (const auto& r : app.report().ranks)
-        if (r.rank == app.selected_rank) rr = &r;
+        if (r.rank == app.window.selected_rank) rr = &r;
     ImGui::SetNextItemWidth(em(200));
-    if (ImGui::BeginCombo("rank", rr ? rr->label.c_str() : fmt::format("rank {}", app.selected_rank).c_str())) {
+    if (ImGui::BeginCombo("rank", rr ? rr->label.c_str() : fmt::format("rank {}", app.window.selected_rank).c_str())) {
         for (const auto& r : app.report().ranks)
-            if (ImGui::Selectable(r.label.c_str(), r.rank == app.selected_rank)) app.selected_rank = r.rank;
+            if (ImGui::Selectable(r.label.c_str(), r.rank == app.window.selected_rank)) app.window.selected_rank = r.rank;
         ImGui::EndCombo();
     }
     ImGui::SameLine();
@@ -232,7 +232,7 @@ void draw_memory_view(AppState& app) {
     ImGui::PopFont();
     const float table_h = ImGui::GetTextLineHeightWithSpacing() * 13;
     const float plot_h = std::max(80.0f, ImGui::GetContentRegionAvail().y - table_h);
-    draw_stack(app, *store->rank(app.selected_rank), rr, plot_h);
+    draw_stack(app, *store->rank(app.window.selected_rank), rr, plot_h);
     if (rr) draw_peaks(*rr);
 }
 

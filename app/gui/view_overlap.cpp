@@ -41,7 +41,7 @@ void draw_group_table(const prof::Report& rep) {
     for (const char* h : {"rank", "group", "sent (measured)", "sent (predicted)", "time", "exposed"}) ImGui::TableSetupColumn(h);
     ImGui::TableHeadersRow();
     for (const auto& r : rep.ranks) {
-        const double steps = double(std::max<size_t>(1, prof::steady_steps(r.steps).size()));
+        const double steps = double(std::max<size_t>(1, prof::steady_step_count(r.steps)));
         for (int g = 0; g < prof::kGroupCount; ++g) {
             const double bytes = r.steady.group_bytes[size_t(g)] / steps;
             if (bytes == 0 && r.predicted.comm_bytes[size_t(g)] == 0) continue;

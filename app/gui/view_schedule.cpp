@@ -62,13 +62,14 @@ void draw_diagram(const PipelineDiagram& d, int chunks, float width) {
 }  // namespace
 
 bool draw_pipeline_schedule(AppState& app, int step) {
-    const PipelineDiagram& theory = app.theory_diagram();
+    const PipelineDiagram& theory = app.derived.theory_diagram();
     if (theory.stages == 0) return false;
     const int chunks = app.report().predict_input.pp_chunks;
     const float width = ImGui::GetContentRegionAvail().x;
     const ImVec2 start = ImGui::GetCursorScreenPos();
     draw_diagram(theory, chunks, width);
-    const PipelineDiagram& measured = app.measured_diagram(step);
+    static const PipelineDiagram none;
+    const PipelineDiagram& measured = app.store() ? app.derived.measured_diagram(*app.store(), step) : none;
     if (measured.stages == 0) ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "measured: waiting for a step to finish on every stage");
     else draw_diagram(measured, chunks, width);
     app.regions["schedule"] = ViewRegion{start.x, start.y, width, ImGui::GetCursorScreenPos().y - start.y};

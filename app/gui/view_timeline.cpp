@@ -63,7 +63,7 @@ void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t f
 void draw_timeline_view(AppState& app) {
     const prof::TraceStore* store = app.store();
     // toolbar
-    ImGui::Checkbox("follow", &app.follow);
+    ImGui::Checkbox("follow", &app.window.follow);
     ImGui::SameLine();
     if (ImGui::Button("fit all")) app.fit_all();
     ImGui::SameLine();
@@ -72,12 +72,12 @@ void draw_timeline_view(AppState& app) {
     for (const auto& r : rep.ranks)
         if (!r.steps.empty()) last_step = std::max(last_step, r.steps.back().step);
     if (ImGui::Button("fit step") && last_step > 0) {
-        const int mid = app.step_at((app.view_t0 + app.view_t1) / 2);
-        app.fit_step(mid > 0 ? mid : last_step);
+        const int mid = step_at(app.report(), (app.window.t0 + app.window.t1) / 2);
+        app.window.fit_step(app.report(), mid > 0 ? mid : last_step);
     }
     ImGui::SameLine();
     ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "window %s  |  wheel: zoom, drag: pan, F: fit step, A: all",
-                       format_duration_ns(double(app.view_t1 - app.view_t0)).c_str());
+                       format_duration_ns(double(app.window.t1 - app.window.t0)).c_str());
     ImGui::SameLine();
     if (rep.predict_input.pp > 1) {  // phases take their micro-batch's colour
         for (int mb = 0; mb < 3; ++mb) {
@@ -120,7 +120,7 @@ void draw_timeline_view(AppState& app) {
     if (rep.predict_input.pp > 1 &&
         ImGui::CollapsingHeader("pipeline schedule: predicted above, measured below", ImGuiTreeNodeFlags_DefaultOpen)) {
         ImGui::PushFont(small_font());
-        draw_pipeline_schedule(app, app.step_at((app.view_t0 + app.view_t1) / 2));
+        draw_pipeline_schedule(app, step_at(app.report(), (app.window.t0 + app.window.t1) / 2));
         ImGui::PopFont();
     }
     ImGui::BeginChild("lanes", ImVec2(0, 0), false, ImGuiWindowFlags_NoScrollWithMouse);
@@ -128,12 +128,12 @@ void draw_timeline_view(AppState& app) {
     TimelineContext ctx;
     ctx.dl = ImGui::GetWindowDrawList();
     ctx.store = store;
-    ctx.app = &app;
+    ctx.derived = &app.derived;
     ctx.row_h = ImGui::GetTextLineHeight() + 1;
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     const float gutter = 96;
     ctx.x0 = p0.x + gutter;
-    ctx.window = TimeWindow{app.view_t0, std::max(app.view_t1, app.view_t0 + 1), std::max(50.0f, ImGui::GetContentRegionAvail().x - gutter)};
+    ctx.window = TimeWindow{app.window.t0, std::max(app.window.t1, app.window.t0 + 1), std::max(50.0f, ImGui::GetContentRegionAvail().x - gutter)};
     draw_ruler(ctx, p0.y, store->origin());
     const OverlapModel om = build_overlap_model(rep);
     const int worst = om.worst >= 0 ? om.bars[size_t(om.worst)].rank : -1;
@@ -150,17 +150,17 @@ void draw_timeline_view(AppState& app) {
     const ImGuiIO& io = ImGui::GetIO();
     if (ImGui::IsItemHovered()) {
         const int64_t t_mouse = ctx.window.t_of(io.MousePos.x - ctx.x0);
-        if (io.MouseWheel != 0 && !io.KeyShift) app.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
+        if (io.MouseWheel != 0 && !io.KeyShift) app.window.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
         if (io.MouseWheel != 0 && io.KeyShift) ImGui::SetScrollY(ImGui::GetScrollY() - io.MouseWheel * 40);
-        if (ImGui::IsMouseDragging(ImGuiMouseButton_Left)) app.pan(-int64_t(double(io.MouseDelta.x) / ctx.window.px_per_ns()));
+        if (ImGui::IsMouseDragging(ImGuiMouseButton_Left)) app.window.pan(-int64_t(double(io.MouseDelta.x) / ctx.window.px_per_ns()));
         if (!io.WantTextInput) {
-            if (ImGui::IsKeyPressed('F')) app.fit_step(app.step_at(t_mouse));
+            if (ImGui::IsKeyPressed('F')) app.window.fit_step(app.report(), step_at(app.report(), t_mouse));
             if (ImGui::IsKeyPressed('A')) app.fit_all();
-            if (ImGui::IsKeyPressed('L')) app.follow = !app.follow;
-            if (ImGui::IsKeyPressed('=') || ImGui::IsKeyPressed(334 /* keypad + */)) app.zoom(0.8, t_mouse);
-            if (ImGui::IsKeyPressed('-') || ImGui::IsKeyPressed(333 /* keypad - */)) app.zoom(1.25, t_mouse);
-            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) app.pan(-(app.view_t1 - app.view_t0) / 8);
-            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) app.pan((app.view_t1 - app.view_t0) / 8);
+            if (ImGui::IsKeyPressed('L')) app.window.follow = !app.window.follow;
+            if (ImGui::IsKeyPressed('=') || ImGui::IsKeyPressed(334 /* keypad + */)) app.window.zoom(0.8, t_mouse);
+            if (ImGui::IsKeyPressed('-') || ImGui::IsKeyPressed(333 /* keypad - */)) app.window.zoom(1.25, t_mouse);
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) app.window.pan(-(app.window.t1 - app.window.t0) / 8);
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) app.window.pan((app.window.t1 - app.window.t0) / 8);
         }
         if (ctx.hovered) span_tooltip(*store, *ctx.hovered, ctx.hovered_folded, ctx.hovered_rank);
     }

@@ -11,7 +11,7 @@
 namespace us::gui {
 
 void draw_training_view(AppState& app) {
-    const auto& pts = app.training();
+    const auto& pts = app.derived.training();
     std::vector<float> x, loss, tps, ms, mfu;
     for (const auto& p : pts) {
         x.push_back(float(p.step));

@@ -139,6 +139,75 @@ void handle_global_keys(AppState& app, bool& open_requested) {
     if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_S)) app.stop();
 }
 
+bool g_show_lessons = false;  // the left column shows the Lessons tab
+
+// The tab flags that bring a lesson's view forward once, when the lesson opens or launches a run.
+ImGuiTabItemFlags lesson_tab(const AppState& app, const char* view) {
+    const lesson::Lesson* l = app.lessons.current();
+    if (!l || !app.lessons.views_pending) return 0;
+    for (const auto& v : l->views)
+        if (v == view) return ImGuiTabItemFlags_SetSelected;
+    return 0;
+}
+
+// The region a lesson's view is drawn in (compare and experts are tabs of the training window).
+const char* region_of(const std::string& view) {
+    if (view == "compare" || view == "experts" || view == "training") return "training";
+    if (view == "memory" || view == "timeline" || view == "overlap") return view.c_str();
+    return nullptr;
+}
+
+// Outlines each view a lesson points at, with its notes in a box at the view's top right: where to look.
+void draw_highlights(AppState& app, const lesson::Lesson& l) {
+    std::map<std::string, std::vector<std::string>> notes;
+    for (const auto& h : l.highlights)
+        if (const char* key = region_of(h.view)) notes[key].push_back(h.note.empty() ? h.key : h.note);
+    ImDrawList* dl = ImGui::GetForegroundDrawList();
+    const ImU32 accent = IM_COL32(255, 200, 40, 255);
+    for (const auto& [key, lines] : notes) {
+        const auto it = app.regions.find(key);
+        if (it == app.regions.end() || it->second.w <= 0) continue;
+        const ViewRegion& r = it->second;
+        dl->AddRect(ImVec2(r.x + 1, r.y + 1), ImVec2(r.x + r.w - 1, r.y + r.h - 1), accent, 4.0f, 0, 3.0f);
+        std::string text;
+        for (const auto& line : lines) text += (text.empty() ? "look: " : "\nlook: ") + line;
+        const ImVec2 size = ImGui::CalcTextSize(text.c_str(), nullptr, false, r.w * 0.6f);
+        const ImVec2 at(r.x + r.w - size.x - em(14), r.y + ImGui::GetFrameHeight() + em(4));
+        dl->AddRectFilled(ImVec2(at.x - em(6), at.y - em(4)), ImVec2(at.x + size.x + em(6), at.y + size.y + em(4)),
+                          IM_COL32(40, 32, 0, 235), 4.0f);
+        dl->AddRect(ImVec2(at.x - em(6), at.y - em(4)), ImVec2(at.x + size.x + em(6), at.y + size.y + em(4)), accent, 4.0f);
+        dl->AddText(nullptr, 0.0f, at, accent, text.c_str(), nullptr, r.w * 0.6f);
+        app.regions[std::string("highlight ") + key] = ViewRegion{at.x, at.y, size.x, size.y};
+    }
+}
+
+// The left column: the run panel, and the Lessons tab when lessons are open.
+void draw_left_column(AppState& app, float x, float y, float w, float h, bool force_layout) {
+    place("Run", x, y, w, h, force_layout);
+    if (ImGui::Begin("Run", nullptr, force_layout ? ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize : 0)) {
+        record_region(app, "launch");
+        if (app.lessons.current()) g_show_lessons = true;
+        if (!g_show_lessons) {
+            draw_launch_panel(app);
+        } else if (ImGui::BeginTabBar("left")) {
+            if (ImGui::BeginTabItem("Lesson", nullptr, app.lessons.views_pending ? ImGuiTabItemFlags_SetSelected : 0)) {
+                ImGui::BeginChild("lesson");
+                const ImVec2 p = ImGui::GetWindowPos(), s = ImGui::GetWindowSize();
+                app.regions["lesson"] = ViewRegion{p.x, p.y, s.x, s.y};
+                draw_lessons_panel(app);
+                ImGui::EndChild();
+                ImGui::EndTabItem();
+            }
+            if (ImGui::BeginTabItem("Run")) {
+                draw_launch_panel(app);
+                ImGui::EndTabItem();
+            }
+            ImGui::EndTabBar();
+        }
+    }
+    ImGui::End();
+}
+
 }  // namespace
 
 void draw_frame(AppState& app, bool force_layout) {
@@ -149,13 +218,17 @@ void draw_frame(AppState& app, bool force_layout) {
         if (ImGui::BeginMenu("File")) {
             if (ImGui::MenuItem("Open trace...", "Ctrl+O")) open_requested = true;
             if (ImGui::MenuItem("Attach (listen for a run)...")) attach_requested = true;
-            if (ImGui::MenuItem("Detach", nullptr, false, app.source() == Source::attached)) app.detach();
+            if (ImGui::MenuItem("Lessons...")) {
+                app.lessons.close();
+                g_show_lessons = true;
+            }
+            if (ImGui::MenuItem("Detach", nullptr, false, app.source.kind() == Source::attached)) app.detach();
             ImGui::Separator();
             if (ImGui::MenuItem("Quit")) glfwSetWindowShouldClose(glfwGetCurrentContext(), 1);
             ImGui::EndMenu();
         }
         if (ImGui::BeginMenu("View")) {
-            ImGui::MenuItem("Follow the live run", "L", &app.follow);
+            ImGui::MenuItem("Follow the live run", "L", &app.window.follow);
             if (ImGui::MenuItem("Fit the whole trace", "A")) app.fit_all();
             ImGui::Separator();
             static float size = font_px();
@@ -163,6 +236,8 @@ void draw_frame(AppState& app, bool force_layout) {
             ImGui::SliderFloat("font size", &size, 10.0f, 48.0f, "%.0f px");
             if (ImGui::IsItemDeactivatedAfterEdit()) request_font_px(std::round(size));  // rebuilt after the frame
             if (ImGui::IsItemHovered()) ImGui::SetTooltip("Larger for a projector; --font-size PX at start");
+            if (bool on = high_contrast(); ImGui::Checkbox("high contrast", &on)) set_high_contrast(on);
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("For a projector: black on white, stronger lines; --high-contrast at start");
             ImGui::EndMenu();
         }
         if (ImGui::BeginMenu("Help")) {
@@ -170,7 +245,7 @@ void draw_frame(AppState& app, bool force_layout) {
             ImGui::EndMenu();
         }
         ImGui::SameLine(ImGui::GetWindowWidth() * 0.35f);
-        ImGui::TextColored(ImVec4(0.75f, 0.8f, 0.9f, 1), "%s", app.source_label().c_str());
+        ImGui::TextColored(ImVec4(0.75f, 0.8f, 0.9f, 1), "%s", app.source.label().c_str());
         menu_h = ImGui::GetWindowSize().y;
         ImGui::EndMainMenuBar();
     }
@@ -203,7 +278,7 @@ void draw_frame(AppState& app, bool force_layout) {
     }
     const float left = std::min(340.0f, W * 0.27f), top_h = H * 0.42f;
     const float rest_w = W - left, bottom_h = H - top_h;
-    window("Run", "launch", 0, y0, left, H, draw_launch_panel);
+    draw_left_column(app, 0, y0, left, H, force_layout);
     window("Timeline", "timeline", left, y0, rest_w, top_h, draw_timeline_view);
     window("Memory anatomy", "memory", left, y0 + top_h, rest_w * 0.42f, bottom_h, draw_memory_view);
     window("Overlap and utilization", "overlap", left + rest_w * 0.42f, y0 + top_h, rest_w * 0.26f, bottom_h,
@@ -213,11 +288,11 @@ void draw_frame(AppState& app, bool force_layout) {
     if (ImGui::Begin("Training and runs", nullptr, fixed)) {
         record_region(app, "training");
         if (ImGui::BeginTabBar("curves")) {
-            if (ImGui::BeginTabItem("Training")) {
+            if (ImGui::BeginTabItem("Training", nullptr, lesson_tab(app, "training"))) {
                 draw_training_view(app);
                 ImGui::EndTabItem();
             }
-            if (ImGui::BeginTabItem("Compare")) {
+            if (ImGui::BeginTabItem("Compare", nullptr, lesson_tab(app, "compare"))) {
                 draw_compare_view(app);
                 ImGui::EndTabItem();
             }
@@ -225,7 +300,7 @@ void draw_frame(AppState& app, bool force_layout) {
             static bool had_routing = false;
             const bool moe = !app.report().routing.empty(), bring_forward = moe && !had_routing;
             had_routing = moe;
-            if (ImGui::BeginTabItem("Experts", nullptr, bring_forward ? ImGuiTabItemFlags_SetSelected : 0)) {
+            if (ImGui::BeginTabItem("Experts", nullptr, bring_forward ? ImGuiTabItemFlags_SetSelected : lesson_tab(app, "experts"))) {
                 draw_experts_view(app);
                 ImGui::EndTabItem();
             }
@@ -234,14 +309,16 @@ void draw_frame(AppState& app, bool force_layout) {
     }
     ImGui::End();
     g_view_ms["training"] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - training_t0).count();
+    if (const lesson::Lesson* l = app.lessons.current()) draw_highlights(app, *l);
+    app.lessons.views_pending = false;
 }
 
 namespace {
 
 // Nothing is loading and a launched run has finished: the picture will not change any more.
 bool settled(const AppState& app) {
-    if (app.loading()) return false;
-    return !(app.source() == Source::launched && app.live() && !app.live()->finished());
+    if (app.source.loading() || app.lessons.busy()) return false;
+    return !(app.source.kind() == Source::launched && app.source.live() && !app.source.live()->finished());
 }
 
 }  // namespace
@@ -294,6 +371,22 @@ nlohmann::json shown_facts(const AppState& app) {
     }
     facts["launch_args"] = app.settings.train_args();
     facts["font_px"] = font_px();
+    if (const lesson::Lesson* l = app.lessons.current()) {
+        nlohmann::json claims = nlohmann::json::array();
+        const auto& check = app.lessons.check();
+        for (size_t i = 0; i < l->claims.size(); ++i) {
+            const bool ready = app.lessons.claim_ready(l->claims[i]);
+            const lesson::ClaimResult* r = check && i < check->claims.size() ? &check->claims[i] : nullptr;
+            claims.push_back({{"says", l->claims[i].says},
+                              {"status", !ready || !r ? "waiting" : r->status == lesson::ClaimStatus::held ? "held"
+                                                                  : r->status == lesson::ClaimStatus::failed ? "failed"
+                                                                                                              : "invalid"}});
+        }
+        nlohmann::json runs = nlohmann::json::array();
+        for (const auto& [label, report] : app.lessons.reports()) runs.push_back(label);
+        facts["lesson"] = {{"name", l->name}, {"runs_measured", runs}, {"claims", claims},
+                           {"compared_runs", app.comparison.runs.size()}};
+    }
     if (const prof::TraceStore* store = app.store()) {
         facts["store_bytes"] = store->bytes_used();
         facts["store_cap_bytes"] = store->options().max_bytes;
@@ -333,6 +426,7 @@ int run_gui(const GuiOptions& options) {
     // 16 px at a content scale of 1; a HiDPI monitor or projector that reports 2 gets 32 (--font-size overrides).
     float scale_x = 1.0f, scale_y = 1.0f;
     glfwGetWindowContentScale(window, &scale_x, &scale_y);
+    set_high_contrast(options.high_contrast);
     load_fonts(options.font_px > 0 ? options.font_px : std::clamp(16.0f * scale_x, 10.0f, 64.0f));
     ImGui_ImplGlfw_InitForOpenGL(window, true);
     ImGui_ImplOpenGL3_Init("#version 330 core");
@@ -357,8 +451,8 @@ int run_gui(const GuiOptions& options) {
             app.update();
             g_view_ms["update"] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - frame_start).count();
             if (!fitted && settled(app)) {
-                app.follow = false;
-                app.fit_step(options.fit_step);
+                app.window.follow = false;
+                app.window.fit_step(app.report(), options.fit_step);
                 fitted = true;
             }
             if (const float px = take_font_request(); px > 0) {  // the View menu's font size: a new atlas
@@ -383,7 +477,7 @@ int run_gui(const GuiOptions& options) {
             frames_ready = settled(app) && fitted ? frames_ready + 1 : 0;
             if (screenshot && frames_ready >= 3) {  // fonts uploaded, derived data in, layout settled
                 std::string why;
-                if (!save_screenshot(options.screenshot, fw, fh, app.regions, app.error, shown_facts(app), why)) {
+                if (!save_screenshot(options.screenshot, fw, fh, app.regions, app.log.error, shown_facts(app), why)) {
                     std::fprintf(stderr, "ultrascope: %s\n", why.c_str());
                     code = 2;
                 } else {
@@ -393,8 +487,8 @@ int run_gui(const GuiOptions& options) {
                 break;
             }
             glfwSwapBuffers(window);
-            if (options.exit_when_done && !screenshot && app.source() == Source::launched && app.live() &&
-                app.live()->finished()) {
+            if (options.exit_when_done && !screenshot && app.source.kind() == Source::launched && app.source.live() &&
+                app.source.live()->finished()) {
                 code = app.exit_code();
                 break;
             }

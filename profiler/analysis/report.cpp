@@ -43,7 +43,7 @@ std::vector<int> reported_groups(const RankReport& r) {
 
 // Bytes per steady step.
 double per_step(const RankReport& r, double total) {
-    const size_t steps = steady_steps(r.steps).size();
+    const size_t steps = steady_step_count(r.steps);
     return steps > 0 ? total / double(steps) : 0.0;
 }
 

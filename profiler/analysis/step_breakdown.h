@@ -71,5 +71,7 @@ StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps);
 // The steps that describe the steady state: all but the first when there are several (step 1 allocates
 // gradients and optimizer state and warms caches up).
 std::vector<StepBreakdown> steady_steps(const std::vector<StepBreakdown>& steps);
+// How many steps steady_steps keeps, without copying them (views ask every frame).
+inline size_t steady_step_count(const std::vector<StepBreakdown>& steps) { return steps.size() > 1 ? steps.size() - 1 : steps.size(); }
 
 }  // namespace us::prof

@@ -110,9 +110,9 @@ void frame_benchmark(const char* label, int ranks, int64_t spans) {
     for (const char* zoom : {"fit all", "deep zoom (1 ms)"}) {
         if (zoom[0] == 'f') app.fit_all();
         else {
-            const int64_t mid = (app.view_t0 + app.view_t1) / 2;
-            app.view_t0 = mid;
-            app.view_t1 = mid + 1000000;
+            const int64_t mid = (app.window.t0 + app.window.t1) / 2;
+            app.window.t0 = mid;
+            app.window.t1 = mid + 1000000;
         }
         double best = 1e30, total = 0;
         const int frames = 20;

@@ -274,3 +274,29 @@ TEST_CASE("a failed run that saved checkpoints shows its last one and offers to 
     CHECK(shown["shown"]["last_checkpoint_path"] == checkpoint);
     CHECK(shown["regions"].contains("resume"));  // the "Resume from it" button
 }
+
+TEST_CASE("a lesson launches its runs in turn, outlines where to look and checks its claim", "[gui][lesson]") {
+    const std::string shot = temp_path("lesson.png");
+    const ProcessResult r = run_process(ultrascope() + " --lesson mixed-precision --lesson-runs all --high-contrast "
+                                        "--screenshot " + shot);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
+    const auto& lesson = shown["shown"]["lesson"];
+    CHECK(lesson["name"] == "mixed-precision");
+    CHECK(lesson["runs_measured"].size() == 3);  // every run launched, one after the other, and measured
+    CHECK(lesson["compared_runs"].get<int>() >= 2);
+    REQUIRE(!lesson["claims"].empty());
+    for (const auto& c : lesson["claims"]) {
+        INFO(c.dump());
+        CHECK(c["status"] == "held");
+    }
+    const auto& regions = shown["regions"];
+    REQUIRE(regions.contains("lesson"));
+    check_region_drawn(load_png(shot), "lesson", regions["lesson"]);
+    CHECK(regions.contains("highlight memory"));  // the lesson's figures are pointed at in their view
+
+    const ProcessResult bad = run_process(ultrascope() + " --lesson no-such-lesson --screenshot " + temp_path("bad-lesson.png"));
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find("no lesson 'no-such-lesson'") != std::string::npos);
+}

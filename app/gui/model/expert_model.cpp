@@ -33,7 +33,7 @@ ExpertModel build_expert_model(const prof::Report& report) {
     if (report.predict_input.ep > 1) {
         const int ep = prof::group_index("ep");
         for (const auto& r : report.ranks) {
-            const double steps = double(std::max<size_t>(1, prof::steady_steps(r.steps).size()));
+            const double steps = double(std::max<size_t>(1, prof::steady_step_count(r.steps)));
             ExpertRankTime t;
             t.rank = r.rank;
             t.label = r.label;
