@@ -4,6 +4,8 @@
 //   ultrascope report TRACE [--json]              what a trace says, next to the predictions
 //   ultrascope export TRACE --chrome OUT.json     for Perfetto / chrome://tracing
 //   ultrascope predict [flags]                    the formulas for a configuration, without running it
+//   ultrascope plan [flags]                       which layout fits a model on a cluster and how fast (docs/planner.md)
+//   ultrascope calibrate [--out FILE]             measure this machine's costs for `plan --cluster FILE`
 // GUI options: [TRACE | --open TRACE] [--listen [HOST:]PORT] [--no-launch] [-n RANKS] [--screenshot OUT.png
 // [--view memory|timeline|overlap|training|compare|all]] [--exit-when-done] [training flags for the launch]
 #include <cstdio>
@@ -33,6 +35,8 @@ void usage() {
         "  report TRACE [--json]                     step breakdown, overlap, bubbles, memory, MFU\n"
         "  export TRACE --chrome OUT.json[.gz]       Chrome trace JSON for Perfetto and chrome://tracing\n"
         "  predict [model and parallel flags]        memory, FLOPs, communication and bubble predictions\n"
+        "  plan [--model M] [--gpu G] --gpus N [...] which layout fits a model on a cluster, how fast (docs/planner.md)\n"
+        "  calibrate [--out FILE]                    measure this machine (GEMMs, MPI, per-op costs) for plan --cluster\n"
         "  lesson --list | NAME [--check]            workshop lessons: run one idea on real ranks, check its claim\n"
         "GUI options:\n"
         "  --open TRACE            open a trace instead of launching\n"
@@ -184,6 +188,8 @@ int main(int argc, char** argv) {
         if (command == "report") return us::app::report_command(argc - 1, argv + 1);
         if (command == "export") return us::app::export_command(argc - 1, argv + 1);
         if (command == "predict") return us::app::predict_command(argc - 1, argv + 1);
+        if (command == "plan") return us::app::plan_command(argc - 1, argv + 1);
+        if (command == "calibrate") return us::app::calibrate_command(argc - 1, argv + 1);
         if (command == "lesson") return us::app::lesson_command(argc - 1, argv + 1);
         if (command == "gui") return gui_or_fallback(argc - 1, argv + 1);
         return gui_or_fallback(argc, argv);

@@ -12,6 +12,8 @@ size_t parse_store_cap_mib(const std::string& text);
 int report_command(int argc, char** argv);   // ultrascope report TRACE [--json]
 int export_command(int argc, char** argv);   // ultrascope export TRACE --chrome OUT.json[.gz]
 int predict_command(int argc, char** argv);  // ultrascope predict [model and parallel flags]
+int plan_command(int argc, char** argv);     // ultrascope plan [--model M] [--gpu G] [--gpus N] [layout flags]
+int calibrate_command(int argc, char** argv);  // ultrascope calibrate [--out FILE]: this machine's costs
 int lesson_command(int argc, char** argv);   // ultrascope lesson --list | NAME [--check]
 
 }  // namespace us::app

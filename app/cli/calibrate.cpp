@@ -1,0 +1,163 @@
+// `ultrascope calibrate [--out FILE]`: measures this machine for `ultrascope plan --cluster FILE` (docs/planner.md,
+// "Calibration"). It launches child processes and reads what they measured, so `ultrascope` itself links neither MPI
+// nor BLAS: the collective benchmark (bench_collectives, under mpirun) for the link's latency and bandwidth, and short
+// training runs of ultrascope-train (one thread per rank, as many ranks as cores, at most 2 by default) whose traces
+// give GEMM throughput by size and the per-op costs. Children die with this process (app/launch/launcher.h).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+#include "app/cli/commands.h"
+#include "app/launch/launcher.h"
+#include "app/launch/process_guard.h"
+#include "app/plan/calibration.h"
+#include "app/plan/model_desc.h"
+#include "engine/core/check.h"
+#include "engine/train/config.h"
+#include "profiler/trace/trace_store.h"
+
+namespace us::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Runs one launch to its end; returns its output. UserError when it fails or a stop signal arrives.
+std::string run_child(const LaunchSpec& spec, const std::string& what) {
+    Launcher launcher;
+    launcher.start(spec);
+    std::string output;
+    std::optional<int> code;
+    while (!(code = launcher.poll())) {
+        output += launcher.take_output();
+        if (stop_signal() != 0) {
+            launcher.stop();
+            fail_user("calibration stopped by a signal during {}", what);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    output += launcher.take_output();
+    US_CHECK_INPUT(*code == 0, "calibration: {} failed (exit code {}):\n{}", what, *code,
+                   output.size() > 2000 ? output.substr(output.size() - 2000) : output);
+    return output;
+}
+
+std::string beside_self(const std::string& name) {
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? name : (self.parent_path() / name).string();
+}
+
+int64_t host_memory_bytes() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    int64_t kb = 0;
+    while (in >> key >> kb)
+        if (key == "MemTotal:") return kb * 1024;
+    return 0;
+}
+
+}  // namespace
+
+int calibrate_command(int argc, char** argv) {
+    CLI::App cli{"ultrascope calibrate: measure this machine's GEMMs, MPI links and per-op costs for `ultrascope plan`"};
+    std::string out = "machine.json", preset = "small";
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    int ranks = std::min(2, cores), steps = 6, repeats = 10;
+    cli.add_option("--out", out, "Machine file to write (default machine.json)");
+    cli.add_option("--ranks", ranks, "Ranks of the measured runs, one thread each (default: min(2, cores))");
+    cli.add_option("--steps", steps, "Steps of each measured run (the first is not used)");
+    cli.add_option("--preset", preset, "Engine preset of the measured runs (default small)");
+    cli.add_option("--repeats", repeats, "Repetitions per collective size");
+    CLI11_PARSE(cli, argc, argv);
+    US_CHECK_INPUT(ranks >= 2, "--ranks must be at least 2 (the links are measured between ranks)");
+    US_CHECK_INPUT(steps >= 3, "--steps must be at least 3 (step 1 is set-up, not used)");
+    US_CHECK_INPUT(repeats >= 3, "--repeats must be at least 3");
+    {
+        std::ofstream probe(out, std::ios::app);
+        US_CHECK_INPUT(probe.good(), "--out '{}': cannot write there", out);
+    }
+    install_stop_signals();
+
+    plan::ClusterDesc c;
+    c.name = "this-machine";
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    c.description = fmt::format("{} ({} cores): one CPU rank per core, measured by `ultrascope calibrate`", host, cores);
+    c.gpu_name = fmt::format("CPU core ({} thread per rank)", 1);
+    c.gpus_per_node = cores;
+    c.nodes = 1;
+    c.memory_bytes = host_memory_bytes() / cores;
+    c.memory_bandwidth = 10e9;  // only a fallback: every op cost below is measured
+    c.default_precision = "fp32";
+
+    // 1. The link between ranks: bench_collectives under mpirun.
+    const std::string bench = beside_self("bench_collectives");
+    US_CHECK_INPUT(::access(bench.c_str(), X_OK) == 0,
+                   "calibration needs {} (build it: ninja -C BUILD bench_collectives)", bench);
+    LaunchSpec coll;
+    coll.ranks = ranks;
+    coll.train_binary = bench;
+    coll.train_args = {std::to_string(repeats)};
+    coll.threads_per_rank = 1;
+    std::fprintf(stderr, "calibrate: collectives between %d ranks (%s)\n", ranks, bench.c_str());
+    const auto samples = plan::parse_collective_samples(run_child(coll, "bench_collectives"));
+    c.intra_node = plan::fit_link(samples);
+    c.inter_node = c.intra_node;  // one host: every group stays on it
+
+    // 2. Per-op costs: short data-parallel runs of the engine, one thread per rank, two micro-batch sizes so that
+    // the GEMM table spans the sizes of smaller and larger layouts.
+    plan::OpCostFit fit;
+    nlohmann::json runs = nlohmann::json::array();
+    const fs::path dir = fs::temp_directory_path() / fmt::format("ultrascope-calibrate-{}", ::getpid());
+    fs::create_directories(dir);
+    for (int batch : {8, 2}) {
+        TrainConfig cfg;
+        apply_preset(cfg, preset);
+        cfg.batch = batch;
+        cfg.parallel.dp = ranks;
+        const std::string trace = (dir / fmt::format("b{}.ustrace", batch)).string();
+        LaunchSpec run;
+        run.ranks = ranks;
+        run.threads_per_rank = 1;
+        run.train_args = {"--preset", preset, "--batch", std::to_string(batch), "--dp", std::to_string(ranks),
+                          "--steps", std::to_string(steps), "--trace", trace, "--quiet"};
+        std::string shown;
+        for (const auto& a : run.train_args) shown += " " + a;
+        std::fprintf(stderr, "calibrate: ultrascope-train%s\n", shown.c_str());
+        run_child(run, "the measured training run");
+        prof::TraceStore store;
+        prof::load_trace(trace, store);
+        const GPTConfig& g = cfg.model;
+        const plan::ModelDesc model = plan::engine_model(preset, g.vocab, g.hidden, g.layers, g.heads, g.seq,
+                                                         g.moe_experts, g.moe_topk, g.moe_every, cfg.moe_capacity_factor);
+        plan::Layout layout = plan::layout_from_config(cfg);
+        fit.add_run(store, model, layout);
+        runs.push_back("ultrascope-train" + shown);
+    }
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    fit.finish(c);
+    c.source = fmt::format("measured by `ultrascope calibrate` ({} collective sizes; training runs:{})", samples.size(),
+                           [&] {
+                               std::string s;
+                               for (const auto& r : runs) s += " " + r.get<std::string>() + ";";
+                               return s;
+                           }());
+    nlohmann::json j = plan::cluster_to_json(c);
+    j["measurements"] = {{"collectives", samples.size()}, {"runs", runs}};
+    std::ofstream file(out);
+    file << j.dump(2) << "\n";
+    US_CHECK_INPUT(file.good(), "--out '{}': writing failed", out);
+    std::printf("Wrote %s: GEMM peak %.2f GFLOP/s per rank (best size), attention at %.0f%% of it, link %.2f GB/s "
+                "with %.1f us per hop, host overhead %.1f%% of op time\n",
+                out.c_str(), c.peak_flops_fp32 / 1e9, 100 * c.attention_efficiency, c.intra_node.bandwidth / 1e9,
+                c.intra_node.latency * 1e6, 100 * c.host_overhead);
+    return 0;
+}
+
+}  // namespace us::app

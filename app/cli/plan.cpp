@@ -1,0 +1,226 @@
+// `ultrascope plan`: for a model on a cluster, which layout fits and how fast it runs (docs/planner.md). With layout
+// flags (ultrascope-train's: --dp --tp --sp --pp ...) it evaluates that layout; without them it searches every valid
+// layout of --gpus GPUs for a global batch and ranks them, saying why the others lose. Nothing runs.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "app/cli/commands.h"
+#include "app/plan/planner.h"
+#include "engine/core/check.h"
+#include "engine/core/format.h"
+#include "engine/train/cli.h"
+
+namespace us::app {
+
+namespace {
+
+using plan::ClusterDesc;
+using plan::ModelDesc;
+using plan::PlanResult;
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(int64_t(1) << 30)); }
+
+std::string model_line(const ModelDesc& m) {
+    std::string s = fmt::format("Model {} ({}): L {} h {} heads {}", m.name, plan::family_name(m.family), m.layers,
+                                m.hidden, m.heads);
+    if (m.kv() != m.heads) s += fmt::format(" (kv {})", m.kv());
+    s += fmt::format(" ffn {} v {} seq {}", m.ffn(), m.vocab, m.seq);
+    if (m.is_moe()) s += fmt::format(", {} experts, top-{}", m.moe_experts, m.moe_topk);
+    s += fmt::format(": {:.3f}B parameters (formula)", double(m.num_params()) / 1e9);
+    if (m.published_params > 0) s += fmt::format(", {:.3g}B published", m.published_params / 1e9);
+    if (m.is_moe()) s += fmt::format(", {:.3f}B active", double(m.active_params()) / 1e9);
+    return s + "\n";
+}
+
+std::string cluster_line(const ClusterDesc& c) {
+    return fmt::format("Cluster {}: {} x {} GPUs of {} ({:.0f} TFLOP/s bf16, {:.1f} TFLOP/s fp32, {}), intra-node "
+                       "{:.0f} GB/s, inter-node {:.0f} GB/s per GPU{}\n",
+                       c.name, c.nodes, c.gpus_per_node, c.gpu_name, c.peak_flops_bf16 / 1e12, c.peak_flops_fp32 / 1e12,
+                       gib(double(c.memory_bytes)), c.intra_node.bandwidth / 1e9, c.inter_node.bandwidth / 1e9,
+                       c.calibrated ? " (calibrated on this machine)" : "");
+}
+
+std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResult& r) {
+    std::string s = fmt::format("Layout: {} on {} GPUs ({})\n", r.layout.describe(), r.layout.world(), r.layout.flags());
+    s += fmt::format("\nMemory per GPU, busiest rank (pipeline stage {}, {} micro-batch(es) in flight), {}:\n",
+                     r.memory.stage, r.memory.micro_batches_in_flight,
+                     r.memory.kind == "predicted" ? "predicted (the engine's exact walk)" : "formula (docs/planner.md)");
+    for (int i = 0; i < kMemCategoryCount; ++i)
+        s += fmt::format("  {:<16} {:>12}\n", kMemCategoryNames[size_t(i)],
+                         r.memory.modelled[size_t(i)] ? format_bytes(r.memory.bytes[size_t(i)]) : "not modelled");
+    s += fmt::format("  {:<16} {:>12}   (the cluster file's runtime reserve)\n", "reserved",
+                     format_bytes(r.memory.reserved_bytes));
+    s += fmt::format("  {:<16} {:>12}   of {}: {}\n", "total", format_bytes(r.memory.total()),
+                     format_bytes(c.memory_bytes), r.fits ? "fits" : "does NOT fit");
+    const plan::StepPieces& t = r.time;
+    s += fmt::format("\nStep time ({}), seconds per step:\n",
+                     c.calibrated ? "model with this machine's measured costs" : "model with datasheet figures and assumed efficiencies");
+    auto row = [&](const char* what, double v, const char* note = "") {
+        if (v > 0) s += fmt::format("  {:<34} {:>10.4g}  {}\n", what, v, note);
+    };
+    row("GEMMs (forward + backward)", t.gemm_s);
+    row("attention core", t.attention_s);
+    row("other ops (norms, element-wise, loss)", t.other_ops_s);
+    row("recomputation", t.recompute_s);
+    row("tensor-parallel collectives", t.tp_comm_s, "(critical path)");
+    row("context-parallel ring, exposed", t.cp_comm_exposed_s);
+    row("context-parallel ring, hidden", t.cp_comm_hidden_s, "(behind attention, not added)");
+    row("expert-parallel all-to-alls", t.ep_comm_s);
+    row("pipeline transfers", t.pp_comm_s);
+    row("pipeline bubble", t.bubble_s, "(simulated schedule)");
+    row("data-parallel / ZeRO, exposed", t.dp_comm_exposed_s);
+    row("data-parallel / ZeRO, hidden", t.dp_comm_hidden_s, "(behind backward, not added)");
+    row("optimizer", t.optimizer_s);
+    s += fmt::format("  {:<34} {:>10.4g}\n", "step", t.step_s);
+    s += fmt::format("\nThroughput (derived): {:.4g} tokens/s ({:.0f} tokens per step); MFU {:.1f}% "
+                     "({:.3g} GFLOP per token by 6N + 12 L (a d) s, over {} GPUs x {:.4g} TFLOP/s {})\n",
+                     r.tokens_per_s, r.tokens_per_step, 100 * r.mfu, r.model_flops_per_token / 1e9, r.layout.world(),
+                     c.peak_flops(r.layout.bf16) / 1e12, r.layout.bf16 ? "bf16" : "fp32");
+    return s;
+}
+
+}  // namespace
+
+int plan_command(int argc, char** argv) {
+    CLI::App cli{"ultrascope plan: which layout fits a model on a cluster, and how fast it runs (nothing is run)"};
+    auto build = add_train_flags(cli);
+    std::string model_spec, gpu, cluster_file;
+    int64_t gpus = 0, nodes = 0, gpus_per_node = 0, global_tokens = 0;
+    int top = 10;
+    bool json = false, list = false;
+    cli.add_option("--model", model_spec, "Model: a name (llama3-8b, gpt3-175b, mixtral-8x7b, an engine preset) or a "
+                                          "description file; without it, the engine's GPT from --preset and the shape flags");
+    cli.add_option("--gpu", gpu, "Cluster by GPU: a100-80gb | h100-sxm | h200 (assets/clusters)");
+    cli.add_option("--cluster", cluster_file, "Cluster description file (e.g. from `ultrascope calibrate`)");
+    cli.add_option("--gpus", gpus, "GPUs to use (default: the layout's dp x tp x pp x cp)");
+    cli.add_option("--nodes", nodes, "Override the cluster's node count");
+    cli.add_option("--gpus-per-node", gpus_per_node, "Override the cluster's GPUs per node");
+    cli.add_option("--global-batch-tokens", global_tokens, "Search: tokens per step (or --global-batch SEQUENCES)");
+    cli.add_option("--top", top, "Search: layouts to show (0: all)");
+    cli.add_flag("--json", json, "Print JSON: an object per layout (docs/planner.md)");
+    cli.add_flag("--list", list, "List the known models and clusters");
+    CLI11_PARSE(cli, argc, argv);
+    if (list) {
+        std::printf("models:");
+        for (const auto& n : plan::known_models()) std::printf(" %s", n.c_str());
+        std::printf("\nclusters:");
+        for (const auto& n : plan::known_clusters()) std::printf(" %s", n.c_str());
+        std::printf("\n");
+        return 0;
+    }
+    TrainConfig cfg = build().config;
+    US_CHECK_INPUT(gpu.empty() || cluster_file.empty(), "give --gpu NAME or --cluster FILE, not both");
+    ClusterDesc cluster = plan::load_cluster(!cluster_file.empty() ? cluster_file : !gpu.empty() ? gpu : "h100-sxm");
+    US_CHECK_INPUT(nodes >= 0 && gpus_per_node >= 0 && gpus >= 0 && global_tokens >= 0 && top >= 0,
+                   "--nodes, --gpus-per-node, --gpus, --global-batch-tokens and --top must not be negative");
+    if (nodes > 0) cluster.nodes = nodes;
+    if (gpus_per_node > 0) cluster.gpus_per_node = gpus_per_node;
+
+    // The model: a description, or this engine's GPT from the preset and shape flags. Shape flags given with
+    // --model override its fields (e.g. --seq for a longer context).
+    ModelDesc model;
+    const GPTConfig& g = cfg.model;
+    if (!model_spec.empty()) {
+        model = plan::load_model(model_spec);
+        if (cli.count("--seq")) model.seq = g.seq;
+        if (cli.count("--layers")) model.layers = g.layers;
+        if (cli.count("--hidden")) model.hidden = g.hidden;
+        if (cli.count("--heads")) model.heads = g.heads;
+        if (cli.count("--vocab")) model.vocab = g.vocab;
+        if (cli.count("--moe-experts")) model.moe_experts = g.moe_experts;
+        if (cli.count("--moe-topk")) model.moe_topk = g.moe_topk;
+        if (cli.count("--moe-every")) model.moe_every = g.moe_every;
+    } else {
+        g.validate();
+        model = plan::engine_model(cfg.preset.empty() ? "engine-gpt" : cfg.preset, g.vocab, g.hidden, g.layers, g.heads,
+                                   g.seq, g.moe_experts, g.moe_topk, g.moe_every, cfg.moe_capacity_factor);
+    }
+    US_CHECK_INPUT(model.hidden % model.heads == 0 || model.head_dim > 0,
+                   "--hidden {} is not divisible by --heads {}", model.hidden, model.heads);
+
+    const bool bf16 = cli.count("--precision") ? cfg.precision == Precision::bf16 : cluster.default_precision == "bf16";
+    // Attention as given, else flash attention on a datasheet GPU cluster (what training at scale runs) and the
+    // engine's default on a calibrated machine (where the measured runs are).
+    const bool flash = cli.count("--attention") ? cfg.attention == Attention::flash : !cluster.calibrated;
+    bool layout_given = false;
+    for (const char* f : {"--dp", "--tp", "--pp", "--cp", "--ep", "--zero", "--sp", "--pp-schedule", "--pp-chunks",
+                          "--grad-accum"})
+        layout_given = layout_given || cli.count(f) > 0;
+
+    if (layout_given) {
+        plan::Layout l = plan::layout_from_config(cfg);
+        l.bf16 = bf16;
+        l.flash = flash;
+        const int64_t n = gpus > 0 ? gpus : l.world();
+        plan::check_layout(model, cluster, l, n);
+        const PlanResult r = plan::evaluate(model, cluster, l);
+        if (json) {
+            nlohmann::json out = plan::plan_json(model, cluster, r);
+            out["model"] = plan::model_to_json(model);
+            out["cluster"] = cluster.name;
+            std::printf("%s\n", out.dump(2).c_str());
+        } else {
+            std::printf("%s%s\n%s", model_line(model).c_str(), cluster_line(cluster).c_str(),
+                        format_one(model, cluster, r).c_str());
+        }
+        return 0;
+    }
+
+    // Search.
+    plan::SearchOptions o;
+    o.gpus = gpus;
+    US_CHECK_INPUT(o.gpus > 0, "a search needs --gpus N (or give layout flags such as --dp --tp --pp to evaluate one)");
+    US_CHECK_INPUT(o.gpus <= cluster.total_gpus(),
+                   "--gpus {} is more than cluster '{}' holds ({} nodes x {} GPUs = {}): use --nodes or fewer GPUs",
+                   o.gpus, cluster.name, cluster.nodes, cluster.gpus_per_node, cluster.total_gpus());
+    US_CHECK_INPUT(global_tokens == 0 || global_tokens % model.seq == 0,
+                   "--global-batch-tokens {} is not a whole number of sequences of {} tokens", global_tokens, model.seq);
+    o.global_batch_sequences = global_tokens > 0 ? global_tokens / model.seq : cfg.global_batch;
+    US_CHECK_INPUT(o.global_batch_sequences > 0,
+                   "a search needs the global batch: --global-batch SEQUENCES or --global-batch-tokens TOKENS");
+    o.bf16 = bf16;
+    o.flash = flash;
+    if (cli.count("--batch")) o.micro_batches = {cfg.batch};
+    if (cli.count("--recompute")) o.recompute = {std::string(recompute_name(cfg.recompute))};
+    const plan::SearchResult found = plan::search(model, cluster, o);
+    US_CHECK_INPUT(!found.ranked.empty(),
+                   "no layout of {} GPUs divides this model and a global batch of {} sequences: try another --gpus or "
+                   "--global-batch", o.gpus, o.global_batch_sequences);
+    const size_t shown = top == 0 ? found.ranked.size() : std::min(found.ranked.size(), size_t(top));
+    int64_t fitting = 0;
+    for (const auto& r : found.ranked) fitting += r.fits;
+    if (json) {
+        nlohmann::json layouts = nlohmann::json::array();
+        for (size_t i = 0; i < shown; ++i) layouts.push_back(plan::plan_json(model, cluster, found.ranked[i]));
+        nlohmann::json out = {{"model", plan::model_to_json(model)}, {"cluster", cluster.name}, {"gpus", o.gpus},
+                              {"global_batch_sequences", o.global_batch_sequences},
+                              {"considered", found.considered}, {"fitting", fitting}, {"pruned", found.pruned},
+                              {"layouts", layouts}};
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+    }
+    std::printf("%s%s", model_line(model).c_str(), cluster_line(cluster).c_str());
+    std::printf("Search: %lld GPUs, %lld sequences (%lld tokens) per step, %s: %lld layouts evaluated, %lld fit\n\n",
+                (long long)o.gpus, (long long)o.global_batch_sequences, (long long)(o.global_batch_sequences * model.seq),
+                bf16 ? "bf16" : "fp32", (long long)found.considered, (long long)fitting);
+    std::printf("%4s  %-62s %10s %9s %11s %6s  %s\n", "#", "layout", "memory", "step s", "tokens/s", "MFU", "why");
+    for (size_t i = 0; i < shown; ++i) {
+        const PlanResult& r = found.ranked[i];
+        std::printf("%4zu  %-62s %10s %9.4g %11.4g %5.1f%%  %s\n", i + 1, r.layout.describe().c_str(),
+                    gib(double(r.memory.total())).c_str(), r.time.step_s, r.tokens_per_s, 100 * r.mfu, r.verdict.c_str());
+    }
+    // The fastest layouts that do not fit: what memory would have bought.
+    int oom_shown = 0;
+    for (const auto& r : found.ranked)
+        if (!r.fits && oom_shown < 3 && r.time.step_s < found.ranked.front().time.step_s) {
+            if (oom_shown++ == 0) std::printf("\nFaster, but out of memory:\n");
+            std::printf("      %-62s %9.4g s  %s\n", r.layout.describe().c_str(), r.time.step_s, r.verdict.c_str());
+        }
+    std::printf("\nNot evaluated: %s\n", found.pruned.empty() ? "nothing" : "");
+    for (const auto& p : found.pruned) std::printf("  %s\n", p.c_str());
+    std::printf("Memory: %s; time: the step-time model (docs/planner.md); tokens/s and MFU derived.\n",
+                model.family == plan::ModelFamily::engine_gpt ? "predicted (the engine's exact walk)" : "formula");
+    return 0;
+}
+
+}  // namespace us::app

@@ -1,0 +1,161 @@
+#include "app/plan/calibration.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "app/plan/model_shapes.h"
+#include "engine/core/check.h"
+#include "profiler/analysis/report.h"
+#include "profiler/trace/trace_store.h"
+
+namespace us::plan {
+
+std::vector<CollectiveSample> parse_collective_samples(const std::string& text) {
+    std::vector<CollectiveSample> out;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line.front() != '{') continue;  // mpirun's own messages
+        nlohmann::json j;
+        try {
+            j = nlohmann::json::parse(line);
+        } catch (const nlohmann::json::exception&) {
+            continue;
+        }
+        if (!j.contains("op") || !j.contains("bytes") || !j.contains("median_s")) continue;
+        out.push_back({j["op"].get<std::string>(), j.value("ranks", 2), j["bytes"].get<double>(), j["median_s"].get<double>()});
+    }
+    return out;
+}
+
+Link fit_link(const std::vector<CollectiveSample>& samples) {
+    // seconds = latency * hops + sent * (1 / bandwidth): two regressors, no intercept.
+    double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
+    std::set<double> sizes;
+    for (const CollectiveSample& s : samples) {
+        const int n = std::max(2, s.ranks);
+        const double steps = std::ceil(std::log2(double(n)));
+        const bool reduce = s.op == "all_reduce";
+        const double hops = reduce ? 2 * steps : steps;
+        const double sent = (reduce ? 2.0 : 1.0) * double(n - 1) / n * s.bytes;
+        // Weight by 1/t: relative errors, so that small messages (latency) count as much as large ones.
+        const double w = 1.0 / std::max(1e-9, s.seconds * s.seconds);
+        a11 += w * hops * hops, a12 += w * hops * sent, a22 += w * sent * sent;
+        b1 += w * hops * s.seconds, b2 += w * sent * s.seconds;
+        sizes.insert(s.bytes);
+    }
+    US_CHECK_INPUT(sizes.size() >= 2, "calibration: the collective benchmark gave {} message size(s); need at least 2",
+                   sizes.size());
+    const double det = a11 * a22 - a12 * a12;
+    double latency = (b1 * a22 - b2 * a12) / det, inv_bw = (a11 * b2 - a12 * b1) / det;
+    if (latency < 0) {  // no measurable latency: fit the bandwidth alone
+        latency = 0;
+        inv_bw = b2 / a22;
+    }
+    US_CHECK_INPUT(inv_bw > 0, "calibration: the collective timings do not grow with the message size");
+    return {1.0 / inv_bw, latency};
+}
+
+void OpCostFit::add_run(const prof::TraceStore& store, const ModelDesc& model, const Layout& layout) {
+    // Per op class, the best steady step of each rank (its least time), and per GEMM size the best step's
+    // throughput: on a shared machine other work stretches some steps, and the best one is this machine's cost.
+    const prof::Report report = prof::build_report(store);
+    std::map<int, Bin> bins(m_gemm_bins.begin(), m_gemm_bins.end());
+    constexpr int kClasses = int(prof::OpClass::count);
+    for (const prof::RankReport& rr : report.ranks) {
+        const prof::RankTrace* rt = store.rank(rr.rank);
+        if (!rt) continue;
+        std::map<int, std::array<double, kClasses>> by_step;    // step -> seconds per op class
+        std::map<int, std::map<int, Bin>> bins_by_step;         // step -> GEMM bins
+        std::map<int, double> attention_flops;
+        for (const prof::StepBreakdown& s : rr.steps)
+            if (s.step >= 2) by_step[s.step].fill(0.0);
+        if (by_step.empty()) continue;
+        for (const prof::Span& s : rt->lanes[size_t(prof::Lane::compute)].spans()) {
+            auto it = by_step.find(s.step);
+            if (s.kind != prof::SpanKind::op || it == by_step.end()) continue;
+            const double sec = double(s.duration()) * 1e-9;
+            it->second[size_t(s.op)] += sec;
+            if (s.op == prof::OpClass::gemm && s.flops > 0) {
+                Bin& b = bins_by_step[s.step][int(std::lround(2 * std::log2(double(s.flops))))];
+                b.flops += double(s.flops), b.seconds += sec, ++b.spans;
+            }
+            if (s.op == prof::OpClass::attention) attention_flops[s.step] += double(s.flops);
+        }
+        auto best = [&](prof::OpClass c) {
+            double t = 1e300;
+            for (const auto& [step, times] : by_step) t = std::min(t, times[size_t(c)]);
+            return t;
+        };
+        std::map<int, Bin> best_bins;
+        for (const auto& [step, step_bins] : bins_by_step)
+            for (const auto& [key, b] : step_bins) {
+                Bin& kept = best_bins[key];
+                if (kept.spans == 0 || b.flops / b.seconds > kept.flops / kept.seconds) kept = b;
+            }
+        for (const auto& [key, b] : best_bins) {
+            Bin& total = bins[key];
+            total.flops += b.flops, total.seconds += b.seconds, total.spans += b.spans;
+        }
+        int attention_step = by_step.begin()->first;
+        for (const auto& [step, times] : by_step)
+            if (times[size_t(prof::OpClass::attention)] < by_step[attention_step][size_t(prof::OpClass::attention)])
+                attention_step = step;
+        m_attention_s += by_step[attention_step][size_t(prof::OpClass::attention)];
+        m_attention_flops += attention_flops[attention_step];
+        m_norm_s += best(prof::OpClass::norm);
+        m_elementwise_s += best(prof::OpClass::activation);
+        m_embedding_s += best(prof::OpClass::embedding);
+        m_loss_s += best(prof::OpClass::loss);
+        m_optimizer_s += best(prof::OpClass::optimizer);
+        // What the ops of one step touched, by the planner's own inventory for this rank's stage.
+        const int stage = rr.coords.value("pp", 0);
+        const RankShapes r = rank_shapes(model, layout, stage);
+        const WorkInventory w = work_inventory(model, layout, r);
+        const double mb = double(layout.grad_accum);
+        m_norm_elements += mb * (double(r.layers) * w.norm_elements + (r.last ? w.final_norm_elements : 0));
+        m_elementwise_elements += mb * double(r.layers) * w.elementwise_elements;
+        m_embedding_elements += mb * (r.first ? w.embedding_elements : 0);
+        m_loss_elements += mb * (r.last ? w.loss_elements : 0);
+        m_optimizer_params += layout.zero >= 1 ? double(r.params) / (layout.dp * layout.cp) : double(r.params);
+        // Host overhead: idle time between ops over op time, in the rank's least idle steady step.
+        double ratio = 1e300;
+        for (const prof::StepBreakdown& s : rr.steps)
+            if (s.step >= 2 && s.compute_s > 0) ratio = std::min(ratio, s.idle_s / s.compute_s);
+        m_idle_s += ratio < 1e300 ? ratio : 0;
+        m_compute_s += 1;
+    }
+    m_gemm_bins.assign(bins.begin(), bins.end());
+    ++m_runs;
+}
+
+void OpCostFit::finish(ClusterDesc& c) const {
+    US_CHECK_INPUT(m_runs > 0 && !m_gemm_bins.empty() && m_compute_s > 0,
+                   "calibration: the measured runs recorded no GEMMs in their steady steps (run more --steps)");
+    double peak = 0;
+    for (const auto& [key, b] : m_gemm_bins)
+        if (b.spans >= 2) peak = std::max(peak, b.flops / b.seconds);
+    US_CHECK_INPUT(peak > 0, "calibration: too few GEMMs per size to measure a throughput");
+    c.peak_flops_fp32 = peak;
+    c.peak_flops_bf16 = peak;  // a CPU rank has no faster bf16 path than its fp32 GEMM (docs/architecture.md)
+    c.gemm_efficiency.clear();
+    for (const auto& [key, b] : m_gemm_bins)
+        if (b.spans >= 2) c.gemm_efficiency.emplace_back(b.flops / b.spans, b.flops / b.seconds / peak);
+    std::sort(c.gemm_efficiency.begin(), c.gemm_efficiency.end());
+    auto ratio = [](double s, double n, double fallback) { return n > 0 && s > 0 ? s / n : fallback; };
+    c.attention_efficiency = m_attention_flops > 0 ? m_attention_flops / m_attention_s / peak : c.attention_efficiency;
+    c.norm_s = ratio(m_norm_s, m_norm_elements, c.norm_s);
+    c.elementwise_s = ratio(m_elementwise_s, m_elementwise_elements, c.elementwise_s);
+    c.embedding_s = ratio(m_embedding_s, m_embedding_elements, c.embedding_s);
+    c.loss_s = ratio(m_loss_s, m_loss_elements, c.loss_s);
+    c.optimizer_s = ratio(m_optimizer_s, m_optimizer_params, c.optimizer_s);
+    c.host_overhead = m_idle_s / m_compute_s;
+    c.calibrated = true;
+}
+
+}  // namespace us::plan

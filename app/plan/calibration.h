@@ -1,0 +1,58 @@
+// Turning measurements of this machine into a cluster description (docs/planner.md, "Calibration"): collective
+// timings fitted to the alpha-beta model, and a measured training run's op spans divided by the same work inventory
+// the step-time model prices (model_shapes.h), so that calibration and prediction count identical units. Pure
+// functions over data; `ultrascope calibrate` (app/cli/calibrate.cpp) runs the measurements.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "app/plan/cluster_desc.h"
+#include "app/plan/layout.h"
+#include "app/plan/model_desc.h"
+
+namespace us::prof {
+class TraceStore;
+}
+
+namespace us::plan {
+
+// One timed collective (bench_collectives prints these as JSON lines).
+struct CollectiveSample {
+    std::string op;  // all_reduce | all_gather | reduce_scatter
+    int ranks = 2;
+    double bytes = 0;    // the whole buffer
+    double seconds = 0;  // median
+};
+std::vector<CollectiveSample> parse_collective_samples(const std::string& json_lines);
+// Least squares of seconds = latency x hops(op, n) + bytes sent / bandwidth over every sample (the model of
+// step_time.h). UserError when fewer than two sizes were measured.
+Link fit_link(const std::vector<CollectiveSample>& samples);
+
+// The per-op costs of a measured run: GEMM efficiency by size (op spans binned by FLOPs, relative to the best bin,
+// whose throughput becomes the peak), attention efficiency, seconds per element of the memory-bound ops, seconds
+// per parameter of the optimizer, and the host overhead (idle time between ops over op time), each from the best
+// steady step of each rank (a shared machine stretches some steps). The run's model and
+// layout say how many elements each op class touched. Several runs may be accumulated before finish().
+class OpCostFit {
+public:
+    void add_run(const prof::TraceStore& store, const ModelDesc& model, const Layout& layout);
+    // Writes the fitted costs into `c` (peak_flops_fp32 and _bf16, op costs, host_overhead).
+    void finish(ClusterDesc& c) const;
+    int runs() const { return m_runs; }
+
+private:
+    struct Bin {
+        double flops = 0, seconds = 0;
+        int spans = 0;
+    };
+    std::vector<std::pair<int, Bin>> m_gemm_bins;  // by round(2 log2 FLOPs)
+    double m_attention_flops = 0, m_attention_s = 0;
+    double m_norm_elements = 0, m_norm_s = 0, m_elementwise_elements = 0, m_elementwise_s = 0;
+    double m_embedding_elements = 0, m_embedding_s = 0, m_loss_elements = 0, m_loss_s = 0;
+    double m_optimizer_params = 0, m_optimizer_s = 0;
+    double m_idle_s = 0, m_compute_s = 0;  // summed idle/compute ratios and their count
+    int m_runs = 0;
+};
+
+}  // namespace us::plan

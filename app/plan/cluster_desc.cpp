@@ -1,0 +1,159 @@
+#include "app/plan/cluster_desc.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "app/plan/json_fields.h"
+#include "engine/core/check.h"
+#include "engine/train/config.h"
+
+namespace us::plan {
+
+namespace fs = std::filesystem;
+
+double ClusterDesc::gemm_eff(double flops) const {
+    if (gemm_efficiency.empty()) return 0.7;
+    if (flops <= gemm_efficiency.front().first) return gemm_efficiency.front().second;
+    if (flops >= gemm_efficiency.back().first) return gemm_efficiency.back().second;
+    for (size_t i = 1; i < gemm_efficiency.size(); ++i) {
+        const auto [f1, e1] = gemm_efficiency[i];
+        if (flops > f1) continue;
+        const auto [f0, e0] = gemm_efficiency[i - 1];
+        const double t = (std::log(flops) - std::log(f0)) / (std::log(f1) - std::log(f0));
+        return e0 + t * (e1 - e0);
+    }
+    return gemm_efficiency.back().second;
+}
+
+namespace {
+
+Link link_from_json(const nlohmann::json& j, const std::string& where) {
+    const JsonFields f(j, where, {"bandwidth", "latency", "note"});
+    return {f.required_number("bandwidth"), f.number("latency", 0)};
+}
+
+}  // namespace
+
+ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source) {
+    const JsonFields f(j, source,
+                       {"name", "description", "source", "gpu", "gpus_per_node", "nodes", "intra_node", "inter_node",
+                        "op_costs", "calibrated", "default_precision", "measurements"});
+    ClusterDesc c;
+    c.name = f.required_text("name");
+    c.description = f.text("description", "");
+    c.source = f.text("source", "");
+    c.calibrated = f.boolean("calibrated", false);
+    c.default_precision = f.text("default_precision", "bf16");
+    US_CHECK_INPUT(c.default_precision == "bf16" || c.default_precision == "fp32",
+                   "{}: field 'default_precision' must be bf16 or fp32 (got '{}')", source, c.default_precision);
+    {
+        const JsonFields g(f.object("gpu"), source + ", field 'gpu'",
+                           {"name", "peak_flops_bf16", "peak_flops_fp32", "memory_bytes", "memory_bandwidth",
+                            "reserved_bytes", "note"});
+        c.gpu_name = g.required_text("name");
+        c.peak_flops_fp32 = g.required_number("peak_flops_fp32");
+        c.peak_flops_bf16 = g.number("peak_flops_bf16", c.peak_flops_fp32);
+        c.memory_bytes = g.required_integer("memory_bytes");
+        c.memory_bandwidth = g.required_number("memory_bandwidth");
+        c.reserved_bytes = g.integer("reserved_bytes", 0);
+    }
+    c.gpus_per_node = f.required_integer("gpus_per_node");
+    c.nodes = f.integer("nodes", 1, 1);
+    c.intra_node = link_from_json(f.object("intra_node"), source + ", field 'intra_node'");
+    c.inter_node = f.has("inter_node") ? link_from_json(f.object("inter_node"), source + ", field 'inter_node'")
+                                       : c.intra_node;
+    // Per-op costs: datasheet clusters derive the memory-bound ops from the memory bandwidth (docs/planner.md);
+    // a calibrated machine file gives them measured.
+    const double bw = c.memory_bandwidth;
+    c.norm_s = 16.0 / bw, c.elementwise_s = 12.0 / bw, c.embedding_s = 8.0 / bw, c.loss_s = 16.0 / bw;
+    c.optimizer_s = 32.0 / bw;
+    if (f.has("op_costs")) {
+        const std::string where = source + ", field 'op_costs'";
+        const JsonFields o(f.object("op_costs"), where,
+                           {"gemm_efficiency", "attention_efficiency", "norm_s_per_element",
+                            "elementwise_s_per_element", "embedding_s_per_element", "loss_s_per_element",
+                            "optimizer_s_per_param", "host_overhead", "note"});
+        if (o.has("gemm_efficiency")) {
+            const auto& table = o.raw("gemm_efficiency");
+            US_CHECK_INPUT(table.is_array() && !table.empty(),
+                           "{}: 'gemm_efficiency' must be a list of [GEMM FLOPs, efficiency] pairs", where);
+            for (const auto& row : table) {
+                US_CHECK_INPUT(row.is_array() && row.size() == 2 && row[0].is_number() && row[1].is_number() &&
+                                   row[0].get<double>() > 0 && row[1].get<double>() > 0 && row[1].get<double>() <= 1.5,
+                               "{}: 'gemm_efficiency' row {} must be [FLOPs > 0, efficiency in (0, 1.5]]", where,
+                               row.dump());
+                c.gemm_efficiency.emplace_back(row[0].get<double>(), row[1].get<double>());
+            }
+            std::sort(c.gemm_efficiency.begin(), c.gemm_efficiency.end());
+        }
+        c.attention_efficiency = o.number("attention_efficiency", c.attention_efficiency);
+        US_CHECK_INPUT(c.attention_efficiency > 0, "{}: 'attention_efficiency' must be positive", where);
+        c.norm_s = o.number("norm_s_per_element", c.norm_s);
+        c.elementwise_s = o.number("elementwise_s_per_element", c.elementwise_s);
+        c.embedding_s = o.number("embedding_s_per_element", c.embedding_s);
+        c.loss_s = o.number("loss_s_per_element", c.loss_s);
+        c.optimizer_s = o.number("optimizer_s_per_param", c.optimizer_s);
+        c.host_overhead = o.number("host_overhead", 0);
+    }
+    return c;
+}
+
+nlohmann::json cluster_to_json(const ClusterDesc& c) {
+    nlohmann::json eff = nlohmann::json::array();
+    for (const auto& [f, e] : c.gemm_efficiency) eff.push_back({f, e});
+    return {{"name", c.name},
+            {"description", c.description},
+            {"source", c.source},
+            {"calibrated", c.calibrated},
+            {"default_precision", c.default_precision},
+            {"gpu",
+             {{"name", c.gpu_name},
+              {"peak_flops_bf16", c.peak_flops_bf16},
+              {"peak_flops_fp32", c.peak_flops_fp32},
+              {"memory_bytes", c.memory_bytes},
+              {"memory_bandwidth", c.memory_bandwidth},
+              {"reserved_bytes", c.reserved_bytes}}},
+            {"gpus_per_node", c.gpus_per_node},
+            {"nodes", c.nodes},
+            {"intra_node", {{"bandwidth", c.intra_node.bandwidth}, {"latency", c.intra_node.latency}}},
+            {"inter_node", {{"bandwidth", c.inter_node.bandwidth}, {"latency", c.inter_node.latency}}},
+            {"op_costs",
+             {{"gemm_efficiency", eff},
+              {"attention_efficiency", c.attention_efficiency},
+              {"norm_s_per_element", c.norm_s},
+              {"elementwise_s_per_element", c.elementwise_s},
+              {"embedding_s_per_element", c.embedding_s},
+              {"loss_s_per_element", c.loss_s},
+              {"optimizer_s_per_param", c.optimizer_s},
+              {"host_overhead", c.host_overhead}}}};
+}
+
+std::string clusters_dir() { return assets_dir() + "/clusters"; }
+
+std::vector<std::string> known_clusters() {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(clusters_dir(), ec))
+        if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+ClusterDesc load_cluster(const std::string& spec) {
+    US_CHECK_INPUT(!spec.empty(), "--gpu/--cluster needs a name or a file");
+    if (spec.find('/') != std::string::npos || spec.ends_with(".json")) {
+        US_CHECK_INPUT(fs::exists(spec), "cluster file '{}': no such file (write one with `ultrascope calibrate --out "
+                                         "FILE`, or copy one of assets/clusters)", spec);
+        return cluster_from_json(read_json_file(spec), "cluster file '" + spec + "'");
+    }
+    const std::string path = clusters_dir() + "/" + spec + ".json";
+    if (!fs::exists(path)) {
+        std::string known;
+        for (const std::string& n : known_clusters()) known += (known.empty() ? "" : ", ") + n;
+        fail_user("unknown GPU '{}': known are {} (or --cluster FILE)", spec, known);
+    }
+    return cluster_from_json(read_json_file(path), "cluster file '" + path + "'");
+}
+
+}  // namespace us::plan

@@ -1,0 +1,53 @@
+// What the planner knows about a cluster: the accelerator (peak FLOP/s per precision, memory and its bandwidth), how
+// many sit in a node, the links inside and between nodes (bandwidth and latency: the alpha-beta model of
+// docs/planner.md), and the per-op costs the step-time model uses. Descriptions are data: assets/clusters/*.json
+// (datasheet figures, with their sources) or a machine file that `ultrascope calibrate` measured.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace us::plan {
+
+struct Link {
+    double bandwidth = 1e9;  // bytes per second one GPU can send on this link level
+    double latency = 1e-5;   // seconds per hop (a collective over n ranks pays 2 log2(n) hops)
+};
+
+struct ClusterDesc {
+    std::string name, description, source;
+    // the accelerator
+    std::string gpu_name;
+    double peak_flops_bf16 = 0, peak_flops_fp32 = 0;  // dense, per GPU
+    int64_t memory_bytes = 0;                          // HBM (or the host memory a CPU rank may use)
+    double memory_bandwidth = 0;                       // bytes/s
+    int64_t reserved_bytes = 0;  // what the runtime holds beyond the modelled categories (context, libraries, buffers)
+    // the cluster
+    int64_t gpus_per_node = 8, nodes = 1;
+    Link intra_node, inter_node;
+    // Per-op costs (seconds), the step-time model's inputs. GEMMs: achieved / peak as a function of a GEMM's FLOPs
+    // (sorted by FLOPs; interpolated in log FLOPs). Others: seconds per element of the op's natural size
+    // (docs/planner.md lists each).
+    std::vector<std::pair<double, double>> gemm_efficiency;
+    double attention_efficiency = 0.5;  // achieved / peak of the attention core's FLOPs
+    double norm_s = 0, elementwise_s = 0, embedding_s = 0, loss_s = 0, optimizer_s = 0;
+    double host_overhead = 0;  // fraction of compute lost between ops (launches, framework): measured on a CPU
+    bool calibrated = false;   // true: a machine file `ultrascope calibrate` measured
+    std::string default_precision = "bf16";
+
+    int64_t total_gpus() const { return gpus_per_node * nodes; }
+    double peak_flops(bool bf16) const { return bf16 ? peak_flops_bf16 : peak_flops_fp32; }
+    double gemm_eff(double flops) const;  // interpolated, clamped to the table's ends
+};
+
+ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source);
+nlohmann::json cluster_to_json(const ClusterDesc& c);
+// A file path, or assets/clusters/NAME.json; UserError listing the known names otherwise.
+ClusterDesc load_cluster(const std::string& spec);
+std::vector<std::string> known_clusters();
+std::string clusters_dir();
+
+}  // namespace us::plan

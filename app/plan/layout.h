@@ -1,0 +1,47 @@
+// One way to lay a model out on GPUs: the parallel degrees and the training settings that change memory and time.
+// The names and meanings are ultrascope-train's (engine/train/config.h), so `ultrascope plan --dp 2 --tp 2 ...`
+// evaluates exactly what `ultrascope run --dp 2 --tp 2 ...` would run. Rank order is the engine's
+// (engine/parallel/grid.cpp): tp innermost, then cp, then pp, dp outermost; ep groups are consecutive dp ranks.
+#pragma once
+
+#include <string>
+
+#include "app/plan/cluster_desc.h"
+#include "app/plan/model_desc.h"
+
+namespace us {
+struct TrainConfig;
+}
+
+namespace us::plan {
+
+struct Layout {
+    int dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
+    bool sp = false;
+    std::string pp_schedule = "1f1b";  // afab | 1f1b | interleaved | zb1
+    int pp_chunks = 1;
+    int zero = 0;
+    int micro_batch = 1;  // sequences per micro-batch (--batch)
+    int grad_accum = 1;   // micro-batches per step (--grad-accum)
+    std::string recompute = "none";  // none | selective | full
+    bool bf16 = true;
+    bool fp32_grad_accum = false;
+    bool flash = false;              // --attention flash
+    bool overlap = true;             // the data-parallel reduction overlaps backward
+    double bucket_mb = 1.0;
+    std::string cp_balance = "zigzag";
+
+    int world() const { return dp * tp * pp * cp; }
+    int64_t sequences_per_step() const { return int64_t(dp) * micro_batch * grad_accum; }
+    std::string describe() const;  // "dp 2 tp 2 (sp) pp 2 1f1b ... ZeRO-1 mb 1 x 8 selective bf16"
+    std::string flags() const;     // the ultrascope-train flags that run it
+};
+
+Layout layout_from_config(const TrainConfig& cfg);
+
+// Throws UserError naming the field when `layout` cannot run `model` on `gpus` GPUs of `cluster`: degrees that do
+// not divide heads, kv heads, layers, the sequence or the experts; more GPUs than the cluster holds; combinations
+// the engine refuses (ZeRO-2/3 with pipelines, zero-bubble with full recomputation, ...).
+void check_layout(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout, int64_t gpus);
+
+}  // namespace us::plan

@@ -1,0 +1,113 @@
+#include "app/plan/memory_model.h"
+
+#include <algorithm>
+
+#include "app/plan/model_shapes.h"
+#include "engine/parallel/pipeline_schedule.h"
+#include "profiler/analysis/predict.h"
+
+namespace us::plan {
+
+int64_t MemoryEstimate::categories_total() const {
+    int64_t t = 0;
+    for (int64_t b : bytes) t += b;
+    return t;
+}
+
+namespace {
+
+prof::PredictInput engine_input(const ModelDesc& m, const Layout& l, int stage) {
+    prof::PredictInput in;
+    in.vocab = m.vocab, in.hidden = m.hidden, in.layers = m.layers, in.heads = m.heads, in.seq = m.seq;
+    in.moe_experts = m.moe_experts, in.moe_topk = m.moe_topk, in.moe_every = m.moe_every;
+    in.moe_capacity_factor = m.moe_capacity_factor;
+    in.micro_batch = l.micro_batch, in.grad_accum = l.grad_accum;
+    in.bf16 = l.bf16, in.fp32_grad_accum = l.fp32_grad_accum, in.recompute = l.recompute, in.flash = l.flash;
+    in.dp = l.dp, in.pp = l.pp, in.tp = l.tp, in.cp = l.cp, in.ep = l.ep, in.sp = l.sp;
+    in.cp_balance = l.cp_balance, in.zero = l.zero, in.pp_schedule = l.pp_schedule, in.pp_chunks = l.pp_chunks;
+    in.bucket_mb = l.bucket_mb;
+    in.stage = stage;
+    return in;
+}
+
+// The engine's own walk, stage by stage; the busiest stage wins.
+MemoryEstimate engine_memory(const ModelDesc& m, const Layout& l) {
+    MemoryEstimate best;
+    for (int s = 0; s < l.pp; ++s) {
+        const prof::Prediction p = prof::predict(engine_input(m, l, s));
+        MemoryEstimate e;
+        e.kind = "predicted";
+        e.stage = s;
+        e.micro_batches_in_flight = p.micro_batches_in_flight;
+        e.params_on_rank = p.params_on_rank;
+        for (int c = 0; c < kMemCategoryCount; ++c) {
+            e.modelled[size_t(c)] = p.memory[size_t(c)].has_value();
+            e.bytes[size_t(c)] = p.memory[size_t(c)].value_or(0);
+        }
+        if (s == 0 || e.categories_total() > best.categories_total()) best = e;
+    }
+    return best;
+}
+
+// The generalised formulas (docs/planner.md, "Memory"), for one stage.
+MemoryEstimate formula_memory(const ModelDesc& m, const Layout& l, int stage, const StageInFlight& flight) {
+    const RankShapes r = rank_shapes(m, l, stage);
+    MemoryEstimate est;
+    est.kind = "formula";
+    est.stage = stage;
+    est.micro_batches_in_flight = flight.micro_batches;
+    est.params_on_rank = r.params + r.expert_params;
+    const double e = l.bf16 ? 2 : 4;
+    const double dp = double(l.dp) * l.cp, edp = double(l.dp / l.ep) * l.cp;
+    auto state = [&](double bytes_per_param, bool shard) {
+        return int64_t(shard ? bytes_per_param * double(r.params) / dp + bytes_per_param * double(r.expert_params) / edp
+                             : bytes_per_param * double(r.params + r.expert_params));
+    };
+    using C = MemCategory;
+    auto set = [&](C c, int64_t v) {
+        est.bytes[size_t(c)] = v;
+        est.modelled[size_t(c)] = true;
+    };
+    set(C::params, state(e, l.zero >= 3));
+    set(C::grads, state(e + (l.bf16 && l.fp32_grad_accum ? 4 : 0), l.zero >= 2));
+    set(C::master_params, l.bf16 ? state(4, l.zero >= 1) : 0);
+    set(C::optimizer_state, state(8, l.zero >= 1));
+    // Activations: the stage's layers per chunk in flight, plus the embedding output on the first stage and the
+    // head (final norm output, fp32 logits) on the last.
+    const double per_chunk = double(r.layer_activation_bytes) * double(r.dense_layers) / double(r.chunks) +
+                             double(r.moe_layer_activation_bytes) * double(r.moe_layers) / double(r.chunks);
+    double acts = per_chunk * double(flight.chunks);
+    if (r.first) acts += e * double(r.R * m.hidden) * flight.micro_batches;
+    if (r.last) acts += (e * double(r.R * m.hidden) + 4.0 * double(r.T * r.Vr)) * flight.last_chunk_micro_batches;
+    set(C::activations, int64_t(acts));
+    // Temporaries: one backward's gradient scratch, fp32 logit gradients on the last stage, and under full
+    // recomputation one layer's activations rebuilt while its backward runs.
+    double temps = e * double(r.T) * double(3 * m.hidden + r.qkv_width + r.ffn_width);
+    if (r.last) temps += 4.0 * double(r.T * r.Vr);
+    if (l.recompute == "full") temps += double(r.layer_activation_bytes_no_recompute);
+    set(C::temporaries, int64_t(temps));
+    // Communication buffers: the gradient buckets in flight (two), ZeRO-3's gathered parameters (two layers).
+    double comm = l.dp * l.cp > 1 ? 2.0 * l.bucket_mb * 1048576.0 : 0.0;
+    if (l.zero >= 3) comm += 2.0 * e * double(r.params) / std::max<int64_t>(1, r.layers);
+    set(C::comm_buffers, int64_t(comm));
+    return est;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const ModelDesc& m, const ClusterDesc& cluster, const Layout& l) {
+    MemoryEstimate best;
+    if (m.family == ModelFamily::engine_gpt) {
+        best = engine_memory(m, l);
+    } else {
+        const std::vector<StageInFlight> flight = stages_in_flight(l);
+        for (int s = 0; s < l.pp; ++s) {
+            const MemoryEstimate e = formula_memory(m, l, s, flight[size_t(s)]);
+            if (s == 0 || e.categories_total() > best.categories_total()) best = e;
+        }
+    }
+    best.reserved_bytes = cluster.reserved_bytes;
+    return best;
+}
+
+}  // namespace us::plan

@@ -1,0 +1,118 @@
+#include "app/plan/model_shapes.h"
+
+#include <algorithm>
+
+#include "engine/parallel/pipeline_schedule.h"
+
+namespace us::plan {
+
+namespace {
+
+// Bytes one layer keeps from its forward to its backward (docs/planner.md): the generalised form of Korthikanti et
+// al. 2022 without dropout masks, with e-byte activations and fp32 norm statistics. `moe`: the MLP replaced by the
+// router and the rank's expert rows.
+int64_t layer_bytes(const ModelDesc& m, const Layout& l, const RankShapes& r, bool moe, const std::string& recompute) {
+    const int64_t e = l.bf16 ? 2 : 4, h = m.hidden;
+    if (recompute == "full") return e * r.R * h;  // the layer's input only
+    const int64_t norm_side = 4 * e * r.R * h;    // both norms' inputs and outputs (split by tp only with sp)
+    const int64_t stats = (m.rmsnorm ? 4 : 8) * 2 * r.R;
+    const int64_t attention = e * r.T * (r.qkv_width + r.attn_width);  // q, k, v and the attention output
+    const int64_t mlp_acts = m.swiglu ? 3 : 2;  // GeLU: its input and output; SwiGLU: gate, up and their product
+    const int64_t mlp = moe ? 4 * r.T * m.moe_experts + e * r.expert_rows * (h + mlp_acts * r.ffn_width + h)
+                            : e * r.T * mlp_acts * r.ffn_width;
+    // The attention core: the (b, a/tp, s/cp, s) probabilities, unless they are never stored (flash attention, a
+    // cp ring: the fp32 log-sum-exp instead) or recomputed (selective).
+    int64_t core = 0;
+    if (l.flash || l.cp > 1) core = 4 * r.T * r.heads;
+    else if (recompute != "selective") core = e * (r.T / std::max<int64_t>(1, m.seq / l.cp)) * r.heads * (m.seq / l.cp) * m.seq;
+    return norm_side + stats + attention + mlp + core;
+}
+
+}  // namespace
+
+RankShapes rank_shapes(const ModelDesc& m, const Layout& l, int stage) {
+    RankShapes r;
+    const int64_t tp = l.tp, h = m.hidden;
+    r.stage = stage;
+    r.first = stage == 0;
+    r.last = stage == l.pp - 1;
+    r.chunks = l.pp_schedule == "interleaved" ? std::max(1, l.pp_chunks) : 1;
+    // Stages of equal size; when they cannot be (Llama 3 405B: 126 layers on 16 stages), every stage is taken to
+    // hold the busiest one's ceil(L / stages): the first and last give up layers in practice (Dubey et al. 2024).
+    const int64_t stages = int64_t(l.pp) * r.chunks, per_chunk = (m.layers + stages - 1) / stages;
+    for (int c = 0; c < r.chunks; ++c)
+        for (int64_t i = 0; i < per_chunk; ++i) {
+            const int64_t layer = std::min(m.layers - 1, (int64_t(c) * l.pp + stage) * per_chunk + i);
+            (m.is_moe_layer(layer) ? r.moe_layers : r.dense_layers)++;
+        }
+    r.layers = r.dense_layers + r.moe_layers;
+    r.T = int64_t(l.micro_batch) * m.seq / l.cp;
+    r.R = l.sp ? r.T / tp : r.T;
+    r.Vr = (m.vocab + tp - 1) / tp;
+    // Key/value heads split over tp while there are enough; beyond that each rank keeps one (replicated).
+    const int64_t kv_per_rank = std::max<int64_t>(1, m.kv() / tp);
+    r.qkv_width = m.attn_width() / tp + 2 * kv_per_rank * m.head_size();
+    r.attn_width = m.attn_width() / tp;
+    r.ffn_width = m.ffn() / tp;
+    r.heads = m.heads / tp;
+    r.expert_rows = m.is_moe() ? r.T * m.moe_topk : 0;
+    // Parameters: matrices split over tp, norms whole; the token table on the first stage and (untied, or tied with
+    // a pipeline: Megatron's copy) the output matrix on the last, both vocabulary-parallel.
+    const int64_t norms = 2 * m.norm_params();
+    const int64_t attention = (m.attention_params() - (m.biases ? h : 0)) / tp + (m.biases ? h : 0);
+    const int64_t mlp = m.mlp_params() / tp;
+    r.params = r.dense_layers * (attention + mlp + norms) + r.moe_layers * (attention + norms + h * m.moe_experts);
+    r.expert_params = m.is_moe() ? r.moe_layers * (m.moe_experts / l.ep) * mlp : 0;
+    if (r.first) r.params += r.Vr * h + (m.embedding_params() - m.vocab * h);
+    if (r.last) {
+        r.params += m.norm_params();
+        if (!m.tied_embeddings || !r.first) r.params += r.Vr * h;
+    }
+    r.layer_activation_bytes = layer_bytes(m, l, r, false, l.recompute);
+    r.moe_layer_activation_bytes = m.is_moe() ? layer_bytes(m, l, r, true, l.recompute) : 0;
+    r.layer_activation_bytes_no_recompute = layer_bytes(m, l, r, r.moe_layers > 0, "none");
+    return r;
+}
+
+std::vector<StageInFlight> stages_in_flight(const Layout& l) {
+    std::vector<StageInFlight> out(size_t(std::max(1, l.pp)));
+    if (l.pp <= 1) return out;
+    const int V = l.pp_schedule == "interleaved" ? std::max(1, l.pp_chunks) : 1;
+    const PipelineShape shape{l.pp, l.grad_accum, V};
+    const Simulation sim = simulate_schedule(make_schedule(l.pp_schedule, shape), shape);
+    for (int s = 0; s < l.pp; ++s) {
+        out[size_t(s)].micro_batches = sim.max_in_flight[size_t(s)];
+        out[size_t(s)].chunks = sim.max_chunks_in_flight[size_t(s)];
+    }
+    // The head lives from the last stage's forward of a micro-batch to its backward: 1 with 1F1B-like schedules
+    // (the backward follows at once), every micro-batch with AFAB.
+    out.back().last_chunk_micro_batches = l.pp_schedule == "afab" ? l.grad_accum : 1;
+    return out;
+}
+
+WorkInventory work_inventory(const ModelDesc& m, const Layout& l, const RankShapes& r) {
+    WorkInventory w;
+    const int64_t h = m.hidden;
+    const int64_t up = (m.swiglu ? 2 : 1) * r.ffn_width;
+    w.layer_gemms = {{r.T, r.qkv_width, h}, {r.T, h, r.attn_width}, {r.T, up, h}, {r.T, h, r.ffn_width}};
+    if (m.is_moe()) {
+        // Uniform routing: the rank's E/ep experts each see X ep / E rows (its tokens' choices and its peers').
+        const double local = double(m.moe_experts / l.ep);
+        const int64_t rows = std::max<int64_t>(1, r.expert_rows * l.ep / m.moe_experts);
+        w.moe_layer_gemms = {{r.T, r.qkv_width, h}, {r.T, h, r.attn_width}, {r.T, m.moe_experts, h},
+                             {rows, up, h, local}, {rows, h, r.ffn_width, local}};
+    }
+    w.head_gemms = {{r.T, r.Vr, h}};
+    // The attention core's two products per query over every key (the engine counts the whole square).
+    w.attention_flops = 4.0 * double(l.micro_batch) * double(r.heads) * double(m.seq / l.cp) * double(m.seq) *
+                        double(m.head_size());
+    w.norm_elements = 2.0 * double(r.R * h);
+    // Biases of the four linears (when present), the activation function over the MLP's width, two residual adds.
+    w.elementwise_elements = double(r.T) * double(r.qkv_width + r.attn_width + 2 * up) + 2.0 * double(r.R * h);
+    w.embedding_elements = double(r.T * h);
+    w.loss_elements = double(r.T * r.Vr);
+    w.final_norm_elements = double(r.R * h);
+    return w;
+}
+
+}  // namespace us::plan

@@ -1,0 +1,177 @@
+#include "app/plan/planner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "engine/core/format.h"
+
+namespace us::plan {
+
+PlanResult evaluate(const ModelDesc& m, const ClusterDesc& c, const Layout& l) {
+    PlanResult r;
+    r.layout = l;
+    r.memory = estimate_memory(m, c, l);
+    r.fits = r.memory.total() <= c.memory_bytes;
+    r.time = estimate_step(m, c, l);
+    r.tokens_per_step = double(l.sequences_per_step()) * double(m.seq);
+    r.tokens_per_s = r.time.step_s > 0 ? r.tokens_per_step / r.time.step_s : 0;
+    r.model_flops_per_token = m.flops_per_token();
+    r.mfu = r.tokens_per_s * r.model_flops_per_token / (double(l.world()) * c.peak_flops(l.bf16));
+    r.verdict = r.fits ? "fits"
+                       : fmt::format("out of memory: {} needed of {} (busiest rank: stage {})",
+                                     format_bytes(r.memory.total()), format_bytes(c.memory_bytes), r.memory.stage);
+    return r;
+}
+
+namespace {
+
+std::vector<int> divisors(int64_t n) {
+    std::vector<int> d;
+    for (int64_t i = 1; i <= n; ++i)
+        if (n % i == 0) d.push_back(int(i));
+    return d;
+}
+
+// The pieces a slower layout loses time in, next to the best one's: the largest difference names why it loses.
+std::string why_slower(const PlanResult& r, const PlanResult& best) {
+    const StepPieces &a = r.time, &b = best.time;
+    const std::vector<std::pair<std::string, double>> deltas = {
+        {"pipeline bubble", a.bubble_s - b.bubble_s},
+        {"exposed tensor-parallel communication", a.tp_comm_s - b.tp_comm_s},
+        {"exposed data-parallel / ZeRO communication", a.dp_comm_exposed_s - b.dp_comm_exposed_s},
+        {"exposed context-parallel communication", a.cp_comm_exposed_s - b.cp_comm_exposed_s},
+        {"expert-parallel all-to-alls", a.ep_comm_s - b.ep_comm_s},
+        {"pipeline transfers", a.pp_comm_s - b.pp_comm_s},
+        {"recomputation", a.recompute_s - b.recompute_s},
+        {"slower compute (smaller GEMMs, less efficient)", (a.gemm_s + a.attention_s + a.other_ops_s) -
+                                                              (b.gemm_s + b.attention_s + b.other_ops_s)},
+        {"optimizer", a.optimizer_s - b.optimizer_s},
+    };
+    if (a.step_s <= b.step_s * 1.005) return "as fast as the best (within 0.5%)";
+    const auto worst = std::max_element(deltas.begin(), deltas.end(),
+                                        [](const auto& x, const auto& y) { return x.second < y.second; });
+    return fmt::format("{:.0f}% slower than the best: {} (+{:.3g} s)", 100.0 * (a.step_s / b.step_s - 1.0),
+                       worst->first, worst->second);
+}
+
+}  // namespace
+
+SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOptions& o) {
+    SearchResult out;
+    std::map<std::string, int64_t> pruned;
+    const int64_t B = o.global_batch_sequences;
+    for (int tp : divisors(o.gpus)) {
+        if (m.heads % tp != 0 || (m.kv() % tp != 0 && tp % m.kv() != 0)) {
+            pruned["tp does not divide the heads"]++;
+            continue;
+        }
+        if (!o.allow_tp_across_nodes && tp > c.gpus_per_node) {
+            pruned["tp groups that leave a node (their collectives on the critical path cross the slow link)"]++;
+            continue;
+        }
+        for (int cp : divisors(o.gpus / tp)) {
+            if (cp > 1 && m.seq % (2 * cp) != 0) {
+                pruned["cp does not split the sequence into 2 cp chunks"]++;
+                continue;
+            }
+            for (int pp : divisors(o.gpus / tp / cp)) {
+                const bool uneven_ok = m.family != ModelFamily::engine_gpt && (pp & (pp - 1)) == 0 && m.layers >= 2 * pp;
+                if (m.layers % pp != 0 && !uneven_ok) {
+                    pruned["pp does not divide the layers"]++;
+                    continue;
+                }
+                const int dp = int(o.gpus / tp / cp / pp);
+                for (int ep : divisors(dp)) {
+                    if (ep > 1 && (!m.is_moe() || m.moe_experts % ep != 0)) continue;
+                    for (int zero = 0; zero <= 3; ++zero) {
+                        if (pp > 1 && zero > 1) continue;  // the engine runs ZeRO-2/3 without pipelines
+                        if (dp * cp == 1 && zero > 0) continue;  // nothing to shard over
+                        for (int mb : o.micro_batches) {
+                            if (B > 0 && B % (int64_t(dp) * mb) != 0) {
+                                pruned["the global batch does not divide into dp x micro-batch"]++;
+                                continue;
+                            }
+                            const int accum = B > 0 ? int(B / (int64_t(dp) * mb)) : 1;
+                            std::vector<std::pair<std::string, int>> schedules = {{"1f1b", 1}};
+                            if (pp > 1) {
+                                pruned["afab (the same bubble as 1f1b, more activations)"]++;
+                                if ((m.layers % (2 * pp) == 0 || (uneven_ok && m.layers >= 4 * pp)) && accum % pp == 0) schedules.push_back({"interleaved", 2});
+                                schedules.push_back({"zb1", 1});
+                            }
+                            for (const auto& [schedule, chunks] : schedules)
+                                for (const std::string& rc : o.recompute) {
+                                    if (schedule == "zb1" && rc == "full") continue;
+                                    if (o.flash && rc == "selective") {  // nothing left to drop: the same as none
+                                        pruned["selective recomputation with flash attention (the same as none)"]++;
+                                        continue;
+                                    }
+                                    Layout l;
+                                    l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.ep = ep, l.sp = tp > 1;
+                                    l.pp_schedule = schedule, l.pp_chunks = chunks, l.zero = zero;
+                                    l.micro_batch = mb, l.grad_accum = accum, l.recompute = rc, l.bf16 = o.bf16;
+                                    l.flash = o.flash;
+                                    out.ranked.push_back(evaluate(m, c, l));
+                                    ++out.considered;
+                                }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (const auto& [why, n] : pruned) out.pruned.push_back(fmt::format("{} x {}", n, why));
+    std::stable_sort(out.ranked.begin(), out.ranked.end(), [](const PlanResult& a, const PlanResult& b) {
+        if (a.fits != b.fits) return a.fits;
+        return a.time.step_s < b.time.step_s;
+    });
+    if (!out.ranked.empty() && out.ranked.front().fits) {
+        const PlanResult best = out.ranked.front();
+        for (size_t i = 0; i < out.ranked.size(); ++i) {
+            PlanResult& r = out.ranked[i];
+            if (i == 0) r.verdict = "best";
+            else if (r.fits) r.verdict = why_slower(r, best);
+        }
+    }
+    return out;
+}
+
+nlohmann::json plan_json(const ModelDesc& m, const ClusterDesc& c, const PlanResult& r) {
+    const Layout& l = r.layout;
+    nlohmann::json mem = nlohmann::json::object();
+    for (int i = 0; i < kMemCategoryCount; ++i)
+        mem[std::string(kMemCategoryNames[size_t(i)])] =
+            r.memory.modelled[size_t(i)] ? nlohmann::json(r.memory.bytes[size_t(i)]) : nlohmann::json();
+    const StepPieces& t = r.time;
+    return {{"layout",
+             {{"dp", l.dp}, {"tp", l.tp}, {"sp", l.sp}, {"pp", l.pp}, {"pp_schedule", l.pp_schedule},
+              {"pp_chunks", l.pp_chunks}, {"cp", l.cp}, {"ep", l.ep}, {"zero", l.zero}, {"micro_batch", l.micro_batch},
+              {"grad_accum", l.grad_accum}, {"recompute", l.recompute}, {"precision", l.bf16 ? "bf16" : "fp32"},
+              {"seq", m.seq}, {"gpus", l.world()}, {"flags", l.flags()}, {"describe", l.describe()}}},
+            {"fits", r.fits},
+            {"verdict", r.verdict},
+            {"memory_kind", r.memory.kind},
+            {"memory_per_gpu_bytes", mem},
+            {"memory_reserved_bytes", r.memory.reserved_bytes},
+            {"memory_total_bytes", r.memory.total()},
+            {"memory_capacity_bytes", c.memory_bytes},
+            {"busiest_stage", r.memory.stage},
+            {"micro_batches_in_flight", r.memory.micro_batches_in_flight},
+            {"params_on_rank", r.memory.params_on_rank},
+            {"time_kind", c.calibrated ? "model (calibrated costs)" : "model (datasheet costs, assumed efficiencies)"},
+            {"step_time_s", t.step_s},
+            {"tokens_per_step", r.tokens_per_step},
+            {"tokens_per_s", r.tokens_per_s},
+            {"mfu", r.mfu},
+            {"model_flops_per_token_formula", r.model_flops_per_token},
+            {"time_s",
+             {{"gemm", t.gemm_s}, {"attention", t.attention_s}, {"other_ops", t.other_ops_s},
+              {"recompute", t.recompute_s}, {"tp_comm", t.tp_comm_s}, {"cp_comm_exposed", t.cp_comm_exposed_s},
+              {"cp_comm_hidden", t.cp_comm_hidden_s}, {"ep_comm", t.ep_comm_s}, {"pp_comm", t.pp_comm_s},
+              {"bubble", t.bubble_s}, {"dp_comm_exposed", t.dp_comm_exposed_s}, {"dp_comm_hidden", t.dp_comm_hidden_s},
+              {"optimizer", t.optimizer_s}, {"forward_per_micro_batch", t.forward_s},
+              {"backward_per_micro_batch", t.backward_s}}}};
+}
+
+}  // namespace us::plan

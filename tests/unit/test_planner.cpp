@@ -1,0 +1,282 @@
+// The planner (app/plan, docs/planner.md): parameter counts against the published totals, the engine's presets
+// through the engine's exact memory walk, the step-time model's monotonicities, the search's ordering, the JSON a
+// GUI reads, the calibration's fits, and bad input (a clear message naming the field, exit code 2).
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/plan/calibration.h"
+#include "app/plan/planner.h"
+#include "engine/core/check.h"
+#include "engine/train/config.h"
+#include "profiler/analysis/predict.h"
+#include "test_util.h"
+
+using namespace us;
+using namespace us::plan;
+namespace fs = std::filesystem;
+
+namespace {
+
+Layout layout(int dp, int tp, int pp, int mb = 1, int accum = 1) {
+    Layout l;
+    l.dp = dp, l.tp = tp, l.pp = pp, l.micro_batch = mb, l.grad_accum = accum, l.sp = tp > 1;
+    return l;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+    const std::string path = us::test::temp_path(name);
+    std::ofstream(path) << text;
+    return path;
+}
+
+std::string user_error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const UserError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("planner: parameter counts match the published totals", "[planner]") {
+    struct Row {
+        const char* name;
+        double published, tolerance;
+    };
+    // Llama 3 (Dubey et al. 2024), GPT-3 175B as Narayanan et al. 2021 count it, Mixtral (Jiang et al. 2024): to the
+    // published digits; GPT-3's smaller shapes are published rounded to two digits.
+    for (const Row& r : {Row{"llama3-8b", 8.03e9, 0.001}, Row{"llama3-70b", 70.6e9, 0.001},
+                         Row{"llama3-405b", 405.9e9, 0.001}, Row{"gpt3-175b", 174.6e9, 0.001},
+                         Row{"mixtral-8x7b", 46.7e9, 0.002}, Row{"gpt3-1.3b", 1.3e9, 0.04}, Row{"gpt3-2.7b", 2.7e9, 0.04},
+                         Row{"gpt3-6.7b", 6.7e9, 0.04}, Row{"gpt3-13b", 13.0e9, 0.04}}) {
+        const ModelDesc m = load_model(r.name);
+        INFO(r.name << ": " << m.num_params());
+        CHECK(std::abs(double(m.num_params()) / r.published - 1.0) < r.tolerance);
+        CHECK(m.published_params == r.published);
+    }
+    const ModelDesc mixtral = load_model("mixtral-8x7b");
+    CHECK(std::abs(double(mixtral.active_params()) / 12.9e9 - 1.0) < 0.01);
+}
+
+TEST_CASE("planner: every engine preset counts parameters as the engine does", "[planner]") {
+    for (const std::string& name : list_presets()) {
+        TrainConfig cfg;
+        apply_preset(cfg, name);
+        const ModelDesc m = engine_preset_model(name);
+        INFO(name);
+        CHECK(m.family == ModelFamily::engine_gpt);
+        CHECK(m.num_params() == cfg.model.num_params());
+        CHECK(m.active_params() == cfg.model.active_params());
+    }
+}
+
+TEST_CASE("planner: an engine preset's memory is the engine's exact walk (prof::predict) of its busiest stage", "[planner]") {
+    const ClusterDesc c = load_cluster("h100-sxm");
+    const ModelDesc m = load_model("small");
+    for (Layout l : {layout(2, 1, 1, 8, 1), layout(1, 2, 1, 8, 2), layout(1, 1, 2, 8, 4)}) {
+        l.bf16 = false;
+        const MemoryEstimate e = estimate_memory(m, c, l);
+        CHECK(e.kind == "predicted");
+        int64_t best = -1;
+        for (int s = 0; s < l.pp; ++s) {
+            prof::PredictInput in;
+            in.vocab = m.vocab, in.hidden = m.hidden, in.layers = m.layers, in.heads = m.heads, in.seq = m.seq;
+            in.micro_batch = l.micro_batch, in.grad_accum = l.grad_accum, in.dp = l.dp, in.tp = l.tp, in.pp = l.pp;
+            in.sp = l.sp, in.stage = s;
+            const prof::Prediction p = prof::predict(in);
+            if (p.memory_total() > best) {
+                best = p.memory_total();
+                for (int k = 0; k < kMemCategoryCount; ++k)
+                    CHECK(e.bytes[size_t(k)] == (s == e.stage ? p.memory[size_t(k)].value_or(0) : e.bytes[size_t(k)]));
+            }
+        }
+        CHECK(e.categories_total() == best);
+        CHECK(e.reserved_bytes == c.reserved_bytes);
+    }
+}
+
+TEST_CASE("planner: memory and time move the way the Playbook says", "[planner]") {
+    const ClusterDesc c = load_cluster("h100-sxm");
+    const ModelDesc m = load_model("llama3-70b");
+    // More tensor parallelism: less memory per GPU.
+    int64_t previous = INT64_MAX;
+    for (int tp : {1, 2, 4, 8}) {
+        const PlanResult r = evaluate(m, c, layout(64 / tp, tp, 1));
+        CHECK(r.memory.total() < previous);
+        previous = r.memory.total();
+    }
+    // Higher ZeRO stages: less memory, never more.
+    previous = INT64_MAX;
+    for (int zero = 0; zero <= 3; ++zero) {
+        Layout l = layout(8, 8, 1);
+        l.zero = zero;
+        const PlanResult r = evaluate(m, c, l);
+        CHECK(r.memory.total() < previous);
+        previous = r.memory.total();
+    }
+    // Recomputation: fewer saved activations, more time.
+    Layout none = layout(4, 8, 2, 1, 8), full = none;
+    full.recompute = "full";
+    const PlanResult a = evaluate(m, c, none), b = evaluate(m, c, full);
+    CHECK(b.memory.bytes[size_t(MemCategory::activations)] < a.memory.bytes[size_t(MemCategory::activations)]);
+    CHECK(b.time.step_s > a.time.step_s);
+    CHECK(b.time.recompute_s > 0);
+    // More micro-batches: a smaller share of bubble; interleaving: smaller still; zero bubble: smaller again.
+    Layout few = layout(2, 8, 4, 1, 4), many = layout(2, 8, 4, 1, 32);
+    const PlanResult f = evaluate(m, c, few), g = evaluate(m, c, many);
+    CHECK(g.time.bubble_s / g.time.step_s < f.time.bubble_s / f.time.step_s);
+    Layout inter = many;
+    inter.pp_schedule = "interleaved", inter.pp_chunks = 2;
+    Layout zb = many;
+    zb.pp_schedule = "zb1";
+    CHECK(evaluate(m, c, inter).time.bubble_s < g.time.bubble_s);
+    CHECK(evaluate(m, c, zb).time.bubble_s < g.time.bubble_s);
+    // A tp group that leaves the node pays the slow link.
+    const PlanResult in_node = evaluate(m, c, layout(2, 8, 1)), across = evaluate(m, c, layout(1, 16, 1));
+    CHECK(across.time.tp_comm_s > in_node.time.tp_comm_s);
+    // MFU stays a fraction.
+    CHECK(a.mfu > 0);
+    CHECK(a.mfu < 1);
+}
+
+TEST_CASE("planner: the search ranks fitting layouts first, fastest first, and says why the others lose", "[planner]") {
+    const ClusterDesc c = load_cluster("h100-sxm");
+    const ModelDesc m = load_model("llama3-8b");
+    SearchOptions o;
+    o.gpus = 16;
+    o.global_batch_sequences = 64;
+    const SearchResult s = search(m, c, o);
+    REQUIRE(s.ranked.size() > 10);
+    CHECK(s.considered == int64_t(s.ranked.size()));
+    CHECK(s.ranked.front().fits);
+    CHECK(s.ranked.front().verdict == "best");
+    bool seen_oom = false;
+    for (size_t i = 1; i < s.ranked.size(); ++i) {
+        const PlanResult &p = s.ranked[i - 1], &r = s.ranked[i];
+        if (!r.fits) {
+            seen_oom = true;
+            CHECK(r.verdict.find("out of memory") == 0);
+        } else {
+            CHECK(!seen_oom);  // no fitting layout after one that does not fit
+            CHECK(p.time.step_s <= r.time.step_s);
+            CHECK((r.verdict.find("slower than the best") != std::string::npos || r.verdict.find("as fast as") == 0));
+        }
+        CHECK(r.layout.world() == 16);
+        CHECK(r.layout.sequences_per_step() == 64);
+    }
+    CHECK(!s.pruned.empty());
+}
+
+TEST_CASE("planner: the JSON of a layout has what a GUI reads", "[planner]") {
+    const ClusterDesc c = load_cluster("a100-80gb");
+    const ModelDesc m = load_model("gpt3-175b");
+    Layout l = layout(8, 8, 16, 1, 64);
+    l.zero = 1, l.recompute = "full", l.pp_schedule = "interleaved", l.pp_chunks = 2;
+    check_layout(m, c, l, 1024);
+    const nlohmann::json j = plan_json(m, c, evaluate(m, c, l));
+    for (const char* key : {"fits", "memory_per_gpu_bytes", "step_time_s", "tokens_per_s", "mfu", "time_s", "layout",
+                            "memory_kind", "memory_total_bytes", "verdict"})
+        CHECK(j.contains(key));
+    for (auto name : kMemCategoryNames) CHECK(j["memory_per_gpu_bytes"].contains(std::string(name)));
+    for (const char* piece : {"gemm", "attention", "recompute", "tp_comm", "bubble", "dp_comm_exposed", "optimizer"})
+        CHECK(j["time_s"].contains(piece));
+    CHECK(j["memory_kind"] == "formula");
+    CHECK(j["fits"].get<bool>());
+    double sum = 0;
+    for (const char* piece : {"gemm", "attention", "other_ops", "recompute", "tp_comm", "cp_comm_exposed", "ep_comm",
+                              "pp_comm", "bubble", "dp_comm_exposed", "optimizer"})
+        sum += j["time_s"][piece].get<double>();
+    CHECK(std::abs(sum / j["step_time_s"].get<double>() - 1.0) < 1e-9);  // the pieces add up to the step
+}
+
+TEST_CASE("planner: bad layouts, models and clusters get a message naming the field", "[planner]") {
+    const ClusterDesc c = load_cluster("h100-sxm");
+    const ModelDesc m = load_model("llama3-8b");
+    CHECK(user_error_of([&] { check_layout(m, c, layout(1, 3, 1), 3); }).find("--tp 3") != std::string::npos);
+    // Uneven stages are allowed for other models while each stage keeps two layers; the engine cuts equal ones.
+    CHECK(user_error_of([&] { check_layout(m, c, layout(1, 1, 20), 20); }).find("layers") != std::string::npos);
+    CHECK(user_error_of([&] { check_layout(m, c, layout(1, 1, 5), 5); }) == "(no error)");
+    CHECK(user_error_of([&] { check_layout(load_model("small"), c, layout(1, 1, 3), 3); }).find("layers") !=
+          std::string::npos);
+    Layout cp = layout(1, 1, 1);
+    cp.cp = 3;
+    CHECK(user_error_of([&] { check_layout(m, c, cp, 3); }).find("--cp 3") != std::string::npos);
+    CHECK(user_error_of([&] { check_layout(m, c, layout(20000, 1, 1), 20000); }).find("more than cluster") !=
+          std::string::npos);
+    Layout ep = layout(2, 1, 1);
+    ep.ep = 2;
+    CHECK(user_error_of([&] { check_layout(m, c, ep, 2); }).find("no experts") != std::string::npos);
+    const ModelDesc mixtral = load_model("mixtral-8x7b");
+    Layout ep3 = layout(3, 1, 1);
+    ep3.ep = 3;
+    CHECK(user_error_of([&] { check_layout(mixtral, c, ep3, 3); }).find("experts") != std::string::npos);
+    CHECK(user_error_of([&] { load_model("llama9-1t"); }).find("unknown model 'llama9-1t'") != std::string::npos);
+    CHECK(user_error_of([&] { load_cluster("tpu-v9"); }).find("unknown GPU 'tpu-v9'") != std::string::npos);
+    const std::string missing = write_file("plan-missing.json", R"({"name": "x", "family": "llama", "vocab": 100})");
+    CHECK(user_error_of([&] { load_model(missing); }).find("missing field 'hidden'") != std::string::npos);
+    const std::string wrong = write_file("plan-wrong.json", R"({"name": "x", "family": "llama", "vocab": 100,
+        "hidden": "big", "layers": 2, "heads": 2, "seq": 8})");
+    const std::string msg = user_error_of([&] { load_model(wrong); });
+    CHECK(msg.find("'hidden'") != std::string::npos);
+    CHECK(msg.find(wrong) != std::string::npos);
+    const std::string not_json = write_file("plan-broken.json", "{ nope");
+    CHECK(user_error_of([&] { load_cluster(not_json); }).find("not valid JSON") != std::string::npos);
+    const std::string bad_cluster = write_file("plan-cluster.json", R"({"name": "x", "gpu": {"name": "g",
+        "peak_flops_fp32": 1e12, "memory_bytes": 1000, "memory_bandwidth": 1e9}, "gpus_per_node": 8,
+        "intra_node": {"bandwidth": -1}})");
+    CHECK(user_error_of([&] { load_cluster(bad_cluster); }).find("'bandwidth'") != std::string::npos);
+}
+
+TEST_CASE("planner: the command line evaluates, searches, and exits 2 on bad input", "[planner]") {
+    const std::string u = us::test::bin("ultrascope");
+    const auto one = us::test::run_process(u + " plan --model llama3-8b --gpu h100-sxm --dp 2 --tp 4 --sp --json");
+    INFO(one.output);
+    REQUIRE(one.exit_code == 0);
+    const auto j = nlohmann::json::parse(one.output);
+    CHECK(j["layout"]["gpus"] == 8);
+    CHECK(j["memory_per_gpu_bytes"]["params"].get<int64_t>() > 0);
+    const auto found = us::test::run_process(u + " plan --model llama3-8b --gpu a100-80gb --gpus 8 --global-batch-tokens "
+                                                 "1048576 --top 3");
+    INFO(found.output);
+    CHECK(found.exit_code == 0);
+    CHECK(found.output.find("best") != std::string::npos);
+    const auto preset = us::test::run_process(u + " plan --preset small --tp 2 --precision fp32");
+    CHECK(preset.exit_code == 0);
+    CHECK(preset.output.find("predicted (the engine's exact walk)") != std::string::npos);
+    for (const char* bad : {" plan --model nope --gpus 8 --global-batch 8", " plan --model llama3-8b --tp 3",
+                            " plan --model llama3-8b --gpu h100-sxm --gpus 1000000 --global-batch 8",
+                            " plan --model llama3-8b --cluster /nonexistent.json --dp 2"}) {
+        const auto r = us::test::run_process(u + bad);
+        INFO(bad << "\n" << r.output);
+        CHECK(r.exit_code == 2);
+        CHECK(r.output.find("error:") != std::string::npos);
+    }
+}
+
+TEST_CASE("planner: calibration fits the alpha-beta model and interpolates GEMM efficiency", "[planner]") {
+    // Synthetic timings from a known link: latency 20 us per hop, 5 GB/s.
+    std::vector<CollectiveSample> samples;
+    for (double bytes = 4096; bytes <= 8e6; bytes *= 2)
+        for (const char* op : {"all_reduce", "all_gather", "reduce_scatter"}) {
+            const bool ar = std::string(op) == "all_reduce";
+            samples.push_back({op, 2, bytes, (ar ? 2 : 1) * 20e-6 + (ar ? 1.0 : 0.5) * bytes / 5e9});
+        }
+    const Link link = fit_link(samples);
+    CHECK(std::abs(link.latency / 20e-6 - 1) < 1e-6);
+    CHECK(std::abs(link.bandwidth / 5e9 - 1) < 1e-6);
+    CHECK(std::abs(all_reduce_s(1e6, 2, link) - (2 * 20e-6 + 1e6 / 5e9)) < 1e-12);
+    CHECK(user_error_of([&] { fit_link({samples[0]}); }).find("at least 2") != std::string::npos);
+    const auto parsed = parse_collective_samples("mpirun noise\n{\"op\": \"all_gather\", \"ranks\": 2, \"bytes\": 4096, "
+                                                 "\"median_s\": 0.001, \"min_s\": 0.0009}\n");
+    REQUIRE(parsed.size() == 1);
+    CHECK(parsed[0].op == "all_gather");
+    ClusterDesc c;
+    c.gemm_efficiency = {{1e6, 0.2}, {1e8, 0.6}};
+    CHECK(c.gemm_eff(1e5) == 0.2);
+    CHECK(std::abs(c.gemm_eff(1e7) - 0.4) < 1e-12);  // halfway in log FLOPs
+    CHECK(c.gemm_eff(1e9) == 0.6);
+}
