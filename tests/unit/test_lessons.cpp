@@ -133,7 +133,7 @@ TEST_CASE("A lesson run's command is `ultrascope run -n RANKS` with its flags", 
     CHECK(run_arguments(run) == std::vector<std::string>{"-n", "2", "--preset", "tiny", "--dp", "2"});
 }
 
-TEST_CASE("Malformed lesson files are reported by file and field; the good ones still load", "[lessons]") {
+TEST_CASE("Malformed lesson files are reported by file and field and the good ones still load", "[lessons]") {
     TempLessonDir tmp;
     tmp.write("good.json", good_lesson().dump());
     tmp.write("broken.json", "{ \"title\": ");
