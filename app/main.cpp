@@ -51,6 +51,7 @@ void usage() {
         "  --lesson NAME           open a workshop lesson and launch its first run (ultrascope lesson --list)\n"
         "  --lesson-runs all       with --lesson: launch every run of the lesson in turn (the comparison)\n"
         "  --high-contrast         the projector theme (also View > high contrast)\n"
+        "  --plan MODEL            open the Planner on MODEL (--plan-cluster NAME|FILE, --plan-gpus N; File > New plan)\n"
         "  --store-cap-mib N       memory cap of the trace kept in memory (default 2048; the file keeps all)\n"
         "  --hostfile FILE         launch ranks on the hosts of an Open MPI hostfile (with --stream-listen)\n"
         "  --launcher L            mpirun (default) or srun (inside a Slurm allocation)\n"
@@ -79,6 +80,8 @@ int gui_or_fallback(int argc, char** argv) {
     size_t store_cap_bytes = us::prof::TraceStoreOptions{}.max_bytes;
     std::string hostfile, launcher = "mpirun", stream_listen = "127.0.0.1";
     std::string lesson, lesson_runs = "first";
+    std::string plan_model, plan_cluster = "h100-sxm";
+    int plan_gpus = 64;
     bool high_contrast = false;
     std::vector<std::string> train_args;
     for (int i = 1; i < argc; ++i) {
@@ -109,13 +112,17 @@ int gui_or_fallback(int argc, char** argv) {
         else if (a == "--lesson") lesson = value();
         else if (a == "--lesson-runs") lesson_runs = value();
         else if (a == "--high-contrast") high_contrast = true;
+        else if (a == "--plan") plan_model = value();
+        else if (a == "--plan-cluster") plan_cluster = value();
+        else if (a == "--plan-gpus") plan_gpus = std::atoi(value().c_str());
         else if (a.rfind("-", 0) != 0 && open.empty() && !follows_value_flag(argv, i) && std::filesystem::exists(a))
             open = a;  // `ultrascope TRACE`
         else train_args.push_back(a);
     }
     US_CHECK_INPUT(view == "all" || view == "memory" || view == "timeline" || view == "overlap" || view == "training" ||
-                       view == "compare" || view == "experts",
-                   "unknown --view '{}': expected memory, timeline, overlap, training, compare, experts or all", view);
+                       view == "compare" || view == "experts" || view == "planner",
+                   "unknown --view '{}': expected memory, timeline, overlap, training, compare, experts, planner or all", view);
+    US_CHECK_INPUT(plan_gpus >= 1 && plan_gpus <= 16384, "--plan-gpus {}: expected 1 to 16384 GPUs", plan_gpus);
     US_CHECK_INPUT(lesson_runs == "first" || lesson_runs == "all", "--lesson-runs '{}': expected first or all", lesson_runs);
     if (!lesson.empty()) {  // named now, before a window opens: a typo gets the list of lessons
         const auto set = us::lesson::load_lessons(us::lesson::default_lessons_dir());
@@ -141,6 +148,9 @@ int gui_or_fallback(int argc, char** argv) {
         o.lesson = lesson;
         o.lesson_all_runs = lesson_runs == "all";
         o.high_contrast = high_contrast;
+        o.plan_model = plan_model;
+        o.plan_cluster = plan_cluster;
+        o.plan_gpus = plan_gpus;
         return us::gui::run_gui(o);
     }
     US_CHECK_INPUT(screenshot.empty(), "--screenshot needs a display: run under xvfb-run (apt-get install xvfb)");

@@ -14,6 +14,13 @@ AppState::AppState(const GuiOptions& options) : source(log, options.store_cap_by
     settings.hosts = HostSettings{options.launcher, options.hostfile, options.stream_listen};
     m_pending = settings;
     if (!options.lesson.empty()) lessons.open(options.lesson);
+    if (!options.plan_model.empty()) {
+        planner.open = true;
+        planner.model = options.plan_model;
+        planner.cluster = options.plan_cluster;
+        planner.gpus = options.plan_gpus;
+        planner.start();
+    }
     if (!options.open_trace.empty()) open_trace(options.open_trace);
     else if (options.launch && lessons.current()) lessons.launch(*this, 0, options.lesson_all_runs);
     else if (options.launch) launch();

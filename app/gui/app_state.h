@@ -15,6 +15,7 @@
 #include "app/gui/derived_views.h"
 #include "app/gui/gui.h"
 #include "app/gui/lesson_player.h"
+#include "app/gui/planner_state.h"
 #include "app/gui/model/launch_settings.h"
 #include "app/gui/message_log.h"
 #include "app/gui/run_comparison.h"
@@ -42,6 +43,7 @@ public:
     ViewWindow window;
     RunComparison comparison;
     LessonPlayer lessons;              // the open workshop lesson (File > Lessons)
+    PlannerState planner;              // File > New plan
     std::map<std::string, ViewRegion> regions;  // this frame's views (screenshot checks)
 
     // ---- what spans several owners

@@ -26,6 +26,9 @@ struct GuiOptions {
     std::string lesson;             // --lesson NAME: open this workshop lesson and launch its first run
     bool lesson_all_runs = false;   // --lesson-runs all: then each later run in turn (the comparison)
     bool high_contrast = false;     // --high-contrast: the projector theme
+    // --plan MODEL [--plan-cluster C] [--plan-gpus N]: open the Planner on that search
+    std::string plan_model, plan_cluster = "h100-sxm";
+    int plan_gpus = 64;
 };
 
 // Whether a display is available (X11 or Wayland).

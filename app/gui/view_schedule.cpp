@@ -19,7 +19,9 @@ ImU32 box_color(const DiagramBox& b) {
     return IM_COL32(scale(IM_COL32_R_SHIFT), scale(IM_COL32_G_SHIFT), scale(IM_COL32_B_SHIFT), 255);
 }
 
-void draw_diagram(const PipelineDiagram& d, int chunks, float width) {
+}  // namespace
+
+void draw_pipeline_diagram(const PipelineDiagram& d, int chunks, float width) {
     ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", d.caption.c_str());
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const float row_h = ImGui::GetTextLineHeight() + 2, gutter = 60, right = 110;
@@ -59,19 +61,17 @@ void draw_diagram(const PipelineDiagram& d, int chunks, float width) {
     }
 }
 
-}  // namespace
-
 bool draw_pipeline_schedule(AppState& app, int step) {
     const PipelineDiagram& theory = app.derived.theory_diagram();
     if (theory.stages == 0) return false;
     const int chunks = app.report().predict_input.pp_chunks;
     const float width = ImGui::GetContentRegionAvail().x;
     const ImVec2 start = ImGui::GetCursorScreenPos();
-    draw_diagram(theory, chunks, width);
+    draw_pipeline_diagram(theory, chunks, width);
     static const PipelineDiagram none;
     const PipelineDiagram& measured = app.store() ? app.derived.measured_diagram(*app.store(), step) : none;
     if (measured.stages == 0) ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "measured: waiting for a step to finish on every stage");
-    else draw_diagram(measured, chunks, width);
+    else draw_pipeline_diagram(measured, chunks, width);
     app.regions["schedule"] = ViewRegion{start.x, start.y, width, ImGui::GetCursorScreenPos().y - start.y};
     return true;
 }

@@ -12,10 +12,13 @@ void draw_overlap_view(AppState& app);    // view_overlap.cpp: compute / overlap
 void draw_training_view(AppState& app);   // view_training.cpp: loss, tokens/s, step time, MFU
 void draw_compare_view(AppState& app);    // view_compare.cpp: runs of the session side by side
 void draw_experts_view(AppState& app);
-void draw_lessons_panel(AppState& app);  // view_lessons.cpp: a workshop lesson, its runs and its checked claims    // view_experts.cpp: router load per MoE layer, expert time per rank
+void draw_lessons_panel(AppState& app);
+void draw_planner_view(AppState& app);  // view_planner.cpp: layouts of a model on a cluster, predicted  // view_lessons.cpp: a workshop lesson, its runs and its checked claims    // view_experts.cpp: router load per MoE layer, expert time per rank
 // view_schedule.cpp: the pipeline schedule, predicted above measured (step: see AppState::measured_diagram);
 // false without a pipeline.
 bool draw_pipeline_schedule(AppState& app, int step);
+// One schedule diagram (stages, F/B/W boxes, each stage's bubble), `width` pixels wide.
+void draw_pipeline_diagram(const PipelineDiagram& d, int chunks, float width);
 
 // The whole frame: menu, popups and the views in their layout (window.cpp). With force_layout the default layout
 // is applied every frame (screenshots, benchmarks).

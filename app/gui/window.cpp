@@ -218,6 +218,7 @@ void draw_frame(AppState& app, bool force_layout) {
         if (ImGui::BeginMenu("File")) {
             if (ImGui::MenuItem("Open trace...", "Ctrl+O")) open_requested = true;
             if (ImGui::MenuItem("Attach (listen for a run)...")) attach_requested = true;
+            if (ImGui::MenuItem("New plan...")) app.planner.open = true;
             if (ImGui::MenuItem("Lessons...")) {
                 app.lessons.close();
                 g_show_lessons = true;
@@ -274,6 +275,7 @@ void draw_frame(AppState& app, bool force_layout) {
         else if (only == "training") window("Training", "training", 0, y0, W, H, draw_training_view);
         else if (only == "compare") window("Compare runs", "compare", 0, y0, W, H, draw_compare_view);
         else if (only == "experts") window("Experts", "experts", 0, y0, W, H, draw_experts_view);
+        else if (only == "planner") window("Planner", "planner", 0, y0, W, H, draw_planner_view);
         return;
     }
     const float left = std::min(340.0f, W * 0.27f), top_h = H * 0.42f;
@@ -309,6 +311,14 @@ void draw_frame(AppState& app, bool force_layout) {
     }
     ImGui::End();
     g_view_ms["training"] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - training_t0).count();
+    if (app.planner.open) {  // over the views, closable; the measured views stay underneath
+        place("Planner", left, y0, rest_w, H, force_layout);
+        if (ImGui::Begin("Planner", &app.planner.open, fixed)) {
+            record_region(app, "planner");
+            draw_planner_view(app);
+        }
+        ImGui::End();
+    }
     if (const lesson::Lesson* l = app.lessons.current()) draw_highlights(app, *l);
     app.lessons.views_pending = false;
 }
@@ -317,7 +327,7 @@ namespace {
 
 // Nothing is loading and a launched run has finished: the picture will not change any more.
 bool settled(const AppState& app) {
-    if (app.source.loading() || app.lessons.busy()) return false;
+    if (app.source.loading() || app.lessons.busy() || app.planner.searching()) return false;
     return !(app.source.kind() == Source::launched && app.source.live() && !app.source.live()->finished());
 }
 
@@ -371,6 +381,14 @@ nlohmann::json shown_facts(const AppState& app) {
     }
     facts["launch_args"] = app.settings.train_args();
     facts["font_px"] = font_px();
+    if (app.planner.result) {
+        const auto& ranked = app.planner.result->search.ranked;
+        facts["planner"] = {{"model", app.planner.result->model.name}, {"layouts", ranked.size()},
+                            {"best", ranked.empty() ? "" : ranked.front().layout.describe()},
+                            {"best_fits", !ranked.empty() && ranked.front().fits},
+                            {"best_mfu", ranked.empty() ? 0.0 : ranked.front().mfu}};
+    }
+    if (!app.planner.error.empty()) facts["planner_error"] = app.planner.error;
     if (const lesson::Lesson* l = app.lessons.current()) {
         nlohmann::json claims = nlohmann::json::array();
         const auto& check = app.lessons.check();

@@ -300,3 +300,26 @@ TEST_CASE("a lesson launches its runs in turn, outlines where to look and checks
     CHECK(bad.exit_code == 2);
     CHECK(bad.output.find("no lesson 'no-such-lesson'") != std::string::npos);
 }
+
+TEST_CASE("the planner view ranks the layouts of a model on a cluster, predicted, and names a bad model", "[gui][planner]") {
+    const std::string shot = temp_path("planner.png");
+    const ProcessResult r = run_process(ultrascope() + " --no-launch --plan gpt3-175b --plan-gpus 1024 --view planner "
+                                        "--screenshot " + shot);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
+    const auto& planner = shown["shown"]["planner"];
+    CHECK(planner["model"] == "gpt3-175b");
+    CHECK(planner["layouts"].get<int>() > 10);
+    CHECK(planner["best_fits"] == true);  // 175B fits 1024 80 GiB GPUs in some layout
+    const double mfu = planner["best_mfu"].get<double>();
+    CHECK(mfu > 0.1);
+    CHECK(mfu < 0.8);
+    check_region_drawn(load_png(shot), "planner", shown["regions"]["planner"]);
+
+    const std::string bad_shot = temp_path("planner-bad.png");
+    const ProcessResult bad = run_process(ultrascope() + " --no-launch --plan no-such-model --view planner --screenshot " + bad_shot);
+    INFO(bad.output);
+    const auto bad_shown = nlohmann::json::parse(read_file(bad_shot + ".json"));
+    CHECK(bad_shown["shown"]["planner_error"].get<std::string>().find("no-such-model") != std::string::npos);
+}

@@ -1,0 +1,38 @@
+// The Planner view's state (File > New plan): the model, cluster and GPU count the user picked, the search over
+// layouts running on a worker thread (16,384 GPUs take a while), its ranked result and the selected layout.
+#pragma once
+
+#include <future>
+#include <optional>
+#include <string>
+
+#include "app/plan/planner.h"
+
+namespace us::gui {
+
+struct PlannerState {
+    bool open = false;
+    std::string model = "llama3-8b", cluster = "h100-sxm";
+    int gpus = 64;
+    int global_batch = 512;  // sequences per step (0: one micro-batch per data-parallel rank)
+    int selected = 0;        // row of `result->ranked`
+
+    struct Plan {
+        plan::ModelDesc model;
+        plan::ClusterDesc cluster;
+        plan::SearchResult search;
+    };
+    std::optional<Plan> result;
+    std::string error;  // why the last search could not run (an unknown model, too many GPUs, ...)
+
+    // Starts a search with the current choices (the previous one, if running, finishes first).
+    void start();
+    bool searching() const { return m_pending.valid(); }
+    // Installs a finished search (once per frame).
+    void poll();
+
+private:
+    std::future<Plan> m_pending;
+};
+
+}  // namespace us::gui
