@@ -31,3 +31,10 @@ gpu="$here/gpt2-124m-bf16-h100.ustrace"
 shot "$gpu" --view memory --fit-step 10 --screenshot "$here/gpu-memory-gpt2-124m-h100.png"
 shot "$gpu" --view timeline --fit-step 10 --screenshot "$here/gpu-timeline-gpt2-124m-h100.png"
 rm -f "$here"/*.png.json
+# Workshop lessons (docs/lessons.md): each lesson's runs launched in turn, its views outlined, its claims checked.
+for lesson in mixed-precision zero pipeline; do
+  shot --lesson "$lesson" --lesson-runs all --screenshot "$here/lesson-$lesson.png"
+done
+# The planner (docs/planner.md): Llama 3 70B on 1,024 H100s, every layout ranked, the best one's memory and time.
+shot --no-launch --plan llama3-70b --plan-gpus 1024 --view planner --screenshot "$here/planner-llama3-70b-h100x1024.png"
+rm -f "$here"/*.png.json
