@@ -26,6 +26,9 @@ void print_lesson(const lesson::Lesson& l) {
     for (const auto& r : l.runs)
         std::printf("  %-10s %s%s%s\n", r.label.c_str(), lesson::run_command_text(r).c_str(), r.note.empty() ? "" : "\n             ",
                     r.note.c_str());
+    for (const auto& p : l.plans)
+        std::printf("  %-10s %s%s%s\n", p.label.c_str(), lesson::plan_command_text(p).c_str(),
+                    p.note.empty() ? "" : "\n             ", p.note.c_str());
     std::string views;
     for (const auto& v : l.views) views += (views.empty() ? "" : ", ") + v;
     std::printf("\nViews: %s\n", views.c_str());
@@ -79,6 +82,10 @@ int check_lesson(const lesson::Lesson& l, const std::string& trace_dir, const st
         runs_ok &= r.ok();
         if (!r.report.is_null()) reports[run.label] = r.report;
         if (app::stop_signal() != 0) return 1;
+    }
+    for (const auto& p : l.plans) {  // the planner runs nothing: its figures come at once
+        std::printf("[plan] %s: %s\n", p.label.c_str(), lesson::plan_command_text(p).c_str());
+        reports[p.label] = lesson::evaluate_lesson_plan(p);
     }
     const lesson::LessonCheck check = lesson::check_lesson(l, reports);
     std::printf("\nClaims of '%s':\n", l.name.c_str());

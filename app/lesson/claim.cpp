@@ -22,6 +22,7 @@ const char* source_name(FigureSource source) {
         case FigureSource::derived: return "derived";
         case FigureSource::setting: return "setting";
         case FigureSource::constant: return "constant";
+        case FigureSource::model: return "model";
     }
     return "?";
 }
@@ -60,6 +61,17 @@ FigureSource source_of_key(const std::string& key) {
     if (key.find("predicted") != std::string::npos) return FigureSource::predicted;
     if (key.find("derived") != std::string::npos) return FigureSource::derived;
     return FigureSource::measured;
+}
+
+// A plan's JSON (`ultrascope plan --json`) holds no measurement: memory is the engine's walk, times the planner's
+// model, tokens/s and MFU derived from them.
+bool is_plan(const json& j) { return j.is_object() && j.contains("memory_kind") && j.contains("layout"); }
+
+FigureSource source_of_plan_key(const std::string& key) {
+    if (key.find("formula") != std::string::npos) return FigureSource::formula;
+    if (key.find("mfu") != std::string::npos || key.find("tokens_per_s") != std::string::npos) return FigureSource::derived;
+    if (key.find("time") != std::string::npos) return FigureSource::model;
+    return FigureSource::predicted;
 }
 
 enum class Unit { bytes, seconds, plain };
@@ -175,7 +187,7 @@ OperandResult evaluate_operand(const Operand& o, const std::map<std::string, jso
     auto it = reports.find(o.run);
     if (it == reports.end() || it->second.is_null()) throw Invalid{fmt::format("run '{}' has no report", o.run)};
     const json& report = it->second;
-    r.source = source_of_key(o.keys.front());
+    r.source = is_plan(report) ? source_of_plan_key(o.keys.front()) : source_of_key(o.keys.front());
 
     // Sum the keys per rank; a key of the report's root adds to every rank.
     std::vector<KeyValues> keys;

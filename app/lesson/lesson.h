@@ -29,6 +29,15 @@ struct LessonRun {
     std::vector<std::string> args;  // ultrascope-train flags, e.g. {"--preset", "tiny", "--steps", "3"}
 };
 
+// A planner evaluation shown next to the measured runs (`ultrascope plan`, docs/planner.md): the same model on a
+// cluster the class does not have, nothing run. Claims name it by its label, like a run.
+struct LessonPlan {
+    std::string label;              // unique among the lesson's runs and plans
+    std::string note;               // one line ("the same model on 64 H100s")
+    std::string gpu = "h100-sxm";   // the cluster: a100-80gb | h100-sxm | h200 (assets/clusters)
+    std::vector<std::string> args;  // ultrascope-train flags: the model (preset, shapes) and the layout (--dp 64 ...)
+};
+
 // A figure the GUI outlines: a report key shown in a view.
 struct Highlight {
     std::string view;  // memory | timeline | overlap | training | compare | experts
@@ -45,6 +54,7 @@ enum class FigureSource {
     derived,    // a combination of the above (MFU)
     setting,    // a setting of the run (config.*)
     constant,   // a number written in the lesson
+    model,      // the planner's step-time model (docs/planner.md): a plan's times
 };
 const char* source_name(FigureSource source);  // "measured", "predicted", ...
 
@@ -92,6 +102,7 @@ struct Lesson {
     std::string question;  // the question to ask the class
     std::string answer;    // shown on request (may be empty)
     std::vector<LessonRun> runs;          // 1 to 3 runs
+    std::vector<LessonPlan> plans;        // 0 to 2 planner evaluations next to them
     std::vector<std::string> views;       // views to open, in order (memory | timeline | overlap | ...)
     std::vector<Highlight> highlights;    // figures to outline
     std::vector<Claim> claims;            // the check: all must hold
@@ -124,6 +135,12 @@ const Lesson* find_lesson(const LessonSet& set, const std::string& name);
 // ---------------------------------------------------------------------------------------------------------------
 // Running a lesson's runs
 // ---------------------------------------------------------------------------------------------------------------
+
+// The planner's figures for `plan` (what `ultrascope plan --gpu GPU ARGS --json` prints); precision and attention
+// are the flags' (the engine's defaults when absent), so a plan of a run's layout is that run. UserError on bad flags.
+nlohmann::json evaluate_lesson_plan(const LessonPlan& plan);
+// "ultrascope plan --gpu h100-sxm --preset small --dp 64 ..."
+std::string plan_command_text(const LessonPlan& plan);
 
 // The arguments of `ultrascope run` for this run: {"-n", "2", "--dp", "2", ...}.
 std::vector<std::string> run_arguments(const LessonRun& run);
@@ -188,7 +205,8 @@ struct LessonCheck {
     bool invalid() const;   // some claim could not be evaluated
 };
 
-// reports: label -> report JSON (as RunResult::report or `ultrascope report --json`). Never throws on a report
+// reports: label -> report JSON (as RunResult::report or `ultrascope report --json`), and for plans the plan's JSON
+// (evaluate_lesson_plan; its figures are predicted, formula, derived or model, never measured). Never throws on a report
 // that lacks a key: that claim comes back invalid with the reason.
 ClaimResult evaluate_claim(const Claim& claim, const std::map<std::string, nlohmann::json>& reports);
 LessonCheck check_lesson(const Lesson& lesson, const std::map<std::string, nlohmann::json>& reports);

@@ -123,6 +123,27 @@ LessonRun parse_run(const json& j, const std::string& where, const std::string& 
     return run;
 }
 
+// A plan is checked by evaluating it (a pure function): a layout the planner cannot place fails here.
+LessonPlan parse_plan(const json& j, const std::string& where, const std::string& path) {
+    Fields f(j, where, path);
+    f.only({"label", "note", "gpu", "args"});
+    LessonPlan plan;
+    plan.label = f.text("label");
+    plan.note = f.text("note", false);
+    if (f.has("gpu")) plan.gpu = f.text("gpu");
+    for (const auto& a : f.array("args", 1, 64)) {
+        US_CHECK_INPUT(a.is_string(), "{}: {}: expected strings (ultrascope-train flags), got {}", where,
+                       f.field("args"), a.dump());
+        plan.args.push_back(a.get<std::string>());
+    }
+    try {
+        evaluate_lesson_plan(plan);
+    } catch (const UserError& e) {
+        fail_user("{}: {}: {}", where, f.field("args"), e.what());
+    }
+    return plan;
+}
+
 Operand parse_operand(const json& j, const std::string& where, const std::string& path,
                       const std::set<std::string>& labels) {
     Fields f(j, where, path);
@@ -198,7 +219,7 @@ fs::path default_lessons_dir() { return fs::path(assets_dir()) / "lessons"; }
 
 Lesson parse_lesson(const json& j, const std::string& name, const std::string& where) {
     Fields f(j, where, "");
-    f.only({"order", "title", "section", "look_at", "formula", "question", "answer", "slow", "runs", "views",
+    f.only({"order", "title", "section", "look_at", "formula", "question", "answer", "slow", "runs", "plans", "views",
             "highlights", "claims"});
     Lesson l;
     l.name = name;
@@ -218,6 +239,14 @@ Lesson parse_lesson(const json& j, const std::string& name, const std::string& w
         l.runs.push_back(parse_run(runs[i], where, indexed("runs", i)));
         US_CHECK_INPUT(labels.insert(l.runs.back().label).second, "{}: {}.label: '{}' is used by another run", where,
                        indexed("runs", i), l.runs.back().label);
+    }
+    if (f.has("plans")) {
+        const json& plans = f.array("plans", 0, 2);
+        for (size_t i = 0; i < plans.size(); ++i) {
+            l.plans.push_back(parse_plan(plans[i], where, indexed("plans", i)));
+            US_CHECK_INPUT(labels.insert(l.plans.back().label).second, "{}: {}.label: '{}' is used by another run or plan",
+                           where, indexed("plans", i), l.plans.back().label);
+        }
     }
     for (const auto& v : f.array("views", 1, kViews.size())) {
         const bool known = v.is_string() && std::count(kViews.begin(), kViews.end(), v.get<std::string>());

@@ -105,7 +105,7 @@ TEST_CASE("The repository's lessons all load, with unique names and runs a lapto
     const LessonSet set = load_lessons(default_lessons_dir());
     for (const auto& e : set.errors) FAIL_CHECK(e.message);
     REQUIRE(set.errors.empty());
-    REQUIRE(set.lessons.size() >= 11);
+    REQUIRE(set.lessons.size() >= 12);
     std::set<std::string> names;
     std::set<int> orders;
     for (const auto& l : set.lessons) {
@@ -118,7 +118,7 @@ TEST_CASE("The repository's lessons all load, with unique names and runs a lapto
         for (const auto& r : l.runs) CHECK(r.ranks <= 4);  // a two-core laptop: at most 4 ranks
     }
     for (const char* name : {"anatomy", "mixed-precision", "recompute", "grad-accum", "data-parallel", "zero",
-                             "pipeline", "tensor-parallel", "context-parallel", "experts", "bottleneck"})
+                             "pipeline", "tensor-parallel", "context-parallel", "experts", "bottleneck", "cluster"})
         CHECK(find_lesson(set, name) != nullptr);
     REQUIRE(find_lesson(set, "bottleneck"));
     CHECK(!find_lesson(set, "bottleneck")->answer.empty());
@@ -131,6 +131,30 @@ TEST_CASE("A lesson run's command is `ultrascope run -n RANKS` with its flags", 
     run.args = {"--preset", "tiny", "--dp", "2"};
     CHECK(run_command_text(run) == "ultrascope run -n 2 --preset tiny --dp 2");
     CHECK(run_arguments(run) == std::vector<std::string>{"-n", "2", "--preset", "tiny", "--dp", "2"});
+}
+
+TEST_CASE("A lesson's plan is the planner's figures for its model and layout", "[lessons]") {
+    LessonPlan plan;
+    plan.label = "p";
+    plan.args = {"--preset", "tiny", "--dp", "4", "--zero", "1"};
+    const json j = evaluate_lesson_plan(plan);
+    CHECK(j.at("layout").at("dp") == 4);
+    CHECK(j.at("layout").at("precision") == "fp32");  // the flags' precision (the engine's default), as the run's
+    // ZeRO-1 on dp 4: the moments are 8N/4 = 2N bytes of the tiny model's N = 116480.
+    CHECK(j.at("memory_per_gpu_bytes").at("optimizer_state").get<double>() == 2.0 * 116480);
+    CHECK(plan_command_text(plan) == "ultrascope plan --gpu h100-sxm --preset tiny --dp 4 --zero 1");
+    // Its figures are never "measured": memory is predicted, times the planner's model.
+    const std::map<std::string, json> reports = {{"p", j}};
+    CHECK(evaluate_claim(claim(from("p", {"memory_per_gpu_bytes.params"}), Comparison::greater, constant(0)), reports)
+              .measured.source == FigureSource::predicted);
+    CHECK(evaluate_claim(claim(from("p", {"step_time_s"}), Comparison::greater, constant(0)), reports).measured.source ==
+          FigureSource::model);
+    // A layout the planner cannot place is reported by the lesson's field.
+    json l = good_lesson();
+    l["plans"] = json::array({{{"label", "p"}, {"args", {"--preset", "tiny", "--tp", "3"}}}});
+    CHECK_THAT(parse_error(l), Catch::Contains("plans[0].args"));
+    l["plans"] = json::array({{{"label", "a"}, {"args", {"--preset", "tiny"}}}});
+    CHECK_THAT(parse_error(l), Catch::Contains("another run or plan"));
 }
 
 TEST_CASE("Malformed lesson files are reported by file and field and the good ones still load", "[lessons]") {

@@ -1,0 +1,38 @@
+// A lesson's planner evaluation: the lesson's model and layout on a cluster of GPUs, through the planner's own API
+// (app/plan/planner.h), so a lesson can put the prediction for a cluster next to the run it measured here.
+#include "app/lesson/lesson.h"
+#include "app/plan/planner.h"
+#include "engine/core/check.h"
+#include "engine/train/cli.h"
+
+namespace us::lesson {
+
+std::string plan_command_text(const LessonPlan& plan) {
+    std::string s = "ultrascope plan --gpu " + plan.gpu;
+    for (const auto& a : plan.args) s += " " + a;
+    return s;
+}
+
+nlohmann::json evaluate_lesson_plan(const LessonPlan& plan) {
+    std::vector<const char*> argv = {"ultrascope-train"};
+    for (const auto& a : plan.args) argv.push_back(a.c_str());
+    ParsedTrainArgs parsed = parse_train_args(int(argv.size()), argv.data());
+    US_CHECK_INPUT(!parsed.help_requested, "--help is not a plan setting");
+    const TrainConfig& cfg = parsed.cmd.config;
+    const GPTConfig& g = cfg.model;
+    g.validate();
+    const plan::ModelDesc model =
+        plan::engine_model(cfg.preset.empty() ? "engine-gpt" : cfg.preset, g.vocab, g.hidden, g.layers, g.heads, g.seq,
+                           g.moe_experts, g.moe_topk, g.moe_every, cfg.moe_capacity_factor);
+    const plan::ClusterDesc cluster = plan::load_cluster(plan.gpu);
+    plan::Layout layout = plan::layout_from_config(cfg);
+    layout.bf16 = cfg.precision == Precision::bf16;
+    layout.flash = cfg.attention == Attention::flash;
+    plan::check_layout(model, cluster, layout, layout.world());
+    nlohmann::json out = plan::plan_json(model, cluster, plan::evaluate(model, cluster, layout));
+    out["model"] = plan::model_to_json(model);
+    out["cluster"] = cluster.name;
+    return out;
+}
+
+}  // namespace us::lesson
