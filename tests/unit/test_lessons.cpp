@@ -224,6 +224,12 @@ TEST_CASE("Claims compare within a run and between runs, with tolerances and ran
           ClaimStatus::held);
     CHECK(status(claim(b_params, Comparison::greater, from("b", {"rank.memory_peak_bytes.params"})), reports) ==
           ClaimStatus::failed);
+    // Equal sides: the strict comparisons fail, the others hold.
+    CHECK(status(claim(b_params, Comparison::less, b_params), reports) == ClaimStatus::failed);
+    CHECK(status(claim(b_params, Comparison::greater_equal, b_params), reports) == ClaimStatus::held);
+    CHECK(status(claim(b_params, Comparison::equal, b_params), reports) == ClaimStatus::held);
+    CHECK(status(claim(b_params, Comparison::equal, from("a", {"rank.memory_peak_bytes.params"})), reports) ==
+          ClaimStatus::failed);
     // max over b's ranks is 210: ~ half of a's 400 within 5% holds, within 2% fails.
     CHECK(status(claim(b_params, Comparison::approx, from("a", {"rank.memory_peak_bytes.params"}, "max", 0.5), 0.05),
                  reports) == ClaimStatus::held);
