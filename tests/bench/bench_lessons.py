@@ -54,6 +54,11 @@ def main():
     parser.add_argument("names", nargs="*", help="lessons to check (default: the slow ones)")
     args = parser.parse_args()
     names = args.names or lessons(args.all)
+    binary = os.path.join(args.build, "bin", "ultrascope")
+    if not os.path.exists(binary):
+        print(f"bench_lessons.py: {binary} does not exist: build it (ninja -C {args.build} ultrascope ultrascope-train) "
+              "or point --build at a build directory", file=sys.stderr)
+        return 2
     print(f"Lesson checks on {cpu_features()}, {os.cpu_count()} cores")
     print(f"{'lesson':<18} {'result':<8} {'claims':>6} {'wall':>8}")
     failed = 0
