@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "app/plan/model_shapes.h"
 #include "engine/core/check.h"
@@ -30,6 +31,18 @@ std::vector<CollectiveSample> parse_collective_samples(const std::string& text) 
         if (!j.contains("op") || !j.contains("bytes") || !j.contains("median_s")) continue;
         out.push_back({j["op"].get<std::string>(), j.value("ranks", 2), j["bytes"].get<double>(), j["median_s"].get<double>()});
     }
+    return out;
+}
+
+std::vector<CollectiveSample> fastest_samples(const std::vector<CollectiveSample>& samples) {
+    std::map<std::tuple<std::string, int, double>, CollectiveSample> best;
+    for (const CollectiveSample& s : samples) {
+        const auto key = std::make_tuple(s.op, s.ranks, s.bytes);
+        const auto it = best.find(key);
+        if (it == best.end() || s.seconds < it->second.seconds) best[key] = s;
+    }
+    std::vector<CollectiveSample> out;
+    for (const auto& [key, s] : best) out.push_back(s);
     return out;
 }
 
@@ -61,58 +74,58 @@ Link fit_link(const std::vector<CollectiveSample>& samples) {
     return {1.0 / inv_bw, latency};
 }
 
+double best_step_compute_s(const prof::TraceStore& store) {
+    const prof::Report report = prof::build_report(store);
+    double total = 0;
+    for (const prof::RankReport& rr : report.ranks) {
+        double best = 1e300;
+        for (const prof::StepBreakdown& s : rr.steps)
+            if (s.step >= 2 && s.compute_s > 0) best = std::min(best, s.compute_s);
+        if (best < 1e300) total += best;
+    }
+    return total;
+}
+
 void OpCostFit::add_run(const prof::TraceStore& store, const ModelDesc& model, const Layout& layout) {
-    // Per op class, the best steady step of each rank (its least time), and per GEMM size the best step's
-    // throughput: on a shared machine other work stretches some steps, and the best one is this machine's cost.
+    // Per rank, the steady step with the least op time, and every op class and GEMM size from that one step: on a
+    // shared machine other work stretches some steps, and the best whole step is what a prediction of the best
+    // step must price. (Each class's own best step, from different steps, sums to less than any step that ran.)
     const prof::Report report = prof::build_report(store);
     std::map<int, Bin> bins(m_gemm_bins.begin(), m_gemm_bins.end());
     constexpr int kClasses = int(prof::OpClass::count);
     for (const prof::RankReport& rr : report.ranks) {
         const prof::RankTrace* rt = store.rank(rr.rank);
         if (!rt) continue;
-        std::map<int, std::array<double, kClasses>> by_step;    // step -> seconds per op class
-        std::map<int, std::map<int, Bin>> bins_by_step;         // step -> GEMM bins
-        std::map<int, double> attention_flops;
+        int step = -1;
+        double least = 1e300, idle_ratio = 0;
         for (const prof::StepBreakdown& s : rr.steps)
-            if (s.step >= 2) by_step[s.step].fill(0.0);
-        if (by_step.empty()) continue;
+            if (s.step >= 2 && s.compute_s > 0 && s.compute_s < least)
+                least = s.compute_s, step = s.step, idle_ratio = s.idle_s / s.compute_s;
+        if (step < 0) continue;
+        std::array<double, kClasses> times{};
+        std::map<int, Bin> step_bins;
+        double attention_flops = 0;
         for (const prof::Span& s : rt->lanes[size_t(prof::Lane::compute)].spans()) {
-            auto it = by_step.find(s.step);
-            if (s.kind != prof::SpanKind::op || it == by_step.end()) continue;
+            if (s.kind != prof::SpanKind::op || s.step != step) continue;
             const double sec = double(s.duration()) * 1e-9;
-            it->second[size_t(s.op)] += sec;
+            times[size_t(s.op)] += sec;
             if (s.op == prof::OpClass::gemm && s.flops > 0) {
-                Bin& b = bins_by_step[s.step][int(std::lround(2 * std::log2(double(s.flops))))];
+                Bin& b = step_bins[int(std::lround(2 * std::log2(double(s.flops))))];
                 b.flops += double(s.flops), b.seconds += sec, ++b.spans;
             }
-            if (s.op == prof::OpClass::attention) attention_flops[s.step] += double(s.flops);
+            if (s.op == prof::OpClass::attention) attention_flops += double(s.flops);
         }
-        auto best = [&](prof::OpClass c) {
-            double t = 1e300;
-            for (const auto& [step, times] : by_step) t = std::min(t, times[size_t(c)]);
-            return t;
-        };
-        std::map<int, Bin> best_bins;
-        for (const auto& [step, step_bins] : bins_by_step)
-            for (const auto& [key, b] : step_bins) {
-                Bin& kept = best_bins[key];
-                if (kept.spans == 0 || b.flops / b.seconds > kept.flops / kept.seconds) kept = b;
-            }
-        for (const auto& [key, b] : best_bins) {
+        for (const auto& [key, b] : step_bins) {
             Bin& total = bins[key];
             total.flops += b.flops, total.seconds += b.seconds, total.spans += b.spans;
         }
-        int attention_step = by_step.begin()->first;
-        for (const auto& [step, times] : by_step)
-            if (times[size_t(prof::OpClass::attention)] < by_step[attention_step][size_t(prof::OpClass::attention)])
-                attention_step = step;
-        m_attention_s += by_step[attention_step][size_t(prof::OpClass::attention)];
-        m_attention_flops += attention_flops[attention_step];
-        m_norm_s += best(prof::OpClass::norm);
-        m_elementwise_s += best(prof::OpClass::activation);
-        m_embedding_s += best(prof::OpClass::embedding);
-        m_loss_s += best(prof::OpClass::loss);
-        m_optimizer_s += best(prof::OpClass::optimizer);
+        m_attention_s += times[size_t(prof::OpClass::attention)];
+        m_attention_flops += attention_flops;
+        m_norm_s += times[size_t(prof::OpClass::norm)];
+        m_elementwise_s += times[size_t(prof::OpClass::activation)];
+        m_embedding_s += times[size_t(prof::OpClass::embedding)];
+        m_loss_s += times[size_t(prof::OpClass::loss)];
+        m_optimizer_s += times[size_t(prof::OpClass::optimizer)];
         // What the ops of one step touched, by the planner's own inventory for this rank's stage.
         const int stage = rr.coords.value("pp", 0);
         const RankShapes r = rank_shapes(model, layout, stage);
@@ -123,11 +136,8 @@ void OpCostFit::add_run(const prof::TraceStore& store, const ModelDesc& model, c
         m_embedding_elements += mb * (r.first ? w.embedding_elements : 0);
         m_loss_elements += mb * (r.last ? w.loss_elements : 0);
         m_optimizer_params += layout.zero >= 1 ? double(r.params) / (layout.dp * layout.cp) : double(r.params);
-        // Host overhead: idle time between ops over op time, in the rank's least idle steady step.
-        double ratio = 1e300;
-        for (const prof::StepBreakdown& s : rr.steps)
-            if (s.step >= 2 && s.compute_s > 0) ratio = std::min(ratio, s.idle_s / s.compute_s);
-        m_idle_s += ratio < 1e300 ? ratio : 0;
+        // Host overhead: idle time between ops over op time, in that step.
+        m_idle_s += idle_ratio;
         m_compute_s += 1;
     }
     m_gemm_bins.assign(bins.begin(), bins.end());

@@ -29,10 +29,16 @@ std::vector<CollectiveSample> parse_collective_samples(const std::string& json_l
 // step_time.h). UserError when fewer than two sizes were measured.
 Link fit_link(const std::vector<CollectiveSample>& samples);
 
+// Calibration's noise guard: the op time of a run's best steady step, summed over its ranks. `ultrascope calibrate`
+// repeats each measured run and fits only the median run by this figure (a typical run, as the ones checked).
+double best_step_compute_s(const prof::TraceStore& store);
+// Per (op, ranks, size), the fastest of several benchmark passes' medians.
+std::vector<CollectiveSample> fastest_samples(const std::vector<CollectiveSample>& samples);
+
 // The per-op costs of a measured run: GEMM efficiency by size (op spans binned by FLOPs, relative to the best bin,
 // whose throughput becomes the peak), attention efficiency, seconds per element of the memory-bound ops, seconds
-// per parameter of the optimizer, and the host overhead (idle time between ops over op time), each from the best
-// steady step of each rank (a shared machine stretches some steps). The run's model and
+// per parameter of the optimizer, and the host overhead (idle time between ops over op time), all from the one
+// steady step of each rank with the least op time (a shared machine stretches some steps). The run's model and
 // layout say how many elements each op class touched. Several runs may be accumulated before finish().
 class OpCostFit {
 public:

@@ -74,6 +74,21 @@ RankShapes rank_shapes(const ModelDesc& m, const Layout& l, int stage) {
     return r;
 }
 
+RankShapes chunk_shapes(const ModelDesc& m, const Layout& l, int stage, int chunk) {
+    RankShapes r = rank_shapes(m, l, stage);
+    const int64_t stages = int64_t(l.pp) * r.chunks, per_chunk = (m.layers + stages - 1) / stages;
+    r.dense_layers = r.moe_layers = 0;
+    for (int64_t i = 0; i < per_chunk; ++i) {
+        const int64_t layer = std::min(m.layers - 1, (int64_t(chunk) * l.pp + stage) * per_chunk + i);
+        (m.is_moe_layer(layer) ? r.moe_layers : r.dense_layers)++;
+    }
+    r.layers = r.dense_layers + r.moe_layers;
+    r.first = chunk == 0 && stage == 0;
+    r.last = chunk == r.chunks - 1 && stage == l.pp - 1;
+    r.chunks = 1;
+    return r;
+}
+
 std::vector<StageInFlight> stages_in_flight(const Layout& l) {
     std::vector<StageInFlight> out(size_t(std::max(1, l.pp)));
     if (l.pp <= 1) return out;

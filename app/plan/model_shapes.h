@@ -34,6 +34,9 @@ struct RankShapes {
 };
 
 RankShapes rank_shapes(const ModelDesc& m, const Layout& l, int stage);
+// One chunk (virtual stage chunk * pp + stage) of a rank: its layers only, `first` / `last` for the virtual stages
+// that hold the embedding / the head, chunks = 1. Parameters stay the rank's (they are not split by chunk).
+RankShapes chunk_shapes(const ModelDesc& m, const Layout& l, int stage, int chunk);
 
 // How many micro-batches (and chunks of a stage's layers) a stage holds at its peak, from the schedule the engine
 // runs (engine/parallel/pipeline_schedule.h).

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "app/plan/model_shapes.h"
+#include "app/plan/pipeline_sim.h"
 #include "engine/parallel/pipeline_schedule.h"
 
 namespace us::plan {
@@ -33,27 +34,32 @@ double send_s(double bytes, const Link& link) { return bytes / link.bandwidth + 
 
 namespace {
 
-// One micro-batch's forward and backward on a stage, by piece.
+// One micro-batch's forward and backward on a stage (or one chunk of it), by piece.
 struct StageCost {
     double gemm_f = 0, attn_f = 0, other_f = 0;
     double gemm_b = 0, attn_b = 0, other_b = 0;
+    double gemm_w = 0;  // of gemm_b, the weight gradients (a split schedule's W action)
     double recompute = 0;
-    double tp = 0, cp_exposed = 0, cp_hidden = 0, ep = 0, pp = 0;
-    double forward() const { return gemm_f + attn_f + other_f + tp_f() + cp_exposed_f() + ep / 2 + pp / 2; }
-    double backward() const { return gemm_b + attn_b + other_b + recompute + tp_b() + cp_exposed_b() + ep / 2 + pp / 2; }
-    double tp_fraction_forward = 0.5, cp_fraction_forward = 0.3;
-    double tp_f() const { return tp * tp_fraction_forward; }
-    double tp_b() const { return tp - tp_f(); }
-    double cp_exposed_f() const { return cp_exposed * cp_fraction_forward; }
-    double cp_exposed_b() const { return cp_exposed - cp_exposed_f(); }
+    double tp_f = 0, tp_b = 0, cp_exposed_f = 0, cp_exposed_b = 0, cp_hidden = 0, ep_f = 0, ep_b = 0;
+    double pp = 0;  // transfers into the stage per micro-batch (forward activations and backward gradients)
+    double forward() const { return gemm_f + attn_f + other_f + tp_f + cp_exposed_f + ep_f; }
+    double backward() const { return gemm_b + attn_b + other_b + recompute + tp_b + cp_exposed_b + ep_b; }
+    StageCost& operator+=(const StageCost& o) {
+        gemm_f += o.gemm_f, attn_f += o.attn_f, other_f += o.other_f, gemm_b += o.gemm_b, attn_b += o.attn_b;
+        other_b += o.other_b, gemm_w += o.gemm_w, recompute += o.recompute, tp_f += o.tp_f, tp_b += o.tp_b;
+        cp_exposed_f += o.cp_exposed_f, cp_exposed_b += o.cp_exposed_b, cp_hidden += o.cp_hidden;
+        ep_f += o.ep_f, ep_b += o.ep_b, pp += o.pp;
+        return *this;
+    }
 };
 
 double gemm_time(const ClusterDesc& c, const Gemm& g, double peak) {
     return g.count * g.flops() / (peak * c.gemm_eff(g.flops()));
 }
 
-StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, int stage) {
-    const RankShapes r = rank_shapes(m, l, stage);
+// The cost of the layers and ends (embedding on the first, head on the last) that `r` holds: a whole stage, or one
+// chunk of an interleaved stage (chunk_shapes).
+StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r) {
     const WorkInventory w = work_inventory(m, l, r);
     const double peak = c.peak_flops(l.bf16);
     const double e = l.bf16 ? 2 : 4;
@@ -66,22 +72,27 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     const double blocks_gemm = double(r.dense_layers) * layer_gemm + double(r.moe_layers) * moe_gemm;
     s.gemm_f = blocks_gemm + (r.last ? head_gemm : 0);
     s.gemm_b = 2 * s.gemm_f;
-    // Attention core: backward recomputes the scores when the probabilities were not kept (flash, ring, selective).
+    s.gemm_w = s.gemm_f;
+    // Attention core: backward is four products against forward's two (2x). The blockwise kernels (flash, the cp
+    // ring) also rebuild the scores from q and k inside their backward (2.5x). The naive kernel under selective
+    // recomputation rebuilds them too (QK^T and the softmax: half the forward's products), a recomputation piece
+    // of its own below, not a second charge here (engine/backend/cpu/attention.cpp).
     const double attn = double(r.layers) * w.attention_flops / (peak * c.attention_efficiency);
-    const bool probs_dropped = l.flash || l.cp > 1 || l.recompute == "selective";
+    const bool blockwise = l.flash || l.cp > 1;
     s.attn_f = attn;
-    s.attn_b = attn * (probs_dropped ? 2.5 : 2.0);
+    s.attn_b = attn * (blockwise ? 2.5 : 2.0);
     // Memory-bound ops, calibrated forward + backward together: a third in forward.
     const double other = double(r.layers) * (w.norm_elements * c.norm_s + w.elementwise_elements * c.elementwise_s) +
                          (r.first ? w.embedding_elements * c.embedding_s : 0) +
                          (r.last ? w.loss_elements * c.loss_s + w.final_norm_elements * c.norm_s : 0);
     const double overhead = 1.0 + c.host_overhead;
-    s.gemm_f *= overhead, s.gemm_b *= overhead, s.attn_f *= overhead, s.attn_b *= overhead;
+    s.gemm_f *= overhead, s.gemm_b *= overhead, s.gemm_w *= overhead, s.attn_f *= overhead, s.attn_b *= overhead;
     s.other_f = other / 3 * overhead;
     s.other_b = 2 * other / 3 * overhead;
-    // Recomputation repeats forward work during backward: all of it (full), or the attention core (selective).
+    // Recomputation repeats forward work during backward: all of the blocks' (full), or the scores and softmax of
+    // the naive attention core (selective: half its forward products).
     if (l.recompute == "full") s.recompute = s.gemm_f - (r.last ? head_gemm * overhead : 0) + s.attn_f + s.other_f;
-    else if (l.recompute == "selective" && !l.flash && l.cp == 1) s.recompute = s.attn_f;
+    else if (l.recompute == "selective" && !blockwise) s.recompute = 0.5 * s.attn_f;
     // Tensor parallelism (docs/formulas.md): per layer 2 all-reduces of T h e in forward and 2 in backward; with
     // sp each an all-gather plus a reduce-scatter, and backward re-gathers the norm outputs (2 more all-gathers).
     // Full recomputation repeats the forward's. All on the critical path.
@@ -92,76 +103,56 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
                                          : 2 * all_reduce_s(K, l.tp, link);
         const double per_layer_b = l.sp ? per_layer_f + 2 * all_gather_s(K, l.tp, link) : per_layer_f;
         const double layers = double(r.layers);
-        const double f = layers * per_layer_f + (r.first || r.last ? all_reduce_s(K, l.tp, link) : 0);
-        const double b = layers * per_layer_b * 1.0 + (l.recompute == "full" ? layers * per_layer_f : 0);
-        s.tp = f + b;
-        s.tp_fraction_forward = s.tp > 0 ? f / s.tp : 0.5;
+        s.tp_f = layers * per_layer_f + (r.first || r.last ? all_reduce_s(K, l.tp, link) : 0);
+        s.tp_b = layers * per_layer_b + (l.recompute == "full" ? layers * per_layer_f : 0);
     }
-    // Context parallelism: the ring passes each rank's key/value block on cp - 1 times in forward; backward passes
-    // them again and cp fp32 gradient blocks. Each transfer overlaps the attention of the block in hand.
+    // Context parallelism (engine/parallel/context_parallel.cpp): the ring takes cp steps per layer, each step's
+    // attention being 1/cp of the layer's (zigzag balances the causal work). Forward: a key/value block travels
+    // behind each of the first cp - 1 steps. Backward: the key/value block behind step i < cp - 1 and the fp32
+    // gradient block of step i - 1 behind step i; the last step's gradient block has nothing left to hide behind
+    // and is exposed whole. Whatever a transfer takes beyond its step's attention is exposed.
     if (l.cp > 1) {
         const Link& link = group_link(c, l.tp, l.cp);
-        const double kv = 2.0 * double(r.T) * double(r.qkv_width - r.attn_width) / 2.0;  // k and v widths
-        const double f = double(l.cp - 1) * send_s(kv * e, link);
-        const double b = double(l.cp - 1) * send_s(kv * e, link) + double(l.cp) * send_s(kv * 4, link);
-        const double per_layer_attn_f = w.attention_flops / (peak * c.attention_efficiency);
-        const double exposed_f = std::max(0.0, f - per_layer_attn_f), exposed_b = std::max(0.0, b - 2.5 * per_layer_attn_f);
-        const double layers = double(r.layers) * (l.recompute == "full" ? 1.0 : 1.0);
-        s.cp_exposed = layers * (exposed_f + exposed_b + (l.recompute == "full" ? exposed_f : 0));
-        s.cp_hidden = layers * (f + b) - s.cp_exposed;
-        s.cp_fraction_forward = exposed_f + exposed_b > 0 ? exposed_f / (exposed_f + exposed_b) : 0.3;
+        const double kv_elements = double(r.T) * double(r.qkv_width - r.attn_width);  // k and v
+        const double kv = send_s(kv_elements * e, link), g = send_s(kv_elements * 4, link);
+        const double step_f = w.attention_flops / (peak * c.attention_efficiency) * overhead / l.cp;
+        const double step_b = step_f * 2.5;
+        const double exposed_f = double(l.cp - 1) * std::max(0.0, kv - step_f);
+        double exposed_b = std::max(0.0, kv - step_b) + std::max(0.0, g - step_b) + g;
+        if (l.cp > 2) exposed_b += double(l.cp - 2) * std::max(0.0, kv + g - step_b);
+        const double total = double(l.cp - 1) * kv + (double(l.cp - 1) * kv + double(l.cp) * g);
+        const double layers = double(r.layers);
+        s.cp_exposed_f = layers * exposed_f;
+        s.cp_exposed_b = layers * (exposed_b + (l.recompute == "full" ? exposed_f : 0));
+        s.cp_hidden = layers * (total - exposed_f - exposed_b);
     }
     // Expert parallelism: per MoE layer 4 all-to-alls (dispatch and combine, forward and backward) of the rank's
     // rows, (ep - 1)/ep of them to others; full recomputation repeats the forward's two.
     if (l.ep > 1 && r.moe_layers > 0) {
         const Link& link = group_link(c, l.tp * l.cp * l.pp, l.ep);
         const double sent = double(r.expert_rows) * double(m.hidden) * e * double(l.ep - 1) / l.ep;
-        const double passes = 4.0 + (l.recompute == "full" ? 2.0 : 0.0);
-        s.ep = double(r.moe_layers) * passes * all_to_all_s(sent, l.ep, link);
+        const double one = double(r.moe_layers) * all_to_all_s(sent, l.ep, link);
+        s.ep_f = 2 * one;
+        s.ep_b = (2.0 + (l.recompute == "full" ? 2.0 : 0.0)) * one;
     }
-    // Pipeline: an activation (R h) to the next stage in forward and its gradient back in backward.
+    // Pipeline: an activation (R h) arrives from the previous virtual stage in forward and its gradient from the
+    // next in backward (the simulation puts them on the schedule's edges).
     if (l.pp > 1) {
         const Link& link = group_link(c, l.tp * l.cp, l.pp);
-        const double bytes = double(r.R * m.hidden) * e;
-        s.pp = double(r.chunks) * ((r.last && r.chunks == 1 ? 0 : 1) + (r.first && r.chunks == 1 ? 0 : 1)) * send_s(bytes, link);
+        s.pp = double((r.first ? 0 : 1) + (r.last ? 0 : 1)) * send_s(double(r.R * m.hidden) * e, link);
     }
     return s;
 }
 
-}  // namespace
+// Data parallelism and ZeRO over the dp x cp ranks holding the same parameters (experts: dp/ep x cp), for the
+// ranks of one stage, and the optimizer over the rank's shard.
+struct DpCost {
+    double exposed = 0, hidden = 0, optimizer = 0;
+};
 
-StepPieces estimate_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) {
-    // The busiest stage sets the pace: every stage runs the schedule at the slowest stage's costs.
-    StageCost worst;
-    double worst_total = -1;
-    for (int st = 0; st < l.pp; ++st) {
-        const StageCost s = stage_cost(m, c, l, st);
-        if (s.forward() + s.backward() > worst_total) worst = s, worst_total = s.forward() + s.backward();
-    }
+DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r, const StageCost& one) {
+    DpCost d;
     const double mb = l.grad_accum;
-    StepPieces p;
-    p.forward_s = worst.forward();
-    p.backward_s = worst.backward();
-    p.gemm_s = mb * (worst.gemm_f + worst.gemm_b);
-    p.attention_s = mb * (worst.attn_f + worst.attn_b);
-    p.other_ops_s = mb * (worst.other_f + worst.other_b);
-    p.recompute_s = mb * worst.recompute;
-    p.tp_comm_s = mb * worst.tp;
-    p.cp_comm_exposed_s = mb * worst.cp_exposed;
-    p.cp_comm_hidden_s = mb * worst.cp_hidden;
-    p.ep_comm_s = mb * worst.ep;
-    p.pp_comm_s = mb * worst.pp;
-    const double busy = mb * (p.forward_s + p.backward_s);
-    double makespan = busy;
-    if (l.pp > 1) {
-        const int V = l.pp_schedule == "interleaved" ? std::max(1, l.pp_chunks) : 1;
-        const PipelineShape shape{l.pp, l.grad_accum, V};
-        makespan = simulate_schedule(make_schedule(l.pp_schedule, shape), shape, p.forward_s, p.backward_s).makespan;
-    }
-    p.bubble_s = std::max(0.0, makespan - busy);
-
-    // Data parallelism and ZeRO over the dp x cp ranks holding the same parameters (experts: dp/ep x cp).
-    const RankShapes r = rank_shapes(m, l, 0);
     const double e = l.bf16 ? 2 : 4, grad_e = l.bf16 && !l.fp32_grad_accum ? 2 : 4;
     const int n = l.dp * l.cp, nx = (l.dp / l.ep) * l.cp;
     const Link& link = group_link(c, l.tp, l.dp * l.cp);  // cp and dp ranks together (dp stride tp cp pp)
@@ -172,37 +163,108 @@ StepPieces estimate_step(const ModelDesc& m, const ClusterDesc& c, const Layout&
     double reduce = 0, exposed = 0;
     if (n > 1 || nx > 1) {
         const double last_bucket = l.zero >= 2 ? all_gather_s(bucket, n, red) : all_reduce_s(bucket, n, red);
+        const double window = l.overlap ? one.backward() : 0.0;
         if (l.zero <= 1) {
             // ZeRO-0 all-reduces the gradients (ZeRO-1 reduce-scatters them) once, bucket by bucket during the
             // last micro-batch's backward; what does not fit behind it, and the last bucket, is exposed.
             reduce = l.zero == 0 ? all_reduce_s(K, n, red) + all_reduce_s(Kx, nx, red)
                                  : all_gather_s(K, n, red) + all_gather_s(Kx, nx, red);
-            const double window = l.overlap ? p.backward_s : 0.0;
             exposed = std::max(reduce - window, l.overlap ? std::min(reduce, last_bucket) : reduce);
         } else {
             // ZeRO-2 and 3 reduce-scatter at every micro-batch, each behind its own backward.
             const double once = all_gather_s(K, n, red) + all_gather_s(Kx, nx, red);
             reduce = mb * once;
-            const double window = l.overlap ? p.backward_s : 0.0;
             exposed = mb * std::max(once - window, l.overlap ? std::min(once, last_bucket) : once);
         }
-        if (l.zero >= 1) {  // the updated shards gathered back after the optimizer step: exposed
+        if (l.zero == 1 || l.zero == 2) {  // the updated shards gathered back after the optimizer step: exposed
             const double gather = all_gather_s(double(r.params) * e, n, red) + all_gather_s(double(r.expert_params) * e, nx, red);
             reduce += gather;
             exposed += gather;
         }
-        if (l.zero >= 3) {  // parameters gathered for every forward and backward, prefetched behind compute
-            const double gathers = 2.0 * (all_gather_s(double(r.params) * e, n, red) + all_gather_s(double(r.expert_params) * e, nx, red));
-            reduce += mb * gathers;
-            exposed += mb * std::max(0.0, gathers - (p.forward_s + p.backward_s));
+        if (l.zero >= 3) {
+            // ZeRO-3 (engine/parallel/zero_state.cpp) keeps only its shard: no gather after the optimizer, but every
+            // forward and backward gathers each bucket, prefetching the next block's behind the one in hand. Nothing
+            // is in hand before the first: per pass, the embedding (first in forward, the tied head first in
+            // backward, neither prefetched) and the first block's bucket wait whole.
+            const double layer_params = r.layers > 0 ? double(r.params - (r.first ? r.Vr * m.hidden : 0)) / double(r.layers) : 0;
+            const double block_bucket = std::max(layer_params * e, std::min(l.bucket_mb * 1048576.0, layer_params * e * double(r.layers)));
+            const double first = (r.first || r.last ? all_gather_s(double(r.Vr * m.hidden) * e, n, red) : 0) +
+                                 all_gather_s(block_bucket, n, red);
+            const double all = all_gather_s(double(r.params) * e, n, red) + all_gather_s(double(r.expert_params) * e, nx, red);
+            const double rest = std::max(0.0, all - first);
+            reduce += mb * 2 * all;
+            exposed += mb * (2 * first + std::max(0.0, 2 * rest - (one.forward() + one.backward())));
         }
     }
-    p.dp_comm_exposed_s = exposed;
-    p.dp_comm_hidden_s = std::max(0.0, reduce - exposed);
+    // A tied embedding split over a pipeline: the first and last stages all-reduce its gradient after the last
+    // backward (the engine's embedding group), exposed.
+    if (l.pp > 1 && m.tied_embeddings && (r.first || r.last)) {
+        const double sync = all_reduce_s(double(r.Vr * m.hidden) * grad_e, 2, group_link(c, l.tp * l.cp * (l.pp - 1), 2));
+        reduce += sync;
+        exposed += sync;
+    }
+    d.exposed = exposed;
+    d.hidden = std::max(0.0, reduce - exposed);
     // The optimizer walks the rank's shard of the parameters (ZeRO-1 and up: 1/(dp cp)).
     const double shard = l.zero >= 1 ? double(r.params) / n + double(r.expert_params) / nx : double(r.params + r.expert_params);
-    p.optimizer_s = shard * c.optimizer_s * (1.0 + c.host_overhead);
-    p.step_s = makespan + p.dp_comm_exposed_s + p.optimizer_s;
+    d.optimizer = shard * c.optimizer_s * (1.0 + c.host_overhead);
+    return d;
+}
+
+}  // namespace
+
+StepPieces estimate_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) {
+    // Every rank of a stage and every chunk of it at its own cost; with a pipeline the schedule is simulated with
+    // those costs, and the stage that ends last (its pipeline work, then its exposed data-parallel communication
+    // and its optimizer) sets the step. Its pieces are the ones shown.
+    const int V = l.pp_schedule == "interleaved" ? std::max(1, l.pp_chunks) : 1;
+    const double mb = l.grad_accum;
+    std::vector<StageCost> stage(size_t(l.pp));
+    std::vector<VirtualStageCost> virtual_costs(size_t(l.pp * V));
+    for (int st = 0; st < l.pp; ++st)
+        for (int ch = 0; ch < V; ++ch) {
+            const StageCost s = stage_cost(m, c, l, l.pp > 1 ? chunk_shapes(m, l, st, ch) : rank_shapes(m, l, st));
+            stage[size_t(st)] += s;
+            virtual_costs[size_t(ch * l.pp + st)] = {s.forward(), s.backward(), s.gemm_w};
+        }
+    std::vector<double> finish(size_t(l.pp));
+    if (l.pp > 1) {
+        const PipelineShape shape{l.pp, l.grad_accum, V};
+        const double transfer = send_s(double(rank_shapes(m, l, 0).R * m.hidden) * (l.bf16 ? 2 : 4),
+                                       group_link(c, l.tp * l.cp, l.pp));
+        finish = simulate_pipeline(make_schedule(l.pp_schedule, shape), shape, virtual_costs, transfer).finish;
+    } else {
+        finish[0] = mb * (stage[0].forward() + stage[0].backward());
+    }
+    int crit = 0;
+    double end = -1;
+    DpCost dp;
+    for (int st = 0; st < l.pp; ++st) {
+        const DpCost d = dp_cost(m, c, l, rank_shapes(m, l, st), stage[size_t(st)]);
+        const double e = finish[size_t(st)] + d.exposed + d.optimizer;
+        if (e > end) end = e, crit = st, dp = d;
+    }
+    const StageCost& w = stage[size_t(crit)];
+    StepPieces p;
+    p.forward_s = w.forward();
+    p.backward_s = w.backward();
+    p.gemm_s = mb * (w.gemm_f + w.gemm_b);
+    p.attention_s = mb * (w.attn_f + w.attn_b);
+    p.other_ops_s = mb * (w.other_f + w.other_b);
+    p.recompute_s = mb * w.recompute;
+    p.tp_comm_s = mb * (w.tp_f + w.tp_b);
+    p.cp_comm_exposed_s = mb * (w.cp_exposed_f + w.cp_exposed_b);
+    p.cp_comm_hidden_s = mb * w.cp_hidden;
+    p.ep_comm_s = mb * (w.ep_f + w.ep_b);
+    p.pp_comm_s = mb * w.pp;
+    // The stage's idle time in the schedule beyond its own transfers: waiting for the other stages.
+    const double busy = mb * (p.forward_s + p.backward_s);
+    p.bubble_s = std::max(0.0, finish[size_t(crit)] - busy - p.pp_comm_s);
+    if (finish[size_t(crit)] - busy < p.pp_comm_s) p.pp_comm_s = std::max(0.0, finish[size_t(crit)] - busy);
+    p.dp_comm_exposed_s = dp.exposed;
+    p.dp_comm_hidden_s = dp.hidden;
+    p.optimizer_s = dp.optimizer;
+    p.step_s = busy + p.pp_comm_s + p.bubble_s + p.dp_comm_exposed_s + p.optimizer_s;
     return p;
 }
 

@@ -1,0 +1,66 @@
+#include "app/plan/pipeline_sim.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "engine/core/check.h"
+
+namespace us::plan {
+
+PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& shape,
+                                 const std::vector<VirtualStageCost>& costs, double transfer_s) {
+    const int pp = shape.pp, S = pp * shape.chunks;
+    US_CHECK_INPUT(int(costs.size()) == S, "pipeline simulation: {} stage costs for {} virtual stages", costs.size(), S);
+    // When each (kind, virtual stage, micro-batch) finished: 0 forward, 1 backward (or its input part), 2 weight.
+    std::map<std::tuple<int, int, int>, double> done;
+    PipelineTiming t;
+    t.finish.assign(size_t(pp), 0.0);
+    t.busy.assign(size_t(pp), 0.0);
+    std::vector<size_t> next(size_t(pp), 0);
+    size_t left = 0;
+    for (const auto& actions : schedule) left += actions.size();
+    while (left > 0) {
+        bool progressed = false;
+        for (int st = 0; st < pp; ++st)
+            while (next[size_t(st)] < schedule[size_t(st)].size()) {
+                const PipeAction& a = schedule[size_t(st)][next[size_t(st)]];
+                const int vs = a.chunk * pp + st;
+                const VirtualStageCost& c = costs[size_t(vs)];
+                double ready = 0;
+                bool ok = true;
+                // A dependency on another virtual stage arrives a transfer later (always another rank when pp > 1).
+                auto need = [&](int kind, int v, int mb, bool remote) {
+                    const auto it = done.find({kind, v, mb});
+                    if (it == done.end()) ok = false;
+                    else ready = std::max(ready, it->second + (remote ? transfer_s : 0.0));
+                };
+                double cost = 0;
+                int kind = 1;
+                if (a.op == PipeOp::forward) {
+                    if (vs > 0) need(0, vs - 1, a.micro_batch, true);
+                    cost = c.forward, kind = 0;
+                } else if (a.op == PipeOp::backward_weight) {
+                    need(1, vs, a.micro_batch, false);
+                    cost = c.weight, kind = 2;
+                } else {
+                    need(0, vs, a.micro_batch, false);
+                    if (vs < S - 1) need(1, vs + 1, a.micro_batch, true);
+                    cost = a.op == PipeOp::backward_input ? c.backward - c.weight : c.backward;
+                }
+                if (!ok) break;
+                const double start = std::max(ready, t.finish[size_t(st)]);
+                t.finish[size_t(st)] = start + cost;
+                t.busy[size_t(st)] += cost;
+                done[{kind, vs, a.micro_batch}] = start + cost;
+                ++next[size_t(st)];
+                --left;
+                progressed = true;
+            }
+        US_CHECK_INPUT(progressed, "the pipeline schedule deadlocks: a stage waits for an action no stage can run first");
+    }
+    t.makespan = *std::max_element(t.finish.begin(), t.finish.end());
+    return t;
+}
+
+}  // namespace us::plan
