@@ -1,30 +1,65 @@
-// `ultrascope report TRACE [--json]`: the step breakdown per rank, overlap, idle, bubbles, memory peaks measured
-// against predicted, throughput and MFU. The JSON schema is docs/report-schema.md.
+// `ultrascope report TRACE [--json] [--cluster FILE]`: the step breakdown per rank, overlap, idle, bubbles, memory
+// peaks measured against predicted, throughput and MFU, and what the planner predicts for the same run beside what
+// it measured (step time with a machine file from `ultrascope calibrate`; memory always). The JSON schema is
+// docs/report-schema.md.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 
 #include "app/cli/commands.h"
+#include "app/plan/run_comparison.h"
 #include "engine/core/check.h"
 #include "profiler/analysis/report.h"
 
 namespace us::app {
 
 int report_command(int argc, char** argv) {
-    CLI::App cli{"ultrascope report: what a trace says, next to what the formulas predict"};
-    std::string path;
+    CLI::App cli{"ultrascope report: what a trace says, next to what the formulas and the planner predict"};
+    std::string path, cluster_file;
     bool json = false;
     cli.add_option("trace", path, "Trace file (.ustrace)")->required();
     cli.add_flag("--json", json, "Print the report as JSON (docs/report-schema.md)");
+    cli.add_option("--cluster", cluster_file,
+                   "Machine file for the planner's step time (from `ultrascope calibrate`; default ./machine.json "
+                   "when present)");
     size_t cap_mib = prof::TraceStoreOptions{}.max_bytes >> 20;
     cli.add_option("--store-cap-mib", cap_mib, "Memory cap of the events kept for the analysis (docs/trace-format.md)")
         ->check(CLI::PositiveNumber);
     CLI11_PARSE(cli, argc, argv);
+    // The machine file: as given (it must load), else ./machine.json when there is one, else none (memory only).
+    std::optional<plan::ClusterDesc> cluster;
+    std::string cluster_source;
+    if (!cluster_file.empty()) {
+        US_CHECK_INPUT(std::filesystem::exists(cluster_file), "--cluster '{}': no such file", cluster_file);
+        cluster = plan::load_cluster(cluster_file), cluster_source = cluster_file;
+    } else if (std::filesystem::exists("machine.json")) {
+        cluster = plan::load_cluster("machine.json"), cluster_source = "machine.json";
+    } else {
+        cluster_source = "no calibration of this machine (no --cluster FILE, no ./machine.json): make one with "
+                         "`ultrascope calibrate --out machine.json`, then `ultrascope report TRACE --cluster machine.json`";
+    }
     prof::TraceStore store(prof::TraceStoreOptions{cap_mib << 20});
     const auto warnings = prof::load_trace(path, store);
     prof::Report rep = prof::build_report(store);
     rep.warnings.insert(rep.warnings.begin(), warnings.begin(), warnings.end());
-    if (json) std::printf("%s\n", prof::report_json(rep).dump(2).c_str());
-    else std::printf("Trace %s\n%s", path.c_str(), prof::format_report(rep).c_str());
+    // The planner's side: a trace whose config it cannot describe still gets the rest of the report.
+    std::optional<plan::RunComparison> cmp;
+    std::string planner_error;
+    try {
+        cmp = plan::compare_run(store, rep, cluster, cluster_source);
+    } catch (const UserError& e) {
+        planner_error = e.what();
+    }
+    if (json) {
+        nlohmann::json j = prof::report_json(rep);
+        j["planner"] = cmp ? plan::comparison_json(*cmp) : nlohmann::json{{"error", planner_error}};
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
+        std::printf("Trace %s\n%s", path.c_str(), prof::format_report(rep).c_str());
+        std::printf("%s", cmp ? plan::format_comparison(*cmp).c_str()
+                              : ("\nPlanner: not compared: " + planner_error + "\n").c_str());
+    }
     return 0;
 }
 

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "app/plan/calibration.h"
+#include "app/plan/model_shapes.h"
+#include "app/plan/pipeline_sim.h"
 #include "app/plan/planner.h"
 #include "engine/core/check.h"
 #include "engine/train/config.h"
@@ -279,4 +281,121 @@ TEST_CASE("planner: calibration fits the alpha-beta model and interpolates GEMM 
     CHECK(c.gemm_eff(1e5) == 0.2);
     CHECK(std::abs(c.gemm_eff(1e7) - 0.4) < 1e-12);  // halfway in log FLOPs
     CHECK(c.gemm_eff(1e9) == 0.6);
+}
+
+TEST_CASE("planner: the pipeline is simulated with each stage's own costs", "[planner]") {
+    // pp 2, 1F1B, 4 micro-batches; the last stage (the head) twice as slow as the first. Worked by hand: stage 1
+    // starts after stage 0's first forward (1), then runs its 4 x (2 + 4) back to back, and stage 0's last
+    // backward (2) follows: 1 + 24 + 2 = 27. Charging both stages the slower one's costs gives (m + pp - 1) 6 = 30.
+    const PipelineShape shape{2, 4, 1};
+    const Schedule s = make_schedule("1f1b", shape);
+    const PipelineTiming t = simulate_pipeline(s, shape, {{1, 2, 1}, {2, 4, 2}}, 0.0);
+    CHECK(t.makespan == Approx(27));
+    CHECK(t.busy[0] == Approx(12));
+    CHECK(t.busy[1] == Approx(24));
+    CHECK(simulate_schedule(s, shape, 2, 4).makespan == Approx(30));
+    // Equal costs: the engine's own simulation, for every schedule.
+    for (const char* name : {"afab", "1f1b", "zb1"}) {
+        const Schedule e = make_schedule(name, shape);
+        CHECK(simulate_pipeline(e, shape, {{1, 2, 1}, {1, 2, 1}}, 0.0).makespan ==
+              Approx(simulate_schedule(e, shape, 1, 2).makespan));
+    }
+    const PipelineShape inter{2, 4, 2};
+    const Schedule si = make_schedule("interleaved", inter);
+    CHECK(simulate_pipeline(si, inter, std::vector<VirtualStageCost>(4, {1, 2, 1}), 0.0).makespan ==
+          Approx(simulate_schedule(si, inter, 2, 4).makespan));
+    // A transfer on each hand-over between ranks lengthens the critical path by one per hop on it.
+    CHECK(simulate_pipeline(s, shape, {{1, 2, 1}, {2, 4, 2}}, 0.5).makespan > 27.9);
+    CHECK(user_error_of([&] { simulate_pipeline(s, shape, {{1, 2, 1}}, 0.0); }).find("virtual stages") != std::string::npos);
+
+    // In the step-time model: the small preset on pp 2. The stage that ends the step waits for the other (a
+    // bubble), and the pieces still add up to the step.
+    const ClusterDesc c = load_cluster("h100-sxm");
+    const ModelDesc m = load_model("small");
+    Layout l = layout(1, 1, 2, 8, 4);
+    l.bf16 = false;
+    const PlanResult r = evaluate(m, c, l);
+    CHECK(r.time.bubble_s > 0);
+    CHECK(r.time.step_s == Approx(r.time.gemm_s + r.time.attention_s + r.time.other_ops_s + r.time.recompute_s +
+                                  r.time.tp_comm_s + r.time.cp_comm_exposed_s + r.time.ep_comm_s + r.time.pp_comm_s +
+                                  r.time.bubble_s + r.time.dp_comm_exposed_s + r.time.optimizer_s));
+}
+
+TEST_CASE("planner: selective recomputation, the cp ring and ZeRO-3 cost what this engine does", "[planner]") {
+    const ClusterDesc c = load_cluster("h100-sxm");
+    const ModelDesc m = load_model("small");
+    Layout none = layout(2, 1, 1, 8, 1);
+    none.bf16 = false;
+    Layout selective = none;
+    selective.recompute = "selective";
+    const StepPieces a = evaluate(m, c, none).time, b = evaluate(m, c, selective).time;
+    // The naive kernel's backward is twice its forward either way; selective adds QK^T and the softmax again (half
+    // the forward's products), once: not a second, blockwise-style 2.5x backward on top.
+    CHECK(b.attention_s == Approx(a.attention_s));
+    CHECK(b.recompute_s == Approx(0.5 * a.attention_s / 3));
+    // The ring: the last fp32 key/value gradient block of every layer's backward waits whole.
+    Layout cp = layout(1, 1, 1, 4, 1);
+    cp.cp = 2, cp.bf16 = false;
+    ModelDesc longer = m;
+    longer.seq = 256;
+    const PlanResult ring = evaluate(longer, c, cp);
+    const RankShapes rs = rank_shapes(longer, cp, 0);
+    const double grad_block = send_s(double(rs.T) * double(rs.qkv_width - rs.attn_width) * 4, c.intra_node);
+    CHECK(ring.time.cp_comm_exposed_s >= double(longer.layers) * grad_block * 0.999);
+    // ZeRO-3 keeps only its shard (no gather after the optimizer) but waits for the first gathers of each pass.
+    Layout z2 = none, z3 = none;
+    z2.zero = 2, z3.zero = 3;
+    const StepPieces p2 = evaluate(m, c, z2).time, p3 = evaluate(m, c, z3).time;
+    CHECK(p3.dp_comm_exposed_s > 0);
+    CHECK(p3.optimizer_s == Approx(p2.optimizer_s));
+}
+
+TEST_CASE("planner: ultrascope report puts the planner's prediction beside the measured run", "[planner][app]") {
+    const std::string u = us::test::bin("ultrascope");
+    const std::string dir = us::test::temp_path("report-planner");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string trace = dir + "/run.ustrace";
+    const auto run = us::test::run_process(u + " run -n 1 --preset tiny --steps 3 --trace " + trace);
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    // A machine file as `ultrascope calibrate` writes one (its figures made up: the comparison only reads them).
+    ClusterDesc c = load_cluster("h100-sxm");
+    c.calibrated = true, c.gpus_per_node = 2, c.nodes = 1, c.peak_flops_fp32 = c.peak_flops_bf16 = 50e9;
+    c.default_precision = "fp32";
+    const std::string machine = write_file("report-machine.json", cluster_to_json(c).dump());
+    const auto rep = us::test::run_process(u + " report " + trace + " --json --cluster " + machine);
+    INFO(rep.output);
+    REQUIRE(rep.exit_code == 0);
+    const auto j = nlohmann::json::parse(rep.output)["planner"];
+    CHECK(j["cluster"] == machine);
+    CHECK(j["step_time_s"]["model"].get<double>() > 0);
+    CHECK(j["step_time_s"]["measured_best"].get<double>() > 0);
+    CHECK(j["step_time_s"]["measured_best"].get<double>() <= j["step_time_s"]["measured_mean"].get<double>() * 1.0001);
+    CHECK(j["tokens_per_s"]["derived"].get<double>() > 0);
+    CHECK(j["pieces_s"]["gemm"]["measured"].get<double>() > 0);
+    // Memory is the engine's exact walk: equal to the measured peaks on this one-rank run.
+    CHECK(j["memory"]["kind"] == "predicted");
+    CHECK(j["memory"]["bytes"]["params"]["predicted"] == j["memory"]["bytes"]["params"]["measured"]);
+    CHECK(j["memory"]["modelled_sum_predicted_bytes"] == j["memory"]["modelled_sum_measured_bytes"]);
+    // The text names what each figure is.
+    const auto text = us::test::run_process(u + " report " + trace + " --cluster " + machine);
+    CHECK(text.output.find("Planner (ultrascope plan") != std::string::npos);
+    CHECK(text.output.find("best steady step") != std::string::npos);
+    // No machine file here: memory still compared, and how to make one said.
+    const auto bare = us::test::run_process("cd " + dir + " && " + u + " report run.ustrace --json");
+    REQUIRE(bare.exit_code == 0);
+    const auto k = nlohmann::json::parse(bare.output)["planner"];
+    CHECK(k["cluster"].is_null());
+    CHECK(k["no_cluster"].get<std::string>().find("ultrascope calibrate") != std::string::npos);
+    CHECK(!k.contains("step_time_s"));
+    CHECK(k["memory"]["bytes"]["params"]["predicted"].get<int64_t>() > 0);
+    // ./machine.json is picked up when present.
+    fs::copy_file(machine, dir + "/machine.json");
+    const auto found = us::test::run_process("cd " + dir + " && " + u + " report run.ustrace --json");
+    CHECK(nlohmann::json::parse(found.output)["planner"]["cluster"] == "machine.json");
+    // A machine file that is not there: exit 2, named.
+    const auto bad = us::test::run_process(u + " report " + trace + " --cluster /nonexistent/machine.json");
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find("--cluster") != std::string::npos);
 }
