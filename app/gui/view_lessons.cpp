@@ -125,9 +125,13 @@ void draw_lesson(AppState& app, const lesson::Lesson& l) {
         ImGui::SameLine();
         ImGui::TextUnformatted(c.says.c_str());
         if (ready && r) {
-            ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s %s: %s  %s  %s %s: %s", lesson::source_name(r->measured.source),
-                               r->measured.what.c_str(), r->measured.shown.c_str(), r->comparison.c_str(),
-                               lesson::source_name(r->expected.source), r->expected.what.c_str(), r->expected.shown.c_str());
+            // "measured zero3: rank.memory_peak_bytes.params ...: 1.2 MiB  ~ within 2%  formula ...: 1.2 MiB"
+            auto side = [](const lesson::OperandResult& o) {
+                if (o.source == lesson::FigureSource::constant) return o.shown;
+                return fmt::format("{} {}: {}", lesson::source_name(o.source), o.what, o.shown);
+            };
+            ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s  %s  %s", side(r->measured).c_str(), r->comparison.c_str(),
+                               side(r->expected).c_str());
             if (!r->explanation.empty()) ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", r->explanation.c_str());
         } else if (!c.why.empty()) {
             ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1), "why: %s", c.why.c_str());

@@ -29,13 +29,24 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
     ImDrawList* dl = ImGui::GetWindowDrawList();
     dl->AddRectFilled(a0, a1, IM_COL32(18, 20, 26, 255));
     ImGui::InvisibleButton("memory_plot", ImVec2(w + axis_w, height));
+    ImGui::SetItemAllowOverlap();  // the process band's toggle sits on the plot
     const bool hovered = ImGui::IsItemHovered();
 
     const int64_t t0 = app.window.t0, t1 = app.window.t1;
     const auto& tl = app.derived.memory_timeline(rank.rank);
     const int width = int(w);
     auto cols = build_memory_columns(tl, t0, t1, width);
-    fill_process_columns(cols, app.derived.process_timeline(rank.rank), t0, t1);
+    // What the process holds beyond the categories (runtime, libraries) can dwarf a small model's categories into
+    // a flat line: then it is left out of the plot unless asked for (the table below keeps its figures).
+    int64_t tracked_max = 1, held_max = 0;
+    for (const auto& c : cols) tracked_max = std::max(tracked_max, c.total);
+    auto with_process = cols;
+    fill_process_columns(with_process, app.derived.process_timeline(rank.rank), t0, t1);
+    for (const auto& c : with_process) held_max = std::max(held_max, c.held);
+    const bool dwarfs = held_max > 8 * tracked_max;
+    static int process_band = -1;  // -1: automatic, 0: hidden, 1: shown
+    const bool show_process = process_band < 0 ? !dwarfs : process_band == 1;
+    if (show_process) cols = std::move(with_process);
     int64_t ymax = 1;
     for (const auto& c : cols) ymax = std::max({ymax, c.total, c.held});
     if (rr) ymax = std::max(ymax, rr->predicted.memory_total());
@@ -119,6 +130,19 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
             }
             ImGui::EndTooltip();
         }
+    }
+    if (dwarfs || process_band >= 0) {
+        const ImVec2 after = ImGui::GetCursorScreenPos();
+        ImGui::SetCursorScreenPos(ImVec2(a0.x + 6, a0.y + 4));
+        ImGui::PushFont(small_font());
+        const std::string label = show_process ? std::string("hide the process band")
+                                               : fmt::format("show what the process holds ({})", format_bytes(held_max));
+        if (ImGui::SmallButton(label.c_str())) process_band = show_process ? 0 : 1;
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("the process's resident set (or the device's memory in use) beyond the tracked categories:\n"
+                              "runtime, libraries, buffers; hidden by default when it is over 8x the categories' peak");
+        ImGui::PopFont();
+        ImGui::SetCursorScreenPos(after);
     }
 }
 
