@@ -52,6 +52,7 @@ void usage() {
         "  --lesson-runs all       with --lesson: launch every run of the lesson in turn (the comparison)\n"
         "  --high-contrast         the projector theme (also View > high contrast)\n"
         "  --plan MODEL            open the Planner on MODEL (--plan-cluster NAME|FILE, --plan-gpus N; File > New plan)\n"
+        "  --plan-launch           with --plan: launch the best layout this machine can run, measured beside its prediction\n"
         "  --store-cap-mib N       memory cap of the trace kept in memory (default 2048; the file keeps all)\n"
         "  --hostfile FILE         launch ranks on the hosts of an Open MPI hostfile (with --stream-listen)\n"
         "  --launcher L            mpirun (default) or srun (inside a Slurm allocation)\n"
@@ -66,7 +67,7 @@ bool follows_value_flag(char** argv, int i) {
     const std::string prev = argv[i - 1];
     if (prev.rfind("-", 0) != 0) return false;
     for (const char* sw : {"--no-overlap", "--fp32-grad-accum", "--quiet", "--no-launch", "--exit-when-done", "--print-config", "--sp",
-                           "--high-contrast"})
+                           "--high-contrast", "--plan-launch"})
         if (prev == sw) return false;
     return true;
 }
@@ -82,6 +83,7 @@ int gui_or_fallback(int argc, char** argv) {
     std::string lesson, lesson_runs = "first";
     std::string plan_model, plan_cluster = "h100-sxm";
     int plan_gpus = 64;
+    bool plan_launch = false;
     bool high_contrast = false;
     std::vector<std::string> train_args;
     for (int i = 1; i < argc; ++i) {
@@ -115,6 +117,7 @@ int gui_or_fallback(int argc, char** argv) {
         else if (a == "--plan") plan_model = value();
         else if (a == "--plan-cluster") plan_cluster = value();
         else if (a == "--plan-gpus") plan_gpus = std::atoi(value().c_str());
+        else if (a == "--plan-launch") plan_launch = true;
         else if (a.rfind("-", 0) != 0 && open.empty() && !follows_value_flag(argv, i) && std::filesystem::exists(a))
             open = a;  // `ultrascope TRACE`
         else train_args.push_back(a);
@@ -151,6 +154,7 @@ int gui_or_fallback(int argc, char** argv) {
         o.plan_model = plan_model;
         o.plan_cluster = plan_cluster;
         o.plan_gpus = plan_gpus;
+        o.plan_launch = plan_launch;
         return us::gui::run_gui(o);
     }
     US_CHECK_INPUT(screenshot.empty(), "--screenshot needs a display: run under xvfb-run (apt-get install xvfb)");

@@ -19,6 +19,7 @@ AppState::AppState(const GuiOptions& options) : source(log, options.store_cap_by
         planner.model = options.plan_model;
         planner.cluster = options.plan_cluster;
         planner.gpus = options.plan_gpus;
+        planner.launch_best_here = options.plan_launch;
         planner.start();
     }
     if (!options.open_trace.empty()) open_trace(options.open_trace);

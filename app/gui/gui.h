@@ -29,6 +29,7 @@ struct GuiOptions {
     // --plan MODEL [--plan-cluster C] [--plan-gpus N]: open the Planner on that search
     std::string plan_model, plan_cluster = "h100-sxm";
     int plan_gpus = 64;
+    bool plan_launch = false;  // --plan-launch: then launch the best layout this machine can run
 };
 
 // Whether a display is available (X11 or Wayland).

@@ -24,6 +24,12 @@ struct PlannerState {
     };
     std::optional<Plan> result;
     std::string error;  // why the last search could not run (an unknown model, too many GPUs, ...)
+    // The layout last launched from the view, and the live run it became (a later launch elsewhere is not it):
+    // its measured figures are shown beside this prediction.
+    bool launch_best_here = false;  // --plan-launch: once planned, launch the best layout this machine can run
+    std::optional<plan::PlanResult> launched;
+    std::string launched_cluster;
+    const void* launched_run = nullptr;
 
     // Starts a search with the current choices (the previous one, if running, finishes first).
     void start();

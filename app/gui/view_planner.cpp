@@ -126,7 +126,7 @@ bool runnable_here(const PlannerState::Plan& p, const plan::PlanResult& r) {
     return p.model.family == plan::ModelFamily::engine_gpt && r.layout.world() <= 8;
 }
 
-void launch_here(AppState& app, const PlannerState::Plan& p, const plan::PlanResult& r) {
+void launch_here(AppState& app, PlannerState& s, const PlannerState::Plan& p, const plan::PlanResult& r) {
     std::vector<std::string> args = {"--preset", p.model.name};
     std::istringstream flags(r.layout.flags());
     for (std::string a; flags >> a;) args.push_back(a);
@@ -135,9 +135,52 @@ void launch_here(AppState& app, const PlannerState::Plan& p, const plan::PlanRes
         app.settings = LaunchSettings::from_args(args);
         app.settings.hosts = hosts;
         app.launch();
+        if (app.source.running()) {
+            s.launched = r;
+            s.launched_cluster = p.cluster.name;
+            s.launched_run = app.source.live();
+        }
     } catch (const UserError& e) {
         app.log.fail(e.what());
     }
+}
+
+// The run launched from here, measured, beside what the planner predicted for it.
+void draw_launched(AppState& app, const PlannerState& s) {
+    if (!s.launched || !app.source.live() || app.source.live() != s.launched_run) return;
+    const plan::PlanResult& r = *s.launched;
+    const prof::Report& rep = app.report();
+    ImGui::Separator();
+    ImGui::Text("Launched here: %s%s", r.layout.describe().c_str(), app.source.running() ? " (running)" : "");
+    int64_t measured_mem = 0;
+    for (const auto& rr : rep.ranks) {
+        int64_t sum = 0;
+        for (int c = 0; c < kMemCategoryCount; ++c)
+            if (r.memory.modelled[size_t(c)]) sum += rr.memory.peak[size_t(c)];
+        measured_mem = std::max(measured_mem, sum);
+    }
+    if (!begin_wide_table("launched", 3, 4)) return;
+    const std::string predicted_on = "predicted on " + s.launched_cluster;
+    for (const char* h : {"", predicted_on.c_str(), "measured here"}) ImGui::TableSetupColumn(h);
+    ImGui::TableHeadersRow();
+    auto row = [](const char* what, const std::string& predicted, const std::string& measured) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(what);
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(predicted.c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(measured.c_str());
+    };
+    const bool steps = rep.throughput.steps_measured > 0;
+    row("step time", seconds(r.time.step_s) + " (model)", steps ? seconds(rep.throughput.step_s) : "waiting for a steady step");
+    row("tokens/s", fmt::format("{:.0f} (derived)", r.tokens_per_s), steps ? fmt::format("{:.0f}", rep.throughput.tokens_per_s) : "-");
+    row("memory, busiest rank", format_bytes(r.memory.categories_total()) + " (" + r.memory.kind + ")",
+        measured_mem > 0 ? format_bytes(measured_mem) : "-");
+    ImGui::EndTable();
+    if (s.launched_cluster != "this-machine" && s.launched_cluster != "machine.json")
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "times are predicted for %s, not for this machine: pick machine.json "
+                           "(ultrascope calibrate) to compare them; memory compares as it is", s.launched_cluster.c_str());
 }
 
 }  // namespace
@@ -180,6 +223,15 @@ void draw_planner_view(AppState& app) {
     }
     const PlannerState::Plan& p = *s.result;
     const auto& ranked = p.search.ranked;
+    if (s.launch_best_here) {
+        s.launch_best_here = false;
+        for (size_t i = 0; i < ranked.size(); ++i)
+            if (ranked[i].fits && runnable_here(p, ranked[i])) {
+                s.selected = int(i);
+                launch_here(app, s, p, ranked[i]);
+                break;
+            }
+    }
     ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s (%.2fB parameters) on %lld x %s: %lld layouts evaluated, %zu shown (predicted)",
                        p.model.name.c_str(), double(p.model.num_params()) / 1e9, (long long)s.gpus, p.cluster.name.c_str(),
                        (long long)p.search.considered, ranked.size());
@@ -223,12 +275,13 @@ void draw_planner_view(AppState& app) {
     draw_schedule(r);
     if (runnable_here(p, r)) {
         ImGui::BeginDisabled(app.source.running());
-        if (ImGui::Button("Launch it on this machine")) launch_here(app, p, r);
+        if (ImGui::Button("Launch it on this machine")) launch_here(app, s, p, r);
         ImGui::EndDisabled();
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("ultrascope run --preset %s %s\nthe measured run appears in the other views, next to "
                               "what the engine's walk predicts for it", p.model.name.c_str(), r.layout.flags().c_str());
     }
+    draw_launched(app, s);
 }
 
 }  // namespace us::gui

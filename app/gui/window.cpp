@@ -389,6 +389,18 @@ nlohmann::json shown_facts(const AppState& app) {
                             {"best_mfu", ranked.empty() ? 0.0 : ranked.front().mfu}};
     }
     if (!app.planner.error.empty()) facts["planner_error"] = app.planner.error;
+    if (const auto& l = app.planner.launched; l && app.source.live() == app.planner.launched_run) {
+        int64_t measured = 0;  // the busiest rank's sum of the categories the prediction models
+        for (const auto& rr : app.report().ranks) {
+            int64_t sum = 0;
+            for (int c = 0; c < kMemCategoryCount; ++c)
+                if (l->memory.modelled[size_t(c)]) sum += rr.memory.peak[size_t(c)];
+            measured = std::max(measured, sum);
+        }
+        facts["planner_launched"] = {{"layout", l->layout.describe()}, {"ranks", l->layout.world()},
+                                     {"memory_predicted", l->memory.categories_total()}, {"memory_measured", measured},
+                                     {"step_s_measured", app.report().throughput.step_s}};
+    }
     if (const lesson::Lesson* l = app.lessons.current()) {
         nlohmann::json claims = nlohmann::json::array();
         const auto& check = app.lessons.check();

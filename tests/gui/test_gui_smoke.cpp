@@ -323,3 +323,21 @@ TEST_CASE("the planner view ranks the layouts of a model on a cluster, predicted
     const auto bad_shown = nlohmann::json::parse(read_file(bad_shot + ".json"));
     CHECK(bad_shown["shown"]["planner_error"].get<std::string>().find("no-such-model") != std::string::npos);
 }
+
+TEST_CASE("a planned layout launched from the planner is measured beside its prediction", "[gui][planner]") {
+    const std::string shot = temp_path("planner-launch.png");
+    const ProcessResult r = run_process(ultrascope() + " --no-launch --plan tiny --plan-gpus 2 --plan-launch "
+                                        "--screenshot " + shot);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto shown = nlohmann::json::parse(read_file(shot + ".json"))["shown"];
+    REQUIRE(shown.contains("planner_launched"));
+    const auto& l = shown["planner_launched"];
+    INFO(l.dump());
+    CHECK(l["ranks"].get<int>() == 2);
+    CHECK(l["step_s_measured"].get<double>() > 0);
+    // This engine's model: the planner's memory is the engine's exact walk, so the measured peak matches it.
+    const double predicted = l["memory_predicted"].get<double>(), measured = l["memory_measured"].get<double>();
+    REQUIRE(measured > 0);
+    CHECK(std::abs(predicted - measured) <= 0.02 * measured);
+}
