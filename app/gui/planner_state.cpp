@@ -1,5 +1,7 @@
 #include "app/gui/planner_state.h"
 
+#include <algorithm>
+
 #include "engine/core/check.h"
 
 namespace us::gui {
@@ -31,6 +33,17 @@ void PlannerState::poll() {
         error = e.what();
         m_pending = {};
     }
+}
+
+int64_t measured_modelled_peak(const prof::Report& report, const plan::MemoryEstimate& predicted) {
+    int64_t busiest = 0;
+    for (const auto& rank : report.ranks) {
+        int64_t sum = 0;
+        for (int c = 0; c < kMemCategoryCount; ++c)
+            if (predicted.modelled[size_t(c)]) sum += rank.memory.peak[size_t(c)];
+        busiest = std::max(busiest, sum);
+    }
+    return busiest;
 }
 
 }  // namespace us::gui

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "app/plan/planner.h"
+#include "profiler/analysis/report.h"
 
 namespace us::gui {
 
@@ -40,5 +41,9 @@ struct PlannerState {
 private:
     std::future<Plan> m_pending;
 };
+
+// The measured figure to put beside a memory prediction: the largest, over the ranks, of the sum of the measured
+// peaks of the categories the prediction models.
+int64_t measured_modelled_peak(const prof::Report& report, const plan::MemoryEstimate& predicted);
 
 }  // namespace us::gui

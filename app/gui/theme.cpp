@@ -169,4 +169,17 @@ bool begin_wide_table(const char* id, int columns, int rows) {
     return true;
 }
 
+bool text_combo(const char* label, std::string& value, const std::vector<std::string>& options) {
+    bool changed = false;
+    if (ImGui::BeginCombo(label, value.c_str())) {
+        for (const auto& o : options)
+            if (ImGui::Selectable(o.c_str(), o == value)) {
+                value = o;
+                changed = true;
+            }
+        ImGui::EndCombo();
+    }
+    return changed;
+}
+
 }  // namespace us::gui

@@ -4,6 +4,9 @@
 
 #include <imgui.h>
 
+#include <string>
+#include <vector>
+
 #include "engine/core/memory_category.h"
 #include "profiler/event.h"
 #include "profiler/trace/trace_store.h"
@@ -43,5 +46,7 @@ void legend_item(ImU32 color, const char* label);
 // A table whose columns keep their contents' width (headers and figures are never cut off): narrower than that, it
 // scrolls sideways with its first column frozen. `rows` (with the header) sets its height; 0 fills the space left.
 bool begin_wide_table(const char* id, int columns, int rows);
+// A combo box over text options; true when the user picked one (then `value` holds it).
+bool text_combo(const char* label, std::string& value, const std::vector<std::string>& options);
 
 }  // namespace us::gui

@@ -19,19 +19,6 @@ uint64_t total_dropped_events(const prof::TraceStore& store) {
     return n;
 }
 
-bool combo(const char* label, std::string& value, const std::vector<std::string>& options) {
-    bool changed = false;
-    if (ImGui::BeginCombo(label, value.c_str())) {
-        for (const auto& o : options)
-            if (ImGui::Selectable(o.c_str(), o == value)) {
-                value = o;
-                changed = true;
-            }
-        ImGui::EndCombo();
-    }
-    return changed;
-}
-
 void int_field(const char* label, int& v, int min, int max, const char* help) {
     ImGui::SetNextItemWidth(em(110));
     if (ImGui::InputInt(label, &v)) v = std::clamp(v, min, max);
@@ -124,7 +111,7 @@ template <typename E, typename Name, typename Parse>
 void enum_combo(const char* label, E& value, std::initializer_list<const char*> names, Name name_of, Parse parse) {
     std::string text(name_of(value));
     ImGui::SetNextItemWidth(em(110));
-    if (combo(label, text, std::vector<std::string>(names.begin(), names.end()))) value = parse(text);
+    if (text_combo(label, text, std::vector<std::string>(names.begin(), names.end()))) value = parse(text);
 }
 
 void text_field(const char* label, const char* hint, std::string& value, float width) {
@@ -142,7 +129,7 @@ void draw_settings(AppState& app) {
     static std::vector<std::string> presets = list_presets();
     std::string preset = c.preset;
     ImGui::SetNextItemWidth(em(150));
-    if (combo("preset", preset, presets)) app.settings.set_preset(preset);
+    if (text_combo("preset", preset, presets)) app.settings.set_preset(preset);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("switching keeps the settings you changed from the old preset's");
     if (ImGui::TreeNodeEx("model", 0)) {
         int_field("layers", c.model.layers, 1, 256, nullptr);
@@ -161,7 +148,7 @@ void draw_settings(AppState& app) {
     int_field("pp", p.pp, 1, 64, "pipeline stages: the layers split evenly, embedding on the first, head and loss on the last");
     ImGui::BeginDisabled(p.pp == 1);
     ImGui::SetNextItemWidth(em(110));
-    if (combo("schedule", p.pp_schedule, {"afab", "1f1b", "interleaved", "zb1"}) && p.pp_schedule != "interleaved")
+    if (text_combo("schedule", p.pp_schedule, {"afab", "1f1b", "interleaved", "zb1"}) && p.pp_schedule != "interleaved")
         p.pp_chunks = 1;
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("afab: all forwards, then all backwards (GPipe)\n1f1b: one forward, one backward; at most pp "
@@ -188,7 +175,7 @@ void draw_settings(AppState& app) {
     ImGui::SameLine();
     ImGui::BeginDisabled(p.cp == 1);
     ImGui::SetNextItemWidth(em(110));
-    combo("##balance", p.cp_balance, {"zigzag", "contiguous"});
+    text_combo("##balance", p.cp_balance, {"zigzag", "contiguous"});
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("zigzag: 2 cp chunks, rank r holds r and 2cp-1-r: equal causal work on every rank\n"
                           "contiguous: rank r holds chunk r: the last rank's queries see every key (imbalanced)");
@@ -217,7 +204,7 @@ void draw_settings(AppState& app) {
     if (c.model.moe_experts == 0) p.ep = 1;
     if (ImGui::TreeNodeEx("hosts", hosts.hostfile.empty() && hosts.launcher == "mpirun" ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
         ImGui::SetNextItemWidth(em(110));
-        combo("launcher", hosts.launcher, {"mpirun", "srun"});
+        text_combo("launcher", hosts.launcher, {"mpirun", "srun"});
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("mpirun: this machine, or the hosts of a hostfile\nsrun: the nodes of the Slurm allocation "
                               "this GUI runs in (salloc)");

@@ -17,20 +17,6 @@ namespace us::gui {
 
 namespace {
 
-bool pick(const char* label, std::string& value, const std::vector<std::string>& options, float width) {
-    bool changed = false;
-    ImGui::SetNextItemWidth(em(width));
-    if (ImGui::BeginCombo(label, value.c_str())) {
-        for (const auto& o : options)
-            if (ImGui::Selectable(o.c_str(), o == value)) {
-                value = o;
-                changed = true;
-            }
-        ImGui::EndCombo();
-    }
-    return changed;
-}
-
 std::string seconds(double s) {
     if (s >= 1) return fmt::format("{:.2f} s", s);
     if (s >= 1e-3) return fmt::format("{:.1f} ms", s * 1e3);
@@ -152,13 +138,7 @@ void draw_launched(AppState& app, const PlannerState& s) {
     const prof::Report& rep = app.report();
     ImGui::Separator();
     ImGui::Text("Launched here: %s%s", r.layout.describe().c_str(), app.source.running() ? " (running)" : "");
-    int64_t measured_mem = 0;
-    for (const auto& rr : rep.ranks) {
-        int64_t sum = 0;
-        for (int c = 0; c < kMemCategoryCount; ++c)
-            if (r.memory.modelled[size_t(c)]) sum += rr.memory.peak[size_t(c)];
-        measured_mem = std::max(measured_mem, sum);
-    }
+    const int64_t measured_mem = measured_modelled_peak(rep, r.memory);
     if (!begin_wide_table("launched", 3, 4)) return;
     const std::string predicted_on = "predicted on " + s.launched_cluster;
     for (const char* h : {"", predicted_on.c_str(), "measured here"}) ImGui::TableSetupColumn(h);
@@ -194,9 +174,11 @@ void draw_planner_view(AppState& app) {
         if (std::filesystem::exists("machine.json")) c.push_back("machine.json");  // ultrascope calibrate's
         return c;
     }();
-    pick("model", s.model, models, 150);
+    ImGui::SetNextItemWidth(em(150));
+    text_combo("model", s.model, models);
     ImGui::SameLine();
-    pick("cluster", s.cluster, clusters, 130);
+    ImGui::SetNextItemWidth(em(130));
+    text_combo("cluster", s.cluster, clusters);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(em(100));
     ImGui::InputInt("GPUs", &s.gpus, 8, 64);

@@ -390,13 +390,7 @@ nlohmann::json shown_facts(const AppState& app) {
     }
     if (!app.planner.error.empty()) facts["planner_error"] = app.planner.error;
     if (const auto& l = app.planner.launched; l && app.source.live() == app.planner.launched_run) {
-        int64_t measured = 0;  // the busiest rank's sum of the categories the prediction models
-        for (const auto& rr : app.report().ranks) {
-            int64_t sum = 0;
-            for (int c = 0; c < kMemCategoryCount; ++c)
-                if (l->memory.modelled[size_t(c)]) sum += rr.memory.peak[size_t(c)];
-            measured = std::max(measured, sum);
-        }
+        const int64_t measured = measured_modelled_peak(app.report(), l->memory);
         facts["planner_launched"] = {{"layout", l->layout.describe()}, {"ranks", l->layout.world()},
                                      {"memory_predicted", l->memory.categories_total()}, {"memory_measured", measured},
                                      {"step_s_measured", app.report().throughput.step_s}};
