@@ -93,6 +93,48 @@ TEST_CASE("attention backward matches finite differences, with saved and recompu
         for (int i = 0; i < C; ++i) CHECK(y2[size_t(t * C + i)] == y[size_t(t * C + i)]);
 }
 
+// The kernels take the products by blocks of 64 query rows, each over the keys it sees: T = 150 has two whole
+// blocks and a partial one.
+TEST_CASE("attention over several row blocks equals softmax(QK^T) V and matches finite differences",
+          "[cpu][ops][gradcheck]") {
+    const int B = 1, T = 150, NH = 2, HD = 4, C = NH * HD;
+    auto x = random_vector(B * T * 3 * C, 21, 0.7f), R = random_vector(B * T * C, 22);
+    std::vector<float> y(B * T * C), probs(B * NH * T * T);
+    backend().attention_forward(tensor_of(y), tensor_of(probs), tensor_of(x), B, T, NH, HD);
+    for (int h = 0; h < NH; ++h)
+        for (int t = 0; t < T; ++t) {  // the same in double, one row at a time
+            const float* q = &x[size_t(t) * 3 * C + h * HD];
+            std::vector<double> p(size_t(t) + 1);
+            double maxv = -1e300, sum = 0.0;
+            for (int j = 0; j <= t; ++j) {
+                const float* k = &x[size_t(j) * 3 * C + C + h * HD];
+                double s = 0.0;
+                for (int i = 0; i < HD; ++i) s += double(q[i]) * k[i];
+                p[size_t(j)] = s / std::sqrt(double(HD));
+                maxv = std::max(maxv, p[size_t(j)]);
+            }
+            for (auto& v : p) sum += (v = std::exp(v - maxv));
+            for (int j = 0; j < T; ++j) {
+                const double want = j <= t ? p[size_t(j)] / sum : 0.0;
+                REQUIRE(probs[(size_t(h) * T + t) * T + j] == Approx(want).margin(1e-6));
+            }
+            for (int i = 0; i < HD; ++i) {
+                double o = 0.0;
+                for (int j = 0; j <= t; ++j) o += p[size_t(j)] / sum * x[size_t(j) * 3 * C + 2 * C + h * HD + i];
+                REQUIRE(y[size_t(t) * C + h * HD + i] == Approx(o).margin(1e-5));
+            }
+        }
+    auto loss = [&] {
+        backend().attention_forward(tensor_of(y), Tensor{}, tensor_of(x), B, T, NH, HD);
+        return dot(y, R);
+    };
+    std::vector<float> dx_saved(x.size()), dx_recomputed(x.size());
+    backend().attention_backward(tensor_of(dx_saved), tensor_of(R), tensor_of(x), tensor_of(probs), B, T, NH, HD);
+    backend().attention_backward(tensor_of(dx_recomputed), tensor_of(R), tensor_of(x), Tensor{}, B, T, NH, HD);
+    for (size_t i = 0; i < x.size(); ++i) REQUIRE(dx_saved[i] == dx_recomputed[i]);
+    check_gradient("dqkv", x, dx_saved, loss, {.samples = 120});
+}
+
 TEST_CASE("embedding backward matches finite differences", "[cpu][ops][gradcheck]") {
     const int V = 10, C = 6, N = 9;
     std::vector<int32_t> tok = {1, 3, 3, 0, 9, 1, 1, 7, 2};

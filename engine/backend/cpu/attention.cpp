@@ -1,7 +1,8 @@
-// Causal multi-head attention, one (batch, head) pair per task: the head's q, k, v are gathered into fp32 tiles,
-// the two products go through sgemm (OpenBLAS runs single-threaded inside the parallel region), and the softmax
-// runs on the tile. Scale 1/sqrt(HD). With `probs` empty the probabilities are not kept (selective recompute)
-// and backward recomputes them from q and k.
+// Causal multi-head attention, one (batch, head) pair per task: the products go through sgemm (OpenBLAS runs
+// single-threaded inside the parallel region), the softmax runs on the head's (T,T) probabilities. Scale
+// 1/sqrt(HD). With `probs` empty the probabilities are not kept (selective recompute) and backward recomputes them
+// from q and k. fp32 activations are read and written in place (strided: q, k, v are columns of qkv); bf16 ones go
+// through fp32 tiles.
 #include <cblas.h>
 #include <omp.h>
 
@@ -9,13 +10,26 @@
 #include <cmath>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/fast_math.h"
+#include "engine/backend/cpu/lane_reductions.h"
 
 namespace us {
 
 namespace {
 
+// Query rows per sgemm. Rows [r0, r1) attend to keys [0, r1) only, so the products taken by row blocks skip the
+// masked keys after each block: at T = 256 they do 5/8 of the full square's multiply-adds.
+constexpr int kRowBlock = 64;
+
 // Per-thread tiles: P and dP (T,T), and q, k, v, o/do, dq, dk, dv (T,HD).
 size_t tile_floats(int T, int HD) { return 2 * size_t(T) * T + 7 * size_t(T) * HD; }
+
+// A (rows, cols) fp32 matrix with leading dimension ld.
+struct Strided {
+    float* p;
+    int ld;
+    float* row(int r) const { return p + size_t(r) * ld; }
+};
 
 template <typename X>
 void gather_head(const X* src, int T, int HD, size_t row_stride, float* dst) {
@@ -29,21 +43,44 @@ void scatter_head(const float* src, int T, int HD, size_t row_stride, X* dst) {
         for (int i = 0; i < HD; ++i) store(dst + t * row_stride + i, src[size_t(t) * HD + i]);
 }
 
+// A head's matrix of the activations: in place for fp32, else gathered into `tile` (when `gather`).
+template <typename X>
+Strided head_matrix(X* src, int T, int HD, int row_stride, float* tile, bool gather) {
+    if constexpr (std::is_same_v<X, float>) {
+        return {src, row_stride};
+    } else {
+        if (gather) gather_head(src, T, HD, size_t(row_stride), tile);
+        return {tile, HD};
+    }
+}
+
+// One causal row in place: the first n scores become probabilities, the rest of the T zeros.
+void softmax_causal_row(float* row, int n, int T) {
+    const float maxv = cpu::max_lanes(row, n);
+#pragma omp simd
+    for (int j = 0; j < n; ++j) row[j] = cpu::exp_nonpositive(row[j] - maxv);
+    const float inv = 1.0f / cpu::sum_lanes(row, n);
+#pragma omp simd
+    for (int j = 0; j < n; ++j) row[j] *= inv;
+    for (int j = n; j < T; ++j) row[j] = 0.0f;
+}
+
 // P = causal_softmax(scale * Q K^T), rows t attend to positions <= t; the masked upper triangle is zero.
-void causal_probs(const float* q, const float* k, int T, int HD, float scale, float* P) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, scale, q, HD, k, HD, 0.0f, P, T);
-    for (int t = 0; t < T; ++t) {
-        float* row = P + size_t(t) * T;
-        float maxv = row[0];
-        for (int j = 1; j <= t; ++j) maxv = std::max(maxv, row[j]);
-        float sum = 0.0f;
-        for (int j = 0; j <= t; ++j) {
-            row[j] = std::exp(row[j] - maxv);
-            sum += row[j];
-        }
-        const float inv = 1.0f / sum;
-        for (int j = 0; j <= t; ++j) row[j] *= inv;
-        for (int j = t + 1; j < T; ++j) row[j] = 0.0f;
+void causal_probs(Strided q, Strided k, int T, int HD, float scale, float* P) {
+    for (int r0 = 0; r0 < T; r0 += kRowBlock) {
+        const int r1 = std::min(T, r0 + kRowBlock);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, HD, scale, q.row(r0), q.ld, k.p, k.ld,
+                    0.0f, P + size_t(r0) * T, T);
+        for (int t = r0; t < r1; ++t) softmax_causal_row(P + size_t(t) * T, t + 1, T);
+    }
+}
+
+// O = P V, each row block over the keys it sees.
+void causal_pv(const float* P, Strided v, int T, int HD, Strided o) {
+    for (int r0 = 0; r0 < T; r0 += kRowBlock) {
+        const int r1 = std::min(T, r0 + kRowBlock);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, HD, r1, 1.0f, P + size_t(r0) * T, T, v.p,
+                    v.ld, 0.0f, o.row(r0), o.ld);
     }
 }
 
@@ -56,26 +93,32 @@ void CpuBackend::attention_forward(Tensor out, Tensor probs, Tensor qkv, int B, 
     float* tiles = scratch(per_thread * size_t(m_threads));
     with_typed(qkv, [&](auto* x) {
         using X = std::remove_pointer_t<decltype(x)>;
+        constexpr bool f32 = std::is_same_v<X, float>;
         X* y = static_cast<X*>(out.data);
         X* saved = probs.empty() ? nullptr : static_cast<X*>(probs.data);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(m_threads)
         for (int bh = 0; bh < B * NH; ++bh) {
             const int b = bh / NH, h = bh % NH;
-            float* P = tiles + per_thread * size_t(omp_get_thread_num());
-            float* q = P + 2 * size_t(T) * T;
-            float* k = q + size_t(T) * HD;
-            float* v = k + size_t(T) * HD;
-            float* o = v + size_t(T) * HD;
-            const X* base = x + size_t(b) * T * 3 * C + size_t(h) * HD;
-            gather_head(base, T, HD, 3 * C, q);
-            gather_head(base + C, T, HD, 3 * C, k);
-            gather_head(base + 2 * C, T, HD, 3 * C, v);
+            float* tile = tiles + per_thread * size_t(omp_get_thread_num());
+            float* q_tile = tile + 2 * size_t(T) * T;
+            float* k_tile = q_tile + size_t(T) * HD;
+            float* v_tile = k_tile + size_t(T) * HD;
+            float* o_tile = v_tile + size_t(T) * HD;
+            X* base = x + size_t(b) * T * 3 * C + size_t(h) * HD;
+            X* y_head = y + size_t(b) * T * C + size_t(h) * HD;
+            const Strided q = head_matrix(base, T, HD, 3 * C, q_tile, true);
+            const Strided k = head_matrix(base + C, T, HD, 3 * C, k_tile, true);
+            const Strided v = head_matrix(base + 2 * C, T, HD, 3 * C, v_tile, true);
+            const Strided o = head_matrix(y_head, T, HD, C, o_tile, false);
+            float* P = tile;
+            if constexpr (f32)
+                if (saved) P = saved + size_t(bh) * T * T;  // fp32 probabilities are computed where they are kept
             causal_probs(q, k, T, HD, scale, P);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, HD, T, 1.0f, P, T, v, HD, 0.0f, o, HD);
-            scatter_head(o, T, HD, C, y + size_t(b) * T * C + size_t(h) * HD);
-            if (saved) {
-                X* dst = saved + size_t(bh) * T * T;
-                for (size_t i = 0; i < size_t(T) * T; ++i) store(dst + i, P[i]);
+            causal_pv(P, v, T, HD, o);
+            if constexpr (!f32) {
+                scatter_head(o.p, T, HD, C, y_head);
+                if (saved)
+                    for (size_t i = 0; i < size_t(T) * T; ++i) store(saved + size_t(bh) * T * T + i, P[i]);
             }
         }
     });
@@ -89,51 +132,71 @@ void CpuBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor
     float* tiles = scratch(per_thread * size_t(m_threads));
     with_typed(qkv, [&](auto* x) {
         using X = std::remove_pointer_t<decltype(x)>;
+        constexpr bool f32 = std::is_same_v<X, float>;
         X* dx = static_cast<X*>(dqkv.data);
-        const X* dy = static_cast<const X*>(dout.data);
+        X* dy = static_cast<X*>(dout.data);
         const X* saved = probs.empty() ? nullptr : static_cast<const X*>(probs.data);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(m_threads)
         for (int bh = 0; bh < B * NH; ++bh) {
             const int b = bh / NH, h = bh % NH;
-            float* P = tiles + per_thread * size_t(omp_get_thread_num());
-            float* dP = P + size_t(T) * T;
-            float* q = dP + size_t(T) * T;
-            float* k = q + size_t(T) * HD;
-            float* v = k + size_t(T) * HD;
-            float* dO = v + size_t(T) * HD;
-            float* dq = dO + size_t(T) * HD;
-            float* dk = dq + size_t(T) * HD;
-            float* dv = dk + size_t(T) * HD;
-            const X* base = x + size_t(b) * T * 3 * C + size_t(h) * HD;
-            gather_head(base, T, HD, 3 * C, q);
-            gather_head(base + C, T, HD, 3 * C, k);
-            gather_head(base + 2 * C, T, HD, 3 * C, v);
-            gather_head(dy + size_t(b) * T * C + size_t(h) * HD, T, HD, C, dO);
-            if (saved) {
-                const X* src = saved + size_t(bh) * T * T;
-                for (size_t i = 0; i < size_t(T) * T; ++i) P[i] = load(src + i);
+            float* P_tile = tiles + per_thread * size_t(omp_get_thread_num());
+            float* dP = P_tile + size_t(T) * T;
+            float* q_tile = dP + size_t(T) * T;
+            float* k_tile = q_tile + size_t(T) * HD;
+            float* v_tile = k_tile + size_t(T) * HD;
+            float* do_tile = v_tile + size_t(T) * HD;
+            float* dq_tile = do_tile + size_t(T) * HD;
+            float* dk_tile = dq_tile + size_t(T) * HD;
+            float* dv_tile = dk_tile + size_t(T) * HD;
+            X* base = x + size_t(b) * T * 3 * C + size_t(h) * HD;
+            X* dbase = dx + size_t(b) * T * 3 * C + size_t(h) * HD;
+            const Strided q = head_matrix(base, T, HD, 3 * C, q_tile, true);
+            const Strided k = head_matrix(base + C, T, HD, 3 * C, k_tile, true);
+            const Strided v = head_matrix(base + 2 * C, T, HD, 3 * C, v_tile, true);
+            const Strided dO = head_matrix(dy + size_t(b) * T * C + size_t(h) * HD, T, HD, C, do_tile, true);
+            const Strided dq = head_matrix(dbase, T, HD, 3 * C, dq_tile, false);
+            const Strided dk = head_matrix(dbase + C, T, HD, 3 * C, dk_tile, false);
+            const Strided dv = head_matrix(dbase + 2 * C, T, HD, 3 * C, dv_tile, false);
+            const float* P = P_tile;
+            if (!saved) {
+                causal_probs(q, k, T, HD, scale, P_tile);
+            } else if constexpr (f32) {
+                P = saved + size_t(bh) * T * T;
             } else {
-                causal_probs(q, k, T, HD, scale, P);
+                for (size_t i = 0; i < size_t(T) * T; ++i) P_tile[i] = load(saved + size_t(bh) * T * T + i);
             }
-            // dV = P^T dO ; dP = dO V^T
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, HD, T, 1.0f, P, T, dO, HD, 0.0f, dv, HD);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, 1.0f, dO, HD, v, HD, 0.0f, dP, T);
-            // softmax backward on the causal rows, folded with the score scale: dS = scale * P (dP - <P, dP>)
-            for (int t = 0; t < T; ++t) {
-                const float* p = P + size_t(t) * T;
-                float* d = dP + size_t(t) * T;
-                float dot = 0.0f;
-                for (int j = 0; j <= t; ++j) dot += p[j] * d[j];
-                for (int j = 0; j <= t; ++j) d[j] = scale * p[j] * (d[j] - dot);
-                for (int j = t + 1; j < T; ++j) d[j] = 0.0f;
+            // By row blocks, last first: the last block sees every key, so it writes dK and dV (beta 0) and the
+            // earlier ones add to their first r1 rows.
+            for (int r0 = (T - 1) / kRowBlock * kRowBlock; r0 >= 0; r0 -= kRowBlock) {
+                const int r1 = std::min(T, r0 + kRowBlock), rows = r1 - r0;
+                const float beta = r1 == T ? 0.0f : 1.0f;
+                const float* Pb = P + size_t(r0) * T;
+                float* dS = dP + size_t(r0) * T;
+                // dV[0:r1] += P[r0:r1, 0:r1]^T dO[r0:r1] ; dP[r0:r1, 0:r1] = dO[r0:r1] V[0:r1]^T
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, HD, rows, 1.0f, Pb, T, dO.row(r0), dO.ld,
+                            beta, dv.p, dv.ld);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, r1, HD, 1.0f, dO.row(r0), dO.ld, v.p, v.ld,
+                            0.0f, dS, T);
+                // softmax backward on the causal rows, folded with the score scale: dS = scale * P (dP - <P, dP>)
+                for (int t = r0; t < r1; ++t) {
+                    const float* p = P + size_t(t) * T;
+                    float* d = dP + size_t(t) * T;
+                    const float dot = cpu::dot_lanes(p, d, t + 1);
+#pragma omp simd
+                    for (int j = 0; j <= t; ++j) d[j] = scale * p[j] * (d[j] - dot);
+                    for (int j = t + 1; j < r1; ++j) d[j] = 0.0f;
+                }
+                // dQ[r0:r1] = dS K[0:r1] ; dK[0:r1] += dS^T Q[r0:r1]
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HD, r1, 1.0f, dS, T, k.p, k.ld, 0.0f,
+                            dq.row(r0), dq.ld);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, HD, rows, 1.0f, dS, T, q.row(r0), q.ld, beta,
+                            dk.p, dk.ld);
             }
-            // dQ = dS K ; dK = dS^T Q
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, HD, T, 1.0f, dP, T, k, HD, 0.0f, dq, HD);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, HD, T, 1.0f, dP, T, q, HD, 0.0f, dk, HD);
-            X* out = dx + size_t(b) * T * 3 * C + size_t(h) * HD;
-            scatter_head(dq, T, HD, 3 * C, out);
-            scatter_head(dk, T, HD, 3 * C, out + C);
-            scatter_head(dv, T, HD, 3 * C, out + 2 * C);
+            if constexpr (!f32) {
+                scatter_head(dq.p, T, HD, 3 * C, dbase);
+                scatter_head(dk.p, T, HD, 3 * C, dbase + C);
+                scatter_head(dv.p, T, HD, 3 * C, dbase + 2 * C);
+            }
         }
     });
 }
