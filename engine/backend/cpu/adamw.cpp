@@ -22,7 +22,8 @@ void CpuBackend::adamw(const AdamWArgs& a) {
     const bool has_master = !a.master.empty();
     float* w32 = has_master ? a.master.f32() : a.params.f32();
     bf16* w16 = has_master ? a.params.b16() : nullptr;
-    with_typed(a.grads, [&](auto* g) {
+    // Two loops, not one with a branch on the bf16 copy: a branch in the loop kept it scalar on AVX2.
+    auto update = [&](auto* g, auto store_copy) {
 #pragma omp parallel for simd schedule(static)
         for (int64_t i = 0; i < n; ++i) {
             const float grad = load(g + i) * a.grad_scale;
@@ -32,8 +33,12 @@ void CpuBackend::adamw(const AdamWArgs& a) {
             v[i] = v[i] * beta2 + one_minus_beta2 * (grad * grad);
             w = w + -step_size * (m[i] / (std::sqrt(v[i]) / bc2_sqrt + eps));
             w32[i] = w;
-            if (w16) w16[i] = f32_to_bf16(w);
+            store_copy(i, w);
         }
+    };
+    with_typed(a.grads, [&](auto* g) {
+        if (w16) update(g, [w16](int64_t i, float w) { w16[i] = f32_to_bf16(w); });
+        else update(g, [](int64_t, float) {});
     });
 }
 
