@@ -1,7 +1,7 @@
-// Sums, dot products and maxima of a float row in 8 interleaved partials, combined in a fixed order. One running
-// sum is a chain the compiler may not reorder (it would change the rounding), so it stays scalar; 8 partials are
-// one AVX2 register (half of an AVX-512 one) and vectorise. The order is part of the code, so the bits are the same
-// on every machine and every run.
+// Sums and maxima over a row in 8 interleaved partials, combined in a fixed order. One running sum is a chain the
+// compiler may not reorder (that would change the rounding), so it stays scalar; 8 partials are one AVX2 register
+// (half of an AVX-512 one) and vectorise. The order is part of the code, so the bits are the same on every machine
+// and every run.
 #pragma once
 
 namespace us::cpu {
@@ -13,22 +13,23 @@ inline float combine_lanes(float* acc) {
     return (acc[0] + acc[2]) + (acc[1] + acc[3]);
 }
 
-inline float sum_lanes(const float* x, int n) {
+// sum of term(i) for i in [0, n)
+template <typename Term>
+inline float sum_lanes(int n, Term term) {
     float acc[kLanes] = {};
     int i = 0;
     for (; i + kLanes <= n; i += kLanes)
-        for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l];
-    for (int l = 0; i + l < n; ++l) acc[l] += x[i + l];
+        for (int l = 0; l < kLanes; ++l) acc[l] += term(i + l);
+    for (int l = 0; i + l < n; ++l) acc[l] += term(i + l);
     return combine_lanes(acc);
 }
 
+inline float sum_lanes(const float* x, int n) {
+    return sum_lanes(n, [x](int i) { return x[i]; });
+}
+
 inline float dot_lanes(const float* x, const float* y, int n) {
-    float acc[kLanes] = {};
-    int i = 0;
-    for (; i + kLanes <= n; i += kLanes)
-        for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l] * y[i + l];
-    for (int l = 0; i + l < n; ++l) acc[l] += x[i + l] * y[i + l];
-    return combine_lanes(acc);
+    return sum_lanes(n, [x, y](int i) { return x[i] * y[i]; });
 }
 
 // The maximum is exact whatever the order; lanes only let it vectorise. n >= 1.

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/lane_reductions.h"
 
 namespace us {
 
@@ -23,14 +24,11 @@ void CpuBackend::layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor 
 #pragma omp parallel for schedule(static)
         for (int n = 0; n < N; ++n) {
             const T* row = x + size_t(n) * C;
-            float sum = 0.0f;
-            for (int i = 0; i < C; ++i) sum += load(row + i);
-            const float m = sum / float(C);
-            float var = 0.0f;
-            for (int i = 0; i < C; ++i) {
+            const float m = cpu::sum_lanes(C, [row](int i) { return load(row + i); }) / float(C);
+            const float var = cpu::sum_lanes(C, [row, m](int i) {
                 const float d = load(row + i) - m;
-                var += d * d;
-            }
+                return d * d;
+            });
             const float s = 1.0f / std::sqrt(var / float(C) + kEps);
             T* o = y + size_t(n) * C;
             for (int i = 0; i < C; ++i) store(o + i, (load(row + i) - m) * s * load(w + i) + load(b + i));
@@ -57,30 +55,27 @@ void CpuBackend::layernorm_backward(Tensor dinp, Tensor dweight, Tensor dbias, T
 #pragma omp parallel num_threads(nt)
         {
             const int id = omp_get_thread_num(), team = omp_get_num_threads();
-            float* dw = partial + size_t(id) * 2 * C;
-            float* db = dw + C;
+            float* __restrict dw = partial + size_t(id) * 2 * C;
+            float* __restrict db = dw + C;
             for (int i = 0; i < 2 * C; ++i) dw[i] = 0.0f;
             const int lo = int(int64_t(N) * id / team), hi = int(int64_t(N) * (id + 1) / team);
             for (int n = lo; n < hi; ++n) {
-                const T* xr = x + size_t(n) * C;
-                const T* dyr = dy + size_t(n) * C;
-                T* dxr = dx + size_t(n) * C;
-                float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+                const T* __restrict xr = x + size_t(n) * C;
+                const T* __restrict dyr = dy + size_t(n) * C;
+                T* __restrict dxr = dx + size_t(n) * C;
+                const float m = mu[n], r = rs[n];
+                const float dnorm_mean = cpu::sum_lanes(C, [=](int i) { return load(w + i) * load(dyr + i); }) / float(C);
+                const float dnorm_norm_mean =
+                    cpu::sum_lanes(C, [=](int i) { return load(w + i) * load(dyr + i) * ((load(xr + i) - m) * r); }) /
+                    float(C);
+#pragma omp simd
                 for (int i = 0; i < C; ++i) {
-                    const float norm = (load(xr + i) - mu[n]) * rs[n];
-                    const float dnorm = load(w + i) * load(dyr + i);
-                    dnorm_mean += dnorm;
-                    dnorm_norm_mean += dnorm * norm;
-                }
-                dnorm_mean /= float(C);
-                dnorm_norm_mean /= float(C);
-                for (int i = 0; i < C; ++i) {
-                    const float norm = (load(xr + i) - mu[n]) * rs[n];
+                    const float norm = (load(xr + i) - m) * r;
                     const float g = load(dyr + i);
                     const float dnorm = load(w + i) * g;
                     dw[i] += norm * g;
                     db[i] += g;
-                    store(dxr + i, load(dxr + i) + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * rs[n]);
+                    store(dxr + i, load(dxr + i) + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * r);
                 }
             }
         }
