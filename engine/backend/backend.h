@@ -90,6 +90,18 @@ public:
     // ---- matrix multiply
     virtual void gemm(const GemmArgs& args) = 0;
     virtual void add_bias(Tensor out /* (N,OC) */, Tensor bias /* (OC) */, int N, int OC) = 0;
+    // A linear layer's output: c (m,n) = a·b + residual (m,n) + bias (n) over the rows, residual and bias each
+    // optional, args.beta 0. This default runs the GEMM and adds the rest around it; the CPU backend folds both into
+    // one pass that fills c before the GEMM accumulates into it.
+    virtual void linear_forward(const GemmArgs& args, Tensor residual, Tensor bias) {
+        GemmArgs g = args;
+        if (!residual.empty()) {
+            copy(g.c, residual);
+            g.beta = 1.0f;
+        }
+        gemm(g);
+        if (!bias.empty()) add_bias(g.c, bias, g.m, g.n);
+    }
     virtual void bias_backward(Tensor dbias /* (OC) += */, Tensor dout /* (N,OC) */, int N, int OC) = 0;
 
     // ---- LayerNorm (eps 1e-5); mean and rstd are fp32 (N)

@@ -57,6 +57,11 @@ void ProfiledBackend::gemm(const GemmArgs& g) {
     US_OP_SPAN(gemm, "gemm", 2ull * uint64_t(g.m) * uint64_t(g.n) * uint64_t(g.k));
     m_inner.gemm(g);
 }
+// One span of the GEMM's class and FLOPs: the additions folded in are the GEMM's output pass.
+void ProfiledBackend::linear_forward(const GemmArgs& g, Tensor residual, Tensor bias) {
+    US_OP_SPAN(gemm, "gemm", 2ull * uint64_t(g.m) * uint64_t(g.n) * uint64_t(g.k));
+    m_inner.linear_forward(g, residual, bias);
+}
 void ProfiledBackend::add_bias(Tensor out, Tensor bias, int N, int OC) {
     US_OP_SPAN(activation, "add_bias");
     m_inner.add_bias(out, bias, N, OC);

@@ -72,20 +72,18 @@ void GPT::reset_moe_stats() {
         if (is_moe(l)) m_moe_stats[size_t(l)].routed.assign(size_t(m_config.moe_experts), 0);
 }
 
-// out (N,OC) = inp (N,IC) @ weight^T + bias, weight (OC,IC); with accumulate, out += instead.
+// out (N,OC) = inp (N,IC) @ weight^T + residual + bias, weight (OC,IC); residual and bias optional.
 void GPT::matmul_forward(int which, Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC,
-                         bool accumulate) {
+                         Tensor residual) {
     US_PROF_OP_NAME(linear_name(which, 0));
     const int N = int(m_shape.N());
     GemmArgs g;
     g.trans_b = true;
     g.m = N, g.n = OC, g.k = IC;
-    g.beta = accumulate ? 1.0f : 0.0f;
     g.a = inp, g.lda = IC;
     g.b = weight, g.ldb = IC;
     g.c = out, g.ldc = OC;
-    m_be.gemm(g);
-    if (!bias.empty()) m_be.add_bias(out, bias, N, OC);
+    m_be.linear_forward(g, residual, bias);
 }
 
 // dinp (N,IC) = dout @ weight; dbias (OC) += column sums of dout (when given).
@@ -122,12 +120,11 @@ void GPT::row_parallel_forward(int which, Tensor out, Tensor residual, Tensor in
                                Tensor whole) {
     const int C = m_shape.C;
     if (!m_tp.active()) {
-        m_be.copy(out, residual);
-        matmul_forward(which, out, inp, weight, bias, IC, C, true);
+        matmul_forward(which, out, inp, weight, bias, IC, C, residual);
         return;
     }
     const Tensor partial = m_tp.sp() ? whole : out;  // (N,C)
-    matmul_forward(which, partial, inp, weight, Tensor{}, IC, C, false);
+    matmul_forward(which, partial, inp, weight, Tensor{}, IC, C);
     m_tp.row_output_forward(partial, out);
     m_be.accumulate(out, residual);
     m_be.add_bias(out, bias, int(m_shape.rows()), C);
@@ -145,7 +142,7 @@ void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, 
     // attention branch: residual2 = x + c_proj(attention(rope(c_attn(ln_1(x)))))
     m_be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, R, C);
     const Tensor ln1 = m_tp.column_input_forward(a.ln1, whole);            // (N,C)
-    matmul_forward(kQkv, a.qkv, ln1, p.qkv_w, p.qkv_b, C, 3 * Ca, false);  // (N,3Ca): the rank's heads
+    matmul_forward(kQkv, a.qkv, ln1, p.qkv_w, p.qkv_b, C, 3 * Ca);  // (N,3Ca): the rank's heads
     m_be.rope_forward(a.qkv, m_shape.B, m_shape.T, NH, HD, positions());
     attention_forward(a);  // (N,Ca)
     row_parallel_forward(kAttnProj, a.residual2, x, a.atty, p.attproj_w, p.attproj_b, Ca, whole);
@@ -156,7 +153,7 @@ void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, 
         return;
     }
     const Tensor ln2 = m_tp.column_input_forward(a.ln2, whole);  // (N,C)
-    matmul_forward(kFc, a.fch, ln2, p.fc_w, p.fc_b, C, F, false);  // (N,F)
+    matmul_forward(kFc, a.fch, ln2, p.fc_w, p.fc_b, C, F);  // (N,F)
     m_be.gelu_forward(a.fch_gelu, a.fch);
     row_parallel_forward(kFcProj, a.output, a.residual2, a.fch_gelu, p.fcproj_w, p.fcproj_b, F, whole);
 }

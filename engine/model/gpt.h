@@ -128,7 +128,8 @@ private:
     void head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params, Tensor whole);
     void head_backward(ChunkActivations& acts, Tensor x, BackwardScratch& s, float grad_scale, ParamAccess& params);
     // `which` names the linear layer in profiles (Linear enum in gpt.cpp). An empty bias is skipped.
-    void matmul_forward(int which, Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC, bool accumulate);
+    void matmul_forward(int which, Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC,
+                        Tensor residual = {});
     void matmul_backward_input(int which, Tensor dinp, Tensor dbias, Tensor dout, Tensor weight, int IC, int OC);
     void matmul_backward_weight(int which, Tensor dweight, Tensor dout, Tensor inp, int IC, int OC);
     // out (R,C) = residual + a row-parallel linear of inp (N,IC) summed over the tp group + bias.

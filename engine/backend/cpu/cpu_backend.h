@@ -17,6 +17,7 @@ public:
 
     void gemm(const GemmArgs& args) override;
     void add_bias(Tensor out, Tensor bias, int N, int OC) override;
+    void linear_forward(const GemmArgs& args, Tensor residual, Tensor bias) override;
     void bias_backward(Tensor dbias, Tensor dout, int N, int OC) override;
     void layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor inp, Tensor weight, Tensor bias, int N,
                            int C) override;

@@ -37,6 +37,35 @@ void CpuBackend::add_bias(Tensor out, Tensor bias, int N, int OC) {
     });
 }
 
+// sgemm with beta 0 first zeroes C in a pass of its own (sgemm_beta), and the bias and residual would be two more:
+// instead one pass writes residual + bias into C and sgemm accumulates onto it (beta 1).
+void CpuBackend::linear_forward(const GemmArgs& args, Tensor residual, Tensor bias) {
+    const bool fp32 = args.a.dtype == DType::f32 && args.c.dtype == DType::f32 &&
+                      (bias.empty() || bias.dtype == DType::f32) && (residual.empty() || residual.dtype == DType::f32);
+    if (!fp32 || args.beta != 0.0f || args.ldc != args.n || (residual.empty() && bias.empty())) {
+        Backend::linear_forward(args, residual, bias);
+        return;
+    }
+    const int M = args.m, N = args.n;
+    float* c = args.c.f32();
+    const float* r = residual.empty() ? nullptr : residual.f32();
+    const float* b = bias.empty() ? nullptr : bias.f32();
+#pragma omp parallel for schedule(static)
+    for (int row = 0; row < M; ++row) {
+        float* __restrict out = c + size_t(row) * N;
+        const float* __restrict in = r ? r + size_t(row) * N : nullptr;
+        if (in && b)
+            for (int i = 0; i < N; ++i) out[i] = in[i] + b[i];
+        else if (in)
+            for (int i = 0; i < N; ++i) out[i] = in[i];
+        else
+            for (int i = 0; i < N; ++i) out[i] = b[i];
+    }
+    GemmArgs g = args;
+    g.beta = 1.0f;
+    gemm(g);
+}
+
 // dbias[o] += sum_n dout[n, o]. Each thread owns a slice of columns, so the sum order is fixed (deterministic).
 void CpuBackend::bias_backward(Tensor dbias, Tensor dout, int N, int OC) {
     with_typed(dbias, [&](auto* db) {
