@@ -130,10 +130,12 @@ def main():
     print(f"model: {SHAPE}, N = {n_params(SHAPE):,} parameters, {fpt / 1e6:.1f} MFLOP per token (6N + 12*L*h*s)")
     print(f"CPU: {cpu_features()}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
           f"PyTorch's BLAS: {torch_blas_kernel()}; ultrascope links OpenBLAS (OpenMP build)")
+    print(f"load average (1 min) at the start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; the last column is "
+          "the same after each row (other work on the machine shows in both sides' figures, unevenly)")
     print("pytorch = Debian's torch as installed (pthread OpenBLAS); pytorch-omp = the same with the OpenMP "
           "OpenBLAS that ultrascope links (like with like). Figures are measured: tokens/s over steps 6..N.")
     print(f"{'threads':>7} | {'sgemm peak':>10} | {'ultrascope':>10} | {'pytorch':>10} | {'pytorch-omp':>11} | "
-          f"{'ratio':>5} | {'ratio-omp':>9} | {'MFU us':>6} | {'MFU pt':>6} | {'MFU pt-omp':>10} | kernel")
+          f"{'ratio':>5} | {'ratio-omp':>9} | {'MFU us':>6} | {'MFU pt':>6} | {'MFU pt-omp':>10} | kernel | load")
     for threads in (1, 2):
         peak = json.loads(subprocess.run([os.path.join(args.build, "bin", "bench_sgemm_peak"), str(threads)],
                                          check=True, capture_output=True, text=True).stdout)
@@ -143,7 +145,8 @@ def main():
         peak_flops = peak["gflops"] * 1e9
         print(f"{threads:>7} | {peak['gflops']:>6.1f} GF/s | {us_tps:>6.0f} t/s | {pt:>6.0f} t/s | {pto:>7.0f} t/s | "
               f"{us_tps / pt:>5.2f} | {us_tps / pto:>9.2f} | {us_tps * fpt / peak_flops:>6.1%} | "
-              f"{pt * fpt / peak_flops:>6.1%} | {pto * fpt / peak_flops:>10.1%} | {peak['blas_kernel']}")
+              f"{pt * fpt / peak_flops:>6.1%} | {pto * fpt / peak_flops:>10.1%} | {peak['blas_kernel']} | "
+              f"{os.getloadavg()[0]:.2f}")
     if args.attention_steps > 0:
         threads = 2
         print(f"\nseq 1024, {threads} threads, {args.attention_steps} steps (tokens/s over steps 3..N, measured; "
