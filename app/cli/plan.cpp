@@ -6,6 +6,7 @@
 
 #include "app/cli/commands.h"
 #include "app/plan/planner.h"
+#include "app/plan/predicted_trace.h"
 #include "engine/core/check.h"
 #include "engine/core/format.h"
 #include "engine/train/cli.h"
@@ -99,6 +100,10 @@ int plan_command(int argc, char** argv) {
     cli.add_option("--top", top, "Search: layouts to show (0: all)");
     cli.add_flag("--json", json, "Print JSON: an object per layout (docs/planner.md)");
     cli.add_flag("--list", list, "List the known models and clusters");
+    std::string trace_out;
+    cli.add_option("--trace-out", trace_out,
+                   "Write the layout's predicted step (a search: the best fitting layout's) as a trace file: one rank per "
+                   "pipeline stage, open it in the GUI or `ultrascope report` like a run (marked predicted)");
     CLI11_PARSE(cli, argc, argv);
     if (list) {
         std::printf("models:");
@@ -154,6 +159,7 @@ int plan_command(int argc, char** argv) {
         const int64_t n = gpus > 0 ? gpus : l.world();
         plan::check_layout(model, cluster, l, n);
         const PlanResult r = plan::evaluate(model, cluster, l);
+        if (!trace_out.empty()) plan::write_predicted_trace(trace_out, model, cluster, r, n);
         if (json) {
             nlohmann::json out = plan::plan_json(model, cluster, r);
             out["model"] = plan::model_to_json(model);
@@ -189,6 +195,10 @@ int plan_command(int argc, char** argv) {
     const size_t shown = top == 0 ? found.ranked.size() : std::min(found.ranked.size(), size_t(top));
     int64_t fitting = 0;
     for (const auto& r : found.ranked) fitting += r.fits;
+    if (!trace_out.empty()) {
+        US_CHECK_INPUT(found.ranked.front().fits, "--trace-out: no layout of {} GPUs fits this model: nothing to draw", o.gpus);
+        plan::write_predicted_trace(trace_out, model, cluster, found.ranked.front(), o.gpus);
+    }
     if (json) {
         nlohmann::json layouts = nlohmann::json::array();
         for (size_t i = 0; i < shown; ++i) layouts.push_back(plan::plan_json(model, cluster, found.ranked[i]));

@@ -47,7 +47,8 @@ int report_command(int argc, char** argv) {
     std::optional<plan::RunComparison> cmp;
     std::string planner_error;
     try {
-        cmp = plan::compare_run(store, rep, cluster, cluster_source);
+        if (rep.is_predicted()) planner_error = "this trace is the planner's own prediction (nothing measured to compare)";
+        else cmp = plan::compare_run(store, rep, cluster, cluster_source);
     } catch (const UserError& e) {
         planner_error = e.what();
     }

@@ -30,23 +30,19 @@ prof::PredictInput engine_input(const ModelDesc& m, const Layout& l, int stage) 
     return in;
 }
 
-// The engine's own walk, stage by stage; the busiest stage wins.
-MemoryEstimate engine_memory(const ModelDesc& m, const Layout& l) {
-    MemoryEstimate best;
-    for (int s = 0; s < l.pp; ++s) {
-        const prof::Prediction p = prof::predict(engine_input(m, l, s));
-        MemoryEstimate e;
-        e.kind = "predicted";
-        e.stage = s;
-        e.micro_batches_in_flight = p.micro_batches_in_flight;
-        e.params_on_rank = p.params_on_rank;
-        for (int c = 0; c < kMemCategoryCount; ++c) {
-            e.modelled[size_t(c)] = p.memory[size_t(c)].has_value();
-            e.bytes[size_t(c)] = p.memory[size_t(c)].value_or(0);
-        }
-        if (s == 0 || e.categories_total() > best.categories_total()) best = e;
+// The engine's own walk for one stage.
+MemoryEstimate engine_memory(const ModelDesc& m, const Layout& l, int s) {
+    const prof::Prediction p = prof::predict(engine_input(m, l, s));
+    MemoryEstimate e;
+    e.kind = "predicted";
+    e.stage = s;
+    e.micro_batches_in_flight = p.micro_batches_in_flight;
+    e.params_on_rank = p.params_on_rank;
+    for (int c = 0; c < kMemCategoryCount; ++c) {
+        e.modelled[size_t(c)] = p.memory[size_t(c)].has_value();
+        e.bytes[size_t(c)] = p.memory[size_t(c)].value_or(0);
     }
-    return best;
+    return e;
 }
 
 // The generalised formulas (docs/planner.md, "Memory"), for one stage.
@@ -95,18 +91,21 @@ MemoryEstimate formula_memory(const ModelDesc& m, const Layout& l, int stage, co
 
 }  // namespace
 
+MemoryEstimate estimate_stage_memory(const ModelDesc& m, const ClusterDesc& cluster, const Layout& l, int stage) {
+    MemoryEstimate e = m.family == ModelFamily::engine_gpt
+                           ? engine_memory(m, l, stage)
+                           : formula_memory(m, l, stage, stages_in_flight(l)[size_t(stage)]);
+    e.reserved_bytes = cluster.reserved_bytes;
+    return e;
+}
+
 MemoryEstimate estimate_memory(const ModelDesc& m, const ClusterDesc& cluster, const Layout& l) {
+    // The busiest stage wins.
     MemoryEstimate best;
-    if (m.family == ModelFamily::engine_gpt) {
-        best = engine_memory(m, l);
-    } else {
-        const std::vector<StageInFlight> flight = stages_in_flight(l);
-        for (int s = 0; s < l.pp; ++s) {
-            const MemoryEstimate e = formula_memory(m, l, s, flight[size_t(s)]);
-            if (s == 0 || e.categories_total() > best.categories_total()) best = e;
-        }
+    for (int s = 0; s < l.pp; ++s) {
+        const MemoryEstimate e = estimate_stage_memory(m, cluster, l, s);
+        if (s == 0 || e.categories_total() > best.categories_total()) best = e;
     }
-    best.reserved_bytes = cluster.reserved_bytes;
     return best;
 }
 

@@ -28,5 +28,7 @@ struct MemoryEstimate {
 };
 
 MemoryEstimate estimate_memory(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout);
+// One pipeline stage's (what the predicted timeline draws for each representative rank).
+MemoryEstimate estimate_stage_memory(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout, int stage);
 
 }  // namespace us::plan

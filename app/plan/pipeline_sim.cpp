@@ -53,6 +53,7 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& 
                 t.finish[size_t(st)] = start + cost;
                 t.busy[size_t(st)] += cost;
                 done[{kind, vs, a.micro_batch}] = start + cost;
+                t.actions.push_back({st, a, start, start + cost});
                 ++next[size_t(st)];
                 --left;
                 progressed = true;

@@ -18,10 +18,18 @@ struct VirtualStageCost {
     double weight = 0;    // of it, the weight-gradient part a split schedule (zb1) runs as its own W action
 };
 
+// One action as simulated: what the predicted timeline draws (app/plan/predicted_trace.h).
+struct TimedAction {
+    int rank = 0;
+    PipeAction action{};
+    double begin = 0, end = 0;
+};
+
 struct PipelineTiming {
     double makespan = 0;
-    std::vector<double> finish;  // per rank: when its last action ends
-    std::vector<double> busy;    // per rank: time in actions
+    std::vector<double> finish;        // per rank: when its last action ends
+    std::vector<double> busy;          // per rank: time in actions
+    std::vector<TimedAction> actions;  // every action, in the order the simulation placed them
 };
 
 // costs[vs] for vs in 0 .. pp * chunks - 1; transfer_s: one activation (or its gradient) between two ranks.

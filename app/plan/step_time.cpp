@@ -34,28 +34,11 @@ double send_s(double bytes, const Link& link) { return bytes / link.bandwidth + 
 
 namespace {
 
-// One micro-batch's forward and backward on a stage (or one chunk of it), by piece.
-struct StageCost {
-    double gemm_f = 0, attn_f = 0, other_f = 0;
-    double gemm_b = 0, attn_b = 0, other_b = 0;
-    double gemm_w = 0;  // of gemm_b, the weight gradients (a split schedule's W action)
-    double recompute = 0;
-    double tp_f = 0, tp_b = 0, cp_exposed_f = 0, cp_exposed_b = 0, cp_hidden = 0, ep_f = 0, ep_b = 0;
-    double pp = 0;  // transfers into the stage per micro-batch (forward activations and backward gradients)
-    double forward() const { return gemm_f + attn_f + other_f + tp_f + cp_exposed_f + ep_f; }
-    double backward() const { return gemm_b + attn_b + other_b + recompute + tp_b + cp_exposed_b + ep_b; }
-    StageCost& operator+=(const StageCost& o) {
-        gemm_f += o.gemm_f, attn_f += o.attn_f, other_f += o.other_f, gemm_b += o.gemm_b, attn_b += o.attn_b;
-        other_b += o.other_b, gemm_w += o.gemm_w, recompute += o.recompute, tp_f += o.tp_f, tp_b += o.tp_b;
-        cp_exposed_f += o.cp_exposed_f, cp_exposed_b += o.cp_exposed_b, cp_hidden += o.cp_hidden;
-        ep_f += o.ep_f, ep_b += o.ep_b, pp += o.pp;
-        return *this;
-    }
-};
-
 double gemm_time(const ClusterDesc& c, const Gemm& g, double peak) {
     return g.count * g.flops() / (peak * c.gemm_eff(g.flops()));
 }
+
+}  // namespace
 
 // The cost of the layers and ends (embedding on the first, head on the last) that `r` holds: a whole stage, or one
 // chunk of an interleaved stage (chunk_shapes).
@@ -144,12 +127,6 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     return s;
 }
 
-// Data parallelism and ZeRO over the dp x cp ranks holding the same parameters (experts: dp/ep x cp), for the
-// ranks of one stage, and the optimizer over the rank's shard.
-struct DpCost {
-    double exposed = 0, hidden = 0, optimizer = 0;
-};
-
 DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r, const StageCost& one) {
     DpCost d;
     const double mb = l.grad_accum;
@@ -211,40 +188,60 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
     return d;
 }
 
-}  // namespace
-
-StepPieces estimate_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) {
+StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) {
     // Every rank of a stage and every chunk of it at its own cost; with a pipeline the schedule is simulated with
     // those costs, and the stage that ends last (its pipeline work, then its exposed data-parallel communication
-    // and its optimizer) sets the step. Its pieces are the ones shown.
-    const int V = l.pp_schedule == "interleaved" ? std::max(1, l.pp_chunks) : 1;
+    // and its optimizer) sets the step.
+    StepModel sm;
+    sm.chunks = l.pp_schedule == "interleaved" ? std::max(1, l.pp_chunks) : 1;
+    const int V = sm.chunks;
     const double mb = l.grad_accum;
-    std::vector<StageCost> stage(size_t(l.pp));
+    sm.stage.assign(size_t(l.pp), StageCost{});
+    sm.chunk.assign(size_t(l.pp * V), StageCost{});
     std::vector<VirtualStageCost> virtual_costs(size_t(l.pp * V));
     for (int st = 0; st < l.pp; ++st)
         for (int ch = 0; ch < V; ++ch) {
             const StageCost s = stage_cost(m, c, l, l.pp > 1 ? chunk_shapes(m, l, st, ch) : rank_shapes(m, l, st));
-            stage[size_t(st)] += s;
+            sm.stage[size_t(st)] += s;
+            sm.chunk[size_t(ch * l.pp + st)] = s;
             virtual_costs[size_t(ch * l.pp + st)] = {s.forward(), s.backward(), s.gemm_w};
         }
-    std::vector<double> finish(size_t(l.pp));
     if (l.pp > 1) {
         const PipelineShape shape{l.pp, l.grad_accum, V};
-        const double transfer = send_s(double(rank_shapes(m, l, 0).R * m.hidden) * (l.bf16 ? 2 : 4),
-                                       group_link(c, l.tp * l.cp, l.pp));
-        finish = simulate_pipeline(make_schedule(l.pp_schedule, shape), shape, virtual_costs, transfer).finish;
+        sm.transfer_s = send_s(double(rank_shapes(m, l, 0).R * m.hidden) * (l.bf16 ? 2 : 4), group_link(c, l.tp * l.cp, l.pp));
+        sm.pipeline = simulate_pipeline(make_schedule(l.pp_schedule, shape), shape, virtual_costs, sm.transfer_s);
     } else {
-        finish[0] = mb * (stage[0].forward() + stage[0].backward());
+        // Without a pipeline the engine runs each micro-batch's forward, then its backward.
+        const StageCost& s = sm.stage[0];
+        double t = 0;
+        for (int i = 0; i < l.grad_accum; ++i) {
+            sm.pipeline.actions.push_back({0, {PipeOp::forward, i, 0}, t, t + s.forward()});
+            t += s.forward();
+            sm.pipeline.actions.push_back({0, {PipeOp::backward, i, 0}, t, t + s.backward()});
+            t += s.backward();
+        }
+        sm.pipeline.finish = {mb * (s.forward() + s.backward())};
+        sm.pipeline.busy = sm.pipeline.finish;
+        sm.pipeline.makespan = sm.pipeline.finish[0];
     }
-    int crit = 0;
     double end = -1;
-    DpCost dp;
     for (int st = 0; st < l.pp; ++st) {
-        const DpCost d = dp_cost(m, c, l, rank_shapes(m, l, st), stage[size_t(st)]);
-        const double e = finish[size_t(st)] + d.exposed + d.optimizer;
-        if (e > end) end = e, crit = st, dp = d;
+        sm.dp.push_back(dp_cost(m, c, l, rank_shapes(m, l, st), sm.stage[size_t(st)]));
+        const double e = sm.pipeline.finish[size_t(st)] + sm.dp.back().exposed + sm.dp.back().optimizer;
+        if (e > end) end = e, sm.critical_stage = st;
     }
-    const StageCost& w = stage[size_t(crit)];
+    sm.step_s = end;
+    return sm;
+}
+
+StepPieces estimate_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) {
+    // The pieces shown are those of the stage that ends last.
+    const StepModel sm = model_step(m, c, l);
+    const double mb = l.grad_accum;
+    const int crit = sm.critical_stage;
+    const StageCost& w = sm.stage[size_t(crit)];
+    const DpCost& dp = sm.dp[size_t(crit)];
+    const double finish = sm.pipeline.finish[size_t(crit)];
     StepPieces p;
     p.forward_s = w.forward();
     p.backward_s = w.backward();
@@ -259,8 +256,8 @@ StepPieces estimate_step(const ModelDesc& m, const ClusterDesc& c, const Layout&
     p.pp_comm_s = mb * w.pp;
     // The stage's idle time in the schedule beyond its own transfers: waiting for the other stages.
     const double busy = mb * (p.forward_s + p.backward_s);
-    p.bubble_s = std::max(0.0, finish[size_t(crit)] - busy - p.pp_comm_s);
-    if (finish[size_t(crit)] - busy < p.pp_comm_s) p.pp_comm_s = std::max(0.0, finish[size_t(crit)] - busy);
+    p.bubble_s = std::max(0.0, finish - busy - p.pp_comm_s);
+    if (finish - busy < p.pp_comm_s) p.pp_comm_s = std::max(0.0, finish - busy);
     p.dp_comm_exposed_s = dp.exposed;
     p.dp_comm_hidden_s = dp.hidden;
     p.optimizer_s = dp.optimizer;

@@ -10,6 +10,8 @@
 #include "app/plan/cluster_desc.h"
 #include "app/plan/layout.h"
 #include "app/plan/model_desc.h"
+#include "app/plan/model_shapes.h"
+#include "app/plan/pipeline_sim.h"
 
 namespace us::plan {
 
@@ -31,7 +33,51 @@ struct StepPieces {
     double forward_s = 0, backward_s = 0;  // one micro-batch on the busiest stage (what the schedule simulates)
 };
 
-struct CollectiveCost;
+// One micro-batch's forward and backward on a stage (or one chunk of it), by piece.
+struct StageCost {
+    double gemm_f = 0, attn_f = 0, other_f = 0;
+    double gemm_b = 0, attn_b = 0, other_b = 0;
+    double gemm_w = 0;  // of gemm_b, the weight gradients (a split schedule's W action)
+    double recompute = 0;
+    double tp_f = 0, tp_b = 0, cp_exposed_f = 0, cp_exposed_b = 0, cp_hidden = 0, ep_f = 0, ep_b = 0;
+    double pp = 0;  // transfers into the stage per micro-batch (forward activations and backward gradients)
+    double forward() const { return gemm_f + attn_f + other_f + tp_f + cp_exposed_f + ep_f; }
+    double backward() const { return gemm_b + attn_b + other_b + recompute + tp_b + cp_exposed_b + ep_b; }
+    StageCost& operator+=(const StageCost& o) {
+        gemm_f += o.gemm_f, attn_f += o.attn_f, other_f += o.other_f, gemm_b += o.gemm_b, attn_b += o.attn_b;
+        other_b += o.other_b, gemm_w += o.gemm_w, recompute += o.recompute, tp_f += o.tp_f, tp_b += o.tp_b;
+        cp_exposed_f += o.cp_exposed_f, cp_exposed_b += o.cp_exposed_b, cp_hidden += o.cp_hidden;
+        ep_f += o.ep_f, ep_b += o.ep_b, pp += o.pp;
+        return *this;
+    }
+};
+
+// The cost of the layers and ends (embedding on the first, head on the last) that `r` holds: a whole stage, or one
+// chunk of an interleaved stage (chunk_shapes).
+StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r);
+
+// Data parallelism and ZeRO over the dp x cp ranks holding the same parameters (experts: dp/ep x cp), for the
+// ranks of one stage, and the optimizer over the rank's shard.
+struct DpCost {
+    double exposed = 0, hidden = 0, optimizer = 0;
+};
+
+DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r, const StageCost& one);
+
+// The whole step as the model sees it: each stage's and virtual stage's costs, the simulated schedule (every action
+// placed in time; without a pipeline the micro-batches' forward and backward in turn), each stage's data-parallel
+// costs, and the stage that ends last. estimate_step reads its pieces from it; the predicted timeline draws it.
+struct StepModel {
+    int chunks = 1;                  // virtual stages per rank
+    std::vector<StageCost> stage;    // per stage: one micro-batch over all its chunks
+    std::vector<StageCost> chunk;    // per virtual stage (chunk * pp + stage)
+    std::vector<DpCost> dp;          // per stage
+    PipelineTiming pipeline;
+    double transfer_s = 0;           // one activation between pipeline stages
+    int critical_stage = 0;
+    double step_s = 0;
+};
+StepModel model_step(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout);
 
 StepPieces estimate_step(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout);
 

@@ -69,7 +69,19 @@ Report build_report(const TraceStore& store) {
     rep.world_size = store.world_size();
     const nlohmann::json& meta = store.run_metadata();
     rep.config = meta.value("config", nlohmann::json::object());
+    if (meta.contains("predicted") && meta["predicted"].is_object()) rep.predicted = meta["predicted"];
     rep.predict_input = PredictInput::from_config(rep.config);
+    if (rep.config.empty() && rep.predicted.contains("shape")) {
+        // A planner's prediction for a model the engine does not run: no engine walk, but the layout the
+        // pipeline and parallelism figures need.
+        const nlohmann::json& l = rep.predicted["shape"];
+        PredictInput& in = rep.predict_input;
+        in.dp = l.value("dp", 1), in.tp = l.value("tp", 1), in.pp = l.value("pp", 1), in.cp = l.value("cp", 1);
+        in.ep = l.value("ep", 1), in.sp = l.value("sp", false), in.zero = l.value("zero", 0);
+        in.pp_schedule = l.value("pp_schedule", std::string("1f1b")), in.pp_chunks = l.value("pp_chunks", 1);
+        in.micro_batch = l.value("batch", int64_t(1)), in.grad_accum = l.value("grad_accum", int64_t(1));
+        in.seq = l.value("seq", in.seq), in.layers = l.value("layers", in.layers);
+    }
     std::map<int, std::vector<double>> step_walls;  // step -> wall per rank
     // Steps of every rank first: pipeline bubbles are measured over each replica's pipeline window.
     std::vector<std::vector<StepBreakdown>> all_steps;
@@ -94,7 +106,21 @@ Report build_report(const TraceStore& store) {
         PredictInput in = rep.predict_input;
         in.stage = coord(rr.coords, "pp");
         in.tp = std::max(1, in.tp);
-        rr.predicted = predict(in);
+        // A trace without the engine's config (a planner's prediction for another model) has no engine walk.
+        if (!rep.config.empty()) {
+            rr.predicted = predict(in);
+        } else if (in.pp > 1) {  // the schedule's figures only (they need no model shape)
+            PredictInput schedule_only;
+            schedule_only.pp = in.pp, schedule_only.pp_schedule = in.pp_schedule, schedule_only.pp_chunks = in.pp_chunks;
+            schedule_only.grad_accum = in.grad_accum, schedule_only.stage = in.stage;
+            schedule_only.layers = int64_t(in.pp) * in.pp_chunks;
+            try {
+                const Prediction p = predict(schedule_only);
+                rr.predicted.bubble_theory = p.bubble_theory, rr.predicted.bubble_simulated = p.bubble_simulated;
+                rr.predicted.micro_batches_in_flight = p.micro_batches_in_flight;
+            } catch (const std::exception&) {  // a schedule the engine cannot run: no schedule figures
+            }
+        }
         rr.peak_gflops = rt.metadata.value("device_peak_gflops", 0.0);
         rr.peak_source = rt.metadata.value("device_peak_source", std::string("unknown"));
         rr.dropped_events = rt.dropped_events;
@@ -206,9 +232,15 @@ Report build_report(const TraceStore& store) {
     }
     const Prediction whole = predict(rep.predict_input);
     t.model_flops_per_token = whole.flops_per_token;
+    double tokens_per_step = double(whole.tokens_per_step);
+    // A prediction's ranks stand for all the GPUs of the plan, and its model may not be the engine's.
+    if (rep.is_predicted()) {
+        t.model_flops_per_token = rep.predicted.value("model_flops_per_token", t.model_flops_per_token);
+        tokens_per_step = meta.value("tokens_per_step", tokens_per_step);
+    }
     if (t.steps_measured > 0 && total > 0) {
         t.step_s = total / t.steps_measured;
-        t.tokens_per_s = double(whole.tokens_per_step) / t.step_s;
+        t.tokens_per_s = tokens_per_step / t.step_s;
         t.achieved_flops_per_s = t.tokens_per_s * t.model_flops_per_token;
     }
     for (const auto& rr : rep.ranks) {
@@ -216,6 +248,8 @@ Report build_report(const TraceStore& store) {
         if (std::find(t.peak_sources.begin(), t.peak_sources.end(), rr.peak_source) == t.peak_sources.end())
             t.peak_sources.push_back(rr.peak_source);
     }
+    if (rep.is_predicted() && !rep.ranks.empty())
+        t.peak_flops_per_s = rep.ranks.front().peak_gflops * 1e9 * rep.predicted.value("gpus", double(rep.ranks.size()));
     t.mfu = t.peak_flops_per_s > 0 ? t.achieved_flops_per_s / t.peak_flops_per_s : 0;
     return rep;
 }
@@ -223,7 +257,16 @@ Report build_report(const TraceStore& store) {
 std::string format_report(const Report& rep) {
     std::string s;
     const auto& c = rep.config;
-    s += fmt::format("Run: {} rank(s); model h {} L {} heads {} seq {} vocab {}; micro-batch {} x {} micro-batches; {}; "
+    const char* src = rep.source();
+    if (rep.is_predicted()) {
+        const auto& p = rep.predicted;
+        s += fmt::format("PREDICTED, not a run: the planner's model of {} on {} GPUs of {} ({}); {} rank(s) drawn, one per "
+                         "pipeline stage: each is the stage's rank with tp, cp, dp and ep index 0. Every figure below "
+                         "is the model's.\n",
+                         p.value("model", std::string("?")), p.value("gpus", 0), p.value("cluster", std::string("?")),
+                         p.value("layout", std::string("?")), rep.world_size);
+    }
+    if (!c.empty()) s += fmt::format("Run: {} rank(s); model h {} L {} heads {} seq {} vocab {}; micro-batch {} x {} micro-batches; {}; "
                      "ZeRO-{}\n",
                      rep.world_size, c.value("hidden", 0), c.value("layers", 0), c.value("heads", 0), c.value("seq", 0),
                      c.value("vocab", 0), c.value("batch", 0), c.value("grad_accum", 0),
@@ -235,20 +278,21 @@ std::string format_report(const Report& rep) {
                          rep.predict_input.ep, predict(rep.predict_input).params,
                          predict(rep.predict_input).active_params);
     const auto& t = rep.throughput;
-    s += fmt::format("\nThroughput (measured over {} steady step(s)): {:.0f} tokens/s, {:.1f} ms/step\n", t.steps_measured,
+    s += fmt::format("\nThroughput ({} over {} steady step(s)): {:.0f} tokens/s, {:.1f} ms/step\n", src, t.steps_measured,
                      t.tokens_per_s, t.step_s * 1e3);
     std::string sources;
     for (const std::string& src : t.peak_sources) sources += (sources.empty() ? "" : "; ") + src;
     s += fmt::format("  model FLOPs/token (formula, 6N + 12*L*h*s{}): {:.1f} M; achieved {:.1f} GFLOP/s (derived) of a "
-                     "peak of {:.1f} GFLOP/s summed over the ranks: MFU {:.1f}% (derived)\n  peak: {}\n",
+                     "peak of {:.1f} GFLOP/s summed over the {}: MFU {:.1f}% (derived)\n  peak: {}\n",
                      rep.predict_input.moe_experts > 0 ? ", N active" : "", t.model_flops_per_token / 1e6,
-                     t.achieved_flops_per_s / 1e9, t.peak_flops_per_s / 1e9, 100 * t.mfu,
+                     t.achieved_flops_per_s / 1e9, t.peak_flops_per_s / 1e9,
+                     rep.is_predicted() ? "plan's GPUs" : "ranks", 100 * t.mfu,
                      sources.empty() ? std::string("unknown") : sources);
     if (rep.predict_input.pp > 1)
-        s += fmt::format("Pipeline bubble ({} schedule, pp {}, {} micro-batches): {:.3f} measured on the busiest stage "
+        s += fmt::format("Pipeline bubble ({} schedule, pp {}, {} micro-batches): {:.3f} {} on the busiest stage "
                          "(rank {}), {:.3f} by the formula, {:.3f} simulated\n",
                          rep.predict_input.pp_schedule, rep.predict_input.pp, rep.predict_input.grad_accum,
-                         rep.pipeline.measured, rep.pipeline.busiest_rank, rep.pipeline.theory, rep.pipeline.simulated);
+                         rep.pipeline.measured, src, rep.pipeline.busiest_rank, rep.pipeline.theory, rep.pipeline.simulated);
     if (rep.predict_input.cp > 1)
         s += fmt::format("Context parallelism (cp {}, {}): attention time per rank, slowest / fastest in a cp group "
                          "= {:.2f} (rank {} / rank {}, measured); attention FLOPs most / least {:.2f}\n",
@@ -290,7 +334,7 @@ std::string format_report(const Report& rep) {
             s += fmt::format("  {:<22} offset {:+.6f} ms +- {:.1f} us\n", r.label, double(r.clock_offset_ns) / 1e6,
                              double(r.clock_uncertainty_ns) / 1e3);
     }
-    s += "\nTime per rank, summed over the steady steps (measured):\n";
+    s += fmt::format("\nTime per rank, summed over the steady steps ({}):\n", src);
     s += fmt::format("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>15}\n", "rank", "wall s", "compute s", "overlap s",
                      "exposed s", "idle s", "overlap", "bubble (theory)");
     size_t worst = 0;
@@ -325,9 +369,9 @@ std::string format_report(const Report& rep) {
                          "kernels, or the engine's collective spans where ranks communicate through MPI with host "
                          "staging\n",
                          traced);
-    s += "\nCommunication per steady step by group: bytes sent (measured from the collectives / predicted); time "
-         "outstanding, exposed (no compute under it), and of that time the part spent waiting for the group's last rank "
-         "(measured)\n";
+    s += fmt::format("\nCommunication per steady step by group: bytes sent ({} from the collectives / predicted); time "
+                     "outstanding, exposed (no compute under it), and of that time the part spent waiting for the group's "
+                     "last rank ({})\n", src, src);
     for (const auto& r : rep.ranks) {
         std::string line;
         for (int g : reported_groups(r)) {
@@ -345,8 +389,8 @@ std::string format_report(const Report& rep) {
         s += "  tensor-parallel collectives block the compute thread: nothing overlaps them, all of their time is on "
              "the critical path\n";
     for (const auto& r : rep.ranks) {
-        s += fmt::format("\nMemory of {} (peak measured / predicted / formula; phase at the peak; step 1 / steady):\n",
-                         r.label);
+        s += fmt::format("\nMemory of {} (peak {} / predicted / formula; phase at the peak; step 1 / steady):\n",
+                         r.label, src);
         auto or_dash = [](const std::optional<int64_t>& v) { return v ? format_bytes(*v) : std::string("-"); };
         for (int k = 0; k < kMemCategoryCount; ++k) {
             const auto& pred = r.predicted.memory[size_t(k)];
@@ -358,13 +402,14 @@ std::string format_report(const Report& rep) {
                              format_bytes(r.memory.step1_peak[size_t(k)]),
                              r.memory.has_steady ? format_bytes(r.memory.steady_peak[size_t(k)]) : std::string("-"));
         }
-        s += fmt::format("  {:<16} {:>12} / {:<12} / {:<12} sum of the peaks of the categories the prediction "
-                         "models (the formula's: model states and activations)\n",
-                         "sum of peaks", format_bytes(modelled_sum_peak(r)), format_bytes(r.predicted.memory_total()),
-                         format_bytes(r.predicted.memory_formula_total()));
-        s += fmt::format("  {:<16} {:>12}   measured, every category, at {} (peaks of different categories need not "
+        if (!rep.config.empty())
+            s += fmt::format("  {:<16} {:>12} / {:<12} / {:<12} sum of the peaks of the categories the prediction "
+                             "models (the formula's: model states and activations)\n",
+                             "sum of peaks", format_bytes(modelled_sum_peak(r)), format_bytes(r.predicted.memory_total()),
+                             format_bytes(r.predicted.memory_formula_total()));
+        s += fmt::format("  {:<16} {:>12}   {}, every category, at {} (peaks of different categories need not "
                          "coincide)\n",
-                         "peak of the sum", format_bytes(r.memory.total_peak),
+                         "peak of the sum", format_bytes(r.memory.total_peak), src,
                          kPhaseNames[size_t(r.memory.total_peak_phase)]);
         if (rep.predict_input.moe_experts > 0 && (rep.predict_input.ep > 1 || rep.predict_input.moe_capacity_factor > 0))
             s += "  (predicted expert rows as if routing were uniform: the measured ones follow the router)\n";
@@ -490,6 +535,8 @@ nlohmann::json report_json(const Report& rep) {
     const auto& t = rep.throughput;
     return {{"world_size", rep.world_size},
             {"config", rep.config},
+            {"source", rep.is_predicted() ? "predicted" : "measured"},
+            {"predicted", rep.predicted},
             {"ranks", ranks},
             {"throughput",
              {{"steps_measured", t.steps_measured},

@@ -86,6 +86,11 @@ struct Report {
     Throughput throughput;
     PredictInput predict_input;
     std::vector<std::string> warnings;
+    // A planner's prediction written as a trace (its ranks' metadata "predicted": model, cluster, layout); null for
+    // a run. Every figure of such a report is the model's, and says so.
+    nlohmann::json predicted;
+    bool is_predicted() const { return !predicted.is_null(); }
+    const char* source() const { return is_predicted() ? "predicted: the planner's model" : "measured"; }
 };
 
 Report build_report(const TraceStore& store);
