@@ -53,6 +53,7 @@ void usage() {
         "  --high-contrast         the projector theme (also View > high contrast)\n"
         "  --plan MODEL            open the Planner on MODEL (--plan-cluster NAME|FILE, --plan-gpus N; File > New plan)\n"
         "  --plan-launch           with --plan: launch the best layout this machine can run, measured beside its prediction\n"
+        "  --plan-show             with --plan: show the best fitting layout's predicted step in the views (marked predicted)\n"
         "  --store-cap-mib N       memory cap of the trace kept in memory (default 2048; the file keeps all)\n"
         "  --hostfile FILE         launch ranks on the hosts of an Open MPI hostfile (with --stream-listen)\n"
         "  --launcher L            mpirun (default) or srun (inside a Slurm allocation)\n"
@@ -67,7 +68,7 @@ bool follows_value_flag(char** argv, int i) {
     const std::string prev = argv[i - 1];
     if (prev.rfind("-", 0) != 0) return false;
     for (const char* sw : {"--no-overlap", "--fp32-grad-accum", "--quiet", "--no-launch", "--exit-when-done", "--print-config", "--sp",
-                           "--high-contrast", "--plan-launch"})
+                           "--high-contrast", "--plan-launch", "--plan-show"})
         if (prev == sw) return false;
     return true;
 }
@@ -83,7 +84,7 @@ int gui_or_fallback(int argc, char** argv) {
     std::string lesson, lesson_runs = "first";
     std::string plan_model, plan_cluster = "h100-sxm";
     int plan_gpus = 64;
-    bool plan_launch = false;
+    bool plan_launch = false, plan_show = false;
     bool high_contrast = false;
     std::vector<std::string> train_args;
     for (int i = 1; i < argc; ++i) {
@@ -118,6 +119,7 @@ int gui_or_fallback(int argc, char** argv) {
         else if (a == "--plan-cluster") plan_cluster = value();
         else if (a == "--plan-gpus") plan_gpus = std::atoi(value().c_str());
         else if (a == "--plan-launch") plan_launch = true;
+        else if (a == "--plan-show") plan_show = true;
         else if (a.rfind("-", 0) != 0 && open.empty() && !follows_value_flag(argv, i) && std::filesystem::exists(a))
             open = a;  // `ultrascope TRACE`
         else train_args.push_back(a);
@@ -155,6 +157,7 @@ int gui_or_fallback(int argc, char** argv) {
         o.plan_cluster = plan_cluster;
         o.plan_gpus = plan_gpus;
         o.plan_launch = plan_launch;
+        o.plan_show = plan_show;
         return us::gui::run_gui(o);
     }
     US_CHECK_INPUT(screenshot.empty(), "--screenshot needs a display: run under xvfb-run (apt-get install xvfb)");

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <sstream>
+
 #include "app/cli/default_run.h"
+#include "app/plan/predicted_trace.h"
 #include "engine/core/check.h"
 
 namespace us::gui {
@@ -20,6 +23,7 @@ AppState::AppState(const GuiOptions& options) : source(log, options.store_cap_by
         planner.cluster = options.plan_cluster;
         planner.gpus = options.plan_gpus;
         planner.launch_best_here = options.plan_launch;
+        planner.show_best = options.plan_show;
         planner.start();
     }
     if (!options.open_trace.empty()) open_trace(options.open_trace);
@@ -96,7 +100,7 @@ void AppState::detach() {
     source.close();
 }
 
-void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label) {
+void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label, const std::string& path) {
     stop();
     leave_source();
     derived.reset();
@@ -111,21 +115,85 @@ void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string&
             log.message(std::string("the trace's settings could not be read into the launch panel: ") + e.what());
         }
     }
-    source.adopt(std::move(store), label);
+    source.adopt(std::move(store), label, path);
     log.error.clear();
     window.follow = false;
     refresh_derived(true);
     if (const prof::TraceStore* s = this->store()) window.fit_all(*s);
 }
 
+const char* AppState::provenance() const {
+    const prof::TraceStore* s = store();
+    return s && s->run_metadata().contains("predicted") ? "predicted" : "measured";
+}
+
+void AppState::show_planned(size_t index) {
+    if (!planner.result || index >= planner.result->search.ranked.size()) return;
+    const PlannerState::Plan& p = *planner.result;
+    const plan::PlanResult& r = p.search.ranked[index];
+    try {
+        adopt(plan::predicted_store(p.model, p.cluster, r, planner.gpus),
+              fmt::format("{} on {} x {}: {}", p.model.name, planner.gpus, p.cluster.name, r.layout.describe()));
+        planner.selected = int(index);
+        planner.open = false;
+    } catch (const UserError& e) {
+        log.fail(e.what());
+    }
+}
+
+void AppState::launch_planned(size_t index) {
+    if (!planner.result || index >= planner.result->search.ranked.size()) return;
+    const PlannerState::Plan& p = *planner.result;
+    const plan::PlanResult& r = p.search.ranked[index];
+    std::vector<std::string> args = {"--preset", p.model.name};
+    std::istringstream flags(r.layout.flags());
+    for (std::string a; flags >> a;) args.push_back(a);
+    try {
+        const HostSettings hosts = settings.hosts;
+        settings = LaunchSettings::from_args(args);
+        settings.hosts = hosts;
+        launch();
+        planner.selected = int(index);
+        if (source.running()) {
+            planner.launched = r;
+            planner.launched_cluster = p.cluster.name;
+            planner.launched_run = source.live();
+        }
+    } catch (const UserError& e) {
+        log.fail(e.what());
+    }
+}
+
+// A finished search, and what the command line asked to do with it (--plan-show, --plan-launch), whether or not
+// the Planner is on screen.
+void AppState::update_planner() {
+    planner.poll();
+    if (!planner.result) return;
+    const auto& ranked = planner.result->search.ranked;
+    auto first = [&](auto&& pick) {
+        for (size_t i = 0; i < ranked.size(); ++i)
+            if (ranked[i].fits && pick(ranked[i])) return i;
+        return ranked.size();
+    };
+    if (planner.show_best) {
+        planner.show_best = false;
+        show_planned(first([](const plan::PlanResult&) { return true; }));
+    }
+    if (planner.launch_best_here) {
+        planner.launch_best_here = false;
+        launch_planned(first([&](const plan::PlanResult& r) { return runnable_here(planner.result->model, r); }));
+    }
+}
+
 void AppState::update() {
+    update_planner();
     update_source();
     lessons.update(*this);
 }
 
 void AppState::update_source() {
     std::string path;
-    if (auto loaded = source.take_loaded(path)) adopt(std::move(loaded), path);
+    if (auto loaded = source.take_loaded(path)) adopt(std::move(loaded), path, path);
     if (derived.busy()) refresh_derived(false);  // installs a finished build
     // The store stays as it is while a build reads it; what arrives meanwhile waits in the listener.
     if (source.live() && !derived.busy()) {

@@ -60,9 +60,17 @@ public:
     void open_trace(const std::string& path) { source.open_trace(path); }
     void attach(const std::string& listen);  // [HOST:]PORT
     void detach();
-    // Shows a store that is already loaded (a trace that finished loading, benchmarks, tests).
-    void adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label);
+    // Shows a store that is already loaded (a trace that finished loading from `path`, a planner's prediction with
+    // no path, benchmarks, tests).
+    void adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label, const std::string& path = {});
+    // "measured", or for a planner's prediction shown in the views, "predicted": the word every view puts on the
+    // figures it reads from the store.
+    const char* provenance() const;
     void update();  // once per frame
+    // The Planner's layout `index` (of its ranked result): its predicted step shown in the views (the Planner window
+    // closes so that they show; File > New plan brings it back as it was), or launched on this machine.
+    void show_planned(size_t index);
+    void launch_planned(size_t index);
 
     const prof::TraceStore* store() const { return source.store(); }
     void fit_all() {
@@ -78,6 +86,7 @@ private:
     void leave_source();
     void refresh_derived(bool force);
     void update_source();  // the source, the derived data, auto-relaunch
+    void update_planner();  // a finished search, and --plan-show / --plan-launch
 
     GuiOptions m_options;
     int m_run_counter = 0;

@@ -76,13 +76,13 @@ bool DataSource::attach(const std::string& listen) {
     return true;
 }
 
-void DataSource::adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label) {
+void DataSource::adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label, const std::string& path) {
     stop();
     m_live.reset();
     m_file_store = std::move(store);
-    m_file_path = label;
+    m_file_path = path;
     m_kind = Source::file;
-    m_label = "trace " + label;
+    m_label = (m_file_store->run_metadata().contains("predicted") ? "predicted (planner model): " : "trace ") + label;
     m_log.message(fmt::format("opened {}: {} spans from {} rank(s)", label, m_file_store->span_count(),
                               m_file_store->ranks().size()));
 }

@@ -26,7 +26,9 @@ public:
     // return is false (a failed launch leaves no source).
     bool launch(const LaunchSettings& settings, const std::string& label);
     bool attach(const std::string& listen);  // [HOST:]PORT; ULTRASCOPE_TOKEN, when set, is the token to expect
-    void adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label);  // a loaded trace
+    // A loaded trace (`path` its file), or one made here (a planner's prediction: no file, `path` empty). A trace
+    // whose ranks say "predicted" is labelled so, wherever it came from.
+    void adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label, const std::string& path);
     void close();                            // no source
     // Stops a launched run that is still going (its ranks end; the store keeps what arrived).
     void stop();

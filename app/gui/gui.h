@@ -30,6 +30,7 @@ struct GuiOptions {
     std::string plan_model, plan_cluster = "h100-sxm";
     int plan_gpus = 64;
     bool plan_launch = false;  // --plan-launch: then launch the best layout this machine can run
+    bool plan_show = false;    // --plan-show: then show the best fitting layout's predicted step in the views
 };
 
 // Whether a display is available (X11 or Wayland).

@@ -35,6 +35,10 @@ void PlannerState::poll() {
     }
 }
 
+bool runnable_here(const plan::ModelDesc& model, const plan::PlanResult& r) {
+    return model.family == plan::ModelFamily::engine_gpt && r.layout.world() <= 8;
+}
+
 int64_t measured_modelled_peak(const prof::Report& report, const plan::MemoryEstimate& predicted) {
     int64_t busiest = 0;
     for (const auto& rank : report.ranks) {

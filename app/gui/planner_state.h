@@ -28,6 +28,7 @@ struct PlannerState {
     // The layout last launched from the view, and the live run it became (a later launch elsewhere is not it):
     // its measured figures are shown beside this prediction.
     bool launch_best_here = false;  // --plan-launch: once planned, launch the best layout this machine can run
+    bool show_best = false;         // --plan-show: once planned, show the best fitting layout's predicted step
     std::optional<plan::PlanResult> launched;
     std::string launched_cluster;
     const void* launched_run = nullptr;
@@ -41,6 +42,9 @@ struct PlannerState {
 private:
     std::future<Plan> m_pending;
 };
+
+// A layout this machine can run: this engine's model, ranks up to a handful.
+bool runnable_here(const plan::ModelDesc& model, const plan::PlanResult& r);
 
 // The measured figure to put beside a memory prediction: the largest, over the ranks, of the sum of the measured
 // peaks of the categories the prediction models.

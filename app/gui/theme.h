@@ -23,6 +23,8 @@ ImU32 micro_batch_color(int micro_batch, prof::Phase phase);
 inline constexpr ImU32 kIdleColor = IM_COL32(220, 60, 60, 70);
 inline constexpr ImU32 kGridColor = IM_COL32(255, 255, 255, 30);
 inline constexpr ImU32 kTextDim = IM_COL32(180, 180, 180, 255);
+// Text that says a view shows the planner's prediction, not a run.
+inline const ImVec4 kPredictedColor = ImVec4(0.95f, 0.75f, 0.35f, 1);
 inline constexpr ImU32 kWarnColor = IM_COL32(255, 120, 90, 255);
 
 void apply_theme();

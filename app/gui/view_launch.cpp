@@ -62,7 +62,12 @@ void draw_status(AppState& app) {
                 }
             }
             break;
-        case Source::file: ImGui::TextColored(ImVec4(0.6f, 0.8f, 1, 1), "viewing a trace file"); break;
+        case Source::file:
+            if (std::string_view(app.provenance()) == "predicted")
+                ImGui::TextColored(kPredictedColor, "viewing the planner's prediction (File > New plan)");
+            else
+                ImGui::TextColored(ImVec4(0.6f, 0.8f, 1, 1), "viewing a trace file");
+            break;
         default:
             ImGui::TextUnformatted(app.source.loading() ? "loading the trace..." : "nothing loaded: launch a run or open a trace");
     }

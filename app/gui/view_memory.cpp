@@ -116,7 +116,7 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
             const MemoryColumn& c = cols[size_t(x)];
             dl->AddLine(ImVec2(io.MousePos.x, a0.y), ImVec2(io.MousePos.x, a1.y), IM_COL32(255, 255, 255, 120));
             ImGui::BeginTooltip();
-            ImGui::Text("step %d, %s (measured)", c.step, std::string(prof::kPhaseNames[size_t(c.phase)]).c_str());
+            ImGui::Text("step %d, %s (%s)", c.step, std::string(prof::kPhaseNames[size_t(c.phase)]).c_str(), app.provenance());
             for (int k = kMemCategoryCount - 1; k >= 0; --k)
                 if (c.bytes[size_t(k)] > 0) {
                     legend_item(category_color(k), fmt::format("{:<16} {}", kMemCategoryNames[size_t(k)],
@@ -146,10 +146,10 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
     }
 }
 
-void draw_peaks(const prof::RankReport& r) {
+void draw_peaks(const AppState& app, const prof::RankReport& r) {
     if (!begin_wide_table("peaks", 6, 0)) return;
     ImGui::TableSetupColumn("category");
-    ImGui::TableSetupColumn("peak (measured)");
+    ImGui::TableSetupColumn(fmt::format("peak ({})", app.provenance()).c_str());
     ImGui::TableSetupColumn("predicted");
     ImGui::TableSetupColumn("formula");
     ImGui::TableSetupColumn("at");
@@ -160,6 +160,9 @@ void draw_peaks(const prof::RankReport& r) {
         ImGui::TextUnformatted(text.c_str());
     };
     auto or_text = [](const std::optional<int64_t>& v, const char* none) { return v ? format_bytes(*v) : std::string(none); };
+    // A planner's prediction shown as a trace: its peaks are the planner's figures (the engine's walk for this
+    // engine's models, in the predicted column too; the formulas of docs/planner.md for others).
+    const bool predicted_trace = std::string_view(app.provenance()) == "predicted";
     for (int k = 0; k < kMemCategoryCount; ++k) {
         const auto& pred = r.predicted.memory[size_t(k)];
         if (r.memory.peak[size_t(k)] == 0 && (!pred || *pred == 0)) continue;
@@ -167,7 +170,7 @@ void draw_peaks(const prof::RankReport& r) {
         ImGui::TableNextColumn();
         legend_item(category_color(k), std::string(kMemCategoryNames[size_t(k)]).c_str());
         cell(format_bytes(r.memory.peak[size_t(k)]));
-        cell(or_text(pred, "not modelled"));
+        cell(or_text(pred, predicted_trace ? "-" : "not modelled"));
         cell(or_text(r.predicted.memory_formula[size_t(k)], "-"));
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("formula: the textbook's figure (ZeRO bytes per parameter; Korthikanti et al. per layer x\n"
@@ -181,16 +184,18 @@ void draw_peaks(const prof::RankReport& r) {
     int64_t modelled = 0;
     for (int k = 0; k < kMemCategoryCount; ++k)
         if (r.predicted.memory[size_t(k)]) modelled += r.memory.peak[size_t(k)];
-    ImGui::TableNextRow();
-    cell("sum of peaks");
-    if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("the sum of each modelled category's own peak, measured and predicted (the formula's: model\n"
-                          "states and activations); peaks of different categories need not coincide");
-    cell(format_bytes(modelled));
-    cell(format_bytes(r.predicted.memory_total()));
-    cell(format_bytes(r.predicted.memory_formula_total()));
-    cell("");
-    cell("");
+    if (!predicted_trace || r.predicted.memory_total() > 0) {  // nothing to sum beside a prediction of another model
+        ImGui::TableNextRow();
+        cell("sum of peaks");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("the sum of each modelled category's own peak, measured and predicted (the formula's: model\n"
+                              "states and activations); peaks of different categories need not coincide");
+        cell(format_bytes(modelled));
+        cell(format_bytes(r.predicted.memory_total()));
+        cell(format_bytes(r.predicted.memory_formula_total()));
+        cell("");
+        cell("");
+    }
     ImGui::TableNextRow();
     cell("peak of the sum");
     cell(format_bytes(r.memory.total_peak));
@@ -240,7 +245,10 @@ void draw_memory_view(AppState& app) {
         ImGui::EndCombo();
     }
     ImGui::SameLine();
-    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured; dashed: predicted (sum of the modelled peaks)");
+    if (std::string_view(app.provenance()) == "measured")
+        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured; dashed: predicted (sum of the modelled peaks)");
+    else
+        ImGui::TextColored(kPredictedColor, "PREDICTED by the planner's model, not measured");
     ImGui::PushFont(small_font());
     for (int k = 0, shown = 0; k < kMemCategoryCount; ++k) {
         if (rr && rr->memory.peak[size_t(k)] == 0) continue;
@@ -257,7 +265,7 @@ void draw_memory_view(AppState& app) {
     const float table_h = ImGui::GetTextLineHeightWithSpacing() * 13;
     const float plot_h = std::max(80.0f, ImGui::GetContentRegionAvail().y - table_h);
     draw_stack(app, *store->rank(app.window.selected_rank), rr, plot_h);
-    if (rr) draw_peaks(*rr);
+    if (rr) draw_peaks(app, *rr);
 }
 
 }  // namespace us::gui

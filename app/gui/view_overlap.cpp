@@ -83,12 +83,15 @@ void draw_overlap_view(AppState& app) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no steps measured yet");
         return;
     }
-    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps (step 1 left out)");
+    if (std::string_view(app.provenance()) == "measured")
+        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps (step 1 left out)");
+    else
+        ImGui::TextColored(kPredictedColor, "PREDICTED by the planner's model over its steady steps: nothing here was measured");
     if (const prof::PipelineBubble& pb = app.report().pipeline; pb.busiest_rank >= 0) {
         std::string formula;
         for (const auto& r : app.report().ranks)
             if (r.rank == pb.busiest_rank) formula = r.predicted.bubble_formula;
-        ImGui::Text("pipeline bubble: measured %.3f", pb.measured);
+        ImGui::Text("pipeline bubble: %s %.3f", app.provenance(), pb.measured);
         ImGui::SameLine();
         ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "(busiest stage, rank %d)", pb.busiest_rank);
         ImGui::SameLine();
@@ -100,7 +103,7 @@ void draw_overlap_view(AppState& app) {
         const float w = ImGui::GetContentRegionAvail().x * 0.5f, h = ImGui::GetTextLineHeight();
         const float scale = float(std::max({pb.measured, pb.theory, pb.simulated, 1e-9}));
         ImDrawList* dl = ImGui::GetWindowDrawList();
-        for (auto [label, v, color] : {std::tuple{"measured", pb.measured, kIdle}, {"predicted", pb.theory, kCompute},
+        for (auto [label, v, color] : {std::tuple{app.provenance(), pb.measured, kIdle}, {"predicted", pb.theory, kCompute},
                                       {"simulated", pb.simulated, kOverlapped}}) {
             const ImVec2 p = ImGui::GetCursorScreenPos();
             dl->AddRectFilled(ImVec2(p.x + 80, p.y + 2), ImVec2(p.x + 80 + w * float(v) / scale, p.y + h - 1), color);
@@ -128,8 +131,8 @@ void draw_overlap_view(AppState& app) {
         if (worst) dl->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(p.x + w + 1, p.y + bar_h + 1), IM_COL32(255, 110, 90, 255), 0, 0, 2);
         ImGui::InvisibleButton(fmt::format("bar{}", i).c_str(), ImVec2(w, bar_h));
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("%s (measured)\ncompute %.1f%%\ncomm hidden behind compute %.1f%%\ncomm exposed %.1f%%\nidle %.1f%%",
-                              b.label.c_str(), 100 * b.compute_only, 100 * b.overlapped, 100 * b.exposed, 100 * b.idle);
+            ImGui::SetTooltip("%s (%s)\ncompute %.1f%%\ncomm hidden behind compute %.1f%%\ncomm exposed %.1f%%\nidle %.1f%%",
+                              b.label.c_str(), app.provenance(), 100 * b.compute_only, 100 * b.overlapped, 100 * b.exposed, 100 * b.idle);
     }
     ImGui::Spacing();
     if (begin_wide_table("overlap", 5, int(m.bars.size()))) {
@@ -158,7 +161,7 @@ void draw_overlap_view(AppState& app) {
         }
         ImGui::EndTable();
     }
-    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "overlap = comm hidden / all comm; bubble: measured (predicted)");
+    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "overlap = comm hidden / all comm; bubble: %s (predicted)", app.provenance());
     draw_group_table(app.report());
 }
 

@@ -10,6 +10,7 @@
 
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
+#include "app/plan/predicted_trace.h"
 #include "engine/core/check.h"
 #include "engine/core/format.h"
 
@@ -107,30 +108,6 @@ void draw_schedule(const plan::PlanResult& r) {
     if (d.stages > 0) draw_pipeline_diagram(d, l.pp_chunks, ImGui::GetContentRegionAvail().x);
 }
 
-// A layout this machine can run: this engine's model, ranks up to a handful.
-bool runnable_here(const PlannerState::Plan& p, const plan::PlanResult& r) {
-    return p.model.family == plan::ModelFamily::engine_gpt && r.layout.world() <= 8;
-}
-
-void launch_here(AppState& app, PlannerState& s, const PlannerState::Plan& p, const plan::PlanResult& r) {
-    std::vector<std::string> args = {"--preset", p.model.name};
-    std::istringstream flags(r.layout.flags());
-    for (std::string a; flags >> a;) args.push_back(a);
-    try {
-        const HostSettings hosts = app.settings.hosts;
-        app.settings = LaunchSettings::from_args(args);
-        app.settings.hosts = hosts;
-        app.launch();
-        if (app.source.running()) {
-            s.launched = r;
-            s.launched_cluster = p.cluster.name;
-            s.launched_run = app.source.live();
-        }
-    } catch (const UserError& e) {
-        app.log.fail(e.what());
-    }
-}
-
 // The run launched from here, measured, beside what the planner predicted for it.
 void draw_launched(AppState& app, const PlannerState& s) {
     if (!s.launched || !app.source.live() || app.source.live() != s.launched_run) return;
@@ -167,7 +144,6 @@ void draw_launched(AppState& app, const PlannerState& s) {
 
 void draw_planner_view(AppState& app) {
     PlannerState& s = app.planner;
-    s.poll();
     static const std::vector<std::string> models = plan::known_models();
     static std::vector<std::string> clusters = [] {
         auto c = plan::known_clusters();
@@ -205,15 +181,6 @@ void draw_planner_view(AppState& app) {
     }
     const PlannerState::Plan& p = *s.result;
     const auto& ranked = p.search.ranked;
-    if (s.launch_best_here) {
-        s.launch_best_here = false;
-        for (size_t i = 0; i < ranked.size(); ++i)
-            if (ranked[i].fits && runnable_here(p, ranked[i])) {
-                s.selected = int(i);
-                launch_here(app, s, p, ranked[i]);
-                break;
-            }
-    }
     ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s (%.2fB parameters) on %lld x %s: %lld layouts evaluated, %zu shown (predicted)",
                        p.model.name.c_str(), double(p.model.num_params()) / 1e9, (long long)s.gpus, p.cluster.name.c_str(),
                        (long long)p.search.considered, ranked.size());
@@ -255,9 +222,15 @@ void draw_planner_view(AppState& app) {
     draw_memory(p, r);
     draw_time(r);
     draw_schedule(r);
-    if (runnable_here(p, r)) {
+    if (ImGui::Button("Show its predicted step in the views")) app.show_planned(size_t(s.selected));
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the timeline, overlap, memory and schedule views draw this layout's step as the planner's model\n"
+                          "places it: one rank per pipeline stage (tp, cp, dp and ep index 0), every figure marked predicted;\n"
+                          "`ultrascope plan ... --trace-out FILE` writes the same as a trace file");
+    if (runnable_here(p.model, r)) {
+        ImGui::SameLine();
         ImGui::BeginDisabled(app.source.running());
-        if (ImGui::Button("Launch it on this machine")) launch_here(app, s, p, r);
+        if (ImGui::Button("Launch it on this machine")) app.launch_planned(size_t(s.selected));
         ImGui::EndDisabled();
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("ultrascope run --preset %s %s\nthe measured run appears in the other views, next to "

@@ -53,7 +53,7 @@ void draw_pipeline_diagram(const PipelineDiagram& d, int chunks, float width) {
     if (hovered && ImGui::IsWindowHovered()) {
         const std::string label = action_label(PipeAction{hovered->op, hovered->micro_batch, hovered->chunk}, chunks);
         if (d.window_ns > 0)
-            ImGui::SetTooltip("%s on stage %d (measured)\nstarts at %.2f ms, takes %.2f ms", label.c_str(), hovered->stage,
+            ImGui::SetTooltip("%s on stage %d (%s)\nstarts at %.2f ms, takes %.2f ms", label.c_str(), hovered->stage, d.kind.c_str(),
                               hovered->start * d.window_ns / 1e6, (hovered->end - hovered->start) * d.window_ns / 1e6);
         else
             ImGui::SetTooltip("%s on stage %d (predicted)\nstarts at %.0f%% of the step, takes %.1f%%", label.c_str(),

@@ -35,6 +35,7 @@ void draw_ruler(TimelineContext& ctx, float y, int64_t origin) {
 }
 
 void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t folded, int rank) {
+    const char* provenance = store.run_metadata().contains("predicted") ? "predicted" : "measured";
     ImGui::BeginTooltip();
     if (folded > 1) {
         ImGui::Text("%u spans folded (zoom in to see them)", folded);
@@ -43,7 +44,7 @@ void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t f
         ImGui::Text("%s", span_label(store, s).c_str());
         ImGui::Text("rank %d, %s %s", rank, std::string(prof::kSpanKindNames[size_t(s.kind)]).c_str(),
                     s.op != prof::OpClass::none ? std::string(prof::kOpClassNames[size_t(s.op)]).c_str() : "");
-        ImGui::Text("duration %s (measured)", format_duration_ns(double(s.end - s.begin)).c_str());
+        ImGui::Text("duration %s (%s)", format_duration_ns(double(s.end - s.begin)).c_str(), provenance);
         ImGui::Text("step %d, %s%s", s.step, std::string(prof::kPhaseNames[size_t(s.phase)]).c_str(),
                     s.micro_batch >= 0 ? fmt::format(", micro-batch {}", s.micro_batch).c_str() : "");
         if (s.layer >= 0) ImGui::Text("layer %d", s.layer);
@@ -51,8 +52,8 @@ void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t f
             ImGui::Text("group %s", std::string(prof::kGroupNames[s.group]).c_str());
         if (s.bytes) ImGui::Text("%s", format_bytes(int64_t(s.bytes)).c_str());
         if (s.flops)
-            ImGui::Text("%.3g GFLOP, %.1f GFLOP/s (derived: formula FLOPs over the measured duration)",
-                        double(s.flops) / 1e9, double(s.flops) / double(std::max<int64_t>(1, s.end - s.begin)));
+            ImGui::Text("%.3g GFLOP, %.1f GFLOP/s (derived: formula FLOPs over the %s duration)",
+                        double(s.flops) / 1e9, double(s.flops) / double(std::max<int64_t>(1, s.end - s.begin)), provenance);
         if (s.peer >= 0) ImGui::Text("peer rank %d", s.peer);
     }
     ImGui::EndTooltip();
@@ -117,8 +118,20 @@ void draw_timeline_view(AppState& app) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");
         return;
     }
+    if (const nlohmann::json& meta = store->run_metadata(); meta.contains("predicted")) {
+        const nlohmann::json& p = meta["predicted"];
+        ImGui::TextColored(kPredictedColor, "PREDICTED by the planner's model, not measured: %s on %lld GPUs of %s. One rank "
+                           "per pipeline stage stands for its %lld (tp, cp, dp, ep index 0); %s.",
+                           p.value("model", std::string("?")).c_str(), (long long)p.value("gpus", 0LL),
+                           p.value("cluster", std::string("?")).c_str(),
+                           (long long)(p.value("gpus", 0LL) / std::max(1, rep.predict_input.pp)),
+                           p.value("detail", std::string("layer by layer")).c_str());
+    }
     if (rep.predict_input.pp > 1 &&
-        ImGui::CollapsingHeader("pipeline schedule: predicted above, measured below", ImGuiTreeNodeFlags_DefaultOpen)) {
+        ImGui::CollapsingHeader(std::string_view(app.provenance()) == "measured"
+                                    ? "pipeline schedule: predicted above, measured below"
+                                    : "pipeline schedule: the textbook's above, the planner's model below",
+                                ImGuiTreeNodeFlags_DefaultOpen)) {
         ImGui::PushFont(small_font());
         draw_pipeline_schedule(app, step_at(app.report(), (app.window.t0 + app.window.t1) / 2));
         ImGui::PopFont();

@@ -381,6 +381,9 @@ nlohmann::json shown_facts(const AppState& app) {
     }
     facts["launch_args"] = app.settings.train_args();
     facts["font_px"] = font_px();
+    facts["source"] = {{"label", app.source.label()}, {"provenance", app.provenance()},
+                       {"ranks", app.store() ? app.store()->ranks().size() : size_t(0)},
+                       {"step_s", app.report().throughput.step_s}, {"mfu", app.report().throughput.mfu}};
     if (app.planner.result) {
         const auto& ranked = app.planner.result->search.ranked;
         facts["planner"] = {{"model", app.planner.result->model.name}, {"layouts", ranked.size()},

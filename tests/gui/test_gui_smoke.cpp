@@ -324,6 +324,24 @@ TEST_CASE("the planner view ranks the layouts of a model on a cluster, predicted
     CHECK(bad_shown["shown"]["planner_error"].get<std::string>().find("no-such-model") != std::string::npos);
 }
 
+TEST_CASE("a planned layout's predicted step shows in the run views, marked predicted", "[gui][planner]") {
+    const std::string shot = temp_path("planner-show.png");
+    const ProcessResult r = run_process(ultrascope() + " --no-launch --plan llama3-405b --plan-gpus 8192 --plan-show "
+                                        "--view all --screenshot " + shot);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
+    const auto& source = shown["shown"]["source"];
+    INFO(source.dump());
+    CHECK(source["provenance"] == "predicted");
+    CHECK(source["label"].get<std::string>().find("predicted (planner model): llama3-405b on 8192") == 0);
+    CHECK(source["ranks"].get<int>() > 1);  // the best layout of 405B on 8,192 GPUs has a pipeline: a rank per stage
+    // The views read the prediction as they read a run: its step time and MFU are the planner's best layout's.
+    CHECK(source["mfu"].get<double>() == Approx(shown["shown"]["planner"]["best_mfu"].get<double>()).epsilon(1e-6));
+    const auto png = load_png(shot);
+    for (const char* view : {"timeline", "memory", "overlap"}) check_region_drawn(png, view, shown["regions"][view]);
+}
+
 TEST_CASE("a planned layout launched from the planner is measured beside its prediction", "[gui][planner]") {
     const std::string shot = temp_path("planner-launch.png");
     const ProcessResult r = run_process(ultrascope() + " --no-launch --plan tiny --plan-gpus 2 --plan-launch "

@@ -96,7 +96,9 @@ PipelineDiagram measured_diagram(const prof::TraceStore& store, const prof::Repo
     d.stages = pp;
     d.window_ns = len;
     d.bubble = bubbles_of(d.boxes, pp);
-    d.caption = fmt::format("measured: step {} of data-parallel replica 0 (pipeline window {:.1f} ms)", step, len / 1e6);
+    d.kind = store.run_metadata().contains("predicted") ? "predicted" : "measured";
+    d.caption = fmt::format("{}: step {} of data-parallel replica 0 (pipeline window {:.1f} ms)",
+                            d.kind == "measured" ? "measured" : "predicted by the planner's model", step, len / 1e6);
     return d;
 }
 

@@ -26,6 +26,7 @@ struct PipelineDiagram {
     double window_ns = 0;         // measured: the window's length; theory: 0
     std::vector<double> bubble;   // per stage: idle inside the window over its busy time
     std::string caption;          // what it shows, with "predicted" or "measured"
+    std::string kind = "predicted";  // of its times: "measured", or "predicted" (theory, or a planner's trace)
 };
 
 // From the run's configuration (report.predict_input); empty (stages == 0) when the run has no pipeline or the
