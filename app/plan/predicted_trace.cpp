@@ -318,8 +318,9 @@ void draw_action(RankWriter& w, const ModelDesc& m, const ClusterDesc& c, const 
     const Phase phase = forward ? Phase::forward : Phase::backward;
     const int mb = ta.action.micro_batch, chunk = ta.action.chunk;
     const double b = offset + ta.begin, e = offset + ta.end;
-    const char* what = forward ? "forward" : op == PipeOp::backward_weight ? "backward (W)" : op == PipeOp::backward_input ? "backward (B)" : "backward";
-    w.span(Lane::compute, SpanKind::phase, phase, OpClass::none, b, e, fmt::format("{} mb {}", what, mb), step, mb, -1, chunk);
+    // Named as the engine's pipeline executor names its actions, so the schedule diagram reads them the same way.
+    w.span(Lane::compute, SpanKind::phase, phase, OpClass::none, b, e, forward ? "F" : op == PipeOp::backward_weight ? "W" : "B",
+           step, mb, -1, chunk);
     // Scale the pieces to the simulated action (they are its own costs: the factor is 1 up to rounding).
     double total = 0;
     for (const Piece& p : list) total += p.seconds;

@@ -37,4 +37,8 @@ for lesson in mixed-precision zero pipeline; do
 done
 # The planner (docs/planner.md): Llama 3 70B on 1,024 H100s, every layout ranked, the best one's memory and time.
 shot --no-launch --plan llama3-70b --plan-gpus 1024 --view planner --screenshot "$here/planner-llama3-70b-h100x1024.png"
+# The best layout of Llama 3 405B on 8,192 H100s, its step as the planner predicts it, in the timeline view: one rank
+# per pipeline stage, the textbook's schedule above the planner's model of it.
+shot --no-launch --plan llama3-405b --plan-gpus 8192 --plan-show --view timeline \
+     --screenshot "$here/planner-predicted-llama3-405b-h100x8192.png"
 rm -f "$here"/*.png.json
