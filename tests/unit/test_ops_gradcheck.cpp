@@ -1,5 +1,7 @@
 // Finite-difference gradient checks of every op of the CPU backend, in fp32: for an op y = f(x) and a fixed
 // random R, the backward of dy = R must match d(sum(y * R))/dx by central differences.
+#include <array>
+
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/fast_math.h"
 #include "test_util.h"
@@ -207,6 +209,37 @@ TEST_CASE("linear layer (gemm + bias) backward matches finite differences", "[cp
     check_gradient("dx", x, dx, forward);
     check_gradient("dweight", w, dw, forward);
     check_gradient("dbias", b, db, forward);
+}
+
+// On 2 threads a large fp32 GEMM runs as one sgemm per thread on a slice of C (rows when m >= n, else columns):
+// every transpose, odd sizes, alpha and beta against a plain triple loop.
+TEST_CASE("fp32 gemm sliced over threads equals the plain product", "[cpu][ops]") {
+    for (const auto [m, n, k] : {std::array{300, 70, 130}, std::array{70, 301, 129}}) {
+        for (const bool ta : {false, true})
+            for (const bool tb : {false, true}) {
+                INFO("m " << m << " n " << n << " k " << k << " trans_a " << ta << " trans_b " << tb);
+                auto A = random_vector(size_t(m) * k, 31), B = random_vector(size_t(k) * n, 32),
+                     C = random_vector(size_t(m) * n, 33);
+                const std::vector<float> C0 = C;
+                GemmArgs g;
+                g.trans_a = ta, g.trans_b = tb;
+                g.m = m, g.n = n, g.k = k;
+                g.alpha = 0.5f, g.beta = 0.25f;
+                g.a = tensor_of(A), g.lda = ta ? m : k;
+                g.b = tensor_of(B), g.ldb = tb ? k : n;
+                g.c = tensor_of(C), g.ldc = n;
+                backend().gemm(g);
+                for (int i = 0; i < m; ++i)
+                    for (int j = 0; j < n; ++j) {
+                        double s = 0.0;
+                        for (int p = 0; p < k; ++p)
+                            s += double(ta ? A[size_t(p) * m + i] : A[size_t(i) * k + p]) *
+                                 double(tb ? B[size_t(j) * k + p] : B[size_t(p) * n + j]);
+                        const double want = 0.5 * s + 0.25 * C0[size_t(i) * n + j];
+                        REQUIRE(C[size_t(i) * n + j] == Approx(want).margin(1e-4));
+                    }
+            }
+    }
 }
 
 TEST_CASE("residual add and accumulate", "[cpu][ops]") {
