@@ -113,6 +113,12 @@ RunComparison compare_run(const prof::TraceStore& store, const prof::Report& rep
         if (sum > largest) {
             largest = sum, c.memory_rank = rr.rank;
             for (int i = 0; i < kMemCategoryCount; ++i) c.measured_memory[size_t(i)] = rr.memory.peak[size_t(i)];
+            c.at_measured_routing_bytes = -1;
+            if (!rr.expert_load.empty()) {
+                c.at_measured_routing_bytes = 0;
+                for (int i = 0; i < kMemCategoryCount; ++i)
+                    if (c.plan.memory.modelled[size_t(i)]) c.at_measured_routing_bytes += rr.predicted.memory[size_t(i)].value_or(0);
+            }
         }
     }
     return c;
@@ -135,6 +141,7 @@ nlohmann::json comparison_json(const RunComparison& c) {
     j["memory"] = {{"kind", r.memory.kind}, {"stage", r.memory.stage}, {"measured_rank", c.memory_rank},
                    {"bytes", mem}, {"modelled_sum_predicted_bytes", r.memory.categories_total()},
                    {"modelled_sum_measured_bytes", measured_sum}};
+    if (c.at_measured_routing_bytes >= 0) j["memory"]["modelled_sum_at_measured_routing_bytes"] = c.at_measured_routing_bytes;
     if (!c.has_time) return j;
     const StepPieces& t = r.time;
     const MeasuredPieces& m = c.measured;
@@ -210,6 +217,10 @@ std::string format_comparison(const RunComparison& c) {
     }
     s += fmt::format("  {:<38} {:>12} {:>12} {:>8}\n", "  modelled categories", format_bytes(ps), format_bytes(ms),
                      ms > 0 ? fmt::format("{:+.2f}%", 100.0 * (double(ps) / double(ms) - 1)) : "");
+    if (c.at_measured_routing_bytes >= 0)
+        s += fmt::format("  {:<38} {:>12} {:>12} {:>8}\n", "  with the routing measured (engine walk)",
+                         format_bytes(c.at_measured_routing_bytes), format_bytes(ms),
+                         ms > 0 ? fmt::format("{:+.2f}%", 100.0 * (double(c.at_measured_routing_bytes) / double(ms) - 1)) : "");
     return s;
 }
 

@@ -37,6 +37,9 @@ struct RunComparison {
     MeasuredPieces measured;          // the rank of the busiest stage with the most op time
     int memory_rank = -1;             // the measured rank compared on memory (the planner's busiest stage)
     std::array<int64_t, kMemCategoryCount> measured_memory{};
+    // Under expert parallelism: the engine's walk of that rank with the routing it measured (the planner assumes
+    // uniform routing, having run nothing); -1 otherwise.
+    int64_t at_measured_routing_bytes = -1;
 };
 
 // `cluster`: a calibrated (or any) cluster description, or nullopt. UserError when the trace's config cannot be

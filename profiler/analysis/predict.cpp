@@ -51,7 +51,8 @@ int64_t uniform_kept_rows(const PredictInput& in, int64_t n) {
 // vocabulary rows, heads its attention heads.
 struct RankShape {
     int64_t N, R, C, Ca, F, Vr, heads, probs, T;
-    int64_t E, K, X;  // mixture of experts: experts, choices per token, expert rows (uniform routing)
+    int64_t E, K, X;  // mixture of experts: experts, choices per token, the rank's kept choices (uniform routing)
+    int64_t Xe;       // rows the rank's experts receive: X, or under ep X x the layer's measured load
     bool sp, flash;
     int tp, cp, ep;
     bool blockwise() const { return cp > 1 || flash; }  // ring attention, or --attention flash
@@ -59,7 +60,8 @@ struct RankShape {
         return blockwise() ? 4 * N / T * heads * T : e * probs;
     }
 };
-RankShape rank_shape(const PredictInput& in) {
+// `layer`: the model layer whose expert load (`load`, per layer) applies (-1: uniform routing).
+RankShape rank_shape(const PredictInput& in, int64_t layer = -1, const std::vector<double>* load = nullptr) {
     RankShape r;
     r.tp = std::max(1, in.tp);
     r.cp = std::max(1, in.cp);
@@ -77,6 +79,10 @@ RankShape rank_shape(const PredictInput& in) {
     r.ep = std::max(1, in.ep);
     r.E = in.moe_experts, r.K = in.moe_topk;
     r.X = uniform_kept_rows(in, r.N);  // the rank's kept choices; uniform routing sends as many back
+    r.Xe = r.X;
+    if (!load) load = &in.moe_expert_load;
+    if (r.ep > 1 && layer >= 0 && size_t(layer) < load->size())
+        r.Xe = int64_t(std::llround(double(r.X) * (*load)[size_t(layer)]));
     return r;
 }
 
@@ -84,15 +90,15 @@ RankShape rank_shape(const PredictInput& in) {
 // fch and fch_gelu (N,F); probs (B, heads, s, s), or under cp the ring's log-sum-exp (B, heads, s/cp) fp32 in every
 // mode; four fp32 LayerNorm statistics of R. An MoE block keeps, instead of fch and fch_gelu, the router's fp32
 // probabilities (N,E), its choices, gates and rows (N,K) and the experts' rows: their inputs, hidden and GeLU
-// outputs (X, C + 2F) with the outputs back on the tokens' side (X, C), and under ep the exchange's row order
-// (2X int32).
+// outputs (Xe, C + 2F) with the outputs back on the tokens' side (X, C), and under ep the exchange's row order
+// (2 Xe int32). Xe: the rows the rank's experts received (X under uniform routing).
 int64_t moe_bytes(const RankShape& r, int64_t e) {
-    return 4 * r.N * r.E + 3 * 4 * r.N * r.K + e * r.X * (r.C + 2 * r.F) + e * std::max<int64_t>(r.X, 1) * r.C +
-           (r.ep > 1 ? 2 * 4 * std::max<int64_t>(r.X, 1) : 0);
+    return 4 * r.N * r.E + 3 * 4 * r.N * r.K + e * r.Xe * (r.C + 2 * r.F) + e * std::max<int64_t>(r.X, 1) * r.C +
+           (r.ep > 1 ? 2 * 4 * std::max<int64_t>(r.Xe, 1) : 0);
 }
 
-int64_t block_bytes(const PredictInput& in, int64_t e, bool moe = false) {
-    const RankShape r = rank_shape(in);
+int64_t block_bytes(const PredictInput& in, int64_t e, bool moe = false, int64_t layer = -1) {
+    const RankShape r = rank_shape(in, layer);
     if (in.recompute == "full") return e * r.R * r.C;
     const int64_t stats = 16 * r.R;
     const int64_t mlp = moe ? moe_bytes(r, e) : e * 2 * r.N * r.F;
@@ -109,19 +115,32 @@ int64_t block_working_bytes(const PredictInput& in, int64_t e, bool moe = false)
 }
 
 // An MoE block's backward temporaries on top of the block's (docs/memory.md): the gradient rows on the tokens'
-// side (X, C), under ep those sent to and returned from the experts (2 of (X, C)), the experts' hidden gradient
-// (X, F), with bf16 a copy of the router's logit gradient (N, E); fp32 gate gradients (N, K), logit gradients
-// (N, E) and balance-loss terms (B, E); the router's input gradient (N, C).
+// side (X, C), under ep those on the experts' side and their input gradient (2 of (Xe, C)), the experts' hidden
+// gradient (Xe, F), with bf16 a copy of the router's logit gradient (N, E); fp32 gate gradients (N, K), logit
+// gradients (N, E) and balance-loss terms (B, E); the router's input gradient (N, C).
 int64_t moe_backward_temporaries(const PredictInput& in, const RankShape& r, int64_t e) {
-    return e * (r.X * r.C + (r.ep > 1 ? 2 * r.X * r.C : 0) + r.X * r.F + (in.bf16 ? r.N * r.E : 0)) +
+    return e * (r.X * r.C + (r.ep > 1 ? 2 * r.Xe * r.C : 0) + r.Xe * r.F + (in.bf16 ? r.N * r.E : 0)) +
            4 * (r.N * r.K + r.N * r.E + in.micro_batch * r.E) + e * r.N * r.C;
+}
+
+// The largest of the MoE blocks' backward temporaries on the stage (they differ only by their routing).
+int64_t stage_moe_backward_temporaries(const PredictInput& in, int64_t e) {
+    int64_t most = moe_backward_temporaries(in, rank_shape(in), e);
+    if (in.moe_expert_load_most.empty()) return most;
+    for (int c = 0; c < std::max(1, in.pp_chunks); ++c) {
+        const auto [begin, end] = chunk_layers(in, c);
+        for (int64_t l = begin; l < end; ++l)
+            if (is_moe_layer(in, l))
+                most = std::max(most, moe_backward_temporaries(in, rank_shape(in, l, &in.moe_expert_load_most), e));
+    }
+    return most;
 }
 
 // The saved bytes of the blocks of the rank's chunk `chunk`.
 int64_t chunk_block_bytes(const PredictInput& in, int chunk, int64_t e) {
     const auto [begin, end] = chunk_layers(in, chunk);
     int64_t bytes = 0;
-    for (int64_t l = begin; l < end; ++l) bytes += block_bytes(in, e, is_moe_layer(in, l));
+    for (int64_t l = begin; l < end; ++l) bytes += block_bytes(in, e, is_moe_layer(in, l), l);
     return bytes;
 }
 
@@ -457,7 +476,7 @@ Prediction predict(const PredictInput& in) {
     const int64_t blockwise_backward =
         !r.blockwise() ? 0 : 4 * (r.N * r.Ca + in.micro_batch * r.heads * r.T) + (r.cp == 1 ? 4 * 2 * r.N * r.Ca : 0);
     p.memory[size_t(MemCategory::temporaries)] = scratch + (sends_gradients ? e * r.R * h : 0) + held.deferred +
-                                                 std::max(Lm > 0 ? moe_backward_temporaries(in, r, e) : 0,
+                                                 std::max(Lm > 0 ? stage_moe_backward_temporaries(in, e) : 0,
                                                           blockwise_backward);
     // The textbook [S1, S4]: bytes per parameter (params e, grads e (+4 fp32 accumulation), master 4 with bf16,
     // Adam 8) over the rank's parameters, ZeRO-k dividing by the dp x cp ranks (the textbook knows no expert

@@ -24,6 +24,11 @@ struct PredictInput {
     // mixture of experts: every moe_every-th block has E experts, K per token (0 experts: dense)
     int64_t moe_experts = 0, moe_topk = 2, moe_every = 1;
     double moe_capacity_factor = 0;  // 0: dropless
+    // Under expert parallelism, per model layer: the rows this rank's experts receive over the uniform share
+    // (routing as measured: its experts' share of the choices x ep). Empty, or 1 for a layer: uniform routing.
+    std::vector<double> moe_expert_load;
+    // The same, each layer at its own most loaded step: one block's backward temporaries peak at that block's most.
+    std::vector<double> moe_expert_load_most;
     // training
     int64_t micro_batch = 8;  // B
     int64_t grad_accum = 1;   // m

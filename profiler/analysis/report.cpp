@@ -64,6 +64,41 @@ std::string rank_status(const RankTrace& rt) {
 
 }  // namespace
 
+// Per model layer, the rows the experts of ep rank `ep_rank` received over the uniform share (their share of the
+// choices x ep): at the step whose rows summed over the layers were most (`at_peak_step`: what the activations
+// hold at the end of a forward), else each layer at its own most (what one block's backward holds). The engine
+// gives ep rank j the experts j E/ep .. (j + 1) E/ep - 1; the counts are of the whole global batch, which every ep
+// group samples alike.
+std::vector<double> expert_load_of(const ExpertRouting& routing, const PredictInput& in, int ep_rank, bool at_peak_step) {
+    const int E = routing.experts, ep = std::max(1, in.ep), per = E / ep;
+    if (E <= 0 || E % ep != 0) return {};
+    std::map<int, std::vector<double>> by_step;  // step -> load per model layer
+    for (const LayerRouting& l : routing.layers)
+        for (size_t s = 0; s < l.steps.size() && s < l.choices.size(); ++s) {
+            double all = 0, mine = 0;
+            for (int x = 0; x < int(l.choices[s].size()); ++x) {
+                all += l.choices[s][size_t(x)];
+                if (x / per == ep_rank) mine += l.choices[s][size_t(x)];
+            }
+            std::vector<double>& load = by_step[l.steps[s]];
+            load.resize(size_t(in.layers), 1.0);
+            if (all > 0 && l.layer >= 0 && l.layer < in.layers) load[size_t(l.layer)] = mine / all * ep;
+        }
+    std::vector<double> most;
+    double most_sum = -1;
+    for (const auto& [step, load] : by_step) {
+        if (!at_peak_step) {
+            most.resize(load.size(), 0.0);
+            for (size_t l = 0; l < load.size(); ++l) most[l] = std::max(most[l], load[l]);
+            continue;
+        }
+        double sum = 0;
+        for (double x : load) sum += x;
+        if (sum > most_sum) most_sum = sum, most = load;
+    }
+    return most;
+}
+
 Report build_report(const TraceStore& store) {
     Report rep;
     rep.world_size = store.world_size();
@@ -82,6 +117,7 @@ Report build_report(const TraceStore& store) {
         in.micro_batch = l.value("batch", int64_t(1)), in.grad_accum = l.value("grad_accum", int64_t(1));
         in.seq = l.value("seq", in.seq), in.layers = l.value("layers", in.layers);
     }
+    if (rep.predict_input.moe_experts > 0) rep.routing = analyze_expert_routing(store);
     std::map<int, std::vector<double>> step_walls;  // step -> wall per rank
     // Steps of every rank first: pipeline bubbles are measured over each replica's pipeline window.
     std::vector<std::vector<StepBreakdown>> all_steps;
@@ -108,6 +144,14 @@ Report build_report(const TraceStore& store) {
         in.tp = std::max(1, in.tp);
         // A trace without the engine's config (a planner's prediction for another model) has no engine walk.
         if (!rep.config.empty()) {
+            // Under expert parallelism the rows a rank's experts receive follow the router: the walk takes the
+            // measured routing (the step whose rows were most), so its figure is like for like with the peak.
+            if (in.ep > 1 && !rep.routing.empty()) {
+                rr.expert_load = expert_load_of(rep.routing, in, coord(rr.coords, "ep"), true);
+                rr.expert_load_most = expert_load_of(rep.routing, in, coord(rr.coords, "ep"), false);
+            }
+            in.moe_expert_load = rr.expert_load;
+            in.moe_expert_load_most = rr.expert_load_most;
             rr.predicted = predict(in);
         } else if (in.pp > 1) {  // the schedule's figures only (they need no model shape)
             PredictInput schedule_only;
@@ -186,7 +230,6 @@ Report build_report(const TraceStore& store) {
         }
     }
     if (rep.predict_input.moe_experts > 0) {
-        rep.routing = analyze_expert_routing(store);
         // expert time across each ep group (ranks that differ only in their ep coordinate)
         std::map<std::string, std::vector<const RankReport*>> groups;
         for (const auto& rr : rep.ranks) {
@@ -412,7 +455,14 @@ std::string format_report(const Report& rep) {
                          "peak of the sum", format_bytes(r.memory.total_peak), src,
                          kPhaseNames[size_t(r.memory.total_peak_phase)]);
         if (rep.predict_input.moe_experts > 0 && (rep.predict_input.ep > 1 || rep.predict_input.moe_capacity_factor > 0))
-            s += "  (predicted expert rows as if routing were uniform: the measured ones follow the router)\n";
+            s += r.expert_load.empty()
+                     ? "  (predicted expert rows as if routing were uniform: the measured ones follow the router)\n"
+                     : fmt::format("  (predicted with the routing measured: this rank's experts received {} the uniform "
+                                   "share per layer, at the step with the most rows)\n", [&] {
+                                       std::string loads;
+                                       for (double x : r.expert_load) loads += fmt::format("{}{:.2f}x", loads.empty() ? "" : " ", x);
+                                       return loads;
+                                   }());
         if (r.process.sampled) {
             s += fmt::format("  {:<16} {:>12}   peak, measured: {}\n", r.process.device ? "device in use" : "process (RSS)",
                              format_bytes(r.process.held_peak),
@@ -529,6 +579,7 @@ nlohmann::json report_json(const Report& rep) {
                          {"device_reserved_peak_bytes",
                           r.device_reserved_peak >= 0 ? nlohmann::json(r.device_reserved_peak) : nlohmann::json()},
                          {"dropped_events", r.dropped_events},
+                         {"expert_load", r.expert_load},
                          {"cupti", r.cupti},
                          {"steps", steps}});
     }

@@ -24,6 +24,10 @@ struct RankReport {
     MemoryPeaks memory;
     ProcessMemoryPeaks process;  // what the process held beyond the tracked categories
     Prediction predicted;
+    // Under expert parallelism, per model layer: the rows this rank's experts received over the uniform share, at
+    // the step whose rows were most (measured routing; the prediction's walk takes it). Empty otherwise.
+    std::vector<double> expert_load;
+    std::vector<double> expert_load_most;  // each layer at its own most loaded step
     double peak_gflops = 0;  // the rank's device peak
     std::string peak_source; // where it came from (measured sgemm, datasheet, estimate)
     uint64_t dropped_events = 0;

@@ -459,3 +459,23 @@ TEST_CASE("lane rows built batch by batch, as a live run delivers them, equal ro
     }
     for (int r = 0; r < whole.rows(); ++r) CHECK(live.row(r) == whole.row(r));
 }
+
+TEST_CASE("the memory walk takes a rank's measured expert load under ep, and only the experts' side", "[analysis][memory][moe]") {
+    PredictInput in;
+    in.moe_experts = 4, in.moe_topk = 2, in.dp = 2, in.ep = 2;  // the small model: h 256, 4 layers, seq 128, batch 8
+    const Prediction uniform = predict(in);
+    in.moe_expert_load = {1.5, 1.0, 1.0, 1.0};  // layer 0's experts on this rank got half as many rows again
+    const Prediction loaded = predict(in);
+    const int64_t X = 8 * 128 * 2, extra = X / 2, C = 256, F = 4 * 256;
+    // the experts' inputs, hidden and GeLU outputs (fp32) and the exchange's row order; the token side unchanged
+    CHECK(*loaded.memory[size_t(MemCategory::activations)] - *uniform.memory[size_t(MemCategory::activations)] ==
+          4 * extra * (C + 2 * F) + 8 * extra);
+    // a load of 1 everywhere, or no ep (every choice stays on the rank), changes nothing
+    in.moe_expert_load = {1.0, 1.0, 1.0, 1.0};
+    CHECK(predict(in).memory == uniform.memory);
+    in.moe_expert_load = {1.5, 1.0, 1.0, 1.0};
+    in.ep = 1;
+    PredictInput no_ep = in;
+    no_ep.moe_expert_load.clear();
+    CHECK(predict(in).memory == predict(no_ep).memory);
+}

@@ -275,11 +275,12 @@ TEST_CASE("ultrascope run with experts: bytes per group as predicted, routing st
             for (const char* group : {"dp", "edp", "world"})
                 CHECK(rank["comm_bytes"].value(group, 0.0) == Approx(rank["comm_bytes_predicted"].value(group, 0.0)));
             CHECK((rank["comm_bytes"].value("edp", 0.0) > 0) == !c.ep);
-            if (!c.ep) {  // every choice stays on the rank: the expert rows, and so the memory, are exact
-                CHECK(rank["memory_peak_bytes"]["activations"] == rank["memory_predicted_bytes"]["activations"]);
-                CHECK(rank["memory_peak_bytes"]["temporaries"] == rank["memory_predicted_bytes"]["temporaries"]);
-                continue;
-            }
+            // Without ep every choice stays on the rank; with ep the walk takes the routing measured (the rows
+            // the rank's experts received at the step with the most): either way the memory is exact.
+            CHECK(rank["memory_peak_bytes"]["activations"] == rank["memory_predicted_bytes"]["activations"]);
+            CHECK(rank["memory_peak_bytes"]["temporaries"] == rank["memory_predicted_bytes"]["temporaries"]);
+            CHECK(rank["expert_load"].size() == (c.ep ? 2u : 0u));  // per model layer (tiny has 2)
+            if (!c.ep) continue;
             // the all-to-alls follow the router: within a few percent of uniform routing on this small model
             const double measured = rank["comm_bytes"]["ep"].get<double>();
             const double predicted = rank["comm_bytes_predicted"]["ep"].get<double>();
