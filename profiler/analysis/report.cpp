@@ -587,7 +587,7 @@ nlohmann::json report_json(const Report& rep) {
     return {{"world_size", rep.world_size},
             {"config", rep.config},
             {"source", rep.is_predicted() ? "predicted" : "measured"},
-            {"predicted", rep.predicted},
+            {"predicted_by_planner", rep.predicted},
             {"ranks", ranks},
             {"throughput",
              {{"steps_measured", t.steps_measured},
