@@ -98,7 +98,7 @@ TEST_CASE("predicted trace: another model's prediction (Llama 3 8B, tp, sp, pp i
     CHECK(store->span_count() > 4 * predicted_store(m, c, plan, l.world(), coarse)->span_count());
 }
 
-TEST_CASE("predicted trace: written as a file it reads back whole; a failed write leaves nothing", "[planner][predicted]") {
+TEST_CASE("predicted trace: written as a file it reads back whole, and a failed write leaves nothing", "[planner][predicted]") {
     const ModelDesc m = load_model("small");
     const ClusterDesc c = load_cluster("a100-80gb");
     const PlanResult plan = evaluate(m, c, pipeline_layout());
