@@ -122,11 +122,6 @@ void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string&
     if (const prof::TraceStore* s = this->store()) window.fit_all(*s);
 }
 
-const char* AppState::provenance() const {
-    const prof::TraceStore* s = store();
-    return s && s->run_metadata().contains("predicted") ? "predicted" : "measured";
-}
-
 void AppState::show_planned(size_t index) {
     if (!planner.result || index >= planner.result->search.ranked.size()) return;
     const PlannerState::Plan& p = *planner.result;

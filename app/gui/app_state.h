@@ -65,7 +65,8 @@ public:
     void adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label, const std::string& path = {});
     // "measured", or for a planner's prediction shown in the views, "predicted": the word every view puts on the
     // figures it reads from the store.
-    const char* provenance() const;
+    bool showing_prediction() const { return store() && store()->is_prediction(); }
+    const char* provenance() const { return showing_prediction() ? "predicted" : "measured"; }
     void update();  // once per frame
     // The Planner's layout `index` (of its ranked result): its predicted step shown in the views (the Planner window
     // closes so that they show; File > New plan brings it back as it was), or launched on this machine.

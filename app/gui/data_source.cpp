@@ -82,7 +82,7 @@ void DataSource::adopt(std::unique_ptr<prof::TraceStore> store, const std::strin
     m_file_store = std::move(store);
     m_file_path = path;
     m_kind = Source::file;
-    m_label = (m_file_store->run_metadata().contains("predicted") ? "predicted (planner model): " : "trace ") + label;
+    m_label = (m_file_store->is_prediction() ? "predicted (planner model): " : "trace ") + label;
     m_log.message(fmt::format("opened {}: {} spans from {} rank(s)", label, m_file_store->span_count(),
                               m_file_store->ranks().size()));
 }

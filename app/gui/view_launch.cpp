@@ -63,7 +63,7 @@ void draw_status(AppState& app) {
             }
             break;
         case Source::file:
-            if (std::string_view(app.provenance()) == "predicted")
+            if (app.showing_prediction())
                 ImGui::TextColored(kPredictedColor, "viewing the planner's prediction (File > New plan)");
             else
                 ImGui::TextColored(ImVec4(0.6f, 0.8f, 1, 1), "viewing a trace file");

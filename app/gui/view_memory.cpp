@@ -162,7 +162,7 @@ void draw_peaks(const AppState& app, const prof::RankReport& r) {
     auto or_text = [](const std::optional<int64_t>& v, const char* none) { return v ? format_bytes(*v) : std::string(none); };
     // A planner's prediction shown as a trace: its peaks are the planner's figures (the engine's walk for this
     // engine's models, in the predicted column too; the formulas of docs/planner.md for others).
-    const bool predicted_trace = std::string_view(app.provenance()) == "predicted";
+    const bool predicted_trace = app.showing_prediction();
     for (int k = 0; k < kMemCategoryCount; ++k) {
         const auto& pred = r.predicted.memory[size_t(k)];
         if (r.memory.peak[size_t(k)] == 0 && (!pred || *pred == 0)) continue;
@@ -245,7 +245,7 @@ void draw_memory_view(AppState& app) {
         ImGui::EndCombo();
     }
     ImGui::SameLine();
-    if (std::string_view(app.provenance()) == "measured")
+    if (!app.showing_prediction())
         ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured; dashed: predicted (sum of the modelled peaks)");
     else
         ImGui::TextColored(kPredictedColor, "PREDICTED by the planner's model, not measured");

@@ -83,7 +83,7 @@ void draw_overlap_view(AppState& app) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no steps measured yet");
         return;
     }
-    if (std::string_view(app.provenance()) == "measured")
+    if (!app.showing_prediction())
         ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps (step 1 left out)");
     else
         ImGui::TextColored(kPredictedColor, "PREDICTED by the planner's model over its steady steps: nothing here was measured");

@@ -6,7 +6,6 @@
 #include <imgui.h>
 
 #include <filesystem>
-#include <sstream>
 
 #include "app/gui/theme.h"
 #include "app/gui/views.h"

@@ -35,7 +35,7 @@ void draw_ruler(TimelineContext& ctx, float y, int64_t origin) {
 }
 
 void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t folded, int rank) {
-    const char* provenance = store.run_metadata().contains("predicted") ? "predicted" : "measured";
+    const char* provenance = store.provenance();
     ImGui::BeginTooltip();
     if (folded > 1) {
         ImGui::Text("%u spans folded (zoom in to see them)", folded);
@@ -118,8 +118,8 @@ void draw_timeline_view(AppState& app) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");
         return;
     }
-    if (const nlohmann::json& meta = store->run_metadata(); meta.contains("predicted")) {
-        const nlohmann::json& p = meta["predicted"];
+    if (app.showing_prediction()) {
+        const nlohmann::json& p = store->run_metadata()["predicted"];
         ImGui::TextColored(kPredictedColor, "PREDICTED by the planner's model, not measured: %s on %lld GPUs of %s. One rank "
                            "per pipeline stage stands for its %lld (tp, cp, dp, ep index 0); %s.",
                            p.value("model", std::string("?")).c_str(), (long long)p.value("gpus", 0LL),
@@ -128,7 +128,7 @@ void draw_timeline_view(AppState& app) {
                            p.value("detail", std::string("layer by layer")).c_str());
     }
     if (rep.predict_input.pp > 1 &&
-        ImGui::CollapsingHeader(std::string_view(app.provenance()) == "measured"
+        ImGui::CollapsingHeader(!app.showing_prediction()
                                     ? "pipeline schedule: predicted above, measured below"
                                     : "pipeline schedule: the textbook's above, the planner's model below",
                                 ImGuiTreeNodeFlags_DefaultOpen)) {

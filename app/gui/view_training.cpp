@@ -22,7 +22,7 @@ void draw_training_view(AppState& app) {
     }
     const int n = int(x.size());
     const float h = std::max(40.0f, (ImGui::GetContentRegionAvail().y - 4 * ImGui::GetTextLineHeightWithSpacing()) / 4 - 6);
-    if (std::string_view(app.provenance()) == "predicted")
+    if (app.showing_prediction())
         ImGui::TextColored(kPredictedColor, "loss: not predicted (the planner models time and memory, not learning)");
     else
         draw_line_plot("loss", x.data(), loss.data(), n, IM_COL32(240, 200, 90, 255), "nats", h);

@@ -170,8 +170,7 @@ public:
             for (const Gemm& h : m_w.head_gemms) add(p, "head", OpClass::gemm, gemm(h), -1, h);
             add(p, "loss", OpClass::loss, m_w.loss_elements * m_c.loss_s / 3 * m_overhead, -1);
         }
-        if (m_l.tp > 1 && (m_r.first || m_r.last))
-            p.push_back({"tp all-reduce (vocabulary)", OpClass::all_reduce, m_cost.tp_f - per_layer_tp * layers, kGroupTp});
+        if (m_cost.tp_vocab > 0) p.push_back({"tp all-reduce (vocabulary)", OpClass::all_reduce, m_cost.tp_vocab, kGroupTp});
         return p;
     }
 
@@ -245,11 +244,7 @@ private:
     double norm_s() const { return m_w.norm_elements / 2 * m_c.norm_s / 3 * m_overhead; }
     double elementwise_s() const { return m_w.elementwise_elements * m_c.elementwise_s / 3 * m_overhead; }
     double tp_forward_per_layer() const {
-        if (m_l.tp <= 1 || m_r.layers == 0) return 0;
-        const double ends = m_r.first || m_r.last ? all_reduce_s(double(m_r.T * m_m.hidden) * (m_l.bf16 ? 2 : 4), m_l.tp,
-                                                                 group_link(m_c, 1, m_l.tp))
-                                                  : 0;
-        return (m_cost.tp_f - ends) / double(m_r.layers);
+        return m_r.layers > 0 ? (m_cost.tp_f - m_cost.tp_vocab) / double(m_r.layers) : 0;
     }
     void add(std::vector<Piece>& p, const std::string& name, OpClass op, double s, int layer, const Gemm& g = {},
              double flops_factor = 1) const {
@@ -301,7 +296,6 @@ int64_t first_layer_of(const ModelDesc& m, const Layout& l, int chunks, int vs) 
 }
 
 struct RankContext {
-    int stage = 0;
     MemoryEstimate memory;
     double activation_unit = 0;  // bytes one (micro-batch, chunk) holds
 };
@@ -398,7 +392,6 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
     const Layout& l = plan.layout;
     RankWriter w(kOriginNs);
     RankContext rc;
-    rc.stage = stage;
     rc.memory = estimate_stage_memory(m, c, l, stage);
     rc.activation_unit = double(rc.memory.bytes[size_t(MemCategory::activations)]) / max_in_flight(sm, stage);
     const RankShapes shapes = rank_shapes(m, l, stage);

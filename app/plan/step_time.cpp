@@ -86,7 +86,8 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
                                          : 2 * all_reduce_s(K, l.tp, link);
         const double per_layer_b = l.sp ? per_layer_f + 2 * all_gather_s(K, l.tp, link) : per_layer_f;
         const double layers = double(r.layers);
-        s.tp_f = layers * per_layer_f + (r.first || r.last ? all_reduce_s(K, l.tp, link) : 0);
+        s.tp_vocab = r.first || r.last ? all_reduce_s(K, l.tp, link) : 0;
+        s.tp_f = layers * per_layer_f + s.tp_vocab;
         s.tp_b = layers * per_layer_b + (l.recompute == "full" ? layers * per_layer_f : 0);
     }
     // Context parallelism (engine/parallel/context_parallel.cpp): the ring takes cp steps per layer, each step's

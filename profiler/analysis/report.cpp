@@ -65,11 +65,13 @@ std::string rank_status(const RankTrace& rt) {
 }  // namespace
 
 // Per model layer, the rows the experts of ep rank `ep_rank` received over the uniform share (their share of the
-// choices x ep): at the step whose rows summed over the layers were most (`at_peak_step`: what the activations
-// hold at the end of a forward), else each layer at its own most (what one block's backward holds). The engine
-// gives ep rank j the experts j E/ep .. (j + 1) E/ep - 1; the counts are of the whole global batch, which every ep
-// group samples alike.
-std::vector<double> expert_load_of(const ExpertRouting& routing, const PredictInput& in, int ep_rank, bool at_peak_step) {
+// choices x ep): at the step whose rows summed over the layers were most (what the activations hold at the end of a
+// forward), and each layer at its own most (what one block's backward holds). The engine gives ep rank j the
+// experts j E/ep .. (j + 1) E/ep - 1; the counts are of the whole global batch, which every ep group samples alike.
+struct ExpertLoads {
+    std::vector<double> at_peak_step, each_layer_most;
+};
+ExpertLoads expert_loads_of(const ExpertRouting& routing, const PredictInput& in, int ep_rank) {
     const int E = routing.experts, ep = std::max(1, in.ep), per = E / ep;
     if (E <= 0 || E % ep != 0) return {};
     std::map<int, std::vector<double>> by_step;  // step -> load per model layer
@@ -84,19 +86,31 @@ std::vector<double> expert_load_of(const ExpertRouting& routing, const PredictIn
             load.resize(size_t(in.layers), 1.0);
             if (all > 0 && l.layer >= 0 && l.layer < in.layers) load[size_t(l.layer)] = mine / all * ep;
         }
-    std::vector<double> most;
+    ExpertLoads out;
     double most_sum = -1;
     for (const auto& [step, load] : by_step) {
-        if (!at_peak_step) {
-            most.resize(load.size(), 0.0);
-            for (size_t l = 0; l < load.size(); ++l) most[l] = std::max(most[l], load[l]);
-            continue;
-        }
+        out.each_layer_most.resize(load.size(), 0.0);
+        for (size_t l = 0; l < load.size(); ++l) out.each_layer_most[l] = std::max(out.each_layer_most[l], load[l]);
         double sum = 0;
         for (double x : load) sum += x;
-        if (sum > most_sum) most_sum = sum, most = load;
+        if (sum > most_sum) most_sum = sum, out.at_peak_step = load;
     }
-    return most;
+    return out;
+}
+
+ThroughputBasis throughput_basis(const TraceStore& store) {
+    const nlohmann::json& meta = store.run_metadata();
+    const Prediction whole = predict(PredictInput::from_config(meta.value("config", nlohmann::json::object())));
+    ThroughputBasis b{double(whole.tokens_per_step), whole.flops_per_token, 0};
+    for (int r : store.ranks()) b.peak_flops_per_s += store.rank(r)->metadata.value("device_peak_gflops", 0.0) * 1e9;
+    if (store.is_prediction() && !store.ranks().empty()) {
+        const nlohmann::json& p = meta["predicted"];
+        b.tokens_per_step = meta.value("tokens_per_step", b.tokens_per_step);
+        b.flops_per_token = p.value("model_flops_per_token", b.flops_per_token);
+        b.peak_flops_per_s = store.rank(store.ranks().front())->metadata.value("device_peak_gflops", 0.0) * 1e9 *
+                             p.value("gpus", double(store.ranks().size()));
+    }
+    return b;
 }
 
 Report build_report(const TraceStore& store) {
@@ -147,8 +161,9 @@ Report build_report(const TraceStore& store) {
             // Under expert parallelism the rows a rank's experts receive follow the router: the walk takes the
             // measured routing (the step whose rows were most), so its figure is like for like with the peak.
             if (in.ep > 1 && !rep.routing.empty()) {
-                rr.expert_load = expert_load_of(rep.routing, in, coord(rr.coords, "ep"), true);
-                rr.expert_load_most = expert_load_of(rep.routing, in, coord(rr.coords, "ep"), false);
+                ExpertLoads loads = expert_loads_of(rep.routing, in, coord(rr.coords, "ep"));
+                rr.expert_load = std::move(loads.at_peak_step);
+                rr.expert_load_most = std::move(loads.each_layer_most);
             }
             in.moe_expert_load = rr.expert_load;
             in.moe_expert_load_most = rr.expert_load_most;
@@ -273,26 +288,17 @@ Report build_report(const TraceStore& store) {
         total += *std::max_element(walls.begin(), walls.end());
         ++t.steps_measured;
     }
-    const Prediction whole = predict(rep.predict_input);
-    t.model_flops_per_token = whole.flops_per_token;
-    double tokens_per_step = double(whole.tokens_per_step);
-    // A prediction's ranks stand for all the GPUs of the plan, and its model may not be the engine's.
-    if (rep.is_predicted()) {
-        t.model_flops_per_token = rep.predicted.value("model_flops_per_token", t.model_flops_per_token);
-        tokens_per_step = meta.value("tokens_per_step", tokens_per_step);
-    }
+    const ThroughputBasis basis = throughput_basis(store);
+    t.model_flops_per_token = basis.flops_per_token;
+    t.peak_flops_per_s = basis.peak_flops_per_s;
     if (t.steps_measured > 0 && total > 0) {
         t.step_s = total / t.steps_measured;
-        t.tokens_per_s = tokens_per_step / t.step_s;
+        t.tokens_per_s = basis.tokens_per_step / t.step_s;
         t.achieved_flops_per_s = t.tokens_per_s * t.model_flops_per_token;
     }
-    for (const auto& rr : rep.ranks) {
-        t.peak_flops_per_s += rr.peak_gflops * 1e9;
+    for (const auto& rr : rep.ranks)
         if (std::find(t.peak_sources.begin(), t.peak_sources.end(), rr.peak_source) == t.peak_sources.end())
             t.peak_sources.push_back(rr.peak_source);
-    }
-    if (rep.is_predicted() && !rep.ranks.empty())
-        t.peak_flops_per_s = rep.ranks.front().peak_gflops * 1e9 * rep.predicted.value("gpus", double(rep.ranks.size()));
     t.mfu = t.peak_flops_per_s > 0 ? t.achieved_flops_per_s / t.peak_flops_per_s : 0;
     return rep;
 }

@@ -97,6 +97,14 @@ struct Report {
     const char* source() const { return is_predicted() ? "predicted: the planner's model" : "measured"; }
 };
 
+// What throughput and MFU divide by, one definition for the report and the training curves: a step's global tokens,
+// model FLOPs per token (formula) and the peak FLOP/s of the ranks summed. A planner's prediction carries its own
+// tokens and FLOPs (its model may not be the engine's), and its ranks stand for all the plan's GPUs.
+struct ThroughputBasis {
+    double tokens_per_step = 0, flops_per_token = 0, peak_flops_per_s = 0;
+};
+ThroughputBasis throughput_basis(const TraceStore& store);
+
 Report build_report(const TraceStore& store);
 std::string format_report(const Report& report);
 nlohmann::json report_json(const Report& report);

@@ -150,6 +150,10 @@ public:
     const TraceStoreOptions& options() const { return m_options; }
     // The first rank's metadata (the run's config is the same on every rank).
     const nlohmann::json& run_metadata() const;
+    // A planner's prediction written as a trace (app/plan/predicted_trace.h), not a run: its metadata says
+    // "predicted", and every figure read from it is the model's.
+    bool is_prediction() const { return run_metadata().contains("predicted"); }
+    const char* provenance() const { return is_prediction() ? "predicted" : "measured"; }
     int world_size() const;  // from metadata, else the number of ranks seen
 
 private:

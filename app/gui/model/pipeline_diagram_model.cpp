@@ -96,7 +96,7 @@ PipelineDiagram measured_diagram(const prof::TraceStore& store, const prof::Repo
     d.stages = pp;
     d.window_ns = len;
     d.bubble = bubbles_of(d.boxes, pp);
-    d.kind = store.run_metadata().contains("predicted") ? "predicted" : "measured";
+    d.kind = store.provenance();
     d.caption = fmt::format("{}: step {} of data-parallel replica 0 (pipeline window {:.1f} ms)",
                             d.kind == "measured" ? "measured" : "predicted by the planner's model", step, len / 1e6);
     return d;
