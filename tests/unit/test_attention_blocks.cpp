@@ -21,12 +21,14 @@ CpuBackend& backend() {
 
 // A sequence of S = 4 chunks of c rows; the queries are this rank's chunks 1 and 2 (local rows [0, c) and
 // [c, 2c)), the keys come in two blocks: block A holds global chunks 0 and 3, block B chunks 1 and 2 (the rank's
-// own). B = 2 sequences, NH = 2 heads of HD = 8.
-struct Setup {
-    static constexpr int B = 2, NH = 2, HD = 8, C = NH * HD, c = 3, T = 2 * c;  // T: local rows
+// own). B = 2 sequences, NH = 2 heads of HD = 8. Chunks of 3 rows fit in one of the kernel's 64-row query blocks;
+// chunks of 70 take two, the second partial, with the causal pairs' key range cut at each block's last row.
+template <int kChunk>
+struct SetupOf {
+    static constexpr int B = 2, NH = 2, HD = 8, C = NH * HD, c = kChunk, T = 2 * c;  // T: local rows
     std::vector<float> qkv = random_vector(B * T * 3 * C, 101);
     std::vector<float> block_a = random_vector(B * T * 2 * C, 102), block_b;
-    Setup() {
+    SetupOf() {
         block_b.resize(size_t(B) * T * 2 * C);
         backend().attention_block_pack_kv(tensor_of(block_b), tensor_of(qkv), B, T, C);
     }
@@ -93,6 +95,8 @@ struct Setup {
     }
 };
 
+using Setup = SetupOf<3>;
+
 double max_abs(const std::vector<float>& got, const std::vector<double>& want) {
     double d = 0;
     for (size_t i = 0; i < got.size(); ++i) d = std::max(d, std::abs(got[i] - want[i]));
@@ -101,33 +105,57 @@ double max_abs(const std::vector<float>& got, const std::vector<double>& want) {
 
 }  // namespace
 
-TEST_CASE("the online-softmax merge of key blocks equals one softmax over every visible key", "[cpu][ops][cp]") {
-    Setup s;
+template <int kChunk>
+void check_merge() {
+    SetupOf<kChunk> s;
     const std::vector<double> want = s.reference();
     // Rows of query chunk 1 see nothing in block A's chunk 3 and only part of block B: in either order, with an
     // empty ring step first, the merge must land on the one softmax.
     for (bool a_first : {true, false}) {
-        INFO((a_first ? "block A first" : "block B first"));
+        INFO("chunk " << kChunk << (a_first ? ", block A first" : ", block B first"));
         CHECK(max_abs(s.forward(a_first), want) < 1e-6);
     }
 }
 
-TEST_CASE("one causal block through the blockwise ops equals the attention op", "[cpu][ops][cp]") {
-    const int B = 2, NH = 3, HD = 4, C = NH * HD, T = 7;
-    auto qkv = random_vector(B * T * 3 * C, 103);
-    std::vector<float> kv(size_t(B) * T * 2 * C), acc(size_t(B) * T * C, 0.0f), mx(size_t(B) * NH * T, 0.0f),
-        sm(mx.size(), 0.0f), out(acc.size()), lse(mx.size()), want(acc.size());
-    backend().attention_block_pack_kv(tensor_of(kv), tensor_of(qkv), B, T, C);
-    const AttentionChunkPair pair{0, 0, true};
-    backend().attention_block_forward({tensor_of(qkv), tensor_of(kv), B, T, NH, HD, T, &pair, 1}, tensor_of(acc),
-                                      tensor_of(mx), tensor_of(sm));
-    backend().attention_block_finish(tensor_of(out), tensor_of(lse), tensor_of(acc), tensor_of(mx), tensor_of(sm), B, T,
-                                     NH, HD);
-    backend().attention_forward(tensor_of(want), Tensor{}, tensor_of(qkv), B, T, NH, HD);
-    for (size_t i = 0; i < out.size(); ++i) CHECK(out[i] == Approx(want[i]).margin(1e-6));
+TEST_CASE("the online-softmax merge of key blocks equals one softmax over every visible key", "[cpu][ops][cp]") {
+    check_merge<3>();
+    check_merge<70>();
 }
 
-TEST_CASE("blockwise attention backward matches finite differences", "[cpu][ops][cp][gradcheck]") {
+// One rank's `--attention flash`: one causal pair per sequence, k and v read from qkv in place (kv_stride 3C),
+// against the attention op, forward and backward. T = 7 is one query block; T = 150 is three, the last partial.
+TEST_CASE("one causal block through the blockwise ops equals the attention op", "[cpu][ops][cp]") {
+    for (int T : {7, 150}) {
+        INFO("T " << T);
+        const int B = 2, NH = 3, HD = 4, C = NH * HD;
+        auto qkv = random_vector(B * T * 3 * C, 103);
+        auto dout = random_vector(B * T * C, 106);
+        std::vector<float> acc(size_t(B) * T * C, 0.0f), mx(size_t(B) * NH * T, 0.0f), sm(mx.size(), 0.0f),
+            out(acc.size()), lse(mx.size()), want(acc.size()), delta(mx.size()), dq(acc.size(), 0.0f),
+            dkv(size_t(B) * T * 2 * C, 0.0f), dqkv(qkv.size()), want_dqkv(qkv.size()), probs(size_t(B) * NH * T * T);
+        const AttentionChunkPair pair{0, 0, true};
+        const AttentionBlockArgs args{tensor_of(qkv), tensor_of(qkv).slice(C, qkv.size() - C), B, T, NH, HD, T, &pair,
+                                      1, 3 * C};
+        backend().attention_block_forward(args, tensor_of(acc), tensor_of(mx), tensor_of(sm));
+        backend().attention_block_finish(tensor_of(out), tensor_of(lse), tensor_of(acc), tensor_of(mx), tensor_of(sm),
+                                         B, T, NH, HD);
+        backend().attention_forward(tensor_of(want), tensor_of(probs), tensor_of(qkv), B, T, NH, HD);
+        for (size_t i = 0; i < out.size(); ++i) CHECK(out[i] == Approx(want[i]).margin(1e-6));
+
+        backend().attention_block_delta(tensor_of(delta), tensor_of(dout), tensor_of(out), B, T, NH, HD);
+        backend().attention_block_backward(args, tensor_of(dq), tensor_of(dkv), tensor_of(dout), tensor_of(lse),
+                                           tensor_of(delta));
+        backend().attention_block_store_grads(tensor_of(dqkv), tensor_of(dq), tensor_of(dkv), B, T, C);
+        backend().attention_backward(tensor_of(want_dqkv), tensor_of(dout), tensor_of(qkv), tensor_of(probs), B, T, NH,
+                                     HD);
+        for (size_t i = 0; i < dqkv.size(); ++i) CHECK(dqkv[i] == Approx(want_dqkv[i]).margin(2e-6));
+    }
+}
+
+template <int kChunk>
+void check_blockwise_backward() {
+    INFO("chunk " << kChunk);
+    using Setup = SetupOf<kChunk>;
     Setup s;
     const int B = Setup::B, T = Setup::T, NH = Setup::NH, HD = Setup::HD, C = Setup::C;
     auto R = random_vector(B * T * C, 104);
@@ -148,6 +176,11 @@ TEST_CASE("blockwise attention backward matches finite differences", "[cpu][ops]
     check_gradient("dq", s.qkv, dqkv, loss, {.samples = 40});
     check_gradient("dkv (block A)", s.block_a, dkv_a, loss, {.samples = 40});
     check_gradient("dkv (block B)", s.block_b, dkv_b, loss, {.samples = 40});
+}
+
+TEST_CASE("blockwise attention backward matches finite differences", "[cpu][ops][cp][gradcheck]") {
+    check_blockwise_backward<3>();
+    check_blockwise_backward<70>();
 }
 
 TEST_CASE("rope at given positions rotates as the rows of a longer sequence", "[cpu][ops][cp]") {

@@ -1,7 +1,11 @@
 // Blockwise attention with an online softmax (backend.h, AttentionBlockArgs): what ring attention computes on each
-// key/value block that reaches a rank. One (batch, head) per OpenMP task, its chunk pairs in order (so the running
-// max, sum and output of a query row are only ever touched by one thread); each pair's q, k, v (and dO) gathered
-// into fp32 tiles, the products through sgemm, the merge in fp32.
+// key/value block that reaches a rank, and what one rank's `--attention flash` computes with one chunk per sequence.
+// One (batch, head) per OpenMP task, its chunk pairs in order (so the running max, sum and output of a query row are
+// only ever touched by one thread). Inside a pair the queries go in blocks of 64 rows, each against the keys it can
+// see: on a causal (diagonal) pair that is the keys up to the block's last row, so the masked half is skipped as
+// the naive kernel skips it. The scores of one block are a (64, keys) fp32 temporary per thread, never the (c, c)
+// square and never stored: backward recomputes them block by block from q, k and the log-sum-exp. fp32 q, k, v and
+// dO are read in place (strided); bf16 ones are gathered into fp32 tiles once per pair.
 #include <cblas.h>
 #include <omp.h>
 
@@ -10,6 +14,8 @@
 #include <limits>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/fast_math.h"
+#include "engine/backend/cpu/lane_reductions.h"
 
 namespace us {
 
@@ -17,21 +23,48 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// Query rows per block: a block's scores against 1,024 keys are 256 KiB, which stays in a core's L2.
+constexpr int kRowBlock = 64;
+
+// One head's rows of an activation: fp32 in place (ld = the activation's row stride), else converted into `tile`.
+struct HeadRows {
+    const float* p;
+    int ld;
+    const float* row(int r) const { return p + size_t(r) * ld; }
+};
+
 template <typename X>
-void gather(const X* src, int rows, int HD, size_t row_stride, float* dst) {
-    for (int t = 0; t < rows; ++t)
-        for (int i = 0; i < HD; ++i) dst[size_t(t) * HD + i] = load(src + t * row_stride + i);
+HeadRows head_rows(const X* src, int rows, int HD, size_t row_stride, float* tile) {
+    if constexpr (std::is_same_v<X, float>) {
+        return {src, int(row_stride)};
+    } else {
+        for (int t = 0; t < rows; ++t)
+            for (int i = 0; i < HD; ++i) tile[size_t(t) * HD + i] = load(src + t * row_stride + i);
+        return {tile, HD};
+    }
 }
 
-// Visible keys of query row i in a pair: all c of them, or i + 1 on the causal diagonal.
+// Keys [0, n) that query rows [r0, r0 + rows) of a pair see between them: every key of the chunk, or on the causal
+// diagonal those up to the block's last row. Row i itself sees `visible` of them.
+inline int block_keys(const AttentionChunkPair& p, int r0, int rows, int c) { return p.causal ? r0 + rows : c; }
 inline int visible(const AttentionChunkPair& p, int i, int c) { return p.causal ? i + 1 : c; }
+
+// The transpose, for backward by key blocks: the first query row that sees key j0 (on the diagonal, row j0), and
+// how many of rows [i0, ...) do not see key j.
+inline int first_query(const AttentionChunkPair& p, int j0) { return p.causal ? j0 : 0; }
+inline int masked_queries(const AttentionChunkPair& p, int j, int i0) { return p.causal ? j - i0 : 0; }
+
+// fp32 tiles per thread for the gathered (bf16) q, k, v and dO of a pair; none when they are read in place.
+size_t gathered_floats(DType dtype, int matrices, int c, int HD) {
+    return dtype == DType::f32 ? 0 : size_t(matrices) * c * HD;
+}
 
 }  // namespace
 
 void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc, Tensor row_max, Tensor row_sum) {
     const int C = a.NH * a.HD, c = a.chunk, HD = a.HD, T = a.T;
     const float scale = 1.0f / std::sqrt(float(HD));
-    const size_t per_thread = size_t(c) * c + 3 * size_t(c) * HD;
+    const size_t per_thread = size_t(kRowBlock) * c + gathered_floats(a.qkv.dtype, 3, c, HD);
     float* tiles = scratch(per_thread * size_t(m_threads));
     float* out = acc.f32();
     float* mx = row_max.f32();
@@ -44,40 +77,42 @@ void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc
         for (int bh = 0; bh < a.B * a.NH; ++bh) {
             const int b = bh / a.NH, h = bh % a.NH;
             float* S = tiles + per_thread * size_t(omp_get_thread_num());
-            float* q = S + size_t(c) * c;
-            float* k = q + size_t(c) * HD;
-            float* v = k + size_t(c) * HD;
+            float* q_tile = S + size_t(kRowBlock) * c;
+            float* k_tile = q_tile + size_t(c) * HD;
+            float* v_tile = k_tile + size_t(c) * HD;
             for (int pi = 0; pi < a.pair_count; ++pi) {
                 const AttentionChunkPair& p = a.pairs[pi];
                 const int q0 = p.q_chunk * c, k0 = p.k_chunk * c;
-                gather(x + (size_t(b) * T + q0) * 3 * C + size_t(h) * HD, c, HD, 3 * size_t(C), q);
-                gather(kvp + (size_t(b) * T + k0) * kvs + size_t(h) * HD, c, HD, kvs, k);
-                gather(kvp + (size_t(b) * T + k0) * kvs + C + size_t(h) * HD, c, HD, kvs, v);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c, c, HD, scale, q, HD, k, HD, 0.0f, S, c);
+                const X* kv_rows = kvp + (size_t(b) * T + k0) * kvs + size_t(h) * HD;
+                const HeadRows q = head_rows(x + (size_t(b) * T + q0) * 3 * C + size_t(h) * HD, c, HD, 3 * size_t(C), q_tile);
+                const HeadRows k = head_rows(kv_rows, c, HD, kvs, k_tile);
+                const HeadRows v = head_rows(kv_rows + C, c, HD, kvs, v_tile);
                 float* o = out + (size_t(b) * T + q0) * C + size_t(h) * HD;
-                for (int i = 0; i < c; ++i) {
-                    float* row = S + size_t(i) * c;
-                    const int n = visible(p, i, c);
-                    const size_t at = (size_t(b) * a.NH + h) * T + q0 + i;
-                    float block_max = kNegInf;
-                    for (int j = 0; j < n; ++j) block_max = std::max(block_max, row[j]);
-                    const float m_old = sm[at] > 0.0f ? mx[at] : kNegInf;  // a zero sum: nothing merged yet
-                    const float m_new = std::max(m_old, block_max);
-                    if (m_new == kNegInf) {  // no key visible yet: nothing to merge
-                        std::fill(row, row + c, 0.0f);
-                        continue;
+                const size_t at0 = (size_t(b) * a.NH + h) * T + q0;
+                for (int r0 = 0; r0 < c; r0 += kRowBlock) {
+                    const int rows = std::min(kRowBlock, c - r0), n = block_keys(p, r0, rows, c);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, HD, scale, q.row(r0), q.ld, k.p,
+                                k.ld, 0.0f, S, n);
+                    for (int i = 0; i < rows; ++i) {
+                        float* row = S + size_t(i) * n;
+                        const int seen = visible(p, r0 + i, c);
+                        const size_t at = at0 + size_t(r0 + i);
+                        const float m_old = sm[at] > 0.0f ? mx[at] : kNegInf;  // a zero sum: nothing merged yet
+                        const float m_new = std::max(m_old, cpu::max_lanes(row, seen));
+                        const float alpha = std::exp(m_old - m_new);  // 0 for the first block
+#pragma omp simd
+                        for (int j = 0; j < seen; ++j) row[j] = cpu::exp_nonpositive(row[j] - m_new);
+                        std::fill(row + seen, row + n, 0.0f);
+                        sm[at] = sm[at] * alpha + cpu::sum_lanes(row, seen);
+                        mx[at] = m_new;
+                        float* orow = o + size_t(r0 + i) * C;
+#pragma omp simd
+                        for (int d = 0; d < HD; ++d) orow[d] *= alpha;
                     }
-                    const float alpha = std::exp(m_old - m_new);  // 0 for the first block
-                    float sum = 0.0f;
-                    for (int j = 0; j < n; ++j) sum += row[j] = std::exp(row[j] - m_new);
-                    std::fill(row + n, row + c, 0.0f);
-                    sm[at] = sm[at] * alpha + sum;
-                    mx[at] = m_new;
-                    float* orow = o + size_t(i) * C;
-                    for (int d = 0; d < HD; ++d) orow[d] *= alpha;
+                    // acc rows += P V over the block's keys
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HD, n, 1.0f, S, n, v.p, v.ld, 1.0f,
+                                o + size_t(r0) * C, C);
                 }
-                // acc rows += P V
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c, HD, c, 1.0f, S, c, v, HD, 1.0f, o, C);
             }
         }
     });
@@ -127,7 +162,7 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
                                           Tensor delta) {
     const int C = a.NH * a.HD, c = a.chunk, HD = a.HD, T = a.T;
     const float scale = 1.0f / std::sqrt(float(HD));
-    const size_t per_thread = 2 * size_t(c) * c + 4 * size_t(c) * HD;
+    const size_t per_thread = 2 * size_t(kRowBlock) * c + gathered_floats(a.qkv.dtype, 4, c, HD);
     float* tiles = scratch(per_thread * size_t(m_threads));
     float* gq = dq.f32();
     float* gkv = dkv.f32();
@@ -142,41 +177,57 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
         for (int bh = 0; bh < a.B * a.NH; ++bh) {
             const int b = bh / a.NH, h = bh % a.NH;
             float* P = tiles + per_thread * size_t(omp_get_thread_num());
-            float* dP = P + size_t(c) * c;
-            float* q = dP + size_t(c) * c;
-            float* k = q + size_t(c) * HD;
-            float* v = k + size_t(c) * HD;
-            float* dO = v + size_t(c) * HD;
+            float* dS = P + size_t(kRowBlock) * c;
+            float* q_tile = dS + size_t(kRowBlock) * c;
+            float* k_tile = q_tile + size_t(c) * HD;
+            float* v_tile = k_tile + size_t(c) * HD;
+            float* do_tile = v_tile + size_t(c) * HD;
             for (int pi = 0; pi < a.pair_count; ++pi) {
                 const AttentionChunkPair& p = a.pairs[pi];
                 const int q0 = p.q_chunk * c, k0 = p.k_chunk * c;
-                gather(x + (size_t(b) * T + q0) * 3 * C + size_t(h) * HD, c, HD, 3 * size_t(C), q);
-                gather(kvp + (size_t(b) * T + k0) * kvs + size_t(h) * HD, c, HD, kvs, k);
-                gather(kvp + (size_t(b) * T + k0) * kvs + C + size_t(h) * HD, c, HD, kvs, v);
-                gather(dy + (size_t(b) * T + q0) * C + size_t(h) * HD, c, HD, size_t(C), dO);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c, c, HD, scale, q, HD, k, HD, 0.0f, P, c);
-                const size_t at0 = (size_t(b) * a.NH + h) * T + q0;
-                for (int i = 0; i < c; ++i) {  // P = exp(S - lse): the final probabilities of this block's keys
-                    float* row = P + size_t(i) * c;
-                    const int n = visible(p, i, c);
-                    for (int j = 0; j < n; ++j) row[j] = std::exp(row[j] - l[at0 + i]);
-                    std::fill(row + n, row + c, 0.0f);
-                }
+                const X* kv_rows = kvp + (size_t(b) * T + k0) * kvs + size_t(h) * HD;
+                const HeadRows q = head_rows(x + (size_t(b) * T + q0) * 3 * C + size_t(h) * HD, c, HD, 3 * size_t(C), q_tile);
+                const HeadRows k = head_rows(kv_rows, c, HD, kvs, k_tile);
+                const HeadRows v = head_rows(kv_rows + C, c, HD, kvs, v_tile);
+                const HeadRows dO = head_rows(dy + (size_t(b) * T + q0) * C + size_t(h) * HD, c, HD, size_t(C), do_tile);
                 float* gk = gkv + (size_t(b) * T + k0) * 2 * C + size_t(h) * HD;
-                // dV += P^T dO ; dP = dO V^T
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c, HD, c, 1.0f, P, c, dO, HD, 1.0f, gk + C, 2 * C);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c, c, HD, 1.0f, dO, HD, v, HD, 0.0f, dP, c);
-                // dS = scale * P (dP - delta), zero where masked (P is)
-                for (int i = 0; i < c; ++i) {
-                    const float* pr = P + size_t(i) * c;
-                    float* d = dP + size_t(i) * c;
-                    const float di = dl[at0 + i];
-                    for (int j = 0; j < c; ++j) d[j] = scale * pr[j] * (d[j] - di);
+                float* gqb = gq + (size_t(b) * T + q0) * C + size_t(h) * HD;
+                const size_t at0 = (size_t(b) * a.NH + h) * T + q0;
+                // By blocks of 64 keys, each against the queries that see it: on a causal pair the rows from the
+                // block's first key on. The key block's dK and dV then sum over all those rows in one product each
+                // (a long inner dimension); only dQ takes a product with an inner dimension of 64.
+                for (int j0 = 0; j0 < c; j0 += kRowBlock) {
+                    const int keys = std::min(kRowBlock, c - j0), i0 = first_query(p, j0), m = c - i0;
+                    // P^T = exp(S^T - lse): the final probabilities of these keys for rows [i0, c)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, keys, m, HD, scale, k.row(j0), k.ld,
+                                q.row(i0), q.ld, 0.0f, P, m);
+                    const float* li = l + at0 + i0;
+                    for (int j = 0; j < keys; ++j) {
+                        float* row = P + size_t(j) * m;
+                        const int hidden = masked_queries(p, j0 + j, i0);  // rows before key j0 + j on the diagonal
+                        std::fill(row, row + hidden, 0.0f);
+#pragma omp simd
+                        for (int i = hidden; i < m; ++i) row[i] = cpu::exp_nonpositive(row[i] - li[i]);
+                    }
+                    // dV[keys] += P^T dO[i0:c] ; dP^T = V[keys] dO[i0:c]^T
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, keys, HD, m, 1.0f, P, m, dO.row(i0), dO.ld,
+                                1.0f, gk + size_t(j0) * 2 * C + C, 2 * C);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, keys, m, HD, 1.0f, v.row(j0), v.ld,
+                                dO.row(i0), dO.ld, 0.0f, dS, m);
+                    // dS^T = scale * P^T (dP^T - delta), zero where masked (P is)
+                    const float* di = dl + at0 + i0;
+                    for (int j = 0; j < keys; ++j) {
+                        const float* pr = P + size_t(j) * m;
+                        float* d = dS + size_t(j) * m;
+#pragma omp simd
+                        for (int i = 0; i < m; ++i) d[i] = scale * pr[i] * (d[i] - di[i]);
+                    }
+                    // dK[keys] += dS^T Q[i0:c] ; dQ[i0:c] += dS K[keys]
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, keys, HD, m, 1.0f, dS, m, q.row(i0), q.ld,
+                                1.0f, gk + size_t(j0) * 2 * C, 2 * C);
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, HD, keys, 1.0f, dS, m, k.row(j0), k.ld,
+                                1.0f, gqb + size_t(i0) * C, C);
                 }
-                // dQ += dS K ; dK += dS^T Q
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c, HD, c, 1.0f, dP, c, k, HD, 1.0f,
-                            gq + (size_t(b) * T + q0) * C + size_t(h) * HD, C);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c, HD, c, 1.0f, dP, c, q, HD, 1.0f, gk, 2 * C);
             }
         }
     });

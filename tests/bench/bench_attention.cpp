@@ -1,0 +1,130 @@
+// The CPU backend's two causal attention kernels side by side, fp32, on the PyTorch comparison's heads (B = 8,
+// 4 heads of 64): `--attention naive` (the (T,T) probabilities written in forward, read in backward) and `flash`
+// (one causal chunk pair through the blockwise ops: online softmax, probabilities recomputed in backward). Forward
+// and backward wall time, best of the repetitions after a warm-up, and the GFLOP/s they make of the multiply-adds
+// each kernel really does: causal row blocks, 2 products forward for both, 4 backward for naive, 5 for flash (it
+// recomputes Q K^T). Also the memory each keeps between forward and backward.
+// Usage: bench_attention [repetitions, default 3] [threads...; default 1 2]
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/gemm_bf16.h"
+
+extern "C" char* openblas_get_corename(void);
+
+using namespace us;
+
+namespace {
+
+constexpr int kB = 8, kNH = 4, kHD = 64, kC = kNH * kHD;
+constexpr int kBlock = 64;  // the kernels' query/key block
+
+double seconds_now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+template <typename Fn>
+double best_seconds(int reps, Fn&& fn) {
+    fn();
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+        const double t0 = seconds_now();
+        fn();
+        best = std::min(best, seconds_now() - t0);
+    }
+    return best;
+}
+
+// Multiply-adds of one (T x T x HD) causal product taken by 64-row blocks, each over the keys up to its last row.
+double causal_block_macs(int T) {
+    double keys = 0;
+    for (int r0 = 0; r0 < T; r0 += kBlock) keys += double(std::min(T, r0 + kBlock) - r0) * std::min(T, r0 + kBlock);
+    return keys * kHD * kB * kNH;
+}
+
+std::vector<float> random_values(size_t n, unsigned seed) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        v[i] = float(seed >> 8) / float(1u << 24) - 0.5f;
+    }
+    return v;
+}
+
+Tensor view(std::vector<float>& v) { return Tensor::of(v.data(), int64_t(v.size())); }
+
+struct Timing {
+    double forward_s, backward_s;
+};
+
+Timing time_naive(CpuBackend& be, int T, int reps, std::vector<float>& qkv, std::vector<float>& dout) {
+    std::vector<float> out(size_t(kB) * T * kC), probs(size_t(kB) * kNH * T * T), dqkv(qkv.size());
+    Timing t{};
+    t.forward_s = best_seconds(reps, [&] { be.attention_forward(view(out), view(probs), view(qkv), kB, T, kNH, kHD); });
+    t.backward_s = best_seconds(
+        reps, [&] { be.attention_backward(view(dqkv), view(dout), view(qkv), view(probs), kB, T, kNH, kHD); });
+    return t;
+}
+
+Timing time_flash(CpuBackend& be, int T, int reps, std::vector<float>& qkv, std::vector<float>& dout) {
+    std::vector<float> acc(size_t(kB) * T * kC), mx(size_t(kB) * kNH * T), sm(mx.size()), out(acc.size()),
+        lse(mx.size()), delta(mx.size()), dq(acc.size()), dkv(size_t(kB) * T * 2 * kC), dqkv(qkv.size());
+    const AttentionChunkPair pair{0, 0, true};
+    const AttentionBlockArgs args{view(qkv), view(qkv).slice(kC, int64_t(qkv.size()) - kC), kB, T, kNH, kHD, T, &pair,
+                                  1, 3 * kC};
+    Timing t{};
+    // As the engine runs it: the running state zeroed, the blocks, the normalisation.
+    t.forward_s = best_seconds(reps, [&] {
+        be.fill_zero(view(acc)), be.fill_zero(view(mx)), be.fill_zero(view(sm));
+        be.attention_block_forward(args, view(acc), view(mx), view(sm));
+        be.attention_block_finish(view(out), view(lse), view(acc), view(mx), view(sm), kB, T, kNH, kHD);
+    });
+    t.backward_s = best_seconds(reps, [&] {
+        be.fill_zero(view(dq)), be.fill_zero(view(dkv));
+        be.attention_block_delta(view(delta), view(dout), view(out), kB, T, kNH, kHD);
+        be.attention_block_backward(args, view(dq), view(dkv), view(dout), view(lse), view(delta));
+        be.attention_block_store_grads(view(dqkv), view(dq), view(dkv), kB, T, kC);
+    });
+    return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+    std::vector<int> thread_counts;
+    for (int i = 2; i < argc; ++i) thread_counts.push_back(std::max(1, std::atoi(argv[i])));
+    if (thread_counts.empty()) thread_counts = {1, 2};
+    std::printf("Causal attention, fp32, B = %d, %d heads of %d: naive (probabilities kept) vs flash (blockwise, "
+                "recomputed)\n", kB, kNH, kHD);
+    std::printf("OpenBLAS core: %s | AVX-512 BF16: %s | measured: best of %d after a warm-up; GFLOP/s of the "
+                "multiply-adds each kernel does\n\n", openblas_get_corename(),
+                us::cpu::cpu_supports_avx512_bf16() ? "yes" : "no", reps);
+    std::printf("%5s %3s | %10s %10s %8s %8s | %10s %10s %8s %8s | %9s %9s | %11s %11s\n", "T", "thr", "naive fwd",
+                "naive bwd", "GF/s", "GF/s", "flash fwd", "flash bwd", "GF/s", "GF/s", "fwd ratio", "f+b ratio",
+                "naive keeps", "flash keeps");
+    for (int T : {256, 1024, 2048}) {
+        std::vector<float> qkv = random_values(size_t(kB) * T * 3 * kC, 7), dout = random_values(size_t(kB) * T * kC, 9);
+        const double product_gflop = 2.0 * causal_block_macs(T) * 1e-9;
+        for (int threads : thread_counts) {
+            CpuBackend be(threads);
+            const Timing n = time_naive(be, T, reps, qkv, dout);
+            const Timing f = time_flash(be, T, reps, qkv, dout);
+            // kept for backward beyond the output: naive the probabilities, flash one log-sum-exp per row
+            const double naive_mib = double(kB) * kNH * T * T * 4 / 1048576.0, flash_mib = double(kB) * kNH * T * 4 / 1048576.0;
+            std::printf("%5d %3d | %8.1f ms %8.1f ms %8.1f %8.1f | %8.1f ms %8.1f ms %8.1f %8.1f | %8.2fx %8.2fx | "
+                        "%7.1f MiB %7.2f MiB\n",
+                        T, threads, n.forward_s * 1e3, n.backward_s * 1e3, 2 * product_gflop / n.forward_s,
+                        4 * product_gflop / n.backward_s, f.forward_s * 1e3, f.backward_s * 1e3,
+                        2 * product_gflop / f.forward_s, 5 * product_gflop / f.backward_s, n.forward_s / f.forward_s,
+                        (n.forward_s + n.backward_s) / (f.forward_s + f.backward_s), naive_mib, flash_mib);
+        }
+    }
+    std::printf("\nratios: naive time / flash time (above 1: flash is faster)\n");
+}
