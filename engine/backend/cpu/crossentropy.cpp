@@ -1,10 +1,13 @@
 // Softmax cross-entropy over fp32 logits, fused in place: forward turns logits into probabilities and writes each
 // token's loss; backward turns the probabilities into dlogits = (probs - onehot) * dloss. The vocabulary-parallel
-// form splits the forward into three steps around the tensor-parallel group's reductions (backend.h).
+// form splits the forward into three steps around the tensor-parallel group's reductions (backend.h). A row's max,
+// exp and sum are vectorised: the branch-free exp (fast_math.h), the sums in fixed-order lanes (lane_reductions.h).
 #include <algorithm>
 #include <cmath>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/fast_math.h"
+#include "engine/backend/cpu/lane_reductions.h"
 
 namespace us {
 
@@ -15,14 +18,11 @@ void CpuBackend::crossentropy_forward(Tensor losses, Tensor logits, Tensor targe
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
         float* row = z + size_t(n) * V;
-        float maxv = row[0];
-        for (int i = 1; i < V; ++i) maxv = std::max(maxv, row[i]);
-        float sum = 0.0f;
-        for (int i = 0; i < V; ++i) {
-            row[i] = std::exp(row[i] - maxv);
-            sum += row[i];
-        }
-        const float inv = 1.0f / sum;
+        const float maxv = cpu::max_lanes(row, V);
+#pragma omp simd
+        for (int i = 0; i < V; ++i) row[i] = cpu::exp_nonpositive(row[i] - maxv);
+        const float inv = 1.0f / cpu::sum_lanes(row, V);
+#pragma omp simd
         for (int i = 0; i < V; ++i) row[i] *= inv;
         loss[n] = -std::log(std::max(row[tgt[n]], 1e-30f));
     }
@@ -46,9 +46,8 @@ void CpuBackend::crossentropy_local_max(Tensor rowmax, Tensor logits, int N, int
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
         const float* row = z + size_t(n) * V;
-        float m = -INFINITY;  // a rank holding only padding contributes nothing to the maximum
-        for (int i = 0; i < valid; ++i) m = std::max(m, row[i]);
-        out[n] = m;
+        // a rank holding only padding contributes nothing to the maximum
+        out[n] = valid > 0 ? cpu::max_lanes(row, valid) : -INFINITY;
     }
 }
 
@@ -61,8 +60,8 @@ void CpuBackend::crossentropy_local_sums(Tensor sums, Tensor logits, Tensor rowm
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
         const float* row = z + size_t(n) * V;
-        float sum = 0.0f;
-        for (int i = 0; i < valid; ++i) sum += std::exp(row[i] - m[n]);
+        const float mn = m[n];
+        const float sum = cpu::sum_lanes(valid, [row, mn](int i) { return cpu::exp_nonpositive(row[i] - mn); });
         const int t = tgt[n] - vocab_begin;
         out[2 * size_t(n)] = sum;
         out[2 * size_t(n) + 1] = t >= 0 && t < valid ? row[t] : 0.0f;
@@ -79,9 +78,10 @@ void CpuBackend::crossentropy_finish(Tensor losses, Tensor logits, Tensor rowmax
     for (int n = 0; n < N; ++n) {
         float* row = z + size_t(n) * V;
         const float sum = s[2 * size_t(n)], target_logit = s[2 * size_t(n) + 1];
-        const float inv = 1.0f / sum;
-        for (int i = 0; i < valid; ++i) row[i] = std::exp(row[i] - m[n]) * inv;
-        for (int i = valid; i < V; ++i) row[i] = 0.0f;
+        const float inv = 1.0f / sum, mn = m[n];
+#pragma omp simd
+        for (int i = 0; i < valid; ++i) row[i] = cpu::exp_nonpositive(row[i] - mn) * inv;
+        std::fill(row + valid, row + V, 0.0f);
         loss[n] = std::log(sum) + m[n] - target_logit;
     }
 }
