@@ -6,7 +6,7 @@ categories' peaks: params, grads, master weights, optimizer state, activations, 
 as many ranks as cores, one thread each; rows with more ranks than cores are oversubscribed and compared on memory only.
 Targets (docs/planner.md): memory within 2% on every row, step time within 10% mean absolute error.
 
-    python3 tests/bench/bench_planner.py [--build build] [--steps 6] [--machine FILE (skip calibrate)]
+    python3 tests/bench/bench_planner.py [--build build] [--steps 6] [--machine FILE (skip calibrate)] [--only TEXT]
     python3 tests/bench/bench_planner.py --published   # the planner next to published large-scale runs (no runs)
 """
 import argparse
@@ -96,6 +96,7 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--machine", help="an existing machine file (default: run ultrascope calibrate first)")
     ap.add_argument("--published", action="store_true", help="only the table against published large-scale runs")
+    ap.add_argument("--only", help="only the layouts whose label contains this text (e.g. 'cp', 'pp 2')")
     a = ap.parse_args()
     u = os.path.join(a.build, "bin", "ultrascope")
     if a.published:
@@ -114,6 +115,8 @@ def main():
               f"{'mem pred':>10} {'measured':>10} {'error':>7}")
         step_errors, mem_errors, routed_errors = [], [], []
         for label, ranks, flags in LAYOUTS:
+            if a.only and a.only not in label:
+                continue
             base = ("--preset small " if "--preset" not in flags else "") + flags
             over = ranks > cores
             nodes = ["--nodes", str((ranks + cores - 1) // cores)] if over else []
