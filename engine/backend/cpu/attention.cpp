@@ -11,6 +11,7 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/fast_math.h"
+#include "engine/backend/cpu/isa_clones.h"
 #include "engine/backend/cpu/lane_reductions.h"
 
 namespace us {
@@ -55,7 +56,7 @@ Strided head_matrix(X* src, int T, int HD, int row_stride, float* tile, bool gat
 }
 
 // One causal row in place: the first n scores become probabilities, the rest of the T zeros.
-void softmax_causal_row(float* row, int n, int T) {
+US_CPU_CLONES void softmax_causal_row(float* row, int n, int T) {
     const float maxv = cpu::max_lanes(row, n);
 #pragma omp simd
     for (int j = 0; j < n; ++j) row[j] = cpu::exp_nonpositive(row[j] - maxv);
@@ -73,6 +74,15 @@ void causal_probs(Strided q, Strided k, int T, int HD, float scale, float* P) {
                     0.0f, P + size_t(r0) * T, T);
         for (int t = r0; t < r1; ++t) softmax_causal_row(P + size_t(t) * T, t + 1, T);
     }
+}
+
+// Softmax backward on a causal row, folded with the score scale: d = scale * p (d - <p, d>) over the n visible
+// entries, zeros up to `width`.
+US_CPU_CLONES void softmax_backward_row(const float* p, float* d, int n, int width, float scale) {
+    const float dot = cpu::dot_lanes(p, d, n);
+#pragma omp simd
+    for (int j = 0; j < n; ++j) d[j] = scale * p[j] * (d[j] - dot);
+    for (int j = n; j < width; ++j) d[j] = 0.0f;
 }
 
 // O = P V, each row block over the keys it sees.
@@ -178,14 +188,7 @@ void CpuBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, r1, HD, 1.0f, dO.row(r0), dO.ld, v.p, v.ld,
                             0.0f, dS, T);
                 // softmax backward on the causal rows, folded with the score scale: dS = scale * P (dP - <P, dP>)
-                for (int t = r0; t < r1; ++t) {
-                    const float* p = P + size_t(t) * T;
-                    float* d = dP + size_t(t) * T;
-                    const float dot = cpu::dot_lanes(p, d, t + 1);
-#pragma omp simd
-                    for (int j = 0; j <= t; ++j) d[j] = scale * p[j] * (d[j] - dot);
-                    for (int j = t + 1; j < r1; ++j) d[j] = 0.0f;
-                }
+                for (int t = r0; t < r1; ++t) softmax_backward_row(P + size_t(t) * T, dP + size_t(t) * T, t + 1, r1, scale);
                 // dQ[r0:r1] = dS K[0:r1] ; dK[0:r1] += dS^T Q[r0:r1]
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HD, r1, 1.0f, dS, T, k.p, k.ld, 0.0f,
                             dq.row(r0), dq.ld);

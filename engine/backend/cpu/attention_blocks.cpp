@@ -15,6 +15,7 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/fast_math.h"
+#include "engine/backend/cpu/isa_clones.h"
 #include "engine/backend/cpu/lane_reductions.h"
 
 namespace us {
@@ -59,6 +60,28 @@ size_t gathered_floats(DType dtype, int matrices, int c, int HD) {
     return dtype == DType::f32 ? 0 : size_t(matrices) * c * HD;
 }
 
+// One query row's step of the online softmax over a block's keys: the first `seen` of the row's n scores become
+// exp(score - new max), the rest zeros; the row's running max and sum are updated. Returns the factor that the row's
+// accumulated output must be scaled by (0 for the first block).
+US_CPU_CLONES float online_softmax_row(float* row, int seen, int n, float& row_max, float& row_sum) {
+    const float m_old = row_sum > 0.0f ? row_max : kNegInf;  // a zero sum: nothing merged yet
+    const float m_new = std::max(m_old, cpu::max_lanes(row, seen));
+    const float alpha = std::exp(m_old - m_new);
+#pragma omp simd
+    for (int j = 0; j < seen; ++j) row[j] = cpu::exp_nonpositive(row[j] - m_new);
+    std::fill(row + seen, row + n, 0.0f);
+    row_sum = row_sum * alpha + cpu::sum_lanes(row, seen);
+    row_max = m_new;
+    return alpha;
+}
+
+// A row of P^T in backward: entries [0, hidden) masked (zero), the rest exp(score - lse of its query row).
+US_CPU_CLONES void probabilities_row(float* row, int hidden, int m, const float* lse) {
+    std::fill(row, row + hidden, 0.0f);
+#pragma omp simd
+    for (int i = hidden; i < m; ++i) row[i] = cpu::exp_nonpositive(row[i] - lse[i]);
+}
+
 }  // namespace
 
 void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc, Tensor row_max, Tensor row_sum) {
@@ -94,17 +117,8 @@ void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, HD, scale, q.row(r0), q.ld, k.p,
                                 k.ld, 0.0f, S, n);
                     for (int i = 0; i < rows; ++i) {
-                        float* row = S + size_t(i) * n;
-                        const int seen = visible(p, r0 + i, c);
                         const size_t at = at0 + size_t(r0 + i);
-                        const float m_old = sm[at] > 0.0f ? mx[at] : kNegInf;  // a zero sum: nothing merged yet
-                        const float m_new = std::max(m_old, cpu::max_lanes(row, seen));
-                        const float alpha = std::exp(m_old - m_new);  // 0 for the first block
-#pragma omp simd
-                        for (int j = 0; j < seen; ++j) row[j] = cpu::exp_nonpositive(row[j] - m_new);
-                        std::fill(row + seen, row + n, 0.0f);
-                        sm[at] = sm[at] * alpha + cpu::sum_lanes(row, seen);
-                        mx[at] = m_new;
+                        const float alpha = online_softmax_row(S + size_t(i) * n, visible(p, r0 + i, c), n, mx[at], sm[at]);
                         float* orow = o + size_t(r0 + i) * C;
 #pragma omp simd
                         for (int d = 0; d < HD; ++d) orow[d] *= alpha;
@@ -202,13 +216,8 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, keys, m, HD, scale, k.row(j0), k.ld,
                                 q.row(i0), q.ld, 0.0f, P, m);
                     const float* li = l + at0 + i0;
-                    for (int j = 0; j < keys; ++j) {
-                        float* row = P + size_t(j) * m;
-                        const int hidden = masked_queries(p, j0 + j, i0);  // rows before key j0 + j on the diagonal
-                        std::fill(row, row + hidden, 0.0f);
-#pragma omp simd
-                        for (int i = hidden; i < m; ++i) row[i] = cpu::exp_nonpositive(row[i] - li[i]);
-                    }
+                    for (int j = 0; j < keys; ++j)  // rows before key j0 + j on the diagonal do not see it
+                        probabilities_row(P + size_t(j) * m, masked_queries(p, j0 + j, i0), m, li);
                     // dV[keys] += P^T dO[i0:c] ; dP^T = V[keys] dO[i0:c]^T
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, keys, HD, m, 1.0f, P, m, dO.row(i0), dO.ld,
                                 1.0f, gk + size_t(j0) * 2 * C + C, 2 * C);

@@ -7,9 +7,35 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/fast_math.h"
+#include "engine/backend/cpu/isa_clones.h"
 #include "engine/backend/cpu/lane_reductions.h"
 
 namespace us {
+
+namespace {
+
+// A row of logits in place into probabilities.
+US_CPU_CLONES void softmax_row(float* row, int V) {
+    const float maxv = cpu::max_lanes(row, V);
+#pragma omp simd
+    for (int i = 0; i < V; ++i) row[i] = cpu::exp_nonpositive(row[i] - maxv);
+    const float inv = 1.0f / cpu::sum_lanes(row, V);
+#pragma omp simd
+    for (int i = 0; i < V; ++i) row[i] *= inv;
+}
+
+US_CPU_CLONES float row_max(const float* row, int n) { return cpu::max_lanes(row, n); }
+
+US_CPU_CLONES float sum_exp(const float* row, int n, float shift) {
+    return cpu::sum_lanes(n, [row, shift](int i) { return cpu::exp_nonpositive(row[i] - shift); });
+}
+
+US_CPU_CLONES void exp_scaled_row(float* row, int n, float shift, float factor) {
+#pragma omp simd
+    for (int i = 0; i < n; ++i) row[i] = cpu::exp_nonpositive(row[i] - shift) * factor;
+}
+
+}  // namespace
 
 void CpuBackend::crossentropy_forward(Tensor losses, Tensor logits, Tensor targets, int N, int V) {
     float* loss = losses.f32();
@@ -18,12 +44,7 @@ void CpuBackend::crossentropy_forward(Tensor losses, Tensor logits, Tensor targe
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
         float* row = z + size_t(n) * V;
-        const float maxv = cpu::max_lanes(row, V);
-#pragma omp simd
-        for (int i = 0; i < V; ++i) row[i] = cpu::exp_nonpositive(row[i] - maxv);
-        const float inv = 1.0f / cpu::sum_lanes(row, V);
-#pragma omp simd
-        for (int i = 0; i < V; ++i) row[i] *= inv;
+        softmax_row(row, V);
         loss[n] = -std::log(std::max(row[tgt[n]], 1e-30f));
     }
 }
@@ -47,7 +68,7 @@ void CpuBackend::crossentropy_local_max(Tensor rowmax, Tensor logits, int N, int
     for (int n = 0; n < N; ++n) {
         const float* row = z + size_t(n) * V;
         // a rank holding only padding contributes nothing to the maximum
-        out[n] = valid > 0 ? cpu::max_lanes(row, valid) : -INFINITY;
+        out[n] = valid > 0 ? row_max(row, valid) : -INFINITY;
     }
 }
 
@@ -60,8 +81,7 @@ void CpuBackend::crossentropy_local_sums(Tensor sums, Tensor logits, Tensor rowm
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
         const float* row = z + size_t(n) * V;
-        const float mn = m[n];
-        const float sum = cpu::sum_lanes(valid, [row, mn](int i) { return cpu::exp_nonpositive(row[i] - mn); });
+        const float sum = sum_exp(row, valid, m[n]);
         const int t = tgt[n] - vocab_begin;
         out[2 * size_t(n)] = sum;
         out[2 * size_t(n) + 1] = t >= 0 && t < valid ? row[t] : 0.0f;
@@ -78,9 +98,7 @@ void CpuBackend::crossentropy_finish(Tensor losses, Tensor logits, Tensor rowmax
     for (int n = 0; n < N; ++n) {
         float* row = z + size_t(n) * V;
         const float sum = s[2 * size_t(n)], target_logit = s[2 * size_t(n) + 1];
-        const float inv = 1.0f / sum, mn = m[n];
-#pragma omp simd
-        for (int i = 0; i < valid; ++i) row[i] = cpu::exp_nonpositive(row[i] - mn) * inv;
+        exp_scaled_row(row, valid, m[n], 1.0f / sum);
         std::fill(row + valid, row + V, 0.0f);
         loss[n] = std::log(sum) + m[n] - target_logit;
     }

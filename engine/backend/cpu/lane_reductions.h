@@ -4,18 +4,20 @@
 // and every run.
 #pragma once
 
+#include "engine/backend/cpu/isa_clones.h"
+
 namespace us::cpu {
 
 constexpr int kLanes = 8;
 
-inline float combine_lanes(float* acc) {
+US_CPU_INLINE float combine_lanes(float* acc) {
     for (int l = 0; l < kLanes / 2; ++l) acc[l] += acc[l + kLanes / 2];
     return (acc[0] + acc[2]) + (acc[1] + acc[3]);
 }
 
 // sum of term(i) for i in [0, n)
 template <typename Term>
-inline float sum_lanes(int n, Term term) {
+US_CPU_INLINE float sum_lanes(int n, Term term) {
     float acc[kLanes] = {};
     int i = 0;
     for (; i + kLanes <= n; i += kLanes)
@@ -24,16 +26,16 @@ inline float sum_lanes(int n, Term term) {
     return combine_lanes(acc);
 }
 
-inline float sum_lanes(const float* x, int n) {
+US_CPU_INLINE float sum_lanes(const float* x, int n) {
     return sum_lanes(n, [x](int i) { return x[i]; });
 }
 
-inline float dot_lanes(const float* x, const float* y, int n) {
+US_CPU_INLINE float dot_lanes(const float* x, const float* y, int n) {
     return sum_lanes(n, [x, y](int i) { return x[i] * y[i]; });
 }
 
 // The maximum is exact whatever the order; lanes only let it vectorise. n >= 1.
-inline float max_lanes(const float* x, int n) {
+US_CPU_INLINE float max_lanes(const float* x, int n) {
     float acc[kLanes];
     for (int l = 0; l < kLanes; ++l) acc[l] = x[0];
     int i = 0;

@@ -4,13 +4,76 @@
 #include <cmath>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/isa_clones.h"
 #include "engine/backend/cpu/lane_reductions.h"
 
 namespace us {
 
 namespace {
+
 constexpr float kEps = 1e-5f;
+
+// Rows [lo, hi): statistics, then the normalised, scaled and shifted row.
+template <typename T>
+US_CPU_INLINE void forward_rows(const T* x, T* y, const T* w, const T* b, float* mu, float* rs, int lo, int hi, int C) {
+    for (int n = lo; n < hi; ++n) {
+        const T* row = x + size_t(n) * C;
+        const float m = cpu::sum_lanes(C, [row](int i) { return load(row + i); }) / float(C);
+        const float var = cpu::sum_lanes(C, [row, m](int i) {
+            const float d = load(row + i) - m;
+            return d * d;
+        });
+        const float s = 1.0f / std::sqrt(var / float(C) + kEps);
+        T* o = y + size_t(n) * C;
+#pragma omp simd
+        for (int i = 0; i < C; ++i) store(o + i, (load(row + i) - m) * s * load(w + i) + load(b + i));
+        mu[n] = m;
+        rs[n] = s;
+    }
 }
+
+// Rows [lo, hi) of backward, dweight and dbias summed into this thread's partials dw, db.
+template <typename T>
+US_CPU_INLINE void backward_rows(const T* x, const T* dy, T* dx, const T* w, const float* mu, const float* rs,
+                                 float* __restrict dw, float* __restrict db, int lo, int hi, int C) {
+    for (int n = lo; n < hi; ++n) {
+        const T* __restrict xr = x + size_t(n) * C;
+        const T* __restrict dyr = dy + size_t(n) * C;
+        T* __restrict dxr = dx + size_t(n) * C;
+        const float m = mu[n], r = rs[n];
+        const float dnorm_mean = cpu::sum_lanes(C, [=](int i) { return load(w + i) * load(dyr + i); }) / float(C);
+        const float dnorm_norm_mean =
+            cpu::sum_lanes(C, [=](int i) { return load(w + i) * load(dyr + i) * ((load(xr + i) - m) * r); }) / float(C);
+#pragma omp simd
+        for (int i = 0; i < C; ++i) {
+            const float norm = (load(xr + i) - m) * r;
+            const float g = load(dyr + i);
+            const float dnorm = load(w + i) * g;
+            dw[i] += norm * g;
+            db[i] += g;
+            store(dxr + i, load(dxr + i) + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * r);
+        }
+    }
+}
+
+US_CPU_CLONES void layernorm_rows(const float* x, float* y, const float* w, const float* b, float* mu, float* rs,
+                                  int lo, int hi, int C) {
+    forward_rows(x, y, w, b, mu, rs, lo, hi, C);
+}
+US_CPU_CLONES void layernorm_rows(const bf16* x, bf16* y, const bf16* w, const bf16* b, float* mu, float* rs, int lo,
+                                  int hi, int C) {
+    forward_rows(x, y, w, b, mu, rs, lo, hi, C);
+}
+US_CPU_CLONES void layernorm_backward_rows(const float* x, const float* dy, float* dx, const float* w, const float* mu,
+                                           const float* rs, float* dw, float* db, int lo, int hi, int C) {
+    backward_rows(x, dy, dx, w, mu, rs, dw, db, lo, hi, C);
+}
+US_CPU_CLONES void layernorm_backward_rows(const bf16* x, const bf16* dy, bf16* dx, const bf16* w, const float* mu,
+                                           const float* rs, float* dw, float* db, int lo, int hi, int C) {
+    backward_rows(x, dy, dx, w, mu, rs, dw, db, lo, hi, C);
+}
+
+}  // namespace
 
 void CpuBackend::layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor inp, Tensor weight, Tensor bias,
                                    int N, int C) {
@@ -21,19 +84,11 @@ void CpuBackend::layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor 
         T* y = static_cast<T*>(out.data);
         const T* w = static_cast<const T*>(weight.data);
         const T* b = static_cast<const T*>(bias.data);
-#pragma omp parallel for schedule(static)
-        for (int n = 0; n < N; ++n) {
-            const T* row = x + size_t(n) * C;
-            const float m = cpu::sum_lanes(C, [row](int i) { return load(row + i); }) / float(C);
-            const float var = cpu::sum_lanes(C, [row, m](int i) {
-                const float d = load(row + i) - m;
-                return d * d;
-            });
-            const float s = 1.0f / std::sqrt(var / float(C) + kEps);
-            T* o = y + size_t(n) * C;
-            for (int i = 0; i < C; ++i) store(o + i, (load(row + i) - m) * s * load(w + i) + load(b + i));
-            mu[n] = m;
-            rs[n] = s;
+#pragma omp parallel
+        {
+            const int id = omp_get_thread_num(), team = omp_get_num_threads();
+            const int lo = int(int64_t(N) * id / team), hi = int(int64_t(N) * (id + 1) / team);
+            layernorm_rows(x, y, w, b, mu, rs, lo, hi, C);
         }
     });
 }
@@ -59,25 +114,7 @@ void CpuBackend::layernorm_backward(Tensor dinp, Tensor dweight, Tensor dbias, T
             float* __restrict db = dw + C;
             for (int i = 0; i < 2 * C; ++i) dw[i] = 0.0f;
             const int lo = int(int64_t(N) * id / team), hi = int(int64_t(N) * (id + 1) / team);
-            for (int n = lo; n < hi; ++n) {
-                const T* __restrict xr = x + size_t(n) * C;
-                const T* __restrict dyr = dy + size_t(n) * C;
-                T* __restrict dxr = dx + size_t(n) * C;
-                const float m = mu[n], r = rs[n];
-                const float dnorm_mean = cpu::sum_lanes(C, [=](int i) { return load(w + i) * load(dyr + i); }) / float(C);
-                const float dnorm_norm_mean =
-                    cpu::sum_lanes(C, [=](int i) { return load(w + i) * load(dyr + i) * ((load(xr + i) - m) * r); }) /
-                    float(C);
-#pragma omp simd
-                for (int i = 0; i < C; ++i) {
-                    const float norm = (load(xr + i) - m) * r;
-                    const float g = load(dyr + i);
-                    const float dnorm = load(w + i) * g;
-                    dw[i] += norm * g;
-                    db[i] += g;
-                    store(dxr + i, load(dxr + i) + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * r);
-                }
-            }
+            layernorm_backward_rows(x, dy, dx, w, mu, rs, dw, db, lo, hi, C);
         }
         T* gw = static_cast<T*>(dweight.data);
         T* gb = static_cast<T*>(dbias.data);
