@@ -337,6 +337,15 @@ std::string format_report(const Report& rep) {
                      t.achieved_flops_per_s / 1e9, t.peak_flops_per_s / 1e9,
                      rep.is_predicted() ? "plan's GPUs" : "ranks", 100 * t.mfu,
                      sources.empty() ? std::string("unknown") : sources);
+    // The attention term counts every query against every key; causal kernels skip the masked half, so when the term
+    // is a large share the MFU overstates what the hardware did. Say so where it matters (long sequences).
+    const PredictInput& pi = rep.predict_input;
+    const double attention_share =
+        t.model_flops_per_token > 0 ? 12.0 * double(pi.layers) * double(pi.hidden) * double(pi.seq) / t.model_flops_per_token : 0;
+    if (attention_share >= 0.1 && !rep.is_predicted())
+        s += fmt::format("  attention's 12*L*h*s is {:.0f}% of those FLOPs: it counts the whole s x s square, as PaLM's MFU "
+                         "does; causal kernels skip about half of it, so the hardware did less than this MFU reads\n",
+                         100 * attention_share);
     if (rep.predict_input.pp > 1)
         s += fmt::format("Pipeline bubble ({} schedule, pp {}, {} micro-batches): {:.3f} {} on the busiest stage "
                          "(rank {}), {:.3f} by the formula, {:.3f} simulated\n",

@@ -479,3 +479,21 @@ TEST_CASE("the memory walk takes a rank's measured expert load under ep, and onl
     no_ep.moe_expert_load.clear();
     CHECK(predict(in).memory == predict(no_ep).memory);
 }
+
+TEST_CASE("at long sequences the report says that MFU counts attention's whole square", "[cpu][analysis]") {
+    for (int seq : {32, 1024}) {
+        INFO("seq " << seq);
+        SyntheticRank r(0);
+        for (int step = 1; step <= 3; ++step) {
+            r.step(100.0 * step, 100.0 * step + 90, step);
+            r.op(100.0 * step, 100.0 * step + 80, step, 1000000);
+        }
+        auto meta = nlohmann::json::parse(metadata(0, 1, 0, 0, 1));
+        meta["config"]["seq"] = seq;  // h 64, L 4: 12*L*h*s is 7% of the FLOPs at 32, 71% at 1024
+        TraceStore store;
+        load(store, r, meta.dump());
+        const std::string text = format_report(build_report(store));
+        const bool said = text.find("it counts the whole s x s square") != std::string::npos;
+        CHECK(said == (seq == 1024));
+    }
+}
