@@ -152,6 +152,44 @@ TEST_CASE("one causal block through the blockwise ops equals the attention op", 
     }
 }
 
+// The bf16 path converts each pair's q, k, v and dO into fp32 tiles (leading dimension HD instead of the activation's
+// row stride): over three query blocks it must land on the fp32 op run on the same bf16-rounded values, to bf16's
+// rounding of the output and gradients (the gradients' margin is wider: backward's delta = dO . O reads the bf16
+// output, an error of about 2^-9 per row that each key's gradient sums over the rows that see it).
+TEST_CASE("one causal block in bf16 over several query blocks equals the fp32 op on the rounded values",
+          "[cpu][ops][cp]") {
+    const int B = 2, NH = 3, HD = 4, C = NH * HD, T = 150;
+    auto round_trip = [](std::vector<float> v) {
+        for (float& x : v) x = bf16_to_f32(f32_to_bf16(x));
+        return v;
+    };
+    auto to_bf16 = [](const std::vector<float>& v) {
+        std::vector<bf16> out(v.size());
+        for (size_t i = 0; i < v.size(); ++i) out[i] = f32_to_bf16(v[i]);
+        return out;
+    };
+    std::vector<float> qkv = round_trip(random_vector(B * T * 3 * C, 107)), dout = round_trip(random_vector(B * T * C, 108));
+    std::vector<bf16> qkv16 = to_bf16(qkv), dout16 = to_bf16(dout), out16(size_t(B) * T * C), dqkv16(qkv.size());
+    std::vector<float> acc(size_t(B) * T * C, 0.0f), mx(size_t(B) * NH * T, 0.0f), sm(mx.size(), 0.0f), lse(mx.size()),
+        delta(mx.size()), dq(acc.size(), 0.0f), dkv(size_t(B) * T * 2 * C, 0.0f), want(acc.size()),
+        probs(size_t(B) * NH * T * T), want_dqkv(qkv.size());
+    const Tensor q16 = Tensor::of(qkv16.data(), int64_t(qkv16.size()));
+    const AttentionChunkPair pair{0, 0, true};
+    const AttentionBlockArgs args{q16, q16.slice(C, q16.numel - C), B, T, NH, HD, T, &pair, 1, 3 * C};
+    backend().attention_block_forward(args, tensor_of(acc), tensor_of(mx), tensor_of(sm));
+    const Tensor out = Tensor::of(out16.data(), int64_t(out16.size())), dy = Tensor::of(dout16.data(), int64_t(dout16.size()));
+    backend().attention_block_finish(out, tensor_of(lse), tensor_of(acc), tensor_of(mx), tensor_of(sm), B, T, NH, HD);
+    backend().attention_block_delta(tensor_of(delta), dy, out, B, T, NH, HD);
+    backend().attention_block_backward(args, tensor_of(dq), tensor_of(dkv), dy, tensor_of(lse), tensor_of(delta));
+    backend().attention_block_store_grads(Tensor::of(dqkv16.data(), int64_t(dqkv16.size())), tensor_of(dq), tensor_of(dkv),
+                                          B, T, C);
+    backend().attention_forward(tensor_of(want), tensor_of(probs), tensor_of(qkv), B, T, NH, HD);
+    backend().attention_backward(tensor_of(want_dqkv), tensor_of(dout), tensor_of(qkv), tensor_of(probs), B, T, NH, HD);
+    for (size_t i = 0; i < want.size(); ++i) CHECK(bf16_to_f32(out16[i]) == Approx(want[i]).epsilon(1e-2).margin(2e-3));
+    for (size_t i = 0; i < want_dqkv.size(); ++i)
+        CHECK(bf16_to_f32(dqkv16[i]) == Approx(want_dqkv[i]).epsilon(2e-2).margin(6e-3));
+}
+
 template <int kChunk>
 void check_blockwise_backward() {
     INFO("chunk " << kChunk);
