@@ -352,4 +352,14 @@ TEST_CASE("The lessons' claims fail on reports that contradict them", "[lessons]
     CHECK(status(pipe->claims[1], {{"1f1b", one_f_one_b}}) == ClaimStatus::failed);
     set_rank_key(one_f_one_b, "micro_batches_in_flight", 2);
     CHECK(status(pipe->claims[1], {{"1f1b", one_f_one_b}}) == ClaimStatus::held);
+
+    // Flash attention: a flash run that still kept the s x s probabilities keeps as much as naive.
+    const Lesson* flash = find_lesson(set, "flash-attention");
+    REQUIRE(flash);
+    json naive = report({1, 1}), blockwise = report({1, 1});
+    set_rank_key(naive, "activations_peak_bytes", 1000);
+    set_rank_key(blockwise, "activations_peak_bytes", 990);
+    CHECK(status(flash->claims[0], {{"naive", naive}, {"flash", blockwise}}) == ClaimStatus::failed);
+    set_rank_key(blockwise, "activations_peak_bytes", 512);
+    CHECK(status(flash->claims[0], {{"naive", naive}, {"flash", blockwise}}) == ClaimStatus::held);
 }
