@@ -32,7 +32,7 @@ shot "$gpu" --view memory --fit-step 10 --screenshot "$here/gpu-memory-gpt2-124m
 shot "$gpu" --view timeline --fit-step 10 --screenshot "$here/gpu-timeline-gpt2-124m-h100.png"
 rm -f "$here"/*.png.json
 # Workshop lessons (docs/lessons.md): each lesson's runs launched in turn, its views outlined, its claims checked.
-for lesson in mixed-precision zero pipeline; do
+for lesson in mixed-precision zero pipeline flash-attention; do
   shot --lesson "$lesson" --lesson-runs all --screenshot "$here/lesson-$lesson.png"
 done
 # The planner (docs/planner.md): Llama 3 70B on 1,024 H100s, every layout ranked, the best one's memory and time.
