@@ -21,8 +21,9 @@ CpuBackend& backend() {
 
 // A sequence of S = 4 chunks of c rows; the queries are this rank's chunks 1 and 2 (local rows [0, c) and
 // [c, 2c)), the keys come in two blocks: block A holds global chunks 0 and 3, block B chunks 1 and 2 (the rank's
-// own). B = 2 sequences, NH = 2 heads of HD = 8. Chunks of 3 rows fit in one of the kernel's 64-row query blocks;
-// chunks of 70 take two, the second partial, with the causal pairs' key range cut at each block's last row.
+// own). B = 2 sequences, NH = 2 heads of HD = 8. Chunks of 3 rows fit in one of the kernel's 64-row query blocks
+// and 128-key backward blocks; chunks of 140 take three query blocks and two key blocks, the last ones partial,
+// with the causal pairs' key range cut at each block's last row.
 template <int kChunk>
 struct SetupOf {
     static constexpr int B = 2, NH = 2, HD = 8, C = NH * HD, c = kChunk, T = 2 * c;  // T: local rows
@@ -119,11 +120,12 @@ void check_merge() {
 
 TEST_CASE("the online-softmax merge of key blocks equals one softmax over every visible key", "[cpu][ops][cp]") {
     check_merge<3>();
-    check_merge<70>();
+    check_merge<140>();
 }
 
 // One rank's `--attention flash`: one causal pair per sequence, k and v read from qkv in place (kv_stride 3C),
-// against the attention op, forward and backward. T = 7 is one query block; T = 150 is three, the last partial.
+// against the attention op, forward and backward. T = 7 is one query block; T = 150 is three, the last partial
+// (and two backward key blocks).
 TEST_CASE("one causal block through the blockwise ops equals the attention op", "[cpu][ops][cp]") {
     for (int T : {7, 150}) {
         INFO("T " << T);
@@ -218,7 +220,7 @@ void check_blockwise_backward() {
 
 TEST_CASE("blockwise attention backward matches finite differences", "[cpu][ops][cp][gradcheck]") {
     check_blockwise_backward<3>();
-    check_blockwise_backward<70>();
+    check_blockwise_backward<140>();
 }
 
 TEST_CASE("rope at given positions rotates as the rows of a longer sequence", "[cpu][ops][cp]") {
