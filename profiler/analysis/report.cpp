@@ -316,10 +316,11 @@ std::string format_report(const Report& rep) {
                          p.value("layout", std::string("?")), rep.world_size);
     }
     if (!c.empty()) s += fmt::format("Run: {} rank(s); model h {} L {} heads {} seq {} vocab {}; micro-batch {} x {} micro-batches; {}; "
-                     "ZeRO-{}\n",
+                     "ZeRO-{}; attention {}\n",
                      rep.world_size, c.value("hidden", 0), c.value("layers", 0), c.value("heads", 0), c.value("seq", 0),
                      c.value("vocab", 0), c.value("batch", 0), c.value("grad_accum", 0),
-                     c.value("precision", std::string("?")), c.value("zero", 0));
+                     c.value("precision", std::string("?")), c.value("zero", 0),
+                     c.value("attention", std::string("naive")));
     if (rep.predict_input.moe_experts > 0)
         s += fmt::format("  mixture of experts: every {} block(s) E {} experts, top-{}, ep {}; {} parameters, {} active "
                          "per token\n",

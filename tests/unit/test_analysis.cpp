@@ -480,7 +480,7 @@ TEST_CASE("the memory walk takes a rank's measured expert load under ep, and onl
     CHECK(predict(in).memory == predict(no_ep).memory);
 }
 
-TEST_CASE("at long sequences the report says that MFU counts attention's whole square", "[cpu][analysis]") {
+TEST_CASE("at long sequences the report says that MFU counts attention's whole square, and names the kernel", "[cpu][analysis]") {
     for (int seq : {32, 1024}) {
         INFO("seq " << seq);
         SyntheticRank r(0);
@@ -490,10 +490,13 @@ TEST_CASE("at long sequences the report says that MFU counts attention's whole s
         }
         auto meta = nlohmann::json::parse(metadata(0, 1, 0, 0, 1));
         meta["config"]["seq"] = seq;  // h 64, L 4: 12*L*h*s is 7% of the FLOPs at 32, 71% at 1024
+        meta["config"]["attention"] = seq == 1024 ? "flash" : "naive";
         TraceStore store;
         load(store, r, meta.dump());
         const std::string text = format_report(build_report(store));
         const bool said = text.find("it counts the whole s x s square") != std::string::npos;
         CHECK(said == (seq == 1024));
+        // the run line names the attention kernel
+        CHECK(text.find(seq == 1024 ? "ZeRO-0; attention flash\n" : "ZeRO-0; attention naive\n") != std::string::npos);
     }
 }
