@@ -8,38 +8,23 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/gemm_bf16.h"
+#include "tests/bench/bench_timing.h"
 
 extern "C" char* openblas_get_corename(void);
 
 using namespace us;
+using us::bench::best_seconds;
 
 namespace {
 
 constexpr int kB = 8, kNH = 4, kHD = 64, kC = kNH * kHD;
 constexpr int kBlock = 64;  // the kernels' query/key block
-
-double seconds_now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-template <typename Fn>
-double best_seconds(int reps, Fn&& fn) {
-    fn();
-    double best = 1e30;
-    for (int r = 0; r < reps; ++r) {
-        const double t0 = seconds_now();
-        fn();
-        best = std::min(best, seconds_now() - t0);
-    }
-    return best;
-}
 
 // Multiply-adds of one (T x T x HD) causal product taken by 64-row blocks, each over the keys up to its last row.
 double causal_block_macs(int T) {

@@ -9,22 +9,18 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include "engine/backend/cpu/fast_math.h"
+#include "tests/bench/bench_timing.h"
 
 extern "C" char* openblas_get_corename(void);
 
 namespace {
 
 constexpr int kM = 2048, kN = 1024, kK = 256;
-
-double seconds_now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void gelu(const float* x, float* y, size_t n) {
 #pragma omp simd
@@ -72,14 +68,7 @@ int main(int argc, char** argv) {
     double best[5][3];
     for (int round = 0; round < 3; ++round)
         for (int p = 0; p < 5; ++p) {
-            run(o, threads, panels[p]);
-            double b = 1e30;
-            for (int rep = 0; rep < 10; ++rep) {
-                const double t0 = seconds_now();
-                run(o, threads, panels[p]);
-                b = std::min(b, seconds_now() - t0);
-            }
-            best[p][round] = b * 1e3;
+            best[p][round] = us::bench::best_seconds(10, [&] { run(o, threads, panels[p]); }) * 1e3;
         }
     for (int p = 0; p < 5; ++p) {
         char label[64];

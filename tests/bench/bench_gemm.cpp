@@ -5,7 +5,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -13,10 +12,12 @@
 #include <vector>
 
 #include "engine/backend/cpu/gemm_bf16.h"
+#include "tests/bench/bench_timing.h"
 
 extern "C" char* openblas_get_corename(void);
 extern "C" void openblas_set_num_threads(int);
 
+using us::bench::best_seconds;
 using us::bf16;
 using us::GemmArgs;
 using us::Tensor;
@@ -46,23 +47,6 @@ std::vector<Shape> training_shapes(int C) {
         {"bwd dW fc dY^T X", true, false, 4 * C, C, kM, 1.0f},
         {"bwd dW lm dY^T X", true, false, kV, C, kM, 1.0f},
     };
-}
-
-double seconds_now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Best wall time of `reps` runs after one warm-up run.
-template <typename Fn>
-double best_seconds(int reps, Fn&& fn) {
-    fn();
-    double best = 1e30;
-    for (int r = 0; r < reps; ++r) {
-        const double t0 = seconds_now();
-        fn();
-        best = std::min(best, seconds_now() - t0);
-    }
-    return best;
 }
 
 struct Operands {
