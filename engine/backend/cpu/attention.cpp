@@ -13,6 +13,7 @@
 #include "engine/backend/cpu/fast_math.h"
 #include "engine/backend/cpu/isa_clones.h"
 #include "engine/backend/cpu/lane_reductions.h"
+#include "engine/backend/cpu/softmax_row.h"
 
 namespace us {
 
@@ -57,12 +58,7 @@ Strided head_matrix(X* src, int T, int HD, int row_stride, float* tile, bool gat
 
 // One causal row in place: the first n scores become probabilities, the rest of the T zeros.
 US_CPU_CLONES void softmax_causal_row(float* row, int n, int T) {
-    const float maxv = cpu::max_lanes(row, n);
-#pragma omp simd
-    for (int j = 0; j < n; ++j) row[j] = cpu::exp_nonpositive(row[j] - maxv);
-    const float inv = 1.0f / cpu::sum_lanes(row, n);
-#pragma omp simd
-    for (int j = 0; j < n; ++j) row[j] *= inv;
+    cpu::softmax_in_place(row, n);
     for (int j = n; j < T; ++j) row[j] = 0.0f;
 }
 

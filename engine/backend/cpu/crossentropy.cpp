@@ -9,20 +9,14 @@
 #include "engine/backend/cpu/fast_math.h"
 #include "engine/backend/cpu/isa_clones.h"
 #include "engine/backend/cpu/lane_reductions.h"
+#include "engine/backend/cpu/softmax_row.h"
 
 namespace us {
 
 namespace {
 
 // A row of logits in place into probabilities.
-US_CPU_CLONES void softmax_row(float* row, int V) {
-    const float maxv = cpu::max_lanes(row, V);
-#pragma omp simd
-    for (int i = 0; i < V; ++i) row[i] = cpu::exp_nonpositive(row[i] - maxv);
-    const float inv = 1.0f / cpu::sum_lanes(row, V);
-#pragma omp simd
-    for (int i = 0; i < V; ++i) row[i] *= inv;
-}
+US_CPU_CLONES void softmax_row(float* row, int V) { cpu::softmax_in_place(row, V); }
 
 US_CPU_CLONES float row_max(const float* row, int n) { return cpu::max_lanes(row, n); }
 
