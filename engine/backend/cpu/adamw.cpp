@@ -1,11 +1,10 @@
 // AdamW (Loshchilov & Hutter 2019) in the form torch.optim.AdamW computes it, so the golden test can compare
 // steps: p *= 1 - lr*wd; m, v updated; p += -(lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps).
-#include <omp.h>
-
 #include <cmath>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/isa_clones.h"
+#include "engine/backend/cpu/thread_pieces.h"
 
 namespace us {
 
@@ -66,12 +65,9 @@ void CpuBackend::adamw(const AdamWArgs& a) {
     float* w32 = has_master ? a.master.f32() : a.params.f32();
     bf16* w16 = has_master ? a.params.b16() : nullptr;
     with_typed(a.grads, [&](auto* g) {
-#pragma omp parallel
-        {
-            const int64_t id = omp_get_thread_num(), team = omp_get_num_threads();
-            const int64_t lo = n * id / team, hi = n * (id + 1) / team;
-            if (hi > lo) update_range(k, g + lo, w32 + lo, w16 ? w16 + lo : nullptr, m + lo, v + lo, hi - lo);
-        }
+        cpu::for_each_thread_piece(n, m_threads, [&](int, int64_t lo, int64_t hi) {
+            update_range(k, g + lo, w32 + lo, w16 ? w16 + lo : nullptr, m + lo, v + lo, hi - lo);
+        });
     });
 }
 

@@ -1,12 +1,11 @@
 // GeLU with the tanh approximation (Hendrycks & Gimpel 2016), as GPT-2 and nn.GELU(approximate="tanh"). The tanh
 // is compute-bound, so the loops are compiled per instruction set and picked at run time (isa_clones.h).
-#include <omp.h>
-
 #include <cmath>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/fast_math.h"
 #include "engine/backend/cpu/isa_clones.h"
+#include "engine/backend/cpu/thread_pieces.h"
 
 namespace us {
 
@@ -46,24 +45,14 @@ US_CPU_CLONES void gelu_backward_range(const bf16* x, const bf16* dy, bf16* dx, 
     gelu_backward_body(x, dy, dx, n);
 }
 
-// [0, n) in one contiguous piece per thread, as a static schedule cuts it.
-template <typename Fn>
-void per_thread_range(int64_t n, Fn&& fn) {
-#pragma omp parallel
-    {
-        const int64_t id = omp_get_thread_num(), team = omp_get_num_threads();
-        const int64_t lo = n * id / team, hi = n * (id + 1) / team;
-        if (hi > lo) fn(lo, hi - lo);
-    }
-}
-
 }  // namespace
 
 void CpuBackend::gelu_forward(Tensor out, Tensor inp) {
     with_typed(inp, [&](auto* x) {
         using T = std::remove_pointer_t<decltype(x)>;
         T* y = static_cast<T*>(out.data);
-        per_thread_range(inp.numel, [&](int64_t lo, int64_t n) { gelu_forward_range(x + lo, y + lo, n); });
+        cpu::for_each_thread_piece(inp.numel, m_threads,
+                                   [&](int, int64_t lo, int64_t hi) { gelu_forward_range(x + lo, y + lo, hi - lo); });
     });
 }
 
@@ -72,7 +61,9 @@ void CpuBackend::gelu_backward(Tensor dinp, Tensor inp, Tensor dout) {
         using T = std::remove_pointer_t<decltype(x)>;
         T* dx = static_cast<T*>(dinp.data);
         const T* dy = static_cast<const T*>(dout.data);
-        per_thread_range(inp.numel, [&](int64_t lo, int64_t n) { gelu_backward_range(x + lo, dy + lo, dx + lo, n); });
+        cpu::for_each_thread_piece(inp.numel, m_threads, [&](int, int64_t lo, int64_t hi) {
+            gelu_backward_range(x + lo, dy + lo, dx + lo, hi - lo);
+        });
     });
 }
 

@@ -1,11 +1,10 @@
 // LayerNorm (Ba et al. 2016), eps 1e-5, statistics in fp32 whatever the storage type.
-#include <omp.h>
-
 #include <cmath>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/isa_clones.h"
 #include "engine/backend/cpu/lane_reductions.h"
+#include "engine/backend/cpu/thread_pieces.h"
 
 namespace us {
 
@@ -84,12 +83,9 @@ void CpuBackend::layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor 
         T* y = static_cast<T*>(out.data);
         const T* w = static_cast<const T*>(weight.data);
         const T* b = static_cast<const T*>(bias.data);
-#pragma omp parallel
-        {
-            const int id = omp_get_thread_num(), team = omp_get_num_threads();
-            const int lo = int(int64_t(N) * id / team), hi = int(int64_t(N) * (id + 1) / team);
-            layernorm_rows(x, y, w, b, mu, rs, lo, hi, C);
-        }
+        cpu::for_each_thread_piece(N, m_threads, [&](int, int64_t lo, int64_t hi) {
+            layernorm_rows(x, y, w, b, mu, rs, int(lo), int(hi), C);
+        });
     });
 }
 
@@ -107,15 +103,12 @@ void CpuBackend::layernorm_backward(Tensor dinp, Tensor dweight, Tensor dbias, T
         T* dx = static_cast<T*>(dinp.data);
         const T* dy = static_cast<const T*>(dout.data);
         const T* w = static_cast<const T*>(weight.data);
-#pragma omp parallel num_threads(nt)
-        {
-            const int id = omp_get_thread_num(), team = omp_get_num_threads();
-            float* __restrict dw = partial + size_t(id) * 2 * C;
-            float* __restrict db = dw + C;
+        cpu::for_each_thread_piece(N, nt, [&](int id, int64_t lo, int64_t hi) {
+            float* dw = partial + size_t(id) * 2 * C;
+            float* db = dw + C;
             for (int i = 0; i < 2 * C; ++i) dw[i] = 0.0f;
-            const int lo = int(int64_t(N) * id / team), hi = int(int64_t(N) * (id + 1) / team);
-            layernorm_backward_rows(x, dy, dx, w, mu, rs, dw, db, lo, hi, C);
-        }
+            layernorm_backward_rows(x, dy, dx, w, mu, rs, dw, db, int(lo), int(hi), C);
+        });
         T* gw = static_cast<T*>(dweight.data);
         T* gb = static_cast<T*>(dbias.data);
         for (int i = 0; i < C; ++i) {
