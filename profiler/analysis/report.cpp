@@ -344,7 +344,7 @@ std::string format_report(const Report& rep) {
     const double attention_share =
         t.model_flops_per_token > 0 ? 12.0 * double(pi.layers) * double(pi.hidden) * double(pi.seq) / t.model_flops_per_token : 0;
     if (attention_share >= 0.1 && !rep.is_predicted())
-        s += fmt::format("  attention's 12*L*h*s is {:.0f}% of those FLOPs: it counts the whole s x s square, as PaLM's MFU "
+        s += fmt::format("  attention's 12*L*h*s is {:.0f}% of those FLOPs (formula): it counts the whole s x s square, as PaLM's MFU "
                          "does; causal kernels skip about half of it, so the hardware did less than this MFU reads\n",
                          100 * attention_share);
     if (rep.predict_input.pp > 1)
