@@ -102,6 +102,10 @@ def main():
     if a.published:
         published(u)
         return
+    layouts = [row for row in LAYOUTS if not a.only or a.only in row[0]]
+    if not layouts:
+        raise SystemExit(f"bench_planner: no layout's label contains {a.only!r}; the labels are: "
+                         + ", ".join(label for label, _, _ in LAYOUTS))
     cores = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as tmp:
         machine = a.machine or os.path.join(tmp, "machine.json")
@@ -114,9 +118,7 @@ def main():
         print(f"{'layout':<26} {'ranks':>5} | {'step pred':>9} {'measured':>9} {'error':>7} | "
               f"{'mem pred':>10} {'measured':>10} {'error':>7}")
         step_errors, mem_errors, routed_errors = [], [], []
-        for label, ranks, flags in LAYOUTS:
-            if a.only and a.only not in label:
-                continue
+        for label, ranks, flags in layouts:
             base = ("--preset small " if "--preset" not in flags else "") + flags
             over = ranks > cores
             nodes = ["--nodes", str((ranks + cores - 1) // cores)] if over else []
