@@ -121,6 +121,24 @@ TEST_CASE("engine matches the PyTorch reference: loss, log-probabilities, gradie
         std::vector<float> got(size_t(t.numel));
         trainer.state().export_tensor(t, StateSlot::weights, got.data());
         INFO("weights after the steps: " << t.name);
-        CHECK(max_abs_diff_relative(got, floats(ref, "final." + t.name)) < 1e-4);
+        const std::vector<float> want = floats(ref, "final." + t.name);
+        if (t.name.ends_with("attn.c_attn.bias")) {
+            // The key bias adds q.b_k to every score of a row, which the softmax cancels: its gradient is zero up to
+            // rounding, and AdamW divides that noise by its own size, so these weights move by rounding noise
+            // (3.4e-7 here with OpenBLAS's Prescott kernel, 1e-9 for the query and value biases). The query and
+            // value thirds keep the strict bound; the key third is bounded absolutely.
+            const size_t third = got.size() / 3;
+            auto slice = [&](const std::vector<float>& v, size_t part) {
+                return std::vector<float>(v.begin() + std::ptrdiff_t(part * third),
+                                          v.begin() + std::ptrdiff_t((part + 1) * third));
+            };
+            CHECK(max_abs_diff_relative(slice(got, 0), slice(want, 0)) < 1e-4);
+            CHECK(max_abs_diff_relative(slice(got, 2), slice(want, 2)) < 1e-4);
+            double key_diff = 0;
+            for (size_t i = third; i < 2 * third; ++i) key_diff = std::max(key_diff, std::abs(double(got[i]) - want[i]));
+            CHECK(key_diff < 1e-5);
+        } else {
+            CHECK(max_abs_diff_relative(got, want) < 1e-4);
+        }
     }
 }
