@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/blas_kernel.h"
 #include "engine/comm/mpi_comm.h"
 #include "engine/core/check.h"
 #include "engine/parallel/grid.h"
@@ -82,6 +83,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    us::cpu::ensure_openblas_kernel(argv);  // may re-execute this program with OPENBLAS_CORETYPE set
     try {
         return run(argc, argv);
     } catch (const us::UserError& e) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "engine/backend/cpu/blas_kernel.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/gemm_bf16.h"
 #include "tests/bench/bench_timing.h"
@@ -82,6 +83,7 @@ Timing time_flash(CpuBackend& be, int T, int reps, std::vector<float>& qkv, std:
 }  // namespace
 
 int main(int argc, char** argv) {
+    us::cpu::ensure_openblas_kernel(argv);  // the kernels the trainer runs on (blas_kernel.h)
     const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
     std::vector<int> thread_counts;
     for (int i = 2; i < argc; ++i) thread_counts.push_back(std::max(1, std::atoi(argv[i])));

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/cpu/blas_kernel.h"
 #include "engine/backend/cpu/gemm_bf16.h"
 #include "tests/bench/bench_timing.h"
 
@@ -101,6 +102,7 @@ double time_bf16(const Shape& s, Operands& o, Bf16GemmKernel kernel, int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    us::cpu::ensure_openblas_kernel(argv);  // the kernels the trainer runs on (blas_kernel.h)
     const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
     const std::string filter = argc > 2 ? argv[2] : "";
     const bool have_avx512 = us::cpu::cpu_supports_avx512_bf16();

@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "engine/backend/cpu/blas_kernel.h"
 #include "engine/backend/cpu/peak.h"
 
 int main(int argc, char** argv) {
+    us::cpu::ensure_openblas_kernel(argv);  // the kernels the trainer runs on (blas_kernel.h)
     const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
     const auto p = us::cpu::measure_sgemm_peak(threads, 2.0);
     std::printf("{\"threads\": %d, \"gflops\": %.1f, \"n\": %d, \"blas_kernel\": \"%s\"}\n", p.threads, p.gflops,

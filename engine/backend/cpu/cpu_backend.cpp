@@ -7,6 +7,7 @@
 #include <cmath>
 #include <thread>
 
+#include "engine/backend/cpu/blas_kernel.h"
 #include "engine/backend/cpu/gemm_bf16.h"
 
 extern "C" char* openblas_get_corename(void);
@@ -23,8 +24,9 @@ CpuBackend::CpuBackend(int threads) {
 
 std::string CpuBackend::device_description() const {
     const auto kernel = cpu::resolve_bf16_gemm_kernel(cpu::Bf16GemmKernel::automatic);
-    return fmt::format("cpu ({} threads, OpenBLAS {} kernel, bf16 GEMM {})", m_threads, openblas_get_corename(),
-                       cpu::bf16_gemm_kernel_name(kernel));
+    const std::string note = cpu::openblas_kernel_note();
+    return fmt::format("cpu ({} threads, OpenBLAS {} kernel{}, bf16 GEMM {})", m_threads, openblas_get_corename(),
+                       note.empty() ? "" : " (" + note + ")", cpu::bf16_gemm_kernel_name(kernel));
 }
 
 float* CpuBackend::scratch(size_t floats) {
