@@ -29,36 +29,61 @@ std::string instance_key(const nlohmann::json& coords, int group) {
     return key;
 }
 
-}  // namespace
+// One matched collective of a rank: its span and how long it waited for the group's last rank.
+struct Matched {
+    int group;
+    int64_t begin, end, wait;
+};
 
-std::map<int, std::array<double, kGroupCount>> collective_waits(const TraceStore& store, int first_steady_step) {
-    std::map<int, std::array<double, kGroupCount>> waits;
-    // (group, instance) -> per member rank, the durations of its collectives in issue (begin) order
-    std::map<std::pair<int, std::string>, std::map<int, std::vector<int64_t>>> members;
+// rank -> its collectives over the spans of steps >= first_step, each with its wait: the k-th collective of a group
+// instance is the same operation on each of its ranks, and the shortest of its durations is the transfer.
+std::map<int, std::vector<Matched>> matched_collectives(const TraceStore& store, int first_step) {
+    std::map<int, std::vector<Matched>> out;
+    // (group, instance) -> per member rank, its collectives in issue (begin) order
+    std::map<std::pair<int, std::string>, std::map<int, std::vector<const Span*>>> members;
     for (int r : store.ranks()) {
-        waits[r].fill(0.0);
+        out[r];
         const RankTrace& rt = *store.rank(r);
         const nlohmann::json coords = rt.metadata.value("coords", nlohmann::json::object());
         for (const Span& s : rt.lanes[size_t(Lane::comm)].spans()) {  // sorted by begin
-            if (s.kind != SpanKind::comm || s.group >= kGroupCount || s.step < first_steady_step) continue;
+            if (s.kind != SpanKind::comm || s.group >= kGroupCount || s.step < first_step) continue;
             // Collectives only: point-to-point transfers (the cp ring's) overlap each other and pair up across
             // ranks as send and receive, not as one operation.
             if (s.op == OpClass::send || s.op == OpClass::recv) continue;
-            members[{s.group, instance_key(coords, s.group)}][r].push_back(s.end - s.begin);
+            members[{s.group, instance_key(coords, s.group)}][r].push_back(&s);
         }
     }
     for (const auto& [group, ranks] : members) {
         if (ranks.size() < 2) continue;
         size_t count = SIZE_MAX;  // a truncated trace: match what every member recorded
-        for (const auto& [r, durations] : ranks) count = std::min(count, durations.size());
+        for (const auto& [r, spans] : ranks) count = std::min(count, spans.size());
         for (size_t k = 0; k < count; ++k) {
             int64_t transfer = INT64_MAX;
-            for (const auto& [r, durations] : ranks) transfer = std::min(transfer, durations[k]);
-            for (const auto& [r, durations] : ranks)
-                waits[r][size_t(group.first)] += double(durations[k] - transfer) / 1e9;
+            for (const auto& [r, spans] : ranks) transfer = std::min(transfer, spans[k]->end - spans[k]->begin);
+            for (const auto& [r, spans] : ranks)
+                out[r].push_back({group.first, spans[k]->begin, spans[k]->end, spans[k]->end - spans[k]->begin - transfer});
         }
     }
+    return out;
+}
+
+}  // namespace
+
+std::map<int, std::array<double, kGroupCount>> collective_waits(const TraceStore& store, int first_steady_step) {
+    std::map<int, std::array<double, kGroupCount>> waits;
+    for (const auto& [r, collectives] : matched_collectives(store, first_steady_step)) {
+        waits[r].fill(0.0);
+        for (const Matched& m : collectives) waits[r][size_t(m.group)] += double(m.wait) / 1e9;
+    }
     return waits;
+}
+
+std::map<int, std::vector<std::pair<int64_t, int64_t>>> collective_wait_intervals(const TraceStore& store, int group) {
+    std::map<int, std::vector<std::pair<int64_t, int64_t>>> out;
+    for (const auto& [r, collectives] : matched_collectives(store, 0))
+        for (const Matched& m : collectives)
+            if (m.group == group && m.wait > 0) out[r].emplace_back(m.begin, m.begin + m.wait);
+    return out;
 }
 
 }  // namespace us::prof

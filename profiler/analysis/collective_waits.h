@@ -16,4 +16,8 @@ namespace us::prof {
 // rank -> seconds waited per group (kGroupNames order), over the spans of steps >= first_steady_step.
 std::map<int, std::array<double, kGroupCount>> collective_waits(const TraceStore& store, int first_steady_step);
 
+// rank -> when it waited inside the collectives of `group`: the first (duration - transfer) of each span, since a
+// rank that arrives early waits before the transfer can begin. Unmerged, in issue order.
+std::map<int, std::vector<std::pair<int64_t, int64_t>>> collective_wait_intervals(const TraceStore& store, int group);
+
 }  // namespace us::prof

@@ -37,4 +37,18 @@ int64_t intersection_length(const std::vector<Interval>& a, const std::vector<In
     return t;
 }
 
+std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+    std::vector<Interval> out;
+    size_t j = 0;
+    for (auto [lo, hi] : a) {
+        while (j < b.size() && b[j].second <= lo) ++j;  // B's intervals wholly before this one
+        for (size_t k = j; k < b.size() && b[k].first < hi; ++k) {
+            if (b[k].first > lo) out.emplace_back(lo, b[k].first);
+            lo = std::max(lo, b[k].second);
+        }
+        if (hi > lo) out.emplace_back(lo, hi);
+    }
+    return out;
+}
+
 }  // namespace us::prof

@@ -15,5 +15,7 @@ std::vector<Interval> union_of(std::vector<Interval> intervals, int64_t lo, int6
 int64_t total_length(const std::vector<Interval>& merged);
 // |A ∩ B| for two merged (sorted, disjoint) unions.
 int64_t intersection_length(const std::vector<Interval>& a, const std::vector<Interval>& b);
+// A \ B for two merged unions: the parts of A that no interval of B covers (merged).
+std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b);
 
 }  // namespace us::prof

@@ -155,6 +155,7 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
         b.first_op = first_op;
         b.last_op = last_op;
         b.busy_set = CM;
+        b.compute_set = C;
         // activations in flight: forwards done minus backwards (or Ws, when the backward is split) done
         std::vector<std::pair<int64_t, int>> marks;
         bool split = false;
@@ -178,7 +179,7 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
 }
 
 void apply_pipeline_windows(std::vector<std::vector<StepBreakdown>>& steps, const std::vector<int>& replica_of,
-                            int chunks) {
+                            int chunks, const std::vector<std::vector<Interval>>& pipeline_waits) {
     std::map<std::pair<int, int>, std::pair<int64_t, int64_t>> window;  // (replica, step) -> [first, last)
     for (size_t r = 0; r < steps.size(); ++r)
         for (const auto& b : steps[r]) {
@@ -195,7 +196,13 @@ void apply_pipeline_windows(std::vector<std::vector<StepBreakdown>>& steps, cons
             auto it = window.find({replica_of[r], b.step});
             if (it == window.end() || b.compute_s <= 0) continue;
             const auto [lo, hi] = it->second;
-            const int64_t busy = total_length(union_of(b.busy_set, lo, hi));
+            std::vector<Interval> busy_set = b.busy_set;
+            if (r < pipeline_waits.size() && !pipeline_waits[r].empty()) {
+                // waiting inside the embedding all-reduce with no op running is the pipeline's idle time
+                const auto waiting = subtract(union_of(pipeline_waits[r], b.begin, b.end), b.compute_set);
+                busy_set = subtract(busy_set, waiting);
+            }
+            const int64_t busy = total_length(union_of(busy_set, lo, hi));
             b.bubble_s = double(hi - lo - busy) / 1e9;
             b.bubble_fraction = b.bubble_s / b.compute_s;
         }

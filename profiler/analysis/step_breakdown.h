@@ -7,7 +7,10 @@
 // and the last op of the step, as a fraction of its op time (the ideal time), which is what (pp - 1) / m predicts;
 // time spent in a tensor- or data-parallel collective is exposed communication, not bubble. "First and last" are
 // the pipeline's (over all its stages: apply_pipeline_windows), so that a late-starting stage's wait for the
-// warm-up counts, as in the theory; stage_bubble_fraction uses the stage's own first and last op.
+// warm-up counts, as in the theory; stage_bubble_fraction uses the stage's own first and last op. One collective
+// is the pipeline's own: the tied embedding's gradient all-reduce between the first and the last stage, where a
+// stage that finished its backward waits for the other stage's; that wait (found by matching the collective across
+// the two ranks, collective_waits.h) counts as bubble in the pipeline window, and stays exposed communication too.
 // Per process group (dp, tp, pp ...): the time its collectives were outstanding, the part of it no compute
 // covered (exposed: tensor-parallel collectives block the compute thread, so they are all exposed), and the bytes
 // the rank sent for them (ring algorithms, from each collective's buffer size and the group's size).
@@ -43,6 +46,7 @@ struct StepBreakdown {
     bool device_truth = false;   // C and M came from the device lanes (a GPU traced by CUPTI)
     int64_t first_op = 0, last_op = 0;        // ns
     std::vector<Interval> busy_set;           // C ∪ M, for the pipeline windows
+    std::vector<Interval> compute_set;        // C
     int micro_batches_in_flight = 0;          // most forwards whose backward (or W) had not finished
     double attention_s = 0;  // time in attention ops (RoPE aside): what context parallelism's balance is about
     int64_t attention_flops = 0;  // the FLOPs those attention ops carry: the work, whatever the machine's noise
@@ -58,9 +62,10 @@ double bytes_sent(OpClass op, double bytes, int n);
 
 // Re-measures bubble_s / bubble_fraction of pipeline stages over the pipeline's window: per data-parallel replica
 // and step, from the earliest first op to the latest last op of its stages. steps[r] are rank r's steps;
-// replica_of[r] / stage_of[r] its coordinates.
+// replica_of[r] its coordinates; pipeline_waits[r] (empty, or one list per rank) the intervals rank r spent
+// waiting inside the embedding group's all-reduce, which count as idle there.
 void apply_pipeline_windows(std::vector<std::vector<StepBreakdown>>& steps, const std::vector<int>& replica_of,
-                            int chunks);
+                            int chunks, const std::vector<std::vector<Interval>>& pipeline_waits = {});
 
 // One entry per step the rank recorded (by its step spans), in step order.
 std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank);
