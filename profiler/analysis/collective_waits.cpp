@@ -78,11 +78,12 @@ std::map<int, std::array<double, kGroupCount>> collective_waits(const TraceStore
     return waits;
 }
 
-std::map<int, std::vector<std::pair<int64_t, int64_t>>> collective_wait_intervals(const TraceStore& store, int group) {
-    std::map<int, std::vector<std::pair<int64_t, int64_t>>> out;
+std::map<int, std::vector<Interval>> collective_wait_intervals(const TraceStore& store, int group) {
+    std::map<int, std::vector<Interval>> out;
     for (const auto& [r, collectives] : matched_collectives(store, 0))
         for (const Matched& m : collectives)
             if (m.group == group && m.wait > 0) out[r].emplace_back(m.begin, m.begin + m.wait);
+    for (auto& [r, waits] : out) waits = union_of(std::move(waits), INT64_MIN, INT64_MAX);
     return out;
 }
 

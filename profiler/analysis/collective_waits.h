@@ -8,6 +8,7 @@
 #include <array>
 #include <map>
 
+#include "profiler/analysis/intervals.h"
 #include "profiler/event.h"
 #include "profiler/trace/trace_store.h"
 
@@ -17,7 +18,7 @@ namespace us::prof {
 std::map<int, std::array<double, kGroupCount>> collective_waits(const TraceStore& store, int first_steady_step);
 
 // rank -> when it waited inside the collectives of `group`: the first (duration - transfer) of each span, since a
-// rank that arrives early waits before the transfer can begin. Unmerged, in issue order.
-std::map<int, std::vector<std::pair<int64_t, int64_t>>> collective_wait_intervals(const TraceStore& store, int group);
+// rank that arrives early waits before the transfer can begin. Merged (intervals.h), over the whole run.
+std::map<int, std::vector<Interval>> collective_wait_intervals(const TraceStore& store, int group);
 
 }  // namespace us::prof

@@ -37,6 +37,14 @@ int64_t intersection_length(const std::vector<Interval>& a, const std::vector<In
     return t;
 }
 
+std::vector<Interval> clip(const std::vector<Interval>& merged, int64_t lo, int64_t hi) {
+    std::vector<Interval> out;
+    auto it = std::upper_bound(merged.begin(), merged.end(), lo,
+                               [](int64_t t, const Interval& i) { return t < i.second; });  // first ending after lo
+    for (; it != merged.end() && it->first < hi; ++it) out.emplace_back(std::max(it->first, lo), std::min(it->second, hi));
+    return out;
+}
+
 std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b) {
     std::vector<Interval> out;
     size_t j = 0;

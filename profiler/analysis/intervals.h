@@ -15,6 +15,8 @@ std::vector<Interval> union_of(std::vector<Interval> intervals, int64_t lo, int6
 int64_t total_length(const std::vector<Interval>& merged);
 // |A ∩ B| for two merged (sorted, disjoint) unions.
 int64_t intersection_length(const std::vector<Interval>& a, const std::vector<Interval>& b);
+// The part of a merged union inside [lo, hi), found by binary search (no sort): a step's slice of a whole run's union.
+std::vector<Interval> clip(const std::vector<Interval>& merged, int64_t lo, int64_t hi);
 // A \ B for two merged unions: the parts of A that no interval of B covers (merged).
 std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b);
 

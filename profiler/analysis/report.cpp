@@ -140,15 +140,9 @@ Report build_report(const TraceStore& store) {
         all_steps.push_back(analyze_steps(store, r));
         replica_of.push_back(coord(store.rank(r)->metadata.value("coords", nlohmann::json::object()), "dp"));
     }
-    if (rep.predict_input.pp > 1) {
-        const auto waits = collective_wait_intervals(store, group_index("embedding"));
-        std::vector<std::vector<Interval>> pipeline_waits;
-        for (int r : store.ranks()) {
-            const auto it = waits.find(r);
-            pipeline_waits.push_back(it == waits.end() ? std::vector<Interval>{} : it->second);
-        }
-        apply_pipeline_windows(all_steps, replica_of, rep.predict_input.pp_chunks, pipeline_waits);
-    }
+    if (rep.predict_input.pp > 1)
+        apply_pipeline_windows(all_steps, replica_of, rep.predict_input.pp_chunks,
+                               collective_wait_intervals(store, group_index("embedding")));
     size_t index = 0;
     for (int r : store.ranks()) {
         const RankTrace& rt = *store.rank(r);

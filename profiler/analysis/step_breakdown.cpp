@@ -179,7 +179,7 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
 }
 
 void apply_pipeline_windows(std::vector<std::vector<StepBreakdown>>& steps, const std::vector<int>& replica_of,
-                            int chunks, const std::vector<std::vector<Interval>>& pipeline_waits) {
+                            int chunks, const std::map<int, std::vector<Interval>>& pipeline_waits) {
     std::map<std::pair<int, int>, std::pair<int64_t, int64_t>> window;  // (replica, step) -> [first, last)
     for (size_t r = 0; r < steps.size(); ++r)
         for (const auto& b : steps[r]) {
@@ -196,13 +196,11 @@ void apply_pipeline_windows(std::vector<std::vector<StepBreakdown>>& steps, cons
             auto it = window.find({replica_of[r], b.step});
             if (it == window.end() || b.compute_s <= 0) continue;
             const auto [lo, hi] = it->second;
-            std::vector<Interval> busy_set = b.busy_set;
-            if (r < pipeline_waits.size() && !pipeline_waits[r].empty()) {
+            const auto busy_set = union_of(b.busy_set, lo, hi);
+            int64_t busy = total_length(busy_set);
+            if (auto w = pipeline_waits.find(b.rank); w != pipeline_waits.end())
                 // waiting inside the embedding all-reduce with no op running is the pipeline's idle time
-                const auto waiting = subtract(union_of(pipeline_waits[r], b.begin, b.end), b.compute_set);
-                busy_set = subtract(busy_set, waiting);
-            }
-            const int64_t busy = total_length(union_of(busy_set, lo, hi));
+                busy -= intersection_length(busy_set, subtract(clip(w->second, lo, hi), b.compute_set));
             b.bubble_s = double(hi - lo - busy) / 1e9;
             b.bubble_fraction = b.bubble_s / b.compute_s;
         }

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <vector>
 
 #include "profiler/analysis/intervals.h"
@@ -62,10 +63,10 @@ double bytes_sent(OpClass op, double bytes, int n);
 
 // Re-measures bubble_s / bubble_fraction of pipeline stages over the pipeline's window: per data-parallel replica
 // and step, from the earliest first op to the latest last op of its stages. steps[r] are rank r's steps;
-// replica_of[r] its coordinates; pipeline_waits[r] (empty, or one list per rank) the intervals rank r spent
-// waiting inside the embedding group's all-reduce, which count as idle there.
+// replica_of[r] its coordinates; pipeline_waits (by rank id, merged) the time each rank spent waiting inside the
+// embedding group's all-reduce, which counts as idle there.
 void apply_pipeline_windows(std::vector<std::vector<StepBreakdown>>& steps, const std::vector<int>& replica_of,
-                            int chunks, const std::vector<std::vector<Interval>>& pipeline_waits = {});
+                            int chunks, const std::map<int, std::vector<Interval>>& pipeline_waits = {});
 
 // One entry per step the rank recorded (by its step spans), in step order.
 std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank);

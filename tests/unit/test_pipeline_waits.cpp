@@ -16,12 +16,22 @@ TEST_CASE("subtracting one union of intervals from another", "[cpu][analysis]") 
     CHECK(us::prof::subtract(V{}, V{{0, 4}}).empty());
 }
 
+TEST_CASE("clipping a merged union to a window", "[cpu][analysis]") {
+    using V = std::vector<Interval>;
+    const V merged = {{0, 10}, {20, 30}, {40, 50}};
+    CHECK(us::prof::clip(merged, 5, 45) == V{{5, 10}, {20, 30}, {40, 45}});
+    CHECK(us::prof::clip(merged, 10, 20).empty());  // the gap between two intervals
+    CHECK(us::prof::clip(merged, 25, 26) == V{{25, 26}});
+    CHECK(us::prof::clip(merged, 60, 70).empty());
+}
+
 TEST_CASE("a stage's wait inside the embedding all-reduce is pipeline bubble, its transfer and overlapped compute are not",
           "[cpu][analysis][pipeline]") {
     // Two stages of one replica, one step [0, 100). Stage 0 computes [0, 40) and [60, 100); stage 1 computes [0, 50)
     // then sits in the embedding all-reduce [50, 100): waiting [50, 95) (for stage 0's backward), transferring after.
-    auto step = [](std::vector<Interval> compute, std::vector<Interval> comm) {
+    auto step = [](int rank, std::vector<Interval> compute, std::vector<Interval> comm) {
         us::prof::StepBreakdown b;
+        b.rank = rank;
         b.begin = 0, b.end = 100;
         b.compute_set = us::prof::union_of(compute, 0, 100);
         std::vector<Interval> all = compute;
@@ -31,18 +41,18 @@ TEST_CASE("a stage's wait inside the embedding all-reduce is pipeline bubble, it
         b.compute_s = double(us::prof::total_length(b.compute_set)) / 1e9;
         return b;
     };
-    std::vector<std::vector<us::prof::StepBreakdown>> steps = {{step({{0, 40}, {60, 100}}, {})},
-                                                               {step({{0, 50}}, {{50, 100}})}};
+    std::vector<std::vector<us::prof::StepBreakdown>> steps = {{step(0, {{0, 40}, {60, 100}}, {})},
+                                                               {step(1, {{0, 50}}, {{50, 100}})}};
     auto without = steps;
     us::prof::apply_pipeline_windows(without, {0, 0}, 1);
     CHECK(without[1][0].bubble_s * 1e9 == Approx(0.0));  // the wait counted as communication: no bubble
     auto with = steps;
-    us::prof::apply_pipeline_windows(with, {0, 0}, 1, {{}, {{50, 95}}});
+    us::prof::apply_pipeline_windows(with, {0, 0}, 1, {{1, {{50, 95}}}});
     CHECK(with[1][0].bubble_s * 1e9 == Approx(45.0));
     CHECK(with[0][0].bubble_s * 1e9 == Approx(20.0));  // stage 0's own gap, unchanged
     // stage 1 still computing over [50, 55): only the part of the wait with no op running becomes idle
     auto overlapped = std::vector<std::vector<us::prof::StepBreakdown>>{
-        {step({{0, 40}, {60, 100}}, {})}, {step({{0, 55}}, {{50, 100}})}};
-    us::prof::apply_pipeline_windows(overlapped, {0, 0}, 1, {{}, {{50, 95}}});
+        {step(0, {{0, 40}, {60, 100}}, {})}, {step(1, {{0, 55}}, {{50, 100}})}};
+    us::prof::apply_pipeline_windows(overlapped, {0, 0}, 1, {{1, {{50, 95}}}});
     CHECK(overlapped[1][0].bubble_s * 1e9 == Approx(40.0));
 }

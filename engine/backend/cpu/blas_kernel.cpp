@@ -8,7 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-extern "C" char* openblas_get_corename(void);
+#include "engine/backend/cpu/gemm_bf16.h"
+#include "engine/backend/cpu/peak.h"
 
 namespace us::cpu {
 
@@ -33,8 +34,7 @@ constexpr std::array kPreAvx2Cores = {"Prescott",  "Core2",     "Penryn",    "Du
 
 std::string current_core() {
     if (const char* fake = std::getenv(kFakeCoreVariable); fake && *fake) return fake;
-    const char* name = openblas_get_corename();
-    return name ? name : "";
+    return openblas_core_name();
 }
 
 }  // namespace
@@ -45,7 +45,7 @@ CpuIsa CpuIsa::of_this_cpu() {
     __builtin_cpu_init();
     isa.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     isa.avx512f = __builtin_cpu_supports("avx512f");
-    isa.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
+    isa.avx512_bf16 = cpu_supports_avx512_bf16();
     isa.amd = __builtin_cpu_is("amd");
 #endif
     return isa;
