@@ -130,9 +130,10 @@ RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInf
     if (backend.name() == "cpu") {
         int threads = cfg.threads;
         if (auto* cpu = dynamic_cast<CpuBackend*>(&backend)) threads = cpu->threads();
-        peak.gflops = cpu::measure_sgemm_peak(threads, 0.3).gflops;
-        peak.source = fmt::format("measured: best sgemm of {} ({}) on {} thread(s) of this machine", "OpenBLAS",
-                                  cpu::openblas_core_name(), threads);
+        const cpu::PeakMeasurement measured = cpu::measure_sgemm_peak(threads, 0.3);
+        peak.gflops = measured.gflops;
+        peak.source = fmt::format("measured: best sgemm of OpenBLAS ({}) on {} thread(s) of this machine ({}, n {})",
+                                  measured.blas_kernel, threads, cpu::sgemm_form_name(measured.form), measured.size);
     } else {
         // A GPU's achievable peak needs long GEMMs to measure; its datasheet dense peak is the usual MFU
         // denominator (an SMs x clock estimate for a device not in the table).

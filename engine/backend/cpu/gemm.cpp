@@ -6,42 +6,9 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/gemm_bf16.h"
+#include "engine/backend/cpu/sgemm_sliced.h"
 
 namespace us {
-
-namespace {
-
-// fp32 GEMM on several threads as one sgemm per thread on its own slice of C, in one parallel region. OpenBLAS's
-// own threading shares packed panels between its threads and waits for them at every block (spinning, then
-// sched_yield): as fast on an idle machine, but when another process takes a core from one thread for a time
-// slice the other spins at every block; sliced, it waits once. C is cut along its longer side, so the operand each
-// thread packs again is the smaller one. The slices are fixed, so results do not depend on timing.
-void sgemm_sliced(const GemmArgs& g, int threads) {
-    const bool by_rows = g.m >= g.n;
-    const int extent = by_rows ? g.m : g.n;
-    const auto op_a = g.trans_a ? CblasTrans : CblasNoTrans, op_b = g.trans_b ? CblasTrans : CblasNoTrans;
-#pragma omp parallel num_threads(threads)
-    {
-        const int id = omp_get_thread_num(), team = omp_get_num_threads();
-        constexpr int kAlign = 16;  // slice edges on the micro-kernel's tile
-        const int lo = std::min(extent, int(int64_t(extent) * id / team) / kAlign * kAlign);
-        const int hi = id + 1 == team ? extent : std::min(extent, int(int64_t(extent) * (id + 1) / team) / kAlign * kAlign);
-        if (hi > lo) {
-            const float* a = g.a.f32();
-            const float* b = g.b.f32();
-            float* c = g.c.f32();
-            if (by_rows)  // rows [lo, hi) of C: those rows of op(A), all of B
-                cblas_sgemm(CblasRowMajor, op_a, op_b, hi - lo, g.n, g.k, g.alpha,
-                            a + (g.trans_a ? size_t(lo) : size_t(lo) * g.lda), g.lda, b, g.ldb, g.beta,
-                            c + size_t(lo) * g.ldc, g.ldc);
-            else  // columns [lo, hi) of C: all of A, those columns of op(B)
-                cblas_sgemm(CblasRowMajor, op_a, op_b, g.m, hi - lo, g.k, g.alpha, a, g.lda,
-                            b + (g.trans_b ? size_t(lo) * g.ldb : size_t(lo)), g.ldb, g.beta, c + size_t(lo), g.ldc);
-        }
-    }
-}
-
-}  // namespace
 
 void CpuBackend::gemm(const GemmArgs& g) {
     US_ASSERT(g.a.dtype == g.b.dtype, "gemm operands differ in dtype ({} vs {})", dtype_name(g.a.dtype),
@@ -51,7 +18,8 @@ void CpuBackend::gemm(const GemmArgs& g) {
         US_ASSERT(g.c.dtype == DType::f32, "fp32 gemm writes fp32");
         constexpr int64_t kSliceMinFlops = int64_t(1) << 22;  // below it one thread's sgemm is as quick
         if (m_threads > 1 && !omp_in_parallel() && 2 * int64_t(g.m) * g.n * g.k >= kSliceMinFlops)
-            sgemm_sliced(g, m_threads);
+            cpu::sgemm_sliced(g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, g.a.f32(), g.lda, g.b.f32(), g.ldb, g.beta,
+                              g.c.f32(), g.ldc, m_threads);
         else
             cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
                         g.m, g.n, g.k, g.alpha, g.a.f32(), g.lda, g.b.f32(), g.ldb, g.beta, g.c.f32(), g.ldc);
