@@ -14,7 +14,7 @@ struct GuiOptions {
     std::vector<std::string> train_args;  // ultrascope-train flags of the launched run
     std::string listen;                   // [HOST:]PORT to listen on for runs started elsewhere (attach)
     std::string screenshot;               // write a PNG (and a .json of the views' regions) and exit
-    std::string view = "all";             // memory | timeline | overlap | training | compare | experts | all
+    std::string view = "all";             // memory | timeline | overlap | training | compare | experts | ops | planner | all
     int fit_step = 0;                     // > 0: the time window shows this step once it is in
     bool exit_when_done = false;          // exit once the launched run has finished (with its result)
     int width = 1280, height = 800;

@@ -150,9 +150,9 @@ ImGuiTabItemFlags lesson_tab(const AppState& app, const char* view) {
     return 0;
 }
 
-// The region a lesson's view is drawn in (compare and experts are tabs of the training window).
+// The region a lesson's view is drawn in (compare, experts and ops are tabs of the training window).
 const char* region_of(const std::string& view) {
-    if (view == "compare" || view == "experts" || view == "training") return "training";
+    if (view == "compare" || view == "experts" || view == "ops" || view == "training") return "training";
     if (view == "memory" || view == "timeline" || view == "overlap") return view.c_str();
     return nullptr;
 }
@@ -275,6 +275,7 @@ void draw_frame(AppState& app, bool force_layout) {
         else if (only == "training") window("Training", "training", 0, y0, W, H, draw_training_view);
         else if (only == "compare") window("Compare runs", "compare", 0, y0, W, H, draw_compare_view);
         else if (only == "experts") window("Experts", "experts", 0, y0, W, H, draw_experts_view);
+        else if (only == "ops") window("Ops", "ops", 0, y0, W, H, draw_ops_view);
         else if (only == "planner") window("Planner", "planner", 0, y0, W, H, draw_planner_view);
         return;
     }
@@ -304,6 +305,10 @@ void draw_frame(AppState& app, bool force_layout) {
             had_routing = moe;
             if (ImGui::BeginTabItem("Experts", nullptr, bring_forward ? ImGuiTabItemFlags_SetSelected : lesson_tab(app, "experts"))) {
                 draw_experts_view(app);
+                ImGui::EndTabItem();
+            }
+            if (ImGui::BeginTabItem("Ops", nullptr, lesson_tab(app, "ops"))) {
+                draw_ops_view(app);
                 ImGui::EndTabItem();
             }
             ImGui::EndTabBar();

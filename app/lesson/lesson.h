@@ -40,7 +40,7 @@ struct LessonPlan {
 
 // A figure the GUI outlines: a report key shown in a view.
 struct Highlight {
-    std::string view;  // memory | timeline | overlap | training | compare | experts
+    std::string view;  // memory | timeline | overlap | training | compare | experts | ops
     std::string key;   // report path as in Operand::keys ("rank.memory_peak_bytes.activations")
     std::string run;   // the run whose figure it is; empty: every run of the lesson
     std::string note;  // why to look at it, one line

@@ -16,7 +16,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kViews = {"memory", "timeline", "overlap", "training", "compare", "experts"};
+const std::vector<std::string> kViews = {"memory", "timeline", "overlap", "training", "compare", "experts", "ops"};
 constexpr int kMaxRanks = 8;  // a laptop's lesson; the machine has a few cores
 constexpr size_t kMaxRuns = 3;
 

@@ -153,6 +153,7 @@ Report build_report(const TraceStore& store) {
         rr.status = rank_status(rt);
         rr.steps = std::move(all_steps[index++]);
         rr.steady = sum_steps(steady_steps(rr.steps));
+        rr.ops = op_table(store, r, steady_steps(rr.steps));
         rr.memory = analyze_memory(rt);
         rr.process = analyze_process_memory(process_memory_timeline(store, rt));
         PredictInput in = rep.predict_input;
@@ -305,6 +306,68 @@ Report build_report(const TraceStore& store) {
     return rep;
 }
 
+namespace {
+
+// The busiest rank's op table, its heaviest rows (the JSON has every row of every rank).
+std::string format_op_table(const Report& rep) {
+    const RankReport* busiest = nullptr;
+    for (const auto& r : rep.ranks)
+        if (!r.ops.rows.empty() && (!busiest || r.steady.compute_s > busiest->steady.compute_s)) busiest = &r;
+    if (!busiest) return {};
+    const OpTable& t = busiest->ops;
+    constexpr size_t kShown = 14;
+    std::string s = fmt::format("\nWhere the compute goes on {}{}, per steady step ({}, {} step(s); self time: nested "
+                                "ops taken out; GFLOP/s from the FLOPs the op spans carry):\n",
+                                busiest->label, rep.ranks.size() > 1 ? " (the busiest rank)" : "", rep.source(), t.steps);
+    s += fmt::format("  {:<44} {:<10} {:>7} {:>10} {:>7} {:>10} {:>9}\n", t.device_kernels ? "GPU kernel" : "op", "class",
+                     "calls", "ms", "% wall", "us/call", "GFLOP/s");
+    const double wall = t.per_step(t.wall_s);
+    bool causal_note = false;
+    for (size_t i = 0; i < std::min(kShown, t.rows.size()); ++i) {
+        const OpRow& r = t.rows[i];
+        const double rate = OpTable::flop_rate(r);
+        const std::string name = short_op_name(r.name, 44);
+        s += fmt::format("  {:<44} {:<10} {:>7.1f} {:>10.3f} {:>6.1f}% {:>10.1f} {:>9}\n", name, kOpClassNames[size_t(r.op)],
+                         double(r.calls) / t.steps, 1e3 * t.per_step(r.self_s),
+                         wall > 0 ? 100 * t.per_step(r.self_s) / wall : 0.0, 1e6 * r.self_s / double(r.calls),
+                         rate > 0 ? fmt::format("{:.1f}{}", rate / 1e9, r.op == OpClass::attention ? "*" : "")
+                                  : std::string("-"));
+        causal_note |= rate > 0 && r.op == OpClass::attention;
+    }
+    if (t.rows.size() > kShown) {
+        double rest = 0;
+        for (size_t i = kShown; i < t.rows.size(); ++i) rest += t.rows[i].self_s;
+        s += fmt::format("  {:<44} {:<10} {:>7} {:>10.3f} {:>6.1f}%\n", fmt::format("the other {} ops", t.rows.size() - kShown),
+                         "", "", 1e3 * t.per_step(rest), wall > 0 ? 100 * t.per_step(rest) / wall : 0.0);
+    }
+    s += fmt::format("  all ops {:.3f} ms of a {:.3f} ms step ({:.1f}%); the rest is communication not under compute, "
+                     "waiting and idle\n",
+                     1e3 * t.per_step(t.self_s()), 1e3 * wall, wall > 0 ? 100 * t.per_step(t.self_s()) / wall : 0.0);
+    if (causal_note)
+        s += "  * attention FLOPs count the whole s x s square, as the 6N + 12*L*h*s formula does; a causal kernel "
+             "computes about half of it, so its own rate is about half the figure\n";
+    return s;
+}
+
+nlohmann::json op_table_json(const OpTable& t) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const OpRow& r : t.rows)
+        rows.push_back({{"name", r.name},
+                        {"class", kOpClassNames[size_t(r.op)]},
+                        {"calls_per_step", double(r.calls) / t.steps},
+                        {"self_s_per_step", t.per_step(r.self_s)},
+                        {"total_s_per_step", t.per_step(r.total_s)},
+                        {"longest_call_s", r.longest_s},
+                        {"flops_per_step", double(r.flops) / t.steps},
+                        {"flops_per_s", OpTable::flop_rate(r)}});
+    return {{"steps", t.steps},
+            {"wall_s_per_step", t.per_step(t.wall_s)},
+            {"device_kernels", t.device_kernels},
+            {"rows", rows}};
+}
+
+}  // namespace
+
 std::string format_report(const Report& rep) {
     std::string s;
     const auto& c = rep.config;
@@ -349,6 +412,10 @@ std::string format_report(const Report& rep) {
         s += fmt::format("  attention's 12*L*h*s is {:.0f}% of those FLOPs (formula): it counts the whole s x s square, as PaLM's MFU "
                          "does; causal kernels skip about half of it, so the hardware did less than this MFU reads\n",
                          100 * attention_share);
+    if (t.mfu > 1.0 && !rep.is_predicted())
+        s += fmt::format("  the MFU is above 100%: the run did more FLOPs per second than the peak measured at its start "
+                         "(that measurement was short and the machine shared, or the formula counts FLOPs the kernels "
+                         "skipped); read it as near the peak, not beyond it\n");
     if (rep.predict_input.pp > 1)
         s += fmt::format("Pipeline bubble ({} schedule, pp {}, {} micro-batches): {:.3f} {} on the busiest stage "
                          "(rank {}), {:.3f} by the formula, {:.3f} simulated\n",
@@ -430,6 +497,7 @@ std::string format_report(const Report& rep) {
                          "kernels, or the engine's collective spans where ranks communicate through MPI with host "
                          "staging\n",
                          traced);
+    s += format_op_table(rep);
     s += fmt::format("\nCommunication per steady step by group: bytes sent ({} from the collectives / predicted); time "
                      "outstanding, exposed (no compute under it), and of that time the part spent waiting for the group's "
                      "last rank ({})\n", src, src);
@@ -599,6 +667,7 @@ nlohmann::json report_json(const Report& rep) {
                          {"dropped_events", r.dropped_events},
                          {"expert_load", r.expert_load},
                          {"cupti", r.cupti},
+                         {"ops", op_table_json(r.ops)},
                          {"steps", steps}});
     }
     const auto& t = rep.throughput;

@@ -8,6 +8,7 @@
 
 #include "profiler/analysis/expert_routing.h"
 #include "profiler/analysis/memory_analysis.h"
+#include "profiler/analysis/op_table.h"
 #include "profiler/analysis/predict.h"
 #include "profiler/analysis/step_breakdown.h"
 #include "profiler/trace/trace_store.h"
@@ -21,6 +22,7 @@ struct RankReport {
     std::string status;  // "ok", "running", "lost: ...", "ended with an error"
     std::vector<StepBreakdown> steps;
     StepBreakdown steady;  // summed over the steady steps
+    OpTable ops;           // the steady steps' compute, op by op (op_table.h)
     MemoryPeaks memory;
     ProcessMemoryPeaks process;  // what the process held beyond the tracked categories
     Prediction predicted;

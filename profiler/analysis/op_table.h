@@ -1,0 +1,52 @@
+// Where a rank's compute goes, op by op: the op spans of its steady steps grouped by name ("mlp.c_fc dW",
+// "attention backward", a GPU kernel's name ...), with their calls, time and FLOP rate per step. It is the first
+// table to read when a step is slower than it should be, and the one that says whether a kernel or the BLAS is
+// the bottleneck. Time is self time: an op span nested in another (on the same recording thread or stream) is
+// taken out of its parent, so the rows add up to the compute time without counting anything twice. On a GPU
+// traced by CUPTI the rows are the kernels the device executed (they carry no FLOPs); elsewhere the engine's op
+// spans, which carry the FLOPs of their work (docs/formulas.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "profiler/analysis/step_breakdown.h"
+#include "profiler/event.h"
+#include "profiler/trace/trace_store.h"
+
+namespace us::prof {
+
+struct OpRow {
+    std::string name;
+    OpClass op = OpClass::none;
+    int64_t calls = 0;        // over the steps
+    double self_s = 0;        // summed over the steps, nested op spans taken out
+    double total_s = 0;       // summed over the steps, the spans whole
+    double longest_s = 0;     // one call's
+    uint64_t flops = 0;       // summed over the steps (0: the spans carry none)
+};
+
+struct OpTable {
+    int rank = 0;
+    int steps = 0;              // the steady steps the rows sum over
+    double wall_s = 0;          // those steps' wall time
+    bool device_kernels = false;  // the rows are a GPU's kernels (CUPTI)
+    std::vector<OpRow> rows;    // most self time first
+    double self_s() const;      // all rows
+    // Per step (0 without steps).
+    double per_step(double seconds) const { return steps > 0 ? seconds / steps : 0; }
+    // FLOPs per second of a row over its spans' whole time (0 without FLOPs).
+    static double flop_rate(const OpRow& row) { return row.total_s > 0 ? double(row.flops) / row.total_s : 0; }
+};
+
+// A GPU kernel's name without its namespaces ("us::cuda::(anonymous namespace)::adamw_kernel<float>" ->
+// "adamw_kernel<float>"), and without its template arguments when still longer than `width` characters (then cut
+// with "..."). Engine op names come back as they are when they fit.
+std::string short_op_name(std::string_view name, size_t width);
+
+// The op spans of rank `rank` that begin inside the windows of `steps` (the steady ones, step_breakdown.h).
+OpTable op_table(const TraceStore& store, int rank, const std::vector<StepBreakdown>& steps);
+
+}  // namespace us::prof
