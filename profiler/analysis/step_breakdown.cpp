@@ -195,14 +195,21 @@ void apply_pipeline_windows(std::vector<std::vector<StepBreakdown>>& steps, cons
             if (chunks > 1) b.micro_batches_in_flight = (b.micro_batches_in_flight + chunks - 1) / chunks;
             auto it = window.find({replica_of[r], b.step});
             if (it == window.end() || b.compute_s <= 0) continue;
+            const auto waits = pipeline_waits.find(b.rank);
+            // Idle time in [lo, hi): neither an op nor a collective, or waiting inside the embedding all-reduce
+            // with no op running (the pipeline's idle time, not communication).
+            auto idle_in = [&](int64_t lo, int64_t hi) {
+                const auto busy_set = union_of(b.busy_set, lo, hi);
+                int64_t busy = total_length(busy_set);
+                if (waits != pipeline_waits.end())
+                    busy -= intersection_length(busy_set, subtract(clip(waits->second, lo, hi), b.compute_set));
+                return hi - lo - busy;
+            };
             const auto [lo, hi] = it->second;
-            const auto busy_set = union_of(b.busy_set, lo, hi);
-            int64_t busy = total_length(busy_set);
-            if (auto w = pipeline_waits.find(b.rank); w != pipeline_waits.end())
-                // waiting inside the embedding all-reduce with no op running is the pipeline's idle time
-                busy -= intersection_length(busy_set, subtract(clip(w->second, lo, hi), b.compute_set));
-            b.bubble_s = double(hi - lo - busy) / 1e9;
+            b.bubble_s = double(idle_in(lo, hi)) / 1e9;
             b.bubble_fraction = b.bubble_s / b.compute_s;
+            if (waits != pipeline_waits.end() && b.last_op > b.first_op)
+                b.stage_bubble_fraction = double(idle_in(b.first_op, b.last_op)) / 1e9 / b.compute_s;
         }
 }
 

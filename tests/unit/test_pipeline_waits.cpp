@@ -55,4 +55,10 @@ TEST_CASE("a stage's wait inside the embedding all-reduce is pipeline bubble, it
         {step(0, {{0, 40}, {60, 100}}, {})}, {step(1, {{0, 55}}, {{50, 100}})}};
     us::prof::apply_pipeline_windows(overlapped, {0, 0}, 1, {{1, {{50, 95}}}});
     CHECK(overlapped[1][0].bubble_s * 1e9 == Approx(40.0));
+    // stage 1 computes again after the all-reduce: the wait is inside its own window, so its stage bubble has it too
+    auto inside = std::vector<std::vector<us::prof::StepBreakdown>>{
+        {step(0, {{0, 40}, {60, 100}}, {})}, {step(1, {{0, 50}, {96, 100}}, {{50, 96}})}};
+    us::prof::apply_pipeline_windows(inside, {0, 0}, 1, {{1, {{50, 95}}}});
+    CHECK(inside[1][0].stage_bubble_fraction == Approx(45.0 / 54.0));
+    CHECK(with[1][0].stage_bubble_fraction == Approx(0.0));  // outside [0, 50): unchanged
 }
