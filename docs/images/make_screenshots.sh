@@ -30,6 +30,11 @@ rm -f "$here"/*.png.json
 gpu="$here/gpt2-124m-bf16-h100.ustrace"
 shot "$gpu" --view memory --fit-step 10 --screenshot "$here/gpu-memory-gpt2-124m-h100.png"
 shot "$gpu" --view timeline --fit-step 10 --screenshot "$here/gpu-timeline-gpt2-124m-h100.png"
+# Where the compute goes, op by op: the PyTorch comparison's model on this CPU's 2 threads, and the H100's kernels.
+"$build/bin/ultrascope" run -n 1 --hidden 256 --layers 4 --heads 4 --seq 256 --batch 8 --threads 2 --steps 8 \
+    --trace "$work/cpu-ops.ustrace" >/dev/null
+shot "$work/cpu-ops.ustrace" --view ops --screenshot "$here/ops-cpu-h256.png"
+shot "$gpu" --view ops --screenshot "$here/ops-gpt2-124m-h100.png"
 rm -f "$here"/*.png.json
 # Workshop lessons (docs/lessons.md): each lesson's runs launched in turn, its views outlined, its claims checked.
 for lesson in mixed-precision zero pipeline flash-attention; do
