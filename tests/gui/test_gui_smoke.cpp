@@ -99,7 +99,7 @@ TEST_CASE("the GUI opens a trace and screenshots one view at a time", "[gui]") {
     const ProcessResult made = run_process(bin("ultrascope-train") + " --preset tiny --steps 6 --quiet --trace " + trace +
                                            " --data " + data_file());
     REQUIRE(made.exit_code == 0);
-    for (const char* view : {"memory", "timeline", "overlap", "training"}) {
+    for (const char* view : {"memory", "timeline", "overlap", "training", "ops"}) {
         const std::string shot = temp_path(std::string("view-") + view + ".png");
         const ProcessResult r = run_process(ultrascope() + " " + trace + " --screenshot " + shot + " --view " + view);
         INFO(view << "\n" << r.output);
