@@ -62,7 +62,7 @@ TEST_CASE("op table: self time takes nested ops out, FLOPs and calls sum over th
     CHECK(t.rows.back().name == "rope");
 }
 
-TEST_CASE("op table: a span that outlives its parent takes only the overlap; threads do not nest", "[cpu][analysis]") {
+TEST_CASE("op table: a span that outlives its parent takes only the overlap, and threads do not nest", "[cpu][analysis]") {
     SyntheticRank r(0);
     r.step(0, 10, 1);
     r.step(10, 20, 2);
