@@ -5,6 +5,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <string_view>
 #include <vector>
 
 #include "app/gui/views.h"
@@ -15,14 +16,13 @@ namespace {
 
 enum Column { kName, kClass, kCalls, kTime, kShare, kPerCall, kRate };
 
-double sort_value(const prof::OpTable& t, const prof::OpRow& r, int column) {
+// The numeric columns' sort keys (time and share sort alike).
+double sort_value(const prof::OpRow& r, int column) {
     switch (column) {
         case kCalls: return double(r.calls);
-        case kTime:
-        case kShare: return r.self_s;
-        case kPerCall: return r.self_s / double(std::max<int64_t>(1, r.calls));
+        case kPerCall: return r.per_call_s();
         case kRate: return prof::OpTable::flop_rate(r);
-        default: return t.per_step(r.self_s);
+        default: return r.self_s;
     }
 }
 
@@ -41,9 +41,8 @@ void draw_ops_view(AppState& app) {
         return;
     }
     const prof::OpTable& t = shown->ops;
-    const double wall = t.per_step(t.wall_s);
     ImGui::Text("%s, per steady step (%s, %d step%s): ops %.1f of %.1f ms", shown->label.c_str(), rep.source(), t.steps,
-                t.steps == 1 ? "" : "s", 1e3 * t.per_step(t.self_s()), 1e3 * wall);
+                t.steps == 1 ? "" : "s", 1e3 * t.per_step(t.self_s()), 1e3 * t.per_step(t.wall_s));
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("Self time: an op nested in another is taken out of its parent, so the rows add up to the\n"
                           "compute time. %s\nThe rank is the one selected in the timeline (click a rank's label there).\n"
@@ -79,7 +78,7 @@ void draw_ops_view(AppState& app) {
                 const std::string_view y = column == kName ? std::string_view(b->name) : prof::kOpClassNames[size_t(b->op)];
                 return ascending ? x < y : y < x;
             }
-            const double x = sort_value(t, *a, column), y = sort_value(t, *b, column);
+            const double x = sort_value(*a, column), y = sort_value(*b, column);
             return ascending ? x < y : y < x;
         });
     }
@@ -98,25 +97,24 @@ void draw_ops_view(AppState& app) {
                                   r.name.c_str(), static_cast<long long>(r.calls), t.steps, 1e6 * r.longest_s,
                                   1e3 * t.per_step(r.total_s));
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(prof::kOpClassNames[size_t(r.op)].data(),
-                                   prof::kOpClassNames[size_t(r.op)].data() + prof::kOpClassNames[size_t(r.op)].size());
+            const std::string_view op_class = prof::kOpClassNames[size_t(r.op)];
+            ImGui::TextUnformatted(op_class.data(), op_class.data() + op_class.size());
             ImGui::TableNextColumn();
             ImGui::Text("%.1f", double(r.calls) / t.steps);
             ImGui::TableNextColumn();
             ImGui::Text("%.2f", 1e3 * t.per_step(r.self_s));
             ImGui::TableNextColumn();
-            const double share = wall > 0 ? t.per_step(r.self_s) / wall : 0;
             const ImVec2 p = ImGui::GetCursorScreenPos();
             const float w = ImGui::GetContentRegionAvail().x, h = ImGui::GetTextLineHeight();
             ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 2), ImVec2(p.x + float(r.self_s / most) * w, p.y + h - 2),
                                                       IM_COL32(90, 150, 240, 110));
-            ImGui::Text("%.1f%%", 100 * share);
+            ImGui::Text("%.1f%%", 100 * t.share_of_wall(r.self_s));
             ImGui::TableNextColumn();
-            ImGui::Text("%.1f", 1e6 * r.self_s / double(std::max<int64_t>(1, r.calls)));
+            ImGui::Text("%.1f", 1e6 * r.per_call_s());
             ImGui::TableNextColumn();
             const double rate = prof::OpTable::flop_rate(r);
             if (rate > 0)
-                ImGui::Text("%.1f%s", rate / 1e9, r.op == prof::OpClass::attention ? "*" : "");
+                ImGui::Text("%.1f%s", rate / 1e9, r.flops_count_whole_square() ? "*" : "");
             else
                 ImGui::TextDisabled("-");
         }

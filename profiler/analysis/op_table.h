@@ -26,6 +26,10 @@ struct OpRow {
     double total_s = 0;       // summed over the steps, the spans whole
     double longest_s = 0;     // one call's
     uint64_t flops = 0;       // summed over the steps (0: the spans carry none)
+    double per_call_s() const { return calls > 0 ? self_s / double(calls) : 0; }
+    // Attention spans carry the formula's FLOPs, the whole s x s square (6N + 12Lhs); a causal kernel computes
+    // about half, so their rate is marked wherever it is shown.
+    bool flops_count_whole_square() const { return op == OpClass::attention && flops > 0; }
 };
 
 struct OpTable {
@@ -37,6 +41,8 @@ struct OpTable {
     double self_s() const;      // all rows
     // Per step (0 without steps).
     double per_step(double seconds) const { return steps > 0 ? seconds / steps : 0; }
+    // Seconds summed over the steps (a row's self time, several rows') over their wall time (0 without it).
+    double share_of_wall(double seconds) const { return wall_s > 0 ? seconds / wall_s : 0; }
     // FLOPs per second of a row over its spans' whole time (0 without FLOPs).
     static double flop_rate(const OpRow& row) { return row.total_s > 0 ? double(row.flops) / row.total_s : 0; }
 };

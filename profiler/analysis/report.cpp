@@ -152,8 +152,9 @@ Report build_report(const TraceStore& store) {
         rr.label = rank_label(rt);
         rr.status = rank_status(rt);
         rr.steps = std::move(all_steps[index++]);
-        rr.steady = sum_steps(steady_steps(rr.steps));
-        rr.ops = op_table(store, r, steady_steps(rr.steps));
+        const std::vector<StepBreakdown> steady = steady_steps(rr.steps);
+        rr.steady = sum_steps(steady);
+        rr.ops = op_table(store, r, steady);
         rr.memory = analyze_memory(rt);
         rr.process = analyze_process_memory(process_memory_timeline(store, rt));
         PredictInput in = rep.predict_input;
@@ -321,28 +322,27 @@ std::string format_op_table(const Report& rep) {
                                 busiest->label, rep.ranks.size() > 1 ? " (the busiest rank)" : "", rep.source(), t.steps);
     s += fmt::format("  {:<44} {:<10} {:>7} {:>10} {:>7} {:>10} {:>9}\n", t.device_kernels ? "GPU kernel" : "op", "class",
                      "calls", "ms", "% wall", "us/call", "GFLOP/s");
-    const double wall = t.per_step(t.wall_s);
     bool causal_note = false;
     for (size_t i = 0; i < std::min(kShown, t.rows.size()); ++i) {
         const OpRow& r = t.rows[i];
         const double rate = OpTable::flop_rate(r);
         const std::string name = short_op_name(r.name, 44);
         s += fmt::format("  {:<44} {:<10} {:>7.1f} {:>10.3f} {:>6.1f}% {:>10.1f} {:>9}\n", name, kOpClassNames[size_t(r.op)],
-                         double(r.calls) / t.steps, 1e3 * t.per_step(r.self_s),
-                         wall > 0 ? 100 * t.per_step(r.self_s) / wall : 0.0, 1e6 * r.self_s / double(r.calls),
-                         rate > 0 ? fmt::format("{:.1f}{}", rate / 1e9, r.op == OpClass::attention ? "*" : "")
+                         double(r.calls) / t.steps, 1e3 * t.per_step(r.self_s), 100 * t.share_of_wall(r.self_s),
+                         1e6 * r.per_call_s(),
+                         rate > 0 ? fmt::format("{:.1f}{}", rate / 1e9, r.flops_count_whole_square() ? "*" : "")
                                   : std::string("-"));
-        causal_note |= rate > 0 && r.op == OpClass::attention;
+        causal_note |= r.flops_count_whole_square();
     }
     if (t.rows.size() > kShown) {
         double rest = 0;
         for (size_t i = kShown; i < t.rows.size(); ++i) rest += t.rows[i].self_s;
         s += fmt::format("  {:<44} {:<10} {:>7} {:>10.3f} {:>6.1f}%\n", fmt::format("the other {} ops", t.rows.size() - kShown),
-                         "", "", 1e3 * t.per_step(rest), wall > 0 ? 100 * t.per_step(rest) / wall : 0.0);
+                         "", "", 1e3 * t.per_step(rest), 100 * t.share_of_wall(rest));
     }
     s += fmt::format("  all ops {:.3f} ms of a {:.3f} ms step ({:.1f}%); the rest is communication not under compute, "
                      "waiting and idle\n",
-                     1e3 * t.per_step(t.self_s()), 1e3 * wall, wall > 0 ? 100 * t.per_step(t.self_s()) / wall : 0.0);
+                     1e3 * t.per_step(t.self_s()), 1e3 * t.per_step(t.wall_s), 100 * t.share_of_wall(t.self_s()));
     if (causal_note)
         s += "  * attention FLOPs count the whole s x s square, as the 6N + 12*L*h*s formula does; a causal kernel "
              "computes about half of it, so its own rate is about half the figure\n";
