@@ -2,8 +2,9 @@
 // 4 heads of 64): `--attention naive` (the (T,T) probabilities written in forward, read in backward) and `flash`
 // (one causal chunk pair through the blockwise ops: online softmax, probabilities recomputed in backward). Forward
 // and backward wall time, best of the repetitions after a warm-up, and the GFLOP/s they make of the multiply-adds
-// each kernel really does: causal row blocks, 2 products forward for both, 4 backward for naive, 5 for flash (it
-// recomputes Q K^T). Also the memory each keeps between forward and backward.
+// of causal row blocks: 2 products forward for both, 4 backward for naive, 5 for flash (it recomputes Q K^T). The
+// register tiles also leave out the masked tiles inside the diagonal blocks, so their rate is an effective one. Also the memory each keeps between forward and backward. Each row names the path of the
+// products (small_sgemm.h): OpenBLAS, and the AVX2 register tiles where the CPU has them, run side by side.
 // Usage: bench_attention [repetitions, default 3] [threads...; default 1 2]
 #include <omp.h>
 
@@ -15,6 +16,7 @@
 #include "engine/backend/cpu/blas_kernel.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/gemm_bf16.h"
+#include "engine/backend/cpu/small_sgemm.h"
 #include "tests/bench/bench_timing.h"
 
 extern "C" char* openblas_get_corename(void);
@@ -91,27 +93,46 @@ int main(int argc, char** argv) {
     std::printf("Causal attention, fp32, B = %d, %d heads of %d: naive (probabilities kept) vs flash (blockwise, "
                 "recomputed)\n", kB, kNH, kHD);
     std::printf("OpenBLAS core: %s | AVX-512 BF16: %s | measured: best of %d after a warm-up; GFLOP/s of the "
-                "multiply-adds each kernel does\n\n", openblas_get_corename(),
+                "causal row blocks' multiply-adds\n\n", openblas_get_corename(),
                 us::cpu::cpu_supports_avx512_bf16() ? "yes" : "no", reps);
-    std::printf("%5s %3s | %10s %10s %8s %8s | %10s %10s %8s %8s | %9s %9s | %11s %11s\n", "T", "thr", "naive fwd",
-                "naive bwd", "GF/s", "GF/s", "flash fwd", "flash bwd", "GF/s", "GF/s", "fwd ratio", "f+b ratio",
-                "naive keeps", "flash keeps");
+    std::vector<cpu::SmallSgemmPath> paths{cpu::SmallSgemmPath::blas};
+    if (cpu::small_sgemm_tiles_supported()) paths.push_back(cpu::SmallSgemmPath::tiles);
+    const cpu::SmallSgemmPath default_path = cpu::small_sgemm_path();
+    std::printf("products: %s by default on this CPU; each row below names the one it ran\n\n",
+                cpu::small_sgemm_path_name(default_path));
+    std::printf("%5s %3s %-7s | %10s %10s %8s %8s | %10s %10s %8s %8s | %9s %9s | %11s %11s\n", "T", "thr", "prod",
+                "naive fwd", "naive bwd", "GF/s", "GF/s", "flash fwd", "flash bwd", "GF/s", "GF/s", "fwd ratio",
+                "f+b ratio", "naive keeps", "flash keeps");
     for (int T : {256, 1024, 2048}) {
         std::vector<float> qkv = random_values(size_t(kB) * T * 3 * kC, 7), dout = random_values(size_t(kB) * T * kC, 9);
         const double product_gflop = 2.0 * causal_block_macs(T) * 1e-9;
         for (int threads : thread_counts) {
             CpuBackend be(threads);
-            const Timing n = time_naive(be, T, reps, qkv, dout);
-            const Timing f = time_flash(be, T, reps, qkv, dout);
-            // kept for backward beyond the output: naive the probabilities, flash one log-sum-exp per row
-            const double naive_mib = double(kB) * kNH * T * T * 4 / 1048576.0, flash_mib = double(kB) * kNH * T * 4 / 1048576.0;
-            std::printf("%5d %3d | %8.1f ms %8.1f ms %8.1f %8.1f | %8.1f ms %8.1f ms %8.1f %8.1f | %8.2fx %8.2fx | "
-                        "%7.1f MiB %7.2f MiB\n",
-                        T, threads, n.forward_s * 1e3, n.backward_s * 1e3, 2 * product_gflop / n.forward_s,
-                        4 * product_gflop / n.backward_s, f.forward_s * 1e3, f.backward_s * 1e3,
-                        2 * product_gflop / f.forward_s, 5 * product_gflop / f.backward_s, n.forward_s / f.forward_s,
-                        (n.forward_s + n.backward_s) / (f.forward_s + f.backward_s), naive_mib, flash_mib);
+            std::vector<Timing> naive_f_b, flash_f_b;
+            for (cpu::SmallSgemmPath path : paths) {  // side by side, on the same inputs and threads
+                cpu::set_small_sgemm_path(path);
+                const Timing n = time_naive(be, T, reps, qkv, dout);
+                const Timing f = time_flash(be, T, reps, qkv, dout);
+                naive_f_b.push_back(n), flash_f_b.push_back(f);
+                // kept for backward beyond the output: naive the probabilities, flash one log-sum-exp per row
+                const double naive_mib = double(kB) * kNH * T * T * 4 / 1048576.0,
+                             flash_mib = double(kB) * kNH * T * 4 / 1048576.0;
+                std::printf("%5d %3d %-7s | %8.1f ms %8.1f ms %8.1f %8.1f | %8.1f ms %8.1f ms %8.1f %8.1f | %8.2fx "
+                            "%8.2fx | %7.1f MiB %7.2f MiB\n",
+                            T, threads, path == cpu::SmallSgemmPath::tiles ? "tiles" : "openblas", n.forward_s * 1e3,
+                            n.backward_s * 1e3, 2 * product_gflop / n.forward_s, 4 * product_gflop / n.backward_s,
+                            f.forward_s * 1e3, f.backward_s * 1e3, 2 * product_gflop / f.forward_s,
+                            5 * product_gflop / f.backward_s, n.forward_s / f.forward_s,
+                            (n.forward_s + n.backward_s) / (f.forward_s + f.backward_s), naive_mib, flash_mib);
+            }
+            if (paths.size() == 2) {
+                auto total = [](const Timing& t) { return t.forward_s + t.backward_s; };
+                std::printf("%5d %3d tiles vs openblas, forward + backward: naive %.2fx, flash %.2fx faster\n", T,
+                            threads, total(naive_f_b[0]) / total(naive_f_b[1]),
+                            total(flash_f_b[0]) / total(flash_f_b[1]));
+            }
         }
     }
-    std::printf("\nratios: naive time / flash time (above 1: flash is faster)\n");
+    cpu::set_small_sgemm_path(default_path);
+    std::printf("\nfwd and f+b ratios: naive time / flash time (above 1: flash is faster)\n");
 }

@@ -1,9 +1,9 @@
-// Causal multi-head attention, one (batch, head) pair per task: the products go through sgemm (OpenBLAS runs
-// single-threaded inside the parallel region), the softmax runs on the head's (T,T) probabilities. Scale
+// Causal multi-head attention, one (batch, head) pair per task: the products go through small_sgemm (AVX2 register
+// tiles, or OpenBLAS single-threaded inside the parallel region), the softmax runs on the head's (T,T)
+// probabilities. K^T and V^T are transposed once per head, so every product reads B along its columns. Scale
 // 1/sqrt(HD). With `probs` empty the probabilities are not kept (selective recompute) and backward recomputes them
 // from q and k. fp32 activations are read and written in place (strided: q, k, v are columns of qkv); bf16 ones go
 // through fp32 tiles.
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "engine/backend/cpu/fast_math.h"
 #include "engine/backend/cpu/isa_clones.h"
 #include "engine/backend/cpu/lane_reductions.h"
+#include "engine/backend/cpu/small_sgemm.h"
 #include "engine/backend/cpu/softmax_row.h"
 
 namespace us {
@@ -23,8 +24,10 @@ namespace {
 // masked keys after each block: at T = 256 they do 5/8 of the full square's multiply-adds.
 constexpr int kRowBlock = 64;
 
-// Per-thread tiles: P and dP (T,T), and q, k, v, o/do, dq, dk, dv (T,HD).
-size_t tile_floats(int T, int HD) { return 2 * size_t(T) * T + 7 * size_t(T) * HD; }
+// Per-thread tiles: P and dP (T,T); q, k, v, o/do, dq, dk, dv (T,HD); K^T and V^T (HD,T); small_sgemm's panel.
+size_t tile_floats(int T, int HD) {
+    return 2 * size_t(T) * T + 9 * size_t(T) * HD + cpu::small_sgemm_panel_floats(std::max(T, HD));
+}
 
 // A (rows, cols) fp32 matrix with leading dimension ld.
 struct Strided {
@@ -62,12 +65,13 @@ US_CPU_CLONES void softmax_causal_row(float* row, int n, int T) {
     for (int j = n; j < T; ++j) row[j] = 0.0f;
 }
 
-// P = causal_softmax(scale * Q K^T), rows t attend to positions <= t; the masked upper triangle is zero.
-void causal_probs(Strided q, Strided k, int T, int HD, float scale, float* P) {
+// P = causal_softmax(scale * Q K^T), rows t attend to positions <= t; the masked upper triangle is zero. kt is K^T
+// (HD,T).
+void causal_probs(Strided q, const float* kt, int T, int HD, float scale, float* P, float* panel) {
     for (int r0 = 0; r0 < T; r0 += kRowBlock) {
         const int r1 = std::min(T, r0 + kRowBlock);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, HD, scale, q.row(r0), q.ld, k.p, k.ld,
-                    0.0f, P + size_t(r0) * T, T);
+        cpu::small_sgemm(false, r1 - r0, r1, HD, scale, q.row(r0), q.ld, kt, T, 0.0f, P + size_t(r0) * T, T, panel,
+                         {cpu::CausalSkip::wanted_columns_upto, r0});  // the softmax reads scores [0, t] of row t
         for (int t = r0; t < r1; ++t) softmax_causal_row(P + size_t(t) * T, t + 1, T);
     }
 }
@@ -82,11 +86,11 @@ US_CPU_CLONES void softmax_backward_row(const float* p, float* d, int n, int wid
 }
 
 // O = P V, each row block over the keys it sees.
-void causal_pv(const float* P, Strided v, int T, int HD, Strided o) {
+void causal_pv(const float* P, Strided v, int T, int HD, Strided o, float* panel) {
     for (int r0 = 0; r0 < T; r0 += kRowBlock) {
         const int r1 = std::min(T, r0 + kRowBlock);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, HD, r1, 1.0f, P + size_t(r0) * T, T, v.p,
-                    v.ld, 0.0f, o.row(r0), o.ld);
+        cpu::small_sgemm(false, r1 - r0, HD, r1, 1.0f, P + size_t(r0) * T, T, v.p, v.ld, 0.0f, o.row(r0), o.ld, panel,
+                         {cpu::CausalSkip::a_zero_after, r0});
     }
 }
 
@@ -110,6 +114,8 @@ void CpuBackend::attention_forward(Tensor out, Tensor probs, Tensor qkv, int B, 
             float* k_tile = q_tile + size_t(T) * HD;
             float* v_tile = k_tile + size_t(T) * HD;
             float* o_tile = v_tile + size_t(T) * HD;
+            float* kt = o_tile + size_t(T) * HD;
+            float* panel = kt + size_t(T) * HD;
             X* base = x + size_t(b) * T * 3 * C + size_t(h) * HD;
             X* y_head = y + size_t(b) * T * C + size_t(h) * HD;
             const Strided q = head_matrix(base, T, HD, 3 * C, q_tile, true);
@@ -119,8 +125,9 @@ void CpuBackend::attention_forward(Tensor out, Tensor probs, Tensor qkv, int B, 
             float* P = tile;
             if constexpr (f32)
                 if (saved) P = saved + size_t(bh) * T * T;  // fp32 probabilities are computed where they are kept
-            causal_probs(q, k, T, HD, scale, P);
-            causal_pv(P, v, T, HD, o);
+            cpu::transpose_into(k.p, T, HD, k.ld, kt);
+            causal_probs(q, kt, T, HD, scale, P, panel);
+            causal_pv(P, v, T, HD, o, panel);
             if constexpr (!f32) {
                 scatter_head(o.p, T, HD, C, y_head);
                 if (saved)
@@ -154,6 +161,9 @@ void CpuBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor
             float* dq_tile = do_tile + size_t(T) * HD;
             float* dk_tile = dq_tile + size_t(T) * HD;
             float* dv_tile = dk_tile + size_t(T) * HD;
+            float* kt = dv_tile + size_t(T) * HD;
+            float* vt = kt + size_t(T) * HD;
+            float* panel = vt + size_t(T) * HD;
             X* base = x + size_t(b) * T * 3 * C + size_t(h) * HD;
             X* dbase = dx + size_t(b) * T * 3 * C + size_t(h) * HD;
             const Strided q = head_matrix(base, T, HD, 3 * C, q_tile, true);
@@ -164,8 +174,10 @@ void CpuBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor
             const Strided dk = head_matrix(dbase + C, T, HD, 3 * C, dk_tile, false);
             const Strided dv = head_matrix(dbase + 2 * C, T, HD, 3 * C, dv_tile, false);
             const float* P = P_tile;
+            cpu::transpose_into(v.p, T, HD, v.ld, vt);
             if (!saved) {
-                causal_probs(q, k, T, HD, scale, P_tile);
+                cpu::transpose_into(k.p, T, HD, k.ld, kt);
+                causal_probs(q, kt, T, HD, scale, P_tile, panel);
             } else if constexpr (f32) {
                 P = saved + size_t(bh) * T * T;
             } else {
@@ -179,17 +191,16 @@ void CpuBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor
                 const float* Pb = P + size_t(r0) * T;
                 float* dS = dP + size_t(r0) * T;
                 // dV[0:r1] += P[r0:r1, 0:r1]^T dO[r0:r1] ; dP[r0:r1, 0:r1] = dO[r0:r1] V[0:r1]^T
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, HD, rows, 1.0f, Pb, T, dO.row(r0), dO.ld,
-                            beta, dv.p, dv.ld);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, r1, HD, 1.0f, dO.row(r0), dO.ld, v.p, v.ld,
-                            0.0f, dS, T);
+                // (P and dS are zero above the diagonal: key j is seen by rows r0 + i >= j)
+                const cpu::CausalSkip keys_seen{cpu::CausalSkip::a_zero_before, r0}, rows_see{cpu::CausalSkip::a_zero_after, r0};
+                cpu::small_sgemm(true, r1, HD, rows, 1.0f, Pb, T, dO.row(r0), dO.ld, beta, dv.p, dv.ld, panel, keys_seen);
+                cpu::small_sgemm(false, rows, r1, HD, 1.0f, dO.row(r0), dO.ld, vt, T, 0.0f, dS, T, panel,
+                                 {cpu::CausalSkip::wanted_columns_upto, r0});
                 // softmax backward on the causal rows, folded with the score scale: dS = scale * P (dP - <P, dP>)
                 for (int t = r0; t < r1; ++t) softmax_backward_row(P + size_t(t) * T, dP + size_t(t) * T, t + 1, r1, scale);
                 // dQ[r0:r1] = dS K[0:r1] ; dK[0:r1] += dS^T Q[r0:r1]
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HD, r1, 1.0f, dS, T, k.p, k.ld, 0.0f,
-                            dq.row(r0), dq.ld);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, HD, rows, 1.0f, dS, T, q.row(r0), q.ld, beta,
-                            dk.p, dk.ld);
+                cpu::small_sgemm(false, rows, HD, r1, 1.0f, dS, T, k.p, k.ld, 0.0f, dq.row(r0), dq.ld, panel, rows_see);
+                cpu::small_sgemm(true, r1, HD, rows, 1.0f, dS, T, q.row(r0), q.ld, beta, dk.p, dk.ld, panel, keys_seen);
             }
             if constexpr (!f32) {
                 scatter_head(dq.p, T, HD, 3 * C, dbase);

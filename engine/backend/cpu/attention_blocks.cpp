@@ -5,8 +5,8 @@
 // see: on a causal (diagonal) pair that is the keys up to the block's last row, so the masked half is skipped as
 // the naive kernel skips it. The scores of one block are a (64, keys) fp32 temporary per thread, never the (c, c)
 // square and never stored: backward recomputes them by blocks of 128 keys from q, k and the log-sum-exp. fp32 q, k, v and
-// dO are read in place (strided); bf16 ones are gathered into fp32 tiles once per pair.
-#include <cblas.h>
+// dO are read in place (strided); bf16 ones are gathered into fp32 tiles once per pair. The products go through
+// small_sgemm; K^T (forward), Q^T and dO^T (backward) are transposed once per pair for them.
 #include <omp.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include "engine/backend/cpu/fast_math.h"
 #include "engine/backend/cpu/isa_clones.h"
 #include "engine/backend/cpu/lane_reductions.h"
+#include "engine/backend/cpu/small_sgemm.h"
 
 namespace us {
 
@@ -90,7 +91,8 @@ US_CPU_CLONES void probabilities_row(float* row, int hidden, int m, const float*
 void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc, Tensor row_max, Tensor row_sum) {
     const int C = a.NH * a.HD, c = a.chunk, HD = a.HD, T = a.T;
     const float scale = 1.0f / std::sqrt(float(HD));
-    const size_t per_thread = size_t(kRowBlock) * c + gathered_floats(a.qkv.dtype, 3, c, HD);
+    const size_t per_thread = size_t(kRowBlock) * c + gathered_floats(a.qkv.dtype, 3, c, HD) + size_t(HD) * c +
+                              cpu::small_sgemm_panel_floats(std::max(c, HD));
     float* tiles = scratch(per_thread * size_t(m_threads));
     float* out = acc.f32();
     float* mx = row_max.f32();
@@ -106,6 +108,8 @@ void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc
             float* q_tile = S + size_t(kRowBlock) * c;
             float* k_tile = q_tile + size_t(c) * HD;
             float* v_tile = k_tile + size_t(c) * HD;
+            float* kt = S + size_t(kRowBlock) * c + gathered_floats(a.qkv.dtype, 3, c, HD);
+            float* panel = kt + size_t(HD) * c;
             for (int pi = 0; pi < a.pair_count; ++pi) {
                 const AttentionChunkPair& p = a.pairs[pi];
                 const int q0 = p.q_chunk * c, k0 = p.k_chunk * c;
@@ -115,10 +119,15 @@ void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc
                 const HeadRows v = head_rows(kv_rows + C, c, HD, kvs, v_tile);
                 float* o = out + (size_t(b) * T + q0) * C + size_t(h) * HD;
                 const size_t at0 = (size_t(b) * a.NH + h) * T + q0;
+                cpu::transpose_into(k.p, c, HD, k.ld, kt);
                 for (int r0 = 0; r0 < c; r0 += kRowBlock) {
                     const int rows = std::min(kRowBlock, c - r0), n = block_keys(p, r0, rows, c);
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, HD, scale, q.row(r0), q.ld, k.p,
-                                k.ld, 0.0f, S, n);
+                    // on the diagonal, row i's softmax reads its scores [0, r0 + i] and the later ones are zeros
+                    const cpu::CausalSkip seen = p.causal ? cpu::CausalSkip{cpu::CausalSkip::wanted_columns_upto, r0}
+                                                          : cpu::CausalSkip{};
+                    const cpu::CausalSkip zero_after = p.causal ? cpu::CausalSkip{cpu::CausalSkip::a_zero_after, r0}
+                                                                : cpu::CausalSkip{};
+                    cpu::small_sgemm(false, rows, n, HD, scale, q.row(r0), q.ld, kt, c, 0.0f, S, n, panel, seen);
                     for (int i = 0; i < rows; ++i) {
                         const size_t at = at0 + size_t(r0 + i);
                         const float alpha = online_softmax_row(S + size_t(i) * n, visible(p, r0 + i, c), n, mx[at], sm[at]);
@@ -127,8 +136,8 @@ void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc
                         for (int d = 0; d < HD; ++d) orow[d] *= alpha;
                     }
                     // acc rows += P V over the block's keys
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HD, n, 1.0f, S, n, v.p, v.ld, 1.0f,
-                                o + size_t(r0) * C, C);
+                    cpu::small_sgemm(false, rows, HD, n, 1.0f, S, n, v.p, v.ld, 1.0f, o + size_t(r0) * C, C, panel,
+                                     zero_after);
                 }
             }
         }
@@ -179,7 +188,8 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
                                           Tensor delta) {
     const int C = a.NH * a.HD, c = a.chunk, HD = a.HD, T = a.T;
     const float scale = 1.0f / std::sqrt(float(HD));
-    const size_t per_thread = 2 * size_t(kKeyBlock) * c + gathered_floats(a.qkv.dtype, 4, c, HD);
+    const size_t per_thread = 2 * size_t(kKeyBlock) * c + gathered_floats(a.qkv.dtype, 4, c, HD) +
+                              2 * size_t(HD) * c + cpu::small_sgemm_panel_floats(std::max({c, HD, kKeyBlock}));
     float* tiles = scratch(per_thread * size_t(m_threads));
     float* gq = dq.f32();
     float* gkv = dkv.f32();
@@ -199,6 +209,9 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
             float* k_tile = q_tile + size_t(c) * HD;
             float* v_tile = k_tile + size_t(c) * HD;
             float* do_tile = v_tile + size_t(c) * HD;
+            float* qt = dS + size_t(kKeyBlock) * c + gathered_floats(a.qkv.dtype, 4, c, HD);
+            float* dot = qt + size_t(HD) * c;
+            float* panel = dot + size_t(HD) * c;
             for (int pi = 0; pi < a.pair_count; ++pi) {
                 const AttentionChunkPair& p = a.pairs[pi];
                 const int q0 = p.q_chunk * c, k0 = p.k_chunk * c;
@@ -210,35 +223,43 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
                 float* gk = gkv + (size_t(b) * T + k0) * 2 * C + size_t(h) * HD;
                 float* gqb = gq + (size_t(b) * T + q0) * C + size_t(h) * HD;
                 const size_t at0 = (size_t(b) * a.NH + h) * T + q0;
+                cpu::transpose_into(q.p, c, HD, q.ld, qt);
+                cpu::transpose_into(dO.p, c, HD, dO.ld, dot);
                 // By blocks of 128 keys, each against the queries that see it: on a causal pair the rows from the
                 // block's first key on. The key block's dK and dV then sum over all those rows in one product each
                 // (a long inner dimension); only dQ takes a product with an inner dimension of 128.
                 for (int j0 = 0; j0 < c; j0 += kKeyBlock) {
                     const int keys = std::min(kKeyBlock, c - j0), i0 = first_query(p, j0), m = c - i0;
+                    // On the diagonal (i0 = j0) key j is seen by query rows i >= j only: P^T and dS^T are zero
+                    // left of that, and only those columns are wanted.
+                    using Skip = cpu::CausalSkip;
+                    const Skip wanted = p.causal ? Skip{Skip::wanted_columns_from, 0} : Skip{};
+                    const Skip zero_before = p.causal ? Skip{Skip::a_zero_before, 0} : Skip{};
+                    const Skip zero_after = p.causal ? Skip{Skip::a_zero_after, 0} : Skip{};
                     // P^T = exp(S^T - lse): the final probabilities of these keys for rows [i0, c)
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, keys, m, HD, scale, k.row(j0), k.ld,
-                                q.row(i0), q.ld, 0.0f, P, m);
+                    cpu::small_sgemm(false, keys, m, HD, scale, k.row(j0), k.ld, qt + i0, c, 0.0f, P, m, panel, wanted);
                     const float* li = l + at0 + i0;
                     for (int j = 0; j < keys; ++j)  // rows before key j0 + j on the diagonal do not see it
                         probabilities_row(P + size_t(j) * m, masked_queries(p, j0 + j, i0), m, li);
                     // dV[keys] += P^T dO[i0:c] ; dP^T = V[keys] dO[i0:c]^T
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, keys, HD, m, 1.0f, P, m, dO.row(i0), dO.ld,
-                                1.0f, gk + size_t(j0) * 2 * C + C, 2 * C);
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, keys, m, HD, 1.0f, v.row(j0), v.ld,
-                                dO.row(i0), dO.ld, 0.0f, dS, m);
+                    cpu::small_sgemm(false, keys, HD, m, 1.0f, P, m, dO.row(i0), dO.ld, 1.0f, gk + size_t(j0) * 2 * C + C,
+                                     2 * C, panel, zero_before);
+                    cpu::small_sgemm(false, keys, m, HD, 1.0f, v.row(j0), v.ld, dot + i0, c, 0.0f, dS, m, panel, wanted);
                     // dS^T = scale * P^T (dP^T - delta), zero where masked (P is)
                     const float* di = dl + at0 + i0;
                     for (int j = 0; j < keys; ++j) {
+                        const int hidden = masked_queries(p, j0 + j, i0);  // dP^T there was not computed
                         const float* pr = P + size_t(j) * m;
                         float* d = dS + size_t(j) * m;
+                        std::fill(d, d + hidden, 0.0f);
 #pragma omp simd
-                        for (int i = 0; i < m; ++i) d[i] = scale * pr[i] * (d[i] - di[i]);
+                        for (int i = hidden; i < m; ++i) d[i] = scale * pr[i] * (d[i] - di[i]);
                     }
                     // dK[keys] += dS^T Q[i0:c] ; dQ[i0:c] += dS K[keys]
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, keys, HD, m, 1.0f, dS, m, q.row(i0), q.ld,
-                                1.0f, gk + size_t(j0) * 2 * C, 2 * C);
-                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, HD, keys, 1.0f, dS, m, k.row(j0), k.ld,
-                                1.0f, gqb + size_t(i0) * C, C);
+                    cpu::small_sgemm(false, keys, HD, m, 1.0f, dS, m, q.row(i0), q.ld, 1.0f, gk + size_t(j0) * 2 * C,
+                                     2 * C, panel, zero_before);
+                    cpu::small_sgemm(true, m, HD, keys, 1.0f, dS, m, k.row(j0), k.ld, 1.0f, gqb + size_t(i0) * C, C,
+                                     panel, zero_after);
                 }
             }
         }

@@ -9,6 +9,7 @@
 
 #include "engine/backend/cpu/blas_kernel.h"
 #include "engine/backend/cpu/gemm_bf16.h"
+#include "engine/backend/cpu/small_sgemm.h"
 
 extern "C" char* openblas_get_corename(void);
 extern "C" void openblas_set_num_threads(int);
@@ -20,13 +21,15 @@ CpuBackend::CpuBackend(int threads) {
     omp_set_num_threads(m_threads);
     openblas_set_num_threads(m_threads);
     m_allocator = std::make_unique<TrackedAllocator>(make_host_memory());
+    cpu::small_sgemm_path();  // ULTRASCOPE_SMALL_SGEMM is read (and refused, if it must be) here, not inside an op
 }
 
 std::string CpuBackend::device_description() const {
     const auto kernel = cpu::resolve_bf16_gemm_kernel(cpu::Bf16GemmKernel::automatic);
     const std::string note = cpu::openblas_kernel_note();
-    return fmt::format("cpu ({} threads, OpenBLAS {} kernel{}, bf16 GEMM {})", m_threads, openblas_get_corename(),
-                       note.empty() ? "" : " (" + note + ")", cpu::bf16_gemm_kernel_name(kernel));
+    return fmt::format("cpu ({} threads, OpenBLAS {} kernel{}, bf16 GEMM {}, attention products {})", m_threads,
+                       openblas_get_corename(), note.empty() ? "" : " (" + note + ")", cpu::bf16_gemm_kernel_name(kernel),
+                       cpu::small_sgemm_path_name(cpu::small_sgemm_path()));
 }
 
 float* CpuBackend::scratch(size_t floats) {
