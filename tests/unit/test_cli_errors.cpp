@@ -20,10 +20,10 @@ struct Outputs {
     }
 };
 
-void expect_refused(const std::string& args, const std::string& message_part) {
+void expect_refused(const std::string& args, const std::string& message_part, const std::string& env = "") {
     Outputs out;
     out.clear();
-    const ProcessResult r = run_process(bin("ultrascope-train") + " " + args + out.flags());
+    const ProcessResult r = run_process(env + bin("ultrascope-train") + " " + args + out.flags());
     INFO("ultrascope-train " << args << "\n" << r.output);
     CHECK(r.exit_code != 0);
     CHECK(r.output.find(message_part) != std::string::npos);
@@ -95,6 +95,10 @@ TEST_CASE("corrupt, truncated and mismatched checkpoints are refused", "[cpu][cl
     expect_refused(tiny() + " --load " + corrupt, "corrupt");
     expect_refused(tiny() + " --hidden 128 --load " + good, "holds a model with hidden 64");
     expect_refused(tiny() + " --load /nonexistent.safetensors", "cannot open checkpoint");
+}
+
+TEST_CASE("an unknown ULTRASCOPE_SMALL_SGEMM is refused at startup", "[cpu][cli][errors][small_sgemm]") {
+    expect_refused(tiny(), "ULTRASCOPE_SMALL_SGEMM=blas: use openblas", "ULTRASCOPE_SMALL_SGEMM=blas ");
 }
 
 TEST_CASE("parallel degrees beyond one rank are refused until launched with mpirun", "[cpu][cli][errors]") {

@@ -1,7 +1,8 @@
 // small_sgemm, the attention's products (engine/backend/cpu/small_sgemm.h): both paths against a double reference on
 // shapes that take every edge of the register tiles (rows left over from 6, columns from 16 and 8, k past one
-// 256-deep pass, A^T read in place or handed to OpenBLAS), with beta 0 never reading C; the causal skips; then the
-// naive and the blockwise attention, forward and backward, give the same values on both paths.
+// 256-deep pass, A^T read in place or handed to OpenBLAS), with beta 0 never reading C; the causal skips, and that
+// the tiles really leave out what they allow; the naive (probabilities kept or recomputed) and the blockwise
+// attention (diagonal and full chunk pairs), forward and backward, give the same values on both paths.
 #include <cmath>
 #include <limits>
 
@@ -110,6 +111,36 @@ TEST_CASE("small_sgemm's causal skips leave out only masked terms and unwanted e
                     }
 }
 
+TEST_CASE("the register tiles really leave out what a causal skip allows", "[cpu][ops][small_sgemm]") {
+    if (!cpu::small_sgemm_tiles_supported()) {
+        skip_test("this CPU has no AVX2 + FMA; the register tiles cannot run here");
+        return;
+    }
+    PathGuard guard;
+    cpu::set_small_sgemm_path(SmallSgemmPath::tiles);
+    using Skip = cpu::CausalSkip;
+    const int m = 12, n = 64, k = 64;
+    auto a = random_vector(size_t(m) * k, 31), b = random_vector(size_t(k) * n, 32);
+    std::vector<float> panel(cpu::small_sgemm_panel_floats(k));
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    // Unwanted tiles are not written: rows 0..5 want columns 0..5 only, so their panels from column 16 on stay NaN.
+    std::vector<float> c(size_t(m) * n, nan);
+    cpu::small_sgemm(false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n, panel.data(),
+                     {Skip::wanted_columns_upto, 0});
+    CHECK(std::isfinite(c[0]));
+    CHECK(std::isnan(c[40]));
+    CHECK(std::isfinite(c[size_t(11) * n + 11]));
+    CHECK(std::isnan(c[size_t(11) * n + 40]));
+    // Masked depth is not read: NaN where no row of a tile may see (p >= the tile's last row + 1), finite results.
+    for (int i = 0; i < m; ++i)
+        for (int p = (i / 6 + 1) * 6; p < k; ++p) a[size_t(i) * k + p] = nan;
+    cpu::small_sgemm(false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n, panel.data(),
+                     {Skip::a_zero_after, 0});
+    size_t finite = 0;
+    for (float x : c) finite += std::isfinite(x);
+    CHECK(finite == c.size());
+}
+
 TEST_CASE("the attention kernels give the same values with register tiles as with OpenBLAS", "[cpu][ops][small_sgemm]") {
     if (!cpu::small_sgemm_tiles_supported()) {
         skip_test("this CPU has no AVX2 + FMA; the register tiles cannot run here");
@@ -118,13 +149,13 @@ TEST_CASE("the attention kernels give the same values with register tiles as wit
     PathGuard guard;
     static CpuBackend be(2);
     // T = 150 takes partial query and key blocks; T = 600 makes the naive backward's A^T rows longer than the tiles
-    // read in place, so those products go to OpenBLAS mid-kernel.
-    for (int T : {150, 600}) {
-        INFO("T " << T);
-        const int B = 1, NH = 2, HD = 64, C = NH * HD;
+    // read in place, so those products go to OpenBLAS mid-kernel; HD = 24 takes a 16- and an 8-column panel.
+    for (auto [T, HD] : {std::pair{150, 64}, std::pair{600, 64}, std::pair{150, 24}}) {
+        INFO("T " << T << ", HD " << HD);
+        const int B = 1, NH = 2, C = NH * HD;
         auto qkv = random_vector(size_t(B) * T * 3 * C, 21), dout = random_vector(size_t(B) * T * C, 22);
         struct Result {
-            std::vector<float> naive_out, naive_dqkv, flash_out, flash_dqkv;
+            std::vector<float> naive_out, naive_dqkv, recomputed_dqkv, flash_out, flash_dqkv;
         };
         auto run = [&](SmallSgemmPath path) {
             cpu::set_small_sgemm_path(path);
@@ -134,12 +165,15 @@ TEST_CASE("the attention kernels give the same values with register tiles as wit
             be.attention_forward(tensor_of(r.naive_out), tensor_of(probs), tensor_of(qkv), B, T, NH, HD);
             be.attention_backward(tensor_of(r.naive_dqkv), tensor_of(dout), tensor_of(qkv), tensor_of(probs), B, T, NH,
                                   HD);
+            r.recomputed_dqkv.resize(qkv.size());  // the probabilities recomputed from q and k in backward
+            be.attention_backward(tensor_of(r.recomputed_dqkv), tensor_of(dout), tensor_of(qkv), Tensor{}, B, T, NH, HD);
             std::vector<float> acc(size_t(B) * T * C, 0.0f), mx(size_t(B) * NH * T, 0.0f), sm(mx.size(), 0.0f),
                 lse(mx.size()), delta(mx.size()), dq(acc.size(), 0.0f), dkv(size_t(B) * T * 2 * C, 0.0f);
             r.flash_out.resize(acc.size()), r.flash_dqkv.resize(qkv.size());
-            const AttentionChunkPair pair{0, 0, true};
+            // Two chunks of T / 2: both diagonals and one pair that sees every key of its chunk.
+            const AttentionChunkPair pairs[] = {{0, 0, true}, {1, 0, false}, {1, 1, true}};
             const AttentionBlockArgs args{tensor_of(qkv), tensor_of(qkv).slice(C, int64_t(qkv.size()) - C), B, T, NH, HD,
-                                          T, &pair, 1, 3 * C};
+                                          T / 2, pairs, 3, 3 * C};
             be.attention_block_forward(args, tensor_of(acc), tensor_of(mx), tensor_of(sm));
             be.attention_block_finish(tensor_of(r.flash_out), tensor_of(lse), tensor_of(acc), tensor_of(mx),
                                       tensor_of(sm), B, T, NH, HD);
@@ -158,6 +192,7 @@ TEST_CASE("the attention kernels give the same values with register tiles as wit
         };
         CHECK(same(tiles.naive_out, blas.naive_out) == 0);
         CHECK(same(tiles.naive_dqkv, blas.naive_dqkv) == 0);
+        CHECK(same(tiles.recomputed_dqkv, blas.recomputed_dqkv) == 0);
         CHECK(same(tiles.flash_out, blas.flash_out) == 0);
         CHECK(same(tiles.flash_dqkv, blas.flash_dqkv) == 0);
     }

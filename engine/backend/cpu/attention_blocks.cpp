@@ -248,7 +248,7 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
                     // dS^T = scale * P^T (dP^T - delta), zero where masked (P is)
                     const float* di = dl + at0 + i0;
                     for (int j = 0; j < keys; ++j) {
-                        const int hidden = masked_queries(p, j0 + j, i0);  // dP^T there was not computed
+                        const int hidden = masked_queries(p, j0 + j, i0);  // dP^T there is unwanted: not read
                         const float* pr = P + size_t(j) * m;
                         float* d = dS + size_t(j) * m;
                         std::fill(d, d + hidden, 0.0f);

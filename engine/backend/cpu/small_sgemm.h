@@ -1,11 +1,13 @@
 // The attention's products on one thread: C = alpha * op(A) B + beta * C, fp32, row-major, B not transposed.
-// They are small (a 64-row block of a head against at most the sequence; inner dimension the head size, the block
-// or the keys it sees) and many (several per block per head). OpenBLAS packs both operands again at every call and
-// clears C in a pass of its own; in the attention they ran at about 40% of the sgemm peak (bench_attention). With
+// They are small (a 64-row block of a head against at most the sequence; inner dimension the head size, the block,
+// or the keys or queries a block sees) and many (several per block per head). OpenBLAS packs both operands again at
+// every call and clears C in a pass of its own; in the attention they ran at about 40% of the sgemm peak. With
 // AVX2 + FMA a register tile of 6 x 16 accumulators reads A where it lies and B from a copied 16-column panel that
 // every row tile reuses; the attention passes B contiguous along its columns (it transposes K, V, Q or dO once per
-// head where it needs their transpose). Other CPUs go on through cblas_sgemm: on AVX-512 OpenBLAS uses zmm, and the
-// tiles have not been measured there. Deterministic: each element sums its k terms in order.
+// head or pair where it needs their transpose). Other CPUs go on through cblas_sgemm: on AVX-512 OpenBLAS uses zmm,
+// and the tiles have not been measured there; so do CPUs without AVX2 + FMA, and products whose A^T rows are long
+// (small_sgemm.cpp). Deterministic: the same call gives the same bits (k sums in order within each 256-deep pass,
+// the passes added in order).
 #pragma once
 
 #include <cstddef>
@@ -15,13 +17,14 @@ namespace us::cpu {
 enum class SmallSgemmPath { tiles, blas };
 
 // What a causal mask lets a product leave out, for each row i of C (offset: the row's position minus its index, or
-// the like). The tiles skip it whole tiles at a time; OpenBLAS computes it all, which gives the same C wherever C is
-// wanted (the skipped terms are exact zeros).
+// the like). The tiles skip whole tiles at a time; OpenBLAS, and the tiles' last n % 8 columns, compute it all,
+// which gives the same C wherever C is wanted. So A must hold stored zeros where a skip says it is zero (they are
+// read on those paths), and a caller must read only the entries of C it wanted.
 struct CausalSkip {
     enum Kind {
         none,
-        wanted_columns_upto,  // only C(i, j) for j <= i + offset is wanted: other tiles of C are not written
-        wanted_columns_from,  // only C(i, j) for j >= i - offset is wanted: other tiles of C are not written
+        wanted_columns_upto,  // only C(i, j) for j <= i + offset is wanted: the rest may be left unwritten
+        wanted_columns_from,  // only C(i, j) for j >= i - offset is wanted: the rest may be left unwritten
         a_zero_after,         // op(A)(i, p) = 0 for p > i + offset
         a_zero_before,        // op(A)(i, p) = 0 for p < i - offset
     } kind = none;
