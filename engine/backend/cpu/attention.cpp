@@ -192,8 +192,10 @@ void CpuBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor
                 float* dS = dP + size_t(r0) * T;
                 // dV[0:r1] += P[r0:r1, 0:r1]^T dO[r0:r1] ; dP[r0:r1, 0:r1] = dO[r0:r1] V[0:r1]^T
                 // (P and dS are zero above the diagonal: key j is seen by rows r0 + i >= j)
-                const cpu::CausalSkip keys_seen{cpu::CausalSkip::a_zero_before, r0}, rows_see{cpu::CausalSkip::a_zero_after, r0};
-                cpu::small_sgemm(true, r1, HD, rows, 1.0f, Pb, T, dO.row(r0), dO.ld, beta, dv.p, dv.ld, panel, keys_seen);
+                const cpu::CausalSkip keys_seen{cpu::CausalSkip::a_zero_before, r0};
+                const cpu::CausalSkip rows_see{cpu::CausalSkip::a_zero_after, r0};
+                cpu::small_sgemm(true, r1, HD, rows, 1.0f, Pb, T, dO.row(r0), dO.ld, beta, dv.p, dv.ld, panel,
+                                 keys_seen);
                 cpu::small_sgemm(false, rows, r1, HD, 1.0f, dO.row(r0), dO.ld, vt, T, 0.0f, dS, T, panel,
                                  {cpu::CausalSkip::wanted_columns_upto, r0});
                 // softmax backward on the causal rows, folded with the score scale: dS = scale * P (dP - <P, dP>)

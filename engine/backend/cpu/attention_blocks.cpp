@@ -123,10 +123,9 @@ void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc
                 for (int r0 = 0; r0 < c; r0 += kRowBlock) {
                     const int rows = std::min(kRowBlock, c - r0), n = block_keys(p, r0, rows, c);
                     // on the diagonal, row i's softmax reads its scores [0, r0 + i] and the later ones are zeros
-                    const cpu::CausalSkip seen = p.causal ? cpu::CausalSkip{cpu::CausalSkip::wanted_columns_upto, r0}
-                                                          : cpu::CausalSkip{};
-                    const cpu::CausalSkip zero_after = p.causal ? cpu::CausalSkip{cpu::CausalSkip::a_zero_after, r0}
-                                                                : cpu::CausalSkip{};
+                    using Skip = cpu::CausalSkip;
+                    const Skip seen = Skip::if_causal(p.causal, Skip::wanted_columns_upto, r0);
+                    const Skip zero_after = Skip::if_causal(p.causal, Skip::a_zero_after, r0);
                     cpu::small_sgemm(false, rows, n, HD, scale, q.row(r0), q.ld, kt, c, 0.0f, S, n, panel, seen);
                     for (int i = 0; i < rows; ++i) {
                         const size_t at = at0 + size_t(r0 + i);
@@ -233,9 +232,9 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
                     // On the diagonal (i0 = j0) key j is seen by query rows i >= j only: P^T and dS^T are zero
                     // left of that, and only those columns are wanted.
                     using Skip = cpu::CausalSkip;
-                    const Skip wanted = p.causal ? Skip{Skip::wanted_columns_from, 0} : Skip{};
-                    const Skip zero_before = p.causal ? Skip{Skip::a_zero_before, 0} : Skip{};
-                    const Skip zero_after = p.causal ? Skip{Skip::a_zero_after, 0} : Skip{};
+                    const Skip wanted = Skip::if_causal(p.causal, Skip::wanted_columns_from, 0);
+                    const Skip zero_before = Skip::if_causal(p.causal, Skip::a_zero_before, 0);
+                    const Skip zero_after = Skip::if_causal(p.causal, Skip::a_zero_after, 0);
                     // P^T = exp(S^T - lse): the final probabilities of these keys for rows [i0, c)
                     cpu::small_sgemm(false, keys, m, HD, scale, k.row(j0), k.ld, qt + i0, c, 0.0f, P, m, panel, wanted);
                     const float* li = l + at0 + i0;

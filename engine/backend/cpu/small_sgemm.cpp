@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/backend/cpu/blas_kernel.h"
 #include "engine/core/check.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -168,9 +169,11 @@ SmallSgemmPath default_path() {
                                                                   : " (this CPU has no AVX2 + FMA for tiles)"));
     }
 #ifdef US_SMALL_SGEMM_TILES
-    if (small_sgemm_tiles_supported() && !__builtin_cpu_supports("avx512f")) return SmallSgemmPath::tiles;
-#endif
+    const bool tiles = small_sgemm_tiles_supported() && !CpuIsa::of_this_cpu().avx512f;
+    return tiles ? SmallSgemmPath::tiles : SmallSgemmPath::blas;
+#else
     return SmallSgemmPath::blas;
+#endif
 }
 
 std::atomic<SmallSgemmPath>& current_path() {
@@ -182,7 +185,7 @@ std::atomic<SmallSgemmPath>& current_path() {
 
 bool small_sgemm_tiles_supported() {
 #ifdef US_SMALL_SGEMM_TILES
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return CpuIsa::of_this_cpu().avx2;  // AVX2 and FMA
 #else
     return false;
 #endif

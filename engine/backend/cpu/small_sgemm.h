@@ -29,6 +29,11 @@ struct CausalSkip {
         a_zero_before,        // op(A)(i, p) = 0 for p < i - offset
     } kind = none;
     int offset = 0;
+
+    // `kind` on a causal (diagonal) block; nothing to leave out on a block whose rows see every key.
+    static CausalSkip if_causal(bool causal, Kind kind, int offset) {
+        return causal ? CausalSkip{kind, offset} : CausalSkip{};
+    }
 };
 
 // op(A) is A (m x k, leading dimension lda) or, with trans_a, A^T for A stored (k x m). B is (k x n), ldb. `panel`
