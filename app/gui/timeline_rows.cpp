@@ -11,6 +11,7 @@ namespace us::gui {
 namespace {
 constexpr float kMinPx = 3.0f;  // narrower spans fold
 constexpr int kMaxRows = 6;     // deeper nesting (or more concurrent transfers) is not drawn
+constexpr int kMaxRowsPerThread = 4;  // the same per thread or stream when a lane shows one sub-lane each
 }  // namespace
 
 std::string span_label(const prof::TraceStore& store, const prof::Span& s) {
@@ -31,18 +32,58 @@ void RankHeaderRow::draw(TimelineContext& ctx, float y) {
     }
 }
 
+std::string thread_label(const prof::RankTrace& rank, prof::Lane lane, uint8_t thread) {
+    const bool device = lane == prof::Lane::device || lane == prof::Lane::device_comm;
+    const char* key = device ? "streams" : "threads";
+    // An imported trace keeps the real ids by slot (metadata "streams" / "threads"); the engine's are slots.
+    if (rank.metadata.contains(key) && rank.metadata[key].is_array() && thread < rank.metadata[key].size()) {
+        const auto& id = rank.metadata[key][thread];
+        return fmt::format("{} {}", device ? "stream" : "thread", id.is_string() ? id.get<std::string>() : id.dump());
+    }
+    return fmt::format("{} {}", device ? "stream" : "thread", thread);
+}
+
+std::vector<ThreadRows> LaneRow::groups(const prof::LaneTrack& lane) const {
+    if (lane.rows_by_thread()) {
+        auto by_thread = rows_by_thread(lane, kMaxRowsPerThread);
+        if (by_thread.size() > 1) return by_thread;
+    }
+    ThreadRows all;
+    for (int r = 0; r < std::min(lane.rows(), kMaxRows); ++r) all.rows.push_back(r);
+    return {all};
+}
+
 float LaneRow::height(const TimelineContext& ctx) const {
     const prof::RankTrace* r = ctx.store->rank(m_rank);
-    const int rows = r ? std::max(1, r->lanes[size_t(m_lane)].rows()) : 1;
-    return float(std::min(rows, kMaxRows)) * ctx.row_h + 2;
+    if (!r) return ctx.row_h + 2;
+    float h = 0;
+    for (const ThreadRows& g : groups(r->lanes[size_t(m_lane)])) h += float(std::max<size_t>(1, g.rows.size())) * ctx.row_h + 2;
+    return h;
 }
 
 void LaneRow::draw(TimelineContext& ctx, float y) {
     const prof::RankTrace* r = ctx.store->rank(m_rank);
     if (!r) return;
     const prof::LaneTrack& lane = r->lanes[size_t(m_lane)];
-    const float h = height(ctx);
-    ctx.dl->AddText(ImVec2(ctx.x0 - 80, y), kTextDim, std::string(prof::kLaneNames[size_t(m_lane)]).c_str());
+    const std::vector<ThreadRows> subs = groups(lane);
+    const std::string lane_name(prof::kLaneNames[size_t(m_lane)]);
+    for (size_t g = 0; g < subs.size(); ++g) {
+        const float h = float(std::max<size_t>(1, subs[g].rows.size())) * ctx.row_h + 2;
+        if (g == 0) ctx.dl->AddText(ImVec2(ctx.x0 - 80, y), kTextDim, lane_name.c_str());
+        draw_rows(ctx, lane, subs[g].rows, y, h);
+        if (subs.size() > 1) {  // the sub-lane's thread or stream, over its spans' left edge
+            const std::string label = thread_label(*r, m_lane, subs[g].thread);
+            const ImVec2 size = ImGui::CalcTextSize(label.c_str());
+            ctx.dl->AddRectFilled(ImVec2(ctx.x0, y), ImVec2(ctx.x0 + size.x + 6, y + size.y), IM_COL32(24, 26, 32, 200));
+            ctx.dl->AddText(ImVec2(ctx.x0 + 3, y), kTextDim, label.c_str());
+        }
+        y += h;
+    }
+}
+
+void LaneRow::draw_rows(TimelineContext& ctx, const prof::LaneTrack& lane, const std::vector<int>& rows, float y,
+                        float h) {
+    const prof::RankTrace* r = ctx.store->rank(m_rank);
     ctx.dl->AddRectFilled(ImVec2(ctx.x0, y), ImVec2(ctx.x0 + ctx.window.width_px, y + h - 1), IM_COL32(24, 26, 32, 255));
     if (m_lane == r->work_lane()) {
         // idle gaps inside the work (on a traced GPU, the device's): red, under the spans
@@ -55,11 +96,10 @@ void LaneRow::draw(TimelineContext& ctx, float y) {
                                       ImVec2(ctx.x0 + ctx.window.x_of(std::min(it->end, ctx.window.t1)), y + h - 1), kIdleColor);
     }
     ctx.items.clear();
-    build_lane_items(lane, ctx.window, kMinPx, ctx.items);
+    build_lane_items(lane, ctx.window, kMinPx, ctx.items, &rows);
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     const bool pipeline = ctx.store->run_metadata().value("grid", nlohmann::json::object()).value("pp", 1) > 1;
     for (const TimelineItem& it : ctx.items) {
-        if (it.row >= kMaxRows) continue;
         const float x0 = ctx.x0 + it.x0, x1 = ctx.x0 + std::max(it.x1, it.x0 + 1.0f);
         const float ya = y + float(it.row) * ctx.row_h, yb = ya + ctx.row_h - 1;
         const prof::Span& s = *it.span;

@@ -48,6 +48,8 @@ private:
     std::string m_clock;
 };
 
+// A lane of a rank. A lane whose rows are by thread (a GPU's streams; every lane of an imported PyTorch trace)
+// and that holds more than one thread draws a sub-lane per thread or stream, each labelled.
 class LaneRow final : public TimelineRow {
 public:
     LaneRow(int rank, prof::Lane lane) : m_rank(rank), m_lane(lane) {}
@@ -55,9 +57,17 @@ public:
     void draw(TimelineContext& ctx, float y) override;
 
 private:
+    // The sub-lanes: one per thread, or one holding the lane's first rows.
+    std::vector<ThreadRows> groups(const prof::LaneTrack& lane) const;
+    void draw_rows(TimelineContext& ctx, const prof::LaneTrack& lane, const std::vector<int>& rows, float y, float h);
+
     int m_rank;
     prof::Lane m_lane;
 };
+
+// The label of a sub-lane: "stream 7" on the device lanes (the stream's id when the trace names it, else its slot),
+// "thread 2" elsewhere.
+std::string thread_label(const prof::RankTrace& rank, prof::Lane lane, uint8_t thread);
 
 // A span's label: its name, with the micro-batch (and chunk) for pipeline phases: F3, B3, W3, F3.c1.
 std::string span_label(const prof::TraceStore& store, const prof::Span& s);

@@ -39,9 +39,13 @@ void LaneTrack::finalize() {
 void LaneTrack::assign_rows(size_t from) {
     // First-fit rows in (begin, longest first) order: a nested span lands below its parent, a concurrent one beside
     // it. Spans from `from` on are (re)assigned, starting from the rows' state there, which only the spans that can
-    // still reach past that point decide: those that begin less than the longest duration before it.
+    // still reach past that point decide: those that begin less than the longest duration before it. With rows by
+    // thread, a span only takes a row of its own thread (or a free one), so no row mixes two threads or streams.
     if (m_rows.size() > 255) from = 0;  // a span's row is stored in a byte: rebuild from the start
     for (auto& row : m_rows) row.resize(size_t(std::lower_bound(row.begin(), row.end(), uint32_t(from)) - row.begin()));
+    m_row_thread.resize(m_rows.size(), -1);
+    for (size_t r = 0; r < m_rows.size(); ++r)
+        if (m_rows[r].empty()) m_row_thread[r] = -1;
     std::vector<int64_t> row_end(m_rows.size(), INT64_MIN);
     if (from > 0 && from < m_spans.size()) {
         const int64_t horizon = m_spans[from].begin - m_max_duration;
@@ -50,17 +54,26 @@ void LaneTrack::assign_rows(size_t from) {
     }
     for (size_t i = from; i < m_spans.size(); ++i) {
         Span& s = m_spans[i];
+        auto fits = [&](size_t r) {
+            if (row_end[r] > s.begin) return false;
+            return !m_by_thread || m_row_thread[r] < 0 || m_row_thread[r] == int16_t(s.thread);
+        };
         size_t r = 0;
-        while (r < row_end.size() && row_end[r] > s.begin) ++r;
+        while (r < row_end.size() && !fits(r)) ++r;
         if (r == row_end.size()) {
             row_end.push_back(INT64_MIN);
             m_rows.emplace_back();
+            m_row_thread.push_back(-1);
         }
         row_end[r] = s.end;
+        if (m_by_thread) m_row_thread[r] = int16_t(s.thread);
         s.row = uint8_t(std::min<size_t>(r, 255));
         m_rows[r].push_back(uint32_t(i));
     }
-    while (!m_rows.empty() && m_rows.back().empty()) m_rows.pop_back();
+    while (!m_rows.empty() && m_rows.back().empty()) {
+        m_rows.pop_back();
+        m_row_thread.pop_back();
+    }
 }
 
 std::pair<size_t, size_t> LaneTrack::visible(int r, int64_t t0, int64_t t1) const {
@@ -79,6 +92,9 @@ RankTrace& TraceStore::rank_for(int r) {
     if (!m_ranks[size_t(r)]) {
         m_ranks[size_t(r)] = std::make_unique<RankTrace>();
         m_ranks[size_t(r)]->rank = r;
+        // A GPU's streams run side by side: each gets rows of its own (a sub-lane in the timeline).
+        m_ranks[size_t(r)]->lanes[size_t(Lane::device)].set_rows_by_thread(true);
+        m_ranks[size_t(r)]->lanes[size_t(Lane::device_comm)].set_rows_by_thread(true);
     }
     return *m_ranks[size_t(r)];
 }

@@ -53,6 +53,12 @@ public:
     int64_t first_begin() const { return m_spans.empty() ? 0 : m_spans.front().begin; }
     int64_t last_end() const { return m_last_end; }
     int64_t max_duration() const { return m_max_duration; }
+    // With rows by thread, every row holds the spans of one recording thread (on the device lanes: one stream), so
+    // the timeline can draw a sub-lane per thread or stream; the thread of row r.
+    bool rows_by_thread() const { return m_by_thread; }
+    uint8_t row_thread(int r) const { return m_row_thread[size_t(r)] < 0 ? 0 : uint8_t(m_row_thread[size_t(r)]); }
+    // Chosen before the first span arrives (device lanes always; every lane of an imported trace).
+    void set_rows_by_thread(bool on) { m_by_thread = on; }
 
     void append(const Span& s);  // pending until finalize()
     void finalize();             // sorts and assigns rows; cheap when nothing is pending
@@ -64,6 +70,8 @@ private:
     std::vector<Span> m_spans;
     std::vector<Span> m_pending;
     std::vector<std::vector<uint32_t>> m_rows;
+    std::vector<int16_t> m_row_thread;  // per row: its thread when rows are by thread, -1 for a free row
+    bool m_by_thread = false;
     int64_t m_last_end = 0;
     int64_t m_max_duration = 0;
 };

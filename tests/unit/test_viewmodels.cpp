@@ -257,3 +257,32 @@ TEST_CASE("run summaries take the largest rank's memory and the report's through
     CHECK(s.overlap_pct == Approx(50.0));
     CHECK(s.final_loss == 3.5);
 }
+
+TEST_CASE("timeline: a GPU's streams get rows of their own, drawn as one sub-lane per stream", "[cpu][viewmodel]") {
+    SyntheticRank r(0);
+    // Stream 0: a kernel; stream 3: two kernels, one overlapping stream 0's; stream 0 again, overlapping stream 3's.
+    r.kernel(0.0, 1.0, 0, "gemm_a");
+    r.kernel(0.5, 1.5, 3, "gemm_b");
+    r.kernel(2.0, 3.0, 3, "gemm_c");
+    r.kernel(2.5, 3.5, 0, "gemm_d");
+    TraceStore s;
+    load(s, r, "{}");
+    const LaneTrack& lane = s.rank(0)->lanes[size_t(Lane::device)];
+    REQUIRE(lane.rows_by_thread());
+    // First-fit alone would put gemm_c into row 0 (free at 2.0) beside stream 0's kernels; by stream it may not.
+    REQUIRE(lane.rows() == 2);
+    for (int row = 0; row < lane.rows(); ++row)
+        for (uint32_t i : lane.row(row)) CHECK(lane.spans()[i].thread == lane.row_thread(row));
+    const auto groups = rows_by_thread(lane, 4);
+    REQUIRE(groups.size() == 2);
+    CHECK(groups[0].thread == 0);
+    CHECK(groups[1].thread == 3);
+    // Drawing stream 3's sub-lane yields its two kernels, on the sub-lane's first row.
+    std::vector<TimelineItem> items;
+    build_lane_items(lane, TimeWindow{0, 4000000, 1000}, 3.0f, items, &groups[1].rows);
+    REQUIRE(items.size() == 2);
+    for (const auto& it : items) {
+        CHECK(it.row == 0);
+        CHECK(it.span->thread == 3);
+    }
+}

@@ -4,17 +4,36 @@
 
 namespace us::gui {
 
-void build_lane_items(const prof::LaneTrack& lane, const TimeWindow& w, float min_px, std::vector<TimelineItem>& out) {
+std::vector<ThreadRows> rows_by_thread(const prof::LaneTrack& lane, int max_rows) {
+    std::vector<ThreadRows> groups;
+    for (int r = 0; r < lane.rows(); ++r) {
+        if (lane.row(r).empty()) continue;
+        const uint8_t t = lane.row_thread(r);
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const ThreadRows& g) { return g.thread == t; });
+        if (it == groups.end()) {
+            groups.push_back({t, {}});
+            it = groups.end() - 1;
+        }
+        if (int(it->rows.size()) < max_rows) it->rows.push_back(r);
+    }
+    std::sort(groups.begin(), groups.end(), [](const ThreadRows& a, const ThreadRows& b) { return a.thread < b.thread; });
+    return groups;
+}
+
+void build_lane_items(const prof::LaneTrack& lane, const TimeWindow& w, float min_px, std::vector<TimelineItem>& out,
+                      const std::vector<int>* rows) {
     const auto& spans = lane.spans();
     const double scale = w.px_per_ns();
     const int64_t min_ns = std::max<int64_t>(1, int64_t(double(min_px) / scale));
-    for (int r = 0; r < lane.rows(); ++r) {
+    const int row_count = rows ? int(rows->size()) : lane.rows();
+    for (int shown = 0; shown < row_count; ++shown) {
+        const int r = rows ? (*rows)[size_t(shown)] : shown;
         const auto& idx = lane.row(r);
         auto [i, last] = lane.visible(r, w.t0, w.t1);
         while (i < last) {
             const prof::Span& s = spans[idx[i]];
             TimelineItem item;
-            item.row = r;
+            item.row = shown;
             item.span = &s;
             item.x0 = w.x_of(std::max(s.begin, w.t0));
             item.x1 = w.x_of(std::min(s.end, w.t1));

@@ -25,8 +25,18 @@ struct TimeWindow {
     int64_t t_of(float x) const { return t0 + int64_t(double(x) / px_per_ns()); }
 };
 
-// Appends the items of `lane` visible in `w` to `out` (rows in order, items left to right within a row).
-void build_lane_items(const prof::LaneTrack& lane, const TimeWindow& w, float min_px, std::vector<TimelineItem>& out);
+// Appends the items of `lane` visible in `w` to `out` (rows in order, items left to right within a row). With
+// `rows`, only those rows of the lane, each item's row being its position in the list.
+void build_lane_items(const prof::LaneTrack& lane, const TimeWindow& w, float min_px, std::vector<TimelineItem>& out,
+                      const std::vector<int>* rows = nullptr);
+
+// A lane whose rows are by thread (LaneTrack::rows_by_thread) drawn as one sub-lane per thread or stream: the
+// rows of each thread, in thread order, at most `max_rows` each (deeper nesting is not drawn).
+struct ThreadRows {
+    uint8_t thread = 0;
+    std::vector<int> rows;
+};
+std::vector<ThreadRows> rows_by_thread(const prof::LaneTrack& lane, int max_rows);
 
 // Idle gaps of a rank's work lane (compute, or device on a GPU traced by CUPTI) inside [t0, t1): stretches with
 // no op running, at least min_ns long.
