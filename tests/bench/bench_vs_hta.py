@@ -231,6 +231,10 @@ def print_dir(d, mb, hta, us):
     for rank in hta["ranks"]:
         h = hta_rank_figures(hta, rank)
         u = us.get("ranks", {}).get(rank) if "error" not in us else None
+        if "kernel_time_us" not in h and not u:
+            print(f"  rank {rank}: no GPU kernels (a CPU trace), so HTA's kernel-based figures are empty "
+                  f"(overlap {h.get('comp_comm_overlap_pct')})")
+            continue
         print(f"  rank {rank}: HTA steps {h['steps']}" + (f", ultrascope steps {u.get('steps')}" if u else ""))
         print(f"    {'metric':<30}{'HTA':>12}{'HTA pts':>10}{'ultrascope':>12}{'us pts':>10}{'diff pts':>10}")
         for m in METRICS:

@@ -201,7 +201,8 @@ def make_pipeline_setup(schedule_name, stages_per_rank):
             opt.step()
             opt.zero_grad(set_to_none=True)
         return step, {"layout": {"pp": world}, "schedule": schedule_name, "micro_batches": MICRO_BATCHES,
-                      "stages": num_stages, "stages_per_rank": stages_per_rank, "stages_of_rank": stage_ids,
+                      "stages": num_stages, "stages_per_rank": stages_per_rank,
+                      "stages_of_rank": {str(r): [r + world * v for v in range(stages_per_rank)] for r in range(world)},
                       "layers_per_stage": layers // num_stages, "placement": "looped (stage s on rank s % world)",
                       "parallelism": f"torch.distributed.pipelining {schedule_name}"}
     return setup

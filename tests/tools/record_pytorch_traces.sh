@@ -28,7 +28,7 @@ status=0
     echo "torch: $torch_version"
     echo "python: $python_version"
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "host: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+    echo "host: $(uname -srm), $(getconf _NPROCESSORS_ONLN) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
     echo "command: tests/tools/record_pytorch_traces.sh $*"
     echo "backend: gloo on CPU, ranks spawned by torch.multiprocessing on 127.0.0.1"
     echo "recorder exit status: $status (scenarios.json says which scenarios were recorded)"
