@@ -218,7 +218,8 @@ def print_dir(d, mb, hta, us):
         t = hta["timings"]
         print(f"  HTA: parse {t['parse_s']:.2f} s ({mb / t['parse_s']:.2f} MB/s), temporal {t['temporal_breakdown_s']:.2f} s,"
               f" overlap {t['comm_comp_overlap_s']:.2f} s, idle {t['idle_time_breakdown_s']:.2f} s; whole child "
-              f"{hta['wall_s']:.2f} s (with import), peak RSS {hta['peak_rss_mib']:.0f} MiB")
+              f"{hta['wall_s']:.2f} s (with import), peak RSS {hta['peak_rss_mib']:.0f} MiB; "
+              + ", ".join(f"{k} {v}" for k, v in hta["versions"].items()))
         for name in ("temporal_breakdown", "comm_comp_overlap", "idle_time_breakdown"):
             if isinstance(hta.get(name), dict):
                 print(f"  HTA {name}: {hta[name]['error']}")
@@ -261,7 +262,12 @@ def main():
         return hta_child(*args.hta_child)
     py = ensure_hta_venv(args.hta_venv)
     print(f"machine: {machine_line()}")
-    reference = {"hta_version": HTA_VERSION, "machine": machine_line(), "dirs": {}}
+    head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    print(f"ultrascope: {args.ultrascope} (source at commit {head.stdout.strip() or '?'}); HTA {HTA_VERSION}")
+    reference = {"hta_version": HTA_VERSION, "machine": machine_line(), "dirs": {},
+                 "command": "python3 tests/bench/bench_vs_hta.py " + " ".join(args.dirs) + " --out FILE",
+                 "note": "HTA's own figures (TraceAnalysis on each folder's trace files); per_rank has them in the "
+                         "shape of ultrascope report --json's ranks[i].hta; times are the traces' microseconds"}
     with tempfile.TemporaryDirectory(prefix="bench-vs-hta-") as tmp:
         for d in args.dirs:
             files = trace_files(d)

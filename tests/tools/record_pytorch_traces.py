@@ -170,7 +170,7 @@ def setup_dp2_tp2(rank, world, layers):
         loss_of(model(x), y).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-    return step, {"layout": {"dp": 2, "tp": world // 2}, "mesh": [[0, 1], [2, 3]], "mesh_dim_names": ["dp", "tp"],
+    return step, {"layout": {"dp": 2, "tp": world // 2}, "mesh": mesh.mesh.tolist(), "mesh_dim_names": ["dp", "tp"],
                   "tp_plan": TP_PLAN_NAMES,
                   "parallelism": "2-D DeviceMesh (dp, tp): TP inside 'tp' rows, FSDP2 fully_shard over 'dp' columns"}
 
