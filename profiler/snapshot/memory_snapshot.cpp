@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <regex>
 #include <unordered_map>
 
@@ -70,7 +71,7 @@ BlockState parse_state(std::string_view s) {
 // Typed reads of one dict, with the place ("segments[3]") for messages.
 class Converter {
 public:
-    Converter(MemorySnapshot& snap) : s_(snap), d_(snap.data) {}
+    Converter(MemorySnapshot& snap) : s_(snap), d_(snap.data), frame_ids_(snap.data.value_count(), no_frame) {}
 
     void run() {
         ValueId root = d_.root;
@@ -105,7 +106,9 @@ public:
 private:
     MemorySnapshot& s_;
     const PlainData& d_;
-    std::unordered_map<ValueId, uint32_t> frame_ids_, stack_ids_;  // by the value they came from (pickle memo)
+    static constexpr uint32_t no_frame = UINT32_MAX;
+    std::vector<uint32_t> frame_ids_;                 // by the value a frame came from (shared through the memo)
+    std::unordered_map<uint64_t, uint32_t> stack_by_hash_;  // stacks by the hash of their frame ids
     std::unordered_map<std::string, uint32_t> frame_by_content_;
     std::string content_key_;
     std::vector<uint32_t> scratch_;
@@ -147,11 +150,9 @@ private:
         if (frames == no_value || d_.kind(frames) == PlainKind::none) return 0;
         if (d_.kind(frames) != PlainKind::list && d_.kind(frames) != PlainKind::tuple)
             fail("'frames' is {}, not a list", d_.describe(frames));
-        if (const auto it = stack_ids_.find(frames); it != stack_ids_.end()) return it->second;
         scratch_.clear();
         for (const ValueId f : d_.items(frames)) {
-            auto it = frame_ids_.find(f);
-            if (it == frame_ids_.end()) {
+            if (frame_ids_[f] == no_frame) {
                 expect_dict(f);
                 SnapshotFrame frame{string_field(f, "filename", false), string_field(f, "name", false),
                                     int_field(f, "line", false)};
@@ -159,13 +160,21 @@ private:
                 content_key_.assign(frame.filename).append(1, '\0').append(frame.name).append(1, '\0').append(std::to_string(frame.line));
                 auto [c, fresh] = frame_by_content_.try_emplace(content_key_, 0);
                 if (fresh) c->second = s_.add_frame(frame);
-                it = frame_ids_.emplace(f, c->second).first;
+                frame_ids_[f] = c->second;
             }
-            scratch_.push_back(it->second);
+            scratch_.push_back(frame_ids_[f]);
         }
-        const uint32_t id = s_.add_stack(scratch_);
-        stack_ids_.emplace(frames, id);
-        return id;
+        // Equal stacks (every entry of a loop) are stored once.
+        uint64_t hash = 1469598103934665603ull;
+        for (const uint32_t f : scratch_) hash = (hash ^ f) * 1099511628211ull;
+        const auto [it, fresh] = stack_by_hash_.try_emplace(hash, 0);
+        if (!fresh) {
+            const auto known = s_.stack(it->second);
+            if (std::equal(known.begin(), known.end(), scratch_.begin(), scratch_.end())) return it->second;
+            return s_.add_stack(scratch_);  // a hash collision: kept apart
+        }
+        it->second = s_.add_stack(scratch_);
+        return it->second;
     }
 
     void read_segment(ValueId v, size_t i) {
@@ -246,14 +255,14 @@ private:
 
 }  // namespace
 
-MemorySnapshot parse_memory_snapshot(std::string_view bytes, const std::string& source) {
-    MemorySnapshot snap;
-    snap.source = source;
+namespace {
+
+PlainData read_snapshot_data(std::string_view bytes, const std::string& source) {
     size_t first = 0;
     while (first < bytes.size() && std::isspace(uint8_t(bytes[first]))) ++first;
-    if (looks_like_pickle(bytes)) snap.data = read_pickle(bytes, source);
-    else if (first < bytes.size() && (bytes[first] == '{' || bytes[first] == '['))
-        snap.data = read_plain_json(bytes, source);
+    if (looks_like_pickle(bytes)) return read_pickle(bytes, source);
+    if (first < bytes.size() && (bytes[first] == '{' || bytes[first] == '['))
+        return read_plain_json(bytes, source);
     else if (!bytes.empty() && (uint8_t(bytes[0]) == 0x80 || bytes[0] == '(' || bytes[0] == ']' || bytes[0] == '}'))
         fail_user("{}: a pickle of protocol {}: Ultrascope reads protocols 2 to 5 (re-dump with "
                   "pickle.dump(snapshot, f, protocol=4))", source,
@@ -261,8 +270,20 @@ MemorySnapshot parse_memory_snapshot(std::string_view bytes, const std::string& 
     else
         fail_user("{}: neither a pickle (protocol 2-5) nor JSON: not a PyTorch memory snapshot "
                   "(torch.cuda.memory._dump_snapshot writes one)", source);
+}
+
+MemorySnapshot to_snapshot(PlainData&& data, const std::string& source) {
+    MemorySnapshot snap;
+    snap.source = source;
+    snap.data = std::move(data);
     Converter(snap).run();
     return snap;
+}
+
+}  // namespace
+
+MemorySnapshot parse_memory_snapshot(std::string_view bytes, const std::string& source) {
+    return to_snapshot(read_snapshot_data(bytes, source), source);
 }
 
 MemorySnapshot load_memory_snapshot(const std::string& path) {
@@ -275,7 +296,9 @@ MemorySnapshot load_memory_snapshot(const std::string& path) {
     std::string bytes(size_t(size), '\0');
     in.read(bytes.data(), size);
     US_CHECK_INPUT(in.gcount() == size, "{}: read {} of {} bytes", path, in.gcount(), size);
-    MemorySnapshot snap = parse_memory_snapshot(bytes, path);
+    PlainData data = read_snapshot_data(bytes, path);
+    std::string().swap(bytes);  // the file's bytes are no longer needed: the peak holds one copy, not two
+    MemorySnapshot snap = to_snapshot(std::move(data), path);
     snap.rank = rank_from_file_name(path);
     return snap;
 }

@@ -52,7 +52,9 @@ const char* text_opcode_name(uint8_t op) {
 class PickleMachine {
 public:
     PickleMachine(std::string_view bytes, const std::string& source, const PickleLimits& limits)
-        : bytes_(bytes), source_(source), limits_(limits) {}
+        : bytes_(bytes), source_(source), limits_(limits) {
+        data_.reserve_for(bytes.size());
+    }
 
     PlainData run() {
         while (true) {

@@ -67,7 +67,7 @@ bool PlainData::is_container(ValueId id) const { return id < values_.size() && v
 void PlainData::append(ValueId container, std::span<const ValueId> items) {
     US_ASSERT(is_container(container));
     if (items.empty()) return;
-    US_CHECK_INPUT(staged_.size() + items.size() < UINT32_MAX, "more than 4 billion items: larger than Ultrascope reads");
+    US_CHECK_INPUT(staged_.size() + items.size() < UINT32_MAX / 2, "more than 4 billion items: larger than Ultrascope reads");
     PlainContainer& c = containers_[values_[container].size];
     const uint32_t begin = uint32_t(staged_.size());
     staged_.insert(staged_.end(), items.begin(), items.end());
@@ -85,16 +85,29 @@ void PlainData::append(ValueId container, std::span<const ValueId> items) {
 }
 
 void PlainData::finish() {
-    items_.clear();
-    items_.reserve(staged_.size());
+    // A container filled by one run of appends (nearly all) keeps its items where they were staged; only those
+    // appended to in several runs are copied, contiguously, to the end.
     for (PlainContainer& c : containers_) {
-        c.begin = uint32_t(items_.size());
+        if (c.first_chunk == UINT32_MAX) continue;
+        if (c.first_chunk == c.last_chunk) {
+            c.begin = chunks_[c.first_chunk].begin;
+            continue;
+        }
+        c.begin = uint32_t(staged_.size());
         for (uint32_t k = c.first_chunk; k != UINT32_MAX; k = chunks_[k].next)
-            items_.insert(items_.end(), staged_.begin() + chunks_[k].begin,
-                          staged_.begin() + chunks_[k].begin + chunks_[k].count);
+            for (uint32_t i = 0; i < chunks_[k].count; ++i) {
+                const ValueId v = staged_[chunks_[k].begin + i];
+                staged_.push_back(v);
+            }
     }
-    std::vector<ValueId>().swap(staged_);
+    items_ = std::move(staged_);
+    staged_.clear();
     std::vector<Chunk>().swap(chunks_);
+}
+
+void PlainData::reserve_for(size_t file_bytes) {
+    values_.reserve(file_bytes / 16);
+    staged_.reserve(file_bytes / 8);
 }
 
 size_t PlainData::memory_bytes() const {

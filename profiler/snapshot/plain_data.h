@@ -44,6 +44,8 @@ public:
     void append(ValueId container, std::span<const ValueId> items);
     // Lays every container's items out contiguously; call once when parsing is done.
     void finish();
+    // Reserves room for what a file of this size usually holds (a hint: the arena still grows as needed).
+    void reserve_for(size_t file_bytes);
 
     const PlainValue& at(ValueId id) const { return values_[id]; }
     PlainKind kind(ValueId id) const { return values_[id].kind; }
