@@ -60,7 +60,7 @@ nlohmann::json device_json(const MemorySnapshot& s, const DeviceMemory& m) {
                      {"end_allocated_bytes", m.active_bytes},
                      {"end_reserved_bytes", m.reserved_bytes},
                      {"samples", samples}};
-    d["fragmentation"] = {{"reserved_minus_allocated_at_peak", m.reserved_at_peak - m.peak_allocated},
+    d["fragmentation"] = {{"reserved_minus_allocated_at_peak", m.free_in_segments_at_peak},
                           {"largest_free_block_at_peak", or_null(m.largest_free_block_at_peak, m.largest_free_block_at_peak >= 0)}};
     nlohmann::json top = nlohmann::json::array();
     for (size_t i = 0; i < std::min(top_n, m.at_peak.size()); ++i) {
@@ -146,7 +146,7 @@ std::string format_snapshot_report(const LoadedSnapshot& r) {
                          m.peak_time_us >= 0 ? fmt::format(" (t = {} us)", m.peak_time_us) : "",
                          format_bytes(m.reserved_at_peak), format_bytes(m.peak_reserved));
         t += fmt::format("    fragmentation at the peak: {} reserved but not allocated, largest free block {}\n",
-                         format_bytes(m.reserved_at_peak - m.peak_allocated),
+                         format_bytes(m.free_in_segments_at_peak),
                          m.largest_free_block_at_peak >= 0 ? format_bytes(m.largest_free_block_at_peak) : "unknown");
         for (const OomEvent& o : m.ooms)
             t += fmt::format("    OOM at entry {}: asked for {}, the device had {} free; allocated {}, reserved {}\n",

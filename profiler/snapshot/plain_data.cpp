@@ -26,24 +26,24 @@ const char* plain_kind_name(PlainKind kind) {
     return "?";
 }
 
-ValueId PlainData::add_none() {
-    values_.push_back({PlainKind::none, 0, 0});
+ValueId PlainData::push_value(const PlainValue& v) {
+    US_CHECK_INPUT(values_.size() < size_t(UINT32_MAX) - 1, "more than 4 billion values: larger than Ultrascope reads");
+    values_.push_back(v);
     return ValueId(values_.size() - 1);
 }
 
+ValueId PlainData::add_none() { return push_value({PlainKind::none, 0, 0}); }
+
 ValueId PlainData::add_bool(bool b) {
-    values_.push_back({PlainKind::boolean, 0, b ? 1u : 0u});
-    return ValueId(values_.size() - 1);
+    return push_value({PlainKind::boolean, 0, b ? 1u : 0u});
 }
 
 ValueId PlainData::add_int(int64_t i) {
-    values_.push_back({PlainKind::integer, 0, uint64_t(i)});
-    return ValueId(values_.size() - 1);
+    return push_value({PlainKind::integer, 0, uint64_t(i)});
 }
 
 ValueId PlainData::add_float(double d) {
-    values_.push_back({PlainKind::floating, 0, std::bit_cast<uint64_t>(d)});
-    return ValueId(values_.size() - 1);
+    return push_value({PlainKind::floating, 0, std::bit_cast<uint64_t>(d)});
 }
 
 ValueId PlainData::add_text(PlainKind kind, std::string_view bytes) {
@@ -51,15 +51,13 @@ ValueId PlainData::add_text(PlainKind kind, std::string_view bytes) {
     US_CHECK_INPUT(bytes.size() < UINT32_MAX, "a string of {} bytes is longer than Ultrascope reads (4 GiB)", bytes.size());
     const uint64_t offset = text_.size();
     text_.insert(text_.end(), bytes.begin(), bytes.end());
-    values_.push_back({kind, uint32_t(bytes.size()), offset});
-    return ValueId(values_.size() - 1);
+    return push_value({kind, uint32_t(bytes.size()), offset});
 }
 
 ValueId PlainData::add_container(PlainKind kind) {
     US_ASSERT(kind >= PlainKind::list);
     containers_.push_back({});
-    values_.push_back({kind, uint32_t(containers_.size() - 1), 0});
-    return ValueId(values_.size() - 1);
+    return push_value({kind, uint32_t(containers_.size() - 1), 0});
 }
 
 bool PlainData::is_container(ValueId id) const { return id < values_.size() && values_[id].kind >= PlainKind::list; }

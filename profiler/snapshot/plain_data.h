@@ -64,6 +64,7 @@ public:
     std::string describe(ValueId id) const;
 
 private:
+    ValueId push_value(const PlainValue& v);
     struct Chunk {
         uint32_t begin, count, next;
     };

@@ -10,6 +10,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "engine/core/check.h"
+
 namespace us::snap {
 
 const char* origin_name(AllocationOrigin o) {
@@ -25,6 +27,14 @@ namespace {
 
 constexpr uint32_t never = UINT32_MAX;
 
+// Sums of sizes a hostile file could push past int64: refused rather than wrapped.
+int64_t sum(const MemorySnapshot& snap, int64_t a, int64_t b) {
+    int64_t out = 0;
+    if (__builtin_add_overflow(a, b, &out))
+        fail_user("{}: sizes add up past 2^63 bytes: not a real memory snapshot", snap.source);
+    return out;
+}
+
 struct Interval {
     uint64_t begin, end;
 };
@@ -34,11 +44,12 @@ void read_dump_state(const MemorySnapshot& snap, DeviceMemory& m) {
     for (const SnapshotSegment& seg : snap.segments) {
         if (seg.device != m.device) continue;
         ++m.segments;
-        m.reserved_bytes += seg.total_size;
+        m.reserved_bytes = sum(snap, m.reserved_bytes, seg.total_size);
         for (uint32_t b = seg.block_begin; b < seg.block_begin + seg.block_count; ++b) {
             const SnapshotBlock& block = snap.blocks[b];
-            if (block.state == BlockState::active_allocated) m.allocated_bytes += block.size, m.active_bytes += block.size;
-            else if (block.state == BlockState::active_awaiting_free) m.active_bytes += block.size;
+            if (block.state == BlockState::active_allocated) m.allocated_bytes = sum(snap, m.allocated_bytes, block.size);
+            if (block.state == BlockState::active_allocated || block.state == BlockState::active_awaiting_free)
+                m.active_bytes = sum(snap, m.active_bytes, block.size);
             else if (block.state == BlockState::inactive)
                 m.largest_free_block_at_dump = std::max(m.largest_free_block_at_dump, block.size);
         }
@@ -83,24 +94,27 @@ void replay_trace(const MemorySnapshot& snap, DeviceMemory& m, size_t samples) {
         switch (e.action) {
             case TraceAction::alloc: {
                 auto [it, fresh] = live_allocs.try_emplace(e.addr, uint32_t(i));
-                if (!fresh) ++double_allocs, allocated -= trace[it->second].size, ends[it->second] = uint32_t(i), it->second = uint32_t(i);
-                allocated += e.size;
+                if (!fresh) {
+                    ++double_allocs, allocated = sum(snap, allocated, -trace[it->second].size);
+                    ends[it->second] = uint32_t(i), it->second = uint32_t(i);
+                }
+                allocated = sum(snap, allocated, e.size);
                 break;
             }
             case TraceAction::free_completed: {
                 if (auto it = live_allocs.find(e.addr); it != live_allocs.end()) {
-                    allocated -= trace[it->second].size;
+                    allocated = sum(snap, allocated, -trace[it->second].size);
                     ends[it->second] = uint32_t(i);
                     live_allocs.erase(it);
                 } else {
-                    allocated -= e.size;
+                    allocated = sum(snap, allocated, -e.size);
                     orphan_frees.push_back(uint32_t(i));
                 }
                 break;
             }
             case TraceAction::segment_alloc: case TraceAction::segment_map:
                 live_segments[e.addr] = uint32_t(i);
-                reserved += e.size;
+                reserved = sum(snap, reserved, e.size);
                 break;
             case TraceAction::segment_free: case TraceAction::segment_unmap: {
                 if (auto it = live_segments.find(e.addr); it != live_segments.end()) {
@@ -109,7 +123,7 @@ void replay_trace(const MemorySnapshot& snap, DeviceMemory& m, size_t samples) {
                 } else {
                     orphan_segment_frees.push_back(uint32_t(i));
                 }
-                reserved -= e.size;
+                reserved = sum(snap, reserved, -e.size);
                 break;
             }
             case TraceAction::oom: m.ooms.push_back({i, e.time_us, e.size, e.device_free, allocated, reserved}); break;
@@ -125,8 +139,8 @@ void replay_trace(const MemorySnapshot& snap, DeviceMemory& m, size_t samples) {
         m.notes.push_back(fmt::format("{} allocations at an address still allocated in the trace (a lost free): the "
                                       "earlier one counted as freed", double_allocs));
     // The trace's start: the dump-time state minus what the trace did.
-    m.start_allocated = m.active_bytes - allocated;
-    m.start_reserved = m.reserved_bytes - reserved;
+    m.start_allocated = sum(snap, m.active_bytes, -allocated);
+    m.start_reserved = sum(snap, m.reserved_bytes, -reserved);
     if (m.start_allocated < 0 || m.start_reserved < 0) {
         m.start_known = false;
         m.notes.push_back(fmt::format("the trace adds {} B allocated and {} B reserved but the dump holds only {} B "
@@ -134,13 +148,15 @@ void replay_trace(const MemorySnapshot& snap, DeviceMemory& m, size_t samples) {
                                       allocated, reserved, m.active_bytes, m.reserved_bytes));
         m.start_allocated = std::max<int64_t>(0, m.start_allocated), m.start_reserved = std::max<int64_t>(0, m.start_reserved);
     }
-    m.peak_allocated = m.start_allocated + peak;
-    m.reserved_at_peak = m.start_reserved + (peak_entry < 0 ? 0 : reserved_at_peak);
-    m.peak_reserved = m.start_reserved + peak_reserved;
+    m.peak_allocated = sum(snap, m.start_allocated, peak);
+    m.reserved_at_peak = sum(snap, m.start_reserved, peak_entry < 0 ? 0 : reserved_at_peak);
+    m.peak_reserved = sum(snap, m.start_reserved, peak_reserved);
+    m.free_in_segments_at_peak = sum(snap, m.reserved_at_peak, -m.peak_allocated);
     m.peak_entry = peak_entry;
     m.peak_time_us = peak_entry < 0 ? -1 : trace[size_t(peak_entry)].time_us;
-    for (OomEvent& o : m.ooms) o.allocated += m.start_allocated, o.reserved += m.start_reserved;
-    for (TimelineSample& s : m.timeline) s.allocated += m.start_allocated, s.reserved += m.start_reserved;
+    for (OomEvent& o : m.ooms) o.allocated = sum(snap, o.allocated, m.start_allocated), o.reserved = sum(snap, o.reserved, m.start_reserved);
+    for (TimelineSample& t : m.timeline)
+        t.allocated = sum(snap, t.allocated, m.start_allocated), t.reserved = sum(snap, t.reserved, m.start_reserved);
 
     // The live set at the peak: traced allocations begun by then and ended after, what began before the trace and
     // ends after the peak, and what the dump holds that no traced allocation explains.
@@ -155,7 +171,7 @@ void replay_trace(const MemorySnapshot& snap, DeviceMemory& m, size_t samples) {
             segments_at_peak.push_back({e.addr, e.addr + uint64_t(e.size)});
     }
     for (const uint32_t i : orphan_frees) {
-        before_trace += trace[i].size;
+        before_trace = sum(snap, before_trace, trace[i].size);
         if (int64_t(i) > peak_entry)
             m.at_peak.push_back({trace[i].addr, trace[i].size, trace[i].stack, -1, MemoryCategory::unknown,
                                  AllocationOrigin::before_trace_freed_in_it});
@@ -169,7 +185,7 @@ void replay_trace(const MemorySnapshot& snap, DeviceMemory& m, size_t samples) {
             const SnapshotBlock& block = snap.blocks[b];
             if (block.state == BlockState::inactive || block.state == BlockState::unknown) continue;
             if (live_allocs.contains(block.address)) continue;
-            before_trace += block.size;
+            before_trace = sum(snap, before_trace, block.size);
             m.at_peak.push_back({block.address, block.size, block.stack, -1, MemoryCategory::unknown,
                                  AllocationOrigin::before_trace_alive_at_dump});
         }
@@ -197,9 +213,9 @@ void summarize_peak(const MemorySnapshot& snap, DeviceMemory& m) {
         a.user_frame = it->second.first, a.category = it->second.second;
         auto [s, fresh] = site_index.try_emplace(a.user_frame, m.sites.size());
         if (fresh) m.sites.push_back({a.user_frame, 0, 0, a.category});
-        m.sites[s->second].bytes += a.size, ++m.sites[s->second].count;
+        m.sites[s->second].bytes = sum(snap, m.sites[s->second].bytes, a.size), ++m.sites[s->second].count;
         CategoryTotal& t = totals[size_t(a.category)];
-        t.category = a.category, t.bytes += a.size, ++t.count;
+        t.category = a.category, t.bytes = sum(snap, t.bytes, a.size), ++t.count;
     }
     std::sort(m.sites.begin(), m.sites.end(), [](auto& a, auto& b) { return a.bytes > b.bytes; });
     for (const CategoryTotal& t : totals)
@@ -222,14 +238,16 @@ SnapshotAnalysis analyze_snapshot(const MemorySnapshot& snap, size_t timeline_sa
             replay_trace(snap, m, timeline_samples);
             summarize_peak(snap, m);
             out.peak_known = true;
-            out.peak_allocated_bytes += m.peak_allocated;
+            out.peak_allocated_bytes = sum(snap, out.peak_allocated_bytes, m.peak_allocated);
         } else {
             m.notes.push_back(snap.has_traces ? "no trace entries for this device: nothing over time is known"
                                               : "no device_traces (recorded without _record_memory_history): only the "
                                                 "dump-time state is known");
         }
-        out.reserved_bytes += m.reserved_bytes, out.allocated_bytes += m.allocated_bytes;
-        out.active_bytes += m.active_bytes, out.segments += m.segments, out.trace_entries += m.trace_entries;
+        out.reserved_bytes = sum(snap, out.reserved_bytes, m.reserved_bytes);
+        out.allocated_bytes = sum(snap, out.allocated_bytes, m.allocated_bytes);
+        out.active_bytes = sum(snap, out.active_bytes, m.active_bytes);
+        out.segments += m.segments, out.trace_entries += m.trace_entries;
         out.devices.push_back(std::move(m));
     }
     return out;

@@ -59,6 +59,7 @@ struct DeviceMemory {
     int64_t peak_allocated = 0, reserved_at_peak = 0, peak_reserved = 0;
     int64_t peak_entry = -1;  // the entry after which the peak holds; -1: at the trace's start
     int64_t peak_time_us = -1;
+    int64_t free_in_segments_at_peak = 0;     // reserved - allocated at the peak
     int64_t largest_free_block_at_peak = -1;  // -1: unknown
     std::vector<PeakAllocation> at_peak;  // largest first
     std::vector<SiteTotal> sites;         // largest first
