@@ -131,7 +131,8 @@ private:
         int64_t out = 0;
         double f = 0;
         if (d_.get_int(v, out)) return out;
-        if (d_.get_number(v, f)) return int64_t(f);  // time_us may be a float in some versions
+        // A float (time_us in some versions) counts if it is a number int64 holds: NaN and 1e300 do not.
+        if (d_.get_number(v, f) && f >= -9.2e18 && f <= 9.2e18) return int64_t(f);
         fail("'{}' is {}, not an integer", key, d_.describe(v));
     }
     std::string_view string_field(ValueId dict, std::string_view key, bool required) const {

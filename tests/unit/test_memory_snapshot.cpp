@@ -8,9 +8,12 @@
 #include "app/cli/snapshot_report.h"
 #include "catch_compat.h"
 #include "engine/core/check.h"
+#include "engine/core/memory_category.h"
 #include "profiler/snapshot/pickle_reader.h"
 #include "profiler/snapshot/plain_json_reader.h"
 #include "profiler/snapshot/snapshot_analysis.h"
+#include "profiler/snapshot/snapshot_export.h"
+#include "profiler/transport/chunk.h"
 
 using namespace us;
 using namespace us::snap;
@@ -162,6 +165,7 @@ TEST_CASE("memory snapshot: hostile files are refused with a message naming the 
         {"not_a_snapshot.pickle", "no 'segments'"},
         {"bad_field.json", "segments[0]: 'address' is the string 'x', not an integer"},
         {"empty.pickle", "neither a pickle"},
+        {"fuzz_float_size.json", "is a float, not an integer"},  // found by fuzz_pickle_reader: 1.4e102 as a size
     };
     for (const auto& [file, expected] : cases) {
         const std::string path = dir + "hostile/" + file;
@@ -209,4 +213,73 @@ TEST_CASE("pickle reader: ints of every width, shared memo values, and cycles wi
     const PlainData j = read_plain_json(R"({"a": [1, -2, 1.5, "x", null, true], "b": 9223372036854775807})", "j");
     CHECK(j.items(j.find(j.root, "a")).size() == 6);
     CHECK((j.get_int(j.find(j.root, "b"), v) && v == INT64_MAX));
+}
+
+TEST_CASE("memory snapshot export: an Ultrascope trace's allocations read back as a snapshot", "[cpu][snapshot]") {
+    // params +4096 (wte), activations +1000 (attn) +2000 (mlp), then mlp and attn freed, and a temporaries free
+    // that matches nothing (left out); 512 B before the first event. Each allocation is its own segment.
+    prof::Chunk ev;
+    ev.kind = prof::ChunkKind::events;
+    ev.rank = 0;
+    ev.strings = {{0, "wte"}, {1, "attn"}, {2, "mlp"}, {3, "scratch"}};
+    struct Ev { double t_ms; us::MemCategory c; int64_t delta; uint32_t label; prof::Phase phase; };
+    const Ev events[] = {{1, us::MemCategory::params, 4096, 0, prof::Phase::none},
+                         {2, us::MemCategory::activations, 1000, 1, prof::Phase::forward},
+                         {3, us::MemCategory::activations, 2000, 2, prof::Phase::forward},
+                         {4, us::MemCategory::activations, -2000, 2, prof::Phase::backward},
+                         {5, us::MemCategory::activations, -1000, 1, prof::Phase::backward},
+                         {6, us::MemCategory::temporaries, -64, 3, prof::Phase::optimizer}};
+    for (const Ev& e : events) {
+        prof::EventRecord r{};
+        r.memory.type = uint8_t(prof::EventType::memory);
+        r.memory.t_ns = int64_t(e.t_ms * 1e6);
+        r.memory.category = uint8_t(e.c);
+        r.memory.delta_bytes = e.delta;
+        r.memory.label = e.label;
+        r.memory.phase = uint8_t(e.phase);
+        r.memory.step = 1;
+        r.memory.layer = -1;
+        ev.events.push_back(r);
+    }
+    ev.events[0].memory.total_bytes = 4096 + 512;  // 512 B were allocated before the first event
+    prof::Chunk meta;
+    meta.kind = prof::ChunkKind::metadata;
+    meta.text = R"({"rank": 0, "world_size": 1})";
+    prof::TraceStore store;
+    store.add_chunk(meta);
+    store.add_chunk(ev);
+    store.finalize();
+    SnapshotExportStats stats;
+    const std::string bytes = memory_snapshot_of_rank(store, 0, stats);
+    CHECK(stats.allocations == 4);
+    CHECK(stats.frees == 2);
+    CHECK(stats.unmatched_frees == 1);
+    CHECK(stats.alive_at_end == 2);
+    const MemorySnapshot s = parse_memory_snapshot(bytes, "export");
+    CHECK(s.trace_entries() == 4 * 2 + 2 * 3);  // segment_alloc + alloc; free_requested + free_completed + segment_free
+    const SnapshotAnalysis a = analyze_snapshot(s);
+    REQUIRE(a.devices.size() == 1);
+    const DeviceMemory& m = a.devices[0];
+    CHECK(m.allocated_bytes == 4096 + 512);
+    CHECK(m.reserved_bytes == 4096 + 512);
+    CHECK(m.start_allocated == 0);
+    CHECK(m.peak_allocated == 512 + 4096 + 1000 + 2000);
+    CHECK(m.reserved_at_peak == 512 + 4096 + 1000 + 2000);
+    CHECK(m.notes.empty());
+    REQUIRE(m.at_peak.size() == 4);
+    CHECK(m.at_peak[3].size == 512);
+    CHECK(s.frame(s.stack(m.at_peak[3].stack)[0]).name == "(allocated before the first memory event)");
+    CHECK(m.at_peak[0].size == 4096);
+    const SnapshotFrame& f = s.frame(s.stack(m.at_peak[0].stack)[0]);
+    CHECK(f.filename == "params");
+    CHECK(f.name == "wte");
+    // Written whole next to the name asked for; the trace without memory events is refused.
+    const auto out = std::filesystem::temp_directory_path() / "us_test_export_snapshot.pickle";
+    CHECK(export_memory_snapshots(store, out.string()) == std::vector<std::string>{out.string()});
+    CHECK(load_memory_snapshot(out.string()).trace_entries() == 14);
+    std::filesystem::remove(out);
+    prof::TraceStore empty;
+    empty.add_chunk(meta);
+    empty.finalize();
+    CHECK_THROWS_WITH(export_memory_snapshots(empty, out.string()), Catch::Contains("no memory events"));
 }
