@@ -320,7 +320,8 @@ bool is_memory_snapshot_path(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     char head[256] = {};
     in.read(head, sizeof head);
-    return std::string_view(head, size_t(in.gcount())).find("\"segments\"") != std::string_view::npos;
+    const std::string_view text(head, size_t(in.gcount()));
+    return text.find("\"segments\"") != std::string_view::npos || text.find("\"device_traces\"") != std::string_view::npos;
 }
 
 }  // namespace us::snap

@@ -160,6 +160,7 @@ std::string PlainData::describe(ValueId id) const {
     int64_t i = 0;
     if (get_string(id, s)) return fmt::format("the string '{}'", s.substr(0, 40));
     if (v.kind == PlainKind::integer && get_int(id, i)) return fmt::format("the integer {}", i);
+    if (v.kind == PlainKind::dict) return fmt::format("a dict of {} entries", items(id).size() / 2);
     if (is_container(id)) return fmt::format("{} of {} items", plain_kind_name(v.kind), items(id).size());
     return plain_kind_name(v.kind);
 }

@@ -203,6 +203,13 @@ TEST_CASE("pickle reader: ints of every width, shared memo values, and cycles wi
     const PlainData cycle = read_pickle(read_file(dir + "hostile/memo_cycle_list.pickle"), "cycle");
     REQUIRE(cycle.items(cycle.root).size() == 1);
     CHECK(cycle.items(cycle.root)[0] == cycle.root);
+    // Memory stays a small multiple of the file's size, whatever the nesting.
+    for (const char* f : {"deep_lists.pickle", "memo_cycle_list.pickle", "memo_cycle_dict.pickle"}) {
+        const std::string bytes = read_file(dir + "hostile/" + f);
+        const PlainData p = read_pickle(bytes, f);
+        INFO(f << ": " << p.memory_bytes() << " bytes for a file of " << bytes.size());
+        CHECK(p.memory_bytes() <= 32 * bytes.size() + 4096);
+    }
     // A 9-byte LONG1 that is only a sign extension still fits in 64 bits (2**63 - 1 written with a zero byte).
     const PlainData wide = read_pickle(std::string("\x80\x04\x8a\x09\xff\xff\xff\xff\xff\xff\xff\x7f\x00.", 14), "wide");
     int64_t v = 0;
