@@ -56,18 +56,18 @@ void read_dump_state(const MemorySnapshot& snap, DeviceMemory& m) {
     }
 }
 
-// The largest run of free bytes inside any segment, given the segments and the blocks alive at one moment.
+// The largest run of free bytes inside any segment, given the segments and the blocks alive at one moment. Live
+// blocks do not overlap, so sorted by start they are sorted by end too; a block may cross from one mapped piece of
+// an expandable segment into the next, so each segment looks at every block that reaches into it.
 int64_t largest_free_gap(std::vector<Interval> segments, std::vector<Interval> blocks) {
-    std::sort(segments.begin(), segments.end(), [](auto& a, auto& b) { return a.begin < b.begin; });
     std::sort(blocks.begin(), blocks.end(), [](auto& a, auto& b) { return a.begin < b.begin; });
     int64_t largest = 0;
-    size_t k = 0;
     for (const Interval& seg : segments) {
-        while (k < blocks.size() && blocks[k].begin < seg.begin) ++k;
+        auto k = std::partition_point(blocks.begin(), blocks.end(), [&](const Interval& b) { return b.end <= seg.begin; });
         uint64_t cursor = seg.begin;
-        for (; k < blocks.size() && blocks[k].begin < seg.end; ++k) {
-            largest = std::max(largest, int64_t(blocks[k].begin - std::min(cursor, blocks[k].begin)));
-            cursor = std::max(cursor, blocks[k].end);
+        for (; k != blocks.end() && k->begin < seg.end; ++k) {
+            if (k->begin > cursor) largest = std::max(largest, int64_t(k->begin - cursor));
+            cursor = std::max(cursor, k->end);
         }
         if (cursor < seg.end) largest = std::max(largest, int64_t(seg.end - cursor));
     }

@@ -290,3 +290,43 @@ TEST_CASE("memory snapshot export: an Ultrascope trace's allocations read back a
     empty.finalize();
     CHECK_THROWS_WITH(export_memory_snapshots(empty, out.string()), Catch::Contains("no memory events"));
 }
+
+TEST_CASE("memory snapshot: a peak at the trace's start, an unknown start, expandable segments", "[cpu][snapshot]") {
+    const auto analyse = [](const std::string& json) {
+        const MemorySnapshot s = parse_memory_snapshot(json, "inline.json");
+        return analyze_snapshot(s).devices.at(0);
+    };
+    // Freed in the trace, allocated before it: the start holds it (100 B), and the peak is the start itself.
+    const DeviceMemory a = analyse(R"({"segments": [], "device_traces": [[
+        {"action": "free_requested", "addr": 4096, "size": 100, "stream": 0, "frames": []},
+        {"action": "free_completed", "addr": 4096, "size": 100, "stream": 0, "frames": []}]]})");
+    CHECK(a.start_known);
+    CHECK(a.start_allocated == 100);
+    CHECK(a.peak_allocated == 100);
+    CHECK(a.peak_entry == -1);
+    REQUIRE(a.at_peak.size() == 1);
+    CHECK(a.at_peak[0].origin == AllocationOrigin::before_trace_freed_in_it);
+    // Allocated in the trace but absent from the dump: the dump cannot explain it, so the start is unknown.
+    const DeviceMemory b = analyse(R"({"segments": [], "device_traces": [[
+        {"action": "alloc", "addr": 4096, "size": 100, "stream": 0, "frames": []}]]})");
+    CHECK_FALSE(b.start_known);
+    CHECK(b.peak_allocated == 100);
+    CHECK(b.notes.size() == 1);
+    // Expandable segments: two 2 MiB pieces mapped, a 3 MiB block across both, then freed and the second piece
+    // unmapped. At the peak (3 MiB, 4 MiB reserved) the only free run is the last 1 MiB of the second piece.
+    const DeviceMemory c = analyse(R"({"segments": [{"device": 0, "address": 0, "total_size": 2097152,
+        "blocks": [{"address": 0, "size": 2097152, "state": "inactive", "frames": []}]}], "device_traces": [[
+        {"action": "segment_map", "addr": 0, "size": 2097152, "stream": 0, "frames": []},
+        {"action": "segment_map", "addr": 2097152, "size": 2097152, "stream": 0, "frames": []},
+        {"action": "alloc", "addr": 0, "size": 3145728, "stream": 0, "frames": []},
+        {"action": "free_requested", "addr": 0, "size": 3145728, "stream": 0, "frames": []},
+        {"action": "free_completed", "addr": 0, "size": 3145728, "stream": 0, "frames": []},
+        {"action": "segment_unmap", "addr": 2097152, "size": 2097152, "stream": 0, "frames": []}]]})");
+    CHECK(c.start_known);
+    CHECK(c.start_reserved == 0);
+    CHECK(c.peak_allocated == 3 * MiB);
+    CHECK(c.reserved_at_peak == 4 * MiB);
+    CHECK(c.peak_reserved == 4 * MiB);
+    CHECK(c.largest_free_block_at_peak == 1 * MiB);
+    CHECK(c.largest_free_block_at_dump == 2 * MiB);
+}
