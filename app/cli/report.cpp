@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "app/cli/commands.h"
+#include "app/cli/snapshot_report.h"
 #include "app/plan/run_comparison.h"
 #include "engine/core/check.h"
 #include "profiler/analysis/report.h"
@@ -15,6 +16,8 @@
 namespace us::app {
 
 int report_command(int argc, char** argv) {
+    // PyTorch CUDA memory snapshots (.pickle, or their JSON form) have their own report (docs/pytorch-memory.md).
+    if (argc > 1 && snap::is_memory_snapshot_path(argv[1])) return snapshot_report_command(argc, argv);
     CLI::App cli{"ultrascope report: what a trace says, next to what the formulas and the planner predict"};
     std::string path, cluster_file;
     bool json = false;

@@ -12,6 +12,13 @@ if [ -z "$clangxx" ]; then echo "run_fuzzers: clang++ is missing (apt-get instal
 sources=(engine/core/check.cpp engine/core/intern.cpp profiler/transport/chunk.cpp profiler/transport/trace_file.cpp
          profiler/transport/protocol.cpp profiler/trace/trace_store.cpp profiler/record/recorder.cpp
          profiler/record/clock.cpp)
+# The memory snapshot reader (tests/fuzz/fuzz_pickle_reader.cpp) adds its own sources and is seeded with the
+# synthetic snapshots and the hostile set of tests/data/snapshot.
+if [ "$target" = fuzz_pickle_reader ]; then
+  sources+=(engine/core/format.cpp profiler/snapshot/plain_data.cpp profiler/snapshot/pickle_reader.cpp
+            profiler/snapshot/plain_json_reader.cpp profiler/snapshot/memory_snapshot.cpp
+            profiler/snapshot/frame_rules.cpp profiler/snapshot/snapshot_analysis.cpp)
+fi
 bin="$out/$target"
 if [ ! -x "$bin" ] || [ -n "$(find "$src/profiler" "$src/engine/core" "$src/tests/fuzz" -newer "$bin" -name '*.[ch]*' | head -1)" ]; then
   "$clangxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -20,7 +27,8 @@ fi
 corpus="$out/corpus-$target"
 mkdir -p "$corpus"
 # Seeds: a small valid trace (and a live stream that starts with a hello) written by the test helper.
-"$build/bin/fuzz_seed" "$corpus" "$target"
+if [ "$target" = fuzz_pickle_reader ]; then cp "$src"/tests/data/snapshot/*.pickle "$src"/tests/data/snapshot/*.json \
+  "$src"/tests/data/snapshot/hostile/* "$corpus"/; else "$build/bin/fuzz_seed" "$corpus" "$target"; fi
 log="$out/$target.log"
 "$bin" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   "$corpus" >"$log" 2>&1 || { tail -40 "$log"; echo "run_fuzzers: $target FOUND A CRASH (see $log)"; exit 1; }
