@@ -44,7 +44,7 @@ void usage() {
         "  --no-launch             start without launching a run\n"
         "  -n RANKS                ranks of the launched run (default: the layout's; dp 2 x pp 2 = 4)\n"
         "  --screenshot OUT.png    render, write OUT.png (and OUT.png.json with the views' regions), exit\n"
-        "  --view V                with --screenshot: memory | timeline | overlap | training | compare | experts | ops\n"
+        "  --view V                with --screenshot: memory | timeline | overlap | training | compare | experts | ops | snapshot\n"
         "                          | planner | all\n"
         "  --fit-step N            show step N in the time window (timeline and memory views)\n"
         "  --font-size PX          UI font size, 8 to 64 (default 16 x the monitor's scale; View > font size)\n"
@@ -126,8 +126,8 @@ int gui_or_fallback(int argc, char** argv) {
         else train_args.push_back(a);
     }
     US_CHECK_INPUT(view == "all" || view == "memory" || view == "timeline" || view == "overlap" || view == "training" ||
-                       view == "compare" || view == "experts" || view == "ops" || view == "planner",
-                   "unknown --view '{}': expected memory, timeline, overlap, training, compare, experts, ops, planner or "
+                       view == "compare" || view == "experts" || view == "ops" || view == "planner" || view == "snapshot",
+                   "unknown --view '{}': expected memory, timeline, overlap, training, compare, experts, ops, planner, snapshot or "
                    "all", view);
     US_CHECK_INPUT(plan_gpus >= 1 && plan_gpus <= 16384, "--plan-gpus {}: expected 1 to 16384 GPUs", plan_gpus);
     US_CHECK_INPUT(lesson_runs == "first" || lesson_runs == "all", "--lesson-runs '{}': expected first or all", lesson_runs);

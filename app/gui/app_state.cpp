@@ -180,7 +180,13 @@ void AppState::update_planner() {
     }
 }
 
+void AppState::open_trace(const std::string& path) {
+    if (snap::is_memory_snapshot_path(path)) snapshots.open({path});
+    else source.open_trace(path);
+}
+
 void AppState::update() {
+    if (auto error = snapshots.poll()) log.fail(*error);
     update_planner();
     update_source();
     lessons.update(*this);

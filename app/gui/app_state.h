@@ -19,6 +19,7 @@
 #include "app/gui/model/launch_settings.h"
 #include "app/gui/message_log.h"
 #include "app/gui/run_comparison.h"
+#include "app/gui/snapshot_state.h"
 #include "app/gui/view_window.h"
 
 namespace us::gui {
@@ -44,6 +45,7 @@ public:
     RunComparison comparison;
     LessonPlayer lessons;              // the open workshop lesson (File > Lessons)
     PlannerState planner;              // File > New plan
+    SnapshotState snapshots;           // PyTorch memory snapshots opened (their own window)
     std::map<std::string, ViewRegion> regions;  // this frame's views (screenshot checks)
 
     // ---- what spans several owners
@@ -57,7 +59,8 @@ public:
     std::optional<Checkpoint> last_checkpoint() const;
     // Relaunches the last launched run from its last checkpoint, with the same settings and --steps.
     void resume_from_checkpoint();
-    void open_trace(const std::string& path) { source.open_trace(path); }
+    // A trace (ours or PyTorch's), or a PyTorch memory snapshot, which opens in the snapshot window.
+    void open_trace(const std::string& path);
     void attach(const std::string& listen);  // [HOST:]PORT
     void detach();
     // Shows a store that is already loaded (a trace that finished loading from `path`, a planner's prediction with

@@ -277,6 +277,7 @@ void draw_frame(AppState& app, bool force_layout) {
         else if (only == "experts") window("Experts", "experts", 0, y0, W, H, draw_experts_view);
         else if (only == "ops") window("Ops", "ops", 0, y0, W, H, draw_ops_view);
         else if (only == "planner") window("Planner", "planner", 0, y0, W, H, draw_planner_view);
+        else if (only == "snapshot") window("Memory snapshot", "snapshot", 0, y0, W, H, draw_snapshot_view);
         return;
     }
     const float left = std::min(340.0f, W * 0.27f), top_h = H * 0.42f;
@@ -324,6 +325,14 @@ void draw_frame(AppState& app, bool force_layout) {
         }
         ImGui::End();
     }
+    if (app.snapshots.show) {  // a PyTorch memory snapshot: over the run views, closable
+        place("Memory snapshot", left, y0, rest_w, H, force_layout);
+        if (ImGui::Begin("Memory snapshot", &app.snapshots.show, fixed)) {
+            record_region(app, "snapshot");
+            draw_snapshot_view(app);
+        }
+        ImGui::End();
+    }
     if (const lesson::Lesson* l = app.lessons.current()) draw_highlights(app, *l);
     app.lessons.views_pending = false;
 }
@@ -332,7 +341,7 @@ namespace {
 
 // Nothing is loading and a launched run has finished: the picture will not change any more.
 bool settled(const AppState& app) {
-    if (app.source.loading() || app.lessons.busy() || app.planner.searching()) return false;
+    if (app.source.loading() || app.lessons.busy() || app.planner.searching() || app.snapshots.loading()) return false;
     return !(app.source.kind() == Source::launched && app.source.live() && !app.source.live()->finished());
 }
 
@@ -397,6 +406,14 @@ nlohmann::json shown_facts(const AppState& app) {
                             {"best_mfu", ranked.empty() ? 0.0 : ranked.front().mfu}};
     }
     if (!app.planner.error.empty()) facts["planner_error"] = app.planner.error;
+    if (!app.snapshots.empty()) {  // the snapshot window's figures (the first device of the one shown)
+        const LoadedSnapshot& l = app.snapshots.snapshots()[size_t(app.snapshots.selected)];
+        nlohmann::json devices = nlohmann::json::array();
+        for (const auto& d : l.analysis.devices)
+            devices.push_back({{"device", d.device}, {"peak_allocated", d.peak_allocated}, {"reserved_bytes", d.reserved_bytes},
+                               {"ooms", d.ooms.size()}, {"sites", d.sites.size()}});
+        facts["snapshot"] = {{"path", l.path}, {"snapshots", app.snapshots.snapshots().size()}, {"devices", devices}};
+    }
     if (const auto& l = app.planner.launched; l && app.source.live() == app.planner.launched_run) {
         const int64_t measured = measured_modelled_peak(app.report(), l->memory);
         facts["planner_launched"] = {{"layout", l->layout.describe()}, {"ranks", l->layout.world()},

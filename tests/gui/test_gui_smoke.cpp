@@ -359,3 +359,26 @@ TEST_CASE("a planned layout launched from the planner is measured beside its pre
     REQUIRE(measured > 0);
     CHECK(std::abs(predicted - measured) <= 0.02 * measured);
 }
+
+TEST_CASE("a PyTorch memory snapshot opens in its own view: the timeline, the peak and what held it", "[gui][snapshot]") {
+    const std::string shot = temp_path("snapshot.png");
+    const std::string snapshot = std::string(US_TEST_DATA_DIR) + "/snapshot/rank0_memory_snapshot.pickle";
+    const ProcessResult r = run_process(ultrascope() + " " + snapshot + " --view snapshot --screenshot " + shot);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
+    const auto& devices = shown["shown"]["snapshot"]["devices"];
+    REQUIRE(devices.size() == 1);
+    CHECK(devices[0]["peak_allocated"] == 26 * 1024 * 1024);  // the fixture's peak (tests/tools/make_snapshot_fixtures.py)
+    CHECK(devices[0]["reserved_bytes"] == 28 * 1024 * 1024);
+    CHECK(devices[0]["ooms"] == 1);
+    check_region_drawn(load_png(shot), "snapshot", shown["regions"]["snapshot"]);
+
+    // A hostile pickle (a class and a call) is refused with a message, in the window, and a non-zero exit.
+    const std::string bad_shot = temp_path("snapshot-bad.png");
+    const ProcessResult bad = run_process(ultrascope() + " " + std::string(US_TEST_DATA_DIR) +
+                                          "/snapshot/hostile/global_reduce_p2.pickle --view snapshot --screenshot " + bad_shot);
+    INFO(bad.output);
+    const auto bad_shown = nlohmann::json::parse(read_file(bad_shot + ".json"));
+    CHECK(bad_shown["error"].get<std::string>().find("never executes") != std::string::npos);
+}
