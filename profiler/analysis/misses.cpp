@@ -68,12 +68,14 @@ std::optional<std::string> comm_explanation(const Report& rep, const RankReport&
     const double exact = double(r.predicted.comm_bytes[size_t(group_index(group))]);
     if (!agrees(measured, exact)) return std::nullopt;
     if (group == "tp")
-        return std::string("the textbook counts the blocks' 4 all-reduces of s b h per micro-batch; the engine also "
-                           "reduces at the embedding and the head, and repeats the forward's under full "
-                           "recomputation (docs/formulas.md); the exact walk agrees");
+        return fmt::format("the textbook counts the blocks' 4 all-reduces of s b h per micro-batch; the engine also "
+                           "reduces at the embedding and the head{}{} (docs/formulas.md); the exact walk agrees",
+                           in.sp ? ", and gathers the LayerNorm outputs again for the weight gradients" : "",
+                           in.recompute == "full" ? ", and repeats the forward's under full recomputation" : "");
     if (group == "ep")
-        return std::string("the textbook counts 4 all-to-alls per MoE block and micro-batch; the engine also sends "
-                           "the row counts and repeats the forward's under full recomputation; the exact walk agrees");
+        return fmt::format("the textbook counts 4 all-to-alls per MoE block and micro-batch; the engine also sends "
+                           "the row counts{}; the exact walk agrees",
+                           in.recompute == "full" ? " and repeats the forward's under full recomputation" : "");
     return std::nullopt;
 }
 
