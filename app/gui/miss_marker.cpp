@@ -11,7 +11,8 @@ void miss_marker(const std::vector<prof::Miss>& misses, const std::string& what,
     std::string tip;
     for (const prof::Miss* m : mine) {
         unexplained |= !m->explained;
-        tip += (tip.empty() ? "" : "\n") + prof::format_miss(*m);
+        if (!tip.empty()) tip += '\n';
+        tip += prof::format_miss(*m);
     }
     ImGui::SameLine();
     if (unexplained) ImGui::TextColored(ImVec4(1.0f, 0.3f, 0.3f, 1), "!");

@@ -167,7 +167,7 @@ std::string format_misses(const std::vector<Miss>& misses) {
                                 misses.size(), kMissTolerance * 100, unexplained);
     for (const bool explained : {false, true})
         for (const Miss& m : misses)
-            if (bool(m.explained) == explained) s += "  " + format_miss(m) + "\n";
+            if (bool(m.explained) == explained) s += fmt::format("  {}\n", format_miss(m));
     return s + "\n";
 }
 

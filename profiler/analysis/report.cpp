@@ -393,7 +393,10 @@ std::string format_report(const Report& rep) {
                          rep.predict_input.moe_every, rep.predict_input.moe_experts, rep.predict_input.moe_topk,
                          rep.predict_input.ep, predict(rep.predict_input).params,
                          predict(rep.predict_input).active_params);
-    if (!rep.misses.empty()) s += "\n" + format_misses(rep.misses);  // first: where the run and its prediction part
+    if (!rep.misses.empty()) {  // first: where the run and its prediction part
+        s += '\n';
+        s += format_misses(rep.misses);
+    }
     const auto& t = rep.throughput;
     s += fmt::format("\nThroughput ({} over {} steady step(s)): {:.0f} tokens/s, {:.1f} ms/step\n", src, t.steps_measured,
                      t.tokens_per_s, t.step_s * 1e3);
