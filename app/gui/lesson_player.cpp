@@ -21,6 +21,7 @@ void LessonPlayer::open(const std::string& name) {
         if (set.lessons[i].name == name) {
             if (m_current != int(i)) {
                 m_reports.clear();
+                m_run_of_trace.clear();
                 m_check.reset();
                 show_answer = false;
             }
@@ -37,6 +38,7 @@ void LessonPlayer::close() {
     m_current = m_running = m_next = -1;
     m_reports.clear();
     m_check.reset();
+    m_run_of_trace.clear();
 }
 
 void LessonPlayer::launch(AppState& app, int index, bool then_the_rest) {
@@ -59,6 +61,7 @@ void LessonPlayer::launch(AppState& app, int index, bool then_the_rest) {
     app.log.message(fmt::format("lesson {}: run {} ({})", l->title, run.label, lesson::run_command_text(run)));
     m_running = index;
     m_run_identity = app.source.live();
+    if (const std::string trace = app.source.trace_path(); !trace.empty()) m_run_of_trace[trace] = run.label;
     m_next = then_the_rest && index + 1 < int(l->runs.size()) ? index + 1 : -1;
     views_pending = true;
 }
@@ -89,6 +92,17 @@ bool LessonPlayer::claim_ready(const lesson::Claim& claim) const {
     for (const lesson::Operand* o : {&claim.left, &claim.right})
         if (!o->run.empty() && !m_reports.count(o->run)) return false;
     return true;
+}
+
+std::string LessonPlayer::shown_run(const AppState& app) const {
+    if (!current()) return {};
+    const auto it = m_run_of_trace.find(app.source.trace_path());
+    return it != m_run_of_trace.end() ? it->second : std::string();
+}
+
+std::vector<const lesson::Highlight*> LessonPlayer::highlights(const AppState& app) const {
+    const lesson::Lesson* l = current();
+    return l ? lesson::highlights_of_run(*l, shown_run(app)) : std::vector<const lesson::Highlight*>{};
 }
 
 }  // namespace us::gui

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app/lesson/lesson.h"
 
@@ -42,6 +43,12 @@ public:
     // Whether every run a claim reads has a report (otherwise the claim is still waiting, not failed).
     bool claim_ready(const lesson::Claim& claim) const;
 
+    // The label of the lesson run whose data the windows show, by its trace file ("" when they show anything else:
+    // a run launched or edited from the panel, another trace). The lesson's notes belong to its own runs only.
+    std::string shown_run(const AppState& app) const;
+    // The highlights to draw now: the shown run's (lesson::highlights_of_run), none over another run.
+    std::vector<const lesson::Highlight*> highlights(const AppState& app) const;
+
 private:
     lesson::LessonSet m_set;
     bool m_loaded = false;
@@ -50,6 +57,7 @@ private:
     int m_next = -1;        // the run to launch when it does (then_the_rest)
     const void* m_run_identity = nullptr;  // the live run it was launched as (a relaunch from the panel is not it)
     std::map<std::string, nlohmann::json> m_reports;
+    std::map<std::string, std::string> m_run_of_trace;  // trace file -> label of the lesson run that wrote it
     std::optional<lesson::LessonCheck> m_check;
 };
 

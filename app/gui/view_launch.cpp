@@ -151,7 +151,9 @@ void draw_settings(AppState& app) {
     ImGui::SetNextItemWidth(em(110));
     ImGui::SliderInt("ZeRO", &p.zero, 0, 3);
     int_field("pp", p.pp, 1, 64, "pipeline stages: the layers split evenly, embedding on the first, head and loss on the last");
-    ImGui::BeginDisabled(p.pp == 1);
+    // What is greyed out here is not passed either (LaunchSettings::effective).
+    const Applicable applies = applicable(c);
+    ImGui::BeginDisabled(!applies.schedule);
     ImGui::SetNextItemWidth(em(110));
     if (text_combo("schedule", p.pp_schedule, {"afab", "1f1b", "interleaved", "zb1"}) && p.pp_schedule != "interleaved")
         p.pp_chunks = 1;
@@ -159,7 +161,7 @@ void draw_settings(AppState& app) {
         ImGui::SetTooltip("afab: all forwards, then all backwards (GPipe)\n1f1b: one forward, one backward; at most pp "
                           "micro-batches in flight\ninterleaved: 1F1B over several chunks per rank\nzb1: zero-bubble "
                           "ZB-H1, weight gradients fill the bubbles");
-    ImGui::BeginDisabled(p.pp_schedule != "interleaved");
+    ImGui::BeginDisabled(!applies.chunks);
     int_field("chunks per rank", p.pp_chunks, 1, 16, "virtual stages per rank (interleaved); layers must divide by pp x chunks");
     ImGui::EndDisabled();
     ImGui::EndDisabled();
@@ -167,7 +169,7 @@ void draw_settings(AppState& app) {
               "tensor-parallel ranks: each block's attention heads and MLP split over tp ranks (Megatron),\n"
               "with an all-reduce per branch in forward and in backward on the critical path; heads must divide by tp");
     ImGui::SameLine();
-    ImGui::BeginDisabled(p.tp == 1);
+    ImGui::BeginDisabled(!applies.sp);
     ImGui::Checkbox("SP", &p.sp);
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("sequence parallelism: LayerNorms and residuals on seq/tp positions per rank; all-gather\n"
@@ -178,7 +180,7 @@ void draw_settings(AppState& app) {
               "context-parallel ranks: each sequence split over cp ranks, attention as a ring passing key/value\n"
               "blocks (overlapped with the attention of the block in hand); activations / cp");
     ImGui::SameLine();
-    ImGui::BeginDisabled(p.cp == 1);
+    ImGui::BeginDisabled(!applies.cp_balance);
     ImGui::SetNextItemWidth(em(110));
     text_combo("##balance", p.cp_balance, {"zigzag", "contiguous"});
     if (ImGui::IsItemHovered())
@@ -188,7 +190,7 @@ void draw_settings(AppState& app) {
     if (ImGui::TreeNodeEx("experts (mixture of experts)", c.model.moe_experts > 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0)) {
         int_field("experts", c.model.moe_experts, 0, 1024,
                   "E experts per MoE block, each a 4h GeLU MLP; a router sends each token to K of them (0: dense)");
-        ImGui::BeginDisabled(c.model.moe_experts == 0);
+        ImGui::BeginDisabled(!applies.experts);
         int_field("top-K", c.model.moe_topk, 1, 64, "experts per token; the gates are the K probabilities renormalised");
         int_field("every", c.model.moe_every, 1, 64, "every M-th block is an MoE block (1: all of them)");
         ImGui::SetNextItemWidth(em(110));
@@ -229,7 +231,7 @@ void draw_settings(AppState& app) {
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("--save FILE: the checkpoint (safetensors), written atomically: a crash never leaves\n"
                               "a half-written one; at the end of the run and every N steps below");
-        ImGui::BeginDisabled(c.save.empty());
+        ImGui::BeginDisabled(!applies.save_every);
         int_field("every N steps", c.save_every, 0, 1000000, "--save-every N (0: only at the end)");
         ImGui::EndDisabled();
         text_field("resume from", "(start fresh)", c.load, 220);
@@ -263,8 +265,10 @@ void draw_settings(AppState& app) {
             const prof::Prediction p = prof::predict(prof::PredictInput::from_config(s.resolve().to_json()));
             prediction = fmt::format("predicted per rank: {} (peak), {:.1f} MFLOP/token", format_bytes(p.memory_total()),
                                      p.flops_per_token / 1e6);
-            prediction += fmt::format("\nactivations per layer {} (textbook {})", format_bytes(p.activations_per_layer),
-                                      format_bytes(p.activations_per_layer_formula));
+            prediction += fmt::format("\nactivations per layer {} (textbook {}); {} micro-batch(es) in flight on the "
+                                      "first stage",
+                                      format_bytes(p.activations_per_layer), format_bytes(p.activations_per_layer_formula),
+                                      p.micro_batches_in_flight);
             if (s.config.parallel.tp > 1)
                 prediction += fmt::format("\n{} parameters per rank; tp sends {} per step (critical path)",
                                           p.params_on_rank, format_bytes(p.comm_bytes[size_t(prof::group_index("tp"))]));

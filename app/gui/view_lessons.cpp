@@ -113,6 +113,11 @@ void draw_lesson(AppState& app, const lesson::Lesson& l) {
     for (const auto& h : l.highlights)
         ImGui::BulletText("%s: %s%s%s", h.view.c_str(), h.note.c_str(), h.run.empty() ? "" : " - run ",
                           h.run.c_str());
+    // The notes are drawn over the views only while they show one of this lesson's runs.
+    if (const std::string shown = player.shown_run(app); !shown.empty())
+        ImGui::TextDisabled("the views show run %s: its notes are drawn over them", shown.c_str());
+    else
+        ImGui::TextDisabled("the views show no run of this lesson: launch one to see the notes over them");
 
     heading("The claim, checked on the measured runs");
     const auto& check = player.check();
@@ -136,6 +141,16 @@ void draw_lesson(AppState& app, const lesson::Lesson& l) {
         } else if (!c.why.empty()) {
             ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1), "why: %s", c.why.c_str());
         }
+        ImGui::PopTextWrapPos();
+    }
+    // What the check adds beyond the lesson's claims: runs whose figures miss their prediction, unexplained.
+    for (size_t i = l.claims.size(); check && i < check->claims.size(); ++i) {
+        const lesson::ClaimResult& r = check->claims[i];
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextColored(status_color(true, &r), "[%s]", status_word(true, &r));
+        ImGui::SameLine();
+        ImGui::TextUnformatted(r.says.c_str());
+        ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s", r.explanation.c_str());
         ImGui::PopTextWrapPos();
     }
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "app/gui/miss_marker.h"
 #include "app/gui/model/memory_model.h"
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
@@ -170,6 +171,7 @@ void draw_peaks(const AppState& app, const prof::RankReport& r) {
         ImGui::TableNextColumn();
         legend_item(category_color(k), std::string(kMemCategoryNames[size_t(k)]).c_str());
         cell(format_bytes(r.memory.peak[size_t(k)]));
+        miss_marker(app.report().misses, "memory." + std::string(kMemCategoryNames[size_t(k)]), r.rank);
         cell(or_text(pred, predicted_trace ? "-" : "not modelled"));
         cell(or_text(r.predicted.memory_formula[size_t(k)], "-"));
         if (ImGui::IsItemHovered())

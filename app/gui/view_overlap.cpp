@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "app/gui/miss_marker.h"
 #include "app/gui/model/overlap_model.h"
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
@@ -57,6 +58,7 @@ void draw_group_table(const prof::Report& rep) {
                 ImGui::SetTooltip("tensor-parallel collectives block the compute thread: all of their time is exposed");
             ImGui::TableNextColumn();
             ImGui::Text("%s", format_bytes(int64_t(bytes)).c_str());
+            miss_marker(rep.misses, "comm." + std::string(prof::kGroupNames[g]), r.rank);
             ImGui::TableNextColumn();
             ImGui::Text("%s", format_bytes(r.predicted.comm_bytes[size_t(g)]).c_str());
             ImGui::TableNextColumn();
@@ -92,6 +94,7 @@ void draw_overlap_view(AppState& app) {
         for (const auto& r : app.report().ranks)
             if (r.rank == pb.busiest_rank) formula = r.predicted.bubble_formula;
         ImGui::Text("pipeline bubble: %s %.3f", app.provenance(), pb.measured);
+        miss_marker(app.report().misses, "pipeline.bubble", pb.busiest_rank);
         ImGui::SameLine();
         ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "(busiest stage, rank %d)", pb.busiest_rank);
         ImGui::SameLine();

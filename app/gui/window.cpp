@@ -157,11 +157,12 @@ const char* region_of(const std::string& view) {
     return nullptr;
 }
 
-// Outlines each view a lesson points at, with its notes in a box at the view's top right: where to look.
-void draw_highlights(AppState& app, const lesson::Lesson& l) {
+// Outlines each view a lesson points at, with its notes in a box at the view's top right: where to look. Only over
+// the lesson's own runs (LessonPlayer::highlights).
+void draw_highlights(AppState& app) {
     std::map<std::string, std::vector<std::string>> notes;
-    for (const auto& h : l.highlights)
-        if (const char* key = region_of(h.view)) notes[key].push_back(h.note.empty() ? h.key : h.note);
+    for (const lesson::Highlight* h : app.lessons.highlights(app))
+        if (const char* key = region_of(h->view)) notes[key].push_back(h->note);
     ImDrawList* dl = ImGui::GetForegroundDrawList();
     const ImU32 accent = IM_COL32(255, 200, 40, 255);
     for (const auto& [key, lines] : notes) {
@@ -333,7 +334,7 @@ void draw_frame(AppState& app, bool force_layout) {
         }
         ImGui::End();
     }
-    if (const lesson::Lesson* l = app.lessons.current()) draw_highlights(app, *l);
+    draw_highlights(app);
     app.lessons.views_pending = false;
 }
 

@@ -43,8 +43,14 @@ struct Highlight {
     std::string view;  // memory | timeline | overlap | training | compare | experts | ops
     std::string key;   // report path as in Operand::keys ("rank.memory_peak_bytes.activations")
     std::string run;   // the run whose figure it is; empty: every run of the lesson
-    std::string note;  // why to look at it, one line
+    std::string note;  // why to look at it, one line in words (required; the GUI draws it over the view)
 };
+
+struct Lesson;
+// The highlights that belong to the run of the lesson labelled `run_label` (those for every run, and those for this
+// run); none when the run shown is not one of the lesson's (an empty label): a note drawn over another run's
+// figures would point at what is not there.
+std::vector<const Highlight*> highlights_of_run(const Lesson& lesson, const std::string& run_label);
 
 // Where a figure comes from, as every figure in the product says (README: measured, predicted, formula, derived).
 enum class FigureSource {

@@ -260,7 +260,10 @@ Lesson parse_lesson(const json& j, const std::string& name, const std::string& w
             const std::string path = indexed("highlights", i);
             Fields h(hs[i], where, path);
             h.only({"view", "key", "run", "note"});
-            Highlight hl{h.text("view"), h.text("key"), h.text("run", false), h.text("note", false)};
+            Highlight hl{h.text("view"), h.text("key"), h.text("run", false), h.text("note")};
+            // the GUI draws the note over the view: words for the reader, never the report key itself
+            US_CHECK_INPUT(hl.note.find(hl.key) == std::string::npos,
+                           "{}: {}.note: write what to look at in words, not the report key '{}'", where, path, hl.key);
             US_CHECK_INPUT(std::count(l.views.begin(), l.views.end(), hl.view),
                            "{}: {}.view: '{}' is not among the lesson's views", where, path, hl.view);
             US_CHECK_INPUT(hl.run.empty() || labels.count(hl.run), "{}: {}.run: no run is labelled '{}'", where, path,

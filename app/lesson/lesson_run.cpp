@@ -77,4 +77,12 @@ RunResult run_lesson_run(const Lesson& lesson, const LessonRun& run, const RunOp
     return result;
 }
 
+std::vector<const Highlight*> highlights_of_run(const Lesson& lesson, const std::string& run_label) {
+    std::vector<const Highlight*> out;
+    if (run_label.empty()) return out;
+    for (const Highlight& h : lesson.highlights)
+        if (h.run.empty() || h.run == run_label) out.push_back(&h);
+    return out;
+}
+
 }  // namespace us::lesson

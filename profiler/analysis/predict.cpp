@@ -443,24 +443,22 @@ Prediction predict(const PredictInput& in) {
     // One backward's activation gradients (docs/memory.md), and with bf16 the head's bf16 copy of dlogits.
     const int64_t scratch = e * (r.R * r.C + r.N * r.C + 3 * r.N * r.Ca + r.N * r.F) +
                             (r.sp ? e * (r.N * r.C + r.R * r.C) : 0) + (last && in.bf16 ? 2 * r.N * r.Vr : 0);
+    // The schedule runs at every pp, 1 included (the trainer always executes make_schedule's list): at pp 1 AFAB
+    // still runs all m forwards before the first backward and holds every micro-batch, the others one at a time.
     StageMemory held;
-    if (in.pp > 1) {
-        try {
-            const PipelineShape shape{in.pp, int(in.grad_accum), V};
-            const Schedule schedule = make_schedule(in.pp_schedule, shape);
-            const Simulation sim = simulate_schedule(schedule, shape);
-            p.micro_batches_in_flight = sim.max_in_flight[size_t(in.stage)];
-            p.bubble_simulated = sim.bubble[size_t(in.stage)];
-            held = walk_stage_memory(in, schedule[size_t(in.stage)], e);
-        } catch (const std::exception&) {  // an invalid shape: say the worst, every micro-batch
-            std::vector<PipeAction> all;
-            for (int c = 0; c < V; ++c)
-                for (int mb = 0; mb < int(in.grad_accum); ++mb) all.push_back({PipeOp::forward, mb, c});
-            held = walk_stage_memory(in, all, e);
-            p.micro_batches_in_flight = int(in.grad_accum);
-        }
-    } else {
-        held = walk_stage_memory(in, {{PipeOp::forward, 0, 0}, {PipeOp::backward, 0, 0}}, e);
+    try {
+        const PipelineShape shape{std::max(1, in.pp), int(in.grad_accum), V};
+        const Schedule schedule = make_schedule(in.pp_schedule, shape);
+        const Simulation sim = simulate_schedule(schedule, shape);
+        p.micro_batches_in_flight = sim.max_in_flight[size_t(in.stage)];
+        p.bubble_simulated = sim.bubble[size_t(in.stage)];
+        held = walk_stage_memory(in, schedule[size_t(in.stage)], e);
+    } catch (const std::exception&) {  // an invalid shape: say the worst, every micro-batch
+        std::vector<PipeAction> all;
+        for (int c = 0; c < V; ++c)
+            for (int mb = 0; mb < int(in.grad_accum); ++mb) all.push_back({PipeOp::forward, mb, c});
+        held = walk_stage_memory(in, all, e);
+        p.micro_batches_in_flight = int(in.grad_accum);
     }
     int64_t acts = held.activations;
     if (in.recompute == "full")

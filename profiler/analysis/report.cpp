@@ -304,6 +304,7 @@ Report build_report(const TraceStore& store) {
         if (std::find(t.peak_sources.begin(), t.peak_sources.end(), rr.peak_source) == t.peak_sources.end())
             t.peak_sources.push_back(rr.peak_source);
     t.mfu = t.peak_flops_per_s > 0 ? t.achieved_flops_per_s / t.peak_flops_per_s : 0;
+    rep.misses = find_misses(rep);
     return rep;
 }
 
@@ -392,6 +393,10 @@ std::string format_report(const Report& rep) {
                          rep.predict_input.moe_every, rep.predict_input.moe_experts, rep.predict_input.moe_topk,
                          rep.predict_input.ep, predict(rep.predict_input).params,
                          predict(rep.predict_input).active_params);
+    if (!rep.misses.empty()) {  // first: where the run and its prediction part
+        s += '\n';
+        s += format_misses(rep.misses);
+    }
     const auto& t = rep.throughput;
     s += fmt::format("\nThroughput ({} over {} steady step(s)): {:.0f} tokens/s, {:.1f} ms/step\n", src, t.steps_measured,
                      t.tokens_per_s, t.step_s * 1e3);
@@ -706,7 +711,8 @@ nlohmann::json report_json(const Report& rep) {
                        j["fastest_rank"] = rep.expert_balance.fastest_rank;
                        return j;
                    }()},
-            {"warnings", rep.warnings}};
+            {"warnings", rep.warnings},
+            {"misses", misses_json(rep.misses)}};
 }
 
 }  // namespace us::prof

@@ -8,6 +8,7 @@
 
 #include "profiler/analysis/expert_routing.h"
 #include "profiler/analysis/memory_analysis.h"
+#include "profiler/analysis/misses.h"
 #include "profiler/analysis/op_table.h"
 #include "profiler/analysis/predict.h"
 #include "profiler/analysis/step_breakdown.h"
@@ -92,6 +93,7 @@ struct Report {
     Throughput throughput;
     PredictInput predict_input;
     std::vector<std::string> warnings;
+    std::vector<Miss> misses;  // measured against predicted and formula, beyond 10% (misses.h)
     // A planner's prediction written as a trace (its ranks' metadata "predicted": model, cluster, layout); null for
     // a run. Every figure of such a report is the model's, and says so.
     nlohmann::json predicted;

@@ -296,6 +296,17 @@ TEST_CASE("a lesson launches its runs in turn, outlines where to look and checks
     check_region_drawn(load_png(shot), "lesson", regions["lesson"]);
     CHECK(regions.contains("highlight memory"));  // the lesson's figures are pointed at in their view
 
+    // Issue 32: the notes belong to the lesson's runs. Over another run's views (here a trace of a run that is not
+    // the pipeline lesson's) no view carries the lesson's notes.
+    const std::string other = temp_path("not-the-lesson.ustrace"), over = temp_path("lesson-over-other.png");
+    REQUIRE(run_process(bin("ultrascope-train") + " --preset tiny --steps 3 --quiet --trace " + other + " --data " +
+                        data_file()).exit_code == 0);
+    REQUIRE(run_process(ultrascope() + " --lesson pipeline --open " + other + " --view all --screenshot " + over)
+                .exit_code == 0);
+    const auto over_regions = nlohmann::json::parse(read_file(over + ".json"))["regions"];
+    REQUIRE(over_regions.contains("memory"));  // the views the lesson points at are drawn, without its notes
+    for (const auto& [name, region] : over_regions.items()) CHECK(name.rfind("highlight", 0) == std::string::npos);
+
     const ProcessResult bad = run_process(ultrascope() + " --lesson no-such-lesson --screenshot " + temp_path("bad-lesson.png"));
     CHECK(bad.exit_code == 2);
     CHECK(bad.output.find("no lesson 'no-such-lesson'") != std::string::npos);

@@ -1,5 +1,7 @@
 // The launch panel's settings are a TrainConfig read and written by the trainer's own flag table: every flag
 // survives the panel, a preset switch keeps what was edited, and a problem is named before anything launches.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "app/gui/model/launch_settings.h"
@@ -72,4 +74,43 @@ TEST_CASE("a recorded run's settings reproduce it in the panel", "[cpu][gui-mode
     const LaunchSettings other = LaunchSettings::from_config(j);
     CHECK(other.config.preset.empty());
     CHECK(parsed(other.train_args()).model.layers == 3);
+}
+
+// Issue 32: after the pipeline lesson's AFAB run, setting pp 1 greyed the schedule out, yet Launch still passed
+// --pp-schedule afab, and at pp 1 AFAB runs every forward first (8x the activations of plain accumulation).
+TEST_CASE("a setting the panel greys out is not passed", "[cpu][gui-model]") {
+    LaunchSettings s = LaunchSettings::from_args({"--preset", "tiny", "--pp", "2", "--grad-accum", "8",
+                                                  "--pp-schedule", "afab", "--tp", "2", "--sp", "--save", "/tmp/x.st",
+                                                  "--save-every", "5"});
+    CHECK(gui::applicable(s.config).schedule);
+    const auto has = [](const std::vector<std::string>& args, const std::string& flag) {
+        return std::find(args.begin(), args.end(), flag) != args.end();
+    };
+    CHECK(has(s.train_args(), "--pp-schedule"));
+    CHECK(has(s.train_args(), "--sp"));
+    CHECK(has(s.train_args(), "--save-every"));
+    s.config.parallel.pp = 1;  // what the lesson's settings became
+    s.config.parallel.tp = 1;
+    s.config.save.clear();
+    const gui::Applicable a = gui::applicable(s.config);
+    CHECK_FALSE(a.schedule);
+    CHECK_FALSE(a.chunks);
+    CHECK_FALSE(a.sp);
+    CHECK_FALSE(a.save_every);
+    const auto args = s.train_args();
+    CHECK_FALSE(has(args, "--pp-schedule"));
+    CHECK_FALSE(has(args, "--sp"));
+    CHECK_FALSE(has(args, "--save-every"));
+    CHECK(parsed(args).parallel.pp_schedule == "1f1b");
+    CHECK(s.problem().empty());  // --save-every without --save would be refused; greyed out, it is not passed
+    CHECK(s.resolve().parallel.pp_schedule == "1f1b");
+    CHECK(s.config.parallel.pp_schedule == "afab");  // the panel keeps the edit for when pp goes back up
+    // the interleaved schedule's chunks are passed only with it
+    s.config.parallel.pp = 2;
+    s.config.parallel.pp_schedule = "interleaved";
+    s.config.parallel.pp_chunks = 2;
+    s.config.model.layers = 4;
+    CHECK(parsed(s.train_args()).parallel.pp_chunks == 2);
+    s.config.parallel.pp_schedule = "1f1b";
+    CHECK(parsed(s.train_args()).parallel.pp_chunks == 1);
 }

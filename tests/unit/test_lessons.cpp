@@ -35,7 +35,8 @@ json good_lesson() {
       "runs": [{"label": "a", "ranks": 1, "args": ["--preset", "tiny", "--steps", "2"]},
                {"label": "b", "ranks": 2, "args": ["--preset", "tiny", "--steps", "2", "--dp", "2"]}],
       "views": ["memory"],
-      "highlights": [{"view": "memory", "key": "rank.memory_peak_bytes.params", "run": "b"}],
+      "highlights": [{"view": "memory", "key": "rank.memory_peak_bytes.params", "run": "b", "note": "half with dp 2"},
+                     {"view": "memory", "key": "rank.memory_peak_bytes.grads", "note": "the same in both"}],
       "claims": [{"says": "b is smaller", "left": {"run": "b", "key": "rank.memory_peak_bytes.params"}, "op": "<",
                   "right": {"run": "a", "key": "rank.memory_peak_bytes.params"}}]
     })");
@@ -362,4 +363,50 @@ TEST_CASE("The lessons' claims fail on reports that contradict them", "[lessons]
     CHECK(status(flash->claims[0], {{"naive", naive}, {"flash", blockwise}}) == ClaimStatus::failed);
     set_rank_key(blockwise, "activations_peak_bytes", 512);
     CHECK(status(flash->claims[0], {{"naive", naive}, {"flash", blockwise}}) == ClaimStatus::held);
+}
+
+// Issue 32: the pipeline lesson's "look:" notes stayed over a dp 2 x tp 2 run launched afterwards, and one showed its
+// raw key ("look: pipeline.bubble_fraction_formula"). Notes belong to the lesson's runs and are written in words.
+TEST_CASE("Lesson notes belong to the lesson's runs and are words, not report keys", "[lessons]") {
+    const Lesson l = parse_lesson(good_lesson(), "x", "x.json");
+    CHECK(highlights_of_run(l, "").empty());  // the views show a run that is not the lesson's: no notes
+    const auto a = highlights_of_run(l, "a");
+    REQUIRE(a.size() == 1);  // the note for every run; not run b's
+    CHECK(a[0]->note == "the same in both");
+    CHECK(highlights_of_run(l, "b").size() == 2);
+
+    json no_note = good_lesson();
+    no_note["highlights"][1].erase("note");
+    CHECK_THAT(parse_error(no_note), Catch::Contains("highlights[1].note") && Catch::Contains("missing"));
+    json key_as_note = good_lesson();
+    key_as_note["highlights"][1]["note"] = "rank.memory_peak_bytes.grads";
+    CHECK_THAT(parse_error(key_as_note), Catch::Contains("highlights[1].note") && Catch::Contains("in words"));
+    // the repository's lessons: every note in words (they load, so none is missing or a key)
+    const LessonSet set = load_lessons(default_lessons_dir());
+    CHECK(set.errors.empty());
+    for (const Lesson& lesson : set.lessons)
+        for (const Highlight& h : lesson.highlights) {
+            INFO(lesson.name << ": " << h.key);
+            CHECK(h.note.find(h.key) == std::string::npos);
+            CHECK(h.note.find('_') == std::string::npos);  // no snake_case key in a note
+        }
+}
+
+TEST_CASE("A lesson run with a figure off its prediction and no explanation fails the check", "[lessons]") {
+    const Lesson l = parse_lesson(good_lesson(), "x", "x.json");
+    std::map<std::string, json> reports{{"a", report({400, 400})}, {"b", report({200, 200})}};
+    for (auto& [label, r] : reports) r["misses"] = json::array();
+    CHECK(check_lesson(l, reports).held());
+    reports["b"]["misses"].push_back({{"what", "memory.activations"}, {"rank", 0}, {"measured", 8e6}, {"predicted", 1e6},
+                                      {"source", "formula"}, {"ratio", 8}, {"explained", "the textbook's dropout masks"}});
+    CHECK(check_lesson(l, reports).held());  // explained: the check holds
+    reports["b"]["misses"].push_back({{"what", "memory.activations"}, {"rank", 1}, {"measured", 8e6}, {"predicted", 1e6},
+                                      {"source", "predicted"}, {"ratio", 8}, {"explained", nullptr}});
+    const LessonCheck check = check_lesson(l, reports);
+    CHECK_FALSE(check.held());
+    REQUIRE(check.claims.size() == l.claims.size() + 1);
+    const ClaimResult& miss = check.claims.back();
+    CHECK(miss.status == ClaimStatus::failed);
+    CHECK_THAT(miss.says, Catch::Contains("run b"));
+    CHECK_THAT(miss.measured.shown, Catch::Contains("rank 1 memory.activations"));
 }

@@ -27,6 +27,37 @@ TrainConfig preset_config(const std::string& name) {
     }
 }
 
+Applicable applicable(const TrainConfig& c) {
+    Applicable a;
+    a.schedule = c.parallel.pp > 1;
+    a.chunks = a.schedule && c.parallel.pp_schedule == "interleaved";
+    a.sp = c.parallel.tp > 1;
+    a.cp_balance = c.parallel.cp > 1;
+    a.experts = c.model.moe_experts > 0;
+    a.save_every = !c.save.empty();
+    return a;
+}
+
+TrainConfig LaunchSettings::effective() const {
+    const Applicable a = applicable(config);
+    const TrainConfig preset = preset_config(config.preset);
+    TrainConfig c = config;
+    ParallelConfig& p = c.parallel;
+    if (!a.schedule) p.pp_schedule = "1f1b";
+    if (!a.chunks) p.pp_chunks = 1;
+    if (!a.sp) p.sp = false;
+    if (!a.cp_balance) p.cp_balance = preset.parallel.cp_balance;
+    if (!a.experts) {
+        c.model.moe_topk = preset.model.moe_topk;
+        c.model.moe_every = preset.model.moe_every;
+        c.moe_capacity_factor = preset.moe_capacity_factor;
+        c.moe_aux_loss_coef = preset.moe_aux_loss_coef;
+        p.ep = 1;
+    }
+    if (!a.save_every) c.save_every = 0;
+    return c;
+}
+
 LaunchSettings LaunchSettings::from_args(const std::vector<std::string>& args) {
     LaunchSettings s;
     s.config = parse(args);
@@ -64,7 +95,7 @@ void LaunchSettings::set_preset(const std::string& name) {
 std::vector<std::string> LaunchSettings::train_args() const {
     std::vector<std::string> args;
     if (!config.preset.empty()) args = {"--preset", config.preset};
-    const auto flags = train_args_of(config, preset_config(config.preset));
+    const auto flags = train_args_of(effective(), preset_config(config.preset));
     args.insert(args.end(), flags.begin(), flags.end());
     return args;
 }

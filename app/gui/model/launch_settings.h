@@ -18,6 +18,19 @@ struct HostSettings {
     bool operator==(const HostSettings&) const = default;
 };
 
+// Which settings do anything in a configuration. The panel greys out the others, and what it greys out it does not
+// pass: train_args() and resolve() read effective(), where each of them is back at the preset's value.
+struct Applicable {
+    bool schedule = true;    // the pipeline schedule: pp > 1
+    bool chunks = true;      // chunks per rank: the interleaved schedule
+    bool sp = true;          // sequence parallelism: tp > 1
+    bool cp_balance = true;  // cp > 1
+    bool experts = true;     // top-K, every, capacity, balance loss, ep: a mixture of experts
+    bool save_every = true;  // a checkpoint to save
+    bool operator==(const Applicable&) const = default;
+};
+Applicable applicable(const TrainConfig& c);
+
 struct LaunchSettings {
     TrainConfig config;  // the run; config.preset names the preset its arguments start from
     HostSettings hosts;
@@ -30,7 +43,11 @@ struct LaunchSettings {
     static LaunchSettings from_config(const nlohmann::json& config);
     // Switches to another preset, keeping every setting edited away from the old preset's value.
     void set_preset(const std::string& name);
-    // "--preset NAME" and the flags that turn that preset into `config`.
+    // `config` with every setting that does not apply (applicable()) back at the preset's value, and the schedule
+    // at pp 1 the one that runs a micro-batch at a time (1f1b; AFAB at pp 1 would run every forward first and hold
+    // every micro-batch's activations, which a greyed-out schedule must not do behind the panel's back).
+    TrainConfig effective() const;
+    // "--preset NAME" and the flags that turn that preset into effective().
     std::vector<std::string> train_args() const;
     // The arguments as the trainer resolves them (its parser, validation and layout check); UserError with the
     // reason when they cannot be launched.

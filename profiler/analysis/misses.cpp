@@ -1,0 +1,187 @@
+#include "profiler/analysis/misses.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/core/format.h"
+#include "profiler/analysis/report.h"
+
+namespace us::prof {
+
+namespace {
+
+bool differs(double measured, double expected) {
+    if (measured == expected) return false;
+    if (expected == 0) return true;
+    return std::abs(measured / expected - 1.0) > kMissTolerance;
+}
+
+bool agrees(double measured, std::optional<double> predicted) {
+    return predicted && !differs(measured, *predicted);
+}
+
+// The largest departure from uniform routing among a rank's layers (1: uniform), 0 when not measured.
+double most_uneven(const RankReport& r) {
+    double most = 0;
+    for (double load : r.expert_load) most = std::max(most, std::max(load, load > 0 ? 1.0 / load : 0.0));
+    return most;
+}
+
+// Why the textbook's figure for a memory category is not the engine's, where the docs say so; only when the
+// engine's exact walk agrees with the measurement (otherwise the run itself is unexplained).
+std::optional<std::string> memory_formula_explanation(const Report& rep, const RankReport& r, MemCategory k,
+                                                      double measured) {
+    const PredictInput& in = rep.predict_input;
+    const auto& pred = r.predicted.memory[size_t(k)];
+    if (!agrees(measured, pred ? std::optional<double>(double(*pred)) : std::nullopt)) return std::nullopt;
+    if (k == MemCategory::activations)
+        return fmt::format("the textbook (Korthikanti et al.) counts {}-byte activations with dropout masks and "
+                           "nothing outside the blocks; this engine has no dropout, keeps fp32 LayerNorm statistics, "
+                           "the embedding output, the logits and the losses (docs/memory.md); the exact walk agrees "
+                           "with the measurement",
+                           in.bf16 ? 2 : 4);
+    const bool sharded = (k == MemCategory::params && in.zero >= 3) || (k == MemCategory::grads && in.zero >= 2) ||
+                         ((k == MemCategory::master_params || k == MemCategory::optimizer_state) && in.zero >= 1);
+    if (sharded && in.ep > 1 && r.predicted.expert_params_on_rank > 0)
+        return std::string("the textbook shards every parameter over dp x cp; the experts' are sharded over the "
+                           "dp/ep ranks that hold the same experts (docs/formulas.md); the exact walk agrees");
+    if (sharded)
+        return std::string("under ZeRO the engine's shards are whole tensors split at bucket boundaries, not "
+                           "parameters / dp (docs/memory.md); the exact walk agrees");
+    return std::nullopt;
+}
+
+std::optional<std::string> comm_explanation(const Report& rep, const RankReport& r, std::string_view group,
+                                            const std::string& source, double measured) {
+    const PredictInput& in = rep.predict_input;
+    if (group == "ep" && in.moe_experts > 0) {
+        const double uneven = most_uneven(r);
+        if (uneven > 1.0 + kMissTolerance)
+            return fmt::format("the all-to-alls carry the rows the router sends: the figure assumes uniform routing, "
+                               "and this rank's experts received up to {:.2f}x (or 1/{:.2f}) their uniform share",
+                               uneven, uneven);
+    }
+    if (source != "formula") return std::nullopt;
+    const double exact = double(r.predicted.comm_bytes[size_t(group_index(group))]);
+    if (!agrees(measured, exact)) return std::nullopt;
+    if (group == "tp")
+        return fmt::format("the textbook counts the blocks' 4 all-reduces of s b h per micro-batch; the engine also "
+                           "reduces at the embedding and the head{}{} (docs/formulas.md); the exact walk agrees",
+                           in.sp ? ", and gathers the LayerNorm outputs again for the weight gradients" : "",
+                           in.recompute == "full" ? ", and repeats the forward's under full recomputation" : "");
+    if (group == "ep")
+        return fmt::format("the textbook counts 4 all-to-alls per MoE block and micro-batch; the engine also sends "
+                           "the row counts{}; the exact walk agrees",
+                           in.recompute == "full" ? " and repeats the forward's under full recomputation" : "");
+    return std::nullopt;
+}
+
+std::string bubble_explanation(const Report& rep) {
+    return fmt::format("the bubble is a timing, not a count: the simulation and the formula run the {} schedule with "
+                       "a backward twice a forward and instant transfers; the measured stages also wait for the "
+                       "transfers, the other groups' collectives and the machine's other load",
+                       rep.predict_input.pp_schedule);
+}
+
+}  // namespace
+
+double Miss::ratio() const {
+    return predicted != 0 ? measured / predicted : std::numeric_limits<double>::infinity();
+}
+
+std::vector<Miss> find_misses(const Report& rep) {
+    std::vector<Miss> out;
+    if (rep.is_predicted()) return out;  // a planner's prediction has nothing measured
+    auto add = [&](std::string what, int rank, double measured, double expected, const char* source,
+                   std::optional<std::string> why) {
+        if (differs(measured, expected)) out.push_back({std::move(what), rank, measured, expected, source, std::move(why)});
+    };
+    for (const RankReport& r : rep.ranks) {
+        if (r.steps.empty()) continue;  // nothing complete to compare yet
+        for (int k = 0; k < kMemCategoryCount; ++k) {
+            const auto cat = MemCategory(k);
+            const double measured = double(r.memory.peak[size_t(k)]);
+            const std::string what = "memory." + std::string(kMemCategoryNames[size_t(k)]);
+            if (const auto& p = r.predicted.memory[size_t(k)]) {
+                std::optional<std::string> why;
+                const bool routed = cat == MemCategory::activations || cat == MemCategory::temporaries;
+                if (routed && rep.predict_input.moe_experts > 0 && rep.predict_input.moe_capacity_factor > 0)
+                    why = "with a capacity factor an expert keeps at most its capacity of rows and drops the rest: "
+                          "the rows held follow the routing, the prediction takes it as uniform";
+                add(what, r.rank, measured, double(*p), "predicted", why);
+            }
+            if (const auto& f = r.predicted.memory_formula[size_t(k)])
+                add(what, r.rank, measured, double(*f), "formula", memory_formula_explanation(rep, r, cat, measured));
+        }
+        if (steady_step_count(r.steps) == 0) continue;
+        const size_t steps = steady_step_count(r.steps);
+        for (int g = 0; g < kGroupCount; ++g) {
+            const std::string_view group = kGroupNames[g];
+            const double measured = r.steady.group_bytes[size_t(g)] / double(steps);
+            const double predicted = double(r.predicted.comm_bytes[size_t(g)]);
+            const std::string what = "comm." + std::string(group);
+            add(what, r.rank, measured, predicted, "predicted", comm_explanation(rep, r, group, "predicted", measured));
+            const double formula = group == "tp"   ? double(r.predicted.tp_comm_bytes_formula)
+                                   : group == "ep" ? double(r.predicted.ep_comm_bytes_formula)
+                                                   : -1;
+            if (formula > 0)
+                add(what, r.rank, measured, formula, "formula", comm_explanation(rep, r, group, "formula", measured));
+        }
+    }
+    if (rep.predict_input.pp > 1 && rep.pipeline.busiest_rank >= 0) {
+        add("pipeline.bubble", rep.pipeline.busiest_rank, rep.pipeline.measured, rep.pipeline.simulated, "predicted",
+            bubble_explanation(rep));
+        add("pipeline.bubble", rep.pipeline.busiest_rank, rep.pipeline.measured, rep.pipeline.theory, "formula",
+            bubble_explanation(rep));
+    }
+    return out;
+}
+
+std::vector<const Miss*> misses_of(const std::vector<Miss>& misses, const std::string& what, int rank) {
+    std::vector<const Miss*> out;
+    for (const Miss& m : misses)
+        if (m.what == what && m.rank == rank) out.push_back(&m);
+    return out;
+}
+
+size_t unexplained_count(const std::vector<Miss>& misses) {
+    return size_t(std::count_if(misses.begin(), misses.end(), [](const Miss& m) { return !m.explained; }));
+}
+
+std::string format_miss(const Miss& m) {
+    const bool bytes = m.what.rfind("pipeline.", 0) != 0;
+    auto figure = [&](double v) { return bytes ? format_bytes(int64_t(v)) : fmt::format("{:.3f}", v); };
+    const std::string ratio = m.predicted != 0 ? fmt::format("x{:.2f}", m.ratio()) : std::string("against 0");
+    return fmt::format("rank {} {}: measured {}, {} {} ({}): {}", m.rank, m.what, figure(m.measured), m.source,
+                       figure(m.predicted), ratio, m.explained ? *m.explained : "UNEXPLAINED");
+}
+
+std::string format_misses(const std::vector<Miss>& misses) {
+    if (misses.empty()) return {};
+    const size_t unexplained = unexplained_count(misses);
+    std::string s = fmt::format("Misses: {} figure(s) differ from the prediction or the formula by more than {:.0f}%"
+                                " ({} unexplained):\n",
+                                misses.size(), kMissTolerance * 100, unexplained);
+    for (const bool explained : {false, true})
+        for (const Miss& m : misses)
+            if (bool(m.explained) == explained) s += fmt::format("  {}\n", format_miss(m));
+    return s + "\n";
+}
+
+nlohmann::json misses_json(const std::vector<Miss>& misses) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Miss& m : misses)
+        out.push_back({{"what", m.what},
+                       {"rank", m.rank},
+                       {"measured", m.measured},
+                       {"predicted", m.predicted},
+                       {"source", m.source},
+                       {"ratio", m.predicted != 0 ? nlohmann::json(m.ratio()) : nlohmann::json()},
+                       {"explained", m.explained ? nlohmann::json(*m.explained) : nlohmann::json()}});
+    return out;
+}
+
+}  // namespace us::prof
