@@ -45,10 +45,15 @@ std::string imported_header(const prof::RunInfo& run, const prof::TraceStore& st
     for (int r : store.ranks()) {
         const double alloc = counter_peak(store, *store.rank(r), kMemoryCounters[0]);
         const double reserved = counter_peak(store, *store.rank(r), kMemoryCounters[1]);
-        s += alloc < 0 ? fmt::format("  rank {} memory: unknown (no [memory] events: record with profile_memory=True)\n", r)
-                       : fmt::format("  rank {} memory (measured, the [memory] events): peak allocated {:.1f} MiB, "
-                                     "reserved {:.1f} MiB\n",
-                                     r, alloc / 1048576.0, std::max(0.0, reserved) / 1048576.0);
+        const double cpu = counter_peak(store, *store.rank(r), kMemoryCounters[2]);
+        if (alloc < 0 && cpu < 0)
+            s += fmt::format("  rank {} memory: unknown (no [memory] events: record with profile_memory=True)\n", r);
+        if (alloc >= 0)
+            s += fmt::format("  rank {} GPU memory (measured, the [memory] events): peak allocated {:.1f} MiB, reserved "
+                             "{:.1f} MiB\n", r, alloc / 1048576.0, std::max(0.0, reserved) / 1048576.0);
+        if (cpu >= 0)
+            s += fmt::format("  rank {} CPU memory (measured, the [memory] events): peak allocated {:.1f} MiB\n", r,
+                             cpu / 1048576.0);
     }
     s += "  unknown for an imported run: the model's settings, predicted memory and times (the engine's), MFU "
          "(no FLOP counts or device peak)\n";

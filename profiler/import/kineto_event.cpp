@@ -24,6 +24,7 @@ void KinetoEvent::clear() {
     total_allocated = total_reserved = -1;
     mem_device = INT64_MIN;
     mem_device_type = -1;
+    input_dims = input_types = concrete_inputs = {};
 }
 
 bool parse_us_as_ns(std::string_view s, int64_t& ns) {
@@ -216,6 +217,9 @@ bool parse_kineto_event(std::string_view text, KinetoEvent& e, std::string& erro
             e.pg_ranks.assign(v);
             return true;
         }
+        if (k == "Input Dims") return c.any(e.input_dims);
+        if (k == "Input type") return c.any(e.input_types);
+        if (k == "Concrete Inputs") return c.any(e.concrete_inputs);
         if (k == "Total Allocated") return c.number(e.total_allocated);
         if (k == "Total Reserved") return c.number(e.total_reserved);
         if (k == "Device Id") return c.integer(e.mem_device);

@@ -23,6 +23,8 @@ struct KinetoEvent {
     double total_allocated = -1, total_reserved = -1;
     int64_t mem_device = INT64_MIN;  // [memory] "Device Id"; with "Device Type"
     int64_t mem_device_type = -1;
+    // Views into the event's text (valid while it is): args' "Input Dims", "Input type", "Concrete Inputs".
+    std::string_view input_dims, input_types, concrete_inputs;
 
     void clear();
 };

@@ -24,7 +24,13 @@ bool starts(std::string_view s, std::string_view prefix) { return s.substr(0, pr
 }  // namespace
 
 bool is_collective_op_name(std::string_view name) {
-    return name == "record_param_comms" || starts(name, "c10d::") || starts(name, "gloo:") || starts(name, "nccl:");
+    if (is_collective_wait_name(name)) return false;
+    return name == "record_param_comms" || starts(name, "c10d::") || starts(name, "_c10d_functional::") ||
+           starts(name, "gloo:") || starts(name, "nccl:");
+}
+
+bool is_collective_wait_name(std::string_view name) {
+    return name == "_c10d_functional::wait_tensor" || name == "c10d::wait" || starts(name, "c10d::wait_");
 }
 
 bool is_nccl_kernel_name(std::string_view name) { return starts(name, "nccl"); }

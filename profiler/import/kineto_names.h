@@ -12,6 +12,8 @@ namespace us::prof {
 
 // A CPU-side op that stands for a collective or a transfer (record_param_comms, c10d::*, gloo:*, nccl:*).
 bool is_collective_op_name(std::string_view name);
+// Waiting for an asynchronous collective to finish (_c10d_functional::wait_tensor): host time, not compute.
+bool is_collective_wait_name(std::string_view name);
 // An NCCL kernel on the GPU.
 bool is_nccl_kernel_name(std::string_view name);
 // The collective a name (an op, a kernel or the args' "Collective name") says; OpClass::none when none.

@@ -2,6 +2,8 @@
 // event parsed in one pass into a reused KinetoEvent and kept as a 72-byte KinetoSpan.
 #include "profiler/import/kineto_parse.h"
 
+#include <charconv>
+
 #include "engine/core/check.h"
 #include "profiler/import/json_stream.h"
 #include "profiler/import/kineto_event.h"
@@ -35,6 +37,49 @@ bool category_of(const std::string& cat, KinetoCat& out) {
 
 int16_t clamp16(int64_t v) { return v < 0 || v > 32767 ? int16_t(-1) : int16_t(v); }
 
+// The largest tensor among an op's inputs ("Input Dims" x the size of "Input type"), in bytes; 0 when unknown (a
+// TensorList says no dtype).
+uint64_t bytes_of_inputs(const KinetoEvent& e) {
+    if (e.input_dims.empty() || e.input_types.empty()) return 0;
+    try {
+        const auto dims = nlohmann::json::parse(e.input_dims);
+        const auto types = nlohmann::json::parse(e.input_types);
+        if (!dims.is_array() || !types.is_array()) return 0;
+        uint64_t best = 0;
+        for (size_t i = 0; i < dims.size() && i < types.size(); ++i) {
+            if (!types[i].is_string() || !dims[i].is_array() || dims[i].empty()) continue;
+            const int size = dtype_bytes(types[i].get<std::string>());
+            if (size == 0) continue;
+            uint64_t n = 1;
+            for (const auto& d : dims[i]) {
+                if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > (int64_t(1) << 40)) return 0;
+                n *= uint64_t(d.get<int64_t>());
+                if (n > (uint64_t(1) << 50)) return 0;
+            }
+            best = std::max(best, n * uint64_t(size));
+        }
+        return best;
+    } catch (const nlohmann::json::exception&) {
+        return 0;
+    }
+}
+
+// c10d::send / c10d::recv_: the peer is the third of "Concrete Inputs" (tensors, group, peer, tag).
+void peer_of_p2p_op(const KinetoEvent& e, KinetoSpan& s) {
+    const OpClass op = collective_of(e.name);
+    if ((op != OpClass::send && op != OpClass::recv) || e.concrete_inputs.empty()) return;
+    try {
+        const auto in = nlohmann::json::parse(e.concrete_inputs);
+        if (!in.is_array() || in.size() < 3 || !in[2].is_string()) return;
+        const std::string v = in[2].get<std::string>();
+        int peer = 0;
+        const auto r = std::from_chars(v.data(), v.data() + v.size(), peer);
+        if (r.ec != std::errc() || r.ptr != v.data() + v.size() || peer < 0 || peer > 32767) return;
+        (op == OpClass::send ? s.peer_dst : s.peer_src) = int16_t(peer);
+    } catch (const nlohmann::json::exception&) {
+    }
+}
+
 struct EventCollector {
     KinetoFile& f;
     std::unordered_map<uint64_t, uint32_t> thread_slots;  // (pid, tid) hashed -> index
@@ -67,6 +112,7 @@ struct EventCollector {
         }
         if (e.ph != 'X') return;  // metadata, flows, counters: not mapped
         if (e.cat == "python_function") return void(++f.python_functions);
+        if (e.cat == "Trace") return;  // the profiler's own span over its window
         KinetoCat cat;
         const bool is_step = e.name.rfind("ProfilerStep#", 0) == 0;
         if (is_step) cat = KinetoCat::step;
@@ -92,6 +138,10 @@ struct EventCollector {
             if (cat != KinetoCat::kernel && e.bytes > 0) s.bytes = uint64_t(e.bytes);
         } else {
             s.thread = thread_of(e);
+        }
+        if (is_collective_op_name(e.name)) {  // gloo and c10d ops say no msg nelems: the shapes do
+            s.bytes = bytes_of_inputs(e);
+            if (e.src_rank < 0 && e.dst_rank < 0) peer_of_p2p_op(e, s);
         }
         if (!e.collective.empty() || e.in_nelems >= 0 || e.out_nelems >= 0) {
             s.collective = collective_of(e.collective);

@@ -24,6 +24,7 @@ struct HostContext {
     int32_t parent_op = -1;  // innermost enclosing cpu_op (or user annotation), itself for a cpu_op
     int32_t collective = -1; // the outermost collective op whose nest holds it
     Phase phase = Phase::none;
+    bool envelope = false;   // encloses a collective (or a wait for one): not compute on a CPU-only rank
 };
 
 // Names the mapping adds to the file's own, with ids after them.
@@ -111,11 +112,14 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
             stack.pop_back();
         HostContext c;
         if (!stack.empty()) c = ctx[stack.back()];
+        c.envelope = false;
         const std::string& name = f.names[s.name];
         if (s.cat == KinetoCat::cpu_op || (s.cat == KinetoCat::user_annotation && c.parent_op < 0)) c.parent_op = int32_t(i);
         if (c.collective < 0 && is_collective_op_name(name)) c.collective = int32_t(i);
         if (const Phase p = phase_of_annotation(name); p != Phase::none) c.phase = p;
         ctx[i] = c;
+        if (is_collective_op_name(name) || is_collective_wait_name(name))  // its ancestors wrap communication
+            for (size_t k = stack.size(); k-- > 0 && !ctx[stack[k]].envelope;) ctx[stack[k]].envelope = true;
         stack.push_back(i);
     }
     // A collective nest's facts (collective, bytes, group, peers) gathered onto its outermost op.
@@ -179,7 +183,10 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
             r.kind = uint8_t(SpanKind::op);
             r.op = uint8_t(compute_class_of(name));
             if (!has_gpu && c.collective == int32_t(i)) {  // a CPU-only rank's collective
-                const KinetoSpan& n = nest[i];
+                KinetoSpan n = nest[i];
+                // gloo's own span on its worker thread, outside any c10d op: the transfer's time; its bytes are
+                // the launching c10d op's (counted there, not twice).
+                if (name.rfind("gloo:", 0) == 0) n.bytes = 0;
                 OpClass op = n.collective != OpClass::none ? n.collective : collective_of(name);
                 r.kind = uint8_t(SpanKind::comm);
                 r.op = uint8_t(op);
@@ -189,8 +196,11 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
                 r.lane = uint8_t(p2p ? Lane::p2p : Lane::comm);
                 if (p2p) r.peer = peer_of(n);
             } else {
-                // Inside a collective on a CPU-only rank: its host side, not compute.
-                r.lane = uint8_t(has_gpu || c.collective >= 0 ? Lane::host : Lane::compute);
+                // A CPU-only rank's compute is its cpu_ops; annotations (markers), ops inside or around a
+                // collective and waits for one are its host side.
+                const bool compute = !has_gpu && s.cat == KinetoCat::cpu_op && c.collective < 0 && !c.envelope &&
+                                     !is_collective_wait_name(name);
+                r.lane = uint8_t(compute ? Lane::compute : Lane::host);
             }
         } else {
             r.thread = stream_slot(s.stream);

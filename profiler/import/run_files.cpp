@@ -9,6 +9,7 @@
 #include <map>
 
 #include "engine/core/check.h"
+#include "profiler/import/byte_source.h"
 #include "profiler/import/kineto_parse.h"
 #include "profiler/import/kineto_reader.h"
 
@@ -56,6 +57,24 @@ long iteration_of(const fs::path& dir) {
     return v;
 }
 
+// Whether the first MiB of the file (uncompressed) holds "traceEvents"; false when it cannot be read.
+bool mentions_trace_events(const std::string& path) {
+    try {
+        ByteSource source(path);
+        std::string head(size_t(1) << 20, '\0');
+        size_t n = 0;
+        while (n < head.size()) {
+            const size_t got = source.read(head.data() + n, head.size() - n);
+            if (got == 0) break;
+            n += got;
+        }
+        head.resize(n);
+        return head.find("\"traceEvents\"") != std::string::npos;
+    } catch (const UserError&) {
+        return true;  // damaged: let the reader say what is wrong with it
+    }
+}
+
 void collect_dir(const fs::path& dir, RunFiles& out) {
     // torchtitan writes one folder per profiled iteration: take the newest, and say so.
     std::map<long, fs::path> iterations;
@@ -81,7 +100,15 @@ void collect_dir(const fs::path& dir, RunFiles& out) {
                                            dir.string(), iterations.size(), newest.filename().string()));
     }
     std::sort(files.begin(), files.end());
-    for (const auto& f : files) out.files.push_back(f.string());
+    for (const auto& f : files) {
+        // Output folders hold other JSON too (settings, memory timelines): a trace says "traceEvents" early.
+        if (f.extension() != ".ustrace" && !mentions_trace_events(f.string())) {
+            out.warnings.push_back(fmt::format("{}: skipped, not a PyTorch profiler trace (no traceEvents near its start)",
+                                               f.string()));
+            continue;
+        }
+        out.files.push_back(f.string());
+    }
 }
 
 }  // namespace
