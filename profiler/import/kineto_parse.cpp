@@ -139,6 +139,8 @@ struct EventCollector {
         } else {
             s.thread = thread_of(e);
         }
+        s.peer_src = clamp16(e.src_rank);
+        s.peer_dst = clamp16(e.dst_rank);
         if (is_collective_op_name(e.name)) {  // gloo and c10d ops say no msg nelems: the shapes do
             s.bytes = bytes_of_inputs(e);
             if (e.src_rank < 0 && e.dst_rank < 0) peer_of_p2p_op(e, s);
@@ -149,8 +151,6 @@ struct EventCollector {
             const int size = dtype_bytes(e.dtype);
             if (nelems > 0 && size > 0 && nelems < (int64_t(1) << 56)) s.bytes = uint64_t(nelems) * uint64_t(size);
         }
-        s.peer_src = clamp16(e.src_rank);
-        s.peer_dst = clamp16(e.dst_rank);
         s.group = group_of(e);
         f.spans.push_back(s);
     }

@@ -132,7 +132,7 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
         if (n.collective == OpClass::none) n.collective = s.collective;
         n.bytes = std::max(n.bytes, s.bytes);
         if (n.group < 0) n.group = s.group;
-        if (n.peer_src < 0) n.peer_src = s.peer_src, n.peer_dst = s.peer_dst;
+        if (n.peer_src < 0 && n.peer_dst < 0) n.peer_src = s.peer_src, n.peer_dst = s.peer_dst;
     }
     std::unordered_map<int64_t, uint32_t> launch_of;  // correlation -> the runtime call
     for (uint32_t i : host)
@@ -220,7 +220,7 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
                     if (n.collective == OpClass::none) n.collective = k.collective;
                     if (n.bytes == 0) n.bytes = k.bytes;
                     if (n.group < 0) n.group = k.group;
-                    if (n.peer_src < 0) n.peer_src = k.peer_src, n.peer_dst = k.peer_dst;
+                    if (n.peer_src < 0 && n.peer_dst < 0) n.peer_src = k.peer_src, n.peer_dst = k.peer_dst;
                 }
                 OpClass op = collective_of(name);
                 if (n.collective != OpClass::none && (op == OpClass::none || op == OpClass::send)) op = n.collective;
