@@ -120,7 +120,9 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
         ctx[i] = c;
         if (is_collective_op_name(name) || is_collective_wait_name(name))  // its ancestors wrap communication
             for (size_t k = stack.size(); k-- > 0 && !ctx[stack[k]].envelope;) ctx[stack[k]].envelope = true;
-        stack.push_back(i);
+        // gloo's spans of asynchronous work last until it completes and overlap what the thread does next: they
+        // are nobody's parent.
+        if (name.rfind("gloo:", 0) != 0) stack.push_back(i);
     }
     // A collective nest's facts (collective, bytes, group, peers) gathered onto its outermost op.
     std::vector<KinetoSpan> nest(spans.size());
