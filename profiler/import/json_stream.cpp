@@ -69,30 +69,53 @@ void JsonStream::expect(char c, const char* context) {
     ++m_pos;
 }
 
+namespace {
+// The closing quote of a string whose text starts at or before `p`: the first '"' not escaped by an odd run of
+// backslashes (counted back to `floor`); nullptr when [p, end) holds none.
+const char* closing_quote(const char* p, const char* end, const char* floor) {
+    for (;;) {
+        const char* q = static_cast<const char*>(std::memchr(p, '"', size_t(end - p)));
+        if (!q) return nullptr;
+        size_t backslashes = 0;
+        for (const char* r = q; r > floor && r[-1] == '\\'; --r) ++backslashes;
+        if (backslashes % 2 == 0) return q;
+        p = q + 1;
+    }
+}
+}  // namespace
+
 std::string_view JsonStream::value(const char* context) {
     const char first = peek();
     if (first == 0) fail(std::string("the file ends where ") + context + " should be");
     // Scan from m_pos; `i` is relative to the value's start so that refills (which move the buffer) keep it.
+    // Inside strings memchr finds the next quote: the text of names is most of a trace's bytes.
     size_t i = 0;
     int depth = 0;
-    bool in_string = false, escaped = false;
+    bool in_string = false;
     const bool scalar = first != '{' && first != '[' && first != '"';
     for (;;) {
-        while (m_pos + i < m_end) {
-            const char c = m_buf[m_pos + i];
-            ++i;
+        const char* start = m_buf.data() + m_pos;
+        const char* end = m_buf.data() + m_end;
+        const char* p = start + i;
+        while (p < end) {
             if (in_string) {
-                if (escaped) escaped = false;
-                else if (c == '\\') escaped = true;
-                else if (c == '"') {
-                    in_string = false;
-                    if (depth == 0) goto done;
+                const char* q = closing_quote(p, end, start);
+                if (!q) {
+                    p = end;
+                    break;
+                }
+                p = q + 1;
+                in_string = false;
+                if (depth == 0) {
+                    i = size_t(p - start);
+                    goto done;
                 }
                 continue;
             }
+            const char c = *p++;
             if (scalar) {
                 if (c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-                    --i;
+                    i = size_t(p - 1 - start);
                     goto done;
                 }
                 continue;
@@ -100,10 +123,14 @@ std::string_view JsonStream::value(const char* context) {
             if (c == '"') in_string = true;
             else if (c == '{' || c == '[') ++depth;
             else if (c == '}' || c == ']') {
-                if (--depth == 0) goto done;
+                if (--depth == 0) {
+                    i = size_t(p - start);
+                    goto done;
+                }
                 if (depth < 0) fail(std::string("unbalanced '") + c + "' in " + context);
             }
         }
+        i = size_t(p - start);
         if (i > m_max_value) fail(std::string(context) + " longer than " + std::to_string(m_max_value >> 20) + " MiB");
         if (!fill()) {
             if (scalar && i > 0) goto done;
