@@ -264,7 +264,7 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
     Chunk m;
     m.kind = ChunkKind::metadata;
     m.rank = uint32_t(rank);
-    m.text = meta.dump();
+    m.text = meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     store.add_chunk(m);
     out.flush();
     Chunk end;  // a file is a whole recording: it ended cleanly

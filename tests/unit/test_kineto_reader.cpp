@@ -336,6 +336,19 @@ TEST_CASE("kineto: bad input is refused with the file's name and what was read, 
     CHECK(spans_named(store, 0, Lane::compute, "neg").empty());
 }
 
+TEST_CASE("kineto: names that are not UTF-8 are kept with '?' and the metadata stays JSON (a fuzzer finding)", "[kineto][cpu]") {
+    const std::string ev = std::string(kStep) + ",{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bad\x82name\", \"pid\": 1, "
+                           "\"tid\": 1, \"ts\": 1100, \"dur\": 5, \"args\": {\"Process Group Name\": \"g\xff\", "
+                           "\"Collective name\": \"allreduce\"}}";
+    TraceStore store;
+    load_run({write_trace("kineto-utf8", "rank0.json", trace_json(ev))}, store);
+    CHECK(store.find_name("bad?name") != UINT32_MAX);
+    const RunInfo run = run_info_of(store);
+    REQUIRE(run.process_groups.size() == 1);
+    CHECK(run.process_groups[0].name == "g?");
+    CHECK_NOTHROW(to_json(run).dump());
+}
+
 TEST_CASE("kineto: microseconds become nanoseconds exactly", "[kineto][cpu]") {
     int64_t ns = 0;
     CHECK(parse_us_as_ns("1682725898236567", ns));
