@@ -208,7 +208,8 @@ KinetoFile parse_kineto(ByteSource& source) {
         read_events(in, sink);
         saw_events = true;
     } else {
-        in.expect('{', "at the start of a Kineto trace (a JSON object with traceEvents)");
+        in.expect('{', "at the start of a Kineto trace (a JSON object with traceEvents; nor does it start like an "
+                     "Ultrascope trace)");
         std::string key;
         if (!in.accept('}'))
             for (;;) {
