@@ -8,8 +8,14 @@
 
 namespace us::prof {
 
+namespace {
+std::string size_text(size_t bytes) {
+    return bytes >= (size_t(1) << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
+}
+}  // namespace
+
 JsonStream::JsonStream(ByteSource& source, size_t max_value_bytes)
-    : m_source(source), m_max_value(max_value_bytes), m_buf(size_t(1) << 20) {}
+    : m_source(source), m_max_value(max_value_bytes), m_buf(std::min(size_t(1) << 20, max_value_bytes + 1)) {}
 
 void JsonStream::fail(const std::string& what) const {
     fail_user("'{}' is not a readable Kineto trace: {} (at byte {} of {} bytes of JSON read)", m_source.name(), what,
@@ -25,7 +31,7 @@ bool JsonStream::fill() {
     }
     if (m_end == m_buf.size()) {
         if (m_buf.size() >= m_max_value + 1)
-            fail("a single value longer than " + std::to_string(m_max_value >> 20) + " MiB");
+            fail("a single value longer than " + size_text(m_max_value));
         m_buf.resize(std::min(m_buf.size() * 2, m_max_value + 1));
     }
     const size_t n = m_source.read(m_buf.data() + m_end, m_buf.size() - m_end);
@@ -131,7 +137,7 @@ std::string_view JsonStream::value(const char* context) {
             }
         }
         i = size_t(p - start);
-        if (i > m_max_value) fail(std::string(context) + " longer than " + std::to_string(m_max_value >> 20) + " MiB");
+        if (i > m_max_value) fail(std::string(context) + " longer than " + size_text(m_max_value));
         if (!fill()) {
             if (scalar && i > 0) goto done;
             fail(std::string("the file ends inside ") + context);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "engine/core/check.h"
+#include "profiler/import/json_stream.h"
 #include "profiler/import/kineto_event.h"
 #include "profiler/import/run_files.h"
 #include "profiler/trace/run_info.h"
@@ -347,6 +348,32 @@ TEST_CASE("kineto: names that are not UTF-8 are kept with '?' and the metadata s
     REQUIRE(run.process_groups.size() == 1);
     CHECK(run.process_groups[0].name == "g?");
     CHECK_NOTHROW(to_json(run).dump());
+}
+
+TEST_CASE("kineto: a value longer than the reader's limit is refused, not buffered without end", "[kineto][cpu]") {
+    const std::string text = "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"" + std::string(5000, 'a') + "\"}]}";
+    ByteSource source(text, "huge.json");
+    JsonStream in(source, 1024);
+    in.expect('{', "here");
+    std::string key;
+    in.read_string(key, "a key");
+    in.expect(':', "here");
+    in.expect('[', "here");
+    try {
+        in.value("an event of traceEvents");
+        FAIL("no error");
+    } catch (const us::UserError& e) {
+        CHECK_THAT(e.what(), Catch::Matchers::Contains("huge.json"));
+        CHECK_THAT(e.what(), Catch::Matchers::Contains("longer than 1024 bytes"));
+    }
+    // The same event under the default limit reads.
+    ByteSource whole(text, "huge.json");
+    JsonStream ok(whole);
+    ok.expect('{', "here");
+    ok.read_string(key, "a key");
+    ok.expect(':', "here");
+    ok.expect('[', "here");
+    CHECK(ok.value("an event").size() == 5000 + 23);  // {"ph": "X", "name": "...", the text itself
 }
 
 TEST_CASE("kineto: microseconds become nanoseconds exactly", "[kineto][cpu]") {
