@@ -391,3 +391,20 @@ TEST_CASE("kineto: microseconds become nanoseconds exactly", "[kineto][cpu]") {
     CHECK(!parse_us_as_ns("", ns));
     CHECK(!parse_us_as_ns("12x", ns));
 }
+
+TEST_CASE("kineto: the store's memory cap drops op spans (counted) and keeps steps and communication", "[kineto][cpu]") {
+    TraceStore store(TraceStoreOptions{64 << 10});
+    load_run({kData + "/hta/trace_filter_sampled"}, store);
+    CHECK(store.spans_dropped_by_cap() > 0);
+    CHECK(store.cap_reached_at_step() > 0);
+    for (int r : {0, 1}) {
+        int steps = 0;
+        for (const Span& s : store.rank(r)->lanes[size_t(Lane::host)].spans()) steps += s.kind == SpanKind::step;
+        CHECK(steps == 2);
+        CHECK(!store.rank(r)->lanes[size_t(Lane::device_comm)].spans().empty());
+    }
+    TraceStore full;
+    load_run({kData + "/hta/trace_filter_sampled"}, full);
+    CHECK(full.spans_dropped_by_cap() == 0);
+    CHECK(full.span_count() == store.span_count() + store.spans_dropped_by_cap());
+}
