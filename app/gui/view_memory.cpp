@@ -246,6 +246,10 @@ void draw_memory_view(AppState& app) {
             if (ImGui::Selectable(r.label.c_str(), r.rank == app.window.selected_rank)) app.window.selected_rank = r.rank;
         ImGui::EndCombo();
     }
+    if (is_imported_run(*store)) {  // a PyTorch trace: the allocator's bytes, no categories
+        if (const prof::RankTrace* rt = store->rank(app.window.selected_rank)) draw_imported_memory(app, *rt);
+        return;
+    }
     ImGui::SameLine();
     if (!app.showing_prediction())
         ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured; dashed: predicted (sum of the modelled peaks)");

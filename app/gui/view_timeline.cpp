@@ -11,6 +11,7 @@
 #include "app/gui/theme.h"
 #include "app/gui/timeline_rows.h"
 #include "app/gui/views.h"
+#include "profiler/trace/run_info.h"
 #include "engine/core/format.h"
 #include "engine/core/memory_category.h"
 
@@ -49,8 +50,13 @@ void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t f
                     s.micro_batch >= 0 ? fmt::format(", micro-batch {}", s.micro_batch).c_str() : "");
         if (s.layer >= 0) ImGui::Text("layer %d", s.layer);
         if (s.launcher != 0) ImGui::Text("launched by %s", store.name(s.launcher).c_str());
-        if (s.kind == prof::SpanKind::comm && s.group < prof::kGroupCount)
-            ImGui::Text("group %s", std::string(prof::kGroupNames[s.group]).c_str());
+        if (s.kind == prof::SpanKind::comm) {  // an imported run's groups are named by its run description
+            const std::string group = s.group < prof::kGroupCount ? std::string(prof::kGroupNames[s.group])
+                                                                  : prof::group_name(prof::run_info_of(store), s.group);
+            ImGui::Text("group %s", group.c_str());
+        }
+        if (s.kind == prof::SpanKind::step && s.step > 0 && store.run_metadata().value("source", std::string()) == "kineto")
+            ImGui::Text("ProfilerStep#%d (Kineto's numbering)", s.step - 1);
         if (s.bytes) ImGui::Text("%s", format_bytes(int64_t(s.bytes)).c_str());
         if (s.flops)
             ImGui::Text("%.3g GFLOP, %.1f GFLOP/s (derived: formula FLOPs over the %s duration)",

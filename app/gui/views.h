@@ -15,7 +15,10 @@ void draw_experts_view(AppState& app);    // view_experts.cpp: router load per M
 void draw_ops_view(AppState& app);        // view_ops.cpp: where a rank's compute goes, op by op
 void draw_lessons_panel(AppState& app);   // view_lessons.cpp: a workshop lesson, its runs and its checked claims
 void draw_planner_view(AppState& app);
-void draw_snapshot_view(AppState& app);   // view_snapshot.cpp: a PyTorch memory snapshot, per rank and device    // view_planner.cpp: layouts of a model on a cluster, predicted
+void draw_snapshot_view(AppState& app);
+// view_imported_memory.cpp: the memory view of an imported PyTorch trace ([memory] events, no categories)
+bool is_imported_run(const prof::TraceStore& store);
+void draw_imported_memory(AppState& app, const prof::RankTrace& rank);   // view_snapshot.cpp: a PyTorch memory snapshot, per rank and device    // view_planner.cpp: layouts of a model on a cluster, predicted
 // view_schedule.cpp: the pipeline schedule, predicted above measured (step: see AppState::measured_diagram);
 // false without a pipeline.
 bool draw_pipeline_schedule(AppState& app, int step);

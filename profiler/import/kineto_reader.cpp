@@ -265,6 +265,9 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
         }
     }
     meta["streams"] = streams;
+    nlohmann::json threads = nlohmann::json::array();  // the timeline labels a host sub-lane by its thread id
+    for (const auto& [pid, tid] : f.threads) threads.push_back(tid);
+    meta["threads"] = threads;
     Chunk m;
     m.kind = ChunkKind::metadata;
     m.rank = uint32_t(rank);
