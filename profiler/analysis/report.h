@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "profiler/analysis/expert_routing.h"
+#include "profiler/analysis/hta_breakdown.h"
+#include "profiler/analysis/imported_run.h"
 #include "profiler/analysis/memory_analysis.h"
 #include "profiler/analysis/op_table.h"
 #include "profiler/analysis/predict.h"
@@ -45,6 +47,7 @@ struct RankReport {
     // Per group, over the steady steps: time spent inside its collectives waiting for the group's last rank to
     // start them (collective_waits.h); the rest of the group's time is the transfer itself.
     std::array<double, kGroupCount> group_wait_s{};
+    std::optional<HtaBreakdown> hta;  // HTA's figures (hta_breakdown.h), for a rank with device spans
 };
 
 struct Throughput {
@@ -95,6 +98,7 @@ struct Report {
     // A planner's prediction written as a trace (its ranks' metadata "predicted": model, cluster, layout); null for
     // a run. Every figure of such a report is the model's, and says so.
     nlohmann::json predicted;
+    ImportedRun imported;  // a run imported from PyTorch: its own section (imported_run.h); null JSON otherwise
     bool is_predicted() const { return !predicted.is_null(); }
     const char* source() const { return is_predicted() ? "predicted: the planner's model" : "measured"; }
 };
@@ -107,7 +111,8 @@ struct ThroughputBasis {
 };
 ThroughputBasis throughput_basis(const TraceStore& store);
 
-Report build_report(const TraceStore& store);
+// microbatches: an imported pipelined run's micro-batch count, as `ultrascope report --microbatches` gives it.
+Report build_report(const TraceStore& store, int microbatches = 0);
 std::string format_report(const Report& report);
 nlohmann::json report_json(const Report& report);
 
