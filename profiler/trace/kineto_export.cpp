@@ -202,13 +202,14 @@ std::vector<std::string> export_kineto_traces(const TraceStore& store, const std
         const std::string tmp = path + ".tmp";
         {
             KinetoFile out(tmp, gz);
+            // Kineto's own spacing ("rank": R): HTA finds a file's rank with the pattern "rank":\s+(\d+).
             const std::string backend = rt.metadata.value("source", std::string()) == "kineto"
                                             ? rt.metadata.value("backend", std::string("nccl"))
-                                            : rt.metadata.value("comm_backend", std::string(rt.has_device_spans() ? "nccl" : "gloo"));
-            nlohmann::json dist = {{"backend", backend},
-                                   {"rank", r},
-                                   {"world_size", store.world_size()}};
-            std::string head = "{\"schemaVersion\": 1,\n\"distributedInfo\": " + dist.dump() + ",\n";
+                                        : !rt.lanes[size_t(Lane::device_comm)].spans().empty() ? "nccl"
+                                                                                               : "mpi";
+            const std::string dist = fmt::format(R"({{"backend": {}, "rank": {}, "world_size": {}}})", quoted(backend), r,
+                                                 store.world_size());
+            std::string head = "{\"schemaVersion\": 1,\n\"distributedInfo\": " + dist + ",\n";
             if (rt.has_device_spans()) head += "\"deviceProperties\": " + device_properties(rt).dump() + ",\n";
             head += "\"displayTimeUnit\": \"ms\",\n\"traceName\": " + quoted(path) + ",\n\"traceEvents\": [\n";
             out.write(head);

@@ -6,6 +6,12 @@ ranks[i].hta): percentages within --tolerance points. Needs HTA (not run by ctes
   python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install HolisticTraceAnalysis==0.5.0
   /tmp/hta-venv/bin/python tests/tools/check_kineto_export_with_hta.py build/bin/ultrascope tests/data/gpu/small-h100.ustrace
 
+The committed H100 traces have no NCCL kernels (MPI with host staging), so the overlap is checked on a synthetic
+trace with NCCL kernels, sub-microsecond times and memcpys that a hidden unit test writes:
+
+  US_HTA_FIXTURE=/tmp/nccl.ustrace build/bin/ultrascope-tests "[hta-fixture]"
+  /tmp/hta-venv/bin/python tests/tools/check_kineto_export_with_hta.py build/bin/ultrascope /tmp/nccl.ustrace
+
 Exit status 0 when every figure agrees, 1 otherwise, 2 on a usage error.
 """
 import argparse

@@ -12,6 +12,7 @@
 #include "engine/core/check.h"
 #include "profiler/analysis/hta_breakdown.h"
 #include "profiler/trace/kineto_export.h"
+#include "profiler/transport/trace_file.h"
 #include "prof_test_util.h"
 #include "test_util.h"
 
@@ -150,4 +151,48 @@ TEST_CASE("the Kineto export refuses a folder it cannot create", "[cpu][hta][kin
     r.step(0, 1, 1);
     us::test::load(store, r, R"({"rank": 0, "world_size": 1})");
     CHECK_THROWS_AS(export_kineto_traces(store, "/proc/us-no-such-place/out"), us::UserError);
+}
+
+// Not run by ctest (hidden): writes a synthetic GPU trace with NCCL kernels overlapping compute on other streams,
+// sub-microsecond times and memcpys, for tests/tools/check_kineto_export_with_hta.py to compare the overlap with
+// HTA's (the committed H100 traces have no NCCL kernels: MPI with host staging).
+//   US_HTA_FIXTURE=/tmp/nccl.ustrace build/bin/ultrascope-tests "[hta-fixture]"
+TEST_CASE("a synthetic NCCL trace for the HTA check", "[.][hta-fixture]") {
+    const char* out = std::getenv("US_HTA_FIXTURE");
+    REQUIRE(out != nullptr);
+    auto writer = std::make_shared<TraceFileWriter>(out);
+    uint64_t seed = 12345;
+    auto next = [&](double lo, double hi) {  // a fixed sequence of numbers in [lo, hi)
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        return lo + (hi - lo) * double(seed >> 11) / double(1ull << 53);
+    };
+    for (int rank = 0; rank < 2; ++rank) {
+        us::test::SyntheticRank r(rank, 2);
+        double t = 0;
+        for (int step = 1; step <= 4; ++step) {
+            const double step_begin = t;
+            double compute = t + 0.05, comm = t + 0.3;
+            for (int k = 0; k < 60; ++k) {
+                const double launch = compute - next(0.001, 0.05);
+                r.span(Lane::host, SpanKind::op, launch, launch + 0.004, "op", step, OpClass::gemm);
+                const double d = next(0.0003, 0.08);
+                r.span(Lane::device, SpanKind::op, compute, compute + d, k % 9 == 0 ? "memcpy HtoD" : "sm90_gemm", step,
+                       OpClass::gemm);
+                compute += d + (k % 7 == 0 ? next(0.01, 0.2) : next(0.0, 0.002));
+                if (k % 10 == 5) {
+                    const double cd = next(0.05, 0.4);
+                    r.nccl(comm, comm + cd, k % 20 == 5 ? OpClass::all_reduce : OpClass::all_gather, 2, step);
+                    comm += cd + next(0.01, 0.3);
+                }
+            }
+            t = std::max(compute, comm) + 0.1;
+            r.step(step_begin, t, step);
+        }
+        FileSink sink(writer, uint32_t(rank));
+        sink.write_metadata(fmt::format(R"({{"rank": {}, "world_size": 2, "device": "synthetic"}})", rank));
+        sink.write_batch(r.batch());
+        sink.finish(true, 0);
+    }
+    writer->close();
+    CHECK(writer->error().empty());
 }
