@@ -196,3 +196,33 @@ TEST_CASE("a synthetic NCCL trace for the HTA check", "[.][hta-fixture]") {
     writer->close();
     CHECK(writer->error().empty());
 }
+
+#if __has_include("profiler/import/run_files.h")
+#include "profiler/import/run_files.h"
+
+TEST_CASE("the Kineto export reads back through our Kineto reader with the same HTA figures", "[cpu][hta][kineto-export]") {
+    TraceStore store;
+    load_trace(std::string(US_TEST_DATA_DIR) + "/gpu/dp2-shared-h100.ustrace", store);
+    const auto dir = fresh_dir("roundtrip");
+    export_kineto_traces(store, dir.string());
+    TraceStore back;
+    load_run({dir.string()}, back);
+    back.finalize();
+    REQUIRE(back.ranks() == store.ranks());
+    for (int r : store.ranks()) {
+        INFO("rank " << r);
+        const RankTrace& a = *store.rank(r);
+        const RankTrace& b = *back.rank(r);
+        CHECK(b.lanes[size_t(Lane::device)].spans().size() + b.lanes[size_t(Lane::device_comm)].spans().size() ==
+              a.lanes[size_t(Lane::device)].spans().size() + a.lanes[size_t(Lane::device_comm)].spans().size());
+        const auto ha = hta_breakdown(store, r), hb = hta_breakdown(back, r);
+        REQUIRE(ha.has_value());
+        REQUIRE(hb.has_value());
+        CHECK(hb->kineto_steps == ha->kineto_steps);
+        CHECK(hb->total.kernel_time_us == Approx(ha->total.kernel_time_us).margin(1));
+        CHECK(hb->total.compute_time_us == Approx(ha->total.compute_time_us).margin(1));
+        CHECK(hb->total.idle_time_us == Approx(ha->total.idle_time_us).margin(1));
+    }
+    std::filesystem::remove_all(dir);
+}
+#endif
