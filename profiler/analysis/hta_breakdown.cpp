@@ -207,6 +207,9 @@ std::string format_hta(const std::vector<HtaBreakdown>& ranks) {
                          f.comp_comm_overlap_pct ? fmt::format("{:.2f}", *f.comp_comm_overlap_pct) : "unknown",
                          opt_us(f.host_wait_us), opt_us(f.kernel_wait_us), opt_us(f.other_us));
     }
+    bool no_comm = false;
+    for (const HtaBreakdown& b : ranks) no_comm |= !b.total.comp_comm_overlap_pct;
+    if (no_comm) s += "  overlap unknown: no NCCL kernels on the GPU (no collective, or collectives staged through the host)\n";
     const HtaBreakdown& first = ranks.front();
     std::string steps;
     for (int n : first.kineto_steps) steps += (steps.empty() ? "" : ",") + std::to_string(n);
