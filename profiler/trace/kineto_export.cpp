@@ -91,11 +91,12 @@ std::string cpu_category(const TraceStore& store, const Span& s) {
     return "user_annotation";
 }
 
-std::vector<std::string> rank_events(const TraceStore& store, const RankTrace& rt) {
-    std::vector<std::string> out;
+// Streams the rank's events to `emit`, one JSON object each.
+template <typename Emit>
+void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
     const int host_pid = rt.metadata.value("pid", 100000 + rt.rank);
     const int device = 0;  // the rank's GPU, as torch.profiler numbers it for a process that uses one
-    out.push_back(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {} host"}}}})",
+    emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {} host"}}}})",
                               host_pid, rt.rank));
     // Steps as torch.profiler marks them; the engine counts from 1, Kineto from 0.
     std::map<int, int64_t> step_begin;
@@ -104,7 +105,7 @@ std::vector<std::string> rank_events(const TraceStore& store, const RankTrace& r
         if (s.kind == SpanKind::step) {
             step_begin[s.step] = s.begin;
             last_step_begin = std::max(last_step_begin, s.begin);
-            out.push_back(fmt::format(
+            emit(fmt::format(
                 R"({{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{}","pid":{},"tid":1,"ts":{},"dur":{},"args":{{"External id":0}}}})",
                 s.step - 1, host_pid, us_text(s.begin), us_text(s.duration())));
         }
@@ -116,13 +117,13 @@ std::vector<std::string> rank_events(const TraceStore& store, const RankTrace& r
             const std::string name = s.kind == SpanKind::comm
                                          ? fmt::format("ultrascope:{}", kOpClassNames[size_t(s.op)])
                                          : store.name(s.name);
-            out.push_back(fmt::format(
+            emit(fmt::format(
                 R"({{"ph":"X","cat":"{}","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"External id":0,"step":{},"lane":"{}","layer":{},"micro_batch":{}}}}})",
                 cpu_category(store, s), quoted(name), host_pid, tid, us_text(s.begin), us_text(s.duration()), s.step,
                 kLaneNames[size_t(lane)], s.layer, s.micro_batch));
         }
-    if (!rt.has_device_spans()) return out;
-    out.push_back(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"GPU {}"}}}})", device,
+    if (!rt.has_device_spans()) return;
+    emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"GPU {}"}}}})", device,
                               device));
     // Every kernel, memcpy and memset with its launch: inferred from the launching op on engine traces; where no
     // launch is known, at the latest time that does not claim the host was late (before the stream's previous
@@ -154,19 +155,18 @@ std::vector<std::string> rank_events(const TraceStore& store, const RankTrace& r
             }
             previous_end = std::max(previous_end, s.end);
             ++correlation;
-            out.push_back(fmt::format(
+            emit(fmt::format(
                 R"({{"ph":"X","cat":"cuda_runtime","name":"{}","pid":{},"tid":1,"ts":{},"dur":0.000,"args":{{"External id":{},"correlation":{},"launch_time":"{}"}}}})",
                 e.launch, host_pid, us_text(launch), correlation, correlation, launch_from));
             std::string extra;
             if (s.bytes > 0) extra += fmt::format(",\"bytes\":{}", s.bytes);
             if (r.lane == Lane::device_comm) extra += fmt::format(",\"Collective name\":\"{}\"", kOpClassNames[size_t(s.op)]);
-            out.push_back(fmt::format(
+            emit(fmt::format(
                 R"({{"ph":"X","cat":"{}","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"External id":{},"device":{},"stream":{},"correlation":{},"step":{}{}}}}})",
                 e.cat, quoted(e.name), device, stream, us_text(s.begin), us_text(s.duration()), correlation, device,
                 stream, correlation, s.step, extra));
         }
     }
-    return out;
 }
 
 nlohmann::json device_properties(const RankTrace& rt) {
@@ -213,8 +213,12 @@ std::vector<std::string> export_kineto_traces(const TraceStore& store, const std
             if (rt.has_device_spans()) head += "\"deviceProperties\": " + device_properties(rt).dump() + ",\n";
             head += "\"displayTimeUnit\": \"ms\",\n\"traceName\": " + quoted(path) + ",\n\"traceEvents\": [\n";
             out.write(head);
-            const std::vector<std::string> events = rank_events(store, rt);
-            for (size_t i = 0; i < events.size(); ++i) out.write(i ? ",\n" + events[i] : events[i]);
+            bool first = true;
+            rank_events(store, rt, [&](const std::string& e) {
+                if (!first) out.write(",\n");
+                out.write(e);
+                first = false;
+            });
             out.write("\n]}\n");
             if (!out.close()) {
                 std::filesystem::remove(tmp, ec);

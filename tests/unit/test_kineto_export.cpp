@@ -188,10 +188,11 @@ TEST_CASE("a synthetic NCCL trace for the HTA check", "[.][hta-fixture]") {
             t = std::max(compute, comm) + 0.1;
             r.step(step_begin, t, step);
         }
-        FileSink sink(writer, uint32_t(rank));
-        sink.write_metadata(fmt::format(R"({{"rank": {}, "world_size": 2, "device": "synthetic"}})", rank));
-        sink.write_batch(r.batch());
-        sink.finish(true, 0);
+        // Each rank's chunks in turn (a FileSink's finish closes the shared file, so the end chunks go in by hand).
+        const std::string meta = fmt::format(R"({{"rank": {}, "world_size": 2, "device": "synthetic"}})", rank);
+        writer->append(encode_chunk(ChunkKind::metadata, uint32_t(rank), 0, nullptr, meta));
+        writer->append(encode_chunk(ChunkKind::events, uint32_t(rank), 1, &r.batch(), {}));
+        writer->append(encode_chunk(ChunkKind::end, uint32_t(rank), 2, nullptr, end_note_json(true, 0, {})));
     }
     writer->close();
     CHECK(writer->error().empty());
