@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "profiler/analysis/intervals.h"
@@ -169,12 +170,9 @@ std::optional<HtaBreakdown> hta_breakdown(const TraceStore& store, int rank, con
     b.rank = rank;
     std::vector<HtaKernel> kernels = hta_kernels(store, rank, options, &b);
     const int offset = kineto_step_offset(*rt);
-    for (int n : b.kineto_steps) {
-        std::vector<HtaKernel> of_step;
-        for (const HtaKernel& k : kernels)
-            if (k.step == n + offset) of_step.push_back(k);
-        b.per_step.push_back({n, hta_figures(std::move(of_step), options)});
-    }
+    std::map<int, std::vector<HtaKernel>> by_step;
+    for (const HtaKernel& k : kernels) by_step[k.step].push_back(k);
+    for (int n : b.kineto_steps) b.per_step.push_back({n, hta_figures(std::move(by_step[n + offset]), options)});
     b.total = hta_figures(std::move(kernels), options);
     return b;
 }

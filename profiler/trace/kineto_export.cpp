@@ -86,7 +86,7 @@ DeviceEvent device_event(const TraceStore& store, const RankTrace& rt, const Spa
 
 std::string cpu_category(const TraceStore& store, const Span& s) {
     const std::string& name = store.name(s.name);
-    if (s.kind == SpanKind::op) return "cpu_op";
+    if (s.kind == SpanKind::op || s.kind == SpanKind::comm) return "cpu_op";
     if (s.kind == SpanKind::wait && name.rfind("cuda", 0) == 0) return "cuda_runtime";
     return "user_annotation";
 }
@@ -114,13 +114,14 @@ void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
         for (const Span& s : rt.lanes[size_t(lane)].spans()) {
             if (s.kind == SpanKind::step) continue;
             const int tid = lane == Lane::comm || lane == Lane::p2p ? 1000 + int(lane) : 1 + s.thread;
-            const std::string name = s.kind == SpanKind::comm
-                                         ? fmt::format("ultrascope:{}", kOpClassNames[size_t(s.op)])
-                                         : store.name(s.name);
+            const std::string& name = store.name(s.name);
             emit(fmt::format(
-                R"({{"ph":"X","cat":"{}","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"External id":0,"step":{},"lane":"{}","layer":{},"micro_batch":{}}}}})",
+                R"({{"ph":"X","cat":"{}","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"External id":0,"step":{},"lane":"{}","layer":{},"micro_batch":{}{}}}}})",
                 cpu_category(store, s), quoted(name), host_pid, tid, us_text(s.begin), us_text(s.duration()), s.step,
-                kLaneNames[size_t(lane)], s.layer, s.micro_batch));
+                kLaneNames[size_t(lane)], s.layer, s.micro_batch,
+                s.kind == SpanKind::comm ? fmt::format(",\"Collective name\":\"{}\",\"bytes\":{}{}", kOpClassNames[size_t(s.op)],
+                                                       s.bytes, s.peer >= 0 ? fmt::format(",\"peer\":{}", s.peer) : "")
+                                         : std::string()));
         }
     if (!rt.has_device_spans()) return;
     emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"GPU {}"}}}})", device,
