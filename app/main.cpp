@@ -1,7 +1,7 @@
 // ultrascope: the desktop profiler and trainer. With no command it opens the GUI on a default live run (4 CPU
 // ranks, dp 2 x pp 2, small preset: app/cli/default_run.h); with a trace file it opens that. The headless commands:
 //   ultrascope run [-n RANKS] [training flags]   launch a run, stream it live, write its trace, print the report
-//   ultrascope report TRACE [--json]              what a trace says, next to the predictions
+//   ultrascope report TRACE... [--json]           what a trace (or PyTorch profiler files) says, next to the predictions
 //   ultrascope export TRACE --chrome OUT.json     for Perfetto / chrome://tracing
 //   ultrascope predict [flags]                    the formulas for a configuration, without running it
 //   ultrascope plan [flags]                       which layout fits a model on a cluster and how fast (docs/planner.md)
@@ -32,7 +32,8 @@ void usage() {
         "       ultrascope <command> [args]\n"
         "commands:\n"
         "  run [-n RANKS] [ultrascope-train flags]   launch a run, watch it live, write its trace and report\n"
-        "  report TRACE [--json]                     step breakdown, overlap, bubbles, memory, MFU\n"
+        "  report TRACE... [--json]                  step breakdown, overlap, bubbles, memory, MFU (also of\n"
+        "                                            PyTorch profiler traces: files or a folder)\n"
         "  export TRACE --chrome OUT.json[.gz]       Chrome trace JSON for Perfetto and chrome://tracing\n"
         "  predict [model and parallel flags]        memory, FLOPs, communication and bubble predictions\n"
         "  plan [--model M] [--gpu G] --gpus N [...] which layout fits a model on a cluster, how fast (docs/planner.md)\n"
@@ -121,8 +122,8 @@ int gui_or_fallback(int argc, char** argv) {
         else if (a == "--plan-gpus") plan_gpus = std::atoi(value().c_str());
         else if (a == "--plan-launch") plan_launch = true;
         else if (a == "--plan-show") plan_show = true;
-        else if (a.rfind("-", 0) != 0 && open.empty() && !follows_value_flag(argv, i) && std::filesystem::exists(a))
-            open = a;  // `ultrascope TRACE`
+        else if (a.rfind("-", 0) != 0 && !follows_value_flag(argv, i) && std::filesystem::exists(a))
+            open += (open.empty() ? "" : "\n") + a;  // `ultrascope PATH [PATH...]`: one per line (data_source.h)
         else train_args.push_back(a);
     }
     US_CHECK_INPUT(view == "all" || view == "memory" || view == "timeline" || view == "overlap" || view == "training" ||
@@ -175,8 +176,17 @@ int gui_or_fallback(int argc, char** argv) {
         return us::app::lesson_command(int(args.size()), args.data());
     }
     if (!open.empty()) {
-        std::fprintf(stderr, "ultrascope report %s\n", open.c_str());
-        std::vector<char*> args = {argv[0], open.data()};
+        std::vector<std::string> paths;
+        for (size_t at = 0; at <= open.size();) {
+            const size_t nl = std::min(open.find('\n', at), open.size());
+            paths.push_back(open.substr(at, nl - at));
+            at = nl + 1;
+        }
+        std::string shown;
+        for (const auto& p : paths) shown += " " + p;
+        std::fprintf(stderr, "ultrascope report%s\n", shown.c_str());
+        std::vector<char*> args = {argv[0]};
+        for (auto& p : paths) args.push_back(p.data());
         return us::app::report_command(int(args.size()), args.data());
     }
     if (!launch) {

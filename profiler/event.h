@@ -107,7 +107,10 @@ struct SpanRecord {
     int16_t micro_batch;  // -1: not tied to one
     int16_t layer;        // block index; -1 embedding/head/none
     int16_t peer;         // comm: peer rank (p2p) or -1
-    uint8_t pad[10];
+    uint8_t pad0[2];
+    uint32_t launcher;    // device lanes: string id of the CPU op that launched the work; 0 none (zero padding in
+                          // files written before the field, so writers never give a real name the id 0 here)
+    uint8_t pad[4];
 };
 
 struct MemoryRecord {

@@ -5,6 +5,7 @@
 
 #include "app/cli/commands.h"
 #include "engine/core/check.h"
+#include "profiler/import/run_files.h"
 #include "profiler/trace/chrome_export.h"
 #include "profiler/trace/kineto_export.h"
 
@@ -12,9 +13,10 @@ namespace us::app {
 
 int export_command(int argc, char** argv) {
     CLI::App cli{"ultrascope export: convert a trace for other viewers"};
-    std::string path, chrome, kineto;
+    std::string chrome, kineto;
+    std::vector<std::string> paths;
     bool plain_json = false;
-    cli.add_option("trace", path, "Trace file (.ustrace)")->required();
+    cli.add_option("trace", paths, "Trace: a .ustrace file, or PyTorch profiler (Kineto) .json(.gz) files or a folder")->required();
     cli.add_option("--chrome", chrome, "Write Chrome trace event JSON here (.json, or .json.gz compressed)");
     cli.add_option("--kineto", kineto,
                    "Write one Kineto (torch.profiler) trace per rank into this folder (rank-R.pt.trace.json.gz), "
@@ -23,7 +25,7 @@ int export_command(int argc, char** argv) {
     CLI11_PARSE(cli, argc, argv);
     US_CHECK_INPUT(!chrome.empty() || !kineto.empty(), "say what to write: --chrome OUT.json[.gz] and/or --kineto DIR");
     prof::TraceStore store;
-    for (const auto& w : prof::load_trace(path, store)) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    for (const auto& w : prof::load_run(paths, store)) std::fprintf(stderr, "warning: %s\n", w.c_str());
     if (!chrome.empty()) {
         prof::export_chrome_trace(store, chrome);
         std::fprintf(stderr, "wrote %s: %zu spans from %d rank(s)\n", chrome.c_str(), store.span_count(),

@@ -10,15 +10,20 @@
 #include "app/cli/commands.h"
 #include "app/plan/run_comparison.h"
 #include "engine/core/check.h"
+#include "app/cli/imported_run.h"
 #include "profiler/analysis/report.h"
+#include "profiler/import/run_files.h"
+#include "profiler/trace/run_info.h"
 
 namespace us::app {
 
 int report_command(int argc, char** argv) {
     CLI::App cli{"ultrascope report: what a trace says, next to what the formulas and the planner predict"};
-    std::string path, cluster_file;
+    std::string cluster_file;
+    std::vector<std::string> paths;
     bool json = false;
-    cli.add_option("trace", path, "Trace file (.ustrace)")->required();
+    cli.add_option("trace", paths, "Trace: a .ustrace file, or PyTorch profiler (Kineto) .json(.gz) files or a folder")
+        ->required();
     cli.add_flag("--json", json, "Print the report as JSON (docs/report-schema.md)");
     cli.add_option("--cluster", cluster_file,
                    "Machine file for the planner's step time (from `ultrascope calibrate`; default ./machine.json "
@@ -44,7 +49,8 @@ int report_command(int argc, char** argv) {
                          "`ultrascope calibrate --out machine.json`, then `ultrascope report TRACE --cluster machine.json`";
     }
     prof::TraceStore store(prof::TraceStoreOptions{cap_mib << 20});
-    const auto warnings = prof::load_trace(path, store);
+    const auto warnings = prof::load_run(paths, store);
+    const prof::RunInfo run = prof::run_info_of(store);
     prof::Report rep = prof::build_report(store, microbatches);
     rep.warnings.insert(rep.warnings.begin(), warnings.begin(), warnings.end());
     // The planner's side: a trace whose config it cannot describe still gets the rest of the report.
@@ -52,6 +58,7 @@ int report_command(int argc, char** argv) {
     std::string planner_error;
     try {
         if (rep.is_predicted()) planner_error = "this trace is the planner's own prediction (nothing measured to compare)";
+        else if (run.imported()) planner_error = imported_planner_note();
         else cmp = plan::compare_run(store, rep, cluster, cluster_source);
     } catch (const UserError& e) {
         planner_error = e.what();
@@ -59,9 +66,20 @@ int report_command(int argc, char** argv) {
     if (json) {
         nlohmann::json j = prof::report_json(rep);
         j["planner"] = cmp ? plan::comparison_json(*cmp) : nlohmann::json{{"error", planner_error}};
+        j["run"] = prof::to_json(run);
+        if (run.imported()) {
+            j["unknown_for_imported_run"] = imported_unknowns();
+            for (const char* k : {"tokens_per_s", "model_flops_per_token_formula", "achieved_flops_per_s_derived",
+                                  "peak_flops_per_s", "mfu_derived"})
+                j["throughput"][k] = nullptr;  // unknown, not zero
+            j["kineto_memory"] = imported_memory_json(store);
+        }
         std::printf("%s\n", j.dump(2).c_str());
     } else {
-        std::printf("Trace %s\n%s", path.c_str(), prof::format_report(rep).c_str());
+        std::string shown;
+        for (const auto& p : paths) shown += (shown.empty() ? "" : " ") + p;
+        std::printf("Trace %s\n%s%s", shown.c_str(), run.imported() ? imported_header(run, store).c_str() : "",
+                    prof::format_report(rep).c_str());
         std::printf("%s", cmp ? plan::format_comparison(*cmp).c_str()
                               : ("\nPlanner: not compared: " + planner_error + "\n").c_str());
     }

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "engine/core/check.h"
+#include "profiler/import/run_files.h"
 #include "profiler/transport/protocol.h"
 #include "profiler/transport/socket.h"
 
@@ -106,25 +107,34 @@ void DataSource::open_trace(const std::string& path) {
     m_loading_path = path;
     m_log.message("opening " + path);
     const prof::TraceStoreOptions store_options{m_store_cap_bytes};
-    m_loading = std::async(std::launch::async, [path, store_options]() -> std::pair<std::unique_ptr<prof::TraceStore>, std::string> {
-        auto store = std::make_unique<prof::TraceStore>(store_options);
-        try {
-            for (const auto& w : prof::load_trace(path, *store)) (void)w;
-        } catch (const UserError& e) {
-            return {nullptr, e.what()};
-        } catch (const std::exception& e) {
-            return {nullptr, std::string("cannot read the trace: ") + e.what()};
+    // `path`: an Ultrascope trace, a PyTorch profiler file or folder, or several such paths one per line.
+    m_loading = std::async(std::launch::async, [path, store_options]() -> Loaded {
+        Loaded out;
+        out.store = std::make_unique<prof::TraceStore>(store_options);
+        std::vector<std::string> paths;
+        for (size_t at = 0; at <= path.size();) {
+            const size_t nl = std::min(path.find('\n', at), path.size());
+            if (nl > at) paths.push_back(path.substr(at, nl - at));
+            at = nl + 1;
         }
-        return {std::move(store), std::string()};
+        try {
+            out.warnings = prof::load_run(paths, *out.store);
+        } catch (const UserError& e) {
+            return {nullptr, e.what(), {}};
+        } catch (const std::exception& e) {
+            return {nullptr, std::string("cannot read the trace: ") + e.what(), {}};
+        }
+        return out;
     });
 }
 
 std::unique_ptr<prof::TraceStore> DataSource::take_loaded(std::string& path) {
     if (!m_loading.valid() || m_loading.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
-    auto [store, why] = m_loading.get();
-    if (!store) m_log.fail(why);
+    Loaded loaded = m_loading.get();
+    if (!loaded.store) m_log.fail(loaded.error);
+    for (const auto& w : loaded.warnings) m_log.message("warning: " + w);
     path = m_loading_path;
-    return std::move(store);
+    return std::move(loaded.store);
 }
 
 bool DataSource::pump() {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "app/gui/model/launch_settings.h"
 #include "app/gui/message_log.h"
@@ -56,7 +57,12 @@ private:
     std::unique_ptr<app::LiveRun> m_live;
     std::unique_ptr<prof::TraceStore> m_file_store;
     std::string m_file_path;
-    std::future<std::pair<std::unique_ptr<prof::TraceStore>, std::string>> m_loading;
+    struct Loaded {
+        std::unique_ptr<prof::TraceStore> store;  // null on failure
+        std::string error;
+        std::vector<std::string> warnings;
+    };
+    std::future<Loaded> m_loading;
     std::string m_loading_path;
 };
 

@@ -61,7 +61,7 @@ void draw_open_popup(AppState& app, bool& open_requested) {
         open_requested = false;
     }
     if (ImGui::BeginPopupModal("Open trace", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
-        ImGui::TextUnformatted("Trace file (.ustrace):");
+        ImGui::TextUnformatted("Trace: a .ustrace file, or PyTorch profiler .json(.gz) files or their folder:");
         ImGui::SetNextItemWidth(em(520));
         const bool enter = ImGui::InputText("##path", path, sizeof path, ImGuiInputTextFlags_EnterReturnsTrue);
         std::error_code ec;

@@ -119,6 +119,7 @@ Report build_report(const TraceStore& store, int microbatches) {
     const nlohmann::json& meta = store.run_metadata();
     rep.config = meta.value("config", nlohmann::json::object());
     if (meta.contains("predicted") && meta["predicted"].is_object()) rep.predicted = meta["predicted"];
+    rep.imported = meta.value("source", std::string()) == "kineto";
     rep.predict_input = PredictInput::from_config(rep.config);
     if (rep.config.empty() && rep.predicted.contains("shape")) {
         // A planner's prediction for a model the engine does not run: no engine walk, but the layout the
@@ -305,7 +306,7 @@ Report build_report(const TraceStore& store, int microbatches) {
         if (std::find(t.peak_sources.begin(), t.peak_sources.end(), rr.peak_source) == t.peak_sources.end())
             t.peak_sources.push_back(rr.peak_source);
     t.mfu = t.peak_flops_per_s > 0 ? t.achieved_flops_per_s / t.peak_flops_per_s : 0;
-    if (is_imported_run(store)) rep.imported = imported_run_section(store, microbatches);
+    if (is_imported_run(store)) rep.imported_section = imported_run_section(store, microbatches);
     return rep;
 }
 
@@ -395,6 +396,10 @@ std::string format_report(const Report& rep) {
                          rep.predict_input.ep, predict(rep.predict_input).params,
                          predict(rep.predict_input).active_params);
     const auto& t = rep.throughput;
+    if (rep.imported)  // no model or batch in a PyTorch trace: the step time only
+        s += fmt::format("\nThroughput ({} over {} steady step(s)): {:.1f} ms/step; tokens/s, model FLOPs and MFU unknown "
+                         "for an imported run\n", src, t.steps_measured, t.step_s * 1e3);
+    else {
     s += fmt::format("\nThroughput ({} over {} steady step(s)): {:.0f} tokens/s, {:.1f} ms/step\n", src, t.steps_measured,
                      t.tokens_per_s, t.step_s * 1e3);
     std::string sources;
@@ -418,6 +423,7 @@ std::string format_report(const Report& rep) {
         s += fmt::format("  the MFU is above 100%: the run did more FLOPs per second than the peak measured at its start "
                          "(that measurement was short and the machine shared, or the formula counts FLOPs the kernels "
                          "skipped); read it as near the peak, not beyond it\n");
+    }
     if (rep.predict_input.pp > 1)
         s += fmt::format("Pipeline bubble ({} schedule, pp {}, {} micro-batches): {:.3f} {} on the busiest stage "
                          "(rank {}), {:.3f} by the formula, {:.3f} simulated\n",
@@ -520,6 +526,7 @@ std::string format_report(const Report& rep) {
         s += "  tensor-parallel collectives block the compute thread: nothing overlaps them, all of their time is on "
              "the critical path\n";
     for (const auto& r : rep.ranks) {
+        if (rep.imported) break;  // no allocator categories in a PyTorch trace: its [memory] counters are elsewhere
         s += fmt::format("\nMemory of {} (peak {} / predicted / formula; phase at the peak; step 1 / steady):\n",
                          r.label, src);
         auto or_dash = [](const std::optional<int64_t>& v) { return v ? format_bytes(*v) : std::string("-"); };
@@ -582,7 +589,7 @@ std::string format_report(const Report& rep) {
     for (const auto& r : rep.ranks)
         if (r.hta) hta.push_back(*r.hta);
     s += format_hta(hta);
-    s += rep.imported.text;
+    s += rep.imported_section.text;
     for (const auto& w : rep.warnings) s += "\nwarning: " + w + "\n";
     return s;
 }
@@ -714,7 +721,7 @@ nlohmann::json report_json(const Report& rep) {
                        j["fastest_rank"] = rep.expert_balance.fastest_rank;
                        return j;
                    }()},
-            {"imported", rep.imported.json},
+            {"imported", rep.imported_section.json},
             {"warnings", rep.warnings}};
 }
 

@@ -98,7 +98,10 @@ struct Report {
     // A planner's prediction written as a trace (its ranks' metadata "predicted": model, cluster, layout); null for
     // a run. Every figure of such a report is the model's, and says so.
     nlohmann::json predicted;
-    ImportedRun imported;  // a run imported from PyTorch: its own section (imported_run.h); null JSON otherwise
+    // Imported from PyTorch's profiler (metadata source "kineto"): no model or batch, so no tokens, FLOPs, MFU or
+    // predictions (unknown, not zero); the memory is the [memory] counters' (app/cli/imported_run.h).
+    bool imported = false;
+    ImportedRun imported_section;  // a run imported from PyTorch: its own section (imported_run.h); null JSON otherwise
     bool is_predicted() const { return !predicted.is_null(); }
     const char* source() const { return is_predicted() ? "predicted: the planner's model" : "measured"; }
 };

@@ -149,6 +149,7 @@ void TraceStore::add_chunk(const Chunk& c) {
                 s.bytes = r.bytes;
                 s.flops = r.flops;
                 s.name = name_of(r.name);
+                s.launcher = r.launcher == 0 ? 0 : name_of(r.launcher);
                 s.step = r.step;
                 s.micro_batch = r.micro_batch;
                 s.layer = r.layer;

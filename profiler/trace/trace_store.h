@@ -28,6 +28,7 @@ struct Span {
     uint64_t bytes = 0;
     uint64_t flops = 0;
     uint32_t name = 0;  // TraceStore::name()
+    uint32_t launcher = 0;  // device lanes: TraceStore::name() of the CPU op that launched it; 0 (the empty name) none
     int32_t step = 0;
     int16_t micro_batch = -1;
     int16_t layer = -1;
@@ -121,7 +122,8 @@ struct TraceStoreOptions {
 
 class TraceStore {
 public:
-    explicit TraceStore(TraceStoreOptions options = {}) : m_options(options) {}
+    // Name id 0 is the empty name: a span's `launcher` 0 says "none".
+    explicit TraceStore(TraceStoreOptions options = {}) : m_options(options) { intern(std::string()); }
 
     // Ingestion (from a file reader or a listener).
     void add_chunk(const Chunk& chunk);

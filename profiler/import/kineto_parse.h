@@ -1,0 +1,69 @@
+// Pass one of the Kineto reader: one trace file streamed into a flat, compact list of what it holds (spans, memory
+// samples, process groups, the small metadata objects), with every name interned. No mapping is decided here
+// beyond the event's category; kineto_reader.h turns a KinetoFile into a rank of the trace store.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "profiler/event.h"
+#include "profiler/import/byte_source.h"
+
+namespace us::prof {
+
+enum class KinetoCat : uint8_t { cpu_op, user_annotation, cuda_runtime, cuda_driver, kernel, gpu_memcpy, gpu_memset, step };
+
+inline bool is_device_cat(KinetoCat c) { return c == KinetoCat::kernel || c == KinetoCat::gpu_memcpy || c == KinetoCat::gpu_memset; }
+
+struct KinetoSpan {
+    int64_t begin = 0, end = 0;  // ns
+    int64_t correlation = -1;    // kernels and runtime calls
+    int64_t stream = -1;         // device spans
+    uint64_t bytes = 0;          // memcpy/memset bytes; collectives: max(in, out) nelems x dtype size (0 unknown)
+    uint32_t name = 0;           // KinetoFile::names index
+    uint32_t thread = 0;         // KinetoFile::threads index (host spans)
+    int32_t step = 0;            // ProfilerStep#N: N
+    int16_t peer_src = -1, peer_dst = -1;  // send/recv: "Src Rank" / "Dst Rank"
+    int16_t group = -1;          // KinetoFile::groups index, from the args' process group
+    KinetoCat cat = KinetoCat::cpu_op;
+    OpClass collective = OpClass::none;  // from the args' "Collective name"
+};
+
+struct KinetoMemorySample {
+    int64_t t = 0;
+    double allocated = 0, reserved = 0;
+    bool cpu = false;  // Device Id -1 (host memory)
+};
+
+struct KinetoGroupSeen {
+    std::string name, desc, ranks_json;
+};
+
+struct KinetoFile {
+    std::string path;
+    std::vector<std::string> names = {std::string()};  // index 0: the empty name
+    std::unordered_map<std::string, uint32_t> name_index;
+    std::vector<std::pair<int64_t, int64_t>> threads;  // (pid, tid) in first-seen order
+    std::vector<KinetoSpan> spans;
+    std::vector<KinetoMemorySample> memory;
+    std::vector<KinetoGroupSeen> groups;  // process groups named in the args, first-seen order
+    nlohmann::json distributed_info;      // null when absent
+    nlohmann::json device_properties;     // null when absent
+    nlohmann::json versions = nlohmann::json::object();  // small top-level scalars (schemaVersion, versions ...)
+    uint64_t json_bytes = 0, events = 0;
+    uint64_t python_functions = 0, negative_durations = 0, bad_times = 0;
+    std::map<std::string, uint64_t> unknown_categories;
+
+    uint32_t intern(const std::string& s);
+};
+
+// Reads a whole file (plain or gzip JSON). Throws UserError naming the file and what was read when it is not a
+// Kineto trace, is cut short or damaged.
+KinetoFile parse_kineto(ByteSource& source);
+KinetoFile parse_kineto_file(const std::string& path);
+
+}  // namespace us::prof

@@ -1,0 +1,177 @@
+// Finding and loading a run's files (run_files.h).
+#include "profiler/import/run_files.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+
+#include "engine/core/check.h"
+#include "profiler/import/byte_source.h"
+#include "profiler/import/kineto_parse.h"
+#include "profiler/import/kineto_reader.h"
+
+namespace us::prof {
+
+namespace fs = std::filesystem;
+
+int rank_from_file_name(const std::string& path) {
+    std::string name = fs::path(path).filename().string();
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    for (size_t at = name.find("rank"); at != std::string::npos; at = name.find("rank", at + 1)) {
+        size_t i = at + 4;
+        if (i < name.size() && (name[i] == '-' || name[i] == '_')) ++i;
+        int r = 0, digits = 0;
+        for (; i < name.size() && std::isdigit(uint8_t(name[i])) && digits < 6; ++i, ++digits) r = r * 10 + (name[i] - '0');
+        if (digits > 0 && (i >= name.size() || !std::isdigit(uint8_t(name[i])))) return r;
+    }
+    return -1;
+}
+
+bool is_ultrascope_trace(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    char magic[8] = {};
+    in.read(magic, 8);
+    return in.gcount() == 8 && std::memcmp(magic, "USTRACE\0", 8) == 0;
+}
+
+namespace {
+
+bool is_kineto_name(const fs::path& p) {
+    const std::string n = p.filename().string();
+    auto ends = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+    return ends(".json") || ends(".json.gz");
+}
+
+// The N of a torchtitan "iteration_N" folder, or -1.
+long iteration_of(const fs::path& dir) {
+    const std::string n = dir.filename().string();
+    if (n.rfind("iteration_", 0) != 0 || n.size() == 10) return -1;
+    long v = 0;
+    for (size_t i = 10; i < n.size(); ++i) {
+        if (!std::isdigit(uint8_t(n[i])) || v > 100000000) return -1;
+        v = v * 10 + (n[i] - '0');
+    }
+    return v;
+}
+
+// Whether the first MiB of the file (uncompressed) holds "traceEvents"; false when it cannot be read.
+bool mentions_trace_events(const std::string& path) {
+    try {
+        ByteSource source(path);
+        std::string head(size_t(1) << 20, '\0');
+        size_t n = 0;
+        while (n < head.size()) {
+            const size_t got = source.read(head.data() + n, head.size() - n);
+            if (got == 0) break;
+            n += got;
+        }
+        head.resize(n);
+        return head.find("\"traceEvents\"") != std::string::npos;
+    } catch (const UserError&) {
+        return true;  // damaged: let the reader say what is wrong with it
+    }
+}
+
+void collect_dir(const fs::path& dir, RunFiles& out) {
+    // torchtitan writes one folder per profiled iteration: take the newest, and say so.
+    std::map<long, fs::path> iterations;
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_directory()) {
+            if (const long n = iteration_of(it->path()); n >= 0) iterations[n] = it->path();
+        } else if (it->is_regular_file() && (is_kineto_name(it->path()) || it->path().extension() == ".ustrace")) {
+            files.push_back(it->path());
+        }
+    }
+    US_CHECK_INPUT(!ec, "cannot list '{}': {}", dir.string(), ec.message());
+    if (iterations.size() > 1) {
+        const fs::path newest = iterations.rbegin()->second;
+        std::erase_if(files, [&](const fs::path& f) {
+            const std::string s = f.string();
+            return s.rfind(newest.string() + "/", 0) != 0;
+        });
+        out.warnings.push_back(fmt::format("{} holds {} profiled iterations: opened the newest, {} (open another "
+                                           "by naming its folder)",
+                                           dir.string(), iterations.size(), newest.filename().string()));
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+        // Output folders hold other JSON too (settings, memory timelines): a trace says "traceEvents" early.
+        if (f.extension() != ".ustrace" && !mentions_trace_events(f.string())) {
+            out.warnings.push_back(fmt::format("{}: skipped, not a PyTorch profiler trace (no traceEvents near its start)",
+                                               f.string()));
+            continue;
+        }
+        out.files.push_back(f.string());
+    }
+}
+
+}  // namespace
+
+RunFiles find_run_files(const std::vector<std::string>& paths) {
+    US_CHECK_INPUT(!paths.empty(), "no trace named: give a .ustrace file, Kineto .json(.gz) files or a folder of them");
+    RunFiles out;
+    for (const auto& p : paths) {
+        US_CHECK_INPUT(fs::exists(p), "'{}': no such file or folder", p);
+        if (fs::is_directory(p)) {
+            const size_t before = out.files.size();
+            collect_dir(p, out);
+            US_CHECK_INPUT(out.files.size() > before,
+                           "'{}' holds no trace: expected a .ustrace file or PyTorch profiler traces (.json, .json.gz)", p);
+        } else {
+            out.files.push_back(p);
+        }
+    }
+    size_t ultrascope = 0;
+    for (const auto& f : out.files) ultrascope += is_ultrascope_trace(f);
+    if (ultrascope > 0) {
+        US_CHECK_INPUT(out.files.size() == 1,
+                       "{} names {} files, {} of them Ultrascope traces: open one Ultrascope trace at a time, or "
+                       "Kineto files only",
+                       paths.size() == 1 ? "'" + paths[0] + "'" : std::string("the command line"), out.files.size(),
+                       ultrascope);
+        out.ultrascope = true;
+    }
+    return out;
+}
+
+std::vector<std::string> load_run(const std::vector<std::string>& paths, TraceStore& store) {
+    RunFiles run = find_run_files(paths);
+    if (run.ultrascope) {
+        auto warnings = load_trace(run.files[0], store);
+        warnings.insert(warnings.begin(), run.warnings.begin(), run.warnings.end());
+        return warnings;
+    }
+    std::vector<std::string> warnings = run.warnings;
+    std::map<int, std::string> file_of_rank;
+    for (const auto& path : run.files) {
+        // One rank at a time: its parsed events are freed before the next file is read.
+        const KinetoFile file = parse_kineto_file(path);
+        int rank = rank_in_file(file);
+        std::string rank_from = "distributedInfo";
+        if (rank < 0) {
+            rank = rank_from_file_name(path);
+            US_CHECK_INPUT(rank >= 0,
+                           "'{}' does not say its rank (no distributedInfo.rank; record with torch.distributed "
+                           "initialized) and its name has no rank-R, rankR or rank_R: rename it to say its rank",
+                           path);
+            rank_from = "file name";
+            warnings.push_back(fmt::format("{}: no distributedInfo.rank: rank {} taken from the file name", path, rank));
+        }
+        US_CHECK_INPUT(rank < 100000, "'{}' says it is rank {}, out of range", path, rank);
+        const auto [it, added] = file_of_rank.emplace(rank, path);
+        US_CHECK_INPUT(added, "'{}' and '{}' both claim rank {}: give one file per rank (two recordings of one run?)",
+                       it->second, path, rank);
+        const auto w = ingest_kineto(file, rank, rank_from, store);
+        warnings.insert(warnings.end(), w.begin(), w.end());
+    }
+    store.finalize();
+    return warnings;
+}
+
+}  // namespace us::prof

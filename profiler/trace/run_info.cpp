@@ -1,0 +1,99 @@
+// The run description (run_info.h): to and from JSON, and read off a store's rank metadata.
+#include "profiler/trace/run_info.h"
+
+#include "profiler/event.h"
+#include "profiler/trace/trace_store.h"
+
+namespace us::prof {
+
+nlohmann::json to_json(const RunInfo& info) {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& g : info.process_groups)
+        groups.push_back({{"name", g.name}, {"desc", g.desc}, {"ranks", g.ranks}, {"kind", g.kind},
+                          {"kind_from", g.kind_from}, {"group", g.group}});
+    nlohmann::json clock = {{"method", info.clock_method}};
+    if (info.clock_uncertainty_ns) clock["uncertainty_ns"] = *info.clock_uncertainty_ns;
+    nlohmann::json j = {{"source", info.source},       {"ranks", info.ranks},
+                        {"world_size", info.world_size}, {"process_groups", groups},
+                        {"devices", info.devices},       {"clock", clock},
+                        {"steps_from", info.steps_from}, {"kineto_step_offset", info.kineto_step_offset},
+                        {"backend", info.backend},       {"files", info.files}};
+    j["settings"] = info.settings ? *info.settings : nlohmann::json(nullptr);
+    return j;
+}
+
+RunInfo run_info_from_json(const nlohmann::json& j) {
+    RunInfo info;
+    if (!j.is_object()) return info;
+    info.source = j.value("source", std::string("engine"));
+    if (j.contains("ranks") && j["ranks"].is_array())
+        for (const auto& r : j["ranks"])
+            if (r.is_number_integer()) info.ranks.push_back(r.get<int>());
+    info.world_size = j.value("world_size", 0);
+    if (j.contains("process_groups") && j["process_groups"].is_array())
+        for (const auto& g : j["process_groups"]) {
+            if (!g.is_object()) continue;
+            ProcessGroupInfo p;
+            p.name = g.value("name", std::string());
+            p.desc = g.value("desc", std::string());
+            if (g.contains("ranks") && g["ranks"].is_array())
+                for (const auto& r : g["ranks"])
+                    if (r.is_number_integer()) p.ranks.push_back(r.get<int>());
+            p.kind = g.value("kind", std::string());
+            p.kind_from = g.value("kind_from", std::string());
+            p.group = g.value("group", 0);
+            info.process_groups.push_back(std::move(p));
+        }
+    if (j.contains("devices") && j["devices"].is_array()) info.devices = j["devices"];
+    if (j.contains("clock") && j["clock"].is_object()) {
+        info.clock_method = j["clock"].value("method", std::string());
+        if (j["clock"].contains("uncertainty_ns") && j["clock"]["uncertainty_ns"].is_number_integer())
+            info.clock_uncertainty_ns = j["clock"]["uncertainty_ns"].get<int64_t>();
+    }
+    info.steps_from = j.value("steps_from", std::string());
+    info.kineto_step_offset = j.value("kineto_step_offset", 0);
+    if (j.contains("backend") && j["backend"].is_string()) info.backend = j["backend"].get<std::string>();
+    if (j.contains("settings") && j["settings"].is_object()) info.settings = j["settings"];
+    if (j.contains("files") && j["files"].is_array())
+        for (const auto& f : j["files"])
+            if (f.is_string()) info.files.push_back(f.get<std::string>());
+    return info;
+}
+
+RunInfo run_info_of(const TraceStore& store) {
+    const nlohmann::json& meta = store.run_metadata();
+    RunInfo info;
+    if (meta.value("source", std::string()) == "kineto") {
+        info = run_info_from_json(meta);
+        info.files.clear();
+        for (int r : store.ranks()) {
+            const auto& m = store.rank(r)->metadata;
+            if (m.contains("file") && m["file"].is_string()) info.files.push_back(m["file"].get<std::string>());
+        }
+    } else {
+        info.source = store.is_prediction() ? "planner" : "engine";
+        if (meta.contains("config") && meta["config"].is_object()) info.settings = meta["config"];
+        if (meta.contains("backend") && meta["backend"].is_string()) info.backend = meta["backend"].get<std::string>();
+        if (meta.contains("clock") && meta["clock"].is_object()) {
+            info.clock_method = meta["clock"].value("method", std::string("engine clock estimate"));
+            if (meta["clock"].contains("uncertainty_ns") && meta["clock"]["uncertainty_ns"].is_number_integer())
+                info.clock_uncertainty_ns = meta["clock"]["uncertainty_ns"].get<int64_t>();
+        }
+        info.steps_from = "engine";
+    }
+    info.ranks = store.ranks();
+    info.world_size = store.world_size();
+    return info;
+}
+
+std::string group_name(const RunInfo& info, int group) {
+    if (group >= 0 && group < kGroupCount) return std::string(kGroupNames[group]);
+    for (const auto& g : info.process_groups)
+        if (g.group == group) {
+            if (!g.kind.empty()) return g.kind + " (" + (g.desc.empty() ? g.name : g.desc) + ")";
+            return g.desc.empty() ? "group " + g.name : g.desc;
+        }
+    return "group " + std::to_string(group);
+}
+
+}  // namespace us::prof
