@@ -42,8 +42,8 @@ std::map<int, std::vector<Ref>> by_stream(const RankTrace& rt) {
 }
 
 // Imported traces: the launch calls are host-lane spans inside the op that made them; a kernel's launch is the
-// first call, after the previous kernel's on its stream, made inside an op of the kernel's launcher's name in the
-// kernel's step (one call launches one kernel).
+// first call, after the previous kernel's on its stream, made inside an op (at any depth) of the kernel's
+// launcher's name in the kernel's step (one call launches one kernel).
 size_t imported_launches(const TraceStore& store, const RankTrace& rt, LaunchTimes& out) {
     std::map<std::pair<int, uint32_t>, std::vector<int64_t>> calls;  // (step, enclosing op's name) -> begins
     std::map<int, std::vector<const Span*>> open;                    // per host thread, the ops still open
@@ -52,7 +52,13 @@ size_t imported_launches(const TraceStore& store, const RankTrace& rt, LaunchTim
         auto& stack = open[s.thread];
         while (!stack.empty() && stack.back()->end <= s.begin) stack.pop_back();
         if (is_launch_call(store.name(s.name))) {
-            if (!stack.empty()) calls[{s.step, stack.back()->name}].push_back(s.begin);
+            // Under every op that encloses it: the reader names the innermost cpu_op, which an annotation (NCCL's
+            // "nccl:all_reduce" inside record_param_comms) may sit inside of.
+            for (size_t k = 0; k < stack.size(); ++k) {
+                bool seen = false;
+                for (size_t j = 0; j < k; ++j) seen |= stack[j]->name == stack[k]->name;
+                if (!seen) calls[{s.step, stack[k]->name}].push_back(s.begin);
+            }
         } else {
             stack.push_back(&s);
         }
