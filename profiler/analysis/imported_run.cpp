@@ -45,8 +45,10 @@ ImportedRun imported_run_section(const TraceStore& store, int microbatches) {
         for (const Span& s : rt.lanes[size_t(comm_lane)].spans())
             if (s.kind == SpanKind::comm && s.op != OpClass::send && s.op != OpClass::recv)
                 by_group[s.group].emplace_back(s.begin, s.end);
+        // Compute: the rank's work lane's ops (kernels on a GPU rank, CPU ops on a CPU-only one).
         std::vector<Interval> compute;
-        for (const StepBreakdown& b : steps) compute.insert(compute.end(), b.compute_set.begin(), b.compute_set.end());
+        for (const Span& s : rt.lanes[size_t(rt.work_lane())].spans())
+            if (s.kind == SpanKind::op) compute.emplace_back(s.begin, s.end);
         const auto C = union_of(compute, INT64_MIN, INT64_MAX);
         nlohmann::json groups = nlohmann::json::array();
         for (auto& [g, intervals] : by_group) {
