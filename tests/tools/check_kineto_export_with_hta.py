@@ -35,7 +35,7 @@ def pct(part, whole):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("ultrascope", help="the ultrascope binary")
-    ap.add_argument("trace", help="an Ultrascope trace (.ustrace) with device spans")
+    ap.add_argument("trace", help="a trace with device spans: a .ustrace, or PyTorch profiler traces (a folder)")
     ap.add_argument("--tolerance", type=float, default=1.0, help="percentage points (default 1)")
     ap.add_argument("--keep", help="export into this folder and keep it")
     args = ap.parse_args()
