@@ -48,6 +48,7 @@ void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t f
         ImGui::Text("step %d, %s%s", s.step, std::string(prof::kPhaseNames[size_t(s.phase)]).c_str(),
                     s.micro_batch >= 0 ? fmt::format(", micro-batch {}", s.micro_batch).c_str() : "");
         if (s.layer >= 0) ImGui::Text("layer %d", s.layer);
+        if (s.launcher != 0) ImGui::Text("launched by %s", store.name(s.launcher).c_str());
         if (s.kind == prof::SpanKind::comm && s.group < prof::kGroupCount)
             ImGui::Text("group %s", std::string(prof::kGroupNames[s.group]).c_str());
         if (s.bytes) ImGui::Text("%s", format_bytes(int64_t(s.bytes)).c_str());

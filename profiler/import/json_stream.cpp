@@ -8,8 +8,14 @@
 
 namespace us::prof {
 
+namespace {
+std::string size_text(size_t bytes) {
+    return bytes >= (size_t(1) << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
+}
+}  // namespace
+
 JsonStream::JsonStream(ByteSource& source, size_t max_value_bytes)
-    : m_source(source), m_max_value(max_value_bytes), m_buf(size_t(1) << 20) {}
+    : m_source(source), m_max_value(max_value_bytes), m_buf(std::min(size_t(1) << 20, max_value_bytes + 1)) {}
 
 void JsonStream::fail(const std::string& what) const {
     fail_user("'{}' is not a readable Kineto trace: {} (at byte {} of {} bytes of JSON read)", m_source.name(), what,
@@ -25,7 +31,7 @@ bool JsonStream::fill() {
     }
     if (m_end == m_buf.size()) {
         if (m_buf.size() >= m_max_value + 1)
-            fail("a single value longer than " + std::to_string(m_max_value >> 20) + " MiB");
+            fail("a single value longer than " + size_text(m_max_value));
         m_buf.resize(std::min(m_buf.size() * 2, m_max_value + 1));
     }
     const size_t n = m_source.read(m_buf.data() + m_end, m_buf.size() - m_end);
@@ -69,30 +75,53 @@ void JsonStream::expect(char c, const char* context) {
     ++m_pos;
 }
 
+namespace {
+// The closing quote of a string whose text starts at or before `p`: the first '"' not escaped by an odd run of
+// backslashes (counted back to `floor`); nullptr when [p, end) holds none.
+const char* closing_quote(const char* p, const char* end, const char* floor) {
+    for (;;) {
+        const char* q = static_cast<const char*>(std::memchr(p, '"', size_t(end - p)));
+        if (!q) return nullptr;
+        size_t backslashes = 0;
+        for (const char* r = q; r > floor && r[-1] == '\\'; --r) ++backslashes;
+        if (backslashes % 2 == 0) return q;
+        p = q + 1;
+    }
+}
+}  // namespace
+
 std::string_view JsonStream::value(const char* context) {
     const char first = peek();
     if (first == 0) fail(std::string("the file ends where ") + context + " should be");
     // Scan from m_pos; `i` is relative to the value's start so that refills (which move the buffer) keep it.
+    // Inside strings memchr finds the next quote: the text of names is most of a trace's bytes.
     size_t i = 0;
     int depth = 0;
-    bool in_string = false, escaped = false;
+    bool in_string = false;
     const bool scalar = first != '{' && first != '[' && first != '"';
     for (;;) {
-        while (m_pos + i < m_end) {
-            const char c = m_buf[m_pos + i];
-            ++i;
+        const char* start = m_buf.data() + m_pos;
+        const char* end = m_buf.data() + m_end;
+        const char* p = start + i;
+        while (p < end) {
             if (in_string) {
-                if (escaped) escaped = false;
-                else if (c == '\\') escaped = true;
-                else if (c == '"') {
-                    in_string = false;
-                    if (depth == 0) goto done;
+                const char* q = closing_quote(p, end, start);
+                if (!q) {
+                    p = end;
+                    break;
+                }
+                p = q + 1;
+                in_string = false;
+                if (depth == 0) {
+                    i = size_t(p - start);
+                    goto done;
                 }
                 continue;
             }
+            const char c = *p++;
             if (scalar) {
                 if (c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-                    --i;
+                    i = size_t(p - 1 - start);
                     goto done;
                 }
                 continue;
@@ -100,11 +129,15 @@ std::string_view JsonStream::value(const char* context) {
             if (c == '"') in_string = true;
             else if (c == '{' || c == '[') ++depth;
             else if (c == '}' || c == ']') {
-                if (--depth == 0) goto done;
+                if (--depth == 0) {
+                    i = size_t(p - start);
+                    goto done;
+                }
                 if (depth < 0) fail(std::string("unbalanced '") + c + "' in " + context);
             }
         }
-        if (i > m_max_value) fail(std::string(context) + " longer than " + std::to_string(m_max_value >> 20) + " MiB");
+        i = size_t(p - start);
+        if (i > m_max_value) fail(std::string(context) + " longer than " + size_text(m_max_value));
         if (!fill()) {
             if (scalar && i > 0) goto done;
             fail(std::string("the file ends inside ") + context);

@@ -3,6 +3,7 @@
 #include "profiler/import/kineto_event.h"
 
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -88,16 +89,18 @@ struct Cursor {
         blanks();
         if (i >= s.size() || s[i] != '"') return fail("expected a string");
         const size_t start = ++i;
-        while (i < s.size()) {
-            const char c = s[i];
-            if (c == '\\') i += 2;
-            else if (c == '"') {
-                out = s.substr(start, i - start);
-                ++i;
-                return true;
-            } else ++i;
+        for (;;) {
+            const char* q = static_cast<const char*>(std::memchr(s.data() + i, '"', s.size() - i));
+            if (!q) return fail("a string that does not end");
+            i = size_t(q - s.data());
+            size_t backslashes = 0;
+            for (size_t k = i; k > start && s[k - 1] == '\\'; --k) ++backslashes;
+            if (backslashes % 2 == 0) break;
+            ++i;
         }
-        return fail("a string that does not end");
+        out = s.substr(start, i - start);
+        ++i;
+        return true;
     }
     bool string(std::string& out) {
         std::string_view raw;
@@ -116,14 +119,13 @@ struct Cursor {
             if (!raw_string(raw)) return false;
         } else if (c == '{' || c == '[') {
             int depth = 0;
-            bool in_string = false;
             for (; i < s.size(); ++i) {
                 const char d = s[i];
-                if (in_string) {
-                    if (d == '\\') ++i;
-                    else if (d == '"') in_string = false;
-                } else if (d == '"') in_string = true;
-                else if (d == '{' || d == '[') ++depth;
+                if (d == '"') {
+                    std::string_view skipped;
+                    if (!raw_string(skipped)) return false;
+                    --i;  // the loop's ++i steps past the closing quote
+                } else if (d == '{' || d == '[') ++depth;
                 else if (d == '}' || d == ']') {
                     if (--depth == 0) break;
                 }

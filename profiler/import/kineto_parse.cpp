@@ -11,11 +11,25 @@
 
 namespace us::prof {
 
+std::string valid_utf8(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    for (size_t i = 0; i < s.size();) {
+        const uint8_t c = uint8_t(s[i]);
+        const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+        bool ok = n > 0 && i + n <= s.size();
+        for (size_t k = 1; ok && k < n; ++k) ok = (uint8_t(s[i + k]) & 0xC0) == 0x80;
+        if (ok) out.append(s, i, n), i += n;
+        else out += '?', ++i;
+    }
+    return out;
+}
+
 uint32_t KinetoFile::intern(const std::string& s) {
     auto it = name_index.find(s);
     if (it != name_index.end()) return it->second;
     const uint32_t id = uint32_t(names.size());
-    names.push_back(s);
+    names.push_back(valid_utf8(s));  // names reach JSON (metadata, the report): bytes that are not UTF-8 become '?' 
     name_index.emplace(s, id);
     return id;
 }
@@ -95,10 +109,11 @@ struct EventCollector {
     }
     int16_t group_of(const KinetoEvent& e) {
         if (e.pg_name.empty()) return -1;
+        const std::string name = valid_utf8(e.pg_name);
         for (size_t g = 0; g < f.groups.size(); ++g)
-            if (f.groups[g].name == e.pg_name) return int16_t(g);
+            if (f.groups[g].name == name) return int16_t(g);
         if (f.groups.size() >= 200) return -1;
-        f.groups.push_back({e.pg_name, e.pg_desc, e.pg_ranks});
+        f.groups.push_back({valid_utf8(e.pg_name), valid_utf8(e.pg_desc), e.pg_ranks});
         return int16_t(f.groups.size() - 1);
     }
 
@@ -193,7 +208,8 @@ KinetoFile parse_kineto(ByteSource& source) {
         read_events(in, sink);
         saw_events = true;
     } else {
-        in.expect('{', "at the start of a Kineto trace (a JSON object with traceEvents)");
+        in.expect('{', "at the start of a Kineto trace (a JSON object with traceEvents; nor does it start like an "
+                     "Ultrascope trace)");
         std::string key;
         if (!in.accept('}'))
             for (;;) {

@@ -61,6 +61,9 @@ struct KinetoFile {
     uint32_t intern(const std::string& s);
 };
 
+// `s` with every byte that is not part of valid UTF-8 replaced by '?'.
+std::string valid_utf8(const std::string& s);
+
 // Reads a whole file (plain or gzip JSON). Throws UserError naming the file and what was read when it is not a
 // Kineto trace, is cut short or damaged.
 KinetoFile parse_kineto(ByteSource& source);

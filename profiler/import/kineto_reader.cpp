@@ -120,7 +120,9 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
         ctx[i] = c;
         if (is_collective_op_name(name) || is_collective_wait_name(name))  // its ancestors wrap communication
             for (size_t k = stack.size(); k-- > 0 && !ctx[stack[k]].envelope;) ctx[stack[k]].envelope = true;
-        stack.push_back(i);
+        // gloo's spans of asynchronous work last until it completes and overlap what the thread does next: they
+        // are nobody's parent.
+        if (name.rfind("gloo:", 0) != 0) stack.push_back(i);
     }
     // A collective nest's facts (collective, bytes, group, peers) gathered onto its outermost op.
     std::vector<KinetoSpan> nest(spans.size());
@@ -182,8 +184,12 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
             r.thread = uint8_t(std::min<uint32_t>(s.thread, 255));
             r.kind = uint8_t(SpanKind::op);
             r.op = uint8_t(compute_class_of(name));
-            if (!has_gpu && c.collective == int32_t(i)) {  // a CPU-only rank's collective
-                KinetoSpan n = nest[i];
+            // gloo's span of asynchronous work that outlives the c10d op which issued it: the transfer itself.
+            const bool async_gloo = !has_gpu && c.collective >= 0 && c.collective != int32_t(i) &&
+                                    name.rfind("gloo:", 0) == 0 && s.end > spans[size_t(c.collective)].end;
+            if (!has_gpu && (c.collective == int32_t(i) || async_gloo)) {  // a CPU-only rank's collective
+                KinetoSpan n = nest[size_t(c.collective)];
+                if (async_gloo) n.bytes = 0, n.collective = collective_of(name);
                 // gloo's own span on its worker thread, outside any c10d op: the transfer's time; its bytes are
                 // the launching c10d op's (counted there, not twice).
                 if (name.rfind("gloo:", 0) == 0) n.bytes = 0;
@@ -262,7 +268,7 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
     Chunk m;
     m.kind = ChunkKind::metadata;
     m.rank = uint32_t(rank);
-    m.text = meta.dump();
+    m.text = meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     store.add_chunk(m);
     out.flush();
     Chunk end;  // a file is a whole recording: it ended cleanly

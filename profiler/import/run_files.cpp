@@ -128,7 +128,8 @@ RunFiles find_run_files(const std::vector<std::string>& paths) {
         }
     }
     size_t ultrascope = 0;
-    for (const auto& f : out.files) ultrascope += is_ultrascope_trace(f);
+    // A .ustrace name goes to the Ultrascope reader whatever it holds (it says what is wrong with it).
+    for (const auto& f : out.files) ultrascope += is_ultrascope_trace(f) || fs::path(f).extension() == ".ustrace";
     if (ultrascope > 0) {
         US_CHECK_INPUT(out.files.size() == 1,
                        "{} names {} files, {} of them Ultrascope traces: open one Ultrascope trace at a time, or "

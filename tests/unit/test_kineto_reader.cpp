@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "engine/core/check.h"
+#include "profiler/import/json_stream.h"
 #include "profiler/import/kineto_event.h"
 #include "profiler/import/run_files.h"
 #include "profiler/trace/run_info.h"
@@ -336,6 +337,45 @@ TEST_CASE("kineto: bad input is refused with the file's name and what was read, 
     CHECK(spans_named(store, 0, Lane::compute, "neg").empty());
 }
 
+TEST_CASE("kineto: names that are not UTF-8 are kept with '?' and the metadata stays JSON (a fuzzer finding)", "[kineto][cpu]") {
+    const std::string ev = std::string(kStep) + ",{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bad\x82name\", \"pid\": 1, "
+                           "\"tid\": 1, \"ts\": 1100, \"dur\": 5, \"args\": {\"Process Group Name\": \"g\xff\", "
+                           "\"Collective name\": \"allreduce\"}}";
+    TraceStore store;
+    load_run({write_trace("kineto-utf8", "rank0.json", trace_json(ev))}, store);
+    CHECK(store.find_name("bad?name") != UINT32_MAX);
+    const RunInfo run = run_info_of(store);
+    REQUIRE(run.process_groups.size() == 1);
+    CHECK(run.process_groups[0].name == "g?");
+    CHECK_NOTHROW(to_json(run).dump());
+}
+
+TEST_CASE("kineto: a value longer than the reader's limit is refused, not buffered without end", "[kineto][cpu]") {
+    const std::string text = "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"" + std::string(5000, 'a') + "\"}]}";
+    ByteSource source(text, "huge.json");
+    JsonStream in(source, 1024);
+    in.expect('{', "here");
+    std::string key;
+    in.read_string(key, "a key");
+    in.expect(':', "here");
+    in.expect('[', "here");
+    try {
+        in.value("an event of traceEvents");
+        FAIL("no error");
+    } catch (const us::UserError& e) {
+        CHECK_THAT(e.what(), Catch::Matchers::Contains("huge.json"));
+        CHECK_THAT(e.what(), Catch::Matchers::Contains("longer than 1024 bytes"));
+    }
+    // The same event under the default limit reads.
+    ByteSource whole(text, "huge.json");
+    JsonStream ok(whole);
+    ok.expect('{', "here");
+    ok.read_string(key, "a key");
+    ok.expect(':', "here");
+    ok.expect('[', "here");
+    CHECK(ok.value("an event").size() == 5000 + 23);  // {"ph": "X", "name": "...", the text itself
+}
+
 TEST_CASE("kineto: microseconds become nanoseconds exactly", "[kineto][cpu]") {
     int64_t ns = 0;
     CHECK(parse_us_as_ns("1682725898236567", ns));
@@ -350,4 +390,21 @@ TEST_CASE("kineto: microseconds become nanoseconds exactly", "[kineto][cpu]") {
     CHECK(ns == 1000000);
     CHECK(!parse_us_as_ns("", ns));
     CHECK(!parse_us_as_ns("12x", ns));
+}
+
+TEST_CASE("kineto: the store's memory cap drops op spans (counted) and keeps steps and communication", "[kineto][cpu]") {
+    TraceStore store(TraceStoreOptions{64 << 10});
+    load_run({kData + "/hta/trace_filter_sampled"}, store);
+    CHECK(store.spans_dropped_by_cap() > 0);
+    CHECK(store.cap_reached_at_step() > 0);
+    for (int r : {0, 1}) {
+        int steps = 0;
+        for (const Span& s : store.rank(r)->lanes[size_t(Lane::host)].spans()) steps += s.kind == SpanKind::step;
+        CHECK(steps == 2);
+        CHECK(!store.rank(r)->lanes[size_t(Lane::device_comm)].spans().empty());
+    }
+    TraceStore full;
+    load_run({kData + "/hta/trace_filter_sampled"}, full);
+    CHECK(full.spans_dropped_by_cap() == 0);
+    CHECK(full.span_count() == store.span_count() + store.spans_dropped_by_cap());
 }
