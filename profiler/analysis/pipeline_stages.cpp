@@ -37,6 +37,35 @@ std::map<std::pair<int, int>, Edge> transfers(const TraceStore& store) {
     return edges;
 }
 
+// A micro-batch annotation's index: torch.distributed.pipelining's "Forward 3" (GPipe) or "PP:2F3" (stage 2,
+// micro-batch 3: the interleaved schedules); -1 for any other name.
+int forward_micro_batch(const std::string& n) {
+    size_t at;
+    if (n.rfind("Forward ", 0) == 0) at = 8;
+    else if (n.rfind("PP:", 0) == 0 && (at = n.find('F', 3)) != std::string::npos) ++at;
+    else return -1;
+    if (at >= n.size()) return -1;
+    int v = 0;
+    for (size_t i = at; i < n.size(); ++i) {
+        if (n[i] < '0' || n[i] > '9') return -1;
+        v = v * 10 + (n[i] - '0');
+    }
+    return v;
+}
+
+// The most distinct forward micro-batches one rank annotated in one step (0: no such annotations).
+int annotated_micro_batches(const TraceStore& store) {
+    int most = 0;
+    for (int r : store.ranks()) {
+        std::map<int, std::set<int>> per_step;
+        for (const Span& s : store.rank(r)->lanes[size_t(Lane::host)].spans())
+            if (s.kind == SpanKind::op)
+                if (const int mb = forward_micro_batch(store.name(s.name)); mb >= 0) per_step[s.step].insert(mb);
+        for (const auto& [step, mbs] : per_step) most = std::max(most, int(mbs.size()));
+    }
+    return most;
+}
+
 }  // namespace
 
 PipelineStages pipeline_stages(const TraceStore& store, int microbatches) {
@@ -94,6 +123,9 @@ PipelineStages pipeline_stages(const TraceStore& store, int microbatches) {
                 p.microbatches_from = "the trace's annotations";
                 break;
             }
+    if (!p.microbatches)
+        if (const int m = annotated_micro_batches(store); m > 0)
+            p.microbatches = m, p.microbatches_from = "the schedule's annotations (Forward i, PP:<stage>F<i>)";
     if (p.microbatches && *p.microbatches > 0) p.formula = double(depth - 1) / double(*p.microbatches);
 
     for (const auto& chain : p.pipelines)

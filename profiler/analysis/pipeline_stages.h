@@ -32,14 +32,15 @@ struct PipelineStages {
     std::vector<std::vector<int>> pipelines;  // ranks in stage order, one list per pipeline (data-parallel replica)
     std::vector<PipelineStage> stages;        // every rank of every pipeline
     std::optional<int> microbatches;          // m, when known
-    std::string microbatches_from;            // "--microbatches", "the trace's annotations", or "" (unknown)
+    std::string microbatches_from;            // "--microbatches", the annotations ..., or "" (unknown)
     std::optional<double> formula;            // (p - 1) / m, only with m
     std::string order_from;                   // how the forward direction was told
     bool empty() const { return pipelines.empty(); }
 };
 
 // microbatches: from `ultrascope report --microbatches M` (0: not given); else the ranks' metadata
-// ("microbatches", as a reader may find it in the framework's annotations); else unknown.
+// ("microbatches"); else the distinct forward micro-batches one rank annotated in a step (torch.distributed.
+// pipelining's "Forward i", "PP:<stage>F<i>"; Schedule1F1B writes none); else unknown.
 PipelineStages pipeline_stages(const TraceStore& store, int microbatches = 0);
 
 nlohmann::json pipeline_stages_json(const PipelineStages& p);

@@ -84,6 +84,10 @@ TEST_CASE("the pipelines of real PyTorch runs, from their sends and receives", "
         load_run({kKineto + dir}, store);
         store.finalize();
         const int m = meta["micro_batches"];
+        // m from the schedule's annotations where it writes them (GPipe, interleaved; Schedule1F1B writes none)
+        const PipelineStages annotated = pipeline_stages(store);
+        if (dir == "pipeline_1f1b") CHECK_FALSE(annotated.microbatches.has_value());
+        else CHECK(annotated.microbatches.value_or(-1) == m);
         const PipelineStages p = pipeline_stages(store, m);
         REQUIRE(p.pipelines.size() == 1);
         CHECK(p.pipelines[0] == std::vector<int>{0, 1});  // stage 0 (rank 0) sends the first activations
