@@ -198,7 +198,7 @@ std::string format_pipeline_stages(const PipelineStages& p) {
     for (const PipelineStage& st : p.stages) {
         double bubble = 0, work = 0;
         for (const StageStep& x : st.steps) bubble += x.bubble_s, work += x.work_s;
-        s += fmt::format("  stage {} (rank {}, {}): bubble {:.3f} of its work over {} step(s), {:.1f} ms per step\n",
+        s += fmt::format("  stage {} (rank {}, {}): bubble {:.3f} x its work time over {} step(s), {:.1f} ms per step\n",
                          st.stage, st.rank, st.device ? "device idle" : "compute idle", work > 0 ? bubble / work : 0.0,
                          st.steps.size(), st.steps.empty() ? 0.0 : 1e3 * bubble / double(st.steps.size()));
     }
