@@ -59,12 +59,15 @@ std::string nccl_dtype(const RankTrace& rt) {
     return p == "bf16" ? "bf16" : p == "fp16" ? "f16" : "f32";
 }
 
-// The CUDA stream number CUPTI reported for a stream slot (metadata cupti.streams), else the slot itself.
+// The CUDA stream number of a stream slot: CUPTI's (metadata cupti.streams, [context, stream] pairs) on engine
+// traces, the trace's own (metadata streams, by slot) on imported ones, else the slot itself.
 int64_t stream_number(const RankTrace& rt, uint8_t slot) {
     const nlohmann::json streams = rt.metadata.value("cupti", nlohmann::json::object()).value("streams", nlohmann::json::array());
     if (streams.is_array() && slot < streams.size() && streams[slot].is_array() && streams[slot].size() == 2 &&
         streams[slot][1].is_number_integer())
         return streams[slot][1].get<int64_t>();
+    const nlohmann::json imported = rt.metadata.value("streams", nlohmann::json::array());
+    if (imported.is_array() && slot < imported.size() && imported[slot].is_number_integer()) return imported[slot].get<int64_t>();
     return slot;
 }
 
