@@ -226,4 +226,22 @@ TEST_CASE("the Kineto export reads back through our Kineto reader with the same 
     }
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("the Kineto export of an imported trace keeps its streams, kernels and launches", "[cpu][hta][kineto-export]") {
+    TraceStore store;
+    load_run({std::string(US_TEST_DATA_DIR) + "/kineto/hta/nccl_parser_config"}, store);
+    store.finalize();
+    const auto dir = fresh_dir("imported");
+    const auto files = export_kineto_traces(store, dir.string());
+    REQUIRE(files.size() == 1);
+    const nlohmann::json t = nlohmann::json::parse(read_gz(files[0]));
+    const Checked c = check_structure(t, 0, true);
+    CHECK(c.kernels == 3774);  // 2700 kernels, 960 memcpys, 114 memsets as HTA's file has them
+    CHECK(c.launches == c.kernels);
+    std::set<int64_t> streams;
+    for (const auto& e : t["traceEvents"])
+        if (e.value("cat", "") == "kernel") streams.insert(e["args"]["stream"].get<int64_t>());
+    CHECK(streams == std::set<int64_t>{7, 40});  // the file's own CUDA streams
+    std::filesystem::remove_all(dir);
+}
 #endif
