@@ -1,25 +1,40 @@
 // `ultrascope export TRACE --chrome OUT.json[.gz]`: Chrome trace event JSON for Perfetto and chrome://tracing.
+// `ultrascope export TRACE --kineto DIR`: one Kineto (torch.profiler) JSON per rank, for Holistic Trace Analysis.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "app/cli/commands.h"
+#include "engine/core/check.h"
 #include "profiler/import/run_files.h"
 #include "profiler/trace/chrome_export.h"
+#include "profiler/trace/kineto_export.h"
 
 namespace us::app {
 
 int export_command(int argc, char** argv) {
     CLI::App cli{"ultrascope export: convert a trace for other viewers"};
-    std::string chrome;
+    std::string chrome, kineto;
     std::vector<std::string> paths;
+    bool plain_json = false;
     cli.add_option("trace", paths, "Trace: a .ustrace file, or PyTorch profiler (Kineto) .json(.gz) files or a folder")->required();
-    cli.add_option("--chrome", chrome, "Write Chrome trace event JSON here (.json, or .json.gz compressed)")->required();
+    cli.add_option("--chrome", chrome, "Write Chrome trace event JSON here (.json, or .json.gz compressed)");
+    cli.add_option("--kineto", kineto,
+                   "Write one Kineto (torch.profiler) trace per rank into this folder (rank-R.pt.trace.json.gz), "
+                   "for Holistic Trace Analysis and TensorBoard");
+    cli.add_flag("--no-gzip", plain_json, "With --kineto: write .json files, not .json.gz");
     CLI11_PARSE(cli, argc, argv);
+    US_CHECK_INPUT(!chrome.empty() || !kineto.empty(), "say what to write: --chrome OUT.json[.gz] and/or --kineto DIR");
     prof::TraceStore store;
     for (const auto& w : prof::load_run(paths, store)) std::fprintf(stderr, "warning: %s\n", w.c_str());
-    prof::export_chrome_trace(store, chrome);
-    std::fprintf(stderr, "wrote %s: %zu spans from %d rank(s)\n", chrome.c_str(), store.span_count(),
-                 int(store.ranks().size()));
+    if (!chrome.empty()) {
+        prof::export_chrome_trace(store, chrome);
+        std::fprintf(stderr, "wrote %s: %zu spans from %d rank(s)\n", chrome.c_str(), store.span_count(),
+                     int(store.ranks().size()));
+    }
+    if (!kineto.empty()) {
+        const auto files = prof::export_kineto_traces(store, kineto, !plain_json);
+        for (const auto& f : files) std::fprintf(stderr, "wrote %s\n", f.c_str());
+    }
     return 0;
 }
 

@@ -34,6 +34,10 @@ int report_command(int argc, char** argv) {
     size_t cap_mib = prof::TraceStoreOptions{}.max_bytes >> 20;
     cli.add_option("--store-cap-mib", cap_mib, "Memory cap of the events kept for the analysis (docs/trace-format.md)")
         ->check(CLI::PositiveNumber);
+    int microbatches = 0;
+    cli.add_option("--microbatches", microbatches,
+                   "Micro-batches per step of an imported pipelined run, for its (p - 1) / m bubble (docs/report-schema.md)")
+        ->check(CLI::PositiveNumber);
     CLI11_PARSE(cli, argc, argv);
     // The machine file: as given (it must load), else ./machine.json when there is one, else none (memory only).
     std::optional<plan::ClusterDesc> cluster;
@@ -50,7 +54,7 @@ int report_command(int argc, char** argv) {
     prof::TraceStore store(prof::TraceStoreOptions{cap_mib << 20});
     const auto warnings = prof::load_run(paths, store);
     const prof::RunInfo run = prof::run_info_of(store);
-    prof::Report rep = prof::build_report(store);
+    prof::Report rep = prof::build_report(store, microbatches);
     rep.warnings.insert(rep.warnings.begin(), warnings.begin(), warnings.end());
     // The planner's side: a trace whose config it cannot describe still gets the rest of the report.
     std::optional<plan::RunComparison> cmp;

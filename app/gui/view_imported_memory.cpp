@@ -37,11 +37,6 @@ const std::vector<prof::CounterPoint>* series_of(const prof::TraceStore& store, 
 
 }  // namespace
 
-bool is_imported_run(const prof::TraceStore& store) {
-    const auto& meta = store.run_metadata();
-    return meta.is_object() && meta.value("source", std::string()) == "kineto";
-}
-
 void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
     const prof::TraceStore& store = *app.store();
     std::vector<std::pair<const Series*, const std::vector<prof::CounterPoint>*>> shown;

@@ -17,7 +17,6 @@ void draw_lessons_panel(AppState& app);   // view_lessons.cpp: a workshop lesson
 void draw_planner_view(AppState& app);
 void draw_snapshot_view(AppState& app);
 // view_imported_memory.cpp: the memory view of an imported PyTorch trace ([memory] events, no categories)
-bool is_imported_run(const prof::TraceStore& store);
 void draw_imported_memory(AppState& app, const prof::RankTrace& rank);   // view_snapshot.cpp: a PyTorch memory snapshot, per rank and device    // view_planner.cpp: layouts of a model on a cluster, predicted
 // view_schedule.cpp: the pipeline schedule, predicted above measured (step: see AppState::measured_diagram);
 // false without a pipeline.

@@ -113,7 +113,7 @@ ThroughputBasis throughput_basis(const TraceStore& store) {
     return b;
 }
 
-Report build_report(const TraceStore& store) {
+Report build_report(const TraceStore& store, int microbatches) {
     Report rep;
     rep.world_size = store.world_size();
     const nlohmann::json& meta = store.run_metadata();
@@ -193,6 +193,7 @@ Report build_report(const TraceStore& store) {
             rr.clock_uncertainty_ns = rt.metadata["clock"].value("uncertainty_ns", int64_t(0));
         }
         rr.device_reserved_peak = device_reserved_peak(store, rt);
+        rr.hta = hta_breakdown(store, r);
         if (rt.metadata.contains("cupti") && rt.metadata["cupti"].is_object()) {
             rr.cupti = rt.metadata["cupti"];
             const auto dropped = rr.cupti.value("dropped_records", int64_t(0));
@@ -306,6 +307,7 @@ Report build_report(const TraceStore& store) {
             t.peak_sources.push_back(rr.peak_source);
     t.mfu = t.peak_flops_per_s > 0 ? t.achieved_flops_per_s / t.peak_flops_per_s : 0;
     rep.misses = find_misses(rep);
+    if (is_imported_run(store)) rep.imported_section = imported_run_section(store, microbatches);
     return rep;
 }
 
@@ -588,6 +590,11 @@ std::string format_report(const Report& rep) {
                              rep.predict_input.pp_schedule);
         if (r.status != "ok") s += fmt::format("  status: {}\n", r.status);
     }
+    std::vector<HtaBreakdown> hta;  // HTA's own figures (hta_breakdown.h)
+    for (const auto& r : rep.ranks)
+        if (r.hta) hta.push_back(*r.hta);
+    s += format_hta(hta);
+    s += rep.imported_section.text;
     for (const auto& w : rep.warnings) s += "\nwarning: " + w + "\n";
     return s;
 }
@@ -681,6 +688,7 @@ nlohmann::json report_json(const Report& rep) {
                          {"cupti", r.cupti},
                          {"ops", op_table_json(r.ops)},
                          {"steps", steps}});
+        if (r.hta) ranks.back()["hta"] = hta_json(*r.hta);
     }
     const auto& t = rep.throughput;
     return {{"world_size", rep.world_size},
@@ -718,6 +726,7 @@ nlohmann::json report_json(const Report& rep) {
                        j["fastest_rank"] = rep.expert_balance.fastest_rank;
                        return j;
                    }()},
+            {"imported", rep.imported_section.json},
             {"warnings", rep.warnings},
             {"misses", misses_json(rep.misses)}};
 }

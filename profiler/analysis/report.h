@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "profiler/analysis/expert_routing.h"
+#include "profiler/analysis/hta_breakdown.h"
+#include "profiler/analysis/imported_run.h"
 #include "profiler/analysis/memory_analysis.h"
 #include "profiler/analysis/misses.h"
 #include "profiler/analysis/op_table.h"
@@ -46,6 +48,7 @@ struct RankReport {
     // Per group, over the steady steps: time spent inside its collectives waiting for the group's last rank to
     // start them (collective_waits.h); the rest of the group's time is the transfer itself.
     std::array<double, kGroupCount> group_wait_s{};
+    std::optional<HtaBreakdown> hta;  // HTA's figures (hta_breakdown.h), for a rank with device spans
 };
 
 struct Throughput {
@@ -100,6 +103,7 @@ struct Report {
     // Imported from PyTorch's profiler (metadata source "kineto"): no model or batch, so no tokens, FLOPs, MFU or
     // predictions (unknown, not zero); the memory is the [memory] counters' (app/cli/imported_run.h).
     bool imported = false;
+    ImportedRun imported_section;  // a run imported from PyTorch: its own section (imported_run.h); null JSON otherwise
     bool is_predicted() const { return !predicted.is_null(); }
     const char* source() const { return is_predicted() ? "predicted: the planner's model" : "measured"; }
 };
@@ -112,7 +116,8 @@ struct ThroughputBasis {
 };
 ThroughputBasis throughput_basis(const TraceStore& store);
 
-Report build_report(const TraceStore& store);
+// microbatches: an imported pipelined run's micro-batch count, as `ultrascope report --microbatches` gives it.
+Report build_report(const TraceStore& store, int microbatches = 0);
 std::string format_report(const Report& report);
 nlohmann::json report_json(const Report& report);
 

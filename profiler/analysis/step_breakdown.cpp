@@ -22,7 +22,9 @@ SetOf set_of(const Span& s, Lane lane, bool device_truth, bool device_comm) {
             return s.op == OpClass::send || s.op == OpClass::recv || lane == Lane::p2p ? SetOf::p2p : SetOf::comm;
         return SetOf::none;
     }
-    if (s.kind == SpanKind::op) return SetOf::compute;
+    // The host lane's op spans are not compute here: an imported CPU-only rank's ops around or inside a collective
+    // and its waits (the Kineto reader's mapping); the engine puts a CPU's ops on the compute lane.
+    if (s.kind == SpanKind::op) return lane == Lane::host ? SetOf::none : SetOf::compute;
     if (s.kind == SpanKind::comm) return lane == Lane::p2p ? SetOf::p2p : SetOf::comm;
     return SetOf::none;
 }

@@ -1,0 +1,238 @@
+#include "profiler/trace/kineto_export.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "engine/core/check.h"
+#include "profiler/trace/launch_times.h"
+
+namespace us::prof {
+
+namespace {
+
+// Text to a plain or gzip file; close() says whether every write succeeded.
+class KinetoFile {
+public:
+    KinetoFile(const std::string& path, bool gz) : m_gz(gz) {
+        if (gz) m_gzfile = gzopen(path.c_str(), "wb6");
+        else m_file = std::fopen(path.c_str(), "wb");
+        US_CHECK_INPUT(m_gzfile || m_file, "cannot create '{}' (is the folder writable?)", path);
+    }
+    ~KinetoFile() { close(); }
+    void write(const std::string& s) {
+        if (s.empty()) return;
+        if (m_gz) m_ok &= gzwrite(m_gzfile, s.data(), unsigned(s.size())) == int(s.size());
+        else m_ok &= std::fwrite(s.data(), 1, s.size(), m_file) == s.size();
+    }
+    bool close() {
+        if (m_gzfile) m_ok &= gzclose(m_gzfile) == Z_OK;
+        if (m_file) m_ok &= std::fclose(m_file) == 0;
+        m_gzfile = nullptr, m_file = nullptr;
+        return m_ok;
+    }
+
+private:
+    bool m_gz;
+    gzFile m_gzfile = nullptr;
+    std::FILE* m_file = nullptr;
+    bool m_ok = true;
+};
+
+// Kineto's microseconds, written from integer nanoseconds so that no digit is lost to a double.
+std::string us_text(int64_t ns) {
+    const bool negative = ns < 0;
+    const uint64_t a = negative ? uint64_t(-(ns + 1)) + 1 : uint64_t(ns);
+    return fmt::format("{}{}.{:03d}", negative ? "-" : "", a / 1000, int(a % 1000));
+}
+
+int64_t floor_us(int64_t ns) { return (ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000)) * 1000; }
+
+std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
+
+std::string nccl_dtype(const RankTrace& rt) {
+    const std::string p = rt.metadata.value("config", nlohmann::json::object()).value("precision", std::string("fp32"));
+    return p == "bf16" ? "bf16" : p == "fp16" ? "f16" : "f32";
+}
+
+// The CUDA stream number of a stream slot: CUPTI's (metadata cupti.streams, [context, stream] pairs) on engine
+// traces, the trace's own (metadata streams, by slot) on imported ones, else the slot itself.
+int64_t stream_number(const RankTrace& rt, uint8_t slot) {
+    const nlohmann::json streams = rt.metadata.value("cupti", nlohmann::json::object()).value("streams", nlohmann::json::array());
+    if (streams.is_array() && slot < streams.size() && streams[slot].is_array() && streams[slot].size() == 2 &&
+        streams[slot][1].is_number_integer())
+        return streams[slot][1].get<int64_t>();
+    const nlohmann::json imported = rt.metadata.value("streams", nlohmann::json::array());
+    if (imported.is_array() && slot < imported.size() && imported[slot].is_number_integer()) return imported[slot].get<int64_t>();
+    return slot;
+}
+
+struct DeviceEvent {
+    std::string cat, name, launch;  // Kineto category, its name, the cuda_runtime call that launched it
+};
+
+DeviceEvent device_event(const TraceStore& store, const RankTrace& rt, const Span& s, Lane lane) {
+    const std::string& name = store.name(s.name);
+    if (lane == Lane::device_comm) {
+        const bool ncclish = name.rfind("nccl", 0) == 0 && name.find("Kernel") != std::string::npos;
+        return {"kernel", ncclish ? name : nccl_kernel_name(s.op, nccl_dtype(rt)), "cudaLaunchKernel"};
+    }
+    if (name.rfind("memcpy", 0) == 0 || name.rfind("Memcpy", 0) == 0)
+        return {"gpu_memcpy", "Memcpy" + name.substr(6), "cudaMemcpyAsync"};
+    if (name.rfind("memset", 0) == 0 || name.rfind("Memset", 0) == 0) return {"gpu_memset", "Memset (Device)", "cudaMemsetAsync"};
+    return {"kernel", name, "cudaLaunchKernel"};
+}
+
+std::string cpu_category(const TraceStore& store, const Span& s) {
+    const std::string& name = store.name(s.name);
+    if (s.kind == SpanKind::op || s.kind == SpanKind::comm) return "cpu_op";
+    if (s.kind == SpanKind::wait && name.rfind("cuda", 0) == 0) return "cuda_runtime";
+    return "user_annotation";
+}
+
+// Streams the rank's events to `emit`, one JSON object each.
+template <typename Emit>
+void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
+    const int host_pid = rt.metadata.value("pid", 100000 + rt.rank);
+    const int device = 0;  // the rank's GPU, as torch.profiler numbers it for a process that uses one
+    emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {} host"}}}})",
+                              host_pid, rt.rank));
+    // Steps as torch.profiler marks them; the engine counts from 1, Kineto from 0.
+    std::map<int, int64_t> step_begin;
+    int64_t last_step_begin = INT64_MIN;
+    for (const Span& s : rt.lanes[size_t(Lane::host)].spans())
+        if (s.kind == SpanKind::step) {
+            step_begin[s.step] = s.begin;
+            last_step_begin = std::max(last_step_begin, s.begin);
+            emit(fmt::format(
+                R"({{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{}","pid":{},"tid":1,"ts":{},"dur":{},"args":{{"External id":0}}}})",
+                s.step - 1, host_pid, us_text(s.begin), us_text(s.duration())));
+        }
+    // The host's spans: ops (on a GPU their launches, on a CPU the compute), annotations, collectives.
+    for (Lane lane : {Lane::host, Lane::compute, Lane::comm, Lane::p2p})
+        for (const Span& s : rt.lanes[size_t(lane)].spans()) {
+            if (s.kind == SpanKind::step) continue;
+            const int tid = lane == Lane::comm || lane == Lane::p2p ? 1000 + int(lane) : 1 + s.thread;
+            const std::string& name = store.name(s.name);
+            emit(fmt::format(
+                R"({{"ph":"X","cat":"{}","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"External id":0,"step":{},"lane":"{}","layer":{},"micro_batch":{}{}}}}})",
+                cpu_category(store, s), quoted(name), host_pid, tid, us_text(s.begin), us_text(s.duration()), s.step,
+                kLaneNames[size_t(lane)], s.layer, s.micro_batch,
+                s.kind == SpanKind::comm ? fmt::format(",\"Collective name\":\"{}\",\"bytes\":{}{}", kOpClassNames[size_t(s.op)],
+                                                       s.bytes, s.peer >= 0 ? fmt::format(",\"peer\":{}", s.peer) : "")
+                                         : std::string()));
+        }
+    if (!rt.has_device_spans()) return;
+    emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"GPU {}"}}}})", device,
+                              device));
+    // Every kernel, memcpy and memset with its launch: inferred from the launching op on engine traces; where no
+    // launch is known, at the latest time that does not claim the host was late (before the stream's previous
+    // work ended, never before the kernel's step began).
+    const LaunchTimes launches = launch_times(store, rt.rank);
+    struct Ref { const Span* s; Lane lane; int64_t launch; };
+    std::map<int, std::vector<Ref>> by_stream;
+    for (Lane lane : {Lane::device, Lane::device_comm}) {
+        const auto& spans = rt.lanes[size_t(lane)].spans();
+        const auto& launch = lane == Lane::device ? launches.device : launches.device_comm;
+        for (size_t i = 0; i < spans.size(); ++i) by_stream[spans[i].thread].push_back({&spans[i], lane, launch[i]});
+    }
+    int64_t correlation = 0;
+    for (auto& [slot, refs] : by_stream) {
+        std::stable_sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) { return a.s->begin < b.s->begin; });
+        const int64_t stream = stream_number(rt, uint8_t(slot));
+        int64_t previous_end = INT64_MIN;
+        for (const Ref& r : refs) {
+            const Span& s = *r.s;
+            const DeviceEvent e = device_event(store, rt, s, r.lane);
+            int64_t launch = r.launch;
+            const char* launch_from = "the launching op's begin on the host (inferred)";
+            if (launch == INT64_MIN) {
+                launch_from = "not recorded: placed not to claim a host wait";
+                launch = floor_us(std::min(s.begin, previous_end == INT64_MIN ? s.begin : previous_end));
+                const auto step = step_begin.find(s.step);
+                if (step != step_begin.end()) launch = std::max(launch, step->second);
+                else if (s.begin >= last_step_begin) launch = std::max(launch, last_step_begin);
+            }
+            previous_end = std::max(previous_end, s.end);
+            ++correlation;
+            emit(fmt::format(
+                R"({{"ph":"X","cat":"cuda_runtime","name":"{}","pid":{},"tid":1,"ts":{},"dur":0.000,"args":{{"External id":{},"correlation":{},"launch_time":"{}"}}}})",
+                e.launch, host_pid, us_text(launch), correlation, correlation, launch_from));
+            std::string extra;
+            if (s.bytes > 0) extra += fmt::format(",\"bytes\":{}", s.bytes);
+            if (r.lane == Lane::device_comm) extra += fmt::format(",\"Collective name\":\"{}\"", kOpClassNames[size_t(s.op)]);
+            emit(fmt::format(
+                R"({{"ph":"X","cat":"{}","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"External id":{},"device":{},"stream":{},"correlation":{},"step":{}{}}}}})",
+                e.cat, quoted(e.name), device, stream, us_text(s.begin), us_text(s.duration()), correlation, device,
+                stream, correlation, s.step, extra));
+        }
+    }
+}
+
+nlohmann::json device_properties(const RankTrace& rt) {
+    if (rt.metadata.contains("devices") && rt.metadata["devices"].is_array()) return rt.metadata["devices"];
+    nlohmann::json d = {{"id", 0}};
+    if (rt.metadata.contains("device") && rt.metadata["device"].is_string()) d["name"] = rt.metadata["device"];
+    return nlohmann::json::array({d});
+}
+
+}  // namespace
+
+std::string nccl_kernel_name(OpClass op, const std::string& dtype) {
+    const std::string args = "(ncclDevKernelArgsStorage<4096ul>)";
+    switch (op) {
+        case OpClass::reduce_scatter: return "ncclDevKernel_ReduceScatter_Sum_" + dtype + "_RING_LL" + args;
+        case OpClass::all_gather: return "ncclDevKernel_AllGather_RING_LL" + args;
+        case OpClass::broadcast: return "ncclDevKernel_Broadcast_RING_LL" + args;
+        case OpClass::send:
+        case OpClass::recv:
+        case OpClass::all_to_all: return "ncclDevKernel_SendRecv" + args;  // NCCL runs these as send/recv
+        default: return "ncclDevKernel_AllReduce_Sum_" + dtype + "_RING_LL" + args;  // a barrier is an all-reduce
+    }
+}
+
+std::vector<std::string> export_kineto_traces(const TraceStore& store, const std::string& dir, bool gz) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    US_CHECK_INPUT(!ec, "cannot create the folder '{}': {}", dir, ec.message());
+    std::vector<std::string> written;
+    for (int r : store.ranks()) {
+        const RankTrace& rt = *store.rank(r);
+        const std::string path = (std::filesystem::path(dir) / fmt::format("rank-{}.pt.trace.json{}", r, gz ? ".gz" : "")).string();
+        const std::string tmp = path + ".tmp";
+        {
+            KinetoFile out(tmp, gz);
+            // Kineto's own spacing ("rank": R): HTA finds a file's rank with the pattern "rank":\s+(\d+).
+            const std::string backend = rt.metadata.value("source", std::string()) == "kineto"
+                                            ? rt.metadata.value("backend", std::string("nccl"))
+                                        : !rt.lanes[size_t(Lane::device_comm)].spans().empty() ? "nccl"
+                                                                                               : "mpi";
+            const std::string dist = fmt::format(R"({{"backend": {}, "rank": {}, "world_size": {}}})", quoted(backend), r,
+                                                 store.world_size());
+            std::string head = "{\"schemaVersion\": 1,\n\"distributedInfo\": " + dist + ",\n";
+            if (rt.has_device_spans()) head += "\"deviceProperties\": " + device_properties(rt).dump() + ",\n";
+            head += "\"displayTimeUnit\": \"ms\",\n\"traceName\": " + quoted(path) + ",\n\"traceEvents\": [\n";
+            out.write(head);
+            bool first = true;
+            rank_events(store, rt, [&](const std::string& e) {
+                if (!first) out.write(",\n");
+                out.write(e);
+                first = false;
+            });
+            out.write("\n]}\n");
+            if (!out.close()) {
+                std::filesystem::remove(tmp, ec);
+                fail_user("error while writing '{}' (disk full?)", path);
+            }
+        }
+        std::filesystem::rename(tmp, path);
+        written.push_back(path);
+    }
+    return written;
+}
+
+}  // namespace us::prof
