@@ -47,3 +47,8 @@ shot --no-launch --plan llama3-70b --plan-gpus 1024 --view planner --screenshot 
 shot --no-launch --plan llama3-405b --plan-gpus 8192 --plan-show --view timeline \
      --screenshot "$here/planner-predicted-llama3-405b-h100x8192.png"
 rm -f "$here"/*.png.json
+# Runs of other frameworks: a real 4-rank PyTorch trace (FSDP2 x tensor parallelism on gloo) and a memory snapshot.
+data="$(cd "$here/../.." && pwd)/tests/data"
+shot "$data/kineto/dp2_tp2/iteration_4" --view timeline --screenshot "$here/pytorch-dp2-tp2-timeline.png"
+shot "$data/snapshot/rank0_memory_snapshot.pickle" --view snapshot --screenshot "$here/pytorch-memory-snapshot.png"
+rm -f "$here"/*.png.json

@@ -306,7 +306,7 @@ Report build_report(const TraceStore& store, int microbatches) {
         if (std::find(t.peak_sources.begin(), t.peak_sources.end(), rr.peak_source) == t.peak_sources.end())
             t.peak_sources.push_back(rr.peak_source);
     t.mfu = t.peak_flops_per_s > 0 ? t.achieved_flops_per_s / t.peak_flops_per_s : 0;
-    rep.misses = find_misses(rep);
+    if (!rep.imported) rep.misses = find_misses(rep);  // an imported run has no prediction to miss
     if (is_imported_run(store)) rep.imported_section = imported_run_section(store, microbatches);
     return rep;
 }
@@ -520,7 +520,8 @@ std::string format_report(const Report& rep) {
             const double measured = per_step(r, r.steady.group_bytes[size_t(g)]);
             if (measured == 0 && r.predicted.comm_bytes[size_t(g)] == 0) continue;
             line += fmt::format("  {} {} / {}, {:.1f} / {:.1f} ms exposed, {:.1f} ms waiting;", kGroupNames[g],
-                                format_bytes(int64_t(measured)), format_bytes(r.predicted.comm_bytes[size_t(g)]),
+                                format_bytes(int64_t(measured)),
+                                rep.imported ? std::string("unknown") : format_bytes(r.predicted.comm_bytes[size_t(g)]),
                                 1e3 * per_step(r, r.steady.group_comm_s[size_t(g)]),
                                 1e3 * per_step(r, r.steady.group_exposed_s[size_t(g)]),
                                 1e3 * per_step(r, r.group_wait_s[size_t(g)]));

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "profiler/analysis/report.h"
 #include "profiler/import/run_files.h"
 #include "profiler/trace/run_info.h"
 #include "test_util.h"
@@ -120,4 +121,22 @@ TEST_CASE("kineto runs: file naming patterns and folders", "[kineto][cpu]") {
     CHECK(files.files[0].find("iteration_10") != std::string::npos);
     REQUIRE(files.warnings.size() == 1);
     CHECK(files.warnings[0].find("opened the newest, iteration_10") != std::string::npos);
+}
+
+TEST_CASE("kineto runs: an imported run's report predicts nothing, so it misses nothing, and its host lanes are by thread",
+          "[kineto][cpu]") {
+    TraceStore store;
+    load_run({kData + "/dp2_tp2"}, store);
+    const Report rep = build_report(store);
+    CHECK(rep.imported);
+    CHECK(rep.misses.empty());
+    const nlohmann::json j = report_json(rep);
+    CHECK(j["misses"].empty());
+    const std::string text = format_report(rep);
+    CHECK(text.find("UNEXPLAINED") == std::string::npos);
+    // The threads of a PyTorch process (main, autograd, gloo's run loop) each get rows of their own.
+    const LaneTrack& host = store.rank(0)->lanes[size_t(Lane::host)];
+    REQUIRE(host.rows_by_thread());
+    for (int row = 0; row < host.rows(); ++row)
+        for (uint32_t i : host.row(row)) CHECK(host.spans()[i].thread == host.row_thread(row));
 }

@@ -7,6 +7,7 @@
 
 #include "app/cli/snapshot_report.h"
 #include "catch_compat.h"
+#include "test_util.h"
 #include "engine/core/check.h"
 #include "engine/core/memory_category.h"
 #include "profiler/snapshot/pickle_reader.h"
@@ -329,4 +330,25 @@ TEST_CASE("memory snapshot: a peak at the trace's start, an unknown start, expan
     CHECK(c.peak_reserved == 4 * MiB);
     CHECK(c.largest_free_block_at_peak == 1 * MiB);
     CHECK(c.largest_free_block_at_dump == 2 * MiB);
+}
+
+TEST_CASE("ultrascope export --memory-snapshot writes a run's allocations as a snapshot that reads back", "[snapshot][cli]") {
+    const std::string trace = std::string(US_TEST_DATA_DIR) + "/cpu/afab-pp1-tp2-tiny.ustrace";
+    const std::string out = us::test::temp_path("export-snapshot.pickle");
+    const auto r = us::test::run_process(us::test::bin("ultrascope") + " export " + trace + " --memory-snapshot " + out);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    // One snapshot per rank (the run has two), each a plain-data pickle our own reader takes, with a trace to replay.
+    for (int rank = 0; rank < 2; ++rank) {
+        const std::string file = (std::filesystem::path(out).parent_path() /
+                                  ("rank" + std::to_string(rank) + "_export-snapshot.pickle")).string();
+        INFO(file);
+        const auto snap = us::snap::load_memory_snapshot(file);
+        const auto analysis = us::snap::analyze_snapshot(snap);
+        REQUIRE(analysis.peak_known);
+        CHECK(analysis.peak_allocated_bytes > 0);
+    }
+    const auto bad = us::test::run_process(us::test::bin("ultrascope") + " export " + trace);
+    CHECK(bad.exit_code != 0);
+    CHECK(bad.output.find("--memory-snapshot") != std::string::npos);
 }
