@@ -91,7 +91,13 @@ RankShapes chunk_shapes(const ModelDesc& m, const Layout& l, int stage, int chun
 
 std::vector<StageInFlight> stages_in_flight(const Layout& l) {
     std::vector<StageInFlight> out(size_t(std::max(1, l.pp)));
-    if (l.pp <= 1) return out;
+    if (l.pp <= 1) {
+        // The engine runs the schedule asked for at pp 1 too (engine/train/trainer.cpp): afab holds every
+        // micro-batch's activations (all forwards, then all backwards); 1f1b and zb1 one at a time.
+        const int held = l.pp_schedule == "afab" ? std::max(1, l.grad_accum) : 1;
+        out[0] = {held, held, held};
+        return out;
+    }
     const int V = l.pp_schedule == "interleaved" ? std::max(1, l.pp_chunks) : 1;
     const PipelineShape shape{l.pp, l.grad_accum, V};
     const Simulation sim = simulate_schedule(make_schedule(l.pp_schedule, shape), shape);

@@ -62,6 +62,7 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
     SearchResult out;
     std::map<std::string, int64_t> pruned;
     const int64_t B = o.global_batch_sequences;
+    int64_t candidates = 0;
     for (int tp : divisors(o.gpus)) {
         if (m.heads % tp != 0 || (m.kv() % tp != 0 && tp % m.kv() != 0)) {
             pruned["tp does not divide the heads"]++;
@@ -112,6 +113,10 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                                     l.pp_schedule = schedule, l.pp_chunks = chunks, l.zero = zero;
                                     l.micro_batch = mb, l.grad_accum = accum, l.recompute = rc, l.bf16 = o.bf16;
                                     l.flash = o.flash;
+                                    if (candidates++ % std::max<int64_t>(1, o.sample_stride) != 0) {
+                                        ++out.sampled_out;
+                                        continue;
+                                    }
                                     out.ranked.push_back(evaluate(m, c, l));
                                     ++out.considered;
                                 }
