@@ -100,6 +100,10 @@ int plan_command(int argc, char** argv) {
     cli.add_option("--top", top, "Search: layouts to show (0: all)");
     cli.add_flag("--json", json, "Print JSON: an object per layout (docs/planner.md)");
     cli.add_flag("--list", list, "List the known models and clusters");
+    double moe_load = 0;
+    cli.add_option("--moe-load", moe_load,
+                   "MoE with --ep: the busiest ep rank's expert rows over the uniform share (e.g. measured by a run's "
+                   "router: its experts' share of the choices x ep); default uniform (1), said as assumed");
     std::string trace_out;
     cli.add_option("--trace-out", trace_out,
                    "Write the layout's predicted step (a search: the best fitting layout's) as a trace file: one rank per "
@@ -154,6 +158,9 @@ int plan_command(int argc, char** argv) {
 
     if (layout_given) {
         plan::Layout l = plan::layout_from_config(cfg);
+        US_CHECK_INPUT(moe_load == 0 || moe_load >= 1, "--moe-load {} must be 1 or more (the busiest rank over the "
+                       "uniform share)", moe_load);
+        l.moe_load = moe_load;
         l.bf16 = bf16;
         l.flash = flash;
         const int64_t n = gpus > 0 ? gpus : l.world();

@@ -1,5 +1,7 @@
 #include "app/plan/model_shapes.h"
 
+#include <cmath>
+
 #include <algorithm>
 
 #include "engine/parallel/pipeline_schedule.h"
@@ -119,7 +121,10 @@ WorkInventory work_inventory(const ModelDesc& m, const Layout& l, const RankShap
     if (m.is_moe()) {
         // Uniform routing: the rank's E/ep experts each see X ep / E rows (its tokens' choices and its peers').
         const double local = double(m.moe_experts / l.ep);
-        const int64_t rows = std::max<int64_t>(1, r.expert_rows * l.ep / m.moe_experts);
+        // Under expert parallelism the busiest rank sets the pace (its peers wait in the combine all-to-all): its
+        // rows are the uniform share times the router's load on it (Layout::moe_load; uniform when not given).
+        const double load = l.ep > 1 ? l.moe_load_or_uniform() : 1.0;
+        const int64_t rows = std::max<int64_t>(1, int64_t(std::llround(load * double(r.expert_rows * l.ep / m.moe_experts))));
         w.moe_layer_gemms = {{r.T, r.qkv_width, h}, {r.T, h, r.attn_width}, {r.T, m.moe_experts, h},
                              {rows, up, h, local}, {rows, h, r.ffn_width, local}};
     }

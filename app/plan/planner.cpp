@@ -155,6 +155,8 @@ nlohmann::json plan_json(const ModelDesc& m, const ClusterDesc& c, const PlanRes
               {"grad_accum", l.grad_accum}, {"recompute", l.recompute}, {"precision", l.bf16 ? "bf16" : "fp32"},
               {"seq", m.seq}, {"gpus", l.world()}, {"flags", l.flags()}, {"describe", l.describe()}}},
             {"fits", r.fits},
+            {"moe_load", l.moe_load_or_uniform()},
+            {"moe_load_kind", l.moe_load > 0 ? "given (e.g. measured by a run's router)" : "assumed uniform"},
             {"verdict", r.verdict},
             {"memory_kind", r.memory.kind},
             {"memory_per_gpu_bytes", mem},

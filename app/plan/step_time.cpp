@@ -118,7 +118,10 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     // rows, (ep - 1)/ep of them to others; full recomputation repeats the forward's two.
     if (l.ep > 1 && r.moe_layers > 0) {
         const Link& link = group_link(c, l.tp * l.cp * l.pp, l.ep);
-        const double sent = double(r.expert_rows) * double(m.hidden) * e * double(l.ep - 1) / l.ep;
+        // The busiest rank receives its load's share of rows (Layout::moe_load) and sends its own tokens' choices;
+        // the exchange ends when the larger of the two has crossed.
+        const double sent = double(r.expert_rows) * double(m.hidden) * e * double(l.ep - 1) / l.ep *
+                            std::max(1.0, l.moe_load_or_uniform());
         const double one = double(r.moe_layers) * all_to_all_s(sent, l.ep, link);
         s.ep_f = 2 * one;
         s.ep_b = (2.0 + (l.recompute == "full" ? 2.0 : 0.0)) * one;

@@ -453,3 +453,50 @@ TEST_CASE("planner: published large-scale runs within 15%, one rule per source",
         CHECK(p.mfu / r.mfu <= r.high);
     }
 }
+
+TEST_CASE("planner: at pp 1 the schedule asked for is the one that runs", "[planner]") {
+    // The engine makes the schedule at pp 1 too (engine/train/trainer.cpp): afab runs every forward, then every
+    // backward, holding all the micro-batches' activations; 1f1b and zb1 hold one. Time: the same work in the
+    // order the engine runs it.
+    const ClusterDesc c = load_cluster("h100-sxm");
+    const ModelDesc m = load_model("llama3-8b");
+    Layout one = layout(2, 4, 1, 1, 8), afab = one, zb = one;
+    afab.pp_schedule = "afab", zb.pp_schedule = "zb1";
+    const PlanResult a = evaluate(m, c, one), b = evaluate(m, c, afab), z = evaluate(m, c, zb);
+    const auto acts = [](const PlanResult& r) { return r.memory.bytes[size_t(MemCategory::activations)]; };
+    CHECK(b.memory.micro_batches_in_flight == 8);
+    CHECK(a.memory.micro_batches_in_flight == 1);
+    CHECK(z.memory.micro_batches_in_flight == 1);
+    CHECK(acts(b) > 7 * acts(a));
+    CHECK(acts(z) == acts(a));
+    CHECK(b.time.step_s == Approx(a.time.step_s));
+    CHECK(z.time.step_s == Approx(a.time.step_s));
+    // The simulated order: afab's eight forwards come first.
+    const StepModel sm = model_step(m, c, afab);
+    REQUIRE(sm.pipeline.actions.size() == 16);
+    for (int i = 0; i < 8; ++i) CHECK(sm.pipeline.actions[size_t(i)].action.op == PipeOp::forward);
+    CHECK(sm.pipeline.actions[8].action.op == PipeOp::backward);
+}
+
+TEST_CASE("planner: a router's load on the busiest expert rank slows the MoE step", "[planner]") {
+    const ClusterDesc c = load_cluster("h100-sxm");
+    const ModelDesc m = load_model("mixtral-8x7b");
+    Layout uniform = layout(8, 1, 1, 1, 4);
+    uniform.ep = 8;
+    Layout loaded = uniform;
+    loaded.moe_load = 1.5;
+    const PlanResult u = evaluate(m, c, uniform), l = evaluate(m, c, loaded);
+    // The bytes scale with the load, the latency terms do not.
+    CHECK(l.time.ep_comm_s > 1.4 * u.time.ep_comm_s);
+    CHECK(l.time.ep_comm_s <= 1.5 * u.time.ep_comm_s);
+    CHECK(l.time.gemm_s > u.time.gemm_s);
+    CHECK(l.time.step_s > u.time.step_s);
+    const nlohmann::json j = plan_json(m, c, u), k = plan_json(m, c, l);
+    CHECK(j["moe_load_kind"] == "assumed uniform");
+    CHECK(k["moe_load"].get<double>() == 1.5);
+    // The command line refuses a load under 1 (the busiest rank carries at least the uniform share).
+    const auto bad = us::test::run_process(us::test::bin("ultrascope") +
+                                           " plan --model mixtral-8x7b --dp 8 --ep 8 --moe-load 0.5");
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find("--moe-load") != std::string::npos);
+}
