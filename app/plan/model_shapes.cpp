@@ -135,6 +135,10 @@ WorkInventory work_inventory(const ModelDesc& m, const Layout& l, const RankShap
     w.norm_elements = 2.0 * double(r.R * h);
     // Biases of the four linears (when present), the activation function over the MLP's width, two residual adds.
     w.elementwise_elements = double(r.T) * double(r.qkv_width + r.attn_width + 2 * up) + 2.0 * double(r.R * h);
+    if (m.is_moe()) {
+        const double load = l.ep > 1 ? l.moe_load_or_uniform() : 1.0;
+        w.moe_elementwise_elements = double(r.T * m.moe_experts) + 3.0 * double(h) * double(r.expert_rows) * load;
+    }
     w.embedding_elements = double(r.T * h);
     w.loss_elements = double(r.T * r.Vr);
     w.final_norm_elements = double(r.R * h);

@@ -81,23 +81,27 @@ RunComparison compare_run(const prof::TraceStore& store, const prof::Report& rep
     RunComparison c;
     const ModelDesc model = model_of(rep);
     Layout layout = layout_of(rep);
-    // Expert parallelism: the router's load the run measured (each layer's busiest ep rank: its experts' share of
-    // the steady steps' choices x ep, averaged over the MoE layers) replaces the assumed uniform routing.
+    // Expert parallelism: the router's load the run measured replaces the assumed uniform routing. Each step and
+    // MoE layer waits for its busiest ep rank (its experts' choices over the uniform share), so the load is that
+    // rank's, step by step, averaged over the steady steps (all but the first when there are several) and layers.
     if (layout.ep > 1 && !rep.routing.layers.empty() && rep.routing.experts % layout.ep == 0) {
         const int per_rank = rep.routing.experts / layout.ep;
         double sum = 0;
-        int layers = 0;
-        for (const prof::LayerRouting& lr : rep.routing.layers) {
-            if (int(lr.share.size()) != rep.routing.experts) continue;
-            double busiest = 0;
-            for (int k = 0; k < layout.ep; ++k) {
-                double share = 0;
-                for (int e = k * per_rank; e < (k + 1) * per_rank; ++e) share += lr.share[size_t(e)];
-                busiest = std::max(busiest, share * layout.ep);
+        int samples = 0;
+        for (const prof::LayerRouting& lr : rep.routing.layers)
+            for (size_t i = lr.choices.size() > 1 ? 1 : 0; i < lr.choices.size(); ++i) {
+                const std::vector<double>& row = lr.choices[i];
+                if (int(row.size()) != rep.routing.experts) continue;
+                double total = 0, busiest = 0;
+                for (double x : row) total += x;
+                for (int k = 0; k < layout.ep; ++k) {
+                    double rows = 0;
+                    for (int e = k * per_rank; e < (k + 1) * per_rank; ++e) rows += row[size_t(e)];
+                    busiest = std::max(busiest, rows);
+                }
+                if (total > 0) sum += busiest / (total / layout.ep), ++samples;
             }
-            sum += busiest, ++layers;
-        }
-        if (layers > 0 && sum > 0) layout.moe_load = std::max(1.0, sum / layers);
+        if (samples > 0) layout.moe_load = std::max(1.0, sum / samples);
     }
     ClusterDesc cl = cluster ? *cluster : load_cluster("h100-sxm");  // memory needs no calibration
     if (cluster) c.cluster_source = cluster_source;

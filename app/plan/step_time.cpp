@@ -68,6 +68,7 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     s.attn_b = attn * (blockwise ? 2.5 : 2.0);
     // Memory-bound ops, calibrated forward + backward together: a third in forward.
     const double other = double(r.layers) * (w.norm_elements * c.norm_s + w.elementwise_elements * c.elementwise_s) +
+                         double(r.moe_layers) * w.moe_elementwise_elements * c.elementwise_s +
                          (r.first ? w.embedding_elements * c.embedding_s : 0) +
                          (r.last ? w.loss_elements * c.loss_s + w.final_norm_elements * c.norm_s : 0);
     const double overhead = 1.0 + c.host_overhead;
