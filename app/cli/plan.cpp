@@ -70,9 +70,15 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
     row("pipeline transfers", t.pp_comm_s);
     row("pipeline bubble", t.bubble_s, "(simulated schedule)");
     row("data-parallel / ZeRO, exposed", t.dp_comm_exposed_s);
-    row("data-parallel / ZeRO, hidden", t.dp_comm_hidden_s, "(behind backward, not added)");
+    row("data-parallel / ZeRO, hidden", t.dp_comm_hidden_s, "(behind compute, not added)");
     row("optimizer", t.optimizer_s);
     s += fmt::format("  {:<34} {:>10.4g}\n", "step", t.step_s);
+    s += fmt::format("  busy over the step: compute {:.4g} s, intra-node link {:.4g} s, inter-node link {:.4g} s "
+                     "(the step is at least each)\n",
+                     t.compute_busy_s, t.link_busy_s[plan::kLinkIntra], t.link_busy_s[plan::kLinkInter]);
+    if (m.is_moe() && r.layout.ep > 1)
+        s += fmt::format("  MoE router load on the busiest ep rank: {:.3g} ({})\n", r.layout.moe_load_or_uniform(),
+                         r.layout.moe_load > 0 ? "given" : "assumed uniform; --moe-load F to give one");
     s += fmt::format("\nThroughput (derived): {:.4g} tokens/s ({:.0f} tokens per step); MFU {:.1f}% "
                      "({:.3g} GFLOP per token by 6N + 12 L (a d) s, over {} GPUs x {:.4g} TFLOP/s {})\n",
                      r.tokens_per_s, r.tokens_per_step, 100 * r.mfu, r.model_flops_per_token / 1e9, r.layout.world(),

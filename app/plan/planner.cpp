@@ -178,7 +178,10 @@ nlohmann::json plan_json(const ModelDesc& m, const ClusterDesc& c, const PlanRes
               {"cp_comm_hidden", t.cp_comm_hidden_s}, {"ep_comm", t.ep_comm_s}, {"pp_comm", t.pp_comm_s},
               {"bubble", t.bubble_s}, {"dp_comm_exposed", t.dp_comm_exposed_s}, {"dp_comm_hidden", t.dp_comm_hidden_s},
               {"optimizer", t.optimizer_s}, {"forward_per_micro_batch", t.forward_s},
-              {"backward_per_micro_batch", t.backward_s}}}};
+              {"backward_per_micro_batch", t.backward_s}}},
+            {"busy_s",
+             {{"compute", t.compute_busy_s}, {"intra_node_link", t.link_busy_s[size_t(kLinkIntra)]},
+              {"inter_node_link", t.link_busy_s[size_t(kLinkInter)]}}}};
 }
 
 }  // namespace us::plan
