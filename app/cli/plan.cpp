@@ -70,9 +70,15 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
     row("pipeline transfers", t.pp_comm_s);
     row("pipeline bubble", t.bubble_s, "(simulated schedule)");
     row("data-parallel / ZeRO, exposed", t.dp_comm_exposed_s);
-    row("data-parallel / ZeRO, hidden", t.dp_comm_hidden_s, "(behind backward, not added)");
+    row("data-parallel / ZeRO, hidden", t.dp_comm_hidden_s, "(behind compute, not added)");
     row("optimizer", t.optimizer_s);
     s += fmt::format("  {:<34} {:>10.4g}\n", "step", t.step_s);
+    s += fmt::format("  busy over the step: compute {:.4g} s, intra-node link {:.4g} s, inter-node link {:.4g} s "
+                     "(the step is at least each)\n",
+                     t.compute_busy_s, t.link_busy_s[plan::kLinkIntra], t.link_busy_s[plan::kLinkInter]);
+    if (m.is_moe() && r.layout.ep > 1)
+        s += fmt::format("  MoE router load on the busiest ep rank: {:.3g} ({})\n", r.layout.moe_load_or_uniform(),
+                         r.layout.moe_load > 0 ? "given" : "assumed uniform; --moe-load F to give one");
     s += fmt::format("\nThroughput (derived): {:.4g} tokens/s ({:.0f} tokens per step); MFU {:.1f}% "
                      "({:.3g} GFLOP per token by 6N + 12 L (a d) s, over {} GPUs x {:.4g} TFLOP/s {})\n",
                      r.tokens_per_s, r.tokens_per_step, 100 * r.mfu, r.model_flops_per_token / 1e9, r.layout.world(),
@@ -100,6 +106,10 @@ int plan_command(int argc, char** argv) {
     cli.add_option("--top", top, "Search: layouts to show (0: all)");
     cli.add_flag("--json", json, "Print JSON: an object per layout (docs/planner.md)");
     cli.add_flag("--list", list, "List the known models and clusters");
+    double moe_load = 0;
+    cli.add_option("--moe-load", moe_load,
+                   "MoE with --ep: the busiest ep rank's expert rows over the uniform share (e.g. measured by a run's "
+                   "router: its experts' share of the choices x ep); default uniform (1), said as assumed");
     std::string trace_out;
     cli.add_option("--trace-out", trace_out,
                    "Write the layout's predicted step (a search: the best fitting layout's) as a trace file: one rank per "
@@ -154,6 +164,9 @@ int plan_command(int argc, char** argv) {
 
     if (layout_given) {
         plan::Layout l = plan::layout_from_config(cfg);
+        US_CHECK_INPUT(moe_load == 0 || moe_load >= 1, "--moe-load {} must be 1 or more (the busiest rank over the "
+                       "uniform share)", moe_load);
+        l.moe_load = moe_load;
         l.bf16 = bf16;
         l.flash = flash;
         const int64_t n = gpus > 0 ? gpus : l.world();

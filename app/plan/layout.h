@@ -30,6 +30,11 @@ struct Layout {
     bool overlap = true;             // the data-parallel reduction overlaps backward
     double bucket_mb = 1.0;
     std::string cp_balance = "zigzag";
+    // Mixture of experts under expert parallelism: the busiest ep rank's expert rows over the uniform share (its
+    // experts' share of the router's choices x ep, the worst layer's). 0: not given, routing assumed uniform (1).
+    // `ultrascope plan --moe-load F`, e.g. from a run's report (experts.layers[].share).
+    double moe_load = 0;
+    double moe_load_or_uniform() const { return moe_load > 0 ? moe_load : 1.0; }
 
     int world() const { return dp * tp * pp * cp; }
     int64_t sequences_per_step() const { return int64_t(dp) * micro_batch * grad_accum; }

@@ -91,19 +91,26 @@ MemoryEstimate formula_memory(const ModelDesc& m, const Layout& l, int stage, co
 
 }  // namespace
 
-MemoryEstimate estimate_stage_memory(const ModelDesc& m, const ClusterDesc& cluster, const Layout& l, int stage) {
-    MemoryEstimate e = m.family == ModelFamily::engine_gpt
-                           ? engine_memory(m, l, stage)
-                           : formula_memory(m, l, stage, stages_in_flight(l)[size_t(stage)]);
+namespace {
+MemoryEstimate stage_memory(const ModelDesc& m, const ClusterDesc& cluster, const Layout& l, int stage,
+                            const std::vector<StageInFlight>& flight) {
+    MemoryEstimate e = m.family == ModelFamily::engine_gpt ? engine_memory(m, l, stage)
+                                                           : formula_memory(m, l, stage, flight[size_t(stage)]);
     e.reserved_bytes = cluster.reserved_bytes;
     return e;
 }
+}  // namespace
+
+MemoryEstimate estimate_stage_memory(const ModelDesc& m, const ClusterDesc& cluster, const Layout& l, int stage) {
+    return stage_memory(m, cluster, l, stage, stages_in_flight(l));
+}
 
 MemoryEstimate estimate_memory(const ModelDesc& m, const ClusterDesc& cluster, const Layout& l) {
-    // The busiest stage wins.
+    // The busiest stage wins. The schedule is simulated once for all stages.
+    const std::vector<StageInFlight> flight = stages_in_flight(l);
     MemoryEstimate best;
     for (int s = 0; s < l.pp; ++s) {
-        const MemoryEstimate e = estimate_stage_memory(m, cluster, l, s);
+        const MemoryEstimate e = stage_memory(m, cluster, l, s, flight);
         if (s == 0 || e.categories_total() > best.categories_total()) best = e;
     }
     return best;

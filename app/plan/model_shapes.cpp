@@ -1,5 +1,7 @@
 #include "app/plan/model_shapes.h"
 
+#include <cmath>
+
 #include <algorithm>
 
 #include "engine/parallel/pipeline_schedule.h"
@@ -91,7 +93,13 @@ RankShapes chunk_shapes(const ModelDesc& m, const Layout& l, int stage, int chun
 
 std::vector<StageInFlight> stages_in_flight(const Layout& l) {
     std::vector<StageInFlight> out(size_t(std::max(1, l.pp)));
-    if (l.pp <= 1) return out;
+    if (l.pp <= 1) {
+        // The engine runs the schedule asked for at pp 1 too (engine/train/trainer.cpp): afab holds every
+        // micro-batch's activations (all forwards, then all backwards); 1f1b and zb1 one at a time.
+        const int held = l.pp_schedule == "afab" ? std::max(1, l.grad_accum) : 1;
+        out[0] = {held, held, held};
+        return out;
+    }
     const int V = l.pp_schedule == "interleaved" ? std::max(1, l.pp_chunks) : 1;
     const PipelineShape shape{l.pp, l.grad_accum, V};
     const Simulation sim = simulate_schedule(make_schedule(l.pp_schedule, shape), shape);
@@ -113,7 +121,10 @@ WorkInventory work_inventory(const ModelDesc& m, const Layout& l, const RankShap
     if (m.is_moe()) {
         // Uniform routing: the rank's E/ep experts each see X ep / E rows (its tokens' choices and its peers').
         const double local = double(m.moe_experts / l.ep);
-        const int64_t rows = std::max<int64_t>(1, r.expert_rows * l.ep / m.moe_experts);
+        // Under expert parallelism the busiest rank sets the pace (its peers wait in the combine all-to-all): its
+        // rows are the uniform share times the router's load on it (Layout::moe_load; uniform when not given).
+        const double load = l.ep > 1 ? l.moe_load_or_uniform() : 1.0;
+        const int64_t rows = std::max<int64_t>(1, int64_t(std::llround(load * double(r.expert_rows * l.ep / m.moe_experts))));
         w.moe_layer_gemms = {{r.T, r.qkv_width, h}, {r.T, h, r.attn_width}, {r.T, m.moe_experts, h},
                              {rows, up, h, local}, {rows, h, r.ffn_width, local}};
     }
@@ -124,6 +135,10 @@ WorkInventory work_inventory(const ModelDesc& m, const Layout& l, const RankShap
     w.norm_elements = 2.0 * double(r.R * h);
     // Biases of the four linears (when present), the activation function over the MLP's width, two residual adds.
     w.elementwise_elements = double(r.T) * double(r.qkv_width + r.attn_width + 2 * up) + 2.0 * double(r.R * h);
+    if (m.is_moe()) {
+        const double load = l.ep > 1 ? l.moe_load_or_uniform() : 1.0;
+        w.moe_elementwise_elements = double(r.T * m.moe_experts) + 3.0 * double(h) * double(r.expert_rows) * load;
+    }
     w.embedding_elements = double(r.T * h);
     w.loss_elements = double(r.T * r.Vr);
     w.final_norm_elements = double(r.R * h);

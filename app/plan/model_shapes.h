@@ -62,6 +62,8 @@ struct WorkInventory {
     double attention_flops = 0;          // one layer's attention core, forward (b (a/tp) (s/cp) s d x 4)
     double norm_elements = 0;            // one layer's norms: 2 R h
     double elementwise_elements = 0;     // one layer's: biases, activation function, residuals (docs/planner.md)
+    double moe_elementwise_elements = 0; // one MoE layer's on top: the router's softmax and top-k, the dispatch,
+                                         // combine and weighting copies of the rank's expert rows
     double embedding_elements = 0;       // first stage: T h
     double loss_elements = 0;            // last stage: T ceil(v/tp)
     double final_norm_elements = 0;      // last stage: R h

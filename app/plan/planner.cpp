@@ -62,6 +62,7 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
     SearchResult out;
     std::map<std::string, int64_t> pruned;
     const int64_t B = o.global_batch_sequences;
+    int64_t candidates = 0;
     for (int tp : divisors(o.gpus)) {
         if (m.heads % tp != 0 || (m.kv() % tp != 0 && tp % m.kv() != 0)) {
             pruned["tp does not divide the heads"]++;
@@ -112,6 +113,10 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                                     l.pp_schedule = schedule, l.pp_chunks = chunks, l.zero = zero;
                                     l.micro_batch = mb, l.grad_accum = accum, l.recompute = rc, l.bf16 = o.bf16;
                                     l.flash = o.flash;
+                                    if (candidates++ % std::max<int64_t>(1, o.sample_stride) != 0) {
+                                        ++out.sampled_out;
+                                        continue;
+                                    }
                                     out.ranked.push_back(evaluate(m, c, l));
                                     ++out.considered;
                                 }
@@ -150,6 +155,8 @@ nlohmann::json plan_json(const ModelDesc& m, const ClusterDesc& c, const PlanRes
               {"grad_accum", l.grad_accum}, {"recompute", l.recompute}, {"precision", l.bf16 ? "bf16" : "fp32"},
               {"seq", m.seq}, {"gpus", l.world()}, {"flags", l.flags()}, {"describe", l.describe()}}},
             {"fits", r.fits},
+            {"moe_load", l.moe_load_or_uniform()},
+            {"moe_load_kind", l.moe_load > 0 ? "given (e.g. measured by a run's router)" : "assumed uniform"},
             {"verdict", r.verdict},
             {"memory_kind", r.memory.kind},
             {"memory_per_gpu_bytes", mem},
@@ -171,7 +178,10 @@ nlohmann::json plan_json(const ModelDesc& m, const ClusterDesc& c, const PlanRes
               {"cp_comm_hidden", t.cp_comm_hidden_s}, {"ep_comm", t.ep_comm_s}, {"pp_comm", t.pp_comm_s},
               {"bubble", t.bubble_s}, {"dp_comm_exposed", t.dp_comm_exposed_s}, {"dp_comm_hidden", t.dp_comm_hidden_s},
               {"optimizer", t.optimizer_s}, {"forward_per_micro_batch", t.forward_s},
-              {"backward_per_micro_batch", t.backward_s}}}};
+              {"backward_per_micro_batch", t.backward_s}}},
+            {"busy_s",
+             {{"compute", t.compute_busy_s}, {"intra_node_link", t.link_busy_s[size_t(kLinkIntra)]},
+              {"inter_node_link", t.link_busy_s[size_t(kLinkInter)]}}}};
 }
 
 }  // namespace us::plan

@@ -40,11 +40,15 @@ struct SearchOptions {
     std::vector<int> micro_batches = {1, 2, 4, 8};
     std::vector<std::string> recompute = {"none", "selective", "full"};
     bool allow_tp_across_nodes = false;  // prune tp groups that leave a node (always slower)
+    // Evaluate one layout in `sample_stride` of those the search would (in its enumeration order, the first
+    // always): a test's way to walk many searches in bounded time. 1: every layout.
+    int64_t sample_stride = 1;
 };
 
 struct SearchResult {
     std::vector<PlanResult> ranked;     // fitting layouts, fastest first, then those that do not fit
     int64_t considered = 0;             // layouts evaluated
+    int64_t sampled_out = 0;            // layouts left out by SearchOptions::sample_stride
     std::vector<std::string> pruned;    // what the search skipped before evaluating, and why (counts)
 };
 

@@ -80,7 +80,29 @@ RunComparison compare_run(const prof::TraceStore& store, const prof::Report& rep
     US_CHECK_INPUT(!rep.ranks.empty(), "the trace has no ranks to compare with the planner");
     RunComparison c;
     const ModelDesc model = model_of(rep);
-    const Layout layout = layout_of(rep);
+    Layout layout = layout_of(rep);
+    // Expert parallelism: the router's load the run measured replaces the assumed uniform routing. Each step and
+    // MoE layer waits for its busiest ep rank (its experts' choices over the uniform share), so the load is that
+    // rank's, step by step, averaged over the steady steps (all but the first when there are several) and layers.
+    if (layout.ep > 1 && !rep.routing.layers.empty() && rep.routing.experts % layout.ep == 0) {
+        const int per_rank = rep.routing.experts / layout.ep;
+        double sum = 0;
+        int samples = 0;
+        for (const prof::LayerRouting& lr : rep.routing.layers)
+            for (size_t i = lr.choices.size() > 1 ? 1 : 0; i < lr.choices.size(); ++i) {
+                const std::vector<double>& row = lr.choices[i];
+                if (int(row.size()) != rep.routing.experts) continue;
+                double total = 0, busiest = 0;
+                for (double x : row) total += x;
+                for (int k = 0; k < layout.ep; ++k) {
+                    double rows = 0;
+                    for (int e = k * per_rank; e < (k + 1) * per_rank; ++e) rows += row[size_t(e)];
+                    busiest = std::max(busiest, rows);
+                }
+                if (total > 0) sum += busiest / (total / layout.ep), ++samples;
+            }
+        if (samples > 0) layout.moe_load = std::max(1.0, sum / samples);
+    }
     ClusterDesc cl = cluster ? *cluster : load_cluster("h100-sxm");  // memory needs no calibration
     if (cluster) c.cluster_source = cluster_source;
     else c.no_cluster_note = cluster_source;
@@ -127,6 +149,9 @@ RunComparison compare_run(const prof::TraceStore& store, const prof::Report& rep
 nlohmann::json comparison_json(const RunComparison& c) {
     const PlanResult& r = c.plan;
     nlohmann::json j = {{"layout", r.layout.flags()}, {"describe", r.layout.describe()}};
+    if (r.layout.ep > 1)
+        j["moe_load"] = {{"value", r.layout.moe_load_or_uniform()},
+                         {"kind", r.layout.moe_load > 0 ? "measured (the run's router)" : "assumed uniform"}};
     j["cluster"] = c.cluster_source.empty() ? nlohmann::json() : nlohmann::json(c.cluster_source);
     if (!c.no_cluster_note.empty()) j["no_cluster"] = c.no_cluster_note;
     nlohmann::json mem = nlohmann::json::object();

@@ -13,6 +13,8 @@ const Link& group_link(const ClusterDesc& c, int stride, int size) {
     return int64_t(stride) * size <= c.gpus_per_node ? c.intra_node : c.inter_node;
 }
 
+int link_level(const ClusterDesc& c, const Link& link) { return &link == &c.inter_node ? kLinkInter : kLinkIntra; }
+
 namespace {
 double hops(int n) { return n > 1 ? std::ceil(std::log2(double(n))) : 0.0; }
 }  // namespace
@@ -66,6 +68,7 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     s.attn_b = attn * (blockwise ? 2.5 : 2.0);
     // Memory-bound ops, calibrated forward + backward together: a third in forward.
     const double other = double(r.layers) * (w.norm_elements * c.norm_s + w.elementwise_elements * c.elementwise_s) +
+                         double(r.moe_layers) * w.moe_elementwise_elements * c.elementwise_s +
                          (r.first ? w.embedding_elements * c.embedding_s : 0) +
                          (r.last ? w.loss_elements * c.loss_s + w.final_norm_elements * c.norm_s : 0);
     const double overhead = 1.0 + c.host_overhead;
@@ -89,6 +92,7 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
         s.tp_vocab = r.first || r.last ? all_reduce_s(K, l.tp, link) : 0;
         s.tp_f = layers * per_layer_f + s.tp_vocab;
         s.tp_b = layers * per_layer_b + (l.recompute == "full" ? layers * per_layer_f : 0);
+        s.link[size_t(link_level(c, link))] += s.tp_f + s.tp_b;
     }
     // Context parallelism (engine/parallel/context_parallel.cpp): the ring takes cp steps per layer, each step's
     // attention being 1/cp of the layer's (zigzag balances the causal work). Forward: a key/value block travels
@@ -109,21 +113,27 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
         s.cp_exposed_f = layers * exposed_f;
         s.cp_exposed_b = layers * (exposed_b + (l.recompute == "full" ? exposed_f : 0));
         s.cp_hidden = layers * (total - exposed_f - exposed_b);
+        s.link[size_t(link_level(c, link))] += s.cp_exposed_f + s.cp_exposed_b + s.cp_hidden;
     }
     // Expert parallelism: per MoE layer 4 all-to-alls (dispatch and combine, forward and backward) of the rank's
     // rows, (ep - 1)/ep of them to others; full recomputation repeats the forward's two.
     if (l.ep > 1 && r.moe_layers > 0) {
         const Link& link = group_link(c, l.tp * l.cp * l.pp, l.ep);
-        const double sent = double(r.expert_rows) * double(m.hidden) * e * double(l.ep - 1) / l.ep;
+        // The busiest rank receives its load's share of rows (Layout::moe_load) and sends its own tokens' choices;
+        // the exchange ends when the larger of the two has crossed.
+        const double sent = double(r.expert_rows) * double(m.hidden) * e * double(l.ep - 1) / l.ep *
+                            std::max(1.0, l.moe_load_or_uniform());
         const double one = double(r.moe_layers) * all_to_all_s(sent, l.ep, link);
         s.ep_f = 2 * one;
         s.ep_b = (2.0 + (l.recompute == "full" ? 2.0 : 0.0)) * one;
+        s.link[size_t(link_level(c, link))] += s.ep_f + s.ep_b;
     }
     // Pipeline: an activation (R h) arrives from the previous virtual stage in forward and its gradient from the
     // next in backward (the simulation puts them on the schedule's edges).
     if (l.pp > 1) {
         const Link& link = group_link(c, l.tp * l.cp, l.pp);
         s.pp = double((r.first ? 0 : 1) + (r.last ? 0 : 1)) * send_s(double(r.R * m.hidden) * e, link);
+        s.link[size_t(link_level(c, link))] += s.pp;
     }
     return s;
 }
@@ -139,39 +149,50 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
     const double K = double(r.params) * grad_e, Kx = double(r.expert_params) * grad_e;
     const double bucket = std::min(K, l.bucket_mb * 1048576.0);
     double reduce = 0, exposed = 0;
+    // Communication hides behind compute only (a collective on the critical path, tp's or ep's, leaves the compute
+    // stream idle, and the link it uses may be this one): the windows are the compute of the passes it overlaps.
+    const double compute_f = one.gemm_f + one.attn_f + one.other_f;
+    const double compute_b = one.gemm_b + one.attn_b + one.other_b + one.recompute;
     if (n > 1 || nx > 1) {
         const double last_bucket = l.zero >= 2 ? all_gather_s(bucket, n, red) : all_reduce_s(bucket, n, red);
-        const double window = l.overlap ? one.backward() : 0.0;
+        // A reduction behind a backward of compute `window`: what does not fit, and the last bucket, is exposed.
+        auto exposed_behind = [&](double traffic, double window) {
+            return l.overlap ? std::max(traffic - window, std::min(traffic, last_bucket)) : traffic;
+        };
         if (l.zero <= 1) {
             // ZeRO-0 all-reduces the gradients (ZeRO-1 reduce-scatters them) once, bucket by bucket during the
-            // last micro-batch's backward; what does not fit behind it, and the last bucket, is exposed.
+            // last micro-batch's backward.
             reduce = l.zero == 0 ? all_reduce_s(K, n, red) + all_reduce_s(Kx, nx, red)
                                  : all_gather_s(K, n, red) + all_gather_s(Kx, nx, red);
-            exposed = std::max(reduce - window, l.overlap ? std::min(reduce, last_bucket) : reduce);
-        } else {
-            // ZeRO-2 and 3 reduce-scatter at every micro-batch, each behind its own backward.
+            exposed = exposed_behind(reduce, compute_b);
+        } else if (l.zero == 2) {
+            // ZeRO-2 reduce-scatters at every micro-batch, each behind its own backward.
             const double once = all_gather_s(K, n, red) + all_gather_s(Kx, nx, red);
             reduce = mb * once;
-            exposed = mb * std::max(once - window, l.overlap ? std::min(once, last_bucket) : once);
+            exposed = mb * exposed_behind(once, compute_b);
+        } else {
+            // ZeRO-3 (engine/parallel/zero_state.cpp) keeps only its shard: every forward and backward gathers each
+            // bucket, prefetching the next block's behind the one in hand, and every backward reduce-scatters the
+            // gradients too. Nothing is in hand before the first: per pass, the embedding (first in forward, the
+            // tied head first in backward, neither prefetched) and the first block's bucket wait whole, as does the
+            // last gradient bucket. The rest shares one link and one window per pass: the forward's gathers behind
+            // the forward's compute, the backward's gathers and reduce-scatter together behind the backward's.
+            const double once = all_gather_s(K, n, red) + all_gather_s(Kx, nx, red);
+            const double layer_params = r.layers > 0 ? double(r.params - (r.first ? r.Vr * m.hidden : 0)) / double(r.layers) : 0;
+            const double block_bucket = std::max(layer_params * e, std::min(l.bucket_mb * 1048576.0, layer_params * e * double(r.layers)));
+            const double all = all_gather_s(double(r.params) * e, n, red) + all_gather_s(double(r.expert_params) * e, nx, red);
+            const double first = std::min(all, (r.first || r.last ? all_gather_s(double(r.Vr * m.hidden) * e, n, red) : 0) +
+                                                    all_gather_s(block_bucket, n, red));
+            const double hidden_f = std::min(all - first, compute_f);
+            const double hideable_b = (all - first) + (l.overlap ? std::max(0.0, once - last_bucket) : 0.0);
+            const double hidden_b = std::min(hideable_b, compute_b);
+            reduce = mb * (2 * all + once);
+            exposed = reduce - mb * (hidden_f + hidden_b);
         }
         if (l.zero == 1 || l.zero == 2) {  // the updated shards gathered back after the optimizer step: exposed
             const double gather = all_gather_s(double(r.params) * e, n, red) + all_gather_s(double(r.expert_params) * e, nx, red);
             reduce += gather;
             exposed += gather;
-        }
-        if (l.zero >= 3) {
-            // ZeRO-3 (engine/parallel/zero_state.cpp) keeps only its shard: no gather after the optimizer, but every
-            // forward and backward gathers each bucket, prefetching the next block's behind the one in hand. Nothing
-            // is in hand before the first: per pass, the embedding (first in forward, the tied head first in
-            // backward, neither prefetched) and the first block's bucket wait whole.
-            const double layer_params = r.layers > 0 ? double(r.params - (r.first ? r.Vr * m.hidden : 0)) / double(r.layers) : 0;
-            const double block_bucket = std::max(layer_params * e, std::min(l.bucket_mb * 1048576.0, layer_params * e * double(r.layers)));
-            const double first = (r.first || r.last ? all_gather_s(double(r.Vr * m.hidden) * e, n, red) : 0) +
-                                 all_gather_s(block_bucket, n, red);
-            const double all = all_gather_s(double(r.params) * e, n, red) + all_gather_s(double(r.expert_params) * e, nx, red);
-            const double rest = std::max(0.0, all - first);
-            reduce += mb * 2 * all;
-            exposed += mb * (2 * first + std::max(0.0, 2 * rest - (one.forward() + one.backward())));
         }
     }
     // A tied embedding split over a pipeline: the first and last stages all-reduce its gradient after the last
@@ -183,6 +204,7 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
     }
     d.exposed = exposed;
     d.hidden = std::max(0.0, reduce - exposed);
+    d.link_level = link_level(c, red);
     // The optimizer walks the rank's shard of the parameters (ZeRO-1 and up: 1/(dp cp)).
     const double shard = l.zero >= 1 ? double(r.params) / n + double(r.expert_params) / nx : double(r.params + r.expert_params);
     d.optimizer = shard * c.optimizer_s * (1.0 + c.host_overhead);
@@ -212,23 +234,26 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
         sm.transfer_s = send_s(double(rank_shapes(m, l, 0).R * m.hidden) * (l.bf16 ? 2 : 4), group_link(c, l.tp * l.cp, l.pp));
         sm.pipeline = simulate_pipeline(make_schedule(l.pp_schedule, shape), shape, virtual_costs, sm.transfer_s);
     } else {
-        // Without a pipeline the engine runs each micro-batch's forward, then its backward.
-        const StageCost& s = sm.stage[0];
-        double t = 0;
-        for (int i = 0; i < l.grad_accum; ++i) {
-            sm.pipeline.actions.push_back({0, {PipeOp::forward, i, 0}, t, t + s.forward()});
-            t += s.forward();
-            sm.pipeline.actions.push_back({0, {PipeOp::backward, i, 0}, t, t + s.backward()});
-            t += s.backward();
-        }
-        sm.pipeline.finish = {mb * (s.forward() + s.backward())};
-        sm.pipeline.busy = sm.pipeline.finish;
-        sm.pipeline.makespan = sm.pipeline.finish[0];
+        // Without a pipeline the engine still runs the schedule asked for (engine/train/trainer.cpp makes it at pp
+        // 1 too): afab runs every forward, then every backward; 1f1b and zb1 each micro-batch's forward, then its
+        // backward (zb1's W right after its B).
+        const PipelineShape shape{1, l.grad_accum, 1};
+        const std::string name = l.pp_schedule == "interleaved" ? "1f1b" : l.pp_schedule;
+        sm.pipeline = simulate_pipeline(make_schedule(name, shape), shape, virtual_costs, 0.0);
     }
     double end = -1;
     for (int st = 0; st < l.pp; ++st) {
         sm.dp.push_back(dp_cost(m, c, l, rank_shapes(m, l, st), sm.stage[size_t(st)]));
-        const double e = sm.pipeline.finish[size_t(st)] + sm.dp.back().exposed + sm.dp.back().optimizer;
+        DpCost& dp = sm.dp.back();
+        double e = sm.pipeline.finish[size_t(st)] + dp.exposed + dp.optimizer;
+        // A link carries one group's bytes at a time: when the data-parallel traffic hidden behind compute and the
+        // other groups' transfers on the same level (the cp ring's, the pipeline's) need the link for longer than
+        // the step, the data-parallel part waits for it, exposed.
+        const double link_busy = mb * sm.stage[size_t(st)].link[size_t(dp.link_level)] + dp.exposed + dp.hidden;
+        if (link_busy > e) {
+            const double wait = std::min(link_busy - e, dp.hidden);
+            dp.exposed += wait, dp.hidden -= wait, e += wait;
+        }
         if (e > end) end = e, sm.critical_stage = st;
     }
     sm.step_s = end;
@@ -263,6 +288,9 @@ StepPieces estimate_step(const ModelDesc& m, const ClusterDesc& c, const Layout&
     p.dp_comm_hidden_s = dp.hidden;
     p.optimizer_s = dp.optimizer;
     p.step_s = busy + p.pp_comm_s + p.bubble_s + p.dp_comm_exposed_s + p.optimizer_s;
+    p.compute_busy_s = mb * w.compute() + p.optimizer_s;
+    for (size_t k = 0; k < p.link_busy_s.size(); ++k) p.link_busy_s[k] = mb * w.link[k];
+    p.link_busy_s[size_t(dp.link_level)] += dp.exposed + dp.hidden;
     return p;
 }
 

@@ -4,6 +4,7 @@
 // from simulating the schedule the engine runs with these per-micro-batch costs. Every piece is a figure of its own.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,13 @@ struct StepPieces {
     double optimizer_s = 0;
     double step_s = 0;
     double forward_s = 0, backward_s = 0;  // one micro-batch on the busiest stage (what the schedule simulates)
+    // The resources the model charges, busy over the step on the stage shown: the compute stream (every op,
+    // recomputation, the optimizer) and each link level (kLinkIntra, kLinkInter: every group's transfers on it,
+    // exposed or hidden). The step is never shorter than any of them (tests/unit/test_planner_physics.cpp).
+    double compute_busy_s = 0;
+    std::array<double, 2> link_busy_s{};
 };
+inline constexpr int kLinkIntra = 0, kLinkInter = 1;
 
 // One micro-batch's forward and backward on a stage (or one chunk of it), by piece.
 struct StageCost {
@@ -42,13 +49,15 @@ struct StageCost {
     double tp_f = 0, tp_b = 0, cp_exposed_f = 0, cp_exposed_b = 0, cp_hidden = 0, ep_f = 0, ep_b = 0;
     double tp_vocab = 0;  // of tp_f, the vocabulary-parallel ends' all-reduce (first and last stage)
     double pp = 0;  // transfers into the stage per micro-batch (forward activations and backward gradients)
+    std::array<double, 2> link{};  // per link level: every transfer of this micro-batch on it, exposed or hidden
+    double compute() const { return gemm_f + attn_f + other_f + gemm_b + attn_b + other_b + recompute; }
     double forward() const { return gemm_f + attn_f + other_f + tp_f + cp_exposed_f + ep_f; }
     double backward() const { return gemm_b + attn_b + other_b + recompute + tp_b + cp_exposed_b + ep_b; }
     StageCost& operator+=(const StageCost& o) {
         gemm_f += o.gemm_f, attn_f += o.attn_f, other_f += o.other_f, gemm_b += o.gemm_b, attn_b += o.attn_b;
         other_b += o.other_b, gemm_w += o.gemm_w, recompute += o.recompute, tp_f += o.tp_f, tp_b += o.tp_b;
         cp_exposed_f += o.cp_exposed_f, cp_exposed_b += o.cp_exposed_b, cp_hidden += o.cp_hidden, tp_vocab += o.tp_vocab;
-        ep_f += o.ep_f, ep_b += o.ep_b, pp += o.pp;
+        ep_f += o.ep_f, ep_b += o.ep_b, pp += o.pp, link[0] += o.link[0], link[1] += o.link[1];
         return *this;
     }
 };
@@ -61,6 +70,7 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
 // ranks of one stage, and the optimizer over the rank's shard.
 struct DpCost {
     double exposed = 0, hidden = 0, optimizer = 0;
+    int link_level = kLinkIntra;  // the level its reduction and gathers use
 };
 
 DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r, const StageCost& one);
@@ -84,6 +94,7 @@ StepPieces estimate_step(const ModelDesc& model, const ClusterDesc& cluster, con
 
 // The link a group uses: inside a node when its ranks (stride apart in the rank order) fit in one.
 const Link& group_link(const ClusterDesc& c, int stride, int size);
+int link_level(const ClusterDesc& c, const Link& link);  // kLinkIntra or kLinkInter
 // Alpha-beta times (docs/planner.md) of one collective of `bytes` (the whole buffer) over n ranks on a link.
 double all_reduce_s(double bytes, int n, const Link& link);
 double all_gather_s(double bytes, int n, const Link& link);  // also reduce-scatter

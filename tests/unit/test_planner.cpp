@@ -399,3 +399,104 @@ TEST_CASE("planner: ultrascope report puts the planner's prediction beside the m
     CHECK(bad.exit_code == 2);
     CHECK(bad.output.find("--cluster") != std::string::npos);
 }
+
+TEST_CASE("planner: published large-scale runs within 15%, one rule per source", "[planner]") {
+    // Megatron-LM (Narayanan et al. 2021, Table 1): GPT on Selene's A100s, vocabulary 51,200, sequence 2,048;
+    // (heads, hidden, layers, tp, pp, GPUs, batch, published % of peak). One rule for all ten rows: micro-batch 1,
+    // 1F1B, full recomputation, no ZeRO, naive attention, the gradients reduced in fp32 after the backward (2021
+    // Megatron-LM's data-parallel reduction), on assets/clusters/a100-selene-2021.json. Their FLOPs count the
+    // recomputed forward: 96 B s l h^2 (1 + s/6h + V/16lh), and so does the throughput compared here.
+    struct Megatron {
+        int heads, hidden, layers, tp, pp, gpus, batch;
+        double published;
+    };
+    const ClusterDesc selene = load_cluster("a100-selene-2021");
+    for (const Megatron& r : {Megatron{24, 2304, 24, 1, 1, 32, 512, 0.44}, Megatron{32, 3072, 30, 2, 1, 64, 512, 0.44},
+                              Megatron{32, 4096, 36, 4, 1, 128, 512, 0.46}, Megatron{48, 6144, 40, 8, 1, 256, 1024, 0.43},
+                              Megatron{64, 8192, 48, 8, 2, 512, 1536, 0.44}, Megatron{80, 10240, 60, 8, 4, 1024, 1792, 0.45},
+                              Megatron{96, 12288, 80, 8, 8, 1536, 2304, 0.47}, Megatron{128, 16384, 96, 8, 16, 1920, 2160, 0.50},
+                              Megatron{128, 20480, 105, 8, 35, 2520, 2520, 0.52},
+                              Megatron{160, 25600, 128, 8, 64, 3072, 3072, 0.52}}) {
+        const ModelDesc m = engine_model("megatron", 51200, r.hidden, r.layers, r.heads, 2048, 0, 2, 1, 0);
+        const int dp = r.gpus / (r.tp * r.pp);
+        Layout l = layout(dp, r.tp, r.pp, 1, r.batch / dp);
+        l.recompute = "full", l.bf16 = true, l.fp32_grad_accum = true, l.overlap = false;
+        check_layout(m, selene, l, r.gpus);
+        const PlanResult p = evaluate(m, selene, l);
+        const double s = 2048, h = r.hidden, L = r.layers, V = 51200;
+        const double achieved = p.tokens_per_s * 96 * L * h * h * (1 + s / (6 * h) + V / (16 * L * h)) /
+                                (double(r.gpus) * selene.peak_flops_bf16);
+        INFO("Megatron " << r.gpus << " GPUs, hidden " << r.hidden << ": planner " << achieved << " of peak, published "
+                         << r.published);
+        CHECK(std::abs(achieved / r.published - 1.0) <= 0.15);
+        CHECK(p.fits);  // every configuration ran in 80 GB
+    }
+    // Llama 3 405B (Dubey et al. 2024, Table 4) on H100s: (GPUs, cp, dp, seq, micro-batches per pipeline, MFU). One
+    // rule: tp 8 with sp, pp 16 interleaved x 2, ZeRO-1, micro-batch 1, no recomputation, flash attention, bf16.
+    struct Llama {
+        int gpus, cp, dp, seq, accum;
+        double mfu, low, high;  // the band the planner's MFU / the published must stay in
+    };
+    const ClusterDesc h100 = load_cluster("h100-sxm");
+    // The 128K row is a known miss (docs/planner.md): the planner charges the causal attention's whole square and
+    // an interleaved x 2 bubble; it is held to where it is (-22%) so that a change in either direction shows.
+    for (const Llama& r : {Llama{8192, 1, 64, 8192, 32, 0.43, 0.85, 1.15}, Llama{16384, 1, 128, 8192, 16, 0.41, 0.85, 1.15},
+                           Llama{16384, 16, 8, 131072, 16, 0.38, 0.72, 0.82}}) {
+        ModelDesc m = load_model("llama3-405b");
+        m.seq = r.seq;
+        Layout l = layout(r.dp, 8, 16, 1, r.accum);
+        l.cp = r.cp, l.pp_schedule = "interleaved", l.pp_chunks = 2, l.zero = 1, l.flash = true, l.bf16 = true;
+        check_layout(m, h100, l, r.gpus);
+        const PlanResult p = evaluate(m, h100, l);
+        INFO("Llama 3 405B on " << r.gpus << " GPUs, seq " << r.seq << ": planner MFU " << p.mfu << ", published " << r.mfu);
+        CHECK(p.mfu / r.mfu >= r.low);
+        CHECK(p.mfu / r.mfu <= r.high);
+    }
+}
+
+TEST_CASE("planner: at pp 1 the schedule asked for is the one that runs", "[planner]") {
+    // The engine makes the schedule at pp 1 too (engine/train/trainer.cpp): afab runs every forward, then every
+    // backward, holding all the micro-batches' activations; 1f1b and zb1 hold one. Time: the same work in the
+    // order the engine runs it.
+    const ClusterDesc c = load_cluster("h100-sxm");
+    const ModelDesc m = load_model("llama3-8b");
+    Layout one = layout(2, 4, 1, 1, 8), afab = one, zb = one;
+    afab.pp_schedule = "afab", zb.pp_schedule = "zb1";
+    const PlanResult a = evaluate(m, c, one), b = evaluate(m, c, afab), z = evaluate(m, c, zb);
+    const auto acts = [](const PlanResult& r) { return r.memory.bytes[size_t(MemCategory::activations)]; };
+    CHECK(b.memory.micro_batches_in_flight == 8);
+    CHECK(a.memory.micro_batches_in_flight == 1);
+    CHECK(z.memory.micro_batches_in_flight == 1);
+    CHECK(acts(b) > 7 * acts(a));
+    CHECK(acts(z) == acts(a));
+    CHECK(b.time.step_s == Approx(a.time.step_s));
+    CHECK(z.time.step_s == Approx(a.time.step_s));
+    // The simulated order: afab's eight forwards come first.
+    const StepModel sm = model_step(m, c, afab);
+    REQUIRE(sm.pipeline.actions.size() == 16);
+    for (int i = 0; i < 8; ++i) CHECK(sm.pipeline.actions[size_t(i)].action.op == PipeOp::forward);
+    CHECK(sm.pipeline.actions[8].action.op == PipeOp::backward);
+}
+
+TEST_CASE("planner: a router's load on the busiest expert rank slows the MoE step", "[planner]") {
+    const ClusterDesc c = load_cluster("h100-sxm");
+    const ModelDesc m = load_model("mixtral-8x7b");
+    Layout uniform = layout(8, 1, 1, 1, 4);
+    uniform.ep = 8;
+    Layout loaded = uniform;
+    loaded.moe_load = 1.5;
+    const PlanResult u = evaluate(m, c, uniform), l = evaluate(m, c, loaded);
+    // The bytes scale with the load, the latency terms do not.
+    CHECK(l.time.ep_comm_s > 1.4 * u.time.ep_comm_s);
+    CHECK(l.time.ep_comm_s <= 1.5 * u.time.ep_comm_s);
+    CHECK(l.time.gemm_s > u.time.gemm_s);
+    CHECK(l.time.step_s > u.time.step_s);
+    const nlohmann::json j = plan_json(m, c, u), k = plan_json(m, c, l);
+    CHECK(j["moe_load_kind"] == "assumed uniform");
+    CHECK(k["moe_load"].get<double>() == 1.5);
+    // The command line refuses a load under 1 (the busiest rank carries at least the uniform share).
+    const auto bad = us::test::run_process(us::test::bin("ultrascope") +
+                                           " plan --model mixtral-8x7b --dp 8 --ep 8 --moe-load 0.5");
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find("--moe-load") != std::string::npos);
+}
