@@ -130,7 +130,7 @@ TEST_CASE("HTA keeps every kernel of a trace with one ProfilerStep, and rounds t
     CHECK(e->total.compute_time_us == Approx(2.2 + 1000));
 }
 
-TEST_CASE("HTA figures need device spans; an imported trace without launch times has its idle breakdown unknown",
+TEST_CASE("HTA figures need device spans, and an imported trace without launch times has its idle breakdown unknown",
           "[cpu][hta]") {
     SyntheticRank cpu(0);
     cpu.step(0, 10, 1);

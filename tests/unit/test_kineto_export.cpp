@@ -120,7 +120,7 @@ TEST_CASE("the Kineto export of the H100 traces: steps, kernels with streams and
     }
 }
 
-TEST_CASE("the Kineto export of a CPU rank has cpu_op events and no devices; plain JSON on request",
+TEST_CASE("the Kineto export of a CPU rank has cpu_op events and no devices, and plain JSON on request",
           "[cpu][hta][kineto-export]") {
     us::test::SyntheticRank r(0);
     r.step(0, 10, 1), r.step(10, 20, 2);

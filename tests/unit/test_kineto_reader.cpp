@@ -142,7 +142,7 @@ TEST_CASE("kineto: ranks and process groups from distributedInfo, named and numb
     CHECK(!back.settings.has_value());
 }
 
-TEST_CASE("kineto: rank from the file name is warned; no rank at all and two files of one rank are refused", "[kineto][cpu]") {
+TEST_CASE("kineto: rank from the file name is warned, and no rank at all and two files of one rank are refused", "[kineto][cpu]") {
     const std::string a = write_trace("kineto-ranks", "rank_3.json", trace_json(kStep));
     TraceStore store;
     const auto warnings = load_run({a}, store);
@@ -186,7 +186,7 @@ TEST_CASE("kineto: without ProfilerStep the window is one step, and that is warn
     CHECK(add[0]->step == 1);
 }
 
-TEST_CASE("kineto: kernels on their streams carry the launching op; NCCL kernels are comm with bytes and group", "[kineto][cpu]") {
+TEST_CASE("kineto: kernels on their streams carry the launching op, and NCCL kernels are comm with bytes and group", "[kineto][cpu]") {
     const std::string info = R"({"backend": "nccl", "rank": 0, "world_size": 2,
         "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "ranks": [0, 1]}, {"pg_name": "7", "pg_desc": "mesh_dp", "ranks": [0, 1]}]})";
     const std::string ev = std::string(kStep) + R"j(,
@@ -230,7 +230,7 @@ TEST_CASE("kineto: kernels on their streams carry the launching op; NCCL kernels
     CHECK(store.rank(0)->metadata["streams"] == nlohmann::json::array({7, 20, 30}));
 }
 
-TEST_CASE("kineto: CPU-only collectives are comm with nelems x dtype bytes; send and recv are p2p with their peer", "[kineto][cpu]") {
+TEST_CASE("kineto: CPU-only collectives are comm with nelems x dtype bytes, and send and recv are p2p with their peer", "[kineto][cpu]") {
     const std::string ev = std::string(kStep) + R"(,
         {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 1100, "dur": 50,
          "args": {"Collective name": "allgather", "In msg nelems": 500, "Out msg nelems": 1000, "dtype": "BFloat16"}},

@@ -94,7 +94,7 @@ TEST_CASE("a measurement 8x its prediction is an unexplained miss, with its figu
     CHECK(misses_of(misses, "memory.activations", 1).empty());
 }
 
-TEST_CASE("within 10% is no miss; a run without steady steps is not compared on bytes per step",
+TEST_CASE("within 10% is no miss, and a run without steady steps is not compared on bytes per step",
           "[cpu][analysis][misses]") {
     Report rep = agreeing_report();
     RankReport& r = rep.ranks[0];

@@ -69,7 +69,7 @@ TEST_CASE("pipeline stages from sends and receives, with each stage's bubble", "
     }
 }
 
-TEST_CASE("without m the formula is unknown; m from the trace's annotations", "[cpu][hta][pipeline-stages]") {
+TEST_CASE("without m the formula is unknown, and m from the trace's annotations", "[cpu][hta][pipeline-stages]") {
     const PipelineStages unknown = pipeline_stages(three_stages());
     CHECK_FALSE(unknown.microbatches.has_value());
     CHECK_FALSE(unknown.formula.has_value());
