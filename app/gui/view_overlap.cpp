@@ -27,7 +27,41 @@ namespace {
 
 // Per rank and group, over the steady steps: bytes sent per step (measured from the collectives in the trace /
 // predicted by the engine's walk), time with a collective outstanding, the exposed part of it.
+// An imported run's process groups, named as the trace names them (the report's imported section), over its steps.
+void draw_imported_group_table(const prof::Report& rep) {
+    ImGui::Spacing();
+    ImGui::TextUnformatted("communication by process group (measured, per profiled step)");
+    const nlohmann::json& ranks = rep.imported_section.json.value("ranks", nlohmann::json::array());
+    int rows = 0;
+    for (const auto& r : ranks) rows += int(r.value("comm_by_process_group", nlohmann::json::array()).size());
+    if (rows == 0) {
+        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "  no collectives (NCCL send/recv kernels are the pipeline's "
+                                                           "transfers, shown as p2p)");
+        return;
+    }
+    if (!begin_wide_table("imported_groups", 4, rows)) return;
+    for (const char* h : {"rank", "process group", "time", "exposed"}) ImGui::TableSetupColumn(h);
+    ImGui::TableHeadersRow();
+    for (const auto& r : ranks) {
+        const double steps = std::max(1.0, r.value("steps", 1.0));
+        for (const auto& g : r.value("comm_by_process_group", nlohmann::json::array())) {
+            const double time = g.value("comm_s", 0.0) / steps, exposed = g.value("exposed_s", 0.0) / steps;
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::Text("%d", r.value("rank", -1));
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(g.value("name", std::string("?")).c_str());
+            ImGui::TableNextColumn();
+            ImGui::Text("%.2f ms", 1e3 * time);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.2f ms (%.0f%%)", 1e3 * exposed, time > 0 ? 100 * exposed / time : 0.0);
+        }
+    }
+    ImGui::EndTable();
+}
+
 void draw_group_table(const prof::Report& rep) {
+    if (rep.imported) return draw_imported_group_table(rep);
     ImGui::Spacing();
     ImGui::TextUnformatted("communication by group (per steady step)");
     if (ImGui::IsItemHovered())
@@ -37,7 +71,12 @@ void draw_group_table(const prof::Report& rep) {
     int rows = 0;
     for (const auto& r : rep.ranks)
         for (int g = 0; g < prof::kGroupCount; ++g)
-            rows += r.steady.group_bytes[size_t(g)] != 0 || r.predicted.comm_bytes[size_t(g)] != 0;
+            rows += r.steady.group_bytes[size_t(g)] != 0 || r.predicted.comm_bytes[size_t(g)] != 0 ||
+                    r.steady.group_comm_s[size_t(g)] != 0;
+    if (rows == 0) {
+        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "  no collectives in the steady steps");
+        return;
+    }
     if (!begin_wide_table("groups", 6, rows)) return;
     for (const char* h : {"rank", "group", "sent (measured)", "sent (predicted)", "time", "exposed"}) ImGui::TableSetupColumn(h);
     ImGui::TableHeadersRow();
@@ -45,7 +84,7 @@ void draw_group_table(const prof::Report& rep) {
         const double steps = double(std::max<size_t>(1, prof::steady_step_count(r.steps)));
         for (int g = 0; g < prof::kGroupCount; ++g) {
             const double bytes = r.steady.group_bytes[size_t(g)] / steps;
-            if (bytes == 0 && r.predicted.comm_bytes[size_t(g)] == 0) continue;
+            if (bytes == 0 && r.predicted.comm_bytes[size_t(g)] == 0 && r.steady.group_comm_s[size_t(g)] == 0) continue;
             const double time = r.steady.group_comm_s[size_t(g)] / steps, exposed = r.steady.group_exposed_s[size_t(g)] / steps;
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
@@ -60,12 +99,55 @@ void draw_group_table(const prof::Report& rep) {
             ImGui::Text("%s", format_bytes(int64_t(bytes)).c_str());
             miss_marker(rep.misses, "comm." + std::string(prof::kGroupNames[g]), r.rank);
             ImGui::TableNextColumn();
-            ImGui::Text("%s", format_bytes(r.predicted.comm_bytes[size_t(g)]).c_str());
+            if (rep.imported) ImGui::TextUnformatted("unknown");  // no model or layout behind a PyTorch trace
+            else ImGui::Text("%s", format_bytes(r.predicted.comm_bytes[size_t(g)]).c_str());
             ImGui::TableNextColumn();
             ImGui::Text("%.2f ms", 1e3 * time);
             ImGui::TableNextColumn();
             ImGui::Text("%.2f ms (%.0f%%)", 1e3 * exposed, time > 0 ? 100 * exposed / time : 0.0);
         }
+    }
+    ImGui::EndTable();
+}
+
+// Holistic Trace Analysis's figures per rank (hta_breakdown.h), for ranks with GPU kernels: the same definitions as
+// HTA 0.5.0, so a user can hold them against HTA's own output. HTA counts NCCL send/recv kernels as communication,
+// where the rows above count them as the pipeline's transfers.
+void draw_hta_table(const prof::Report& rep) {
+    int rows = 0;
+    for (const auto& r : rep.ranks) rows += r.hta.has_value();
+    if (rows == 0) return;
+    ImGui::Spacing();
+    ImGui::TextUnformatted("Holistic Trace Analysis's breakdown (measured; HTA's definitions, docs/formulas.md)");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("idle / compute / non-compute: shares of the kernel time (first kernel to last, all streams).\n"
+                          "overlap: time with computation and communication kernels both running / communication time.\n"
+                          "host wait: the launch came after the stream's previous kernel ended; kernel wait: a gap under\n"
+                          "30 us; other: the rest. Steps: every ProfilerStep but the last, as HTA counts them.");
+    if (!begin_wide_table("hta", 7, rows)) return;
+    for (const char* h : {"rank", "kernel time", "idle", "compute", "non-compute", "comm/comp overlap", "host / kernel wait, other"})
+        ImGui::TableSetupColumn(h);
+    ImGui::TableHeadersRow();
+    for (const auto& r : rep.ranks) {
+        if (!r.hta) continue;
+        const prof::HtaFigures& f = r.hta->total;
+        const double k = std::max(1e-9, f.kernel_time_us);
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::Text("%d", r.rank);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.1f ms", f.kernel_time_us / 1e3);
+        for (double v : {f.idle_time_us, f.compute_time_us, f.non_compute_time_us}) {
+            ImGui::TableNextColumn();
+            ImGui::Text("%.1f%%", 100 * v / k);
+        }
+        ImGui::TableNextColumn();
+        if (f.comp_comm_overlap_pct) ImGui::Text("%.1f%%", *f.comp_comm_overlap_pct);
+        else ImGui::TextUnformatted("unknown (no communication kernels)");
+        ImGui::TableNextColumn();
+        if (f.host_wait_us && f.kernel_wait_us && f.other_us)
+            ImGui::Text("%.1f / %.1f, %.1f ms", *f.host_wait_us / 1e3, *f.kernel_wait_us / 1e3, *f.other_us / 1e3);
+        else ImGui::TextUnformatted("unknown (no launch times)");
     }
     ImGui::EndTable();
 }
@@ -85,7 +167,9 @@ void draw_overlap_view(AppState& app) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no steps measured yet");
         return;
     }
-    if (!app.showing_prediction())
+    if (app.report().imported)
+        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps (the first profiled step left out)");
+    else if (!app.showing_prediction())
         ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps (step 1 left out)");
     else
         ImGui::TextColored(kPredictedColor, "PREDICTED by the planner's model over its steady steps: nothing here was measured");
@@ -166,6 +250,7 @@ void draw_overlap_view(AppState& app) {
     }
     ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "overlap = comm hidden / all comm; bubble: %s (predicted)", app.provenance());
     draw_group_table(app.report());
+    draw_hta_table(app.report());
 }
 
 }  // namespace us::gui
