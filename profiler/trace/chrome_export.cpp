@@ -8,38 +8,11 @@
 
 #include "engine/core/check.h"
 #include "engine/core/memory_category.h"
+#include "profiler/trace/text_output.h"
 
 namespace us::prof {
 
 namespace {
-
-// Streams text to a plain or gzip file.
-class Output {
-public:
-    Output(const std::string& path, bool gz) : m_gz(gz) {
-        if (gz) m_gzfile = gzopen(path.c_str(), "wb6");
-        else m_file = std::fopen(path.c_str(), "wb");
-        US_CHECK_INPUT(m_gzfile || m_file, "cannot create '{}'", path);
-    }
-    ~Output() { close(); }
-    void write(const std::string& s) {
-        if (m_gz) m_ok &= gzwrite(m_gzfile, s.data(), unsigned(s.size())) == int(s.size());
-        else m_ok &= std::fwrite(s.data(), 1, s.size(), m_file) == s.size();
-    }
-    bool close() {
-        if (m_gzfile) m_ok &= gzclose(m_gzfile) == Z_OK;
-        if (m_file) m_ok &= std::fclose(m_file) == 0;
-        m_gzfile = nullptr;
-        m_file = nullptr;
-        return m_ok;
-    }
-
-private:
-    bool m_gz;
-    gzFile m_gzfile = nullptr;
-    std::FILE* m_file = nullptr;
-    bool m_ok = true;
-};
 
 std::string escape(const std::string& s) { return nlohmann::json(s).dump(); }
 
@@ -77,7 +50,7 @@ void export_chrome_trace(const TraceStore& store, const std::string& out_path) {
     const bool gz = out_path.size() > 3 && out_path.substr(out_path.size() - 3) == ".gz";
     const std::string tmp = out_path + ".tmp";
     {
-        Output out(tmp, gz);
+        TextOutput out(tmp, gz);
         const int64_t origin = store.origin();
         auto us_of = [&](int64_t ns) { return fmt::format("{:.3f}", double(ns - origin) / 1e3); };
         nlohmann::json dist = {{"backend", store.run_metadata().value("comm_backend", std::string("mpi"))},

@@ -10,38 +10,11 @@
 
 #include "engine/core/check.h"
 #include "profiler/trace/launch_times.h"
+#include "profiler/trace/text_output.h"
 
 namespace us::prof {
 
 namespace {
-
-// Text to a plain or gzip file; close() says whether every write succeeded.
-class KinetoFile {
-public:
-    KinetoFile(const std::string& path, bool gz) : m_gz(gz) {
-        if (gz) m_gzfile = gzopen(path.c_str(), "wb6");
-        else m_file = std::fopen(path.c_str(), "wb");
-        US_CHECK_INPUT(m_gzfile || m_file, "cannot create '{}' (is the folder writable?)", path);
-    }
-    ~KinetoFile() { close(); }
-    void write(const std::string& s) {
-        if (s.empty()) return;
-        if (m_gz) m_ok &= gzwrite(m_gzfile, s.data(), unsigned(s.size())) == int(s.size());
-        else m_ok &= std::fwrite(s.data(), 1, s.size(), m_file) == s.size();
-    }
-    bool close() {
-        if (m_gzfile) m_ok &= gzclose(m_gzfile) == Z_OK;
-        if (m_file) m_ok &= std::fclose(m_file) == 0;
-        m_gzfile = nullptr, m_file = nullptr;
-        return m_ok;
-    }
-
-private:
-    bool m_gz;
-    gzFile m_gzfile = nullptr;
-    std::FILE* m_file = nullptr;
-    bool m_ok = true;
-};
 
 // Kineto's microseconds, written from integer nanoseconds so that no digit is lost to a double.
 std::string us_text(int64_t ns) {
@@ -205,7 +178,7 @@ std::vector<std::string> export_kineto_traces(const TraceStore& store, const std
         const std::string path = (std::filesystem::path(dir) / fmt::format("rank-{}.pt.trace.json{}", r, gz ? ".gz" : "")).string();
         const std::string tmp = path + ".tmp";
         {
-            KinetoFile out(tmp, gz);
+            TextOutput out(tmp, gz);
             // Kineto's own spacing ("rank": R): HTA finds a file's rank with the pattern "rank":\s+(\d+).
             const std::string backend = rt.metadata.value("source", std::string()) == "kineto"
                                             ? rt.metadata.value("backend", std::string("nccl"))
