@@ -50,5 +50,6 @@ rm -f "$here"/*.png.json
 # Runs of other frameworks: a real 4-rank PyTorch trace (FSDP2 x tensor parallelism on gloo) and a memory snapshot.
 data="$(cd "$here/../.." && pwd)/tests/data"
 shot "$data/kineto/dp2_tp2/iteration_4" --view timeline --screenshot "$here/pytorch-dp2-tp2-timeline.png"
+shot "$data/kineto/hta/trace_filter_sampled" --view timeline --screenshot "$here/pytorch-trace-hta-timeline.png"
 shot "$data/snapshot/rank0_memory_snapshot.pickle" --view snapshot --screenshot "$here/pytorch-memory-snapshot.png"
 rm -f "$here"/*.png.json
