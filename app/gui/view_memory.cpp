@@ -12,7 +12,6 @@
 #include "app/gui/model/memory_model.h"
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
-#include "profiler/analysis/imported_run.h"
 #include "engine/core/format.h"
 #include "engine/core/memory_category.h"
 
@@ -247,7 +246,7 @@ void draw_memory_view(AppState& app) {
             if (ImGui::Selectable(r.label.c_str(), r.rank == app.window.selected_rank)) app.window.selected_rank = r.rank;
         ImGui::EndCombo();
     }
-    if (prof::is_imported_run(*store)) {  // a PyTorch trace: the allocator's bytes, no categories
+    if (store->is_imported()) {  // a PyTorch trace: the allocator's bytes, no categories
         if (const prof::RankTrace* rt = store->rank(app.window.selected_rank)) draw_imported_memory(app, *rt);
         return;
     }

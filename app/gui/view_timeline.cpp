@@ -55,7 +55,7 @@ void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t f
                                                                   : prof::group_name(prof::run_info_of(store), s.group);
             ImGui::Text("group %s", group.c_str());
         }
-        if (s.kind == prof::SpanKind::step && s.step > 0 && store.run_metadata().value("source", std::string()) == "kineto")
+        if (s.kind == prof::SpanKind::step && s.step > 0 && store.is_imported())
             ImGui::Text("ProfilerStep#%d (Kineto's numbering)", s.step - 1);
         if (s.bytes) ImGui::Text("%s", format_bytes(int64_t(s.bytes)).c_str());
         if (s.flops)

@@ -11,7 +11,7 @@
 namespace us::prof {
 
 bool is_imported_run(const TraceStore& store) {
-    return store.rank_count() > 0 && store.run_metadata().value("source", std::string()) == "kineto";
+    return store.rank_count() > 0 && store.is_imported();
 }
 
 std::string process_group_name(const RankTrace& rt, int group) {

@@ -119,7 +119,7 @@ Report build_report(const TraceStore& store, int microbatches) {
     const nlohmann::json& meta = store.run_metadata();
     rep.config = meta.value("config", nlohmann::json::object());
     if (meta.contains("predicted") && meta["predicted"].is_object()) rep.predicted = meta["predicted"];
-    rep.imported = meta.value("source", std::string()) == "kineto";
+    rep.imported = store.is_imported();
     rep.predict_input = PredictInput::from_config(rep.config);
     if (rep.config.empty() && rep.predicted.contains("shape")) {
         // A planner's prediction for a model the engine does not run: no engine walk, but the layout the
@@ -307,7 +307,7 @@ Report build_report(const TraceStore& store, int microbatches) {
             t.peak_sources.push_back(rr.peak_source);
     t.mfu = t.peak_flops_per_s > 0 ? t.achieved_flops_per_s / t.peak_flops_per_s : 0;
     if (!rep.imported) rep.misses = find_misses(rep);  // an imported run has no prediction to miss
-    if (is_imported_run(store)) rep.imported_section = imported_run_section(store, microbatches);
+    if (rep.imported) rep.imported_section = imported_run_section(store, microbatches);
     return rep;
 }
 

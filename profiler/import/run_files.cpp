@@ -17,19 +17,6 @@ namespace us::prof {
 
 namespace fs = std::filesystem;
 
-int rank_from_file_name(const std::string& path) {
-    std::string name = fs::path(path).filename().string();
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    for (size_t at = name.find("rank"); at != std::string::npos; at = name.find("rank", at + 1)) {
-        size_t i = at + 4;
-        if (i < name.size() && (name[i] == '-' || name[i] == '_')) ++i;
-        int r = 0, digits = 0;
-        for (; i < name.size() && std::isdigit(uint8_t(name[i])) && digits < 6; ++i, ++digits) r = r * 10 + (name[i] - '0');
-        if (digits > 0 && (i >= name.size() || !std::isdigit(uint8_t(name[i])))) return r;
-    }
-    return -1;
-}
-
 bool is_ultrascope_trace(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     char magic[8] = {};

@@ -7,12 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "profiler/trace/run_info.h"  // rank_from_file_name
 #include "profiler/trace/trace_store.h"
 
 namespace us::prof {
 
-// The rank a file name says ("rank-3", "rank3", "rank_3", any case), or -1.
-int rank_from_file_name(const std::string& path);
 // Whether the file starts like an Ultrascope trace ("USTRACE\0").
 bool is_ultrascope_trace(const std::string& path);
 

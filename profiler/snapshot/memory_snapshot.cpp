@@ -7,12 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
-#include <regex>
 #include <unordered_map>
 
 #include "engine/core/check.h"
 #include "profiler/snapshot/pickle_reader.h"
 #include "profiler/snapshot/plain_json_reader.h"
+#include "profiler/trace/run_info.h"
 
 namespace us::snap {
 
@@ -300,16 +300,8 @@ MemorySnapshot load_memory_snapshot(const std::string& path) {
     PlainData data = read_snapshot_data(bytes, path);
     std::string().swap(bytes);  // the file's bytes are no longer needed: the peak holds one copy, not two
     MemorySnapshot snap = to_snapshot(std::move(data), path);
-    snap.rank = rank_from_file_name(path);
+    snap.rank = prof::rank_from_file_name(path);
     return snap;
-}
-
-int rank_from_file_name(const std::string& path) {
-    static const std::regex pattern(R"(rank[_-]?(\d{1,6}))", std::regex::icase);
-    const std::string name = std::filesystem::path(path).filename().string();
-    std::smatch m;
-    if (std::regex_search(name, m, pattern)) return std::stoi(m[1].str());
-    return -1;
 }
 
 bool is_memory_snapshot_path(const std::string& path) {

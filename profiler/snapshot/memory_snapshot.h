@@ -84,8 +84,6 @@ private:
 // Reads a snapshot file: a pickle (protocols 2-5, plain data only) or JSON. Throws UserError naming the file.
 MemorySnapshot load_memory_snapshot(const std::string& path);
 MemorySnapshot parse_memory_snapshot(std::string_view bytes, const std::string& source);
-// The rank a file name gives (rank0_memory_snapshot.pickle, snapshot_rank_12.json ...), -1 if none.
-int rank_from_file_name(const std::string& path);
 // Whether a path is a memory snapshot by its name or first bytes (.pickle/.pkl, or JSON with "segments").
 bool is_memory_snapshot_path(const std::string& path);
 

@@ -180,7 +180,7 @@ std::vector<std::string> export_kineto_traces(const TraceStore& store, const std
         {
             TextOutput out(tmp, gz);
             // Kineto's own spacing ("rank": R): HTA finds a file's rank with the pattern "rank":\s+(\d+).
-            const std::string backend = rt.metadata.value("source", std::string()) == "kineto"
+            const std::string backend = rt.imported()
                                             ? rt.metadata.value("backend", std::string("nccl"))
                                         : !rt.lanes[size_t(Lane::device_comm)].spans().empty() ? "nccl"
                                                                                                : "mpi";

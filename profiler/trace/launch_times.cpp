@@ -127,7 +127,7 @@ LaunchTimes launch_times(const TraceStore& store, int rank) {
     if (!rt) return out;
     out.device.assign(rt->lanes[size_t(Lane::device)].spans().size(), INT64_MIN);
     out.device_comm.assign(rt->lanes[size_t(Lane::device_comm)].spans().size(), INT64_MIN);
-    if (rt->metadata.value("source", std::string()) == "kineto") {
+    if (rt->imported()) {
         if (imported_launches(store, *rt, out) > 0)
             out.source = "measured: the cuda_runtime launch call inside the launching op (matched by the op's name, "
                          "in stream order)";

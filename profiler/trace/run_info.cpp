@@ -1,6 +1,10 @@
 // The run description (run_info.h): to and from JSON, and read off a store's rank metadata.
 #include "profiler/trace/run_info.h"
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
 #include "profiler/event.h"
 #include "profiler/trace/trace_store.h"
 
@@ -94,6 +98,19 @@ std::string group_name(const RunInfo& info, int group) {
             return g.desc.empty() ? "group " + g.name : g.desc;
         }
     return "group " + std::to_string(group);
+}
+
+int rank_from_file_name(const std::string& path) {
+    std::string name = std::filesystem::path(path).filename().string();
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    for (size_t at = name.find("rank"); at != std::string::npos; at = name.find("rank", at + 1)) {
+        size_t i = at + 4;
+        if (i < name.size() && (name[i] == '-' || name[i] == '_')) ++i;
+        int r = 0, digits = 0;
+        for (; i < name.size() && std::isdigit(uint8_t(name[i])) && digits < 6; ++i, ++digits) r = r * 10 + (name[i] - '0');
+        if (digits > 0 && (i >= name.size() || !std::isdigit(uint8_t(name[i])))) return r;
+    }
+    return -1;
 }
 
 }  // namespace us::prof

@@ -47,4 +47,8 @@ RunInfo run_info_of(const TraceStore& store);
 // A group id's name: kGroupNames for the engine's, the process group's kind or description beyond them.
 std::string group_name(const RunInfo& info, int group);
 
+// The rank a file name says ("rank-3", "rank3", "rank_3", "rank0_memory_snapshot", any case), or -1: for a
+// rank's file (a PyTorch trace or memory snapshot) that does not say its rank inside.
+int rank_from_file_name(const std::string& path);
+
 }  // namespace us::prof

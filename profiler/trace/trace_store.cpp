@@ -126,7 +126,7 @@ void TraceStore::add_chunk(const Chunk& c) {
         if (rt.metadata.contains("clock") && rt.metadata["clock"].is_object())
             rt.clock_offset_ns = rt.metadata["clock"].value("offset_ns", int64_t(0));
         // An imported PyTorch trace's threads run side by side too: a sub-lane each (its spans are not yet placed).
-        if (rt.metadata.is_object() && rt.metadata.value("source", std::string()) == "kineto")
+        if (rt.imported())
             for (LaneTrack& lane : rt.lanes) lane.set_rows_by_thread(true);
         return;
     }

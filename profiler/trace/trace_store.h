@@ -117,6 +117,9 @@ struct RankTrace {
     bool has_device_spans() const {
         return !lanes[size_t(Lane::device)].spans().empty() || !lanes[size_t(Lane::device_comm)].spans().empty();
     }
+    // Read from another framework's files (a PyTorch profiler trace: metadata source "kineto"), not recorded by
+    // the engine: no settings, no predictions.
+    bool imported() const { return metadata.is_object() && metadata.value("source", std::string()) == "kineto"; }
     // The lane whose op spans are the rank's compute: device on a traced GPU, compute otherwise.
     Lane work_lane() const { return has_device_spans() ? Lane::device : Lane::compute; }
 };
@@ -164,6 +167,11 @@ public:
     // "predicted", and every figure read from it is the model's.
     bool is_prediction() const { return run_metadata().contains("predicted"); }
     const char* provenance() const { return is_prediction() ? "predicted" : "measured"; }
+    // A run imported from another framework's files (RankTrace::imported of its first rank).
+    bool is_imported() const {
+        const nlohmann::json& m = run_metadata();
+        return m.is_object() && m.value("source", std::string()) == "kineto";
+    }
     int world_size() const;  // from metadata, else the number of ranks seen
 
 private:
