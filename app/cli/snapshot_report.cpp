@@ -29,8 +29,6 @@ nlohmann::json stack_json(const MemorySnapshot& s, uint32_t stack, size_t max_fr
     return frames;
 }
 
-const char* basis(MemoryCategory c) { return c == MemoryCategory::unknown ? "unknown" : "inferred"; }
-
 nlohmann::json device_json(const MemorySnapshot& s, const DeviceMemory& m) {
     nlohmann::json d = {{"device", m.device},
                         {"reserved_bytes", m.reserved_bytes},
@@ -66,7 +64,7 @@ nlohmann::json device_json(const MemorySnapshot& s, const DeviceMemory& m) {
     for (size_t i = 0; i < std::min(top_n, m.at_peak.size()); ++i) {
         const PeakAllocation& a = m.at_peak[i];
         top.push_back({{"addr", a.addr}, {"size", a.size}, {"site", frame_label(s, a.user_frame)},
-                       {"category", category_name(a.category)}, {"basis", basis(a.category)},
+                       {"category", category_name(a.category)}, {"basis", category_basis(a.category)},
                        {"known_from", origin_name(a.origin)}, {"frames", stack_json(s, a.stack)}});
     }
     d["top_allocations_at_peak"] = top;
@@ -75,11 +73,11 @@ nlohmann::json device_json(const MemorySnapshot& s, const DeviceMemory& m) {
     for (size_t i = 0; i < std::min(top_n, m.sites.size()); ++i)
         sites.push_back({{"site", frame_label(s, m.sites[i].frame)}, {"bytes", m.sites[i].bytes},
                          {"count", m.sites[i].count}, {"category", category_name(m.sites[i].category)},
-                         {"basis", basis(m.sites[i].category)}});
+                         {"basis", category_basis(m.sites[i].category)}});
     d["sites_at_peak"] = sites;
     nlohmann::json cats = nlohmann::json::array();
     for (const CategoryTotal& c : m.categories)
-        cats.push_back({{"category", category_name(c.category)}, {"basis", basis(c.category)}, {"bytes", c.bytes},
+        cats.push_back({{"category", category_name(c.category)}, {"basis", category_basis(c.category)}, {"bytes", c.bytes},
                         {"count", c.count}});
     d["categories_at_peak"] = cats;
     nlohmann::json ooms = nlohmann::json::array();
@@ -156,11 +154,11 @@ std::string format_snapshot_report(const LoadedSnapshot& r) {
                          "and Python's runtime):\n", m.at_peak.size());
         for (size_t i = 0; i < std::min(top_n, m.sites.size()); ++i)
             t += fmt::format("      {:>11} {:>5}x  {}  [{}, {}]\n", format_bytes(m.sites[i].bytes), m.sites[i].count,
-                             frame_label(s, m.sites[i].frame), category_name(m.sites[i].category), basis(m.sites[i].category));
+                             frame_label(s, m.sites[i].frame), category_name(m.sites[i].category), category_basis(m.sites[i].category));
         t += "    at the peak, by category (inferred from the frames' names; the rest unknown):\n";
         for (const CategoryTotal& c : m.categories)
             t += fmt::format("      {:>11} {:>5}x  {} ({})\n", format_bytes(c.bytes), c.count, category_name(c.category),
-                             basis(c.category));
+                             category_basis(c.category));
         t += "    largest allocations at the peak:\n";
         for (size_t i = 0; i < std::min<size_t>(5, m.at_peak.size()); ++i)
             t += fmt::format("      {:>11}  {}  [{}; {}]\n", format_bytes(m.at_peak[i].size),

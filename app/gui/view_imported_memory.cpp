@@ -51,10 +51,11 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
     ImGui::TextColored(ImColor(kTextDim), "measured: the caching allocator's bytes after each allocation or free "
                                           "([memory] events); categories unknown for an imported trace");
     const int64_t t0 = app.window.t0, t1 = std::max(app.window.t0 + 1, app.window.t1);
-    int64_t ymax = 1;
-    for (const auto& [s, points] : shown)
-        for (const auto& p : *points)
-            if (p.t >= t0 && p.t <= t1) ymax = std::max(ymax, int64_t(p.value));
+    int64_t ymax = 1;  // over the window's points only, found by binary search (points are in time order)
+    for (const auto& [s, points] : shown) {
+        auto it = std::lower_bound(points->begin(), points->end(), t0, [](const prof::CounterPoint& p, int64_t t) { return p.t < t; });
+        for (; it != points->end() && it->t <= t1; ++it) ymax = std::max(ymax, int64_t(it->value));
+    }
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     const float w = std::max(80.0f, ImGui::GetContentRegionAvail().x - 4);
@@ -86,14 +87,24 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
         if (i) ImGui::SameLine();
         legend_item(shown[i].first->color, shown[i].first->label);
     }
-    // Each step's peak, per series (the step a [memory] event falls in, as the reader assigned it).
-    std::map<int, std::vector<int64_t>> peaks;
-    for (size_t i = 0; i < shown.size(); ++i)
-        for (const auto& p : *shown[i].second) {
-            auto& row = peaks[p.step];
-            row.resize(shown.size(), 0);
-            row[i] = std::max(row[i], int64_t(p.value));
-        }
+    // Each step's peak, per series (the step a [memory] event falls in, as the reader assigned it): computed once per
+    // rank and store version, not every frame.
+    static struct {
+        uint64_t version = UINT64_MAX;
+        int rank = -1;
+        std::map<int, std::vector<int64_t>> peaks;
+    } cache;
+    if (cache.version != store.version() || cache.rank != rank.rank) {
+        cache.peaks.clear();
+        for (size_t i = 0; i < shown.size(); ++i)
+            for (const auto& p : *shown[i].second) {
+                auto& row = cache.peaks[p.step];
+                row.resize(shown.size(), 0);
+                row[i] = std::max(row[i], int64_t(p.value));
+            }
+        cache.version = store.version(), cache.rank = rank.rank;
+    }
+    const auto& peaks = cache.peaks;
     if (ImGui::BeginTable("step_peaks", int(shown.size()) + 1, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY)) {
         ImGui::TableSetupColumn("step (Kineto's)");
         for (const auto& [s, points] : shown) ImGui::TableSetupColumn(fmt::format("{} peak", s->label).c_str());

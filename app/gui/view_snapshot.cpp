@@ -22,8 +22,6 @@ constexpr ImU32 kAllocatedColor = IM_COL32(90, 160, 230, 200);
 constexpr ImU32 kReservedColor = IM_COL32(230, 200, 90, 255);
 constexpr ImU32 kOomColor = IM_COL32(240, 70, 60, 255);
 
-const char* category_basis(snap::MemoryCategory c) { return c == snap::MemoryCategory::unknown ? "unknown" : "inferred"; }
-
 // Allocated (filled) under reserved (a line) over the trace's samples, the peak and OOMs marked; a hover readout.
 void draw_timeline(const snap::DeviceMemory& m, float height) {
     const auto& samples = m.timeline;
@@ -98,14 +96,14 @@ void draw_peak_tables(const snap::MemorySnapshot& s, const snap::DeviceMemory& m
             ImGui::TableNextColumn();
             ImGui::Text("%lld", static_cast<long long>(site.count));
             ImGui::TableNextColumn();
-            ImGui::Text("%s (%s)", snap::category_name(site.category), category_basis(site.category));
+            ImGui::Text("%s (%s)", snap::category_name(site.category), snap::category_basis(site.category));
         }
         ImGui::EndTable();
     }
     ImGui::Text("By category at the peak:");
     for (const auto& c : m.categories) {
         ImGui::SameLine();
-        ImGui::Text("%s %s (%s);", snap::category_name(c.category), format_bytes(c.bytes).c_str(), category_basis(c.category));
+        ImGui::Text("%s %s (%s);", snap::category_name(c.category), format_bytes(c.bytes).c_str(), snap::category_basis(c.category));
     }
 }
 

@@ -19,6 +19,8 @@ std::string frame_label(const MemorySnapshot& snap, int64_t frame_id);
 
 enum class MemoryCategory : uint8_t { parameters, optimizer_state, gradients, activations, unknown };
 const char* category_name(MemoryCategory c);
+// How a category is known: "inferred" from the frames, or "unknown" when no rule matched.
+inline const char* category_basis(MemoryCategory c) { return c == MemoryCategory::unknown ? "unknown" : "inferred"; }
 // The category a stack's frames suggest; unknown when no rule matches (the rules: docs/pytorch-memory.md).
 MemoryCategory categorize_stack(const MemorySnapshot& snap, uint32_t stack);
 
