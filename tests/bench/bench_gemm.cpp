@@ -1,6 +1,7 @@
 // Benchmark of the bf16 GEMM kernels against OpenBLAS sgemm on GPT-2 training shapes (m = B*T = 2048,
-// C = 256 and 768, V = 50304) at 1 and 2 threads, as measured GFLOP/s: 2*m*n*k / best of the repetitions.
-// Usage: bench_gemm [repetitions, default 3] [only shapes whose name contains this, e.g. "fwd" or "lm"]
+// C = 256 and 768, V = 50304) at 1 and 2 threads (or those given), as measured GFLOP/s: 2*m*n*k / best of the repetitions.
+// Usage: bench_gemm [repetitions, default 3] [only shapes whose name contains this, e.g. "fwd" or "lm"; "" all]
+//                   [threads..., default 1 2]
 #include <cblas.h>
 #include <omp.h>
 
@@ -105,6 +106,9 @@ int main(int argc, char** argv) {
     us::cpu::ensure_openblas_kernel(argv);  // the kernels the trainer runs on (blas_kernel.h)
     const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
     const std::string filter = argc > 2 ? argv[2] : "";
+    std::vector<int> thread_counts;
+    for (int i = 3; i < argc; ++i) thread_counts.push_back(std::max(1, std::atoi(argv[i])));
+    if (thread_counts.empty()) thread_counts = {1, 2};
     const bool have_avx512 = us::cpu::cpu_supports_avx512_bf16();
     const int max_threads = omp_get_max_threads();
     std::printf("bf16 GEMM benchmark: measured GFLOP/s = 2*m*n*k / best of %d runs (after 1 warm-up)\n",
@@ -122,7 +126,7 @@ int main(int argc, char** argv) {
         for (const Shape& s : training_shapes(C)) {
             if (std::string(s.name).find(filter) == std::string::npos) continue;
             fill(s, o);
-            for (int threads : {1, 2}) {
+            for (int threads : thread_counts) {
                 omp_set_num_threads(threads);
                 openblas_set_num_threads(threads);
                 const double sg = gflops(s, time_sgemm(s, o, reps));

@@ -2,7 +2,7 @@
 """Training throughput of ultrascope-train against the same model in PyTorch, on the same CPU threads.
 
 The model: hidden 256, 4 layers, 4 heads, seq 256, micro-batch 8, fp32, AdamW (tests/tools/torch_gpt.py is the
-PyTorch side). For 1 and 2 threads it prints tokens/s of both, their ratio, the measured sgemm peak of the BLAS on
+PyTorch side). For 1 and 2 threads (or --threads) it prints tokens/s of both, their ratio, the measured sgemm peak of the BLAS on
 those threads, each one's MFU (6N + 12*L*h*s FLOPs per token against that peak), and the BLAS kernels in use.
 
 A second table trains the same model at seq 1024 with --attention naive and flash (tokens/s, activation peak):
@@ -12,7 +12,7 @@ A third table trains SHAPE in fp32 and in bf16 on the same threads (tokens/s and
 GEMM kernel that ran (the AVX-512 BF16 one, or fp32 sgemm on rounded inputs where the CPU has no BF16).
 
     /usr/bin/python3 tests/bench/bench_vs_pytorch.py [--build build] [--steps 30] [--attention-steps 8]
-                     [--precision-steps 20] [--python PYTHON_WITH_TORCH]
+                     [--precision-steps 20] [--python PYTHON_WITH_TORCH] [--threads 1,2]
 """
 import argparse
 import ctypes
@@ -151,8 +151,10 @@ def main():
     ap.add_argument("--attention-steps", type=int, default=8, help="steps of the seq-1024 table (0: skip it)")
     ap.add_argument("--precision-steps", type=int, default=20, help="steps of the fp32 vs bf16 table (0: skip it)")
     ap.add_argument("--python", default="/usr/bin/python3", help="the interpreter whose torch is compared")
+    ap.add_argument("--threads", default="1,2", help="thread counts of the throughput and precision tables")
     ap.add_argument("--data", default=os.path.join(HERE, "..", "..", "assets", "corpus", "default.txt"))
     args = ap.parse_args()
+    thread_counts = [int(t) for t in args.threads.split(",")]
     like_with_like = os.path.isdir(OPENMP_OPENBLAS)
     described = backend_description(args.build, "fp32")
     if "set by ultrascope" in described and "OPENBLAS_CORETYPE" not in os.environ:
@@ -172,7 +174,7 @@ def main():
           "libblas). Figures are measured: tokens/s over steps 6..N.")
     print(f"{'threads':>7} | {'sgemm peak':>10} | {'ultrascope':>10} | {'pytorch':>10} | {'pytorch-omp':>11} | "
           f"{'ratio':>5} | {'ratio-omp':>9} | {'MFU us':>6} | {'MFU pt':>6} | {'MFU pt-omp':>10} | kernel | load")
-    for threads in (1, 2):
+    for threads in thread_counts:
         peak = json.loads(subprocess.run([os.path.join(args.build, "bin", "bench_sgemm_peak"), str(threads)],
                                          check=True, capture_output=True, text=True).stdout)
         us_tps, _ = run_ultrascope(args.build, threads, args.steps, args.data)
@@ -198,7 +200,7 @@ def main():
         print(f"\nfp32 against bf16, {args.precision_steps} steps (tokens/s over steps 6..N, measured); "
               f"{backend_description(args.build, 'bf16')}")
         print(f"{'threads':>7} | {'fp32 t/s':>9} | {'bf16 t/s':>9} | bf16 / fp32 | loss fp32 / bf16")
-        for threads in (1, 2):
+        for threads in thread_counts:
             fp32, loss32 = run_ultrascope(args.build, threads, args.precision_steps, args.data, "fp32")
             bf16, loss16 = run_ultrascope(args.build, threads, args.precision_steps, args.data, "bf16")
             print(f"{threads:>7} | {fp32:>9.0f} | {bf16:>9.0f} | {bf16 / fp32:>11.2f} | {loss32:.4f} / {loss16:.4f}")
