@@ -184,9 +184,11 @@ public:
     // ---- softmax cross-entropy; logits are fp32 and turn into probabilities in place, then into dlogits
     virtual void crossentropy_forward(Tensor losses /* (N) fp32 */, Tensor logits /* (N,V) */,
                                       Tensor targets /* (N) i32 */, int N, int V) = 0;
-    // dlogits (N,V) from the probabilities in place; the logits are the vocabulary's columns [vocab_begin, + V)
-    // (vocab_begin = 0 on one rank), and a target outside them contributes no -1.
-    virtual void crossentropy_backward(Tensor dlogits /* (N,V) over the probs */, Tensor targets,
+    // dlogits (N,V) = (probs - onehot) * dloss, written in dlogits' dtype: in place over the probabilities (fp32), or
+    // straight into the bf16 operand of the head's GEMMs (one pass instead of a write and a conversion). The logits
+    // are the vocabulary's columns [vocab_begin, + V) (vocab_begin = 0 on one rank), and a target outside them
+    // contributes no -1.
+    virtual void crossentropy_backward(Tensor dlogits /* (N,V) = */, Tensor probs /* (N,V) fp32 */, Tensor targets,
                                        float dloss /* d(loss)/d(per-token loss) */, int N, int V,
                                        int vocab_begin) = 0;
     // The vocabulary-parallel cross-entropy (Megatron-LM) in three steps around two reductions over the

@@ -207,10 +207,10 @@ void ProfiledBackend::crossentropy_forward(Tensor losses, Tensor logits, Tensor 
     US_OP_SPAN(loss, "cross-entropy");
     m_inner.crossentropy_forward(losses, logits, targets, N, V);
 }
-void ProfiledBackend::crossentropy_backward(Tensor dlogits, Tensor targets, float dloss, int N, int V,
+void ProfiledBackend::crossentropy_backward(Tensor dlogits, Tensor probs, Tensor targets, float dloss, int N, int V,
                                             int vocab_begin) {
     US_OP_SPAN(loss, "cross-entropy backward");
-    m_inner.crossentropy_backward(dlogits, targets, dloss, N, V, vocab_begin);
+    m_inner.crossentropy_backward(dlogits, probs, targets, dloss, N, V, vocab_begin);
 }
 void ProfiledBackend::crossentropy_local_max(Tensor rowmax, Tensor logits, int N, int V, int valid) {
     US_OP_SPAN(loss, "vocab-parallel softmax max");

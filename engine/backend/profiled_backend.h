@@ -62,7 +62,8 @@ public:
     void embedding_forward(Tensor out, Tensor tokens, Tensor wte, int N, int C, int vocab_begin, int V) override;
     void embedding_backward(Tensor dwte, Tensor dout, Tensor tokens, int N, int C, int vocab_begin, int V) override;
     void crossentropy_forward(Tensor losses, Tensor logits, Tensor targets, int N, int V) override;
-    void crossentropy_backward(Tensor dlogits, Tensor targets, float dloss, int N, int V, int vocab_begin) override;
+    void crossentropy_backward(Tensor dlogits, Tensor probs, Tensor targets, float dloss, int N, int V,
+                               int vocab_begin) override;
     void crossentropy_local_max(Tensor rowmax, Tensor logits, int N, int V, int valid) override;
     void crossentropy_local_sums(Tensor sums, Tensor logits, Tensor rowmax, Tensor targets, int N, int V, int valid,
                                  int vocab_begin) override;

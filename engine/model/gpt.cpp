@@ -398,13 +398,10 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, BackwardScratch& s, fl
     const int fin = m_layout.final_unit(), emb = m_layout.embedding_unit();
     const Tensor targets = acts.tokens.view(DType::i32, N, N);
     // d(mean loss): the mean is over the micro-batch's tokens on every rank of the cp group
-    m_be.crossentropy_backward(h.logits, targets, grad_scale / float(m_shape.loss_tokens()), N, V,
+    // the head GEMMs run in bf16 in bf16 runs, as under autocast: the gradient is written in bf16 directly
+    const Tensor dlogits = m_shape.dtype == DType::bf16 ? s.dlogits16 : h.logits;
+    m_be.crossentropy_backward(dlogits, h.logits, targets, grad_scale / float(m_shape.loss_tokens()), N, V,
                                m_layout.vocab_begin());
-    Tensor dlogits = h.logits;
-    if (m_shape.dtype == DType::bf16) {  // the head GEMMs run in bf16, as under autocast
-        m_be.copy(s.dlogits16, h.logits);
-        dlogits = s.dlogits16;
-    }
     params.acquire(fin, Pass::backward);
     params.acquire(emb, Pass::backward);
     const Tensor wte = embedding_params(params.weights(emb)).wte;

@@ -64,9 +64,10 @@ def median_step_ms(times):
 
 
 def run_llmc(binary, model, batch, seq, steps, train, val, extra):
+    binary = os.path.abspath(binary)  # it runs in its own folder (where llm.c looks for its tokenizer)
     args = [binary, "-i", train, "-j", val, "-e", model, "-b", str(batch), "-t", str(seq), "-d", str(batch * seq),
             "-x", str(steps), "-v", "1000000", "-s", "0", "-h", "0", "-y", "0"] + extra.split()
-    out = subprocess.run(args, capture_output=True, text=True, cwd=os.path.dirname(os.path.abspath(binary)))
+    out = subprocess.run(args, capture_output=True, text=True, cwd=os.path.dirname(binary))
     if out.returncode != 0:
         sys.exit(f"llm.c failed ({out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
     step = re.compile(r"step\s+(\d+)/\d+ \| loss ([\d.]+).*\| ([\d.]+) ms \| ([\d.]+)% bf16 MFU")

@@ -113,6 +113,32 @@ TEST_CASE("cuda: GEMM in every transpose combination, fp32 and bf16", "[cuda]") 
             }
 }
 
+// A linear layer's forward: out = x W^T + residual + bias. bf16 takes one cuBLASLt GEMM with the bias in its
+// epilogue and the residual as its C operand (lt_linear.h); fp32 the GEMM and the bias kernel. Shapes with and
+// without 16-byte rows, with and without each optional operand.
+TEST_CASE("cuda: linear layer forward (bias and residual in the GEMM) matches the CPU backend", "[cuda]") {
+    if (!have_gpu()) return;
+    Pair p;
+    for (auto [N, IC, OC] : {std::tuple{64, 96, 128}, std::tuple{37, 71, 53}})
+        for (DType t : {DType::f32, DType::bf16})
+            for (int with : {0, 1, 2, 3}) {  // bit 0: residual, bit 1: bias
+                INFO(dtype_name(t) << ", N " << N << " IC " << IC << " OC " << OC << ", residual " << (with & 1)
+                                   << ", bias " << (with >> 1));
+                Twin x = p.make(t, random_vector(size_t(N) * IC, 41)), w = p.make(t, random_vector(size_t(OC) * IC, 42));
+                Twin res = p.make(t, random_vector(size_t(N) * OC, 43)), bias = p.make(t, random_vector(OC, 44));
+                Twin out = p.make(t, random_vector(size_t(N) * OC, 45));  // overwritten, whatever it held
+                GemmArgs g;
+                g.trans_b = true, g.m = N, g.n = OC, g.k = IC, g.lda = IC, g.ldb = IC, g.ldc = OC;
+                for (auto [be, side] : {std::pair<Backend*, int>{&p.cpu(), 0}, {&p.gpu(), 1}}) {
+                    g.a = side ? x.gpu : x.cpu, g.b = side ? w.gpu : w.cpu, g.c = side ? out.gpu : out.cpu;
+                    const Tensor r = (with & 1) ? (side ? res.gpu : res.cpu) : Tensor{};
+                    const Tensor b = (with & 2) ? (side ? bias.gpu : bias.cpu) : Tensor{};
+                    be->linear_forward(g, r, b);
+                }
+                expect_close(p, out, "linear out", t == DType::bf16 ? 2e-2 : 1e-4);
+            }
+}
+
 TEST_CASE("cuda: LayerNorm, GeLU, bias and elementwise ops match the CPU backend", "[cuda]") {
     if (!have_gpu()) return;
     Pair p;
@@ -280,15 +306,19 @@ TEST_CASE("cuda: embedding (bitwise backward), cross-entropy and AdamW match the
         p.gpu().embedding_backward(slice.gpu, dout.gpu, tok.gpu, N, C, 5, 7);
         expect_close(p, slice, "embedding backward of a vocabulary slice", 0.0);
     }
-    // Softmax cross-entropy on a vocabulary of 97 (the kernels' scalar path) and of 100 (their float4 path).
+    // Softmax cross-entropy on a vocabulary of 97 (the kernels' scalar path) and of 104 (their 16-byte path: 4 floats, 8 bf16).
     auto check_crossentropy = [&](int vocab, const Twin& targets, uint64_t seed, const std::string& path) {
         Twin logits = p.make(DType::f32, random_vector(size_t(N) * vocab, seed, 3.0f)), losses = p.zeros(DType::f32, N);
         p.cpu().crossentropy_forward(losses.cpu, logits.cpu, targets.cpu, N, vocab);
         p.gpu().crossentropy_forward(losses.gpu, logits.gpu, targets.gpu, N, vocab);
         expect_close(p, losses, ("cross-entropy losses" + path).c_str(), 1e-5);
         expect_close(p, logits, ("probabilities" + path).c_str(), 1e-5);
-        p.cpu().crossentropy_backward(logits.cpu, targets.cpu, 0.01f, N, vocab, 0);
-        p.gpu().crossentropy_backward(logits.gpu, targets.gpu, 0.01f, N, vocab, 0);
+        Twin d16 = p.zeros(DType::bf16, int64_t(N) * vocab);  // bf16 runs: the gradient written in bf16 directly
+        p.cpu().crossentropy_backward(d16.cpu, logits.cpu, targets.cpu, 0.01f, N, vocab, 0);
+        p.gpu().crossentropy_backward(d16.gpu, logits.gpu, targets.gpu, 0.01f, N, vocab, 0);
+        expect_close(p, d16, ("dlogits in bf16" + path).c_str(), 1e-2);
+        p.cpu().crossentropy_backward(logits.cpu, logits.cpu, targets.cpu, 0.01f, N, vocab, 0);
+        p.gpu().crossentropy_backward(logits.gpu, logits.gpu, targets.gpu, 0.01f, N, vocab, 0);
         expect_close(p, logits, ("dlogits" + path).c_str(), 1e-5);
     };
     auto draw_targets = [&](int vocab) {
@@ -298,7 +328,7 @@ TEST_CASE("cuda: embedding (bitwise backward), cross-entropy and AdamW match the
     };
     const Twin tgt = draw_targets(V);
     check_crossentropy(V, tgt, 34, "");
-    check_crossentropy(100, draw_targets(100), 37, " (float4 path)");
+    check_crossentropy(104, draw_targets(104), 37, " (16-byte path)");
     // The vocabulary-parallel steps on one rank's columns [3, 3 + V2) of which the last 2 are padding (the
     // reductions over the group are the caller's; here each step alone, CPU against GPU).
     const int V2 = 7, valid = 5, begin = 3;
@@ -314,8 +344,8 @@ TEST_CASE("cuda: embedding (bitwise backward), cross-entropy and AdamW match the
     p.gpu().crossentropy_finish(part_losses.gpu, part.gpu, rowmax.gpu, sums.gpu, N, V2, valid);
     expect_close(p, part_losses, "vocab-parallel losses", 1e-5);
     expect_close(p, part, "vocab-parallel probabilities", 1e-5);
-    p.cpu().crossentropy_backward(part.cpu, tgt.cpu, 0.01f, N, V2, begin);
-    p.gpu().crossentropy_backward(part.gpu, tgt.gpu, 0.01f, N, V2, begin);
+    p.cpu().crossentropy_backward(part.cpu, part.cpu, tgt.cpu, 0.01f, N, V2, begin);
+    p.gpu().crossentropy_backward(part.gpu, part.gpu, tgt.gpu, 0.01f, N, V2, begin);
     expect_close(p, part, "vocab-parallel dlogits", 1e-5);
 
     for (bool master : {false, true}) {

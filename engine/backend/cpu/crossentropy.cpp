@@ -43,15 +43,23 @@ void CpuBackend::crossentropy_forward(Tensor losses, Tensor logits, Tensor targe
     }
 }
 
-void CpuBackend::crossentropy_backward(Tensor dlogits, Tensor targets, float dloss, int N, int V, int vocab_begin) {
-    float* p = dlogits.f32();
+void CpuBackend::crossentropy_backward(Tensor dlogits, Tensor probs, Tensor targets, float dloss, int N, int V,
+                                       int vocab_begin) {
+    const float* p = probs.f32();
     const int32_t* tgt = targets.i32();
+    const bool to_bf16 = dlogits.dtype == DType::bf16;
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
-        float* row = p + size_t(n) * V;
-        for (int i = 0; i < V; ++i) row[i] *= dloss;
+        const float* row = p + size_t(n) * V;
         const int t = tgt[n] - vocab_begin;
-        if (t >= 0 && t < V) row[t] -= dloss;
+        auto grad = [&](int i) { return i == t ? row[i] * dloss - dloss : row[i] * dloss; };
+        if (to_bf16) {
+            bf16* out = dlogits.b16() + size_t(n) * V;
+            for (int i = 0; i < V; ++i) out[i] = f32_to_bf16(grad(i));
+        } else {
+            float* out = dlogits.f32() + size_t(n) * V;
+            for (int i = 0; i < V; ++i) out[i] = grad(i);
+        }
     }
 }
 

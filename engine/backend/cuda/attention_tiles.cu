@@ -41,11 +41,46 @@ __device__ __forceinline__ uint32_t pack(bfloat lo, bfloat hi) {
     return uint32_t(*reinterpret_cast<const uint16_t*>(&lo)) | (uint32_t(*reinterpret_cast<const uint16_t*>(&hi)) << 16);
 }
 
+// ldmatrix: four 8 x 8 bf16 matrices from shared memory, each lane giving one row address (lanes 8i..8i+7 the rows
+// of matrix i); a lane receives row lane/4, columns 2(lane%4) and +1 of each (.trans: of each transposed). One
+// instruction replaces the eight to sixteen scalar loads of a fragment pair.
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bfloat* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const bfloat* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(p)));
+}
+
 // A 64 x 64 bf16 tile, its rows `stride` elements apart in global memory, into padded shared memory.
 __device__ void load_tile(bfloat* dst, const bfloat* src, int64_t stride) {
     for (int v = threadIdx.x; v < kTile * kHD / 8; v += blockDim.x) {
         const int r = v / (kHD / 8), c = (v % (kHD / 8)) * 8;
         *reinterpret_cast<uint4*>(dst + r * kPad + c) = *reinterpret_cast<const uint4*>(src + r * stride + c);
+    }
+}
+
+// cp.async: 16-byte copies from global to shared memory that proceed while the block computes (Ampere and newer).
+// A commit closes a group of them; wait<N> returns once at most N groups are still in flight. The kernels below
+// double-buffer the tiles they walk: the next tile's copies are issued before the current tile's products.
+__device__ __forceinline__ void copy_async16(void* dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(dst)), "l"(src));
+}
+__device__ __forceinline__ void commit_async() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void wait_async() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ void load_tile_async(bfloat* dst, const bfloat* src, int64_t stride) {
+    for (int v = threadIdx.x; v < kTile * kHD / 8; v += blockDim.x) {
+        const int r = v / (kHD / 8), c = (v % (kHD / 8)) * 8;
+        copy_async16(dst + r * kPad + c, src + r * stride + c);
     }
 }
 
@@ -58,36 +93,46 @@ struct Lane {
 // acc[j] (16 x 8, columns 8j..8j+7) = rows [row0, row0 + 16) of X . Y^T over the head dimension, X and Y padded
 // row-major tiles: scores (Q K^T), their gradient's dO V^T, and the transposed forms K Q^T, V dO^T.
 __device__ void rows_times_rows_t(float (&acc)[8][4], const bfloat* X, int row0, const bfloat* Y, Lane l) {
+    const int lane = threadIdx.x % 32;
     for (int j = 0; j < 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-        const bfloat* x = X + (row0 + l.g) * kPad + 16 * kk + 2 * l.t;
-        const uint32_t a[4] = {ld32(x), ld32(x + 8 * kPad), ld32(x + 8), ld32(x + 8 * kPad + 8)};
+        // A: rows row0..+15 by k 16kk..+15, as matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)
+        uint32_t a[4];
+        ldmatrix_x4(a, X + (row0 + lane % 16) * kPad + 16 * kk + (lane / 16) * 8);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            const bfloat* y = Y + (8 * j + l.g) * kPad + 16 * kk + 2 * l.t;
-            const uint32_t b[2] = {ld32(y), ld32(y + 8)};
-            mma(acc[j], a, b);
+        for (int j = 0; j < 8; j += 2) {
+            // B of column tiles j and j + 1: Y's rows 8j..8j+15 by k, as (rows 0-7, k 0-7), (0-7, 8-15), (8-15, ...)
+            uint32_t b[4];
+            ldmatrix_x4(b, Y + (8 * j + lane % 8 + (lane / 16) * 8) * kPad + 16 * kk + ((lane / 8) % 2) * 8);
+            const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+            mma(acc[j], a, b0);
+            mma(acc[j + 1], a, b1);
         }
     }
+    (void)l;
 }
 
 // out[jd] (16 x 8, head-dimension columns 8jd..) += P . Z, P the 16 x 64 values in registers (the accumulator
 // layout of rows_times_rows_t), Z a padded 64 x 64 tile whose rows match P's columns.
 __device__ void regs_times_rows(float (&out)[8][4], const float (&p)[8][4], const bfloat* Z, Lane l) {
+    const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
         // the accumulators of column tiles 2kk and 2kk + 1 are exactly an A fragment of 16 columns
         const uint32_t a[4] = {pack(p[2 * kk][0], p[2 * kk][1]), pack(p[2 * kk][2], p[2 * kk][3]),
                                pack(p[2 * kk + 1][0], p[2 * kk + 1][1]), pack(p[2 * kk + 1][2], p[2 * kk + 1][3])};
-        const bfloat* z = Z + (16 * kk + 2 * l.t) * kPad + l.g;
 #pragma unroll
-        for (int jd = 0; jd < 8; ++jd) {
-            const bfloat* zj = z + 8 * jd;
-            const uint32_t b[2] = {pack(zj[0], zj[kPad]), pack(zj[8 * kPad], zj[9 * kPad])};
-            mma(out[jd], a, b);
+        for (int jd = 0; jd < 8; jd += 2) {
+            // B of output tiles jd and jd + 1: Z's rows 16kk..+15 (k) by columns 8jd..+15 (n), transposed on load
+            uint32_t b[4];
+            ldmatrix_x4_trans(b, Z + (16 * kk + lane % 8 + ((lane / 8) % 2) * 8) * kPad + 8 * jd + (lane / 16) * 8);
+            const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+            mma(out[jd], a, b0);
+            mma(out[jd + 1], a, b1);
         }
     }
+    (void)l;
 }
 
 __device__ __forceinline__ float quad_max(float v) {
@@ -101,19 +146,24 @@ __device__ __forceinline__ float quad_sum(float v) {
 
 struct Where {
     int b, h, C;
-    __device__ Where(int NH) : b(blockIdx.y / NH), h(blockIdx.y % NH), C(NH * kHD) {}
+    __device__ Where(int NH) : b(blockIdx.x / NH), h(blockIdx.x % NH), C(NH * kHD) {}
 };
 
-// grid (T / 64, B * NH): 64 queries against their pairs' key/value tiles; acc, row_max, row_sum carry the online
+// The grids are (B * NH, T / 64): the tile index is the slow one, so every head's tiles of one index run together
+// and a causal pass starts with its longest tiles (the last queries; for dk/dv the first keys), not with a tail of
+// them at the end.
+__device__ __forceinline__ int last_tiles_first() { return int(gridDim.y - 1 - blockIdx.y) * kTile; }
+
+// grid (B * NH, T / 64): 64 queries against their pairs' key/value tiles; acc, row_max, row_sum carry the online
 // softmax across calls (a zero sum: nothing merged yet).
 __global__ void __launch_bounds__(kThreads) forward_kernel(float* acc, float* row_max, float* row_sum, const bfloat* qkv,
                                                            const bfloat* kv, int64_t kvs, int T, int NH, int chunk,
                                                            ChunkPairs pairs, float scale) {
-    __shared__ __align__(16) bfloat Q[kTileSmem], K[kTileSmem], V[kTileSmem];
+    __shared__ __align__(16) bfloat Q[kTileSmem], K[2][kTileSmem], V[2][kTileSmem];  // 46 KB
     const Lane l;
     const int warp = threadIdx.x / 32;
     const Where w(NH);
-    const int t0 = blockIdx.x * kTile, qchunk = t0 / chunk, i0 = t0 - qchunk * chunk;
+    const int t0 = last_tiles_first(), qchunk = t0 / chunk, i0 = t0 - qchunk * chunk;
     const int rows[2] = {16 * warp + l.g, 16 * warp + l.g + 8};  // this thread's two rows within the tile
     float m[2], s_l[2], o[8][4];
     for (int e = 0; e < 2; ++e) {
@@ -130,14 +180,25 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(float* acc, float* ro
     for (int pi = 0; pi < pairs.count; ++pi) {
         if (pairs.q_chunk[pi] != qchunk) continue;
         const int k0 = pairs.k_chunk[pi] * chunk, tiles = pairs.causal[pi] ? i0 / kTile + 1 : chunk / kTile;
-        for (int kt = 0; kt < tiles; ++kt) {
-            __syncthreads();  // the previous tiles are no longer read
+        auto issue = [&](int kt, int buf) {
             const bfloat* kv_tile = kv + (int64_t(w.b) * T + k0 + kt * kTile) * kvs + w.h * kHD;
-            load_tile(K, kv_tile, kvs);
-            load_tile(V, kv_tile + w.C, kvs);
-            __syncthreads();
+            load_tile_async(K[buf], kv_tile, kvs);
+            load_tile_async(V[buf], kv_tile + w.C, kvs);
+            commit_async();
+        };
+        __syncthreads();  // the previous pair's tiles are no longer read
+        issue(0, 0);
+        for (int kt = 0; kt < tiles; ++kt) {
+            const int buf = kt & 1;
+            if (kt + 1 < tiles) {
+                issue(kt + 1, buf ^ 1);  // its buffer was last read in the iteration before: all threads are past it
+                wait_async<1>();
+            } else {
+                wait_async<0>();
+            }
+            __syncthreads();  // tile kt is in shared memory, from every thread's copies
             float s[8][4];
-            rows_times_rows_t(s, Q, 16 * warp, K, l);
+            rows_times_rows_t(s, Q, 16 * warp, K[buf], l);
             const bool diagonal = pairs.causal[pi] && kt == i0 / kTile;
             for (int e = 0; e < 2; ++e) {
                 float mx = -INFINITY;
@@ -151,14 +212,14 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(float* acc, float* ro
                         mx = fmaxf(mx, v);
                     }
                 const float m_new = fmaxf(m[e], quad_max(mx));
-                const float alpha = expf(m[e] - m_new);
+                const float alpha = __expf(m[e] - m_new);
                 float sum = 0.0f;
 #pragma unroll
                 for (int j = 0; j < 8; ++j)
 #pragma unroll
                     for (int c = 0; c < 2; ++c) {
                         float& v = s[j][2 * e + c];
-                        v = expf(v - m_new);
+                        v = __expf(v - m_new);
                         sum += v;
                     }
                 s_l[e] = s_l[e] * alpha + quad_sum(sum);
@@ -166,7 +227,8 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(float* acc, float* ro
 #pragma unroll
                 for (int jd = 0; jd < 8; ++jd) o[jd][2 * e] *= alpha, o[jd][2 * e + 1] *= alpha;
             }
-            regs_times_rows(o, s, V, l);
+            regs_times_rows(o, s, V[buf], l);
+            __syncthreads();  // every thread is done with this buffer before it is refilled
         }
     }
     for (int e = 0; e < 2; ++e) {
@@ -180,16 +242,20 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(float* acc, float* ro
     }
 }
 
-// grid (T / 64, B * NH): dq of 64 queries.
+// grid (B * NH, T / 64): dq of 64 queries.
 __global__ void __launch_bounds__(kThreads) dq_kernel(float* dq, const bfloat* qkv, const bfloat* kv, int64_t kvs,
                                                       const bfloat* dout,
                                                       const float* lse, const float* delta, int T, int NH, int chunk,
                                                       ChunkPairs pairs, float scale) {
-    __shared__ __align__(16) bfloat Q[kTileSmem], dO[kTileSmem], K[kTileSmem], V[kTileSmem];
+    extern __shared__ __align__(16) bfloat dq_smem[];  // Q, dO, then K and V twice: 55 KB (dynamic)
+    bfloat* Q = dq_smem;
+    bfloat* dO = dq_smem + kTileSmem;
+    bfloat* K[2] = {dq_smem + 2 * kTileSmem, dq_smem + 3 * kTileSmem};
+    bfloat* V[2] = {dq_smem + 4 * kTileSmem, dq_smem + 5 * kTileSmem};
     const Lane l;
     const int warp = threadIdx.x / 32;
     const Where w(NH);
-    const int t0 = blockIdx.x * kTile, qchunk = t0 / chunk, i0 = t0 - qchunk * chunk;
+    const int t0 = last_tiles_first(), qchunk = t0 / chunk, i0 = t0 - qchunk * chunk;
     const int rows[2] = {16 * warp + l.g, 16 * warp + l.g + 8};
     float row_lse[2], row_delta[2], g[8][4] = {};
     for (int e = 0; e < 2; ++e) {
@@ -202,25 +268,37 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(float* dq, const bfloat* q
     for (int pi = 0; pi < pairs.count; ++pi) {
         if (pairs.q_chunk[pi] != qchunk) continue;
         const int k0 = pairs.k_chunk[pi] * chunk, tiles = pairs.causal[pi] ? i0 / kTile + 1 : chunk / kTile;
-        for (int kt = 0; kt < tiles; ++kt) {
-            __syncthreads();
+        auto issue = [&](int kt, int buf) {
             const bfloat* kv_tile = kv + (int64_t(w.b) * T + k0 + kt * kTile) * kvs + w.h * kHD;
-            load_tile(K, kv_tile, kvs);
-            load_tile(V, kv_tile + w.C, kvs);
+            load_tile_async(K[buf], kv_tile, kvs);
+            load_tile_async(V[buf], kv_tile + w.C, kvs);
+            commit_async();
+        };
+        __syncthreads();
+        issue(0, 0);
+        for (int kt = 0; kt < tiles; ++kt) {
+            const int buf = kt & 1;
+            if (kt + 1 < tiles) {
+                issue(kt + 1, buf ^ 1);
+                wait_async<1>();
+            } else {
+                wait_async<0>();
+            }
             __syncthreads();
             const bool diagonal = pairs.causal[pi] && kt == i0 / kTile;
             float p[8][4], dp[8][4];
-            rows_times_rows_t(p, Q, 16 * warp, K, l);
-            rows_times_rows_t(dp, dO, 16 * warp, V, l);  // dP = dO V^T
+            rows_times_rows_t(p, Q, 16 * warp, K[buf], l);
+            rows_times_rows_t(dp, dO, 16 * warp, V[buf], l);  // dP = dO V^T
 #pragma unroll
             for (int j = 0; j < 8; ++j)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
                     const int e = i / 2, key = 8 * j + 2 * l.t + i % 2;
-                    const float pr = diagonal && key > rows[e] ? 0.0f : expf(p[j][i] * scale - row_lse[e]);
+                    const float pr = diagonal && key > rows[e] ? 0.0f : __expf(p[j][i] * scale - row_lse[e]);
                     p[j][i] = scale * pr * (dp[j][i] - row_delta[e]);  // dS
                 }
-            regs_times_rows(g, p, K, l);  // dQ += dS K
+            regs_times_rows(g, p, K[buf], l);  // dQ += dS K
+            __syncthreads();
         }
     }
     for (int e = 0; e < 2; ++e) {
@@ -233,17 +311,21 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(float* dq, const bfloat* q
     }
 }
 
-// grid (T / 64, B * NH): dk and dv of 64 keys of the block.
+// grid (B * NH, T / 64): dk and dv of 64 keys of the block.
 __global__ void __launch_bounds__(kThreads) dkv_kernel(float* dkv, const bfloat* qkv, const bfloat* kv, int64_t kvs,
                                                        const bfloat* dout,
                                                        const float* lse, const float* delta, int T, int NH, int chunk,
                                                        ChunkPairs pairs, float scale) {
-    __shared__ __align__(16) bfloat K[kTileSmem], V[kTileSmem], Q[kTileSmem], dO[kTileSmem];
-    __shared__ float tile_lse[kTile], tile_delta[kTile];
+    extern __shared__ __align__(16) bfloat dkv_smem[];  // K, V, then Q and dO twice: 55 KB (dynamic)
+    bfloat* K = dkv_smem;
+    bfloat* V = dkv_smem + kTileSmem;
+    bfloat* Q[2] = {dkv_smem + 2 * kTileSmem, dkv_smem + 3 * kTileSmem};
+    bfloat* dO[2] = {dkv_smem + 4 * kTileSmem, dkv_smem + 5 * kTileSmem};
+    __shared__ float tile_lse[2][kTile], tile_delta[2][kTile];
     const Lane l;
     const int warp = threadIdx.x / 32;
     const Where w(NH);
-    const int r0 = blockIdx.x * kTile, kchunk = r0 / chunk, j0 = r0 - kchunk * chunk;
+    const int r0 = int(blockIdx.y) * kTile, kchunk = r0 / chunk, j0 = r0 - kchunk * chunk;
     const int keys[2] = {16 * warp + l.g, 16 * warp + l.g + 8};  // this thread's two keys within the tile
     float dk[8][4] = {}, dv[8][4] = {};
     const bfloat* kv_tile = kv + (int64_t(w.b) * T + r0) * kvs + w.h * kHD;
@@ -251,33 +333,45 @@ __global__ void __launch_bounds__(kThreads) dkv_kernel(float* dkv, const bfloat*
     load_tile(V, kv_tile + w.C, kvs);
     for (int pi = 0; pi < pairs.count; ++pi) {
         if (pairs.k_chunk[pi] != kchunk) continue;
-        const int q0 = pairs.q_chunk[pi] * chunk, first = pairs.causal[pi] ? j0 / kTile : 0;
-        for (int qt = first; qt < chunk / kTile; ++qt) {
-            __syncthreads();
+        const int q0 = pairs.q_chunk[pi] * chunk, first = pairs.causal[pi] ? j0 / kTile : 0, end = chunk / kTile;
+        auto issue = [&](int qt, int buf) {
             const int64_t q_row = int64_t(w.b) * T + q0 + qt * kTile;
-            load_tile(Q, qkv + q_row * 3 * w.C + w.h * kHD, 3 * w.C);
-            load_tile(dO, dout + q_row * w.C + w.h * kHD, w.C);
+            load_tile_async(Q[buf], qkv + q_row * 3 * w.C + w.h * kHD, 3 * w.C);
+            load_tile_async(dO[buf], dout + q_row * w.C + w.h * kHD, w.C);
+            commit_async();
             for (int i = threadIdx.x; i < kTile; i += blockDim.x) {
                 const int64_t at = (int64_t(w.b) * NH + w.h) * T + q0 + qt * kTile + i;
-                tile_lse[i] = lse[at];
-                tile_delta[i] = delta[at];
+                tile_lse[buf][i] = lse[at];
+                tile_delta[buf][i] = delta[at];
+            }
+        };
+        __syncthreads();
+        if (first < end) issue(first, 0);
+        for (int qt = first; qt < end; ++qt) {
+            const int buf = (qt - first) & 1;
+            if (qt + 1 < end) {
+                issue(qt + 1, buf ^ 1);
+                wait_async<1>();
+            } else {
+                wait_async<0>();
             }
             __syncthreads();
             const bool diagonal = pairs.causal[pi] && qt == j0 / kTile;
             float p[8][4], dp[8][4];
-            rows_times_rows_t(p, K, 16 * warp, Q, l);    // S^T = K Q^T
-            rows_times_rows_t(dp, V, 16 * warp, dO, l);  // dP^T = V dO^T
+            rows_times_rows_t(p, K, 16 * warp, Q[buf], l);    // S^T = K Q^T
+            rows_times_rows_t(dp, V, 16 * warp, dO[buf], l);  // dP^T = V dO^T
 #pragma unroll
             for (int j = 0; j < 8; ++j)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
                     const int e = i / 2, query = 8 * j + 2 * l.t + i % 2;
-                    const float pr = diagonal && query < keys[e] ? 0.0f : expf(p[j][i] * scale - tile_lse[query]);
-                    dp[j][i] = scale * pr * (dp[j][i] - tile_delta[query]);  // dS^T
+                    const float pr = diagonal && query < keys[e] ? 0.0f : __expf(p[j][i] * scale - tile_lse[buf][query]);
+                    dp[j][i] = scale * pr * (dp[j][i] - tile_delta[buf][query]);  // dS^T
                     p[j][i] = pr;                                             // P^T
                 }
-            regs_times_rows(dv, p, dO, l);  // dV += P^T dO
-            regs_times_rows(dk, dp, Q, l);  // dK += dS^T Q
+            regs_times_rows(dv, p, dO[buf], l);  // dV += P^T dO
+            regs_times_rows(dk, dp, Q[buf], l);  // dK += dS^T Q
+            __syncthreads();
         }
     }
     for (int e = 0; e < 2; ++e) {
@@ -303,7 +397,7 @@ bool attention_tiles_apply(DType t, int T, int NH, int HD, int chunk, const void
 void attention_tiles_forward(float* acc, float* row_max, float* row_sum, const void* qkv, const void* kv,
                              int64_t kv_stride, int B, int T, int NH, int chunk, const ChunkPairs& pairs, float scale,
                              cudaStream_t s) {
-    forward_kernel<<<dim3(unsigned(T / kTile), unsigned(B * NH)), kThreads, 0, s>>>(
+    forward_kernel<<<dim3(unsigned(B * NH), unsigned(T / kTile)), kThreads, 0, s>>>(
         acc, row_max, row_sum, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride, T, NH, chunk,
         pairs, scale);
     US_CUDA_CHECK_LAUNCH();
@@ -312,11 +406,18 @@ void attention_tiles_forward(float* acc, float* row_max, float* row_sum, const v
 void attention_tiles_backward(float* dq, float* dkv, const void* qkv, const void* kv, int64_t kv_stride,
                               const void* dout, const float* lse, const float* delta, int B, int T, int NH, int chunk,
                               const ChunkPairs& pairs, float scale, cudaStream_t s) {
-    const dim3 grid(unsigned(T / kTile), unsigned(B * NH));
-    dq_kernel<<<grid, kThreads, 0, s>>>(dq, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride,
+    const dim3 grid(unsigned(B * NH), unsigned(T / kTile));
+    constexpr size_t kBackwardSmem = 6 * kTileSmem * sizeof(bfloat);  // over the 48 KB a kernel gets unasked
+    static const bool opted_in = [] {
+        US_CUDA_CHECK(cudaFuncSetAttribute(dq_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBackwardSmem)));
+        US_CUDA_CHECK(cudaFuncSetAttribute(dkv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBackwardSmem)));
+        return true;
+    }();
+    (void)opted_in;
+    dq_kernel<<<grid, kThreads, kBackwardSmem, s>>>(dq, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride,
                                         static_cast<const bfloat*>(dout), lse, delta, T, NH, chunk, pairs, scale);
     US_CUDA_CHECK_LAUNCH();
-    dkv_kernel<<<grid, kThreads, 0, s>>>(dkv, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride,
+    dkv_kernel<<<grid, kThreads, kBackwardSmem, s>>>(dkv, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride,
                                          static_cast<const bfloat*>(dout), lse, delta, T, NH, chunk, pairs, scale);
     US_CUDA_CHECK_LAUNCH();
 }

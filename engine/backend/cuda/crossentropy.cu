@@ -1,5 +1,6 @@
 // Softmax cross-entropy over fp32 logits, in place: forward turns a row of logits into probabilities and writes
-// the token's loss; backward turns the probabilities into dlogits = (probs - onehot) * dloss. One block per row.
+// the token's loss; backward turns the probabilities into dlogits = (probs - onehot) * dloss, in place or into a
+// bf16 tensor. One block per row.
 #include "engine/backend/cuda/device_types.cuh"
 #include "engine/backend/cuda/kernels.h"
 
@@ -91,21 +92,30 @@ __global__ void forward_kernel(float* losses, float* logits, const int32_t* targ
     if (threadIdx.x == 0) losses[blockIdx.x] = logf(total.s) + m - target_logit;
 }
 
-template <bool kPacked>
-__global__ void backward_kernel(float* dlogits, const int32_t* targets, float dloss, int V, int vocab_begin) {
-    float* row = dlogits + int64_t(blockIdx.x) * V;
+// dlogits = (probs - onehot) * dloss, in the output's dtype (T = float: in place; bf16: the head GEMMs' operand,
+// so a bf16 run reads the probabilities once and writes half the bytes, with no conversion pass after).
+template <bool kPacked, typename T>
+__global__ void backward_kernel(T* dlogits, const float* probs, const int32_t* targets, float dloss, int V,
+                                int vocab_begin) {
+    const float* row = probs + int64_t(blockIdx.x) * V;
+    T* out = dlogits + int64_t(blockIdx.x) * V;
     const int target = targets[blockIdx.x] - vocab_begin;  // outside [0, V): another rank's column
     if constexpr (kPacked) {
-        for (int i = threadIdx.x * 4; i < V; i += blockDim.x * 4) {
-            float4 x = *reinterpret_cast<const float4*>(row + i);
-            x.x = x.x * dloss - (i == target ? dloss : 0.0f);
-            x.y = x.y * dloss - (i + 1 == target ? dloss : 0.0f);
-            x.z = x.z * dloss - (i + 2 == target ? dloss : 0.0f);
-            x.w = x.w * dloss - (i + 3 == target ? dloss : 0.0f);
-            *reinterpret_cast<float4*>(row + i) = x;
+        for (int i = threadIdx.x * 8; i < V; i += blockDim.x * 8) {
+            const float4 x0 = *reinterpret_cast<const float4*>(row + i);
+            const float4 x1 = *reinterpret_cast<const float4*>(row + i + 4);
+            float g[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+            for (int k = 0; k < 8; ++k) g[k] = g[k] * dloss - (i + k == target ? dloss : 0.0f);
+            if constexpr (std::is_same_v<T, float>) {
+                *reinterpret_cast<float4*>(out + i) = make_float4(g[0], g[1], g[2], g[3]);
+                *reinterpret_cast<float4*>(out + i + 4) = make_float4(g[4], g[5], g[6], g[7]);
+            } else {
+                st_vec<T>(out + i, g);
+            }
         }
     } else {
-        for (int i = threadIdx.x; i < V; i += blockDim.x) row[i] = row[i] * dloss - (i == target ? dloss : 0.0f);
+        for (int i = threadIdx.x; i < V; i += blockDim.x) st(out + i, row[i] * dloss - (i == target ? dloss : 0.0f));
     }
 }
 
@@ -150,13 +160,17 @@ void crossentropy_forward(float* losses, float* logits, const int32_t* targets, 
     US_CUDA_CHECK_LAUNCH();
 }
 
-void crossentropy_backward(float* dlogits, const int32_t* targets, float dloss, int N, int V, int vocab_begin,
-                           cudaStream_t s) {
+void crossentropy_backward(void* dlogits, DType t, const float* probs, const int32_t* targets, float dloss, int N, int V,
+                           int vocab_begin, cudaStream_t s) {
     if (N == 0) return;
-    if (vectorizable(V, 4, dlogits))
-        backward_kernel<true><<<N, kThreads, 0, s>>>(dlogits, targets, dloss, V, vocab_begin);
-    else
-        backward_kernel<false><<<N, kThreads, 0, s>>>(dlogits, targets, dloss, V, vocab_begin);
+    dispatch(t, [&](auto* tag) {
+        using X = std::remove_pointer_t<decltype(tag)>;
+        X* out = static_cast<X*>(dlogits);
+        if (vectorizable(V, 8, probs) && vectorizable(V, 8, out))
+            backward_kernel<true><<<N, kThreads, 0, s>>>(out, probs, targets, dloss, V, vocab_begin);
+        else
+            backward_kernel<false><<<N, kThreads, 0, s>>>(out, probs, targets, dloss, V, vocab_begin);
+    });
     US_CUDA_CHECK_LAUNCH();
 }
 

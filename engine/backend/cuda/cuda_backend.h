@@ -12,9 +12,11 @@
 
 #include <array>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cuda/lt_linear.h"
 
 namespace us {
 
@@ -35,6 +37,7 @@ public:
 
     void gemm(const GemmArgs& args) override;
     void add_bias(Tensor out, Tensor bias, int N, int OC) override;
+    void linear_forward(const GemmArgs& args, Tensor residual, Tensor bias) override;
     void bias_backward(Tensor dbias, Tensor dout, int N, int OC) override;
     void layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor inp, Tensor weight, Tensor bias, int N,
                            int C) override;
@@ -74,7 +77,8 @@ public:
     void embedding_forward(Tensor out, Tensor tokens, Tensor wte, int N, int C, int vocab_begin, int V) override;
     void embedding_backward(Tensor dwte, Tensor dout, Tensor tokens, int N, int C, int vocab_begin, int V) override;
     void crossentropy_forward(Tensor losses, Tensor logits, Tensor targets, int N, int V) override;
-    void crossentropy_backward(Tensor dlogits, Tensor targets, float dloss, int N, int V, int vocab_begin) override;
+    void crossentropy_backward(Tensor dlogits, Tensor probs, Tensor targets, float dloss, int N, int V,
+                               int vocab_begin) override;
     void crossentropy_local_max(Tensor rowmax, Tensor logits, int N, int V, int valid) override;
     void crossentropy_local_sums(Tensor sums, Tensor logits, Tensor rowmax, Tensor targets, int N, int V, int valid,
                                  int vocab_begin) override;
@@ -103,6 +107,7 @@ private:
     cudaStream_t m_compute = nullptr, m_comm = nullptr;
     cublasHandle_t m_cublas = nullptr;
     Allocation m_cublas_workspace, m_scratch, m_rope, m_reduce;
+    std::unique_ptr<cuda::LtLinear> m_lt;  // bf16 linear layers: bias and residual in the GEMM (lt_linear.h)
     int m_rope_T = 0, m_rope_HD = 0;
     std::map<const void*, int> m_positions_rows;
     double* m_reduce_host = nullptr;  // pinned

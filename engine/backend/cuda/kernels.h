@@ -104,7 +104,8 @@ void embedding_backward(void* dwte, const void* dout, const int32_t* tokens, DTy
 
 // ---- softmax cross-entropy over fp32 logits, in place (crossentropy.cu)
 void crossentropy_forward(float* losses, float* logits, const int32_t* targets, int N, int V, cudaStream_t s);
-void crossentropy_backward(float* dlogits, const int32_t* targets, float dloss, int N, int V, int vocab_begin,
+void crossentropy_backward(void* dlogits, DType t, const float* probs, const int32_t* targets, float dloss, int N, int V,
+                           int vocab_begin,
                            cudaStream_t s);
 // The vocabulary-parallel steps (backend.h): per-row max of the valid columns; [sum of exp(z - max), target logit];
 // losses and probabilities.
