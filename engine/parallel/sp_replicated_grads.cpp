@@ -4,7 +4,8 @@
 
 namespace us {
 
-void all_reduce_sp_replicated_grads(TensorParallel& tp, TrainState& state, const ParamLayout& layout, Backend& backend) {
+void all_reduce_sp_replicated_grads(TensorParallel& tp, TrainState& state, const ParamLayout& layout,
+                                    Backend& backend) {
     if (!tp.sp()) return;
     std::vector<Tensor> pieces;
     int64_t total = 0;
@@ -17,8 +18,9 @@ void all_reduce_sp_replicated_grads(TensorParallel& tp, TrainState& state, const
     }
     if (total == 0) return;
     const DType dtype = pieces.front().dtype;
-    Allocation packed = backend.allocator().allocate(size_t(total) * dtype_size(dtype), MemCategory::comm_buffers,
-                                                     "sequence-parallel replicated gradients");
+    Allocation packed =
+        backend.allocator().allocate(size_t(total) * dtype_size(dtype), MemCategory::comm_buffers,
+                                     "sequence-parallel replicated gradients");
     const Tensor all = packed.view(dtype, 0, total);
     int64_t at = 0;
     for (const Tensor& p : pieces) {
