@@ -13,7 +13,8 @@
 //
 // Every mapping is a no-op when tp = 1, and all of them block: nothing in this engine computes while they run,
 // so tensor-parallel communication sits on the critical path (docs/tensor-parallel.md). The model calls these,
-// so they live beside it; the step's sum of the replicated gradients under SP is engine/parallel/sp_replicated_grads.h.
+// so they live beside it; the step's sum of the replicated gradients under SP is
+// engine/parallel/sp_replicated_grads.h.
 #pragma once
 
 #include <cstdint>
