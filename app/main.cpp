@@ -17,7 +17,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/default_run.h"
 #include "app/lesson/lesson.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/trace/trace_store.h"
 
 #ifdef US_HAVE_GUI

@@ -12,9 +12,9 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/blas_kernel.h"
 #include "engine/comm/mpi_comm.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "engine/parallel/grid.h"
-#include "engine/train/cli.h"
+#include "common/settings/cli.h"
 #include "engine/train/training_session.h"
 #include "profiler/record/recorder.h"
 

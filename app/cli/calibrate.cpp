@@ -18,8 +18,8 @@
 #include "app/launch/process_guard.h"
 #include "app/plan/calibration.h"
 #include "app/plan/model_desc.h"
-#include "engine/core/check.h"
-#include "engine/train/config.h"
+#include "common/core/check.h"
+#include "common/settings/config.h"
 #include "profiler/trace/trace_store.h"
 
 namespace us::app {

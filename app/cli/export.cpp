@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "app/cli/commands.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/import/run_files.h"
 #include "profiler/trace/chrome_export.h"
 #include "profiler/snapshot/snapshot_export.h"

@@ -10,7 +10,7 @@
 #include "app/cli/commands.h"
 #include "app/launch/process_guard.h"
 #include "app/lesson/lesson.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/analysis/report.h"
 
 namespace us::app {

@@ -7,9 +7,9 @@
 #include "app/cli/commands.h"
 #include "app/plan/planner.h"
 #include "app/plan/predicted_trace.h"
-#include "engine/core/check.h"
-#include "engine/core/format.h"
-#include "engine/train/cli.h"
+#include "common/core/check.h"
+#include "common/core/format.h"
+#include "common/settings/cli.h"
 
 namespace us::app {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "app/cli/commands.h"
-#include "engine/train/cli.h"
+#include "common/settings/cli.h"
 #include "profiler/analysis/predict.h"
 
 namespace us::app {

@@ -10,7 +10,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/snapshot_report.h"
 #include "app/plan/run_comparison.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "app/cli/imported_run.h"
 #include "profiler/analysis/report.h"
 #include "profiler/import/run_files.h"

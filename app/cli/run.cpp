@@ -12,8 +12,8 @@
 #include "app/cli/commands.h"
 #include "app/launch/live_run.h"
 #include "app/launch/process_guard.h"
-#include "engine/core/check.h"
-#include "engine/train/cli.h"
+#include "common/core/check.h"
+#include "common/settings/cli.h"
 #include "profiler/analysis/report.h"
 
 namespace us::app {

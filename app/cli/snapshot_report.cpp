@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "engine/core/check.h"
-#include "engine/core/format.h"
+#include "common/core/check.h"
+#include "common/core/format.h"
 
 namespace us::app {
 namespace {

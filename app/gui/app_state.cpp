@@ -6,7 +6,7 @@
 
 #include "app/cli/default_run.h"
 #include "app/plan/predicted_trace.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::gui {
 

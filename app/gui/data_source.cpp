@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/import/run_files.h"
 #include "profiler/transport/protocol.h"
 #include "profiler/transport/socket.h"

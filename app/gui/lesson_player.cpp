@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "app/gui/app_state.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::gui {
 

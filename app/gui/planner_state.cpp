@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::gui {
 

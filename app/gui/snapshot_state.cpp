@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::gui {
 

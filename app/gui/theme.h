@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/memory_category.h"
+#include "common/core/memory_category.h"
 #include "profiler/event.h"
 #include "profiler/trace/trace_store.h"
 

@@ -6,8 +6,8 @@
 #include "app/gui/model/compare_model.h"
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
-#include "engine/core/format.h"
-#include "engine/core/memory_category.h"
+#include "common/core/format.h"
+#include "common/core/memory_category.h"
 
 namespace us::gui {
 

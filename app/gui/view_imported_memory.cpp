@@ -12,7 +12,7 @@
 #include "app/gui/app_state.h"
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
-#include "engine/core/format.h"
+#include "common/core/format.h"
 
 namespace us::gui {
 

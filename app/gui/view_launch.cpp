@@ -5,8 +5,8 @@
 
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
-#include "engine/core/format.h"
-#include "engine/core/memory_category.h"
+#include "common/core/format.h"
+#include "common/core/memory_category.h"
 #include "profiler/analysis/predict.h"
 
 namespace us::gui {

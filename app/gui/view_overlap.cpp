@@ -12,7 +12,7 @@
 #include "app/gui/model/overlap_model.h"
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
-#include "engine/core/format.h"
+#include "common/core/format.h"
 
 namespace us::gui {
 

@@ -10,8 +10,8 @@
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
 #include "app/plan/predicted_trace.h"
-#include "engine/core/check.h"
-#include "engine/core/format.h"
+#include "common/core/check.h"
+#include "common/core/format.h"
 
 namespace us::gui {
 

@@ -12,8 +12,8 @@
 #include "app/gui/timeline_rows.h"
 #include "app/gui/views.h"
 #include "profiler/trace/run_info.h"
-#include "engine/core/format.h"
-#include "engine/core/memory_category.h"
+#include "common/core/format.h"
+#include "common/core/memory_category.h"
 
 namespace us::gui {
 

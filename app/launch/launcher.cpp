@@ -17,7 +17,7 @@ extern char** environ;
 
 #include "app/launch/hostfile.h"
 #include "app/launch/process_guard.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::app {
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "app/launch/hostfile.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/transport/protocol.h"
 
 namespace us::app {

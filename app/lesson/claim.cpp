@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "app/lesson/lesson.h"
-#include "engine/core/format.h"
+#include "common/core/format.h"
 
 namespace us::lesson {
 using nlohmann::json;

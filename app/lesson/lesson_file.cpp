@@ -6,9 +6,9 @@
 #include <set>
 
 #include "app/lesson/lesson.h"
-#include "engine/core/check.h"
-#include "engine/train/cli.h"
-#include "engine/train/config.h"
+#include "common/core/check.h"
+#include "common/settings/cli.h"
+#include "common/settings/config.h"
 
 namespace us::lesson {
 namespace fs = std::filesystem;

@@ -2,8 +2,8 @@
 // (app/plan/planner.h), so a lesson can put the prediction for a cluster next to the run it measured here.
 #include "app/lesson/lesson.h"
 #include "app/plan/planner.h"
-#include "engine/core/check.h"
-#include "engine/train/cli.h"
+#include "common/core/check.h"
+#include "common/settings/cli.h"
 
 namespace us::lesson {
 

@@ -8,7 +8,7 @@
 #include "app/launch/live_run.h"
 #include "app/launch/process_guard.h"
 #include "app/lesson/lesson.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/analysis/report.h"
 
 namespace us::lesson {

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "app/plan/model_shapes.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/trace_store.h"
 

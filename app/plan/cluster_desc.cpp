@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "app/plan/json_fields.h"
-#include "engine/core/check.h"
-#include "engine/train/config.h"
+#include "common/core/check.h"
+#include "common/settings/config.h"
 
 namespace us::plan {
 

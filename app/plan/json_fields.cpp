@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::plan {
 

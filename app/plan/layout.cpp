@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "engine/core/check.h"
-#include "engine/parallel/pipeline_schedule.h"
-#include "engine/train/config.h"
+#include "common/core/check.h"
+#include "common/schedule/pipeline_schedule.h"
+#include "common/settings/config.h"
 
 namespace us::plan {
 

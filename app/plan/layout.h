@@ -1,5 +1,5 @@
 // One way to lay a model out on GPUs: the parallel degrees and the training settings that change memory and time.
-// The names and meanings are ultrascope-train's (engine/train/config.h), so `ultrascope plan --dp 2 --tp 2 ...`
+// The names and meanings are ultrascope-train's (common/settings/config.h), so `ultrascope plan --dp 2 --tp 2 ...`
 // evaluates exactly what `ultrascope run --dp 2 --tp 2 ...` would run. Rank order is the engine's
 // (engine/parallel/grid.cpp): tp innermost, then cp, then pp, dp outermost; ep groups are consecutive dp ranks.
 #pragma once

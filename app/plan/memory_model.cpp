@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "app/plan/model_shapes.h"
-#include "engine/parallel/pipeline_schedule.h"
+#include "common/schedule/pipeline_schedule.h"
 #include "profiler/analysis/predict.h"
 
 namespace us::plan {

@@ -1,4 +1,4 @@
-// Memory per GPU of a layout, by the memory view's categories (engine/core/memory_category.h), for the busiest rank
+// Memory per GPU of a layout, by the memory view's categories (common/core/memory_category.h), for the busiest rank
 // (the pipeline stage with the largest total). This engine's GPT goes through the engine's exact walk
 // (profiler/analysis/predict.h: "predicted", tested equal to measured runs); other models through the generalised
 // formulas of docs/planner.md (Korthikanti et al. 2022 per layer, the ZeRO paper's bytes per parameter: "formula").
@@ -11,7 +11,7 @@
 #include "app/plan/cluster_desc.h"
 #include "app/plan/layout.h"
 #include "app/plan/model_desc.h"
-#include "engine/core/memory_category.h"
+#include "common/core/memory_category.h"
 
 namespace us::plan {
 

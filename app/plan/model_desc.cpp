@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "app/plan/json_fields.h"
-#include "engine/core/check.h"
-#include "engine/train/config.h"
+#include "common/core/check.h"
+#include "common/settings/config.h"
 
 namespace us::plan {
 
@@ -155,7 +155,7 @@ ModelDesc engine_model(const std::string& name, int64_t vocab, int64_t hidden, i
     m.vocab = vocab, m.hidden = hidden, m.layers = layers, m.heads = heads, m.seq = seq;
     m.moe_experts = moe_experts, m.moe_topk = moe_topk, m.moe_every = moe_every;
     m.moe_capacity_factor = capacity_factor;
-    m.source = "assets/presets (the engine's own parameter count: engine/model/gpt_config.h)";
+    m.source = "assets/presets (the engine's own parameter count: common/settings/gpt_config.h)";
     return m;
 }
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "engine/parallel/pipeline_schedule.h"
+#include "common/schedule/pipeline_schedule.h"
 
 namespace us::plan {
 

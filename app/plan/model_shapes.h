@@ -39,7 +39,7 @@ RankShapes rank_shapes(const ModelDesc& m, const Layout& l, int stage);
 RankShapes chunk_shapes(const ModelDesc& m, const Layout& l, int stage, int chunk);
 
 // How many micro-batches (and chunks of a stage's layers) a stage holds at its peak, from the schedule the engine
-// runs (engine/parallel/pipeline_schedule.h).
+// runs (common/schedule/pipeline_schedule.h).
 struct StageInFlight {
     int micro_batches = 1;
     int chunks = 1;                     // (micro-batch, chunk) pairs

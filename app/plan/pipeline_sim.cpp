@@ -4,7 +4,7 @@
 #include <map>
 #include <tuple>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::plan {
 

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "engine/parallel/pipeline_schedule.h"
+#include "common/schedule/pipeline_schedule.h"
 
 namespace us::plan {
 

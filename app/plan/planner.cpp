@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "engine/core/format.h"
+#include "common/core/format.h"
 
 namespace us::plan {
 

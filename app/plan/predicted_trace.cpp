@@ -8,8 +8,8 @@
 #include <unordered_map>
 
 #include "app/plan/model_shapes.h"
-#include "engine/core/check.h"
-#include "engine/train/cli.h"
+#include "common/core/check.h"
+#include "common/settings/cli.h"
 #include "profiler/trace/trace_store.h"
 #include "profiler/transport/trace_file.h"
 

@@ -7,8 +7,8 @@
 
 #include "app/plan/layout.h"
 #include "app/plan/model_desc.h"
-#include "engine/core/check.h"
-#include "engine/core/format.h"
+#include "common/core/check.h"
+#include "common/core/format.h"
 
 namespace us::plan {
 

@@ -5,7 +5,7 @@
 
 #include "app/plan/model_shapes.h"
 #include "app/plan/pipeline_sim.h"
-#include "engine/parallel/pipeline_schedule.h"
+#include "common/schedule/pipeline_schedule.h"
 
 namespace us::plan {
 
@@ -94,7 +94,7 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
         s.tp_b = layers * per_layer_b + (l.recompute == "full" ? layers * per_layer_f : 0);
         s.link[size_t(link_level(c, link))] += s.tp_f + s.tp_b;
     }
-    // Context parallelism (engine/parallel/context_parallel.cpp): the ring takes cp steps per layer, each step's
+    // Context parallelism (engine/model/context_parallel.cpp): the ring takes cp steps per layer, each step's
     // attention being 1/cp of the layer's (zigzag balances the causal work). Forward: a key/value block travels
     // behind each of the first cp - 1 steps. Backward: the key/value block behind step i < cp - 1 and the fp32
     // gradient block of step i - 1 behind step i; the last step's gradient block has nothing left to hide behind

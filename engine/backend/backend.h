@@ -12,8 +12,8 @@
 #include <string_view>
 
 #include "engine/backend/device_peak.h"
-#include "engine/core/allocator.h"
-#include "engine/core/tensor.h"
+#include "common/core/allocator.h"
+#include "common/core/tensor.h"
 
 namespace us {
 

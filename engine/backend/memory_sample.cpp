@@ -1,7 +1,7 @@
 #include "engine/backend/memory_sample.h"
 
 #include "engine/backend/backend.h"
-#include "engine/core/process_memory.h"
+#include "common/core/process_memory.h"
 #include "profiler/record/recorder.h"
 
 namespace us {

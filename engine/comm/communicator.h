@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/tensor.h"
+#include "common/core/tensor.h"
 
 namespace us {
 

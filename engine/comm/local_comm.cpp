@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "engine/comm/communicator.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/event.h"
 
 namespace us {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/comm/mpi_progress.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/record/zones.h"
 
 namespace us {

@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us {
 

@@ -1,6 +1,6 @@
 #include "engine/model/activations.h"
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us {
 

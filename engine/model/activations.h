@@ -28,8 +28,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/core/allocator.h"
-#include "engine/model/gpt_config.h"
+#include "common/core/allocator.h"
+#include "common/settings/gpt_config.h"
 
 namespace us {
 

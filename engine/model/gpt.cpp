@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/core/intern.h"
+#include "common/core/intern.h"
 #include "engine/model/gpt_linears.h"
 #include "profiler/record/zones.h"
 

@@ -4,9 +4,9 @@
 // stage's layers otherwise) for one micro-batch at a time; the activations of each micro-batch live in a
 // ChunkActivations from its forward until its backward releases them.
 //
-// Under tensor parallelism (engine/parallel/tensor_parallel.h) the model holds its shard of the parameters and
+// Under tensor parallelism (engine/model/tensor_parallel.h) the model holds its shard of the parameters and
 // calls the Megatron mappings around its column- and row-parallel linears; with tp = 1 they are no-ops and the
-// code is the single-rank code. Under context parallelism (engine/parallel/context_parallel.h) it runs on the
+// code is the single-rank code. Under context parallelism (engine/model/context_parallel.h) it runs on the
 // rank's positions of each sequence (T = seq/cp) and its attention is the ring's.
 //
 // Legend: B batch, T time, C channels, V vocab, NH heads, HD head dim, N = B*T rows; under tensor parallelism
@@ -20,12 +20,12 @@
 
 #include "engine/backend/backend.h"
 #include "engine/model/activations.h"
-#include "engine/model/gpt_config.h"
+#include "common/settings/gpt_config.h"
 #include "engine/model/moe.h"
 #include "engine/model/param_access.h"
 #include "engine/model/param_layout.h"
-#include "engine/parallel/context_parallel.h"
-#include "engine/parallel/tensor_parallel.h"
+#include "engine/model/context_parallel.h"
+#include "engine/model/tensor_parallel.h"
 
 namespace us {
 

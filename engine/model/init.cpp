@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/core/rng.h"
+#include "common/core/rng.h"
 
 namespace us {
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "engine/model/gpt_config.h"
+#include "common/settings/gpt_config.h"
 #include "engine/model/param_layout.h"
 
 namespace us {

@@ -4,7 +4,7 @@
 // release; data parallelism launches bucket reductions from grads_done.
 #pragma once
 
-#include "engine/core/tensor.h"
+#include "common/core/tensor.h"
 
 namespace us {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/tensor.h"
-#include "engine/model/gpt_config.h"
+#include "common/core/tensor.h"
+#include "common/settings/gpt_config.h"
 
 namespace us {
 

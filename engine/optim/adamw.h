@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/model/gpt_config.h"
+#include "common/settings/gpt_config.h"
 #include "engine/model/param_layout.h"
-#include "engine/optim/adamw_config.h"
+#include "common/settings/adamw_config.h"
 
 namespace us {
 

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "engine/train/train_state.h"
+#include "engine/parallel/train_state.h"
 
 namespace us {
 

@@ -4,7 +4,7 @@
 
 #include "engine/comm/device_comm.h"
 #include "engine/comm/mpi_comm.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us {
 

@@ -17,7 +17,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
-#include "engine/train/config.h"
+#include "common/settings/config.h"
 
 namespace us {
 

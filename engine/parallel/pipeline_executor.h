@@ -10,9 +10,9 @@
 
 #include "engine/model/gpt.h"
 #include "engine/parallel/grid.h"
-#include "engine/parallel/pipeline_schedule.h"
-#include "engine/train/data_loader.h"
-#include "engine/train/train_state.h"
+#include "common/schedule/pipeline_schedule.h"
+#include "engine/data/data_loader.h"
+#include "engine/parallel/train_state.h"
 
 namespace us {
 

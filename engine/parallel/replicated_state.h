@@ -9,7 +9,7 @@
 #include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
 #include "engine/optim/adamw.h"
-#include "engine/train/train_state.h"
+#include "engine/parallel/train_state.h"
 
 namespace us {
 

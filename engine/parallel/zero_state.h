@@ -19,7 +19,7 @@
 #include "engine/comm/communicator.h"
 #include "engine/optim/adamw.h"
 #include "engine/parallel/buckets.h"
-#include "engine/train/train_state.h"
+#include "engine/parallel/train_state.h"
 
 namespace us {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "engine/model/param_layout.h"
-#include "engine/train/config.h"
-#include "engine/train/train_state.h"
+#include "common/settings/config.h"
+#include "engine/parallel/train_state.h"
 
 namespace us {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "engine/backend/backend.h"
-#include "engine/train/config.h"
+#include "common/settings/config.h"
 
 namespace us::prof {
 class TcpSink;

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us {
 

@@ -10,6 +10,7 @@
 #include "engine/parallel/expert_parallel.h"
 #include "engine/parallel/expert_state.h"
 #include "engine/parallel/replicated_state.h"
+#include "engine/parallel/sp_replicated_grads.h"
 #include "engine/parallel/zero_state.h"
 #include "engine/train/checkpoint.h"
 #include "profiler/record/zones.h"
@@ -194,7 +195,7 @@ StepMetrics Trainer::train_step() {
         record_memory_sample(m_be);
         US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("optimizer"));
         m_state->finish_gradients();
-        m_tp.all_reduce_replicated_grads(*m_state, m_layout, m_be);  // sequence parallelism's partial sums
+        all_reduce_sp_replicated_grads(m_tp, *m_state, m_layout, m_be);  // sequence parallelism's partial sums
         if (pp > 1) m_state->sync_tied_embedding(m_grid.embedding_group());
         // The global norm counts every gradient element once, summed over the world: the tied embedding from the
         // first stage, tensors replicated over the tp group from tp rank 0, replicated states from dp rank 0 (a

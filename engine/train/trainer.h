@@ -12,12 +12,12 @@
 #include "engine/model/gpt.h"
 #include "engine/parallel/grid.h"
 #include "engine/parallel/pipeline_executor.h"
-#include "engine/parallel/context_parallel.h"
-#include "engine/parallel/tensor_parallel.h"
+#include "engine/model/context_parallel.h"
+#include "engine/model/tensor_parallel.h"
 #include "engine/optim/lr_schedule.h"
-#include "engine/train/config.h"
-#include "engine/train/data_loader.h"
-#include "engine/train/train_state.h"
+#include "common/settings/config.h"
+#include "engine/data/data_loader.h"
+#include "engine/parallel/train_state.h"
 
 namespace us {
 

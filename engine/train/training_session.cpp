@@ -11,7 +11,7 @@
 
 #include "engine/backend/profiled_backend.h"
 #include "engine/comm/mpi_comm.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "engine/train/metrics.h"
 #include "engine/train/profiling.h"
 #include "engine/train/trainer.h"

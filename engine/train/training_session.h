@@ -5,7 +5,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/parallel/grid.h"
-#include "engine/train/config.h"
+#include "common/settings/config.h"
 
 namespace us {
 

@@ -7,7 +7,7 @@
 #include <array>
 #include <vector>
 
-#include "engine/core/memory_category.h"
+#include "common/core/memory_category.h"
 #include "profiler/trace/trace_store.h"
 
 namespace us::prof {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/core/format.h"
+#include "common/core/format.h"
 #include "profiler/analysis/report.h"
 
 namespace us::prof {

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/core/format.h"
-#include "engine/core/memory_category.h"
-#include "engine/parallel/pipeline_schedule.h"
+#include "common/core/format.h"
+#include "common/core/memory_category.h"
+#include "common/schedule/pipeline_schedule.h"
 #include "profiler/analysis/step_breakdown.h"
 
 namespace us::prof {

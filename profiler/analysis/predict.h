@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/memory_category.h"
+#include "common/core/memory_category.h"
 #include "profiler/event.h"
 
 namespace us::prof {

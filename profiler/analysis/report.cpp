@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <map>
 
-#include "engine/core/format.h"
-#include "engine/core/memory_category.h"
+#include "common/core/format.h"
+#include "common/core/memory_category.h"
 #include "profiler/analysis/collective_waits.h"
 #include "profiler/trace/chrome_export.h"
 

@@ -6,7 +6,7 @@
 #include <vector>
 #include <zlib.h>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::prof {
 

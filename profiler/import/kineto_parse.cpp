@@ -4,7 +4,7 @@
 
 #include <charconv>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/import/json_stream.h"
 #include "profiler/import/kineto_event.h"
 #include "profiler/import/kineto_names.h"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <map>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/import/byte_source.h"
 #include "profiler/import/kineto_parse.h"
 #include "profiler/import/kineto_reader.h"

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/snapshot/pickle_reader.h"
 #include "profiler/snapshot/plain_json_reader.h"
 #include "profiler/trace/run_info.h"

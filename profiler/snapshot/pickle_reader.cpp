@@ -8,7 +8,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::snap {
 namespace {

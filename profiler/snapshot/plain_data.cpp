@@ -6,7 +6,7 @@
 #include <bit>
 #include <cstring>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::snap {
 

@@ -10,7 +10,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::snap {
 

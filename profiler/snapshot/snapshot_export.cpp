@@ -7,8 +7,8 @@
 #include <fstream>
 #include <map>
 
-#include "engine/core/check.h"
-#include "engine/core/memory_category.h"
+#include "common/core/check.h"
+#include "common/core/memory_category.h"
 #include "profiler/snapshot/pickle_writer.h"
 
 namespace us::snap {

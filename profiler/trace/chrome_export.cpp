@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "engine/core/check.h"
-#include "engine/core/memory_category.h"
+#include "common/core/check.h"
+#include "common/core/memory_category.h"
 #include "profiler/trace/text_output.h"
 
 namespace us::prof {

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <map>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/trace/launch_times.h"
 #include "profiler/trace/text_output.h"
 

@@ -1,6 +1,6 @@
 #include "profiler/trace/text_output.h"
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::prof {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/transport/trace_file.h"
 
 namespace us::prof {

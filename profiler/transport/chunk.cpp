@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::prof {
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <memory>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/transport/protocol.h"
 
 namespace us::prof {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::prof {
 

@@ -13,7 +13,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::prof {
 

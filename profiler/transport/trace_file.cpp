@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::prof {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/import/byte_source.h"
 #include "profiler/import/kineto_parse.h"
 #include "profiler/import/kineto_reader.h"

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/snapshot/frame_rules.h"
 #include "profiler/snapshot/snapshot_analysis.h"
 

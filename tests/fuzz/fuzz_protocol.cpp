@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/trace/trace_store.h"
 #include "profiler/transport/protocol.h"
 

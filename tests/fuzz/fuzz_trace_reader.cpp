@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/trace/trace_store.h"
 #include "profiler/transport/trace_file.h"
 

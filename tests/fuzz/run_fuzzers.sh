@@ -9,7 +9,7 @@ out="$build/fuzz"
 mkdir -p "$out"
 clangxx=$(command -v clang++ || command -v clang++-14 || true)
 if [ -z "$clangxx" ]; then echo "run_fuzzers: clang++ is missing (apt-get install clang libclang-rt-dev)" >&2; exit 1; fi
-sources=(engine/core/check.cpp engine/core/intern.cpp profiler/transport/chunk.cpp profiler/transport/trace_file.cpp
+sources=(common/core/check.cpp common/core/intern.cpp profiler/transport/chunk.cpp profiler/transport/trace_file.cpp
          profiler/transport/protocol.cpp profiler/trace/trace_store.cpp profiler/record/recorder.cpp
          profiler/record/clock.cpp profiler/trace/run_info.cpp profiler/import/byte_source.cpp
          profiler/import/json_stream.cpp profiler/import/kineto_event.cpp profiler/import/kineto_names.cpp
@@ -17,12 +17,12 @@ sources=(engine/core/check.cpp engine/core/intern.cpp profiler/transport/chunk.c
 # The memory snapshot reader (tests/fuzz/fuzz_pickle_reader.cpp) adds its own sources and is seeded with the
 # synthetic snapshots and the hostile set of tests/data/snapshot.
 if [ "$target" = fuzz_pickle_reader ]; then
-  sources+=(engine/core/format.cpp profiler/snapshot/plain_data.cpp profiler/snapshot/pickle_reader.cpp
+  sources+=(common/core/format.cpp profiler/snapshot/plain_data.cpp profiler/snapshot/pickle_reader.cpp
             profiler/snapshot/plain_json_reader.cpp profiler/snapshot/memory_snapshot.cpp
             profiler/snapshot/frame_rules.cpp profiler/snapshot/snapshot_analysis.cpp)
 fi
 bin="$out/$target"
-if [ ! -x "$bin" ] || [ -n "$(find "$src/profiler" "$src/engine/core" "$src/tests/fuzz" -newer "$bin" -name '*.[ch]*' | head -1)" ]; then
+if [ ! -x "$bin" ] || [ -n "$(find "$src/profiler" "$src/common" "$src/tests/fuzz" -newer "$bin" -name '*.[ch]*' | head -1)" ]; then
   "$clangxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I"$src" "${sources[@]/#/$src/}" "$src/tests/fuzz/$target.cpp" -lfmt -lzstd -lz -lpthread -o "$bin"
 fi

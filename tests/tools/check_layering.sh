@@ -1,38 +1,87 @@
 #!/usr/bin/env bash
-# The layering, as a test: data flows engine -> recorder -> transport -> store -> analysis -> views, and includes
-# may only point down that flow (docs/architecture.md). Prints every include that breaks a rule; exits 1 if any.
+# The layering, as a test (docs/architecture.md draws it). common/ lies beneath everything; the engine and the app
+# stand on it side by side and never include each other; the profiler stands on it too and includes neither; the
+# engine reaches only the profiler's recording side. Inside each top-level folder the sub-folders form an order,
+# and a file includes only from sub-folders below its own. No exceptions: prints every include that breaks a rule,
+# and every source file in no layer; exits 1 if any.
 #   tests/tools/check_layering.sh [SOURCE_DIR]
 set -uo pipefail
 src=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$src" || exit 2
+for top in common engine profiler app; do
+  [ -d "$top" ] || { echo "layering: no $top/ under $src"; exit 2; }
+done
 broken=0
-# rule NAME DIRS PATTERN: no file under DIRS includes a header matching PATTERN
-rule() {
-  local name=$1 dirs=$2 pattern=$3
-  local hits
-  hits=$(grep -rnE "^#include \"($pattern)" $dirs --include='*.h' --include='*.cpp' --include='*.cu' || true)
-  if [ -n "$hits" ]; then
-    echo "layering: $name:"
-    echo "$hits" | sed 's/^/  /'
+sources=(--include='*.h' --include='*.cpp' --include='*.cu' --include='*.cuh')
+include_re='^[[:space:]]*#[[:space:]]*include[[:space:]]*"'
+
+report() {  # report RULE HITS
+  if [ -n "$2" ]; then
+    echo "layering: $1:"
+    echo "$2" | sed 's/^/  /'
     broken=1
   fi
 }
-rule "the engine and the profiler never include the app" "engine profiler" "app/"
-rule "the profiler reads the engine's core and pipeline schedules only (never backends, MPI, models or training)" \
-  "profiler" "engine/(backend|comm|model|optim|train|data|cpu|cuda)/"
-rule "the trace store, transport and analysis never include the recorder (profiler/event.h is the contract)" \
-  "profiler/trace profiler/transport profiler/analysis" "profiler/record/"
-rule "the GUI never includes the engine's backends, communicators, models or optimizers" \
-  "app/gui" "engine/(backend|comm|model|optim|cpu|cuda)/"
-rule "analysis never includes the views" "profiler" "app/gui/"
-# The viewer links the settings library only (us_config; tests/tools/check_viewer_links.sh checks the binary).
-app_engine=$(grep -rnE '^#include "engine/' app --include='*.h' --include='*.cpp' |
-  grep -vE '"engine/(core/|train/config\.h|train/cli\.h|model/gpt_config\.h|parallel/pipeline_schedule\.h)' || true)
-if [ -n "$app_engine" ]; then
-  echo "layering: the app includes only the engine's core, its settings (train/config.h, train/cli.h,"
-  echo "  model/gpt_config.h) and the pipeline schedules:"
-  echo "$app_engine" | sed 's/^/  /'
-  broken=1
+
+# ---- between the top-level folders: one rule per arrow
+# never DIRS PATTERN RULE: no file under DIRS includes a header whose path matches PATTERN
+never() {
+  report "$3" "$(grep -rnE "${include_re}($2)" $1 "${sources[@]}" || true)"
+}
+never "common" "engine/|profiler/|app/" "common/ is the bottom layer: it includes nothing from engine/, profiler/ or app/"
+never "profiler" "engine/|app/" "the profiler stands on common/ only: it includes nothing from engine/ or app/"
+never "engine" "app/" "the engine never includes the app"
+never "engine" "profiler/(trace|analysis|import|snapshot)/" \
+  "the engine reaches only the profiler's recording side (profiler/event.h, record/, transport/)"
+never "profiler/transport profiler/trace profiler/analysis profiler/import profiler/snapshot" "profiler/record/" \
+  "only the engine includes the profiler's recorder (profiler/event.h is the contract the rest reads)"
+never "app" "engine/" "the app includes nothing from engine/ (it launches ultrascope-train as a process)"
+
+# ---- inside a top-level folder: an order of layers
+# order TOP "LAYER" "LAYER" ...: each LAYER is one or more units (sub-folders or files of TOP, relative to it),
+# lowest first. A file belongs to the longest unit that holds it; it may include its own unit and the units of
+# lower layers, and no unit of its own layer or above. A source file under TOP in no unit breaks the rule too.
+order() {
+  local top=$1
+  shift
+  local spec="" level=0 layer unit
+  for layer in "$@"; do
+    for unit in $layer; do spec+="$top/$unit $level"$'\n'; done
+    level=$((level + 1))
+  done
+  local listing=""
+  for layer in "$@"; do listing+="${listing:+ <- }${layer// /, }"; done
+  local hits
+  hits=$(
+    {
+      printf '%s' "$spec" | sed 's/^/U /'
+      find "$top" -type f \( -name '*.h' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) | sed 's/^/F /'
+      grep -rnE "${include_re}$top/" "$top" "${sources[@]}" | sed 's/^/I /'
+    } | awk -v top="$top" '
+      function unit_of(path,   best, u) {
+        best = ""
+        for (u in level)
+          if ((path == u || index(path, u "/") == 1) && length(u) > length(best)) best = u
+        return best
+      }
+      $1 == "U" { level[$2] = $3; next }
+      $1 == "F" { if (unit_of($2) == "") print $2 ": in no layer (add its folder to tests/tools/check_layering.sh)"; next }
+      $1 == "I" {
+        line = substr($0, 3)
+        file = line; sub(/:.*/, "", file)
+        target = line; sub(/^[^"]*"/, "", target); sub(/".*/, "", target)
+        from = unit_of(file); to = unit_of(target)
+        if (from == "" || to == "" || from == to) next
+        if (level[to] >= level[from]) print line "   (" from " -> " to ")"
+      }')
+  report "$top/ is layered $listing (a file includes only from layers left of its own)" "$hits"
+}
+order common "core" "schedule" "settings"
+order engine "backend data" "comm" "model" "optim" "parallel" "train" "main.cpp"
+order profiler "event.h" "record transport" "trace" "analysis import snapshot"
+order app "gui/model plan launch" "lesson" "cli" "gui" "main.cpp"
+
+if [ $broken = 0 ]; then
+  echo "layering: ok (common/ beneath engine/, profiler/ and app/; engine/ and app/ apart; each folder's layers one way)"
 fi
-if [ $broken = 0 ]; then echo "layering: ok (engine -> recorder -> transport -> store -> analysis -> views)"; fi
 exit $broken

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/memory_category.h"
-#include "engine/train/config.h"
+#include "common/core/memory_category.h"
+#include "common/settings/config.h"
 #include "profiler/record/recorder.h"
 #include "profiler/trace/trace_store.h"
 #include "profiler/transport/chunk.h"

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "engine/model/activations.h"
-#include "engine/train/config.h"
+#include "common/settings/config.h"
 #include "prof_test_util.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/chrome_export.h"

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "engine/backend/cpu/cpu_backend.h"
-#include "engine/parallel/context_parallel.h"
+#include "engine/model/context_parallel.h"
 #include "test_util.h"
 
 using namespace us;

@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/analysis/hta_breakdown.h"
 #include "profiler/trace/kineto_export.h"
 #include "profiler/transport/trace_file.h"

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/import/json_stream.h"
 #include "profiler/import/kineto_event.h"
 #include "profiler/import/run_files.h"

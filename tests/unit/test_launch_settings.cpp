@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "app/gui/model/launch_settings.h"
-#include "engine/train/cli.h"
+#include "common/settings/cli.h"
 #include "test_util.h"
 
 using namespace us;

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "app/lesson/lesson.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 using namespace us::lesson;
 using nlohmann::json;

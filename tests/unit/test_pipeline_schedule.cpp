@@ -1,7 +1,7 @@
 // Pipeline schedules as data: every schedule runs every forward and backward exactly once per stage, never
 // deadlocks, and on an idealised machine shows the bubble and the activation memory the theory says.
-#include "engine/core/check.h"
-#include "engine/parallel/pipeline_schedule.h"
+#include "common/core/check.h"
+#include "common/schedule/pipeline_schedule.h"
 #include "test_util.h"
 
 using namespace us;

@@ -10,8 +10,8 @@
 #include "app/plan/model_shapes.h"
 #include "app/plan/pipeline_sim.h"
 #include "app/plan/planner.h"
-#include "engine/core/check.h"
-#include "engine/train/config.h"
+#include "common/core/check.h"
+#include "common/settings/config.h"
 #include "profiler/analysis/predict.h"
 #include "test_util.h"
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/plan/predicted_trace.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/trace_store.h"
 #include "test_util.h"

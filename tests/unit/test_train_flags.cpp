@@ -1,10 +1,10 @@
-// The training flags are one table (engine/train/cli.cpp): it parses them and writes them back. These tests give
+// The training flags are one table (common/settings/cli.cpp): it parses them and writes them back. These tests give
 // every flag a value other than its default and check the round trips: flags -> config -> flags -> the same config,
 // and config -> JSON (--print-config, a trace's metadata) -> config. A flag added to the table without a case here
 // fails the first test.
 #include <set>
 
-#include "engine/train/cli.h"
+#include "common/settings/cli.h"
 #include "test_util.h"
 
 using namespace us;

@@ -1,7 +1,7 @@
 // Training as a whole: a falling loss, determinism, bitwise resume from a checkpoint, the data order and the
 // learning-rate schedule.
 #include "engine/backend/cpu/cpu_backend.h"
-#include "engine/train/data_loader.h"
+#include "engine/data/data_loader.h"
 #include "engine/train/trainer.h"
 #include "test_util.h"
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 #include "prof_test_util.h"
 #include "profiler/record/zones.h"
 #include "profiler/trace/trace_store.h"

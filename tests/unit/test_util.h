@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/backend/backend.h"
-#include "engine/core/rng.h"
+#include "common/core/rng.h"
 
 namespace us::test {
 

@@ -1,7 +1,7 @@
 #include "app/gui/model/launch_settings.h"
 
-#include "engine/core/check.h"
-#include "engine/train/cli.h"
+#include "common/core/check.h"
+#include "common/settings/cli.h"
 
 namespace us::gui {
 

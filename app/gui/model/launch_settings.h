@@ -1,5 +1,5 @@
 // What the launch panel edits: the run's TrainConfig itself (the preset it starts from is `config.preset`) and where
-// its ranks run. The trainer's own flag table turns it into ultrascope-train arguments and back (engine/train/cli.h:
+// its ranks run. The trainer's own flag table turns it into ultrascope-train arguments and back (common/settings/cli.h:
 // train_args_of, parse_train_args), so the panel has no flag mapping of its own: whatever the trainer accepts, the
 // panel keeps, shows where it has a field, and passes on.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/train/config.h"
+#include "common/settings/config.h"
 
 namespace us::gui {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/parallel/pipeline_schedule.h"
+#include "common/schedule/pipeline_schedule.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/trace_store.h"
 

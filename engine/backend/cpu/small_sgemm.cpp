@@ -11,7 +11,7 @@
 #include <string>
 
 #include "engine/backend/cpu/blas_kernel.h"
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us::cuda {
 

@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "engine/backend/cuda/cuda_check.h"
-#include "engine/core/dtype.h"
+#include "common/core/dtype.h"
 
 namespace us::cuda {
 

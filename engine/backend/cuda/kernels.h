@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/core/dtype.h"
+#include "common/core/dtype.h"
 
 namespace us::cuda {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/rng.h"
+#include "common/core/rng.h"
 
 namespace us {
 namespace {

@@ -1,11 +1,11 @@
-#include "engine/train/config.h"
+#include "common/settings/config.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
-#include "engine/core/check.h"
-#include "engine/parallel/pipeline_schedule.h"
+#include "common/core/check.h"
+#include "common/schedule/pipeline_schedule.h"
 
 namespace us {
 

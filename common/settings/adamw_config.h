@@ -1,4 +1,4 @@
-// AdamW's hyperparameters: part of the training settings (engine/train/config.h), apart from the optimizer itself so
+// AdamW's hyperparameters: part of the training settings (common/settings/config.h), apart from the optimizer itself so
 // that the settings need no backend.
 #pragma once
 

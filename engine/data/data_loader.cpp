@@ -1,10 +1,10 @@
-#include "engine/train/data_loader.h"
+#include "engine/data/data_loader.h"
 
 #include <fstream>
 #include <sstream>
 
-#include "engine/core/check.h"
-#include "engine/core/rng.h"
+#include "common/core/check.h"
+#include "common/core/rng.h"
 
 namespace us {
 

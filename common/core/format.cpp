@@ -1,4 +1,4 @@
-#include "engine/core/format.h"
+#include "common/core/format.h"
 
 #include <fmt/format.h>
 

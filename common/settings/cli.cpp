@@ -1,4 +1,4 @@
-#include "engine/train/cli.h"
+#include "common/settings/cli.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -6,7 +6,7 @@
 #include <memory>
 #include <type_traits>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us {
 

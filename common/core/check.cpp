@@ -1,4 +1,4 @@
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "engine/core/intern.h"
+#include "common/core/intern.h"
 
 #include <deque>
 #include <mutex>

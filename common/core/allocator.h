@@ -12,10 +12,10 @@
 #include <string>
 #include <string_view>
 
-#include "engine/core/format.h"
+#include "common/core/format.h"
 
-#include "engine/core/memory_category.h"
-#include "engine/core/tensor.h"
+#include "common/core/memory_category.h"
+#include "common/core/tensor.h"
 
 namespace us {
 

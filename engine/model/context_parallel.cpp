@@ -1,4 +1,4 @@
-#include "engine/parallel/context_parallel.h"
+#include "engine/model/context_parallel.h"
 
 #include <fmt/format.h>
 

@@ -18,7 +18,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
-#include "engine/train/data_loader.h"
+#include "engine/data/data_loader.h"
 
 namespace us {
 

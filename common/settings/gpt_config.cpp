@@ -1,6 +1,6 @@
-#include "engine/model/gpt_config.h"
+#include "common/settings/gpt_config.h"
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/model/gpt_config.h"
+#include "common/settings/gpt_config.h"
 #include "engine/model/param_access.h"
 #include "engine/model/param_layout.h"
 

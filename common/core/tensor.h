@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "engine/core/check.h"
-#include "engine/core/dtype.h"
+#include "common/core/check.h"
+#include "common/core/dtype.h"
 
 namespace us {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/core/dtype.h"
+#include "common/core/dtype.h"
 
 namespace us {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/model/gpt_config.h"
-#include "engine/optim/adamw_config.h"
+#include "common/settings/gpt_config.h"
+#include "common/settings/adamw_config.h"
 
 namespace us {
 

@@ -1,4 +1,4 @@
-#include "engine/core/process_memory.h"
+#include "common/core/process_memory.h"
 
 #include <malloc.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "engine/core/allocator.h"
+#include "common/core/allocator.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include "engine/core/intern.h"
+#include "common/core/intern.h"
 
 namespace us {
 

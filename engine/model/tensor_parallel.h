@@ -12,18 +12,18 @@
 //   reduce_scatter_to_sp_region  forward: reduce-scatter   backward: all-gather      output of a row-parallel
 //
 // Every mapping is a no-op when tp = 1, and all of them block: nothing in this engine computes while they run,
-// so tensor-parallel communication sits on the critical path (docs/tensor-parallel.md).
+// so tensor-parallel communication sits on the critical path (docs/tensor-parallel.md). The model calls these,
+// so they live beside it; the step's sum of the replicated gradients under SP is
+// engine/parallel/sp_replicated_grads.h.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
-#include "engine/model/param_layout.h"
 
 namespace us {
-
-class TrainState;
 
 class TensorParallel {
 public:
@@ -61,12 +61,6 @@ public:
     // ---- the vocabulary-parallel cross-entropy's reductions of per-token statistics (fp32)
     void all_reduce_max(Tensor t);
     void all_reduce_sum(Tensor t);
-
-    // Under sequence parallelism the gradients of the replicated parameters (LayerNorms, the row-parallel biases)
-    // are partial sums over each rank's token rows: sums them over the group, in one coalesced all-reduce, after
-    // the data-parallel reduction (the sum is linear, so the order does not matter). A no-op without SP, where
-    // every rank sees every row and computes the whole gradient itself.
-    void all_reduce_replicated_grads(TrainState& state, const ParamLayout& layout, Backend& backend);
 
 private:
     std::vector<int> piece_counts(int64_t whole) const;

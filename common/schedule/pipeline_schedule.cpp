@@ -1,11 +1,11 @@
-#include "engine/parallel/pipeline_schedule.h"
+#include "common/schedule/pipeline_schedule.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 
-#include "engine/core/check.h"
+#include "common/core/check.h"
 
 namespace us {
 

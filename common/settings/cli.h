@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/train/config.h"
+#include "common/settings/config.h"
 
 namespace CLI {
 class App;
