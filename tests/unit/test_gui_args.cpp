@@ -39,7 +39,7 @@ std::string existing_dir(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("the GUI's own options fill its options; the defaults are the GUI's", "[cpu][app][gui-args]") {
+TEST_CASE("the GUI's own options fill its options and its defaults are the GUI's", "[cpu][app][gui-args]") {
     const auto none = parse({});
     CHECK(none.options.launch);
     CHECK(none.options.view == "all");
@@ -153,7 +153,7 @@ TEST_CASE("bad GUI options are refused with what was expected", "[cpu][app][gui-
     CHECK_THAT(error_of({"--screenshot"}), Catch::Matchers::Contains("--screenshot"));  // a value is missing
 }
 
-TEST_CASE("--view takes every view of the table and all; --help lists every option", "[cpu][app][gui-args]") {
+TEST_CASE("the GUI takes every view of the table and all for --view, and its help lists every option", "[cpu][app][gui-args]") {
     for (const us::gui::ViewName& v : us::gui::kViewNames) CHECK(parse({"--view", v.id}).options.view == v.id);
     CHECK(parse({"--view", "all"}).options.view == "all");
     CHECK(parse({"--help"}).help_requested);
