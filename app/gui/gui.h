@@ -1,37 +1,10 @@
-// The desktop GUI: Dear ImGui on GLFW + OpenGL 3. run_gui owns the window loop; everything it draws comes from
-// AppState and the view-models in model/.
+// The desktop GUI: Dear ImGui on GLFW + OpenGL 3. run_gui owns the window loop (window_loop.cpp); everything it
+// draws comes from AppState and the view-models in model/.
 #pragma once
 
-#include <string>
-#include <vector>
+#include "app/gui/model/gui_options.h"
 
 namespace us::gui {
-
-struct GuiOptions {
-    std::string open_trace;               // open this trace instead of launching
-    bool launch = true;                   // launch the default run at start (when no trace is opened)
-    int ranks = 0;                        // ranks of the launched run (0: the default run's, app/cli/default_run.h)
-    std::vector<std::string> train_args;  // ultrascope-train flags of the launched run
-    std::string listen;                   // [HOST:]PORT to listen on for runs started elsewhere (attach)
-    std::string screenshot;               // write a PNG (and a .json of the views' regions) and exit
-    std::string view = "all";             // memory | timeline | overlap | training | compare | experts | ops | planner | all
-    int fit_step = 0;                     // > 0: the time window shows this step once it is in
-    bool exit_when_done = false;          // exit once the launched run has finished (with its result)
-    int width = 1280, height = 800;
-    float font_px = 0;                    // --font-size: the UI font in pixels (0: 16 x the monitor's content scale)
-    size_t store_cap_bytes = size_t(2) << 30;  // the trace store's memory cap (--store-cap-mib)
-    // Multi-host launches (the launch panel's "hosts"): mpirun --hostfile, or srun; the address launched ranks
-    // stream back to (this machine's, reachable from the hosts).
-    std::string hostfile, launcher = "mpirun", stream_listen = "127.0.0.1";
-    std::string lesson;             // --lesson NAME: open this workshop lesson and launch its first run
-    bool lesson_all_runs = false;   // --lesson-runs all: then each later run in turn (the comparison)
-    bool high_contrast = false;     // --high-contrast: the projector theme
-    // --plan MODEL [--plan-cluster C] [--plan-gpus N]: open the Planner on that search
-    std::string plan_model, plan_cluster = "h100-sxm";
-    int plan_gpus = 64;
-    bool plan_launch = false;  // --plan-launch: then launch the best layout this machine can run
-    bool plan_show = false;    // --plan-show: then show the best fitting layout's predicted step in the views
-};
 
 // Whether a display is available (X11 or Wayland).
 bool display_available();

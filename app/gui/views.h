@@ -24,10 +24,6 @@ bool draw_pipeline_schedule(AppState& app, int step);
 // One schedule diagram (stages, F/B/W boxes, each stage's bubble), `width` pixels wide.
 void draw_pipeline_diagram(const PipelineDiagram& d, int chunks, float width);
 
-// The whole frame: menu, popups and the views in their layout (window.cpp). With force_layout the default layout
-// is applied every frame (screenshots, benchmarks).
-void draw_frame(AppState& app, bool force_layout);
-
 // Shared drawing helpers (view_plot.cpp).
 // provenance: "measured", "predicted", "formula" or "derived", shown beside the title and in the readout.
 void draw_line_plot(const char* title, const float* xs, const float* ys, int n, ImU32 color, const char* unit,

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 
+#include "app/gui/model/view_table.h"
 #include "app/lesson/lesson.h"
 #include "common/core/check.h"
 #include "common/settings/cli.h"
@@ -16,7 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kViews = {"memory", "timeline", "overlap", "training", "compare", "experts", "ops"};
 constexpr int kMaxRanks = 8;  // a laptop's lesson; the machine has a few cores
 constexpr size_t kMaxRuns = 3;
 
@@ -248,10 +248,14 @@ Lesson parse_lesson(const json& j, const std::string& name, const std::string& w
                            where, indexed("plans", i), l.plans.back().label);
         }
     }
-    for (const auto& v : f.array("views", 1, kViews.size())) {
-        const bool known = v.is_string() && std::count(kViews.begin(), kViews.end(), v.get<std::string>());
-        US_CHECK_INPUT(known, "{}: views: unknown view {} (expected memory, timeline, overlap, training, compare or "
-                       "experts)", where, v.dump());
+    // the views of the GUI's layout (app/gui/model/view_table.h): those a lesson can bring forward and outline
+    std::string layout_views;
+    size_t layout_view_count = 0;
+    for (const gui::ViewName& v : gui::kViewNames)
+        if (gui::lesson_region_of(v.id)) layout_views += std::string(layout_view_count++ ? ", " : "") + v.id;
+    for (const auto& v : f.array("views", 1, layout_view_count)) {
+        const bool known = v.is_string() && gui::lesson_region_of(v.get<std::string>());
+        US_CHECK_INPUT(known, "{}: views: unknown view {} (expected one of {})", where, v.dump(), layout_views);
         l.views.push_back(v.get<std::string>());
     }
     if (f.has("highlights")) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "app/gui/app_state.h"
+#include "app/gui/frame.h"
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
 #include "profiler/transport/trace_file.h"
@@ -106,6 +107,7 @@ void frame_benchmark(const char* label, int ranks, int64_t spans) {
     gui::GuiOptions o;
     o.launch = false;
     gui::AppState app(o);
+    gui::FrameState frame;
     app.adopt(std::move(store), label);
     for (const char* zoom : {"fit all", "deep zoom (1 ms)"}) {
         if (zoom[0] == 'f') app.fit_all();
@@ -119,7 +121,7 @@ void frame_benchmark(const char* label, int ranks, int64_t spans) {
         for (int i = 0; i < frames + 2; ++i) {
             const auto t0 = std::chrono::steady_clock::now();
             ImGui::NewFrame();
-            gui::draw_frame(app, true);
+            gui::draw_frame(app, frame, true);
             ImGui::Render();
             const double ms = ms_since(t0);
             if (i >= 2) {  // the first frames lay windows out

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../unit/test_util.h"
+#include "app/gui/model/view_table.h"
 
 using namespace us::test;
 namespace fs = std::filesystem;
@@ -99,8 +100,12 @@ TEST_CASE("the GUI opens a trace and screenshots one view at a time", "[gui]") {
     const ProcessResult made = run_process(bin("ultrascope-train") + " --preset tiny --steps 6 --quiet --trace " + trace +
                                            " --data " + data_file());
     REQUIRE(made.exit_code == 0);
-    for (const char* view : {"memory", "timeline", "overlap", "training", "ops"}) {
-        const std::string shot = temp_path(std::string("view-") + view + ".png");
+    for (const us::gui::ViewName& name : us::gui::kViewNames) {  // the views of a run (app/gui/model/view_table.h)
+        const std::string view = name.id;
+        // the planner, a memory snapshot, the experts' router load and the comparison of runs need other sources
+        // (a plan, a snapshot, a mixture-of-experts run, several runs): their own tests below
+        if (name.place == us::gui::Place::over || view == "experts" || view == "compare") continue;
+        const std::string shot = temp_path("view-" + view + ".png");
         const ProcessResult r = run_process(ultrascope() + " " + trace + " --screenshot " + shot + " --view " + view);
         INFO(view << "\n" << r.output);
         REQUIRE(r.exit_code == 0);

@@ -1,0 +1,18 @@
+// The metadata of a predicted rank (predicted_trace.h): the grid, the device and its peak, and under "predicted" what
+// was predicted (model, cluster, layout, step time, shape), so every figure read from the trace says it is the
+// model's; for this engine's models also the ultrascope-train config, from which the report predicts memory as for
+// a run.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "app/plan/planner.h"
+
+namespace us::plan {
+
+nlohmann::json predicted_rank_metadata(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan, int64_t gpus,
+                                       const StepModel& sm, int stage, const std::string& memory_kind, bool detailed);
+
+}  // namespace us::plan
