@@ -324,15 +324,15 @@ TEST_CASE("gemm_bf16 avx512-bf16 is deterministic across runs, thread counts and
         CHECK(std::memcmp(first.c.data(), r.c.data(), first.c.size() * sizeof(float)) == 0);
 }
 
-TEST_CASE("gemm_bf16 automatic choice follows the CPU and US_BF16_GEMM", "[cpu][gemm_bf16]") {
+TEST_CASE("gemm_bf16 automatic choice: the sgemm fallback, the AVX-512 kernel when US_BF16_GEMM asks", "[cpu][gemm_bf16]") {
     const char* old = std::getenv("US_BF16_GEMM");
     const std::string saved = old ? old : "";
     unsetenv("US_BF16_GEMM");
-    const auto expected =
-        us::cpu::cpu_supports_avx512_bf16() ? Bf16GemmKernel::avx512_bf16 : Bf16GemmKernel::fp32_sgemm;
-    CHECK(us::cpu::resolve_bf16_gemm_kernel(Bf16GemmKernel::automatic) == expected);
-    setenv("US_BF16_GEMM", "fallback", 1);
     CHECK(us::cpu::resolve_bf16_gemm_kernel(Bf16GemmKernel::automatic) == Bf16GemmKernel::fp32_sgemm);
+    setenv("US_BF16_GEMM", "avx512", 1);
+    const auto asked =
+        us::cpu::cpu_supports_avx512_bf16() ? Bf16GemmKernel::avx512_bf16 : Bf16GemmKernel::fp32_sgemm;
+    CHECK(us::cpu::resolve_bf16_gemm_kernel(Bf16GemmKernel::automatic) == asked);
     CHECK(us::cpu::resolve_bf16_gemm_kernel(Bf16GemmKernel::avx512_bf16) == Bf16GemmKernel::avx512_bf16);
     if (old)
         setenv("US_BF16_GEMM", saved.c_str(), 1);

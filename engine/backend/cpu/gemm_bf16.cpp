@@ -58,9 +58,12 @@ const char* bf16_gemm_kernel_name(Bf16GemmKernel kernel) {
 
 Bf16GemmKernel resolve_bf16_gemm_kernel(Bf16GemmKernel requested) {
     if (requested != Bf16GemmKernel::automatic) return requested;
+    // Measured on a 16-core AVX-512 BF16 Xeon (docs/performance.md, 2026-11-24): OpenBLAS's Cooperlake sgemm on the
+    // rounded inputs beats our vdpbf16ps kernel at 1, 8 and 16 threads (bf16 training ran at 0.59-0.79x fp32 with
+    // it), so the fallback is the default everywhere; US_BF16_GEMM=avx512 (or an explicit request) runs the kernel.
     const char* forced = std::getenv("US_BF16_GEMM");
-    if (forced && std::strcmp(forced, "fallback") == 0) return Bf16GemmKernel::fp32_sgemm;
-    return cpu_supports_avx512_bf16() ? Bf16GemmKernel::avx512_bf16 : Bf16GemmKernel::fp32_sgemm;
+    if (forced && std::strcmp(forced, "avx512") == 0 && cpu_supports_avx512_bf16()) return Bf16GemmKernel::avx512_bf16;
+    return Bf16GemmKernel::fp32_sgemm;
 }
 
 namespace {

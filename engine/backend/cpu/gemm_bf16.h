@@ -14,8 +14,8 @@ enum class Bf16GemmKernel { automatic, avx512_bf16, fp32_sgemm };
 bool cpu_supports_avx512_bf16();
 const char* bf16_gemm_kernel_name(Bf16GemmKernel kernel);
 
-// The kernel `automatic` resolves to on this CPU (US_BF16_GEMM=fallback in the environment forces
-// fp32_sgemm).
+// The kernel `automatic` resolves to: fp32_sgemm (measured faster than avx512_bf16 with OpenBLAS's AVX-512
+// kernels); US_BF16_GEMM=avx512 in the environment picks avx512_bf16 on a CPU that has it.
 Bf16GemmKernel resolve_bf16_gemm_kernel(Bf16GemmKernel requested);
 
 // Floats of scratch that gemm_bf16 needs for this call with this kernel. The avx512 kernel sizes it for
