@@ -129,9 +129,7 @@ RunComparison compare_run(const prof::TraceStore& store, const prof::Report& rep
     int64_t largest = -1;
     for (const prof::RankReport& rr : rep.ranks) {
         if (rr.coords.value("pp", 0) != c.plan.memory.stage) continue;
-        int64_t sum = 0;
-        for (int i = 0; i < kMemCategoryCount; ++i)
-            if (c.plan.memory.modelled[size_t(i)]) sum += rr.memory.peak[size_t(i)];
+        const int64_t sum = prof::modelled_sum_of_peaks(rr.memory, c.plan.memory.modelled);
         if (sum > largest) {
             largest = sum, c.memory_rank = rr.rank;
             for (int i = 0; i < kMemCategoryCount; ++i) c.measured_memory[size_t(i)] = rr.memory.peak[size_t(i)];
