@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,13 +78,32 @@ inline constexpr std::string_view kOpClassNames[] = {
 
 inline bool is_comm_op(OpClass c) { return c >= OpClass::all_reduce; }
 
-// Process groups of comm spans (SpanRecord::group), as the engine's GroupKind numbers them.
-inline constexpr std::string_view kGroupNames[] = {"world", "dp", "pp", "tp", "cp", "ep", "embedding", "edp"};
-inline constexpr int kGroupCount = int(std::size(kGroupNames));
-inline int group_index(std::string_view name) {
-    for (int g = 0; g < kGroupCount; ++g)
-        if (kGroupNames[g] == name) return g;
-    return -1;
+// Process groups of comm spans (SpanRecord::group holds the kind's number). The engine's communicators are of these
+// kinds (engine/comm/communicator.h); group ids from kGroupCount on name an imported run's own groups (run_info.h).
+// edp: expert data parallelism, the ranks that hold the same experts (dp/ep of them, x cp).
+enum class GroupKind : uint8_t { world, dp, pp, tp, cp, ep, embedding, edp };
+struct GroupKindName {
+    GroupKind kind;
+    std::string_view name;  // a string literal: null-terminated
+};
+inline constexpr GroupKindName kGroupKinds[] = {
+    {GroupKind::world, "world"}, {GroupKind::dp, "dp"}, {GroupKind::pp, "pp"},
+    {GroupKind::tp, "tp"},       {GroupKind::cp, "cp"}, {GroupKind::ep, "ep"},
+    {GroupKind::embedding, "embedding"}, {GroupKind::edp, "edp"}};
+inline constexpr int kGroupCount = int(std::size(kGroupKinds));
+static_assert(
+    [] {
+        for (int g = 0; g < kGroupCount; ++g)
+            if (int(kGroupKinds[g].kind) != g) return false;
+        return true;
+    }(),
+    "kGroupKinds lists each kind at its own number, so that a group id indexes it");
+constexpr std::string_view group_kind_name(GroupKind g) { return kGroupKinds[size_t(g)].name; }
+// The kind a name says ("tp" -> GroupKind::tp), or nullopt for a name that is none of them.
+constexpr std::optional<GroupKind> parse_group_kind(std::string_view name) {
+    for (const GroupKindName& k : kGroupKinds)
+        if (k.name == name) return k.kind;
+    return std::nullopt;
 }
 
 enum class EventType : uint8_t { none = 0, span = 1, memory = 2, counter = 3 };

@@ -9,7 +9,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/snapshot_report.h"
-#include "app/plan/run_comparison.h"
+#include "app/plan/plan_vs_run.h"
 #include "common/core/check.h"
 #include "app/cli/imported_run.h"
 #include "profiler/analysis/report.h"
@@ -57,18 +57,18 @@ int report_command(int argc, char** argv) {
     prof::Report rep = prof::build_report(store, microbatches);
     rep.warnings.insert(rep.warnings.begin(), warnings.begin(), warnings.end());
     // The planner's side: a trace whose config it cannot describe still gets the rest of the report.
-    std::optional<plan::RunComparison> cmp;
+    std::optional<plan::PlanVsRun> cmp;
     std::string planner_error;
     try {
         if (rep.is_predicted()) planner_error = "this trace is the planner's own prediction (nothing measured to compare)";
         else if (run.imported()) planner_error = imported_planner_note();
-        else cmp = plan::compare_run(store, rep, cluster, cluster_source);
+        else cmp = plan::compare_plan_with_run(store, rep, cluster, cluster_source);
     } catch (const UserError& e) {
         planner_error = e.what();
     }
     if (json) {
         nlohmann::json j = prof::report_json(rep);
-        j["planner"] = cmp ? plan::comparison_json(*cmp) : nlohmann::json{{"error", planner_error}};
+        j["planner"] = cmp ? plan::plan_vs_run_json(*cmp) : nlohmann::json{{"error", planner_error}};
         j["run"] = prof::to_json(run);
         if (run.imported()) {
             j["unknown_for_imported_run"] = imported_unknowns();
@@ -83,7 +83,7 @@ int report_command(int argc, char** argv) {
         for (const auto& p : paths) shown += (shown.empty() ? "" : " ") + p;
         std::printf("Trace %s\n%s%s", shown.c_str(), run.imported() ? imported_header(run, store).c_str() : "",
                     prof::format_report(rep).c_str());
-        std::printf("%s", cmp ? plan::format_comparison(*cmp).c_str()
+        std::printf("%s", cmp ? plan::format_plan_vs_run(*cmp).c_str()
                               : ("\nPlanner: not compared: " + planner_error + "\n").c_str());
     }
     return 0;

@@ -40,14 +40,7 @@ bool runnable_here(const plan::ModelDesc& model, const plan::PlanResult& r) {
 }
 
 int64_t measured_modelled_peak(const prof::Report& report, const plan::MemoryEstimate& predicted) {
-    int64_t busiest = 0;
-    for (const auto& rank : report.ranks) {
-        int64_t sum = 0;
-        for (int c = 0; c < kMemCategoryCount; ++c)
-            if (predicted.modelled[size_t(c)]) sum += rank.memory.peak[size_t(c)];
-        busiest = std::max(busiest, sum);
-    }
-    return busiest;
+    return prof::most_modelled_sum_of_peaks(report, predicted.modelled);
 }
 
 }  // namespace us::gui

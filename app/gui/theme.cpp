@@ -42,7 +42,7 @@ ImU32 folded_color(ImU32 c) {
 
 ImU32 op_color(const prof::Span& s) {
     using prof::OpClass;
-    if (s.kind == prof::SpanKind::comm && s.group == uint8_t(prof::group_index("tp"))) {
+    if (s.kind == prof::SpanKind::comm && s.group == uint8_t(prof::GroupKind::tp)) {
         // Tensor-parallel collectives in their own warm hue (they sit on the critical path), shaded by collective.
         switch (s.op) {
             case OpClass::all_gather: return IM_COL32(250, 170, 80, 255);
@@ -50,7 +50,7 @@ ImU32 op_color(const prof::Span& s) {
             default: return tp_comm_color();
         }
     }
-    if (s.kind == prof::SpanKind::comm && s.group == uint8_t(prof::group_index("ep")))
+    if (s.kind == prof::SpanKind::comm && s.group == uint8_t(prof::GroupKind::ep))
         return ep_comm_color();  // expert parallelism's all-to-alls, also on the compute thread's path
     if (s.kind == prof::SpanKind::comm) {
         switch (s.op) {

@@ -271,16 +271,16 @@ void draw_settings(AppState& app) {
                                       p.micro_batches_in_flight);
             if (s.config.parallel.tp > 1)
                 prediction += fmt::format("\n{} parameters per rank; tp sends {} per step (critical path)",
-                                          p.params_on_rank, format_bytes(p.comm_bytes[size_t(prof::group_index("tp"))]));
+                                          p.params_on_rank, format_bytes(p.comm_bytes[size_t(prof::GroupKind::tp)]));
             if (s.config.parallel.cp > 1)
-                prediction += fmt::format("\ncp ring sends {} per step", format_bytes(p.comm_bytes[size_t(prof::group_index("cp"))]));
+                prediction += fmt::format("\ncp ring sends {} per step", format_bytes(p.comm_bytes[size_t(prof::GroupKind::cp)]));
             if (p.active_params != p.params)
                 prediction += fmt::format("\n{:.2f}M parameters, {:.2f}M active per token (FLOPs count these)",
                                           double(p.params) / 1e6, double(p.active_params) / 1e6);
             if (s.config.parallel.ep > 1)
                 prediction += fmt::format("\n{:.2f}M of them here; ep all-to-alls send {} per step (uniform routing)",
                                           double(p.params_on_rank) / 1e6,
-                                          format_bytes(p.comm_bytes[size_t(prof::group_index("ep"))]));
+                                          format_bytes(p.comm_bytes[size_t(prof::GroupKind::ep)]));
         }
     }
     if (problem.empty()) {

@@ -183,9 +183,7 @@ void draw_peaks(const AppState& app, const prof::RankReport& r) {
                     r.memory.has_steady ? format_bytes(r.memory.steady_peak[size_t(k)]).c_str() : "-");
     }
     // like for like: the sum of the peaks of the categories the prediction models, measured and predicted
-    int64_t modelled = 0;
-    for (int k = 0; k < kMemCategoryCount; ++k)
-        if (r.predicted.memory[size_t(k)]) modelled += r.memory.peak[size_t(k)];
+    const int64_t modelled = r.memory_modelled_sum_peak;
     if (!predicted_trace || r.predicted.memory_total() > 0) {  // nothing to sum beside a prediction of another model
         ImGui::TableNextRow();
         cell("sum of peaks");

@@ -90,14 +90,16 @@ void draw_group_table(const prof::Report& rep) {
             ImGui::TableNextColumn();
             ImGui::Text("%d", r.rank);
             ImGui::TableNextColumn();
-            const bool tp = prof::kGroupNames[g] == "tp";
+            const prof::GroupKind kind = prof::GroupKind(g);
+            const std::string name(prof::group_kind_name(kind));
+            const bool tp = kind == prof::GroupKind::tp;
             if (tp) ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.35f, 1), "tp");
-            else ImGui::Text("%s", std::string(prof::kGroupNames[g]).c_str());
+            else ImGui::Text("%s", name.c_str());
             if (tp && ImGui::IsItemHovered())
                 ImGui::SetTooltip("tensor-parallel collectives block the compute thread: all of their time is exposed");
             ImGui::TableNextColumn();
             ImGui::Text("%s", format_bytes(int64_t(bytes)).c_str());
-            miss_marker(rep.misses, "comm." + std::string(prof::kGroupNames[g]), r.rank);
+            miss_marker(rep.misses, "comm." + name, r.rank);
             ImGui::TableNextColumn();
             if (rep.imported) ImGui::TextUnformatted("unknown");  // no model or layout behind a PyTorch trace
             else ImGui::Text("%s", format_bytes(r.predicted.comm_bytes[size_t(g)]).c_str());

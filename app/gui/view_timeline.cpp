@@ -51,7 +51,7 @@ void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t f
         if (s.layer >= 0) ImGui::Text("layer %d", s.layer);
         if (s.launcher != 0) ImGui::Text("launched by %s", store.name(s.launcher).c_str());
         if (s.kind == prof::SpanKind::comm) {  // an imported run's groups are named by its run description
-            const std::string group = s.group < prof::kGroupCount ? std::string(prof::kGroupNames[s.group])
+            const std::string group = s.group < prof::kGroupCount ? std::string(prof::group_kind_name(prof::GroupKind(s.group)))
                                                                   : prof::group_name(prof::run_info_of(store), s.group);
             ImGui::Text("group %s", group.c_str());
         }

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/core/dtype.h"
+#include "common/core/recompute.h"
 
 namespace us {
 
@@ -37,7 +38,6 @@ struct GPTConfig {
 };
 
 enum class Precision { fp32, bf16 };
-enum class Recompute { none, selective, full };
 // How attention runs: naive stores the (B, heads, s, s) probabilities for backward; flash runs it blockwise with an
 // online softmax (the ring attention's kernels, on one rank's whole sequence), keeps only the log-sum-exp per row
 // and recomputes the scores in backward, so the s^2 term leaves the activations.

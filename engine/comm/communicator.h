@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/core/tensor.h"
+#include "profiler/event.h"
 
 namespace us {
 
@@ -32,9 +33,9 @@ CommHandle completed_handle();
 // The reduction of an all-reduce: sums (gradients, partial products) or maxima (the vocabulary-parallel softmax).
 enum class ReduceOp : uint8_t { sum, max };
 
-// edp: expert data parallelism, the ranks that hold the same experts (dp/ep of them, x cp).
-enum class GroupKind : uint8_t { world = 0, dp = 1, pp = 2, tp = 3, cp = 4, ep = 5, embedding = 6, edp = 7 };
-const char* group_kind_name(GroupKind g);
+// The kinds of process group, and their names, are the trace's (profiler/event.h): spans carry the kind's number.
+using prof::GroupKind;
+using prof::group_kind_name;
 
 class Communicator {
 public:

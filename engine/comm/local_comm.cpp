@@ -4,7 +4,6 @@
 
 #include "engine/comm/communicator.h"
 #include "common/core/check.h"
-#include "profiler/event.h"
 
 namespace us {
 
@@ -58,11 +57,6 @@ private:
 CommHandle completed_handle() {
     static const CommHandle done = std::make_shared<DoneRequest>();
     return done;
-}
-
-const char* group_kind_name(GroupKind g) {
-    static_assert(prof::kGroupCount == int(GroupKind::edp) + 1, "the trace's group names follow GroupKind");
-    return prof::kGroupNames[size_t(g)].data();  // string literals: null-terminated
 }
 
 std::unique_ptr<Communicator> make_local_communicator(GroupKind kind) { return std::make_unique<LocalCommunicator>(kind); }

@@ -266,7 +266,7 @@ private:
     }
     // "all_reduce dp": names carry the group so the timeline and the watchdog can say which one.
     const char* prof_name(const char* verb) const {
-        return intern_name(std::string(verb) + " " + group_kind_name(m_kind));
+        return intern_name(std::string(verb) + " " + std::string(group_kind_name(m_kind)));
     }
     static const char* intern_name(const std::string& s);
 

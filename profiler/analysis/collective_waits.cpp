@@ -10,21 +10,22 @@ namespace {
 
 // The ranks that share every grid coordinate but the group's own form one instance of the group.
 std::string instance_key(const nlohmann::json& coords, int group) {
-    const std::string_view name = kGroupNames[group];
-    if (name == "world") return "world";
-    const std::string own = name == "embedding" ? "pp" : std::string(name);
+    const GroupKind kind = GroupKind(group);
+    if (kind == GroupKind::world) return "world";
+    const GroupKind own = kind == GroupKind::embedding ? GroupKind::pp : kind;
     std::string key;
-    for (const char* dim : {"dp", "pp", "tp", "cp"}) {
-        if (own == dim || (own == "dp" && std::string(dim) == "cp")) continue;  // dp reduces over dp x cp
-        if (own == "edp" && (std::string(dim) == "cp" || std::string(dim) == "dp")) {
-            if (std::string(dim) == "dp") key += "ep=" + std::to_string(coords.value("ep", 0)) + ";";
+    for (const GroupKind dim : {GroupKind::dp, GroupKind::pp, GroupKind::tp, GroupKind::cp}) {
+        if (own == dim || (own == GroupKind::dp && dim == GroupKind::cp)) continue;  // dp reduces over dp x cp
+        if (own == GroupKind::edp && (dim == GroupKind::cp || dim == GroupKind::dp)) {
+            if (dim == GroupKind::dp) key += "ep=" + std::to_string(coords.value("ep", 0)) + ";";
             continue;  // the ranks holding the same experts: same dp % ep, any dp / ep and cp
         }
-        if (own == "ep" && std::string(dim) == "dp") {  // the ep dp ranks of one expert group
+        if (own == GroupKind::ep && dim == GroupKind::dp) {  // the ep dp ranks of one expert group
             key += "group=" + std::to_string(coords.value("dp", 0) - coords.value("ep", 0)) + ";";
             continue;
         }
-        key += std::string(dim) + "=" + std::to_string(coords.value(dim, 0)) + ";";
+        const std::string name(group_kind_name(dim));  // the coordinate's key in the rank's metadata
+        key += name + "=" + std::to_string(coords.value(name, 0)) + ";";
     }
     return key;
 }

@@ -14,7 +14,7 @@
 
 namespace us::prof {
 
-// rank -> seconds waited per group (kGroupNames order), over the spans of steps >= first_steady_step.
+// rank -> seconds waited per group (GroupKind order), over the spans of steps >= first_steady_step.
 std::map<int, std::array<double, kGroupCount>> collective_waits(const TraceStore& store, int first_steady_step);
 
 // rank -> when it waited inside the collectives of `group`: the first (duration - transfer) of each span, since a

@@ -25,7 +25,7 @@ std::string process_group_name(const RankTrace& rt, int group) {
                 if (!desc.empty() && desc != g.value("name", std::string())) name += " " + desc;
                 return name;
             }
-    return group < kGroupCount ? std::string(kGroupNames[group]) : fmt::format("group {}", group);
+    return group < kGroupCount ? std::string(group_kind_name(GroupKind(group))) : fmt::format("group {}", group);
 }
 
 ImportedRun imported_run_section(const TraceStore& store, int microbatches) {

@@ -23,7 +23,7 @@ struct ImportedRun {
 ImportedRun imported_run_section(const TraceStore& store, int microbatches = 0);
 
 // The name of a span's process group: the run description's for an imported group (its name, kind and
-// description), kGroupNames' for the engine's, else "group N".
+// description), kGroupKinds' for the engine's, else "group N".
 std::string process_group_name(const RankTrace& rt, int group);
 
 }  // namespace us::prof

@@ -4,6 +4,13 @@
 
 namespace us::prof {
 
+int64_t modelled_sum_of_peaks(const MemoryPeaks& measured, const CategoryMask& modelled) {
+    int64_t sum = 0;
+    for (int k = 0; k < kMemCategoryCount; ++k)
+        if (modelled[size_t(k)]) sum += measured.peak[size_t(k)];
+    return sum;
+}
+
 MemoryPeaks analyze_memory(const RankTrace& rank) {
     MemoryPeaks m;
     CategoryBytes current{};

@@ -29,6 +29,13 @@ struct MemoryPeaks {
 
 MemoryPeaks analyze_memory(const RankTrace& rank);
 
+// Which categories a prediction covers (Prediction::modelled_categories, the planner's MemoryEstimate::modelled).
+using CategoryMask = std::array<bool, kMemCategoryCount>;
+// The measured peaks of the `modelled` categories, summed: like for like with a prediction's sum of its categories
+// (each category's own peak; peaks of different categories need not coincide, so this is not the peak of the sum).
+// The one definition the report, the planner and the views read.
+int64_t modelled_sum_of_peaks(const MemoryPeaks& measured, const CategoryMask& modelled);
+
 // Bytes of every category after each memory event: the timeline the memory anatomy view stacks.
 struct MemorySample {
     int64_t t;

@@ -54,10 +54,10 @@ std::optional<std::string> memory_formula_explanation(const Report& rep, const R
     return std::nullopt;
 }
 
-std::optional<std::string> comm_explanation(const Report& rep, const RankReport& r, std::string_view group,
+std::optional<std::string> comm_explanation(const Report& rep, const RankReport& r, GroupKind group,
                                             const std::string& source, double measured) {
     const PredictInput& in = rep.predict_input;
-    if (group == "ep" && in.moe_experts > 0) {
+    if (group == GroupKind::ep && in.moe_experts > 0) {
         const double uneven = most_uneven(r);
         if (uneven > 1.0 + kMissTolerance)
             return fmt::format("the all-to-alls carry the rows the router sends: the figure assumes uniform routing, "
@@ -65,14 +65,14 @@ std::optional<std::string> comm_explanation(const Report& rep, const RankReport&
                                uneven, uneven);
     }
     if (source != "formula") return std::nullopt;
-    const double exact = double(r.predicted.comm_bytes[size_t(group_index(group))]);
+    const double exact = double(r.predicted.comm_bytes[size_t(group)]);
     if (!agrees(measured, exact)) return std::nullopt;
-    if (group == "tp")
+    if (group == GroupKind::tp)
         return fmt::format("the textbook counts the blocks' 4 all-reduces of s b h per micro-batch; the engine also "
                            "reduces at the embedding and the head{}{} (docs/formulas.md); the exact walk agrees",
                            in.sp ? ", and gathers the LayerNorm outputs again for the weight gradients" : "",
                            in.recompute == "full" ? ", and repeats the forward's under full recomputation" : "");
-    if (group == "ep")
+    if (group == GroupKind::ep)
         return fmt::format("the textbook counts 4 all-to-alls per MoE block and micro-batch; the engine also sends "
                            "the row counts{}; the exact walk agrees",
                            in.recompute == "full" ? " and repeats the forward's under full recomputation" : "");
@@ -119,14 +119,14 @@ std::vector<Miss> find_misses(const Report& rep) {
         if (steady_step_count(r.steps) == 0) continue;
         const size_t steps = steady_step_count(r.steps);
         for (int g = 0; g < kGroupCount; ++g) {
-            const std::string_view group = kGroupNames[g];
+            const GroupKind group = GroupKind(g);
             const double measured = r.steady.group_bytes[size_t(g)] / double(steps);
             const double predicted = double(r.predicted.comm_bytes[size_t(g)]);
-            const std::string what = "comm." + std::string(group);
+            const std::string what = "comm." + std::string(group_kind_name(group));
             add(what, r.rank, measured, predicted, "predicted", comm_explanation(rep, r, group, "predicted", measured));
-            const double formula = group == "tp"   ? double(r.predicted.tp_comm_bytes_formula)
-                                   : group == "ep" ? double(r.predicted.ep_comm_bytes_formula)
-                                                   : -1;
+            const double formula = group == GroupKind::tp   ? double(r.predicted.tp_comm_bytes_formula)
+                                   : group == GroupKind::ep ? double(r.predicted.ep_comm_bytes_formula)
+                                                            : -1;
             if (formula > 0)
                 add(what, r.rank, measured, formula, "formula", comm_explanation(rep, r, group, "formula", measured));
         }

@@ -83,7 +83,7 @@ struct Prediction {
     int micro_batches_in_flight = 1;     // on this stage at the activation peak
     double flops_per_token = 0;          // 6N + 12*L*h*s (training: forward and backward); N active for MoE
     int64_t tokens_per_step = 0;
-    // Communication per rank per step: bytes the rank sends, by process group (kGroupNames order), for ring
+    // Communication per rank per step: bytes the rank sends, by process group (GroupKind order), for ring
     // algorithms (an all-reduce of K bytes sends 2K(n-1)/n, an all-gather or reduce-scatter of a whole of K bytes
     // K(n-1)/n; pipeline sends what they carry). Each is the engine's exact walk (every collective it issues, ZeRO-3's
     // gathers bucket by bucket); ep's all-to-alls assume uniform routing; world is the gradient norm's scalar.
@@ -100,6 +100,7 @@ struct Prediction {
     double bubble_simulated = 0;  // this stage's bubble when the schedule runs on an idealised machine
 
     int64_t memory_total() const;          // sum of the modelled categories' peaks (not the peak of their sum)
+    std::array<bool, kMemCategoryCount> modelled_categories() const;  // those with a figure in `memory`
     int64_t memory_formula_total() const;  // sum of the textbook's categories
 };
 

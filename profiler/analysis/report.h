@@ -27,6 +27,9 @@ struct RankReport {
     StepBreakdown steady;  // summed over the steady steps
     OpTable ops;           // the steady steps' compute, op by op (op_table.h)
     MemoryPeaks memory;
+    // The measured peaks of the categories its prediction models, summed: like for like with
+    // predicted.memory_total() (modelled_sum_of_peaks).
+    int64_t memory_modelled_sum_peak = 0;
     ProcessMemoryPeaks process;  // what the process held beyond the tracked categories
     Prediction predicted;
     // Under expert parallelism, per model layer: the rows this rank's experts received over the uniform share, at
@@ -117,8 +120,18 @@ struct ThroughputBasis {
 ThroughputBasis throughput_basis(const TraceStore& store);
 
 // microbatches: an imported pipelined run's micro-batch count, as `ultrascope report --microbatches` gives it.
+// (report_build.cpp; the text in report_text.cpp, the JSON in report_json.cpp)
 Report build_report(const TraceStore& store, int microbatches = 0);
 std::string format_report(const Report& report);
 nlohmann::json report_json(const Report& report);
+
+// The groups a rank's communication is reported for: the grid's dp, pp and tp always, others when they moved or
+// were predicted to move bytes.
+std::vector<GroupKind> reported_groups(const RankReport& r);
+// A total over the rank's steady steps, per steady step (0 without any).
+double per_steady_step(const RankReport& r, double total);
+// The largest over the ranks of the measured peaks of the `modelled` categories, summed (modelled_sum_of_peaks):
+// what a prediction's busiest rank is compared with (the planner's).
+int64_t most_modelled_sum_of_peaks(const Report& report, const CategoryMask& modelled);
 
 }  // namespace us::prof

@@ -35,16 +35,16 @@ std::array<int, kGroupCount> group_sizes(const TraceStore& store, const RankTrac
     n.fill(1);
     const nlohmann::json grid = rt.metadata.value("grid", nlohmann::json::object());
     for (int g = 1; g < kGroupCount; ++g) {
-        const std::string name(kGroupNames[g]);
+        const std::string name(group_kind_name(GroupKind(g)));  // the degree's key in the rank's metadata
         if (grid.contains(name) && grid[name].is_number_integer()) n[size_t(g)] = grid[name].get<int>();
     }
     n[0] = std::max(1, store.world_size());
     // Under context parallelism the engine's dp communicator is the dp x cp reduction group; the experts' is
     // dp/ep x cp.
-    n[size_t(group_index("edp"))] = std::max(1, n[size_t(group_index("dp"))] / n[size_t(group_index("ep"))]) *
-                                    n[size_t(group_index("cp"))];
-    n[size_t(group_index("dp"))] *= n[size_t(group_index("cp"))];
-    n[size_t(group_index("embedding"))] = n[size_t(group_index("pp"))] > 1 ? 2 : 1;
+    auto size = [&](GroupKind g) -> int& { return n[size_t(g)]; };
+    size(GroupKind::edp) = std::max(1, size(GroupKind::dp) / size(GroupKind::ep)) * size(GroupKind::cp);
+    size(GroupKind::dp) *= size(GroupKind::cp);
+    size(GroupKind::embedding) = size(GroupKind::pp) > 1 ? 2 : 1;
     return n;
 }
 

@@ -53,7 +53,7 @@ struct StepBreakdown {
     double attention_s = 0;  // time in attention ops (RoPE aside): what context parallelism's balance is about
     int64_t attention_flops = 0;  // the FLOPs those attention ops carry: the work, whatever the machine's noise
     double experts_s = 0;    // time in the experts' GEMMs (spans named "expert ..."): what routing balance is about
-    // By process group (kGroupNames): |M_g|, |M_g \ C|, and bytes sent by the collectives that began in the step.
+    // By process group (GroupKind order): |M_g|, |M_g \ C|, and bytes sent by the collectives that began in the step.
     std::array<double, kGroupCount> group_comm_s{}, group_exposed_s{}, group_bytes{};
 };
 

@@ -79,8 +79,8 @@ KinetoGroups identify_groups(const KinetoFile& f, int rank, const std::vector<bo
         if (!kind.empty()) g.kind = std::string(kind), g.kind_from = "description";
         else if (is_world) g.kind = "world", g.kind_from = "rank pattern (all ranks)";
         else if (p2p) g.kind = "pp", g.kind_from = "send/recv neighbours";
-        const int known = g.kind.empty() ? -1 : group_index(g.kind);
-        g.group = known >= 0 ? known : std::min(next_other++, 255);
+        const std::optional<GroupKind> known = parse_group_kind(g.kind);
+        g.group = known ? int(*known) : std::min(next_other++, 255);
     }
     out.group_ids.assign(f.groups.size(), 0);
     for (size_t s = 0; s < f.groups.size(); ++s) out.group_ids[s] = uint8_t(out.groups[size_t(index_of_seen[s])].group);

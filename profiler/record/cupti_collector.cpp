@@ -1,6 +1,7 @@
-// The CUPTI glue: enabling, buffers, the worker, and copying CUPTI's records into the plain structs the translation
-// layer reads. Everything CUPTI calls back into lives in statics that are never destroyed: CUPTI may call them
-// during process exit, after the collector object is gone.
+// The CUPTI collector: enabling the activity kinds, the worker that flushes and translates CUPTI's buffers
+// (cupti_buffers.h) record by record (cupti_records.h), the op correlation hooks and the clock samples. Everything
+// CUPTI calls back into lives in statics that are never destroyed: CUPTI may call them during process exit, after
+// the collector object is gone.
 #include "profiler/record/cupti_collector.h"
 
 #include <cuda_runtime_api.h>
@@ -15,6 +16,8 @@
 #include <thread>
 
 #include "profiler/record/clock.h"
+#include "profiler/record/cupti_buffers.h"
+#include "profiler/record/cupti_records.h"
 #include "profiler/record/recorder.h"
 
 namespace us::prof {
@@ -50,55 +53,6 @@ std::string failure_message(const std::string& what, CUptiResult r) {
            "): kernel-level spans are off; engine-side spans carry on";
 }
 
-// ---- activity buffers: a bounded pool, and the queue of completed ones waiting for the worker
-
-struct CompletedBuffer {
-    uint8_t* data;
-    size_t valid;
-    size_t dropped;  // records CUPTI lost, as it reported when completing this buffer
-};
-
-struct BufferPool {
-    std::mutex mutex;
-    std::condition_variable ready;  // a buffer completed, or the worker should stop
-    std::vector<uint8_t*> free;
-    std::vector<CompletedBuffer> completed;
-    size_t buffer_bytes = size_t(4) << 20;
-    int allocated = 0, max_buffers = 32;
-    bool stopping = false;
-};
-
-BufferPool& pool() {
-    static BufferPool* p = new BufferPool;  // never destroyed: CUPTI may call back during exit
-    return *p;
-}
-
-void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-    BufferPool& p = pool();
-    std::lock_guard lock(p.mutex);
-    *max_records = 0;  // as many as fit
-    *size = p.buffer_bytes;
-    *buffer = nullptr;  // declined: CUPTI drops records and counts them
-    if (!p.free.empty()) {
-        *buffer = p.free.back();
-        p.free.pop_back();
-    } else if (p.allocated < p.max_buffers) {
-        *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, p.buffer_bytes));  // CUPTI wants 8-byte alignment
-        if (*buffer) ++p.allocated;
-    }
-}
-
-void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
-    size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) != CUPTI_SUCCESS) dropped = 0;
-    BufferPool& p = pool();
-    {
-        std::lock_guard lock(p.mutex);
-        p.completed.push_back({buffer, valid, dropped});
-    }
-    p.ready.notify_one();
-}
-
 // ---- op correlation (the OpHooks): an external id per op, pushed for CUPTI to attach to the op's API calls
 
 CorrelationTable& op_table() {
@@ -120,17 +74,6 @@ constexpr OpHooks kOpHooks{&op_enter, &op_exit};
 // CUPTI's timestamps on the trace's clock: CUPTI then maps GPU time to CLOCK_MONOTONIC itself, and the clock map
 // only confirms it (its offset stays 0).
 uint64_t CUPTIAPI monotonic_timestamp() { return uint64_t(monotonic_ns()); }
-
-MemcpyDirection direction_of(uint8_t copy_kind) {
-    switch (copy_kind) {
-        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return MemcpyDirection::host_to_device;
-        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return MemcpyDirection::device_to_host;
-        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return MemcpyDirection::device_to_device;
-        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return MemcpyDirection::host_to_host;
-        case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return MemcpyDirection::peer;
-        default: return MemcpyDirection::other;
-    }
-}
 
 // ---- the collector
 
@@ -171,7 +114,7 @@ public:
                                (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") +
                                "): kernel-level spans are off; engine-side spans carry on"};
         {
-            BufferPool& p = pool();
+            BufferPool& p = cupti_buffer_pool();
             std::lock_guard lock(p.mutex);
             p.buffer_bytes = (m_options.buffer_bytes + 7) / 8 * 8;
             p.max_buffers = m_options.max_buffers;
@@ -208,11 +151,11 @@ public:
         install_op_hooks(nullptr);
         if (synchronize_device) cudaDeviceSynchronize();  // its kernels complete, so their records can be delivered
         {
-            BufferPool& p = pool();
+            BufferPool& p = cupti_buffer_pool();
             std::lock_guard lock(p.mutex);
             p.stopping = true;
         }
-        pool().ready.notify_all();
+        cupti_buffer_pool().ready.notify_all();
         m_worker.join();
         // Alone now: deliver what CUPTI holds, complete or not, and translate the rest here.
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -253,7 +196,7 @@ private:
         using clock = std::chrono::steady_clock;
         const auto period = std::chrono::milliseconds(m_options.flush_ms);
         auto next_flush = clock::now() + period;
-        BufferPool& p = pool();
+        BufferPool& p = cupti_buffer_pool();
         for (;;) {
             {
                 std::unique_lock lock(p.mutex);
@@ -272,7 +215,7 @@ private:
     }
 
     void translate_completed() {
-        BufferPool& p = pool();
+        BufferPool& p = cupti_buffer_pool();
         {
             std::lock_guard lock(p.mutex);
             m_work.swap(p.completed);
@@ -293,65 +236,7 @@ private:
 
     void translate_buffer(uint8_t* data, size_t valid) {
         CUpti_Activity* record = nullptr;
-        while (cuptiActivityGetNextRecord(data, valid, &record) == CUPTI_SUCCESS) translate(record);
-    }
-
-    void translate(CUpti_Activity* record) {
-        switch (record->kind) {
-            case CUPTI_ACTIVITY_KIND_KERNEL:
-            case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-                const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-                m_translator.add(KernelActivity{k->start, k->end, k->contextId, k->streamId, k->correlationId,
-                                                k->name ? std::string_view(k->name) : std::string_view("unknown kernel")});
-                break;
-            }
-            case CUPTI_ACTIVITY_KIND_MEMCPY: {
-                const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-                m_translator.add(MemcpyActivity{m->start, m->end, m->bytes, m->contextId, m->streamId, m->correlationId,
-                                                m->runtimeCorrelationId, direction_of(m->copyKind)});
-                break;
-            }
-            case CUPTI_ACTIVITY_KIND_MEMSET: {
-                const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-                m_translator.add(MemsetActivity{m->start, m->end, m->bytes, m->contextId, m->streamId, m->correlationId});
-                break;
-            }
-            case CUPTI_ACTIVITY_KIND_MEMORY2: {
-                const auto* m = reinterpret_cast<const CUpti_ActivityMemory4*>(record);
-                if (m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION &&
-                    m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
-                    break;
-                m_translator.add(MemoryActivity{m->timestamp, m->address, m->bytes,
-                                                m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
-                                                m->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, m->correlationId});
-                break;
-            }
-            case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-                const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
-                SyncKind kind;
-                switch (s->type) {
-                    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: kind = SyncKind::event; break;
-                    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: kind = SyncKind::stream; break;
-                    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: kind = SyncKind::context; break;
-                    default: return;  // a stream waiting on an event does not block the host
-                }
-                m_translator.add(SyncActivity{s->start, s->end, kind, s->correlationId});
-                break;
-            }
-            case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-                const auto* c = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
-                if (c->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
-                    m_translator.add(ExternalCorrelation{c->externalId, c->correlationId});
-                break;
-            }
-            case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-                const auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(record);
-                m_translator.add(OverheadActivity{o->start, o->end});
-                std::free(o->overheadData);  // the client owns it (cupti_activity.h)
-                break;
-            }
-            default: break;  // runtime and driver calls: only their external correlation records are used
-        }
+        while (cuptiActivityGetNextRecord(data, valid, &record) == CUPTI_SUCCESS) translate_cupti_record(record, m_translator);
     }
 
     void emit(bool final) {

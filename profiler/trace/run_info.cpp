@@ -91,7 +91,7 @@ RunInfo run_info_of(const TraceStore& store) {
 }
 
 std::string group_name(const RunInfo& info, int group) {
-    if (group >= 0 && group < kGroupCount) return std::string(kGroupNames[group]);
+    if (group >= 0 && group < kGroupCount) return std::string(group_kind_name(GroupKind(group)));
     for (const auto& g : info.process_groups)
         if (g.group == group) {
             if (!g.kind.empty()) return g.kind + " (" + (g.desc.empty() ? g.name : g.desc) + ")";

@@ -20,14 +20,14 @@ struct ProcessGroupInfo {
     std::vector<int> ranks;  // global ranks; empty when the source did not list them
     std::string kind;        // "world", "dp", "tp", "pp", "cp", "ep", or "" when nothing told it
     std::string kind_from;   // how: "description", "rank pattern", "send/recv neighbours", or ""
-    int group = 0;           // the SpanRecord group id its spans carry (kGroupNames index, or kGroupCount + index)
+    int group = 0;           // the SpanRecord group id its spans carry (GroupKind number, or kGroupCount + index)
 };
 
 struct RunInfo {
     std::string source = "engine";  // "engine", "planner" or "kineto"
     std::vector<int> ranks;         // ranks present in the store
     int world_size = 0;
-    std::vector<ProcessGroupInfo> process_groups;  // imported runs; the engine's groups are kGroupNames
+    std::vector<ProcessGroupInfo> process_groups;  // imported runs; the engine's groups are kGroupKinds
     nlohmann::json devices = nlohmann::json::array();  // as the source describes them (Kineto: deviceProperties)
     std::string clock_method;                      // how the ranks' clocks were put on one time base
     std::optional<int64_t> clock_uncertainty_ns;   // unknown when not measured
@@ -44,7 +44,7 @@ nlohmann::json to_json(const RunInfo& info);
 RunInfo run_info_from_json(const nlohmann::json& j);
 // The run in a store: the engine's metadata (config, grid, clock) or an importer's (run_info fields per rank).
 RunInfo run_info_of(const TraceStore& store);
-// A group id's name: kGroupNames for the engine's, the process group's kind or description beyond them.
+// A group id's name: kGroupKinds for the engine's, the process group's kind or description beyond them.
 std::string group_name(const RunInfo& info, int group);
 
 // The rank a file name says ("rank-3", "rank3", "rank_3", "rank0_memory_snapshot", any case), or -1: for a

@@ -55,7 +55,7 @@ TEST_CASE("an H100 trace of two ranks sharing the GPU: the staged all-reduce is 
         CHECK(r.steady.comm_s > 0);
         CHECK(r.steady.exposed_s > 0);
         CHECK(r.steady.overlapped_s + r.steady.exposed_s == Approx(r.steady.comm_s));
-        const auto dp = size_t(group_index("dp"));
+        const auto dp = size_t(GroupKind::dp);
         const double steps = double(steady_steps(r.steps).size());
         REQUIRE(steps > 0);
         CHECK(r.steady.group_bytes[dp] / steps == Approx(double(r.predicted.comm_bytes[dp])));  // per step

@@ -1,6 +1,6 @@
 // HTA's analyses (profiler/analysis/hta_breakdown.h) on hand-built device lanes whose every figure is worked out
 // below: the temporal breakdown, the computation-communication overlap, the idle breakdown's three categories,
-// the last ProfilerStep and what follows it left out, two streams. Plus process groups beyond kGroupNames.
+// the last ProfilerStep and what follows it left out, two streams. Plus process groups beyond the engine's kinds (kGroupKinds).
 #include "profiler/analysis/hta_breakdown.h"
 #include "profiler/analysis/report.h"
 #include "prof_test_util.h"
@@ -147,7 +147,7 @@ TEST_CASE("HTA figures need device spans, and an imported trace without launch t
     CHECK(j["idle_breakdown"]["kernel_wait_us"].is_null());
 }
 
-TEST_CASE("process groups numbered past kGroupNames are bounds-checked, not indexed", "[cpu][hta]") {
+TEST_CASE("process groups numbered past kGroupKinds are bounds-checked, not indexed", "[cpu][hta]") {
     SyntheticRank r(0);
     r.step(0, 10, 1), r.step(10, 20, 2);
     for (int s = 1; s <= 2; ++s) {

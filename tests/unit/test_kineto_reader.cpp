@@ -129,12 +129,12 @@ TEST_CASE("kineto: ranks and process groups from distributedInfo, named and numb
     CHECK(run.process_groups[0].group == 0);
     CHECK(run.process_groups[1].kind == "tp");
     CHECK(run.process_groups[1].kind_from == "description");
-    CHECK(run.process_groups[1].group == group_index("tp"));
+    CHECK(run.process_groups[1].group == int(GroupKind::tp));
     CHECK(run.process_groups[2].kind == "tp");
     CHECK(run.process_groups[3].kind.empty());
     CHECK(run.process_groups[3].group == kGroupCount);
     CHECK(group_name(run, kGroupCount) == "my_custom_group");
-    CHECK(group_name(run, group_index("dp")) == "dp");
+    CHECK(group_name(run, int(GroupKind::dp)) == "dp");
     // The run description round-trips through JSON.
     const RunInfo back = run_info_from_json(to_json(run));
     CHECK(back.process_groups.size() == 4);
@@ -219,7 +219,7 @@ TEST_CASE("kineto: kernels on their streams carry the launching op, and NCCL ker
     CHECK(comm[0].kind == SpanKind::comm);
     CHECK(comm[0].op == OpClass::all_reduce);
     CHECK(comm[0].bytes == 4096);
-    CHECK(comm[0].group == group_index("dp"));
+    CHECK(comm[0].group == int(GroupKind::dp));
     CHECK(store.name(comm[0].launcher) == "record_param_comms");
     const auto copy = spans_named(store, 0, Lane::device, "Memcpy HtoD (Pageable -> Device)");
     REQUIRE(copy.size() == 1);

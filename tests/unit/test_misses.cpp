@@ -57,7 +57,7 @@ TEST_CASE("a measurement 8x its prediction is an unexplained miss, with its figu
     RankReport& r = rep.ranks[0];
     const int64_t predicted = *r.predicted.memory[size_t(MemCategory::activations)];
     r.memory.peak[size_t(MemCategory::activations)] = 8 * predicted;
-    r.steady.group_bytes[size_t(group_index("world"))] += 1000;  // the gradient norm's 8 bytes, and more
+    r.steady.group_bytes[size_t(GroupKind::world)] += 1000;  // the gradient norm's 8 bytes, and more
     const std::vector<Miss> misses = find_misses(rep);
     const Miss* act = find(misses, "memory.activations", "predicted");
     REQUIRE(act != nullptr);

@@ -61,7 +61,7 @@ TEST_CASE("predicted trace: the report of an engine layout's prediction says wha
     CHECK(rep.pipeline.measured < 1);
     // Data parallelism: the exposed reduction is there, on the dp group, with the bytes a ring sends.
     const prof::RankReport& r0 = rep.ranks.front();
-    CHECK(r0.steady.group_bytes[size_t(prof::group_index("dp"))] > 0);
+    CHECK(r0.steady.group_bytes[size_t(prof::GroupKind::dp)] > 0);
     const std::string text = prof::format_report(rep);
     CHECK(text.find("PREDICTED, not a run") != std::string::npos);
     CHECK(text.find("(measured)") == std::string::npos);
@@ -83,7 +83,7 @@ TEST_CASE("predicted trace: another model's prediction (Llama 3 8B, tp, sp, pp i
     CHECK(rep.throughput.mfu == Approx(plan.mfu).epsilon(1e-6));
     CHECK(rep.pipeline.theory == Approx(1.0 / 16.0).epsilon(1e-9));  // (pp - 1) / (v m): 1 / (2 x 8)
     // Tensor parallelism is on the critical path: all of its time exposed, on the tp group.
-    const int tp = prof::group_index("tp");
+    const int tp = int(prof::GroupKind::tp);
     for (const auto& r : rep.ranks) {
         CHECK(r.steady.group_bytes[size_t(tp)] > 0);
         CHECK(r.steady.group_exposed_s[size_t(tp)] == Approx(r.steady.group_comm_s[size_t(tp)]).epsilon(1e-6));

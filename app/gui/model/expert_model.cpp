@@ -31,7 +31,7 @@ ExpertModel build_expert_model(const prof::Report& report) {
     m.steps = ro.steps;
     for (double b : ro.balance) m.balance.push_back(float(b));
     if (report.predict_input.ep > 1) {
-        const int ep = prof::group_index("ep");
+        const int ep = int(prof::GroupKind::ep);
         for (const auto& r : report.ranks) {
             const double steps = double(std::max<size_t>(1, prof::steady_step_count(r.steps)));
             ExpertRankTime t;

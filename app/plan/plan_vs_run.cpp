@@ -1,4 +1,4 @@
-#include "app/plan/run_comparison.h"
+#include "app/plan/plan_vs_run.h"
 
 #include <fmt/format.h>
 
@@ -75,10 +75,10 @@ std::string secs(double s) { return fmt::format("{:.4f} s", s); }
 
 }  // namespace
 
-RunComparison compare_run(const prof::TraceStore& store, const prof::Report& rep,
+PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Report& rep,
                           const std::optional<ClusterDesc>& cluster, const std::string& cluster_source) {
     US_CHECK_INPUT(!rep.ranks.empty(), "the trace has no ranks to compare with the planner");
-    RunComparison c;
+    PlanVsRun c;
     const ModelDesc model = model_of(rep);
     Layout layout = layout_of(rep);
     // Expert parallelism: the router's load the run measured replaces the assumed uniform routing. Each step and
@@ -129,9 +129,7 @@ RunComparison compare_run(const prof::TraceStore& store, const prof::Report& rep
     int64_t largest = -1;
     for (const prof::RankReport& rr : rep.ranks) {
         if (rr.coords.value("pp", 0) != c.plan.memory.stage) continue;
-        int64_t sum = 0;
-        for (int i = 0; i < kMemCategoryCount; ++i)
-            if (c.plan.memory.modelled[size_t(i)]) sum += rr.memory.peak[size_t(i)];
+        const int64_t sum = prof::modelled_sum_of_peaks(rr.memory, c.plan.memory.modelled);
         if (sum > largest) {
             largest = sum, c.memory_rank = rr.rank;
             for (int i = 0; i < kMemCategoryCount; ++i) c.measured_memory[size_t(i)] = rr.memory.peak[size_t(i)];
@@ -146,7 +144,7 @@ RunComparison compare_run(const prof::TraceStore& store, const prof::Report& rep
     return c;
 }
 
-nlohmann::json comparison_json(const RunComparison& c) {
+nlohmann::json plan_vs_run_json(const PlanVsRun& c) {
     const PlanResult& r = c.plan;
     nlohmann::json j = {{"layout", r.layout.flags()}, {"describe", r.layout.describe()}};
     if (r.layout.ep > 1)
@@ -195,7 +193,7 @@ nlohmann::json comparison_json(const RunComparison& c) {
     return j;
 }
 
-std::string format_comparison(const RunComparison& c) {
+std::string format_plan_vs_run(const PlanVsRun& c) {
     const PlanResult& r = c.plan;
     std::string s = fmt::format("\nPlanner (ultrascope plan {}):\n", r.layout.flags());
     if (c.has_time) {

@@ -26,7 +26,7 @@ struct MeasuredPieces {
     double wall_s = 0;
 };
 
-struct RunComparison {
+struct PlanVsRun {
     std::string cluster_source;  // the machine file used, empty without one
     std::string no_cluster_note; // why time is not compared, and how to calibrate
     PlanResult plan;             // memory always; time only with a cluster
@@ -44,9 +44,9 @@ struct RunComparison {
 
 // `cluster`: a calibrated (or any) cluster description, or nullopt. UserError when the trace's config cannot be
 // planned (a model or layout the planner does not describe).
-RunComparison compare_run(const prof::TraceStore& store, const prof::Report& report,
+PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Report& report,
                           const std::optional<ClusterDesc>& cluster, const std::string& cluster_source);
-nlohmann::json comparison_json(const RunComparison& c);
-std::string format_comparison(const RunComparison& c);
+nlohmann::json plan_vs_run_json(const PlanVsRun& c);
+std::string format_plan_vs_run(const PlanVsRun& c);
 
 }  // namespace us::plan

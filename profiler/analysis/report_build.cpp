@@ -1,0 +1,346 @@
+// build_report(): a trace's report in named steps: what the run was (its config, or a planner's shape), each rank's
+// steps, memory, ops and prediction, then the figures across ranks (waits in collectives, context and expert
+// balance, the pipeline's bubble, throughput and MFU) and where the run misses its prediction.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/core/memory_category.h"
+#include "profiler/analysis/collective_waits.h"
+#include "profiler/analysis/report.h"
+#include "profiler/trace/chrome_export.h"
+
+namespace us::prof {
+
+namespace {
+
+int coord(const nlohmann::json& coords, const char* dim) {
+    return coords.contains(dim) && coords[dim].is_number_integer() ? coords[dim].get<int>() : 0;
+}
+
+// The peak of the rank's device_reserved_bytes counter (CUPTI), or -1 without one.
+int64_t device_reserved_peak(const TraceStore& store, const RankTrace& rt) {
+    const uint32_t name = store.find_name(std::string(kDeviceReservedCounter));
+    auto it = rt.counters.find(name);
+    if (it == rt.counters.end() || it->second.empty()) return -1;
+    double peak = 0;
+    for (const CounterPoint& p : it->second) peak = std::max(peak, p.value);
+    return int64_t(peak);
+}
+
+std::string rank_status(const RankTrace& rt) {
+    if (rt.lost) return "lost: " + rt.lost_reason;
+    if (!rt.ended) return "incomplete: no end of stream (still running, or stopped without finishing)";
+    if (rt.clean) return "ok";
+    return rt.end_reason.empty() ? "ended with an error" : "stopped: " + rt.end_reason;
+}
+
+// Per model layer, the rows the experts of ep rank `ep_rank` received over the uniform share (their share of the
+// choices x ep): at the step whose rows summed over the layers were most (what the activations hold at the end of a
+// forward), and each layer at its own most (what one block's backward holds). The engine gives ep rank j the
+// experts j E/ep .. (j + 1) E/ep - 1; the counts are of the whole global batch, which every ep group samples alike.
+struct ExpertLoads {
+    std::vector<double> at_peak_step, each_layer_most;
+};
+ExpertLoads expert_loads_of(const ExpertRouting& routing, const PredictInput& in, int ep_rank) {
+    const int E = routing.experts, ep = std::max(1, in.ep), per = E / ep;
+    if (E <= 0 || E % ep != 0) return {};
+    std::map<int, std::vector<double>> by_step;  // step -> load per model layer
+    for (const LayerRouting& l : routing.layers)
+        for (size_t s = 0; s < l.steps.size() && s < l.choices.size(); ++s) {
+            double all = 0, mine = 0;
+            for (int x = 0; x < int(l.choices[s].size()); ++x) {
+                all += l.choices[s][size_t(x)];
+                if (x / per == ep_rank) mine += l.choices[s][size_t(x)];
+            }
+            std::vector<double>& load = by_step[l.steps[s]];
+            load.resize(size_t(in.layers), 1.0);
+            if (all > 0 && l.layer >= 0 && l.layer < in.layers) load[size_t(l.layer)] = mine / all * ep;
+        }
+    ExpertLoads out;
+    double most_sum = -1;
+    for (const auto& [step, load] : by_step) {
+        out.each_layer_most.resize(load.size(), 0.0);
+        for (size_t l = 0; l < load.size(); ++l) out.each_layer_most[l] = std::max(out.each_layer_most[l], load[l]);
+        double sum = 0;
+        for (double x : load) sum += x;
+        if (sum > most_sum) most_sum = sum, out.at_peak_step = load;
+    }
+    return out;
+}
+
+// What the run was: its config and the prediction's input; for a planner's prediction of a model the engine does
+// not run, no engine walk, but the layout the pipeline and parallelism figures need.
+void describe_run(const TraceStore& store, Report& rep) {
+    rep.world_size = store.world_size();
+    const nlohmann::json& meta = store.run_metadata();
+    rep.config = meta.value("config", nlohmann::json::object());
+    if (meta.contains("predicted") && meta["predicted"].is_object()) rep.predicted = meta["predicted"];
+    rep.imported = store.is_imported();
+    rep.predict_input = PredictInput::from_config(rep.config);
+    if (rep.config.empty() && rep.predicted.contains("shape")) {
+        const nlohmann::json& l = rep.predicted["shape"];
+        PredictInput& in = rep.predict_input;
+        in.dp = l.value("dp", 1), in.tp = l.value("tp", 1), in.pp = l.value("pp", 1), in.cp = l.value("cp", 1);
+        in.ep = l.value("ep", 1), in.sp = l.value("sp", false), in.zero = l.value("zero", 0);
+        in.pp_schedule = l.value("pp_schedule", std::string("1f1b")), in.pp_chunks = l.value("pp_chunks", 1);
+        in.micro_batch = l.value("batch", int64_t(1)), in.grad_accum = l.value("grad_accum", int64_t(1));
+        in.seq = l.value("seq", in.seq), in.layers = l.value("layers", in.layers);
+    }
+}
+
+// Steps of every rank, in store order: pipeline bubbles are measured over each replica's pipeline window.
+std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, const Report& rep) {
+    std::vector<std::vector<StepBreakdown>> all_steps;
+    std::vector<int> replica_of;
+    for (int r : store.ranks()) {
+        all_steps.push_back(analyze_steps(store, r));
+        replica_of.push_back(coord(store.rank(r)->metadata.value("coords", nlohmann::json::object()), "dp"));
+    }
+    if (rep.predict_input.pp > 1)
+        apply_pipeline_windows(all_steps, replica_of, rep.predict_input.pp_chunks,
+                               collective_wait_intervals(store, int(GroupKind::embedding)));
+    return all_steps;
+}
+
+// The rank's prediction: the engine's walk at its pipeline stage (under expert parallelism with the routing it
+// measured); without the engine's config (a planner's prediction for another model) the schedule's figures only.
+void predict_rank(const Report& rep, RankReport& rr) {
+    PredictInput in = rep.predict_input;
+    in.stage = coord(rr.coords, "pp");
+    in.tp = std::max(1, in.tp);
+    if (!rep.config.empty()) {
+        // Under expert parallelism the rows a rank's experts receive follow the router: the walk takes the
+        // measured routing (the step whose rows were most), so its figure is like for like with the peak.
+        if (in.ep > 1 && !rep.routing.empty()) {
+            ExpertLoads loads = expert_loads_of(rep.routing, in, coord(rr.coords, "ep"));
+            rr.expert_load = std::move(loads.at_peak_step);
+            rr.expert_load_most = std::move(loads.each_layer_most);
+        }
+        in.moe_expert_load = rr.expert_load;
+        in.moe_expert_load_most = rr.expert_load_most;
+        rr.predicted = predict(in);
+    } else if (in.pp > 1) {  // the schedule's figures only (they need no model shape)
+        PredictInput schedule_only;
+        schedule_only.pp = in.pp, schedule_only.pp_schedule = in.pp_schedule, schedule_only.pp_chunks = in.pp_chunks;
+        schedule_only.grad_accum = in.grad_accum, schedule_only.stage = in.stage;
+        schedule_only.layers = int64_t(in.pp) * in.pp_chunks;
+        try {
+            const Prediction p = predict(schedule_only);
+            rr.predicted.bubble_theory = p.bubble_theory, rr.predicted.bubble_simulated = p.bubble_simulated;
+            rr.predicted.micro_batches_in_flight = p.micro_batches_in_flight;
+        } catch (const std::exception&) {  // a schedule the engine cannot run: no schedule figures
+        }
+    }
+}
+
+// One rank's figures from its own trace, and its warnings (CUPTI's dropped records, GPU time it lacks, dropped
+// events).
+RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown> steps, Report& rep) {
+    const RankTrace& rt = *store.rank(r);
+    RankReport rr;
+    rr.rank = r;
+    rr.coords = rt.metadata.value("coords", nlohmann::json::object());
+    rr.label = rank_label(rt);
+    rr.status = rank_status(rt);
+    rr.steps = std::move(steps);
+    const std::vector<StepBreakdown> steady = steady_steps(rr.steps);
+    rr.steady = sum_steps(steady);
+    rr.ops = op_table(store, r, steady);
+    rr.memory = analyze_memory(rt);
+    rr.process = analyze_process_memory(process_memory_timeline(store, rt));
+    predict_rank(rep, rr);
+    rr.memory_modelled_sum_peak = modelled_sum_of_peaks(rr.memory, rr.predicted.modelled_categories());
+    rr.peak_gflops = rt.metadata.value("device_peak_gflops", 0.0);
+    rr.peak_source = rt.metadata.value("device_peak_source", std::string("unknown"));
+    rr.dropped_events = rt.dropped_events;
+    if (rt.metadata.contains("clock") && rt.metadata["clock"].is_object()) {
+        rr.clock_offset_ns = rt.metadata["clock"].value("offset_ns", int64_t(0));
+        rr.clock_uncertainty_ns = rt.metadata["clock"].value("uncertainty_ns", int64_t(0));
+    }
+    rr.device_reserved_peak = device_reserved_peak(store, rt);
+    rr.hta = hta_breakdown(store, r);
+    if (rt.metadata.contains("cupti") && rt.metadata["cupti"].is_object()) {
+        rr.cupti = rt.metadata["cupti"];
+        const auto dropped = rr.cupti.value("dropped_records", int64_t(0));
+        if (dropped > 0)
+            rep.warnings.push_back(fmt::format("rank {}: CUPTI dropped {} activity records (its buffers were full): "
+                                               "the GPU timeline misses kernels",
+                                               r, dropped));
+    }
+    if (rt.metadata.value("backend", std::string()) == "cuda" && !rt.has_device_spans()) {
+        const nlohmann::json cupti = rt.metadata.value("cupti", nlohmann::json::object());
+        rep.warnings.push_back(fmt::format(
+            "rank {} ran on a GPU without kernel-level spans ({}): its compute and communication times are the "
+            "engine's launch spans, not GPU time",
+            r, cupti.value("status", std::string("no CUPTI collector in this build"))));
+    }
+    if (rt.dropped_events > 0)
+        rep.warnings.push_back(fmt::format("rank {} dropped {} events (buffers full or listener unreachable): "
+                                           "figures for it are incomplete",
+                                           r, rt.dropped_events));
+    return rr;
+}
+
+// Waiting for peers inside collectives, matched across each group's ranks over the steady steps.
+void match_collective_waits(const TraceStore& store, Report& rep) {
+    int first_steady = 0;
+    for (const auto& rr : rep.ranks)
+        if (!rr.steps.empty()) first_steady = std::max(first_steady, steady_steps(rr.steps).front().step);
+    const auto waits = collective_waits(store, first_steady);
+    for (auto& rr : rep.ranks)
+        if (auto it = waits.find(rr.rank); it != waits.end()) rr.group_wait_s = it->second;
+}
+
+// Attention time across each cp group (ranks that differ only in cp): the worst group's slowest over fastest.
+void context_balance(Report& rep) {
+    std::map<std::string, std::vector<const RankReport*>> groups;
+    for (const auto& rr : rep.ranks) {
+        std::string key;
+        for (const char* dim : {"dp", "pp", "tp", "ep"}) key += std::to_string(coord(rr.coords, dim)) + ",";
+        groups[key].push_back(&rr);
+    }
+    for (const auto& [key, members] : groups) {
+        const auto [lo, hi] = std::minmax_element(members.begin(), members.end(), [](auto* a, auto* b) {
+            return a->steady.attention_s < b->steady.attention_s;
+        });
+        if ((*lo)->steady.attention_s <= 0) continue;
+        const double ratio = (*hi)->steady.attention_s / (*lo)->steady.attention_s;
+        if (ratio > rep.context.attention_max_over_min) {
+            rep.context.attention_max_over_min = ratio;
+            rep.context.slowest_rank = (*hi)->rank;
+            rep.context.fastest_rank = (*lo)->rank;
+        }
+        const auto [flo, fhi] = std::minmax_element(members.begin(), members.end(), [](auto* a, auto* b) {
+            return a->steady.attention_flops < b->steady.attention_flops;
+        });
+        if ((*flo)->steady.attention_flops > 0)
+            rep.context.attention_flops_max_over_min =
+                std::max(rep.context.attention_flops_max_over_min,
+                         double((*fhi)->steady.attention_flops) / double((*flo)->steady.attention_flops));
+    }
+}
+
+// Expert time across each ep group (ranks that differ only in their ep coordinate).
+void expert_balance(Report& rep) {
+    std::map<std::string, std::vector<const RankReport*>> groups;
+    for (const auto& rr : rep.ranks) {
+        std::string key;
+        for (const char* dim : {"pp", "tp", "cp"}) key += std::to_string(coord(rr.coords, dim)) + ",";
+        key += std::to_string(coord(rr.coords, "dp") / std::max(1, rep.predict_input.ep));
+        groups[key].push_back(&rr);
+    }
+    for (const auto& [key, members] : groups) {
+        if (members.size() < 2) continue;
+        const auto [lo, hi] = std::minmax_element(members.begin(), members.end(), [](auto* a, auto* b) {
+            return a->steady.experts_s < b->steady.experts_s;
+        });
+        if ((*lo)->steady.experts_s <= 0) continue;
+        const double ratio = (*hi)->steady.experts_s / (*lo)->steady.experts_s;
+        if (ratio > rep.expert_balance.experts_max_over_min) rep.expert_balance = {ratio, (*hi)->rank, (*lo)->rank};
+    }
+}
+
+// The pipeline's bubble is its busiest stage's (the others wait for it).
+void pipeline_bubble(Report& rep) {
+    double most_busy = -1;
+    for (const auto& rr : rep.ranks)
+        if (rr.steady.compute_s > most_busy) {
+            most_busy = rr.steady.compute_s;
+            rep.pipeline.measured = rr.steady.bubble_fraction;
+            rep.pipeline.theory = rr.predicted.bubble_theory;
+            rep.pipeline.simulated = rr.predicted.bubble_simulated;
+            rep.pipeline.busiest_rank = rr.rank;
+        }
+}
+
+// Throughput from the steady steps: a step lasts as long as its slowest rank.
+void throughput(const TraceStore& store, Report& rep) {
+    std::map<int, std::vector<double>> step_walls;  // step -> wall per rank
+    for (const auto& rr : rep.ranks)
+        for (const auto& s : steady_steps(rr.steps)) step_walls[s.step].push_back(s.wall_s);
+    Throughput& t = rep.throughput;
+    double total = 0;
+    for (const auto& [step, walls] : step_walls) {
+        total += *std::max_element(walls.begin(), walls.end());
+        ++t.steps_measured;
+    }
+    const ThroughputBasis basis = throughput_basis(store);
+    t.model_flops_per_token = basis.flops_per_token;
+    t.peak_flops_per_s = basis.peak_flops_per_s;
+    if (t.steps_measured > 0 && total > 0) {
+        t.step_s = total / t.steps_measured;
+        t.tokens_per_s = basis.tokens_per_step / t.step_s;
+        t.achieved_flops_per_s = t.tokens_per_s * t.model_flops_per_token;
+    }
+    for (const auto& rr : rep.ranks)
+        if (std::find(t.peak_sources.begin(), t.peak_sources.end(), rr.peak_source) == t.peak_sources.end())
+            t.peak_sources.push_back(rr.peak_source);
+    t.mfu = t.peak_flops_per_s > 0 ? t.achieved_flops_per_s / t.peak_flops_per_s : 0;
+}
+
+}  // namespace
+
+std::vector<GroupKind> reported_groups(const RankReport& r) {
+    std::vector<GroupKind> groups;
+    for (const GroupKindName& k : kGroupKinds) {
+        const size_t g = size_t(k.kind);
+        if (k.kind == GroupKind::dp || k.kind == GroupKind::pp || k.kind == GroupKind::tp ||
+            r.steady.group_bytes[g] > 0 || r.predicted.comm_bytes[g] > 0)
+            groups.push_back(k.kind);
+    }
+    return groups;
+}
+
+double per_steady_step(const RankReport& r, double total) {
+    const size_t steps = steady_step_count(r.steps);
+    return steps > 0 ? total / double(steps) : 0.0;
+}
+
+int64_t most_modelled_sum_of_peaks(const Report& report, const CategoryMask& modelled) {
+    int64_t most = 0;
+    for (const RankReport& r : report.ranks) most = std::max(most, modelled_sum_of_peaks(r.memory, modelled));
+    return most;
+}
+
+ThroughputBasis throughput_basis(const TraceStore& store) {
+    const nlohmann::json& meta = store.run_metadata();
+    const Prediction whole = predict(PredictInput::from_config(meta.value("config", nlohmann::json::object())));
+    ThroughputBasis b{double(whole.tokens_per_step), whole.flops_per_token, 0};
+    for (int r : store.ranks()) b.peak_flops_per_s += store.rank(r)->metadata.value("device_peak_gflops", 0.0) * 1e9;
+    if (store.is_prediction() && !store.ranks().empty()) {
+        const nlohmann::json& p = meta["predicted"];
+        b.tokens_per_step = meta.value("tokens_per_step", b.tokens_per_step);
+        b.flops_per_token = p.value("model_flops_per_token", b.flops_per_token);
+        b.peak_flops_per_s = store.rank(store.ranks().front())->metadata.value("device_peak_gflops", 0.0) * 1e9 *
+                             p.value("gpus", double(store.ranks().size()));
+    }
+    return b;
+}
+
+Report build_report(const TraceStore& store, int microbatches) {
+    Report rep;
+    describe_run(store, rep);
+    if (rep.predict_input.moe_experts > 0) rep.routing = analyze_expert_routing(store);
+    std::vector<std::vector<StepBreakdown>> all_steps = all_rank_steps(store, rep);
+    size_t index = 0;
+    for (int r : store.ranks()) rep.ranks.push_back(rank_report(store, r, std::move(all_steps[index++]), rep));
+    match_collective_waits(store, rep);
+    if (rep.predict_input.cp > 1) context_balance(rep);
+    if (rep.predict_input.moe_experts > 0) expert_balance(rep);
+    if (rep.predict_input.pp > 1) pipeline_bubble(rep);
+    if (store.spans_dropped_by_cap() > 0 || store.memory_events_dropped_by_cap() > 0)
+        rep.warnings.push_back(fmt::format(
+            "the trace store reached its cap of {} MiB at step {}: {} op spans and {} memory events after it were not "
+            "kept in memory (figures from those steps lack them; the trace file has everything: raise the cap with "
+            "--store-cap-mib to read it whole)",
+            store.options().max_bytes >> 20, store.cap_reached_at_step(), store.spans_dropped_by_cap(),
+            store.memory_events_dropped_by_cap()));
+    throughput(store, rep);
+    if (!rep.imported) rep.misses = find_misses(rep);  // an imported run has no prediction to miss
+    if (rep.imported) rep.imported_section = imported_run_section(store, microbatches);
+    return rep;
+}
+
+}  // namespace us::prof

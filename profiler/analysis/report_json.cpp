@@ -1,0 +1,165 @@
+// report_json(): the report as JSON (`ultrascope report --json`; docs/report-schema.md documents every key).
+#include "common/core/memory_category.h"
+#include "profiler/analysis/report.h"
+
+namespace us::prof {
+
+namespace {
+
+nlohmann::json op_table_json(const OpTable& t) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const OpRow& r : t.rows)
+        rows.push_back({{"name", r.name},
+                        {"class", kOpClassNames[size_t(r.op)]},
+                        {"calls_per_step", double(r.calls) / t.steps},
+                        {"self_s_per_step", t.per_step(r.self_s)},
+                        {"total_s_per_step", t.per_step(r.total_s)},
+                        {"longest_call_s", r.longest_s},
+                        {"flops_per_step", double(r.flops) / t.steps},
+                        {"flops_per_s", OpTable::flop_rate(r)}});
+    return {{"steps", t.steps},
+            {"wall_s_per_step", t.per_step(t.wall_s)},
+            {"device_kernels", t.device_kernels},
+            {"rows", rows}};
+}
+
+// One rank's figures: communication by group, memory by category, time, ops and steps.
+nlohmann::json rank_json(const RankReport& r) {
+    nlohmann::json peak = nlohmann::json::object(), pred = nlohmann::json::object(), formula = nlohmann::json::object(),
+                   phase = nlohmann::json::object(), step1 = nlohmann::json::object(),
+                   steady = nlohmann::json::object();
+    for (int k = 0; k < kMemCategoryCount; ++k) {
+        const std::string name(kMemCategoryNames[k]);
+        peak[name] = r.memory.peak[size_t(k)];
+        pred[name] = r.predicted.memory[size_t(k)] ? nlohmann::json(*r.predicted.memory[size_t(k)]) : nlohmann::json();
+        formula[name] = r.predicted.memory_formula[size_t(k)] ? nlohmann::json(*r.predicted.memory_formula[size_t(k)])
+                                                               : nlohmann::json();
+        phase[name] = std::string(kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])]);
+        step1[name] = r.memory.step1_peak[size_t(k)];
+        steady[name] = r.memory.has_steady ? nlohmann::json(r.memory.steady_peak[size_t(k)]) : nlohmann::json();
+    }
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& b : r.steps)
+        steps.push_back({{"step", b.step}, {"wall_s", b.wall_s}, {"compute_s", b.compute_s}, {"comm_s", b.comm_s},
+                         {"p2p_s", b.p2p_s}, {"comm_overlapped_s", b.overlapped_s}, {"comm_exposed_s", b.exposed_s},
+                         {"idle_s", b.idle_s}, {"overlap_pct", b.overlap_pct}, {"bubble_fraction", b.bubble_fraction},
+                         {"micro_batches_in_flight", b.micro_batches_in_flight}});
+    const auto& b = r.steady;
+    nlohmann::json comm_bytes = nlohmann::json::object(), comm_predicted = nlohmann::json::object(),
+                   comm_time = nlohmann::json::object(), comm_exposed = nlohmann::json::object(),
+                   comm_wait = nlohmann::json::object();
+    for (const GroupKind kind : reported_groups(r)) {
+        const size_t g = size_t(kind);
+        const std::string name(group_kind_name(kind));
+        comm_bytes[name] = per_steady_step(r, b.group_bytes[g]);
+        comm_predicted[name] = r.predicted.comm_bytes[g];
+        comm_time[name] = b.group_comm_s[g];
+        comm_exposed[name] = b.group_exposed_s[g];
+        comm_wait[name] = r.group_wait_s[g];
+    }
+    nlohmann::json j = {{"rank", r.rank},
+                        {"comm_bytes", comm_bytes},
+                        {"comm_bytes_predicted", comm_predicted},
+                        {"comm_by_group_s", comm_time},
+                        {"comm_exposed_by_group_s", comm_exposed},
+                        {"comm_wait_by_group_s", comm_wait},
+                        {"attention_s", b.attention_s},
+                        {"experts_s", b.experts_s},
+                        {"label", r.label},
+                        {"coords", r.coords},
+                        {"status", r.status},
+                        {"clock_offset_ns", r.clock_offset_ns},
+                        {"clock_uncertainty_ns", r.clock_uncertainty_ns},
+                        {"memory_peak_bytes", peak},
+                        {"memory_predicted_bytes", pred},
+                        {"memory_formula_bytes", formula},
+                        {"memory_modelled_sum_peak_bytes", r.memory_modelled_sum_peak},
+                        {"memory_modelled_sum_predicted_bytes", r.predicted.memory_total()},
+                        {"memory_peak_phase", phase},
+                        {"memory_step1_peak_bytes", step1},
+                        {"memory_steady_peak_bytes", steady},
+                        {"memory_total_peak_bytes", r.memory.total_peak},
+                        {"memory_process_peak_bytes", r.process.sampled ? nlohmann::json(r.process.held_peak) : nlohmann::json()},
+                        {"memory_process_source", r.process.sampled ? nlohmann::json(r.process.device ? "device in use (driver, all processes)" : "resident set") : nlohmann::json()},
+                        {"memory_untracked_peak_bytes", r.process.sampled ? nlohmann::json(r.process.untracked_peak) : nlohmann::json()},
+                        {"memory_allocator_cache_peak_bytes", r.process.sampled ? nlohmann::json(r.process.cached_peak) : nlohmann::json()},
+                        {"memory_heap_peak_bytes", r.process.heap_peak > 0 ? nlohmann::json(r.process.heap_peak) : nlohmann::json()},
+                        {"memory_untracked_in_heap_bytes", r.process.untracked_in_heap >= 0 ? nlohmann::json(r.process.untracked_in_heap) : nlohmann::json()},
+                        {"memory_untracked_outside_heap_bytes", r.process.untracked_outside_heap >= 0 ? nlohmann::json(r.process.untracked_outside_heap) : nlohmann::json()},
+                        {"wall_s", b.wall_s},
+                        {"compute_s", b.compute_s},
+                        {"comm_s", b.comm_s},
+                        {"p2p_s", b.p2p_s},
+                        {"comm_overlapped_s", b.overlapped_s},
+                        {"comm_exposed_s", b.exposed_s},
+                        {"idle_s", b.idle_s},
+                        {"overlap_pct", b.overlap_pct},
+                        {"bubble_fraction", b.bubble_fraction},
+                        {"bubble_fraction_formula", r.predicted.bubble_theory},
+                        {"bubble_fraction_predicted", r.predicted.bubble_simulated},
+                        {"stage_bubble_fraction", b.stage_bubble_fraction},
+                        {"micro_batches_in_flight", b.micro_batches_in_flight},
+                        {"micro_batches_in_flight_predicted", r.predicted.micro_batches_in_flight},
+                        {"activations_peak_bytes", r.memory.peak[size_t(MemCategory::activations)]},
+                        {"activations_predicted_bytes", r.predicted.memory[size_t(MemCategory::activations)].value_or(0)},
+                        {"device_peak_gflops", r.peak_gflops},
+                        {"device_peak_source", r.peak_source},
+                        {"time_source", b.device_truth ? "device" : "engine"},
+                        {"device_reserved_peak_bytes",
+                         r.device_reserved_peak >= 0 ? nlohmann::json(r.device_reserved_peak) : nlohmann::json()},
+                        {"dropped_events", r.dropped_events},
+                        {"expert_load", r.expert_load},
+                        {"cupti", r.cupti},
+                        {"ops", op_table_json(r.ops)},
+                        {"steps", steps}};
+    if (r.hta) j["hta"] = hta_json(*r.hta);
+    return j;
+}
+
+}  // namespace
+
+nlohmann::json report_json(const Report& rep) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& r : rep.ranks) ranks.push_back(rank_json(r));
+    const auto& t = rep.throughput;
+    return {{"world_size", rep.world_size},
+            {"config", rep.config},
+            {"source", rep.is_predicted() ? "predicted" : "measured"},
+            {"predicted_by_planner", rep.predicted},
+            {"ranks", ranks},
+            {"throughput",
+             {{"steps_measured", t.steps_measured},
+              {"step_s", t.step_s},
+              {"tokens_per_s", t.tokens_per_s},
+              {"model_flops_per_token_formula", t.model_flops_per_token},
+              {"achieved_flops_per_s_derived", t.achieved_flops_per_s},
+              {"peak_flops_per_s", t.peak_flops_per_s},
+              {"peak_source", t.peak_sources},
+              {"mfu_derived", t.mfu}}},
+            {"predicted", prediction_json(rep.predict_input, predict(rep.predict_input))},
+            {"pipeline",
+             {{"bubble_fraction", rep.pipeline.measured},
+              {"bubble_fraction_formula", rep.pipeline.theory},
+              {"bubble_fraction_predicted", rep.pipeline.simulated},
+              {"busiest_rank", rep.pipeline.busiest_rank}}},
+            {"context_parallel",
+             {{"attention_max_over_min", rep.context.attention_max_over_min},
+              {"attention_flops_max_over_min", rep.context.attention_flops_max_over_min},
+              {"slowest_rank", rep.context.slowest_rank},
+              {"fastest_rank", rep.context.fastest_rank}}},
+            {"experts",
+             rep.routing.empty()
+                 ? nlohmann::json()
+                 : [&] {
+                       nlohmann::json j = expert_routing_json(rep.routing);
+                       j["experts_max_over_min"] = rep.expert_balance.experts_max_over_min;
+                       j["slowest_rank"] = rep.expert_balance.slowest_rank;
+                       j["fastest_rank"] = rep.expert_balance.fastest_rank;
+                       return j;
+                   }()},
+            {"imported", rep.imported_section.json},
+            {"warnings", rep.warnings},
+            {"misses", misses_json(rep.misses)}};
+}
+
+}  // namespace us::prof
