@@ -1,6 +1,7 @@
 // `ultrascope run [-n RANKS] [ultrascope-train flags]`: launches the run through mpirun, listens to its live
 // stream, shows a progress bar with loss and tokens/s, writes the trace, and prints the report. The exit code is
 // the run's: non-zero when mpirun failed or a rank was lost.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -29,35 +30,44 @@ size_t parse_store_cap_mib(const std::string& text) {
 }
 
 int run_command(int argc, char** argv) {
-    // Our own flags first (-n, --trace-out, --port); everything else goes to ultrascope-train.
+    // Our own options (CLI11, like every other command); everything else, in order, goes to ultrascope-train.
     LiveRunOptions options;
     options.launch.ranks = 0;  // default: the product of the parallel degrees
-    std::vector<std::string> train_args;
+    std::string store_cap_mib;
+    CLI::App cli{"ultrascope run: launch ultrascope-train through mpirun (or srun), stream it live, write the trace "
+                 "and print the report",
+                 "ultrascope run"};
+    cli.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    cli.add_option("-n,--ranks", options.launch.ranks, "Ranks (default: dp x pp x tp x cp of the flags)")
+        ->type_name("RANKS")
+        ->check(CLI::Range(1, 1 << 16));
+    cli.add_option("--trace", options.trace_path, "The trace file (default runs/run-<time>.ustrace)")->type_name("FILE");
+    cli.add_option("--listen", options.listen_host, "The address the ranks stream back to (default 127.0.0.1)")
+        ->type_name("ADDR");
+    cli.add_option("--port", options.listen_port, "The port to listen on (default: any free one)")
+        ->type_name("P")
+        ->check(CLI::Range(0, 65535));
+    cli.add_option("--mpirun", options.launch.mpirun, "The mpirun to launch with")->type_name("PATH");
+    cli.add_option("--store-cap-mib", store_cap_mib, "Memory cap of the trace kept in memory (the file keeps all)")
+        ->type_name("N");
+    cli.add_option("--hostfile", options.launch.hostfile, "Launch ranks on the hosts of an Open MPI hostfile")
+        ->type_name("FILE");
+    cli.add_option("--launcher", options.launch.launcher, "mpirun (default) or srun (inside a Slurm allocation)")
+        ->type_name("L");
+    cli.footer("Any other argument is a flag of the launched run (ultrascope-train --help), checked before launch.");
+    cli.allow_extras();
+    try {
+        cli.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        std::printf("%s", cli.help().c_str());
+        return 0;
+    } catch (const CLI::ParseError& e) {
+        fail_user("ultrascope run: {} (see ultrascope run --help)", e.what());
+    }
+    if (cli.count("--store-cap-mib")) options.store.max_bytes = parse_store_cap_mib(store_cap_mib);
+    const std::vector<std::string> train_args = cli.remaining();
     int total_steps = -1;
     std::string checkpoint_path;  // --save
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            US_CHECK_INPUT(i + 1 < argc, "{} needs a value", a);
-            return argv[++i];
-        };
-        if (a == "-n" || a == "--ranks") options.launch.ranks = std::atoi(value().c_str());
-        else if (a == "--trace") options.trace_path = value();
-        else if (a == "--listen") options.listen_host = value();
-        else if (a == "--port") options.listen_port = std::atoi(value().c_str());
-        else if (a == "--mpirun") options.launch.mpirun = value();
-        else if (a == "--store-cap-mib") options.store.max_bytes = parse_store_cap_mib(value());
-        else if (a == "--hostfile") options.launch.hostfile = value();
-        else if (a == "--launcher") options.launch.launcher = value();
-        else if (a == "-h" || a == "--help") {
-            std::printf("usage: ultrascope run [-n RANKS] [--trace FILE] [--listen ADDR] [--port P] [--store-cap-mib N]\n"
-                        "                      [--hostfile FILE] [--launcher mpirun|srun] "
-                        "[ultrascope-train flags]\n"
-                        "Launches mpirun -n RANKS (default: dp x pp x ...) ultrascope-train with the given flags, streams it live, writes "
-                        "the trace (default runs/run-<time>.ustrace) and prints the report.\n");
-            return 0;
-        } else train_args.push_back(a);
-    }
     // Validate the training flags here, before anything is launched, with the same parser the ranks use.
     {
         std::vector<const char*> args = {"ultrascope-train"};

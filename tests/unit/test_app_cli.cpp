@@ -85,6 +85,16 @@ TEST_CASE("ultrascope refuses bad input before launching anything", "[cpu][app][
     CHECK(rep.output.find("not an Ultrascope trace") != std::string::npos);
     const ProcessResult unknown = run_process(ultrascope() + " frobnicate");
     CHECK(unknown.exit_code != 0);
+    // run's own options go through CLI11: a count that is not one, a port out of range, a missing value
+    for (const char* bad : {"-n abc", "-n 0", "--port 70000", "--trace"}) {
+        const ProcessResult r = run_process(ultrascope() + " run --preset tiny --data " + data_file() + " " + bad);
+        INFO(bad << ": " << r.output);
+        CHECK(r.exit_code == 2);
+        CHECK(r.output.find("see ultrascope run --help") != std::string::npos);
+    }
+    const ProcessResult help = run_process(ultrascope() + " run --help");
+    CHECK(help.exit_code == 0);
+    CHECK(help.output.find("--store-cap-mib") != std::string::npos);
 }
 
 TEST_CASE("a rank killed mid-run: the others stop, the run fails, the trace up to the failure stays readable",
