@@ -12,24 +12,6 @@ namespace {
 
 constexpr int kThreads = 128;
 
-// A block's max or sum of one value per thread, in a fixed order; every thread gets it.
-template <bool kMax>
-__device__ float block_reduce(float v, float* shared) {
-    v = kMax ? warp_max(v) : warp_sum(v);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < int(blockDim.x / 32) ? shared[lane] : (kMax ? -INFINITY : 0.0f);
-        v = kMax ? warp_max(v) : warp_sum(v);
-        if (lane == 0) shared[0] = v;
-    }
-    __syncthreads();
-    const float result = shared[0];
-    __syncthreads();
-    return result;
-}
-
 template <typename X>
 __device__ float dot(const X* a, const X* b, int n) {
     float s = 0.0f;

@@ -10,24 +10,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// A block's reduction of one value per thread (max or sum), in a fixed order.
-template <bool kMax>
-__device__ float block_reduce(float v, float* shared) {
-    v = kMax ? warp_max(v) : warp_sum(v);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < int(blockDim.x / 32) ? shared[lane] : (kMax ? -INFINITY : 0.0f);
-        v = kMax ? warp_max(v) : warp_sum(v);
-        if (lane == 0) shared[0] = v;
-    }
-    __syncthreads();
-    const float result = shared[0];
-    __syncthreads();
-    return result;
-}
-
 // Online softmax statistics: (max, sum of exp(x - max)) of a thread's values, merged pairwise.
 struct MaxSum {
     float m = -INFINITY, s = 0.0f;

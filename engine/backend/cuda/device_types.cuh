@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -136,6 +137,25 @@ __device__ __forceinline__ float warp_sum(float v) {
 __device__ __forceinline__ float warp_max(float v) {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
+}
+
+// A block's max or sum of one value per thread, in a fixed order (so runs repeat bit for bit); every thread gets it.
+// `shared` holds blockDim.x / 32 floats; blockDim.x is a multiple of 32.
+template <bool kMax>
+__device__ float block_reduce(float v, float* shared) {
+    v = kMax ? warp_max(v) : warp_sum(v);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < int(blockDim.x / 32) ? shared[lane] : (kMax ? -INFINITY : 0.0f);
+        v = kMax ? warp_max(v) : warp_sum(v);
+        if (lane == 0) shared[0] = v;
+    }
+    __syncthreads();
+    const float result = shared[0];
+    __syncthreads();
+    return result;
 }
 
 }  // namespace us::cuda
