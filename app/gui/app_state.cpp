@@ -140,12 +140,10 @@ void AppState::launch_planned(size_t index) {
     if (!planner.result || index >= planner.result->search.ranked.size()) return;
     const PlannerState::Plan& p = *planner.result;
     const plan::PlanResult& r = p.search.ranked[index];
-    std::vector<std::string> args = {"--preset", p.model.name};
-    std::istringstream flags(r.layout.flags());
-    for (std::string a; flags >> a;) args.push_back(a);
     try {
         const HostSettings hosts = settings.hosts;
-        settings = LaunchSettings::from_args(args);
+        settings = LaunchSettings::from_args({"--preset", p.model.name});
+        plan::apply_layout(r.layout, settings.config);  // the layout's settings on the preset's, no flag text between
         settings.hosts = hosts;
         launch();
         planner.selected = int(index);

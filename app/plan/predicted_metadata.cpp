@@ -4,11 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <sstream>
 #include <vector>
 
 #include "common/core/check.h"
-#include "common/settings/cli.h"
+#include "common/settings/config.h"
 
 namespace us::plan {
 
@@ -18,23 +17,7 @@ namespace {
 // null for other models.
 nlohmann::json engine_config(const ModelDesc& m, const Layout& l) {
     if (m.family != ModelFamily::engine_gpt) return nullptr;
-    std::vector<std::string> args = {"ultrascope-train"};
-    std::istringstream flags(l.flags() + fmt::format(" --layers {} --hidden {} --heads {} --vocab {} --seq {}",
-                                                     m.layers, m.hidden, m.heads, m.vocab, m.seq));
-    for (std::string w; flags >> w;) args.push_back(w);
-    if (m.is_moe())
-        for (auto [flag, v] : {std::pair{"--moe-experts", m.moe_experts}, {"--moe-topk", m.moe_topk}, {"--moe-every", m.moe_every}})
-            args.insert(args.end(), {flag, std::to_string(v)});
-    if (m.moe_capacity_factor > 0) args.insert(args.end(), {"--moe-capacity-factor", fmt::format("{}", m.moe_capacity_factor)});
-    if (!l.overlap) args.push_back("--no-overlap");
-    args.insert(args.end(), {"--bucket-mb", fmt::format("{}", l.bucket_mb)});
-    std::vector<const char*> argv;
-    for (const std::string& a : args) argv.push_back(a.c_str());
-    try {
-        return parse_train_args(int(argv.size()), argv.data()).cmd.config.to_json();
-    } catch (const UserError&) {
-        return nullptr;  // a layout only the planner can describe (more GPUs than the engine runs, ...)
-    }
+    return engine_settings(m, l).to_json();
 }
 
 }  // namespace
