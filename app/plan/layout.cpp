@@ -31,12 +31,11 @@ const std::vector<std::string_view>& layout_setting_keys() {
 std::vector<std::string> Layout::flag_words() const {
     TrainConfig c;
     apply_layout(*this, c);
+    // The settings that do something here (no schedule without a pipeline, ...). A layout has no model, so ep,
+    // which applies with experts, is always written.
     std::vector<std::string_view> keys;
-    for (std::string_view k : layout_setting_keys()) {
-        if ((k == "pp_schedule" || k == "pp_chunks") && pp == 1) continue;  // no pipeline: the schedule does nothing
-        if (k == "cp_balance" && cp == 1) continue;
-        keys.push_back(k);
-    }
+    for (std::string_view k : layout_setting_keys())
+        if (k == "ep" || setting_applies(setting(k), c)) keys.push_back(k);
     return flags_for_keys(c, keys);
 }
 

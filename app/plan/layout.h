@@ -41,8 +41,9 @@ struct Layout {
     int world() const { return dp * tp * pp * cp; }
     int64_t sequences_per_step() const { return int64_t(dp) * micro_batch * grad_accum; }
     std::string describe() const;  // "dp 2 tp 2 (sp) pp 2 1f1b ... ZeRO-1 mb 1 x 8 selective bf16"
-    // The ultrascope-train flags that run it: every setting of layout_setting_keys(), written by the settings
-    // table (common/settings/settings_schema.h); the pipeline schedule only with pp > 1, the cp balance with cp > 1.
+    // The ultrascope-train flags that run it: every setting of layout_setting_keys() that applies (the table's
+    // `applies`: the schedule only with pp > 1, chunks with interleaved, sp with tp > 1, the cp balance with
+    // cp > 1; ep always, a layout knowing no model), written by the settings table (common/settings/settings_schema.h).
     std::string flags() const;
     std::vector<std::string> flag_words() const;  // the same, one word each
 };

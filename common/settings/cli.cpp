@@ -1,10 +1,8 @@
 #include "common/settings/cli.h"
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 #include <fstream>
 #include <memory>
-#include <type_traits>
 
 #include "common/core/check.h"
 #include "common/settings/settings_schema.h"

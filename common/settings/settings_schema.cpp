@@ -55,6 +55,14 @@ Setting toggle(std::string_view flag, std::string_view key, std::string_view hel
     return s;
 }
 
+// A setting that does something only in some configurations.
+Setting only_when(Setting s, std::function<bool(const TrainConfig&)> applies) {
+    s.applies = std::move(applies);
+    return s;
+}
+
+bool has_experts(const TrainConfig& c) { return c.model.moe_experts > 0; }
+
 constexpr auto I = SettingKind::integer;
 constexpr auto D = SettingKind::number;
 
@@ -69,15 +77,20 @@ std::vector<Setting> build_schema() {
     t.push_back(entry("--seq", "seq", "Sequence length (T)", I, [](auto& c) -> auto& { return c.model.seq; }));
     t.push_back(entry("--moe-experts", "moe_experts", "Mixture of experts: E experts per MoE block (0: dense)", I,
                       [](auto& c) -> auto& { return c.model.moe_experts; }));
-    t.push_back(entry("--moe-topk", "moe_topk", "Experts per token (K)", I, [](auto& c) -> auto& { return c.model.moe_topk; }));
-    t.push_back(entry("--moe-every", "moe_every", "Every M-th block is an MoE block", I,
-                      [](auto& c) -> auto& { return c.model.moe_every; }));
-    t.push_back(entry("--moe-capacity-factor", "moe_capacity_factor",
-                      "0: dropless; F > 0: tokens beyond ceil(tokens K / E * F) per expert dropped", D,
-                      [](auto& c) -> auto& { return c.moe_capacity_factor; }));
-    t.push_back(entry("--moe-aux-loss-coef", "moe_aux_loss_coef",
-                      "Weight of the load-balancing loss E * sum f_i P_i (per sequence)", D,
-                      [](auto& c) -> auto& { return c.moe_aux_loss_coef; }));
+    t.push_back(only_when(entry("--moe-topk", "moe_topk", "Experts per token (K)", I,
+                                [](auto& c) -> auto& { return c.model.moe_topk; }),
+                          has_experts));
+    t.push_back(only_when(entry("--moe-every", "moe_every", "Every M-th block is an MoE block", I,
+                                [](auto& c) -> auto& { return c.model.moe_every; }),
+                          has_experts));
+    t.push_back(only_when(entry("--moe-capacity-factor", "moe_capacity_factor",
+                                "0: dropless; F > 0: tokens beyond ceil(tokens K / E * F) per expert dropped", D,
+                                [](auto& c) -> auto& { return c.moe_capacity_factor; }),
+                          has_experts));
+    t.push_back(only_when(entry("--moe-aux-loss-coef", "moe_aux_loss_coef",
+                                "Weight of the load-balancing loss E * sum f_i P_i (per sequence)", D,
+                                [](auto& c) -> auto& { return c.moe_aux_loss_coef; }),
+                          has_experts));
     // batch and schedule
     t.push_back(entry("--batch", "batch", "Micro-batch size in sequences (B)", I, [](auto& c) -> auto& { return c.batch; }));
     t.push_back(entry("--grad-accum", "grad_accum", "Micro-batches per step (gradient accumulation; m for pipelines)", I,
@@ -114,10 +127,11 @@ std::vector<Setting> build_schema() {
                      [](auto& c) -> auto& { return c.data; }));
     t.push_back(text("--save", "save", "Write a safetensors checkpoint at the end (and every --save-every steps)",
                      [](auto& c) -> auto& { return c.save; }, {}, InJson::no));
-    t.push_back(entry("--save-every", "save_every",
-                      "Also write --save every K steps (atomically: a killed run resumes with --load FILE and the "
-                      "same --steps, bitwise)",
-                      I, [](auto& c) -> auto& { return c.save_every; }, InJson::no));
+    t.push_back(only_when(entry("--save-every", "save_every",
+                                "Also write --save every K steps (atomically: a killed run resumes with --load FILE "
+                                "and the same --steps, bitwise)",
+                                I, [](auto& c) -> auto& { return c.save_every; }, InJson::no),
+                          [](const TrainConfig& c) { return !c.save.empty(); }));
     t.push_back(text("--load", "load", "Resume from a safetensors checkpoint", [](auto& c) -> auto& { return c.load; },
                      {}, InJson::no));
     t.push_back(text("--metrics-out", "metrics_out", "Write one JSON object per step to this file",
@@ -132,22 +146,32 @@ std::vector<Setting> build_schema() {
     t.push_back(entry("--pp", "pp", "Pipeline-parallel degree", I, [](auto& c) -> auto& { return c.parallel.pp; }));
     t.push_back(entry("--tp", "tp", "Tensor-parallel degree (Megatron: heads, MLP and vocabulary split over tp ranks)",
                       I, [](auto& c) -> auto& { return c.parallel.tp; }));
-    t.push_back(toggle("--sp", "sp",
-                       "Sequence parallelism inside the tp group (norms, residuals on seq/tp positions; needs --tp > 1)",
-                       [](auto& c) -> auto& { return c.parallel.sp; }));
+    t.push_back(only_when(toggle("--sp", "sp",
+                                 "Sequence parallelism inside the tp group (norms, residuals on seq/tp positions; "
+                                 "needs --tp > 1)",
+                                 [](auto& c) -> auto& { return c.parallel.sp; }),
+                          [](const TrainConfig& c) { return c.parallel.tp > 1; }));
     t.push_back(entry("--cp", "cp", "Context-parallel degree (ring attention over the sequence)", I,
                       [](auto& c) -> auto& { return c.parallel.cp; }));
-    t.push_back(text("--cp-balance", "cp_balance",
-                     "zigzag | contiguous: how --cp cuts the sequence (zigzag balances causal work)",
-                     [](auto& c) -> auto& { return c.parallel.cp_balance; }, {"zigzag", "contiguous"}));
-    t.push_back(entry("--ep", "ep",
-                      "Expert-parallel degree: experts spread over groups of ep data-parallel ranks (divides --dp)", I,
-                      [](auto& c) -> auto& { return c.parallel.ep; }));
+    t.push_back(only_when(text("--cp-balance", "cp_balance",
+                               "zigzag | contiguous: how --cp cuts the sequence (zigzag balances causal work)",
+                               [](auto& c) -> auto& { return c.parallel.cp_balance; }, {"zigzag", "contiguous"}),
+                          [](const TrainConfig& c) { return c.parallel.cp > 1; }));
+    t.push_back(only_when(entry("--ep", "ep",
+                                "Expert-parallel degree: experts spread over groups of ep data-parallel ranks "
+                                "(divides --dp)",
+                                I, [](auto& c) -> auto& { return c.parallel.ep; }),
+                          has_experts));
     t.push_back(entry("--zero", "zero", "ZeRO stage 0 | 1 | 2 | 3", I, [](auto& c) -> auto& { return c.parallel.zero; }));
-    t.push_back(text("--pp-schedule", "pp_schedule", "afab | 1f1b | interleaved | zb1",
-                     [](auto& c) -> auto& { return c.parallel.pp_schedule; }, {"afab", "1f1b", "interleaved", "zb1"}));
-    t.push_back(entry("--pp-chunks", "pp_chunks", "Virtual pipeline chunks per rank (interleaved)", I,
-                      [](auto& c) -> auto& { return c.parallel.pp_chunks; }));
+    t.push_back(only_when(text("--pp-schedule", "pp_schedule", "afab | 1f1b | interleaved | zb1",
+                               [](auto& c) -> auto& { return c.parallel.pp_schedule; },
+                               {"afab", "1f1b", "interleaved", "zb1"}),
+                          [](const TrainConfig& c) { return c.parallel.pp > 1; }));
+    t.push_back(only_when(entry("--pp-chunks", "pp_chunks", "Virtual pipeline chunks per rank (interleaved)", I,
+                                [](auto& c) -> auto& { return c.parallel.pp_chunks; }),
+                          [](const TrainConfig& c) {
+                              return c.parallel.pp > 1 && c.parallel.pp_schedule == "interleaved";
+                          }));
     t.push_back(entry("--bucket-mb", "bucket_mb", "Gradient bucket size in MiB", D,
                       [](auto& c) -> auto& { return c.parallel.bucket_mb; }));
     t.push_back(toggle("--no-overlap", "overlap", "All-reduce gradients after backward instead of during it",
@@ -185,6 +209,8 @@ const Setting& setting(std::string_view key) {
     US_ASSERT(s != nullptr, "no setting '{}' in the settings schema", key);
     return *s;
 }
+
+bool setting_applies(const Setting& s, const TrainConfig& cfg) { return !s.applies || s.applies(cfg); }
 
 void set_setting(TrainConfig& cfg, const Setting& s, const nlohmann::json& v, const std::string& source) {
     switch (s.kind) {

@@ -38,6 +38,10 @@ struct Setting {
     InJson json = InJson::written;
     bool switch_value = true;               // boolean: what giving the flag sets (false for --no-overlap)
     std::vector<std::string_view> choices;  // text and choice: the values accepted (empty: any text)
+    // When the setting does anything (the pipeline schedule with pp > 1, the experts' settings with experts, ...);
+    // empty: always. Where it does not, the launch panel greys it out and does not pass it, and plan::Layout does
+    // not write it.
+    std::function<bool(const TrainConfig&)> applies;
     std::function<nlohmann::json(const TrainConfig&)> get;
     // Sets the member from a value of the kind's JSON type (set_setting checks the type first); UserError for a
     // choice that is not one of `choices`.
@@ -48,6 +52,8 @@ struct Setting {
 const std::vector<Setting>& settings_schema();
 const Setting* find_setting(std::string_view key);  // by JSON key; nullptr when unknown
 const Setting& setting(std::string_view key);       // by JSON key; a programming error when unknown
+
+bool setting_applies(const Setting& s, const TrainConfig& cfg);
 
 // Sets `s` on cfg from a JSON value; UserError "{source}: '{key}' must be ..." when the value has the wrong type.
 void set_setting(TrainConfig& cfg, const Setting& s, const nlohmann::json& value, const std::string& source);

@@ -154,6 +154,36 @@ TEST_CASE("schema: a layout's settings survive config -> Layout -> config and it
     CHECK(plan::layout_from_config(again).flags() == l.flags());
 }
 
+TEST_CASE("schema: a setting that does nothing is greyed out by the panel and not passed", "[cpu][schema][gui-model]") {
+    // The defaults have no pipeline, tp, cp, experts or checkpoint: every setting with an `applies` does nothing.
+    int conditional = 0;
+    for (const Setting& s : settings_schema()) {
+        if (!s.applies) continue;
+        ++conditional;
+        INFO(s.key);
+        gui::LaunchSettings panel;
+        s.set(panel.config, other_value(s));
+        CHECK(!setting_applies(s, panel.config));
+        const std::vector<std::string> args = panel.train_args();
+        CHECK(std::find(args.begin(), args.end(), std::string(s.flag)) == args.end());
+        CHECK(s.get(panel.effective()) == s.get(TrainConfig{}));
+    }
+    CHECK(conditional >= 9);  // schedule, chunks, sp, cp balance, ep, four expert settings, save-every
+    // and where they apply, they are passed
+    gui::LaunchSettings on = gui::LaunchSettings::from_args(
+        {"--pp", "2", "--pp-schedule", "interleaved", "--pp-chunks", "2", "--tp", "2", "--sp", "--cp", "2",
+         "--cp-balance", "contiguous", "--moe-experts", "4", "--ep", "2", "--dp", "2", "--moe-topk", "1",
+         "--save", "x.safetensors", "--save-every", "5"});
+    const std::vector<std::string> args = on.train_args();
+    for (const Setting& s : settings_schema()) {
+        if (!s.applies) continue;
+        INFO(s.key);
+        CHECK(setting_applies(s, on.config));
+        if (s.get(on.config) != s.get(TrainConfig{}))
+            CHECK(std::find(args.begin(), args.end(), std::string(s.flag)) != args.end());
+    }
+}
+
 TEST_CASE("schema: each rule refuses the same configs in the engine, the planner and the launch panel",
           "[cpu][schema][planner]") {
     const plan::ClusterDesc cluster = plan::load_cluster("h100-sxm");
