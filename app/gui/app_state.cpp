@@ -7,6 +7,7 @@
 #include "app/cli/default_run.h"
 #include "app/plan/predicted_trace.h"
 #include "common/core/check.h"
+#include "profiler/trace/run_info.h"
 
 namespace us::gui {
 
@@ -106,10 +107,10 @@ void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string&
     derived.reset();
     comparison.current_archived = false;
     // The launch panel now shows the opened run's settings: Relaunch reproduces it.
-    if (const auto& meta = store->run_metadata(); meta.contains("config") && meta["config"].is_object()) {
+    if (const prof::RunInfo run = prof::run_info_of(*store); run.settings) {  // an imported run has none
         try {
             const HostSettings hosts = settings.hosts;
-            settings = LaunchSettings::from_config(meta["config"]);
+            settings = LaunchSettings::from_config(*run.settings);
             settings.hosts = hosts;
         } catch (const std::exception& e) {
             log.message(std::string("the trace's settings could not be read into the launch panel: ") + e.what());
@@ -140,12 +141,10 @@ void AppState::launch_planned(size_t index) {
     if (!planner.result || index >= planner.result->search.ranked.size()) return;
     const PlannerState::Plan& p = *planner.result;
     const plan::PlanResult& r = p.search.ranked[index];
-    std::vector<std::string> args = {"--preset", p.model.name};
-    std::istringstream flags(r.layout.flags());
-    for (std::string a; flags >> a;) args.push_back(a);
     try {
         const HostSettings hosts = settings.hosts;
-        settings = LaunchSettings::from_args(args);
+        settings = LaunchSettings::from_args({"--preset", p.model.name});
+        plan::apply_layout(r.layout, settings.config);  // the layout's settings on the preset's, no flag text between
         settings.hosts = hosts;
         launch();
         planner.selected = int(index);

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "app/plan/cluster_desc.h"
 #include "app/plan/model_desc.h"
@@ -39,14 +41,27 @@ struct Layout {
     int world() const { return dp * tp * pp * cp; }
     int64_t sequences_per_step() const { return int64_t(dp) * micro_batch * grad_accum; }
     std::string describe() const;  // "dp 2 tp 2 (sp) pp 2 1f1b ... ZeRO-1 mb 1 x 8 selective bf16"
-    std::string flags() const;     // the ultrascope-train flags that run it
+    // The ultrascope-train flags that run it: every setting of layout_setting_keys() that applies (the table's
+    // `applies`: the schedule only with pp > 1, chunks with interleaved, sp with tp > 1, the cp balance with
+    // cp > 1; ep always, a layout knowing no model), written by the settings table (common/settings/settings_schema.h).
+    std::string flags() const;
+    std::vector<std::string> flag_words() const;  // the same, one word each
 };
 
+// The trainer settings (settings_schema.h keys) a layout holds: layout_from_config reads them, apply_layout writes
+// them, flags() writes their flags.
+const std::vector<std::string_view>& layout_setting_keys();
 Layout layout_from_config(const TrainConfig& cfg);
+// Sets layout_setting_keys() of cfg from the layout; the other settings stay.
+void apply_layout(const Layout& layout, TrainConfig& cfg);
+// The trainer config an engine model laid out this way runs: the model's shape, then the layout. For other models
+// the shape is what the rules look at (heads, seq, layers, experts).
+TrainConfig engine_settings(const ModelDesc& model, const Layout& layout);
 
-// Throws UserError naming the field when `layout` cannot run `model` on `gpus` GPUs of `cluster`: degrees that do
-// not divide heads, kv heads, layers, the sequence or the experts; more GPUs than the cluster holds; combinations
-// the engine refuses (ZeRO-2/3 with pipelines, zero-bubble with full recomputation, ...).
+// Throws UserError naming the field when `layout` cannot run `model` on `gpus` GPUs of `cluster`: more GPUs than the
+// cluster holds, kv heads tp cannot split, and every rule of the engine's (common/settings/settings_rules.h, on
+// engine_settings(model, layout)): degrees that do not divide heads, layers, the sequence or the experts, ZeRO-2/3
+// with pipelines, zero-bubble with full recomputation, MoE or fp32 gradient accumulation, ...
 void check_layout(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout, int64_t gpus);
 
 }  // namespace us::plan

@@ -4,6 +4,7 @@
 
 #include "app/plan/model_shapes.h"
 #include "common/schedule/pipeline_schedule.h"
+#include "common/settings/config.h"
 #include "profiler/analysis/predict.h"
 
 namespace us::plan {
@@ -16,16 +17,9 @@ int64_t MemoryEstimate::categories_total() const {
 
 namespace {
 
+// The engine's prediction input for a layout of an engine model: a view of the settings it would run with.
 prof::PredictInput engine_input(const ModelDesc& m, const Layout& l, int stage) {
-    prof::PredictInput in;
-    in.vocab = m.vocab, in.hidden = m.hidden, in.layers = m.layers, in.heads = m.heads, in.seq = m.seq;
-    in.moe_experts = m.moe_experts, in.moe_topk = m.moe_topk, in.moe_every = m.moe_every;
-    in.moe_capacity_factor = m.moe_capacity_factor;
-    in.micro_batch = l.micro_batch, in.grad_accum = l.grad_accum;
-    in.bf16 = l.bf16, in.fp32_grad_accum = l.fp32_grad_accum, in.recompute = l.recompute, in.flash = l.flash;
-    in.dp = l.dp, in.pp = l.pp, in.tp = l.tp, in.cp = l.cp, in.ep = l.ep, in.sp = l.sp;
-    in.cp_balance = l.cp_balance, in.zero = l.zero, in.pp_schedule = l.pp_schedule, in.pp_chunks = l.pp_chunks;
-    in.bucket_mb = l.bucket_mb;
+    prof::PredictInput in = prof::PredictInput::from_settings(engine_settings(m, l));
     in.stage = stage;
     return in;
 }

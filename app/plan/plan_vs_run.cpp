@@ -9,28 +9,23 @@
 #include "app/plan/model_desc.h"
 #include "common/core/check.h"
 #include "common/core/format.h"
+#include "common/settings/settings_schema.h"
 
 namespace us::plan {
 
 namespace {
 
+// The run's settings, read through the settings table (a key its config lacks is the table's default).
+TrainConfig settings_of(const prof::Report& rep) { return settings_from_json(rep.config, "the run's settings"); }
+
 ModelDesc model_of(const prof::Report& rep) {
-    const prof::PredictInput& p = rep.predict_input;
-    return engine_model(rep.config.value("preset", std::string("engine-gpt")), p.vocab, p.hidden, p.layers, p.heads,
-                        p.seq, p.moe_experts, p.moe_topk, p.moe_every, p.moe_capacity_factor);
+    const TrainConfig c = settings_of(rep);
+    const GPTConfig& g = c.model;
+    return engine_model(rep.config.value("preset", std::string("engine-gpt")), g.vocab, g.hidden, g.layers, g.heads,
+                        g.seq, g.moe_experts, g.moe_topk, g.moe_every, c.moe_capacity_factor);
 }
 
-Layout layout_of(const prof::Report& rep) {
-    const prof::PredictInput& p = rep.predict_input;
-    Layout l;
-    l.dp = p.dp, l.tp = p.tp, l.pp = p.pp, l.cp = p.cp, l.ep = p.ep, l.sp = p.sp;
-    l.pp_schedule = p.pp_schedule, l.pp_chunks = p.pp_chunks, l.zero = p.zero;
-    l.micro_batch = int(p.micro_batch), l.grad_accum = int(p.grad_accum), l.recompute = p.recompute;
-    l.bf16 = p.bf16, l.fp32_grad_accum = p.fp32_grad_accum, l.flash = p.flash, l.bucket_mb = p.bucket_mb;
-    l.cp_balance = p.cp_balance;
-    l.overlap = rep.config.value("overlap", true);
-    return l;
-}
+Layout layout_of(const prof::Report& rep) { return layout_from_config(settings_of(rep)); }
 
 // The report's steady steps: all but step 1 when there are several.
 std::vector<const prof::StepBreakdown*> steady_steps(const prof::RankReport& rr) {

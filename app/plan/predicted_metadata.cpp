@@ -4,11 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <sstream>
 #include <vector>
 
 #include "common/core/check.h"
-#include "common/settings/cli.h"
+#include "common/settings/config.h"
 
 namespace us::plan {
 
@@ -18,62 +17,44 @@ namespace {
 // null for other models.
 nlohmann::json engine_config(const ModelDesc& m, const Layout& l) {
     if (m.family != ModelFamily::engine_gpt) return nullptr;
-    std::vector<std::string> args = {"ultrascope-train"};
-    std::istringstream flags(l.flags() + fmt::format(" --layers {} --hidden {} --heads {} --vocab {} --seq {}",
-                                                     m.layers, m.hidden, m.heads, m.vocab, m.seq));
-    for (std::string w; flags >> w;) args.push_back(w);
-    if (m.is_moe())
-        for (auto [flag, v] : {std::pair{"--moe-experts", m.moe_experts}, {"--moe-topk", m.moe_topk}, {"--moe-every", m.moe_every}})
-            args.insert(args.end(), {flag, std::to_string(v)});
-    if (m.moe_capacity_factor > 0) args.insert(args.end(), {"--moe-capacity-factor", fmt::format("{}", m.moe_capacity_factor)});
-    if (!l.overlap) args.push_back("--no-overlap");
-    args.insert(args.end(), {"--bucket-mb", fmt::format("{}", l.bucket_mb)});
-    std::vector<const char*> argv;
-    for (const std::string& a : args) argv.push_back(a.c_str());
-    try {
-        return parse_train_args(int(argv.size()), argv.data()).cmd.config.to_json();
-    } catch (const UserError&) {
-        return nullptr;  // a layout only the planner can describe (more GPUs than the engine runs, ...)
-    }
+    return engine_settings(m, l).to_json();
 }
 
 }  // namespace
 
-nlohmann::json predicted_rank_metadata(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan, int64_t gpus,
-                                       const StepModel& sm, int stage, const std::string& memory_kind, bool detailed) {
+prof::RankMetadata predicted_rank_metadata(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan,
+                                           int64_t gpus, const StepModel& sm, int stage, const std::string& memory_kind,
+                                           bool detailed) {
     const Layout& l = plan.layout;
-    nlohmann::json grid = {{"dp", l.dp}, {"pp", l.pp}, {"tp", l.tp}, {"cp", l.cp}, {"ep", l.ep}};
-    nlohmann::json meta = {
-        {"format", "ultrascope-rank-metadata"},
-        {"rank", stage},
-        {"world_size", l.pp},
-        {"coords", {{"dp", 0}, {"pp", stage}, {"tp", 0}, {"cp", 0}, {"ep", 0}}},
-        {"grid", grid},
-        {"host", "predicted"},
-        {"device", c.gpu_name.empty() ? c.name : c.gpu_name},
-        {"backend", "predicted"},
-        {"device_peak_gflops", c.peak_flops(l.bf16) / 1e9},
-        {"device_peak_source", "cluster description " + c.name},
-        {"tokens_per_step", plan.tokens_per_step},
-        {"params", m.num_params()},
-        {"predicted",
-         {{"model", m.name},
-          {"cluster", c.name},
-          {"gpus", gpus},
-          {"layout", l.describe()},
-          {"flags", l.flags()},
-          {"step_s", sm.step_s},
-          {"model_flops_per_token", plan.model_flops_per_token},
-          {"shape",
-           {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"ep", l.ep}, {"sp", l.sp}, {"zero", l.zero},
-            {"pp_schedule", l.pp_schedule}, {"pp_chunks", l.pp > 1 ? l.pp_chunks : 1}, {"batch", l.micro_batch},
-            {"grad_accum", l.grad_accum}, {"seq", m.seq}, {"layers", m.layers}}},
-          {"memory_kind", memory_kind},
-          {"represents", fmt::format("pipeline stage {}: the rank with tp, cp, dp and ep index 0 ({} ranks do the same)",
-                                     stage, gpus / std::max(1, l.pp))},
-          {"detail", detailed ? "layer by layer" : "one span per kind of work per action"}}},
-    };
-    if (nlohmann::json cfg = engine_config(m, l); !cfg.is_null()) meta["config"] = cfg;
+    prof::RankMetadata meta;
+    meta.rank = stage;
+    meta.world_size = l.pp;
+    meta.coords = {{"dp", 0}, {"pp", stage}, {"tp", 0}, {"cp", 0}, {"ep", 0}};
+    meta.grid = {{"dp", l.dp}, {"pp", l.pp}, {"tp", l.tp}, {"cp", l.cp}, {"ep", l.ep}};
+    meta.host = "predicted";
+    meta.device = c.gpu_name.empty() ? c.name : c.gpu_name;
+    meta.backend = "predicted";
+    meta.device_peak_gflops = c.peak_flops(l.bf16) / 1e9;
+    meta.device_peak_source = "cluster description " + c.name;
+    meta.tokens_per_step = plan.tokens_per_step;
+    meta.params = m.num_params();
+    meta.predicted = nlohmann::json{
+        {"model", m.name},
+        {"cluster", c.name},
+        {"gpus", gpus},
+        {"layout", l.describe()},
+        {"flags", l.flags()},
+        {"step_s", sm.step_s},
+        {"model_flops_per_token", plan.model_flops_per_token},
+        {"shape",
+         {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"ep", l.ep}, {"sp", l.sp}, {"zero", l.zero},
+          {"pp_schedule", l.pp_schedule}, {"pp_chunks", l.pp > 1 ? l.pp_chunks : 1}, {"batch", l.micro_batch},
+          {"grad_accum", l.grad_accum}, {"seq", m.seq}, {"layers", m.layers}}},
+        {"memory_kind", memory_kind},
+        {"represents", fmt::format("pipeline stage {}: the rank with tp, cp, dp and ep index 0 ({} ranks do the same)",
+                                   stage, gpus / std::max(1, l.pp))},
+        {"detail", detailed ? "layer by layer" : "one span per kind of work per action"}};
+    if (nlohmann::json cfg = engine_config(m, l); !cfg.is_null()) meta.settings = cfg;
     return meta;
 }
 

@@ -9,10 +9,11 @@
 #include <string>
 
 #include "app/plan/planner.h"
+#include "profiler/transport/rank_metadata.h"
 
 namespace us::plan {
 
-nlohmann::json predicted_rank_metadata(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan, int64_t gpus,
-                                       const StepModel& sm, int stage, const std::string& memory_kind, bool detailed);
+prof::RankMetadata predicted_rank_metadata(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan, int64_t gpus,
+                                           const StepModel& sm, int stage, const std::string& memory_kind, bool detailed);
 
 }  // namespace us::plan

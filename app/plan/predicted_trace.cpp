@@ -176,7 +176,7 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
         w.counter("tokens_per_s", offset + sm.step_s, plan.tokens_per_s, step);
     }
 
-    const nlohmann::json meta = predicted_rank_metadata(m, c, plan, gpus, sm, stage, rc.memory.kind, detailed);
+    const nlohmann::json meta = to_json(predicted_rank_metadata(m, c, plan, gpus, sm, stage, rc.memory.kind, detailed));
     std::vector<prof::Chunk> chunks(3);
     chunks[0].kind = prof::ChunkKind::metadata, chunks[0].text = meta.dump();
     prof::EventBatch batch = w.take();

@@ -1,5 +1,6 @@
-// The command line of ultrascope-train: every flag, its help text, and the layering of defaults, preset,
-// config file and flags into one TrainConfig. Shared with `ultrascope run`, which forwards these flags.
+// The command line of ultrascope-train: one flag per entry of the settings table (settings_schema.h: its name and
+// help text), and the layering of defaults, preset, config file and flags into one TrainConfig. Shared with
+// `ultrascope run`, which forwards these flags.
 #pragma once
 
 #include <functional>

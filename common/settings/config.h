@@ -1,6 +1,8 @@
 // Everything one run of ultrascope-train needs to know. Built in layers: defaults, then a preset
 // (assets/presets/NAME.json), then a config file (--config FILE.json), then command-line flags; later layers win.
-// Config files and presets use the flag names with '_' for '-' as keys (grad_accum, pp_schedule, bucket_mb).
+// Config files and presets use the flag names with '_' for '-' as keys (grad_accum, pp_schedule, bucket_mb); each
+// setting's flag, key, help and kind are defined once in settings_schema.cpp, its cross-setting rules in
+// settings_rules.cpp.
 #pragma once
 
 #include <cstdint>

@@ -72,36 +72,32 @@ private:
     std::unordered_map<const char*, uint32_t> m_ids;
 };
 
-nlohmann::json rank_metadata(const TrainConfig& cfg, const Backend& backend, const RankInfo& rank, const DevicePeak& peak) {
+prof::RankMetadata rank_metadata(const TrainConfig& cfg, const Backend& backend, const RankInfo& rank,
+                                 const DevicePeak& peak) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     int threads = cfg.threads;
     if (auto* cpu = dynamic_cast<const CpuBackend*>(&backend)) threads = cpu->threads();
-    return {{"format", "ultrascope-rank-metadata"},
-            {"rank", rank.rank},
-            {"world_size", rank.world},
-            {"coords", rank.coords},
-            {"grid", rank.grid},
-            {"host", host},
-            {"pid", int(getpid())},
-            {"device", backend.device_description()},
-            {"backend", std::string(backend.name())},
-            {"threads", threads},
-            {"config", cfg.to_json()},
-            {"device_peak_gflops", peak.gflops},
-            {"device_peak_source", peak.source},
-            {"blas_kernel", cpu::openblas_core_name()},
-            {"comm_backend", rank.comm_backend},
-            {"tokens_per_step", cfg.tokens_per_step()},
-            {"params", cfg.model.num_params()},
-            {"clock",
-             {{"source", prof::tsc_usable() ? "CLOCK_MONOTONIC (read through the TSC)" : "CLOCK_MONOTONIC"},
-              {"offset_ns", rank.clock_offset_ns},
-              {"uncertainty_ns", rank.clock_uncertainty_ns},
-              {"method", "MPI ping-pong against rank 0: the shortest of 16 round trips; uncertainty = half of it"},
-              {"estimated_at_step", 0}}},
-            {"started_unix_ms", std::chrono::duration_cast<std::chrono::milliseconds>(now).count()}};
+    prof::RankMetadata m;
+    m.rank = rank.rank, m.world_size = rank.world, m.coords = rank.coords, m.grid = rank.grid;
+    m.host = host, m.pid = int(getpid());
+    m.device = backend.device_description(), m.backend = std::string(backend.name());
+    m.threads = threads;
+    m.settings = cfg.to_json();
+    m.device_peak_gflops = peak.gflops, m.device_peak_source = peak.source;
+    m.blas_kernel = cpu::openblas_core_name();
+    m.comm_backend = rank.comm_backend;
+    m.tokens_per_step = cfg.tokens_per_step();
+    m.params = cfg.model.num_params();
+    m.clock = prof::ClockEstimate{
+        .source = prof::tsc_usable() ? "CLOCK_MONOTONIC (read through the TSC)" : "CLOCK_MONOTONIC",
+        .offset_ns = rank.clock_offset_ns,
+        .uncertainty_ns = rank.clock_uncertainty_ns,
+        .method = "MPI ping-pong against rank 0: the shortest of 16 round trips; uncertainty = half of it",
+        .estimated_at_step = 0};
+    m.started_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
+    return m;
 }
 
 RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInfo& rank)
@@ -140,22 +136,22 @@ RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInf
         peak = backend.peak_flops(cfg.precision == Precision::bf16);
     }
     m_metadata = rank_metadata(cfg, backend, rank, peak);
-    prof::start_recording(std::move(sinks), m_metadata.dump());
+    prof::start_recording(std::move(sinks), to_json(m_metadata).dump());
     if (backend.name() == "cuda") {
         // Recording first: the collector's records go nowhere before it. The metadata then says whether kernels
         // will be there (consumers keep a rank's latest metadata).
 #if US_HAVE_CUPTI
         const prof::CuptiStatus cupti = prof::start_cupti_collector();
         m_cupti = cupti.running;
-        m_metadata["cupti"] = cupti_json(prof::cupti_summary());
+        m_metadata.cupti = cupti_json(prof::cupti_summary());
         const std::string failure = cupti.running ? std::string() : cupti.message;
 #else
         const std::string failure = "CUPTI: this build has no CUPTI collector (it needs CUDA 13): kernel-level "
                                     "spans are off; engine-side spans carry on";
-        m_metadata["cupti"] = {{"running", false}, {"status", failure}};
+        m_metadata.cupti = nlohmann::json{{"running", false}, {"status", failure}};
 #endif
         if (!failure.empty()) std::fprintf(stderr, "ultrascope-train: rank %d: %s\n", rank.rank, failure.c_str());
-        prof::update_metadata(m_metadata.dump());
+        prof::update_metadata(to_json(m_metadata).dump());
     }
     m_listener = std::make_unique<AllocatorListener>();
     backend.allocator().set_listener(m_listener.get());
@@ -168,8 +164,8 @@ void RunProfiler::finish(bool clean, const std::string& reason) {
 #if US_HAVE_CUPTI
     if (m_cupti) {
         prof::stop_cupti_collector(clean);  // after an error the GPU may be stuck: no device synchronize then
-        m_metadata["cupti"] = cupti_json(prof::cupti_summary());
-        prof::update_metadata(m_metadata.dump());
+        m_metadata.cupti = cupti_json(prof::cupti_summary());
+        prof::update_metadata(to_json(m_metadata).dump());
     }
 #endif
     prof::stop_recording(clean, reason);
@@ -180,10 +176,11 @@ RunProfiler::~RunProfiler() { finish(false); }
 
 void RunProfiler::update_clock(int64_t offset_ns, int64_t uncertainty_ns, int step) {
     if (!m_active || m_finished) return;
-    m_metadata["clock"]["offset_ns"] = offset_ns;
-    m_metadata["clock"]["uncertainty_ns"] = uncertainty_ns;
-    m_metadata["clock"]["estimated_at_step"] = step;
-    prof::update_metadata(m_metadata.dump());
+    prof::ClockEstimate& clock = m_metadata.clock.value();  // set when recording started
+    clock.offset_ns = offset_ns;
+    clock.uncertainty_ns = uncertainty_ns;
+    clock.estimated_at_step = step;
+    prof::update_metadata(to_json(m_metadata).dump());
 }
 
 bool RunProfiler::stream_lost() const { return m_stream && !m_finished && !m_stream->connected(); }

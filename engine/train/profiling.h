@@ -10,6 +10,7 @@
 
 #include "engine/backend/backend.h"
 #include "common/settings/config.h"
+#include "profiler/transport/rank_metadata.h"
 
 namespace us::prof {
 class TcpSink;
@@ -57,12 +58,13 @@ private:
     bool m_cupti = false;  // the CUPTI collector is running
     int m_world = 1;
     std::string m_trace_path;
-    nlohmann::json m_metadata;  // sent again at the end, with the collector's statistics
+    prof::RankMetadata m_metadata;  // sent again at the end, with the collector's statistics
     Backend& m_backend;
     std::unique_ptr<AllocatorListener> m_listener;
     const prof::TcpSink* m_stream = nullptr;  // owned by the recorder until finish()
 };
 
-nlohmann::json rank_metadata(const TrainConfig& cfg, const Backend& backend, const RankInfo& rank, const DevicePeak& peak);
+prof::RankMetadata rank_metadata(const TrainConfig& cfg, const Backend& backend, const RankInfo& rank,
+                                 const DevicePeak& peak);
 
 }  // namespace us

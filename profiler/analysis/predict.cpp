@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/settings/settings_schema.h"
 #include "profiler/analysis/predict_shape.h"
 
 namespace us::prof {
@@ -100,36 +101,26 @@ RankShape rank_shape(const PredictInput& in, int64_t layer, const std::vector<do
     return r;
 }
 
-PredictInput PredictInput::from_config(const nlohmann::json& c) {
+PredictInput PredictInput::from_settings(const TrainConfig& c) {
     PredictInput in;
-    auto get = [&](const char* key, auto fallback) { return c.contains(key) && !c[key].is_null() ? c[key].get<decltype(fallback)>() : fallback; };
-    in.vocab = get("vocab", in.vocab);
-    in.hidden = get("hidden", in.hidden);
-    in.layers = get("layers", in.layers);
-    in.heads = get("heads", in.heads);
-    in.seq = get("seq", in.seq);
-    in.moe_experts = get("moe_experts", in.moe_experts);
-    in.moe_topk = get("moe_topk", in.moe_topk);
-    in.moe_every = get("moe_every", in.moe_every);
-    in.moe_capacity_factor = get("moe_capacity_factor", in.moe_capacity_factor);
-    in.micro_batch = get("batch", in.micro_batch);
-    in.grad_accum = get("grad_accum", in.grad_accum);
-    in.bf16 = get("precision", std::string("fp32")) == "bf16";
-    in.fp32_grad_accum = get("fp32_grad_accum", false);
-    in.recompute = get("recompute", in.recompute);
-    in.dp = get("dp", in.dp);
-    in.pp = get("pp", in.pp);
-    in.tp = get("tp", in.tp);
-    in.sp = get("sp", false);
-    in.cp_balance = get("cp_balance", in.cp_balance);
-    in.cp = get("cp", in.cp);
-    in.flash = get("attention", std::string("naive")) == "flash";
-    in.ep = get("ep", in.ep);
-    in.zero = get("zero", in.zero);
-    in.pp_schedule = get("pp_schedule", in.pp_schedule);
-    in.pp_chunks = get("pp_chunks", in.pp_chunks);
-    in.bucket_mb = get("bucket_mb", in.bucket_mb);
+    in.vocab = c.model.vocab, in.hidden = c.model.hidden, in.layers = c.model.layers, in.heads = c.model.heads;
+    in.seq = c.model.seq;
+    in.moe_experts = c.model.moe_experts, in.moe_topk = c.model.moe_topk, in.moe_every = c.model.moe_every;
+    in.moe_capacity_factor = c.moe_capacity_factor;
+    in.micro_batch = c.batch, in.grad_accum = c.grad_accum;
+    in.bf16 = c.precision == Precision::bf16;
+    in.fp32_grad_accum = c.fp32_grad_accum;
+    in.recompute = std::string(recompute_name(c.recompute));
+    in.flash = c.attention == Attention::flash;
+    const ParallelConfig& p = c.parallel;
+    in.dp = p.dp, in.pp = p.pp, in.tp = p.tp, in.cp = p.cp, in.ep = p.ep, in.sp = p.sp;
+    in.cp_balance = p.cp_balance, in.zero = p.zero, in.pp_schedule = p.pp_schedule, in.pp_chunks = p.pp_chunks;
+    in.bucket_mb = p.bucket_mb;
     return in;
+}
+
+PredictInput PredictInput::from_config(const nlohmann::json& c) {
+    return from_settings(settings_from_json(c, "the run's settings"));
 }
 
 int64_t Prediction::memory_total() const {

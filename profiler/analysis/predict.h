@@ -16,6 +16,10 @@
 #include "common/core/memory_category.h"
 #include "profiler/event.h"
 
+namespace us {
+struct TrainConfig;
+}
+
 namespace us::prof {
 
 struct PredictInput {
@@ -46,7 +50,10 @@ struct PredictInput {
     double bucket_mb = 1.0;
     int stage = 0;  // the pipeline stage of the rank the memory is predicted for
 
-    // From a run's config JSON (ultrascope-train's TrainConfig::to_json), e.g. the trace metadata.
+    // A view of a run's settings: each field is the setting of the same name (common/settings/settings_schema.h).
+    static PredictInput from_settings(const TrainConfig& cfg);
+    // From a run's config JSON (ultrascope-train's TrainConfig::to_json), e.g. the trace metadata, read through the
+    // settings table: a missing key is the table's default.
     static PredictInput from_config(const nlohmann::json& config);
 };
 

@@ -7,6 +7,7 @@
 
 #include "profiler/event.h"
 #include "profiler/trace/trace_store.h"
+#include "profiler/transport/rank_metadata.h"
 
 namespace us::prof {
 
@@ -21,7 +22,8 @@ nlohmann::json to_json(const RunInfo& info) {
                         {"world_size", info.world_size}, {"process_groups", groups},
                         {"devices", info.devices},       {"clock", clock},
                         {"steps_from", info.steps_from}, {"kineto_step_offset", info.kineto_step_offset},
-                        {"backend", info.backend},       {"files", info.files}};
+                        {"backend", info.backend},       {"files", info.files},
+                        {"comm_backend", info.comm_backend}, {"grid", info.grid}};
     j["settings"] = info.settings ? *info.settings : nlohmann::json(nullptr);
     return j;
 }
@@ -58,6 +60,8 @@ RunInfo run_info_from_json(const nlohmann::json& j) {
     info.kineto_step_offset = j.value("kineto_step_offset", 0);
     if (j.contains("backend") && j["backend"].is_string()) info.backend = j["backend"].get<std::string>();
     if (j.contains("settings") && j["settings"].is_object()) info.settings = j["settings"];
+    if (j.contains("comm_backend") && j["comm_backend"].is_string()) info.comm_backend = j["comm_backend"].get<std::string>();
+    if (j.contains("grid") && j["grid"].is_object()) info.grid = j["grid"];
     if (j.contains("files") && j["files"].is_array())
         for (const auto& f : j["files"])
             if (f.is_string()) info.files.push_back(f.get<std::string>());
@@ -76,12 +80,14 @@ RunInfo run_info_of(const TraceStore& store) {
         }
     } else {
         info.source = store.is_prediction() ? "planner" : "engine";
-        if (meta.contains("config") && meta["config"].is_object()) info.settings = meta["config"];
-        if (meta.contains("backend") && meta["backend"].is_string()) info.backend = meta["backend"].get<std::string>();
-        if (meta.contains("clock") && meta["clock"].is_object()) {
-            info.clock_method = meta["clock"].value("method", std::string("engine clock estimate"));
-            if (meta["clock"].contains("uncertainty_ns") && meta["clock"]["uncertainty_ns"].is_number_integer())
-                info.clock_uncertainty_ns = meta["clock"]["uncertainty_ns"].get<int64_t>();
+        const RankMetadata m = rank_metadata_from_json(meta);
+        info.settings = m.settings;
+        info.backend = m.backend;
+        info.comm_backend = m.comm_backend.value_or("");
+        info.grid = m.grid;
+        if (m.clock) {
+            info.clock_method = m.clock->method.empty() ? "engine clock estimate" : m.clock->method;
+            info.clock_uncertainty_ns = m.clock->uncertainty_ns;
         }
         info.steps_from = "engine";
     }

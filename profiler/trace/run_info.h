@@ -1,7 +1,8 @@
 // What a run is, whichever way it reached the store: recorded by the engine, predicted by the planner, or imported
 // from PyTorch's profiler (Kineto). Ranks, world size, process groups (and how their parallelism was told),
 // devices, the clock, where the steps came from, and the run's settings where the source knows them (an imported
-// run does not: nullopt, never a default). Written as the ranks' metadata by the importer and read back here.
+// run does not: nullopt, never a default). Written as the ranks' metadata by the importer and read back here; the
+// engine's and planner's rank metadata is read through its own type (profiler/transport/rank_metadata.h).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,8 @@ struct RunInfo {
     std::string steps_from;                        // "engine", "ProfilerStep", "window"
     int kineto_step_offset = 0;                    // Kineto's ProfilerStep#N is our step N + offset
     std::string backend;                           // "nccl", "gloo", "cpu", "cuda" ...
+    std::string comm_backend;                      // the engine's collectives: "mpi", "nccl", "none"; "" unknown
+    nlohmann::json grid = nlohmann::json::object();  // the engine's and planner's degrees {"dp": n, ...}; {} unknown
     std::optional<nlohmann::json> settings;        // the run's config (engine, planner); nullopt when unknown
     std::vector<std::string> files;                // the files it was read from (imported runs)
 

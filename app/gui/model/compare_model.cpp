@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/settings/settings_schema.h"
+
 namespace us::gui {
 
 RunSummary summarize_run(const prof::Report& report, const std::string& label, const std::string& trace_path,
@@ -48,18 +50,20 @@ std::vector<std::string> differing_settings(const std::vector<RunSummary>& runs)
     return keys;
 }
 
-std::string describe_config(const nlohmann::json& c) {
-    std::string s = fmt::format("dp {}", c.value("dp", 1));
-    if (c.value("pp", 1) > 1) s += fmt::format(" x pp {} ({})", c.value("pp", 1), c.value("pp_schedule", std::string("1f1b")));
-    if (c.value("tp", 1) > 1) s += fmt::format(" x tp {}{}", c.value("tp", 1), c.value("sp", false) ? " + sp" : "");
-    if (c.value("cp", 1) > 1)
-        s += fmt::format(" x cp {} ({})", c.value("cp", 1), c.value("cp_balance", std::string("zigzag")));
-    s += fmt::format(", ZeRO-{}, {}", c.value("zero", 0), c.value("precision", std::string("fp32")));
-    if (c.value("grad_accum", 1) > 1) s += fmt::format(", {} micro-batches", c.value("grad_accum", 1));
-    if (c.value("recompute", std::string("none")) != "none") s += ", recompute " + c.value("recompute", std::string());
-    if (c.value("dp", 1) > 1) {
-        s += fmt::format(", bucket {} MiB", c.value("bucket_mb", 1.0));
-        if (!c.value("overlap", true)) s += ", no overlap";
+// Read through the settings table: a key the JSON lacks is the table's default (TrainConfig's), not a second one here.
+std::string describe_config(const nlohmann::json& json) {
+    const TrainConfig c = settings_from_json(json, "the run's settings");
+    const ParallelConfig& p = c.parallel;
+    std::string s = fmt::format("dp {}", p.dp);
+    if (p.pp > 1) s += fmt::format(" x pp {} ({})", p.pp, p.pp_schedule);
+    if (p.tp > 1) s += fmt::format(" x tp {}{}", p.tp, p.sp ? " + sp" : "");
+    if (p.cp > 1) s += fmt::format(" x cp {} ({})", p.cp, p.cp_balance);
+    s += fmt::format(", ZeRO-{}, {}", p.zero, precision_name(c.precision));
+    if (c.grad_accum > 1) s += fmt::format(", {} micro-batches", c.grad_accum);
+    if (c.recompute != Recompute::none) s += fmt::format(", recompute {}", recompute_name(c.recompute));
+    if (p.dp > 1) {
+        s += fmt::format(", bucket {} MiB", p.bucket_mb);
+        if (!p.overlap) s += ", no overlap";
     }
     return s;
 }

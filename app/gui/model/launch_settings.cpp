@@ -2,6 +2,7 @@
 
 #include "common/core/check.h"
 #include "common/settings/cli.h"
+#include "common/settings/settings_schema.h"
 
 namespace us::gui {
 
@@ -27,34 +28,26 @@ TrainConfig preset_config(const std::string& name) {
     }
 }
 
+// Read off the settings table's `applies` (settings_schema.cpp): the panel greys out what the table says does nothing.
 Applicable applicable(const TrainConfig& c) {
+    auto applies = [&](std::string_view key) { return setting_applies(setting(key), c); };
     Applicable a;
-    a.schedule = c.parallel.pp > 1;
-    a.chunks = a.schedule && c.parallel.pp_schedule == "interleaved";
-    a.sp = c.parallel.tp > 1;
-    a.cp_balance = c.parallel.cp > 1;
-    a.experts = c.model.moe_experts > 0;
-    a.save_every = !c.save.empty();
+    a.schedule = applies("pp_schedule");
+    a.chunks = applies("pp_chunks");
+    a.sp = applies("sp");
+    a.cp_balance = applies("cp_balance");
+    a.experts = applies("moe_topk");
+    a.save_every = applies("save_every");
     return a;
 }
 
 TrainConfig LaunchSettings::effective() const {
-    const Applicable a = applicable(config);
     const TrainConfig preset = preset_config(config.preset);
     TrainConfig c = config;
-    ParallelConfig& p = c.parallel;
-    if (!a.schedule) p.pp_schedule = "1f1b";
-    if (!a.chunks) p.pp_chunks = 1;
-    if (!a.sp) p.sp = false;
-    if (!a.cp_balance) p.cp_balance = preset.parallel.cp_balance;
-    if (!a.experts) {
-        c.model.moe_topk = preset.model.moe_topk;
-        c.model.moe_every = preset.model.moe_every;
-        c.moe_capacity_factor = preset.moe_capacity_factor;
-        c.moe_aux_loss_coef = preset.moe_aux_loss_coef;
-        p.ep = 1;
-    }
-    if (!a.save_every) c.save_every = 0;
+    for (const Setting& s : settings_schema())
+        if (!setting_applies(s, config)) s.set(c, s.get(preset));  // back at the preset's value
+    // With no pipeline, the schedule that runs a micro-batch at a time, whatever the preset's.
+    if (!setting_applies(setting("pp_schedule"), config)) c.parallel.pp_schedule = "1f1b";
     return c;
 }
 

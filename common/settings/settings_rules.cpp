@@ -1,0 +1,91 @@
+// The cross-setting rules (settings_rules.h), in the order the engine has always checked them.
+#include "common/settings/settings_rules.h"
+
+#include "common/core/check.h"
+#include "common/schedule/pipeline_schedule.h"
+
+namespace us {
+
+void check_setting_rules(const TrainConfig& c, const RuleContext& context) {
+    US_CHECK_INPUT(c.batch > 0, "--batch must be positive (got {})", c.batch);
+    US_CHECK_INPUT(c.grad_accum > 0, "--grad-accum must be positive (got {})", c.grad_accum);
+    US_CHECK_INPUT(!c.fp32_grad_accum || c.precision == Precision::bf16,
+                   "--fp32-grad-accum needs --precision bf16 (fp32 runs already accumulate in fp32)");
+    const ParallelConfig& p = c.parallel;
+    for (auto [name, v] : {std::pair{"dp", p.dp}, {"pp", p.pp}, {"tp", p.tp}, {"cp", p.cp}, {"ep", p.ep}})
+        US_CHECK_INPUT(v >= 1, "--{} must be at least 1 (got {})", name, v);
+    // Tensor and sequence parallelism: heads (and with them the hidden size and the MLP) split over the tp group;
+    // the vocabulary is padded to a multiple of tp instead of refused.
+    US_CHECK_INPUT(!p.sp || p.tp > 1, "--sp (sequence parallelism) works inside a tensor-parallel group: add --tp 2 "
+                                      "or more, or drop --sp");
+    US_CHECK_INPUT(c.model.heads % p.tp == 0,
+                   "--heads {} cannot be split over --tp {}: tensor parallelism gives each rank heads/tp whole heads; "
+                   "use a tp that divides {} (or more heads)",
+                   c.model.heads, p.tp, c.model.heads);
+    US_CHECK_INPUT(!p.sp || c.model.seq % p.tp == 0,
+                   "--seq {} cannot be split over --tp {} for --sp: sequence parallelism gives each rank seq/tp "
+                   "positions; use a sequence length that divides by {}",
+                   c.model.seq, p.tp, p.tp);
+    // Context parallelism: the sequence in 2 cp (zigzag) or cp (contiguous) equal chunks; with sequence parallelism
+    // a rank's positions split further over tp.
+    US_CHECK_INPUT(p.cp_balance == "zigzag" || p.cp_balance == "contiguous",
+                   "unknown --cp-balance '{}': expected zigzag or contiguous", p.cp_balance);
+    const int cp_chunks = p.cp_balance == "zigzag" ? 2 * p.cp : p.cp;
+    US_CHECK_INPUT(p.cp == 1 || c.model.seq % cp_chunks == 0,
+                   "--seq {} cannot be split over --cp {} ({}): it needs {} equal chunks; use a sequence length that "
+                   "divides by {}",
+                   c.model.seq, p.cp, p.cp_balance, cp_chunks, cp_chunks);
+    US_CHECK_INPUT(!p.sp || p.cp == 1 || (c.model.seq / p.cp) % p.tp == 0,
+                   "--sp with --cp {}: each rank's {} positions must split over --tp {}", p.cp, c.model.seq / p.cp, p.tp);
+    // Mixture of experts and expert parallelism: ep shares the data-parallel ranks (as Megatron and torchtitan do).
+    US_CHECK_INPUT(c.moe_capacity_factor >= 0, "--moe-capacity-factor must not be negative (got {}); 0 is dropless",
+                   c.moe_capacity_factor);
+    US_CHECK_INPUT(c.moe_aux_loss_coef >= 0, "--moe-aux-loss-coef must not be negative (got {})", c.moe_aux_loss_coef);
+    US_CHECK_INPUT(p.ep == 1 || c.model.is_moe(),
+                   "--ep {} needs experts to spread: add --moe-experts E (a multiple of {}); the model has no experts",
+                   p.ep, p.ep);
+    US_CHECK_INPUT(!c.model.is_moe() || c.model.moe_experts % p.ep == 0,
+                   "--moe-experts {} cannot be split over --ep {}: each expert-parallel rank holds E/ep whole experts",
+                   c.model.moe_experts, p.ep);
+    US_CHECK_INPUT(p.dp % p.ep == 0,
+                   "--ep {} must divide --dp {}: expert-parallel ranks are carved out of the data-parallel ones (each "
+                   "group of ep dp ranks holds all the experts once); use --dp {} or a multiple",
+                   p.ep, p.dp, p.ep);
+    US_CHECK_INPUT(!c.model.is_moe() || p.pp_schedule != "zb1",
+                   "--pp-schedule zb1 with mixture-of-experts blocks is not supported (their expert weight gradients are "
+                   "not split into a W pass): use 1f1b, afab or interleaved");
+    US_CHECK_INPUT(p.zero >= 0 && p.zero <= 3, "unknown --zero stage {}: expected 0, 1, 2 or 3", p.zero);
+    US_CHECK_INPUT(p.pp_schedule == "afab" || p.pp_schedule == "1f1b" || p.pp_schedule == "interleaved" ||
+                       p.pp_schedule == "zb1",
+                   "unknown --pp-schedule '{}': expected afab, 1f1b, interleaved or zb1", p.pp_schedule);
+    US_CHECK_INPUT(p.pp_chunks >= 1, "--pp-chunks must be at least 1 (got {})", p.pp_chunks);
+    US_CHECK_INPUT(p.bucket_mb > 0, "--bucket-mb must be positive (got {})", p.bucket_mb);
+    US_CHECK_INPUT(p.comm_progress == "thread" || p.comm_progress == "poll",
+                   "unknown --comm-progress '{}': expected thread or poll", p.comm_progress);
+    US_CHECK_INPUT(c.device == "cpu" || c.device == "cuda", "unknown --device '{}': expected cpu or cuda", c.device);
+    // Pipelines
+    validate_schedule_shape(p.pp_schedule, PipelineShape{p.pp, c.grad_accum, p.pp_chunks});
+    const int stages = p.pp * p.pp_chunks;
+    US_CHECK_INPUT(c.model.layers % stages == 0 || (context.uneven_stages_ok && c.model.layers >= 2 * stages),
+                   "--layers {} cannot be split evenly over pp {} x {} chunk(s) = {} pipeline stages: use a multiple "
+                   "of {} layers (each stage takes layers/{}; the first also the embedding, the last the head)",
+                   c.model.layers, p.pp, p.pp_chunks, stages, stages, stages);
+    US_CHECK_INPUT(p.pp == 1 || p.zero <= 1,
+                   "--zero {} with --pp {}: pipelines compose with ZeRO-0 and ZeRO-1 only (use --zero 1)", p.zero, p.pp);
+    US_CHECK_INPUT(p.pp_schedule != "zb1" || c.recompute != Recompute::full,
+                   "--pp-schedule zb1 keeps each block's activations until its W pass; it cannot run with --recompute "
+                   "full (use none or selective)");
+    US_CHECK_INPUT(p.pp_schedule != "zb1" || !c.fp32_grad_accum,
+                   "--pp-schedule zb1 with --fp32-grad-accum is not supported: drop one of them");
+}
+
+std::string setting_rules_problem(const TrainConfig& cfg, const RuleContext& context) {
+    try {
+        check_setting_rules(cfg, context);
+    } catch (const UserError& e) {
+        return e.what();
+    }
+    return {};
+}
+
+}  // namespace us

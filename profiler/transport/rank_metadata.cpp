@@ -1,0 +1,87 @@
+// The rank metadata's (de)serializer (rank_metadata.h): the one place its keys are spelled.
+#include "profiler/transport/rank_metadata.h"
+
+namespace us::prof {
+
+namespace {
+
+template <typename T>
+void read(const nlohmann::json& j, const char* key, T& out) {
+    if (auto it = j.find(key); it != j.end() && !it->is_null()) {
+        try {
+            out = it->get<T>();
+        } catch (const nlohmann::json::exception&) {  // a wrong type: the field stays unknown
+        }
+    }
+}
+
+template <typename T>
+void read(const nlohmann::json& j, const char* key, std::optional<T>& out) {
+    if (auto it = j.find(key); it != j.end() && !it->is_null()) {
+        try {
+            out = it->get<T>();
+        } catch (const nlohmann::json::exception&) {
+        }
+    }
+}
+
+}  // namespace
+
+nlohmann::json to_json(const RankMetadata& m) {
+    nlohmann::json j = {{"format", RankMetadata::kFormat}, {"rank", m.rank},         {"world_size", m.world_size},
+                        {"coords", m.coords},               {"grid", m.grid},         {"host", m.host},
+                        {"device", m.device},               {"backend", m.backend},   {"device_peak_gflops", m.device_peak_gflops},
+                        {"device_peak_source", m.device_peak_source},
+                        {"tokens_per_step", m.tokens_per_step}, {"params", m.params}};
+    if (m.pid) j["pid"] = *m.pid;
+    if (m.threads) j["threads"] = *m.threads;
+    if (m.settings) j["config"] = *m.settings;
+    if (m.blas_kernel) j["blas_kernel"] = *m.blas_kernel;
+    if (m.comm_backend) j["comm_backend"] = *m.comm_backend;
+    if (m.clock)
+        j["clock"] = {{"source", m.clock->source},
+                      {"offset_ns", m.clock->offset_ns},
+                      {"uncertainty_ns", m.clock->uncertainty_ns},
+                      {"method", m.clock->method},
+                      {"estimated_at_step", m.clock->estimated_at_step}};
+    if (m.started_unix_ms) j["started_unix_ms"] = *m.started_unix_ms;
+    if (m.cupti) j["cupti"] = *m.cupti;
+    if (m.predicted) j["predicted"] = *m.predicted;
+    return j;
+}
+
+RankMetadata rank_metadata_from_json(const nlohmann::json& j) {
+    RankMetadata m;
+    if (!j.is_object()) return m;
+    read(j, "rank", m.rank);
+    read(j, "world_size", m.world_size);
+    if (auto it = j.find("coords"); it != j.end() && it->is_object()) m.coords = *it;
+    if (auto it = j.find("grid"); it != j.end() && it->is_object()) m.grid = *it;
+    read(j, "host", m.host);
+    read(j, "pid", m.pid);
+    read(j, "device", m.device);
+    read(j, "backend", m.backend);
+    read(j, "threads", m.threads);
+    if (auto it = j.find("config"); it != j.end() && it->is_object()) m.settings = *it;
+    read(j, "device_peak_gflops", m.device_peak_gflops);
+    read(j, "device_peak_source", m.device_peak_source);
+    read(j, "blas_kernel", m.blas_kernel);
+    read(j, "comm_backend", m.comm_backend);
+    read(j, "tokens_per_step", m.tokens_per_step);
+    read(j, "params", m.params);
+    if (auto it = j.find("clock"); it != j.end() && it->is_object()) {
+        ClockEstimate c;
+        read(*it, "source", c.source);
+        read(*it, "offset_ns", c.offset_ns);
+        read(*it, "uncertainty_ns", c.uncertainty_ns);
+        read(*it, "method", c.method);
+        read(*it, "estimated_at_step", c.estimated_at_step);
+        m.clock = c;
+    }
+    read(j, "started_unix_ms", m.started_unix_ms);
+    if (auto it = j.find("cupti"); it != j.end() && it->is_object()) m.cupti = *it;
+    if (auto it = j.find("predicted"); it != j.end() && it->is_object()) m.predicted = *it;
+    return m;
+}
+
+}  // namespace us::prof

@@ -1,0 +1,55 @@
+// A rank's metadata: the record that travels ahead of its spans (EventSink::write_metadata) and says what the rank
+// was: its place in the grid, host and device, the run's settings, its clock estimate, or (a predicted rank) what
+// the planner assumed. Written and read only through this type's (de)serializer, by the engine
+// (engine/train/profiling.cpp), the planner (app/plan/predicted_metadata.cpp) and RunInfo (profiler/trace/run_info.cpp),
+// so the keys are named once; the JSON is the format traces have always had, so old traces read back unchanged.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace us::prof {
+
+// How this rank's clock was put on rank 0's time base.
+struct ClockEstimate {
+    std::string source;  // the clock read ("CLOCK_MONOTONIC (read through the TSC)")
+    int64_t offset_ns = 0;
+    int64_t uncertainty_ns = 0;  // half the best round trip; 0 on a shared host
+    std::string method;
+    int estimated_at_step = 0;
+};
+
+struct RankMetadata {
+    static constexpr const char* kFormat = "ultrascope-rank-metadata";
+    int rank = 0;
+    int world_size = 1;
+    nlohmann::json coords = nlohmann::json::object();  // {"dp": i, "pp": i, "tp": i, "cp": i, "ep": i}
+    nlohmann::json grid = nlohmann::json::object();    // {"dp": n, ...}
+    std::string host;
+    std::optional<int> pid;      // a recorded rank's process; none for a predicted one
+    std::string device;          // "NVIDIA H100 80GB HBM3", "cpu (...)", a planner's GPU name
+    std::string backend;         // "cpu", "cuda", "predicted"
+    std::optional<int> threads;  // CPU threads of a recorded rank
+    // The run's settings as common/settings writes them (TrainConfig::to_json: the settings table's keys); none
+    // where the source does not know them (a planned layout of another model).
+    std::optional<nlohmann::json> settings;
+    double device_peak_gflops = 0;
+    std::string device_peak_source;
+    std::optional<std::string> blas_kernel;   // a recorded rank: the OpenBLAS core
+    std::optional<std::string> comm_backend;  // a recorded rank: "mpi", "nccl", "none"
+    int64_t tokens_per_step = 0;
+    int64_t params = 0;
+    std::optional<ClockEstimate> clock;
+    std::optional<int64_t> started_unix_ms;
+    std::optional<nlohmann::json> cupti;      // a CUDA rank: its CUPTI collector's status and counts
+    std::optional<nlohmann::json> predicted;  // a predicted rank: the planner's model, cluster, layout and step
+};
+
+nlohmann::json to_json(const RankMetadata& m);
+// Reads what the JSON holds; a field it lacks stays unknown (nullopt) or at its zero. Unknown keys are ignored (a
+// newer writer's).
+RankMetadata rank_metadata_from_json(const nlohmann::json& j);
+
+}  // namespace us::prof
