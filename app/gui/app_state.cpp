@@ -10,6 +10,19 @@
 
 namespace us::gui {
 
+namespace {
+// GuiOptions::open_trace holds the command line's paths one per line.
+std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> out;
+    for (size_t at = 0; at <= text.size();) {
+        const size_t nl = std::min(text.find('\n', at), text.size());
+        if (nl > at) out.push_back(text.substr(at, nl - at));
+        at = nl + 1;
+    }
+    return out;
+}
+}  // namespace
+
 AppState::AppState(const GuiOptions& options) : source(log, options.store_cap_bytes), m_options(options) {
     // The command line's training flags, read by the trainer's parser, are the panel's first settings.
     const app::DefaultRun run = app::default_run(options.ranks, options.train_args);
@@ -26,7 +39,7 @@ AppState::AppState(const GuiOptions& options) : source(log, options.store_cap_by
         planner.show_best = options.plan_show;
         planner.start();
     }
-    if (!options.open_trace.empty()) open_trace(options.open_trace);
+    if (!options.open_trace.empty()) open_trace(split_lines(options.open_trace));
     else if (options.launch && lessons.current()) lessons.launch(*this, 0, options.lesson_all_runs);
     else if (options.launch) launch();
     if (!options.listen.empty()) attach(options.listen);
@@ -118,8 +131,10 @@ void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string&
     source.adopt(std::move(store), label, path);
     log.error.clear();
     window.follow = false;
-    refresh_derived(true);
+    // A run still loading gets its analyses once every rank is in (update_source); the timeline shows it now.
+    if (!source.loading()) refresh_derived(true);
     if (const prof::TraceStore* s = this->store()) window.fit_all(*s);
+    m_load_fit = {window.t0, window.t1};
 }
 
 void AppState::show_planned(size_t index) {
@@ -180,9 +195,9 @@ void AppState::update_planner() {
     }
 }
 
-void AppState::open_trace(const std::string& path) {
-    if (snap::is_memory_snapshot_path(path)) snapshots.open({path});
-    else source.open_trace(path);
+void AppState::open_trace(const std::vector<std::string>& paths) {
+    if (paths.size() == 1 && snap::is_memory_snapshot_path(paths[0])) snapshots.open({paths[0]});
+    else source.open_trace(paths);
 }
 
 void AppState::update() {
@@ -196,6 +211,11 @@ void AppState::update_source() {
     std::string path;
     if (auto loaded = source.take_loaded(path)) adopt(std::move(loaded), path, path);
     if (derived.busy()) refresh_derived(false);  // installs a finished build
+    // A run being opened: the ranks read since the last frame join the shown store (never while a build reads it).
+    // When the last arrives, the window fits the whole run unless the user has moved it meanwhile.
+    if (source.loading() && !derived.busy() && source.pump_load() && store() &&
+        std::pair{window.t0, window.t1} == m_load_fit)
+        window.fit_all(*store());
     // The store stays as it is while a build reads it; what arrives meanwhile waits in the listener.
     if (source.live() && !derived.busy()) {
         source.pump();
@@ -212,7 +232,7 @@ void AppState::update_source() {
             comparison.archive(derived.report(), derived.training(), source.label(), source.trace_path());
         }
     }
-    refresh_derived(false);
+    if (!source.loading()) refresh_derived(false);  // a run being opened: once all its ranks are in
     // Auto-relaunch: once the settings have differed from the running ones and stayed put for 0.8 s.
     // The settings are checked once per change, not every frame (the check reads the preset file).
     if (!(settings == m_pending)) {

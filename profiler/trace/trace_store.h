@@ -62,6 +62,8 @@ public:
     void set_rows_by_thread(bool on) { m_by_thread = on; }
 
     void append(const Span& s);  // pending until finalize()
+    // Every span's name and launcher through `ids` (old name id -> new), for a rank moved between stores.
+    void rename(const std::vector<uint32_t>& ids);
     void finalize();             // sorts and assigns rows; cheap when nothing is pending
     bool dirty() const { return !m_pending.empty(); }
 
@@ -140,6 +142,10 @@ public:
     void add_chunk(const Chunk& chunk);
     void mark_lost(int rank, const std::string& reason);
     void finalize();  // sorts pending spans; call before reading after ingestion
+    // Moves every rank of `from` (filled and finalized elsewhere: a file read on a worker thread) into this store,
+    // its names interned here, its counts and cap figures added; `from` is left empty. A rank this store already
+    // has is refused (UserError, before anything moves). Costs a pass over the moved spans, no sort.
+    void merge(TraceStore&& from);
 
     // Reading.
     int rank_count() const { return int(m_ranks.size()); }
