@@ -138,10 +138,13 @@ std::unique_ptr<prof::TraceStore> DataSource::take_loaded(std::string& label) {
     auto store = std::make_unique<prof::TraceStore>(prof::TraceStoreOptions{m_store_cap_bytes});
     const bool finished = m_load->finished();  // asked first: what finished is all taken below
     m_load->take_ready(*store);
-    log_load_messages();
+    // The load's messages wait for pump_load, after the store is adopted (which clears the error banner); a load
+    // that ends with nothing to show says why here.
     if (store->rank_count() == 0) {
         if (finished) {
-            m_log.fail(fmt::format("nothing could be opened from {}", m_load_label));
+            const bool failed_files = m_load->progress().files_failed > 0;
+            log_load_messages();
+            if (!failed_files) m_log.fail(fmt::format("nothing could be opened from {}", m_load_label));
             m_load.reset();
         }
         return nullptr;

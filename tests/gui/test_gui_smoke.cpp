@@ -398,3 +398,34 @@ TEST_CASE("a PyTorch memory snapshot opens in its own view: the timeline, the pe
     const auto bad_shown = nlohmann::json::parse(read_file(bad_shot + ".json"));
     CHECK(bad_shown["error"].get<std::string>().find("never executes") != std::string::npos);
 }
+
+TEST_CASE("a PyTorch run opens a rank at a time; a damaged file is named and the other ranks are drawn",
+          "[gui][kineto]") {
+    const std::string run = std::string(US_TEST_DATA_DIR) + "/kineto/dp2_tp2/iteration_4";
+    const std::string shot = temp_path("kineto-run.png");
+    const ProcessResult ok = run_process(ultrascope() + " " + run + " --screenshot " + shot);
+    INFO(ok.output);
+    REQUIRE(ok.exit_code == 0);
+    auto shown = nlohmann::json::parse(read_file(shot + ".json"));
+    CHECK(shown["shown"]["source"]["ranks"] == 4);
+    check_region_drawn(load_png(shot), "timeline", shown["regions"]["timeline"]);
+
+    // Rank 1's file cut in half: the window names it, shows ranks 0, 2 and 3, and the exit code says it failed.
+    const fs::path dir = temp_path("kineto-cut");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (int r : {0, 2, 3})
+        fs::copy_file(run + "/rank" + std::to_string(r) + "_trace.json.gz", dir / ("rank" + std::to_string(r) + "_trace.json.gz"));
+    const std::string bytes = read_file(run + "/rank1_trace.json.gz");
+    const std::string cut = (dir / "rank1_trace.json.gz").string();
+    write_file(cut, bytes.substr(0, bytes.size() / 2));
+    const std::string bad_shot = temp_path("kineto-cut.png");
+    const ProcessResult bad = run_process(ultrascope() + " " + dir.string() + " --screenshot " + bad_shot);
+    INFO(bad.output);
+    CHECK(bad.exit_code != 0);
+    REQUIRE(fs::exists(bad_shot));
+    shown = nlohmann::json::parse(read_file(bad_shot + ".json"));
+    CHECK(shown["shown"]["source"]["ranks"] == 3);
+    CHECK(shown["error"].get<std::string>().find(cut) != std::string::npos);
+    check_region_drawn(load_png(bad_shot), "timeline", shown["regions"]["timeline"]);
+}
