@@ -164,7 +164,9 @@ public:
     uint64_t memory_events_dropped_by_cap() const { return m_memory_dropped; }
     // The first step whose op spans or memory events the cap dropped (0: none).
     int cap_reached_at_step() const { return m_cap_step; }
-    bool at_cap() const { return m_bytes >= m_options.max_bytes; }
+    // The cap was reached: here, or in a rank's own store before it was merged (each rank of a run opened a rank at a
+    // time has a share of the cap), which dropped something.
+    bool at_cap() const { return m_bytes >= m_options.max_bytes || m_spans_dropped + m_memory_dropped > 0; }
     uint64_t version() const { return m_version; }  // changes whenever the content changes
     const TraceStoreOptions& options() const { return m_options; }
     // The first rank's metadata (the run's config is the same on every rank).

@@ -240,3 +240,20 @@ TEST_CASE("trace store merge: names re-interned, counts added, a rank present tw
     CHECK_THROWS_WITH(shown.merge(std::move(again)), Catch::Contains("rank 0 is in the run twice"));
     CHECK(shown.span_count() == spans);
 }
+
+TEST_CASE("progressive load: each rank gets a share of the cap; a rank over its share says the store is at its cap",
+          "[kineto][progressive]") {
+    TraceStore whole;
+    load_run({kRun}, whole);
+    TraceStoreOptions small;
+    small.max_bytes = whole.bytes_used() / 2;  // a share of a quarter of that per rank: every rank drops op spans
+    ProgressiveLoad load({kRun}, small, 2);
+    TraceStore shown(small);
+    drain(load, shown);
+    CHECK(shown.ranks() == whole.ranks());
+    CHECK(shown.bytes_used() <= small.max_bytes + 4 * sizeof(Span) * 65536);  // each rank stops at its share
+    CHECK(shown.spans_dropped_by_cap() > 0);
+    CHECK(shown.at_cap());
+    CHECK(shown.cap_reached_at_step() > 0);
+    for (int r : shown.ranks()) CHECK(shown.rank(r)->lanes[size_t(Lane::host)].spans().size() > 0);
+}
