@@ -10,19 +10,6 @@
 
 namespace us::gui {
 
-namespace {
-// GuiOptions::open_trace holds the command line's paths one per line.
-std::vector<std::string> split_lines(const std::string& text) {
-    std::vector<std::string> out;
-    for (size_t at = 0; at <= text.size();) {
-        const size_t nl = std::min(text.find('\n', at), text.size());
-        if (nl > at) out.push_back(text.substr(at, nl - at));
-        at = nl + 1;
-    }
-    return out;
-}
-}  // namespace
-
 AppState::AppState(const GuiOptions& options) : source(log, options.store_cap_bytes), m_options(options) {
     // The command line's training flags, read by the trainer's parser, are the panel's first settings.
     const app::DefaultRun run = app::default_run(options.ranks, options.train_args);
@@ -39,7 +26,7 @@ AppState::AppState(const GuiOptions& options) : source(log, options.store_cap_by
         planner.show_best = options.plan_show;
         planner.start();
     }
-    if (!options.open_trace.empty()) open_trace(split_lines(options.open_trace));
+    if (!options.open_trace.empty()) open_trace(options.open_trace);
     else if (options.launch && lessons.current()) lessons.launch(*this, 0, options.lesson_all_runs);
     else if (options.launch) launch();
     if (!options.listen.empty()) attach(options.listen);
