@@ -122,7 +122,8 @@ void ProgressiveLoad::read_file(size_t index) {
                 {
                     std::lock_guard lock(m_mutex);
                     const auto [it, added] = m_file_of_rank.emplace(rank, path);
-                    US_CHECK_INPUT(added, "'{}' and '{}' both claim rank {}: give one file per rank (two recordings "
+                    US_CHECK_INPUT(added,
+                                   "'{}' and '{}' both claim rank {}: give one file per rank (two recordings "
                                    "of one run?); '{}' was not opened",
                                    it->second, path, rank, path);
                 }

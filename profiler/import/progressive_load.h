@@ -22,8 +22,8 @@
 namespace us::prof {
 
 struct LoadProgress {
-    size_t files_total = 0;    // 0 until the run's files are found
-    size_t files_done = 0;     // read and moved into the shown store, or failed
+    size_t files_total = 0;  // 0 until the run's files are found
+    size_t files_done = 0;   // read and moved into the shown store, or failed
     size_t files_failed = 0;
     size_t ranks_shown = 0;    // in the shown store
     uint64_t bytes_total = 0;  // on disk (gzip counts compressed)
@@ -67,8 +67,7 @@ private:
     int m_threads = 1;
     std::thread m_lead;  // finds the files, starts the other workers, then reads like them
 
-
-    mutable std::mutex m_mutex;  // guards everything below
+    mutable std::mutex m_mutex;          // guards everything below
     std::vector<std::thread> m_workers;  // added by m_lead only, joined after it
     std::vector<std::string> m_files;
     bool m_ultrascope = false;

@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
     namespace fs = std::filesystem;
     const int ranks = argc > 1 ? std::atoi(argv[1]) : 16;
     const double mb = argc > 2 ? std::atof(argv[2]) : 100;
-    const std::string dir = argc > 3 && argv[3][0] != '-' ? argv[3] : (fs::temp_directory_path() / "bench_kineto_open").string();
+    const std::string dir =
+        argc > 3 && argv[3][0] != '-' ? argv[3] : (fs::temp_directory_path() / "bench_kineto_open").string();
     bool keep = false, write_only = false;
     for (int i = 1; i < argc; ++i) {
         keep |= std::strcmp(argv[i], "--keep") == 0;
@@ -90,14 +91,15 @@ int main(int argc, char** argv) {
         const double all = us::bench::seconds_now() - t0;
         const auto p = load.progress();
         for (const auto& e : load.take_errors()) std::printf("error: %s\n", e.c_str());
-        std::printf("GUI loader (ProgressiveLoad, %u workers): first rank drawable after %.2f s, all %zu ranks in after "
-                    "%.2f s (%.0f MB of JSON a second); longest merge on the frame thread %.1f ms over %d frames; "
-                    "%zu spans, store %.0f MiB; peak RSS %.0f MiB (%.0f before) = %.2f x the JSON of one rank, %.2f x "
-                    "the whole run's JSON\n",
-                    std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(ranks)), first, p.ranks_shown, all,
-                    json_mb / all, longest_merge_ms, frames, shown.span_count(), double(shown.bytes_used()) / 1048576.0,
-                    status_mib("VmHWM:"), rss0, status_mib("VmHWM:") / (json_mb / ranks * 1e6 / 1048576.0),
-                    status_mib("VmHWM:") / (json_mb * 1e6 / 1048576.0));
+        std::printf(
+            "GUI loader (ProgressiveLoad, %u workers): first rank drawable after %.2f s, all %zu ranks in after "
+            "%.2f s (%.0f MB of JSON a second); longest merge on the frame thread %.1f ms over %d frames; "
+            "%zu spans, store %.0f MiB; peak RSS %.0f MiB (%.0f before) = %.2f x the JSON of one rank, %.2f x "
+            "the whole run's JSON\n",
+            std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(ranks)), first, p.ranks_shown, all,
+            json_mb / all, longest_merge_ms, frames, shown.span_count(), double(shown.bytes_used()) / 1048576.0,
+            status_mib("VmHWM:"), rss0, status_mib("VmHWM:") / (json_mb / ranks * 1e6 / 1048576.0),
+            status_mib("VmHWM:") / (json_mb * 1e6 / 1048576.0));
         std::fflush(stdout);
     }
     {  // `ultrascope report`'s way: one file after the other on one thread, shown when all are read
@@ -106,9 +108,10 @@ int main(int argc, char** argv) {
         const double t0 = us::bench::seconds_now();
         us::prof::load_run({dir}, store);
         const double all = us::bench::seconds_now() - t0;
-        std::printf("load_run (one thread, nothing shown until the end): all ranks in after %.2f s (%.0f MB of JSON a "
-                    "second); peak RSS %.0f MiB\n",
-                    all, json_mb / all, status_mib("VmHWM:"));
+        std::printf(
+            "load_run (one thread, nothing shown until the end): all ranks in after %.2f s (%.0f MB of JSON a "
+            "second); peak RSS %.0f MiB\n",
+            all, json_mb / all, status_mib("VmHWM:"));
     }
     if (!keep) fs::remove_all(dir);
     return 0;

@@ -22,7 +22,8 @@ class TempDir {
 public:
     TempDir() {
         static int n = 0;
-        m_path = fs::temp_directory_path() / ("ultrascope-progressive-" + std::to_string(::getpid()) + "-" + std::to_string(++n));
+        m_path = fs::temp_directory_path() /
+                 ("ultrascope-progressive-" + std::to_string(::getpid()) + "-" + std::to_string(++n));
         fs::remove_all(m_path);
         fs::create_directories(m_path);
     }
@@ -50,19 +51,20 @@ void write_synthetic(const std::string& path, int rank, double mb) {
     for (int step = 0; written < size_t(mb * 1e6); ++step) {
         const long long step_begin = t;
         for (int op = 0; op < 200; ++op, t += 20, ++corr) {
-            const int n = std::snprintf(buf, sizeof buf,
-                                        R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": %lld, "dur": 15, "args": {"External id": %lld}},)"
-                                        "\n"
-                                        R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": %lld, "dur": 4, "args": {"correlation": %lld}},)"
-                                        "\n"
-                                        R"({"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": %lld, "dur": 12, "args": {"stream": 7, "correlation": %lld}},)"
-                                        "\n",
-                                        t, corr, t + 2, corr, t + 5, corr);
+            const int n = std::snprintf(
+                buf, sizeof buf,
+                R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": %lld, "dur": 15, "args": {"External id": %lld}},)"
+                "\n"
+                R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": %lld, "dur": 4, "args": {"correlation": %lld}},)"
+                "\n"
+                R"({"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": %lld, "dur": 12, "args": {"stream": 7, "correlation": %lld}},)"
+                "\n",
+                t, corr, t + 2, corr, t + 5, corr);
             out.write(buf, n);
             written += size_t(n);
         }
-        out << R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)" << step << R"(", "pid": 1, "tid": 1, "ts": )"
-            << step_begin << R"(, "dur": )" << (t - step_begin) << "},\n";
+        out << R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)" << step
+            << R"(", "pid": 1, "tid": 1, "ts": )" << step_begin << R"(, "dur": )" << (t - step_begin) << "},\n";
     }
     out << R"({"ph": "X", "cat": "Trace", "name": "end", "pid": 1, "tid": 1, "ts": 1000000, "dur": 1}]})";
 }
@@ -115,7 +117,8 @@ TEST_CASE("progressive load: a run read a rank at a time equals load_run's, repo
     }
 }
 
-TEST_CASE("progressive load: the first rank is shown while a large one is still read, then all are", "[kineto][progressive]") {
+TEST_CASE("progressive load: the first rank is shown while a large one is still read, then all are",
+          "[kineto][progressive]") {
     TempDir dir;
     const std::string big = dir.path() + "/rank1_big.json";
     write_synthetic(big, 1, 40);
@@ -160,7 +163,7 @@ TEST_CASE("progressive load: a cancel stops the workers mid-file; what was shown
         at_cancel = load.progress();
         load.take_ready(shown);
         CHECK(load.take_errors().empty());  // a cancel is not an error
-    }  // the destructor has joined every worker
+    }                                       // the destructor has joined every worker
     CHECK(at_cancel.finished);
     CHECK(at_cancel.bytes_read < at_cancel.bytes_total);  // stopped inside the 60 MB file
     CHECK(at_cancel.files_done == 1);
@@ -193,7 +196,8 @@ TEST_CASE("progressive load: a damaged file mid-load is named; the ranks before 
     // The ranks read are whole: the same as each file opened alone.
     TraceStore alone;
     load_run({rank_file(2)}, alone);
-    CHECK(shown.rank(2)->lanes[size_t(Lane::host)].spans().size() == alone.rank(2)->lanes[size_t(Lane::host)].spans().size());
+    CHECK(shown.rank(2)->lanes[size_t(Lane::host)].spans().size() ==
+          alone.rank(2)->lanes[size_t(Lane::host)].spans().size());
     CHECK_FALSE(build_report(shown).ranks.empty());
 }
 
@@ -208,7 +212,8 @@ TEST_CASE("progressive load: two files of one rank, and nothing readable, are er
         drain(load, shown);
         const auto errors = load.take_errors();
         REQUIRE(errors.size() == 1);
-        CHECK_THAT(errors[0], Catch::Contains(rank_file(0)) && Catch::Contains(copy) && Catch::Contains("both claim rank 0"));
+        CHECK_THAT(errors[0],
+                   Catch::Contains(rank_file(0)) && Catch::Contains(copy) && Catch::Contains("both claim rank 0"));
         CHECK(shown.ranks() == std::vector<int>{0});
     }
     {
