@@ -75,7 +75,6 @@ private:
     size_t m_taken = 0, m_failed = 0, m_ranks_shown = 0;
     int m_running = 0;  // workers not yet ended
     std::vector<std::unique_ptr<TraceStore>> m_ready;
-    size_t m_ready_files = 0;
     std::map<int, std::string> m_file_of_rank;
     std::vector<std::string> m_warnings, m_errors;
     double m_finished_at = -1;
