@@ -1,4 +1,4 @@
-// Opening a run a rank at a time, for the GUI: worker threads (one per core at most, one per file at most, below
+// Opening a run a rank at a time, for the GUI: worker threads (one per core and at most 4, one per file at most, below
 // the drawing thread's priority) each read whole files into a trace store of their own; the thread that draws moves
 // every finished rank into the store it shows with take_ready(). The shown store thus only changes on the thread
 // that reads it, between frames, as a live run's does (LiveRun::pump): the timeline draws the first rank while the
@@ -35,7 +35,7 @@ struct LoadProgress {
 class ProgressiveLoad {
 public:
     // Starts reading the run named by `paths` (what load_run takes: Kineto files, their folders, or one Ultrascope
-    // trace, which arrives whole). `threads` 0: one per core. With several files, each rank's store gets an even
+    // trace, which arrives whole). `threads` 0: one per core, at most 4. With several files, each rank's store gets an even
     // share of `options.max_bytes`, so the order ranks arrive in does not decide which keep their op spans.
     ProgressiveLoad(std::vector<std::string> paths, TraceStoreOptions options, int threads = 0);
     ~ProgressiveLoad();  // cancels and joins: no worker outlives the load

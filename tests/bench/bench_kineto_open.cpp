@@ -3,7 +3,7 @@
 // then opens them with the GUI's loader, a 30 Hz loop standing for the frames merging finished ranks into the shown
 // store, and prints the time until the first rank is drawable, until every rank is in, the longest merge on the
 // frame thread, and the peak RSS; then the same files through load_run (one thread: `ultrascope report`).
-//   bench_kineto_open [RANKS] [SIZE_MB] [DIR] [--keep] [--write-only]
+//   bench_kineto_open [RANKS] [SIZE_MB] [DIR] [--keep] [--write-only] [--workers N]
 // Files in DIR are reused when present; --keep leaves them; --write-only writes them and stops (bench_vs_hta.py's
 // --synthetic mode reads them with HTA).
 #include <chrono>
@@ -41,7 +41,9 @@ int main(int argc, char** argv) {
     const std::string dir =
         argc > 3 && argv[3][0] != '-' ? argv[3] : (fs::temp_directory_path() / "bench_kineto_open").string();
     bool keep = false, write_only = false;
+    int workers = 0;  // 0: the GUI's choice
     for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = std::atoi(argv[i + 1]);
         keep |= std::strcmp(argv[i], "--keep") == 0;
         write_only |= std::strcmp(argv[i], "--write-only") == 0;
     }
@@ -75,7 +77,7 @@ int main(int argc, char** argv) {
         const double rss0 = status_mib("VmRSS:");
         us::prof::TraceStore shown;
         const double t0 = us::bench::seconds_now();
-        us::prof::ProgressiveLoad load({dir}, {});
+        us::prof::ProgressiveLoad load({dir}, {}, workers);
         double first = -1, longest_merge_ms = 0;
         int frames = 0;
         for (;;) {
@@ -96,7 +98,7 @@ int main(int argc, char** argv) {
             "%.2f s (%.0f MB of JSON a second); longest merge on the frame thread %.1f ms over %d frames; "
             "%zu spans, store %.0f MiB; peak RSS %.0f MiB (%.0f before) = %.2f x the JSON of one rank, %.2f x "
             "the whole run's JSON\n",
-            std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(ranks)), first, p.ranks_shown, all,
+            workers > 0 ? unsigned(std::min(workers, ranks)) : std::min({std::thread::hardware_concurrency(), 4u, unsigned(ranks)}), first, p.ranks_shown, all,
             json_mb / all, longest_merge_ms, frames, shown.span_count(), double(shown.bytes_used()) / 1048576.0,
             status_mib("VmHWM:"), rss0, status_mib("VmHWM:") / (json_mb / ranks * 1e6 / 1048576.0),
             status_mib("VmHWM:") / (json_mb * 1e6 / 1048576.0));
