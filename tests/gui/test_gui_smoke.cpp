@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "../unit/kineto_synthetic.h"
 #include "../unit/test_util.h"
 #include "app/gui/model/view_table.h"
 
@@ -428,4 +429,47 @@ TEST_CASE("a PyTorch run opens a rank at a time; a damaged file is named and the
     CHECK(shown["shown"]["source"]["ranks"] == 3);
     CHECK(shown["error"].get<std::string>().find(cut) != std::string::npos);
     check_region_drawn(load_png(bad_shot), "timeline", shown["regions"]["timeline"]);
+}
+
+namespace {
+
+// The store's bytes on each frame_stats line of `log`, in order.
+std::vector<double> store_bytes_lines(const std::string& log) {
+    std::vector<double> out;
+    for (size_t at = log.find("store_bytes "); at != std::string::npos; at = log.find("store_bytes ", at + 1))
+        out.push_back(std::atof(log.c_str() + at + 12));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("the GUI closed while a PyTorch run loads exits at once: the loaders stop and are joined",
+          "[gui][kineto][lifetime]") {
+    const fs::path dir = temp_path("kineto-closed-mid-load");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (int r = 0; r < 8; ++r)
+        us::test::write_synthetic_kineto((dir / ("rank" + std::to_string(r) + "_trace.json")).string(), r, 60);
+    BackgroundProcess gui("env ULTRASCOPE_FRAME_STATS_S=0.1 " + ultrascope() + " " + dir.string(),
+                          (dir / "gui.log").string());
+    // Closed as soon as a rank is on screen (a frame_stats line with a store).
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::vector<double> bytes;
+    while (std::chrono::steady_clock::now() < give_up && !gui.exited()) {
+        bytes = store_bytes_lines(gui.output());
+        if (!bytes.empty() && bytes.back() > 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    REQUIRE(!bytes.empty());
+    REQUIRE(bytes.back() > 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    gui.signal(SIGTERM);
+    const std::optional<int> code = gui.wait_exit(10);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    INFO(gui.output());
+    INFO("exited " << seconds << " s after SIGTERM; the store held " << bytes.back() << " bytes when it was sent");
+    REQUIRE(code == 128 + SIGTERM);
+    CHECK(seconds < 5);  // a worker stops at its next read of 256 KiB, or when its rank's mapping ends
+    CHECK(gui.output().find("stopping the run and closing") != std::string::npos);
+    fs::remove_all(dir);
 }

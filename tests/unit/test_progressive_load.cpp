@@ -10,6 +10,7 @@
 #include "profiler/analysis/report.h"
 #include "profiler/import/progressive_load.h"
 #include "profiler/import/run_files.h"
+#include "kineto_synthetic.h"
 #include "test_util.h"
 
 using namespace us::prof;
@@ -40,34 +41,6 @@ private:
 const std::string kRun = std::string(US_TEST_DATA_DIR) + "/kineto/dp2_tp2/iteration_4";
 
 std::string rank_file(int r) { return kRun + "/rank" + std::to_string(r) + "_trace.json.gz"; }
-
-// A plain-JSON Kineto trace of rank `rank` of about `mb` MB: steps of CPU ops, each launching a kernel.
-void write_synthetic(const std::string& path, int rank, double mb) {
-    std::ofstream out(path, std::ios::binary);
-    out << R"({"distributedInfo": {"backend": "nccl", "rank": )" << rank << R"(, "world_size": 16}, "traceEvents": [)";
-    long long t = 1000000, corr = 1;
-    size_t written = 0;
-    char buf[512];
-    for (int step = 0; written < size_t(mb * 1e6); ++step) {
-        const long long step_begin = t;
-        for (int op = 0; op < 200; ++op, t += 20, ++corr) {
-            const int n = std::snprintf(
-                buf, sizeof buf,
-                R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": %lld, "dur": 15, "args": {"External id": %lld}},)"
-                "\n"
-                R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": %lld, "dur": 4, "args": {"correlation": %lld}},)"
-                "\n"
-                R"({"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": %lld, "dur": 12, "args": {"stream": 7, "correlation": %lld}},)"
-                "\n",
-                t, corr, t + 2, corr, t + 5, corr);
-            out.write(buf, n);
-            written += size_t(n);
-        }
-        out << R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)" << step
-            << R"(", "pid": 1, "tid": 1, "ts": )" << step_begin << R"(, "dur": )" << (t - step_begin) << "},\n";
-    }
-    out << R"({"ph": "X", "cat": "Trace", "name": "end", "pid": 1, "tid": 1, "ts": 1000000, "dur": 1}]})";
-}
 
 // Takes what the load finished until it has finished (at most 60 s).
 void drain(ProgressiveLoad& load, TraceStore& store) {
@@ -121,7 +94,7 @@ TEST_CASE("progressive load: the first rank is shown while a large one is still 
           "[kineto][progressive]") {
     TempDir dir;
     const std::string big = dir.path() + "/rank1_big.json";
-    write_synthetic(big, 1, 40);
+    us::test::write_synthetic_kineto(big, 1, 40);
     ProgressiveLoad load({rank_file(0), big}, {}, 1);  // one worker: the files in the order given
     TraceStore shown;
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -145,7 +118,7 @@ TEST_CASE("progressive load: the first rank is shown while a large one is still 
 TEST_CASE("progressive load: a cancel stops the workers mid-file; what was shown stays", "[kineto][progressive]") {
     TempDir dir;
     const std::string big = dir.path() + "/rank1_big.json";
-    write_synthetic(big, 1, 60);
+    us::test::write_synthetic_kineto(big, 1, 60);
     TraceStore shown;
     LoadProgress at_cancel;
     {
