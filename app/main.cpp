@@ -63,13 +63,8 @@ int gui_or_fallback(int argc, char** argv) {
         std::vector<char*> args = {argv[0], lesson.data(), check.data()};
         return us::app::lesson_command(int(args.size()), args.data());
     }
-    if (const std::string& open = o.open_trace; !open.empty()) {
-        std::vector<std::string> paths;
-        for (size_t at = 0; at <= open.size();) {
-            const size_t nl = std::min(open.find('\n', at), open.size());
-            paths.push_back(open.substr(at, nl - at));
-            at = nl + 1;
-        }
+    if (!o.open_trace.empty()) {
+        std::vector<std::string> paths = o.open_trace;
         std::string shown;
         for (const auto& p : paths) shown += " " + p;
         std::fprintf(stderr, "ultrascope report%s\n", shown.c_str());

@@ -19,13 +19,13 @@ namespace {
 
 // The GUI's options, bound to `o` and to the texts checked after parsing.
 struct GuiFlags {
-    std::string store_cap_mib, font_size, lesson_runs = "first";
+    std::string store_cap_mib, font_size, lesson_runs = "first", open;
     bool no_launch = false;
 };
 
 void declare_gui_options(CLI::App& app, gui::GuiOptions& o, GuiFlags& f) {
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: last wins
-    app.add_option("--open", o.open_trace, "Open a trace instead of launching")->type_name("TRACE");
+    app.add_option("--open", f.open, "Open a trace instead of launching")->type_name("TRACE");
     app.add_option("--listen", o.listen, "Also listen for runs started elsewhere (attach)")->type_name("[HOST:]PORT");
     app.add_flag("--no-launch", f.no_launch, "Start without launching a run");
     app.add_option("-n,--ranks", o.ranks, "Ranks of the launched run (default: the layout's; dp 2 x pp 2 = 4)")
@@ -111,15 +111,16 @@ GuiArgs parse_gui_args(int argc, const char* const* argv) {
         US_CHECK_INPUT(!f.font_size.empty() && *end == '\0' && o.font_px >= 8 && o.font_px <= 64,
                        "--font-size '{}': expected pixels from 8 to 64 (e.g. 32 for a 4K projector)", f.font_size);
     }
-    // The rest, in order: a path that exists is a trace to open (`ultrascope PATH [PATH...]`, one per line:
-    // data_source.h), unless it is a training flag's value; everything else goes to the launched run.
+    // The rest, in order: a path that exists is a trace to open (`ultrascope PATH [PATH...]`, after --open's),
+    // unless it is a training flag's value; everything else goes to the launched run.
+    if (!f.open.empty()) o.open_trace.push_back(f.open);
     const std::set<std::string> switches = train_switches();
     const std::vector<std::string> rest = app.remaining();
     for (size_t i = 0; i < rest.size(); ++i) {
         const std::string& a = rest[i];
         const bool value = i > 0 && is_value_of(rest[i - 1], switches);
         if (a.rfind("-", 0) != 0 && !value && std::filesystem::exists(a))
-            o.open_trace += (o.open_trace.empty() ? "" : "\n") + a;
+            o.open_trace.push_back(a);
         else o.train_args.push_back(a);
     }
     US_CHECK_INPUT(o.view == gui::kAllViews || gui::find_view_name(o.view), "unknown --view '{}': expected {}", o.view,

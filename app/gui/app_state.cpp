@@ -119,8 +119,10 @@ void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string&
     source.adopt(std::move(store), label, path);
     log.error.clear();
     window.follow = false;
-    refresh_derived(true);
+    // A run still loading gets its analyses once every rank is in (update_source); the timeline shows it now.
+    if (!source.loading()) refresh_derived(true);
     if (const prof::TraceStore* s = this->store()) window.fit_all(*s);
+    m_load_fit = {window.t0, window.t1};
 }
 
 void AppState::show_planned(size_t index) {
@@ -179,9 +181,9 @@ void AppState::update_planner() {
     }
 }
 
-void AppState::open_trace(const std::string& path) {
-    if (snap::is_memory_snapshot_path(path)) snapshots.open({path});
-    else source.open_trace(path);
+void AppState::open_trace(const std::vector<std::string>& paths) {
+    if (paths.size() == 1 && snap::is_memory_snapshot_path(paths[0])) snapshots.open({paths[0]});
+    else source.open_trace(paths);
 }
 
 void AppState::update() {
@@ -195,6 +197,11 @@ void AppState::update_source() {
     std::string path;
     if (auto loaded = source.take_loaded(path)) adopt(std::move(loaded), path, path);
     if (derived.busy()) refresh_derived(false);  // installs a finished build
+    // A run being opened: the ranks read since the last frame join the shown store (never while a build reads it).
+    // When the last arrives, the window fits the whole run unless the user has moved it meanwhile.
+    if (source.loading() && !derived.busy() && source.pump_load() && store() &&
+        std::pair{window.t0, window.t1} == m_load_fit)
+        window.fit_all(*store());
     // The store stays as it is while a build reads it; what arrives meanwhile waits in the listener.
     if (source.live() && !derived.busy()) {
         source.pump();
@@ -211,7 +218,7 @@ void AppState::update_source() {
             comparison.archive(derived.report(), derived.training(), source.label(), source.trace_path());
         }
     }
-    refresh_derived(false);
+    if (!source.loading()) refresh_derived(false);  // a run being opened: once all its ranks are in
     // Auto-relaunch: once the settings have differed from the running ones and stayed put for 0.8 s.
     // The settings are checked once per change, not every frame (the check reads the preset file).
     if (!(settings == m_pending)) {

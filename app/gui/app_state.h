@@ -59,8 +59,9 @@ public:
     std::optional<Checkpoint> last_checkpoint() const;
     // Relaunches the last launched run from its last checkpoint, with the same settings and --steps.
     void resume_from_checkpoint();
-    // A trace (ours or PyTorch's), or a PyTorch memory snapshot, which opens in the snapshot window.
-    void open_trace(const std::string& path);
+    // A trace (ours, or PyTorch profiler files and folders: one rank per file, shown as they are read), or a
+    // PyTorch memory snapshot, which opens in the snapshot window.
+    void open_trace(const std::vector<std::string>& paths);
     void attach(const std::string& listen);  // [HOST:]PORT
     void detach();
     // Shows a store that is already loaded (a trace that finished loading from `path`, a planner's prediction with
@@ -97,6 +98,7 @@ private:
     LaunchSettings m_pending;  // auto-relaunch waits until the settings stop changing
     std::chrono::steady_clock::time_point m_pending_since{};
     bool m_pending_checked = false;  // auto-relaunch has tried these settings
+    std::pair<int64_t, int64_t> m_load_fit{0, 0};  // the window fitted to a loading run's first ranks
 };
 
 }  // namespace us::gui

@@ -11,9 +11,7 @@
 
 namespace us::gui {
 
-DataSource::~DataSource() {
-    if (m_loading.valid()) m_loading.wait();
-}
+DataSource::~DataSource() { cancel_load(); }
 
 const prof::TraceStore* DataSource::store() const {
     switch (m_kind) {
@@ -30,6 +28,7 @@ std::string DataSource::trace_path() const {
 }
 
 bool DataSource::launch(const LaunchSettings& settings, const std::string& label) {
+    cancel_load();
     stop();
     app::LiveRunOptions o;
     o.launch.ranks = settings.ranks();
@@ -52,6 +51,7 @@ bool DataSource::launch(const LaunchSettings& settings, const std::string& label
 }
 
 bool DataSource::attach(const std::string& listen) {
+    cancel_load();
     stop();
     app::LiveRunOptions o;
     o.attach_only = true;
@@ -78,17 +78,20 @@ bool DataSource::attach(const std::string& listen) {
 }
 
 void DataSource::adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label, const std::string& path) {
+    if (store.get() != m_load_store) cancel_load();  // another store replaces the one loading
     stop();
     m_live.reset();
     m_file_store = std::move(store);
     m_file_path = path;
     m_kind = Source::file;
     m_label = (m_file_store->is_prediction() ? "predicted (planner model): " : "trace ") + label;
+    if (m_load) return;  // said when the load ends
     m_log.message(fmt::format("opened {}: {} spans from {} rank(s)", label, m_file_store->span_count(),
                               m_file_store->ranks().size()));
 }
 
 void DataSource::close() {
+    cancel_load();
     stop();
     m_live.reset();
     m_kind = Source::none;
@@ -102,39 +105,71 @@ void DataSource::stop() {
     }
 }
 
-void DataSource::open_trace(const std::string& path) {
-    if (m_loading.valid()) return;
-    m_loading_path = path;
-    m_log.message("opening " + path);
-    const prof::TraceStoreOptions store_options{m_store_cap_bytes};
-    // `path`: an Ultrascope trace, a PyTorch profiler file or folder, or several such paths one per line.
-    m_loading = std::async(std::launch::async, [path, store_options]() -> Loaded {
-        Loaded out;
-        out.store = std::make_unique<prof::TraceStore>(store_options);
-        std::vector<std::string> paths;
-        for (size_t at = 0; at <= path.size();) {
-            const size_t nl = std::min(path.find('\n', at), path.size());
-            if (nl > at) paths.push_back(path.substr(at, nl - at));
-            at = nl + 1;
-        }
-        try {
-            out.warnings = prof::load_run(paths, *out.store);
-        } catch (const UserError& e) {
-            return {nullptr, e.what(), {}};
-        } catch (const std::exception& e) {
-            return {nullptr, std::string("cannot read the trace: ") + e.what(), {}};
-        }
-        return out;
-    });
+void DataSource::open_trace(const std::vector<std::string>& paths) {
+    cancel_load();
+    m_load_label.clear();
+    for (const auto& p : paths) m_load_label += (m_load_label.empty() ? "" : ", ") + p;
+    m_log.message("opening " + m_load_label);
+    m_load = std::make_unique<prof::ProgressiveLoad>(paths, prof::TraceStoreOptions{m_store_cap_bytes});
 }
 
-std::unique_ptr<prof::TraceStore> DataSource::take_loaded(std::string& path) {
-    if (!m_loading.valid() || m_loading.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
-    Loaded loaded = m_loading.get();
-    if (!loaded.store) m_log.fail(loaded.error);
-    for (const auto& w : loaded.warnings) m_log.message("warning: " + w);
-    path = m_loading_path;
-    return std::move(loaded.store);
+void DataSource::cancel_load() {
+    if (!m_load) return;
+    m_load->cancel();
+    const prof::LoadProgress p = m_load->progress();
+    if (!p.finished)
+        m_log.message(fmt::format("stopped opening {}: {} of {} files read", m_load_label, p.files_done, p.files_total));
+    m_load.reset();  // joins the workers: each stops at its next read
+    m_load_store = nullptr;
+}
+
+std::optional<prof::LoadProgress> DataSource::load_progress() const {
+    if (!m_load) return std::nullopt;
+    return m_load->progress();
+}
+
+void DataSource::log_load_messages() {
+    for (const auto& w : m_load->take_warnings()) m_log.message("warning: " + w);
+    for (const auto& e : m_load->take_errors()) m_log.fail(e);
+}
+
+std::unique_ptr<prof::TraceStore> DataSource::take_loaded(std::string& label) {
+    if (!m_load || m_load_store) return nullptr;
+    auto store = std::make_unique<prof::TraceStore>(prof::TraceStoreOptions{m_store_cap_bytes});
+    const bool finished = m_load->finished();  // asked first: what finished is all taken below
+    m_load->take_ready(*store);
+    // The load's messages wait for pump_load, after the store is adopted (which clears the error banner); a load
+    // that ends with nothing to show says why here.
+    if (store->rank_count() == 0) {
+        if (finished) {
+            const bool failed_files = m_load->progress().files_failed > 0;
+            log_load_messages();
+            if (!failed_files) m_log.fail(fmt::format("nothing could be opened from {}", m_load_label));
+            m_load.reset();
+        }
+        return nullptr;
+    }
+    label = m_load_label;
+    m_load_store = store.get();
+    return store;
+}
+
+bool DataSource::pump_load() {
+    if (!m_load || !m_load_store || m_kind != Source::file || m_file_store.get() != m_load_store) return false;
+    const bool finished = m_load->finished();
+    m_load->take_ready(*m_file_store);
+    log_load_messages();
+    if (!finished) return false;
+    const prof::LoadProgress p = m_load->progress();
+    m_log.message(fmt::format("opened {}: {} spans from {} rank(s) in {:.1f} s{}", m_load_label,
+                              m_file_store->span_count(), m_file_store->ranks().size(), p.seconds,
+                              p.files_failed ? fmt::format("; {} of {} files could not be read (see above): the "
+                                                           "views show the ranks that were",
+                                                           p.files_failed, p.files_total)
+                                             : std::string()));
+    m_load.reset();
+    m_load_store = nullptr;
+    return true;
 }
 
 bool DataSource::pump() {

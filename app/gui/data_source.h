@@ -1,11 +1,12 @@
 // Where the GUI's data comes from, one at a time: a run it launched, runs attached from elsewhere (a listener), or
-// a trace file (read on a worker thread: a large one takes seconds). Nothing here blocks the frame: the live run
-// is pumped once per frame and the child is polled. Whoever derives data from the store (DerivedViews) must have
+// a trace: an Ultrascope file, or PyTorch profiler files read a rank at a time on worker threads
+// (prof::ProgressiveLoad), shown from the first rank on while the others arrive. Nothing here blocks the frame: the
+// live run is pumped once per frame, the child is polled, finished ranks are merged between frames. Whoever derives data from the store (DerivedViews) must have
 // finished reading it before a call that replaces the source.
 #pragma once
 
-#include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "app/gui/model/launch_settings.h"
 #include "app/gui/message_log.h"
 #include "app/launch/live_run.h"
+#include "profiler/import/progressive_load.h"
 
 namespace us::gui {
 
@@ -33,10 +35,20 @@ public:
     void close();                            // no source
     // Stops a launched run that is still going (its ranks end; the store keeps what arrived).
     void stop();
-    // Starts reading a trace file; take_loaded() hands it over when read. Ignored while one is loading.
-    void open_trace(const std::string& path);
-    // The trace that finished loading (then the path it came from), or nullptr (a failure is logged).
-    std::unique_ptr<prof::TraceStore> take_loaded(std::string& path);
+    // Starts reading a run (an Ultrascope trace, PyTorch profiler files or their folders); take_loaded() hands
+    // over its store once its first ranks are read, pump_load() adds the others. A load under way is cancelled.
+    void open_trace(const std::vector<std::string>& paths);
+    // The store of the run being opened, once its first ranks are read (then `label` names the run); else
+    // nullptr. A run of which no file could be read ends here, its errors logged.
+    std::unique_ptr<prof::TraceStore> take_loaded(std::string& label);
+    // Merges the ranks read since the last call into the shown store (only while it is the loading run's, and only
+    // while nothing else reads it: not during a derived build). True when this call ended the load: then its
+    // warnings and errors (one per file that failed; the ranks read stay shown) are in the log.
+    bool pump_load();
+    // Stops a load under way (the window closes, another source is chosen); the ranks already shown stay.
+    void cancel_load();
+    // How far the load under way is, if one is.
+    std::optional<prof::LoadProgress> load_progress() const;
     // Moves what arrived into the store; the run's messages go to the log. False when nothing changed.
     bool pump();
 
@@ -44,7 +56,7 @@ public:
     const prof::TraceStore* store() const;
     const app::LiveRun* live() const { return m_live.get(); }
     bool running() const { return m_kind == Source::launched && m_live && !m_live->finished(); }
-    bool loading() const { return m_loading.valid(); }
+    bool loading() const { return m_load != nullptr; }
     const std::string& label() const { return m_label; }
     // The trace file behind the current data ("" when none).
     std::string trace_path() const;
@@ -57,13 +69,11 @@ private:
     std::unique_ptr<app::LiveRun> m_live;
     std::unique_ptr<prof::TraceStore> m_file_store;
     std::string m_file_path;
-    struct Loaded {
-        std::unique_ptr<prof::TraceStore> store;  // null on failure
-        std::string error;
-        std::vector<std::string> warnings;
-    };
-    std::future<Loaded> m_loading;
-    std::string m_loading_path;
+    void log_load_messages();
+
+    std::unique_ptr<prof::ProgressiveLoad> m_load;
+    std::string m_load_label;                   // the paths opened, for the log and the title
+    const prof::TraceStore* m_load_store = nullptr;  // the store handed out by take_loaded, while it loads
 };
 
 }  // namespace us::gui

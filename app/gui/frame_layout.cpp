@@ -97,6 +97,12 @@ float draw_menu_bar(AppState& app, FrameState& frame) {
     }
     ImGui::SameLine(ImGui::GetWindowWidth() * 0.35f);
     ImGui::TextColored(ImVec4(0.75f, 0.8f, 0.9f, 1), "%s", app.source.label().c_str());
+    if (const auto p = app.source.load_progress()) {  // a run being opened, its ranks shown as they are read
+        ImGui::SameLine();
+        ImGui::TextColored(ImVec4(0.9f, 0.8f, 0.5f, 1), "reading: %zu of %zu files, %.0f of %.0f MB, %.1f s%s",
+                           p->files_done, p->files_total, double(p->bytes_read) / 1e6, double(p->bytes_total) / 1e6,
+                           p->seconds, p->files_failed ? " (some failed: see the log)" : "");
+    }
     menu_h = ImGui::GetWindowSize().y;
     ImGui::EndMainMenuBar();
     return menu_h;

@@ -35,7 +35,7 @@ void draw_open_popup(AppState& app, bool& open_requested, char (&path)[1024]) {
                 if (ImGui::Selectable(files[i].string().c_str())) std::snprintf(path, sizeof path, "%s", files[i].c_str());
         }
         if (ImGui::Button("Open") || enter) {
-            app.open_trace(path);
+            app.open_trace({path});
             ImGui::CloseCurrentPopup();
         }
         ImGui::SameLine();

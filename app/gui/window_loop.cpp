@@ -42,9 +42,11 @@ std::string ini_path() {
     return (dir / "imgui.ini").string();
 }
 
-// Nothing is loading and a launched run has finished: the picture will not change any more.
+// Nothing is loading or being derived and a launched run has finished: the picture will not change any more.
 bool settled(const AppState& app) {
-    if (app.source.loading() || app.lessons.busy() || app.planner.searching() || app.snapshots.loading()) return false;
+    if (app.source.loading() || app.derived.busy() || app.lessons.busy() || app.planner.searching() ||
+        app.snapshots.loading())
+        return false;
     return !(app.source.kind() == Source::launched && app.source.live() && !app.source.live()->finished());
 }
 

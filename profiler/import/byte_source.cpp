@@ -37,6 +37,7 @@ ByteSource::~ByteSource() {
 }
 
 size_t ByteSource::read_raw(char* out, size_t capacity) {
+    if (m_cancel && m_cancel->load(std::memory_order_relaxed)) throw LoadCancelled();
     size_t n = 0;
     if (m_file) {
         n = std::fread(out, 1, capacity, m_file);
@@ -48,6 +49,7 @@ size_t ByteSource::read_raw(char* out, size_t capacity) {
         m_memory_pos += n;
     }
     m_in += n;
+    if (m_progress) m_progress->fetch_add(n, std::memory_order_relaxed);
     return n;
 }
 

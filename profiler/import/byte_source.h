@@ -3,13 +3,20 @@
 // name and how many bytes it gave before it ended.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <exception>
 #include <string>
 
 namespace us::prof {
+
+// Thrown by a watched read once the load it belongs to was cancelled: not an input error.
+struct LoadCancelled : std::exception {
+    const char* what() const noexcept override { return "the load was cancelled"; }
+};
 
 class ByteSource {
 public:
@@ -25,6 +32,12 @@ public:
     // Fills up to `capacity` bytes; returns how many (0 only at the end). Throws UserError on a damaged or cut
     // gzip stream.
     size_t read(char* out, size_t capacity);
+    // Adds the file bytes consumed to `*file_bytes` as they are read (a progress line on another thread), and
+    // throws LoadCancelled at the next read of the file once `*cancel` is set. Either may be null.
+    void watch(std::atomic<uint64_t>* file_bytes, const std::atomic<bool>* cancel) {
+        m_progress = file_bytes;
+        m_cancel = cancel;
+    }
     const std::string& name() const { return m_name; }
     bool compressed() const { return m_gzip; }
     uint64_t bytes_out() const { return m_out; }  // uncompressed bytes handed out so far
@@ -43,6 +56,8 @@ private:
     struct Inflater;
     std::unique_ptr<Inflater> m_inflater;
     uint64_t m_out = 0, m_in = 0;
+    std::atomic<uint64_t>* m_progress = nullptr;
+    const std::atomic<bool>* m_cancel = nullptr;
 };
 
 }  // namespace us::prof

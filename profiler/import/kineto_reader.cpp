@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "common/core/check.h"
 #include "profiler/import/kineto_groups.h"
 #include "profiler/import/kineto_names.h"
+#include "profiler/trace/run_info.h"
 
 namespace us::prof {
 
@@ -15,6 +17,22 @@ int rank_in_file(const KinetoFile& f) {
     const auto& d = f.distributed_info;
     if (d.is_object() && d.contains("rank") && d["rank"].is_number_integer()) return d["rank"].get<int>();
     return -1;
+}
+
+int rank_of_file(const KinetoFile& f, std::string& rank_from, std::string& warning) {
+    int rank = rank_in_file(f);
+    rank_from = "distributedInfo";
+    if (rank < 0) {
+        rank = rank_from_file_name(f.path);
+        US_CHECK_INPUT(rank >= 0,
+                       "'{}' does not say its rank (no distributedInfo.rank; record with torch.distributed "
+                       "initialized) and its name has no rank-R, rankR or rank_R: rename it to say its rank",
+                       f.path);
+        rank_from = "file name";
+        warning = fmt::format("{}: no distributedInfo.rank: rank {} taken from the file name", f.path, rank);
+    }
+    US_CHECK_INPUT(rank < 100000, "'{}' says it is rank {}, out of range", f.path, rank);
+    return rank;
 }
 
 namespace {

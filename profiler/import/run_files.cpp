@@ -140,18 +140,9 @@ std::vector<std::string> load_run(const std::vector<std::string>& paths, TraceSt
     for (const auto& path : run.files) {
         // One rank at a time: its parsed events are freed before the next file is read.
         const KinetoFile file = parse_kineto_file(path);
-        int rank = rank_in_file(file);
-        std::string rank_from = "distributedInfo";
-        if (rank < 0) {
-            rank = rank_from_file_name(path);
-            US_CHECK_INPUT(rank >= 0,
-                           "'{}' does not say its rank (no distributedInfo.rank; record with torch.distributed "
-                           "initialized) and its name has no rank-R, rankR or rank_R: rename it to say its rank",
-                           path);
-            rank_from = "file name";
-            warnings.push_back(fmt::format("{}: no distributedInfo.rank: rank {} taken from the file name", path, rank));
-        }
-        US_CHECK_INPUT(rank < 100000, "'{}' says it is rank {}, out of range", path, rank);
+        std::string rank_from, warning;
+        const int rank = rank_of_file(file, rank_from, warning);
+        if (!warning.empty()) warnings.push_back(warning);
         const auto [it, added] = file_of_rank.emplace(rank, path);
         US_CHECK_INPUT(added, "'{}' and '{}' both claim rank {}: give one file per rank (two recordings of one run?)",
                        it->second, path, rank);

@@ -16,6 +16,14 @@ void LaneTrack::append(const Span& s) {
     m_max_duration = std::max(m_max_duration, s.end - s.begin);
 }
 
+void LaneTrack::rename(const std::vector<uint32_t>& ids) {
+    for (std::vector<Span>* spans : {&m_spans, &m_pending})
+        for (Span& s : *spans) {
+            s.name = ids[s.name];
+            s.launcher = ids[s.launcher];
+        }
+}
+
 namespace {
 bool span_order(const Span& a, const Span& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;  // parents before their children
@@ -236,6 +244,36 @@ void TraceStore::finalize() {
             if (!std::is_sorted(points.begin(), points.end(), [](auto& a, auto& b) { return a.t < b.t; }))
                 std::stable_sort(points.begin(), points.end(), [](auto& a, auto& b) { return a.t < b.t; });
     }
+}
+
+void TraceStore::merge(TraceStore&& from) {
+    from.finalize();
+    for (const auto& r : from.m_ranks)
+        if (r) US_CHECK_INPUT(!rank(r->rank), "rank {} is in the run twice: give one file per rank", r->rank);
+    std::vector<uint32_t> ids(from.m_names.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = intern(from.m_names[i]);
+    for (auto& moved : from.m_ranks) {
+        if (!moved) continue;
+        RankTrace& rt = *moved;
+        for (LaneTrack& lane : rt.lanes) lane.rename(ids);
+        for (MemoryPoint& m : rt.memory) m.label = ids[m.label];
+        std::map<uint32_t, std::vector<CounterPoint>> counters;
+        for (auto& [name, points] : rt.counters) counters[ids[name]] = std::move(points);
+        rt.counters = std::move(counters);
+        for (auto& [local, id] : rt.names) id = ids[id];
+        if (size_t(rt.rank) >= m_ranks.size()) m_ranks.resize(size_t(rt.rank) + 1);
+        m_ranks[size_t(rt.rank)] = std::move(moved);
+    }
+    m_span_count += from.m_span_count;
+    m_bytes += from.m_bytes;
+    m_spans_dropped += from.m_spans_dropped;
+    m_memory_dropped += from.m_memory_dropped;
+    if (from.m_cap_step > 0) m_cap_step = m_cap_step > 0 ? std::min(m_cap_step, from.m_cap_step) : from.m_cap_step;
+    ++m_version;
+    from.m_ranks.clear();
+    from.m_span_count = from.m_bytes = 0;
+    from.m_spans_dropped = from.m_memory_dropped = 0;
+    from.m_cap_step = 0;
 }
 
 const RankTrace* TraceStore::rank(int r) const {

@@ -62,6 +62,8 @@ public:
     void set_rows_by_thread(bool on) { m_by_thread = on; }
 
     void append(const Span& s);  // pending until finalize()
+    // Every span's name and launcher through `ids` (old name id -> new), for a rank moved between stores.
+    void rename(const std::vector<uint32_t>& ids);
     void finalize();             // sorts and assigns rows; cheap when nothing is pending
     bool dirty() const { return !m_pending.empty(); }
 
@@ -140,6 +142,10 @@ public:
     void add_chunk(const Chunk& chunk);
     void mark_lost(int rank, const std::string& reason);
     void finalize();  // sorts pending spans; call before reading after ingestion
+    // Moves every rank of `from` (filled and finalized elsewhere: a file read on a worker thread) into this store,
+    // its names interned here, its counts and cap figures added; `from` is left empty. A rank this store already
+    // has is refused (UserError, before anything moves). Costs a pass over the moved spans, no sort.
+    void merge(TraceStore&& from);
 
     // Reading.
     int rank_count() const { return int(m_ranks.size()); }
@@ -158,7 +164,9 @@ public:
     uint64_t memory_events_dropped_by_cap() const { return m_memory_dropped; }
     // The first step whose op spans or memory events the cap dropped (0: none).
     int cap_reached_at_step() const { return m_cap_step; }
-    bool at_cap() const { return m_bytes >= m_options.max_bytes; }
+    // The cap was reached: here, or in a rank's own store before it was merged (each rank of a run opened a rank at a
+    // time has a share of the cap), which dropped something.
+    bool at_cap() const { return m_bytes >= m_options.max_bytes || m_spans_dropped + m_memory_dropped > 0; }
     uint64_t version() const { return m_version; }  // changes whenever the content changes
     const TraceStoreOptions& options() const { return m_options; }
     // The first rank's metadata (the run's config is the same on every rank).

@@ -3,6 +3,9 @@
 per rank, HTA's temporal breakdown, comm/comp overlap and idle-time breakdown beside `ultrascope report DIR --json`'s
 `ranks[i].hta`, with the difference in points, each side's wall time, speed and peak RSS. HTA runs in a child process
 of its own venv (build/hta-venv, made here if missing); `--out` writes HTA's raw figures (tests/data/kineto/hta_reference.json).
+`--synthetic RANKSxMB` (e.g. 2x100) instead compares on a generated run of RANKS files of MB MB of JSON each, written by
+build/bin/bench_kineto_open (bench_kineto_read's generator: a GPU step's event mix), gzip: the two sides' wall time
+and peak RSS on traces of the size people open.
 
 What HTA 0.5.0 computes (read from its source, hta/analyzers/*.py, hta/common/trace*.py, hta/utils/utils.py), so the
 C++ side can match it:
@@ -255,6 +258,7 @@ def main():
     ap.add_argument("dirs", nargs="*", default=DEFAULT_DIRS, help="trace folders (one file per rank)")
     ap.add_argument("--ultrascope", default=os.path.join(REPO, "build/bin/ultrascope"))
     ap.add_argument("--hta-venv", default=os.path.join(REPO, "build/hta-venv"))
+    ap.add_argument("--synthetic", metavar="RANKSxMB", help="compare on a generated run instead, e.g. 2x100")
     ap.add_argument("--out", help="write HTA's raw figures here as JSON (tests/data/kineto/hta_reference.json)")
     ap.add_argument("--hta-child", nargs=2, metavar=("STAGE_DIR", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -269,6 +273,15 @@ def main():
                  "note": "HTA's own figures (TraceAnalysis on each folder's trace files); per_rank has them in the "
                          "shape of ultrascope report --json's ranks[i].hta; times are the traces' microseconds"}
     with tempfile.TemporaryDirectory(prefix="bench-vs-hta-") as tmp:
+        if args.synthetic:
+            ranks, mb_each = args.synthetic.lower().split("x")
+            gen = os.path.join(os.path.dirname(args.ultrascope), "bench_kineto_open")
+            d = os.path.join(tmp, f"synthetic-{ranks}x{mb_each}")
+            subprocess.run([gen, ranks, mb_each, d, "--keep", "--write-only"], check=True)
+            for f in os.listdir(d):  # the generator's size notes: not traces
+                if not (f.endswith(".json") or f.endswith(".json.gz")):
+                    os.remove(os.path.join(d, f))
+            args.dirs = [d]
         for d in args.dirs:
             files = trace_files(d)
             if not files:

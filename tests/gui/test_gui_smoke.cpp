@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "../unit/kineto_synthetic.h"
 #include "../unit/test_util.h"
 #include "app/gui/model/view_table.h"
 
@@ -397,4 +398,78 @@ TEST_CASE("a PyTorch memory snapshot opens in its own view: the timeline, the pe
     INFO(bad.output);
     const auto bad_shown = nlohmann::json::parse(read_file(bad_shot + ".json"));
     CHECK(bad_shown["error"].get<std::string>().find("never executes") != std::string::npos);
+}
+
+TEST_CASE("a PyTorch run opens a rank at a time; a damaged file is named and the other ranks are drawn",
+          "[gui][kineto]") {
+    const std::string run = std::string(US_TEST_DATA_DIR) + "/kineto/dp2_tp2/iteration_4";
+    const std::string shot = temp_path("kineto-run.png");
+    const ProcessResult ok = run_process(ultrascope() + " " + run + " --screenshot " + shot);
+    INFO(ok.output);
+    REQUIRE(ok.exit_code == 0);
+    auto shown = nlohmann::json::parse(read_file(shot + ".json"));
+    CHECK(shown["shown"]["source"]["ranks"] == 4);
+    check_region_drawn(load_png(shot), "timeline", shown["regions"]["timeline"]);
+
+    // Rank 1's file cut in half: the window names it, shows ranks 0, 2 and 3, and the exit code says it failed.
+    const fs::path dir = temp_path("kineto-cut");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (int r : {0, 2, 3})
+        fs::copy_file(run + "/rank" + std::to_string(r) + "_trace.json.gz", dir / ("rank" + std::to_string(r) + "_trace.json.gz"));
+    const std::string bytes = read_file(run + "/rank1_trace.json.gz");
+    const std::string cut = (dir / "rank1_trace.json.gz").string();
+    write_file(cut, bytes.substr(0, bytes.size() / 2));
+    const std::string bad_shot = temp_path("kineto-cut.png");
+    const ProcessResult bad = run_process(ultrascope() + " " + dir.string() + " --screenshot " + bad_shot);
+    INFO(bad.output);
+    CHECK(bad.exit_code != 0);
+    REQUIRE(fs::exists(bad_shot));
+    shown = nlohmann::json::parse(read_file(bad_shot + ".json"));
+    CHECK(shown["shown"]["source"]["ranks"] == 3);
+    CHECK(shown["error"].get<std::string>().find(cut) != std::string::npos);
+    check_region_drawn(load_png(bad_shot), "timeline", shown["regions"]["timeline"]);
+}
+
+namespace {
+
+// The store's bytes on each frame_stats line of `log`, in order.
+std::vector<double> store_bytes_lines(const std::string& log) {
+    std::vector<double> out;
+    for (size_t at = log.find("store_bytes "); at != std::string::npos; at = log.find("store_bytes ", at + 1))
+        out.push_back(std::atof(log.c_str() + at + 12));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("the GUI closed while a PyTorch run loads exits at once: the loaders stop and are joined",
+          "[gui][kineto][lifetime]") {
+    const fs::path dir = temp_path("kineto-closed-mid-load");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (int r = 0; r < 8; ++r)
+        us::test::write_synthetic_kineto((dir / ("rank" + std::to_string(r) + "_trace.json")).string(), r, 60);
+    BackgroundProcess gui("env ULTRASCOPE_FRAME_STATS_S=0.1 " + ultrascope() + " " + dir.string(),
+                          (dir / "gui.log").string());
+    // Closed as soon as a rank is on screen (a frame_stats line with a store).
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::vector<double> bytes;
+    while (std::chrono::steady_clock::now() < give_up && !gui.exited()) {
+        bytes = store_bytes_lines(gui.output());
+        if (!bytes.empty() && bytes.back() > 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    REQUIRE(!bytes.empty());
+    REQUIRE(bytes.back() > 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    gui.signal(SIGTERM);
+    const std::optional<int> code = gui.wait_exit(10);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    INFO(gui.output());
+    INFO("exited " << seconds << " s after SIGTERM; the store held " << bytes.back() << " bytes when it was sent");
+    REQUIRE(code == 128 + SIGTERM);
+    CHECK(seconds < 5);  // a worker stops at its next read of 256 KiB, or when its rank's mapping ends
+    CHECK(gui.output().find("stopping the run and closing") != std::string::npos);
+    fs::remove_all(dir);
 }

@@ -9,7 +9,7 @@
 namespace us::gui {
 
 struct GuiOptions {
-    std::string open_trace;               // open this trace instead of launching
+    std::vector<std::string> open_trace;  // open this run instead of launching: a trace, or Kineto files/folders
     bool launch = true;                   // launch the default run at start (when no trace is opened)
     int ranks = 0;                        // ranks of the launched run (0: the default run's, app/cli/default_run.h)
     std::vector<std::string> train_args;  // ultrascope-train flags of the launched run
