@@ -9,6 +9,7 @@
 #include "profiler/import/memory_category_agreement.h"
 #include "profiler/import/memory_timeline.h"
 #include "profiler/import/run_files.h"
+#include "app/cli/memory_categories.h"
 
 using namespace us;
 using namespace us::prof;
@@ -125,4 +126,33 @@ TEST_CASE("categories inferred from the ops agree with the memory profiler's on 
     CHECK(matched == 23960648);
     CHECK(same_strict == 10092288);
     CHECK(same_grouped == 20971264);
+}
+
+TEST_CASE("report: the memory profiler's categories per rank beside the DDP run, placed on the trace's clock",
+          "[memtimeline]") {
+    prof::TraceStore store;
+    (void)load_run({ddp}, store);
+    const RunInfo run = run_info_of(store);
+    const auto ranks = app::load_memory_categories({ddp}, store, run, true);
+    REQUIRE(ranks.size() == 1);
+    const auto& r = ranks[0];
+    CHECK(r.rank == 0);
+    REQUIRE(r.device.has_value());
+    CHECK(*r.device == -1);  // the export was of device='cpu'
+    // The first [memory] event of rank 0 at its ts (ns), the timeline's first event one microsecond-truncation apart.
+    REQUIRE(r.offset_ns.has_value());
+    CHECK(r.store_time(1).value() <= 4669724705112871);
+    CHECK(r.store_time(1).value() > 4669724705112871 - 1000);
+    REQUIRE(r.grouped.has_value());
+    CHECK(r.grouped->byte_time >= 0.97);
+    const nlohmann::json j = app::memory_categories_json(ranks);
+    CHECK(j["basis"] == "measured");
+    CHECK(j["ranks"][0]["categories"]["activation"]["bytes_at_total_peak"] == 5017608);
+    CHECK(j["ranks"][0]["total_peak_bytes"] == 8266464);
+    CHECK(j["ranks"][0]["device"] == "host memory");
+    const std::string text = app::format_memory_categories(ranks);
+    CHECK(text.find("measured by the memory profiler") != std::string::npos);
+    CHECK(text.find("activations") != std::string::npos);
+    // Without a timeline beside it, the run has no measured categories (not zeros: nothing).
+    CHECK(app::load_memory_categories({ddp + "vm_20223.1795526751102024081.pt.trace.json.gz"}, store, run, true).empty());
 }
