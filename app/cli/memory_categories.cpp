@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/core/format.h"
 #include "profiler/import/kineto_memory_ops.h"
 
@@ -42,12 +44,12 @@ std::string device_label(std::optional<int> device) {
     return *device < 0 ? "host memory" : fmt::format("cuda:{}", *device);
 }
 
-std::vector<RankMemoryCategories> load_memory_categories(const std::vector<std::string>& paths,
-                                                         const prof::TraceStore& store, const prof::RunInfo& run,
-                                                         bool compare) {
+std::vector<RankMemoryCategories> read_memory_categories(const std::vector<std::string>& paths,
+                                                         const prof::RunInfo& run, bool compare) {
     std::vector<RankMemoryCategories> out;
+    if (!run.imported()) return out;
     const std::vector<std::string> files = prof::find_memory_timelines(paths);
-    if (files.empty() || !run.imported()) return out;
+    if (files.empty()) return out;
     std::vector<prof::KinetoMemoryEvents> events;  // read once, only when there is something to compare with
     if (compare)
         for (const auto& f : run.files) events.push_back(prof::read_kineto_memory_events(f));
@@ -61,20 +63,13 @@ std::vector<RankMemoryCategories> load_memory_categories(const std::vector<std::
             r.notes.push_back(fmt::format("{}: its name says no rank: taken as the run's only rank, {}", f, r.rank));
         } else if (r.rank < 0) {
             r.notes.push_back(fmt::format("{}: its name says no rank (rank0_..., rank_3_...): not placed on a rank", f));
-        } else if (!store.rank(r.rank)) {
+        } else if (std::find(run.ranks.begin(), run.ranks.end(), r.rank) == run.ranks.end()) {
             r.notes.push_back(fmt::format("{}: rank {} is not in the run", f, r.rank));
         }
         const prof::KinetoMemoryEvents* ev = nullptr;
         for (const auto& e : events)
             if (e.rank == r.rank && r.rank >= 0) ev = &e;
         if (ev) r.device = device_of(*ev, r.timeline);
-        // Place it on the trace's clock by the first [memory] event of its device (the store may shift a rank).
-        const char* name = r.device && *r.device >= 0 ? "kineto_allocated_bytes" : "kineto_cpu_allocated_bytes";
-        const auto* points = r.rank >= 0 ? counter(store, r.rank, name) : nullptr;
-        if (!points && !r.device && r.rank >= 0) points = counter(store, r.rank, "kineto_allocated_bytes");
-        if (points) r.offset_ns = points->front().t - r.timeline.times_us[first_event_row(r.timeline)] * 1000;
-        else r.notes.push_back(fmt::format("{}: the rank's trace has no [memory] events to place the timeline on its "
-                                           "clock (record with profile_memory=True)", f));
         if (compare && !ev) {
             r.notes.push_back(fmt::format("{}: no trace of rank {} to compare the inferred categories with", f, r.rank));
         } else if (ev && !r.device) {
@@ -87,6 +82,26 @@ std::vector<RankMemoryCategories> load_memory_categories(const std::vector<std::
         out.push_back(std::move(r));
     }
     return out;
+}
+
+void place_memory_categories(std::vector<RankMemoryCategories>& ranks, const prof::TraceStore& store) {
+    for (auto& r : ranks) {
+        // On the trace's clock by the first [memory] event of its device (the store may shift a rank's times).
+        const char* name = r.device && *r.device >= 0 ? "kineto_allocated_bytes" : "kineto_cpu_allocated_bytes";
+        const auto* points = r.rank >= 0 ? counter(store, r.rank, name) : nullptr;
+        if (!points && !r.device && r.rank >= 0) points = counter(store, r.rank, "kineto_allocated_bytes");
+        if (points) r.offset_ns = points->front().t - r.timeline.times_us[first_event_row(r.timeline)] * 1000;
+        else r.notes.push_back(fmt::format("{}: the rank's trace has no [memory] events to place the timeline on its "
+                                           "clock (record with profile_memory=True)", r.timeline.source));
+    }
+}
+
+std::vector<RankMemoryCategories> load_memory_categories(const std::vector<std::string>& paths,
+                                                         const prof::TraceStore& store, const prof::RunInfo& run,
+                                                         bool compare) {
+    auto ranks = read_memory_categories(paths, run, compare);
+    place_memory_categories(ranks, store);
+    return ranks;
 }
 
 nlohmann::json memory_categories_json(const std::vector<RankMemoryCategories>& ranks) {

@@ -33,10 +33,13 @@ struct RankMemoryCategories {
 
 // Loads every memory timeline among `paths` (named files, or found by name in folders) for the run in `store`.
 // `compare`: also read the ranks' Kineto files again for the inferred categories and the agreement. Throws UserError
-// naming a damaged file.
+// naming a damaged file. The two halves: the files only (safe on a worker), then placing them on the store's clock.
 std::vector<RankMemoryCategories> load_memory_categories(const std::vector<std::string>& paths,
                                                          const prof::TraceStore& store, const prof::RunInfo& run,
                                                          bool compare);
+std::vector<RankMemoryCategories> read_memory_categories(const std::vector<std::string>& paths,
+                                                         const prof::RunInfo& run, bool compare);
+void place_memory_categories(std::vector<RankMemoryCategories>& ranks, const prof::TraceStore& store);
 
 // {"source": "memory profiler", "basis": "measured", "ranks": [...]}; docs/pytorch-memory.md.
 nlohmann::json memory_categories_json(const std::vector<RankMemoryCategories>& ranks);

@@ -49,7 +49,7 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
         return;
     }
     ImGui::TextColored(ImColor(kTextDim), "measured: the caching allocator's bytes after each allocation or free "
-                                          "([memory] events); categories unknown for an imported trace");
+                                          "([memory] events); categories below, from the memory profiler's timeline");
     const int64_t t0 = app.window.t0, t1 = std::max(app.window.t0 + 1, app.window.t1);
     int64_t ymax = 1;  // over the window's points only, found by binary search (points are in time order)
     for (const auto& [s, points] : shown) {
@@ -59,7 +59,7 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     const float w = std::max(80.0f, ImGui::GetContentRegionAvail().x - 4);
-    const float h = std::max(100.0f, ImGui::GetContentRegionAvail().y * 0.55f);
+    const float h = std::max(100.0f, ImGui::GetContentRegionAvail().y * 0.3f);
     dl->AddRectFilled(p0, ImVec2(p0.x + w, p0.y + h), IM_COL32(18, 20, 26, 255));
     auto x_of = [&](int64_t t) { return p0.x + float(double(t - t0) / double(t1 - t0) * w); };
     auto y_of = [&](double v) { return p0.y + h - float(v / double(ymax) * (h - 4)); };
@@ -87,6 +87,7 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
         if (i) ImGui::SameLine();
         legend_item(shown[i].first->color, shown[i].first->label);
     }
+    draw_memory_categories(app, rank);  // measured categories, when the memory profiler's timeline is beside
     // Each step's peak, per series (the step a [memory] event falls in, as the reader assigned it): computed once per
     // rank and store version, not every frame.
     static struct {
