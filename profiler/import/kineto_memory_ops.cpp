@@ -58,9 +58,13 @@ ProfilerCategory infer_category_from_ops(const std::vector<std::string_view>& na
 }
 
 KinetoMemoryEvents read_kineto_memory_events(const std::string& path) {
-    KinetoMemoryEvents out;
-    out.path = path;
     ByteSource source(path);
+    return read_kineto_memory_events(source);
+}
+
+KinetoMemoryEvents read_kineto_memory_events(ByteSource& source) {
+    KinetoMemoryEvents out;
+    out.path = source.name();
     JsonStream in(source);
     std::vector<Span> spans;
     std::vector<Pending> pending;

@@ -39,5 +39,7 @@ ProfilerCategory infer_category_from_ops(const std::vector<std::string_view>& en
 
 // Reads a Kineto trace's [memory] events and the CPU ops around them. Throws UserError naming the file.
 KinetoMemoryEvents read_kineto_memory_events(const std::string& path);
+class ByteSource;
+KinetoMemoryEvents read_kineto_memory_events(ByteSource& source);
 
 }  // namespace us::prof

@@ -21,6 +21,11 @@ if [ "$target" = fuzz_pickle_reader ]; then
             profiler/snapshot/plain_json_reader.cpp profiler/snapshot/memory_snapshot.cpp
             profiler/snapshot/frame_rules.cpp profiler/snapshot/snapshot_analysis.cpp)
 fi
+# The memory timeline reader and the [memory] events' categories (tests/fuzz/fuzz_memory_timeline.cpp).
+if [ "$target" = fuzz_memory_timeline ]; then
+  sources+=(profiler/import/memory_timeline.cpp profiler/import/kineto_memory_ops.cpp
+            profiler/import/memory_category_agreement.cpp)
+fi
 bin="$out/$target"
 if [ ! -x "$bin" ] || [ -n "$(find "$src/profiler" "$src/common" "$src/tests/fuzz" -newer "$bin" -name '*.[ch]*' | head -1)" ]; then
   "$clangxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
