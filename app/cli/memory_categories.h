@@ -16,8 +16,13 @@
 namespace us::app {
 
 struct RankMemoryCategories {
-    prof::MemoryTimeline timeline;  // measured
+    bool measured = false;          // a memory profiler timeline was given for this rank
+    prof::MemoryTimeline timeline;  // measured (when `measured`)
     prof::TimelinePeaks peaks;
+    // Inferred from the [memory] events' ops (kineto_memory_ops.h), when the rank's trace has them: the bytes
+    // allocated since profiling began, on the same clock as the measured timeline.
+    std::optional<prof::MemoryTimeline> inferred;
+    prof::TimelinePeaks inferred_peaks;
     int rank = -1;                  // -1: the file name does not say and the run has several ranks
     std::optional<int> device;      // as a [memory] "Device Id" (-1 host), when the trace's events tell it
     // store time (ns) = times_us * 1000 + offset_ns; nullopt when the trace has no [memory] events to place it by.
@@ -25,23 +30,27 @@ struct RankMemoryCategories {
     std::optional<prof::CategoryAgreement> grouped, strict;  // inferred against measured (derived)
     std::vector<std::string> notes;
 
-    std::optional<int64_t> store_time(size_t row) const {
+    std::optional<int64_t> store_time(int64_t profiler_us) const {
         if (!offset_ns) return std::nullopt;
-        return timeline.times_us[row] * 1000 + *offset_ns;
+        return profiler_us * 1000 + *offset_ns;
     }
 };
 
 // Loads every memory timeline among `paths` (named files, or found by name in folders) for the run in `store`.
-// `compare`: also read the ranks' Kineto files again for the inferred categories and the agreement. Throws UserError
-// naming a damaged file. The two halves: the files only (safe on a worker), then placing them on the store's clock.
+// `infer`: also read the ranks' Kineto files again for the inferred categories (every rank with [memory] events,
+// with a timeline or not) and their agreement with the measured ones. Throws UserError naming a damaged file. The
+// two halves: the files only (safe on a worker), then placing them on the store's clock.
 std::vector<RankMemoryCategories> load_memory_categories(const std::vector<std::string>& paths,
                                                          const prof::TraceStore& store, const prof::RunInfo& run,
-                                                         bool compare);
+                                                         bool infer);
 std::vector<RankMemoryCategories> read_memory_categories(const std::vector<std::string>& paths,
-                                                         const prof::RunInfo& run, bool compare);
+                                                         const prof::RunInfo& run, bool infer);
 void place_memory_categories(std::vector<RankMemoryCategories>& ranks, const prof::TraceStore& store);
 
-// {"source": "memory profiler", "basis": "measured", "ranks": [...]}; docs/pytorch-memory.md.
+// {"ranks": [{"basis": "measured" (the memory profiler) or "inferred", ...}]}; docs/pytorch-memory.md.
+// Whether the run has [memory] events (what the inference reads).
+bool has_memory_events(const prof::TraceStore& store);
+
 nlohmann::json memory_categories_json(const std::vector<RankMemoryCategories>& ranks);
 std::string format_memory_categories(const std::vector<RankMemoryCategories>& ranks);
 std::string device_label(std::optional<int> device);  // "host memory", "cuda:0", "device unknown"

@@ -56,7 +56,7 @@ int report_command(int argc, char** argv) {
     const auto warnings = prof::load_run(paths, store);
     const prof::RunInfo run = prof::run_info_of(store);
     // The memory profiler's categories, when its timeline export lies beside the trace (docs/pytorch-memory.md).
-    const auto categories = load_memory_categories(paths, store, run, true);
+    const auto categories = load_memory_categories(paths, store, run, run.imported() && has_memory_events(store));
     prof::Report rep = prof::build_report(store, microbatches);
     rep.warnings.insert(rep.warnings.begin(), warnings.begin(), warnings.end());
     // The planner's side: a trace whose config it cannot describe still gets the rest of the report.

@@ -1,8 +1,7 @@
 // The memory view of an imported PyTorch run: what torch.profiler(profile_memory=True) recorded as `[memory]`
 // events, the caching allocator's allocated and reserved bytes per device after each allocation or free (measured),
-// over the timeline's window with step marks, and each step's peak. A trace has no categories: the anatomy by
-// parameters / gradients / optimizer state / activations comes from a memory snapshot or the engine's own runs
-// (docs/pytorch-memory.md).
+// over the timeline's window with step marks, and each step's peak; below them the categories over time
+// (view_memory_categories.cpp: the memory profiler's, measured, or inferred from the ops; docs/pytorch-memory.md).
 #include <fmt/format.h>
 #include <imgui.h>
 
@@ -49,7 +48,7 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
         return;
     }
     ImGui::TextColored(ImColor(kTextDim), "measured: the caching allocator's bytes after each allocation or free "
-                                          "([memory] events); categories below, from the memory profiler's timeline");
+                                          "([memory] events); below, their categories (measured by the memory profiler, else inferred)");
     const int64_t t0 = app.window.t0, t1 = std::max(app.window.t0 + 1, app.window.t1);
     int64_t ymax = 1;  // over the window's points only, found by binary search (points are in time order)
     for (const auto& [s, points] : shown) {

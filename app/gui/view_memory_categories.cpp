@@ -1,6 +1,6 @@
-// The memory profiler's categories over time for an imported PyTorch run (measured: prof.export_memory_timeline's
-// file in the run's folder or beside its trace file), as a stacked plot over the timeline's window, with each
-// category's peak and how often the categories we infer from the [memory] events' ops agree. Read on a worker.
+// The memory categories over time of an imported PyTorch run as a stacked plot over the timeline's window: measured
+// by the memory profiler (prof.export_memory_timeline's file in the run's folder or beside its trace file), or else
+// inferred from the ops around each [memory] event, with how often the two agree. Read on a worker.
 #include <fmt/format.h>
 #include <imgui.h>
 
@@ -58,12 +58,13 @@ const Loaded* categories_of(AppState& app) {
         cache = CategoriesCache{};
         cache.store = store, cache.version = store->version();
         const std::vector<std::string> paths = search_paths(app.source.trace_path());
-        if (paths.empty()) return cache.ready = true, &cache.loaded;
         const prof::RunInfo run = prof::run_info_of(*store);
-        cache.pending = std::async(std::launch::async, [paths, run] {  // files only: the store stays on this thread
+        const bool infer = app::has_memory_events(*store);
+        if (!run.imported() || (paths.empty() && !infer)) return cache.ready = true, &cache.loaded;
+        cache.pending = std::async(std::launch::async, [paths, run, infer] {  // files only: the store stays here
             Loaded l;
             try {
-                l.ranks = app::read_memory_categories(paths, run, true);
+                l.ranks = app::read_memory_categories(paths, run, infer);
             } catch (const UserError& e) {
                 l.error = e.what();
             }
@@ -81,11 +82,11 @@ const Loaded* categories_of(AppState& app) {
 }
 
 // One pixel column's state: the row with the largest total in its slice, else the row in force at its start.
-void draw_stack(const app::RankMemoryCategories& r, int64_t t0, int64_t t1, ImVec2 p0, float w, float h) {
+void draw_stack(const prof::MemoryTimeline& t, int64_t off, const char* basis, int64_t t0, int64_t t1, ImVec2 p0,
+                float w, float h) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     dl->AddRectFilled(p0, ImVec2(p0.x + w, p0.y + h), IM_COL32(18, 20, 26, 255));
-    const auto& times = r.timeline.times_us;
-    const int64_t off = *r.offset_ns;
+    const auto& times = t.times_us;
     const int columns = std::max(1, int(w));
     std::vector<int64_t> pick(size_t(columns), -1);
     int64_t ymax = 1;
@@ -95,9 +96,9 @@ void draw_stack(const app::RankMemoryCategories& r, int64_t t0, int64_t t1, ImVe
     };
     for (int c = 0; c < columns; ++c) {
         const int64_t a = t0 + int64_t(double(t1 - t0) * c / columns), b = t0 + int64_t(double(t1 - t0) * (c + 1) / columns);
-        int64_t best = row_at(a), best_total = best >= 0 ? r.timeline.total(size_t(best)) : -1;
+        int64_t best = row_at(a), best_total = best >= 0 ? t.total(size_t(best)) : -1;
         for (int64_t i = best + 1; i >= 0 && i < int64_t(times.size()) && times[size_t(i)] * 1000 + off < b; ++i)
-            if (const int64_t tot = r.timeline.total(size_t(i)); tot > best_total) best = i, best_total = tot;
+            if (const int64_t tot = t.total(size_t(i)); tot > best_total) best = i, best_total = tot;
         pick[size_t(c)] = best;
         ymax = std::max(ymax, best_total);
     }
@@ -106,7 +107,7 @@ void draw_stack(const app::RankMemoryCategories& r, int64_t t0, int64_t t1, ImVe
         if (pick[size_t(c)] < 0) continue;
         float y = p0.y + h;
         for (size_t k = 0; k < prof::kProfilerCategories; ++k) {
-            const int64_t v = std::max<int64_t>(0, r.timeline.at(size_t(pick[size_t(c)]), prof::ProfilerCategory(k)));
+            const int64_t v = std::max<int64_t>(0, t.at(size_t(pick[size_t(c)]), prof::ProfilerCategory(k)));
             const float dy = float(double(v) / double(ymax) * (h - 4));
             if (dy <= 0) continue;
             dl->AddRectFilled(ImVec2(p0.x + c * colw, y - dy), ImVec2(p0.x + (c + 1) * colw, y), kCategoryColors[k]);
@@ -119,11 +120,11 @@ void draw_stack(const app::RankMemoryCategories& r, int64_t t0, int64_t t1, ImVe
         const int c = std::clamp(int((ImGui::GetIO().MousePos.x - p0.x) / colw), 0, columns - 1);
         if (const int64_t row = pick[size_t(c)]; row >= 0) {
             ImGui::BeginTooltip();
-            ImGui::Text("%s total (measured), %.3f ms into the timeline", format_bytes(r.timeline.total(size_t(row))).c_str(),
+            ImGui::Text("%s total (%s), %.3f ms into the timeline", format_bytes(t.total(size_t(row))).c_str(), basis,
                         double(times[size_t(row)] - times.front()) / 1000.0);
             for (size_t k = prof::kProfilerCategories; k-- > 0;)
                 ImGui::TextColored(ImColor(kCategoryColors[k]), "%-16s %s", prof::profiler_category_label(prof::ProfilerCategory(k)),
-                                   format_bytes(r.timeline.at(size_t(row), prof::ProfilerCategory(k))).c_str());
+                                   format_bytes(t.at(size_t(row), prof::ProfilerCategory(k))).c_str());
             ImGui::EndTooltip();
         }
     }
@@ -139,31 +140,44 @@ void draw_memory_categories(AppState& app, const prof::RankTrace& rank) {
         if (x.rank == rank.rank) r = &x;
     if (!r) {
         ImGui::TextColored(ImColor(kTextDim), "%s", loaded->error.empty()
-                               ? "categories: unknown for this rank (no memory profiler timeline beside the trace: "
-                                 "prof.export_memory_timeline(\"memory_timeline_rank<R>.json.gz\", device); "
-                                 "docs/pytorch-memory.md)"
+                               ? "categories: unknown for this rank (no [memory] events to infer them from, no memory "
+                                 "profiler timeline beside the trace: docs/pytorch-memory.md)"
                                : loaded->error.c_str());
         return;
     }
-    ImGui::TextColored(ImColor(kTextDim), "categories over time, measured by the memory profiler (%s, %s); peak %s",
-                       std::filesystem::path(r->timeline.source).filename().string().c_str(),
-                       app::device_label(r->device).c_str(), format_bytes(r->peaks.total_peak_bytes).c_str());
+    static bool show_inferred = false;  // with both: the measured categories unless asked
+    const bool inferred = !r->measured || (show_inferred && r->inferred);
+    if (r->measured && r->inferred) {
+        ImGui::Checkbox("show the inferred categories instead", &show_inferred);
+        ImGui::SameLine();
+    }
+    const prof::MemoryTimeline& t = inferred ? *r->inferred : r->timeline;
+    const prof::TimelinePeaks& peaks = inferred ? r->inferred_peaks : r->peaks;
+    if (inferred)
+        ImGui::TextColored(ImColor(kWarnColor), "categories over time INFERRED from the ops around each [memory] event "
+                                                "(%s): bytes allocated since profiling began; peak %s",
+                           app::device_label(r->device).c_str(), format_bytes(peaks.total_peak_bytes).c_str());
+    else
+        ImGui::TextColored(ImColor(kTextDim), "categories over time, measured by the memory profiler (%s, %s); peak %s",
+                           std::filesystem::path(r->timeline.source).filename().string().c_str(),
+                           app::device_label(r->device).c_str(), format_bytes(peaks.total_peak_bytes).c_str());
     if (r->grouped && r->strict) {
         ImGui::TextColored(ImColor(kTextDim), "inferred from the ops around each [memory] event, the categories agree "
                                               "on %.1f%% of the byte-time (%.1f%% with autograd detail apart from "
                                               "gradients), %.1f%% at the peak (derived)",
                            100 * r->grouped->byte_time, 100 * r->strict->byte_time, 100 * r->grouped->at_peak);
     }
-    if (!r->offset_ns) {
+    if (!r->offset_ns || t.size() == 0) {
         for (const auto& n : r->notes) ImGui::TextWrapped("%s", n.c_str());
         return;
     }
     const int64_t t0 = app.window.t0, t1 = std::max(app.window.t0 + 1, app.window.t1);
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     const float w = std::max(80.0f, ImGui::GetContentRegionAvail().x - 4);
-    draw_stack(*r, t0, t1, p0, w, std::max(90.0f, ImGui::GetContentRegionAvail().y * 0.35f));
+    draw_stack(t, *r->offset_ns, inferred ? "inferred" : "measured", t0, t1, p0, w,
+               std::max(90.0f, ImGui::GetContentRegionAvail().y * 0.35f));
     for (size_t k = 0, shown = 0; k < prof::kProfilerCategories; ++k) {
-        if (r->peaks.peak_bytes[k] <= 0) continue;
+        if (peaks.peak_bytes[k] <= 0) continue;
         if (shown++ > 0) ImGui::SameLine();
         legend_item(kCategoryColors[k], prof::profiler_category_label(prof::ProfilerCategory(k)));
     }

@@ -16,7 +16,7 @@ void draw_ops_view(AppState& app);        // view_ops.cpp: where a rank's comput
 void draw_lessons_panel(AppState& app);   // view_lessons.cpp: a workshop lesson, its runs and its checked claims
 void draw_planner_view(AppState& app);
 void draw_snapshot_view(AppState& app);
-// view_imported_memory.cpp: the memory view of an imported PyTorch trace ([memory] events, no categories)
+// view_imported_memory.cpp: the memory view of an imported PyTorch trace ([memory] events and their categories)
 void draw_imported_memory(AppState& app, const prof::RankTrace& rank);
 // view_memory_categories.cpp: the memory profiler's categories over time beside an imported trace (measured)
 void draw_memory_categories(AppState& app, const prof::RankTrace& rank);   // view_snapshot.cpp: a PyTorch memory snapshot, per rank and device    // view_planner.cpp: layouts of a model on a cluster, predicted

@@ -2,6 +2,7 @@
 #include "profiler/import/kineto_memory_ops.h"
 
 #include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -165,6 +166,36 @@ KinetoMemoryEvents read_kineto_memory_events(ByteSource& source) {
         }
     }
     return out;
+}
+
+MemoryTimeline inferred_timeline(const KinetoMemoryEvents& events, int device) {
+    MemoryTimeline t;
+    t.source = events.path, t.rank = events.rank;
+    std::array<int64_t, kProfilerCategories> now{};
+    for (const KinetoMemoryEvent& e : events.events) {
+        if (e.device != device || e.bytes == 0 || (e.bytes < 0 && !e.allocated_in_trace)) continue;
+        now[size_t(e.category)] += e.bytes;
+        const int64_t us = events.profiler_time_us(e);
+        if (t.times_us.empty() || t.times_us.back() != us) {
+            t.times_us.push_back(us);
+            t.bytes.insert(t.bytes.end(), now.begin(), now.end());
+        } else {
+            std::copy(now.begin(), now.end(), t.bytes.end() - std::ptrdiff_t(kProfilerCategories));
+        }
+    }
+    return t;
+}
+
+std::optional<int> busiest_device(const KinetoMemoryEvents& events) {
+    std::vector<std::pair<int, int64_t>> bytes;
+    for (const KinetoMemoryEvent& e : events.events) {
+        if (e.bytes <= 0) continue;
+        auto it = std::find_if(bytes.begin(), bytes.end(), [&](auto& p) { return p.first == e.device; });
+        if (it == bytes.end()) bytes.emplace_back(e.device, e.bytes);
+        else it->second += e.bytes;
+    }
+    if (bytes.empty()) return std::nullopt;
+    return std::max_element(bytes.begin(), bytes.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
 }
 
 }  // namespace us::prof

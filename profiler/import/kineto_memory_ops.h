@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,14 @@ struct KinetoMemoryEvents {
     // The memory profiler's clock in microseconds for an event (what its timeline export's times use).
     int64_t profiler_time_us(const KinetoMemoryEvent& e) const { return (e.t_ns + base_time_ns) / 1000; }
 };
+
+// The inferred categories over time of one device, in the memory profiler's form (memory_timeline.h): a row per
+// microsecond with events, the bytes allocated since profiling began by inferred category (frees of what was
+// allocated before the trace are left out: their category and size before it are unknown). `rank` and `source`
+// from the trace.
+MemoryTimeline inferred_timeline(const KinetoMemoryEvents& events, int device);
+// The device whose allocations in the trace add up to the most bytes; nullopt when it has none.
+std::optional<int> busiest_device(const KinetoMemoryEvents& events);
 
 // The category the names of the enclosing ops (innermost first) suggest; unknown when no rule matches.
 ProfilerCategory infer_category_from_ops(const std::vector<std::string_view>& enclosing_innermost_first);

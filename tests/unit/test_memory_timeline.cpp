@@ -9,6 +9,7 @@
 #include "profiler/import/memory_category_agreement.h"
 #include "profiler/import/memory_timeline.h"
 #include "profiler/import/run_files.h"
+#include "app/cli/imported_run.h"
 #include "app/cli/memory_categories.h"
 
 using namespace us;
@@ -134,25 +135,39 @@ TEST_CASE("report: the memory profiler's categories per rank beside the DDP run,
     (void)load_run({ddp}, store);
     const RunInfo run = run_info_of(store);
     const auto ranks = app::load_memory_categories({ddp}, store, run, true);
-    REQUIRE(ranks.size() == 1);
+    REQUIRE(ranks.size() == 2);  // rank 0 measured (and inferred), rank 1 inferred only
     const auto& r = ranks[0];
     CHECK(r.rank == 0);
+    CHECK(r.measured);
+    CHECK_FALSE(ranks[1].measured);
+    CHECK(ranks[1].rank == 1);
+    REQUIRE(ranks[1].inferred.has_value());
+    // Inferred, the bytes allocated since profiling began add up to what the allocator reported ([memory] events'
+    // Total Allocated, the store's counter): the categories split the total, they do not change it.
+    const double counted_peak = app::imported_memory_json(store)["1"]["kineto_cpu_allocated_bytes_peak"];
+    CHECK(ranks[1].inferred_peaks.total_peak_bytes == int64_t(counted_peak));
+    CHECK(r.inferred_peaks.total_peak_bytes ==
+          int64_t(app::imported_memory_json(store)["0"]["kineto_cpu_allocated_bytes_peak"].get<double>()));
     REQUIRE(r.device.has_value());
     CHECK(*r.device == -1);  // the export was of device='cpu'
     // The first [memory] event of rank 0 at its ts (ns), the timeline's first event one microsecond-truncation apart.
     REQUIRE(r.offset_ns.has_value());
-    CHECK(r.store_time(1).value() <= 4669724705112871);
-    CHECK(r.store_time(1).value() > 4669724705112871 - 1000);
+    CHECK(r.store_time(r.timeline.times_us[1]).value() <= 4669724705112871);
+    CHECK(r.store_time(r.timeline.times_us[1]).value() > 4669724705112871 - 1000);
     REQUIRE(r.grouped.has_value());
     CHECK(r.grouped->byte_time >= 0.97);
     const nlohmann::json j = app::memory_categories_json(ranks);
-    CHECK(j["basis"] == "measured");
+    CHECK(j["ranks"][0]["basis"] == "measured");
+    CHECK(j["ranks"][1]["basis"] == "inferred");
+    CHECK(j["ranks"][1]["categories"]["activation"]["peak_bytes"] > 0);
     CHECK(j["ranks"][0]["categories"]["activation"]["bytes_at_total_peak"] == 5017608);
     CHECK(j["ranks"][0]["total_peak_bytes"] == 8266464);
     CHECK(j["ranks"][0]["device"] == "host memory");
     const std::string text = app::format_memory_categories(ranks);
     CHECK(text.find("measured by the memory profiler") != std::string::npos);
     CHECK(text.find("activations") != std::string::npos);
-    // Without a timeline beside it, the run has no measured categories (not zeros: nothing).
-    CHECK(app::load_memory_categories({ddp + "vm_20223.1795526751102024081.pt.trace.json.gz"}, store, run, true).empty());
+    CHECK(text.find("INFERRED") != std::string::npos);
+    // Without a timeline beside it, the run has no measured categories (not zeros: nothing), inferred ones only.
+    for (const auto& x : app::load_memory_categories({rank0_trace}, store, run, true)) CHECK_FALSE(x.measured);
+    CHECK(app::load_memory_categories({rank0_trace}, store, run, false).empty());
 }
