@@ -51,8 +51,9 @@ std::vector<std::string> search_paths(const std::string& trace_path) {
     return out;
 }
 
+CategoriesCache cache;  // the one memory view's
+
 const Loaded* categories_of(AppState& app) {
-    static CategoriesCache cache;
     const prof::TraceStore* store = app.store();
     if (cache.store != store || cache.version != store->version()) {
         cache = CategoriesCache{};
@@ -131,6 +132,13 @@ void draw_stack(const prof::MemoryTimeline& t, int64_t off, const char* basis, i
 }
 
 }  // namespace
+
+bool memory_categories_loading() { return cache.pending.valid() && !cache.ready; }
+
+nlohmann::json memory_categories_facts() {
+    if (!cache.ready || cache.loaded.ranks.empty()) return nullptr;
+    return app::memory_categories_json(cache.loaded.ranks);
+}
 
 void draw_memory_categories(AppState& app, const prof::RankTrace& rank) {
     const Loaded* loaded = categories_of(app);

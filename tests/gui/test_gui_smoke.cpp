@@ -398,3 +398,20 @@ TEST_CASE("a PyTorch memory snapshot opens in its own view: the timeline, the pe
     const auto bad_shown = nlohmann::json::parse(read_file(bad_shot + ".json"));
     CHECK(bad_shown["error"].get<std::string>().find("never executes") != std::string::npos);
 }
+
+TEST_CASE("the memory view of an imported PyTorch run stacks its categories: measured beside a timeline, else inferred",
+          "[gui][snapshot]") {
+    const std::string ddp = std::string(US_TEST_DATA_DIR) + "/kineto/ddp";
+    const std::string shot = temp_path("memory-categories.png");
+    const ProcessResult r = run_process(ultrascope() + " " + ddp + " --view memory --screenshot " + shot);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
+    INFO(shown.dump());
+    const auto& ranks = shown["shown"]["memory_categories"]["ranks"];
+    REQUIRE(ranks.size() == 2);
+    CHECK(ranks[0]["basis"] == "measured");  // memory_timeline_rank0.json.gz lies in the run's folder
+    CHECK(ranks[0]["total_peak_bytes"] == 8266464);
+    CHECK(ranks[1]["basis"] == "inferred");
+    check_region_drawn(load_png(shot), "memory", shown["regions"]["memory"]);
+}
