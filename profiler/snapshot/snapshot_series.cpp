@@ -78,6 +78,15 @@ SnapshotSeries build_series(const MemorySnapshot& snap, const DeviceMemory& m) {
     return s;
 }
 
+CategoryBytes category_peaks(const SnapshotSeries& s) {
+    CategoryBytes now = s.start, peak = s.start;
+    for (size_t i = 0; i < s.size(); ++i) {
+        now[s.category[i]] += s.delta[i];
+        peak[s.category[i]] = std::max(peak[s.category[i]], now[s.category[i]]);
+    }
+    return peak;
+}
+
 std::vector<SeriesSample> sample_window(const SnapshotSeries& s, size_t e0, size_t e1, size_t buckets) {
     e1 = std::min(e1, s.size());
     if (e0 >= e1 || buckets == 0) return {};

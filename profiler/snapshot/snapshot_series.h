@@ -32,6 +32,9 @@ struct SnapshotSeries {
 // Built from the analysis of the same device (its derived start); empty when the device has no trace.
 SnapshotSeries build_series(const MemorySnapshot& snap, const DeviceMemory& m);
 
+// Each category's own largest bytes over the whole trace (they need not peak together).
+CategoryBytes category_peaks(const SnapshotSeries& s);
+
 struct SeriesSample {  // one slice of the window, at the moment its allocated bytes are largest
     size_t first_entry = 0, last_entry = 0, peak_entry = 0;
     int64_t allocated = 0, reserved = 0;  // reserved: the largest in the slice

@@ -3,6 +3,7 @@
 // window's samples keep the peak, and at the peak the categories are the analysis' categories of the live set.
 #include <string>
 
+#include "app/cli/snapshot_report.h"
 #include "catch_compat.h"
 #include "profiler/snapshot/snapshot_series.h"
 
@@ -61,4 +62,24 @@ TEST_CASE("snapshot categories over time add up to the allocated bytes and match
     }
     CHECK(sample_window(s, 5, 5, 10).empty());
     CHECK(sample_window(s, 0, s.size() + 100, 10).back().last_entry == s.size() - 1);
+}
+
+TEST_CASE("snapshot report: each category's own peak and the categories over time, labelled inferred", "[snapshot]") {
+    us::app::LoadedSnapshot r{load_memory_snapshot(dir + "rank0_memory_snapshot.pickle"), {}};
+    r.analysis = analyze_snapshot(r.snapshot);
+    const DeviceMemory& m = r.analysis.devices.at(0);
+    const CategoryBytes own = category_peaks(build_series(r.snapshot, m));
+    for (const CategoryTotal& c : m.categories) CHECK(own[size_t(c.category)] >= c.bytes);  // a peak is at least the peak's share
+    // The fixture's optimizer state is made after the peak (tests/tools/make_snapshot_fixtures.py): 4 MiB, absent at the peak.
+    CHECK(own[size_t(MemoryCategory::optimizer_state)] == 4 * 1024 * 1024);
+    const auto j = us::app::snapshot_report_json({r});
+    const auto& over = j["memory_snapshot"]["ranks"][0]["devices"][0]["categories_over_time"];
+    CHECK(over["basis"].get<std::string>().find("inferred") == 0);
+    REQUIRE(over["samples"].size() == m.timeline.size());
+    for (size_t i = 0; i < m.timeline.size(); ++i) {
+        int64_t sum = 0;
+        for (const auto& [name, bytes] : over["samples"][i]["by_category"].items()) sum += bytes.get<int64_t>();
+        CHECK(sum == over["samples"][i]["allocated_bytes"].get<int64_t>());
+        CHECK(over["samples"][i]["allocated_bytes"].get<int64_t>() == m.timeline[i].allocated);
+    }
 }
