@@ -7,6 +7,14 @@
 
 namespace us::snap {
 
+namespace {
+// The running sums of one category. The analysis refuses a file whose totals pass 2^63, but a hostile file can
+// still push one category past it while another goes as far below: saturate rather than overflow.
+void add(int64_t& a, int64_t b) {
+    if (__builtin_add_overflow(a, b, &a)) a = b > 0 ? INT64_MAX : INT64_MIN;
+}
+}  // namespace
+
 SnapshotSeries build_series(const MemorySnapshot& snap, const DeviceMemory& m) {
     SnapshotSeries s;
     s.device = m.device;
@@ -36,24 +44,24 @@ SnapshotSeries build_series(const MemorySnapshot& snap, const DeviceMemory& m) {
                 c = category_of(e.stack), d = e.size;
                 // A lost free (an address allocated twice): the earlier one counts as freed, as in the analysis; its
                 // bytes leave the new allocation's category (the totals stay exact, the split is off by it).
-                if (auto it = live.find(e.addr); it != live.end()) d -= it->second.size;
+                if (auto it = live.find(e.addr); it != live.end()) add(d, it->second.size == INT64_MIN ? INT64_MAX : -it->second.size);
                 live[e.addr] = {e.size, c};
                 break;
             }
             case TraceAction::free_completed:
                 if (auto it = live.find(e.addr); it != live.end()) {
-                    d = -it->second.size, c = it->second.category;
+                    d = it->second.size == INT64_MIN ? INT64_MAX : -it->second.size, c = it->second.category;
                     live.erase(it);
                 } else {  // allocated before the trace: torch records the allocating stack on the free
-                    d = -e.size, c = category_of(e.stack);
-                    orphans[c] += e.size;
+                    d = e.size == INT64_MIN ? INT64_MAX : -e.size, c = category_of(e.stack);
+                    add(orphans[c], e.size);
                 }
                 break;
-            case TraceAction::segment_alloc: case TraceAction::segment_map: reserved += e.size; break;
-            case TraceAction::segment_free: case TraceAction::segment_unmap: reserved -= e.size; break;
+            case TraceAction::segment_alloc: case TraceAction::segment_map: add(reserved, e.size); break;
+            case TraceAction::segment_free: case TraceAction::segment_unmap: add(reserved, e.size == INT64_MIN ? INT64_MAX : -e.size); break;
             default: break;
         }
-        allocated += d;
+        add(allocated, d);
         s.allocated[i] = allocated, s.reserved[i] = reserved, s.delta[i] = d, s.category[i] = c;
     }
     // The start by category: the orphans, then the dump's blocks no traced allocation explains, the rest unknown.
@@ -64,16 +72,16 @@ SnapshotSeries build_series(const MemorySnapshot& snap, const DeviceMemory& m) {
             const SnapshotBlock& block = snap.blocks[b];
             if (block.state == BlockState::inactive || block.state == BlockState::unknown || live.contains(block.address))
                 continue;
-            s.start[category_of(block.stack)] += block.size;
+            add(s.start[category_of(block.stack)], block.size);
         }
     }
     int64_t explained = 0;
-    for (int64_t v : s.start) explained += v;
-    s.start[size_t(MemoryCategory::unknown)] += std::max<int64_t>(0, m.start_allocated - explained);
+    for (int64_t v : s.start) add(explained, v);
+    add(s.start[size_t(MemoryCategory::unknown)], std::max<int64_t>(0, explained < 0 ? m.start_allocated : m.start_allocated - explained));
     CategoryBytes now = s.start;
     for (size_t i = 0; i < n; ++i) {
         if (i % SnapshotSeries::kCheckpointEvery == 0) s.checkpoints.push_back(now);
-        now[s.category[i]] += s.delta[i];
+        add(now[s.category[i]], s.delta[i]);
     }
     return s;
 }
@@ -81,7 +89,7 @@ SnapshotSeries build_series(const MemorySnapshot& snap, const DeviceMemory& m) {
 CategoryBytes category_peaks(const SnapshotSeries& s) {
     CategoryBytes now = s.start, peak = s.start;
     for (size_t i = 0; i < s.size(); ++i) {
-        now[s.category[i]] += s.delta[i];
+        add(now[s.category[i]], s.delta[i]);
         peak[s.category[i]] = std::max(peak[s.category[i]], now[s.category[i]]);
     }
     return peak;
@@ -95,10 +103,10 @@ std::vector<SeriesSample> sample_window(const SnapshotSeries& s, size_t e0, size
     std::vector<SeriesSample> out(buckets);
     const size_t k = e0 / SnapshotSeries::kCheckpointEvery;
     CategoryBytes now = s.checkpoints[k];
-    for (size_t i = k * SnapshotSeries::kCheckpointEvery; i < e0; ++i) now[s.category[i]] += s.delta[i];
+    for (size_t i = k * SnapshotSeries::kCheckpointEvery; i < e0; ++i) add(now[s.category[i]], s.delta[i]);
     size_t b_prev = SIZE_MAX;
     for (size_t i = e0; i < e1; ++i) {
-        now[s.category[i]] += s.delta[i];
+        add(now[s.category[i]], s.delta[i]);
         const size_t b = (i - e0) * buckets / n;
         SeriesSample& x = out[b];
         if (b != b_prev) {
