@@ -174,7 +174,7 @@ MemoryTimeline inferred_timeline(const KinetoMemoryEvents& events, int device) {
     std::array<int64_t, kProfilerCategories> now{};
     for (const KinetoMemoryEvent& e : events.events) {
         if (e.device != device || e.bytes == 0 || (e.bytes < 0 && !e.allocated_in_trace)) continue;
-        now[size_t(e.category)] += e.bytes;
+        now[size_t(e.category)] = add_saturated(now[size_t(e.category)], e.bytes);
         const int64_t us = events.profiler_time_us(e);
         if (t.times_us.empty() || t.times_us.back() != us) {
             t.times_us.push_back(us);
@@ -192,7 +192,7 @@ std::optional<int> busiest_device(const KinetoMemoryEvents& events) {
         if (e.bytes <= 0) continue;
         auto it = std::find_if(bytes.begin(), bytes.end(), [&](auto& p) { return p.first == e.device; });
         if (it == bytes.end()) bytes.emplace_back(e.device, e.bytes);
-        else it->second += e.bytes;
+        else it->second = add_saturated(it->second, e.bytes);
     }
     if (bytes.empty()) return std::nullopt;
     return std::max_element(bytes.begin(), bytes.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;

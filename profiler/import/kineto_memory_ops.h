@@ -32,7 +32,7 @@ struct KinetoMemoryEvents {
     int rank = -1;             // distributedInfo.rank, else -1
 
     // The memory profiler's clock in microseconds for an event (what its timeline export's times use).
-    int64_t profiler_time_us(const KinetoMemoryEvent& e) const { return (e.t_ns + base_time_ns) / 1000; }
+    int64_t profiler_time_us(const KinetoMemoryEvent& e) const { return add_saturated(e.t_ns, base_time_ns) / 1000; }
 };
 
 // The inferred categories over time of one device, in the memory profiler's form (memory_timeline.h): a row per

@@ -130,7 +130,7 @@ private:
         uint64_t v = 0;
         size_t digits = 0;
         while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') {
-            if (v > (uint64_t(INT64_MAX) - 9) / 10) fail(fmt::format("{}: a number out of range", where));
+            if (v > uint64_t(kTimelineMaxValue)) fail(fmt::format("{}: a number out of range (beyond 2^53)", where));
             v = v * 10 + uint64_t(s_[pos_++] - '0');
             ++digits;
         }

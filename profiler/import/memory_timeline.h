@@ -21,6 +21,14 @@ inline constexpr size_t kProfilerCategories = 8;
 const char* profiler_category_name(ProfilerCategory c);  // "parameter", "optimizer_state" ...
 const char* profiler_category_label(ProfilerCategory c);  // "parameters", "optimizer state" ...
 
+// a + b, held at the int64 limits instead of overflowing (sums of hostile byte counts).
+inline int64_t add_saturated(int64_t a, int64_t b) {
+    int64_t r = 0;
+    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+// The largest magnitude the reader accepts for a time or a byte count (2^53: 8 PiB, or 285 years of microseconds).
+inline constexpr int64_t kTimelineMaxValue = int64_t(1) << 53;
+
 struct MemoryTimeline {
     std::string source;  // the file
     int rank = -1;       // from the file name (rank0, rank_0 ...), -1 when it does not say
