@@ -34,6 +34,26 @@ bool is_forward(std::string_view n) {
     return starts(n, "nn.Module:") || has(n, ": forward") || ends(n, ".forward") || has(n, "_call_impl");
 }
 
+// The integer after `"key":` in an event's text (the [memory] args "Bytes" and "Addr"), without building a JSON
+// tree per event: false when absent or not an integer (an address above 2^63 keeps its bits).
+bool int_field(std::string_view text, std::string_view key, int64_t& out) {
+    size_t at = text.find(key);
+    if (at == std::string_view::npos) return false;
+    at += key.size();
+    while (at < text.size() && (text[at] == ' ' || text[at] == ':' || text[at] == '\t' || text[at] == '\n')) ++at;
+    const bool negative = at < text.size() && text[at] == '-';
+    if (negative) ++at;
+    uint64_t v = 0;
+    size_t digits = 0;
+    for (; at < text.size() && text[at] >= '0' && text[at] <= '9' && digits < 20; ++at, ++digits) {
+        if (v > (UINT64_MAX - 9) / 10) return false;
+        v = v * 10 + uint64_t(text[at] - '0');
+    }
+    if (digits == 0 || (at < text.size() && (text[at] == '.' || text[at] == 'e' || text[at] == 'E'))) return false;
+    out = negative ? (v > uint64_t(INT64_MAX) ? INT64_MIN : -int64_t(v)) : int64_t(v);
+    return true;
+}
+
 struct Span {
     int64_t begin, end;
     int64_t tid;
@@ -79,13 +99,11 @@ KinetoMemoryEvents read_kineto_memory_events(ByteSource& source) {
             const std::string_view text = in.value("an event of traceEvents");
             if (!parse_kineto_event(text, e, error)) in.fail("an event of traceEvents: " + error);
             if ((e.ph == 'i' || e.ph == 'I') && e.name == "[memory]" && e.has_ts) {
-                const auto j = nlohmann::json::parse(text, nullptr, false);
-                const auto* args = j.is_object() && j.contains("args") && j["args"].is_object() ? &j["args"] : nullptr;
-                if (args && args->contains("Bytes") && (*args)["Bytes"].is_number_integer()) {
-                    KinetoMemoryEvent m;
+                KinetoMemoryEvent m;
+                if (int_field(text, "\"Bytes\"", m.bytes)) {
                     m.t_ns = e.ts_ns;
-                    m.bytes = (*args)["Bytes"].get<int64_t>();
-                    if (args->contains("Addr") && (*args)["Addr"].is_number_integer()) m.addr = (*args)["Addr"].get<uint64_t>();
+                    int64_t addr = 0;
+                    if (int_field(text, "\"Addr\"", addr)) m.addr = uint64_t(addr);
                     m.device = e.mem_device == INT64_MIN ? -1 : int(std::clamp<int64_t>(e.mem_device, -1, 1 << 20));
                     pending.push_back({e.ts_ns, e.tid, out.events.size()});
                     out.events.push_back(m);
@@ -94,7 +112,7 @@ KinetoMemoryEvents read_kineto_memory_events(ByteSource& source) {
                        (e.cat == "cpu_op" || e.cat == "user_annotation" || e.cat == "python_function")) {
                 auto [it, added] = name_index.emplace(e.name, uint32_t(out.op_names.size()));
                 if (added) out.op_names.push_back(e.name);
-                spans.push_back({e.ts_ns, e.ts_ns + e.dur_ns, e.tid, it->second});
+                spans.push_back({e.ts_ns, add_saturated(e.ts_ns, e.dur_ns), e.tid, it->second});
             }
             if (in.accept(',')) continue;
             in.expect(']', "to close the traceEvents list (or ',' between events)");
