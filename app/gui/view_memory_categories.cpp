@@ -38,16 +38,24 @@ struct CategoriesCache {
     bool ready = false;
 };
 
-std::vector<std::string> search_paths(const std::string& trace_path) {
+// Where the timelines may be: the opened paths (one per line: folders, and files named beside the trace, which
+// find_memory_timelines recognizes by their first bytes), and the timelines lying beside an opened trace file.
+std::vector<std::string> search_paths(const std::string& opened) {
     namespace fs = std::filesystem;
-    std::error_code ec;
-    if (trace_path.empty()) return {};
-    if (fs::is_directory(trace_path, ec)) return {trace_path};
-    std::vector<std::string> out;  // a trace file: the timelines beside it
-    for (const auto& e : fs::directory_iterator(fs::path(trace_path).parent_path().empty()
-                                                    ? fs::path(".") : fs::path(trace_path).parent_path(), ec))
-        if (e.is_regular_file() && prof::is_memory_timeline_file(e.path().string(), false))
-            out.push_back(e.path().string());
+    std::vector<std::string> out;
+    for (size_t at = 0; at < opened.size();) {
+        const size_t nl = std::min(opened.find('\n', at), opened.size());
+        const std::string path = opened.substr(at, nl - at);
+        at = nl + 1;
+        std::error_code ec;
+        if (path.empty()) continue;
+        out.push_back(path);
+        if (fs::is_directory(path, ec)) continue;
+        const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+        for (const auto& e : fs::directory_iterator(dir, ec))
+            if (e.is_regular_file() && prof::is_memory_timeline_file(e.path().string(), false))
+                out.push_back(e.path().string());
+    }
     return out;
 }
 
