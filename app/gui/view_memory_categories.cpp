@@ -97,7 +97,8 @@ void draw_stack(const prof::MemoryTimeline& t, int64_t off, const char* basis, i
     dl->AddRectFilled(p0, ImVec2(p0.x + w, p0.y + h), IM_COL32(18, 20, 26, 255));
     const auto& times = t.times_us;
     const int columns = std::max(1, int(w));
-    std::vector<int64_t> pick(size_t(columns), -1);
+    static std::vector<int64_t> pick;  // reused frame to frame (the UI thread only)
+    pick.assign(size_t(columns), -1);
     int64_t ymax = 1;
     auto row_at = [&](int64_t t_store) {  // the last row at or before t (store ns), -1 before the first
         const int64_t us = (t_store - off) / 1000;
