@@ -12,6 +12,7 @@
 #include "app/plan/plan_vs_run.h"
 #include "common/core/check.h"
 #include "app/cli/imported_run.h"
+#include "app/cli/memory_categories.h"
 #include "profiler/analysis/report.h"
 #include "profiler/import/run_files.h"
 #include "profiler/trace/run_info.h"
@@ -54,6 +55,8 @@ int report_command(int argc, char** argv) {
     prof::TraceStore store(prof::TraceStoreOptions{cap_mib << 20});
     const auto warnings = prof::load_run(paths, store);
     const prof::RunInfo run = prof::run_info_of(store);
+    // The memory profiler's categories, when its timeline export lies beside the trace (docs/pytorch-memory.md).
+    const auto categories = load_memory_categories(paths, store, run, run.imported() && has_memory_events(store));
     prof::Report rep = prof::build_report(store, microbatches);
     rep.warnings.insert(rep.warnings.begin(), warnings.begin(), warnings.end());
     // The planner's side: a trace whose config it cannot describe still gets the rest of the report.
@@ -76,6 +79,7 @@ int report_command(int argc, char** argv) {
                                   "peak_flops_per_s", "mfu_derived"})
                 j["throughput"][k] = nullptr;  // unknown, not zero
             j["kineto_memory"] = imported_memory_json(store);
+            if (!categories.empty()) j["memory_categories"] = memory_categories_json(categories);
         }
         std::printf("%s\n", j.dump(2).c_str());
     } else {
@@ -83,6 +87,7 @@ int report_command(int argc, char** argv) {
         for (const auto& p : paths) shown += (shown.empty() ? "" : " ") + p;
         std::printf("Trace %s\n%s%s", shown.c_str(), run.imported() ? imported_header(run, store).c_str() : "",
                     prof::format_report(rep).c_str());
+        std::printf("%s", format_memory_categories(categories).c_str());
         std::printf("%s", cmp ? plan::format_plan_vs_run(*cmp).c_str()
                               : ("\nPlanner: not compared: " + planner_error + "\n").c_str());
     }

@@ -10,6 +10,7 @@
 
 #include "common/core/check.h"
 #include "common/core/format.h"
+#include "profiler/snapshot/snapshot_series.h"
 
 namespace us::app {
 namespace {
@@ -58,6 +59,21 @@ nlohmann::json device_json(const MemorySnapshot& s, const DeviceMemory& m) {
                      {"end_allocated_bytes", m.active_bytes},
                      {"end_reserved_bytes", m.reserved_bytes},
                      {"samples", samples}};
+    // The allocated bytes by inferred category over the trace (snapshot_series.h), at the same slices as the samples.
+    const SnapshotSeries series = build_series(s, m);
+    nlohmann::json by_time = nlohmann::json::array();
+    for (const SeriesSample& x : sample_window(series, 0, series.size(), m.timeline.size())) {
+        nlohmann::json c = nlohmann::json::object();
+        for (size_t k = 0; k < kSnapshotCategories; ++k) c[category_name(MemoryCategory(k))] = x.by_category[k];
+        by_time.push_back({{"last_entry", x.last_entry}, {"entry", x.peak_entry}, {"allocated_bytes", x.allocated},
+                           {"by_category", c}});
+    }
+    const CategoryBytes own_peaks = category_peaks(series);
+    nlohmann::json peaks = nlohmann::json::object();
+    for (size_t k = 0; k < kSnapshotCategories; ++k) peaks[category_name(MemoryCategory(k))] = own_peaks[k];
+    d["categories_over_time"] = {{"basis", "inferred from the frames (else unknown)"},
+                                 {"peak_bytes", peaks},
+                                 {"samples", by_time}};
     d["fragmentation"] = {{"reserved_minus_allocated_at_peak", m.free_in_segments_at_peak},
                           {"largest_free_block_at_peak", or_null(m.largest_free_block_at_peak, m.largest_free_block_at_peak >= 0)}};
     nlohmann::json top = nlohmann::json::array();
@@ -159,6 +175,12 @@ std::string format_snapshot_report(const LoadedSnapshot& r) {
         for (const CategoryTotal& c : m.categories)
             t += fmt::format("      {:>11} {:>5}x  {} ({})\n", format_bytes(c.bytes), c.count, category_name(c.category),
                              category_basis(c.category));
+        if (m.has_trace) {
+            const CategoryBytes own = category_peaks(build_series(s, m));
+            t += "    over the trace, each category's own peak (inferred from the frames' names; the rest unknown):\n";
+            for (size_t k = 0; k < kSnapshotCategories; ++k)
+                if (own[k] > 0) t += fmt::format("      {:>11}  {}\n", format_bytes(own[k]), category_name(MemoryCategory(k)));
+        }
         t += "    largest allocations at the peak:\n";
         for (size_t i = 0; i < std::min<size_t>(5, m.at_peak.size()); ++i)
             t += fmt::format("      {:>11}  {}  [{}; {}]\n", format_bytes(m.at_peak[i].size),

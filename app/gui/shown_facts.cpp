@@ -2,6 +2,7 @@
 #include "app/gui/shown_facts.h"
 
 #include "app/gui/theme.h"
+#include "app/gui/views.h"
 
 namespace us::gui {
 
@@ -32,6 +33,7 @@ nlohmann::json shown_facts(const AppState& app) {
                                {"ooms", d.ooms.size()}, {"sites", d.sites.size()}});
         facts["snapshot"] = {{"path", l.path}, {"snapshots", app.snapshots.snapshots().size()}, {"devices", devices}};
     }
+    if (auto categories = memory_categories_facts(); !categories.is_null()) facts["memory_categories"] = categories;
     if (const auto& l = app.planner.launched; l && app.source.live() == app.planner.launched_run) {
         const int64_t measured = measured_modelled_peak(app.report(), l->memory);
         facts["planner_launched"] = {{"layout", l->layout.describe()}, {"ranks", l->layout.world()},

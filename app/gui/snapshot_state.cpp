@@ -11,7 +11,8 @@ std::vector<LoadedSnapshot> load_snapshots(const std::vector<std::string>& paths
     std::vector<LoadedSnapshot> out;
     for (const std::string& path : paths) {
         auto snapshot = std::make_shared<snap::MemorySnapshot>(snap::load_memory_snapshot(path));
-        LoadedSnapshot l{path, snapshot, snap::analyze_snapshot(*snapshot, timeline_samples)};
+        LoadedSnapshot l{path, snapshot, snap::analyze_snapshot(*snapshot, timeline_samples), {}};
+        for (const auto& d : l.analysis.devices) l.series.push_back(snap::build_series(*snapshot, d));
         out.push_back(std::move(l));
     }
     std::stable_sort(out.begin(), out.end(), [](const LoadedSnapshot& a, const LoadedSnapshot& b) {
@@ -28,7 +29,7 @@ std::optional<std::string> SnapshotState::poll() {
     if (!m_pending.valid() || m_pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return std::nullopt;
     try {
         m_loaded = m_pending.get();
-        selected = 0, device = 0, show = true;
+        selected = 0, device = 0, show = true, zoom = SnapshotZoom{};
     } catch (const std::exception& e) {
         return std::string(e.what());
     }

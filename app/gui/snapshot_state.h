@@ -11,6 +11,7 @@
 
 #include "profiler/snapshot/memory_snapshot.h"
 #include "profiler/snapshot/snapshot_analysis.h"
+#include "profiler/snapshot/snapshot_series.h"
 
 namespace us::gui {
 
@@ -18,6 +19,16 @@ struct LoadedSnapshot {
     std::string path;
     std::shared_ptr<const snap::MemorySnapshot> snapshot;
     snap::SnapshotAnalysis analysis;
+    std::vector<snap::SnapshotSeries> series;  // per device of the analysis (empty without a trace): any window's detail
+};
+
+// The slice of a device's trace the plot shows, [e0, e1) in entries (e1 = 0: all of it), and its samples, re-made
+// only when the window, the device or the width changes.
+struct SnapshotZoom {
+    size_t e0 = 0, e1 = 0;
+    int selected = -1, device = -1;
+    size_t columns = 0, made_e0 = SIZE_MAX, made_e1 = SIZE_MAX;
+    std::vector<snap::SeriesSample> samples;
 };
 
 class SnapshotState {
@@ -35,6 +46,7 @@ public:
     bool show = false;    // the snapshot window is open
     int selected = 0;     // the snapshot shown (index into snapshots())
     int device = 0;       // the device shown (index into its analysis' devices)
+    SnapshotZoom zoom;    // the plot's window
 
 private:
     std::future<std::vector<LoadedSnapshot>> m_pending;

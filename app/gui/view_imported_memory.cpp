@@ -1,8 +1,7 @@
 // The memory view of an imported PyTorch run: what torch.profiler(profile_memory=True) recorded as `[memory]`
 // events, the caching allocator's allocated and reserved bytes per device after each allocation or free (measured),
-// over the timeline's window with step marks, and each step's peak. A trace has no categories: the anatomy by
-// parameters / gradients / optimizer state / activations comes from a memory snapshot or the engine's own runs
-// (docs/pytorch-memory.md).
+// over the timeline's window with step marks, and each step's peak; below them the categories over time
+// (view_memory_categories.cpp: the memory profiler's, measured, or inferred from the ops; docs/pytorch-memory.md).
 #include <fmt/format.h>
 #include <imgui.h>
 
@@ -49,7 +48,7 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
         return;
     }
     ImGui::TextColored(ImColor(kTextDim), "measured: the caching allocator's bytes after each allocation or free "
-                                          "([memory] events); categories unknown for an imported trace");
+                                          "([memory] events); below, their categories (measured by the memory profiler, else inferred)");
     const int64_t t0 = app.window.t0, t1 = std::max(app.window.t0 + 1, app.window.t1);
     int64_t ymax = 1;  // over the window's points only, found by binary search (points are in time order)
     for (const auto& [s, points] : shown) {
@@ -59,7 +58,7 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     const float w = std::max(80.0f, ImGui::GetContentRegionAvail().x - 4);
-    const float h = std::max(100.0f, ImGui::GetContentRegionAvail().y * 0.55f);
+    const float h = std::max(100.0f, ImGui::GetContentRegionAvail().y * 0.3f);
     dl->AddRectFilled(p0, ImVec2(p0.x + w, p0.y + h), IM_COL32(18, 20, 26, 255));
     auto x_of = [&](int64_t t) { return p0.x + float(double(t - t0) / double(t1 - t0) * w); };
     auto y_of = [&](double v) { return p0.y + h - float(v / double(ymax) * (h - 4)); };
@@ -87,6 +86,7 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
         if (i) ImGui::SameLine();
         legend_item(shown[i].first->color, shown[i].first->label);
     }
+    draw_memory_categories(app, rank);  // measured categories, when the memory profiler's timeline is beside
     // Each step's peak, per series (the step a [memory] event falls in, as the reader assigned it): computed once per
     // rank and store version, not every frame.
     static struct {

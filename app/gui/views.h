@@ -1,6 +1,8 @@
 // The views, one file each. Each draws into the current ImGui window from AppState and its view-models.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include "app/gui/app_state.h"
 
 namespace us::gui {
@@ -16,8 +18,13 @@ void draw_ops_view(AppState& app);        // view_ops.cpp: where a rank's comput
 void draw_lessons_panel(AppState& app);   // view_lessons.cpp: a workshop lesson, its runs and its checked claims
 void draw_planner_view(AppState& app);
 void draw_snapshot_view(AppState& app);
-// view_imported_memory.cpp: the memory view of an imported PyTorch trace ([memory] events, no categories)
-void draw_imported_memory(AppState& app, const prof::RankTrace& rank);   // view_snapshot.cpp: a PyTorch memory snapshot, per rank and device    // view_planner.cpp: layouts of a model on a cluster, predicted
+// view_imported_memory.cpp: the memory view of an imported PyTorch trace ([memory] events and their categories)
+void draw_imported_memory(AppState& app, const prof::RankTrace& rank);
+// view_memory_categories.cpp: the memory profiler's categories over time beside an imported trace (measured)
+void draw_memory_categories(AppState& app, const prof::RankTrace& rank);
+bool memory_categories_loading();  // still reading them (a screenshot waits)
+// What it read, as report --json's "memory_categories" (null before it read anything), for the tests.
+nlohmann::json memory_categories_facts();   // view_snapshot.cpp: a PyTorch memory snapshot, per rank and device    // view_planner.cpp: layouts of a model on a cluster, predicted
 // view_schedule.cpp: the pipeline schedule, predicted above measured (step: see AppState::measured_diagram);
 // false without a pipeline.
 bool draw_pipeline_schedule(AppState& app, int step);

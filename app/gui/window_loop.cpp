@@ -17,6 +17,7 @@
 #include "app/gui/frame.h"
 #include "app/gui/gui.h"
 #include "app/gui/screenshot.h"
+#include "app/gui/views.h"
 #include "app/gui/shown_facts.h"
 #include "app/gui/theme.h"
 #include "app/launch/process_guard.h"
@@ -45,7 +46,7 @@ std::string ini_path() {
 // Nothing is loading or being derived and a launched run has finished: the picture will not change any more.
 bool settled(const AppState& app) {
     if (app.source.loading() || app.derived.busy() || app.lessons.busy() || app.planner.searching() ||
-        app.snapshots.loading())
+        app.snapshots.loading() || memory_categories_loading())
         return false;
     return !(app.source.kind() == Source::launched && app.source.live() && !app.source.live()->finished());
 }

@@ -52,4 +52,6 @@ data="$(cd "$here/../.." && pwd)/tests/data"
 shot "$data/kineto/dp2_tp2/iteration_4" --view timeline --screenshot "$here/pytorch-dp2-tp2-timeline.png"
 shot "$data/kineto/hta/trace_filter_sampled" --view timeline --screenshot "$here/pytorch-trace-hta-timeline.png"
 shot "$data/snapshot/rank0_memory_snapshot.pickle" --view snapshot --screenshot "$here/pytorch-memory-snapshot.png"
+# The real DDP run's memory by category: measured by PyTorch's memory profiler (its timeline export in the folder).
+shot "$data/kineto/ddp" --view memory --screenshot "$here/pytorch-ddp-memory-categories.png"
 rm -f "$here"/*.png.json

@@ -12,6 +12,7 @@
 #include "profiler/import/byte_source.h"
 #include "profiler/import/kineto_parse.h"
 #include "profiler/import/kineto_reader.h"
+#include "profiler/import/memory_timeline.h"
 
 namespace us::prof {
 
@@ -88,6 +89,7 @@ void collect_dir(const fs::path& dir, RunFiles& out) {
     }
     std::sort(files.begin(), files.end());
     for (const auto& f : files) {
+        if (is_memory_timeline_file(f.string(), false)) continue;  // read beside the trace (memory_timeline.h)
         // Output folders hold other JSON too (settings, memory timelines): a trace says "traceEvents" early.
         if (f.extension() != ".ustrace" && !mentions_trace_events(f.string())) {
             out.warnings.push_back(fmt::format("{}: skipped, not a PyTorch profiler trace (no traceEvents near its start)",
@@ -110,10 +112,12 @@ RunFiles find_run_files(const std::vector<std::string>& paths) {
             collect_dir(p, out);
             US_CHECK_INPUT(out.files.size() > before,
                            "'{}' holds no trace: expected a .ustrace file or PyTorch profiler traces (.json, .json.gz)", p);
-        } else {
+        } else if (!is_memory_timeline_file(p, true)) {  // a timeline named beside the trace is not a trace
             out.files.push_back(p);
         }
     }
+    US_CHECK_INPUT(!out.files.empty(), "the command line names memory timelines only: name the run's trace (or its "
+                                       "folder) beside them");
     size_t ultrascope = 0;
     // A .ustrace name goes to the Ultrascope reader whatever it holds (it says what is wrong with it).
     for (const auto& f : out.files) ultrascope += is_ultrascope_trace(f) || fs::path(f).extension() == ".ustrace";

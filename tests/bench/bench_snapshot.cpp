@@ -17,6 +17,7 @@
 
 #include "profiler/snapshot/pickle_writer.h"
 #include "profiler/snapshot/snapshot_analysis.h"
+#include "profiler/snapshot/snapshot_series.h"
 
 using namespace us::snap;
 
@@ -133,6 +134,22 @@ int read_and_analyse(const std::string& path) {
     const auto t2 = std::chrono::steady_clock::now();
     const double read_s = std::chrono::duration<double>(t1 - t0).count();
     const double analyse_s = std::chrono::duration<double>(t2 - t1).count();
+    // What the GUI adds: the running totals by category (once, on load), and re-sampling a window for the plot
+    // (each time the window changes): all of the trace, and a zoom on its middle 1%.
+    std::vector<SnapshotSeries> series;
+    for (const auto& d : a.devices) series.push_back(build_series(snap, d));
+    const auto t3 = std::chrono::steady_clock::now();
+    size_t sampled = 0;
+    const size_t n = series.empty() ? 0 : series[0].size();
+    for (int rep = 0; rep < 10; ++rep) sampled += n ? sample_window(series[0], 0, n, 1280).size() : 0;
+    const auto t4 = std::chrono::steady_clock::now();
+    for (int rep = 0; rep < 10; ++rep) sampled += n ? sample_window(series[0], n / 2, n / 2 + n / 100, 1280).size() : 0;
+    const auto t5 = std::chrono::steady_clock::now();
+    std::printf("bench_snapshot: categories over time: build %.3f s; re-sample 1280 columns: all %.2f ms, the middle 1%% "
+                "%.2f ms (%zu samples)\n",
+                std::chrono::duration<double>(t3 - t2).count(),
+                std::chrono::duration<double, std::milli>(t4 - t3).count() / 10,
+                std::chrono::duration<double, std::milli>(t5 - t4).count() / 10, sampled);
     std::printf("bench_snapshot: %zu entries, %zu frames: read %.3f s + analyse %.3f s = %.3f s; peak RSS %.1f MiB; "
                 "peak allocated %.1f MiB, %zu allocations at the peak\n",
                 snap.trace_entries(), snap.frame_count(), read_s, analyse_s, read_s + analyse_s,

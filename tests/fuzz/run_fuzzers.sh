@@ -19,7 +19,12 @@ sources=(common/core/check.cpp common/core/intern.cpp profiler/transport/chunk.c
 if [ "$target" = fuzz_pickle_reader ]; then
   sources+=(common/core/format.cpp profiler/snapshot/plain_data.cpp profiler/snapshot/pickle_reader.cpp
             profiler/snapshot/plain_json_reader.cpp profiler/snapshot/memory_snapshot.cpp
-            profiler/snapshot/frame_rules.cpp profiler/snapshot/snapshot_analysis.cpp)
+            profiler/snapshot/frame_rules.cpp profiler/snapshot/snapshot_analysis.cpp profiler/snapshot/snapshot_series.cpp)
+fi
+# The memory timeline reader and the [memory] events' categories (tests/fuzz/fuzz_memory_timeline.cpp).
+if [ "$target" = fuzz_memory_timeline ]; then
+  sources+=(profiler/import/memory_timeline.cpp profiler/import/kineto_memory_ops.cpp
+            profiler/import/memory_category_agreement.cpp)
 fi
 bin="$out/$target"
 if [ ! -x "$bin" ] || [ -n "$(find "$src/profiler" "$src/common" "$src/tests/fuzz" -newer "$bin" -name '*.[ch]*' | head -1)" ]; then

@@ -473,3 +473,20 @@ TEST_CASE("the GUI closed while a PyTorch run loads exits at once: the loaders s
     CHECK(gui.output().find("stopping the run and closing") != std::string::npos);
     fs::remove_all(dir);
 }
+
+TEST_CASE("the memory view of an imported PyTorch run stacks its categories: measured beside a timeline, else inferred",
+          "[gui][snapshot]") {
+    const std::string ddp = std::string(US_TEST_DATA_DIR) + "/kineto/ddp";
+    const std::string shot = temp_path("memory-categories.png");
+    const ProcessResult r = run_process(ultrascope() + " " + ddp + " --view memory --screenshot " + shot);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
+    INFO(shown.dump());
+    const auto& ranks = shown["shown"]["memory_categories"]["ranks"];
+    REQUIRE(ranks.size() == 2);
+    CHECK(ranks[0]["basis"] == "measured");  // memory_timeline_rank0.json.gz lies in the run's folder
+    CHECK(ranks[0]["total_peak_bytes"] == 8266464);
+    CHECK(ranks[1]["basis"] == "inferred");
+    check_region_drawn(load_png(shot), "memory", shown["regions"]["memory"]);
+}
