@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/core/check.h"
 #include "common/core/format.h"
 
 namespace us::plan {
@@ -99,7 +100,9 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                             if (pp > 1) {
                                 pruned["afab (the same bubble as 1f1b, more activations)"]++;
                                 if ((m.layers % (2 * pp) == 0 || (uneven_ok && m.layers >= 4 * pp)) && accum % pp == 0) schedules.push_back({"interleaved", 2});
-                                schedules.push_back({"zb1", 1});
+                                // the rules the engine and `plan --pp-schedule` share (settings_rules.cpp)
+                                if (m.is_moe()) pruned["zb1 with mixture-of-experts blocks (the engine refuses it)"]++;
+                                else schedules.push_back({"zb1", 1});
                             }
                             for (const auto& [schedule, chunks] : schedules)
                                 for (const std::string& rc : o.recompute) {
@@ -115,6 +118,12 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                                     l.flash = o.flash;
                                     if (candidates++ % std::max<int64_t>(1, o.sample_stride) != 0) {
                                         ++out.sampled_out;
+                                        continue;
+                                    }
+                                    try {  // the rules the engine and `ultrascope plan` share refuse it?
+                                        check_layout(m, c, l, o.gpus);
+                                    } catch (const UserError&) {
+                                        pruned["refused by the settings rules (ultrascope plan with its flags says why)"]++;
                                         continue;
                                     }
                                     out.ranked.push_back(evaluate(m, c, l));

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <filesystem>
 
+#include "app/plan/layout.h"
 #include "app/plan/planner.h"
+#include "common/core/check.h"
 #include "test_util.h"
 
 using namespace us;
@@ -108,7 +110,18 @@ TEST_CASE("planner physics: no layout the search considers beats its own resourc
                 o.sample_stride = std::max<int64_t>(1, n / kPerSearch) | 1;
                 const SearchResult s = search(m, c, o);
                 skipped += s.sampled_out;
-                for (const PlanResult& r : s.ranked) check_layout_physics(m, c, r, v);
+                for (const PlanResult& r : s.ranked) {
+                    check_layout_physics(m, c, r, v);
+                    // and the rules the engine and `ultrascope plan` share (settings_rules.cpp) accept it
+                    std::string refused;
+                    try {
+                        check_layout(m, c, r.layout, gpus);
+                    } catch (const us::UserError& e) {
+                        refused = e.what();
+                    }
+                    v.note(refused.empty(), "a layout the rules refuse: " + refused,
+                           m.name + " on " + std::to_string(gpus) + " " + c.name + ": " + r.layout.describe());
+                }
             }
         }
     }
