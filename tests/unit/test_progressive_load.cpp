@@ -115,7 +115,7 @@ TEST_CASE("progressive load: the first rank is shown while a large one is still 
     CHECK(shown.rank(1)->lanes[size_t(Lane::device)].spans().size() > 50000);  // ~100k kernels
 }
 
-TEST_CASE("progressive load: a cancel stops the workers mid-file; what was shown stays", "[kineto][progressive]") {
+TEST_CASE("progressive load: a cancel stops the workers mid-file, and what was shown stays", "[kineto][progressive]") {
     TempDir dir;
     const std::string big = dir.path() + "/rank1_big.json";
     us::test::write_synthetic_kineto(big, 1, 60);
@@ -144,7 +144,7 @@ TEST_CASE("progressive load: a cancel stops the workers mid-file; what was shown
     CHECK(shown.rank(0)->lanes[size_t(Lane::host)].spans().size() > 0);
 }
 
-TEST_CASE("progressive load: a damaged file mid-load is named; the ranks before and after it stay usable",
+TEST_CASE("progressive load: a damaged file mid-load is named, and the ranks before and after it stay usable",
           "[kineto][progressive][errors]") {
     TempDir dir;
     for (int r : {0, 2, 3}) fs::copy_file(rank_file(r), dir.path() + "/rank" + std::to_string(r) + "_trace.json.gz");
@@ -219,7 +219,7 @@ TEST_CASE("trace store merge: names re-interned, counts added, a rank present tw
     CHECK(shown.span_count() == spans);
 }
 
-TEST_CASE("progressive load: each rank gets a share of the cap; a rank over its share says the store is at its cap",
+TEST_CASE("progressive load: each rank gets a share of the cap, and a rank over its share says the store is at its cap",
           "[kineto][progressive]") {
     TraceStore whole;
     load_run({kRun}, whole);
