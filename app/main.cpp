@@ -1,13 +1,14 @@
 // ultrascope: the desktop profiler and trainer. With no command it opens the GUI on a default live run (4 CPU
 // ranks, dp 2 x pp 2, small preset: app/cli/default_run.h); with a trace file it opens that. The headless commands:
 //   ultrascope run [-n RANKS] [training flags]   launch a run, stream it live, write its trace, print the report
-//   ultrascope report TRACE... [--json]           what a trace (or PyTorch profiler files) says, next to the predictions
-//   ultrascope export TRACE --chrome OUT.json     for Perfetto / chrome://tracing
-//   ultrascope predict [flags]                    the formulas for a configuration, without running it
-//   ultrascope plan [flags]                       which layout fits a model on a cluster and how fast (docs/planner.md)
-//   ultrascope calibrate [--out FILE]             measure this machine's costs for `plan --cluster FILE`
+//   ultrascope report TRACE... [--json]           what a trace (or PyTorch profiler files) says, next to the
+//   predictions ultrascope export TRACE --chrome OUT.json     for Perfetto / chrome://tracing ultrascope predict
+//   [flags]                    the formulas for a configuration, without running it ultrascope plan [flags] which
+//   layout fits a model on a cluster and how fast (docs/planner.md) ultrascope calibrate [--out FILE] measure this
+//   machine's costs for `plan --cluster FILE`
 // GUI options (app/cli/gui_args.h): [TRACE... | --open TRACE] [--listen [HOST:]PORT] [--no-launch] [-n RANKS]
-// [--screenshot OUT.png [--view V]] [--exit-when-done] ... [training flags for the launch]; `ultrascope --help` lists them.
+// [--screenshot OUT.png [--view V]] [--exit-when-done] ... [training flags for the launch]; `ultrascope --help` lists
+// them.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -53,7 +54,8 @@ int gui_or_fallback(int argc, char** argv) {
     US_CHECK_INPUT(o.screenshot.empty(), "--screenshot needs a display: run under xvfb-run (apt-get install xvfb)");
     std::fprintf(stderr, "ultrascope: no display (DISPLAY is not set): doing the same thing headless\n");
 #else
-    US_CHECK_INPUT(o.screenshot.empty(), "this build has no GUI (libimgui-dev, libglfw3-dev were missing at build time)");
+    US_CHECK_INPUT(o.screenshot.empty(),
+                   "this build has no GUI (libimgui-dev, libglfw3-dev were missing at build time)");
     std::fprintf(stderr, "ultrascope: this build has no GUI: doing the same thing headless\n");
 #endif
     if (!o.lesson.empty()) {  // the lesson's runs and its checked claim, in text

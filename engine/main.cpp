@@ -36,8 +36,9 @@ void install_signal_thread() {
         std::fprintf(stderr, "ultrascope-train: pid %d stopped by signal %d (%s)\n", int(getpid()), sig,
                      sig == SIGTERM ? "the launcher is stopping the job; when a rank died, its message names it"
                                     : "interrupted");
-        prof::stop_recording(false, sig == SIGTERM ? "SIGTERM: the launcher stopped the run (when a rank died, it names it)"
-                                                   : "SIGINT: interrupted");
+        prof::stop_recording(false, sig == SIGTERM
+                                        ? "SIGTERM: the launcher stopped the run (when a rank died, it names it)"
+                                        : "SIGINT: interrupted");
         std::_Exit(128 + sig);
     }).detach();
 }

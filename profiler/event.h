@@ -1,7 +1,7 @@
 // The event contract: the plain, fixed-size records every rank produces and every consumer reads, and the batch and
 // sink types that carry them from the recorder to the transport. Nothing else is shared between the engine and the
-// profiler, and the store and readers need nothing of the recorder. Records are 64 bytes, little-endian, and travel as they are (in
-// compressed chunks) through files and sockets, so this layout is versioned with the trace format
+// profiler, and the store and readers need nothing of the recorder. Records are 64 bytes, little-endian, and travel as
+// they are (in compressed chunks) through files and sockets, so this layout is versioned with the trace format
 // (docs/trace-format.md): change it only together with kTraceFormatVersion.
 #pragma once
 
@@ -43,11 +43,11 @@ inline constexpr std::string_view kPhaseNames[] = {"none", "forward", "backward"
 // the compute set; comm spans form the communication set; wait spans are time a thread spent blocked.
 enum class SpanKind : uint8_t {
     step = 0,
-    phase = 1,       // forward / backward / optimizer of one micro-batch (pipeline: F, B, W actions)
+    phase = 1,  // forward / backward / optimizer of one micro-batch (pipeline: F, B, W actions)
     layer = 2,
-    op = 3,          // a unit of compute work: a GEMM, an attention, a norm ...
-    comm = 4,        // a collective or point-to-point transfer, from launch to completion
-    wait = 5,        // blocked on communication or a peer
+    op = 3,    // a unit of compute work: a GEMM, an attention, a norm ...
+    comm = 4,  // a collective or point-to-point transfer, from launch to completion
+    wait = 5,  // blocked on communication or a peer
     count = 6,
 };
 inline constexpr std::string_view kSpanKindNames[] = {"step", "phase", "layer", "op", "comm", "wait"};
@@ -73,7 +73,7 @@ enum class OpClass : uint8_t {
     count,
 };
 inline constexpr std::string_view kOpClassNames[] = {
-    "none",       "gemm",           "attention",  "norm",      "activation", "embedding", "loss", "optimizer",
+    "none",       "gemm",           "attention",  "norm",      "activation", "embedding", "loss",       "optimizer",
     "all_reduce", "reduce_scatter", "all_gather", "broadcast", "send",       "recv",      "all_to_all", "barrier"};
 
 inline bool is_comm_op(OpClass c) { return c >= OpClass::all_reduce; }
@@ -86,10 +86,14 @@ struct GroupKindName {
     GroupKind kind;
     std::string_view name;  // a string literal: null-terminated
 };
-inline constexpr GroupKindName kGroupKinds[] = {
-    {GroupKind::world, "world"}, {GroupKind::dp, "dp"}, {GroupKind::pp, "pp"},
-    {GroupKind::tp, "tp"},       {GroupKind::cp, "cp"}, {GroupKind::ep, "ep"},
-    {GroupKind::embedding, "embedding"}, {GroupKind::edp, "edp"}};
+inline constexpr GroupKindName kGroupKinds[] = {{GroupKind::world, "world"},
+                                                {GroupKind::dp, "dp"},
+                                                {GroupKind::pp, "pp"},
+                                                {GroupKind::tp, "tp"},
+                                                {GroupKind::cp, "cp"},
+                                                {GroupKind::ep, "ep"},
+                                                {GroupKind::embedding, "embedding"},
+                                                {GroupKind::edp, "edp"}};
 inline constexpr int kGroupCount = int(std::size(kGroupKinds));
 static_assert(
     [] {
@@ -110,14 +114,14 @@ enum class EventType : uint8_t { none = 0, span = 1, memory = 2, counter = 3 };
 
 // Every record starts with its EventType byte, so the union's `type` reads it whatever the record is.
 struct SpanRecord {
-    uint8_t type;         // EventType::span
-    uint8_t lane;         // Lane
-    uint8_t kind;         // SpanKind
-    uint8_t phase;        // Phase
-    uint8_t op;           // OpClass
-    uint8_t group;        // comm: process group id (0 world, 1 dp, 2 pp ...)
-    uint8_t chunk;        // pipeline chunk (virtual stage) of the rank
-    uint8_t thread;       // recording thread slot; on the device lanes, the stream (in order of first use)
+    uint8_t type;    // EventType::span
+    uint8_t lane;    // Lane
+    uint8_t kind;    // SpanKind
+    uint8_t phase;   // Phase
+    uint8_t op;      // OpClass
+    uint8_t group;   // comm: process group id (0 world, 1 dp, 2 pp ...)
+    uint8_t chunk;   // pipeline chunk (virtual stage) of the rank
+    uint8_t thread;  // recording thread slot; on the device lanes, the stream (in order of first use)
     int64_t begin_ns;
     int64_t end_ns;
     uint64_t bytes;       // bytes moved (comm) or touched (ops, when known)
@@ -128,14 +132,14 @@ struct SpanRecord {
     int16_t layer;        // block index; -1 embedding/head/none
     int16_t peer;         // comm: peer rank (p2p) or -1
     uint8_t pad0[2];
-    uint32_t launcher;    // device lanes: string id of the CPU op that launched the work; 0 none (zero padding in
-                          // files written before the field, so writers never give a real name the id 0 here)
+    uint32_t launcher;  // device lanes: string id of the CPU op that launched the work; 0 none (zero padding in
+                        // files written before the field, so writers never give a real name the id 0 here)
     uint8_t pad[4];
 };
 
 struct MemoryRecord {
-    uint8_t type;            // EventType::memory
-    uint8_t category;        // us::MemCategory
+    uint8_t type;      // EventType::memory
+    uint8_t category;  // us::MemCategory
     uint8_t phase;
     uint8_t pad0[5];
     int64_t t_ns;
@@ -170,7 +174,7 @@ inline constexpr std::string_view kProcessResidentCounter = "process_resident_by
 inline constexpr std::string_view kProcessHeapCounter = "process_heap_bytes";          // malloc'd (mallinfo2)
 inline constexpr std::string_view kTrackedCounter = "tracked_bytes";                   // the allocator's live total
 inline constexpr std::string_view kReservedCounter = "reserved_bytes";  // live + the freed blocks it keeps to reuse
-inline constexpr std::string_view kDeviceUsedCounter = "device_used_bytes";            // cudaMemGetInfo: the device's
+inline constexpr std::string_view kDeviceUsedCounter = "device_used_bytes";  // cudaMemGetInfo: the device's
 
 union EventRecord {
     uint8_t type;
@@ -181,7 +185,8 @@ union EventRecord {
 
 static_assert(sizeof(SpanRecord) == 64 && sizeof(MemoryRecord) == 64 && sizeof(CounterRecord) == 64);
 static_assert(sizeof(EventRecord) == 64);
-static_assert(offsetof(SpanRecord, type) == 0 && offsetof(MemoryRecord, type) == 0 && offsetof(CounterRecord, type) == 0);
+static_assert(offsetof(SpanRecord, type) == 0 && offsetof(MemoryRecord, type) == 0 &&
+              offsetof(CounterRecord, type) == 0);
 
 // ---- Plumbing: how records travel from the recorder to the transport (the sinks) and on to the readers.
 

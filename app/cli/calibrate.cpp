@@ -66,7 +66,8 @@ int64_t host_memory_bytes() {
 }  // namespace
 
 int calibrate_command(int argc, char** argv) {
-    CLI::App cli{"ultrascope calibrate: measure this machine's GEMMs, MPI links and per-op costs for `ultrascope plan`"};
+    CLI::App cli{
+        "ultrascope calibrate: measure this machine's GEMMs, MPI links and per-op costs for `ultrascope plan`"};
     std::string out = "machine.json", preset = "small";
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     int ranks = std::min(2, cores), steps = 6, repeats = 10, tries = 3;
@@ -75,7 +76,8 @@ int calibrate_command(int argc, char** argv) {
     cli.add_option("--steps", steps, "Steps of each measured run (the first is not used)");
     cli.add_option("--preset", preset, "Engine preset of the measured runs (default small)");
     cli.add_option("--repeats", repeats, "Repetitions per collective size");
-    cli.add_option("--tries", tries, "Passes of each measurement: collectives keep the fastest, training runs the median (default 3)");
+    cli.add_option("--tries", tries,
+                   "Passes of each measurement: collectives keep the fastest, training runs the median (default 3)");
     CLI11_PARSE(cli, argc, argv);
     US_CHECK_INPUT(ranks >= 2, "--ranks must be at least 2 (the links are measured between ranks)");
     US_CHECK_INPUT(steps >= 3, "--steps must be at least 3 (step 1 is set-up, not used)");
@@ -91,7 +93,8 @@ int calibrate_command(int argc, char** argv) {
     c.name = "this-machine";
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
-    c.description = fmt::format("{} ({} cores): one CPU rank per core, measured by `ultrascope calibrate`", host, cores);
+    c.description =
+        fmt::format("{} ({} cores): one CPU rank per core, measured by `ultrascope calibrate`", host, cores);
     c.gpu_name = fmt::format("CPU core ({} thread per rank)", 1);
     c.gpus_per_node = cores;
     c.nodes = 1;
@@ -112,8 +115,8 @@ int calibrate_command(int argc, char** argv) {
     // work on a shared machine only ever slows a collective down.
     std::vector<plan::CollectiveSample> all;
     for (int t = 0; t < tries; ++t) {
-        std::fprintf(stderr, "calibrate: collectives between %d ranks (%s), pass %d of %d\n", ranks, bench.c_str(), t + 1,
-                     tries);
+        std::fprintf(stderr, "calibrate: collectives between %d ranks (%s), pass %d of %d\n", ranks, bench.c_str(),
+                     t + 1, tries);
         for (const auto& s : plan::parse_collective_samples(run_child(coll, "bench_collectives"))) all.push_back(s);
     }
     const auto samples = plan::fastest_samples(all);
@@ -135,8 +138,11 @@ int calibrate_command(int argc, char** argv) {
         LaunchSpec run;
         run.ranks = ranks;
         run.threads_per_rank = 1;
-        run.train_args = {"--preset", preset, "--batch", std::to_string(batch), "--dp", std::to_string(ranks),
-                          "--steps", std::to_string(steps), "--quiet"};
+        run.train_args = {"--preset", preset,
+                          "--batch",  std::to_string(batch),
+                          "--dp",     std::to_string(ranks),
+                          "--steps",  std::to_string(steps),
+                          "--quiet"};
         std::string shown;
         for (const auto& a : run.train_args) shown += " " + a;
         std::vector<std::pair<double, std::unique_ptr<prof::TraceStore>>> candidates;
@@ -159,8 +165,9 @@ int calibrate_command(int argc, char** argv) {
             candidates.empty() ? nullptr : std::move(candidates[(candidates.size() - 1) / 2].second);
         US_CHECK_INPUT(store != nullptr, "calibration: the measured runs recorded no steady step (run more --steps)");
         const GPTConfig& g = cfg.model;
-        const plan::ModelDesc model = plan::engine_model(preset, g.vocab, g.hidden, g.layers, g.heads, g.seq,
-                                                         g.moe_experts, g.moe_topk, g.moe_every, cfg.moe_capacity_factor);
+        const plan::ModelDesc model =
+            plan::engine_model(preset, g.vocab, g.hidden, g.layers, g.heads, g.seq, g.moe_experts, g.moe_topk,
+                               g.moe_every, cfg.moe_capacity_factor);
         plan::Layout layout = plan::layout_from_config(cfg);
         fit.add_run(*store, model, layout);
         runs.push_back("ultrascope-train" + shown);
@@ -168,21 +175,22 @@ int calibrate_command(int argc, char** argv) {
     std::error_code ec;
     fs::remove_all(dir, ec);
     fit.finish(c);
-    c.source = fmt::format("measured by `ultrascope calibrate` ({} collective sizes; training runs:{})", samples.size(),
-                           [&] {
-                               std::string s;
-                               for (const auto& r : runs) s += " " + r.get<std::string>() + ";";
-                               return s;
-                           }());
+    c.source =
+        fmt::format("measured by `ultrascope calibrate` ({} collective sizes; training runs:{})", samples.size(), [&] {
+            std::string s;
+            for (const auto& r : runs) s += " " + r.get<std::string>() + ";";
+            return s;
+        }());
     nlohmann::json j = plan::cluster_to_json(c);
     j["measurements"] = {{"collectives", samples.size()}, {"runs", runs}};
     std::ofstream file(out);
     file << j.dump(2) << "\n";
     US_CHECK_INPUT(file.good(), "--out '{}': writing failed", out);
-    std::printf("Wrote %s: GEMM peak %.2f GFLOP/s per rank (best size), attention at %.0f%% of it, link %.2f GB/s "
-                "with %.1f us per hop, host overhead %.1f%% of op time\n",
-                out.c_str(), c.peak_flops_fp32 / 1e9, 100 * c.attention_efficiency, c.intra_node.bandwidth / 1e9,
-                c.intra_node.latency * 1e6, 100 * c.host_overhead);
+    std::printf(
+        "Wrote %s: GEMM peak %.2f GFLOP/s per rank (best size), attention at %.0f%% of it, link %.2f GB/s "
+        "with %.1f us per hop, host overhead %.1f%% of op time\n",
+        out.c_str(), c.peak_flops_fp32 / 1e9, 100 * c.attention_efficiency, c.intra_node.bandwidth / 1e9,
+        c.intra_node.latency * 1e6, 100 * c.host_overhead);
     return 0;
 }
 

@@ -6,14 +6,14 @@
 
 namespace us::app {
 
-int run_command(int argc, char** argv);      // ultrascope run [-n RANKS] [ultrascope-train flags]
+int run_command(int argc, char** argv);  // ultrascope run [-n RANKS] [ultrascope-train flags]
 // --store-cap-mib N: the trace store's memory cap in bytes; UserError unless N is a positive whole number.
 size_t parse_store_cap_mib(const std::string& text);
-int report_command(int argc, char** argv);   // ultrascope report TRACE [--json]
-int export_command(int argc, char** argv);   // ultrascope export TRACE --chrome OUT.json[.gz]
-int predict_command(int argc, char** argv);  // ultrascope predict [model and parallel flags]
-int plan_command(int argc, char** argv);     // ultrascope plan [--model M] [--gpu G] [--gpus N] [layout flags]
+int report_command(int argc, char** argv);     // ultrascope report TRACE [--json]
+int export_command(int argc, char** argv);     // ultrascope export TRACE --chrome OUT.json[.gz]
+int predict_command(int argc, char** argv);    // ultrascope predict [model and parallel flags]
+int plan_command(int argc, char** argv);       // ultrascope plan [--model M] [--gpu G] [--gpus N] [layout flags]
 int calibrate_command(int argc, char** argv);  // ultrascope calibrate [--out FILE]: this machine's costs
-int lesson_command(int argc, char** argv);   // ultrascope lesson --list | NAME [--check]
+int lesson_command(int argc, char** argv);     // ultrascope lesson --list | NAME [--check]
 
 }  // namespace us::app

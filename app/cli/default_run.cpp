@@ -6,7 +6,9 @@
 namespace us::app {
 
 namespace {
-bool has(const std::vector<std::string>& args, const char* flag) { return std::find(args.begin(), args.end(), flag) != args.end(); }
+bool has(const std::vector<std::string>& args, const char* flag) {
+    return std::find(args.begin(), args.end(), flag) != args.end();
+}
 
 int value_of(const std::vector<std::string>& args, const char* flag, int fallback) {
     auto it = std::find(args.begin(), args.end(), flag);

@@ -19,7 +19,8 @@ int export_command(int argc, char** argv) {
     std::string chrome, kineto, snapshot;
     std::vector<std::string> paths;
     bool plain_json = false;
-    cli.add_option("trace", paths, "Trace: a .ustrace file, or PyTorch profiler (Kineto) .json(.gz) files or a folder")->required();
+    cli.add_option("trace", paths, "Trace: a .ustrace file, or PyTorch profiler (Kineto) .json(.gz) files or a folder")
+        ->required();
     cli.add_option("--chrome", chrome, "Write Chrome trace event JSON here (.json, or .json.gz compressed)");
     cli.add_option("--kineto", kineto,
                    "Write one Kineto (torch.profiler) trace per rank into this folder (rank-R.pt.trace.json.gz), "
@@ -43,7 +44,8 @@ int export_command(int argc, char** argv) {
         for (const auto& f : files) std::fprintf(stderr, "wrote %s\n", f.c_str());
     }
     if (!snapshot.empty())
-        for (const auto& f : snap::export_memory_snapshots(store, snapshot)) std::fprintf(stderr, "wrote %s\n", f.c_str());
+        for (const auto& f : snap::export_memory_snapshots(store, snapshot))
+            std::fprintf(stderr, "wrote %s\n", f.c_str());
     return 0;
 }
 

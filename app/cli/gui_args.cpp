@@ -30,39 +30,49 @@ void declare_gui_options(CLI::App& app, gui::GuiOptions& o, GuiFlags& f) {
     app.add_flag("--no-launch", f.no_launch, "Start without launching a run");
     app.add_option("-n,--ranks", o.ranks, "Ranks of the launched run (default: the layout's; dp 2 x pp 2 = 4)")
         ->type_name("RANKS");
-    app.add_option("--screenshot", o.screenshot, "Render, write OUT.png (and OUT.png.json with the views' regions), exit")
+    app.add_option("--screenshot", o.screenshot,
+                   "Render, write OUT.png (and OUT.png.json with the views' regions), exit")
         ->type_name("OUT.png");
-    app.add_option("--view", o.view, "With --screenshot: one view alone (" + gui::view_name_list() + ")")->type_name("V");
-    app.add_option("--fit-step", o.fit_step, "Show step N in the time window (timeline and memory views)")->type_name("N");
-    app.add_option("--font-size", f.font_size, "UI font size, 8 to 64 (default 16 x the monitor's scale; View > font size)")
+    app.add_option("--view", o.view, "With --screenshot: one view alone (" + gui::view_name_list() + ")")
+        ->type_name("V");
+    app.add_option("--fit-step", o.fit_step, "Show step N in the time window (timeline and memory views)")
+        ->type_name("N");
+    app.add_option("--font-size", f.font_size,
+                   "UI font size, 8 to 64 (default 16 x the monitor's scale; View > font size)")
         ->type_name("PX");
     app.add_flag("--exit-when-done", o.exit_when_done, "Exit when the launched run ends, with its exit code");
     app.add_option("--lesson", o.lesson, "Open a workshop lesson and launch its first run (ultrascope lesson --list)")
         ->type_name("NAME");
-    app.add_option("--lesson-runs", f.lesson_runs, "With --lesson: all launches every run of the lesson in turn (the "
-                                                   "comparison); first (default) only the first")
+    app.add_option("--lesson-runs", f.lesson_runs,
+                   "With --lesson: all launches every run of the lesson in turn (the "
+                   "comparison); first (default) only the first")
         ->type_name("first|all");
     app.add_flag("--high-contrast", o.high_contrast, "The projector theme (also View > high contrast)");
     app.add_option("--plan", o.plan_model, "Open the Planner on MODEL (File > New plan)")->type_name("MODEL");
     app.add_option("--plan-cluster", o.plan_cluster, "With --plan: the cluster, a name or a file (default h100-sxm)")
         ->type_name("NAME|FILE");
     app.add_option("--plan-gpus", o.plan_gpus, "With --plan: the GPUs, 1 to 16384 (default 64)")->type_name("N");
-    app.add_flag("--plan-launch", o.plan_launch, "With --plan: launch the best layout this machine can run, measured "
-                                                 "beside its prediction");
-    app.add_flag("--plan-show", o.plan_show, "With --plan: show the best fitting layout's predicted step in the views "
-                                             "(marked predicted)");
-    app.add_option("--store-cap-mib", f.store_cap_mib, "Memory cap of the trace kept in memory (default 2048; the file "
-                                                       "keeps all)")
+    app.add_flag("--plan-launch", o.plan_launch,
+                 "With --plan: launch the best layout this machine can run, measured "
+                 "beside its prediction");
+    app.add_flag("--plan-show", o.plan_show,
+                 "With --plan: show the best fitting layout's predicted step in the views "
+                 "(marked predicted)");
+    app.add_option("--store-cap-mib", f.store_cap_mib,
+                   "Memory cap of the trace kept in memory (default 2048; the file "
+                   "keeps all)")
         ->type_name("N");
     app.add_option("--hostfile", o.hostfile, "Launch ranks on the hosts of an Open MPI hostfile (with --stream-listen)")
         ->type_name("FILE");
     app.add_option("--launcher", o.launcher, "mpirun (default) or srun (inside a Slurm allocation)")->type_name("L");
-    app.add_option("--stream-listen", o.stream_listen, "The address launched ranks stream back to (default 127.0.0.1; "
-                                                       "multi-host: this machine's address on the hosts' network, or "
-                                                       "0.0.0.0)")
+    app.add_option("--stream-listen", o.stream_listen,
+                   "The address launched ranks stream back to (default 127.0.0.1; "
+                   "multi-host: this machine's address on the hosts' network, or "
+                   "0.0.0.0)")
         ->type_name("ADDR");
-    app.footer("Any other argument: a trace to open (a .ustrace file, PyTorch profiler files or their folder) if it "
-               "exists, else a flag of the launched run (ultrascope-train --help).");
+    app.footer(
+        "Any other argument: a trace to open (a .ustrace file, PyTorch profiler files or their folder) if it "
+        "exists, else a flag of the launched run (ultrascope-train --help).");
 }
 
 // The trainer's switches (its flags that take no value), from its own flag table.
@@ -121,7 +131,8 @@ GuiArgs parse_gui_args(int argc, const char* const* argv) {
         const bool value = i > 0 && is_value_of(rest[i - 1], switches);
         if (a.rfind("-", 0) != 0 && !value && std::filesystem::exists(a))
             o.open_trace.push_back(a);
-        else o.train_args.push_back(a);
+        else
+            o.train_args.push_back(a);
     }
     US_CHECK_INPUT(o.view == gui::kAllViews || gui::find_view_name(o.view), "unknown --view '{}': expected {}", o.view,
                    gui::view_name_list());

@@ -16,7 +16,8 @@ double counter_peak(const prof::TraceStore& store, const prof::RankTrace& rt, co
     for (const auto& p : it->second) peak = std::max(peak, p.value);
     return peak;
 }
-constexpr const char* kMemoryCounters[] = {"kineto_allocated_bytes", "kineto_reserved_bytes", "kineto_cpu_allocated_bytes"};
+constexpr const char* kMemoryCounters[] = {"kineto_allocated_bytes", "kineto_reserved_bytes",
+                                           "kineto_cpu_allocated_bytes"};
 }  // namespace
 
 nlohmann::json imported_memory_json(const prof::TraceStore& store) {
@@ -33,12 +34,13 @@ nlohmann::json imported_memory_json(const prof::TraceStore& store) {
 }
 
 std::string imported_header(const prof::RunInfo& run, const prof::TraceStore& store) {
-    std::string s = fmt::format("Imported from PyTorch's profiler (Kineto): {} rank file(s), world size {}, backend {}; "
-                                "steps from {} (Kineto's ProfilerStep#N is step N+{} here)\n",
-                                run.files.size(), run.world_size > 0 ? std::to_string(run.world_size) : "unknown",
-                                run.backend.empty() ? "unknown" : run.backend,
-                                run.steps_from == "window" ? "the whole profiled window (no ProfilerStep)" : run.steps_from,
-                                run.kineto_step_offset);
+    std::string s = fmt::format(
+        "Imported from PyTorch's profiler (Kineto): {} rank file(s), world size {}, backend {}; "
+        "steps from {} (Kineto's ProfilerStep#N is step N+{} here)\n",
+        run.files.size(), run.world_size > 0 ? std::to_string(run.world_size) : "unknown",
+        run.backend.empty() ? "unknown" : run.backend,
+        run.steps_from == "window" ? "the whole profiled window (no ProfilerStep)" : run.steps_from,
+        run.kineto_step_offset);
     for (const auto& g : run.process_groups)
         s += fmt::format("  process group {} '{}': {} ranks, {}\n", g.name, g.desc, g.ranks.size(),
                          g.kind.empty() ? "parallelism unknown" : g.kind + " (from " + g.kind_from + ")");
@@ -49,8 +51,10 @@ std::string imported_header(const prof::RunInfo& run, const prof::TraceStore& st
         if (alloc < 0 && cpu < 0)
             s += fmt::format("  rank {} memory: unknown (no [memory] events: record with profile_memory=True)\n", r);
         if (alloc >= 0)
-            s += fmt::format("  rank {} GPU memory (measured, the [memory] events): peak allocated {:.1f} MiB, reserved "
-                             "{:.1f} MiB\n", r, alloc / 1048576.0, std::max(0.0, reserved) / 1048576.0);
+            s += fmt::format(
+                "  rank {} GPU memory (measured, the [memory] events): peak allocated {:.1f} MiB, reserved "
+                "{:.1f} MiB\n",
+                r, alloc / 1048576.0, std::max(0.0, reserved) / 1048576.0);
         if (cpu >= 0)
             s += fmt::format("  rank {} CPU memory (measured, the [memory] events): peak allocated {:.1f} MiB\n", r,
                              cpu / 1048576.0);

@@ -19,13 +19,14 @@ namespace {
 using lesson::ClaimStatus;
 
 void print_lesson(const lesson::Lesson& l) {
-    std::printf("%s  (lesson %d: %s)\nPlaybook: %s\n\nWhat to look at: %s\nFormula: %s\nAsk the class: %s\n", l.title.c_str(),
-                l.order, l.name.c_str(), l.section.c_str(), l.look_at.c_str(), l.formula.c_str(), l.question.c_str());
+    std::printf("%s  (lesson %d: %s)\nPlaybook: %s\n\nWhat to look at: %s\nFormula: %s\nAsk the class: %s\n",
+                l.title.c_str(), l.order, l.name.c_str(), l.section.c_str(), l.look_at.c_str(), l.formula.c_str(),
+                l.question.c_str());
     if (!l.answer.empty()) std::printf("Answer (on request): ultrascope lesson %s --answer\n", l.name.c_str());
     std::printf("\nRuns:\n");
     for (const auto& r : l.runs)
-        std::printf("  %-10s %s%s%s\n", r.label.c_str(), lesson::run_command_text(r).c_str(), r.note.empty() ? "" : "\n             ",
-                    r.note.c_str());
+        std::printf("  %-10s %s%s%s\n", r.label.c_str(), lesson::run_command_text(r).c_str(),
+                    r.note.empty() ? "" : "\n             ", r.note.c_str());
     for (const auto& p : l.plans)
         std::printf("  %-10s %s%s%s\n", p.label.c_str(), lesson::plan_command_text(p).c_str(),
                     p.note.empty() ? "" : "\n             ", p.note.c_str());
@@ -69,7 +70,8 @@ int check_lesson(const lesson::Lesson& l, const std::string& trace_dir, const st
             reports[run.label] = report_of_trace(path);
             continue;
         }
-        std::printf("[%zu/%zu] %s: %s\n", i + 1, l.runs.size(), run.label.c_str(), lesson::run_command_text(run).c_str());
+        std::printf("[%zu/%zu] %s: %s\n", i + 1, l.runs.size(), run.label.c_str(),
+                    lesson::run_command_text(run).c_str());
         std::fflush(stdout);
         lesson::RunOptions options;
         options.trace_dir = trace_dir;
@@ -91,16 +93,21 @@ int check_lesson(const lesson::Lesson& l, const std::string& trace_dir, const st
     std::printf("\nClaims of '%s':\n", l.name.c_str());
     int held = 0;
     for (const auto& c : check.claims) {
-        const char* status = c.status == ClaimStatus::held ? "HOLDS" : c.status == ClaimStatus::failed ? "FAILS" : "INVALID";
+        const char* status = c.status == ClaimStatus::held     ? "HOLDS"
+                             : c.status == ClaimStatus::failed ? "FAILS"
+                                                               : "INVALID";
         std::printf("  %-7s %s\n", status, c.says.c_str());
         if (c.status == ClaimStatus::invalid) {
             std::printf("          %s\n", c.explanation.c_str());
             continue;
         }
         std::printf("          measured: %s = %s\n", c.measured.what.c_str(), c.measured.shown.c_str());
-        std::printf("          expected: %s %s = %s\n", c.comparison.c_str(), c.expected.what.c_str(), c.expected.shown.c_str());
+        std::printf("          expected: %s %s = %s\n", c.comparison.c_str(), c.expected.what.c_str(),
+                    c.expected.shown.c_str());
         std::printf("          left against right: %s%s\n", c.difference.c_str(),
-                    c.worst_rank >= 0 ? (c.status == ClaimStatus::held ? ", the rank closest to failing" : ", the worst rank") : "");
+                    c.worst_rank >= 0
+                        ? (c.status == ClaimStatus::held ? ", the rank closest to failing" : ", the worst rank")
+                        : "");
         held += c.status == ClaimStatus::held;
     }
     std::printf("%d of %zu claim(s) hold%s\n", held, check.claims.size(),
@@ -112,23 +119,27 @@ int check_lesson(const lesson::Lesson& l, const std::string& trace_dir, const st
 }  // namespace
 
 int lesson_command(int argc, char** argv) {
-    CLI::App cli{"ultrascope lesson: workshop lessons, each one idea of the Ultra-Scale Playbook on real ranks "
-                 "(docs/lessons.md)"};
+    CLI::App cli{
+        "ultrascope lesson: workshop lessons, each one idea of the Ultra-Scale Playbook on real ranks "
+        "(docs/lessons.md)"};
     std::string name, dir, trace_dir = "runs", from_traces, train_binary;
     bool list = false, check = false, answer = false, verbose = false;
     cli.add_option("name", name, "The lesson (see --list)");
     cli.add_flag("--list", list, "List the lessons (and any file that does not load)");
-    cli.add_flag("--check", check, "Run the lesson's runs headless and check its claim: exit 0 holds, 1 does not, 2 bad input");
+    cli.add_flag("--check", check,
+                 "Run the lesson's runs headless and check its claim: exit 0 holds, 1 does not, 2 bad input");
     cli.add_flag("--answer", answer, "Print the lesson's answer (lessons that ask the class to find something)");
     cli.add_option("--dir", dir, "Lessons directory (default: the repository's assets/lessons)");
     cli.add_option("--trace-dir", trace_dir, "Where --check writes the runs' traces (default runs/)");
-    cli.add_option("--from-traces", from_traces,
-                   "With --check: read DIR/lesson-NAME-LABEL.ustrace instead of running (a check re-done on earlier runs)");
+    cli.add_option(
+        "--from-traces", from_traces,
+        "With --check: read DIR/lesson-NAME-LABEL.ustrace instead of running (a check re-done on earlier runs)");
     cli.add_option("--train-binary", train_binary, "The ultrascope-train to launch (default: next to this program)");
     cli.add_flag("-v,--verbose", verbose, "With --check: show the runs' progress and output");
     CLI11_PARSE(cli, argc, argv);
 
-    const lesson::LessonSet set = lesson::load_lessons(dir.empty() ? lesson::default_lessons_dir() : std::filesystem::path(dir));
+    const lesson::LessonSet set =
+        lesson::load_lessons(dir.empty() ? lesson::default_lessons_dir() : std::filesystem::path(dir));
     if (list || name.empty()) {
         if (name.empty() && !list) std::printf("usage: ultrascope lesson --list | NAME [--check | --answer]\n\n");
         return list_lessons(set);

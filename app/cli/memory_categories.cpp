@@ -14,9 +14,7 @@ namespace us::app {
 namespace {
 
 // torch puts the tensors alive before profiling in a first row of their own, at the first event's time.
-size_t first_event_row(const prof::MemoryTimeline& t) {
-    return t.size() > 1 && t.times_us[0] == t.times_us[1] ? 1 : 0;
-}
+size_t first_event_row(const prof::MemoryTimeline& t) { return t.size() > 1 && t.times_us[0] == t.times_us[1] ? 1 : 0; }
 
 const std::vector<prof::CounterPoint>* counter(const prof::TraceStore& store, int rank, const char* name) {
     const uint32_t id = store.find_name(name);
@@ -66,7 +64,8 @@ std::vector<RankMemoryCategories> read_memory_categories(const std::vector<std::
             r.rank = run.ranks[0];
             r.notes.push_back(fmt::format("{}: its name says no rank: taken as the run's only rank, {}", f, r.rank));
         } else if (r.rank < 0) {
-            r.notes.push_back(fmt::format("{}: its name says no rank (rank0_..., rank_3_...): not placed on a rank", f));
+            r.notes.push_back(
+                fmt::format("{}: its name says no rank (rank0_..., rank_3_...): not placed on a rank", f));
         } else if (std::find(run.ranks.begin(), run.ranks.end(), r.rank) == run.ranks.end()) {
             r.notes.push_back(fmt::format("{}: rank {} is not in the run", f, r.rank));
         }
@@ -75,10 +74,13 @@ std::vector<RankMemoryCategories> read_memory_categories(const std::vector<std::
             if (e.rank == r.rank && r.rank >= 0) ev = &e;
         if (ev) r.device = device_of(*ev, r.timeline);
         if (infer && !ev) {
-            r.notes.push_back(fmt::format("{}: no trace of rank {} to compare the inferred categories with", f, r.rank));
+            r.notes.push_back(
+                fmt::format("{}: no trace of rank {} to compare the inferred categories with", f, r.rank));
         } else if (ev && !r.device) {
-            r.notes.push_back(fmt::format("{}: no device of the trace's [memory] events starts at the timeline's first "
-                                          "event: inferred categories not compared", f));
+            r.notes.push_back(
+                fmt::format("{}: no device of the trace's [memory] events starts at the timeline's first "
+                            "event: inferred categories not compared",
+                            f));
         } else if (ev) {
             r.grouped = prof::compare_categories(*ev, r.timeline, *r.device, prof::AgreementGrouping::grouped);
             r.strict = prof::compare_categories(*ev, r.timeline, *r.device, prof::AgreementGrouping::strict);
@@ -109,9 +111,13 @@ void place_memory_categories(std::vector<RankMemoryCategories>& ranks, const pro
         const char* name = r.device && *r.device >= 0 ? "kineto_allocated_bytes" : "kineto_cpu_allocated_bytes";
         const auto* points = r.rank >= 0 ? counter(store, r.rank, name) : nullptr;
         if (!points && !r.device && r.rank >= 0) points = counter(store, r.rank, "kineto_allocated_bytes");
-        if (points) r.offset_ns = points->front().t - t->times_us[r.measured ? first_event_row(*t) : 0] * 1000;
-        else r.notes.push_back(fmt::format("{}: the rank's trace has no [memory] events to place the timeline on its "
-                                           "clock (record with profile_memory=True)", t->source));
+        if (points)
+            r.offset_ns = points->front().t - t->times_us[r.measured ? first_event_row(*t) : 0] * 1000;
+        else
+            r.notes.push_back(
+                fmt::format("{}: the rank's trace has no [memory] events to place the timeline on its "
+                            "clock (record with profile_memory=True)",
+                            t->source));
     }
 }
 
@@ -136,7 +142,7 @@ nlohmann::json peaks_json(const prof::TimelinePeaks& p) {
     nlohmann::json cats = nlohmann::json::object();
     for (size_t c = 0; c < prof::kProfilerCategories; ++c)
         cats[prof::profiler_category_name(prof::ProfilerCategory(c))] = {{"peak_bytes", p.peak_bytes[c]},
-                                                                          {"bytes_at_total_peak", p.at_total_peak[c]}};
+                                                                         {"bytes_at_total_peak", p.at_total_peak[c]}};
     return cats;
 }
 
@@ -175,8 +181,10 @@ nlohmann::json memory_categories_json(const std::vector<RankMemoryCategories>& r
         if (r.grouped && r.strict)
             j["inferred_agreement"] = {
                 {"basis", "derived: inferred (the ops around each [memory] event) against measured"},
-                {"byte_time_grouped", r.grouped->byte_time}, {"byte_time_strict", r.strict->byte_time},
-                {"at_peak_grouped", r.grouped->at_peak}, {"at_peak_strict", r.strict->at_peak},
+                {"byte_time_grouped", r.grouped->byte_time},
+                {"byte_time_strict", r.strict->byte_time},
+                {"at_peak_grouped", r.grouped->at_peak},
+                {"at_peak_strict", r.strict->at_peak},
                 {"grouped_means", "gradient and autograd_detail count as one"}};
         else
             j["inferred_agreement"] = nullptr;
@@ -191,25 +199,28 @@ std::string format_memory_categories(const std::vector<RankMemoryCategories>& ra
         const std::string rank = r.rank >= 0 ? std::to_string(r.rank) : "unknown";
         if (!r.measured) {
             const prof::MemoryTimeline& t = *r.inferred;
-            s += fmt::format("\nMemory categories, rank {} ({}), INFERRED from the ops around each [memory] event (no "
-                             "memory profiler timeline beside the trace): bytes allocated since profiling began\n",
-                             rank, device_label(r.device));
-            s += fmt::format("  total peak {} at {:.3f} ms into the profile\n", format_bytes(r.inferred_peaks.total_peak_bytes),
+            s += fmt::format(
+                "\nMemory categories, rank {} ({}), INFERRED from the ops around each [memory] event (no "
+                "memory profiler timeline beside the trace): bytes allocated since profiling began\n",
+                rank, device_label(r.device));
+            s += fmt::format("  total peak {} at {:.3f} ms into the profile\n",
+                             format_bytes(r.inferred_peaks.total_peak_bytes),
                              double(r.inferred_peaks.total_peak_time_us - t.times_us.front()) / 1000.0);
             s += peaks_table(r.inferred_peaks);
         } else {
             s += fmt::format("\nMemory categories, rank {} ({}), measured by the memory profiler ({}):\n", rank,
                              device_label(r.device), r.timeline.source);
-            s += fmt::format("  total peak {} at {:.3f} ms into the timeline ({} samples)\n",
-                             format_bytes(r.peaks.total_peak_bytes),
-                             double(r.peaks.total_peak_time_us - r.timeline.times_us.front()) / 1000.0, r.timeline.size());
+            s += fmt::format(
+                "  total peak {} at {:.3f} ms into the timeline ({} samples)\n", format_bytes(r.peaks.total_peak_bytes),
+                double(r.peaks.total_peak_time_us - r.timeline.times_us.front()) / 1000.0, r.timeline.size());
             s += peaks_table(r.peaks);
         }
         if (r.grouped && r.strict)
-            s += fmt::format("  inferred from the ops around each [memory] event, the categories agree with these on "
-                             "{:.1f}% of the byte-time ({:.1f}% counting gradient and autograd detail apart), {:.1f}% "
-                             "at the peak (derived)\n",
-                             100 * r.grouped->byte_time, 100 * r.strict->byte_time, 100 * r.grouped->at_peak);
+            s += fmt::format(
+                "  inferred from the ops around each [memory] event, the categories agree with these on "
+                "{:.1f}% of the byte-time ({:.1f}% counting gradient and autograd detail apart), {:.1f}% "
+                "at the peak (derived)\n",
+                100 * r.grouped->byte_time, 100 * r.strict->byte_time, 100 * r.grouped->at_peak);
         for (const auto& n : r.notes) s += "  note: " + n + "\n";
     }
     return s;

@@ -23,8 +23,8 @@ struct RankMemoryCategories {
     // allocated since profiling began, on the same clock as the measured timeline.
     std::optional<prof::MemoryTimeline> inferred;
     prof::TimelinePeaks inferred_peaks;
-    int rank = -1;                  // -1: the file name does not say and the run has several ranks
-    std::optional<int> device;      // as a [memory] "Device Id" (-1 host), when the trace's events tell it
+    int rank = -1;              // -1: the file name does not say and the run has several ranks
+    std::optional<int> device;  // as a [memory] "Device Id" (-1 host), when the trace's events tell it
     // store time (ns) = times_us * 1000 + offset_ns; nullopt when the trace has no [memory] events to place it by.
     std::optional<int64_t> offset_ns;
     std::optional<prof::CategoryAgreement> grouped, strict;  // inferred against measured (derived)

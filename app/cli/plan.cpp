@@ -34,18 +34,21 @@ std::string model_line(const ModelDesc& m) {
 }
 
 std::string cluster_line(const ClusterDesc& c) {
-    return fmt::format("Cluster {}: {} x {} GPUs of {} ({:.0f} TFLOP/s bf16, {:.1f} TFLOP/s fp32, {}), intra-node "
-                       "{:.0f} GB/s, inter-node {:.0f} GB/s per GPU{}\n",
-                       c.name, c.nodes, c.gpus_per_node, c.gpu_name, c.peak_flops_bf16 / 1e12, c.peak_flops_fp32 / 1e12,
-                       gib(double(c.memory_bytes)), c.intra_node.bandwidth / 1e9, c.inter_node.bandwidth / 1e9,
-                       c.calibrated ? " (calibrated on this machine)" : "");
+    return fmt::format(
+        "Cluster {}: {} x {} GPUs of {} ({:.0f} TFLOP/s bf16, {:.1f} TFLOP/s fp32, {}), intra-node "
+        "{:.0f} GB/s, inter-node {:.0f} GB/s per GPU{}\n",
+        c.name, c.nodes, c.gpus_per_node, c.gpu_name, c.peak_flops_bf16 / 1e12, c.peak_flops_fp32 / 1e12,
+        gib(double(c.memory_bytes)), c.intra_node.bandwidth / 1e9, c.inter_node.bandwidth / 1e9,
+        c.calibrated ? " (calibrated on this machine)" : "");
 }
 
 std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResult& r) {
-    std::string s = fmt::format("Layout: {} on {} GPUs ({})\n", r.layout.describe(), r.layout.world(), r.layout.flags());
-    s += fmt::format("\nMemory per GPU, busiest rank (pipeline stage {}, {} micro-batch(es) in flight), {}:\n",
-                     r.memory.stage, r.memory.micro_batches_in_flight,
-                     r.memory.kind == "predicted" ? "predicted (the engine's exact walk)" : "formula (docs/planner.md)");
+    std::string s =
+        fmt::format("Layout: {} on {} GPUs ({})\n", r.layout.describe(), r.layout.world(), r.layout.flags());
+    s +=
+        fmt::format("\nMemory per GPU, busiest rank (pipeline stage {}, {} micro-batch(es) in flight), {}:\n",
+                    r.memory.stage, r.memory.micro_batches_in_flight,
+                    r.memory.kind == "predicted" ? "predicted (the engine's exact walk)" : "formula (docs/planner.md)");
     for (int i = 0; i < kMemCategoryCount; ++i)
         s += fmt::format("  {:<16} {:>12}\n", kMemCategoryNames[size_t(i)],
                          r.memory.modelled[size_t(i)] ? format_bytes(r.memory.bytes[size_t(i)]) : "not modelled");
@@ -55,7 +58,8 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
                      format_bytes(c.memory_bytes), r.fits ? "fits" : "does NOT fit");
     const plan::StepPieces& t = r.time;
     s += fmt::format("\nStep time ({}), seconds per step:\n",
-                     c.calibrated ? "model with this machine's measured costs" : "model with datasheet figures and assumed efficiencies");
+                     c.calibrated ? "model with this machine's measured costs"
+                                  : "model with datasheet figures and assumed efficiencies");
     auto row = [&](const char* what, double v, const char* note = "") {
         if (v > 0) s += fmt::format("  {:<34} {:>10.4g}  {}\n", what, v, note);
     };
@@ -73,16 +77,18 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
     row("data-parallel / ZeRO, hidden", t.dp_comm_hidden_s, "(behind compute, not added)");
     row("optimizer", t.optimizer_s);
     s += fmt::format("  {:<34} {:>10.4g}\n", "step", t.step_s);
-    s += fmt::format("  busy over the step: compute {:.4g} s, intra-node link {:.4g} s, inter-node link {:.4g} s "
-                     "(the step is at least each)\n",
-                     t.compute_busy_s, t.link_busy_s[plan::kLinkIntra], t.link_busy_s[plan::kLinkInter]);
+    s += fmt::format(
+        "  busy over the step: compute {:.4g} s, intra-node link {:.4g} s, inter-node link {:.4g} s "
+        "(the step is at least each)\n",
+        t.compute_busy_s, t.link_busy_s[plan::kLinkIntra], t.link_busy_s[plan::kLinkInter]);
     if (m.is_moe() && r.layout.ep > 1)
         s += fmt::format("  MoE router load on the busiest ep rank: {:.3g} ({})\n", r.layout.moe_load_or_uniform(),
                          r.layout.moe_load > 0 ? "given" : "assumed uniform; --moe-load F to give one");
-    s += fmt::format("\nThroughput (derived): {:.4g} tokens/s ({:.0f} tokens per step); MFU {:.1f}% "
-                     "({:.3g} GFLOP per token by 6N + 12 L (a d) s, over {} GPUs x {:.4g} TFLOP/s {})\n",
-                     r.tokens_per_s, r.tokens_per_step, 100 * r.mfu, r.model_flops_per_token / 1e9, r.layout.world(),
-                     c.peak_flops(r.layout.bf16) / 1e12, r.layout.bf16 ? "bf16" : "fp32");
+    s += fmt::format(
+        "\nThroughput (derived): {:.4g} tokens/s ({:.0f} tokens per step); MFU {:.1f}% "
+        "({:.3g} GFLOP per token by 6N + 12 L (a d) s, over {} GPUs x {:.4g} TFLOP/s {})\n",
+        r.tokens_per_s, r.tokens_per_step, 100 * r.mfu, r.model_flops_per_token / 1e9, r.layout.world(),
+        c.peak_flops(r.layout.bf16) / 1e12, r.layout.bf16 ? "bf16" : "fp32");
     return s;
 }
 
@@ -95,8 +101,9 @@ int plan_command(int argc, char** argv) {
     int64_t gpus = 0, nodes = 0, gpus_per_node = 0, global_tokens = 0;
     int top = 10;
     bool json = false, list = false;
-    cli.add_option("--model", model_spec, "Model: a name (llama3-8b, gpt3-175b, mixtral-8x7b, an engine preset) or a "
-                                          "description file; without it, the engine's GPT from --preset and the shape flags");
+    cli.add_option("--model", model_spec,
+                   "Model: a name (llama3-8b, gpt3-175b, mixtral-8x7b, an engine preset) or a "
+                   "description file; without it, the engine's GPT from --preset and the shape flags");
     cli.add_option("--gpu", gpu, "Cluster by GPU: a100-80gb | h100-sxm | h200 (assets/clusters)");
     cli.add_option("--cluster", cluster_file, "Cluster description file (e.g. from `ultrascope calibrate`)");
     cli.add_option("--gpus", gpus, "GPUs to use (default: the layout's dp x tp x pp x cp)");
@@ -111,9 +118,10 @@ int plan_command(int argc, char** argv) {
                    "MoE with --ep: the busiest ep rank's expert rows over the uniform share (e.g. measured by a run's "
                    "router: its experts' share of the choices x ep); default uniform (1), said as assumed");
     std::string trace_out;
-    cli.add_option("--trace-out", trace_out,
-                   "Write the layout's predicted step (a search: the best fitting layout's) as a trace file: one rank per "
-                   "pipeline stage, open it in the GUI or `ultrascope report` like a run (marked predicted)");
+    cli.add_option(
+        "--trace-out", trace_out,
+        "Write the layout's predicted step (a search: the best fitting layout's) as a trace file: one rank per "
+        "pipeline stage, open it in the GUI or `ultrascope report` like a run (marked predicted)");
     CLI11_PARSE(cli, argc, argv);
     if (list) {
         std::printf("models:");
@@ -150,22 +158,24 @@ int plan_command(int argc, char** argv) {
         model = plan::engine_model(cfg.preset.empty() ? "engine-gpt" : cfg.preset, g.vocab, g.hidden, g.layers, g.heads,
                                    g.seq, g.moe_experts, g.moe_topk, g.moe_every, cfg.moe_capacity_factor);
     }
-    US_CHECK_INPUT(model.hidden % model.heads == 0 || model.head_dim > 0,
-                   "--hidden {} is not divisible by --heads {}", model.hidden, model.heads);
+    US_CHECK_INPUT(model.hidden % model.heads == 0 || model.head_dim > 0, "--hidden {} is not divisible by --heads {}",
+                   model.hidden, model.heads);
 
     const bool bf16 = cli.count("--precision") ? cfg.precision == Precision::bf16 : cluster.default_precision == "bf16";
     // Attention as given, else flash attention on a datasheet GPU cluster (what training at scale runs) and the
     // engine's default on a calibrated machine (where the measured runs are).
     const bool flash = cli.count("--attention") ? cfg.attention == Attention::flash : !cluster.calibrated;
     bool layout_given = false;
-    for (const char* f : {"--dp", "--tp", "--pp", "--cp", "--ep", "--zero", "--sp", "--pp-schedule", "--pp-chunks",
-                          "--grad-accum"})
+    for (const char* f :
+         {"--dp", "--tp", "--pp", "--cp", "--ep", "--zero", "--sp", "--pp-schedule", "--pp-chunks", "--grad-accum"})
         layout_given = layout_given || cli.count(f) > 0;
 
     if (layout_given) {
         plan::Layout l = plan::layout_from_config(cfg);
-        US_CHECK_INPUT(moe_load == 0 || moe_load >= 1, "--moe-load {} must be 1 or more (the busiest rank over the "
-                       "uniform share)", moe_load);
+        US_CHECK_INPUT(moe_load == 0 || moe_load >= 1,
+                       "--moe-load {} must be 1 or more (the busiest rank over the "
+                       "uniform share)",
+                       moe_load);
         l.moe_load = moe_load;
         l.bf16 = bf16;
         l.flash = flash;
@@ -193,7 +203,8 @@ int plan_command(int argc, char** argv) {
                    "--gpus {} is more than cluster '{}' holds ({} nodes x {} GPUs = {}): use --nodes or fewer GPUs",
                    o.gpus, cluster.name, cluster.nodes, cluster.gpus_per_node, cluster.total_gpus());
     US_CHECK_INPUT(global_tokens == 0 || global_tokens % model.seq == 0,
-                   "--global-batch-tokens {} is not a whole number of sequences of {} tokens", global_tokens, model.seq);
+                   "--global-batch-tokens {} is not a whole number of sequences of {} tokens", global_tokens,
+                   model.seq);
     o.global_batch_sequences = global_tokens > 0 ? global_tokens / model.seq : cfg.global_batch;
     US_CHECK_INPUT(o.global_batch_sequences > 0,
                    "a search needs the global batch: --global-batch SEQUENCES or --global-batch-tokens TOKENS");
@@ -204,33 +215,41 @@ int plan_command(int argc, char** argv) {
     const plan::SearchResult found = plan::search(model, cluster, o);
     US_CHECK_INPUT(!found.ranked.empty(),
                    "no layout of {} GPUs divides this model and a global batch of {} sequences: try another --gpus or "
-                   "--global-batch", o.gpus, o.global_batch_sequences);
+                   "--global-batch",
+                   o.gpus, o.global_batch_sequences);
     const size_t shown = top == 0 ? found.ranked.size() : std::min(found.ranked.size(), size_t(top));
     int64_t fitting = 0;
     for (const auto& r : found.ranked) fitting += r.fits;
     if (!trace_out.empty()) {
-        US_CHECK_INPUT(found.ranked.front().fits, "--trace-out: no layout of {} GPUs fits this model: nothing to draw", o.gpus);
+        US_CHECK_INPUT(found.ranked.front().fits, "--trace-out: no layout of {} GPUs fits this model: nothing to draw",
+                       o.gpus);
         plan::write_predicted_trace(trace_out, model, cluster, found.ranked.front(), o.gpus);
     }
     if (json) {
         nlohmann::json layouts = nlohmann::json::array();
         for (size_t i = 0; i < shown; ++i) layouts.push_back(plan::plan_json(model, cluster, found.ranked[i]));
-        nlohmann::json out = {{"model", plan::model_to_json(model)}, {"cluster", cluster.name}, {"gpus", o.gpus},
+        nlohmann::json out = {{"model", plan::model_to_json(model)},
+                              {"cluster", cluster.name},
+                              {"gpus", o.gpus},
                               {"global_batch_sequences", o.global_batch_sequences},
-                              {"considered", found.considered}, {"fitting", fitting}, {"pruned", found.pruned},
+                              {"considered", found.considered},
+                              {"fitting", fitting},
+                              {"pruned", found.pruned},
                               {"layouts", layouts}};
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
     }
     std::printf("%s%s", model_line(model).c_str(), cluster_line(cluster).c_str());
     std::printf("Search: %lld GPUs, %lld sequences (%lld tokens) per step, %s: %lld layouts evaluated, %lld fit\n\n",
-                (long long)o.gpus, (long long)o.global_batch_sequences, (long long)(o.global_batch_sequences * model.seq),
-                bf16 ? "bf16" : "fp32", (long long)found.considered, (long long)fitting);
+                (long long)o.gpus, (long long)o.global_batch_sequences,
+                (long long)(o.global_batch_sequences * model.seq), bf16 ? "bf16" : "fp32", (long long)found.considered,
+                (long long)fitting);
     std::printf("%4s  %-62s %10s %9s %11s %6s  %s\n", "#", "layout", "memory", "step s", "tokens/s", "MFU", "why");
     for (size_t i = 0; i < shown; ++i) {
         const PlanResult& r = found.ranked[i];
         std::printf("%4zu  %-62s %10s %9.4g %11.4g %5.1f%%  %s\n", i + 1, r.layout.describe().c_str(),
-                    gib(double(r.memory.total())).c_str(), r.time.step_s, r.tokens_per_s, 100 * r.mfu, r.verdict.c_str());
+                    gib(double(r.memory.total())).c_str(), r.time.step_s, r.tokens_per_s, 100 * r.mfu,
+                    r.verdict.c_str());
     }
     // The fastest layouts that do not fit: what memory would have bought.
     int oom_shown = 0;

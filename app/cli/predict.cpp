@@ -26,8 +26,10 @@ int predict_command(int argc, char** argv) {
         if (stage >= 0 && s != stage) continue;
         in.stage = s;
         const prof::Prediction p = prof::predict(in);
-        if (json) all.push_back(prof::prediction_json(in, p));
-        else std::printf("%s%s", s > 0 ? "\n" : "", prof::format_prediction(in, p).c_str());
+        if (json)
+            all.push_back(prof::prediction_json(in, p));
+        else
+            std::printf("%s%s", s > 0 ? "\n" : "", prof::format_prediction(in, p).c_str());
     }
     if (json) std::printf("%s\n", all.dump(2).c_str());
     return 0;

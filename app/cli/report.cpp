@@ -36,8 +36,9 @@ int report_command(int argc, char** argv) {
     cli.add_option("--store-cap-mib", cap_mib, "Memory cap of the events kept for the analysis (docs/trace-format.md)")
         ->check(CLI::PositiveNumber);
     int microbatches = 0;
-    cli.add_option("--microbatches", microbatches,
-                   "Micro-batches per step of an imported pipelined run, for its (p - 1) / m bubble (docs/report-schema.md)")
+    cli.add_option(
+           "--microbatches", microbatches,
+           "Micro-batches per step of an imported pipelined run, for its (p - 1) / m bubble (docs/report-schema.md)")
         ->check(CLI::PositiveNumber);
     CLI11_PARSE(cli, argc, argv);
     // The machine file: as given (it must load), else ./machine.json when there is one, else none (memory only).
@@ -49,8 +50,9 @@ int report_command(int argc, char** argv) {
     } else if (std::filesystem::exists("machine.json")) {
         cluster = plan::load_cluster("machine.json"), cluster_source = "machine.json";
     } else {
-        cluster_source = "no calibration of this machine (no --cluster FILE, no ./machine.json): make one with "
-                         "`ultrascope calibrate --out machine.json`, then `ultrascope report TRACE --cluster machine.json`";
+        cluster_source =
+            "no calibration of this machine (no --cluster FILE, no ./machine.json): make one with "
+            "`ultrascope calibrate --out machine.json`, then `ultrascope report TRACE --cluster machine.json`";
     }
     prof::TraceStore store(prof::TraceStoreOptions{cap_mib << 20});
     const auto warnings = prof::load_run(paths, store);
@@ -63,9 +65,12 @@ int report_command(int argc, char** argv) {
     std::optional<plan::PlanVsRun> cmp;
     std::string planner_error;
     try {
-        if (rep.is_predicted()) planner_error = "this trace is the planner's own prediction (nothing measured to compare)";
-        else if (run.imported()) planner_error = imported_planner_note();
-        else cmp = plan::compare_plan_with_run(store, rep, cluster, cluster_source);
+        if (rep.is_predicted())
+            planner_error = "this trace is the planner's own prediction (nothing measured to compare)";
+        else if (run.imported())
+            planner_error = imported_planner_note();
+        else
+            cmp = plan::compare_plan_with_run(store, rep, cluster, cluster_source);
     } catch (const UserError& e) {
         planner_error = e.what();
     }

@@ -34,14 +34,16 @@ int run_command(int argc, char** argv) {
     LiveRunOptions options;
     options.launch.ranks = 0;  // default: the product of the parallel degrees
     std::string store_cap_mib;
-    CLI::App cli{"ultrascope run: launch ultrascope-train through mpirun (or srun), stream it live, write the trace "
-                 "and print the report",
-                 "ultrascope run"};
+    CLI::App cli{
+        "ultrascope run: launch ultrascope-train through mpirun (or srun), stream it live, write the trace "
+        "and print the report",
+        "ultrascope run"};
     cli.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     cli.add_option("-n,--ranks", options.launch.ranks, "Ranks (default: dp x pp x tp x cp of the flags)")
         ->type_name("RANKS")
         ->check(CLI::Range(1, 1 << 16));
-    cli.add_option("--trace", options.trace_path, "The trace file (default runs/run-<time>.ustrace)")->type_name("FILE");
+    cli.add_option("--trace", options.trace_path, "The trace file (default runs/run-<time>.ustrace)")
+        ->type_name("FILE");
     cli.add_option("--listen", options.listen_host, "The address the ranks stream back to (default 127.0.0.1)")
         ->type_name("ADDR");
     cli.add_option("--port", options.listen_port, "The port to listen on (default: any free one)")
@@ -89,7 +91,8 @@ int run_command(int argc, char** argv) {
     LiveRun run(options);
     const bool tty = isatty(fileno(stderr));
     std::fprintf(stderr, "ultrascope run: %d rank(s), %d thread(s) each; trace -> %s\n", options.launch.ranks,
-                 std::max(1, int(std::thread::hardware_concurrency()) / options.launch.ranks), run.trace_path().c_str());
+                 std::max(1, int(std::thread::hardware_concurrency()) / options.launch.ranks),
+                 run.trace_path().c_str());
     double last_print = -1;
     int last_step_printed = 0;
     bool stopping = false;
@@ -124,8 +127,8 @@ int run_command(int argc, char** argv) {
     if (tty) std::fprintf(stderr, "\n");
     prof::Report rep = prof::build_report(run.store());
     std::printf("\n%s", prof::format_report(rep).c_str());
-    std::printf("\nTrace: %s  (ultrascope report %s; ultrascope export %s --chrome out.json)\n", run.trace_path().c_str(),
-                run.trace_path().c_str(), run.trace_path().c_str());
+    std::printf("\nTrace: %s  (ultrascope report %s; ultrascope export %s --chrome out.json)\n",
+                run.trace_path().c_str(), run.trace_path().c_str(), run.trace_path().c_str());
     const int code = run.result_code();
     if (code != 0) {
         std::fprintf(stderr, "ultrascope run: the run failed (exit code %d)%s\n", run.exit_code().value_or(-1),
@@ -133,8 +136,9 @@ int run_command(int argc, char** argv) {
         for (const auto& l : run.lost_ranks()) std::fprintf(stderr, "  %s\n", l.c_str());
         const auto saved = run.store().latest_counter("checkpoint_step");
         if (!checkpoint_path.empty() && saved)
-            std::fprintf(stderr, "ultrascope run: the last checkpoint is step %d in %s: the same command with --load %s "
-                                 "continues from there as if it had not stopped\n",
+            std::fprintf(stderr,
+                         "ultrascope run: the last checkpoint is step %d in %s: the same command with --load %s "
+                         "continues from there as if it had not stopped\n",
                          int(saved->second.value), checkpoint_path.c_str(), checkpoint_path.c_str());
     }
     return code;

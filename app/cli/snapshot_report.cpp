@@ -46,61 +46,77 @@ nlohmann::json device_json(const MemorySnapshot& s, const DeviceMemory& m) {
     d["peak_allocated_bytes"] = m.peak_allocated;
     nlohmann::json samples = nlohmann::json::array();
     for (const TimelineSample& t : m.timeline)
-        samples.push_back({{"last_entry", t.last_entry}, {"time_us", or_null(t.time_us, t.time_us >= 0)},
-                           {"max_allocated_bytes", t.allocated}, {"max_reserved_bytes", t.reserved}});
-    d["timeline"] = {{"start_basis", m.start_known ? "derived (dump-time state minus the trace's net change)" : "unknown"},
-                     {"start_allocated_bytes", or_null(m.start_allocated, m.start_known)},
-                     {"start_reserved_bytes", or_null(m.start_reserved, m.start_known)},
-                     {"peak_allocated_bytes", m.peak_allocated},
-                     {"peak_entry", m.peak_entry},
-                     {"peak_time_us", or_null(m.peak_time_us, m.peak_time_us >= 0)},
-                     {"reserved_at_peak_bytes", m.reserved_at_peak},
-                     {"peak_reserved_bytes", m.peak_reserved},
-                     {"end_allocated_bytes", m.active_bytes},
-                     {"end_reserved_bytes", m.reserved_bytes},
-                     {"samples", samples}};
+        samples.push_back({{"last_entry", t.last_entry},
+                           {"time_us", or_null(t.time_us, t.time_us >= 0)},
+                           {"max_allocated_bytes", t.allocated},
+                           {"max_reserved_bytes", t.reserved}});
+    d["timeline"] = {
+        {"start_basis", m.start_known ? "derived (dump-time state minus the trace's net change)" : "unknown"},
+        {"start_allocated_bytes", or_null(m.start_allocated, m.start_known)},
+        {"start_reserved_bytes", or_null(m.start_reserved, m.start_known)},
+        {"peak_allocated_bytes", m.peak_allocated},
+        {"peak_entry", m.peak_entry},
+        {"peak_time_us", or_null(m.peak_time_us, m.peak_time_us >= 0)},
+        {"reserved_at_peak_bytes", m.reserved_at_peak},
+        {"peak_reserved_bytes", m.peak_reserved},
+        {"end_allocated_bytes", m.active_bytes},
+        {"end_reserved_bytes", m.reserved_bytes},
+        {"samples", samples}};
     // The allocated bytes by inferred category over the trace (snapshot_series.h), at the same slices as the samples.
     const SnapshotSeries series = build_series(s, m);
     nlohmann::json by_time = nlohmann::json::array();
     for (const SeriesSample& x : sample_window(series, 0, series.size(), m.timeline.size())) {
         nlohmann::json c = nlohmann::json::object();
         for (size_t k = 0; k < kSnapshotCategories; ++k) c[category_name(MemoryCategory(k))] = x.by_category[k];
-        by_time.push_back({{"last_entry", x.last_entry}, {"entry", x.peak_entry}, {"allocated_bytes", x.allocated},
+        by_time.push_back({{"last_entry", x.last_entry},
+                           {"entry", x.peak_entry},
+                           {"allocated_bytes", x.allocated},
                            {"by_category", c}});
     }
     const CategoryBytes own_peaks = category_peaks(series);
     nlohmann::json peaks = nlohmann::json::object();
     for (size_t k = 0; k < kSnapshotCategories; ++k) peaks[category_name(MemoryCategory(k))] = own_peaks[k];
-    d["categories_over_time"] = {{"basis", "inferred from the frames (else unknown)"},
-                                 {"peak_bytes", peaks},
-                                 {"samples", by_time}};
-    d["fragmentation"] = {{"reserved_minus_allocated_at_peak", m.free_in_segments_at_peak},
-                          {"largest_free_block_at_peak", or_null(m.largest_free_block_at_peak, m.largest_free_block_at_peak >= 0)}};
+    d["categories_over_time"] = {
+        {"basis", "inferred from the frames (else unknown)"}, {"peak_bytes", peaks}, {"samples", by_time}};
+    d["fragmentation"] = {
+        {"reserved_minus_allocated_at_peak", m.free_in_segments_at_peak},
+        {"largest_free_block_at_peak", or_null(m.largest_free_block_at_peak, m.largest_free_block_at_peak >= 0)}};
     nlohmann::json top = nlohmann::json::array();
     for (size_t i = 0; i < std::min(top_n, m.at_peak.size()); ++i) {
         const PeakAllocation& a = m.at_peak[i];
-        top.push_back({{"addr", a.addr}, {"size", a.size}, {"site", frame_label(s, a.user_frame)},
-                       {"category", category_name(a.category)}, {"basis", category_basis(a.category)},
-                       {"known_from", origin_name(a.origin)}, {"frames", stack_json(s, a.stack)}});
+        top.push_back({{"addr", a.addr},
+                       {"size", a.size},
+                       {"site", frame_label(s, a.user_frame)},
+                       {"category", category_name(a.category)},
+                       {"basis", category_basis(a.category)},
+                       {"known_from", origin_name(a.origin)},
+                       {"frames", stack_json(s, a.stack)}});
     }
     d["top_allocations_at_peak"] = top;
     d["allocations_at_peak"] = m.at_peak.size();
     nlohmann::json sites = nlohmann::json::array();
     for (size_t i = 0; i < std::min(top_n, m.sites.size()); ++i)
-        sites.push_back({{"site", frame_label(s, m.sites[i].frame)}, {"bytes", m.sites[i].bytes},
-                         {"count", m.sites[i].count}, {"category", category_name(m.sites[i].category)},
+        sites.push_back({{"site", frame_label(s, m.sites[i].frame)},
+                         {"bytes", m.sites[i].bytes},
+                         {"count", m.sites[i].count},
+                         {"category", category_name(m.sites[i].category)},
                          {"basis", category_basis(m.sites[i].category)}});
     d["sites_at_peak"] = sites;
     nlohmann::json cats = nlohmann::json::array();
     for (const CategoryTotal& c : m.categories)
-        cats.push_back({{"category", category_name(c.category)}, {"basis", category_basis(c.category)}, {"bytes", c.bytes},
+        cats.push_back({{"category", category_name(c.category)},
+                        {"basis", category_basis(c.category)},
+                        {"bytes", c.bytes},
                         {"count", c.count}});
     d["categories_at_peak"] = cats;
     nlohmann::json ooms = nlohmann::json::array();
     for (const OomEvent& o : m.ooms)
-        ooms.push_back({{"entry", o.entry}, {"time_us", or_null(o.time_us, o.time_us >= 0)},
-                        {"requested_bytes", o.requested}, {"device_free_bytes", or_null(o.device_free, o.device_free >= 0)},
-                        {"allocated_bytes", o.allocated}, {"reserved_bytes", o.reserved}});
+        ooms.push_back({{"entry", o.entry},
+                        {"time_us", or_null(o.time_us, o.time_us >= 0)},
+                        {"requested_bytes", o.requested},
+                        {"device_free_bytes", or_null(o.device_free, o.device_free >= 0)},
+                        {"allocated_bytes", o.allocated},
+                        {"reserved_bytes", o.reserved}});
     d["oom_events"] = ooms;
     return d;
 }
@@ -137,24 +153,29 @@ nlohmann::json snapshot_report_json(const std::vector<LoadedSnapshot>& ranks) {
               {"segments", segments},
               {"trace_entries", entries},
               {"peak_allocated_bytes", or_null(peak, peak_known)},
-              {"basis", "measured by PyTorch's caching allocator at dump time; peaks replayed from its trace (each "
-                        "device's own peak, summed over devices and ranks); categories inferred from frames"},
+              {"basis",
+               "measured by PyTorch's caching allocator at dump time; peaks replayed from its trace (each "
+               "device's own peak, summed over devices and ranks); categories inferred from frames"},
               {"ranks", out}}}};
 }
 
 std::string format_snapshot_report(const LoadedSnapshot& r) {
     const MemorySnapshot& s = r.snapshot;
-    std::string t = fmt::format("Memory snapshot {}{}\n", s.source, s.rank >= 0 ? fmt::format(" (rank {})", s.rank) : "");
+    std::string t =
+        fmt::format("Memory snapshot {}{}\n", s.source, s.rank >= 0 ? fmt::format(" (rank {})", s.rank) : "");
     for (const std::string& w : s.warnings) t += "  warning: " + w + "\n";
     for (const DeviceMemory& m : r.analysis.devices) {
-        t += fmt::format("  cuda:{} at dump (measured): reserved {}, allocated {}, active {} in {} segments; largest "
-                         "free block {}\n", m.device, format_bytes(m.reserved_bytes), format_bytes(m.allocated_bytes),
-                         format_bytes(m.active_bytes), m.segments, format_bytes(m.largest_free_block_at_dump));
+        t += fmt::format(
+            "  cuda:{} at dump (measured): reserved {}, allocated {}, active {} in {} segments; largest "
+            "free block {}\n",
+            m.device, format_bytes(m.reserved_bytes), format_bytes(m.allocated_bytes), format_bytes(m.active_bytes),
+            m.segments, format_bytes(m.largest_free_block_at_dump));
         for (const std::string& n : m.notes) t += "    note: " + n + "\n";
         if (!m.has_trace) continue;
-        t += fmt::format("    trace: {} entries; at its start (derived: dump minus the trace) allocated {}, reserved {}\n",
-                         m.trace_entries, m.start_known ? format_bytes(m.start_allocated) : "unknown",
-                         m.start_known ? format_bytes(m.start_reserved) : "unknown");
+        t += fmt::format(
+            "    trace: {} entries; at its start (derived: dump minus the trace) allocated {}, reserved {}\n",
+            m.trace_entries, m.start_known ? format_bytes(m.start_allocated) : "unknown",
+            m.start_known ? format_bytes(m.start_reserved) : "unknown");
         t += fmt::format("    peak allocated {} after entry {}{}; reserved then {}; peak reserved {}\n",
                          format_bytes(m.peak_allocated), m.peak_entry,
                          m.peak_time_us >= 0 ? fmt::format(" (t = {} us)", m.peak_time_us) : "",
@@ -164,22 +185,27 @@ std::string format_snapshot_report(const LoadedSnapshot& r) {
                          m.largest_free_block_at_peak >= 0 ? format_bytes(m.largest_free_block_at_peak) : "unknown");
         for (const OomEvent& o : m.ooms)
             t += fmt::format("    OOM at entry {}: asked for {}, the device had {} free; allocated {}, reserved {}\n",
-                             o.entry, format_bytes(o.requested), o.device_free >= 0 ? format_bytes(o.device_free) : "unknown",
-                             format_bytes(o.allocated), format_bytes(o.reserved));
-        t += fmt::format("    at the peak, {} allocations by the frame that made them (first frame outside torch, C++ "
-                         "and Python's runtime):\n", m.at_peak.size());
+                             o.entry, format_bytes(o.requested),
+                             o.device_free >= 0 ? format_bytes(o.device_free) : "unknown", format_bytes(o.allocated),
+                             format_bytes(o.reserved));
+        t += fmt::format(
+            "    at the peak, {} allocations by the frame that made them (first frame outside torch, C++ "
+            "and Python's runtime):\n",
+            m.at_peak.size());
         for (size_t i = 0; i < std::min(top_n, m.sites.size()); ++i)
             t += fmt::format("      {:>11} {:>5}x  {}  [{}, {}]\n", format_bytes(m.sites[i].bytes), m.sites[i].count,
-                             frame_label(s, m.sites[i].frame), category_name(m.sites[i].category), category_basis(m.sites[i].category));
+                             frame_label(s, m.sites[i].frame), category_name(m.sites[i].category),
+                             category_basis(m.sites[i].category));
         t += "    at the peak, by category (inferred from the frames' names; the rest unknown):\n";
         for (const CategoryTotal& c : m.categories)
-            t += fmt::format("      {:>11} {:>5}x  {} ({})\n", format_bytes(c.bytes), c.count, category_name(c.category),
-                             category_basis(c.category));
+            t += fmt::format("      {:>11} {:>5}x  {} ({})\n", format_bytes(c.bytes), c.count,
+                             category_name(c.category), category_basis(c.category));
         if (m.has_trace) {
             const CategoryBytes own = category_peaks(build_series(s, m));
             t += "    over the trace, each category's own peak (inferred from the frames' names; the rest unknown):\n";
             for (size_t k = 0; k < kSnapshotCategories; ++k)
-                if (own[k] > 0) t += fmt::format("      {:>11}  {}\n", format_bytes(own[k]), category_name(MemoryCategory(k)));
+                if (own[k] > 0)
+                    t += fmt::format("      {:>11}  {}\n", format_bytes(own[k]), category_name(MemoryCategory(k)));
         }
         t += "    largest allocations at the peak:\n";
         for (size_t i = 0; i < std::min<size_t>(5, m.at_peak.size()); ++i)
@@ -212,10 +238,12 @@ int snapshot_report_command(int argc, char** argv) {
     bool json = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--json") json = true;
+        if (a == "--json")
+            json = true;
         else if (a == "-h" || a == "--help") {
-            std::printf("ultrascope report SNAPSHOT.pickle|SNAPSHOT.json... [--json]: what PyTorch CUDA memory "
-                        "snapshots say (docs/pytorch-memory.md)\n");
+            std::printf(
+                "ultrascope report SNAPSHOT.pickle|SNAPSHOT.json... [--json]: what PyTorch CUDA memory "
+                "snapshots say (docs/pytorch-memory.md)\n");
             return 0;
         } else {
             US_CHECK_INPUT(!a.starts_with("-"), "report: '{}' is not an option for memory snapshots (only --json)", a);

@@ -27,9 +27,12 @@ AppState::AppState(const GuiOptions& options) : source(log, options.store_cap_by
         planner.show_best = options.plan_show;
         planner.start();
     }
-    if (!options.open_trace.empty()) open_trace(options.open_trace);
-    else if (options.launch && lessons.current()) lessons.launch(*this, 0, options.lesson_all_runs);
-    else if (options.launch) launch();
+    if (!options.open_trace.empty())
+        open_trace(options.open_trace);
+    else if (options.launch && lessons.current())
+        lessons.launch(*this, 0, options.lesson_all_runs);
+    else if (options.launch)
+        launch();
     if (!options.listen.empty()) attach(options.listen);
 }
 
@@ -67,9 +70,9 @@ void AppState::launch() {
     }
     stop();
     leave_source();
-    const std::string label = fmt::format("run {}: {} ({} rank{})", m_run_counter + 1,
-                                          describe_config(settings.resolve().to_json()), settings.ranks(),
-                                          settings.ranks() > 1 ? "s" : "");
+    const std::string label =
+        fmt::format("run {}: {} ({} rank{})", m_run_counter + 1, describe_config(settings.resolve().to_json()),
+                    settings.ranks(), settings.ranks() > 1 ? "s" : "");
     derived.reset();
     comparison.current_archived = false;
     if (!source.launch(settings, label)) return;
@@ -182,8 +185,10 @@ void AppState::update_planner() {
 }
 
 void AppState::open_trace(const std::vector<std::string>& paths) {
-    if (paths.size() == 1 && snap::is_memory_snapshot_path(paths[0])) snapshots.open({paths[0]});
-    else source.open_trace(paths);
+    if (paths.size() == 1 && snap::is_memory_snapshot_path(paths[0]))
+        snapshots.open({paths[0]});
+    else
+        source.open_trace(paths);
 }
 
 void AppState::update() {
@@ -227,7 +232,8 @@ void AppState::update_source() {
         m_pending_checked = false;
     }
     if (!auto_relaunch || source.kind() == Source::file || source.kind() == Source::attached ||
-        settings == launched_settings || std::chrono::steady_clock::now() - m_pending_since < std::chrono::milliseconds(800))
+        settings == launched_settings ||
+        std::chrono::steady_clock::now() - m_pending_since < std::chrono::milliseconds(800))
         return;
     if (!m_pending_checked) {
         m_pending_checked = true;

@@ -39,13 +39,13 @@ public:
     LaunchSettings launched_settings;  // what the launched run runs
     bool auto_relaunch = false;        // relaunch when the settings change and settle
     MessageLog log;
-    DataSource source;                 // declared before `derived`, whose worker reads its store
+    DataSource source;  // declared before `derived`, whose worker reads its store
     DerivedViews derived;
     ViewWindow window;
     RunComparison comparison;
-    LessonPlayer lessons;              // the open workshop lesson (File > Lessons)
-    PlannerState planner;              // File > New plan
-    SnapshotState snapshots;           // PyTorch memory snapshots opened (their own window)
+    LessonPlayer lessons;                       // the open workshop lesson (File > Lessons)
+    PlannerState planner;                       // File > New plan
+    SnapshotState snapshots;                    // PyTorch memory snapshots opened (their own window)
     std::map<std::string, ViewRegion> regions;  // this frame's views (screenshot checks)
 
     // ---- what spans several owners
@@ -90,14 +90,14 @@ private:
     // to the comparison.
     void leave_source();
     void refresh_derived(bool force);
-    void update_source();  // the source, the derived data, auto-relaunch
+    void update_source();   // the source, the derived data, auto-relaunch
     void update_planner();  // a finished search, and --plan-show / --plan-launch
 
     GuiOptions m_options;
     int m_run_counter = 0;
     LaunchSettings m_pending;  // auto-relaunch waits until the settings stop changing
     std::chrono::steady_clock::time_point m_pending_since{};
-    bool m_pending_checked = false;  // auto-relaunch has tried these settings
+    bool m_pending_checked = false;                // auto-relaunch has tried these settings
     std::pair<int64_t, int64_t> m_load_fit{0, 0};  // the window fitted to a loading run's first ranks
 };
 

@@ -16,9 +16,12 @@ DataSource::~DataSource() { cancel_load(); }
 const prof::TraceStore* DataSource::store() const {
     switch (m_kind) {
         case Source::launched:
-        case Source::attached: return m_live ? &m_live->store() : nullptr;
-        case Source::file: return m_file_store.get();
-        default: return nullptr;
+        case Source::attached:
+            return m_live ? &m_live->store() : nullptr;
+        case Source::file:
+            return m_file_store.get();
+        default:
+            return nullptr;
     }
 }
 
@@ -64,7 +67,8 @@ bool DataSource::attach(const std::string& listen) {
         } else {
             o.listen_port = std::atoi(listen.c_str());
         }
-        if (const char* t = std::getenv("ULTRASCOPE_TOKEN"); t && std::string(t).size() == prof::kTokenBytes) o.token = t;
+        if (const char* t = std::getenv("ULTRASCOPE_TOKEN"); t && std::string(t).size() == prof::kTokenBytes)
+            o.token = t;
         m_live = std::make_unique<app::LiveRun>(o);
     } catch (const UserError& e) {
         m_log.fail(e.what());
@@ -118,7 +122,8 @@ void DataSource::cancel_load() {
     m_load->cancel();
     const prof::LoadProgress p = m_load->progress();
     if (!p.finished)
-        m_log.message(fmt::format("stopped opening {}: {} of {} files read", m_load_label, p.files_done, p.files_total));
+        m_log.message(
+            fmt::format("stopped opening {}: {} of {} files read", m_load_label, p.files_done, p.files_total));
     m_load.reset();  // joins the workers: each stops at its next read
     m_load_store = nullptr;
 }

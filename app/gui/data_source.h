@@ -1,8 +1,8 @@
 // Where the GUI's data comes from, one at a time: a run it launched, runs attached from elsewhere (a listener), or
 // a trace: an Ultrascope file, or PyTorch profiler files read a rank at a time on worker threads
 // (prof::ProgressiveLoad), shown from the first rank on while the others arrive. Nothing here blocks the frame: the
-// live run is pumped once per frame, the child is polled, finished ranks are merged between frames. Whoever derives data from the store (DerivedViews) must have
-// finished reading it before a call that replaces the source.
+// live run is pumped once per frame, the child is polled, finished ranks are merged between frames. Whoever derives
+// data from the store (DerivedViews) must have finished reading it before a call that replaces the source.
 #pragma once
 
 #include <memory>
@@ -32,7 +32,7 @@ public:
     // A loaded trace (`path` its file), or one made here (a planner's prediction: no file, `path` empty). A trace
     // whose ranks say "predicted" is labelled so, wherever it came from.
     void adopt(std::unique_ptr<prof::TraceStore> store, const std::string& label, const std::string& path);
-    void close();                            // no source
+    void close();  // no source
     // Stops a launched run that is still going (its ranks end; the store keeps what arrived).
     void stop();
     // Starts reading a run (an Ultrascope trace, PyTorch profiler files or their folders); take_loaded() hands
@@ -72,7 +72,7 @@ private:
     void log_load_messages();
 
     std::unique_ptr<prof::ProgressiveLoad> m_load;
-    std::string m_load_label;                   // the paths opened, for the log and the title
+    std::string m_load_label;                        // the paths opened, for the log and the title
     const prof::TraceStore* m_load_store = nullptr;  // the store handed out by take_loaded, while it loads
 };
 

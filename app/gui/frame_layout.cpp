@@ -26,7 +26,7 @@ struct ViewSpec {
     bool* (*shown)(AppState&);  // Place::over: the window's open flag
 };
 #define US_GUI_VIEW_SPEC(id, title, tab, place, draw, shown_flag) \
-    ViewSpec{ViewName{#id, title, tab, place}, draw, [](AppState & app) -> bool* { return (void)app, shown_flag; }},
+    ViewSpec{ViewName{#id, title, tab, place}, draw, [](AppState& app) -> bool* { return (void)app, shown_flag; }},
 const ViewSpec kViews[] = {US_GUI_VIEWS(US_GUI_VIEW_SPEC)};
 #undef US_GUI_VIEW_SPEC
 
@@ -47,7 +47,9 @@ void place(const char* title, Rect r, bool force) {
     ImGui::SetNextWindowSize(ImVec2(r.w, r.h), cond);
 }
 
-ImGuiWindowFlags fixed_flags(bool force_layout) { return force_layout ? ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize : 0; }
+ImGuiWindowFlags fixed_flags(bool force_layout) {
+    return force_layout ? ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize : 0;
+}
 
 // A view in a window of its own, its region recorded and its drawing timed.
 void view_window(AppState& app, FrameState& frame, const ViewSpec& v, Rect r, bool force_layout) {
@@ -85,10 +87,12 @@ float draw_menu_bar(AppState& app, FrameState& frame) {
         if (frame.font_size_edit <= 0) frame.font_size_edit = font_px();
         ImGui::SetNextItemWidth(em(120));
         ImGui::SliderFloat("font size", &frame.font_size_edit, 10.0f, 48.0f, "%.0f px");
-        if (ImGui::IsItemDeactivatedAfterEdit()) request_font_px(std::round(frame.font_size_edit));  // rebuilt after the frame
+        if (ImGui::IsItemDeactivatedAfterEdit())
+            request_font_px(std::round(frame.font_size_edit));  // rebuilt after the frame
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("Larger for a projector; --font-size PX at start");
         if (bool on = high_contrast(); ImGui::Checkbox("high contrast", &on)) set_high_contrast(on);
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("For a projector: black on white, stronger lines; --high-contrast at start");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("For a projector: black on white, stronger lines; --high-contrast at start");
         ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("Help")) {
@@ -197,11 +201,16 @@ void draw_frame(AppState& app, FrameState& frame, bool force_layout) {
     const float rest_w = W - left, bottom_h = H - top_h;
     const auto rect_of = [&](Place p) {
         switch (p) {
-            case Place::top: return Rect{left, y0, rest_w, top_h};
-            case Place::bottom_left: return Rect{left, y0 + top_h, rest_w * 0.42f, bottom_h};
-            case Place::bottom_middle: return Rect{left + rest_w * 0.42f, y0 + top_h, rest_w * 0.26f, bottom_h};
-            case Place::tab: return Rect{left + rest_w * 0.68f, y0 + top_h, rest_w * 0.32f, bottom_h};
-            case Place::over: break;
+            case Place::top:
+                return Rect{left, y0, rest_w, top_h};
+            case Place::bottom_left:
+                return Rect{left, y0 + top_h, rest_w * 0.42f, bottom_h};
+            case Place::bottom_middle:
+                return Rect{left + rest_w * 0.42f, y0 + top_h, rest_w * 0.26f, bottom_h};
+            case Place::tab:
+                return Rect{left + rest_w * 0.68f, y0 + top_h, rest_w * 0.32f, bottom_h};
+            case Place::over:
+                break;
         }
         return Rect{left, y0, rest_w, H};
     };

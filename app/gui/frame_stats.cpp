@@ -29,9 +29,11 @@ void FrameStats::add_frame(double build_ms, const prof::TraceStore* store) {
         views += fmt::format(" {}={:.3f}", name, ms / double(m_ms.size()));
         ms = 0;
     }
-    std::fprintf(stderr, "frame_stats frames %zu p50_ms %.3f p99_ms %.3f max_ms %.3f store_bytes %zu store_at_cap %d views_mean_ms%s\n",
-                 m_ms.size(), at(0.5), at(0.99), m_ms.back(), store ? store->bytes_used() : size_t(0),
-                 store && store->at_cap() ? 1 : 0, views.c_str());
+    std::fprintf(
+        stderr,
+        "frame_stats frames %zu p50_ms %.3f p99_ms %.3f max_ms %.3f store_bytes %zu store_at_cap %d views_mean_ms%s\n",
+        m_ms.size(), at(0.5), at(0.99), m_ms.back(), store ? store->bytes_used() : size_t(0),
+        store && store->at_cap() ? 1 : 0, views.c_str());
     m_ms.clear();
 }
 

@@ -40,7 +40,8 @@ void draw_lesson_highlights(AppState& app) {
         const ImVec2 at(r.x + r.w - size.x - em(14), r.y + ImGui::GetFrameHeight() + em(4));
         dl->AddRectFilled(ImVec2(at.x - em(6), at.y - em(4)), ImVec2(at.x + size.x + em(6), at.y + size.y + em(4)),
                           IM_COL32(40, 32, 0, 235), 4.0f);
-        dl->AddRect(ImVec2(at.x - em(6), at.y - em(4)), ImVec2(at.x + size.x + em(6), at.y + size.y + em(4)), accent, 4.0f);
+        dl->AddRect(ImVec2(at.x - em(6), at.y - em(4)), ImVec2(at.x + size.x + em(6), at.y + size.y + em(4)), accent,
+                    4.0f);
         dl->AddText(nullptr, 0.0f, at, accent, text.c_str(), nullptr, r.w * 0.6f);
         app.regions[std::string("highlight ") + key] = ViewRegion{at.x, at.y, size.x, size.y};
     }

@@ -53,8 +53,8 @@ private:
     lesson::LessonSet m_set;
     bool m_loaded = false;
     int m_current = -1;
-    int m_running = -1;     // the lesson run launched, until it finishes
-    int m_next = -1;        // the run to launch when it does (then_the_rest)
+    int m_running = -1;                    // the lesson run launched, until it finishes
+    int m_next = -1;                       // the run to launch when it does (then_the_rest)
     const void* m_run_identity = nullptr;  // the live run it was launched as (a relaunch from the panel is not it)
     std::map<std::string, nlohmann::json> m_reports;
     std::map<std::string, std::string> m_run_of_trace;  // trace file -> label of the lesson run that wrote it

@@ -15,8 +15,10 @@ void miss_marker(const std::vector<prof::Miss>& misses, const std::string& what,
         tip += prof::format_miss(*m);
     }
     ImGui::SameLine();
-    if (unexplained) ImGui::TextColored(ImVec4(1.0f, 0.3f, 0.3f, 1), "!");
-    else ImGui::TextColored(ImVec4(0.95f, 0.75f, 0.3f, 1), "~");
+    if (unexplained)
+        ImGui::TextColored(ImVec4(1.0f, 0.3f, 0.3f, 1), "!");
+    else
+        ImGui::TextColored(ImVec4(0.95f, 0.75f, 0.3f, 1), "~");
     if (ImGui::IsItemHovered()) {
         ImGui::BeginTooltip();
         ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40);

@@ -32,7 +32,8 @@ void draw_open_popup(AppState& app, bool& open_requested, char (&path)[1024]) {
                 if (e.path().extension() == ".ustrace") files.push_back(e.path());
             std::sort(files.rbegin(), files.rend());
             for (size_t i = 0; i < std::min<size_t>(files.size(), 10); ++i)
-                if (ImGui::Selectable(files[i].string().c_str())) std::snprintf(path, sizeof path, "%s", files[i].c_str());
+                if (ImGui::Selectable(files[i].string().c_str()))
+                    std::snprintf(path, sizeof path, "%s", files[i].c_str());
         }
         if (ImGui::Button("Open") || enter) {
             app.open_trace({path});
@@ -53,9 +54,10 @@ void draw_attach_popup(AppState& app, bool& attach_requested, char (&listen)[128
         ImGui::TextUnformatted("Listen for ranks started elsewhere on [HOST:]PORT (127.0.0.1 keeps it local):");
         ImGui::SetNextItemWidth(em(300));
         ImGui::InputText("##listen", listen, sizeof listen);
-        ImGui::TextWrapped("Then start the run with the token shown in the log, e.g.\n"
-                           "  ULTRASCOPE_TOKEN=<token> mpirun -n 2 ultrascope-train --dp 2 --connect HOST:PORT\n"
-                           "(under Slurm: srun ... ultrascope-train ... --connect HOST:PORT with the token exported).");
+        ImGui::TextWrapped(
+            "Then start the run with the token shown in the log, e.g.\n"
+            "  ULTRASCOPE_TOKEN=<token> mpirun -n 2 ultrascope-train --dp 2 --connect HOST:PORT\n"
+            "(under Slurm: srun ... ultrascope-train ... --connect HOST:PORT with the token exported).");
         if (ImGui::Button("Listen")) {
             app.attach(listen);
             ImGui::CloseCurrentPopup();

@@ -9,8 +9,8 @@ namespace us::gui {
 
 struct Popups {
     bool open_requested = false, attach_requested = false, help_requested = false;  // opened on the next frame
-    char open_path[1024] = "";              // Open trace: the path being typed
-    char attach_listen[128] = "127.0.0.1:7777";  // Attach: [HOST:]PORT to listen on
+    char open_path[1024] = "";                                                      // Open trace: the path being typed
+    char attach_listen[128] = "127.0.0.1:7777";                                     // Attach: [HOST:]PORT to listen on
 };
 
 // Ctrl+O (open), Ctrl+R (relaunch), Ctrl+S (stop), unless a text field has the keyboard.

@@ -11,8 +11,8 @@
 namespace us::gui {
 
 struct RunComparison {
-    std::vector<RunSummary> runs;  // in the order they ended
-    bool current_archived = false; // the current source's run is already in `runs`
+    std::vector<RunSummary> runs;   // in the order they ended
+    bool current_archived = false;  // the current source's run is already in `runs`
 
     void archive(const prof::Report& report, const std::vector<TrainingPoint>& training, const std::string& label,
                  const std::string& trace_path) {

@@ -14,12 +14,15 @@ nlohmann::json shown_facts(const AppState& app) {
     }
     facts["launch_args"] = app.settings.train_args();
     facts["font_px"] = font_px();
-    facts["source"] = {{"label", app.source.label()}, {"provenance", app.provenance()},
+    facts["source"] = {{"label", app.source.label()},
+                       {"provenance", app.provenance()},
                        {"ranks", app.store() ? app.store()->ranks().size() : size_t(0)},
-                       {"step_s", app.report().throughput.step_s}, {"mfu", app.report().throughput.mfu}};
+                       {"step_s", app.report().throughput.step_s},
+                       {"mfu", app.report().throughput.mfu}};
     if (app.planner.result) {
         const auto& ranked = app.planner.result->search.ranked;
-        facts["planner"] = {{"model", app.planner.result->model.name}, {"layouts", ranked.size()},
+        facts["planner"] = {{"model", app.planner.result->model.name},
+                            {"layouts", ranked.size()},
                             {"best", ranked.empty() ? "" : ranked.front().layout.describe()},
                             {"best_fits", !ranked.empty() && ranked.front().fits},
                             {"best_mfu", ranked.empty() ? 0.0 : ranked.front().mfu}};
@@ -29,15 +32,20 @@ nlohmann::json shown_facts(const AppState& app) {
         const LoadedSnapshot& l = app.snapshots.snapshots()[size_t(app.snapshots.selected)];
         nlohmann::json devices = nlohmann::json::array();
         for (const auto& d : l.analysis.devices)
-            devices.push_back({{"device", d.device}, {"peak_allocated", d.peak_allocated}, {"reserved_bytes", d.reserved_bytes},
-                               {"ooms", d.ooms.size()}, {"sites", d.sites.size()}});
+            devices.push_back({{"device", d.device},
+                               {"peak_allocated", d.peak_allocated},
+                               {"reserved_bytes", d.reserved_bytes},
+                               {"ooms", d.ooms.size()},
+                               {"sites", d.sites.size()}});
         facts["snapshot"] = {{"path", l.path}, {"snapshots", app.snapshots.snapshots().size()}, {"devices", devices}};
     }
     if (auto categories = memory_categories_facts(); !categories.is_null()) facts["memory_categories"] = categories;
     if (const auto& l = app.planner.launched; l && app.source.live() == app.planner.launched_run) {
         const int64_t measured = measured_modelled_peak(app.report(), l->memory);
-        facts["planner_launched"] = {{"layout", l->layout.describe()}, {"ranks", l->layout.world()},
-                                     {"memory_predicted", l->memory.categories_total()}, {"memory_measured", measured},
+        facts["planner_launched"] = {{"layout", l->layout.describe()},
+                                     {"ranks", l->layout.world()},
+                                     {"memory_predicted", l->memory.categories_total()},
+                                     {"memory_measured", measured},
                                      {"step_s_measured", app.report().throughput.step_s}};
     }
     if (const lesson::Lesson* l = app.lessons.current()) {
@@ -47,13 +55,16 @@ nlohmann::json shown_facts(const AppState& app) {
             const bool ready = app.lessons.claim_ready(l->claims[i]);
             const lesson::ClaimResult* r = check && i < check->claims.size() ? &check->claims[i] : nullptr;
             claims.push_back({{"says", l->claims[i].says},
-                              {"status", !ready || !r ? "waiting" : r->status == lesson::ClaimStatus::held ? "held"
-                                                                  : r->status == lesson::ClaimStatus::failed ? "failed"
-                                                                                                              : "invalid"}});
+                              {"status", !ready || !r                               ? "waiting"
+                                         : r->status == lesson::ClaimStatus::held   ? "held"
+                                         : r->status == lesson::ClaimStatus::failed ? "failed"
+                                                                                    : "invalid"}});
         }
         nlohmann::json runs = nlohmann::json::array();
         for (const auto& [label, report] : app.lessons.reports()) runs.push_back(label);
-        facts["lesson"] = {{"name", l->name}, {"runs_measured", runs}, {"claims", claims},
+        facts["lesson"] = {{"name", l->name},
+                           {"runs_measured", runs},
+                           {"claims", claims},
                            {"compared_runs", app.comparison.runs.size()}};
     }
     if (const prof::TraceStore* store = app.store()) {

@@ -22,11 +22,13 @@ std::vector<LoadedSnapshot> load_snapshots(const std::vector<std::string>& paths
 }
 
 void SnapshotState::open(std::vector<std::string> paths) {
-    m_pending = std::async(std::launch::async, [paths = std::move(paths)] { return load_snapshots(paths, kTimelineSamples); });
+    m_pending =
+        std::async(std::launch::async, [paths = std::move(paths)] { return load_snapshots(paths, kTimelineSamples); });
 }
 
 std::optional<std::string> SnapshotState::poll() {
-    if (!m_pending.valid() || m_pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return std::nullopt;
+    if (!m_pending.valid() || m_pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+        return std::nullopt;
     try {
         m_loaded = m_pending.get();
         selected = 0, device = 0, show = true, zoom = SnapshotZoom{};

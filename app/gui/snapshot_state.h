@@ -19,7 +19,8 @@ struct LoadedSnapshot {
     std::string path;
     std::shared_ptr<const snap::MemorySnapshot> snapshot;
     snap::SnapshotAnalysis analysis;
-    std::vector<snap::SnapshotSeries> series;  // per device of the analysis (empty without a trace): any window's detail
+    std::vector<snap::SnapshotSeries>
+        series;  // per device of the analysis (empty without a trace): any window's detail
 };
 
 // The slice of a device's trace the plot shows, [e0, e1) in entries (e1 = 0: all of it), and its samples, re-made
@@ -43,10 +44,10 @@ public:
     const std::vector<LoadedSnapshot>& snapshots() const { return m_loaded; }
     bool empty() const { return m_loaded.empty(); }
 
-    bool show = false;    // the snapshot window is open
-    int selected = 0;     // the snapshot shown (index into snapshots())
-    int device = 0;       // the device shown (index into its analysis' devices)
-    SnapshotZoom zoom;    // the plot's window
+    bool show = false;  // the snapshot window is open
+    int selected = 0;   // the snapshot shown (index into snapshots())
+    int device = 0;     // the device shown (index into its analysis' devices)
+    SnapshotZoom zoom;  // the plot's window
 
 private:
     std::future<std::vector<LoadedSnapshot>> m_pending;

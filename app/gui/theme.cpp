@@ -23,10 +23,14 @@ ImU32 category_color(int category, float alpha) { return with_alpha(kCategory[ca
 
 ImU32 phase_color(prof::Phase phase, float alpha) {
     switch (phase) {
-        case prof::Phase::forward: return with_alpha(IM_COL32(90, 150, 240, 255), alpha);
-        case prof::Phase::backward: return with_alpha(IM_COL32(240, 160, 70, 255), alpha);
-        case prof::Phase::optimizer: return with_alpha(IM_COL32(200, 90, 200, 255), alpha);
-        default: return with_alpha(IM_COL32(150, 150, 150, 255), alpha);
+        case prof::Phase::forward:
+            return with_alpha(IM_COL32(90, 150, 240, 255), alpha);
+        case prof::Phase::backward:
+            return with_alpha(IM_COL32(240, 160, 70, 255), alpha);
+        case prof::Phase::optimizer:
+            return with_alpha(IM_COL32(200, 90, 200, 255), alpha);
+        default:
+            return with_alpha(IM_COL32(150, 150, 150, 255), alpha);
     }
 }
 
@@ -45,20 +49,29 @@ ImU32 op_color(const prof::Span& s) {
     if (s.kind == prof::SpanKind::comm && s.group == uint8_t(prof::GroupKind::tp)) {
         // Tensor-parallel collectives in their own warm hue (they sit on the critical path), shaded by collective.
         switch (s.op) {
-            case OpClass::all_gather: return IM_COL32(250, 170, 80, 255);
-            case OpClass::reduce_scatter: return IM_COL32(225, 75, 70, 255);
-            default: return tp_comm_color();
+            case OpClass::all_gather:
+                return IM_COL32(250, 170, 80, 255);
+            case OpClass::reduce_scatter:
+                return IM_COL32(225, 75, 70, 255);
+            default:
+                return tp_comm_color();
         }
     }
     if (s.kind == prof::SpanKind::comm && s.group == uint8_t(prof::GroupKind::ep))
         return ep_comm_color();  // expert parallelism's all-to-alls, also on the compute thread's path
     if (s.kind == prof::SpanKind::comm) {
         switch (s.op) {
-            case OpClass::all_reduce: return IM_COL32(190, 110, 230, 255);
-            case OpClass::reduce_scatter: return IM_COL32(230, 110, 170, 255);
-            case OpClass::all_gather: return IM_COL32(120, 200, 230, 255);
-            case OpClass::send: case OpClass::recv: return IM_COL32(240, 200, 90, 255);
-            default: return IM_COL32(200, 200, 200, 255);
+            case OpClass::all_reduce:
+                return IM_COL32(190, 110, 230, 255);
+            case OpClass::reduce_scatter:
+                return IM_COL32(230, 110, 170, 255);
+            case OpClass::all_gather:
+                return IM_COL32(120, 200, 230, 255);
+            case OpClass::send:
+            case OpClass::recv:
+                return IM_COL32(240, 200, 90, 255);
+            default:
+                return IM_COL32(200, 200, 200, 255);
         }
     }
     if (s.kind == prof::SpanKind::wait) return IM_COL32(200, 70, 70, 200);
@@ -118,7 +131,7 @@ bool high_contrast() { return g_high_contrast; }
 namespace {
 ImFont* g_small = nullptr;
 float g_font_px = 16.0f, g_requested_px = 0.0f;
-}
+}  // namespace
 
 float font_px() { return g_font_px; }
 void request_font_px(float px) { g_requested_px = px; }
@@ -152,7 +165,8 @@ ImFont* small_font() { return g_small ? g_small : ImGui::GetFont(); }
 void legend_item(ImU32 color, const char* label) {
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const float h = ImGui::GetTextLineHeight();
-    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + h * 0.2f), ImVec2(p.x + h * 0.6f, p.y + h * 0.8f), color);
+    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + h * 0.2f), ImVec2(p.x + h * 0.6f, p.y + h * 0.8f),
+                                              color);
     ImGui::Dummy(ImVec2(h * 0.7f, h));
     ImGui::SameLine(0, 2);
     ImGui::TextUnformatted(label);
@@ -162,8 +176,8 @@ bool begin_wide_table(const char* id, int columns, int rows) {
     const ImGuiStyle& style = ImGui::GetStyle();
     const float row_h = ImGui::GetTextLineHeight() + 2 * style.CellPadding.y;
     const float height = rows > 0 ? float(rows + 1) * row_h + style.ScrollbarSize + 2 : 0.0f;
-    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit |
-                                  ImGuiTableFlags_ScrollX;
+    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                                  ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX;
     if (!ImGui::BeginTable(id, columns, flags, ImVec2(0, height))) return false;
     ImGui::TableSetupScrollFreeze(1, 1);
     return true;

@@ -9,21 +9,24 @@
 namespace us::gui {
 
 namespace {
-constexpr float kMinPx = 3.0f;  // narrower spans fold
-constexpr int kMaxRows = 6;     // deeper nesting (or more concurrent transfers) is not drawn
+constexpr float kMinPx = 3.0f;        // narrower spans fold
+constexpr int kMaxRows = 6;           // deeper nesting (or more concurrent transfers) is not drawn
 constexpr int kMaxRowsPerThread = 4;  // the same per thread or stream when a lane shows one sub-lane each
 }  // namespace
 
 std::string span_label(const prof::TraceStore& store, const prof::Span& s) {
     if (s.kind == prof::SpanKind::phase && s.micro_batch >= 0 && s.phase != prof::Phase::optimizer)
-        return fmt::format("{}{}{}", store.name(s.name), s.micro_batch, s.chunk > 0 ? fmt::format(".c{}", s.chunk) : "");
+        return fmt::format("{}{}{}", store.name(s.name), s.micro_batch,
+                           s.chunk > 0 ? fmt::format(".c{}", s.chunk) : "");
     return store.name(s.name);
 }
 
 void RankHeaderRow::draw(TimelineContext& ctx, float y) {
     const ImVec2 p(ctx.x0 - 90, y + 2);
     ctx.dl->AddText(p, m_worst ? kWarnColor : IM_COL32(230, 230, 235, 255), m_label.c_str());
-    if (m_worst) ctx.dl->AddText(ImVec2(p.x + ImGui::CalcTextSize(m_label.c_str()).x + 10, p.y), kWarnColor, "<- most time lost");
+    if (m_worst)
+        ctx.dl->AddText(ImVec2(p.x + ImGui::CalcTextSize(m_label.c_str()).x + 10, p.y), kWarnColor,
+                        "<- most time lost");
     if (m_status != "ok")
         ctx.dl->AddText(ImVec2(ctx.x0 + ctx.window.width_px * 0.5f, p.y), kWarnColor, m_status.c_str());
     if (!m_clock.empty()) {
@@ -57,7 +60,8 @@ float LaneRow::height(const TimelineContext& ctx) const {
     const prof::RankTrace* r = ctx.store->rank(m_rank);
     if (!r) return ctx.row_h + 2;
     float h = 0;
-    for (const ThreadRows& g : groups(r->lanes[size_t(m_lane)])) h += float(std::max<size_t>(1, g.rows.size())) * ctx.row_h + 2;
+    for (const ThreadRows& g : groups(r->lanes[size_t(m_lane)]))
+        h += float(std::max<size_t>(1, g.rows.size())) * ctx.row_h + 2;
     return h;
 }
 
@@ -74,7 +78,8 @@ void LaneRow::draw(TimelineContext& ctx, float y) {
         if (subs.size() > 1) {  // the sub-lane's thread or stream, over its spans' left edge
             const std::string label = thread_label(*r, m_lane, subs[g].thread);
             const ImVec2 size = ImGui::CalcTextSize(label.c_str());
-            ctx.dl->AddRectFilled(ImVec2(ctx.x0, y), ImVec2(ctx.x0 + size.x + 6, y + size.y), IM_COL32(24, 26, 32, 200));
+            ctx.dl->AddRectFilled(ImVec2(ctx.x0, y), ImVec2(ctx.x0 + size.x + 6, y + size.y),
+                                  IM_COL32(24, 26, 32, 200));
             ctx.dl->AddText(ImVec2(ctx.x0 + 3, y), kTextDim, label.c_str());
         }
         y += h;
@@ -84,16 +89,19 @@ void LaneRow::draw(TimelineContext& ctx, float y) {
 void LaneRow::draw_rows(TimelineContext& ctx, const prof::LaneTrack& lane, const std::vector<int>& rows, float y,
                         float h) {
     const prof::RankTrace* r = ctx.store->rank(m_rank);
-    ctx.dl->AddRectFilled(ImVec2(ctx.x0, y), ImVec2(ctx.x0 + ctx.window.width_px, y + h - 1), IM_COL32(24, 26, 32, 255));
+    ctx.dl->AddRectFilled(ImVec2(ctx.x0, y), ImVec2(ctx.x0 + ctx.window.width_px, y + h - 1),
+                          IM_COL32(24, 26, 32, 255));
     if (m_lane == r->work_lane()) {
         // idle gaps inside the work (on a traced GPU, the device's): red, under the spans
         const int64_t min_gap = int64_t(2.0 / ctx.window.px_per_ns());
         const std::vector<Gap>& gaps = ctx.derived->idle_gaps(*ctx.store, m_rank, min_gap);
-        auto it = std::lower_bound(gaps.begin(), gaps.end(), ctx.window.t0, [](const Gap& g, int64_t t) { return g.end < t; });
+        auto it = std::lower_bound(gaps.begin(), gaps.end(), ctx.window.t0,
+                                   [](const Gap& g, int64_t t) { return g.end < t; });
         for (; it != gaps.end() && it->begin < ctx.window.t1; ++it)
             if (it->end - it->begin >= min_gap)
                 ctx.dl->AddRectFilled(ImVec2(ctx.x0 + ctx.window.x_of(std::max(it->begin, ctx.window.t0)), y),
-                                      ImVec2(ctx.x0 + ctx.window.x_of(std::min(it->end, ctx.window.t1)), y + h - 1), kIdleColor);
+                                      ImVec2(ctx.x0 + ctx.window.x_of(std::min(it->end, ctx.window.t1)), y + h - 1),
+                                      kIdleColor);
     }
     ctx.items.clear();
     build_lane_items(lane, ctx.window, kMinPx, ctx.items, &rows);

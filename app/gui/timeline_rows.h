@@ -20,7 +20,7 @@ struct TimelineContext {
     TimeWindow window;
     float row_h = 16;
     const prof::TraceStore* store = nullptr;
-    DerivedViews* derived = nullptr;  // its idle-gap cache
+    DerivedViews* derived = nullptr;      // its idle-gap cache
     const prof::Span* hovered = nullptr;  // set by a row when the mouse is over one of its spans
     uint32_t hovered_folded = 0;
     int hovered_rank = -1;

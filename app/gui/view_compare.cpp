@@ -13,18 +13,21 @@ namespace us::gui {
 
 void draw_compare_view(AppState& app) {
     std::vector<RunSummary> runs = app.comparison.runs;
-    if (app.store() && app.store()->rank_count() > 0 && (app.source.running() || app.source.kind() == Source::attached)) {
+    if (app.store() && app.store()->rank_count() > 0 &&
+        (app.source.running() || app.source.kind() == Source::attached)) {
         const double loss = app.derived.training().empty() ? 0 : app.derived.training().back().loss;
         runs.push_back(summarize_run(app.report(), app.source.label() + " (now)", "", loss));
     }
     if (runs.empty()) {
-        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "finished runs appear here; change a setting and relaunch to compare");
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1),
+                           "finished runs appear here; change a setting and relaunch to compare");
         return;
     }
     if (ImGui::SmallButton("clear")) app.comparison.runs.clear();
     const size_t first = runs.size() > 5 ? runs.size() - 5 : 0;  // the last five
     const int cols = int(runs.size() - first) + 1;
-    if (!ImGui::BeginTable("compare", cols, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollX))
+    if (!ImGui::BeginTable("compare", cols,
+                           ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollX))
         return;
     ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed, 120);
     for (size_t i = first; i < runs.size(); ++i) ImGui::TableSetupColumn(fmt::format("run {}", i + 1).c_str());
@@ -41,7 +44,8 @@ void draw_compare_view(AppState& app) {
     row("run", [](const RunSummary& r) { return r.label; });
     const std::vector<RunSummary> shown(runs.begin() + std::ptrdiff_t(first), runs.end());
     for (const std::string& key : differing_settings(shown))
-        row(key.c_str(), [&](const RunSummary& r) { return r.config.contains(key) ? r.config[key].dump() : std::string("-"); });
+        row(key.c_str(),
+            [&](const RunSummary& r) { return r.config.contains(key) ? r.config[key].dump() : std::string("-"); });
     row("status", [](const RunSummary& r) { return r.status; });
     row("peak memory", [](const RunSummary& r) { return format_bytes(r.peak_total); });
     for (int k : {0, 1, 2, 3, 4, 6})

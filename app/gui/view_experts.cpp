@@ -38,10 +38,12 @@ void draw_heatmap(const ExpertHeatmap& h, float height) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     for (int e = 0; e < h.experts; ++e) {
         if (ch >= ImGui::GetTextLineHeight() * 0.9f || e % std::max(1, h.experts / 4) == 0)
-            dl->AddText(ImVec2(origin.x, origin.y + e * ch), IM_COL32(170, 170, 170, 255), fmt::format("e{}", e).c_str());
+            dl->AddText(ImVec2(origin.x, origin.y + e * ch), IM_COL32(170, 170, 170, 255),
+                        fmt::format("e{}", e).c_str());
         for (int c = 0; c < columns; ++c) {
             const ImVec2 a(origin.x + label_w + c * cw, origin.y + e * ch);
-            dl->AddRectFilled(a, ImVec2(a.x + std::max(1.0f, cw - (cw > 4 ? 1 : 0)), a.y + ch - 1), load_color(h.at(e, c)));
+            dl->AddRectFilled(a, ImVec2(a.x + std::max(1.0f, cw - (cw > 4 ? 1 : 0)), a.y + ch - 1),
+                              load_color(h.at(e, c)));
         }
     }
     ImGui::InvisibleButton(fmt::format("heat{}", h.layer).c_str(), ImVec2(label_w + width, ch * h.experts));
@@ -49,8 +51,8 @@ void draw_heatmap(const ExpertHeatmap& h, float height) {
         const ImVec2 mouse = ImGui::GetIO().MousePos;
         const int c = std::clamp(int((mouse.x - origin.x - label_w) / cw), 0, columns - 1);
         const int e = std::clamp(int((mouse.y - origin.y) / ch), 0, h.experts - 1);
-        ImGui::SetTooltip("layer %d, expert %d, step %d: %.2f x an even share (measured)", h.layer, e, h.steps[size_t(c)],
-                          h.at(e, c));
+        ImGui::SetTooltip("layer %d, expert %d, step %d: %.2f x an even share (measured)", h.layer, e,
+                          h.steps[size_t(c)], h.at(e, c));
     }
 }
 
@@ -58,9 +60,10 @@ void draw_rank_times(const ExpertModel& m) {
     ImGui::Spacing();
     ImGui::TextUnformatted("per rank and steady step (measured): expert compute | all-to-all, of it waiting");
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("expert compute (blue): time in the experts' GEMMs (the rank's own experts).\n"
-                          "all-to-all (orange): time expert parallelism's exchanges were outstanding; waiting (red): the\n"
-                          "part before the group's last rank arrived, i.e. idle because another rank's experts had more rows.");
+        ImGui::SetTooltip(
+            "expert compute (blue): time in the experts' GEMMs (the rank's own experts).\n"
+            "all-to-all (orange): time expert parallelism's exchanges were outstanding; waiting (red): the\n"
+            "part before the group's last rank arrived, i.e. idle because another rank's experts had more rows.");
     double most = 1e-12;
     for (const auto& r : m.ranks) most = std::max(most, r.experts_s + r.ep_s);
     const float x0 = ImGui::GetCursorPosX(), avail = ImGui::GetContentRegionAvail().x;
@@ -87,17 +90,19 @@ void draw_rank_times(const ExpertModel& m) {
 void draw_experts_view(AppState& app) {
     const ExpertModel m = build_expert_model(app.report());
     if (m.empty()) {
-        ImGui::TextWrapped("No mixture of experts in this run. Set experts in the run panel (or --moe-experts E "
-                           "--moe-topk K) to see how the router spreads tokens, and ep to spread the experts.");
+        ImGui::TextWrapped(
+            "No mixture of experts in this run. Set experts in the run panel (or --moe-experts E "
+            "--moe-topk K) to see how the router spreads tokens, and ep to spread the experts.");
         return;
     }
     ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "router load per step, measured (white = even share)");
     const float avail = ImGui::GetContentRegionAvail().y;
-    const float per_layer = std::clamp((avail - 6 * ImGui::GetTextLineHeightWithSpacing() -
-                                        (m.ranks.empty() ? 0.0f : (m.ranks.size() + 2) * ImGui::GetTextLineHeightWithSpacing())) /
-                                               float(m.layers.size()) -
-                                           ImGui::GetTextLineHeightWithSpacing(),
-                                       24.0f, 160.0f);
+    const float per_layer =
+        std::clamp((avail - 6 * ImGui::GetTextLineHeightWithSpacing() -
+                    (m.ranks.empty() ? 0.0f : (m.ranks.size() + 2) * ImGui::GetTextLineHeightWithSpacing())) /
+                           float(m.layers.size()) -
+                       ImGui::GetTextLineHeightWithSpacing(),
+                   24.0f, 160.0f);
     for (const auto& h : m.layers) draw_heatmap(h, per_layer);
     if (!m.balance.empty()) {
         std::vector<float> x;

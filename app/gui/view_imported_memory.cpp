@@ -42,17 +42,20 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
     for (const Series& s : kSeries)
         if (const auto* points = series_of(store, rank, s.counter)) shown.emplace_back(&s, points);
     if (shown.empty()) {
-        ImGui::TextWrapped("This rank's trace has no [memory] events: record with torch.profiler.profile("
-                           "profile_memory=True) to see allocated and reserved bytes here, or open a memory snapshot "
-                           "for what held them (docs/pytorch-memory.md). Categories are unknown for an imported trace.");
+        ImGui::TextWrapped(
+            "This rank's trace has no [memory] events: record with torch.profiler.profile("
+            "profile_memory=True) to see allocated and reserved bytes here, or open a memory snapshot "
+            "for what held them (docs/pytorch-memory.md). Categories are unknown for an imported trace.");
         return;
     }
-    ImGui::TextColored(ImColor(kTextDim), "measured: the caching allocator's bytes after each allocation or free "
-                                          "([memory] events); below, their categories (measured by the memory profiler, else inferred)");
+    ImGui::TextColored(ImColor(kTextDim),
+                       "measured: the caching allocator's bytes after each allocation or free "
+                       "([memory] events); below, their categories (measured by the memory profiler, else inferred)");
     const int64_t t0 = app.window.t0, t1 = std::max(app.window.t0 + 1, app.window.t1);
     int64_t ymax = 1;  // over the window's points only, found by binary search (points are in time order)
     for (const auto& [s, points] : shown) {
-        auto it = std::lower_bound(points->begin(), points->end(), t0, [](const prof::CounterPoint& p, int64_t t) { return p.t < t; });
+        auto it = std::lower_bound(points->begin(), points->end(), t0,
+                                   [](const prof::CounterPoint& p, int64_t t) { return p.t < t; });
         for (; it != points->end() && it->t <= t1; ++it) ymax = std::max(ymax, int64_t(it->value));
     }
     ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -67,7 +70,8 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
         if (s.kind == prof::SpanKind::step && s.begin >= t0 && s.begin <= t1)
             dl->AddLine(ImVec2(x_of(s.begin), p0.y), ImVec2(x_of(s.begin), p0.y + h), kGridColor);
     for (const auto& [s, points] : shown) {  // a step line: each value holds until the next event
-        auto first = std::lower_bound(points->begin(), points->end(), t0, [](const prof::CounterPoint& p, int64_t t) { return p.t < t; });
+        auto first = std::lower_bound(points->begin(), points->end(), t0,
+                                      [](const prof::CounterPoint& p, int64_t t) { return p.t < t; });
         if (first != points->begin()) --first;
         float px = x_of(std::max(first->t, t0)), py = y_of(first->value);
         for (auto it = first + 1; it != points->end() && it->t <= t1; ++it) {
@@ -105,15 +109,18 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
         cache.version = store.version(), cache.rank = rank.rank;
     }
     const auto& peaks = cache.peaks;
-    if (ImGui::BeginTable("step_peaks", int(shown.size()) + 1, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY)) {
+    if (ImGui::BeginTable("step_peaks", int(shown.size()) + 1,
+                          ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY)) {
         ImGui::TableSetupColumn("step (Kineto's)");
         for (const auto& [s, points] : shown) ImGui::TableSetupColumn(fmt::format("{} peak", s->label).c_str());
         ImGui::TableHeadersRow();
         for (const auto& [step, row] : peaks) {
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
-            if (step > 0) ImGui::Text("ProfilerStep#%d", step - 1);
-            else ImGui::TextUnformatted("outside the steps");
+            if (step > 0)
+                ImGui::Text("ProfilerStep#%d", step - 1);
+            else
+                ImGui::TextUnformatted("outside the steps");
             for (int64_t v : row) {
                 ImGui::TableNextColumn();
                 ImGui::TextUnformatted(format_bytes(v).c_str());

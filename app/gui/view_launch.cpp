@@ -33,8 +33,8 @@ void draw_status(AppState& app) {
                 ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.5f, 1), "running  %.0f s", live->seconds());
             } else if (live) {
                 const bool ok = live->result_code() == 0;
-                ImGui::TextColored(ok ? ImVec4(0.6f, 0.8f, 1, 1) : ImVec4(1, 0.45f, 0.4f, 1), ok ? "finished" : "failed (exit %d)",
-                                   live->exit_code().value_or(-1));
+                ImGui::TextColored(ok ? ImVec4(0.6f, 0.8f, 1, 1) : ImVec4(1, 0.45f, 0.4f, 1),
+                                   ok ? "finished" : "failed (exit %d)", live->exit_code().value_or(-1));
             }
             if (live) ImGui::TextWrapped("trace: %s", live->trace_path().c_str());
             if (const auto checkpoint = app.last_checkpoint()) {
@@ -44,21 +44,23 @@ void draw_status(AppState& app) {
                     const ImVec2 at = ImGui::GetItemRectMin(), size = ImGui::GetItemRectSize();
                     app.regions["resume"] = ViewRegion{at.x, at.y, size.x, size.y};
                     if (ImGui::IsItemHovered())
-                        ImGui::SetTooltip("relaunch the same settings with --load %s: the run continues from step %d\n"
-                                          "exactly as if it had not stopped (same --steps, same schedule)",
-                                          checkpoint->path.c_str(), checkpoint->step);
+                        ImGui::SetTooltip(
+                            "relaunch the same settings with --load %s: the run continues from step %d\n"
+                            "exactly as if it had not stopped (same --steps, same schedule)",
+                            checkpoint->path.c_str(), checkpoint->step);
                 }
             }
             break;
         case Source::attached:
             ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.5f, 1), "listening on port %d", live ? live->port() : 0);
             if (live) {
-                ImGui::TextWrapped("Start ranks with ULTRASCOPE_TOKEN=%s and --connect <this host>:%d", live->token().c_str(),
-                                   live->port());
+                ImGui::TextWrapped("Start ranks with ULTRASCOPE_TOKEN=%s and --connect <this host>:%d",
+                                   live->token().c_str(), live->port());
                 if (ImGui::SmallButton("Copy command")) {
-                    ImGui::SetClipboardText(fmt::format("ULTRASCOPE_TOKEN={} mpirun -n 2 ultrascope-train --dp 2 --connect 127.0.0.1:{}",
-                                                        live->token(), live->port())
-                                                .c_str());
+                    ImGui::SetClipboardText(
+                        fmt::format("ULTRASCOPE_TOKEN={} mpirun -n 2 ultrascope-train --dp 2 --connect 127.0.0.1:{}",
+                                    live->token(), live->port())
+                            .c_str());
                 }
             }
             break;
@@ -69,20 +71,23 @@ void draw_status(AppState& app) {
                 ImGui::TextColored(ImVec4(0.6f, 0.8f, 1, 1), "viewing a trace file");
             break;
         default:
-            ImGui::TextUnformatted(app.source.loading() ? "loading the trace..." : "nothing loaded: launch a run or open a trace");
+            ImGui::TextUnformatted(app.source.loading() ? "loading the trace..."
+                                                        : "nothing loaded: launch a run or open a trace");
     }
     if (const prof::TraceStore* store = app.store()) {
         // The store's memory against its cap, always visible; reaching it is a warning, never a silent loss.
-        const double used = double(store->bytes_used()) / double(1 << 20), cap = double(store->options().max_bytes >> 20);
+        const double used = double(store->bytes_used()) / double(1 << 20),
+                     cap = double(store->options().max_bytes >> 20);
         if (!store->at_cap()) {
             ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1), "trace in memory: %.0f of %.0f MiB (measured)", used, cap);
         } else {
             ImGui::PushTextWrapPos(0);
-            ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1),
-                               "trace in memory reached its cap of %.0f MiB at step %d: %llu op spans and %llu memory "
-                               "events since are not kept here (the trace file has them all; --store-cap-mib raises it)",
-                               cap, store->cap_reached_at_step(), (unsigned long long)store->spans_dropped_by_cap(),
-                               (unsigned long long)store->memory_events_dropped_by_cap());
+            ImGui::TextColored(
+                ImVec4(1, 0.75f, 0.3f, 1),
+                "trace in memory reached its cap of %.0f MiB at step %d: %llu op spans and %llu memory "
+                "events since are not kept here (the trace file has them all; --store-cap-mib raises it)",
+                cap, store->cap_reached_at_step(), (unsigned long long)store->spans_dropped_by_cap(),
+                (unsigned long long)store->memory_events_dropped_by_cap());
             ImGui::PopTextWrapPos();
         }
         if (const uint64_t dropped = store->rank_count() > 0 ? total_dropped_events(*store) : 0; dropped > 0)
@@ -144,13 +149,15 @@ void draw_settings(AppState& app) {
         ImGui::TreePop();
     }
     int_field("micro-batch", c.batch, 1, 4096, "sequences per micro-batch");
-    int_field("micro-batches", c.grad_accum, 1, 1024, "per optimizer step: gradient accumulation, and m of the pipeline");
+    int_field("micro-batches", c.grad_accum, 1, 1024,
+              "per optimizer step: gradient accumulation, and m of the pipeline");
     int_field("steps", c.steps, 1, 1000000, "optimizer steps");
     ImGui::Separator();
     int_field("dp", p.dp, 1, 64, "data-parallel ranks");
     ImGui::SetNextItemWidth(em(110));
     ImGui::SliderInt("ZeRO", &p.zero, 0, 3);
-    int_field("pp", p.pp, 1, 64, "pipeline stages: the layers split evenly, embedding on the first, head and loss on the last");
+    int_field("pp", p.pp, 1, 64,
+              "pipeline stages: the layers split evenly, embedding on the first, head and loss on the last");
     // What is greyed out here is not passed either (LaunchSettings::effective).
     const Applicable applies = applicable(c);
     ImGui::BeginDisabled(!applies.schedule);
@@ -158,11 +165,13 @@ void draw_settings(AppState& app) {
     if (text_combo("schedule", p.pp_schedule, {"afab", "1f1b", "interleaved", "zb1"}) && p.pp_schedule != "interleaved")
         p.pp_chunks = 1;
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("afab: all forwards, then all backwards (GPipe)\n1f1b: one forward, one backward; at most pp "
-                          "micro-batches in flight\ninterleaved: 1F1B over several chunks per rank\nzb1: zero-bubble "
-                          "ZB-H1, weight gradients fill the bubbles");
+        ImGui::SetTooltip(
+            "afab: all forwards, then all backwards (GPipe)\n1f1b: one forward, one backward; at most pp "
+            "micro-batches in flight\ninterleaved: 1F1B over several chunks per rank\nzb1: zero-bubble "
+            "ZB-H1, weight gradients fill the bubbles");
     ImGui::BeginDisabled(!applies.chunks);
-    int_field("chunks per rank", p.pp_chunks, 1, 16, "virtual stages per rank (interleaved); layers must divide by pp x chunks");
+    int_field("chunks per rank", p.pp_chunks, 1, 16,
+              "virtual stages per rank (interleaved); layers must divide by pp x chunks");
     ImGui::EndDisabled();
     ImGui::EndDisabled();
     int_field("tp", p.tp, 1, 64,
@@ -172,8 +181,9 @@ void draw_settings(AppState& app) {
     ImGui::BeginDisabled(!applies.sp);
     ImGui::Checkbox("SP", &p.sp);
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("sequence parallelism: LayerNorms and residuals on seq/tp positions per rank; all-gather\n"
-                          "before and reduce-scatter after the tensor-parallel layers; activations / tp");
+        ImGui::SetTooltip(
+            "sequence parallelism: LayerNorms and residuals on seq/tp positions per rank; all-gather\n"
+            "before and reduce-scatter after the tensor-parallel layers; activations / tp");
     ImGui::EndDisabled();
     if (p.tp == 1) p.sp = false;
     int_field("cp", p.cp, 1, 64,
@@ -184,20 +194,24 @@ void draw_settings(AppState& app) {
     ImGui::SetNextItemWidth(em(110));
     text_combo("##balance", p.cp_balance, {"zigzag", "contiguous"});
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("zigzag: 2 cp chunks, rank r holds r and 2cp-1-r: equal causal work on every rank\n"
-                          "contiguous: rank r holds chunk r: the last rank's queries see every key (imbalanced)");
+        ImGui::SetTooltip(
+            "zigzag: 2 cp chunks, rank r holds r and 2cp-1-r: equal causal work on every rank\n"
+            "contiguous: rank r holds chunk r: the last rank's queries see every key (imbalanced)");
     ImGui::EndDisabled();
-    if (ImGui::TreeNodeEx("experts (mixture of experts)", c.model.moe_experts > 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0)) {
+    if (ImGui::TreeNodeEx("experts (mixture of experts)",
+                          c.model.moe_experts > 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0)) {
         int_field("experts", c.model.moe_experts, 0, 1024,
                   "E experts per MoE block, each a 4h GeLU MLP; a router sends each token to K of them (0: dense)");
         ImGui::BeginDisabled(!applies.experts);
-        int_field("top-K", c.model.moe_topk, 1, 64, "experts per token; the gates are the K probabilities renormalised");
+        int_field("top-K", c.model.moe_topk, 1, 64,
+                  "experts per token; the gates are the K probabilities renormalised");
         int_field("every", c.model.moe_every, 1, 64, "every M-th block is an MoE block (1: all of them)");
         ImGui::SetNextItemWidth(em(110));
         slider("capacity", c.moe_capacity_factor, 0.0f, 4.0f, c.moe_capacity_factor > 0 ? "%.2f" : "dropless");
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("capacity factor F: an expert takes at most ceil(tokens K / E x F) rows per micro-batch\n"
-                              "on each rank and drops the rest (the token keeps its residual); 0: dropless");
+            ImGui::SetTooltip(
+                "capacity factor F: an expert takes at most ceil(tokens K / E x F) rows per micro-batch\n"
+                "on each rank and drops the rest (the token keeps its residual); 0: dropless");
         ImGui::SetNextItemWidth(em(110));
         slider("balance loss", c.moe_aux_loss_coef, 0.0f, 0.1f, "%.3f");
         if (ImGui::IsItemHovered())
@@ -209,35 +223,40 @@ void draw_settings(AppState& app) {
         ImGui::TreePop();
     }
     if (c.model.moe_experts == 0) p.ep = 1;
-    if (ImGui::TreeNodeEx("hosts", hosts.hostfile.empty() && hosts.launcher == "mpirun" ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
+    if (ImGui::TreeNodeEx("hosts",
+                          hosts.hostfile.empty() && hosts.launcher == "mpirun" ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
         ImGui::SetNextItemWidth(em(110));
         text_combo("launcher", hosts.launcher, {"mpirun", "srun"});
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("mpirun: this machine, or the hosts of a hostfile\nsrun: the nodes of the Slurm allocation "
-                              "this GUI runs in (salloc)");
+            ImGui::SetTooltip(
+                "mpirun: this machine, or the hosts of a hostfile\nsrun: the nodes of the Slurm allocation "
+                "this GUI runs in (salloc)");
         ImGui::BeginDisabled(hosts.launcher != "mpirun");
         text_field("hostfile", "(this machine)", hosts.hostfile, 220);
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("an Open MPI hostfile: one 'HOST slots=N' per line");
         ImGui::EndDisabled();
         text_field("stream to", "", hosts.stream_listen, 220);
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("the address of this machine the ranks stream back to (a port is picked; the run's token\n"
-                              "goes to the ranks in ULTRASCOPE_TOKEN). 127.0.0.1 for ranks on this machine; for other\n"
-                              "hosts this machine's address on their network, or 0.0.0.0 (its host name is sent)");
+            ImGui::SetTooltip(
+                "the address of this machine the ranks stream back to (a port is picked; the run's token\n"
+                "goes to the ranks in ULTRASCOPE_TOKEN). 127.0.0.1 for ranks on this machine; for other\n"
+                "hosts this machine's address on their network, or 0.0.0.0 (its host name is sent)");
         ImGui::TreePop();
     }
     if (ImGui::TreeNodeEx("checkpoints", c.save.empty() && c.load.empty() ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
         text_field("save to", "(none)", c.save, 220);
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("--save FILE: the checkpoint (safetensors), written atomically: a crash never leaves\n"
-                              "a half-written one; at the end of the run and every N steps below");
+            ImGui::SetTooltip(
+                "--save FILE: the checkpoint (safetensors), written atomically: a crash never leaves\n"
+                "a half-written one; at the end of the run and every N steps below");
         ImGui::BeginDisabled(!applies.save_every);
         int_field("every N steps", c.save_every, 0, 1000000, "--save-every N (0: only at the end)");
         ImGui::EndDisabled();
         text_field("resume from", "(start fresh)", c.load, 220);
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("--load FILE: continue a run from its checkpoint; keep --steps the same as the\n"
-                              "interrupted run's and it continues bitwise as if it had never stopped");
+            ImGui::SetTooltip(
+                "--load FILE: continue a run from its checkpoint; keep --steps the same as the\n"
+                "interrupted run's and it continues bitwise as if it had never stopped");
         ImGui::TreePop();
     }
     ImGui::SetNextItemWidth(em(110));
@@ -247,9 +266,10 @@ void draw_settings(AppState& app) {
     enum_combo("recompute", c.recompute, {"none", "selective", "full"}, recompute_name, parse_recompute);
     enum_combo("attention", c.attention, {"naive", "flash"}, attention_name, parse_attention);
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("naive stores the (batch, heads, s, s) probabilities for backward: the 5as/h term of the\n"
-                          "activation formula. flash runs attention blockwise with an online softmax, keeps one\n"
-                          "log-sum-exp per row and recomputes the scores in backward: the s^2 term disappears.");
+        ImGui::SetTooltip(
+            "naive stores the (batch, heads, s, s) probabilities for backward: the 5as/h term of the\n"
+            "activation formula. flash runs attention blockwise with an online softmax, keeps one\n"
+            "log-sum-exp per row and recomputes the scores in backward: the s^2 term disappears.");
     LaunchSettings& s = app.settings;
 
     // Validation as you type; resolved only when the settings change (it reads the preset file).
@@ -263,17 +283,19 @@ void draw_settings(AppState& app) {
         prediction.clear();
         if (problem.empty()) {
             const prof::Prediction p = prof::predict(prof::PredictInput::from_config(s.resolve().to_json()));
-            prediction = fmt::format("predicted per rank: {} (peak), {:.1f} MFLOP/token", format_bytes(p.memory_total()),
-                                     p.flops_per_token / 1e6);
-            prediction += fmt::format("\nactivations per layer {} (textbook {}); {} micro-batch(es) in flight on the "
-                                      "first stage",
-                                      format_bytes(p.activations_per_layer), format_bytes(p.activations_per_layer_formula),
-                                      p.micro_batches_in_flight);
+            prediction = fmt::format("predicted per rank: {} (peak), {:.1f} MFLOP/token",
+                                     format_bytes(p.memory_total()), p.flops_per_token / 1e6);
+            prediction += fmt::format(
+                "\nactivations per layer {} (textbook {}); {} micro-batch(es) in flight on the "
+                "first stage",
+                format_bytes(p.activations_per_layer), format_bytes(p.activations_per_layer_formula),
+                p.micro_batches_in_flight);
             if (s.config.parallel.tp > 1)
                 prediction += fmt::format("\n{} parameters per rank; tp sends {} per step (critical path)",
                                           p.params_on_rank, format_bytes(p.comm_bytes[size_t(prof::GroupKind::tp)]));
             if (s.config.parallel.cp > 1)
-                prediction += fmt::format("\ncp ring sends {} per step", format_bytes(p.comm_bytes[size_t(prof::GroupKind::cp)]));
+                prediction +=
+                    fmt::format("\ncp ring sends {} per step", format_bytes(p.comm_bytes[size_t(prof::GroupKind::cp)]));
             if (p.active_params != p.params)
                 prediction += fmt::format("\n{:.2f}M parameters, {:.2f}M active per token (FLOPs count these)",
                                           double(p.params) / 1e6, double(p.active_params) / 1e6);

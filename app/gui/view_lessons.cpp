@@ -23,13 +23,15 @@ void paragraph(const std::string& text) {
 
 void draw_list(AppState& app) {
     const lesson::LessonSet& set = app.lessons.lessons();
-    ImGui::TextWrapped("Each lesson shows one idea of the Ultra-Scale Playbook on real ranks of this machine, in a "
-                       "minute or two, and checks its claim against what was measured.");
+    ImGui::TextWrapped(
+        "Each lesson shows one idea of the Ultra-Scale Playbook on real ranks of this machine, in a "
+        "minute or two, and checks its claim against what was measured.");
     for (const auto& l : set.lessons) {
         const std::string label = fmt::format("{:2d}. {}", l.order, l.title);
         if (ImGui::Selectable(label.c_str())) app.lessons.open(l.name);
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("%s\n%zu run(s); ultrascope lesson %s --check", l.section.c_str(), l.runs.size(), l.name.c_str());
+            ImGui::SetTooltip("%s\n%zu run(s); ultrascope lesson %s --check", l.section.c_str(), l.runs.size(),
+                              l.name.c_str());
     }
     for (const auto& e : set.errors) {
         ImGui::PushTextWrapPos(0);
@@ -41,18 +43,24 @@ void draw_list(AppState& app) {
 ImVec4 status_color(bool ready, const lesson::ClaimResult* r) {
     if (!ready || !r) return ImVec4(0.65f, 0.65f, 0.65f, 1);
     switch (r->status) {
-        case lesson::ClaimStatus::held: return ImVec4(0.45f, 0.9f, 0.5f, 1);
-        case lesson::ClaimStatus::failed: return ImVec4(1, 0.45f, 0.4f, 1);
-        default: return ImVec4(1, 0.75f, 0.3f, 1);
+        case lesson::ClaimStatus::held:
+            return ImVec4(0.45f, 0.9f, 0.5f, 1);
+        case lesson::ClaimStatus::failed:
+            return ImVec4(1, 0.45f, 0.4f, 1);
+        default:
+            return ImVec4(1, 0.75f, 0.3f, 1);
     }
 }
 
 const char* status_word(bool ready, const lesson::ClaimResult* r) {
     if (!ready || !r) return "waiting";
     switch (r->status) {
-        case lesson::ClaimStatus::held: return "holds";
-        case lesson::ClaimStatus::failed: return "does not hold";
-        default: return "cannot check";
+        case lesson::ClaimStatus::held:
+            return "holds";
+        case lesson::ClaimStatus::failed:
+            return "does not hold";
+        default:
+            return "cannot check";
     }
 }
 
@@ -86,7 +94,8 @@ void draw_lesson(AppState& app, const lesson::Lesson& l) {
         const lesson::LessonRun& run = l.runs[i];
         ImGui::PushID(int(i));
         const bool done = player.reports().count(run.label) > 0;
-        if (player.running_index() == int(i)) ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.5f, 1), "running");
+        if (player.running_index() == int(i))
+            ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.5f, 1), "running");
         else {
             ImGui::BeginDisabled(busy);
             if (ImGui::SmallButton(done ? "again" : "launch")) player.launch(app, int(i), false);
@@ -105,14 +114,12 @@ void draw_lesson(AppState& app, const lesson::Lesson& l) {
         ImGui::BeginDisabled(busy);
         if (ImGui::Button("Launch every run in turn")) player.launch(app, 0, true);
         ImGui::EndDisabled();
-        if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("one after the other; the Compare tab shows them side by side");
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("one after the other; the Compare tab shows them side by side");
     }
 
     heading("Where to look");
     for (const auto& h : l.highlights)
-        ImGui::BulletText("%s: %s%s%s", h.view.c_str(), h.note.c_str(), h.run.empty() ? "" : " - run ",
-                          h.run.c_str());
+        ImGui::BulletText("%s: %s%s%s", h.view.c_str(), h.note.c_str(), h.run.empty() ? "" : " - run ", h.run.c_str());
     // The notes are drawn over the views only while they show one of this lesson's runs.
     if (const std::string shown = player.shown_run(app); !shown.empty())
         ImGui::TextDisabled("the views show run %s: its notes are drawn over them", shown.c_str());
@@ -135,8 +142,8 @@ void draw_lesson(AppState& app, const lesson::Lesson& l) {
                 if (o.source == lesson::FigureSource::constant) return o.shown;
                 return fmt::format("{} {}: {}", lesson::source_name(o.source), o.what, o.shown);
             };
-            ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s  %s  %s", side(r->measured).c_str(), r->comparison.c_str(),
-                               side(r->expected).c_str());
+            ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s  %s  %s", side(r->measured).c_str(),
+                               r->comparison.c_str(), side(r->expected).c_str());
             if (!r->explanation.empty()) ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", r->explanation.c_str());
         } else if (!c.why.empty()) {
             ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1), "why: %s", c.why.c_str());
@@ -158,8 +165,10 @@ void draw_lesson(AppState& app, const lesson::Lesson& l) {
 }  // namespace
 
 void draw_lessons_panel(AppState& app) {
-    if (const lesson::Lesson* l = app.lessons.current()) draw_lesson(app, *l);
-    else draw_list(app);
+    if (const lesson::Lesson* l = app.lessons.current())
+        draw_lesson(app, *l);
+    else
+        draw_list(app);
 }
 
 }  // namespace us::gui

@@ -19,8 +19,8 @@ namespace us::gui {
 
 namespace {
 
-constexpr ImU32 kCachedColor = IM_COL32(150, 150, 165, 210);    // freed blocks the allocator keeps
-constexpr ImU32 kUntrackedColor = IM_COL32(75, 78, 92, 255);     // runtime, libraries, buffers, fragmentation
+constexpr ImU32 kCachedColor = IM_COL32(150, 150, 165, 210);  // freed blocks the allocator keeps
+constexpr ImU32 kUntrackedColor = IM_COL32(75, 78, 92, 255);  // runtime, libraries, buffers, fragmentation
 
 void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankReport* rr, float height) {
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
@@ -65,12 +65,14 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
         double base = 0;
         for (int k = 0; k < kMemCategoryCount; ++k) {
             if (c.bytes[size_t(k)] <= 0) continue;
-            const float ya = a1.y - float(base * yscale), yb = a1.y - float((base + double(c.bytes[size_t(k)])) * yscale);
+            const float ya = a1.y - float(base * yscale),
+                        yb = a1.y - float((base + double(c.bytes[size_t(k)])) * yscale);
             dl->AddRectFilled(ImVec2(a0.x + x, yb), ImVec2(a0.x + x + 1, ya), category_color(k, 0.9f));
             base += double(c.bytes[size_t(k)]);
         }
         // above the tracked categories: the allocator's cache, then what nothing tracks
-        for (const auto& [bytes, color] : {std::pair{c.cache_shown(), kCachedColor}, std::pair{c.untracked_shown(), kUntrackedColor}}) {
+        for (const auto& [bytes, color] :
+             {std::pair{c.cache_shown(), kCachedColor}, std::pair{c.untracked_shown(), kUntrackedColor}}) {
             if (bytes <= 0) continue;
             const float ya = a1.y - float(base * yscale), yb = a1.y - float((base + double(bytes)) * yscale);
             dl->AddRectFilled(ImVec2(a0.x + x, yb), ImVec2(a0.x + x + 1, ya), color);
@@ -89,7 +91,8 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
     // predicted total as a dashed line
     if (rr) {
         const float y = a1.y - float(double(rr->predicted.memory_total()) * yscale);
-        for (float x = a0.x; x < a1.x; x += 10) dl->AddLine(ImVec2(x, y), ImVec2(std::min(x + 5, a1.x), y), IM_COL32(255, 255, 255, 140));
+        for (float x = a0.x; x < a1.x; x += 10)
+            dl->AddLine(ImVec2(x, y), ImVec2(std::min(x + 5, a1.x), y), IM_COL32(255, 255, 255, 140));
         const char* label = "predicted (sum of peaks)";
         dl->AddText(ImVec2(a1.x - ImGui::CalcTextSize(label).x - 4, y + 2), kTextDim, label);
     }
@@ -109,7 +112,8 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
         if (io.MouseWheel != 0) app.window.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
         if (ImGui::IsMouseDragging(ImGuiMouseButton_Left))
             app.window.pan(-int64_t(double(io.MouseDelta.x) / w * double(t1 - t0)));
-        if (!io.WantTextInput && ImGui::IsKeyPressed('F')) app.window.fit_step(app.report(), step_at(app.report(), t_mouse));
+        if (!io.WantTextInput && ImGui::IsKeyPressed('F'))
+            app.window.fit_step(app.report(), step_at(app.report(), t_mouse));
         if (!io.WantTextInput && ImGui::IsKeyPressed('A')) app.fit_all();
         // readout
         const int x = int(io.MousePos.x - a0.x);
@@ -117,16 +121,20 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
             const MemoryColumn& c = cols[size_t(x)];
             dl->AddLine(ImVec2(io.MousePos.x, a0.y), ImVec2(io.MousePos.x, a1.y), IM_COL32(255, 255, 255, 120));
             ImGui::BeginTooltip();
-            ImGui::Text("step %d, %s (%s)", c.step, std::string(prof::kPhaseNames[size_t(c.phase)]).c_str(), app.provenance());
+            ImGui::Text("step %d, %s (%s)", c.step, std::string(prof::kPhaseNames[size_t(c.phase)]).c_str(),
+                        app.provenance());
             for (int k = kMemCategoryCount - 1; k >= 0; --k)
                 if (c.bytes[size_t(k)] > 0) {
-                    legend_item(category_color(k), fmt::format("{:<16} {}", kMemCategoryNames[size_t(k)],
-                                                              format_bytes(c.bytes[size_t(k)])).c_str());
+                    legend_item(category_color(k),
+                                fmt::format("{:<16} {}", kMemCategoryNames[size_t(k)], format_bytes(c.bytes[size_t(k)]))
+                                    .c_str());
                 }
             ImGui::Text("total            %s", format_bytes(c.total).c_str());
             if (c.held >= 0) {
-                legend_item(kCachedColor, fmt::format("{:<16} {}", "allocator cache", format_bytes(c.cache_shown())).c_str());
-                legend_item(kUntrackedColor, fmt::format("{:<16} {}", "not tracked", format_bytes(c.untracked_shown())).c_str());
+                legend_item(kCachedColor,
+                            fmt::format("{:<16} {}", "allocator cache", format_bytes(c.cache_shown())).c_str());
+                legend_item(kUntrackedColor,
+                            fmt::format("{:<16} {}", "not tracked", format_bytes(c.untracked_shown())).c_str());
                 ImGui::Text("process held     %s (sampled at the phase's start)", format_bytes(c.held).c_str());
             }
             ImGui::EndTooltip();
@@ -136,12 +144,14 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
         const ImVec2 after = ImGui::GetCursorScreenPos();
         ImGui::SetCursorScreenPos(ImVec2(a0.x + 6, a0.y + 4));
         ImGui::PushFont(small_font());
-        const std::string label = show_process ? std::string("hide the process band")
-                                               : fmt::format("show what the process holds ({})", format_bytes(held_max));
+        const std::string label = show_process
+                                      ? std::string("hide the process band")
+                                      : fmt::format("show what the process holds ({})", format_bytes(held_max));
         if (ImGui::SmallButton(label.c_str())) process_band = show_process ? 0 : 1;
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("the process's resident set (or the device's memory in use) beyond the tracked categories:\n"
-                              "runtime, libraries, buffers; hidden by default when it is over 8x the categories' peak");
+            ImGui::SetTooltip(
+                "the process's resident set (or the device's memory in use) beyond the tracked categories:\n"
+                "runtime, libraries, buffers; hidden by default when it is over 8x the categories' peak");
         ImGui::PopFont();
         ImGui::SetCursorScreenPos(after);
     }
@@ -160,7 +170,9 @@ void draw_peaks(const AppState& app, const prof::RankReport& r) {
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(text.c_str());
     };
-    auto or_text = [](const std::optional<int64_t>& v, const char* none) { return v ? format_bytes(*v) : std::string(none); };
+    auto or_text = [](const std::optional<int64_t>& v, const char* none) {
+        return v ? format_bytes(*v) : std::string(none);
+    };
     // A planner's prediction shown as a trace: its peaks are the planner's figures (the engine's walk for this
     // engine's models, in the predicted column too; the formulas of docs/planner.md for others).
     const bool predicted_trace = app.showing_prediction();
@@ -175,8 +187,9 @@ void draw_peaks(const AppState& app, const prof::RankReport& r) {
         cell(or_text(pred, predicted_trace ? "-" : "not modelled"));
         cell(or_text(r.predicted.memory_formula[size_t(k)], "-"));
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("formula: the textbook's figure (ZeRO bytes per parameter; Korthikanti et al. per layer x\n"
-                              "layers x micro-batches in flight); '-' where the textbook has none");
+            ImGui::SetTooltip(
+                "formula: the textbook's figure (ZeRO bytes per parameter; Korthikanti et al. per layer x\n"
+                "layers x micro-batches in flight); '-' where the textbook has none");
         cell(std::string(prof::kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])]));
         ImGui::TableNextColumn();
         ImGui::Text("%s / %s", format_bytes(r.memory.step1_peak[size_t(k)]).c_str(),
@@ -188,8 +201,9 @@ void draw_peaks(const AppState& app, const prof::RankReport& r) {
         ImGui::TableNextRow();
         cell("sum of peaks");
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("the sum of each modelled category's own peak, measured and predicted (the formula's: model\n"
-                              "states and activations); peaks of different categories need not coincide");
+            ImGui::SetTooltip(
+                "the sum of each modelled category's own peak, measured and predicted (the formula's: model\n"
+                "states and activations); peaks of different categories need not coincide");
         cell(format_bytes(modelled));
         cell(format_bytes(r.predicted.memory_total()));
         cell(format_bytes(r.predicted.memory_formula_total()));
@@ -214,9 +228,10 @@ void draw_peaks(const AppState& app, const prof::RankReport& r) {
         ImGui::TableNextColumn();
         legend_item(kUntrackedColor, "not tracked");
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("%s - the allocator's live and cached bytes, sampled at every phase boundary (measured):\n"
-                              "runtime, libraries, communication buffers, thread stacks, fragmentation",
-                              r.process.device ? "the device's memory in use (driver, all processes)" : "the resident set");
+            ImGui::SetTooltip(
+                "%s - the allocator's live and cached bytes, sampled at every phase boundary (measured):\n"
+                "runtime, libraries, communication buffers, thread stacks, fragmentation",
+                r.process.device ? "the device's memory in use (driver, all processes)" : "the resident set");
         cell(format_bytes(r.process.untracked_peak));
         ImGui::TableNextRow();
         cell(r.process.device ? "device in use" : "process (RSS)");
@@ -234,14 +249,16 @@ void draw_memory_view(AppState& app) {
         return;
     }
     const auto ranks = store->ranks();
-    if (std::find(ranks.begin(), ranks.end(), app.window.selected_rank) == ranks.end()) app.window.selected_rank = ranks.front();
+    if (std::find(ranks.begin(), ranks.end(), app.window.selected_rank) == ranks.end())
+        app.window.selected_rank = ranks.front();
     const prof::RankReport* rr = nullptr;
     for (const auto& r : app.report().ranks)
         if (r.rank == app.window.selected_rank) rr = &r;
     ImGui::SetNextItemWidth(em(200));
     if (ImGui::BeginCombo("rank", rr ? rr->label.c_str() : fmt::format("rank {}", app.window.selected_rank).c_str())) {
         for (const auto& r : app.report().ranks)
-            if (ImGui::Selectable(r.label.c_str(), r.rank == app.window.selected_rank)) app.window.selected_rank = r.rank;
+            if (ImGui::Selectable(r.label.c_str(), r.rank == app.window.selected_rank))
+                app.window.selected_rank = r.rank;
         ImGui::EndCombo();
     }
     if (store->is_imported()) {  // a PyTorch trace: the allocator's bytes, no categories

@@ -20,9 +20,8 @@ namespace us::gui {
 namespace {
 
 constexpr ImU32 kCategoryColors[prof::kProfilerCategories] = {
-    IM_COL32(60, 150, 80, 255),   IM_COL32(215, 170, 40, 255), IM_COL32(150, 150, 150, 255),
-    IM_COL32(160, 130, 220, 255), IM_COL32(220, 80, 70, 255),  IM_COL32(70, 110, 220, 255),
-    IM_COL32(100, 160, 235, 255), IM_COL32(95, 95, 105, 255)};
+    IM_COL32(60, 150, 80, 255), IM_COL32(215, 170, 40, 255), IM_COL32(150, 150, 150, 255), IM_COL32(160, 130, 220, 255),
+    IM_COL32(220, 80, 70, 255), IM_COL32(70, 110, 220, 255), IM_COL32(100, 160, 235, 255), IM_COL32(95, 95, 105, 255)};
 
 struct Loaded {
     std::vector<app::RankMemoryCategories> ranks;
@@ -105,7 +104,8 @@ void draw_stack(const prof::MemoryTimeline& t, int64_t off, const char* basis, i
         return int64_t(std::upper_bound(times.begin(), times.end(), us) - times.begin()) - 1;
     };
     for (int c = 0; c < columns; ++c) {
-        const int64_t a = t0 + int64_t(double(t1 - t0) * c / columns), b = t0 + int64_t(double(t1 - t0) * (c + 1) / columns);
+        const int64_t a = t0 + int64_t(double(t1 - t0) * c / columns),
+                      b = t0 + int64_t(double(t1 - t0) * (c + 1) / columns);
         int64_t best = row_at(a), best_total = best >= 0 ? t.total(size_t(best)) : -1;
         for (int64_t i = best + 1; i >= 0 && i < int64_t(times.size()) && times[size_t(i)] * 1000 + off < b; ++i)
             if (const int64_t tot = t.total(size_t(i)); tot > best_total) best = i, best_total = tot;
@@ -133,7 +133,8 @@ void draw_stack(const prof::MemoryTimeline& t, int64_t off, const char* basis, i
             ImGui::Text("%s total (%s), %.3f ms into the timeline", format_bytes(t.total(size_t(row))).c_str(), basis,
                         double(times[size_t(row)] - times.front()) / 1000.0);
             for (size_t k = prof::kProfilerCategories; k-- > 0;)
-                ImGui::TextColored(ImColor(kCategoryColors[k]), "%-16s %s", prof::profiler_category_label(prof::ProfilerCategory(k)),
+                ImGui::TextColored(ImColor(kCategoryColors[k]), "%-16s %s",
+                                   prof::profiler_category_label(prof::ProfilerCategory(k)),
                                    format_bytes(t.at(size_t(row), prof::ProfilerCategory(k))).c_str());
             ImGui::EndTooltip();
         }
@@ -156,7 +157,8 @@ void draw_memory_categories(AppState& app, const prof::RankTrace& rank) {
     for (const auto& x : loaded->ranks)
         if (x.rank == rank.rank) r = &x;
     if (!r) {
-        ImGui::TextColored(ImColor(kTextDim), "%s", loaded->error.empty()
+        ImGui::TextColored(ImColor(kTextDim), "%s",
+                           loaded->error.empty()
                                ? "categories: unknown for this rank (no [memory] events to infer them from, no memory "
                                  "profiler timeline beside the trace: docs/pytorch-memory.md)"
                                : loaded->error.c_str());
@@ -171,17 +173,19 @@ void draw_memory_categories(AppState& app, const prof::RankTrace& rank) {
     const prof::MemoryTimeline& t = inferred ? *r->inferred : r->timeline;
     const prof::TimelinePeaks& peaks = inferred ? r->inferred_peaks : r->peaks;
     if (inferred)
-        ImGui::TextColored(ImColor(kWarnColor), "categories over time INFERRED from the ops around each [memory] event "
-                                                "(%s): bytes allocated since profiling began; peak %s",
+        ImGui::TextColored(ImColor(kWarnColor),
+                           "categories over time INFERRED from the ops around each [memory] event "
+                           "(%s): bytes allocated since profiling began; peak %s",
                            app::device_label(r->device).c_str(), format_bytes(peaks.total_peak_bytes).c_str());
     else
         ImGui::TextColored(ImColor(kTextDim), "categories over time, measured by the memory profiler (%s, %s); peak %s",
                            std::filesystem::path(r->timeline.source).filename().string().c_str(),
                            app::device_label(r->device).c_str(), format_bytes(peaks.total_peak_bytes).c_str());
     if (r->grouped && r->strict) {
-        ImGui::TextColored(ImColor(kTextDim), "inferred from the ops around each [memory] event, the categories agree "
-                                              "on %.1f%% of the byte-time (%.1f%% with autograd detail apart from "
-                                              "gradients), %.1f%% at the peak (derived)",
+        ImGui::TextColored(ImColor(kTextDim),
+                           "inferred from the ops around each [memory] event, the categories agree "
+                           "on %.1f%% of the byte-time (%.1f%% with autograd detail apart from "
+                           "gradients), %.1f%% at the peak (derived)",
                            100 * r->grouped->byte_time, 100 * r->strict->byte_time, 100 * r->grouped->at_peak);
     }
     if (!r->offset_ns || t.size() == 0) {

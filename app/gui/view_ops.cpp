@@ -19,10 +19,14 @@ enum Column { kName, kClass, kCalls, kTime, kShare, kPerCall, kRate };
 // The numeric columns' sort keys (time and share sort alike).
 double sort_value(const prof::OpRow& r, int column) {
     switch (column) {
-        case kCalls: return double(r.calls);
-        case kPerCall: return r.per_call_s();
-        case kRate: return prof::OpTable::flop_rate(r);
-        default: return r.self_s;
+        case kCalls:
+            return double(r.calls);
+        case kPerCall:
+            return r.per_call_s();
+        case kRate:
+            return prof::OpTable::flop_rate(r);
+        default:
+            return r.self_s;
     }
 }
 
@@ -37,30 +41,35 @@ void draw_ops_view(AppState& app) {
         for (const auto& r : rep.ranks)
             if (!shown || r.steady.compute_s > shown->steady.compute_s) shown = &r;
     if (!shown || shown->ops.rows.empty()) {
-        ImGui::TextDisabled("No op spans in the steady steps yet (the first step is left out: it allocates and warms up).");
+        ImGui::TextDisabled(
+            "No op spans in the steady steps yet (the first step is left out: it allocates and warms up).");
         return;
     }
     const prof::OpTable& t = shown->ops;
     ImGui::Text("%s, per steady step (%s, %d step%s): ops %.1f of %.1f ms", shown->label.c_str(), rep.source(), t.steps,
                 t.steps == 1 ? "" : "s", 1e3 * t.per_step(t.self_s()), 1e3 * t.per_step(t.wall_s));
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("Self time: an op nested in another is taken out of its parent, so the rows add up to the\n"
-                          "compute time. %s\nThe rank is the one selected in the timeline (click a rank's label there).\n"
-                          "GFLOP/s: the FLOPs the engine's op spans carry over their time; attention's count the\n"
-                          "whole s x s square, as the 6N + 12Lhs formula does (a causal kernel does about half).",
-                          t.device_kernels ? "The rows are the GPU's kernels as CUPTI timed them (they carry no FLOPs)."
-                                           : "The rows are the engine's op spans on the compute lane.");
+        ImGui::SetTooltip(
+            "Self time: an op nested in another is taken out of its parent, so the rows add up to the\n"
+            "compute time. %s\nThe rank is the one selected in the timeline (click a rank's label there).\n"
+            "GFLOP/s: the FLOPs the engine's op spans carry over their time; attention's count the\n"
+            "whole s x s square, as the 6N + 12Lhs formula does (a causal kernel does about half).",
+            t.device_kernels ? "The rows are the GPU's kernels as CUPTI timed them (they carry no FLOPs)."
+                             : "The rows are the engine's op spans on the compute lane.");
     const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY |
-                                  ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingStretchProp;
+                                  ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable |
+                                  ImGuiTableFlags_SizingStretchProp;
     if (!ImGui::BeginTable("ops", 7, flags)) return;
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn(t.device_kernels ? "kernel" : "op", ImGuiTableColumnFlags_WidthStretch, 3.0f, kName);
     ImGui::TableSetupColumn("class", ImGuiTableColumnFlags_WidthStretch, 1.1f, kClass);
     ImGui::TableSetupColumn("calls", ImGuiTableColumnFlags_WidthStretch, 0.8f, kCalls);
-    ImGui::TableSetupColumn("ms", ImGuiTableColumnFlags_WidthStretch | ImGuiTableColumnFlags_DefaultSort |
-                                      ImGuiTableColumnFlags_PreferSortDescending, 1.0f, kTime);
-    ImGui::TableSetupColumn("% of step", ImGuiTableColumnFlags_WidthStretch | ImGuiTableColumnFlags_PreferSortDescending,
-                            1.6f, kShare);
+    ImGui::TableSetupColumn("ms",
+                            ImGuiTableColumnFlags_WidthStretch | ImGuiTableColumnFlags_DefaultSort |
+                                ImGuiTableColumnFlags_PreferSortDescending,
+                            1.0f, kTime);
+    ImGui::TableSetupColumn(
+        "% of step", ImGuiTableColumnFlags_WidthStretch | ImGuiTableColumnFlags_PreferSortDescending, 1.6f, kShare);
     ImGui::TableSetupColumn("us/call", ImGuiTableColumnFlags_WidthStretch, 1.0f, kPerCall);
     ImGui::TableSetupColumn("GFLOP/s", ImGuiTableColumnFlags_WidthStretch | ImGuiTableColumnFlags_PreferSortDescending,
                             1.0f, kRate);
@@ -74,8 +83,10 @@ void draw_ops_view(AppState& app) {
         const bool ascending = specs->Specs[0].SortDirection == ImGuiSortDirection_Ascending;
         std::stable_sort(rows.begin(), rows.end(), [&](const prof::OpRow* a, const prof::OpRow* b) {
             if (column == kName || column == kClass) {
-                const std::string_view x = column == kName ? std::string_view(a->name) : prof::kOpClassNames[size_t(a->op)];
-                const std::string_view y = column == kName ? std::string_view(b->name) : prof::kOpClassNames[size_t(b->op)];
+                const std::string_view x =
+                    column == kName ? std::string_view(a->name) : prof::kOpClassNames[size_t(a->op)];
+                const std::string_view y =
+                    column == kName ? std::string_view(b->name) : prof::kOpClassNames[size_t(b->op)];
                 return ascending ? x < y : y < x;
             }
             const double x = sort_value(*a, column), y = sort_value(*b, column);
@@ -106,7 +117,8 @@ void draw_ops_view(AppState& app) {
             ImGui::TableNextColumn();
             const ImVec2 p = ImGui::GetCursorScreenPos();
             const float w = ImGui::GetContentRegionAvail().x, h = ImGui::GetTextLineHeight();
-            ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 2), ImVec2(p.x + float(r.self_s / most) * w, p.y + h - 2),
+            ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 2),
+                                                      ImVec2(p.x + float(r.self_s / most) * w, p.y + h - 2),
                                                       IM_COL32(90, 150, 240, 110));
             ImGui::Text("%.1f%%", 100 * t.share_of_wall(r.self_s));
             ImGui::TableNextColumn();

@@ -35,8 +35,9 @@ void draw_imported_group_table(const prof::Report& rep) {
     int rows = 0;
     for (const auto& r : ranks) rows += int(r.value("comm_by_process_group", nlohmann::json::array()).size());
     if (rows == 0) {
-        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "  no collectives (NCCL send/recv kernels are the pipeline's "
-                                                           "transfers, shown as p2p)");
+        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1),
+                           "  no collectives (NCCL send/recv kernels are the pipeline's "
+                           "transfers, shown as p2p)");
         return;
     }
     if (!begin_wide_table("imported_groups", 4, rows)) return;
@@ -65,9 +66,10 @@ void draw_group_table(const prof::Report& rep) {
     ImGui::Spacing();
     ImGui::TextUnformatted("communication by group (per steady step)");
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("bytes: what the rank sends for the group's collectives (ring algorithms), measured from the\n"
-                          "collectives in the trace / predicted from the engine's own walk (docs/formulas.md).\n"
-                          "exposed: time a collective of the group was outstanding with no compute under it.");
+        ImGui::SetTooltip(
+            "bytes: what the rank sends for the group's collectives (ring algorithms), measured from the\n"
+            "collectives in the trace / predicted from the engine's own walk (docs/formulas.md).\n"
+            "exposed: time a collective of the group was outstanding with no compute under it.");
     int rows = 0;
     for (const auto& r : rep.ranks)
         for (int g = 0; g < prof::kGroupCount; ++g)
@@ -78,14 +80,16 @@ void draw_group_table(const prof::Report& rep) {
         return;
     }
     if (!begin_wide_table("groups", 6, rows)) return;
-    for (const char* h : {"rank", "group", "sent (measured)", "sent (predicted)", "time", "exposed"}) ImGui::TableSetupColumn(h);
+    for (const char* h : {"rank", "group", "sent (measured)", "sent (predicted)", "time", "exposed"})
+        ImGui::TableSetupColumn(h);
     ImGui::TableHeadersRow();
     for (const auto& r : rep.ranks) {
         const double steps = double(std::max<size_t>(1, prof::steady_step_count(r.steps)));
         for (int g = 0; g < prof::kGroupCount; ++g) {
             const double bytes = r.steady.group_bytes[size_t(g)] / steps;
             if (bytes == 0 && r.predicted.comm_bytes[size_t(g)] == 0 && r.steady.group_comm_s[size_t(g)] == 0) continue;
-            const double time = r.steady.group_comm_s[size_t(g)] / steps, exposed = r.steady.group_exposed_s[size_t(g)] / steps;
+            const double time = r.steady.group_comm_s[size_t(g)] / steps,
+                         exposed = r.steady.group_exposed_s[size_t(g)] / steps;
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
             ImGui::Text("%d", r.rank);
@@ -93,16 +97,20 @@ void draw_group_table(const prof::Report& rep) {
             const prof::GroupKind kind = prof::GroupKind(g);
             const std::string name(prof::group_kind_name(kind));
             const bool tp = kind == prof::GroupKind::tp;
-            if (tp) ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.35f, 1), "tp");
-            else ImGui::Text("%s", name.c_str());
+            if (tp)
+                ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.35f, 1), "tp");
+            else
+                ImGui::Text("%s", name.c_str());
             if (tp && ImGui::IsItemHovered())
                 ImGui::SetTooltip("tensor-parallel collectives block the compute thread: all of their time is exposed");
             ImGui::TableNextColumn();
             ImGui::Text("%s", format_bytes(int64_t(bytes)).c_str());
             miss_marker(rep.misses, "comm." + name, r.rank);
             ImGui::TableNextColumn();
-            if (rep.imported) ImGui::TextUnformatted("unknown");  // no model or layout behind a PyTorch trace
-            else ImGui::Text("%s", format_bytes(r.predicted.comm_bytes[size_t(g)]).c_str());
+            if (rep.imported)
+                ImGui::TextUnformatted("unknown");  // no model or layout behind a PyTorch trace
+            else
+                ImGui::Text("%s", format_bytes(r.predicted.comm_bytes[size_t(g)]).c_str());
             ImGui::TableNextColumn();
             ImGui::Text("%.2f ms", 1e3 * time);
             ImGui::TableNextColumn();
@@ -122,12 +130,14 @@ void draw_hta_table(const prof::Report& rep) {
     ImGui::Spacing();
     ImGui::TextUnformatted("Holistic Trace Analysis's breakdown (measured; HTA's definitions, docs/formulas.md)");
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("idle / compute / non-compute: shares of the kernel time (first kernel to last, all streams).\n"
-                          "overlap: time with computation and communication kernels both running / communication time.\n"
-                          "host wait: the launch came after the stream's previous kernel ended; kernel wait: a gap under\n"
-                          "30 us; other: the rest. Steps: every ProfilerStep but the last, as HTA counts them.");
+        ImGui::SetTooltip(
+            "idle / compute / non-compute: shares of the kernel time (first kernel to last, all streams).\n"
+            "overlap: time with computation and communication kernels both running / communication time.\n"
+            "host wait: the launch came after the stream's previous kernel ended; kernel wait: a gap under\n"
+            "30 us; other: the rest. Steps: every ProfilerStep but the last, as HTA counts them.");
     if (!begin_wide_table("hta", 7, rows)) return;
-    for (const char* h : {"rank", "kernel time", "idle", "compute", "non-compute", "comm/comp overlap", "host / kernel wait, other"})
+    for (const char* h :
+         {"rank", "kernel time", "idle", "compute", "non-compute", "comm/comp overlap", "host / kernel wait, other"})
         ImGui::TableSetupColumn(h);
     ImGui::TableHeadersRow();
     for (const auto& r : rep.ranks) {
@@ -144,12 +154,15 @@ void draw_hta_table(const prof::Report& rep) {
             ImGui::Text("%.1f%%", 100 * v / k);
         }
         ImGui::TableNextColumn();
-        if (f.comp_comm_overlap_pct) ImGui::Text("%.1f%%", *f.comp_comm_overlap_pct);
-        else ImGui::TextUnformatted("unknown (no communication kernels)");
+        if (f.comp_comm_overlap_pct)
+            ImGui::Text("%.1f%%", *f.comp_comm_overlap_pct);
+        else
+            ImGui::TextUnformatted("unknown (no communication kernels)");
         ImGui::TableNextColumn();
         if (f.host_wait_us && f.kernel_wait_us && f.other_us)
             ImGui::Text("%.1f / %.1f, %.1f ms", *f.host_wait_us / 1e3, *f.kernel_wait_us / 1e3, *f.other_us / 1e3);
-        else ImGui::TextUnformatted("unknown (no launch times)");
+        else
+            ImGui::TextUnformatted("unknown (no launch times)");
     }
     ImGui::EndTable();
 }
@@ -170,11 +183,13 @@ void draw_overlap_view(AppState& app) {
         return;
     }
     if (app.report().imported)
-        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps (the first profiled step left out)");
+        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1),
+                           "measured over the steady steps (the first profiled step left out)");
     else if (!app.showing_prediction())
         ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps (step 1 left out)");
     else
-        ImGui::TextColored(kPredictedColor, "PREDICTED by the planner's model over its steady steps: nothing here was measured");
+        ImGui::TextColored(kPredictedColor,
+                           "PREDICTED by the planner's model over its steady steps: nothing here was measured");
     if (const prof::PipelineBubble& pb = app.report().pipeline; pb.busiest_rank >= 0) {
         std::string formula;
         for (const auto& r : app.report().ranks)
@@ -186,14 +201,16 @@ void draw_overlap_view(AppState& app) {
         ImGui::SameLine();
         ImGui::Text("  predicted %s = %.3f, simulated %.3f", formula.c_str(), pb.theory, pb.simulated);
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("measured: idle time of the busiest stage between the pipeline's first and last op of a\n"
-                              "step, over its op time. predicted: the textbook formula. simulated: the run's schedule\n"
-                              "on an ideal machine (forward 1, backward 2, no communication time).");
+            ImGui::SetTooltip(
+                "measured: idle time of the busiest stage between the pipeline's first and last op of a\n"
+                "step, over its op time. predicted: the textbook formula. simulated: the run's schedule\n"
+                "on an ideal machine (forward 1, backward 2, no communication time).");
         const float w = ImGui::GetContentRegionAvail().x * 0.5f, h = ImGui::GetTextLineHeight();
         const float scale = float(std::max({pb.measured, pb.theory, pb.simulated, 1e-9}));
         ImDrawList* dl = ImGui::GetWindowDrawList();
-        for (auto [label, v, color] : {std::tuple{app.provenance(), pb.measured, kIdle}, {"predicted", pb.theory, kCompute},
-                                      {"simulated", pb.simulated, kOverlapped}}) {
+        for (auto [label, v, color] : {std::tuple{app.provenance(), pb.measured, kIdle},
+                                       {"predicted", pb.theory, kCompute},
+                                       {"simulated", pb.simulated, kOverlapped}}) {
             const ImVec2 p = ImGui::GetCursorScreenPos();
             dl->AddRectFilled(ImVec2(p.x + 80, p.y + 2), ImVec2(p.x + 80 + w * float(v) / scale, p.y + h - 1), color);
             ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s", label);
@@ -211,17 +228,23 @@ void draw_overlap_view(AppState& app) {
         const ImVec2 p = ImGui::GetCursorScreenPos();
         const float w = ImGui::GetContentRegionAvail().x;
         float x = p.x;
-        for (auto [frac, color] : {std::pair{b.compute_only, kCompute}, {b.overlapped, kOverlapped}, {b.exposed, kExposed},
+        for (auto [frac, color] : {std::pair{b.compute_only, kCompute},
+                                   {b.overlapped, kOverlapped},
+                                   {b.exposed, kExposed},
                                    {b.idle, kIdle}}) {
             const float dx = float(std::max(0.0, frac)) * w;
             dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + dx, p.y + bar_h), color);
             x += dx;
         }
-        if (worst) dl->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(p.x + w + 1, p.y + bar_h + 1), IM_COL32(255, 110, 90, 255), 0, 0, 2);
+        if (worst)
+            dl->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(p.x + w + 1, p.y + bar_h + 1), IM_COL32(255, 110, 90, 255), 0,
+                        0, 2);
         ImGui::InvisibleButton(fmt::format("bar{}", i).c_str(), ImVec2(w, bar_h));
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("%s (%s)\ncompute %.1f%%\ncomm hidden behind compute %.1f%%\ncomm exposed %.1f%%\nidle %.1f%%",
-                              b.label.c_str(), app.provenance(), 100 * b.compute_only, 100 * b.overlapped, 100 * b.exposed, 100 * b.idle);
+            ImGui::SetTooltip(
+                "%s (%s)\ncompute %.1f%%\ncomm hidden behind compute %.1f%%\ncomm exposed %.1f%%\nidle %.1f%%",
+                b.label.c_str(), app.provenance(), 100 * b.compute_only, 100 * b.overlapped, 100 * b.exposed,
+                100 * b.idle);
     }
     ImGui::Spacing();
     if (begin_wide_table("overlap", 5, int(m.bars.size()))) {
@@ -237,7 +260,8 @@ void draw_overlap_view(AppState& app) {
             if (int(i) == m.worst) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(90, 30, 30, 255));
             ImGui::TableNextColumn();
             ImGui::Text("%d", b.rank);
-            if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: %.3f s over the steady steps", b.label.c_str(), b.wall_s);
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip("%s: %.3f s over the steady steps", b.label.c_str(), b.wall_s);
             ImGui::TableNextColumn();
             ImGui::Text("%.1f%%", b.overlap_pct);
             ImGui::TableNextColumn();
@@ -245,12 +269,15 @@ void draw_overlap_view(AppState& app) {
             ImGui::TableNextColumn();
             ImGui::Text("%.1f%%", 100 * b.idle);
             ImGui::TableNextColumn();
-            if (app.report().predict_input.pp > 1) ImGui::Text("%.2f (%.2f)", b.bubble_fraction, b.bubble_theory);
-            else ImGui::TextUnformatted("-");  // no pipeline: idle inside the step is exposed comm or waiting
+            if (app.report().predict_input.pp > 1)
+                ImGui::Text("%.2f (%.2f)", b.bubble_fraction, b.bubble_theory);
+            else
+                ImGui::TextUnformatted("-");  // no pipeline: idle inside the step is exposed comm or waiting
         }
         ImGui::EndTable();
     }
-    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "overlap = comm hidden / all comm; bubble: %s (predicted)", app.provenance());
+    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "overlap = comm hidden / all comm; bubble: %s (predicted)",
+                       app.provenance());
     draw_group_table(app.report());
     draw_hta_table(app.report());
 }

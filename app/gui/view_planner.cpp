@@ -39,7 +39,8 @@ void stacked_bar(const std::vector<Part>& parts, double total, const std::string
         if (part.value <= 0 || total <= 0) continue;
         const float pw = float(part.value / total) * w;
         dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + pw, p.y + h), part.color);
-        if (pw > ImGui::CalcTextSize(part.name).x + 4) dl->AddText(ImVec2(x + 2, p.y + 2), IM_COL32(15, 15, 20, 255), part.name);
+        if (pw > ImGui::CalcTextSize(part.name).x + 4)
+            dl->AddText(ImVec2(x + 2, p.y + 2), IM_COL32(15, 15, 20, 255), part.name);
         if (mouse.x >= x && mouse.x < x + pw && mouse.y >= p.y && mouse.y < p.y + h && ImGui::IsWindowHovered()) {
             std::string text;
             ImGui::SetTooltip("%s: %s", part.name, format(part.value, text).c_str());
@@ -60,7 +61,8 @@ void draw_memory(const PlannerState::Plan& p, const plan::PlanResult& r) {
                 format_bytes(p.cluster.memory_bytes).c_str(), m.kind.c_str());
     std::vector<Part> parts;
     for (int c = 0; c < kMemCategoryCount; ++c)
-        if (m.modelled[size_t(c)]) parts.push_back({kMemCategoryNames[size_t(c)].data(), double(m.bytes[size_t(c)]), category_color(c)});
+        if (m.modelled[size_t(c)])
+            parts.push_back({kMemCategoryNames[size_t(c)].data(), double(m.bytes[size_t(c)]), category_color(c)});
     parts.push_back({"runtime reserve", double(m.reserved_bytes), IM_COL32(110, 110, 110, 255)});
     stacked_bar(parts, double(std::max<int64_t>(p.cluster.memory_bytes, m.total())), bytes_text);
     for (const Part& part : parts) {
@@ -129,14 +131,18 @@ void draw_launched(AppState& app, const PlannerState& s) {
         ImGui::TextUnformatted(measured.c_str());
     };
     const bool steps = rep.throughput.steps_measured > 0;
-    row("step time", seconds(r.time.step_s) + " (model)", steps ? seconds(rep.throughput.step_s) : "waiting for a steady step");
-    row("tokens/s", fmt::format("{:.0f} (derived)", r.tokens_per_s), steps ? fmt::format("{:.0f}", rep.throughput.tokens_per_s) : "-");
+    row("step time", seconds(r.time.step_s) + " (model)",
+        steps ? seconds(rep.throughput.step_s) : "waiting for a steady step");
+    row("tokens/s", fmt::format("{:.0f} (derived)", r.tokens_per_s),
+        steps ? fmt::format("{:.0f}", rep.throughput.tokens_per_s) : "-");
     row("memory, busiest rank", format_bytes(r.memory.categories_total()) + " (" + r.memory.kind + ")",
         measured_mem > 0 ? format_bytes(measured_mem) : "-");
     ImGui::EndTable();
     if (s.launched_cluster != "this-machine" && s.launched_cluster != "machine.json")
-        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "times are predicted for %s, not for this machine: pick machine.json "
-                           "(ultrascope calibrate) to compare them; memory compares as it is", s.launched_cluster.c_str());
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1),
+                           "times are predicted for %s, not for this machine: pick machine.json "
+                           "(ultrascope calibrate) to compare them; memory compares as it is",
+                           s.launched_cluster.c_str());
 }
 
 }  // namespace
@@ -162,7 +168,8 @@ void draw_planner_view(AppState& app) {
     ImGui::SetNextItemWidth(em(100));
     ImGui::InputInt("global batch", &s.global_batch, 64, 512);
     s.global_batch = std::clamp(s.global_batch, 0, 1 << 22);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("sequences per optimizer step (0: one micro-batch per data-parallel rank)");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("sequences per optimizer step (0: one micro-batch per data-parallel rank)");
     ImGui::SameLine();
     ImGui::BeginDisabled(s.searching());
     if (ImGui::Button(s.searching() ? "planning..." : "Plan")) s.start();
@@ -173,33 +180,38 @@ void draw_planner_view(AppState& app) {
         ImGui::PopTextWrapPos();
     }
     if (!s.result) {
-        ImGui::TextWrapped("Every valid layout of the model on the GPUs: memory per GPU (predicted by the engine's walk "
-                           "for this engine's models, by the formulas of docs/planner.md for others), step time from the "
-                           "step-time model, MFU. Nothing runs: these are predictions.");
+        ImGui::TextWrapped(
+            "Every valid layout of the model on the GPUs: memory per GPU (predicted by the engine's walk "
+            "for this engine's models, by the formulas of docs/planner.md for others), step time from the "
+            "step-time model, MFU. Nothing runs: these are predictions.");
         return;
     }
     const PlannerState::Plan& p = *s.result;
     const auto& ranked = p.search.ranked;
-    ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s (%.2fB parameters) on %lld x %s: %lld layouts evaluated, %zu shown (predicted)",
-                       p.model.name.c_str(), double(p.model.num_params()) / 1e9, (long long)s.gpus, p.cluster.name.c_str(),
-                       (long long)p.search.considered, ranked.size());
+    ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1),
+                       "%s (%.2fB parameters) on %lld x %s: %lld layouts evaluated, %zu shown (predicted)",
+                       p.model.name.c_str(), double(p.model.num_params()) / 1e9, (long long)s.gpus,
+                       p.cluster.name.c_str(), (long long)p.search.considered, ranked.size());
     const float table_h = ImGui::GetContentRegionAvail().y * 0.45f;
     ImGui::BeginChild("layouts", ImVec2(0, table_h));
     const int rows = int(std::min<size_t>(ranked.size(), 200));
     if (begin_wide_table("plans", 8, 0)) {
-        for (const char* h : {"#", "layout", "fits", "memory/GPU", "step", "tokens/s", "MFU", "verdict"}) ImGui::TableSetupColumn(h);
+        for (const char* h : {"#", "layout", "fits", "memory/GPU", "step", "tokens/s", "MFU", "verdict"})
+            ImGui::TableSetupColumn(h);
         ImGui::TableSetupScrollFreeze(2, 1);
         ImGui::TableHeadersRow();
         for (int i = 0; i < rows; ++i) {
             const plan::PlanResult& r = ranked[size_t(i)];
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
-            if (ImGui::Selectable(fmt::format("{}", i + 1).c_str(), s.selected == i, ImGuiSelectableFlags_SpanAllColumns))
+            if (ImGui::Selectable(fmt::format("{}", i + 1).c_str(), s.selected == i,
+                                  ImGuiSelectableFlags_SpanAllColumns))
                 s.selected = i;
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(r.layout.describe().c_str());
             ImGui::TableNextColumn();
-            ImGui::TextColored(r.fits ? ImVec4(0.45f, 0.85f, 0.5f, 1) : ImVec4(1, 0.5f, 0.45f, 1), r.fits ? "yes" : "no");
+            ImGui::TextColored(r.fits ? ImVec4(0.45f, 0.85f, 0.5f, 1) : ImVec4(1, 0.5f, 0.45f, 1),
+                               r.fits ? "yes" : "no");
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(format_bytes(r.memory.total()).c_str());
             ImGui::TableNextColumn();
@@ -223,17 +235,20 @@ void draw_planner_view(AppState& app) {
     draw_schedule(r);
     if (ImGui::Button("Show its predicted step in the views")) app.show_planned(size_t(s.selected));
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("the timeline, overlap, memory and schedule views draw this layout's step as the planner's model\n"
-                          "places it: one rank per pipeline stage (tp, cp, dp and ep index 0), every figure marked predicted;\n"
-                          "`ultrascope plan ... --trace-out FILE` writes the same as a trace file");
+        ImGui::SetTooltip(
+            "the timeline, overlap, memory and schedule views draw this layout's step as the planner's model\n"
+            "places it: one rank per pipeline stage (tp, cp, dp and ep index 0), every figure marked predicted;\n"
+            "`ultrascope plan ... --trace-out FILE` writes the same as a trace file");
     if (runnable_here(p.model, r)) {
         ImGui::SameLine();
         ImGui::BeginDisabled(app.source.running());
         if (ImGui::Button("Launch it on this machine")) app.launch_planned(size_t(s.selected));
         ImGui::EndDisabled();
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("ultrascope run --preset %s %s\nthe measured run appears in the other views, next to "
-                              "what the engine's walk predicts for it", p.model.name.c_str(), r.layout.flags().c_str());
+            ImGui::SetTooltip(
+                "ultrascope run --preset %s %s\nthe measured run appears in the other views, next to "
+                "what the engine's walk predicts for it",
+                p.model.name.c_str(), r.layout.flags().c_str());
     }
     draw_launched(app, s);
 }

@@ -48,7 +48,8 @@ void draw_line_plot(const char* title, const float* xs, const float* ys, int n, 
     const float pad = 4;
     auto X = [&](float x) { return p0.x + pad + (x - xmin) / (xmax - xmin) * (w - 2 * pad); };
     auto Y = [&](float y) { return p1.y - pad - (y - ymin) / (ymax - ymin) * (height - 2 * pad - 12); };
-    for (int i = 1; i < n; ++i) dl->AddLine(ImVec2(X(xs[i - 1]), Y(ys[i - 1])), ImVec2(X(xs[i]), Y(ys[i])), color, 1.6f);
+    for (int i = 1; i < n; ++i)
+        dl->AddLine(ImVec2(X(xs[i - 1]), Y(ys[i - 1])), ImVec2(X(xs[i]), Y(ys[i])), color, 1.6f);
     if (n == 1) dl->AddCircleFilled(ImVec2(X(xs[0]), Y(ys[0])), 2.5f, color);
     dl->AddText(ImVec2(p0.x + 4, p0.y + 2), kTextDim, fmt::format("{:.4g} {}", ymax, unit).c_str());
     dl->AddText(ImVec2(p0.x + 4, p1.y - 16), kTextDim, fmt::format("{:.4g}", ymin).c_str());

@@ -12,7 +12,8 @@ namespace us::gui {
 namespace {
 
 ImU32 box_color(const DiagramBox& b) {
-    const ImU32 c = micro_batch_color(b.micro_batch, b.op == PipeOp::forward ? prof::Phase::forward : prof::Phase::backward);
+    const ImU32 c =
+        micro_batch_color(b.micro_batch, b.op == PipeOp::forward ? prof::Phase::forward : prof::Phase::backward);
     if (b.op != PipeOp::backward_weight) return c;
     // W: the backward colour, darker
     const auto scale = [&](int shift) { return ((c >> shift) & 0xff) * 3 / 5; };
@@ -53,8 +54,9 @@ void draw_pipeline_diagram(const PipelineDiagram& d, int chunks, float width) {
     if (hovered && ImGui::IsWindowHovered()) {
         const std::string label = action_label(PipeAction{hovered->op, hovered->micro_batch, hovered->chunk}, chunks);
         if (d.window_ns > 0)
-            ImGui::SetTooltip("%s on stage %d (%s)\nstarts at %.2f ms, takes %.2f ms", label.c_str(), hovered->stage, d.kind.c_str(),
-                              hovered->start * d.window_ns / 1e6, (hovered->end - hovered->start) * d.window_ns / 1e6);
+            ImGui::SetTooltip("%s on stage %d (%s)\nstarts at %.2f ms, takes %.2f ms", label.c_str(), hovered->stage,
+                              d.kind.c_str(), hovered->start * d.window_ns / 1e6,
+                              (hovered->end - hovered->start) * d.window_ns / 1e6);
         else
             ImGui::SetTooltip("%s on stage %d (predicted)\nstarts at %.0f%% of the step, takes %.1f%%", label.c_str(),
                               hovered->stage, 100 * hovered->start, 100 * (hovered->end - hovered->start));
@@ -70,8 +72,10 @@ bool draw_pipeline_schedule(AppState& app, int step) {
     draw_pipeline_diagram(theory, chunks, width);
     static const PipelineDiagram none;
     const PipelineDiagram& measured = app.store() ? app.derived.measured_diagram(*app.store(), step) : none;
-    if (measured.stages == 0) ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "measured: waiting for a step to finish on every stage");
-    else draw_pipeline_diagram(measured, chunks, width);
+    if (measured.stages == 0)
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "measured: waiting for a step to finish on every stage");
+    else
+        draw_pipeline_diagram(measured, chunks, width);
     app.regions["schedule"] = ViewRegion{start.x, start.y, width, ImGui::GetCursorScreenPos().y - start.y};
     return true;
 }

@@ -22,9 +22,10 @@ namespace {
 constexpr ImU32 kReservedColor = IM_COL32(230, 200, 90, 255);
 constexpr ImU32 kOomColor = IM_COL32(240, 70, 60, 255);
 
-constexpr ImU32 kCategoryColors[snap::kSnapshotCategories] = {  // parameters, optimizer state, gradients, activations, unknown
-    IM_COL32(60, 150, 80, 220), IM_COL32(215, 170, 40, 220), IM_COL32(70, 110, 220, 220), IM_COL32(220, 80, 70, 220),
-    IM_COL32(110, 110, 120, 220)};
+constexpr ImU32 kCategoryColors[snap::kSnapshotCategories] =
+    {  // parameters, optimizer state, gradients, activations, unknown
+        IM_COL32(60, 150, 80, 220), IM_COL32(215, 170, 40, 220), IM_COL32(70, 110, 220, 220),
+        IM_COL32(220, 80, 70, 220), IM_COL32(110, 110, 120, 220)};
 
 // Wheel: zoom around the cursor; drag: zoom into the dragged slice; double-click: all of the trace.
 void handle_zoom(SnapshotZoom& z, size_t n, float x0, float w) {
@@ -34,11 +35,13 @@ void handle_zoom(SnapshotZoom& z, size_t n, float x0, float w) {
     static float drag_from = -1;
     if (ImGui::IsItemHovered() && io.MouseWheel != 0) {
         const double at = double(z.e0) + f * span;
-        const double want = std::clamp(span * std::pow(0.8, double(io.MouseWheel)), std::min(16.0, double(n)), double(n));
+        const double want =
+            std::clamp(span * std::pow(0.8, double(io.MouseWheel)), std::min(16.0, double(n)), double(n));
         const double a = std::clamp(at - f * want, 0.0, double(n) - want);
         z.e0 = size_t(a), z.e1 = std::clamp(size_t(a + want + 0.5), z.e0 + 1, n);
     }
-    if (ImGui::IsItemHovered() && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) z.e0 = 0, z.e1 = n, drag_from = -1;
+    if (ImGui::IsItemHovered() && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left))
+        z.e0 = 0, z.e1 = n, drag_from = -1;
     if (ImGui::IsItemActivated()) drag_from = io.MousePos.x;
     if (ImGui::IsItemActive() && drag_from >= 0 && std::abs(io.MousePos.x - drag_from) > 4)
         ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(std::min(drag_from, io.MousePos.x), ImGui::GetItemRectMin().y),
@@ -47,7 +50,9 @@ void handle_zoom(SnapshotZoom& z, size_t n, float x0, float w) {
     if (ImGui::IsItemDeactivated() && drag_from >= 0) {
         const float a = std::min(drag_from, io.MousePos.x), b = std::max(drag_from, io.MousePos.x);
         if (b - a > 4) {
-            auto entry = [&](float x) { return double(z.e0) + std::clamp(double(x - x0) / double(w), 0.0, 1.0) * span; };
+            auto entry = [&](float x) {
+                return double(z.e0) + std::clamp(double(x - x0) / double(w), 0.0, 1.0) * span;
+            };
             const size_t e0 = size_t(entry(a)), e1 = std::min(n, size_t(std::ceil(entry(b))));
             if (e1 > e0) z.e0 = e0, z.e1 = e1;
         }
@@ -61,7 +66,8 @@ void draw_timeline(SnapshotState& st, const LoadedSnapshot& l, const snap::Devic
     const snap::SnapshotSeries& series = l.series[size_t(st.device)];
     const size_t n = series.size();
     SnapshotZoom& z = st.zoom;
-    if (z.selected != st.selected || z.device != st.device) z = SnapshotZoom{}, z.selected = st.selected, z.device = st.device;
+    if (z.selected != st.selected || z.device != st.device)
+        z = SnapshotZoom{}, z.selected = st.selected, z.device = st.device;
     if (z.e1 == 0 || z.e1 > n || z.e0 >= z.e1) z.e0 = 0, z.e1 = n;
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
@@ -109,7 +115,8 @@ void draw_timeline(SnapshotState& st, const LoadedSnapshot& l, const snap::Devic
     ImGui::InvisibleButton("snapshot_timeline", ImVec2(w, h));
     handle_zoom(z, n, p0.x, w);
     if (ImGui::IsItemHovered() && !samples.empty()) {
-        const double entry = double(z.e0) + std::clamp(double(ImGui::GetIO().MousePos.x - p0.x) / double(w), 0.0, 1.0) * span;
+        const double entry =
+            double(z.e0) + std::clamp(double(ImGui::GetIO().MousePos.x - p0.x) / double(w), 0.0, 1.0) * span;
         auto it = std::upper_bound(samples.begin(), samples.end(), entry,
                                    [](double e, const snap::SeriesSample& s) { return e < double(s.first_entry); });
         const auto& s = *(it == samples.begin() ? it : it - 1);
@@ -123,8 +130,9 @@ void draw_timeline(SnapshotState& st, const LoadedSnapshot& l, const snap::Devic
         ImGui::Text("cached by the allocator: %s", format_bytes(s.reserved - s.allocated).c_str());
         for (size_t c = snap::kSnapshotCategories; c-- > 0;)
             if (s.by_category[c] != 0)
-                ImGui::TextColored(ImColor(kCategoryColors[c]), "%-16s %s (%s)", snap::category_name(snap::MemoryCategory(c)),
-                                   format_bytes(s.by_category[c]).c_str(), snap::category_basis(snap::MemoryCategory(c)));
+                ImGui::TextColored(ImColor(kCategoryColors[c]), "%-16s %s (%s)",
+                                   snap::category_name(snap::MemoryCategory(c)), format_bytes(s.by_category[c]).c_str(),
+                                   snap::category_basis(snap::MemoryCategory(c)));
         if (s.first_entry == s.last_entry) {  // zoomed in to one entry: what it was
             const snap::TraceEntry& e = trace[s.first_entry];
             ImGui::Separator();
@@ -141,7 +149,8 @@ void draw_timeline(SnapshotState& st, const LoadedSnapshot& l, const snap::Devic
     legend_item(kReservedColor, "reserved (segments)");
     ImGui::SameLine();
     legend_item(kOomColor, "OOM");
-    ImGui::TextColored(ImColor(kTextDim), "%s; categories inferred from the frames (else unknown); entries %zu-%zu of %zu%s",
+    ImGui::TextColored(ImColor(kTextDim),
+                       "%s; categories inferred from the frames (else unknown); entries %zu-%zu of %zu%s",
                        m.start_known ? "measured: replayed from the allocator's trace"
                                      : "measured; the state before the trace is unknown (assumed empty)",
                        z.e0, z.e1 == 0 ? 0 : z.e1 - 1, n,
@@ -151,8 +160,8 @@ void draw_timeline(SnapshotState& st, const LoadedSnapshot& l, const snap::Devic
 void draw_peak_tables(const snap::MemorySnapshot& s, const snap::DeviceMemory& m) {
     ImGui::Text("Alive at the peak (%s over %zu allocations), by the frame that allocated them:",
                 format_bytes(m.peak_allocated).c_str(), m.at_peak.size());
-    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY |
-                                  ImGuiTableFlags_Resizable;
+    const ImGuiTableFlags flags =
+        ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable;
     if (ImGui::BeginTable("sites", 4, flags, ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 9))) {
         ImGui::TableSetupColumn("frame (first outside torch and C++)", ImGuiTableColumnFlags_WidthStretch);
         ImGui::TableSetupColumn("bytes");
@@ -176,7 +185,8 @@ void draw_peak_tables(const snap::MemorySnapshot& s, const snap::DeviceMemory& m
     ImGui::Text("By category at the peak:");
     for (const auto& c : m.categories) {
         ImGui::SameLine();
-        ImGui::Text("%s %s (%s);", snap::category_name(c.category), format_bytes(c.bytes).c_str(), snap::category_basis(c.category));
+        ImGui::Text("%s %s (%s);", snap::category_name(c.category), format_bytes(c.bytes).c_str(),
+                    snap::category_basis(c.category));
     }
 }
 
@@ -186,8 +196,9 @@ void draw_snapshot_view(AppState& app) {
     SnapshotState& st = app.snapshots;
     if (st.loading()) ImGui::TextColored(ImColor(kTextDim), "reading the snapshot...");
     if (st.empty()) {
-        ImGui::TextWrapped("No memory snapshot open. File > Open a PyTorch snapshot (.pickle from "
-                           "torch.cuda.memory._dump_snapshot, or its JSON form): docs/pytorch-memory.md.");
+        ImGui::TextWrapped(
+            "No memory snapshot open. File > Open a PyTorch snapshot (.pickle from "
+            "torch.cuda.memory._dump_snapshot, or its JSON form): docs/pytorch-memory.md.");
         return;
     }
     const auto& all = st.snapshots();
@@ -217,29 +228,34 @@ void draw_snapshot_view(AppState& app) {
         ImGui::SetNextItemWidth(120);
         if (ImGui::BeginCombo("device", fmt::format("cuda:{}", devices[size_t(st.device)].device).c_str())) {
             for (int i = 0; i < int(devices.size()); ++i)
-                if (ImGui::Selectable(fmt::format("cuda:{}", devices[size_t(i)].device).c_str(), i == st.device)) st.device = i;
+                if (ImGui::Selectable(fmt::format("cuda:{}", devices[size_t(i)].device).c_str(), i == st.device))
+                    st.device = i;
             ImGui::EndCombo();
         }
     }
     const snap::DeviceMemory& m = devices[size_t(st.device)];
-    ImGui::Text("At dump time (measured, the allocator's segments): reserved %s, allocated %s, active %s, %zu segments, "
-                "largest free block %s",
-                format_bytes(m.reserved_bytes).c_str(), format_bytes(m.allocated_bytes).c_str(),
-                format_bytes(m.active_bytes).c_str(), m.segments, format_bytes(m.largest_free_block_at_dump).c_str());
+    ImGui::Text(
+        "At dump time (measured, the allocator's segments): reserved %s, allocated %s, active %s, %zu segments, "
+        "largest free block %s",
+        format_bytes(m.reserved_bytes).c_str(), format_bytes(m.allocated_bytes).c_str(),
+        format_bytes(m.active_bytes).c_str(), m.segments, format_bytes(m.largest_free_block_at_dump).c_str());
     if (!m.has_trace) {
-        ImGui::TextWrapped("No trace was recorded (record with torch.cuda.memory._record_memory_history before the "
-                           "step): the timeline, the peak and what held it are unknown.");
+        ImGui::TextWrapped(
+            "No trace was recorded (record with torch.cuda.memory._record_memory_history before the "
+            "step): the timeline, the peak and what held it are unknown.");
         return;
     }
-    ImGui::Text("Peak allocated %s at entry %lld of %zu; reserved then %s; cached (reserved - allocated) %s, largest "
-                "free block %s",
-                format_bytes(m.peak_allocated).c_str(), static_cast<long long>(m.peak_entry), m.trace_entries,
-                format_bytes(m.reserved_at_peak).c_str(), format_bytes(m.free_in_segments_at_peak).c_str(),
-                m.largest_free_block_at_peak >= 0 ? format_bytes(m.largest_free_block_at_peak).c_str() : "unknown");
+    ImGui::Text(
+        "Peak allocated %s at entry %lld of %zu; reserved then %s; cached (reserved - allocated) %s, largest "
+        "free block %s",
+        format_bytes(m.peak_allocated).c_str(), static_cast<long long>(m.peak_entry), m.trace_entries,
+        format_bytes(m.reserved_at_peak).c_str(), format_bytes(m.free_in_segments_at_peak).c_str(),
+        m.largest_free_block_at_peak >= 0 ? format_bytes(m.largest_free_block_at_peak).c_str() : "unknown");
     for (const auto& o : m.ooms)
-        ImGui::TextColored(ImColor(kOomColor), "OOM at entry %zu: asked %s with %s allocated, %s reserved; the device had %s free",
-                           o.entry, format_bytes(o.requested).c_str(), format_bytes(o.allocated).c_str(),
-                           format_bytes(o.reserved).c_str(), o.device_free >= 0 ? format_bytes(o.device_free).c_str() : "unknown");
+        ImGui::TextColored(
+            ImColor(kOomColor), "OOM at entry %zu: asked %s with %s allocated, %s reserved; the device had %s free",
+            o.entry, format_bytes(o.requested).c_str(), format_bytes(o.allocated).c_str(),
+            format_bytes(o.reserved).c_str(), o.device_free >= 0 ? format_bytes(o.device_free).c_str() : "unknown");
     draw_timeline(st, l, m, std::max(120.0f, ImGui::GetContentRegionAvail().y * 0.4f));
     draw_peak_tables(*l.snapshot, m);
     for (const auto& note : m.notes) ImGui::TextColored(ImColor(kWarnColor), "%s", note.c_str());

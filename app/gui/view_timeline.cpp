@@ -51,16 +51,17 @@ void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t f
         if (s.layer >= 0) ImGui::Text("layer %d", s.layer);
         if (s.launcher != 0) ImGui::Text("launched by %s", store.name(s.launcher).c_str());
         if (s.kind == prof::SpanKind::comm) {  // an imported run's groups are named by its run description
-            const std::string group = s.group < prof::kGroupCount ? std::string(prof::group_kind_name(prof::GroupKind(s.group)))
-                                                                  : prof::group_name(prof::run_info_of(store), s.group);
+            const std::string group = s.group < prof::kGroupCount
+                                          ? std::string(prof::group_kind_name(prof::GroupKind(s.group)))
+                                          : prof::group_name(prof::run_info_of(store), s.group);
             ImGui::Text("group %s", group.c_str());
         }
         if (s.kind == prof::SpanKind::step && s.step > 0 && store.is_imported())
             ImGui::Text("ProfilerStep#%d (Kineto's numbering)", s.step - 1);
         if (s.bytes) ImGui::Text("%s", format_bytes(int64_t(s.bytes)).c_str());
         if (s.flops)
-            ImGui::Text("%.3g GFLOP, %.1f GFLOP/s (derived: formula FLOPs over the %s duration)",
-                        double(s.flops) / 1e9, double(s.flops) / double(std::max<int64_t>(1, s.end - s.begin)), provenance);
+            ImGui::Text("%.3g GFLOP, %.1f GFLOP/s (derived: formula FLOPs over the %s duration)", double(s.flops) / 1e9,
+                        double(s.flops) / double(std::max<int64_t>(1, s.end - s.begin)), provenance);
         if (s.peer >= 0) ImGui::Text("peer rank %d", s.peer);
     }
     ImGui::EndTooltip();
@@ -107,17 +108,19 @@ void draw_timeline_view(AppState& app) {
     if (rep.predict_input.tp > 1) {
         legend_item(tp_comm_color(), "tp comm (critical path)");
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("tensor-parallel collectives: all-reduce (reduce_from_tp_region, copy_to_tp_region's "
-                              "backward);\nwith sequence parallelism all-gather (lighter) and reduce-scatter (darker).\n"
-                              "The compute thread waits for each of them: none is hidden behind compute.");
+            ImGui::SetTooltip(
+                "tensor-parallel collectives: all-reduce (reduce_from_tp_region, copy_to_tp_region's "
+                "backward);\nwith sequence parallelism all-gather (lighter) and reduce-scatter (darker).\n"
+                "The compute thread waits for each of them: none is hidden behind compute.");
         ImGui::SameLine();
     }
     if (rep.predict_input.ep > 1) {
         legend_item(ep_comm_color(), "ep all-to-all");
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("expert parallelism: per MoE block the row counts, the token rows to the experts and back\n"
-                              "in forward, and their gradients both ways in backward. The compute thread waits for\n"
-                              "each; a rank whose experts got fewer rows waits for the busiest one here.");
+            ImGui::SetTooltip(
+                "expert parallelism: per MoE block the row counts, the token rows to the experts and back\n"
+                "in forward, and their gradients both ways in backward. The compute thread waits for\n"
+                "each; a rank whose experts got fewer rows waits for the busiest one here.");
         ImGui::SameLine();
     }
     legend_item(kIdleColor | 0xff000000u, rep.predict_input.pp > 1 ? "idle (bubble)" : "idle");
@@ -127,7 +130,8 @@ void draw_timeline_view(AppState& app) {
     }
     if (app.showing_prediction()) {
         const nlohmann::json& p = store->run_metadata()["predicted"];
-        ImGui::TextColored(kPredictedColor, "PREDICTED by the planner's model, not measured: %s on %lld GPUs of %s. One rank "
+        ImGui::TextColored(kPredictedColor,
+                           "PREDICTED by the planner's model, not measured: %s on %lld GPUs of %s. One rank "
                            "per pipeline stage stands for its %lld (tp, cp, dp, ep index 0); %s.",
                            p.value("model", std::string("?")).c_str(), (long long)p.value("gpus", 0LL),
                            p.value("cluster", std::string("?")).c_str(),
@@ -153,7 +157,8 @@ void draw_timeline_view(AppState& app) {
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     const float gutter = 96;
     ctx.x0 = p0.x + gutter;
-    ctx.window = TimeWindow{app.window.t0, std::max(app.window.t1, app.window.t0 + 1), std::max(50.0f, ImGui::GetContentRegionAvail().x - gutter)};
+    ctx.window = TimeWindow{app.window.t0, std::max(app.window.t1, app.window.t0 + 1),
+                            std::max(50.0f, ImGui::GetContentRegionAvail().x - gutter)};
     draw_ruler(ctx, p0.y, store->origin());
     const OverlapModel om = build_overlap_model(rep);
     const int worst = om.worst >= 0 ? om.bars[size_t(om.worst)].rank : -1;
@@ -172,15 +177,18 @@ void draw_timeline_view(AppState& app) {
         const int64_t t_mouse = ctx.window.t_of(io.MousePos.x - ctx.x0);
         if (io.MouseWheel != 0 && !io.KeyShift) app.window.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
         if (io.MouseWheel != 0 && io.KeyShift) ImGui::SetScrollY(ImGui::GetScrollY() - io.MouseWheel * 40);
-        if (ImGui::IsMouseDragging(ImGuiMouseButton_Left)) app.window.pan(-int64_t(double(io.MouseDelta.x) / ctx.window.px_per_ns()));
+        if (ImGui::IsMouseDragging(ImGuiMouseButton_Left))
+            app.window.pan(-int64_t(double(io.MouseDelta.x) / ctx.window.px_per_ns()));
         if (!io.WantTextInput) {
             if (ImGui::IsKeyPressed('F')) app.window.fit_step(app.report(), step_at(app.report(), t_mouse));
             if (ImGui::IsKeyPressed('A')) app.fit_all();
             if (ImGui::IsKeyPressed('L')) app.window.follow = !app.window.follow;
             if (ImGui::IsKeyPressed('=') || ImGui::IsKeyPressed(334 /* keypad + */)) app.window.zoom(0.8, t_mouse);
             if (ImGui::IsKeyPressed('-') || ImGui::IsKeyPressed(333 /* keypad - */)) app.window.zoom(1.25, t_mouse);
-            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) app.window.pan(-(app.window.t1 - app.window.t0) / 8);
-            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) app.window.pan((app.window.t1 - app.window.t0) / 8);
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow)))
+                app.window.pan(-(app.window.t1 - app.window.t0) / 8);
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow)))
+                app.window.pan((app.window.t1 - app.window.t0) / 8);
         }
         if (ctx.hovered) span_tooltip(*store, *ctx.hovered, ctx.hovered_folded, ctx.hovered_rank);
     }

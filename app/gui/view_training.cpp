@@ -21,7 +21,8 @@ void draw_training_view(AppState& app) {
         mfu.push_back(float(100 * p.mfu));
     }
     const int n = int(x.size());
-    const float h = std::max(40.0f, (ImGui::GetContentRegionAvail().y - 4 * ImGui::GetTextLineHeightWithSpacing()) / 4 - 6);
+    const float h =
+        std::max(40.0f, (ImGui::GetContentRegionAvail().y - 4 * ImGui::GetTextLineHeightWithSpacing()) / 4 - 6);
     if (app.showing_prediction())
         ImGui::TextColored(kPredictedColor, "loss: not predicted (the planner models time and memory, not learning)");
     else
@@ -30,7 +31,8 @@ void draw_training_view(AppState& app) {
                    "the step's global tokens over the slowest rank's step time");
     draw_line_plot("step time", x.data(), ms.data(), n, IM_COL32(200, 140, 240, 255), "ms", h, app.provenance(),
                    "the slowest rank's wall time of the step");
-    std::string source = std::string("MFU = ") + app.provenance() + " tokens/s x formula FLOPs per token (6N + 12 L h s) / peak.\nPeak: ";
+    std::string source = std::string("MFU = ") + app.provenance() +
+                         " tokens/s x formula FLOPs per token (6N + 12 L h s) / peak.\nPeak: ";
     if (const prof::TraceStore* store = app.store(); store && store->rank_count() > 0)
         source += store->rank(store->ranks().front())->metadata.value("device_peak_source", std::string("unknown"));
     draw_line_plot("MFU", x.data(), mfu.data(), n, IM_COL32(120, 220, 140, 255), "%", h, "derived", source.c_str());

@@ -7,15 +7,15 @@
 
 namespace us::gui {
 
-void draw_launch_panel(AppState& app);    // view_launch.cpp: settings, validation, launch/stop/relaunch, attach
-void draw_memory_view(AppState& app);     // view_memory.cpp: memory anatomy
-void draw_timeline_view(AppState& app);   // view_timeline.cpp: rank timelines
-void draw_overlap_view(AppState& app);    // view_overlap.cpp: compute / overlapped / exposed / idle per rank
-void draw_training_view(AppState& app);   // view_training.cpp: loss, tokens/s, step time, MFU
-void draw_compare_view(AppState& app);    // view_compare.cpp: runs of the session side by side
-void draw_experts_view(AppState& app);    // view_experts.cpp: router load per MoE layer, expert time per rank
-void draw_ops_view(AppState& app);        // view_ops.cpp: where a rank's compute goes, op by op
-void draw_lessons_panel(AppState& app);   // view_lessons.cpp: a workshop lesson, its runs and its checked claims
+void draw_launch_panel(AppState& app);   // view_launch.cpp: settings, validation, launch/stop/relaunch, attach
+void draw_memory_view(AppState& app);    // view_memory.cpp: memory anatomy
+void draw_timeline_view(AppState& app);  // view_timeline.cpp: rank timelines
+void draw_overlap_view(AppState& app);   // view_overlap.cpp: compute / overlapped / exposed / idle per rank
+void draw_training_view(AppState& app);  // view_training.cpp: loss, tokens/s, step time, MFU
+void draw_compare_view(AppState& app);   // view_compare.cpp: runs of the session side by side
+void draw_experts_view(AppState& app);   // view_experts.cpp: router load per MoE layer, expert time per rank
+void draw_ops_view(AppState& app);       // view_ops.cpp: where a rank's compute goes, op by op
+void draw_lessons_panel(AppState& app);  // view_lessons.cpp: a workshop lesson, its runs and its checked claims
 void draw_planner_view(AppState& app);
 void draw_snapshot_view(AppState& app);
 // view_imported_memory.cpp: the memory view of an imported PyTorch trace ([memory] events and their categories)
@@ -24,7 +24,8 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank);
 void draw_memory_categories(AppState& app, const prof::RankTrace& rank);
 bool memory_categories_loading();  // still reading them (a screenshot waits)
 // What it read, as report --json's "memory_categories" (null before it read anything), for the tests.
-nlohmann::json memory_categories_facts();   // view_snapshot.cpp: a PyTorch memory snapshot, per rank and device    // view_planner.cpp: layouts of a model on a cluster, predicted
+nlohmann::json memory_categories_facts();  // view_snapshot.cpp: a PyTorch memory snapshot, per rank and device    //
+                                           // view_planner.cpp: layouts of a model on a cluster, predicted
 // view_schedule.cpp: the pipeline schedule, predicted above measured (step: see AppState::measured_diagram);
 // false without a pipeline.
 bool draw_pipeline_schedule(AppState& app, int step);

@@ -35,8 +35,8 @@ std::string default_train_binary() {
 }
 
 std::vector<HostEntry> check_launch_spec(const LaunchSpec& spec) {
-    US_CHECK_INPUT(spec.launcher == "mpirun" || spec.launcher == "srun", "unknown --launcher '{}': expected mpirun or srun",
-                   spec.launcher);
+    US_CHECK_INPUT(spec.launcher == "mpirun" || spec.launcher == "srun",
+                   "unknown --launcher '{}': expected mpirun or srun", spec.launcher);
     US_CHECK_INPUT(spec.hostfile.empty() || spec.launcher == "mpirun",
                    "--hostfile goes with --launcher mpirun; under srun the hosts are the Slurm allocation's (choose "
                    "them with salloc/sbatch --nodelist)");
@@ -63,9 +63,11 @@ std::string find_mpirun(const std::string& requested, std::string& why, const st
         if (::access(candidate.c_str(), X_OK) == 0) return candidate;
         start = end + 1;
     }
-    why = launcher == "srun" ? "'" + name + "' was not found on PATH: --launcher srun needs Slurm (run inside salloc or sbatch)"
-                             : "'" + name + "' was not found on PATH: install Open MPI (apt-get install openmpi-bin; "
-                                            "./quickstart.sh does it)";
+    why = launcher == "srun"
+              ? "'" + name + "' was not found on PATH: --launcher srun needs Slurm (run inside salloc or sbatch)"
+              : "'" + name +
+                    "' was not found on PATH: install Open MPI (apt-get install openmpi-bin; "
+                    "./quickstart.sh does it)";
     return {};
 }
 
@@ -99,8 +101,10 @@ void Launcher::start(const LaunchSpec& spec) {
     const bool oversubscribed = m_threads * spec.ranks > cores;
     const bool user_wait = std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT");
     std::vector<std::pair<std::string, std::string>> wait_env;
-    if (oversubscribed) wait_env.push_back({"OMP_WAIT_POLICY", "PASSIVE"});
-    else if (!user_wait) wait_env.push_back({"GOMP_SPINCOUNT", "3000"});
+    if (oversubscribed)
+        wait_env.push_back({"OMP_WAIT_POLICY", "PASSIVE"});
+    else if (!user_wait)
+        wait_env.push_back({"GOMP_SPINCOUNT", "3000"});
 
     if (spec.launcher == "srun") {
         // Slurm passes the whole environment (--export=ALL) and wires MPI through PMIx.
@@ -115,7 +119,8 @@ void Launcher::start(const LaunchSpec& spec) {
         std::vector<const char*> forwarded = {"ULTRASCOPE_TOKEN", "ULTRASCOPE_STOP_WITH_LISTENER", "OMP_NUM_THREADS",
                                               "OPENBLAS_NUM_THREADS"};
         for (const char* var : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "ULTRASCOPE_FAKE_CLOCK_OFFSET_NS"}) {
-            const bool ours = std::any_of(wait_env.begin(), wait_env.end(), [&](const auto& kv) { return kv.first == var; });
+            const bool ours =
+                std::any_of(wait_env.begin(), wait_env.end(), [&](const auto& kv) { return kv.first == var; });
             if (ours || std::getenv(var)) forwarded.push_back(var);
         }
         for (const char* var : forwarded) m_argv.insert(m_argv.end(), {"-x", var});

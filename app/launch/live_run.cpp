@@ -100,14 +100,17 @@ bool LiveRun::pump() {
                 std::erase(m_open_ranks, m.rank);
                 // The file records the loss too, as an end chunk written on the rank's behalf.
                 const nlohmann::json note = {{"clean", false}, {"lost", true}, {"reason", m.text}};
-                m_file->append(prof::encode_chunk(prof::ChunkKind::end, uint32_t(m.rank), UINT32_MAX, nullptr, note.dump()));
+                m_file->append(
+                    prof::encode_chunk(prof::ChunkKind::end, uint32_t(m.rank), UINT32_MAX, nullptr, note.dump()));
                 m_store.mark_lost(m.rank, m.text);
                 m_lost.push_back(fmt::format("rank {}: {}", m.rank, m.text));
                 m_messages.push_back(fmt::format("lost rank {}: {}", m.rank, m.text));
                 changed = true;
                 break;
             }
-            case K::refused: m_messages.push_back("refused a connection: " + m.text); break;
+            case K::refused:
+                m_messages.push_back("refused a connection: " + m.text);
+                break;
         }
     }
     m_partial_output += m_launcher.take_output();
@@ -123,7 +126,8 @@ bool LiveRun::pump() {
         const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_exited_at).count();
         if ((m_open_ranks.empty() && since > 0.2) || since > 3.0) {
             for (int r : m_open_ranks) {
-                const nlohmann::json note = {{"clean", false}, {"lost", true}, {"reason", "the run exited before this rank's stream ended"}};
+                const nlohmann::json note = {
+                    {"clean", false}, {"lost", true}, {"reason", "the run exited before this rank's stream ended"}};
                 m_file->append(prof::encode_chunk(prof::ChunkKind::end, uint32_t(r), UINT32_MAX, nullptr, note.dump()));
                 m_store.mark_lost(r, "the run exited before this rank's stream ended");
                 m_lost.push_back(fmt::format("rank {}: the run exited before its stream ended", r));

@@ -20,9 +20,9 @@ struct LiveRunOptions {
     LaunchSpec launch;
     std::string trace_path;  // empty: runs/run-<time>.ustrace
     std::string listen_host = "127.0.0.1";
-    int listen_port = 0;     // 0: any free port
-    bool attach_only = false;  // listen for ranks started elsewhere; launch nothing
-    std::string token;         // attach: the token ranks must present (empty: a fresh random one)
+    int listen_port = 0;            // 0: any free port
+    bool attach_only = false;       // listen for ranks started elsewhere; launch nothing
+    std::string token;              // attach: the token ranks must present (empty: a fresh random one)
     prof::TraceStoreOptions store;  // the in-memory store's cap (the trace file keeps everything)
 };
 

@@ -11,7 +11,7 @@ namespace us::app {
 namespace {
 
 constexpr int kSlots = 64;
-std::atomic<pid_t> g_groups[kSlots];  // 0: free; lock-free atomics are safe to read from a handler
+std::atomic<pid_t> g_groups[kSlots];     // 0: free; lock-free atomics are safe to read from a handler
 std::atomic<bool> g_terminated[kSlots];  // the slot's leader has had its SIGTERM
 volatile std::sig_atomic_t g_signal = 0;
 

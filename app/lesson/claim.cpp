@@ -17,35 +17,50 @@ using nlohmann::json;
 
 const char* source_name(FigureSource source) {
     switch (source) {
-        case FigureSource::measured: return "measured";
-        case FigureSource::predicted: return "predicted";
-        case FigureSource::formula: return "formula";
-        case FigureSource::derived: return "derived";
-        case FigureSource::setting: return "setting";
-        case FigureSource::constant: return "constant";
-        case FigureSource::model: return "model";
+        case FigureSource::measured:
+            return "measured";
+        case FigureSource::predicted:
+            return "predicted";
+        case FigureSource::formula:
+            return "formula";
+        case FigureSource::derived:
+            return "derived";
+        case FigureSource::setting:
+            return "setting";
+        case FigureSource::constant:
+            return "constant";
+        case FigureSource::model:
+            return "model";
     }
     return "?";
 }
 
 const char* comparison_symbol(Comparison op) {
     switch (op) {
-        case Comparison::less: return "<";
-        case Comparison::less_equal: return "<=";
-        case Comparison::greater: return ">";
-        case Comparison::greater_equal: return ">=";
-        case Comparison::approx: return "~";
-        case Comparison::equal: return "==";
+        case Comparison::less:
+            return "<";
+        case Comparison::less_equal:
+            return "<=";
+        case Comparison::greater:
+            return ">";
+        case Comparison::greater_equal:
+            return ">=";
+        case Comparison::approx:
+            return "~";
+        case Comparison::equal:
+            return "==";
     }
     return "?";
 }
 
 bool LessonCheck::held() const {
-    return std::all_of(claims.begin(), claims.end(), [](const ClaimResult& c) { return c.status == ClaimStatus::held; });
+    return std::all_of(claims.begin(), claims.end(),
+                       [](const ClaimResult& c) { return c.status == ClaimStatus::held; });
 }
 
 bool LessonCheck::invalid() const {
-    return std::any_of(claims.begin(), claims.end(), [](const ClaimResult& c) { return c.status == ClaimStatus::invalid; });
+    return std::any_of(claims.begin(), claims.end(),
+                       [](const ClaimResult& c) { return c.status == ClaimStatus::invalid; });
 }
 
 namespace {
@@ -70,7 +85,8 @@ bool is_plan(const json& j) { return j.is_object() && j.contains("memory_kind") 
 
 FigureSource source_of_plan_key(const std::string& key) {
     if (key.find("formula") != std::string::npos) return FigureSource::formula;
-    if (key.find("mfu") != std::string::npos || key.find("tokens_per_s") != std::string::npos) return FigureSource::derived;
+    if (key.find("mfu") != std::string::npos || key.find("tokens_per_s") != std::string::npos)
+        return FigureSource::derived;
     if (key.find("time") != std::string::npos) return FigureSource::model;
     return FigureSource::predicted;
 }
@@ -87,9 +103,12 @@ Unit unit_of_key(const std::string& key) {
 
 std::string format_value(double v, Unit unit) {
     switch (unit) {
-        case Unit::bytes: return format_bytes(int64_t(std::llround(v)));
-        case Unit::seconds: return v < 1 ? fmt::format("{:.1f} ms", v * 1e3) : fmt::format("{:.3f} s", v);
-        case Unit::plain: return fmt::format("{:.4g}", v);
+        case Unit::bytes:
+            return format_bytes(int64_t(std::llround(v)));
+        case Unit::seconds:
+            return v < 1 ? fmt::format("{:.1f} ms", v * 1e3) : fmt::format("{:.3f} s", v);
+        case Unit::plain:
+            return fmt::format("{:.4g}", v);
     }
     return "";
 }
@@ -108,7 +127,8 @@ const json* at_path(const json& root, const std::string& path) {
             const size_t i = std::stoul(part);
             if (i >= node->size()) return nullptr;
             node = &(*node)[i];
-        } else return nullptr;
+        } else
+            return nullptr;
     }
     return node;
 }
@@ -128,19 +148,26 @@ KeyValues read_key(const json& report, const std::string& run, const std::string
         out.per_rank = true;
         path = key.substr(5);
         const json* ranks = at_path(report, "ranks");
-        if (!ranks || !ranks->is_array() || ranks->empty()) throw Invalid{fmt::format("run '{}' has no ranks in its report", run)};
+        if (!ranks || !ranks->is_array() || ranks->empty())
+            throw Invalid{fmt::format("run '{}' has no ranks in its report", run)};
         for (const auto& r : *ranks) roots.push_back(&r);
-    } else roots.push_back(&report);
+    } else
+        roots.push_back(&report);
     for (size_t i = 0; i < roots.size(); ++i) {
         const json* v = at_path(*roots[i], path);
         const std::string where = out.per_rank ? fmt::format("run '{}' rank {}", run, i) : fmt::format("run '{}'", run);
         if (!v) throw Invalid{fmt::format("{}: the report has no '{}'", where, path)};
-        if (v->is_null()) throw Invalid{fmt::format("{}: '{}' is null in the report (not measured or not modelled)", where, path)};
-        if (v->is_string()) out.words.push_back(v->get<std::string>());
-        else if (v->is_number() || v->is_boolean()) out.numbers.push_back(v->is_boolean() ? double(v->get<bool>()) : v->get<double>());
-        else throw Invalid{fmt::format("{}: '{}' is not a number or a word ({})", where, path, v->dump().substr(0, 60))};
+        if (v->is_null())
+            throw Invalid{fmt::format("{}: '{}' is null in the report (not measured or not modelled)", where, path)};
+        if (v->is_string())
+            out.words.push_back(v->get<std::string>());
+        else if (v->is_number() || v->is_boolean())
+            out.numbers.push_back(v->is_boolean() ? double(v->get<bool>()) : v->get<double>());
+        else
+            throw Invalid{fmt::format("{}: '{}' is not a number or a word ({})", where, path, v->dump().substr(0, 60))};
     }
-    if (!out.words.empty() && !out.numbers.empty()) throw Invalid{fmt::format("run '{}': '{}' mixes words and numbers", run, key)};
+    if (!out.words.empty() && !out.numbers.empty())
+        throw Invalid{fmt::format("run '{}': '{}' mixes words and numbers", run, key)};
     return out;
 }
 
@@ -196,11 +223,13 @@ OperandResult evaluate_operand(const Operand& o, const std::map<std::string, jso
     bool per_rank = false, words = false;
     for (const auto& k : o.keys) {
         keys.push_back(read_key(report, o.run, k));
-        if (keys.back().per_rank) ranks = std::max(ranks, std::max(keys.back().numbers.size(), keys.back().words.size()));
+        if (keys.back().per_rank)
+            ranks = std::max(ranks, std::max(keys.back().numbers.size(), keys.back().words.size()));
         per_rank |= keys.back().per_rank;
         words |= !keys.back().words.empty();
     }
-    if (words && o.keys.size() > 1) throw Invalid{fmt::format("run '{}': words cannot be summed ({})", o.run, join_keys(o))};
+    if (words && o.keys.size() > 1)
+        throw Invalid{fmt::format("run '{}': words cannot be summed ({})", o.run, join_keys(o))};
     std::vector<double> sums(ranks, 0.0);
     std::vector<std::string> texts = words ? keys.front().words : std::vector<std::string>{};
     if (!words)
@@ -221,8 +250,9 @@ OperandResult evaluate_operand(const Operand& o, const std::map<std::string, jso
         rank_index = {int(i)};
         how = "rank " + o.ranks;
     } else {
-        if (words) throw Invalid{fmt::format("run '{}': '{}' is a word: take ranks 'each' or a rank number, not {}",
-                                             o.run, join_keys(o), o.ranks)};
+        if (words)
+            throw Invalid{fmt::format("run '{}': '{}' is a word: take ranks 'each' or a rank number, not {}", o.run,
+                                      join_keys(o), o.ranks)};
         double v = 0;
         int at = -1;
         if (o.ranks == "max") at = int(std::max_element(sums.begin(), sums.end()) - sums.begin());
@@ -232,9 +262,9 @@ OperandResult evaluate_operand(const Operand& o, const std::map<std::string, jso
         if (o.ranks == "mean") v /= double(ranks);
         sums = {v};
         rank_index = {at};
-        how = ranks == 1                                 ? "rank 0"
+        how = ranks == 1                               ? "rank 0"
               : (o.ranks == "max" || o.ranks == "min") ? fmt::format("{} over {} ranks (rank {})", o.ranks, ranks, at)
-                                                     : fmt::format("{} over {} ranks", o.ranks, ranks);
+                                                       : fmt::format("{} over {} ranks", o.ranks, ranks);
     }
     for (double& s : sums) s *= o.times;
 
@@ -270,12 +300,18 @@ Verdict compare(double l, double r, Comparison op, double tolerance) {
     const double scale = r != 0 ? std::abs(r) : 1.0;
     const double above = (l - r) / scale;  // > 0: left is larger
     switch (op) {
-        case Comparison::less: return {l < r, -above};
-        case Comparison::less_equal: return {l <= r, -above};
-        case Comparison::greater: return {l > r, above};
-        case Comparison::greater_equal: return {l >= r, above};
-        case Comparison::approx: return {std::abs(l - r) <= tolerance * std::abs(r), tolerance - std::abs(above)};
-        case Comparison::equal: return {l == r, -std::abs(above)};
+        case Comparison::less:
+            return {l < r, -above};
+        case Comparison::less_equal:
+            return {l <= r, -above};
+        case Comparison::greater:
+            return {l > r, above};
+        case Comparison::greater_equal:
+            return {l >= r, above};
+        case Comparison::approx:
+            return {std::abs(l - r) <= tolerance * std::abs(r), tolerance - std::abs(above)};
+        case Comparison::equal:
+            return {l == r, -std::abs(above)};
     }
     return {};
 }
@@ -310,8 +346,11 @@ ClaimResult evaluate_claim(const Claim& claim, const std::map<std::string, json>
         size_t worst_i = 0;
         for (size_t i = 0; i < n; ++i) {
             Verdict v;
-            if (words) v = {lw[nl > 1 ? i : 0] == rw[nr > 1 ? i : 0], 0};
-            else v = compare(out.measured.values[nl > 1 ? i : 0], out.expected.values[nr > 1 ? i : 0], claim.op, claim.tolerance);
+            if (words)
+                v = {lw[nl > 1 ? i : 0] == rw[nr > 1 ? i : 0], 0};
+            else
+                v = compare(out.measured.values[nl > 1 ? i : 0], out.expected.values[nr > 1 ? i : 0], claim.op,
+                            claim.tolerance);
             // The worst pair: the first that fails, or (all holding) the one with the least slack.
             const bool worse = all_held ? (!v.held || v.slack < worst) : (!v.held && v.slack < worst);
             if (worse) worst = v.slack, worst_i = i;
@@ -323,14 +362,16 @@ ClaimResult evaluate_claim(const Claim& claim, const std::map<std::string, json>
 
         if (!words) {
             const double l = out.measured.values[nl > 1 ? worst_i : 0], r = out.expected.values[nr > 1 ? worst_i : 0];
-            if (r != 0) out.difference = fmt::format("{:+.2f}%", (l - r) / std::abs(r) * 100);
-            else out.difference = fmt::format("{:+.4g}", l - r);
+            if (r != 0)
+                out.difference = fmt::format("{:+.2f}%", (l - r) / std::abs(r) * 100);
+            else
+                out.difference = fmt::format("{:+.4g}", l - r);
         }
         if (n > 1) out.difference += (out.difference.empty() ? "" : " ") + fmt::format("(rank {})", out.worst_rank);
-        out.explanation = fmt::format("{}: measured {} = {}; expected {} {} = {}; left against right {}: {}.",
-                                      claim.says, out.measured.what, out.measured.shown, out.comparison,
-                                      out.expected.what, out.expected.shown, out.difference,
-                                      out.status == ClaimStatus::held ? "holds" : "does NOT hold");
+        out.explanation =
+            fmt::format("{}: measured {} = {}; expected {} {} = {}; left against right {}: {}.", claim.says,
+                        out.measured.what, out.measured.shown, out.comparison, out.expected.what, out.expected.shown,
+                        out.difference, out.status == ClaimStatus::held ? "holds" : "does NOT hold");
         if (!claim.why.empty()) out.explanation += " Why: " + claim.why;
     } catch (const Invalid& e) {
         out.status = ClaimStatus::invalid;
@@ -347,9 +388,9 @@ static std::optional<ClaimResult> unexplained_misses(const std::string& label, c
     std::vector<std::string> lines;
     for (const json& m : report["misses"])
         if (m.value("explained", json()).is_null())
-            lines.push_back(fmt::format("rank {} {}: measured {}, {} {}", m.value("rank", -1), m.value("what", std::string("?")),
-                                        m.value("measured", 0.0), m.value("source", std::string("?")),
-                                        m.value("predicted", 0.0)));
+            lines.push_back(fmt::format("rank {} {}: measured {}, {} {}", m.value("rank", -1),
+                                        m.value("what", std::string("?")), m.value("measured", 0.0),
+                                        m.value("source", std::string("?")), m.value("predicted", 0.0)));
     if (lines.empty()) return std::nullopt;
     ClaimResult r;
     r.says = fmt::format("run {}: every figure within 10% of its prediction and formula, or explained", label);

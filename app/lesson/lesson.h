@@ -66,14 +66,14 @@ const char* source_name(FigureSource source);  // "measured", "predicted", ...
 
 // One side of a comparison: a number (or a word) read from a run's report, or a constant.
 struct Operand {
-    std::string run;                // the run's label; empty for a constant
+    std::string run;  // the run's label; empty for a constant
     // Dotted paths into the run's report, summed. "rank.X" is X in each entry of "ranks" (then `ranks` picks
     // which); anything else is from the report's root ("pipeline.bubble_fraction", "throughput.step_s",
     // "config.pp", "predicted.params"). Numbers in the path index arrays ("experts.layers.0.imbalance_max").
     std::vector<std::string> keys;
-    std::string ranks = "max";      // for rank.* keys: max | min | sum | mean | each (every rank) | a rank number
-    double times = 1;               // scale after summing (0.5: "half of"; 0.0625: "1/16 of")
-    std::optional<double> value;    // a constant number (then run and keys are empty)
+    std::string ranks = "max";        // for rank.* keys: max | min | sum | mean | each (every rank) | a rank number
+    double times = 1;                 // scale after summing (0.5: "half of"; 0.0625: "1/16 of")
+    std::optional<double> value;      // a constant number (then run and keys are empty)
     std::optional<std::string> word;  // a constant word, for == on text keys ("forward")
 };
 
@@ -90,30 +90,30 @@ const char* comparison_symbol(Comparison op);  // "<", "<=", ">", ">=", "~", "==
 // A claim the lesson makes and the runs can refute: left OP right (with tolerance for ~).
 // Where one side is per rank ("ranks": "each"), it must hold on every rank (pairwise when both are).
 struct Claim {
-    std::string says;        // the claim in words: "ZeRO-3 model states per rank ~ 16N/dp"
+    std::string says;  // the claim in words: "ZeRO-3 model states per rank ~ 16N/dp"
     Operand left;
     Comparison op = Comparison::less;
     Operand right;
-    double tolerance = 0;    // approx only: relative to |right| (0.02 = within 2%)
-    std::string why;         // the reason it should hold, one line (shown with the result)
+    double tolerance = 0;  // approx only: relative to |right| (0.02 = within 2%)
+    std::string why;       // the reason it should hold, one line (shown with the result)
 };
 
 struct Lesson {
-    std::string name;      // file stem: the argument of `ultrascope lesson NAME`
-    int order = 0;         // position in the workshop (lists sort by it)
-    std::string title;     // "ZeRO-1, 2, 3"
-    std::string section;   // the Playbook's section ("Data parallelism > ZeRO")
-    std::string look_at;   // what to look at, a few sentences
-    std::string formula;   // the formula that predicts it
-    std::string question;  // the question to ask the class
-    std::string answer;    // shown on request (may be empty)
-    std::vector<LessonRun> runs;          // 1 to 3 runs
-    std::vector<LessonPlan> plans;        // 0 to 2 planner evaluations next to them
-    std::vector<std::string> views;       // views to open, in order (memory | timeline | overlap | ...)
-    std::vector<Highlight> highlights;    // figures to outline
-    std::vector<Claim> claims;            // the check: all must hold
-    bool slow = false;                    // its check takes over ~30 s: bench_lessons.py, not ctest
-    std::string path;                     // the file it came from
+    std::string name;                   // file stem: the argument of `ultrascope lesson NAME`
+    int order = 0;                      // position in the workshop (lists sort by it)
+    std::string title;                  // "ZeRO-1, 2, 3"
+    std::string section;                // the Playbook's section ("Data parallelism > ZeRO")
+    std::string look_at;                // what to look at, a few sentences
+    std::string formula;                // the formula that predicts it
+    std::string question;               // the question to ask the class
+    std::string answer;                 // shown on request (may be empty)
+    std::vector<LessonRun> runs;        // 1 to 3 runs
+    std::vector<LessonPlan> plans;      // 0 to 2 planner evaluations next to them
+    std::vector<std::string> views;     // views to open, in order (memory | timeline | overlap | ...)
+    std::vector<Highlight> highlights;  // figures to outline
+    std::vector<Claim> claims;          // the check: all must hold
+    bool slow = false;                  // its check takes over ~30 s: bench_lessons.py, not ctest
+    std::string path;                   // the file it came from
 };
 
 // A file that could not be loaded: message names the file and the field and what to do.
@@ -154,19 +154,19 @@ std::vector<std::string> run_arguments(const LessonRun& run);
 std::string run_command_text(const LessonRun& run);
 
 struct RunOptions {
-    std::filesystem::path trace_dir = "runs";  // traces land here as lesson-NAME-LABEL.ustrace
-    std::string train_binary;                  // empty: the ultrascope-train next to this program
+    std::filesystem::path trace_dir = "runs";            // traces land here as lesson-NAME-LABEL.ustrace
+    std::string train_binary;                            // empty: the ultrascope-train next to this program
     std::function<void(const std::string&)> on_message;  // progress lines (may be empty); called on this thread
-    const std::atomic<bool>* stop = nullptr;   // set to stop the run early (the result is then not ok)
+    const std::atomic<bool>* stop = nullptr;             // set to stop the run early (the result is then not ok)
 };
 
 struct RunResult {
-    std::string label;          // the lesson run's label
-    std::string command;        // run_command_text
-    std::string trace_path;     // where the trace was written
-    int exit_code = -1;         // 0 when the run finished and no rank was lost
-    double seconds = 0;         // wall time of the run, measured
-    nlohmann::json report;      // prof::report_json of the run (null when it produced nothing)
+    std::string label;                  // the lesson run's label
+    std::string command;                // run_command_text
+    std::string trace_path;             // where the trace was written
+    int exit_code = -1;                 // 0 when the run finished and no rank was lost
+    double seconds = 0;                 // wall time of the run, measured
+    nlohmann::json report;              // prof::report_json of the run (null when it produced nothing)
     std::vector<std::string> problems;  // why it failed (lost ranks, exit code), empty when ok
     bool ok() const { return exit_code == 0 && !report.is_null(); }
 };
@@ -181,11 +181,11 @@ RunResult run_lesson_run(const Lesson& lesson, const LessonRun& run, const RunOp
 
 // One side of a claim, as evaluated.
 struct OperandResult {
-    std::string what;             // "zero3: rank.memory_peak_bytes.params + ... (max over ranks)"
+    std::string what;                              // "zero3: rank.memory_peak_bytes.params + ... (max over ranks)"
     FigureSource source = FigureSource::measured;  // where the number comes from (the first key's kind)
-    std::vector<double> values;   // numbers: one, or one per rank for "each" (empty for words)
+    std::vector<double> values;                    // numbers: one, or one per rank for "each" (empty for words)
     std::vector<std::string> words;  // text values (== on words): one, or one per rank (empty for numbers)
-    std::string shown;            // the value(s) formatted with units: "1.50 MiB", "0.27", "2 ranks: 3.1 MiB, ..."
+    std::string shown;               // the value(s) formatted with units: "1.50 MiB", "0.27", "2 ranks: 3.1 MiB, ..."
 };
 
 enum class ClaimStatus {
@@ -195,25 +195,25 @@ enum class ClaimStatus {
 };
 
 struct ClaimResult {
-    std::string says;          // Claim::says
+    std::string says;  // Claim::says
     ClaimStatus status = ClaimStatus::invalid;
-    OperandResult measured;    // the left side
-    OperandResult expected;    // the right side
-    std::string comparison;    // "<=", "~ within 2%"
-    std::string difference;    // left against right: "-2.34% (rank 1)"; empty for words
-    std::string explanation;   // a sentence: what was measured, what was expected, held or not and by how much
-    int worst_rank = -1;       // per-rank claims: the rank furthest from holding (-1 otherwise)
+    OperandResult measured;   // the left side
+    OperandResult expected;   // the right side
+    std::string comparison;   // "<=", "~ within 2%"
+    std::string difference;   // left against right: "-2.34% (rank 1)"; empty for words
+    std::string explanation;  // a sentence: what was measured, what was expected, held or not and by how much
+    int worst_rank = -1;      // per-rank claims: the rank furthest from holding (-1 otherwise)
 };
 
 struct LessonCheck {
     std::vector<ClaimResult> claims;  // in the lesson's order
-    bool held() const;      // every claim held
-    bool invalid() const;   // some claim could not be evaluated
+    bool held() const;                // every claim held
+    bool invalid() const;             // some claim could not be evaluated
 };
 
 // reports: label -> report JSON (as RunResult::report or `ultrascope report --json`), and for plans the plan's JSON
-// (evaluate_lesson_plan; its figures are predicted, formula, derived or model, never measured). Never throws on a report
-// that lacks a key: that claim comes back invalid with the reason.
+// (evaluate_lesson_plan; its figures are predicted, formula, derived or model, never measured). Never throws on a
+// report that lacks a key: that claim comes back invalid with the reason.
 ClaimResult evaluate_claim(const Claim& claim, const std::map<std::string, nlohmann::json>& reports);
 LessonCheck check_lesson(const Lesson& lesson, const std::map<std::string, nlohmann::json>& reports);
 

@@ -23,7 +23,8 @@ constexpr size_t kMaxRuns = 3;
 // Field access with the file and the field's path in every message.
 class Fields {
 public:
-    Fields(const json& j, std::string where, std::string path) : m_j(j), m_where(std::move(where)), m_path(std::move(path)) {
+    Fields(const json& j, std::string where, std::string path)
+        : m_j(j), m_where(std::move(where)), m_path(std::move(path)) {
         US_CHECK_INPUT(j.is_object(), "{}: {}: expected a JSON object", m_where, label());
     }
     std::string field(const std::string& key) const { return m_path.empty() ? key : m_path + "." + key; }
@@ -98,8 +99,8 @@ void check_run_flags(const LessonRun& run, const std::string& where, const std::
         TrainConfig& cfg = parsed.cmd.config;
         cfg.validate();
         US_CHECK_INPUT(cfg.parallel.world() == run.ranks,
-                       "ranks is {} but the layout dp {} x pp {} x tp {} x cp {} needs {}", run.ranks,
-                       cfg.parallel.dp, cfg.parallel.pp, cfg.parallel.tp, cfg.parallel.cp, cfg.parallel.world());
+                       "ranks is {} but the layout dp {} x pp {} x tp {} x cp {} needs {}", run.ranks, cfg.parallel.dp,
+                       cfg.parallel.pp, cfg.parallel.tp, cfg.parallel.cp, cfg.parallel.world());
     } catch (const UserError& e) {
         fail_user("{}: {}: {}", where, field, e.what());
     }
@@ -153,15 +154,18 @@ Operand parse_operand(const json& j, const std::string& where, const std::string
         US_CHECK_INPUT(!f.has("run") && !f.has("key") && !f.has("keys"),
                        "{}: {}: a constant (value or word) takes no run or key", where, path);
         US_CHECK_INPUT(!(f.has("value") && f.has("word")), "{}: {}: either value or word, not both", where, path);
-        if (f.has("value")) o.value = f.number("value", 0);
-        else o.word = f.text("word");
+        if (f.has("value"))
+            o.value = f.number("value", 0);
+        else
+            o.word = f.text("word");
         return o;
     }
     o.run = f.text("run");
     US_CHECK_INPUT(labels.count(o.run), "{}: {}: no run is labelled '{}'", where, f.field("run"), o.run);
     US_CHECK_INPUT(f.has("key") != f.has("keys"), "{}: {}: give key (a report path) or keys (a list, summed)", where,
                    path);
-    if (f.has("key")) o.keys.push_back(f.text("key"));
+    if (f.has("key"))
+        o.keys.push_back(f.text("key"));
     else
         for (const auto& k : f.array("keys", 1, 16)) {
             US_CHECK_INPUT(k.is_string() && !k.get<std::string>().empty(), "{}: {}: expected report paths, got {}",
@@ -170,8 +174,9 @@ Operand parse_operand(const json& j, const std::string& where, const std::string
         }
     if (f.has("ranks")) {
         const json& r = f.at("ranks");
-        const bool ok = (r.is_number_integer() && r.get<int>() >= 0) ||
-                        (r.is_string() && std::set<std::string>{"max", "min", "sum", "mean", "each"}.count(r.get<std::string>()));
+        const bool ok =
+            (r.is_number_integer() && r.get<int>() >= 0) ||
+            (r.is_string() && std::set<std::string>{"max", "min", "sum", "mean", "each"}.count(r.get<std::string>()));
         US_CHECK_INPUT(ok, "{}: {}: expected max, min, sum, mean, each or a rank number, got {}", where,
                        f.field("ranks"), r.dump());
         o.ranks = r.is_string() ? r.get<std::string>() : std::to_string(r.get<int>());
@@ -190,7 +195,8 @@ Comparison parse_comparison(const std::string& op, const std::string& where, con
     fail_user("{}: {}: unknown comparison '{}' (expected <, <=, >, >=, ~ or ==)", where, field, op);
 }
 
-Claim parse_claim(const json& j, const std::string& where, const std::string& path, const std::set<std::string>& labels) {
+Claim parse_claim(const json& j, const std::string& where, const std::string& path,
+                  const std::set<std::string>& labels) {
     Fields f(j, where, path);
     f.only({"says", "left", "op", "right", "tolerance", "why"});
     Claim c;
@@ -207,7 +213,8 @@ Claim parse_claim(const json& j, const std::string& where, const std::string& pa
                    "{}: {}: only ~ takes a tolerance (write the margin into the right side with times)", where,
                    f.field("tolerance"));
     US_CHECK_INPUT(!c.left.run.empty() || !c.right.run.empty(),
-                   "{}: {}: both sides are constants: a claim must read a run's report to be able to fail", where, path);
+                   "{}: {}: both sides are constants: a claim must read a run's report to be able to fail", where,
+                   path);
     US_CHECK_INPUT(c.op == Comparison::equal || (!c.left.word && !c.right.word),
                    "{}: {}: a word can only be compared with ==", where, f.field("op"));
     return c;
@@ -244,8 +251,9 @@ Lesson parse_lesson(const json& j, const std::string& name, const std::string& w
         const json& plans = f.array("plans", 0, 2);
         for (size_t i = 0; i < plans.size(); ++i) {
             l.plans.push_back(parse_plan(plans[i], where, indexed("plans", i)));
-            US_CHECK_INPUT(labels.insert(l.plans.back().label).second, "{}: {}.label: '{}' is used by another run or plan",
-                           where, indexed("plans", i), l.plans.back().label);
+            US_CHECK_INPUT(labels.insert(l.plans.back().label).second,
+                           "{}: {}.label: '{}' is used by another run or plan", where, indexed("plans", i),
+                           l.plans.back().label);
         }
     }
     // the views of the GUI's layout (app/gui/model/view_table.h): those a lesson can bring forward and outline
@@ -276,7 +284,8 @@ Lesson parse_lesson(const json& j, const std::string& name, const std::string& w
         }
     }
     const json& claims = f.array("claims", 1, 16);
-    for (size_t i = 0; i < claims.size(); ++i) l.claims.push_back(parse_claim(claims[i], where, indexed("claims", i), labels));
+    for (size_t i = 0; i < claims.size(); ++i)
+        l.claims.push_back(parse_claim(claims[i], where, indexed("claims", i), labels));
     return l;
 }
 

@@ -72,8 +72,10 @@ RunResult run_lesson_run(const Lesson& lesson, const LessonRun& run, const RunOp
     if (live_run.exit_code() && *live_run.exit_code() != 0)
         result.problems.push_back(fmt::format("the run exited with code {}", *live_run.exit_code()));
     for (const auto& lost : live_run.lost_ranks()) result.problems.push_back("lost: " + lost);
-    if (live_run.store().rank_count() > 0) result.report = prof::report_json(prof::build_report(live_run.store()));
-    else result.problems.push_back("no rank connected: the run produced no trace");
+    if (live_run.store().rank_count() > 0)
+        result.report = prof::report_json(prof::build_report(live_run.store()));
+    else
+        result.problems.push_back("no rank connected: the run produced no trace");
     return result;
 }
 

@@ -9,11 +9,13 @@ using prof::OpClass;
 
 std::vector<Piece> ActionPieces::forward() const {
     if (!m_detailed)
-        return coarse({{"GEMMs", OpClass::gemm, m_cost.gemm_f}, {"attention", OpClass::attention, m_cost.attn_f},
+        return coarse({{"GEMMs", OpClass::gemm, m_cost.gemm_f},
+                       {"attention", OpClass::attention, m_cost.attn_f},
                        {"other ops", OpClass::activation, m_cost.other_f}},
                       m_cost.tp_f, m_cost.ep_f, m_cost.cp_exposed_f, m_cost.cp_hidden / 3);
     std::vector<Piece> p;
-    if (m_r.first) p.push_back({"embedding", OpClass::embedding, m_w.embedding_elements * m_c.embedding_s / 3 * m_overhead});
+    if (m_r.first)
+        p.push_back({"embedding", OpClass::embedding, m_w.embedding_elements * m_c.embedding_s / 3 * m_overhead});
     const double per_layer_tp = tp_forward_per_layer(), layers = double(std::max<int64_t>(1, m_r.layers));
     for (int64_t i = 0; i < m_r.layers; ++i) {
         const int layer = int(std::min(m_m.layers - 1, m_first_layer + i));
@@ -23,10 +25,12 @@ std::vector<Piece> ActionPieces::forward() const {
         add(p, "qkv", OpClass::gemm, gemm(g[0]), layer, g[0]);
         Piece attn{"attention", OpClass::attention, m_cost.attn_f / layers, -1, layer};
         attn.flops = uint64_t(m_w.attention_flops);
-        if (m_l.cp > 1) attn.hidden_comm_s = m_cost.cp_hidden / 3 / layers, attn.hidden_group = kGroupCp,
-                        attn.hidden_name = "cp ring: key/value blocks";
+        if (m_l.cp > 1)
+            attn.hidden_comm_s = m_cost.cp_hidden / 3 / layers, attn.hidden_group = kGroupCp,
+            attn.hidden_name = "cp ring: key/value blocks";
         p.push_back(attn);
-        if (m_cost.cp_exposed_f > 0) p.push_back({"cp ring (exposed)", OpClass::send, m_cost.cp_exposed_f / layers, kGroupCp, layer});
+        if (m_cost.cp_exposed_f > 0)
+            p.push_back({"cp ring (exposed)", OpClass::send, m_cost.cp_exposed_f / layers, kGroupCp, layer});
         add(p, "attention out", OpClass::gemm, gemm(g[1]), layer, g[1]);
         tp(p, per_layer_tp / 2, layer);
         add(p, "residual", OpClass::activation, elementwise_s() / 2, layer);
@@ -34,7 +38,8 @@ std::vector<Piece> ActionPieces::forward() const {
         if (moe) {
             add(p, "router", OpClass::gemm, gemm(g[2]), layer, g[2]);
             ep(p, "ep all-to-all: dispatch", layer);
-            for (size_t k = 3; k < g.size(); ++k) add(p, k == 3 ? "experts up" : "experts down", OpClass::gemm, gemm(g[k]), layer, g[k]);
+            for (size_t k = 3; k < g.size(); ++k)
+                add(p, k == 3 ? "experts up" : "experts down", OpClass::gemm, gemm(g[k]), layer, g[k]);
             ep(p, "ep all-to-all: combine", layer);
         } else {
             add(p, "mlp up", OpClass::gemm, gemm(g[2]), layer, g[2]);
@@ -48,7 +53,8 @@ std::vector<Piece> ActionPieces::forward() const {
         for (const Gemm& h : m_w.head_gemms) add(p, "head", OpClass::gemm, gemm(h), -1, h);
         add(p, "loss", OpClass::loss, m_w.loss_elements * m_c.loss_s / 3 * m_overhead, -1);
     }
-    if (m_cost.tp_vocab > 0) p.push_back({"tp all-reduce (vocabulary)", OpClass::all_reduce, m_cost.tp_vocab, kGroupTp});
+    if (m_cost.tp_vocab > 0)
+        p.push_back({"tp all-reduce (vocabulary)", OpClass::all_reduce, m_cost.tp_vocab, kGroupTp});
     return p;
 }
 
@@ -57,10 +63,10 @@ std::vector<Piece> ActionPieces::backward(bool input, bool weight) const {
     if (!m_detailed) {
         std::vector<Piece> p = coarse({{"GEMMs", OpClass::gemm, m_cost.gemm_b * gemm_share}}, 0, 0, 0, 0);
         if (!input) return p;
-        std::vector<Piece> rest =
-            coarse({{"recompute", OpClass::gemm, m_cost.recompute}, {"attention", OpClass::attention, m_cost.attn_b},
-                    {"other ops", OpClass::activation, m_cost.other_b}},
-                   m_cost.tp_b, m_cost.ep_b, m_cost.cp_exposed_b, m_cost.cp_hidden * 2 / 3);
+        std::vector<Piece> rest = coarse({{"recompute", OpClass::gemm, m_cost.recompute},
+                                          {"attention", OpClass::attention, m_cost.attn_b},
+                                          {"other ops", OpClass::activation, m_cost.other_b}},
+                                         m_cost.tp_b, m_cost.ep_b, m_cost.cp_exposed_b, m_cost.cp_hidden * 2 / 3);
         p.insert(p.end(), rest.begin(), rest.end());
         return p;
     }
@@ -104,19 +110,24 @@ std::vector<Piece> ActionPieces::backward(bool input, bool weight) const {
         gemm_b("attention out", g[1], layer);
         if (input) {
             Piece attn{"attention", OpClass::attention, m_cost.attn_b / layers, -1, layer};
-            if (m_l.cp > 1) attn.hidden_comm_s = m_cost.cp_hidden * 2 / 3 / layers, attn.hidden_group = kGroupCp,
-                            attn.hidden_name = "cp ring: key/value and gradient blocks";
+            if (m_l.cp > 1)
+                attn.hidden_comm_s = m_cost.cp_hidden * 2 / 3 / layers, attn.hidden_group = kGroupCp,
+                attn.hidden_name = "cp ring: key/value and gradient blocks";
             p.push_back(attn);
-            if (m_cost.cp_exposed_b > 0) p.push_back({"cp ring (exposed)", OpClass::send, m_cost.cp_exposed_b / layers, kGroupCp, layer});
+            if (m_cost.cp_exposed_b > 0)
+                p.push_back({"cp ring (exposed)", OpClass::send, m_cost.cp_exposed_b / layers, kGroupCp, layer});
         }
         gemm_b("qkv", g[0], layer);
         if (input) add(p, "norm 1", OpClass::norm, 2 * norm_s(), layer);
     }
-    if (m_r.first && input) add(p, "embedding", OpClass::embedding, 2 * m_w.embedding_elements * m_c.embedding_s / 3 * m_overhead, -1);
+    if (m_r.first && input)
+        add(p, "embedding", OpClass::embedding, 2 * m_w.embedding_elements * m_c.embedding_s / 3 * m_overhead, -1);
     return p;
 }
 
-double ActionPieces::gemm(const Gemm& g) const { return g.count * g.flops() / (m_peak * m_c.gemm_eff(g.flops())) * m_overhead; }
+double ActionPieces::gemm(const Gemm& g) const {
+    return g.count * g.flops() / (m_peak * m_c.gemm_eff(g.flops())) * m_overhead;
+}
 
 double ActionPieces::norm_s() const { return m_w.norm_elements / 2 * m_c.norm_s / 3 * m_overhead; }
 
@@ -149,10 +160,11 @@ void ActionPieces::ep(std::vector<Piece>& p, const char* name, int layer) const 
 }
 
 std::vector<Piece> ActionPieces::coarse(std::vector<Piece> compute, double tp_s, double ep_s, double cp_exposed_s,
-                          double cp_hidden_s) const {
+                                        double cp_hidden_s) const {
     if (cp_hidden_s > 0)
         for (Piece& c : compute)
-            if (c.op == OpClass::attention) c.hidden_comm_s = cp_hidden_s, c.hidden_group = kGroupCp, c.hidden_name = "cp ring";
+            if (c.op == OpClass::attention)
+                c.hidden_comm_s = cp_hidden_s, c.hidden_group = kGroupCp, c.hidden_name = "cp ring";
     if (tp_s > 0) compute.push_back({"tp collectives", OpClass::all_reduce, tp_s, kGroupTp});
     if (ep_s > 0) compute.push_back({"ep all-to-alls", OpClass::all_to_all, ep_s, kGroupEp});
     if (cp_exposed_s > 0) compute.push_back({"cp ring (exposed)", OpClass::send, cp_exposed_s, kGroupCp});

@@ -22,13 +22,13 @@ struct Piece {
     std::string name;
     prof::OpClass op = prof::OpClass::none;
     double seconds = 0;
-    int group = -1;           // >= 0: a collective of this group on the comm lane (compute waits for it)
+    int group = -1;  // >= 0: a collective of this group on the comm lane (compute waits for it)
     int layer = -1;
     double hidden_comm_s = 0;  // a collective of `hidden_group` running behind this compute piece
     int hidden_group = -1;
     std::string hidden_name;
     uint64_t flops = 0;
-    uint64_t bytes = 0;        // what the rank sends for the collective (ring algorithms)
+    uint64_t bytes = 0;  // what the rank sends for the collective (ring algorithms)
 };
 
 // What one action of one virtual stage runs, piece by piece, before scaling to the action's simulated length.
@@ -36,8 +36,16 @@ class ActionPieces {
 public:
     ActionPieces(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const StageCost& cost, const RankShapes& r,
                  int64_t first_layer, bool detailed)
-        : m_m(m), m_c(c), m_l(l), m_cost(cost), m_r(r), m_first_layer(first_layer), m_detailed(detailed),
-          m_w(work_inventory(m, l, r)), m_peak(c.peak_flops(l.bf16)), m_overhead(1.0 + c.host_overhead) {}
+        : m_m(m),
+          m_c(c),
+          m_l(l),
+          m_cost(cost),
+          m_r(r),
+          m_first_layer(first_layer),
+          m_detailed(detailed),
+          m_w(work_inventory(m, l, r)),
+          m_peak(c.peak_flops(l.bf16)),
+          m_overhead(1.0 + c.host_overhead) {}
 
     std::vector<Piece> forward() const;
 
@@ -51,7 +59,8 @@ private:
     double tp_forward_per_layer() const;
     void add(std::vector<Piece>& p, const std::string& name, prof::OpClass op, double s, int layer, const Gemm& g = {},
              double flops_factor = 1) const;
-    // One all-reduce of the residual stream (T h), or with sp its all-gather and reduce-scatter: 2 (n - 1) / n of it sent.
+    // One all-reduce of the residual stream (T h), or with sp its all-gather and reduce-scatter: 2 (n - 1) / n of it
+    // sent.
     void tp(std::vector<Piece>& p, double s, int layer) const;
     void ep(std::vector<Piece>& p, const char* name, int layer) const;
     // One piece per kind, the collectives after the compute they follow.

@@ -29,7 +29,8 @@ std::vector<CollectiveSample> parse_collective_samples(const std::string& text) 
             continue;
         }
         if (!j.contains("op") || !j.contains("bytes") || !j.contains("median_s")) continue;
-        out.push_back({j["op"].get<std::string>(), j.value("ranks", 2), j["bytes"].get<double>(), j["median_s"].get<double>()});
+        out.push_back(
+            {j["op"].get<std::string>(), j.value("ranks", 2), j["bytes"].get<double>(), j["median_s"].get<double>()});
     }
     return out;
 }

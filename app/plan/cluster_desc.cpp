@@ -61,8 +61,8 @@ ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source
     c.gpus_per_node = f.required_integer("gpus_per_node");
     c.nodes = f.integer("nodes", 1, 1);
     c.intra_node = link_from_json(f.object("intra_node"), source + ", field 'intra_node'");
-    c.inter_node = f.has("inter_node") ? link_from_json(f.object("inter_node"), source + ", field 'inter_node'")
-                                       : c.intra_node;
+    c.inter_node =
+        f.has("inter_node") ? link_from_json(f.object("inter_node"), source + ", field 'inter_node'") : c.intra_node;
     // Per-op costs: datasheet clusters derive the memory-bound ops from the memory bandwidth (docs/planner.md);
     // a calibrated machine file gives them measured.
     const double bw = c.memory_bandwidth;
@@ -70,10 +70,10 @@ ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source
     c.optimizer_s = 32.0 / bw;
     if (f.has("op_costs")) {
         const std::string where = source + ", field 'op_costs'";
-        const JsonFields o(f.object("op_costs"), where,
-                           {"gemm_efficiency", "attention_efficiency", "norm_s_per_element",
-                            "elementwise_s_per_element", "embedding_s_per_element", "loss_s_per_element",
-                            "optimizer_s_per_param", "host_overhead", "note"});
+        const JsonFields o(
+            f.object("op_costs"), where,
+            {"gemm_efficiency", "attention_efficiency", "norm_s_per_element", "elementwise_s_per_element",
+             "embedding_s_per_element", "loss_s_per_element", "optimizer_s_per_param", "host_overhead", "note"});
         if (o.has("gemm_efficiency")) {
             const auto& table = o.raw("gemm_efficiency");
             US_CHECK_INPUT(table.is_array() && !table.empty(),
@@ -143,8 +143,10 @@ std::vector<std::string> known_clusters() {
 ClusterDesc load_cluster(const std::string& spec) {
     US_CHECK_INPUT(!spec.empty(), "--gpu/--cluster needs a name or a file");
     if (spec.find('/') != std::string::npos || spec.ends_with(".json")) {
-        US_CHECK_INPUT(fs::exists(spec), "cluster file '{}': no such file (write one with `ultrascope calibrate --out "
-                                         "FILE`, or copy one of assets/clusters)", spec);
+        US_CHECK_INPUT(fs::exists(spec),
+                       "cluster file '{}': no such file (write one with `ultrascope calibrate --out "
+                       "FILE`, or copy one of assets/clusters)",
+                       spec);
         return cluster_from_json(read_json_file(spec), "cluster file '" + spec + "'");
     }
     const std::string path = clusters_dir() + "/" + spec + ".json";

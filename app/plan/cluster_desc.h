@@ -22,8 +22,8 @@ struct ClusterDesc {
     // the accelerator
     std::string gpu_name;
     double peak_flops_bf16 = 0, peak_flops_fp32 = 0;  // dense, per GPU
-    int64_t memory_bytes = 0;                          // HBM (or the host memory a CPU rank may use)
-    double memory_bandwidth = 0;                       // bytes/s
+    int64_t memory_bytes = 0;                         // HBM (or the host memory a CPU rank may use)
+    double memory_bandwidth = 0;                      // bytes/s
     int64_t reserved_bytes = 0;  // what the runtime holds beyond the modelled categories (context, libraries, buffers)
     // the cluster
     int64_t gpus_per_node = 8, nodes = 1;

@@ -39,8 +39,9 @@ std::string JsonFields::required_text(const char* key) const {
 int64_t JsonFields::integer(const char* key, int64_t fallback, int64_t min) const {
     if (!has(key)) return fallback;
     const auto& v = m_j[key];
-    US_CHECK_INPUT(v.is_number_integer() || (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))),
-                   "{}: field '{}' must be a whole number (got {})", m_where, key, v.dump());
+    US_CHECK_INPUT(
+        v.is_number_integer() || (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))),
+        "{}: field '{}' must be a whole number (got {})", m_where, key, v.dump());
     const int64_t x = v.is_number_integer() ? v.get<int64_t>() : int64_t(v.get<double>());
     US_CHECK_INPUT(x >= min, "{}: field '{}' must be at least {} (got {})", m_where, key, min, x);
     return x;
@@ -63,13 +64,15 @@ double JsonFields::required_number(const char* key, double min_exclusive) const 
     US_CHECK_INPUT(has(key), "{}: missing field '{}' (a number)", m_where, key);
     US_CHECK_INPUT(m_j[key].is_number(), "{}: field '{}' must be a number (got {})", m_where, key, m_j[key].dump());
     const double x = m_j[key].get<double>();
-    US_CHECK_INPUT(x > min_exclusive, "{}: field '{}' must be greater than {} (got {})", m_where, key, min_exclusive, x);
+    US_CHECK_INPUT(x > min_exclusive, "{}: field '{}' must be greater than {} (got {})", m_where, key, min_exclusive,
+                   x);
     return x;
 }
 
 bool JsonFields::boolean(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
-    US_CHECK_INPUT(m_j[key].is_boolean(), "{}: field '{}' must be true or false (got {})", m_where, key, m_j[key].dump());
+    US_CHECK_INPUT(m_j[key].is_boolean(), "{}: field '{}' must be true or false (got {})", m_where, key,
+                   m_j[key].dump());
     return m_j[key].get<bool>();
 }
 

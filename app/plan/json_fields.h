@@ -19,8 +19,8 @@ public:
     std::string required_text(const char* key) const;
     int64_t integer(const char* key, int64_t fallback, int64_t min = 0) const;  // >= min
     int64_t required_integer(const char* key, int64_t min = 1) const;
-    double number(const char* key, double fallback, double min = 0) const;      // >= min
-    double required_number(const char* key, double min_exclusive = 0) const;    // > min_exclusive
+    double number(const char* key, double fallback, double min = 0) const;    // >= min
+    double required_number(const char* key, double min_exclusive = 0) const;  // > min_exclusive
     bool boolean(const char* key, bool fallback) const;
     const nlohmann::json& object(const char* key) const;  // required, an object
     const nlohmann::json& raw(const char* key) const;

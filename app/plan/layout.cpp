@@ -79,7 +79,9 @@ TrainConfig engine_settings(const ModelDesc& m, const Layout& l) {
     TrainConfig c;
     c.model.vocab = int(m.vocab), c.model.hidden = int(m.hidden), c.model.layers = int(m.layers);
     c.model.heads = int(m.heads), c.model.seq = int(m.seq);
-    if (m.is_moe()) c.model.moe_experts = int(m.moe_experts), c.model.moe_topk = int(m.moe_topk), c.model.moe_every = int(m.moe_every);
+    if (m.is_moe())
+        c.model.moe_experts = int(m.moe_experts), c.model.moe_topk = int(m.moe_topk),
+        c.model.moe_every = int(m.moe_every);
     if (m.moe_capacity_factor > 0) c.moe_capacity_factor = m.moe_capacity_factor;
     apply_layout(l, c);
     return c;

@@ -23,13 +23,13 @@ struct Layout {
     std::string pp_schedule = "1f1b";  // afab | 1f1b | interleaved | zb1
     int pp_chunks = 1;
     int zero = 0;
-    int micro_batch = 1;  // sequences per micro-batch (--batch)
-    int grad_accum = 1;   // micro-batches per step (--grad-accum)
+    int micro_batch = 1;             // sequences per micro-batch (--batch)
+    int grad_accum = 1;              // micro-batches per step (--grad-accum)
     std::string recompute = "none";  // none | selective | full
     bool bf16 = true;
     bool fp32_grad_accum = false;
-    bool flash = false;              // --attention flash
-    bool overlap = true;             // the data-parallel reduction overlaps backward
+    bool flash = false;   // --attention flash
+    bool overlap = true;  // the data-parallel reduction overlaps backward
     double bucket_mb = 1.0;
     std::string cp_balance = "zigzag";
     // Mixture of experts under expert parallelism: the busiest ep rank's expert rows over the uniform share (its

@@ -16,19 +16,20 @@
 namespace us::plan {
 
 struct MemoryEstimate {
-    std::array<int64_t, kMemCategoryCount> bytes{};      // 0 where not modelled
-    std::array<bool, kMemCategoryCount> modelled{};      // which categories the figure covers
-    int stage = 0;                 // the busiest pipeline stage
+    std::array<int64_t, kMemCategoryCount> bytes{};  // 0 where not modelled
+    std::array<bool, kMemCategoryCount> modelled{};  // which categories the figure covers
+    int stage = 0;                                   // the busiest pipeline stage
     int micro_batches_in_flight = 1;
     int64_t params_on_rank = 0;
-    int64_t reserved_bytes = 0;    // the cluster's runtime reserve (context, libraries, buffers), on top
-    std::string kind;              // "predicted" (the engine's walk) or "formula"
+    int64_t reserved_bytes = 0;  // the cluster's runtime reserve (context, libraries, buffers), on top
+    std::string kind;            // "predicted" (the engine's walk) or "formula"
     int64_t categories_total() const;
     int64_t total() const { return categories_total() + reserved_bytes; }
 };
 
 MemoryEstimate estimate_memory(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout);
 // One pipeline stage's (what the predicted timeline draws for each representative rank).
-MemoryEstimate estimate_stage_memory(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout, int stage);
+MemoryEstimate estimate_stage_memory(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout,
+                                     int stage);
 
 }  // namespace us::plan

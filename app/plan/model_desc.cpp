@@ -61,9 +61,12 @@ double ModelDesc::flops_per_token() const {
 
 std::string family_name(ModelFamily f) {
     switch (f) {
-        case ModelFamily::engine_gpt: return "engine-gpt";
-        case ModelFamily::gpt3: return "gpt3";
-        case ModelFamily::llama: return "llama";
+        case ModelFamily::engine_gpt:
+            return "engine-gpt";
+        case ModelFamily::gpt3:
+            return "gpt3";
+        case ModelFamily::llama:
+            return "llama";
     }
     return "?";
 }
@@ -77,10 +80,30 @@ ModelFamily parse_family(const std::string& text, const std::string& where) {
 
 ModelDesc model_from_json(const nlohmann::json& j, const std::string& source) {
     const JsonFields f(j, source,
-                       {"name", "description", "family", "vocab", "hidden", "layers", "heads", "kv_heads", "head_dim",
-                        "ffn_hidden", "seq", "swiglu", "rmsnorm", "biases", "tied_embeddings", "learned_positions",
-                        "max_positions", "moe_experts", "moe_topk", "moe_every", "moe_capacity_factor",
-                        "published_params", "published_active_params", "source"});
+                       {"name",
+                        "description",
+                        "family",
+                        "vocab",
+                        "hidden",
+                        "layers",
+                        "heads",
+                        "kv_heads",
+                        "head_dim",
+                        "ffn_hidden",
+                        "seq",
+                        "swiglu",
+                        "rmsnorm",
+                        "biases",
+                        "tied_embeddings",
+                        "learned_positions",
+                        "max_positions",
+                        "moe_experts",
+                        "moe_topk",
+                        "moe_every",
+                        "moe_capacity_factor",
+                        "published_params",
+                        "published_active_params",
+                        "source"});
     ModelDesc m;
     m.name = f.required_text("name");
     m.description = f.text("description", "");

@@ -20,12 +20,12 @@ struct ModelDesc {
     ModelFamily family = ModelFamily::engine_gpt;
     // shape
     int64_t vocab = 256, hidden = 256, layers = 4, heads = 4, seq = 128;
-    int64_t kv_heads = 0;   // grouped-query attention: key/value heads (0: = heads)
-    int64_t head_dim = 0;   // 0: hidden / heads (GPT-3 13B has 40 heads of 128 on a hidden of 5140)
-    int64_t ffn_hidden = 0; // the MLP's inner width (0: 4 x hidden)
-    bool swiglu = false;    // SwiGLU MLP (3 matrices) instead of GeLU (2)
-    bool rmsnorm = false;   // RMSNorm (a weight) instead of LayerNorm (weight and bias)
-    bool biases = true;     // linear layers carry biases
+    int64_t kv_heads = 0;    // grouped-query attention: key/value heads (0: = heads)
+    int64_t head_dim = 0;    // 0: hidden / heads (GPT-3 13B has 40 heads of 128 on a hidden of 5140)
+    int64_t ffn_hidden = 0;  // the MLP's inner width (0: 4 x hidden)
+    bool swiglu = false;     // SwiGLU MLP (3 matrices) instead of GeLU (2)
+    bool rmsnorm = false;    // RMSNorm (a weight) instead of LayerNorm (weight and bias)
+    bool biases = true;      // linear layers carry biases
     bool tied_embeddings = true;
     bool learned_positions = false;  // a (max_positions, hidden) table (GPT-3); RoPE otherwise
     int64_t max_positions = 0;       // rows of that table (0: seq)
@@ -39,22 +39,22 @@ struct ModelDesc {
 
     int64_t kv() const { return kv_heads > 0 ? kv_heads : heads; }
     int64_t head_size() const { return head_dim > 0 ? head_dim : hidden / heads; }
-    int64_t attn_width() const { return heads * head_size(); }   // q and attention output width (a * d)
-    int64_t kv_width() const { return kv() * head_size(); }      // k and v width each
+    int64_t attn_width() const { return heads * head_size(); }  // q and attention output width (a * d)
+    int64_t kv_width() const { return kv() * head_size(); }     // k and v width each
     int64_t ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
     bool is_moe() const { return moe_experts > 0; }
     bool is_moe_layer(int64_t layer) const { return is_moe() && layer % moe_every == moe_every - 1; }
     int64_t moe_layers() const;
 
     // Parameters of the pieces (whole, before any split).
-    int64_t attention_params() const;  // q, k, v, o (+ biases)
-    int64_t mlp_params() const;        // one dense MLP, or one expert
-    int64_t norm_params() const;       // one norm
+    int64_t attention_params() const;                                    // q, k, v, o (+ biases)
+    int64_t mlp_params() const;                                          // one dense MLP, or one expert
+    int64_t norm_params() const;                                         // one norm
     int64_t block_params(int64_t layer, int64_t experts_counted) const;  // with `experts_counted` experts if MoE
-    int64_t embedding_params() const;  // token table (+ position table)
-    int64_t head_params() const;       // untied output matrix (0 when tied)
-    int64_t num_params() const;        // total
-    int64_t active_params() const;     // a token's: K experts instead of E
+    int64_t embedding_params() const;                                    // token table (+ position table)
+    int64_t head_params() const;                                         // untied output matrix (0 when tied)
+    int64_t num_params() const;                                          // total
+    int64_t active_params() const;                                       // a token's: K experts instead of E
     // Training FLOPs per token, 6N + 12 L (a d) s (docs/formulas.md, the attention term with the attention width)
     double flops_per_token() const;
 };

@@ -25,8 +25,10 @@ int64_t layer_bytes(const ModelDesc& m, const Layout& l, const RankShapes& r, bo
     // The attention core: the (b, a/tp, s/cp, s) probabilities, unless they are never stored (flash attention, a
     // cp ring: the fp32 log-sum-exp instead) or recomputed (selective).
     int64_t core = 0;
-    if (l.flash || l.cp > 1) core = 4 * r.T * r.heads;
-    else if (recompute != "selective") core = e * (r.T / std::max<int64_t>(1, m.seq / l.cp)) * r.heads * (m.seq / l.cp) * m.seq;
+    if (l.flash || l.cp > 1)
+        core = 4 * r.T * r.heads;
+    else if (recompute != "selective")
+        core = e * (r.T / std::max<int64_t>(1, m.seq / l.cp)) * r.heads * (m.seq / l.cp) * m.seq;
     return norm_side + stats + attention + mlp + core;
 }
 
@@ -124,14 +126,18 @@ WorkInventory work_inventory(const ModelDesc& m, const Layout& l, const RankShap
         // Under expert parallelism the busiest rank sets the pace (its peers wait in the combine all-to-all): its
         // rows are the uniform share times the router's load on it (Layout::moe_load; uniform when not given).
         const double load = l.ep > 1 ? l.moe_load_or_uniform() : 1.0;
-        const int64_t rows = std::max<int64_t>(1, int64_t(std::llround(load * double(r.expert_rows * l.ep / m.moe_experts))));
-        w.moe_layer_gemms = {{r.T, r.qkv_width, h}, {r.T, h, r.attn_width}, {r.T, m.moe_experts, h},
-                             {rows, up, h, local}, {rows, h, r.ffn_width, local}};
+        const int64_t rows =
+            std::max<int64_t>(1, int64_t(std::llround(load * double(r.expert_rows * l.ep / m.moe_experts))));
+        w.moe_layer_gemms = {{r.T, r.qkv_width, h},
+                             {r.T, h, r.attn_width},
+                             {r.T, m.moe_experts, h},
+                             {rows, up, h, local},
+                             {rows, h, r.ffn_width, local}};
     }
     w.head_gemms = {{r.T, r.Vr, h}};
     // The attention core's two products per query over every key (the engine counts the whole square).
-    w.attention_flops = 4.0 * double(l.micro_batch) * double(r.heads) * double(m.seq / l.cp) * double(m.seq) *
-                        double(m.head_size());
+    w.attention_flops =
+        4.0 * double(l.micro_batch) * double(r.heads) * double(m.seq / l.cp) * double(m.seq) * double(m.head_size());
     w.norm_elements = 2.0 * double(r.R * h);
     // Biases of the four linears (when present), the activation function over the MLP's width, two residual adds.
     w.elementwise_elements = double(r.T) * double(r.qkv_width + r.attn_width + 2 * up) + 2.0 * double(r.R * h);

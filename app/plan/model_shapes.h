@@ -15,19 +15,19 @@ namespace us::plan {
 struct RankShapes {
     int stage = 0;
     bool first = true, last = true;
-    int chunks = 1;                // virtual stages per rank
-    int64_t layers = 0;            // on the rank (all its chunks)
+    int chunks = 1;      // virtual stages per rank
+    int64_t layers = 0;  // on the rank (all its chunks)
     int64_t dense_layers = 0, moe_layers = 0;
-    int64_t T = 0;                 // token rows of a micro-batch on the rank: b s / cp
-    int64_t R = 0;                 // rows of the residual stream: T / tp under sequence parallelism
-    int64_t Vr = 0;                // vocabulary rows on the rank: ceil(v / tp)
-    int64_t qkv_width = 0;         // (a d + 2 kv d) / tp
-    int64_t attn_width = 0;        // a d / tp
-    int64_t ffn_width = 0;         // F / tp
-    int64_t heads = 0;             // a / tp
-    int64_t expert_rows = 0;       // X: rows the rank's experts process per MoE layer (uniform routing)
-    int64_t params = 0;            // on the rank, experts aside (before ZeRO)
-    int64_t expert_params = 0;     // the rank's experts
+    int64_t T = 0;                           // token rows of a micro-batch on the rank: b s / cp
+    int64_t R = 0;                           // rows of the residual stream: T / tp under sequence parallelism
+    int64_t Vr = 0;                          // vocabulary rows on the rank: ceil(v / tp)
+    int64_t qkv_width = 0;                   // (a d + 2 kv d) / tp
+    int64_t attn_width = 0;                  // a d / tp
+    int64_t ffn_width = 0;                   // F / tp
+    int64_t heads = 0;                       // a / tp
+    int64_t expert_rows = 0;                 // X: rows the rank's experts process per MoE layer (uniform routing)
+    int64_t params = 0;                      // on the rank, experts aside (before ZeRO)
+    int64_t expert_params = 0;               // the rank's experts
     int64_t layer_activation_bytes = 0;      // saved per dense layer per micro-batch, with the layout's recompute
     int64_t moe_layer_activation_bytes = 0;  // the same for an MoE layer
     int64_t layer_activation_bytes_no_recompute = 0;
@@ -42,8 +42,8 @@ RankShapes chunk_shapes(const ModelDesc& m, const Layout& l, int stage, int chun
 // runs (common/schedule/pipeline_schedule.h).
 struct StageInFlight {
     int micro_batches = 1;
-    int chunks = 1;                     // (micro-batch, chunk) pairs
-    int last_chunk_micro_batches = 1;   // micro-batches whose head activations the last stage holds at once
+    int chunks = 1;                    // (micro-batch, chunk) pairs
+    int last_chunk_micro_batches = 1;  // micro-batches whose head activations the last stage holds at once
 };
 std::vector<StageInFlight> stages_in_flight(const Layout& l);
 
@@ -56,17 +56,17 @@ struct Gemm {
 // Work per micro-batch on one rank of a stage, forward (backward: twice the GEMMs, and the factors in
 // step_time.cpp). Memory-bound ops are counted in elements of their natural size, forward and backward together.
 struct WorkInventory {
-    std::vector<Gemm> layer_gemms;       // one dense layer's forward GEMMs
-    std::vector<Gemm> moe_layer_gemms;   // one MoE layer's (router and the rank's experts)
-    std::vector<Gemm> head_gemms;        // the last stage's output projection
-    double attention_flops = 0;          // one layer's attention core, forward (b (a/tp) (s/cp) s d x 4)
-    double norm_elements = 0;            // one layer's norms: 2 R h
-    double elementwise_elements = 0;     // one layer's: biases, activation function, residuals (docs/planner.md)
-    double moe_elementwise_elements = 0; // one MoE layer's on top: the router's softmax and top-k, the dispatch,
-                                         // combine and weighting copies of the rank's expert rows
-    double embedding_elements = 0;       // first stage: T h
-    double loss_elements = 0;            // last stage: T ceil(v/tp)
-    double final_norm_elements = 0;      // last stage: R h
+    std::vector<Gemm> layer_gemms;        // one dense layer's forward GEMMs
+    std::vector<Gemm> moe_layer_gemms;    // one MoE layer's (router and the rank's experts)
+    std::vector<Gemm> head_gemms;         // the last stage's output projection
+    double attention_flops = 0;           // one layer's attention core, forward (b (a/tp) (s/cp) s d x 4)
+    double norm_elements = 0;             // one layer's norms: 2 R h
+    double elementwise_elements = 0;      // one layer's: biases, activation function, residuals (docs/planner.md)
+    double moe_elementwise_elements = 0;  // one MoE layer's on top: the router's softmax and top-k, the dispatch,
+                                          // combine and weighting copies of the rank's expert rows
+    double embedding_elements = 0;        // first stage: T h
+    double loss_elements = 0;             // last stage: T ceil(v/tp)
+    double final_norm_elements = 0;       // last stage: R h
 };
 WorkInventory work_inventory(const ModelDesc& m, const Layout& l, const RankShapes& r);
 

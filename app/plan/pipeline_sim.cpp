@@ -11,7 +11,8 @@ namespace us::plan {
 PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& shape,
                                  const std::vector<VirtualStageCost>& costs, double transfer_s) {
     const int pp = shape.pp, S = pp * shape.chunks;
-    US_CHECK_INPUT(int(costs.size()) == S, "pipeline simulation: {} stage costs for {} virtual stages", costs.size(), S);
+    US_CHECK_INPUT(int(costs.size()) == S, "pipeline simulation: {} stage costs for {} virtual stages", costs.size(),
+                   S);
     // When each (kind, virtual stage, micro-batch) finished: 0 forward, 1 backward (or its input part), 2 weight.
     std::map<std::tuple<int, int, int>, double> done;
     PipelineTiming t;
@@ -32,8 +33,10 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& 
                 // A dependency on another virtual stage arrives a transfer later (always another rank when pp > 1).
                 auto need = [&](int kind, int v, int mb, bool remote) {
                     const auto it = done.find({kind, v, mb});
-                    if (it == done.end()) ok = false;
-                    else ready = std::max(ready, it->second + (remote ? transfer_s : 0.0));
+                    if (it == done.end())
+                        ok = false;
+                    else
+                        ready = std::max(ready, it->second + (remote ? transfer_s : 0.0));
                 };
                 double cost = 0;
                 int kind = 1;
@@ -58,7 +61,8 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& 
                 --left;
                 progressed = true;
             }
-        US_CHECK_INPUT(progressed, "the pipeline schedule deadlocks: a stage waits for an action no stage can run first");
+        US_CHECK_INPUT(progressed,
+                       "the pipeline schedule deadlocks: a stage waits for an action no stage can run first");
     }
     t.makespan = *std::max_element(t.finish.begin(), t.finish.end());
     return t;

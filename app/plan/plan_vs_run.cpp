@@ -49,14 +49,23 @@ MeasuredPieces measure_rank(const prof::TraceStore& store, const prof::RankRepor
             if (s.kind != prof::SpanKind::op || !steady.count(s.step)) continue;
             const double sec = double(s.duration()) * 1e-9;
             switch (s.op) {
-                case prof::OpClass::gemm: m.gemm_s += sec; break;
-                case prof::OpClass::attention: m.attention_s += sec; break;
-                case prof::OpClass::optimizer: m.optimizer_s += sec; break;
+                case prof::OpClass::gemm:
+                    m.gemm_s += sec;
+                    break;
+                case prof::OpClass::attention:
+                    m.attention_s += sec;
+                    break;
+                case prof::OpClass::optimizer:
+                    m.optimizer_s += sec;
+                    break;
                 case prof::OpClass::norm:
                 case prof::OpClass::activation:
                 case prof::OpClass::embedding:
-                case prof::OpClass::loss: m.other_ops_s += sec; break;
-                default: break;
+                case prof::OpClass::loss:
+                    m.other_ops_s += sec;
+                    break;
+                default:
+                    break;
             }
         }
     if (m.steps > 0)
@@ -71,7 +80,7 @@ std::string secs(double s) { return fmt::format("{:.4f} s", s); }
 }  // namespace
 
 PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Report& rep,
-                          const std::optional<ClusterDesc>& cluster, const std::string& cluster_source) {
+                                const std::optional<ClusterDesc>& cluster, const std::string& cluster_source) {
     US_CHECK_INPUT(!rep.ranks.empty(), "the trace has no ranks to compare with the planner");
     PlanVsRun c;
     const ModelDesc model = model_of(rep);
@@ -99,8 +108,10 @@ PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Repor
         if (samples > 0) layout.moe_load = std::max(1.0, sum / samples);
     }
     ClusterDesc cl = cluster ? *cluster : load_cluster("h100-sxm");  // memory needs no calibration
-    if (cluster) c.cluster_source = cluster_source;
-    else c.no_cluster_note = cluster_source;
+    if (cluster)
+        c.cluster_source = cluster_source;
+    else
+        c.no_cluster_note = cluster_source;
     // A run with more ranks than the machine file's cores spread over hosts of that size.
     if (cl.total_gpus() < layout.world()) cl.nodes = (layout.world() + cl.gpus_per_node - 1) / cl.gpus_per_node;
     c.plan = evaluate(model, cl, layout);
@@ -132,7 +143,8 @@ PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Repor
             if (!rr.expert_load.empty()) {
                 c.at_measured_routing_bytes = 0;
                 for (int i = 0; i < kMemCategoryCount; ++i)
-                    if (c.plan.memory.modelled[size_t(i)]) c.at_measured_routing_bytes += rr.predicted.memory[size_t(i)].value_or(0);
+                    if (c.plan.memory.modelled[size_t(i)])
+                        c.at_measured_routing_bytes += rr.predicted.memory[size_t(i)].value_or(0);
             }
         }
     }
@@ -156,35 +168,41 @@ nlohmann::json plan_vs_run_json(const PlanVsRun& c) {
     int64_t measured_sum = 0;
     for (int i = 0; i < kMemCategoryCount; ++i)
         if (r.memory.modelled[size_t(i)]) measured_sum += c.measured_memory[size_t(i)];
-    j["memory"] = {{"kind", r.memory.kind}, {"stage", r.memory.stage}, {"measured_rank", c.memory_rank},
-                   {"bytes", mem}, {"modelled_sum_predicted_bytes", r.memory.categories_total()},
+    j["memory"] = {{"kind", r.memory.kind},
+                   {"stage", r.memory.stage},
+                   {"measured_rank", c.memory_rank},
+                   {"bytes", mem},
+                   {"modelled_sum_predicted_bytes", r.memory.categories_total()},
                    {"modelled_sum_measured_bytes", measured_sum}};
-    if (c.at_measured_routing_bytes >= 0) j["memory"]["modelled_sum_at_measured_routing_bytes"] = c.at_measured_routing_bytes;
+    if (c.at_measured_routing_bytes >= 0)
+        j["memory"]["modelled_sum_at_measured_routing_bytes"] = c.at_measured_routing_bytes;
     if (!c.has_time) return j;
     const StepPieces& t = r.time;
     const MeasuredPieces& m = c.measured;
     j["time_kind"] = "model (calibrated costs)";
-    j["step_time_s"] = {{"model", t.step_s}, {"measured_best", c.measured_best_step_s},
-                        {"measured_mean", c.measured_mean_step_s}};
-    j["tokens_per_s"] = {{"derived", r.tokens_per_s},
-                         {"measured_mean", c.measured_tokens_per_s},
-                         {"measured_best", c.measured_best_step_s > 0 ? r.tokens_per_step / c.measured_best_step_s : 0.0}};
+    j["step_time_s"] = {
+        {"model", t.step_s}, {"measured_best", c.measured_best_step_s}, {"measured_mean", c.measured_mean_step_s}};
+    j["tokens_per_s"] = {
+        {"derived", r.tokens_per_s},
+        {"measured_mean", c.measured_tokens_per_s},
+        {"measured_best", c.measured_best_step_s > 0 ? r.tokens_per_step / c.measured_best_step_s : 0.0}};
     j["measured_rank"] = m.rank;
     j["measured_steps"] = m.steps;
     // Like for like: recomputed ops are spans of their classes in the trace, so the model's recomputation is
     // compared inside "ops"; exposed communication of every group together; idle holds the bubble and transfers.
-    j["pieces_s"] = {
-        {"gemm", {{"model", t.gemm_s}, {"measured", m.gemm_s}}},
-        {"attention", {{"model", t.attention_s}, {"measured", m.attention_s}}},
-        {"other_ops", {{"model", t.other_ops_s}, {"measured", m.other_ops_s}}},
-        {"recompute", {{"model", t.recompute_s}, {"measured", nullptr}}},
-        {"optimizer", {{"model", t.optimizer_s}, {"measured", m.optimizer_s}}},
-        {"ops_total", {{"model", t.gemm_s + t.attention_s + t.other_ops_s + t.recompute_s + t.optimizer_s},
+    j["pieces_s"] = {{"gemm", {{"model", t.gemm_s}, {"measured", m.gemm_s}}},
+                     {"attention", {{"model", t.attention_s}, {"measured", m.attention_s}}},
+                     {"other_ops", {{"model", t.other_ops_s}, {"measured", m.other_ops_s}}},
+                     {"recompute", {{"model", t.recompute_s}, {"measured", nullptr}}},
+                     {"optimizer", {{"model", t.optimizer_s}, {"measured", m.optimizer_s}}},
+                     {"ops_total",
+                      {{"model", t.gemm_s + t.attention_s + t.other_ops_s + t.recompute_s + t.optimizer_s},
                        {"measured", m.compute_s}}},
-        {"comm_exposed", {{"model", t.tp_comm_s + t.cp_comm_exposed_s + t.ep_comm_s + t.dp_comm_exposed_s},
-                          {"measured", m.comm_exposed_s}}},
-        {"idle", {{"model", t.bubble_s + t.pp_comm_s}, {"measured", m.idle_s}}},
-        {"wall", {{"model", t.step_s}, {"measured", m.wall_s}}}};
+                     {"comm_exposed",
+                      {{"model", t.tp_comm_s + t.cp_comm_exposed_s + t.ep_comm_s + t.dp_comm_exposed_s},
+                       {"measured", m.comm_exposed_s}}},
+                     {"idle", {{"model", t.bubble_s + t.pp_comm_s}, {"measured", m.idle_s}}},
+                     {"wall", {{"model", t.step_s}, {"measured", m.wall_s}}}};
     return j;
 }
 
@@ -218,8 +236,8 @@ std::string format_plan_vs_run(const PlanVsRun& c) {
             m.comm_exposed_s);
         row("  idle (bubble, pipeline transfers)", t.bubble_s + t.pp_comm_s, m.idle_s);
         row("  wall", t.step_s, m.wall_s);
-        s += fmt::format("  {:<38} {:>12.4g} {:>12.4g} {:>8}   (derived from the model / measured mean)\n",
-                         "tokens/s", r.tokens_per_s, c.measured_tokens_per_s, pct(r.tokens_per_s, c.measured_tokens_per_s));
+        s += fmt::format("  {:<38} {:>12.4g} {:>12.4g} {:>8}   (derived from the model / measured mean)\n", "tokens/s",
+                         r.tokens_per_s, c.measured_tokens_per_s, pct(r.tokens_per_s, c.measured_tokens_per_s));
     } else {
         s += fmt::format("  step time not compared: {}\n", c.no_cluster_note);
     }
@@ -236,9 +254,10 @@ std::string format_plan_vs_run(const PlanVsRun& c) {
     s += fmt::format("  {:<38} {:>12} {:>12} {:>8}\n", "  modelled categories", format_bytes(ps), format_bytes(ms),
                      ms > 0 ? fmt::format("{:+.2f}%", 100.0 * (double(ps) / double(ms) - 1)) : "");
     if (c.at_measured_routing_bytes >= 0)
-        s += fmt::format("  {:<38} {:>12} {:>12} {:>8}\n", "  with the routing measured (engine walk)",
-                         format_bytes(c.at_measured_routing_bytes), format_bytes(ms),
-                         ms > 0 ? fmt::format("{:+.2f}%", 100.0 * (double(c.at_measured_routing_bytes) / double(ms) - 1)) : "");
+        s += fmt::format(
+            "  {:<38} {:>12} {:>12} {:>8}\n", "  with the routing measured (engine walk)",
+            format_bytes(c.at_measured_routing_bytes), format_bytes(ms),
+            ms > 0 ? fmt::format("{:+.2f}%", 100.0 * (double(c.at_measured_routing_bytes) / double(ms) - 1)) : "");
     return s;
 }
 

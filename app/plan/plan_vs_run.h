@@ -20,22 +20,22 @@ struct MeasuredPieces {
     int rank = -1;
     int steps = 0;
     double gemm_s = 0, attention_s = 0, other_ops_s = 0, optimizer_s = 0;  // op spans by class
-    double compute_s = 0;      // |C|: every op
-    double comm_exposed_s = 0; // |M \ C|
-    double idle_s = 0;         // wall - |C u M| (a pipeline's bubble and its transfers land here)
+    double compute_s = 0;                                                  // |C|: every op
+    double comm_exposed_s = 0;                                             // |M \ C|
+    double idle_s = 0;  // wall - |C u M| (a pipeline's bubble and its transfers land here)
     double wall_s = 0;
 };
 
 struct PlanVsRun {
-    std::string cluster_source;  // the machine file used, empty without one
-    std::string no_cluster_note; // why time is not compared, and how to calibrate
-    PlanResult plan;             // memory always; time only with a cluster
+    std::string cluster_source;   // the machine file used, empty without one
+    std::string no_cluster_note;  // why time is not compared, and how to calibrate
+    PlanResult plan;              // memory always; time only with a cluster
     bool has_time = false;
-    double measured_best_step_s = 0;  // the least steady step (each as long as its slowest rank)
-    double measured_mean_step_s = 0;  // the report's mean steady step
-    double measured_tokens_per_s = 0; // the report's (mean)
-    MeasuredPieces measured;          // the rank of the busiest stage with the most op time
-    int memory_rank = -1;             // the measured rank compared on memory (the planner's busiest stage)
+    double measured_best_step_s = 0;   // the least steady step (each as long as its slowest rank)
+    double measured_mean_step_s = 0;   // the report's mean steady step
+    double measured_tokens_per_s = 0;  // the report's (mean)
+    MeasuredPieces measured;           // the rank of the busiest stage with the most op time
+    int memory_rank = -1;              // the measured rank compared on memory (the planner's busiest stage)
     std::array<int64_t, kMemCategoryCount> measured_memory{};
     // Under expert parallelism: the engine's walk of that rank with the routing it measured (the planner assumes
     // uniform routing, having run nothing); -1 otherwise.
@@ -45,7 +45,7 @@ struct PlanVsRun {
 // `cluster`: a calibrated (or any) cluster description, or nullopt. UserError when the trace's config cannot be
 // planned (a model or layout the planner does not describe).
 PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Report& report,
-                          const std::optional<ClusterDesc>& cluster, const std::string& cluster_source);
+                                const std::optional<ClusterDesc>& cluster, const std::string& cluster_source);
 nlohmann::json plan_vs_run_json(const PlanVsRun& c);
 std::string format_plan_vs_run(const PlanVsRun& c);
 

@@ -46,8 +46,8 @@ std::string why_slower(const PlanResult& r, const PlanResult& best) {
         {"expert-parallel all-to-alls", a.ep_comm_s - b.ep_comm_s},
         {"pipeline transfers", a.pp_comm_s - b.pp_comm_s},
         {"recomputation", a.recompute_s - b.recompute_s},
-        {"slower compute (smaller GEMMs, less efficient)", (a.gemm_s + a.attention_s + a.other_ops_s) -
-                                                              (b.gemm_s + b.attention_s + b.other_ops_s)},
+        {"slower compute (smaller GEMMs, less efficient)",
+         (a.gemm_s + a.attention_s + a.other_ops_s) - (b.gemm_s + b.attention_s + b.other_ops_s)},
         {"optimizer", a.optimizer_s - b.optimizer_s},
     };
     if (a.step_s <= b.step_s * 1.005) return "as fast as the best (within 0.5%)";
@@ -79,7 +79,8 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                 continue;
             }
             for (int pp : divisors(o.gpus / tp / cp)) {
-                const bool uneven_ok = m.family != ModelFamily::engine_gpt && (pp & (pp - 1)) == 0 && m.layers >= 2 * pp;
+                const bool uneven_ok =
+                    m.family != ModelFamily::engine_gpt && (pp & (pp - 1)) == 0 && m.layers >= 2 * pp;
                 if (m.layers % pp != 0 && !uneven_ok) {
                     pruned["pp does not divide the layers"]++;
                     continue;
@@ -88,7 +89,7 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                 for (int ep : divisors(dp)) {
                     if (ep > 1 && (!m.is_moe() || m.moe_experts % ep != 0)) continue;
                     for (int zero = 0; zero <= 3; ++zero) {
-                        if (pp > 1 && zero > 1) continue;  // the engine runs ZeRO-2/3 without pipelines
+                        if (pp > 1 && zero > 1) continue;        // the engine runs ZeRO-2/3 without pipelines
                         if (dp * cp == 1 && zero > 0) continue;  // nothing to shard over
                         for (int mb : o.micro_batches) {
                             if (B > 0 && B % (int64_t(dp) * mb) != 0) {
@@ -99,10 +100,13 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                             std::vector<std::pair<std::string, int>> schedules = {{"1f1b", 1}};
                             if (pp > 1) {
                                 pruned["afab (the same bubble as 1f1b, more activations)"]++;
-                                if ((m.layers % (2 * pp) == 0 || (uneven_ok && m.layers >= 4 * pp)) && accum % pp == 0) schedules.push_back({"interleaved", 2});
+                                if ((m.layers % (2 * pp) == 0 || (uneven_ok && m.layers >= 4 * pp)) && accum % pp == 0)
+                                    schedules.push_back({"interleaved", 2});
                                 // the rules the engine and `plan --pp-schedule` share (settings_rules.cpp)
-                                if (m.is_moe()) pruned["zb1 with mixture-of-experts blocks (the engine refuses it)"]++;
-                                else schedules.push_back({"zb1", 1});
+                                if (m.is_moe())
+                                    pruned["zb1 with mixture-of-experts blocks (the engine refuses it)"]++;
+                                else
+                                    schedules.push_back({"zb1", 1});
                             }
                             for (const auto& [schedule, chunks] : schedules)
                                 for (const std::string& rc : o.recompute) {
@@ -123,7 +127,8 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                                     try {  // the rules the engine and `ultrascope plan` share refuse it?
                                         check_layout(m, c, l, o.gpus);
                                     } catch (const UserError&) {
-                                        pruned["refused by the settings rules (ultrascope plan with its flags says why)"]++;
+                                        pruned
+                                            ["refused by the settings rules (ultrascope plan with its flags says why)"]++;
                                         continue;
                                     }
                                     out.ranked.push_back(evaluate(m, c, l));
@@ -144,8 +149,10 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
         const PlanResult best = out.ranked.front();
         for (size_t i = 0; i < out.ranked.size(); ++i) {
             PlanResult& r = out.ranked[i];
-            if (i == 0) r.verdict = "best";
-            else if (r.fits) r.verdict = why_slower(r, best);
+            if (i == 0)
+                r.verdict = "best";
+            else if (r.fits)
+                r.verdict = why_slower(r, best);
         }
     }
     return out;
@@ -159,10 +166,23 @@ nlohmann::json plan_json(const ModelDesc& m, const ClusterDesc& c, const PlanRes
             r.memory.modelled[size_t(i)] ? nlohmann::json(r.memory.bytes[size_t(i)]) : nlohmann::json();
     const StepPieces& t = r.time;
     return {{"layout",
-             {{"dp", l.dp}, {"tp", l.tp}, {"sp", l.sp}, {"pp", l.pp}, {"pp_schedule", l.pp_schedule},
-              {"pp_chunks", l.pp_chunks}, {"cp", l.cp}, {"ep", l.ep}, {"zero", l.zero}, {"micro_batch", l.micro_batch},
-              {"grad_accum", l.grad_accum}, {"recompute", l.recompute}, {"precision", l.bf16 ? "bf16" : "fp32"},
-              {"seq", m.seq}, {"gpus", l.world()}, {"flags", l.flags()}, {"describe", l.describe()}}},
+             {{"dp", l.dp},
+              {"tp", l.tp},
+              {"sp", l.sp},
+              {"pp", l.pp},
+              {"pp_schedule", l.pp_schedule},
+              {"pp_chunks", l.pp_chunks},
+              {"cp", l.cp},
+              {"ep", l.ep},
+              {"zero", l.zero},
+              {"micro_batch", l.micro_batch},
+              {"grad_accum", l.grad_accum},
+              {"recompute", l.recompute},
+              {"precision", l.bf16 ? "bf16" : "fp32"},
+              {"seq", m.seq},
+              {"gpus", l.world()},
+              {"flags", l.flags()},
+              {"describe", l.describe()}}},
             {"fits", r.fits},
             {"moe_load", l.moe_load_or_uniform()},
             {"moe_load_kind", l.moe_load > 0 ? "given (e.g. measured by a run's router)" : "assumed uniform"},
@@ -182,14 +202,24 @@ nlohmann::json plan_json(const ModelDesc& m, const ClusterDesc& c, const PlanRes
             {"mfu", r.mfu},
             {"model_flops_per_token_formula", r.model_flops_per_token},
             {"time_s",
-             {{"gemm", t.gemm_s}, {"attention", t.attention_s}, {"other_ops", t.other_ops_s},
-              {"recompute", t.recompute_s}, {"tp_comm", t.tp_comm_s}, {"cp_comm_exposed", t.cp_comm_exposed_s},
-              {"cp_comm_hidden", t.cp_comm_hidden_s}, {"ep_comm", t.ep_comm_s}, {"pp_comm", t.pp_comm_s},
-              {"bubble", t.bubble_s}, {"dp_comm_exposed", t.dp_comm_exposed_s}, {"dp_comm_hidden", t.dp_comm_hidden_s},
-              {"optimizer", t.optimizer_s}, {"forward_per_micro_batch", t.forward_s},
+             {{"gemm", t.gemm_s},
+              {"attention", t.attention_s},
+              {"other_ops", t.other_ops_s},
+              {"recompute", t.recompute_s},
+              {"tp_comm", t.tp_comm_s},
+              {"cp_comm_exposed", t.cp_comm_exposed_s},
+              {"cp_comm_hidden", t.cp_comm_hidden_s},
+              {"ep_comm", t.ep_comm_s},
+              {"pp_comm", t.pp_comm_s},
+              {"bubble", t.bubble_s},
+              {"dp_comm_exposed", t.dp_comm_exposed_s},
+              {"dp_comm_hidden", t.dp_comm_hidden_s},
+              {"optimizer", t.optimizer_s},
+              {"forward_per_micro_batch", t.forward_s},
               {"backward_per_micro_batch", t.backward_s}}},
             {"busy_s",
-             {{"compute", t.compute_busy_s}, {"intra_node_link", t.link_busy_s[size_t(kLinkIntra)]},
+             {{"compute", t.compute_busy_s},
+              {"intra_node_link", t.link_busy_s[size_t(kLinkIntra)]},
               {"inter_node_link", t.link_busy_s[size_t(kLinkInter)]}}}};
 }
 

@@ -20,14 +20,14 @@ namespace us::plan {
 
 struct PlanResult {
     Layout layout;
-    MemoryEstimate memory;      // busiest rank, by category
-    bool fits = false;          // memory.total() <= the GPU's memory
+    MemoryEstimate memory;  // busiest rank, by category
+    bool fits = false;      // memory.total() <= the GPU's memory
     StepPieces time;
     double tokens_per_step = 0;
-    double tokens_per_s = 0;    // derived: tokens per step / step time
-    double mfu = 0;             // derived: tokens/s x (6N + 12 L (a d) s) / (GPUs x peak)
+    double tokens_per_s = 0;  // derived: tokens per step / step time
+    double mfu = 0;           // derived: tokens/s x (6N + 12 L (a d) s) / (GPUs x peak)
     double model_flops_per_token = 0;
-    std::string verdict;        // why it loses (search) or "fits" / "out of memory: ..."
+    std::string verdict;  // why it loses (search) or "fits" / "out of memory: ..."
 };
 
 PlanResult evaluate(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout);
@@ -46,10 +46,10 @@ struct SearchOptions {
 };
 
 struct SearchResult {
-    std::vector<PlanResult> ranked;     // fitting layouts, fastest first, then those that do not fit
-    int64_t considered = 0;             // layouts evaluated
-    int64_t sampled_out = 0;            // layouts left out by SearchOptions::sample_stride
-    std::vector<std::string> pruned;    // what the search skipped before evaluating, and why (counts)
+    std::vector<PlanResult> ranked;   // fitting layouts, fastest first, then those that do not fit
+    int64_t considered = 0;           // layouts evaluated
+    int64_t sampled_out = 0;          // layouts left out by SearchOptions::sample_stride
+    std::vector<std::string> pruned;  // what the search skipped before evaluating, and why (counts)
 };
 
 SearchResult search(const ModelDesc& model, const ClusterDesc& cluster, const SearchOptions& options);

@@ -46,13 +46,16 @@ void draw_action(RankWriter& w, const ModelDesc& m, const ClusterDesc& c, const 
     const ActionPieces pieces(m, c, l, sm.chunk[size_t(vs)], r, first_layer_of(m, l, sm.chunks, vs), detailed);
     const PipeOp op = ta.action.op;
     const bool forward = op == PipeOp::forward;
-    const std::vector<Piece> list = forward ? pieces.forward()
-                                            : pieces.backward(op != PipeOp::backward_weight, op != PipeOp::backward_input);
+    const std::vector<Piece> list =
+        forward ? pieces.forward() : pieces.backward(op != PipeOp::backward_weight, op != PipeOp::backward_input);
     const Phase phase = forward ? Phase::forward : Phase::backward;
     const int mb = ta.action.micro_batch, chunk = ta.action.chunk;
     const double b = offset + ta.begin, e = offset + ta.end;
     // Named as the engine's pipeline executor names its actions, so the schedule diagram reads them the same way.
-    w.span(Lane::compute, SpanKind::phase, phase, OpClass::none, b, e, forward ? "F" : op == PipeOp::backward_weight ? "W" : "B",
+    w.span(Lane::compute, SpanKind::phase, phase, OpClass::none, b, e,
+           forward                         ? "F"
+           : op == PipeOp::backward_weight ? "W"
+                                           : "B",
            step, mb, -1, chunk);
     // Scale the pieces to the simulated action (they are its own costs: the factor is 1 up to rounding).
     double total = 0;
@@ -66,10 +69,13 @@ void draw_action(RankWriter& w, const ModelDesc& m, const ClusterDesc& c, const 
     int64_t moved = 0;
     auto layer_done = [&](int layer, double at) {
         if (layer < 0 || !(forward || frees)) return;
-        w.memory(MemCategory::activations, at, forward ? per_layer : -per_layer, "saved activations", phase, step, mb, layer);
+        w.memory(MemCategory::activations, at, forward ? per_layer : -per_layer, "saved activations", phase, step, mb,
+                 layer);
         moved += per_layer;
     };
-    if (frees) w.memory(MemCategory::temporaries, b, rc.memory.bytes[size_t(MemCategory::temporaries)], "backward scratch", phase, step, mb);
+    if (frees)
+        w.memory(MemCategory::temporaries, b, rc.memory.bytes[size_t(MemCategory::temporaries)], "backward scratch",
+                 phase, step, mb);
     double t = b;
     int open_layer = -1;
     double layer_begin = b;
@@ -77,31 +83,34 @@ void draw_action(RankWriter& w, const ModelDesc& m, const ClusterDesc& c, const 
         const double d = p.seconds * scale;
         if (p.layer != open_layer) {
             if (open_layer >= 0) {
-                w.span(Lane::compute, SpanKind::layer, phase, OpClass::none, layer_begin, t, fmt::format("layer {}", open_layer),
-                       step, mb, open_layer, chunk);
+                w.span(Lane::compute, SpanKind::layer, phase, OpClass::none, layer_begin, t,
+                       fmt::format("layer {}", open_layer), step, mb, open_layer, chunk);
                 layer_done(open_layer, t);
             }
             open_layer = p.layer, layer_begin = t;
         }
         if (p.group >= 0) {
-            w.span(Lane::comm, SpanKind::comm, phase, p.op, t, t + d, p.name, step, mb, p.layer, chunk, p.group, -1, p.bytes);
+            w.span(Lane::comm, SpanKind::comm, phase, p.op, t, t + d, p.name, step, mb, p.layer, chunk, p.group, -1,
+                   p.bytes);
         } else {
-            w.span(Lane::compute, SpanKind::op, phase, p.op, t, t + d, p.name, step, mb, p.layer, chunk, 0, -1, 0, p.flops);
+            w.span(Lane::compute, SpanKind::op, phase, p.op, t, t + d, p.name, step, mb, p.layer, chunk, 0, -1, 0,
+                   p.flops);
             if (p.hidden_comm_s > 0)
-                w.span(Lane::comm, SpanKind::comm, phase, OpClass::send, t, t + std::min(d, p.hidden_comm_s * scale), p.hidden_name,
-                       step, mb, p.layer, chunk, p.hidden_group);
+                w.span(Lane::comm, SpanKind::comm, phase, OpClass::send, t, t + std::min(d, p.hidden_comm_s * scale),
+                       p.hidden_name, step, mb, p.layer, chunk, p.hidden_group);
         }
         t += d;
     }
     if (open_layer >= 0) {
-        w.span(Lane::compute, SpanKind::layer, phase, OpClass::none, layer_begin, e, fmt::format("layer {}", open_layer), step, mb,
-               open_layer, chunk);
+        w.span(Lane::compute, SpanKind::layer, phase, OpClass::none, layer_begin, e,
+               fmt::format("layer {}", open_layer), step, mb, open_layer, chunk);
         layer_done(open_layer, e);
     }
     if (forward) w.memory(MemCategory::activations, e, unit - moved, "saved activations", phase, step, mb);
     if (frees) {
         w.memory(MemCategory::activations, e, -(unit - moved), "saved activations", phase, step, mb);
-        w.memory(MemCategory::temporaries, e, -rc.memory.bytes[size_t(MemCategory::temporaries)], "backward scratch", phase, step, mb);
+        w.memory(MemCategory::temporaries, e, -rc.memory.bytes[size_t(MemCategory::temporaries)], "backward scratch",
+                 phase, step, mb);
     }
     // Pipeline hand-overs: the activation to the next virtual stage, the gradient to the previous one.
     if (pp > 1) {
@@ -120,8 +129,10 @@ int max_in_flight(const StepModel& sm, int rank) {
     int held = 0, most = 1;
     for (const TimedAction& a : sm.pipeline.actions) {
         if (a.rank != rank) continue;
-        if (a.action.op == PipeOp::forward) most = std::max(most, ++held);
-        else if (a.action.op != PipeOp::backward_weight) --held;
+        if (a.action.op == PipeOp::forward)
+            most = std::max(most, ++held);
+        else if (a.action.op != PipeOp::backward_weight)
+            --held;
     }
     return most;
 }
@@ -138,12 +149,13 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
     const DpCost& dp = sm.dp[size_t(stage)];
     const double finish = sm.pipeline.finish[size_t(stage)];
     // The model states live for the whole trace.
-    for (MemCategory cat : {MemCategory::params, MemCategory::grads, MemCategory::master_params, MemCategory::optimizer_state,
-                            MemCategory::comm_buffers})
+    for (MemCategory cat : {MemCategory::params, MemCategory::grads, MemCategory::master_params,
+                            MemCategory::optimizer_state, MemCategory::comm_buffers})
         w.memory(cat, 0, rc.memory.bytes[size_t(cat)], std::string(mem_category_name(cat)), Phase::none, 0);
     for (int step = 1; step <= o.steps; ++step) {
         const double offset = double(step - 1) * sm.step_s;
-        w.span(Lane::host, SpanKind::step, Phase::none, OpClass::none, offset, offset + sm.step_s, fmt::format("step {}", step), step);
+        w.span(Lane::host, SpanKind::step, Phase::none, OpClass::none, offset, offset + sm.step_s,
+               fmt::format("step {}", step), step);
         const TimedAction* last_backward = nullptr;
         for (const TimedAction& a : sm.pipeline.actions) {
             if (a.rank != stage) continue;
@@ -159,15 +171,17 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
         const double dp_total = dp.hidden + dp.exposed;
         auto share = [&](double s) { return uint64_t(dp_total > 0 ? sent * s / dp_total : 0); };
         if (dp.hidden > 0 && last_backward) {
-            const double end = offset + last_backward->end, begin = std::max(offset + last_backward->begin, end - dp.hidden);
-            w.span(Lane::comm, SpanKind::comm, Phase::backward, l.zero >= 1 ? OpClass::reduce_scatter : OpClass::all_reduce, begin,
-                   end, "dp gradient buckets (behind backward)", step, -1, -1, 0, kGroupDp, -1, share(dp.hidden));
+            const double end = offset + last_backward->end,
+                         begin = std::max(offset + last_backward->begin, end - dp.hidden);
+            w.span(Lane::comm, SpanKind::comm, Phase::backward,
+                   l.zero >= 1 ? OpClass::reduce_scatter : OpClass::all_reduce, begin, end,
+                   "dp gradient buckets (behind backward)", step, -1, -1, 0, kGroupDp, -1, share(dp.hidden));
         }
         double t = offset + finish;
         if (dp.exposed > 0) {
-            w.span(Lane::comm, SpanKind::comm, Phase::backward, l.zero >= 1 ? OpClass::all_gather : OpClass::all_reduce, t,
-                   t + dp.exposed, l.zero >= 1 ? "dp reduction / ZeRO gather (exposed)" : "dp all-reduce (exposed)", step, -1, -1,
-                   0, kGroupDp, -1, share(dp.exposed));
+            w.span(Lane::comm, SpanKind::comm, Phase::backward, l.zero >= 1 ? OpClass::all_gather : OpClass::all_reduce,
+                   t, t + dp.exposed, l.zero >= 1 ? "dp reduction / ZeRO gather (exposed)" : "dp all-reduce (exposed)",
+                   step, -1, -1, 0, kGroupDp, -1, share(dp.exposed));
             t += dp.exposed;
         }
         w.span(Lane::compute, SpanKind::phase, Phase::optimizer, OpClass::none, t, t + dp.optimizer, "optimizer", step);
@@ -180,7 +194,8 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
     std::vector<prof::Chunk> chunks(3);
     chunks[0].kind = prof::ChunkKind::metadata, chunks[0].text = meta.dump();
     prof::EventBatch batch = w.take();
-    chunks[1].kind = prof::ChunkKind::events, chunks[1].strings = std::move(batch.strings), chunks[1].events = std::move(batch.events);
+    chunks[1].kind = prof::ChunkKind::events, chunks[1].strings = std::move(batch.strings),
+    chunks[1].events = std::move(batch.events);
     chunks[2].kind = prof::ChunkKind::end, chunks[2].text = prof::end_note_json(true, 0, "");
     for (uint32_t i = 0; i < 3; ++i) chunks[i].rank = uint32_t(stage), chunks[i].sequence = i;
     return chunks;
@@ -227,7 +242,8 @@ void write_predicted_trace(const std::string& path, const ModelDesc& m, const Cl
             throw UserError(fmt::format("could not write the predicted trace {}: {}", path, writer.error()));
         }
     }
-    US_CHECK_INPUT(std::rename(partial.c_str(), path.c_str()) == 0, "could not write the predicted trace {}: rename failed", path);
+    US_CHECK_INPUT(std::rename(partial.c_str(), path.c_str()) == 0,
+                   "could not write the predicted trace {}: rename failed", path);
 }
 
 }  // namespace us::plan

@@ -20,9 +20,9 @@ public:
 
     int64_t ns(double s) const { return m_origin + int64_t(std::llround(s * 1e9)); }
 
-    void span(prof::Lane lane, prof::SpanKind kind, prof::Phase phase, prof::OpClass op, double b, double e, const std::string& name, int step,
-              int micro_batch = -1, int layer = -1, int chunk = 0, int group = 0, int peer = -1, uint64_t bytes = 0,
-              uint64_t flops = 0) {
+    void span(prof::Lane lane, prof::SpanKind kind, prof::Phase phase, prof::OpClass op, double b, double e,
+              const std::string& name, int step, int micro_batch = -1, int layer = -1, int chunk = 0, int group = 0,
+              int peer = -1, uint64_t bytes = 0, uint64_t flops = 0) {
         prof::EventRecord r{};
         prof::SpanRecord& s = r.span;
         s.type = uint8_t(prof::EventType::span);

@@ -77,16 +77,18 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     s.other_b = 2 * other / 3 * overhead;
     // Recomputation repeats forward work during backward: all of the blocks' (full), or the scores and softmax of
     // the naive attention core (selective: half its forward products).
-    if (l.recompute == "full") s.recompute = s.gemm_f - (r.last ? head_gemm * overhead : 0) + s.attn_f + s.other_f;
-    else if (l.recompute == "selective" && !blockwise) s.recompute = 0.5 * s.attn_f;
+    if (l.recompute == "full")
+        s.recompute = s.gemm_f - (r.last ? head_gemm * overhead : 0) + s.attn_f + s.other_f;
+    else if (l.recompute == "selective" && !blockwise)
+        s.recompute = 0.5 * s.attn_f;
     // Tensor parallelism (docs/formulas.md): per layer 2 all-reduces of T h e in forward and 2 in backward; with
     // sp each an all-gather plus a reduce-scatter, and backward re-gathers the norm outputs (2 more all-gathers).
     // Full recomputation repeats the forward's. All on the critical path.
     if (l.tp > 1) {
         const Link& link = group_link(c, 1, l.tp);
         const double K = double(r.T * m.hidden) * e;
-        const double per_layer_f = l.sp ? 2 * (all_gather_s(K, l.tp, link) + all_gather_s(K, l.tp, link))
-                                         : 2 * all_reduce_s(K, l.tp, link);
+        const double per_layer_f =
+            l.sp ? 2 * (all_gather_s(K, l.tp, link) + all_gather_s(K, l.tp, link)) : 2 * all_reduce_s(K, l.tp, link);
         const double per_layer_b = l.sp ? per_layer_f + 2 * all_gather_s(K, l.tp, link) : per_layer_f;
         const double layers = double(r.layers);
         s.tp_vocab = r.first || r.last ? all_reduce_s(K, l.tp, link) : 0;
@@ -178,11 +180,15 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
             // last gradient bucket. The rest shares one link and one window per pass: the forward's gathers behind
             // the forward's compute, the backward's gathers and reduce-scatter together behind the backward's.
             const double once = all_gather_s(K, n, red) + all_gather_s(Kx, nx, red);
-            const double layer_params = r.layers > 0 ? double(r.params - (r.first ? r.Vr * m.hidden : 0)) / double(r.layers) : 0;
-            const double block_bucket = std::max(layer_params * e, std::min(l.bucket_mb * 1048576.0, layer_params * e * double(r.layers)));
-            const double all = all_gather_s(double(r.params) * e, n, red) + all_gather_s(double(r.expert_params) * e, nx, red);
-            const double first = std::min(all, (r.first || r.last ? all_gather_s(double(r.Vr * m.hidden) * e, n, red) : 0) +
-                                                    all_gather_s(block_bucket, n, red));
+            const double layer_params =
+                r.layers > 0 ? double(r.params - (r.first ? r.Vr * m.hidden : 0)) / double(r.layers) : 0;
+            const double block_bucket =
+                std::max(layer_params * e, std::min(l.bucket_mb * 1048576.0, layer_params * e * double(r.layers)));
+            const double all =
+                all_gather_s(double(r.params) * e, n, red) + all_gather_s(double(r.expert_params) * e, nx, red);
+            const double first =
+                std::min(all, (r.first || r.last ? all_gather_s(double(r.Vr * m.hidden) * e, n, red) : 0) +
+                                  all_gather_s(block_bucket, n, red));
             const double hidden_f = std::min(all - first, compute_f);
             const double hideable_b = (all - first) + (l.overlap ? std::max(0.0, once - last_bucket) : 0.0);
             const double hidden_b = std::min(hideable_b, compute_b);
@@ -190,7 +196,8 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
             exposed = reduce - mb * (hidden_f + hidden_b);
         }
         if (l.zero == 1 || l.zero == 2) {  // the updated shards gathered back after the optimizer step: exposed
-            const double gather = all_gather_s(double(r.params) * e, n, red) + all_gather_s(double(r.expert_params) * e, nx, red);
+            const double gather =
+                all_gather_s(double(r.params) * e, n, red) + all_gather_s(double(r.expert_params) * e, nx, red);
             reduce += gather;
             exposed += gather;
         }
@@ -198,7 +205,8 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
     // A tied embedding split over a pipeline: the first and last stages all-reduce its gradient after the last
     // backward (the engine's embedding group), exposed.
     if (l.pp > 1 && m.tied_embeddings && (r.first || r.last)) {
-        const double sync = all_reduce_s(double(r.Vr * m.hidden) * grad_e, 2, group_link(c, l.tp * l.cp * (l.pp - 1), 2));
+        const double sync =
+            all_reduce_s(double(r.Vr * m.hidden) * grad_e, 2, group_link(c, l.tp * l.cp * (l.pp - 1), 2));
         reduce += sync;
         exposed += sync;
     }
@@ -206,7 +214,8 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
     d.hidden = std::max(0.0, reduce - exposed);
     d.link_level = link_level(c, red);
     // The optimizer walks the rank's shard of the parameters (ZeRO-1 and up: 1/(dp cp)).
-    const double shard = l.zero >= 1 ? double(r.params) / n + double(r.expert_params) / nx : double(r.params + r.expert_params);
+    const double shard =
+        l.zero >= 1 ? double(r.params) / n + double(r.expert_params) / nx : double(r.params + r.expert_params);
     d.optimizer = shard * c.optimizer_s * (1.0 + c.host_overhead);
     return d;
 }
@@ -231,7 +240,8 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
         }
     if (l.pp > 1) {
         const PipelineShape shape{l.pp, l.grad_accum, V};
-        sm.transfer_s = send_s(double(rank_shapes(m, l, 0).R * m.hidden) * (l.bf16 ? 2 : 4), group_link(c, l.tp * l.cp, l.pp));
+        sm.transfer_s =
+            send_s(double(rank_shapes(m, l, 0).R * m.hidden) * (l.bf16 ? 2 : 4), group_link(c, l.tp * l.cp, l.pp));
         sm.pipeline = simulate_pipeline(make_schedule(l.pp_schedule, shape), shape, virtual_costs, sm.transfer_s);
     } else {
         // Without a pipeline the engine still runs the schedule asked for (engine/train/trainer.cpp makes it at pp

@@ -19,15 +19,15 @@ namespace us::plan {
 // Seconds per step, by piece. compute_* and *_exposed add up to step_s (with bubble_s); *_hidden is time spent
 // behind compute, shown but not added.
 struct StepPieces {
-    double gemm_s = 0;           // the GEMMs of forward and backward (recomputation aside), over the step
-    double attention_s = 0;      // the attention core
-    double other_ops_s = 0;      // norms, element-wise ops, embedding, loss, host overhead
-    double recompute_s = 0;      // the forward work recomputation repeats
-    double tp_comm_s = 0;        // tensor/sequence-parallel collectives (on the critical path)
+    double gemm_s = 0;       // the GEMMs of forward and backward (recomputation aside), over the step
+    double attention_s = 0;  // the attention core
+    double other_ops_s = 0;  // norms, element-wise ops, embedding, loss, host overhead
+    double recompute_s = 0;  // the forward work recomputation repeats
+    double tp_comm_s = 0;    // tensor/sequence-parallel collectives (on the critical path)
     double cp_comm_exposed_s = 0, cp_comm_hidden_s = 0;  // the ring's transfers beyond / behind attention
-    double ep_comm_s = 0;        // expert-parallel all-to-alls
-    double pp_comm_s = 0;        // pipeline transfers on the critical path
-    double bubble_s = 0;         // the pipeline's idle time (simulated schedule)
+    double ep_comm_s = 0;                                // expert-parallel all-to-alls
+    double pp_comm_s = 0;                                // pipeline transfers on the critical path
+    double bubble_s = 0;                                 // the pipeline's idle time (simulated schedule)
     double dp_comm_exposed_s = 0, dp_comm_hidden_s = 0;  // gradient reduction and ZeRO gathers
     double optimizer_s = 0;
     double step_s = 0;
@@ -48,7 +48,7 @@ struct StageCost {
     double recompute = 0;
     double tp_f = 0, tp_b = 0, cp_exposed_f = 0, cp_exposed_b = 0, cp_hidden = 0, ep_f = 0, ep_b = 0;
     double tp_vocab = 0;  // of tp_f, the vocabulary-parallel ends' all-reduce (first and last stage)
-    double pp = 0;  // transfers into the stage per micro-batch (forward activations and backward gradients)
+    double pp = 0;        // transfers into the stage per micro-batch (forward activations and backward gradients)
     std::array<double, 2> link{};  // per link level: every transfer of this micro-batch on it, exposed or hidden
     double compute() const { return gemm_f + attn_f + other_f + gemm_b + attn_b + other_b + recompute; }
     double forward() const { return gemm_f + attn_f + other_f + tp_f + cp_exposed_f + ep_f; }
@@ -56,7 +56,8 @@ struct StageCost {
     StageCost& operator+=(const StageCost& o) {
         gemm_f += o.gemm_f, attn_f += o.attn_f, other_f += o.other_f, gemm_b += o.gemm_b, attn_b += o.attn_b;
         other_b += o.other_b, gemm_w += o.gemm_w, recompute += o.recompute, tp_f += o.tp_f, tp_b += o.tp_b;
-        cp_exposed_f += o.cp_exposed_f, cp_exposed_b += o.cp_exposed_b, cp_hidden += o.cp_hidden, tp_vocab += o.tp_vocab;
+        cp_exposed_f += o.cp_exposed_f, cp_exposed_b += o.cp_exposed_b, cp_hidden += o.cp_hidden,
+            tp_vocab += o.tp_vocab;
         ep_f += o.ep_f, ep_b += o.ep_b, pp += o.pp, link[0] += o.link[0], link[1] += o.link[1];
         return *this;
     }
@@ -79,12 +80,12 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
 // placed in time; without a pipeline the micro-batches' forward and backward in turn), each stage's data-parallel
 // costs, and the stage that ends last. estimate_step reads its pieces from it; the predicted timeline draws it.
 struct StepModel {
-    int chunks = 1;                  // virtual stages per rank
-    std::vector<StageCost> stage;    // per stage: one micro-batch over all its chunks
-    std::vector<StageCost> chunk;    // per virtual stage (chunk * pp + stage)
-    std::vector<DpCost> dp;          // per stage
+    int chunks = 1;                // virtual stages per rank
+    std::vector<StageCost> stage;  // per stage: one micro-batch over all its chunks
+    std::vector<StageCost> chunk;  // per virtual stage (chunk * pp + stage)
+    std::vector<DpCost> dp;        // per stage
     PipelineTiming pipeline;
-    double transfer_s = 0;           // one activation between pipeline stages
+    double transfer_s = 0;  // one activation between pipeline stages
     int critical_stage = 0;
     double step_s = 0;
 };

@@ -21,8 +21,10 @@ std::vector<ActivationEntry> block_entries(const ActivationShape& s, Recompute m
     // so that the recomputed forward does not have to be recomputed again inside attention backward.
     // Blockwise attention (ring attention under cp > 1, or --attention flash) keeps the log-sum-exp instead, in
     // every mode: its backward recomputes the scores.
-    if (s.cp > 1 || s.flash) v.push_back({"lse", DType::f32, int64_t(s.B) * s.heads() * s.T});
-    else if (mode != Recompute::selective) v.push_back({"probs", e, int64_t(s.B) * s.heads() * s.T * s.T});
+    if (s.cp > 1 || s.flash)
+        v.push_back({"lse", DType::f32, int64_t(s.B) * s.heads() * s.T});
+    else if (mode != Recompute::selective)
+        v.push_back({"probs", e, int64_t(s.B) * s.heads() * s.T * s.T});
     v.push_back({"atty", e, N * Ca});
     v.push_back({"residual2", e, R * C});
     v.push_back({"ln2", e, R * C});

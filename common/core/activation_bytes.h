@@ -42,15 +42,15 @@ struct ActivationShape {
     int tp = 1;
     int cp = 1;
     bool flash = false;  // --attention flash: blockwise attention keeps the log-sum-exp, not the probabilities
-    int E = 0, K = 0;  // mixture of experts: experts and choices per token (MoE blocks)
-    bool sp = false;  // sequence parallelism: the residual stream holds rows() = N/tp rows
+    int E = 0, K = 0;    // mixture of experts: experts and choices per token (MoE blocks)
+    bool sp = false;     // sequence parallelism: the residual stream holds rows() = N/tp rows
     DType dtype = DType::f32;
-    int64_t N() const { return int64_t(B) * T; }       // token rows of the micro-batch
+    int64_t N() const { return int64_t(B) * T; }          // token rows of the micro-batch
     int64_t rows() const { return sp ? N() / tp : N(); }  // rows of the residual stream on this rank
-    int heads() const { return NH / tp; }                // attention heads on this rank
-    int64_t Ca() const { return C / tp; }                // their width (heads x head dim)
-    int64_t F() const { return 4 * int64_t(C) / tp; }    // this rank's share of the MLP's 4C
-    int64_t loss_tokens() const { return N() * cp; }     // the micro-batch's tokens over the cp group
+    int heads() const { return NH / tp; }                 // attention heads on this rank
+    int64_t Ca() const { return C / tp; }                 // their width (heads x head dim)
+    int64_t F() const { return 4 * int64_t(C) / tp; }     // this rank's share of the MLP's 4C
+    int64_t loss_tokens() const { return N() * cp; }      // the micro-batch's tokens over the cp group
 };
 
 enum class BlockPart { saved, working };

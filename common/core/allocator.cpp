@@ -48,8 +48,8 @@ void Allocation::recategorize(MemCategory category, std::string_view label) {
 
 Tensor Allocation::view(DType dtype, int64_t offset_elements, int64_t count) const {
     const size_t end = size_t(offset_elements + count) * dtype_size(dtype);
-    US_ASSERT(offset_elements >= 0 && end <= m_bytes, "view of {} bytes past a {}-byte allocation ({})", end,
-              m_bytes, m_label ? m_label : "?");
+    US_ASSERT(offset_elements >= 0 && end <= m_bytes, "view of {} bytes past a {}-byte allocation ({})", end, m_bytes,
+              m_label ? m_label : "?");
     return Tensor::of(static_cast<char*>(m_ptr) + offset_elements * int64_t(dtype_size(dtype)), dtype, count);
 }
 
@@ -140,7 +140,8 @@ void TrackedAllocator::recategorize(Allocation& a, MemCategory category, std::st
         std::lock_guard lock(m_mutex);
         auto& old_cur = m_stats.current[size_t(a.m_category)];
         old_cur -= int64_t(a.m_bytes);
-        gone = MemoryEvent{a.m_ptr, a.m_bytes, a.m_category, a.m_label, false, old_cur, m_stats.total_current - int64_t(a.m_bytes)};
+        gone = MemoryEvent{
+            a.m_ptr, a.m_bytes, a.m_category, a.m_label, false, old_cur, m_stats.total_current - int64_t(a.m_bytes)};
         auto& cur = m_stats.current[size_t(category)];
         cur += int64_t(a.m_bytes);
         m_stats.peak[size_t(category)] = std::max(m_stats.peak[size_t(category)], cur);

@@ -27,15 +27,15 @@ template <typename... Args>
 
 // A bug if it fires: prints the condition, file, line and message, then aborts (in a multi-rank run mpirun then
 // takes the other ranks down rather than leaving them hanging).
-#define US_ASSERT(cond, ...)                                                                   \
-    do {                                                                                       \
-        if (!(cond)) [[unlikely]]                                                              \
+#define US_ASSERT(cond, ...)                                                                  \
+    do {                                                                                      \
+        if (!(cond)) [[unlikely]]                                                             \
             ::us::assertion_failed(#cond, __FILE__, __LINE__, ::fmt::format("" __VA_ARGS__)); \
     } while (0)
 
 // User input checks: throw UserError with the formatted message.
-#define US_CHECK_INPUT(cond, ...)                             \
-    do {                                                      \
-        if (!(cond)) [[unlikely]]                             \
-            ::us::fail_user(__VA_ARGS__);                     \
+#define US_CHECK_INPUT(cond, ...)         \
+    do {                                  \
+        if (!(cond)) [[unlikely]]         \
+            ::us::fail_user(__VA_ARGS__); \
     } while (0)

@@ -22,8 +22,7 @@ enum class MemCategory : uint8_t {
 inline constexpr int kMemCategoryCount = 8;
 
 inline constexpr std::array<std::string_view, kMemCategoryCount> kMemCategoryNames = {
-    "params", "grads", "master_params", "optimizer_state", "activations", "temporaries", "comm_buffers",
-    "workspace"};
+    "params", "grads", "master_params", "optimizer_state", "activations", "temporaries", "comm_buffers", "workspace"};
 
 constexpr std::string_view mem_category_name(MemCategory c) { return kMemCategoryNames[size_t(c)]; }
 

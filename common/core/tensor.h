@@ -23,8 +23,7 @@ struct Tensor {
     bool empty() const { return data == nullptr || numel == 0; }
 
     Tensor slice(int64_t offset, int64_t count) const {
-        US_ASSERT(offset >= 0 && count >= 0 && offset + count <= numel, "slice [{}, +{}) of {}", offset, count,
-                  numel);
+        US_ASSERT(offset >= 0 && count >= 0 && offset + count <= numel, "slice [{}, +{}) of {}", offset, count, numel);
         return Tensor{static_cast<char*>(data) + offset * int64_t(dtype_size(dtype)), dtype, count};
     }
 

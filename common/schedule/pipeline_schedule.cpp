@@ -27,7 +27,7 @@ Schedule one_f_one_b(const PipelineShape& s) {
         auto& a = out[size_t(st)];
         const int warmup = std::min(s.pp - st - 1, m);
         for (int i = 0; i < warmup; ++i) a.push_back({PipeOp::forward, i, 0});  // warm-up
-        for (int i = 0; i < m - warmup; ++i) {                                   // steady state
+        for (int i = 0; i < m - warmup; ++i) {                                  // steady state
             a.push_back({PipeOp::forward, warmup + i, 0});
             a.push_back({PipeOp::backward, i, 0});
         }
@@ -139,8 +139,10 @@ Simulation simulate_schedule(const Schedule& schedule, const PipelineShape& shap
                 bool ok = true;
                 auto need = [&](int kind, int v, int mb) {
                     auto it = done.find(key(kind, v, mb));
-                    if (it == done.end()) ok = false;
-                    else ready = std::max(ready, it->second);
+                    if (it == done.end())
+                        ok = false;
+                    else
+                        ready = std::max(ready, it->second);
                 };
                 // a chunk holds 1/V of the stage's layers
                 double cost = fc / V;
@@ -171,11 +173,13 @@ Simulation simulate_schedule(const Schedule& schedule, const PipelineShape& shap
                 progressed = true;
             }
         }
-        US_CHECK_INPUT(progressed || left == 0, "the pipeline schedule deadlocks: a stage waits for an action that "
-                                                "no stage can run first");
+        US_CHECK_INPUT(progressed || left == 0,
+                       "the pipeline schedule deadlocks: a stage waits for an action that "
+                       "no stage can run first");
     }
     for (double f : free_at) sim.makespan = std::max(sim.makespan, f);
-    for (int st = 0; st < pp; ++st) sim.bubble.push_back(busy[size_t(st)] > 0 ? (sim.makespan - busy[size_t(st)]) / busy[size_t(st)] : 0);
+    for (int st = 0; st < pp; ++st)
+        sim.bubble.push_back(busy[size_t(st)] > 0 ? (sim.makespan - busy[size_t(st)]) / busy[size_t(st)] : 0);
     // The in-flight count is over chunks: express it in micro-batches of a whole stage.
     sim.max_chunks_in_flight = sim.max_in_flight;
     if (V > 1)

@@ -49,9 +49,9 @@ struct TimedAction {
 struct Simulation {
     std::vector<TimedAction> actions;
     double makespan = 0;
-    std::vector<double> bubble;                  // per stage: idle in [0, makespan] / busy
-    std::vector<int> max_in_flight;              // per stage: micro-batches whose activations are held at once
-    std::vector<int> max_chunks_in_flight;       // per stage: the same in (micro-batch, chunk) units
+    std::vector<double> bubble;             // per stage: idle in [0, makespan] / busy
+    std::vector<int> max_in_flight;         // per stage: micro-batches whose activations are held at once
+    std::vector<int> max_chunks_in_flight;  // per stage: the same in (micro-batch, chunk) units
 };
 // UserError if the schedule deadlocks (an action waits for one that never comes before it).
 Simulation simulate_schedule(const Schedule& schedule, const PipelineShape& shape, double forward_cost = 1.0,

@@ -22,20 +22,27 @@ struct FlagBinder {
     void option(const Setting& s) {
         auto value = std::make_shared<T>();
         CLI::Option* opt = app.add_option(std::string(s.flag), *value, std::string(s.help));
-        appliers.emplace_back(opt, [value, &s](TrainConfig& c) {
-            set_setting(c, s, nlohmann::json(*value), std::string(s.flag));
-        });
+        appliers.emplace_back(
+            opt, [value, &s](TrainConfig& c) { set_setting(c, s, nlohmann::json(*value), std::string(s.flag)); });
     }
 };
 
 void declare_flags(FlagBinder& f) {
     for (const Setting& s : settings_schema()) {
         switch (s.kind) {
-            case SettingKind::integer: f.option<int>(s); break;
-            case SettingKind::unsigned_integer: f.option<uint64_t>(s); break;
-            case SettingKind::number: f.option<double>(s); break;
+            case SettingKind::integer:
+                f.option<int>(s);
+                break;
+            case SettingKind::unsigned_integer:
+                f.option<uint64_t>(s);
+                break;
+            case SettingKind::number:
+                f.option<double>(s);
+                break;
             case SettingKind::text:
-            case SettingKind::choice: f.option<std::string>(s); break;
+            case SettingKind::choice:
+                f.option<std::string>(s);
+                break;
             case SettingKind::boolean: {
                 const std::string help(s.help);
                 CLI::Option* opt = f.app.add_flag(std::string(s.flag), help);

@@ -17,7 +17,7 @@ namespace us {
 
 struct TrainCommandLine {
     TrainConfig config;
-    bool print_config = false;         // --print-config: print the resolved config as JSON and exit
+    bool print_config = false;  // --print-config: print the resolved config as JSON and exit
 };
 
 // Registers the training flags on `app`. After app.parse(), call the returned function to build the config:

@@ -17,14 +17,14 @@ namespace us {
 
 struct ParallelConfig {
     int dp = 1, pp = 1, tp = 1, cp = 1;
-    int ep = 1;  // expert parallelism: carved out of the dp ranks (ep divides dp), not a factor of the world
-    bool sp = false;                     // sequence parallelism inside the tensor-parallel group (needs tp > 1)
-    std::string cp_balance = "zigzag";   // zigzag | contiguous: how context parallelism cuts the sequence
-    int zero = 0;                        // ZeRO stage 0..3
-    std::string pp_schedule = "1f1b";    // afab | 1f1b | interleaved | zb1
-    int pp_chunks = 1;                   // virtual chunks per rank (interleaved)
-    double bucket_mb = 1.0;              // gradient bucket size (MiB)
-    bool overlap = true;                 // false: all-reduce after backward (--no-overlap)
+    int ep = 1;       // expert parallelism: carved out of the dp ranks (ep divides dp), not a factor of the world
+    bool sp = false;  // sequence parallelism inside the tensor-parallel group (needs tp > 1)
+    std::string cp_balance = "zigzag";     // zigzag | contiguous: how context parallelism cuts the sequence
+    int zero = 0;                          // ZeRO stage 0..3
+    std::string pp_schedule = "1f1b";      // afab | 1f1b | interleaved | zb1
+    int pp_chunks = 1;                     // virtual chunks per rank (interleaved)
+    double bucket_mb = 1.0;                // gradient bucket size (MiB)
+    bool overlap = true;                   // false: all-reduce after backward (--no-overlap)
     std::string comm_progress = "thread";  // thread | poll: how async collectives make progress
     int world() const { return dp * pp * tp * cp; }
 };
@@ -32,8 +32,8 @@ struct ParallelConfig {
 struct TrainConfig {
     std::string preset;
     GPTConfig model;
-    int batch = 8;       // micro-batch size, sequences (B)
-    int grad_accum = 1;  // micro-batches per step (M)
+    int batch = 8;         // micro-batch size, sequences (B)
+    int grad_accum = 1;    // micro-batches per step (M)
     int global_batch = 0;  // sequences per optimizer step; when set, grad_accum = global_batch / (dp * batch)
     int steps = 50;
     AdamWConfig adamw;
@@ -48,10 +48,10 @@ struct TrainConfig {
     // Mixture of experts (the model's shape is in `model`: moe_experts, moe_topk, moe_every)
     double moe_capacity_factor = 0.0;  // 0: dropless; F > 0: an expert takes at most ceil(tokens K / E * F) tokens
     double moe_aux_loss_coef = 0.01;   // A: weight of the load-balancing loss E * sum_i f_i P_i
-    std::string data;  // empty: the default corpus
+    std::string data;                  // empty: the default corpus
     std::string save, load, metrics_out;
     int save_every = 0;  // > 0: also write --save every this many steps (atomically), not only at the end
-    int threads = 0;   // per rank; 0: cores / ranks on this host
+    int threads = 0;     // per rank; 0: cores / ranks on this host
     std::string device = "cpu";
     ParallelConfig parallel;
     // profiler
@@ -62,9 +62,7 @@ struct TrainConfig {
     int fault_step = 0;
     int fault_rank = -1;
 
-    int64_t tokens_per_step() const {
-        return int64_t(batch) * grad_accum * model.seq * parallel.dp;
-    }
+    int64_t tokens_per_step() const { return int64_t(batch) * grad_accum * model.seq * parallel.dp; }
     // Throws UserError naming the first invalid value.
     void validate() const;
     // Derives grad_accum from global_batch (when set); UserError when it does not divide.

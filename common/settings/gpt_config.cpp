@@ -13,7 +13,8 @@ int GPTConfig::moe_layers() const {
 namespace {
 int64_t params_with_experts(const GPTConfig& c, int64_t experts) {
     const int64_t h = c.hidden, v = c.vocab, L = c.layers, M = c.moe_layers();
-    const int64_t dense_block = 12 * h * h + 13 * h, moe_block = 4 * h * h + 8 * h + h * c.moe_experts + experts * (8 * h * h + 5 * h);
+    const int64_t dense_block = 12 * h * h + 13 * h,
+                  moe_block = 4 * h * h + 8 * h + h * c.moe_experts + experts * (8 * h * h + 5 * h);
     return h * v + (L - M) * dense_block + M * moe_block + 2 * h;
 }
 }  // namespace
@@ -28,8 +29,8 @@ void GPTConfig::validate() const {
     US_CHECK_INPUT(layers > 0, "--layers must be positive (got {})", layers);
     US_CHECK_INPUT(heads > 0, "--heads must be positive (got {})", heads);
     US_CHECK_INPUT(seq > 0, "--seq must be positive (got {})", seq);
-    US_CHECK_INPUT(hidden % heads == 0, "--hidden {} is not divisible by --heads {}: pick heads that divide it",
-                   hidden, heads);
+    US_CHECK_INPUT(hidden % heads == 0, "--hidden {} is not divisible by --heads {}: pick heads that divide it", hidden,
+                   heads);
     US_CHECK_INPUT(head_dim() % 2 == 0, "head dim {} (--hidden / --heads) must be even for rotary embeddings",
                    head_dim());
     US_CHECK_INPUT(moe_experts >= 0, "--moe-experts must not be negative (got {}); 0 is the dense model", moe_experts);
@@ -60,8 +61,10 @@ std::string_view attention_name(Attention a) { return a == Attention::flash ? "f
 Attention parse_attention(std::string_view text) {
     if (text == "naive") return Attention::naive;
     if (text == "flash") return Attention::flash;
-    fail_user("unknown --attention '{}': expected naive (stores the probabilities) or flash (blockwise, online "
-              "softmax)", text);
+    fail_user(
+        "unknown --attention '{}': expected naive (stores the probabilities) or flash (blockwise, online "
+        "softmax)",
+        text);
 }
 
 Recompute parse_recompute(std::string_view text) {

@@ -16,8 +16,9 @@ void check_setting_rules(const TrainConfig& c, const RuleContext& context) {
         US_CHECK_INPUT(v >= 1, "--{} must be at least 1 (got {})", name, v);
     // Tensor and sequence parallelism: heads (and with them the hidden size and the MLP) split over the tp group;
     // the vocabulary is padded to a multiple of tp instead of refused.
-    US_CHECK_INPUT(!p.sp || p.tp > 1, "--sp (sequence parallelism) works inside a tensor-parallel group: add --tp 2 "
-                                      "or more, or drop --sp");
+    US_CHECK_INPUT(!p.sp || p.tp > 1,
+                   "--sp (sequence parallelism) works inside a tensor-parallel group: add --tp 2 "
+                   "or more, or drop --sp");
     US_CHECK_INPUT(c.model.heads % p.tp == 0,
                    "--heads {} cannot be split over --tp {}: tensor parallelism gives each rank heads/tp whole heads; "
                    "use a tp that divides {} (or more heads)",
@@ -36,7 +37,8 @@ void check_setting_rules(const TrainConfig& c, const RuleContext& context) {
                    "divides by {}",
                    c.model.seq, p.cp, p.cp_balance, cp_chunks, cp_chunks);
     US_CHECK_INPUT(!p.sp || p.cp == 1 || (c.model.seq / p.cp) % p.tp == 0,
-                   "--sp with --cp {}: each rank's {} positions must split over --tp {}", p.cp, c.model.seq / p.cp, p.tp);
+                   "--sp with --cp {}: each rank's {} positions must split over --tp {}", p.cp, c.model.seq / p.cp,
+                   p.tp);
     // Mixture of experts and expert parallelism: ep shares the data-parallel ranks (as Megatron and torchtitan do).
     US_CHECK_INPUT(c.moe_capacity_factor >= 0, "--moe-capacity-factor must not be negative (got {}); 0 is dropless",
                    c.moe_capacity_factor);
@@ -51,13 +53,14 @@ void check_setting_rules(const TrainConfig& c, const RuleContext& context) {
                    "--ep {} must divide --dp {}: expert-parallel ranks are carved out of the data-parallel ones (each "
                    "group of ep dp ranks holds all the experts once); use --dp {} or a multiple",
                    p.ep, p.dp, p.ep);
-    US_CHECK_INPUT(!c.model.is_moe() || p.pp_schedule != "zb1",
-                   "--pp-schedule zb1 with mixture-of-experts blocks is not supported (their expert weight gradients are "
-                   "not split into a W pass): use 1f1b, afab or interleaved");
+    US_CHECK_INPUT(
+        !c.model.is_moe() || p.pp_schedule != "zb1",
+        "--pp-schedule zb1 with mixture-of-experts blocks is not supported (their expert weight gradients are "
+        "not split into a W pass): use 1f1b, afab or interleaved");
     US_CHECK_INPUT(p.zero >= 0 && p.zero <= 3, "unknown --zero stage {}: expected 0, 1, 2 or 3", p.zero);
-    US_CHECK_INPUT(p.pp_schedule == "afab" || p.pp_schedule == "1f1b" || p.pp_schedule == "interleaved" ||
-                       p.pp_schedule == "zb1",
-                   "unknown --pp-schedule '{}': expected afab, 1f1b, interleaved or zb1", p.pp_schedule);
+    US_CHECK_INPUT(
+        p.pp_schedule == "afab" || p.pp_schedule == "1f1b" || p.pp_schedule == "interleaved" || p.pp_schedule == "zb1",
+        "unknown --pp-schedule '{}': expected afab, 1f1b, interleaved or zb1", p.pp_schedule);
     US_CHECK_INPUT(p.pp_chunks >= 1, "--pp-chunks must be at least 1 (got {})", p.pp_chunks);
     US_CHECK_INPUT(p.bucket_mb > 0, "--bucket-mb must be positive (got {})", p.bucket_mb);
     US_CHECK_INPUT(p.comm_progress == "thread" || p.comm_progress == "poll",
@@ -71,7 +74,8 @@ void check_setting_rules(const TrainConfig& c, const RuleContext& context) {
                    "of {} layers (each stage takes layers/{}; the first also the embedding, the last the head)",
                    c.model.layers, p.pp, p.pp_chunks, stages, stages, stages);
     US_CHECK_INPUT(p.pp == 1 || p.zero <= 1,
-                   "--zero {} with --pp {}: pipelines compose with ZeRO-0 and ZeRO-1 only (use --zero 1)", p.zero, p.pp);
+                   "--zero {} with --pp {}: pipelines compose with ZeRO-0 and ZeRO-1 only (use --zero 1)", p.zero,
+                   p.pp);
     US_CHECK_INPUT(p.pp_schedule != "zb1" || c.recompute != Recompute::full,
                    "--pp-schedule zb1 keeps each block's activations until its W pass; it cannot run with --recompute "
                    "full (use none or selective)");

@@ -24,8 +24,10 @@ Setting entry(std::string_view flag, std::string_view key, std::string_view help
         using T = std::remove_reference_t<decltype(field(c))>;
         if constexpr (std::is_same_v<T, uint64_t>)
             field(c) = v.is_number_unsigned() ? v.get<uint64_t>() : uint64_t(v.get<int64_t>());
-        else if constexpr (std::is_same_v<T, int>) field(c) = int(v.get<int64_t>());
-        else field(c) = v.get<T>();
+        else if constexpr (std::is_same_v<T, int>)
+            field(c) = int(v.get<int64_t>());
+        else
+            field(c) = v.get<T>();
     };
     return s;
 }
@@ -69,125 +71,164 @@ constexpr auto D = SettingKind::number;
 std::vector<Setting> build_schema() {
     std::vector<Setting> t;
     // model
-    t.push_back(entry("--layers", "layers", "Transformer blocks (L)", I, [](auto& c) -> auto& { return c.model.layers; }));
-    t.push_back(entry("--hidden", "hidden", "Hidden size (C)", I, [](auto& c) -> auto& { return c.model.hidden; }));
-    t.push_back(entry("--heads", "heads", "Attention heads (NH)", I, [](auto& c) -> auto& { return c.model.heads; }));
-    t.push_back(entry("--vocab", "vocab", "Vocabulary size (>= 256; tokens are bytes)", I,
-                      [](auto& c) -> auto& { return c.model.vocab; }));
-    t.push_back(entry("--seq", "seq", "Sequence length (T)", I, [](auto& c) -> auto& { return c.model.seq; }));
-    t.push_back(entry("--moe-experts", "moe_experts", "Mixture of experts: E experts per MoE block (0: dense)", I,
-                      [](auto& c) -> auto& { return c.model.moe_experts; }));
-    t.push_back(only_when(entry("--moe-topk", "moe_topk", "Experts per token (K)", I,
-                                [](auto& c) -> auto& { return c.model.moe_topk; }),
+    t.push_back(entry(
+        "--layers", "layers", "Transformer blocks (L)", I, [](auto& c) -> auto& { return c.model.layers; }));
+    t.push_back(entry(
+        "--hidden", "hidden", "Hidden size (C)", I, [](auto& c) -> auto& { return c.model.hidden; }));
+    t.push_back(entry(
+        "--heads", "heads", "Attention heads (NH)", I, [](auto& c) -> auto& { return c.model.heads; }));
+    t.push_back(entry(
+        "--vocab", "vocab", "Vocabulary size (>= 256; tokens are bytes)", I,
+        [](auto& c) -> auto& { return c.model.vocab; }));
+    t.push_back(entry(
+        "--seq", "seq", "Sequence length (T)", I, [](auto& c) -> auto& { return c.model.seq; }));
+    t.push_back(entry(
+        "--moe-experts", "moe_experts", "Mixture of experts: E experts per MoE block (0: dense)", I,
+        [](auto& c) -> auto& { return c.model.moe_experts; }));
+    t.push_back(only_when(
+        entry(
+            "--moe-topk", "moe_topk", "Experts per token (K)", I, [](auto& c) -> auto& { return c.model.moe_topk; }),
+        has_experts));
+    t.push_back(only_when(entry(
+                              "--moe-every", "moe_every", "Every M-th block is an MoE block", I,
+                              [](auto& c) -> auto& { return c.model.moe_every; }),
                           has_experts));
-    t.push_back(only_when(entry("--moe-every", "moe_every", "Every M-th block is an MoE block", I,
-                                [](auto& c) -> auto& { return c.model.moe_every; }),
+    t.push_back(only_when(entry(
+                              "--moe-capacity-factor", "moe_capacity_factor",
+                              "0: dropless; F > 0: tokens beyond ceil(tokens K / E * F) per expert dropped", D,
+                              [](auto& c) -> auto& { return c.moe_capacity_factor; }),
                           has_experts));
-    t.push_back(only_when(entry("--moe-capacity-factor", "moe_capacity_factor",
-                                "0: dropless; F > 0: tokens beyond ceil(tokens K / E * F) per expert dropped", D,
-                                [](auto& c) -> auto& { return c.moe_capacity_factor; }),
-                          has_experts));
-    t.push_back(only_when(entry("--moe-aux-loss-coef", "moe_aux_loss_coef",
-                                "Weight of the load-balancing loss E * sum f_i P_i (per sequence)", D,
-                                [](auto& c) -> auto& { return c.moe_aux_loss_coef; }),
+    t.push_back(only_when(entry(
+                              "--moe-aux-loss-coef", "moe_aux_loss_coef",
+                              "Weight of the load-balancing loss E * sum f_i P_i (per sequence)", D,
+                              [](auto& c) -> auto& { return c.moe_aux_loss_coef; }),
                           has_experts));
     // batch and schedule
-    t.push_back(entry("--batch", "batch", "Micro-batch size in sequences (B)", I, [](auto& c) -> auto& { return c.batch; }));
-    t.push_back(entry("--grad-accum", "grad_accum", "Micro-batches per step (gradient accumulation; m for pipelines)", I,
-                      [](auto& c) -> auto& { return c.grad_accum; }));
-    t.push_back(entry("--global-batch", "global_batch",
-                      "Sequences per optimizer step; sets --grad-accum to it / (dp x batch)", I,
-                      [](auto& c) -> auto& { return c.global_batch; }, InJson::read_only));
-    t.push_back(entry("--steps", "steps", "Optimizer steps to run", I, [](auto& c) -> auto& { return c.steps; }));
-    t.push_back(entry("--lr", "lr", "Peak learning rate", D, [](auto& c) -> auto& { return c.adamw.lr; }));
-    t.push_back(entry("--warmup", "warmup", "Linear warm-up steps", I, [](auto& c) -> auto& { return c.warmup; }));
-    t.push_back(entry("--min-lr-ratio", "min_lr_ratio", "Cosine decay floor as a fraction of --lr", D,
-                      [](auto& c) -> auto& { return c.min_lr_ratio; }));
-    t.push_back(entry("--weight-decay", "weight_decay", "AdamW weight decay (matrices and embedding only)", D,
-                      [](auto& c) -> auto& { return c.adamw.weight_decay; }));
-    t.push_back(entry("--grad-clip", "grad_clip", "Global gradient-norm clipping threshold (0: off)", D,
-                      [](auto& c) -> auto& { return c.grad_clip; }));
-    t.push_back(entry("--seed", "seed", "Seed of weights and data order", SettingKind::unsigned_integer,
-                      [](auto& c) -> auto& { return c.seed; }));
+    t.push_back(entry(
+        "--batch", "batch", "Micro-batch size in sequences (B)", I, [](auto& c) -> auto& { return c.batch; }));
+    t.push_back(entry(
+        "--grad-accum", "grad_accum", "Micro-batches per step (gradient accumulation; m for pipelines)", I,
+        [](auto& c) -> auto& { return c.grad_accum; }));
+    t.push_back(entry(
+        "--global-batch", "global_batch", "Sequences per optimizer step; sets --grad-accum to it / (dp x batch)", I,
+        [](auto& c) -> auto& { return c.global_batch; }, InJson::read_only));
+    t.push_back(entry(
+        "--steps", "steps", "Optimizer steps to run", I, [](auto& c) -> auto& { return c.steps; }));
+    t.push_back(entry(
+        "--lr", "lr", "Peak learning rate", D, [](auto& c) -> auto& { return c.adamw.lr; }));
+    t.push_back(entry(
+        "--warmup", "warmup", "Linear warm-up steps", I, [](auto& c) -> auto& { return c.warmup; }));
+    t.push_back(entry(
+        "--min-lr-ratio", "min_lr_ratio", "Cosine decay floor as a fraction of --lr", D,
+        [](auto& c) -> auto& { return c.min_lr_ratio; }));
+    t.push_back(entry(
+        "--weight-decay", "weight_decay", "AdamW weight decay (matrices and embedding only)", D,
+        [](auto& c) -> auto& { return c.adamw.weight_decay; }));
+    t.push_back(entry(
+        "--grad-clip", "grad_clip", "Global gradient-norm clipping threshold (0: off)", D,
+        [](auto& c) -> auto& { return c.grad_clip; }));
+    t.push_back(entry(
+        "--seed", "seed", "Seed of weights and data order", SettingKind::unsigned_integer,
+        [](auto& c) -> auto& { return c.seed; }));
     // numerics
-    t.push_back(named("--precision", "precision",
-                      "fp32 | bf16 (bf16 params/grads/activations, fp32 master + moments)",
+    t.push_back(named("--precision", "precision", "fp32 | bf16 (bf16 params/grads/activations, fp32 master + moments)",
                       [](auto& c) -> auto& { return c.precision; }, parse_precision, precision_name, {"fp32", "bf16"}));
-    t.push_back(toggle("--fp32-grad-accum", "fp32_grad_accum", "With bf16: accumulate gradients in an fp32 buffer",
-                       [](auto& c) -> auto& { return c.fp32_grad_accum; }));
+    t.push_back(toggle(
+        "--fp32-grad-accum", "fp32_grad_accum", "With bf16: accumulate gradients in an fp32 buffer",
+        [](auto& c) -> auto& { return c.fp32_grad_accum; }));
     t.push_back(named("--recompute", "recompute", "Activation recomputation: none | selective | full",
                       [](auto& c) -> auto& { return c.recompute; }, parse_recompute, recompute_name,
                       {"none", "selective", "full"}));
     t.push_back(named("--attention", "attention",
                       "naive (stores the s x s probabilities) | flash (blockwise online softmax: keeps a log-sum-exp "
                       "per row, recomputes the scores in backward)",
-                      [](auto& c) -> auto& { return c.attention; }, parse_attention, attention_name, {"naive", "flash"}));
+                      [](auto& c) -> auto& { return c.attention; }, parse_attention, attention_name,
+                      {"naive", "flash"}));
     // io
-    t.push_back(text("--data", "data", "Training text file (bytes are tokens); default: assets/corpus/default.txt",
-                     [](auto& c) -> auto& { return c.data; }));
-    t.push_back(text("--save", "save", "Write a safetensors checkpoint at the end (and every --save-every steps)",
-                     [](auto& c) -> auto& { return c.save; }, {}, InJson::no));
-    t.push_back(only_when(entry("--save-every", "save_every",
-                                "Also write --save every K steps (atomically: a killed run resumes with --load FILE "
-                                "and the same --steps, bitwise)",
-                                I, [](auto& c) -> auto& { return c.save_every; }, InJson::no),
+    t.push_back(text(
+        "--data", "data", "Training text file (bytes are tokens); default: assets/corpus/default.txt",
+        [](auto& c) -> auto& { return c.data; }));
+    t.push_back(text(
+        "--save", "save", "Write a safetensors checkpoint at the end (and every --save-every steps)",
+        [](auto& c) -> auto& { return c.save; }, {}, InJson::no));
+    t.push_back(only_when(entry(
+                              "--save-every", "save_every",
+                              "Also write --save every K steps (atomically: a killed run resumes with --load FILE "
+                              "and the same --steps, bitwise)",
+                              I, [](auto& c) -> auto& { return c.save_every; }, InJson::no),
                           [](const TrainConfig& c) { return !c.save.empty(); }));
-    t.push_back(text("--load", "load", "Resume from a safetensors checkpoint", [](auto& c) -> auto& { return c.load; },
-                     {}, InJson::no));
-    t.push_back(text("--metrics-out", "metrics_out", "Write one JSON object per step to this file",
-                     [](auto& c) -> auto& { return c.metrics_out; }, {}, InJson::no));
-    t.push_back(entry("--threads", "threads", "CPU threads per rank (default: cores / ranks on this host)", I,
-                      [](auto& c) -> auto& { return c.threads; }));
+    t.push_back(text(
+        "--load", "load", "Resume from a safetensors checkpoint", [](auto& c) -> auto& { return c.load; }, {},
+        InJson::no));
+    t.push_back(text(
+        "--metrics-out", "metrics_out", "Write one JSON object per step to this file",
+        [](auto& c) -> auto& { return c.metrics_out; }, {}, InJson::no));
+    t.push_back(entry(
+        "--threads", "threads", "CPU threads per rank (default: cores / ranks on this host)", I,
+        [](auto& c) -> auto& { return c.threads; }));
     t.push_back(text("--device", "device", "cpu | cuda", [](auto& c) -> auto& { return c.device; }, {"cpu", "cuda"}));
-    t.push_back(toggle("--quiet", "quiet", "No progress display", [](auto& c) -> auto& { return c.quiet; }, true,
-                       InJson::no));
+    t.push_back(toggle(
+        "--quiet", "quiet", "No progress display", [](auto& c) -> auto& { return c.quiet; }, true, InJson::no));
     // parallelism
-    t.push_back(entry("--dp", "dp", "Data-parallel degree", I, [](auto& c) -> auto& { return c.parallel.dp; }));
-    t.push_back(entry("--pp", "pp", "Pipeline-parallel degree", I, [](auto& c) -> auto& { return c.parallel.pp; }));
-    t.push_back(entry("--tp", "tp", "Tensor-parallel degree (Megatron: heads, MLP and vocabulary split over tp ranks)",
-                      I, [](auto& c) -> auto& { return c.parallel.tp; }));
-    t.push_back(only_when(toggle("--sp", "sp",
-                                 "Sequence parallelism inside the tp group (norms, residuals on seq/tp positions; "
-                                 "needs --tp > 1)",
-                                 [](auto& c) -> auto& { return c.parallel.sp; }),
+    t.push_back(entry(
+        "--dp", "dp", "Data-parallel degree", I, [](auto& c) -> auto& { return c.parallel.dp; }));
+    t.push_back(entry(
+        "--pp", "pp", "Pipeline-parallel degree", I, [](auto& c) -> auto& { return c.parallel.pp; }));
+    t.push_back(entry(
+        "--tp", "tp", "Tensor-parallel degree (Megatron: heads, MLP and vocabulary split over tp ranks)", I,
+        [](auto& c) -> auto& { return c.parallel.tp; }));
+    t.push_back(only_when(toggle(
+                              "--sp", "sp",
+                              "Sequence parallelism inside the tp group (norms, residuals on seq/tp positions; "
+                              "needs --tp > 1)",
+                              [](auto& c) -> auto& { return c.parallel.sp; }),
                           [](const TrainConfig& c) { return c.parallel.tp > 1; }));
-    t.push_back(entry("--cp", "cp", "Context-parallel degree (ring attention over the sequence)", I,
-                      [](auto& c) -> auto& { return c.parallel.cp; }));
+    t.push_back(entry(
+        "--cp", "cp", "Context-parallel degree (ring attention over the sequence)", I,
+        [](auto& c) -> auto& { return c.parallel.cp; }));
     t.push_back(only_when(text("--cp-balance", "cp_balance",
                                "zigzag | contiguous: how --cp cuts the sequence (zigzag balances causal work)",
                                [](auto& c) -> auto& { return c.parallel.cp_balance; }, {"zigzag", "contiguous"}),
                           [](const TrainConfig& c) { return c.parallel.cp > 1; }));
-    t.push_back(only_when(entry("--ep", "ep",
-                                "Expert-parallel degree: experts spread over groups of ep data-parallel ranks "
-                                "(divides --dp)",
-                                I, [](auto& c) -> auto& { return c.parallel.ep; }),
+    t.push_back(only_when(entry(
+                              "--ep", "ep",
+                              "Expert-parallel degree: experts spread over groups of ep data-parallel ranks "
+                              "(divides --dp)",
+                              I, [](auto& c) -> auto& { return c.parallel.ep; }),
                           has_experts));
-    t.push_back(entry("--zero", "zero", "ZeRO stage 0 | 1 | 2 | 3", I, [](auto& c) -> auto& { return c.parallel.zero; }));
-    t.push_back(only_when(text("--pp-schedule", "pp_schedule", "afab | 1f1b | interleaved | zb1",
-                               [](auto& c) -> auto& { return c.parallel.pp_schedule; },
-                               {"afab", "1f1b", "interleaved", "zb1"}),
-                          [](const TrainConfig& c) { return c.parallel.pp > 1; }));
-    t.push_back(only_when(entry("--pp-chunks", "pp_chunks", "Virtual pipeline chunks per rank (interleaved)", I,
-                                [](auto& c) -> auto& { return c.parallel.pp_chunks; }),
-                          [](const TrainConfig& c) {
-                              return c.parallel.pp > 1 && c.parallel.pp_schedule == "interleaved";
-                          }));
-    t.push_back(entry("--bucket-mb", "bucket_mb", "Gradient bucket size in MiB", D,
-                      [](auto& c) -> auto& { return c.parallel.bucket_mb; }));
-    t.push_back(toggle("--no-overlap", "overlap", "All-reduce gradients after backward instead of during it",
-                       [](auto& c) -> auto& { return c.parallel.overlap; }, false));
+    t.push_back(entry(
+        "--zero", "zero", "ZeRO stage 0 | 1 | 2 | 3", I, [](auto& c) -> auto& { return c.parallel.zero; }));
+    t.push_back(
+        only_when(text("--pp-schedule", "pp_schedule", "afab | 1f1b | interleaved | zb1",
+                       [](auto& c) -> auto& { return c.parallel.pp_schedule; }, {"afab", "1f1b", "interleaved", "zb1"}),
+                  [](const TrainConfig& c) { return c.parallel.pp > 1; }));
+    t.push_back(
+        only_when(entry(
+                      "--pp-chunks", "pp_chunks", "Virtual pipeline chunks per rank (interleaved)", I,
+                      [](auto& c) -> auto& { return c.parallel.pp_chunks; }),
+                  [](const TrainConfig& c) { return c.parallel.pp > 1 && c.parallel.pp_schedule == "interleaved"; }));
+    t.push_back(entry(
+        "--bucket-mb", "bucket_mb", "Gradient bucket size in MiB", D,
+        [](auto& c) -> auto& { return c.parallel.bucket_mb; }));
+    t.push_back(toggle(
+        "--no-overlap", "overlap", "All-reduce gradients after backward instead of during it",
+        [](auto& c) -> auto& { return c.parallel.overlap; }, false));
     t.push_back(text("--comm-progress", "comm_progress", "How async collectives progress: thread | poll",
                      [](auto& c) -> auto& { return c.parallel.comm_progress; }, {"thread", "poll"}));
     // profiler
-    t.push_back(text("--trace", "trace", "Write a trace file (ranks write FILE.rN parts plus the index FILE)",
-                     [](auto& c) -> auto& { return c.trace; }, {}, InJson::no));
-    t.push_back(text("--connect", "connect", "Stream the trace live to a listener at HOST:PORT",
-                     [](auto& c) -> auto& { return c.connect; }, {}, InJson::no));
-    t.push_back(entry("--fault-kill-step", "fault_kill_step",
-                      "Testing: at the start of this step, --fault-kill-rank kills itself (SIGKILL)", I,
-                      [](auto& c) -> auto& { return c.fault_step; }, InJson::no));
-    t.push_back(entry("--fault-kill-rank", "fault_kill_rank", "Testing: the rank that --fault-kill-step kills", I,
-                      [](auto& c) -> auto& { return c.fault_rank; }, InJson::no));
+    t.push_back(text(
+        "--trace", "trace", "Write a trace file (ranks write FILE.rN parts plus the index FILE)",
+        [](auto& c) -> auto& { return c.trace; }, {}, InJson::no));
+    t.push_back(text(
+        "--connect", "connect", "Stream the trace live to a listener at HOST:PORT",
+        [](auto& c) -> auto& { return c.connect; }, {}, InJson::no));
+    t.push_back(entry(
+        "--fault-kill-step", "fault_kill_step",
+        "Testing: at the start of this step, --fault-kill-rank kills itself (SIGKILL)", I,
+        [](auto& c) -> auto& { return c.fault_step; }, InJson::no));
+    t.push_back(entry(
+        "--fault-kill-rank", "fault_kill_rank", "Testing: the rank that --fault-kill-step kills", I,
+        [](auto& c) -> auto& { return c.fault_rank; }, InJson::no));
     return t;
 }
 
@@ -218,12 +259,16 @@ void set_setting(TrainConfig& cfg, const Setting& s, const nlohmann::json& v, co
         case SettingKind::unsigned_integer:
             US_CHECK_INPUT(v.is_number_integer(), "{}: '{}' must be an integer", source, s.key);
             break;
-        case SettingKind::number: US_CHECK_INPUT(v.is_number(), "{}: '{}' must be a number", source, s.key); break;
+        case SettingKind::number:
+            US_CHECK_INPUT(v.is_number(), "{}: '{}' must be a number", source, s.key);
+            break;
         case SettingKind::boolean:
             US_CHECK_INPUT(v.is_boolean(), "{}: '{}' must be true or false", source, s.key);
             break;
         case SettingKind::text:
-        case SettingKind::choice: US_CHECK_INPUT(v.is_string(), "{}: '{}' must be a string", source, s.key); break;
+        case SettingKind::choice:
+            US_CHECK_INPUT(v.is_string(), "{}: '{}' must be a string", source, s.key);
+            break;
     }
     s.set(cfg, v);
 }
@@ -241,12 +286,17 @@ TrainConfig settings_from_json(const nlohmann::json& j, const std::string& sourc
 
 std::string flag_argument(const Setting& s, const nlohmann::json& v) {
     switch (s.kind) {
-        case SettingKind::integer: return fmt::format("{}", v.get<int64_t>());
-        case SettingKind::unsigned_integer: return fmt::format("{}", v.get<uint64_t>());
-        case SettingKind::number: return fmt::format("{}", v.get<double>());  // shortest text that reads back exactly
-        case SettingKind::boolean: return "";
+        case SettingKind::integer:
+            return fmt::format("{}", v.get<int64_t>());
+        case SettingKind::unsigned_integer:
+            return fmt::format("{}", v.get<uint64_t>());
+        case SettingKind::number:
+            return fmt::format("{}", v.get<double>());  // shortest text that reads back exactly
+        case SettingKind::boolean:
+            return "";
         case SettingKind::text:
-        case SettingKind::choice: return v.get<std::string>();
+        case SettingKind::choice:
+            return v.get<std::string>();
     }
     return "";
 }

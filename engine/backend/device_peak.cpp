@@ -54,14 +54,19 @@ DevicePeak estimated_gpu_peak(int sm_count, int clock_khz, int major, int minor,
     // bf16 tensor cores, dense, fp32 accumulation: Hopper and later 4096 FLOPs per SM per clock, A100 2048,
     // consumer Ampere/Ada 1024, older 512.
     double per_clock = 0;
-    if (!bf16) per_clock = major < 8 || (major == 8 && minor == 0) ? 128.0 : 256.0;
-    else if (major >= 9) per_clock = 4096.0;
-    else if (major == 8 && minor == 0) per_clock = 2048.0;
-    else if (major == 8) per_clock = 1024.0;
-    else per_clock = 512.0;
+    if (!bf16)
+        per_clock = major < 8 || (major == 8 && minor == 0) ? 128.0 : 256.0;
+    else if (major >= 9)
+        per_clock = 4096.0;
+    else if (major == 8 && minor == 0)
+        per_clock = 2048.0;
+    else if (major == 8)
+        per_clock = 1024.0;
+    else
+        per_clock = 512.0;
     return DevicePeak{double(sm_count) * double(clock_khz) * 1e3 * per_clock / 1e9,
-                      fmt::format("estimate: {} SMs x {:.0f} MHz x {:.0f} {} FLOPs per SM per clock (sm_{}{})", sm_count,
-                                  clock_khz / 1e3, per_clock, bf16 ? "bf16" : "fp32", major, minor)};
+                      fmt::format("estimate: {} SMs x {:.0f} MHz x {:.0f} {} FLOPs per SM per clock (sm_{}{})",
+                                  sm_count, clock_khz / 1e3, per_clock, bf16 ? "bf16" : "fp32", major, minor)};
 }
 
 }  // namespace us

@@ -98,7 +98,8 @@ void ProfiledBackend::rope_backward(Tensor dqkv, int B, int T, int NH, int HD, T
 }
 // A chunk pair's products: (chunk x chunk x HD) each, per batch row and head.
 static uint64_t block_flops(const AttentionBlockArgs& a, int products) {
-    return uint64_t(products) * 2ull * uint64_t(a.B) * a.NH * uint64_t(a.chunk) * a.chunk * a.HD * uint64_t(a.pair_count);
+    return uint64_t(products) * 2ull * uint64_t(a.B) * a.NH * uint64_t(a.chunk) * a.chunk * a.HD *
+           uint64_t(a.pair_count);
 }
 void ProfiledBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc, Tensor row_max, Tensor row_sum) {
     US_OP_SPAN(attention, "attention block", block_flops(a, 2));

@@ -14,8 +14,9 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
 #ifdef US_HAVE_CUDA
         return make_cuda_backend(options);
 #else
-        fail_user("--device cuda: this build has no CUDA backend (no CUDA toolkit was found at configure time); "
-                  "use --device cpu or rebuild with the toolkit in /usr/local/cuda");
+        fail_user(
+            "--device cuda: this build has no CUDA backend (no CUDA toolkit was found at configure time); "
+            "use --device cpu or rebuild with the toolkit in /usr/local/cuda");
 #endif
     }
     fail_user("unknown --device '{}': expected cpu or cuda", options.kind);

@@ -85,7 +85,8 @@ public:
     void send(Tensor buf, int peer, int tag) { isend(buf, peer, tag)->wait(); }
     void recv(Tensor buf, int peer, int tag) { irecv(buf, peer, tag)->wait(); }
     void all_to_all(Tensor send, Tensor recv) { iall_to_all(send, recv)->wait(); }
-    void all_to_allv(Tensor send, const std::vector<int>& send_counts, Tensor recv, const std::vector<int>& recv_counts) {
+    void all_to_allv(Tensor send, const std::vector<int>& send_counts, Tensor recv,
+                     const std::vector<int>& recv_counts) {
         iall_to_allv(send, send_counts, recv, recv_counts)->wait();
     }
     void barrier() { ibarrier()->wait(); }

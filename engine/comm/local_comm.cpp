@@ -29,7 +29,9 @@ public:
             std::memmove(recv.data, send.slice(displs[0], counts[0]).data, size_t(counts[0]) * dtype_size(send.dtype));
         return completed_handle();
     }
-    CommHandle iall_gather(Tensor, const std::vector<int>&, const std::vector<int>&) override { return completed_handle(); }
+    CommHandle iall_gather(Tensor, const std::vector<int>&, const std::vector<int>&) override {
+        return completed_handle();
+    }
     CommHandle ibroadcast(Tensor, int) override { return completed_handle(); }
     CommHandle isend(Tensor, int peer, int) override { US_ASSERT(false, "send to {} in a group of one", peer); }
     CommHandle irecv(Tensor, int peer, int) override { US_ASSERT(false, "recv from {} in a group of one", peer); }
@@ -59,6 +61,8 @@ CommHandle completed_handle() {
     return done;
 }
 
-std::unique_ptr<Communicator> make_local_communicator(GroupKind kind) { return std::make_unique<LocalCommunicator>(kind); }
+std::unique_ptr<Communicator> make_local_communicator(GroupKind kind) {
+    return std::make_unique<LocalCommunicator>(kind);
+}
 
 }  // namespace us

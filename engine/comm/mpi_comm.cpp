@@ -34,9 +34,12 @@ void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
 
 MPI_Datatype mpi_type(DType t) {
     switch (t) {
-        case DType::f32: return MPI_FLOAT;
-        case DType::bf16: return MPI_UINT16_T;
-        case DType::i32: return MPI_INT;
+        case DType::f32:
+            return MPI_FLOAT;
+        case DType::bf16:
+            return MPI_UINT16_T;
+        case DType::i32:
+            return MPI_INT;
     }
     return MPI_BYTE;
 }
@@ -71,7 +74,8 @@ public:
 
     CommHandle iall_reduce(Tensor buf, ReduceOp how) override {
         if (m_size == 1 || buf.numel == 0) return completed_handle();
-        US_ASSERT(how == ReduceOp::sum || buf.dtype == DType::f32, "max all-reduce of a {} tensor", dtype_name(buf.dtype));
+        US_ASSERT(how == ReduceOp::sum || buf.dtype == DType::f32, "max all-reduce of a {} tensor",
+                  dtype_name(buf.dtype));
         auto op = make(prof::OpClass::all_reduce, "all_reduce", buf.bytes());
         MPI_Comm c = m_comm;
         const MPI_Op sum = how == ReduceOp::max ? MPI_MAX : reduce_op(buf.dtype);
@@ -117,7 +121,9 @@ public:
         if (m_size == 1) return completed_handle();
         auto op = make(prof::OpClass::broadcast, "broadcast", buf.bytes());
         MPI_Comm c = m_comm;
-        op->start = [=](MPI_Request* r) { return MPI_Ibcast(buf.data, int(buf.numel), mpi_type(buf.dtype), root, c, r); };
+        op->start = [=](MPI_Request* r) {
+            return MPI_Ibcast(buf.data, int(buf.numel), mpi_type(buf.dtype), root, c, r);
+        };
         return submit(op);
     }
     CommHandle isend(Tensor buf, int peer, int tag) override {
@@ -125,7 +131,9 @@ public:
         op->lane = transfer_lane();
         op->peer = int16_t(world_rank_of(peer));
         MPI_Comm c = m_comm;
-        op->start = [=](MPI_Request* r) { return MPI_Isend(buf.data, int(buf.numel), mpi_type(buf.dtype), peer, tag, c, r); };
+        op->start = [=](MPI_Request* r) {
+            return MPI_Isend(buf.data, int(buf.numel), mpi_type(buf.dtype), peer, tag, c, r);
+        };
         return submit(op);
     }
     CommHandle irecv(Tensor buf, int peer, int tag) override {
@@ -133,7 +141,9 @@ public:
         op->lane = transfer_lane();
         op->peer = int16_t(world_rank_of(peer));
         MPI_Comm c = m_comm;
-        op->start = [=](MPI_Request* r) { return MPI_Irecv(buf.data, int(buf.numel), mpi_type(buf.dtype), peer, tag, c, r); };
+        op->start = [=](MPI_Request* r) {
+            return MPI_Irecv(buf.data, int(buf.numel), mpi_type(buf.dtype), peer, tag, c, r);
+        };
         return submit(op);
     }
     CommHandle iall_to_allv(Tensor send, const std::vector<int>& send_counts, Tensor recv,
@@ -154,8 +164,8 @@ public:
         MPI_Comm c = m_comm;
         const MPI_Datatype t = mpi_type(send.dtype);
         op->start = [=](MPI_Request* r) {
-            return MPI_Ialltoallv(send.data, (*v)[0].data(), (*v)[1].data(), t, recv.data, (*v)[2].data(), (*v)[3].data(),
-                                  t, c, r);
+            return MPI_Ialltoallv(send.data, (*v)[0].data(), (*v)[1].data(), t, recv.data, (*v)[2].data(),
+                                  (*v)[3].data(), t, c, r);
         };
         return submit(op);
     }
@@ -192,7 +202,8 @@ public:
             US_ASSERT(displs[size_t(r)] == displs[size_t(r - 1)] + counts[size_t(r - 1)], "pieces must be contiguous");
         const void* src = send.slice(displs[0], 0).data;
         run_direct(prof::OpClass::reduce_scatter, "reduce_scatter", send.bytes(), [&] {
-            return MPI_Reduce_scatter(src, recv.data, counts.data(), mpi_type(send.dtype), reduce_op(send.dtype), m_comm);
+            return MPI_Reduce_scatter(src, recv.data, counts.data(), mpi_type(send.dtype), reduce_op(send.dtype),
+                                      m_comm);
         });
     }
     void all_gather(Tensor buf, const std::vector<int>& counts, const std::vector<int>& displs) override {
@@ -209,7 +220,9 @@ public:
         }
         auto op = make(prof::OpClass::all_to_all, "all_to_all", bytes * size_t(m_size - 1));
         MPI_Comm c = m_comm;
-        op->start = [=](MPI_Request* r) { return MPI_Ialltoall(send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE, c, r); };
+        op->start = [=](MPI_Request* r) {
+            return MPI_Ialltoall(send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE, c, r);
+        };
         submit(op)->wait();
     }
     double all_reduce_sum(double v) override { return scalar(v, MPI_SUM); }
@@ -222,7 +235,9 @@ public:
         auto op = make(prof::OpClass::all_gather, "all_gather", bytes * size_t(m_size));
         op->submit_ticks = 0;
         MPI_Comm c = m_comm;
-        op->start = [=](MPI_Request* r) { return MPI_Iallgather(send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE, c, r); };
+        op->start = [=](MPI_Request* r) {
+            return MPI_Iallgather(send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE, c, r);
+        };
         submit(op)->wait();
     }
 
@@ -237,7 +252,8 @@ private:
     // Collectives of one communicator must start in the same order on every rank: a blocking one may bypass the
     // progress thread only when none of the group's is queued or running.
     bool direct() const {
-        return (g_thread_multiple || !mpi_progress_engine().threaded()) && m_pending->load(std::memory_order_acquire) == 0;
+        return (g_thread_multiple || !mpi_progress_engine().threaded()) &&
+               m_pending->load(std::memory_order_acquire) == 0;
     }
     // The call, with the same records as the queued path: a comm span, and the caller's wait on the compute lane.
     template <typename Call>
@@ -281,7 +297,9 @@ private:
         auto op = make(prof::OpClass::all_reduce, "all_reduce", sizeof(double));
         op->keep = value;
         MPI_Comm c = m_comm;
-        op->start = [=](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, value.get(), 1, MPI_DOUBLE, mpi_op, c, r); };
+        op->start = [=](MPI_Request* r) {
+            return MPI_Iallreduce(MPI_IN_PLACE, value.get(), 1, MPI_DOUBLE, mpi_op, c, r);
+        };
         submit(op)->wait();
         return *value;
     }
@@ -310,7 +328,9 @@ void MpiRuntime::init(int* argc, char*** argv, const std::string& progress) {
     US_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     g_thread_multiple = provided >= MPI_THREAD_MULTIPLE;
     if (provided < MPI_THREAD_SERIALIZED)
-        abort(3, "this MPI does not support calls from a progress thread (MPI_THREAD_SERIALIZED); use --comm-progress poll");
+        abort(
+            3,
+            "this MPI does not support calls from a progress thread (MPI_THREAD_SERIALIZED); use --comm-progress poll");
     US_MPI_CHECK(MPI_Op_create(&bf16_sum, 1, &g_bf16_sum));
     g_initialized = true;
     mpi_progress_engine().start(progress != "poll");

@@ -54,8 +54,8 @@ void MpiProgressEngine::wait(MpiOp& op) {
         }
     }
     if (record)
-        prof::record_span(prof::Lane::compute, prof::SpanKind::wait, op.op, US_PROF_NAME("wait for communication"),
-                          t0, prof::read_ticks(), 0, op.bytes, op.peer, op.group);
+        prof::record_span(prof::Lane::compute, prof::SpanKind::wait, op.op, US_PROF_NAME("wait for communication"), t0,
+                          prof::read_ticks(), 0, op.bytes, op.peer, op.group);
 }
 
 void MpiProgressEngine::progress() {
@@ -76,8 +76,8 @@ void MpiProgressEngine::finish(MpiOp& op) {
         ctx = op.context;  // the span belongs to the step, micro-batch and layer that launched it
         // A caller's name for the operation (e.g. "reduce_from_tp_region") wins over the generic one.
         const uint32_t name = op.context.op_name != UINT32_MAX ? op.context.op_name : prof::string_id(op.what);
-        prof::record_span(op.lane, prof::SpanKind::comm, op.op, name, op.submit_ticks, prof::read_ticks(), 0,
-                          op.bytes, op.peer, op.group);
+        prof::record_span(op.lane, prof::SpanKind::comm, op.op, name, op.submit_ticks, prof::read_ticks(), 0, op.bytes,
+                          op.peer, op.group);
         ctx = saved;
     }
     if (op.group_pending) op.group_pending->fetch_sub(1, std::memory_order_acq_rel);
@@ -101,7 +101,8 @@ bool MpiProgressEngine::test_active() {
     std::vector<std::shared_ptr<MpiOp>> still;
     std::vector<MPI_Request> still_requests;
     for (size_t i = 0; i < m_active.size(); ++i) {
-        if (finished[i]) finish(*m_active[i]);
+        if (finished[i])
+            finish(*m_active[i]);
         else {
             still.push_back(m_active[i]);
             still_requests.push_back(m_requests[i]);
@@ -128,8 +129,7 @@ void MpiProgressEngine::loop() {
         std::deque<std::shared_ptr<MpiOp>> fresh;
         {
             std::unique_lock lock(m_mutex);
-            if (m_active.empty())
-                m_submitted.wait(lock, [&] { return m_stopping || !m_incoming.empty(); });
+            if (m_active.empty()) m_submitted.wait(lock, [&] { return m_stopping || !m_incoming.empty(); });
             if (m_stopping && m_incoming.empty() && m_active.empty()) return;
             fresh.swap(m_incoming);
         }

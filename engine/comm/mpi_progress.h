@@ -22,15 +22,15 @@
 #include "profiler/record/zones.h"
 
 // A failed MPI call is a broken job: name the call and abort every rank instead of leaving them hanging.
-#define US_MPI_CHECK(call)                                                                                \
-    do {                                                                                                  \
-        const int us_mpi_rc = (call);                                                                     \
-        if (us_mpi_rc != MPI_SUCCESS) {                                                                   \
-            char us_mpi_msg[MPI_MAX_ERROR_STRING];                                                        \
-            int us_mpi_len = 0;                                                                           \
-            MPI_Error_string(us_mpi_rc, us_mpi_msg, &us_mpi_len);                                         \
+#define US_MPI_CHECK(call)                                                                                            \
+    do {                                                                                                              \
+        const int us_mpi_rc = (call);                                                                                 \
+        if (us_mpi_rc != MPI_SUCCESS) {                                                                               \
+            char us_mpi_msg[MPI_MAX_ERROR_STRING];                                                                    \
+            int us_mpi_len = 0;                                                                                       \
+            MPI_Error_string(us_mpi_rc, us_mpi_msg, &us_mpi_len);                                                     \
             ::us::MpiRuntime::abort(3, fmt::format("{} failed at {}:{}: {}", #call, __FILE__, __LINE__, us_mpi_msg)); \
-        }                                                                                                 \
+        }                                                                                                             \
     } while (0)
 
 namespace us {

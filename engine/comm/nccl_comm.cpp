@@ -27,7 +27,9 @@ namespace us {
 
 namespace {
 
-ncclDataType_t nccl_type(DType t) { return t == DType::bf16 ? ncclBfloat16 : t == DType::i32 ? ncclInt32 : ncclFloat32; }
+ncclDataType_t nccl_type(DType t) {
+    return t == DType::bf16 ? ncclBfloat16 : t == DType::i32 ? ncclInt32 : ncclFloat32;
+}
 
 // The GPU-side window of one operation, seen from the host clock by two host callbacks on the comm stream.
 struct SpanTiming {
@@ -46,8 +48,8 @@ void CUDART_CB span_end(void* p) {
     auto* t = static_cast<SpanTiming*>(p);
     if (prof::enabled()) {
         prof::context() = t->context;  // the callback thread records for the step, micro-batch and layer of the launch
-        prof::record_span(prof::Lane::comm, prof::SpanKind::comm, t->op, t->name, t->begin,
-                          prof::read_ticks(), 0, t->bytes, t->peer, t->group);
+        prof::record_span(prof::Lane::comm, prof::SpanKind::comm, t->op, t->name, t->begin, prof::read_ticks(), 0,
+                          t->bytes, t->peer, t->group);
     }
     delete t;
 }
@@ -73,7 +75,9 @@ private:
 class NcclCommunicator final : public HostBackedCommunicator {
 public:
     NcclCommunicator(std::unique_ptr<Communicator> host, CudaBackend& backend)
-        : HostBackedCommunicator(std::move(host)), m_compute(backend.compute_stream()), m_stream(backend.comm_stream()) {
+        : HostBackedCommunicator(std::move(host)),
+          m_compute(backend.compute_stream()),
+          m_stream(backend.comm_stream()) {
         ncclUniqueId id{};
         if (rank() == 0) US_NCCL_CHECK(ncclGetUniqueId(&id));
         std::vector<ncclUniqueId> all(static_cast<size_t>(size()));
@@ -122,8 +126,8 @@ public:
             US_NCCL_CHECK(ncclGroupStart());
             for (int r = 0; r < size(); ++r) {
                 void* piece = base + size_t(displs[size_t(r)]) * es;
-                US_NCCL_CHECK(ncclBroadcast(piece, piece, size_t(counts[size_t(r)]), nccl_type(buf.dtype), r, m_comm,
-                                            m_stream));
+                US_NCCL_CHECK(
+                    ncclBroadcast(piece, piece, size_t(counts[size_t(r)]), nccl_type(buf.dtype), r, m_comm, m_stream));
             }
             US_NCCL_CHECK(ncclGroupEnd());
         });
@@ -131,7 +135,8 @@ public:
 
     CommHandle ibroadcast(Tensor buf, int root) override {
         return launch(prof::OpClass::broadcast, "broadcast", buf.bytes(), -1, [&] {
-            US_NCCL_CHECK(ncclBroadcast(buf.data, buf.data, size_t(buf.numel), nccl_type(buf.dtype), root, m_comm, m_stream));
+            US_NCCL_CHECK(
+                ncclBroadcast(buf.data, buf.data, size_t(buf.numel), nccl_type(buf.dtype), root, m_comm, m_stream));
         });
     }
 
@@ -182,17 +187,18 @@ public:
     }
 
     CommHandle iall_to_all(Tensor send, Tensor recv) override {
-        return launch(prof::OpClass::all_to_all, "all_to_all", send.bytes() / size_t(size()) * size_t(size() - 1), -1, [&] {
-            const size_t piece = size_t(send.numel) / size_t(size()), bytes = piece * dtype_size(send.dtype);
-            US_NCCL_CHECK(ncclGroupStart());
-            for (int r = 0; r < size(); ++r) {
-                US_NCCL_CHECK(ncclSend(static_cast<char*>(send.data) + size_t(r) * bytes, piece, nccl_type(send.dtype), r,
-                                       m_comm, m_stream));
-                US_NCCL_CHECK(ncclRecv(static_cast<char*>(recv.data) + size_t(r) * bytes, piece, nccl_type(recv.dtype), r,
-                                       m_comm, m_stream));
-            }
-            US_NCCL_CHECK(ncclGroupEnd());
-        });
+        return launch(
+            prof::OpClass::all_to_all, "all_to_all", send.bytes() / size_t(size()) * size_t(size() - 1), -1, [&] {
+                const size_t piece = size_t(send.numel) / size_t(size()), bytes = piece * dtype_size(send.dtype);
+                US_NCCL_CHECK(ncclGroupStart());
+                for (int r = 0; r < size(); ++r) {
+                    US_NCCL_CHECK(ncclSend(static_cast<char*>(send.data) + size_t(r) * bytes, piece,
+                                           nccl_type(send.dtype), r, m_comm, m_stream));
+                    US_NCCL_CHECK(ncclRecv(static_cast<char*>(recv.data) + size_t(r) * bytes, piece,
+                                           nccl_type(recv.dtype), r, m_comm, m_stream));
+                }
+                US_NCCL_CHECK(ncclGroupEnd());
+            });
     }
 
 private:

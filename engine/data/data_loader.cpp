@@ -46,8 +46,8 @@ DataLoader::DataLoader(const TokenDataset& data, const DataLayout& layout, uint6
                    "data file '{}' is too short: {} bytes give {} windows of --seq {} + 1 bytes, but one global "
                    "batch needs {} (dp {} x grad-accum {} x batch {}). Use a longer file, or a smaller --seq, "
                    "--batch or --grad-accum",
-                   data.name(), data.size(), m_windows, T, layout.global_batch(), layout.dp_size,
-                   layout.micro_batches, layout.micro_batch);
+                   data.name(), data.size(), m_windows, T, layout.global_batch(), layout.dp_size, layout.micro_batches,
+                   layout.micro_batch);
 }
 
 int64_t DataLoader::window_start(int64_t g) {

@@ -27,9 +27,9 @@ private:
 };
 
 struct DataLayout {
-    int seq = 128;           // T
-    int micro_batch = 8;     // B
-    int micro_batches = 1;   // M (gradient accumulation steps)
+    int seq = 128;          // T
+    int micro_batch = 8;    // B
+    int micro_batches = 1;  // M (gradient accumulation steps)
     int dp_size = 1;
     int dp_rank = 0;
     int64_t global_batch() const { return int64_t(micro_batch) * micro_batches * dp_size; }

@@ -12,24 +12,42 @@ void carve_block(BlockActs& a, const Allocation& storage, const ActivationShape&
         const Tensor t = Tensor::of(base + offset, en.dtype, en.numel);
         offset += en.numel * int64_t(dtype_size(en.dtype));
         const std::string_view n = en.name;
-        if (n == "ln1_mean") a.ln1_mean = t;
-        else if (n == "ln1_rstd") a.ln1_rstd = t;
-        else if (n == "ln2_mean") a.ln2_mean = t;
-        else if (n == "ln2_rstd") a.ln2_rstd = t;
-        else if (n == "ln1") a.ln1 = t;
-        else if (n == "qkv") a.qkv = t;
-        else if (n == "probs") a.probs = t;
-        else if (n == "lse") a.lse = t;
-        else if (n == "atty") a.atty = t;
-        else if (n == "residual2") a.residual2 = t;
-        else if (n == "ln2") a.ln2 = t;
-        else if (n == "fch") a.fch = t;
-        else if (n == "fch_gelu") a.fch_gelu = t;
-        else if (n == "output") a.output = t;
-        else if (n == "moe_probs") a.moe_probs = t;
-        else if (n == "moe_topk") a.moe_topk = t;
-        else if (n == "moe_gates") a.moe_gates = t;
-        else if (n == "moe_rows") a.moe_rows = t;
+        if (n == "ln1_mean")
+            a.ln1_mean = t;
+        else if (n == "ln1_rstd")
+            a.ln1_rstd = t;
+        else if (n == "ln2_mean")
+            a.ln2_mean = t;
+        else if (n == "ln2_rstd")
+            a.ln2_rstd = t;
+        else if (n == "ln1")
+            a.ln1 = t;
+        else if (n == "qkv")
+            a.qkv = t;
+        else if (n == "probs")
+            a.probs = t;
+        else if (n == "lse")
+            a.lse = t;
+        else if (n == "atty")
+            a.atty = t;
+        else if (n == "residual2")
+            a.residual2 = t;
+        else if (n == "ln2")
+            a.ln2 = t;
+        else if (n == "fch")
+            a.fch = t;
+        else if (n == "fch_gelu")
+            a.fch_gelu = t;
+        else if (n == "output")
+            a.output = t;
+        else if (n == "moe_probs")
+            a.moe_probs = t;
+        else if (n == "moe_topk")
+            a.moe_topk = t;
+        else if (n == "moe_gates")
+            a.moe_gates = t;
+        else if (n == "moe_rows")
+            a.moe_rows = t;
     }
     US_ASSERT(size_t(offset) <= storage.bytes(), "block activations overflow their allocation");
 }

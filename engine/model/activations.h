@@ -15,9 +15,9 @@ namespace us {
 // Tensors of one block. A tensor absent in a mode is empty.
 struct BlockActs {
     Tensor ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;  // (N) fp32
-    Tensor ln1;        // (N,C)
-    Tensor qkv;        // (N,3C) q and k after RoPE
-    Tensor probs;      // (B,NH,T,T) softmax output
+    Tensor ln1;                                     // (N,C)
+    Tensor qkv;                                     // (N,3C) q and k after RoPE
+    Tensor probs;                                   // (B,NH,T,T) softmax output
     Tensor lse;        // (B,NH,T) fp32: ring attention's log-sum-exp (context parallelism), instead of probs
     Tensor atty;       // (N,C) attention output before the projection
     Tensor residual2;  // (N,C) input + attention branch
@@ -33,8 +33,8 @@ struct BlockActs {
 };
 
 // Views into `storage` laid out as block_entries(s, mode, part, moe); fills only the tensors the part holds.
-void carve_block(BlockActs& acts, const Allocation& storage, const ActivationShape& s, Recompute mode,
-                 BlockPart part, bool moe = false);
+void carve_block(BlockActs& acts, const Allocation& storage, const ActivationShape& s, Recompute mode, BlockPart part,
+                 bool moe = false);
 
 // Backward's activation gradients, one set per backward pass (temporaries): dres is the gradient of the residual
 // stream flowing down through the blocks; dC, dqkv and dfch are reused by every block. With sequence parallelism

@@ -54,7 +54,9 @@ std::vector<AttentionChunkPair> cp_chunk_pairs(CpBalance balance, int cp, int ra
     return pairs;
 }
 
-int ContextParallel::global_chunk(int owner, int local) const { return cp_global_chunk(m_balance, size(), owner, local); }
+int ContextParallel::global_chunk(int owner, int local) const {
+    return cp_global_chunk(m_balance, size(), owner, local);
+}
 
 void ContextParallel::take_local(const int32_t* whole, int32_t* local, int B) const {
     const int Tl = local_seq();
@@ -139,8 +141,8 @@ void ContextParallel::attention_backward(Tensor dqkv, Tensor dout, Tensor out, T
         m_be->fill_zero(dkv);
         m_be->attention_block_delta(delta, dout, out, B, Tl, NH, HD);
         const std::vector<AttentionChunkPair> pairs = pairs_with(0);
-        AttentionBlockArgs a{qkv, qkv.slice(C, qkv.numel - C), B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size()),
-                             3 * C};
+        AttentionBlockArgs a{qkv,          qkv.slice(C, qkv.numel - C), B,    Tl, NH, HD, m_chunk,
+                             pairs.data(), int(pairs.size()),           3 * C};
         m_be->attention_block_backward(a, dq, dkv, dout, lse, delta);
         m_be->attention_block_store_grads(dqkv, dq, dkv, B, Tl, C);
         return;
@@ -149,10 +151,11 @@ void ContextParallel::attention_backward(Tensor dqkv, Tensor dout, Tensor out, T
                                            "ring attention key/value blocks (current, next)");
     Tensor cur = kv_buffers.view(e, 0, block), nxt = kv_buffers.view(e, block, block);
     // Partial key/value gradients: two being accumulated and sent, two being received.
-    Allocation grad_buffers = alloc.allocate(size_t(4 * grads) * 4, MemCategory::comm_buffers,
-                                             "ring attention key/value gradient blocks");
+    Allocation grad_buffers =
+        alloc.allocate(size_t(4 * grads) * 4, MemCategory::comm_buffers, "ring attention key/value gradient blocks");
     Tensor mine[2] = {grad_buffers.view(DType::f32, 0, grads), grad_buffers.view(DType::f32, grads, grads)};
-    Tensor incoming[2] = {grad_buffers.view(DType::f32, 2 * grads, grads), grad_buffers.view(DType::f32, 3 * grads, grads)};
+    Tensor incoming[2] = {grad_buffers.view(DType::f32, 2 * grads, grads),
+                          grad_buffers.view(DType::f32, 3 * grads, grads)};
     Allocation state = alloc.allocate(size_t(int64_t(B) * Tl * C + rows) * 4, MemCategory::temporaries,
                                       "ring attention query gradients");
     const Tensor dq = state.view(DType::f32, 0, int64_t(B) * Tl * C);
@@ -199,7 +202,10 @@ void ContextParallel::attention_backward(Tensor dqkv, Tensor dout, Tensor out, T
 }
 
 LocalSequenceBatches::LocalSequenceBatches(BatchSource& whole, const ContextParallel& cp, int micro_batch, int seq)
-    : m_whole(&whole), m_cp(cp), m_B(micro_batch), m_tokens(size_t(micro_batch) * seq),
+    : m_whole(&whole),
+      m_cp(cp),
+      m_B(micro_batch),
+      m_tokens(size_t(micro_batch) * seq),
       m_targets(size_t(micro_batch) * seq) {}
 
 void LocalSequenceBatches::fill(int64_t step, int micro_batch, int32_t* tokens, int32_t* targets) {

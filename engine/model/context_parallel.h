@@ -58,7 +58,9 @@ public:
 
     // The chunk pairs this rank computes against the key/value block of `owner` (the causal ones, diagonal pairs
     // flagged): what makes the zigzag balance visible.
-    std::vector<AttentionChunkPair> pairs_with(int owner) const { return cp_chunk_pairs(m_balance, size(), rank(), owner); }
+    std::vector<AttentionChunkPair> pairs_with(int owner) const {
+        return cp_chunk_pairs(m_balance, size(), rank(), owner);
+    }
 
 private:
     int chunks_per_rank() const { return cp_chunks_per_rank(m_balance); }

@@ -24,7 +24,9 @@ uint32_t linear_name(int which, int pass) {
 
 GPT::GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend, const ParamLayout& layout,
          int layer_begin, int layer_end)
-    : m_config(config), m_options(options), m_be(backend),
+    : m_config(config),
+      m_options(options),
+      m_be(backend),
       m_tp(options.tensor_parallel ? *options.tensor_parallel : m_no_tp),
       m_cp(options.context_parallel && options.context_parallel->active() ? options.context_parallel : nullptr),
       m_layout(layout),
@@ -141,7 +143,7 @@ void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, 
                                        is_moe(layer) ? m_config.moe_experts : 0);
     // attention branch: residual2 = x + c_proj(attention(rope(c_attn(ln_1(x)))))
     m_be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, R, C);
-    const Tensor ln1 = m_tp.column_input_forward(a.ln1, whole);            // (N,C)
+    const Tensor ln1 = m_tp.column_input_forward(a.ln1, whole);     // (N,C)
     matmul_forward(kQkv, a.qkv, ln1, p.qkv_w, p.qkv_b, C, 3 * Ca);  // (N,3Ca): the rank's heads
     m_be.rope_forward(a.qkv, m_shape.B, m_shape.T, NH, HD, positions());
     attention_forward(a);  // (N,Ca)
@@ -153,7 +155,7 @@ void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, 
         return;
     }
     const Tensor ln2 = m_tp.column_input_forward(a.ln2, whole);  // (N,C)
-    matmul_forward(kFc, a.fch, ln2, p.fc_w, p.fc_b, C, F);  // (N,F)
+    matmul_forward(kFc, a.fch, ln2, p.fc_w, p.fc_b, C, F);       // (N,F)
     m_be.gelu_forward(a.fch_gelu, a.fch);
     row_parallel_forward(kFcProj, a.output, a.residual2, a.fch_gelu, p.fcproj_w, p.fcproj_b, F, whole);
 }
@@ -202,9 +204,10 @@ void GPT::moe_backward(int layer, BlockActs& a, const BlockParams& p, const Bloc
     const Tensor router_dx = router_storage.view(m_shape.dtype, 0, N * C);
     const Tensor dout = m_tp.row_output_backward(s.dres, s.dfull);  // (N,C)
     m_be.fill_zero(s.dC);
-    m_moe->backward(moe, dout, [&] { return m_tp.column_input_forward(a.ln2, s.dfull); }, p, d, params.weights(xu),
-                    params.grads(xu), a.moe_probs, a.moe_topk, a.moe_gates, a.moe_rows, s.dC, router_dx, m_shape.B,
-                    m_shape.T, m_config.seq, grad_scale);
+    m_moe->backward(
+        moe, dout, [&] { return m_tp.column_input_forward(a.ln2, s.dfull); }, p, d, params.weights(xu),
+        params.grads(xu), a.moe_probs, a.moe_topk, a.moe_gates, a.moe_rows, s.dC, router_dx, m_shape.B, m_shape.T,
+        m_config.seq, grad_scale);
     params.release(xu, Pass::backward);
     params.grads_done(xu);
     // The experts' share of ln_2's gradient is partial over tp; the router's is whole on every rank (it saw all
@@ -218,14 +221,16 @@ void GPT::attention_forward(BlockActs& a) {
     const int NH = m_shape.heads(), HD = m_shape.C / m_shape.NH;
     if (ContextParallel* blockwise = m_cp ? m_cp : m_flash.get())
         blockwise->attention_forward(a.atty, a.lse, a.qkv, m_shape.B, NH, HD);
-    else m_be.attention_forward(a.atty, a.probs, a.qkv, m_shape.B, m_shape.T, NH, HD);
+    else
+        m_be.attention_forward(a.atty, a.probs, a.qkv, m_shape.B, m_shape.T, NH, HD);
 }
 
 void GPT::attention_backward(Tensor dqkv, Tensor datty, const BlockActs& a) {
     const int NH = m_shape.heads(), HD = m_shape.C / m_shape.NH;
     if (ContextParallel* blockwise = m_cp ? m_cp : m_flash.get())
         blockwise->attention_backward(dqkv, datty, a.atty, a.lse, a.qkv, m_shape.B, NH, HD);
-    else m_be.attention_backward(dqkv, datty, a.qkv, a.probs, m_shape.B, m_shape.T, NH, HD);
+    else
+        m_be.attention_backward(dqkv, datty, a.qkv, a.probs, m_shape.B, m_shape.T, NH, HD);
 }
 
 BlockActs GPT::view_block(const ChunkActivations& acts, int index) const {
@@ -241,8 +246,8 @@ void GPT::embedding_forward(ChunkActivations& acts, ParamAccess& params, Tensor 
     const int64_t N = m_shape.N(), R = m_shape.rows();
     const int C = m_shape.C;
     const int unit = m_layout.embedding_unit();
-    acts.embedding = m_be.allocator().allocate(size_t(embedding_saved_bytes(m_shape)), MemCategory::activations,
-                                               "embedding output");
+    acts.embedding =
+        m_be.allocator().allocate(size_t(embedding_saved_bytes(m_shape)), MemCategory::activations, "embedding output");
     acts.input = acts.embedding.view(m_shape.dtype, 0, R * C);
     US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::layer, prof::OpClass::none, US_PROF_NAME("embedding"));
     params.acquire(unit, Pass::forward);
@@ -315,13 +320,13 @@ Tensor GPT::output(const ChunkActivations& acts) const {
 
 namespace {
 struct HeadActs {
-    Tensor lnf;       // (R,C)
-    Tensor mean;      // (R) fp32
-    Tensor rstd;      // (R) fp32
-    Tensor logits;    // (N,Vr) fp32: logits, then probabilities, then dlogits
-    Tensor losses;    // (N) fp32
-    Tensor rowmax;    // (N) fp32, vocabulary-parallel only: the softmax's maximum over the whole vocabulary
-    Tensor sums;      // (N,2) fp32, vocabulary-parallel only: sum of exponentials, the target's logit
+    Tensor lnf;     // (R,C)
+    Tensor mean;    // (R) fp32
+    Tensor rstd;    // (R) fp32
+    Tensor logits;  // (N,Vr) fp32: logits, then probabilities, then dlogits
+    Tensor losses;  // (N) fp32
+    Tensor rowmax;  // (N) fp32, vocabulary-parallel only: the softmax's maximum over the whole vocabulary
+    Tensor sums;    // (N,2) fp32, vocabulary-parallel only: sum of exponentials, the target's logit
 };
 HeadActs carve_head(const Allocation& storage, const ActivationShape& s) {
     const int64_t N = s.N(), R = s.rows();
@@ -444,8 +449,8 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, BackwardScratch& s, fl
 // With `keep` (B of a split backward) the weight GEMMs are left out and their output gradients copied into it.
 // Under sequence parallelism the LayerNorm outputs the weight GEMMs read are re-gathered here (Megatron keeps only
 // the rank's rows of them, as the activation formula assumes), and the output gradients all-gathered.
-void GPT::block_backward(int layer, BlockActs& a, Tensor x, BackwardScratch& s, ParamAccess& params, const DeferredGrads* keep,
-                         MoeActs* moe, float grad_scale) {
+void GPT::block_backward(int layer, BlockActs& a, Tensor x, BackwardScratch& s, ParamAccess& params,
+                         const DeferredGrads* keep, MoeActs* moe, float grad_scale) {
     const int R = int(m_shape.rows()), C = m_shape.C, Ca = int(m_shape.Ca()), F = int(m_shape.F());
     const int NH = m_shape.heads(), HD = C / m_shape.NH;
     const int unit = m_layout.block_unit(layer);
@@ -453,8 +458,10 @@ void GPT::block_backward(int layer, BlockActs& a, Tensor x, BackwardScratch& s, 
     const BlockParams p = block_params(params.weights(unit), C, m_shape.tp, experts);
     const BlockParams d = block_params(params.grads(unit), C, m_shape.tp, experts);
     auto weight_grad = [&](int which, Tensor dweight, Tensor dout, Tensor inp, int IC, int OC, Tensor kept) {
-        if (keep) m_be.copy(kept, dout);
-        else matmul_backward_weight(which, dweight, dout, inp, IC, OC);
+        if (keep)
+            m_be.copy(kept, dout);
+        else
+            matmul_backward_weight(which, dweight, dout, inp, IC, OC);
     };
     const Tensor datty = s.dC.slice(0, m_shape.N() * Ca);  // (N,Ca)
     // MLP branch (or the experts'); s.dres (R,C) holds d(output) and becomes d(residual2)
@@ -468,8 +475,10 @@ void GPT::block_backward(int layer, BlockActs& a, Tensor x, BackwardScratch& s, 
         weight_grad(kFcProj, d.fcproj_w, dout, a.fch_gelu, F, C, keep ? keep->dout_fcproj : Tensor{});
         m_be.gelu_backward(s.dfch, a.fch, s.dfch);
         matmul_backward_input(kFc, s.dC, d.fc_b, s.dfch, p.fc_w, C, F);  // (N,C), partial over the tp group
-        if (!keep) weight_grad(kFc, d.fc_w, s.dfch, m_tp.column_input_forward(a.ln2, s.dfull), C, F, Tensor{});
-        else m_be.copy(keep->dfch, s.dfch);
+        if (!keep)
+            weight_grad(kFc, d.fc_w, s.dfch, m_tp.column_input_forward(a.ln2, s.dfull), C, F, Tensor{});
+        else
+            m_be.copy(keep->dfch, s.dfch);
         const Tensor dln = m_tp.column_input_backward(s.dC, s.dln);  // (R,C)
         m_be.layernorm_backward(s.dres, d.ln2_w, d.ln2_b, dln, a.residual2, p.ln2_w, a.ln2_mean, a.ln2_rstd, R, C);
     }
@@ -481,8 +490,10 @@ void GPT::block_backward(int layer, BlockActs& a, Tensor x, BackwardScratch& s, 
     attention_backward(s.dqkv, datty, a);
     m_be.rope_backward(s.dqkv, m_shape.B, m_shape.T, NH, HD, positions());
     matmul_backward_input(kQkv, s.dC, d.qkv_b, s.dqkv, p.qkv_w, C, 3 * Ca);
-    if (!keep) weight_grad(kQkv, d.qkv_w, s.dqkv, m_tp.column_input_forward(a.ln1, s.dfull), C, 3 * Ca, Tensor{});
-    else m_be.copy(keep->dqkv, s.dqkv);
+    if (!keep)
+        weight_grad(kQkv, d.qkv_w, s.dqkv, m_tp.column_input_forward(a.ln1, s.dfull), C, 3 * Ca, Tensor{});
+    else
+        m_be.copy(keep->dqkv, s.dqkv);
     const Tensor dln1 = m_tp.column_input_backward(s.dC, s.dln);
     m_be.layernorm_backward(s.dres, d.ln1_w, d.ln1_b, dln1, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, R, C);
 }
@@ -513,10 +524,10 @@ void GPT::backward(ChunkActivations& acts, Tensor dout, Tensor dinput, float gra
     const int C = m_shape.C;
     TrackedAllocator& alloc = m_be.allocator();
 
-    BackwardScratch s = carve_backward_scratch(
-        alloc.allocate(size_t(backward_temporaries_bytes(m_shape, has_head())), MemCategory::temporaries,
-                       "backward activation gradients"),
-        m_shape, has_head());
+    BackwardScratch s =
+        carve_backward_scratch(alloc.allocate(size_t(backward_temporaries_bytes(m_shape, has_head())),
+                                              MemCategory::temporaries, "backward activation gradients"),
+                               m_shape, has_head());
 
     const int first = m_begin, count = int(acts.blocks.size());
     if (split) acts.deferred.resize(size_t(count));

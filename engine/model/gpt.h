@@ -80,8 +80,8 @@ public:
     const ModelOptions& options() const { return m_options; }
     const ParamLayout& layout() const { return m_layout; }
     const ActivationShape& shape() const { return m_shape; }
-    bool has_embedding() const { return m_begin == 0; }              // embeds the tokens
-    bool has_head() const { return m_end == m_config.layers; }        // final norm, LM head and loss
+    bool has_embedding() const { return m_begin == 0; }         // embeds the tokens
+    bool has_head() const { return m_end == m_config.layers; }  // final norm, LM head and loss
     int layer_begin() const { return m_begin; }
     int layer_end() const { return m_end; }
 
@@ -113,8 +113,8 @@ private:
     // rows.
     void block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, Tensor whole, MoeActs* moe,
                        MoeStats* stats);
-    void block_backward(int layer, BlockActs& a, Tensor x, BackwardScratch& s, ParamAccess& params, const DeferredGrads* keep,
-                        MoeActs* moe, float grad_scale);
+    void block_backward(int layer, BlockActs& a, Tensor x, BackwardScratch& s, ParamAccess& params,
+                        const DeferredGrads* keep, MoeActs* moe, float grad_scale);
     void moe_forward(int layer, BlockActs& a, const BlockParams& p, ParamAccess& params, Tensor whole, MoeActs& moe,
                      MoeStats& stats);
     void moe_backward(int layer, BlockActs& a, const BlockParams& p, const BlockParams& d, BackwardScratch& s,

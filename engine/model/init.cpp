@@ -32,8 +32,7 @@ void init_param_tensor(const ParamTensor& t, const TpPlacement& tp, const GPTCon
     }
     double std = 0.02;
     // the residual branches' output projections: attention's, the MLP's and each expert's
-    if (ends_with(name, "c_proj.weight"))
-        std = 0.02 / std::sqrt(2.0 * cfg.layers);
+    if (ends_with(name, "c_proj.weight")) std = 0.02 / std::sqrt(2.0 * cfg.layers);
     Rng rng(seed * 0x9e3779b97f4a7c15ull ^ fnv1a(name));
     const bool whole = t.split == TpSplit::replicated || tp.tp == 1;
     std::vector<float> values(whole ? 0 : size_t(t.whole_numel()));

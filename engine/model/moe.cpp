@@ -96,7 +96,8 @@ void MoeLayer::expert_forward(const MoeActs& acts, Tensor experts, Tensor y) {
         const int expert = m_exchange.first_expert() + j;
         {
             US_PROF_OP_NAME(expert_name(expert, 0));
-            gemm(m_be, h.slice(row * F, int64_t(m) * F), x.slice(row * C, int64_t(m) * C), w.fc_w, m, F, C, false, true, 0.0f);
+            gemm(m_be, h.slice(row * F, int64_t(m) * F), x.slice(row * C, int64_t(m) * C), w.fc_w, m, F, C, false, true,
+                 0.0f);
             m_be.add_bias(h.slice(row * F, int64_t(m) * F), w.fc_b, m, F);
         }
         m_be.gelu_forward(g.slice(row * F, int64_t(m) * F), h.slice(row * F, int64_t(m) * F));

@@ -49,10 +49,10 @@ public:
     virtual int local_experts() const = 0;
     // One micro-batch's exchange, set up from its plan (collective under expert parallelism: the row counts).
     struct Route {
-        std::vector<int32_t> local_counts;       // rows of each local expert this rank computes
-        int64_t expert_rows = 0;                 // their sum
+        std::vector<int32_t> local_counts;          // rows of each local expert this rank computes
+        int64_t expert_rows = 0;                    // their sum
         std::vector<int> send_counts, recv_counts;  // rows to / from each rank of the ep group
-        Allocation index;                        // reordering: expert order of received rows, and back
+        Allocation index;                           // reordering: expert order of received rows, and back
         Tensor to_expert_order, to_source_order;
     };
     virtual Route route(const RoutingPlan& plan, Backend& backend) = 0;
@@ -83,8 +83,8 @@ private:
 struct MoeActs {
     RoutingPlan plan;
     ExpertExchange::Route route;
-    Allocation token_side;   // (kept, C): the experts' outputs back in expert order (for the gates' gradient)
-    Allocation expert_side;  // (expert_rows, C) inputs, then (expert_rows, F) twice: before and after GeLU
+    Allocation token_side;          // (kept, C): the experts' outputs back in expert order (for the gates' gradient)
+    Allocation expert_side;         // (expert_rows, C) inputs, then (expert_rows, F) twice: before and after GeLU
     std::vector<double> aux_share;  // (sequences, E): f_i of each sequence, the balance loss's gradient factor
 };
 
@@ -99,7 +99,7 @@ struct MoeStats {
 struct MoeConfig {
     int E = 0, K = 0;
     double capacity_factor = 0, aux_coef = 0;
-    int tp = 1, tp_rank = 0;  // experts' matrices split over tp like the MLP's; bias added on tp rank 0 only
+    int tp = 1, tp_rank = 0;           // experts' matrices split over tp like the MLP's; bias added on tp rank 0 only
     Communicator* tp_group = nullptr;  // under tp each rank's expert outputs are partial: so are the gates' gradients
 };
 

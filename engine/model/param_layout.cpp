@@ -34,7 +34,8 @@ void ParamLayout::add_unit(UnitKind kind, int layer, const std::vector<TensorSpe
         t.rows = sp.rows;
         t.cols = sp.cols;
         switch (sp.split) {
-            case TpSplit::replicated: break;
+            case TpSplit::replicated:
+                break;
             case TpSplit::rows:
                 US_ASSERT(sp.rows % (tp * sp.row_groups) == 0, "{}: {} rows over tp {}", sp.name, sp.rows, tp);
                 t.rows = sp.rows / tp;
@@ -43,7 +44,9 @@ void ParamLayout::add_unit(UnitKind kind, int layer, const std::vector<TensorSpe
                 US_ASSERT(sp.cols % tp == 0, "{}: {} columns over tp {}", sp.name, sp.cols, tp);
                 t.cols = sp.cols / tp;
                 break;
-            case TpSplit::vocab: t.rows = m_vocab_rows; break;
+            case TpSplit::vocab:
+                t.rows = m_vocab_rows;
+                break;
         }
         t.numel = int64_t(t.rows) * t.cols;
         t.decay = sp.cols > 1;  // matrices and the embedding decay; biases and norm parameters do not
@@ -80,27 +83,27 @@ ParamLayout ParamLayout::build(const GPTConfig& cfg, const std::vector<std::pair
         p.add_unit(UnitKind::embedding, -1, {{"transformer.wte.weight", V, C, S::vocab}});
     }
     for (auto [layer_begin, layer_end] : chunks)
-    for (int l = layer_begin; l < layer_end; ++l) {
-        p.m_unit_of_layer[size_t(l)] = int(p.m_units.size());
-        const std::string h = fmt::format("transformer.h.{}.", l);
-        std::vector<TensorSpec> spec = {{h + "ln_1.weight", C, 1},
-                                        {h + "ln_1.bias", C, 1},
-                                        {h + "attn.c_attn.weight", 3 * C, C, S::rows, 3},
-                                        {h + "attn.c_attn.bias", 3 * C, 1, S::rows, 3},
-                                        {h + "attn.c_proj.weight", C, C, S::cols},
-                                        {h + "attn.c_proj.bias", C, 1},
-                                        {h + "ln_2.weight", C, 1},
-                                        {h + "ln_2.bias", C, 1}};
-        if (cfg.is_moe_layer(l)) {  // the experts are in build_experts' layout
-            spec.push_back({h + "mlp.router.weight", cfg.moe_experts, C});  // whole on every tp rank
-        } else {
-            spec.insert(spec.end(), {{h + "mlp.c_fc.weight", 4 * C, C, S::rows},
-                                     {h + "mlp.c_fc.bias", 4 * C, 1, S::rows},
-                                     {h + "mlp.c_proj.weight", C, 4 * C, S::cols},
-                                     {h + "mlp.c_proj.bias", C, 1}});
+        for (int l = layer_begin; l < layer_end; ++l) {
+            p.m_unit_of_layer[size_t(l)] = int(p.m_units.size());
+            const std::string h = fmt::format("transformer.h.{}.", l);
+            std::vector<TensorSpec> spec = {{h + "ln_1.weight", C, 1},
+                                            {h + "ln_1.bias", C, 1},
+                                            {h + "attn.c_attn.weight", 3 * C, C, S::rows, 3},
+                                            {h + "attn.c_attn.bias", 3 * C, 1, S::rows, 3},
+                                            {h + "attn.c_proj.weight", C, C, S::cols},
+                                            {h + "attn.c_proj.bias", C, 1},
+                                            {h + "ln_2.weight", C, 1},
+                                            {h + "ln_2.bias", C, 1}};
+            if (cfg.is_moe_layer(l)) {  // the experts are in build_experts' layout
+                spec.push_back({h + "mlp.router.weight", cfg.moe_experts, C});  // whole on every tp rank
+            } else {
+                spec.insert(spec.end(), {{h + "mlp.c_fc.weight", 4 * C, C, S::rows},
+                                         {h + "mlp.c_fc.bias", 4 * C, 1, S::rows},
+                                         {h + "mlp.c_proj.weight", C, 4 * C, S::cols},
+                                         {h + "mlp.c_proj.bias", C, 1}});
+            }
+            p.add_unit(UnitKind::block, l, spec);
         }
-        p.add_unit(UnitKind::block, l, spec);
-    }
     if (final_norm) {
         p.m_final_unit = int(p.m_units.size());
         p.add_unit(UnitKind::final_norm, -1, {{"transformer.ln_f.weight", C, 1}, {"transformer.ln_f.bias", C, 1}});
@@ -149,14 +152,19 @@ void for_each_shard_element(const ParamTensor& t, const TpPlacement& tp, Fn&& fn
         int64_t whole_row = r;
         int64_t col0 = 0;
         switch (t.split) {
-            case TpSplit::replicated: break;
+            case TpSplit::replicated:
+                break;
             case TpSplit::rows: {  // group g's rows [g * group, (g + 1) * group) split evenly over the ranks
                 const int64_t local_group = t.rows / t.row_groups, group = local_group * tp.tp;
                 whole_row = (r / local_group) * group + tp.rank * local_group + r % local_group;
                 break;
             }
-            case TpSplit::cols: col0 = int64_t(tp.rank) * t.cols; break;
-            case TpSplit::vocab: whole_row = int64_t(tp.rank) * t.rows + r; break;
+            case TpSplit::cols:
+                col0 = int64_t(tp.rank) * t.cols;
+                break;
+            case TpSplit::vocab:
+                whole_row = int64_t(tp.rank) * t.rows + r;
+                break;
         }
         const bool padding = whole_row >= t.whole_rows;
         for (int64_t c = 0; c < cols; ++c)

@@ -29,14 +29,14 @@ struct ParamTensor {
     int unit = 0;      // index into ParamLayout::units()
     int64_t offset = 0;
     int64_t numel = 0;
-    int rows = 0;       // this rank's shard: matrices [rows, cols] = [out, in]; vectors rows = numel, cols = 1
+    int rows = 0;  // this rank's shard: matrices [rows, cols] = [out, in]; vectors rows = numel, cols = 1
     int cols = 1;
     bool decay = false;  // weight decay applies: matrices and the embedding, not biases or norms
     TpSplit split = TpSplit::replicated;
-    bool expert = false;             // an expert's tensor (a layout of experts: build_experts)
-    bool grad_from_all_rows = false;  // replicated, and its gradient sees every token row on every tp rank even
-                                      // under sequence parallelism (the router): nothing to sum over tp
-    int row_groups = 1;              // rows split group by group (c_attn: q, k and v)
+    bool expert = false;                 // an expert's tensor (a layout of experts: build_experts)
+    bool grad_from_all_rows = false;     // replicated, and its gradient sees every token row on every tp rank even
+                                         // under sequence parallelism (the router): nothing to sum over tp
+    int row_groups = 1;                  // rows split group by group (c_attn: q, k and v)
     int whole_rows = 0, whole_cols = 1;  // the whole tensor, as checkpoints hold it
     int64_t whole_numel() const { return int64_t(whole_rows) * whole_cols; }
 };
@@ -70,8 +70,7 @@ public:
     // interleaved pipeline schedule). A rank holding layer 0 holds the token embedding; a rank holding the last
     // layer holds the final norm and, for the tied LM head, its own copy of the embedding (Megatron keeps the two
     // copies equal by summing their gradients). A single-rank model is build(cfg, {{0, L}}).
-    static ParamLayout build(const GPTConfig& cfg, const std::vector<std::pair<int, int>>& chunks,
-                             TpPlacement tp = {});
+    static ParamLayout build(const GPTConfig& cfg, const std::vector<std::pair<int, int>>& chunks, TpPlacement tp = {});
     static ParamLayout build(const GPTConfig& cfg, int layer_begin, int layer_end, TpPlacement tp = {}) {
         return build(cfg, {{layer_begin, layer_end}}, tp);
     }
@@ -83,7 +82,7 @@ public:
                                      TpPlacement tp = {}, EpPlacement ep = {});
     static ParamLayout whole_experts(const GPTConfig& cfg) { return build_experts(cfg, {{0, cfg.layers}}); }
     bool is_experts() const { return m_experts; }
-    int first_expert() const { return m_first_expert; }    // of the rank's experts (build_experts)
+    int first_expert() const { return m_first_expert; }  // of the rank's experts (build_experts)
     int local_experts() const { return m_local_experts; }
     bool is_first_chunk() const { return m_layer_begin == 0; }
     bool is_last_chunk() const { return m_final_unit >= 0; }
@@ -134,13 +133,13 @@ void place_shard(const ParamTensor& t, const TpPlacement& tp, const float* shard
 // rank's shards: with Ca = C/tp (its heads' width) and F = 4C/tp (its share of the MLP). An MoE block has the
 // router instead of the MLP (its experts live in the experts' layout).
 struct BlockParams {
-    Tensor ln1_w, ln1_b;        // (C)
-    Tensor qkv_w, qkv_b;        // (3Ca, C), (3Ca): q, k, v of the rank's heads
+    Tensor ln1_w, ln1_b;          // (C)
+    Tensor qkv_w, qkv_b;          // (3Ca, C), (3Ca): q, k, v of the rank's heads
     Tensor attproj_w, attproj_b;  // (C, Ca), (C)
-    Tensor ln2_w, ln2_b;        // (C)
-    Tensor fc_w, fc_b;          // (F, C), (F)
-    Tensor fcproj_w, fcproj_b;  // (C, F), (C)
-    Tensor router_w;            // (E, C), MoE blocks only: whole on every tp rank
+    Tensor ln2_w, ln2_b;          // (C)
+    Tensor fc_w, fc_b;            // (F, C), (F)
+    Tensor fcproj_w, fcproj_b;    // (C, F), (C)
+    Tensor router_w;              // (E, C), MoE blocks only: whole on every tp rank
 };
 BlockParams block_params(Tensor unit_storage, int C, int tp = 1, int moe_experts = 0);
 

@@ -39,12 +39,12 @@ public:
 
     // ---- the Megatron mappings. Row tensors are (N/tp, C) shards of a whole (N, C) tensor: rank r holds rows
     // [r N/tp, (r + 1) N/tp) (the token rows of the micro-batch, B*T flattened).
-    void copy_to_tp_region_backward(Tensor dx);                                // all-reduce in place
-    void reduce_from_tp_region_forward(Tensor x);                              // all-reduce in place
-    void gather_from_sp_region_forward(Tensor whole, Tensor rows);             // all-gather rows into whole
-    void gather_from_sp_region_backward(Tensor drows, Tensor dwhole);          // reduce-scatter dwhole into drows
-    void reduce_scatter_to_sp_region_forward(Tensor rows, Tensor whole);       // reduce-scatter whole into rows
-    void reduce_scatter_to_sp_region_backward(Tensor dwhole, Tensor drows);    // all-gather drows into dwhole
+    void copy_to_tp_region_backward(Tensor dx);                              // all-reduce in place
+    void reduce_from_tp_region_forward(Tensor x);                            // all-reduce in place
+    void gather_from_sp_region_forward(Tensor whole, Tensor rows);           // all-gather rows into whole
+    void gather_from_sp_region_backward(Tensor drows, Tensor dwhole);        // reduce-scatter dwhole into drows
+    void reduce_scatter_to_sp_region_forward(Tensor rows, Tensor whole);     // reduce-scatter whole into rows
+    void reduce_scatter_to_sp_region_backward(Tensor dwhole, Tensor drows);  // all-gather drows into dwhole
 
     // ---- what the model calls: the right mapping for the mode, returning the tensor to go on with.
     // The input of a column-parallel linear, (N,C): `rows` itself, or all-gathered into `whole` under SP.

@@ -4,11 +4,15 @@ namespace us {
 
 AdamW::AdamW(Backend& backend, const ParamLayout& layout, std::vector<ShardPiece> pieces, int64_t shard_numel,
              Precision precision, const AdamWConfig& config)
-    : m_be(backend), m_layout(layout), m_pieces(std::move(pieces)), m_shard_numel(shard_numel),
-      m_precision(precision), m_config(config) {
+    : m_be(backend),
+      m_layout(layout),
+      m_pieces(std::move(pieces)),
+      m_shard_numel(shard_numel),
+      m_precision(precision),
+      m_config(config) {
     if (precision == Precision::bf16) {
-        m_master = backend.allocator().allocate(size_t(shard_numel) * 4, MemCategory::master_params,
-                                                "fp32 master weights");
+        m_master =
+            backend.allocator().allocate(size_t(shard_numel) * 4, MemCategory::master_params, "fp32 master weights");
         m_master_tensor = m_master.all(DType::f32).slice(0, shard_numel);
         backend.fill_zero(m_master_tensor);
     }

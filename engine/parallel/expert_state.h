@@ -32,8 +32,12 @@ public:
     void optimizer_step(double lr, float clip_coef) override;
     int optimizer_steps_taken() const override { return m_blocks->optimizer_steps_taken(); }
     bool has_optimizer_moments() const override { return m_blocks->has_optimizer_moments(); }
-    void export_tensor(const ParamTensor& t, StateSlot slot, float* out) override { part(t).export_tensor(t, slot, out); }
-    void import_tensor(const ParamTensor& t, StateSlot slot, const float* in) override { part(t).import_tensor(t, slot, in); }
+    void export_tensor(const ParamTensor& t, StateSlot slot, float* out) override {
+        part(t).export_tensor(t, slot, out);
+    }
+    void import_tensor(const ParamTensor& t, StateSlot slot, const float* in) override {
+        part(t).import_tensor(t, slot, in);
+    }
     void set_optimizer_steps(int steps) override;
 
     TrainState& blocks() { return *m_blocks; }

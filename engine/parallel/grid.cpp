@@ -25,7 +25,8 @@ int grid_rank(const ParallelConfig& p, const GridCoords& c) {
     return ((c.dp * p.pp + c.pp) * p.cp + c.cp) * p.tp + c.tp;
 }
 
-ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> world) : m_p(p), m_world(std::move(world)) {
+ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> world)
+    : m_p(p), m_world(std::move(world)) {
     m_coords = grid_coords(p, m_world->rank());
     if (m_world->size() == 1) {
         m_dp = make_local_communicator(GroupKind::dp);
@@ -64,9 +65,9 @@ ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> 
     // The tied embedding lives on the first and the last stage of each replica.
     const bool holds_embedding = c.pp == 0 || c.pp == p.pp - 1;
     // Colors must be non-negative: ranks outside the group get a color of their own.
-    m_embedding = MpiRuntime::split(*m_world,
-                                    holds_embedding ? color_without(c, &GridCoords::pp) : m_world->size() + m_world->rank(),
-                                    c.pp, GroupKind::embedding);
+    m_embedding = MpiRuntime::split(
+        *m_world, holds_embedding ? color_without(c, &GridCoords::pp) : m_world->size() + m_world->rank(), c.pp,
+        GroupKind::embedding);
 }
 
 std::string ProcessGrid::use_device_communicators(Backend& backend) {

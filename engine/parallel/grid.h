@@ -1,13 +1,13 @@
 // The process grid: world = dp x pp x cp x tp ranks, tp innermost (neighbouring ranks share a tensor-parallel
 // group, as they would share a node's fast links), dp outermost. Expert parallelism is carved out of dp (Megatron,
 // torchtitan): dp rank d is expert-parallel rank d % ep of the expert group of dp ranks [d - d % ep, + ep), which
-// holds every expert once; the d / ep-th copies of an expert are reduced over the expert-data-parallel group. Each rank's coordinates and one communicator per
-// dimension are built once; everything derived from the grid is named after its dimension (dp_rank, pp_next ...).
-// Degrees whose parallelism is not implemented are carried (the metadata shows them) but refused by validate.
-// Groups: dp (same model shard, different data), pp (the stages of one replica), tp (the ranks that split each
-// layer), cp (the ranks that split each sequence), the data-parallel reduction group dp x cp (context-parallel
-// ranks hold partial gradients of the same parameters: cp joins dp for the gradient reduction and ZeRO, as in
-// Megatron), and the first and last stages of a replica for the tied embedding.
+// holds every expert once; the d / ep-th copies of an expert are reduced over the expert-data-parallel group. Each
+// rank's coordinates and one communicator per dimension are built once; everything derived from the grid is named after
+// its dimension (dp_rank, pp_next ...). Degrees whose parallelism is not implemented are carried (the metadata shows
+// them) but refused by validate. Groups: dp (same model shard, different data), pp (the stages of one replica), tp (the
+// ranks that split each layer), cp (the ranks that split each sequence), the data-parallel reduction group dp x cp
+// (context-parallel ranks hold partial gradients of the same parameters: cp joins dp for the gradient reduction and
+// ZeRO, as in Megatron), and the first and last stages of a replica for the tied embedding.
 #pragma once
 
 #include <functional>
@@ -74,7 +74,8 @@ public:
     // bytes travel, for the run's metadata, e.g. "dp: nccl, pp: mpi with host staging (...), embedding: nccl".
     std::string use_device_communicators(Backend& backend);
     // Replaces each of those groups by what `wrap` makes of it (the step above, and tests of the wrappers).
-    void wrap_groups(const std::function<std::unique_ptr<Communicator>(std::unique_ptr<Communicator>, GroupKind)>& wrap);
+    void wrap_groups(
+        const std::function<std::unique_ptr<Communicator>(std::unique_ptr<Communicator>, GroupKind)>& wrap);
 
     nlohmann::json coords_json() const;
     nlohmann::json degrees_json() const;

@@ -14,8 +14,14 @@ constexpr int kActivation = 0, kGradient = 1;
 PipelineExecutor::PipelineExecutor(ProcessGrid& grid, const PipelineShape& shape, std::vector<PipeAction> actions,
                                    std::vector<LocalChunk>& chunks, TrainState& state, Backend& backend,
                                    BatchSource& batches, int micro_batch, int seq)
-    : m_grid(grid), m_shape(shape), m_actions(std::move(actions)), m_chunks(chunks), m_state(state), m_be(backend),
-      m_batches(&batches), m_rows(micro_batch * seq) {
+    : m_grid(grid),
+      m_shape(shape),
+      m_actions(std::move(actions)),
+      m_chunks(chunks),
+      m_state(state),
+      m_be(backend),
+      m_batches(&batches),
+      m_rows(micro_batch * seq) {
     US_ASSERT(!chunks.empty(), "a stage runs at least one chunk");
     // What crosses a stage boundary: the residual stream's rows on this rank, (R,C) (N/tp rows under sequence
     // parallelism), to the same tensor-parallel rank of the neighbouring stage.
@@ -98,7 +104,8 @@ void PipelineExecutor::forward(const PipeAction& a, int64_t step_index) {
     model.forward(acts, MicroBatch{m_tokens.data(), m_targets.data()}, input, m_state);
     if (model.has_head()) m_loss_sum += acts.loss_sum;
     if (vs < virtual_stages() - 1)
-        m_output_sends[k] = m_grid.pp_group().isend(model.output(acts), (vs + 1) % pp, tag(kActivation, vs + 1, a.micro_batch));
+        m_output_sends[k] =
+            m_grid.pp_group().isend(model.output(acts), (vs + 1) % pp, tag(kActivation, vs + 1, a.micro_batch));
 }
 
 void PipelineExecutor::backward(const PipeAction& a, float grad_scale) {
@@ -153,8 +160,10 @@ double PipelineExecutor::run_step(int64_t step_index, float grad_scale) {
     for (size_t i = 0; i < m_actions.size(); ++i) {
         post_receives(i);
         const PipeAction& a = m_actions[i];
-        if (a.op == PipeOp::forward) forward(a, step_index);
-        else backward(a, grad_scale);
+        if (a.op == PipeOp::forward)
+            forward(a, step_index);
+        else
+            backward(a, grad_scale);
         reap_sends(false);
     }
     for (auto& [k, h] : m_output_sends) h->wait();

@@ -62,9 +62,9 @@ private:
     int64_t m_boundary_elements = 0;
     DType m_dtype;
     std::map<Key, ChunkActivations> m_acts;
-    std::map<Key, Allocation> m_inputs;            // received activations, kept until the backward
+    std::map<Key, Allocation> m_inputs;  // received activations, kept until the backward
     std::map<Key, Transfer> m_recv_acts, m_recv_grads;
-    std::map<Key, CommHandle> m_output_sends;      // a forward's output must be sent before it is freed
+    std::map<Key, CommHandle> m_output_sends;  // a forward's output must be sent before it is freed
     std::vector<Transfer> m_sends;
     std::vector<int32_t> m_tokens, m_targets;
     double m_loss_sum = 0;

@@ -26,10 +26,13 @@ void download_converted(Backend& backend, float* values, Tensor src) {
     for (size_t i = 0; i < staged.size(); ++i) values[i] = bf16_to_f32(staged[i]);
 }
 
-ReplicatedState::ReplicatedState(Backend& backend, const ParamLayout& layout, Precision precision,
-                                 bool fp32_grad_accum, const AdamWConfig& adamw, GradientSync* sync)
-    : m_be(backend), m_layout(layout), m_precision(precision),
-      m_fp32_grad_accum(fp32_grad_accum && precision == Precision::bf16), m_sync(sync) {
+ReplicatedState::ReplicatedState(Backend& backend, const ParamLayout& layout, Precision precision, bool fp32_grad_accum,
+                                 const AdamWConfig& adamw, GradientSync* sync)
+    : m_be(backend),
+      m_layout(layout),
+      m_precision(precision),
+      m_fp32_grad_accum(fp32_grad_accum && precision == Precision::bf16),
+      m_sync(sync) {
     const DType e = compute_dtype(precision);
     const int64_t n = layout.total();
     m_params = backend.allocator().allocate(size_t(n) * dtype_size(e), MemCategory::params, "parameters");
@@ -145,7 +148,9 @@ void ReplicatedState::export_tensor(const ParamTensor& t, StateSlot slot, float*
             else
                 download_converted(m_be, out, m_params_tensor.slice(t.offset, t.numel));
             return;
-        case StateSlot::exp_avg: download_converted(m_be, out, m_adamw->exp_avg().slice(t.offset, t.numel)); return;
+        case StateSlot::exp_avg:
+            download_converted(m_be, out, m_adamw->exp_avg().slice(t.offset, t.numel));
+            return;
         case StateSlot::exp_avg_sq:
             download_converted(m_be, out, m_adamw->exp_avg_sq().slice(t.offset, t.numel));
             return;

@@ -18,9 +18,8 @@ void all_reduce_sp_replicated_grads(TensorParallel& tp, TrainState& state, const
     }
     if (total == 0) return;
     const DType dtype = pieces.front().dtype;
-    Allocation packed =
-        backend.allocator().allocate(size_t(total) * dtype_size(dtype), MemCategory::comm_buffers,
-                                     "sequence-parallel replicated gradients");
+    Allocation packed = backend.allocator().allocate(size_t(total) * dtype_size(dtype), MemCategory::comm_buffers,
+                                                     "sequence-parallel replicated gradients");
     const Tensor all = packed.view(dtype, 0, total);
     int64_t at = 0;
     for (const Tensor& p : pieces) {

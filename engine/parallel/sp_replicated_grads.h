@@ -13,7 +13,6 @@ namespace us {
 // Sums those gradients over the tp group, in one coalesced all-reduce, after the data-parallel reduction (the
 // sum is linear, so the order does not matter). A no-op without SP, where every rank sees every row and
 // computes the whole gradient itself.
-void all_reduce_sp_replicated_grads(TensorParallel& tp, TrainState& state, const ParamLayout& layout,
-                                    Backend& backend);
+void all_reduce_sp_replicated_grads(TensorParallel& tp, TrainState& state, const ParamLayout& layout, Backend& backend);
 
 }  // namespace us

@@ -12,8 +12,14 @@ namespace us {
 
 ZeroState::ZeroState(Backend& backend, const ParamLayout& layout, Precision precision, bool fp32_grad_accum,
                      const AdamWConfig& adamw, Communicator& dp, int stage, double bucket_mb, bool isolate_embedding)
-    : m_be(backend), m_layout(layout), m_precision(precision), m_e(compute_dtype(precision)),
-      m_fp32_accum(fp32_grad_accum && precision == Precision::bf16), m_dp(dp), m_stage(stage), m_me(dp.rank()),
+    : m_be(backend),
+      m_layout(layout),
+      m_precision(precision),
+      m_e(compute_dtype(precision)),
+      m_fp32_accum(fp32_grad_accum && precision == Precision::bf16),
+      m_dp(dp),
+      m_stage(stage),
+      m_me(dp.rank()),
       m_plan(plan_buckets(layout, bucket_mb, dtype_size(m_e), isolate_embedding)) {
     US_ASSERT(stage >= 1 && stage <= 3, "ZeRO stage {}", stage);
     std::vector<ShardPiece> pieces;
@@ -171,12 +177,14 @@ void ZeroState::launch_reduce_scatter(int b) {
     const ShardSplit& s = m_split[size_t(b)];
     const DType t = m_stage == 1 && m_fp32_accum ? DType::f32 : m_e;
     Tensor send;
-    if (m_stage == 1) send = (m_fp32_accum ? m_accum32_t : m_grads_t).slice(bucket.offset, bucket.numel);
-    else send = m_bucket_grads[size_t(b)].view(m_e, 0, bucket.numel);
+    if (m_stage == 1)
+        send = (m_fp32_accum ? m_accum32_t : m_grads_t).slice(bucket.offset, bucket.numel);
+    else
+        send = m_bucket_grads[size_t(b)].view(m_e, 0, bucket.numel);
     Reduction r;
     r.bucket = b;
-    r.recv = m_be.allocator().allocate(size_t(std::max(1, my_piece_count(b))) * dtype_size(t), MemCategory::comm_buffers,
-                                       "ZeRO reduce-scatter piece");
+    r.recv = m_be.allocator().allocate(size_t(std::max(1, my_piece_count(b))) * dtype_size(t),
+                                       MemCategory::comm_buffers, "ZeRO reduce-scatter piece");
     r.handle = m_dp.ireduce_scatter(send, r.recv.view(t, 0, my_piece_count(b)), s.counts, s.displs);
     m_bucket_busy[size_t(b)] = true;
     m_inflight.push_back(std::move(r));
@@ -242,7 +250,8 @@ double ZeroState::local_grad_sumsq(bool include_embedding, bool include_tp_repli
                 for (const Tensor& piece : grad_pieces(t)) local += m_be.sum_squares(piece);
         return local;
     }
-    const int emb_bucket = m_layout.embedding_unit() >= 0 ? m_plan.bucket_of_unit[size_t(m_layout.embedding_unit())] : -1;
+    const int emb_bucket =
+        m_layout.embedding_unit() >= 0 ? m_plan.bucket_of_unit[size_t(m_layout.embedding_unit())] : -1;
     for (int b = 0; b < int(m_plan.buckets.size()); ++b) {
         const int n = my_piece_count(b);
         if (n == 0 || (!include_embedding && b == emb_bucket)) continue;
@@ -321,8 +330,12 @@ void ZeroState::import_tensor(const ParamTensor& t, StateSlot slot, const float*
                 if (m_stage >= 3) upload_converted(m_be, m_params_t.slice(at, n), src);
                 if (m_precision == Precision::bf16) upload_converted(m_be, m_adamw->master().slice(at, n), src);
                 break;
-            case StateSlot::exp_avg: upload_converted(m_be, m_adamw->exp_avg().slice(at, n), src); break;
-            case StateSlot::exp_avg_sq: upload_converted(m_be, m_adamw->exp_avg_sq().slice(at, n), src); break;
+            case StateSlot::exp_avg:
+                upload_converted(m_be, m_adamw->exp_avg().slice(at, n), src);
+                break;
+            case StateSlot::exp_avg_sq:
+                upload_converted(m_be, m_adamw->exp_avg_sq().slice(at, n), src);
+                break;
         }
     });
 }
@@ -335,11 +348,16 @@ void ZeroState::export_tensor(const ParamTensor& t, StateSlot slot, float* out) 
         Tensor src;
         switch (slot) {
             case StateSlot::weights:
-                src = m_precision == Precision::bf16 ? m_adamw->master().slice(at, n)
-                                                     : (m_stage >= 3 ? m_params_t.slice(at, n) : m_params_t.slice(a, n));
+                src = m_precision == Precision::bf16
+                          ? m_adamw->master().slice(at, n)
+                          : (m_stage >= 3 ? m_params_t.slice(at, n) : m_params_t.slice(a, n));
                 break;
-            case StateSlot::exp_avg: src = m_adamw->exp_avg().slice(at, n); break;
-            case StateSlot::exp_avg_sq: src = m_adamw->exp_avg_sq().slice(at, n); break;
+            case StateSlot::exp_avg:
+                src = m_adamw->exp_avg().slice(at, n);
+                break;
+            case StateSlot::exp_avg_sq:
+                src = m_adamw->exp_avg_sq().slice(at, n);
+                break;
         }
         download_converted(m_be, dst, src);
     });

@@ -67,7 +67,9 @@ private:
     };
 
     const Bucket& bucket_of(int unit) const { return m_plan.buckets[size_t(m_plan.bucket_of_unit[size_t(unit)])]; }
-    int64_t my_piece_begin(int b) const { return m_plan.buckets[size_t(b)].offset + m_split[size_t(b)].displs[size_t(m_me)]; }
+    int64_t my_piece_begin(int b) const {
+        return m_plan.buckets[size_t(b)].offset + m_split[size_t(b)].displs[size_t(m_me)];
+    }
     int my_piece_count(int b) const { return m_split[size_t(b)].counts[size_t(m_me)]; }
     void ensure_grads();
     void launch_reduce_scatter(int b);
@@ -90,7 +92,7 @@ private:
     std::vector<int64_t> m_shard_offset;  // per bucket, where its piece sits in the shard buffers
     int64_t m_shard_numel = 0;
 
-    Allocation m_params;        // stage <= 2: full (compute dtype); stage 3: this rank's shard
+    Allocation m_params;  // stage <= 2: full (compute dtype); stage 3: this rank's shard
     Tensor m_params_t;
     Allocation m_grads, m_accum32;  // stage 1: full; stages 2-3: shard
     Tensor m_grads_t, m_accum32_t;

@@ -22,7 +22,8 @@ std::vector<int64_t> tensor_shape(const ParamTensor& t) {
 }
 
 nlohmann::json model_json(const GPTConfig& m) {
-    nlohmann::json j = {{"vocab", m.vocab}, {"hidden", m.hidden}, {"layers", m.layers}, {"heads", m.heads}, {"seq", m.seq}};
+    nlohmann::json j = {
+        {"vocab", m.vocab}, {"hidden", m.hidden}, {"layers", m.layers}, {"heads", m.heads}, {"seq", m.seq}};
     if (m.is_moe()) {  // dense checkpoints keep their metadata as it was
         j["moe_experts"] = m.moe_experts;
         j["moe_topk"] = m.moe_topk;
@@ -41,7 +42,8 @@ void save_checkpoint(const std::string& path, const TrainConfig& cfg, const std:
     SafetensorsWriter w;
     const char* prefixes[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
     for (const ParamLayout* layout : layouts) {
-        US_ASSERT(layout->tp().tp == 1, "a checkpoint is written from whole tensors (Trainer::save gathers the shards)");
+        US_ASSERT(layout->tp().tp == 1,
+                  "a checkpoint is written from whole tensors (Trainer::save gathers the shards)");
         host.emplace_back(size_t(layout->total()) * size_t(slots));
         for (int s = 0; s < slots; ++s) {
             float* base = host.back().data() + size_t(s) * size_t(layout->total());
@@ -101,36 +103,37 @@ CheckpointInfo load_checkpoint(const std::string& path, const TrainConfig& cfg,
     const char* prefixes[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
     info.has_optimizer_state = f.find(std::string(prefixes[1]) + layout.tensors().front().name) != nullptr;
     for (const ParamLayout* each : layouts)
-    for (int s = 0; s < (info.has_optimizer_state ? 3 : 1); ++s) {
-        for (const ParamTensor& t : each->tensors()) {
-            const std::string name = prefixes[s] + t.name;
-            const SafeTensor* st = f.find(name);
-            US_CHECK_INPUT(st, "checkpoint '{}' has no tensor '{}'", path, name);
-            US_CHECK_INPUT(st->shape == tensor_shape(t),
-                           "checkpoint '{}': tensor '{}' has shape {} but this model needs {}: the checkpoint is of "
-                           "another shape",
-                           path, name, nlohmann::json(st->shape).dump(), nlohmann::json(tensor_shape(t)).dump());
-            values.resize(size_t(t.whole_numel()));
-            if (st->dtype == "F32") {
-                std::memcpy(values.data(), st->data, size_t(t.whole_numel()) * 4);
-            } else if (st->dtype == "BF16") {
-                for (int64_t i = 0; i < t.whole_numel(); ++i) {
-                    bf16 b;
-                    std::memcpy(&b.bits, st->data + 2 * i, 2);
-                    values[size_t(i)] = bf16_to_f32(b);
+        for (int s = 0; s < (info.has_optimizer_state ? 3 : 1); ++s) {
+            for (const ParamTensor& t : each->tensors()) {
+                const std::string name = prefixes[s] + t.name;
+                const SafeTensor* st = f.find(name);
+                US_CHECK_INPUT(st, "checkpoint '{}' has no tensor '{}'", path, name);
+                US_CHECK_INPUT(
+                    st->shape == tensor_shape(t),
+                    "checkpoint '{}': tensor '{}' has shape {} but this model needs {}: the checkpoint is of "
+                    "another shape",
+                    path, name, nlohmann::json(st->shape).dump(), nlohmann::json(tensor_shape(t)).dump());
+                values.resize(size_t(t.whole_numel()));
+                if (st->dtype == "F32") {
+                    std::memcpy(values.data(), st->data, size_t(t.whole_numel()) * 4);
+                } else if (st->dtype == "BF16") {
+                    for (int64_t i = 0; i < t.whole_numel(); ++i) {
+                        bf16 b;
+                        std::memcpy(&b.bits, st->data + 2 * i, 2);
+                        values[size_t(i)] = bf16_to_f32(b);
+                    }
+                } else {
+                    fail_user("checkpoint '{}': tensor '{}' has dtype {}; expected F32 or BF16", path, name, st->dtype);
                 }
-            } else {
-                fail_user("checkpoint '{}': tensor '{}' has dtype {}; expected F32 or BF16", path, name, st->dtype);
-            }
-            if (each->tp().tp == 1) {
-                state.import_tensor(t, StateSlot(s), values.data());
-            } else {  // resharding on load: this rank's shard of the whole tensor
-                shard.resize(size_t(t.numel));
-                take_shard(t, each->tp(), values.data(), shard.data());
-                state.import_tensor(t, StateSlot(s), shard.data());
+                if (each->tp().tp == 1) {
+                    state.import_tensor(t, StateSlot(s), values.data());
+                } else {  // resharding on load: this rank's shard of the whole tensor
+                    shard.resize(size_t(t.numel));
+                    take_shard(t, each->tp(), values.data(), shard.data());
+                    state.import_tensor(t, StateSlot(s), shard.data());
+                }
             }
         }
-    }
     return info;
 }
 

@@ -107,7 +107,8 @@ RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInf
     if (!cfg.trace.empty()) {
         m_trace_path = cfg.trace;
         const std::string path = rank.world > 1 ? prof::trace_part_path(cfg.trace, rank.rank) : cfg.trace;
-        sinks.push_back(std::make_unique<prof::FileSink>(std::make_shared<prof::TraceFileWriter>(path), uint32_t(rank.rank)));
+        sinks.push_back(
+            std::make_unique<prof::FileSink>(std::make_shared<prof::TraceFileWriter>(path), uint32_t(rank.rank)));
     }
     if (!cfg.connect.empty()) {
         const char* token = std::getenv("ULTRASCOPE_TOKEN");
@@ -146,8 +147,9 @@ RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInf
         m_metadata.cupti = cupti_json(prof::cupti_summary());
         const std::string failure = cupti.running ? std::string() : cupti.message;
 #else
-        const std::string failure = "CUPTI: this build has no CUPTI collector (it needs CUDA 13): kernel-level "
-                                    "spans are off; engine-side spans carry on";
+        const std::string failure =
+            "CUPTI: this build has no CUPTI collector (it needs CUDA 13): kernel-level "
+            "spans are off; engine-side spans carry on";
         m_metadata.cupti = nlohmann::json{{"running", false}, {"status", failure}};
 #endif
         if (!failure.empty()) std::fprintf(stderr, "ultrascope-train: rank %d: %s\n", rank.rank, failure.c_str());

@@ -91,8 +91,8 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& nam
                        "'{}': tensor '{}' has invalid data_offsets", name, t.name);
         const uint64_t lo = off[0].get<uint64_t>(), hi = off[1].get<uint64_t>();
         US_CHECK_INPUT(lo <= hi && hi <= data_size,
-                       "'{}' is truncated or corrupt: tensor '{}' spans bytes [{}, {}) of a {}-byte data section",
-                       name, t.name, lo, hi, data_size);
+                       "'{}' is truncated or corrupt: tensor '{}' spans bytes [{}, {}) of a {}-byte data section", name,
+                       t.name, lo, hi, data_size);
         US_CHECK_INPUT(hi - lo == uint64_t(t.numel()) * elem,
                        "'{}': tensor '{}' has {} bytes but its shape and dtype need {}", name, t.name, hi - lo,
                        uint64_t(t.numel()) * elem);

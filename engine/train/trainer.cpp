@@ -59,22 +59,22 @@ ParamLayout Trainer::rank_layout(const TrainConfig& cfg, int stage, int tp_rank)
 //      ranks hold partial gradients of the same parameters), the experts' over the ranks holding the same experts;
 //      optimizer state (and with ZeRO-2/3 gradients and parameters) sharded over those groups.
 Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
-    : m_config((config.validate(), config)), m_be(backend),
-      m_grid(grid_or_local(grid, m_own_grid, config.parallel)) {
+    : m_config((config.validate(), config)), m_be(backend), m_grid(grid_or_local(grid, m_own_grid, config.parallel)) {
     const ParallelConfig& p = m_config.parallel;
     validate_layout(p, m_grid.world_size());
-    if (p.tp > 1) m_tp = TensorParallel(m_grid.tp_group(), p.sp, backend);                 // 1
-    if (p.cp > 1)                                                                          // 2
+    if (p.tp > 1) m_tp = TensorParallel(m_grid.tp_group(), p.sp, backend);  // 1
+    if (p.cp > 1)                                                           // 2
         m_cp = ContextParallel(m_grid.cp_group(), parse_cp_balance(p.cp_balance), m_config.model.seq, backend);
-    m_layout = rank_layout(m_config, m_grid.pp_rank(), m_grid.tp_rank());                  // 1 + 4
-    if (m_config.model.is_moe()) {                                                         // 3
-        m_expert_layout = ParamLayout::build_experts(m_config.model, stage_chunks(m_config, m_grid.pp_rank()),
-                                                     TpPlacement{p.tp, m_grid.tp_rank()},
-                                                     EpPlacement{p.ep, m_grid.ep_rank()});
-        if (p.ep > 1) m_expert_exchange = std::make_unique<ExpertParallel>(m_grid.ep_group(), m_config.model.moe_experts);
+    m_layout = rank_layout(m_config, m_grid.pp_rank(), m_grid.tp_rank());  // 1 + 4
+    if (m_config.model.is_moe()) {                                         // 3
+        m_expert_layout =
+            ParamLayout::build_experts(m_config.model, stage_chunks(m_config, m_grid.pp_rank()),
+                                       TpPlacement{p.tp, m_grid.tp_rank()}, EpPlacement{p.ep, m_grid.ep_rank()});
+        if (p.ep > 1)
+            m_expert_exchange = std::make_unique<ExpertParallel>(m_grid.ep_group(), m_config.model.moe_experts);
     }
-    make_state();                                                                          // 5
-    make_chunks();                                                                         // 1 - 4
+    make_state();   // 5
+    make_chunks();  // 1 - 4
 
     // Data: every rank of a data-parallel replica (its tp, cp ranks and pipeline stages) reads the same
     // micro-batches; a cp rank keeps its positions of them.
@@ -128,8 +128,8 @@ std::unique_ptr<TrainState> Trainer::make_state_for(const ParamLayout& layout, C
         return std::make_unique<ReplicatedState>(m_be, layout, m_config.precision, m_config.fp32_grad_accum,
                                                  m_config.adamw, sync);
     }
-    return std::make_unique<ZeroState>(m_be, layout, m_config.precision, m_config.fp32_grad_accum, m_config.adamw, group,
-                                       p.zero, p.bucket_mb, isolate_embedding);
+    return std::make_unique<ZeroState>(m_be, layout, m_config.precision, m_config.fp32_grad_accum, m_config.adamw,
+                                       group, p.zero, p.bucket_mb, isolate_embedding);
 }
 
 // The blocks' parameters reduce over dp x cp; an MoE model's experts over the ranks that hold the same experts.
@@ -175,8 +175,10 @@ void Trainer::make_chunks() {
 Trainer::~Trainer() = default;
 
 void Trainer::use_batches(BatchSource& batches) {
-    if (m_local_batches) m_local_batches->set_source(batches);
-    else m_executor->set_batch_source(batches);
+    if (m_local_batches)
+        m_local_batches->set_source(batches);
+    else
+        m_executor->set_batch_source(batches);
 }
 
 StepMetrics Trainer::train_step() {
@@ -327,9 +329,11 @@ void Trainer::save(const std::string& path) {
         error = e.what();
     }
     if (m_grid.world().all_reduce_max(error.empty() ? 0.0 : 1.0) > 0)
-        fail_user("{}", error.empty() ? fmt::format("rank 0 could not write the checkpoint '{}' (its message says why); "
-                                                    "the previous one is unchanged", path)
-                                      : error + "; the previous checkpoint is unchanged");
+        fail_user("{}", error.empty()
+                            ? fmt::format("rank 0 could not write the checkpoint '{}' (its message says why); "
+                                          "the previous one is unchanged",
+                                          path)
+                            : error + "; the previous checkpoint is unchanged");
 }
 
 // A pipeline's or a tensor-parallel run's checkpoint holds whole tensors too: each (stage, tp rank) exports its
@@ -381,12 +385,16 @@ void Trainer::save_gathered(const std::string& path) {
                     }
             }
     };
-    gather(whole, 0, [&](int stage, int) { return rank_layout(m_config, stage, 0); }, false);
+    gather(
+        whole, 0, [&](int stage, int) { return rank_layout(m_config, stage, 0); }, false);
     if (m_config.model.is_moe())
-        gather(whole_experts, whole.total(), [&](int stage, int q) {
-            return ParamLayout::build_experts(m_config.model, stage_chunks(m_config, stage), TpPlacement{tp, 0},
-                                              EpPlacement{ep, q});
-        }, true);
+        gather(
+            whole_experts, whole.total(),
+            [&](int stage, int q) {
+                return ParamLayout::build_experts(m_config.model, stage_chunks(m_config, stage), TpPlacement{tp, 0},
+                                                  EpPlacement{ep, q});
+            },
+            true);
     if (!lead) return;
     // Rank 0 now has everything: write it through the same writer as single-rank runs (the experts' tensors sit
     // after the blocks' in the host copy, so the experts' whole layout reads them at an offset).
@@ -408,7 +416,8 @@ void Trainer::save_gathered(const std::string& path) {
         int optimizer_steps_taken() const override { return m_steps; }
         bool has_optimizer_moments() const override { return m_slots == 3; }
         void export_tensor(const ParamTensor& t, StateSlot slot, float* out) override {
-            std::copy_n(m_h.data() + size_t(slot) * size_t(m_n) + (t.expert ? m_experts_at : 0) + t.offset, t.numel, out);
+            std::copy_n(m_h.data() + size_t(slot) * size_t(m_n) + (t.expert ? m_experts_at : 0) + t.offset, t.numel,
+                        out);
         }
         void import_tensor(const ParamTensor&, StateSlot, const float*) override {}
         void set_optimizer_steps(int) override {}

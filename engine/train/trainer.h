@@ -22,14 +22,14 @@
 namespace us {
 
 struct StepMetrics {
-    int step = 0;             // 1-based
-    double loss = 0.0;        // mean over the global batch's tokens
+    int step = 0;       // 1-based
+    double loss = 0.0;  // mean over the global batch's tokens
     double lr = 0.0;
-    double grad_norm = 0.0;   // before clipping
-    int64_t tokens = 0;       // global tokens in the step
+    double grad_norm = 0.0;     // before clipping
+    int64_t tokens = 0;         // global tokens in the step
     double step_ms = 0.0;       // wall time of the slowest rank
     double tokens_per_s = 0.0;  // tokens / step_ms
-    MemoryStats memory;       // peaks are within this step
+    MemoryStats memory;         // peaks are within this step
     // Mixture of experts (0 for a dense model): the balance loss (added to the loss the gradients follow, not to
     // `loss`), choices dropped beyond the experts' capacity, and per MoE layer the choices each expert received,
     // all over the global batch.

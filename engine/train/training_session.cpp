@@ -36,9 +36,8 @@ public:
         const int filled = m_total > 0 ? int(double(m.step) / m_total * width) : width;
         const std::string bar = std::string(size_t(filled), '=') + std::string(size_t(width - filled), ' ');
         std::fprintf(stderr, "%sstep %*d/%d [%s] loss %.4f | lr %.2e | %6.0f tok/s | %6.1f ms/step | peak %s%s",
-                     m_tty ? "\r" : "", int(std::to_string(m_total).size()), m.step, m_total, bar.c_str(), m.loss,
-                     m.lr, m.tokens_per_s, m.step_ms, format_bytes(m.memory.total_peak).c_str(),
-                     m_tty ? "\033[K" : "\n");
+                     m_tty ? "\r" : "", int(std::to_string(m_total).size()), m.step, m_total, bar.c_str(), m.loss, m.lr,
+                     m.tokens_per_s, m.step_ms, format_bytes(m.memory.total_peak).c_str(), m_tty ? "\033[K" : "\n");
         std::fflush(stderr);
     }
     void finish() {
@@ -67,17 +66,20 @@ void print_summary(const Trainer& trainer, const std::vector<StepMetrics>& histo
     for (const auto& m : history)
         for (int k = 0; k < kMemCategoryCount; ++k) peak.peak[k] = std::max(peak.peak[k], m.memory.peak[k]);
     for (const auto& m : history) peak.total_peak = std::max(peak.total_peak, m.memory.total_peak);
-    std::printf("\nTrained %d steps in %.1f s: loss %.4f (step %d) -> %.4f (step %d)\n", int(history.size()),
-                seconds, history.front().loss, history.front().step, history.back().loss, history.back().step);
-    std::printf("Throughput (measured over the %d steady step(s), the slowest rank's time): %.0f tokens/s, %.1f "
-                "ms/step\n",
-                counted, tokens / (ms / 1e3), ms / counted);
+    std::printf("\nTrained %d steps in %.1f s: loss %.4f (step %d) -> %.4f (step %d)\n", int(history.size()), seconds,
+                history.front().loss, history.front().step, history.back().loss, history.back().step);
+    std::printf(
+        "Throughput (measured over the %d steady step(s), the slowest rank's time): %.0f tokens/s, %.1f "
+        "ms/step\n",
+        counted, tokens / (ms / 1e3), ms / counted);
     if (c.model.is_moe())
-        std::printf("Model: %lld parameters, %lld active per token (formula: dense blocks 12h^2 + 13h, MoE blocks "
-                    "4h^2 + 8h + hE + E(8h^2 + 5h) with K of the E experts active), ",
-                    (long long)c.model.num_params(), (long long)c.model.active_params());
+        std::printf(
+            "Model: %lld parameters, %lld active per token (formula: dense blocks 12h^2 + 13h, MoE blocks "
+            "4h^2 + 8h + hE + E(8h^2 + 5h) with K of the E experts active), ",
+            (long long)c.model.num_params(), (long long)c.model.active_params());
     else
-        std::printf("Model: %lld parameters (formula: N = h*v + L*(12h^2 + 13h) + 2h), ", (long long)c.model.num_params());
+        std::printf("Model: %lld parameters (formula: N = h*v + L*(12h^2 + 13h) + 2h), ",
+                    (long long)c.model.num_params());
     std::printf("%s, recompute %s, micro-batch %d x %d tokens, %d micro-batch(es) per step\n",
                 std::string(precision_name(c.precision)).c_str(), std::string(recompute_name(c.recompute)).c_str(),
                 c.batch, c.model.seq, c.grad_accum);
@@ -90,15 +92,17 @@ void print_summary(const Trainer& trainer, const std::vector<StepMetrics>& histo
             for (const auto& layer : m.moe_routed)  // every choice, the dropped ones too
                 for (int64_t n : layer.second) choices += n;
         }
-        std::printf("Experts (measured): %d of %d per token; balance E*sum(f*P) %.3f (mean; 1 is even, %d all on one "
-                    "expert); %lld of %lld choices dropped beyond capacity\n",
-                    c.model.moe_topk, c.model.moe_experts, balance / double(history.size()), c.model.moe_experts,
-                    (long long)dropped, (long long)choices);
+        std::printf(
+            "Experts (measured): %d of %d per token; balance E*sum(f*P) %.3f (mean; 1 is even, %d all on one "
+            "expert); %lld of %lld choices dropped beyond capacity\n",
+            c.model.moe_topk, c.model.moe_experts, balance / double(history.size()), c.model.moe_experts,
+            (long long)dropped, (long long)choices);
     }
     std::printf("Peak memory by category (measured by the tracked allocator):\n");
     for (int k = 0; k < kMemCategoryCount; ++k)
-        if (peak.peak[k]) std::printf("  %-16s %12s\n", std::string(kMemCategoryNames[k]).c_str(),
-                                      format_bytes(peak.peak[k]).c_str());
+        if (peak.peak[k])
+            std::printf("  %-16s %12s\n", std::string(kMemCategoryNames[k]).c_str(),
+                        format_bytes(peak.peak[k]).c_str());
     std::printf("  %-16s %12s\n", "total (peak)", format_bytes(peak.total_peak).c_str());
 }
 
@@ -143,7 +147,8 @@ RankInfo rank_info(ProcessGrid& grid) {
 int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     const bool lead = grid.world_rank() == 0;  // rank 0 prints, writes metrics and checkpoints
     if (!lead) cfg.quiet = true;
-    if (MpiRuntime::initialized() && cfg.parallel.comm_progress == "poll") device.set_progress_hook(&MpiRuntime::progress);
+    if (MpiRuntime::initialized() && cfg.parallel.comm_progress == "poll")
+        device.set_progress_hook(&MpiRuntime::progress);
     apply_fake_clock_offset(grid.world_rank());
     RankInfo rank = rank_info(grid);
     // GPU tensors travel over NCCL (or MPI with host staging where NCCL cannot run): the trace says which.
@@ -183,7 +188,8 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
         if (metrics) metrics->write(m);
         progress.update(m);
         history.push_back(m);
-        if (cfg.save_every > 0 && m.step % cfg.save_every == 0 && m.step < cfg.steps) save_checkpoint_now(trainer, cfg, profiler);
+        if (cfg.save_every > 0 && m.step % cfg.save_every == 0 && m.step < cfg.steps)
+            save_checkpoint_now(trainer, cfg, profiler);
         // Clocks of different hosts drift apart: the offset is estimated again every few minutes of training. The
         // step time is the world's maximum, so every rank counts the same time and re-estimates at the same step.
         since_clock_estimate_s += m.step_ms / 1e3;
@@ -196,9 +202,10 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
         if (profiler.stream_lost() && !said_lost) {
             said_lost = true;
             if (!stop_with_listener)
-                std::fprintf(stderr, "ultrascope-train: rank %d: the live stream to %s is gone; training goes on%s\n",
-                             grid.world_rank(), cfg.connect.c_str(),
-                             cfg.trace.empty() ? "" : fmt::format(" (the trace is still written to {})", cfg.trace).c_str());
+                std::fprintf(
+                    stderr, "ultrascope-train: rank %d: the live stream to %s is gone; training goes on%s\n",
+                    grid.world_rank(), cfg.connect.c_str(),
+                    cfg.trace.empty() ? "" : fmt::format(" (the trace is still written to {})", cfg.trace).c_str());
         }
         if (stop_with_listener && grid.world().all_reduce_max(profiler.stream_lost() ? 1.0 : 0.0) > 0) {
             stopped = true;
@@ -208,10 +215,11 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     progress.finish();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (stopped) {
-        std::fprintf(stderr, "ultrascope-train: rank %d: the launcher's live stream is gone: stopping after step %d%s\n",
-                     grid.world_rank(), trainer.steps_done(),
-                     cfg.save.empty() ? "" : " (the last checkpoint stays as it was)");
-        profiler.finish(false, fmt::format("the launcher's live stream went away; stopped after step {}", trainer.steps_done()));
+        std::fprintf(
+            stderr, "ultrascope-train: rank %d: the launcher's live stream is gone: stopping after step %d%s\n",
+            grid.world_rank(), trainer.steps_done(), cfg.save.empty() ? "" : " (the last checkpoint stays as it was)");
+        profiler.finish(
+            false, fmt::format("the launcher's live stream went away; stopped after step {}", trainer.steps_done()));
         return 143;
     }
     if (!cfg.save.empty()) save_checkpoint_now(trainer, cfg, profiler);

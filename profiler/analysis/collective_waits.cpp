@@ -62,7 +62,8 @@ std::map<int, std::vector<Matched>> matched_collectives(const TraceStore& store,
             int64_t transfer = INT64_MAX;
             for (const auto& [r, spans] : ranks) transfer = std::min(transfer, spans[k]->end - spans[k]->begin);
             for (const auto& [r, spans] : ranks)
-                out[r].push_back({group.first, spans[k]->begin, spans[k]->end, spans[k]->end - spans[k]->begin - transfer});
+                out[r].push_back(
+                    {group.first, spans[k]->begin, spans[k]->end, spans[k]->end - spans[k]->begin - transfer});
         }
     }
     return out;

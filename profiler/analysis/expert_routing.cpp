@@ -73,7 +73,8 @@ ExpertRouting analyze_expert_routing(const TraceStore& store) {
             const int step = lr.steps[i];
             std::vector<double> row(size_t(r.experts), 0.0);
             for (int e = 0; e < r.experts; ++e)
-                if (auto it = experts.find(e); it != experts.end() && it->second.count(step)) row[size_t(e)] = it->second.at(step);
+                if (auto it = experts.find(e); it != experts.end() && it->second.count(step))
+                    row[size_t(e)] = it->second.at(step);
             double drop = 0;
             if (auto it = experts.find(-1); it != experts.end() && it->second.count(step)) drop = it->second.at(step);
             lr.choices.push_back(row);
@@ -109,7 +110,10 @@ nlohmann::json expert_routing_json(const ExpertRouting& r) {
                           {"imbalance_mean", l.imbalance_mean},
                           {"imbalance_max", l.imbalance_max},
                           {"dropped_fraction", l.dropped_fraction}});
-    return {{"experts", r.experts}, {"layers", layers}, {"steps", r.steps}, {"balance", r.balance},
+    return {{"experts", r.experts},
+            {"layers", layers},
+            {"steps", r.steps},
+            {"balance", r.balance},
             {"aux_loss", r.aux_loss}};
 }
 

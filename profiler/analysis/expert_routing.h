@@ -13,21 +13,21 @@ namespace us::prof {
 
 struct LayerRouting {
     int layer = 0;
-    std::vector<int> steps;                       // the steps recorded, in order
-    std::vector<std::vector<double>> choices;     // [step][expert]: choices the expert received (dropped included)
-    std::vector<double> dropped;                  // per step
+    std::vector<int> steps;                    // the steps recorded, in order
+    std::vector<std::vector<double>> choices;  // [step][expert]: choices the expert received (dropped included)
+    std::vector<double> dropped;               // per step
     // Over the steady steps (all but the first when there are several):
-    std::vector<double> share;                    // per expert, of all choices (1/E each when even)
-    double imbalance_mean = 0, imbalance_max = 0; // most loaded expert over the mean, per step (1 = even)
-    double dropped_fraction = 0;                  // dropped choices over all choices
+    std::vector<double> share;                     // per expert, of all choices (1/E each when even)
+    double imbalance_mean = 0, imbalance_max = 0;  // most loaded expert over the mean, per step (1 = even)
+    double dropped_fraction = 0;                   // dropped choices over all choices
 };
 
 struct ExpertRouting {
     int experts = 0;
     std::vector<LayerRouting> layers;  // by layer
     std::vector<int> steps;
-    std::vector<double> balance;       // per step: E sum_i f_i P_i, mean over layers and sequences (1 = even)
-    std::vector<double> aux_loss;      // per step: the balance loss as weighted into the training loss
+    std::vector<double> balance;   // per step: E sum_i f_i P_i, mean over layers and sequences (1 = even)
+    std::vector<double> aux_loss;  // per step: the balance loss as weighted into the training loss
     bool empty() const { return layers.empty(); }
 };
 

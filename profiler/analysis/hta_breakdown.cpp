@@ -29,8 +29,10 @@ std::vector<Interval> hta_merge(std::vector<Interval> v) {
     std::vector<Interval> groups;
     int64_t latest_end = INT64_MIN;
     for (const Interval& k : v) {
-        if (groups.empty() || k.first > latest_end) groups.push_back(k);
-        else groups.back().second = std::max(groups.back().second, k.second);
+        if (groups.empty() || k.first > latest_end)
+            groups.push_back(k);
+        else
+            groups.back().second = std::max(groups.back().second, k.second);
         latest_end = std::max(latest_end, k.second);
     }
     return groups;
@@ -85,9 +87,10 @@ std::vector<HtaKernel> hta_kernels(const TraceStore& store, int rank, const HtaO
     if (info) {
         info->kineto_steps.clear();
         for (int n : used) info->kineto_steps.push_back(n - offset);
-        info->steps_rule = filter ? fmt::format("kernels launched before ProfilerStep#{} (the last) began, as HTA keeps",
-                                                last_step - offset)
-                                  : std::string("fewer than two ProfilerSteps: every kernel, as HTA keeps");
+        info->steps_rule = filter
+                               ? fmt::format("kernels launched before ProfilerStep#{} (the last) began, as HTA keeps",
+                                             last_step - offset)
+                               : std::string("fewer than two ProfilerSteps: every kernel, as HTA keeps");
     }
     const LaunchTimes launches = launch_times(store, rank);
     if (info) info->launch_source = launches.source;
@@ -154,9 +157,12 @@ HtaFigures hta_figures(std::vector<HtaKernel> kernels, const HtaOptions& options
             const HtaKernel& k = kernels[i];
             if (prev.stream != k.stream) continue;
             const int64_t gap = k.begin - prev.end;
-            if (k.launch != INT64_MIN && k.launch > prev.end) host += gap;
-            else if (gap < options.consecutive_kernel_delay_ns) wait += gap;
-            else other += gap;
+            if (k.launch != INT64_MIN && k.launch > prev.end)
+                host += gap;
+            else if (gap < options.consecutive_kernel_delay_ns)
+                wait += gap;
+            else
+                other += gap;
         }
         f.host_wait_us = double(host) / 1e3, f.kernel_wait_us = double(wait) / 1e3, f.other_us = double(other) / 1e3;
     }
@@ -187,7 +193,9 @@ nlohmann::json hta_json(const HtaBreakdown& b) {
             {"non_compute_time_us", f.non_compute_time_us},
             {"comp_comm_overlap_pct", opt(f.comp_comm_overlap_pct)},
             {"idle_breakdown",
-             {{"host_wait_us", opt(f.host_wait_us)}, {"kernel_wait_us", opt(f.kernel_wait_us)}, {"other_us", opt(f.other_us)}}}};
+             {{"host_wait_us", opt(f.host_wait_us)},
+              {"kernel_wait_us", opt(f.kernel_wait_us)},
+              {"other_us", opt(f.other_us)}}}};
 }
 
 std::string format_hta(const std::vector<HtaBreakdown>& ranks) {
@@ -200,14 +208,15 @@ std::string format_hta(const std::vector<HtaBreakdown>& ranks) {
     for (const HtaBreakdown& b : ranks) {
         const HtaFigures& f = b.total;
         s += fmt::format("  {:<6} {:>12.0f} {:>8.2f} {:>9.2f} {:>12.2f} {:>9}  {:>10} {:>11} {:>10}\n", b.rank,
-                         f.kernel_time_us, pct(f.idle_time_us, f.kernel_time_us), pct(f.compute_time_us, f.kernel_time_us),
-                         pct(f.non_compute_time_us, f.kernel_time_us),
+                         f.kernel_time_us, pct(f.idle_time_us, f.kernel_time_us),
+                         pct(f.compute_time_us, f.kernel_time_us), pct(f.non_compute_time_us, f.kernel_time_us),
                          f.comp_comm_overlap_pct ? fmt::format("{:.2f}", *f.comp_comm_overlap_pct) : "unknown",
                          opt_us(f.host_wait_us), opt_us(f.kernel_wait_us), opt_us(f.other_us));
     }
     bool no_comm = false;
     for (const HtaBreakdown& b : ranks) no_comm |= !b.total.comp_comm_overlap_pct;
-    if (no_comm) s += "  overlap unknown: no NCCL kernels on the GPU (no collective, or collectives staged through the host)\n";
+    if (no_comm)
+        s += "  overlap unknown: no NCCL kernels on the GPU (no collective, or collectives staged through the host)\n";
     const HtaBreakdown& first = ranks.front();
     std::string steps;
     for (int n : first.kineto_steps) steps += (steps.empty() ? "" : ",") + std::to_string(n);

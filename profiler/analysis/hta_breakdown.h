@@ -32,10 +32,10 @@ struct HtaKernel {
 };
 
 struct HtaFigures {
-    double kernel_time_us = 0;       // from the first kernel's start to the last one's end
-    double idle_time_us = 0;         // kernel time minus the union of all kernels
-    double compute_time_us = 0;      // the union of computation kernels
-    double non_compute_time_us = 0;  // kernel time - compute - idle
+    double kernel_time_us = 0;                    // from the first kernel's start to the last one's end
+    double idle_time_us = 0;                      // kernel time minus the union of all kernels
+    double compute_time_us = 0;                   // the union of computation kernels
+    double non_compute_time_us = 0;               // kernel time - compute - idle
     std::optional<double> comp_comm_overlap_pct;  // |comp ∩ comm| / |comm| x 100; unknown without comm kernels
     // Idle time between consecutive kernels of each stream, summed over the streams; unknown when no kernel's
     // launch time is known (host wait cannot be told from the rest then).

@@ -10,9 +10,7 @@
 
 namespace us::prof {
 
-bool is_imported_run(const TraceStore& store) {
-    return store.rank_count() > 0 && store.is_imported();
-}
+bool is_imported_run(const TraceStore& store) { return store.rank_count() > 0 && store.is_imported(); }
 
 std::string process_group_name(const RankTrace& rt, int group) {
     const nlohmann::json groups = rt.metadata.value("process_groups", nlohmann::json::array());
@@ -59,7 +57,9 @@ ImportedRun imported_run_section(const TraceStore& store, int microbatches) {
             }
             const int64_t m = total_length(in_steps);
             const int64_t exposed = m - intersection_length(in_steps, C);
-            groups.push_back({{"group", g}, {"name", process_group_name(rt, g)}, {"comm_s", double(m) / 1e9},
+            groups.push_back({{"group", g},
+                              {"name", process_group_name(rt, g)},
+                              {"comm_s", double(m) / 1e9},
                               {"exposed_s", double(exposed) / 1e9}});
             out.text += fmt::format("  rank {:<4} {:<40} comm {:>9.3f} ms  exposed {:>9.3f} ms\n", r,
                                     process_group_name(rt, g), double(m) / 1e6, double(exposed) / 1e6);
@@ -72,8 +72,8 @@ ImportedRun imported_run_section(const TraceStore& store, int microbatches) {
                          {"mean_step_s", steps.empty() ? nlohmann::json() : nlohmann::json(mean_step)},
                          {"work", rt.has_device_spans() ? "device" : "cpu compute"},
                          {"comm_by_process_group", groups}});
-        out.text += fmt::format("  rank {:<4} idle {:>9.3f} ms over {} step(s) ({})\n", r, sum.idle_s * 1e3, steps.size(),
-                                rt.has_device_spans() ? "device" : "CPU compute");
+        out.text += fmt::format("  rank {:<4} idle {:>9.3f} ms over {} step(s) ({})\n", r, sum.idle_s * 1e3,
+                                steps.size(), rt.has_device_spans() ? "device" : "CPU compute");
     }
     if (slowest >= 0) out.text += fmt::format("  slowest rank: {} ({:.3f} ms per step)\n", slowest, slowest_step * 1e3);
     const PipelineStages pipeline = pipeline_stages(store, microbatches);

@@ -13,8 +13,10 @@ std::vector<Interval> union_of(std::vector<Interval> in, int64_t lo, int64_t hi)
     std::erase_if(in, [](const Interval& i) { return i.second <= i.first; });
     std::sort(in.begin(), in.end());
     for (const auto& i : in) {
-        if (!out.empty() && i.first <= out.back().second) out.back().second = std::max(out.back().second, i.second);
-        else out.push_back(i);
+        if (!out.empty() && i.first <= out.back().second)
+            out.back().second = std::max(out.back().second, i.second);
+        else
+            out.push_back(i);
     }
     return out;
 }
@@ -31,8 +33,10 @@ int64_t intersection_length(const std::vector<Interval>& a, const std::vector<In
     while (i < a.size() && j < b.size()) {
         const int64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
         if (hi > lo) t += hi - lo;
-        if (a[i].second < b[j].second) ++i;
-        else ++j;
+        if (a[i].second < b[j].second)
+            ++i;
+        else
+            ++j;
     }
     return t;
 }
@@ -41,7 +45,8 @@ std::vector<Interval> clip(const std::vector<Interval>& merged, int64_t lo, int6
     std::vector<Interval> out;
     auto it = std::upper_bound(merged.begin(), merged.end(), lo,
                                [](int64_t t, const Interval& i) { return t < i.second; });  // first ending after lo
-    for (; it != merged.end() && it->first < hi; ++it) out.emplace_back(std::max(it->first, lo), std::min(it->second, hi));
+    for (; it != merged.end() && it->first < hi; ++it)
+        out.emplace_back(std::max(it->first, lo), std::min(it->second, hi));
     return out;
 }
 

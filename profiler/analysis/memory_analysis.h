@@ -15,14 +15,14 @@ namespace us::prof {
 using CategoryBytes = std::array<int64_t, kMemCategoryCount>;
 
 struct MemoryPeaks {
-    CategoryBytes peak{};               // max over the whole trace, per category
+    CategoryBytes peak{};  // max over the whole trace, per category
     std::array<Phase, kMemCategoryCount> peak_phase{};
     std::array<int64_t, kMemCategoryCount> peak_time{};
-    int64_t total_peak = 0;             // peak of the sum
+    int64_t total_peak = 0;  // peak of the sum
     Phase total_peak_phase = Phase::none;
     int total_peak_step = 0;
-    CategoryBytes step1_peak{};         // within step 1
-    CategoryBytes steady_peak{};        // within later steps (max)
+    CategoryBytes step1_peak{};   // within step 1
+    CategoryBytes steady_peak{};  // within later steps (max)
     int64_t step1_total_peak = 0, steady_total_peak = 0;
     bool has_steady = false;
 };
@@ -50,8 +50,8 @@ std::vector<MemorySample> memory_timeline(const RankTrace& rank);
 // (every process on the device); on a CPU the resident set.
 struct ProcessSample {
     int64_t t = 0;
-    int64_t tracked = 0;   // the allocator's live bytes (the categories' sum)
-    int64_t reserved = 0;  // those plus the freed blocks it keeps for reuse (its cache)
+    int64_t tracked = 0;                                 // the allocator's live bytes (the categories' sum)
+    int64_t reserved = 0;                                // those plus the freed blocks it keeps for reuse (its cache)
     int64_t resident = -1, heap = -1, device_used = -1;  // -1: not sampled
     int64_t held() const { return device_used >= 0 ? device_used : resident; }
     int64_t cached() const { return std::max<int64_t>(0, reserved - tracked); }
@@ -62,10 +62,10 @@ std::vector<ProcessSample> process_memory_timeline(const TraceStore& store, cons
 
 struct ProcessMemoryPeaks {
     bool sampled = false;
-    bool device = false;         // held = the device's memory in use (a GPU run)
-    int64_t held_peak = 0;       // resident set (CPU) or device memory in use (GPU), peak
+    bool device = false;    // held = the device's memory in use (a GPU run)
+    int64_t held_peak = 0;  // resident set (CPU) or device memory in use (GPU), peak
     int64_t resident_peak = 0, heap_peak = 0;
-    int64_t untracked_peak = 0;  // held - the allocator's reserved bytes at the same sample, peak
+    int64_t untracked_peak = 0;            // held - the allocator's reserved bytes at the same sample, peak
     int64_t cached_at_untracked_peak = 0;  // the allocator's cache then (freed blocks kept for reuse)
     int64_t cached_peak = 0;
     // At that sample, on a CPU: of the untracked bytes, those malloc'd by others (heap in use - reserved: MPI,

@@ -19,9 +19,7 @@ bool differs(double measured, double expected) {
     return std::abs(measured / expected - 1.0) > kMissTolerance;
 }
 
-bool agrees(double measured, std::optional<double> predicted) {
-    return predicted && !differs(measured, *predicted);
-}
+bool agrees(double measured, std::optional<double> predicted) { return predicted && !differs(measured, *predicted); }
 
 // The largest departure from uniform routing among a rank's layers (1: uniform), 0 when not measured.
 double most_uneven(const RankReport& r) {
@@ -38,19 +36,22 @@ std::optional<std::string> memory_formula_explanation(const Report& rep, const R
     const auto& pred = r.predicted.memory[size_t(k)];
     if (!agrees(measured, pred ? std::optional<double>(double(*pred)) : std::nullopt)) return std::nullopt;
     if (k == MemCategory::activations)
-        return fmt::format("the textbook (Korthikanti et al.) counts {}-byte activations with dropout masks and "
-                           "nothing outside the blocks; this engine has no dropout, keeps fp32 LayerNorm statistics, "
-                           "the embedding output, the logits and the losses (docs/memory.md); the exact walk agrees "
-                           "with the measurement",
-                           in.bf16 ? 2 : 4);
+        return fmt::format(
+            "the textbook (Korthikanti et al.) counts {}-byte activations with dropout masks and "
+            "nothing outside the blocks; this engine has no dropout, keeps fp32 LayerNorm statistics, "
+            "the embedding output, the logits and the losses (docs/memory.md); the exact walk agrees "
+            "with the measurement",
+            in.bf16 ? 2 : 4);
     const bool sharded = (k == MemCategory::params && in.zero >= 3) || (k == MemCategory::grads && in.zero >= 2) ||
                          ((k == MemCategory::master_params || k == MemCategory::optimizer_state) && in.zero >= 1);
     if (sharded && in.ep > 1 && r.predicted.expert_params_on_rank > 0)
-        return std::string("the textbook shards every parameter over dp x cp; the experts' are sharded over the "
-                           "dp/ep ranks that hold the same experts (docs/formulas.md); the exact walk agrees");
+        return std::string(
+            "the textbook shards every parameter over dp x cp; the experts' are sharded over the "
+            "dp/ep ranks that hold the same experts (docs/formulas.md); the exact walk agrees");
     if (sharded)
-        return std::string("under ZeRO the engine's shards are whole tensors split at bucket boundaries, not "
-                           "parameters / dp (docs/memory.md); the exact walk agrees");
+        return std::string(
+            "under ZeRO the engine's shards are whole tensors split at bucket boundaries, not "
+            "parameters / dp (docs/memory.md); the exact walk agrees");
     return std::nullopt;
 }
 
@@ -60,44 +61,47 @@ std::optional<std::string> comm_explanation(const Report& rep, const RankReport&
     if (group == GroupKind::ep && in.moe_experts > 0) {
         const double uneven = most_uneven(r);
         if (uneven > 1.0 + kMissTolerance)
-            return fmt::format("the all-to-alls carry the rows the router sends: the figure assumes uniform routing, "
-                               "and this rank's experts received up to {:.2f}x (or 1/{:.2f}) their uniform share",
-                               uneven, uneven);
+            return fmt::format(
+                "the all-to-alls carry the rows the router sends: the figure assumes uniform routing, "
+                "and this rank's experts received up to {:.2f}x (or 1/{:.2f}) their uniform share",
+                uneven, uneven);
     }
     if (source != "formula") return std::nullopt;
     const double exact = double(r.predicted.comm_bytes[size_t(group)]);
     if (!agrees(measured, exact)) return std::nullopt;
     if (group == GroupKind::tp)
-        return fmt::format("the textbook counts the blocks' 4 all-reduces of s b h per micro-batch; the engine also "
-                           "reduces at the embedding and the head{}{} (docs/formulas.md); the exact walk agrees",
-                           in.sp ? ", and gathers the LayerNorm outputs again for the weight gradients" : "",
-                           in.recompute == "full" ? ", and repeats the forward's under full recomputation" : "");
+        return fmt::format(
+            "the textbook counts the blocks' 4 all-reduces of s b h per micro-batch; the engine also "
+            "reduces at the embedding and the head{}{} (docs/formulas.md); the exact walk agrees",
+            in.sp ? ", and gathers the LayerNorm outputs again for the weight gradients" : "",
+            in.recompute == "full" ? ", and repeats the forward's under full recomputation" : "");
     if (group == GroupKind::ep)
-        return fmt::format("the textbook counts 4 all-to-alls per MoE block and micro-batch; the engine also sends "
-                           "the row counts{}; the exact walk agrees",
-                           in.recompute == "full" ? " and repeats the forward's under full recomputation" : "");
+        return fmt::format(
+            "the textbook counts 4 all-to-alls per MoE block and micro-batch; the engine also sends "
+            "the row counts{}; the exact walk agrees",
+            in.recompute == "full" ? " and repeats the forward's under full recomputation" : "");
     return std::nullopt;
 }
 
 std::string bubble_explanation(const Report& rep) {
-    return fmt::format("the bubble is a timing, not a count: the simulation and the formula run the {} schedule with "
-                       "a backward twice a forward and instant transfers; the measured stages also wait for the "
-                       "transfers, the other groups' collectives and the machine's other load",
-                       rep.predict_input.pp_schedule);
+    return fmt::format(
+        "the bubble is a timing, not a count: the simulation and the formula run the {} schedule with "
+        "a backward twice a forward and instant transfers; the measured stages also wait for the "
+        "transfers, the other groups' collectives and the machine's other load",
+        rep.predict_input.pp_schedule);
 }
 
 }  // namespace
 
-double Miss::ratio() const {
-    return predicted != 0 ? measured / predicted : std::numeric_limits<double>::infinity();
-}
+double Miss::ratio() const { return predicted != 0 ? measured / predicted : std::numeric_limits<double>::infinity(); }
 
 std::vector<Miss> find_misses(const Report& rep) {
     std::vector<Miss> out;
     if (rep.is_predicted()) return out;  // a planner's prediction has nothing measured
     auto add = [&](std::string what, int rank, double measured, double expected, const char* source,
                    std::optional<std::string> why) {
-        if (differs(measured, expected)) out.push_back({std::move(what), rank, measured, expected, source, std::move(why)});
+        if (differs(measured, expected))
+            out.push_back({std::move(what), rank, measured, expected, source, std::move(why)});
     };
     for (const RankReport& r : rep.ranks) {
         if (r.steps.empty()) continue;  // nothing complete to compare yet
@@ -109,8 +113,9 @@ std::vector<Miss> find_misses(const Report& rep) {
                 std::optional<std::string> why;
                 const bool routed = cat == MemCategory::activations || cat == MemCategory::temporaries;
                 if (routed && rep.predict_input.moe_experts > 0 && rep.predict_input.moe_capacity_factor > 0)
-                    why = "with a capacity factor an expert keeps at most its capacity of rows and drops the rest: "
-                          "the rows held follow the routing, the prediction takes it as uniform";
+                    why =
+                        "with a capacity factor an expert keeps at most its capacity of rows and drops the rest: "
+                        "the rows held follow the routing, the prediction takes it as uniform";
                 add(what, r.rank, measured, double(*p), "predicted", why);
             }
             if (const auto& f = r.predicted.memory_formula[size_t(k)])
@@ -162,9 +167,10 @@ std::string format_miss(const Miss& m) {
 std::string format_misses(const std::vector<Miss>& misses) {
     if (misses.empty()) return {};
     const size_t unexplained = unexplained_count(misses);
-    std::string s = fmt::format("Misses: {} figure(s) differ from the prediction or the formula by more than {:.0f}%"
-                                " ({} unexplained):\n",
-                                misses.size(), kMissTolerance * 100, unexplained);
+    std::string s = fmt::format(
+        "Misses: {} figure(s) differ from the prediction or the formula by more than {:.0f}%"
+        " ({} unexplained):\n",
+        misses.size(), kMissTolerance * 100, unexplained);
     for (const bool explained : {false, true})
         for (const Miss& m : misses)
             if (bool(m.explained) == explained) s += fmt::format("  {}\n", format_miss(m));

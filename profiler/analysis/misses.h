@@ -17,13 +17,13 @@ struct RankReport;
 inline constexpr double kMissTolerance = 0.10;  // |measured / expected - 1| above this is a miss
 
 struct Miss {
-    std::string what;    // "memory.activations", "comm.tp", "pipeline.bubble"
-    int rank = -1;       // -1: the run as a whole (the pipeline bubble of its busiest stage)
+    std::string what;  // "memory.activations", "comm.tp", "pipeline.bubble"
+    int rank = -1;     // -1: the run as a whole (the pipeline bubble of its busiest stage)
     double measured = 0;
-    double predicted = 0;      // the figure it is compared with (the prediction's or the formula's)
-    std::string source;        // "predicted" | "formula"
+    double predicted = 0;                  // the figure it is compared with (the prediction's or the formula's)
+    std::string source;                    // "predicted" | "formula"
     std::optional<std::string> explained;  // why, where the difference is known and documented
-    double ratio() const;      // measured / predicted (infinity when predicted is 0)
+    double ratio() const;                  // measured / predicted (infinity when predicted is 0)
     bool is_memory() const { return what.rfind("memory.", 0) == 0; }
 };
 

@@ -16,9 +16,12 @@ std::string short_op_name(std::string_view name, size_t width) {
     size_t start = 0;
     int depth = 0;
     for (size_t i = 0; i + 1 < name.size(); ++i) {
-        if (name[i] == '<') ++depth;
-        else if (name[i] == '>') depth = std::max(0, depth - 1);
-        else if (depth == 0 && name[i] == ':' && name[i + 1] == ':') start = i + 2;
+        if (name[i] == '<')
+            ++depth;
+        else if (name[i] == '>')
+            depth = std::max(0, depth - 1);
+        else if (depth == 0 && name[i] == ':' && name[i + 1] == ':')
+            start = i + 2;
     }
     std::string s(name.substr(start));
     if (s.size() > width) {
@@ -46,8 +49,8 @@ OpTable op_table(const TraceStore& store, int rank, const std::vector<StepBreakd
     const std::vector<Span>& spans = rt->lanes[size_t(lane)].spans();  // by begin time
     std::vector<const Span*> picked;
     for (const auto& [begin, end] : windows) {
-        auto it = std::lower_bound(spans.begin(), spans.end(), begin,
-                                   [](const Span& s, int64_t t) { return s.begin < t; });
+        auto it =
+            std::lower_bound(spans.begin(), spans.end(), begin, [](const Span& s, int64_t t) { return s.begin < t; });
         for (; it != spans.end() && it->begin < end; ++it)
             if (it->kind == SpanKind::op) picked.push_back(&*it);
     }

@@ -21,11 +21,11 @@ namespace us::prof {
 struct OpRow {
     std::string name;
     OpClass op = OpClass::none;
-    int64_t calls = 0;        // over the steps
-    double self_s = 0;        // summed over the steps, nested op spans taken out
-    double total_s = 0;       // summed over the steps, the spans whole
-    double longest_s = 0;     // one call's
-    uint64_t flops = 0;       // summed over the steps (0: the spans carry none)
+    int64_t calls = 0;     // over the steps
+    double self_s = 0;     // summed over the steps, nested op spans taken out
+    double total_s = 0;    // summed over the steps, the spans whole
+    double longest_s = 0;  // one call's
+    uint64_t flops = 0;    // summed over the steps (0: the spans carry none)
     double per_call_s() const { return calls > 0 ? self_s / double(calls) : 0; }
     // Attention spans carry the formula's FLOPs, the whole s x s square (6N + 12Lhs); a causal kernel computes
     // about half, so their rate is marked wherever it is shown.
@@ -34,11 +34,11 @@ struct OpRow {
 
 struct OpTable {
     int rank = 0;
-    int steps = 0;              // the steady steps the rows sum over
-    double wall_s = 0;          // those steps' wall time
+    int steps = 0;                // the steady steps the rows sum over
+    double wall_s = 0;            // those steps' wall time
     bool device_kernels = false;  // the rows are a GPU's kernels (CUPTI)
-    std::vector<OpRow> rows;    // most self time first
-    double self_s() const;      // all rows
+    std::vector<OpRow> rows;      // most self time first
+    double self_s() const;        // all rows
     // Per step (0 without steps).
     double per_step(double seconds) const { return steps > 0 ? seconds / steps : 0; }
     // Seconds summed over the steps (a row's self time, several rows') over their wall time (0 without it).

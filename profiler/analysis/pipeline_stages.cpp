@@ -13,7 +13,7 @@ namespace us::prof {
 namespace {
 
 struct Edge {
-    int64_t first = INT64_MAX;  // the earliest transfer's begin
+    int64_t first = INT64_MAX;      // the earliest transfer's begin
     int forward = 0, backward = 0;  // transfers made in a forward / backward phase
 };
 
@@ -27,7 +27,8 @@ std::map<std::pair<int, int>, Edge> transfers(const TraceStore& store) {
         for (Lane lane : {Lane::p2p, Lane::device_comm, Lane::comm})
             for (const Span& s : rt.lanes[size_t(lane)].spans()) {
                 if (!is_p2p(s) || s.peer < 0 || s.peer == r) continue;
-                const auto key = s.op == OpClass::send ? std::make_pair(r, int(s.peer)) : std::make_pair(int(s.peer), r);
+                const auto key =
+                    s.op == OpClass::send ? std::make_pair(r, int(s.peer)) : std::make_pair(int(s.peer), r);
                 Edge& e = edges[key];
                 e.first = std::min(e.first, s.begin);
                 e.forward += s.phase == Phase::forward;
@@ -41,9 +42,12 @@ std::map<std::pair<int, int>, Edge> transfers(const TraceStore& store) {
 // micro-batch 3: the interleaved schedules); -1 for any other name.
 int forward_micro_batch(const std::string& n) {
     size_t at;
-    if (n.rfind("Forward ", 0) == 0) at = 8;
-    else if (n.rfind("PP:", 0) == 0 && (at = n.find('F', 3)) != std::string::npos) ++at;
-    else return -1;
+    if (n.rfind("Forward ", 0) == 0)
+        at = 8;
+    else if (n.rfind("PP:", 0) == 0 && (at = n.find('F', 3)) != std::string::npos)
+        ++at;
+    else
+        return -1;
     if (at >= n.size()) return -1;
     int v = 0;
     for (size_t i = at; i < n.size(); ++i) {
@@ -115,10 +119,12 @@ PipelineStages pipeline_stages(const TraceStore& store, int microbatches) {
     size_t depth = 0;
     for (const auto& chain : p.pipelines) depth = std::max(depth, chain.size());
 
-    if (microbatches > 0) p.microbatches = microbatches, p.microbatches_from = "--microbatches";
+    if (microbatches > 0)
+        p.microbatches = microbatches, p.microbatches_from = "--microbatches";
     else
         for (int r : store.ranks())
-            if (const auto& m = store.rank(r)->metadata; m.contains("microbatches") && m["microbatches"].is_number_integer()) {
+            if (const auto& m = store.rank(r)->metadata;
+                m.contains("microbatches") && m["microbatches"].is_number_integer()) {
                 p.microbatches = m["microbatches"].get<int>();
                 p.microbatches_from = "the trace's annotations";
                 break;
@@ -139,11 +145,12 @@ PipelineStages pipeline_stages(const TraceStore& store, int microbatches) {
             // Work: the GPU's kernels (a running receive kernel is waiting for the previous stage: not work), or
             // on a CPU-only rank its compute ops.
             std::vector<Interval> work;
-            const std::vector<Lane> lanes = st.device ? std::vector<Lane>{Lane::device, Lane::device_comm}
-                                                      : std::vector<Lane>{Lane::compute};
+            const std::vector<Lane> lanes =
+                st.device ? std::vector<Lane>{Lane::device, Lane::device_comm} : std::vector<Lane>{Lane::compute};
             for (Lane lane : lanes)
                 for (const Span& s : rt->lanes[size_t(lane)].spans())
-                    if ((st.device && !is_p2p(s)) || (!st.device && s.kind == SpanKind::op)) work.emplace_back(s.begin, s.end);
+                    if ((st.device && !is_p2p(s)) || (!st.device && s.kind == SpanKind::op))
+                        work.emplace_back(s.begin, s.end);
             const auto merged = union_of(work, INT64_MIN, INT64_MAX);
             for (const Span& step : rt->lanes[size_t(Lane::host)].spans()) {
                 if (step.kind != SpanKind::step) continue;
@@ -170,10 +177,13 @@ nlohmann::json pipeline_stages_json(const PipelineStages& p) {
     for (const PipelineStage& st : p.stages) {
         nlohmann::json steps = nlohmann::json::array();
         for (const StageStep& s : st.steps)
-            steps.push_back({{"step", s.step}, {"window_s", s.window_s}, {"work_s", s.work_s}, {"bubble_s", s.bubble_s},
+            steps.push_back({{"step", s.step},
+                             {"window_s", s.window_s},
+                             {"work_s", s.work_s},
+                             {"bubble_s", s.bubble_s},
                              {"bubble_fraction", s.bubble_fraction}});
-        stages.push_back({{"rank", st.rank}, {"stage", st.stage}, {"work", st.device ? "device" : "cpu compute"},
-                          {"steps", steps}});
+        stages.push_back(
+            {{"rank", st.rank}, {"stage", st.stage}, {"work", st.device ? "device" : "cpu compute"}, {"steps", steps}});
     }
     return {{"source", "measured"},
             {"pipelines", p.pipelines},
@@ -186,7 +196,8 @@ nlohmann::json pipeline_stages_json(const PipelineStages& p) {
 
 std::string format_pipeline_stages(const PipelineStages& p) {
     if (p.empty()) return {};
-    std::string s = fmt::format("\nPipeline found from the sends and receives (measured; order from {}):\n", p.order_from);
+    std::string s =
+        fmt::format("\nPipeline found from the sends and receives (measured; order from {}):\n", p.order_from);
     for (const auto& chain : p.pipelines) {
         std::string line;
         for (int r : chain) line += (line.empty() ? "" : " -> ") + fmt::format("rank {}", r);
@@ -198,9 +209,10 @@ std::string format_pipeline_stages(const PipelineStages& p) {
     for (const PipelineStage& st : p.stages) {
         double bubble = 0, work = 0;
         for (const StageStep& x : st.steps) bubble += x.bubble_s, work += x.work_s;
-        s += fmt::format("  stage {} (rank {}, {}): bubble {:.3f} x its work time over {} step(s), {:.1f} ms per step\n",
-                         st.stage, st.rank, st.device ? "device idle" : "compute idle", work > 0 ? bubble / work : 0.0,
-                         st.steps.size(), st.steps.empty() ? 0.0 : 1e3 * bubble / double(st.steps.size()));
+        s +=
+            fmt::format("  stage {} (rank {}, {}): bubble {:.3f} x its work time over {} step(s), {:.1f} ms per step\n",
+                        st.stage, st.rank, st.device ? "device idle" : "compute idle", work > 0 ? bubble / work : 0.0,
+                        st.steps.size(), st.steps.empty() ? 0.0 : 1e3 * bubble / double(st.steps.size()));
     }
     return s;
 }

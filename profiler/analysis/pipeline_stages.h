@@ -14,16 +14,16 @@
 namespace us::prof {
 
 struct StageStep {
-    int step = 0;               // our step (Kineto's ProfilerStep#N is step - offset)
-    double window_s = 0;        // from the stage's first to its last work of the step
-    double work_s = 0;          // its work's union inside the window
-    double bubble_s = 0;        // window - work
-    double bubble_fraction = 0; // bubble / work (what (p - 1) / m predicts)
+    int step = 0;                // our step (Kineto's ProfilerStep#N is step - offset)
+    double window_s = 0;         // from the stage's first to its last work of the step
+    double work_s = 0;           // its work's union inside the window
+    double bubble_s = 0;         // window - work
+    double bubble_fraction = 0;  // bubble / work (what (p - 1) / m predicts)
 };
 
 struct PipelineStage {
     int rank = 0;
-    int stage = 0;  // 0: the first (it sends the first activations)
+    int stage = 0;        // 0: the first (it sends the first activations)
     bool device = false;  // its work is the GPU's (device lanes), else its compute lane's ops
     std::vector<StageStep> steps;
 };

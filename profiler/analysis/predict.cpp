@@ -22,7 +22,8 @@ void predict_params(const PredictInput& in, const RankShape& r, Prediction& p) {
     int64_t moe_layers = 0;
     for (int64_t l = 0; l < L; ++l) moe_layers += is_moe_layer(in, l);
     const int64_t expert = 8 * h * h + 5 * h, moe_block = 4 * h * h + 8 * h + h * in.moe_experts;
-    p.params = h * v + (L - moe_layers) * (12 * h * h + 13 * h) + moe_layers * (moe_block + in.moe_experts * expert) + 2 * h;
+    p.params =
+        h * v + (L - moe_layers) * (12 * h * h + 13 * h) + moe_layers * (moe_block + in.moe_experts * expert) + 2 * h;
     p.active_params = p.params - moe_layers * (in.moe_experts - in.moe_topk) * expert;
     const bool first = in.stage == 0, last = in.stage == in.pp - 1;
     const int64_t Ls = layers_on_stage(in), Lm = moe_layers_on_stage(in);
@@ -67,8 +68,8 @@ void predict_bubble(const PredictInput& in, Prediction& p) {
 int64_t uniform_kept_rows(const PredictInput& in, int64_t n) {
     const int64_t choices = n * in.moe_topk;
     if (in.moe_capacity_factor <= 0 || in.moe_experts == 0) return choices;
-    const int64_t capacity = int64_t(std::ceil(double(n) * double(in.moe_topk) / double(in.moe_experts) *
-                                               in.moe_capacity_factor));
+    const int64_t capacity =
+        int64_t(std::ceil(double(n) * double(in.moe_topk) / double(in.moe_experts) * in.moe_capacity_factor));
     return std::min(choices, in.moe_experts * capacity);
 }
 

@@ -59,7 +59,8 @@ std::vector<PredictedCollective> cp_collectives(const PredictInput& in, int64_t 
     if (r.cp == 1) return out;
     const int64_t kv = 2 * r.N * r.Ca, m = in.grad_accum, blocks = layers_on_stage(in);
     const int64_t recompute = in.recompute == "full" ? 2 : 1;
-    out.push_back({"ring attention: key/value blocks", OpClass::send, kv * e, (r.cp - 1) * blocks * m * (recompute + 1)});
+    out.push_back(
+        {"ring attention: key/value blocks", OpClass::send, kv * e, (r.cp - 1) * blocks * m * (recompute + 1)});
     out.push_back({"ring attention: key/value gradient blocks (fp32)", OpClass::send, kv * 4, r.cp * blocks * m});
     // MoE blocks: each sequence's routing statistics for the balance loss, gathered over the ranks of its positions
     const int64_t moe = moe_layers_on_stage(in);
@@ -163,14 +164,21 @@ Zero3Gathers zero3_gathers(const PredictInput& in, const RankShape& r, int64_t e
         uses.push_back({l + 1, false, true});
         if (is_moe_layer(in, l)) expert_uses.insert(expert_uses.end(), {{x, true, true}, {x++, false, true}});
     }
-    uses.insert(uses.end(), {{fin, true, true}, {emb, true, true}, {emb, false, true}, {fin, false, true},
-                             {fin, true, false}, {emb, true, false}, {emb, false, false}, {fin, false, false}});
+    uses.insert(uses.end(), {{fin, true, true},
+                             {emb, true, true},
+                             {emb, false, true},
+                             {fin, false, true},
+                             {fin, true, false},
+                             {emb, true, false},
+                             {emb, false, false},
+                             {fin, false, false}});
     for (int l = int(L) - 1, x = int(expert_numel.size()) - 1; l >= 0; --l) {
         uses.push_back({l + 1, true, false});
         uses.push_back({l + 1, false, false});
         if (is_moe_layer(in, l)) {
             const int times = full ? 2 : 1;  // full recomputation runs the block's forward again first
-            for (int t = 0; t < times; ++t) expert_uses.insert(expert_uses.end(), {{x, true, false}, {x, false, false}});
+            for (int t = 0; t < times; ++t)
+                expert_uses.insert(expert_uses.end(), {{x, true, false}, {x, false, false}});
             --x;
         }
     }
@@ -219,10 +227,11 @@ void tensor_parallel_bytes(const PredictInput& in, const RankContext& rc, Predic
         ((rc.Ls - rc.Lm) * 6 * h + rc.Lm * 5 * h + (rc.last ? 2 * h : 0)) * grad_e / (in.zero >= 1 ? rc.dp : 1);
     p.tp_collectives = tp_collectives(in, e, replicated, rc.first, rc.last);
     double tp_sent = 0;
-    for (const PredictedCollective& c : p.tp_collectives) tp_sent += double(c.count) * bytes_sent(c.op, double(c.bytes), int(tp));
+    for (const PredictedCollective& c : p.tp_collectives)
+        tp_sent += double(c.count) * bytes_sent(c.op, double(c.bytes), int(tp));
     group_bytes(p, GroupKind::tp) = int64_t(std::llround(tp_sent));
-    p.tp_comm_bytes_formula = tp > 1 ? int64_t(4.0 * double(rc.Ls) * double(in.grad_accum) * double(rc.r.N * h * e) * 2.0 *
-                                               double(tp - 1) / double(tp))
+    p.tp_comm_bytes_formula = tp > 1 ? int64_t(4.0 * double(rc.Ls) * double(in.grad_accum) * double(rc.r.N * h * e) *
+                                               2.0 * double(tp - 1) / double(tp))
                                      : 0;
 }
 
@@ -248,8 +257,9 @@ void predict_communication(const PredictInput& in, const RankContext& rc, Predic
     // cp: the ring's transfers.
     p.cp_collectives = cp_collectives(in, rc.e);
     for (const PredictedCollective& c : p.cp_collectives)
-        group_bytes(p, GroupKind::cp) += int64_t(std::llround(
-            c.op == OpClass::send ? double(c.count * c.bytes) : double(c.count) * bytes_sent(c.op, double(c.bytes), r.cp)));
+        group_bytes(p, GroupKind::cp) +=
+            int64_t(std::llround(c.op == OpClass::send ? double(c.count * c.bytes)
+                                                       : double(c.count) * bytes_sent(c.op, double(c.bytes), r.cp)));
     expert_parallel_bytes(in, rc, p);
     // The tied embedding's gradient summed between the first and the last stage; the gradient norm's scalar.
     const int64_t grad_e = in.bf16 && !in.fp32_grad_accum ? 2 : 4;

@@ -7,7 +7,8 @@ namespace us::prof {
 nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
     nlohmann::json mem = nlohmann::json::object(), formula = nlohmann::json::object();
     for (int c = 0; c < kMemCategoryCount; ++c) {
-        mem[std::string(kMemCategoryNames[c])] = p.memory[size_t(c)] ? nlohmann::json(*p.memory[size_t(c)]) : nlohmann::json();
+        mem[std::string(kMemCategoryNames[c])] =
+            p.memory[size_t(c)] ? nlohmann::json(*p.memory[size_t(c)]) : nlohmann::json();
         formula[std::string(kMemCategoryNames[c])] =
             p.memory_formula[size_t(c)] ? nlohmann::json(*p.memory_formula[size_t(c)]) : nlohmann::json();
     }
@@ -16,7 +17,9 @@ nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
     auto list = [](const std::vector<PredictedCollective>& v) {
         nlohmann::json out = nlohmann::json::array();
         for (const PredictedCollective& c : v)
-            out.push_back({{"what", c.what}, {"op", std::string(kOpClassNames[size_t(c.op)])}, {"bytes", c.bytes},
+            out.push_back({{"what", c.what},
+                           {"op", std::string(kOpClassNames[size_t(c.op)])},
+                           {"bytes", c.bytes},
                            {"count", c.count}});
         return out;
     };

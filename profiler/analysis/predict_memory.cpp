@@ -18,7 +18,8 @@ namespace {
 // the exchange's row order (2 Xe int32). Xe: the rows the rank's experts received (X under uniform routing). They
 // live in allocations of the MoE layer's own (engine/model/moe.h).
 int64_t moe_expert_rows_bytes(const RankShape& r, int64_t e) {
-    return e * r.Xe * (r.C + 2 * r.F) + e * std::max<int64_t>(r.X, 1) * r.C + (r.ep > 1 ? 2 * 4 * std::max<int64_t>(r.Xe, 1) : 0);
+    return e * r.Xe * (r.C + 2 * r.F) + e * std::max<int64_t>(r.X, 1) * r.C +
+           (r.ep > 1 ? 2 * 4 * std::max<int64_t>(r.Xe, 1) : 0);
 }
 
 // Per block per micro-batch (docs/memory.md): the engine's table, plus an MoE block's expert rows unless full
@@ -125,7 +126,9 @@ StageMemory walk_stage_memory(const PredictInput& in, const std::vector<PipeActi
                 acts += kept + until_b;
                 m.activations = std::max(m.activations, acts);
                 break;
-            case PipeOp::backward: acts -= kept + until_b; break;
+            case PipeOp::backward:
+                acts -= kept + until_b;
+                break;
             case PipeOp::backward_input:
                 acts -= until_b;
                 pending += deferred;
@@ -213,9 +216,9 @@ void predict_activations(const PredictInput& in, const RankContext& rc, Predicti
     // the keys and values themselves in qkv).
     const int64_t blockwise_backward =
         !r.blockwise() ? 0 : 4 * (r.N * r.Ca + in.micro_batch * r.heads * r.T) + (r.cp == 1 ? 4 * 2 * r.N * r.Ca : 0);
-    p.memory[size_t(MemCategory::temporaries)] = scratch + (sends_gradients ? e * r.R * in.hidden : 0) + held.deferred +
-                                                 std::max(rc.Lm > 0 ? stage_moe_backward_temporaries(in, e) : 0,
-                                                          blockwise_backward);
+    p.memory[size_t(MemCategory::temporaries)] =
+        scratch + (sends_gradients ? e * r.R * in.hidden : 0) + held.deferred +
+        std::max(rc.Lm > 0 ? stage_moe_backward_temporaries(in, e) : 0, blockwise_backward);
     // The textbook [S2]: per layer x the stage's layers x the micro-batches the schedule keeps in flight (it has no
     // formula for MoE blocks).
     if (in.moe_experts == 0)

@@ -38,7 +38,9 @@ inline int64_t moe_layers_on_stage(const PredictInput& in) {
 
 // The engine's recompute mode for PredictInput's name of it.
 inline Recompute recompute_mode(const PredictInput& in) {
-    return in.recompute == "full" ? Recompute::full : in.recompute == "selective" ? Recompute::selective : Recompute::none;
+    return in.recompute == "full"        ? Recompute::full
+           : in.recompute == "selective" ? Recompute::selective
+                                         : Recompute::none;
 }
 
 // The shapes of one micro-batch on a rank (the engine's ActivationShape): N token rows, R rows of the residual
@@ -65,11 +67,11 @@ RankShape rank_shape(const PredictInput& in, int64_t layer = -1, const std::vect
 // One rank's place and parameter counts, worked out once for the memory and the communication figures.
 struct RankContext {
     RankShape r;
-    int64_t e = 4;             // bytes per activation, parameter and gradient element (bf16: 2)
+    int64_t e = 4;                   // bytes per activation, parameter and gradient element (bf16: 2)
     bool first = true, last = true;  // first / last pipeline stage
-    int64_t Ls = 0, Lm = 0;    // the stage's blocks, and of them MoE blocks
-    int64_t n = 0, nx = 0;     // the rank's parameters outside and inside experts
-    int64_t dp = 1, edp = 1;   // ranks the states shard over: dp x cp, and the experts' dp/ep x cp
+    int64_t Ls = 0, Lm = 0;          // the stage's blocks, and of them MoE blocks
+    int64_t n = 0, nx = 0;           // the rank's parameters outside and inside experts
+    int64_t dp = 1, edp = 1;         // ranks the states shard over: dp x cp, and the experts' dp/ep x cp
 };
 
 // Weights, gradients, optimizer state: predicted and by the textbook (predict_memory.cpp).

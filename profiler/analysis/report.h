@@ -36,8 +36,8 @@ struct RankReport {
     // the step whose rows were most (measured routing; the prediction's walk takes it). Empty otherwise.
     std::vector<double> expert_load;
     std::vector<double> expert_load_most;  // each layer at its own most loaded step
-    double peak_gflops = 0;  // the rank's device peak
-    std::string peak_source; // where it came from (measured sgemm, datasheet, estimate)
+    double peak_gflops = 0;                // the rank's device peak
+    std::string peak_source;               // where it came from (measured sgemm, datasheet, estimate)
     uint64_t dropped_events = 0;
     // This rank's clock minus rank 0's, as last estimated (measured: MPI ping-pong; 0 on one host, which shares
     // CLOCK_MONOTONIC), and the estimate's uncertainty (half the shortest round trip). Timestamps are aligned by it.
@@ -55,14 +55,14 @@ struct RankReport {
 };
 
 struct Throughput {
-    int steps_measured = 0;      // steady steps used
-    double step_s = 0;           // measured: mean wall time of a steady step (across ranks: the slowest)
-    double tokens_per_s = 0;     // measured: the steady steps' tokens over their wall time
-    double model_flops_per_token = 0;   // formula: 6N + 12*L*h*s (N active for a mixture of experts)
-    double achieved_flops_per_s = 0;    // derived: tokens_per_s * model_flops_per_token
-    double peak_flops_per_s = 0;        // sum of the ranks' peaks (measured on a CPU, datasheet on a GPU)
+    int steps_measured = 0;                 // steady steps used
+    double step_s = 0;                      // measured: mean wall time of a steady step (across ranks: the slowest)
+    double tokens_per_s = 0;                // measured: the steady steps' tokens over their wall time
+    double model_flops_per_token = 0;       // formula: 6N + 12*L*h*s (N active for a mixture of experts)
+    double achieved_flops_per_s = 0;        // derived: tokens_per_s * model_flops_per_token
+    double peak_flops_per_s = 0;            // sum of the ranks' peaks (measured on a CPU, datasheet on a GPU)
     std::vector<std::string> peak_sources;  // where the peaks came from, one entry per distinct source
-    double mfu = 0;                     // derived: achieved / peak
+    double mfu = 0;                         // derived: achieved / peak
 };
 
 // The pipeline's bubble as the theory means it: idle time of the pipeline relative to the ideal time, i.e. the

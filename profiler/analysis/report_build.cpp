@@ -165,9 +165,10 @@ RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown
         rr.cupti = rt.metadata["cupti"];
         const auto dropped = rr.cupti.value("dropped_records", int64_t(0));
         if (dropped > 0)
-            rep.warnings.push_back(fmt::format("rank {}: CUPTI dropped {} activity records (its buffers were full): "
-                                               "the GPU timeline misses kernels",
-                                               r, dropped));
+            rep.warnings.push_back(
+                fmt::format("rank {}: CUPTI dropped {} activity records (its buffers were full): "
+                            "the GPU timeline misses kernels",
+                            r, dropped));
     }
     if (rt.metadata.value("backend", std::string()) == "cuda" && !rt.has_device_spans()) {
         const nlohmann::json cupti = rt.metadata.value("cupti", nlohmann::json::object());
@@ -177,9 +178,10 @@ RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown
             r, cupti.value("status", std::string("no CUPTI collector in this build"))));
     }
     if (rt.dropped_events > 0)
-        rep.warnings.push_back(fmt::format("rank {} dropped {} events (buffers full or listener unreachable): "
-                                           "figures for it are incomplete",
-                                           r, rt.dropped_events));
+        rep.warnings.push_back(
+            fmt::format("rank {} dropped {} events (buffers full or listener unreachable): "
+                        "figures for it are incomplete",
+                        r, rt.dropped_events));
     return rr;
 }
 
@@ -233,9 +235,8 @@ void expert_balance(Report& rep) {
     }
     for (const auto& [key, members] : groups) {
         if (members.size() < 2) continue;
-        const auto [lo, hi] = std::minmax_element(members.begin(), members.end(), [](auto* a, auto* b) {
-            return a->steady.experts_s < b->steady.experts_s;
-        });
+        const auto [lo, hi] = std::minmax_element(
+            members.begin(), members.end(), [](auto* a, auto* b) { return a->steady.experts_s < b->steady.experts_s; });
         if ((*lo)->steady.experts_s <= 0) continue;
         const double ratio = (*hi)->steady.experts_s / (*lo)->steady.experts_s;
         if (ratio > rep.expert_balance.experts_max_over_min) rep.expert_balance = {ratio, (*hi)->rank, (*lo)->rank};

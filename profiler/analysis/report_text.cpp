@@ -21,32 +21,35 @@ std::string format_op_table(const Report& rep) {
     if (!busiest) return {};
     const OpTable& t = busiest->ops;
     constexpr size_t kShown = 14;
-    std::string s = fmt::format("\nWhere the compute goes on {}{}, per steady step ({}, {} step(s); self time: nested "
-                                "ops taken out; GFLOP/s from the FLOPs the op spans carry):\n",
-                                busiest->label, rep.ranks.size() > 1 ? " (the busiest rank)" : "", rep.source(), t.steps);
-    s += fmt::format("  {:<44} {:<10} {:>7} {:>10} {:>7} {:>10} {:>9}\n", t.device_kernels ? "GPU kernel" : "op", "class",
-                     "calls", "ms", "% wall", "us/call", "GFLOP/s");
+    std::string s = fmt::format(
+        "\nWhere the compute goes on {}{}, per steady step ({}, {} step(s); self time: nested "
+        "ops taken out; GFLOP/s from the FLOPs the op spans carry):\n",
+        busiest->label, rep.ranks.size() > 1 ? " (the busiest rank)" : "", rep.source(), t.steps);
+    s += fmt::format("  {:<44} {:<10} {:>7} {:>10} {:>7} {:>10} {:>9}\n", t.device_kernels ? "GPU kernel" : "op",
+                     "class", "calls", "ms", "% wall", "us/call", "GFLOP/s");
     bool causal_note = false;
     for (size_t i = 0; i < std::min(kShown, t.rows.size()); ++i) {
         const OpRow& r = t.rows[i];
         const double rate = OpTable::flop_rate(r);
         const std::string name = short_op_name(r.name, 44);
-        s += fmt::format("  {:<44} {:<10} {:>7.1f} {:>10.3f} {:>6.1f}% {:>10.1f} {:>9}\n", name, kOpClassNames[size_t(r.op)],
-                         double(r.calls) / t.steps, 1e3 * t.per_step(r.self_s), 100 * t.share_of_wall(r.self_s),
-                         1e6 * r.per_call_s(),
-                         rate > 0 ? fmt::format("{:.1f}{}", rate / 1e9, r.flops_count_whole_square() ? "*" : "")
-                                  : std::string("-"));
+        s += fmt::format(
+            "  {:<44} {:<10} {:>7.1f} {:>10.3f} {:>6.1f}% {:>10.1f} {:>9}\n", name, kOpClassNames[size_t(r.op)],
+            double(r.calls) / t.steps, 1e3 * t.per_step(r.self_s), 100 * t.share_of_wall(r.self_s),
+            1e6 * r.per_call_s(),
+            rate > 0 ? fmt::format("{:.1f}{}", rate / 1e9, r.flops_count_whole_square() ? "*" : "") : std::string("-"));
         causal_note |= r.flops_count_whole_square();
     }
     if (t.rows.size() > kShown) {
         double rest = 0;
         for (size_t i = kShown; i < t.rows.size(); ++i) rest += t.rows[i].self_s;
-        s += fmt::format("  {:<44} {:<10} {:>7} {:>10.3f} {:>6.1f}%\n", fmt::format("the other {} ops", t.rows.size() - kShown),
-                         "", "", 1e3 * t.per_step(rest), 100 * t.share_of_wall(rest));
+        s += fmt::format("  {:<44} {:<10} {:>7} {:>10.3f} {:>6.1f}%\n",
+                         fmt::format("the other {} ops", t.rows.size() - kShown), "", "", 1e3 * t.per_step(rest),
+                         100 * t.share_of_wall(rest));
     }
-    s += fmt::format("  all ops {:.3f} ms of a {:.3f} ms step ({:.1f}%); the rest is communication not under compute, "
-                     "waiting and idle\n",
-                     1e3 * t.per_step(t.self_s()), 1e3 * t.per_step(t.wall_s), 100 * t.share_of_wall(t.self_s()));
+    s += fmt::format(
+        "  all ops {:.3f} ms of a {:.3f} ms step ({:.1f}%); the rest is communication not under compute, "
+        "waiting and idle\n",
+        1e3 * t.per_step(t.self_s()), 1e3 * t.per_step(t.wall_s), 100 * t.share_of_wall(t.self_s()));
     if (causal_note)
         s += "  * attention FLOPs count the whole s x s square, as the 6N + 12*L*h*s formula does; a causal kernel "
              "computes about half of it, so its own rate is about half the figure\n";
@@ -59,24 +62,26 @@ std::string format_run(const Report& rep) {
     const auto& c = rep.config;
     if (rep.is_predicted()) {
         const auto& p = rep.predicted;
-        s += fmt::format("PREDICTED, not a run: the planner's model of {} on {} GPUs of {} ({}); {} rank(s) drawn, one per "
-                         "pipeline stage: each is the stage's rank with tp, cp, dp and ep index 0. Every figure below "
-                         "is the model's.\n",
-                         p.value("model", std::string("?")), p.value("gpus", 0), p.value("cluster", std::string("?")),
-                         p.value("layout", std::string("?")), rep.world_size);
+        s += fmt::format(
+            "PREDICTED, not a run: the planner's model of {} on {} GPUs of {} ({}); {} rank(s) drawn, one per "
+            "pipeline stage: each is the stage's rank with tp, cp, dp and ep index 0. Every figure below "
+            "is the model's.\n",
+            p.value("model", std::string("?")), p.value("gpus", 0), p.value("cluster", std::string("?")),
+            p.value("layout", std::string("?")), rep.world_size);
     }
-    if (!c.empty()) s += fmt::format("Run: {} rank(s); model h {} L {} heads {} seq {} vocab {}; micro-batch {} x {} micro-batches; {}; "
-                     "ZeRO-{}; attention {}\n",
-                     rep.world_size, c.value("hidden", 0), c.value("layers", 0), c.value("heads", 0), c.value("seq", 0),
-                     c.value("vocab", 0), c.value("batch", 0), c.value("grad_accum", 0),
-                     c.value("precision", std::string("?")), c.value("zero", 0),
-                     c.value("attention", std::string("naive")));
+    if (!c.empty())
+        s += fmt::format(
+            "Run: {} rank(s); model h {} L {} heads {} seq {} vocab {}; micro-batch {} x {} micro-batches; {}; "
+            "ZeRO-{}; attention {}\n",
+            rep.world_size, c.value("hidden", 0), c.value("layers", 0), c.value("heads", 0), c.value("seq", 0),
+            c.value("vocab", 0), c.value("batch", 0), c.value("grad_accum", 0), c.value("precision", std::string("?")),
+            c.value("zero", 0), c.value("attention", std::string("naive")));
     if (rep.predict_input.moe_experts > 0)
-        s += fmt::format("  mixture of experts: every {} block(s) E {} experts, top-{}, ep {}; {} parameters, {} active "
-                         "per token\n",
-                         rep.predict_input.moe_every, rep.predict_input.moe_experts, rep.predict_input.moe_topk,
-                         rep.predict_input.ep, predict(rep.predict_input).params,
-                         predict(rep.predict_input).active_params);
+        s += fmt::format(
+            "  mixture of experts: every {} block(s) E {} experts, top-{}, ep {}; {} parameters, {} active "
+            "per token\n",
+            rep.predict_input.moe_every, rep.predict_input.moe_experts, rep.predict_input.moe_topk,
+            rep.predict_input.ep, predict(rep.predict_input).params, predict(rep.predict_input).active_params);
     return s;
 }
 
@@ -86,33 +91,38 @@ std::string format_throughput(const Report& rep) {
     const char* src = rep.source();
     const auto& t = rep.throughput;
     if (rep.imported) {  // no model or batch in a PyTorch trace: the step time only
-        s += fmt::format("\nThroughput ({} over {} steady step(s)): {:.1f} ms/step; tokens/s, model FLOPs and MFU unknown "
-                         "for an imported run\n", src, t.steps_measured, t.step_s * 1e3);
+        s += fmt::format(
+            "\nThroughput ({} over {} steady step(s)): {:.1f} ms/step; tokens/s, model FLOPs and MFU unknown "
+            "for an imported run\n",
+            src, t.steps_measured, t.step_s * 1e3);
         return s;
     }
-    s += fmt::format("\nThroughput ({} over {} steady step(s)): {:.0f} tokens/s, {:.1f} ms/step\n", src, t.steps_measured,
-                     t.tokens_per_s, t.step_s * 1e3);
+    s += fmt::format("\nThroughput ({} over {} steady step(s)): {:.0f} tokens/s, {:.1f} ms/step\n", src,
+                     t.steps_measured, t.tokens_per_s, t.step_s * 1e3);
     std::string sources;
     for (const std::string& peak_source : t.peak_sources) sources += (sources.empty() ? "" : "; ") + peak_source;
-    s += fmt::format("  model FLOPs/token (formula, 6N + 12*L*h*s{}): {:.1f} M; achieved {:.1f} GFLOP/s (derived) of a "
-                     "peak of {:.1f} GFLOP/s summed over the {}: MFU {:.1f}% (derived)\n  peak: {}\n",
-                     rep.predict_input.moe_experts > 0 ? ", N active" : "", t.model_flops_per_token / 1e6,
-                     t.achieved_flops_per_s / 1e9, t.peak_flops_per_s / 1e9,
-                     rep.is_predicted() ? "plan's GPUs" : "ranks", 100 * t.mfu,
-                     sources.empty() ? std::string("unknown") : sources);
+    s += fmt::format(
+        "  model FLOPs/token (formula, 6N + 12*L*h*s{}): {:.1f} M; achieved {:.1f} GFLOP/s (derived) of a "
+        "peak of {:.1f} GFLOP/s summed over the {}: MFU {:.1f}% (derived)\n  peak: {}\n",
+        rep.predict_input.moe_experts > 0 ? ", N active" : "", t.model_flops_per_token / 1e6,
+        t.achieved_flops_per_s / 1e9, t.peak_flops_per_s / 1e9, rep.is_predicted() ? "plan's GPUs" : "ranks",
+        100 * t.mfu, sources.empty() ? std::string("unknown") : sources);
     // The attention term counts every query against every key; causal kernels skip the masked half, so when the term
     // is a large share the MFU overstates what the hardware did. Say so where it matters (long sequences).
     const PredictInput& pi = rep.predict_input;
-    const double attention_share =
-        t.model_flops_per_token > 0 ? 12.0 * double(pi.layers) * double(pi.hidden) * double(pi.seq) / t.model_flops_per_token : 0;
+    const double attention_share = t.model_flops_per_token > 0 ? 12.0 * double(pi.layers) * double(pi.hidden) *
+                                                                     double(pi.seq) / t.model_flops_per_token
+                                                               : 0;
     if (attention_share >= 0.1 && !rep.is_predicted())
-        s += fmt::format("  attention's 12*L*h*s is {:.0f}% of those FLOPs (formula): it counts the whole s x s square, as PaLM's MFU "
-                         "does; causal kernels skip about half of it, so the hardware did less than this MFU reads\n",
-                         100 * attention_share);
+        s += fmt::format(
+            "  attention's 12*L*h*s is {:.0f}% of those FLOPs (formula): it counts the whole s x s square, as PaLM's MFU "
+            "does; causal kernels skip about half of it, so the hardware did less than this MFU reads\n",
+            100 * attention_share);
     if (t.mfu > 1.0 && !rep.is_predicted())
-        s += fmt::format("  the MFU is above 100%: the run did more FLOPs per second than the peak measured at its start "
-                         "(that measurement was short and the machine shared, or the formula counts FLOPs the kernels "
-                         "skipped); read it as near the peak, not beyond it\n");
+        s += fmt::format(
+            "  the MFU is above 100%: the run did more FLOPs per second than the peak measured at its start "
+            "(that measurement was short and the machine shared, or the formula counts FLOPs the kernels "
+            "skipped); read it as near the peak, not beyond it\n");
     return s;
 }
 
@@ -121,15 +131,17 @@ std::string format_parallelism(const Report& rep) {
     std::string s;
     const char* src = rep.source();
     if (rep.predict_input.pp > 1)
-        s += fmt::format("Pipeline bubble ({} schedule, pp {}, {} micro-batches): {:.3f} {} on the busiest stage "
-                         "(rank {}), {:.3f} by the formula, {:.3f} simulated\n",
-                         rep.predict_input.pp_schedule, rep.predict_input.pp, rep.predict_input.grad_accum,
-                         rep.pipeline.measured, src, rep.pipeline.busiest_rank, rep.pipeline.theory, rep.pipeline.simulated);
+        s += fmt::format(
+            "Pipeline bubble ({} schedule, pp {}, {} micro-batches): {:.3f} {} on the busiest stage "
+            "(rank {}), {:.3f} by the formula, {:.3f} simulated\n",
+            rep.predict_input.pp_schedule, rep.predict_input.pp, rep.predict_input.grad_accum, rep.pipeline.measured,
+            src, rep.pipeline.busiest_rank, rep.pipeline.theory, rep.pipeline.simulated);
     if (rep.predict_input.cp > 1)
-        s += fmt::format("Context parallelism (cp {}, {}): attention time per rank, slowest / fastest in a cp group "
-                         "= {:.2f} (rank {} / rank {}, measured); attention FLOPs most / least {:.2f}\n",
-                         rep.predict_input.cp, rep.predict_input.cp_balance, rep.context.attention_max_over_min,
-                         rep.context.slowest_rank, rep.context.fastest_rank, rep.context.attention_flops_max_over_min);
+        s += fmt::format(
+            "Context parallelism (cp {}, {}): attention time per rank, slowest / fastest in a cp group "
+            "= {:.2f} (rank {} / rank {}, measured); attention FLOPs most / least {:.2f}\n",
+            rep.predict_input.cp, rep.predict_input.cp_balance, rep.context.attention_max_over_min,
+            rep.context.slowest_rank, rep.context.fastest_rank, rep.context.attention_flops_max_over_min);
     if (rep.routing.empty()) return s;
     const ExpertRouting& ro = rep.routing;
     s += fmt::format("Experts (measured, choices of the global batch; E {}, top-{}{}):\n", ro.experts,
@@ -140,23 +152,25 @@ std::string format_parallelism(const Report& rep) {
     for (const LayerRouting& l : ro.layers) {
         std::string shares;
         for (double x : l.share) shares += fmt::format("{}{:.0f}%", shares.empty() ? "" : " ", 100 * x);
-        s += fmt::format("  layer {}: share per expert {} (even: {:.0f}% each); most loaded / mean {:.2f} (worst "
-                         "step {:.2f}); dropped {:.1f}%\n",
-                         l.layer, shares, 100.0 / std::max(1, ro.experts), l.imbalance_mean, l.imbalance_max,
-                         100 * l.dropped_fraction);
+        s += fmt::format(
+            "  layer {}: share per expert {} (even: {:.0f}% each); most loaded / mean {:.2f} (worst "
+            "step {:.2f}); dropped {:.1f}%\n",
+            l.layer, shares, 100.0 / std::max(1, ro.experts), l.imbalance_mean, l.imbalance_max,
+            100 * l.dropped_fraction);
     }
     if (!ro.balance.empty()) {
         double b = 0, a = 0;
         for (size_t i = 0; i < ro.balance.size(); ++i) b += ro.balance[i], a += ro.aux_loss[i];
-        s += fmt::format("  balance E*sum(f*P) {:.3f} mean over {} step(s) (1 even, E on one expert); balance loss "
-                         "added to the training loss {:.4f}\n",
-                         b / double(ro.balance.size()), ro.balance.size(), a / double(ro.balance.size()));
+        s += fmt::format(
+            "  balance E*sum(f*P) {:.3f} mean over {} step(s) (1 even, E on one expert); balance loss "
+            "added to the training loss {:.4f}\n",
+            b / double(ro.balance.size()), ro.balance.size(), a / double(ro.balance.size()));
     }
     if (rep.expert_balance.slowest_rank >= 0)
-        s += fmt::format("  expert GEMM time per rank, slowest / fastest in an ep group = {:.2f} (rank {} / rank "
-                         "{}): the others wait for the slowest in the next all-to-all (ep waiting below)\n",
-                         rep.expert_balance.experts_max_over_min, rep.expert_balance.slowest_rank,
-                         rep.expert_balance.fastest_rank);
+        s += fmt::format(
+            "  expert GEMM time per rank, slowest / fastest in an ep group = {:.2f} (rank {} / rank "
+            "{}): the others wait for the slowest in the next all-to-all (ep waiting below)\n",
+            rep.expert_balance.experts_max_over_min, rep.expert_balance.slowest_rank, rep.expert_balance.fastest_rank);
     return s;
 }
 
@@ -175,8 +189,8 @@ std::string format_clocks(const Report& rep) {
 // Time per rank over the steady steps (the rank losing most marked), CUPTI's account, and where the times come from.
 std::string format_time_table(const Report& rep) {
     std::string s = fmt::format("\nTime per rank, summed over the steady steps ({}):\n", rep.source());
-    s += fmt::format("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>15}\n", "rank", "wall s", "compute s", "overlap s",
-                     "exposed s", "idle s", "overlap", "bubble (theory)");
+    s += fmt::format("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>15}\n", "rank", "wall s", "compute s",
+                     "overlap s", "exposed s", "idle s", "overlap", "bubble (theory)");
     size_t worst = 0;
     for (size_t i = 0; i < rep.ranks.size(); ++i)
         if (rep.ranks[i].steady.idle_s + rep.ranks[i].steady.exposed_s >
@@ -199,25 +213,29 @@ std::string format_time_table(const Report& rep) {
         if (!r.cupti.is_object()) continue;
         const auto n = [&](const char* k) { return r.cupti.value(k, int64_t(0)); };
         if (!r.cupti.value("running", false) && n("kernels") + n("memcpys") + n("memsets") == 0) continue;
-        s += fmt::format("  {}: CUPTI recorded {} kernels ({} NCCL), {} memcpys, {} memsets; {} attributed to an op, {} "
-                         "not; {} records dropped; collector overhead {:.1f} ms\n",
-                         r.label, n("kernels"), n("nccl_kernels"), n("memcpys"), n("memsets"), n("attributed"),
-                         n("unattributed"), n("dropped_records"), r.cupti.value("overhead_ms", 0.0));
+        s += fmt::format(
+            "  {}: CUPTI recorded {} kernels ({} NCCL), {} memcpys, {} memsets; {} attributed to an op, {} "
+            "not; {} records dropped; collector overhead {:.1f} ms\n",
+            r.label, n("kernels"), n("nccl_kernels"), n("memcpys"), n("memsets"), n("attributed"), n("unattributed"),
+            n("dropped_records"), r.cupti.value("overhead_ms", 0.0));
     }
     if (!traced.empty())
-        s += fmt::format("  compute of rank(s) {} is the GPU's kernels as CUPTI timed them; communication the GPU's NCCL "
-                         "kernels, or the engine's collective spans where ranks communicate through MPI with host "
-                         "staging\n",
-                         traced);
+        s += fmt::format(
+            "  compute of rank(s) {} is the GPU's kernels as CUPTI timed them; communication the GPU's NCCL "
+            "kernels, or the engine's collective spans where ranks communicate through MPI with host "
+            "staging\n",
+            traced);
     return s;
 }
 
 // Per rank and group: bytes sent measured / predicted, time exposed, time waiting for the group's last rank.
 std::string format_communication(const Report& rep) {
     const char* src = rep.source();
-    std::string s = fmt::format("\nCommunication per steady step by group: bytes sent ({} from the collectives / predicted); time "
-                                "outstanding, exposed (no compute under it), and of that time the part spent waiting for the group's "
-                                "last rank ({})\n", src, src);
+    std::string s = fmt::format(
+        "\nCommunication per steady step by group: bytes sent ({} from the collectives / predicted); time "
+        "outstanding, exposed (no compute under it), and of that time the part spent waiting for the group's "
+        "last rank ({})\n",
+        src, src);
     for (const auto& r : rep.ranks) {
         std::string line;
         for (const GroupKind kind : reported_groups(r)) {
@@ -243,21 +261,21 @@ std::string format_communication(const Report& rep) {
 // cache, and the rest (runtime, libraries, buffers).
 std::string format_process_memory(const RankReport& r) {
     std::string s;
-    s += fmt::format("  {:<16} {:>12}   peak, measured: {}\n", r.process.device ? "device in use" : "process (RSS)",
-                     format_bytes(r.process.held_peak),
-                     r.process.device ? "the device's memory in use as the driver reports it (all processes)"
-                                      : "the resident set");
+    s += fmt::format(
+        "  {:<16} {:>12}   peak, measured: {}\n", r.process.device ? "device in use" : "process (RSS)",
+        format_bytes(r.process.held_peak),
+        r.process.device ? "the device's memory in use as the driver reports it (all processes)" : "the resident set");
     s += fmt::format("  {:<16} {:>12}   peak, measured: freed blocks the tracked allocator keeps for reuse\n",
                      "allocator cache", format_bytes(r.process.cached_peak));
-    s += fmt::format("  {:<16} {:>12}   peak of (that - the allocator's live and cached bytes) at one moment, "
-                     "measured: runtime, libraries, communication buffers, fragmentation{}\n",
-                     "not tracked", format_bytes(r.process.untracked_peak),
-                     r.process.untracked_in_heap >= 0
-                         ? fmt::format("; then {} malloc'd by others (MPI, BLAS, runtime) and {} outside malloc "
-                                       "(code, stacks, shared memory, freed pages kept)",
-                                       format_bytes(r.process.untracked_in_heap),
-                                       format_bytes(r.process.untracked_outside_heap))
-                         : std::string());
+    s += fmt::format(
+        "  {:<16} {:>12}   peak of (that - the allocator's live and cached bytes) at one moment, "
+        "measured: runtime, libraries, communication buffers, fragmentation{}\n",
+        "not tracked", format_bytes(r.process.untracked_peak),
+        r.process.untracked_in_heap >= 0
+            ? fmt::format("; then {} malloc'd by others (MPI, BLAS, runtime) and {} outside malloc "
+                          "(code, stacks, shared memory, freed pages kept)",
+                          format_bytes(r.process.untracked_in_heap), format_bytes(r.process.untracked_outside_heap))
+            : std::string());
     return s;
 }
 
@@ -271,36 +289,40 @@ std::string format_rank_memory(const Report& rep, const RankReport& r) {
     for (int k = 0; k < kMemCategoryCount; ++k) {
         const auto& pred = r.predicted.memory[size_t(k)];
         if (r.memory.peak[size_t(k)] == 0 && (!pred || *pred == 0)) continue;
-        s += fmt::format("  {:<16} {:>12} / {:<12} / {:<12} {:<10} {:>12} / {}\n", kMemCategoryNames[k],
-                         format_bytes(r.memory.peak[size_t(k)]), or_dash(pred),
-                         or_dash(r.predicted.memory_formula[size_t(k)]),
-                         kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])],
-                         format_bytes(r.memory.step1_peak[size_t(k)]),
-                         r.memory.has_steady ? format_bytes(r.memory.steady_peak[size_t(k)]) : std::string("-"));
+        s += fmt::format(
+            "  {:<16} {:>12} / {:<12} / {:<12} {:<10} {:>12} / {}\n", kMemCategoryNames[k],
+            format_bytes(r.memory.peak[size_t(k)]), or_dash(pred), or_dash(r.predicted.memory_formula[size_t(k)]),
+            kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])], format_bytes(r.memory.step1_peak[size_t(k)]),
+            r.memory.has_steady ? format_bytes(r.memory.steady_peak[size_t(k)]) : std::string("-"));
     }
     if (!rep.config.empty())
-        s += fmt::format("  {:<16} {:>12} / {:<12} / {:<12} sum of the peaks of the categories the prediction "
-                         "models (the formula's: model states and activations)\n",
-                         "sum of peaks", format_bytes(r.memory_modelled_sum_peak), format_bytes(r.predicted.memory_total()),
-                         format_bytes(r.predicted.memory_formula_total()));
-    s += fmt::format("  {:<16} {:>12}   {}, every category, at {} (peaks of different categories need not "
-                     "coincide)\n",
-                     "peak of the sum", format_bytes(r.memory.total_peak), src,
-                     kPhaseNames[size_t(r.memory.total_peak_phase)]);
+        s += fmt::format(
+            "  {:<16} {:>12} / {:<12} / {:<12} sum of the peaks of the categories the prediction "
+            "models (the formula's: model states and activations)\n",
+            "sum of peaks", format_bytes(r.memory_modelled_sum_peak), format_bytes(r.predicted.memory_total()),
+            format_bytes(r.predicted.memory_formula_total()));
+    s += fmt::format(
+        "  {:<16} {:>12}   {}, every category, at {} (peaks of different categories need not "
+        "coincide)\n",
+        "peak of the sum", format_bytes(r.memory.total_peak), src, kPhaseNames[size_t(r.memory.total_peak_phase)]);
     if (rep.predict_input.moe_experts > 0 && (rep.predict_input.ep > 1 || rep.predict_input.moe_capacity_factor > 0))
         s += r.expert_load.empty()
                  ? "  (predicted expert rows as if routing were uniform: the measured ones follow the router)\n"
-                 : fmt::format("  (predicted with the routing measured: this rank's experts received {} the uniform "
-                               "share per layer, at the step with the most rows)\n", [&] {
-                                   std::string loads;
-                                   for (double x : r.expert_load) loads += fmt::format("{}{:.2f}x", loads.empty() ? "" : " ", x);
-                                   return loads;
-                               }());
+                 : fmt::format(
+                       "  (predicted with the routing measured: this rank's experts received {} the uniform "
+                       "share per layer, at the step with the most rows)\n",
+                       [&] {
+                           std::string loads;
+                           for (double x : r.expert_load)
+                               loads += fmt::format("{}{:.2f}x", loads.empty() ? "" : " ", x);
+                           return loads;
+                       }());
     if (r.process.sampled) s += format_process_memory(r);
     if (r.device_reserved_peak >= 0)
-        s += fmt::format("  {:<16} {:>12}   peak measured by CUPTI: what cudaMalloc holds (caching allocator, "
-                         "cuBLAS, NCCL)\n",
-                         "device reserved", format_bytes(r.device_reserved_peak));
+        s += fmt::format(
+            "  {:<16} {:>12}   peak measured by CUPTI: what cudaMalloc holds (caching allocator, "
+            "cuBLAS, NCCL)\n",
+            "device reserved", format_bytes(r.device_reserved_peak));
     if (rep.predict_input.pp > 1)
         s += fmt::format("  micro-batches in flight: {} measured / {} predicted by the {} schedule\n",
                          r.steady.micro_batches_in_flight, r.predicted.micro_batches_in_flight,

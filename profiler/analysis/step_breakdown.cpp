@@ -54,13 +54,17 @@ double bytes_sent(OpClass op, double bytes, int n) {
     if (n <= 1 && op != OpClass::send) return 0.0;
     const double ring = double(n - 1) / double(n);
     switch (op) {
-        case OpClass::all_reduce: return 2.0 * bytes * ring;
+        case OpClass::all_reduce:
+            return 2.0 * bytes * ring;
         case OpClass::all_gather:
         case OpClass::reduce_scatter:
-        case OpClass::broadcast: return bytes * ring;
+        case OpClass::broadcast:
+            return bytes * ring;
         case OpClass::all_to_all:  // its span records what went to the other ranks
-        case OpClass::send: return bytes;
-        default: return 0.0;
+        case OpClass::send:
+            return bytes;
+        default:
+            return 0.0;
     }
 }
 
@@ -100,11 +104,13 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
                     b.attention_s += double(std::min(it->end, b.end) - std::max(it->begin, b.begin)) / 1e9;
                     b.attention_flops += int64_t(it->flops);
                 }
-                if (it->kind == SpanKind::op && lane != int(Lane::device) && store.name(it->name).rfind("expert ", 0) == 0)
+                if (it->kind == SpanKind::op && lane != int(Lane::device) &&
+                    store.name(it->name).rfind("expert ", 0) == 0)
                     b.experts_s += double(std::min(it->end, b.end) - std::max(it->begin, b.begin)) / 1e9;
                 // Collectives by group, from the engine's comm spans (they carry group and buffer size; the GPU's
                 // NCCL kernels on device_comm do not): bytes of those that began in the step, their time.
-                const bool engine_comm = it->kind == SpanKind::comm && (lane == int(Lane::comm) || lane == int(Lane::p2p));
+                const bool engine_comm =
+                    it->kind == SpanKind::comm && (lane == int(Lane::comm) || lane == int(Lane::p2p));
                 if (engine_comm && it->group < kGroupCount) {
                     if (it->begin >= b.begin)
                         b.group_bytes[it->group] += bytes_sent(it->op, double(it->bytes), sizes[it->group]);
@@ -116,9 +122,14 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
                         first_op = std::min(first_op, std::max(it->begin, b.begin));
                         last_op = std::max(last_op, std::min(it->end, b.end));
                         break;
-                    case SetOf::comm: comm.emplace_back(it->begin, it->end); break;
-                    case SetOf::p2p: p2p.emplace_back(it->begin, it->end); break;
-                    case SetOf::none: break;
+                    case SetOf::comm:
+                        comm.emplace_back(it->begin, it->end);
+                        break;
+                    case SetOf::p2p:
+                        p2p.emplace_back(it->begin, it->end);
+                        break;
+                    case SetOf::none:
+                        break;
                 }
             }
         }
@@ -127,7 +138,8 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
         std::vector<Interval> both = C;
         both.insert(both.end(), M.begin(), M.end());
         const auto CM = union_of(both, b.begin, b.end);
-        const int64_t c = total_length(C), m = total_length(M), cm = total_length(CM), overlap = intersection_length(C, M);
+        const int64_t c = total_length(C), m = total_length(M), cm = total_length(CM),
+                      overlap = intersection_length(C, M);
         b.wall_s = double(b.end - b.begin) / 1e9;
         b.compute_s = double(c) / 1e9;
         b.comm_s = double(m) / 1e9;
@@ -164,13 +176,16 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
         const LaneTrack& compute_lane = rt->lanes[size_t(Lane::compute)];
         if (compute_lane.rows() > 0) {
             const auto [first, last] = compute_lane.visible(0, b.begin, b.end);
-            for (size_t i = first; i < last; ++i) split |= store.name(compute_lane.spans()[compute_lane.row(0)[i]].name) == "W";
+            for (size_t i = first; i < last; ++i)
+                split |= store.name(compute_lane.spans()[compute_lane.row(0)[i]].name) == "W";
             for (size_t i = first; i < last; ++i) {
                 const Span& s = compute_lane.spans()[compute_lane.row(0)[i]];
                 if (s.kind != SpanKind::phase || s.micro_batch < 0) continue;
                 const std::string& n = store.name(s.name);
-                if (n == "F") marks.emplace_back(s.end, +1);
-                else if ((n == "B" && !split) || n == "W") marks.emplace_back(s.end, -1);
+                if (n == "F")
+                    marks.emplace_back(s.end, +1);
+                else if ((n == "B" && !split) || n == "W")
+                    marks.emplace_back(s.end, -1);
             }
         }
         std::sort(marks.begin(), marks.end());
@@ -186,7 +201,8 @@ void apply_pipeline_windows(std::vector<std::vector<StepBreakdown>>& steps, cons
     for (size_t r = 0; r < steps.size(); ++r)
         for (const auto& b : steps[r]) {
             if (b.last_op <= b.first_op) continue;
-            auto [it, fresh] = window.emplace(std::make_pair(replica_of[r], b.step), std::make_pair(b.first_op, b.last_op));
+            auto [it, fresh] =
+                window.emplace(std::make_pair(replica_of[r], b.step), std::make_pair(b.first_op, b.last_op));
             if (!fresh) {
                 it->second.first = std::min(it->second.first, b.first_op);
                 it->second.second = std::max(it->second.second, b.last_op);

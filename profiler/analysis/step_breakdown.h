@@ -34,25 +34,25 @@ struct StepBreakdown {
     int step = 0;
     int64_t begin = 0, end = 0;  // the step's window, ns
     double wall_s = 0;
-    double compute_s = 0;     // |C|
-    double comm_s = 0;        // |M|
-    double p2p_s = 0;         // time with a pipeline transfer outstanding (not in M)
-    double overlapped_s = 0;  // |C ∩ M|
-    double exposed_s = 0;     // |M \ C|
-    double idle_s = 0;        // wall - |C ∪ M|
-    double overlap_pct = 0;   // 100 |C ∩ M| / |M|; 0 without communication
-    double bubble_s = 0;      // idle between the first and the last op of the step
-    double bubble_fraction = 0;  // bubble_s / compute_s
-    double stage_bubble_fraction = 0;  // the same within the stage's own first and last op
-    int64_t flops = 0;           // sum of the engine's op spans' FLOPs
-    bool device_truth = false;   // C and M came from the device lanes (a GPU traced by CUPTI)
-    int64_t first_op = 0, last_op = 0;        // ns
-    std::vector<Interval> busy_set;           // C ∪ M, for the pipeline windows
-    std::vector<Interval> compute_set;        // C
-    int micro_batches_in_flight = 0;          // most forwards whose backward (or W) had not finished
-    double attention_s = 0;  // time in attention ops (RoPE aside): what context parallelism's balance is about
+    double compute_s = 0;               // |C|
+    double comm_s = 0;                  // |M|
+    double p2p_s = 0;                   // time with a pipeline transfer outstanding (not in M)
+    double overlapped_s = 0;            // |C ∩ M|
+    double exposed_s = 0;               // |M \ C|
+    double idle_s = 0;                  // wall - |C ∪ M|
+    double overlap_pct = 0;             // 100 |C ∩ M| / |M|; 0 without communication
+    double bubble_s = 0;                // idle between the first and the last op of the step
+    double bubble_fraction = 0;         // bubble_s / compute_s
+    double stage_bubble_fraction = 0;   // the same within the stage's own first and last op
+    int64_t flops = 0;                  // sum of the engine's op spans' FLOPs
+    bool device_truth = false;          // C and M came from the device lanes (a GPU traced by CUPTI)
+    int64_t first_op = 0, last_op = 0;  // ns
+    std::vector<Interval> busy_set;     // C ∪ M, for the pipeline windows
+    std::vector<Interval> compute_set;  // C
+    int micro_batches_in_flight = 0;    // most forwards whose backward (or W) had not finished
+    double attention_s = 0;       // time in attention ops (RoPE aside): what context parallelism's balance is about
     int64_t attention_flops = 0;  // the FLOPs those attention ops carry: the work, whatever the machine's noise
-    double experts_s = 0;    // time in the experts' GEMMs (spans named "expert ..."): what routing balance is about
+    double experts_s = 0;  // time in the experts' GEMMs (spans named "expert ..."): what routing balance is about
     // By process group (GroupKind order): |M_g|, |M_g \ C|, and bytes sent by the collectives that began in the step.
     std::array<double, kGroupCount> group_comm_s{}, group_exposed_s{}, group_bytes{};
 };
@@ -79,6 +79,8 @@ StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps);
 // gradients and optimizer state and warms caches up).
 std::vector<StepBreakdown> steady_steps(const std::vector<StepBreakdown>& steps);
 // How many steps steady_steps keeps, without copying them (views ask every frame).
-inline size_t steady_step_count(const std::vector<StepBreakdown>& steps) { return steps.size() > 1 ? steps.size() - 1 : steps.size(); }
+inline size_t steady_step_count(const std::vector<StepBreakdown>& steps) {
+    return steps.size() > 1 ? steps.size() - 1 : steps.size();
+}
 
 }  // namespace us::prof

@@ -74,9 +74,10 @@ size_t ByteSource::read_gzip(char* out, size_t capacity) {
         if (z.avail_in == 0) {
             const size_t n = read_raw(reinterpret_cast<char*>(m_inflater->in.data()), m_inflater->in.size());
             if (n == 0)
-                fail_user("'{}' is a gzip file cut short: it ended after {} compressed bytes ({} bytes of JSON "
-                          "read); copy the trace again or re-record it",
-                          m_name, m_in, m_out + (capacity - z.avail_out));
+                fail_user(
+                    "'{}' is a gzip file cut short: it ended after {} compressed bytes ({} bytes of JSON "
+                    "read); copy the trace again or re-record it",
+                    m_name, m_in, m_out + (capacity - z.avail_out));
             z.next_in = m_inflater->in.data();
             z.avail_in = uInt(n);
         }

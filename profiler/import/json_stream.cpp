@@ -30,8 +30,7 @@ bool JsonStream::fill() {
         m_pos = 0;
     }
     if (m_end == m_buf.size()) {
-        if (m_buf.size() >= m_max_value + 1)
-            fail("a single value longer than " + size_text(m_max_value));
+        if (m_buf.size() >= m_max_value + 1) fail("a single value longer than " + size_text(m_max_value));
         m_buf.resize(std::min(m_buf.size() * 2, m_max_value + 1));
     }
     const size_t n = m_source.read(m_buf.data() + m_end, m_buf.size() - m_end);
@@ -126,8 +125,10 @@ std::string_view JsonStream::value(const char* context) {
                 }
                 continue;
             }
-            if (c == '"') in_string = true;
-            else if (c == '{' || c == '[') ++depth;
+            if (c == '"')
+                in_string = true;
+            else if (c == '{' || c == '[')
+                ++depth;
             else if (c == '}' || c == ']') {
                 if (--depth == 0) {
                     i = size_t(p - start);
@@ -157,13 +158,15 @@ void JsonStream::read_string(std::string& out, const char* context) {
 
 namespace {
 void put_utf8(uint32_t cp, std::string& out) {
-    if (cp < 0x80) out += char(cp);
-    else if (cp < 0x800) out += char(0xC0 | (cp >> 6)), out += char(0x80 | (cp & 0x3F));
+    if (cp < 0x80)
+        out += char(cp);
+    else if (cp < 0x800)
+        out += char(0xC0 | (cp >> 6)), out += char(0x80 | (cp & 0x3F));
     else if (cp < 0x10000)
         out += char(0xE0 | (cp >> 12)), out += char(0x80 | ((cp >> 6) & 0x3F)), out += char(0x80 | (cp & 0x3F));
     else
-        out += char(0xF0 | (cp >> 18)), out += char(0x80 | ((cp >> 12) & 0x3F)),
-            out += char(0x80 | ((cp >> 6) & 0x3F)), out += char(0x80 | (cp & 0x3F));
+        out += char(0xF0 | (cp >> 18)), out += char(0x80 | ((cp >> 12) & 0x3F)), out += char(0x80 | ((cp >> 6) & 0x3F)),
+            out += char(0x80 | (cp & 0x3F));
 }
 bool hex4(std::string_view s, size_t at, uint32_t& v) {
     if (at + 4 > s.size()) return false;
@@ -171,10 +174,14 @@ bool hex4(std::string_view s, size_t at, uint32_t& v) {
     for (size_t k = at; k < at + 4; ++k) {
         const char c = s[k];
         v <<= 4;
-        if (c >= '0' && c <= '9') v |= uint32_t(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= uint32_t(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= uint32_t(c - 'A' + 10);
-        else return false;
+        if (c >= '0' && c <= '9')
+            v |= uint32_t(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= uint32_t(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= uint32_t(c - 'A' + 10);
+        else
+            return false;
     }
     return true;
 }
@@ -194,14 +201,30 @@ bool unescape_json_string(std::string_view raw, std::string& out) {
         }
         if (++i >= raw.size()) return false;
         switch (raw[i]) {
-            case '"': out += '"'; break;
-            case '\\': out += '\\'; break;
-            case '/': out += '/'; break;
-            case 'b': out += '\b'; break;
-            case 'f': out += '\f'; break;
-            case 'n': out += '\n'; break;
-            case 'r': out += '\r'; break;
-            case 't': out += '\t'; break;
+            case '"':
+                out += '"';
+                break;
+            case '\\':
+                out += '\\';
+                break;
+            case '/':
+                out += '/';
+                break;
+            case 'b':
+                out += '\b';
+                break;
+            case 'f':
+                out += '\f';
+                break;
+            case 'n':
+                out += '\n';
+                break;
+            case 'r':
+                out += '\r';
+                break;
+            case 't':
+                out += '\t';
+                break;
             case 'u': {
                 uint32_t cp = 0;
                 if (!hex4(raw, i + 1, cp)) return false;
@@ -215,7 +238,8 @@ bool unescape_json_string(std::string_view raw, std::string& out) {
                 put_utf8(cp, out);
                 break;
             }
-            default: return false;
+            default:
+                return false;
         }
     }
     return true;

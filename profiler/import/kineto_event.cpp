@@ -44,8 +44,10 @@ bool parse_us_as_ns(std::string_view s, int64_t& ns) {
         int scale = 100;
         bool round_up = false;
         for (size_t k = 0; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++k, ++digits) {
-            if (k < 3) frac += (s[i] - '0') * scale, scale /= 10;
-            else if (k == 3) round_up = s[i] >= '5';
+            if (k < 3)
+                frac += (s[i] - '0') * scale, scale /= 10;
+            else if (k == 3)
+                round_up = s[i] >= '5';
         }
         frac += round_up;
     }
@@ -125,7 +127,8 @@ struct Cursor {
                     std::string_view skipped;
                     if (!raw_string(skipped)) return false;
                     --i;  // the loop's ++i steps past the closing quote
-                } else if (d == '{' || d == '[') ++depth;
+                } else if (d == '{' || d == '[')
+                    ++depth;
                 else if (d == '}' || d == ']') {
                     if (--depth == 0) break;
                 }
@@ -185,7 +188,7 @@ bool id_field(Cursor& c, int64_t& out, bool& text) {
     if (c.i < c.s.size() && c.s[c.i] == '"') {
         std::string_view raw;
         if (!c.raw_string(raw)) return false;
-        out = int64_t(std::hash<std::string_view>{}(raw) & 0x3fffffffffffffffULL) | (int64_t(1) << 62);
+        out = int64_t(std::hash<std::string_view>{}(raw)&0x3fffffffffffffffULL) | (int64_t(1) << 62);
         text = true;
         return true;
     }
@@ -247,8 +250,9 @@ bool parse_kineto_event(std::string_view text, KinetoEvent& e, std::string& erro
             if (!c.any(v)) return false;
             if (!v.empty() && v[0] == '"') v = v.substr(1, v.size() - 2);
             int64_t ns = 0;
-            if (!parse_us_as_ns(v, ns)) return c.fail(k == "ts" ? "'ts' is not a number of microseconds"
-                                                                : "'dur' is not a number of microseconds");
+            if (!parse_us_as_ns(v, ns))
+                return c.fail(k == "ts" ? "'ts' is not a number of microseconds"
+                                        : "'dur' is not a number of microseconds");
             (k == "ts" ? e.ts_ns : e.dur_ns) = ns;
             (k == "ts" ? e.has_ts : e.has_dur) = true;
             return true;

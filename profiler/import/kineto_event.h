@@ -10,9 +10,9 @@
 namespace us::prof {
 
 struct KinetoEvent {
-    char ph = 0;                 // 'X' complete, 'i'/'I' instant, 'M' metadata, 's'/'f' flow, ...
+    char ph = 0;  // 'X' complete, 'i'/'I' instant, 'M' metadata, 's'/'f' flow, ...
     std::string name, cat;
-    int64_t pid = 0, tid = 0;    // numeric ids; a string id is hashed and flagged
+    int64_t pid = 0, tid = 0;  // numeric ids; a string id is hashed and flagged
     bool pid_text = false, tid_text = false;
     bool has_ts = false, has_dur = false;
     int64_t ts_ns = 0, dur_ns = 0;

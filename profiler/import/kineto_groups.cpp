@@ -30,7 +30,8 @@ KinetoGroups identify_groups(const KinetoFile& f, int rank, const std::vector<bo
     KinetoGroups out;
     const nlohmann::json& d = f.distributed_info;
     if (d.is_object()) {
-        if (d.contains("world_size") && d["world_size"].is_number_integer()) out.world_size = d["world_size"].get<int>();
+        if (d.contains("world_size") && d["world_size"].is_number_integer())
+            out.world_size = d["world_size"].get<int>();
         if (d.contains("backend") && d["backend"].is_string()) out.backend = d["backend"].get<std::string>();
         // pg_config: a list of {pg_name, pg_desc, ranks ...}, or an object of them by name.
         if (d.contains("pg_config") && (d["pg_config"].is_array() || d["pg_config"].is_object()))
@@ -38,8 +39,9 @@ KinetoGroups identify_groups(const KinetoFile& f, int rank, const std::vector<bo
                 const auto& pg = item.value();
                 if (!pg.is_object()) continue;
                 ProcessGroupInfo g;
-                g.name = pg.contains("pg_name") && pg["pg_name"].is_string() ? pg["pg_name"].get<std::string>()
-                                                                              : (d["pg_config"].is_object() ? item.key() : "");
+                g.name = pg.contains("pg_name") && pg["pg_name"].is_string()
+                             ? pg["pg_name"].get<std::string>()
+                             : (d["pg_config"].is_object() ? item.key() : "");
                 g.desc = pg.contains("pg_desc") && pg["pg_desc"].is_string() ? pg["pg_desc"].get<std::string>() : "";
                 if (pg.contains("ranks")) g.ranks = ranks_of(pg["ranks"]);
                 if (out.groups.size() < 200) out.groups.push_back(std::move(g));
@@ -76,9 +78,12 @@ KinetoGroups identify_groups(const KinetoFile& f, int rank, const std::vector<bo
         for (size_t k = 0; is_world && k < sorted.size(); ++k) is_world = sorted[k] == int(k);
         bool p2p = false;
         for (size_t s = 0; s < f.groups.size(); ++s) p2p |= index_of_seen[s] == int(i) && p2p_groups[s];
-        if (!kind.empty()) g.kind = std::string(kind), g.kind_from = "description";
-        else if (is_world) g.kind = "world", g.kind_from = "rank pattern (all ranks)";
-        else if (p2p) g.kind = "pp", g.kind_from = "send/recv neighbours";
+        if (!kind.empty())
+            g.kind = std::string(kind), g.kind_from = "description";
+        else if (is_world)
+            g.kind = "world", g.kind_from = "rank pattern (all ranks)";
+        else if (p2p)
+            g.kind = "pp", g.kind_from = "send/recv neighbours";
         const std::optional<GroupKind> known = parse_group_kind(g.kind);
         g.group = known ? int(*known) : std::min(next_other++, 255);
     }
@@ -95,8 +100,9 @@ nlohmann::json kineto_rank_metadata(const KinetoFile& f, int rank, const std::st
     info.world_size = groups.world_size;
     info.process_groups = groups.groups;
     if (f.device_properties.is_array()) info.devices = f.device_properties;
-    info.clock_method = "Kineto timestamps: the host's clock (ranks on one host share it; ranks on different hosts "
-                        "are not aligned)";
+    info.clock_method =
+        "Kineto timestamps: the host's clock (ranks on one host share it; ranks on different hosts "
+        "are not aligned)";
     info.steps_from = steps_from_window ? "window" : "ProfilerStep";
     info.kineto_step_offset = 1;
     info.backend = groups.backend;

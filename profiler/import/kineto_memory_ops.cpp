@@ -68,10 +68,11 @@ struct Pending {
 
 ProfilerCategory infer_category_from_ops(const std::vector<std::string_view>& names) {
     using R = bool (*)(std::string_view);
-    static constexpr std::pair<R, ProfilerCategory> kRules[] = {
-        {is_optimizer, ProfilerCategory::optimizer_state}, {is_backward, ProfilerCategory::gradient},
-        {is_parameter_creation, ProfilerCategory::parameter}, {is_input, ProfilerCategory::input},
-        {is_forward, ProfilerCategory::activation}};
+    static constexpr std::pair<R, ProfilerCategory> kRules[] = {{is_optimizer, ProfilerCategory::optimizer_state},
+                                                                {is_backward, ProfilerCategory::gradient},
+                                                                {is_parameter_creation, ProfilerCategory::parameter},
+                                                                {is_input, ProfilerCategory::input},
+                                                                {is_forward, ProfilerCategory::activation}};
     for (const auto& [rule, category] : kRules)
         for (std::string_view n : names)
             if (rule(n)) return category;
@@ -134,7 +135,8 @@ KinetoMemoryEvents read_kineto_memory_events(ByteSource& source) {
                 if (key == "baseTimeNanoseconds" || key == "distributedInfo") {
                     const auto j = nlohmann::json::parse(v, nullptr, false);
                     if (key == "baseTimeNanoseconds" && j.is_number_integer()) out.base_time_ns = j.get<int64_t>();
-                    if (key == "distributedInfo" && j.is_object() && j.contains("rank") && j["rank"].is_number_integer())
+                    if (key == "distributedInfo" && j.is_object() && j.contains("rank") &&
+                        j["rank"].is_number_integer())
                         out.rank = int(std::clamp<int64_t>(j["rank"].get<int64_t>(), -1, 1 << 20));
                 }
             }
@@ -148,9 +150,8 @@ KinetoMemoryEvents read_kineto_memory_events(ByteSource& source) {
     std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
         return a.tid != b.tid ? a.tid < b.tid : a.begin != b.begin ? a.begin < b.begin : a.end > b.end;
     });
-    std::sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
-        return a.tid != b.tid ? a.tid < b.tid : a.t_ns < b.t_ns;
-    });
+    std::sort(pending.begin(), pending.end(),
+              [](const Pending& a, const Pending& b) { return a.tid != b.tid ? a.tid < b.tid : a.t_ns < b.t_ns; });
     std::vector<const Span*> open;
     std::vector<std::string_view> names;
     size_t s = 0;
@@ -209,8 +210,10 @@ std::optional<int> busiest_device(const KinetoMemoryEvents& events) {
     for (const KinetoMemoryEvent& e : events.events) {
         if (e.bytes <= 0) continue;
         auto it = std::find_if(bytes.begin(), bytes.end(), [&](auto& p) { return p.first == e.device; });
-        if (it == bytes.end()) bytes.emplace_back(e.device, e.bytes);
-        else it->second = add_saturated(it->second, e.bytes);
+        if (it == bytes.end())
+            bytes.emplace_back(e.device, e.bytes);
+        else
+            it->second = add_saturated(it->second, e.bytes);
     }
     if (bytes.empty()) return std::nullopt;
     return std::max_element(bytes.begin(), bytes.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;

@@ -15,21 +15,21 @@
 namespace us::prof {
 
 struct KinetoMemoryEvent {
-    int64_t t_ns = 0;         // the trace's ts
-    int64_t bytes = 0;        // > 0 allocation, < 0 free
+    int64_t t_ns = 0;   // the trace's ts
+    int64_t bytes = 0;  // > 0 allocation, < 0 free
     uint64_t addr = 0;
-    int device = -1;          // "Device Id": -1 host memory
+    int device = -1;                                        // "Device Id": -1 host memory
     ProfilerCategory category = ProfilerCategory::unknown;  // inferred (a free: its allocation's, unknown if before)
-    bool allocated_in_trace = true;  // a free: whether its allocation is in the trace
-    uint32_t op = 0;          // KinetoMemoryEvents::op_names index of the innermost enclosing op (0: none)
+    bool allocated_in_trace = true;                         // a free: whether its allocation is in the trace
+    uint32_t op = 0;  // KinetoMemoryEvents::op_names index of the innermost enclosing op (0: none)
 };
 
 struct KinetoMemoryEvents {
     std::string path;
-    int64_t base_time_ns = 0;  // baseTimeNanoseconds (the profiler's clock = ts + this); 0 when absent
+    int64_t base_time_ns = 0;               // baseTimeNanoseconds (the profiler's clock = ts + this); 0 when absent
     std::vector<KinetoMemoryEvent> events;  // in time order
     std::vector<std::string> op_names = {"(no enclosing op)"};
-    int rank = -1;             // distributedInfo.rank, else -1
+    int rank = -1;  // distributedInfo.rank, else -1
 
     // The memory profiler's clock in microseconds for an event (what its timeline export's times use).
     int64_t profiler_time_us(const KinetoMemoryEvent& e) const { return add_saturated(e.t_ns, base_time_ns) / 1000; }

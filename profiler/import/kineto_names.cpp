@@ -13,9 +13,12 @@ std::string squeeze(std::string_view s) {
     out.reserve(std::min<size_t>(s.size(), 96));
     for (char c : s) {
         if (out.size() >= 96) break;
-        if (c >= 'A' && c <= 'Z') out += char(c - 'A' + 'a');
-        else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) out += c;
-        else if (c == '(' || c == '<') break;  // a kernel's signature: its name is before
+        if (c >= 'A' && c <= 'Z')
+            out += char(c - 'A' + 'a');
+        else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
+            out += c;
+        else if (c == '(' || c == '<')
+            break;  // a kernel's signature: its name is before
     }
     return out;
 }

@@ -19,8 +19,10 @@ std::string valid_utf8(const std::string& s) {
         const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
         bool ok = n > 0 && i + n <= s.size();
         for (size_t k = 1; ok && k < n; ++k) ok = (uint8_t(s[i + k]) & 0xC0) == 0x80;
-        if (ok) out.append(s, i, n), i += n;
-        else out += '?', ++i;
+        if (ok)
+            out.append(s, i, n), i += n;
+        else
+            out += '?', ++i;
     }
     return out;
 }
@@ -29,7 +31,7 @@ uint32_t KinetoFile::intern(const std::string& s) {
     auto it = name_index.find(s);
     if (it != name_index.end()) return it->second;
     const uint32_t id = uint32_t(names.size());
-    names.push_back(valid_utf8(s));  // names reach JSON (metadata, the report): bytes that are not UTF-8 become '?' 
+    names.push_back(valid_utf8(s));  // names reach JSON (metadata, the report): bytes that are not UTF-8 become '?'
     name_index.emplace(s, id);
     return id;
 }
@@ -37,13 +39,18 @@ uint32_t KinetoFile::intern(const std::string& s) {
 namespace {
 
 bool category_of(const std::string& cat, KinetoCat& out) {
-    static const std::pair<std::string_view, KinetoCat> known[] = {
-        {"cpu_op", KinetoCat::cpu_op},           {"user_annotation", KinetoCat::user_annotation},
-        {"cuda_runtime", KinetoCat::cuda_runtime}, {"cuda_driver", KinetoCat::cuda_driver},
-        {"kernel", KinetoCat::kernel},           {"gpu_memcpy", KinetoCat::gpu_memcpy},
-        {"gpu_memset", KinetoCat::gpu_memset},   {"Kernel", KinetoCat::kernel},
-        {"Memcpy", KinetoCat::gpu_memcpy},       {"Memset", KinetoCat::gpu_memset},
-        {"Runtime", KinetoCat::cuda_runtime},    {"Operator", KinetoCat::cpu_op}};
+    static const std::pair<std::string_view, KinetoCat> known[] = {{"cpu_op", KinetoCat::cpu_op},
+                                                                   {"user_annotation", KinetoCat::user_annotation},
+                                                                   {"cuda_runtime", KinetoCat::cuda_runtime},
+                                                                   {"cuda_driver", KinetoCat::cuda_driver},
+                                                                   {"kernel", KinetoCat::kernel},
+                                                                   {"gpu_memcpy", KinetoCat::gpu_memcpy},
+                                                                   {"gpu_memset", KinetoCat::gpu_memset},
+                                                                   {"Kernel", KinetoCat::kernel},
+                                                                   {"Memcpy", KinetoCat::gpu_memcpy},
+                                                                   {"Memset", KinetoCat::gpu_memset},
+                                                                   {"Runtime", KinetoCat::cuda_runtime},
+                                                                   {"Operator", KinetoCat::cpu_op}};
     for (const auto& [name, c] : known)
         if (cat == name) return out = c, true;
     return false;
@@ -121,8 +128,8 @@ struct EventCollector {
         ++f.events;
         if ((e.ph == 'i' || e.ph == 'I') && e.name == "[memory]") {
             if (!e.has_ts || (e.total_allocated < 0 && e.total_reserved < 0)) return;
-            f.memory.push_back({e.ts_ns, std::max(0.0, e.total_allocated), std::max(0.0, e.total_reserved),
-                                e.mem_device < 0});
+            f.memory.push_back(
+                {e.ts_ns, std::max(0.0, e.total_allocated), std::max(0.0, e.total_reserved), e.mem_device < 0});
             return;
         }
         if (e.ph != 'X') return;  // metadata, flows, counters: not mapped
@@ -130,8 +137,10 @@ struct EventCollector {
         if (e.cat == "Trace") return;  // the profiler's own span over its window
         KinetoCat cat;
         const bool is_step = e.name.rfind("ProfilerStep#", 0) == 0;
-        if (is_step) cat = KinetoCat::step;
-        else if (!category_of(e.cat, cat)) return void(++f.unknown_categories[e.cat.empty() ? "(none)" : e.cat]);
+        if (is_step)
+            cat = KinetoCat::step;
+        else if (!category_of(e.cat, cat))
+            return void(++f.unknown_categories[e.cat.empty() ? "(none)" : e.cat]);
         if (!e.has_ts) return void(++f.bad_times);
         if (e.dur_ns < 0) return void(++f.negative_durations);
         int64_t end = 0;
@@ -208,8 +217,9 @@ KinetoFile parse_kineto(ByteSource& source) {
         read_events(in, sink);
         saw_events = true;
     } else {
-        in.expect('{', "at the start of a Kineto trace (a JSON object with traceEvents; nor does it start like an "
-                     "Ultrascope trace)");
+        in.expect('{',
+                  "at the start of a Kineto trace (a JSON object with traceEvents; nor does it start like an "
+                  "Ultrascope trace)");
         std::string key;
         if (!in.accept('}'))
             for (;;) {
@@ -220,8 +230,10 @@ KinetoFile parse_kineto(ByteSource& source) {
                     saw_events = true;
                 } else {
                     const std::string_view v = in.value("a value of the trace's outer object");
-                    if (key == "distributedInfo") f.distributed_info = parse_small(v, key, in);
-                    else if (key == "deviceProperties") f.device_properties = parse_small(v, key, in);
+                    if (key == "distributedInfo")
+                        f.distributed_info = parse_small(v, key, in);
+                    else if (key == "deviceProperties")
+                        f.device_properties = parse_small(v, key, in);
                     else if (v.size() < 256 && v.front() != '{' && v.front() != '[')
                         f.versions[key] = parse_small(v, key, in);
                 }

@@ -15,9 +15,20 @@
 
 namespace us::prof {
 
-enum class KinetoCat : uint8_t { cpu_op, user_annotation, cuda_runtime, cuda_driver, kernel, gpu_memcpy, gpu_memset, step };
+enum class KinetoCat : uint8_t {
+    cpu_op,
+    user_annotation,
+    cuda_runtime,
+    cuda_driver,
+    kernel,
+    gpu_memcpy,
+    gpu_memset,
+    step
+};
 
-inline bool is_device_cat(KinetoCat c) { return c == KinetoCat::kernel || c == KinetoCat::gpu_memcpy || c == KinetoCat::gpu_memset; }
+inline bool is_device_cat(KinetoCat c) {
+    return c == KinetoCat::kernel || c == KinetoCat::gpu_memcpy || c == KinetoCat::gpu_memset;
+}
 
 struct KinetoSpan {
     int64_t begin = 0, end = 0;  // ns
@@ -28,7 +39,7 @@ struct KinetoSpan {
     uint32_t thread = 0;         // KinetoFile::threads index (host spans)
     int32_t step = 0;            // ProfilerStep#N: N
     int16_t peer_src = -1, peer_dst = -1;  // send/recv: "Src Rank" / "Dst Rank"
-    int16_t group = -1;          // KinetoFile::groups index, from the args' process group
+    int16_t group = -1;                    // KinetoFile::groups index, from the args' process group
     KinetoCat cat = KinetoCat::cpu_op;
     OpClass collective = OpClass::none;  // from the args' "Collective name"
 };
@@ -50,9 +61,9 @@ struct KinetoFile {
     std::vector<std::pair<int64_t, int64_t>> threads;  // (pid, tid) in first-seen order
     std::vector<KinetoSpan> spans;
     std::vector<KinetoMemorySample> memory;
-    std::vector<KinetoGroupSeen> groups;  // process groups named in the args, first-seen order
-    nlohmann::json distributed_info;      // null when absent
-    nlohmann::json device_properties;     // null when absent
+    std::vector<KinetoGroupSeen> groups;                 // process groups named in the args, first-seen order
+    nlohmann::json distributed_info;                     // null when absent
+    nlohmann::json device_properties;                    // null when absent
     nlohmann::json versions = nlohmann::json::object();  // small top-level scalars (schemaVersion, versions ...)
     uint64_t json_bytes = 0, events = 0;
     uint64_t python_functions = 0, negative_durations = 0, bad_times = 0;

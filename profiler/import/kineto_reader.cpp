@@ -39,10 +39,10 @@ namespace {
 
 // What the stack walk tells about a host span.
 struct HostContext {
-    int32_t parent_op = -1;  // innermost enclosing cpu_op (or user annotation), itself for a cpu_op
-    int32_t collective = -1; // the outermost collective op whose nest holds it
+    int32_t parent_op = -1;   // innermost enclosing cpu_op (or user annotation), itself for a cpu_op
+    int32_t collective = -1;  // the outermost collective op whose nest holds it
     Phase phase = Phase::none;
-    bool envelope = false;   // encloses a collective (or a wait for one): not compute on a CPU-only rank
+    bool envelope = false;  // encloses a collective (or a wait for one): not compute on a CPU-only rank
 };
 
 // Names the mapping adds to the file's own, with ids after them.
@@ -99,9 +99,10 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
         KinetoSpan w;
         w.begin = t0, w.end = t1, w.cat = KinetoCat::step, w.step = 0;
         steps.push_back(w);
-        warnings.push_back(fmt::format("{}: no ProfilerStep events (record with prof.step() each iteration): the "
-                                       "whole window is one step",
-                                       f.path));
+        warnings.push_back(
+            fmt::format("{}: no ProfilerStep events (record with prof.step() each iteration): the "
+                        "whole window is one step",
+                        f.path));
     }
     auto step_of = [&](int64_t t) -> int32_t {  // the step whose window holds t (ours, 1-based), 0 for none
         auto it = std::upper_bound(steps.begin(), steps.end(), t, [](int64_t v, auto& s) { return v < s.begin; });
@@ -125,14 +126,15 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
         const uint32_t i = host[k];
         const KinetoSpan& s = spans[i];
         if (k > 0 && spans[host[k - 1]].thread != s.thread) stack.clear();
-        while (!stack.empty() && spans[stack.back()].end <= s.begin && !(spans[stack.back()].end == s.begin &&
-                                                                          spans[stack.back()].begin == s.begin))
+        while (!stack.empty() && spans[stack.back()].end <= s.begin &&
+               !(spans[stack.back()].end == s.begin && spans[stack.back()].begin == s.begin))
             stack.pop_back();
         HostContext c;
         if (!stack.empty()) c = ctx[stack.back()];
         c.envelope = false;
         const std::string& name = f.names[s.name];
-        if (s.cat == KinetoCat::cpu_op || (s.cat == KinetoCat::user_annotation && c.parent_op < 0)) c.parent_op = int32_t(i);
+        if (s.cat == KinetoCat::cpu_op || (s.cat == KinetoCat::user_annotation && c.parent_op < 0))
+            c.parent_op = int32_t(i);
         if (c.collective < 0 && is_collective_op_name(name)) c.collective = int32_t(i);
         if (const Phase p = phase_of_annotation(name); p != Phase::none) c.phase = p;
         ctx[i] = c;
@@ -156,7 +158,8 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
     }
     std::unordered_map<int64_t, uint32_t> launch_of;  // correlation -> the runtime call
     for (uint32_t i : host)
-        if ((spans[i].cat == KinetoCat::cuda_runtime || spans[i].cat == KinetoCat::cuda_driver) && spans[i].correlation >= 0)
+        if ((spans[i].cat == KinetoCat::cuda_runtime || spans[i].cat == KinetoCat::cuda_driver) &&
+            spans[i].correlation >= 0)
             launch_of.emplace(spans[i].correlation, i);
 
     // Groups that carry sends and receives (a pipeline's, when nothing else tells).
@@ -304,12 +307,14 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
     if (!f.unknown_categories.empty()) {
         std::string list;
         uint64_t total = 0;
-        for (const auto& [cat, n] : f.unknown_categories) list += fmt::format("{}{} {}", list.empty() ? "" : ", ", n, cat), total += n;
+        for (const auto& [cat, n] : f.unknown_categories)
+            list += fmt::format("{}{} {}", list.empty() ? "" : ", ", n, cat), total += n;
         warnings.push_back(fmt::format("{}: {} events of categories the mapping does not read were ignored ({})",
                                        f.path, total, list));
     }
     if (f.negative_durations)
-        warnings.push_back(fmt::format("{}: {} events with a negative duration were skipped", f.path, f.negative_durations));
+        warnings.push_back(
+            fmt::format("{}: {} events with a negative duration were skipped", f.path, f.negative_durations));
     if (f.bad_times)
         warnings.push_back(fmt::format("{}: {} events without a usable time were skipped", f.path, f.bad_times));
     for (const auto& w : groups.warnings) warnings.push_back(f.path + ": " + w);

@@ -26,7 +26,8 @@ std::pair<int64_t, int64_t> overlap(const Bytes& inferred, const Bytes& measured
     }
     int64_t common = 0;
     for (size_t c = 0; c < kProfilerCategories; ++c)
-        common = add_saturated(common, std::min(a[c], b[c])), sa = add_saturated(sa, a[c]), sb = add_saturated(sb, b[c]);
+        common = add_saturated(common, std::min(a[c], b[c])), sa = add_saturated(sa, a[c]),
+        sb = add_saturated(sb, b[c]);
     return {common, std::max(sa, sb)};
 }
 
@@ -59,7 +60,8 @@ CategoryAgreement compare_categories(const KinetoMemoryEvents& inferred, const M
     for (size_t r = preexisting_row ? 1 : 0; r < rows; ++r) {
         for (; next < events.size() && inferred.profiler_time_us(*events[next]) <= measured.times_us[r]; ++next) {
             const KinetoMemoryEvent& e = *events[next];
-            if (e.bytes > 0 || e.allocated_in_trace) now[size_t(e.category)] = add_saturated(now[size_t(e.category)], e.bytes);
+            if (e.bytes > 0 || e.allocated_in_trace)
+                now[size_t(e.category)] = add_saturated(now[size_t(e.category)], e.bytes);
         }
         Bytes m = row(r);
         int64_t total = 0;
@@ -72,7 +74,8 @@ CategoryAgreement compare_categories(const KinetoMemoryEvents& inferred, const M
             out.at_peak = larger > 0 ? double(common) / double(larger) : 1.0;
             out.measured_peak_bytes = total;
             out.inferred_bytes_at_peak = 0;
-            for (int64_t v : now) out.inferred_bytes_at_peak = add_saturated(out.inferred_bytes_at_peak, std::max<int64_t>(0, v));
+            for (int64_t v : now)
+                out.inferred_bytes_at_peak = add_saturated(out.inferred_bytes_at_peak, std::max<int64_t>(0, v));
         }
     }
     out.byte_time = den > 0 ? num / den : 0.0;
@@ -98,7 +101,8 @@ CategoryAgreement compare_categories(const KinetoMemoryEvents& inferred, const M
                     break;
                 }
         }
-        out.allocated[size_t(e->category)][column] = add_saturated(out.allocated[size_t(e->category)][column], e->bytes);
+        out.allocated[size_t(e->category)][column] =
+            add_saturated(out.allocated[size_t(e->category)][column], e->bytes);
     }
     return out;
 }

@@ -14,14 +14,14 @@ namespace us::prof {
 namespace fs = std::filesystem;
 
 const char* profiler_category_name(ProfilerCategory c) {
-    static constexpr const char* kNames[] = {"parameter", "optimizer_state", "input",           "temporary",
-                                             "activation", "gradient",       "autograd_detail", "unknown"};
+    static constexpr const char* kNames[] = {"parameter",  "optimizer_state", "input",           "temporary",
+                                             "activation", "gradient",        "autograd_detail", "unknown"};
     return kNames[size_t(c)];
 }
 
 const char* profiler_category_label(ProfilerCategory c) {
-    static constexpr const char* kLabels[] = {"parameters", "optimizer state", "inputs",         "temporaries",
-                                              "activations", "gradients",      "autograd detail", "unknown"};
+    static constexpr const char* kLabels[] = {"parameters",  "optimizer state", "inputs",          "temporaries",
+                                              "activations", "gradients",       "autograd detail", "unknown"};
     return kLabels[size_t(c)];
 }
 
@@ -39,7 +39,8 @@ TimelinePeaks timeline_peaks(const MemoryTimeline& t) {
     for (size_t r = 0; r < t.size(); ++r) {
         const int64_t total = t.total(r);
         if (total > p.total_peak_bytes) p.total_peak_bytes = total, p.total_peak_row = r;
-        for (size_t c = 0; c < kProfilerCategories; ++c) p.peak_bytes[c] = std::max(p.peak_bytes[c], t.at(r, ProfilerCategory(c)));
+        for (size_t c = 0; c < kProfilerCategories; ++c)
+            p.peak_bytes[c] = std::max(p.peak_bytes[c], t.at(r, ProfilerCategory(c)));
     }
     p.total_peak_time_us = t.times_us[p.total_peak_row];
     for (size_t c = 0; c < kProfilerCategories; ++c) p.at_total_peak[c] = t.at(p.total_peak_row, ProfilerCategory(c));
@@ -61,7 +62,8 @@ public:
         expect('[', "the export (a list [times, sizes])");
         expect('[', "the times (a list of microseconds)");
         if (!accept(']')) {
-            do out.times_us.push_back(integer("times")); while (accept(','));
+            do out.times_us.push_back(integer("times"));
+            while (accept(','));
             expect(']', "the end of the times");
         }
         expect(',', "the sizes after the times");
@@ -93,8 +95,10 @@ public:
         US_CHECK_INPUT(pos_ == s_.size(), "{}: offset {}: unexpected text after the export's list", source_, pos_);
         US_CHECK_INPUT(rows == out.times_us.size(), "{}: {} times but {} rows of sizes: the two lists must match",
                        source_, out.times_us.size(), rows);
-        US_CHECK_INPUT(rows > 0, "{}: the timeline is empty (no times): was the profiler run with profile_memory=True, "
-                                 "record_shapes=True and with_stack=True, and did the device see allocations?", source_);
+        US_CHECK_INPUT(rows > 0,
+                       "{}: the timeline is empty (no times): was the profiler run with profile_memory=True, "
+                       "record_shapes=True and with_stack=True, and did the device see allocations?",
+                       source_);
         for (size_t i = 1; i < rows; ++i)
             US_CHECK_INPUT(out.times_us[i] >= out.times_us[i - 1],
                            "{}: times[{}] = {} comes before times[{}] = {}: the export's times are in order", source_,
@@ -104,7 +108,8 @@ public:
 
 private:
     void skip_blanks() {
-        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) ++pos_;
+        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t'))
+            ++pos_;
     }
     bool accept(char c) {
         skip_blanks();
@@ -155,8 +160,8 @@ std::string read_all(const std::string& path) {
     std::string text;
     char buf[1 << 16];
     while (const size_t n = source.read(buf, sizeof buf)) {
-        US_CHECK_INPUT(text.size() + n <= (size_t(1) << 32), "{}: larger than 4 GiB uncompressed: not a memory timeline",
-                       path);
+        US_CHECK_INPUT(text.size() + n <= (size_t(1) << 32),
+                       "{}: larger than 4 GiB uncompressed: not a memory timeline", path);
         text.append(buf, n);
     }
     return text;
@@ -164,7 +169,9 @@ std::string read_all(const std::string& path) {
 
 bool has_timeline_name(const fs::path& p) {
     const std::string n = p.filename().string();
-    auto ends = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+    auto ends = [&](std::string_view s) {
+        return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
+    };
     return n.find("memory_timeline") != std::string::npos && (ends(".json") || ends(".json.gz"));
 }
 
@@ -190,8 +197,10 @@ bool is_memory_timeline_file(const std::string& path, bool sniff) {
         const size_t n = source.read(head, sizeof head);
         size_t i = 0, brackets = 0;
         for (; i < n && brackets < 2; ++i) {
-            if (head[i] == '[') ++brackets;
-            else if (head[i] != ' ' && head[i] != '\n' && head[i] != '\r' && head[i] != '\t') return false;
+            if (head[i] == '[')
+                ++brackets;
+            else if (head[i] != ' ' && head[i] != '\n' && head[i] != '\r' && head[i] != '\t')
+                return false;
         }
         return brackets == 2;
     } catch (const UserError&) {

@@ -15,10 +15,17 @@ namespace us::prof {
 // torch.profiler._memory_profiler's categories in the export's column order (column 0 of a row is unused; the last
 // column is the tensors the profiler could not categorize).
 enum class ProfilerCategory : uint8_t {
-    parameter, optimizer_state, input, temporary, activation, gradient, autograd_detail, unknown
+    parameter,
+    optimizer_state,
+    input,
+    temporary,
+    activation,
+    gradient,
+    autograd_detail,
+    unknown
 };
 inline constexpr size_t kProfilerCategories = 8;
-const char* profiler_category_name(ProfilerCategory c);  // "parameter", "optimizer_state" ...
+const char* profiler_category_name(ProfilerCategory c);   // "parameter", "optimizer_state" ...
 const char* profiler_category_label(ProfilerCategory c);  // "parameters", "optimizer state" ...
 
 // a + b, held at the int64 limits instead of overflowing (sums of hostile byte counts).
@@ -30,8 +37,8 @@ inline int64_t add_saturated(int64_t a, int64_t b) {
 inline constexpr int64_t kTimelineMaxValue = int64_t(1) << 53;
 
 struct MemoryTimeline {
-    std::string source;  // the file
-    int rank = -1;       // from the file name (rank0, rank_0 ...), -1 when it does not say
+    std::string source;             // the file
+    int rank = -1;                  // from the file name (rank0, rank_0 ...), -1 when it does not say
     std::vector<int64_t> times_us;  // non-decreasing
     std::vector<int64_t> bytes;     // times_us.size() x kProfilerCategories, row by row
 

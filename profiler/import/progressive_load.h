@@ -35,8 +35,8 @@ struct LoadProgress {
 class ProgressiveLoad {
 public:
     // Starts reading the run named by `paths` (what load_run takes: Kineto files, their folders, or one Ultrascope
-    // trace, which arrives whole). `threads` 0: one per core, at most 4. With several files, each rank's store gets an even
-    // share of `options.max_bytes`, so the order ranks arrive in does not decide which keep their op spans.
+    // trace, which arrives whole). `threads` 0: one per core, at most 4. With several files, each rank's store gets an
+    // even share of `options.max_bytes`, so the order ranks arrive in does not decide which keep their op spans.
     ProgressiveLoad(std::vector<std::string> paths, TraceStoreOptions options, int threads = 0);
     ~ProgressiveLoad();  // cancels and joins: no worker outlives the load
     ProgressiveLoad(const ProgressiveLoad&) = delete;

@@ -29,7 +29,9 @@ namespace {
 
 bool is_kineto_name(const fs::path& p) {
     const std::string n = p.filename().string();
-    auto ends = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+    auto ends = [&](std::string_view s) {
+        return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
+    };
     return ends(".json") || ends(".json.gz");
 }
 
@@ -83,17 +85,18 @@ void collect_dir(const fs::path& dir, RunFiles& out) {
             const std::string s = f.string();
             return s.rfind(newest.string() + "/", 0) != 0;
         });
-        out.warnings.push_back(fmt::format("{} holds {} profiled iterations: opened the newest, {} (open another "
-                                           "by naming its folder)",
-                                           dir.string(), iterations.size(), newest.filename().string()));
+        out.warnings.push_back(
+            fmt::format("{} holds {} profiled iterations: opened the newest, {} (open another "
+                        "by naming its folder)",
+                        dir.string(), iterations.size(), newest.filename().string()));
     }
     std::sort(files.begin(), files.end());
     for (const auto& f : files) {
         if (is_memory_timeline_file(f.string(), false)) continue;  // read beside the trace (memory_timeline.h)
         // Output folders hold other JSON too (settings, memory timelines): a trace says "traceEvents" early.
         if (f.extension() != ".ustrace" && !mentions_trace_events(f.string())) {
-            out.warnings.push_back(fmt::format("{}: skipped, not a PyTorch profiler trace (no traceEvents near its start)",
-                                               f.string()));
+            out.warnings.push_back(
+                fmt::format("{}: skipped, not a PyTorch profiler trace (no traceEvents near its start)", f.string()));
             continue;
         }
         out.files.push_back(f.string());
@@ -111,13 +114,15 @@ RunFiles find_run_files(const std::vector<std::string>& paths) {
             const size_t before = out.files.size();
             collect_dir(p, out);
             US_CHECK_INPUT(out.files.size() > before,
-                           "'{}' holds no trace: expected a .ustrace file or PyTorch profiler traces (.json, .json.gz)", p);
+                           "'{}' holds no trace: expected a .ustrace file or PyTorch profiler traces (.json, .json.gz)",
+                           p);
         } else if (!is_memory_timeline_file(p, true)) {  // a timeline named beside the trace is not a trace
             out.files.push_back(p);
         }
     }
-    US_CHECK_INPUT(!out.files.empty(), "the command line names memory timelines only: name the run's trace (or its "
-                                       "folder) beside them");
+    US_CHECK_INPUT(!out.files.empty(),
+                   "the command line names memory timelines only: name the run's trace (or its "
+                   "folder) beside them");
     size_t ultrascope = 0;
     // A .ustrace name goes to the Ultrascope reader whatever it holds (it says what is wrong with it).
     for (const auto& f : out.files) ultrascope += is_ultrascope_trace(f) || fs::path(f).extension() == ".ustrace";

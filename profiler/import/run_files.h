@@ -16,7 +16,7 @@ namespace us::prof {
 bool is_ultrascope_trace(const std::string& path);
 
 struct RunFiles {
-    std::vector<std::string> files;     // Kineto files, or the one Ultrascope trace
+    std::vector<std::string> files;  // Kineto files, or the one Ultrascope trace
     bool ultrascope = false;
     std::vector<std::string> warnings;  // e.g. which iteration_N folder was taken
 };

@@ -75,7 +75,8 @@ void TickConverter::add_point() {
 int64_t TickConverter::to_ns(int64_t ticks) const {
     if (m_identity) return ticks;
     // The segment whose right end is the first point at or after `ticks` (the first or last one outside them).
-    auto it = std::lower_bound(m_points.begin(), m_points.end(), ticks, [](const Point& p, int64_t t) { return p.ticks < t; });
+    auto it = std::lower_bound(m_points.begin(), m_points.end(), ticks,
+                               [](const Point& p, int64_t t) { return p.ticks < t; });
     if (it == m_points.begin()) ++it;
     if (it == m_points.end()) --it;
     const Point& a = *(it - 1);

@@ -47,7 +47,8 @@ std::string failure_message(const std::string& what, CUptiResult r) {
         case CUPTI_ERROR_NOT_COMPATIBLE:
             why = ": no usable GPU driver (CUPTI needs a driver at least as new as the CUDA toolkit)";
             break;
-        default: break;
+        default:
+            break;
     }
     return "CUPTI: " + what + " failed (" + cupti_error(r) + why +
            "): kernel-level spans are off; engine-side spans carry on";
@@ -104,8 +105,8 @@ public:
         uint32_t version = 0;
         if (CUptiResult r = cuptiGetVersion(&version); r != CUPTI_SUCCESS) return fail("cuptiGetVersion", r);
         if (version < CUPTI_API_VERSION)
-            return {false, "CUPTI: libcupti is older (API version " + std::to_string(version) + ") than the headers of " +
-                               "this build (" + std::to_string(CUPTI_API_VERSION) +
+            return {false, "CUPTI: libcupti is older (API version " + std::to_string(version) +
+                               ") than the headers of " + "this build (" + std::to_string(CUPTI_API_VERSION) +
                                "), so its records would be misread: kernel-level spans are off; engine-side spans "
                                "carry on"};
         int devices = 0;
@@ -124,7 +125,8 @@ public:
         }
         // Before any kind is enabled, so that every record uses it. Failing that, the clock map converts.
         m_own_clock = cuptiActivityRegisterTimestampCallback(&monotonic_timestamp) == CUPTI_SUCCESS;
-        if (CUptiResult r = cuptiActivityRegisterCallbacks(&on_buffer_requested, &on_buffer_completed); r != CUPTI_SUCCESS)
+        if (CUptiResult r = cuptiActivityRegisterCallbacks(&on_buffer_requested, &on_buffer_completed);
+            r != CUPTI_SUCCESS)
             return fail("cuptiActivityRegisterCallbacks", r);
         std::string traced, missing;
         for (const KindToEnable& k : kKinds) {
@@ -236,7 +238,8 @@ private:
 
     void translate_buffer(uint8_t* data, size_t valid) {
         CUpti_Activity* record = nullptr;
-        while (cuptiActivityGetNextRecord(data, valid, &record) == CUPTI_SUCCESS) translate_cupti_record(record, m_translator);
+        while (cuptiActivityGetNextRecord(data, valid, &record) == CUPTI_SUCCESS)
+            translate_cupti_record(record, m_translator);
     }
 
     void emit(bool final) {
@@ -273,8 +276,10 @@ CuptiStatus start_cupti_collector(const CuptiOptions& options) {
     if (g_collector) return g_collector->status();
     auto collector = std::make_unique<CuptiCollector>(options);
     const CuptiStatus status = collector->start();
-    if (status.running) g_collector = std::move(collector);
-    else g_last = {status, {}, {}, 0};
+    if (status.running)
+        g_collector = std::move(collector);
+    else
+        g_last = {status, {}, {}, 0};
     return status;
 }
 

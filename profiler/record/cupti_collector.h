@@ -36,7 +36,7 @@ struct CuptiSummary {
     CuptiStatus status;
     DeviceActivityStats stats;
     std::vector<std::pair<uint32_t, uint32_t>> streams;  // (context, CUPTI stream id) of each device span slot
-    int64_t clock_offset_ns = 0;                          // host - CUPTI clock at the last sample
+    int64_t clock_offset_ns = 0;                         // host - CUPTI clock at the last sample
 };
 
 // Starts collecting for this process. Never throws: without a GPU or driver, with another CUPTI client attached

@@ -10,12 +10,18 @@ namespace {
 
 MemcpyDirection direction_of(uint8_t copy_kind) {
     switch (copy_kind) {
-        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return MemcpyDirection::host_to_device;
-        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return MemcpyDirection::device_to_host;
-        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return MemcpyDirection::device_to_device;
-        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return MemcpyDirection::host_to_host;
-        case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return MemcpyDirection::peer;
-        default: return MemcpyDirection::other;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+            return MemcpyDirection::host_to_device;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+            return MemcpyDirection::device_to_host;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+            return MemcpyDirection::device_to_device;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+            return MemcpyDirection::host_to_host;
+        case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+            return MemcpyDirection::peer;
+        default:
+            return MemcpyDirection::other;
     }
 }
 
@@ -27,13 +33,13 @@ void translate_cupti_record(const CUpti_Activity* record, DeviceActivityTranslat
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
             const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
             translator.add(KernelActivity{k->start, k->end, k->contextId, k->streamId, k->correlationId,
-                                            k->name ? std::string_view(k->name) : std::string_view("unknown kernel")});
+                                          k->name ? std::string_view(k->name) : std::string_view("unknown kernel")});
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
             const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
             translator.add(MemcpyActivity{m->start, m->end, m->bytes, m->contextId, m->streamId, m->correlationId,
-                                            m->runtimeCorrelationId, direction_of(m->copyKind)});
+                                          m->runtimeCorrelationId, direction_of(m->copyKind)});
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -47,18 +53,25 @@ void translate_cupti_record(const CUpti_Activity* record, DeviceActivityTranslat
                 m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
                 break;
             translator.add(MemoryActivity{m->timestamp, m->address, m->bytes,
-                                            m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
-                                            m->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, m->correlationId});
+                                          m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+                                          m->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, m->correlationId});
             break;
         }
         case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
             const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
             SyncKind kind;
             switch (s->type) {
-                case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: kind = SyncKind::event; break;
-                case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: kind = SyncKind::stream; break;
-                case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: kind = SyncKind::context; break;
-                default: return;  // a stream waiting on an event does not block the host
+                case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
+                    kind = SyncKind::event;
+                    break;
+                case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
+                    kind = SyncKind::stream;
+                    break;
+                case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
+                    kind = SyncKind::context;
+                    break;
+                default:
+                    return;  // a stream waiting on an event does not block the host
             }
             translator.add(SyncActivity{s->start, s->end, kind, s->correlationId});
             break;
@@ -75,7 +88,8 @@ void translate_cupti_record(const CUpti_Activity* record, DeviceActivityTranslat
             std::free(o->overheadData);  // the client owns it (cupti_activity.h)
             break;
         }
-        default: break;  // runtime and driver calls: only their external correlation records are used
+        default:
+            break;  // runtime and driver calls: only their external correlation records are used
     }
 }
 

@@ -7,7 +7,7 @@ namespace us::prof {
 DeviceActivityTranslator::DeviceActivityTranslator(const CorrelationTable& ops, const GpuClockMap& clock,
                                                    uint32_t correlation_capacity_pow2)
     : m_ops(ops), m_clock(clock), m_calls(correlation_capacity_pow2), m_calls_mask(correlation_capacity_pow2 - 1) {
-    static constexpr const char* kMemcpyNames[] = {"memcpy", "memcpy HtoD", "memcpy DtoH",
+    static constexpr const char* kMemcpyNames[] = {"memcpy",      "memcpy HtoD", "memcpy DtoH",
                                                    "memcpy DtoD", "memcpy HtoH", "memcpy PtoP"};
     for (int i = 0; i < 6; ++i) m_memcpy_names[i] = string_id(kMemcpyNames[i]);
     m_memset_name = string_id("memset");
@@ -134,8 +134,8 @@ void DeviceActivityTranslator::add(const OverheadActivity& o) {
 void DeviceActivityTranslator::add(const SyncActivity& s) {
     ++m_stats.syncs;
     if (!timed(s.start, s.end)) return;
-    add_span(Lane::host, SpanKind::wait, OpClass::none, m_sync_names[int(s.kind)], s.start, s.end, 0, 0,
-             s.correlation, 0, false, false);
+    add_span(Lane::host, SpanKind::wait, OpClass::none, m_sync_names[int(s.kind)], s.start, s.end, 0, 0, s.correlation,
+             0, false, false);
 }
 
 void DeviceActivityTranslator::add_dropped(uint64_t count, uint64_t at) {

@@ -22,9 +22,9 @@ public:
     // host - gpu at the newest sample's time: 0 when CUPTI already reports CLOCK_MONOTONIC.
     int64_t offset_ns() const;
 
-    static constexpr size_t kWindow = 64;             // samples the fit uses (the newest)
+    static constexpr size_t kWindow = 64;                  // samples the fit uses (the newest)
     static constexpr int64_t kMinRateSpanNs = 10'000'000;  // samples must span 10 ms to fit a rate
-    static constexpr double kMaxRateError = 1e-3;      // |slope - 1| beyond 1000 ppm is rejected as noise
+    static constexpr double kMaxRateError = 1e-3;          // |slope - 1| beyond 1000 ppm is rejected as noise
 
 private:
     struct Sample {

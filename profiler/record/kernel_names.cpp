@@ -23,9 +23,14 @@ OpClass nccl_collective(std::string_view name) {
         OpClass op;
     };
     static constexpr Token kTokens[] = {
-        {"ReduceScatter", OpClass::reduce_scatter}, {"AllReduce", OpClass::all_reduce}, {"AllGather", OpClass::all_gather},
-        {"Broadcast", OpClass::broadcast},          {"SendRecv", OpClass::send},        {"AllToAll", OpClass::all_to_all},
-        {"Send", OpClass::send},                    {"Recv", OpClass::recv},
+        {"ReduceScatter", OpClass::reduce_scatter},
+        {"AllReduce", OpClass::all_reduce},
+        {"AllGather", OpClass::all_gather},
+        {"Broadcast", OpClass::broadcast},
+        {"SendRecv", OpClass::send},
+        {"AllToAll", OpClass::all_to_all},
+        {"Send", OpClass::send},
+        {"Recv", OpClass::recv},
     };
     for (const Token& t : kTokens)
         if (contains_nocase(name, t.text)) return t.op;
@@ -52,15 +57,16 @@ std::string readable_kernel_name(std::string_view name) {
     std::string text(name);
     if (text.rfind("_Z", 0) == 0) {
         int status = 0;
-        std::unique_ptr<char, decltype(&std::free)> demangled(abi::__cxa_demangle(text.c_str(), nullptr, nullptr, &status),
-                                                              &std::free);
+        std::unique_ptr<char, decltype(&std::free)> demangled(
+            abi::__cxa_demangle(text.c_str(), nullptr, nullptr, &status), &std::free);
         if (status == 0 && demangled) text = demangled.get();
     }
     // The parameter list: the parenthesised group that ends the name.
     if (!text.empty() && text.back() == ')') {
         int depth = 0;
         for (size_t i = text.size(); i-- > 0;) {
-            if (text[i] == ')') ++depth;
+            if (text[i] == ')')
+                ++depth;
             else if (text[i] == '(' && --depth == 0) {
                 if (i > 0) text.resize(i);
                 break;

@@ -128,7 +128,8 @@ private:
             std::lock_guard lock(r.mutex);
             for (auto& ring : r.rings)
                 ring->drain([&](const EventRecord& e) {
-                    if (e.type >= uint8_t(EventType::span) && e.type <= uint8_t(EventType::counter)) batch.events.push_back(e);
+                    if (e.type >= uint8_t(EventType::span) && e.type <= uint8_t(EventType::counter))
+                        batch.events.push_back(e);
                 });
         }
         {
@@ -145,9 +146,14 @@ private:
                     e.span.begin_ns = m_clock.to_ns(e.span.begin_ns);
                     e.span.end_ns = m_clock.to_ns(e.span.end_ns);
                     break;
-                case EventType::memory: e.memory.t_ns = m_clock.to_ns(e.memory.t_ns); break;
-                case EventType::counter: e.counter.t_ns = m_clock.to_ns(e.counter.t_ns); break;
-                default: break;
+                case EventType::memory:
+                    e.memory.t_ns = m_clock.to_ns(e.memory.t_ns);
+                    break;
+                case EventType::counter:
+                    e.counter.t_ns = m_clock.to_ns(e.counter.t_ns);
+                    break;
+                default:
+                    break;
             }
         }
         batch.events.insert(batch.events.end(), m_external.begin(), m_external.end());  // in ns already
@@ -232,8 +238,7 @@ uint64_t dropped_events() {
     return n;
 }
 
-void record_memory(int64_t delta_bytes, uint8_t category, int64_t category_bytes, int64_t total_bytes,
-                   uint32_t label) {
+void record_memory(int64_t delta_bytes, uint8_t category, int64_t category_bytes, int64_t total_bytes, uint32_t label) {
     EventRing& ring = detail::thread_ring();
     EventRecord* r = ring.begin_write();
     if (!r) return;

@@ -120,8 +120,7 @@ inline void record_span(Lane lane, SpanKind kind, OpClass op, uint32_t name, int
     ring.end_write();
 }
 
-void record_memory(int64_t delta_bytes, uint8_t category, int64_t category_bytes, int64_t total_bytes,
-                   uint32_t label);
+void record_memory(int64_t delta_bytes, uint8_t category, int64_t category_bytes, int64_t total_bytes, uint32_t label);
 void record_counter(uint32_t name, double value);
 
 }  // namespace us::prof

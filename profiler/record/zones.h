@@ -103,10 +103,10 @@ public:
 
 #if ULTRASCOPE_PROFILE
 // A string id computed once per call site.
-#define US_PROF_NAME(literal)                                                 \
-    ([]() -> uint32_t {                                                       \
-        static const uint32_t us_prof_id = ::us::prof::string_id(literal);    \
-        return us_prof_id;                                                    \
+#define US_PROF_NAME(literal)                                              \
+    ([]() -> uint32_t {                                                    \
+        static const uint32_t us_prof_id = ::us::prof::string_id(literal); \
+        return us_prof_id;                                                 \
     }())
 #define US_PROF_ZONE(...) ::us::prof::Zone US_PROF_CONCAT(us_prof_zone_, __LINE__)(__VA_ARGS__)
 #define US_PROF_STEP(step) ::us::prof::StepScope US_PROF_CONCAT(us_prof_step_, __LINE__)(step)

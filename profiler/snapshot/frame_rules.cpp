@@ -42,11 +42,16 @@ std::string frame_label(const MemorySnapshot& snap, int64_t frame_id) {
 
 const char* category_name(MemoryCategory c) {
     switch (c) {
-        case MemoryCategory::parameters: return "parameters";
-        case MemoryCategory::optimizer_state: return "optimizer state";
-        case MemoryCategory::gradients: return "gradients and backward temporaries";
-        case MemoryCategory::activations: return "activations";
-        case MemoryCategory::unknown: return "unknown";
+        case MemoryCategory::parameters:
+            return "parameters";
+        case MemoryCategory::optimizer_state:
+            return "optimizer state";
+        case MemoryCategory::gradients:
+            return "gradients and backward temporaries";
+        case MemoryCategory::activations:
+            return "activations";
+        case MemoryCategory::unknown:
+            return "unknown";
     }
     return "?";
 }

@@ -17,8 +17,9 @@
 namespace us::snap {
 
 const char* trace_action_name(TraceAction action) {
-    static const char* names[] = {"alloc",         "free_requested", "free_completed", "segment_alloc", "segment_free",
-                                  "segment_map",   "segment_unmap",  "oom",            "snapshot",      "other"};
+    static const char* names[] = {"alloc",        "free_requested", "free_completed", "segment_alloc",
+                                  "segment_free", "segment_map",    "segment_unmap",  "oom",
+                                  "snapshot",     "other"};
     return names[size_t(action)];
 }
 
@@ -45,16 +46,15 @@ size_t MemorySnapshot::trace_entries() const {
 namespace {
 
 TraceAction parse_action(std::string_view a) {
-    static const std::pair<std::string_view, TraceAction> table[] = {
-        {"alloc", TraceAction::alloc},
-        {"free_requested", TraceAction::free_requested},
-        {"free_completed", TraceAction::free_completed},
-        {"segment_alloc", TraceAction::segment_alloc},
-        {"segment_free", TraceAction::segment_free},
-        {"segment_map", TraceAction::segment_map},
-        {"segment_unmap", TraceAction::segment_unmap},
-        {"oom", TraceAction::oom},
-        {"snapshot", TraceAction::snapshot}};
+    static const std::pair<std::string_view, TraceAction> table[] = {{"alloc", TraceAction::alloc},
+                                                                     {"free_requested", TraceAction::free_requested},
+                                                                     {"free_completed", TraceAction::free_completed},
+                                                                     {"segment_alloc", TraceAction::segment_alloc},
+                                                                     {"segment_free", TraceAction::segment_free},
+                                                                     {"segment_map", TraceAction::segment_map},
+                                                                     {"segment_unmap", TraceAction::segment_unmap},
+                                                                     {"oom", TraceAction::oom},
+                                                                     {"snapshot", TraceAction::snapshot}};
     for (const auto& [name, action] : table)
         if (a == name) return action;
     return TraceAction::other;
@@ -77,9 +77,13 @@ public:
         ValueId root = d_.root;
         ValueId segments = no_value, traces = no_value;
         // torch.cuda.memory_snapshot() (no trace) is a plain list of segments; _snapshot() a dict.
-        if (d_.kind(root) == PlainKind::list) segments = root;
-        else if (d_.kind(root) == PlainKind::dict) segments = d_.find(root, "segments"), traces = d_.find(root, "device_traces");
-        else fail("the file holds {}, not a memory snapshot (a dict with 'segments' and 'device_traces')", d_.describe(root));
+        if (d_.kind(root) == PlainKind::list)
+            segments = root;
+        else if (d_.kind(root) == PlainKind::dict)
+            segments = d_.find(root, "segments"), traces = d_.find(root, "device_traces");
+        else
+            fail("the file holds {}, not a memory snapshot (a dict with 'segments' and 'device_traces')",
+                 d_.describe(root));
         if (segments == no_value) fail("no 'segments' in the dict: not a PyTorch memory snapshot");
         if (d_.kind(segments) != PlainKind::list) fail("'segments' is {}, not a list", d_.describe(segments));
         const auto segs = d_.items(segments);
@@ -99,15 +103,17 @@ public:
             }
         }
         if (unknown_actions_ > 0)
-            s_.warnings.push_back(fmt::format("{} trace entries with an action Ultrascope does not know (left out of "
-                                              "the replay)", unknown_actions_));
+            s_.warnings.push_back(
+                fmt::format("{} trace entries with an action Ultrascope does not know (left out of "
+                            "the replay)",
+                            unknown_actions_));
     }
 
 private:
     MemorySnapshot& s_;
     const PlainData& d_;
     static constexpr uint32_t no_frame = UINT32_MAX;
-    std::vector<uint32_t> frame_ids_;                 // by the value a frame came from (shared through the memo)
+    std::vector<uint32_t> frame_ids_;                       // by the value a frame came from (shared through the memo)
     std::unordered_map<uint64_t, uint32_t> stack_by_hash_;  // stacks by the hash of their frame ids
     std::unordered_map<std::string, uint32_t> frame_by_content_;
     std::string content_key_;
@@ -158,7 +164,11 @@ private:
                 SnapshotFrame frame{string_field(f, "filename", false), string_field(f, "name", false),
                                     int_field(f, "line", false)};
                 // Equal frames that are not one shared value (JSON, or a pickle without memo) become one frame.
-                content_key_.assign(frame.filename).append(1, '\0').append(frame.name).append(1, '\0').append(std::to_string(frame.line));
+                content_key_.assign(frame.filename)
+                    .append(1, '\0')
+                    .append(frame.name)
+                    .append(1, '\0')
+                    .append(std::to_string(frame.line));
                 auto [c, fresh] = frame_by_content_.try_emplace(content_key_, 0);
                 if (fresh) c->second = s_.add_frame(frame);
                 frame_ids_[f] = c->second;
@@ -230,14 +240,20 @@ private:
         // The common fields, read directly (a million entries): the slow path only names a bad one.
         int64_t x = 0;
         const ValueId addr = d_.find(v, "addr"), size = d_.find(v, "size");
-        if (addr != no_value && d_.get_int(addr, x)) e.addr = uint64_t(x);
-        else if (addr != no_value || e.action != TraceAction::oom) e.addr = uint64_t(slow_int(v, "addr", dev, i, false));
-        if (size != no_value && d_.get_int(size, x)) e.size = x;
-        else e.size = slow_int(v, "size", dev, i, e.action != TraceAction::snapshot && e.action != TraceAction::other);
+        if (addr != no_value && d_.get_int(addr, x))
+            e.addr = uint64_t(x);
+        else if (addr != no_value || e.action != TraceAction::oom)
+            e.addr = uint64_t(slow_int(v, "addr", dev, i, false));
+        if (size != no_value && d_.get_int(size, x))
+            e.size = x;
+        else
+            e.size = slow_int(v, "size", dev, i, e.action != TraceAction::snapshot && e.action != TraceAction::other);
         const ValueId stream = d_.find(v, "stream"), time = d_.find(v, "time_us");
         if (stream != no_value && d_.get_int(stream, x)) e.stream = x;
-        if (time != no_value && d_.get_int(time, x)) e.time_us = x;
-        else if (time != no_value) e.time_us = slow_int(v, "time_us", dev, i, false, -1);
+        if (time != no_value && d_.get_int(time, x))
+            e.time_us = x;
+        else if (time != no_value)
+            e.time_us = slow_int(v, "time_us", dev, i, false, -1);
         if (e.action == TraceAction::oom) e.device_free = slow_int(v, "device_free", dev, i, false, -1);
         if (e.size < 0) {
             where_ = fmt::format("device_traces[{}][{}]", dev, i);
@@ -265,12 +281,15 @@ PlainData read_snapshot_data(std::string_view bytes, const std::string& source) 
     if (first < bytes.size() && (bytes[first] == '{' || bytes[first] == '['))
         return read_plain_json(bytes, source);
     else if (!bytes.empty() && (uint8_t(bytes[0]) == 0x80 || bytes[0] == '(' || bytes[0] == ']' || bytes[0] == '}'))
-        fail_user("{}: a pickle of protocol {}: Ultrascope reads protocols 2 to 5 (re-dump with "
-                  "pickle.dump(snapshot, f, protocol=4))", source,
-                  uint8_t(bytes[0]) == 0x80 && bytes.size() > 1 ? std::to_string(uint8_t(bytes[1])) : "0 or 1");
+        fail_user(
+            "{}: a pickle of protocol {}: Ultrascope reads protocols 2 to 5 (re-dump with "
+            "pickle.dump(snapshot, f, protocol=4))",
+            source, uint8_t(bytes[0]) == 0x80 && bytes.size() > 1 ? std::to_string(uint8_t(bytes[1])) : "0 or 1");
     else
-        fail_user("{}: neither a pickle (protocol 2-5) nor JSON: not a PyTorch memory snapshot "
-                  "(torch.cuda.memory._dump_snapshot writes one)", source);
+        fail_user(
+            "{}: neither a pickle (protocol 2-5) nor JSON: not a PyTorch memory snapshot "
+            "(torch.cuda.memory._dump_snapshot writes one)",
+            source);
 }
 
 MemorySnapshot to_snapshot(PlainData&& data, const std::string& source) {
@@ -313,7 +332,8 @@ bool is_memory_snapshot_path(const std::string& path) {
     char head[256] = {};
     in.read(head, sizeof head);
     const std::string_view text(head, size_t(in.gcount()));
-    return text.find("\"segments\"") != std::string_view::npos || text.find("\"device_traces\"") != std::string_view::npos;
+    return text.find("\"segments\"") != std::string_view::npos ||
+           text.find("\"device_traces\"") != std::string_view::npos;
 }
 
 }  // namespace us::snap

@@ -31,12 +31,21 @@ struct SnapshotSegment {
     int device = 0;
     uint64_t address = 0;
     int64_t total_size = 0, allocated_size = 0, active_size = 0, stream = 0;
-    std::string_view segment_type;  // "large" / "small"
+    std::string_view segment_type;              // "large" / "small"
     uint32_t block_begin = 0, block_count = 0;  // in MemorySnapshot::blocks
 };
 
 enum class TraceAction : uint8_t {
-    alloc, free_requested, free_completed, segment_alloc, segment_free, segment_map, segment_unmap, oom, snapshot, other
+    alloc,
+    free_requested,
+    free_completed,
+    segment_alloc,
+    segment_free,
+    segment_map,
+    segment_unmap,
+    oom,
+    snapshot,
+    other
 };
 const char* trace_action_name(TraceAction action);
 

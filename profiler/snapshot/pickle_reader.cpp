@@ -16,36 +16,60 @@ namespace {
 // The opcodes that build objects from classes or calls: refused, by name.
 const char* refused_opcode_name(uint8_t op) {
     switch (op) {
-        case 'c': return "GLOBAL";
-        case 0x93: return "STACK_GLOBAL";
-        case 'R': return "REDUCE";
-        case 'b': return "BUILD";
-        case 0x81: return "NEWOBJ";
-        case 0x92: return "NEWOBJ_EX";
-        case 'i': return "INST";
-        case 'o': return "OBJ";
-        case 'P': return "PERSID";
-        case 'Q': return "BINPERSID";
-        case 0x82: return "EXT1";
-        case 0x83: return "EXT2";
-        case 0x84: return "EXT4";
-        case 0x97: return "NEXT_BUFFER";
-        case 0x98: return "READONLY_BUFFER";
-        default: return nullptr;
+        case 'c':
+            return "GLOBAL";
+        case 0x93:
+            return "STACK_GLOBAL";
+        case 'R':
+            return "REDUCE";
+        case 'b':
+            return "BUILD";
+        case 0x81:
+            return "NEWOBJ";
+        case 0x92:
+            return "NEWOBJ_EX";
+        case 'i':
+            return "INST";
+        case 'o':
+            return "OBJ";
+        case 'P':
+            return "PERSID";
+        case 'Q':
+            return "BINPERSID";
+        case 0x82:
+            return "EXT1";
+        case 0x83:
+            return "EXT2";
+        case 0x84:
+            return "EXT4";
+        case 0x97:
+            return "NEXT_BUFFER";
+        case 0x98:
+            return "READONLY_BUFFER";
+        default:
+            return nullptr;
     }
 }
 
 // Protocol 0 and 1's text opcodes: plain data, but never written by protocols 2 to 5.
 const char* text_opcode_name(uint8_t op) {
     switch (op) {
-        case 'I': return "INT";
-        case 'L': return "LONG";
-        case 'F': return "FLOAT";
-        case 'S': return "STRING";
-        case 'V': return "UNICODE";
-        case 'p': return "PUT";
-        case 'g': return "GET";
-        default: return nullptr;
+        case 'I':
+            return "INT";
+        case 'L':
+            return "LONG";
+        case 'F':
+            return "FLOAT";
+        case 'S':
+            return "STRING";
+        case 'V':
+            return "UNICODE";
+        case 'p':
+            return "PUT";
+        case 'g':
+            return "GET";
+        default:
+            return nullptr;
     }
 }
 
@@ -65,8 +89,8 @@ public:
             if (op == '.') break;
             step(op);
         }
-        US_CHECK_INPUT(marks_.empty() && !stack_.empty(), "{}: offset {}: STOP with {} on the stack",
-                       source_, op_at_, stack_.empty() ? "nothing" : "an unclosed MARK");
+        US_CHECK_INPUT(marks_.empty() && !stack_.empty(), "{}: offset {}: STOP with {} on the stack", source_, op_at_,
+                       stack_.empty() ? "nothing" : "an unclosed MARK");
         data_.root = stack_.back();
         data_.finish();
         return std::move(data_);
@@ -140,9 +164,12 @@ private:
 
     void memo_put(uint64_t key) {
         const ValueId v = top("PUT");
-        if (key < memo_.size()) memo_[size_t(key)] = v;
-        else if (key == memo_.size()) memo_.push_back(v);
-        else sparse_memo_[key] = v;
+        if (key < memo_.size())
+            memo_[size_t(key)] = v;
+        else if (key == memo_.size())
+            memo_.push_back(v);
+        else
+            sparse_memo_[key] = v;
     }
     void memo_get(uint64_t key) {
         if (key < memo_.size()) return push(memo_[size_t(key)]);
@@ -177,7 +204,8 @@ private:
             }
             case 0x95: {  // FRAME: only a read-ahead hint; its length must still fit in the file
                 const uint64_t n = read_le(8, "FRAME");
-                if (n > bytes_.size() - pos_) fail("FRAME declares {} bytes but only {} are left", n, bytes_.size() - pos_);
+                if (n > bytes_.size() - pos_)
+                    fail("FRAME declares {} bytes but only {} are left", n, bytes_.size() - pos_);
                 return;
             }
             case '(':
@@ -186,39 +214,88 @@ private:
                 marks_.push_back(stack_.size());
                 return;
             case '0':
-                if (stack_.size() > base()) stack_.pop_back();
-                else if (!marks_.empty()) marks_.pop_back();
-                else fail("POP on an empty stack");
+                if (stack_.size() > base())
+                    stack_.pop_back();
+                else if (!marks_.empty())
+                    marks_.pop_back();
+                else
+                    fail("POP on an empty stack");
                 return;
-            case '1': close_mark(open_mark("POP_MARK")); return;
-            case '2': push(top("DUP")); return;
-            case 'N': push(data_.add_none()); return;
-            case 0x88: push(data_.add_bool(true)); return;
-            case 0x89: push(data_.add_bool(false)); return;
-            case 'J': push(data_.add_int(int32_t(uint32_t(read_le(4, "BININT"))))); return;
-            case 'K': push(data_.add_int(int64_t(read_le(1, "BININT1")))); return;
-            case 'M': push(data_.add_int(int64_t(read_le(2, "BININT2")))); return;
-            case 0x8a: push(data_.add_int(read_long(read_le(1, "LONG1")))); return;
-            case 0x8b: push(data_.add_int(read_long(read_le(4, "LONG4")))); return;
+            case '1':
+                close_mark(open_mark("POP_MARK"));
+                return;
+            case '2':
+                push(top("DUP"));
+                return;
+            case 'N':
+                push(data_.add_none());
+                return;
+            case 0x88:
+                push(data_.add_bool(true));
+                return;
+            case 0x89:
+                push(data_.add_bool(false));
+                return;
+            case 'J':
+                push(data_.add_int(int32_t(uint32_t(read_le(4, "BININT")))));
+                return;
+            case 'K':
+                push(data_.add_int(int64_t(read_le(1, "BININT1"))));
+                return;
+            case 'M':
+                push(data_.add_int(int64_t(read_le(2, "BININT2"))));
+                return;
+            case 0x8a:
+                push(data_.add_int(read_long(read_le(1, "LONG1"))));
+                return;
+            case 0x8b:
+                push(data_.add_int(read_long(read_le(4, "LONG4"))));
+                return;
             case 'G': {
                 uint64_t bits = 0;
                 for (const char c : take(8, "BINFLOAT")) bits = (bits << 8) | uint8_t(c);
                 push(data_.add_float(std::bit_cast<double>(bits)));
                 return;
             }
-            case 0x8c: push(data_.add_text(PlainKind::string, take(read_le(1, "SHORT_BINUNICODE"), "SHORT_BINUNICODE"))); return;
-            case 'X': push(data_.add_text(PlainKind::string, take(read_le(4, "BINUNICODE"), "BINUNICODE"))); return;
-            case 0x8d: push(data_.add_text(PlainKind::string, take(read_le(8, "BINUNICODE8"), "BINUNICODE8"))); return;
-            case 'U': push(data_.add_text(PlainKind::string, take(read_le(1, "SHORT_BINSTRING"), "SHORT_BINSTRING"))); return;
-            case 'T': push(data_.add_text(PlainKind::string, take(read_le(4, "BINSTRING"), "BINSTRING"))); return;
-            case 'C': push(data_.add_text(PlainKind::bytes, take(read_le(1, "SHORT_BINBYTES"), "SHORT_BINBYTES"))); return;
-            case 'B': push(data_.add_text(PlainKind::bytes, take(read_le(4, "BINBYTES"), "BINBYTES"))); return;
-            case 0x8e: push(data_.add_text(PlainKind::bytes, take(read_le(8, "BINBYTES8"), "BINBYTES8"))); return;
-            case 0x96: push(data_.add_text(PlainKind::bytes, take(read_le(8, "BYTEARRAY8"), "BYTEARRAY8"))); return;
-            case ']': push(data_.add_container(PlainKind::list)); return;
-            case ')': push(data_.add_container(PlainKind::tuple)); return;
-            case '}': push(data_.add_container(PlainKind::dict)); return;
-            case 0x8f: push(data_.add_container(PlainKind::set)); return;
+            case 0x8c:
+                push(data_.add_text(PlainKind::string, take(read_le(1, "SHORT_BINUNICODE"), "SHORT_BINUNICODE")));
+                return;
+            case 'X':
+                push(data_.add_text(PlainKind::string, take(read_le(4, "BINUNICODE"), "BINUNICODE")));
+                return;
+            case 0x8d:
+                push(data_.add_text(PlainKind::string, take(read_le(8, "BINUNICODE8"), "BINUNICODE8")));
+                return;
+            case 'U':
+                push(data_.add_text(PlainKind::string, take(read_le(1, "SHORT_BINSTRING"), "SHORT_BINSTRING")));
+                return;
+            case 'T':
+                push(data_.add_text(PlainKind::string, take(read_le(4, "BINSTRING"), "BINSTRING")));
+                return;
+            case 'C':
+                push(data_.add_text(PlainKind::bytes, take(read_le(1, "SHORT_BINBYTES"), "SHORT_BINBYTES")));
+                return;
+            case 'B':
+                push(data_.add_text(PlainKind::bytes, take(read_le(4, "BINBYTES"), "BINBYTES")));
+                return;
+            case 0x8e:
+                push(data_.add_text(PlainKind::bytes, take(read_le(8, "BINBYTES8"), "BINBYTES8")));
+                return;
+            case 0x96:
+                push(data_.add_text(PlainKind::bytes, take(read_le(8, "BYTEARRAY8"), "BYTEARRAY8")));
+                return;
+            case ']':
+                push(data_.add_container(PlainKind::list));
+                return;
+            case ')':
+                push(data_.add_container(PlainKind::tuple));
+                return;
+            case '}':
+                push(data_.add_container(PlainKind::dict));
+                return;
+            case 0x8f:
+                push(data_.add_container(PlainKind::set));
+                return;
             case 'a': {
                 const ValueId v = pop("APPEND");
                 data_.append(container_of(top("APPEND"), PlainKind::list, "APPEND"), std::span<const ValueId>(&v, 1));
@@ -230,7 +307,9 @@ private:
                 data_.append(container_of(top("SETITEM"), PlainKind::dict, "SETITEM"), kv);
                 return;
             }
-            case 'e': case 'u': case 0x90: {  // APPENDS, SETITEMS, ADDITEMS
+            case 'e':
+            case 'u':
+            case 0x90: {  // APPENDS, SETITEMS, ADDITEMS
                 const char* name = op == 'e' ? "APPENDS" : op == 'u' ? "SETITEMS" : "ADDITEMS";
                 const PlainKind want = op == 'e' ? PlainKind::list : op == 'u' ? PlainKind::dict : PlainKind::set;
                 const size_t start = open_mark(name);
@@ -241,9 +320,14 @@ private:
                 close_mark(start);
                 return;
             }
-            case 'l': case 't': case 'd': case 0x91: {  // LIST, TUPLE, DICT, FROZENSET
-                const PlainKind kind = op == 'l' ? PlainKind::list : op == 't' ? PlainKind::tuple
-                                     : op == 'd' ? PlainKind::dict : PlainKind::set;
+            case 'l':
+            case 't':
+            case 'd':
+            case 0x91: {  // LIST, TUPLE, DICT, FROZENSET
+                const PlainKind kind = op == 'l'   ? PlainKind::list
+                                       : op == 't' ? PlainKind::tuple
+                                       : op == 'd' ? PlainKind::dict
+                                                   : PlainKind::set;
                 const size_t start = open_mark("LIST/TUPLE/DICT");
                 if (op == 'd' && (stack_.size() - start) % 2) fail("DICT with an odd number of keys and values");
                 const ValueId c = new_container(kind, since(start));
@@ -251,7 +335,9 @@ private:
                 push(c);
                 return;
             }
-            case 0x85: case 0x86: case 0x87: {  // TUPLE1..3
+            case 0x85:
+            case 0x86:
+            case 0x87: {  // TUPLE1..3
                 const size_t n = op - 0x84;
                 if (stack_.size() < base() + n) fail("TUPLE{} needs {} values on the stack", n, n);
                 const ValueId c = new_container(PlainKind::tuple, since(stack_.size() - n));
@@ -259,20 +345,34 @@ private:
                 push(c);
                 return;
             }
-            case 'q': memo_put(read_le(1, "BINPUT")); return;
-            case 'r': memo_put(read_le(4, "LONG_BINPUT")); return;
-            case 0x94: memo_put(memo_.size() + sparse_memo_.size()); return;
-            case 'h': memo_get(read_le(1, "BINGET")); return;
-            case 'j': memo_get(read_le(4, "LONG_BINGET")); return;
-            default: break;
+            case 'q':
+                memo_put(read_le(1, "BINPUT"));
+                return;
+            case 'r':
+                memo_put(read_le(4, "LONG_BINPUT"));
+                return;
+            case 0x94:
+                memo_put(memo_.size() + sparse_memo_.size());
+                return;
+            case 'h':
+                memo_get(read_le(1, "BINGET"));
+                return;
+            case 'j':
+                memo_get(read_le(4, "LONG_BINGET"));
+                return;
+            default:
+                break;
         }
         if (const char* name = refused_opcode_name(op))
-            fail("opcode {} (0x{:02x}) is a class or a call: Ultrascope reads plain data only and never executes a "
-                 "pickle (a PyTorch memory snapshot is a plain dict; re-dump it with torch.cuda.memory._dump_snapshot)",
-                 name, op);
+            fail(
+                "opcode {} (0x{:02x}) is a class or a call: Ultrascope reads plain data only and never executes a "
+                "pickle (a PyTorch memory snapshot is a plain dict; re-dump it with torch.cuda.memory._dump_snapshot)",
+                name, op);
         if (const char* name = text_opcode_name(op))
-            fail("opcode {} is from pickle protocol 0 or 1: Ultrascope reads protocols 2 to 5 (re-dump with "
-                 "pickle.dump(..., protocol=4))", name);
+            fail(
+                "opcode {} is from pickle protocol 0 or 1: Ultrascope reads protocols 2 to 5 (re-dump with "
+                "pickle.dump(..., protocol=4))",
+                name);
         fail("unknown pickle opcode 0x{:02x} (not a pickle, or a corrupt one)", op);
     }
 };

@@ -11,7 +11,7 @@
 namespace us::snap {
 
 struct PickleLimits {
-    size_t max_mark_depth = 10000;   // nested MARKs (lists/dicts/tuples being built at once)
+    size_t max_mark_depth = 10000;  // nested MARKs (lists/dicts/tuples being built at once)
 };
 
 // Reads one pickle from `bytes` (`source` names it in messages: a file name). Throws UserError on anything else

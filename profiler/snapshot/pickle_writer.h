@@ -20,7 +20,7 @@ public:
     void end_list();
     void begin_tuple();  // closed by end_tuple (MARK ... TUPLE)
     void end_tuple();
-    void string(std::string_view s);         // memoized: a string written twice is written once
+    void string(std::string_view s);  // memoized: a string written twice is written once
     void integer(int64_t v);
     void floating(double v);
     void none();

@@ -12,16 +12,26 @@ namespace us::snap {
 
 const char* plain_kind_name(PlainKind kind) {
     switch (kind) {
-        case PlainKind::none: return "None";
-        case PlainKind::boolean: return "a boolean";
-        case PlainKind::integer: return "an integer";
-        case PlainKind::floating: return "a float";
-        case PlainKind::string: return "a string";
-        case PlainKind::bytes: return "bytes";
-        case PlainKind::list: return "a list";
-        case PlainKind::tuple: return "a tuple";
-        case PlainKind::dict: return "a dict";
-        case PlainKind::set: return "a set";
+        case PlainKind::none:
+            return "None";
+        case PlainKind::boolean:
+            return "a boolean";
+        case PlainKind::integer:
+            return "an integer";
+        case PlainKind::floating:
+            return "a float";
+        case PlainKind::string:
+            return "a string";
+        case PlainKind::bytes:
+            return "bytes";
+        case PlainKind::list:
+            return "a list";
+        case PlainKind::tuple:
+            return "a tuple";
+        case PlainKind::dict:
+            return "a dict";
+        case PlainKind::set:
+            return "a set";
     }
     return "?";
 }
@@ -34,21 +44,16 @@ ValueId PlainData::push_value(const PlainValue& v) {
 
 ValueId PlainData::add_none() { return push_value({PlainKind::none, 0, 0}); }
 
-ValueId PlainData::add_bool(bool b) {
-    return push_value({PlainKind::boolean, 0, b ? 1u : 0u});
-}
+ValueId PlainData::add_bool(bool b) { return push_value({PlainKind::boolean, 0, b ? 1u : 0u}); }
 
-ValueId PlainData::add_int(int64_t i) {
-    return push_value({PlainKind::integer, 0, uint64_t(i)});
-}
+ValueId PlainData::add_int(int64_t i) { return push_value({PlainKind::integer, 0, uint64_t(i)}); }
 
-ValueId PlainData::add_float(double d) {
-    return push_value({PlainKind::floating, 0, std::bit_cast<uint64_t>(d)});
-}
+ValueId PlainData::add_float(double d) { return push_value({PlainKind::floating, 0, std::bit_cast<uint64_t>(d)}); }
 
 ValueId PlainData::add_text(PlainKind kind, std::string_view bytes) {
     US_ASSERT(kind == PlainKind::string || kind == PlainKind::bytes);
-    US_CHECK_INPUT(bytes.size() < UINT32_MAX, "a string of {} bytes is longer than Ultrascope reads (4 GiB)", bytes.size());
+    US_CHECK_INPUT(bytes.size() < UINT32_MAX, "a string of {} bytes is longer than Ultrascope reads (4 GiB)",
+                   bytes.size());
     const uint64_t offset = text_.size();
     text_.insert(text_.end(), bytes.begin(), bytes.end());
     return push_value({kind, uint32_t(bytes.size()), offset});
@@ -65,7 +70,8 @@ bool PlainData::is_container(ValueId id) const { return id < values_.size() && v
 void PlainData::append(ValueId container, std::span<const ValueId> items) {
     US_ASSERT(is_container(container));
     if (items.empty()) return;
-    US_CHECK_INPUT(staged_.size() + items.size() < UINT32_MAX / 2, "more than 4 billion items: larger than Ultrascope reads");
+    US_CHECK_INPUT(staged_.size() + items.size() < UINT32_MAX / 2,
+                   "more than 4 billion items: larger than Ultrascope reads");
     PlainContainer& c = containers_[values_[container].size];
     const uint32_t begin = uint32_t(staged_.size());
     staged_.insert(staged_.end(), items.begin(), items.end());
@@ -75,8 +81,10 @@ void PlainData::append(ValueId container, std::span<const ValueId> items) {
     } else {
         chunks_.push_back({begin, uint32_t(items.size()), UINT32_MAX});
         const uint32_t id = uint32_t(chunks_.size() - 1);
-        if (c.last_chunk == UINT32_MAX) c.first_chunk = id;
-        else chunks_[c.last_chunk].next = id;
+        if (c.last_chunk == UINT32_MAX)
+            c.first_chunk = id;
+        else
+            chunks_[c.last_chunk].next = id;
         c.last_chunk = id;
     }
     c.count += uint32_t(items.size());
@@ -125,9 +133,12 @@ bool PlainData::get_int(ValueId id, int64_t& out) const {
 bool PlainData::get_number(ValueId id, double& out) const {
     if (id >= values_.size()) return false;
     const PlainValue& v = values_[id];
-    if (v.kind == PlainKind::floating) out = std::bit_cast<double>(v.payload);
-    else if (v.kind == PlainKind::integer) out = double(int64_t(v.payload));
-    else return false;
+    if (v.kind == PlainKind::floating)
+        out = std::bit_cast<double>(v.payload);
+    else if (v.kind == PlainKind::integer)
+        out = double(int64_t(v.payload));
+    else
+        return false;
     return true;
 }
 

@@ -54,8 +54,8 @@ public:
     size_t memory_bytes() const;
 
     // Typed reads: std::nullopt-free accessors that say whether the value had that type.
-    bool get_int(ValueId id, int64_t& out) const;      // an integer or a boolean
-    bool get_number(ValueId id, double& out) const;    // an integer or a float
+    bool get_int(ValueId id, int64_t& out) const;    // an integer or a boolean
+    bool get_number(ValueId id, double& out) const;  // an integer or a float
     bool get_string(ValueId id, std::string_view& out) const;
     std::span<const ValueId> items(ValueId container) const;  // empty for a non-container
     // A dict's value for a string key (the last one, as Python keeps); no_value if absent or not a dict.

@@ -45,8 +45,10 @@ private:
         return false;
     }
     bool put(ValueId v) {
-        if (open_.empty()) data_.root = v;
-        else items_.push_back(v);
+        if (open_.empty())
+            data_.root = v;
+        else
+            items_.push_back(v);
         return true;
     }
     bool open(PlainKind kind) {

@@ -16,9 +16,12 @@ namespace us::snap {
 
 const char* origin_name(AllocationOrigin o) {
     switch (o) {
-        case AllocationOrigin::traced: return "traced";
-        case AllocationOrigin::before_trace_freed_in_it: return "before the trace, freed in it";
-        case AllocationOrigin::before_trace_alive_at_dump: return "before the trace, alive at dump";
+        case AllocationOrigin::traced:
+            return "traced";
+        case AllocationOrigin::before_trace_freed_in_it:
+            return "before the trace, freed in it";
+        case AllocationOrigin::before_trace_alive_at_dump:
+            return "before the trace, alive at dump";
     }
     return "?";
 }
@@ -47,7 +50,8 @@ void read_dump_state(const MemorySnapshot& snap, DeviceMemory& m) {
         m.reserved_bytes = sum(snap, m.reserved_bytes, seg.total_size);
         for (uint32_t b = seg.block_begin; b < seg.block_begin + seg.block_count; ++b) {
             const SnapshotBlock& block = snap.blocks[b];
-            if (block.state == BlockState::active_allocated) m.allocated_bytes = sum(snap, m.allocated_bytes, block.size);
+            if (block.state == BlockState::active_allocated)
+                m.allocated_bytes = sum(snap, m.allocated_bytes, block.size);
             if (block.state == BlockState::active_allocated || block.state == BlockState::active_awaiting_free)
                 m.active_bytes = sum(snap, m.active_bytes, block.size);
             else if (block.state == BlockState::inactive)
@@ -63,7 +67,8 @@ int64_t largest_free_gap(std::vector<Interval> segments, std::vector<Interval> b
     std::sort(blocks.begin(), blocks.end(), [](auto& a, auto& b) { return a.begin < b.begin; });
     int64_t largest = 0;
     for (const Interval& seg : segments) {
-        auto k = std::partition_point(blocks.begin(), blocks.end(), [&](const Interval& b) { return b.end <= seg.begin; });
+        auto k =
+            std::partition_point(blocks.begin(), blocks.end(), [&](const Interval& b) { return b.end <= seg.begin; });
         uint64_t cursor = seg.begin;
         for (; k != blocks.end() && k->begin < seg.end; ++k) {
             if (k->begin > cursor) largest = std::max(largest, int64_t(k->begin - cursor));
@@ -112,11 +117,13 @@ void replay_trace(const MemorySnapshot& snap, DeviceMemory& m, size_t samples) {
                 }
                 break;
             }
-            case TraceAction::segment_alloc: case TraceAction::segment_map:
+            case TraceAction::segment_alloc:
+            case TraceAction::segment_map:
                 live_segments[e.addr] = uint32_t(i);
                 reserved = sum(snap, reserved, e.size);
                 break;
-            case TraceAction::segment_free: case TraceAction::segment_unmap: {
+            case TraceAction::segment_free:
+            case TraceAction::segment_unmap: {
                 if (auto it = live_segments.find(e.addr); it != live_segments.end()) {
                     ends[it->second] = uint32_t(i);
                     live_segments.erase(it);
@@ -126,8 +133,11 @@ void replay_trace(const MemorySnapshot& snap, DeviceMemory& m, size_t samples) {
                 reserved = sum(snap, reserved, -e.size);
                 break;
             }
-            case TraceAction::oom: m.ooms.push_back({i, e.time_us, e.size, e.device_free, allocated, reserved}); break;
-            default: break;
+            case TraceAction::oom:
+                m.ooms.push_back({i, e.time_us, e.size, e.device_free, allocated, reserved});
+                break;
+            default:
+                break;
         }
         if (allocated > peak) peak = allocated, peak_entry = int64_t(i), reserved_at_peak = reserved;
         peak_reserved = std::max(peak_reserved, reserved);
@@ -136,17 +146,21 @@ void replay_trace(const MemorySnapshot& snap, DeviceMemory& m, size_t samples) {
         s.allocated = std::max(s.allocated, allocated), s.reserved = std::max(s.reserved, reserved);
     }
     if (double_allocs)
-        m.notes.push_back(fmt::format("{} allocations at an address still allocated in the trace (a lost free): the "
-                                      "earlier one counted as freed", double_allocs));
+        m.notes.push_back(
+            fmt::format("{} allocations at an address still allocated in the trace (a lost free): the "
+                        "earlier one counted as freed",
+                        double_allocs));
     // The trace's start: the dump-time state minus what the trace did.
     m.start_allocated = sum(snap, m.active_bytes, -allocated);
     m.start_reserved = sum(snap, m.reserved_bytes, -reserved);
     if (m.start_allocated < 0 || m.start_reserved < 0) {
         m.start_known = false;
-        m.notes.push_back(fmt::format("the trace adds {} B allocated and {} B reserved but the dump holds only {} B "
-                                      "and {} B: the state before the trace is unknown (figures assume it was empty)",
-                                      allocated, reserved, m.active_bytes, m.reserved_bytes));
-        m.start_allocated = std::max<int64_t>(0, m.start_allocated), m.start_reserved = std::max<int64_t>(0, m.start_reserved);
+        m.notes.push_back(
+            fmt::format("the trace adds {} B allocated and {} B reserved but the dump holds only {} B "
+                        "and {} B: the state before the trace is unknown (figures assume it was empty)",
+                        allocated, reserved, m.active_bytes, m.reserved_bytes));
+        m.start_allocated = std::max<int64_t>(0, m.start_allocated),
+        m.start_reserved = std::max<int64_t>(0, m.start_reserved);
     }
     m.peak_allocated = sum(snap, m.start_allocated, peak);
     m.reserved_at_peak = sum(snap, m.start_reserved, peak_entry < 0 ? 0 : reserved_at_peak);
@@ -154,7 +168,8 @@ void replay_trace(const MemorySnapshot& snap, DeviceMemory& m, size_t samples) {
     m.free_in_segments_at_peak = sum(snap, m.reserved_at_peak, -m.peak_allocated);
     m.peak_entry = peak_entry;
     m.peak_time_us = peak_entry < 0 ? -1 : trace[size_t(peak_entry)].time_us;
-    for (OomEvent& o : m.ooms) o.allocated = sum(snap, o.allocated, m.start_allocated), o.reserved = sum(snap, o.reserved, m.start_reserved);
+    for (OomEvent& o : m.ooms)
+        o.allocated = sum(snap, o.allocated, m.start_allocated), o.reserved = sum(snap, o.reserved, m.start_reserved);
     for (TimelineSample& t : m.timeline)
         t.allocated = sum(snap, t.allocated, m.start_allocated), t.reserved = sum(snap, t.reserved, m.start_reserved);
 
@@ -177,10 +192,12 @@ void replay_trace(const MemorySnapshot& snap, DeviceMemory& m, size_t samples) {
                                  AllocationOrigin::before_trace_freed_in_it});
     }
     for (const uint32_t i : orphan_segment_frees)
-        if (int64_t(i) > peak_entry) segments_at_peak.push_back({trace[i].addr, trace[i].addr + uint64_t(trace[i].size)});
+        if (int64_t(i) > peak_entry)
+            segments_at_peak.push_back({trace[i].addr, trace[i].addr + uint64_t(trace[i].size)});
     for (const SnapshotSegment& seg : snap.segments) {
         if (seg.device != m.device) continue;
-        if (!live_segments.contains(seg.address)) segments_at_peak.push_back({seg.address, seg.address + uint64_t(seg.total_size)});
+        if (!live_segments.contains(seg.address))
+            segments_at_peak.push_back({seg.address, seg.address + uint64_t(seg.total_size)});
         for (uint32_t b = seg.block_begin; b < seg.block_begin + seg.block_count; ++b) {
             const SnapshotBlock& block = snap.blocks[b];
             if (block.state == BlockState::inactive || block.state == BlockState::unknown) continue;
@@ -191,9 +208,10 @@ void replay_trace(const MemorySnapshot& snap, DeviceMemory& m, size_t samples) {
         }
     }
     if (m.start_known && before_trace != m.start_allocated)
-        m.notes.push_back(fmt::format("the allocations known from before the trace sum to {} B, not the {} B the "
-                                      "dump-time state implies: some of the peak's allocations are not attributed",
-                                      before_trace, m.start_allocated));
+        m.notes.push_back(
+            fmt::format("the allocations known from before the trace sum to {} B, not the {} B the "
+                        "dump-time state implies: some of the peak's allocations are not attributed",
+                        before_trace, m.start_allocated));
     std::vector<Interval> blocks_at_peak;
     blocks_at_peak.reserve(m.at_peak.size());
     for (const PeakAllocation& a : m.at_peak) blocks_at_peak.push_back({a.addr, a.addr + uint64_t(a.size)});
@@ -209,7 +227,8 @@ void summarize_peak(const MemorySnapshot& snap, DeviceMemory& m) {
     for (PeakAllocation& a : m.at_peak) {
         auto it = by_stack.find(a.stack);
         if (it == by_stack.end())
-            it = by_stack.emplace(a.stack, std::make_pair(user_frame(snap, a.stack), categorize_stack(snap, a.stack))).first;
+            it = by_stack.emplace(a.stack, std::make_pair(user_frame(snap, a.stack), categorize_stack(snap, a.stack)))
+                     .first;
         a.user_frame = it->second.first, a.category = it->second.second;
         auto [s, fresh] = site_index.try_emplace(a.user_frame, m.sites.size());
         if (fresh) m.sites.push_back({a.user_frame, 0, 0, a.category});

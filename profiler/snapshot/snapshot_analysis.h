@@ -61,8 +61,8 @@ struct DeviceMemory {
     int64_t peak_time_us = -1;
     int64_t free_in_segments_at_peak = 0;     // reserved - allocated at the peak
     int64_t largest_free_block_at_peak = -1;  // -1: unknown
-    std::vector<PeakAllocation> at_peak;  // largest first
-    std::vector<SiteTotal> sites;         // largest first
+    std::vector<PeakAllocation> at_peak;      // largest first
+    std::vector<SiteTotal> sites;             // largest first
     std::vector<CategoryTotal> categories;
     std::vector<OomEvent> ooms;
     std::vector<TimelineSample> timeline;

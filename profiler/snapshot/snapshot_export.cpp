@@ -40,8 +40,10 @@ public:
             allocate(before_, rank_.memory[0].total_bytes - rank_.memory[0].delta, before_);
         }
         for (const prof::MemoryPoint& p : rank_.memory) {
-            if (p.delta > 0) allocate(p, p.delta, p);
-            else if (p.delta < 0) release(p);
+            if (p.delta > 0)
+                allocate(p, p.delta, p);
+            else if (p.delta < 0)
+                release(p);
         }
         w_.end_list();
         w_.end_list();
@@ -74,7 +76,8 @@ private:
         w_.string("filename");
         w_.string(p.category < kMemCategoryCount ? std::string(kMemCategoryNames[p.category]) : "unknown");
         w_.string("line"), w_.integer(p.layer), w_.string("name");
-        w_.string(p.label == unlabelled ? std::string("(allocated before the first memory event)") : store_.name(p.label));
+        w_.string(p.label == unlabelled ? std::string("(allocated before the first memory event)")
+                                        : store_.name(p.label));
         w_.end_dict();
         w_.begin_dict();
         w_.string("filename"), w_.string("ultrascope step"), w_.string("line"), w_.integer(p.step), w_.string("name");
@@ -165,8 +168,10 @@ std::vector<std::string> export_memory_snapshots(const prof::TraceStore& store, 
     const std::vector<int> ranks = store.ranks();
     size_t events = 0;
     for (const int r : ranks) events += store.rank(r)->memory.size();
-    US_CHECK_INPUT(events > 0, "--memory-snapshot {}: the trace has no memory events to export (was it recorded "
-                   "with memory tracking, and not past the store's cap?)", out);
+    US_CHECK_INPUT(events > 0,
+                   "--memory-snapshot {}: the trace has no memory events to export (was it recorded "
+                   "with memory tracking, and not past the store's cap?)",
+                   out);
     std::vector<std::string> written;
     for (const int r : ranks) {
         std::filesystem::path path(out);

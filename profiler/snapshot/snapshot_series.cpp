@@ -44,7 +44,8 @@ SnapshotSeries build_series(const MemorySnapshot& snap, const DeviceMemory& m) {
                 c = category_of(e.stack), d = e.size;
                 // A lost free (an address allocated twice): the earlier one counts as freed, as in the analysis; its
                 // bytes leave the new allocation's category (the totals stay exact, the split is off by it).
-                if (auto it = live.find(e.addr); it != live.end()) add(d, it->second.size == INT64_MIN ? INT64_MAX : -it->second.size);
+                if (auto it = live.find(e.addr); it != live.end())
+                    add(d, it->second.size == INT64_MIN ? INT64_MAX : -it->second.size);
                 live[e.addr] = {e.size, c};
                 break;
             }
@@ -57,9 +58,16 @@ SnapshotSeries build_series(const MemorySnapshot& snap, const DeviceMemory& m) {
                     add(orphans[c], e.size);
                 }
                 break;
-            case TraceAction::segment_alloc: case TraceAction::segment_map: add(reserved, e.size); break;
-            case TraceAction::segment_free: case TraceAction::segment_unmap: add(reserved, e.size == INT64_MIN ? INT64_MAX : -e.size); break;
-            default: break;
+            case TraceAction::segment_alloc:
+            case TraceAction::segment_map:
+                add(reserved, e.size);
+                break;
+            case TraceAction::segment_free:
+            case TraceAction::segment_unmap:
+                add(reserved, e.size == INT64_MIN ? INT64_MAX : -e.size);
+                break;
+            default:
+                break;
         }
         add(allocated, d);
         s.allocated[i] = allocated, s.reserved[i] = reserved, s.delta[i] = d, s.category[i] = c;
@@ -70,14 +78,16 @@ SnapshotSeries build_series(const MemorySnapshot& snap, const DeviceMemory& m) {
         if (seg.device != m.device) continue;
         for (uint32_t b = seg.block_begin; b < seg.block_begin + seg.block_count; ++b) {
             const SnapshotBlock& block = snap.blocks[b];
-            if (block.state == BlockState::inactive || block.state == BlockState::unknown || live.contains(block.address))
+            if (block.state == BlockState::inactive || block.state == BlockState::unknown ||
+                live.contains(block.address))
                 continue;
             add(s.start[category_of(block.stack)], block.size);
         }
     }
     int64_t explained = 0;
     for (int64_t v : s.start) add(explained, v);
-    add(s.start[size_t(MemoryCategory::unknown)], std::max<int64_t>(0, explained < 0 ? m.start_allocated : m.start_allocated - explained));
+    add(s.start[size_t(MemoryCategory::unknown)],
+        std::max<int64_t>(0, explained < 0 ? m.start_allocated : m.start_allocated - explained));
     CategoryBytes now = s.start;
     for (size_t i = 0; i < n; ++i) {
         if (i % SnapshotSeries::kCheckpointEvery == 0) s.checkpoints.push_back(now);

@@ -38,7 +38,7 @@ CategoryBytes category_peaks(const SnapshotSeries& s);
 struct SeriesSample {  // one slice of the window, at the moment its allocated bytes are largest
     size_t first_entry = 0, last_entry = 0, peak_entry = 0;
     int64_t allocated = 0, reserved = 0;  // reserved: the largest in the slice
-    CategoryBytes by_category{};           // at peak_entry
+    CategoryBytes by_category{};          // at peak_entry
 };
 
 // Entries [e0, e1) cut into at most `buckets` slices (one per entry when fewer entries than buckets).

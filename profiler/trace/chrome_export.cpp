@@ -21,7 +21,8 @@ int thread_of(int lane, const Span& s) { return lane < int(Lane::device) ? lane 
 
 // "device (stream 7)": the CUPTI stream id when the rank's metadata lists its streams, else the slot.
 std::string device_thread_name(const RankTrace& r, int lane, uint8_t slot) {
-    const nlohmann::json streams = r.metadata.value("cupti", nlohmann::json::object()).value("streams", nlohmann::json::array());
+    const nlohmann::json streams =
+        r.metadata.value("cupti", nlohmann::json::object()).value("streams", nlohmann::json::array());
     std::string stream = fmt::format("#{}", slot);
     if (streams.is_array() && slot < streams.size() && streams[slot].is_array() && streams[slot].size() == 2 &&
         streams[slot][1].is_number_unsigned())
@@ -80,14 +81,16 @@ void export_chrome_trace(const TraceStore& store, const std::string& out_path) {
                     const int tid = thread_of(lane, s);
                     if (lane >= int(Lane::device) && !named[s.thread]) {
                         named[s.thread] = true;
-                        emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", r,
-                                         tid, escape(device_thread_name(rt, lane, s.thread))));
-                        emit(fmt::format(R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
-                                         r, tid, tid));
+                        emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
+                                         r, tid, escape(device_thread_name(rt, lane, s.thread))));
+                        emit(fmt::format(
+                            R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+                            r, tid, tid));
                     }
                     std::string label = store.name(s.name);
                     if (s.kind == SpanKind::phase && s.micro_batch >= 0 && s.phase != Phase::optimizer)
-                        label = fmt::format("{}{}{}", label, s.micro_batch, s.chunk > 0 ? fmt::format(".c{}", s.chunk) : "");
+                        label = fmt::format("{}{}{}", label, s.micro_batch,
+                                            s.chunk > 0 ? fmt::format(".c{}", s.chunk) : "");
                     emit(fmt::format(
                         R"({{"ph":"X","pid":{},"tid":{},"name":{},"cat":"{}","ts":{},"dur":{:.3f},"args":{{"step":{},"micro_batch":{},"layer":{},"phase":"{}","op":"{}","bytes":{},"flops":{},"chunk":{}{}}}}})",
                         r, tid, escape(label), kSpanKindNames[size_t(s.kind)], us_of(s.begin),

@@ -35,12 +35,14 @@ std::string nccl_dtype(const RankTrace& rt) {
 // The CUDA stream number of a stream slot: CUPTI's (metadata cupti.streams, [context, stream] pairs) on engine
 // traces, the trace's own (metadata streams, by slot) on imported ones, else the slot itself.
 int64_t stream_number(const RankTrace& rt, uint8_t slot) {
-    const nlohmann::json streams = rt.metadata.value("cupti", nlohmann::json::object()).value("streams", nlohmann::json::array());
+    const nlohmann::json streams =
+        rt.metadata.value("cupti", nlohmann::json::object()).value("streams", nlohmann::json::array());
     if (streams.is_array() && slot < streams.size() && streams[slot].is_array() && streams[slot].size() == 2 &&
         streams[slot][1].is_number_integer())
         return streams[slot][1].get<int64_t>();
     const nlohmann::json imported = rt.metadata.value("streams", nlohmann::json::array());
-    if (imported.is_array() && slot < imported.size() && imported[slot].is_number_integer()) return imported[slot].get<int64_t>();
+    if (imported.is_array() && slot < imported.size() && imported[slot].is_number_integer())
+        return imported[slot].get<int64_t>();
     return slot;
 }
 
@@ -56,7 +58,8 @@ DeviceEvent device_event(const TraceStore& store, const RankTrace& rt, const Spa
     }
     if (name.rfind("memcpy", 0) == 0 || name.rfind("Memcpy", 0) == 0)
         return {"gpu_memcpy", "Memcpy" + name.substr(6), "cudaMemcpyAsync"};
-    if (name.rfind("memset", 0) == 0 || name.rfind("Memset", 0) == 0) return {"gpu_memset", "Memset (Device)", "cudaMemsetAsync"};
+    if (name.rfind("memset", 0) == 0 || name.rfind("Memset", 0) == 0)
+        return {"gpu_memset", "Memset (Device)", "cudaMemsetAsync"};
     return {"kernel", name, "cudaLaunchKernel"};
 }
 
@@ -73,7 +76,7 @@ void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
     const int host_pid = rt.metadata.value("pid", 100000 + rt.rank);
     const int device = 0;  // the rank's GPU, as torch.profiler numbers it for a process that uses one
     emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {} host"}}}})",
-                              host_pid, rt.rank));
+                     host_pid, rt.rank));
     // Steps as torch.profiler marks them; the engine counts from 1, Kineto from 0.
     std::map<int, int64_t> step_begin;
     int64_t last_step_begin = INT64_MIN;
@@ -95,18 +98,23 @@ void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
                 R"({{"ph":"X","cat":"{}","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"External id":0,"step":{},"lane":"{}","layer":{},"micro_batch":{}{}}}}})",
                 cpu_category(store, s), quoted(name), host_pid, tid, us_text(s.begin), us_text(s.duration()), s.step,
                 kLaneNames[size_t(lane)], s.layer, s.micro_batch,
-                s.kind == SpanKind::comm ? fmt::format(",\"Collective name\":\"{}\",\"bytes\":{}{}", kOpClassNames[size_t(s.op)],
-                                                       s.bytes, s.peer >= 0 ? fmt::format(",\"peer\":{}", s.peer) : "")
-                                         : std::string()));
+                s.kind == SpanKind::comm
+                    ? fmt::format(",\"Collective name\":\"{}\",\"bytes\":{}{}", kOpClassNames[size_t(s.op)], s.bytes,
+                                  s.peer >= 0 ? fmt::format(",\"peer\":{}", s.peer) : "")
+                    : std::string()));
         }
     if (!rt.has_device_spans()) return;
     emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"GPU {}"}}}})", device,
-                              device));
+                     device));
     // Every kernel, memcpy and memset with its launch: inferred from the launching op on engine traces; where no
     // launch is known, at the latest time that does not claim the host was late (before the stream's previous
     // work ended, never before the kernel's step began).
     const LaunchTimes launches = launch_times(store, rt.rank);
-    struct Ref { const Span* s; Lane lane; int64_t launch; };
+    struct Ref {
+        const Span* s;
+        Lane lane;
+        int64_t launch;
+    };
     std::map<int, std::vector<Ref>> by_stream;
     for (Lane lane : {Lane::device, Lane::device_comm}) {
         const auto& spans = rt.lanes[size_t(lane)].spans();
@@ -127,8 +135,10 @@ void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
                 launch_from = "not recorded: placed not to claim a host wait";
                 launch = floor_us(std::min(s.begin, previous_end == INT64_MIN ? s.begin : previous_end));
                 const auto step = step_begin.find(s.step);
-                if (step != step_begin.end()) launch = std::max(launch, step->second);
-                else if (s.begin >= last_step_begin) launch = std::max(launch, last_step_begin);
+                if (step != step_begin.end())
+                    launch = std::max(launch, step->second);
+                else if (s.begin >= last_step_begin)
+                    launch = std::max(launch, last_step_begin);
             }
             previous_end = std::max(previous_end, s.end);
             ++correlation;
@@ -137,7 +147,8 @@ void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
                 e.launch, host_pid, us_text(launch), correlation, correlation, launch_from));
             std::string extra;
             if (s.bytes > 0) extra += fmt::format(",\"bytes\":{}", s.bytes);
-            if (r.lane == Lane::device_comm) extra += fmt::format(",\"Collective name\":\"{}\"", kOpClassNames[size_t(s.op)]);
+            if (r.lane == Lane::device_comm)
+                extra += fmt::format(",\"Collective name\":\"{}\"", kOpClassNames[size_t(s.op)]);
             emit(fmt::format(
                 R"({{"ph":"X","cat":"{}","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"External id":{},"device":{},"stream":{},"correlation":{},"step":{}{}}}}})",
                 e.cat, quoted(e.name), device, stream, us_text(s.begin), us_text(s.duration()), correlation, device,
@@ -158,13 +169,18 @@ nlohmann::json device_properties(const RankTrace& rt) {
 std::string nccl_kernel_name(OpClass op, const std::string& dtype) {
     const std::string args = "(ncclDevKernelArgsStorage<4096ul>)";
     switch (op) {
-        case OpClass::reduce_scatter: return "ncclDevKernel_ReduceScatter_Sum_" + dtype + "_RING_LL" + args;
-        case OpClass::all_gather: return "ncclDevKernel_AllGather_RING_LL" + args;
-        case OpClass::broadcast: return "ncclDevKernel_Broadcast_RING_LL" + args;
+        case OpClass::reduce_scatter:
+            return "ncclDevKernel_ReduceScatter_Sum_" + dtype + "_RING_LL" + args;
+        case OpClass::all_gather:
+            return "ncclDevKernel_AllGather_RING_LL" + args;
+        case OpClass::broadcast:
+            return "ncclDevKernel_Broadcast_RING_LL" + args;
         case OpClass::send:
         case OpClass::recv:
-        case OpClass::all_to_all: return "ncclDevKernel_SendRecv" + args;  // NCCL runs these as send/recv
-        default: return "ncclDevKernel_AllReduce_Sum_" + dtype + "_RING_LL" + args;  // a barrier is an all-reduce
+        case OpClass::all_to_all:
+            return "ncclDevKernel_SendRecv" + args;  // NCCL runs these as send/recv
+        default:
+            return "ncclDevKernel_AllReduce_Sum_" + dtype + "_RING_LL" + args;  // a barrier is an all-reduce
     }
 }
 
@@ -175,17 +191,17 @@ std::vector<std::string> export_kineto_traces(const TraceStore& store, const std
     std::vector<std::string> written;
     for (int r : store.ranks()) {
         const RankTrace& rt = *store.rank(r);
-        const std::string path = (std::filesystem::path(dir) / fmt::format("rank-{}.pt.trace.json{}", r, gz ? ".gz" : "")).string();
+        const std::string path =
+            (std::filesystem::path(dir) / fmt::format("rank-{}.pt.trace.json{}", r, gz ? ".gz" : "")).string();
         const std::string tmp = path + ".tmp";
         {
             TextOutput out(tmp, gz);
             // Kineto's own spacing ("rank": R): HTA finds a file's rank with the pattern "rank":\s+(\d+).
-            const std::string backend = rt.imported()
-                                            ? rt.metadata.value("backend", std::string("nccl"))
+            const std::string backend = rt.imported() ? rt.metadata.value("backend", std::string("nccl"))
                                         : !rt.lanes[size_t(Lane::device_comm)].spans().empty() ? "nccl"
                                                                                                : "mpi";
-            const std::string dist = fmt::format(R"({{"backend": {}, "rank": {}, "world_size": {}}})", quoted(backend), r,
-                                                 store.world_size());
+            const std::string dist = fmt::format(R"({{"backend": {}, "rank": {}, "world_size": {}}})", quoted(backend),
+                                                 r, store.world_size());
             std::string head = "{\"schemaVersion\": 1,\n\"distributedInfo\": " + dist + ",\n";
             if (rt.has_device_spans()) head += "\"deviceProperties\": " + device_properties(rt).dump() + ",\n";
             head += "\"displayTimeUnit\": \"ms\",\n\"traceName\": " + quoted(path) + ",\n\"traceEvents\": [\n";

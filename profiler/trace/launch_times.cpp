@@ -12,8 +12,10 @@ namespace {
 // store has that field: 0 (none) otherwise.
 template <typename S>
 uint32_t launcher_of(const S& s) {
-    if constexpr (requires { s.launcher; }) return uint32_t(s.launcher);
-    else return 0;
+    if constexpr (requires { s.launcher; })
+        return uint32_t(s.launcher);
+    else
+        return 0;
 }
 
 // A CUDA runtime or driver call that puts work on a stream (cudaLaunchKernel, cuLaunchKernelEx, cudaMemcpyAsync ...).
@@ -34,10 +36,12 @@ std::map<int, std::vector<Ref>> by_stream(const RankTrace& rt) {
     std::map<int, std::vector<Ref>> out;
     for (Lane lane : {Lane::device, Lane::device_comm}) {
         const auto& spans = rt.lanes[size_t(lane)].spans();
-        for (size_t i = 0; i < spans.size(); ++i) out[spans[i].thread].push_back({&spans[i], lane == Lane::device_comm, i});
+        for (size_t i = 0; i < spans.size(); ++i)
+            out[spans[i].thread].push_back({&spans[i], lane == Lane::device_comm, i});
     }
     for (auto& [stream, refs] : out)
-        std::stable_sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) { return a.span->begin < b.span->begin; });
+        std::stable_sort(refs.begin(), refs.end(),
+                         [](const Ref& a, const Ref& b) { return a.span->begin < b.span->begin; });
     return out;
 }
 
@@ -129,8 +133,9 @@ LaunchTimes launch_times(const TraceStore& store, int rank) {
     out.device_comm.assign(rt->lanes[size_t(Lane::device_comm)].spans().size(), INT64_MIN);
     if (rt->imported()) {
         if (imported_launches(store, *rt, out) > 0)
-            out.source = "measured: the cuda_runtime launch call inside the launching op (matched by the op's name, "
-                         "in stream order)";
+            out.source =
+                "measured: the cuda_runtime launch call inside the launching op (matched by the op's name, "
+                "in stream order)";
     } else if (engine_launches(*rt, out) > 0) {
         out.source = "inferred: the begin of the launching op on the host lane (a lower bound of the launch call)";
     }

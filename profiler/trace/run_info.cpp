@@ -14,16 +14,26 @@ namespace us::prof {
 nlohmann::json to_json(const RunInfo& info) {
     nlohmann::json groups = nlohmann::json::array();
     for (const auto& g : info.process_groups)
-        groups.push_back({{"name", g.name}, {"desc", g.desc}, {"ranks", g.ranks}, {"kind", g.kind},
-                          {"kind_from", g.kind_from}, {"group", g.group}});
+        groups.push_back({{"name", g.name},
+                          {"desc", g.desc},
+                          {"ranks", g.ranks},
+                          {"kind", g.kind},
+                          {"kind_from", g.kind_from},
+                          {"group", g.group}});
     nlohmann::json clock = {{"method", info.clock_method}};
     if (info.clock_uncertainty_ns) clock["uncertainty_ns"] = *info.clock_uncertainty_ns;
-    nlohmann::json j = {{"source", info.source},       {"ranks", info.ranks},
-                        {"world_size", info.world_size}, {"process_groups", groups},
-                        {"devices", info.devices},       {"clock", clock},
-                        {"steps_from", info.steps_from}, {"kineto_step_offset", info.kineto_step_offset},
-                        {"backend", info.backend},       {"files", info.files},
-                        {"comm_backend", info.comm_backend}, {"grid", info.grid}};
+    nlohmann::json j = {{"source", info.source},
+                        {"ranks", info.ranks},
+                        {"world_size", info.world_size},
+                        {"process_groups", groups},
+                        {"devices", info.devices},
+                        {"clock", clock},
+                        {"steps_from", info.steps_from},
+                        {"kineto_step_offset", info.kineto_step_offset},
+                        {"backend", info.backend},
+                        {"files", info.files},
+                        {"comm_backend", info.comm_backend},
+                        {"grid", info.grid}};
     j["settings"] = info.settings ? *info.settings : nlohmann::json(nullptr);
     return j;
 }
@@ -60,7 +70,8 @@ RunInfo run_info_from_json(const nlohmann::json& j) {
     info.kineto_step_offset = j.value("kineto_step_offset", 0);
     if (j.contains("backend") && j["backend"].is_string()) info.backend = j["backend"].get<std::string>();
     if (j.contains("settings") && j["settings"].is_object()) info.settings = j["settings"];
-    if (j.contains("comm_backend") && j["comm_backend"].is_string()) info.comm_backend = j["comm_backend"].get<std::string>();
+    if (j.contains("comm_backend") && j["comm_backend"].is_string())
+        info.comm_backend = j["comm_backend"].get<std::string>();
     if (j.contains("grid") && j["grid"].is_object()) info.grid = j["grid"];
     if (j.contains("files") && j["files"].is_array())
         for (const auto& f : j["files"])
@@ -113,7 +124,8 @@ int rank_from_file_name(const std::string& path) {
         size_t i = at + 4;
         if (i < name.size() && (name[i] == '-' || name[i] == '_')) ++i;
         int r = 0, digits = 0;
-        for (; i < name.size() && std::isdigit(uint8_t(name[i])) && digits < 6; ++i, ++digits) r = r * 10 + (name[i] - '0');
+        for (; i < name.size() && std::isdigit(uint8_t(name[i])) && digits < 6; ++i, ++digits)
+            r = r * 10 + (name[i] - '0');
         if (digits > 0 && (i >= name.size() || !std::isdigit(uint8_t(name[i])))) return r;
     }
     return -1;

@@ -28,17 +28,17 @@ struct RunInfo {
     std::string source = "engine";  // "engine", "planner" or "kineto"
     std::vector<int> ranks;         // ranks present in the store
     int world_size = 0;
-    std::vector<ProcessGroupInfo> process_groups;  // imported runs; the engine's groups are kGroupKinds
+    std::vector<ProcessGroupInfo> process_groups;      // imported runs; the engine's groups are kGroupKinds
     nlohmann::json devices = nlohmann::json::array();  // as the source describes them (Kineto: deviceProperties)
-    std::string clock_method;                      // how the ranks' clocks were put on one time base
-    std::optional<int64_t> clock_uncertainty_ns;   // unknown when not measured
-    std::string steps_from;                        // "engine", "ProfilerStep", "window"
-    int kineto_step_offset = 0;                    // Kineto's ProfilerStep#N is our step N + offset
-    std::string backend;                           // "nccl", "gloo", "cpu", "cuda" ...
-    std::string comm_backend;                      // the engine's collectives: "mpi", "nccl", "none"; "" unknown
-    nlohmann::json grid = nlohmann::json::object();  // the engine's and planner's degrees {"dp": n, ...}; {} unknown
-    std::optional<nlohmann::json> settings;        // the run's config (engine, planner); nullopt when unknown
-    std::vector<std::string> files;                // the files it was read from (imported runs)
+    std::string clock_method;                          // how the ranks' clocks were put on one time base
+    std::optional<int64_t> clock_uncertainty_ns;       // unknown when not measured
+    std::string steps_from;                            // "engine", "ProfilerStep", "window"
+    int kineto_step_offset = 0;                        // Kineto's ProfilerStep#N is our step N + offset
+    std::string backend;                               // "nccl", "gloo", "cpu", "cuda" ...
+    std::string comm_backend;                          // the engine's collectives: "mpi", "nccl", "none"; "" unknown
+    nlohmann::json grid = nlohmann::json::object();    // the engine's and planner's degrees {"dp": n, ...}; {} unknown
+    std::optional<nlohmann::json> settings;            // the run's config (engine, planner); nullopt when unknown
+    std::vector<std::string> files;                    // the files it was read from (imported runs)
 
     bool imported() const { return source == "kineto"; }
 };

@@ -37,10 +37,13 @@ void LaneTrack::finalize() {
     // Spans before the first new one keep their places and rows. A live run's new spans land near the end (a parent
     // arrives after its children, a step or a phase back), so the merge and the row assignment below touch the
     // tail, not the whole lane: a frame's cost does not grow with the run's length.
-    const size_t from = size_t(std::upper_bound(m_spans.begin(), m_spans.end(), m_pending.front(), span_order) - m_spans.begin());
+    const size_t from =
+        size_t(std::upper_bound(m_spans.begin(), m_spans.end(), m_pending.front(), span_order) - m_spans.begin());
     m_spans.insert(m_spans.end(), m_pending.begin(), m_pending.end());
     m_pending.clear();
-    if (from < old) std::inplace_merge(m_spans.begin() + std::ptrdiff_t(from), m_spans.begin() + std::ptrdiff_t(old), m_spans.end(), span_order);
+    if (from < old)
+        std::inplace_merge(m_spans.begin() + std::ptrdiff_t(from), m_spans.begin() + std::ptrdiff_t(old), m_spans.end(),
+                           span_order);
     assign_rows(from);
 }
 
@@ -220,7 +223,8 @@ void TraceStore::add_chunk(const Chunk& c) {
                 m_bytes += sizeof(CounterPoint);
                 break;
             }
-            default: break;
+            default:
+                break;
         }
     }
 }

@@ -27,7 +27,7 @@ struct Span {
     int64_t end = 0;
     uint64_t bytes = 0;
     uint64_t flops = 0;
-    uint32_t name = 0;  // TraceStore::name()
+    uint32_t name = 0;      // TraceStore::name()
     uint32_t launcher = 0;  // device lanes: TraceStore::name() of the CPU op that launched it; 0 (the empty name) none
     int32_t step = 0;
     int16_t micro_batch = -1;
@@ -64,7 +64,7 @@ public:
     void append(const Span& s);  // pending until finalize()
     // Every span's name and launcher through `ids` (old name id -> new), for a rank moved between stores.
     void rename(const std::vector<uint32_t>& ids);
-    void finalize();             // sorts and assigns rows; cheap when nothing is pending
+    void finalize();  // sorts and assigns rows; cheap when nothing is pending
     bool dirty() const { return !m_pending.empty(); }
 
 private:
@@ -102,16 +102,16 @@ struct RankTrace {
     int rank = 0;
     nlohmann::json metadata = nlohmann::json::object();
     LaneTrack lanes[size_t(Lane::count)];
-    std::vector<MemoryPoint> memory;  // in time order
+    std::vector<MemoryPoint> memory;                         // in time order
     std::map<uint32_t, std::vector<CounterPoint>> counters;  // by name id
-    bool ended = false;         // an end chunk arrived
-    bool clean = false;         // ... and it said the run ended normally
-    bool lost = false;          // the stream broke before its end
+    bool ended = false;                                      // an end chunk arrived
+    bool clean = false;                                      // ... and it said the run ended normally
+    bool lost = false;                                       // the stream broke before its end
     std::string lost_reason;
-    std::string end_reason;     // why an unclean end happened, in the rank's words (a stop signal, a lost listener)
+    std::string end_reason;       // why an unclean end happened, in the rank's words (a stop signal, a lost listener)
     uint64_t dropped_events = 0;  // the rank could not record (full buffers, unreachable listener)
     uint64_t chunks = 0;
-    int64_t clock_offset_ns = 0;  // subtracted from this rank's timestamps (metadata clock.offset_ns)
+    int64_t clock_offset_ns = 0;                   // subtracted from this rank's timestamps (metadata clock.offset_ns)
     std::unordered_map<uint32_t, uint32_t> names;  // the rank's string ids -> store names
 
     // The GPU's own record of its work (CUPTI) is in the trace: the device lanes, not the engine's op and
@@ -155,8 +155,8 @@ public:
     uint32_t find_name(const std::string& text) const;  // UINT32_MAX when unknown
     // The latest value of a counter on the lowest rank that reports it (with that rank), if any rank does.
     std::optional<std::pair<int, CounterPoint>> latest_counter(const std::string& name) const;
-    int64_t origin() const;                 // earliest timestamp, ns
-    int64_t end_time() const;               // latest timestamp, ns
+    int64_t origin() const;    // earliest timestamp, ns
+    int64_t end_time() const;  // latest timestamp, ns
     size_t span_count() const { return m_span_count; }
     // What the kept events take (the vectors' elements; a few percent more with the row index and names).
     size_t bytes_used() const { return m_bytes; }

@@ -75,8 +75,10 @@ std::string validate_record(const EventRecord& e, uint32_t version) {
             if (e.memory.category >= 8) return fmt::format("memory event with unknown category {}", e.memory.category);
             if (e.memory.phase >= uint8_t(Phase::count)) return "memory event with unknown phase";
             return {};
-        case EventType::counter: return {};
-        default: return fmt::format("record of unknown type {}", e.type);
+        case EventType::counter:
+            return {};
+        default:
+            return fmt::format("record of unknown type {}", e.type);
     }
 }
 
@@ -185,8 +187,8 @@ Chunk decode_chunk(const ChunkHeader& h, const char* stored, const std::string& 
     const uint32_t nevents = r.get<uint32_t>("the event count");
     c.dropped_total = r.get<uint64_t>("the dropped count");
     US_CHECK_INPUT(uint64_t(nevents) * sizeof(EventRecord) == r.remaining(),
-                   "{}: {} events need {} bytes but {} remain", where, nevents,
-                   uint64_t(nevents) * sizeof(EventRecord), r.remaining());
+                   "{}: {} events need {} bytes but {} remain", where, nevents, uint64_t(nevents) * sizeof(EventRecord),
+                   r.remaining());
     c.events.resize(nevents);
     if (nevents) std::memcpy(c.events.data(), raw.data() + (raw.size() - r.remaining()), r.remaining());
     for (uint32_t i = 0; i < nevents; ++i) {

@@ -14,10 +14,10 @@ namespace us::prof {
 enum class ChunkKind : uint8_t { events = 1, metadata = 2, end = 3 };
 
 struct ChunkHeader {
-    char magic[4];          // "USCK"
-    uint16_t version;       // the writer's kTraceFormatVersion (decides which lanes its records may use)
-    uint8_t kind;           // ChunkKind
-    uint8_t codec;          // 0 stored as is, 1 zstd
+    char magic[4];     // "USCK"
+    uint16_t version;  // the writer's kTraceFormatVersion (decides which lanes its records may use)
+    uint8_t kind;      // ChunkKind
+    uint8_t codec;     // 0 stored as is, 1 zstd
     uint32_t rank;
     uint32_t sequence;      // per rank, from 0
     uint32_t raw_bytes;     // payload size before compression

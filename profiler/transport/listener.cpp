@@ -72,12 +72,17 @@ void TraceListener::loop() {
         if (refusals <= kRefusalsReported)
             post({ListenerMessage::Kind::refused, -1, {}, {}, text});
         else if ((refusals & (refusals - 1)) == 0)  // 32, 64, 128, ...: still said, not flooded
-            post({ListenerMessage::Kind::refused, -1, {}, {},
+            post({ListenerMessage::Kind::refused,
+                  -1,
+                  {},
+                  {},
                   fmt::format("{} connections refused so far (the latest: {})", refusals, text)});
     };
     auto drop = [&](Connection& c, const std::string& why) {
-        if (c.welcomed && !c.ended) post({ListenerMessage::Kind::lost, c.rank, {}, {}, why});
-        else if (!c.welcomed) refuse(fmt::format("{}: {}", c.peer, why));
+        if (c.welcomed && !c.ended)
+            post({ListenerMessage::Kind::lost, c.rank, {}, {}, why});
+        else if (!c.welcomed)
+            refuse(fmt::format("{}: {}", c.peer, why));
         c.socket.close();
     };
     char buffer[1 << 16];

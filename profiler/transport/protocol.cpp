@@ -66,10 +66,14 @@ size_t HandshakeReader::feed(const char* data, size_t n) {
 
 std::string welcome_status_text(uint16_t status) {
     switch (WelcomeStatus(status)) {
-        case WelcomeStatus::accepted: return "accepted";
-        case WelcomeStatus::bad_token: return "refused: wrong or missing run token (ULTRASCOPE_TOKEN)";
-        case WelcomeStatus::bad_version: return "refused: protocol version mismatch";
-        case WelcomeStatus::bad_hello: return "refused: malformed hello";
+        case WelcomeStatus::accepted:
+            return "accepted";
+        case WelcomeStatus::bad_token:
+            return "refused: wrong or missing run token (ULTRASCOPE_TOKEN)";
+        case WelcomeStatus::bad_version:
+            return "refused: protocol version mismatch";
+        case WelcomeStatus::bad_hello:
+            return "refused: malformed hello";
     }
     return fmt::format("refused (status {})", status);
 }

@@ -28,11 +28,18 @@ void read(const nlohmann::json& j, const char* key, std::optional<T>& out) {
 }  // namespace
 
 nlohmann::json to_json(const RankMetadata& m) {
-    nlohmann::json j = {{"format", RankMetadata::kFormat}, {"rank", m.rank},         {"world_size", m.world_size},
-                        {"coords", m.coords},               {"grid", m.grid},         {"host", m.host},
-                        {"device", m.device},               {"backend", m.backend},   {"device_peak_gflops", m.device_peak_gflops},
+    nlohmann::json j = {{"format", RankMetadata::kFormat},
+                        {"rank", m.rank},
+                        {"world_size", m.world_size},
+                        {"coords", m.coords},
+                        {"grid", m.grid},
+                        {"host", m.host},
+                        {"device", m.device},
+                        {"backend", m.backend},
+                        {"device_peak_gflops", m.device_peak_gflops},
                         {"device_peak_source", m.device_peak_source},
-                        {"tokens_per_step", m.tokens_per_step}, {"params", m.params}};
+                        {"tokens_per_step", m.tokens_per_step},
+                        {"params", m.params}};
     if (m.pid) j["pid"] = *m.pid;
     if (m.threads) j["threads"] = *m.threads;
     if (m.settings) j["config"] = *m.settings;

@@ -1,8 +1,9 @@
 // A rank's metadata: the record that travels ahead of its spans (EventSink::write_metadata) and says what the rank
 // was: its place in the grid, host and device, the run's settings, its clock estimate, or (a predicted rank) what
 // the planner assumed. Written and read only through this type's (de)serializer, by the engine
-// (engine/train/profiling.cpp), the planner (app/plan/predicted_metadata.cpp) and RunInfo (profiler/trace/run_info.cpp),
-// so the keys are named once; the JSON is the format traces have always had, so old traces read back unchanged.
+// (engine/train/profiling.cpp), the planner (app/plan/predicted_metadata.cpp) and RunInfo
+// (profiler/trace/run_info.cpp), so the keys are named once; the JSON is the format traces have always had, so old
+// traces read back unchanged.
 #pragma once
 
 #include <cstdint>

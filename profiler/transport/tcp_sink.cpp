@@ -7,8 +7,8 @@
 
 namespace us::prof {
 
-TcpSink::TcpSink(const Endpoint& where, uint32_t rank, uint32_t world, const std::string& token,
-                 size_t max_queue_bytes, int connect_timeout_ms)
+TcpSink::TcpSink(const Endpoint& where, uint32_t rank, uint32_t world, const std::string& token, size_t max_queue_bytes,
+                 int connect_timeout_ms)
     : m_rank(rank), m_max_queue_bytes(max_queue_bytes) {
     std::string why;
     m_socket = connect_to(where, connect_timeout_ms, why);

@@ -54,9 +54,10 @@ void read_trace_bytes(const std::string& bytes, const std::string& path, const s
     uint64_t index = 0;
     while (pos < bytes.size()) {
         if (bytes.size() - pos < sizeof(ChunkHeader)) {
-            report.warnings.push_back(fmt::format("'{}' ends inside a chunk header at byte {}: the run stopped while "
-                                                  "writing; {} complete chunks were read",
-                                                  path, pos, index));
+            report.warnings.push_back(
+                fmt::format("'{}' ends inside a chunk header at byte {}: the run stopped while "
+                            "writing; {} complete chunks were read",
+                            path, pos, index));
             return;
         }
         ChunkHeader h;
@@ -64,9 +65,10 @@ void read_trace_bytes(const std::string& bytes, const std::string& path, const s
         const std::string problem = validate_header(h);
         US_CHECK_INPUT(problem.empty(), "'{}' is corrupt at byte {} (chunk {}): {}", path, pos, index, problem);
         if (bytes.size() - pos - sizeof h < h.stored_bytes) {
-            report.warnings.push_back(fmt::format("'{}' ends inside chunk {} (byte {}): the run stopped while "
-                                                  "writing; {} complete chunks were read",
-                                                  path, index, pos, index));
+            report.warnings.push_back(
+                fmt::format("'{}' ends inside chunk {} (byte {}): the run stopped while "
+                            "writing; {} complete chunks were read",
+                            path, index, pos, index));
             return;
         }
         const std::string where = fmt::format("'{}' chunk {} at byte {} (rank {})", path, index, pos, h.rank);
@@ -108,9 +110,10 @@ void TraceFileWriter::append(const std::string& chunk) {
     m_file = nullptr;
     std::error_code ec;
     std::filesystem::resize_file(m_path, m_complete_bytes, ec);
-    m_error = fmt::format("cannot write trace file '{}': {}; it stops at its last complete chunk ({} bytes) and "
-                          "reads up to there; free some space for the next run",
-                          m_path, why, m_complete_bytes);
+    m_error = fmt::format(
+        "cannot write trace file '{}': {}; it stops at its last complete chunk ({} bytes) and "
+        "reads up to there; free some space for the next run",
+        m_path, why, m_complete_bytes);
     std::fprintf(stderr, "ultrascope: %s\n", m_error.c_str());
 }
 
@@ -125,7 +128,8 @@ void TraceFileWriter::close() {
     m_file = nullptr;
 }
 
-FileSink::FileSink(std::shared_ptr<TraceFileWriter> writer, uint32_t rank) : m_writer(std::move(writer)), m_rank(rank) {}
+FileSink::FileSink(std::shared_ptr<TraceFileWriter> writer, uint32_t rank)
+    : m_writer(std::move(writer)), m_rank(rank) {}
 
 void FileSink::write_metadata(const std::string& json) {
     m_writer->append(encode_chunk(ChunkKind::metadata, m_rank, m_sequence++, nullptr, json));
@@ -150,10 +154,11 @@ TraceReadReport read_trace(const std::string& path, const std::function<void(Chu
         return report;
     }
     // An unfinished multi-rank trace: its parts.
-    for (int rank = 0; fs::exists(trace_part_path(path, rank)); ++rank) read_one(trace_part_path(path, rank), on_chunk, report);
+    for (int rank = 0; fs::exists(trace_part_path(path, rank)); ++rank)
+        read_one(trace_part_path(path, rank), on_chunk, report);
     US_CHECK_INPUT(!report.files.empty(), "trace file '{}' does not exist (nor its parts {}.r0, ...)", path, path);
-    report.warnings.push_back(fmt::format("'{}' was not merged (the run did not finish): read {} per-rank parts", path,
-                                          report.files.size()));
+    report.warnings.push_back(
+        fmt::format("'{}' was not merged (the run did not finish): read {} per-rank parts", path, report.files.size()));
     return report;
 }
 
@@ -167,7 +172,8 @@ void merge_trace_parts(const std::string& path, int world) {
         out.write(reinterpret_cast<const char*>(&h), sizeof h);
         for (int rank = 0; rank < world; ++rank) {
             const std::string part = read_all(trace_part_path(path, rank));
-            if (part.size() > sizeof(FileHeader)) out.write(part.data() + sizeof(FileHeader), std::streamsize(part.size() - sizeof(FileHeader)));
+            if (part.size() > sizeof(FileHeader))
+                out.write(part.data() + sizeof(FileHeader), std::streamsize(part.size() - sizeof(FileHeader)));
         }
         out.close();
         ok = !out.fail();

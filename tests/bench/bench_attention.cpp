@@ -3,9 +3,10 @@
 // (one causal chunk pair through the blockwise ops: online softmax, probabilities recomputed in backward). Forward
 // and backward wall time, best of the repetitions after a warm-up, and the GFLOP/s they make of the multiply-adds
 // of causal row blocks: 2 products forward for both, 4 backward for naive, 5 for flash (it recomputes Q K^T). The
-// register tiles also leave out the masked tiles inside the diagonal blocks, so their rate is an effective one. Also the memory each keeps between forward and backward. Each row names the path of the
-// products (small_sgemm.h): OpenBLAS, and the AVX2 register tiles where the CPU has them, run side by side.
-// Usage: bench_attention [repetitions, default 3] [threads...; default 1 2]
+// register tiles also leave out the masked tiles inside the diagonal blocks, so their rate is an effective one. Also
+// the memory each keeps between forward and backward. Each row names the path of the products (small_sgemm.h):
+// OpenBLAS, and the AVX2 register tiles where the CPU has them, run side by side. Usage: bench_attention [repetitions,
+// default 3] [threads...; default 1 2]
 #include <omp.h>
 
 #include <algorithm>
@@ -64,8 +65,8 @@ Timing time_flash(CpuBackend& be, int T, int reps, std::vector<float>& qkv, std:
     std::vector<float> acc(size_t(kB) * T * kC), mx(size_t(kB) * kNH * T), sm(mx.size()), out(acc.size()),
         lse(mx.size()), delta(mx.size()), dq(acc.size()), dkv(size_t(kB) * T * 2 * kC), dqkv(qkv.size());
     const AttentionChunkPair pair{0, 0, true};
-    const AttentionBlockArgs args{view(qkv), view(qkv).slice(kC, int64_t(qkv.size()) - kC), kB, T, kNH, kHD, T, &pair,
-                                  1, 3 * kC};
+    const AttentionBlockArgs args{
+        view(qkv), view(qkv).slice(kC, int64_t(qkv.size()) - kC), kB, T, kNH, kHD, T, &pair, 1, 3 * kC};
     Timing t{};
     // As the engine runs it: the running state zeroed, the blocks, the normalisation.
     t.forward_s = best_seconds(reps, [&] {
@@ -90,11 +91,14 @@ int main(int argc, char** argv) {
     std::vector<int> thread_counts;
     for (int i = 2; i < argc; ++i) thread_counts.push_back(std::max(1, std::atoi(argv[i])));
     if (thread_counts.empty()) thread_counts = {1, 2};
-    std::printf("Causal attention, fp32, B = %d, %d heads of %d: naive (probabilities kept) vs flash (blockwise, "
-                "recomputed)\n", kB, kNH, kHD);
-    std::printf("OpenBLAS core: %s | AVX-512 BF16: %s | measured: best of %d after a warm-up; GFLOP/s of the "
-                "causal row blocks' multiply-adds\n\n", openblas_get_corename(),
-                us::cpu::cpu_supports_avx512_bf16() ? "yes" : "no", reps);
+    std::printf(
+        "Causal attention, fp32, B = %d, %d heads of %d: naive (probabilities kept) vs flash (blockwise, "
+        "recomputed)\n",
+        kB, kNH, kHD);
+    std::printf(
+        "OpenBLAS core: %s | AVX-512 BF16: %s | measured: best of %d after a warm-up; GFLOP/s of the "
+        "causal row blocks' multiply-adds\n\n",
+        openblas_get_corename(), us::cpu::cpu_supports_avx512_bf16() ? "yes" : "no", reps);
     std::vector<cpu::SmallSgemmPath> paths{cpu::SmallSgemmPath::blas};
     if (cpu::small_sgemm_tiles_supported()) paths.push_back(cpu::SmallSgemmPath::tiles);
     const cpu::SmallSgemmPath default_path = cpu::small_sgemm_path();
@@ -104,7 +108,8 @@ int main(int argc, char** argv) {
                 "naive fwd", "naive bwd", "GF/s", "GF/s", "flash fwd", "flash bwd", "GF/s", "GF/s", "fwd ratio",
                 "f+b ratio", "naive keeps", "flash keeps");
     for (int T : {256, 1024, 2048}) {
-        std::vector<float> qkv = random_values(size_t(kB) * T * 3 * kC, 7), dout = random_values(size_t(kB) * T * kC, 9);
+        std::vector<float> qkv = random_values(size_t(kB) * T * 3 * kC, 7),
+                           dout = random_values(size_t(kB) * T * kC, 9);
         const double product_gflop = 2.0 * causal_block_macs(T) * 1e-9;
         for (int threads : thread_counts) {
             CpuBackend be(threads);
@@ -117,13 +122,14 @@ int main(int argc, char** argv) {
                 // kept for backward beyond the output: naive the probabilities, flash one log-sum-exp per row
                 const double naive_mib = double(kB) * kNH * T * T * 4 / 1048576.0,
                              flash_mib = double(kB) * kNH * T * 4 / 1048576.0;
-                std::printf("%5d %3d %-7s | %8.1f ms %8.1f ms %8.1f %8.1f | %8.1f ms %8.1f ms %8.1f %8.1f | %8.2fx "
-                            "%8.2fx | %7.1f MiB %7.2f MiB\n",
-                            T, threads, path == cpu::SmallSgemmPath::tiles ? "tiles" : "openblas", n.forward_s * 1e3,
-                            n.backward_s * 1e3, 2 * product_gflop / n.forward_s, 4 * product_gflop / n.backward_s,
-                            f.forward_s * 1e3, f.backward_s * 1e3, 2 * product_gflop / f.forward_s,
-                            5 * product_gflop / f.backward_s, n.forward_s / f.forward_s,
-                            (n.forward_s + n.backward_s) / (f.forward_s + f.backward_s), naive_mib, flash_mib);
+                std::printf(
+                    "%5d %3d %-7s | %8.1f ms %8.1f ms %8.1f %8.1f | %8.1f ms %8.1f ms %8.1f %8.1f | %8.2fx "
+                    "%8.2fx | %7.1f MiB %7.2f MiB\n",
+                    T, threads, path == cpu::SmallSgemmPath::tiles ? "tiles" : "openblas", n.forward_s * 1e3,
+                    n.backward_s * 1e3, 2 * product_gflop / n.forward_s, 4 * product_gflop / n.backward_s,
+                    f.forward_s * 1e3, f.backward_s * 1e3, 2 * product_gflop / f.forward_s,
+                    5 * product_gflop / f.backward_s, n.forward_s / f.forward_s,
+                    (n.forward_s + n.backward_s) / (f.forward_s + f.backward_s), naive_mib, flash_mib);
             }
             if (paths.size() == 2) {
                 auto total = [](const Timing& t) { return t.forward_s + t.backward_s; };

@@ -31,16 +31,20 @@ int main(int argc, char** argv) {
                 for (int k = 0; k < repeats + 3; ++k) {
                     world->barrier();
                     const auto t0 = std::chrono::steady_clock::now();
-                    if (op[4] == 'r') world->all_reduce(whole);
-                    else if (op[4] == 'g') world->all_gather(whole, counts, displs);
-                    else world->reduce_scatter(whole, mine, counts, displs);
+                    if (op[4] == 'r')
+                        world->all_reduce(whole);
+                    else if (op[4] == 'g')
+                        world->all_gather(whole, counts, displs);
+                    else
+                        world->reduce_scatter(whole, mine, counts, displs);
                     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                     if (k >= 3) times.push_back(s);  // the first calls warm the transport up
                 }
                 std::sort(times.begin(), times.end());
                 if (me == 0)
-                    fmt::print("{{\"op\": \"{}\", \"ranks\": {}, \"bytes\": {}, \"median_s\": {:.9f}, \"min_s\": {:.9f}}}\n",
-                               op, n, bytes, times[times.size() / 2], times.front());
+                    fmt::print(
+                        "{{\"op\": \"{}\", \"ranks\": {}, \"bytes\": {}, \"median_s\": {:.9f}, \"min_s\": {:.9f}}}\n",
+                        op, n, bytes, times[times.size() / 2], times.front());
             }
         }
     }

@@ -60,8 +60,8 @@ void run(Operands& o, int threads, int panel) {
 
 int main(int argc, char** argv) {
     const int threads = argc > 1 ? std::max(1, std::atoi(argv[1])) : 2;
-    std::printf("bias + sgemm + GeLU, M %d N %d K %d, %d thread(s), OpenBLAS %s: best of 10 (ms), 3 rounds\n", kM,
-                kN, kK, threads, openblas_get_corename());
+    std::printf("bias + sgemm + GeLU, M %d N %d K %d, %d thread(s), OpenBLAS %s: best of 10 (ms), 3 rounds\n", kM, kN,
+                kK, threads, openblas_get_corename());
     std::printf("%-28s %9s %9s %9s\n", "", "round 1", "round 2", "round 3");
     Operands o;
     const int panels[] = {0, 32, 64, 128, 256};

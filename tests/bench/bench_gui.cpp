@@ -29,7 +29,8 @@ EventBatch synthetic_rank(int rank, int64_t spans_wanted) {
     EventBatch b;
     const char* names[] = {"step", "forward", "backward", "block", "gemm", "layernorm", "attention", "all_reduce dp"};
     for (uint32_t i = 0; i < 8; ++i) b.strings.push_back({i, names[i]});
-    auto span = [&](Lane lane, SpanKind kind, OpClass op, Phase ph, int64_t t0, int64_t t1, uint32_t name, int step, int layer) {
+    auto span = [&](Lane lane, SpanKind kind, OpClass op, Phase ph, int64_t t0, int64_t t1, uint32_t name, int step,
+                    int layer) {
         EventRecord e{};
         e.span.type = uint8_t(EventType::span);
         e.span.lane = uint8_t(lane);
@@ -55,13 +56,16 @@ EventBatch synthetic_rank(int rank, int64_t spans_wanted) {
                 const int64_t layer_begin = t;
                 for (int o = 0; o < ops_per_layer; ++o) {
                     const int64_t d = 2000 + (o * 7919 % 13) * 500;  // 2-8 us
-                    span(Lane::compute, SpanKind::op, o % 3 == 0 ? OpClass::gemm : OpClass::norm, ph, t, t + d, 4 + o % 3, step, l);
+                    span(Lane::compute, SpanKind::op, o % 3 == 0 ? OpClass::gemm : OpClass::norm, ph, t, t + d,
+                         4 + o % 3, step, l);
                     t += d + 200;
                 }
                 span(Lane::compute, SpanKind::layer, OpClass::none, ph, layer_begin, t, 3, step, l);
-                if (ph == Phase::backward) span(Lane::comm, SpanKind::comm, OpClass::all_reduce, ph, t - 3000, t + 20000, 7, step, l);
+                if (ph == Phase::backward)
+                    span(Lane::comm, SpanKind::comm, OpClass::all_reduce, ph, t - 3000, t + 20000, 7, step, l);
             }
-            span(Lane::compute, SpanKind::phase, OpClass::none, ph, phase_begin, t, ph == Phase::forward ? 1 : 2, step, -1);
+            span(Lane::compute, SpanKind::phase, OpClass::none, ph, phase_begin, t, ph == Phase::forward ? 1 : 2, step,
+                 -1);
         }
         t += 5000;
         span(Lane::host, SpanKind::step, OpClass::none, Phase::none, step_begin, t, 0, step, -1);
@@ -75,7 +79,8 @@ std::unique_ptr<TraceStore> synthetic_store(int ranks, int64_t total_spans, cons
     if (!write_to.empty()) file = std::make_shared<TraceFileWriter>(write_to);
     for (int r = 0; r < ranks; ++r) {
         const EventBatch all = synthetic_rank(r, total_spans / ranks);
-        const std::string meta = fmt::format(R"({{"rank": {}, "world_size": {}, "coords": {{"dp": {}, "pp": 0}}}})", r, ranks, r);
+        const std::string meta =
+            fmt::format(R"({{"rank": {}, "world_size": {}, "coords": {{"dp": {}, "pp": 0}}}})", r, ranks, r);
         Chunk m;
         m.kind = ChunkKind::metadata;
         m.rank = uint32_t(r);
@@ -110,7 +115,8 @@ void frame_benchmark(const char* label, int ranks, int64_t spans) {
     gui::FrameState frame;
     app.adopt(std::move(store), label);
     for (const char* zoom : {"fit all", "deep zoom (1 ms)"}) {
-        if (zoom[0] == 'f') app.fit_all();
+        if (zoom[0] == 'f')
+            app.fit_all();
         else {
             const int64_t mid = (app.window.t0 + app.window.t1) / 2;
             app.window.t0 = mid;
@@ -150,7 +156,8 @@ int main(int argc, char** argv) {
     unsigned char* pixels;
     int w, h;
     io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);  // builds the atlas; no GPU needed
-    std::printf("GUI frame cost (measured, CPU time to build a frame, 1280x800, timeline + memory + overlap + curves)\n");
+    std::printf(
+        "GUI frame cost (measured, CPU time to build a frame, 1280x800, timeline + memory + overlap + curves)\n");
     frame_benchmark("synthetic, 4 ranks", 4, 1'000'000);
     if (max_millions >= 10) frame_benchmark("synthetic, 8 ranks", 8, 10'000'000);
 

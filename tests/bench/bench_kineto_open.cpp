@@ -98,9 +98,11 @@ int main(int argc, char** argv) {
             "%.2f s (%.0f MB of JSON a second); longest merge on the frame thread %.1f ms over %d frames; "
             "%zu spans, store %.0f MiB; peak RSS %.0f MiB (%.0f before) = %.2f x the JSON of one rank, %.2f x "
             "the whole run's JSON\n",
-            workers > 0 ? unsigned(std::min(workers, ranks)) : std::min({std::thread::hardware_concurrency(), 4u, unsigned(ranks)}), first, p.ranks_shown, all,
-            json_mb / all, longest_merge_ms, frames, shown.span_count(), double(shown.bytes_used()) / 1048576.0,
-            status_mib("VmHWM:"), rss0, status_mib("VmHWM:") / (json_mb / ranks * 1e6 / 1048576.0),
+            workers > 0 ? unsigned(std::min(workers, ranks))
+                        : std::min({std::thread::hardware_concurrency(), 4u, unsigned(ranks)}),
+            first, p.ranks_shown, all, json_mb / all, longest_merge_ms, frames, shown.span_count(),
+            double(shown.bytes_used()) / 1048576.0, status_mib("VmHWM:"), rss0,
+            status_mib("VmHWM:") / (json_mb / ranks * 1e6 / 1048576.0),
             status_mib("VmHWM:") / (json_mb * 1e6 / 1048576.0));
         std::fflush(stdout);
     }

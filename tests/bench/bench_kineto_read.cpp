@@ -63,10 +63,11 @@ int main(int argc, char** argv) {
             spans = store.span_count();
             cpu_s = std::min(cpu_s, cpu_seconds() - c0);
         });
-        std::printf("%-5s read+ingest %.2f s wall (parse %.2f s, map+store %.2f s), %.2f s CPU: %.0f MB of JSON per "
-                    "CPU second (%.0f per wall second), %.2f M events per CPU second; %zu spans kept\n",
-                    path == gz ? "gzip" : "plain", total, parse_s, ingest_s, cpu_s, json_mb / cpu_s, json_mb / total,
-                    double(events) / cpu_s / 1e6, spans);
+        std::printf(
+            "%-5s read+ingest %.2f s wall (parse %.2f s, map+store %.2f s), %.2f s CPU: %.0f MB of JSON per "
+            "CPU second (%.0f per wall second), %.2f M events per CPU second; %zu spans kept\n",
+            path == gz ? "gzip" : "plain", total, parse_s, ingest_s, cpu_s, json_mb / cpu_s, json_mb / total,
+            double(events) / cpu_s / 1e6, spans);
     }
     const double peak = status_mib("VmHWM:");
     std::printf("peak RSS %.0f MiB (%.0f MiB before reading) = %.2f x the uncompressed JSON (%.0f MiB)\n", peak,

@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
     const int steps = argc > 1 ? std::atoi(argv[1]) : 40;
     std::printf("profiler overhead benchmark (measured); clock: %s; OpenBLAS %s; OPENBLAS_CORETYPE=%s\n",
                 prof::tsc_usable() ? "TSC calibrated to CLOCK_MONOTONIC" : "CLOCK_MONOTONIC",
-                cpu::openblas_core_name().c_str(), std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "(unset)");
+                cpu::openblas_core_name().c_str(),
+                std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "(unset)");
 
     // (1) cost per recorded event
     {
@@ -68,9 +69,10 @@ int main(int argc, char** argv) {
         }
         const uint64_t dropped = prof::dropped_events();
         prof::stop_recording(true);
-        std::printf("recording cost: %.1f ns per span (mean over %d bursts of %d; best burst %.1f ns; target <= 50 ns); "
-                    "events dropped: %llu\n",
-                    total_ns / (double(burst) * bursts), bursts, burst, best, (unsigned long long)dropped);
+        std::printf(
+            "recording cost: %.1f ns per span (mean over %d bursts of %d; best burst %.1f ns; target <= 50 ns); "
+            "events dropped: %llu\n",
+            total_ns / (double(burst) * bursts), bursts, burst, best, (unsigned long long)dropped);
     }
 
     // (2) step time, traced against untraced
@@ -103,9 +105,10 @@ int main(int argc, char** argv) {
     t_plain.erase(t_plain.begin());  // step 1 allocates and warms up
     t_traced.erase(t_traced.begin());
     const double mp = median(t_plain), mt = median(t_traced);
-    std::printf("small preset, %d threads, %d steps each (medians of steps 2..%d): untraced %.2f ms/step, traced "
-                "%.2f ms/step, ratio %.3f (target <= 1.02)\n",
-                cfg.threads, steps, steps, mp, mt, mt / mp);
+    std::printf(
+        "small preset, %d threads, %d steps each (medians of steps 2..%d): untraced %.2f ms/step, traced "
+        "%.2f ms/step, ratio %.3f (target <= 1.02)\n",
+        cfg.threads, steps, steps, mp, mt, mt / mp);
 
     // (3) trace size
     prof::TraceStore store;

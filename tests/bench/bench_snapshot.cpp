@@ -39,8 +39,11 @@ std::string generate(size_t entries) {
     for (size_t s = 0; s < stacks.size(); ++s) {
         const size_t depth = 12 + s % 9;
         for (size_t f = 0; f < depth; ++f) {
-            if (f < depth / 2) stacks[s].push_back({torch_files[(s + f) % 5], f % 2 ? "_call_impl" : "linear", int(100 + f)});
-            else stacks[s].push_back({"model/transformer_block_" + std::to_string(f) + ".py", "forward", int(10 * s + f)});
+            if (f < depth / 2)
+                stacks[s].push_back({torch_files[(s + f) % 5], f % 2 ? "_call_impl" : "linear", int(100 + f)});
+            else
+                stacks[s].push_back(
+                    {"model/transformer_block_" + std::to_string(f) + ".py", "forward", int(10 * s + f)});
         }
     }
     PickleWriter w;
@@ -51,7 +54,8 @@ std::string generate(size_t entries) {
         if (frame_keys[s].empty()) {
             for (const Frame& f : stacks[s]) {
                 w.begin_dict();
-                w.string("filename"), w.string(f.file), w.string("line"), w.integer(f.line), w.string("name"), w.string(f.name);
+                w.string("filename"), w.string(f.file), w.string("line"), w.integer(f.line), w.string("name"),
+                    w.string(f.name);
                 w.end_dict();
                 frame_keys[s].push_back(w.memoize());
             }
@@ -62,7 +66,8 @@ std::string generate(size_t entries) {
     };
     const auto entry = [&](const char* action, uint64_t addr, int64_t size, size_t stack, int64_t t) {
         w.begin_dict();
-        w.string("action"), w.string(action), w.string("addr"), w.integer(int64_t(addr)), w.string("size"), w.integer(size);
+        w.string("action"), w.string(action), w.string("addr"), w.integer(int64_t(addr)), w.string("size"),
+            w.integer(size);
         w.string("stream"), w.integer(0), w.string("time_us"), w.integer(t);
         write_frames(stack);
         w.end_dict();
@@ -100,8 +105,10 @@ std::string generate(size_t entries) {
     w.begin_list();  // the dump-time segments: the parameters, and an empty second segment (approximate: a step may
     for (int s = 0; s < 2; ++s) {  // be cut short by N; the analysis then notes the difference)
         w.begin_dict();
-        w.string("device"), w.integer(0), w.string("address"), w.integer(int64_t(base + uint64_t(s) * uint64_t(segment)));
-        w.string("total_size"), w.integer(segment), w.string("stream"), w.integer(0), w.string("segment_type"), w.string("large");
+        w.string("device"), w.integer(0), w.string("address"),
+            w.integer(int64_t(base + uint64_t(s) * uint64_t(segment)));
+        w.string("total_size"), w.integer(segment), w.string("stream"), w.integer(0), w.string("segment_type"),
+            w.string("large");
         w.string("blocks");
         w.begin_list();
         const size_t blocks = s == 0 ? params : 0;
@@ -145,16 +152,16 @@ int read_and_analyse(const std::string& path) {
     const auto t4 = std::chrono::steady_clock::now();
     for (int rep = 0; rep < 10; ++rep) sampled += n ? sample_window(series[0], n / 2, n / 2 + n / 100, 1280).size() : 0;
     const auto t5 = std::chrono::steady_clock::now();
-    std::printf("bench_snapshot: categories over time: build %.3f s; re-sample 1280 columns: all %.2f ms, the middle 1%% "
-                "%.2f ms (%zu samples)\n",
-                std::chrono::duration<double>(t3 - t2).count(),
-                std::chrono::duration<double, std::milli>(t4 - t3).count() / 10,
-                std::chrono::duration<double, std::milli>(t5 - t4).count() / 10, sampled);
-    std::printf("bench_snapshot: %zu entries, %zu frames: read %.3f s + analyse %.3f s = %.3f s; peak RSS %.1f MiB; "
-                "peak allocated %.1f MiB, %zu allocations at the peak\n",
-                snap.trace_entries(), snap.frame_count(), read_s, analyse_s, read_s + analyse_s,
-                peak_rss_kib() / 1024.0, a.peak_allocated_bytes / 1048576.0,
-                a.devices.empty() ? size_t(0) : a.devices[0].at_peak.size());
+    std::printf(
+        "bench_snapshot: categories over time: build %.3f s; re-sample 1280 columns: all %.2f ms, the middle 1%% "
+        "%.2f ms (%zu samples)\n",
+        std::chrono::duration<double>(t3 - t2).count(), std::chrono::duration<double, std::milli>(t4 - t3).count() / 10,
+        std::chrono::duration<double, std::milli>(t5 - t4).count() / 10, sampled);
+    std::printf(
+        "bench_snapshot: %zu entries, %zu frames: read %.3f s + analyse %.3f s = %.3f s; peak RSS %.1f MiB; "
+        "peak allocated %.1f MiB, %zu allocations at the peak\n",
+        snap.trace_entries(), snap.frame_count(), read_s, analyse_s, read_s + analyse_s, peak_rss_kib() / 1024.0,
+        a.peak_allocated_bytes / 1048576.0, a.devices.empty() ? size_t(0) : a.devices[0].at_peak.size());
     return 0;
 }
 
@@ -165,13 +172,18 @@ int main(int argc, char** argv) {
     std::string keep;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--read") && i + 1 < argc) return read_and_analyse(argv[i + 1]);
-        if (!std::strcmp(argv[i], "--entries") && i + 1 < argc) entries = std::stoull(argv[++i]);
-        else if (!std::strcmp(argv[i], "--keep") && i + 1 < argc) keep = argv[++i];
-        else return std::fprintf(stderr, "usage: bench_snapshot [--entries N] [--keep FILE]\n"), 2;
+        if (!std::strcmp(argv[i], "--entries") && i + 1 < argc)
+            entries = std::stoull(argv[++i]);
+        else if (!std::strcmp(argv[i], "--keep") && i + 1 < argc)
+            keep = argv[++i];
+        else
+            return std::fprintf(stderr, "usage: bench_snapshot [--entries N] [--keep FILE]\n"), 2;
     }
-    const std::string path = keep.empty() ? (std::filesystem::temp_directory_path() /
-                                             ("bench_snapshot_" + std::to_string(getpid()) + ".pickle")).string()
-                                          : keep;
+    const std::string path =
+        keep.empty()
+            ? (std::filesystem::temp_directory_path() / ("bench_snapshot_" + std::to_string(getpid()) + ".pickle"))
+                  .string()
+            : keep;
     {
         const std::string bytes = generate(entries);
         std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));

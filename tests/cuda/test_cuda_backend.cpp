@@ -65,7 +65,9 @@ private:
     static std::vector<float> to_floats(const Tensor& t) {
         std::vector<float> v(size_t(t.numel));
         for (int64_t i = 0; i < t.numel; ++i)
-            v[size_t(i)] = t.dtype == DType::f32 ? t.f32()[i] : t.dtype == DType::bf16 ? bf16_to_f32(t.b16()[i]) : float(t.i32()[i]);
+            v[size_t(i)] = t.dtype == DType::f32    ? t.f32()[i]
+                           : t.dtype == DType::bf16 ? bf16_to_f32(t.b16()[i])
+                                                    : float(t.i32()[i]);
         return v;
     }
     CpuBackend m_cpu;
@@ -124,7 +126,8 @@ TEST_CASE("cuda: linear layer forward (bias and residual in the GEMM) matches th
             for (int with : {0, 1, 2, 3}) {  // bit 0: residual, bit 1: bias
                 INFO(dtype_name(t) << ", N " << N << " IC " << IC << " OC " << OC << ", residual " << (with & 1)
                                    << ", bias " << (with >> 1));
-                Twin x = p.make(t, random_vector(size_t(N) * IC, 41)), w = p.make(t, random_vector(size_t(OC) * IC, 42));
+                Twin x = p.make(t, random_vector(size_t(N) * IC, 41)),
+                     w = p.make(t, random_vector(size_t(OC) * IC, 42));
                 Twin res = p.make(t, random_vector(size_t(N) * OC, 43)), bias = p.make(t, random_vector(OC, 44));
                 Twin out = p.make(t, random_vector(size_t(N) * OC, 45));  // overwritten, whatever it held
                 GemmArgs g;
@@ -144,50 +147,50 @@ TEST_CASE("cuda: LayerNorm, GeLU, bias and elementwise ops match the CPU backend
     Pair p;
     // 96 x 80: every kernel takes its 16-byte vector path; 95 x 77: the element-at-a-time path.
     for (auto [N, C] : {std::pair{96, 80}, std::pair{95, 77}})
-    for (DType t : {DType::f32, DType::bf16}) {
-        INFO(dtype_name(t) << ", " << N << " x " << C);
-        Twin x = p.make(t, random_vector(size_t(N) * C, 4)), w = p.make(t, random_vector(C, 5, 0.5f));
-        Twin b = p.make(t, random_vector(C, 6)), y = p.zeros(t, int64_t(N) * C);
-        Twin mean = p.zeros(DType::f32, N), rstd = p.zeros(DType::f32, N);
-        p.cpu().layernorm_forward(y.cpu, mean.cpu, rstd.cpu, x.cpu, w.cpu, b.cpu, N, C);
-        p.gpu().layernorm_forward(y.gpu, mean.gpu, rstd.gpu, x.gpu, w.gpu, b.gpu, N, C);
-        expect_close(p, y, "layernorm out", tolerance(t));
-        expect_close(p, rstd, "layernorm rstd", 1e-5);
-        Twin dy = p.make(t, random_vector(size_t(N) * C, 7)), dx = p.make(t, random_vector(size_t(N) * C, 8));
-        Twin dw = p.make(t, random_vector(C, 9)), db = p.make(t, random_vector(C, 10));
-        p.cpu().layernorm_backward(dx.cpu, dw.cpu, db.cpu, dy.cpu, x.cpu, w.cpu, mean.cpu, rstd.cpu, N, C);
-        p.gpu().layernorm_backward(dx.gpu, dw.gpu, db.gpu, dy.gpu, x.gpu, w.gpu, mean.gpu, rstd.gpu, N, C);
-        expect_close(p, dx, "layernorm dinp", tolerance(t));
-        expect_close(p, dw, "layernorm dweight", tolerance(t) * 5);
-        expect_close(p, db, "layernorm dbias", tolerance(t) * 5);
+        for (DType t : {DType::f32, DType::bf16}) {
+            INFO(dtype_name(t) << ", " << N << " x " << C);
+            Twin x = p.make(t, random_vector(size_t(N) * C, 4)), w = p.make(t, random_vector(C, 5, 0.5f));
+            Twin b = p.make(t, random_vector(C, 6)), y = p.zeros(t, int64_t(N) * C);
+            Twin mean = p.zeros(DType::f32, N), rstd = p.zeros(DType::f32, N);
+            p.cpu().layernorm_forward(y.cpu, mean.cpu, rstd.cpu, x.cpu, w.cpu, b.cpu, N, C);
+            p.gpu().layernorm_forward(y.gpu, mean.gpu, rstd.gpu, x.gpu, w.gpu, b.gpu, N, C);
+            expect_close(p, y, "layernorm out", tolerance(t));
+            expect_close(p, rstd, "layernorm rstd", 1e-5);
+            Twin dy = p.make(t, random_vector(size_t(N) * C, 7)), dx = p.make(t, random_vector(size_t(N) * C, 8));
+            Twin dw = p.make(t, random_vector(C, 9)), db = p.make(t, random_vector(C, 10));
+            p.cpu().layernorm_backward(dx.cpu, dw.cpu, db.cpu, dy.cpu, x.cpu, w.cpu, mean.cpu, rstd.cpu, N, C);
+            p.gpu().layernorm_backward(dx.gpu, dw.gpu, db.gpu, dy.gpu, x.gpu, w.gpu, mean.gpu, rstd.gpu, N, C);
+            expect_close(p, dx, "layernorm dinp", tolerance(t));
+            expect_close(p, dw, "layernorm dweight", tolerance(t) * 5);
+            expect_close(p, db, "layernorm dbias", tolerance(t) * 5);
 
-        Twin g = p.zeros(t, int64_t(N) * C), dg = p.zeros(t, int64_t(N) * C);
-        p.cpu().gelu_forward(g.cpu, x.cpu), p.gpu().gelu_forward(g.gpu, x.gpu);
-        expect_close(p, g, "gelu", tolerance(t) * 5);  // the CPU's vectorised tanh differs by a few ulp
-        p.cpu().gelu_backward(dg.cpu, x.cpu, dy.cpu), p.gpu().gelu_backward(dg.gpu, x.gpu, dy.gpu);
-        expect_close(p, dg, "gelu backward", tolerance(t) * 5);
+            Twin g = p.zeros(t, int64_t(N) * C), dg = p.zeros(t, int64_t(N) * C);
+            p.cpu().gelu_forward(g.cpu, x.cpu), p.gpu().gelu_forward(g.gpu, x.gpu);
+            expect_close(p, g, "gelu", tolerance(t) * 5);  // the CPU's vectorised tanh differs by a few ulp
+            p.cpu().gelu_backward(dg.cpu, x.cpu, dy.cpu), p.gpu().gelu_backward(dg.gpu, x.gpu, dy.gpu);
+            expect_close(p, dg, "gelu backward", tolerance(t) * 5);
 
-        Twin out = p.make(t, random_vector(size_t(N) * C, 11)), bias = p.make(t, random_vector(C, 12));
-        p.cpu().add_bias(out.cpu, bias.cpu, N, C), p.gpu().add_bias(out.gpu, bias.gpu, N, C);
-        expect_close(p, out, "add_bias", tolerance(t));
-        Twin dbias = p.make(t, random_vector(C, 13));
-        p.cpu().bias_backward(dbias.cpu, dy.cpu, N, C), p.gpu().bias_backward(dbias.gpu, dy.gpu, N, C);
-        expect_close(p, dbias, "bias_backward", tolerance(t) * 5);
+            Twin out = p.make(t, random_vector(size_t(N) * C, 11)), bias = p.make(t, random_vector(C, 12));
+            p.cpu().add_bias(out.cpu, bias.cpu, N, C), p.gpu().add_bias(out.gpu, bias.gpu, N, C);
+            expect_close(p, out, "add_bias", tolerance(t));
+            Twin dbias = p.make(t, random_vector(C, 13));
+            p.cpu().bias_backward(dbias.cpu, dy.cpu, N, C), p.gpu().bias_backward(dbias.gpu, dy.gpu, N, C);
+            expect_close(p, dbias, "bias_backward", tolerance(t) * 5);
 
-        Twin r = p.zeros(t, int64_t(N) * C);
-        p.cpu().residual_forward(r.cpu, x.cpu, dy.cpu), p.gpu().residual_forward(r.gpu, x.gpu, dy.gpu);
-        expect_close(p, r, "residual", tolerance(t));
-        p.cpu().accumulate(r.cpu, x.cpu), p.gpu().accumulate(r.gpu, x.gpu);
-        p.cpu().scale(r.cpu, 0.37f), p.gpu().scale(r.gpu, 0.37f);
-        expect_close(p, r, "accumulate then scale", tolerance(t));
-        Twin converted = p.zeros(t == DType::f32 ? DType::bf16 : DType::f32, int64_t(N) * C);
-        p.cpu().copy(converted.cpu, x.cpu), p.gpu().copy(converted.gpu, x.gpu);
-        expect_close(p, converted, "copy with conversion", 0.0);  // rounding to nearest-even is exact on both
-        CHECK(p.gpu().sum(x.gpu) == Approx(p.cpu().sum(x.cpu)).epsilon(1e-9));
-        CHECK(p.gpu().sum_squares(x.gpu) == Approx(p.cpu().sum_squares(x.cpu)).epsilon(1e-9));
-        p.gpu().fill_zero(x.gpu);
-        CHECK(p.gpu().sum_squares(x.gpu) == 0.0);
-    }
+            Twin r = p.zeros(t, int64_t(N) * C);
+            p.cpu().residual_forward(r.cpu, x.cpu, dy.cpu), p.gpu().residual_forward(r.gpu, x.gpu, dy.gpu);
+            expect_close(p, r, "residual", tolerance(t));
+            p.cpu().accumulate(r.cpu, x.cpu), p.gpu().accumulate(r.gpu, x.gpu);
+            p.cpu().scale(r.cpu, 0.37f), p.gpu().scale(r.gpu, 0.37f);
+            expect_close(p, r, "accumulate then scale", tolerance(t));
+            Twin converted = p.zeros(t == DType::f32 ? DType::bf16 : DType::f32, int64_t(N) * C);
+            p.cpu().copy(converted.cpu, x.cpu), p.gpu().copy(converted.gpu, x.gpu);
+            expect_close(p, converted, "copy with conversion", 0.0);  // rounding to nearest-even is exact on both
+            CHECK(p.gpu().sum(x.gpu) == Approx(p.cpu().sum(x.cpu)).epsilon(1e-9));
+            CHECK(p.gpu().sum_squares(x.gpu) == Approx(p.cpu().sum_squares(x.cpu)).epsilon(1e-9));
+            p.gpu().fill_zero(x.gpu);
+            CHECK(p.gpu().sum_squares(x.gpu) == 0.0);
+        }
 }
 
 TEST_CASE("cuda: RoPE and causal attention, with saved and recomputed probabilities", "[cuda]") {
@@ -198,7 +201,8 @@ TEST_CASE("cuda: RoPE and causal attention, with saved and recomputed probabilit
             INFO(dtype_name(t) << (keep_probs ? ", probabilities kept" : ", probabilities recomputed"));
             const int B = 3, T = 40, NH = 4, HD = 16, C = NH * HD;
             Twin qkv = p.make(t, random_vector(size_t(B) * T * 3 * C, 20));
-            p.cpu().rope_forward(qkv.cpu, B, T, NH, HD, Tensor{}), p.gpu().rope_forward(qkv.gpu, B, T, NH, HD, Tensor{});
+            p.cpu().rope_forward(qkv.cpu, B, T, NH, HD, Tensor{}),
+                p.gpu().rope_forward(qkv.gpu, B, T, NH, HD, Tensor{});
             expect_close(p, qkv, "rope", tolerance(t));
             Twin out = p.zeros(t, int64_t(B) * T * C);
             Twin probs = p.zeros(t, keep_probs ? int64_t(B) * NH * T * T : 0);
@@ -210,7 +214,8 @@ TEST_CASE("cuda: RoPE and causal attention, with saved and recomputed probabilit
             p.cpu().attention_backward(dqkv.cpu, dout.cpu, qkv.cpu, pc, B, T, NH, HD);
             p.gpu().attention_backward(dqkv.gpu, dout.gpu, qkv.gpu, pg, B, T, NH, HD);
             expect_close(p, dqkv, "attention dqkv", tolerance(t) * 10);
-            p.cpu().rope_backward(dqkv.cpu, B, T, NH, HD, Tensor{}), p.gpu().rope_backward(dqkv.gpu, B, T, NH, HD, Tensor{});
+            p.cpu().rope_backward(dqkv.cpu, B, T, NH, HD, Tensor{}),
+                p.gpu().rope_backward(dqkv.gpu, B, T, NH, HD, Tensor{});
             expect_close(p, dqkv, "rope backward", tolerance(t) * 10);
         }
 }
@@ -236,9 +241,11 @@ TEST_CASE("cuda: blockwise attention (ring attention, --attention flash) matches
                 Twin acc = p.zeros(DType::f32, int64_t(B) * T * C), mx = p.zeros(DType::f32, rows);
                 Twin sum = p.zeros(DType::f32, rows);
                 for (auto [be, side] : {std::pair<Backend*, int>{&p.cpu(), 0}, {&p.gpu(), 1}}) {
-                    AttentionBlockArgs a{side ? qkv.gpu : qkv.cpu, side ? kv.gpu : kv.cpu, B, T, NH, HD, chunk,
-                                         pairs->data(), int(pairs->size())};
-                    be->attention_block_forward(a, side ? acc.gpu : acc.cpu, side ? mx.gpu : mx.cpu, side ? sum.gpu : sum.cpu);
+                    AttentionBlockArgs a{
+                        side ? qkv.gpu : qkv.cpu, side ? kv.gpu : kv.cpu, B, T, NH, HD, chunk, pairs->data(),
+                        int(pairs->size())};
+                    be->attention_block_forward(a, side ? acc.gpu : acc.cpu, side ? mx.gpu : mx.cpu,
+                                                side ? sum.gpu : sum.cpu);
                 }
                 const double tol = t == DType::bf16 ? 5e-2 : 1e-4;
                 Twin out = p.zeros(t, int64_t(B) * T * C), lse = p.zeros(DType::f32, rows);
@@ -255,8 +262,9 @@ TEST_CASE("cuda: blockwise attention (ring attention, --attention flash) matches
                 }
                 expect_close(p, delta, "delta", tol);
                 for (auto [be, side] : {std::pair<Backend*, int>{&p.cpu(), 0}, {&p.gpu(), 1}}) {
-                    AttentionBlockArgs a{side ? qkv.gpu : qkv.cpu, side ? kv.gpu : kv.cpu, B, T, NH, HD, chunk,
-                                         pairs->data(), int(pairs->size())};
+                    AttentionBlockArgs a{
+                        side ? qkv.gpu : qkv.cpu, side ? kv.gpu : kv.cpu, B, T, NH, HD, chunk, pairs->data(),
+                        int(pairs->size())};
                     be->attention_block_backward(a, side ? dq.gpu : dq.cpu, side ? dkv.gpu : dkv.cpu,
                                                  side ? dout.gpu : dout.cpu, side ? lse.gpu : lse.cpu,
                                                  side ? delta.gpu : delta.cpu);
@@ -268,11 +276,20 @@ TEST_CASE("cuda: blockwise attention (ring attention, --attention flash) matches
                 Twin acc2 = p.zeros(DType::f32, int64_t(B) * T * C), mx2 = p.zeros(DType::f32, rows);
                 Twin sum2 = p.zeros(DType::f32, rows), dq2 = p.zeros(DType::f32, int64_t(B) * T * C);
                 Twin dkv2 = p.zeros(DType::f32, int64_t(B) * T * 2 * C);
-                AttentionBlockArgs in_place{qkv.gpu, qkv.gpu.slice(C, qkv.gpu.numel - C), B, T, NH, HD, chunk,
-                                            pairs->data(), int(pairs->size()), 3 * C};
+                AttentionBlockArgs in_place{qkv.gpu,
+                                            qkv.gpu.slice(C, qkv.gpu.numel - C),
+                                            B,
+                                            T,
+                                            NH,
+                                            HD,
+                                            chunk,
+                                            pairs->data(),
+                                            int(pairs->size()),
+                                            3 * C};
                 p.gpu().attention_block_forward(in_place, acc2.gpu, mx2.gpu, sum2.gpu);
                 p.gpu().attention_block_backward(in_place, dq2.gpu, dkv2.gpu, dout.gpu, lse.gpu, delta.gpu);
-                for (auto [mine, packed, what] : {std::tuple{&acc2, &acc, "accumulator"}, {&dq2, &dq, "dq"}, {&dkv2, &dkv, "dk, dv"}}) {
+                for (auto [mine, packed, what] :
+                     {std::tuple{&acc2, &acc, "accumulator"}, {&dq2, &dq, "dq"}, {&dkv2, &dkv, "dk, dv"}}) {
                     INFO("k and v in qkv: " << what);
                     CHECK(p.read(*mine).second == p.read(*packed).second);  // the same kernels on the same values
                 }
@@ -306,7 +323,8 @@ TEST_CASE("cuda: embedding (bitwise backward), cross-entropy and AdamW match the
         p.gpu().embedding_backward(slice.gpu, dout.gpu, tok.gpu, N, C, 5, 7);
         expect_close(p, slice, "embedding backward of a vocabulary slice", 0.0);
     }
-    // Softmax cross-entropy on a vocabulary of 97 (the kernels' scalar path) and of 104 (their 16-byte path: 4 floats, 8 bf16).
+    // Softmax cross-entropy on a vocabulary of 97 (the kernels' scalar path) and of 104 (their 16-byte path: 4 floats,
+    // 8 bf16).
     auto check_crossentropy = [&](int vocab, const Twin& targets, uint64_t seed, const std::string& path) {
         Twin logits = p.make(DType::f32, random_vector(size_t(N) * vocab, seed, 3.0f)), losses = p.zeros(DType::f32, N);
         p.cpu().crossentropy_forward(losses.cpu, logits.cpu, targets.cpu, N, vocab);

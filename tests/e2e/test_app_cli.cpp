@@ -35,8 +35,8 @@ TEST_CASE("ultrascope predict prints the formulas for a configuration", "[cpu][a
 TEST_CASE("ultrascope run launches through mpirun, writes a trace, and reports it", "[cpu][app]") {
     const std::string trace = temp_path("run.ustrace"), metrics = temp_path("run-metrics.jsonl");
     fs::remove(trace);
-    const ProcessResult r = run_process(ultrascope() + " run -n 1 --trace " + trace + " --preset tiny --steps 4 --data " +
-                                        data_file() + " --metrics-out " + metrics);
+    const ProcessResult r = run_process(ultrascope() + " run -n 1 --trace " + trace +
+                                        " --preset tiny --steps 4 --data " + data_file() + " --metrics-out " + metrics);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("Throughput (measured") != std::string::npos);
@@ -74,8 +74,8 @@ TEST_CASE("ultrascope refuses bad input before launching anything", "[cpu][app][
     const ProcessResult mismatch = run_process(ultrascope() + " run -n 3 --preset tiny --data " + data_file());
     CHECK(mismatch.exit_code != 0);
     CHECK(mismatch.output.find("-n 3 ranks, but the layout") != std::string::npos);
-    const ProcessResult no_mpirun =
-        run_process("ULTRASCOPE_MPIRUN=/nonexistent/mpirun " + ultrascope() + " run -n 1 --preset tiny --data " + data_file());
+    const ProcessResult no_mpirun = run_process("ULTRASCOPE_MPIRUN=/nonexistent/mpirun " + ultrascope() +
+                                                " run -n 1 --preset tiny --data " + data_file());
     CHECK(no_mpirun.exit_code != 0);
     CHECK(no_mpirun.output.find("cannot launch") != std::string::npos);
     const std::string junk = temp_path("junk.ustrace");
@@ -102,9 +102,9 @@ TEST_CASE("a rank killed mid-run: the others stop, the run fails, the trace up t
     const std::string trace = temp_path("killed.ustrace");
     fs::remove(trace);
     const auto t0 = std::chrono::steady_clock::now();
-    const ProcessResult r = run_process(ultrascope() + " run -n 2 --dp 2 --trace " + trace +
-                                        " --preset tiny --steps 100000 --fault-kill-step 20 --fault-kill-rank 1 --data " +
-                                        data_file());
+    const ProcessResult r =
+        run_process(ultrascope() + " run -n 2 --dp 2 --trace " + trace +
+                    " --preset tiny --steps 100000 --fault-kill-step 20 --fault-kill-rank 1 --data " + data_file());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     INFO(r.output);
     CHECK(r.exit_code != 0);
@@ -127,7 +127,8 @@ TEST_CASE("invalid layouts are rejected before any work starts", "[cpu][app][err
         run_process(ultrascope() + " run -n 2 --dp 2 --preset tiny --batch 4 --global-batch 12 --data " + data_file());
     CHECK(batch.exit_code != 0);
     CHECK(batch.output.find("--global-batch 12 is not divisible by dp 2 x batch 4") != std::string::npos);
-    const ProcessResult zero = run_process(ultrascope() + " run -n 2 --dp 2 --zero 4 --preset tiny --data " + data_file());
+    const ProcessResult zero =
+        run_process(ultrascope() + " run -n 2 --dp 2 --zero 4 --preset tiny --data " + data_file());
     CHECK(zero.exit_code != 0);
     CHECK(zero.output.find("unknown --zero stage 4") != std::string::npos);
     CHECK(zero.output.find("mpirun") == std::string::npos);  // nothing was launched
@@ -137,14 +138,14 @@ TEST_CASE("bad pipeline layouts are refused before launch, with what to change",
     struct Case {
         std::string flags, message;
     };
-    for (const Case& c : {Case{"--pp 2 --pp-schedule gpipe", "unknown --pp-schedule 'gpipe'"},
-                          Case{"--pp 2 --pp-schedule interleaved --pp-chunks 2 --layers 4 --grad-accum 1",
-                               "to be a multiple of --pp"},
-                          Case{"--pp 2 --pp-schedule interleaved --pp-chunks 2 --layers 6 --grad-accum 2",
-                               "--layers 6 cannot be split evenly over pp 2 x 2 chunk(s)"},
-                          Case{"--pp 4 --layers 2", "--layers 2 cannot be split evenly over pp 4"},
-                          Case{"--pp 2 --zero 2 --dp 2", "pipelines compose with ZeRO-0 and ZeRO-1 only"},
-                          Case{"--pp 2 --pp-chunks 2", "needs --pp-schedule interleaved"}}) {
+    for (const Case& c :
+         {Case{"--pp 2 --pp-schedule gpipe", "unknown --pp-schedule 'gpipe'"},
+          Case{"--pp 2 --pp-schedule interleaved --pp-chunks 2 --layers 4 --grad-accum 1", "to be a multiple of --pp"},
+          Case{"--pp 2 --pp-schedule interleaved --pp-chunks 2 --layers 6 --grad-accum 2",
+               "--layers 6 cannot be split evenly over pp 2 x 2 chunk(s)"},
+          Case{"--pp 4 --layers 2", "--layers 2 cannot be split evenly over pp 4"},
+          Case{"--pp 2 --zero 2 --dp 2", "pipelines compose with ZeRO-0 and ZeRO-1 only"},
+          Case{"--pp 2 --pp-chunks 2", "needs --pp-schedule interleaved"}}) {
         const ProcessResult r = run_process(ultrascope() + " run --preset tiny " + c.flags + " --data " + data_file());
         INFO(c.flags << "\n" << r.output);
         CHECK(r.exit_code != 0);
@@ -153,7 +154,8 @@ TEST_CASE("bad pipeline layouts are refused before launch, with what to change",
     }
 }
 
-TEST_CASE("ultrascope run starts as many ranks as the layout needs, a pipeline reports its bubble", "[cpu][app][pipeline]") {
+TEST_CASE("ultrascope run starts as many ranks as the layout needs, a pipeline reports its bubble",
+          "[cpu][app][pipeline]") {
     const std::string trace = temp_path("pp2.ustrace");
     fs::remove(trace);
     const ProcessResult r = run_process(ultrascope() + " run --pp 2 --grad-accum 4 --preset tiny --steps 3 --trace " +
@@ -169,7 +171,8 @@ TEST_CASE("ultrascope run starts as many ranks as the layout needs, a pipeline r
     CHECK(j["pipeline"]["bubble_fraction_formula"].get<double>() == Approx(0.25));
     CHECK(j["pipeline"]["bubble_fraction"].get<double>() > 0.0);
     // the loss comes from the last stage and is the same on every rank's counters
-    CHECK(j["ranks"][0]["micro_batches_in_flight"].get<int>() == j["ranks"][0]["micro_batches_in_flight_predicted"].get<int>());
+    CHECK(j["ranks"][0]["micro_batches_in_flight"].get<int>() ==
+          j["ranks"][0]["micro_batches_in_flight_predicted"].get<int>());
 }
 
 TEST_CASE("ultrascope run with ZeRO-3: the parameter gathers and reduce-scatters sent are the predicted walk's",
@@ -236,10 +239,11 @@ TEST_CASE("bad context-parallel layouts are refused before launch", "[cpu][app][
     struct Case {
         std::string flags, message;
     };
-    for (const Case& c : {Case{"--cp 2 --seq 30", "--seq 30 cannot be split over --cp 2 (zigzag): it needs 4 equal chunks"},
-                          Case{"--cp 3 --cp-balance contiguous --seq 32", "--seq 32 cannot be split over --cp 3"},
-                          Case{"--cp 2 --cp-balance striped", "unknown --cp-balance 'striped'"},
-                          Case{"-n 3 --cp 2", "-n 3 ranks, but the layout dp 1 x pp 1 x tp 1 x cp 2"}}) {
+    for (const Case& c :
+         {Case{"--cp 2 --seq 30", "--seq 30 cannot be split over --cp 2 (zigzag): it needs 4 equal chunks"},
+          Case{"--cp 3 --cp-balance contiguous --seq 32", "--seq 32 cannot be split over --cp 3"},
+          Case{"--cp 2 --cp-balance striped", "unknown --cp-balance 'striped'"},
+          Case{"-n 3 --cp 2", "-n 3 ranks, but the layout dp 1 x pp 1 x tp 1 x cp 2"}}) {
         const ProcessResult r = run_process(ultrascope() + " run --preset tiny " + c.flags + " --data " + data_file());
         INFO(c.flags << "\n" << r.output);
         CHECK(r.exit_code != 0);
@@ -258,7 +262,8 @@ TEST_CASE("bad mixture-of-experts layouts are refused before launch, with what t
           Case{"--moe-experts 4 --moe-topk 5", "--moe-topk 5"},
           Case{"--moe-experts 4 --moe-capacity-factor -1", "--moe-capacity-factor must not be negative"},
           Case{"--moe-experts 4 --moe-aux-loss-coef -0.1", "--moe-aux-loss-coef must not be negative"},
-          Case{"-n 2 --pp 2 --grad-accum 2 --pp-schedule zb1 --moe-experts 4", "--pp-schedule zb1 with mixture-of-experts"}}) {
+          Case{"-n 2 --pp 2 --grad-accum 2 --pp-schedule zb1 --moe-experts 4",
+               "--pp-schedule zb1 with mixture-of-experts"}}) {
         const ProcessResult r = run_process(ultrascope() + " run --preset tiny " + c.flags + " --data " + data_file());
         INFO(c.flags << "\n" << r.output);
         CHECK(r.exit_code != 0);
@@ -277,7 +282,8 @@ TEST_CASE("ultrascope run with experts: bytes per group as predicted, routing st
         fs::remove(trace);
         const ProcessResult r = run_process(ultrascope() + " run " + c.flags +
                                             " --preset tiny --moe-experts 4 --moe-topk 2 --moe-aux-loss-coef 0.01 "
-                                            "--steps 3 --trace " + trace + " --data " + data_file());
+                                            "--steps 3 --trace " +
+                                            trace + " --data " + data_file());
         INFO(c.flags << "\n" << r.output);
         REQUIRE(r.exit_code == 0);
         const ProcessResult rep = run_process(ultrascope() + " report " + trace + " --json");
@@ -328,8 +334,9 @@ TEST_CASE("ultrascope run with cp 2: the ring's bytes measured equal the predict
     for (const char* balance : {"zigzag", "contiguous"}) {
         const std::string trace = temp_path(std::string("cp2-") + balance + ".ustrace");
         fs::remove(trace);
-        const ProcessResult r = run_process(ultrascope() + " run --cp 2 --cp-balance " + balance +
-                                            " --preset tiny --seq 64 --steps 3 --trace " + trace + " --data " + data_file());
+        const ProcessResult r =
+            run_process(ultrascope() + " run --cp 2 --cp-balance " + balance +
+                        " --preset tiny --seq 64 --steps 3 --trace " + trace + " --data " + data_file());
         INFO(r.output);
         REQUIRE(r.exit_code == 0);
         const ProcessResult rep = run_process(ultrascope() + " report " + trace + " --json");

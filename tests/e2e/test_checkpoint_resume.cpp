@@ -34,8 +34,9 @@ void check_resume_is_bitwise(const std::string& name, const std::string& layout)
     INFO(a.output);
     REQUIRE(a.exit_code == 0);
     // Killed at the start of step 8: the checkpoints of steps 3 and 6 were written; the last is step 6's.
-    const ProcessResult b = run_process(run + " --save " + checkpoint + " --save-every 3 --fault-kill-step 8 --fault-kill-rank 1" +
-                                        " --trace " + temp_path(name + "-b.ustrace"));
+    const ProcessResult b =
+        run_process(run + " --save " + checkpoint + " --save-every 3 --fault-kill-step 8 --fault-kill-rank 1" +
+                    " --trace " + temp_path(name + "-b.ustrace"));
     INFO(b.output);
     REQUIRE(b.exit_code != 0);
     REQUIRE(fs::exists(checkpoint));
@@ -69,10 +70,12 @@ TEST_CASE("a pipeline run killed mid-way resumes from its --save-every checkpoin
 }
 
 TEST_CASE("ultrascope-train --save-every needs --save, and a positive interval", "[cpu][app][checkpoint][errors]") {
-    const ProcessResult r = run_process(bin("ultrascope-train") + " --preset tiny --save-every 5 --data " + data_file());
+    const ProcessResult r =
+        run_process(bin("ultrascope-train") + " --preset tiny --save-every 5 --data " + data_file());
     CHECK(r.exit_code != 0);
     CHECK(r.output.find("--save") != std::string::npos);
-    const ProcessResult n = run_process(bin("ultrascope-train") + " --preset tiny --save x.safetensors --save-every -1 --data " + data_file());
+    const ProcessResult n = run_process(bin("ultrascope-train") +
+                                        " --preset tiny --save x.safetensors --save-every -1 --data " + data_file());
     CHECK(n.exit_code != 0);
 }
 

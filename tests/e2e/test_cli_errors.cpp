@@ -82,7 +82,8 @@ TEST_CASE("corrupt, truncated and mismatched checkpoints are refused", "[cpu][cl
 
     // a real checkpoint of the tiny model, then damaged copies of it
     const std::string good = temp_path("good.safetensors");
-    const ProcessResult made = run_process(bin("ultrascope-train") + " " + tiny() + " --steps 0 --quiet --save " + good);
+    const ProcessResult made =
+        run_process(bin("ultrascope-train") + " " + tiny() + " --steps 0 --quiet --save " + good);
     REQUIRE(made.exit_code == 0);
     const std::string bytes = read_file(good);
     const std::string truncated = temp_path("truncated.safetensors");
@@ -105,8 +106,7 @@ TEST_CASE("parallel degrees beyond one rank are refused until launched with mpir
     expect_refused(tiny() + " --tp 2", "needs 2 ranks but 1 were started");
 }
 
-TEST_CASE("steps 0 with save writes the initial weights, and metrics-out writes one JSON line per step",
-          "[cpu][cli]") {
+TEST_CASE("steps 0 with save writes the initial weights, and metrics-out writes one JSON line per step", "[cpu][cli]") {
     const std::string ckpt = temp_path("init.safetensors"), metrics = temp_path("metrics.jsonl");
     const ProcessResult r = run_process(bin("ultrascope-train") + " " + tiny() + " --steps 0 --quiet --save " + ckpt);
     REQUIRE(r.exit_code == 0);
@@ -124,8 +124,9 @@ TEST_CASE("steps 0 with save writes the initial weights, and metrics-out writes 
     int count = 0;
     while (std::getline(lines, line)) {
         ++count;
-        for (const char* key : {"\"step\"", "\"loss\"", "\"lr\"", "\"grad_norm\"", "\"tokens\"", "\"step_ms\"",
-                                "\"tokens_per_s\"", "\"mem_peak_bytes\"", "\"mem_peak_by_category\"", "\"activations\""})
+        for (const char* key :
+             {"\"step\"", "\"loss\"", "\"lr\"", "\"grad_norm\"", "\"tokens\"", "\"step_ms\"", "\"tokens_per_s\"",
+              "\"mem_peak_bytes\"", "\"mem_peak_by_category\"", "\"activations\""})
             CHECK(line.find(key) != std::string::npos);
     }
     CHECK(count == 3);

@@ -16,9 +16,9 @@ TEST_CASE("a rank whose clock is 5 s off: the offset is estimated within its unc
     const int64_t shift = 5'000'000'123;
     const std::string trace = temp_path("clock.ustrace");
     fs::remove(trace);
-    const ProcessResult r = run_process("ULTRASCOPE_FAKE_CLOCK_OFFSET_NS=1:" + std::to_string(shift) + " " + bin("ultrascope") +
-                                        " run -n 2 --dp 2 --preset tiny --steps 8 --trace " + trace + " --data " +
-                                        sample_data_file("clock-data.txt", 20000));
+    const ProcessResult r = run_process("ULTRASCOPE_FAKE_CLOCK_OFFSET_NS=1:" + std::to_string(shift) + " " +
+                                        bin("ultrascope") + " run -n 2 --dp 2 --preset tiny --steps 8 --trace " +
+                                        trace + " --data " + sample_data_file("clock-data.txt", 20000));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("Clocks (measured: MPI ping-pong") != std::string::npos);

@@ -30,7 +30,8 @@ TEST_CASE("ultrascope run --hostfile: ranks on the hostfile's hosts, streaming b
     CHECK(j["ranks"][1]["steps"].size() == 3);
 }
 
-TEST_CASE("other hosts cannot stream to loopback: refused before launch, with what to do", "[cpu][app][hosts][errors]") {
+TEST_CASE("other hosts cannot stream to loopback: refused before launch, with what to do",
+          "[cpu][app][hosts][errors]") {
     const std::string hostfile = temp_path("hosts-remote.txt");
     write_file(hostfile, "node-a slots=1\nnode-b slots=1\n");
     const std::string trace = temp_path("hosts-remote.ustrace");
@@ -57,9 +58,10 @@ TEST_CASE("other hosts cannot stream to loopback: refused before launch, with wh
 TEST_CASE("ultrascope run --launcher srun: the srun command line, run through a stand-in srun", "[cpu][app][hosts]") {
     // The stand-in records its arguments and runs the same program through mpirun on this machine.
     const std::string fake = temp_path("fake-srun.sh"), args = temp_path("fake-srun.args");
-    write_file(fake, "#!/bin/sh\nprintf '%s ' \"$@\" > " + args +
-                         "\nn=$2\nshift 5\nexec mpirun -n $n --oversubscribe --mca btl_vader_single_copy_mechanism none "
-                         "-x ULTRASCOPE_TOKEN -x ULTRASCOPE_STOP_WITH_LISTENER \"$@\"\n");
+    write_file(fake,
+               "#!/bin/sh\nprintf '%s ' \"$@\" > " + args +
+                   "\nn=$2\nshift 5\nexec mpirun -n $n --oversubscribe --mca btl_vader_single_copy_mechanism none "
+                   "-x ULTRASCOPE_TOKEN -x ULTRASCOPE_STOP_WITH_LISTENER \"$@\"\n");
     fs::permissions(fake, fs::perms::owner_all);
     const std::string trace = temp_path("srun.ustrace");
     // Slurm places ranks on other nodes: the listener must not be this machine's 127.0.0.1 (127.0.0.2 is still

@@ -21,9 +21,9 @@ std::unique_ptr<BackgroundProcess> start_long_run(const std::string& name, std::
     data = sample_data_file("lifetime-" + name + ".txt", 20000);
     trace = temp_path("lifetime-" + name + ".ustrace");
     fs::remove(trace);
-    auto p = std::make_unique<BackgroundProcess>(ultrascope() + " run -n 2 --dp 2 --trace " + trace +
-                                                     " --preset tiny --steps 1000000 --data " + data,
-                                                 temp_path("lifetime-" + name + ".log"));
+    auto p = std::make_unique<BackgroundProcess>(
+        ultrascope() + " run -n 2 --dp 2 --trace " + trace + " --preset tiny --steps 1000000 --data " + data,
+        temp_path("lifetime-" + name + ".log"));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline && !p->exited() &&
            (!fs::exists(trace) || fs::file_size(trace) < 50000))
@@ -72,7 +72,7 @@ TEST_CASE("ultrascope run killed by SIGKILL: mpirun and its ranks stop within 10
     run->signal(SIGKILL);
     REQUIRE(run->wait_exit(5).value_or(0) == 128 + SIGKILL);
     CHECK(wait_processes_gone(data, 10) == 0);  // the kernel's PR_SET_PDEATHSIG stopped mpirun, and mpirun its ranks
-    const auto j = report_of(trace);           // written by the killed listener up to its last whole chunk
+    const auto j = report_of(trace);            // written by the killed listener up to its last whole chunk
     REQUIRE(j["ranks"].size() == 2);
     CHECK(j["ranks"][0]["steps"].size() >= 1);
 }
@@ -95,9 +95,9 @@ ListenerGoneResult lose_listener_mid_run(const std::string& name, bool stop_with
     fs::remove(metrics);
     const std::string env = "env ULTRASCOPE_TOKEN=" + listener->token() +
                             " ULTRASCOPE_STOP_WITH_LISTENER=" + (stop_with_listener ? "1" : "0") + " ";
-    BackgroundProcess rank(env + bin("ultrascope-train") + " --preset tiny --steps " + std::to_string(steps) + " --quiet --connect 127.0.0.1:" +
-                               std::to_string(listener->port()) + " --trace " + trace + " --metrics-out " + metrics +
-                               " --data " + data,
+    BackgroundProcess rank(env + bin("ultrascope-train") + " --preset tiny --steps " + std::to_string(steps) +
+                               " --quiet --connect 127.0.0.1:" + std::to_string(listener->port()) + " --trace " +
+                               trace + " --metrics-out " + metrics + " --data " + data,
                            temp_path("listener-" + name + ".log"));
     // Let it connect and train a few steps, then take the listener away.
     bool connected = false;
@@ -109,7 +109,8 @@ ListenerGoneResult lose_listener_mid_run(const std::string& name, bool stop_with
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     REQUIRE(connected);
-    while (!fs::exists(metrics) || read_file(metrics).size() < 2000) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (!fs::exists(metrics) || read_file(metrics).size() < 2000)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     listener.reset();
     ListenerGoneResult r;
     r.exit_code = rank.wait_exit(300);  // generous: the rank trains alone, and CI machines are shared
@@ -142,5 +143,6 @@ TEST_CASE("a launched run stops, at a step boundary, when its listener goes away
     const size_t steps = r.report["ranks"][0]["steps"].size();
     CHECK(steps >= 1);
     CHECK(steps < 20000);
-    CHECK(r.report["ranks"][0]["status"].get<std::string>().rfind("stopped: the launcher's live stream went away", 0) == 0);
+    CHECK(r.report["ranks"][0]["status"].get<std::string>().rfind("stopped: the launcher's live stream went away", 0) ==
+          0);
 }

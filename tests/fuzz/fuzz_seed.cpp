@@ -33,9 +33,10 @@ int main(int argc, char** argv) {
         e.span.name = 1;
         b.events.push_back(e);
     }
-    const std::string chunks = encode_chunk(ChunkKind::metadata, 0, 0, nullptr, R"({"rank":0,"clock":{"offset_ns":3}})") +
-                               encode_chunk(ChunkKind::events, 0, 1, &b, {}) +
-                               encode_chunk(ChunkKind::end, 0, 2, nullptr, R"({"clean":true})");
+    const std::string chunks =
+        encode_chunk(ChunkKind::metadata, 0, 0, nullptr, R"({"rank":0,"clock":{"offset_ns":3}})") +
+        encode_chunk(ChunkKind::events, 0, 1, &b, {}) +
+        encode_chunk(ChunkKind::end, 0, 2, nullptr, R"({"clean":true})");
     std::ofstream out(dir + "/seed-" + target, std::ios::binary);
     if (target == "fuzz_protocol") {
         const Hello h = make_hello(0, 1, std::string(kTokenBytes, 'a'));

@@ -12,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     us::prof::TraceStore store;
     us::prof::TraceReadReport report;
     try {
-        us::prof::read_trace_bytes(bytes, "fuzz input", [&](us::prof::Chunk&& c) { store.add_chunk(c); }, report);
+        us::prof::read_trace_bytes(
+            bytes, "fuzz input", [&](us::prof::Chunk&& c) { store.add_chunk(c); }, report);
         store.finalize();
     } catch (const us::UserError&) {
     }

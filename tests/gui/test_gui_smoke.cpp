@@ -98,8 +98,8 @@ TEST_CASE("the GUI runs its default dp 2 x pp 2 run through its own launcher and
 
 TEST_CASE("the GUI opens a trace and screenshots one view at a time", "[gui]") {
     const std::string trace = temp_path("for-gui.ustrace");
-    const ProcessResult made = run_process(bin("ultrascope-train") + " --preset tiny --steps 6 --quiet --trace " + trace +
-                                           " --data " + data_file());
+    const ProcessResult made = run_process(bin("ultrascope-train") + " --preset tiny --steps 6 --quiet --trace " +
+                                           trace + " --data " + data_file());
     REQUIRE(made.exit_code == 0);
     for (const us::gui::ViewName& name : us::gui::kViewNames) {  // the views of a run (app/gui/model/view_table.h)
         const std::string view = name.id;
@@ -119,7 +119,8 @@ TEST_CASE("the GUI opens a trace and screenshots one view at a time", "[gui]") {
 TEST_CASE("the font size scales the whole window, for a projector; a bad size is refused", "[gui]") {
     const std::string trace = temp_path("for-font.ustrace");
     REQUIRE(run_process(bin("ultrascope-train") + " --preset tiny --steps 3 --quiet --trace " + trace + " --data " +
-                        data_file()).exit_code == 0);
+                        data_file())
+                .exit_code == 0);
     for (int px : {16, 32}) {
         const std::string shot = temp_path("font-" + std::to_string(px) + ".png");
         const ProcessResult r = run_process(ultrascope() + " " + trace + " --font-size " + std::to_string(px) +
@@ -130,17 +131,18 @@ TEST_CASE("the font size scales the whole window, for a projector; a bad size is
         CHECK(shown["shown"]["font_px"] == px);
         check_region_drawn(load_png(shot), "memory", shown["regions"]["memory"]);
     }
-    const ProcessResult bad = run_process(ultrascope() + " " + trace + " --font-size 200 --screenshot " +
-                                          temp_path("font-bad.png"));
+    const ProcessResult bad =
+        run_process(ultrascope() + " " + trace + " --font-size 200 --screenshot " + temp_path("font-bad.png"));
     CHECK(bad.exit_code != 0);
     CHECK(bad.output.find("--font-size '200': expected pixels from 8 to 64") != std::string::npos);
 }
 
 TEST_CASE("a trace opened from a file puts its run's settings in the launch panel: Relaunch reproduces it", "[gui]") {
     const std::string trace = temp_path("settings.ustrace");
-    const std::string flags = " --preset tiny --layers 3 --steps 5 --lr 0.002 --warmup 1 --seed 7 --batch 2 --grad-accum 2 "
-                              "--recompute selective --precision bf16 --zero 1 --bucket-mb 0.5 --no-overlap --data " +
-                              data_file();
+    const std::string flags =
+        " --preset tiny --layers 3 --steps 5 --lr 0.002 --warmup 1 --seed 7 --batch 2 --grad-accum 2 "
+        "--recompute selective --precision bf16 --zero 1 --bucket-mb 0.5 --no-overlap --data " +
+        data_file();
     REQUIRE(run_process(bin("ultrascope-train") + flags + " --quiet --trace " + trace).exit_code == 0);
     const std::string shot = temp_path("settings.png");
     const ProcessResult r = run_process(ultrascope() + " " + trace + " --screenshot " + shot + " --view memory");
@@ -162,8 +164,10 @@ TEST_CASE("a trace opened from a file puts its run's settings in the launch pane
 TEST_CASE("the experts view draws a mixture-of-experts run's router load", "[gui]") {
     const std::string trace = temp_path("moe-for-gui.ustrace");
     fs::remove(trace);
-    const ProcessResult made = run_process(ultrascope() + " run --dp 2 --ep 2 --preset tiny --moe-experts 4 --steps 6 "
-                                           "--trace " + trace + " --data " + data_file());
+    const ProcessResult made = run_process(ultrascope() +
+                                           " run --dp 2 --ep 2 --preset tiny --moe-experts 4 --steps 6 "
+                                           "--trace " +
+                                           trace + " --data " + data_file());
     INFO(made.output);
     REQUIRE(made.exit_code == 0);
     const std::string shot = temp_path("view-experts.png");
@@ -190,16 +194,19 @@ TEST_CASE("errors show in the window and end with a non-zero exit, never a hang"
     REQUIRE(shown["regions"].contains("error"));
     check_region_red(load_png(shot), shown["regions"]["error"]);
 
-    const ProcessResult no_mpi = run_process("ULTRASCOPE_MPIRUN=/nonexistent/mpirun " + ultrascope() + " --screenshot " +
-                                             temp_path("nompi.png") + " --exit-when-done --preset tiny --data " + data_file());
+    const ProcessResult no_mpi =
+        run_process("ULTRASCOPE_MPIRUN=/nonexistent/mpirun " + ultrascope() + " --screenshot " +
+                    temp_path("nompi.png") + " --exit-when-done --preset tiny --data " + data_file());
     INFO(no_mpi.output);
     CHECK(no_mpi.exit_code != 0);
 
     // A rank that dies: the run fails, and what it recorded up to then is still drawn.
     const std::string crash = temp_path("crash.png");
-    const ProcessResult died = run_process(ultrascope() + " --screenshot " + crash +
-                                           " --exit-when-done -n 2 --dp 2 --preset tiny --steps 100000 --fault-kill-step 200 "
-                                           "--fault-kill-rank 1 --data " + data_file());
+    const ProcessResult died =
+        run_process(ultrascope() + " --screenshot " + crash +
+                    " --exit-when-done -n 2 --dp 2 --preset tiny --steps 100000 --fault-kill-step 200 "
+                    "--fault-kill-rank 1 --data " +
+                    data_file());
     INFO(died.output);
     CHECK(died.exit_code != 0);
     REQUIRE(fs::exists(crash));
@@ -237,7 +244,8 @@ std::unique_ptr<BackgroundProcess> start_gui_run(const std::string& name, std::s
 
 }  // namespace
 
-TEST_CASE("the GUI closed by SIGTERM stops its run first: no process of it remains, the trace reads", "[gui][lifetime]") {
+TEST_CASE("the GUI closed by SIGTERM stops its run first: no process of it remains, the trace reads",
+          "[gui][lifetime]") {
     std::string data, trace;
     auto gui = start_gui_run("term", data, trace);
     gui->signal(SIGTERM);
@@ -269,9 +277,9 @@ TEST_CASE("the GUI killed by SIGKILL: its run stops within 10 s, the trace reads
 TEST_CASE("a failed run that saved checkpoints shows its last one and offers to resume from it", "[gui][checkpoint]") {
     const std::string shot = temp_path("resume.png"), checkpoint = temp_path("gui-resume.safetensors");
     fs::remove(checkpoint);
-    const ProcessResult r = run_process(ultrascope() + " --screenshot " + shot + " --exit-when-done -n 2 --dp 2 --preset tiny " +
-                                        "--steps 40 --save " + checkpoint + " --save-every 4 --fault-kill-step 11 " +
-                                        "--fault-kill-rank 1 --data " + data_file());
+    const ProcessResult r = run_process(
+        ultrascope() + " --screenshot " + shot + " --exit-when-done -n 2 --dp 2 --preset tiny " + "--steps 40 --save " +
+        checkpoint + " --save-every 4 --fault-kill-step 11 " + "--fault-kill-rank 1 --data " + data_file());
     INFO(r.output);
     CHECK(r.exit_code != 0);
     REQUIRE(fs::exists(checkpoint));
@@ -283,8 +291,10 @@ TEST_CASE("a failed run that saved checkpoints shows its last one and offers to 
 
 TEST_CASE("a lesson launches its runs in turn, outlines where to look and checks its claim", "[gui][lesson]") {
     const std::string shot = temp_path("lesson.png");
-    const ProcessResult r = run_process(ultrascope() + " --lesson mixed-precision --lesson-runs all --high-contrast "
-                                        "--screenshot " + shot);
+    const ProcessResult r = run_process(ultrascope() +
+                                        " --lesson mixed-precision --lesson-runs all --high-contrast "
+                                        "--screenshot " +
+                                        shot);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
@@ -306,22 +316,27 @@ TEST_CASE("a lesson launches its runs in turn, outlines where to look and checks
     // the pipeline lesson's) no view carries the lesson's notes.
     const std::string other = temp_path("not-the-lesson.ustrace"), over = temp_path("lesson-over-other.png");
     REQUIRE(run_process(bin("ultrascope-train") + " --preset tiny --steps 3 --quiet --trace " + other + " --data " +
-                        data_file()).exit_code == 0);
+                        data_file())
+                .exit_code == 0);
     REQUIRE(run_process(ultrascope() + " --lesson pipeline --open " + other + " --view all --screenshot " + over)
                 .exit_code == 0);
     const auto over_regions = nlohmann::json::parse(read_file(over + ".json"))["regions"];
     REQUIRE(over_regions.contains("memory"));  // the views the lesson points at are drawn, without its notes
     for (const auto& [name, region] : over_regions.items()) CHECK(name.rfind("highlight", 0) == std::string::npos);
 
-    const ProcessResult bad = run_process(ultrascope() + " --lesson no-such-lesson --screenshot " + temp_path("bad-lesson.png"));
+    const ProcessResult bad =
+        run_process(ultrascope() + " --lesson no-such-lesson --screenshot " + temp_path("bad-lesson.png"));
     CHECK(bad.exit_code == 2);
     CHECK(bad.output.find("no lesson 'no-such-lesson'") != std::string::npos);
 }
 
-TEST_CASE("the planner view ranks the layouts of a model on a cluster, predicted, and names a bad model", "[gui][planner]") {
+TEST_CASE("the planner view ranks the layouts of a model on a cluster, predicted, and names a bad model",
+          "[gui][planner]") {
     const std::string shot = temp_path("planner.png");
-    const ProcessResult r = run_process(ultrascope() + " --no-launch --plan gpt3-175b --plan-gpus 1024 --view planner "
-                                        "--screenshot " + shot);
+    const ProcessResult r = run_process(ultrascope() +
+                                        " --no-launch --plan gpt3-175b --plan-gpus 1024 --view planner "
+                                        "--screenshot " +
+                                        shot);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
@@ -335,7 +350,8 @@ TEST_CASE("the planner view ranks the layouts of a model on a cluster, predicted
     check_region_drawn(load_png(shot), "planner", shown["regions"]["planner"]);
 
     const std::string bad_shot = temp_path("planner-bad.png");
-    const ProcessResult bad = run_process(ultrascope() + " --no-launch --plan no-such-model --view planner --screenshot " + bad_shot);
+    const ProcessResult bad =
+        run_process(ultrascope() + " --no-launch --plan no-such-model --view planner --screenshot " + bad_shot);
     INFO(bad.output);
     const auto bad_shown = nlohmann::json::parse(read_file(bad_shot + ".json"));
     CHECK(bad_shown["shown"]["planner_error"].get<std::string>().find("no-such-model") != std::string::npos);
@@ -343,8 +359,10 @@ TEST_CASE("the planner view ranks the layouts of a model on a cluster, predicted
 
 TEST_CASE("a planned layout's predicted step shows in the run views, marked predicted", "[gui][planner]") {
     const std::string shot = temp_path("planner-show.png");
-    const ProcessResult r = run_process(ultrascope() + " --no-launch --plan llama3-405b --plan-gpus 8192 --plan-show "
-                                        "--view all --screenshot " + shot);
+    const ProcessResult r = run_process(ultrascope() +
+                                        " --no-launch --plan llama3-405b --plan-gpus 8192 --plan-show "
+                                        "--view all --screenshot " +
+                                        shot);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
@@ -361,8 +379,10 @@ TEST_CASE("a planned layout's predicted step shows in the run views, marked pred
 
 TEST_CASE("a planned layout launched from the planner is measured beside its prediction", "[gui][planner]") {
     const std::string shot = temp_path("planner-launch.png");
-    const ProcessResult r = run_process(ultrascope() + " --no-launch --plan tiny --plan-gpus 2 --plan-launch "
-                                        "--screenshot " + shot);
+    const ProcessResult r = run_process(ultrascope() +
+                                        " --no-launch --plan tiny --plan-gpus 2 --plan-launch "
+                                        "--screenshot " +
+                                        shot);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     const auto shown = nlohmann::json::parse(read_file(shot + ".json"))["shown"];
@@ -377,7 +397,8 @@ TEST_CASE("a planned layout launched from the planner is measured beside its pre
     CHECK(std::abs(predicted - measured) <= 0.02 * measured);
 }
 
-TEST_CASE("a PyTorch memory snapshot opens in its own view: the timeline, the peak and what held it", "[gui][snapshot]") {
+TEST_CASE("a PyTorch memory snapshot opens in its own view: the timeline, the peak and what held it",
+          "[gui][snapshot]") {
     const std::string shot = temp_path("snapshot.png");
     const std::string snapshot = std::string(US_TEST_DATA_DIR) + "/snapshot/rank0_memory_snapshot.pickle";
     const ProcessResult r = run_process(ultrascope() + " " + snapshot + " --view snapshot --screenshot " + shot);
@@ -386,15 +407,17 @@ TEST_CASE("a PyTorch memory snapshot opens in its own view: the timeline, the pe
     const auto shown = nlohmann::json::parse(read_file(shot + ".json"));
     const auto& devices = shown["shown"]["snapshot"]["devices"];
     REQUIRE(devices.size() == 1);
-    CHECK(devices[0]["peak_allocated"] == 26 * 1024 * 1024);  // the fixture's peak (tests/tools/make_snapshot_fixtures.py)
+    CHECK(devices[0]["peak_allocated"] ==
+          26 * 1024 * 1024);  // the fixture's peak (tests/tools/make_snapshot_fixtures.py)
     CHECK(devices[0]["reserved_bytes"] == 28 * 1024 * 1024);
     CHECK(devices[0]["ooms"] == 1);
     check_region_drawn(load_png(shot), "snapshot", shown["regions"]["snapshot"]);
 
     // A hostile pickle (a class and a call) is refused with a message, in the window, and a non-zero exit.
     const std::string bad_shot = temp_path("snapshot-bad.png");
-    const ProcessResult bad = run_process(ultrascope() + " " + std::string(US_TEST_DATA_DIR) +
-                                          "/snapshot/hostile/global_reduce_p2.pickle --view snapshot --screenshot " + bad_shot);
+    const ProcessResult bad =
+        run_process(ultrascope() + " " + std::string(US_TEST_DATA_DIR) +
+                    "/snapshot/hostile/global_reduce_p2.pickle --view snapshot --screenshot " + bad_shot);
     INFO(bad.output);
     const auto bad_shown = nlohmann::json::parse(read_file(bad_shot + ".json"));
     CHECK(bad_shown["error"].get<std::string>().find("never executes") != std::string::npos);
@@ -416,7 +439,8 @@ TEST_CASE("a PyTorch run opens a rank at a time; a damaged file is named and the
     fs::remove_all(dir);
     fs::create_directories(dir);
     for (int r : {0, 2, 3})
-        fs::copy_file(run + "/rank" + std::to_string(r) + "_trace.json.gz", dir / ("rank" + std::to_string(r) + "_trace.json.gz"));
+        fs::copy_file(run + "/rank" + std::to_string(r) + "_trace.json.gz",
+                      dir / ("rank" + std::to_string(r) + "_trace.json.gz"));
     const std::string bytes = read_file(run + "/rank1_trace.json.gz");
     const std::string cut = (dir / "rank1_trace.json.gz").string();
     write_file(cut, bytes.substr(0, bytes.size() / 2));

@@ -18,7 +18,8 @@ using AssertionGuard = us::test::AssertionGuard;
 CATCH_REGISTER_LISTENER(AssertionGuard)
 
 int main(int argc, char* argv[]) {
-    us::MpiRuntime::init(&argc, &argv, std::getenv("US_TEST_COMM_PROGRESS") ? std::getenv("US_TEST_COMM_PROGRESS") : "thread");
+    us::MpiRuntime::init(&argc, &argv,
+                         std::getenv("US_TEST_COMM_PROGRESS") ? std::getenv("US_TEST_COMM_PROGRESS") : "thread");
     Catch::Session session;
     int rc = session.applyCommandLine(argc, argv);
     if (rc == 0) rc = us::test::with_assertion_guard(session.run());

@@ -106,4 +106,3 @@ TEST_CASE("cp 2 composes with tp 2, dp 2 with ZeRO-1, and pp 2", "[mpi][cp4]") {
         check_against_one_rank(c);
     }
 }
-

@@ -69,11 +69,14 @@ void check_equivalence(int dp) {
             const RunResult single = run_single(c);
             INFO("dp " << dp << " ZeRO-" << zero << " grad-accum " << accum);
             REQUIRE(dist.losses.size() == single.losses.size());
-            for (size_t s = 0; s < dist.losses.size(); ++s) CHECK(dist.losses[s] == Approx(single.losses[s]).epsilon(1e-5));
+            for (size_t s = 0; s < dist.losses.size(); ++s)
+                CHECK(dist.losses[s] == Approx(single.losses[s]).epsilon(1e-5));
             CHECK(max_relative(dist.params, single.params) < 1e-5);
-            if (zero == 0) zero0 = dist;
+            if (zero == 0)
+                zero0 = dist;
             else {
-                for (size_t s = 0; s < dist.losses.size(); ++s) CHECK(dist.losses[s] == Approx(zero0.losses[s]).epsilon(1e-6));
+                for (size_t s = 0; s < dist.losses.size(); ++s)
+                    CHECK(dist.losses[s] == Approx(zero0.losses[s]).epsilon(1e-6));
                 CHECK(max_relative(dist.params, zero0.params) < 1e-6);
             }
         }
@@ -109,8 +112,10 @@ TEST_CASE("bf16 data parallelism follows the single-rank bf16 run", "[mpi][dp2][
             CpuBackend be(1);
             Trainer t(single, be);
             const std::vector<double> losses = train_losses(t, single.steps);
-            if (single.precision == Precision::bf16) r.single_losses = losses, r.single_bf16 = export_weights(t);
-            else r.single_fp32 = export_weights(t);
+            if (single.precision == Precision::bf16)
+                r.single_losses = losses, r.single_bf16 = export_weights(t);
+            else
+                r.single_fp32 = export_weights(t);
         }
         INFO("dp " << dp << " ZeRO-" << zero);
         check_bf16_trajectory({ParamLayout::whole_model(c.model)}, r);
@@ -132,8 +137,8 @@ TEST_CASE("memory per rank per category equals docs/formulas.md under ZeRO", "[m
             const MemoryStats m = be.allocator().stats();
             const prof::Prediction pred = prof::predict(prof::PredictInput::from_config(c.to_json()));
             INFO("dp " << dp << " ZeRO-" << zero << " " << precision_name(p));
-            for (MemCategory cat : {MemCategory::params, MemCategory::grads, MemCategory::master_params,
-                                    MemCategory::optimizer_state}) {
+            for (MemCategory cat :
+                 {MemCategory::params, MemCategory::grads, MemCategory::master_params, MemCategory::optimizer_state}) {
                 INFO(mem_category_name(cat));
                 CHECK(m.current_of(cat) == *pred.memory[size_t(cat)]);
             }

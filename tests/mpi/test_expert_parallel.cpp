@@ -1,9 +1,9 @@
 // Mixture of experts and expert parallelism against one rank: an MoE model under dp, with its experts spread over
 // ep ranks carved out of dp, gives the loss of every step and, after 5 steps, every rank's experts and blocks of
 // the single-rank run of the same global batch (fp32, 1e-5 relative). With the balance loss on, ZeRO over the
-// blocks' and the experts' groups, tp (and sp), pp, cp and recomputation; bf16 within its rounding noise. Capacity: every micro-batch is planned
-// on the rank that holds its tokens, so a dp x ep run drops exactly what one rank running the same micro-batches
-// one after another (gradient accumulation) drops. A rank holds E/ep experts of every MoE block.
+// blocks' and the experts' groups, tp (and sp), pp, cp and recomputation; bf16 within its rounding noise. Capacity:
+// every micro-batch is planned on the rank that holds its tokens, so a dp x ep run drops exactly what one rank running
+// the same micro-batches one after another (gradient accumulation) drops. A rank holds E/ep experts of every MoE block.
 #include "mpi_test_util.h"
 
 using namespace us;

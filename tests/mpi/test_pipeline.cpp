@@ -93,7 +93,7 @@ TEST_CASE("AFAB holds every micro-batch's activations on the first stage, 1F1B a
     ActivationShape s;
     s.B = 2, s.T = 16, s.C = 32, s.NH = 4, s.V = 256;
     const int64_t blocks = 2 * block_saved_bytes(s, Recompute::none);  // a stage's two blocks, one micro-batch
-    if (MpiRuntime::world_rank() == 0) {  // the first stage
+    if (MpiRuntime::world_rank() == 0) {                               // the first stage
         const int64_t per_mb = 2 * s.N() * 4 + embedding_saved_bytes(s) + blocks;
         CHECK(peak[0] >= m * per_mb);   // AFAB: all m in flight
         CHECK(peak[1] <= pp * per_mb);  // 1F1B: at most pp
@@ -154,5 +154,6 @@ TEST_CASE("pipeline checkpoints are gathered and resume bitwise, also on one ran
     single.load = path;
     CpuBackend be(1);
     Trainer t(single, be);
-    for (size_t s = 3; s < whole.losses.size(); ++s) CHECK(t.train_step().loss == Approx(whole.losses[s]).epsilon(1e-5));
+    for (size_t s = 3; s < whole.losses.size(); ++s)
+        CHECK(t.train_step().loss == Approx(whole.losses[s]).epsilon(1e-5));
 }

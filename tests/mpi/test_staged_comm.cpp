@@ -1,7 +1,8 @@
 // The host-staging communicator (the GPU fallback where NCCL cannot run, and the GPU path of pipeline transfers),
 // exercised on the CPU backend: every group of the grid wrapped in it, data parallelism with ZeRO-0..3, a
 // pipeline, tensor parallelism (with and without sequence parallelism), the context-parallel ring and expert
-// parallelism's all-to-alls must still reproduce one rank. Its copies are memcpys here; on a GPU they are the device transfers.
+// parallelism's all-to-alls must still reproduce one rank. Its copies are memcpys here; on a GPU they are the device
+// transfers.
 #include "engine/comm/staged_comm.h"
 #include "mpi_test_util.h"
 

@@ -124,8 +124,8 @@ TEST_CASE("activation bytes per layer follow the tp and tp + sp breakdown, and s
         const ActivationShape& sh = t.model().shape();
         const int64_t e = 4, N = sh.N(), C = sh.C, tp = 2, probs = int64_t(sh.B) * sh.NH * sh.T * sh.T;
         // docs/memory.md: tp: e(4NC + 12NC/tp + B NH T^2/tp) + 16N; tp + sp: (e(16NC + B NH T^2) + 16N) / tp
-        const int64_t per_layer = sp ? (e * (16 * N * C + probs) + 16 * N) / tp
-                                     : e * (4 * N * C + 12 * N * C / tp + probs / tp) + 16 * N;
+        const int64_t per_layer =
+            sp ? (e * (16 * N * C + probs) + 16 * N) / tp : e * (4 * N * C + 12 * N * C / tp + probs / tp) + 16 * N;
         INFO("sp " << sp);
         CHECK(block_saved_bytes(sh, Recompute::none) == per_layer);
         // Measured after a forward: tokens and targets, the embedding output (R,C), every block, the head

@@ -97,7 +97,8 @@ public:
         c.step = step;
         m_batch.events.push_back(e);
     }
-    void memory(double t_ms, us::MemCategory c, int64_t category_bytes, int64_t total, prof::Phase phase, int step = 1) {
+    void memory(double t_ms, us::MemCategory c, int64_t category_bytes, int64_t total, prof::Phase phase,
+                int step = 1) {
         prof::EventRecord e{};
         auto& m = e.memory;
         m.type = uint8_t(prof::EventType::memory);

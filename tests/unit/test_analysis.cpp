@@ -20,7 +20,7 @@ TEST_CASE("step breakdown: compute, overlapped and exposed communication, idle",
     r.step(0, 100, 1);
     r.op(0, 60);
     r.op(70, 90);
-    r.comm(50, 80);  // overlaps [50,60] and [70,80] with compute: 20 of 30 ms
+    r.comm(50, 80);                                            // overlaps [50,60] and [70,80] with compute: 20 of 30 ms
     r.span(Lane::compute, SpanKind::layer, 0, 90, "block 0");  // containers are not compute
     TraceStore store;
     load(store, r, metadata(0, 1, 0, 0, 1));
@@ -69,12 +69,12 @@ TEST_CASE("on a GPU traced by CUPTI the device lanes are C and M, the engine's l
     CHECK(g[0].comm_s == Approx(0.025));        // the all-reduce kernel [55,80], not the engine's [50,99]
     CHECK(g[0].overlapped_s == Approx(0.010));  // [55,65]
     CHECK(g[0].exposed_s == Approx(0.015));
-    CHECK(g[0].idle_s == Approx(0.030));        // 100 - |[5,40] u [45,80]|
-    CHECK(g[0].p2p_s == Approx(0.010));         // the send kernel: a pipeline transfer, not M
-    CHECK(g[0].bubble_s == Approx(0.005));      // [40,45] between the first and the last kernel
+    CHECK(g[0].idle_s == Approx(0.030));    // 100 - |[5,40] u [45,80]|
+    CHECK(g[0].p2p_s == Approx(0.010));     // the send kernel: a pipeline transfer, not M
+    CHECK(g[0].bubble_s == Approx(0.005));  // [40,45] between the first and the last kernel
     CHECK(g[0].first_op == 5'000'000);
     CHECK(g[0].last_op == 65'000'000);
-    CHECK(g[0].flops == 1500);                  // from the engine's op spans
+    CHECK(g[0].flops == 1500);  // from the engine's op spans
     const auto c = analyze_steps(store, 1);
     REQUIRE(c.size() == 1);
     CHECK_FALSE(c[0].device_truth);
@@ -103,9 +103,11 @@ TEST_CASE("device memory reserved (CUPTI) in the report, a GPU rank without kern
     auto m1 = meta(1);
     m1["cupti"] = {{"running", false}, {"status", "CUPTI: enabling kernel activity failed (another CUPTI client)"}};
     auto m0 = meta(0);
-    m0["cupti"] = {{"running", true}, {"status", "CUPTI: collecting"}, {"kernels", 120}, {"nccl_kernels", 4},
-                   {"memcpys", 3}, {"memsets", 2}, {"attributed", 118}, {"unattributed", 2}, {"dropped_records", 0},
-                   {"overhead_ms", 1.5}};
+    m0["cupti"] = {{"running", true},      {"status", "CUPTI: collecting"},
+                   {"kernels", 120},       {"nccl_kernels", 4},
+                   {"memcpys", 3},         {"memsets", 2},
+                   {"attributed", 118},    {"unattributed", 2},
+                   {"dropped_records", 0}, {"overhead_ms", 1.5}};
     TraceStore store;
     load(store, traced, m0.dump());
     load(store, untraced, m1.dump());
@@ -128,8 +130,7 @@ TEST_CASE("device memory reserved (CUPTI) in the report, a GPU rank without kern
     CHECK(j["ranks"][1]["cupti"]["running"] == false);
 }
 
-TEST_CASE("on a GPU whose ranks talk through MPI with host staging the engine's collectives are M",
-          "[cpu][analysis]") {
+TEST_CASE("on a GPU whose ranks talk through MPI with host staging the engine's collectives are M", "[cpu][analysis]") {
     // No NCCL kernels (ranks share a GPU, or pipeline transfers): the kernels are C, the engine's spans M.
     SyntheticRank gpu(0, 2);
     gpu.step(0, 100, 1);
@@ -146,7 +147,7 @@ TEST_CASE("on a GPU whose ranks talk through MPI with host staging the engine's 
     CHECK(g[0].comm_s == Approx(0.040));        // the engine's all-reduce [30,70]
     CHECK(g[0].overlapped_s == Approx(0.010));  // [30,40]
     CHECK(g[0].exposed_s == Approx(0.030));
-    CHECK(g[0].p2p_s == Approx(0.010));         // the engine's send
+    CHECK(g[0].p2p_s == Approx(0.010));  // the engine's send
     CHECK(g[0].idle_s == Approx(0.100 - 0.065));
 }
 
@@ -249,34 +250,38 @@ TEST_CASE("throughput and MFU from step times, the model's FLOPs per token, and 
                             "bubble_fraction_formula", "bubble_fraction_predicted", "device_peak_source"})
         CHECK(j["ranks"][0].contains(key));
     CHECK(j["throughput"].contains("tokens_per_s"));
-    for (const char* key : {"mfu_derived", "model_flops_per_token_formula", "achieved_flops_per_s_derived", "peak_source"})
+    for (const char* key :
+         {"mfu_derived", "model_flops_per_token_formula", "achieved_flops_per_s_derived", "peak_source"})
         CHECK(j["throughput"].contains(key));
 }
 
 TEST_CASE("predicted activations equal the engine's own per-layer table", "[cpu][analysis][memory]") {
-    for (auto [B, T, C, NH] : std::vector<std::tuple<int, int, int, int>>{{2, 16, 32, 4}, {8, 128, 256, 4}, {1, 1024, 768, 12}})
+    for (auto [B, T, C, NH] :
+         std::vector<std::tuple<int, int, int, int>>{{2, 16, 32, 4}, {8, 128, 256, 4}, {1, 1024, 768, 12}})
         for (const char* mode : {"none", "selective", "full"})
             for (bool bf16 : {false, true})
-            for (auto [tp, sp] : std::vector<std::pair<int, bool>>{{1, false}, {2, false}, {2, true}, {4, true}}) {
-                PredictInput in;
-                in.micro_batch = B, in.seq = T, in.hidden = C, in.heads = NH, in.layers = 3, in.vocab = 256;
-                in.recompute = mode;
-                in.bf16 = bf16;
-                in.tp = tp, in.sp = sp;
-                ActivationShape s;
-                s.B = B, s.T = T, s.C = C, s.NH = NH, s.V = (256 + tp - 1) / tp, s.dtype = bf16 ? DType::bf16 : DType::f32;
-                s.tp = tp, s.sp = sp;
-                const Recompute r = parse_recompute(mode);
-                INFO(mode << (bf16 ? " bf16" : " fp32") << " B " << B << " T " << T << " tp " << tp << " sp " << sp);
-                const Prediction p = predict(in);
-                CHECK(p.activations_per_layer == block_saved_bytes(s, r));
-                const int64_t base = 2 * s.N() * 4 + embedding_saved_bytes(s) + 3 * block_saved_bytes(s, r);
-                const int64_t expected = r == Recompute::full
-                                             ? base + std::max(block_working_bytes(s, r), head_saved_bytes(s))
-                                             : base + head_saved_bytes(s);
-                CHECK(*p.memory[size_t(MemCategory::activations)] == expected);
-                CHECK(*p.memory[size_t(MemCategory::temporaries)] == backward_temporaries_bytes(s, true));
-            }
+                for (auto [tp, sp] : std::vector<std::pair<int, bool>>{{1, false}, {2, false}, {2, true}, {4, true}}) {
+                    PredictInput in;
+                    in.micro_batch = B, in.seq = T, in.hidden = C, in.heads = NH, in.layers = 3, in.vocab = 256;
+                    in.recompute = mode;
+                    in.bf16 = bf16;
+                    in.tp = tp, in.sp = sp;
+                    ActivationShape s;
+                    s.B = B, s.T = T, s.C = C, s.NH = NH, s.V = (256 + tp - 1) / tp,
+                    s.dtype = bf16 ? DType::bf16 : DType::f32;
+                    s.tp = tp, s.sp = sp;
+                    const Recompute r = parse_recompute(mode);
+                    INFO(mode << (bf16 ? " bf16" : " fp32") << " B " << B << " T " << T << " tp " << tp << " sp "
+                              << sp);
+                    const Prediction p = predict(in);
+                    CHECK(p.activations_per_layer == block_saved_bytes(s, r));
+                    const int64_t base = 2 * s.N() * 4 + embedding_saved_bytes(s) + 3 * block_saved_bytes(s, r);
+                    const int64_t expected = r == Recompute::full
+                                                 ? base + std::max(block_working_bytes(s, r), head_saved_bytes(s))
+                                                 : base + head_saved_bytes(s);
+                    CHECK(*p.memory[size_t(MemCategory::activations)] == expected);
+                    CHECK(*p.memory[size_t(MemCategory::temporaries)] == backward_temporaries_bytes(s, true));
+                }
 }
 
 TEST_CASE("Chrome export: a process per rank, a thread per lane, spans with args, memory counters",
@@ -460,7 +465,8 @@ TEST_CASE("lane rows built batch by batch, as a live run delivers them, equal ro
     for (int r = 0; r < whole.rows(); ++r) CHECK(live.row(r) == whole.row(r));
 }
 
-TEST_CASE("the memory walk takes a rank's measured expert load under ep, and only the experts' side", "[analysis][memory][moe]") {
+TEST_CASE("the memory walk takes a rank's measured expert load under ep, and only the experts' side",
+          "[analysis][memory][moe]") {
     PredictInput in;
     in.moe_experts = 4, in.moe_topk = 2, in.dp = 2, in.ep = 2;  // the small model: h 256, 4 layers, seq 128, batch 8
     const Prediction uniform = predict(in);
@@ -480,7 +486,8 @@ TEST_CASE("the memory walk takes a rank's measured expert load under ep, and onl
     CHECK(predict(in).memory == predict(no_ep).memory);
 }
 
-TEST_CASE("at long sequences the report says that MFU counts attention's whole square, and names the kernel", "[cpu][analysis]") {
+TEST_CASE("at long sequences the report says that MFU counts attention's whole square, and names the kernel",
+          "[cpu][analysis]") {
     for (int seq : {32, 1024}) {
         INFO("seq " << seq);
         SyntheticRank r(0);

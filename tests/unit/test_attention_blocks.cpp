@@ -83,14 +83,15 @@ struct SetupOf {
         std::vector<float> acc(size_t(B) * T * C, 0.0f), mx(size_t(B) * NH * T, 0.0f), sm(mx.size(), 0.0f);
         std::vector<float> out(acc.size()), lse(mx.size());
         const std::vector<AttentionChunkPair> none;
-        backend().attention_block_forward(args(block_a, none), tensor_of(acc), tensor_of(mx), tensor_of(sm));  // a ring step with nothing to do
+        backend().attention_block_forward(args(block_a, none), tensor_of(acc), tensor_of(mx),
+                                          tensor_of(sm));  // a ring step with nothing to do
         for (int i = 0; i < 2; ++i) {
             const bool a = (i == 0) == a_first;
             backend().attention_block_forward(a ? args(block_a, pairs_a) : args(block_b, pairs_b), tensor_of(acc),
                                               tensor_of(mx), tensor_of(sm));
         }
-        backend().attention_block_finish(tensor_of(out), tensor_of(lse), tensor_of(acc), tensor_of(mx), tensor_of(sm), B,
-                                         T, NH, HD);
+        backend().attention_block_finish(tensor_of(out), tensor_of(lse), tensor_of(acc), tensor_of(mx), tensor_of(sm),
+                                         B, T, NH, HD);
         if (lse_out) *lse_out = lse;
         return out;
     }
@@ -136,8 +137,8 @@ TEST_CASE("one causal block through the blockwise ops equals the attention op", 
             out(acc.size()), lse(mx.size()), want(acc.size()), delta(mx.size()), dq(acc.size(), 0.0f),
             dkv(size_t(B) * T * 2 * C, 0.0f), dqkv(qkv.size()), want_dqkv(qkv.size()), probs(size_t(B) * NH * T * T);
         const AttentionChunkPair pair{0, 0, true};
-        const AttentionBlockArgs args{tensor_of(qkv), tensor_of(qkv).slice(C, qkv.size() - C), B, T, NH, HD, T, &pair,
-                                      1, 3 * C};
+        const AttentionBlockArgs args{
+            tensor_of(qkv), tensor_of(qkv).slice(C, qkv.size() - C), B, T, NH, HD, T, &pair, 1, 3 * C};
         backend().attention_block_forward(args, tensor_of(acc), tensor_of(mx), tensor_of(sm));
         backend().attention_block_finish(tensor_of(out), tensor_of(lse), tensor_of(acc), tensor_of(mx), tensor_of(sm),
                                          B, T, NH, HD);
@@ -170,7 +171,8 @@ TEST_CASE("one causal block in bf16 over several query blocks equals the fp32 op
         for (size_t i = 0; i < v.size(); ++i) out[i] = f32_to_bf16(v[i]);
         return out;
     };
-    std::vector<float> qkv = round_trip(random_vector(B * T * 3 * C, 107)), dout = round_trip(random_vector(B * T * C, 108));
+    std::vector<float> qkv = round_trip(random_vector(B * T * 3 * C, 107)),
+                       dout = round_trip(random_vector(B * T * C, 108));
     std::vector<bf16> qkv16 = to_bf16(qkv), dout16 = to_bf16(dout), out16(size_t(B) * T * C), dqkv16(qkv.size());
     std::vector<float> acc(size_t(B) * T * C, 0.0f), mx(size_t(B) * NH * T, 0.0f), sm(mx.size(), 0.0f), lse(mx.size()),
         delta(mx.size()), dq(acc.size(), 0.0f), dkv(size_t(B) * T * 2 * C, 0.0f), want(acc.size()),
@@ -179,12 +181,13 @@ TEST_CASE("one causal block in bf16 over several query blocks equals the fp32 op
     const AttentionChunkPair pair{0, 0, true};
     const AttentionBlockArgs args{q16, q16.slice(C, q16.numel - C), B, T, NH, HD, T, &pair, 1, 3 * C};
     backend().attention_block_forward(args, tensor_of(acc), tensor_of(mx), tensor_of(sm));
-    const Tensor out = Tensor::of(out16.data(), int64_t(out16.size())), dy = Tensor::of(dout16.data(), int64_t(dout16.size()));
+    const Tensor out = Tensor::of(out16.data(), int64_t(out16.size())),
+                 dy = Tensor::of(dout16.data(), int64_t(dout16.size()));
     backend().attention_block_finish(out, tensor_of(lse), tensor_of(acc), tensor_of(mx), tensor_of(sm), B, T, NH, HD);
     backend().attention_block_delta(tensor_of(delta), dy, out, B, T, NH, HD);
     backend().attention_block_backward(args, tensor_of(dq), tensor_of(dkv), dy, tensor_of(lse), tensor_of(delta));
-    backend().attention_block_store_grads(Tensor::of(dqkv16.data(), int64_t(dqkv16.size())), tensor_of(dq), tensor_of(dkv),
-                                          B, T, C);
+    backend().attention_block_store_grads(Tensor::of(dqkv16.data(), int64_t(dqkv16.size())), tensor_of(dq),
+                                          tensor_of(dkv), B, T, C);
     backend().attention_forward(tensor_of(want), tensor_of(probs), tensor_of(qkv), B, T, NH, HD);
     backend().attention_backward(tensor_of(want_dqkv), tensor_of(dout), tensor_of(qkv), tensor_of(probs), B, T, NH, HD);
     for (size_t i = 0; i < want.size(); ++i) CHECK(bf16_to_f32(out16[i]) == Approx(want[i]).epsilon(1e-2).margin(2e-3));
@@ -243,8 +246,7 @@ TEST_CASE("rope at given positions rotates as the rows of a longer sequence", "[
                       whole[(size_t(b) * T + size_t(pos[size_t(t)])) * 3 * C + i]);
 }
 
-TEST_CASE("zigzag gives every cp rank the same causal work, contiguous gives the last rank the most",
-          "[cpu][cp]") {
+TEST_CASE("zigzag gives every cp rank the same causal work, contiguous gives the last rank the most", "[cpu][cp]") {
     for (int cp : {2, 4}) {
         // work in chunk-pair units: a full pair 2, a diagonal (causal) one 1
         auto work = [&](CpBalance b, int r) {
@@ -254,7 +256,8 @@ TEST_CASE("zigzag gives every cp rank the same causal work, contiguous gives the
             return w;
         };
         std::vector<int> zig, con;
-        for (int r = 0; r < cp; ++r) zig.push_back(work(CpBalance::zigzag, r)), con.push_back(work(CpBalance::contiguous, r));
+        for (int r = 0; r < cp; ++r)
+            zig.push_back(work(CpBalance::zigzag, r)), con.push_back(work(CpBalance::contiguous, r));
         INFO("cp " << cp);
         for (int r = 1; r < cp; ++r) CHECK(zig[size_t(r)] == zig[0]);
         for (int r = 1; r < cp; ++r) CHECK(con[size_t(r)] > con[size_t(r - 1)]);  // rank r sees r + 1 blocks
@@ -263,7 +266,8 @@ TEST_CASE("zigzag gives every cp rank the same causal work, contiguous gives the
         // every (query chunk, key chunk) below the diagonal is computed once over the ring, the diagonal ones too
         int pairs = 0;
         for (int r = 0; r < cp; ++r)
-            for (int owner = 0; owner < cp; ++owner) pairs += int(cp_chunk_pairs(CpBalance::zigzag, cp, r, owner).size());
+            for (int owner = 0; owner < cp; ++owner)
+                pairs += int(cp_chunk_pairs(CpBalance::zigzag, cp, r, owner).size());
         CHECK(pairs == (2 * cp) * (2 * cp + 1) / 2);
     }
 }

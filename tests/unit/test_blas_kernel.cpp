@@ -51,8 +51,8 @@ TEST_CASE("the trainer restarts itself on the CPU's kernels when OpenBLAS fell b
     CHECK((normal.output.find("set by ultrascope") != std::string::npos) == really_fell_back);
 
     // the user's own OPENBLAS_CORETYPE is never overridden
-    const ProcessResult chosen = run_process(clean + "OPENBLAS_CORETYPE=Haswell ULTRASCOPE_FAKE_OPENBLAS_CORE=Prescott " +
-                                             train);
+    const ProcessResult chosen =
+        run_process(clean + "OPENBLAS_CORETYPE=Haswell ULTRASCOPE_FAKE_OPENBLAS_CORE=Prescott " + train);
     INFO(chosen.output);
     REQUIRE(chosen.exit_code == 0);
     CHECK(chosen.output.find("set by ultrascope") == std::string::npos);

@@ -107,8 +107,7 @@ TEST_CASE("the corpus has enough variety not to be memorised line by line", "[cp
     CHECK(words.size() < 2000);
 
     // Every paragraph kind shows up.
-    for (const char* marker :
-         {"Chapter ", "could not find", "Where are you going?", "counted the", "came first", "shopping list",
-          "made a plan for the week", " is a ", " has a ", ": Hello, "})
+    for (const char* marker : {"Chapter ", "could not find", "Where are you going?", "counted the", "came first",
+                               "shopping list", "made a plan for the week", " is a ", " has a ", ": Hello, "})
         CHECK(text.find(marker) != std::string::npos);
 }

@@ -195,7 +195,8 @@ TEST_CASE("the correlation table never hands out a torn tag while threads open o
         });
     constexpr uint64_t kChecks = 20000;
     uint64_t found = 0, torn = 0, scans_while_writing = 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);  // a broken table fails, not hangs
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(20);  // a broken table fails, not hangs
     while (found < kChecks && std::chrono::steady_clock::now() < deadline) {
         const uint64_t hi = newest.load(std::memory_order_relaxed);
         if (hi == 0) continue;
@@ -266,7 +267,7 @@ TEST_CASE("NCCL kernels go to device_comm as their collective, the op settles se
     CHECK(e.spans[0].micro_batch == 1);
     CHECK(OpClass(e.spans[1].op) == OpClass::reduce_scatter);
     CHECK(OpClass(e.spans[2].op) == OpClass::all_reduce);  // a compute op around it does not rename a collective
-    CHECK(f.tr.waiting() == 1);                             // the unattributed one waits one round
+    CHECK(f.tr.waiting() == 1);                            // the unattributed one waits one round
     e = f.emit();
     REQUIRE(e.spans.size() == 1);
     CHECK(OpClass(e.spans[0].op) == OpClass::all_gather);
@@ -352,7 +353,7 @@ TEST_CASE("device memory becomes a reserved-bytes counter, waits and CUPTI's ove
     CHECK(reserved == std::vector<double>{100, 150, 50});
     CHECK(overhead == std::vector<double>{0.5, 0.75});
     CHECK(dropped == std::vector<double>{12});
-    CHECK(e.counters.front().step == 6);        // the allocation made inside the optimizer op
+    CHECK(e.counters.front().step == 6);  // the allocation made inside the optimizer op
     CHECK(e.counters.front().t_ns == 1'001'000);
     REQUIRE(e.spans.size() == 1);
     CHECK(Lane(e.spans[0].lane) == Lane::host);

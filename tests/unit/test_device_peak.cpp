@@ -11,13 +11,13 @@ TEST_CASE("datasheet peaks match whole model names, the more specific first", "[
         double bf16_tflops;  // 0: not in the table
         const char* datasheet;
     };
-    for (const Case& c : {Case{"NVIDIA H100 80GB HBM3", 989.4, "H100 SXM"}, Case{"NVIDIA H100 PCIe", 756.0, "H100 PCIe"},
-                          Case{"NVIDIA H100 NVL", 835.0, "H100 NVL"}, Case{"NVIDIA H200", 989.4, "H200 SXM"},
-                          Case{"NVIDIA GH200 480GB", 989.4, "GH200"}, Case{"NVIDIA L4", 121.0, "L4"},
-                          Case{"NVIDIA L40", 181.0, "L40"}, Case{"NVIDIA L40S", 362.1, "L40S"},
-                          Case{"NVIDIA A100-SXM4-80GB", 312.0, "A100"}, Case{"NVIDIA A10", 125.0, "A10"},
-                          Case{"NVIDIA GeForce RTX 4090", 165.2, "GeForce RTX 4090"}, Case{"Tesla T4", 0, ""},
-                          Case{"NVIDIA L4X", 0, ""}}) {
+    for (const Case& c :
+         {Case{"NVIDIA H100 80GB HBM3", 989.4, "H100 SXM"}, Case{"NVIDIA H100 PCIe", 756.0, "H100 PCIe"},
+          Case{"NVIDIA H100 NVL", 835.0, "H100 NVL"}, Case{"NVIDIA H200", 989.4, "H200 SXM"},
+          Case{"NVIDIA GH200 480GB", 989.4, "GH200"}, Case{"NVIDIA L4", 121.0, "L4"}, Case{"NVIDIA L40", 181.0, "L40"},
+          Case{"NVIDIA L40S", 362.1, "L40S"}, Case{"NVIDIA A100-SXM4-80GB", 312.0, "A100"},
+          Case{"NVIDIA A10", 125.0, "A10"}, Case{"NVIDIA GeForce RTX 4090", 165.2, "GeForce RTX 4090"},
+          Case{"Tesla T4", 0, ""}, Case{"NVIDIA L4X", 0, ""}}) {
         INFO(c.device);
         const auto peak = datasheet_peak(c.device, true);
         REQUIRE(peak.has_value() == (c.bf16_tflops > 0));

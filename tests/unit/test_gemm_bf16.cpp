@@ -100,12 +100,10 @@ GemmResult run_gemm(const GemmCase& t, const GemmData& d, Bf16GemmKernel kernel)
     g.lda = d.lda;
     g.b = Tensor::of(const_cast<bf16*>(d.b.data()), int64_t(d.b.size()));
     g.ldb = d.ldb;
-    g.c = t.c_bf16 ? Tensor::of(r.c_b16.data(), int64_t(r.c_b16.size()))
-                   : Tensor::of(r.c.data(), int64_t(r.c.size()));
+    g.c = t.c_bf16 ? Tensor::of(r.c_b16.data(), int64_t(r.c_b16.size())) : Tensor::of(r.c.data(), int64_t(r.c.size()));
     g.ldc = d.ldc;
     // NaN scratch: the kernel must not depend on it being zeroed.
-    std::vector<float> scratch(us::cpu::gemm_bf16_scratch_floats(g, kernel),
-                               std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> scratch(us::cpu::gemm_bf16_scratch_floats(g, kernel), std::numeric_limits<float>::quiet_NaN());
     us::cpu::gemm_bf16(g, scratch.data(), kernel);
     if (t.c_bf16)
         for (size_t i = 0; i < r.c.size(); ++i) r.c[i] = us::bf16_to_f32(r.c_b16[i]);
@@ -140,8 +138,8 @@ double worst_error_ratio(const GemmCase& t, const GemmData& d, const GemmResult&
             worst = std::max(worst, ratio);
         }
         for (int j = t.n; j < d.ldc; ++j) {  // the gap between rows of C is not C's
-            const bool kept = t.c_bf16 ? got.c_b16[size_t(i) * d.ldc + j].bits == kNanBits
-                                       : std::isnan(got.c[size_t(i) * d.ldc + j]);
+            const bool kept =
+                t.c_bf16 ? got.c_b16[size_t(i) * d.ldc + j].bits == kNanBits : std::isnan(got.c[size_t(i) * d.ldc + j]);
             if (!kept) worst = 1e30;
         }
     }
@@ -221,8 +219,7 @@ void check_cases(Bf16GemmKernel kernel, const std::vector<GemmCase>& cases) {
     for (const auto& t : cases) {
         const GemmData d(t);
         const double ratio = worst_error_ratio(t, d, run_gemm(t, d, kernel));
-        INFO(us::cpu::bf16_gemm_kernel_name(kernel)
-             << " " << t.describe() << ": error / tolerance = " << ratio);
+        INFO(us::cpu::bf16_gemm_kernel_name(kernel) << " " << t.describe() << ": error / tolerance = " << ratio);
         CHECK(ratio <= 1.0);
     }
 }
@@ -266,15 +263,12 @@ TEST_CASE("gemm_bf16 avx512-bf16 and the fp32 fallback agree", "[cpu][gemm_bf16]
         for (int i = 0; i < t.m; ++i)
             for (int j = 0; j < t.n; ++j) {
                 double mag = 0.0;
-                for (int kk = 0; kk < t.k; ++kk)
-                    mag += std::fabs(double(d.a_at(t, i, kk)) * d.b_at(t, kk, j));
-                double tol = 2.0 * (t.k + 4) * u *
-                             (std::fabs(t.alpha) * mag + std::fabs(t.beta) * std::fabs(d.c_old(t, i, j)));
+                for (int kk = 0; kk < t.k; ++kk) mag += std::fabs(double(d.a_at(t, i, kk)) * d.b_at(t, kk, j));
+                double tol =
+                    2.0 * (t.k + 4) * u * (std::fabs(t.alpha) * mag + std::fabs(t.beta) * std::fabs(d.c_old(t, i, j)));
                 const double x = fast.c[size_t(i) * d.ldc + j], y = slow.c[size_t(i) * d.ldc + j];
-                if (t.c_bf16)
-                    tol += std::ldexp(std::max(std::fabs(x), std::fabs(y)), -7);  // one bf16 ulp apart
-                worst = std::max(
-                    worst, std::isfinite(x) && std::isfinite(y) ? std::fabs(x - y) / (tol + 1e-30) : 1e30);
+                if (t.c_bf16) tol += std::ldexp(std::max(std::fabs(x), std::fabs(y)), -7);  // one bf16 ulp apart
+                worst = std::max(worst, std::isfinite(x) && std::isfinite(y) ? std::fabs(x - y) / (tol + 1e-30) : 1e30);
             }
         INFO(t.describe() << ": difference / tolerance = " << worst);
         CHECK(worst <= 1.0);
@@ -300,8 +294,7 @@ TEST_CASE("gemm_bf16 avx512-bf16 rounds bf16 C like f32_to_bf16", "[cpu][gemm_bf
         }
 }
 
-TEST_CASE("gemm_bf16 avx512-bf16 is deterministic across runs, thread counts and nesting",
-          "[cpu][gemm_bf16]") {
+TEST_CASE("gemm_bf16 avx512-bf16 is deterministic across runs, thread counts and nesting", "[cpu][gemm_bf16]") {
     if (!avx512_available()) return;
     GemmCase t;
     t.trans_a = true, t.m = 200, t.n = 300, t.k = 777, t.beta = 1.0f, t.c_bf16 = false, t.seed = 99;
@@ -320,18 +313,17 @@ TEST_CASE("gemm_bf16 avx512-bf16 is deterministic across runs, thread counts and
     std::vector<GemmResult> nested(2);
 #pragma omp parallel for num_threads(2)
     for (int r = 0; r < 2; ++r) nested[r] = run_gemm(t, d, Bf16GemmKernel::avx512_bf16);
-    for (const auto& r : nested)
-        CHECK(std::memcmp(first.c.data(), r.c.data(), first.c.size() * sizeof(float)) == 0);
+    for (const auto& r : nested) CHECK(std::memcmp(first.c.data(), r.c.data(), first.c.size() * sizeof(float)) == 0);
 }
 
-TEST_CASE("gemm_bf16 automatic choice: the sgemm fallback, the AVX-512 kernel when US_BF16_GEMM asks", "[cpu][gemm_bf16]") {
+TEST_CASE("gemm_bf16 automatic choice: the sgemm fallback, the AVX-512 kernel when US_BF16_GEMM asks",
+          "[cpu][gemm_bf16]") {
     const char* old = std::getenv("US_BF16_GEMM");
     const std::string saved = old ? old : "";
     unsetenv("US_BF16_GEMM");
     CHECK(us::cpu::resolve_bf16_gemm_kernel(Bf16GemmKernel::automatic) == Bf16GemmKernel::fp32_sgemm);
     setenv("US_BF16_GEMM", "avx512", 1);
-    const auto asked =
-        us::cpu::cpu_supports_avx512_bf16() ? Bf16GemmKernel::avx512_bf16 : Bf16GemmKernel::fp32_sgemm;
+    const auto asked = us::cpu::cpu_supports_avx512_bf16() ? Bf16GemmKernel::avx512_bf16 : Bf16GemmKernel::fp32_sgemm;
     CHECK(us::cpu::resolve_bf16_gemm_kernel(Bf16GemmKernel::automatic) == asked);
     CHECK(us::cpu::resolve_bf16_gemm_kernel(Bf16GemmKernel::avx512_bf16) == Bf16GemmKernel::avx512_bf16);
     if (old)

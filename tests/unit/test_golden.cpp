@@ -47,8 +47,7 @@ double max_abs_diff_relative(const std::vector<float>& got, const std::vector<fl
 
 }  // namespace
 
-TEST_CASE("engine matches the PyTorch reference: loss, log-probabilities, gradients, 5 AdamW steps",
-          "[cpu][golden]") {
+TEST_CASE("engine matches the PyTorch reference: loss, log-probabilities, gradients, 5 AdamW steps", "[cpu][golden]") {
     const SafetensorsFile ref = SafetensorsFile::read(kDir + "/golden_reference.safetensors");
     TrainConfig cfg;
     cfg.model.vocab = std::stoi(ref.metadata_or("vocab", "0"));
@@ -102,7 +101,8 @@ TEST_CASE("engine matches the PyTorch reference: loss, log-probabilities, gradie
         const SafetensorsFile& ref;
         explicit Recorded(const SafetensorsFile& r) : ref(r) {}
         void fill(int64_t step, int, int32_t* tokens, int32_t* targets) override {
-            const auto bt = ints(ref, fmt::format("batch{}.tokens", step)), bg = ints(ref, fmt::format("batch{}.targets", step));
+            const auto bt = ints(ref, fmt::format("batch{}.tokens", step)),
+                       bg = ints(ref, fmt::format("batch{}.targets", step));
             std::copy(bt.begin(), bt.end(), tokens);
             std::copy(bg.begin(), bg.end(), targets);
         }
@@ -135,7 +135,8 @@ TEST_CASE("engine matches the PyTorch reference: loss, log-probabilities, gradie
             CHECK(max_abs_diff_relative(slice(got, 0), slice(want, 0)) < 1e-4);
             CHECK(max_abs_diff_relative(slice(got, 2), slice(want, 2)) < 1e-4);
             double key_diff = 0;
-            for (size_t i = third; i < 2 * third; ++i) key_diff = std::max(key_diff, std::abs(double(got[i]) - want[i]));
+            for (size_t i = third; i < 2 * third; ++i)
+                key_diff = std::max(key_diff, std::abs(double(got[i]) - want[i]));
             CHECK(key_diff < 1e-5);
         } else {
             CHECK(max_abs_diff_relative(got, want) < 1e-4);

@@ -52,11 +52,40 @@ TEST_CASE("the GUI's own options fill its options and its defaults are the GUI's
     CHECK(none.options.plan_cluster == "h100-sxm");
     CHECK(none.options.plan_gpus == 64);
 
-    const auto o = parse({"--no-launch", "-n", "3", "--screenshot", "out.png", "--view", "memory", "--fit-step", "4",
-                          "--font-size", "32", "--exit-when-done", "--listen", "127.0.0.1:7000", "--store-cap-mib", "64",
-                          "--hostfile", "hosts", "--launcher", "srun", "--stream-listen", "0.0.0.0", "--high-contrast",
-                          "--plan", "gpt3-175b", "--plan-cluster", "a100", "--plan-gpus", "8", "--plan-launch",
-                          "--plan-show", "--open", "trace.ustrace"}).options;
+    const auto o = parse({"--no-launch",
+                          "-n",
+                          "3",
+                          "--screenshot",
+                          "out.png",
+                          "--view",
+                          "memory",
+                          "--fit-step",
+                          "4",
+                          "--font-size",
+                          "32",
+                          "--exit-when-done",
+                          "--listen",
+                          "127.0.0.1:7000",
+                          "--store-cap-mib",
+                          "64",
+                          "--hostfile",
+                          "hosts",
+                          "--launcher",
+                          "srun",
+                          "--stream-listen",
+                          "0.0.0.0",
+                          "--high-contrast",
+                          "--plan",
+                          "gpt3-175b",
+                          "--plan-cluster",
+                          "a100",
+                          "--plan-gpus",
+                          "8",
+                          "--plan-launch",
+                          "--plan-show",
+                          "--open",
+                          "trace.ustrace"})
+                       .options;
     CHECK_FALSE(o.launch);
     CHECK(o.ranks == 3);
     CHECK(o.screenshot == "out.png");
@@ -85,8 +114,10 @@ TEST_CASE("the GUI's own options fill its options and its defaults are the GUI's
 TEST_CASE("training flags pass through to the launched run in their order, among the GUI's options",
           "[cpu][app][gui-args]") {
     const auto o = parse({"--dp", "2", "--no-launch", "--lr", "0.001", "--sp", "-n", "4", "--tp", "2", "--quiet",
-                          "--steps", "5", "--no-such-flag"}).options;
-    CHECK(o.train_args == Args{"--dp", "2", "--lr", "0.001", "--sp", "--tp", "2", "--quiet", "--steps", "5", "--no-such-flag"});
+                          "--steps", "5", "--no-such-flag"})
+                       .options;
+    CHECK(o.train_args ==
+          Args{"--dp", "2", "--lr", "0.001", "--sp", "--tp", "2", "--quiet", "--steps", "5", "--no-such-flag"});
     CHECK_FALSE(o.launch);
     CHECK(o.ranks == 4);
 }
@@ -101,8 +132,8 @@ TEST_CASE("an existing path opens as a trace unless it is a training flag's valu
     CHECK(data.train_args == Args{"--data", a, "--steps", "3"});
     CHECK(data.open_trace == Args{b});
 
-    CHECK(parse({"--data=" + a, b}).options.open_trace == Args{b});                // the value written into the flag
-    CHECK(parse({"--no-overlap", a}).options.open_trace == Args{a});               // a switch takes no value
+    CHECK(parse({"--data=" + a, b}).options.open_trace == Args{b});   // the value written into the flag
+    CHECK(parse({"--no-overlap", a}).options.open_trace == Args{a});  // a switch takes no value
     CHECK(parse({"--no-launch", a}).options.open_trace == Args{a});
     CHECK(parse({"--no-such-flag", a}).options.train_args == Args{"--no-such-flag", a});  // the trainer refuses it
 
@@ -142,10 +173,13 @@ TEST_CASE("which training flags take a value is the trainer's own table's answer
 }
 
 TEST_CASE("bad GUI options are refused with what was expected", "[cpu][app][gui-args]") {
-    CHECK_THAT(error_of({"--view", "bogus"}), Catch::Matchers::Contains("unknown --view 'bogus': expected memory, timeline"));
-    CHECK_THAT(error_of({"--font-size", "200"}), Catch::Matchers::Contains("--font-size '200': expected pixels from 8 to 64"));
+    CHECK_THAT(error_of({"--view", "bogus"}),
+               Catch::Matchers::Contains("unknown --view 'bogus': expected memory, timeline"));
+    CHECK_THAT(error_of({"--font-size", "200"}),
+               Catch::Matchers::Contains("--font-size '200': expected pixels from 8 to 64"));
     CHECK_THAT(error_of({"--font-size", "big"}), Catch::Matchers::Contains("--font-size 'big'"));
-    CHECK_THAT(error_of({"--lesson-runs", "some"}), Catch::Matchers::Contains("--lesson-runs 'some': expected first or all"));
+    CHECK_THAT(error_of({"--lesson-runs", "some"}),
+               Catch::Matchers::Contains("--lesson-runs 'some': expected first or all"));
     CHECK_THAT(error_of({"--plan-gpus", "0"}), Catch::Matchers::Contains("--plan-gpus 0: expected 1 to 16384"));
     CHECK_THAT(error_of({"--store-cap-mib", "0"}), Catch::Matchers::Contains("--store-cap-mib '0'"));
     CHECK_THAT(error_of({"--lesson", "no-such-lesson"}), Catch::Matchers::Contains("no lesson 'no-such-lesson'"));
@@ -153,16 +187,18 @@ TEST_CASE("bad GUI options are refused with what was expected", "[cpu][app][gui-
     CHECK_THAT(error_of({"--screenshot"}), Catch::Matchers::Contains("--screenshot"));  // a value is missing
 }
 
-TEST_CASE("the GUI takes every view of the table and all for --view, and its help lists every option", "[cpu][app][gui-args]") {
+TEST_CASE("the GUI takes every view of the table and all for --view, and its help lists every option",
+          "[cpu][app][gui-args]") {
     for (const us::gui::ViewName& v : us::gui::kViewNames) CHECK(parse({"--view", v.id}).options.view == v.id);
     CHECK(parse({"--view", "all"}).options.view == "all");
     CHECK(parse({"--help"}).help_requested);
     CHECK(parse({"trace.ustrace", "-h"}).help_requested);
     const std::string help = us::app::gui_args_help();
-    for (const char* option : {"--open", "--listen", "--no-launch", "--ranks", "--screenshot", "--view", "--fit-step",
-                               "--font-size", "--exit-when-done", "--lesson", "--lesson-runs", "--high-contrast", "--plan",
-                               "--plan-cluster", "--plan-gpus", "--plan-launch", "--plan-show", "--store-cap-mib",
-                               "--hostfile", "--launcher", "--stream-listen"})
+    for (const char* option :
+         {"--open",     "--listen",       "--no-launch",      "--ranks",       "--screenshot",  "--view",
+          "--fit-step", "--font-size",    "--exit-when-done", "--lesson",      "--lesson-runs", "--high-contrast",
+          "--plan",     "--plan-cluster", "--plan-gpus",      "--plan-launch", "--plan-show",   "--store-cap-mib",
+          "--hostfile", "--launcher",     "--stream-listen"})
         CHECK_THAT(help, Catch::Matchers::Contains(option));
     for (const us::gui::ViewName& v : us::gui::kViewNames) CHECK_THAT(help, Catch::Matchers::Contains(v.id));
 }

@@ -1,6 +1,7 @@
 // HTA's analyses (profiler/analysis/hta_breakdown.h) on hand-built device lanes whose every figure is worked out
 // below: the temporal breakdown, the computation-communication overlap, the idle breakdown's three categories,
-// the last ProfilerStep and what follows it left out, two streams. Plus process groups beyond the engine's kinds (kGroupKinds).
+// the last ProfilerStep and what follows it left out, two streams. Plus process groups beyond the engine's kinds
+// (kGroupKinds).
 #include "profiler/analysis/hta_breakdown.h"
 #include "profiler/analysis/report.h"
 #include "prof_test_util.h"
@@ -166,7 +167,7 @@ TEST_CASE("process groups numbered past kGroupKinds are bounds-checked, not inde
     store.finalize();
     const auto steps = analyze_steps(store, 0);
     REQUIRE(steps.size() == 2);
-    CHECK(steps[0].comm_s == Approx(0.004));       // still communication
+    CHECK(steps[0].comm_s == Approx(0.004));  // still communication
     CHECK(steps[0].exposed_s == Approx(0.003));
     for (double g : steps[0].group_comm_s) CHECK(g == 0);  // but no known group's
     const Report rep = build_report(store);
@@ -180,7 +181,9 @@ namespace {
 
 // The Kineto reader (branch h-kineto) adds SpanRecord::launcher; until it is merged this test has nothing to run.
 template <typename T>
-constexpr bool kHasLauncher = requires(T t) { t.launcher; };
+constexpr bool kHasLauncher = requires(T t) {
+    t.launcher;
+};
 template <typename R>
 void set_launcher(R& record, uint32_t id) {
     if constexpr (kHasLauncher<R>) record.launcher = id;

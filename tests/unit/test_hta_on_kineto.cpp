@@ -59,8 +59,10 @@ TEST_CASE("our HTA figures on HTA's own traces equal HTA 0.5.0's within a point"
             const nlohmann::json& io = ours["idle_breakdown"];
             const nlohmann::json& it = theirs["idle_breakdown"];
             if (!io["host_wait_us"].is_null()) {
-                const double to = io["host_wait_us"].get<double>() + io["kernel_wait_us"].get<double>() + io["other_us"].get<double>();
-                const double tt = it["host_wait_us"].get<double>() + it["kernel_wait_us"].get<double>() + it["other_us"].get<double>();
+                const double to = io["host_wait_us"].get<double>() + io["kernel_wait_us"].get<double>() +
+                                  io["other_us"].get<double>();
+                const double tt = it["host_wait_us"].get<double>() + it["kernel_wait_us"].get<double>() +
+                                  it["other_us"].get<double>();
                 for (const char* key : {"host_wait_us", "kernel_wait_us", "other_us"})
                     CHECK(pct(io[key], to) == Approx(pct(it[key], tt)).margin(1.0));
             } else {
@@ -86,8 +88,10 @@ TEST_CASE("the pipelines of real PyTorch runs, from their sends and receives", "
         const int m = meta["micro_batches"];
         // m from the schedule's annotations where it writes them (GPipe, interleaved; Schedule1F1B writes none)
         const PipelineStages annotated = pipeline_stages(store);
-        if (dir == "pipeline_1f1b") CHECK_FALSE(annotated.microbatches.has_value());
-        else CHECK(annotated.microbatches.value_or(-1) == m);
+        if (dir == "pipeline_1f1b")
+            CHECK_FALSE(annotated.microbatches.has_value());
+        else
+            CHECK(annotated.microbatches.value_or(-1) == m);
         const PipelineStages p = pipeline_stages(store, m);
         REQUIRE(p.pipelines.size() == 1);
         CHECK(p.pipelines[0] == std::vector<int>{0, 1});  // stage 0 (rank 0) sends the first activations

@@ -85,12 +85,14 @@ Checked check_structure(const nlohmann::json& t, int rank, bool gpu) {
 }  // namespace
 
 TEST_CASE("NCCL kernel names follow NCCL's", "[cpu][hta][kineto-export]") {
-    CHECK(nccl_kernel_name(OpClass::all_reduce, "f32") == "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+    CHECK(nccl_kernel_name(OpClass::all_reduce, "f32") ==
+          "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
     CHECK(nccl_kernel_name(OpClass::reduce_scatter, "bf16").rfind("ncclDevKernel_ReduceScatter_Sum_bf16", 0) == 0);
     CHECK(nccl_kernel_name(OpClass::send, "f32").rfind("ncclDevKernel_SendRecv", 0) == 0);
 }
 
-TEST_CASE("the Kineto export of the H100 traces: steps, kernels with streams and their launches", "[cpu][hta][kineto-export]") {
+TEST_CASE("the Kineto export of the H100 traces: steps, kernels with streams and their launches",
+          "[cpu][hta][kineto-export]") {
     for (const std::string file : {"small-h100.ustrace", "dp2-shared-h100.ustrace"}) {
         INFO(file);
         TraceStore store;
@@ -104,8 +106,8 @@ TEST_CASE("the Kineto export of the H100 traces: steps, kernels with streams and
             const nlohmann::json t = nlohmann::json::parse(read_gz(path));
             const Checked c = check_structure(t, r, true);
             const RankTrace& rt = *store.rank(r);
-            const size_t device_spans = rt.lanes[size_t(Lane::device)].spans().size() +
-                                        rt.lanes[size_t(Lane::device_comm)].spans().size();
+            const size_t device_spans =
+                rt.lanes[size_t(Lane::device)].spans().size() + rt.lanes[size_t(Lane::device_comm)].spans().size();
             CHECK(size_t(c.kernels) == device_spans);
             CHECK(c.launches == c.kernels);
             CHECK(size_t(c.nccl) == rt.lanes[size_t(Lane::device_comm)].spans().size());
@@ -201,7 +203,8 @@ TEST_CASE("a synthetic NCCL trace for the HTA check", "[.][hta-fixture]") {
 #if __has_include("profiler/import/run_files.h")
 #include "profiler/import/run_files.h"
 
-TEST_CASE("the Kineto export reads back through our Kineto reader with the same HTA figures", "[cpu][hta][kineto-export]") {
+TEST_CASE("the Kineto export reads back through our Kineto reader with the same HTA figures",
+          "[cpu][hta][kineto-export]") {
     TraceStore store;
     load_trace(std::string(US_TEST_DATA_DIR) + "/gpu/dp2-shared-h100.ustrace", store);
     const auto dir = fresh_dir("roundtrip");
@@ -227,7 +230,8 @@ TEST_CASE("the Kineto export reads back through our Kineto reader with the same 
     std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("the Kineto export of an imported trace keeps its streams, kernels and launches", "[cpu][hta][kineto-export]") {
+TEST_CASE("the Kineto export of an imported trace keeps its streams, kernels and launches",
+          "[cpu][hta][kineto-export]") {
     TraceStore store;
     load_run({std::string(US_TEST_DATA_DIR) + "/kineto/hta/nccl_parser_config"}, store);
     store.finalize();

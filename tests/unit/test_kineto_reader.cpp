@@ -48,7 +48,8 @@ std::string trace_json(const std::string& events, const std::string& distributed
            "\"traceEvents\": [" + events + "]}";
 }
 
-const char* kStep = R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#5", "pid": 1, "tid": 1, "ts": 1000, "dur": 1000})";
+const char* kStep =
+    R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#5", "pid": 1, "tid": 1, "ts": 1000, "dur": 1000})";
 
 std::vector<const Span*> spans_named(const TraceStore& store, int rank, Lane lane, const std::string& name) {
     std::vector<const Span*> out;
@@ -105,8 +106,9 @@ TEST_CASE("kineto: HTA's A100 traces load as two GPU ranks with steps, kernels, 
         CHECK(store.rank(r)->ended);
     }
     // The first kernel of the trace: fbgemm's permute, launched by fbgemm::permute_2D_sparse_data.
-    const auto permute = spans_named(store, 0, Lane::device,
-                                     "void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int const*, int*)");
+    const auto permute =
+        spans_named(store, 0, Lane::device,
+                    "void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int const*, int*)");
     REQUIRE(!permute.empty());
     CHECK(store.name(permute.front()->launcher).find("permute") != std::string::npos);
     CHECK(!any_warning(warnings, "python_function"));
@@ -142,7 +144,8 @@ TEST_CASE("kineto: ranks and process groups from distributedInfo, named and numb
     CHECK(!back.settings.has_value());
 }
 
-TEST_CASE("kineto: rank from the file name is warned, and no rank at all and two files of one rank are refused", "[kineto][cpu]") {
+TEST_CASE("kineto: rank from the file name is warned, and no rank at all and two files of one rank are refused",
+          "[kineto][cpu]") {
     const std::string a = write_trace("kineto-ranks", "rank_3.json", trace_json(kStep));
     TraceStore store;
     const auto warnings = load_run({a}, store);
@@ -156,7 +159,8 @@ TEST_CASE("kineto: rank from the file name is warned, and no rank at all and two
     const std::string nameless = write_trace("kineto-ranks", "trace.json", trace_json(kStep));
     CHECK_THAT(error_of({nameless}), Catch::Matchers::Contains("does not say its rank"));
 
-    const std::string b = write_trace("kineto-ranks", "other.json", trace_json(kStep, R"({"rank": 3, "world_size": 4})"));
+    const std::string b =
+        write_trace("kineto-ranks", "other.json", trace_json(kStep, R"({"rank": 3, "world_size": 4})"));
     const std::string twice = error_of({a, b});
     CHECK_THAT(twice, Catch::Matchers::Contains("rank_3.json"));
     CHECK_THAT(twice, Catch::Matchers::Contains("other.json"));
@@ -166,7 +170,8 @@ TEST_CASE("kineto: rank from the file name is warned, and no rank at all and two
 TEST_CASE("kineto: without ProfilerStep the window is one step, and that is warned", "[kineto][cpu]") {
     const std::string ev = R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
         {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 20, "dur": 2.5})";
-    const std::string path = write_trace("kineto-window", "rank0.json", trace_json(ev, R"({"rank": 0, "world_size": 1})"));
+    const std::string path =
+        write_trace("kineto-window", "rank0.json", trace_json(ev, R"({"rank": 0, "world_size": 1})"));
     TraceStore store;
     const auto warnings = load_run({path}, store);
     CHECK(any_warning(warnings, "no ProfilerStep"));
@@ -186,7 +191,8 @@ TEST_CASE("kineto: without ProfilerStep the window is one step, and that is warn
     CHECK(add[0]->step == 1);
 }
 
-TEST_CASE("kineto: kernels on their streams carry the launching op, and NCCL kernels are comm with bytes and group", "[kineto][cpu]") {
+TEST_CASE("kineto: kernels on their streams carry the launching op, and NCCL kernels are comm with bytes and group",
+          "[kineto][cpu]") {
     const std::string info = R"({"backend": "nccl", "rank": 0, "world_size": 2,
         "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "ranks": [0, 1]}, {"pg_name": "7", "pg_desc": "mesh_dp", "ranks": [0, 1]}]})";
     const std::string ev = std::string(kStep) + R"j(,
@@ -230,7 +236,8 @@ TEST_CASE("kineto: kernels on their streams carry the launching op, and NCCL ker
     CHECK(store.rank(0)->metadata["streams"] == nlohmann::json::array({7, 20, 30}));
 }
 
-TEST_CASE("kineto: CPU-only collectives are comm with nelems x dtype bytes, and send and recv are p2p with their peer", "[kineto][cpu]") {
+TEST_CASE("kineto: CPU-only collectives are comm with nelems x dtype bytes, and send and recv are p2p with their peer",
+          "[kineto][cpu]") {
     const std::string ev = std::string(kStep) + R"(,
         {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 1100, "dur": 50,
          "args": {"Collective name": "allgather", "In msg nelems": 500, "Out msg nelems": 1000, "dtype": "BFloat16"}},
@@ -245,7 +252,8 @@ TEST_CASE("kineto: CPU-only collectives are comm with nelems x dtype bytes, and 
         {"ph": "X", "cat": "cpu_op", "name": "c10d::recv_", "pid": 1, "tid": 1, "ts": 1400, "dur": 20,
          "args": {"Concrete Inputs": ["", "", "1", "0"]}},
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1500, "dur": 20})";
-    const std::string path = write_trace("kineto-cpu", "t.json", trace_json(ev, R"({"backend": "gloo", "rank": 0, "world_size": 2})"));
+    const std::string path =
+        write_trace("kineto-cpu", "t.json", trace_json(ev, R"({"backend": "gloo", "rank": 0, "world_size": 2})"));
     TraceStore store;
     load_run({path}, store);
     const auto gather = spans_named(store, 0, Lane::comm, "record_param_comms");
@@ -290,7 +298,8 @@ TEST_CASE("kineto: [memory] events become the allocated and reserved counters", 
     CHECK(store.latest_counter("kineto_cpu_allocated_bytes")->second.value == 4096);
 }
 
-TEST_CASE("kineto: bad input is refused with the file's name and what was read, or skipped and counted", "[kineto][cpu]") {
+TEST_CASE("kineto: bad input is refused with the file's name and what was read, or skipped and counted",
+          "[kineto][cpu]") {
     const std::string good = trace_json(kStep, R"({"rank": 0})");
     // A gzip file cut in half.
     std::string gz = gzip_bytes(good + std::string(20000, ' '));
@@ -308,9 +317,12 @@ TEST_CASE("kineto: bad input is refused with the file's name and what was read, 
         {R"({"traceEvents": [{"ph": "X", "name": "a" "ts": 1}]})", "expected ',' or '}' in an object"},
         {R"({"distributedInfo": {"rank": 0}})", "no traceEvents"},
         {R"({"traceEvents": [17]})", "event 1 of traceEvents"},
-        {R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": "soon", "dur": 1}]})", "'ts' is not a number"},
-        {R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1e300}]})", "'dur' is not a number"},
-        {R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 99999999999999999999999}]})", "'dur' is not a number"},
+        {R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": "soon", "dur": 1}]})",
+         "'ts' is not a number"},
+        {R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1e300}]})",
+         "'dur' is not a number"},
+        {R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 99999999999999999999999}]})",
+         "'dur' is not a number"},
         {R"j({"traceEvents": [{"ph": "X", "name": "unterminated)j", "the file ends inside"},
         {R"j({"traceEvents": [{"ph": "X"}] )j", "to close the trace's outer object"},
         {"", "found the end of the file"},
@@ -337,8 +349,10 @@ TEST_CASE("kineto: bad input is refused with the file's name and what was read, 
     CHECK(spans_named(store, 0, Lane::compute, "neg").empty());
 }
 
-TEST_CASE("kineto: names that are not UTF-8 are kept with '?' and the metadata stays JSON (a fuzzer finding)", "[kineto][cpu]") {
-    const std::string ev = std::string(kStep) + ",{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bad\x82name\", \"pid\": 1, "
+TEST_CASE("kineto: names that are not UTF-8 are kept with '?' and the metadata stays JSON (a fuzzer finding)",
+          "[kineto][cpu]") {
+    const std::string ev = std::string(kStep) +
+                           ",{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bad\x82name\", \"pid\": 1, "
                            "\"tid\": 1, \"ts\": 1100, \"dur\": 5, \"args\": {\"Process Group Name\": \"g\xff\", "
                            "\"Collective name\": \"allreduce\"}}";
     TraceStore store;
@@ -392,7 +406,8 @@ TEST_CASE("kineto: microseconds become nanoseconds exactly", "[kineto][cpu]") {
     CHECK(!parse_us_as_ns("12x", ns));
 }
 
-TEST_CASE("kineto: the store's memory cap drops op spans (counted) and keeps steps and communication", "[kineto][cpu]") {
+TEST_CASE("kineto: the store's memory cap drops op spans (counted) and keeps steps and communication",
+          "[kineto][cpu]") {
     TraceStore store(TraceStoreOptions{64 << 10});
     load_run({kData + "/hta/trace_filter_sampled"}, store);
     CHECK(store.spans_dropped_by_cap() > 0);

@@ -30,7 +30,8 @@ std::vector<int> step_numbers(const RankTrace& rt) {
 }  // namespace
 
 TEST_CASE("kineto runs: every scenario opens with the ranks and steps its meta.json says", "[kineto][cpu]") {
-    for (const char* scenario : {"ddp", "fsdp2", "pipeline_gpipe", "pipeline_1f1b", "pipeline_interleaved", "tp", "dp2_tp2"}) {
+    for (const char* scenario :
+         {"ddp", "fsdp2", "pipeline_gpipe", "pipeline_1f1b", "pipeline_interleaved", "tp", "dp2_tp2"}) {
         INFO(scenario);
         const nlohmann::json meta = meta_of(scenario);
         TraceStore store;
@@ -94,7 +95,8 @@ TEST_CASE("kineto runs: pipeline sends and receives are p2p spans to the neighbo
 }
 
 TEST_CASE("kineto runs: file naming patterns and folders", "[kineto][cpu]") {
-    // torchtitan: iteration_N/rankR_trace.json.gz; Megatron-LM: rank-R.json.gz; tensorboard: host_pid.*.pt.trace.json.gz.
+    // torchtitan: iteration_N/rankR_trace.json.gz; Megatron-LM: rank-R.json.gz; tensorboard:
+    // host_pid.*.pt.trace.json.gz.
     CHECK(find_run_files({kData + "/tp"}).files.size() == 2);
     CHECK(rank_from_file_name(kData + "/tp/iteration_4/rank1_trace.json.gz") == 1);
     CHECK(rank_from_file_name(kData + "/fsdp2/rank-1.json.gz") == 1);
@@ -106,8 +108,9 @@ TEST_CASE("kineto runs: file naming patterns and folders", "[kineto][cpu]") {
     // ddp's rank 0 was recorded with_stack: its python_function events are dropped and counted.
     TraceStore ddp;
     const auto warnings = load_run({kData + "/ddp"}, ddp);
-    CHECK(std::any_of(warnings.begin(), warnings.end(),
-                      [](const std::string& w) { return w.find("python_function events dropped") != std::string::npos; }));
+    CHECK(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+        return w.find("python_function events dropped") != std::string::npos;
+    }));
     // A torchtitan parent folder with several iterations: the newest is opened, and that is said.
     const std::string parent = us::test::temp_path("kineto-iterations");
     for (const char* it : {"iteration_2", "iteration_10"}) {
@@ -123,8 +126,9 @@ TEST_CASE("kineto runs: file naming patterns and folders", "[kineto][cpu]") {
     CHECK(files.warnings[0].find("opened the newest, iteration_10") != std::string::npos);
 }
 
-TEST_CASE("kineto runs: an imported run's report predicts nothing, so it misses nothing, and its host lanes are by thread",
-          "[kineto][cpu]") {
+TEST_CASE(
+    "kineto runs: an imported run's report predicts nothing, so it misses nothing, and its host lanes are by thread",
+    "[kineto][cpu]") {
     TraceStore store;
     load_run({kData + "/dp2_tp2"}, store);
     const Report rep = build_report(store);

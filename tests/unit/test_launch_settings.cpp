@@ -20,10 +20,12 @@ TrainConfig parsed(const std::vector<std::string>& args) {
 }  // namespace
 
 TEST_CASE("the launch panel keeps every flag it is given, shown or not", "[cpu][gui-model]") {
-    const std::vector<std::string> args = {"--preset", "tiny", "--dp", "2", "--pp", "2", "--grad-accum", "4",
-                                           "--lr", "0.002", "--seed", "7", "--warmup", "3", "--data", "/tmp/x.txt",
-                                           "--recompute", "selective", "--precision", "bf16", "--no-overlap",
-                                           "--bucket-mb", "0.5", "--fp32-grad-accum", "--attention", "flash"};
+    const std::vector<std::string> args = {
+        "--preset",     "tiny", "--dp",         "2",           "--pp",        "2",
+        "--grad-accum", "4",    "--lr",         "0.002",       "--seed",      "7",
+        "--warmup",     "3",    "--data",       "/tmp/x.txt",  "--recompute", "selective",
+        "--precision",  "bf16", "--no-overlap", "--bucket-mb", "0.5",         "--fp32-grad-accum",
+        "--attention",  "flash"};
     const LaunchSettings s = LaunchSettings::from_args(args);
     CHECK(s.ranks() == 4);
     CHECK(s.config.parallel.pp == 2);
@@ -41,8 +43,8 @@ TEST_CASE("switching the preset keeps the settings edited away from the old one"
     REQUIRE(tiny.model.hidden != s.config.model.hidden);
     s.set_preset("tiny");
     CHECK(s.config.preset == "tiny");
-    CHECK(s.config.parallel.dp == 4);       // edited: kept
-    CHECK(s.config.model.layers == 3);      // edited: kept
+    CHECK(s.config.parallel.dp == 4);                   // edited: kept
+    CHECK(s.config.model.layers == 3);                  // edited: kept
     CHECK(s.config.model.hidden == tiny.model.hidden);  // not edited: the new preset's
     CHECK(s.config.batch == tiny.batch);
 }
@@ -79,9 +81,9 @@ TEST_CASE("a recorded run's settings reproduce it in the panel", "[cpu][gui-mode
 // Issue 32: after the pipeline lesson's AFAB run, setting pp 1 greyed the schedule out, yet Launch still passed
 // --pp-schedule afab, and at pp 1 AFAB runs every forward first (8x the activations of plain accumulation).
 TEST_CASE("a setting the panel greys out is not passed", "[cpu][gui-model]") {
-    LaunchSettings s = LaunchSettings::from_args({"--preset", "tiny", "--pp", "2", "--grad-accum", "8",
-                                                  "--pp-schedule", "afab", "--tp", "2", "--sp", "--save", "/tmp/x.st",
-                                                  "--save-every", "5"});
+    LaunchSettings s =
+        LaunchSettings::from_args({"--preset", "tiny", "--pp", "2", "--grad-accum", "8", "--pp-schedule", "afab",
+                                   "--tp", "2", "--sp", "--save", "/tmp/x.st", "--save-every", "5"});
     CHECK(gui::applicable(s.config).schedule);
     const auto has = [](const std::vector<std::string>& args, const std::string& flag) {
         return std::find(args.begin(), args.end(), flag) != args.end();

@@ -91,7 +91,9 @@ Claim claim(Operand left, Comparison op, Operand right, double tolerance = 0) {
     return c;
 }
 
-ClaimStatus status(const Claim& c, const std::map<std::string, json>& reports) { return evaluate_claim(c, reports).status; }
+ClaimStatus status(const Claim& c, const std::map<std::string, json>& reports) {
+    return evaluate_claim(c, reports).status;
+}
 
 // Sets every rank's key (a dotted path under the rank) to v.
 void set_rank_key(json& rep, const std::string& path, const json& v) {
@@ -148,8 +150,9 @@ TEST_CASE("A lesson's plan is the planner's figures for its model and layout", "
     const std::map<std::string, json> reports = {{"p", j}};
     CHECK(evaluate_claim(claim(from("p", {"memory_per_gpu_bytes.params"}), Comparison::greater, constant(0)), reports)
               .measured.source == FigureSource::predicted);
-    CHECK(evaluate_claim(claim(from("p", {"step_time_s"}), Comparison::greater, constant(0)), reports).measured.source ==
-          FigureSource::model);
+    CHECK(
+        evaluate_claim(claim(from("p", {"step_time_s"}), Comparison::greater, constant(0)), reports).measured.source ==
+        FigureSource::model);
     // A layout the planner cannot place is reported by the lesson's field.
     json l = good_lesson();
     l["plans"] = json::array({{{"label", "p"}, {"args", {"--preset", "tiny", "--tp", "3"}}}});
@@ -237,12 +240,12 @@ TEST_CASE("Claims compare within a run and between runs, with tolerances and ran
     CHECK(status(claim(b_params, Comparison::approx, from("a", {"rank.memory_peak_bytes.params"}, "max", 0.5), 0.02),
                  reports) == ClaimStatus::failed);
     // min, sum, mean and a rank number.
-    CHECK(status(claim(from("b", {"rank.memory_peak_bytes.params"}, "min"), Comparison::equal, constant(200)), reports) ==
-          ClaimStatus::held);
-    CHECK(status(claim(from("b", {"rank.memory_peak_bytes.params"}, "sum"), Comparison::equal, constant(410)), reports) ==
-          ClaimStatus::held);
-    CHECK(status(claim(from("b", {"rank.memory_peak_bytes.params"}, "mean"), Comparison::equal, constant(205)), reports) ==
-          ClaimStatus::held);
+    CHECK(status(claim(from("b", {"rank.memory_peak_bytes.params"}, "min"), Comparison::equal, constant(200)),
+                 reports) == ClaimStatus::held);
+    CHECK(status(claim(from("b", {"rank.memory_peak_bytes.params"}, "sum"), Comparison::equal, constant(410)),
+                 reports) == ClaimStatus::held);
+    CHECK(status(claim(from("b", {"rank.memory_peak_bytes.params"}, "mean"), Comparison::equal, constant(205)),
+                 reports) == ClaimStatus::held);
     CHECK(status(claim(from("b", {"rank.memory_peak_bytes.params"}, "1"), Comparison::equal, constant(210)), reports) ==
           ClaimStatus::held);
     // Keys sum per rank; root keys scale with times: params + grads = 4 x N on rank 0 of a.
@@ -312,10 +315,11 @@ TEST_CASE("The lessons' claims fail on reports that contradict them", "[lessons]
         json r;
         r["predicted"] = {{"params", 1000}};
         for (int i = 0; i < 2; ++i)
-            r["ranks"].push_back({{"rank", i},
-                                  {"memory_peak_bytes",
-                                   {{"params", params}, {"grads", grads}, {"master_params", 0}, {"optimizer_state", moments}}},
-                                  {"comm_bytes", {{"dp", dp_bytes}}}});
+            r["ranks"].push_back(
+                {{"rank", i},
+                 {"memory_peak_bytes",
+                  {{"params", params}, {"grads", grads}, {"master_params", 0}, {"optimizer_state", moments}}},
+                 {"comm_bytes", {{"dp", dp_bytes}}}});
         return r;
     };
     std::map<std::string, json> reports = {{"zero1", zero_report(4000, 4000, 4000, 4000)},
@@ -397,11 +401,21 @@ TEST_CASE("A lesson run with a figure off its prediction and no explanation fail
     std::map<std::string, json> reports{{"a", report({400, 400})}, {"b", report({200, 200})}};
     for (auto& [label, r] : reports) r["misses"] = json::array();
     CHECK(check_lesson(l, reports).held());
-    reports["b"]["misses"].push_back({{"what", "memory.activations"}, {"rank", 0}, {"measured", 8e6}, {"predicted", 1e6},
-                                      {"source", "formula"}, {"ratio", 8}, {"explained", "the textbook's dropout masks"}});
+    reports["b"]["misses"].push_back({{"what", "memory.activations"},
+                                      {"rank", 0},
+                                      {"measured", 8e6},
+                                      {"predicted", 1e6},
+                                      {"source", "formula"},
+                                      {"ratio", 8},
+                                      {"explained", "the textbook's dropout masks"}});
     CHECK(check_lesson(l, reports).held());  // explained: the check holds
-    reports["b"]["misses"].push_back({{"what", "memory.activations"}, {"rank", 1}, {"measured", 8e6}, {"predicted", 1e6},
-                                      {"source", "predicted"}, {"ratio", 8}, {"explained", nullptr}});
+    reports["b"]["misses"].push_back({{"what", "memory.activations"},
+                                      {"rank", 1},
+                                      {"measured", 8e6},
+                                      {"predicted", 1e6},
+                                      {"source", "predicted"},
+                                      {"ratio", 8},
+                                      {"explained", nullptr}});
     const LessonCheck check = check_lesson(l, reports);
     CHECK_FALSE(check.held());
     REQUIRE(check.claims.size() == l.claims.size() + 1);

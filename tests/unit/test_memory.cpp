@@ -109,7 +109,8 @@ TEST_CASE("per-layer activation bytes equal the documented breakdown", "[cpu][me
             const ActivationShape& sh = s.model.shape();
             const int64_t e = p == Precision::bf16 ? 2 : 4, N = sh.N(), C = sh.C;
             // docs/memory.md, per block
-            const int64_t documented = r == Recompute::none        ? e * (16 * N * C + int64_t(sh.B) * sh.NH * sh.T * sh.T) + 16 * N
+            const int64_t documented = r == Recompute::none
+                                           ? e * (16 * N * C + int64_t(sh.B) * sh.NH * sh.T * sh.T) + 16 * N
                                        : r == Recompute::selective ? e * 16 * N * C + 16 * N
                                                                    : e * N * C;
             INFO(precision_name(p) << ", recompute " << recompute_name(r));
@@ -119,8 +120,8 @@ TEST_CASE("per-layer activation bytes equal the documented breakdown", "[cpu][me
             s.state.begin_backward(0, true);
             s.model.forward(acts, {s.tok.data(), s.tgt.data()}, Tensor{}, s.state);
             // measured after forward: tokens and targets (int32), the embedding output, every block, the head
-            const int64_t expected = 2 * N * 4 + embedding_saved_bytes(sh) + s.cfg.layers * documented +
-                                     head_saved_bytes(sh);
+            const int64_t expected =
+                2 * N * 4 + embedding_saved_bytes(sh) + s.cfg.layers * documented + head_saved_bytes(sh);
             CHECK(s.current(MemCategory::activations) == expected);
             s.model.backward(acts, Tensor{}, Tensor{}, 1.0f, s.state);
             CHECK(s.current(MemCategory::activations) == 0);
@@ -150,8 +151,8 @@ TEST_CASE("each recomputation mode lowers the activation peak by the documented 
     CHECK(peak[0] - peak[1] == layers * probs);
     // full keeps only each block's output, plus one block's working set while it is recomputed
     const int64_t base = 2 * N * 4 + embedding_saved_bytes(sh);
-    CHECK(peak[2] == base + layers * e * N * C +
-                         std::max(block_working_bytes(sh, Recompute::full), head_saved_bytes(sh)));
+    CHECK(peak[2] ==
+          base + layers * e * N * C + std::max(block_working_bytes(sh, Recompute::full), head_saved_bytes(sh)));
     CHECK(peak[2] < peak[1]);
 }
 
@@ -260,7 +261,8 @@ TEST_CASE("memory no category tracks shows in the not-tracked band by its size",
     REQUIRE(samples[0].resident > 0);
     const double grew = double(samples[1].untracked() - samples[0].untracked());
     INFO("not tracked grew by " << grew / (1 << 20) << " MiB for a block of 64 MiB");
-    CHECK(std::abs(grew - double(block_bytes)) < 2.0 * (1 << 20));  // a page-size tolerance, with room for other threads
+    CHECK(std::abs(grew - double(block_bytes)) <
+          2.0 * (1 << 20));  // a page-size tolerance, with room for other threads
     CHECK(samples[1].heap - samples[0].heap >= int64_t(block_bytes));
     const prof::ProcessMemoryPeaks peaks = prof::analyze_process_memory(samples);
     CHECK(peaks.untracked_peak == samples[1].untracked());

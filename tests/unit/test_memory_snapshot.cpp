@@ -113,7 +113,8 @@ void check_training_step(const std::string& file) {
 }  // namespace
 
 TEST_CASE("memory snapshot: a training step's figures, by hand, in protocols 2, 4, 5 and JSON", "[cpu][snapshot]") {
-    for (const char* file : {"rank0_memory_snapshot.pickle", "snapshot_p2.pickle", "snapshot_p5.pickle", "snapshot.json"})
+    for (const char* file :
+         {"rank0_memory_snapshot.pickle", "snapshot_p2.pickle", "snapshot_p5.pickle", "snapshot.json"})
         check_training_step(file);
 }
 
@@ -212,7 +213,8 @@ TEST_CASE("pickle reader: ints of every width, shared memo values, and cycles wi
         CHECK(p.memory_bytes() <= 32 * bytes.size() + 4096);
     }
     // A 9-byte LONG1 that is only a sign extension still fits in 64 bits (2**63 - 1 written with a zero byte).
-    const PlainData wide = read_pickle(std::string("\x80\x04\x8a\x09\xff\xff\xff\xff\xff\xff\xff\x7f\x00.", 14), "wide");
+    const PlainData wide =
+        read_pickle(std::string("\x80\x04\x8a\x09\xff\xff\xff\xff\xff\xff\xff\x7f\x00.", 14), "wide");
     int64_t v = 0;
     CHECK((wide.get_int(wide.root, v) && v == INT64_MAX));
     CHECK_THROWS_WITH(read_pickle(std::string("\x80\x04\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x80\x00.", 14), "w"),
@@ -230,7 +232,13 @@ TEST_CASE("memory snapshot export: an Ultrascope trace's allocations read back a
     ev.kind = prof::ChunkKind::events;
     ev.rank = 0;
     ev.strings = {{0, "wte"}, {1, "attn"}, {2, "mlp"}, {3, "scratch"}};
-    struct Ev { double t_ms; us::MemCategory c; int64_t delta; uint32_t label; prof::Phase phase; };
+    struct Ev {
+        double t_ms;
+        us::MemCategory c;
+        int64_t delta;
+        uint32_t label;
+        prof::Phase phase;
+    };
     const Ev events[] = {{1, us::MemCategory::params, 4096, 0, prof::Phase::none},
                          {2, us::MemCategory::activations, 1000, 1, prof::Phase::forward},
                          {3, us::MemCategory::activations, 2000, 2, prof::Phase::forward},
@@ -332,16 +340,19 @@ TEST_CASE("memory snapshot: a peak at the trace's start, an unknown start, expan
     CHECK(c.largest_free_block_at_dump == 2 * MiB);
 }
 
-TEST_CASE("ultrascope export --memory-snapshot writes a run's allocations as a snapshot that reads back", "[snapshot][cli]") {
+TEST_CASE("ultrascope export --memory-snapshot writes a run's allocations as a snapshot that reads back",
+          "[snapshot][cli]") {
     const std::string trace = std::string(US_TEST_DATA_DIR) + "/cpu/afab-pp1-tp2-tiny.ustrace";
     const std::string out = us::test::temp_path("export-snapshot.pickle");
-    const auto r = us::test::run_process(us::test::bin("ultrascope") + " export " + trace + " --memory-snapshot " + out);
+    const auto r =
+        us::test::run_process(us::test::bin("ultrascope") + " export " + trace + " --memory-snapshot " + out);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     // One snapshot per rank (the run has two), each a plain-data pickle our own reader takes, with a trace to replay.
     for (int rank = 0; rank < 2; ++rank) {
-        const std::string file = (std::filesystem::path(out).parent_path() /
-                                  ("rank" + std::to_string(rank) + "_export-snapshot.pickle")).string();
+        const std::string file =
+            (std::filesystem::path(out).parent_path() / ("rank" + std::to_string(rank) + "_export-snapshot.pickle"))
+                .string();
         INFO(file);
         const auto snap = us::snap::load_memory_snapshot(file);
         const auto analysis = us::snap::analyze_snapshot(snap);

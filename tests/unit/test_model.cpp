@@ -18,8 +18,11 @@ struct Replica {
     ReplicatedState state;
     GPT model;
     Replica(const GPTConfig& c, const ModelOptions& o, uint64_t seed = 5)
-        : cfg(c), mo(o), layout(ParamLayout::whole_model(c)),
-          state(be, layout, o.precision, false, AdamWConfig{}, nullptr), model(c, o, be, layout) {
+        : cfg(c),
+          mo(o),
+          layout(ParamLayout::whole_model(c)),
+          state(be, layout, o.precision, false, AdamWConfig{}, nullptr),
+          model(c, o, be, layout) {
         state.initialize(cfg, seed);
     }
 };
@@ -57,8 +60,7 @@ TEST_CASE("parameter count equals N = h*v + L*(12h^2 + 13h) + 2h", "[cpu][model]
     }
 }
 
-TEST_CASE("pipeline chunk layouts partition the blocks, first and last chunks hold the embedding",
-          "[cpu][model]") {
+TEST_CASE("pipeline chunk layouts partition the blocks, first and last chunks hold the embedding", "[cpu][model]") {
     GPTConfig c = tiny_config();
     c.layers = 4;
     const ParamLayout first = ParamLayout::build(c, 0, 2), last = ParamLayout::build(c, 2, 4);

@@ -63,7 +63,8 @@ TEST_CASE("dispatch and combine backward match finite differences", "[cpu][ops][
         return dot(out, R);
     };
     std::vector<float> dy(M * C, 0.0f), dg(N * K);
-    backend().moe_combine_backward(tensor_of(dy), tensor_of(dg), tensor_of(R), tensor_of(y), r, tensor_of(gates), N, K, C);
+    backend().moe_combine_backward(tensor_of(dy), tensor_of(dg), tensor_of(R), tensor_of(y), r, tensor_of(gates), N, K,
+                                   C);
     check_gradient("dy", y, dy, combine_loss, {.samples = 30});
     check_gradient("dgates", gates, dg, combine_loss, {.samples = 8});
     auto dispatch_loss = [&] {
@@ -92,8 +93,10 @@ TEST_CASE("the capacity rule drops what a direct implementation of it drops", "[
         std::vector<int> taken(E, 0);
         int64_t dropped = 0;
         for (int i = 0; i < N * K; ++i) {
-            if (capacity > 0 && taken[size_t(topk[size_t(i)])] >= capacity) ++dropped;
-            else ++taken[size_t(topk[size_t(i)])];
+            if (capacity > 0 && taken[size_t(topk[size_t(i)])] >= capacity)
+                ++dropped;
+            else
+                ++taken[size_t(topk[size_t(i)])];
         }
         INFO("capacity factor " << factor << " (" << capacity << " rows per expert)");
         CHECK(plan.dropped == dropped);
@@ -109,11 +112,12 @@ TEST_CASE("the capacity rule drops what a direct implementation of it drops", "[
     CHECK(moe_capacity(100, 2, 8, 1.25) == 32);  // ceil(100 * 2 / 8 * 1.25)
 }
 
-TEST_CASE("an MoE model's gradients match finite differences: router, experts, balance loss", "[cpu][model][moe][gradcheck]") {
+TEST_CASE("an MoE model's gradients match finite differences: router, experts, balance loss",
+          "[cpu][model][moe][gradcheck]") {
     TrainConfig c;
     c.model.vocab = 256, c.model.hidden = 16, c.model.layers = 2, c.model.heads = 2, c.model.seq = 8;
     c.model.moe_experts = 3, c.model.moe_topk = 2, c.model.moe_every = 2;  // block 1 is an MoE block
-    c.moe_aux_loss_coef = 0.5;  // large enough to show in the check
+    c.moe_aux_loss_coef = 0.5;                                             // large enough to show in the check
     c.batch = 2, c.steps = 1, c.quiet = true, c.seed = 5;
     c.data = sample_data_file("moe-grad-data.txt", 20000);
     CpuBackend be(2);
@@ -166,7 +170,8 @@ TEST_CASE("MoE parameter counts follow the formula, and tokens use K of the E ex
     CHECK(c.active_params() == h * v + L * (4 * h * h + 8 * h + h * E + 2 * (8 * h * h + 5 * h)) + 2 * h);
     CHECK(ParamLayout::whole_model(c).total() + ParamLayout::whole_experts(c).total() == c.num_params());
     c.moe_every = 2;  // blocks 1 and 3 MoE, 0 and 2 dense
-    CHECK(c.num_params() == h * v + 2 * (12 * h * h + 13 * h) + 2 * (4 * h * h + 8 * h + h * E + E * (8 * h * h + 5 * h)) + 2 * h);
+    CHECK(c.num_params() ==
+          h * v + 2 * (12 * h * h + 13 * h) + 2 * (4 * h * h + 8 * h + h * E + E * (8 * h * h + 5 * h)) + 2 * h);
     CHECK(ParamLayout::whole_model(c).total() + ParamLayout::whole_experts(c).total() == c.num_params());
     // expert parallelism: a rank holds E/ep experts of every MoE block
     const ParamLayout mine = ParamLayout::build_experts(c, {{0, 4}}, {}, EpPlacement{4, 1});
@@ -247,8 +252,10 @@ TEST_CASE("the MoE layer's output is the gated mixture of its experts, its balan
                 for (int c = 0; c < C; ++c) {
                     double y = proj_b[c];
                     for (int j = 0; j < F; ++j) y += hid[j] * proj_w[c * F + j];
-                    if (k == 0) out[n * C + c] -= float(gate * y);  // what is left must be the other expert's
-                    else CHECK(out[n * C + c] == Approx(gate * y).margin(1e-5));
+                    if (k == 0)
+                        out[n * C + c] -= float(gate * y);  // what is left must be the other expert's
+                    else
+                        CHECK(out[n * C + c] == Approx(gate * y).margin(1e-5));
                 }
             }
         }

@@ -18,8 +18,8 @@ SyntheticRank three_steps() {
     for (int step = 1; step <= 3; ++step) {
         const double t = 10.0 * (step - 1);
         r.step(t, t + 10, step);
-        r.span(prof::Lane::compute, prof::SpanKind::op, t + 1, t + (step == 1 ? 9.9 : 4), "fc", step, prof::OpClass::gemm,
-               300'000'000);
+        r.span(prof::Lane::compute, prof::SpanKind::op, t + 1, t + (step == 1 ? 9.9 : 4), "fc", step,
+               prof::OpClass::gemm, 300'000'000);
         if (step == 1) continue;
         r.span(prof::Lane::compute, prof::SpanKind::op, t + 4, t + 9, "attention", step, prof::OpClass::attention,
                500'000'000);
@@ -48,7 +48,7 @@ TEST_CASE("op table: self time takes nested ops out, FLOPs and calls sum over th
     CHECK(t.wall_s == Approx(0.020));
     REQUIRE(t.rows.size() == 3);
     const prof::OpRow& fc = row(t, "fc");
-    CHECK(fc.calls == 4);                            // two per steady step: the top-level and the nested one
+    CHECK(fc.calls == 4);                             // two per steady step: the top-level and the nested one
     CHECK(fc.self_s == Approx(2 * (0.003 + 0.001)));  // step 1's slow call is not in
     CHECK(fc.flops == 2 * 400'000'000ull);
     CHECK(fc.longest_s == Approx(0.003));
@@ -62,7 +62,8 @@ TEST_CASE("op table: self time takes nested ops out, FLOPs and calls sum over th
     CHECK(t.rows.back().name == "rope");
 }
 
-TEST_CASE("op table: a span that outlives its parent takes only the overlap, and threads do not nest", "[cpu][analysis]") {
+TEST_CASE("op table: a span that outlives its parent takes only the overlap, and threads do not nest",
+          "[cpu][analysis]") {
     SyntheticRank r(0);
     r.step(0, 10, 1);
     r.step(10, 20, 2);
@@ -85,8 +86,9 @@ TEST_CASE("op table: kernel names lose their namespaces, then their template arg
           "[cpu][analysis]") {
     CHECK(prof::short_op_name("us::cuda::(anonymous namespace)::adamw_kernel<float>", 40) == "adamw_kernel<float>");
     CHECK(prof::short_op_name("ns::k<a::b, c::d<e::f>>", 40) == "k<a::b, c::d<e::f>>");  // "::" inside <> kept
-    CHECK(prof::short_op_name("us::cuda::(anonymous namespace)::causal_softmax_backward_kernel<__nv_bfloat16, __nv_bfloat16>",
-                              40) == "causal_softmax_backward_kernel<...>");
+    CHECK(prof::short_op_name(
+              "us::cuda::(anonymous namespace)::causal_softmax_backward_kernel<__nv_bfloat16, __nv_bfloat16>", 40) ==
+          "causal_softmax_backward_kernel<...>");
     CHECK(prof::short_op_name("nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_TNT", 20) == "nvjet_sm90_tss_25...");
     CHECK(prof::short_op_name("mlp.c_fc dW", 44) == "mlp.c_fc dW");
 }

@@ -18,7 +18,8 @@ CpuBackend& backend() {
 
 TEST_CASE("layernorm backward matches finite differences", "[cpu][ops][gradcheck]") {
     const int N = 5, C = 12;
-    auto x = random_vector(N * C, 1), w = random_vector(C, 2, 0.3f), b = random_vector(C, 3), R = random_vector(N * C, 4);
+    auto x = random_vector(N * C, 1), w = random_vector(C, 2, 0.3f), b = random_vector(C, 3),
+         R = random_vector(N * C, 4);
     for (auto& v : w) v += 1.0f;
     std::vector<float> y(N * C), mean(N), rstd(N);
     auto loss = [&] {
@@ -28,8 +29,8 @@ TEST_CASE("layernorm backward matches finite differences", "[cpu][ops][gradcheck
     };
     loss();
     std::vector<float> dx(N * C, 0.0f), dw(C, 0.0f), db(C, 0.0f);
-    backend().layernorm_backward(tensor_of(dx), tensor_of(dw), tensor_of(db), tensor_of(R), tensor_of(x),
-                                 tensor_of(w), tensor_of(mean), tensor_of(rstd), N, C);
+    backend().layernorm_backward(tensor_of(dx), tensor_of(dw), tensor_of(db), tensor_of(R), tensor_of(x), tensor_of(w),
+                                 tensor_of(mean), tensor_of(rstd), N, C);
     check_gradient("dx", x, dx, loss);
     check_gradient("dweight", w, dw, loss);
     check_gradient("dbias", b, db, loss);
@@ -166,8 +167,8 @@ TEST_CASE("cross-entropy backward matches finite differences", "[cpu][ops][gradc
     backend().crossentropy_forward(tensor_of(losses), tensor_of(z), Tensor::of(tgt.data(), N), N, V);
     // bf16 runs write the gradient in bf16 from the fp32 probabilities: the fp32 gradient, rounded
     std::vector<bf16> z16(size_t(N) * V);
-    backend().crossentropy_backward(Tensor::of(z16.data(), N * V), tensor_of(z), Tensor::of(tgt.data(), N), dloss, N,
-                                    V, 0);
+    backend().crossentropy_backward(Tensor::of(z16.data(), N * V), tensor_of(z), Tensor::of(tgt.data(), N), dloss, N, V,
+                                    0);
     backend().crossentropy_backward(tensor_of(z), tensor_of(z), Tensor::of(tgt.data(), N), dloss, N, V, 0);
     check_gradient("dlogits", logits, z, loss, {.samples = 36});
     for (size_t i = 0; i < z.size(); ++i) CHECK(bf16_to_f32(z16[i]) == bf16_to_f32(f32_to_bf16(z[i])));

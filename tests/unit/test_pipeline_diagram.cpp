@@ -25,7 +25,7 @@ TEST_CASE("schedule diagram: the theory is the run's schedule simulated, one row
     }
     run.pp_schedule = "zb1";
     const PipelineDiagram zb = theory_diagram(run);
-    CHECK(zb.boxes.size() == 24);  // F, B and W
+    CHECK(zb.boxes.size() == 24);             // F, B and W
     CHECK(zb.bubble[0] == Approx(1.0 / 12));  // (pp - 1) / (3 m)
     run.pp = 1;
     CHECK(theory_diagram(run).stages == 0);

@@ -29,7 +29,8 @@ void add_rank(TraceStore& store, int rank, const std::vector<std::pair<double, d
         r.chunks(fmt::format(R"({{"rank": {}, "world_size": 3, "source": "kineto"{}}})", rank, extra_meta));
     size_t next = 0;
     for (EventRecord& e : chunks[1].events)
-        if (e.type == uint8_t(EventType::span) && e.span.lane == uint8_t(Lane::p2p)) e.span.peer = int16_t(transfers[next++].peer);
+        if (e.type == uint8_t(EventType::span) && e.span.lane == uint8_t(Lane::p2p))
+            e.span.peer = int16_t(transfers[next++].peer);
     for (const Chunk& c : chunks) store.add_chunk(c);
 }
 
@@ -39,7 +40,10 @@ TraceStore three_stages(const std::string& rank0_meta = "") {
     add_rank(store, 0, {{0, 4}, {14.5, 18.5}}, {{4, 4.5, OpClass::send, 1}, {14, 14.5, OpClass::recv, 1}}, rank0_meta);
     add_rank(store, 2, {{7, 11}}, {{6.5, 7, OpClass::recv, 1}, {11, 11.5, OpClass::send, 1}});
     add_rank(store, 1, {{4.5, 6.5}, {11.5, 13.5}},
-             {{4, 4.5, OpClass::recv, 0}, {6.5, 7, OpClass::send, 2}, {11, 11.5, OpClass::recv, 2}, {14, 14.5, OpClass::send, 0}});
+             {{4, 4.5, OpClass::recv, 0},
+              {6.5, 7, OpClass::send, 2},
+              {11, 11.5, OpClass::recv, 2},
+              {14, 14.5, OpClass::send, 0}});
     store.finalize();
     return store;
 }

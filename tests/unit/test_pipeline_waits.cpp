@@ -25,8 +25,9 @@ TEST_CASE("clipping a merged union to a window", "[cpu][analysis]") {
     CHECK(us::prof::clip(merged, 60, 70).empty());
 }
 
-TEST_CASE("a stage's wait inside the embedding all-reduce is pipeline bubble, its transfer and overlapped compute are not",
-          "[cpu][analysis][pipeline]") {
+TEST_CASE(
+    "a stage's wait inside the embedding all-reduce is pipeline bubble, its transfer and overlapped compute are not",
+    "[cpu][analysis][pipeline]") {
     // Two stages of one replica, one step [0, 100). Stage 0 computes [0, 40) and [60, 100); stage 1 computes [0, 50)
     // then sits in the embedding all-reduce [50, 100): waiting [50, 95) (for stage 0's backward), transferring after.
     auto step = [](int rank, std::vector<Interval> compute, std::vector<Interval> comm) {
@@ -51,13 +52,13 @@ TEST_CASE("a stage's wait inside the embedding all-reduce is pipeline bubble, it
     CHECK(with[1][0].bubble_s * 1e9 == Approx(45.0));
     CHECK(with[0][0].bubble_s * 1e9 == Approx(20.0));  // stage 0's own gap, unchanged
     // stage 1 still computing over [50, 55): only the part of the wait with no op running becomes idle
-    auto overlapped = std::vector<std::vector<us::prof::StepBreakdown>>{
-        {step(0, {{0, 40}, {60, 100}}, {})}, {step(1, {{0, 55}}, {{50, 100}})}};
+    auto overlapped = std::vector<std::vector<us::prof::StepBreakdown>>{{step(0, {{0, 40}, {60, 100}}, {})},
+                                                                        {step(1, {{0, 55}}, {{50, 100}})}};
     us::prof::apply_pipeline_windows(overlapped, {0, 0}, 1, {{1, {{50, 95}}}});
     CHECK(overlapped[1][0].bubble_s * 1e9 == Approx(40.0));
     // stage 1 computes again after the all-reduce: the wait is inside its own window, so its stage bubble has it too
-    auto inside = std::vector<std::vector<us::prof::StepBreakdown>>{
-        {step(0, {{0, 40}, {60, 100}}, {})}, {step(1, {{0, 50}, {96, 100}}, {{50, 96}})}};
+    auto inside = std::vector<std::vector<us::prof::StepBreakdown>>{{step(0, {{0, 40}, {60, 100}}, {})},
+                                                                    {step(1, {{0, 50}, {96, 100}}, {{50, 96}})}};
     us::prof::apply_pipeline_windows(inside, {0, 0}, 1, {{1, {{50, 95}}}});
     CHECK(inside[1][0].stage_bubble_fraction == Approx(45.0 / 54.0));
     CHECK(with[1][0].stage_bubble_fraction == Approx(0.0));  // outside [0, 50): unchanged

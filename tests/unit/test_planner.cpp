@@ -51,10 +51,10 @@ TEST_CASE("planner: parameter counts match the published totals", "[planner]") {
     };
     // Llama 3 (Dubey et al. 2024), GPT-3 175B as Narayanan et al. 2021 count it, Mixtral (Jiang et al. 2024): to the
     // published digits; GPT-3's smaller shapes are published rounded to two digits.
-    for (const Row& r : {Row{"llama3-8b", 8.03e9, 0.001}, Row{"llama3-70b", 70.6e9, 0.001},
-                         Row{"llama3-405b", 405.9e9, 0.001}, Row{"gpt3-175b", 174.6e9, 0.001},
-                         Row{"mixtral-8x7b", 46.7e9, 0.002}, Row{"gpt3-1.3b", 1.3e9, 0.04}, Row{"gpt3-2.7b", 2.7e9, 0.04},
-                         Row{"gpt3-6.7b", 6.7e9, 0.04}, Row{"gpt3-13b", 13.0e9, 0.04}}) {
+    for (const Row& r :
+         {Row{"llama3-8b", 8.03e9, 0.001}, Row{"llama3-70b", 70.6e9, 0.001}, Row{"llama3-405b", 405.9e9, 0.001},
+          Row{"gpt3-175b", 174.6e9, 0.001}, Row{"mixtral-8x7b", 46.7e9, 0.002}, Row{"gpt3-1.3b", 1.3e9, 0.04},
+          Row{"gpt3-2.7b", 2.7e9, 0.04}, Row{"gpt3-6.7b", 6.7e9, 0.04}, Row{"gpt3-13b", 13.0e9, 0.04}}) {
         const ModelDesc m = load_model(r.name);
         INFO(r.name << ": " << m.num_params());
         CHECK(std::abs(double(m.num_params()) / r.published - 1.0) < r.tolerance);
@@ -76,7 +76,8 @@ TEST_CASE("planner: every engine preset counts parameters as the engine does", "
     }
 }
 
-TEST_CASE("planner: an engine preset's memory is the engine's exact walk (prof::predict) of its busiest stage", "[planner]") {
+TEST_CASE("planner: an engine preset's memory is the engine's exact walk (prof::predict) of its busiest stage",
+          "[planner]") {
     const ClusterDesc c = load_cluster("h100-sxm");
     const ModelDesc m = load_model("small");
     for (Layout l : {layout(2, 1, 1, 8, 1), layout(1, 2, 1, 8, 2), layout(1, 1, 2, 8, 4)}) {
@@ -241,8 +242,9 @@ TEST_CASE("planner: the command line evaluates, searches, and exits 2 on bad inp
     const auto j = nlohmann::json::parse(one.output);
     CHECK(j["layout"]["gpus"] == 8);
     CHECK(j["memory_per_gpu_bytes"]["params"].get<int64_t>() > 0);
-    const auto found = us::test::run_process(u + " plan --model llama3-8b --gpu a100-80gb --gpus 8 --global-batch-tokens "
-                                                 "1048576 --top 3");
+    const auto found = us::test::run_process(u +
+                                             " plan --model llama3-8b --gpu a100-80gb --gpus 8 --global-batch-tokens "
+                                             "1048576 --top 3");
     INFO(found.output);
     CHECK(found.exit_code == 0);
     CHECK(found.output.find("best") != std::string::npos);
@@ -272,8 +274,9 @@ TEST_CASE("planner: calibration fits the alpha-beta model and interpolates GEMM 
     CHECK(std::abs(link.bandwidth / 5e9 - 1) < 1e-6);
     CHECK(std::abs(all_reduce_s(1e6, 2, link) - (2 * 20e-6 + 1e6 / 5e9)) < 1e-12);
     CHECK(user_error_of([&] { fit_link({samples[0]}); }).find("at least 2") != std::string::npos);
-    const auto parsed = parse_collective_samples("mpirun noise\n{\"op\": \"all_gather\", \"ranks\": 2, \"bytes\": 4096, "
-                                                 "\"median_s\": 0.001, \"min_s\": 0.0009}\n");
+    const auto parsed = parse_collective_samples(
+        "mpirun noise\n{\"op\": \"all_gather\", \"ranks\": 2, \"bytes\": 4096, "
+        "\"median_s\": 0.001, \"min_s\": 0.0009}\n");
     REQUIRE(parsed.size() == 1);
     CHECK(parsed[0].op == "all_gather");
     ClusterDesc c;
@@ -306,7 +309,9 @@ TEST_CASE("planner: the pipeline is simulated with each stage's own costs", "[pl
           Approx(simulate_schedule(si, inter, 2, 4).makespan));
     // A transfer on each hand-over between ranks lengthens the critical path by one per hop on it.
     CHECK(simulate_pipeline(s, shape, {{1, 2, 1}, {2, 4, 2}}, 0.5).makespan > 27.9);
-    CHECK(user_error_of([&] { simulate_pipeline(s, shape, {{1, 2, 1}}, 0.0); }).find("virtual stages") != std::string::npos);
+    CHECK(user_error_of([&] {
+              simulate_pipeline(s, shape, {{1, 2, 1}}, 0.0);
+          }).find("virtual stages") != std::string::npos);
 
     // In the step-time model: the small preset on pp 2. The stage that ends the step waits for the other (a
     // bubble), and the pieces still add up to the step.
@@ -411,12 +416,12 @@ TEST_CASE("planner: published large-scale runs within 15%, one rule per source",
         double published;
     };
     const ClusterDesc selene = load_cluster("a100-selene-2021");
-    for (const Megatron& r : {Megatron{24, 2304, 24, 1, 1, 32, 512, 0.44}, Megatron{32, 3072, 30, 2, 1, 64, 512, 0.44},
-                              Megatron{32, 4096, 36, 4, 1, 128, 512, 0.46}, Megatron{48, 6144, 40, 8, 1, 256, 1024, 0.43},
-                              Megatron{64, 8192, 48, 8, 2, 512, 1536, 0.44}, Megatron{80, 10240, 60, 8, 4, 1024, 1792, 0.45},
-                              Megatron{96, 12288, 80, 8, 8, 1536, 2304, 0.47}, Megatron{128, 16384, 96, 8, 16, 1920, 2160, 0.50},
-                              Megatron{128, 20480, 105, 8, 35, 2520, 2520, 0.52},
-                              Megatron{160, 25600, 128, 8, 64, 3072, 3072, 0.52}}) {
+    for (const Megatron& r :
+         {Megatron{24, 2304, 24, 1, 1, 32, 512, 0.44}, Megatron{32, 3072, 30, 2, 1, 64, 512, 0.44},
+          Megatron{32, 4096, 36, 4, 1, 128, 512, 0.46}, Megatron{48, 6144, 40, 8, 1, 256, 1024, 0.43},
+          Megatron{64, 8192, 48, 8, 2, 512, 1536, 0.44}, Megatron{80, 10240, 60, 8, 4, 1024, 1792, 0.45},
+          Megatron{96, 12288, 80, 8, 8, 1536, 2304, 0.47}, Megatron{128, 16384, 96, 8, 16, 1920, 2160, 0.50},
+          Megatron{128, 20480, 105, 8, 35, 2520, 2520, 0.52}, Megatron{160, 25600, 128, 8, 64, 3072, 3072, 0.52}}) {
         const ModelDesc m = engine_model("megatron", 51200, r.hidden, r.layers, r.heads, 2048, 0, 2, 1, 0);
         const int dp = r.gpus / (r.tp * r.pp);
         Layout l = layout(dp, r.tp, r.pp, 1, r.batch / dp);
@@ -440,15 +445,17 @@ TEST_CASE("planner: published large-scale runs within 15%, one rule per source",
     const ClusterDesc h100 = load_cluster("h100-sxm");
     // The 128K row is a known miss (docs/planner.md): the planner charges the causal attention's whole square and
     // an interleaved x 2 bubble; it is held to where it is (-22%) so that a change in either direction shows.
-    for (const Llama& r : {Llama{8192, 1, 64, 8192, 32, 0.43, 0.85, 1.15}, Llama{16384, 1, 128, 8192, 16, 0.41, 0.85, 1.15},
-                           Llama{16384, 16, 8, 131072, 16, 0.38, 0.72, 0.82}}) {
+    for (const Llama& r :
+         {Llama{8192, 1, 64, 8192, 32, 0.43, 0.85, 1.15}, Llama{16384, 1, 128, 8192, 16, 0.41, 0.85, 1.15},
+          Llama{16384, 16, 8, 131072, 16, 0.38, 0.72, 0.82}}) {
         ModelDesc m = load_model("llama3-405b");
         m.seq = r.seq;
         Layout l = layout(r.dp, 8, 16, 1, r.accum);
         l.cp = r.cp, l.pp_schedule = "interleaved", l.pp_chunks = 2, l.zero = 1, l.flash = true, l.bf16 = true;
         check_layout(m, h100, l, r.gpus);
         const PlanResult p = evaluate(m, h100, l);
-        INFO("Llama 3 405B on " << r.gpus << " GPUs, seq " << r.seq << ": planner MFU " << p.mfu << ", published " << r.mfu);
+        INFO("Llama 3 405B on " << r.gpus << " GPUs, seq " << r.seq << ": planner MFU " << p.mfu << ", published "
+                                << r.mfu);
         CHECK(p.mfu / r.mfu >= r.low);
         CHECK(p.mfu / r.mfu <= r.high);
     }
@@ -495,8 +502,8 @@ TEST_CASE("planner: a router's load on the busiest expert rank slows the MoE ste
     CHECK(j["moe_load_kind"] == "assumed uniform");
     CHECK(k["moe_load"].get<double>() == 1.5);
     // The command line refuses a load under 1 (the busiest rank carries at least the uniform share).
-    const auto bad = us::test::run_process(us::test::bin("ultrascope") +
-                                           " plan --model mixtral-8x7b --dp 8 --ep 8 --moe-load 0.5");
+    const auto bad =
+        us::test::run_process(us::test::bin("ultrascope") + " plan --model mixtral-8x7b --dp 8 --ep 8 --moe-load 0.5");
     CHECK(bad.exit_code == 2);
     CHECK(bad.output.find("--moe-load") != std::string::npos);
 }

@@ -36,16 +36,16 @@ double max_gemm_eff(const ClusterDesc& c) {
 
 void check_layout_physics(const ModelDesc& m, const ClusterDesc& c, const PlanResult& r, Violations& v) {
     const StepPieces& t = r.time;
-    const std::string where = m.name + " on " + std::to_string(r.layout.world()) + " " + c.name + ": " +
-                              r.layout.describe();
+    const std::string where =
+        m.name + " on " + std::to_string(r.layout.world()) + " " + c.name + ": " + r.layout.describe();
     const double eps = 1e-9 * std::max(1.0, t.step_s);
     const double compute = t.gemm_s + t.attention_s + t.other_ops_s + t.recompute_s;
     // The compute stream: every op and the optimizer run on it, one after the other.
     v.note(t.step_s + eps >= compute + t.optimizer_s, "step shorter than its compute", where);
     // Hidden communication runs behind compute: never more than the compute there is.
     v.note(t.dp_comm_hidden_s <= compute + eps,
-           "data-parallel communication hidden behind compute exceeds the compute (" + std::to_string(t.dp_comm_hidden_s) +
-               " s hidden, " + std::to_string(compute) + " s compute)",
+           "data-parallel communication hidden behind compute exceeds the compute (" +
+               std::to_string(t.dp_comm_hidden_s) + " s hidden, " + std::to_string(compute) + " s compute)",
            where);
     v.note(t.cp_comm_hidden_s <= t.attention_s + eps, "cp ring hidden beyond the attention it overlaps", where);
     // A group's link carries all its bytes within the step.
@@ -57,13 +57,14 @@ void check_layout_physics(const ModelDesc& m, const ClusterDesc& c, const PlanRe
     // Every link level's busy time (all groups that use it) fits in the step.
     for (size_t k = 0; k < t.link_busy_s.size(); ++k)
         v.note(t.link_busy_s[k] <= t.step_s + eps,
-               "link level " + std::to_string(k) + " busy " + std::to_string(t.link_busy_s[k]) + " s, longer than the step",
+               "link level " + std::to_string(k) + " busy " + std::to_string(t.link_busy_s[k]) +
+                   " s, longer than the step",
                where);
     v.note(t.compute_busy_s <= t.step_s + eps && t.compute_busy_s + eps >= compute, "compute stream busy time", where);
     // Every piece non-negative, and the shown pieces add up to the step.
-    for (double p : {t.gemm_s, t.attention_s, t.other_ops_s, t.recompute_s, t.tp_comm_s, t.cp_comm_exposed_s,
-                     t.cp_comm_hidden_s, t.ep_comm_s, t.pp_comm_s, t.bubble_s, t.dp_comm_exposed_s, t.dp_comm_hidden_s,
-                     t.optimizer_s})
+    for (double p :
+         {t.gemm_s, t.attention_s, t.other_ops_s, t.recompute_s, t.tp_comm_s, t.cp_comm_exposed_s, t.cp_comm_hidden_s,
+          t.ep_comm_s, t.pp_comm_s, t.bubble_s, t.dp_comm_exposed_s, t.dp_comm_hidden_s, t.optimizer_s})
         v.note(p >= 0, "a negative time piece", where);
     const double sum = compute + t.tp_comm_s + t.cp_comm_exposed_s + t.ep_comm_s + t.pp_comm_s + t.bubble_s +
                        t.dp_comm_exposed_s + t.optimizer_s;

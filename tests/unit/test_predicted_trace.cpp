@@ -26,7 +26,8 @@ int64_t modelled_peak(const prof::RankReport& r, MemCategory c) { return r.memor
 
 }  // namespace
 
-TEST_CASE("predicted trace: the report of an engine layout's prediction says what the planner says", "[planner][predicted]") {
+TEST_CASE("predicted trace: the report of an engine layout's prediction says what the planner says",
+          "[planner][predicted]") {
     const ModelDesc m = load_model("small");
     const ClusterDesc c = load_cluster("h100-sxm");
     const PlanResult plan = evaluate(m, c, pipeline_layout());
@@ -35,7 +36,7 @@ TEST_CASE("predicted trace: the report of an engine layout's prediction says wha
 
     REQUIRE(rep.is_predicted());
     CHECK(std::string(rep.source()).find("predicted") == 0);
-    CHECK(rep.ranks.size() == 2);  // one per pipeline stage
+    CHECK(rep.ranks.size() == 2);               // one per pipeline stage
     CHECK(rep.throughput.steps_measured == 2);  // three steps, the first left out as for a run
     CHECK(rep.throughput.step_s == Approx(plan.time.step_s).epsilon(1e-6));
     CHECK(rep.throughput.tokens_per_s == Approx(plan.tokens_per_s).epsilon(1e-6));
@@ -45,7 +46,8 @@ TEST_CASE("predicted trace: the report of an engine layout's prediction says wha
     for (const prof::RankReport& r : rep.ranks) {
         const int stage = r.coords.value("pp", -1);
         const MemoryEstimate e = estimate_stage_memory(m, c, plan.layout, stage);
-        for (MemCategory k : {MemCategory::params, MemCategory::grads, MemCategory::optimizer_state, MemCategory::temporaries}) {
+        for (MemCategory k :
+             {MemCategory::params, MemCategory::grads, MemCategory::optimizer_state, MemCategory::temporaries}) {
             INFO("stage " << stage << " " << mem_category_name(k));
             CHECK(modelled_peak(r, k) == e.bytes[size_t(k)]);
             CHECK(r.predicted.memory[size_t(k)].value_or(-1) == e.bytes[size_t(k)]);
@@ -67,7 +69,8 @@ TEST_CASE("predicted trace: the report of an engine layout's prediction says wha
     CHECK(text.find("(measured)") == std::string::npos);
 }
 
-TEST_CASE("predicted trace: another model's prediction (Llama 3 8B, tp, sp, pp interleaved) reads back", "[planner][predicted]") {
+TEST_CASE("predicted trace: another model's prediction (Llama 3 8B, tp, sp, pp interleaved) reads back",
+          "[planner][predicted]") {
     const ModelDesc m = load_model("llama3-8b");
     const ClusterDesc c = load_cluster("h100-sxm");
     Layout l;
@@ -98,7 +101,8 @@ TEST_CASE("predicted trace: another model's prediction (Llama 3 8B, tp, sp, pp i
     CHECK(store->span_count() > 4 * predicted_store(m, c, plan, l.world(), coarse)->span_count());
 }
 
-TEST_CASE("predicted trace: written as a file it reads back whole, and a failed write leaves nothing", "[planner][predicted]") {
+TEST_CASE("predicted trace: written as a file it reads back whole, and a failed write leaves nothing",
+          "[planner][predicted]") {
     const ModelDesc m = load_model("small");
     const ClusterDesc c = load_cluster("a100-80gb");
     const PlanResult plan = evaluate(m, c, pipeline_layout());
@@ -117,8 +121,11 @@ TEST_CASE("predicted trace: written as a file it reads back whole, and a failed 
     // The command line: --trace-out, then report reads it as a prediction.
     const std::string u = us::test::bin("ultrascope");
     const std::string out = us::test::temp_path("plan-trace-out.ustrace");
-    const auto r = us::test::run_process(u + " plan --model llama3-8b --gpu h100-sxm --dp 2 --tp 4 --sp --pp 2 --grad-accum 4 "
-                                             "--trace-out " + out);
+    const auto r =
+        us::test::run_process(u +
+                              " plan --model llama3-8b --gpu h100-sxm --dp 2 --tp 4 --sp --pp 2 --grad-accum 4 "
+                              "--trace-out " +
+                              out);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     const auto rep = us::test::run_process(u + " report " + out + " --json");
@@ -128,5 +135,5 @@ TEST_CASE("predicted trace: written as a file it reads back whole, and a failed 
     CHECK(j["source"] == "predicted");
     CHECK(j["predicted_by_planner"]["model"] == "llama3-8b");
     CHECK(j["predicted"].contains("params"));  // the engine walk's block is still there (null fields for another model)
-    CHECK(j["planner"].contains("error"));  // nothing measured to compare a prediction with
+    CHECK(j["planner"].contains("error"));     // nothing measured to compare a prediction with
 }

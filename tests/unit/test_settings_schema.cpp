@@ -41,10 +41,14 @@ std::string error_of(const std::function<void()>& f) {
 nlohmann::json other_value(const Setting& s) {
     const nlohmann::json d = s.get(TrainConfig{});
     switch (s.kind) {
-        case SettingKind::integer: return d.get<int64_t>() + 3;
-        case SettingKind::unsigned_integer: return d.get<uint64_t>() + 1234567890123ull;
-        case SettingKind::number: return d.get<double>() * 2 + 0.125;
-        case SettingKind::boolean: return !d.get<bool>();
+        case SettingKind::integer:
+            return d.get<int64_t>() + 3;
+        case SettingKind::unsigned_integer:
+            return d.get<uint64_t>() + 1234567890123ull;
+        case SettingKind::number:
+            return d.get<double>() * 2 + 0.125;
+        case SettingKind::boolean:
+            return !d.get<bool>();
         case SettingKind::text:
         case SettingKind::choice:
             for (std::string_view c : s.choices)
@@ -76,8 +80,10 @@ TEST_CASE("schema: every key is unique, every written key is read back", "[cpu][
         INFO(s.key);
         if (s.json == InJson::no) {
             CHECK(!defaults.contains(std::string(s.key)));
-            CHECK(error_of([&] { TrainConfig c; apply_config_json(c, {{std::string(s.key), s.get(c)}}, "t"); })
-                      .find("unknown setting") != std::string::npos);
+            CHECK(error_of([&] {
+                      TrainConfig c;
+                      apply_config_json(c, {{std::string(s.key), s.get(c)}}, "t");
+                  }).find("unknown setting") != std::string::npos);
             continue;
         }
         const nlohmann::json v = other_value(s);
@@ -89,9 +95,12 @@ TEST_CASE("schema: every key is unique, every written key is read back", "[cpu][
             CHECK(settings_from_json(c.to_json(), "test").to_json() == c.to_json());
         }
         // a value of the wrong type is refused, naming the key and the source
-        const nlohmann::json wrong = s.kind == SettingKind::text || s.kind == SettingKind::choice ? nlohmann::json(1)
-                                                                                                  : nlohmann::json("1");
-        const std::string msg = error_of([&] { TrainConfig d; apply_config_json(d, {{std::string(s.key), wrong}}, "cfg.json"); });
+        const nlohmann::json wrong =
+            s.kind == SettingKind::text || s.kind == SettingKind::choice ? nlohmann::json(1) : nlohmann::json("1");
+        const std::string msg = error_of([&] {
+            TrainConfig d;
+            apply_config_json(d, {{std::string(s.key), wrong}}, "cfg.json");
+        });
         CHECK(msg.find("cfg.json") != std::string::npos);
         CHECK(msg.find(std::string(s.key)) != std::string::npos);
     }
@@ -135,11 +144,41 @@ TEST_CASE("schema: a layout's settings survive config -> Layout -> config and it
         CHECK(s.get(back) == v);
     }
     // Every setting a layout holds is in its flags (none dropped), and the flags read back the same layout.
-    const TrainConfig run = parse({"--dp", "4", "--tp", "2", "--sp", "--pp", "2", "--cp", "2", "--ep", "2",
-                                   "--moe-experts", "4", "--zero", "1", "--pp-schedule", "interleaved",
-                                   "--pp-chunks", "2", "--batch", "2", "--grad-accum", "4", "--recompute", "selective",
-                                   "--precision", "bf16", "--fp32-grad-accum", "--attention", "flash",
-                                   "--no-overlap", "--bucket-mb", "0.5", "--cp-balance", "contiguous"});
+    const TrainConfig run = parse({"--dp",
+                                   "4",
+                                   "--tp",
+                                   "2",
+                                   "--sp",
+                                   "--pp",
+                                   "2",
+                                   "--cp",
+                                   "2",
+                                   "--ep",
+                                   "2",
+                                   "--moe-experts",
+                                   "4",
+                                   "--zero",
+                                   "1",
+                                   "--pp-schedule",
+                                   "interleaved",
+                                   "--pp-chunks",
+                                   "2",
+                                   "--batch",
+                                   "2",
+                                   "--grad-accum",
+                                   "4",
+                                   "--recompute",
+                                   "selective",
+                                   "--precision",
+                                   "bf16",
+                                   "--fp32-grad-accum",
+                                   "--attention",
+                                   "flash",
+                                   "--no-overlap",
+                                   "--bucket-mb",
+                                   "0.5",
+                                   "--cp-balance",
+                                   "contiguous"});
     const plan::Layout l = plan::layout_from_config(run);
     const std::vector<std::string> words = l.flag_words();
     for (std::string_view key : plan::layout_setting_keys()) {
@@ -170,10 +209,31 @@ TEST_CASE("schema: a setting that does nothing is greyed out by the panel and no
     }
     CHECK(conditional >= 9);  // schedule, chunks, sp, cp balance, ep, four expert settings, save-every
     // and where they apply, they are passed
-    gui::LaunchSettings on = gui::LaunchSettings::from_args(
-        {"--pp", "2", "--pp-schedule", "interleaved", "--pp-chunks", "2", "--tp", "2", "--sp", "--cp", "2",
-         "--cp-balance", "contiguous", "--moe-experts", "4", "--ep", "2", "--dp", "2", "--moe-topk", "1",
-         "--save", "x.safetensors", "--save-every", "5"});
+    gui::LaunchSettings on = gui::LaunchSettings::from_args({"--pp",
+                                                             "2",
+                                                             "--pp-schedule",
+                                                             "interleaved",
+                                                             "--pp-chunks",
+                                                             "2",
+                                                             "--tp",
+                                                             "2",
+                                                             "--sp",
+                                                             "--cp",
+                                                             "2",
+                                                             "--cp-balance",
+                                                             "contiguous",
+                                                             "--moe-experts",
+                                                             "4",
+                                                             "--ep",
+                                                             "2",
+                                                             "--dp",
+                                                             "2",
+                                                             "--moe-topk",
+                                                             "1",
+                                                             "--save",
+                                                             "x.safetensors",
+                                                             "--save-every",
+                                                             "5"});
     const std::vector<std::string> args = on.train_args();
     for (const Setting& s : settings_schema()) {
         if (!s.applies) continue;
@@ -188,8 +248,8 @@ TEST_CASE("schema: each rule refuses the same configs in the engine, the planner
           "[cpu][schema][planner]") {
     const plan::ClusterDesc cluster = plan::load_cluster("h100-sxm");
     // A small engine model: 4 layers, 4 heads, seq 64 (and 4 experts where a case adds --moe-experts).
-    const std::vector<std::string> base = {"--layers", "4", "--hidden", "64", "--heads", "4", "--seq", "64",
-                                           "--vocab", "256", "--grad-accum", "4"};
+    const std::vector<std::string> base = {"--layers", "4",  "--hidden", "64",  "--heads",      "4",
+                                           "--seq",    "64", "--vocab",  "256", "--grad-accum", "4"};
     struct Case {
         std::vector<std::string> flags;
         std::string refused;  // a piece of the message; "" for a config every place accepts
@@ -200,7 +260,8 @@ TEST_CASE("schema: each rule refuses the same configs in the engine, the planner
         {{"--dp", "2"}, ""},
         {{"--pp", "2", "--pp-schedule", "zb1", "--precision", "bf16"}, ""},
         {{"--pp", "2", "--pp-schedule", "zb1", "--moe-experts", "4"}, "zb1 with mixture-of-experts"},
-        {{"--pp", "2", "--pp-schedule", "zb1", "--precision", "bf16", "--fp32-grad-accum"}, "zb1 with --fp32-grad-accum"},
+        {{"--pp", "2", "--pp-schedule", "zb1", "--precision", "bf16", "--fp32-grad-accum"},
+         "zb1 with --fp32-grad-accum"},
         {{"--pp", "2", "--pp-schedule", "zb1", "--recompute", "full"}, "--recompute full"},
         {{"--fp32-grad-accum"}, "--fp32-grad-accum needs --precision bf16"},
         {{"--sp"}, "--sp (sequence parallelism) works inside a tensor-parallel group", true},
@@ -211,8 +272,7 @@ TEST_CASE("schema: each rule refuses the same configs in the engine, the planner
         {{"--dp", "2", "--ep", "2", "--moe-experts", "3"}, "cannot be split over --ep 2"},
         {{"--pp", "3"}, "--layers 4 cannot be split evenly"},
         {{"--cp", "3"}, "--seq 64 cannot be split over --cp 3"},
-        {{"--pp", "2", "--pp-schedule", "interleaved", "--pp-chunks", "2", "--grad-accum", "3"},
-         "multiple of --pp"},
+        {{"--pp", "2", "--pp-schedule", "interleaved", "--pp-chunks", "2", "--grad-accum", "3"}, "multiple of --pp"},
     };
     for (const Case& k : cases) {
         std::vector<std::string> args = base;
@@ -222,9 +282,9 @@ TEST_CASE("schema: each rule refuses the same configs in the engine, the planner
         INFO(joined);
         const TrainConfig cfg = parse(args);
         const std::string engine = error_of([&] { cfg.validate(); });
-        const plan::ModelDesc model = plan::engine_model("test", cfg.model.vocab, cfg.model.hidden, cfg.model.layers,
-                                                         cfg.model.heads, cfg.model.seq, cfg.model.moe_experts,
-                                                         cfg.model.moe_topk, cfg.model.moe_every, 0);
+        const plan::ModelDesc model =
+            plan::engine_model("test", cfg.model.vocab, cfg.model.hidden, cfg.model.layers, cfg.model.heads,
+                               cfg.model.seq, cfg.model.moe_experts, cfg.model.moe_topk, cfg.model.moe_every, 0);
         const plan::Layout layout = plan::layout_from_config(cfg);
         const std::string planner = error_of([&] { plan::check_layout(model, cluster, layout, layout.world()); });
         const std::string panel = gui::LaunchSettings::from_args(args).problem();

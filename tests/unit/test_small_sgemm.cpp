@@ -83,15 +83,16 @@ double worst_error(const Shape& s, SmallSgemmPath path, float alpha, float beta,
 TEST_CASE("small_sgemm equals a double reference on both paths at every tile edge", "[cpu][ops][small_sgemm]") {
     PathGuard guard;
     const std::vector<Shape> shapes = {
-        {false, 1, 1, 1, 0},     {false, 6, 16, 64, 0},   {false, 7, 23, 5, 2},    {false, 64, 64, 64, 700},
+        {false, 1, 1, 1, 0},     {false, 6, 16, 64, 0},    {false, 7, 23, 5, 2},   {false, 64, 64, 64, 700},
         {false, 67, 37, 300, 1}, {false, 13, 130, 257, 0}, {true, 1, 1, 1, 0},     {true, 6, 16, 64, 0},
-        {true, 11, 29, 70, 4},   {true, 64, 64, 513, 9},  {true, 600, 24, 40, 0}, {false, 5, 8, 0, 0},
+        {true, 11, 29, 70, 4},   {true, 64, 64, 513, 9},   {true, 600, 24, 40, 0}, {false, 5, 8, 0, 0},
     };
     for (SmallSgemmPath path : paths_here())
         for (const Shape& s : shapes)
             for (float beta : {0.0f, 1.0f, 0.5f}) {
-                INFO(cpu::small_sgemm_path_name(path) << ": trans_a " << s.trans_a << ", m " << s.m << ", n " << s.n
-                                                      << ", k " << s.k << ", lda + " << s.lda_extra << ", beta " << beta);
+                INFO(cpu::small_sgemm_path_name(path)
+                     << ": trans_a " << s.trans_a << ", m " << s.m << ", n " << s.n << ", k " << s.k << ", lda + "
+                     << s.lda_extra << ", beta " << beta);
                 CHECK(worst_error(s, path, 0.7f, beta) < 1e-5);
             }
 }
@@ -100,8 +101,8 @@ TEST_CASE("small_sgemm's causal skips leave out only masked terms and unwanted e
     PathGuard guard;
     using Skip = cpu::CausalSkip;
     for (SmallSgemmPath path : paths_here())
-        for (Skip::Kind kind : {Skip::wanted_columns_upto, Skip::wanted_columns_from, Skip::a_zero_after,
-                                Skip::a_zero_before})
+        for (Skip::Kind kind :
+             {Skip::wanted_columns_upto, Skip::wanted_columns_from, Skip::a_zero_after, Skip::a_zero_before})
             for (int offset : {0, 7, 64, -5})
                 for (const Shape& s : {Shape{false, 70, 300, 300, 3}, Shape{true, 70, 40, 300, 3}})
                     for (float beta : {0.0f, 1.0f}) {
@@ -141,7 +142,8 @@ TEST_CASE("the register tiles really leave out what a causal skip allows", "[cpu
     CHECK(finite == c.size());
 }
 
-TEST_CASE("the attention kernels give the same values with register tiles as with OpenBLAS", "[cpu][ops][small_sgemm]") {
+TEST_CASE("the attention kernels give the same values with register tiles as with OpenBLAS",
+          "[cpu][ops][small_sgemm]") {
     if (!cpu::small_sgemm_tiles_supported()) {
         skip_test("this CPU has no AVX2 + FMA; the register tiles cannot run here");
         return;
@@ -166,14 +168,15 @@ TEST_CASE("the attention kernels give the same values with register tiles as wit
             be.attention_backward(tensor_of(r.naive_dqkv), tensor_of(dout), tensor_of(qkv), tensor_of(probs), B, T, NH,
                                   HD);
             r.recomputed_dqkv.resize(qkv.size());  // the probabilities recomputed from q and k in backward
-            be.attention_backward(tensor_of(r.recomputed_dqkv), tensor_of(dout), tensor_of(qkv), Tensor{}, B, T, NH, HD);
+            be.attention_backward(tensor_of(r.recomputed_dqkv), tensor_of(dout), tensor_of(qkv), Tensor{}, B, T, NH,
+                                  HD);
             std::vector<float> acc(size_t(B) * T * C, 0.0f), mx(size_t(B) * NH * T, 0.0f), sm(mx.size(), 0.0f),
                 lse(mx.size()), delta(mx.size()), dq(acc.size(), 0.0f), dkv(size_t(B) * T * 2 * C, 0.0f);
             r.flash_out.resize(acc.size()), r.flash_dqkv.resize(qkv.size());
             // Two chunks of T / 2: both diagonals and one pair that sees every key of its chunk.
             const AttentionChunkPair pairs[] = {{0, 0, true}, {1, 0, false}, {1, 1, true}};
-            const AttentionBlockArgs args{tensor_of(qkv), tensor_of(qkv).slice(C, int64_t(qkv.size()) - C), B, T, NH, HD,
-                                          T / 2, pairs, 3, 3 * C};
+            const AttentionBlockArgs args{
+                tensor_of(qkv), tensor_of(qkv).slice(C, int64_t(qkv.size()) - C), B, T, NH, HD, T / 2, pairs, 3, 3 * C};
             be.attention_block_forward(args, tensor_of(acc), tensor_of(mx), tensor_of(sm));
             be.attention_block_finish(tensor_of(r.flash_out), tensor_of(lse), tensor_of(acc), tensor_of(mx),
                                       tensor_of(sm), B, T, NH, HD);

@@ -69,8 +69,10 @@ TEST_CASE("snapshot report: each category's own peak and the categories over tim
     r.analysis = analyze_snapshot(r.snapshot);
     const DeviceMemory& m = r.analysis.devices.at(0);
     const CategoryBytes own = category_peaks(build_series(r.snapshot, m));
-    for (const CategoryTotal& c : m.categories) CHECK(own[size_t(c.category)] >= c.bytes);  // a peak is at least the peak's share
-    // The fixture's optimizer state is made after the peak (tests/tools/make_snapshot_fixtures.py): 4 MiB, absent at the peak.
+    for (const CategoryTotal& c : m.categories)
+        CHECK(own[size_t(c.category)] >= c.bytes);  // a peak is at least the peak's share
+    // The fixture's optimizer state is made after the peak (tests/tools/make_snapshot_fixtures.py): 4 MiB, absent at
+    // the peak.
     CHECK(own[size_t(MemoryCategory::optimizer_state)] == 4 * 1024 * 1024);
     const auto j = us::app::snapshot_report_json({r});
     const auto& over = j["memory_snapshot"]["ranks"][0]["devices"][0]["categories_over_time"];

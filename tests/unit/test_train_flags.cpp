@@ -12,18 +12,54 @@ using namespace us;
 namespace {
 
 // Every flag with a non-default value (switches alone). --global-batch is left to its own case (it sets grad_accum).
-const std::vector<std::vector<std::string>> kEveryFlag = {
-    {"--layers", "3"}, {"--hidden", "96"}, {"--heads", "6"}, {"--vocab", "320"}, {"--seq", "48"},
-    {"--moe-experts", "4"}, {"--moe-topk", "1"}, {"--moe-every", "2"}, {"--moe-capacity-factor", "1.25"},
-    {"--moe-aux-loss-coef", "0.02"}, {"--batch", "3"}, {"--grad-accum", "5"}, {"--steps", "7"}, {"--lr", "0.0006"},
-    {"--warmup", "4"}, {"--min-lr-ratio", "0.15"}, {"--weight-decay", "0.05"}, {"--grad-clip", "0.5"},
-    {"--seed", "1234567890123"}, {"--precision", "bf16"}, {"--fp32-grad-accum"}, {"--recompute", "selective"}, {"--attention", "flash"},
-    {"--data", "some/text.txt"}, {"--save", "out.safetensors"}, {"--save-every", "3"}, {"--load", "in.safetensors"},
-    {"--metrics-out", "m.jsonl"}, {"--threads", "3"}, {"--device", "cuda"}, {"--quiet"}, {"--dp", "2"}, {"--pp", "3"},
-    {"--tp", "2"}, {"--sp"}, {"--cp", "2"}, {"--cp-balance", "contiguous"}, {"--ep", "2"}, {"--zero", "1"},
-    {"--pp-schedule", "interleaved"}, {"--pp-chunks", "2"}, {"--bucket-mb", "0.75"}, {"--no-overlap"},
-    {"--comm-progress", "poll"}, {"--trace", "t.ustrace"}, {"--connect", "127.0.0.1:9"}, {"--fault-kill-step", "2"},
-    {"--fault-kill-rank", "1"}};
+const std::vector<std::vector<std::string>> kEveryFlag = {{"--layers", "3"},
+                                                          {"--hidden", "96"},
+                                                          {"--heads", "6"},
+                                                          {"--vocab", "320"},
+                                                          {"--seq", "48"},
+                                                          {"--moe-experts", "4"},
+                                                          {"--moe-topk", "1"},
+                                                          {"--moe-every", "2"},
+                                                          {"--moe-capacity-factor", "1.25"},
+                                                          {"--moe-aux-loss-coef", "0.02"},
+                                                          {"--batch", "3"},
+                                                          {"--grad-accum", "5"},
+                                                          {"--steps", "7"},
+                                                          {"--lr", "0.0006"},
+                                                          {"--warmup", "4"},
+                                                          {"--min-lr-ratio", "0.15"},
+                                                          {"--weight-decay", "0.05"},
+                                                          {"--grad-clip", "0.5"},
+                                                          {"--seed", "1234567890123"},
+                                                          {"--precision", "bf16"},
+                                                          {"--fp32-grad-accum"},
+                                                          {"--recompute", "selective"},
+                                                          {"--attention", "flash"},
+                                                          {"--data", "some/text.txt"},
+                                                          {"--save", "out.safetensors"},
+                                                          {"--save-every", "3"},
+                                                          {"--load", "in.safetensors"},
+                                                          {"--metrics-out", "m.jsonl"},
+                                                          {"--threads", "3"},
+                                                          {"--device", "cuda"},
+                                                          {"--quiet"},
+                                                          {"--dp", "2"},
+                                                          {"--pp", "3"},
+                                                          {"--tp", "2"},
+                                                          {"--sp"},
+                                                          {"--cp", "2"},
+                                                          {"--cp-balance", "contiguous"},
+                                                          {"--ep", "2"},
+                                                          {"--zero", "1"},
+                                                          {"--pp-schedule", "interleaved"},
+                                                          {"--pp-chunks", "2"},
+                                                          {"--bucket-mb", "0.75"},
+                                                          {"--no-overlap"},
+                                                          {"--comm-progress", "poll"},
+                                                          {"--trace", "t.ustrace"},
+                                                          {"--connect", "127.0.0.1:9"},
+                                                          {"--fault-kill-step", "2"},
+                                                          {"--fault-kill-rank", "1"}};
 
 TrainConfig parse(const std::vector<std::string>& args) {
     std::vector<const char*> argv = {"ultrascope-train"};
@@ -74,11 +110,13 @@ TEST_CASE("a default config needs no flags, a preset's config writes what differ
     const std::vector<std::string> written = train_args_of(small);
     CHECK(std::find(written.begin(), written.end(), "--preset") == written.end());  // self-contained
     const TrainConfig again = parse(written);
-    CHECK(again.to_json().dump() == [&] {
-        auto j = small.to_json();
-        j["preset"] = again.preset;  // the preset's name is not a flag of the result
-        return j;
-    }().dump());
+    CHECK(again.to_json().dump() ==
+          [&] {
+              auto j = small.to_json();
+              j["preset"] = again.preset;  // the preset's name is not a flag of the result
+              return j;
+          }()
+              .dump());
     CHECK(again.grad_accum == small.grad_accum);
 }
 

@@ -80,8 +80,7 @@ TEST_CASE("resuming from a checkpoint gives bitwise the same losses", "[cpu][tra
     }
 }
 
-TEST_CASE("gradient accumulation over m micro-batches equals one micro-batch m times larger",
-          "[cpu][training]") {
+TEST_CASE("gradient accumulation over m micro-batches equals one micro-batch m times larger", "[cpu][training]") {
     TrainConfig a = tiny_run(3), b = tiny_run(3);
     a.batch = 4, a.grad_accum = 2;
     b.batch = 8, b.grad_accum = 1;

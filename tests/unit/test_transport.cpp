@@ -138,7 +138,8 @@ TEST_CASE("chunks and trace files round-trip", "[cpu][profiler][transport]") {
     CHECK(store.span_count() == 1000);
 }
 
-TEST_CASE("truncated, corrupted, wrong-version and foreign trace files give clear errors", "[cpu][profiler][transport]") {
+TEST_CASE("truncated, corrupted, wrong-version and foreign trace files give clear errors",
+          "[cpu][profiler][transport]") {
     const std::string path = temp_path("good.ustrace");
     {
         auto w = std::make_shared<TraceFileWriter>(path);
@@ -233,7 +234,8 @@ TEST_CASE("version 1 traces (before the device lanes) still read, their chunks c
     CHECK(s3.rank(0)->lanes[size_t(Lane::device)].spans().size() == 1);
 }
 
-TEST_CASE("the stream decoder reassembles split chunks and rejects garbage with its offset", "[cpu][profiler][transport]") {
+TEST_CASE("the stream decoder reassembles split chunks and rejects garbage with its offset",
+          "[cpu][profiler][transport]") {
     const EventBatch b = sample_batch(50);
     const std::string a = encode_chunk(ChunkKind::events, 0, 0, &b, {});
     const std::string stream = a + a;
@@ -303,7 +305,7 @@ TEST_CASE("a rank keeps going when nobody listens or the listener goes away", "[
     listener.reset();  // gone mid-run
     const EventBatch big = sample_batch(20000);
     for (int i = 0; i < 20; ++i) sink.write_batch(big);  // returns at once: queued or dropped, never blocks
-    sink.finish(false, 0);                                // bounded: the sender gives up on a dead peer
+    sink.finish(false, 0);                               // bounded: the sender gives up on a dead peer
     CHECK(sink.dropped_events() > 0);
 }
 
@@ -357,7 +359,8 @@ TEST_CASE("the handshake reader takes the hello in any pieces and decides once",
     const std::string bytes = std::string(reinterpret_cast<const char*>(&h), sizeof h) + "stream bytes";
     HandshakeReader reader(token);
     size_t used = 0;
-    for (size_t pos = 0; pos < bytes.size() && !reader.complete(); pos += 5) used += reader.feed(bytes.data() + pos, std::min<size_t>(5, bytes.size() - pos));
+    for (size_t pos = 0; pos < bytes.size() && !reader.complete(); pos += 5)
+        used += reader.feed(bytes.data() + pos, std::min<size_t>(5, bytes.size() - pos));
     REQUIRE(reader.complete());
     CHECK(used == sizeof(Hello));  // nothing of the stream is taken
     CHECK(reader.status() == WelcomeStatus::accepted);

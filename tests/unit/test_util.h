@@ -101,8 +101,8 @@ inline std::string read_file(const std::string& path) {
 
 // Some English-like text, long enough for small test runs.
 inline std::string sample_text(size_t bytes) {
-    static const char* words[] = {"the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to", "park",
-                                  "with", "red", "ball", "while", "bird", "sang", "in", "tree", "."};
+    static const char* words[] = {"the",  "cat",  "sat", "on",   "a",     "mat",  "and",  "dog", "ran",  "to",
+                                  "park", "with", "red", "ball", "while", "bird", "sang", "in",  "tree", "."};
     std::string s;
     Rng rng(99);
     while (s.size() < bytes) {

@@ -62,7 +62,7 @@ TEST_CASE("timeline: wide spans are drawn one by one, narrow runs fold with thei
     }
     CHECK(row0 == 2);
     CHECK(ops_covered == 100000);  // every op is in exactly one item
-    CHECK(items.size() < 1000);     // a few hundred items for 100k spans
+    CHECK(items.size() < 1000);    // a few hundred items for 100k spans
     // Deep zoom: 50 ops over 1000 px are 20 px each, all drawn individually.
     items.clear();
     build_lane_items(lane, TimeWindow{1000000, 1050000, 1000}, 3.0f, items);
@@ -78,7 +78,7 @@ TEST_CASE("timeline: wide spans are drawn one by one, narrow runs fold with thei
 TEST_CASE("timeline: idle gaps between ops", "[cpu][viewmodel]") {
     SyntheticRank r(0);
     r.op(0, 10);
-    r.op(20, 30);  // a 10 ms gap
+    r.op(20, 30);    // a 10 ms gap
     r.op(30.5, 40);  // a 0.5 ms gap
     TraceStore s;
     for (const auto& c : r.chunks("{}")) s.add_chunk(c);
@@ -149,7 +149,7 @@ TEST_CASE("run comparison: the settings that differ, and the figures of each run
 TEST_CASE("timeline: a wide span right after a run of narrow ones is drawn, not folded", "[cpu][viewmodel]") {
     SyntheticRank r(0);
     for (int i = 0; i < 50; ++i) r.op(i * 0.001, i * 0.001 + 0.0009);  // 50 narrow ops, 0.9 us each
-    r.op(0.05, 10.0);                                                    // then a wide one
+    r.op(0.05, 10.0);                                                  // then a wide one
     TraceStore s;
     for (const auto& c : r.chunks("{}")) s.add_chunk(c);
     s.finalize();
@@ -161,7 +161,8 @@ TEST_CASE("timeline: a wide span right after a run of narrow ones is drawn, not 
     CHECK(items[1].span->end == int64_t(10e6));
 }
 
-TEST_CASE("experts: routing counters become per-step loads, steady shares, imbalance and drops", "[cpu][viewmodel][moe]") {
+TEST_CASE("experts: routing counters become per-step loads, steady shares, imbalance and drops",
+          "[cpu][viewmodel][moe]") {
     // two ranks (pipeline stages) each recording its MoE layer's counters; 3 steps, 4 experts
     TraceStore store;
     const double counts[2][3][4] = {{{10, 10, 10, 10}, {20, 10, 5, 5}, {16, 8, 8, 8}},
@@ -204,7 +205,8 @@ TEST_CASE("experts: routing counters become per-step loads, steady shares, imbal
     CHECK(m.ranks.empty());  // no ep: no per-rank expert times
 }
 
-TEST_CASE("training curves: the slowest rank's step time, the report's throughput, MFU over the peaks", "[cpu][viewmodel]") {
+TEST_CASE("training curves: the slowest rank's step time, the report's throughput, MFU over the peaks",
+          "[cpu][viewmodel]") {
     // two data-parallel ranks; rank 1 is slower at step 1, rank 0 at step 2
     const double ms[2][2] = {{100, 110}, {120, 90}};
     TraceStore store;

@@ -19,14 +19,14 @@ struct GuiOptions {
     int fit_step = 0;                     // > 0: the time window shows this step once it is in
     bool exit_when_done = false;          // exit once the launched run has finished (with its result)
     int width = 1280, height = 800;
-    float font_px = 0;                    // --font-size: the UI font in pixels (0: 16 x the monitor's content scale)
+    float font_px = 0;  // --font-size: the UI font in pixels (0: 16 x the monitor's content scale)
     size_t store_cap_bytes = size_t(2) << 30;  // the trace store's memory cap (--store-cap-mib)
     // Multi-host launches (the launch panel's "hosts"): mpirun --hostfile, or srun; the address launched ranks
     // stream back to (this machine's, reachable from the hosts).
     std::string hostfile, launcher = "mpirun", stream_listen = "127.0.0.1";
-    std::string lesson;             // --lesson NAME: open this workshop lesson and launch its first run
-    bool lesson_all_runs = false;   // --lesson-runs all: then each later run in turn (the comparison)
-    bool high_contrast = false;     // --high-contrast: the projector theme
+    std::string lesson;            // --lesson NAME: open this workshop lesson and launch its first run
+    bool lesson_all_runs = false;  // --lesson-runs all: then each later run in turn (the comparison)
+    bool high_contrast = false;    // --high-contrast: the projector theme
     // --plan MODEL [--plan-cluster C] [--plan-gpus N]: open the Planner on that search
     std::string plan_model, plan_cluster = "h100-sxm";
     int plan_gpus = 64;

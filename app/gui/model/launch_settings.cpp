@@ -60,14 +60,15 @@ LaunchSettings LaunchSettings::from_args(const std::vector<std::string>& args) {
 LaunchSettings LaunchSettings::from_config(const nlohmann::json& config) {
     LaunchSettings s;
     apply_config_json(s.config, config, "the trace's settings");  // every setting but the preset's name
-    if (config.contains("preset") && config["preset"].is_string()) s.config.preset = config["preset"].get<std::string>();
+    if (config.contains("preset") && config["preset"].is_string())
+        s.config.preset = config["preset"].get<std::string>();
     const TrainConfig defaults;
     s.config.threads = defaults.threads;
     s.config.device = defaults.device;
     s.config.parallel.comm_progress = defaults.parallel.comm_progress;
     s.config.trace = defaults.trace;  // the launcher picks the trace file and the stream
     s.config.connect = defaults.connect;
-    s.config.global_batch = 0;        // already resolved into grad_accum
+    s.config.global_batch = 0;  // already resolved into grad_accum
     if (preset_config(s.config.preset).preset != s.config.preset) s.config.preset.clear();  // unknown here
     return s;
 }

@@ -15,7 +15,8 @@ std::vector<MemoryColumn> build_memory_columns(const std::vector<prof::MemorySam
         return t;
     };
     // The first sample at or after t0; the one before it is in effect at t0.
-    size_t i = size_t(std::lower_bound(tl.begin(), tl.end(), t0, [](auto& s, int64_t t) { return s.t < t; }) - tl.begin());
+    size_t i =
+        size_t(std::lower_bound(tl.begin(), tl.end(), t0, [](auto& s, int64_t t) { return s.t < t; }) - tl.begin());
     const prof::MemorySample* current = i > 0 ? &tl[i - 1] : nullptr;
     for (int x = 0; x < width; ++x) {
         const int64_t end = t0 + int64_t(ns_per_px * (x + 1));
@@ -45,7 +46,8 @@ void fill_process_columns(std::vector<MemoryColumn>& cols, const std::vector<pro
     const int width = int(cols.size());
     if (tl.empty() || width == 0 || t1 <= t0) return;
     const double ns_per_px = double(t1 - t0) / width;
-    size_t i = size_t(std::lower_bound(tl.begin(), tl.end(), t0, [](auto& s, int64_t t) { return s.t < t; }) - tl.begin());
+    size_t i =
+        size_t(std::lower_bound(tl.begin(), tl.end(), t0, [](auto& s, int64_t t) { return s.t < t; }) - tl.begin());
     const prof::ProcessSample* current = i > 0 ? &tl[i - 1] : nullptr;
     for (int x = 0; x < width; ++x) {
         const int64_t end = t0 + int64_t(ns_per_px * (x + 1));

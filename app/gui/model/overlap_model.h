@@ -16,7 +16,7 @@ struct OverlapBar {
     double wall_s = 0;
     // fractions of wall time; they add up to 1
     double compute_only = 0, overlapped = 0, exposed = 0, idle = 0;
-    double overlap_pct = 0;          // of communication, hidden behind compute
+    double overlap_pct = 0;  // of communication, hidden behind compute
     double bubble_fraction = 0, bubble_theory = 0;
 };
 

@@ -13,7 +13,8 @@ namespace {
 std::vector<double> bubbles_of(const std::vector<DiagramBox>& boxes, int stages) {
     std::vector<double> busy(size_t(stages), 0.0), bubble(size_t(stages), 0.0);
     for (const DiagramBox& b : boxes) busy[size_t(b.stage)] += b.end - b.start;
-    for (int s = 0; s < stages; ++s) bubble[size_t(s)] = busy[size_t(s)] > 0 ? (1.0 - busy[size_t(s)]) / busy[size_t(s)] : 0;
+    for (int s = 0; s < stages; ++s)
+        bubble[size_t(s)] = busy[size_t(s)] > 0 ? (1.0 - busy[size_t(s)]) / busy[size_t(s)] : 0;
     return bubble;
 }
 
@@ -31,8 +32,8 @@ PipelineDiagram theory_diagram(const prof::PredictInput& run) {
     }
     d.stages = run.pp;
     for (const TimedAction& a : sim.actions)
-        d.boxes.push_back({a.stage, a.action.op, a.action.micro_batch, a.action.chunk, a.start / sim.makespan,
-                           a.end / sim.makespan});
+        d.boxes.push_back(
+            {a.stage, a.action.op, a.action.micro_batch, a.action.chunk, a.start / sim.makespan, a.end / sim.makespan});
     d.bubble = sim.bubble;
     d.caption = fmt::format("predicted: {} with pp {}, m {}{} (forward 1, backward 2, no communication time)",
                             run.pp_schedule, run.pp, run.grad_accum,
@@ -74,10 +75,14 @@ PipelineDiagram measured_diagram(const prof::TraceStore& store, const prof::Repo
             if (it->kind != prof::SpanKind::phase || it->micro_batch < 0) continue;
             const std::string& name = store.name(it->name);
             PipeOp op;
-            if (name == "F") op = PipeOp::forward;
-            else if (name == "B") op = PipeOp::backward;
-            else if (name == "W") op = PipeOp::backward_weight;
-            else continue;
+            if (name == "F")
+                op = PipeOp::forward;
+            else if (name == "B")
+                op = PipeOp::backward;
+            else if (name == "W")
+                op = PipeOp::backward_weight;
+            else
+                continue;
             raw.push_back({{s, op, it->micro_batch, it->chunk, 0, 0}, it->begin, it->end});
             t0 = std::min(t0, it->begin);
             t1 = std::max(t1, it->end);
@@ -85,7 +90,8 @@ PipelineDiagram measured_diagram(const prof::TraceStore& store, const prof::Repo
     }
     if (raw.empty() || t1 <= t0) return d;
     // With W spans present, B is the input-gradient half of the backward.
-    const bool split = std::any_of(raw.begin(), raw.end(), [](const Raw& r) { return r.box.op == PipeOp::backward_weight; });
+    const bool split =
+        std::any_of(raw.begin(), raw.end(), [](const Raw& r) { return r.box.op == PipeOp::backward_weight; });
     const double len = double(t1 - t0);
     for (Raw& r : raw) {
         if (split && r.box.op == PipeOp::backward) r.box.op = PipeOp::backward_input;

@@ -23,9 +23,9 @@ struct DiagramBox {
 struct PipelineDiagram {
     int stages = 0;
     std::vector<DiagramBox> boxes;
-    double window_ns = 0;         // measured: the window's length; theory: 0
-    std::vector<double> bubble;   // per stage: idle inside the window over its busy time
-    std::string caption;          // what it shows, with "predicted" or "measured"
+    double window_ns = 0;            // measured: the window's length; theory: 0
+    std::vector<double> bubble;      // per stage: idle inside the window over its busy time
+    std::string caption;             // what it shows, with "predicted" or "measured"
     std::string kind = "predicted";  // of its times: "measured", or "predicted" (theory, or a planner's trace)
 };
 

@@ -16,7 +16,8 @@ std::vector<ThreadRows> rows_by_thread(const prof::LaneTrack& lane, int max_rows
         }
         if (int(it->rows.size()) < max_rows) it->rows.push_back(r);
     }
-    std::sort(groups.begin(), groups.end(), [](const ThreadRows& a, const ThreadRows& b) { return a.thread < b.thread; });
+    std::sort(groups.begin(), groups.end(),
+              [](const ThreadRows& a, const ThreadRows& b) { return a.thread < b.thread; });
     return groups;
 }
 
@@ -48,8 +49,9 @@ void build_lane_items(const prof::LaneTrack& lane, const TimeWindow& w, float mi
             size_t j = i;
             for (;;) {
                 const int64_t limit = fold_end + min_ns;
-                const auto it = std::partition_point(idx.begin() + std::ptrdiff_t(j), idx.begin() + std::ptrdiff_t(last),
-                                                     [&](uint32_t k) { return spans[k].begin < limit; });
+                const auto it =
+                    std::partition_point(idx.begin() + std::ptrdiff_t(j), idx.begin() + std::ptrdiff_t(last),
+                                         [&](uint32_t k) { return spans[k].begin < limit; });
                 size_t k = size_t(it - idx.begin());
                 // Within a row spans do not overlap, so of those starting before `limit` only the last can be wide
                 // (a wide one further left would end past it). A wide span is never folded.

@@ -11,10 +11,10 @@
 namespace us::gui {
 
 struct TimelineItem {
-    float x0 = 0, x1 = 0;      // pixels from the left edge of the lane
+    float x0 = 0, x1 = 0;  // pixels from the left edge of the lane
     int row = 0;
     const prof::Span* span = nullptr;  // the span drawn, or the first of a fold
-    uint32_t folded = 0;       // 0: one span; n > 1: n spans folded into this item
+    uint32_t folded = 0;               // 0: one span; n > 1: n spans folded into this item
 };
 
 struct TimeWindow {

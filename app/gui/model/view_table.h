@@ -16,15 +16,15 @@ enum class Place { top, bottom_left, bottom_middle, tab, over };
 
 // X(id, title, tab label, place, draw function, shown flag (over only: a bool* of AppState `app`)). The order of
 // the tabs is their order here.
-#define US_GUI_VIEWS(X)                                                                                 \
-    X(memory, "Memory anatomy", "", Place::bottom_left, draw_memory_view, nullptr)                     \
-    X(timeline, "Timeline", "", Place::top, draw_timeline_view, nullptr)                               \
-    X(overlap, "Overlap and utilization", "", Place::bottom_middle, draw_overlap_view, nullptr)        \
-    X(training, "Training", "Training", Place::tab, draw_training_view, nullptr)                       \
-    X(compare, "Compare runs", "Compare", Place::tab, draw_compare_view, nullptr)                      \
-    X(experts, "Experts", "Experts", Place::tab, draw_experts_view, nullptr)                           \
-    X(ops, "Ops", "Ops", Place::tab, draw_ops_view, nullptr)                                           \
-    X(planner, "Planner", "", Place::over, draw_planner_view, &app.planner.open)                       \
+#define US_GUI_VIEWS(X)                                                                         \
+    X(memory, "Memory anatomy", "", Place::bottom_left, draw_memory_view, nullptr)              \
+    X(timeline, "Timeline", "", Place::top, draw_timeline_view, nullptr)                        \
+    X(overlap, "Overlap and utilization", "", Place::bottom_middle, draw_overlap_view, nullptr) \
+    X(training, "Training", "Training", Place::tab, draw_training_view, nullptr)                \
+    X(compare, "Compare runs", "Compare", Place::tab, draw_compare_view, nullptr)               \
+    X(experts, "Experts", "Experts", Place::tab, draw_experts_view, nullptr)                    \
+    X(ops, "Ops", "Ops", Place::tab, draw_ops_view, nullptr)                                    \
+    X(planner, "Planner", "", Place::over, draw_planner_view, &app.planner.open)                \
     X(snapshot, "Memory snapshot", "", Place::over, draw_snapshot_view, &app.snapshots.show)
 
 // A view without its drawing: what code without a window needs.

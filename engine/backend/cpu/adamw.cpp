@@ -18,7 +18,8 @@ struct AdamWScalars {
 // Elements [0, n) of one thread's range. Two bodies, not one with a branch on the bf16 copy: a branch in the loop
 // kept it scalar on AVX2.
 template <typename G, bool kBf16Copy>
-US_CPU_INLINE void update_body(const AdamWScalars& k, const G* g, float* w32, bf16* w16, float* m, float* v, int64_t n) {
+US_CPU_INLINE void update_body(const AdamWScalars& k, const G* g, float* w32, bf16* w16, float* m, float* v,
+                               int64_t n) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
         const float grad = load(g + i) * k.grad_scale;
@@ -34,13 +35,17 @@ US_CPU_INLINE void update_body(const AdamWScalars& k, const G* g, float* w32, bf
 
 US_CPU_CLONES void update_range(const AdamWScalars& k, const float* g, float* w32, bf16* w16, float* m, float* v,
                                 int64_t n) {
-    if (w16) update_body<float, true>(k, g, w32, w16, m, v, n);
-    else update_body<float, false>(k, g, w32, w16, m, v, n);
+    if (w16)
+        update_body<float, true>(k, g, w32, w16, m, v, n);
+    else
+        update_body<float, false>(k, g, w32, w16, m, v, n);
 }
 US_CPU_CLONES void update_range(const AdamWScalars& k, const bf16* g, float* w32, bf16* w16, float* m, float* v,
                                 int64_t n) {
-    if (w16) update_body<bf16, true>(k, g, w32, w16, m, v, n);
-    else update_body<bf16, false>(k, g, w32, w16, m, v, n);
+    if (w16)
+        update_body<bf16, true>(k, g, w32, w16, m, v, n);
+    else
+        update_body<bf16, false>(k, g, w32, w16, m, v, n);
 }
 
 }  // namespace
@@ -50,14 +55,10 @@ void CpuBackend::adamw(const AdamWArgs& a) {
     US_ASSERT(a.grads.numel == n && a.m.numel == n && a.v.numel == n, "adamw ranges differ");
     const double bc1 = 1.0 - std::pow(a.beta1, double(a.step));
     const double bc2 = 1.0 - std::pow(a.beta2, double(a.step));
-    const AdamWScalars k{a.grad_scale,
-                         float(1.0 - a.lr * a.weight_decay),
-                         float(a.beta1),
-                         float(1.0 - a.beta1),
-                         float(a.beta2),
-                         float(1.0 - a.beta2),
-                         float(a.lr / bc1),
-                         float(std::sqrt(bc2)),
+    const AdamWScalars k{a.grad_scale,      float(1.0 - a.lr * a.weight_decay),
+                         float(a.beta1),    float(1.0 - a.beta1),
+                         float(a.beta2),    float(1.0 - a.beta2),
+                         float(a.lr / bc1), float(std::sqrt(bc2)),
                          float(a.eps)};
     float* m = a.m.f32();
     float* v = a.v.f32();

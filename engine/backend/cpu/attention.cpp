@@ -137,8 +137,7 @@ void CpuBackend::attention_forward(Tensor out, Tensor probs, Tensor qkv, int B, 
     });
 }
 
-void CpuBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor probs, int B, int T, int NH,
-                                    int HD) {
+void CpuBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor probs, int B, int T, int NH, int HD) {
     const int C = NH * HD;
     const float scale = 1.0f / std::sqrt(float(HD));
     const size_t per_thread = tile_floats(T, HD);
@@ -199,7 +198,8 @@ void CpuBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor
                 cpu::small_sgemm(false, rows, r1, HD, 1.0f, dO.row(r0), dO.ld, vt, T, 0.0f, dS, T, panel,
                                  {cpu::CausalSkip::wanted_columns_upto, r0});
                 // softmax backward on the causal rows, folded with the score scale: dS = scale * P (dP - <P, dP>)
-                for (int t = r0; t < r1; ++t) softmax_backward_row(P + size_t(t) * T, dP + size_t(t) * T, t + 1, r1, scale);
+                for (int t = r0; t < r1; ++t)
+                    softmax_backward_row(P + size_t(t) * T, dP + size_t(t) * T, t + 1, r1, scale);
                 // dQ[r0:r1] = dS K[0:r1] ; dK[0:r1] += dS^T Q[r0:r1]
                 cpu::small_sgemm(false, rows, HD, r1, 1.0f, dS, T, k.p, k.ld, 0.0f, dq.row(r0), dq.ld, panel, rows_see);
                 cpu::small_sgemm(true, r1, HD, rows, 1.0f, dS, T, q.row(r0), q.ld, beta, dk.p, dk.ld, panel, keys_seen);

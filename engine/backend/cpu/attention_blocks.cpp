@@ -4,8 +4,8 @@
 // only ever touched by one thread). Inside a pair the queries go in blocks of 64 rows, each against the keys it can
 // see: on a causal (diagonal) pair that is the keys up to the block's last row, so the masked half is skipped as
 // the naive kernel skips it. The scores of one block are a (64, keys) fp32 temporary per thread, never the (c, c)
-// square and never stored: backward recomputes them by blocks of 128 keys from q, k and the log-sum-exp. fp32 q, k, v and
-// dO are read in place (strided); bf16 ones are gathered into fp32 tiles once per pair. The products go through
+// square and never stored: backward recomputes them by blocks of 128 keys from q, k and the log-sum-exp. fp32 q, k, v
+// and dO are read in place (strided); bf16 ones are gathered into fp32 tiles once per pair. The products go through
 // small_sgemm; K^T (forward), Q^T and dO^T (backward) are transposed once per pair for them.
 #include <omp.h>
 
@@ -114,7 +114,8 @@ void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc
                 const AttentionChunkPair& p = a.pairs[pi];
                 const int q0 = p.q_chunk * c, k0 = p.k_chunk * c;
                 const X* kv_rows = kvp + (size_t(b) * T + k0) * kvs + size_t(h) * HD;
-                const HeadRows q = head_rows(x + (size_t(b) * T + q0) * 3 * C + size_t(h) * HD, c, HD, 3 * size_t(C), q_tile);
+                const HeadRows q =
+                    head_rows(x + (size_t(b) * T + q0) * 3 * C + size_t(h) * HD, c, HD, 3 * size_t(C), q_tile);
                 const HeadRows k = head_rows(kv_rows, c, HD, kvs, k_tile);
                 const HeadRows v = head_rows(kv_rows + C, c, HD, kvs, v_tile);
                 float* o = out + (size_t(b) * T + q0) * C + size_t(h) * HD;
@@ -129,7 +130,8 @@ void CpuBackend::attention_block_forward(const AttentionBlockArgs& a, Tensor acc
                     cpu::small_sgemm(false, rows, n, HD, scale, q.row(r0), q.ld, kt, c, 0.0f, S, n, panel, seen);
                     for (int i = 0; i < rows; ++i) {
                         const size_t at = at0 + size_t(r0 + i);
-                        const float alpha = online_softmax_row(S + size_t(i) * n, visible(p, r0 + i, c), n, mx[at], sm[at]);
+                        const float alpha =
+                            online_softmax_row(S + size_t(i) * n, visible(p, r0 + i, c), n, mx[at], sm[at]);
                         float* orow = o + size_t(r0 + i) * C;
 #pragma omp simd
                         for (int d = 0; d < HD; ++d) orow[d] *= alpha;
@@ -176,7 +178,8 @@ void CpuBackend::attention_block_delta(Tensor delta, Tensor dout, Tensor out, in
             const int b = bt / T, t = bt % T;
             for (int h = 0; h < NH; ++h) {
                 float s = 0.0f;
-                for (int d = 0; d < HD; ++d) s += load(dy + size_t(bt) * C + h * HD + d) * load(y + size_t(bt) * C + h * HD + d);
+                for (int d = 0; d < HD; ++d)
+                    s += load(dy + size_t(bt) * C + h * HD + d) * load(y + size_t(bt) * C + h * HD + d);
                 dl[(size_t(b) * NH + h) * T + t] = s;
             }
         }
@@ -187,8 +190,8 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
                                           Tensor delta) {
     const int C = a.NH * a.HD, c = a.chunk, HD = a.HD, T = a.T;
     const float scale = 1.0f / std::sqrt(float(HD));
-    const size_t per_thread = 2 * size_t(kKeyBlock) * c + gathered_floats(a.qkv.dtype, 4, c, HD) +
-                              2 * size_t(HD) * c + cpu::small_sgemm_panel_floats(std::max({c, HD, kKeyBlock}));
+    const size_t per_thread = 2 * size_t(kKeyBlock) * c + gathered_floats(a.qkv.dtype, 4, c, HD) + 2 * size_t(HD) * c +
+                              cpu::small_sgemm_panel_floats(std::max({c, HD, kKeyBlock}));
     float* tiles = scratch(per_thread * size_t(m_threads));
     float* gq = dq.f32();
     float* gkv = dkv.f32();
@@ -215,10 +218,12 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
                 const AttentionChunkPair& p = a.pairs[pi];
                 const int q0 = p.q_chunk * c, k0 = p.k_chunk * c;
                 const X* kv_rows = kvp + (size_t(b) * T + k0) * kvs + size_t(h) * HD;
-                const HeadRows q = head_rows(x + (size_t(b) * T + q0) * 3 * C + size_t(h) * HD, c, HD, 3 * size_t(C), q_tile);
+                const HeadRows q =
+                    head_rows(x + (size_t(b) * T + q0) * 3 * C + size_t(h) * HD, c, HD, 3 * size_t(C), q_tile);
                 const HeadRows k = head_rows(kv_rows, c, HD, kvs, k_tile);
                 const HeadRows v = head_rows(kv_rows + C, c, HD, kvs, v_tile);
-                const HeadRows dO = head_rows(dy + (size_t(b) * T + q0) * C + size_t(h) * HD, c, HD, size_t(C), do_tile);
+                const HeadRows dO =
+                    head_rows(dy + (size_t(b) * T + q0) * C + size_t(h) * HD, c, HD, size_t(C), do_tile);
                 float* gk = gkv + (size_t(b) * T + k0) * 2 * C + size_t(h) * HD;
                 float* gqb = gq + (size_t(b) * T + q0) * C + size_t(h) * HD;
                 const size_t at0 = (size_t(b) * a.NH + h) * T + q0;
@@ -241,9 +246,10 @@ void CpuBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor dq
                     for (int j = 0; j < keys; ++j)  // rows before key j0 + j on the diagonal do not see it
                         probabilities_row(P + size_t(j) * m, masked_queries(p, j0 + j, i0), m, li);
                     // dV[keys] += P^T dO[i0:c] ; dP^T = V[keys] dO[i0:c]^T
-                    cpu::small_sgemm(false, keys, HD, m, 1.0f, P, m, dO.row(i0), dO.ld, 1.0f, gk + size_t(j0) * 2 * C + C,
-                                     2 * C, panel, zero_before);
-                    cpu::small_sgemm(false, keys, m, HD, 1.0f, v.row(j0), v.ld, dot + i0, c, 0.0f, dS, m, panel, wanted);
+                    cpu::small_sgemm(false, keys, HD, m, 1.0f, P, m, dO.row(i0), dO.ld, 1.0f,
+                                     gk + size_t(j0) * 2 * C + C, 2 * C, panel, zero_before);
+                    cpu::small_sgemm(false, keys, m, HD, 1.0f, v.row(j0), v.ld, dot + i0, c, 0.0f, dS, m, panel,
+                                     wanted);
                     // dS^T = scale * P^T (dP^T - delta), zero where masked (P is)
                     const float* di = dl + at0 + i0;
                     for (int j = 0; j < keys; ++j) {

@@ -27,10 +27,10 @@ bool equal_ignoring_case(std::string_view a, std::string_view b) {
 }
 
 // OpenBLAS's x86-64 kernels without AVX2 + FMA: its generic fallback (Prescott) and older families.
-constexpr std::array kPreAvx2Cores = {"Prescott",  "Core2",     "Penryn",    "Dunnington", "Nehalem",  "Sandybridge",
-                                      "Atom",      "Banias",    "Northwood", "Katmai",     "Coppermine", "Athlon",
-                                      "Opteron",   "Opteron_SSE3", "Barcelona", "Bobcat",  "Bulldozer", "Piledriver",
-                                      "Steamroller", "Excavator", "Nano",    "Unknown"};
+constexpr std::array kPreAvx2Cores = {
+    "Prescott",  "Core2",      "Penryn",      "Dunnington", "Nehalem", "Sandybridge",  "Atom",      "Banias",
+    "Northwood", "Katmai",     "Coppermine",  "Athlon",     "Opteron", "Opteron_SSE3", "Barcelona", "Bobcat",
+    "Bulldozer", "Piledriver", "Steamroller", "Excavator",  "Nano",    "Unknown"};
 
 std::string current_core() {
     if (const char* fake = std::getenv(kFakeCoreVariable); fake && *fake) return fake;
@@ -69,9 +69,10 @@ void ensure_openblas_kernel(char** argv) {
     setenv(kReexecVariable, core.c_str(), 1);
     execv("/proc/self/exe", argv);
     // Still here: run on the slow kernel rather than not at all, and say why.
-    std::fprintf(stderr, "warning: OpenBLAS chose its %s kernel for this CPU, and restarting with OPENBLAS_CORETYPE=%s "
-                 "failed; set OPENBLAS_CORETYPE=%s yourself for the fast kernels\n", core.c_str(), better.c_str(),
-                 better.c_str());
+    std::fprintf(stderr,
+                 "warning: OpenBLAS chose its %s kernel for this CPU, and restarting with OPENBLAS_CORETYPE=%s "
+                 "failed; set OPENBLAS_CORETYPE=%s yourself for the fast kernels\n",
+                 core.c_str(), better.c_str(), better.c_str());
     unsetenv("OPENBLAS_CORETYPE");
     unsetenv(kReexecVariable);
 }
@@ -80,8 +81,7 @@ std::string openblas_kernel_note() {
     const char* was = std::getenv(kReexecVariable);
     const char* now = std::getenv("OPENBLAS_CORETYPE");
     if (!was || !now) return "";
-    return std::string("OPENBLAS_CORETYPE=") + now + " set by ultrascope: OpenBLAS had chosen " + was +
-           " for this CPU";
+    return std::string("OPENBLAS_CORETYPE=") + now + " set by ultrascope: OpenBLAS had chosen " + was + " for this CPU";
 }
 
 }  // namespace us::cpu

@@ -28,8 +28,8 @@ std::string CpuBackend::device_description() const {
     const auto kernel = cpu::resolve_bf16_gemm_kernel(cpu::Bf16GemmKernel::automatic);
     const std::string note = cpu::openblas_kernel_note();
     return fmt::format("cpu ({} threads, OpenBLAS {} kernel{}, bf16 GEMM {}, attention products {})", m_threads,
-                       openblas_get_corename(), note.empty() ? "" : " (" + note + ")", cpu::bf16_gemm_kernel_name(kernel),
-                       cpu::small_sgemm_path_name(cpu::small_sgemm_path()));
+                       openblas_get_corename(), note.empty() ? "" : " (" + note + ")",
+                       cpu::bf16_gemm_kernel_name(kernel), cpu::small_sgemm_path_name(cpu::small_sgemm_path()));
 }
 
 float* CpuBackend::scratch(size_t floats) {

@@ -16,7 +16,9 @@ US_CPU_INLINE float exp_nonpositive(float x) {
     const float kf = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
     const float r = (x - kf * 0.693145751953125f) - kf * 1.428606765330187045e-06f;
     const float p =
-        1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
+        1.0f +
+        r * (1.0f +
+             r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
     const float scale = __builtin_bit_cast(float, uint32_t(int32_t(kf) + 127) << 23);
     return p * scale;
 }

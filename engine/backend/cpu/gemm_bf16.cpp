@@ -72,8 +72,7 @@ namespace {
 // the scratch and running go through this one function, so they always agree.
 Bf16GemmKernel effective_kernel(Bf16GemmKernel requested) {
     const auto kernel = resolve_bf16_gemm_kernel(requested);
-    if (kernel == Bf16GemmKernel::avx512_bf16 && !cpu_supports_avx512_bf16())
-        return Bf16GemmKernel::fp32_sgemm;
+    if (kernel == Bf16GemmKernel::avx512_bf16 && !cpu_supports_avx512_bf16()) return Bf16GemmKernel::fp32_sgemm;
     return kernel;
 }
 
@@ -88,19 +87,15 @@ Bf16GemmKernel effective_kernel(Bf16GemmKernel requested) {
 // an fp32 tile buffer and the last block applies alpha/beta and writes C. Sizes were tuned on Zen 4 over the
 // GPT-2 training shapes: taller tiles repack the V-sized streaming operand less often.
 
-constexpr int kMr = 12;   // rows of C per micro-tile: 12 x 2 zmm accumulators + 2 B vectors + 1 broadcast
-constexpr int kNr = 32;   // columns per micro-tile: two zmm of 16 fp32
-constexpr int kMc = 288;  // most rows per tile, a multiple of kMr
-constexpr int kNc = 384;  // most columns per tile, a multiple of kNr
-constexpr int kKc = 768;  // K per block, even so that no (k, k+1) pair straddles two blocks
+constexpr int kMr = 12;              // rows of C per micro-tile: 12 x 2 zmm accumulators + 2 B vectors + 1 broadcast
+constexpr int kNr = 32;              // columns per micro-tile: two zmm of 16 fp32
+constexpr int kMc = 288;             // most rows per tile, a multiple of kMr
+constexpr int kNc = 384;             // most columns per tile, a multiple of kNr
+constexpr int kKc = 768;             // K per block, even so that no (k, k+1) pair straddles two blocks
 constexpr size_t kAlignFloats = 16;  // 64 bytes
 
-size_t round_up(size_t x, size_t to) {
-    return (x + to - 1) / to * to;
-}
-int ceil_div(int x, int y) {
-    return (x + y - 1) / y;
-}
+size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+int ceil_div(int x, int y) { return (x + y - 1) / y; }
 
 struct Blocking {
     int mc = 0, nc = 0,
@@ -137,9 +132,7 @@ Blocking plan_blocking(const GemmArgs& g, int threads) {
 
 // Threads gemm_bf16 will use: one when called from inside a parallel region (the caller already split the
 // work).
-int gemm_threads() {
-    return omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads());
-}
+int gemm_threads() { return omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads()); }
 
 // --------------------------------------------------------------------------------------------------------
 // [SECTION] avx512-bf16: packing
@@ -149,9 +142,7 @@ int gemm_threads() {
 // zero. An odd K gets a zero partner in its last pair; nothing past K is ever read (it could be NaN).
 
 // Mask of the first `count` lanes (count in 0..32).
-inline uint32_t lanes_mask(int count) {
-    return count >= 32 ? ~0u : (1u << count) - 1u;
-}
+inline uint32_t lanes_mask(int count) { return count >= 32 ? ~0u : (1u << count) - 1u; }
 
 // Transposes a 16 x 16 matrix of uint32 held in 16 zmm (r[i] is row i).
 US_AVX512_BF16 inline void transpose_16x16(__m512i r[16]) {
@@ -168,8 +159,7 @@ US_AVX512_BF16 inline void transpose_16x16(__m512i r[16]) {
         r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
     }
     for (int c = 0; c < 4; ++c) {
-        const __m512i a = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88),
-                      b = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
+        const __m512i a = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), b = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
         const __m512i a2 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
         const __m512i b2 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
         t[c] = _mm512_shuffle_i32x4(a, a2, 0x88);
@@ -182,12 +172,10 @@ US_AVX512_BF16 inline void transpose_16x16(__m512i r[16]) {
 
 // Interleaves two rows of 32 bf16 (x holds k, y holds k+1) into pairs: lanes 0..15 (`high` false) or 16..31.
 US_AVX512_BF16 inline __m512i interleave_pairs(__m512i x, __m512i y, bool high) {
-    alignas(64) static constexpr uint16_t lo_idx[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
-                                                        37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
-                                                        11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-    alignas(64) static constexpr uint16_t hi_idx[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
-                                                        53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
-                                                        27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+    alignas(64) static constexpr uint16_t lo_idx[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                                        8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    alignas(64) static constexpr uint16_t hi_idx[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+                                                        24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
     return _mm512_permutex2var_epi16(x, _mm512_load_si512(high ? hi_idx : lo_idx), y);
 }
 
@@ -221,8 +209,7 @@ US_AVX512_BF16_KERNEL void pack_a_cols(const bf16* a, size_t lda, int rows, int 
         for (int s = 0; s * kMr < rows; ++s) {
             const __mmask32 mask = lanes_mask(std::min(kMr, rows - s * kMr));
             const __m512i x = _mm512_maskz_loadu_epi16(mask, k0 + s * kMr);
-            const __m512i y =
-                has_k1 ? _mm512_maskz_loadu_epi16(mask, k0 + lda + s * kMr) : _mm512_setzero_si512();
+            const __m512i y = has_k1 ? _mm512_maskz_loadu_epi16(mask, k0 + lda + s * kMr) : _mm512_setzero_si512();
             _mm512_mask_storeu_epi32(dst + (size_t(s) * pairs + p) * kMr, __mmask16((1u << kMr) - 1),
                                      interleave_pairs(x, y, false));
         }
@@ -238,8 +225,7 @@ US_AVX512_BF16_KERNEL void pack_b_rows(const bf16* b, size_t ldb, int cols, int 
         for (int p = 0; p < pairs; ++p) {
             const bf16* k0 = b + size_t(2 * p) * ldb + u * kNr;
             const __m512i x = _mm512_maskz_loadu_epi16(mask, k0);
-            const __m512i y =
-                2 * p + 1 < kc ? _mm512_maskz_loadu_epi16(mask, k0 + ldb) : _mm512_setzero_si512();
+            const __m512i y = 2 * p + 1 < kc ? _mm512_maskz_loadu_epi16(mask, k0 + ldb) : _mm512_setzero_si512();
             _mm512_storeu_si512(strip + size_t(p) * kNr, interleave_pairs(x, y, false));
             _mm512_storeu_si512(strip + size_t(p) * kNr + 16, interleave_pairs(x, y, true));
         }
@@ -287,8 +273,8 @@ US_AVX512_BF16 inline __m256i f32_to_bf16_16(__m512 v) {
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
     const __m512i rounded =
         _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                  _mm512_set1_epi32(0x7f800000));
+    const __mmask16 nan =
+        _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
     const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
     return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
 }
@@ -299,15 +285,13 @@ US_AVX512_BF16 inline void store_c16(const TileOut& out, size_t offset, __mmask1
     if (out.c_bf16) {
         bf16* c = static_cast<bf16*>(out.c) + offset;
         if (out.beta != 0.0f) {
-            const __m512i old =
-                _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, c)), 16);
+            const __m512i old = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, c)), 16);
             v = _mm512_fmadd_ps(_mm512_set1_ps(out.beta), _mm512_castsi512_ps(old), v);
         }
         _mm256_mask_storeu_epi16(c, mask, f32_to_bf16_16(v));
     } else {
         float* c = static_cast<float*>(out.c) + offset;
-        if (out.beta != 0.0f)
-            v = _mm512_fmadd_ps(_mm512_set1_ps(out.beta), _mm512_maskz_loadu_ps(mask, c), v);
+        if (out.beta != 0.0f) v = _mm512_fmadd_ps(_mm512_set1_ps(out.beta), _mm512_maskz_loadu_ps(mask, c), v);
         _mm512_mask_storeu_ps(c, mask, v);
     }
 }
@@ -316,8 +300,8 @@ US_AVX512_BF16 inline void store_c16(const TileOut& out, size_t offset, __mmask1
 // or through alpha/beta into C. The accumulators are fully unrolled so that they live in registers. Per the
 // ISA, vdpbf16ps adds a pair's two (exact) products into fp32 and treats denormals as zero (DAZ, FTZ).
 template <int MR>
-US_AVX512_BF16_KERNEL void micro_kernel(int pairs, const uint32_t* a, const uint32_t* b, float* buf,
-                                        int ldbuf, bool from_buf, const TileOut* out) {
+US_AVX512_BF16_KERNEL void micro_kernel(int pairs, const uint32_t* a, const uint32_t* b, float* buf, int ldbuf,
+                                        bool from_buf, const TileOut* out) {
     __m512 acc[MR][2];
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
@@ -475,8 +459,7 @@ US_AVX512_BF16 void run_tiles(const GemmArgs& g, const Blocking& bl, int first, 
                                       std::min(kNr, g.n - j)};
                     next.issue(per_call);
                     micro_kernel<kMr>(pairs, pa + size_t(s) * pairs * kMr, pb + size_t(u) * pairs * kNr,
-                                      buf + size_t(s) * kMr * ldbuf + u * kNr, ldbuf, from_buf,
-                                      to_c ? &out : nullptr);
+                                      buf + size_t(s) * kMr * ldbuf + u * kNr, ldbuf, from_buf, to_c ? &out : nullptr);
                 }
             }
         }

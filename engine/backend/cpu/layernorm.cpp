@@ -74,8 +74,8 @@ US_CPU_CLONES void layernorm_backward_rows(const bf16* x, const bf16* dy, bf16* 
 
 }  // namespace
 
-void CpuBackend::layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor inp, Tensor weight, Tensor bias,
-                                   int N, int C) {
+void CpuBackend::layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor inp, Tensor weight, Tensor bias, int N,
+                                   int C) {
     float* mu = mean.f32();
     float* rs = rstd.f32();
     with_typed(inp, [&](auto* x) {
@@ -92,8 +92,8 @@ void CpuBackend::layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor 
 // Per row: dnorm = dout * w; dinp += (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd.
 // dweight and dbias sum over rows: each thread sums its rows into its own partial, partials are added in thread
 // order, so the result does not depend on timing.
-void CpuBackend::layernorm_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp,
-                                    Tensor weight, Tensor mean, Tensor rstd, int N, int C) {
+void CpuBackend::layernorm_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp, Tensor weight,
+                                    Tensor mean, Tensor rstd, int N, int C) {
     const float* mu = mean.f32();
     const float* rs = rstd.f32();
     const int nt = m_threads;

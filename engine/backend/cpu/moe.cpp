@@ -50,8 +50,10 @@ void CpuBackend::moe_route_backward(Tensor dlogits, Tensor probs, Tensor topk, T
     for (int n = 0; n < N; ++n) {
         const float* pr = p + size_t(n) * E;
         float* d = dl + size_t(n) * E;  // first dprobs, then dlogits
-        if (a) std::copy_n(a + size_t(n / tokens_per_seq) * E, E, d);
-        else std::fill_n(d, E, 0.0f);
+        if (a)
+            std::copy_n(a + size_t(n / tokens_per_seq) * E, E, d);
+        else
+            std::fill_n(d, E, 0.0f);
         // gates g_k = p_{i_k} / S, S = sum of the chosen: dp_{i_m} += (dg_m - sum_k dg_k g_k) / S
         float kept = 0.0f, dot = 0.0f;
         for (int k = 0; k < K; ++k) {

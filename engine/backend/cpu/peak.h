@@ -12,11 +12,11 @@ enum class SgemmForm { blas_threads, sliced };
 const char* sgemm_form_name(SgemmForm form);
 
 struct PeakMeasurement {
-    double gflops = 0.0;   // best achieved
-    int size = 0;          // n of the n x n x n sgemm that achieved it
+    double gflops = 0.0;  // best achieved
+    int size = 0;         // n of the n x n x n sgemm that achieved it
     int threads = 0;
     SgemmForm form = SgemmForm::blas_threads;  // how the best call ran
-    std::string blas_kernel;  // OpenBLAS core name (e.g. Cooperlake, Haswell)
+    std::string blas_kernel;                   // OpenBLAS core name (e.g. Cooperlake, Haswell)
 };
 
 // Takes about `seconds` of wall time (more on a slow machine: each size up to the first past it runs twice).

@@ -9,7 +9,7 @@
 
 namespace us::cpu {
 
-void sgemm_sliced(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-                  const float* b, int ldb, float beta, float* c, int ldc, int threads);
+void sgemm_sliced(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+                  int ldb, float beta, float* c, int ldc, int threads);
 
 }  // namespace us::cpu

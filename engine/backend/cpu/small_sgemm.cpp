@@ -22,7 +22,7 @@ namespace us::cpu {
 
 namespace {
 
-constexpr int kDepth = 256;                 // k per pass: B's panel is kDepth x kPanelWidth floats
+constexpr int kDepth = 256;  // k per pass: B's panel is kDepth x kPanelWidth floats
 constexpr int kPanelWidth = 16;
 constexpr int kLongestTransposedRow = 512;  // floats (see small_sgemm)
 
@@ -73,12 +73,18 @@ template <bool TransA, int NV>
 US_AVX2_FMA void tile_rows(int mr, int k, float alpha, const float* a, ptrdiff_t lda, const float* b, ptrdiff_t ldb,
                            float beta, float* c, ptrdiff_t ldc) {
     switch (mr) {
-        case 6: return tile<TransA, 6, NV>(k, alpha, a, lda, b, ldb, beta, c, ldc);
-        case 5: return tile<TransA, 5, NV>(k, alpha, a, lda, b, ldb, beta, c, ldc);
-        case 4: return tile<TransA, 4, NV>(k, alpha, a, lda, b, ldb, beta, c, ldc);
-        case 3: return tile<TransA, 3, NV>(k, alpha, a, lda, b, ldb, beta, c, ldc);
-        case 2: return tile<TransA, 2, NV>(k, alpha, a, lda, b, ldb, beta, c, ldc);
-        default: return tile<TransA, 1, NV>(k, alpha, a, lda, b, ldb, beta, c, ldc);
+        case 6:
+            return tile<TransA, 6, NV>(k, alpha, a, lda, b, ldb, beta, c, ldc);
+        case 5:
+            return tile<TransA, 5, NV>(k, alpha, a, lda, b, ldb, beta, c, ldc);
+        case 4:
+            return tile<TransA, 4, NV>(k, alpha, a, lda, b, ldb, beta, c, ldc);
+        case 3:
+            return tile<TransA, 3, NV>(k, alpha, a, lda, b, ldb, beta, c, ldc);
+        case 2:
+            return tile<TransA, 2, NV>(k, alpha, a, lda, b, ldb, beta, c, ldc);
+        default:
+            return tile<TransA, 1, NV>(k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
 }
 
@@ -112,9 +118,12 @@ struct DepthRange {
 };
 DepthRange depth_for_rows(const CausalSkip& skip, int i, int rows, int k) {
     switch (skip.kind) {
-        case CausalSkip::a_zero_after: return {0, std::clamp(i + rows + skip.offset, 0, k)};
-        case CausalSkip::a_zero_before: return {std::clamp(i - skip.offset, 0, k), k};
-        default: return {0, k};
+        case CausalSkip::a_zero_after:
+            return {0, std::clamp(i + rows + skip.offset, 0, k)};
+        case CausalSkip::a_zero_before:
+            return {std::clamp(i - skip.offset, 0, k), k};
+        default:
+            return {0, k};
     }
 }
 
@@ -126,8 +135,7 @@ US_AVX2_FMA void tiled(int m, int n, int k, float alpha, const float* a, ptrdiff
                        float beta, float* c, ptrdiff_t ldc, float* panel, const CausalSkip& skip) {
     const ptrdiff_t rs = TransA ? 1 : lda, cs = TransA ? lda : 1;
     // The last column any row wants, and whether rows [i, i + rows) want any of columns [j, j + width).
-    const int last_column =
-        skip.kind == CausalSkip::wanted_columns_upto ? std::min(n - 1, m - 1 + skip.offset) : n - 1;
+    const int last_column = skip.kind == CausalSkip::wanted_columns_upto ? std::min(n - 1, m - 1 + skip.offset) : n - 1;
     auto wants = [&](int i, int rows, int j, int width) {
         if (skip.kind == CausalSkip::wanted_columns_upto) return j <= i + rows - 1 + skip.offset;
         if (skip.kind == CausalSkip::wanted_columns_from) return j + width - 1 >= i - skip.offset;
@@ -164,9 +172,9 @@ SmallSgemmPath default_path() {
         const std::string name = chosen;
         if (name == "openblas") return SmallSgemmPath::blas;
         if (name == "tiles" && small_sgemm_tiles_supported()) return SmallSgemmPath::tiles;
-        throw UserError(fmt::format("ULTRASCOPE_SMALL_SGEMM={}: use openblas{}, or unset it", name,
-                                    small_sgemm_tiles_supported() ? " or tiles"
-                                                                  : " (this CPU has no AVX2 + FMA for tiles)"));
+        throw UserError(
+            fmt::format("ULTRASCOPE_SMALL_SGEMM={}: use openblas{}, or unset it", name,
+                        small_sgemm_tiles_supported() ? " or tiles" : " (this CPU has no AVX2 + FMA for tiles)"));
     }
 #ifdef US_SMALL_SGEMM_TILES
     const bool tiles = small_sgemm_tiles_supported() && !CpuIsa::of_this_cpu().avx512f;

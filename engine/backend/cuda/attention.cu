@@ -47,13 +47,13 @@ void causal_softmax(void* probs, DType probs_type, const float* scores, int rows
     dispatch(probs_type, [&](auto* tag) {
         using P = std::remove_pointer_t<decltype(tag)>;
         causal_softmax_kernel<<<ceil_div(rows, kWarpsPerBlock), 32 * kWarpsPerBlock, 0, s>>>(static_cast<P*>(probs),
-                                                                                            scores, rows, T);
+                                                                                             scores, rows, T);
     });
     US_CUDA_CHECK_LAUNCH();
 }
 
-void causal_softmax_backward(void* dscores, DType dscores_type, const void* probs, DType probs_type, const float* dprobs,
-                             int rows, int T, float scale, cudaStream_t s) {
+void causal_softmax_backward(void* dscores, DType dscores_type, const void* probs, DType probs_type,
+                             const float* dprobs, int rows, int T, float scale, cudaStream_t s) {
     if (rows == 0 || T == 0) return;
     dispatch(dscores_type, [&](auto* dtag) {
         dispatch(probs_type, [&](auto* ptag) {

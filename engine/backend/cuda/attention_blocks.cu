@@ -21,8 +21,8 @@ __device__ float dot(const X* a, const X* b, int n) {
 
 // grid (T, B*NH): query row t of head h, batch b. Shared: the chunk's scores (chunk floats) and 32 for reductions.
 template <typename X>
-__global__ void forward_kernel(float* acc, float* row_max, float* row_sum, const X* qkv, const X* kv, int64_t kvs, int T,
-                               int NH, int HD, int chunk, ChunkPairs pairs, float scale) {
+__global__ void forward_kernel(float* acc, float* row_max, float* row_sum, const X* qkv, const X* kv, int64_t kvs,
+                               int T, int NH, int HD, int chunk, ChunkPairs pairs, float scale) {
     extern __shared__ float shared[];
     float* S = shared + 32;
     const int t = blockIdx.x, b = blockIdx.y / NH, h = blockIdx.y % NH, C = NH * HD;
@@ -155,7 +155,8 @@ __global__ void dkv_kernel(float* dkv, const X* qkv, const X* kv, int64_t kvs, c
 
 template <typename X>
 __global__ void pack_kernel(X* kv, const X* qkv, int64_t rows, int C) {
-    for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < rows * 2 * C; idx += int64_t(gridDim.x) * blockDim.x)
+    for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < rows * 2 * C;
+         idx += int64_t(gridDim.x) * blockDim.x)
         kv[idx] = qkv[idx / (2 * C) * 3 * C + C + idx % (2 * C)];
 }
 
@@ -190,7 +191,8 @@ void attention_block_finish(void* out, DType t, float* lse, const float* acc, co
     if (total == 0) return;
     dispatch(t, [&](auto* tag) {
         using X = std::remove_pointer_t<decltype(tag)>;
-        finish_kernel<<<unsigned(int64_t(B) * T), 256, 0, s>>>(static_cast<X*>(out), lse, acc, row_max, row_sum, T, NH, HD);
+        finish_kernel<<<unsigned(int64_t(B) * T), 256, 0, s>>>(static_cast<X*>(out), lse, acc, row_max, row_sum, T, NH,
+                                                               HD);
     });
     US_CUDA_CHECK_LAUNCH();
 }
@@ -202,7 +204,7 @@ void attention_block_delta(float* delta, const void* dout, const void* out, DTyp
     dispatch(t, [&](auto* tag) {
         using X = std::remove_pointer_t<decltype(tag)>;
         delta_kernel<<<unsigned(int64_t(B) * T), 128, 0, s>>>(delta, static_cast<const X*>(dout),
-                                                               static_cast<const X*>(out), T, NH, HD);
+                                                              static_cast<const X*>(out), T, NH, HD);
     });
     US_CUDA_CHECK_LAUNCH();
 }
@@ -213,7 +215,8 @@ void attention_block_backward(float* dq, float* dkv, const void* qkv, const void
     if (B * T == 0 || pairs.count == 0) return;
     const float scale = 1.0f / sqrtf(float(HD));
     if (attention_tiles_apply(t, T, NH, HD, chunk, qkv, kv, kv_stride) && aligned16(dout))
-        return attention_tiles_backward(dq, dkv, qkv, kv, kv_stride, dout, lse, delta, B, T, NH, chunk, pairs, scale, s);
+        return attention_tiles_backward(dq, dkv, qkv, kv, kv_stride, dout, lse, delta, B, T, NH, chunk, pairs, scale,
+                                        s);
     dispatch(t, [&](auto* tag) {
         using X = std::remove_pointer_t<decltype(tag)>;
         const dim3 grid(unsigned(T), unsigned(B * NH));
@@ -232,7 +235,8 @@ void attention_block_pack_kv(void* kv, const void* qkv, DType t, int B, int T, i
     if (rows == 0) return;
     dispatch(t, [&](auto* tag) {
         using X = std::remove_pointer_t<decltype(tag)>;
-        pack_kernel<<<grid_for(rows * 2 * C, 256), 256, 0, s>>>(static_cast<X*>(kv), static_cast<const X*>(qkv), rows, C);
+        pack_kernel<<<grid_for(rows * 2 * C, 256), 256, 0, s>>>(static_cast<X*>(kv), static_cast<const X*>(qkv), rows,
+                                                                C);
     });
     US_CUDA_CHECK_LAUNCH();
 }

@@ -16,9 +16,9 @@ namespace us::cuda {
 
 namespace {
 
-constexpr int kTile = 64;   // rows per tile (queries or keys)
-constexpr int kHD = 64;     // head dimension of this path
-constexpr int kPad = 72;    // shared-memory row stride in elements: rows 4 banks apart, conflict-free fragments
+constexpr int kTile = 64;  // rows per tile (queries or keys)
+constexpr int kHD = 64;    // head dimension of this path
+constexpr int kPad = 72;   // shared-memory row stride in elements: rows 4 banks apart, conflict-free fragments
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kTileSmem = kTile * kPad;  // elements of one padded tile
@@ -38,7 +38,8 @@ __device__ __forceinline__ uint32_t pack(float lo, float hi) {
     return *reinterpret_cast<const uint32_t*>(&v);
 }
 __device__ __forceinline__ uint32_t pack(bfloat lo, bfloat hi) {
-    return uint32_t(*reinterpret_cast<const uint16_t*>(&lo)) | (uint32_t(*reinterpret_cast<const uint16_t*>(&hi)) << 16);
+    return uint32_t(*reinterpret_cast<const uint16_t*>(&lo)) |
+           (uint32_t(*reinterpret_cast<const uint16_t*>(&hi)) << 16);
 }
 
 // ldmatrix: four 8 x 8 bf16 matrices from shared memory, each lane giving one row address (lanes 8i..8i+7 the rows
@@ -156,9 +157,9 @@ __device__ __forceinline__ int last_tiles_first() { return int(gridDim.y - 1 - b
 
 // grid (B * NH, T / 64): 64 queries against their pairs' key/value tiles; acc, row_max, row_sum carry the online
 // softmax across calls (a zero sum: nothing merged yet).
-__global__ void __launch_bounds__(kThreads) forward_kernel(float* acc, float* row_max, float* row_sum, const bfloat* qkv,
-                                                           const bfloat* kv, int64_t kvs, int T, int NH, int chunk,
-                                                           ChunkPairs pairs, float scale) {
+__global__ void __launch_bounds__(kThreads)
+    forward_kernel(float* acc, float* row_max, float* row_sum, const bfloat* qkv, const bfloat* kv, int64_t kvs, int T,
+                   int NH, int chunk, ChunkPairs pairs, float scale) {
     __shared__ __align__(16) bfloat Q[kTileSmem], K[2][kTileSmem], V[2][kTileSmem];  // 46 KB
     const Lane l;
     const int warp = threadIdx.x / 32;
@@ -234,7 +235,8 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(float* acc, float* ro
     for (int e = 0; e < 2; ++e) {
         const int64_t at = (int64_t(w.b) * NH + w.h) * T + t0 + rows[e];
         float* a = acc + (int64_t(w.b) * T + t0 + rows[e]) * w.C + w.h * kHD + 2 * l.t;
-        for (int jd = 0; jd < 8; ++jd) *reinterpret_cast<float2*>(a + 8 * jd) = make_float2(o[jd][2 * e], o[jd][2 * e + 1]);
+        for (int jd = 0; jd < 8; ++jd)
+            *reinterpret_cast<float2*>(a + 8 * jd) = make_float2(o[jd][2 * e], o[jd][2 * e + 1]);
         if (l.t == 0) {
             row_max[at] = m[e];
             row_sum[at] = s_l[e];
@@ -243,10 +245,9 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(float* acc, float* ro
 }
 
 // grid (B * NH, T / 64): dq of 64 queries.
-__global__ void __launch_bounds__(kThreads) dq_kernel(float* dq, const bfloat* qkv, const bfloat* kv, int64_t kvs,
-                                                      const bfloat* dout,
-                                                      const float* lse, const float* delta, int T, int NH, int chunk,
-                                                      ChunkPairs pairs, float scale) {
+__global__ void __launch_bounds__(kThreads)
+    dq_kernel(float* dq, const bfloat* qkv, const bfloat* kv, int64_t kvs, const bfloat* dout, const float* lse,
+              const float* delta, int T, int NH, int chunk, ChunkPairs pairs, float scale) {
     extern __shared__ __align__(16) bfloat dq_smem[];  // Q, dO, then K and V twice: 55 KB (dynamic)
     bfloat* Q = dq_smem;
     bfloat* dO = dq_smem + kTileSmem;
@@ -312,10 +313,9 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(float* dq, const bfloat* q
 }
 
 // grid (B * NH, T / 64): dk and dv of 64 keys of the block.
-__global__ void __launch_bounds__(kThreads) dkv_kernel(float* dkv, const bfloat* qkv, const bfloat* kv, int64_t kvs,
-                                                       const bfloat* dout,
-                                                       const float* lse, const float* delta, int T, int NH, int chunk,
-                                                       ChunkPairs pairs, float scale) {
+__global__ void __launch_bounds__(kThreads)
+    dkv_kernel(float* dkv, const bfloat* qkv, const bfloat* kv, int64_t kvs, const bfloat* dout, const float* lse,
+               const float* delta, int T, int NH, int chunk, ChunkPairs pairs, float scale) {
     extern __shared__ __align__(16) bfloat dkv_smem[];  // K, V, then Q and dO twice: 55 KB (dynamic)
     bfloat* K = dkv_smem;
     bfloat* V = dkv_smem + kTileSmem;
@@ -365,9 +365,10 @@ __global__ void __launch_bounds__(kThreads) dkv_kernel(float* dkv, const bfloat*
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
                     const int e = i / 2, query = 8 * j + 2 * l.t + i % 2;
-                    const float pr = diagonal && query < keys[e] ? 0.0f : __expf(p[j][i] * scale - tile_lse[buf][query]);
+                    const float pr =
+                        diagonal && query < keys[e] ? 0.0f : __expf(p[j][i] * scale - tile_lse[buf][query]);
                     dp[j][i] = scale * pr * (dp[j][i] - tile_delta[buf][query]);  // dS^T
-                    p[j][i] = pr;                                             // P^T
+                    p[j][i] = pr;                                                 // P^T
                 }
             regs_times_rows(dv, p, dO[buf], l);  // dV += P^T dO
             regs_times_rows(dk, dp, Q[buf], l);  // dK += dS^T Q
@@ -410,15 +411,18 @@ void attention_tiles_backward(float* dq, float* dkv, const void* qkv, const void
     constexpr size_t kBackwardSmem = 6 * kTileSmem * sizeof(bfloat);  // over the 48 KB a kernel gets unasked
     static const bool opted_in = [] {
         US_CUDA_CHECK(cudaFuncSetAttribute(dq_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBackwardSmem)));
-        US_CUDA_CHECK(cudaFuncSetAttribute(dkv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBackwardSmem)));
+        US_CUDA_CHECK(
+            cudaFuncSetAttribute(dkv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBackwardSmem)));
         return true;
     }();
     (void)opted_in;
-    dq_kernel<<<grid, kThreads, kBackwardSmem, s>>>(dq, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride,
-                                        static_cast<const bfloat*>(dout), lse, delta, T, NH, chunk, pairs, scale);
+    dq_kernel<<<grid, kThreads, kBackwardSmem, s>>>(dq, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv),
+                                                    kv_stride, static_cast<const bfloat*>(dout), lse, delta, T, NH,
+                                                    chunk, pairs, scale);
     US_CUDA_CHECK_LAUNCH();
-    dkv_kernel<<<grid, kThreads, kBackwardSmem, s>>>(dkv, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride,
-                                         static_cast<const bfloat*>(dout), lse, delta, T, NH, chunk, pairs, scale);
+    dkv_kernel<<<grid, kThreads, kBackwardSmem, s>>>(
+        dkv, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride,
+        static_cast<const bfloat*>(dout), lse, delta, T, NH, chunk, pairs, scale);
     US_CUDA_CHECK_LAUNCH();
 }
 

@@ -110,8 +110,8 @@ __global__ void local_max_kernel(float* rowmax, const float* logits, int V, int 
     if (threadIdx.x == 0) rowmax[blockIdx.x] = m;
 }
 
-__global__ void local_sums_kernel(float* sums, const float* logits, const float* rowmax, const int32_t* targets,
-                                  int V, int valid, int vocab_begin) {
+__global__ void local_sums_kernel(float* sums, const float* logits, const float* rowmax, const int32_t* targets, int V,
+                                  int valid, int vocab_begin) {
     __shared__ float shared[32];
     const float* row = logits + int64_t(blockIdx.x) * V;
     const float m = rowmax[blockIdx.x];
@@ -137,13 +137,15 @@ __global__ void finish_kernel(float* losses, float* logits, const float* rowmax,
 
 void crossentropy_forward(float* losses, float* logits, const int32_t* targets, int N, int V, cudaStream_t s) {
     if (N == 0) return;
-    if (vectorizable(V, 4, logits)) forward_kernel<true><<<N, kThreads, 0, s>>>(losses, logits, targets, V);
-    else forward_kernel<false><<<N, kThreads, 0, s>>>(losses, logits, targets, V);
+    if (vectorizable(V, 4, logits))
+        forward_kernel<true><<<N, kThreads, 0, s>>>(losses, logits, targets, V);
+    else
+        forward_kernel<false><<<N, kThreads, 0, s>>>(losses, logits, targets, V);
     US_CUDA_CHECK_LAUNCH();
 }
 
-void crossentropy_backward(void* dlogits, DType t, const float* probs, const int32_t* targets, float dloss, int N, int V,
-                           int vocab_begin, cudaStream_t s) {
+void crossentropy_backward(void* dlogits, DType t, const float* probs, const int32_t* targets, float dloss, int N,
+                           int V, int vocab_begin, cudaStream_t s) {
     if (N == 0) return;
     dispatch(t, [&](auto* tag) {
         using X = std::remove_pointer_t<decltype(tag)>;
@@ -169,8 +171,8 @@ void crossentropy_local_sums(float* sums, const float* logits, const float* rowm
     US_CUDA_CHECK_LAUNCH();
 }
 
-void crossentropy_finish(float* losses, float* logits, const float* rowmax, const float* sums, int N, int V,
-                         int valid, cudaStream_t s) {
+void crossentropy_finish(float* losses, float* logits, const float* rowmax, const float* sums, int N, int V, int valid,
+                         cudaStream_t s) {
     if (N == 0) return;
     finish_kernel<<<N, kThreads, 0, s>>>(losses, logits, rowmax, sums, V, valid);
     US_CUDA_CHECK_LAUNCH();

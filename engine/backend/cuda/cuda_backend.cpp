@@ -189,10 +189,9 @@ void CudaBackend::gemm_batched(bool trans_a, bool trans_b, int m, int n, int k, 
                                      cuda_type(a_type), lda, &beta, c, cuda_type(c_type), ldc, CUBLAS_COMPUTE_32F,
                                      CUBLAS_GEMM_DEFAULT));
     else
-        US_CUBLAS_CHECK(cublasGemmStridedBatchedEx(m_cublas, op_b, op_a, n, m, k, &alpha, b, cuda_type(b_type), ldb,
-                                                   stride_b, a, cuda_type(a_type), lda, stride_a, &beta, c,
-                                                   cuda_type(c_type), ldc, stride_c, batch, CUBLAS_COMPUTE_32F,
-                                                   CUBLAS_GEMM_DEFAULT));
+        US_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+            m_cublas, op_b, op_a, n, m, k, &alpha, b, cuda_type(b_type), ldb, stride_b, a, cuda_type(a_type), lda,
+            stride_a, &beta, c, cuda_type(c_type), ldc, stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 void CudaBackend::gemm(const GemmArgs& g) {
@@ -226,14 +225,14 @@ void CudaBackend::bias_backward(Tensor dbias, Tensor dout, int N, int OC) {
 
 // ---- LayerNorm, GeLU, RoPE
 
-void CudaBackend::layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor inp, Tensor weight, Tensor bias,
-                                    int N, int C) {
+void CudaBackend::layernorm_forward(Tensor out, Tensor mean, Tensor rstd, Tensor inp, Tensor weight, Tensor bias, int N,
+                                    int C) {
     cuda::layernorm_forward(out.data, mean.f32(), rstd.f32(), inp.data, weight.data, bias.data, inp.dtype, N, C,
                             m_compute);
 }
 
-void CudaBackend::layernorm_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp,
-                                     Tensor weight, Tensor mean, Tensor rstd, int N, int C) {
+void CudaBackend::layernorm_backward(Tensor dinp, Tensor dweight, Tensor dbias, Tensor dout, Tensor inp, Tensor weight,
+                                     Tensor mean, Tensor rstd, int N, int C) {
     auto* partials = static_cast<float*>(scratch(cuda::layernorm_partials_floats(N, C) * sizeof(float)));
     cuda::layernorm_backward(dinp.data, dweight.data, dbias.data, dout.data, inp.data, weight.data, mean.f32(),
                              rstd.f32(), inp.dtype, N, C, partials, m_compute);
@@ -297,8 +296,8 @@ void CudaBackend::moe_combine(Tensor out, Tensor y, Tensor rows, Tensor gates, i
     cuda::moe_combine(out.data, y.data, out.dtype, rows.i32(), gates.f32(), N, K, C, m_compute);
 }
 
-void CudaBackend::moe_combine_backward(Tensor dy, Tensor dgates, Tensor dout, Tensor y, Tensor rows, Tensor gates, int N,
-                                       int K, int C) {
+void CudaBackend::moe_combine_backward(Tensor dy, Tensor dgates, Tensor dout, Tensor y, Tensor rows, Tensor gates,
+                                       int N, int K, int C) {
     cuda::moe_combine_backward(dy.data, dgates.f32(), dout.data, y.data, dout.dtype, rows.i32(), gates.f32(), N, K, C,
                                m_compute);
 }
@@ -374,7 +373,8 @@ void CudaBackend::attention_forward(Tensor out, Tensor probs, Tensor qkv, int B,
         void* p = probs.empty() ? static_cast<void*>(work + scores_bytes)
                                 : static_cast<char*>(probs.data) + size_t(b) * NH * size_t(tt) * es;
         // S = scale * Q K^T
-        gemm_batched(false, true, T, T, HD, scale, q, x, 3 * C, HD, k, x, 3 * C, HD, 0.0f, scores, DType::f32, T, tt, NH);
+        gemm_batched(false, true, T, T, HD, scale, q, x, 3 * C, HD, k, x, 3 * C, HD, 0.0f, scores, DType::f32, T, tt,
+                     NH);
         cuda::causal_softmax(p, x, scores, NH * T, T, m_compute);
         // O = P V, written into the head's columns of out
         gemm_batched(false, false, T, HD, T, 1.0f, p, x, T, tt, v, x, 3 * C, HD, 0.0f,
@@ -382,8 +382,7 @@ void CudaBackend::attention_forward(Tensor out, Tensor probs, Tensor qkv, int B,
     }
 }
 
-void CudaBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor probs, int B, int T, int NH,
-                                     int HD) {
+void CudaBackend::attention_backward(Tensor dqkv, Tensor dout, Tensor qkv, Tensor probs, int B, int T, int NH, int HD) {
     const int C = NH * HD;
     const DType x = qkv.dtype;
     const size_t es = dtype_size(x);

@@ -42,8 +42,8 @@ public:
 private:
     // Row-major C = alpha op(A) op(B) + beta C over `batch` matrices `stride_*` elements apart.
     void gemm_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a, DType a_type,
-                      int lda, long long stride_a, const void* b, DType b_type, int ldb, long long stride_b,
-                      float beta, void* c, DType c_type, int ldc, long long stride_c, int batch);
+                      int lda, long long stride_a, const void* b, DType b_type, int ldb, long long stride_b, float beta,
+                      void* c, DType c_type, int ldc, long long stride_c, int batch);
     // Scratch for one op at a time on the compute stream: grows, never shrinks (so the steady state allocates
     // nothing); stream order makes reuse by the next op safe.
     void* scratch(size_t bytes);

@@ -13,18 +13,17 @@ namespace us::cuda {
 
 }  // namespace us::cuda
 
-#define US_CUDA_CHECK(call)                                                                      \
-    do {                                                                                         \
-        const cudaError_t us_cuda_error = (call);                                                \
-        if (us_cuda_error != cudaSuccess)                                         \
-            ::us::cuda::cuda_call_failed(#call, us_cuda_error, __FILE__, __LINE__);              \
+#define US_CUDA_CHECK(call)                                                                                       \
+    do {                                                                                                          \
+        const cudaError_t us_cuda_error = (call);                                                                 \
+        if (us_cuda_error != cudaSuccess) ::us::cuda::cuda_call_failed(#call, us_cuda_error, __FILE__, __LINE__); \
     } while (0)
 
-#define US_CUBLAS_CHECK(call)                                                                    \
-    do {                                                                                         \
-        const cublasStatus_t us_cublas_status = (call);                                          \
-        if (us_cublas_status != CUBLAS_STATUS_SUCCESS)                            \
-            ::us::cuda::cublas_call_failed(#call, us_cublas_status, __FILE__, __LINE__);         \
+#define US_CUBLAS_CHECK(call)                                                            \
+    do {                                                                                 \
+        const cublasStatus_t us_cublas_status = (call);                                  \
+        if (us_cublas_status != CUBLAS_STATUS_SUCCESS)                                   \
+            ::us::cuda::cublas_call_failed(#call, us_cublas_status, __FILE__, __LINE__); \
     } while (0)
 
 // After a kernel launch: launch-configuration errors surface here, execution errors at the next sync.

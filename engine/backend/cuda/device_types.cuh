@@ -24,8 +24,10 @@ __device__ __forceinline__ void st(bfloat* p, float v) { *p = __float2bfloat16_r
 // Calls fn with a null pointer of the storage type (float or bfloat) that `t` names.
 template <typename Fn>
 void dispatch(DType t, Fn&& fn) {
-    if (t == DType::f32) fn(static_cast<float*>(nullptr));
-    else fn(static_cast<bfloat*>(nullptr));
+    if (t == DType::f32)
+        fn(static_cast<float*>(nullptr));
+    else
+        fn(static_cast<bfloat*>(nullptr));
 }
 
 template <typename T>
@@ -111,13 +113,17 @@ struct Stride {
 
 template <typename T>
 __device__ __forceinline__ void load(float (&v)[kPack], const T* p, bool packed) {
-    if (packed) ld8(v, p);
-    else v[0] = ld(p);
+    if (packed)
+        ld8(v, p);
+    else
+        v[0] = ld(p);
 }
 template <typename T>
 __device__ __forceinline__ void store(T* p, const float (&v)[kPack], bool packed) {
-    if (packed) st8(p, v);
-    else st(p, v[0]);
+    if (packed)
+        st8(p, v);
+    else
+        st(p, v[0]);
 }
 
 // Launches kernel<true> (packed) or kernel<false> over n elements.
@@ -125,8 +131,10 @@ template <typename Launch>
 void launch_packed(bool packed, int64_t n, int threads, Launch&& launch) {
     const int64_t units = packed ? n / kPack : n;
     const unsigned blocks = grid_for(units, threads);
-    if (packed) launch(std::true_type{}, blocks);
-    else launch(std::false_type{}, blocks);
+    if (packed)
+        launch(std::true_type{}, blocks);
+    else
+        launch(std::false_type{}, blocks);
 }
 
 // A warp's sum (every lane gets it).

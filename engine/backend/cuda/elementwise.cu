@@ -107,8 +107,8 @@ void convert(void* dst, DType dst_type, const void* src, DType src_type, int64_t
             using D = std::remove_pointer_t<decltype(dtag)>;
             using S = std::remove_pointer_t<decltype(stag)>;
             launch_packed(vectorizable(n, kPack, dst, src), n, kThreads, [&](auto packed, unsigned blocks) {
-                convert_kernel<decltype(packed)::value><<<blocks, kThreads, 0, s>>>(static_cast<D*>(dst),
-                                                                                     static_cast<const S*>(src), n);
+                convert_kernel<decltype(packed)::value>
+                    <<<blocks, kThreads, 0, s>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
             });
         });
     });
@@ -149,9 +149,11 @@ void add_bias(void* out, DType out_type, const void* bias, DType bias_type, int 
             const int columns = packed ? OC / kPack : OC;
             const dim3 grid(ceil_div(columns, kThreads), unsigned(std::min(N, 4096)));
             if (packed)
-                add_bias_kernel<true><<<grid, kThreads, 0, s>>>(static_cast<O*>(out), static_cast<const B*>(bias), N, OC);
+                add_bias_kernel<true>
+                    <<<grid, kThreads, 0, s>>>(static_cast<O*>(out), static_cast<const B*>(bias), N, OC);
             else
-                add_bias_kernel<false><<<grid, kThreads, 0, s>>>(static_cast<O*>(out), static_cast<const B*>(bias), N, OC);
+                add_bias_kernel<false>
+                    <<<grid, kThreads, 0, s>>>(static_cast<O*>(out), static_cast<const B*>(bias), N, OC);
         });
     });
     US_CUDA_CHECK_LAUNCH();
@@ -165,7 +167,8 @@ void bias_backward(void* dbias, DType dbias_type, const void* dout, DType dout_t
     const int chunks = ceil_div(N, kBiasRows);
     dispatch(dout_type, [&](auto* tag) {
         using D = std::remove_pointer_t<decltype(tag)>;
-        bias_partials_kernel<<<dim3(chunks, ceil_div(OC, kThreads)), kThreads, 0, s>>>(partials, static_cast<const D*>(dout), N, OC);
+        bias_partials_kernel<<<dim3(chunks, ceil_div(OC, kThreads)), kThreads, 0, s>>>(
+            partials, static_cast<const D*>(dout), N, OC);
     });
     US_CUDA_CHECK_LAUNCH();
     dispatch(dbias_type, [&](auto* tag) {

@@ -70,13 +70,13 @@ SortLayout sort_layout(int N) {
 
 }  // namespace
 
-void embedding_forward(void* out, const int32_t* tokens, const void* wte, DType t, int N, int C, int vocab_begin,
-                       int V, cudaStream_t s) {
+void embedding_forward(void* out, const int32_t* tokens, const void* wte, DType t, int N, int C, int vocab_begin, int V,
+                       cudaStream_t s) {
     if (N == 0) return;
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        gather_kernel<<<N, kThreads, 0, s>>>(static_cast<T*>(out), tokens, static_cast<const T*>(wte), C,
-                                             vocab_begin, V);
+        gather_kernel<<<N, kThreads, 0, s>>>(static_cast<T*>(out), tokens, static_cast<const T*>(wte), C, vocab_begin,
+                                             V);
     });
     US_CUDA_CHECK_LAUNCH();
 }
@@ -87,7 +87,8 @@ void embedding_backward(void* dwte, const void* dout, const int32_t* tokens, DTy
                         int V, void* workspace, size_t workspace_bytes, cudaStream_t s) {
     if (N == 0) return;
     const SortLayout l = sort_layout(N);
-    if (workspace_bytes < l.total) cuda_call_failed("embedding_backward workspace", cudaErrorInvalidValue, __FILE__, __LINE__);
+    if (workspace_bytes < l.total)
+        cuda_call_failed("embedding_backward workspace", cudaErrorInvalidValue, __FILE__, __LINE__);
     char* base = static_cast<char*>(workspace);
     auto* keys_out = reinterpret_cast<int32_t*>(base + l.keys_out);
     auto* values_in = reinterpret_cast<int32_t*>(base + l.values_in);

@@ -33,8 +33,7 @@ __global__ void gelu_forward_kernel(T* out, const T* inp, int64_t n) {
 }
 
 template <bool kPacked, typename T>
-__global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout,
-                                     int64_t n) {
+__global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, int64_t n) {
     using S = Stride<kPacked>;
     for (int64_t i = S::first(); i < n; i += S::step()) {
         float v[kPack], d[kPack];
@@ -51,8 +50,8 @@ void gelu_forward(void* out, const void* inp, DType t, int64_t n, cudaStream_t s
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         launch_packed(vectorizable(n, kPack, out, inp), n, kThreads, [&](auto packed, unsigned blocks) {
-            gelu_forward_kernel<decltype(packed)::value><<<blocks, kThreads, 0, s>>>(static_cast<T*>(out),
-                                                                                      static_cast<const T*>(inp), n);
+            gelu_forward_kernel<decltype(packed)::value>
+                <<<blocks, kThreads, 0, s>>>(static_cast<T*>(out), static_cast<const T*>(inp), n);
         });
     });
     US_CUDA_CHECK_LAUNCH();

@@ -40,9 +40,8 @@ void gelu_backward(void* dinp, const void* inp, const void* dout, DType t, int64
 void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight, const void* bias,
                        DType t, int N, int C, cudaStream_t s);
 size_t layernorm_partials_floats(int N, int C);
-void layernorm_backward(void* dinp, void* dweight, void* dbias, const void* dout, const void* inp,
-                        const void* weight, const float* mean, const float* rstd, DType t, int N, int C,
-                        float* partials, cudaStream_t s);
+void layernorm_backward(void* dinp, void* dweight, void* dbias, const void* dout, const void* inp, const void* weight,
+                        const float* mean, const float* rstd, DType t, int N, int C, float* partials, cudaStream_t s);
 
 // ---- RoPE, rotate-half, in place on the q and k thirds of qkv (rope.cu); sign -1 rotates back (backward).
 // cos/sin tables are (rows, HD/2) fp32 on the device, indexed by positions[t] (device, (T) i32) or by t when null.
@@ -78,16 +77,17 @@ void attention_block_store_grads(void* dqkv, DType t, const float* dq, const flo
 // P = causal softmax of the scores (already scaled); entries above the diagonal are written as zero.
 void causal_softmax(void* probs, DType probs_type, const float* scores, int rows, int T, cudaStream_t s);
 // dS = scale * P * (dP - rowsum(P * dP)) on the causal part, zero above it.
-void causal_softmax_backward(void* dscores, DType dscores_type, const void* probs, DType probs_type, const float* dprobs,
-                             int rows, int T, float scale, cudaStream_t s);
+void causal_softmax_backward(void* dscores, DType dscores_type, const void* probs, DType probs_type,
+                             const float* dprobs, int rows, int T, float scale, cudaStream_t s);
 
 // ---- mixture of experts (moe.cu): routing and its backward one thread per token; dispatch, combine and row
 // reordering one block per row (each output written by one block: deterministic).
 void moe_route(float* probs, int32_t* topk, float* gates, int N, int E, int K, cudaStream_t s);
-void moe_route_backward(float* dlogits, const float* probs, const int32_t* topk, const float* gates, const float* dgates,
-                        const float* aux, int N, int E, int K, int tokens_per_seq, cudaStream_t s);
+void moe_route_backward(float* dlogits, const float* probs, const int32_t* topk, const float* gates,
+                        const float* dgates, const float* aux, int N, int E, int K, int tokens_per_seq, cudaStream_t s);
 void moe_dispatch(void* out, const void* x, DType t, const int32_t* rows, int N, int K, int C, cudaStream_t s);
-void moe_dispatch_backward(void* dx, const void* dout, DType t, const int32_t* rows, int N, int K, int C, cudaStream_t s);
+void moe_dispatch_backward(void* dx, const void* dout, DType t, const int32_t* rows, int N, int K, int C,
+                           cudaStream_t s);
 void moe_combine(void* out, const void* y, DType t, const int32_t* rows, const float* gates, int N, int K, int C,
                  cudaStream_t s);
 void moe_combine_backward(void* dy, float* dgates, const void* dout, const void* y, DType t, const int32_t* rows,
@@ -96,24 +96,23 @@ void gather_rows(void* dst, const void* src, DType t, const int32_t* index, int 
 
 // ---- token embedding (embedding.cu). The backward sorts the tokens (stable radix sort, so equal tokens keep
 // their order) and sums each token's rows in ascending position: the CPU backend's order, bitwise.
-void embedding_forward(void* out, const int32_t* tokens, const void* wte, DType t, int N, int C, int vocab_begin,
-                       int V, cudaStream_t s);
+void embedding_forward(void* out, const int32_t* tokens, const void* wte, DType t, int N, int C, int vocab_begin, int V,
+                       cudaStream_t s);
 size_t embedding_backward_workspace_bytes(int N);
 void embedding_backward(void* dwte, const void* dout, const int32_t* tokens, DType t, int N, int C, int vocab_begin,
                         int V, void* workspace, size_t workspace_bytes, cudaStream_t s);
 
 // ---- softmax cross-entropy over fp32 logits, in place (crossentropy.cu)
 void crossentropy_forward(float* losses, float* logits, const int32_t* targets, int N, int V, cudaStream_t s);
-void crossentropy_backward(void* dlogits, DType t, const float* probs, const int32_t* targets, float dloss, int N, int V,
-                           int vocab_begin,
-                           cudaStream_t s);
+void crossentropy_backward(void* dlogits, DType t, const float* probs, const int32_t* targets, float dloss, int N,
+                           int V, int vocab_begin, cudaStream_t s);
 // The vocabulary-parallel steps (backend.h): per-row max of the valid columns; [sum of exp(z - max), target logit];
 // losses and probabilities.
 void crossentropy_local_max(float* rowmax, const float* logits, int N, int V, int valid, cudaStream_t s);
 void crossentropy_local_sums(float* sums, const float* logits, const float* rowmax, const int32_t* targets, int N,
                              int V, int valid, int vocab_begin, cudaStream_t s);
-void crossentropy_finish(float* losses, float* logits, const float* rowmax, const float* sums, int N, int V,
-                         int valid, cudaStream_t s);
+void crossentropy_finish(float* losses, float* logits, const float* rowmax, const float* sums, int N, int V, int valid,
+                         cudaStream_t s);
 
 // ---- AdamW (adamw.cu): the CPU backend's operations in its order; the host computes the scalars as it does.
 struct AdamWLaunch {

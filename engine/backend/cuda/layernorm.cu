@@ -127,17 +127,18 @@ void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, con
                 static_cast<T*>(out), mean, rstd, static_cast<const T*>(inp), static_cast<const T*>(weight),
                 static_cast<const T*>(bias), N, C);
         };
-        if (vectorizable(C, kPack, out, inp, weight, bias)) launch(std::true_type{});
-        else launch(std::false_type{});
+        if (vectorizable(C, kPack, out, inp, weight, bias))
+            launch(std::true_type{});
+        else
+            launch(std::false_type{});
     });
     US_CUDA_CHECK_LAUNCH();
 }
 
 size_t layernorm_partials_floats(int N, int C) { return size_t(ceil_div(N, kRowsPerChunk)) * 2 * size_t(C); }
 
-void layernorm_backward(void* dinp, void* dweight, void* dbias, const void* dout, const void* inp,
-                        const void* weight, const float* mean, const float* rstd, DType t, int N, int C,
-                        float* partials, cudaStream_t s) {
+void layernorm_backward(void* dinp, void* dweight, void* dbias, const void* dout, const void* inp, const void* weight,
+                        const float* mean, const float* rstd, DType t, int N, int C, float* partials, cudaStream_t s) {
     if (N == 0 || C == 0) return;
     const int chunks = ceil_div(N, kRowsPerChunk);
     dispatch(t, [&](auto* tag) {
@@ -147,8 +148,10 @@ void layernorm_backward(void* dinp, void* dweight, void* dbias, const void* dout
                 static_cast<T*>(dinp), static_cast<const T*>(dout), static_cast<const T*>(inp),
                 static_cast<const T*>(weight), mean, rstd, N, C);
         };
-        if (vectorizable(C, kPack, dinp, dout, inp, weight)) launch(std::true_type{});
-        else launch(std::false_type{});
+        if (vectorizable(C, kPack, dinp, dout, inp, weight))
+            launch(std::true_type{});
+        else
+            launch(std::false_type{});
         US_CUDA_CHECK_LAUNCH();
         param_partials_kernel<<<dim3(chunks, ceil_div(C, kColumnThreads)), kColumnThreads, 0, s>>>(
             partials, static_cast<const T*>(dout), static_cast<const T*>(inp), mean, rstd, N, C);

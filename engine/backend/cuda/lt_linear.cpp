@@ -33,7 +33,8 @@ struct LtLinear::Plan {
     }
 };
 
-LtLinear::LtLinear(void* workspace, size_t workspace_bytes) : m_workspace(workspace), m_workspace_bytes(workspace_bytes) {
+LtLinear::LtLinear(void* workspace, size_t workspace_bytes)
+    : m_workspace(workspace), m_workspace_bytes(workspace_bytes) {
     US_CUBLAS_CHECK(cublasLtCreate(&m_handle));
 }
 
@@ -93,8 +94,19 @@ LtLinear::Plan* LtLinear::plan_for(const Key& key, const GemmArgs& g, Tensor res
 bool LtLinear::forward(const GemmArgs& g, Tensor residual, Tensor bias, cudaStream_t stream) {
     if (g.beta != 0.0f || g.a.dtype != g.b.dtype) return false;
     const int alignment = alignment_of({g.a.data, g.b.data, g.c.data, residual.empty() ? nullptr : residual.data});
-    const Key key{g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, int(g.a.dtype), int(g.c.dtype),
-                  bias.empty() ? -1 : int(bias.dtype), !residual.empty(), alignment};
+    const Key key{g.trans_a,
+                  g.trans_b,
+                  g.m,
+                  g.n,
+                  g.k,
+                  g.lda,
+                  g.ldb,
+                  g.ldc,
+                  int(g.a.dtype),
+                  int(g.c.dtype),
+                  bias.empty() ? -1 : int(bias.dtype),
+                  !residual.empty(),
+                  alignment};
     Plan* plan = plan_for(key, g, residual, bias, alignment);
     if (!plan->usable) return false;
     if (!bias.empty() && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias.data,

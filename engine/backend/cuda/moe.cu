@@ -125,11 +125,12 @@ void moe_route(float* probs, int32_t* topk, float* gates, int N, int E, int K, c
     US_CUDA_CHECK_LAUNCH();
 }
 
-void moe_route_backward(float* dlogits, const float* probs, const int32_t* topk, const float* gates, const float* dgates,
-                        const float* aux, int N, int E, int K, int tokens_per_seq, cudaStream_t s) {
+void moe_route_backward(float* dlogits, const float* probs, const int32_t* topk, const float* gates,
+                        const float* dgates, const float* aux, int N, int E, int K, int tokens_per_seq,
+                        cudaStream_t s) {
     if (N == 0) return;
     route_backward_kernel<<<unsigned(ceil_div(N, kThreads)), kThreads, 0, s>>>(dlogits, probs, topk, gates, dgates, aux,
-                                                                              N, E, K, tokens_per_seq);
+                                                                               N, E, K, tokens_per_seq);
     US_CUDA_CHECK_LAUNCH();
 }
 
@@ -142,12 +143,13 @@ void moe_dispatch(void* out, const void* x, DType t, const int32_t* rows, int N,
     US_CUDA_CHECK_LAUNCH();
 }
 
-void moe_dispatch_backward(void* dx, const void* dout, DType t, const int32_t* rows, int N, int K, int C, cudaStream_t s) {
+void moe_dispatch_backward(void* dx, const void* dout, DType t, const int32_t* rows, int N, int K, int C,
+                           cudaStream_t s) {
     if (N == 0) return;
     dispatch(t, [&](auto* tag) {
         using X = std::remove_pointer_t<decltype(tag)>;
-        dispatch_backward_kernel<<<unsigned(N), kThreads, 0, s>>>(static_cast<X*>(dx), static_cast<const X*>(dout), rows,
-                                                                  K, C);
+        dispatch_backward_kernel<<<unsigned(N), kThreads, 0, s>>>(static_cast<X*>(dx), static_cast<const X*>(dout),
+                                                                  rows, K, C);
     });
     US_CUDA_CHECK_LAUNCH();
 }
@@ -157,7 +159,8 @@ void moe_combine(void* out, const void* y, DType t, const int32_t* rows, const f
     if (N == 0) return;
     dispatch(t, [&](auto* tag) {
         using X = std::remove_pointer_t<decltype(tag)>;
-        combine_kernel<<<unsigned(N), kThreads, 0, s>>>(static_cast<X*>(out), static_cast<const X*>(y), rows, gates, K, C);
+        combine_kernel<<<unsigned(N), kThreads, 0, s>>>(static_cast<X*>(out), static_cast<const X*>(y), rows, gates, K,
+                                                        C);
     });
     US_CUDA_CHECK_LAUNCH();
 }
@@ -167,9 +170,8 @@ void moe_combine_backward(void* dy, float* dgates, const void* dout, const void*
     if (N == 0) return;
     dispatch(t, [&](auto* tag) {
         using X = std::remove_pointer_t<decltype(tag)>;
-        combine_backward_kernel<<<unsigned(N * K), kThreads, 0, s>>>(static_cast<X*>(dy), dgates,
-                                                                     static_cast<const X*>(dout),
-                                                                     static_cast<const X*>(y), rows, gates, K, C);
+        combine_backward_kernel<<<unsigned(N * K), kThreads, 0, s>>>(
+            static_cast<X*>(dy), dgates, static_cast<const X*>(dout), static_cast<const X*>(y), rows, gates, K, C);
     });
     US_CUDA_CHECK_LAUNCH();
 }

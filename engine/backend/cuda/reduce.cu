@@ -62,10 +62,14 @@ void sum(double* result, const void* x, DType t, int64_t n, bool squares, double
         using T = std::remove_pointer_t<decltype(tag)>;
         const T* in = static_cast<const T*>(x);
         const bool packed = vectorizable(n, kVec<T>, in);
-        if (squares && packed) partial_sums_kernel<T, true, true><<<kBlocks, kThreads, 0, s>>>(partials, in, n);
-        else if (squares) partial_sums_kernel<T, true, false><<<kBlocks, kThreads, 0, s>>>(partials, in, n);
-        else if (packed) partial_sums_kernel<T, false, true><<<kBlocks, kThreads, 0, s>>>(partials, in, n);
-        else partial_sums_kernel<T, false, false><<<kBlocks, kThreads, 0, s>>>(partials, in, n);
+        if (squares && packed)
+            partial_sums_kernel<T, true, true><<<kBlocks, kThreads, 0, s>>>(partials, in, n);
+        else if (squares)
+            partial_sums_kernel<T, true, false><<<kBlocks, kThreads, 0, s>>>(partials, in, n);
+        else if (packed)
+            partial_sums_kernel<T, false, true><<<kBlocks, kThreads, 0, s>>>(partials, in, n);
+        else
+            partial_sums_kernel<T, false, false><<<kBlocks, kThreads, 0, s>>>(partials, in, n);
     });
     US_CUDA_CHECK_LAUNCH();
     finish_kernel<<<1, kThreads, 0, s>>>(result, partials, kBlocks);

@@ -28,30 +28,27 @@ struct Person {
 };
 
 constexpr Person k_people[] = {
-    {"Anna", true, "baker", "bake bread and cakes", "bakes bread and cakes", "near the river", "cat", "Pip",
-     "honey"},
-    {"Ben", false, "fisherman", "catch fish in the river", "catches fish in the river", "by the harbor",
-     "dog", "Rex", "cheese"},
-    {"Clara", true, "teacher", "teach the children to read", "teaches the children to read",
-     "behind the school", "bird", "Sunny", "apples"},
-    {"David", false, "farmer", "feed the goats and the hens", "feeds the goats and the hens", "on the hill",
-     "goat", "Bell", "carrots"},
-    {"Emma", true, "doctor", "visit the sick", "visits the sick", "next to the bakery", "cat", "Misty",
-     "soup"},
-    {"Felix", false, "painter", "paint pictures of the sea", "paints pictures of the sea",
-     "above the post office", "dog", "Bruno", "pears"},
-    {"Grace", true, "librarian", "look after the books", "looks after the books", "near the library",
-     "rabbit", "Clover", "tea"},
-    {"Henry", false, "carpenter", "make tables and chairs", "makes tables and chairs", "near the old mill",
-     "horse", "Thunder", "bread"},
-    {"Iris", true, "gardener", "grow roses and beans", "grows roses and beans", "at the edge of the forest",
-     "tortoise", "Pebble", "plums"},
-    {"Jack", false, "sailor", "sail to the islands", "sails to the islands", "by the harbor", "parrot",
-     "Captain", "fish"},
-    {"Lucy", true, "musician", "play the violin", "plays the violin", "on the village square", "dog", "Daisy",
-     "cake"},
-    {"Oscar", false, "shopkeeper", "sell lamps and candles", "sells lamps and candles", "near the market",
-     "cat", "Ginger", "rice"},
+    {"Anna", true, "baker", "bake bread and cakes", "bakes bread and cakes", "near the river", "cat", "Pip", "honey"},
+    {"Ben", false, "fisherman", "catch fish in the river", "catches fish in the river", "by the harbor", "dog", "Rex",
+     "cheese"},
+    {"Clara", true, "teacher", "teach the children to read", "teaches the children to read", "behind the school",
+     "bird", "Sunny", "apples"},
+    {"David", false, "farmer", "feed the goats and the hens", "feeds the goats and the hens", "on the hill", "goat",
+     "Bell", "carrots"},
+    {"Emma", true, "doctor", "visit the sick", "visits the sick", "next to the bakery", "cat", "Misty", "soup"},
+    {"Felix", false, "painter", "paint pictures of the sea", "paints pictures of the sea", "above the post office",
+     "dog", "Bruno", "pears"},
+    {"Grace", true, "librarian", "look after the books", "looks after the books", "near the library", "rabbit",
+     "Clover", "tea"},
+    {"Henry", false, "carpenter", "make tables and chairs", "makes tables and chairs", "near the old mill", "horse",
+     "Thunder", "bread"},
+    {"Iris", true, "gardener", "grow roses and beans", "grows roses and beans", "at the edge of the forest", "tortoise",
+     "Pebble", "plums"},
+    {"Jack", false, "sailor", "sail to the islands", "sails to the islands", "by the harbor", "parrot", "Captain",
+     "fish"},
+    {"Lucy", true, "musician", "play the violin", "plays the violin", "on the village square", "dog", "Daisy", "cake"},
+    {"Oscar", false, "shopkeeper", "sell lamps and candles", "sells lamps and candles", "near the market", "cat",
+     "Ginger", "rice"},
 };
 
 struct Place {
@@ -78,8 +75,7 @@ constexpr Place k_places[] = {
     {"the school",
      "at the school",
      "meet the teacher",
-     {"The school has six classrooms.", "The bell rings at eight o'clock.",
-      "The children play in the yard at noon."}},
+     {"The school has six classrooms.", "The bell rings at eight o'clock.", "The children play in the yard at noon."}},
     {"the harbor",
      "at the harbor",
      "watch the boats",
@@ -99,8 +95,7 @@ constexpr Place k_places[] = {
     {"the village square",
      "on the village square",
      "meet a friend",
-     {"The village square has a big clock.", "On Sundays there is music there.",
-      "Old people sit on the benches."}},
+     {"The village square has a big clock.", "On Sundays there is music there.", "Old people sit on the benches."}},
     {"the garden",
      "in the garden",
      "water the flowers",
@@ -118,13 +113,12 @@ struct Noun {
 };
 
 constexpr Noun k_objects[] = {
-    {"apple", "apples"},   {"basket", "baskets"}, {"bell", "bells"},         {"book", "books"},
-    {"bottle", "bottles"}, {"box", "boxes"},      {"brush", "brushes"},      {"candle", "candles"},
-    {"coin", "coins"},     {"cup", "cups"},       {"egg", "eggs"},           {"feather", "feathers"},
-    {"hat", "hats"},       {"key", "keys"},       {"knife", "knives"},       {"lamp", "lamps"},
-    {"leaf", "leaves"},    {"letter", "letters"}, {"map", "maps"},           {"orange", "oranges"},
-    {"pear", "pears"},     {"ribbon", "ribbons"}, {"scarf", "scarves"},      {"shell", "shells"},
-    {"spoon", "spoons"},   {"stone", "stones"},   {"umbrella", "umbrellas"}, {"whistle", "whistles"},
+    {"apple", "apples"}, {"basket", "baskets"},     {"bell", "bells"},       {"book", "books"},   {"bottle", "bottles"},
+    {"box", "boxes"},    {"brush", "brushes"},      {"candle", "candles"},   {"coin", "coins"},   {"cup", "cups"},
+    {"egg", "eggs"},     {"feather", "feathers"},   {"hat", "hats"},         {"key", "keys"},     {"knife", "knives"},
+    {"lamp", "lamps"},   {"leaf", "leaves"},        {"letter", "letters"},   {"map", "maps"},     {"orange", "oranges"},
+    {"pear", "pears"},   {"ribbon", "ribbons"},     {"scarf", "scarves"},    {"shell", "shells"}, {"spoon", "spoons"},
+    {"stone", "stones"}, {"umbrella", "umbrellas"}, {"whistle", "whistles"},
 };
 
 constexpr const char* k_adjectives[] = {"red", "blue",  "green", "yellow", "small",  "big",   "old",
@@ -132,34 +126,31 @@ constexpr const char* k_adjectives[] = {"red", "blue",  "green", "yellow", "smal
 
 constexpr const char* k_containers[] = {"basket", "box", "bag", "drawer", "cupboard", "chest", "jar"};
 
-constexpr const char* k_spots[] = {"under the table",    "behind the door", "on the shelf",
-                                   "next to the window", "in the cupboard", "near the gate",
-                                   "beside the well",    "on the bench",    "under the bed",
-                                   "in the kitchen",     "by the stairs",   "on the windowsill"};
+constexpr const char* k_spots[] = {"under the table", "behind the door", "on the shelf",    "next to the window",
+                                   "in the cupboard", "near the gate",   "beside the well", "on the bench",
+                                   "under the bed",   "in the kitchen",  "by the stairs",   "on the windowsill"};
 
-constexpr const char* k_times[] = {
-    "One morning",      "One evening",        "On Monday",   "On Tuesday", "On Wednesday",
-    "On Thursday",      "On Friday",          "On Saturday", "On Sunday",  "After breakfast",
-    "In the afternoon", "Early the next day", "Last week",   "Yesterday",  "When the sun came up"};
+constexpr const char* k_times[] = {"One morning",  "One evening",     "On Monday",           "On Tuesday",
+                                   "On Wednesday", "On Thursday",     "On Friday",           "On Saturday",
+                                   "On Sunday",    "After breakfast", "In the afternoon",    "Early the next day",
+                                   "Last week",    "Yesterday",       "When the sun came up"};
 
 constexpr const char* k_motions[] = {"walked", "went", "ran", "hurried", "cycled"};
 
 constexpr const char* k_weather[] = {"It was a sunny day.", "The sky was grey and it was raining.",
-                                     "A cold wind was blowing.", "It was warm and bright.",
-                                     "Snow lay on the roofs."};
+                                     "A cold wind was blowing.", "It was warm and bright.", "Snow lay on the roofs."};
 
 constexpr const char* k_foods[] = {"bread",  "milk",    "eggs",  "cheese", "butter", "tea",   "honey",
                                    "apples", "carrots", "flour", "sugar",  "rice",   "plums", "soup"};
 
-constexpr const char* k_number_words[] = {
-    "zero",     "one",     "two",     "three",     "four",     "five",     "six",
-    "seven",    "eight",   "nine",    "ten",       "eleven",   "twelve",   "thirteen",
-    "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"};
+constexpr const char* k_number_words[] = {"zero",     "one",      "two",      "three",   "four",    "five",
+                                          "six",      "seven",    "eight",    "nine",    "ten",     "eleven",
+                                          "twelve",   "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+                                          "eighteen", "nineteen", "twenty"};
 
 constexpr const char* k_ordinals[] = {"first", "second", "third", "fourth", "fifth"};
 
-constexpr const char* k_days[] = {"Monday", "Tuesday",  "Wednesday", "Thursday",
-                                  "Friday", "Saturday", "Sunday"};
+constexpr const char* k_days[] = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
 
 constexpr size_t k_people_count = std::size(k_people);
 
@@ -172,15 +163,9 @@ std::string cat(const Parts&... parts) {
     return out;
 }
 
-const char* he(const Person& p) {
-    return p.female ? "she" : "he";
-}
-const char* him(const Person& p) {
-    return p.female ? "her" : "him";
-}
-const char* his(const Person& p) {
-    return p.female ? "her" : "his";
-}
+const char* he(const Person& p) { return p.female ? "she" : "he"; }
+const char* him(const Person& p) { return p.female ? "her" : "him"; }
+const char* his(const Person& p) { return p.female ? "her" : "his"; }
 
 std::string capitalized(std::string s) {
     if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = char(s[0] - 'a' + 'A');
@@ -193,8 +178,7 @@ bool starts_with_vowel(const std::string& word) {
 
 // "a red apple", "an old key", "three red apples".
 std::string counted(int count, const Noun& noun, const char* adjective = nullptr) {
-    const std::string rest =
-        cat(adjective ? cat(adjective, " ") : std::string(), count == 1 ? noun.one : noun.many);
+    const std::string rest = cat(adjective ? cat(adjective, " ") : std::string(), count == 1 ? noun.one : noun.many);
     if (count == 1) return cat(starts_with_vowel(rest) ? "an " : "a ", rest);
     return cat(k_number_words[count], " ", rest);
 }
@@ -226,7 +210,7 @@ std::string sentences(const std::vector<std::string>& parts) {
 // ---- [SECTION] paragraphs
 
 class CorpusWriter {
-  public:
+public:
     explicit CorpusWriter(uint64_t seed) : m_rng(seed) {}
 
     std::string write(size_t target_bytes) {
@@ -244,7 +228,7 @@ class CorpusWriter {
         return out;
     }
 
-  private:
+private:
     // ---- choices; all of them go through m_rng so the output depends on the seed alone. Each draw is a
     // statement of its own (or alone in its expression): the order in which a call evaluates its arguments is
     // unspecified, so two draws in one call could give other text with another compiler.
@@ -296,27 +280,26 @@ class CorpusWriter {
         const char* it_obj = plural ? "them" : "it";
         const size_t s = below(std::size(k_spots));
         const std::string spot1 = k_spots[s], spot2 = k_spots[(s + 1 + below(3)) % std::size(k_spots)];
-        const std::string found_at =
-            chance(0.5) ? std::string(pick(k_spots)) : std::string(pick(k_places).where);
+        const std::string found_at = chance(0.5) ? std::string(pick(k_spots)) : std::string(pick(k_places).where);
         const char* time = pick(k_times);
         const char* motion = pick(k_motions);
         const Place& place = pick(k_places);
 
         std::vector<std::string> out = {
             cat(time, ", ", a.name, " could not find ", his(a), " ", thing, "."),
-            capitalized(cat(he(a), " looked ", spot1, " and ", spot2, ", but ", it, plural ? " were" : " was",
-                            " not there.")),
+            capitalized(
+                cat(he(a), " looked ", spot1, " and ", spot2, ", but ", it, plural ? " were" : " was", " not there.")),
             cat("Then ", he(a), " ", motion, " to ", place.name, " and asked ", b.name, " for help."),
             cat("\"Have you seen my ", thing, "?\" asked ", a.name, "."),
         };
         if (chance(0.5)) {
-            out.push_back(cat("\"Yes,\" said ", b.name, ". \"", capitalized(it), plural ? " are " : " is ",
-                              found_at, ".\""));
+            out.push_back(
+                cat("\"Yes,\" said ", b.name, ". \"", capitalized(it), plural ? " are " : " is ", found_at, ".\""));
             out.push_back(cat(a.name, " found ", it_obj, " ", found_at, " and thanked ", b.name, "."));
         } else {
             out.push_back(cat("\"No,\" said ", b.name, ", \"but I will help you look.\""));
-            out.push_back(cat("Together they looked everywhere, and at last ", b.name, " found ", it_obj, " ",
-                              found_at, "."));
+            out.push_back(
+                cat("Together they looked everywhere, and at last ", b.name, " found ", it_obj, " ", found_at, "."));
         }
         if (chance(0.5)) out.push_back(cat(a.name, " was very happy."));
         return sentences(out);
@@ -341,8 +324,8 @@ class CorpusWriter {
         } else {
             const Place& elsewhere = pick(k_places);
             const char* b_motion = pick(k_motions);
-            out.push_back(cat("\"Good luck,\" said ", b.name, ", and ", he(b), " ", b_motion, " on to ",
-                              elsewhere.name, "."));
+            out.push_back(
+                cat("\"Good luck,\" said ", b.name, ", and ", he(b), " ", b_motion, " on to ", elsewhere.name, "."));
         }
         out.push_back(pick(place.facts));
         if (chance(0.5)) {
@@ -371,8 +354,8 @@ class CorpusWriter {
             cat(time, ", ", a.name, " ", motion, " to ", place.name, "."),
             cat("There ", he(a), " bought ", counted(count, noun, adjective), " for ", b.name, "."),
             cat("Later, ", he(a), " gave ", it_obj, " to ", b.name, "."),
-            cat("\"Thank you, ", a.name, "!\" said ", b.name, ". \"", count == 1 ? "It is " : "They are ",
-                praise, ".\""),
+            cat("\"Thank you, ", a.name, "!\" said ", b.name, ". \"", count == 1 ? "It is " : "They are ", praise,
+                ".\""),
             capitalized(cat(he(b), " put ", it_obj, " ", spot, ".")),
         };
         return sentences(out);
@@ -445,8 +428,7 @@ class CorpusWriter {
         say(a, cat("Do you have ", counted(1, noun), "?"));
         if (chance(0.7)) {
             const int count = between(1, 6);
-            say(b, count == 1 ? std::string("Yes, I have one.")
-                              : cat("Yes, I have ", numbered(count, noun), "."));
+            say(b, count == 1 ? std::string("Yes, I have one.") : cat("Yes, I have ", numbered(count, noun), "."));
             say(a, count == 1 ? "Can I borrow it?" : "Can I borrow one?");
             say(b, chance(0.6) ? "Of course. Here you are." : "Yes, but please bring it back tomorrow.");
         } else {
@@ -469,8 +451,7 @@ class CorpusWriter {
 
     template <class Say>
     void dialogue_pet(const Person& a, const Person& b, Say& say) {
-        constexpr const char* k_states[] = {"very well", "sleepy today", "a little hungry", "happy",
-                                            "outside"};
+        constexpr const char* k_states[] = {"very well", "sleepy today", "a little hungry", "happy", "outside"};
         say(a, cat("How is your ", b.pet_kind, "?"));
         const char* state = pick(k_states);
         say(b, cat(b.pet_name, " is ", state, ", thank you."));
@@ -499,8 +480,7 @@ class CorpusWriter {
         const char* container = pick(k_containers);
         const int count = between(1, 9);
         say(a, cat("How many ", noun.many, " are in the ", container, "?"));
-        say(b,
-            cat(count == 1 ? "There is " : "There are ", numbered(count, noun), " in the ", container, "."));
+        say(b, cat(count == 1 ? "There is " : "There are ", numbered(count, noun), " in the ", container, "."));
     }
 
     // ---- counting: sums that add up, counts that match the list read aloud
@@ -569,8 +549,8 @@ class CorpusWriter {
         const int count = between(5, 20);
         std::string spoken;
         for (int i = 1; i <= count; ++i) spoken += cat(i > 1 ? ", " : "", std::to_string(i));
-        return cat(a.name, " counted the steps to ", place.name, ": ", spoken, ". There were ",
-                   std::to_string(count), " steps.");
+        return cat(a.name, " counted the steps to ", place.name, ": ", spoken, ". There were ", std::to_string(count),
+                   " steps.");
     }
 
     std::string counting_race() {
@@ -578,8 +558,7 @@ class CorpusWriter {
         const std::vector<size_t> order = distinct(runners, k_people_count);
         const Place& goal = pick(k_places);
         std::vector<std::string> places;
-        for (size_t i = 0; i < runners; ++i)
-            places.push_back(cat(k_people[order[i]].name, " came ", k_ordinals[i]));
+        for (size_t i = 0; i < runners; ++i) places.push_back(cat(k_people[order[i]].name, " came ", k_ordinals[i]));
         return cat("The children ran a race to ", goal.name, ". ", joined(places), ".");
     }
 
@@ -606,8 +585,8 @@ class CorpusWriter {
         std::vector<std::string> out = {cat(a.name, " made a plan for the week.")};
         for (int d = 0; d < days; ++d) {
             const Place& place = pick(k_places);
-            out.push_back(cat("On ", k_days[(first + size_t(d)) % std::size(k_days)], ", ", he(a),
-                              " will go to ", place.name, " to ", place.errand, "."));
+            out.push_back(cat("On ", k_days[(first + size_t(d)) % std::size(k_days)], ", ", he(a), " will go to ",
+                              place.name, " to ", place.errand, "."));
         }
         return sentences(out);
     }
@@ -636,8 +615,8 @@ class CorpusWriter {
             items.push_back(counted(count, k_objects[i], adjective));
         }
         const char* container = pick(k_containers);
-        return cat("In ", a.name, "'s ", container, first_count == 1 ? " there was " : " there were ",
-                   joined(items), ".");
+        return cat("In ", a.name, "'s ", container, first_count == 1 ? " there was " : " there were ", joined(items),
+                   ".");
     }
 
     std::string list_likes() {
@@ -655,8 +634,7 @@ class CorpusWriter {
         }
         return sentences({
             cat(a.name, " and ", b.name, " both like ", foods[0], "."),
-            cat(a.name, "'s favourite food is ", a.food, ", and ", b.name, "'s favourite food is ", b.food,
-                "."),
+            cat(a.name, "'s favourite food is ", a.food, ", and ", b.name, "'s favourite food is ", b.food, "."),
         });
     }
 
@@ -668,8 +646,7 @@ class CorpusWriter {
             cat(a.name, " is ", starts_with_vowel(a.job) ? "an " : "a ", a.job, "."),
             capitalized(cat(he(a), " lives ", a.home, ".")),
         };
-        if (chance(0.7))
-            out.push_back(capitalized(cat(he(a), " has a ", a.pet_kind, " called ", a.pet_name, ".")));
+        if (chance(0.7)) out.push_back(capitalized(cat(he(a), " has a ", a.pet_kind, " called ", a.pet_name, ".")));
         constexpr const char* k_every[] = {"Every day", "Every morning", "Most days", "Every week"};
         const char* every = pick(k_every);
         out.push_back(cat(every, ", ", he(a), " ", a.activity_3rd, "."));
@@ -690,12 +667,8 @@ class CorpusWriter {
 
 }  // namespace
 
-std::string generate_corpus(uint64_t seed, size_t target_bytes) {
-    return CorpusWriter(seed).write(target_bytes);
-}
+std::string generate_corpus(uint64_t seed, size_t target_bytes) { return CorpusWriter(seed).write(target_bytes); }
 
-std::string generate_default_corpus() {
-    return generate_corpus(k_default_corpus_seed, k_default_corpus_target_bytes);
-}
+std::string generate_default_corpus() { return generate_corpus(k_default_corpus_seed, k_default_corpus_target_bytes); }
 
 }  // namespace us
