@@ -10,6 +10,7 @@
 #include "profiler/analysis/collective_waits.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/chrome_export.h"
+#include "profiler/transport/rank_metadata.h"
 
 namespace us::prof {
 
@@ -74,9 +75,9 @@ ExpertLoads expert_loads_of(const ExpertRouting& routing, const PredictInput& in
 // not run, no engine walk, but the layout the pipeline and parallelism figures need.
 void describe_run(const TraceStore& store, Report& rep) {
     rep.world_size = store.world_size();
-    const nlohmann::json& meta = store.run_metadata();
-    rep.config = meta.value("config", nlohmann::json::object());
-    if (meta.contains("predicted") && meta["predicted"].is_object()) rep.predicted = meta["predicted"];
+    const RankMetadata meta = rank_metadata_from_json(store.run_metadata());
+    rep.config = meta.settings.value_or(nlohmann::json::object());
+    if (meta.predicted) rep.predicted = *meta.predicted;
     rep.imported = store.is_imported();
     rep.predict_input = PredictInput::from_config(rep.config);
     if (rep.config.empty() && rep.predicted.contains("shape")) {
@@ -96,7 +97,7 @@ std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, 
     std::vector<int> replica_of;
     for (int r : store.ranks()) {
         all_steps.push_back(analyze_steps(store, r));
-        replica_of.push_back(coord(store.rank(r)->metadata.value("coords", nlohmann::json::object()), "dp"));
+        replica_of.push_back(coord(rank_metadata_from_json(store.rank(r)->metadata).coords, "dp"));
     }
     if (rep.predict_input.pp > 1)
         apply_pipeline_windows(all_steps, replica_of, rep.predict_input.pp_chunks,
@@ -139,9 +140,10 @@ void predict_rank(const Report& rep, RankReport& rr) {
 // events).
 RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown> steps, Report& rep) {
     const RankTrace& rt = *store.rank(r);
+    const RankMetadata meta = rank_metadata_from_json(rt.metadata);
     RankReport rr;
     rr.rank = r;
-    rr.coords = rt.metadata.value("coords", nlohmann::json::object());
+    rr.coords = meta.coords;
     rr.label = rank_label(rt);
     rr.status = rank_status(rt);
     rr.steps = std::move(steps);
@@ -152,17 +154,17 @@ RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown
     rr.process = analyze_process_memory(process_memory_timeline(store, rt));
     predict_rank(rep, rr);
     rr.memory_modelled_sum_peak = modelled_sum_of_peaks(rr.memory, rr.predicted.modelled_categories());
-    rr.peak_gflops = rt.metadata.value("device_peak_gflops", 0.0);
-    rr.peak_source = rt.metadata.value("device_peak_source", std::string("unknown"));
+    rr.peak_gflops = meta.device_peak_gflops;
+    rr.peak_source = meta.device_peak_source.empty() ? "unknown" : meta.device_peak_source;
     rr.dropped_events = rt.dropped_events;
-    if (rt.metadata.contains("clock") && rt.metadata["clock"].is_object()) {
-        rr.clock_offset_ns = rt.metadata["clock"].value("offset_ns", int64_t(0));
-        rr.clock_uncertainty_ns = rt.metadata["clock"].value("uncertainty_ns", int64_t(0));
+    if (meta.clock) {
+        rr.clock_offset_ns = meta.clock->offset_ns;
+        rr.clock_uncertainty_ns = meta.clock->uncertainty_ns;
     }
     rr.device_reserved_peak = device_reserved_peak(store, rt);
     rr.hta = hta_breakdown(store, r);
-    if (rt.metadata.contains("cupti") && rt.metadata["cupti"].is_object()) {
-        rr.cupti = rt.metadata["cupti"];
+    if (meta.cupti) {
+        rr.cupti = *meta.cupti;
         const auto dropped = rr.cupti.value("dropped_records", int64_t(0));
         if (dropped > 0)
             rep.warnings.push_back(
@@ -170,8 +172,8 @@ RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown
                             "the GPU timeline misses kernels",
                             r, dropped));
     }
-    if (rt.metadata.value("backend", std::string()) == "cuda" && !rt.has_device_spans()) {
-        const nlohmann::json cupti = rt.metadata.value("cupti", nlohmann::json::object());
+    if (meta.backend == "cuda" && !rt.has_device_spans()) {
+        const nlohmann::json cupti = meta.cupti.value_or(nlohmann::json::object());
         rep.warnings.push_back(fmt::format(
             "rank {} ran on a GPU without kernel-level spans ({}): its compute and communication times are the "
             "engine's launch spans, not GPU time",
@@ -306,16 +308,17 @@ int64_t most_modelled_sum_of_peaks(const Report& report, const CategoryMask& mod
 }
 
 ThroughputBasis throughput_basis(const TraceStore& store) {
-    const nlohmann::json& meta = store.run_metadata();
-    const Prediction whole = predict(PredictInput::from_config(meta.value("config", nlohmann::json::object())));
+    const RankMetadata meta = rank_metadata_from_json(store.run_metadata());
+    const Prediction whole = predict(PredictInput::from_config(meta.settings.value_or(nlohmann::json::object())));
     ThroughputBasis b{double(whole.tokens_per_step), whole.flops_per_token, 0};
-    for (int r : store.ranks()) b.peak_flops_per_s += store.rank(r)->metadata.value("device_peak_gflops", 0.0) * 1e9;
-    if (store.is_prediction() && !store.ranks().empty()) {
-        const nlohmann::json& p = meta["predicted"];
-        b.tokens_per_step = meta.value("tokens_per_step", b.tokens_per_step);
+    for (int r : store.ranks())
+        b.peak_flops_per_s += rank_metadata_from_json(store.rank(r)->metadata).device_peak_gflops * 1e9;
+    if (store.is_prediction() && !store.ranks().empty() && meta.predicted) {
+        const nlohmann::json& p = *meta.predicted;
+        if (meta.tokens_per_step > 0) b.tokens_per_step = double(meta.tokens_per_step);
         b.flops_per_token = p.value("model_flops_per_token", b.flops_per_token);
-        b.peak_flops_per_s = store.rank(store.ranks().front())->metadata.value("device_peak_gflops", 0.0) * 1e9 *
-                             p.value("gpus", double(store.ranks().size()));
+        b.peak_flops_per_s = rank_metadata_from_json(store.rank(store.ranks().front())->metadata).device_peak_gflops *
+                             1e9 * p.value("gpus", double(store.ranks().size()));
     }
     return b;
 }

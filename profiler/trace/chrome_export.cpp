@@ -9,6 +9,7 @@
 #include "common/core/check.h"
 #include "common/core/memory_category.h"
 #include "profiler/trace/text_output.h"
+#include "profiler/transport/rank_metadata.h"
 
 namespace us::prof {
 
@@ -21,8 +22,8 @@ int thread_of(int lane, const Span& s) { return lane < int(Lane::device) ? lane 
 
 // "device (stream 7)": the CUPTI stream id when the rank's metadata lists its streams, else the slot.
 std::string device_thread_name(const RankTrace& r, int lane, uint8_t slot) {
-    const nlohmann::json streams =
-        r.metadata.value("cupti", nlohmann::json::object()).value("streams", nlohmann::json::array());
+    const std::optional<nlohmann::json> cupti = rank_metadata_from_json(r.metadata).cupti;
+    const nlohmann::json streams = cupti ? cupti->value("streams", nlohmann::json::array()) : nlohmann::json::array();
     std::string stream = fmt::format("#{}", slot);
     if (streams.is_array() && slot < streams.size() && streams[slot].is_array() && streams[slot].size() == 2 &&
         streams[slot][1].is_number_unsigned())
@@ -54,7 +55,7 @@ void export_chrome_trace(const TraceStore& store, const std::string& out_path) {
         TextOutput out(tmp, gz);
         const int64_t origin = store.origin();
         auto us_of = [&](int64_t ns) { return fmt::format("{:.3f}", double(ns - origin) / 1e3); };
-        nlohmann::json dist = {{"backend", store.run_metadata().value("comm_backend", std::string("mpi"))},
+        nlohmann::json dist = {{"backend", rank_metadata_from_json(store.run_metadata()).comm_backend.value_or("mpi")},
                                {"rank", 0},
                                {"world_size", store.world_size()}};
         nlohmann::json ranks = nlohmann::json::array();

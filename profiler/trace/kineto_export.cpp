@@ -11,6 +11,7 @@
 #include "common/core/check.h"
 #include "profiler/trace/launch_times.h"
 #include "profiler/trace/text_output.h"
+#include "profiler/transport/rank_metadata.h"
 
 namespace us::prof {
 
@@ -28,7 +29,8 @@ int64_t floor_us(int64_t ns) { return (ns >= 0 ? ns / 1000 : -((-ns + 999) / 100
 std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 
 std::string nccl_dtype(const RankTrace& rt) {
-    const std::string p = rt.metadata.value("config", nlohmann::json::object()).value("precision", std::string("fp32"));
+    const std::optional<nlohmann::json> settings = rank_metadata_from_json(rt.metadata).settings;
+    const std::string p = settings ? settings->value("precision", std::string("fp32")) : std::string("fp32");
     return p == "bf16" ? "bf16" : p == "fp16" ? "f16" : "f32";
 }
 
@@ -73,7 +75,7 @@ std::string cpu_category(const TraceStore& store, const Span& s) {
 // Streams the rank's events to `emit`, one JSON object each.
 template <typename Emit>
 void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
-    const int host_pid = rt.metadata.value("pid", 100000 + rt.rank);
+    const int host_pid = rank_metadata_from_json(rt.metadata).pid.value_or(100000 + rt.rank);
     const int device = 0;  // the rank's GPU, as torch.profiler numbers it for a process that uses one
     emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {} host"}}}})",
                      host_pid, rt.rank));
@@ -160,7 +162,7 @@ void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
 nlohmann::json device_properties(const RankTrace& rt) {
     if (rt.metadata.contains("devices") && rt.metadata["devices"].is_array()) return rt.metadata["devices"];
     nlohmann::json d = {{"id", 0}};
-    if (rt.metadata.contains("device") && rt.metadata["device"].is_string()) d["name"] = rt.metadata["device"];
+    if (const std::string name = rank_metadata_from_json(rt.metadata).device; !name.empty()) d["name"] = name;
     return nlohmann::json::array({d});
 }
 
