@@ -37,10 +37,10 @@ void RankHeaderRow::draw(TimelineContext& ctx, float y) {
 
 std::string thread_label(const prof::RankTrace& rank, prof::Lane lane, uint8_t thread) {
     const bool device = lane == prof::Lane::device || lane == prof::Lane::device_comm;
-    const char* key = device ? "streams" : "threads";
     // An imported trace keeps the real ids by slot (metadata "streams" / "threads"); the engine's are slots.
-    if (rank.metadata.contains(key) && rank.metadata[key].is_array() && thread < rank.metadata[key].size()) {
-        const auto& id = rank.metadata[key][thread];
+    const nlohmann::json& ids = device ? rank.info.stream_ids : rank.info.thread_ids;
+    if (ids.is_array() && thread < ids.size()) {
+        const auto& id = ids[thread];
         return fmt::format("{} {}", device ? "stream" : "thread", id.is_string() ? id.get<std::string>() : id.dump());
     }
     return fmt::format("{} {}", device ? "stream" : "thread", thread);
@@ -106,7 +106,7 @@ void LaneRow::draw_rows(TimelineContext& ctx, const prof::LaneTrack& lane, const
     ctx.items.clear();
     build_lane_items(lane, ctx.window, kMinPx, ctx.items, &rows);
     const ImVec2 mouse = ImGui::GetIO().MousePos;
-    const bool pipeline = ctx.store->run_metadata().value("grid", nlohmann::json::object()).value("pp", 1) > 1;
+    const bool pipeline = ctx.store->run_rank_metadata().grid.value("pp", 1) > 1;
     for (const TimelineItem& it : ctx.items) {
         const float x0 = ctx.x0 + it.x0, x1 = ctx.x0 + std::max(it.x1, it.x0 + 1.0f);
         const float ya = y + float(it.row) * ctx.row_h, yb = ya + ctx.row_h - 1;

@@ -128,8 +128,8 @@ void draw_timeline_view(AppState& app) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");
         return;
     }
-    if (app.showing_prediction()) {
-        const nlohmann::json& p = store->run_metadata()["predicted"];
+    if (app.showing_prediction() && store->run_rank_metadata().predicted) {
+        const nlohmann::json& p = *store->run_rank_metadata().predicted;
         ImGui::TextColored(kPredictedColor,
                            "PREDICTED by the planner's model, not measured: %s on %lld GPUs of %s. One rank "
                            "per pipeline stage stands for its %lld (tp, cp, dp, ep index 0); %s.",

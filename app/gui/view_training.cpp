@@ -34,7 +34,10 @@ void draw_training_view(AppState& app) {
     std::string source = std::string("MFU = ") + app.provenance() +
                          " tokens/s x formula FLOPs per token (6N + 12 L h s) / peak.\nPeak: ";
     if (const prof::TraceStore* store = app.store(); store && store->rank_count() > 0)
-        source += store->rank(store->ranks().front())->metadata.value("device_peak_source", std::string("unknown"));
+        if (const std::string& peak = store->rank(store->ranks().front())->info.device_peak_source; !peak.empty())
+            source += peak;
+        else
+            source += "unknown";
     draw_line_plot("MFU", x.data(), mfu.data(), n, IM_COL32(120, 220, 140, 255), "%", h, "derived", source.c_str());
 }
 

@@ -46,7 +46,7 @@ std::map<int, std::vector<Matched>> matched_collectives(const TraceStore& store,
     for (int r : store.ranks()) {
         out[r];
         const RankTrace& rt = *store.rank(r);
-        const nlohmann::json coords = rank_metadata_from_json(rt.metadata).coords;
+        const nlohmann::json& coords = rt.info.coords;
         for (const Span& s : rt.lanes[size_t(Lane::comm)].spans()) {  // sorted by begin
             if (s.kind != SpanKind::comm || s.group >= kGroupCount || s.step < first_step) continue;
             // Collectives only: point-to-point transfers (the cp ring's) overlap each other and pair up across

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "profiler/analysis/intervals.h"
+#include "profiler/trace/run_info.h"
 
 namespace us::prof {
 
@@ -51,7 +52,11 @@ std::vector<Interval> well_formed(const std::vector<Interval>& groups) {
     return out;
 }
 
-int kineto_step_offset(const RankTrace& rt) { return rt.metadata.value("kineto_step_offset", 1); }
+// Kineto's ProfilerStep#N is our step N + offset: the importer's run description says it; an engine trace exports
+// its step N as ProfilerStep#N+1.
+int kineto_step_offset(const RankTrace& rt) {
+    return rt.imported() ? run_info_from_json(rt.metadata).kineto_step_offset : 1;
+}
 
 }  // namespace
 

@@ -7,22 +7,21 @@
 
 #include "profiler/analysis/intervals.h"
 #include "profiler/analysis/step_breakdown.h"
+#include "profiler/trace/run_info.h"
 
 namespace us::prof {
 
 bool is_imported_run(const TraceStore& store) { return store.rank_count() > 0 && store.is_imported(); }
 
 std::string process_group_name(const RankTrace& rt, int group) {
-    const nlohmann::json groups = rt.metadata.value("process_groups", nlohmann::json::array());
-    if (groups.is_array())
-        for (const auto& g : groups)
-            if (g.is_object() && g.value("group", -1) == group) {
-                std::string name = g.value("name", fmt::format("group {}", group));
-                const std::string kind = g.value("kind", std::string()), desc = g.value("desc", std::string());
-                if (!kind.empty()) name += " (" + kind + ")";
-                if (!desc.empty() && desc != g.value("name", std::string())) name += " " + desc;
-                return name;
-            }
+    // The importer's process groups, read through the run description's deserializer.
+    for (const ProcessGroupInfo& g : run_info_from_json(rt.metadata).process_groups)
+        if (g.group == group) {
+            std::string name = g.name.empty() ? fmt::format("group {}", group) : g.name;
+            if (!g.kind.empty()) name += " (" + g.kind + ")";
+            if (!g.desc.empty() && g.desc != g.name) name += " " + g.desc;
+            return name;
+        }
     return group < kGroupCount ? std::string(group_kind_name(GroupKind(group))) : fmt::format("group {}", group);
 }
 

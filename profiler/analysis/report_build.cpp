@@ -75,7 +75,7 @@ ExpertLoads expert_loads_of(const ExpertRouting& routing, const PredictInput& in
 // not run, no engine walk, but the layout the pipeline and parallelism figures need.
 void describe_run(const TraceStore& store, Report& rep) {
     rep.world_size = store.world_size();
-    const RankMetadata meta = rank_metadata_from_json(store.run_metadata());
+    const RankMetadata& meta = store.run_rank_metadata();
     rep.config = meta.settings.value_or(nlohmann::json::object());
     if (meta.predicted) rep.predicted = *meta.predicted;
     rep.imported = store.is_imported();
@@ -97,7 +97,7 @@ std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, 
     std::vector<int> replica_of;
     for (int r : store.ranks()) {
         all_steps.push_back(analyze_steps(store, r));
-        replica_of.push_back(coord(rank_metadata_from_json(store.rank(r)->metadata).coords, "dp"));
+        replica_of.push_back(coord(store.rank(r)->info.coords, "dp"));
     }
     if (rep.predict_input.pp > 1)
         apply_pipeline_windows(all_steps, replica_of, rep.predict_input.pp_chunks,
@@ -140,7 +140,7 @@ void predict_rank(const Report& rep, RankReport& rr) {
 // events).
 RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown> steps, Report& rep) {
     const RankTrace& rt = *store.rank(r);
-    const RankMetadata meta = rank_metadata_from_json(rt.metadata);
+    const RankMetadata& meta = rt.info;
     RankReport rr;
     rr.rank = r;
     rr.coords = meta.coords;
@@ -308,17 +308,16 @@ int64_t most_modelled_sum_of_peaks(const Report& report, const CategoryMask& mod
 }
 
 ThroughputBasis throughput_basis(const TraceStore& store) {
-    const RankMetadata meta = rank_metadata_from_json(store.run_metadata());
+    const RankMetadata& meta = store.run_rank_metadata();
     const Prediction whole = predict(PredictInput::from_config(meta.settings.value_or(nlohmann::json::object())));
     ThroughputBasis b{double(whole.tokens_per_step), whole.flops_per_token, 0};
-    for (int r : store.ranks())
-        b.peak_flops_per_s += rank_metadata_from_json(store.rank(r)->metadata).device_peak_gflops * 1e9;
+    for (int r : store.ranks()) b.peak_flops_per_s += store.rank(r)->info.device_peak_gflops * 1e9;
     if (store.is_prediction() && !store.ranks().empty() && meta.predicted) {
         const nlohmann::json& p = *meta.predicted;
         if (meta.tokens_per_step > 0) b.tokens_per_step = double(meta.tokens_per_step);
         b.flops_per_token = p.value("model_flops_per_token", b.flops_per_token);
-        b.peak_flops_per_s = rank_metadata_from_json(store.rank(store.ranks().front())->metadata).device_peak_gflops *
-                             1e9 * p.value("gpus", double(store.ranks().size()));
+        b.peak_flops_per_s = store.rank(store.ranks().front())->info.device_peak_gflops * 1e9 *
+                             p.value("gpus", double(store.ranks().size()));
     }
     return b;
 }

@@ -34,7 +34,7 @@ SetOf set_of(const Span& s, Lane lane, bool device_truth, bool device_comm) {
 std::array<int, kGroupCount> group_sizes(const TraceStore& store, const RankTrace& rt) {
     std::array<int, kGroupCount> n{};
     n.fill(1);
-    const nlohmann::json grid = rank_metadata_from_json(rt.metadata).grid;
+    const nlohmann::json& grid = rt.info.grid;
     for (int g = 1; g < kGroupCount; ++g) {
         const std::string name(group_kind_name(GroupKind(g)));  // the degree's key in the rank's metadata
         if (grid.contains(name) && grid[name].is_number_integer()) n[size_t(g)] = grid[name].get<int>();

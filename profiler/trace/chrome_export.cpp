@@ -22,7 +22,7 @@ int thread_of(int lane, const Span& s) { return lane < int(Lane::device) ? lane 
 
 // "device (stream 7)": the CUPTI stream id when the rank's metadata lists its streams, else the slot.
 std::string device_thread_name(const RankTrace& r, int lane, uint8_t slot) {
-    const std::optional<nlohmann::json> cupti = rank_metadata_from_json(r.metadata).cupti;
+    const std::optional<nlohmann::json>& cupti = r.info.cupti;
     const nlohmann::json streams = cupti ? cupti->value("streams", nlohmann::json::array()) : nlohmann::json::array();
     std::string stream = fmt::format("#{}", slot);
     if (streams.is_array() && slot < streams.size() && streams[slot].is_array() && streams[slot].size() == 2 &&
@@ -35,11 +35,11 @@ std::string device_thread_name(const RankTrace& r, int lane, uint8_t slot) {
 
 std::string rank_label(const RankTrace& r) {
     std::string label = fmt::format("rank {}", r.rank);
-    if (r.metadata.contains("coords") && r.metadata["coords"].is_object()) {
+    if (!r.info.coords.empty()) {
         std::string parts;
         for (const char* dim : {"dp", "pp", "tp", "cp", "ep"}) {
-            const auto& c = r.metadata["coords"];
-            const int size = r.metadata.contains("grid") ? r.metadata["grid"].value(dim, 1) : 1;
+            const auto& c = r.info.coords;
+            const int size = r.info.grid.value(dim, 1);
             if (c.contains(dim) && (size > 1 || std::string(dim) == "dp" || std::string(dim) == "pp"))
                 parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", dim, c[dim].get<int>());
         }
@@ -55,7 +55,7 @@ void export_chrome_trace(const TraceStore& store, const std::string& out_path) {
         TextOutput out(tmp, gz);
         const int64_t origin = store.origin();
         auto us_of = [&](int64_t ns) { return fmt::format("{:.3f}", double(ns - origin) / 1e3); };
-        nlohmann::json dist = {{"backend", rank_metadata_from_json(store.run_metadata()).comm_backend.value_or("mpi")},
+        nlohmann::json dist = {{"backend", store.run_rank_metadata().comm_backend.value_or("mpi")},
                                {"rank", 0},
                                {"world_size", store.world_size()}};
         nlohmann::json ranks = nlohmann::json::array();

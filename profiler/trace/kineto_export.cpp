@@ -12,6 +12,7 @@
 #include "profiler/trace/launch_times.h"
 #include "profiler/trace/text_output.h"
 #include "profiler/transport/rank_metadata.h"
+#include "profiler/trace/run_info.h"
 
 namespace us::prof {
 
@@ -29,7 +30,7 @@ int64_t floor_us(int64_t ns) { return (ns >= 0 ? ns / 1000 : -((-ns + 999) / 100
 std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 
 std::string nccl_dtype(const RankTrace& rt) {
-    const std::optional<nlohmann::json> settings = rank_metadata_from_json(rt.metadata).settings;
+    const std::optional<nlohmann::json>& settings = rt.info.settings;
     const std::string p = settings ? settings->value("precision", std::string("fp32")) : std::string("fp32");
     return p == "bf16" ? "bf16" : p == "fp16" ? "f16" : "f32";
 }
@@ -38,11 +39,11 @@ std::string nccl_dtype(const RankTrace& rt) {
 // traces, the trace's own (metadata streams, by slot) on imported ones, else the slot itself.
 int64_t stream_number(const RankTrace& rt, uint8_t slot) {
     const nlohmann::json streams =
-        rt.metadata.value("cupti", nlohmann::json::object()).value("streams", nlohmann::json::array());
+        rt.info.cupti ? rt.info.cupti->value("streams", nlohmann::json::array()) : nlohmann::json::array();
     if (streams.is_array() && slot < streams.size() && streams[slot].is_array() && streams[slot].size() == 2 &&
         streams[slot][1].is_number_integer())
         return streams[slot][1].get<int64_t>();
-    const nlohmann::json imported = rt.metadata.value("streams", nlohmann::json::array());
+    const nlohmann::json& imported = rt.info.stream_ids;
     if (imported.is_array() && slot < imported.size() && imported[slot].is_number_integer())
         return imported[slot].get<int64_t>();
     return slot;
@@ -75,7 +76,7 @@ std::string cpu_category(const TraceStore& store, const Span& s) {
 // Streams the rank's events to `emit`, one JSON object each.
 template <typename Emit>
 void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
-    const int host_pid = rank_metadata_from_json(rt.metadata).pid.value_or(100000 + rt.rank);
+    const int host_pid = rt.info.pid.value_or(100000 + rt.rank);
     const int device = 0;  // the rank's GPU, as torch.profiler numbers it for a process that uses one
     emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {} host"}}}})",
                      host_pid, rt.rank));
@@ -160,9 +161,10 @@ void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
 }
 
 nlohmann::json device_properties(const RankTrace& rt) {
-    if (rt.metadata.contains("devices") && rt.metadata["devices"].is_array()) return rt.metadata["devices"];
+    if (rt.imported())
+        return run_info_from_json(rt.metadata).devices;  // the importer's, as its run description holds them
     nlohmann::json d = {{"id", 0}};
-    if (const std::string name = rank_metadata_from_json(rt.metadata).device; !name.empty()) d["name"] = name;
+    if (const std::string name = rt.info.device; !name.empty()) d["name"] = name;
     return nlohmann::json::array({d});
 }
 
@@ -199,7 +201,8 @@ std::vector<std::string> export_kineto_traces(const TraceStore& store, const std
         {
             TextOutput out(tmp, gz);
             // Kineto's own spacing ("rank": R): HTA finds a file's rank with the pattern "rank":\s+(\d+).
-            const std::string backend = rt.imported() ? rt.metadata.value("backend", std::string("nccl"))
+            const std::string imported_backend = rt.imported() ? run_info_from_json(rt.metadata).backend : "";
+            const std::string backend = rt.imported() ? (imported_backend.empty() ? "nccl" : imported_backend)
                                         : !rt.lanes[size_t(Lane::device_comm)].spans().empty() ? "nccl"
                                                                                                : "mpi";
             const std::string dist = fmt::format(R"({{"backend": {}, "rank": {}, "world_size": {}}})", quoted(backend),

@@ -130,12 +130,11 @@ void TraceStore::add_chunk(const Chunk& c) {
     ++m_version;
     if (c.kind == ChunkKind::metadata) {
         try {
-            rt.metadata = nlohmann::json::parse(c.text);
+            rt.set_metadata(nlohmann::json::parse(c.text));
         } catch (const nlohmann::json::exception& e) {
             fail_user("rank {} sent metadata that is not valid JSON: {}", c.rank, e.what());
         }
-        if (rt.metadata.contains("clock") && rt.metadata["clock"].is_object())
-            rt.clock_offset_ns = rt.metadata["clock"].value("offset_ns", int64_t(0));
+        if (rt.info.clock) rt.clock_offset_ns = rt.info.clock->offset_ns;
         // An imported PyTorch trace's threads run side by side too: a sub-lane each (its spans are not yet placed).
         if (rt.imported())
             for (LaneTrack& lane : rt.lanes) lane.set_rows_by_thread(true);
@@ -316,6 +315,13 @@ const nlohmann::json& TraceStore::run_metadata() const {
     static const nlohmann::json empty = nlohmann::json::object();
     for (const auto& r : m_ranks)
         if (r && !r->metadata.empty()) return r->metadata;
+    return empty;
+}
+
+const RankMetadata& TraceStore::run_rank_metadata() const {
+    static const RankMetadata empty;
+    for (const auto& r : m_ranks)
+        if (r && !r->metadata.empty()) return r->info;
     return empty;
 }
 

@@ -19,6 +19,7 @@
 
 #include "profiler/event.h"
 #include "profiler/transport/chunk.h"
+#include "profiler/transport/rank_metadata.h"
 
 namespace us::prof {
 
@@ -100,7 +101,8 @@ struct CounterPoint {
 
 struct RankTrace {
     int rank = 0;
-    nlohmann::json metadata = nlohmann::json::object();
+    nlohmann::json metadata = nlohmann::json::object();  // as it arrived (set_metadata)
+    RankMetadata info;  // the same, read through its type: what the analysis and the views read
     LaneTrack lanes[size_t(Lane::count)];
     std::vector<MemoryPoint> memory;                         // in time order
     std::map<uint32_t, std::vector<CounterPoint>> counters;  // by name id
@@ -121,7 +123,12 @@ struct RankTrace {
     }
     // Read from another framework's files (a PyTorch profiler trace: metadata source "kineto"), not recorded by
     // the engine: no settings, no predictions.
-    bool imported() const { return metadata.is_object() && metadata.value("source", std::string()) == "kineto"; }
+    bool imported() const { return info.imported(); }
+    // The rank's metadata record: kept as it came and read once through RankMetadata's deserializer.
+    void set_metadata(nlohmann::json j) {
+        info = rank_metadata_from_json(j);
+        metadata = std::move(j);
+    }
     // The lane whose op spans are the rank's compute: device on a traced GPU, compute otherwise.
     Lane work_lane() const { return has_device_spans() ? Lane::device : Lane::compute; }
 };
@@ -169,17 +176,15 @@ public:
     bool at_cap() const { return m_bytes >= m_options.max_bytes || m_spans_dropped + m_memory_dropped > 0; }
     uint64_t version() const { return m_version; }  // changes whenever the content changes
     const TraceStoreOptions& options() const { return m_options; }
-    // The first rank's metadata (the run's config is the same on every rank).
+    // The first rank's metadata (the run's config is the same on every rank), as it came and through its type.
     const nlohmann::json& run_metadata() const;
+    const RankMetadata& run_rank_metadata() const;
     // A planner's prediction written as a trace (app/plan/predicted_trace.h), not a run: its metadata says
     // "predicted", and every figure read from it is the model's.
-    bool is_prediction() const { return run_metadata().contains("predicted"); }
+    bool is_prediction() const { return run_rank_metadata().predicted.has_value(); }
     const char* provenance() const { return is_prediction() ? "predicted" : "measured"; }
     // A run imported from another framework's files (RankTrace::imported of its first rank).
-    bool is_imported() const {
-        const nlohmann::json& m = run_metadata();
-        return m.is_object() && m.value("source", std::string()) == "kineto";
-    }
+    bool is_imported() const { return run_rank_metadata().imported(); }
     int world_size() const;  // from metadata, else the number of ranks seen
 
 private:

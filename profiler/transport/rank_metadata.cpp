@@ -54,6 +54,10 @@ nlohmann::json to_json(const RankMetadata& m) {
     if (m.started_unix_ms) j["started_unix_ms"] = *m.started_unix_ms;
     if (m.cupti) j["cupti"] = *m.cupti;
     if (m.predicted) j["predicted"] = *m.predicted;
+    if (!m.source.empty()) j["source"] = m.source;
+    if (m.file) j["file"] = *m.file;
+    if (!m.stream_ids.empty()) j["streams"] = m.stream_ids;
+    if (!m.thread_ids.empty() && !m.threads) j["threads"] = m.thread_ids;
     return j;
 }
 
@@ -88,6 +92,10 @@ RankMetadata rank_metadata_from_json(const nlohmann::json& j) {
     read(j, "started_unix_ms", m.started_unix_ms);
     if (auto it = j.find("cupti"); it != j.end() && it->is_object()) m.cupti = *it;
     if (auto it = j.find("predicted"); it != j.end() && it->is_object()) m.predicted = *it;
+    read(j, "source", m.source);
+    read(j, "file", m.file);
+    if (auto it = j.find("streams"); it != j.end() && it->is_array()) m.stream_ids = *it;
+    if (auto it = j.find("threads"); it != j.end() && it->is_array()) m.thread_ids = *it;
     return m;
 }
 

@@ -46,6 +46,15 @@ struct RankMetadata {
     std::optional<int64_t> started_unix_ms;
     std::optional<nlohmann::json> cupti;      // a CUDA rank: its CUPTI collector's status and counts
     std::optional<nlohmann::json> predicted;  // a predicted rank: the planner's model, cluster, layout and step
+    // A rank read from another framework's files (profiler/import): where it came from, its file, and the real
+    // stream and thread ids its device and host sub-lanes stand for, by slot. The run-level description an importer
+    // writes beside them (process groups, devices, clock method) is RunInfo's (profiler/trace/run_info.h).
+    std::string source;  // "kineto"; empty for the engine's and the planner's ranks
+    std::optional<std::string> file;
+    nlohmann::json stream_ids = nlohmann::json::array();  // key "streams"
+    nlohmann::json thread_ids = nlohmann::json::array();  // key "threads" (an array here; a count on engine ranks)
+
+    bool imported() const { return source == "kineto"; }
 };
 
 nlohmann::json to_json(const RankMetadata& m);
