@@ -114,7 +114,8 @@ namespace {
 
 // A pp 2 run's report whose bubble (measured 0.40 on rank 1, the busiest) is off its simulation and formula (0.25):
 // each rank's steady steps with the given compute seconds and bubble fractions (step 1, not steady, first).
-Report bubble_report(const std::vector<std::vector<std::pair<double, double>>>& compute_and_bubble_by_rank) {
+Report bubble_report(const std::vector<std::vector<std::pair<double, double>>>& compute_and_bubble_by_rank,
+                     double measured = 0.40) {
     Report rep = agreeing_report();
     rep.predict_input.pp = 2;
     rep.predict_input.pp_schedule = "1f1b";
@@ -131,7 +132,7 @@ Report bubble_report(const std::vector<std::vector<std::pair<double, double>>>& 
         }
         r.steady = sum_steps(steady_steps(r.steps));
     }
-    rep.pipeline = {0.40, 0.25, 0.25, 1};
+    rep.pipeline = {measured, 0.25, 0.25, 1};
     return rep;
 }
 
@@ -163,9 +164,35 @@ TEST_CASE("a pipeline bubble miss is explained by what the run measured: unequal
         REQUIRE(m->explained);
         return *m->explained;
     };
-    // the last stage computes 30% more per step (the head and the loss): the others wait for it
-    CHECK(why(bubble_report({{{1.0, 0.3}, {1.0, 0.3}}, {{1.3, 0.4}, {1.3, 0.4}}})).find("unequal") !=
+    // a bubble below the figure, the last stage computing 30% more per step (the head and the loss): the busiest
+    // waits less for the lighter stage than for an equal one
+    CHECK(why(bubble_report({{{1.0, 0.3}, {1.0, 0.3}}, {{1.3, 0.15}, {1.3, 0.15}}}, 0.15)).find("unequal") !=
           std::string::npos);
+    // above the figure, unequal stages explain nothing (the busiest would wait less, not more)
+    {
+        const Report rep = bubble_report({{{1.0, 0.3}, {1.0, 0.3}}, {{1.3, 0.4}, {1.3, 0.4}}});
+        const std::vector<Miss> misses = find_misses(rep);
+        CHECK(unexplained_count(misses) == 2);
+    }
+    // above the figure by 0.15 s per step, with 0.3 s per step of a pipeline transfer outstanding (0.25 s of it the
+    // figure's own idle): not enough; 0.45 s: the transfers, at most
+    for (const double p2p : {0.3, 0.45}) {
+        Report rep = bubble_report({{{1.0, 0.3}, {1.0, 0.3}}, {{1.0, 0.4}, {1.0, 0.4}}});
+        rep.ranks[1].steady.p2p_s = 2 * p2p;
+        const std::vector<Miss> misses = find_misses(rep);
+        const Miss* m = find(misses, "pipeline.bubble", "predicted");
+        REQUIRE(m != nullptr);
+        CHECK(bool(m->explained) == (p2p > 0.4));
+        if (m->explained) CHECK(m->explained->find("transfers") != std::string::npos);
+    }
+    // above the figure by 0.15 s per step, with 200 gaps of 1 ms between the busiest stage's ops per step: the host
+    {
+        Report rep = bubble_report({{{1.0, 0.3}, {1.0, 0.3}}, {{1.0, 0.4}, {1.0, 0.4}}});
+        for (size_t i = 1; i < rep.ranks[1].steps.size(); ++i)
+            for (int64_t op = 0; op < 201; ++op)  // 4 ms ops, 1 ms apart
+                rep.ranks[1].steps[i].compute_set.emplace_back(op * 5'000'000, op * 5'000'000 + 4'000'000);
+        CHECK(why(rep).find("gaps between ops") != std::string::npos);
+    }
     // equal stages, but the busiest stage's own steps took 1.0 and 1.25 s: the machine's load
     CHECK(why(bubble_report({{{1.1, 0.3}, {1.1, 0.3}}, {{1.0, 0.4}, {1.25, 0.4}}})).find("compute per step ranged") !=
           std::string::npos);
