@@ -121,7 +121,9 @@ void OpCostFit::add_run(const prof::TraceStore& store, const ModelDesc& model, c
             total.flops += b.flops, total.seconds += b.seconds, total.spans += b.spans;
         }
         m_attention_s += times[size_t(prof::OpClass::attention)];
-        m_attention_flops += attention_flops;
+        // The recorded figures count the whole square (a diagonal chunk pair whole); the efficiency is on the FLOPs
+        // the kernel executes, the convention the prediction charges (executed_attention_flops).
+        m_attention_flops += attention_flops * executed_over_recorded_attention(layout, model.seq, true);
         m_norm_s += times[size_t(prof::OpClass::norm)];
         m_elementwise_s += times[size_t(prof::OpClass::activation)];
         m_embedding_s += times[size_t(prof::OpClass::embedding)];
@@ -166,6 +168,7 @@ void OpCostFit::finish(ClusterDesc& c) const {
     c.loss_s = ratio(m_loss_s, m_loss_elements, c.loss_s);
     c.optimizer_s = ratio(m_optimizer_s, m_optimizer_params, c.optimizer_s);
     c.host_overhead = m_idle_s / m_compute_s;
+    c.naive_attention_skips_masked = true;  // the CPU engine's naive kernel takes query rows against visible keys
     c.calibrated = true;
 }
 

@@ -68,12 +68,14 @@ ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source
     const double bw = c.memory_bandwidth;
     c.norm_s = 16.0 / bw, c.elementwise_s = 12.0 / bw, c.embedding_s = 8.0 / bw, c.loss_s = 16.0 / bw;
     c.optimizer_s = 32.0 / bw;
+    // A calibrated machine is the CPU engine, whose naive kernel skips the masked keys; GPU kernels by default not.
+    c.naive_attention_skips_masked = c.calibrated;
     if (f.has("op_costs")) {
         const std::string where = source + ", field 'op_costs'";
-        const JsonFields o(
-            f.object("op_costs"), where,
-            {"gemm_efficiency", "attention_efficiency", "norm_s_per_element", "elementwise_s_per_element",
-             "embedding_s_per_element", "loss_s_per_element", "optimizer_s_per_param", "host_overhead", "note"});
+        const JsonFields o(f.object("op_costs"), where,
+                           {"gemm_efficiency", "attention_efficiency", "norm_s_per_element",
+                            "elementwise_s_per_element", "embedding_s_per_element", "loss_s_per_element",
+                            "optimizer_s_per_param", "host_overhead", "naive_attention_skips_masked", "note"});
         if (o.has("gemm_efficiency")) {
             const auto& table = o.raw("gemm_efficiency");
             US_CHECK_INPUT(table.is_array() && !table.empty(),
@@ -95,6 +97,7 @@ ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source
         c.loss_s = o.number("loss_s_per_element", c.loss_s);
         c.optimizer_s = o.number("optimizer_s_per_param", c.optimizer_s);
         c.host_overhead = o.number("host_overhead", 0);
+        c.naive_attention_skips_masked = o.boolean("naive_attention_skips_masked", c.naive_attention_skips_masked);
     }
     return c;
 }
@@ -126,7 +129,8 @@ nlohmann::json cluster_to_json(const ClusterDesc& c) {
               {"embedding_s_per_element", c.embedding_s},
               {"loss_s_per_element", c.loss_s},
               {"optimizer_s_per_param", c.optimizer_s},
-              {"host_overhead", c.host_overhead}}}};
+              {"host_overhead", c.host_overhead},
+              {"naive_attention_skips_masked", c.naive_attention_skips_masked}}}};
 }
 
 std::string clusters_dir() { return assets_dir() + "/clusters"; }

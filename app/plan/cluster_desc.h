@@ -32,7 +32,10 @@ struct ClusterDesc {
     // (sorted by FLOPs; interpolated in log FLOPs). Others: seconds per element of the op's natural size
     // (docs/planner.md lists each).
     std::vector<std::pair<double, double>> gemm_efficiency;
-    double attention_efficiency = 0.5;  // achieved / peak of the attention core's FLOPs
+    // Achieved / peak on the attention core's executed FLOPs (executed_attention_flops, docs/planner.md): the
+    // visible half of the causal square for kernels that skip the masked keys, the whole square for those that don't.
+    double attention_efficiency = 0.5;
+    bool naive_attention_skips_masked = false;  // the naive kernel skips the masked keys (the CPU engine's does)
     double norm_s = 0, elementwise_s = 0, embedding_s = 0, loss_s = 0, optimizer_s = 0;
     double host_overhead = 0;  // fraction of compute lost between ops (launches, framework): measured on a CPU
     bool calibrated = false;   // true: a machine file `ultrascope calibrate` measured

@@ -135,9 +135,11 @@ WorkInventory work_inventory(const ModelDesc& m, const Layout& l, const RankShap
                              {rows, h, r.ffn_width, local}};
     }
     w.head_gemms = {{r.T, r.Vr, h}};
-    // The attention core's two products per query over every key (the engine counts the whole square).
+    // The attention core's two products per query over every key (the engine counts the whole square), and the
+    // share a causal kernel that skips the masked keys executes: s (s + 1) / 2 visible pairs of the s^2.
     w.attention_flops =
         4.0 * double(l.micro_batch) * double(r.heads) * double(m.seq / l.cp) * double(m.seq) * double(m.head_size());
+    w.attention_visible = (double(m.seq) + 1) / (2.0 * double(m.seq));
     w.norm_elements = 2.0 * double(r.R * h);
     // Biases of the four linears (when present), the activation function over the MLP's width, two residual adds.
     w.elementwise_elements = double(r.T) * double(r.qkv_width + r.attn_width + 2 * up) + 2.0 * double(r.R * h);
@@ -149,6 +151,22 @@ WorkInventory work_inventory(const ModelDesc& m, const Layout& l, const RankShap
     w.loss_elements = double(r.T * r.Vr);
     w.final_norm_elements = double(r.R * h);
     return w;
+}
+
+double executed_attention_flops(const WorkInventory& w, const Layout& l, bool naive_skips_masked) {
+    const bool skips = l.flash || l.cp > 1 || naive_skips_masked;
+    return w.attention_flops * (skips ? w.attention_visible : 1.0);
+}
+
+double executed_over_recorded_attention(const Layout& l, int64_t seq, bool naive_skips_masked) {
+    const double s = double(seq);
+    if (l.flash || l.cp > 1) {
+        // n chunks per sequence (one per rank, two with zigzag; flash alone: one): the engine records the n (n + 1)
+        // / 2 chunk pairs at or below the diagonal, each (s/n)^2, where s (s + 1) / 2 pairs are visible.
+        const double n = double(l.cp) * (l.cp > 1 && l.cp_balance == "zigzag" ? 2 : 1);
+        return (s + 1) * n / (s * (n + 1));
+    }
+    return naive_skips_masked ? (s + 1) / (2 * s) : 1.0;
 }
 
 }  // namespace us::plan

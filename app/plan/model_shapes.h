@@ -59,7 +59,10 @@ struct WorkInventory {
     std::vector<Gemm> layer_gemms;        // one dense layer's forward GEMMs
     std::vector<Gemm> moe_layer_gemms;    // one MoE layer's (router and the rank's experts)
     std::vector<Gemm> head_gemms;         // the last stage's output projection
-    double attention_flops = 0;           // one layer's attention core, forward (b (a/tp) (s/cp) s d x 4)
+    double attention_flops = 0;           // one layer's attention core, forward, the whole square: b (a/tp)
+                                          // (s/cp) s d x 4 (what the engine records for the naive kernel)
+    double attention_visible = 1;         // the share of that square a causal kernel that skips the masked keys
+                                          // executes: the visible (query, key) pairs, (s + 1) / 2s
     double norm_elements = 0;             // one layer's norms: 2 R h
     double elementwise_elements = 0;      // one layer's: biases, activation function, residuals (docs/planner.md)
     double moe_elementwise_elements = 0;  // one MoE layer's on top: the router's softmax and top-k, the dispatch,
@@ -69,5 +72,16 @@ struct WorkInventory {
     double final_norm_elements = 0;       // last stage: R h
 };
 WorkInventory work_inventory(const ModelDesc& m, const Layout& l, const RankShapes& r);
+
+// The attention core's forward FLOPs per layer that the step-time model charges, one convention for prediction and
+// calibration (docs/planner.md): what the kernel executes. Blockwise kernels (flash, the cp ring) skip the masked
+// keys: the visible half. The naive kernel multiplies the whole square unless `naive_skips_masked` (the CPU
+// engine's kernel takes the queries in row blocks against the keys they see; GPU kernels mask after the GEMM).
+double executed_attention_flops(const WorkInventory& w, const Layout& l, bool naive_skips_masked);
+
+// Executed over recorded attention FLOPs for a run of layout `l` at sequence `seq` (the engine's spans count the
+// naive kernel's whole square, and a blockwise chunk pair on the diagonal as a whole chunk squared), summed over a
+// context-parallel group: what `ultrascope calibrate` multiplies the recorded figures by.
+double executed_over_recorded_attention(const Layout& l, int64_t seq, bool naive_skips_masked);
 
 }  // namespace us::plan

@@ -61,8 +61,10 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     // Attention core: backward is four products against forward's two (2x). The blockwise kernels (flash, the cp
     // ring) also rebuild the scores from q and k inside their backward (2.5x). The naive kernel under selective
     // recomputation rebuilds them too (QK^T and the softmax: half the forward's products), a recomputation piece
-    // of its own below, not a second charge here (engine/backend/cpu/attention.cpp).
-    const double attn = double(r.layers) * w.attention_flops / (peak * c.attention_efficiency);
+    // of its own below, not a second charge here (engine/backend/cpu/attention.cpp). The FLOPs are those the kernel
+    // executes (executed_attention_flops): a causal blockwise kernel skips the masked half of the square.
+    const double core_flops = executed_attention_flops(w, l, c.naive_attention_skips_masked);
+    const double attn = double(r.layers) * core_flops / (peak * c.attention_efficiency);
     const bool blockwise = l.flash || l.cp > 1;
     s.attn_f = attn;
     s.attn_b = attn * (blockwise ? 2.5 : 2.0);
@@ -105,7 +107,7 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
         const Link& link = group_link(c, l.tp, l.cp);
         const double kv_elements = double(r.T) * double(r.qkv_width - r.attn_width);  // k and v
         const double kv = send_s(kv_elements * e, link), g = send_s(kv_elements * 4, link);
-        const double step_f = w.attention_flops / (peak * c.attention_efficiency) * overhead / l.cp;
+        const double step_f = core_flops / (peak * c.attention_efficiency) * overhead / l.cp;
         const double step_b = step_f * 2.5;
         const double exposed_f = double(l.cp - 1) * std::max(0.0, kv - step_f);
         double exposed_b = std::max(0.0, kv - step_b) + std::max(0.0, g - step_b) + g;
