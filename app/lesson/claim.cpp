@@ -15,44 +15,6 @@
 namespace us::lesson {
 using nlohmann::json;
 
-const char* source_name(FigureSource source) {
-    switch (source) {
-        case FigureSource::measured:
-            return "measured";
-        case FigureSource::predicted:
-            return "predicted";
-        case FigureSource::formula:
-            return "formula";
-        case FigureSource::derived:
-            return "derived";
-        case FigureSource::setting:
-            return "setting";
-        case FigureSource::constant:
-            return "constant";
-        case FigureSource::model:
-            return "model";
-    }
-    return "?";
-}
-
-const char* comparison_symbol(Comparison op) {
-    switch (op) {
-        case Comparison::less:
-            return "<";
-        case Comparison::less_equal:
-            return "<=";
-        case Comparison::greater:
-            return ">";
-        case Comparison::greater_equal:
-            return ">=";
-        case Comparison::approx:
-            return "~";
-        case Comparison::equal:
-            return "==";
-    }
-    return "?";
-}
-
 bool LessonCheck::held() const {
     return std::all_of(claims.begin(), claims.end(),
                        [](const ClaimResult& c) { return c.status == ClaimStatus::held; });
