@@ -235,11 +235,11 @@ TEST_CASE("kineto: kernels on their streams carry the launching op, and NCCL ker
     CHECK(store.rank(0)->lanes[size_t(Lane::compute)].spans().empty());
     CHECK(store.rank(0)->metadata["streams"] == nlohmann::json::array({7, 20, 30}));
     // ... and the same read through the rank metadata's type: an imported rank, its streams by slot
-    const us::prof::RankMetadata& info = store.rank(0)->info;
-    CHECK(info.imported());
-    CHECK(info.stream_ids == nlohmann::json::array({7, 20, 30}));
-    CHECK(info.file.has_value());
-    CHECK_FALSE(info.settings.has_value());  // PyTorch's trace does not say the run's settings: unknown, not defaults
+    const us::prof::RankMetadata& typed = store.rank(0)->info;
+    CHECK(typed.imported());
+    CHECK(typed.stream_ids == nlohmann::json::array({7, 20, 30}));
+    CHECK(typed.file.has_value());
+    CHECK_FALSE(typed.settings.has_value());  // PyTorch's trace does not say the run's settings: unknown, not defaults
 }
 
 TEST_CASE("kineto: CPU-only collectives are comm with nelems x dtype bytes, and send and recv are p2p with their peer",
