@@ -86,6 +86,7 @@ private:
     friend class TrackedAllocator;
     void* m_ptr = nullptr;
     size_t m_bytes = 0;
+    size_t m_block = 0;  // the block's size, which may exceed the rounded request (TrackedAllocator::take_block)
     MemCategory m_category = MemCategory::workspace;
     const char* m_label = nullptr;
     TrackedAllocator* m_owner = nullptr;
@@ -111,13 +112,13 @@ private:
     friend class Allocation;
     void free(Allocation& allocation);
     void recategorize(Allocation& allocation, MemCategory category, std::string_view label);
-    void* take_block(size_t rounded);
+    std::pair<void*, size_t> take_block(size_t rounded);  // the block and its size
     static size_t round_size(size_t bytes);
 
     std::unique_ptr<RawMemory> m_raw;
     mutable std::mutex m_mutex;
     MemoryStats m_stats;
-    std::multimap<size_t, void*> m_cached;  // free blocks by rounded size
+    std::multimap<size_t, void*> m_cached;  // free blocks by size
     int64_t m_cached_bytes = 0;
     MemoryListener* m_listener = nullptr;
 };

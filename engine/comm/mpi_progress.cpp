@@ -45,8 +45,12 @@ void MpiProgressEngine::wait(MpiOp& op) {
     const bool record = prof::enabled();
     const int64_t t0 = record ? prof::read_ticks() : 0;
     if (m_use_thread) {
-        std::unique_lock lock(m_mutex);
-        m_completed.wait(lock, [&] { return op.done.load(std::memory_order_acquire); });
+        m_waiters.fetch_add(1, std::memory_order_acq_rel);
+        {
+            std::unique_lock lock(m_mutex);
+            m_completed.wait(lock, [&] { return op.done.load(std::memory_order_acquire); });
+        }
+        m_waiters.fetch_sub(1, std::memory_order_acq_rel);
     } else {
         while (!op.done.load(std::memory_order_acquire)) {
             progress();
@@ -136,8 +140,14 @@ void MpiProgressEngine::loop() {
         for (auto& op : fresh) begin(op);  // in submission order: every rank starts collectives alike
         if (m_active.empty()) continue;
         if (!test_active()) {
-            // Nothing finished: give the cores back to compute for a moment. Short enough that a ring step
-            // of a collective is not held up for long (docs/communication.md).
+            if (m_waiters.load(std::memory_order_acquire) > 0) {
+                // A compute thread waits, so its core is free: poll again at once, yielding only to whatever else
+                // wants the core (more ranks than cores).
+                std::this_thread::yield();
+                continue;
+            }
+            // Nothing finished and compute is running: give the cores back to it for a moment. Short enough that a
+            // ring step of a collective is not held up for long (docs/communication.md).
             const timespec pause{0, 20000};
             nanosleep(&pause, nullptr);
         }
