@@ -145,7 +145,12 @@ WorkInventory work_inventory(const ModelDesc& m, const Layout& l, const RankShap
     w.elementwise_elements = double(r.T) * double(r.qkv_width + r.attn_width + 2 * up) + 2.0 * double(r.R * h);
     if (m.is_moe()) {
         const double load = l.ep > 1 ? l.moe_load_or_uniform() : 1.0;
-        w.moe_elementwise_elements = double(r.T * m.moe_experts) + 3.0 * double(h) * double(r.expert_rows) * load;
+        // The router's scores (T E) and three copies of the expert rows (dispatch, combine, weighting); and the
+        // experts' biases and activation run over the rows the rank's experts get (its load times T top-k), not the
+        // T rows a dense MLP's do, which elementwise_elements already counts.
+        const double rows = double(r.expert_rows) * load;
+        w.moe_elementwise_elements = double(r.T * m.moe_experts) + 3.0 * double(h) * rows +
+                                     std::max(0.0, rows - double(r.T)) * 2.0 * double(up);
     }
     w.embedding_elements = double(r.T * h);
     w.loss_elements = double(r.T * r.Vr);
