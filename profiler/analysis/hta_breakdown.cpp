@@ -54,9 +54,7 @@ std::vector<Interval> well_formed(const std::vector<Interval>& groups) {
 
 // Kineto's ProfilerStep#N is our step N + offset: the importer's run description says it; an engine trace exports
 // its step N as ProfilerStep#N+1.
-int kineto_step_offset(const RankTrace& rt) {
-    return rt.imported() ? run_info_from_json(rt.metadata).kineto_step_offset : 1;
-}
+int kineto_step_offset(const RankTrace& rt) { return rt.imported() ? imported_run_info(rt).kineto_step_offset : 1; }
 
 }  // namespace
 

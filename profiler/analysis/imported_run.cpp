@@ -15,7 +15,7 @@ bool is_imported_run(const TraceStore& store) { return store.rank_count() > 0 &&
 
 std::string process_group_name(const RankTrace& rt, int group) {
     // The importer's process groups, read through the run description's deserializer.
-    for (const ProcessGroupInfo& g : run_info_from_json(rt.metadata).process_groups)
+    for (const ProcessGroupInfo& g : imported_run_info(rt).process_groups)
         if (g.group == group) {
             std::string name = g.name.empty() ? fmt::format("group {}", group) : g.name;
             if (!g.kind.empty()) name += " (" + g.kind + ")";

@@ -93,8 +93,8 @@ KinetoGroups identify_groups(const KinetoFile& f, int rank, const std::vector<bo
     return out;
 }
 
-nlohmann::json kineto_rank_metadata(const KinetoFile& f, int rank, const std::string& rank_from,
-                                    const KinetoGroups& groups, bool steps_from_window) {
+RankMetadata kineto_rank_metadata(const KinetoFile& f, int rank, const std::string& rank_from,
+                                  const KinetoGroups& groups, bool steps_from_window) {
     RunInfo info;
     info.source = "kineto";
     info.world_size = groups.world_size;
@@ -107,17 +107,19 @@ nlohmann::json kineto_rank_metadata(const KinetoFile& f, int rank, const std::st
     info.kineto_step_offset = 1;
     info.backend = groups.backend;
     info.files = {f.path};
-    nlohmann::json j = to_json(info);
-    j.erase("ranks");
-    j["file"] = f.path;
-    j["rank"] = rank;
-    j["rank_from"] = rank_from;
-    if (groups.world_size <= 0) j.erase("world_size");  // unknown: the store counts the ranks it has
-    j["versions"] = f.versions;
+    info.ranks = {rank};
+    RankMetadata m;
+    m.source = "kineto";
+    m.rank = rank;
+    m.world_size = std::max(groups.world_size, 0);  // 0: unknown, the store counts the ranks it has
+    m.file = f.path;
+    m.rank_from = rank_from;
+    m.versions = f.versions.is_object() ? f.versions : nlohmann::json::object();
     if (f.distributed_info.is_object())
         for (const auto& [k, v] : f.distributed_info.items())
-            if (k.find("version") != std::string::npos) j["versions"][k] = v;
-    return j;
+            if (k.find("version") != std::string::npos) m.versions[k] = v;
+    m.run = to_json(info);
+    return m;
 }
 
 }  // namespace us::prof

@@ -11,6 +11,7 @@
 
 #include "profiler/import/kineto_parse.h"
 #include "profiler/trace/run_info.h"
+#include "profiler/transport/rank_metadata.h"
 
 namespace us::prof {
 
@@ -25,9 +26,10 @@ struct KinetoGroups {
 // `p2p_groups`: per KinetoFile::groups index, whether sends or receives ran on it.
 KinetoGroups identify_groups(const KinetoFile& file, int rank, const std::vector<bool>& p2p_groups);
 
-// The rank's metadata (docs/pytorch-traces.md): source, file, rank, rank_from, world_size, process_groups, devices,
-// clock, steps_from, kineto_step_offset, backend and the file's versions.
-nlohmann::json kineto_rank_metadata(const KinetoFile& file, int rank, const std::string& rank_from,
-                                    const KinetoGroups& groups, bool steps_from_window);
+// The rank's metadata (docs/pytorch-traces.md): source, file, rank, rank_from and the file's versions, with the
+// run's description (RunInfo: world size, process groups, devices, clock, steps_from, kineto_step_offset, backend)
+// under "run". The reader adds the stream and thread ids once it has seen them.
+RankMetadata kineto_rank_metadata(const KinetoFile& file, int rank, const std::string& rank_from,
+                                  const KinetoGroups& groups, bool steps_from_window);
 
 }  // namespace us::prof

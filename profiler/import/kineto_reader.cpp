@@ -186,7 +186,7 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
         return uint8_t(std::min<size_t>(streams.size() - 1, 255));
     };
 
-    nlohmann::json meta = kineto_rank_metadata(f, rank, rank_from, groups, window);
+    RankMetadata meta = kineto_rank_metadata(f, rank, rank_from, groups, window);
     ChunkWriter out(store, rank, f);
     for (uint32_t i = 0; i < spans.size(); ++i) {
         const KinetoSpan& s = spans[i];
@@ -285,14 +285,13 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
             out.add(e);
         }
     }
-    meta["streams"] = streams;
-    nlohmann::json threads = nlohmann::json::array();  // the timeline labels a host sub-lane by its thread id
-    for (const auto& [pid, tid] : f.threads) threads.push_back(tid);
-    meta["threads"] = threads;
+    meta.stream_ids = streams;
+    meta.thread_ids = nlohmann::json::array();  // the timeline labels a host sub-lane by its thread id
+    for (const auto& [pid, tid] : f.threads) meta.thread_ids.push_back(tid);
     Chunk m;
     m.kind = ChunkKind::metadata;
     m.rank = uint32_t(rank);
-    m.text = meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    m.text = to_json(meta).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     store.add_chunk(m);
     out.flush();
     Chunk end;  // a file is a whole recording: it ended cleanly

@@ -161,8 +161,7 @@ void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
 }
 
 nlohmann::json device_properties(const RankTrace& rt) {
-    if (rt.imported())
-        return run_info_from_json(rt.metadata).devices;  // the importer's, as its run description holds them
+    if (rt.imported()) return imported_run_info(rt).devices;  // the importer's, as its run description holds them
     nlohmann::json d = {{"id", 0}};
     if (const std::string name = rt.info.device; !name.empty()) d["name"] = name;
     return nlohmann::json::array({d});
@@ -201,7 +200,7 @@ std::vector<std::string> export_kineto_traces(const TraceStore& store, const std
         {
             TextOutput out(tmp, gz);
             // Kineto's own spacing ("rank": R): HTA finds a file's rank with the pattern "rank":\s+(\d+).
-            const std::string imported_backend = rt.imported() ? run_info_from_json(rt.metadata).backend : "";
+            const std::string imported_backend = imported_run_info(rt).backend;
             const std::string backend = rt.imported() ? (imported_backend.empty() ? "nccl" : imported_backend)
                                         : !rt.lanes[size_t(Lane::device_comm)].spans().empty() ? "nccl"
                                                                                                : "mpi";

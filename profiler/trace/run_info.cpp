@@ -79,19 +79,22 @@ RunInfo run_info_from_json(const nlohmann::json& j) {
     return info;
 }
 
+RunInfo imported_run_info(const RankTrace& rt) {
+    if (!rt.info.imported() || !rt.info.run) return RunInfo{};
+    return run_info_from_json(*rt.info.run);
+}
+
 RunInfo run_info_of(const TraceStore& store) {
-    const nlohmann::json& meta = store.run_metadata();
+    const RankMetadata& m = store.run_rank_metadata();
     RunInfo info;
-    if (meta.value("source", std::string()) == "kineto") {
-        info = run_info_from_json(meta);
+    if (m.imported()) {
+        info = run_info_from_json(m.run.value_or(nlohmann::json::object()));
+        info.source = m.source;
         info.files.clear();
-        for (int r : store.ranks()) {
-            const auto& m = store.rank(r)->metadata;
-            if (m.contains("file") && m["file"].is_string()) info.files.push_back(m["file"].get<std::string>());
-        }
+        for (int r : store.ranks())
+            if (const auto& file = store.rank(r)->info.file) info.files.push_back(*file);
     } else {
         info.source = store.is_prediction() ? "planner" : "engine";
-        const RankMetadata m = rank_metadata_from_json(meta);
         info.settings = m.settings;
         info.backend = m.backend;
         info.comm_backend = m.comm_backend.value_or("");

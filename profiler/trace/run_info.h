@@ -1,8 +1,8 @@
 // What a run is, whichever way it reached the store: recorded by the engine, predicted by the planner, or imported
 // from PyTorch's profiler (Kineto). Ranks, world size, process groups (and how their parallelism was told),
 // devices, the clock, where the steps came from, and the run's settings where the source knows them (an imported
-// run does not: nullopt, never a default). Written as the ranks' metadata by the importer and read back here; the
-// engine's and planner's rank metadata is read through its own type (profiler/transport/rank_metadata.h).
+// run does not: nullopt, never a default). An importer writes it into each rank's metadata (RankMetadata::run,
+// profiler/transport/rank_metadata.h) through to_json below, and it is read back only through run_info_from_json.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 namespace us::prof {
 
 class TraceStore;
+struct RankTrace;
 
 struct ProcessGroupInfo {
     std::string name;        // the group's name in its source ("0", "3", a hash)
@@ -45,8 +46,10 @@ struct RunInfo {
 
 nlohmann::json to_json(const RunInfo& info);
 RunInfo run_info_from_json(const nlohmann::json& j);
-// The run in a store: the engine's metadata (config, grid, clock) or an importer's (run_info fields per rank).
+// The run in a store: the engine's metadata (config, grid, clock) or an importer's (each rank's RankMetadata::run).
 RunInfo run_info_of(const TraceStore& store);
+// The run as one imported rank's file describes it (its RankMetadata::run); an empty RunInfo for other ranks.
+RunInfo imported_run_info(const RankTrace& rt);
 // A group id's name: kGroupKinds for the engine's, the process group's kind or description beyond them.
 std::string group_name(const RunInfo& info, int group);
 

@@ -327,7 +327,9 @@ const RankMetadata& TraceStore::run_rank_metadata() const {
 
 int TraceStore::world_size() const {
     const auto& m = run_metadata();
-    if (m.contains("world_size") && m["world_size"].is_number_integer()) return m["world_size"].get<int>();
+    // An importer writes 0 when its files do not say: then the ranks the store holds.
+    if (m.contains("world_size") && m["world_size"].is_number_integer() && m["world_size"].get<int>() > 0)
+        return m["world_size"].get<int>();
     return int(ranks().size());
 }
 

@@ -56,6 +56,9 @@ nlohmann::json to_json(const RankMetadata& m) {
     if (m.predicted) j["predicted"] = *m.predicted;
     if (!m.source.empty()) j["source"] = m.source;
     if (m.file) j["file"] = *m.file;
+    if (m.rank_from) j["rank_from"] = *m.rank_from;
+    if (!m.versions.empty()) j["versions"] = m.versions;
+    if (m.run) j["run"] = *m.run;
     if (!m.stream_ids.empty()) j["streams"] = m.stream_ids;
     if (!m.thread_ids.empty() && !m.threads) j["threads"] = m.thread_ids;
     return j;
@@ -94,6 +97,9 @@ RankMetadata rank_metadata_from_json(const nlohmann::json& j) {
     if (auto it = j.find("predicted"); it != j.end() && it->is_object()) m.predicted = *it;
     read(j, "source", m.source);
     read(j, "file", m.file);
+    read(j, "rank_from", m.rank_from);
+    if (auto it = j.find("versions"); it != j.end() && it->is_object()) m.versions = *it;
+    if (auto it = j.find("run"); it != j.end() && it->is_object()) m.run = *it;
     if (auto it = j.find("streams"); it != j.end() && it->is_array()) m.stream_ids = *it;
     if (auto it = j.find("threads"); it != j.end() && it->is_array()) m.thread_ids = *it;
     return m;

@@ -47,12 +47,17 @@ struct RankMetadata {
     std::optional<nlohmann::json> cupti;      // a CUDA rank: its CUPTI collector's status and counts
     std::optional<nlohmann::json> predicted;  // a predicted rank: the planner's model, cluster, layout and step
     // A rank read from another framework's files (profiler/import): where it came from, its file, and the real
-    // stream and thread ids its device and host sub-lanes stand for, by slot. The run-level description an importer
-    // writes beside them (process groups, devices, clock method) is RunInfo's (profiler/trace/run_info.h).
+    // stream and thread ids its device and host sub-lanes stand for, by slot; and the run-level description
+    // (process groups, devices, clock method), which is RunInfo's, under "run".
     std::string source;  // "kineto"; empty for the engine's and the planner's ranks
     std::optional<std::string> file;
+    std::optional<std::string> rank_from;                 // how the rank was known: "distributedInfo", "file name"
+    nlohmann::json versions = nlohmann::json::object();   // the source's schema and framework versions
     nlohmann::json stream_ids = nlohmann::json::array();  // key "streams"
     nlohmann::json thread_ids = nlohmann::json::array();  // key "threads" (an array here; a count on engine ranks)
+    // The run's description as the importer saw it from this rank's file, written by RunInfo's serializer
+    // (profiler/trace/run_info.h, imported_run_info) and kept whole: key "run".
+    std::optional<nlohmann::json> run;
 
     bool imported() const { return source == "kineto"; }
 };

@@ -86,7 +86,7 @@ TEST_CASE("kineto: HTA's A100 traces load as two GPU ranks with steps, kernels, 
     CHECK(!run.settings.has_value());
     for (int r : {0, 1}) {
         const RankTrace& rt = *store.rank(r);
-        CHECK(rt.metadata.value("rank_from", "") == "distributedInfo");
+        CHECK(rt.info.rank_from == "distributedInfo");
         CHECK(rt.has_device_spans());
         // ProfilerStep#551 and #552 -> our steps 552 and 553.
         std::vector<int> steps;
@@ -151,7 +151,7 @@ TEST_CASE("kineto: rank from the file name is warned, and no rank at all and two
     const auto warnings = load_run({a}, store);
     CHECK(store.ranks() == std::vector<int>{3});
     CHECK(any_warning(warnings, "taken from the file name"));
-    CHECK(store.rank(3)->metadata.value("rank_from", "") == "file name");
+    CHECK(store.rank(3)->info.rank_from == "file name");
     CHECK(rank_from_file_name("x/rank-12.json.gz") == 12);
     CHECK(rank_from_file_name("rank7_trace.json.gz") == 7);
     CHECK(rank_from_file_name("trace.json") == -1);
@@ -183,7 +183,7 @@ TEST_CASE("kineto: without ProfilerStep the window is one step, and that is warn
     CHECK(steps[0]->step == 1);
     CHECK(steps[0]->begin == 10000);
     CHECK(steps[0]->end == 22500);
-    CHECK(rt.metadata.value("steps_from", "") == "window");
+    CHECK(imported_run_info(rt).steps_from == "window");
     // A CPU-only rank: its ops are its compute, in step 1, times in ns.
     const auto add = spans_named(store, 0, Lane::compute, "aten::add");
     REQUIRE(add.size() == 1);
@@ -240,6 +240,13 @@ TEST_CASE("kineto: kernels on their streams carry the launching op, and NCCL ker
     CHECK(typed.stream_ids == nlohmann::json::array({7, 20, 30}));
     CHECK(typed.file.has_value());
     CHECK_FALSE(typed.settings.has_value());  // PyTorch's trace does not say the run's settings: unknown, not defaults
+    // The run's description rides in the rank's record under "run", written and read by RunInfo's serializer; the
+    // record holds no run-level key beside it (the device backend and PyTorch's gloo/nccl no longer share "backend").
+    REQUIRE(typed.run.has_value());
+    CHECK(run_info_from_json(*typed.run).source == "kineto");
+    CHECK(to_json(run_info_from_json(*typed.run)) == *typed.run);
+    CHECK_FALSE(store.rank(0)->metadata.contains("process_groups"));
+    CHECK(to_json(typed) == store.rank(0)->metadata);
 }
 
 TEST_CASE("kineto: CPU-only collectives are comm with nelems x dtype bytes, and send and recv are p2p with their peer",

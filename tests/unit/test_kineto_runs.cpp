@@ -48,7 +48,7 @@ TEST_CASE("kineto runs: every scenario opens with the ranks and steps its meta.j
         for (const auto& n : meta["steps_recorded"]) expected_steps.push_back(n.get<int>() + run.kineto_step_offset);
         for (int r = 0; r < ranks; ++r) {
             const RankTrace& rt = *store.rank(r);
-            CHECK(rt.metadata.value("rank_from", "") == "distributedInfo");
+            CHECK(rt.info.rank_from == "distributedInfo");
             CHECK(step_numbers(rt) == expected_steps);
             CHECK(!rt.has_device_spans());  // CPU ranks: ops are compute, collectives comm
             CHECK(!rt.lanes[size_t(Lane::compute)].spans().empty());
@@ -62,7 +62,7 @@ TEST_CASE("kineto runs: the 2-D mesh's groups are named from their descriptions"
     TraceStore store;
     load_run({kData + "/dp2_tp2"}, store);
     const RankTrace& rt = *store.rank(0);
-    const RunInfo info = run_info_from_json(rt.metadata);
+    const RunInfo info = imported_run_info(rt);
     std::map<std::string, std::vector<int>> kinds;
     for (const auto& g : info.process_groups) kinds[g.kind] = g.ranks;
     CHECK(kinds["world"] == std::vector<int>{0, 1, 2, 3});

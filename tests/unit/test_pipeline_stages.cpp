@@ -112,8 +112,8 @@ TEST_CASE("an imported run's report: its own section, the slowest rank, the pipe
 TEST_CASE("process groups are named through the run description", "[cpu][hta][pipeline-stages]") {
     RankTrace rt;
     rt.set_metadata(nlohmann::json::parse(
-        R"({"process_groups": [{"name": "5", "desc": "mesh_dp", "kind": "dp", "group": 1},
-                                {"name": "9", "desc": "custom_sub_group", "kind": "", "group": 11}]})"));
+        R"({"source": "kineto", "run": {"process_groups": [{"name": "5", "desc": "mesh_dp", "kind": "dp", "group": 1},
+                                {"name": "9", "desc": "custom_sub_group", "kind": "", "group": 11}]}})"));
     CHECK(process_group_name(rt, 1) == "5 (dp) mesh_dp");
     CHECK(process_group_name(rt, 11) == "9 custom_sub_group");
     CHECK(process_group_name(rt, 12) == "group 12");
