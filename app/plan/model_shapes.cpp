@@ -149,8 +149,8 @@ WorkInventory work_inventory(const ModelDesc& m, const Layout& l, const RankShap
         // experts' biases and activation run over the rows the rank's experts get (its load times T top-k), not the
         // T rows a dense MLP's do, which elementwise_elements already counts.
         const double rows = double(r.expert_rows) * load;
-        w.moe_elementwise_elements = double(r.T * m.moe_experts) + 3.0 * double(h) * rows +
-                                     std::max(0.0, rows - double(r.T)) * 2.0 * double(up);
+        w.moe_elementwise_elements =
+            double(r.T * m.moe_experts) + 3.0 * double(h) * rows + std::max(0.0, rows - double(r.T)) * 2.0 * double(up);
     }
     w.embedding_elements = double(r.T * h);
     w.loss_elements = double(r.T * r.Vr);
