@@ -134,7 +134,10 @@ struct SpanRecord {
     uint8_t pad0[2];
     uint32_t launcher;  // device lanes: string id of the CPU op that launched the work; 0 none (zero padding in
                         // files written before the field, so writers never give a real name the id 0 here)
-    uint8_t pad[4];
+    // Device lanes: how long before begin_ns the launch call (cudaLaunchKernel ...) began, in ns, plus 1, where the
+    // source links the two (Kineto's correlation id); 0 unknown (zero padding in files written before the field),
+    // and for a lead past 4.29 s. A launch after its kernel (clocks a little apart) is kept as a lead of 0.
+    uint32_t launch_lead;
 };
 
 struct MemoryRecord {

@@ -108,7 +108,8 @@ inline void record_span(Lane lane, SpanKind kind, OpClass op, uint32_t name, int
     s.micro_batch = c.micro_batch;
     s.layer = c.layer;
     s.peer = peer;
-    s.launcher = 0;  // ring slots are reused: no stale bytes in the field
+    s.launcher = 0;  // ring slots are reused: no stale bytes in the fields
+    s.launch_lead = 0;
     s.type = uint8_t(EventType::span);
     s.lane = uint8_t(lane);
     s.kind = uint8_t(kind);

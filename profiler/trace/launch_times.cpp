@@ -45,10 +45,12 @@ std::map<int, std::vector<Ref>> by_stream(const RankTrace& rt) {
     return out;
 }
 
-// Imported traces: the launch calls are host-lane spans inside the op that made them; a kernel's launch is the
-// first call, after the previous kernel's on its stream, made inside an op (at any depth) of the kernel's
-// launcher's name in the kernel's step (one call launches one kernel).
-size_t imported_launches(const TraceStore& store, const RankTrace& rt, LaunchTimes& out) {
+// Imported traces: a kernel whose launch call the reader joined by its correlation id carries the call's lead
+// (Span::launch_lead). Otherwise the launch calls are host-lane spans inside the op that made them, and a kernel's
+// launch is the first call, after the previous kernel's on its stream, made inside an op (at any depth) of the
+// kernel's launcher's name in the kernel's step (one call launches one kernel): a guess that mispairs when one op
+// launches onto two streams by turns. `correlated` counts the kernels found the first way.
+size_t imported_launches(const TraceStore& store, const RankTrace& rt, LaunchTimes& out, size_t& correlated) {
     std::map<std::pair<int, uint32_t>, std::vector<int64_t>> calls;  // (step, enclosing op's name) -> begins
     std::map<int, std::vector<const Span*>> open;                    // per host thread, the ops still open
     for (const Span& s : rt.lanes[size_t(Lane::host)].spans()) {
@@ -72,6 +74,12 @@ size_t imported_launches(const TraceStore& store, const RankTrace& rt, LaunchTim
     for (auto& [stream, refs] : by_stream(rt)) {
         int64_t previous = INT64_MIN;
         for (const Ref& r : refs) {
+            if (r.span->launch_lead != 0) {
+                previous = r.span->begin - int64_t(r.span->launch_lead - 1);
+                (r.on_comm ? out.device_comm : out.device)[r.index] = previous;
+                ++found, ++correlated;
+                continue;
+            }
             const uint32_t launcher = launcher_of(*r.span);
             if (launcher == 0) continue;
             const auto it = calls.find({r.span->step, launcher});
@@ -132,10 +140,14 @@ LaunchTimes launch_times(const TraceStore& store, int rank) {
     out.device.assign(rt->lanes[size_t(Lane::device)].spans().size(), INT64_MIN);
     out.device_comm.assign(rt->lanes[size_t(Lane::device_comm)].spans().size(), INT64_MIN);
     if (rt->imported()) {
-        if (imported_launches(store, *rt, out) > 0)
+        size_t correlated = 0;
+        const size_t found = imported_launches(store, *rt, out, correlated);
+        if (found > 0 && correlated == found)
+            out.source = "measured: each kernel's cuda_runtime launch call, joined by its correlation id";
+        else if (found > 0)
             out.source =
-                "measured: the cuda_runtime launch call inside the launching op (matched by the op's name, "
-                "in stream order)";
+                "measured: the cuda_runtime launch call, joined by its correlation id where the trace has one, "
+                "else inside the launching op (matched by the op's name, in stream order)";
     } else if (engine_launches(*rt, out) > 0) {
         out.source = "inferred: the begin of the launching op on the host lane (a lower bound of the launch call)";
     }

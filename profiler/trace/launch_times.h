@@ -14,8 +14,9 @@ namespace us::prof {
 // The launch time of each device span of a rank (INT64_MIN where unknown), indexed like the lane's spans(): for
 // engine traces, the begin of the host-lane op that launched it (matched by its step, micro-batch, layer, phase and
 // class, the earliest one not before the previous kernel's on the same stream: inferred, a lower bound); for
-// imported traces, the cuda_runtime launch call inside the op the reader names as the kernel's launcher (matched by
-// name and step, in stream order), where the store carries launchers.
+// imported traces, the kernel's own cuda_runtime launch call where the reader joined them by correlation id
+// (Span::launch_lead), else the call inside the op the reader names as the kernel's launcher (matched by name and
+// step, in stream order).
 struct LaunchTimes {
     std::vector<int64_t> device, device_comm;
     std::string source;  // "" when none is known

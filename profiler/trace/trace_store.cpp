@@ -179,6 +179,7 @@ void TraceStore::add_chunk(const Chunk& c) {
                 s.flops = r.flops;
                 s.name = name_of(r.name);
                 s.launcher = r.launcher == 0 ? 0 : name_of(r.launcher);
+                s.launch_lead = r.launch_lead;
                 s.step = r.step;
                 s.micro_batch = r.micro_batch;
                 s.layer = r.layer;

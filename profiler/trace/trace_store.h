@@ -30,6 +30,7 @@ struct Span {
     uint64_t flops = 0;
     uint32_t name = 0;      // TraceStore::name()
     uint32_t launcher = 0;  // device lanes: TraceStore::name() of the CPU op that launched it; 0 (the empty name) none
+    uint32_t launch_lead = 0;  // device lanes: begin - its launch call's begin, ns, + 1; 0 unknown (SpanRecord's)
     int32_t step = 0;
     int16_t micro_batch = -1;
     int16_t layer = -1;

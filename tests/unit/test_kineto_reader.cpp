@@ -9,6 +9,7 @@
 #include "profiler/import/json_stream.h"
 #include "profiler/import/kineto_event.h"
 #include "profiler/import/run_files.h"
+#include "profiler/trace/launch_times.h"
 #include "profiler/trace/run_info.h"
 #include "test_util.h"
 
@@ -247,6 +248,34 @@ TEST_CASE("kineto: kernels on their streams carry the launching op, and NCCL ker
     CHECK(to_json(run_info_from_json(*typed.run)) == *typed.run);
     CHECK_FALSE(store.rank(0)->metadata.contains("process_groups"));
     CHECK(to_json(typed) == store.rank(0)->metadata);
+}
+
+TEST_CASE(
+    "kineto: each kernel's launch is its own launch call, joined by correlation id, across streams taken by turns",
+    "[kineto][cpu][hta]") {
+    // One op launches onto streams 7 and 8 by turns: K1 (7), K2 (8), K3 (7), K4 (8), launched at 1110, 1120, 1130,
+    // 1140. Paired by stream order inside the op, stream 7's second kernel would take the op's second call (1120) and
+    // stream 8's first kernel its first (1110); the correlation ids say which call launched which kernel.
+    std::string ev = std::string(kStep) + R"(,
+        {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 1100, "dur": 50})";
+    const int streams[] = {7, 8, 7, 8};
+    for (int k = 0; k < 4; ++k)
+        ev += fmt::format(R"(,
+        {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 2, "args": {{"correlation": {}}}}},
+        {{"ph": "X", "cat": "kernel", "name": "k{}", "pid": 0, "tid": {}, "ts": {}, "dur": 10, "args": {{"correlation": {}, "stream": {}}}}})",
+                          1110 + 10 * k, 40 + k, k + 1, streams[k], 1200 + 20 * k, 40 + k, streams[k]);
+    const std::string path = write_trace("kineto-launch", "rank0.json", trace_json(ev));
+    TraceStore store;
+    load_run({path}, store);
+    const LaunchTimes launches = launch_times(store, 0);
+    CHECK(launches.source.find("correlation id") != std::string::npos);
+    const auto& device = store.rank(0)->lanes[size_t(Lane::device)].spans();
+    REQUIRE(device.size() == 4);
+    for (size_t i = 0; i < device.size(); ++i) {
+        const int k = std::stoi(store.name(device[i].name).substr(1)) - 1;  // k1 .. k4
+        CHECK(launches.device[i] == 1000 * int64_t(1110 + 10 * k));
+        CHECK(device[i].launch_lead == uint32_t(1000 * (90 + 10 * k) + 1));
+    }
 }
 
 TEST_CASE("kineto: CPU-only collectives are comm with nelems x dtype bytes, and send and recv are p2p with their peer",
