@@ -44,6 +44,7 @@ struct Span {
     uint8_t row = 0;
     int64_t duration() const { return end - begin; }
 };
+static_assert(sizeof(Span) == 64, "a span is one cache line: millions are held (docs/performance.md)");
 
 class LaneTrack {
 public:
