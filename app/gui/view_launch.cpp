@@ -5,8 +5,11 @@
 
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
+#include "common/core/check.h"
 #include "common/core/format.h"
 #include "common/core/memory_category.h"
+#include "common/settings/settings_explained.h"
+#include "common/settings/settings_schema.h"
 #include "profiler/analysis/predict.h"
 
 namespace us::gui {
@@ -19,10 +22,17 @@ uint64_t total_dropped_events(const prof::TraceStore& store) {
     return n;
 }
 
-void int_field(const char* label, int& v, int min, int max, const char* help) {
+// The hovered widget's tooltip: the setting's help line, flag and explanation, from the settings table
+// (common/settings/settings_explained.h).
+void setting_tip(std::string_view key) {
+    US_ASSERT(find_setting(key) != nullptr, "the launch panel names a setting the table lacks: '{}'", key);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", setting_tooltip(key).c_str());
+}
+
+void int_field(const char* label, int& v, int min, int max, std::string_view key) {
     ImGui::SetNextItemWidth(em(110));
     if (ImGui::InputInt(label, &v)) v = std::clamp(v, min, max);
-    if (help && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", help);
+    setting_tip(key);
 }
 
 void draw_status(AppState& app) {
@@ -142,83 +152,59 @@ void draw_settings(AppState& app) {
     if (text_combo("preset", preset, presets)) app.settings.set_preset(preset);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("switching keeps the settings you changed from the old preset's");
     if (ImGui::TreeNodeEx("model", 0)) {
-        int_field("layers", c.model.layers, 1, 256, nullptr);
-        int_field("hidden", c.model.hidden, 1, 16384, nullptr);
-        int_field("heads", c.model.heads, 1, 256, nullptr);
-        int_field("seq", c.model.seq, 1, 32768, nullptr);
+        int_field("layers", c.model.layers, 1, 256, "layers");
+        int_field("hidden", c.model.hidden, 1, 16384, "hidden");
+        int_field("heads", c.model.heads, 1, 256, "heads");
+        int_field("seq", c.model.seq, 1, 32768, "seq");
         ImGui::TreePop();
     }
-    int_field("micro-batch", c.batch, 1, 4096, "sequences per micro-batch");
-    int_field("micro-batches", c.grad_accum, 1, 1024,
-              "per optimizer step: gradient accumulation, and m of the pipeline");
-    int_field("steps", c.steps, 1, 1000000, "optimizer steps");
+    int_field("micro-batch", c.batch, 1, 4096, "batch");
+    int_field("micro-batches", c.grad_accum, 1, 1024, "grad_accum");
+    int_field("steps", c.steps, 1, 1000000, "steps");
     ImGui::Separator();
-    int_field("dp", p.dp, 1, 64, "data-parallel ranks");
+    int_field("dp", p.dp, 1, 64, "dp");
     ImGui::SetNextItemWidth(em(110));
     ImGui::SliderInt("ZeRO", &p.zero, 0, 3);
-    int_field("pp", p.pp, 1, 64,
-              "pipeline stages: the layers split evenly, embedding on the first, head and loss on the last");
+    setting_tip("zero");
+    int_field("pp", p.pp, 1, 64, "pp");
     // What is greyed out here is not passed either (LaunchSettings::effective).
     const Applicable applies = applicable(c);
     ImGui::BeginDisabled(!applies.schedule);
     ImGui::SetNextItemWidth(em(110));
     if (text_combo("schedule", p.pp_schedule, {"afab", "1f1b", "interleaved", "zb1"}) && p.pp_schedule != "interleaved")
         p.pp_chunks = 1;
-    if (ImGui::IsItemHovered())
-        ImGui::SetTooltip(
-            "afab: all forwards, then all backwards (GPipe)\n1f1b: one forward, one backward; at most pp "
-            "micro-batches in flight\ninterleaved: 1F1B over several chunks per rank\nzb1: zero-bubble "
-            "ZB-H1, weight gradients fill the bubbles");
+    setting_tip("pp_schedule");
     ImGui::BeginDisabled(!applies.chunks);
-    int_field("chunks per rank", p.pp_chunks, 1, 16,
-              "virtual stages per rank (interleaved); layers must divide by pp x chunks");
+    int_field("chunks per rank", p.pp_chunks, 1, 16, "pp_chunks");
     ImGui::EndDisabled();
     ImGui::EndDisabled();
-    int_field("tp", p.tp, 1, 64,
-              "tensor-parallel ranks: each block's attention heads and MLP split over tp ranks (Megatron),\n"
-              "with an all-reduce per branch in forward and in backward on the critical path; heads must divide by tp");
+    int_field("tp", p.tp, 1, 64, "tp");
     ImGui::SameLine();
     ImGui::BeginDisabled(!applies.sp);
     ImGui::Checkbox("SP", &p.sp);
-    if (ImGui::IsItemHovered())
-        ImGui::SetTooltip(
-            "sequence parallelism: LayerNorms and residuals on seq/tp positions per rank; all-gather\n"
-            "before and reduce-scatter after the tensor-parallel layers; activations / tp");
+    setting_tip("sp");
     ImGui::EndDisabled();
     if (p.tp == 1) p.sp = false;
-    int_field("cp", p.cp, 1, 64,
-              "context-parallel ranks: each sequence split over cp ranks, attention as a ring passing key/value\n"
-              "blocks (overlapped with the attention of the block in hand); activations / cp");
+    int_field("cp", p.cp, 1, 64, "cp");
     ImGui::SameLine();
     ImGui::BeginDisabled(!applies.cp_balance);
     ImGui::SetNextItemWidth(em(110));
     text_combo("##balance", p.cp_balance, {"zigzag", "contiguous"});
-    if (ImGui::IsItemHovered())
-        ImGui::SetTooltip(
-            "zigzag: 2 cp chunks, rank r holds r and 2cp-1-r: equal causal work on every rank\n"
-            "contiguous: rank r holds chunk r: the last rank's queries see every key (imbalanced)");
+    setting_tip("cp_balance");
     ImGui::EndDisabled();
     if (ImGui::TreeNodeEx("experts (mixture of experts)",
                           c.model.moe_experts > 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0)) {
-        int_field("experts", c.model.moe_experts, 0, 1024,
-                  "E experts per MoE block, each a 4h GeLU MLP; a router sends each token to K of them (0: dense)");
+        int_field("experts", c.model.moe_experts, 0, 1024, "moe_experts");
         ImGui::BeginDisabled(!applies.experts);
-        int_field("top-K", c.model.moe_topk, 1, 64,
-                  "experts per token; the gates are the K probabilities renormalised");
-        int_field("every", c.model.moe_every, 1, 64, "every M-th block is an MoE block (1: all of them)");
+        int_field("top-K", c.model.moe_topk, 1, 64, "moe_topk");
+        int_field("every", c.model.moe_every, 1, 64, "moe_every");
         ImGui::SetNextItemWidth(em(110));
         slider("capacity", c.moe_capacity_factor, 0.0f, 4.0f, c.moe_capacity_factor > 0 ? "%.2f" : "dropless");
-        if (ImGui::IsItemHovered())
-            ImGui::SetTooltip(
-                "capacity factor F: an expert takes at most ceil(tokens K / E x F) rows per micro-batch\n"
-                "on each rank and drops the rest (the token keeps its residual); 0: dropless");
+        setting_tip("moe_capacity_factor");
         ImGui::SetNextItemWidth(em(110));
         slider("balance loss", c.moe_aux_loss_coef, 0.0f, 0.1f, "%.3f");
-        if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("weight of the Switch load-balancing loss coef x E x sum_i f_i P_i (per sequence)");
-        int_field("ep", p.ep, 1, 64,
-                  "expert-parallel ranks, carved out of dp: each holds E/ep experts of every MoE block and\n"
-                  "exchanges token rows with the others in two all-to-alls per MoE block each way; ep divides dp");
+        setting_tip("moe_aux_loss_coef");
+        int_field("ep", p.ep, 1, 64, "ep");
         ImGui::EndDisabled();
         ImGui::TreePop();
     }
@@ -245,31 +231,25 @@ void draw_settings(AppState& app) {
     }
     if (ImGui::TreeNodeEx("checkpoints", c.save.empty() && c.load.empty() ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
         text_field("save to", "(none)", c.save, 220);
-        if (ImGui::IsItemHovered())
-            ImGui::SetTooltip(
-                "--save FILE: the checkpoint (safetensors), written atomically: a crash never leaves\n"
-                "a half-written one; at the end of the run and every N steps below");
+        setting_tip("save");
         ImGui::BeginDisabled(!applies.save_every);
-        int_field("every N steps", c.save_every, 0, 1000000, "--save-every N (0: only at the end)");
+        int_field("every N steps", c.save_every, 0, 1000000, "save_every");
         ImGui::EndDisabled();
         text_field("resume from", "(start fresh)", c.load, 220);
-        if (ImGui::IsItemHovered())
-            ImGui::SetTooltip(
-                "--load FILE: continue a run from its checkpoint; keep --steps the same as the\n"
-                "interrupted run's and it continues bitwise as if it had never stopped");
+        setting_tip("load");
         ImGui::TreePop();
     }
     ImGui::SetNextItemWidth(em(110));
     slider("bucket MiB", p.bucket_mb, 0.25f, 32.0f, "%.2f", ImGuiSliderFlags_Logarithmic);
+    setting_tip("bucket_mb");
     ImGui::Checkbox("overlap gradient all-reduce", &p.overlap);
+    setting_tip("overlap");
     enum_combo("precision", c.precision, {"fp32", "bf16"}, precision_name, parse_precision);
+    setting_tip("precision");
     enum_combo("recompute", c.recompute, {"none", "selective", "full"}, recompute_name, parse_recompute);
+    setting_tip("recompute");
     enum_combo("attention", c.attention, {"naive", "flash"}, attention_name, parse_attention);
-    if (ImGui::IsItemHovered())
-        ImGui::SetTooltip(
-            "naive stores the (batch, heads, s, s) probabilities for backward: the 5as/h term of the\n"
-            "activation formula. flash runs attention blockwise with an online softmax, keeps one\n"
-            "log-sum-exp per row and recomputes the scores in backward: the s^2 term disappears.");
+    setting_tip("attention");
     LaunchSettings& s = app.settings;
 
     // Validation as you type; resolved only when the settings change (it reads the preset file).

@@ -14,6 +14,7 @@
 #include "app/plan/layout.h"
 #include "app/plan/model_desc.h"
 #include "common/settings/cli.h"
+#include "common/settings/settings_explained.h"
 #include "common/settings/settings_rules.h"
 #include "common/settings/settings_schema.h"
 #include "test_util.h"
@@ -299,4 +300,21 @@ TEST_CASE("schema: each rule refuses the same configs in the engine, the planner
             CHECK(setting_rules_problem(cfg) == engine);
         }
     }
+}
+
+TEST_CASE(
+    "settings schema: every explanation belongs to a setting, and a tooltip is its help line, flag and explanation",
+    "[schema]") {
+    REQUIRE_FALSE(explained_settings().empty());
+    for (const std::string_view key : explained_settings()) {
+        INFO(key);
+        const Setting* s = find_setting(key);
+        REQUIRE(s != nullptr);
+        const std::string tip = setting_tooltip(key);
+        CHECK(tip.find(s->help) == 0);
+        CHECK(tip.find(std::string(s->flag)) != std::string::npos);
+        CHECK(tip.find(setting_explanation(key)) != std::string::npos);
+    }
+    CHECK(setting_explanation("seed").empty());  // its help line says it all
+    CHECK(setting_tooltip("seed") == "Seed of weights and data order (--seed)");
 }
