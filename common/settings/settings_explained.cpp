@@ -13,8 +13,7 @@ namespace {
 const std::vector<std::pair<std::string_view, std::string_view>>& explanations() {
     static const std::vector<std::pair<std::string_view, std::string_view>> table = {
         {"grad_accum", "gradient accumulation per optimizer step, and m of the pipeline"},
-        {"pp",
-         "pipeline stages: the layers split evenly, embedding on the first, head and loss on the last"},
+        {"pp", "pipeline stages: the layers split evenly, embedding on the first, head and loss on the last"},
         {"pp_schedule",
          "afab: all forwards, then all backwards (GPipe)\n1f1b: one forward, one backward; at most pp micro-batches "
          "in flight\ninterleaved: 1F1B over several chunks per rank\nzb1: zero-bubble ZB-H1, weight gradients fill "
@@ -42,8 +41,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& explanations()
          "carved out of dp: each rank holds E/ep experts of every MoE block and exchanges token rows with the\n"
          "others in two all-to-alls per MoE block each way"},
         {"save", "written atomically: a crash never leaves a half-written one"},
-        {"load",
-         "keep --steps the same as the interrupted run's and it continues bitwise as if it had never stopped"},
+        {"load", "keep --steps the same as the interrupted run's and it continues bitwise as if it had never stopped"},
         {"overlap",
          "checked: each gradient bucket's all-reduce starts as soon as backward has filled it and runs under the\n"
          "rest of backward; unchecked passes --no-overlap"},
