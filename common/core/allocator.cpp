@@ -67,8 +67,8 @@ size_t TrackedAllocator::round_size(size_t bytes) {
 
 // The smallest cached block that holds the request and is at most a quarter larger: a repeating step finds its own
 // blocks again exactly, and a step whose sizes move a little (the rows an expert gets differ every step) reuses
-// warm blocks instead of taking fresh pages from the heap, whose first touch costs a page fault per 4 KiB (it made
-// the MoE run's expert buffers 3x slower to write).
+// warm blocks instead of taking fresh pages from the heap, whose first touch costs a page fault per 4 KiB (the MoE
+// run's GELU forward took 16.7 ms a step on fresh pages, 7.7 ms on reused ones; docs/memory.md).
 std::pair<void*, size_t> TrackedAllocator::take_block(size_t rounded) {
     if (auto it = m_cached.lower_bound(rounded); it != m_cached.end() && it->first <= rounded + rounded / 4) {
         const auto [size, p] = *it;
