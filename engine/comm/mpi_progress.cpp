@@ -9,6 +9,13 @@
 
 namespace us {
 
+namespace {
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+}  // namespace
+
 void MpiProgressEngine::start(bool use_thread) {
     m_use_thread = use_thread;
     const char* limit = std::getenv("ULTRASCOPE_COMM_TIMEOUT_S");
@@ -45,12 +52,12 @@ void MpiProgressEngine::wait(MpiOp& op) {
     const bool record = prof::enabled();
     const int64_t t0 = record ? prof::read_ticks() : 0;
     if (m_use_thread) {
-        m_waiters.fetch_add(1, std::memory_order_acq_rel);
+        if (m_waiters.fetch_add(1, std::memory_order_acq_rel) == 0) m_wait_since_ns.store(now_ns());
         {
             std::unique_lock lock(m_mutex);
             m_completed.wait(lock, [&] { return op.done.load(std::memory_order_acquire); });
         }
-        m_waiters.fetch_sub(1, std::memory_order_acq_rel);
+        if (m_waiters.fetch_sub(1, std::memory_order_acq_rel) == 1) m_wait_since_ns.store(0);
     } else {
         while (!op.done.load(std::memory_order_acquire)) {
             progress();
@@ -140,14 +147,16 @@ void MpiProgressEngine::loop() {
         for (auto& op : fresh) begin(op);  // in submission order: every rank starts collectives alike
         if (m_active.empty()) continue;
         if (!test_active()) {
-            if (m_waiters.load(std::memory_order_acquire) > 0) {
-                // A compute thread waits, so its core is free: poll again at once, yielding only to whatever else
-                // wants the core (more ranks than cores).
+            // Nothing finished. While a compute thread has just begun to wait, its core is free: poll again at
+            // once (a shared-memory transfer moves a fragment per poll), for at most kSpinNs, so a long wait (a
+            // pipeline's bubble) does not keep taking a core the other ranks' compute may need when ranks
+            // outnumber free cores. Otherwise give the cores back to compute for a moment, short enough that a
+            // ring step of a collective is not held up for long (docs/communication.md).
+            const int64_t since = m_wait_since_ns.load(std::memory_order_acquire);
+            if (m_waiters.load(std::memory_order_acquire) > 0 && since != 0 && now_ns() - since < kSpinNs) {
                 std::this_thread::yield();
                 continue;
             }
-            // Nothing finished and compute is running: give the cores back to it for a moment. Short enough that a
-            // ring step of a collective is not held up for long (docs/communication.md).
             const timespec pause{0, 20000};
             nanosleep(&pause, nullptr);
         }

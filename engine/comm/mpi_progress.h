@@ -80,9 +80,12 @@ private:
     std::vector<std::shared_ptr<MpiOp>> m_active;
     std::vector<MPI_Request> m_requests;
     bool m_stopping = false;
-    // Compute threads blocked in wait(): while one is, its core is idle and the progress thread polls without
-    // sleeping (a 1 MiB shared-memory transfer moves a fragment per poll: paced by the sleep, it took 0.7 ms).
+    // Compute threads blocked in wait(), and since when (steady clock, ns; 0 none): for the first kSpinNs of a wait
+    // its core is idle and the progress thread polls without sleeping (a 1 MiB shared-memory transfer moves a
+    // fragment per poll: paced by the sleep, it took 0.7 ms).
+    static constexpr int64_t kSpinNs = 1000000;  // 1 ms
     std::atomic<int> m_waiters{0};
+    std::atomic<int64_t> m_wait_since_ns{0};
     std::thread m_thread;
 };
 
