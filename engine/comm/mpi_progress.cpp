@@ -152,8 +152,8 @@ void MpiProgressEngine::loop() {
             // pipeline's bubble) does not keep taking a core the other ranks' compute may need when ranks
             // outnumber free cores. Otherwise give the cores back to compute for a moment, short enough that a
             // ring step of a collective is not held up for long (docs/communication.md).
-            const int64_t since = m_wait_since_ns.load(std::memory_order_acquire);
-            if (m_waiters.load(std::memory_order_acquire) > 0 && since != 0 && now_ns() - since < kSpinNs) {
+            const int64_t since = m_wait_since_ns.load(std::memory_order_acquire);  // 0: nobody waits
+            if (since != 0 && now_ns() - since < kSpinNs) {
                 std::this_thread::yield();
                 continue;
             }
