@@ -240,10 +240,10 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
             r.step = c ? step_of(spans[launch->second].begin) : step_of(s.begin);
             r.phase = uint8_t(c ? (c->phase == Phase::none && r.step > 0 ? Phase::forward : c->phase) : Phase::none);
             if (c && c->parent_op >= 0) r.launcher = spans[size_t(c->parent_op)].name;
-            if (c) {  // the launch call itself, joined by the correlation id: its lead over the kernel
-                const int64_t lead = std::max<int64_t>(0, s.begin - spans[launch->second].begin);
-                r.launch_lead = lead < int64_t(UINT32_MAX) ? uint32_t(lead + 1) : 0;
-            }
+            // The launch call itself, joined by the correlation id: its lead over the kernel (unknown when a
+            // hostile file's times do not subtract).
+            if (int64_t lead = 0; c && !__builtin_sub_overflow(s.begin, spans[launch->second].begin, &lead))
+                r.launch_lead = lead < int64_t(UINT32_MAX) ? uint32_t(std::max<int64_t>(lead, 0) + 1) : 0;
             if (s.cat == KinetoCat::kernel && is_nccl_kernel_name(name)) {
                 KinetoSpan n = s;  // the kernel's own args first, then its launching collective's
                 if (c && c->collective >= 0) {
