@@ -74,9 +74,10 @@ size_t imported_launches(const TraceStore& store, const RankTrace& rt, LaunchTim
     for (auto& [stream, refs] : by_stream(rt)) {
         int64_t previous = INT64_MIN;
         for (const Ref& r : refs) {
-            if (r.span->launch_lead != 0) {
-                previous = r.span->begin - int64_t(r.span->launch_lead - 1);
-                (r.on_comm ? out.device_comm : out.device)[r.index] = previous;
+            if (int64_t launch = 0; r.span->launch_lead != 0 &&
+                                    !__builtin_sub_overflow(r.span->begin, int64_t(r.span->launch_lead - 1), &launch)) {
+                previous = launch;
+                (r.on_comm ? out.device_comm : out.device)[r.index] = launch;
                 ++found, ++correlated;
                 continue;
             }
