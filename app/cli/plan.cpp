@@ -68,7 +68,8 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
     row("other ops (norms, element-wise, loss)", t.other_ops_s);
     row("recomputation", t.recompute_s);
     row("tensor-parallel collectives", t.tp_comm_s, "(critical path)");
-    row("context-parallel ring, exposed", t.cp_comm_exposed_s);
+    row(r.layout.cp_comm == "allgather" ? "context-parallel all-gathers, exposed" : "context-parallel ring, exposed",
+        t.cp_comm_exposed_s);
     row("context-parallel ring, hidden", t.cp_comm_hidden_s, "(behind attention, not added)");
     row("expert-parallel all-to-alls", t.ep_comm_s);
     row("pipeline transfers", t.pp_comm_s);

@@ -190,6 +190,10 @@ void draw_settings(AppState& app) {
     ImGui::SetNextItemWidth(em(110));
     text_combo("##balance", p.cp_balance, {"zigzag", "contiguous"});
     setting_tip("cp_balance");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(em(100));
+    text_combo("##cp_comm", p.cp_comm, {"ring", "allgather"});
+    setting_tip("cp_comm");
     ImGui::EndDisabled();
     if (ImGui::TreeNodeEx("experts (mixture of experts)",
                           c.model.moe_experts > 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0)) {

@@ -30,7 +30,7 @@ std::vector<Piece> ActionPieces::forward() const {
             attn.hidden_name = "cp ring: key/value blocks";
         p.push_back(attn);
         if (m_cost.cp_exposed_f > 0)
-            p.push_back({"cp ring (exposed)", OpClass::send, m_cost.cp_exposed_f / layers, kGroupCp, layer});
+            p.push_back({exposed_cp_name(), exposed_cp_op(), m_cost.cp_exposed_f / layers, kGroupCp, layer});
         add(p, "attention out", OpClass::gemm, gemm(g[1]), layer, g[1]);
         tp(p, per_layer_tp / 2, layer);
         add(p, "residual", OpClass::activation, elementwise_s() / 2, layer);
@@ -115,7 +115,7 @@ std::vector<Piece> ActionPieces::backward(bool input, bool weight) const {
                 attn.hidden_name = "cp ring: key/value and gradient blocks";
             p.push_back(attn);
             if (m_cost.cp_exposed_b > 0)
-                p.push_back({"cp ring (exposed)", OpClass::send, m_cost.cp_exposed_b / layers, kGroupCp, layer});
+                p.push_back({exposed_cp_name(), exposed_cp_op(), m_cost.cp_exposed_b / layers, kGroupCp, layer});
         }
         gemm_b("qkv", g[0], layer);
         if (input) add(p, "norm 1", OpClass::norm, 2 * norm_s(), layer);
@@ -167,7 +167,7 @@ std::vector<Piece> ActionPieces::coarse(std::vector<Piece> compute, double tp_s,
                 c.hidden_comm_s = cp_hidden_s, c.hidden_group = kGroupCp, c.hidden_name = "cp ring";
     if (tp_s > 0) compute.push_back({"tp collectives", OpClass::all_reduce, tp_s, kGroupTp});
     if (ep_s > 0) compute.push_back({"ep all-to-alls", OpClass::all_to_all, ep_s, kGroupEp});
-    if (cp_exposed_s > 0) compute.push_back({"cp ring (exposed)", OpClass::send, cp_exposed_s, kGroupCp});
+    if (cp_exposed_s > 0) compute.push_back({exposed_cp_name(), exposed_cp_op(), cp_exposed_s, kGroupCp});
     return compute;
 }
 

@@ -13,7 +13,7 @@ namespace us::plan {
 std::string Layout::describe() const {
     std::string s = fmt::format("dp {} tp {}{} pp {}", dp, tp, sp ? " (sp)" : "", pp);
     if (pp > 1) s += fmt::format(" {}{}", pp_schedule, pp_chunks > 1 ? fmt::format(" x{}", pp_chunks) : "");
-    if (cp > 1) s += fmt::format(" cp {}", cp);
+    if (cp > 1) s += fmt::format(" cp {}{}", cp, cp_comm == "allgather" ? " (all-gather)" : "");
     if (ep > 1) s += fmt::format(" ep {}", ep);
     s += fmt::format(", ZeRO-{}, mb {} x {}, recompute {}, {}", zero, micro_batch, grad_accum, recompute,
                      bf16 ? "bf16" : "fp32");
@@ -22,9 +22,9 @@ std::string Layout::describe() const {
 
 const std::vector<std::string_view>& layout_setting_keys() {
     static const std::vector<std::string_view> keys = {
-        "dp",        "tp",        "pp",         "cp",        "ep",        "sp",        "pp_schedule",     "pp_chunks",
-        "zero",      "batch",     "grad_accum", "recompute", "precision", "attention", "fp32_grad_accum", "overlap",
-        "bucket_mb", "cp_balance"};
+        "dp",        "tp",         "pp",         "cp",        "ep",        "sp",        "pp_schedule",     "pp_chunks",
+        "zero",      "batch",      "grad_accum", "recompute", "precision", "attention", "fp32_grad_accum", "overlap",
+        "bucket_mb", "cp_balance", "cp_comm"};
     return keys;
 }
 
@@ -57,7 +57,7 @@ Layout layout_from_config(const TrainConfig& cfg) {
     l.flash = cfg.attention == Attention::flash;
     l.overlap = p.overlap;
     l.bucket_mb = p.bucket_mb;
-    l.cp_balance = p.cp_balance;
+    l.cp_balance = p.cp_balance, l.cp_comm = p.cp_comm;
     return l;
 }
 
@@ -72,7 +72,7 @@ void apply_layout(const Layout& l, TrainConfig& cfg) {
     cfg.attention = l.flash ? Attention::flash : Attention::naive;
     p.overlap = l.overlap;
     p.bucket_mb = l.bucket_mb;
-    p.cp_balance = l.cp_balance;
+    p.cp_balance = l.cp_balance, p.cp_comm = l.cp_comm;
 }
 
 TrainConfig engine_settings(const ModelDesc& m, const Layout& l) {

@@ -32,6 +32,7 @@ struct Layout {
     bool overlap = true;  // the data-parallel reduction overlaps backward
     double bucket_mb = 1.0;
     std::string cp_balance = "zigzag";
+    std::string cp_comm = "ring";  // ring | allgather (Llama 3's)
     // Mixture of experts under expert parallelism: the busiest ep rank's expert rows over the uniform share (its
     // experts' share of the router's choices x ep, the worst layer's). 0: not given, routing assumed uniform (1).
     // `ultrascope plan --moe-load F`, e.g. from a run's report (experts.layers[].share).

@@ -120,6 +120,10 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                                     l.pp_schedule = schedule, l.pp_chunks = chunks, l.zero = zero;
                                     l.micro_batch = mb, l.grad_accum = accum, l.recompute = rc, l.bf16 = o.bf16;
                                     l.flash = o.flash;
+                                    if (cp > 1)
+                                        pruned
+                                            ["cp as all-gathers (never faster than the ring here: the same bytes, "
+                                             "none hidden)"]++;
                                     if (candidates++ % std::max<int64_t>(1, o.sample_stride) != 0) {
                                         ++out.sampled_out;
                                         continue;

@@ -103,7 +103,19 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     // behind each of the first cp - 1 steps. Backward: the key/value block behind step i < cp - 1 and the fp32
     // gradient block of step i - 1 behind step i; the last step's gradient block has nothing left to hide behind
     // and is exposed whole. Whatever a transfer takes beyond its step's attention is exposed.
-    if (l.cp > 1) {
+    // The all-gather (Llama 3's, context_parallel_allgather.cpp): per layer every rank's key/value block gathered
+    // before the attention in forward and again in backward, the cp fp32 gradient blocks reduce-scattered after the
+    // backward, none of it overlapped.
+    if (l.cp > 1 && l.cp_comm == "allgather") {
+        const Link& link = group_link(c, l.tp, l.cp);
+        const double kv_elements = double(r.T) * double(r.qkv_width - r.attn_width);  // a rank's k and v
+        const double gather = all_gather_s(double(l.cp) * kv_elements * e, l.cp, link);
+        const double scatter = all_gather_s(double(l.cp) * kv_elements * 4, l.cp, link);
+        const double layers = double(r.layers);
+        s.cp_exposed_f = layers * gather;
+        s.cp_exposed_b = layers * (gather + scatter + (l.recompute == "full" ? gather : 0));
+        s.link[size_t(link_level(c, link))] += s.cp_exposed_f + s.cp_exposed_b;
+    } else if (l.cp > 1) {
         const Link& link = group_link(c, l.tp, l.cp);
         const double kv_elements = double(r.T) * double(r.qkv_width - r.attn_width);  // k and v
         const double kv = send_s(kv_elements * e, link), g = send_s(kv_elements * 4, link);

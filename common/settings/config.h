@@ -20,6 +20,7 @@ struct ParallelConfig {
     int ep = 1;       // expert parallelism: carved out of the dp ranks (ep divides dp), not a factor of the world
     bool sp = false;  // sequence parallelism inside the tensor-parallel group (needs tp > 1)
     std::string cp_balance = "zigzag";     // zigzag | contiguous: how context parallelism cuts the sequence
+    std::string cp_comm = "ring";          // ring | allgather: how context parallelism moves keys and values
     int zero = 0;                          // ZeRO stage 0..3
     std::string pp_schedule = "1f1b";      // afab | 1f1b | interleaved | zb1
     int pp_chunks = 1;                     // virtual chunks per rank (interleaved)

@@ -26,8 +26,12 @@ const std::vector<std::pair<std::string_view, std::string_view>>& explanations()
          "LayerNorms and residuals on seq/tp positions per rank; all-gather before and reduce-scatter after the\n"
          "tensor-parallel layers; activations / tp"},
         {"cp",
-         "each sequence split over cp ranks, attention as a ring passing key/value blocks (overlapped with the\n"
-         "attention of the block in hand); activations / cp"},
+         "each sequence split over cp ranks; attention sees every rank's keys and values (a ring or an\n"
+         "all-gather, --cp-comm); activations / cp"},
+        {"cp_comm",
+         "ring: each key/value block passed on while the block in hand is computed (hidden behind attention)\n"
+         "allgather: every rank's keys and values gathered before attention and their gradients reduce-scattered\n"
+         "after it (exposed; Llama 3's choice: simple, and small beside the attention of long sequences)"},
         {"cp_balance",
          "zigzag: 2 cp chunks, rank r holds r and 2cp-1-r: equal causal work on every rank\ncontiguous: rank r "
          "holds chunk r: the last rank's queries see every key (imbalanced)"},

@@ -31,6 +31,8 @@ void check_setting_rules(const TrainConfig& c, const RuleContext& context) {
     // a rank's positions split further over tp.
     US_CHECK_INPUT(p.cp_balance == "zigzag" || p.cp_balance == "contiguous",
                    "unknown --cp-balance '{}': expected zigzag or contiguous", p.cp_balance);
+    US_CHECK_INPUT(p.cp_comm == "ring" || p.cp_comm == "allgather",
+                   "unknown --cp-comm '{}': expected ring or allgather", p.cp_comm);
     const int cp_chunks = p.cp_balance == "zigzag" ? 2 * p.cp : p.cp;
     US_CHECK_INPUT(p.cp == 1 || c.model.seq % cp_chunks == 0,
                    "--seq {} cannot be split over --cp {} ({}): it needs {} equal chunks; use a sequence length that "

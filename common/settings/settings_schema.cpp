@@ -184,11 +184,16 @@ std::vector<Setting> build_schema() {
                               [](auto& c) -> auto& { return c.parallel.sp; }),
                           [](const TrainConfig& c) { return c.parallel.tp > 1; }));
     t.push_back(entry(
-        "--cp", "cp", "Context-parallel degree (ring attention over the sequence)", I,
+        "--cp", "cp", "Context-parallel degree (attention over the sequence split over cp ranks)", I,
         [](auto& c) -> auto& { return c.parallel.cp; }));
     t.push_back(only_when(text("--cp-balance", "cp_balance",
                                "zigzag | contiguous: how --cp cuts the sequence (zigzag balances causal work)",
                                [](auto& c) -> auto& { return c.parallel.cp_balance; }, {"zigzag", "contiguous"}),
+                          [](const TrainConfig& c) { return c.parallel.cp > 1; }));
+    t.push_back(only_when(text("--cp-comm", "cp_comm",
+                               "ring | allgather: how --cp moves keys and values (ring: passed on behind the "
+                               "attention; allgather: gathered whole before it, Llama 3's)",
+                               [](auto& c) -> auto& { return c.parallel.cp_comm; }, {"ring", "allgather"}),
                           [](const TrainConfig& c) { return c.parallel.cp > 1; }));
     t.push_back(only_when(entry(
                               "--ep", "ep",

@@ -20,8 +20,14 @@ CpBalance parse_cp_balance(const std::string& text) {
     fail_user("unknown --cp-balance '{}': expected zigzag or contiguous", text);
 }
 
-ContextParallel::ContextParallel(Communicator& cp_group, CpBalance balance, int seq, Backend& backend)
-    : m_group(&cp_group), m_balance(balance), m_seq(seq), m_be(&backend) {
+CpComm parse_cp_comm(const std::string& text) {
+    if (text == "ring") return CpComm::ring;
+    if (text == "allgather") return CpComm::allgather;
+    fail_user("unknown --cp-comm '{}': expected ring or allgather", text);
+}
+
+ContextParallel::ContextParallel(Communicator& cp_group, CpBalance balance, CpComm comm, int seq, Backend& backend)
+    : m_group(&cp_group), m_balance(balance), m_comm(comm), m_seq(seq), m_be(&backend) {
     const int cp = cp_group.size();
     m_chunk = seq / (cp * chunks_per_rank());
     US_ASSERT(m_chunk * cp * chunks_per_rank() == seq, "seq {} over cp {}", seq, cp);
@@ -32,7 +38,10 @@ ContextParallel::ContextParallel(Communicator& cp_group, CpBalance balance, int 
                                                        "context-parallel positions");
     m_positions = m_positions_storage.view(DType::i32, 0, int64_t(pos.size()));
     backend.upload(m_positions, pos.data());
-    for (int i = 0; i < cp; ++i) m_step_names.push_back(prof::string_id(fmt::format("ring attention step {}", i)));
+    for (int i = 0; i < cp; ++i)
+        m_step_names.push_back(prof::string_id(comm == CpComm::ring
+                                                   ? fmt::format("ring attention step {}", i)
+                                                   : fmt::format("cp attention: rank - {}'s block", i)));
 }
 
 int cp_chunks_per_rank(CpBalance balance) { return balance == CpBalance::zigzag ? 2 : 1; }
@@ -69,6 +78,7 @@ void ContextParallel::take_local(const int32_t* whole, int32_t* local, int B) co
 // One layer's forward: the queries stay, the key/value blocks go round. At step i the rank holds the block of
 // rank - i; while it computes on it, the block moves on to the next rank and the previous rank's arrives.
 void ContextParallel::attention_forward(Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD) {
+    if (active() && m_comm == CpComm::allgather) return allgather_forward(out, lse, qkv, B, NH, HD);
     const int cp = size(), me = rank(), Tl = local_seq(), C = NH * HD;
     const int next = (me + 1) % cp, prev = (me + cp - 1) % cp;
     TrackedAllocator& alloc = m_be->allocator();
@@ -125,6 +135,7 @@ void ContextParallel::attention_forward(Tensor out, Tensor lse, Tensor qkv, int 
 // after cp steps. The query gradients stay on the rank.
 void ContextParallel::attention_backward(Tensor dqkv, Tensor dout, Tensor out, Tensor lse, Tensor qkv, int B, int NH,
                                          int HD) {
+    if (active() && m_comm == CpComm::allgather) return allgather_backward(dqkv, dout, out, lse, qkv, B, NH, HD);
     const int cp = size(), me = rank(), Tl = local_seq(), C = NH * HD;
     const int next = (me + 1) % cp, prev = (me + cp - 1) % cp;
     TrackedAllocator& alloc = m_be->allocator();

@@ -6,6 +6,12 @@
 // key/value blocks around again, each with the partial gradient of its keys and values, which arrives back at its
 // owner complete after cp steps.
 //
+// --cp-comm allgather (Llama 3's context parallelism, Dubey et al. 2024, section 3.3.2): each layer all-gathers every
+// rank's keys and values before its attention and reduce-scatters their gradients after its backward: no overlap, the
+// whole sequence's keys and values held for the layer, simpler than the ring and cheap beside the attention of long
+// sequences with grouped-query attention. The same block kernels in the ring's order: its forward is the ring's bit
+// for bit; the key/value gradients are summed by the reduce-scatter instead of along the ring.
+//
 // Causal load balance: with --cp-balance zigzag (the default, as Megatron and Transformer Engine do) the sequence
 // is cut into 2 cp chunks and rank r holds chunks r and 2 cp - 1 - r, so every rank has the same causal work; with
 // contiguous rank r holds chunk r of cp, and the last rank, whose queries see every key, does the most (for
@@ -24,6 +30,8 @@ namespace us {
 
 enum class CpBalance { zigzag, contiguous };
 CpBalance parse_cp_balance(const std::string& text);  // UserError when unknown
+enum class CpComm { ring, allgather };
+CpComm parse_cp_comm(const std::string& text);  // UserError when unknown
 
 // The layout as pure functions (tested alone): a rank's chunks (1 contiguous, 2 zigzag) and their global indices,
 // and the chunk pairs a rank computes against the key/value block of `owner` (pairs whose keys all come after
@@ -35,7 +43,7 @@ std::vector<AttentionChunkPair> cp_chunk_pairs(CpBalance balance, int cp, int ra
 class ContextParallel {
 public:
     ContextParallel() = default;  // cp = 1
-    ContextParallel(Communicator& cp_group, CpBalance balance, int seq, Backend& backend);
+    ContextParallel(Communicator& cp_group, CpBalance balance, CpComm comm, int seq, Backend& backend);
 
     int size() const { return m_group ? m_group->size() : 1; }
     int rank() const { return m_group ? m_group->rank() : 0; }
@@ -51,8 +59,9 @@ public:
     // The rank's rows of a (B, T) micro-batch of token ids.
     void take_local(const int32_t* whole, int32_t* local, int B) const;
 
-    // Ring attention of one layer. Forward: out (B,Tl,C) and lse (B,NH,Tl) fp32 from qkv (B,Tl,3C) (q and k after
-    // RoPE at their global positions). Backward: dqkv (B,Tl,3C) from dout (B,Tl,C).
+    // Attention of one layer over the cp group (the ring, or the all-gather). Forward: out (B,Tl,C) and lse (B,NH,Tl)
+    // fp32 from qkv (B,Tl,3C) (q and k after RoPE at their global positions). Backward: dqkv (B,Tl,3C) from dout
+    // (B,Tl,C).
     void attention_forward(Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD);
     void attention_backward(Tensor dqkv, Tensor dout, Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD);
 
@@ -64,9 +73,13 @@ public:
 
 private:
     int chunks_per_rank() const { return cp_chunks_per_rank(m_balance); }
+    // --cp-comm allgather (context_parallel_allgather.cpp).
+    void allgather_forward(Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD);
+    void allgather_backward(Tensor dqkv, Tensor dout, Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD);
 
     Communicator* m_group = nullptr;
     CpBalance m_balance = CpBalance::zigzag;
+    CpComm m_comm = CpComm::ring;
     int m_seq = 0, m_chunk = 0;
     Backend* m_be = nullptr;
     Allocation m_positions_storage;

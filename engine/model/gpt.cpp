@@ -40,7 +40,8 @@ GPT::GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend,
     m_shape.flash = options.attention == Attention::flash;
     if (m_shape.flash && !m_cp) {
         m_flash_group = make_local_communicator(GroupKind::cp);
-        m_flash = std::make_unique<ContextParallel>(*m_flash_group, CpBalance::contiguous, config.seq, backend);
+        m_flash =
+            std::make_unique<ContextParallel>(*m_flash_group, CpBalance::contiguous, CpComm::ring, config.seq, backend);
     }
     m_shape.C = config.hidden;
     m_shape.NH = config.heads;

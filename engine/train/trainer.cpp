@@ -64,7 +64,8 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     validate_layout(p, m_grid.world_size());
     if (p.tp > 1) m_tp = TensorParallel(m_grid.tp_group(), p.sp, backend);  // 1
     if (p.cp > 1)                                                           // 2
-        m_cp = ContextParallel(m_grid.cp_group(), parse_cp_balance(p.cp_balance), m_config.model.seq, backend);
+        m_cp = ContextParallel(m_grid.cp_group(), parse_cp_balance(p.cp_balance), parse_cp_comm(p.cp_comm),
+                               m_config.model.seq, backend);
     m_layout = rank_layout(m_config, m_grid.pp_rank(), m_grid.tp_rank());  // 1 + 4
     if (m_config.model.is_moe()) {                                         // 3
         m_expert_layout =

@@ -116,7 +116,7 @@ PredictInput PredictInput::from_settings(const TrainConfig& c) {
     const ParallelConfig& p = c.parallel;
     in.dp = p.dp, in.pp = p.pp, in.tp = p.tp, in.cp = p.cp, in.ep = p.ep, in.sp = p.sp;
     in.cp_balance = p.cp_balance, in.zero = p.zero, in.pp_schedule = p.pp_schedule, in.pp_chunks = p.pp_chunks;
-    in.bucket_mb = p.bucket_mb;
+    in.bucket_mb = p.bucket_mb, in.cp_comm = p.cp_comm;
     return in;
 }
 

@@ -44,6 +44,7 @@ struct PredictInput {
     int dp = 1, pp = 1, tp = 1, cp = 1, ep = 1;
     bool sp = false;  // sequence parallelism inside the tp group
     std::string cp_balance = "zigzag";
+    std::string cp_comm = "ring";  // ring | allgather
     int zero = 0;
     std::string pp_schedule = "1f1b";
     int pp_chunks = 1;

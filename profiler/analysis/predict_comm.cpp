@@ -50,18 +50,27 @@ std::vector<PredictedCollective> tp_collectives(const PredictInput& in, int64_t 
     return out;
 }
 
-// The ring's transfers a rank sends per step (docs/formulas.md): per layer and micro-batch, forward passes its
-// key/value block on cp - 1 times; backward passes the blocks on again cp - 1 times and a partial key/value gradient
-// (fp32) cp times, the last one to the block's owner. Full recomputation runs the forward's ring again.
+// Context parallelism's transfers a rank sends per step (docs/formulas.md), per layer and micro-batch. The ring:
+// forward passes its key/value block on cp - 1 times; backward passes the blocks on again cp - 1 times and a partial
+// key/value gradient (fp32) cp times, the last one to the block's owner. The all-gather: every rank's key/value
+// blocks gathered in forward and again in backward, and the cp blocks of fp32 key/value gradients reduce-scattered.
+// Full recomputation runs the forward's transfers again.
 std::vector<PredictedCollective> cp_collectives(const PredictInput& in, int64_t e) {
     const RankShape r = rank_shape(in);
     std::vector<PredictedCollective> out;
     if (r.cp == 1) return out;
     const int64_t kv = 2 * r.N * r.Ca, m = in.grad_accum, blocks = layers_on_stage(in);
     const int64_t recompute = in.recompute == "full" ? 2 : 1;
-    out.push_back(
-        {"ring attention: key/value blocks", OpClass::send, kv * e, (r.cp - 1) * blocks * m * (recompute + 1)});
-    out.push_back({"ring attention: key/value gradient blocks (fp32)", OpClass::send, kv * 4, r.cp * blocks * m});
+    if (in.cp_comm == "allgather") {
+        out.push_back(
+            {"cp all-gather: keys and values", OpClass::all_gather, r.cp * kv * e, blocks * m * (recompute + 1)});
+        out.push_back(
+            {"cp reduce-scatter: key/value gradients (fp32)", OpClass::reduce_scatter, r.cp * kv * 4, blocks * m});
+    } else {
+        out.push_back(
+            {"ring attention: key/value blocks", OpClass::send, kv * e, (r.cp - 1) * blocks * m * (recompute + 1)});
+        out.push_back({"ring attention: key/value gradient blocks (fp32)", OpClass::send, kv * 4, r.cp * blocks * m});
+    }
     // MoE blocks: each sequence's routing statistics for the balance loss, gathered over the ranks of its positions
     const int64_t moe = moe_layers_on_stage(in);
     if (moe > 0)
@@ -254,7 +263,7 @@ void predict_communication(const PredictInput& in, const RankContext& rc, Predic
     const int64_t boundaries = (rc.first ? 0 : 1) + (rc.last ? 0 : 1);
     group_bytes(p, GroupKind::pp) += in.pp > 1 ? in.grad_accum * boundaries * rc.e * r.R * h * in.pp_chunks : 0;
     tensor_parallel_bytes(in, rc, p);
-    // cp: the ring's transfers.
+    // cp: the ring's or the all-gather's transfers.
     p.cp_collectives = cp_collectives(in, rc.e);
     for (const PredictedCollective& c : p.cp_collectives)
         group_bytes(p, GroupKind::cp) +=

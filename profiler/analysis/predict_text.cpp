@@ -26,7 +26,7 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
         "Layout: dp {} pp {} tp {}{} cp {}{} ep {}, ZeRO-{}, {}, micro-batch {} x {} tokens, {} "
         "micro-batches per step, recompute {}\n",
         in.dp, in.pp, in.tp, in.sp && in.tp > 1 ? " (sequence parallel)" : "", in.cp,
-        in.cp > 1 ? " (" + in.cp_balance + ")" : std::string(), in.ep, in.zero,
+        in.cp > 1 ? " (" + in.cp_balance + ", " + in.cp_comm + ")" : std::string(), in.ep, in.zero,
         in.bf16 ? "bf16 mixed precision" : "fp32", in.micro_batch, in.seq, in.grad_accum, in.recompute);
     if (in.pp > 1) s += fmt::format("Pipeline stage {} of {} ({} schedule)\n", in.stage, in.pp, in.pp_schedule);
     if (in.pp > 1 || in.tp > 1 || in.ep > 1)

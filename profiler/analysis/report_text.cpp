@@ -138,10 +138,11 @@ std::string format_parallelism(const Report& rep) {
             src, rep.pipeline.busiest_rank, rep.pipeline.theory, rep.pipeline.simulated);
     if (rep.predict_input.cp > 1)
         s += fmt::format(
-            "Context parallelism (cp {}, {}): attention time per rank, slowest / fastest in a cp group "
+            "Context parallelism (cp {}, {}, {}): attention time per rank, slowest / fastest in a cp group "
             "= {:.2f} (rank {} / rank {}, measured); attention FLOPs most / least {:.2f}\n",
-            rep.predict_input.cp, rep.predict_input.cp_balance, rep.context.attention_max_over_min,
-            rep.context.slowest_rank, rep.context.fastest_rank, rep.context.attention_flops_max_over_min);
+            rep.predict_input.cp, rep.predict_input.cp_balance, rep.predict_input.cp_comm,
+            rep.context.attention_max_over_min, rep.context.slowest_rank, rep.context.fastest_rank,
+            rep.context.attention_flops_max_over_min);
     if (rep.routing.empty()) return s;
     const ExpertRouting& ro = rep.routing;
     s += fmt::format("Experts (measured, choices of the global batch; E {}, top-{}{}):\n", ro.experts,

@@ -59,8 +59,9 @@ LLAMA3 = [(8192, 8, 1, 16, 64, 8192, 32, 430, 43), (16384, 8, 1, 16, 128, 8192, 
 def published(u):
     """One rule per source, nothing tuned per row: Megatron rows run micro-batch 1, 1F1B, full recomputation, no
     ZeRO, naive attention (2021), bf16, the gradients reduced in fp32 after the backward (2021 Megatron-LM's data
-    parallelism), on a100-selene-2021 (HDR 200 Gb/s per GPU; one host overhead fitted to the whole table); Llama 3 rows micro-batch 1, interleaved x2, no recomputation,
-    ZeRO-1, flash attention, bf16 on h100-sxm."""
+    parallelism), on a100-selene-2021 (HDR 200 Gb/s per GPU; one host overhead fitted to the whole table); Llama 3 rows
+    micro-batch 1, interleaved x2, no recomputation, ZeRO-1, flash attention, bf16, context parallelism as all-gathers
+    (Meta's, section 3.3.2) on h100-sxm."""
     print("Megatron-LM (Narayanan et al. 2021, Table 1) on a100-selene-2021: rule: micro-batch 1, 1f1b, full "
           "recompute, ZeRO-0, naive attention, bf16, fp32 gradients reduced after the backward")
     print(f"{'model':>8} {'GPUs':>5} {'tp':>2} {'pp':>2} {'dp':>3} | {'published':>9} {'planner':>8} {'ratio':>5} | "
@@ -77,13 +78,13 @@ def published(u):
               f"{100 * j['mfu']:>10.1f}% | "
               f"{'yes' if j['fits'] else 'NO ':<4}  {j['memory_total_bytes'] / 2**30:.1f} GiB")
     print("\nLlama 3 405B (Dubey et al. 2024, Table 4) on h100-sxm: rule: micro-batch 1, interleaved x2, no "
-          "recompute, ZeRO-1, flash attention, bf16")
-    print(f"{'GPUs':>6} {'tp':>2} {'cp':>2} {'pp':>2} {'dp':>3} {'seq':>6} | {'published MFU':>13} {'planner MFU':>11} | "
-          f"fits  memory")
+          "recompute, ZeRO-1, flash attention, bf16, cp as all-gathers")
+    print(f"{'GPUs':>6} {'tp':>2} {'cp':>2} {'pp':>2} {'dp':>3} {'seq':>6} | {'published MFU':>13} {'planner MFU':>11} "
+          f"{'ratio':>5} | fits  memory")
     for gpus, tp, cp, pp, dp, seq, per_dp, tflops, mfu in LLAMA3:
         flags = (f"--model llama3-405b --seq {seq} --dp {dp} --tp {tp} --sp --cp {cp} --pp {pp} --pp-schedule "
                  f"interleaved --pp-chunks 2 --zero 1 --batch 1 --grad-accum {per_dp} --recompute none "
-                 f"--precision bf16 --attention flash")
+                 f"--precision bf16 --attention flash --cp-comm allgather")
         j = json.loads(sh([u, "plan", "--gpu", "h100-sxm", "--json", *flags.split()]))
         print(f"{gpus:>6} {tp:>2} {cp:>2} {pp:>2} {dp:>3} {seq:>6} | {mfu:>12}% {100 * j['mfu']:>10.1f}% "
               f"{100 * j['mfu'] / mfu:>5.2f} | "

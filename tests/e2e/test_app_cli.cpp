@@ -243,6 +243,7 @@ TEST_CASE("bad context-parallel layouts are refused before launch", "[cpu][app][
          {Case{"--cp 2 --seq 30", "--seq 30 cannot be split over --cp 2 (zigzag): it needs 4 equal chunks"},
           Case{"--cp 3 --cp-balance contiguous --seq 32", "--seq 32 cannot be split over --cp 3"},
           Case{"--cp 2 --cp-balance striped", "unknown --cp-balance 'striped'"},
+          Case{"--cp 2 --cp-comm allreduce", "unknown --cp-comm 'allreduce': expected ring or allgather"},
           Case{"-n 3 --cp 2", "-n 3 ranks, but the layout dp 1 x pp 1 x tp 1 x cp 2"}}) {
         const ProcessResult r = run_process(ultrascope() + " run --preset tiny " + c.flags + " --data " + data_file());
         INFO(c.flags << "\n" << r.output);
@@ -329,13 +330,16 @@ TEST_CASE("ultrascope run with experts: bytes per group as predicted, routing st
     }
 }
 
-TEST_CASE("ultrascope run with cp 2: the ring's bytes measured equal the prediction, zigzag balances attention work",
-          "[cpu][app][cp]") {
-    for (const char* balance : {"zigzag", "contiguous"}) {
-        const std::string trace = temp_path(std::string("cp2-") + balance + ".ustrace");
+TEST_CASE(
+    "ultrascope run with cp 2: the ring's and the all-gather's bytes measured equal the prediction, zigzag "
+    "balances attention work",
+    "[cpu][app][cp]") {
+    for (auto [balance, comm] : {std::pair{"zigzag", "ring"}, {"contiguous", "ring"}, {"zigzag", "allgather"}}) {
+        INFO(balance << ", " << comm);
+        const std::string trace = temp_path(std::string("cp2-") + balance + "-" + comm + ".ustrace");
         fs::remove(trace);
         const ProcessResult r =
-            run_process(ultrascope() + " run --cp 2 --cp-balance " + balance +
+            run_process(ultrascope() + " run --cp 2 --cp-balance " + balance + " --cp-comm " + comm +
                         " --preset tiny --seq 64 --steps 3 --trace " + trace + " --data " + data_file());
         INFO(r.output);
         REQUIRE(r.exit_code == 0);

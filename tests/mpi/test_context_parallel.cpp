@@ -1,7 +1,7 @@
-// Context parallelism (ring attention) against one rank: cp 2 and cp 4, zigzag and contiguous, give the loss of
-// every step and, after 5 steps, the weights of the single-rank run of the same global batch (fp32, 1e-5 relative;
-// measured about 1e-8). Composition with tp, dp + ZeRO, pp and recomputation; activation bytes per rank against
-// the documented breakdown (every per-token tensor / cp, the log-sum-exp instead of the probabilities).
+// Context parallelism (the ring, and Llama 3's all-gather) against one rank: cp 2 and cp 4, zigzag and contiguous,
+// give the loss of every step and, after 5 steps, the weights of the single-rank run of the same global batch (fp32,
+// 1e-5 relative; measured about 1e-8). Composition with tp, dp + ZeRO, pp and recomputation; activation bytes per rank
+// against the documented breakdown (every per-token tensor / cp, the log-sum-exp instead of the probabilities).
 #include "mpi_test_util.h"
 #include "profiler/analysis/predict.h"
 
@@ -10,10 +10,11 @@ using namespace us::test;
 
 namespace {
 
-TrainConfig cp_config(int cp, const char* balance, int layers = 2) {
+TrainConfig cp_config(int cp, const char* balance, int layers = 2, const char* comm = "ring") {
     TrainConfig c = small_config(layers, 5);
     c.parallel.cp = cp;
     c.parallel.cp_balance = balance;
+    c.parallel.cp_comm = comm;
     return c;
 }
 
@@ -30,14 +31,34 @@ TEST_CASE("cp 2, zigzag and contiguous, reproduces one rank", "[mpi][cp2]") {
         }
 }
 
+TEST_CASE("cp 2 all-gather, zigzag and contiguous, reproduces one rank, and its first loss is the ring's bit for bit",
+          "[mpi][cp2]") {
+    REQUIRE(MpiRuntime::world_size() == 2);
+    for (const char* balance : {"zigzag", "contiguous"}) {
+        for (int accum : {1, 2}) {
+            TrainConfig c = cp_config(2, balance, 2, "allgather");
+            c.grad_accum = accum;
+            INFO("allgather, " << balance << ", grad-accum " << accum);
+            check_against_one_rank(c);
+        }
+        // Forward merges the gathered blocks in the ring's order: the same online softmax, the same loss. After the
+        // first update the key/value gradients differ in summation order (a reduce-scatter, not the ring's chain).
+        TrainConfig ring = cp_config(2, balance), gathered = cp_config(2, balance, 2, "allgather");
+        ring.steps = gathered.steps = 1;
+        INFO(balance);
+        CHECK(run_parallel(ring).losses.at(0) == run_parallel(gathered).losses.at(0));
+    }
+}
+
 TEST_CASE("cp 2 with selective and full recomputation reproduces one rank", "[mpi][cp2]") {
     REQUIRE(MpiRuntime::world_size() == 2);
-    for (Recompute r : {Recompute::selective, Recompute::full}) {
-        TrainConfig c = cp_config(2, "zigzag");
-        c.recompute = r;
-        INFO("recompute " << recompute_name(r));
-        check_against_one_rank(c);
-    }
+    for (Recompute r : {Recompute::selective, Recompute::full})
+        for (const char* comm : {"ring", "allgather"}) {
+            TrainConfig c = cp_config(2, "zigzag", 2, comm);
+            c.recompute = r;
+            INFO("recompute " << recompute_name(r) << ", " << comm);
+            check_against_one_rank(c);
+        }
 }
 
 TEST_CASE("activation bytes per rank under cp follow the documented breakdown", "[mpi][cp2]") {
@@ -75,19 +96,20 @@ TEST_CASE("activation bytes per rank under cp follow the documented breakdown", 
 
 TEST_CASE("cp 4, zigzag and contiguous, reproduces one rank", "[mpi][cp4]") {
     REQUIRE(MpiRuntime::world_size() == 4);
-    for (const char* balance : {"zigzag", "contiguous"}) {
-        INFO(balance);
-        check_against_one_rank(cp_config(4, balance));
-    }
+    for (const char* balance : {"zigzag", "contiguous"})
+        for (const char* comm : {"ring", "allgather"}) {
+            INFO(balance << ", " << comm);
+            check_against_one_rank(cp_config(4, balance, 2, comm));
+        }
 }
 
 TEST_CASE("cp 2 composes with tp 2, dp 2 with ZeRO-1, and pp 2", "[mpi][cp4]") {
     REQUIRE(MpiRuntime::world_size() == 4);
-    for (bool sp : {false, true}) {
-        TrainConfig c = cp_config(2, "zigzag");
+    for (auto [sp, comm] : {std::pair{false, "ring"}, {true, "ring"}, {true, "allgather"}}) {
+        TrainConfig c = cp_config(2, "zigzag", 2, comm);
         c.parallel.tp = 2;
         c.parallel.sp = sp;
-        INFO("cp 2 x tp 2, sp " << sp);
+        INFO("cp 2 x tp 2, sp " << sp << ", " << comm);
         check_against_one_rank(c);
     }
     {

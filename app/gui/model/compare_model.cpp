@@ -57,7 +57,7 @@ std::string describe_config(const nlohmann::json& json) {
     std::string s = fmt::format("dp {}", p.dp);
     if (p.pp > 1) s += fmt::format(" x pp {} ({})", p.pp, p.pp_schedule);
     if (p.tp > 1) s += fmt::format(" x tp {}{}", p.tp, p.sp ? " + sp" : "");
-    if (p.cp > 1) s += fmt::format(" x cp {} ({})", p.cp, p.cp_balance);
+    if (p.cp > 1) s += fmt::format(" x cp {} ({}, {})", p.cp, p.cp_balance, p.cp_comm);
     s += fmt::format(", ZeRO-{}, {}", p.zero, precision_name(c.precision));
     if (c.grad_accum > 1) s += fmt::format(", {} micro-batches", c.grad_accum);
     if (c.recompute != Recompute::none) s += fmt::format(", recompute {}", recompute_name(c.recompute));

@@ -24,7 +24,7 @@ struct Applicable {
     bool schedule = true;    // the pipeline schedule: pp > 1
     bool chunks = true;      // chunks per rank: the interleaved schedule
     bool sp = true;          // sequence parallelism: tp > 1
-    bool cp_balance = true;  // cp > 1
+    bool cp_balance = true;  // how cp cuts the sequence and moves keys and values: cp > 1
     bool experts = true;     // top-K, every, capacity, balance loss, ep: a mixture of experts
     bool save_every = true;  // a checkpoint to save
     bool operator==(const Applicable&) const = default;

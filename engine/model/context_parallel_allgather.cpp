@@ -1,0 +1,104 @@
+// --cp-comm allgather: context parallelism as Llama 3 runs it (Dubey et al. 2024, section 3.3.2). Each layer gathers
+// every rank's key/value block before its attention, computes the rank's queries against them, and in backward
+// gathers them again, computes every block's share of the key/value gradients and reduce-scatters them to their
+// owners. Nothing overlaps: the transfers are on the critical path, where the ring hides its behind the attention.
+#include <climits>
+#include <vector>
+
+#include "engine/model/context_parallel.h"
+#include "profiler/record/zones.h"
+
+namespace us {
+
+namespace {
+
+// Rank r's piece of a gathered buffer of cp blocks: elements [r block, (r + 1) block).
+struct Pieces {
+    std::vector<int> counts, displs;
+    Pieces(int cp, int64_t block) {
+        US_ASSERT(block * cp <= INT_MAX, "context-parallel all-gather of {} x {} elements", cp, block);
+        for (int r = 0; r < cp; ++r) counts.push_back(int(block)), displs.push_back(int(r * block));
+    }
+};
+
+}  // namespace
+
+// Every rank's keys and values, packed (B, Tl, 2C) per rank, rank r's at block r.
+static void gather_kv(Communicator& group, Backend& be, Tensor gathered, Tensor qkv, int64_t block, int B, int Tl,
+                      int C) {
+    be.attention_block_pack_kv(gathered.slice(group.rank() * block, block), qkv, B, Tl, C);
+    const Pieces pieces(group.size(), block);
+    US_PROF_OP_NAME(US_PROF_NAME("cp all-gather: keys and values"));
+    group.all_gather(gathered, pieces.counts, pieces.displs);
+}
+
+// The blocks are merged in the ring's order (the rank's own first, then rank - 1, rank - 2, ...), so the online
+// softmax sees the same sequence of partial results as the ring's and the output is the ring's bit for bit.
+void ContextParallel::allgather_forward(Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD) {
+    const int cp = size(), me = rank(), Tl = local_seq(), C = NH * HD;
+    TrackedAllocator& alloc = m_be->allocator();
+    const int64_t block = int64_t(B) * Tl * 2 * C;
+    const Allocation buffers = alloc.allocate(size_t(cp * block) * dtype_size(qkv.dtype), MemCategory::comm_buffers,
+                                              "cp all-gather: every rank's keys and values");
+    const Tensor gathered = buffers.view(qkv.dtype, 0, cp * block);
+    const int64_t rows = int64_t(B) * NH * Tl;
+    const Allocation state = alloc.allocate(size_t(int64_t(B) * Tl * C + 2 * rows) * 4, MemCategory::temporaries,
+                                            "blockwise attention softmax state");
+    const Tensor acc = state.view(DType::f32, 0, int64_t(B) * Tl * C);
+    const Tensor row_max = state.view(DType::f32, int64_t(B) * Tl * C, rows);
+    const Tensor row_sum = state.view(DType::f32, int64_t(B) * Tl * C + rows, rows);
+    m_be->fill_zero(state.view(DType::f32, 0, int64_t(B) * Tl * C + 2 * rows));
+    gather_kv(*m_group, *m_be, gathered, qkv, block, B, Tl, C);
+    for (int i = 0; i < cp; ++i) {
+        const int owner = (me - i + cp) % cp;
+        const std::vector<AttentionChunkPair> pairs = pairs_with(owner);
+        if (pairs.empty()) continue;
+        US_PROF_OP_NAME(m_step_names[size_t(i)]);
+        AttentionBlockArgs a{
+            qkv, gathered.slice(owner * block, block), B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size())};
+        m_be->attention_block_forward(a, acc, row_max, row_sum);
+    }
+    m_be->attention_block_finish(out, lse, acc, row_max, row_sum, B, Tl, NH, HD);
+}
+
+// Backward: the keys and values gathered again (forward gave its copy back: holding every layer's would cost cp
+// times the keys and values of the whole stage), each owner's share of its gradients computed into its own fp32
+// block, and the blocks reduce-scattered so that every rank receives the sum for its own keys and values.
+void ContextParallel::allgather_backward(Tensor dqkv, Tensor dout, Tensor out, Tensor lse, Tensor qkv, int B, int NH,
+                                         int HD) {
+    const int cp = size(), me = rank(), Tl = local_seq(), C = NH * HD;
+    TrackedAllocator& alloc = m_be->allocator();
+    const int64_t block = int64_t(B) * Tl * 2 * C, rows = int64_t(B) * NH * Tl;
+    const Allocation kv_buffers = alloc.allocate(size_t(cp * block) * dtype_size(qkv.dtype), MemCategory::comm_buffers,
+                                                 "cp all-gather: every rank's keys and values");
+    const Tensor gathered = kv_buffers.view(qkv.dtype, 0, cp * block);
+    const Allocation grad_buffers = alloc.allocate(size_t((cp + 1) * block) * 4, MemCategory::comm_buffers,
+                                                   "cp reduce-scatter: key/value gradients (every block's, own sum)");
+    const Tensor shares = grad_buffers.view(DType::f32, 0, cp * block);
+    const Tensor own = grad_buffers.view(DType::f32, cp * block, block);
+    const Allocation state = alloc.allocate(size_t(int64_t(B) * Tl * C + rows) * 4, MemCategory::temporaries,
+                                            "blockwise attention query gradients");
+    const Tensor dq = state.view(DType::f32, 0, int64_t(B) * Tl * C);
+    const Tensor delta = state.view(DType::f32, int64_t(B) * Tl * C, rows);
+    m_be->fill_zero(dq);
+    m_be->fill_zero(shares);
+    m_be->attention_block_delta(delta, dout, out, B, Tl, NH, HD);
+    gather_kv(*m_group, *m_be, gathered, qkv, block, B, Tl, C);
+    for (int i = 0; i < cp; ++i) {
+        const int owner = (me - i + cp) % cp;
+        const std::vector<AttentionChunkPair> pairs = pairs_with(owner);
+        if (pairs.empty()) continue;
+        US_PROF_OP_NAME(m_step_names[size_t(i)]);
+        AttentionBlockArgs a{
+            qkv, gathered.slice(owner * block, block), B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size())};
+        m_be->attention_block_backward(a, dq, shares.slice(owner * block, block), dout, lse, delta);
+    }
+    {
+        const Pieces pieces(cp, block);
+        US_PROF_OP_NAME(US_PROF_NAME("cp reduce-scatter: key/value gradients"));
+        m_group->reduce_scatter(shares, own, pieces.counts, pieces.displs);
+    }
+    m_be->attention_block_store_grads(dqkv, dq, own, B, Tl, C);
+}
+
+}  // namespace us
