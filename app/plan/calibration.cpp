@@ -162,6 +162,7 @@ void OpCostFit::finish(ClusterDesc& c) const {
     std::sort(c.gemm_efficiency.begin(), c.gemm_efficiency.end());
     auto ratio = [](double s, double n, double fallback) { return n > 0 && s > 0 ? s / n : fallback; };
     c.attention_efficiency = m_attention_flops > 0 ? m_attention_flops / m_attention_s / peak : c.attention_efficiency;
+    c.attention_length_efficiency.clear();  // this machine's kernel, measured as it runs
     c.norm_s = ratio(m_norm_s, m_norm_elements, c.norm_s);
     c.elementwise_s = ratio(m_elementwise_s, m_elementwise_elements, c.elementwise_s);
     c.embedding_s = ratio(m_embedding_s, m_embedding_elements, c.embedding_s);

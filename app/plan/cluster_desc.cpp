@@ -12,18 +12,46 @@ namespace us::plan {
 
 namespace fs = std::filesystem;
 
-double ClusterDesc::gemm_eff(double flops) const {
-    if (gemm_efficiency.empty()) return 0.7;
-    if (flops <= gemm_efficiency.front().first) return gemm_efficiency.front().second;
-    if (flops >= gemm_efficiency.back().first) return gemm_efficiency.back().second;
-    for (size_t i = 1; i < gemm_efficiency.size(); ++i) {
-        const auto [f1, e1] = gemm_efficiency[i];
-        if (flops > f1) continue;
-        const auto [f0, e0] = gemm_efficiency[i - 1];
-        const double t = (std::log(flops) - std::log(f0)) / (std::log(f1) - std::log(f0));
-        return e0 + t * (e1 - e0);
+namespace {
+
+// A sorted (x, y) table read at x: interpolated in log x, clamped at the ends.
+double log_interpolate(const std::vector<std::pair<double, double>>& table, double x) {
+    if (x <= table.front().first) return table.front().second;
+    if (x >= table.back().first) return table.back().second;
+    for (size_t i = 1; i < table.size(); ++i) {
+        const auto [x1, y1] = table[i];
+        if (x > x1) continue;
+        const auto [x0, y0] = table[i - 1];
+        const double t = (std::log(x) - std::log(x0)) / (std::log(x1) - std::log(x0));
+        return y0 + t * (y1 - y0);
     }
-    return gemm_efficiency.back().second;
+    return table.back().second;
+}
+
+// A list of [x > 0, y in (0, 1.5]] pairs, sorted by x.
+std::vector<std::pair<double, double>> read_table(const nlohmann::json& table, const std::string& where,
+                                                  const char* key, const char* x_name) {
+    US_CHECK_INPUT(table.is_array() && !table.empty(), "{}: '{}' must be a list of [{}, efficiency] pairs", where, key,
+                   x_name);
+    std::vector<std::pair<double, double>> out;
+    for (const auto& row : table) {
+        US_CHECK_INPUT(row.is_array() && row.size() == 2 && row[0].is_number() && row[1].is_number() &&
+                           row[0].get<double>() > 0 && row[1].get<double>() > 0 && row[1].get<double>() <= 1.5,
+                       "{}: '{}' row {} must be [{} > 0, efficiency in (0, 1.5]]", where, key, row.dump(), x_name);
+        out.emplace_back(row[0].get<double>(), row[1].get<double>());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace
+
+double ClusterDesc::gemm_eff(double flops) const {
+    return gemm_efficiency.empty() ? 0.7 : log_interpolate(gemm_efficiency, flops);
+}
+
+double ClusterDesc::attention_length_factor(double keys) const {
+    return attention_length_efficiency.empty() ? 1.0 : log_interpolate(attention_length_efficiency, keys);
 }
 
 namespace {
@@ -72,23 +100,16 @@ ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source
     c.naive_attention_skips_masked = c.calibrated;
     if (f.has("op_costs")) {
         const std::string where = source + ", field 'op_costs'";
-        const JsonFields o(f.object("op_costs"), where,
-                           {"gemm_efficiency", "attention_efficiency", "norm_s_per_element",
-                            "elementwise_s_per_element", "embedding_s_per_element", "loss_s_per_element",
-                            "optimizer_s_per_param", "host_overhead", "naive_attention_skips_masked", "note"});
-        if (o.has("gemm_efficiency")) {
-            const auto& table = o.raw("gemm_efficiency");
-            US_CHECK_INPUT(table.is_array() && !table.empty(),
-                           "{}: 'gemm_efficiency' must be a list of [GEMM FLOPs, efficiency] pairs", where);
-            for (const auto& row : table) {
-                US_CHECK_INPUT(row.is_array() && row.size() == 2 && row[0].is_number() && row[1].is_number() &&
-                                   row[0].get<double>() > 0 && row[1].get<double>() > 0 && row[1].get<double>() <= 1.5,
-                               "{}: 'gemm_efficiency' row {} must be [FLOPs > 0, efficiency in (0, 1.5]]", where,
-                               row.dump());
-                c.gemm_efficiency.emplace_back(row[0].get<double>(), row[1].get<double>());
-            }
-            std::sort(c.gemm_efficiency.begin(), c.gemm_efficiency.end());
-        }
+        const JsonFields o(
+            f.object("op_costs"), where,
+            {"gemm_efficiency", "attention_efficiency", "attention_length_efficiency", "norm_s_per_element",
+             "elementwise_s_per_element", "embedding_s_per_element", "loss_s_per_element", "optimizer_s_per_param",
+             "host_overhead", "naive_attention_skips_masked", "note", "attention_length_note"});
+        if (o.has("gemm_efficiency"))
+            c.gemm_efficiency = read_table(o.raw("gemm_efficiency"), where, "gemm_efficiency", "FLOPs");
+        if (o.has("attention_length_efficiency"))
+            c.attention_length_efficiency =
+                read_table(o.raw("attention_length_efficiency"), where, "attention_length_efficiency", "keys");
         c.attention_efficiency = o.number("attention_efficiency", c.attention_efficiency);
         US_CHECK_INPUT(c.attention_efficiency > 0, "{}: 'attention_efficiency' must be positive", where);
         c.norm_s = o.number("norm_s_per_element", c.norm_s);
@@ -105,32 +126,36 @@ ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source
 nlohmann::json cluster_to_json(const ClusterDesc& c) {
     nlohmann::json eff = nlohmann::json::array();
     for (const auto& [f, e] : c.gemm_efficiency) eff.push_back({f, e});
-    return {{"name", c.name},
-            {"description", c.description},
-            {"source", c.source},
-            {"calibrated", c.calibrated},
-            {"default_precision", c.default_precision},
-            {"gpu",
-             {{"name", c.gpu_name},
-              {"peak_flops_bf16", c.peak_flops_bf16},
-              {"peak_flops_fp32", c.peak_flops_fp32},
-              {"memory_bytes", c.memory_bytes},
-              {"memory_bandwidth", c.memory_bandwidth},
-              {"reserved_bytes", c.reserved_bytes}}},
-            {"gpus_per_node", c.gpus_per_node},
-            {"nodes", c.nodes},
-            {"intra_node", {{"bandwidth", c.intra_node.bandwidth}, {"latency", c.intra_node.latency}}},
-            {"inter_node", {{"bandwidth", c.inter_node.bandwidth}, {"latency", c.inter_node.latency}}},
-            {"op_costs",
-             {{"gemm_efficiency", eff},
-              {"attention_efficiency", c.attention_efficiency},
-              {"norm_s_per_element", c.norm_s},
-              {"elementwise_s_per_element", c.elementwise_s},
-              {"embedding_s_per_element", c.embedding_s},
-              {"loss_s_per_element", c.loss_s},
-              {"optimizer_s_per_param", c.optimizer_s},
-              {"host_overhead", c.host_overhead},
-              {"naive_attention_skips_masked", c.naive_attention_skips_masked}}}};
+    nlohmann::json length = nlohmann::json::array();
+    for (const auto& [k, e] : c.attention_length_efficiency) length.push_back({k, e});
+    nlohmann::json j = {{"name", c.name},
+                        {"description", c.description},
+                        {"source", c.source},
+                        {"calibrated", c.calibrated},
+                        {"default_precision", c.default_precision},
+                        {"gpu",
+                         {{"name", c.gpu_name},
+                          {"peak_flops_bf16", c.peak_flops_bf16},
+                          {"peak_flops_fp32", c.peak_flops_fp32},
+                          {"memory_bytes", c.memory_bytes},
+                          {"memory_bandwidth", c.memory_bandwidth},
+                          {"reserved_bytes", c.reserved_bytes}}},
+                        {"gpus_per_node", c.gpus_per_node},
+                        {"nodes", c.nodes},
+                        {"intra_node", {{"bandwidth", c.intra_node.bandwidth}, {"latency", c.intra_node.latency}}},
+                        {"inter_node", {{"bandwidth", c.inter_node.bandwidth}, {"latency", c.inter_node.latency}}},
+                        {"op_costs",
+                         {{"gemm_efficiency", eff},
+                          {"attention_efficiency", c.attention_efficiency},
+                          {"norm_s_per_element", c.norm_s},
+                          {"elementwise_s_per_element", c.elementwise_s},
+                          {"embedding_s_per_element", c.embedding_s},
+                          {"loss_s_per_element", c.loss_s},
+                          {"optimizer_s_per_param", c.optimizer_s},
+                          {"host_overhead", c.host_overhead},
+                          {"naive_attention_skips_masked", c.naive_attention_skips_masked}}}};
+    if (!length.empty()) j["op_costs"]["attention_length_efficiency"] = length;  // none: 1 (a calibrated kernel)
+    return j;
 }
 
 std::string clusters_dir() { return assets_dir() + "/clusters"; }

@@ -35,12 +35,17 @@ struct ClusterDesc {
     // Achieved / peak on the attention core's executed FLOPs (executed_attention_flops, docs/planner.md): the
     // visible half of the causal square for kernels that skip the masked keys, the whole square for those that don't.
     double attention_efficiency = 0.5;
+    // Blockwise kernels (flash, the cp ring) on short blocks: a factor on attention_efficiency as a function of the
+    // keys a kernel call runs against (the sequence, or its s/cp under context parallelism), sorted by keys,
+    // interpolated in log keys, clamped at the ends. Empty: 1 (a calibrated machine measured its own kernel).
+    std::vector<std::pair<double, double>> attention_length_efficiency;
     bool naive_attention_skips_masked = false;  // the naive kernel skips the masked keys (the CPU engine's does)
     double norm_s = 0, elementwise_s = 0, embedding_s = 0, loss_s = 0, optimizer_s = 0;
     double host_overhead = 0;  // fraction of compute lost between ops (launches, framework): measured on a CPU
     bool calibrated = false;   // true: a machine file `ultrascope calibrate` measured
     std::string default_precision = "bf16";
 
+    double attention_length_factor(double keys) const;
     int64_t total_gpus() const { return gpus_per_node * nodes; }
     double peak_flops(bool bf16) const { return bf16 ? peak_flops_bf16 : peak_flops_fp32; }
     double gemm_eff(double flops) const;  // interpolated, clamped to the table's ends

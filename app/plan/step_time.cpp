@@ -63,9 +63,13 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     // recomputation rebuilds them too (QK^T and the softmax: half the forward's products), a recomputation piece
     // of its own below, not a second charge here (engine/backend/cpu/attention.cpp). The FLOPs are those the kernel
     // executes (executed_attention_flops): a causal blockwise kernel skips the masked half of the square.
+    // A blockwise kernel runs short blocks less efficiently (the cluster file's attention_length_efficiency, keyed on
+    // the keys of one call: the sequence, or the ring's s/cp block).
     const double core_flops = executed_attention_flops(w, l, c.naive_attention_skips_masked);
-    const double attn = double(r.layers) * core_flops / (peak * c.attention_efficiency);
     const bool blockwise = l.flash || l.cp > 1;
+    const double attention_eff =
+        c.attention_efficiency * (blockwise ? c.attention_length_factor(double(m.seq) / l.cp) : 1.0);
+    const double attn = double(r.layers) * core_flops / (peak * attention_eff);
     s.attn_f = attn;
     s.attn_b = attn * (blockwise ? 2.5 : 2.0);
     // Memory-bound ops, calibrated forward + backward together: a third in forward.
@@ -119,7 +123,7 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
         const Link& link = group_link(c, l.tp, l.cp);
         const double kv_elements = double(r.T) * double(r.qkv_width - r.attn_width);  // k and v
         const double kv = send_s(kv_elements * e, link), g = send_s(kv_elements * 4, link);
-        const double step_f = core_flops / (peak * c.attention_efficiency) * overhead / l.cp;
+        const double step_f = core_flops / (peak * attention_eff) * overhead / l.cp;
         const double step_b = step_f * 2.5;
         const double exposed_f = double(l.cp - 1) * std::max(0.0, kv - step_f);
         double exposed_b = std::max(0.0, kv - step_b) + std::max(0.0, g - step_b) + g;

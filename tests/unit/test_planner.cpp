@@ -355,6 +355,36 @@ TEST_CASE("planner: selective recomputation, the cp ring and ZeRO-3 cost what th
     CHECK(p3.optimizer_s == Approx(p2.optimizer_s));
 }
 
+TEST_CASE("planner: a blockwise kernel on short blocks runs at the cluster file's fraction of its efficiency",
+          "[planner]") {
+    // h100-sxm's table (FlashAttention-2's causal forward on an H100 over its plateau): 0.78 at 1,024 keys, 1 from
+    // 16K on, interpolated in log keys between rows, clamped outside. The keys of a call: the sequence, or s/cp.
+    const ClusterDesc c = load_cluster("h100-sxm");
+    REQUIRE(c.attention_length_efficiency.size() == 6);
+    CHECK(c.attention_length_factor(1024) == Approx(0.78));
+    CHECK(c.attention_length_factor(1 << 20) == Approx(1.0));
+    CHECK(c.attention_length_factor(64) == Approx(0.57));
+    CHECK(c.attention_length_factor(std::sqrt(1024.0 * 2048.0)) == Approx((0.78 + 0.89) / 2));
+    ModelDesc m = load_model("llama3-8b");
+    m.seq = 8192;
+    Layout whole = layout(1, 8, 1, 1, 1), ring = whole;
+    whole.flash = true;
+    ring.cp = 8;  // tp 8 x cp 8: the ring runs blocks of 1,024 keys
+    ClusterDesc flat = c;
+    flat.attention_length_efficiency.clear();
+    const auto attention = [&](const ClusterDesc& cl, const Layout& l) { return evaluate(m, cl, l).time.attention_s; };
+    CHECK(attention(c, whole) == Approx(attention(flat, whole) / 0.99));
+    CHECK(attention(c, ring) == Approx(attention(flat, ring) / 0.78));
+    // The table travels through a machine file; calibration measures this machine's own kernel and drops it.
+    CHECK(cluster_from_json(cluster_to_json(c), "t").attention_length_efficiency == c.attention_length_efficiency);
+    const std::string bad = write_file("plan-length.json", R"({"name": "x", "gpu": {"name": "g",
+        "peak_flops_fp32": 1e12, "memory_bytes": 1000, "memory_bandwidth": 1e9}, "gpus_per_node": 8,
+        "intra_node": {"bandwidth": 1e11}, "inter_node": {"bandwidth": 1e10},
+        "op_costs": {"attention_length_efficiency": [[1024, 0]]}})");
+    CHECK(user_error_of([&] { load_cluster(bad); }).find("'attention_length_efficiency' row [1024,0]") !=
+          std::string::npos);
+}
+
 TEST_CASE("planner: causal attention is charged the work its kernel executes, one convention with calibration",
           "[planner]") {
     // The engine's recorded FLOPs, converted to what runs, equal the visible (query, key) pairs counted one by one:
@@ -385,6 +415,7 @@ TEST_CASE("planner: causal attention is charged the work its kernel executes, on
     Layout naive = layout(1, 1, 1, 4, 1), flash = naive;
     flash.flash = true;
     ClusterDesc gpu = load_cluster("h100-sxm");
+    gpu.attention_length_efficiency.clear();  // the blocks' length: its own test below
     const double half = (1024.0 + 1) / (2 * 1024.0);
     CHECK(evaluate(m, gpu, flash).time.attention_s / 3.5 ==
           Approx(half * evaluate(m, gpu, naive).time.attention_s / 3));
