@@ -33,11 +33,10 @@ void draw_training_view(AppState& app) {
                    "the slowest rank's wall time of the step");
     std::string source = std::string("MFU = ") + app.provenance() +
                          " tokens/s x formula FLOPs per token (6N + 12 L h s) / peak.\nPeak: ";
+    std::string peak;
     if (const prof::TraceStore* store = app.store(); store && store->rank_count() > 0)
-        if (const std::string& peak = store->rank(store->ranks().front())->info.device_peak_source; !peak.empty())
-            source += peak;
-        else
-            source += "unknown";
+        peak = store->rank(store->ranks().front())->info.device_peak_source;
+    source += peak.empty() ? "unknown" : peak;
     draw_line_plot("MFU", x.data(), mfu.data(), n, IM_COL32(120, 220, 140, 255), "%", h, "derived", source.c_str());
 }
 
