@@ -34,6 +34,7 @@ LAYOUTS = [
     ("pp 2 interleaved m 4", 2, "--pp 2 --pp-schedule interleaved --pp-chunks 2 --grad-accum 4"),
     ("pp 2 zb1 m 4", 2, "--pp 2 --pp-schedule zb1 --grad-accum 4"),
     ("cp 2", 2, "--cp 2 --batch 4 --seq 256"),
+    ("cp 2 all-gather", 2, "--cp 2 --cp-comm allgather --batch 4 --seq 256"),
     ("dp 2 ep 2 (MoE)", 2, "--dp 2 --ep 2 --preset small-moe"),
     ("dp 2 x pp 2 (4 ranks)", 4, "--dp 2 --pp 2 --grad-accum 4"),
     ("dp 2 x tp 2 (4 ranks)", 4, "--dp 2 --tp 2 --sp"),
