@@ -277,8 +277,9 @@ void draw_settings(AppState& app) {
                 prediction += fmt::format("\n{} parameters per rank; tp sends {} per step (critical path)",
                                           p.params_on_rank, format_bytes(p.comm_bytes[size_t(prof::GroupKind::tp)]));
             if (s.config.parallel.cp > 1)
-                prediction +=
-                    fmt::format("\ncp ring sends {} per step", format_bytes(p.comm_bytes[size_t(prof::GroupKind::cp)]));
+                prediction += fmt::format("\ncp {} sends {} per step",
+                                          s.config.parallel.cp_comm == "allgather" ? "all-gather" : "ring",
+                                          format_bytes(p.comm_bytes[size_t(prof::GroupKind::cp)]));
             if (p.active_params != p.params)
                 prediction += fmt::format("\n{:.2f}M parameters, {:.2f}M active per token (FLOPs count these)",
                                           double(p.params) / 1e6, double(p.active_params) / 1e6);

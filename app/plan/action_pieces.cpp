@@ -28,9 +28,12 @@ std::vector<Piece> ActionPieces::forward() const {
         if (m_l.cp > 1)
             attn.hidden_comm_s = m_cost.cp_hidden / 3 / layers, attn.hidden_group = kGroupCp,
             attn.hidden_name = "cp ring: key/value blocks";
+        // The all-gather's keys and values arrive before the attention; the ring's exposed rest ends with it.
+        const bool gathered = m_l.cp_comm == "allgather";
+        const Piece cp_f{exposed_cp_name(), exposed_cp_op(), m_cost.cp_exposed_f / layers, kGroupCp, layer};
+        if (gathered && cp_f.seconds > 0) p.push_back(cp_f);
         p.push_back(attn);
-        if (m_cost.cp_exposed_f > 0)
-            p.push_back({exposed_cp_name(), exposed_cp_op(), m_cost.cp_exposed_f / layers, kGroupCp, layer});
+        if (!gathered && cp_f.seconds > 0) p.push_back(cp_f);
         add(p, "attention out", OpClass::gemm, gemm(g[1]), layer, g[1]);
         tp(p, per_layer_tp / 2, layer);
         add(p, "residual", OpClass::activation, elementwise_s() / 2, layer);
@@ -113,9 +116,18 @@ std::vector<Piece> ActionPieces::backward(bool input, bool weight) const {
             if (m_l.cp > 1)
                 attn.hidden_comm_s = m_cost.cp_hidden * 2 / 3 / layers, attn.hidden_group = kGroupCp,
                 attn.hidden_name = "cp ring: key/value and gradient blocks";
-            p.push_back(attn);
-            if (m_cost.cp_exposed_b > 0)
-                p.push_back({exposed_cp_name(), exposed_cp_op(), m_cost.cp_exposed_b / layers, kGroupCp, layer});
+            if (m_l.cp_comm == "allgather") {  // gathered again before, the gradients reduce-scattered after
+                const double gather = (m_cost.cp_exposed_b - m_cost.cp_scatter) / layers;
+                if (gather > 0) p.push_back({exposed_cp_name(), exposed_cp_op(), gather, kGroupCp, layer});
+                p.push_back(attn);
+                if (m_cost.cp_scatter > 0)
+                    p.push_back({"cp reduce-scatter (exposed)", OpClass::reduce_scatter, m_cost.cp_scatter / layers,
+                                 kGroupCp, layer});
+            } else {
+                p.push_back(attn);
+                if (m_cost.cp_exposed_b > 0)
+                    p.push_back({exposed_cp_name(), exposed_cp_op(), m_cost.cp_exposed_b / layers, kGroupCp, layer});
+            }
         }
         gemm_b("qkv", g[0], layer);
         if (input) add(p, "norm 1", OpClass::norm, 2 * norm_s(), layer);

@@ -35,9 +35,10 @@ struct ClusterDesc {
     // Achieved / peak on the attention core's executed FLOPs (executed_attention_flops, docs/planner.md): the
     // visible half of the causal square for kernels that skip the masked keys, the whole square for those that don't.
     double attention_efficiency = 0.5;
-    // Blockwise kernels (flash, the cp ring) on short blocks: a factor on attention_efficiency as a function of the
-    // keys a kernel call runs against (the sequence, or its s/cp under context parallelism), sorted by keys,
-    // interpolated in log keys, clamped at the ends. Empty: 1 (a calibrated machine measured its own kernel).
+    // Blockwise kernels (flash, context parallelism's per-block calls) on short blocks: a factor on
+    // attention_efficiency as a function of the keys a kernel call runs against (the sequence, or its s/cp under
+    // context parallelism), sorted by keys, interpolated in log keys, clamped at the ends. Empty: 1 (a calibrated
+    // machine measured its own kernel).
     std::vector<std::pair<double, double>> attention_length_efficiency;
     bool naive_attention_skips_masked = false;  // the naive kernel skips the masked keys (the CPU engine's does)
     double norm_s = 0, elementwise_s = 0, embedding_s = 0, loss_s = 0, optimizer_s = 0;

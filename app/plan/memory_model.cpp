@@ -80,11 +80,11 @@ MemoryEstimate formula_memory(const ModelDesc& m, const Layout& l, int stage, co
     double comm = l.dp * l.cp > 1 ? 2.0 * l.bucket_mb * 1048576.0 : 0.0;
     if (l.zero >= 3) comm += 2.0 * e * double(r.params) / std::max<int64_t>(1, r.layers);
     // Context parallelism's buffers during a layer's backward (engine/model/context_parallel*.cpp): the ring's two
-    // key/value blocks and four fp32 gradient blocks, or the all-gather's cp key/value blocks and cp + 1 fp32
-    // gradient blocks (every owner's share, and the rank's sum).
+    // key/value blocks and four fp32 gradient blocks, or the all-gather's cp key/value blocks and cp fp32 gradient
+    // shares (the keys and values are given back before the rank's own sum is received).
     if (l.cp > 1) {
         const double kv = double(r.T) * double(r.qkv_width - r.attn_width);
-        comm += l.cp_comm == "allgather" ? kv * (double(l.cp) * e + double(l.cp + 1) * 4.0) : kv * (2.0 * e + 16.0);
+        comm += l.cp_comm == "allgather" ? kv * double(l.cp) * (e + 4.0) : kv * (2.0 * e + 16.0);
     }
     set(C::comm_buffers, int64_t(comm));
     return est;

@@ -115,28 +115,30 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                                         pruned["selective recomputation with flash attention (the same as none)"]++;
                                         continue;
                                     }
-                                    Layout l;
-                                    l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.ep = ep, l.sp = tp > 1;
-                                    l.pp_schedule = schedule, l.pp_chunks = chunks, l.zero = zero;
-                                    l.micro_batch = mb, l.grad_accum = accum, l.recompute = rc, l.bf16 = o.bf16;
-                                    l.flash = o.flash;
-                                    if (cp > 1)
-                                        pruned
-                                            ["cp as all-gathers (never faster than the ring here: the same bytes, "
-                                             "none hidden)"]++;
-                                    if (candidates++ % std::max<int64_t>(1, o.sample_stride) != 0) {
-                                        ++out.sampled_out;
-                                        continue;
+                                    // Context parallelism both ways: the ring hides its transfers behind the
+                                    // attention, the all-gather sends one fp32 gradient block fewer per layer.
+                                    for (const char* cp_comm : {"ring", "allgather"}) {
+                                        if (cp == 1 && std::string_view(cp_comm) == "allgather") continue;
+                                        Layout l;
+                                        l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.ep = ep, l.sp = tp > 1;
+                                        l.pp_schedule = schedule, l.pp_chunks = chunks, l.zero = zero;
+                                        l.micro_batch = mb, l.grad_accum = accum, l.recompute = rc, l.bf16 = o.bf16;
+                                        l.flash = o.flash;
+                                        l.cp_comm = cp_comm;
+                                        if (candidates++ % std::max<int64_t>(1, o.sample_stride) != 0) {
+                                            ++out.sampled_out;
+                                            continue;
+                                        }
+                                        try {  // the rules the engine and `ultrascope plan` share refuse it?
+                                            check_layout(m, c, l, o.gpus);
+                                        } catch (const UserError&) {
+                                            pruned
+                                                ["refused by the settings rules (ultrascope plan with its flags says why)"]++;
+                                            continue;
+                                        }
+                                        out.ranked.push_back(evaluate(m, c, l));
+                                        ++out.considered;
                                     }
-                                    try {  // the rules the engine and `ultrascope plan` share refuse it?
-                                        check_layout(m, c, l, o.gpus);
-                                    } catch (const UserError&) {
-                                        pruned
-                                            ["refused by the settings rules (ultrascope plan with its flags says why)"]++;
-                                        continue;
-                                    }
-                                    out.ranked.push_back(evaluate(m, c, l));
-                                    ++out.considered;
                                 }
                         }
                     }
@@ -177,6 +179,7 @@ nlohmann::json plan_json(const ModelDesc& m, const ClusterDesc& c, const PlanRes
               {"pp_schedule", l.pp_schedule},
               {"pp_chunks", l.pp_chunks},
               {"cp", l.cp},
+              {"cp_comm", l.cp_comm},
               {"ep", l.ep},
               {"zero", l.zero},
               {"micro_batch", l.micro_batch},

@@ -118,6 +118,7 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
         const double layers = double(r.layers);
         s.cp_exposed_f = layers * gather;
         s.cp_exposed_b = layers * (gather + scatter + (l.recompute == "full" ? gather : 0));
+        s.cp_scatter = layers * scatter;
         s.link[size_t(link_level(c, link))] += s.cp_exposed_f + s.cp_exposed_b;
     } else if (l.cp > 1) {
         const Link& link = group_link(c, l.tp, l.cp);

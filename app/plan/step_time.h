@@ -47,8 +47,9 @@ struct StageCost {
     double gemm_w = 0;  // of gemm_b, the weight gradients (a split schedule's W action)
     double recompute = 0;
     double tp_f = 0, tp_b = 0, cp_exposed_f = 0, cp_exposed_b = 0, cp_hidden = 0, ep_f = 0, ep_b = 0;
-    double tp_vocab = 0;  // of tp_f, the vocabulary-parallel ends' all-reduce (first and last stage)
-    double pp = 0;        // transfers into the stage per micro-batch (forward activations and backward gradients)
+    double tp_vocab = 0;    // of tp_f, the vocabulary-parallel ends' all-reduce (first and last stage)
+    double cp_scatter = 0;  // of cp_exposed_b, --cp-comm allgather's reduce-scatter after the attention
+    double pp = 0;          // transfers into the stage per micro-batch (forward activations and backward gradients)
     std::array<double, 2> link{};  // per link level: every transfer of this micro-batch on it, exposed or hidden
     double compute() const { return gemm_f + attn_f + other_f + gemm_b + attn_b + other_b + recompute; }
     double forward() const { return gemm_f + attn_f + other_f + tp_f + cp_exposed_f + ep_f; }
@@ -57,7 +58,7 @@ struct StageCost {
         gemm_f += o.gemm_f, attn_f += o.attn_f, other_f += o.other_f, gemm_b += o.gemm_b, attn_b += o.attn_b;
         other_b += o.other_b, gemm_w += o.gemm_w, recompute += o.recompute, tp_f += o.tp_f, tp_b += o.tp_b;
         cp_exposed_f += o.cp_exposed_f, cp_exposed_b += o.cp_exposed_b, cp_hidden += o.cp_hidden,
-            tp_vocab += o.tp_vocab;
+            tp_vocab += o.tp_vocab, cp_scatter += o.cp_scatter;
         ep_f += o.ep_f, ep_b += o.ep_b, pp += o.pp, link[0] += o.link[0], link[1] += o.link[1];
         return *this;
     }

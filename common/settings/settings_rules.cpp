@@ -1,6 +1,9 @@
 // The cross-setting rules (settings_rules.h), in the order the engine has always checked them.
 #include "common/settings/settings_rules.h"
 
+#include <algorithm>
+#include <climits>
+
 #include "common/core/check.h"
 #include "common/schedule/pipeline_schedule.h"
 
@@ -33,6 +36,14 @@ void check_setting_rules(const TrainConfig& c, const RuleContext& context) {
                    "unknown --cp-balance '{}': expected zigzag or contiguous", p.cp_balance);
     US_CHECK_INPUT(p.cp_comm == "ring" || p.cp_comm == "allgather",
                    "unknown --cp-comm '{}': expected ring or allgather", p.cp_comm);
+    // One collective carries at most 2^31 - 1 elements (MPI's and NCCL's counts): the all-gather moves every rank's
+    // keys and values of a micro-batch at once, B seq 2 h / tp of them.
+    const int64_t gathered = int64_t(c.batch) * c.model.seq * 2 * (c.model.hidden / std::max(1, p.tp));
+    US_CHECK_INPUT(p.cp == 1 || p.cp_comm != "allgather" || gathered <= int64_t(INT_MAX),
+                   "--cp-comm allgather would gather {} elements a layer (--batch {} x --seq {} x 2 x --hidden {} / "
+                   "--tp {}), more than one collective carries (2^31 - 1): use a smaller --batch, a larger --tp, or "
+                   "--cp-comm ring",
+                   gathered, c.batch, c.model.seq, c.model.hidden, p.tp);
     const int cp_chunks = p.cp_balance == "zigzag" ? 2 * p.cp : p.cp;
     US_CHECK_INPUT(p.cp == 1 || c.model.seq % cp_chunks == 0,
                    "--seq {} cannot be split over --cp {} ({}): it needs {} equal chunks; use a sequence length that "

@@ -39,9 +39,9 @@ ContextParallel::ContextParallel(Communicator& cp_group, CpBalance balance, CpCo
     m_positions = m_positions_storage.view(DType::i32, 0, int64_t(pos.size()));
     backend.upload(m_positions, pos.data());
     for (int i = 0; i < cp; ++i)
-        m_step_names.push_back(prof::string_id(comm == CpComm::ring
-                                                   ? fmt::format("ring attention step {}", i)
-                                                   : fmt::format("cp attention: rank - {}'s block", i)));
+        m_step_names.push_back(prof::string_id(comm == CpComm::ring ? fmt::format("ring attention step {}", i)
+                                               : i == 0             ? std::string("cp attention: own block")
+                                                        : fmt::format("cp attention: block of rank - {}", i)));
 }
 
 int cp_chunks_per_rank(CpBalance balance) { return balance == CpBalance::zigzag ? 2 : 1; }

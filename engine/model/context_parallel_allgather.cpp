@@ -63,19 +63,16 @@ void ContextParallel::allgather_forward(Tensor out, Tensor lse, Tensor qkv, int 
 
 // Backward: the keys and values gathered again (forward gave its copy back: holding every layer's would cost cp
 // times the keys and values of the whole stage), each owner's share of its gradients computed into its own fp32
-// block, and the blocks reduce-scattered so that every rank receives the sum for its own keys and values.
+// block, and the blocks reduce-scattered so that every rank receives the sum for its own keys and values. The
+// gathered keys and values are given back before the reduce-scatter: the layer's peak is cp blocks of each.
 void ContextParallel::allgather_backward(Tensor dqkv, Tensor dout, Tensor out, Tensor lse, Tensor qkv, int B, int NH,
                                          int HD) {
     const int cp = size(), me = rank(), Tl = local_seq(), C = NH * HD;
     TrackedAllocator& alloc = m_be->allocator();
     const int64_t block = int64_t(B) * Tl * 2 * C, rows = int64_t(B) * NH * Tl;
-    const Allocation kv_buffers = alloc.allocate(size_t(cp * block) * dtype_size(qkv.dtype), MemCategory::comm_buffers,
-                                                 "cp all-gather: every rank's keys and values");
-    const Tensor gathered = kv_buffers.view(qkv.dtype, 0, cp * block);
-    const Allocation grad_buffers = alloc.allocate(size_t((cp + 1) * block) * 4, MemCategory::comm_buffers,
-                                                   "cp reduce-scatter: key/value gradients (every block's, own sum)");
-    const Tensor shares = grad_buffers.view(DType::f32, 0, cp * block);
-    const Tensor own = grad_buffers.view(DType::f32, cp * block, block);
+    const Allocation share_buffers = alloc.allocate(size_t(cp * block) * 4, MemCategory::comm_buffers,
+                                                    "cp reduce-scatter: every block's key/value gradient share");
+    const Tensor shares = share_buffers.view(DType::f32, 0, cp * block);
     const Allocation state = alloc.allocate(size_t(int64_t(B) * Tl * C + rows) * 4, MemCategory::temporaries,
                                             "blockwise attention query gradients");
     const Tensor dq = state.view(DType::f32, 0, int64_t(B) * Tl * C);
@@ -83,16 +80,25 @@ void ContextParallel::allgather_backward(Tensor dqkv, Tensor dout, Tensor out, T
     m_be->fill_zero(dq);
     m_be->fill_zero(shares);
     m_be->attention_block_delta(delta, dout, out, B, Tl, NH, HD);
-    gather_kv(*m_group, *m_be, gathered, qkv, block, B, Tl, C);
-    for (int i = 0; i < cp; ++i) {
-        const int owner = (me - i + cp) % cp;
-        const std::vector<AttentionChunkPair> pairs = pairs_with(owner);
-        if (pairs.empty()) continue;
-        US_PROF_OP_NAME(m_step_names[size_t(i)]);
-        AttentionBlockArgs a{
-            qkv, gathered.slice(owner * block, block), B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size())};
-        m_be->attention_block_backward(a, dq, shares.slice(owner * block, block), dout, lse, delta);
+    {
+        const Allocation kv_buffers =
+            alloc.allocate(size_t(cp * block) * dtype_size(qkv.dtype), MemCategory::comm_buffers,
+                           "cp all-gather: every rank's keys and values");
+        const Tensor gathered = kv_buffers.view(qkv.dtype, 0, cp * block);
+        gather_kv(*m_group, *m_be, gathered, qkv, block, B, Tl, C);
+        for (int i = 0; i < cp; ++i) {
+            const int owner = (me - i + cp) % cp;
+            const std::vector<AttentionChunkPair> pairs = pairs_with(owner);
+            if (pairs.empty()) continue;
+            US_PROF_OP_NAME(m_step_names[size_t(i)]);
+            AttentionBlockArgs a{
+                qkv, gathered.slice(owner * block, block), B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size())};
+            m_be->attention_block_backward(a, dq, shares.slice(owner * block, block), dout, lse, delta);
+        }
     }
+    const Allocation own_buffer =
+        alloc.allocate(size_t(block) * 4, MemCategory::comm_buffers, "cp reduce-scatter: own key/value gradients");
+    const Tensor own = own_buffer.view(DType::f32, 0, block);
     {
         const Pieces pieces(cp, block);
         US_PROF_OP_NAME(US_PROF_NAME("cp reduce-scatter: key/value gradients"));

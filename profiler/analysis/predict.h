@@ -100,7 +100,7 @@ struct Prediction {
     int64_t pp_comm_bytes = 0;                        // comm_bytes of pp
     int64_t tp_comm_bytes_formula = 0;                // the textbook: 4 all-reduces of s*b*h per block per micro-batch
     std::vector<PredictedCollective> tp_collectives;  // what makes up comm_bytes of tp
-    std::vector<PredictedCollective> cp_collectives;  // and of cp (the ring's sends)
+    std::vector<PredictedCollective> cp_collectives;  // and of cp (the ring's sends, or the all-gather's collectives)
     std::vector<PredictedCollective> ep_collectives;  // and of ep (all-to-alls; bytes are what goes to others)
     int64_t ep_comm_bytes_formula = 0;  // 4 all-to-alls of K b s h (ep - 1)/ep per MoE block per micro-batch
     double bubble_theory = 0;           // (pp - 1) / m, (pp - 1) / (v m) interleaved, about a third of 1F1B for ZB-H1

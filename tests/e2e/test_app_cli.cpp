@@ -334,13 +334,18 @@ TEST_CASE(
     "ultrascope run with cp 2: the ring's and the all-gather's bytes measured equal the prediction, zigzag "
     "balances attention work",
     "[cpu][app][cp]") {
-    for (auto [balance, comm] : {std::pair{"zigzag", "ring"}, {"contiguous", "ring"}, {"zigzag", "allgather"}}) {
-        INFO(balance << ", " << comm);
-        const std::string trace = temp_path(std::string("cp2-") + balance + "-" + comm + ".ustrace");
+    struct Case {
+        const char *balance, *comm, *precision;
+    };
+    for (const Case& k : {Case{"zigzag", "ring", "fp32"}, Case{"contiguous", "ring", "fp32"},
+                          Case{"zigzag", "allgather", "fp32"}, Case{"zigzag", "allgather", "bf16"}}) {
+        const std::string balance = k.balance, comm = k.comm, precision = k.precision;
+        INFO(balance << ", " << comm << ", " << precision);
+        const std::string trace = temp_path("cp2-" + balance + "-" + comm + "-" + precision + ".ustrace");
         fs::remove(trace);
-        const ProcessResult r =
-            run_process(ultrascope() + " run --cp 2 --cp-balance " + balance + " --cp-comm " + comm +
-                        " --preset tiny --seq 64 --steps 3 --trace " + trace + " --data " + data_file());
+        const ProcessResult r = run_process(ultrascope() + " run --cp 2 --cp-balance " + balance + " --cp-comm " +
+                                            comm + " --precision " + precision + " --preset tiny --seq 64 --steps 3 " +
+                                            "--trace " + trace + " --data " + data_file());
         INFO(r.output);
         REQUIRE(r.exit_code == 0);
         const ProcessResult rep = run_process(ultrascope() + " report " + trace + " --json");

@@ -112,19 +112,19 @@ TEST_CASE("cp 2 composes with tp 2, dp 2 with ZeRO-1, and pp 2", "[mpi][cp4]") {
         INFO("cp 2 x tp 2, sp " << sp << ", " << comm);
         check_against_one_rank(c);
     }
-    {
-        TrainConfig c = cp_config(2, "zigzag");
+    for (const char* comm : {"ring", "allgather"}) {
+        TrainConfig c = cp_config(2, "zigzag", 2, comm);
         c.parallel.dp = 2;
         c.parallel.zero = 1;
         c.parallel.bucket_mb = 0.01;
-        INFO("cp 2 x dp 2, ZeRO-1");
+        INFO("cp 2 x dp 2, ZeRO-1, " << comm);
         check_against_one_rank(c);
     }
-    {
-        TrainConfig c = cp_config(2, "contiguous", 4);
+    for (const char* comm : {"ring", "allgather"}) {
+        TrainConfig c = cp_config(2, "contiguous", 4, comm);
         c.parallel.pp = 2;
         c.grad_accum = 4;
-        INFO("cp 2 x pp 2 (1F1B, 4 micro-batches)");
+        INFO("cp 2 x pp 2 (1F1B, 4 micro-batches), " << comm);
         check_against_one_rank(c);
     }
 }

@@ -67,12 +67,12 @@ TEST_CASE("host staging: tp 2, with and without sequence parallelism, reproduces
     }
 }
 
-TEST_CASE("host staging: the cp 2 ring, zigzag and contiguous, reproduces one rank", "[mpi][cp2]") {
+TEST_CASE("host staging: the cp 2 ring, zigzag and contiguous, and the all-gather reproduce one rank", "[mpi][cp2]") {
     REQUIRE(MpiRuntime::world_size() == 2);
-    for (const char* balance : {"zigzag", "contiguous"}) {
+    for (auto [balance, comm] : {std::pair{"zigzag", "ring"}, {"contiguous", "ring"}, {"zigzag", "allgather"}}) {
         ParallelConfig p;
-        p.cp = 2, p.cp_balance = balance;
-        INFO(balance);
+        p.cp = 2, p.cp_balance = balance, p.cp_comm = comm;
+        INFO(balance << ", " << comm);
         check(p);
     }
 }

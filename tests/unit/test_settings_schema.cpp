@@ -179,7 +179,9 @@ TEST_CASE("schema: a layout's settings survive config -> Layout -> config and it
                                    "--bucket-mb",
                                    "0.5",
                                    "--cp-balance",
-                                   "contiguous"});
+                                   "contiguous",
+                                   "--cp-comm",
+                                   "allgather"});
     const plan::Layout l = plan::layout_from_config(run);
     const std::vector<std::string> words = l.flag_words();
     for (std::string_view key : plan::layout_setting_keys()) {
@@ -223,6 +225,8 @@ TEST_CASE("schema: a setting that does nothing is greyed out by the panel and no
                                                              "2",
                                                              "--cp-balance",
                                                              "contiguous",
+                                                             "--cp-comm",
+                                                             "allgather",
                                                              "--moe-experts",
                                                              "4",
                                                              "--ep",
@@ -273,6 +277,8 @@ TEST_CASE("schema: each rule refuses the same configs in the engine, the planner
         {{"--dp", "2", "--ep", "2", "--moe-experts", "3"}, "cannot be split over --ep 2"},
         {{"--pp", "3"}, "--layers 4 cannot be split evenly"},
         {{"--cp", "3"}, "--seq 64 cannot be split over --cp 3"},
+        {{"--cp", "2", "--cp-comm", "allgather"}, ""},
+        {{"--cp", "2", "--cp-comm", "allgather", "--batch", "300000"}, "--cp-comm allgather would gather"},
         {{"--pp", "2", "--pp-schedule", "interleaved", "--pp-chunks", "2", "--grad-accum", "3"}, "multiple of --pp"},
     };
     for (const Case& k : cases) {
