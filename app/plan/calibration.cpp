@@ -155,7 +155,9 @@ void OpCostFit::finish(ClusterDesc& c) const {
         if (b.spans >= 2) peak = std::max(peak, b.flops / b.seconds);
     US_CHECK_INPUT(peak > 0, "calibration: too few GEMMs per size to measure a throughput");
     c.peak_flops_fp32 = peak;
-    c.peak_flops_bf16 = peak;  // a CPU rank has no faster bf16 path than its fp32 GEMM (docs/architecture.md)
+    // The measured runs are fp32: bf16 is given the same peak. Where the engine's AVX-512 BF16 kernel runs
+    // (docs/architecture.md) bf16 GEMMs are 2-4x faster, which this file does not know (docs/planner.md).
+    c.peak_flops_bf16 = peak;
     c.gemm_efficiency.clear();
     for (const auto& [key, b] : m_gemm_bins)
         if (b.spans >= 2) c.gemm_efficiency.emplace_back(b.flops / b.spans, b.flops / b.seconds / peak);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/backend/cpu/gemm_bf16.h"
+#include "engine/backend/cpu/peak.h"
 #include "test_util.h"
 
 using us::bf16;
@@ -316,11 +317,14 @@ TEST_CASE("gemm_bf16 avx512-bf16 is deterministic across runs, thread counts and
     for (const auto& r : nested) CHECK(std::memcmp(first.c.data(), r.c.data(), first.c.size() * sizeof(float)) == 0);
 }
 
-TEST_CASE("gemm_bf16 automatic choice: the sgemm fallback, the AVX-512 kernel when US_BF16_GEMM asks",
+TEST_CASE("gemm_bf16 automatic choice: the rule for this CPU and OpenBLAS, overridden by US_BF16_GEMM",
           "[cpu][gemm_bf16]") {
     const char* old = std::getenv("US_BF16_GEMM");
     const std::string saved = old ? old : "";
     unsetenv("US_BF16_GEMM");
+    CHECK(us::cpu::resolve_bf16_gemm_kernel(Bf16GemmKernel::automatic) ==
+          us::cpu::automatic_bf16_gemm_kernel(us::cpu::cpu_supports_avx512_bf16(), us::cpu::openblas_core_name()));
+    setenv("US_BF16_GEMM", "sgemm", 1);
     CHECK(us::cpu::resolve_bf16_gemm_kernel(Bf16GemmKernel::automatic) == Bf16GemmKernel::fp32_sgemm);
     setenv("US_BF16_GEMM", "avx512", 1);
     const auto asked = us::cpu::cpu_supports_avx512_bf16() ? Bf16GemmKernel::avx512_bf16 : Bf16GemmKernel::fp32_sgemm;
@@ -330,4 +334,20 @@ TEST_CASE("gemm_bf16 automatic choice: the sgemm fallback, the AVX-512 kernel wh
         setenv("US_BF16_GEMM", saved.c_str(), 1);
     else
         unsetenv("US_BF16_GEMM");
+}
+
+TEST_CASE("gemm_bf16: automatic takes the AVX-512 BF16 kernel where OpenBLAS's sgemm is 256-bit", "[cpu][gemm_bf16]") {
+    using us::cpu::automatic_bf16_gemm_kernel;
+    using K = us::cpu::Bf16GemmKernel;
+    // Measured (docs/performance.md): the kernel 3.2-3.9x OpenBLAS's Haswell sgemm on a Zen 4, slower than its
+    // Cooperlake sgemm on a Xeon. Without the instructions, always the fallback.
+    for (const char* core : {"Haswell", "Zen", "HASWELL", "Prescott"}) {
+        INFO(core);
+        CHECK(automatic_bf16_gemm_kernel(true, core) == K::avx512_bf16);
+        CHECK(automatic_bf16_gemm_kernel(false, core) == K::fp32_sgemm);
+    }
+    for (const char* core : {"SkylakeX", "Cooperlake", "SapphireRapids", "cooperlake"}) {
+        INFO(core);
+        CHECK(automatic_bf16_gemm_kernel(true, core) == K::fp32_sgemm);
+    }
 }

@@ -22,9 +22,14 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <string_view>
+
+extern "C" char* openblas_get_corename(void);
 
 // The kernel builds without -march=native and only runs after cpu_supports_avx512_bf16() said yes.
 #define US_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
@@ -56,14 +61,32 @@ const char* bf16_gemm_kernel_name(Bf16GemmKernel kernel) {
     }
 }
 
+bool openblas_kernel_is_avx512(std::string_view core) {
+    std::string lower(core);
+    for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    for (std::string_view family : {"skylakex", "cooperlake", "sapphirerapids"})
+        if (lower == family) return true;
+    return false;
+}
+
+Bf16GemmKernel automatic_bf16_gemm_kernel(bool cpu_has_avx512_bf16, std::string_view openblas_core) {
+    // Measured (docs/performance.md): on a 16-core Xeon with AVX-512 BF16, OpenBLAS's Cooperlake sgemm on the
+    // rounded inputs beat our vdpbf16ps kernel at 1, 8 and 16 threads (bf16 training 0.59-0.79x fp32 with it); on a
+    // Zen 4 EPYC, whose OpenBLAS runs AVX2 kernels (Haswell, Zen), the kernel ran 3.2-3.9x OpenBLAS's sgemm on every
+    // GPT-2 training shape and bf16 training 2.2x fp32. The 512-bit bf16 dot product wins against a 256-bit sgemm.
+    return cpu_has_avx512_bf16 && !openblas_kernel_is_avx512(openblas_core) ? Bf16GemmKernel::avx512_bf16
+                                                                            : Bf16GemmKernel::fp32_sgemm;
+}
+
 Bf16GemmKernel resolve_bf16_gemm_kernel(Bf16GemmKernel requested) {
     if (requested != Bf16GemmKernel::automatic) return requested;
-    // Measured on a 16-core AVX-512 BF16 Xeon (docs/performance.md, 2026-11-24): OpenBLAS's Cooperlake sgemm on the
-    // rounded inputs beats our vdpbf16ps kernel at 1, 8 and 16 threads (bf16 training ran at 0.59-0.79x fp32 with
-    // it), so the fallback is the default everywhere; US_BF16_GEMM=avx512 (or an explicit request) runs the kernel.
+    // US_BF16_GEMM=avx512 or =sgemm overrides the choice (the kernel only where the CPU has it).
     const char* forced = std::getenv("US_BF16_GEMM");
     if (forced && std::strcmp(forced, "avx512") == 0 && cpu_supports_avx512_bf16()) return Bf16GemmKernel::avx512_bf16;
-    return Bf16GemmKernel::fp32_sgemm;
+    if (forced && std::strcmp(forced, "sgemm") == 0) return Bf16GemmKernel::fp32_sgemm;
+    static const Bf16GemmKernel chosen =
+        automatic_bf16_gemm_kernel(cpu_supports_avx512_bf16(), openblas_get_corename());
+    return chosen;
 }
 
 namespace {

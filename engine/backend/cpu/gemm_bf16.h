@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 
 #include "engine/backend/backend.h"
 
@@ -14,9 +15,12 @@ enum class Bf16GemmKernel { automatic, avx512_bf16, fp32_sgemm };
 bool cpu_supports_avx512_bf16();
 const char* bf16_gemm_kernel_name(Bf16GemmKernel kernel);
 
-// The kernel `automatic` resolves to: fp32_sgemm (measured faster than avx512_bf16 with OpenBLAS's AVX-512
-// kernels); US_BF16_GEMM=avx512 in the environment picks avx512_bf16 on a CPU that has it.
+// The kernel `automatic` resolves to: avx512_bf16 on a CPU with AVX-512 BF16 whose OpenBLAS runs a 256-bit sgemm
+// (Haswell, Zen: a Zen 4 measured the kernel 3.2-3.9x it), else fp32_sgemm (OpenBLAS's AVX-512 sgemm on the rounded
+// inputs measured faster than the kernel on a Xeon). US_BF16_GEMM=avx512 or =sgemm in the environment overrides it.
 Bf16GemmKernel resolve_bf16_gemm_kernel(Bf16GemmKernel requested);
+// The rule itself, for a CPU and an OpenBLAS core name (openblas_get_corename()); tested alone.
+Bf16GemmKernel automatic_bf16_gemm_kernel(bool cpu_has_avx512_bf16, std::string_view openblas_core);
 
 // Floats of scratch that gemm_bf16 needs for this call with this kernel. The avx512 kernel sizes it for
 // omp_get_max_threads() threads (one inside a parallel region): ask from the same context as the call.

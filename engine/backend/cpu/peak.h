@@ -22,6 +22,9 @@ struct PeakMeasurement {
 // Takes about `seconds` of wall time (more on a slow machine: each size up to the first past it runs twice).
 // Sets the BLAS thread count to `threads` and leaves it so.
 PeakMeasurement measure_sgemm_peak(int threads, double seconds = 0.5);
+// The same for the engine's bf16 GEMM path (gemm_bf16.h, the kernel `automatic` resolves to; blas_kernel names it):
+// a bf16 run's ceiling where the AVX-512 BF16 kernel outruns sgemm.
+PeakMeasurement measure_bf16_gemm_peak(int threads, double seconds = 0.5);
 
 std::string openblas_core_name();
 
