@@ -64,6 +64,22 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
     std::map<std::string, int64_t> pruned;
     const int64_t B = o.global_batch_sequences;
     int64_t candidates = 0;
+    // A layout the loops below make: sampled (o.sample_stride), checked by the rules the engine and `ultrascope
+    // plan` share, evaluated.
+    const auto consider = [&](const Layout& l) {
+        if (candidates++ % std::max<int64_t>(1, o.sample_stride) != 0) {
+            ++out.sampled_out;
+            return;
+        }
+        try {
+            check_layout(m, c, l, o.gpus);
+        } catch (const UserError&) {
+            pruned["refused by the settings rules (ultrascope plan with its flags says why)"]++;
+            return;
+        }
+        out.ranked.push_back(evaluate(m, c, l));
+        ++out.considered;
+    };
     for (int tp : divisors(o.gpus)) {
         if (m.heads % tp != 0 || (m.kv() % tp != 0 && tp % m.kv() != 0)) {
             pruned["tp does not divide the heads"]++;
@@ -125,19 +141,7 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                                         l.micro_batch = mb, l.grad_accum = accum, l.recompute = rc, l.bf16 = o.bf16;
                                         l.flash = o.flash;
                                         l.cp_comm = cp_comm;
-                                        if (candidates++ % std::max<int64_t>(1, o.sample_stride) != 0) {
-                                            ++out.sampled_out;
-                                            continue;
-                                        }
-                                        try {  // the rules the engine and `ultrascope plan` share refuse it?
-                                            check_layout(m, c, l, o.gpus);
-                                        } catch (const UserError&) {
-                                            pruned
-                                                ["refused by the settings rules (ultrascope plan with its flags says why)"]++;
-                                            continue;
-                                        }
-                                        out.ranked.push_back(evaluate(m, c, l));
-                                        ++out.considered;
+                                        consider(l);
                                     }
                                 }
                         }

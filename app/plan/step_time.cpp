@@ -110,30 +110,28 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     // The all-gather (Llama 3's, context_parallel_allgather.cpp): per layer every rank's key/value block gathered
     // before the attention in forward and again in backward, the cp fp32 gradient blocks reduce-scattered after the
     // backward, none of it overlapped.
-    if (l.cp > 1 && l.cp_comm == "allgather") {
+    if (l.cp > 1) {
         const Link& link = group_link(c, l.tp, l.cp);
         const double kv_elements = double(r.T) * double(r.qkv_width - r.attn_width);  // a rank's k and v
-        const double gather = all_gather_s(double(l.cp) * kv_elements * e, l.cp, link);
-        const double scatter = all_gather_s(double(l.cp) * kv_elements * 4, l.cp, link);
         const double layers = double(r.layers);
-        s.cp_exposed_f = layers * gather;
-        s.cp_exposed_b = layers * (gather + scatter + (l.recompute == "full" ? gather : 0));
-        s.cp_scatter = layers * scatter;
-        s.link[size_t(link_level(c, link))] += s.cp_exposed_f + s.cp_exposed_b;
-    } else if (l.cp > 1) {
-        const Link& link = group_link(c, l.tp, l.cp);
-        const double kv_elements = double(r.T) * double(r.qkv_width - r.attn_width);  // k and v
-        const double kv = send_s(kv_elements * e, link), g = send_s(kv_elements * 4, link);
-        const double step_f = core_flops / (peak * attention_eff) * overhead / l.cp;
-        const double step_b = step_f * 2.5;
-        const double exposed_f = double(l.cp - 1) * std::max(0.0, kv - step_f);
-        double exposed_b = std::max(0.0, kv - step_b) + std::max(0.0, g - step_b) + g;
-        if (l.cp > 2) exposed_b += double(l.cp - 2) * std::max(0.0, kv + g - step_b);
-        const double total = double(l.cp - 1) * kv + (double(l.cp - 1) * kv + double(l.cp) * g);
-        const double layers = double(r.layers);
-        s.cp_exposed_f = layers * exposed_f;
-        s.cp_exposed_b = layers * (exposed_b + (l.recompute == "full" ? exposed_f : 0));
-        s.cp_hidden = layers * (total - exposed_f - exposed_b);
+        if (l.cp_comm == "allgather") {
+            const double gather = all_gather_s(double(l.cp) * kv_elements * e, l.cp, link);
+            const double scatter = all_gather_s(double(l.cp) * kv_elements * 4, l.cp, link);
+            s.cp_exposed_f = layers * gather;
+            s.cp_exposed_b = layers * (gather + scatter + (l.recompute == "full" ? gather : 0));
+            s.cp_scatter = layers * scatter;
+        } else {
+            const double kv = send_s(kv_elements * e, link), g = send_s(kv_elements * 4, link);
+            const double step_f = core_flops / (peak * attention_eff) * overhead / l.cp;
+            const double step_b = step_f * 2.5;
+            const double exposed_f = double(l.cp - 1) * std::max(0.0, kv - step_f);
+            double exposed_b = std::max(0.0, kv - step_b) + std::max(0.0, g - step_b) + g;
+            if (l.cp > 2) exposed_b += double(l.cp - 2) * std::max(0.0, kv + g - step_b);
+            const double total = double(l.cp - 1) * kv + (double(l.cp - 1) * kv + double(l.cp) * g);
+            s.cp_exposed_f = layers * exposed_f;
+            s.cp_exposed_b = layers * (exposed_b + (l.recompute == "full" ? exposed_f : 0));
+            s.cp_hidden = layers * (total - exposed_f - exposed_b);
+        }
         s.link[size_t(link_level(c, link))] += s.cp_exposed_f + s.cp_exposed_b + s.cp_hidden;
     }
     // Expert parallelism: per MoE layer 4 all-to-alls (dispatch and combine, forward and backward) of the rank's

@@ -38,6 +38,7 @@ ContextParallel::ContextParallel(Communicator& cp_group, CpBalance balance, CpCo
                                                        "context-parallel positions");
     m_positions = m_positions_storage.view(DType::i32, 0, int64_t(pos.size()));
     backend.upload(m_positions, pos.data());
+    for (int owner = 0; owner < cp; ++owner) m_pairs.push_back(cp_chunk_pairs(balance, cp, rank(), owner));
     for (int i = 0; i < cp; ++i)
         m_step_names.push_back(prof::string_id(comm == CpComm::ring ? fmt::format("ring attention step {}", i)
                                                : i == 0             ? std::string("cp attention: own block")
@@ -114,7 +115,7 @@ void ContextParallel::attention_forward(Tensor out, Tensor lse, Tensor qkv, int 
             US_PROF_OP_NAME(US_PROF_NAME("ring attention: key/value block"));
             std::tie(sent, received) = m_group->isend_recv(cur, next, nxt, prev, kKvTag);
         }
-        const std::vector<AttentionChunkPair> pairs = pairs_with((me - i + cp) % cp);
+        const std::vector<AttentionChunkPair>& pairs = pairs_with((me - i + cp) % cp);
         if (!pairs.empty()) {
             US_PROF_OP_NAME(m_step_names[size_t(i)]);
             AttentionBlockArgs a{qkv, cur, B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size()), kv_stride};
@@ -151,7 +152,7 @@ void ContextParallel::attention_backward(Tensor dqkv, Tensor dout, Tensor out, T
         m_be->fill_zero(dq);
         m_be->fill_zero(dkv);
         m_be->attention_block_delta(delta, dout, out, B, Tl, NH, HD);
-        const std::vector<AttentionChunkPair> pairs = pairs_with(0);
+        const std::vector<AttentionChunkPair>& pairs = pairs_with(0);
         AttentionBlockArgs a{qkv,          qkv.slice(C, qkv.numel - C), B,    Tl, NH, HD, m_chunk,
                              pairs.data(), int(pairs.size()),           3 * C};
         m_be->attention_block_backward(a, dq, dkv, dout, lse, delta);
@@ -185,7 +186,7 @@ void ContextParallel::attention_backward(Tensor dqkv, Tensor dout, Tensor out, T
         Tensor contribution = mine[i % 2];
         if (grad_sent[i % 2]) grad_sent[i % 2]->wait();  // sent from this buffer two steps ago
         m_be->fill_zero(contribution);
-        const std::vector<AttentionChunkPair> pairs = pairs_with((me - i + cp) % cp);
+        const std::vector<AttentionChunkPair>& pairs = pairs_with((me - i + cp) % cp);
         if (!pairs.empty()) {
             US_PROF_OP_NAME(m_step_names[size_t(i)]);
             AttentionBlockArgs a{qkv, cur, B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size())};

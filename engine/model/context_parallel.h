@@ -66,16 +66,18 @@ public:
     void attention_backward(Tensor dqkv, Tensor dout, Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD);
 
     // The chunk pairs this rank computes against the key/value block of `owner` (the causal ones, diagonal pairs
-    // flagged): what makes the zigzag balance visible.
-    std::vector<AttentionChunkPair> pairs_with(int owner) const {
-        return cp_chunk_pairs(m_balance, size(), rank(), owner);
-    }
+    // flagged): what makes the zigzag balance visible. Fixed by the layout, worked out once.
+    const std::vector<AttentionChunkPair>& pairs_with(int owner) const { return m_pairs.at(size_t(owner)); }
 
 private:
     int chunks_per_rank() const { return cp_chunks_per_rank(m_balance); }
     // --cp-comm allgather (context_parallel_allgather.cpp).
     void allgather_forward(Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD);
     void allgather_backward(Tensor dqkv, Tensor dout, Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD);
+    // Calls visit(owner, args) for each gathered block with chunk pairs, in the ring's order (the rank's own first,
+    // then rank - 1, ...), under its step's profiler name.
+    template <class Visit>
+    void visit_gathered(Tensor qkv, Tensor gathered, int B, int NH, int HD, Visit visit) const;
 
     Communicator* m_group = nullptr;
     CpBalance m_balance = CpBalance::zigzag;
@@ -84,7 +86,8 @@ private:
     Backend* m_be = nullptr;
     Allocation m_positions_storage;
     Tensor m_positions;
-    std::vector<uint32_t> m_step_names;  // profiler names "ring attention step i"
+    std::vector<uint32_t> m_step_names;                    // profiler names "ring attention step i"
+    std::vector<std::vector<AttentionChunkPair>> m_pairs;  // per owner: pairs_with
 };
 
 // A BatchSource that reads whole micro-batches from another one and hands on the rank's rows of each sequence.

@@ -21,21 +21,34 @@ struct Pieces {
     }
 };
 
-}  // namespace
-
 // Every rank's keys and values, packed (B, Tl, 2C) per rank, rank r's at block r.
-static void gather_kv(Communicator& group, Backend& be, Tensor gathered, Tensor qkv, int64_t block, int B, int Tl,
-                      int C) {
+void gather_kv(Communicator& group, Backend& be, Tensor gathered, Tensor qkv, int64_t block, int B, int Tl, int C) {
     be.attention_block_pack_kv(gathered.slice(group.rank() * block, block), qkv, B, Tl, C);
     const Pieces pieces(group.size(), block);
     US_PROF_OP_NAME(US_PROF_NAME("cp all-gather: keys and values"));
     group.all_gather(gathered, pieces.counts, pieces.displs);
 }
 
+}  // namespace
+
+template <class Visit>
+void ContextParallel::visit_gathered(Tensor qkv, Tensor gathered, int B, int NH, int HD, Visit visit) const {
+    const int cp = size(), me = rank();
+    const int64_t block = gathered.numel / cp;
+    for (int i = 0; i < cp; ++i) {
+        const int owner = (me - i + cp) % cp;
+        const std::vector<AttentionChunkPair>& pairs = pairs_with(owner);
+        if (pairs.empty()) continue;
+        US_PROF_OP_NAME(m_step_names[size_t(i)]);
+        visit(owner, AttentionBlockArgs{qkv, gathered.slice(owner * block, block), B, local_seq(), NH, HD, m_chunk,
+                                        pairs.data(), int(pairs.size())});
+    }
+}
+
 // The blocks are merged in the ring's order (the rank's own first, then rank - 1, rank - 2, ...), so the online
 // softmax sees the same sequence of partial results as the ring's and the output is the ring's bit for bit.
 void ContextParallel::allgather_forward(Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD) {
-    const int cp = size(), me = rank(), Tl = local_seq(), C = NH * HD;
+    const int cp = size(), Tl = local_seq(), C = NH * HD;
     TrackedAllocator& alloc = m_be->allocator();
     const int64_t block = int64_t(B) * Tl * 2 * C;
     const Allocation buffers = alloc.allocate(size_t(cp * block) * dtype_size(qkv.dtype), MemCategory::comm_buffers,
@@ -49,15 +62,8 @@ void ContextParallel::allgather_forward(Tensor out, Tensor lse, Tensor qkv, int 
     const Tensor row_sum = state.view(DType::f32, int64_t(B) * Tl * C + rows, rows);
     m_be->fill_zero(state.view(DType::f32, 0, int64_t(B) * Tl * C + 2 * rows));
     gather_kv(*m_group, *m_be, gathered, qkv, block, B, Tl, C);
-    for (int i = 0; i < cp; ++i) {
-        const int owner = (me - i + cp) % cp;
-        const std::vector<AttentionChunkPair> pairs = pairs_with(owner);
-        if (pairs.empty()) continue;
-        US_PROF_OP_NAME(m_step_names[size_t(i)]);
-        AttentionBlockArgs a{
-            qkv, gathered.slice(owner * block, block), B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size())};
-        m_be->attention_block_forward(a, acc, row_max, row_sum);
-    }
+    visit_gathered(qkv, gathered, B, NH, HD,
+                   [&](int, const AttentionBlockArgs& a) { m_be->attention_block_forward(a, acc, row_max, row_sum); });
     m_be->attention_block_finish(out, lse, acc, row_max, row_sum, B, Tl, NH, HD);
 }
 
@@ -67,7 +73,7 @@ void ContextParallel::allgather_forward(Tensor out, Tensor lse, Tensor qkv, int 
 // gathered keys and values are given back before the reduce-scatter: the layer's peak is cp blocks of each.
 void ContextParallel::allgather_backward(Tensor dqkv, Tensor dout, Tensor out, Tensor lse, Tensor qkv, int B, int NH,
                                          int HD) {
-    const int cp = size(), me = rank(), Tl = local_seq(), C = NH * HD;
+    const int cp = size(), Tl = local_seq(), C = NH * HD;
     TrackedAllocator& alloc = m_be->allocator();
     const int64_t block = int64_t(B) * Tl * 2 * C, rows = int64_t(B) * NH * Tl;
     const Allocation share_buffers = alloc.allocate(size_t(cp * block) * 4, MemCategory::comm_buffers,
@@ -86,15 +92,9 @@ void ContextParallel::allgather_backward(Tensor dqkv, Tensor dout, Tensor out, T
                            "cp all-gather: every rank's keys and values");
         const Tensor gathered = kv_buffers.view(qkv.dtype, 0, cp * block);
         gather_kv(*m_group, *m_be, gathered, qkv, block, B, Tl, C);
-        for (int i = 0; i < cp; ++i) {
-            const int owner = (me - i + cp) % cp;
-            const std::vector<AttentionChunkPair> pairs = pairs_with(owner);
-            if (pairs.empty()) continue;
-            US_PROF_OP_NAME(m_step_names[size_t(i)]);
-            AttentionBlockArgs a{
-                qkv, gathered.slice(owner * block, block), B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size())};
+        visit_gathered(qkv, gathered, B, NH, HD, [&](int owner, const AttentionBlockArgs& a) {
             m_be->attention_block_backward(a, dq, shares.slice(owner * block, block), dout, lse, delta);
-        }
+        });
     }
     const Allocation own_buffer =
         alloc.allocate(size_t(block) * 4, MemCategory::comm_buffers, "cp reduce-scatter: own key/value gradients");

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/gemm_bf16.h"
 #include "engine/backend/cpu/peak.h"
 
 #include <fmt/format.h>
@@ -131,9 +132,10 @@ RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInf
         peak.gflops = measured.gflops;
         peak.source = fmt::format("measured: best sgemm of OpenBLAS ({}) on {} thread(s) of this machine ({}, n {})",
                                   measured.blas_kernel, threads, cpu::sgemm_form_name(measured.form), measured.size);
-        // A bf16 run's GEMMs take the bf16 path: where its AVX-512 BF16 kernel outruns sgemm, that is the ceiling
-        // (an MFU over sgemm's peak could pass 100%).
-        if (cfg.precision == Precision::bf16) {
+        // A bf16 run's GEMMs take the bf16 path: where its AVX-512 BF16 kernel runs and outruns sgemm, that is the
+        // ceiling (an MFU over sgemm's peak could pass 100%). The fallback is sgemm itself: nothing to measure.
+        if (cfg.precision == Precision::bf16 &&
+            cpu::resolve_bf16_gemm_kernel(cpu::Bf16GemmKernel::automatic) == cpu::Bf16GemmKernel::avx512_bf16) {
             const cpu::PeakMeasurement bf16 = cpu::measure_bf16_gemm_peak(threads, 0.3);
             if (bf16.gflops > peak.gflops) {
                 peak.gflops = bf16.gflops;
