@@ -77,6 +77,7 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
     row("data-parallel / ZeRO, exposed", t.dp_comm_exposed_s);
     row("data-parallel / ZeRO, hidden", t.dp_comm_hidden_s, "(behind compute, not added)");
     row("optimizer", t.optimizer_s);
+    row("compute slowed by hidden transfers", t.overlap_slowdown_s, "(the cluster's overlap_slowdown)");
     s += fmt::format("  {:<34} {:>10.4g}\n", "step", t.step_s);
     s += fmt::format(
         "  busy over the step: compute {:.4g} s, intra-node link {:.4g} s, inter-node link {:.4g} s "

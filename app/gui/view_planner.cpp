@@ -89,6 +89,7 @@ void draw_time(const plan::PlanResult& r) {
         {"bubble", t.bubble_s, kIdleColor | IM_COL32(0, 0, 0, 255)},
         {"dp exposed", t.dp_comm_exposed_s, IM_COL32(255, 140, 80, 255)},
         {"optimizer", t.optimizer_s, phase_color(prof::Phase::optimizer)},
+        {"slowed by hidden comm", t.overlap_slowdown_s, IM_COL32(200, 120, 120, 255)},
     };
     stacked_bar(parts, t.step_s, seconds_text);
     if (t.dp_comm_hidden_s > 0 || t.cp_comm_hidden_s > 0)

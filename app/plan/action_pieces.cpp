@@ -10,7 +10,7 @@ using prof::OpClass;
 std::vector<Piece> ActionPieces::forward() const {
     if (!m_detailed)
         return coarse({{"GEMMs", OpClass::gemm, m_cost.gemm_f},
-                       {"attention", OpClass::attention, m_cost.attn_f},
+                       {"attention", OpClass::attention, m_cost.attn_f + m_cost.contention_f},
                        {"other ops", OpClass::activation, m_cost.other_f}},
                       m_cost.tp_f, m_cost.ep_f, m_cost.cp_exposed_f, m_cost.cp_hidden / 3);
     std::vector<Piece> p;
@@ -23,7 +23,8 @@ std::vector<Piece> ActionPieces::forward() const {
         const auto& g = moe ? m_w.moe_layer_gemms : m_w.layer_gemms;
         add(p, "norm 1", OpClass::norm, norm_s(), layer);
         add(p, "qkv", OpClass::gemm, gemm(g[0]), layer, g[0]);
-        Piece attn{"attention", OpClass::attention, m_cost.attn_f / layers, -1, layer};
+        // The attention's time includes its slowdown beside the ring's hidden transfers (contention_f).
+        Piece attn{"attention", OpClass::attention, (m_cost.attn_f + m_cost.contention_f) / layers, -1, layer};
         attn.flops = uint64_t(m_w.attention_flops);
         if (m_l.cp > 1)
             attn.hidden_comm_s = m_cost.cp_hidden / 3 / layers, attn.hidden_group = kGroupCp,
@@ -67,7 +68,7 @@ std::vector<Piece> ActionPieces::backward(bool input, bool weight) const {
         std::vector<Piece> p = coarse({{"GEMMs", OpClass::gemm, m_cost.gemm_b * gemm_share}}, 0, 0, 0, 0);
         if (!input) return p;
         std::vector<Piece> rest = coarse({{"recompute", OpClass::gemm, m_cost.recompute},
-                                          {"attention", OpClass::attention, m_cost.attn_b},
+                                          {"attention", OpClass::attention, m_cost.attn_b + m_cost.contention_b},
                                           {"other ops", OpClass::activation, m_cost.other_b}},
                                          m_cost.tp_b, m_cost.ep_b, m_cost.cp_exposed_b, m_cost.cp_hidden * 2 / 3);
         p.insert(p.end(), rest.begin(), rest.end());
@@ -112,7 +113,7 @@ std::vector<Piece> ActionPieces::backward(bool input, bool weight) const {
         }
         gemm_b("attention out", g[1], layer);
         if (input) {
-            Piece attn{"attention", OpClass::attention, m_cost.attn_b / layers, -1, layer};
+            Piece attn{"attention", OpClass::attention, (m_cost.attn_b + m_cost.contention_b) / layers, -1, layer};
             if (m_l.cp > 1)
                 attn.hidden_comm_s = m_cost.cp_hidden * 2 / 3 / layers, attn.hidden_group = kGroupCp,
                 attn.hidden_name = "cp ring: key/value and gradient blocks";

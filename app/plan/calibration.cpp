@@ -171,6 +171,7 @@ void OpCostFit::finish(ClusterDesc& c) const {
     c.loss_s = ratio(m_loss_s, m_loss_elements, c.loss_s);
     c.optimizer_s = ratio(m_optimizer_s, m_optimizer_params, c.optimizer_s);
     c.host_overhead = m_idle_s / m_compute_s;
+    c.overlap_slowdown = 0;  // not separated: the measured op times carry what this machine's overlapped runs had
     c.naive_attention_skips_masked = true;  // the CPU engine's naive kernel takes query rows against visible keys
     c.calibrated = true;
 }

@@ -104,7 +104,8 @@ ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source
             f.object("op_costs"), where,
             {"gemm_efficiency", "attention_efficiency", "attention_length_efficiency", "norm_s_per_element",
              "elementwise_s_per_element", "embedding_s_per_element", "loss_s_per_element", "optimizer_s_per_param",
-             "host_overhead", "naive_attention_skips_masked", "note", "attention_length_note"});
+             "host_overhead", "naive_attention_skips_masked", "overlap_slowdown", "note", "attention_length_note",
+             "overlap_note"});
         if (o.has("gemm_efficiency"))
             c.gemm_efficiency = read_table(o.raw("gemm_efficiency"), where, "gemm_efficiency", "FLOPs");
         if (o.has("attention_length_efficiency"))
@@ -118,6 +119,11 @@ ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source
         c.loss_s = o.number("loss_s_per_element", c.loss_s);
         c.optimizer_s = o.number("optimizer_s_per_param", c.optimizer_s);
         c.host_overhead = o.number("host_overhead", 0);
+        c.overlap_slowdown = o.number("overlap_slowdown", 0);
+        US_CHECK_INPUT(c.overlap_slowdown >= 0 && c.overlap_slowdown < 1,
+                       "{}: 'overlap_slowdown' must be in [0, 1): the fraction by which compute beside a hidden "
+                       "transfer runs longer (got {})",
+                       where, c.overlap_slowdown);
         c.naive_attention_skips_masked = o.boolean("naive_attention_skips_masked", c.naive_attention_skips_masked);
     }
     return c;
@@ -153,6 +159,7 @@ nlohmann::json cluster_to_json(const ClusterDesc& c) {
                           {"loss_s_per_element", c.loss_s},
                           {"optimizer_s_per_param", c.optimizer_s},
                           {"host_overhead", c.host_overhead},
+                          {"overlap_slowdown", c.overlap_slowdown},
                           {"naive_attention_skips_masked", c.naive_attention_skips_masked}}}};
     if (!length.empty()) j["op_costs"]["attention_length_efficiency"] = length;  // none: 1 (a calibrated kernel)
     return j;

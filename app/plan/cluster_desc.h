@@ -43,7 +43,11 @@ struct ClusterDesc {
     bool naive_attention_skips_masked = false;  // the naive kernel skips the masked keys (the CPU engine's does)
     double norm_s = 0, elementwise_s = 0, embedding_s = 0, loss_s = 0, optimizer_s = 0;
     double host_overhead = 0;  // fraction of compute lost between ops (launches, framework): measured on a CPU
-    bool calibrated = false;   // true: a machine file `ultrascope calibrate` measured
+    // Compute running beside a hidden transfer takes this fraction longer (the transfer's kernels hold SMs and memory
+    // bandwidth): the step-time model charges overlap_slowdown x the hidden time. 0: none (a calibrated machine's
+    // measured op times carry its own).
+    double overlap_slowdown = 0;
+    bool calibrated = false;  // true: a machine file `ultrascope calibrate` measured
     std::string default_precision = "bf16";
 
     double attention_length_factor(double keys) const;

@@ -49,6 +49,7 @@ std::string why_slower(const PlanResult& r, const PlanResult& best) {
         {"slower compute (smaller GEMMs, less efficient)",
          (a.gemm_s + a.attention_s + a.other_ops_s) - (b.gemm_s + b.attention_s + b.other_ops_s)},
         {"optimizer", a.optimizer_s - b.optimizer_s},
+        {"compute slowed by hidden communication", a.overlap_slowdown_s - b.overlap_slowdown_s},
     };
     if (a.step_s <= b.step_s * 1.005) return "as fast as the best (within 0.5%)";
     const auto worst = std::max_element(deltas.begin(), deltas.end(),
@@ -226,6 +227,7 @@ nlohmann::json plan_json(const ModelDesc& m, const ClusterDesc& c, const PlanRes
               {"dp_comm_exposed", t.dp_comm_exposed_s},
               {"dp_comm_hidden", t.dp_comm_hidden_s},
               {"optimizer", t.optimizer_s},
+              {"overlap_slowdown", t.overlap_slowdown_s},
               {"forward_per_micro_batch", t.forward_s},
               {"backward_per_micro_batch", t.backward_s}}},
             {"busy_s",

@@ -178,6 +178,11 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
                    "dp gradient buckets (behind backward)", step, -1, -1, 0, kGroupDp, -1, share(dp.hidden));
         }
         double t = offset + finish;
+        if (dp.contention > 0) {  // the backward beside the hidden buckets ran slower: that much later
+            w.span(Lane::compute, SpanKind::op, Phase::backward, OpClass::none, t, t + dp.contention,
+                   "backward slowed by the dp traffic beside it", step);
+            t += dp.contention;
+        }
         if (dp.exposed > 0) {
             w.span(Lane::comm, SpanKind::comm, Phase::backward, l.zero >= 1 ? OpClass::all_gather : OpClass::all_reduce,
                    t, t + dp.exposed, l.zero >= 1 ? "dp reduction / ZeRO gather (exposed)" : "dp all-reduce (exposed)",

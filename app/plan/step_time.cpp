@@ -131,6 +131,10 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
             s.cp_exposed_f = layers * exposed_f;
             s.cp_exposed_b = layers * (exposed_b + (l.recompute == "full" ? exposed_f : 0));
             s.cp_hidden = layers * (total - exposed_f - exposed_b);
+            // The attention beside the hidden transfers runs slower (their kernels share the SMs and memory).
+            const double hidden_f = layers * (double(l.cp - 1) * kv - exposed_f);
+            s.contention_f = c.overlap_slowdown * hidden_f;
+            s.contention_b = c.overlap_slowdown * std::max(0.0, s.cp_hidden - hidden_f);
         }
         s.link[size_t(link_level(c, link))] += s.cp_exposed_f + s.cp_exposed_b + s.cp_hidden;
     }
@@ -281,6 +285,9 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
             const double wait = std::min(link_busy - e, dp.hidden);
             dp.exposed += wait, dp.hidden -= wait, e += wait;
         }
+        // The compute the hidden part overlaps runs slower for it (overlap_slowdown): the stage ends that much later.
+        dp.contention = c.overlap_slowdown * dp.hidden;
+        e += dp.contention;
         if (e > end) end = e, sm.critical_stage = st;
     }
     sm.step_s = end;
@@ -314,8 +321,9 @@ StepPieces estimate_step(const ModelDesc& m, const ClusterDesc& c, const Layout&
     p.dp_comm_exposed_s = dp.exposed;
     p.dp_comm_hidden_s = dp.hidden;
     p.optimizer_s = dp.optimizer;
-    p.step_s = busy + p.pp_comm_s + p.bubble_s + p.dp_comm_exposed_s + p.optimizer_s;
-    p.compute_busy_s = mb * w.compute() + p.optimizer_s;
+    p.overlap_slowdown_s = mb * (w.contention_f + w.contention_b) + dp.contention;
+    p.step_s = busy + p.pp_comm_s + p.bubble_s + p.dp_comm_exposed_s + dp.contention + p.optimizer_s;
+    p.compute_busy_s = mb * w.compute() + dp.contention + p.optimizer_s;
     for (size_t k = 0; k < p.link_busy_s.size(); ++k) p.link_busy_s[k] = mb * w.link[k];
     p.link_busy_s[size_t(dp.link_level)] += dp.exposed + dp.hidden;
     return p;

@@ -30,6 +30,9 @@ struct StepPieces {
     double bubble_s = 0;                                 // the pipeline's idle time (simulated schedule)
     double dp_comm_exposed_s = 0, dp_comm_hidden_s = 0;  // gradient reduction and ZeRO gathers
     double optimizer_s = 0;
+    // Compute slowed by the communication hidden beside it (the cluster's overlap_slowdown x the hidden time): the cp
+    // ring's share lengthens the attention, the data-parallel share the last backward. Added to the step.
+    double overlap_slowdown_s = 0;
     double step_s = 0;
     double forward_s = 0, backward_s = 0;  // one micro-batch on the busiest stage (what the schedule simulates)
     // The resources the model charges, busy over the step on the stage shown: the compute stream (every op,
@@ -49,16 +52,23 @@ struct StageCost {
     double tp_f = 0, tp_b = 0, cp_exposed_f = 0, cp_exposed_b = 0, cp_hidden = 0, ep_f = 0, ep_b = 0;
     double tp_vocab = 0;    // of tp_f, the vocabulary-parallel ends' all-reduce (first and last stage)
     double cp_scatter = 0;  // of cp_exposed_b, --cp-comm allgather's reduce-scatter after the attention
-    double pp = 0;          // transfers into the stage per micro-batch (forward activations and backward gradients)
+    // The attention's slowdown while the ring's transfers run beside it (overlap_slowdown x the hidden time).
+    double contention_f = 0, contention_b = 0;
+    double pp = 0;  // transfers into the stage per micro-batch (forward activations and backward gradients)
     std::array<double, 2> link{};  // per link level: every transfer of this micro-batch on it, exposed or hidden
-    double compute() const { return gemm_f + attn_f + other_f + gemm_b + attn_b + other_b + recompute; }
-    double forward() const { return gemm_f + attn_f + other_f + tp_f + cp_exposed_f + ep_f; }
-    double backward() const { return gemm_b + attn_b + other_b + recompute + tp_b + cp_exposed_b + ep_b; }
+    double compute() const {
+        return gemm_f + attn_f + other_f + gemm_b + attn_b + other_b + recompute + contention_f + contention_b;
+    }
+    double forward() const { return gemm_f + attn_f + other_f + contention_f + tp_f + cp_exposed_f + ep_f; }
+    double backward() const {
+        return gemm_b + attn_b + other_b + recompute + contention_b + tp_b + cp_exposed_b + ep_b;
+    }
     StageCost& operator+=(const StageCost& o) {
         gemm_f += o.gemm_f, attn_f += o.attn_f, other_f += o.other_f, gemm_b += o.gemm_b, attn_b += o.attn_b;
         other_b += o.other_b, gemm_w += o.gemm_w, recompute += o.recompute, tp_f += o.tp_f, tp_b += o.tp_b;
         cp_exposed_f += o.cp_exposed_f, cp_exposed_b += o.cp_exposed_b, cp_hidden += o.cp_hidden,
-            tp_vocab += o.tp_vocab, cp_scatter += o.cp_scatter;
+            tp_vocab += o.tp_vocab, cp_scatter += o.cp_scatter, contention_f += o.contention_f,
+            contention_b += o.contention_b;
         ep_f += o.ep_f, ep_b += o.ep_b, pp += o.pp, link[0] += o.link[0], link[1] += o.link[1];
         return *this;
     }
@@ -72,6 +82,7 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
 // ranks of one stage, and the optimizer over the rank's shard.
 struct DpCost {
     double exposed = 0, hidden = 0, optimizer = 0;
+    double contention = 0;  // the backward slowed by the hidden part (overlap_slowdown x hidden), on the critical path
     int link_level = kLinkIntra;  // the level its reduction and gathers use
 };
 

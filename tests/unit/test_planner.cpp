@@ -191,7 +191,7 @@ TEST_CASE("planner: the JSON of a layout has what a GUI reads", "[planner]") {
     CHECK(j["fits"].get<bool>());
     double sum = 0;
     for (const char* piece : {"gemm", "attention", "other_ops", "recompute", "tp_comm", "cp_comm_exposed", "ep_comm",
-                              "pp_comm", "bubble", "dp_comm_exposed", "optimizer"})
+                              "pp_comm", "bubble", "dp_comm_exposed", "optimizer", "overlap_slowdown"})
         sum += j["time_s"][piece].get<double>();
     CHECK(std::abs(sum / j["step_time_s"].get<double>() - 1.0) < 1e-9);  // the pieces add up to the step
 }
@@ -385,6 +385,48 @@ TEST_CASE("planner: a blockwise kernel on short blocks runs at the cluster file'
           std::string::npos);
 }
 
+TEST_CASE("planner: compute beside a hidden transfer runs the cluster file's overlap_slowdown longer", "[planner]") {
+    // h100-sxm: 0.189, the average slowdown Lee et al. 2025 measured on compute overlapped with communication. Llama 3
+    // 8B at 32K on 64 GPUs, tp 8 x cp 4 ring x dp 2, no pipeline: the ring hides key/value blocks behind the
+    // attention, the data-parallel reduction hides behind the backward; each hidden second costs 0.189 s of compute.
+    const ClusterDesc c = load_cluster("h100-sxm");
+    REQUIRE(c.overlap_slowdown == Approx(0.189));
+    ClusterDesc none = c;
+    none.overlap_slowdown = 0;
+    ModelDesc m = load_model("llama3-8b");
+    m.seq = 32768;
+    Layout l = layout(2, 8, 1, 1, 4);
+    l.cp = 4, l.flash = true, l.bf16 = true;
+    check_layout(m, c, l, 64);
+    const StepPieces a = evaluate(m, none, l).time, b = evaluate(m, c, l).time;
+    REQUIRE(a.cp_comm_hidden_s > 0);
+    REQUIRE(a.dp_comm_hidden_s > 0);
+    CHECK(a.overlap_slowdown_s == 0);
+    CHECK(b.cp_comm_hidden_s == Approx(a.cp_comm_hidden_s));
+    CHECK(b.dp_comm_hidden_s == Approx(a.dp_comm_hidden_s));
+    CHECK(b.overlap_slowdown_s == Approx(0.189 * (a.cp_comm_hidden_s + a.dp_comm_hidden_s)));
+    CHECK(b.step_s == Approx(a.step_s + b.overlap_slowdown_s));
+    CHECK(b.compute_busy_s == Approx(a.compute_busy_s + b.overlap_slowdown_s));
+    CHECK(b.attention_s == Approx(a.attention_s));  // the kernels' own work: the slowdown is a piece of its own
+    // Nothing hidden, nothing charged: the same layout as all-gathers, the gradients reduced after the backward.
+    Layout exposed = l;
+    exposed.cp_comm = "allgather", exposed.overlap = false;
+    CHECK(evaluate(m, c, exposed).time.overlap_slowdown_s == 0);
+    // With a pipeline the slower attention lengthens each slot of the schedule: the step grows by more than the
+    // critical stage's own slowdown, since the bubble is made of the other stages' slots.
+    Layout piped = l;
+    piped.dp = 1, piped.pp = 4, piped.grad_accum = 8;
+    const StepPieces pa = evaluate(m, none, piped).time, pb = evaluate(m, c, piped).time;
+    CHECK(pb.overlap_slowdown_s > 0);
+    CHECK(pb.step_s >= pa.step_s + pb.overlap_slowdown_s * 0.999);
+    // The figure travels through a machine file; out of [0, 1) it is refused, naming the field.
+    CHECK(cluster_from_json(cluster_to_json(c), "t").overlap_slowdown == c.overlap_slowdown);
+    const std::string bad = write_file("plan-overlap.json", R"({"name": "x", "gpu": {"name": "g",
+        "peak_flops_fp32": 1e12, "memory_bytes": 1000, "memory_bandwidth": 1e9}, "gpus_per_node": 8,
+        "intra_node": {"bandwidth": 1e11}, "inter_node": {"bandwidth": 1e10}, "op_costs": {"overlap_slowdown": 1.5}})");
+    CHECK(user_error_of([&] { load_cluster(bad); }).find("'overlap_slowdown' must be in [0, 1)") != std::string::npos);
+}
+
 TEST_CASE("planner: causal attention is charged the work its kernel executes, one convention with calibration",
           "[planner]") {
     // The engine's recorded FLOPs, converted to what runs, equal the visible (query, key) pairs counted one by one:
@@ -534,6 +576,24 @@ TEST_CASE("planner: published large-scale runs within 15%, one rule per source",
                                 << r.mfu);
         CHECK(std::abs(p.mfu / r.mfu - 1.0) <= 0.15);
     }
+}
+
+TEST_CASE("planner: the search's best layout for Llama 3 405B on 16K H100s is within the model's error of Meta's",
+          "[planner]") {
+    // Dubey et al. 2024, Table 4: 41% MFU on 16,384 H100s at 8K tokens, 16M tokens per step. The search may find a
+    // faster layout than Meta ran, but not by more than the ±15% the published rows above hold (issue 32: once 1.36x,
+    // on more communication "hidden" than the step). The whole search, as `ultrascope plan` runs it.
+    ModelDesc m = load_model("llama3-405b");
+    m.seq = 8192;
+    SearchOptions o;
+    o.gpus = 16384, o.global_batch_sequences = 16777216 / 8192;
+    const SearchResult found = search(m, load_cluster("h100-sxm"), o);
+    REQUIRE(!found.ranked.empty());
+    const PlanResult& best = found.ranked.front();
+    INFO("best: " << best.layout.describe() << " at MFU " << best.mfu);
+    REQUIRE(best.fits);
+    CHECK(best.mfu / 0.41 <= 1.15);
+    CHECK(best.mfu / 0.41 >= 0.85);
 }
 
 TEST_CASE("planner: cp as all-gathers exposes every transfer, where the ring hides them behind the attention",

@@ -39,13 +39,17 @@ void check_layout_physics(const ModelDesc& m, const ClusterDesc& c, const PlanRe
     const std::string where =
         m.name + " on " + std::to_string(r.layout.world()) + " " + c.name + ": " + r.layout.describe();
     const double eps = 1e-9 * std::max(1.0, t.step_s);
-    const double compute = t.gemm_s + t.attention_s + t.other_ops_s + t.recompute_s;
-    // The compute stream: every op and the optimizer run on it, one after the other.
+    const double ops = t.gemm_s + t.attention_s + t.other_ops_s + t.recompute_s;
+    // Compute beside a hidden transfer runs slower: the cluster's fraction of the hidden time, no more, no less.
+    v.note(std::abs(t.overlap_slowdown_s - c.overlap_slowdown * (t.dp_comm_hidden_s + t.cp_comm_hidden_s)) <= eps,
+           "compute slowed by other than the cluster's fraction of the hidden transfers", where);
+    const double compute = ops + t.overlap_slowdown_s;
+    // The compute stream: every op, its slowdown and the optimizer run on it, one after the other.
     v.note(t.step_s + eps >= compute + t.optimizer_s, "step shorter than its compute", where);
     // Hidden communication runs behind compute: never more than the compute there is.
-    v.note(t.dp_comm_hidden_s <= compute + eps,
+    v.note(t.dp_comm_hidden_s <= ops + eps,
            "data-parallel communication hidden behind compute exceeds the compute (" +
-               std::to_string(t.dp_comm_hidden_s) + " s hidden, " + std::to_string(compute) + " s compute)",
+               std::to_string(t.dp_comm_hidden_s) + " s hidden, " + std::to_string(ops) + " s compute)",
            where);
     v.note(t.cp_comm_hidden_s <= t.attention_s + eps, "cp ring hidden beyond the attention it overlaps", where);
     // A group's link carries all its bytes within the step.
@@ -62,9 +66,9 @@ void check_layout_physics(const ModelDesc& m, const ClusterDesc& c, const PlanRe
                where);
     v.note(t.compute_busy_s <= t.step_s + eps && t.compute_busy_s + eps >= compute, "compute stream busy time", where);
     // Every piece non-negative, and the shown pieces add up to the step.
-    for (double p :
-         {t.gemm_s, t.attention_s, t.other_ops_s, t.recompute_s, t.tp_comm_s, t.cp_comm_exposed_s, t.cp_comm_hidden_s,
-          t.ep_comm_s, t.pp_comm_s, t.bubble_s, t.dp_comm_exposed_s, t.dp_comm_hidden_s, t.optimizer_s})
+    for (double p : {t.gemm_s, t.attention_s, t.other_ops_s, t.recompute_s, t.tp_comm_s, t.cp_comm_exposed_s,
+                     t.cp_comm_hidden_s, t.ep_comm_s, t.pp_comm_s, t.bubble_s, t.dp_comm_exposed_s, t.dp_comm_hidden_s,
+                     t.optimizer_s, t.overlap_slowdown_s})
         v.note(p >= 0, "a negative time piece", where);
     const double sum = compute + t.tp_comm_s + t.cp_comm_exposed_s + t.ep_comm_s + t.pp_comm_s + t.bubble_s +
                        t.dp_comm_exposed_s + t.optimizer_s;
