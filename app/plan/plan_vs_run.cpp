@@ -195,6 +195,7 @@ nlohmann::json plan_vs_run_json(const PlanVsRun& c) {
         {"attention", {{"model", t.attention_s}, {"measured", m.attention_s}}},
         {"other_ops", {{"model", t.other_ops_s}, {"measured", m.other_ops_s}}},
         {"recompute", {{"model", t.recompute_s}, {"measured", nullptr}}},
+        {"overlap_slowdown", {{"model", t.overlap_slowdown_s}, {"measured", nullptr}}},
         {"optimizer", {{"model", t.optimizer_s}, {"measured", m.optimizer_s}}},
         {"ops_total",
          {{"model", t.gemm_s + t.attention_s + t.other_ops_s + t.recompute_s + t.overlap_slowdown_s + t.optimizer_s},
@@ -231,6 +232,9 @@ std::string format_plan_vs_run(const PlanVsRun& c) {
         row("  other ops (norms, element-wise, loss)", t.other_ops_s, m.other_ops_s);
         if (t.recompute_s > 0)
             s += fmt::format("  {:<38} {:>12} {:>12}\n", "  recomputation", secs(t.recompute_s), "(in the above)");
+        if (t.overlap_slowdown_s > 0)
+            s += fmt::format("  {:<38} {:>12} {:>12}\n", "  slowed by hidden transfers", secs(t.overlap_slowdown_s),
+                             "(in the ops)");
         row("  optimizer", t.optimizer_s, m.optimizer_s);
         row("  all ops",
             t.gemm_s + t.attention_s + t.other_ops_s + t.recompute_s + t.overlap_slowdown_s + t.optimizer_s,

@@ -178,9 +178,9 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
                    "dp gradient buckets (behind backward)", step, -1, -1, 0, kGroupDp, -1, share(dp.hidden));
         }
         double t = offset + finish;
-        if (dp.contention > 0) {  // the backward beside the hidden buckets ran slower: that much later
+        if (dp.contention > 0) {  // the compute beside the hidden dp traffic ran slower: charged at the stage's end
             w.span(Lane::compute, SpanKind::op, Phase::backward, OpClass::none, t, t + dp.contention,
-                   "backward slowed by the dp traffic beside it", step);
+                   "compute slowed by the dp traffic hidden beside it", step);
             t += dp.contention;
         }
         if (dp.exposed > 0) {

@@ -243,8 +243,8 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
 
 StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) {
     // Every rank of a stage and every chunk of it at its own cost; with a pipeline the schedule is simulated with
-    // those costs, and the stage that ends last (its pipeline work, then its exposed data-parallel communication
-    // and its optimizer) sets the step.
+    // those costs, and the stage that ends last (its pipeline work, then the slowdown of the compute its hidden
+    // data-parallel traffic ran beside, its exposed data-parallel communication and its optimizer) sets the step.
     StepModel sm;
     sm.chunks = l.pp_schedule == "interleaved" ? std::max(1, l.pp_chunks) : 1;
     const int V = sm.chunks;
@@ -286,6 +286,8 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
             dp.exposed += wait, dp.hidden -= wait, e += wait;
         }
         // The compute the hidden part overlaps runs slower for it (overlap_slowdown): the stage ends that much later.
+        // Charged at the end, outside the schedule: a slower last backward on a later stage would also delay the
+        // earlier stages' last backwards, which this leaves out (a lower bound with a pipeline).
         dp.contention = c.overlap_slowdown * dp.hidden;
         e += dp.contention;
         if (e > end) end = e, sm.critical_stage = st;

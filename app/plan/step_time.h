@@ -16,8 +16,8 @@
 
 namespace us::plan {
 
-// Seconds per step, by piece. compute_* and *_exposed add up to step_s (with bubble_s); *_hidden is time spent
-// behind compute, shown but not added.
+// Seconds per step, by piece. compute_*, *_exposed, bubble_s and overlap_slowdown_s add up to step_s; *_hidden is
+// time spent behind compute, shown but not added.
 struct StepPieces {
     double gemm_s = 0;       // the GEMMs of forward and backward (recomputation aside), over the step
     double attention_s = 0;  // the attention core
@@ -31,13 +31,15 @@ struct StepPieces {
     double dp_comm_exposed_s = 0, dp_comm_hidden_s = 0;  // gradient reduction and ZeRO gathers
     double optimizer_s = 0;
     // Compute slowed by the communication hidden beside it (the cluster's overlap_slowdown x the hidden time): the cp
-    // ring's share lengthens the attention, the data-parallel share the last backward. Added to the step.
+    // ring's share lengthens the attention (and the pipeline's slots), the data-parallel share is charged at the
+    // stage's end. Added to the step.
     double overlap_slowdown_s = 0;
     double step_s = 0;
     double forward_s = 0, backward_s = 0;  // one micro-batch on the busiest stage (what the schedule simulates)
     // The resources the model charges, busy over the step on the stage shown: the compute stream (every op,
-    // recomputation, the optimizer) and each link level (kLinkIntra, kLinkInter: every group's transfers on it,
-    // exposed or hidden). The step is never shorter than any of them (tests/unit/test_planner_physics.cpp).
+    // recomputation, their slowdown beside hidden transfers, the optimizer) and each link level (kLinkIntra,
+    // kLinkInter: every group's transfers on it, exposed or hidden). The step is never shorter than any of them
+    // (tests/unit/test_planner_physics.cpp).
     double compute_busy_s = 0;
     std::array<double, 2> link_busy_s{};
 };
@@ -82,7 +84,7 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
 // ranks of one stage, and the optimizer over the rank's shard.
 struct DpCost {
     double exposed = 0, hidden = 0, optimizer = 0;
-    double contention = 0;  // the backward slowed by the hidden part (overlap_slowdown x hidden), on the critical path
+    double contention = 0;        // compute slowed by the hidden part (overlap_slowdown x hidden), at the stage's end
     int link_level = kLinkIntra;  // the level its reduction and gathers use
 };
 

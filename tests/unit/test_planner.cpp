@@ -418,7 +418,8 @@ TEST_CASE("planner: compute beside a hidden transfer runs the cluster file's ove
     piped.dp = 1, piped.pp = 4, piped.grad_accum = 8;
     const StepPieces pa = evaluate(m, none, piped).time, pb = evaluate(m, c, piped).time;
     CHECK(pb.overlap_slowdown_s > 0);
-    CHECK(pb.step_s >= pa.step_s + pb.overlap_slowdown_s * 0.999);
+    CHECK(pb.bubble_s > pa.bubble_s);
+    CHECK(pb.step_s > pa.step_s + pb.overlap_slowdown_s);
     // The figure travels through a machine file; out of [0, 1) it is refused, naming the field.
     CHECK(cluster_from_json(cluster_to_json(c), "t").overlap_slowdown == c.overlap_slowdown);
     const std::string bad = write_file("plan-overlap.json", R"({"name": "x", "gpu": {"name": "g",
@@ -590,7 +591,7 @@ TEST_CASE("planner: the search's best layout for Llama 3 405B on 16K H100s is wi
     const SearchResult found = search(m, load_cluster("h100-sxm"), o);
     REQUIRE(!found.ranked.empty());
     const PlanResult& best = found.ranked.front();
-    INFO("best: " << best.layout.describe() << " at MFU " << best.mfu);
+    INFO("best: " << best.layout.describe() << " at MFU " << best.mfu << " (issue 32, docs/planner.md: the search)");
     REQUIRE(best.fits);
     CHECK(best.mfu / 0.41 <= 1.15);
     CHECK(best.mfu / 0.41 >= 0.85);

@@ -1,10 +1,12 @@
 // The planner's prediction written as a trace (app/plan/predicted_trace.h): read back by the same analysis as a run,
 // it must say what the planner says (step time, MFU, memory per stage and category, the bubble's stage) and say
 // that it is a prediction; a trace file of it survives the round trip, and a failed write leaves nothing behind.
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "app/plan/predicted_trace.h"
+#include "app/plan/step_time.h"
 #include "common/core/check.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/trace_store.h"
@@ -64,6 +66,19 @@ TEST_CASE("predicted trace: the report of an engine layout's prediction says wha
     // Data parallelism: the exposed reduction is there, on the dp group, with the bytes a ring sends.
     const prof::RankReport& r0 = rep.ranks.front();
     CHECK(r0.steady.group_bytes[size_t(prof::GroupKind::dp)] > 0);
+    // The compute beside the hidden reduction ran slower (h100-sxm's overlap_slowdown): a span of its own on each
+    // stage, as long as the model charges, within the step the report reads back.
+    const StepModel sm = model_step(m, c, plan.layout);
+    for (const prof::RankReport& r : rep.ranks) {
+        const DpCost& dp = sm.dp[size_t(r.coords.value("pp", -1))];
+        REQUIRE(dp.contention > 0);
+        CHECK(dp.contention == Approx(c.overlap_slowdown * dp.hidden));
+        const auto row = std::find_if(r.ops.rows.begin(), r.ops.rows.end(), [](const prof::OpRow& o) {
+            return o.name == "compute slowed by the dp traffic hidden beside it";
+        });
+        REQUIRE(row != r.ops.rows.end());
+        CHECK(r.ops.per_step(row->self_s) == Approx(dp.contention).margin(2e-9));  // whole nanoseconds
+    }
     const std::string text = prof::format_report(rep);
     CHECK(text.find("PREDICTED, not a run") != std::string::npos);
     CHECK(text.find("(measured)") == std::string::npos);
