@@ -119,8 +119,8 @@ ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source
         c.loss_s = o.number("loss_s_per_element", c.loss_s);
         c.optimizer_s = o.number("optimizer_s_per_param", c.optimizer_s);
         c.host_overhead = o.number("host_overhead", 0);
-        c.overlap_slowdown = o.number("overlap_slowdown", 0);
-        US_CHECK_INPUT(c.overlap_slowdown >= 0 && c.overlap_slowdown < 1,
+        c.overlap_slowdown = o.number("overlap_slowdown", 0);  // at least 0, or refused there
+        US_CHECK_INPUT(c.overlap_slowdown < 1,
                        "{}: 'overlap_slowdown' must be in [0, 1): the fraction by which compute beside a hidden "
                        "transfer runs longer (got {})",
                        where, c.overlap_slowdown);
