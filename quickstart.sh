@@ -11,8 +11,8 @@ case "$mode" in run|test) ;; *) echo "usage: $0 [run|test]" >&2; exit 2 ;; esac
 packages=(cmake ninja-build g++ pkg-config
           libopenblas-openmp-dev libopenmpi-dev openmpi-bin
           libfmt-dev libcli11-dev nlohmann-json3-dev libzstd-dev zlib1g-dev catch2
-          libimgui-dev libglfw3-dev libgl-dev libstb-dev fonts-dejavu-core
-          xvfb xauth libgl1-mesa-dri clang libclang-rt-dev clang-format)
+          libimgui-dev libglfw3-dev libgl-dev libegl-dev libstb-dev fonts-dejavu-core
+          xvfb xauth libgl1-mesa-dri libegl-mesa0 clang libclang-rt-dev clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

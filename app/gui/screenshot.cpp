@@ -13,7 +13,11 @@ bool save_screenshot(const std::string& path, int width, int height, const std::
                      const std::string& error_shown, const nlohmann::json& facts, std::string& why) {
     std::vector<unsigned char> pixels(size_t(width) * size_t(height) * 3);
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
-    glReadBuffer(GL_BACK);
+    // a window's back buffer, or the offscreen surface's framebuffer object (its colour attachment 0)
+    constexpr GLenum kFramebufferBinding = 0x8CA6, kColorAttachment0 = 0x8CE0;
+    GLint framebuffer = 0;
+    glGetIntegerv(kFramebufferBinding, &framebuffer);
+    glReadBuffer(framebuffer != 0 ? kColorAttachment0 : GL_BACK);
     glReadPixels(0, 0, width, height, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
     stbi_flip_vertically_on_write(1);  // OpenGL's rows go bottom-up
     const std::string tmp = path + ".tmp.png";

@@ -1,6 +1,7 @@
-// The platform loop: GLFW + OpenGL 3 + Dear ImGui set up, the frame loop (events, the app's update, one frame,
-// render, swap), the screenshot mode (render without interaction, write the PNG and what it shows, exit) and the
-// shutdown. What is drawn is frame_layout.cpp's; what the loop keeps between frames is its FrameState.
+// The platform loop: a surface (a GLFW window, or an offscreen EGL context where there is no display) + OpenGL 3 +
+// Dear ImGui set up, the frame loop (events, the app's update, one frame, render, present), the screenshot mode
+// (render without interaction, write the PNG and what it shows, exit) and the shutdown. What is drawn is
+// frame_layout.cpp's; what the loop keeps between frames is its FrameState.
 #include <GLFW/glfw3.h>
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
@@ -16,11 +17,13 @@
 
 #include "app/gui/frame.h"
 #include "app/gui/gui.h"
+#include "app/gui/gui_surface.h"
 #include "app/gui/screenshot.h"
 #include "app/gui/views.h"
 #include "app/gui/shown_facts.h"
 #include "app/gui/theme.h"
 #include "app/launch/process_guard.h"
+#include "common/core/check.h"
 
 namespace us::gui {
 
@@ -43,6 +46,26 @@ std::string ini_path() {
     return (dir / "imgui.ini").string();
 }
 
+// A GLFW window and its ImGui platform backend.
+class GlfwSurface final : public Surface {
+public:
+    explicit GlfwSurface(GLFWwindow* window) : m_window(window) {}
+    bool should_close() override { return glfwWindowShouldClose(m_window); }
+    void wait_events(double seconds) override { glfwWaitEventsTimeout(seconds); }
+    void new_frame() override { ImGui_ImplGlfw_NewFrame(); }
+    void framebuffer_size(int& width, int& height) override { glfwGetFramebufferSize(m_window, &width, &height); }
+    void present() override { glfwSwapBuffers(m_window); }
+    float content_scale() override {
+        float x = 1.0f, y = 1.0f;
+        glfwGetWindowContentScale(m_window, &x, &y);
+        return x;
+    }
+    void shutdown_imgui() override { ImGui_ImplGlfw_Shutdown(); }
+
+private:
+    GLFWwindow* m_window;
+};
+
 // Nothing is loading or being derived and a launched run has finished: the picture will not change any more.
 bool settled(const AppState& app) {
     if (app.source.loading() || app.derived.busy() || app.lessons.busy() || app.planner.searching() ||
@@ -52,7 +75,7 @@ bool settled(const AppState& app) {
 }
 
 // The frames from the first event to the exit code; the window and ImGui are set up around it.
-int frame_loop(GLFWwindow* window, const GuiOptions& options) {
+int frame_loop(Surface& surface, const GuiOptions& options) {
     ImGuiIO& io = ImGui::GetIO();
     const bool screenshot = !options.screenshot.empty();
     int code = 0;
@@ -61,10 +84,10 @@ int frame_loop(GLFWwindow* window, const GuiOptions& options) {
     frame.stats = FrameStats::from_environment();
     int frames_ready = 0;
     bool fitted = options.fit_step <= 0;
-    while (!glfwWindowShouldClose(window)) {
+    while (!surface.should_close()) {
         // Redraw at up to 30 frames a second while something changes; the GUI must not eat the cores the ranks
         // train on.
-        glfwWaitEventsTimeout(1.0 / 30.0);
+        surface.wait_events(1.0 / 30.0);
         if (const int sig = app::stop_signal(); sig != 0) {
             std::fprintf(stderr, "ultrascope: %s: stopping the run and closing\n", strsignal(sig));
             code = 128 + sig;
@@ -84,14 +107,14 @@ int frame_loop(GLFWwindow* window, const GuiOptions& options) {
             ImGui_ImplOpenGL3_CreateFontsTexture();
         }
         ImGui_ImplOpenGL3_NewFrame();
-        ImGui_ImplGlfw_NewFrame();
+        surface.new_frame();
         if (screenshot) io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no hover readouts where Xvfb's pointer sits
         ImGui::NewFrame();
         draw_frame(app, frame, screenshot);
         ImGui::Render();
         frame.stats.add_frame(ms_since(frame_start), app.store());
         int fw, fh;
-        glfwGetFramebufferSize(window, &fw, &fh);
+        surface.framebuffer_size(fw, fh);
         glViewport(0, 0, fw, fh);
         glClearColor(0.06f, 0.065f, 0.075f, 1.0f);
         glClear(GL_COLOR_BUFFER_BIT);
@@ -108,7 +131,7 @@ int frame_loop(GLFWwindow* window, const GuiOptions& options) {
             }
             break;
         }
-        glfwSwapBuffers(window);
+        surface.present();
         if (options.exit_when_done && !screenshot && app.source.kind() == Source::launched && app.source.live() &&
             app.source.live()->finished()) {
             code = app.exit_code();
@@ -128,7 +151,47 @@ bool display_available() {
     return (x && *x) || (w && *w);
 }
 
+namespace {
+
+// ImGui on the surface, the frames, and ImGui's shutdown; the surface's own set-up and teardown are the caller's.
+int run_on(Surface& surface, const GuiOptions& options, bool glfw) {
+    IMGUI_CHECKVERSION();
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    const std::string ini = ini_path();  // ImGui keeps the pointer: it outlives the context
+    io.IniFilename = options.screenshot.empty() ? ini.c_str() : nullptr;  // the layout persists, except in screenshots
+    // 16 px at a content scale of 1; a HiDPI monitor or projector that reports 2 gets 32 (--font-size overrides).
+    set_high_contrast(options.high_contrast);
+    load_fonts(options.font_px > 0 ? options.font_px : std::clamp(16.0f * surface.content_scale(), 10.0f, 64.0f));
+    if (glfw) ImGui_ImplGlfw_InitForOpenGL(glfwGetCurrentContext(), true);
+    ImGui_ImplOpenGL3_Init("#version 330 core");
+
+    app::install_stop_signals();  // SIGTERM, SIGINT, SIGHUP: stop the launched runs, then close (process_guard.h)
+    const int code = frame_loop(surface, options);
+
+    ImGui_ImplOpenGL3_Shutdown();
+    surface.shutdown_imgui();
+    ImGui::DestroyContext();  // saves the layout to `ini`
+    return code;
+}
+
+}  // namespace
+
 int run_gui(const GuiOptions& options) {
+    if (!display_available()) {  // the screenshot mode draws offscreen (EGL): a headless node needs no X server
+        US_CHECK_INPUT(!options.screenshot.empty(), "the GUI needs a display (or --screenshot, which draws offscreen)");
+        std::string which, why;
+        std::unique_ptr<Surface> surface = make_offscreen_surface(options.width, options.height, &which, &why);
+        if (!surface) {
+            std::fprintf(stderr,
+                         "ultrascope: no display and no offscreen OpenGL: %s. Install an EGL driver (Debian: "
+                         "libegl1 libegl-mesa0; a GPU node: the NVIDIA driver's EGL), or run under xvfb-run\n",
+                         why.c_str());
+            return 2;
+        }
+        std::fprintf(stderr, "ultrascope: no display: drawing offscreen on %s\n", which.c_str());
+        return run_on(*surface, options, false);
+    }
     if (!glfwInit()) {
         std::fprintf(stderr, "ultrascope: cannot open a window: %s\n", glfw_error().c_str());
         return 2;
@@ -145,26 +208,8 @@ int run_gui(const GuiOptions& options) {
     }
     glfwMakeContextCurrent(window);
     glfwSwapInterval(1);
-
-    IMGUI_CHECKVERSION();
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    const std::string ini = ini_path();  // ImGui keeps the pointer: it outlives the context
-    io.IniFilename = options.screenshot.empty() ? ini.c_str() : nullptr;  // the layout persists, except in screenshots
-    // 16 px at a content scale of 1; a HiDPI monitor or projector that reports 2 gets 32 (--font-size overrides).
-    float scale_x = 1.0f, scale_y = 1.0f;
-    glfwGetWindowContentScale(window, &scale_x, &scale_y);
-    set_high_contrast(options.high_contrast);
-    load_fonts(options.font_px > 0 ? options.font_px : std::clamp(16.0f * scale_x, 10.0f, 64.0f));
-    ImGui_ImplGlfw_InitForOpenGL(window, true);
-    ImGui_ImplOpenGL3_Init("#version 330 core");
-
-    app::install_stop_signals();  // SIGTERM, SIGINT, SIGHUP: stop the launched runs, then close (process_guard.h)
-    const int code = frame_loop(window, options);
-
-    ImGui_ImplOpenGL3_Shutdown();
-    ImGui_ImplGlfw_Shutdown();
-    ImGui::DestroyContext();  // saves the layout to `ini`
+    GlfwSurface surface(window);
+    const int code = run_on(surface, options, true);
     glfwDestroyWindow(window);
     glfwTerminate();
     return code;

@@ -116,6 +116,39 @@ TEST_CASE("the GUI opens a trace and screenshots one view at a time", "[gui]") {
     }
 }
 
+TEST_CASE("without a display the screenshot mode draws offscreen (EGL), a trace and a live run", "[gui][offscreen]") {
+    // What a headless GPU node does (docs/gpu.md): no DISPLAY, no X server; EGL gives an OpenGL context (Mesa's
+    // llvmpipe here, the NVIDIA driver there) and the views draw into a framebuffer object.
+    const std::string trace = temp_path("for-offscreen.ustrace");
+    REQUIRE(run_process(bin("ultrascope-train") + " --preset tiny --steps 6 --quiet --trace " + trace + " --data " +
+                        data_file())
+                .exit_code == 0);
+    const std::string shot = temp_path("offscreen-timeline.png");
+    const std::string no_display = "env -u DISPLAY -u WAYLAND_DISPLAY ";
+    const ProcessResult r =
+        run_process(no_display + ultrascope() + " " + trace + " --screenshot " + shot + " --view timeline");
+    INFO(r.output);
+    if (r.exit_code != 0 && r.output.find("no offscreen OpenGL") != std::string::npos) {
+        skip_test("no EGL driver for an offscreen context (apt-get install libegl-mesa0): " + r.output);
+        return;
+    }
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("drawing offscreen on EGL") != std::string::npos);
+    check_region_drawn(load_png(shot), "timeline",
+                       nlohmann::json::parse(read_file(shot + ".json"))["regions"]["timeline"]);
+    // a live run launched by the GUI, watched to its end
+    const std::string live = temp_path("offscreen-memory.png");
+    const ProcessResult l = run_process(no_display + ultrascope() + " -n 1 --preset tiny --steps 6 --data " +
+                                        data_file() + " --exit-when-done --view memory --screenshot " + live);
+    INFO(l.output);
+    REQUIRE(l.exit_code == 0);
+    check_region_drawn(load_png(live), "memory", nlohmann::json::parse(read_file(live + ".json"))["regions"]["memory"]);
+    // and without --screenshot there is nothing to draw into: the headless run, as before
+    const ProcessResult h = run_process(no_display + ultrascope() + " " + trace);
+    CHECK(h.exit_code == 0);
+    CHECK(h.output.find("no display") != std::string::npos);
+}
+
 TEST_CASE("the font size scales the whole window, for a projector; a bad size is refused", "[gui]") {
     const std::string trace = temp_path("for-font.ustrace");
     REQUIRE(run_process(bin("ultrascope-train") + " --preset tiny --steps 3 --quiet --trace " + trace + " --data " +
