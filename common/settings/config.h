@@ -27,6 +27,7 @@ struct ParallelConfig {
     double bucket_mb = 1.0;                // gradient bucket size (MiB)
     bool overlap = true;                   // false: all-reduce after backward (--no-overlap)
     std::string comm_progress = "thread";  // thread | poll: how async collectives make progress
+    bool nccl_shared_gpu = false;          // ranks that share a GPU still use NCCL (a host id each: sockets)
     int world() const { return dp * pp * tp * cp; }
 };
 

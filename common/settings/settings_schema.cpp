@@ -220,6 +220,13 @@ std::vector<Setting> build_schema() {
         [](auto& c) -> auto& { return c.parallel.overlap; }, false));
     t.push_back(text("--comm-progress", "comm_progress", "How async collectives progress: thread | poll",
                      [](auto& c) -> auto& { return c.parallel.comm_progress; }, {"thread", "poll"}));
+    t.push_back(only_when(toggle(
+                              "--nccl-shared-gpu", "nccl_shared_gpu",
+                              "Ranks that share a GPU still talk through NCCL: each takes its own NCCL_HOSTID, "
+                              "so NCCL carries their collectives over its socket transport (correct; slower "
+                              "than host staging)",
+                              [](auto& c) -> auto& { return c.parallel.nccl_shared_gpu; }),
+                          [](const TrainConfig& c) { return c.device == "cuda"; }));
     // profiler
     t.push_back(text(
         "--trace", "trace", "Write a trace file (ranks write FILE.rN parts plus the index FILE)",

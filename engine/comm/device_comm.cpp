@@ -1,5 +1,12 @@
 #include "engine/comm/device_comm.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
 #include "engine/comm/staged_comm.h"
 
 #ifdef US_HAVE_NCCL
@@ -30,6 +37,19 @@ DeviceComm make_device_communicator(std::unique_ptr<Communicator> host, Backend&
     out.path = "mpi with host staging (" + why + ")";
     out.comm = std::make_unique<StagedCommunicator>(std::move(host), backend);
     return out;
+}
+
+void give_ranks_their_own_nccl_hosts(Communicator& world) {
+    char host[64] = {};
+    gethostname(host, sizeof host - 1);
+    std::vector<char> all(sizeof host * size_t(world.size()));
+    world.all_gather_bytes(host, sizeof host, all.data());
+    bool one_host = true;
+    for (int r = 0; r < world.size(); ++r)
+        one_host = one_host && std::strncmp(&all[size_t(r) * sizeof host], host, sizeof host) == 0;
+    const std::string id = fmt::format("{}-rank{}", host, world.rank());
+    setenv("NCCL_HOSTID", id.c_str(), 0);
+    if (one_host) setenv("NCCL_SOCKET_IFNAME", "lo", 0);
 }
 
 }  // namespace us

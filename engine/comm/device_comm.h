@@ -24,4 +24,10 @@ struct DeviceComm {
 
 DeviceComm make_device_communicator(std::unique_ptr<Communicator> host, Backend& backend, DeviceTraffic traffic);
 
+// --nccl-shared-gpu: NCCL refuses two ranks on one GPU of one host, and tells hosts apart by NCCL_HOSTID. Each rank
+// takes its own (host name and world rank; a user's NCCL_HOSTID is kept), so ranks that share a GPU are separate
+// hosts to NCCL and talk through its socket transport; when the whole world runs on this host and no interface is
+// named, over loopback (NCCL_SOCKET_IFNAME=lo). Collective over `world`; before any communicator is made.
+void give_ranks_their_own_nccl_hosts(Communicator& world);
+
 }  // namespace us

@@ -7,6 +7,7 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -246,6 +247,9 @@ private:
 std::string cuda_device_identity(int device) {
     char bus[64] = {};
     US_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, device));
+    // NCCL tells hosts apart by NCCL_HOSTID where it is set (else by the host name): ranks given distinct values
+    // are distinct hosts to it, even on one GPU, and talk through its network transport (docs/gpu.md).
+    if (const char* id = std::getenv("NCCL_HOSTID"); id && *id) return fmt::format("{}:{}", id, bus);
     char host[128] = {};
     gethostname(host, sizeof host - 1);
     return fmt::format("{}:{}", host, bus);

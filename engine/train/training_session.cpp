@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "engine/backend/profiled_backend.h"
+#include "engine/comm/device_comm.h"
 #include "engine/comm/mpi_comm.h"
 #include "common/core/check.h"
 #include "engine/train/metrics.h"
@@ -152,6 +153,7 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     apply_fake_clock_offset(grid.world_rank());
     RankInfo rank = rank_info(grid);
     // GPU tensors travel over NCCL (or MPI with host staging where NCCL cannot run): the trace says which.
+    if (device.is_async() && cfg.parallel.nccl_shared_gpu) give_ranks_their_own_nccl_hosts(grid.world());
     if (device.is_async()) rank.comm_backend = grid.use_device_communicators(device);
     RunProfiler profiler(cfg, device, rank);
     std::optional<ProfiledBackend> profiled;

@@ -210,7 +210,7 @@ TEST_CASE("schema: a setting that does nothing is greyed out by the panel and no
         CHECK(std::find(args.begin(), args.end(), std::string(s.flag)) == args.end());
         CHECK(s.get(panel.effective()) == s.get(TrainConfig{}));
     }
-    CHECK(conditional >= 9);  // schedule, chunks, sp, cp balance, ep, four expert settings, save-every
+    CHECK(conditional >= 9);  // schedule, chunks, sp, cp balance, ep, four expert settings, save-every, nccl
     // and where they apply, they are passed
     gui::LaunchSettings on = gui::LaunchSettings::from_args({"--pp",
                                                              "2",
@@ -238,7 +238,9 @@ TEST_CASE("schema: a setting that does nothing is greyed out by the panel and no
                                                              "--save",
                                                              "x.safetensors",
                                                              "--save-every",
-                                                             "5"});
+                                                             "5",
+                                                             "--device",
+                                                             "cuda"});
     const std::vector<std::string> args = on.train_args();
     for (const Setting& s : settings_schema()) {
         if (!s.applies) continue;
