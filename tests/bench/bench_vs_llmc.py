@@ -14,7 +14,10 @@ H100 SXM), so the two columns compare; llm.c's own MFU line uses another FLOP co
 
     python3 tests/bench/bench_vs_llmc.py --llmc PATH/TO/train_gpt2cu [--build build] [--steps 30]
             [--models d12,d24] [--batch 8] [--seq 1024] [--attention flash] [--peak-tflops 989.4]
-            [--llmc-args "-r 0"]
+            [--llmc-args "-r 0"] [--baseline-build OTHER_BUILD]
+
+--baseline-build adds a row for another build of ultrascope-train (the commit before a change), measured in the same
+run on the same GPU: before and after side by side.
 """
 import argparse
 import json
@@ -111,6 +114,7 @@ def main():
     ap.add_argument("--peak-tflops", type=float, default=989.4, help="dense bf16 peak of the GPU (H100 SXM)")
     ap.add_argument("--llmc-args", default="", help="extra flags for train_gpt2cu, e.g. '-r 0' (no recompute)")
     ap.add_argument("--ultrascope-args", default="", help="extra flags for ultrascope-train")
+    ap.add_argument("--baseline-build", default="", help="another build of ultrascope-train, for a before row")
     args = ap.parse_args()
     for model in args.models.split(","):
         if model not in MODELS:
@@ -136,6 +140,9 @@ def main():
                                                    args.attention, args.ultrascope_args)),
                      ("llm.c", run_llmc(args.llmc, model, args.batch, args.seq, args.steps, train, val,
                                         args.llmc_args))]
+            if args.baseline_build:
+                sides.append(("baseline", run_ultrascope(args.baseline_build, model, args.batch, args.seq,
+                                                         args.steps, args.attention, args.ultrascope_args)))
             for side, r in sides:
                 tps = tokens / (r["step_ms"] / 1e3)
                 own = f"{r['own_mfu']:.1f}%" if "own_mfu" in r else ""
@@ -144,6 +151,10 @@ def main():
                       f"{r['first_loss']:>7.3f} -> {r['loss']:>7.3f} | {own}", flush=True)
             us, peer = sides[0][1], sides[1][1]
             print(f"{model:>5} | ultrascope / llm.c tokens/s: {peer['step_ms'] / us['step_ms']:.2f}x", flush=True)
+            if args.baseline_build:
+                base = sides[2][1]
+                print(f"{model:>5} | baseline / llm.c tokens/s: {peer['step_ms'] / base['step_ms']:.2f}x; "
+                      f"ultrascope / baseline: {base['step_ms'] / us['step_ms']:.2f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# One visit to a lent GPU machine (docs/gpu.md, "Visiting a GPU"), run there from the repository's root with
+# .gpuvisit/visit.tar.xz made here by gpu_visit_pack.sh. It builds nothing: it unpacks the binaries and the
+# libraries (never over a file the machine has), then runs the checks in order of importance, each under its own
+# time limit, and leaves logs, traces and screenshots in $OUT (at most 8 files come back: the small ones travel in
+# results.tar.gz).
+#   bash tests/tools/gpu_visit_run.sh [STEPS...]   steps: tests bench bench16 traces nccl gui ncu cpu
+# (default: all); GUI_VIEWS picks the screenshots' views (default: memory timeline ops), NCU_KERNELS the kernels
+# Nsight Compute profiles (NAME:LAUNCHES_TO_SKIP ...)
+set -u
+repo=$PWD
+OUT=${OUT:-/tmp/visit-out}
+mkdir -p "$OUT/r"
+steps=${*:-tests bench bench16 traces nccl gui ncu cpu}
+t0=$(date +%s)
+log() { echo "[$(($(date +%s) - t0))s] $*" | tee -a "$OUT/r/visit.log"; }
+want() { [[ " $steps " == *" $1 "* ]]; }
+# the small results travel as one archive, remade after every step: a visit cut short still brings back the rest
+pack() {
+  find "$OUT" -maxdepth 1 -type f ! -name '*.png' ! -name '*.ustrace' ! -name 'results.tar.gz' -exec mv {} "$OUT/r/" \;
+  tar -C "$OUT" -czf "$OUT/results.tar.gz.tmp" r && mv "$OUT/results.tar.gz.tmp" "$OUT/results.tar.gz"
+}
+
+# ---- unpack: binaries into build-gpu/bin (the tests find their data through the source path baked in at build
+# time, /work/main: linked to this copy), libraries into / without overwriting
+python3 -c "import tarfile; tarfile.open('.gpuvisit/visit.tar.xz').extractall('/tmp')" || { log "unpack failed"; exit 1; }
+# a baseline build (ULTRASCOPE_ASSETS tells it where this copy's presets are)
+mkdir -p build-gpu/bin build-base/bin
+mv /tmp/visit/bin/ultrascope-train-baseline build-base/bin/ultrascope-train 2>/dev/null
+cp /tmp/visit/bin/* build-gpu/bin/
+tar -C / --skip-old-files -xf /tmp/visit/runtime.tar
+ldconfig
+[ -e /work/main ] || { mkdir -p /work && ln -s "$repo" /work/main; }
+# CUDA libraries the image keeps outside the linker's paths (a Python venv's nvidia packages, CUPTI's folder)
+extra=/usr/lib/x86_64-linux-gnu/openblas-openmp
+for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcupti.so.13 libnccl.so.2 libcudnn.so.9; do
+  ldconfig -p | grep -q "$lib" && continue
+  f=$(find /usr/local /opt -name "$lib" 2>/dev/null | head -1)
+  [ -n "$f" ] && extra="$extra:$(dirname "$f")"
+done
+driver=$(dirname "$(find /usr/local/nvidia /usr/lib/x86_64-linux-gnu -name 'libEGL_nvidia.so.0' 2>/dev/null | head -1)")
+[ -n "$driver" ] && [ "$driver" != . ] && extra="$extra:$driver"
+export LD_LIBRARY_PATH=$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+vendor=$(find /usr/local/nvidia /usr/share/glvnd -name '*nvidia*.json' -path '*egl_vendor*' 2>/dev/null | head -1)
+[ -n "$vendor" ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$vendor
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+export PATH=$repo/build-gpu/bin:$PATH
+B=$repo/build-gpu/bin
+{
+  nvidia-smi
+  nproc
+  grep -m1 'model name' /proc/cpuinfo
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  echo "EGL vendor: ${__EGL_VENDOR_LIBRARY_FILENAMES:-none}"
+  for b in ultrascope ultrascope-train ultrascope-tests train_gpt2cu; do echo "$b:"; ldd "$B/$b" | grep -E "not found|nccl|cudnn|cupti"; done
+  mpirun --version
+} > "$OUT/r/machine.txt" 2>&1
+log "unpacked; $(grep -c 'not found' "$OUT/r/machine.txt") libraries not found"
+
+if want tests; then
+  log "[cuda] tests"
+  timeout 300 "$B/ultrascope-tests" "[cuda]" --durations yes > "$OUT/r/cuda-tests.log" 2>&1
+  log "[cuda] tests: exit $? ($(tail -2 "$OUT/r/cuda-tests.log" | tr '\n' ' '))"
+fi
+pack
+
+if want bench; then
+  log "bench_vs_llmc (d12, d24; baseline build beside)"
+  timeout 300 python3 tests/bench/bench_vs_llmc.py --llmc "$B/train_gpt2cu" --build "$repo/build-gpu" \
+    --baseline-build "$repo/build-base" --steps 30 --models d12,d24 > "$OUT/r/bench-llmc.txt" 2>&1
+  log "bench: exit $?"
+fi
+pack
+
+if want bench16; then
+  timeout 120 python3 tests/bench/bench_vs_llmc.py --llmc "$B/train_gpt2cu" --build "$repo/build-gpu" \
+    --baseline-build "$repo/build-base" --steps 20 --models d12 --batch 16 --llmc-args "-r 0" > "$OUT/r/bench-llmc-b16.txt" 2>&1
+  log "bench 16x1024: exit $?"
+fi
+pack
+
+if want traces; then
+  for side in new base; do
+    bin=$B/ultrascope-train
+    [ $side = base ] && bin=$repo/build-base/bin/ultrascope-train
+    log "trace ($side)"
+    ULTRASCOPE_ASSETS=$repo/assets timeout 120 "$bin" --device cuda --preset gpt2-124m --precision bf16 --attention flash --steps 8 \
+      --trace "$OUT/t-$side.ustrace" --quiet > "$OUT/r/trace-$side.log" 2>&1
+    timeout 120 "$B/ultrascope" report "$OUT/t-$side.ustrace" --json > "$OUT/r/report-$side.json" 2> "$OUT/r/report-$side.err"
+    timeout 120 "$B/ultrascope" report "$OUT/t-$side.ustrace" > "$OUT/r/report-$side.txt" 2>&1
+  done
+  rm -f "$OUT/t-base.ustrace"  # its figures are in the report
+fi
+pack
+
+if want nccl; then
+  # NCCL between two ranks on one GPU: distinct NCCL_HOSTIDs make them two hosts to NCCL, which then uses its
+  # socket transport over loopback; the same runs without them take MPI with host staging (the reference).
+  run2() {  # name, extra env for each rank, flags
+    local name=$1 hostid=$2
+    shift 2
+    timeout 150 mpirun -n 2 --oversubscribe -x NCCL_SOCKET_IFNAME=lo -x NCCL_IB_DISABLE=1 -x NCCL_DEBUG=WARN \
+      bash -c "[ -n '$hostid' ] && export NCCL_HOSTID=$hostid-\$OMPI_COMM_WORLD_RANK; exec $B/ultrascope-train --device cuda --steps 10 --quiet --metrics-out $OUT/r/$name.jsonl $*" \
+      > "$OUT/r/$name.log" 2>&1
+    log "$name: exit $?"
+  }
+  log "nccl"
+  run2 nccl-dp2 host --preset small --dp 2 --zero 1 --trace "$OUT/nccl-dp2.ustrace"
+  run2 staged-dp2 "" --preset small --dp 2 --zero 1
+  run2 nccl-dp2-ep2 host --preset small-moe --dp 2 --ep 2
+  run2 staged-dp2-ep2 "" --preset small-moe --dp 2 --ep 2
+  # the product's option for the same (each rank its NCCL_HOSTID, loopback)
+  run2 option-dp2 "" --preset small --dp 2 --zero 1 --nccl-shared-gpu
+  run2 option-dp2-ep2 "" --preset small-moe --dp 2 --ep 2 --nccl-shared-gpu
+  timeout 60 "$B/ultrascope" report "$OUT/nccl-dp2.ustrace" > "$OUT/r/report-nccl-dp2.txt" 2>&1
+  timeout 60 "$B/ultrascope" report "$OUT/nccl-dp2.ustrace" --json > "$OUT/r/report-nccl-dp2.json" 2>&1
+fi
+pack
+
+if want gui; then
+  # the live GUI on the GPU node, no X server: the screenshot mode draws offscreen through EGL
+  for view in ${GUI_VIEWS:-memory timeline ops}; do
+    log "gui $view"
+    env -u DISPLAY timeout 150 "$B/ultrascope" -n 1 --device cuda --preset gpt2-124m --precision bf16 \
+      --attention flash --steps 30 --exit-when-done --view $view --fit-step 20 --screenshot "$OUT/gui-$view.png" \
+      > "$OUT/r/gui-$view.log" 2>&1
+    log "gui $view: exit $?"
+  done
+fi
+pack
+
+if want ncu; then
+  # Nsight Compute on the kernels that the product's trace ranks first: one launch of each in the second step
+  ncu=$(command -v ncu || find /usr/local /opt -name ncu -type f 2>/dev/null | head -1)
+  log "ncu: ${ncu:-not found}"
+  for ks in ${NCU_KERNELS:-dkv_kernel:13 dq_kernel:13 forward_kernel:13 fused_kernel:1 segment_add_kernel:1}; do
+    [ -n "$ncu" ] || break
+    k=${ks%:*}
+    timeout 60 "$ncu" --kernel-name "$k" --launch-skip "${ks#*:}" --launch-count 1 --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis \
+      --section MemoryWorkloadAnalysis "$B/ultrascope-train" --device cuda --preset gpt2-124m --precision bf16 \
+      --attention flash --steps 3 --quiet > "$OUT/r/ncu-$k.txt" 2>&1
+    log "ncu $k: exit $?"
+  done
+fi
+pack
+
+if want cpu; then
+  log "cpu"
+  for t in 1 8 16; do timeout 60 "$B/bench_sgemm_peak" $t; done > "$OUT/r/cpu-sgemm-peak.txt" 2>&1
+  for p in fp32 bf16; do
+    for t in 1 8 16; do
+      timeout 90 "$B/ultrascope-train" --device cpu --threads $t --precision $p --hidden 256 --layers 4 --heads 4 \
+        --seq 256 --batch 8 --steps 12 --metrics-out "$OUT/r/cpu-$p-$t.jsonl" --quiet > "$OUT/r/cpu-$p-$t.log" 2>&1
+    done
+  done
+  log "cpu done"
+fi
+pack
+
+log "done"
+pack
+ls -la "$OUT"
