@@ -55,10 +55,17 @@ int64_t block_working_bytes(const ActivationShape& s, Recompute mode, bool moe) 
     return entries_bytes(block_entries(s, mode, BlockPart::working, moe));
 }
 
+bool whole_attention_fused(const ActivationShape& s, bool cuda) {
+    return cuda && s.flash && s.cp == 1 && s.dtype == DType::bf16 && s.C == 64 * s.NH && s.T % 64 == 0;
+}
+
+bool fused_head_loss(const ActivationShape& s) { return s.dtype == DType::bf16 && s.tp == 1; }
+
 int64_t head_saved_bytes(const ActivationShape& s) {
     const int64_t N = s.N(), R = s.rows();
     const int64_t softmax_stats = s.tp > 1 ? 3 * N * 4 : 0;
-    return R * s.C * int64_t(dtype_size(s.dtype)) + 2 * R * 4 + N * s.V * 4 + N * 4 + softmax_stats;
+    const int64_t logits = fused_head_loss(s) ? (N * s.V + 1) / 2 * 4 : N * s.V * 4;  // bf16: in whole floats
+    return R * s.C * int64_t(dtype_size(s.dtype)) + 2 * R * 4 + logits + N * 4 + softmax_stats;
 }
 
 int64_t embedding_saved_bytes(const ActivationShape& s) { return s.rows() * s.C * int64_t(dtype_size(s.dtype)); }
@@ -68,7 +75,7 @@ int64_t backward_temporaries_bytes(const ActivationShape& s, bool has_head) {
     // dres (R,C), dC (N,C), dqkv (N,3Ca), dfch (N,F); SP: dfull (N,C) and dln (R,C)
     int64_t bytes = (R * C + N * C + 3 * N * s.Ca() + N * s.F()) * e;
     if (s.sp) bytes += (N * C + R * C) * e;
-    if (has_head && s.dtype == DType::bf16) bytes += N * s.V * 2;
+    if (has_head && s.dtype == DType::bf16 && !fused_head_loss(s)) bytes += N * s.V * 2;
     return bytes;
 }
 

@@ -67,13 +67,23 @@ int64_t entries_bytes(const std::vector<ActivationEntry>& entries);
 int64_t block_saved_bytes(const ActivationShape& s, Recompute mode, bool moe = false);
 int64_t block_working_bytes(const ActivationShape& s, Recompute mode, bool moe = false);  // 0 unless mode is full
 
-// The head keeps the final LayerNorm output (rows,C) and statistics, the fp32 logits (N,V) and per-token losses
-// (N); under tensor parallelism also the vocabulary-parallel softmax statistics (N,3) fp32.
+// bf16 runs on one tensor-parallel rank fuse the cross-entropy (Backend::crossentropy_fused): the head's GEMM
+// writes bf16 logits, which become the bf16 gradient in place during the forward. fp32 runs and vocabulary-parallel
+// heads keep fp32 logits (and in bf16 a separate bf16 dlogits for backward).
+bool fused_head_loss(const ActivationShape& s);
+// Whether one rank's whole-sequence blockwise attention (--attention flash, cp 1) runs fused on the device: the
+// CUDA backend's tensor-core tiles (bf16, head dim 64, a sequence of a multiple of 64 rows) write the output, the
+// log-sum-exp and the gradients themselves, so a backward holds only its deltas (B,NH,T) fp32 as temporaries
+// instead of fp32 q, k and v gradients beside them (Backend::attention_whole_*).
+bool whole_attention_fused(const ActivationShape& s, bool cuda);
+// The head keeps the final LayerNorm output (rows,C) and statistics, the logits (N,V) (fp32, or bf16 when
+// fused_head_loss) and per-token losses (N); under tensor parallelism also the vocabulary-parallel softmax
+// statistics (N,3) fp32.
 int64_t head_saved_bytes(const ActivationShape& s);
 int64_t embedding_saved_bytes(const ActivationShape& s);  // the embedding output (rows,C)
 // Backward's activation gradients: dresidual (rows,C), dC (N,C), dqkv (N,3Ca), dfch (N,F); with sequence
-// parallelism also the gathered output gradient (N,C) and the reduce-scattered input gradient (rows,C); in bf16 a
-// bf16 copy of dlogits (N,V) for the head's GEMMs.
+// parallelism also the gathered output gradient (N,C) and the reduce-scattered input gradient (rows,C); in bf16
+// without the fused loss a bf16 copy of dlogits (N,V) for the head's GEMMs.
 int64_t backward_temporaries_bytes(const ActivationShape& s, bool has_head);
 // With sequence parallelism a forward keeps one (N,C) buffer for the all-gathered LayerNorm outputs and the
 // row-parallel outputs before their reduce-scatter (temporaries); 0 otherwise.

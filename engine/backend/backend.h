@@ -101,6 +101,32 @@ public:
         if (!bias.empty()) add_bias(g.c, bias, g.m, g.n);
     }
 
+    // Causal attention over one rank's whole sequence, blockwise (--attention flash with cp 1): a.kv reads the keys
+    // and values in qkv (kv_stride 3C) and the pairs cover the sequence. Forward: out (B,T,C) and lse (B,NH,T)
+    // fp32; backward: dqkv (B,T,3C) =. These defaults compose the blockwise ops above through fp32 running state
+    // and fp32 gradients (temporaries); a backend whose kernels write the final tensors themselves overrides them
+    // and says so in fuses_whole_attention (then only the backward's deltas, (B,NH,T) fp32, are temporaries).
+    virtual bool fuses_whole_attention(const AttentionBlockArgs& /*a*/) const { return false; }
+    virtual void attention_whole_forward(const AttentionBlockArgs& a, Tensor out, Tensor lse);
+    virtual void attention_whole_backward(const AttentionBlockArgs& a, Tensor dqkv, Tensor dout, Tensor out,
+                                          Tensor lse);
+
+    // The MLP's first linear layer and its GeLU: pre (m,n) = a·b + bias (kept for backward) and c = gelu(pre),
+    // args.beta 0. And the input gradient through that GeLU: c (m,n) = gelu'(pre) * (a·b). These defaults run the
+    // GEMM and the GeLU kernel; a backend with GEMM epilogues for them (cuBLASLt's GELU_AUX_BIAS and DGELU) does
+    // each in one pass and says so in fuses_gelu_epilogues.
+    virtual bool fuses_gelu_epilogues(DType /*t*/) const { return false; }
+    virtual void linear_gelu_forward(const GemmArgs& args, Tensor bias, Tensor pre) {
+        GemmArgs g = args;
+        g.c = pre;
+        linear_forward(g, Tensor{}, bias);
+        gelu_forward(args.c, pre);
+    }
+    virtual void linear_dgelu_backward(const GemmArgs& args, Tensor pre) {
+        gemm(args);
+        gelu_backward(args.c, pre, args.c);
+    }
+
     virtual void synchronize() {}
 
     // Called between ops (after each GEMM) so that communication can progress from the compute loop

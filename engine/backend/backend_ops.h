@@ -88,6 +88,11 @@
     X(void, scale, (Tensor t, float factor))                                                                         \
     X(double, sum, (Tensor t))         /* in double (the loss of a micro-batch) */                                   \
     X(double, sum_squares, (Tensor t)) /* in double, for the global gradient norm */                                 \
+    /* sum_deferred adds sum(t), in double, to a total the backend keeps, without waiting for the device (the loss   \
+       of each micro-batch: a GPU keeps computing); take_deferred_sum returns that total once the device is done     \
+       with it and starts a new one. The same additions in the same order as sum(). */                               \
+    X(void, sum_deferred, (Tensor t))                                                                                \
+    X(double, take_deferred_sum, ())                                                                                 \
                                                                                                                      \
     /* ---- token embedding (no position table: RoPE carries position). wte holds the vocabulary rows                \
        [vocab_begin, vocab_begin + V): all of it on one rank, a slice under vocabulary-parallel tensor               \
@@ -108,6 +113,11 @@
     X(void, crossentropy_backward,                                                                                   \
       (Tensor dlogits /* (N,V) = */, Tensor probs /* (N,V) fp32 */, Tensor targets,                                  \
        float dloss /* d(loss)/d(per-token loss) */, int N, int V, int vocab_begin))                                  \
+    /* Softmax cross-entropy over bf16 logits, forward and the backward's first step in one op (bf16 runs on one     \
+       tensor-parallel rank, as llm.c fuses them): losses (N) fp32 = each token's loss, and the logits become, in    \
+       place, probs - onehot in bf16, unscaled: the head's two GEMMs multiply by d(loss) in their alpha. */          \
+    X(void, crossentropy_fused,                                                                                      \
+      (Tensor losses /* (N) fp32 */, Tensor logits /* (N,V) bf16 -> dlogits */, Tensor targets, int N, int V))       \
     /* The vocabulary-parallel cross-entropy (Megatron-LM) in three steps around two reductions over the             \
        tensor-parallel group; each rank holds the logits of columns [vocab_begin, vocab_begin + V), of which the     \
        first `valid` are real tokens (the rest pad the vocabulary to a multiple of tp and are ignored).              \

@@ -119,6 +119,34 @@ void ProfiledBackend::attention_block_backward(const AttentionBlockArgs& a, Tens
     US_OP_SPAN(attention, "attention block backward", block_flops(a, 5));  // the scores again, dV, dP, dQ, dK
     m_inner.attention_block_backward(a, dq, dkv, dout, lse, delta);
 }
+// A GEMM with the GeLU in its epilogue: one span of the GEMM's class and FLOPs (the model calls these only where the
+// backend fuses them; otherwise it calls the GEMM and the GeLU, each with its span).
+void ProfiledBackend::linear_gelu_forward(const GemmArgs& g, Tensor bias, Tensor pre) {
+    if (!m_inner.fuses_gelu_epilogues(g.a.dtype)) return Backend::linear_gelu_forward(g, bias, pre);
+    US_OP_SPAN(gemm, "gemm", 2ull * uint64_t(g.m) * uint64_t(g.n) * uint64_t(g.k));
+    m_inner.linear_gelu_forward(g, bias, pre);
+}
+void ProfiledBackend::linear_dgelu_backward(const GemmArgs& g, Tensor pre) {
+    if (!m_inner.fuses_gelu_epilogues(g.a.dtype)) return Backend::linear_dgelu_backward(g, pre);
+    US_OP_SPAN(gemm, "gemm", 2ull * uint64_t(g.m) * uint64_t(g.n) * uint64_t(g.k));
+    m_inner.linear_dgelu_backward(g, pre);
+}
+// Whole-sequence attention: one span of the fused kernels where the inner backend fuses them; otherwise Backend's
+// composition runs here, so each blockwise op keeps its own span.
+bool ProfiledBackend::fuses_whole_attention(const AttentionBlockArgs& a) const {
+    return m_inner.fuses_whole_attention(a);
+}
+void ProfiledBackend::attention_whole_forward(const AttentionBlockArgs& a, Tensor out, Tensor lse) {
+    if (!m_inner.fuses_whole_attention(a)) return Backend::attention_whole_forward(a, out, lse);
+    US_OP_SPAN(attention, "attention block", block_flops(a, 2));
+    m_inner.attention_whole_forward(a, out, lse);
+}
+void ProfiledBackend::attention_whole_backward(const AttentionBlockArgs& a, Tensor dqkv, Tensor dout, Tensor out,
+                                               Tensor lse) {
+    if (!m_inner.fuses_whole_attention(a)) return Backend::attention_whole_backward(a, dqkv, dout, out, lse);
+    US_OP_SPAN(attention, "attention block backward", block_flops(a, 5));
+    m_inner.attention_whole_backward(a, dqkv, dout, out, lse);
+}
 void ProfiledBackend::attention_block_pack_kv(Tensor kv, Tensor qkv, int B, int T, int C) {
     US_OP_SPAN(activation, "pack k, v");
     m_inner.attention_block_pack_kv(kv, qkv, B, T, C);
@@ -195,6 +223,14 @@ double ProfiledBackend::sum_squares(Tensor t) {
     US_OP_SPAN(optimizer, "grad norm");
     return m_inner.sum_squares(t);
 }
+void ProfiledBackend::sum_deferred(Tensor t) {
+    US_OP_SPAN(loss, "sum");
+    m_inner.sum_deferred(t);
+}
+double ProfiledBackend::take_deferred_sum() {
+    US_OP_SPAN(loss, "loss of the step");
+    return m_inner.take_deferred_sum();
+}
 void ProfiledBackend::embedding_forward(Tensor out, Tensor tokens, Tensor wte, int N, int C, int vocab_begin, int V) {
     US_OP_SPAN(embedding, "embedding");
     m_inner.embedding_forward(out, tokens, wte, N, C, vocab_begin, V);
@@ -212,6 +248,10 @@ void ProfiledBackend::crossentropy_backward(Tensor dlogits, Tensor probs, Tensor
                                             int vocab_begin) {
     US_OP_SPAN(loss, "cross-entropy backward");
     m_inner.crossentropy_backward(dlogits, probs, targets, dloss, N, V, vocab_begin);
+}
+void ProfiledBackend::crossentropy_fused(Tensor losses, Tensor logits, Tensor targets, int N, int V) {
+    US_OP_SPAN(loss, "cross-entropy (fused)");
+    m_inner.crossentropy_fused(losses, logits, targets, N, V);
 }
 void ProfiledBackend::crossentropy_local_max(Tensor rowmax, Tensor logits, int N, int V, int valid) {
     US_OP_SPAN(loss, "vocab-parallel softmax max");

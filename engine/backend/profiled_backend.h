@@ -22,6 +22,13 @@ public:
 
     US_BACKEND_OPS(US_BACKEND_DECLARE_OVERRIDE)
     void linear_forward(const GemmArgs& args, Tensor residual, Tensor bias) override;
+    bool fuses_whole_attention(const AttentionBlockArgs& a) const override;
+    bool fuses_gelu_epilogues(DType t) const override { return m_inner.fuses_gelu_epilogues(t); }
+    void linear_gelu_forward(const GemmArgs& args, Tensor bias, Tensor pre) override;
+    void linear_dgelu_backward(const GemmArgs& args, Tensor pre) override;
+    void attention_whole_forward(const AttentionBlockArgs& a, Tensor out, Tensor lse) override;
+    void attention_whole_backward(const AttentionBlockArgs& a, Tensor dqkv, Tensor dout, Tensor out,
+                                  Tensor lse) override;
     void synchronize() override { m_inner.synchronize(); }
     void set_progress_hook(void (*hook)()) override { m_inner.set_progress_hook(hook); }
 

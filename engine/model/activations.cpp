@@ -71,7 +71,7 @@ BackwardScratch carve_backward_scratch(Allocation storage, const ActivationShape
         out.dfull = take(e, N * s.C);
         out.dln = take(e, R * s.C);
     }
-    if (has_head && e == DType::bf16) out.dlogits16 = take(DType::bf16, N * s.V);
+    if (has_head && e == DType::bf16 && !fused_head_loss(s)) out.dlogits16 = take(DType::bf16, N * s.V);
     US_ASSERT(off <= int64_t(out.storage.bytes()), "backward scratch needs {} bytes, has {}", off, out.storage.bytes());
     return out;
 }

@@ -81,34 +81,31 @@ void ContextParallel::take_local(const int32_t* whole, int32_t* local, int B) co
 void ContextParallel::attention_forward(Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD) {
     if (active() && m_comm == CpComm::allgather) return allgather_forward(out, lse, qkv, B, NH, HD);
     const int cp = size(), me = rank(), Tl = local_seq(), C = NH * HD;
+    if (cp == 1) {  // --attention flash on one rank: nothing travels, the keys and values are read in qkv
+        const std::vector<AttentionChunkPair>& pairs = pairs_with(0);
+        const AttentionBlockArgs a{qkv,          qkv.slice(C, qkv.numel - C), B,    Tl, NH, HD, m_chunk,
+                                   pairs.data(), int(pairs.size()),           3 * C};
+        m_be->attention_whole_forward(a, out, lse);
+        return;
+    }
     const int next = (me + 1) % cp, prev = (me + cp - 1) % cp;
     TrackedAllocator& alloc = m_be->allocator();
     const DType e = qkv.dtype;
     const int64_t block = int64_t(B) * Tl * 2 * C;
-    // A ring: two key/value blocks, its communication buffers. One rank (--attention flash) reads the keys and
-    // values where they are, in qkv (rows 3C apart), and copies nothing.
-    const bool ring = cp > 1;
-    Allocation buffers;
-    Tensor cur, nxt;
-    int kv_stride = 0;
-    if (ring) {
-        buffers = alloc.allocate(size_t(2 * block) * dtype_size(e), MemCategory::comm_buffers,
-                                 "ring attention key/value blocks (current, next)");
-        cur = buffers.view(e, 0, block), nxt = buffers.view(e, block, block);
-    } else {
-        cur = qkv.slice(C, qkv.numel - C);
-        kv_stride = 3 * C;
-    }
+    // A ring: two key/value blocks, its communication buffers.
+    Allocation buffers = alloc.allocate(size_t(2 * block) * dtype_size(e), MemCategory::comm_buffers,
+                                        "ring attention key/value blocks (current, next)");
+    Tensor cur = buffers.view(e, 0, block), nxt = buffers.view(e, block, block);
     // The online softmax's running state: an output accumulator, and per row its maximum and sum (a zero sum
     // means nothing merged yet).
     const int64_t rows = int64_t(B) * NH * Tl;
     Allocation state = alloc.allocate(size_t(int64_t(B) * Tl * C + 2 * rows) * 4, MemCategory::temporaries,
-                                      ring ? "ring attention softmax state" : "blockwise attention softmax state");
+                                      "ring attention softmax state");
     const Tensor acc = state.view(DType::f32, 0, int64_t(B) * Tl * C);
     const Tensor row_max = state.view(DType::f32, int64_t(B) * Tl * C, rows);
     const Tensor row_sum = state.view(DType::f32, int64_t(B) * Tl * C + rows, rows);
     m_be->fill_zero(state.view(DType::f32, 0, int64_t(B) * Tl * C + 2 * rows));
-    if (ring) m_be->attention_block_pack_kv(cur, qkv, B, Tl, C);
+    m_be->attention_block_pack_kv(cur, qkv, B, Tl, C);
     for (int i = 0; i < cp; ++i) {
         CommHandle sent, received;
         if (i < cp - 1) {  // the next block travels while this one is computed
@@ -118,7 +115,7 @@ void ContextParallel::attention_forward(Tensor out, Tensor lse, Tensor qkv, int 
         const std::vector<AttentionChunkPair>& pairs = pairs_with((me - i + cp) % cp);
         if (!pairs.empty()) {
             US_PROF_OP_NAME(m_step_names[size_t(i)]);
-            AttentionBlockArgs a{qkv, cur, B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size()), kv_stride};
+            AttentionBlockArgs a{qkv, cur, B, Tl, NH, HD, m_chunk, pairs.data(), int(pairs.size())};
             m_be->attention_block_forward(a, acc, row_max, row_sum);
         }
         if (i < cp - 1) {
@@ -143,20 +140,11 @@ void ContextParallel::attention_backward(Tensor dqkv, Tensor dout, Tensor out, T
     const DType e = qkv.dtype;
     const int64_t block = int64_t(B) * Tl * 2 * C, grads = block;  // fp32 gradient blocks of the same shape
     const int64_t rows = int64_t(B) * NH * Tl;
-    if (cp == 1) {  // --attention flash on one rank: the same kernels, nothing travels, k and v read in qkv
-        const Allocation work = alloc.allocate(size_t(grads + int64_t(B) * Tl * C + rows) * 4, MemCategory::temporaries,
-                                               "blockwise attention backward (k, v and q gradients, deltas)");
-        const Tensor dkv = work.view(DType::f32, 0, grads);
-        const Tensor dq = work.view(DType::f32, grads, int64_t(B) * Tl * C);
-        const Tensor delta = work.view(DType::f32, grads + int64_t(B) * Tl * C, rows);
-        m_be->fill_zero(dq);
-        m_be->fill_zero(dkv);
-        m_be->attention_block_delta(delta, dout, out, B, Tl, NH, HD);
+    if (cp == 1) {  // --attention flash on one rank: nothing travels, k and v read in qkv
         const std::vector<AttentionChunkPair>& pairs = pairs_with(0);
-        AttentionBlockArgs a{qkv,          qkv.slice(C, qkv.numel - C), B,    Tl, NH, HD, m_chunk,
-                             pairs.data(), int(pairs.size()),           3 * C};
-        m_be->attention_block_backward(a, dq, dkv, dout, lse, delta);
-        m_be->attention_block_store_grads(dqkv, dq, dkv, B, Tl, C);
+        const AttentionBlockArgs a{qkv,          qkv.slice(C, qkv.numel - C), B,    Tl, NH, HD, m_chunk,
+                                   pairs.data(), int(pairs.size()),           3 * C};
+        m_be->attention_whole_backward(a, dqkv, dout, out, lse);
         return;
     }
     Allocation kv_buffers = alloc.allocate(size_t(2 * block) * dtype_size(e), MemCategory::comm_buffers,

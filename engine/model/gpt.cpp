@@ -89,6 +89,43 @@ void GPT::matmul_forward(int which, Tensor out, Tensor inp, Tensor weight, Tenso
     m_be.linear_forward(g, residual, bias);
 }
 
+// The MLP's first layer: pre (N,OC) = inp @ weight^T + bias and out = gelu(pre), in one GEMM where the backend has
+// the epilogue for it.
+void GPT::matmul_gelu_forward(int which, Tensor out, Tensor pre, Tensor inp, Tensor weight, Tensor bias, int IC,
+                              int OC) {
+    if (!m_be.fuses_gelu_epilogues(inp.dtype)) {  // two ops, each with its own span
+        matmul_forward(which, pre, inp, weight, bias, IC, OC);
+        m_be.gelu_forward(out, pre);
+        return;
+    }
+    US_PROF_OP_NAME(linear_name(which, 0));
+    const int N = int(m_shape.N());
+    GemmArgs g;
+    g.trans_b = true;
+    g.m = N, g.n = OC, g.k = IC;
+    g.a = inp, g.lda = IC;
+    g.b = weight, g.ldb = IC;
+    g.c = out, g.ldc = OC;
+    m_be.linear_gelu_forward(g, bias, pre);
+}
+
+// dinp (N,IC) = gelu'(pre) * (dout @ weight): the input gradient of the layer after the GeLU, through the GeLU.
+void GPT::matmul_dgelu_backward(int which, Tensor dinp, Tensor pre, Tensor dout, Tensor weight, int IC, int OC) {
+    if (!m_be.fuses_gelu_epilogues(dout.dtype)) {
+        matmul_backward_input(which, dinp, Tensor{}, dout, weight, IC, OC);
+        m_be.gelu_backward(dinp, pre, dinp);
+        return;
+    }
+    const int N = int(m_shape.N());
+    US_PROF_OP_NAME(linear_name(which, 1));
+    GemmArgs gi;
+    gi.m = N, gi.n = IC, gi.k = OC;
+    gi.a = dout, gi.lda = OC;
+    gi.b = weight, gi.ldb = IC;
+    gi.c = dinp, gi.ldc = IC;
+    m_be.linear_dgelu_backward(gi, pre);
+}
+
 // dinp (N,IC) = dout @ weight; dbias (OC) += column sums of dout (when given).
 void GPT::matmul_backward_input(int which, Tensor dinp, Tensor dbias, Tensor dout, Tensor weight, int IC, int OC) {
     const int N = int(m_shape.N());
@@ -155,9 +192,8 @@ void GPT::block_forward(int layer, BlockActs& a, Tensor x, ParamAccess& params, 
         moe_forward(layer, a, p, params, whole, *moe, *stats);
         return;
     }
-    const Tensor ln2 = m_tp.column_input_forward(a.ln2, whole);  // (N,C)
-    matmul_forward(kFc, a.fch, ln2, p.fc_w, p.fc_b, C, F);       // (N,F)
-    m_be.gelu_forward(a.fch_gelu, a.fch);
+    const Tensor ln2 = m_tp.column_input_forward(a.ln2, whole);              // (N,C)
+    matmul_gelu_forward(kFc, a.fch_gelu, a.fch, ln2, p.fc_w, p.fc_b, C, F);  // (N,F), and gelu of it
     row_parallel_forward(kFcProj, a.output, a.residual2, a.fch_gelu, p.fcproj_w, p.fcproj_b, F, whole);
 }
 
@@ -324,7 +360,8 @@ struct HeadActs {
     Tensor lnf;     // (R,C)
     Tensor mean;    // (R) fp32
     Tensor rstd;    // (R) fp32
-    Tensor logits;  // (N,Vr) fp32: logits, then probabilities, then dlogits
+    Tensor logits;  // (N,Vr) fp32: logits, then probabilities, then dlogits; bf16 when fused_head_loss: logits,
+                    // then (probs - onehot), the forward's work
     Tensor losses;  // (N) fp32
     Tensor rowmax;  // (N) fp32, vocabulary-parallel only: the softmax's maximum over the whole vocabulary
     Tensor sums;    // (N,2) fp32, vocabulary-parallel only: sum of exponentials, the target's logit
@@ -336,8 +373,9 @@ HeadActs carve_head(const Allocation& storage, const ActivationShape& s) {
     h.mean = Tensor::of(reinterpret_cast<float*>(p), R);
     h.rstd = Tensor::of(reinterpret_cast<float*>(p) + R, R);
     h.losses = Tensor::of(reinterpret_cast<float*>(p) + 2 * R, N);
-    h.logits = Tensor::of(reinterpret_cast<float*>(p) + 2 * R + N, N * s.V);
-    int64_t floats = 2 * R + N + N * s.V;
+    const bool fused = fused_head_loss(s);
+    h.logits = Tensor::of(p + (2 * R + N) * 4, fused ? DType::bf16 : DType::f32, N * s.V);
+    int64_t floats = 2 * R + N + (fused ? (N * s.V + 1) / 2 : N * s.V);  // bf16 logits: whole floats
     if (s.tp > 1) {
         h.rowmax = Tensor::of(reinterpret_cast<float*>(p) + floats, N);
         h.sums = Tensor::of(reinterpret_cast<float*>(p) + floats + N, 2 * N);
@@ -350,6 +388,7 @@ HeadActs carve_head(const Allocation& storage, const ActivationShape& s) {
 
 Tensor GPT::probabilities(const ChunkActivations& acts) const {
     US_ASSERT(has_head() && acts.head, "probabilities exist after the last chunk's forward");
+    US_ASSERT(!fused_head_loss(m_shape), "a fused loss keeps probs - onehot, not the probabilities");
     return carve_head(acts.head, m_shape).logits;
 }
 
@@ -364,8 +403,8 @@ void GPT::head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params, Te
     const FinalNormParams f = final_norm_params(params.weights(fin), C);
     m_be.layernorm_forward(h.lnf, h.mean, h.rstd, x, f.lnf_w, f.lnf_b, R, C);
     const Tensor lnf = m_tp.column_input_forward(h.lnf, whole);  // (N,C)
-    // logits (N,Vr) fp32 = lnf (N,C) @ wte^T: the LM head is the embedding matrix (tied), column-parallel over the
-    // vocabulary under tensor parallelism
+    // logits (N,Vr) = lnf (N,C) @ wte^T: the LM head is the embedding matrix (tied), column-parallel over the
+    // vocabulary under tensor parallelism; bf16 when the loss is fused, fp32 otherwise
     GemmArgs g;
     g.trans_b = true;
     g.m = N, g.n = V, g.k = C;
@@ -379,7 +418,9 @@ void GPT::head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params, Te
     params.release(emb, Pass::forward);
     params.release(fin, Pass::forward);
     const Tensor targets = acts.tokens.view(DType::i32, N, N);
-    if (!m_tp.active()) {
+    if (fused_head_loss(m_shape)) {
+        m_be.crossentropy_fused(h.losses, h.logits, targets, N, V);
+    } else if (!m_tp.active()) {
         m_be.crossentropy_forward(h.losses, h.logits, targets, N, V);
     } else {
         // Vocabulary-parallel cross-entropy (Megatron-LM): the softmax over the whole vocabulary from the ranks'
@@ -391,7 +432,10 @@ void GPT::head_forward(ChunkActivations& acts, Tensor x, ParamAccess& params, Te
         m_tp.all_reduce_sum(h.sums);
         m_be.crossentropy_finish(h.losses, h.logits, h.rowmax, h.sums, N, V, valid);
     }
-    acts.loss_sum = m_be.sum(h.losses);
+    if (m_defer_loss)
+        m_be.sum_deferred(h.losses);
+    else
+        acts.loss_sum = m_be.sum(h.losses);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -404,10 +448,13 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, BackwardScratch& s, fl
     const int fin = m_layout.final_unit(), emb = m_layout.embedding_unit();
     const Tensor targets = acts.tokens.view(DType::i32, N, N);
     // d(mean loss): the mean is over the micro-batch's tokens on every rank of the cp group
-    // the head GEMMs run in bf16 in bf16 runs, as under autocast: the gradient is written in bf16 directly
-    const Tensor dlogits = m_shape.dtype == DType::bf16 ? s.dlogits16 : h.logits;
-    m_be.crossentropy_backward(dlogits, h.logits, targets, grad_scale / float(m_shape.loss_tokens()), N, V,
-                               m_layout.vocab_begin());
+    // the head GEMMs run in bf16 in bf16 runs, as under autocast: the gradient is written in bf16 directly, or is
+    // already there (the fused loss left probs - onehot in the logits; the GEMMs scale it by d(loss))
+    const float dloss = grad_scale / float(m_shape.loss_tokens());
+    const bool fused = fused_head_loss(m_shape);
+    const Tensor dlogits = fused ? h.logits : m_shape.dtype == DType::bf16 ? s.dlogits16 : h.logits;
+    if (!fused) m_be.crossentropy_backward(dlogits, h.logits, targets, dloss, N, V, m_layout.vocab_begin());
+    const float head_alpha = fused ? dloss : 1.0f;
     params.acquire(fin, Pass::backward);
     params.acquire(emb, Pass::backward);
     const Tensor wte = embedding_params(params.weights(emb)).wte;
@@ -415,6 +462,7 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, BackwardScratch& s, fl
     // dlnf (N,C) = dlogits @ wte (a partial sum over the vocabulary under tp); dwte (Vr,C) += dlogits^T @ lnf
     GemmArgs gi;
     gi.m = N, gi.n = C, gi.k = V;
+    gi.alpha = head_alpha;
     gi.a = dlogits, gi.lda = V;
     gi.b = wte, gi.ldb = C;
     gi.c = s.dC, gi.ldc = C;
@@ -426,6 +474,7 @@ void GPT::head_backward(ChunkActivations& acts, Tensor x, BackwardScratch& s, fl
     GemmArgs gw;
     gw.trans_a = true;
     gw.m = V, gw.n = C, gw.k = N;
+    gw.alpha = head_alpha;
     gw.beta = 1.0f;
     gw.a = dlogits, gw.lda = V;
     gw.b = lnf, gw.ldb = C;
@@ -470,11 +519,10 @@ void GPT::block_backward(int layer, BlockActs& a, Tensor x, BackwardScratch& s, 
     if (experts > 0) {
         moe_backward(layer, a, p, d, s, params, *moe, grad_scale);
     } else {
-        dout = m_tp.row_output_backward(s.dres, s.dfull);  // (N,C)
-        matmul_backward_input(kFcProj, s.dfch, Tensor{}, dout, p.fcproj_w, F, C);
+        dout = m_tp.row_output_backward(s.dres, s.dfull);                       // (N,C)
+        matmul_dgelu_backward(kFcProj, s.dfch, a.fch, dout, p.fcproj_w, F, C);  // through the GeLU: d(fch)
         m_be.bias_backward(d.fcproj_b, s.dres, R, C);  // replicated bias: over this rank's rows (partial under SP)
         weight_grad(kFcProj, d.fcproj_w, dout, a.fch_gelu, F, C, keep ? keep->dout_fcproj : Tensor{});
-        m_be.gelu_backward(s.dfch, a.fch, s.dfch);
         matmul_backward_input(kFc, s.dC, d.fc_b, s.dfch, p.fc_w, C, F);  // (N,C), partial over the tp group
         if (!keep)
             weight_grad(kFc, d.fc_w, s.dfch, m_tp.column_input_forward(a.ln2, s.dfull), C, F, Tensor{});

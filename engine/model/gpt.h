@@ -67,7 +67,7 @@ struct ChunkActivations {
     Allocation head;                   // final norm output and stats, fp32 logits, losses; last chunk only
     std::vector<Allocation> deferred;  // per block, between B and W: the output gradients its weight GEMMs need
     std::vector<MoeActs> moe;          // per block: an MoE block's routed rows (empty for dense blocks)
-    double loss_sum = 0.0;             // sum of per-token losses (last chunk only)
+    double loss_sum = 0.0;             // sum of per-token losses (last chunk only; see GPT::defer_loss)
 };
 
 class GPT {
@@ -86,8 +86,11 @@ public:
     int layer_end() const { return m_end; }
 
     // Runs the chunk's forward. `input` (R,C) is ignored on the first chunk, which embeds the tokens.
-    // After it, acts.loss_sum holds the summed loss when the chunk has the head.
+    // After it, acts.loss_sum holds the summed loss when the chunk has the head, or (defer_loss) the loss was
+    // added to the backend's deferred sum (Backend::take_deferred_sum reads the step's total): reading it here
+    // would make the host wait for the device between forward and backward.
     void forward(ChunkActivations& acts, const MicroBatch& batch, Tensor input, ParamAccess& params);
+    void defer_loss(bool defer) { m_defer_loss = defer; }
 
     // The chunk's output (R,C): the last block's output (for the next pipeline stage).
     Tensor output(const ChunkActivations& acts) const;
@@ -130,6 +133,8 @@ private:
     // `which` names the linear layer in profiles (Linear enum in gpt.cpp). An empty bias is skipped.
     void matmul_forward(int which, Tensor out, Tensor inp, Tensor weight, Tensor bias, int IC, int OC,
                         Tensor residual = {});
+    void matmul_gelu_forward(int which, Tensor out, Tensor pre, Tensor inp, Tensor weight, Tensor bias, int IC, int OC);
+    void matmul_dgelu_backward(int which, Tensor dinp, Tensor pre, Tensor dout, Tensor weight, int IC, int OC);
     void matmul_backward_input(int which, Tensor dinp, Tensor dbias, Tensor dout, Tensor weight, int IC, int OC);
     void matmul_backward_weight(int which, Tensor dweight, Tensor dout, Tensor inp, int IC, int OC);
     // out (R,C) = residual + a row-parallel linear of inp (N,IC) summed over the tp group + bias.
@@ -155,6 +160,7 @@ private:
     std::unique_ptr<MoeLayer> m_moe;
     std::vector<MoeStats> m_moe_stats;
     ParamLayout m_layout;
+    bool m_defer_loss = false;
     ActivationShape m_shape;
     int m_begin = 0, m_end = 0;
     std::vector<uint32_t> m_block_names;  // profiler string ids "block l"

@@ -101,8 +101,7 @@ void PipelineExecutor::forward(const PipeAction& a, int64_t step_index) {
     ChunkActivations& acts = m_acts[k];
     acts.micro_batch_index = a.micro_batch;
     GPT& model = *local(a.chunk).model;
-    model.forward(acts, MicroBatch{m_tokens.data(), m_targets.data()}, input, m_state);
-    if (model.has_head()) m_loss_sum += acts.loss_sum;
+    model.forward(acts, MicroBatch{m_tokens.data(), m_targets.data()}, input, m_state);  // the loss: deferred
     if (vs < virtual_stages() - 1)
         m_output_sends[k] =
             m_grid.pp_group().isend(model.output(acts), (vs + 1) % pp, tag(kActivation, vs + 1, a.micro_batch));
@@ -156,6 +155,7 @@ void PipelineExecutor::backward(const PipeAction& a, float grad_scale) {
 
 double PipelineExecutor::run_step(int64_t step_index, float grad_scale) {
     m_loss_sum = 0;
+    for (auto& c : m_chunks) c.model->defer_loss(true);  // the losses are read once, after the step's backward
     m_state.begin_step();
     for (size_t i = 0; i < m_actions.size(); ++i) {
         post_receives(i);
@@ -170,6 +170,11 @@ double PipelineExecutor::run_step(int64_t step_index, float grad_scale) {
     m_output_sends.clear();
     reap_sends(true);
     US_ASSERT(m_acts.empty() && m_recv_acts.empty() && m_recv_grads.empty(), "the schedule left work behind");
+    // The micro-batches' losses, added on the device in forward order: read once, after the step's backward.
+    bool head = false;
+    for (const auto& c : m_chunks) head = head || c.model->has_head();
+    m_loss_sum = head ? m_be.take_deferred_sum() : 0.0;
+    for (auto& c : m_chunks) c.model->defer_loss(false);  // a forward outside a step reads its own loss
     return m_loss_sum;
 }
 

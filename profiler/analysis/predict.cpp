@@ -113,6 +113,7 @@ PredictInput PredictInput::from_settings(const TrainConfig& c) {
     in.fp32_grad_accum = c.fp32_grad_accum;
     in.recompute = std::string(recompute_name(c.recompute));
     in.flash = c.attention == Attention::flash;
+    in.cuda = c.device == "cuda";
     const ParallelConfig& p = c.parallel;
     in.dp = p.dp, in.pp = p.pp, in.tp = p.tp, in.cp = p.cp, in.ep = p.ep, in.sp = p.sp;
     in.cp_balance = p.cp_balance, in.zero = p.zero, in.pp_schedule = p.pp_schedule, in.pp_chunks = p.pp_chunks;

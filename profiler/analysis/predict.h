@@ -40,6 +40,7 @@ struct PredictInput {
     bool fp32_grad_accum = false;
     std::string recompute = "none";  // none | selective | full
     bool flash = false;              // --attention flash: blockwise attention, the log-sum-exp instead of probs
+    bool cuda = false;               // --device cuda: where the backend's fused kernels change what is allocated
     // parallel
     int dp = 1, pp = 1, tp = 1, cp = 1, ep = 1;
     bool sp = false;  // sequence parallelism inside the tp group

@@ -213,9 +213,13 @@ void predict_activations(const PredictInput& in, const RankContext& rc, Predicti
     // On top of the scratch, a block's backward holds either its MoE part's temporaries or, later, blockwise
     // attention's (ring or flash): fp32 query gradients (N, Ca) and a delta per row (B, heads, T); on one rank
     // (flash) also the keys' and values' fp32 gradients (N, 2Ca), which a ring keeps in comm_buffers (flash reads
-    // the keys and values themselves in qkv).
-    const int64_t blockwise_backward =
-        !r.blockwise() ? 0 : 4 * (r.N * r.Ca + in.micro_batch * r.heads * r.T) + (r.cp == 1 ? 4 * 2 * r.N * r.Ca : 0);
+    // the keys and values themselves in qkv). Where the device fuses one rank's attention (whole_attention_fused),
+    // only the deltas.
+    const int64_t deltas = 4 * in.micro_batch * r.heads * r.T;
+    const int64_t blockwise_backward = !r.blockwise() ? 0
+                                       : whole_attention_fused(r.act, in.cuda)
+                                           ? deltas
+                                           : 4 * r.N * r.Ca + deltas + (r.cp == 1 ? 4 * 2 * r.N * r.Ca : 0);
     p.memory[size_t(MemCategory::temporaries)] =
         scratch + (sends_gradients ? e * r.R * in.hidden : 0) + held.deferred +
         std::max(rc.Lm > 0 ? stage_moe_backward_temporaries(in, e) : 0, blockwise_backward);

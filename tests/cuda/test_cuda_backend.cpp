@@ -142,6 +142,41 @@ TEST_CASE("cuda: linear layer forward (bias and residual in the GEMM) matches th
             }
 }
 
+TEST_CASE("cuda: the MLP's GeLU in the GEMM epilogues (GELU_AUX_BIAS, DGELU) matches the CPU backend", "[cuda]") {
+    if (!have_gpu()) return;
+    Pair p;
+    REQUIRE(p.gpu().fuses_gelu_epilogues(DType::bf16));
+    // 64 x 96 -> 256: aligned, the epilogues run; 37 x 72 -> 56: odd rows, cuBLASLt's call or the fallback
+    for (auto [N, IC, OC] : {std::tuple{64, 96, 256}, std::tuple{37, 72, 56}})
+        for (bool with_bias : {true, false}) {
+            INFO("N " << N << " IC " << IC << " OC " << OC << (with_bias ? ", bias" : ", no bias"));
+            const DType t = DType::bf16;
+            Twin x = p.make(t, random_vector(size_t(N) * IC, 81)), w = p.make(t, random_vector(size_t(OC) * IC, 82));
+            Twin bias = p.make(t, random_vector(OC, 83));
+            Twin out = p.zeros(t, int64_t(N) * OC), pre = p.zeros(t, int64_t(N) * OC);
+            GemmArgs g;
+            g.trans_b = true, g.m = N, g.n = OC, g.k = IC, g.lda = IC, g.ldb = IC, g.ldc = OC;
+            for (auto [be, side] : {std::pair<Backend*, int>{&p.cpu(), 0}, {&p.gpu(), 1}}) {
+                g.a = side ? x.gpu : x.cpu, g.b = side ? w.gpu : w.cpu, g.c = side ? out.gpu : out.cpu;
+                be->linear_gelu_forward(g, with_bias ? (side ? bias.gpu : bias.cpu) : Tensor{},
+                                        side ? pre.gpu : pre.cpu);
+            }
+            expect_close(p, pre, "pre-activation (aux)", 2e-2);
+            expect_close(p, out, "gelu output", 3e-2);
+            // backward: din (N,IC) = gelu'(pre) * (dout (N,OC) @ W (OC,IC)), here with pre of shape (N,IC)
+            Twin dout = p.make(t, random_vector(size_t(N) * OC, 84)),
+                 pre2 = p.make(t, random_vector(size_t(N) * IC, 85));
+            Twin din = p.zeros(t, int64_t(N) * IC);
+            GemmArgs gi;
+            gi.m = N, gi.n = IC, gi.k = OC, gi.lda = OC, gi.ldb = IC, gi.ldc = IC;
+            for (auto [be, side] : {std::pair<Backend*, int>{&p.cpu(), 0}, {&p.gpu(), 1}}) {
+                gi.a = side ? dout.gpu : dout.cpu, gi.b = side ? w.gpu : w.cpu, gi.c = side ? din.gpu : din.cpu;
+                be->linear_dgelu_backward(gi, side ? pre2.gpu : pre2.cpu);
+            }
+            expect_close(p, din, "input gradient through the GeLU", 3e-2);
+        }
+}
+
 TEST_CASE("cuda: LayerNorm, GeLU, bias and elementwise ops match the CPU backend", "[cuda]") {
     if (!have_gpu()) return;
     Pair p;
@@ -188,6 +223,10 @@ TEST_CASE("cuda: LayerNorm, GeLU, bias and elementwise ops match the CPU backend
             expect_close(p, converted, "copy with conversion", 0.0);  // rounding to nearest-even is exact on both
             CHECK(p.gpu().sum(x.gpu) == Approx(p.cpu().sum(x.cpu)).epsilon(1e-9));
             CHECK(p.gpu().sum_squares(x.gpu) == Approx(p.cpu().sum_squares(x.cpu)).epsilon(1e-9));
+            p.gpu().sum_deferred(x.gpu), p.gpu().sum_deferred(dy.gpu);  // added on the device, read once
+            p.cpu().sum_deferred(x.cpu), p.cpu().sum_deferred(dy.cpu);
+            CHECK(p.gpu().take_deferred_sum() == Approx(p.cpu().take_deferred_sum()).epsilon(1e-9));
+            CHECK(p.gpu().take_deferred_sum() == 0.0);  // taking it starts a new total
             p.gpu().fill_zero(x.gpu);
             CHECK(p.gpu().sum_squares(x.gpu) == 0.0);
         }
@@ -296,6 +335,77 @@ TEST_CASE("cuda: blockwise attention (ring attention, --attention flash) matches
             }
 }
 
+TEST_CASE("cuda: whole-sequence flash attention (fused tiles) equals the blockwise composition", "[cuda]") {
+    if (!have_gpu()) return;
+    Pair p;
+    // One rank's --attention flash: the fused kernels write out, lse and dqkv themselves; Backend's composition
+    // (blockwise ops, fp32 state, finish, delta, store) is the reference on the same GPU, the CPU the other.
+    for (int T : {128, 256}) {
+        const int B = 2, NH = 3, HD = 64, C = NH * HD;
+        INFO("T " << T);
+        const std::vector<AttentionChunkPair> pairs = {{0, 0, true}};
+        Twin qkv = p.make(DType::bf16, random_vector(size_t(B) * T * 3 * C, 60));
+        Twin dout = p.make(DType::bf16, random_vector(size_t(B) * T * C, 61));
+        const int64_t rows = int64_t(B) * NH * T;
+        Twin out = p.zeros(DType::bf16, int64_t(B) * T * C), lse = p.zeros(DType::f32, rows);
+        Twin ref_out = p.zeros(DType::bf16, int64_t(B) * T * C), ref_lse = p.zeros(DType::f32, rows);
+        auto args = [&](Tensor q) {
+            return AttentionBlockArgs{q, q.slice(C, q.numel - C), B, T, NH, HD, T, pairs.data(), 1, 3 * C};
+        };
+        REQUIRE(p.gpu().fuses_whole_attention(args(qkv.gpu)));
+        CHECK_FALSE(p.cpu().fuses_whole_attention(args(qkv.cpu)));
+        p.gpu().attention_whole_forward(args(qkv.gpu), out.gpu, lse.gpu);
+        p.gpu().Backend::attention_whole_forward(args(qkv.gpu), ref_out.gpu, ref_lse.gpu);
+        p.cpu().attention_whole_forward(args(qkv.cpu), out.cpu, lse.cpu);
+        CHECK(p.read(out).second == p.read(ref_out).second);  // the finish kernel's arithmetic, in the tile kernel
+        CHECK(p.read(lse).second == p.read(ref_lse).second);
+        expect_close(p, out, "fused out against the CPU", 5e-2);
+        expect_close(p, lse, "fused lse against the CPU", 1e-3);
+        Twin dqkv = p.zeros(DType::bf16, int64_t(B) * T * 3 * C),
+             ref_dqkv = p.zeros(DType::bf16, int64_t(B) * T * 3 * C);
+        p.gpu().attention_whole_backward(args(qkv.gpu), dqkv.gpu, dout.gpu, out.gpu, lse.gpu);
+        p.gpu().Backend::attention_whole_backward(args(qkv.gpu), ref_dqkv.gpu, dout.gpu, ref_out.gpu, ref_lse.gpu);
+        p.cpu().attention_whole_backward(args(qkv.cpu), dqkv.cpu, dout.cpu, out.cpu, lse.cpu);
+        // the deltas are summed in another order (two threads a row in the dq kernel): equal to bf16 rounding
+        const auto [cpu_grads, fused] = p.read(dqkv);
+        const auto reference = p.read(ref_dqkv).second;
+        double worst = 0, scale = 1e-6;
+        for (float v : reference) scale = std::max(scale, double(std::abs(v)));
+        for (size_t i = 0; i < fused.size(); ++i)
+            worst =
+                std::max(worst, std::abs(double(fused[i]) - reference[i]) / (std::abs(double(reference[i])) + scale));
+        INFO("fused dqkv against the composition: worst relative error " << worst);
+        CHECK(worst < 1e-2);
+        expect_close(p, dqkv, "fused dqkv against the CPU", 5e-2);
+    }
+}
+
+TEST_CASE("cuda: fused bf16 cross-entropy matches the CPU backend on every launch shape", "[cuda]") {
+    if (!have_gpu()) return;
+    Pair p;
+    Rng rng(70);
+    // 97: not whole 16-byte vectors (the three-pass kernel); 104: one warp; 2000: 256 threads, one vector each;
+    // 50304 (GPT-2's padded vocabulary): 1024 threads, 7 vectors each in registers.
+    for (int V : {97, 104, 2000, 50304}) {
+        const int N = V > 10000 ? 48 : 200;
+        INFO("vocabulary " << V);
+        std::vector<float> targets(static_cast<size_t>(N));
+        for (auto& t : targets) t = float(rng.next_below(uint64_t(V)));
+        Twin tgt = p.make(DType::i32, targets);
+        Twin logits = p.make(DType::bf16, random_vector(size_t(N) * V, uint64_t(71 + V), 4.0f));
+        Twin losses = p.zeros(DType::f32, N);
+        p.cpu().crossentropy_fused(losses.cpu, logits.cpu, tgt.cpu, N, V);
+        p.gpu().crossentropy_fused(losses.gpu, logits.gpu, tgt.gpu, N, V);
+        expect_close(p, losses, "fused losses", 1e-4);
+        // probs - onehot in bf16: compare at the scale of the row (the -1 of the target dominates)
+        const auto [want, got] = p.read(logits);
+        int bad = 0;
+        for (size_t i = 0; i < want.size(); ++i)
+            bad += std::abs(double(want[i]) - got[i]) > 1e-2 * (std::abs(want[i]) + 1e-3);
+        CHECK(bad == 0);
+    }
+}
+
 TEST_CASE("cuda: embedding (bitwise backward), cross-entropy and AdamW match the CPU backend", "[cuda]") {
     if (!have_gpu()) return;
     Pair p;
@@ -314,6 +424,18 @@ TEST_CASE("cuda: embedding (bitwise backward), cross-entropy and AdamW match the
         p.cpu().embedding_backward(dwte.cpu, dout.cpu, tok.cpu, N, C, 0, V);
         p.gpu().embedding_backward(dwte.gpu, dout.gpu, tok.gpu, N, C, 0, V);
         expect_close(p, dwte, "embedding backward (same order of additions)", 0.0);
+        {  // a byte tokenizer's batch: one token a third of it, runs longer than the kernel's eight-row prefetch,
+           // columns over several column blocks and a partial one
+            const int N2 = 900, C2 = 300;
+            std::vector<float> skewed(N2);
+            for (auto& v : skewed) v = rng.next_below(3) == 0 ? 7.0f : float(rng.next_below(20));
+            Twin tok2 = p.make(DType::i32, skewed);
+            Twin dout2 = p.make(t, random_vector(size_t(N2) * C2, 38)),
+                 dwte2 = p.make(t, random_vector(size_t(V) * C2, 39));
+            p.cpu().embedding_backward(dwte2.cpu, dout2.cpu, tok2.cpu, N2, C2, 0, V);
+            p.gpu().embedding_backward(dwte2.gpu, dout2.gpu, tok2.gpu, N2, C2, 0, V);
+            expect_close(p, dwte2, "embedding backward, one frequent token", 0.0);
+        }
         // a vocabulary-parallel slice: rows [5, 12) of the vocabulary; other tokens embed to zeros
         Twin slice = p.make(t, random_vector(size_t(7) * C, 35)), sliced_out = p.zeros(t, int64_t(N) * C);
         p.cpu().embedding_forward(sliced_out.cpu, tok.cpu, slice.cpu, N, C, 5, 7);
@@ -396,6 +518,10 @@ TEST_CASE("cuda: training on the GPU follows the CPU's losses (fp32 closely, bf1
         c.batch = 4, c.grad_accum = 2, c.steps = 5, c.warmup = 1, c.quiet = true;
         c.precision = precision;
         c.data = sample_data_file("cuda-data.txt", 40000);
+        if (precision == Precision::bf16) {  // --attention flash on one rank with head dim 64: the fused tiles
+            c.model.hidden = 128, c.model.heads = 2, c.model.seq = 64;
+            c.attention = Attention::flash;
+        }
         CpuBackend cpu(2);
         auto gpu = make_cuda_backend(BackendOptions{"cuda", 0, 0});
         Trainer on_cpu(c, cpu), on_gpu(c, *gpu);

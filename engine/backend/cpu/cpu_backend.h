@@ -30,6 +30,7 @@ private:
     Allocation m_scratch;
     Allocation m_rope;
     int m_rope_T = 0, m_rope_HD = 0;
+    double m_deferred_sum = 0.0;  // sum_deferred's total
 };
 
 }  // namespace us

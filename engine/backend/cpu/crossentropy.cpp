@@ -1,9 +1,11 @@
 // Softmax cross-entropy over fp32 logits, fused in place: forward turns logits into probabilities and writes each
 // token's loss; backward turns the probabilities into dlogits = (probs - onehot) * dloss. The vocabulary-parallel
-// form splits the forward into three steps around the tensor-parallel group's reductions (backend.h). A row's max,
+// form splits the forward into three steps around the tensor-parallel group's reductions (backend.h); bf16 runs take
+// the fused form (bf16 logits in, bf16 probs - onehot out, the loss on the way). A row's max,
 // exp and sum are vectorised: the branch-free exp (fast_math.h), the sums in fixed-order lanes (lane_reductions.h).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/fast_math.h"
@@ -27,6 +29,15 @@ US_CPU_CLONES float sum_exp(const float* row, int n, float shift) {
 US_CPU_CLONES void exp_scaled_row(float* row, int n, float shift, float factor) {
 #pragma omp simd
     for (int i = 0; i < n; ++i) row[i] = cpu::exp_nonpositive(row[i] - shift) * factor;
+}
+
+US_CPU_CLONES void widen_row(float* dst, const bf16* src, int n) {
+#pragma omp simd
+    for (int i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+}
+
+US_CPU_CLONES void narrow_row(bf16* dst, const float* src, int n) {
+    for (int i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
 }
 
 }  // namespace
@@ -59,6 +70,28 @@ void CpuBackend::crossentropy_backward(Tensor dlogits, Tensor probs, Tensor targ
         } else {
             float* out = dlogits.f32() + size_t(n) * V;
             for (int i = 0; i < V; ++i) out[i] = grad(i);
+        }
+    }
+}
+
+void CpuBackend::crossentropy_fused(Tensor losses, Tensor logits, Tensor targets, int N, int V) {
+    float* loss = losses.f32();
+    bf16* z = logits.b16();
+    const int32_t* tgt = targets.i32();
+#pragma omp parallel
+    {
+        // A row in fp32 while its softmax is taken: one buffer per thread, grown once per run, not per row.
+        thread_local std::vector<float> row;
+        if (row.size() < size_t(V)) row.resize(size_t(V));
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; ++n) {
+            bf16* logit = z + size_t(n) * V;
+            widen_row(row.data(), logit, V);
+            softmax_row(row.data(), V);
+            const int t = tgt[n];
+            loss[n] = -std::log(std::max(row[size_t(t)], 1e-30f));
+            row[size_t(t)] -= 1.0f;
+            narrow_row(logit, row.data(), V);
         }
     }
 }

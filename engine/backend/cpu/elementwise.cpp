@@ -2,6 +2,7 @@
 #include <omp.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
@@ -90,5 +91,7 @@ static double deterministic_sum(Tensor t, int threads) {
 
 double CpuBackend::sum(Tensor t) { return deterministic_sum<false>(t, m_threads); }
 double CpuBackend::sum_squares(Tensor t) { return deterministic_sum<true>(t, m_threads); }
+void CpuBackend::sum_deferred(Tensor t) { m_deferred_sum += sum(t); }
+double CpuBackend::take_deferred_sum() { return std::exchange(m_deferred_sum, 0.0); }
 
 }  // namespace us

@@ -7,6 +7,12 @@
 // probabilities and score gradients enter the products rounded to bf16 (as FlashAttention does); statistics and
 // accumulators stay fp32. Backward is two kernels (dq per query tile; dk and dv per key tile), each recomputing
 // the probabilities from the saved log-sum-exp: every sum has a fixed order, no atomics.
+//
+// Two modes (kWhole). Blockwise (ring attention's steps): the softmax state and the gradients are fp32 buffers that
+// several calls accumulate into, finished by other kernels. Whole (one rank's whole causal sequence, --attention
+// flash): one call sees every key, so the forward writes the bf16 output and the log-sum-exp itself, dq writes
+// the row terms (delta) and its bf16 gradient, and dk/dv theirs, straight into dqkv: no fp32 state or gradients
+// travel through memory, and the finish, delta and store kernels do not run.
 #include <cstdint>
 
 #include "engine/backend/cuda/attention_tiles.h"
@@ -32,14 +38,9 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-__device__ __forceinline__ uint32_t ld32(const bfloat* p) { return *reinterpret_cast<const uint32_t*>(p); }
 __device__ __forceinline__ uint32_t pack(float lo, float hi) {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&v);
-}
-__device__ __forceinline__ uint32_t pack(bfloat lo, bfloat hi) {
-    return uint32_t(*reinterpret_cast<const uint16_t*>(&lo)) |
-           (uint32_t(*reinterpret_cast<const uint16_t*>(&hi)) << 16);
 }
 
 // ldmatrix: four 8 x 8 bf16 matrices from shared memory, each lane giving one row address (lanes 8i..8i+7 the rows
@@ -136,6 +137,22 @@ __device__ void regs_times_rows(float (&out)[8][4], const float (&p)[8][4], cons
     (void)l;
 }
 
+// The same product from A fragments already packed (a[kk] covers columns 16kk..16kk+15 of the 16 x 64 values, in
+// regs_times_rows's order: tiles 2kk and 2kk + 1, rows g and g + 8).
+__device__ void fragments_times_rows(float (&out)[8][4], const uint32_t (&a)[4][4], const bfloat* Z) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+        for (int jd = 0; jd < 8; jd += 2) {
+            uint32_t b[4];
+            ldmatrix_x4_trans(b, Z + (16 * kk + lane % 8 + ((lane / 8) % 2) * 8) * kPad + 8 * jd + (lane / 16) * 8);
+            const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+            mma(out[jd], a[kk], b0);
+            mma(out[jd + 1], a[kk], b1);
+        }
+}
+
 __device__ __forceinline__ float quad_max(float v) {
     v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
     return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
@@ -150,6 +167,23 @@ struct Where {
     __device__ Where(int NH) : b(blockIdx.x / NH), h(blockIdx.x % NH), C(NH * kHD) {}
 };
 
+// Where each kernel's results go. Blockwise: fp32 buffers accumulated over calls. Whole: the final tensors.
+struct ForwardOut {
+    float *acc = nullptr, *row_max = nullptr, *row_sum = nullptr;  // blockwise
+    bfloat* out = nullptr;                                         // whole: (B,T,C)
+    float* lse = nullptr;                                          // whole: (B,NH,T)
+};
+struct BackwardOut {
+    float *dq = nullptr, *dkv = nullptr;  // blockwise: (B,T,C), (B,T,2C) fp32 +=
+    bfloat* dqkv = nullptr;               // whole: (B,T,3C) =
+    float* delta = nullptr;               // whole: written by dq_kernel from dout and out, read by dkv_kernel
+    const bfloat* out = nullptr;          // whole: the forward's output, for delta
+};
+
+__device__ __forceinline__ void st_pair(bfloat* p, float a, float b) {
+    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+
 // The grids are (B * NH, T / 64): the tile index is the slow one, so every head's tiles of one index run together
 // and a causal pass starts with its longest tiles (the last queries; for dk/dv the first keys), not with a tail of
 // them at the end.
@@ -157,9 +191,10 @@ __device__ __forceinline__ int last_tiles_first() { return int(gridDim.y - 1 - b
 
 // grid (B * NH, T / 64): 64 queries against their pairs' key/value tiles; acc, row_max, row_sum carry the online
 // softmax across calls (a zero sum: nothing merged yet).
+template <bool kWhole>
 __global__ void __launch_bounds__(kThreads)
-    forward_kernel(float* acc, float* row_max, float* row_sum, const bfloat* qkv, const bfloat* kv, int64_t kvs, int T,
-                   int NH, int chunk, ChunkPairs pairs, float scale) {
+    forward_kernel(ForwardOut fo, const bfloat* qkv, const bfloat* kv, int64_t kvs, int T, int NH, int chunk,
+                   ChunkPairs pairs, float scale) {
     __shared__ __align__(16) bfloat Q[kTileSmem], K[2][kTileSmem], V[2][kTileSmem];  // 46 KB
     const Lane l;
     const int warp = threadIdx.x / 32;
@@ -168,13 +203,18 @@ __global__ void __launch_bounds__(kThreads)
     const int rows[2] = {16 * warp + l.g, 16 * warp + l.g + 8};  // this thread's two rows within the tile
     float m[2], s_l[2], o[8][4];
     for (int e = 0; e < 2; ++e) {
-        const int64_t at = (int64_t(w.b) * NH + w.h) * T + t0 + rows[e];
-        s_l[e] = row_sum[at];
-        m[e] = s_l[e] > 0.0f ? row_max[at] : -INFINITY;
-        const float* a = acc + (int64_t(w.b) * T + t0 + rows[e]) * w.C + w.h * kHD + 2 * l.t;
-        for (int jd = 0; jd < 8; ++jd) {
-            const float2 v = *reinterpret_cast<const float2*>(a + 8 * jd);
-            o[jd][2 * e] = v.x, o[jd][2 * e + 1] = v.y;
+        if constexpr (kWhole) {  // nothing merged yet
+            s_l[e] = 0.0f, m[e] = -INFINITY;
+            for (int jd = 0; jd < 8; ++jd) o[jd][2 * e] = o[jd][2 * e + 1] = 0.0f;
+        } else {
+            const int64_t at = (int64_t(w.b) * NH + w.h) * T + t0 + rows[e];
+            s_l[e] = fo.row_sum[at];
+            m[e] = s_l[e] > 0.0f ? fo.row_max[at] : -INFINITY;
+            const float* a = fo.acc + (int64_t(w.b) * T + t0 + rows[e]) * w.C + w.h * kHD + 2 * l.t;
+            for (int jd = 0; jd < 8; ++jd) {
+                const float2 v = *reinterpret_cast<const float2*>(a + 8 * jd);
+                o[jd][2 * e] = v.x, o[jd][2 * e + 1] = v.y;
+            }
         }
     }
     load_tile(Q, qkv + (int64_t(w.b) * T + t0) * 3 * w.C + w.h * kHD, 3 * w.C);
@@ -234,20 +274,49 @@ __global__ void __launch_bounds__(kThreads)
     }
     for (int e = 0; e < 2; ++e) {
         const int64_t at = (int64_t(w.b) * NH + w.h) * T + t0 + rows[e];
-        float* a = acc + (int64_t(w.b) * T + t0 + rows[e]) * w.C + w.h * kHD + 2 * l.t;
-        for (int jd = 0; jd < 8; ++jd)
-            *reinterpret_cast<float2*>(a + 8 * jd) = make_float2(o[jd][2 * e], o[jd][2 * e + 1]);
-        if (l.t == 0) {
-            row_max[at] = m[e];
-            row_sum[at] = s_l[e];
+        const int64_t col = (int64_t(w.b) * T + t0 + rows[e]) * w.C + w.h * kHD + 2 * l.t;
+        if constexpr (kWhole) {  // the finish kernel's arithmetic: acc / sum, max + log(sum)
+            for (int jd = 0; jd < 8; ++jd)
+                st_pair(fo.out + col + 8 * jd, o[jd][2 * e] / s_l[e], o[jd][2 * e + 1] / s_l[e]);
+            if (l.t == 0) fo.lse[at] = m[e] + logf(s_l[e]);
+        } else {
+            for (int jd = 0; jd < 8; ++jd)
+                *reinterpret_cast<float2*>(fo.acc + col + 8 * jd) = make_float2(o[jd][2 * e], o[jd][2 * e + 1]);
+            if (l.t == 0) {
+                fo.row_max[at] = m[e];
+                fo.row_sum[at] = s_l[e];
+            }
         }
     }
 }
 
+// delta = rowsum(dO * O) of a tile's 64 rows (one head): two threads a row, 32 columns each, 16-byte loads, the
+// halves joined by a shuffle; into shared memory for the tile's threads and into `delta` for dkv_kernel.
+__device__ void tile_delta(float* shared_delta, float* delta, const bfloat* dO, const bfloat* O, int64_t stride,
+                           int64_t at0) {
+    const int row = threadIdx.x / 2, half = threadIdx.x % 2;
+    float sum = 0.0f;
+    for (int c = 32 * half; c < 32 * half + 32; c += kPack) {
+        float d[kPack], o[kPack];
+        ld8(d, dO + row * stride + c);
+        ld8(o, O + row * stride + c);
+#pragma unroll
+        for (int k = 0; k < kPack; ++k) sum += d[k] * o[k];
+    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    if (half == 0) {
+        shared_delta[row] = sum;
+        delta[at0 + row] = sum;
+    }
+}
+
 // grid (B * NH, T / 64): dq of 64 queries.
+template <bool kWhole>
 __global__ void __launch_bounds__(kThreads)
-    dq_kernel(float* dq, const bfloat* qkv, const bfloat* kv, int64_t kvs, const bfloat* dout, const float* lse,
+    dq_kernel(BackwardOut bo, const bfloat* qkv, const bfloat* kv, int64_t kvs, const bfloat* dout, const float* lse,
               const float* delta, int T, int NH, int chunk, ChunkPairs pairs, float scale) {
+    static_assert(kThreads == 2 * kTile, "tile_delta gives each row two threads");
+    __shared__ float whole_delta[kTile];
     extern __shared__ __align__(16) bfloat dq_smem[];  // Q, dO, then K and V twice: 55 KB (dynamic)
     bfloat* Q = dq_smem;
     bfloat* dO = dq_smem + kTileSmem;
@@ -259,10 +328,16 @@ __global__ void __launch_bounds__(kThreads)
     const int t0 = last_tiles_first(), qchunk = t0 / chunk, i0 = t0 - qchunk * chunk;
     const int rows[2] = {16 * warp + l.g, 16 * warp + l.g + 8};
     float row_lse[2], row_delta[2], g[8][4] = {};
+    if constexpr (kWhole) {
+        const int64_t first = int64_t(w.b) * T + t0;
+        tile_delta(whole_delta, bo.delta, dout + first * w.C + w.h * kHD, bo.out + first * w.C + w.h * kHD, w.C,
+                   (int64_t(w.b) * NH + w.h) * T + t0);
+        __syncthreads();
+    }
     for (int e = 0; e < 2; ++e) {
         const int64_t at = (int64_t(w.b) * NH + w.h) * T + t0 + rows[e];
         row_lse[e] = lse[at];
-        row_delta[e] = delta[at];
+        row_delta[e] = kWhole ? whole_delta[rows[e]] : delta[at];
     }
     load_tile(Q, qkv + (int64_t(w.b) * T + t0) * 3 * w.C + w.h * kHD, 3 * w.C);
     load_tile(dO, dout + (int64_t(w.b) * T + t0) * w.C + w.h * kHD, w.C);
@@ -303,18 +378,27 @@ __global__ void __launch_bounds__(kThreads)
         }
     }
     for (int e = 0; e < 2; ++e) {
-        float* out = dq + (int64_t(w.b) * T + t0 + rows[e]) * w.C + w.h * kHD + 2 * l.t;
-        for (int jd = 0; jd < 8; ++jd) {
-            float2 v = *reinterpret_cast<float2*>(out + 8 * jd);
-            v.x += g[jd][2 * e], v.y += g[jd][2 * e + 1];
-            *reinterpret_cast<float2*>(out + 8 * jd) = v;
+        if constexpr (kWhole) {  // dq is the first third of dqkv's row
+            bfloat* out = bo.dqkv + (int64_t(w.b) * T + t0 + rows[e]) * 3 * w.C + w.h * kHD + 2 * l.t;
+            for (int jd = 0; jd < 8; ++jd) st_pair(out + 8 * jd, g[jd][2 * e], g[jd][2 * e + 1]);
+        } else {
+            float* out = bo.dq + (int64_t(w.b) * T + t0 + rows[e]) * w.C + w.h * kHD + 2 * l.t;
+            for (int jd = 0; jd < 8; ++jd) {
+                float2 v = *reinterpret_cast<float2*>(out + 8 * jd);
+                v.x += g[jd][2 * e], v.y += g[jd][2 * e + 1];
+                *reinterpret_cast<float2*>(out + 8 * jd) = v;
+            }
         }
     }
 }
 
-// grid (B * NH, T / 64): dk and dv of 64 keys of the block.
+// grid (B * NH, T / 64): dk and dv of 64 keys of the block. Its two accumulators (dk, dv) beside the score tiles
+// took 183 registers: two blocks an SM, 8 warps, latency-bound (Nsight Compute on the H100: 12% occupancy, 1.2
+// instructions a cycle). Packing P^T and dS^T into bf16 fragments as they are made brings it to 167, three blocks
+// (3 x 56 KB of shared memory), without spilling; bounding it to four (128) spills 196 bytes.
+template <bool kWhole>
 __global__ void __launch_bounds__(kThreads)
-    dkv_kernel(float* dkv, const bfloat* qkv, const bfloat* kv, int64_t kvs, const bfloat* dout, const float* lse,
+    dkv_kernel(BackwardOut bo, const bfloat* qkv, const bfloat* kv, int64_t kvs, const bfloat* dout, const float* lse,
                const float* delta, int T, int NH, int chunk, ChunkPairs pairs, float scale) {
     extern __shared__ __align__(16) bfloat dkv_smem[];  // K, V, then Q and dO twice: 55 KB (dynamic)
     bfloat* K = dkv_smem;
@@ -358,31 +442,45 @@ __global__ void __launch_bounds__(kThreads)
             __syncthreads();
             const bool diagonal = pairs.causal[pi] && qt == j0 / kTile;
             float p[8][4], dp[8][4];
-            rows_times_rows_t(p, K, 16 * warp, Q[buf], l);    // S^T = K Q^T
             rows_times_rows_t(dp, V, 16 * warp, dO[buf], l);  // dP^T = V dO^T
+            rows_times_rows_t(p, K, 16 * warp, Q[buf], l);    // S^T = K Q^T
+            // P^T and dS^T go straight into bf16 A fragments as each column pair is done, so the fp32 tiles die
+            // early (the same rounding as regs_times_rows's): fewer registers live across the two products
+            uint32_t pa[4][4], dsa[4][4];
 #pragma unroll
-            for (int j = 0; j < 8; ++j)
+            for (int j = 0; j < 8; ++j) {
+                float pr[4], ds[4];
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
                     const int e = i / 2, query = 8 * j + 2 * l.t + i % 2;
-                    const float pr =
-                        diagonal && query < keys[e] ? 0.0f : __expf(p[j][i] * scale - tile_lse[buf][query]);
-                    dp[j][i] = scale * pr * (dp[j][i] - tile_delta[buf][query]);  // dS^T
-                    p[j][i] = pr;                                                 // P^T
+                    pr[i] = diagonal && query < keys[e] ? 0.0f : __expf(p[j][i] * scale - tile_lse[buf][query]);
+                    ds[i] = scale * pr[i] * (dp[j][i] - tile_delta[buf][query]);
                 }
-            regs_times_rows(dv, p, dO[buf], l);  // dV += P^T dO
-            regs_times_rows(dk, dp, Q[buf], l);  // dK += dS^T Q
+                pa[j / 2][2 * (j % 2)] = pack(pr[0], pr[1]), pa[j / 2][2 * (j % 2) + 1] = pack(pr[2], pr[3]);
+                dsa[j / 2][2 * (j % 2)] = pack(ds[0], ds[1]), dsa[j / 2][2 * (j % 2) + 1] = pack(ds[2], ds[3]);
+            }
+            fragments_times_rows(dv, pa, dO[buf]);  // dV += P^T dO
+            fragments_times_rows(dk, dsa, Q[buf]);  // dK += dS^T Q
             __syncthreads();
         }
     }
     for (int e = 0; e < 2; ++e) {
-        float* out = dkv + (int64_t(w.b) * T + r0 + keys[e]) * 2 * w.C + w.h * kHD + 2 * l.t;
-        for (int jd = 0; jd < 8; ++jd) {
-            float2 k = *reinterpret_cast<float2*>(out + 8 * jd), v = *reinterpret_cast<float2*>(out + w.C + 8 * jd);
-            k.x += dk[jd][2 * e], k.y += dk[jd][2 * e + 1];
-            v.x += dv[jd][2 * e], v.y += dv[jd][2 * e + 1];
-            *reinterpret_cast<float2*>(out + 8 * jd) = k;
-            *reinterpret_cast<float2*>(out + w.C + 8 * jd) = v;
+        if constexpr (kWhole) {  // dk and dv are the second and last thirds of dqkv's row
+            bfloat* out = bo.dqkv + (int64_t(w.b) * T + r0 + keys[e]) * 3 * w.C + w.C + w.h * kHD + 2 * l.t;
+            for (int jd = 0; jd < 8; ++jd) {
+                st_pair(out + 8 * jd, dk[jd][2 * e], dk[jd][2 * e + 1]);
+                st_pair(out + w.C + 8 * jd, dv[jd][2 * e], dv[jd][2 * e + 1]);
+            }
+        } else {
+            float* out = bo.dkv + (int64_t(w.b) * T + r0 + keys[e]) * 2 * w.C + w.h * kHD + 2 * l.t;
+            for (int jd = 0; jd < 8; ++jd) {
+                float2 k = *reinterpret_cast<float2*>(out + 8 * jd);
+                float2 v = *reinterpret_cast<float2*>(out + w.C + 8 * jd);
+                k.x += dk[jd][2 * e], k.y += dk[jd][2 * e + 1];
+                v.x += dv[jd][2 * e], v.y += dv[jd][2 * e + 1];
+                *reinterpret_cast<float2*>(out + 8 * jd) = k;
+                *reinterpret_cast<float2*>(out + w.C + 8 * jd) = v;
+            }
         }
     }
 }
@@ -395,35 +493,82 @@ bool attention_tiles_apply(DType t, int T, int NH, int HD, int chunk, const void
            kv_stride % 8 == 0;
 }
 
+namespace {
+
+constexpr size_t kBackwardSmem = 6 * kTileSmem * sizeof(bfloat);  // over the 48 KB a kernel gets unasked
+
+template <bool kWhole>
+void launch_forward(const ForwardOut& fo, const void* qkv, const void* kv, int64_t kv_stride, int B, int T, int NH,
+                    int chunk, const ChunkPairs& pairs, float scale, cudaStream_t s) {
+    forward_kernel<kWhole><<<dim3(unsigned(B * NH), unsigned(T / kTile)), kThreads, 0, s>>>(
+        fo, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride, T, NH, chunk, pairs, scale);
+    US_CUDA_CHECK_LAUNCH();
+}
+
+template <bool kWhole>
+void launch_backward(const BackwardOut& bo, const void* qkv, const void* kv, int64_t kv_stride, const void* dout,
+                     const float* lse, const float* delta, int B, int T, int NH, int chunk, const ChunkPairs& pairs,
+                     float scale, cudaStream_t s) {
+    const dim3 grid(unsigned(B * NH), unsigned(T / kTile));
+    static const bool opted_in = [] {
+        US_CUDA_CHECK(
+            cudaFuncSetAttribute(dq_kernel<kWhole>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBackwardSmem)));
+        US_CUDA_CHECK(
+            cudaFuncSetAttribute(dkv_kernel<kWhole>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBackwardSmem)));
+        // shared memory before L1: three dkv blocks (or four dq blocks) of 56 KB share an SM
+        for (const void* k :
+             {reinterpret_cast<const void*>(dq_kernel<kWhole>), reinterpret_cast<const void*>(dkv_kernel<kWhole>)})
+            US_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               int(cudaSharedmemCarveoutMaxShared)));
+        return true;
+    }();
+    (void)opted_in;
+    const auto* q = static_cast<const bfloat*>(qkv);
+    const auto* k = static_cast<const bfloat*>(kv);
+    const auto* d = static_cast<const bfloat*>(dout);
+    // whole: dq_kernel writes the deltas that dkv_kernel, next on the stream, reads
+    dq_kernel<kWhole>
+        <<<grid, kThreads, kBackwardSmem, s>>>(bo, q, k, kv_stride, d, lse, delta, T, NH, chunk, pairs, scale);
+    US_CUDA_CHECK_LAUNCH();
+    dkv_kernel<kWhole><<<grid, kThreads, kBackwardSmem, s>>>(bo, q, k, kv_stride, d, lse, kWhole ? bo.delta : delta, T,
+                                                             NH, chunk, pairs, scale);
+    US_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
 void attention_tiles_forward(float* acc, float* row_max, float* row_sum, const void* qkv, const void* kv,
                              int64_t kv_stride, int B, int T, int NH, int chunk, const ChunkPairs& pairs, float scale,
                              cudaStream_t s) {
-    forward_kernel<<<dim3(unsigned(B * NH), unsigned(T / kTile)), kThreads, 0, s>>>(
-        acc, row_max, row_sum, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride, T, NH, chunk,
-        pairs, scale);
-    US_CUDA_CHECK_LAUNCH();
+    ForwardOut fo;
+    fo.acc = acc, fo.row_max = row_max, fo.row_sum = row_sum;
+    launch_forward<false>(fo, qkv, kv, kv_stride, B, T, NH, chunk, pairs, scale, s);
 }
 
 void attention_tiles_backward(float* dq, float* dkv, const void* qkv, const void* kv, int64_t kv_stride,
                               const void* dout, const float* lse, const float* delta, int B, int T, int NH, int chunk,
                               const ChunkPairs& pairs, float scale, cudaStream_t s) {
-    const dim3 grid(unsigned(B * NH), unsigned(T / kTile));
-    constexpr size_t kBackwardSmem = 6 * kTileSmem * sizeof(bfloat);  // over the 48 KB a kernel gets unasked
-    static const bool opted_in = [] {
-        US_CUDA_CHECK(cudaFuncSetAttribute(dq_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBackwardSmem)));
-        US_CUDA_CHECK(
-            cudaFuncSetAttribute(dkv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBackwardSmem)));
-        return true;
-    }();
-    (void)opted_in;
-    dq_kernel<<<grid, kThreads, kBackwardSmem, s>>>(dq, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv),
-                                                    kv_stride, static_cast<const bfloat*>(dout), lse, delta, T, NH,
-                                                    chunk, pairs, scale);
-    US_CUDA_CHECK_LAUNCH();
-    dkv_kernel<<<grid, kThreads, kBackwardSmem, s>>>(
-        dkv, static_cast<const bfloat*>(qkv), static_cast<const bfloat*>(kv), kv_stride,
-        static_cast<const bfloat*>(dout), lse, delta, T, NH, chunk, pairs, scale);
-    US_CUDA_CHECK_LAUNCH();
+    BackwardOut bo;
+    bo.dq = dq, bo.dkv = dkv;
+    launch_backward<false>(bo, qkv, kv, kv_stride, dout, lse, delta, B, T, NH, chunk, pairs, scale, s);
+}
+
+void attention_tiles_whole_forward(void* out, float* lse, const void* qkv, int B, int T, int NH, int chunk,
+                                   const ChunkPairs& pairs, float scale, cudaStream_t s) {
+    ForwardOut fo;
+    fo.out = static_cast<bfloat*>(out), fo.lse = lse;
+    const int C = NH * kHD;
+    launch_forward<true>(fo, qkv, static_cast<const bfloat*>(qkv) + C, 3 * C, B, T, NH, chunk, pairs, scale, s);
+}
+
+void attention_tiles_whole_backward(void* dqkv, float* delta, const void* qkv, const void* dout, const void* out,
+                                    const float* lse, int B, int T, int NH, int chunk, const ChunkPairs& pairs,
+                                    float scale, cudaStream_t s) {
+    BackwardOut bo;
+    bo.dqkv = static_cast<bfloat*>(dqkv), bo.delta = delta, bo.out = static_cast<const bfloat*>(out);
+    const int C = NH * kHD;
+    launch_backward<true>(bo, qkv, static_cast<const bfloat*>(qkv) + C, 3 * C, dout, lse, nullptr, B, T, NH, chunk,
+                          pairs, scale, s);
 }
 
 }  // namespace us::cuda

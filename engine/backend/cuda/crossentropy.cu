@@ -1,6 +1,10 @@
 // Softmax cross-entropy over fp32 logits, in place: forward turns a row of logits into probabilities and writes
 // the token's loss; backward turns the probabilities into dlogits = (probs - onehot) * dloss, in place or into a
-// bf16 tensor. One block per row.
+// bf16 tensor. One block per row. bf16 runs take the fused form: the bf16 row is read once into registers, its max,
+// sum and loss taken there, and probs - onehot written back over it (llm.c's fused classifier does the same; the
+// fp32 path read 4-byte logits three times and wrote them twice).
+#include <algorithm>
+
 #include "engine/backend/cuda/device_types.cuh"
 #include "engine/backend/cuda/kernels.h"
 
@@ -101,6 +105,66 @@ __global__ void backward_kernel(T* dlogits, const float* probs, const int32_t* t
     }
 }
 
+// The fused form: blockDim.x threads hold a bf16 row of up to 8 * blockDim.x * kVecs logits in registers as raw
+// 16-byte vectors (4 registers for 8 logits), vector v of thread i at columns 8 (i + v blockDim.x). Max, then the
+// sum of exponentials, each a fixed-order block reduction; the row becomes exp(x - max) / sum - onehot, rounded once
+// to bf16. The exponential (the hardware's, __expf: a few ulp, far below bf16's rounding) is taken twice rather
+// than kept: registers, not the special-function units, bound it.
+template <int kVecs>
+__global__ void __launch_bounds__(1024) fused_kernel(float* losses, bfloat* logits, const int32_t* targets, int V) {
+    __shared__ float shared[32];
+    bfloat* row = logits + int64_t(blockIdx.x) * V;
+    const int target = targets[blockIdx.x];
+    const float target_logit = ld(row + target);  // every thread reads it before the first barrier below
+    Vec<bfloat> x[kVecs];
+    auto column = [](int v) { return (int(threadIdx.x) + v * int(blockDim.x)) * kPack; };
+    float m = -INFINITY;
+#pragma unroll
+    for (int v = 0; v < kVecs; ++v)
+        if (column(v) < V) {
+            x[v] = *reinterpret_cast<const Vec<bfloat>*>(row + column(v));
+#pragma unroll
+            for (int k = 0; k < kPack; ++k) m = fmaxf(m, ld(&x[v].v[k]));
+        }
+    m = block_reduce<true>(m, shared);
+    float sum = 0.0f;
+#pragma unroll
+    for (int v = 0; v < kVecs; ++v)
+        if (column(v) < V)
+#pragma unroll
+            for (int k = 0; k < kPack; ++k) sum += __expf(ld(&x[v].v[k]) - m);
+    sum = block_reduce<false>(sum, shared);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int v = 0; v < kVecs; ++v)
+        if (column(v) < V) {
+            Vec<bfloat> g;
+#pragma unroll
+            for (int k = 0; k < kPack; ++k)
+                st(&g.v[k], __expf(ld(&x[v].v[k]) - m) * inv - (column(v) + k == target ? 1.0f : 0.0f));
+            *reinterpret_cast<Vec<bfloat>*>(row + column(v)) = g;
+        }
+    if (threadIdx.x == 0) losses[blockIdx.x] = logf(sum) + m - target_logit;
+}
+
+// Rows too long for the registers, or not in whole 16-byte vectors: the same arithmetic from memory, three passes.
+__global__ void fused_rows_kernel(float* losses, bfloat* logits, const int32_t* targets, int V) {
+    __shared__ float shared[32];
+    bfloat* row = logits + int64_t(blockIdx.x) * V;
+    const int target = targets[blockIdx.x];
+    const float target_logit = ld(row + target);
+    float m = -INFINITY;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) m = fmaxf(m, ld(row + i));
+    m = block_reduce<true>(m, shared);
+    float sum = 0.0f;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) sum += expf(ld(row + i) - m);
+    sum = block_reduce<false>(sum, shared);
+    const float inv = 1.0f / sum;
+    for (int i = threadIdx.x; i < V; i += blockDim.x)
+        st(row + i, expf(ld(row + i) - m) * inv - (i == target ? 1.0f : 0.0f));
+    if (threadIdx.x == 0) losses[blockIdx.x] = logf(sum) + m - target_logit;
+}
+
 __global__ void local_max_kernel(float* rowmax, const float* logits, int V, int valid) {
     __shared__ float shared[32];
     const float* row = logits + int64_t(blockIdx.x) * V;
@@ -155,6 +219,27 @@ void crossentropy_backward(void* dlogits, DType t, const float* probs, const int
         else
             backward_kernel<false><<<N, kThreads, 0, s>>>(out, probs, targets, dloss, V, vocab_begin);
     });
+    US_CUDA_CHECK_LAUNCH();
+}
+
+void crossentropy_fused(float* losses, void* logits, const int32_t* targets, int N, int V, cudaStream_t s) {
+    if (N == 0) return;
+    auto* rows = static_cast<bfloat*>(logits);
+    // threads: enough 32-lane warps for the row's vectors, at most 1024; then the vectors each thread holds
+    const int vectors = V / kPack;
+    const int threads = std::min(1024, std::max(32, ceil_div(vectors, 32) * 32));
+    const int per_thread = ceil_div(vectors, threads);
+    if (!vectorizable(V, kPack, rows) || per_thread > 8) {
+        fused_rows_kernel<<<N, kThreads, 0, s>>>(losses, rows, targets, V);
+    } else if (per_thread <= 1) {
+        fused_kernel<1><<<N, threads, 0, s>>>(losses, rows, targets, V);
+    } else if (per_thread <= 2) {
+        fused_kernel<2><<<N, threads, 0, s>>>(losses, rows, targets, V);
+    } else if (per_thread <= 4) {
+        fused_kernel<4><<<N, threads, 0, s>>>(losses, rows, targets, V);
+    } else {
+        fused_kernel<8><<<N, threads, 0, s>>>(losses, rows, targets, V);
+    }
     US_CUDA_CHECK_LAUNCH();
 }
 

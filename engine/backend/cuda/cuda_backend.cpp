@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/backend/cuda/attention_tiles.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/kernels.h"
 
@@ -102,8 +103,11 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
     US_CUBLAS_CHECK(cublasSetWorkspace(m_cublas, m_cublas_workspace.data(), kCublasWorkspace));
     // cuBLASLt shares the workspace: both run on the compute stream, one GEMM at a time.
     m_lt = std::make_unique<cuda::LtLinear>(m_cublas_workspace.data(), kCublasWorkspace);
-    m_reduce = m_allocator->allocate((cuda::reduce_partials_doubles() + 1) * sizeof(double), MemCategory::workspace,
+    // the partials, the result, and sum_deferred's running total (zero to start)
+    m_reduce = m_allocator->allocate((cuda::reduce_partials_doubles() + 2) * sizeof(double), MemCategory::workspace,
                                      "reduction partials");
+    US_CUDA_CHECK(
+        cudaMemsetAsync(m_reduce.data(), 0, (cuda::reduce_partials_doubles() + 2) * sizeof(double), m_compute));
     US_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m_reduce_host), sizeof(double)));
     for (Staging& s : m_staging) US_CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
 }
@@ -212,6 +216,25 @@ void CudaBackend::linear_forward(const GemmArgs& g, Tensor residual, Tensor bias
         return;
     }
     Backend::linear_forward(g, residual, bias);
+}
+
+// bf16: the GeLU in the GEMM's epilogue (cuBLASLt); otherwise, or without an algorithm, the GEMM and the kernel.
+void CudaBackend::linear_gelu_forward(const GemmArgs& g, Tensor bias, Tensor pre) {
+    if (g.a.dtype == DType::bf16 && g.m > 0 && g.n > 0 && pre.dtype == g.c.dtype &&
+        m_lt->gelu_forward(g, bias, pre, m_compute)) {
+        if (m_progress_hook) m_progress_hook();
+        return;
+    }
+    Backend::linear_gelu_forward(g, bias, pre);
+}
+
+void CudaBackend::linear_dgelu_backward(const GemmArgs& g, Tensor pre) {
+    if (g.a.dtype == DType::bf16 && g.m > 0 && g.n > 0 && pre.dtype == g.c.dtype &&
+        m_lt->dgelu_backward(g, pre, m_compute)) {
+        if (m_progress_hook) m_progress_hook();
+        return;
+    }
+    Backend::linear_dgelu_backward(g, pre);
 }
 
 void CudaBackend::add_bias(Tensor out, Tensor bias, int N, int OC) {
@@ -345,6 +368,36 @@ void CudaBackend::attention_block_backward(const AttentionBlockArgs& a, Tensor d
                                    m_compute);
 }
 
+namespace {
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+}  // namespace
+
+// One rank's whole sequence on the tensor-core tiles: the kernels write out, lse and dqkv themselves.
+bool CudaBackend::fuses_whole_attention(const AttentionBlockArgs& a) const {
+    return cuda::attention_tiles_apply(a.qkv.dtype, a.T, a.NH, a.HD, a.chunk, a.qkv.data, a.kv.data,
+                                       a.kv_row_stride()) &&
+           a.kv.data == static_cast<const char*>(a.qkv.data) + size_t(a.NH) * a.HD * dtype_size(a.qkv.dtype) &&
+           a.kv_row_stride() == 3 * int64_t(a.NH) * a.HD;
+}
+
+void CudaBackend::attention_whole_forward(const AttentionBlockArgs& a, Tensor out, Tensor lse) {
+    if (!fuses_whole_attention(a) || !aligned16(out.data)) return Backend::attention_whole_forward(a, out, lse);
+    cuda::attention_tiles_whole_forward(out.data, lse.f32(), a.qkv.data, a.B, a.T, a.NH, a.chunk, chunk_pairs(a),
+                                        1.0f / std::sqrt(float(a.HD)), m_compute);
+}
+
+void CudaBackend::attention_whole_backward(const AttentionBlockArgs& a, Tensor dqkv, Tensor dout, Tensor out,
+                                           Tensor lse) {
+    if (!fuses_whole_attention(a) || !aligned16(dout.data) || !aligned16(out.data))
+        return Backend::attention_whole_backward(a, dqkv, dout, out, lse);
+    const int64_t rows = int64_t(a.B) * a.NH * a.T;
+    const Allocation deltas =
+        allocator().allocate(size_t(rows) * 4, MemCategory::temporaries, "blockwise attention deltas");
+    cuda::attention_tiles_whole_backward(dqkv.data, deltas.view(DType::f32, 0, rows).f32(), a.qkv.data, dout.data,
+                                         out.data, lse.f32(), a.B, a.T, a.NH, a.chunk, chunk_pairs(a),
+                                         1.0f / std::sqrt(float(a.HD)), m_compute);
+}
+
 void CudaBackend::attention_block_pack_kv(Tensor kv, Tensor qkv, int B, int T, int C) {
     cuda::attention_block_pack_kv(kv.data, qkv.data, qkv.dtype, B, T, C, m_compute);
 }
@@ -462,6 +515,23 @@ double CudaBackend::reduce(Tensor t, bool squares) {
 double CudaBackend::sum(Tensor t) { return reduce(t, false); }
 double CudaBackend::sum_squares(Tensor t) { return reduce(t, true); }
 
+// The deferred total is a device double after the reduction's partials and result: each sum adds to it on the
+// compute stream, and only take_deferred_sum waits.
+void CudaBackend::sum_deferred(Tensor t) {
+    auto* partials = static_cast<double*>(m_reduce.data());
+    double* total = partials + cuda::reduce_partials_doubles() + 1;
+    cuda::sum(total, t.data, t.dtype, t.numel, false, partials, m_compute, true);
+}
+
+double CudaBackend::take_deferred_sum() {
+    auto* partials = static_cast<double*>(m_reduce.data());
+    double* total = partials + cuda::reduce_partials_doubles() + 1;
+    US_CUDA_CHECK(cudaMemcpyAsync(m_reduce_host, total, sizeof(double), cudaMemcpyDeviceToHost, m_compute));
+    US_CUDA_CHECK(cudaMemsetAsync(total, 0, sizeof(double), m_compute));
+    US_CUDA_CHECK(cudaStreamSynchronize(m_compute));
+    return *m_reduce_host;
+}
+
 // ---- embedding, loss, optimizer
 
 void CudaBackend::embedding_forward(Tensor out, Tensor tokens, Tensor wte, int N, int C, int vocab_begin, int V) {
@@ -482,6 +552,11 @@ void CudaBackend::crossentropy_backward(Tensor dlogits, Tensor probs, Tensor tar
                                         int vocab_begin) {
     cuda::crossentropy_backward(dlogits.data, dlogits.dtype, probs.f32(), targets.i32(), dloss, N, V, vocab_begin,
                                 m_compute);
+}
+
+void CudaBackend::crossentropy_fused(Tensor losses, Tensor logits, Tensor targets, int N, int V) {
+    US_ASSERT(logits.dtype == DType::bf16, "the fused cross-entropy takes bf16 logits");
+    cuda::crossentropy_fused(losses.f32(), logits.data, targets.i32(), N, V, m_compute);
 }
 
 void CudaBackend::crossentropy_local_max(Tensor rowmax, Tensor logits, int N, int V, int valid) {

@@ -37,6 +37,13 @@ public:
 
     US_BACKEND_OPS(US_BACKEND_DECLARE_OVERRIDE)
     void linear_forward(const GemmArgs& args, Tensor residual, Tensor bias) override;
+    bool fuses_whole_attention(const AttentionBlockArgs& a) const override;
+    bool fuses_gelu_epilogues(DType t) const override { return t == DType::bf16; }
+    void linear_gelu_forward(const GemmArgs& args, Tensor bias, Tensor pre) override;
+    void linear_dgelu_backward(const GemmArgs& args, Tensor pre) override;
+    void attention_whole_forward(const AttentionBlockArgs& a, Tensor out, Tensor lse) override;
+    void attention_whole_backward(const AttentionBlockArgs& a, Tensor dqkv, Tensor dout, Tensor out,
+                                  Tensor lse) override;
     void synchronize() override;
 
 private:

@@ -1,7 +1,7 @@
 // Token embedding: a gather forward; backward a deterministic scatter-add. The tokens are sorted with a stable
-// radix sort (CUB, from the CUDA toolkit) carrying their positions, then one block per distinct token adds that
-// token's rows in ascending position, rounding after every add as the CPU backend does, so the result is the same
-// bits on every run and the CPU backend's bits in fp32 and bf16.
+// radix sort (CUB, from the CUDA toolkit) carrying their positions, then blocks per distinct token (one per column
+// block) add that token's rows in ascending position, rounding after every add as the CPU backend does, so the result
+// is the same bits on every run and the CPU backend's bits in fp32 and bf16.
 #include <cub/device/device_radix_sort.cuh>
 
 #include "engine/backend/cuda/device_types.cuh"
@@ -31,23 +31,46 @@ __global__ void iota_kernel(int32_t* values, int N) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < N; i += gridDim.x * blockDim.x) values[i] = i;
 }
 
-// Block i works only when position i starts a run of equal tokens in the sorted order.
-// Tokens outside the rank's vocabulary rows [vocab_begin, vocab_begin + V) are skipped.
+// Block (i, cb) works only when position i starts a run of equal tokens in the sorted order; its threads take the
+// columns of column block cb, so a frequent token's long run (a byte tokenizer's space: a sixth of the batch) is
+// summed by C / blockDim.x blocks at once. Each thread loads eight rows ahead, then adds them in ascending position,
+// rounding after every add: the CPU backend's order, bitwise, with eight loads in flight instead of one. Tokens
+// outside the rank's vocabulary rows [vocab_begin, vocab_begin + V) are skipped.
 template <typename T>
 __global__ void segment_add_kernel(T* dwte, const T* dout, const int32_t* sorted_tokens, const int32_t* positions,
                                    int N, int C, int vocab_begin, int V) {
+    __shared__ int run_end;
     const int i = blockIdx.x;
     const int32_t token = sorted_tokens[i];
     if (i > 0 && sorted_tokens[i - 1] == token) return;
     const int row = token - vocab_begin;
     if (row < 0 || row >= V) return;
-    int end = i + 1;
-    while (end < N && sorted_tokens[end] == token) ++end;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) {
-        T acc = dwte[int64_t(row) * C + c];
-        for (int j = i; j < end; ++j) st(&acc, ld(&acc) + ld(dout + int64_t(positions[j]) * C + c));
-        dwte[int64_t(row) * C + c] = acc;
+    if (threadIdx.x < 32) {  // the run's end, 32 positions a step: the first position holding another token
+        const unsigned all = 0xffffffffu;
+        for (int base = i + 1;; base += 32) {
+            const int j = base + int(threadIdx.x);
+            const unsigned same = __ballot_sync(all, j < N && sorted_tokens[j] == token);
+            if (same != all) {
+                if (threadIdx.x == 0) run_end = base + __ffs(~same) - 1;
+                break;
+            }
+        }
     }
+    __syncthreads();
+    const int end = run_end;
+    const int c = int(blockIdx.y * blockDim.x + threadIdx.x);
+    if (c >= C) return;
+    T acc = dwte[int64_t(row) * C + c];
+    constexpr int kAhead = 8;
+    for (int j = i; j < end; j += kAhead) {
+        float v[kAhead];
+#pragma unroll
+        for (int u = 0; u < kAhead; ++u) v[u] = j + u < end ? ld(dout + int64_t(positions[j + u]) * C + c) : 0.0f;
+#pragma unroll
+        for (int u = 0; u < kAhead; ++u)
+            if (j + u < end) st(&acc, ld(&acc) + v[u]);
+    }
+    dwte[int64_t(row) * C + c] = acc;
 }
 
 struct SortLayout {
@@ -100,8 +123,10 @@ void embedding_backward(void* dwte, const void* dout, const int32_t* tokens, DTy
                                                   0, int(sizeof(int32_t) * 8), s));
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        segment_add_kernel<<<N, kThreads, 0, s>>>(static_cast<T*>(dwte), static_cast<const T*>(dout), keys_out,
-                                                  values_out, N, C, vocab_begin, V);
+        constexpr int kColumns = 128;
+        const dim3 grid(unsigned(N), unsigned(ceil_div(C, kColumns)));
+        segment_add_kernel<<<grid, kColumns, 0, s>>>(static_cast<T*>(dwte), static_cast<const T*>(dout), keys_out,
+                                                     values_out, N, C, vocab_begin, V);
     });
     US_CUDA_CHECK_LAUNCH();
 }

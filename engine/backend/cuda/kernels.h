@@ -27,9 +27,10 @@ void bias_backward(void* dbias, DType dbias_type, const void* dout, DType dout_t
                    cudaStream_t s);
 
 // ---- reductions (reduce.cu): sum or sum of squares in double, deterministic; the result lands in *result
-// (device memory); `partials` holds reduce_partials_doubles() doubles.
+// (device memory), or is added to it (accumulate); `partials` holds reduce_partials_doubles() doubles.
 size_t reduce_partials_doubles();
-void sum(double* result, const void* x, DType t, int64_t n, bool squares, double* partials, cudaStream_t s);
+void sum(double* result, const void* x, DType t, int64_t n, bool squares, double* partials, cudaStream_t s,
+         bool accumulate = false);
 
 // ---- GeLU, tanh approximation (gelu.cu)
 void gelu_forward(void* out, const void* inp, DType t, int64_t n, cudaStream_t s);
@@ -106,6 +107,8 @@ void embedding_backward(void* dwte, const void* dout, const int32_t* tokens, DTy
 void crossentropy_forward(float* losses, float* logits, const int32_t* targets, int N, int V, cudaStream_t s);
 void crossentropy_backward(void* dlogits, DType t, const float* probs, const int32_t* targets, float dloss, int N,
                            int V, int vocab_begin, cudaStream_t s);
+// bf16 logits (N,V): losses, and the row turned into probs - onehot in place (backend_ops.h's crossentropy_fused).
+void crossentropy_fused(float* losses, void* logits, const int32_t* targets, int N, int V, cudaStream_t s);
 // The vocabulary-parallel steps (backend.h): per-row max of the valid columns; [sum of exp(z - max), target logit];
 // losses and probabilities.
 void crossentropy_local_max(float* rowmax, const float* logits, int N, int V, int valid, cudaStream_t s);

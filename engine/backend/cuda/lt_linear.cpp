@@ -45,7 +45,8 @@ LtLinear::~LtLinear() {
 
 // Row-major c (m,n) = op(a) op(b) is column-major cᵀ (n,m) = op(b)ᵀ op(a)ᵀ: cuBLASLt's A is our b and its B our a,
 // and a bias over our columns is a bias over its rows, which is what the BIAS epilogue broadcasts.
-LtLinear::Plan* LtLinear::plan_for(const Key& key, const GemmArgs& g, Tensor residual, Tensor bias, int alignment) {
+LtLinear::Plan* LtLinear::plan_for(const Key& key, const GemmArgs& g, Tensor bias, Tensor aux, Epilogue epilogue,
+                                   int alignment) {
     auto it = m_plans.find(key);
     if (it != m_plans.end()) return it->second.get();
     auto plan = std::make_unique<Plan>();
@@ -53,13 +54,25 @@ LtLinear::Plan* LtLinear::plan_for(const Key& key, const GemmArgs& g, Tensor res
     bool ok = cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
     ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)) == 0;
     ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)) == 0;
+    const cublasLtEpilogue_t lt_epilogue = epilogue == Epilogue::bias            ? CUBLASLT_EPILOGUE_BIAS
+                                           : epilogue == Epilogue::gelu_aux      ? CUBLASLT_EPILOGUE_GELU_AUX
+                                           : epilogue == Epilogue::gelu_aux_bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                           : epilogue == Epilogue::dgelu         ? CUBLASLT_EPILOGUE_DGELU
+                                                                                 : CUBLASLT_EPILOGUE_DEFAULT;
+    ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epilogue,
+                                              sizeof(lt_epilogue)) == 0;
     if (!bias.empty()) {
-        const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
         const cudaDataType_t bias_type = lt_type(bias.dtype);
-        ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                  sizeof(epilogue)) == 0;
         ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                   sizeof(bias_type)) == 0;
+    }
+    if (!aux.empty()) {  // the aux matrix has D's shape and leading dimension (our row-major c)
+        const int64_t aux_ld = g.ldc;
+        const cudaDataType_t aux_type = lt_type(aux.dtype);
+        ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+                                                  sizeof(aux_ld)) == 0;
+        ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &aux_type,
+                                                  sizeof(aux_type)) == 0;
     }
     // stored shapes, column-major: our b is (n x k) with trans_b, else (k x n); our a (k x m) unless trans_a
     const uint64_t b_rows = g.trans_b ? g.k : g.n, b_cols = g.trans_b ? g.n : g.k;
@@ -85,15 +98,28 @@ LtLinear::Plan* LtLinear::plan_for(const Key& key, const GemmArgs& g, Tensor res
         plan->usable = ok && found > 0;
         if (plan->usable) plan->algo = result.algo;
     }
-    (void)residual;
     Plan* p = plan.get();
     m_plans.emplace(key, std::move(plan));
     return p;
 }
 
 bool LtLinear::forward(const GemmArgs& g, Tensor residual, Tensor bias, cudaStream_t stream) {
+    return run(g, residual, bias, Tensor{}, bias.empty() ? Epilogue::none : Epilogue::bias, stream);
+}
+
+bool LtLinear::gelu_forward(const GemmArgs& g, Tensor bias, Tensor pre, cudaStream_t stream) {
+    return run(g, Tensor{}, bias, pre, bias.empty() ? Epilogue::gelu_aux : Epilogue::gelu_aux_bias, stream);
+}
+
+bool LtLinear::dgelu_backward(const GemmArgs& g, Tensor pre, cudaStream_t stream) {
+    return run(g, Tensor{}, Tensor{}, pre, Epilogue::dgelu, stream);
+}
+
+bool LtLinear::run(const GemmArgs& g, Tensor residual, Tensor bias, Tensor aux, Epilogue epilogue,
+                   cudaStream_t stream) {
     if (g.beta != 0.0f || g.a.dtype != g.b.dtype) return false;
-    const int alignment = alignment_of({g.a.data, g.b.data, g.c.data, residual.empty() ? nullptr : residual.data});
+    const int alignment = alignment_of(
+        {g.a.data, g.b.data, g.c.data, residual.empty() ? nullptr : residual.data, aux.empty() ? nullptr : aux.data});
     const Key key{g.trans_a,
                   g.trans_b,
                   g.m,
@@ -106,11 +132,16 @@ bool LtLinear::forward(const GemmArgs& g, Tensor residual, Tensor bias, cudaStre
                   int(g.c.dtype),
                   bias.empty() ? -1 : int(bias.dtype),
                   !residual.empty(),
-                  alignment};
-    Plan* plan = plan_for(key, g, residual, bias, alignment);
+                  alignment,
+                  int(epilogue),
+                  aux.empty() ? -1 : int(aux.dtype)};
+    Plan* plan = plan_for(key, g, bias, aux, epilogue, alignment);
     if (!plan->usable) return false;
     if (!bias.empty() && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias.data,
                                                         sizeof(bias.data)) != CUBLAS_STATUS_SUCCESS)
+        return false;
+    if (!aux.empty() && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux.data,
+                                                       sizeof(aux.data)) != CUBLAS_STATUS_SUCCESS)
         return false;
     const float alpha = g.alpha, beta = residual.empty() ? 0.0f : 1.0f;
     const void* c_in = residual.empty() ? g.c.data : residual.data;  // the residual is C; D is the output

@@ -45,19 +45,20 @@ __global__ void partial_sums_kernel(double* partials, const T* x, int64_t n) {
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-__global__ void finish_kernel(double* result, const double* partials, int count) {
+__global__ void finish_kernel(double* result, const double* partials, int count, bool accumulate) {
     __shared__ double shared[kThreads];
     double acc = 0.0;
     for (int i = threadIdx.x; i < count; i += blockDim.x) acc += partials[i];
     const double total = block_sum(acc, shared);
-    if (threadIdx.x == 0) *result = total;
+    if (threadIdx.x == 0) *result = accumulate ? *result + total : total;
 }
 
 }  // namespace
 
 size_t reduce_partials_doubles() { return kBlocks; }
 
-void sum(double* result, const void* x, DType t, int64_t n, bool squares, double* partials, cudaStream_t s) {
+void sum(double* result, const void* x, DType t, int64_t n, bool squares, double* partials, cudaStream_t s,
+         bool accumulate) {
     dispatch(t, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         const T* in = static_cast<const T*>(x);
@@ -72,7 +73,7 @@ void sum(double* result, const void* x, DType t, int64_t n, bool squares, double
             partial_sums_kernel<T, false, false><<<kBlocks, kThreads, 0, s>>>(partials, in, n);
     });
     US_CUDA_CHECK_LAUNCH();
-    finish_kernel<<<1, kThreads, 0, s>>>(result, partials, kBlocks);
+    finish_kernel<<<1, kThreads, 0, s>>>(result, partials, kBlocks, accumulate);
     US_CUDA_CHECK_LAUNCH();
 }
 
