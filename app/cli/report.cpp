@@ -11,8 +11,8 @@
 #include "app/cli/snapshot_report.h"
 #include "app/plan/plan_vs_run.h"
 #include "common/core/check.h"
-#include "app/cli/imported_run.h"
-#include "app/cli/memory_categories.h"
+#include "profiler/analysis/imported_report.h"
+#include "profiler/import/memory_categories.h"
 #include "profiler/analysis/report.h"
 #include "profiler/import/run_files.h"
 #include "profiler/trace/run_info.h"
@@ -55,10 +55,12 @@ int report_command(int argc, char** argv) {
             "`ultrascope calibrate --out machine.json`, then `ultrascope report TRACE --cluster machine.json`";
     }
     prof::TraceStore store(prof::TraceStoreOptions{cap_mib << 20});
-    const auto warnings = prof::load_run(paths, store);
+    std::vector<prof::KinetoMemoryEvents> memory;  // the [memory] events, kept by the loader's one pass
+    const auto warnings = prof::load_run(paths, store, &memory);
     const prof::RunInfo run = prof::run_info_of(store);
-    // The memory profiler's categories, when its timeline export lies beside the trace (docs/pytorch-memory.md).
-    const auto categories = load_memory_categories(paths, store, run, run.imported() && has_memory_events(store));
+    // The memory profiler's categories, when its timeline export lies beside the trace, and those inferred from the
+    // ops (docs/pytorch-memory.md).
+    const auto categories = prof::load_memory_categories(paths, store, run, memory);
     prof::Report rep = prof::build_report(store, microbatches);
     rep.warnings.insert(rep.warnings.begin(), warnings.begin(), warnings.end());
     // The planner's side: a trace whose config it cannot describe still gets the rest of the report.
@@ -68,7 +70,7 @@ int report_command(int argc, char** argv) {
         if (rep.is_predicted())
             planner_error = "this trace is the planner's own prediction (nothing measured to compare)";
         else if (run.imported())
-            planner_error = imported_planner_note();
+            planner_error = prof::imported_planner_note();
         else
             cmp = plan::compare_plan_with_run(store, rep, cluster, cluster_source);
     } catch (const UserError& e) {
@@ -79,20 +81,16 @@ int report_command(int argc, char** argv) {
         j["planner"] = cmp ? plan::plan_vs_run_json(*cmp) : nlohmann::json{{"error", planner_error}};
         j["run"] = prof::to_json(run);
         if (run.imported()) {
-            j["unknown_for_imported_run"] = imported_unknowns();
-            for (const char* k : {"tokens_per_s", "model_flops_per_token_formula", "achieved_flops_per_s_derived",
-                                  "peak_flops_per_s", "mfu_derived"})
-                j["throughput"][k] = nullptr;  // unknown, not zero
-            j["kineto_memory"] = imported_memory_json(store);
-            if (!categories.empty()) j["memory_categories"] = memory_categories_json(categories);
+            prof::mark_imported_unknowns(j, store);  // unknown, not zero
+            if (!categories.empty()) j["memory_categories"] = prof::memory_categories_json(categories);
         }
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::string shown;
         for (const auto& p : paths) shown += (shown.empty() ? "" : " ") + p;
-        std::printf("Trace %s\n%s%s", shown.c_str(), run.imported() ? imported_header(run, store).c_str() : "",
+        std::printf("Trace %s\n%s%s", shown.c_str(), run.imported() ? prof::imported_header(run, store).c_str() : "",
                     prof::format_report(rep).c_str());
-        std::printf("%s", format_memory_categories(categories).c_str());
+        std::printf("%s", prof::format_memory_categories(categories).c_str());
         std::printf("%s", cmp ? plan::format_plan_vs_run(*cmp).c_str()
                               : ("\nPlanner: not compared: " + planner_error + "\n").c_str());
     }

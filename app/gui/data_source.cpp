@@ -114,7 +114,13 @@ void DataSource::open_trace(const std::vector<std::string>& paths) {
     m_load_label.clear();
     for (const auto& p : paths) m_load_label += (m_load_label.empty() ? "" : ", ") + p;
     m_log.message("opening " + m_load_label);
+    m_memory.clear();
+    m_memory_done.reset();
     m_load = std::make_unique<prof::ProgressiveLoad>(paths, prof::TraceStoreOptions{m_store_cap_bytes});
+}
+
+void DataSource::take_memory_events() {
+    for (auto& m : m_load->take_memory_events()) m_memory.push_back(std::move(m));
 }
 
 void DataSource::cancel_load() {
@@ -143,6 +149,7 @@ std::unique_ptr<prof::TraceStore> DataSource::take_loaded(std::string& label) {
     auto store = std::make_unique<prof::TraceStore>(prof::TraceStoreOptions{m_store_cap_bytes});
     const bool finished = m_load->finished();  // asked first: what finished is all taken below
     m_load->take_ready(*store);
+    take_memory_events();
     // The load's messages wait for pump_load, after the store is adopted (which clears the error banner); a load
     // that ends with nothing to show says why here.
     if (store->rank_count() == 0) {
@@ -163,8 +170,11 @@ bool DataSource::pump_load() {
     if (!m_load || !m_load_store || m_kind != Source::file || m_file_store.get() != m_load_store) return false;
     const bool finished = m_load->finished();
     m_load->take_ready(*m_file_store);
+    take_memory_events();
     log_load_messages();
     if (!finished) return false;
+    m_memory_done = std::make_shared<const std::vector<prof::KinetoMemoryEvents>>(std::move(m_memory));
+    m_memory.clear();
     const prof::LoadProgress p = m_load->progress();
     m_log.message(fmt::format("opened {}: {} spans from {} rank(s) in {:.1f} s{}", m_load_label,
                               m_file_store->span_count(), m_file_store->ranks().size(), p.seconds,

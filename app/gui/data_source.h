@@ -60,6 +60,9 @@ public:
     const std::string& label() const { return m_label; }
     // The trace file behind the current data ("" when none).
     std::string trace_path() const;
+    // The [memory] events of a PyTorch run's ranks, as its reader kept them (rank_file.h), once the whole run is
+    // read (null before, and for other sources): what the memory view infers categories from.
+    std::shared_ptr<const std::vector<prof::KinetoMemoryEvents>> memory_events() const { return m_memory_done; }
 
 private:
     MessageLog& m_log;
@@ -74,6 +77,9 @@ private:
     std::unique_ptr<prof::ProgressiveLoad> m_load;
     std::string m_load_label;                        // the paths opened, for the log and the title
     const prof::TraceStore* m_load_store = nullptr;  // the store handed out by take_loaded, while it loads
+    std::vector<prof::KinetoMemoryEvents> m_memory;  // the load's so far
+    std::shared_ptr<const std::vector<prof::KinetoMemoryEvents>> m_memory_done;  // published when it ends
+    void take_memory_events();
 };
 
 }  // namespace us::gui

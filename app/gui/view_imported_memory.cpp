@@ -45,7 +45,7 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
         ImGui::TextWrapped(
             "This rank's trace has no [memory] events: record with torch.profiler.profile("
             "profile_memory=True) to see allocated and reserved bytes here, or open a memory snapshot "
-            "for what held them (docs/pytorch-memory.md). Categories are unknown for an imported trace.");
+            "for what held them (docs/pytorch-memory.md). Categories are unknown for a PyTorch trace without them.");
         return;
     }
     ImGui::TextColored(ImColor(kTextDim),

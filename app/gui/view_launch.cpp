@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <imgui.h>
 
+#include <map>
+
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
+#include "profiler/trace/run_info.h"
 #include "common/core/format.h"
 #include "common/core/memory_category.h"
 #include "common/settings/settings_explained.h"
@@ -32,6 +35,26 @@ void int_field(const char* label, int& v, int min, int max, std::string_view key
     ImGui::SetNextItemWidth(em(110));
     if (ImGui::InputInt(label, &v)) v = std::clamp(v, min, max);
     setting_tip(key);
+}
+
+// A PyTorch run shown: what it is, as its files describe it (the launch form below is for a run of the engine's).
+void draw_imported_description(const prof::RunInfo& run) {
+    const ImVec4 info(0.6f, 0.8f, 1, 1), dim(0.7f, 0.7f, 0.7f, 1);
+    ImGui::TextColored(info, "viewing a PyTorch profiler trace (measured)");
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextColored(dim, "%zu rank file(s) of a world of %s, backend %s; steps from %s", run.files.size(),
+                       run.world_size > 0 ? std::to_string(run.world_size).c_str() : "unknown size",
+                       run.backend.empty() ? "unknown" : run.backend.c_str(), run.steps_from.c_str());
+    for (const prof::ProcessGroupInfo& g : run.process_groups)
+        ImGui::TextColored(dim, "process group %s '%s': %zu ranks, %s", g.name.c_str(), g.desc.c_str(), g.ranks.size(),
+                           g.kind.empty() ? "parallelism unknown" : g.kind.c_str());
+    std::map<std::string, int> devices;  // the node's GPUs as deviceProperties lists them, by name
+    for (const auto& d : run.devices)
+        if (d.is_object() && d.contains("name") && d["name"].is_string()) ++devices[d["name"].get<std::string>()];
+    for (const auto& [name, count] : devices) ImGui::TextColored(dim, "devices: %d x %s", count, name.c_str());
+    if (run.devices.empty()) ImGui::TextColored(dim, "devices: none recorded (a CPU run, or no deviceProperties)");
+    ImGui::TextColored(dim, "settings, predictions and MFU: unknown for a PyTorch trace");
+    ImGui::PopTextWrapPos();
 }
 
 void draw_status(AppState& app) {
@@ -76,6 +99,9 @@ void draw_status(AppState& app) {
         case Source::file:
             if (app.showing_prediction())
                 ImGui::TextColored(kPredictedColor, "viewing the planner's prediction (File > New plan)");
+            else if (const prof::TraceStore* store = app.store();
+                     store && store->rank_count() > 0 && store->is_imported())
+                draw_imported_description(prof::run_info_of(*store));
             else
                 ImGui::TextColored(ImVec4(0.6f, 0.8f, 1, 1), "viewing a trace file");
             break;
@@ -289,10 +315,17 @@ void draw_settings(AppState& app) {
                                           format_bytes(p.comm_bytes[size_t(prof::GroupKind::ep)]));
         }
     }
+    // Under a PyTorch run the form's prediction would read as the run's: it is the form's, for a run to launch.
+    const prof::TraceStore* shown = app.store();
+    const bool imported_shown = shown && shown->rank_count() > 0 && shown->is_imported();
     if (problem.empty()) {
         ImGui::TextColored(ImVec4(0.45f, 0.85f, 0.5f, 1), "ok: %d rank(s) = dp %d x pp %d x tp %d x cp %d%s", s.ranks(),
                            p.dp, p.pp, p.tp, p.cp, p.ep > 1 ? fmt::format(" (ep {} within dp)", p.ep).c_str() : "");
-        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", prediction.c_str());
+        if (imported_shown)
+            ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1),
+                               "(the prediction of these settings shows when the run shown is the engine's)");
+        else
+            ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", prediction.c_str());
     } else {
         ImGui::PushTextWrapPos(0);
         ImGui::TextColored(ImVec4(1, 0.5f, 0.45f, 1), "%s", problem.c_str());

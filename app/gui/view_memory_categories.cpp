@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <future>
 
-#include "app/cli/memory_categories.h"
+#include "profiler/import/memory_categories.h"
 #include "app/gui/app_state.h"
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
@@ -24,7 +24,7 @@ constexpr ImU32 kCategoryColors[prof::kProfilerCategories] = {
     IM_COL32(220, 80, 70, 255), IM_COL32(70, 110, 220, 255), IM_COL32(100, 160, 235, 255), IM_COL32(95, 95, 105, 255)};
 
 struct Loaded {
-    std::vector<app::RankMemoryCategories> ranks;
+    std::vector<prof::RankMemoryCategories> ranks;
     std::string error;
 };
 
@@ -32,6 +32,7 @@ struct Loaded {
 struct CategoriesCache {
     const prof::TraceStore* store = nullptr;
     uint64_t version = UINT64_MAX;
+    const void* memory = nullptr;  // the memory events it was computed from (they arrive when the run is read)
     std::future<Loaded> pending;
     Loaded loaded;
     bool ready = false;
@@ -62,17 +63,19 @@ CategoriesCache cache;  // the one memory view's
 
 const Loaded* categories_of(AppState& app) {
     const prof::TraceStore* store = app.store();
-    if (cache.store != store || cache.version != store->version()) {
+    if (cache.store != store || cache.version != store->version() || cache.memory != app.source.memory_events().get()) {
         cache = CategoriesCache{};
-        cache.store = store, cache.version = store->version();
+        cache.store = store, cache.version = store->version(), cache.memory = app.source.memory_events().get();
         const std::vector<std::string> paths = search_paths(app.source.trace_path());
         const prof::RunInfo run = prof::run_info_of(*store);
-        const bool infer = app::has_memory_events(*store);
-        if (!run.imported() || (paths.empty() && !infer)) return cache.ready = true, &cache.loaded;
-        cache.pending = std::async(std::launch::async, [paths, run, infer] {  // files only: the store stays here
+        // the [memory] events the run's reader kept (none until the whole run is read)
+        auto memory = app.source.memory_events();
+        if (!memory) memory = std::make_shared<const std::vector<prof::KinetoMemoryEvents>>();
+        if (!run.imported() || (paths.empty() && memory->empty())) return cache.ready = true, &cache.loaded;
+        cache.pending = std::async(std::launch::async, [paths, run, memory] {  // files only: the store stays here
             Loaded l;
             try {
-                l.ranks = app::read_memory_categories(paths, run, infer);
+                l.ranks = prof::read_memory_categories(paths, run, *memory);
             } catch (const UserError& e) {
                 l.error = e.what();
             }
@@ -83,7 +86,7 @@ const Loaded* categories_of(AppState& app) {
         cache.pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
         cache.loaded = cache.pending.get();
         cache.ready = true;
-        app::place_memory_categories(cache.loaded.ranks, *store);
+        prof::place_memory_categories(cache.loaded.ranks, *store);
         if (!cache.loaded.error.empty()) app.log.fail(cache.loaded.error);
     }
     return cache.ready ? &cache.loaded : nullptr;
@@ -147,13 +150,13 @@ bool memory_categories_loading() { return cache.pending.valid() && !cache.ready;
 
 nlohmann::json memory_categories_facts() {
     if (!cache.ready || cache.loaded.ranks.empty()) return nullptr;
-    return app::memory_categories_json(cache.loaded.ranks);
+    return prof::memory_categories_json(cache.loaded.ranks);
 }
 
 void draw_memory_categories(AppState& app, const prof::RankTrace& rank) {
     const Loaded* loaded = categories_of(app);
     if (!loaded) return void(ImGui::TextColored(ImColor(kTextDim), "reading the memory profiler's timeline ..."));
-    const app::RankMemoryCategories* r = nullptr;
+    const prof::RankMemoryCategories* r = nullptr;
     for (const auto& x : loaded->ranks)
         if (x.rank == rank.rank) r = &x;
     if (!r) {
@@ -176,11 +179,11 @@ void draw_memory_categories(AppState& app, const prof::RankTrace& rank) {
         ImGui::TextColored(ImColor(kWarnColor),
                            "categories over time INFERRED from the ops around each [memory] event "
                            "(%s): bytes allocated since profiling began; peak %s",
-                           app::device_label(r->device).c_str(), format_bytes(peaks.total_peak_bytes).c_str());
+                           prof::device_label(r->device).c_str(), format_bytes(peaks.total_peak_bytes).c_str());
     else
         ImGui::TextColored(ImColor(kTextDim), "categories over time, measured by the memory profiler (%s, %s); peak %s",
                            std::filesystem::path(r->timeline.source).filename().string().c_str(),
-                           app::device_label(r->device).c_str(), format_bytes(peaks.total_peak_bytes).c_str());
+                           prof::device_label(r->device).c_str(), format_bytes(peaks.total_peak_bytes).c_str());
     if (r->grouped && r->strict) {
         ImGui::TextColored(ImColor(kTextDim),
                            "inferred from the ops around each [memory] event, the categories agree "

@@ -1,8 +1,12 @@
 // Training curves over steps: loss, tokens/s and step time (measured: the slowest rank's step), and MFU (derived:
-// tokens/s x the formula's FLOPs per token / the ranks' peaks, each peak's source in its tooltip).
+// tokens/s x the formula's FLOPs per token / the ranks' peaks, each peak's source in its tooltip). A PyTorch trace
+// has its measured step times only.
 #include <imgui.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "app/gui/model/training_model.h"
 #include "app/gui/theme.h"
@@ -10,7 +14,32 @@
 
 namespace us::gui {
 
+namespace {
+
+// A PyTorch trace holds no loss, no token counts and no FLOPs: what the training loop printed is not among the
+// profiler's events. Its step time is measured (ProfilerStep#N): the slowest rank's wall time of each step.
+void draw_imported_training(AppState& app) {
+    std::map<int, double> slowest_ms;
+    for (const prof::RankReport& r : app.report().ranks)
+        for (const prof::StepBreakdown& b : r.steps) slowest_ms[b.step] = std::max(slowest_ms[b.step], b.wall_s * 1e3);
+    std::vector<float> x, ms;
+    for (const auto& [step, v] : slowest_ms) x.push_back(float(step)), ms.push_back(float(v));
+    const ImVec4 dim(0.7f, 0.7f, 0.7f, 1);
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextColored(dim,
+                       "loss, tokens/s and MFU: unknown for a PyTorch trace (the profiler records no loss, no "
+                       "token counts and no FLOPs; the engine's runs have them)");
+    ImGui::PopTextWrapPos();
+    const float h = std::max(60.0f, ImGui::GetContentRegionAvail().y - 2 * ImGui::GetTextLineHeightWithSpacing());
+    draw_line_plot("step time", x.data(), ms.data(), int(x.size()), IM_COL32(200, 140, 240, 255), "ms", h, "measured",
+                   "the slowest rank's wall time of each ProfilerStep");
+}
+
+}  // namespace
+
 void draw_training_view(AppState& app) {
+    if (const prof::TraceStore* store = app.store(); store && store->rank_count() > 0 && store->is_imported())
+        return draw_imported_training(app);
     const auto& pts = app.derived.training();
     std::vector<float> x, loss, tps, ms, mfu;
     for (const auto& p : pts) {

@@ -15,13 +15,16 @@ bool is_imported_run(const TraceStore& store) { return store.rank_count() > 0 &&
 
 std::string process_group_name(const RankTrace& rt, int group) {
     // The importer's process groups, read through the run description's deserializer.
-    for (const ProcessGroupInfo& g : imported_run_info(rt).process_groups)
+    const std::vector<ProcessGroupInfo> groups = imported_run_info(rt).process_groups;
+    for (const ProcessGroupInfo& g : groups)
         if (g.group == group) {
             std::string name = g.name.empty() ? fmt::format("group {}", group) : g.name;
             if (!g.kind.empty()) name += " (" + g.kind + ")";
             if (!g.desc.empty() && g.desc != g.name) name += " " + g.desc;
             return name;
         }
+    // An imported trace without pg_config (HTA's sampled traces) still has its NCCL kernels: their group is unnamed.
+    if (rt.imported() && groups.empty()) return "unnamed group (the trace names no process group)";
     return group < kGroupCount ? std::string(group_kind_name(GroupKind(group))) : fmt::format("group {}", group);
 }
 
@@ -40,7 +43,7 @@ ImportedRun imported_run_section(const TraceStore& store, int microbatches) {
         const Lane comm_lane = rt.has_device_spans() ? Lane::device_comm : Lane::comm;
         std::map<int, std::vector<Interval>> by_group;
         for (const Span& s : rt.lanes[size_t(comm_lane)].spans())
-            if (s.kind == SpanKind::comm && s.op != OpClass::send && s.op != OpClass::recv)
+            if (s.kind == SpanKind::comm && !((s.op == OpClass::send || s.op == OpClass::recv) && s.peer >= 0))
                 by_group[s.group].emplace_back(s.begin, s.end);
         // Compute: the rank's work lane's ops (kernels on a GPU rank, CPU ops on a CPU-only one).
         std::vector<Interval> compute;

@@ -104,7 +104,7 @@ struct Report {
     // a run. Every figure of such a report is the model's, and says so.
     nlohmann::json predicted;
     // Imported from PyTorch's profiler (metadata source "kineto"): no model or batch, so no tokens, FLOPs, MFU or
-    // predictions (unknown, not zero); the memory is the [memory] counters' (app/cli/imported_run.h).
+    // predictions (unknown, not zero); the memory is the [memory] counters' (imported_report.h).
     bool imported = false;
     ImportedRun imported_section;  // a run imported from PyTorch: its own section (imported_run.h); null JSON otherwise
     bool is_predicted() const { return !predicted.is_null(); }

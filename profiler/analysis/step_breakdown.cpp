@@ -9,8 +9,9 @@ namespace us::prof {
 namespace {
 
 // Which set a span joins. On a traced GPU the device lanes are the truth: kernels, memcpy and memset form C and
-// NCCL kernels M (sends and receives aside, as pipeline transfers); the engine's host-side op and collective
-// spans only say when work was launched. Elsewhere C holds the op spans and M the collectives of the comm lane.
+// NCCL kernels M (sends and receives to a named peer aside, as pipeline transfers); the engine's host-side op and
+// collective spans only say when work was launched. Elsewhere C holds the op spans and M the collectives of the comm
+// lane.
 enum class SetOf { none, compute, comm, p2p };
 
 // With device truth, compute is the GPU's kernels; communication is the GPU's NCCL kernels when the rank has any,
@@ -19,8 +20,10 @@ SetOf set_of(const Span& s, Lane lane, bool device_truth, bool device_comm) {
     if (device_truth) {
         if (lane == Lane::device && s.kind == SpanKind::op) return SetOf::compute;
         const bool comm_lane = device_comm ? lane == Lane::device_comm : lane == Lane::comm || lane == Lane::p2p;
-        if (comm_lane && s.kind == SpanKind::comm)
-            return s.op == OpClass::send || s.op == OpClass::recv || lane == Lane::p2p ? SetOf::p2p : SetOf::comm;
+        // A send or receive kernel whose peer nothing names (a sampled trace's ncclKernel_SendRecv, NCCL's grouped
+        // all-to-all, a cp ring's exchange) is communication of its group, not a pipeline transfer.
+        const bool p2p = ((s.op == OpClass::send || s.op == OpClass::recv) && s.peer >= 0) || lane == Lane::p2p;
+        if (comm_lane && s.kind == SpanKind::comm) return p2p ? SetOf::p2p : SetOf::comm;
         return SetOf::none;
     }
     // The host lane's op spans are not compute here: an imported CPU-only rank's ops around or inside a collective

@@ -6,10 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
-#include "common/core/check.h"
-#include "profiler/import/byte_source.h"
-#include "profiler/import/json_stream.h"
-#include "profiler/import/kineto_event.h"
+#include "profiler/import/kineto_parse.h"
 
 namespace us::prof {
 
@@ -34,33 +31,14 @@ bool is_forward(std::string_view n) {
     return starts(n, "nn.Module:") || has(n, ": forward") || ends(n, ".forward") || has(n, "_call_impl");
 }
 
-// The integer after `"key":` in an event's text (the [memory] args "Bytes" and "Addr"), without building a JSON
-// tree per event: false when absent or not an integer (an address above 2^63 keeps its bits).
-bool int_field(std::string_view text, std::string_view key, int64_t& out) {
-    size_t at = text.find(key);
-    if (at == std::string_view::npos) return false;
-    at += key.size();
-    while (at < text.size() && (text[at] == ' ' || text[at] == ':' || text[at] == '\t' || text[at] == '\n')) ++at;
-    const bool negative = at < text.size() && text[at] == '-';
-    if (negative) ++at;
-    uint64_t v = 0;
-    size_t digits = 0;
-    for (; at < text.size() && text[at] >= '0' && text[at] <= '9' && digits < 20; ++at, ++digits) {
-        if (v > (UINT64_MAX - 9) / 10) return false;
-        v = v * 10 + uint64_t(text[at] - '0');
-    }
-    if (digits == 0 || (at < text.size() && (text[at] == '.' || text[at] == 'e' || text[at] == 'E'))) return false;
-    out = negative ? (v > uint64_t(INT64_MAX) ? INT64_MIN : -int64_t(v)) : int64_t(v);
-    return true;
-}
-
 struct Span {
     int64_t begin, end;
-    int64_t tid;
-    uint32_t name;
+    uint32_t thread;
+    uint32_t name;  // KinetoFile::names index
 };
 struct Pending {
-    int64_t t_ns, tid;
+    int64_t t_ns;
+    uint32_t thread;
     size_t index;  // in the output's events
 };
 
@@ -79,87 +57,50 @@ ProfilerCategory infer_category_from_ops(const std::vector<std::string_view>& na
     return ProfilerCategory::unknown;
 }
 
-KinetoMemoryEvents read_kineto_memory_events(const std::string& path) {
-    ByteSource source(path);
-    return read_kineto_memory_events(source);
-}
-
-KinetoMemoryEvents read_kineto_memory_events(ByteSource& source) {
+KinetoMemoryEvents memory_events_of(const KinetoFile& file, int rank) {
     KinetoMemoryEvents out;
-    out.path = source.name();
-    JsonStream in(source);
+    out.path = file.path;
+    out.rank = rank;
+    out.base_time_ns = file.base_time_ns;
+    if (file.allocations.empty()) return out;
+    // The ops that can enclose an allocation: CPU ops and annotations (the store's spans) and python functions.
     std::vector<Span> spans;
-    std::vector<Pending> pending;
-    std::unordered_map<std::string, uint32_t> name_index;
-    KinetoEvent e;
-    std::string error;
-    auto read_events = [&] {
-        in.expect('[', "to open the traceEvents list");
-        if (in.accept(']')) return;
-        for (;;) {
-            const std::string_view text = in.value("an event of traceEvents");
-            if (!parse_kineto_event(text, e, error)) in.fail("an event of traceEvents: " + error);
-            if ((e.ph == 'i' || e.ph == 'I') && e.name == "[memory]" && e.has_ts) {
-                KinetoMemoryEvent m;
-                if (int_field(text, "\"Bytes\"", m.bytes)) {
-                    m.t_ns = e.ts_ns;
-                    int64_t addr = 0;
-                    if (int_field(text, "\"Addr\"", addr)) m.addr = uint64_t(addr);
-                    m.device = e.mem_device == INT64_MIN ? -1 : int(std::clamp<int64_t>(e.mem_device, -1, 1 << 20));
-                    pending.push_back({e.ts_ns, e.tid, out.events.size()});
-                    out.events.push_back(m);
-                }
-            } else if (e.ph == 'X' && e.has_ts && e.has_dur && e.dur_ns >= 0 &&
-                       (e.cat == "cpu_op" || e.cat == "user_annotation" || e.cat == "python_function")) {
-                auto [it, added] = name_index.emplace(e.name, uint32_t(out.op_names.size()));
-                if (added) out.op_names.push_back(e.name);
-                spans.push_back({e.ts_ns, add_saturated(e.ts_ns, e.dur_ns), e.tid, it->second});
-            }
-            if (in.accept(',')) continue;
-            in.expect(']', "to close the traceEvents list (or ',' between events)");
-            return;
-        }
+    std::unordered_map<uint32_t, uint32_t> op_of_name;  // file name index -> out.op_names index
+    auto op_name = [&](uint32_t name) {
+        auto [it, added] = op_of_name.emplace(name, uint32_t(out.op_names.size()));
+        if (added) out.op_names.push_back(file.names[name]);
+        return it->second;
     };
-    bool saw_events = false;
-    in.expect('{', "at the start of a Kineto trace (a JSON object with traceEvents)");
-    std::string key;
-    if (!in.accept('}'))
-        for (;;) {
-            in.read_string(key, "(a key of the trace's outer object)");
-            in.expect(':', "after a key");
-            if (key == "traceEvents") {
-                read_events();
-                saw_events = true;
-            } else {
-                const std::string_view v = in.value("a value of the trace's outer object");
-                if (key == "baseTimeNanoseconds" || key == "distributedInfo") {
-                    const auto j = nlohmann::json::parse(v, nullptr, false);
-                    if (key == "baseTimeNanoseconds" && j.is_number_integer()) out.base_time_ns = j.get<int64_t>();
-                    if (key == "distributedInfo" && j.is_object() && j.contains("rank") &&
-                        j["rank"].is_number_integer())
-                        out.rank = int(std::clamp<int64_t>(j["rank"].get<int64_t>(), -1, 1 << 20));
-                }
-            }
-            if (in.accept(',')) continue;
-            in.expect('}', "to close the trace's outer object (or ',' between its keys)");
-            break;
-        }
-    if (!saw_events) in.fail("no traceEvents list: this is not a Kineto (torch.profiler) trace");
+    for (const KinetoSpan& sp : file.spans)
+        if (sp.cat == KinetoCat::cpu_op || sp.cat == KinetoCat::user_annotation)
+            spans.push_back({sp.begin, sp.end, sp.thread, op_name(sp.name)});
+    for (const KinetoPythonSpan& sp : file.python_spans)
+        spans.push_back({sp.begin, sp.end, sp.thread, op_name(sp.name)});
+    std::vector<Pending> pending;
+    pending.reserve(file.allocations.size());
+    for (const KinetoAllocation& a : file.allocations) {
+        KinetoMemoryEvent m;
+        m.t_ns = a.t_ns, m.bytes = a.bytes, m.addr = a.addr, m.device = a.device;
+        pending.push_back({a.t_ns, a.thread, out.events.size()});
+        out.events.push_back(m);
+    }
 
     // Per thread, sweep the ops (outer first) and the memory events in time order: the ops open at an event enclose it.
     std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-        return a.tid != b.tid ? a.tid < b.tid : a.begin != b.begin ? a.begin < b.begin : a.end > b.end;
+        return a.thread != b.thread ? a.thread < b.thread : a.begin != b.begin ? a.begin < b.begin : a.end > b.end;
     });
-    std::sort(pending.begin(), pending.end(),
-              [](const Pending& a, const Pending& b) { return a.tid != b.tid ? a.tid < b.tid : a.t_ns < b.t_ns; });
+    std::sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
+        return a.thread != b.thread ? a.thread < b.thread : a.t_ns < b.t_ns;
+    });
     std::vector<const Span*> open;
     std::vector<std::string_view> names;
     size_t s = 0;
-    int64_t tid = INT64_MIN;
+    int64_t thread = -1;
     for (const Pending& p : pending) {
-        if (p.tid != tid) open.clear(), tid = p.tid;
-        while (s < spans.size() && (spans[s].tid < tid || (spans[s].tid == tid && spans[s].begin <= p.t_ns))) {
-            if (spans[s].tid == tid) open.push_back(&spans[s]);
+        if (int64_t(p.thread) != thread) open.clear(), thread = p.thread;
+        while (s < spans.size() &&
+               (spans[s].thread < p.thread || (spans[s].thread == p.thread && spans[s].begin <= p.t_ns))) {
+            if (spans[s].thread == p.thread) open.push_back(&spans[s]);
             ++s;
         }
         std::erase_if(open, [&](const Span* sp) { return sp->end < p.t_ns; });

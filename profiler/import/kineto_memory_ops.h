@@ -46,9 +46,9 @@ std::optional<int> busiest_device(const KinetoMemoryEvents& events);
 // The category the names of the enclosing ops (innermost first) suggest; unknown when no rule matches.
 ProfilerCategory infer_category_from_ops(const std::vector<std::string_view>& enclosing_innermost_first);
 
-// Reads a Kineto trace's [memory] events and the CPU ops around them. Throws UserError naming the file.
-KinetoMemoryEvents read_kineto_memory_events(const std::string& path);
-class ByteSource;
-KinetoMemoryEvents read_kineto_memory_events(ByteSource& source);
+// A parsed Kineto trace's [memory] events (kept by the reader's one pass, kineto_parse.h) with the categories the
+// ops around them suggest; `rank` is the rank the file holds. Empty events when the trace has none.
+struct KinetoFile;
+KinetoMemoryEvents memory_events_of(const KinetoFile& file, int rank);
 
 }  // namespace us::prof

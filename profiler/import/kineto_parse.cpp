@@ -2,6 +2,7 @@
 // event parsed in one pass into a reused KinetoEvent and kept as a 72-byte KinetoSpan.
 #include "profiler/import/kineto_parse.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "common/core/check.h"
@@ -57,6 +58,27 @@ bool category_of(const std::string& cat, KinetoCat& out) {
 }
 
 int16_t clamp16(int64_t v) { return v < 0 || v > 32767 ? int16_t(-1) : int16_t(v); }
+
+// The integer after `"key":` in an event's text (the [memory] args "Bytes" and "Addr"), without building a JSON
+// tree per event: false when absent or not an integer (an address above 2^63 keeps its bits). An empty key reads
+// the text itself as the integer.
+bool int_field(std::string_view text, std::string_view key, int64_t& out) {
+    size_t at = key.empty() ? 0 : text.find(key);
+    if (at == std::string_view::npos) return false;
+    at += key.size();
+    while (at < text.size() && (text[at] == ' ' || text[at] == ':' || text[at] == '\t' || text[at] == '\n')) ++at;
+    const bool negative = at < text.size() && text[at] == '-';
+    if (negative) ++at;
+    uint64_t v = 0;
+    size_t digits = 0;
+    for (; at < text.size() && text[at] >= '0' && text[at] <= '9' && digits < 20; ++at, ++digits) {
+        if (v > (UINT64_MAX - 9) / 10) return false;
+        v = v * 10 + uint64_t(text[at] - '0');
+    }
+    if (digits == 0 || (at < text.size() && (text[at] == '.' || text[at] == 'e' || text[at] == 'E'))) return false;
+    out = negative ? (v > uint64_t(INT64_MAX) ? INT64_MIN : -int64_t(v)) : int64_t(v);
+    return true;
+}
 
 // The largest tensor among an op's inputs ("Input Dims" x the size of "Input type"), in bytes; 0 when unknown (a
 // TensorList says no dtype).
@@ -124,16 +146,31 @@ struct EventCollector {
         return int16_t(f.groups.size() - 1);
     }
 
-    void add(const KinetoEvent& e) {
+    void add(const KinetoEvent& e, std::string_view text) {
         ++f.events;
         if ((e.ph == 'i' || e.ph == 'I') && e.name == "[memory]") {
-            if (!e.has_ts || (e.total_allocated < 0 && e.total_reserved < 0)) return;
+            if (!e.has_ts) return;
+            if (KinetoAllocation a; int_field(text, "\"Bytes\"", a.bytes)) {
+                a.t_ns = e.ts_ns;
+                int64_t addr = 0;
+                if (int_field(text, "\"Addr\"", addr)) a.addr = uint64_t(addr);
+                a.device = e.mem_device == INT64_MIN ? -1 : int32_t(std::clamp<int64_t>(e.mem_device, -1, 1 << 20));
+                a.thread = thread_of(e);
+                f.allocations.push_back(a);
+            }
+            if (e.total_allocated < 0 && e.total_reserved < 0) return;
             f.memory.push_back(
                 {e.ts_ns, std::max(0.0, e.total_allocated), std::max(0.0, e.total_reserved), e.mem_device < 0});
             return;
         }
         if (e.ph != 'X') return;  // metadata, flows, counters: not mapped
-        if (e.cat == "python_function") return void(++f.python_functions);
+        if (e.cat == "python_function") {
+            ++f.python_functions;
+            int64_t end = 0;
+            if (e.has_ts && e.has_dur && e.dur_ns >= 0 && !__builtin_add_overflow(e.ts_ns, e.dur_ns, &end))
+                f.python_spans.push_back({e.ts_ns, end, f.intern(e.name), thread_of(e)});
+            return;
+        }
         if (e.cat == "Trace") return;  // the profiler's own span over its window
         KinetoCat cat;
         const bool is_step = e.name.rfind("ProfilerStep#", 0) == 0;
@@ -197,7 +234,7 @@ void read_events(JsonStream& in, EventCollector& sink) {
         const std::string_view text = in.value("an event of traceEvents");
         if (!parse_kineto_event(text, event, error))
             in.fail("event " + std::to_string(sink.f.events + 1) + " of traceEvents: " + error);
-        sink.add(event);
+        sink.add(event, text);
         if (in.accept(',')) continue;
         in.expect(']', "to close the traceEvents list (or ',' between events)");
         return;
@@ -234,6 +271,8 @@ KinetoFile parse_kineto(ByteSource& source) {
                         f.distributed_info = parse_small(v, key, in);
                     else if (key == "deviceProperties")
                         f.device_properties = parse_small(v, key, in);
+                    else if (key == "baseTimeNanoseconds")
+                        int_field(v, "", f.base_time_ns);
                     else if (v.size() < 256 && v.front() != '{' && v.front() != '[')
                         f.versions[key] = parse_small(v, key, in);
                 }

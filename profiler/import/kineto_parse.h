@@ -50,6 +50,23 @@ struct KinetoMemorySample {
     bool cpu = false;  // Device Id -1 (host memory)
 };
 
+// A [memory] event's allocation or free (profile_memory=True): what the memory categories are inferred from
+// (kineto_memory_ops.h), kept in this one pass so that nothing reads the file twice.
+struct KinetoAllocation {
+    int64_t t_ns = 0;
+    int64_t bytes = 0;  // > 0 allocated, < 0 freed
+    uint64_t addr = 0;
+    int32_t device = -1;  // "Device Id": -1 host memory
+    uint32_t thread = 0;  // KinetoFile::threads index
+};
+
+// A python_function event (with_stack=True): not mapped to the trace store, kept only as the ops around
+// allocations (an nn.Module's forward, the optimizer's step).
+struct KinetoPythonSpan {
+    int64_t begin = 0, end = 0;
+    uint32_t name = 0, thread = 0;
+};
+
 struct KinetoGroupSeen {
     std::string name, desc, ranks_json;
 };
@@ -61,6 +78,9 @@ struct KinetoFile {
     std::vector<std::pair<int64_t, int64_t>> threads;  // (pid, tid) in first-seen order
     std::vector<KinetoSpan> spans;
     std::vector<KinetoMemorySample> memory;
+    std::vector<KinetoAllocation> allocations;           // the [memory] events with their Bytes, in file order
+    std::vector<KinetoPythonSpan> python_spans;          // python_function events, in file order
+    int64_t base_time_ns = 0;                            // baseTimeNanoseconds (the memory profiler's clock), 0 absent
     std::vector<KinetoGroupSeen> groups;                 // process groups named in the args, first-seen order
     nlohmann::json distributed_info;                     // null when absent
     nlohmann::json device_properties;                    // null when absent

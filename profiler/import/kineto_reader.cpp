@@ -19,14 +19,23 @@ int rank_in_file(const KinetoFile& f) {
     return -1;
 }
 
-int rank_of_file(const KinetoFile& f, std::string& rank_from, std::string& warning) {
+int rank_of_file(const KinetoFile& f, bool only_file, std::string& rank_from, std::string& warning) {
     int rank = rank_in_file(f);
     rank_from = "distributedInfo";
     if (rank < 0) {
         rank = rank_from_file_name(f.path);
+        if (rank < 0 && only_file) {  // torch.profiler without torch.distributed: one process, rank 0 (as HTA takes)
+            rank_from = "single file";
+            warning = fmt::format(
+                "{}: no distributedInfo.rank and no rank in its name: taken as rank 0, a "
+                "single-process trace",
+                f.path);
+            return 0;
+        }
         US_CHECK_INPUT(rank >= 0,
                        "'{}' does not say its rank (no distributedInfo.rank; record with torch.distributed "
-                       "initialized) and its name has no rank-R, rankR or rank_R: rename it to say its rank",
+                       "initialized) and its name has no rank-R, rankR or rank_R: rename it to say its rank (a "
+                       "single file without one is read as rank 0)",
                        f.path);
         rank_from = "file name";
         warning = fmt::format("{}: no distributedInfo.rank: rank {} taken from the file name", f.path, rank);

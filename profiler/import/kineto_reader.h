@@ -14,9 +14,10 @@ namespace us::prof {
 
 // The rank a file says it is (distributedInfo.rank), or -1.
 int rank_in_file(const KinetoFile& file);
-// The rank `file` holds: distributedInfo.rank, else the rank its name says (then `warning` says so); `rank_from`
-// says which. Throws UserError, naming the file, when neither tells or the rank is out of range.
-int rank_of_file(const KinetoFile& file, std::string& rank_from, std::string& warning);
+// The rank `file` holds: distributedInfo.rank, else the rank its name says, else 0 when it is the run's only file
+// (torch.profiler without torch.distributed; then `warning` says so); `rank_from` says which ("distributedInfo",
+// "file name", "single file"). Throws UserError, naming the file, when none applies or the rank is out of range.
+int rank_of_file(const KinetoFile& file, bool only_file, std::string& rank_from, std::string& warning);
 
 // Adds `file` to `store` as rank `rank` (`rank_from`: "distributedInfo" or "file name"). Returns its warnings (no
 // ProfilerStep, dropped python_function events, unknown categories ...), each naming the file. Does not finalize.

@@ -13,8 +13,7 @@
 
 #include "common/core/check.h"
 #include "profiler/import/byte_source.h"
-#include "profiler/import/kineto_parse.h"
-#include "profiler/import/kineto_reader.h"
+#include "profiler/import/rank_file.h"
 #include "profiler/import/run_files.h"
 
 namespace us::prof {
@@ -104,39 +103,22 @@ void ProgressiveLoad::read_file(size_t index) {
     const std::string& path = m_files[index];
     try {
         std::vector<std::string> warnings;
-        TraceStoreOptions options = m_options;
         std::unique_ptr<TraceStore> store;
+        KinetoMemoryEvents memory;
         if (m_ultrascope) {
-            store = std::make_unique<TraceStore>(options);
+            store = std::make_unique<TraceStore>(m_options);
             warnings = load_trace(path, *store);
             std::error_code ec;
             m_bytes_read += std::filesystem::file_size(path, ec);
-        } else {
-            options.max_bytes = m_options.max_bytes / m_files.size();
-            store = std::make_unique<TraceStore>(options);
-            int rank = -1;
-            std::string rank_from, warning;
-            {  // the parsed file is freed before the store is queued
-                ByteSource source(path);
-                source.watch(&m_bytes_read, &m_cancel);
-                const KinetoFile file = parse_kineto(source);
-                rank = rank_of_file(file, rank_from, warning);
-                {
-                    std::lock_guard lock(m_mutex);
-                    const auto [it, added] = m_file_of_rank.emplace(rank, path);
-                    US_CHECK_INPUT(added,
-                                   "'{}' and '{}' both claim rank {}: give one file per rank (two recordings "
-                                   "of one run?); '{}' was not opened",
-                                   it->second, path, rank, path);
-                }
-                if (m_cancel.load()) return;
-                warnings = ingest_kineto(file, rank, rank_from, *store);
-            }
-            if (!warning.empty()) warnings.insert(warnings.begin(), warning);
-            store->finalize();
+        } else {  // the one rank-file reader every command uses (rank_file.h)
+            RankFile rank = read_rank_file(path, m_files.size(), m_options, m_claims, &m_bytes_read, &m_cancel);
+            store = std::move(rank.store);
+            memory = std::move(rank.memory);
+            warnings = std::move(rank.warnings);
         }
         std::lock_guard lock(m_mutex);
         m_ready.push_back(std::move(store));
+        if (!memory.events.empty()) m_memory.push_back(std::move(memory));
         m_warnings.insert(m_warnings.end(), warnings.begin(), warnings.end());
     } catch (const LoadCancelled&) {
     } catch (const UserError& e) {
@@ -145,6 +127,11 @@ void ProgressiveLoad::read_file(size_t index) {
     } catch (const std::exception& e) {
         fail(fmt::format("cannot read '{}': {}", path, e.what()));
     }
+}
+
+std::vector<KinetoMemoryEvents> ProgressiveLoad::take_memory_events() {
+    std::lock_guard lock(m_mutex);
+    return std::exchange(m_memory, {});
 }
 
 size_t ProgressiveLoad::take_ready(TraceStore& store) {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "profiler/import/rank_file.h"
 #include "profiler/trace/trace_store.h"
 
 namespace us::prof {
@@ -36,7 +37,7 @@ class ProgressiveLoad {
 public:
     // Starts reading the run named by `paths` (what load_run takes: Kineto files, their folders, or one Ultrascope
     // trace, which arrives whole). `threads` 0: one per core, at most 4. With several files, each rank's store gets an
-    // even share of `options.max_bytes`, so the order ranks arrive in does not decide which keep their op spans.
+    // even share of `options.max_bytes` (rank_store_options, as load_run gives them).
     ProgressiveLoad(std::vector<std::string> paths, TraceStoreOptions options, int threads = 0);
     ~ProgressiveLoad();  // cancels and joins: no worker outlives the load
     ProgressiveLoad(const ProgressiveLoad&) = delete;
@@ -51,6 +52,8 @@ public:
     // Since the last call: warnings (as load_run's), and errors, one per failed file, each naming it.
     std::vector<std::string> take_warnings();
     std::vector<std::string> take_errors();
+    // Since the last call: the [memory] events of the ranks read (rank_file.h), for the memory views.
+    std::vector<KinetoMemoryEvents> take_memory_events();
 
 private:
     void find_files();  // on the first worker: the run's files, then every worker starts on them
@@ -75,7 +78,8 @@ private:
     size_t m_taken = 0, m_failed = 0, m_ranks_shown = 0;
     int m_running = 0;  // workers not yet ended
     std::vector<std::unique_ptr<TraceStore>> m_ready;
-    std::map<int, std::string> m_file_of_rank;
+    RankClaims m_claims;  // one file per rank
+    std::vector<KinetoMemoryEvents> m_memory;
     std::vector<std::string> m_warnings, m_errors;
     double m_finished_at = -1;
 };

@@ -10,9 +10,8 @@
 
 #include "common/core/check.h"
 #include "profiler/import/byte_source.h"
-#include "profiler/import/kineto_parse.h"
-#include "profiler/import/kineto_reader.h"
 #include "profiler/import/memory_timeline.h"
+#include "profiler/import/rank_file.h"
 
 namespace us::prof {
 
@@ -137,7 +136,8 @@ RunFiles find_run_files(const std::vector<std::string>& paths) {
     return out;
 }
 
-std::vector<std::string> load_run(const std::vector<std::string>& paths, TraceStore& store) {
+std::vector<std::string> load_run(const std::vector<std::string>& paths, TraceStore& store,
+                                  std::vector<KinetoMemoryEvents>* memory) {
     RunFiles run = find_run_files(paths);
     if (run.ultrascope) {
         auto warnings = load_trace(run.files[0], store);
@@ -145,18 +145,14 @@ std::vector<std::string> load_run(const std::vector<std::string>& paths, TraceSt
         return warnings;
     }
     std::vector<std::string> warnings = run.warnings;
-    std::map<int, std::string> file_of_rank;
+    RankClaims claims;
     for (const auto& path : run.files) {
-        // One rank at a time: its parsed events are freed before the next file is read.
-        const KinetoFile file = parse_kineto_file(path);
-        std::string rank_from, warning;
-        const int rank = rank_of_file(file, rank_from, warning);
-        if (!warning.empty()) warnings.push_back(warning);
-        const auto [it, added] = file_of_rank.emplace(rank, path);
-        US_CHECK_INPUT(added, "'{}' and '{}' both claim rank {}: give one file per rank (two recordings of one run?)",
-                       it->second, path, rank);
-        const auto w = ingest_kineto(file, rank, rank_from, store);
-        warnings.insert(warnings.end(), w.begin(), w.end());
+        // One rank at a time, as the GUI's workers read them (rank_file.h): its parsed events are freed before the
+        // next file is read.
+        RankFile rank = read_rank_file(path, run.files.size(), store.options(), claims);
+        warnings.insert(warnings.end(), rank.warnings.begin(), rank.warnings.end());
+        store.merge(std::move(*rank.store));
+        if (memory && !rank.memory.events.empty()) memory->push_back(std::move(rank.memory));
     }
     store.finalize();
     return warnings;

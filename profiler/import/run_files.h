@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/import/kineto_memory_ops.h"
 #include "profiler/trace/run_info.h"  // rank_from_file_name
 #include "profiler/trace/trace_store.h"
 
@@ -24,8 +25,11 @@ struct RunFiles {
 RunFiles find_run_files(const std::vector<std::string>& paths);
 
 // Loads the run named by `paths` into `store` and finalizes it: an Ultrascope trace through load_trace, Kineto files
-// one rank each (ranks from distributedInfo, else from the file name, warned; two files of one rank refused).
-// Returns the warnings; throws UserError on bad input, naming the file.
-std::vector<std::string> load_run(const std::vector<std::string>& paths, TraceStore& store);
+// one rank each through read_rank_file (rank_file.h: ranks from distributedInfo, else from the file name, else 0 for
+// a lone file, warned; two files of one rank refused), each rank with its share of the store's cap. `memory`, when
+// given, receives each rank's [memory] events with their inferred categories (kineto_memory_ops.h). Returns the
+// warnings; throws UserError on bad input, naming the file.
+std::vector<std::string> load_run(const std::vector<std::string>& paths, TraceStore& store,
+                                  std::vector<KinetoMemoryEvents>* memory = nullptr);
 
 }  // namespace us::prof

@@ -7,6 +7,8 @@
 
 #include "common/core/check.h"
 #include "profiler/import/byte_source.h"
+#include "profiler/import/kineto_memory_ops.h"
+#include "profiler/import/kineto_parse.h"
 #include "profiler/import/memory_category_agreement.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -22,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     try {
         us::prof::ByteSource source(bytes, "fuzz input");
-        events = us::prof::read_kineto_memory_events(source);
+        events = us::prof::memory_events_of(us::prof::parse_kineto(source), 0);
     } catch (const us::UserError&) {
     }
     for (int device : {-1, 0})

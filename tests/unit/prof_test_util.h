@@ -83,6 +83,8 @@ public:
         span(prof::Lane::device, prof::SpanKind::op, b, e, n, step, prof::OpClass::activation);
         m_batch.events.back().span.thread = uint8_t(stream);
     }
+    // The span added last, to set what the helpers leave at their defaults (a peer, a group).
+    prof::SpanRecord& last_span() { return m_batch.events.back().span; }
     void nccl(double b, double e, prof::OpClass op = prof::OpClass::all_reduce, int stream = 1, int step = 1) {
         span(prof::Lane::device_comm, prof::SpanKind::comm, b, e, "ncclDevKernel", step, op);
         m_batch.events.back().span.thread = uint8_t(stream);

@@ -52,6 +52,7 @@ TEST_CASE("on a GPU traced by CUPTI the device lanes are C and M, the engine's l
     gpu.kernel(60, 65, 1, "memcpy HtoD");
     gpu.nccl(55, 80);
     gpu.nccl(85, 95, OpClass::send);
+    gpu.last_span().peer = 1;  // to a named peer: a pipeline transfer
     // a rank of the same run without device spans keeps the engine's spans as its truth
     cpu.step(0, 100, 1);
     cpu.op(0, 60);
@@ -73,6 +74,19 @@ TEST_CASE("on a GPU traced by CUPTI the device lanes are C and M, the engine's l
     CHECK(g[0].p2p_s == Approx(0.010));     // the send kernel: a pipeline transfer, not M
     CHECK(g[0].bubble_s == Approx(0.005));  // [40,45] between the first and the last kernel
     CHECK(g[0].first_op == 5'000'000);
+    // A send kernel whose peer nothing names (ncclKernel_SendRecv of a sampled trace, NCCL's grouped all-to-all):
+    // communication of its group, in M like the all-reduce, not a pipeline transfer.
+    SyntheticRank peerless(0, 1);
+    peerless.step(0, 100, 1);
+    peerless.kernel(5, 40, 0);
+    peerless.nccl(30, 60, OpClass::send);
+    TraceStore unnamed;
+    load(unnamed, peerless, metadata(0, 1, 0, 0, 1));
+    const auto u = analyze_steps(unnamed, 0);
+    REQUIRE(u.size() == 1);
+    CHECK(u[0].comm_s == Approx(0.030));
+    CHECK(u[0].overlapped_s == Approx(0.010));  // [30,40]
+    CHECK(u[0].p2p_s == 0.0);
     CHECK(g[0].last_op == 65'000'000);
     CHECK(g[0].flops == 1500);  // from the engine's op spans
     const auto c = analyze_steps(store, 1);

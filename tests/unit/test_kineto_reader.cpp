@@ -145,8 +145,10 @@ TEST_CASE("kineto: ranks and process groups from distributedInfo, named and numb
     CHECK(!back.settings.has_value());
 }
 
-TEST_CASE("kineto: rank from the file name is warned, and no rank at all and two files of one rank are refused",
-          "[kineto][cpu]") {
+TEST_CASE(
+    "kineto: rank from the file name is warned, a lone file without one is rank 0, two nameless files and two "
+    "files of one rank are refused",
+    "[kineto][cpu]") {
     const std::string a = write_trace("kineto-ranks", "rank_3.json", trace_json(kStep));
     TraceStore store;
     const auto warnings = load_run({a}, store);
@@ -157,8 +159,16 @@ TEST_CASE("kineto: rank from the file name is warned, and no rank at all and two
     CHECK(rank_from_file_name("rank7_trace.json.gz") == 7);
     CHECK(rank_from_file_name("trace.json") == -1);
 
+    // torch.profiler without torch.distributed writes no distributedInfo: alone, such a file is rank 0 (as HTA
+    // reads it), said so; beside another file it could be any rank, and is refused
     const std::string nameless = write_trace("kineto-ranks", "trace.json", trace_json(kStep));
-    CHECK_THAT(error_of({nameless}), Catch::Matchers::Contains("does not say its rank"));
+    TraceStore single;
+    const auto lone = load_run({nameless}, single);
+    CHECK(single.ranks() == std::vector<int>{0});
+    CHECK(any_warning(lone, "taken as rank 0"));
+    CHECK(single.rank(0)->info.rank_from == "single file");
+    const std::string nameless2 = write_trace("kineto-ranks", "trace2.json", trace_json(kStep));
+    CHECK_THAT(error_of({nameless, nameless2}), Catch::Matchers::Contains("does not say its rank"));
 
     const std::string b =
         write_trace("kineto-ranks", "other.json", trace_json(kStep, R"({"rank": 3, "world_size": 4})"));

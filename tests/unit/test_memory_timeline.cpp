@@ -9,8 +9,9 @@
 #include "profiler/import/memory_category_agreement.h"
 #include "profiler/import/memory_timeline.h"
 #include "profiler/import/run_files.h"
-#include "app/cli/imported_run.h"
-#include "app/cli/memory_categories.h"
+#include "profiler/analysis/imported_report.h"
+#include "profiler/import/memory_categories.h"
+#include "profiler/import/kineto_parse.h"
 
 using namespace us;
 using namespace us::prof;
@@ -95,7 +96,8 @@ TEST_CASE("hostile or damaged memory timelines are refused with the file and the
 }
 
 TEST_CASE("categories inferred from the ops agree with the memory profiler's on the DDP run", "[memtimeline]") {
-    const KinetoMemoryEvents events = read_kineto_memory_events(rank0_trace);
+    // kept by the reader's one pass over the file (kineto_parse.h), categories inferred from the ops around them
+    const KinetoMemoryEvents events = memory_events_of(parse_kineto_file(rank0_trace), 0);
     CHECK(events.rank == 0);
     CHECK(events.events.size() == 2648);
     CHECK(events.base_time_ns == 1790857026000000000);
@@ -132,9 +134,11 @@ TEST_CASE("categories inferred from the ops agree with the memory profiler's on 
 TEST_CASE("report: the memory profiler's categories per rank beside the DDP run, placed on the trace's clock",
           "[memtimeline]") {
     prof::TraceStore store;
-    (void)load_run({ddp}, store);
+    std::vector<KinetoMemoryEvents> memory;  // as the loader kept them: no second read of the files
+    (void)load_run({ddp}, store, &memory);
+    REQUIRE(memory.size() == 2);
     const RunInfo run = run_info_of(store);
-    const auto ranks = app::load_memory_categories({ddp}, store, run, true);
+    const auto ranks = load_memory_categories({ddp}, store, run, memory);
     REQUIRE(ranks.size() == 2);  // rank 0 measured (and inferred), rank 1 inferred only
     const auto& r = ranks[0];
     CHECK(r.rank == 0);
@@ -144,10 +148,10 @@ TEST_CASE("report: the memory profiler's categories per rank beside the DDP run,
     REQUIRE(ranks[1].inferred.has_value());
     // Inferred, the bytes allocated since profiling began add up to what the allocator reported ([memory] events'
     // Total Allocated, the store's counter): the categories split the total, they do not change it.
-    const double counted_peak = app::imported_memory_json(store)["1"]["kineto_cpu_allocated_bytes_peak"];
+    const double counted_peak = imported_memory_json(store)["1"]["kineto_cpu_allocated_bytes_peak"];
     CHECK(ranks[1].inferred_peaks.total_peak_bytes == int64_t(counted_peak));
     CHECK(r.inferred_peaks.total_peak_bytes ==
-          int64_t(app::imported_memory_json(store)["0"]["kineto_cpu_allocated_bytes_peak"].get<double>()));
+          int64_t(imported_memory_json(store)["0"]["kineto_cpu_allocated_bytes_peak"].get<double>()));
     REQUIRE(r.device.has_value());
     CHECK(*r.device == -1);  // the export was of device='cpu'
     // The first [memory] event of rank 0 at its ts (ns), the timeline's first event one microsecond-truncation apart.
@@ -156,18 +160,18 @@ TEST_CASE("report: the memory profiler's categories per rank beside the DDP run,
     CHECK(r.store_time(r.timeline.times_us[1]).value() > 4669724705112871 - 1000);
     REQUIRE(r.grouped.has_value());
     CHECK(r.grouped->byte_time >= 0.97);
-    const nlohmann::json j = app::memory_categories_json(ranks);
+    const nlohmann::json j = memory_categories_json(ranks);
     CHECK(j["ranks"][0]["basis"] == "measured");
     CHECK(j["ranks"][1]["basis"] == "inferred");
     CHECK(j["ranks"][1]["categories"]["activation"]["peak_bytes"] > 0);
     CHECK(j["ranks"][0]["categories"]["activation"]["bytes_at_total_peak"] == 5017608);
     CHECK(j["ranks"][0]["total_peak_bytes"] == 8266464);
     CHECK(j["ranks"][0]["device"] == "host memory");
-    const std::string text = app::format_memory_categories(ranks);
+    const std::string text = format_memory_categories(ranks);
     CHECK(text.find("measured by the memory profiler") != std::string::npos);
     CHECK(text.find("activations") != std::string::npos);
     CHECK(text.find("INFERRED") != std::string::npos);
     // Without a timeline beside it, the run has no measured categories (not zeros: nothing), inferred ones only.
-    for (const auto& x : app::load_memory_categories({rank0_trace}, store, run, true)) CHECK_FALSE(x.measured);
-    CHECK(app::load_memory_categories({rank0_trace}, store, run, false).empty());
+    for (const auto& x : load_memory_categories({rank0_trace}, store, run, memory)) CHECK_FALSE(x.measured);
+    CHECK(load_memory_categories({rank0_trace}, store, run, {}).empty());
 }

@@ -1,5 +1,5 @@
 // The memory profiler's categories beside an imported run (memory_categories.h).
-#include "app/cli/memory_categories.h"
+#include "profiler/import/memory_categories.h"
 
 #include <fmt/format.h>
 
@@ -9,23 +9,23 @@
 #include "profiler/import/kineto_memory_ops.h"
 #include "profiler/trace/run_info.h"
 
-namespace us::app {
+namespace us::prof {
 
 namespace {
 
 // torch puts the tensors alive before profiling in a first row of their own, at the first event's time.
-size_t first_event_row(const prof::MemoryTimeline& t) { return t.size() > 1 && t.times_us[0] == t.times_us[1] ? 1 : 0; }
+size_t first_event_row(const MemoryTimeline& t) { return t.size() > 1 && t.times_us[0] == t.times_us[1] ? 1 : 0; }
 
-const std::vector<prof::CounterPoint>* counter(const prof::TraceStore& store, int rank, const char* name) {
+const std::vector<CounterPoint>* counter(const TraceStore& store, int rank, const char* name) {
     const uint32_t id = store.find_name(name);
-    const prof::RankTrace* rt = store.rank(rank);
+    const RankTrace* rt = store.rank(rank);
     if (id == UINT32_MAX || !rt) return nullptr;
     const auto it = rt->counters.find(id);
     return it == rt->counters.end() || it->second.empty() ? nullptr : &it->second;
 }
 
 // The device whose first [memory] event falls at the timeline's first event (torch exports one device per file).
-std::optional<int> device_of(const prof::KinetoMemoryEvents& ev, const prof::MemoryTimeline& t) {
+std::optional<int> device_of(const KinetoMemoryEvents& ev, const MemoryTimeline& t) {
     const int64_t first = t.times_us[first_event_row(t)];
     std::vector<int> seen;
     for (const auto& e : ev.events) {
@@ -43,22 +43,17 @@ std::string device_label(std::optional<int> device) {
     return *device < 0 ? "host memory" : fmt::format("cuda:{}", *device);
 }
 
-std::vector<RankMemoryCategories> read_memory_categories(const std::vector<std::string>& paths,
-                                                         const prof::RunInfo& run, bool infer) {
+std::vector<RankMemoryCategories> read_memory_categories(const std::vector<std::string>& paths, const RunInfo& run,
+                                                         const std::vector<KinetoMemoryEvents>& events) {
     std::vector<RankMemoryCategories> out;
     if (!run.imported()) return out;
-    const std::vector<std::string> files = prof::find_memory_timelines(paths);
-    std::vector<prof::KinetoMemoryEvents> events;  // read once, only when asked
-    if (infer)
-        for (const auto& f : run.files) {
-            events.push_back(prof::read_kineto_memory_events(f));
-            if (events.back().rank < 0) events.back().rank = prof::rank_from_file_name(f);
-        }
+    const std::vector<std::string> files = find_memory_timelines(paths);
+    const bool infer = !events.empty();
     for (const auto& f : files) {
         RankMemoryCategories r;
         r.measured = true;
-        r.timeline = prof::load_memory_timeline(f);
-        r.peaks = prof::timeline_peaks(r.timeline);
+        r.timeline = load_memory_timeline(f);
+        r.peaks = timeline_peaks(r.timeline);
         r.rank = r.timeline.rank;
         if (r.rank < 0 && run.ranks.size() == 1) {
             r.rank = run.ranks[0];
@@ -69,7 +64,7 @@ std::vector<RankMemoryCategories> read_memory_categories(const std::vector<std::
         } else if (std::find(run.ranks.begin(), run.ranks.end(), r.rank) == run.ranks.end()) {
             r.notes.push_back(fmt::format("{}: rank {} is not in the run", f, r.rank));
         }
-        const prof::KinetoMemoryEvents* ev = nullptr;
+        const KinetoMemoryEvents* ev = nullptr;
         for (const auto& e : events)
             if (e.rank == r.rank && r.rank >= 0) ev = &e;
         if (ev) r.device = device_of(*ev, r.timeline);
@@ -82,9 +77,9 @@ std::vector<RankMemoryCategories> read_memory_categories(const std::vector<std::
                             "event: inferred categories not compared",
                             f));
         } else if (ev) {
-            r.grouped = prof::compare_categories(*ev, r.timeline, *r.device, prof::AgreementGrouping::grouped);
-            r.strict = prof::compare_categories(*ev, r.timeline, *r.device, prof::AgreementGrouping::strict);
-            r.inferred = prof::inferred_timeline(*ev, *r.device);
+            r.grouped = compare_categories(*ev, r.timeline, *r.device, AgreementGrouping::grouped);
+            r.strict = compare_categories(*ev, r.timeline, *r.device, AgreementGrouping::strict);
+            r.inferred = inferred_timeline(*ev, *r.device);
         }
         out.push_back(std::move(r));
     }
@@ -92,21 +87,21 @@ std::vector<RankMemoryCategories> read_memory_categories(const std::vector<std::
     for (const auto& ev : events) {
         if (ev.rank < 0 || std::any_of(out.begin(), out.end(), [&](auto& r) { return r.rank == ev.rank; })) continue;
         RankMemoryCategories r;
-        r.rank = ev.rank, r.device = prof::busiest_device(ev);
+        r.rank = ev.rank, r.device = busiest_device(ev);
         if (!r.device) continue;  // no [memory] events: nothing to say
-        r.inferred = prof::inferred_timeline(ev, *r.device);
+        r.inferred = inferred_timeline(ev, *r.device);
         out.push_back(std::move(r));
     }
     for (auto& r : out)
-        if (r.inferred && r.inferred->size() > 0) r.inferred_peaks = prof::timeline_peaks(*r.inferred);
+        if (r.inferred && r.inferred->size() > 0) r.inferred_peaks = timeline_peaks(*r.inferred);
     std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
     return out;
 }
 
-void place_memory_categories(std::vector<RankMemoryCategories>& ranks, const prof::TraceStore& store) {
+void place_memory_categories(std::vector<RankMemoryCategories>& ranks, const TraceStore& store) {
     for (auto& r : ranks) {
         // On the trace's clock by the first [memory] event of its device (the store may shift a rank's times).
-        const prof::MemoryTimeline* t = r.measured ? &r.timeline : r.inferred ? &*r.inferred : nullptr;
+        const MemoryTimeline* t = r.measured ? &r.timeline : r.inferred ? &*r.inferred : nullptr;
         if (!t || t->size() == 0) continue;
         const char* name = r.device && *r.device >= 0 ? "kineto_allocated_bytes" : "kineto_cpu_allocated_bytes";
         const auto* points = r.rank >= 0 ? counter(store, r.rank, name) : nullptr;
@@ -121,15 +116,15 @@ void place_memory_categories(std::vector<RankMemoryCategories>& ranks, const pro
     }
 }
 
-std::vector<RankMemoryCategories> load_memory_categories(const std::vector<std::string>& paths,
-                                                         const prof::TraceStore& store, const prof::RunInfo& run,
-                                                         bool infer) {
-    auto ranks = read_memory_categories(paths, run, infer);
+std::vector<RankMemoryCategories> load_memory_categories(const std::vector<std::string>& paths, const TraceStore& store,
+                                                         const RunInfo& run,
+                                                         const std::vector<KinetoMemoryEvents>& memory) {
+    auto ranks = read_memory_categories(paths, run, memory);
     place_memory_categories(ranks, store);
     return ranks;
 }
 
-bool has_memory_events(const prof::TraceStore& store) {
+bool has_memory_events(const TraceStore& store) {
     for (int r : store.ranks())
         for (const char* name : {"kineto_allocated_bytes", "kineto_cpu_allocated_bytes"})
             if (counter(store, r, name)) return true;
@@ -138,19 +133,19 @@ bool has_memory_events(const prof::TraceStore& store) {
 
 namespace {
 
-nlohmann::json peaks_json(const prof::TimelinePeaks& p) {
+nlohmann::json peaks_json(const TimelinePeaks& p) {
     nlohmann::json cats = nlohmann::json::object();
-    for (size_t c = 0; c < prof::kProfilerCategories; ++c)
-        cats[prof::profiler_category_name(prof::ProfilerCategory(c))] = {{"peak_bytes", p.peak_bytes[c]},
-                                                                         {"bytes_at_total_peak", p.at_total_peak[c]}};
+    for (size_t c = 0; c < kProfilerCategories; ++c)
+        cats[profiler_category_name(ProfilerCategory(c))] = {{"peak_bytes", p.peak_bytes[c]},
+                                                             {"bytes_at_total_peak", p.at_total_peak[c]}};
     return cats;
 }
 
-std::string peaks_table(const prof::TimelinePeaks& p) {
+std::string peaks_table(const TimelinePeaks& p) {
     std::string s = fmt::format("  {:<18} {:>12} {:>18}\n", "category", "peak", "at the total peak");
-    for (size_t c = 0; c < prof::kProfilerCategories; ++c)
+    for (size_t c = 0; c < kProfilerCategories; ++c)
         if (p.peak_bytes[c] != 0 || p.at_total_peak[c] != 0)
-            s += fmt::format("  {:<18} {:>12} {:>18}\n", prof::profiler_category_label(prof::ProfilerCategory(c)),
+            s += fmt::format("  {:<18} {:>12} {:>18}\n", profiler_category_label(ProfilerCategory(c)),
                              format_bytes(p.peak_bytes[c]), format_bytes(p.at_total_peak[c]));
     return s;
 }
@@ -160,8 +155,8 @@ std::string peaks_table(const prof::TimelinePeaks& p) {
 nlohmann::json memory_categories_json(const std::vector<RankMemoryCategories>& ranks) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& r : ranks) {
-        const prof::TimelinePeaks& p = r.measured ? r.peaks : r.inferred_peaks;
-        const prof::MemoryTimeline& t = r.measured ? r.timeline : *r.inferred;
+        const TimelinePeaks& p = r.measured ? r.peaks : r.inferred_peaks;
+        const MemoryTimeline& t = r.measured ? r.timeline : *r.inferred;
         const auto at = t.size() ? r.store_time(p.total_peak_time_us) : std::nullopt;
         nlohmann::json j = {
             {"basis", r.measured ? "measured" : "inferred"},
@@ -198,7 +193,7 @@ std::string format_memory_categories(const std::vector<RankMemoryCategories>& ra
     for (const auto& r : ranks) {
         const std::string rank = r.rank >= 0 ? std::to_string(r.rank) : "unknown";
         if (!r.measured) {
-            const prof::MemoryTimeline& t = *r.inferred;
+            const MemoryTimeline& t = *r.inferred;
             s += fmt::format(
                 "\nMemory categories, rank {} ({}), INFERRED from the ops around each [memory] event (no "
                 "memory profiler timeline beside the trace): bytes allocated since profiling began\n",
@@ -226,4 +221,4 @@ std::string format_memory_categories(const std::vector<RankMemoryCategories>& ra
     return s;
 }
 
-}  // namespace us::app
+}  // namespace us::prof

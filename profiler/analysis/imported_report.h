@@ -1,6 +1,6 @@
 // What the report says about a run imported from PyTorch's profiler (Kineto): where it came from, and what such a
 // trace cannot tell (the model's settings, the engine's predictions, the device's peak), so that those sections say
-// "unknown for an imported run" instead of printing zeros.
+// "unknown for a PyTorch trace" instead of printing zeros. The report's text and JSON and the GUI read it here.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -9,15 +9,19 @@
 #include "profiler/trace/run_info.h"
 #include "profiler/trace/trace_store.h"
 
-namespace us::app {
+namespace us::prof {
 
 // A few lines for the text report: the source, ranks, groups and what is unknown.
-std::string imported_header(const prof::RunInfo& run, const prof::TraceStore& store);
+std::string imported_header(const RunInfo& run, const TraceStore& store);
 // Per rank, the peaks of the [memory] counters (allocated, reserved; null when the trace has none).
-nlohmann::json imported_memory_json(const prof::TraceStore& store);
+nlohmann::json imported_memory_json(const TraceStore& store);
 // The planner comparison's note: it needs the model and the layout, which a Kineto trace does not hold.
 std::string imported_planner_note();
 // The report's sections an imported run cannot fill, with why (JSON: section -> reason).
 nlohmann::json imported_unknowns();
+// The report's JSON (report_json) made true for an imported run: every figure only the engine can give (its
+// settings, predictions and formulas, the tracked allocator's categories, the engine's process groups) set to null,
+// not left at zero, with "unknown_for_imported_run" saying why, and the [memory] counters' peaks beside it.
+void mark_imported_unknowns(nlohmann::json& report, const TraceStore& store);
 
-}  // namespace us::app
+}  // namespace us::prof
