@@ -1,6 +1,7 @@
 // Opening a run a rank at a time (profiler/import/progressive_load.h), as the GUI does: the ranks arrive in the
 // shown store while the others are still read, the result equals load_run's, a cancel stops the workers mid-file,
 // and a damaged file mid-load is named while the other ranks stay usable. Also TraceStore::merge on its own.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -234,4 +235,37 @@ TEST_CASE("progressive load: each rank gets a share of the cap, and a rank over 
     CHECK(shown.at_cap());
     CHECK(shown.cap_reached_at_step() > 0);
     for (int r : shown.ranks()) CHECK(shown.rank(r)->lanes[size_t(Lane::host)].spans().size() > 0);
+    // `report` reads the files through the same rank-file reader, with the same shares: the same spans kept, the
+    // same report (rank_file.h)
+    TraceStore reported(small);
+    load_run({kRun}, reported);
+    CHECK(reported.span_count() == shown.span_count());
+    CHECK(reported.spans_dropped_by_cap() == shown.spans_dropped_by_cap());
+    CHECK(format_report(build_report(reported)) == format_report(build_report(shown)));
+}
+
+TEST_CASE("progressive load: the [memory] events come with the ranks, as load_run keeps them",
+          "[kineto][progressive]") {
+    const std::string ddp = std::string(US_TEST_DATA_DIR) + "/kineto/ddp";
+    TraceStore whole;
+    std::vector<KinetoMemoryEvents> memory;
+    load_run({ddp}, whole, &memory);
+    REQUIRE(memory.size() == 2);
+    ProgressiveLoad load({ddp}, {}, 2);
+    TraceStore shown;
+    drain(load, shown);
+    std::vector<KinetoMemoryEvents> taken = load.take_memory_events();
+    REQUIRE(taken.size() == 2);
+    auto by_rank = [](const KinetoMemoryEvents& a, const KinetoMemoryEvents& b) { return a.rank < b.rank; };
+    std::sort(memory.begin(), memory.end(), by_rank);
+    std::sort(taken.begin(), taken.end(), by_rank);
+    for (size_t i = 0; i < 2; ++i) {
+        CHECK(taken[i].rank == memory[i].rank);
+        REQUIRE(taken[i].events.size() == memory[i].events.size());
+        CHECK(taken[i].events.size() > 1000);
+        for (size_t e = 0; e < taken[i].events.size(); ++e) {
+            CHECK(taken[i].events[e].bytes == memory[i].events[e].bytes);
+            CHECK(taken[i].events[e].category == memory[i].events[e].category);
+        }
+    }
 }
