@@ -1,10 +1,12 @@
 // Ops: where a rank's compute goes, op by op, over the steady steps (the report's op table, op_table.h): calls,
 // self time per step and its share of the step, time per call and the FLOP rate, sortable, with a bar per row.
-// The rank follows the timeline's selection; the rows are the GPU's kernels on a rank traced by CUPTI.
+// The rank follows the timeline's selection; the rows are the GPU's kernels on a rank traced by CUPTI or PyTorch's
+// profiler, shown by their short names (the full signature on hover) and their kinds (gemm, elementwise ...).
 #include <fmt/format.h>
 #include <imgui.h>
 
 #include <algorithm>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -82,11 +84,9 @@ void draw_ops_view(AppState& app) {
         const int column = int(specs->Specs[0].ColumnUserID);
         const bool ascending = specs->Specs[0].SortDirection == ImGuiSortDirection_Ascending;
         std::stable_sort(rows.begin(), rows.end(), [&](const prof::OpRow* a, const prof::OpRow* b) {
-            if (column == kName || column == kClass) {
-                const std::string_view x =
-                    column == kName ? std::string_view(a->name) : prof::kOpClassNames[size_t(a->op)];
-                const std::string_view y =
-                    column == kName ? std::string_view(b->name) : prof::kOpClassNames[size_t(b->op)];
+            if (column == kName || column == kClass) {  // as shown: the short name, the (fine) class
+                const std::string_view x = column == kName ? std::string_view(a->short_name) : a->kind;
+                const std::string_view y = column == kName ? std::string_view(b->short_name) : b->kind;
                 return ascending ? x < y : y < x;
             }
             const double x = sort_value(*a, column), y = sort_value(*b, column);
@@ -102,14 +102,24 @@ void draw_ops_view(AppState& app) {
             const prof::OpRow& r = *rows[size_t(i)];
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(prof::short_op_name(r.name, 60).c_str());
-            if (ImGui::IsItemHovered())
-                ImGui::SetTooltip("%s: %lld calls over %d steps; longest call %.1f us; whole spans %.3f ms per step",
-                                  r.name.c_str(), static_cast<long long>(r.calls), t.steps, 1e6 * r.longest_s,
-                                  1e3 * t.per_step(r.total_s));
+            ImGui::TextUnformatted(prof::fit_op_name(r.short_name, 60).c_str());
+            // The full name (a kernel's whole signature) on hover, wrapped: Kineto's run to kilobytes.
+            if (ImGui::IsItemHovered()) {
+                ImGui::BeginTooltip();
+                ImGui::PushTextWrapPos(ImGui::GetFontSize() * 50.0f);
+                ImGui::TextUnformatted(r.name.c_str());
+                ImGui::PopTextWrapPos();
+                ImGui::Text("%lld calls over %d steps; longest call %.1f us; whole spans %.3f ms per step",
+                            static_cast<long long>(r.calls), t.steps, 1e6 * r.longest_s, 1e3 * t.per_step(r.total_s));
+                ImGui::EndTooltip();
+            }
             ImGui::TableNextColumn();
-            const std::string_view op_class = prof::kOpClassNames[size_t(r.op)];
-            ImGui::TextUnformatted(op_class.data(), op_class.data() + op_class.size());
+            ImGui::TextUnformatted(r.kind.data(), r.kind.data() + r.kind.size());
+            if (ImGui::IsItemHovered() && t.device_kernels)
+                ImGui::SetTooltip(
+                    "the kernel's kind, from its name (else from the op that launched it): "
+                    "docs/pytorch-traces.md, \"Kernel names and classes\"; the op's class: %s",
+                    std::string(prof::kOpClassNames[size_t(r.op)]).c_str());
             ImGui::TableNextColumn();
             ImGui::Text("%.1f", double(r.calls) / t.steps);
             ImGui::TableNextColumn();

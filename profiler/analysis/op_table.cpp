@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "common/core/kernel_names.h"
+
 namespace us::prof {
 
 double OpTable::self_s() const {
@@ -11,22 +13,47 @@ double OpTable::self_s() const {
     return s;
 }
 
-std::string short_op_name(std::string_view name, size_t width) {
-    // The last "::" outside template brackets starts the unqualified name.
-    size_t start = 0;
-    int depth = 0;
-    for (size_t i = 0; i + 1 < name.size(); ++i) {
-        if (name[i] == '<')
-            ++depth;
-        else if (name[i] == '>')
-            depth = std::max(0, depth - 1);
-        else if (depth == 0 && name[i] == ':' && name[i + 1] == ':')
-            start = i + 2;
+namespace {
+
+// A kernel whose name says no kind of its own ("forward_kernel") is of the kind of the op that launched it.
+KernelKind kind_of_op(OpClass op) {
+    switch (op) {
+        case OpClass::gemm:
+            return KernelKind::gemm;
+        case OpClass::attention:
+            return KernelKind::attention;
+        case OpClass::norm:
+            return KernelKind::norm;
+        case OpClass::activation:
+            return KernelKind::elementwise;
+        case OpClass::embedding:
+            return KernelKind::embedding;
+        case OpClass::loss:
+            return KernelKind::reduction;
+        case OpClass::optimizer:
+            return KernelKind::optimizer;
+        case OpClass::none:
+            return KernelKind::other;
+        default:
+            return is_comm_op(op) ? KernelKind::communication : KernelKind::other;
     }
-    std::string s(name.substr(start));
-    if (s.size() > width) {
-        if (const size_t open = s.find('<'); open != std::string::npos && open > 0) s = s.substr(0, open) + "<...>";
-    }
+}
+
+}  // namespace
+
+std::string short_op_name(std::string_view name, size_t width, bool device_kernel) {
+    const bool kernel = device_kernel || name.find_first_of("(<") != std::string_view::npos ||
+                        name.substr(0, 5) == "void " || name.substr(0, 2) == "_Z";
+    if (kernel) return fit_op_name(short_kernel_name(name), width);
+    // An op's name without its namespaces ("aten::mm"); with no template, the last "::" starts the bare name.
+    const size_t colons = name.rfind("::");
+    return fit_op_name(colons == std::string_view::npos ? name : name.substr(colons + 2), width);
+}
+
+std::string fit_op_name(std::string_view shown, size_t width) {
+    // Cut at the end: a short name's template summary says what the kernel computes ("<CUDAFunctor_add>"), so as
+    // much of it as fits is worth more than "<...>".
+    std::string s(shown);
     if (s.size() > width && width > 3) s = s.substr(0, width - 3) + "...";
     return s;
 }
@@ -80,7 +107,15 @@ OpTable op_table(const TraceStore& store, int rank, const std::vector<StepBreakd
         if (added) {
             OpRow row;
             row.name = store.name(s.name);
+            row.short_name = short_op_name(row.name, std::string::npos, table.device_kernels);
             row.op = s.op;
+            if (table.device_kernels) {
+                KernelKind kind = kernel_kind(row.name);
+                if (kind == KernelKind::other) kind = kind_of_op(s.op);
+                row.kind = kKernelKindNames[int(kind)];
+            } else {
+                row.kind = kOpClassNames[size_t(s.op)];
+            }
             table.rows.push_back(std::move(row));
         }
         OpRow& row = table.rows[it->second];

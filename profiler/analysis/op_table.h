@@ -19,8 +19,12 @@
 namespace us::prof {
 
 struct OpRow {
-    std::string name;
+    std::string name;        // whole: a kernel's full signature
+    std::string short_name;  // what a table shows: short_op_name() of the name, uncut
     OpClass op = OpClass::none;
+    // The class a table shows: on a GPU's rows the kernel's fine class (gemm, conv, elementwise, memory ...;
+    // common/core/kernel_names.h), from its name, else from the launching op's class; elsewhere the op's class.
+    std::string_view kind = kOpClassNames[0];
     int64_t calls = 0;     // over the steps
     double self_s = 0;     // summed over the steps, nested op spans taken out
     double total_s = 0;    // summed over the steps, the spans whole
@@ -47,10 +51,14 @@ struct OpTable {
     static double flop_rate(const OpRow& row) { return row.total_s > 0 ? double(row.flops) / row.total_s : 0; }
 };
 
-// A GPU kernel's name without its namespaces ("us::cuda::(anonymous namespace)::adamw_kernel<float>" ->
-// "adamw_kernel<float>"), and without its template arguments when still longer than `width` characters (then cut
-// with "..."). Engine op names come back as they are when they fit.
-std::string short_op_name(std::string_view name, size_t width);
+// The name to show in `width` characters (fit_op_name). A kernel's (a device row's, or any name with a template
+// or a parameter list, or mangled) is short_kernel_name()'s: without its namespaces, return type and parameters, its
+// template arguments summarised ("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<...
+// MulFunctor<float> >, ...>(int, ...)" -> "vectorized_elementwise_kernel<MulFunctor>"); an op's without its
+// namespaces ("aten::mm" -> "mm"), engine op names ("mlp.c_fc dW") as they are.
+std::string short_op_name(std::string_view name, size_t width, bool device_kernel = false);
+// A shown name cut to `width` characters, at its end ("vectorized_elementwise_kernel<CUDAFunct...").
+std::string fit_op_name(std::string_view shown, size_t width);
 
 // The op spans of rank `rank` that begin inside the windows of `steps` (the steady ones, step_breakdown.h).
 OpTable op_table(const TraceStore& store, int rank, const std::vector<StepBreakdown>& steps);

@@ -10,7 +10,9 @@ nlohmann::json op_table_json(const OpTable& t) {
     nlohmann::json rows = nlohmann::json::array();
     for (const OpRow& r : t.rows)
         rows.push_back({{"name", r.name},
+                        {"short_name", r.short_name},
                         {"class", kOpClassNames[size_t(r.op)]},
+                        {"kind", r.kind},
                         {"calls_per_step", double(r.calls) / t.steps},
                         {"self_s_per_step", t.per_step(r.self_s)},
                         {"total_s_per_step", t.per_step(r.total_s)},

@@ -25,24 +25,23 @@ std::string format_op_table(const Report& rep) {
         "\nWhere the compute goes on {}{}, per steady step ({}, {} step(s); self time: nested "
         "ops taken out; GFLOP/s from the FLOPs the op spans carry):\n",
         busiest->label, rep.ranks.size() > 1 ? " (the busiest rank)" : "", rep.source(), t.steps);
-    s += fmt::format("  {:<44} {:<10} {:>7} {:>10} {:>7} {:>10} {:>9}\n", t.device_kernels ? "GPU kernel" : "op",
+    s += fmt::format("  {:<44} {:<11} {:>7} {:>10} {:>7} {:>10} {:>9}\n", t.device_kernels ? "GPU kernel" : "op",
                      "class", "calls", "ms", "% wall", "us/call", "GFLOP/s");
     bool causal_note = false;
     for (size_t i = 0; i < std::min(kShown, t.rows.size()); ++i) {
         const OpRow& r = t.rows[i];
         const double rate = OpTable::flop_rate(r);
-        const std::string name = short_op_name(r.name, 44);
+        const std::string name = fit_op_name(r.short_name, 44);
         s += fmt::format(
-            "  {:<44} {:<10} {:>7.1f} {:>10.3f} {:>6.1f}% {:>10.1f} {:>9}\n", name, kOpClassNames[size_t(r.op)],
-            double(r.calls) / t.steps, 1e3 * t.per_step(r.self_s), 100 * t.share_of_wall(r.self_s),
-            1e6 * r.per_call_s(),
+            "  {:<44} {:<11} {:>7.1f} {:>10.3f} {:>6.1f}% {:>10.1f} {:>9}\n", name, r.kind, double(r.calls) / t.steps,
+            1e3 * t.per_step(r.self_s), 100 * t.share_of_wall(r.self_s), 1e6 * r.per_call_s(),
             rate > 0 ? fmt::format("{:.1f}{}", rate / 1e9, r.flops_count_whole_square() ? "*" : "") : std::string("-"));
         causal_note |= r.flops_count_whole_square();
     }
     if (t.rows.size() > kShown) {
         double rest = 0;
         for (size_t i = kShown; i < t.rows.size(); ++i) rest += t.rows[i].self_s;
-        s += fmt::format("  {:<44} {:<10} {:>7} {:>10.3f} {:>6.1f}%\n",
+        s += fmt::format("  {:<44} {:<11} {:>7} {:>10.3f} {:>6.1f}%\n",
                          fmt::format("the other {} ops", t.rows.size() - kShown), "", "", 1e3 * t.per_step(rest),
                          100 * t.share_of_wall(rest));
     }

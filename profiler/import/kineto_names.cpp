@@ -2,7 +2,10 @@
 // spaces ignored, so "all_reduce", "allreduce_" and "AllReduce" read alike.
 #include "profiler/import/kineto_names.h"
 
+#include <cctype>
 #include <string>
+
+#include "common/core/kernel_names.h"
 
 namespace us::prof {
 
@@ -71,7 +74,57 @@ int dtype_bytes(std::string_view dtype) {
     return 0;
 }
 
+namespace {
+
+// A GPU's work, named as Kineto names kernels, memcpys and memsets ("void at::native::...(...)",
+// "ampere_sgemm_128x64_tn", "Memcpy DtoD (Device -> Device)"), against a CPU op ("aten::mm", "Optimizer.step#...",
+// "autograd::engine::evaluate_function: MmBackward0", "nn.Module: Linear_0").
+bool kernel_like_name(std::string_view name) {
+    if (starts(name, "void ") || starts(name, "_Z") || starts(name, "Memcpy") || starts(name, "Memset")) return true;
+    for (std::string_view cpu : {"aten::", "c10d::", "_c10d_functional::", "autograd::", "torch::", "prim::"})
+        if (starts(name, cpu)) return false;
+    // A C identifier ("ampere_sgemm_128x64_tn"), or a C++ name followed by its template arguments or parameters
+    // ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, ...)"); a qualified name alone is a CPU op's
+    // ("fsdp::all_gather_copy_in").
+    size_t i = 0;
+    while (i < name.size() && (std::isalnum(uint8_t(name[i])) || name[i] == '_' || name[i] == ':')) ++i;
+    if (i == 0) return false;
+    return i == name.size() ? name.find("::") == std::string_view::npos : name[i] == '<' || name[i] == '(';
+}
+
+// The op class of a kernel's kind (common/core/kernel_names.h), where the op classes have one.
+OpClass op_class_of_kind(KernelKind kind) {
+    switch (kind) {
+        case KernelKind::gemm:
+            return OpClass::gemm;
+        case KernelKind::attention:
+            return OpClass::attention;
+        case KernelKind::norm:
+            return OpClass::norm;
+        case KernelKind::elementwise:
+            return OpClass::activation;
+        case KernelKind::embedding:
+            return OpClass::embedding;
+        case KernelKind::optimizer:
+            return OpClass::optimizer;
+        default:  // conv, reduction, memory, communication, other
+            return OpClass::none;
+    }
+}
+
+}  // namespace
+
 OpClass compute_class_of(std::string_view name) {
+    // A kernel by the kinds' rule table, on its name rather than its namespaces: fbgemm_gpu's
+    // permute_indices_weights_kernel is no GEMM.
+    if (kernel_like_name(name)) {
+        const KernelKind kind = kernel_kind(name);
+        if (kind == KernelKind::reduction) {  // a loss's kernels (nll_loss_forward_reduce_...) are the loss's
+            const std::string s = squeeze(short_kernel_name(name));
+            if (has(s, "loss") || has(s, "crossentropy")) return OpClass::loss;
+        }
+        return op_class_of_kind(kind);
+    }
     const std::string s = squeeze(name);
     if (has(s, "flash") || has(s, "attention") || has(s, "fmha") || has(s, "sdpa") || has(s, "softmax"))
         return OpClass::attention;

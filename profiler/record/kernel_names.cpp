@@ -1,11 +1,9 @@
 #include "profiler/record/kernel_names.h"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
-#include <memory>
+
+#include "common/core/kernel_names.h"
 
 namespace us::prof {
 
@@ -46,21 +44,15 @@ KernelClass classify_kernel(std::string_view name) {
         k.op = nccl_collective(name);
         return k;
     }
-    // cuBLAS names its kernels after the GEMM (sgemm, xmma_gemm, cutlass ...) except its Hopper/Blackwell ones,
-    // which are called nvjet.
-    for (std::string_view word : {"gemm", "cutlass", "cublas", "nvjet"})
-        if (contains_nocase(name, word)) k.op = OpClass::gemm;
+    // The kinds' rule table (common/core/kernel_names.h) knows cuBLAS's names (sgemm, xmma_gemm, its Hopper and
+    // Blackwell nvjet), CUTLASS's and their split-K reductions; a convolution's implicit GEMM is GEMM work too.
+    const KernelKind kind = kernel_kind(name);
+    if (kind == KernelKind::gemm || kind == KernelKind::conv) k.op = OpClass::gemm;
     return k;
 }
 
 std::string readable_kernel_name(std::string_view name) {
-    std::string text(name);
-    if (text.rfind("_Z", 0) == 0) {
-        int status = 0;
-        std::unique_ptr<char, decltype(&std::free)> demangled(
-            abi::__cxa_demangle(text.c_str(), nullptr, nullptr, &status), &std::free);
-        if (status == 0 && demangled) text = demangled.get();
-    }
+    std::string text = demangle_name(name);
     // The parameter list: the parenthesised group that ends the name.
     if (!text.empty() && text.back() == ')') {
         int depth = 0;

@@ -1,6 +1,7 @@
 // Kernel names as CUPTI reports them (mangled C++ or plain C), classified and made readable. NCCL kernels are
-// communication and name their collective ("ncclDevKernel_AllReduce_Sum_f32_RING_LL"); cuBLAS and CUTLASS kernels
-// are GEMMs; every other kernel takes the class of the op that launched it.
+// communication and name their collective ("ncclDevKernel_AllReduce_Sum_f32_RING_LL"); GEMM kernels (cuBLAS,
+// CUTLASS, nvjet: the rule table of common/core/kernel_names.h) are GEMMs; every other kernel takes the class of the
+// op that launched it.
 #pragma once
 
 #include <string>

@@ -9,7 +9,8 @@ out="$build/fuzz"
 mkdir -p "$out"
 clangxx=$(command -v clang++ || command -v clang++-14 || true)
 if [ -z "$clangxx" ]; then echo "run_fuzzers: clang++ is missing (apt-get install clang libclang-rt-dev)" >&2; exit 1; fi
-sources=(common/core/check.cpp common/core/intern.cpp profiler/transport/chunk.cpp profiler/transport/trace_file.cpp
+sources=(common/core/check.cpp common/core/intern.cpp common/core/kernel_names.cpp common/core/kernel_kind.cpp
+         profiler/transport/chunk.cpp profiler/transport/trace_file.cpp
          profiler/transport/protocol.cpp profiler/transport/rank_metadata.cpp profiler/trace/trace_store.cpp profiler/record/recorder.cpp
          profiler/record/clock.cpp profiler/trace/run_info.cpp profiler/import/byte_source.cpp
          profiler/import/json_stream.cpp profiler/import/kineto_event.cpp profiler/import/kineto_names.cpp
