@@ -71,6 +71,8 @@ int run(int argc, char** argv) {
         world = make_local_communicator(GroupKind::world);
     }
     validate_layout(cfg.parallel, world->size());
+    US_CHECK_INPUT(cfg.slow_rank < world->size(), "--slow-rank {}: the run has {} rank(s), 0 to {}", cfg.slow_rank,
+                   world->size(), world->size() - 1);
     // The backend before the grid: the grid's device communicators (NCCL) use the backend's streams, so they must
     // be destroyed first.
     BackendOptions bo;

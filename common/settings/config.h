@@ -63,6 +63,10 @@ struct TrainConfig {
     // Fault injection for the failure tests: rank `fault_rank` kills itself (SIGKILL) at the start of `fault_step`.
     int fault_step = 0;
     int fault_rank = -1;
+    // An injected straggler (docs/blame.md): rank `slow_rank` repeats its compute, running each forward and backward
+    // slow_factor times as long (the extra is real GEMM work, in spans named as injected).
+    int slow_rank = -1;
+    double slow_factor = 1.0;
 
     int64_t tokens_per_step() const { return int64_t(batch) * grad_accum * model.seq * parallel.dp; }
     // Throws UserError naming the first invalid value.

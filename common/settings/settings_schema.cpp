@@ -235,6 +235,15 @@ std::vector<Setting> build_schema() {
         "--connect", "connect", "Stream the trace live to a listener at HOST:PORT",
         [](auto& c) -> auto& { return c.connect; }, {}, InJson::no));
     t.push_back(entry(
+        "--slow-rank", "slow_rank",
+        "Inject a straggler: this rank repeats its compute (--slow-factor times as long; -1: none; docs/blame.md)", I,
+        [](auto& c) -> auto& { return c.slow_rank; }));
+    t.push_back(only_when(entry(
+                              "--slow-factor", "slow_factor",
+                              "How many times as long the --slow-rank computes (the extra is labelled as injected)", D,
+                              [](auto& c) -> auto& { return c.slow_factor; }),
+                          [](const TrainConfig& c) { return c.slow_rank >= 0; }));
+    t.push_back(entry(
         "--fault-kill-step", "fault_kill_step",
         "Testing: at the start of this step, --fault-kill-rank kills itself (SIGKILL)", I,
         [](auto& c) -> auto& { return c.fault_step; }, InJson::no));

@@ -1,5 +1,7 @@
 #include "engine/parallel/pipeline_executor.h"
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "engine/backend/memory_sample.h"
@@ -101,7 +103,9 @@ void PipelineExecutor::forward(const PipeAction& a, int64_t step_index) {
     ChunkActivations& acts = m_acts[k];
     acts.micro_batch_index = a.micro_batch;
     GPT& model = *local(a.chunk).model;
+    const auto began = std::chrono::steady_clock::now();
     model.forward(acts, MicroBatch{m_tokens.data(), m_targets.data()}, input, m_state);  // the loss: deferred
+    inject_slowdown(began);
     if (vs < virtual_stages() - 1)
         m_output_sends[k] =
             m_grid.pp_group().isend(model.output(acts), (vs + 1) % pp, tag(kActivation, vs + 1, a.micro_batch));
@@ -119,7 +123,9 @@ void PipelineExecutor::backward(const PipeAction& a, float grad_scale) {
         US_PROF_ZONE(prof::Lane::compute, prof::SpanKind::phase, prof::OpClass::none, US_PROF_NAME("W"));
         // The chunk's last micro-batch finishes its gradients: backwards of a chunk run in micro-batch order.
         m_state.begin_backward(a.micro_batch, a.micro_batch == m_shape.micro_batches - 1);
+        const auto began = std::chrono::steady_clock::now();
         model.backward(acts, Tensor{}, Tensor{}, grad_scale, m_state, BackwardPart::weight);
+        inject_slowdown(began);
         m_acts.erase(k);
         return;
     }
@@ -141,7 +147,9 @@ void PipelineExecutor::backward(const PipeAction& a, float grad_scale) {
         dinput = dinput_buffer.view(m_dtype, 0, elements);
     }
     const bool split = a.op == PipeOp::backward_input;
+    const auto began = std::chrono::steady_clock::now();
     model.backward(acts, dout, dinput, grad_scale, m_state, split ? BackwardPart::input : BackwardPart::full);
+    inject_slowdown(began);
     if (vs > 0) {
         Transfer t;
         t.handle = m_grid.pp_group().isend(dinput, (vs - 1) % pp, tag(kGradient, vs - 1, a.micro_batch));
@@ -151,6 +159,12 @@ void PipelineExecutor::backward(const PipeAction& a, float grad_scale) {
     }
     m_inputs.erase(k);  // the backward consumed the chunk's input
     if (!split) m_acts.erase(k);
+}
+
+void PipelineExecutor::inject_slowdown(std::chrono::steady_clock::time_point began) {
+    if (!m_slowdown || !m_slowdown->active()) return;
+    m_be.synchronize();  // a GPU's phase ends when its kernels do
+    m_slowdown->after(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
 }
 
 double PipelineExecutor::run_step(int64_t step_index, float grad_scale) {

@@ -4,12 +4,14 @@
 // same code runs F0 B0 F1 B1 ...: there is one way a step runs.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <vector>
 
 #include "engine/model/gpt.h"
 #include "engine/parallel/grid.h"
+#include "engine/parallel/injected_slowdown.h"
 #include "common/schedule/pipeline_schedule.h"
 #include "engine/data/data_loader.h"
 #include "engine/parallel/train_state.h"
@@ -32,6 +34,8 @@ public:
     double run_step(int64_t step_index, float grad_scale);
     const std::vector<PipeAction>& actions() const { return m_actions; }
     void set_batch_source(BatchSource& batches) { m_batches = &batches; }
+    // An injected straggler (--slow-rank): each forward and backward followed by its extra work.
+    void set_slowdown(double factor) { m_slowdown = std::make_unique<InjectedSlowdown>(m_be, factor); }
 
 private:
     struct Key {
@@ -50,6 +54,7 @@ private:
     void forward(const PipeAction& a, int64_t step_index);
     void backward(const PipeAction& a, float grad_scale);
     void reap_sends(bool wait);
+    void inject_slowdown(std::chrono::steady_clock::time_point began);
 
     ProcessGrid& m_grid;
     PipelineShape m_shape;
@@ -57,6 +62,7 @@ private:
     std::vector<LocalChunk>& m_chunks;
     TrainState& m_state;
     Backend& m_be;
+    std::unique_ptr<InjectedSlowdown> m_slowdown;
     BatchSource* m_batches;
     int m_rows;  // B * T: the tokens of a micro-batch
     int64_t m_boundary_elements = 0;

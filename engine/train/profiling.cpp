@@ -89,6 +89,7 @@ prof::RankMetadata rank_metadata(const TrainConfig& cfg, const Backend& backend,
     m.device_peak_gflops = peak.gflops, m.device_peak_source = peak.source;
     m.blas_kernel = cpu::openblas_core_name();
     m.comm_backend = rank.comm_backend;
+    if (cfg.slow_rank == rank.rank && cfg.slow_factor > 1.0) m.injected_slow_factor = cfg.slow_factor;
     m.tokens_per_step = cfg.tokens_per_step();
     m.params = cfg.model.num_params();
     m.clock = prof::ClockEstimate{

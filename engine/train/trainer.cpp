@@ -106,6 +106,8 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     const int local_seq = m_cp.active() ? m_cp.local_seq() : m_config.model.seq;
     m_executor = std::make_unique<PipelineExecutor>(m_grid, shape, schedule[size_t(m_grid.pp_rank())], m_chunks,
                                                     *m_state, backend, *batches, m_config.batch, local_seq);
+    if (m_config.slow_rank == m_grid.world_rank() && m_config.slow_factor > 1.0)  // an injected straggler
+        m_executor->set_slowdown(m_config.slow_factor);
 
     m_schedule.lr = m_config.adamw.lr;
     m_schedule.min_lr = m_config.adamw.lr * m_config.min_lr_ratio;

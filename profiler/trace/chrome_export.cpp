@@ -45,6 +45,7 @@ std::string rank_label(const RankTrace& r) {
         }
         if (!parts.empty()) label += " (" + parts + ")";
     }
+    if (r.info.injected_slow_factor) label += fmt::format(" [injected: {:g}x slower]", *r.info.injected_slow_factor);
     return label;
 }
 

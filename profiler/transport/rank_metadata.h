@@ -40,6 +40,9 @@ struct RankMetadata {
     std::string device_peak_source;
     std::optional<std::string> blas_kernel;   // a recorded rank: the OpenBLAS core
     std::optional<std::string> comm_backend;  // a recorded rank: "mpi", "nccl", "none"
+    // An injected straggler (--slow-rank, --slow-factor): how many times as long this rank computed. Shown wherever
+    // the rank is, so that an injected slowdown is never read as a real one.
+    std::optional<double> injected_slow_factor;
     int64_t tokens_per_step = 0;
     int64_t params = 0;
     std::optional<ClockEstimate> clock;

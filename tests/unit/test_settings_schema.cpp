@@ -240,7 +240,9 @@ TEST_CASE("schema: a setting that does nothing is greyed out by the panel and no
                                                              "--save-every",
                                                              "5",
                                                              "--device",
-                                                             "cuda"});
+                                                             "cuda",
+                                                             "--slow-rank",
+                                                             "1"});
     const std::vector<std::string> args = on.train_args();
     for (const Setting& s : settings_schema()) {
         if (!s.applies) continue;
