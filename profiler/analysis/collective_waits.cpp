@@ -7,10 +7,10 @@
 
 namespace us::prof {
 
-namespace {
+namespace {}  // namespace
 
 // The ranks that share every grid coordinate but the group's own form one instance of the group.
-std::string instance_key(const nlohmann::json& coords, int group) {
+std::string engine_group_instance(const nlohmann::json& coords, int group) {
     const GroupKind kind = GroupKind(group);
     if (kind == GroupKind::world) return "world";
     const GroupKind own = kind == GroupKind::embedding ? GroupKind::pp : kind;
@@ -30,6 +30,8 @@ std::string instance_key(const nlohmann::json& coords, int group) {
     }
     return key;
 }
+
+namespace {
 
 // One matched collective of a rank: its span and how long it waited for the group's last rank.
 struct Matched {
@@ -52,7 +54,7 @@ std::map<int, std::vector<Matched>> matched_collectives(const TraceStore& store,
             // Collectives only: point-to-point transfers (the cp ring's) overlap each other and pair up across
             // ranks as send and receive, not as one operation.
             if (s.op == OpClass::send || s.op == OpClass::recv) continue;
-            members[{s.group, instance_key(coords, s.group)}][r].push_back(&s);
+            members[{s.group, engine_group_instance(coords, s.group)}][r].push_back(&s);
         }
     }
     for (const auto& [group, ranks] : members) {

@@ -31,8 +31,6 @@ std::string process_group_name(const RankTrace& rt, int group) {
 ImportedRun imported_run_section(const TraceStore& store, int microbatches) {
     ImportedRun out;
     nlohmann::json ranks = nlohmann::json::array();
-    int slowest = -1;
-    double slowest_step = -1;
     out.text = "\nImported run (measured; settings unknown, so no predictions):\n";
     for (int r : store.ranks()) {
         const RankTrace& rt = *store.rank(r);
@@ -67,7 +65,6 @@ ImportedRun imported_run_section(const TraceStore& store, int microbatches) {
                                     process_group_name(rt, g), double(m) / 1e6, double(exposed) / 1e6);
         }
         const double mean_step = steps.empty() ? 0.0 : sum.wall_s / double(steps.size());
-        if (!steps.empty() && mean_step > slowest_step) slowest_step = mean_step, slowest = r;
         ranks.push_back({{"rank", r},
                          {"steps", steps.size()},
                          {"idle_s", steps.empty() ? nlohmann::json() : nlohmann::json(sum.idle_s)},
@@ -77,14 +74,9 @@ ImportedRun imported_run_section(const TraceStore& store, int microbatches) {
         out.text += fmt::format("  rank {:<4} idle {:>9.3f} ms over {} step(s) ({})\n", r, sum.idle_s * 1e3,
                                 steps.size(), rt.has_device_spans() ? "device" : "CPU compute");
     }
-    if (slowest >= 0) out.text += fmt::format("  slowest rank: {} ({:.3f} ms per step)\n", slowest, slowest_step * 1e3);
     const PipelineStages pipeline = pipeline_stages(store, microbatches);
     out.text += format_pipeline_stages(pipeline);
-    out.json = {{"source", "measured"},
-                {"ranks", ranks},
-                {"slowest_rank", slowest >= 0 ? nlohmann::json(slowest) : nlohmann::json()},
-                {"slowest_mean_step_s", slowest >= 0 ? nlohmann::json(slowest_step) : nlohmann::json()},
-                {"pipeline", pipeline_stages_json(pipeline)}};
+    out.json = {{"source", "measured"}, {"ranks", ranks}, {"pipeline", pipeline_stages_json(pipeline)}};
     return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include "profiler/analysis/expert_routing.h"
 #include "profiler/analysis/hta_breakdown.h"
+#include "profiler/analysis/blame.h"
 #include "profiler/analysis/imported_run.h"
 #include "profiler/analysis/memory_analysis.h"
 #include "profiler/analysis/misses.h"
@@ -107,6 +108,8 @@ struct Report {
     // predictions (unknown, not zero); the memory is the [memory] counters' (imported_report.h).
     bool imported = false;
     ImportedRun imported_section;  // a run imported from PyTorch: its own section (imported_run.h); null JSON otherwise
+    Blame blame;                   // who holds the run back (blame.h), from the ranks' digests
+    std::vector<RankDigest> digests;  // by rank: what blame and the Ranks view read
     bool is_predicted() const { return !predicted.is_null(); }
     const char* source() const { return is_predicted() ? "predicted: the planner's model" : "measured"; }
 };

@@ -142,6 +142,7 @@ nlohmann::json report_json(const Report& rep) {
             {"config", rep.config},
             {"source", rep.is_predicted() ? "predicted" : "measured"},
             {"predicted_by_planner", rep.predicted},
+            {"blame", blame_json(rep.blame)},
             {"ranks", ranks},
             {"throughput",
              {{"steps_measured", t.steps_measured},

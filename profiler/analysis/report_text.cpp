@@ -191,11 +191,15 @@ std::string format_time_table(const Report& rep) {
     std::string s = fmt::format("\nTime per rank, summed over the steady steps ({}):\n", rep.source());
     s += fmt::format("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>15}\n", "rank", "wall s", "compute s",
                      "overlap s", "exposed s", "idle s", "overlap", "bubble (theory)");
-    size_t worst = 0;
-    for (size_t i = 0; i < rep.ranks.size(); ++i)
-        if (rep.ranks[i].steady.idle_s + rep.ranks[i].steady.exposed_s >
-            rep.ranks[worst].steady.idle_s + rep.ranks[worst].steady.exposed_s)
-            worst = i;
+    // The ranks blame names (blame.h): the straggler others wait for, the pipeline's bottleneck stage. The most
+    // idle rank is usually a victim, so it is not marked.
+    const auto mark = [&](int rank) -> std::string {
+        for (const auto& s : rep.blame.stragglers)
+            if (s.stands_out && s.rank == rank) return "  <- holds the others back";
+        for (const auto& p : rep.blame.pipelines)
+            if (p.stands_out && p.bottleneck_rank == rank) return "  <- bottleneck stage";
+        return "";
+    };
     std::string traced;  // ranks whose C and M are the GPU's own record
     for (const auto& r : rep.ranks)
         if (r.steady.device_truth) traced += fmt::format("{}{}", traced.empty() ? "" : ", ", r.rank);
@@ -206,8 +210,7 @@ std::string format_time_table(const Report& rep) {
                                        ? fmt::format("{:>6.3f} ({:.3f})", b.bubble_fraction, r.predicted.bubble_theory)
                                        : fmt::format("{:>15}", "-");
         s += fmt::format("  {:<22} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.1f}% {}{}\n", r.label, b.wall_s,
-                         b.compute_s, b.overlapped_s, b.exposed_s, b.idle_s, b.overlap_pct, bubble,
-                         rep.ranks.size() > 1 && i == worst ? "  <- most idle + exposed" : "");
+                         b.compute_s, b.overlapped_s, b.exposed_s, b.idle_s, b.overlap_pct, bubble, mark(r.rank));
     }
     for (const auto& r : rep.ranks) {
         if (!r.cupti.is_object()) continue;

@@ -271,7 +271,7 @@ StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps) {
 }
 
 std::vector<StepBreakdown> steady_steps(const std::vector<StepBreakdown>& steps) {
-    if (steps.size() <= 1) return steps;
+    if (steps.size() <= 1 || steps.front().step > 1) return steps;
     return std::vector<StepBreakdown>(steps.begin() + 1, steps.end());
 }
 

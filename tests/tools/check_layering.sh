@@ -78,8 +78,8 @@ order() {
 }
 order common "core" "schedule" "settings"
 order engine "backend data" "comm" "model" "optim" "parallel" "train" "main.cpp"
-order profiler "event.h" "record transport" "trace" "analysis import snapshot"
-order app "gui/model plan launch" "lesson" "cli" "gui" "main.cpp"
+order profiler "event.h" "record transport" "trace" "analysis import snapshot" "runs"
+order app "gui/model plan launch report_worker" "lesson" "cli" "gui" "main.cpp"
 
 if [ $broken = 0 ]; then
   echo "layering: ok (common/ beneath engine/, profiler/ and app/; engine/ and app/ apart; each folder's layers one way)"

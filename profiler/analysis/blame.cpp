@@ -1,0 +1,369 @@
+// Who holds the run back, from the ranks' digests (blame.h).
+#include "profiler/analysis/blame.h"
+
+#include "profiler/analysis/pipeline_blame.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+#include <tuple>
+
+namespace us::prof {
+
+namespace {
+
+// The first step every rank counts as steady (the latest of their first steady steps), or 0 without steps.
+int first_steady_step(const std::vector<RankDigest>& digests) {
+    int first = 0;
+    for (const RankDigest& d : digests)
+        if (const auto steady = d.steady(); !steady.empty()) first = std::max(first, steady.front().step);
+    return first;
+}
+
+// A group instance: its members' collectives, each in issue order.
+struct Instance {
+    std::string name;
+    std::map<int, std::vector<const DigestCollective*>> by_rank;
+};
+
+std::map<std::string, Instance> instances_of(const std::vector<RankDigest>& digests) {
+    std::map<std::string, Instance> out;
+    for (const RankDigest& d : digests)
+        for (const DigestCollective& c : d.collectives) {
+            const DigestGroup& g = d.groups[size_t(c.group)];
+            Instance& in = out[g.key];
+            if (in.name.empty()) in.name = g.name;
+            in.by_rank[d.rank].push_back(&c);
+        }
+    for (auto& [key, in] : out)
+        for (auto& [rank, list] : in.by_rank)
+            std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->index < b->index; });
+    return out;
+}
+
+// The ranks' clock offsets: the trace's where it gives them; else, from rank to rank through the groups they share,
+// the median difference of their collectives' ends (a collective completes at about one moment on all its ranks),
+// with the spread of those differences (1.4826 x their median absolute deviation) as the uncertainty.
+std::vector<RankClock> clocks_of(const std::vector<RankDigest>& digests, const std::map<std::string, Instance>& groups,
+                                 int first_step) {
+    std::vector<RankClock> out;
+    std::map<int, size_t> at;
+    bool given = true;
+    for (const RankDigest& d : digests) {
+        at[d.rank] = out.size();
+        RankClock c;
+        c.rank = d.rank;
+        if (d.clock_offset_ns) {
+            c.offset_ns = d.clock_offset_ns, c.uncertainty_ns = d.clock_uncertainty_ns, c.method = "the trace's";
+        } else {
+            given = false;
+        }
+        out.push_back(c);
+    }
+    if (given || out.empty()) return out;
+    for (RankClock& c : out) c = RankClock{c.rank, std::nullopt, std::nullopt, "none"};
+    RankClock& first = out.front();
+    first.offset_ns = 0, first.uncertainty_ns = 0, first.method = "collectives (the reference)";
+    for (bool grew = true; grew;) {  // spread from known ranks through shared groups
+        grew = false;
+        for (const auto& [key, in] : groups) {
+            const std::vector<const DigestCollective*>* known = nullptr;
+            const RankClock* known_clock = nullptr;
+            for (const auto& [rank, list] : in.by_rank)
+                if (out[at[rank]].offset_ns) known = &list, known_clock = &out[at[rank]];
+            if (!known) continue;
+            for (const auto& [rank, list] : in.by_rank) {
+                RankClock& c = out[at[rank]];
+                if (c.offset_ns) continue;
+                std::vector<double> diffs;
+                for (size_t k = 0; k < list.size() && k < known->size(); ++k)
+                    if (list[k]->step >= first_step) diffs.push_back(double(list[k]->end - (*known)[k]->end));
+                if (diffs.empty()) continue;
+                const double m = median(diffs);
+                std::vector<double> dev;
+                for (double x : diffs) dev.push_back(std::abs(x - m));
+                c.offset_ns = *known_clock->offset_ns + int64_t(std::llround(m));
+                c.uncertainty_ns =
+                    known_clock->uncertainty_ns.value_or(0) + int64_t(std::llround(1.4826 * median(dev)));
+                c.method = "collectives";
+                grew = true;
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+Blame blame(const std::vector<RankDigest>& digests, const BlameRules& rules) {
+    Blame b;
+    if (digests.empty()) {
+        b.verdict = "no ranks";
+        return b;
+    }
+    std::map<int, const RankDigest*> by_rank;
+    for (const RankDigest& d : digests) by_rank[d.rank] = &d;
+    const int first_step = first_steady_step(digests);
+    auto groups = instances_of(digests);
+    std::string order_from;
+    const std::vector<std::vector<int>> chains = pipelines_of(digests, order_from);
+    // A pipeline's own collective (the tied embedding's gradient, between its first and last stage) waits for the
+    // schedule's end, whoever is slow: the pipeline's analysis below says who; it blames no rank here.
+    if (!chains.empty()) std::erase_if(groups, [](const auto& g) { return g.first.rfind("embedding|", 0) == 0; });
+    b.clocks = clocks_of(digests, groups, first_step);
+    std::vector<double> steps;
+    for (const RankDigest& d : digests) steps.push_back(steady_mean(d, &DigestStep::wall_s));
+    b.mean_step_s = std::accumulate(steps.begin(), steps.end(), 0.0) / double(steps.size());
+
+    std::map<int, Straggler> stats;
+    std::map<int, std::map<std::string, double>> caused_in;           // rank -> group instance -> waiting caused
+    std::map<int, std::map<int, double>> caused_at;                   // rank -> step -> waiting caused
+    std::map<int, std::map<int, double>> suffered_at;                 // rank -> step -> waiting for others
+    std::map<int, std::map<std::string, std::pair<int, int>>> tally;  // rank -> instance -> (last, matched)
+    std::map<std::string, std::vector<int>> members;                  // group instance -> ranks
+    for (const auto& [key, in] : groups) {
+        if (in.by_rank.size() < 2) continue;
+        size_t count = SIZE_MAX;  // a trace cut short: what every member recorded
+        for (const auto& [r, list] : in.by_rank) count = std::min(count, list.size());
+        for (const auto& [r, list] : in.by_rank) members[key].push_back(r);
+        for (size_t k = 0; k < count; ++k) {
+            const DigestCollective* first = in.by_rank.begin()->second[k];
+            if (first->step < first_step) continue;
+            int64_t shortest = INT64_MAX;
+            int last = -1;
+            for (const auto& [r, list] : in.by_rank)
+                if (const int64_t d = list[k]->end - list[k]->begin; d < shortest) shortest = d, last = r;
+            double waited = 0;
+            for (const auto& [r, list] : in.by_rank) {
+                ++stats[r].all_collectives;
+                ++tally[r][key].second;
+                if (r == last) continue;
+                const double w = double(list[k]->end - list[k]->begin - shortest) / 1e9;
+                waited += w;
+                suffered_at[r][list[k]->step] += w;
+            }
+            ++b.collectives_matched;
+            b.waited_s += waited;
+            Straggler& s = stats[last];
+            ++s.all_last_arrivals;
+            ++tally[last][key].first;
+            s.others_waited_s += waited;
+            ++s.phases[std::string(kPhaseNames[size_t(first->phase)])];
+            caused_in[last][key] += waited;
+            caused_at[last][in.by_rank.at(last)[k]->step] += waited;
+        }
+    }
+    std::map<int, std::string> group_of;  // rank -> the instance it caused the most waiting in
+    for (auto& [r, s] : stats) {
+        const RankDigest& d = *by_rank.at(r);
+        s.rank = r, s.label = d.label;
+        s.share = b.waited_s > 0 ? s.others_waited_s / b.waited_s : 0;
+        s.compute_s = steady_mean(d, &DigestStep::compute_s);
+        const auto& in = caused_in[r];
+        if (!in.empty()) {
+            const std::string key =
+                std::max_element(in.begin(), in.end(), [](auto& a, auto& c) { return a.second < c.second; })->first;
+            s.group = groups.at(key).name;
+            group_of[r] = key;
+            std::tie(s.last_arrivals, s.collectives) = tally[r][key];
+            std::vector<double> compute;
+            for (int m : members[key]) compute.push_back(steady_mean(*by_rank.at(m), &DigestStep::compute_s));
+            s.group_median_compute_s = median(compute);
+            s.compute_vs_median = s.group_median_compute_s > 0 ? s.compute_s / s.group_median_compute_s : 0;
+        }
+        std::vector<std::pair<int, double>> at(caused_at[r].begin(), caused_at[r].end());
+        std::sort(at.begin(), at.end(), [](auto& x, auto& y) { return x.second > y.second; });
+        for (const auto& [step, w] : at) s.steps.push_back(step);
+        if (s.others_waited_s > 0) b.stragglers.push_back(s);
+    }
+    std::sort(b.stragglers.begin(), b.stragglers.end(),
+              [](const Straggler& x, const Straggler& y) { return x.others_waited_s > y.others_waited_s; });
+
+    std::map<std::pair<int, int>, RankStepWait> cells;
+    for (const auto& [r, at] : caused_at)
+        for (const auto& [step, w] : at) cells[{r, step}] = {r, step, w, 0};
+    for (const auto& [r, at] : suffered_at)
+        for (const auto& [step, w] : at) {
+            RankStepWait& c = cells[{r, step}];
+            c.rank = r, c.step = step, c.suffered_s = w;
+        }
+    for (const auto& [key, c] : cells) b.waits.push_back(c);
+
+    // A rank that holds the others back does so step after step; noise picks a different rank each step. The steps
+    // in which each rank caused more waiting than any other:
+    std::map<int, std::pair<int, double>> top_of_step;  // step -> (rank, waiting caused)
+    for (const auto& [r, at] : caused_at)
+        for (const auto& [step, w] : at)
+            if (auto& t = top_of_step[step]; w > t.second) t = {r, w};
+    for (Straggler& s : b.stragglers) {
+        s.steps_with_waiting = int(top_of_step.size());
+        s.steps_on_top = int(std::count_if(top_of_step.begin(), top_of_step.end(),
+                                           [&](const auto& t) { return t.second.first == s.rank; }));
+    }
+
+    // The verdict: one rank stands out when it caused most of the waiting, far more than the next, and enough of a
+    // step to matter; otherwise the waiting is noise spread over the ranks, and no culprit is invented.
+    if (!b.stragglers.empty()) {
+        Straggler& top = b.stragglers.front();
+        const double next = b.stragglers.size() > 1 ? b.stragglers[1].others_waited_s : 0;
+        const double steps_counted = std::max<double>(1, double(by_rank.at(top.rank)->steady().size()));
+        const size_t n = members[group_of[top.rank]].size();
+        const double per_waiter_per_step = top.others_waited_s / steps_counted / double(std::max<size_t>(1, n - 1));
+        const int steps_with_waiting = top.steps_with_waiting;
+        const int min_steps = std::max(rules.min_steps, int(std::ceil(rules.min_step_fraction * steps_with_waiting)));
+        // the first rule it fails, said in the verdict so that "nothing stands out" can be checked
+        if (top.share < rules.min_share)
+            b.why_not =
+                fmt::format("it caused {:.0f}% of the waiting, under {:.0f}%", 100 * top.share, 100 * rules.min_share);
+        else if (next > 0 && top.others_waited_s < rules.min_ratio * next)
+            b.why_not = fmt::format("it caused {:.1f}x what the next rank did, under {:.1f}x",
+                                    top.others_waited_s / next, rules.min_ratio);
+        else if (per_waiter_per_step < rules.min_step_share * b.mean_step_s)
+            b.why_not =
+                fmt::format("each other rank waited {:.1f}% of a step a step for it, under {:.0f}%",
+                            100 * per_waiter_per_step / std::max(1e-12, b.mean_step_s), 100 * rules.min_step_share);
+        else if (top.steps_on_top < min_steps)
+            b.why_not = fmt::format("it caused the most waiting in {} of {} steps, under {}", top.steps_on_top,
+                                    steps_with_waiting, min_steps);
+        top.stands_out = b.why_not.empty();
+        b.culprit = top.stands_out;
+    }
+    for (const auto& chain : chains) {
+        b.pipelines.push_back(pipeline_blame(chain, by_rank, first_step));
+        b.pipelines.back().order_from = order_from;
+    }
+    if (b.culprit) {
+        const Straggler& s = b.stragglers.front();
+        b.verdict = fmt::format(
+            "{} holds the run back: the others waited {:.3f} s for it ({:.0f}% of all the waiting, the most in {} of "
+            "{} steps), as it arrived last in {} of the {} collectives of group {}{}",
+            s.label, s.others_waited_s, 100 * s.share, s.steps_on_top, s.steps_with_waiting, s.last_arrivals,
+            s.collectives, s.group,
+            s.compute_vs_median > 0 ? fmt::format("; its compute is {:.2f}x its group's median", s.compute_vs_median)
+                                    : "");
+    } else if (b.collectives_matched == 0) {
+        b.verdict = "no collective was matched across ranks (one rank, or no collectives in the trace)";
+    } else {
+        b.verdict = fmt::format("nothing stands out: {:.3f} s of waiting over {} collectives, spread over the ranks{}",
+                                b.waited_s, b.collectives_matched,
+                                b.stragglers.empty() ? ""
+                                                     : fmt::format(" (the most, {}, caused {:.0f}%; not named: {})",
+                                                                   b.stragglers.front().label,
+                                                                   100 * b.stragglers.front().share, b.why_not));
+    }
+    for (PipelineBlame& p : b.pipelines)
+        p.stands_out = p.median_compute_s > 0 && p.bottleneck_compute_s > 1.25 * p.median_compute_s;
+    for (const PipelineBlame& p : b.pipelines)
+        if (p.stands_out)
+            b.verdict += fmt::format(
+                "; pipeline stage {} (rank {}) is its bottleneck: {:.3f} s of work a step, {:.2f}x "
+                "the stages' median",
+                p.bottleneck_stage, p.bottleneck_rank, p.bottleneck_compute_s,
+                p.bottleneck_compute_s / p.median_compute_s);
+    return b;
+}
+
+nlohmann::json blame_json(const Blame& b) {
+    nlohmann::json stragglers = nlohmann::json::array(), pipelines = nlohmann::json::array(),
+                   clocks = nlohmann::json::array();
+    for (const Straggler& s : b.stragglers)
+        stragglers.push_back(
+            {{"rank", s.rank},
+             {"label", s.label},
+             {"group", s.group},
+             {"last_arrivals", s.last_arrivals},
+             {"collectives", s.collectives},
+             {"all_last_arrivals", s.all_last_arrivals},
+             {"all_collectives", s.all_collectives},
+             {"others_waited_s", s.others_waited_s},
+             {"share", s.share},
+             {"compute_s", s.compute_s},
+             {"group_median_compute_s", s.group_median_compute_s},
+             {"compute_vs_median", s.compute_vs_median > 0 ? nlohmann::json(s.compute_vs_median) : nlohmann::json()},
+             {"steps", s.steps},
+             {"steps_on_top", s.steps_on_top},
+             {"steps_with_waiting", s.steps_with_waiting},
+             {"phases", s.phases},
+             {"stands_out", s.stands_out}});
+    for (const PipelineBlame& p : b.pipelines) {
+        nlohmann::json stages = nlohmann::json::array();
+        for (const StageBlame& s : p.stages)
+            stages.push_back({{"rank", s.rank},
+                              {"stage", s.stage},
+                              {"compute_s", s.compute_s},
+                              {"waiting_upstream_s", s.waiting_upstream_s},
+                              {"waiting_downstream_s", s.waiting_downstream_s},
+                              {"schedule_bubble_s", s.schedule_bubble_s}});
+        pipelines.push_back({{"ranks", p.ranks},
+                             {"bottleneck_stage", p.bottleneck_stage},
+                             {"bottleneck_rank", p.bottleneck_rank},
+                             {"stands_out", p.stands_out},
+                             {"bottleneck_compute_s", p.bottleneck_compute_s},
+                             {"median_compute_s", p.median_compute_s},
+                             {"order_from", p.order_from},
+                             {"stages", stages}});
+    }
+    for (const RankClock& c : b.clocks)
+        clocks.push_back({{"rank", c.rank},
+                          {"offset_ns", c.offset_ns ? nlohmann::json(*c.offset_ns) : nlohmann::json()},
+                          {"uncertainty_ns", c.uncertainty_ns ? nlohmann::json(*c.uncertainty_ns) : nlohmann::json()},
+                          {"method", c.method}});
+    return {{"source", "measured"},
+            {"verdict", b.verdict},
+            {"culprit", b.culprit},
+            {"why_not", b.why_not.empty() ? nlohmann::json() : nlohmann::json(b.why_not)},
+            {"collectives_matched", b.collectives_matched},
+            {"waited_s", b.waited_s},
+            {"mean_step_s", b.mean_step_s},
+            {"stragglers", stragglers},
+            {"pipelines", pipelines},
+            {"clocks", clocks}};
+}
+
+std::string format_blame(const Blame& b) {
+    std::string s =
+        "Who holds the run back (measured: waits matched across each process group's ranks):\n  " + b.verdict + "\n";
+    if (!b.stragglers.empty()) {
+        s += fmt::format("  {:<44} {:>10} {:>14} {:>7} {:>12} {:>16}  {}\n", "rank (most waiting caused first)",
+                         "others wait", "last / matched", "share", "top in steps", "compute vs group", "in group");
+        for (size_t i = 0; i < b.stragglers.size() && i < 8; ++i) {
+            const Straggler& x = b.stragglers[i];
+            s += fmt::format("  {:<44} {:>9.3f}s {:>7d} / {:<6d} {:>6.0f}% {:>6d} / {:<3d} {:>16} {}{}\n", x.label,
+                             x.others_waited_s, x.last_arrivals, x.collectives, 100 * x.share, x.steps_on_top,
+                             x.steps_with_waiting,
+                             x.compute_vs_median > 0 ? fmt::format("{:.2f}x", x.compute_vs_median) : "-", x.group,
+                             x.stands_out ? "  <- holds the run back" : "");
+        }
+        if (b.stragglers.size() > 8) s += fmt::format("  ... and {} more ranks\n", b.stragglers.size() - 8);
+    }
+    for (const PipelineBlame& p : b.pipelines) {
+        s += fmt::format(
+            "  pipeline {} (stages ordered by {}): bottleneck stage {} (rank {}), {:.3f} s of work a step "
+            "against a median of {:.3f} s\n",
+            nlohmann::json(p.ranks).dump(), p.order_from, p.bottleneck_stage, p.bottleneck_rank, p.bottleneck_compute_s,
+            p.median_compute_s);
+        s += "    stage  rank     work s   waiting upstream s   waiting downstream s   schedule bubble s  (per step)\n";
+        for (const StageBlame& st : p.stages)
+            s += fmt::format("    {:>5} {:>5} {:>10.3f} {:>20.3f} {:>22.3f} {:>19.3f}\n", st.stage, st.rank,
+                             st.compute_s, st.waiting_upstream_s, st.waiting_downstream_s, st.schedule_bubble_s);
+    }
+    bool estimated = false;
+    for (const RankClock& c : b.clocks) estimated = estimated || c.method == "collectives";
+    if (estimated) {
+        s += "  clocks (the trace gives none; estimated from the collectives' ends): ";
+        for (size_t i = 0; i < b.clocks.size() && i < 8; ++i) {
+            const RankClock& c = b.clocks[i];
+            s += fmt::format("{}rank {} {}", i ? ", " : "", c.rank,
+                             c.offset_ns ? fmt::format("{:+.3f} ms +- {:.3f}", double(*c.offset_ns) / 1e6,
+                                                       double(c.uncertainty_ns.value_or(0)) / 1e6)
+                                         : std::string("unknown"));
+        }
+        s += b.clocks.size() > 8 ? ", ...\n" : "\n";
+    }
+    return s;
+}
+
+}  // namespace us::prof

@@ -1,0 +1,104 @@
+// Who holds the run back (docs/blame.md), from the ranks' digests (rank_digest.h) alone, so that it runs the same
+// on 2 ranks and on thousands. The k-th collective of a process-group instance is one operation on each of its
+// ranks; it cannot finish before the last of them arrives, so the rank whose part was shortest arrived last and
+// every other rank's extra time was spent waiting for it. A rank waiting in a collective is the victim; the blame
+// goes to the one it waited for. Stragglers are ranked by the waiting they cause. Pipelines: each stage's idle time
+// split into waiting for its upstream stage (the forward's activations), for its downstream stage (the backward's
+// gradients) and the schedule's own warm-up and cool-down; the stage with the most work per step is the bottleneck.
+// Every figure is measured. Durations need no common clock; where a trace gives no clock offset between ranks, the
+// offsets are estimated from the collectives' ends (a collective ends at about the same moment on all its ranks),
+// with their uncertainty.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profiler/analysis/rank_digest.h"
+
+namespace us::prof {
+
+struct RankClock {
+    int rank = 0;
+    std::optional<int64_t> offset_ns;       // to subtract from the rank's times to reach the run's clock
+    std::optional<int64_t> uncertainty_ns;  // unknown when not estimated
+    std::string method;  // "the trace's" (the engine measured it), "collectives" (estimated here), "none"
+};
+
+struct Straggler {
+    int rank = 0;
+    std::string label;
+    std::string group;           // the process group in which it caused the most waiting
+    int last_arrivals = 0;       // collectives of `group` in which it arrived last
+    int collectives = 0;         // collectives of `group` it took part in (matched across the group's ranks)
+    int all_last_arrivals = 0;   // the same over every group it is in
+    int all_collectives = 0;
+    double others_waited_s = 0;  // the other ranks' waits summed over the collectives it arrived last in
+    double share = 0;            // of all the waiting in the run
+    double compute_s = 0;        // its compute per steady step
+    double group_median_compute_s = 0;
+    double compute_vs_median = 0;  // compute_s / the median of its group's ranks (0 unknown)
+    std::vector<int> steps;        // the steps it arrived last in, most waiting caused first
+    std::map<std::string, int> phases;  // "forward", "backward", "optimizer", "none": last arrivals by phase
+    int steps_on_top = 0, steps_with_waiting = 0;  // steps it caused the most waiting in, of those with waiting
+    bool stands_out = false;            // named as holding the run back (see Blame::verdict)
+};
+
+struct StageBlame {
+    int rank = 0;
+    int stage = 0;
+    double compute_s = 0;              // per steady step
+    double waiting_upstream_s = 0;     // per steady step: receives from the stage before (the forward)
+    double waiting_downstream_s = 0;   // per steady step: receives from the stage after (the backward)
+    double schedule_bubble_s = 0;      // per steady step: the rest of its idle time (warm-up, cool-down)
+};
+
+struct PipelineBlame {
+    std::vector<int> ranks;  // in stage order
+    int bottleneck_stage = -1, bottleneck_rank = -1;
+    double bottleneck_compute_s = 0, median_compute_s = 0;  // per steady step
+    bool stands_out = false;  // the bottleneck's work is over 1.25x the median stage's: named in the verdict
+    std::string order_from;                                 // how the stage order was told
+    std::vector<StageBlame> stages;
+};
+
+// One rank's waiting in one step, inside its collectives: what it made the others wait (it arrived last), and what
+// it waited for others (the Ranks view's heatmap).
+struct RankStepWait {
+    int rank = 0, step = 0;
+    double caused_s = 0, suffered_s = 0;
+};
+
+struct Blame {
+    std::vector<RankClock> clocks;
+    std::vector<Straggler> stragglers;  // every rank that caused waiting, most to blame first
+    std::vector<PipelineBlame> pipelines;
+    int collectives_matched = 0;        // matched collective operations (each over its group's ranks)
+    double waited_s = 0;                // all the waiting inside collectives, every rank summed
+    double mean_step_s = 0;             // the ranks' mean steady step
+    bool culprit = false;               // a rank stands out
+    std::string verdict;                // one line, in words
+    std::string why_not;                // the rule the most waited-for rank failed, where none is named
+    std::vector<RankStepWait> waits;    // by rank, then step; only where there was waiting
+};
+
+// The rule a rank must pass to be named (docs/blame.md): it caused at least min_share of all the waiting, at least
+// min_ratio times what the next rank caused, each waiting rank at least min_step_share of a step per step, and it
+// caused the most waiting in at least min_step_fraction of the steps with waiting and in at least min_steps of them
+// (noise picks a different rank each step; one step is not evidence).
+struct BlameRules {
+    double min_share = 0.5, min_ratio = 2.0, min_step_share = 0.02, min_step_fraction = 0.6;
+    int min_steps = 2;
+};
+
+Blame blame(const std::vector<RankDigest>& digests, const BlameRules& rules = {});
+
+// "blame": {"stragglers": [...], "pipelines": [...], "clocks": [...], ...} (docs/report-schema.md)
+nlohmann::json blame_json(const Blame& b);
+// The report's opening section, "Who holds the run back".
+std::string format_blame(const Blame& b);
+
+}  // namespace us::prof

@@ -1,0 +1,142 @@
+// The pipeline part of blame (pipeline_blame.h).
+#include "profiler/analysis/pipeline_blame.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+namespace us::prof {
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double steady_mean(const RankDigest& d, double DigestStep::*field) {
+    const auto steady = d.steady();
+    if (steady.empty()) return 0;
+    double sum = 0;
+    for (const DigestStep& s : steady) sum += s.*field;
+    return sum / double(steady.size());
+}
+
+// Pipelines from the transfers: the engine's grid where it has pp > 1, else who sends to whom: the pair's earlier
+// transfer in a step is the forward's (activations before gradients), which orders the stages.
+std::vector<std::vector<int>> pipelines_of(const std::vector<RankDigest>& digests, std::string& order_from) {
+    std::vector<std::vector<int>> out;
+    bool grid = false;
+    std::map<std::string, std::map<int, int>> replicas;  // replica key -> pp stage -> rank
+    for (const RankDigest& d : digests) {
+        if (!d.coords.contains("pp") || !d.coords["pp"].is_number_integer()) continue;
+        if (d.coords["pp"].get<int>() > 0) grid = true;
+        std::string key;
+        for (const char* dim : {"dp", "tp", "cp"}) key += std::to_string(d.coords.value(dim, 0)) + ",";
+        replicas[key][d.coords["pp"].get<int>()] = d.rank;
+    }
+    if (grid) {
+        order_from = "the engine's grid (pp coordinates)";
+        for (const auto& [key, stages] : replicas) {
+            std::vector<int> ranks;
+            for (const auto& [stage, rank] : stages) ranks.push_back(rank);
+            if (ranks.size() > 1) out.push_back(ranks);
+        }
+        return out;
+    }
+    // first transfer time of each ordered pair (sender, receiver), over the steps
+    std::map<std::pair<int, int>, int64_t> first_send;
+    std::set<int> ranks;
+    for (const RankDigest& d : digests)
+        for (const DigestTransfer& t : d.transfers)
+            if (t.send && t.peer >= 0) {
+                auto [it, added] = first_send.emplace(std::make_pair(d.rank, t.peer), t.begin);
+                if (!added) it->second = std::min(it->second, t.begin);
+                ranks.insert(d.rank), ranks.insert(t.peer);
+            }
+    if (first_send.empty()) return out;
+    order_from = "the transfers (a pair's first one is the forward's)";
+    std::map<int, std::set<int>> forward;  // rank -> the ranks it sends activations to
+    std::map<int, int> incoming;
+    for (const auto& [pair, t] : first_send) {
+        const auto back = first_send.find({pair.second, pair.first});
+        if (back == first_send.end() || t < back->second) {
+            forward[pair.first].insert(pair.second);
+            ++incoming[pair.second];
+        }
+    }
+    std::set<int> seen;
+    for (int start : ranks) {
+        if (seen.count(start) || incoming[start] > 0) continue;
+        std::vector<int> chain;
+        for (int r = start; r >= 0 && !seen.count(r);) {
+            chain.push_back(r);
+            seen.insert(r);
+            int next = -1;
+            for (int n : forward[r])
+                if (!seen.count(n)) next = n;
+            r = next;
+        }
+        if (chain.size() > 1) out.push_back(chain);
+    }
+    for (int start : ranks)  // a ring (virtual stages wrap around): from its lowest rank
+        if (!seen.count(start)) {
+            std::vector<int> chain;
+            for (int r = start; r >= 0 && !seen.count(r);) {
+                chain.push_back(r);
+                seen.insert(r);
+                int next = -1;
+                for (int n : forward[r])
+                    if (!seen.count(n)) next = n;
+                r = next;
+            }
+            if (chain.size() > 1) out.push_back(chain);
+        }
+    return out;
+}
+
+PipelineBlame pipeline_blame(const std::vector<int>& chain, const std::map<int, const RankDigest*>& by_rank,
+                             int first_step) {
+    PipelineBlame p;
+    p.ranks = chain;
+    std::map<int, int> stage_of;
+    for (size_t i = 0; i < chain.size(); ++i) stage_of[chain[i]] = int(i);
+    // the sends, by (sender, receiver, index)
+    std::map<std::tuple<int, int, int>, const DigestTransfer*> sends;
+    for (int r : chain)
+        for (const DigestTransfer& t : by_rank.at(r)->transfers)
+            if (t.send) sends[{r, t.peer, t.index}] = &t;
+    std::vector<double> compute;
+    for (int r : chain) {
+        const RankDigest& d = *by_rank.at(r);
+        StageBlame s;
+        s.rank = r, s.stage = stage_of[r];
+        s.compute_s = steady_mean(d, &DigestStep::compute_s);
+        const double steps = std::max<double>(1, double(d.steady().size()));
+        double up = 0, down = 0;
+        for (const DigestTransfer& t : d.transfers) {
+            if (t.send || t.step < first_step || !stage_of.count(t.peer)) continue;
+            const auto send = sends.find({t.peer, r, t.index});
+            const int64_t own = t.end - t.begin;
+            const int64_t transfer = send != sends.end() ? std::min(own, send->second->end - send->second->begin) : 0;
+            const double wait = double(std::max<int64_t>(0, own - transfer)) / 1e9;
+            // the forward's activations come from upstream, the backward's gradients from downstream: the peer's
+            // place in the chain says which (an imported trace's phases are the annotations', not always there)
+            const bool upstream = stage_of[t.peer] != s.stage ? stage_of[t.peer] < s.stage : t.phase == Phase::forward;
+            (upstream ? up : down) += wait;
+        }
+        s.waiting_upstream_s = up / steps, s.waiting_downstream_s = down / steps;
+        s.schedule_bubble_s =
+            std::max(0.0, steady_mean(d, &DigestStep::idle_s) - s.waiting_upstream_s - s.waiting_downstream_s);
+        compute.push_back(s.compute_s);
+        p.stages.push_back(s);
+    }
+    const auto most = std::max_element(p.stages.begin(), p.stages.end(), [](const StageBlame& a, const StageBlame& b) {
+        return a.compute_s < b.compute_s;
+    });
+    p.bottleneck_stage = most->stage, p.bottleneck_rank = most->rank, p.bottleneck_compute_s = most->compute_s;
+    p.median_compute_s = median(compute);
+    return p;
+}
+
+}  // namespace us::prof

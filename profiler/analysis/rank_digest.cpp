@@ -1,0 +1,260 @@
+// A rank reduced to its digest (rank_digest.h), and the digest's compact form.
+#include "profiler/analysis/rank_digest.h"
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "common/core/check.h"
+#include "profiler/analysis/collective_waits.h"
+#include "profiler/analysis/imported_run.h"
+#include "profiler/analysis/op_table.h"
+#include "profiler/trace/chrome_export.h"
+#include "profiler/trace/run_info.h"
+
+namespace us::prof {
+
+namespace {
+
+constexpr size_t kDigestOps = 24;  // the op table's leading rows kept
+
+bool to_peer(const Span& s, Lane lane) {
+    return lane == Lane::p2p || ((s.op == OpClass::send || s.op == OpClass::recv) && s.peer >= 0);
+}
+
+// The digest's groups: an engine group is its kind and instance (the ranks sharing every other grid coordinate),
+// an imported one its process group (name and ranks, as the trace's pg_config says), else one unnamed group.
+class GroupTable {
+public:
+    GroupTable(const RankTrace& rt, RankDigest& d) : m_rt(rt), m_d(d), m_groups(imported_run_info(rt).process_groups) {}
+    int32_t slot(int group) {
+        auto it = m_slots.find(group);
+        if (it != m_slots.end()) return it->second;
+        DigestGroup g;
+        g.name = process_group_name(m_rt, group);
+        if (!m_rt.imported()) {
+            g.key = std::string(group < kGroupCount ? group_kind_name(GroupKind(group)) : "group") + "|" +
+                    (group < kGroupCount ? engine_group_instance(m_rt.info.coords, group) : std::to_string(group));
+        } else if (auto pg = std::find_if(m_groups.begin(), m_groups.end(),
+                                          [&](const ProcessGroupInfo& p) { return p.group == group; });
+                   pg != m_groups.end()) {
+            g.ranks = pg->ranks;
+            g.key = "pg " + pg->name + " " + nlohmann::json(pg->ranks).dump();
+        } else {
+            g.key = "unnamed";
+        }
+        m_d.groups.push_back(std::move(g));
+        return m_slots[group] = int32_t(m_d.groups.size() - 1);
+    }
+
+private:
+    const RankTrace& m_rt;
+    RankDigest& m_d;
+    std::vector<ProcessGroupInfo> m_groups;
+    std::map<int, int32_t> m_slots;
+};
+
+nlohmann::json figures_json(const HtaFigures& f) {
+    auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+    return {f.kernel_time_us, f.idle_time_us,       f.compute_time_us, f.non_compute_time_us,
+            opt(f.comp_comm_overlap_pct), opt(f.host_wait_us), opt(f.kernel_wait_us), opt(f.other_us), f.kernels};
+}
+
+HtaFigures figures_from_json(const nlohmann::json& j) {
+    auto opt = [](const nlohmann::json& v) { return v.is_null() ? std::optional<double>() : v.get<double>(); };
+    HtaFigures f;
+    f.kernel_time_us = j.at(0), f.idle_time_us = j.at(1), f.compute_time_us = j.at(2);
+    f.non_compute_time_us = j.at(3), f.comp_comm_overlap_pct = opt(j.at(4)), f.host_wait_us = opt(j.at(5));
+    f.kernel_wait_us = opt(j.at(6)), f.other_us = opt(j.at(7)), f.kernels = j.at(8);
+    return f;
+}
+
+// A CPU rank's asynchronous gloo collective shows twice: the c10d op that issues it (returning at once) and gloo's
+// span of the work, which outlives it. One operation: from the issue to the work's end.
+void merge_async_gloo(std::vector<DigestCollective>& collectives, const std::set<std::pair<int64_t, int64_t>>& work) {
+    if (work.empty()) return;
+    std::vector<DigestCollective> merged;
+    for (const DigestCollective& c : collectives) {
+        const bool is_work = work.count({c.begin, c.end}) > 0;
+        auto issue = std::find_if(merged.rbegin(), merged.rend(), [&](const DigestCollective& m) { return m.group == c.group; });
+        if (is_work && issue != merged.rend() && !work.count({issue->begin, issue->end}) && issue->end <= c.end &&
+            issue->op == c.op) {
+            issue->end = c.end;
+            issue->bytes = std::max(issue->bytes, c.bytes);
+            continue;
+        }
+        merged.push_back(c);
+    }
+    collectives = std::move(merged);
+}
+
+}  // namespace
+
+std::vector<DigestStep> RankDigest::steady() const {
+    if (steps.size() <= 1 || steps.front().step > 1) return steps;
+    return {steps.begin() + 1, steps.end()};
+}
+
+RankDigest make_digest(const TraceStore& store, int rank) { return make_digest(store, rank, analyze_steps(store, rank)); }
+
+RankDigest make_digest(const TraceStore& store, int rank, const std::vector<StepBreakdown>& steps) {
+    const RankTrace* rt = store.rank(rank);
+    US_ASSERT(rt, "no rank {} to digest", rank);
+    RankDigest d;
+    d.rank = rank;
+    d.label = rank_label(*rt);
+    d.coords = rt->info.coords.is_object() ? rt->info.coords : nlohmann::json::object();
+    d.source = rt->imported() ? "kineto" : store.is_prediction() ? "planner" : "engine";
+    d.device = rt->has_device_spans();
+    d.world_size = store.world_size();
+    if (rt->info.clock) d.clock_offset_ns = rt->info.clock->offset_ns, d.clock_uncertainty_ns = rt->info.clock->uncertainty_ns;
+    GroupTable groups(*rt, d);
+    std::map<int32_t, int32_t> next_index;                  // per group slot
+    std::map<std::pair<int32_t, bool>, int32_t> next_peer;  // per (peer, send)
+    std::set<std::pair<int64_t, int64_t>> gloo_work;        // gloo's asynchronous work spans
+    auto add = [&](const Span& s, Lane lane) {
+        if (s.kind != SpanKind::comm) return;
+        if (to_peer(s, lane)) {
+            DigestTransfer t;
+            t.peer = s.peer, t.send = s.op == OpClass::send;
+            t.step = s.step, t.phase = Phase(s.phase), t.bytes = int64_t(s.bytes), t.begin = s.begin, t.end = s.end;
+            d.transfers.push_back(t);
+            return;
+        }
+        DigestCollective c;
+        c.group = groups.slot(s.group);
+        c.op = s.op, c.step = s.step, c.phase = Phase(s.phase), c.bytes = int64_t(s.bytes);
+        c.begin = s.begin, c.end = s.end;
+        if (store.name(s.name).rfind("gloo:", 0) == 0) gloo_work.insert({c.begin, c.end});
+        d.collectives.push_back(c);
+    };
+    // On a GPU with NCCL kernels the device's record is the truth; elsewhere the collective spans (the engine's,
+    // or gloo's) and the pipeline's transfers.
+    const bool device_comm = !rt->lanes[size_t(Lane::device_comm)].spans().empty();
+    for (const Lane lane : device_comm ? std::vector<Lane>{Lane::device_comm, Lane::p2p}
+                                       : std::vector<Lane>{Lane::comm, Lane::p2p})
+        for (const Span& s : rt->lanes[size_t(lane)].spans()) add(s, lane);
+    auto by_begin = [](const auto& a, const auto& b) { return a.begin < b.begin; };
+    // A trace's events need not come in time order; the k-th is counted in time.
+    std::stable_sort(d.collectives.begin(), d.collectives.end(), by_begin);
+    std::stable_sort(d.transfers.begin(), d.transfers.end(), by_begin);
+    merge_async_gloo(d.collectives, gloo_work);
+    for (DigestCollective& c : d.collectives) c.index = next_index[c.group]++;
+    for (DigestTransfer& t : d.transfers) t.index = next_peer[{t.peer, t.send}]++;
+    for (const StepBreakdown& b : steps)
+        d.steps.push_back({b.step, b.begin, b.end, b.wall_s, b.compute_s, b.comm_s, b.exposed_s, b.idle_s, b.bubble_s,
+                           b.p2p_s, b.overlapped_s});
+    const OpTable table = op_table(store, rank, steady_steps(steps));
+    for (size_t i = 0; i < table.rows.size() && i < kDigestOps; ++i) {
+        const OpRow& r = table.rows[i];
+        d.ops.push_back({r.name, r.op, double(r.calls) / std::max(1, table.steps), table.per_step(r.self_s)});
+    }
+    if (const auto hta = hta_breakdown(store, rank)) d.hta = hta->total;
+    return d;
+}
+
+nlohmann::json digest_json(const RankDigest& d) {
+    nlohmann::json groups = nlohmann::json::array(), steps = nlohmann::json::array(),
+                   collectives = nlohmann::json::array(), transfers = nlohmann::json::array(),
+                   ops = nlohmann::json::array();
+    for (const DigestGroup& g : d.groups) groups.push_back({g.key, g.name, g.ranks});
+    for (const DigestStep& s : d.steps)
+        steps.push_back({s.step, s.begin, s.end, s.wall_s, s.compute_s, s.comm_s, s.exposed_s, s.idle_s, s.bubble_s,
+                         s.p2p_s, s.overlapped_s});
+    for (const DigestCollective& c : d.collectives)
+        collectives.push_back({c.group, c.index, int(c.op), c.step, int(c.phase), c.bytes, c.begin, c.end});
+    for (const DigestTransfer& t : d.transfers)
+        transfers.push_back({t.peer, t.send, t.index, t.step, int(t.phase), t.bytes, t.begin, t.end});
+    for (const DigestOp& o : d.ops) ops.push_back({o.name, int(o.op), o.calls, o.self_s});
+    return {{"version", RankDigest::kVersion},
+            {"rank", d.rank},
+            {"label", d.label},
+            {"coords", d.coords},
+            {"source", d.source},
+            {"device", d.device},
+            {"world_size", d.world_size},
+            {"clock_offset_ns", d.clock_offset_ns ? nlohmann::json(*d.clock_offset_ns) : nlohmann::json()},
+            {"clock_uncertainty_ns", d.clock_uncertainty_ns ? nlohmann::json(*d.clock_uncertainty_ns) : nlohmann::json()},
+            {"file", d.file},
+            {"file_bytes", d.file_bytes},
+            {"file_mtime_ns", d.file_mtime_ns},
+            {"groups", groups},
+            {"steps", steps},
+            {"collectives", collectives},
+            {"transfers", transfers},
+            {"ops", ops},
+            {"hta", d.hta ? figures_json(*d.hta) : nlohmann::json()}};
+}
+
+RankDigest digest_from_json(const nlohmann::json& j) {
+    try {
+        US_CHECK_INPUT(j.value("version", 0) == RankDigest::kVersion, "digest version {} (this build reads {})",
+                       j.value("version", 0), RankDigest::kVersion);
+        RankDigest d;
+        d.rank = j.at("rank"), d.label = j.at("label"), d.coords = j.at("coords"), d.source = j.at("source");
+        d.device = j.at("device"), d.world_size = j.at("world_size");
+        if (!j.at("clock_offset_ns").is_null()) d.clock_offset_ns = j.at("clock_offset_ns").get<int64_t>();
+        if (!j.at("clock_uncertainty_ns").is_null())
+            d.clock_uncertainty_ns = j.at("clock_uncertainty_ns").get<int64_t>();
+        d.file = j.at("file"), d.file_bytes = j.at("file_bytes"), d.file_mtime_ns = j.at("file_mtime_ns");
+        for (const auto& g : j.at("groups")) d.groups.push_back({g.at(0), g.at(1), g.at(2)});
+        for (const auto& s : j.at("steps"))
+            d.steps.push_back({s.at(0), s.at(1), s.at(2), s.at(3), s.at(4), s.at(5), s.at(6), s.at(7), s.at(8),
+                               s.at(9), s.at(10)});
+        const int32_t groups = int32_t(d.groups.size());
+        for (const auto& c : j.at("collectives")) {
+            DigestCollective x;
+            x.group = c.at(0), x.index = c.at(1), x.op = OpClass(c.at(2).get<int>()), x.step = c.at(3);
+            x.phase = Phase(c.at(4).get<int>()), x.bytes = c.at(5), x.begin = c.at(6), x.end = c.at(7);
+            US_CHECK_INPUT(x.group >= 0 && x.group < groups && int(x.op) < int(OpClass::count) &&
+                               int(x.phase) <= int(Phase::optimizer),
+                           "a collective out of range");
+            d.collectives.push_back(x);
+        }
+        for (const auto& t : j.at("transfers")) {
+            DigestTransfer x;
+            x.peer = t.at(0), x.send = t.at(1), x.index = t.at(2), x.step = t.at(3);
+            x.phase = Phase(t.at(4).get<int>()), x.bytes = t.at(5), x.begin = t.at(6), x.end = t.at(7);
+            US_CHECK_INPUT(int(x.phase) <= int(Phase::optimizer), "a transfer out of range");
+            d.transfers.push_back(x);
+        }
+        for (const auto& o : j.at("ops")) {
+            US_CHECK_INPUT(o.at(1).get<int>() >= 0 && o.at(1).get<int>() < int(OpClass::count), "an op out of range");
+            d.ops.push_back({o.at(0), OpClass(o.at(1).get<int>()), o.at(2), o.at(3)});
+        }
+        if (!j.at("hta").is_null()) d.hta = figures_from_json(j.at("hta"));
+        return d;
+    } catch (const nlohmann::json::exception& e) {
+        throw UserError(fmt::format("a malformed digest ({})", e.what()));
+    }
+}
+
+std::string digest_bytes(const RankDigest& d) {
+    const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(digest_json(d));
+    std::string out(ZSTD_compressBound(cbor.size()), '\0');
+    const size_t n = ZSTD_compress(out.data(), out.size(), cbor.data(), cbor.size(), 3);
+    US_ASSERT(!ZSTD_isError(n), "zstd: {}", ZSTD_getErrorName(n));
+    out.resize(n);
+    return out;
+}
+
+RankDigest digest_from_bytes(const std::string& bytes, const std::string& what) {
+    const unsigned long long size = ZSTD_getFrameContentSize(bytes.data(), bytes.size());
+    US_CHECK_INPUT(size != ZSTD_CONTENTSIZE_ERROR && size != ZSTD_CONTENTSIZE_UNKNOWN && size < (1ull << 32),
+                   "{}: not a digest (not zstd-compressed, or damaged)", what);
+    std::vector<uint8_t> cbor(size);
+    const size_t n = ZSTD_decompress(cbor.data(), cbor.size(), bytes.data(), bytes.size());
+    US_CHECK_INPUT(!ZSTD_isError(n) && n == size, "{}: a damaged digest ({})", what,
+                   ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short");
+    const nlohmann::json j = nlohmann::json::from_cbor(cbor, true, false);
+    US_CHECK_INPUT(!j.is_discarded() && j.is_object(), "{}: a damaged digest (not CBOR)", what);
+    try {
+        return digest_from_json(j);
+    } catch (const UserError& e) {
+        throw UserError(fmt::format("{}: {}", what, e.what()));
+    }
+}
+
+}  // namespace us::prof

@@ -1,0 +1,100 @@
+// A rank reduced to what the run-wide analyses need (docs/blame.md): per step its figures, per collective its
+// group instance, index, bytes and times, per pipeline transfer its peer and times, its op table's leading rows and
+// HTA's figures. Made once from the rank's spans (one pass over its file, then the spans are dropped), a few tens of
+// KB where the rank's JSON is megabytes: what a worker hands to whoever gathers, what the cache keeps beside the
+// traces, and all that the blame analysis (blame.h) and the Ranks overview read. Thousands of ranks fit in memory as
+// digests where their spans would not.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profiler/analysis/hta_breakdown.h"
+#include "profiler/analysis/step_breakdown.h"
+#include "profiler/event.h"
+#include "profiler/trace/trace_store.h"
+
+namespace us::prof {
+
+// One collective as this rank ran it. `group` indexes RankDigest::groups (the process-group instance); `index` is
+// its place among this rank's collectives of that group (the k-th collective of a group instance is the same
+// operation on each of its ranks).
+struct DigestCollective {
+    int32_t group = 0;
+    int32_t index = 0;
+    OpClass op = OpClass::none;
+    int32_t step = 0;
+    Phase phase = Phase::none;
+    int64_t bytes = 0;
+    int64_t begin = 0, end = 0;  // ns, the rank's own clock
+};
+
+// One pipeline transfer (a send or a receive to a named peer). `index`: its place among this rank's transfers of
+// the same direction with the same peer (the k-th send of a to b pairs with the k-th receive of b from a).
+struct DigestTransfer {
+    int32_t peer = -1;
+    bool send = false;
+    int32_t index = 0;
+    int32_t step = 0;
+    Phase phase = Phase::none;
+    int64_t bytes = 0;
+    int64_t begin = 0, end = 0;
+};
+
+struct DigestStep {
+    int32_t step = 0;
+    int64_t begin = 0, end = 0;
+    double wall_s = 0, compute_s = 0, comm_s = 0, exposed_s = 0, idle_s = 0, bubble_s = 0, p2p_s = 0,
+           overlapped_s = 0;
+};
+
+struct DigestGroup {
+    std::string key;        // the instance: the same string on every rank of it
+    std::string name;       // as the report names it ("dp", "0 (world) default_pg", "unnamed group ...")
+    std::vector<int> ranks;  // its members where the trace says (imported process groups), else empty
+};
+
+struct DigestOp {
+    std::string name;
+    OpClass op = OpClass::none;
+    double calls = 0, self_s = 0;  // per steady step
+};
+
+struct RankDigest {
+    static constexpr int kVersion = 1;
+    int rank = 0;
+    std::string label;  // "rank 3 (dp 1, pp 0)"
+    nlohmann::json coords = nlohmann::json::object();  // the grid's, where known (the engine's); {} imported
+    std::string source;                                // "engine", "kineto", "planner"
+    int world_size = 0;                                // as the rank's trace says (0 unknown)
+    bool device = false;                               // compute from a GPU's kernels
+    std::optional<int64_t> clock_offset_ns;            // the trace's own, where it has one
+    std::optional<int64_t> clock_uncertainty_ns;
+    std::string file;                                  // the file it was made from ("" in memory)
+    uint64_t file_bytes = 0;
+    int64_t file_mtime_ns = 0;
+    std::vector<DigestGroup> groups;
+    std::vector<DigestStep> steps;
+    std::vector<DigestCollective> collectives;  // in begin order
+    std::vector<DigestTransfer> transfers;      // in begin order
+    std::vector<DigestOp> ops;                  // the op table's leading rows, over the steady steps
+    std::optional<HtaFigures> hta;
+
+    // As steady_steps: all but step 1 (it warms up), or all of one.
+    std::vector<DigestStep> steady() const;
+};
+
+// The digest of rank `rank` of `store` (its steps as analyze_steps gives them, or as given).
+RankDigest make_digest(const TraceStore& store, int rank);
+RankDigest make_digest(const TraceStore& store, int rank, const std::vector<StepBreakdown>& steps);
+
+nlohmann::json digest_json(const RankDigest& d);
+RankDigest digest_from_json(const nlohmann::json& j);  // throws UserError on a malformed digest
+// Compact bytes (CBOR, zstd-compressed) and back; from_bytes throws UserError naming `what` when they do not read.
+std::string digest_bytes(const RankDigest& d);
+RankDigest digest_from_bytes(const std::string& bytes, const std::string& what);
+
+}  // namespace us::prof

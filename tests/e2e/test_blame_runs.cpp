@@ -1,0 +1,97 @@
+// Who holds the run back, end to end: the engine's ranks with one slowed on purpose (--slow-rank) are reported with
+// that rank named, in data parallelism and as a pipeline's bottleneck stage; a run of many files reported from
+// digests split among MPI workers says what one process says.
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+using namespace us::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string data_file() { return sample_data_file("blame-data.txt", 20000); }
+
+std::string ultrascope() { return bin("ultrascope"); }
+
+nlohmann::json report_json(const std::string& args) {
+    const ProcessResult rep = run_process(ultrascope() + " report " + args + " --json");
+    INFO(rep.output);
+    REQUIRE(rep.exit_code == 0);
+    return nlohmann::json::parse(rep.output);
+}
+
+}  // namespace
+
+TEST_CASE("a data-parallel rank slowed 4x is named as the one the others wait for", "[cpu][app][blame]") {
+    const std::string trace = temp_path("blame-dp4.ustrace");
+    fs::remove(trace);
+    const ProcessResult r = run_process(ultrascope() +
+                                        " run --dp 4 --preset tiny --hidden 128 --seq 128 --batch 8 --steps 6 "
+                                        "--slow-rank 2 --slow-factor 4 "
+                                        "--trace " +
+                                        trace + " --data " + data_file());
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json j = report_json(trace);
+    const nlohmann::json& b = j["blame"];
+    INFO(b.dump(1));
+    CHECK(b["source"] == "measured");
+    REQUIRE(b["culprit"] == true);
+    CHECK(b["stragglers"][0]["rank"] == 2);
+    // dp 4 alone: its data-parallel group is the world
+    const std::string group = b["stragglers"][0]["group"];
+    CHECK((group == "dp" || group == "world"));
+    CHECK(b["stragglers"][0]["share"].get<double>() > 0.5);
+    // the label says it was slowed on purpose
+    CHECK(b["stragglers"][0]["label"].get<std::string>().find("injected") != std::string::npos);
+    const ProcessResult text = run_process(ultrascope() + " report " + trace);
+    CHECK(text.output.find("Who holds the run back") != std::string::npos);
+    CHECK(text.output.find("<- holds the run back") != std::string::npos);
+}
+
+TEST_CASE("a pipeline stage slowed 3x is the pipeline's bottleneck, and its neighbours wait on it",
+          "[cpu][app][blame]") {
+    const std::string trace = temp_path("blame-pp4.ustrace");
+    fs::remove(trace);
+    const ProcessResult r = run_process(ultrascope() +
+                                        " run --pp 4 --grad-accum 4 --preset tiny --layers 4 --steps 4 "
+                                        "--slow-rank 2 --slow-factor 3 --trace " +
+                                        trace + " --data " + data_file());
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json b = report_json(trace)["blame"];
+    INFO(b.dump(1));
+    REQUIRE(b["pipelines"].size() == 1);
+    const nlohmann::json& p = b["pipelines"][0];
+    CHECK(p["bottleneck_rank"] == 2);
+    CHECK(p["bottleneck_compute_s"].get<double>() > 1.5 * p["median_compute_s"].get<double>());
+    // stage 3 (after the slow one) waits on its upstream more than stage 2 waits on its own
+    const auto& stages = p["stages"];
+    REQUIRE(stages.size() == 4);
+    CHECK(stages[3]["waiting_upstream_s"].get<double>() > stages[2]["waiting_upstream_s"].get<double>());
+    CHECK(b["verdict"].get<std::string>().find("pipeline stage 2 (rank 2) is its bottleneck") != std::string::npos);
+}
+
+TEST_CASE("a run reported from digests gathered from MPI workers says what one process says", "[cpu][app][blame]") {
+    const std::string dir = temp_path("blame-workers");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(std::string(US_TEST_DATA_DIR) + "/kineto/blame/ddp_slow_rank"))
+        if (e.path().extension() == ".gz") fs::copy_file(e.path(), fs::path(dir) / e.path().filename());
+    const nlohmann::json one = report_json("--digests --no-cache " + dir);
+    const ProcessResult two = run_process(
+        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 "
+        "mpirun -n 2 --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism "
+        "none " +
+        ultrascope() + " report --digests --no-cache --json " + dir);
+    INFO(two.output);
+    REQUIRE(two.exit_code == 0);
+    const nlohmann::json j = nlohmann::json::parse(two.output);
+    CHECK(j["files"]["workers"] == 2);
+    CHECK(one["files"]["workers"] == 1);
+    CHECK(j["files"]["ranks"] == 4);
+    CHECK(j["blame"] == one["blame"]);
+    CHECK(j["ranks"] == one["ranks"]);
+}

@@ -1,0 +1,174 @@
+// Who holds the run back (profiler/analysis/blame.h) on hand-built digests whose every wait is worked out below:
+// a rank slow in every step is named, with the waiting it caused and the steps it was last in; noise that picks a
+// different rank each step names no one and says which rule the most waited-for rank failed; one hiccup is not a
+// culprit; the clocks are recovered from the collectives' ends; a digest survives its compact bytes.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "common/core/check.h"
+#include "profiler/analysis/blame.h"
+#include "profiler/analysis/rank_digest.h"
+
+using namespace us::prof;
+
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+// `ranks` data-parallel ranks, steps 1..steps of 1 s each, one all-reduce a step that every rank enters when its
+// compute is done (arrive[r][step-1], in s from the step's start) and leaves at 0.95 s. Rank r's clock reads
+// offset[r] ns ahead of the run's.
+std::vector<RankDigest> data_parallel(const std::vector<std::vector<double>>& arrive,
+                                      const std::vector<int64_t>& offset = {}) {
+    std::vector<RankDigest> out;
+    for (size_t r = 0; r < arrive.size(); ++r) {
+        RankDigest d;
+        d.rank = int(r);
+        d.label = "rank " + std::to_string(r);
+        d.source = "engine";
+        d.world_size = int(arrive.size());
+        d.groups.push_back({"dp|0", "dp", {}});
+        const int64_t shift = offset.empty() ? 0 : offset[r];
+        for (size_t k = 0; k < arrive[r].size(); ++k) {
+            const int step = int(k) + 1;
+            const int64_t start = int64_t(k) * kSecond + shift;
+            const int64_t in = start + int64_t(arrive[r][k] * 1e9), out_at = start + int64_t(0.95 * 1e9);
+            DigestStep s;
+            s.step = step, s.begin = start, s.end = start + kSecond;
+            s.wall_s = 1.0, s.compute_s = arrive[r][k], s.comm_s = double(out_at - in) / 1e9;
+            s.exposed_s = s.comm_s, s.idle_s = 1.0 - s.compute_s - s.comm_s;
+            d.steps.push_back(s);
+            DigestCollective c;
+            c.group = 0, c.index = int(k), c.op = OpClass::all_reduce, c.step = step, c.phase = Phase::backward;
+            c.bytes = 1 << 20, c.begin = in, c.end = out_at;
+            d.collectives.push_back(c);
+        }
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("blame names the rank the others wait for in every step, with what they waited", "[cpu]") {
+    // rank 2 computes 0.8 s a step, the others 0.5 s (a little jitter): from step 2 on (step 1 warms up), each of
+    // the three others waits 0.3 s (+- jitter) a step for it, over 4 steps
+    std::vector<std::vector<double>> arrive = {{0.50, 0.50, 0.51, 0.50, 0.52},
+                                               {0.51, 0.52, 0.50, 0.50, 0.50},
+                                               {0.80, 0.80, 0.80, 0.80, 0.80},
+                                               {0.50, 0.51, 0.52, 0.51, 0.50}};
+    const Blame b = blame(data_parallel(arrive));
+    REQUIRE(b.culprit);
+    REQUIRE(b.stragglers.size() == 1);
+    const Straggler& s = b.stragglers.front();
+    CHECK(s.rank == 2);
+    CHECK(s.stands_out);
+    CHECK(s.last_arrivals == 4);
+    CHECK(s.collectives == 4);
+    CHECK(s.steps_on_top == 4);
+    CHECK(s.share == Approx(1.0));
+    // the others' waits: steps 2..5 of ranks 0, 1, 3: sum of (0.8 - arrive)
+    double expected = 0;
+    for (int r : {0, 1, 3})
+        for (size_t k = 1; k < 5; ++k) expected += 0.8 - arrive[size_t(r)][k];
+    CHECK(s.others_waited_s == Approx(expected).epsilon(1e-6));
+    CHECK(b.waited_s == Approx(expected).epsilon(1e-6));
+    CHECK(s.compute_vs_median == Approx(0.8 / 0.505).epsilon(0.02));
+    CHECK(s.phases.at("backward") == 4);
+    CHECK(s.steps.size() == 4);
+    CHECK(b.verdict.find("rank 2 holds the run back") == 0);
+    CHECK(format_blame(b).find("<- holds the run back") != std::string::npos);
+    const nlohmann::json j = blame_json(b);
+    CHECK(j["culprit"] == true);
+    CHECK(j["source"] == "measured");
+    CHECK(j["stragglers"][0]["rank"] == 2);
+    CHECK(j["why_not"].is_null());
+}
+
+TEST_CASE("blame names no one when noise picks a different rank each step, and says which rule failed", "[cpu]") {
+    // each step a different rank is 20 ms late: every rank is last once, the waits are 2% of a step
+    std::vector<std::vector<double>> arrive = {{0.5, 0.52, 0.5, 0.5, 0.5},
+                                               {0.5, 0.5, 0.52, 0.5, 0.5},
+                                               {0.5, 0.5, 0.5, 0.52, 0.5},
+                                               {0.5, 0.5, 0.5, 0.5, 0.52}};
+    const Blame b = blame(data_parallel(arrive));
+    CHECK_FALSE(b.culprit);
+    CHECK(b.collectives_matched == 4);
+    CHECK(b.stragglers.size() == 4);
+    for (const Straggler& s : b.stragglers) CHECK_FALSE(s.stands_out);
+    CHECK(b.verdict.find("nothing stands out") == 0);
+    CHECK_FALSE(b.why_not.empty());
+    CHECK(b.verdict.find(b.why_not) != std::string::npos);
+}
+
+TEST_CASE("blame does not name a rank for one hiccup, however long", "[cpu]") {
+    // rank 1 stalls 0.4 s in step 3 alone: most of the waiting, far more than anyone else, but in one step
+    std::vector<std::vector<double>> arrive = {{0.5, 0.5, 0.5, 0.51, 0.5},
+                                               {0.5, 0.5, 0.9, 0.5, 0.5},
+                                               {0.5, 0.51, 0.5, 0.5, 0.5},
+                                               {0.5, 0.5, 0.5, 0.5, 0.51}};
+    const Blame b = blame(data_parallel(arrive));
+    CHECK_FALSE(b.culprit);
+    REQUIRE_FALSE(b.stragglers.empty());
+    CHECK(b.stragglers.front().rank == 1);
+    CHECK(b.stragglers.front().share > 0.9);
+    CHECK(b.stragglers.front().steps_on_top == 1);
+    CHECK(b.why_not.find("in 1 of 4 steps") != std::string::npos);
+}
+
+TEST_CASE("blame recovers the ranks' clock offsets from the collectives' ends", "[cpu]") {
+    std::vector<std::vector<double>> arrive = {{0.5, 0.5, 0.5, 0.5}, {0.6, 0.6, 0.6, 0.6}, {0.55, 0.5, 0.5, 0.52}};
+    const std::vector<int64_t> offset = {0, 3'000'000, -7'500'000};
+    const Blame b = blame(data_parallel(arrive, offset));
+    REQUIRE(b.clocks.size() == 3);
+    for (size_t r = 0; r < 3; ++r) {
+        const RankClock& c = b.clocks[r];
+        CHECK(c.method.rfind("collectives", 0) == 0);
+        REQUIRE(c.offset_ns);
+        CHECK(*c.offset_ns == offset[r] - offset[0]);
+        REQUIRE(c.uncertainty_ns);
+        CHECK(*c.uncertainty_ns == 0);
+    }
+    // a trace's own offsets are taken as they are
+    auto given = data_parallel(arrive, offset);
+    for (RankDigest& d : given) d.clock_offset_ns = offset[size_t(d.rank)], d.clock_uncertainty_ns = 1000;
+    const Blame g = blame(given);
+    CHECK(g.clocks[2].method == "the trace's");
+    CHECK(*g.clocks[2].offset_ns == offset[2]);
+}
+
+TEST_CASE("blame on one rank, or ranks without collectives, says so", "[cpu]") {
+    const Blame one = blame(data_parallel({{0.5, 0.5, 0.5}}));
+    CHECK_FALSE(one.culprit);
+    CHECK(one.collectives_matched == 0);
+    CHECK(one.verdict.find("no collective was matched") == 0);
+    CHECK(blame({}).verdict == "no ranks");
+}
+
+TEST_CASE("a digest survives its JSON and its compact bytes, and bad bytes are a clear error", "[cpu]") {
+    auto digests = data_parallel({{0.5, 0.6, 0.7}, {0.55, 0.65, 0.75}});
+    RankDigest& d = digests[1];
+    d.coords = {{"dp", 1}, {"pp", 0}};
+    d.clock_offset_ns = 42, d.clock_uncertainty_ns = 7;
+    d.ops.push_back({"matmul", OpClass::gemm, 12, 0.25});
+    DigestTransfer t;
+    t.peer = 0, t.send = true, t.index = 0, t.step = 2, t.phase = Phase::forward, t.bytes = 4096, t.begin = 5, t.end = 9;
+    d.transfers.push_back(t);
+    HtaFigures f;
+    f.kernel_time_us = 10, f.idle_time_us = 2, f.comp_comm_overlap_pct = 33.0, f.kernels = 5;
+    d.hta = f;
+    const nlohmann::json j = digest_json(d);
+    CHECK(digest_json(digest_from_json(j)) == j);
+    const std::string bytes = digest_bytes(d);
+    CHECK(digest_json(digest_from_bytes(bytes, "rank 1's digest")) == j);
+    CHECK(bytes.size() < j.dump().size());
+    try {
+        digest_from_bytes("not a digest", "cache/rank-1.digest");
+        FAIL("bad bytes read");
+    } catch (const us::UserError& e) {
+        CHECK(std::string(e.what()).find("cache/rank-1.digest") != std::string::npos);
+    }
+    nlohmann::json wrong = j;
+    wrong["version"] = 999;
+    CHECK_THROWS_AS(digest_from_json(wrong), us::UserError);
+}
