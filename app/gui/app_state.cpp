@@ -68,6 +68,7 @@ void AppState::launch() {
         log.fail("cannot launch: " + why);
         return;
     }
+    large_run.close();
     stop();
     leave_source();
     const std::string label =
@@ -88,6 +89,7 @@ void AppState::stop() {
 }
 
 void AppState::attach(const std::string& listen) {
+    large_run.close();
     stop();
     leave_source();
     derived.reset();
@@ -133,6 +135,7 @@ void AppState::show_planned(size_t index) {
     const PlannerState::Plan& p = *planner.result;
     const plan::PlanResult& r = p.search.ranked[index];
     try {
+        large_run.close();
         adopt(plan::predicted_store(p.model, p.cluster, r, planner.gpus),
               fmt::format("{} on {} x {}: {}", p.model.name, planner.gpus, p.cluster.name, r.layout.describe()));
         planner.selected = int(index);
@@ -185,14 +188,42 @@ void AppState::update_planner() {
 }
 
 void AppState::open_trace(const std::vector<std::string>& paths) {
-    if (paths.size() == 1 && snap::is_memory_snapshot_path(paths[0]))
+    if (paths.size() == 1 && snap::is_memory_snapshot_path(paths[0])) {
         snapshots.open({paths[0]});
-    else
+    } else if (LargeRun::wanted(paths)) {
+        stop();
+        leave_source();
+        source.close();
+        large_run.open(paths, m_options.store_cap_bytes);
+    } else {
+        large_run.close();
         source.open_trace(paths);
+    }
+}
+
+RanksSource AppState::ranks_source() const {
+    if (const prof::DigestReport* r = large_run.report()) return RanksSource{&r->run.ranks, &r->blame, true};
+    return RanksSource{&report().digests, &report().blame, false};
+}
+
+void AppState::open_ranks(const std::vector<int>& ranks, bool with_peers) {
+    if (ranks.empty()) return;
+    if (!large_run.report()) {
+        window.focus_rank = ranks.front();
+        window.selected_rank = ranks.front();
+        return;
+    }
+    const std::vector<std::string> files = large_run.files_to_open(ranks, with_peers);
+    if (files.empty()) return;
+    stop();
+    leave_source();
+    source.open_trace(files);
+    window.focus_rank = ranks.front();
 }
 
 void AppState::update() {
     if (auto error = snapshots.poll()) log.fail(*error);
+    large_run.poll();
     update_planner();
     update_source();
     lessons.update(*this);

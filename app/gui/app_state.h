@@ -14,6 +14,7 @@
 #include "app/gui/data_source.h"
 #include "app/gui/derived_views.h"
 #include "app/gui/gui.h"
+#include "app/gui/large_run.h"
 #include "app/gui/lesson_player.h"
 #include "app/gui/planner_state.h"
 #include "app/gui/model/launch_settings.h"
@@ -29,6 +30,14 @@ struct ViewRegion {
     float x = 0, y = 0, w = 0, h = 0;
 };
 
+// What the Ranks view reads: every rank's digest and the blame made of them, from the shown run's report, or from
+// a run too large to hold whole (LargeRun).
+struct RanksSource {
+    const std::vector<prof::RankDigest>* digests = nullptr;
+    const prof::Blame* blame = nullptr;
+    bool from_digests = false;  // the large run's (its spans are not in the store)
+};
+
 class AppState {
 public:
     explicit AppState(const GuiOptions& options);
@@ -39,7 +48,8 @@ public:
     LaunchSettings launched_settings;  // what the launched run runs
     bool auto_relaunch = false;        // relaunch when the settings change and settle
     MessageLog log;
-    DataSource source;  // declared before `derived`, whose worker reads its store
+    DataSource source;        // declared before `derived`, whose worker reads its store
+    LargeRun large_run{log};  // a run opened from its digests; its picked ranks load into `source`
     DerivedViews derived;
     ViewWindow window;
     RunComparison comparison;
@@ -63,6 +73,10 @@ public:
     // PyTorch memory snapshot, which opens in the snapshot window.
     void open_trace(const std::vector<std::string>& paths);
     void attach(const std::string& listen);  // [HOST:]PORT
+    RanksSource ranks_source() const;
+    // The Ranks view's pick: in a run held whole the timeline scrolls to the first rank; in a large run the ranks
+    // (with the ranks they waited for, when `with_peers`) are read whole into the timeline.
+    void open_ranks(const std::vector<int>& ranks, bool with_peers);
     void detach();
     // Shows a store that is already loaded (a trace that finished loading from `path`, a planner's prediction with
     // no path, benchmarks, tests).

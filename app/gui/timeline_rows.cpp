@@ -23,10 +23,11 @@ std::string span_label(const prof::TraceStore& store, const prof::Span& s) {
 
 void RankHeaderRow::draw(TimelineContext& ctx, float y) {
     const ImVec2 p(ctx.x0 - 90, y + 2);
-    ctx.dl->AddText(p, m_worst ? kWarnColor : IM_COL32(230, 230, 235, 255), m_label.c_str());
-    if (m_worst)
+    const bool marked = !m_mark.empty();
+    ctx.dl->AddText(p, marked ? kWarnColor : IM_COL32(230, 230, 235, 255), m_label.c_str());
+    if (marked)
         ctx.dl->AddText(ImVec2(p.x + ImGui::CalcTextSize(m_label.c_str()).x + 10, p.y), kWarnColor,
-                        "<- most time lost");
+                        ("<- " + m_mark).c_str());
     if (m_status != "ok")
         ctx.dl->AddText(ImVec2(ctx.x0 + ctx.window.width_px * 0.5f, p.y), kWarnColor, m_status.c_str());
     if (!m_clock.empty()) {
@@ -130,7 +131,7 @@ void LaneRow::draw_rows(TimelineContext& ctx, const prof::LaneTrack& lane, const
 }
 
 std::vector<std::unique_ptr<TimelineRow>> make_timeline_rows(const prof::TraceStore& store, const prof::Report& report,
-                                                             int worst_rank) {
+                                                             const std::map<int, std::string>& marks) {
     std::vector<std::unique_ptr<TimelineRow>> rows;
     for (int r : store.ranks()) {
         const prof::RankTrace& rt = *store.rank(r);
@@ -143,7 +144,9 @@ std::vector<std::unique_ptr<TimelineRow>> make_timeline_rows(const prof::TraceSt
                     clock = fmt::format("clock {:+.3f} ms vs rank 0, aligned to +- {:.1f} us (measured, ping-pong)",
                                         double(rr.clock_offset_ns) / 1e6, double(rr.clock_uncertainty_ns) / 1e3);
             }
-        rows.push_back(std::make_unique<RankHeaderRow>(label, status, r == worst_rank, clock));
+        const auto mark = marks.find(r);
+        rows.push_back(
+            std::make_unique<RankHeaderRow>(r, label, status, mark != marks.end() ? mark->second : "", clock));
         for (int lane = 0; lane < int(prof::Lane::count); ++lane)
             if (!rt.lanes[size_t(lane)].spans().empty() || prof::Lane(lane) == prof::Lane::compute)
                 rows.push_back(std::make_unique<LaneRow>(r, prof::Lane(lane)));

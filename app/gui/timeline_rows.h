@@ -5,6 +5,7 @@
 
 #include <imgui.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,19 +33,26 @@ public:
     virtual ~TimelineRow() = default;
     virtual float height(const TimelineContext& ctx) const = 0;
     virtual void draw(TimelineContext& ctx, float y) = 0;
+    virtual int header_rank() const { return -1; }  // the rank a header row names
 };
 
 class RankHeaderRow final : public TimelineRow {
 public:
-    // `clock`: how this rank's times were aligned to rank 0's ("" on one host, where the ranks share a clock)
-    RankHeaderRow(std::string label, std::string status, bool worst, std::string clock)
-        : m_label(std::move(label)), m_status(std::move(status)), m_worst(worst), m_clock(std::move(clock)) {}
+    // `clock`: how this rank's times were aligned to rank 0's ("" on one host, where the ranks share a clock);
+    // `mark`: what the blame says of it ("" nothing)
+    RankHeaderRow(int rank, std::string label, std::string status, std::string mark, std::string clock)
+        : m_rank(rank),
+          m_label(std::move(label)),
+          m_status(std::move(status)),
+          m_mark(std::move(mark)),
+          m_clock(std::move(clock)) {}
     float height(const TimelineContext& ctx) const override { return ctx.row_h + 4; }
     void draw(TimelineContext& ctx, float y) override;
+    int header_rank() const override { return m_rank; }
 
 private:
-    std::string m_label, m_status;
-    bool m_worst;
+    int m_rank;
+    std::string m_label, m_status, m_mark;
     std::string m_clock;
 };
 
@@ -72,8 +80,9 @@ std::string thread_label(const prof::RankTrace& rank, prof::Lane lane, uint8_t t
 // A span's label: its name, with the micro-batch (and chunk) for pipeline phases: F3, B3, W3, F3.c1.
 std::string span_label(const prof::TraceStore& store, const prof::Span& s);
 
-// The rows for every rank of the store, in rank order; lanes without spans are left out.
+// The rows for every rank of the store, in rank order; lanes without spans are left out. `marks`: what the blame
+// says of a rank (model/overlap_model.h: blamed_ranks).
 std::vector<std::unique_ptr<TimelineRow>> make_timeline_rows(const prof::TraceStore& store, const prof::Report& report,
-                                                             int worst_rank);
+                                                             const std::map<int, std::string>& marks);
 
 }  // namespace us::gui

@@ -222,9 +222,9 @@ void draw_overlap_view(AppState& app) {
     const float bar_h = ImGui::GetTextLineHeight() + 4;
     for (size_t i = 0; i < m.bars.size(); ++i) {
         const OverlapBar& b = m.bars[i];
-        const bool worst = int(i) == m.worst;
+        const bool worst = int(i) == m.marked;
         ImGui::TextColored(worst ? ImVec4(1, 0.5f, 0.4f, 1) : ImVec4(0.9f, 0.9f, 0.9f, 1), "%s%s", b.label.c_str(),
-                           worst ? "  <- most time lost" : "");
+                           worst ? ("  <- " + m.mark + " (Ranks view)").c_str() : "");
         const ImVec2 p = ImGui::GetCursorScreenPos();
         const float w = ImGui::GetContentRegionAvail().x;
         float x = p.x;
@@ -257,7 +257,7 @@ void draw_overlap_view(AppState& app) {
         for (size_t i = 0; i < m.bars.size(); ++i) {
             const OverlapBar& b = m.bars[i];
             ImGui::TableNextRow();
-            if (int(i) == m.worst) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(90, 30, 30, 255));
+            if (int(i) == m.marked) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(90, 30, 30, 255));
             ImGui::TableNextColumn();
             ImGui::Text("%d", b.rank);
             if (ImGui::IsItemHovered())

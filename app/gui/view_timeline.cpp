@@ -160,12 +160,14 @@ void draw_timeline_view(AppState& app) {
     ctx.window = TimeWindow{app.window.t0, std::max(app.window.t1, app.window.t0 + 1),
                             std::max(50.0f, ImGui::GetContentRegionAvail().x - gutter)};
     draw_ruler(ctx, p0.y, store->origin());
-    const OverlapModel om = build_overlap_model(rep);
-    const int worst = om.worst >= 0 ? om.bars[size_t(om.worst)].rank : -1;
-    auto rows = make_timeline_rows(*store, rep, worst);
+    auto rows = make_timeline_rows(*store, rep, blamed_ranks(rep.blame));
     float y = p0.y + 20;
     ctx.dl->PushClipRect(ImVec2(p0.x, p0.y), ImVec2(ctx.x0 + ctx.window.width_px, p0.y + 100000), true);
     for (auto& row : rows) {
+        if (row->header_rank() >= 0 && row->header_rank() == app.window.focus_rank) {  // the Ranks view's pick
+            ImGui::SetScrollY(y - p0.y);
+            app.window.focus_rank = -1;
+        }
         row->draw(ctx, y);
         y += row->height(ctx);
     }

@@ -15,6 +15,7 @@ void draw_training_view(AppState& app);  // view_training.cpp: loss, tokens/s, s
 void draw_compare_view(AppState& app);   // view_compare.cpp: runs of the session side by side
 void draw_experts_view(AppState& app);   // view_experts.cpp: router load per MoE layer, expert time per rank
 void draw_ops_view(AppState& app);       // view_ops.cpp: where a rank's compute goes, op by op
+void draw_ranks_view(AppState& app);     // view_ranks.cpp: who holds the run back, every rank by step
 void draw_lessons_panel(AppState& app);  // view_lessons.cpp: a workshop lesson, its runs and its checked claims
 void draw_planner_view(AppState& app);
 void draw_snapshot_view(AppState& app);

@@ -4,6 +4,7 @@
 #include "app/gui/model/expert_model.h"
 #include "app/gui/model/memory_model.h"
 #include "app/gui/model/overlap_model.h"
+#include "app/gui/model/ranks_model.h"
 #include "app/gui/model/timeline_model.h"
 #include "app/gui/model/training_model.h"
 #include "profiler/analysis/predict.h"
@@ -113,7 +114,8 @@ TEST_CASE("memory columns keep each pixel's peak and carry values between events
     CHECK(sample_at(tl, int64_t(1.3e6))->bytes[size_t(MemCategory::activations)] == 300);
 }
 
-TEST_CASE("overlap bars add up to the wall time and name the worst rank", "[cpu][viewmodel]") {
+TEST_CASE("overlap bars add up to the wall time and mark the rank the blame names, not the most idle",
+          "[cpu][viewmodel]") {
     Report rep;
     for (int r = 0; r < 3; ++r) {
         RankReport rr;
@@ -129,9 +131,15 @@ TEST_CASE("overlap bars add up to the wall time and name the worst rank", "[cpu]
     }
     // rank 1's compute is lower by the extra idle
     rep.ranks[1].steady.compute_s = 0.6;
-    const OverlapModel m = build_overlap_model(rep);
+    OverlapModel m = build_overlap_model(rep);
     REQUIRE(m.bars.size() == 3);
-    CHECK(m.worst == 1);
+    CHECK(m.marked == -1);  // rank 1 idles most: a victim; nothing blamed, nothing marked
+    Straggler s;
+    s.rank = 2, s.stands_out = true;
+    rep.blame.stragglers.push_back(s);
+    m = build_overlap_model(rep);
+    CHECK(m.marked == 2);
+    CHECK(m.mark == "holds the run back");
     for (const auto& b : m.bars) CHECK(b.compute_only + b.overlapped + b.exposed + b.idle == Approx(1.0));
 }
 
@@ -287,4 +295,49 @@ TEST_CASE("timeline: a GPU's streams get rows of their own, drawn as one sub-lan
         CHECK(it.row == 0);
         CHECK(it.span->thread == 3);
     }
+}
+
+TEST_CASE("the Ranks heatmap: a figure per rank and step, grouped by a coordinate, sorted, the blamed marked",
+          "[cpu][viewmodel]") {
+    // 4 ranks on a dp 2 x pp 2 grid, steps 1 and 2; rank r computes r + step tenths of a second
+    std::vector<RankDigest> digests;
+    for (int r = 0; r < 4; ++r) {
+        RankDigest d;
+        d.rank = r;
+        d.label = "rank " + std::to_string(r);
+        d.coords = {{"dp", r % 2}, {"pp", r / 2}};
+        for (int step = 1; step <= 2; ++step) {
+            DigestStep s;
+            s.step = step, s.compute_s = 0.1 * (r + step), s.idle_s = 0.01 * r;
+            d.steps.push_back(s);
+        }
+        digests.push_back(d);
+    }
+    Blame b;
+    b.waits = {{3, 2, 0.5, 0.0}, {0, 2, 0.0, 0.2}, {1, 2, 0.0, 0.3}};
+    Straggler s;
+    s.rank = 3, s.stands_out = true;
+    b.stragglers.push_back(s);
+
+    RanksModel m = build_ranks_model(digests, b, RankFigure::compute, "", RankOrder::rank);
+    REQUIRE(m.steps == std::vector<int>{1, 2});
+    REQUIRE(m.rows == std::vector<size_t>{0, 1, 2, 3});
+    CHECK(m.at(2, 1) == Approx(0.4));
+    CHECK(m.max_value == Approx(0.5));
+    CHECK(m.marks.at(3) == "holds the run back");
+    CHECK(m.groupings == std::vector<std::string>{"", "dp", "pp"});
+
+    // grouped by pipeline stage, the figure most first within each stage
+    m = build_ranks_model(digests, b, RankFigure::compute, "pp", RankOrder::value);
+    CHECK(m.rows == std::vector<size_t>{1, 0, 3, 2});
+    CHECK(m.group_starts == std::vector<size_t>{0, 2});
+    CHECK(m.group_labels == std::vector<std::string>{"pp 0", "pp 1"});
+
+    // waits come from the blame; a step without waiting is 0, not missing
+    m = build_ranks_model(digests, b, RankFigure::suffered, "", RankOrder::value);
+    CHECK(m.rows.front() == 1);
+    CHECK(m.at(0, 1) == Approx(0.3));
+    CHECK(m.at(0, 0) == Approx(0.0));
+    m = build_ranks_model(digests, b, RankFigure::caused, "dp", RankOrder::caused);
+    CHECK(m.rows == std::vector<size_t>{0, 2, 3, 1});  // dp 0: ranks 0, 2 (none caused); dp 1: rank 3 first
 }

@@ -1,10 +1,22 @@
 #include "app/gui/model/overlap_model.h"
 
+#include <fmt/format.h>
+
 namespace us::gui {
+
+std::map<int, std::string> blamed_ranks(const prof::Blame& blame) {
+    std::map<int, std::string> marks;
+    for (const prof::Straggler& s : blame.stragglers)
+        if (s.stands_out) marks[s.rank] = "holds the run back";
+    for (const prof::PipelineBlame& p : blame.pipelines)
+        if (p.stands_out && !marks.count(p.bottleneck_rank))
+            marks[p.bottleneck_rank] = fmt::format("bottleneck stage {}", p.bottleneck_stage);
+    return marks;
+}
 
 OverlapModel build_overlap_model(const prof::Report& report) {
     OverlapModel m;
-    double worst_loss = -1;
+    const std::map<int, std::string> marks = blamed_ranks(report.blame);
     for (const auto& r : report.ranks) {
         const auto& s = r.steady;
         OverlapBar b;
@@ -20,14 +32,12 @@ OverlapModel build_overlap_model(const prof::Report& report) {
         b.overlap_pct = s.overlap_pct;
         b.bubble_fraction = s.bubble_fraction;
         b.bubble_theory = r.predicted.bubble_theory;
-        const double loss = s.exposed_s + s.idle_s;
-        if (loss > worst_loss) {
-            worst_loss = loss;
-            m.worst = int(m.bars.size());
+        if (const auto it = marks.find(r.rank); it != marks.end() && m.marked < 0) {
+            m.marked = int(m.bars.size());
+            m.mark = it->second;
         }
         m.bars.push_back(b);
     }
-    if (m.bars.size() < 2) m.worst = -1;  // "worst" needs someone to compare with
     return m;
 }
 

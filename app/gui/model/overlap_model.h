@@ -1,8 +1,10 @@
 // The overlap view's bars, from the report: per rank, the share of its steady-step wall time spent in compute
-// alone, in communication hidden behind compute, in exposed communication and idle; and the worst rank (the most
-// time not computing).
+// alone, in communication hidden behind compute, in exposed communication and idle; and the rank the blame names
+// (profiler/analysis/blame.h): the one the others wait for, or a pipeline's bottleneck stage. The rank with the most
+// idle time is the victim, not the culprit, so none is marked for its idle time.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,9 +24,13 @@ struct OverlapBar {
 
 struct OverlapModel {
     std::vector<OverlapBar> bars;
-    int worst = -1;  // index into bars of the rank with the most exposed + idle time
+    int marked = -1;   // index into bars of the rank the blame names (-1: none stands out)
+    std::string mark;  // "holds the run back", "bottleneck stage 2"
 };
 
 OverlapModel build_overlap_model(const prof::Report& report);
+// The ranks the blame names, with what it says of each: the straggler that stands out, a pipeline's bottleneck
+// stage that stands out (timeline headers, overlap bars, the Ranks view).
+std::map<int, std::string> blamed_ranks(const prof::Blame& blame);
 
 }  // namespace us::gui
