@@ -63,8 +63,9 @@ void draw_controls(RanksViewState& st, const RanksModel& m) {
         ImGui::EndCombo();
     }
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("a parallel coordinate of the engine's grid (the ranks sharing it in one block), or a "
-                          "process group of an imported trace");
+        ImGui::SetTooltip(
+            "a parallel coordinate of the engine's grid (the ranks sharing it in one block), or a "
+            "process group of an imported trace");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(em(190));
     if (ImGui::BeginCombo("order", kRankOrderNames[int(st.order)])) {
@@ -82,25 +83,28 @@ int draw_heatmap(const RanksModel& m, const std::vector<prof::RankDigest>& diges
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const float label_w = em(170), map_w = std::max(60.0f, width - label_w);
     const float line_h = ImGui::GetTextLineHeight();
-    // The steps across, and the colour scale: dark for none, bright for the largest cell.
+    // The colour scale (dark for none, bright for the largest cell) on its own line, then the steps across.
     {
         const ImVec2 top = ImGui::GetCursorScreenPos();
-        const float cw = map_w / float(cols);
-        const size_t every = size_t(std::ceil(ImGui::CalcTextSize("step 00").x / std::max(1.0f, cw)));
-        for (size_t c = 0; c < cols; c += std::max<size_t>(1, every))
-            dl->AddText(ImVec2(top.x + label_w + float(c) * cw + 2, top.y), kTextDim,
-                        fmt::format("{}{}", c == 0 ? "step " : "", m.steps[c]).c_str());
-        const float bar_w = em(120), x = top.x + label_w - bar_w - em(60);
+        const float bar_w = em(120), x = top.x + ImGui::CalcTextSize("0").x + 6;
+        dl->AddText(top, kTextDim, "0");
         for (int i = 0; i < 32; ++i)
             dl->AddRectFilled(ImVec2(x + bar_w * float(i) / 32, top.y + 3),
                               ImVec2(x + bar_w * float(i + 1) / 32, top.y + line_h - 2),
                               heat_color(float(i) / 31 * m.max_value, m.max_value));
-        dl->AddText(ImVec2(x - ImGui::CalcTextSize("0").x - 4, top.y), kTextDim, "0");
-        dl->AddText(ImVec2(x + bar_w + 4, top.y), kTextDim, format_duration_ns(double(m.max_value) * 1e9).c_str());
-        ImGui::Dummy(ImVec2(width, line_h + 2));
+        dl->AddText(
+            ImVec2(x + bar_w + 4, top.y), kTextDim,
+            fmt::format("{} (a cell: the figure in one step)", format_duration_ns(double(m.max_value) * 1e9)).c_str());
+        const float steps_y = top.y + line_h + 2;
+        const float cw = map_w / float(cols);
+        const size_t every = size_t(std::ceil(ImGui::CalcTextSize("step 00").x / std::max(1.0f, cw)));
+        for (size_t c = 0; c < cols; c += std::max<size_t>(1, every))
+            dl->AddText(ImVec2(top.x + label_w + float(c) * cw + 2, steps_y), kTextDim,
+                        fmt::format("{}{}", c == 0 ? "step " : "", m.steps[c]).c_str());
+        ImGui::Dummy(ImVec2(width, 2 * (line_h + 2)));
     }
     const ImVec2 origin = ImGui::GetCursorScreenPos();
-    height -= line_h + 2;
+    height -= 2 * (line_h + 2);
     const float row_h = std::min(em(22), height / float(rows));  // may be far under a pixel
     const float cw = map_w / float(cols);
     const int pixel_rows = std::max(1, int(std::ceil(row_h * float(rows))));
@@ -130,8 +134,8 @@ int draw_heatmap(const RanksModel& m, const std::vector<prof::RankDigest>& diges
     // The marked ranks and the picked one: a frame around their row, even when folded.
     auto frame_row = [&](size_t r, ImU32 color) {
         const float y = origin.y + (per_pixel == 1 ? float(r) * row_h : float(r / per_pixel));
-        dl->AddRect(ImVec2(origin.x + label_w - 2, y - 1), ImVec2(origin.x + label_w + map_w + 1, y + std::max(2.0f, row_h)),
-                    color, 0, 0, 2);
+        dl->AddRect(ImVec2(origin.x + label_w - 2, y - 1),
+                    ImVec2(origin.x + label_w + map_w + 1, y + std::max(2.0f, row_h)), color, 0, 0, 2);
     };
     for (size_t r = 0; r < rows; ++r) {
         const int rank = digests[m.rows[r]].rank;
@@ -142,7 +146,8 @@ int draw_heatmap(const RanksModel& m, const std::vector<prof::RankDigest>& diges
     for (size_t g = 0; g < m.group_starts.size(); ++g) {
         const size_t r = m.group_starts[g];
         const float y = origin.y + (per_pixel == 1 ? float(r) * row_h : float(r / per_pixel));
-        if (g > 0) dl->AddLine(ImVec2(origin.x, y), ImVec2(origin.x + label_w + map_w, y), IM_COL32(255, 255, 255, 160));
+        if (g > 0)
+            dl->AddLine(ImVec2(origin.x, y), ImVec2(origin.x + label_w + map_w, y), IM_COL32(255, 255, 255, 160));
         if (!(per_pixel == 1 && row_h >= line_h * 0.9f) && !m.group_labels[g].empty())
             dl->AddText(ImVec2(origin.x, y), IM_COL32(200, 200, 230, 255), m.group_labels[g].c_str());
     }
@@ -162,12 +167,12 @@ int draw_heatmap(const RanksModel& m, const std::vector<prof::RankDigest>& diges
         const size_t i = m.rows[best];
         const float v = m.at(best, c);
         const auto mark = m.marks.find(digests[i].rank);
-        ImGui::SetTooltip("%s, step %d: %s %s (measured)%s%s\nclick: open it in the timeline", rank_label(digests, i).c_str(),
-                          m.steps[c], kRankFigureNames[int(figure)],
+        ImGui::SetTooltip("%s, step %d: %s %s (measured)%s%s\nclick: open it in the timeline",
+                          rank_label(digests, i).c_str(), m.steps[c], kRankFigureNames[int(figure)],
                           v < 0 ? "- (no such step)" : format_duration_ns(double(v) * 1e9).c_str(),
                           per_pixel > 1 ? fmt::format("\nthe largest of ranks {} to {} (folded: {} a pixel row)",
                                                       digests[m.rows[r0]].rank, digests[m.rows[r1 - 1]].rank, per_pixel)
-                                                  .c_str()
+                                              .c_str()
                                         : "",
                           mark != m.marks.end() ? ("\n" + mark->second).c_str() : "");
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) clicked = digests[i].rank;
@@ -219,7 +224,8 @@ void draw_ranks_view(AppState& app) {
     RanksViewState& st = view_state();
     const LargeRun& large = app.large_run;
     if (large.active() && large.digesting()) {
-        ImGui::Text("digesting %s: %zu of %zu rank files", large.label().c_str(), large.files_done(), large.files_total());
+        ImGui::Text("digesting %s: %zu of %zu rank files", large.label().c_str(), large.files_done(),
+                    large.files_total());
         ImGui::ProgressBar(large.files_total() ? float(large.files_done()) / float(large.files_total()) : 0.0f);
         return;
     }
@@ -230,23 +236,25 @@ void draw_ranks_view(AppState& app) {
     }
     const prof::Blame& b = *src.blame;
     ImGui::PushTextWrapPos(0);
-    ImGui::TextColored(b.culprit ? ImGui::ColorConvertU32ToFloat4(kWarnColor) : ImVec4(0.8f, 0.85f, 0.9f, 1),
-                       "%s", b.verdict.c_str());
+    ImGui::TextColored(b.culprit ? ImGui::ColorConvertU32ToFloat4(kWarnColor) : ImVec4(0.8f, 0.85f, 0.9f, 1), "%s",
+                       b.verdict.c_str());
     ImGui::PopTextWrapPos();
     ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1),
                        "measured: %zu ranks%s; %d collectives matched across their groups, %.3f s of waiting in all",
                        src.digests->size(), src.from_digests ? " from their digests (the run is not held whole)" : "",
                        b.collectives_matched, b.waited_s);
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("The k-th collective of a group is one operation on each of its ranks: the rank whose part "
-                          "was shortest\narrived last, and each other rank's extra time was waiting for it. A rank "
-                          "waiting in a collective\nis the victim; the blame goes to the rank it waited for.");
+        ImGui::SetTooltip(
+            "The k-th collective of a group is one operation on each of its ranks: the rank whose part "
+            "was shortest\narrived last, and each other rank's extra time was waiting for it. A rank "
+            "waiting in a collective\nis the victim; the blame goes to the rank it waited for.");
     const RanksModel m = build_ranks_model(*src.digests, b, st.figure, st.group_by, st.order);
     if (std::find(m.groupings.begin(), m.groupings.end(), st.group_by) == m.groupings.end()) st.group_by.clear();
     draw_controls(st, m);
     if (st.picked >= 0) {
         ImGui::SameLine();
-        if (ImGui::Button(src.from_digests ? "open with its peers" : "show in timeline")) app.open_ranks({st.picked}, true);
+        if (ImGui::Button(src.from_digests ? "open with its peers" : "show in timeline"))
+            app.open_ranks({st.picked}, true);
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip(src.from_digests ? "read rank %d whole into the timeline, with the ranks it waited for "
                                                  "(the stragglers named) and its pipeline neighbours"
@@ -270,7 +278,8 @@ void draw_ranks_view(AppState& app) {
                     nlohmann::json(p.ranks).dump().c_str(), p.bottleneck_stage, p.bottleneck_rank,
                     p.bottleneck_compute_s, p.median_compute_s);
         if (begin_wide_table(fmt::format("stages{}", p.ranks.front()).c_str(), 5, int(p.stages.size()))) {
-            for (const char* h : {"stage (rank)", "work s", "waiting upstream s", "waiting downstream s", "schedule bubble s"})
+            for (const char* h :
+                 {"stage (rank)", "work s", "waiting upstream s", "waiting downstream s", "schedule bubble s"})
                 ImGui::TableSetupColumn(h);
             ImGui::TableHeadersRow();
             for (const prof::StageBlame& s : p.stages) {

@@ -47,6 +47,14 @@ shot --no-launch --plan llama3-70b --plan-gpus 1024 --view planner --screenshot 
 shot --no-launch --plan llama3-405b --plan-gpus 8192 --plan-show --view timeline \
      --screenshot "$here/planner-predicted-llama3-405b-h100x8192.png"
 rm -f "$here"/*.png.json
+# Who holds the run back (docs/blame.md): the Ranks view on dp 4 with rank 2 slowed 3x, and on 1,024 synthetic rank
+# files (bench_blame: 10 MB of JSON each, rank 341 computing 1.05x; read from their digests).
+"$build/bin/ultrascope" run --preset tiny --hidden 128 --seq 128 --batch 8 --steps 6 --dp 4 --slow-rank 2 \
+  --slow-factor 3 --trace "$work/slowrank.ustrace" >/dev/null
+shot "$work/slowrank.ustrace" --view ranks --screenshot "$here/ranks-dp4-slow-rank.png"
+"$build/bin/bench_blame" 1024 10 "$work/ranks1024" >/dev/null
+shot "$work/ranks1024" --view ranks --screenshot "$here/ranks-1024-synthetic.png"
+rm -f "$here"/*.png.json
 # Runs of other frameworks: a real 4-rank PyTorch trace (FSDP2 x tensor parallelism on gloo) and a memory snapshot.
 data="$(cd "$here/../.." && pwd)/tests/data"
 shot "$data/kineto/dp2_tp2/iteration_4" --view timeline --screenshot "$here/pytorch-dp2-tp2-timeline.png"

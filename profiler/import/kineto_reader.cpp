@@ -195,6 +195,13 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
         return uint8_t(std::min<size_t>(streams.size() - 1, 255));
     };
 
+    // A name's op class, worked out once: the kinds' rule table is too slow to run on every event.
+    std::vector<int8_t> class_of_name(f.names.size(), -1);
+    auto class_of = [&](uint32_t name) {
+        if (class_of_name[name] < 0) class_of_name[name] = int8_t(compute_class_of(f.names[name]));
+        return uint8_t(class_of_name[name]);
+    };
+
     RankMetadata meta = kineto_rank_metadata(f, rank, rank_from, groups, window);
     ChunkWriter out(store, rank, f);
     for (uint32_t i = 0; i < spans.size(); ++i) {
@@ -213,7 +220,7 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
             r.phase = uint8_t(c.phase == Phase::none && r.step > 0 ? Phase::forward : c.phase);
             r.thread = uint8_t(std::min<uint32_t>(s.thread, 255));
             r.kind = uint8_t(SpanKind::op);
-            r.op = uint8_t(compute_class_of(name));
+            r.op = class_of(s.name);
             // gloo's span of asynchronous work that outlives the c10d op which issued it: the transfer itself.
             const bool async_gloo = !has_gpu && c.collective >= 0 && c.collective != int32_t(i) &&
                                     name.rfind("gloo:", 0) == 0 && s.end > spans[size_t(c.collective)].end;
@@ -243,7 +250,7 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
             r.kind = uint8_t(SpanKind::op);
             r.lane = uint8_t(Lane::device);
             r.bytes = s.bytes;
-            r.op = uint8_t(compute_class_of(name));
+            r.op = class_of(s.name);
             const auto launch = s.correlation >= 0 ? launch_of.find(s.correlation) : launch_of.end();
             const HostContext* c = launch != launch_of.end() ? &ctx[launch->second] : nullptr;
             r.step = c ? step_of(spans[launch->second].begin) : step_of(s.begin);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <map>
+#include <string_view>
 
 #include "common/core/check.h"
 #include "profiler/import/byte_source.h"
@@ -49,16 +50,20 @@ long iteration_of(const fs::path& dir) {
 // Whether the first MiB of the file (uncompressed) holds "traceEvents"; false when it cannot be read.
 bool mentions_trace_events(const std::string& path) {
     try {
+        // Read in small pieces, stopping where it is found: usually in the first few KB (a run's thousands of
+        // files are each checked before any is read whole).
+        static constexpr std::string_view key = "\"traceEvents\"";
         ByteSource source(path);
-        std::string head(size_t(1) << 20, '\0');
-        size_t n = 0;
-        while (n < head.size()) {
-            const size_t got = source.read(head.data() + n, head.size() - n);
+        std::string head;
+        for (size_t piece = 16 << 10; head.size() < (size_t(1) << 20); piece *= 2) {
+            const size_t before = head.size();
+            head.resize(before + piece);
+            const size_t got = source.read(head.data() + before, piece);
+            head.resize(before + got);
+            if (head.find(key, before >= key.size() ? before - key.size() : 0) != std::string::npos) return true;
             if (got == 0) break;
-            n += got;
         }
-        head.resize(n);
-        return head.find("\"traceEvents\"") != std::string::npos;
+        return false;
     } catch (const UserError&) {
         return true;  // damaged: let the reader say what is wrong with it
     }
