@@ -1,6 +1,7 @@
 // Who holds the run back, end to end: the engine's ranks with one slowed on purpose (--slow-rank) are reported with
-// that rank named, in data parallelism and as a pipeline's bottleneck stage; a run of many files reported from
-// digests split among MPI workers says what one process says.
+// that rank named, in data parallelism and as a pipeline's bottleneck stage; an expert-parallel run's busiest rank is
+// named from its waits; a run of many files reported from digests split among MPI workers says what one process
+// says.
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -72,6 +73,26 @@ TEST_CASE("a pipeline stage slowed 3x is the pipeline's bottleneck, and its neig
     REQUIRE(stages.size() == 4);
     CHECK(stages[3]["waiting_upstream_s"].get<double>() > stages[2]["waiting_upstream_s"].get<double>());
     CHECK(b["verdict"].get<std::string>().find("pipeline stage 2 (rank 2) is its bottleneck") != std::string::npos);
+}
+
+TEST_CASE("an expert-parallel run's routing imbalance: the rank with the busiest experts is the one named",
+          "[cpu][app][blame]") {
+    // top-1 routing without the balancing loss (the experts lesson's run): one ep rank gets most of the tokens
+    const std::string trace = temp_path("blame-ep2.ustrace");
+    fs::remove(trace);
+    const ProcessResult r = run_process(ultrascope() +
+                                        " run --preset small-moe --steps 5 --batch 8 --dp 2 --ep 2 --moe-topk 1 "
+                                        "--moe-aux-loss-coef 0 --trace " +
+                                        trace + " --data " + data_file());
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json j = report_json(trace);
+    const nlohmann::json& b = j["blame"];
+    INFO(b.dump(1));
+    REQUIRE(b["culprit"] == true);
+    CHECK(b["stragglers"][0]["group"] == "ep");
+    // the rank blame names from the waits alone is the one whose expert GEMMs took longest (the routing's measure)
+    CHECK(b["stragglers"][0]["rank"] == j["experts"]["slowest_rank"]);
 }
 
 TEST_CASE("a run reported from digests gathered from MPI workers says what one process says", "[cpu][app][blame]") {
