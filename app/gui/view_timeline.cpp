@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <imgui.h>
 
+#include <algorithm>
+#include <map>
+
 #include <cmath>
 
 #include "app/gui/model/overlap_model.h"
@@ -67,6 +70,28 @@ void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t f
     ImGui::EndTooltip();
 }
 
+// The waits blame matched (blame.h): an arrow from where a rank entered a collective to where the rank it waited
+// for entered it last, between their header rows; only waits of a pixel or more, at most a few thousand a frame.
+void draw_waits(const TimelineContext& ctx, const prof::Blame& blame, const std::map<int, float>& header_y) {
+    const auto& edges = blame.edges;
+    const int64_t span = ctx.window.t1 - ctx.window.t0;
+    auto it = std::lower_bound(edges.begin(), edges.end(), ctx.window.t0 - span,
+                               [](const prof::WaitEdge& e, int64_t t) { return e.waiter_begin_ns < t; });
+    const ImU32 colour = IM_COL32(255, 140, 60, 200);
+    for (int drawn = 0; it != edges.end() && it->waiter_begin_ns <= ctx.window.t1 && drawn < 4000; ++it) {
+        const float min_px = 1.0f;
+        if (double(it->wait_ns) * ctx.window.px_per_ns() < min_px) continue;
+        const auto from = header_y.find(it->waiter), to = header_y.find(it->culprit);
+        if (from == header_y.end() || to == header_y.end()) continue;
+        const ImVec2 a(ctx.x0 + ctx.window.x_of(it->waiter_begin_ns), from->second);
+        const ImVec2 b(ctx.x0 + ctx.window.x_of(it->culprit_begin_ns), to->second);
+        ctx.dl->AddLine(a, b, colour, 1.5f);
+        const float dir = b.y >= a.y ? 1.0f : -1.0f;  // the head points at the rank waited for
+        ctx.dl->AddTriangleFilled(b, ImVec2(b.x - 4, b.y - 7 * dir), ImVec2(b.x + 4, b.y - 7 * dir), colour);
+        ++drawn;
+    }
+}
+
 }  // namespace
 
 void draw_timeline_view(AppState& app) {
@@ -124,6 +149,15 @@ void draw_timeline_view(AppState& app) {
         ImGui::SameLine();
     }
     legend_item(kIdleColor | 0xff000000u, rep.predict_input.pp > 1 ? "idle (bubble)" : "idle");
+    if (!rep.blame.edges.empty()) {
+        ImGui::SameLine();
+        ImGui::Checkbox("waits", &app.window.show_waits);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "Arrows from a rank that entered a collective early to the rank it waited for (the "
+                "last to enter),\nbetween their header rows (measured; docs/blame.md). The waiting rank "
+                "is the victim, the arrow's head the culprit.");
+    }
     if (!store || store->rank_count() == 0) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");
         return;
@@ -163,14 +197,17 @@ void draw_timeline_view(AppState& app) {
     auto rows = make_timeline_rows(*store, rep, blamed_ranks(rep.blame));
     float y = p0.y + 20;
     ctx.dl->PushClipRect(ImVec2(p0.x, p0.y), ImVec2(ctx.x0 + ctx.window.width_px, p0.y + 100000), true);
+    std::map<int, float> header_y;  // rank -> its header row's middle
     for (auto& row : rows) {
         if (row->header_rank() >= 0 && row->header_rank() == app.window.focus_rank) {  // the Ranks view's pick
             ImGui::SetScrollY(y - p0.y);
             app.window.focus_rank = -1;
         }
+        if (row->header_rank() >= 0) header_y[row->header_rank()] = y + ctx.row_h / 2;
         row->draw(ctx, y);
         y += row->height(ctx);
     }
+    if (app.window.show_waits) draw_waits(ctx, rep.blame, header_y);
     ctx.dl->PopClipRect();
     ImGui::SetCursorScreenPos(p0);
     ImGui::InvisibleButton("timeline_area", ImVec2(gutter + ctx.window.width_px, std::max(1.0f, y - p0.y)));

@@ -52,6 +52,7 @@ rm -f "$here"/*.png.json
 "$build/bin/ultrascope" run --preset tiny --hidden 128 --seq 128 --batch 8 --steps 6 --dp 4 --slow-rank 2 \
   --slow-factor 3 --trace "$work/slowrank.ustrace" >/dev/null
 shot "$work/slowrank.ustrace" --view ranks --screenshot "$here/ranks-dp4-slow-rank.png"
+shot "$work/slowrank.ustrace" --view timeline --fit-step 4 --screenshot "$here/timeline-waits-dp4-slow-rank.png"
 "$build/bin/bench_blame" 1024 10 "$work/ranks1024" >/dev/null
 shot "$work/ranks1024" --view ranks --screenshot "$here/ranks-1024-synthetic.png"
 rm -f "$here"/*.png.json

@@ -141,9 +141,11 @@ Blame blame(const std::vector<RankDigest>& digests, const BlameRules& rules) {
                 ++stats[r].all_collectives;
                 ++tally[r][key].second;
                 if (r == last) continue;
-                const double w = double(list[k]->end - list[k]->begin - shortest) / 1e9;
+                const int64_t wait_ns = list[k]->end - list[k]->begin - shortest;
+                const double w = double(wait_ns) / 1e9;
                 waited += w;
                 suffered_at[r][list[k]->step] += w;
+                if (wait_ns > 0) b.edges.push_back({r, last, list[k]->begin, in.by_rank.at(last)[k]->begin, wait_ns});
             }
             ++b.collectives_matched;
             b.waited_s += waited;
@@ -156,6 +158,13 @@ Blame blame(const std::vector<RankDigest>& digests, const BlameRules& rules) {
             caused_at[last][in.by_rank.at(last)[k]->step] += waited;
         }
     }
+    if (b.edges.size() > Blame::kMaxWaitEdges) {  // a bounded list: the longest waits
+        std::nth_element(b.edges.begin(), b.edges.begin() + Blame::kMaxWaitEdges, b.edges.end(),
+                         [](const WaitEdge& x, const WaitEdge& y) { return x.wait_ns > y.wait_ns; });
+        b.edges.resize(Blame::kMaxWaitEdges);
+    }
+    std::sort(b.edges.begin(), b.edges.end(),
+              [](const WaitEdge& x, const WaitEdge& y) { return x.waiter_begin_ns < y.waiter_begin_ns; });
     std::map<int, std::string> group_of;  // rank -> the instance it caused the most waiting in
     for (auto& [r, s] : stats) {
         const RankDigest& d = *by_rank.at(r);

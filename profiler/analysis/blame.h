@@ -31,29 +31,29 @@ struct RankClock {
 struct Straggler {
     int rank = 0;
     std::string label;
-    std::string group;           // the process group in which it caused the most waiting
-    int last_arrivals = 0;       // collectives of `group` in which it arrived last
-    int collectives = 0;         // collectives of `group` it took part in (matched across the group's ranks)
-    int all_last_arrivals = 0;   // the same over every group it is in
+    std::string group;          // the process group in which it caused the most waiting
+    int last_arrivals = 0;      // collectives of `group` in which it arrived last
+    int collectives = 0;        // collectives of `group` it took part in (matched across the group's ranks)
+    int all_last_arrivals = 0;  // the same over every group it is in
     int all_collectives = 0;
     double others_waited_s = 0;  // the other ranks' waits summed over the collectives it arrived last in
     double share = 0;            // of all the waiting in the run
     double compute_s = 0;        // its compute per steady step
     double group_median_compute_s = 0;
-    double compute_vs_median = 0;  // compute_s / the median of its group's ranks (0 unknown)
-    std::vector<int> steps;        // the steps it arrived last in, most waiting caused first
-    std::map<std::string, int> phases;  // "forward", "backward", "optimizer", "none": last arrivals by phase
+    double compute_vs_median = 0;                  // compute_s / the median of its group's ranks (0 unknown)
+    std::vector<int> steps;                        // the steps it arrived last in, most waiting caused first
+    std::map<std::string, int> phases;             // "forward", "backward", "optimizer", "none": last arrivals by phase
     int steps_on_top = 0, steps_with_waiting = 0;  // steps it caused the most waiting in, of those with waiting
-    bool stands_out = false;            // named as holding the run back (see Blame::verdict)
+    bool stands_out = false;                       // named as holding the run back (see Blame::verdict)
 };
 
 struct StageBlame {
     int rank = 0;
     int stage = 0;
-    double compute_s = 0;              // per steady step
-    double waiting_upstream_s = 0;     // per steady step: receives from the stage before (the forward)
-    double waiting_downstream_s = 0;   // per steady step: receives from the stage after (the backward)
-    double schedule_bubble_s = 0;      // per steady step: the rest of its idle time (warm-up, cool-down)
+    double compute_s = 0;             // per steady step
+    double waiting_upstream_s = 0;    // per steady step: receives from the stage before (the forward)
+    double waiting_downstream_s = 0;  // per steady step: receives from the stage after (the backward)
+    double schedule_bubble_s = 0;     // per steady step: the rest of its idle time (warm-up, cool-down)
 };
 
 struct PipelineBlame {
@@ -61,7 +61,7 @@ struct PipelineBlame {
     int bottleneck_stage = -1, bottleneck_rank = -1;
     double bottleneck_compute_s = 0, median_compute_s = 0;  // per steady step
     bool stands_out = false;  // the bottleneck's work is over 1.25x the median stage's: named in the verdict
-    std::string order_from;                                 // how the stage order was told
+    std::string order_from;   // how the stage order was told
     std::vector<StageBlame> stages;
 };
 
@@ -72,17 +72,28 @@ struct RankStepWait {
     double caused_s = 0, suffered_s = 0;
 };
 
+// One wait, for the timeline's arrows: rank `waiter` entered a collective at `waiter_begin_ns` and waited `wait_ns`
+// for rank `culprit`, which entered the same collective (the k-th of their group) last, at `culprit_begin_ns`. Times
+// are each rank's own, as its spans are.
+struct WaitEdge {
+    int waiter = 0, culprit = 0;
+    int64_t waiter_begin_ns = 0, culprit_begin_ns = 0, wait_ns = 0;
+};
+
 struct Blame {
     std::vector<RankClock> clocks;
     std::vector<Straggler> stragglers;  // every rank that caused waiting, most to blame first
     std::vector<PipelineBlame> pipelines;
-    int collectives_matched = 0;        // matched collective operations (each over its group's ranks)
-    double waited_s = 0;                // all the waiting inside collectives, every rank summed
-    double mean_step_s = 0;             // the ranks' mean steady step
-    bool culprit = false;               // a rank stands out
-    std::string verdict;                // one line, in words
-    std::string why_not;                // the rule the most waited-for rank failed, where none is named
-    std::vector<RankStepWait> waits;    // by rank, then step; only where there was waiting
+    int collectives_matched = 0;      // matched collective operations (each over its group's ranks)
+    double waited_s = 0;              // all the waiting inside collectives, every rank summed
+    double mean_step_s = 0;           // the ranks' mean steady step
+    bool culprit = false;             // a rank stands out
+    std::string verdict;              // one line, in words
+    std::string why_not;              // the rule the most waited-for rank failed, where none is named
+    std::vector<RankStepWait> waits;  // by rank, then step; only where there was waiting
+    // Every wait of a rank for the last to arrive, by the waiter's begin; beyond kMaxWaitEdges only the longest.
+    static constexpr size_t kMaxWaitEdges = 200000;
+    std::vector<WaitEdge> edges;
 };
 
 // The rule a rank must pass to be named (docs/blame.md): it caused at least min_share of all the waiting, at least

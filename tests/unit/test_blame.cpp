@@ -83,6 +83,17 @@ TEST_CASE("blame names the rank the others wait for in every step, with what the
     CHECK(j["source"] == "measured");
     CHECK(j["stragglers"][0]["rank"] == 2);
     CHECK(j["why_not"].is_null());
+    // the timeline's arrows: one per wait, each from a waiting rank to rank 2, in the waiter's begin order
+    REQUIRE(b.edges.size() == 12);
+    double edges_s = 0;
+    for (size_t i = 0; i < b.edges.size(); ++i) {
+        CHECK(b.edges[i].culprit == 2);
+        CHECK(b.edges[i].waiter != 2);
+        CHECK(b.edges[i].culprit_begin_ns > b.edges[i].waiter_begin_ns);  // it arrived last
+        if (i) CHECK(b.edges[i].waiter_begin_ns >= b.edges[i - 1].waiter_begin_ns);
+        edges_s += double(b.edges[i].wait_ns) / 1e9;
+    }
+    CHECK(edges_s == Approx(expected).epsilon(1e-6));
 }
 
 TEST_CASE("blame names no one when noise picks a different rank each step, and says which rule failed", "[cpu]") {
