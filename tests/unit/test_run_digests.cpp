@@ -94,6 +94,24 @@ TEST_CASE("digest_run names a damaged file and digests the others, and makes a d
     CHECK(digest_json(again.ranks[0]) == digest_json(run.ranks[0]));
 }
 
+TEST_CASE("digest_run names a file that repeats a rank and one from another run, and analyses the rest", "[cpu]") {
+    const std::string dir = copy_run("blame/ddp_no_culprit", "digests-strays");
+    const std::string data = std::string(US_TEST_DATA_DIR) + "/kineto/blame/";
+    fs::copy_file(data + "ddp_no_culprit/rank-1.json.gz", dir + "/rank-1-again.json.gz");  // rank 1 twice
+    fs::copy_file(data + "ddp_slow_rank_8/rank-5.json.gz", dir + "/rank-5.json.gz");      // an 8-rank run's rank 5
+    DigestOptions options;
+    options.use_cache = false;
+    const RunDigests run = digest_run({dir}, options);
+    INFO(nlohmann::json(run.errors).dump(1));
+    REQUIRE(run.errors.size() == 2);
+    const std::string errors = nlohmann::json(run.errors).dump();
+    CHECK(errors.find("rank-5.json.gz") != std::string::npos);
+    CHECK(errors.find("another run") != std::string::npos);
+    CHECK(errors.find("rank 1") != std::string::npos);  // the repeated rank is named
+    REQUIRE(run.ranks.size() == 4);
+    for (int r = 0; r < 4; ++r) CHECK(run.ranks[size_t(r)].rank == r);
+}
+
 TEST_CASE("digest_run splits a run's files among workers, each file to one", "[cpu]") {
     const std::string dir = copy_run("blame/ddp_no_culprit", "digests-split");
     DigestOptions options;
