@@ -29,9 +29,10 @@ void LargeRun::open(const std::vector<std::string>& paths, size_t store_cap_byte
     m_files_total = prof::find_run_files(paths).files.size();
     m_files_done = 0;
     m_cancel = false;
-    m_log.message(fmt::format("opening {} from its digests: {} rank files, more than the {} held whole; the Ranks view "
-                              "shows every rank, and opens the ones you pick in the timeline",
-                              m_label, m_files_total, prof::kWholeRunRanks));
+    m_log.message(
+        fmt::format("opening {} from its digests: {} rank files, more than the {} held whole; the Ranks view "
+                    "shows every rank, and opens the ones you pick in the timeline",
+                    m_label, m_files_total, prof::kWholeRunRanks));
     prof::DigestOptions options;
     options.store = prof::TraceStoreOptions{store_cap_bytes};
     options.files_done = &m_files_done;
@@ -75,6 +76,16 @@ std::vector<std::string> LargeRun::files_to_open(const std::vector<int>& ranks, 
         for (const prof::Straggler& s : m_report->blame.stragglers)
             if (s.stands_out) wanted.insert(s.rank);
         const std::set<int> chosen(ranks.begin(), ranks.end());
+        // and the three ranks each chosen one waited for longest, from the matched waits
+        std::map<int, std::map<int, int64_t>> waited_for;  // chosen rank -> rank waited for -> ns
+        for (const prof::WaitEdge& e : m_report->blame.edges)
+            if (chosen.count(e.waiter)) waited_for[e.waiter][e.culprit] += e.wait_ns;
+        for (const auto& [rank, peers] : waited_for) {
+            std::vector<std::pair<int64_t, int>> by_wait;
+            for (const auto& [peer, ns] : peers) by_wait.push_back({ns, peer});
+            std::sort(by_wait.rbegin(), by_wait.rend());
+            for (size_t i = 0; i < by_wait.size() && i < 3; ++i) wanted.insert(by_wait[i].second);
+        }
         for (const prof::PipelineBlame& p : m_report->blame.pipelines)
             for (size_t i = 0; i < p.ranks.size(); ++i)
                 if (chosen.count(p.ranks[i])) {

@@ -35,7 +35,8 @@ public:
     const prof::DigestReport* report() const { return m_report.get(); }
     const std::string& label() const { return m_label; }
 
-    // The files of `ranks`, and of the ranks each waited for most (the stragglers of its groups), for the timeline.
+    // The files of `ranks`, and with `with_peers` those of the named straggler, the three ranks each waited for
+    // longest and its pipeline neighbours, for the timeline.
     std::vector<std::string> files_to_open(const std::vector<int>& ranks, bool with_peers) const;
 
 private:

@@ -40,6 +40,14 @@ nlohmann::json shown_facts(const AppState& app) {
         facts["snapshot"] = {{"path", l.path}, {"snapshots", app.snapshots.snapshots().size()}, {"devices", devices}};
     }
     if (auto categories = memory_categories_facts(); !categories.is_null()) facts["memory_categories"] = categories;
+    if (const RanksSource r = app.ranks_source(); r.digests && r.blame) {  // the Ranks view's run
+        const bool named = r.blame->culprit && !r.blame->stragglers.empty();
+        facts["ranks_view"] = {
+            {"ranks", r.digests->size()},
+            {"from_digests", r.from_digests},
+            {"verdict", r.blame->verdict},
+            {"culprit", named ? nlohmann::json(r.blame->stragglers.front().rank) : nlohmann::json()}};
+    }
     if (const auto& l = app.planner.launched; l && app.source.live() == app.planner.launched_run) {
         const int64_t measured = measured_modelled_peak(app.report(), l->memory);
         facts["planner_launched"] = {{"layout", l->layout.describe()},

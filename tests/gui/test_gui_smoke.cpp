@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "../bench/kineto_synth.h"
 #include "../unit/kineto_synthetic.h"
 #include "../unit/test_util.h"
 #include "app/gui/model/view_table.h"
@@ -546,4 +547,31 @@ TEST_CASE("the memory view of an imported PyTorch run stacks its categories: mea
     CHECK(ranks[0]["total_peak_bytes"] == 8266464);
     CHECK(ranks[1]["basis"] == "inferred");
     check_region_drawn(load_png(shot), "memory", shown["regions"]["memory"]);
+}
+
+TEST_CASE("a run of more rank files than the GUI holds whole opens from digests in the Ranks view, its straggler named",
+          "[gui][blame]") {
+    // 80 synthetic rank files (bench_blame's generator): rank 33 computes 1.5x between collectives, the others wait
+    const std::string dir = temp_path("gui-large-run");
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const int ranks = 80, slow = 33;
+    us::bench::RankSkew skew;
+    for (int r = 0; r < ranks; ++r) {
+        skew.interval_scale = [&](int, int) { return r == slow ? 1.5 : 1.0; };
+        skew.wait_us = [&](int, int) { return r == slow ? 0.0 : 20 * 60 * 0.5; };
+        us::bench::write_kineto_rank("", dir + "/rank" + std::to_string(r) + ".json.gz", 1.6, r, ranks, 1, &skew);
+    }
+    const std::string shot = temp_path("ranks-large.png");
+    const ProcessResult r = run_process(ultrascope() + " " + dir + " --view ranks --screenshot " + shot);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto saved = nlohmann::json::parse(read_file(shot + ".json"));
+    check_region_drawn(load_png(shot), "ranks", saved["regions"]["ranks"]);
+    const auto& view = saved["shown"]["ranks_view"];
+    INFO(view.dump(1));
+    CHECK(view["ranks"] == ranks);
+    CHECK(view["from_digests"] == true);
+    CHECK(view["culprit"] == slow);
+    CHECK(saved["shown"]["source"]["ranks"] == 0);  // no rank's spans are held until one is opened
 }
