@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <tuple>
 #include <map>
 #include <set>
 
@@ -18,9 +20,10 @@ namespace {
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-int64_t round_up_us(int64_t ns) { return -floor_div(-ns, 1000) * 1000; }
-int64_t round_down_us(int64_t ns) { return floor_div(ns, 1000) * 1000; }
+// The double a JSON parser makes of the decimal microseconds that hold `ns`: long double (64-bit mantissa) divides
+// exactly enough that the one rounding to double is the parser's (ns below ~1e19).
+double us_as_double(int64_t ns) { return double(static_cast<long double>(ns) / 1000.0L); }
+int64_t hta_ts(int64_t ns) { return int64_t(std::ceil(us_as_double(ns))) * 1000; }
 
 // HTA's merge_kernel_intervals: in begin order, a kernel opens a new group when it begins after every earlier
 // kernel's end; a group spans its members' earliest begin to latest end. (After the microsecond rounding a short
@@ -56,7 +59,20 @@ std::vector<Interval> well_formed(const std::vector<Interval>& groups) {
 // its step N as ProfilerStep#N+1.
 int kineto_step_offset(const RankTrace& rt) { return rt.imported() ? imported_run_info(rt).kineto_step_offset : 1; }
 
+// The stream id a device span's sub-lane stands for (the reader's "streams" list), -1 when unknown.
+int64_t stream_id(const RankTrace& rt, int slot) {
+    const auto& ids = rt.info.stream_ids;
+    return ids.is_array() && size_t(slot) < ids.size() && ids[size_t(slot)].is_number_integer()
+               ? ids[size_t(slot)].get<int64_t>()
+               : -1;
+}
+
 }  // namespace
+
+std::pair<int64_t, int64_t> hta_rounded(int64_t begin_ns, int64_t end_ns) {
+    const double ts = us_as_double(begin_ns), dur = us_as_double(end_ns - begin_ns);
+    return {int64_t(std::ceil(ts)) * 1000, int64_t(std::floor(ts + dur)) * 1000};
+}
 
 HtaKernelType hta_kernel_type(std::string_view name, Lane lane) {
     if (lane == Lane::device_comm || (starts_with(name, "nccl") && contains(name.substr(4), "Kernel")))
@@ -75,45 +91,97 @@ std::vector<HtaKernel> hta_kernels(const TraceStore& store, int rank, const HtaO
     const RankTrace* rt = store.rank(rank);
     if (!rt) return out;
     const int offset = kineto_step_offset(*rt);
-    std::vector<std::pair<int64_t, int>> steps;  // (begin, step)
+    const bool imported = rt->imported();
+    std::vector<Span> steps;
     for (const Span& s : rt->lanes[size_t(Lane::host)].spans())
-        if (s.kind == SpanKind::step) steps.emplace_back(s.begin, s.step);
-    std::sort(steps.begin(), steps.end());
+        if (s.kind == SpanKind::step) steps.push_back(s);
+    std::sort(steps.begin(), steps.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+    // Without ProfilerStep the reader makes one step of the whole window: HTA sees no iteration there.
+    const bool window = imported && imported_run_info(*rt).steps_from == "window";
     // HTA's loader (Trace._filter_irrelevant_gpu_kernels) keeps the kernels whose launching CPU event began before
     // the last ProfilerStep did; with fewer than two ProfilerSteps it keeps them all.
     const bool filter = steps.size() >= 2;
-    const int last_step = filter ? steps.back().second : 0;
-    const int64_t last_begin = filter ? steps.back().first : INT64_MAX;
-    std::set<int> used;
-    for (const auto& [b, n] : steps)
-        if (!filter || n != last_step) used.insert(n);
-    if (info) {
-        info->kineto_steps.clear();
-        for (int n : used) info->kineto_steps.push_back(n - offset);
-        info->steps_rule = filter
-                               ? fmt::format("kernels launched before ProfilerStep#{} (the last) began, as HTA keeps",
-                                             last_step - offset)
-                               : std::string("fewer than two ProfilerSteps: every kernel, as HTA keeps");
-    }
+    const int last_step = filter ? steps.back().step : 0;
+    const int64_t last_begin = filter ? steps.back().begin : INT64_MAX;
+    auto round_ts = [&](int64_t ns) { return options.round_to_us ? hta_ts(ns) : ns; };
+    // HTA compares its rounded times: a launch is kept when it began before the last step did.
+    auto launched_in_window = [&](int64_t launch) { return !filter || round_ts(launch) < round_ts(last_begin); };
+    // HTA's add_iteration: the ProfilerStep whose [ts, ts + dur) holds a time (our 1-based step, 0 for none).
+    auto step_at = [&](int64_t t) {
+        for (auto it = steps.rbegin(); it != steps.rend(); ++it)
+            if (it->begin <= t && t < it->end) return it->step;
+        return 0;
+    };
+    std::set<int> listed;  // HTA's steps: those of the kept, correlated rows on a stream above 0 (add_iteration)
+    auto add = [&](int64_t begin, int64_t end, int64_t launch, int stream, int step, HtaKernelType type) {
+        HtaKernel k;
+        std::tie(k.begin, k.end) = options.round_to_us ? hta_rounded(begin, end) : std::pair{begin, end};
+        k.launch = launch == INT64_MIN ? launch : round_ts(launch);
+        k.stream = stream, k.step = step, k.type = type;
+        out.push_back(k);
+        return &out.back();
+    };
     const LaunchTimes launches = launch_times(store, rank);
     if (info) info->launch_source = launches.source;
+    const int64_t clock = rt->clock_offset_ns;
+    // Whether the reader joined this file's kernels to their runtime calls by correlation id (Kineto's files carry
+    // the ids; a file without them keeps the launches launch_times() finds by the launching op's name).
+    bool joined = false;
+    for (Lane lane : {Lane::device, Lane::device_comm})
+        for (const Span& s : rt->lanes[size_t(lane)].spans()) joined |= imported && s.launch_lead != 0;
     for (Lane lane : {Lane::device, Lane::device_comm}) {
         const auto& spans = rt->lanes[size_t(lane)].spans();
         const auto& launch = lane == Lane::device ? launches.device : launches.device_comm;
         for (size_t i = 0; i < spans.size(); ++i) {
             const Span& s = spans[i];
-            // Our step of a device span is its launching op's (contract): the step test is HTA's launch test.
-            const bool kept = !filter || (s.step != 0 ? s.step != last_step : s.begin < last_begin);
+            int64_t called = launch[i];
+            bool kept = true;
+            if (joined) {
+                // The kernel's runtime call of the same correlation id (Span::launch_lead). HTA's loader merges
+                // kernels with CPU rows on correlation (an inner join): with two steps or more it keeps none whose
+                // correlation has no call in the file (launched before the profiler started).
+                called = s.launch_lead != 0 ? s.begin - int64_t(s.launch_lead - 1) : INT64_MIN;
+                kept = !filter || (called != INT64_MIN && launched_in_window(called));
+            } else if (filter) {
+                // Our step of a device span is its launching op's (contract): the step test is HTA's launch test.
+                kept = s.step != 0 ? s.step != last_step : s.begin < last_begin;
+            }
             if (!kept) continue;
-            HtaKernel k;
-            k.begin = options.round_to_us ? round_up_us(s.begin) : s.begin;
-            k.end = options.round_to_us ? round_down_us(s.end) : s.end;
-            k.launch = launch[i] == INT64_MIN || !options.round_to_us ? launch[i] : round_up_us(launch[i]);
-            k.stream = s.thread;
-            k.step = s.step;
-            k.type = hta_kernel_type(store.name(s.name), lane);
-            out.push_back(k);
+            add(s.begin, s.end, called, s.thread, s.step, hta_kernel_type(store.name(s.name), lane));
+            if (called != INT64_MIN && stream_id(*rt, s.thread) > 0 && s.step != 0) listed.insert(s.step);
         }
+    }
+    // Rows carrying args.stream that are not kernels, memcpy or memset, which the reader kept aside: HTA's
+    // temporal breakdown counts every row whose stream is not -1. [begin, end, stream, name, launch, correlated]:
+    // launch is the runtime call with the row's correlation id (correlated 1), the row's own begin without one (a
+    // CPU row to HTA's filter, correlated 0), null when the correlation has no call in the file.
+    if (auto it = rt->metadata.find("hta_stream_rows"); imported && it != rt->metadata.end() && it->is_array())
+        for (const auto& row : *it) {
+            if (!row.is_array() || row.size() < 6 || !row[0].is_number_integer() || !row[1].is_number_integer())
+                continue;
+            const int64_t begin = row[0].get<int64_t>() - clock, end = row[1].get<int64_t>() - clock;
+            const int64_t stream = row[2].is_number_integer() ? row[2].get<int64_t>() : -1;
+            const int64_t called = row[4].is_number_integer() ? row[4].get<int64_t>() - clock : INT64_MIN;
+            if (filter && (called == INT64_MIN || !launched_in_window(called))) continue;
+            const std::string name = row[3].is_string() ? row[3].get<std::string>() : std::string();
+            const int step = called == INT64_MIN ? 0 : step_at(called);
+            add(begin, end, called, -1, step, hta_kernel_type(name, Lane::device))->in_idle_breakdown = false;
+            if (row[5] == 1 && stream > 0 && step != 0) listed.insert(step);
+        }
+    if (info) {
+        std::set<int> used;
+        for (const Span& s : steps)
+            if (!window && (!filter || s.step != last_step)) used.insert(s.step);
+        if (imported) used = window ? std::set<int>{} : listed;
+        info->kineto_steps.clear();
+        for (int n : used) info->kineto_steps.push_back(n - offset);
+        info->steps_rule = window ? std::string("no ProfilerStep: every kernel, and no step listed, as HTA")
+                           : filter
+                               ? fmt::format("kernels launched before ProfilerStep#{} (the last) began, as HTA keeps",
+                                             last_step - offset)
+                               : std::string("fewer than two ProfilerSteps: every kernel, as HTA keeps");
+        if (imported && !window && listed.empty() && !steps.empty())
+            info->steps_rule += "; none listed: HTA gives a step only to kernels on a stream above 0";
     }
     return out;
 }
@@ -148,6 +216,7 @@ HtaFigures hta_figures(std::vector<HtaKernel> kernels, const HtaOptions& options
     // Idle breakdown (BreakdownAnalysis._analyze_idle_time_for_stream): per stream, in begin order, the gap from
     // the previous kernel's end to this one's begin is host wait when this kernel was launched after the previous
     // one ended, else kernel wait when shorter than consecutive_kernel_delay, else other.
+    std::erase_if(kernels, [](const HtaKernel& k) { return !k.in_idle_breakdown; });
     bool any_launch = false;
     for (const HtaKernel& k : kernels) any_launch |= k.launch != INT64_MIN;
     if (any_launch) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "profiler/trace/launch_times.h"
@@ -29,7 +30,15 @@ struct HtaKernel {
     int stream = 0;
     int step = 0;  // our 1-based step
     HtaKernelType type = HtaKernelType::computation;
+    // False for the rows HTA's temporal breakdown counts but its idle breakdown does not (categories other than
+    // kernel, memcpy, memset: a cuda_sync "Stream Sync", a cpu_op carrying args.stream).
+    bool in_idle_breakdown = true;
 };
+
+// HTA's parser reads Kineto's microseconds as float64 and, in a file with fractional timestamps, keeps ceil(ts)
+// and floor(ts + dur) of those doubles (trace_parser.py round_down_time_stamps). Near 1.7e15 us (epoch times) a
+// double resolves only 0.25 us, so this is not the decimal text rounded: the [begin, end) in ns HTA ends up with.
+std::pair<int64_t, int64_t> hta_rounded(int64_t begin_ns, int64_t end_ns);
 
 struct HtaFigures {
     double kernel_time_us = 0;                    // from the first kernel's start to the last one's end
@@ -64,7 +73,11 @@ struct HtaOptions {
 };
 
 // The rank's kernels HTA would keep: those launched before the last ProfilerStep began (HTA's loader drops the
-// last iteration and what follows it), all of them when the trace has fewer than two steps.
+// last iteration and what follows it), all of them when the trace has fewer than two steps. On an imported trace,
+// as HTA's loader (Trace._filter_irrelevant_gpu_kernels) does with two steps or more, also without the device
+// rows whose correlation id has no runtime call in the file (launched before the profiler started); plus the rows
+// the reader kept aside because they carry args.stream (RankMetadata key "hta_stream_rows"), which HTA counts as
+// GPU time whatever their category.
 std::vector<HtaKernel> hta_kernels(const TraceStore& store, int rank, const HtaOptions& options, HtaBreakdown* info);
 
 HtaFigures hta_figures(std::vector<HtaKernel> kernels, const HtaOptions& options = {});

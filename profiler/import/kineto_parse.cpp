@@ -51,6 +51,9 @@ bool category_of(const std::string& cat, KinetoCat& out) {
                                                                    {"Memcpy", KinetoCat::gpu_memcpy},
                                                                    {"Memset", KinetoCat::gpu_memset},
                                                                    {"Runtime", KinetoCat::cuda_runtime},
+                                                                   // Meta's MTIA: device work and its runtime calls
+                                                                   {"mtia_ccp_events", KinetoCat::kernel},
+                                                                   {"mtia_runtime", KinetoCat::cuda_runtime},
                                                                    {"Operator", KinetoCat::cpu_op}};
     for (const auto& [name, c] : known)
         if (cat == name) return out = c, true;
@@ -62,6 +65,20 @@ int16_t clamp16(int64_t v) { return v < 0 || v > 32767 ? int16_t(-1) : int16_t(v
 // The integer after `"key":` in an event's text (the [memory] args "Bytes" and "Addr"), without building a JSON
 // tree per event: false when absent or not an integer (an address above 2^63 keeps its bits). An empty key reads
 // the text itself as the integer.
+// Whether HTA's parser gets a stream from args.stream (normalize_gpu_stream_numbers: Python's int() of it, -1 when
+// that fails): a number, or a string of decimal digits; ROCm's "0x0" is no stream to HTA.
+bool hta_reads_stream(std::string_view text) {
+    size_t at = text.find("\"stream\"");
+    if (at == std::string_view::npos) return true;
+    at += 8;
+    while (at < text.size() && (text[at] == ' ' || text[at] == ':' || text[at] == '\t' || text[at] == '\n')) ++at;
+    if (at >= text.size() || text[at] != '"') return true;
+    size_t digits = 0, i = at + 1;
+    if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) ++digits;
+    return digits > 0 && i < text.size() && text[i] == '"';
+}
+
 bool int_field(std::string_view text, std::string_view key, int64_t& out) {
     size_t at = key.empty() ? 0 : text.find(key);
     if (at == std::string_view::npos) return false;
@@ -172,12 +189,17 @@ struct EventCollector {
             return;
         }
         if (e.cat == "Trace") return;  // the profiler's own span over its window
-        KinetoCat cat;
+        KinetoCat cat = KinetoCat::step;
         const bool is_step = e.name.rfind("ProfilerStep#", 0) == 0;
-        if (is_step)
-            cat = KinetoCat::step;
-        else if (!category_of(e.cat, cat))
-            return void(++f.unknown_categories[e.cat.empty() ? "(none)" : e.cat]);
+        const bool known = is_step || category_of(e.cat, cat);
+        if (e.stream >= 0 && !(known && is_device_cat(cat)) && e.has_ts && e.dur_ns >= 0 &&
+            e.ts_ns <= INT64_MAX - e.dur_ns && hta_reads_stream(text)) {
+            KinetoSpan r;
+            r.begin = e.ts_ns, r.end = e.ts_ns + e.dur_ns;
+            r.stream = e.stream, r.correlation = e.correlation, r.name = f.intern(e.name);
+            f.stream_rows.push_back(r);
+        }
+        if (!known) return void(++f.unknown_categories[e.cat.empty() ? "(none)" : e.cat]);
         if (!e.has_ts) return void(++f.bad_times);
         if (e.dur_ns < 0) return void(++f.negative_durations);
         int64_t end = 0;

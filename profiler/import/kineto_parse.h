@@ -85,6 +85,10 @@ struct KinetoFile {
     nlohmann::json distributed_info;                     // null when absent
     nlohmann::json device_properties;                    // null when absent
     nlohmann::json versions = nlohmann::json::object();  // small top-level scalars (schemaVersion, versions ...)
+    // Rows that carry args.stream but are not kernels, memcpy or memset (cuda_sync's "Stream Sync", a cpu_op with a
+    // stream): not device work to us, GPU time to HTA's temporal breakdown (hta_breakdown.h); begin, end, stream,
+    // name and correlation set.
+    std::vector<KinetoSpan> stream_rows;
     uint64_t json_bytes = 0, events = 0;
     uint64_t python_functions = 0, negative_durations = 0, bad_times = 0;
     std::map<std::string, uint64_t> unknown_categories;

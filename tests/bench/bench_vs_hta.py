@@ -2,28 +2,46 @@
 """Ultrascope's HTA-style figures next to HTA's own (Holistic Trace Analysis 0.5.0, PyPI) on the same Kineto traces:
 per rank, HTA's temporal breakdown, comm/comp overlap and idle-time breakdown beside `ultrascope report DIR --json`'s
 `ranks[i].hta`, with the difference in points, each side's wall time, speed and peak RSS. HTA runs in a child process
-of its own venv (build/hta-venv, made here if missing); `--out` writes HTA's raw figures (tests/data/kineto/hta_reference.json).
+of its own venv (build/hta-venv, made here if missing: HolisticTraceAnalysis==0.5.0 with pandas<3). `--all` takes every
+trace folder under tests/data/kineto/hta (HTA's own test traces, see its README) and the gloo/CPU folders of
+tests/data/kineto; `--out` writes HTA's raw figures (tests/data/kineto/hta_reference.json, made with `--all --out`);
+`--compare-out` writes both sides' figures per rank with the differences in points, and ultrascope's refusals;
+`--parity-md` writes them as one Markdown table per trace folder (the tables of docs/hta-parity.md).
 `--synthetic RANKSxMB` (e.g. 2x100) instead compares on a generated run of RANKS files of MB MB of JSON each, written by
 build/bin/bench_kineto_open (bench_kineto_read's generator: a GPU step's event mix), gzip: the two sides' wall time
 and peak RSS on traces of the size people open.
 
 What HTA 0.5.0 computes (read from its source, hta/analyzers/*.py, hta/common/trace*.py, hta/utils/utils.py), so the
 C++ side can match it:
-- Parsing: events without `dur` (instants, [memory], flows) and `python_function` are dropped. Float `ts` (ns
-  fractions) are rounded inwards to whole microseconds: ts' = ceil(ts), end' = floor(ts + dur), dur' = end' - ts'.
-  Integer ts are kept. All ranks are shifted by the smallest ts over all ranks. The rank is the first `"rank": N`
-  in the file (distributedInfo), else 0; HTA reads only the top level of trace_dir (*.json, *.gz).
-- GPU events = rows with an integer `args.stream` >= 0 and `args.correlation` >= 0 (kernels, gpu_memcpy, gpu_memset,
-  and anything else carrying a stream). CPU events = the rest (plus "Event Sync"/"Context Sync" counted as GPU).
+- Parsing: events without `dur` (instants, [memory], flows), of cat "Trace" and `python_function` are dropped. When
+  any ts of a file is a JSON float, all are rounded inwards to whole microseconds: ts' = ceil(ts), end' =
+  floor(ts + dur), dur' = end' - ts', in float64 arithmetic on the parsed doubles, not on the decimal text: near
+  1.7e15 us (epoch microseconds, hta/ns_resolution_trace) a double holds a ts only to 0.25 us, so e.g. a ts written
+  ...675.123 is ...675.0 to HTA and rounds to ...675, not ...676. Integer ts are kept. All ranks are shifted by
+  the smallest ts over all ranks. The rank is the first match of the regex `"rank":\s+(\d+)` (at least one blank
+  after the colon) in the file, read line by line (distributedInfo), else 0 (two files of one rank: the later one
+  listed wins); HTA reads only the top level of trace_dir (every name ending in .json or .gz, traces or not).
+- GPU events (for the filtering below) = rows with an integer `args.stream` >= 0 and `args.correlation` >= 0
+  (kernels, gpu_memcpy, gpu_memset, cuda_sync events carrying a stream, MTIA's mtia_ccp_events, and anything else
+  carrying both), plus "Event Sync"/"Context Sync" by name. CPU events = the rest.
 - Iteration filtering (Trace._filter_irrelevant_gpu_kernels, only when >1 distinct ProfilerStep names exist):
   per rank, last = the ProfilerStep with the largest ts; CPU events with ts >= last.ts are dropped, and GPU events
-  are kept only if their `correlation` matches a kept CPU event (the launching cuda_runtime call). So every analysis
-  below uses all steps but the last one, plus kernels launched before the first ProfilerStep; uncorrelated GPU
-  events are dropped.
+  are kept only if their `correlation` matches a kept CPU event (the launching cuda_runtime/cuda_driver call, on any
+  thread), once per match. So every analysis below uses all steps but the last one, plus kernels launched before
+  the first ProfilerStep; GPU events whose correlation has no CPU event in the file (launched before the profiler
+  started: hta/negative_queue_length_values_check has 872, hta/trace_diff_test 614, hta/trace_compare_* 16 each)
+  are dropped. With one ProfilerStep or none nothing is filtered.
+- Steps (the `steps` figure): HTA's add_iteration gives a GPU row the iteration of its launch only when its stream is
+  > 0; stream-0 rows (hta/amd_trace: ROCm) get none, so HTA lists no steps there; traces without ProfilerStep list
+  none either.
 - Kernel classes (by name): communication = re `^nccl.*Kernel`; memory = `^Memcpy|^Memset|^dma`; computation = none
   of those and not re.match `(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)` (i.e. not containing "Memcpy", not
   starting "Memset", not containing "Sync"); other = the rest.
-- Temporal breakdown (per rank, over the kept window, not per iteration): kernel_time = end of the last GPU event -
+- Temporal breakdown (per rank, over the kept window, not per iteration): its "GPU events" are every kept row whose
+  `args.stream` is not -1, correlation or not, whatever its cat: also cuda_sync rows carrying a stream ("Stream
+  Sync", "Context Sync": non-compute; "Stream Wait Event": computation, as no "Sync" is in its name; the
+  hta/critical_path_* traces) and CPU ops carrying `args.stream` (hta/triton_example's cpu_op
+  "triton_poi_fused_add_cos_sin_0", stream 0, 94 us: computation). kernel_time = end of the last GPU event -
   start of the first (after merging overlapping intervals of all GPU events, all streams); idle = kernel_time -
   merged busy time; compute = merged time of computation kernels; non_compute = kernel_time - compute - idle.
   Percentages are of kernel_time. (HTA labels them "(us)": they are the trace's microseconds.)
@@ -51,6 +69,19 @@ HTA_VERSION = "0.5.0"
 NOT_TRACES = ("meta.json", "scenarios.json", "hta_reference.json")
 DEFAULT_DIRS = ["tests/data/kineto/hta/trace_filter_sampled", "tests/data/kineto/hta/nccl_parser_config",
                 "tests/data/kineto/ddp", "tests/data/kineto/pipeline_1f1b"]
+# The gloo/CPU runs of tests/data/kineto (no kernels: HTA's kernel-based figures are empty there) that --all adds to
+# every folder of HTA's own traces (tests/data/kineto/hta/*).
+CPU_DIRS = ["tests/data/kineto/ddp", "tests/data/kineto/fsdp2", "tests/data/kineto/pipeline_gpipe",
+            "tests/data/kineto/pipeline_1f1b", "tests/data/kineto/pipeline_interleaved",
+            "tests/data/kineto/tp/iteration_4", "tests/data/kineto/dp2_tp2/iteration_4"]
+
+
+def all_dirs():
+    """Every folder of tests/data/kineto/hta holding trace files, then CPU_DIRS (repository-relative)."""
+    root = os.path.join(REPO, "tests/data/kineto/hta")
+    hta = sorted(os.path.relpath(os.path.join(root, d), REPO) for d in os.listdir(root)
+                 if os.path.isdir(os.path.join(root, d)) and trace_files(os.path.join(root, d)))
+    return hta + CPU_DIRS
 
 
 # ---------------- the HTA child (runs inside the HTA venv) ----------------
@@ -110,7 +141,8 @@ def ensure_hta_venv(venv):
     if subprocess.run([py, "-c", probe], capture_output=True).returncode != 0:
         print(f"making {venv} with HolisticTraceAnalysis=={HTA_VERSION} from PyPI", flush=True)
         subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-        subprocess.run([py, "-m", "pip", "install", "--quiet", f"HolisticTraceAnalysis=={HTA_VERSION}"], check=True)
+        subprocess.run([py, "-m", "pip", "install", "--quiet", f"HolisticTraceAnalysis=={HTA_VERSION}", "pandas<3"],
+                       check=True)
     return py
 
 
@@ -174,20 +206,24 @@ def run_ultrascope(binary, d, tmp):
         return {"error": f"no binary at {binary} (ninja -C build ultrascope)"}
     out = os.path.join(tmp, "ultrascope.json")
     rc, wall, rss, err = run_measured([binary, "report", d, "--json"], stdout_path=out)
+    lines = [x for x in err.strip().splitlines() if x.strip()]
     if rc != 0:
-        lines = [x for x in err.strip().splitlines() if x.strip()]
-        return {"error": f"exit {rc}: {lines[-1][:160] if lines else 'no message'}", "wall_s": wall}
+        return {"error": f"exit {rc}: {lines[-1] if lines else 'no message'}", "wall_s": wall, "stderr": lines}
     try:
         rep = json.load(open(out))
     except json.JSONDecodeError as e:
         return {"error": f"stdout is not JSON ({e})", "wall_s": wall}
-    ranks = {}
+    ranks, listed = {}, []
     for i, r in enumerate(rep.get("ranks", [])):
-        if isinstance(r, dict) and isinstance(r.get("hta"), dict):
-            ranks[int(r.get("rank", i))] = r["hta"]
+        if isinstance(r, dict):
+            listed.append(int(r.get("rank", i)))
+            if isinstance(r.get("hta"), dict):
+                ranks[int(r.get("rank", i))] = r["hta"]
+    warnings = [str(w) for w in rep.get("warnings", [])]
     if not ranks:
-        return {"error": "the report has no ranks[].hta object", "wall_s": wall, "peak_rss_mib": rss}
-    return {"ranks": ranks, "wall_s": wall, "peak_rss_mib": rss}
+        return {"error": f"the report has no ranks[].hta object (ranks listed: {listed})", "wall_s": wall,
+                "peak_rss_mib": rss, "stderr": lines, "warnings": warnings}
+    return {"ranks": ranks, "wall_s": wall, "peak_rss_mib": rss, "stderr": lines, "warnings": warnings}
 
 
 METRICS = ["kernel_time_us", "idle_time_us", "compute_time_us", "non_compute_time_us", "comp_comm_overlap_pct",
@@ -230,6 +266,8 @@ def print_dir(d, mb, hta, us):
         print(f"  ultrascope: not available ({us['error']})")
     else:
         print(f"  ultrascope: {us['wall_s']:.2f} s ({mb / us['wall_s']:.2f} MB/s), peak RSS {us['peak_rss_mib']:.0f} MiB")
+    for w in us.get("warnings", []):
+        print(f"  ultrascope warning: {w}")
     if "error" in hta:
         return
     for rank in hta["ranks"]:
@@ -248,6 +286,61 @@ def print_dir(d, mb, hta, us):
                   f"{fmt(diff, 10)}")
 
 
+def compare_entry(hta, us):
+    """Both sides' figures per rank for --compare-out: HTA's, ultrascope's, and ultrascope - HTA in points."""
+    entry = {"ultrascope_error": us.get("error"), "ultrascope_stderr": us.get("stderr", []),
+             "ultrascope_warnings": us.get("warnings", [])}
+    if "error" in hta:
+        entry["hta_error"] = hta["error"]
+        return entry
+    entry["hta_errors"] = {n: hta[n]["error"] for n in ("temporal_breakdown", "comm_comp_overlap",
+                                                        "idle_time_breakdown") if isinstance(hta.get(n), dict)}
+    entry["ranks"] = {}
+    for rank in hta["ranks"]:
+        h = hta_rank_figures(hta, rank)
+        u = us.get("ranks", {}).get(rank)
+        row = {"hta": h, "ultrascope": u, "diff_pts": {}}
+        for m in METRICS:
+            hp, up = as_points(h, m), as_points(u, m) if u else None
+            both = isinstance(hp, (int, float)) and isinstance(up, (int, float)) and hp == hp and up == up
+            row["diff_pts"][m] = round(up - hp, 4) if both else None
+        entry["ranks"][str(rank)] = row
+    return entry
+
+
+def parity_markdown(compare, command):
+    """One Markdown table per folder: each figure as HTA gives it and as ultrascope does, equal or not."""
+    def cell(v):
+        if v is None:
+            return "none"
+        if isinstance(v, float) and v == int(v) and abs(v) < 1e15:
+            return str(int(v))
+        return str(v)
+    out = [f"Written by `{command}`.", ""]
+    for d, entry in compare["dirs"].items():
+        out += [f"### `{d}`", ""]
+        if entry.get("hta_error"):
+            out += [f"HTA: {entry['hta_error']}", ""]
+            continue
+        if entry.get("hta_errors"):
+            out += ["HTA: " + "; ".join(f"{k}: {v}" for k, v in sorted(entry["hta_errors"].items())) + ". ultrascope: "
+                    + (entry.get("ultrascope_error") or "figures") + ".", ""]
+            if all(not (r.get("ultrascope") or {}) for r in entry["ranks"].values()):
+                continue
+        out += ["| rank | figure | HTA 0.5.0 | ultrascope | equal |", "| --- | --- | --- | --- | --- |"]
+        for rank, row in entry["ranks"].items():
+            h, u = row["hta"], row["ultrascope"] or {}
+            for m in ["steps"] + METRICS:
+                hv, uv = (h.get("steps"), u.get("steps")) if m == "steps" else (get(h, m), get(u, m))
+                if m == "comp_comm_overlap_pct" and isinstance(uv, float):
+                    uv = round(uv, 2)  # HTA rounds it to two decimals
+                same = hv == uv or (isinstance(hv, (int, float)) and isinstance(uv, (int, float))
+                                    and abs(hv - uv) < 1e-6)
+                out.append(f"| {rank} | {m} | {cell(hv)} | {cell(uv)} | {'yes' if same else '**no**'} |")
+        out.append("")
+    return "\n".join(out)
+
+
 def machine_line():
     cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, python {platform.python_version()}"
@@ -255,23 +348,36 @@ def machine_line():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("dirs", nargs="*", default=DEFAULT_DIRS, help="trace folders (one file per rank)")
-    ap.add_argument("--ultrascope", default=os.path.join(REPO, "build/bin/ultrascope"))
+    ap.add_argument("dirs", nargs="*", help="trace folders (one file per rank); default: " + " ".join(DEFAULT_DIRS))
+    ap.add_argument("--all", action="store_true", help="every folder of tests/data/kineto/hta, then the CPU runs")
+    default_binary = os.path.join(REPO, "build/bin/ultrascope")
+    if not os.path.exists(default_binary) and os.path.exists(os.path.join(REPO, "build-gpu/bin/ultrascope")):
+        default_binary = os.path.join(REPO, "build-gpu/bin/ultrascope")
+    ap.add_argument("--ultrascope", default=default_binary, help="the binary (default build/bin, else build-gpu/bin)")
     ap.add_argument("--hta-venv", default=os.path.join(REPO, "build/hta-venv"))
     ap.add_argument("--synthetic", metavar="RANKSxMB", help="compare on a generated run instead, e.g. 2x100")
     ap.add_argument("--out", help="write HTA's raw figures here as JSON (tests/data/kineto/hta_reference.json)")
+    ap.add_argument("--compare-out", help="write both sides' figures per rank and their differences here as JSON")
+    ap.add_argument("--parity-md", help="write both sides' figures as one Markdown table per folder here")
     ap.add_argument("--hta-child", nargs=2, metavar=("STAGE_DIR", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.hta_child:
         return hta_child(*args.hta_child)
+    if args.all and args.dirs:
+        ap.error("--all takes no folders")
+    command = "python3 tests/bench/bench_vs_hta.py " + ("--all" if args.all else " ".join(args.dirs or DEFAULT_DIRS))
+    args.dirs = all_dirs() if args.all else (args.dirs or DEFAULT_DIRS)
     py = ensure_hta_venv(args.hta_venv)
     print(f"machine: {machine_line()}")
     head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     print(f"ultrascope: {args.ultrascope} (source at commit {head.stdout.strip() or '?'}); HTA {HTA_VERSION}")
     reference = {"hta_version": HTA_VERSION, "machine": machine_line(), "dirs": {},
-                 "command": "python3 tests/bench/bench_vs_hta.py " + " ".join(args.dirs) + " --out FILE",
+                 "command": command + " --out FILE",
                  "note": "HTA's own figures (TraceAnalysis on each folder's trace files); per_rank has them in the "
                          "shape of ultrascope report --json's ranks[i].hta; times are the traces' microseconds"}
+    compare = {"hta_version": HTA_VERSION, "ultrascope": args.ultrascope, "machine": machine_line(), "dirs": {},
+               "note": "per rank: HTA's figures, ultrascope's (report --json ranks[i].hta) and ultrascope - HTA in "
+                       "percent points (times as % of each side's kernel_time, the overlap as is)"}
     with tempfile.TemporaryDirectory(prefix="bench-vs-hta-") as tmp:
         if args.synthetic:
             ranks, mb_each = args.synthetic.lower().split("x")
@@ -300,11 +406,21 @@ def main():
                                                   "comm_comp_overlap", "idle_time_breakdown", "versions")})
                 entry["per_rank"] = {str(r): hta_rank_figures(hta, r) for r in hta["ranks"]}
             reference["dirs"][rel] = entry
+            compare["dirs"][rel] = compare_entry(hta, us)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(reference, f, indent=1, sort_keys=True)
             f.write("\n")
         print(f"\nHTA's figures written to {args.out}")
+    if args.compare_out:
+        with open(args.compare_out, "w") as f:
+            json.dump(compare, f, indent=1, sort_keys=True, default=str)
+            f.write("\n")
+        print(f"both sides' figures written to {args.compare_out}")
+    if args.parity_md:
+        with open(args.parity_md, "w") as f:
+            f.write(parity_markdown(compare, command) + "\n")
+        print(f"the Markdown tables written to {args.parity_md}")
     return 0
 
 

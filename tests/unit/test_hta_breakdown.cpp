@@ -208,3 +208,62 @@ TEST_CASE("imported traces: a kernel's launch is the launch call inside the op t
     CHECK(*b->total.kernel_wait_us == Approx(0));
     CHECK(*b->total.other_us == Approx(0));
 }
+
+TEST_CASE("HTA rounds the float64 of Kineto's microseconds, not their decimal text", "[cpu][hta]") {
+    // ns_resolution_trace's epoch times: 1712171498675123.123 us is 1712171498675123.0 as a double (0.25 us apart
+    // there), so HTA's ceil gives ...123, not the text's ...124.
+    const int64_t begin = 1712171498675123123;
+    const auto [b, e] = hta_rounded(begin, begin + 1'800);
+    CHECK(b == 1712171498675123000);
+    CHECK(e == 1712171498675124000);  // floor(...123.0 + 1.8 = ...124.75 as a double)
+    // Small times are exact: a sub-microsecond kernel gets a negative length, as in HTA.
+    CHECK(hta_rounded(1'000'400, 1'000'600) == std::pair<int64_t, int64_t>{1'001'000, 1'000'000});
+}
+
+TEST_CASE("imported traces: HTA drops kernels without their runtime call and counts rows carrying a stream",
+          "[cpu][hta]") {
+    // ProfilerStep#0..#2 ([0,10) [10,20) [20,30) ms), stream 7. Kernels: A [1,3) launched at 0.5, B [4,5) whose
+    // correlation has no runtime call, C [12,14) launched at 11, D [21,22) launched in the last step at 20.5.
+    SyntheticRank r(0);
+    r.step(0, 10, 1), r.step(10, 20, 2), r.step(20, 30, 3);
+    auto kernel = [&](double b, double e, int step, double launch_ms) {
+        r.kernel(b, e, 0, "gelu_kernel", step);
+        if (launch_ms >= 0) r.last_span().launch_lead = uint32_t((b - launch_ms) * 1e6) + 1;
+    };
+    kernel(1, 3, 1, 0.5), kernel(4, 5, 1, -1), kernel(12, 14, 2, 11), kernel(21, 22, 3, 20.5);
+    // Rows the reader kept aside: a Stream Sync [5,6) (called at 4.5), a Stream Wait Event [15,16) (at 14.5), a
+    // Context Sync without its call, and a cpu_op with args.stream 0 [16,17) (no correlation: its own time).
+    const std::string meta = R"({"rank": 0, "world_size": 1, "source": "kineto", "streams": [7],
+        "run": {"source": "kineto", "steps_from": "ProfilerStep", "kineto_step_offset": 1},
+        "hta_stream_rows": [[5000000, 6000000, 7, "Stream Sync", 4500000, 1],
+                            [15000000, 16000000, 7, "Stream Wait Event", 14500000, 1],
+                            [7000000, 8000000, 7, "Context Sync", null, 1],
+                            [16000000, 17000000, 0, "triton_poi_fused_0", 16000000, 0]]})";
+    const auto b = hta_breakdown(store_of(r, meta), 0);
+    REQUIRE(b.has_value());
+    CHECK(b->kineto_steps == std::vector<int>{0, 1});  // A's and C's (and the Stream Wait Event's) steps
+    // Kept: A, the Stream Sync (other), C, the Stream Wait Event and the cpu_op (computation, no "Sync" in them).
+    CHECK(b->total.kernels == 5);
+    CHECK(b->total.kernel_time_us == Approx(16000));
+    CHECK(b->total.idle_time_us == Approx(9000));
+    CHECK(b->total.compute_time_us == Approx(6000));
+    CHECK(b->total.non_compute_time_us == Approx(1000));
+    // The idle breakdown takes only kernels, memcpys and memsets: A then C, C called after A ended.
+    REQUIRE(b->total.host_wait_us.has_value());
+    CHECK(*b->total.host_wait_us == Approx(9000));
+    CHECK(*b->total.kernel_wait_us == Approx(0));
+    CHECK(*b->total.other_us == Approx(0));
+}
+
+TEST_CASE("imported traces without ProfilerStep list no steps, as HTA", "[cpu][hta]") {
+    SyntheticRank r(0);
+    r.step(0, 10, 1);  // the reader's step over the whole window
+    r.kernel(1, 3, 0, "gelu_kernel", 1);
+    r.last_span().launch_lead = 500001;
+    const auto b = hta_breakdown(store_of(r, R"({"rank": 0, "world_size": 1, "source": "kineto", "streams": [7],
+        "run": {"source": "kineto", "steps_from": "window", "kineto_step_offset": 1}})"),
+                                 0);
+    REQUIRE(b.has_value());
+    CHECK(b->kineto_steps.empty());
+    CHECK(b->total.kernel_time_us == Approx(2000));
+}

@@ -1,7 +1,9 @@
-// Our HTA figures (hta_breakdown.h) on real Kineto traces, once the Kineto reader (profiler/import, branch h-kineto)
-// is in the build: HTA's own A100 traces (tests/data/kineto/hta) against HTA 0.5.0's figures for them
-// (tests/data/kineto/hta_reference.json, from tests/bench/bench_vs_hta.py), and the pipelines of real PyTorch
-// pipeline-parallel runs (tests/data/kineto/pipeline_*) found from their sends and receives.
+// Our HTA figures (hta_breakdown.h) on real Kineto traces, once the Kineto reader (profiler/import) is in the
+// build: every folder of HTA's own test traces (tests/data/kineto/hta: A100, V100, MI250, MTIA) against HTA 0.5.0's
+// figures for them (tests/data/kineto/hta_reference.json, from tests/bench/bench_vs_hta.py), and the pipelines of
+// real PyTorch pipeline-parallel runs (tests/data/kineto/pipeline_*) found from their sends and receives.
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "profiler/analysis/hta_breakdown.h"
@@ -19,23 +21,50 @@ namespace {
 
 const std::string kKineto = std::string(US_TEST_DATA_DIR) + "/kineto/";
 
-[[maybe_unused]] double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
-
 }  // namespace
 
-TEST_CASE("our HTA figures on HTA's own traces equal HTA 0.5.0's within a point", "[cpu][hta][kineto]") {
+// Figures of ours allowed to differ from HTA's, each with its reason (docs/hta-parity.md): none at present.
+struct KnownDifference {
+    const char* dir;
+    const char* key;
+    const char* why;
+};
+constexpr KnownDifference kKnownDifferences[] = {{"", "", ""}};
+
+bool known_difference(const std::string& dir, const std::string& key) {
+    for (const KnownDifference& d : kKnownDifferences)
+        if (dir == d.dir && key == d.key) return true;
+    return false;
+}
+
+// HTA 0.5.0's own figures, by folder (tests/data/kineto/hta_reference.json).
+nlohmann::json hta_reference_dirs() {
+    std::ifstream in(kKineto + "hta_reference.json");
+    REQUIRE(in.good());
+    return nlohmann::json::parse(in)["dirs"];
+}
+
+// Every folder of tests/data/kineto/hta, key by key against HTA 0.5.0's own output (hta_reference.json, written by
+// tests/bench/bench_vs_hta.py --all --out). Both sides count whole microseconds (HTA's parser rounds every time to
+// one, and so do we, as it does), so the times must be equal (a margin of 1e-6 us only absorbs the division by
+// 1000); HTA rounds the overlap to two decimals, so ours must round to the same (margin 0.005 points).
+TEST_CASE("our HTA figures on HTA's own traces equal HTA 0.5.0's", "[cpu][hta][kineto]") {
 #ifndef US_HAVE_KINETO_READER
     us::test::skip_test("the Kineto reader (profiler/import/run_files.h) is not in this build");
 #else
-    std::ifstream in(kKineto + "hta_reference.json");
-    REQUIRE(in.good());
-    const nlohmann::json ref = nlohmann::json::parse(in);
-    for (const std::string dir : {"hta/trace_filter_sampled", "hta/nccl_parser_config"}) {
+    const nlohmann::json ref = hta_reference_dirs();
+    std::vector<std::string> dirs;
+    for (const auto& entry : std::filesystem::directory_iterator(kKineto + "hta"))
+        if (entry.is_directory()) dirs.push_back("hta/" + entry.path().filename().string());
+    std::sort(dirs.begin(), dirs.end());
+    CHECK(dirs.size() == 19);
+    for (const std::string& dir : dirs) {
         INFO(dir);
+        REQUIRE(ref.contains("tests/data/kineto/" + dir));  // every folder has HTA's figures
+        const nlohmann::json& per_rank = ref["tests/data/kineto/" + dir]["per_rank"];
         TraceStore store;
         load_run({kKineto + dir}, store);
         store.finalize();
-        const nlohmann::json& per_rank = ref["dirs"]["tests/data/kineto/" + dir]["per_rank"];
         REQUIRE(per_rank.size() == store.ranks().size());
         for (const auto& [rank_text, theirs] : per_rank.items()) {
             const int rank = std::stoi(rank_text);
@@ -43,31 +72,42 @@ TEST_CASE("our HTA figures on HTA's own traces equal HTA 0.5.0's within a point"
             const auto b = hta_breakdown(store, rank);
             REQUIRE(b.has_value());
             const nlohmann::json ours = hta_json(*b);
-            CHECK(ours["steps"] == theirs["steps"]);
-            const double k_ours = ours["kernel_time_us"], k_theirs = theirs["kernel_time_us"];
-            CHECK(k_ours == Approx(k_theirs).epsilon(0.01));
-            for (const char* key : {"idle_time_us", "compute_time_us", "non_compute_time_us"}) {
-                INFO(key);
-                CHECK(pct(ours[key], k_ours) == Approx(pct(theirs[key], k_theirs)).margin(1.0));
-            }
-            REQUIRE(ours["comp_comm_overlap_pct"].is_null() == theirs["comp_comm_overlap_pct"].is_null());
-            if (!theirs["comp_comm_overlap_pct"].is_null())
-                CHECK(ours["comp_comm_overlap_pct"].get<double>() ==
-                      Approx(theirs["comp_comm_overlap_pct"].get<double>()).margin(1.0));
-            // The idle breakdown needs launch times, which the store does not keep for imported traces yet: unknown
-            // (null) on our side until it does (docs/formulas.md), compared when known.
-            const nlohmann::json& io = ours["idle_breakdown"];
-            const nlohmann::json& it = theirs["idle_breakdown"];
-            if (!io["host_wait_us"].is_null()) {
-                const double to = io["host_wait_us"].get<double>() + io["kernel_wait_us"].get<double>() +
-                                  io["other_us"].get<double>();
-                const double tt = it["host_wait_us"].get<double>() + it["kernel_wait_us"].get<double>() +
-                                  it["other_us"].get<double>();
-                for (const char* key : {"host_wait_us", "kernel_wait_us", "other_us"})
-                    CHECK(pct(io[key], to) == Approx(pct(it[key], tt)).margin(1.0));
-            } else {
-                CHECK(io["kernel_wait_us"].is_null());
-            }
+            auto compare = [&](const std::string& key, const nlohmann::json& o, const nlohmann::json& t,
+                               double margin) {
+                INFO(key << ": ours " << o.dump() << ", HTA's " << t.dump());
+                if (known_difference(dir, key)) return;
+                REQUIRE(o.is_null() == t.is_null());
+                if (!t.is_null()) CHECK(o.get<double>() == Approx(t.get<double>()).margin(margin));
+            };
+            if (!known_difference(dir, "steps")) CHECK(ours["steps"] == theirs["steps"]);
+            for (const char* key : {"kernel_time_us", "idle_time_us", "compute_time_us", "non_compute_time_us"})
+                compare(key, ours[key], theirs[key], 1e-6);
+            compare("comp_comm_overlap_pct", ours["comp_comm_overlap_pct"], theirs["comp_comm_overlap_pct"], 0.005);
+            for (const char* key : {"host_wait_us", "kernel_wait_us", "other_us"})
+                compare(std::string("idle_breakdown.") + key, ours["idle_breakdown"][key],
+                        theirs["idle_breakdown"][key], 1e-6);
+        }
+    }
+#endif
+}
+
+// HTA's figures need GPU events: on the gloo/CPU runs HTA 0.5.0 fails (hta_reference.json keeps its errors) and
+// our report has no hta object.
+TEST_CASE("no HTA figures on CPU-only traces, as HTA gives none", "[cpu][hta][kineto]") {
+#ifndef US_HAVE_KINETO_READER
+    us::test::skip_test("the Kineto reader (profiler/import/run_files.h) is not in this build");
+#else
+    const nlohmann::json ref = hta_reference_dirs();
+    for (const std::string dir : {"ddp", "pipeline_1f1b"}) {
+        INFO(dir);
+        const nlohmann::json& entry = ref["tests/data/kineto/" + dir];
+        CHECK(entry["temporal_breakdown"].contains("error"));
+        TraceStore store;
+        load_run({kKineto + dir}, store);
+        store.finalize();
+        for (const auto& [rank_text, theirs] : entry["per_rank"].items()) {
+            CHECK_FALSE(theirs.contains("kernel_time_us"));
+            CHECK_FALSE(hta_breakdown(store, std::stoi(rank_text)).has_value());
         }
     }
 #endif
