@@ -12,8 +12,9 @@
 int main(int argc, char** argv) {
     us::app::ReportWorkers workers;
     try {
-        CLI::App cli{"One worker of a distributed `ultrascope report` (started by `ultrascope report` under mpirun or srun)",
-                     "ultrascope-report-worker"};
+        CLI::App cli{
+            "One worker of a distributed `ultrascope report` (started by `ultrascope report` under mpirun or srun)",
+            "ultrascope-report-worker"};
         std::vector<std::string> paths;
         bool json = false, no_cache = false;
         int threads = 0;

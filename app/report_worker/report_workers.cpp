@@ -107,8 +107,8 @@ prof::RunDigests gather_digests(prof::RunDigests mine, const ReportWorkers& w) {
               [](const prof::RankDigest& a, const prof::RankDigest& b) { return a.rank < b.rank; });
     for (size_t i = 1; i < out.ranks.size(); ++i)
         if (out.ranks[i].rank == out.ranks[i - 1].rank)
-            out.errors.push_back(fmt::format("'{}' and '{}' both claim rank {}: give one file per rank", out.ranks[i - 1].file,
-                                             out.ranks[i].file, out.ranks[i].rank));
+            out.errors.push_back(fmt::format("'{}' and '{}' both claim rank {}: give one file per rank",
+                                             out.ranks[i - 1].file, out.ranks[i].file, out.ranks[i].rank));
     out.ranks.erase(std::unique(out.ranks.begin(), out.ranks.end(),
                                 [](const prof::RankDigest& a, const prof::RankDigest& b) { return a.rank == b.rank; }),
                     out.ranks.end());

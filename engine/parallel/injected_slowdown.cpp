@@ -15,7 +15,8 @@ InjectedSlowdown::InjectedSlowdown(Backend& backend, double factor) : m_be(backe
     if (!active()) return;
     const int64_t n = int64_t(kSide) * kSide;
     m_buffers = m_be.allocator().allocate(size_t(3 * n) * 4, MemCategory::workspace, "injected slowdown (--slow-rank)");
-    m_a = m_buffers.view(DType::f32, 0, n), m_b = m_buffers.view(DType::f32, n, n), m_c = m_buffers.view(DType::f32, 2 * n, n);
+    m_a = m_buffers.view(DType::f32, 0, n), m_b = m_buffers.view(DType::f32, n, n),
+    m_c = m_buffers.view(DType::f32, 2 * n, n);
     m_be.fill_zero(m_buffers.view(DType::f32, 0, 3 * n));
 }
 

@@ -58,8 +58,15 @@ private:
 
 nlohmann::json figures_json(const HtaFigures& f) {
     auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
-    return {f.kernel_time_us, f.idle_time_us,       f.compute_time_us, f.non_compute_time_us,
-            opt(f.comp_comm_overlap_pct), opt(f.host_wait_us), opt(f.kernel_wait_us), opt(f.other_us), f.kernels};
+    return {f.kernel_time_us,
+            f.idle_time_us,
+            f.compute_time_us,
+            f.non_compute_time_us,
+            opt(f.comp_comm_overlap_pct),
+            opt(f.host_wait_us),
+            opt(f.kernel_wait_us),
+            opt(f.other_us),
+            f.kernels};
 }
 
 HtaFigures figures_from_json(const nlohmann::json& j) {
@@ -78,7 +85,8 @@ void merge_async_gloo(std::vector<DigestCollective>& collectives, const std::set
     std::vector<DigestCollective> merged;
     for (const DigestCollective& c : collectives) {
         const bool is_work = work.count({c.begin, c.end}) > 0;
-        auto issue = std::find_if(merged.rbegin(), merged.rend(), [&](const DigestCollective& m) { return m.group == c.group; });
+        auto issue =
+            std::find_if(merged.rbegin(), merged.rend(), [&](const DigestCollective& m) { return m.group == c.group; });
         if (is_work && issue != merged.rend() && !work.count({issue->begin, issue->end}) && issue->end <= c.end &&
             issue->op == c.op) {
             issue->end = c.end;
@@ -97,7 +105,9 @@ std::vector<DigestStep> RankDigest::steady() const {
     return {steps.begin() + 1, steps.end()};
 }
 
-RankDigest make_digest(const TraceStore& store, int rank) { return make_digest(store, rank, analyze_steps(store, rank)); }
+RankDigest make_digest(const TraceStore& store, int rank) {
+    return make_digest(store, rank, analyze_steps(store, rank));
+}
 
 RankDigest make_digest(const TraceStore& store, int rank, const std::vector<StepBreakdown>& steps) {
     const RankTrace* rt = store.rank(rank);
@@ -109,7 +119,8 @@ RankDigest make_digest(const TraceStore& store, int rank, const std::vector<Step
     d.source = rt->imported() ? "kineto" : store.is_prediction() ? "planner" : "engine";
     d.device = rt->has_device_spans();
     d.world_size = store.world_size();
-    if (rt->info.clock) d.clock_offset_ns = rt->info.clock->offset_ns, d.clock_uncertainty_ns = rt->info.clock->uncertainty_ns;
+    if (rt->info.clock)
+        d.clock_offset_ns = rt->info.clock->offset_ns, d.clock_uncertainty_ns = rt->info.clock->uncertainty_ns;
     GroupTable groups(*rt, d);
     std::map<int32_t, int32_t> next_index;                  // per group slot
     std::map<std::pair<int32_t, bool>, int32_t> next_peer;  // per (peer, send)
@@ -133,8 +144,8 @@ RankDigest make_digest(const TraceStore& store, int rank, const std::vector<Step
     // On a GPU with NCCL kernels the device's record is the truth; elsewhere the collective spans (the engine's,
     // or gloo's) and the pipeline's transfers.
     const bool device_comm = !rt->lanes[size_t(Lane::device_comm)].spans().empty();
-    for (const Lane lane : device_comm ? std::vector<Lane>{Lane::device_comm, Lane::p2p}
-                                       : std::vector<Lane>{Lane::comm, Lane::p2p})
+    for (const Lane lane :
+         device_comm ? std::vector<Lane>{Lane::device_comm, Lane::p2p} : std::vector<Lane>{Lane::comm, Lane::p2p})
         for (const Span& s : rt->lanes[size_t(lane)].spans()) add(s, lane);
     auto by_begin = [](const auto& a, const auto& b) { return a.begin < b.begin; };
     // A trace's events need not come in time order; the k-th is counted in time.
@@ -168,24 +179,25 @@ nlohmann::json digest_json(const RankDigest& d) {
     for (const DigestTransfer& t : d.transfers)
         transfers.push_back({t.peer, t.send, t.index, t.step, int(t.phase), t.bytes, t.begin, t.end});
     for (const DigestOp& o : d.ops) ops.push_back({o.name, int(o.op), o.calls, o.self_s});
-    return {{"version", RankDigest::kVersion},
-            {"rank", d.rank},
-            {"label", d.label},
-            {"coords", d.coords},
-            {"source", d.source},
-            {"device", d.device},
-            {"world_size", d.world_size},
-            {"clock_offset_ns", d.clock_offset_ns ? nlohmann::json(*d.clock_offset_ns) : nlohmann::json()},
-            {"clock_uncertainty_ns", d.clock_uncertainty_ns ? nlohmann::json(*d.clock_uncertainty_ns) : nlohmann::json()},
-            {"file", d.file},
-            {"file_bytes", d.file_bytes},
-            {"file_mtime_ns", d.file_mtime_ns},
-            {"groups", groups},
-            {"steps", steps},
-            {"collectives", collectives},
-            {"transfers", transfers},
-            {"ops", ops},
-            {"hta", d.hta ? figures_json(*d.hta) : nlohmann::json()}};
+    return {
+        {"version", RankDigest::kVersion},
+        {"rank", d.rank},
+        {"label", d.label},
+        {"coords", d.coords},
+        {"source", d.source},
+        {"device", d.device},
+        {"world_size", d.world_size},
+        {"clock_offset_ns", d.clock_offset_ns ? nlohmann::json(*d.clock_offset_ns) : nlohmann::json()},
+        {"clock_uncertainty_ns", d.clock_uncertainty_ns ? nlohmann::json(*d.clock_uncertainty_ns) : nlohmann::json()},
+        {"file", d.file},
+        {"file_bytes", d.file_bytes},
+        {"file_mtime_ns", d.file_mtime_ns},
+        {"groups", groups},
+        {"steps", steps},
+        {"collectives", collectives},
+        {"transfers", transfers},
+        {"ops", ops},
+        {"hta", d.hta ? figures_json(*d.hta) : nlohmann::json()}};
 }
 
 RankDigest digest_from_json(const nlohmann::json& j) {
@@ -201,8 +213,8 @@ RankDigest digest_from_json(const nlohmann::json& j) {
         d.file = j.at("file"), d.file_bytes = j.at("file_bytes"), d.file_mtime_ns = j.at("file_mtime_ns");
         for (const auto& g : j.at("groups")) d.groups.push_back({g.at(0), g.at(1), g.at(2)});
         for (const auto& s : j.at("steps"))
-            d.steps.push_back({s.at(0), s.at(1), s.at(2), s.at(3), s.at(4), s.at(5), s.at(6), s.at(7), s.at(8),
-                               s.at(9), s.at(10)});
+            d.steps.push_back(
+                {s.at(0), s.at(1), s.at(2), s.at(3), s.at(4), s.at(5), s.at(6), s.at(7), s.at(8), s.at(9), s.at(10)});
         const int32_t groups = int32_t(d.groups.size());
         for (const auto& c : j.at("collectives")) {
             DigestCollective x;

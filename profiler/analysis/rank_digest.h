@@ -47,13 +47,12 @@ struct DigestTransfer {
 struct DigestStep {
     int32_t step = 0;
     int64_t begin = 0, end = 0;
-    double wall_s = 0, compute_s = 0, comm_s = 0, exposed_s = 0, idle_s = 0, bubble_s = 0, p2p_s = 0,
-           overlapped_s = 0;
+    double wall_s = 0, compute_s = 0, comm_s = 0, exposed_s = 0, idle_s = 0, bubble_s = 0, p2p_s = 0, overlapped_s = 0;
 };
 
 struct DigestGroup {
-    std::string key;        // the instance: the same string on every rank of it
-    std::string name;       // as the report names it ("dp", "0 (world) default_pg", "unnamed group ...")
+    std::string key;         // the instance: the same string on every rank of it
+    std::string name;        // as the report names it ("dp", "0 (world) default_pg", "unnamed group ...")
     std::vector<int> ranks;  // its members where the trace says (imported process groups), else empty
 };
 
@@ -66,14 +65,14 @@ struct DigestOp {
 struct RankDigest {
     static constexpr int kVersion = 1;
     int rank = 0;
-    std::string label;  // "rank 3 (dp 1, pp 0)"
+    std::string label;                                 // "rank 3 (dp 1, pp 0)"
     nlohmann::json coords = nlohmann::json::object();  // the grid's, where known (the engine's); {} imported
     std::string source;                                // "engine", "kineto", "planner"
     int world_size = 0;                                // as the rank's trace says (0 unknown)
     bool device = false;                               // compute from a GPU's kernels
     std::optional<int64_t> clock_offset_ns;            // the trace's own, where it has one
     std::optional<int64_t> clock_uncertainty_ns;
-    std::string file;                                  // the file it was made from ("" in memory)
+    std::string file;  // the file it was made from ("" in memory)
     uint64_t file_bytes = 0;
     int64_t file_mtime_ns = 0;
     std::vector<DigestGroup> groups;

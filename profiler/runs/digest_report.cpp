@@ -76,7 +76,9 @@ nlohmann::json digest_report_json(const DigestReport& r) {
         const Steady s = steady_of(d);
         nlohmann::json ops = nlohmann::json::array();
         for (const DigestOp& o : d.ops)
-            ops.push_back({{"name", o.name}, {"class", kOpClassNames[size_t(o.op)]}, {"calls_per_step", o.calls},
+            ops.push_back({{"name", o.name},
+                           {"class", kOpClassNames[size_t(o.op)]},
+                           {"calls_per_step", o.calls},
                            {"self_s_per_step", o.self_s}});
         nlohmann::json hta;
         if (d.hta)
@@ -134,32 +136,34 @@ std::string format_digest_report(const DigestReport& r) {
         walls.push_back(x.wall_s), idles.push_back(x.idle_s), exposed.push_back(x.exposed_s);
     }
     const auto shown = shown_ranks(r, 16);
-    s += fmt::format("\nTime per rank, summed over the steady steps (measured; {} of {} ranks shown: the most to blame "
-                     "and the most idle, every rank in --json):\n",
-                     shown.size(), run.ranks.size());
-    s += fmt::format("  {:<24} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "rank", "wall s", "compute s", "overlap s", "exposed s",
-                     "idle s");
+    s += fmt::format(
+        "\nTime per rank, summed over the steady steps (measured; {} of {} ranks shown: the most to blame "
+        "and the most idle, every rank in --json):\n",
+        shown.size(), run.ranks.size());
+    s += fmt::format("  {:<24} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "rank", "wall s", "compute s", "overlap s",
+                     "exposed s", "idle s");
     for (const RankDigest* d : shown) {
         const Steady x = steady_of(*d);
         s += fmt::format("  {:<24} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}\n", d->label, x.wall_s, x.compute_s,
                          x.overlapped_s, x.exposed_s, x.idle_s);
     }
     if (!walls.empty())
-        s += fmt::format("  over all ranks: wall median {:.3f} s (max {:.3f}), idle median {:.3f} s (p90 {:.3f}, max "
-                         "{:.3f}), exposed median {:.3f} s (max {:.3f})\n",
-                         quantile(walls, 0.5), quantile(walls, 1.0), quantile(idles, 0.5), quantile(idles, 0.9),
-                         quantile(idles, 1.0), quantile(exposed, 0.5), quantile(exposed, 1.0));
+        s += fmt::format(
+            "  over all ranks: wall median {:.3f} s (max {:.3f}), idle median {:.3f} s (p90 {:.3f}, max "
+            "{:.3f}), exposed median {:.3f} s (max {:.3f})\n",
+            quantile(walls, 0.5), quantile(walls, 1.0), quantile(idles, 0.5), quantile(idles, 0.9),
+            quantile(idles, 1.0), quantile(exposed, 0.5), quantile(exposed, 1.0));
     // Where the compute goes on the rank most to blame (else the busiest): its digest keeps the leading rows.
     const RankDigest* focus = nullptr;
     for (const RankDigest& d : run.ranks)
         if (!r.blame.stragglers.empty() && d.rank == r.blame.stragglers.front().rank) focus = &d;
     if (!focus && !run.ranks.empty())
-        focus = &*std::max_element(run.ranks.begin(), run.ranks.end(), [](auto& a, auto& b) {
-            return steady_of(a).compute_s < steady_of(b).compute_s;
-        });
+        focus = &*std::max_element(run.ranks.begin(), run.ranks.end(),
+                                   [](auto& a, auto& b) { return steady_of(a).compute_s < steady_of(b).compute_s; });
     if (focus && !focus->ops.empty()) {
-        s += fmt::format("\nWhere the compute goes on {} ({}), per steady step (measured; the digest's leading rows):\n",
-                         focus->label, r.blame.culprit ? "the rank most to blame" : "the busiest rank");
+        s +=
+            fmt::format("\nWhere the compute goes on {} ({}), per steady step (measured; the digest's leading rows):\n",
+                        focus->label, r.blame.culprit ? "the rank most to blame" : "the busiest rank");
         for (const DigestOp& o : focus->ops)
             s += fmt::format("  {:<60} {:<11} {:>8.1f} calls {:>10.3f} ms\n", o.name.substr(0, 60),
                              kOpClassNames[size_t(o.op)], o.calls, o.self_s * 1e3);
@@ -172,12 +176,14 @@ std::string format_digest_report(const DigestReport& r) {
             if (d.hta->comp_comm_overlap_pct) overlap.push_back(*d.hta->comp_comm_overlap_pct);
         }
     if (!idle_pct.empty())
-        s += fmt::format("\nGPU time as Holistic Trace Analysis defines it, over {} ranks (measured): idle {:.1f}% median "
-                         "({:.1f}% max); comm/comp overlap {} median\n",
-                         idle_pct.size(), quantile(idle_pct, 0.5), quantile(idle_pct, 1.0),
-                         overlap.empty() ? std::string("unknown") : fmt::format("{:.1f}%", quantile(overlap, 0.5)));
-    s += "\nFull spans are loaded for no rank here: `ultrascope report RUN --rank R` opens rank R whole, the GUI's Ranks "
-         "view any rank you pick.\n";
+        s += fmt::format(
+            "\nGPU time as Holistic Trace Analysis defines it, over {} ranks (measured): idle {:.1f}% median "
+            "({:.1f}% max); comm/comp overlap {} median\n",
+            idle_pct.size(), quantile(idle_pct, 0.5), quantile(idle_pct, 1.0),
+            overlap.empty() ? std::string("unknown") : fmt::format("{:.1f}%", quantile(overlap, 0.5)));
+    s +=
+        "\nFull spans are loaded for no rank here: `ultrascope report RUN --rank R` opens rank R whole, the GUI's Ranks "
+        "view any rank you pick.\n";
     for (const auto& e : run.errors) s += "\nerror: " + e + "\n";
     for (const auto& w : run.warnings) s += "\nwarning: " + w + "\n";
     return s;

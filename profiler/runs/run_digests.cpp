@@ -35,7 +35,7 @@ struct FileKey {
 };
 
 bool file_key(const std::string& path, FileKey& key) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return false;
     key.size = uint64_t(st.st_size);
     key.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
@@ -109,12 +109,14 @@ void leave_out_other_runs(RunDigests& out) {
     for (const RankDigest& d : out.ranks)
         if (d.world_size > 0) ++sizes[d.world_size];
     if (sizes.size() < 2) return;
-    const int world = std::max_element(sizes.begin(), sizes.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+    const int world =
+        std::max_element(sizes.begin(), sizes.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
     std::erase_if(out.ranks, [&](const RankDigest& d) {
         if (d.world_size <= 0 || d.world_size == world) return false;
-        out.errors.push_back(fmt::format("'{}': rank {} says a world of {} ranks where the run's other files say {}: "
-                                         "from another run? left out",
-                                         d.file, d.rank, d.world_size, world));
+        out.errors.push_back(
+            fmt::format("'{}': rank {} says a world of {} ranks where the run's other files say {}: "
+                        "from another run? left out",
+                        d.file, d.rank, d.world_size, world));
         return true;
     });
 }
@@ -147,8 +149,9 @@ RunDigests digest_run(const std::vector<std::string>& paths, const DigestOptions
         std::vector<std::string> mine;
         for (size_t i = 0; i < run.files.size(); ++i)
             if (int(i % size_t(std::max(1, workers))) == worker) mine.push_back(run.files[i]);
-        const int threads = std::clamp<int>(options.threads > 0 ? options.threads : int(std::thread::hardware_concurrency()),
-                                            1, std::max<int>(1, int(mine.size())));
+        const int threads =
+            std::clamp<int>(options.threads > 0 ? options.threads : int(std::thread::hardware_concurrency()), 1,
+                            std::max<int>(1, int(mine.size())));
         std::atomic<size_t> next{0};
         std::mutex mutex;
         RankClaims claims;
@@ -201,7 +204,8 @@ RunDigests digest_run(const std::vector<std::string>& paths, const DigestOptions
         work();
         for (auto& t : pool) t.join();
     }
-    std::sort(out.ranks.begin(), out.ranks.end(), [](const RankDigest& a, const RankDigest& b) { return a.rank < b.rank; });
+    std::sort(out.ranks.begin(), out.ranks.end(),
+              [](const RankDigest& a, const RankDigest& b) { return a.rank < b.rank; });
     leave_out_other_runs(out);
     std::sort(out.errors.begin(), out.errors.end());
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -28,12 +28,12 @@ struct DigestOptions {
 };
 
 struct RunDigests {
-    std::vector<RankDigest> ranks;         // by rank
-    std::vector<std::string> warnings;     // as load_run's (the reader's), plus the cache's
-    std::vector<std::string> errors;       // one per file that could not be read, naming it; the rest are analysed
-    size_t from_cache = 0, made = 0;       // digests read from the cache, and made from their traces now
-    uint64_t trace_bytes = 0;              // on disk, every file
-    uint64_t digest_bytes = 0;             // the digests' compact size
+    std::vector<RankDigest> ranks;      // by rank
+    std::vector<std::string> warnings;  // as load_run's (the reader's), plus the cache's
+    std::vector<std::string> errors;    // one per file that could not be read, naming it; the rest are analysed
+    size_t from_cache = 0, made = 0;    // digests read from the cache, and made from their traces now
+    uint64_t trace_bytes = 0;           // on disk, every file
+    uint64_t digest_bytes = 0;          // the digests' compact size
     double seconds = 0;
 };
 

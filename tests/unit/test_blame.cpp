@@ -98,10 +98,8 @@ TEST_CASE("blame names the rank the others wait for in every step, with what the
 
 TEST_CASE("blame names no one when noise picks a different rank each step, and says which rule failed", "[cpu]") {
     // each step a different rank is 20 ms late: every rank is last once, the waits are 2% of a step
-    std::vector<std::vector<double>> arrive = {{0.5, 0.52, 0.5, 0.5, 0.5},
-                                               {0.5, 0.5, 0.52, 0.5, 0.5},
-                                               {0.5, 0.5, 0.5, 0.52, 0.5},
-                                               {0.5, 0.5, 0.5, 0.5, 0.52}};
+    std::vector<std::vector<double>> arrive = {
+        {0.5, 0.52, 0.5, 0.5, 0.5}, {0.5, 0.5, 0.52, 0.5, 0.5}, {0.5, 0.5, 0.5, 0.52, 0.5}, {0.5, 0.5, 0.5, 0.5, 0.52}};
     const Blame b = blame(data_parallel(arrive));
     CHECK_FALSE(b.culprit);
     CHECK(b.collectives_matched == 4);
@@ -114,10 +112,8 @@ TEST_CASE("blame names no one when noise picks a different rank each step, and s
 
 TEST_CASE("blame does not name a rank for one hiccup, however long", "[cpu]") {
     // rank 1 stalls 0.4 s in step 3 alone: most of the waiting, far more than anyone else, but in one step
-    std::vector<std::vector<double>> arrive = {{0.5, 0.5, 0.5, 0.51, 0.5},
-                                               {0.5, 0.5, 0.9, 0.5, 0.5},
-                                               {0.5, 0.51, 0.5, 0.5, 0.5},
-                                               {0.5, 0.5, 0.5, 0.5, 0.51}};
+    std::vector<std::vector<double>> arrive = {
+        {0.5, 0.5, 0.5, 0.51, 0.5}, {0.5, 0.5, 0.9, 0.5, 0.5}, {0.5, 0.51, 0.5, 0.5, 0.5}, {0.5, 0.5, 0.5, 0.5, 0.51}};
     const Blame b = blame(data_parallel(arrive));
     CHECK_FALSE(b.culprit);
     REQUIRE_FALSE(b.stragglers.empty());
@@ -163,7 +159,8 @@ TEST_CASE("a digest survives its JSON and its compact bytes, and bad bytes are a
     d.clock_offset_ns = 42, d.clock_uncertainty_ns = 7;
     d.ops.push_back({"matmul", OpClass::gemm, 12, 0.25});
     DigestTransfer t;
-    t.peer = 0, t.send = true, t.index = 0, t.step = 2, t.phase = Phase::forward, t.bytes = 4096, t.begin = 5, t.end = 9;
+    t.peer = 0, t.send = true, t.index = 0, t.step = 2, t.phase = Phase::forward, t.bytes = 4096, t.begin = 5,
+    t.end = 9;
     d.transfers.push_back(t);
     HtaFigures f;
     f.kernel_time_us = 10, f.idle_time_us = 2, f.comp_comm_overlap_pct = 33.0, f.kernels = 5;

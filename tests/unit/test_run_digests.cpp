@@ -98,7 +98,7 @@ TEST_CASE("digest_run names a file that repeats a rank and one from another run,
     const std::string dir = copy_run("blame/ddp_no_culprit", "digests-strays");
     const std::string data = std::string(US_TEST_DATA_DIR) + "/kineto/blame/";
     fs::copy_file(data + "ddp_no_culprit/rank-1.json.gz", dir + "/rank-1-again.json.gz");  // rank 1 twice
-    fs::copy_file(data + "ddp_slow_rank_8/rank-5.json.gz", dir + "/rank-5.json.gz");      // an 8-rank run's rank 5
+    fs::copy_file(data + "ddp_slow_rank_8/rank-5.json.gz", dir + "/rank-5.json.gz");       // an 8-rank run's rank 5
     DigestOptions options;
     options.use_cache = false;
     const RunDigests run = digest_run({dir}, options);

@@ -19,7 +19,8 @@ std::pair<std::string, std::string> group_of(const prof::RankDigest& d, const st
     if (group_by.rfind("pg ", 0) == 0) {
         const std::string name = group_by.substr(3);
         for (const prof::DigestGroup& g : d.groups)
-            if (g.name == name) return {g.key, g.ranks.empty() ? g.name : fmt::format("{} {}", g.name, nlohmann::json(g.ranks).dump())};
+            if (g.name == name)
+                return {g.key, g.ranks.empty() ? g.name : fmt::format("{} {}", g.name, nlohmann::json(g.ranks).dump())};
         return {"~", "not in " + name};
     }
     const auto it = d.coords.find(group_by);
@@ -69,11 +70,20 @@ RanksModel build_ranks_model(const std::vector<prof::RankDigest>& digests, const
         for (const prof::DigestStep& s : digests[i].steps) {
             double v = 0;
             switch (figure) {
-                case RankFigure::compute: v = s.compute_s; break;
-                case RankFigure::exposed: v = s.exposed_s; break;
-                case RankFigure::bubble: v = s.bubble_s; break;
-                case RankFigure::idle: v = s.idle_s; break;
-                default: break;  // the waits come from the blame
+                case RankFigure::compute:
+                    v = s.compute_s;
+                    break;
+                case RankFigure::exposed:
+                    v = s.exposed_s;
+                    break;
+                case RankFigure::bubble:
+                    v = s.bubble_s;
+                    break;
+                case RankFigure::idle:
+                    v = s.idle_s;
+                    break;
+                default:
+                    break;  // the waits come from the blame
             }
             add(i, s.step, v);
         }

@@ -31,10 +31,10 @@ enum class RankOrder { rank, value, caused, count };
 inline constexpr const char* kRankOrderNames[] = {"rank", "the figure, most first", "waiting caused, most first"};
 
 struct RanksModel {
-    std::vector<int> steps;            // the columns
-    std::vector<size_t> rows;          // the rows, in order: indices into the digests
-    std::vector<float> cells;          // [row * steps.size() + column], seconds; < 0 where the rank lacks the step
-    std::vector<double> totals;        // per row: the figure summed over the steps
+    std::vector<int> steps;      // the columns
+    std::vector<size_t> rows;    // the rows, in order: indices into the digests
+    std::vector<float> cells;    // [row * steps.size() + column], seconds; < 0 where the rank lacks the step
+    std::vector<double> totals;  // per row: the figure summed over the steps
     float max_value = 0;
     std::vector<size_t> group_starts;  // the rows where a group begins (the first is 0)
     std::vector<std::string> group_labels;
