@@ -8,9 +8,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include "app/cli/commands.h"
+#include "app/launch/emulated_nodes.h"
 #include "app/launch/live_run.h"
 #include "app/launch/process_guard.h"
 #include "common/core/check.h"
@@ -56,6 +58,17 @@ int run_command(int argc, char** argv) {
         ->type_name("FILE");
     cli.add_option("--launcher", options.launch.launcher, "mpirun (default) or srun (inside a Slurm allocation)")
         ->type_name("L");
+    NodeLinks links;
+    links.nodes = 0;
+    cli.add_option("--nodes", links.nodes,
+                   "Emulate this many nodes on this machine (network namespaces, root; docs/nodes.md): ranks/nodes "
+                   "ranks each, in rank order")
+        ->type_name("N");
+    cli.add_option("--inter-node-gbps", links.inter_node_gbps, "With --nodes: the links between nodes, Gbit/s (tbf)")
+        ->type_name("G");
+    cli.add_option("--inter-node-latency-us", links.inter_node_latency_us,
+                   "With --nodes: one-way latency between nodes, us (netem, where the kernel has it)")
+        ->type_name("L");
     cli.footer("Any other argument is a flag of the launched run (ultrascope-train --help), checked before launch.");
     cli.allow_extras();
     try {
@@ -88,6 +101,20 @@ int run_command(int argc, char** argv) {
     }
     options.launch.train_args = train_args;
     install_stop_signals();  // before the launch: the run's process group is covered from its first moment
+    // Emulated nodes: made before the launch, removed when this function returns (or by the next run after a kill).
+    std::unique_ptr<EmulatedNodes> nodes;
+    US_CHECK_INPUT(links.nodes == 0 || (options.launch.hostfile.empty() && options.launch.launcher == "mpirun"),
+                   "--nodes emulates the hosts itself: leave out --hostfile and --launcher");
+    US_CHECK_INPUT(links.nodes > 0 || (links.inter_node_gbps == 0 && links.inter_node_latency_us == 0),
+                   "--inter-node-gbps and --inter-node-latency-us go with --nodes N");
+    if (links.nodes > 0) {
+        nodes = std::make_unique<EmulatedNodes>(links, options.launch.ranks);
+        options.launch.hostfile = nodes->hostfile();
+        options.launch.mpirun_args = nodes->mpirun_args();
+        options.launch.hosts_share_cores = true;
+        if (!cli.count("--listen")) options.listen_host = nodes->bridge_address();  // reachable from every node
+        std::fprintf(stderr, "ultrascope run: %s\n", nodes->describe().c_str());
+    }
     LiveRun run(options);
     const bool tty = isatty(fileno(stderr));
     std::fprintf(stderr, "ultrascope run: %d rank(s), %d thread(s) each; trace -> %s\n", options.launch.ranks,

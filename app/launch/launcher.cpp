@@ -89,7 +89,8 @@ void Launcher::start(const LaunchSpec& spec) {
     // Threads per rank: this machine's cores over the ranks on one host (all of them, unless a hostfile spreads them;
     // hosts are taken to be alike).
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-    const int ranks_per_host = hosts.empty() ? spec.ranks : (spec.ranks + int(hosts.size()) - 1) / int(hosts.size());
+    const int ranks_per_host =
+        hosts.empty() || spec.hosts_share_cores ? spec.ranks : (spec.ranks + int(hosts.size()) - 1) / int(hosts.size());
     m_threads = spec.threads_per_rank > 0 ? spec.threads_per_rank : std::max(1, cores / ranks_per_host);
     const bool threads_given =
         std::find(spec.train_args.begin(), spec.train_args.end(), "--threads") != spec.train_args.end();
@@ -112,6 +113,7 @@ void Launcher::start(const LaunchSpec& spec) {
     } else {
         m_argv = {mpirun, "-n", std::to_string(spec.ranks), "--oversubscribe", "--bind-to", "none"};
         if (!spec.hostfile.empty()) m_argv.insert(m_argv.end(), {"--hostfile", spec.hostfile});
+        m_argv.insert(m_argv.end(), spec.mpirun_args.begin(), spec.mpirun_args.end());
         // Shared-memory transport without the cross-memory-attach syscall, which containers often forbid.
         for (const char* a : {"--mca", "btl_vader_single_copy_mechanism", "none"}) m_argv.push_back(a);
         // mpirun hands ranks on other hosts only the variables named here: those set below, and a testing aid

@@ -15,14 +15,16 @@ namespace us::app {
 
 struct LaunchSpec {
     int ranks = 2;
-    std::vector<std::string> train_args;  // ultrascope-train flags
-    std::string connect;                  // HOST:PORT of the listener; empty: no live stream
-    std::string token;                    // handed to the ranks in ULTRASCOPE_TOKEN
-    int threads_per_rank = 0;             // 0: max(1, cores / ranks), unless train_args set --threads
-    std::string train_binary;             // empty: the ultrascope-train next to this program
-    std::string mpirun;                   // empty: `mpirun` on PATH (or $ULTRASCOPE_MPIRUN; srun: $ULTRASCOPE_SRUN)
-    std::string launcher = "mpirun";      // mpirun | srun (Slurm: the hosts are the allocation's)
-    std::string hostfile;                 // mpirun --hostfile: ranks on several hosts
+    std::vector<std::string> train_args;   // ultrascope-train flags
+    std::string connect;                   // HOST:PORT of the listener; empty: no live stream
+    std::string token;                     // handed to the ranks in ULTRASCOPE_TOKEN
+    int threads_per_rank = 0;              // 0: max(1, cores / ranks), unless train_args set --threads
+    std::string train_binary;              // empty: the ultrascope-train next to this program
+    std::string mpirun;                    // empty: `mpirun` on PATH (or $ULTRASCOPE_MPIRUN; srun: $ULTRASCOPE_SRUN)
+    std::string launcher = "mpirun";       // mpirun | srun (Slurm: the hosts are the allocation's)
+    std::string hostfile;                  // mpirun --hostfile: ranks on several hosts
+    std::vector<std::string> mpirun_args;  // more of mpirun's arguments (emulated nodes: the agent, the subnet)
+    bool hosts_share_cores = false;        // the hostfile's hosts are this machine's (emulated nodes)
 };
 
 // Checks what can be checked before anything starts (the launcher's name, a hostfile only with mpirun, the

@@ -1,6 +1,8 @@
 // Multi-host launches, checked on one machine: a hostfile of this machine runs; one naming other hosts is refused
 // until the listener is on an address they can reach; bad hostfiles name their line; --launcher srun builds the
 // srun command line (run here through a stand-in srun that hands it to mpirun).
+#include <unistd.h>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -78,4 +80,62 @@ TEST_CASE("ultrascope run --launcher srun: the srun command line, run through a 
     CHECK(used.find("--connect 127.0.0.2:") != std::string::npos);
     const auto j = nlohmann::json::parse(run_process(bin("ultrascope") + " report " + trace + " --json").output);
     CHECK(j["ranks"].size() == 2);
+}
+
+namespace {
+
+// Emulated nodes need root and network namespaces: the reason they cannot be made here, or "".
+std::string why_no_emulated_nodes() {
+    if (::geteuid() != 0) return "emulated nodes need root (CAP_NET_ADMIN)";
+    const ProcessResult probe = run_process("ip netns add us-probe-$$ && ip netns del us-probe-$$");
+    return probe.exit_code == 0 ? "" : "this machine cannot make network namespaces: " + probe.output;
+}
+
+std::string namespaces() { return run_process("ip netns list").output; }
+
+double steady_step_s(const std::string& trace) {
+    const auto j = nlohmann::json::parse(run_process(bin("ultrascope") + " report " + trace + " --json").output);
+    return j["throughput"]["step_s"].get<double>();
+}
+
+}  // namespace
+
+TEST_CASE("ultrascope run --nodes 2: one rank a node, over the emulated link, the same losses; nothing left after",
+          "[cpu][app][hosts][nodes]") {
+    if (const std::string why = why_no_emulated_nodes(); !why.empty()) skip_test(why);
+    const std::string before = namespaces();
+    const std::string one = temp_path("nodes-one-host.ustrace"), two = temp_path("nodes-two.ustrace"),
+                      slow = temp_path("nodes-slow-link.ustrace");
+    const ProcessResult local = run_process(run_tiny("--trace " + one));
+    REQUIRE(local.exit_code == 0);
+    const ProcessResult r = run_process(run_tiny("--nodes 2 --trace " + two));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("2 emulated nodes") != std::string::npos);
+    // the last step's loss, as the progress line prints it, equals the one-host run's
+    const auto last_loss = [](const std::string& out) { return out.substr(out.rfind("loss "), 11); };
+    CHECK(last_loss(r.output) == last_loss(local.output));
+    // rank 1 is on another host: its clock was measured by ping-pong across the link
+    const auto j = nlohmann::json::parse(run_process(bin("ultrascope") + " report " + two + " --json").output);
+    CHECK(j["ranks"][1]["clock_uncertainty_ns"].get<int64_t>() > 0);
+    // a 20 Mbit/s link makes the data-parallel all-reduce, and the step, far slower
+    const ProcessResult shaped = run_process(run_tiny("--nodes 2 --inter-node-gbps 0.02 --trace " + slow));
+    INFO(shaped.output);
+    REQUIRE(shaped.exit_code == 0);
+    CHECK(steady_step_s(slow) > 3 * steady_step_s(two));
+    CHECK(namespaces() == before);  // every namespace, link and qdisc removed
+}
+
+TEST_CASE("ultrascope run --nodes: bad requests are refused before anything is made", "[cpu][app][hosts][nodes]") {
+    const std::string before = namespaces();
+    for (const auto& [flags, says] :
+         std::vector<std::pair<std::string, std::string>>{{"--nodes 3", "do not split evenly"},
+                                                          {"--inter-node-gbps 1", "go with --nodes"},
+                                                          {"--nodes 2 --hostfile /dev/null", "leave out --hostfile"}}) {
+        const ProcessResult r = run_process(run_tiny(flags));
+        INFO(flags << "\n" << r.output);
+        CHECK(r.exit_code == 2);
+        CHECK(r.output.find(says) != std::string::npos);
+    }
+    CHECK(namespaces() == before);
 }

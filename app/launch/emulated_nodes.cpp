@@ -1,0 +1,234 @@
+// Nodes emulated with network namespaces, veth pairs, a bridge and tc (emulated_nodes.h).
+#include "app/launch/emulated_nodes.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/core/check.h"
+
+namespace us::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ToolResult {
+    int code = -1;
+    std::string output;  // stdout and stderr
+};
+
+// Runs `argv` (ip, tc) to completion, its output captured; code 127 when it cannot be started.
+ToolResult run_tool(const std::vector<std::string>& argv) {
+    int fds[2];
+    US_CHECK_INPUT(::pipe(fds) == 0, "pipe: {}", std::strerror(errno));
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(fds[1], 1), ::dup2(fds[1], 2);
+        ::close(fds[0]), ::close(fds[1]);
+        std::vector<char*> args;
+        for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        ::execvp(args[0], args.data());
+        _exit(127);
+    }
+    ::close(fds[1]);
+    ToolResult r;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) r.output.append(buf, size_t(n));
+    ::close(fds[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+std::string joined(const std::vector<std::string>& argv) {
+    std::string s;
+    for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
+    return s;
+}
+
+// Runs a setup step; UserError naming it when it fails.
+void must(const std::vector<std::string>& argv) {
+    const ToolResult r = run_tool(argv);
+    US_CHECK_INPUT(r.code == 0, "emulated nodes: `{}` failed ({}): {}", joined(argv), r.code,
+                   r.output.empty() ? "no output" : r.output);
+}
+
+// The process id in one of our names ("us1234n0", "us1234br"), or -1.
+long pid_in_name(const std::string& name) {
+    if (name.rfind("us", 0) != 0) return -1;
+    size_t i = 2;
+    long pid = 0;
+    while (i < name.size() && std::isdigit(uint8_t(name[i]))) pid = pid * 10 + (name[i++] - '0');
+    return i > 2 && i < name.size() && (name.compare(i, 1, "n") == 0 || name.compare(i, 2, "br") == 0) ? pid : -1;
+}
+
+bool alive(long pid) { return ::kill(pid_t(pid), 0) == 0 || errno == EPERM; }
+
+// A /24 of 10.77.0.0/16 that no interface of this namespace uses.
+std::string free_subnet(long pid) {
+    const std::string used = run_tool({"ip", "-o", "-4", "addr", "show"}).output;
+    for (int k = 0; k < 250; ++k) {
+        const int third = int((pid + k) % 250);
+        const std::string net = fmt::format("10.77.{}.", third);
+        if (used.find(" " + net) == std::string::npos) return net;
+    }
+    fail_user("emulated nodes: every 10.77.X.0/24 subnet is in use on this machine");
+}
+
+// Shapes the egress of `dev` (in namespace `netns`, "" this one): tbf at `gbps`, or netem with `delay_us` (and the
+// rate) where a latency is asked for.
+void shape(const std::string& netns, const std::string& dev, double gbps, double delay_us) {
+    std::vector<std::string> argv;
+    if (!netns.empty()) argv = {"ip", "netns", "exec", netns};
+    for (const char* a : {"tc", "qdisc", "add", "dev"}) argv.push_back(a);
+    argv.insert(argv.end(), {dev, "root"});
+    const std::string rate = fmt::format("{}mbit", std::max(1L, long(gbps * 1000)));
+    if (delay_us > 0) {
+        argv.insert(argv.end(), {"netem", "delay", fmt::format("{}us", long(delay_us))});
+        if (gbps > 0) argv.insert(argv.end(), {"rate", rate});
+    } else {
+        // a burst of at least one millisecond at the rate (and 64 KiB): tbf needs one above the link's MTU
+        const long burst = std::max(65536L, long(gbps * 1e9 / 8 / 1000));
+        argv.insert(argv.end(), {"tbf", "rate", rate, "burst", std::to_string(burst), "latency", "50ms"});
+    }
+    must(argv);
+}
+
+}  // namespace
+
+void EmulatedNodes::remove_stale() {
+    std::istringstream netns(run_tool({"ip", "netns", "list"}).output);
+    for (std::string line; std::getline(netns, line);) {
+        const std::string name = line.substr(0, line.find(' '));
+        if (const long pid = pid_in_name(name); pid > 0 && !alive(pid)) run_tool({"ip", "netns", "del", name});
+    }
+    std::istringstream links(run_tool({"ip", "-o", "link", "show", "type", "bridge"}).output);
+    for (std::string line; std::getline(links, line);) {  // "7: us1234br: <...>"
+        const size_t a = line.find(": "), b = line.find(':', a + 2);
+        if (a == std::string::npos || b == std::string::npos) continue;
+        const std::string name = line.substr(a + 2, b - a - 2);
+        if (const long pid = pid_in_name(name); pid > 0 && !alive(pid)) run_tool({"ip", "link", "del", name});
+    }
+}
+
+EmulatedNodes::EmulatedNodes(const NodeLinks& links, int ranks) : m_links(links) {
+    US_CHECK_INPUT(links.nodes >= 2 && links.nodes <= 64, "--nodes must be 2 to 64 (got {})", links.nodes);
+    US_CHECK_INPUT(ranks % links.nodes == 0,
+                   "--nodes {}: {} ranks do not split evenly over the nodes (each node holds ranks/nodes ranks, in "
+                   "rank order: tp innermost, so a tp group stays inside a node)",
+                   links.nodes, ranks);
+    US_CHECK_INPUT(links.inter_node_gbps >= 0 && links.inter_node_latency_us >= 0,
+                   "--inter-node-gbps and --inter-node-latency-us must not be negative");
+    US_CHECK_INPUT(::geteuid() == 0,
+                   "--nodes needs CAP_NET_ADMIN to make network namespaces and links: run as root (sudo "
+                   "ultrascope run --nodes ...), or on a real cluster use --hostfile or --launcher srun");
+    US_CHECK_INPUT(run_tool({"ip", "-V"}).code == 0, "--nodes needs `ip` and `tc`: apt-get install iproute2");
+    m_ranks_per_node = ranks / links.nodes;
+    remove_stale();
+    const long pid = long(::getpid());
+    m_prefix = fmt::format("us{}", pid);
+    m_bridge = m_prefix + "br";
+    const std::string net = free_subnet(pid);
+    m_subnet = net + "0/24", m_bridge_ip = net + "1";
+    try {
+        char tmpl[] = "/tmp/ultrascope-nodes-XXXXXX";
+        US_CHECK_INPUT(::mkdtemp(tmpl) != nullptr, "mkdtemp: {}", std::strerror(errno));
+        m_dir = tmpl;
+        must({"ip", "link", "add", m_bridge, "type", "bridge"});
+        must({"ip", "addr", "add", m_bridge_ip + "/24", "dev", m_bridge});
+        must({"ip", "link", "set", m_bridge, "up"});
+        for (int i = 0; i < links.nodes; ++i) {
+            const std::string node = fmt::format("{}n{}", m_prefix, i);
+            const std::string outside = fmt::format("{}v{}", m_prefix, i), inside = fmt::format("{}p{}", m_prefix, i);
+            must({"ip", "netns", "add", node});
+            m_nodes.push_back(node);
+            must({"ip", "link", "add", outside, "type", "veth", "peer", "name", inside});
+            must({"ip", "link", "set", inside, "netns", node});
+            must({"ip", "link", "set", outside, "master", m_bridge, "up"});
+            must({"ip", "netns", "exec", node, "ip", "addr", "add", fmt::format("{}{}/24", net, i + 2), "dev", inside});
+            must({"ip", "netns", "exec", node, "ip", "link", "set", inside, "up"});
+            must({"ip", "netns", "exec", node, "ip", "link", "set", "lo", "up"});
+            if (links.inter_node_gbps > 0 || links.inter_node_latency_us > 0) {
+                // both directions: half the latency each way, the rate on each
+                const double half = links.inter_node_latency_us / 2;
+                try {
+                    shape("", outside, links.inter_node_gbps, half);
+                    shape(node, inside, links.inter_node_gbps, half);
+                } catch (const UserError& e) {
+                    const bool no_netem = half > 0 && std::string(e.what()).find("netem") != std::string::npos;
+                    US_CHECK_INPUT(!no_netem,
+                                   "--inter-node-latency-us needs the kernel's netem qdisc (sch_netem), which this "
+                                   "kernel lacks (`modprobe sch_netem`, or leave the latency out: tbf still shapes "
+                                   "the bandwidth). {}",
+                                   e.what());
+                    throw;
+                }
+                m_netem = half > 0;
+            }
+        }
+        // Open MPI's rsh agent: "AGENT NODE COMMAND...": the command runs in the node's namespace, under its name.
+        m_agent = m_dir + "/node-agent.sh";
+        std::ofstream(m_agent)
+            << "#!/bin/sh\n# written by ultrascope run --nodes: runs a command on an emulated node\n"
+               "node=$1; shift\n"
+               "exec ip netns exec \"$node\" unshare --uts sh -c 'hostname \"$0\"; exec sh -c \"$*\"' "
+               "\"$node\" \"$@\"\n";
+        fs::permissions(m_agent, fs::perms::owner_all);
+        m_hostfile = m_dir + "/hostfile";
+        std::ofstream hosts(m_hostfile);
+        for (const std::string& node : m_nodes) hosts << node << " slots=" << m_ranks_per_node << "\n";
+    } catch (...) {
+        teardown();
+        throw;
+    }
+}
+
+EmulatedNodes::~EmulatedNodes() { teardown(); }
+
+void EmulatedNodes::teardown() noexcept {
+    try {
+        for (const std::string& node : m_nodes) run_tool({"ip", "netns", "del", node});  // its veth pair goes too
+        if (!m_bridge.empty()) run_tool({"ip", "link", "del", m_bridge});
+        if (!m_dir.empty()) fs::remove_all(m_dir);
+    } catch (...) {  // a teardown that fails leaves names the next run removes (remove_stale)
+    }
+    m_nodes.clear(), m_bridge.clear(), m_dir.clear();
+}
+
+std::vector<std::string> EmulatedNodes::mpirun_args() const {  // the hostfile goes as LaunchSpec::hostfile
+    return {"--mca",
+            "plm_rsh_agent",
+            m_agent,
+            "--mca",
+            "oob_tcp_if_include",
+            m_subnet,
+            "--mca",
+            "btl_tcp_if_include",
+            m_subnet,
+            "--mca",
+            "btl",
+            "self,vader,tcp"};
+}
+
+std::string EmulatedNodes::describe() const {
+    std::string link = m_links.inter_node_gbps > 0 ? fmt::format("{:g} Gbit/s", m_links.inter_node_gbps) : "unshaped";
+    if (m_links.inter_node_latency_us > 0)
+        link += fmt::format(", {:g} us one way (netem)", m_links.inter_node_latency_us);
+    return fmt::format("{} emulated nodes ({}), {} rank(s) each, inter-node links {} over {} (bridge {})",
+                       m_nodes.size(), joined(m_nodes), m_ranks_per_node, link, m_subnet, m_bridge_ip);
+}
+
+}  // namespace us::app

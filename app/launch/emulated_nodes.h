@@ -1,0 +1,53 @@
+// Nodes emulated on this machine (docs/nodes.md), Mininet-style: each node a network namespace with a hostname of
+// its own, joined to a bridge in this namespace by a veth pair; the inter-node links shaped with `tc` (tbf for
+// bandwidth; netem for latency where the kernel has it). Open MPI sees separate hosts: its rsh launcher reaches a
+// node through an agent script that enters the node's namespace, ranks on one node keep shared memory, and ranks on
+// different nodes talk TCP over the shaped links. Everything made here is removed when the object goes, and
+// whatever a killed run left (names carrying a process id that no longer runs) is removed by the next one.
+// Needs CAP_NET_ADMIN (root); UserError with what to do otherwise.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace us::app {
+
+struct NodeLinks {
+    int nodes = 2;
+    double inter_node_gbps = 0;        // 0: unshaped
+    double inter_node_latency_us = 0;  // 0: none (netem; refused where the kernel lacks it)
+};
+
+class EmulatedNodes {
+public:
+    // Creates the nodes; throws UserError (no CAP_NET_ADMIN, no `ip` or `tc`, no netem for a latency) with nothing
+    // left behind.
+    EmulatedNodes(const NodeLinks& links, int ranks);
+    ~EmulatedNodes();
+    EmulatedNodes(const EmulatedNodes&) = delete;
+    EmulatedNodes& operator=(const EmulatedNodes&) = delete;
+
+    const std::vector<std::string>& names() const { return m_nodes; }  // the nodes' hostnames (and namespaces)
+    const std::string& hostfile() const { return m_hostfile; }         // ranks/nodes slots each, in node order
+    const std::string& bridge_address() const { return m_bridge_ip; }  // this namespace's address on the bridge
+    const std::string& subnet() const { return m_subnet; }             // "10.77.X.0/24"
+    // mpirun's arguments to launch onto the nodes (the agent, TCP on the bridge's subnet only), beside hostfile().
+    std::vector<std::string> mpirun_args() const;
+    std::string describe() const;  // one line: nodes, ranks per node, the links
+
+    // Removes what earlier runs killed before their teardown left (namespaces and bridges of dead processes).
+    static void remove_stale();
+
+private:
+    void teardown() noexcept;
+
+    NodeLinks m_links;
+    int m_ranks_per_node = 1;
+    std::string m_prefix;  // "us<pid>"
+    std::string m_dir;     // the hostfile and the agent script
+    std::string m_hostfile, m_agent, m_bridge, m_bridge_ip, m_subnet;
+    std::vector<std::string> m_nodes;
+    bool m_netem = false;
+};
+
+}  // namespace us::app
