@@ -69,6 +69,10 @@ int run_command(int argc, char** argv) {
     cli.add_option("--inter-node-latency-us", links.inter_node_latency_us,
                    "With --nodes: one-way latency between nodes, us (netem, where the kernel has it)")
         ->type_name("L");
+    cli.add_option(
+           "--node-placement", links.placement,
+           "With --nodes: block (consecutive ranks a node: tp inside a node) or cyclic (rank r on node r mod N)")
+        ->type_name("P");
     cli.footer("Any other argument is a flag of the launched run (ultrascope-train --help), checked before launch.");
     cli.allow_extras();
     try {
@@ -105,8 +109,9 @@ int run_command(int argc, char** argv) {
     std::unique_ptr<EmulatedNodes> nodes;
     US_CHECK_INPUT(links.nodes == 0 || (options.launch.hostfile.empty() && options.launch.launcher == "mpirun"),
                    "--nodes emulates the hosts itself: leave out --hostfile and --launcher");
-    US_CHECK_INPUT(links.nodes > 0 || (links.inter_node_gbps == 0 && links.inter_node_latency_us == 0),
-                   "--inter-node-gbps and --inter-node-latency-us go with --nodes N");
+    US_CHECK_INPUT(links.nodes > 0 || (links.inter_node_gbps == 0 && links.inter_node_latency_us == 0 &&
+                                       !cli.count("--node-placement")),
+                   "--inter-node-gbps, --inter-node-latency-us and --node-placement go with --nodes N");
     if (links.nodes > 0) {
         nodes = std::make_unique<EmulatedNodes>(links, options.launch.ranks);
         options.launch.hostfile = nodes->hostfile();

@@ -130,6 +130,8 @@ EmulatedNodes::EmulatedNodes(const NodeLinks& links, int ranks) : m_links(links)
                    "--nodes {}: {} ranks do not split evenly over the nodes (each node holds ranks/nodes ranks, in "
                    "rank order: tp innermost, so a tp group stays inside a node)",
                    links.nodes, ranks);
+    US_CHECK_INPUT(links.placement == "block" || links.placement == "cyclic",
+                   "--node-placement is block or cyclic (got '{}')", links.placement);
     US_CHECK_INPUT(links.inter_node_gbps >= 0 && links.inter_node_latency_us >= 0,
                    "--inter-node-gbps and --inter-node-latency-us must not be negative");
     US_CHECK_INPUT(::geteuid() == 0,
@@ -209,26 +211,24 @@ void EmulatedNodes::teardown() noexcept {
 }
 
 std::vector<std::string> EmulatedNodes::mpirun_args() const {  // the hostfile goes as LaunchSpec::hostfile
-    return {"--mca",
-            "plm_rsh_agent",
-            m_agent,
-            "--mca",
-            "oob_tcp_if_include",
-            m_subnet,
-            "--mca",
-            "btl_tcp_if_include",
-            m_subnet,
-            "--mca",
-            "btl",
-            "self,vader,tcp"};
+    std::vector<std::string> args;
+    if (m_links.placement == "cyclic") args = {"--map-by", "node"};
+    for (const char* a : {"--mca", "plm_rsh_agent"}) args.push_back(a);
+    args.push_back(m_agent);
+    for (const char* flag : {"oob_tcp_if_include", "btl_tcp_if_include"})
+        args.insert(args.end(), {"--mca", flag, m_subnet});
+    args.insert(args.end(), {"--mca", "btl", "self,vader,tcp"});
+    return args;
 }
 
 std::string EmulatedNodes::describe() const {
     std::string link = m_links.inter_node_gbps > 0 ? fmt::format("{:g} Gbit/s", m_links.inter_node_gbps) : "unshaped";
     if (m_links.inter_node_latency_us > 0)
         link += fmt::format(", {:g} us one way (netem)", m_links.inter_node_latency_us);
-    return fmt::format("{} emulated nodes ({}), {} rank(s) each, inter-node links {} over {} (bridge {})",
-                       m_nodes.size(), joined(m_nodes), m_ranks_per_node, link, m_subnet, m_bridge_ip);
+    return fmt::format("{} emulated nodes ({}), {} rank(s) each ({}), inter-node links {} over {} (bridge {})",
+                       m_nodes.size(), joined(m_nodes), m_ranks_per_node,
+                       m_links.placement == "block" ? "consecutive ranks" : "rank r on node r mod N", link, m_subnet,
+                       m_bridge_ip);
 }
 
 }  // namespace us::app

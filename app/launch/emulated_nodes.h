@@ -16,6 +16,9 @@ struct NodeLinks {
     int nodes = 2;
     double inter_node_gbps = 0;        // 0: unshaped
     double inter_node_latency_us = 0;  // 0: none (netem; refused where the kernel lacks it)
+    // "block": ranks/nodes consecutive ranks a node (tp, innermost in the grid, stays inside a node); "cyclic": rank
+    // r on node r mod N (a tp group spread over the nodes, for the comparison)
+    std::string placement = "block";
 };
 
 class EmulatedNodes {

@@ -120,7 +120,8 @@ void mark_imported_unknowns(nlohmann::json& report, const TraceStore& store) {
                 rank[k] = unknown;
             // the engine's process groups (dp, tp, pp ...): an imported run's own groups are in
             // imported.ranks[].comm_by_process_group, by their names
-            for (const char* k : {"comm_bytes", "comm_by_group_s", "comm_exposed_by_group_s", "comm_wait_by_group_s"})
+            for (const char* k : {"comm_bytes", "comm_by_group_s", "comm_exposed_by_group_s", "comm_wait_by_group_s",
+                                  "comm_hosts_by_group"})
                 rank[k] = unknown;
         }
     report["kineto_memory"] = imported_memory_json(store);

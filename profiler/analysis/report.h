@@ -52,6 +52,9 @@ struct RankReport {
     // Per group, over the steady steps: time spent inside its collectives waiting for the group's last rank to
     // start them (collective_waits.h); the rest of the group's time is the transfer itself.
     std::array<double, kGroupCount> group_wait_s{};
+    // Per group: how many hosts (nodes) its ranks are on, from the ranks' recorded host names (0: unknown). A group
+    // on more than one host crosses the inter-node link (docs/nodes.md).
+    std::array<int, kGroupCount> group_hosts{};
     std::optional<HtaBreakdown> hta;  // HTA's figures (hta_breakdown.h), for a rank with device spans
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "common/core/memory_category.h"
 #include "profiler/analysis/collective_waits.h"
@@ -322,6 +323,24 @@ ThroughputBasis throughput_basis(const TraceStore& store) {
     return b;
 }
 
+namespace {
+
+// Each rank's groups: on how many hosts their ranks are (the engine's groups, from the grid; hosts from each rank's
+// metadata), so that the report can say which collectives cross nodes.
+void count_group_hosts(const TraceStore& store, Report& rep) {
+    std::map<std::pair<int, std::string>, std::set<std::string>> hosts;  // (group, instance) -> hosts
+    for (const RankReport& r : rep.ranks)
+        for (int g = 0; g < kGroupCount; ++g)
+            if (const std::string& host = store.rank(r.rank)->info.host; !host.empty())
+                hosts[{g, engine_group_instance(r.coords, g)}].insert(host);
+    for (RankReport& r : rep.ranks)
+        for (int g = 0; g < kGroupCount; ++g)
+            if (const auto it = hosts.find({g, engine_group_instance(r.coords, g)}); it != hosts.end())
+                r.group_hosts[size_t(g)] = int(it->second.size());
+}
+
+}  // namespace
+
 Report build_report(const TraceStore& store, int microbatches) {
     Report rep;
     describe_run(store, rep);
@@ -335,6 +354,7 @@ Report build_report(const TraceStore& store, int microbatches) {
     index = 0;
     for (int r : store.ranks()) rep.ranks.push_back(rank_report(store, r, std::move(all_steps[index++]), rep));
     match_collective_waits(store, rep);
+    count_group_hosts(store, rep);
     if (rep.predict_input.cp > 1) context_balance(rep);
     if (rep.predict_input.moe_experts > 0) expert_balance(rep);
     if (rep.predict_input.pp > 1) pipeline_bubble(rep);

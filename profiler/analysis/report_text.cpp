@@ -245,7 +245,8 @@ std::string format_communication(const Report& rep) {
             const size_t g = size_t(kind);
             const double measured = per_steady_step(r, r.steady.group_bytes[g]);
             if (measured == 0 && r.predicted.comm_bytes[g] == 0) continue;
-            line += fmt::format("  {} {} / {}, {:.1f} / {:.1f} ms exposed, {:.1f} ms waiting;", group_kind_name(kind),
+            line += fmt::format("  {}{} {} / {}, {:.1f} / {:.1f} ms exposed, {:.1f} ms waiting;", group_kind_name(kind),
+                                r.group_hosts[g] > 1 ? fmt::format(" (across {} nodes)", r.group_hosts[g]) : "",
                                 format_bytes(int64_t(measured)),
                                 rep.imported ? std::string("unknown") : format_bytes(r.predicted.comm_bytes[g]),
                                 1e3 * per_steady_step(r, r.steady.group_comm_s[g]),

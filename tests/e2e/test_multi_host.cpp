@@ -118,6 +118,11 @@ TEST_CASE("ultrascope run --nodes 2: one rank a node, over the emulated link, th
     // rank 1 is on another host: its clock was measured by ping-pong across the link
     const auto j = nlohmann::json::parse(run_process(bin("ultrascope") + " report " + two + " --json").output);
     CHECK(j["ranks"][1]["clock_uncertainty_ns"].get<int64_t>() > 0);
+    // the report says the data-parallel group crosses nodes; on one host it does not
+    CHECK(j["ranks"][0]["comm_hosts_by_group"]["dp"] == 2);
+    const auto j1 = nlohmann::json::parse(run_process(bin("ultrascope") + " report " + one + " --json").output);
+    CHECK(j1["ranks"][0]["comm_hosts_by_group"]["dp"] == 1);
+    CHECK(run_process(bin("ultrascope") + " report " + two).output.find("dp (across 2 nodes)") != std::string::npos);
     // a 20 Mbit/s link makes the data-parallel all-reduce, and the step, far slower
     const ProcessResult shaped = run_process(run_tiny("--nodes 2 --inter-node-gbps 0.02 --trace " + slow));
     INFO(shaped.output);
@@ -131,6 +136,7 @@ TEST_CASE("ultrascope run --nodes: bad requests are refused before anything is m
     for (const auto& [flags, says] :
          std::vector<std::pair<std::string, std::string>>{{"--nodes 3", "do not split evenly"},
                                                           {"--inter-node-gbps 1", "go with --nodes"},
+                                                          {"--nodes 2 --node-placement random", "block or cyclic"},
                                                           {"--nodes 2 --hostfile /dev/null", "leave out --hostfile"}}) {
         const ProcessResult r = run_process(run_tiny(flags));
         INFO(flags << "\n" << r.output);
