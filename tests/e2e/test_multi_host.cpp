@@ -3,6 +3,7 @@
 // srun command line (run here through a stand-in srun that hands it to mpirun).
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -143,5 +144,21 @@ TEST_CASE("ultrascope run --nodes: bad requests are refused before anything is m
         CHECK(r.exit_code == 2);
         CHECK(r.output.find(says) != std::string::npos);
     }
+    CHECK(namespaces() == before);
+}
+
+TEST_CASE("a rank killed on one emulated node: the run ends, the rank and its node named, nothing left",
+          "[cpu][app][hosts][nodes][faults]") {
+    if (const std::string why = why_no_emulated_nodes(); !why.empty()) skip_test(why);
+    const std::string before = namespaces();
+    const std::string trace = temp_path("nodes-killed.ustrace");
+    const auto t0 = std::chrono::steady_clock::now();
+    const ProcessResult r =
+        run_process(run_tiny("--nodes 2 --fault-kill-rank 1 --fault-kill-step 3 --steps 8 --trace " + trace));
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));  // no rank left waiting
+    CHECK(r.output.find("lost rank 1") != std::string::npos);
+    CHECK(r.output.find("n1") != std::string::npos);  // Open MPI names the node it died on
     CHECK(namespaces() == before);
 }
