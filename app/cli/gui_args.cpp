@@ -70,6 +70,13 @@ void declare_gui_options(CLI::App& app, gui::GuiOptions& o, GuiFlags& f) {
                    "multi-host: this machine's address on the hosts' network, or "
                    "0.0.0.0)")
         ->type_name("ADDR");
+    app.add_option("--nodes", o.nodes,
+                   "Emulate this many nodes on this machine for the launched run (root; docs/nodes.md)")
+        ->type_name("N")
+        ->check(CLI::Range(0, 64));
+    app.add_option("--inter-node-gbps", o.inter_node_gbps, "With --nodes: the links between nodes, Gbit/s")
+        ->type_name("G")
+        ->check(CLI::NonNegativeNumber);
     app.footer(
         "Any other argument: a trace to open (a .ustrace file, PyTorch profiler files or their folder) if it "
         "exists, else a flag of the launched run (ultrascope-train --help).");

@@ -105,22 +105,13 @@ int run_command(int argc, char** argv) {
     }
     options.launch.train_args = train_args;
     install_stop_signals();  // before the launch: the run's process group is covered from its first moment
-    // Emulated nodes: made before the launch, removed when this function returns (or by the next run after a kill).
-    std::unique_ptr<EmulatedNodes> nodes;
-    US_CHECK_INPUT(links.nodes == 0 || (options.launch.hostfile.empty() && options.launch.launcher == "mpirun"),
-                   "--nodes emulates the hosts itself: leave out --hostfile and --launcher");
     US_CHECK_INPUT(links.nodes > 0 || (links.inter_node_gbps == 0 && links.inter_node_latency_us == 0 &&
                                        !cli.count("--node-placement")),
                    "--inter-node-gbps, --inter-node-latency-us and --node-placement go with --nodes N");
-    if (links.nodes > 0) {
-        nodes = std::make_unique<EmulatedNodes>(links, options.launch.ranks);
-        options.launch.hostfile = nodes->hostfile();
-        options.launch.mpirun_args = nodes->mpirun_args();
-        options.launch.hosts_share_cores = true;
-        if (!cli.count("--listen")) options.listen_host = nodes->bridge_address();  // reachable from every node
-        std::fprintf(stderr, "ultrascope run: %s\n", nodes->describe().c_str());
-    }
+    options.nodes = links;  // made by the run before its launch, removed when it goes (docs/nodes.md)
     LiveRun run(options);
+    if (const EmulatedNodes* nodes = run.nodes())
+        std::fprintf(stderr, "ultrascope run: %s\n", nodes->describe().c_str());
     const bool tty = isatty(fileno(stderr));
     std::fprintf(stderr, "ultrascope run: %d rank(s), %d thread(s) each; trace -> %s\n", options.launch.ranks,
                  std::max(1, int(std::thread::hardware_concurrency()) / options.launch.ranks),

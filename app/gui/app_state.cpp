@@ -15,7 +15,8 @@ AppState::AppState(const GuiOptions& options) : source(log, options.store_cap_by
     // The command line's training flags, read by the trainer's parser, are the panel's first settings.
     const app::DefaultRun run = app::default_run(options.ranks, options.train_args);
     settings = LaunchSettings::from_args(run.args);
-    settings.hosts = HostSettings{options.launcher, options.hostfile, options.stream_listen};
+    settings.hosts =
+        HostSettings{options.launcher, options.hostfile, options.stream_listen, options.nodes, options.inter_node_gbps};
     m_pending = settings;
     if (!options.lesson.empty()) lessons.open(options.lesson);
     if (!options.plan_model.empty()) {

@@ -39,6 +39,7 @@ bool DataSource::launch(const LaunchSettings& settings, const std::string& label
     o.launch.launcher = settings.hosts.launcher;
     o.launch.hostfile = settings.hosts.hostfile;
     o.listen_host = settings.hosts.stream_listen;
+    o.nodes = app::NodeLinks{settings.hosts.nodes, settings.hosts.inter_node_gbps, 0, settings.hosts.placement};
     o.launch.train_args = settings.train_args();
     try {
         m_live = std::make_unique<app::LiveRun>(o);

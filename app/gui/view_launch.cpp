@@ -238,8 +238,9 @@ void draw_settings(AppState& app) {
         ImGui::TreePop();
     }
     if (c.model.moe_experts == 0) p.ep = 1;
-    if (ImGui::TreeNodeEx("hosts",
-                          hosts.hostfile.empty() && hosts.launcher == "mpirun" ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
+    if (ImGui::TreeNodeEx("hosts", hosts.hostfile.empty() && hosts.launcher == "mpirun" && hosts.nodes == 0
+                                       ? 0
+                                       : ImGuiTreeNodeFlags_DefaultOpen)) {
         ImGui::SetNextItemWidth(em(110));
         text_combo("launcher", hosts.launcher, {"mpirun", "srun"});
         if (ImGui::IsItemHovered())
@@ -247,8 +248,30 @@ void draw_settings(AppState& app) {
                 "mpirun: this machine, or the hosts of a hostfile\nsrun: the nodes of the Slurm allocation "
                 "this GUI runs in (salloc)");
         ImGui::BeginDisabled(hosts.launcher != "mpirun");
+        ImGui::BeginDisabled(hosts.nodes > 0);
         text_field("hostfile", "(this machine)", hosts.hostfile, 220);
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("an Open MPI hostfile: one 'HOST slots=N' per line");
+        ImGui::EndDisabled();
+        ImGui::BeginDisabled(!hosts.hostfile.empty());
+        ImGui::SetNextItemWidth(em(110));
+        if (ImGui::InputInt("emulated nodes", &hosts.nodes)) hosts.nodes = std::clamp(hosts.nodes, 0, 64);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "0: none. N: N nodes on this machine, each a network namespace joined by a shaped "
+                "link\n(needs root; ranks/N ranks a node; docs/nodes.md)");
+        ImGui::BeginDisabled(hosts.nodes == 0);
+        ImGui::SetNextItemWidth(em(110));
+        ImGui::InputDouble("inter-node Gbit/s", &hosts.inter_node_gbps, 0, 0, "%.3g");
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("the links between nodes (tc tbf); 0: unshaped");
+        hosts.inter_node_gbps = std::max(0.0, hosts.inter_node_gbps);
+        ImGui::SetNextItemWidth(em(110));
+        text_combo("placement", hosts.placement, {"block", "cyclic"});
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "block: consecutive ranks a node (tp inside a node)\ncyclic: rank r on node r mod N "
+                "(tp across the link)");
+        ImGui::EndDisabled();
+        ImGui::EndDisabled();
         ImGui::EndDisabled();
         text_field("stream to", "", hosts.stream_listen, 220);
         if (ImGui::IsItemHovered())

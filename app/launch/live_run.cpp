@@ -46,6 +46,18 @@ std::string connect_address(const LiveRunOptions& o, const std::vector<HostEntry
 }  // namespace
 
 LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)), m_store(m_options.store) {
+    // Emulated nodes: their hostfile, mpirun's agent and the bridge's address, for the launch below.
+    if (m_options.nodes.nodes > 0 && !m_options.attach_only) {
+        US_CHECK_INPUT(m_options.launch.hostfile.empty() && m_options.launch.launcher == "mpirun",
+                       "--nodes emulates the hosts itself: leave out --hostfile and --launcher");
+        m_nodes = std::make_unique<EmulatedNodes>(m_options.nodes, m_options.launch.ranks);
+        m_options.launch.hostfile = m_nodes->hostfile();
+        m_options.launch.mpirun_args = m_nodes->mpirun_args();
+        m_options.launch.hosts_share_cores = true;
+        // the ranks must reach the listener from their namespaces: the bridge's address, unless one was chosen
+        if (m_options.listen_host == "127.0.0.1" || m_options.listen_host.empty())
+            m_options.listen_host = m_nodes->bridge_address();
+    }
     // Everything that can be refused is refused before a file or a socket is made.
     const std::string connect_host =
         m_options.attach_only ? std::string() : connect_address(m_options, check_launch_spec(m_options.launch));

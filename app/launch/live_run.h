@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "app/launch/emulated_nodes.h"
 #include "app/launch/launcher.h"
 #include "profiler/trace/trace_store.h"
 #include "profiler/transport/listener.h"
@@ -24,6 +25,7 @@ struct LiveRunOptions {
     bool attach_only = false;       // listen for ranks started elsewhere; launch nothing
     std::string token;              // attach: the token ranks must present (empty: a fresh random one)
     prof::TraceStoreOptions store;  // the in-memory store's cap (the trace file keeps everything)
+    NodeLinks nodes{0};             // nodes > 0: emulated on this machine (emulated_nodes.h), kept for the run
 };
 
 class LiveRun {
@@ -44,6 +46,7 @@ public:
     const prof::TraceStore& store() const { return m_store; }
     const std::string& trace_path() const { return m_trace_path; }
     const LiveRunOptions& options() const { return m_options; }
+    const EmulatedNodes* nodes() const { return m_nodes.get(); }  // null unless --nodes
     const std::vector<std::string>& command_line() const { return m_launcher.command_line(); }
     int port() const { return m_listener->port(); }
     const std::string& token() const { return m_listener->token(); }
@@ -58,6 +61,7 @@ private:
     std::string m_trace_path;
     std::unique_ptr<prof::TraceListener> m_listener;
     std::unique_ptr<prof::TraceFileWriter> m_file;
+    std::unique_ptr<EmulatedNodes> m_nodes;  // before the launcher: removed after the ranks are stopped
     Launcher m_launcher;
     prof::TraceStore m_store;
     std::optional<int> m_exit;

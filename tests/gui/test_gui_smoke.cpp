@@ -4,6 +4,8 @@
 // exit code, never a hang or a crash.
 #include <stb/stb_image.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -574,4 +576,19 @@ TEST_CASE("a run of more rank files than the GUI holds whole opens from digests 
     CHECK(view["from_digests"] == true);
     CHECK(view["culprit"] == slow);
     CHECK(saved["shown"]["source"]["ranks"] == 0);  // no rank's spans are held until one is opened
+}
+
+TEST_CASE("the GUI launches its run onto emulated nodes and removes them after", "[gui][nodes]") {
+    if (::geteuid() != 0 || run_process("ip netns add us-probe-$$ && ip netns del us-probe-$$").exit_code != 0)
+        us::test::skip_test("emulated nodes need root and network namespaces");
+    const std::string before = run_process("ip netns list").output;
+    const std::string shot = temp_path("gui-nodes.png");
+    const ProcessResult r = run_process(ultrascope() + " --nodes 2 -n 2 --dp 2 --preset tiny --steps 3 --data " +
+                                        data_file() + " --exit-when-done --view timeline --screenshot " + shot);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto shown = nlohmann::json::parse(read_file(shot + ".json"))["shown"];
+    CHECK(shown["source"]["ranks"] == 2);
+    CHECK(shown["source"]["step_s"].get<double>() > 0);
+    CHECK(run_process("ip netns list").output == before);
 }

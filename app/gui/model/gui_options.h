@@ -24,6 +24,8 @@ struct GuiOptions {
     // Multi-host launches (the launch panel's "hosts"): mpirun --hostfile, or srun; the address launched ranks
     // stream back to (this machine's, reachable from the hosts).
     std::string hostfile, launcher = "mpirun", stream_listen = "127.0.0.1";
+    int nodes = 0;                 // --nodes: emulated on this machine (docs/nodes.md)
+    double inter_node_gbps = 0;    // --inter-node-gbps: their links
     std::string lesson;            // --lesson NAME: open this workshop lesson and launch its first run
     bool lesson_all_runs = false;  // --lesson-runs all: then each later run in turn (the comparison)
     bool high_contrast = false;    // --high-contrast: the projector theme

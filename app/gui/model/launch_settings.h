@@ -15,6 +15,9 @@ namespace us::gui {
 // Where the ranks run: the launcher, an Open MPI hostfile, and the address they stream back to.
 struct HostSettings {
     std::string launcher = "mpirun", hostfile, stream_listen = "127.0.0.1";
+    int nodes = 0;               // > 0: emulated on this machine (root; docs/nodes.md)
+    double inter_node_gbps = 0;  // their links (0 unshaped)
+    std::string placement = "block";
     bool operator==(const HostSettings&) const = default;
 };
 
