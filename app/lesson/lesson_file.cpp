@@ -108,7 +108,7 @@ void check_run_flags(const LessonRun& run, const std::string& where, const std::
 
 LessonRun parse_run(const json& j, const std::string& where, const std::string& path) {
     Fields f(j, where, path);
-    f.only({"label", "note", "ranks", "args"});
+    f.only({"label", "note", "ranks", "args", "nodes"});
     LessonRun run;
     run.label = f.text("label");
     US_CHECK_INPUT(run.label.find_first_of(" /\\") == std::string::npos,
@@ -121,6 +121,20 @@ LessonRun parse_run(const json& j, const std::string& where, const std::string& 
         run.args.push_back(a.get<std::string>());
     }
     check_run_flags(run, where, f.field("args"));
+    if (f.has("nodes")) {  // {"count": N, "inter_node_gbps": G, "placement": "block" | "cyclic"}
+        Fields n(f.at("nodes"), where, f.field("nodes"));
+        n.only({"count", "inter_node_gbps", "placement"});
+        run.nodes.nodes = n.whole("count", 2, 2, 64);
+        run.nodes.inter_node_gbps = n.number("inter_node_gbps", 0);
+        US_CHECK_INPUT(run.nodes.inter_node_gbps >= 0, "{}: {}: must not be negative", where,
+                       n.field("inter_node_gbps"));
+        run.nodes.placement = n.has("placement") ? n.text("placement") : "block";
+        US_CHECK_INPUT(run.nodes.placement == "block" || run.nodes.placement == "cyclic",
+                       "{}: {}: placement is block or cyclic, got '{}'", where, n.field("placement"),
+                       run.nodes.placement);
+        US_CHECK_INPUT(run.ranks % run.nodes.nodes == 0, "{}: {}: {} ranks do not split over {} nodes", where,
+                       f.field("nodes"), run.ranks, run.nodes.nodes);
+    }
     return run;
 }
 

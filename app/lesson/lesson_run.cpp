@@ -16,6 +16,11 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> run_arguments(const LessonRun& run) {
     std::vector<std::string> args = {"-n", std::to_string(run.ranks)};
+    if (run.nodes.nodes > 0) {
+        args.insert(args.end(), {"--nodes", std::to_string(run.nodes.nodes), "--node-placement", run.nodes.placement});
+        if (run.nodes.inter_node_gbps > 0)
+            args.insert(args.end(), {"--inter-node-gbps", fmt::format("{:g}", run.nodes.inter_node_gbps)});
+    }
     args.insert(args.end(), run.args.begin(), run.args.end());
     return args;
 }
@@ -37,6 +42,7 @@ RunResult run_lesson_run(const Lesson& lesson, const LessonRun& run, const RunOp
     app::LiveRunOptions live;
     live.launch.ranks = run.ranks;
     live.launch.train_args = run.args;
+    live.nodes = run.nodes;
     live.launch.train_binary = options.train_binary;
     std::error_code ec;
     fs::create_directories(options.trace_dir, ec);

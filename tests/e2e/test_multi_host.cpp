@@ -101,7 +101,7 @@ double steady_step_s(const std::string& trace) {
 
 }  // namespace
 
-TEST_CASE("ultrascope run --nodes 2: one rank a node, over the emulated link, the same losses; nothing left after",
+TEST_CASE("ultrascope run --nodes 2: one rank a node, over the emulated link, the same losses, nothing left after",
           "[cpu][app][hosts][nodes]") {
     if (const std::string why = why_no_emulated_nodes(); !why.empty()) skip_test(why);
     const std::string before = namespaces();

@@ -134,6 +134,9 @@ TEST_CASE("A lesson run's command is `ultrascope run -n RANKS` with its flags", 
     run.args = {"--preset", "tiny", "--dp", "2"};
     CHECK(run_command_text(run) == "ultrascope run -n 2 --preset tiny --dp 2");
     CHECK(run_arguments(run) == std::vector<std::string>{"-n", "2", "--preset", "tiny", "--dp", "2"});
+    run.nodes = us::app::NodeLinks{2, 0.5, 0, "cyclic"};
+    CHECK(run_command_text(run) ==
+          "ultrascope run -n 2 --nodes 2 --node-placement cyclic --inter-node-gbps 0.5 --preset tiny --dp 2");
 }
 
 TEST_CASE("A lesson's plan is the planner's figures for its model and layout", "[lessons]") {
@@ -211,6 +214,13 @@ TEST_CASE("Each lesson field is checked, and the message names it", "[lessons]")
     CHECK_THAT(with("/highlights/0/view", "timeline"), Catch::Contains("highlights[0].view"));
     CHECK_THAT(with("/claim", json::array()), Catch::Contains("claim: unknown field"));
     CHECK_THAT(with("/runs", json::array()), Catch::Contains("runs: expected 1 to 3 entries"));
+    // a run on emulated nodes (docs/nodes.md)
+    CHECK(with("/runs/1/nodes", {{"count", 2}, {"inter_node_gbps", 1}, {"placement", "cyclic"}}).empty());
+    CHECK_THAT(with("/runs/1/nodes", {{"count", 2}, {"placement", "random"}}),
+               Catch::Contains("runs[1].nodes.placement") && Catch::Contains("random"));
+    CHECK_THAT(with("/runs/1/nodes", {{"count", 2}, {"gbps", 1}}),
+               Catch::Contains("runs[1].nodes.gbps: unknown field"));
+    CHECK_THAT(with("/runs/1/nodes", {{"count", 3}}), Catch::Contains("do not split over 3 nodes"));
     json both_constant = good_lesson();
     both_constant["claims"][0]["left"] = {{"value", 1}};
     both_constant["claims"][0]["right"] = {{"value", 2}};
