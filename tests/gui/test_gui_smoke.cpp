@@ -592,3 +592,23 @@ TEST_CASE("the GUI launches its run onto emulated nodes and removes them after",
     CHECK(shown["source"]["step_s"].get<double>() > 0);
     CHECK(run_process("ip netns list").output == before);
 }
+
+TEST_CASE("every one of HTA's test traces opens in the timeline and the ops view", "[gui][kineto][hta]") {
+    const fs::path root = fs::path(US_TEST_DATA_DIR) / "kineto" / "hta";
+    int opened = 0;
+    for (const auto& entry : fs::directory_iterator(root)) {
+        if (!entry.is_directory()) continue;
+        for (const char* view : {"timeline", "ops"}) {
+            const std::string shot = temp_path("hta-" + entry.path().filename().string() + "-" + view + ".png");
+            const ProcessResult r =
+                run_process(ultrascope() + " " + entry.path().string() + " --view " + view + " --screenshot " + shot);
+            INFO(entry.path() << " " << view << "\n" << r.output);
+            REQUIRE(r.exit_code == 0);
+            const auto saved = nlohmann::json::parse(read_file(shot + ".json"));
+            CHECK(saved["shown"]["source"]["ranks"].get<int>() >= 1);
+            check_region_drawn(load_png(shot), view, saved["regions"][view]);
+        }
+        ++opened;
+    }
+    CHECK(opened == 19);
+}
