@@ -141,6 +141,16 @@ inline ProcessResult run_process(const std::string& command) {
     return r;
 }
 
+// The emulated nodes' namespaces (docs/nodes.md: "us<pid>n<i>") whose process no longer runs: what a finished run
+// left behind. Runs of other tests going on beside have live processes and are not listed.
+inline std::string stale_emulated_nodes() {
+    return run_process(
+               "for n in $(ip netns list 2>/dev/null | cut -d' ' -f1); do "
+               "p=$(echo $n | sed -n 's/^us\\([0-9][0-9]*\\)n[0-9]*$/\\1/p'); "
+               "[ -n \"$p\" ] && [ ! -d /proc/$p ] && echo $n; done; true")
+        .output;
+}
+
 // A program running beside the test (through `sh -c`, its output to a file), for tests that signal it while it
 // works. The destructor kills what is left of it.
 class BackgroundProcess {
