@@ -2,9 +2,12 @@
 // that rank named, in data parallelism and as a pipeline's bottleneck stage; an expert-parallel run's busiest rank is
 // named from its waits; a run of many files reported from digests split among MPI workers says what one process
 // says.
+#include <unistd.h>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "app/launch/emulated_nodes.h"
 #include "test_util.h"
 
 using namespace us::test;
@@ -115,4 +118,31 @@ TEST_CASE("a run reported from digests gathered from MPI workers says what one p
     CHECK(j["files"]["ranks"] == 4);
     CHECK(j["blame"] == one["blame"]);
     CHECK(j["ranks"] == one["ranks"]);
+}
+
+TEST_CASE("the report's MPI workers on two emulated nodes say what one process says", "[cpu][app][blame][nodes]") {
+    if (::geteuid() != 0 || run_process("ip netns add us-probe-$$ && ip netns del us-probe-$$").exit_code != 0)
+        skip_test("emulated nodes need root and network namespaces");
+    const std::string dir = temp_path("blame-nodes");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(std::string(US_TEST_DATA_DIR) + "/kineto/blame/ddp_slow_rank_8"))
+        if (e.path().extension() == ".gz") fs::copy_file(e.path(), fs::path(dir) / e.path().filename());
+    const nlohmann::json one = report_json("--digests --no-cache " + dir);
+    nlohmann::json two;
+    {
+        // one worker a node, each reading its share of the files from the shared folder
+        const us::app::EmulatedNodes nodes(us::app::NodeLinks{2}, 2);
+        std::string mpirun =
+            "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -n 2 --hostfile " + nodes.hostfile();
+        for (const std::string& a : nodes.mpirun_args()) mpirun += " " + a;
+        const ProcessResult r = run_process(mpirun + " " + ultrascope() + " report --digests --no-cache --json " + dir);
+        INFO(r.output);
+        REQUIRE(r.exit_code == 0);
+        two = nlohmann::json::parse(r.output);
+    }
+    CHECK(two["files"]["workers"] == 2);
+    CHECK(two["blame"] == one["blame"]);
+    CHECK(two["blame"]["stragglers"][0]["rank"] == 5);  // the recording's slowed rank
+    CHECK(stale_emulated_nodes().empty());
 }
