@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "app/cli/commands.h"
+#include "app/launch/emulated_nodes.h"
 #include "app/launch/launcher.h"
 #include "app/launch/process_guard.h"
 #include "app/plan/calibration.h"
@@ -78,7 +79,15 @@ int calibrate_command(int argc, char** argv) {
     cli.add_option("--repeats", repeats, "Repetitions per collective size");
     cli.add_option("--tries", tries,
                    "Passes of each measurement: collectives keep the fastest, training runs the median (default 3)");
+    NodeLinks links;
+    links.nodes = 0;
+    cli.add_option("--nodes", links.nodes,
+                   "Also measure the link between N nodes emulated on this machine (root; docs/nodes.md): the "
+                   "machine file's inter-node link");
+    cli.add_option("--inter-node-gbps", links.inter_node_gbps, "With --nodes: the emulated link's rate, Gbit/s");
     CLI11_PARSE(cli, argc, argv);
+    US_CHECK_INPUT(links.nodes == 0 || links.nodes >= 2, "--nodes must be at least 2 (the link between nodes)");
+    US_CHECK_INPUT(links.nodes > 0 || links.inter_node_gbps == 0, "--inter-node-gbps goes with --nodes N");
     US_CHECK_INPUT(ranks >= 2, "--ranks must be at least 2 (the links are measured between ranks)");
     US_CHECK_INPUT(steps >= 3, "--steps must be at least 3 (step 1 is set-up, not used)");
     US_CHECK_INPUT(repeats >= 3, "--repeats must be at least 3");
@@ -122,6 +131,32 @@ int calibrate_command(int argc, char** argv) {
     const auto samples = plan::fastest_samples(all);
     c.intra_node = plan::fit_link(samples);
     c.inter_node = c.intra_node;  // one host: every group stays on it
+    size_t inter_samples = 0;
+    if (links.nodes > 0) {  // one rank a node: every hop crosses the emulated link
+        const EmulatedNodes nodes(links, links.nodes);
+        std::fprintf(stderr, "calibrate: %s\n", nodes.describe().c_str());
+        LaunchSpec across = coll;
+        across.ranks = links.nodes;
+        across.hostfile = nodes.hostfile();
+        across.mpirun_args = nodes.mpirun_args();
+        across.hosts_share_cores = true;
+        std::vector<plan::CollectiveSample> between;
+        for (int t = 0; t < tries; ++t) {
+            std::fprintf(stderr, "calibrate: collectives between %d emulated nodes, pass %d of %d\n", links.nodes,
+                         t + 1, tries);
+            for (const auto& s : plan::parse_collective_samples(run_child(across, "bench_collectives across nodes")))
+                between.push_back(s);
+        }
+        const auto fastest = plan::fastest_samples(between);
+        c.inter_node = plan::fit_link(fastest);
+        inter_samples = fastest.size();
+        // the file then describes the emulated cluster: this machine's cores shared out over its nodes
+        c.nodes = links.nodes;
+        c.gpus_per_node = std::max(1, cores / links.nodes);
+        c.description += fmt::format("; inter-node link measured between {} emulated nodes ({})", links.nodes,
+                                     links.inter_node_gbps > 0 ? fmt::format("tbf {:g} Gbit/s", links.inter_node_gbps)
+                                                               : std::string("unshaped veth"));
+    }
 
     // 2. Per-op costs: short data-parallel runs of the engine, one thread per rank, two micro-batch sizes so that
     // the GEMM table spans the sizes of smaller and larger layouts.
@@ -182,7 +217,7 @@ int calibrate_command(int argc, char** argv) {
             return s;
         }());
     nlohmann::json j = plan::cluster_to_json(c);
-    j["measurements"] = {{"collectives", samples.size()}, {"runs", runs}};
+    j["measurements"] = {{"collectives", samples.size()}, {"collectives_between_nodes", inter_samples}, {"runs", runs}};
     std::ofstream file(out);
     file << j.dump(2) << "\n";
     US_CHECK_INPUT(file.good(), "--out '{}': writing failed", out);
@@ -191,6 +226,9 @@ int calibrate_command(int argc, char** argv) {
         "with %.1f us per hop, host overhead %.1f%% of op time\n",
         out.c_str(), c.peak_flops_fp32 / 1e9, 100 * c.attention_efficiency, c.intra_node.bandwidth / 1e9,
         c.intra_node.latency * 1e6, 100 * c.host_overhead);
+    if (links.nodes > 0)
+        std::printf("  between the emulated nodes: %.3f GB/s with %.1f us per hop (measured)\n",
+                    c.inter_node.bandwidth / 1e9, c.inter_node.latency * 1e6);
     return 0;
 }
 
