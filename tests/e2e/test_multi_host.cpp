@@ -157,3 +157,23 @@ TEST_CASE("a rank killed on one emulated node: the run ends, the rank and its no
     CHECK(r.output.find("n1") != std::string::npos);  // Open MPI names the node it died on
     CHECK(stale_emulated_nodes().empty());
 }
+
+TEST_CASE("ultrascope calibrate --nodes measures the link between emulated nodes beside the one-host link",
+          "[cpu][app][hosts][nodes][calibrate]") {
+    const ProcessResult bad =
+        run_process(bin("ultrascope") + " calibrate --inter-node-gbps 1 --out " + temp_path("bad-machine.json"));
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find("goes with --nodes") != std::string::npos);
+    if (const std::string why = why_no_emulated_nodes(); !why.empty()) skip_test(why);
+    const std::string out = temp_path("nodes-machine.json");
+    const ProcessResult r = run_process(bin("ultrascope") + " calibrate --out " + out +
+                                        " --tries 1 --steps 3 --repeats 3 --nodes 2 --inter-node-gbps 1");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto m = nlohmann::json::parse(read_file(out));
+    CHECK(m["nodes"] == 2);
+    CHECK(m["measurements"]["collectives_between_nodes"].get<int>() > 0);
+    // a 1 Gbit/s link (125 MB/s; tbf's burst lets small sizes through faster) is far slower than shared memory
+    CHECK(m["inter_node"]["bandwidth"].get<double>() < 0.2 * m["intra_node"]["bandwidth"].get<double>());
+    CHECK(stale_emulated_nodes().empty());
+}
