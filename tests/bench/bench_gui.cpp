@@ -1,6 +1,6 @@
 // The GUI's cost on big traces, measured without a display: CPU time to build one frame (our views plus ImGui's
 // draw lists; no rasterisation) with synthetic traces of 1 million and 10 million spans, at fit-all zoom and deep
-// zoom, and the time to open a 10-million-event trace file.
+// zoom; the Ranks view alone over 1,024 and 4,096 ranks; and the time to open a 10-million-event trace file.
 //   build/bin/bench_gui [max_spans_millions]
 #include <fmt/format.h>
 #include <imgui.h>
@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "app/gui/app_state.h"
 #include "app/gui/frame.h"
@@ -141,6 +142,49 @@ void frame_benchmark(const char* label, int ranks, int64_t spans) {
     }
 }
 
+// The Ranks view alone (who holds the run back) over `ranks` ranks: the report and its digests built first (as the
+// GUI's worker does), then frames of the view by itself, as it draws with the heatmap folded to pixel rows.
+void ranks_view_benchmark(int ranks, int64_t spans) {
+    auto store = synthetic_store(ranks, spans);
+    gui::GuiOptions o;
+    o.launch = false;
+    gui::AppState app(o);
+    gui::FrameState frame;
+    const auto t_open = std::chrono::steady_clock::now();
+    app.adopt(std::move(store), "ranks");
+    auto one_frame = [&] {
+        const auto t0 = std::chrono::steady_clock::now();
+        ImGui::NewFrame();
+        ImGui::SetNextWindowPos(ImVec2(0, 0));
+        ImGui::SetNextWindowSize(ImVec2(1280, 800));
+        ImGui::Begin("Ranks");
+        gui::draw_ranks_view(app);
+        ImGui::End();
+        ImGui::Render();
+        return ms_since(t0);
+    };
+    while (app.derived.busy() || !app.ranks_source().digests) {  // the report, built on the GUI's worker
+        one_frame();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (ms_since(t_open) > 600e3) break;
+    }
+    const double ready_ms = ms_since(t_open);
+    double best = 1e30, total = 0;
+    const int frames = 20;
+    for (int i = 0; i < frames + 2; ++i) {
+        const double ms = one_frame();
+        if (i >= 2) best = std::min(best, ms), total += ms;
+    }
+    const gui::RanksSource src = app.ranks_source();
+    const size_t steps = src.digests && !src.digests->empty() ? src.digests->front().steps.size() : 0;
+    std::printf(
+        "Ranks view, %5d ranks (%zu digests of %zu steps, %d collectives matched): ready %.2f s after open; "
+        "%7.2f ms/frame (mean of %d), best %.2f ms (%.0f fps)\n",
+        ranks, src.digests ? src.digests->size() : 0, steps, src.blame ? src.blame->collectives_matched : 0,
+        ready_ms / 1e3, total / frames, frames, best, 1e3 * frames / total);
+    std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,6 +204,7 @@ int main(int argc, char** argv) {
         "GUI frame cost (measured, CPU time to build a frame, 1280x800, timeline + memory + overlap + curves)\n");
     frame_benchmark("synthetic, 4 ranks", 4, 1'000'000);
     if (max_millions >= 10) frame_benchmark("synthetic, 8 ranks", 8, 10'000'000);
+    for (int ranks : {1024, 4096}) ranks_view_benchmark(ranks, int64_t(ranks) * 1000);  // 4 steps each
 
     // Open time of a 10M-event trace file (or the requested size).
     const int64_t events = int64_t(std::min(10.0, max_millions) * 1e6);
