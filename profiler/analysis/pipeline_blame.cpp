@@ -5,6 +5,8 @@
 #include <set>
 #include <tuple>
 
+#include "profiler/analysis/pipeline_stages.h"
+
 namespace us::prof {
 
 double median(std::vector<double> v) {
@@ -44,55 +46,17 @@ std::vector<std::vector<int>> pipelines_of(const std::vector<RankDigest>& digest
         }
         return out;
     }
-    // first transfer time of each ordered pair (sender, receiver), over the steps
-    std::map<std::pair<int, int>, int64_t> first_send;
-    std::set<int> ranks;
+    // else from who sends to whom, as an imported run's pipeline section finds them (pipeline_stages.h)
+    TransferEdges edges;
     for (const RankDigest& d : digests)
-        for (const DigestTransfer& t : d.transfers)
-            if (t.send && t.peer >= 0) {
-                auto [it, added] = first_send.emplace(std::make_pair(d.rank, t.peer), t.begin);
-                if (!added) it->second = std::min(it->second, t.begin);
-                ranks.insert(d.rank), ranks.insert(t.peer);
-            }
-    if (first_send.empty()) return out;
-    order_from = "the transfers (a pair's first one is the forward's)";
-    std::map<int, std::set<int>> forward;  // rank -> the ranks it sends activations to
-    std::map<int, int> incoming;
-    for (const auto& [pair, t] : first_send) {
-        const auto back = first_send.find({pair.second, pair.first});
-        if (back == first_send.end() || t < back->second) {
-            forward[pair.first].insert(pair.second);
-            ++incoming[pair.second];
+        for (const DigestTransfer& t : d.transfers) {
+            if (t.peer < 0 || t.peer == d.rank) continue;
+            TransferEdge& e = edges[t.send ? std::make_pair(d.rank, int(t.peer)) : std::make_pair(int(t.peer), d.rank)];
+            e.first = std::min(e.first, t.begin);
+            e.forward += t.phase == Phase::forward;
+            e.backward += t.phase == Phase::backward;
         }
-    }
-    std::set<int> seen;
-    for (int start : ranks) {
-        if (seen.count(start) || incoming[start] > 0) continue;
-        std::vector<int> chain;
-        for (int r = start; r >= 0 && !seen.count(r);) {
-            chain.push_back(r);
-            seen.insert(r);
-            int next = -1;
-            for (int n : forward[r])
-                if (!seen.count(n)) next = n;
-            r = next;
-        }
-        if (chain.size() > 1) out.push_back(chain);
-    }
-    for (int start : ranks)  // a ring (virtual stages wrap around): from its lowest rank
-        if (!seen.count(start)) {
-            std::vector<int> chain;
-            for (int r = start; r >= 0 && !seen.count(r);) {
-                chain.push_back(r);
-                seen.insert(r);
-                int next = -1;
-                for (int n : forward[r])
-                    if (!seen.count(n)) next = n;
-                r = next;
-            }
-            if (chain.size() > 1) out.push_back(chain);
-        }
-    return out;
+    return pipeline_chains(edges, order_from);
 }
 
 PipelineBlame pipeline_blame(const std::vector<int>& chain, const std::map<int, const RankDigest*>& by_rank,

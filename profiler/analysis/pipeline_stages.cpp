@@ -12,16 +12,11 @@ namespace us::prof {
 
 namespace {
 
-struct Edge {
-    int64_t first = INT64_MAX;      // the earliest transfer's begin
-    int forward = 0, backward = 0;  // transfers made in a forward / backward phase
-};
-
 bool is_p2p(const Span& s) { return s.kind == SpanKind::comm && (s.op == OpClass::send || s.op == OpClass::recv); }
 
 // Directed transfers src -> dst seen from either side (a send to dst, or a receive from src).
-std::map<std::pair<int, int>, Edge> transfers(const TraceStore& store) {
-    std::map<std::pair<int, int>, Edge> edges;
+TransferEdges transfers(const TraceStore& store) {
+    TransferEdges edges;
     for (int r : store.ranks()) {
         const RankTrace& rt = *store.rank(r);
         for (Lane lane : {Lane::p2p, Lane::device_comm, Lane::comm})
@@ -29,7 +24,7 @@ std::map<std::pair<int, int>, Edge> transfers(const TraceStore& store) {
                 if (!is_p2p(s) || s.peer < 0 || s.peer == r) continue;
                 const auto key =
                     s.op == OpClass::send ? std::make_pair(r, int(s.peer)) : std::make_pair(int(s.peer), r);
-                Edge& e = edges[key];
+                TransferEdge& e = edges[key];
                 e.first = std::min(e.first, s.begin);
                 e.forward += s.phase == Phase::forward;
                 e.backward += s.phase == Phase::backward;
@@ -72,21 +67,18 @@ int annotated_micro_batches(const TraceStore& store) {
 
 }  // namespace
 
-PipelineStages pipeline_stages(const TraceStore& store, int microbatches) {
-    PipelineStages p;
-    const auto edges = transfers(store);
-    if (edges.empty()) return p;
-    // The forward direction of each neighbouring pair: the one its forward-phase transfers take when phases are
-    // known, else the one whose first transfer came first (a step starts with the first stage's activations).
+std::vector<std::vector<int>> pipeline_chains(const TransferEdges& edges, std::string& order_from) {
+    std::vector<std::vector<int>> out;
     std::map<int, std::set<int>> next;
-    std::set<int> has_previous;
+    std::set<int> has_previous, ranks;
     bool by_phase = false, by_time = false;
     for (const auto& [key, e] : edges) {
         const auto [a, b] = key;
+        ranks.insert(a), ranks.insert(b);
         if (a > b && edges.count({b, a})) continue;  // the pair is decided once, from its lower rank
         const auto back = edges.find({b, a});
-        const Edge none;
-        const Edge& r = back == edges.end() ? none : back->second;
+        const TransferEdge none;
+        const TransferEdge& r = back == edges.end() ? none : back->second;
         bool a_to_b;
         if (e.forward + r.backward != r.forward + e.backward) {
             a_to_b = e.forward + r.backward > r.forward + e.backward;
@@ -99,12 +91,12 @@ PipelineStages pipeline_stages(const TraceStore& store, int microbatches) {
         next[from].insert(to);
         has_previous.insert(to);
     }
-    p.order_from = by_phase && by_time ? "forward-phase transfers, else the first transfer's direction"
-                   : by_phase          ? "the direction of transfers made in forward phases"
-                                       : "the direction of each pair's first transfer (phases unknown)";
+    if (next.empty()) return out;
+    order_from = by_phase && by_time ? "forward-phase transfers, else the first transfer's direction"
+                 : by_phase          ? "the direction of transfers made in forward phases"
+                                     : "the direction of each pair's first transfer (phases unknown)";
     std::set<int> placed;
-    for (const auto& [first, outs] : next) {
-        if (has_previous.count(first) || placed.count(first)) continue;
+    auto walk = [&](int first) {
         std::vector<int> chain{first};
         placed.insert(first);
         for (int at = first; next.count(at);) {
@@ -114,8 +106,20 @@ PipelineStages pipeline_stages(const TraceStore& store, int microbatches) {
             chain.push_back(at);
             placed.insert(at);
         }
-        p.pipelines.push_back(chain);
-    }
+        if (chain.size() > 1) out.push_back(chain);
+    };
+    for (const auto& [first, outs] : next)
+        if (!has_previous.count(first) && !placed.count(first)) walk(first);
+    for (int r : ranks)  // what is left lies on cycles
+        if (!placed.count(r) && next.count(r)) walk(r);
+    return out;
+}
+
+PipelineStages pipeline_stages(const TraceStore& store, int microbatches) {
+    PipelineStages p;
+    const auto edges = transfers(store);
+    if (edges.empty()) return p;
+    p.pipelines = pipeline_chains(edges, p.order_from);
     size_t depth = 0;
     for (const auto& chain : p.pipelines) depth = std::max(depth, chain.size());
 

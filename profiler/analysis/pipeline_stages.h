@@ -4,6 +4,8 @@
 // its first and last work of the step), next to the textbook's (p - 1) / m when the micro-batch count m is known.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -37,6 +39,21 @@ struct PipelineStages {
     std::string order_from;                   // how the forward direction was told
     bool empty() const { return pipelines.empty(); }
 };
+
+// Point-to-point transfers in one direction between two ranks (src -> dst), seen from either side (a send to dst,
+// a receive from src): the earliest one's begin, and how many were made in forward and in backward phases.
+struct TransferEdge {
+    int64_t first = INT64_MAX;
+    int forward = 0, backward = 0;
+};
+using TransferEdges = std::map<std::pair<int, int>, TransferEdge>;  // (src, dst) -> their transfers
+
+// The pipelines the transfers form, ranks in stage order: each neighbouring pair's forward direction is the one its
+// forward-phase transfers take when phases tell, else its first transfer's (a step starts with the first stage's
+// activations); chains start at a stage nothing feeds, and a cycle (virtual stages wrapping round) starts at its
+// lowest rank. `order_from` says how the directions were told. Shared by the imported run's section (from spans)
+// and by blame (from digests).
+std::vector<std::vector<int>> pipeline_chains(const TransferEdges& edges, std::string& order_from);
 
 // microbatches: from `ultrascope report --microbatches M` (0: not given); else the ranks' metadata
 // ("microbatches"); else the distinct forward micro-batches one rank annotated in a step (torch.distributed.
