@@ -110,6 +110,11 @@ RankDigest make_digest(const TraceStore& store, int rank) {
 }
 
 RankDigest make_digest(const TraceStore& store, int rank, const std::vector<StepBreakdown>& steps) {
+    return make_digest(store, rank, steps, op_table(store, rank, steady_steps(steps)), hta_breakdown(store, rank));
+}
+
+RankDigest make_digest(const TraceStore& store, int rank, const std::vector<StepBreakdown>& steps, const OpTable& table,
+                       const std::optional<HtaBreakdown>& hta) {
     const RankTrace* rt = store.rank(rank);
     US_ASSERT(rt, "no rank {} to digest", rank);
     RankDigest d;
@@ -157,12 +162,11 @@ RankDigest make_digest(const TraceStore& store, int rank, const std::vector<Step
     for (const StepBreakdown& b : steps)
         d.steps.push_back({b.step, b.begin, b.end, b.wall_s, b.compute_s, b.comm_s, b.exposed_s, b.idle_s, b.bubble_s,
                            b.p2p_s, b.overlapped_s});
-    const OpTable table = op_table(store, rank, steady_steps(steps));
     for (size_t i = 0; i < table.rows.size() && i < kDigestOps; ++i) {
         const OpRow& r = table.rows[i];
         d.ops.push_back({r.name, r.op, double(r.calls) / std::max(1, table.steps), table.per_step(r.self_s)});
     }
-    if (const auto hta = hta_breakdown(store, rank)) d.hta = hta->total;
+    if (hta) d.hta = hta->total;
     return d;
 }
 

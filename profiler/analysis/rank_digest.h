@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "profiler/analysis/hta_breakdown.h"
+#include "profiler/analysis/op_table.h"
 #include "profiler/analysis/step_breakdown.h"
 #include "profiler/event.h"
 #include "profiler/trace/trace_store.h"
@@ -89,6 +90,9 @@ struct RankDigest {
 // The digest of rank `rank` of `store` (its steps as analyze_steps gives them, or as given).
 RankDigest make_digest(const TraceStore& store, int rank);
 RankDigest make_digest(const TraceStore& store, int rank, const std::vector<StepBreakdown>& steps);
+// The same with the rank's op table (over its steady steps) and HTA's figures already worked out (the report's).
+RankDigest make_digest(const TraceStore& store, int rank, const std::vector<StepBreakdown>& steps, const OpTable& ops,
+                       const std::optional<HtaBreakdown>& hta);
 
 nlohmann::json digest_json(const RankDigest& d);
 RankDigest digest_from_json(const nlohmann::json& j);  // throws UserError on a malformed digest

@@ -346,13 +346,12 @@ Report build_report(const TraceStore& store, int microbatches) {
     describe_run(store, rep);
     if (rep.predict_input.moe_experts > 0) rep.routing = analyze_expert_routing(store);
     std::vector<std::vector<StepBreakdown>> all_steps = all_rank_steps(store, rep);
-    // Who holds the run back: from the ranks' digests, as it is for runs too large to hold whole (blame.h)
-    std::vector<RankDigest>& digests = rep.digests;
     size_t index = 0;
-    for (int r : store.ranks()) digests.push_back(make_digest(store, r, all_steps[index++]));
-    rep.blame = blame(digests);
-    index = 0;
     for (int r : store.ranks()) rep.ranks.push_back(rank_report(store, r, std::move(all_steps[index++]), rep));
+    // Who holds the run back: from the ranks' digests, as it is for runs too large to hold whole (blame.h); each
+    // made from the rank's report (its steps, op table and HTA figures worked out once)
+    for (const RankReport& rr : rep.ranks) rep.digests.push_back(make_digest(store, rr.rank, rr.steps, rr.ops, rr.hta));
+    rep.blame = blame(rep.digests);
     match_collective_waits(store, rep);
     count_group_hosts(store, rep);
     if (rep.predict_input.cp > 1) context_balance(rep);
