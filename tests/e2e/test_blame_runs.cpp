@@ -99,11 +99,7 @@ TEST_CASE("an expert-parallel run's routing imbalance: the rank with the busiest
 }
 
 TEST_CASE("a run reported from digests gathered from MPI workers says what one process says", "[cpu][app][blame]") {
-    const std::string dir = temp_path("blame-workers");
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    for (const auto& e : fs::directory_iterator(std::string(US_TEST_DATA_DIR) + "/kineto/blame/ddp_slow_rank"))
-        if (e.path().extension() == ".gz") fs::copy_file(e.path(), fs::path(dir) / e.path().filename());
+    const std::string dir = copy_kineto_run("blame/ddp_slow_rank", "blame-workers");
     const nlohmann::json one = report_json("--digests --no-cache " + dir);
     const ProcessResult two = run_process(
         "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 "
@@ -121,13 +117,8 @@ TEST_CASE("a run reported from digests gathered from MPI workers says what one p
 }
 
 TEST_CASE("the report's MPI workers on two emulated nodes say what one process says", "[cpu][app][blame][nodes]") {
-    if (::geteuid() != 0 || run_process("ip netns add us-probe-$$ && ip netns del us-probe-$$").exit_code != 0)
-        skip_test("emulated nodes need root and network namespaces");
-    const std::string dir = temp_path("blame-nodes");
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    for (const auto& e : fs::directory_iterator(std::string(US_TEST_DATA_DIR) + "/kineto/blame/ddp_slow_rank_8"))
-        if (e.path().extension() == ".gz") fs::copy_file(e.path(), fs::path(dir) / e.path().filename());
+    if (const std::string why = why_no_emulated_nodes(); !why.empty()) skip_test(why);
+    const std::string dir = copy_kineto_run("blame/ddp_slow_rank_8", "blame-nodes");
     const nlohmann::json one = report_json("--digests --no-cache " + dir);
     nlohmann::json two;
     {

@@ -579,8 +579,7 @@ TEST_CASE("a run of more rank files than the GUI holds whole opens from digests 
 }
 
 TEST_CASE("the GUI launches its run onto emulated nodes and removes them after", "[gui][nodes]") {
-    if (::geteuid() != 0 || run_process("ip netns add us-probe-$$ && ip netns del us-probe-$$").exit_code != 0)
-        us::test::skip_test("emulated nodes need root and network namespaces");
+    if (const std::string why = us::test::why_no_emulated_nodes(); !why.empty()) us::test::skip_test(why);
     const std::string shot = temp_path("gui-nodes.png");
     const ProcessResult r = run_process(ultrascope() + " --nodes 2 -n 2 --dp 2 --preset tiny --steps 3 --data " +
                                         data_file() + " --exit-when-done --view timeline --screenshot " + shot);

@@ -14,16 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A copy of a committed run in a folder of its own (the cache goes beside the traces).
-std::string copy_run(const std::string& name, const std::string& as) {
-    const fs::path dir = us::test::temp_path(as);
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    for (const auto& e : fs::directory_iterator(std::string(US_TEST_DATA_DIR) + "/kineto/" + name))
-        if (e.path().extension() == ".gz") fs::copy_file(e.path(), dir / e.path().filename());
-    return dir.string();
-}
-
 nlohmann::json without_file(const RankDigest& d) {
     nlohmann::json j = digest_json(d);
     j.erase("file"), j.erase("file_bytes"), j.erase("file_mtime_ns");
@@ -33,7 +23,7 @@ nlohmann::json without_file(const RankDigest& d) {
 }  // namespace
 
 TEST_CASE("digest_run gives the digests the whole run's store gives, and caches them beside the traces", "[cpu]") {
-    const std::string dir = copy_run("pipeline_1f1b", "digests-1f1b");
+    const std::string dir = us::test::copy_kineto_run("pipeline_1f1b", "digests-1f1b");
     TraceStore store;
     load_run({dir}, store);
     DigestOptions options;
@@ -72,7 +62,7 @@ TEST_CASE("digest_run gives the digests the whole run's store gives, and caches 
 }
 
 TEST_CASE("digest_run names a damaged file and digests the others, and makes a damaged cache again", "[cpu]") {
-    const std::string dir = copy_run("blame/ddp_no_culprit", "digests-damaged");
+    const std::string dir = us::test::copy_kineto_run("blame/ddp_no_culprit", "digests-damaged");
     const std::string bad = dir + "/rank-3.json.gz";
     const std::string bytes = us::test::read_file(bad);
     us::test::write_file(bad, bytes.substr(0, bytes.size() / 2));  // cut off mid-file
@@ -95,7 +85,7 @@ TEST_CASE("digest_run names a damaged file and digests the others, and makes a d
 }
 
 TEST_CASE("digest_run names a file that repeats a rank and one from another run, and analyses the rest", "[cpu]") {
-    const std::string dir = copy_run("blame/ddp_no_culprit", "digests-strays");
+    const std::string dir = us::test::copy_kineto_run("blame/ddp_no_culprit", "digests-strays");
     const std::string data = std::string(US_TEST_DATA_DIR) + "/kineto/blame/";
     fs::copy_file(data + "ddp_no_culprit/rank-1.json.gz", dir + "/rank-1-again.json.gz");  // rank 1 twice
     fs::copy_file(data + "ddp_slow_rank_8/rank-5.json.gz", dir + "/rank-5.json.gz");       // an 8-rank run's rank 5
@@ -113,7 +103,7 @@ TEST_CASE("digest_run names a file that repeats a rank and one from another run,
 }
 
 TEST_CASE("digest_run splits a run's files among workers, each file to one", "[cpu]") {
-    const std::string dir = copy_run("blame/ddp_no_culprit", "digests-split");
+    const std::string dir = us::test::copy_kineto_run("blame/ddp_no_culprit", "digests-split");
     DigestOptions options;
     options.use_cache = false;
     options.threads = 1;

@@ -151,6 +151,27 @@ inline std::string stale_emulated_nodes() {
         .output;
 }
 
+// Why emulated nodes (docs/nodes.md) cannot be made on this machine ("" when they can): they need root and network
+// namespaces.
+inline std::string why_no_emulated_nodes() {
+    if (::geteuid() != 0) return "emulated nodes need root (CAP_NET_ADMIN)";
+    const ProcessResult probe = run_process("ip netns add us-probe-$$ && ip netns del us-probe-$$");
+    return probe.exit_code == 0 ? "" : "this machine cannot make network namespaces: " + probe.output;
+}
+
+#ifdef US_TEST_DATA_DIR
+// A copy of a committed Kineto run (the .gz files of tests/data/kineto/NAME) in a folder of its own: digests cached
+// beside the traces stay out of the repository.
+inline std::string copy_kineto_run(const std::string& name, const std::string& as) {
+    const std::filesystem::path dir = temp_path(as);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    for (const auto& e : std::filesystem::directory_iterator(std::string(US_TEST_DATA_DIR) + "/kineto/" + name))
+        if (e.path().extension() == ".gz") std::filesystem::copy_file(e.path(), dir / e.path().filename());
+    return dir.string();
+}
+#endif
+
 // A program running beside the test (through `sh -c`, its output to a file), for tests that signal it while it
 // works. The destructor kills what is left of it.
 class BackgroundProcess {
