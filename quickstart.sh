@@ -10,7 +10,7 @@ case "$mode" in run|test) ;; *) echo "usage: $0 [run|test]" >&2; exit 2 ;; esac
 
 packages=(cmake ninja-build g++ pkg-config
           libopenblas-openmp-dev libopenmpi-dev openmpi-bin
-          libfmt-dev libcli11-dev nlohmann-json3-dev libzstd-dev zlib1g-dev catch2
+          libfmt-dev libcli11-dev nlohmann-json3-dev libzstd-dev zlib1g-dev libdeflate-dev libsimdjson-dev catch2
           libimgui-dev libglfw3-dev libgl-dev libegl-dev libstb-dev fonts-dejavu-core
           xvfb xauth libgl1-mesa-dri libegl-mesa0 clang libclang-rt-dev clang-format iproute2)
 missing=()

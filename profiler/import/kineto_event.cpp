@@ -66,6 +66,31 @@ bool parse_us_as_ns(std::string_view s, int64_t& ns) {
     return true;
 }
 
+void integer_from_text(std::string_view v, int64_t& out) {
+    if (!v.empty() && v[0] == '"') {  // ids written as strings ("stream 7", "12")
+        v = v.substr(1, v.size() - 2);
+        const size_t d = v.find_first_of("0123456789-");
+        if (d == std::string_view::npos) return;  // no number in it: keep the default
+        v = v.substr(d);
+    }
+    const auto r = std::from_chars(v.data(), v.data() + v.size(), out);
+    if (r.ec == std::errc()) return;
+    double d = 0;
+    const auto rd = std::from_chars(v.data(), v.data() + v.size(), d);
+    if (rd.ec != std::errc() || !std::isfinite(d) || std::fabs(d) > 9.2e18) return;  // null, true ...: ignore
+    out = int64_t(d);
+}
+
+double number_from_text(std::string_view v) {
+    double out = -1;
+    const auto r = std::from_chars(v.data(), v.data() + v.size(), out);
+    return r.ec == std::errc() ? out : -1;
+}
+
+int64_t text_id(std::string_view raw) {
+    return int64_t(std::hash<std::string_view>{}(raw)&0x3fffffffffffffffULL) | (int64_t(1) << 62);
+}
+
 namespace {
 
 // A cursor over one event's text.
@@ -145,25 +170,13 @@ struct Cursor {
     bool integer(int64_t& out) {
         std::string_view v;
         if (!any(v)) return false;
-        if (!v.empty() && v[0] == '"') {  // ids written as strings ("stream 7", "12")
-            v = v.substr(1, v.size() - 2);
-            const size_t d = v.find_first_of("0123456789-");
-            if (d == std::string_view::npos) return true;  // no number in it: keep the default
-            v = v.substr(d);
-        }
-        const auto r = std::from_chars(v.data(), v.data() + v.size(), out);
-        if (r.ec == std::errc()) return true;
-        double d = 0;
-        const auto rd = std::from_chars(v.data(), v.data() + v.size(), d);
-        if (rd.ec != std::errc() || !std::isfinite(d) || std::fabs(d) > 9.2e18) return true;  // null, true ...: ignore
-        out = int64_t(d);
+        integer_from_text(v, out);
         return true;
     }
     bool number(double& out) {
         std::string_view v;
         if (!any(v)) return false;
-        const auto r = std::from_chars(v.data(), v.data() + v.size(), out);
-        if (r.ec != std::errc()) out = -1;
+        out = number_from_text(v);
         return true;
     }
     // An object's members: `member(key)` consumes the value.
@@ -188,7 +201,7 @@ bool id_field(Cursor& c, int64_t& out, bool& text) {
     if (c.i < c.s.size() && c.s[c.i] == '"') {
         std::string_view raw;
         if (!c.raw_string(raw)) return false;
-        out = int64_t(std::hash<std::string_view>{}(raw)&0x3fffffffffffffffULL) | (int64_t(1) << 62);
+        out = text_id(raw);
         text = true;
         return true;
     }

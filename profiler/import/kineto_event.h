@@ -32,6 +32,13 @@ struct KinetoEvent {
 // Parses one event object's text; on failure returns false and says why in `error`.
 bool parse_kineto_event(std::string_view text, KinetoEvent& e, std::string& error);
 
+// What both walks of a trace (kineto_parse.h) make of a value's text, so that they read every event alike:
+// an integer field ('12', '"stream 7"', '3.0'; anything else leaves `out` as it was), a number field (-1 when not a
+// number), and a pid or tid given as a string (its raw text hashed, flagged by bit 62).
+void integer_from_text(std::string_view text, int64_t& out);
+double number_from_text(std::string_view text);
+int64_t text_id(std::string_view raw);
+
 // Decimal microseconds ("12.345", "1682725898236567", "1e3") to nanoseconds, rounded; false when not a number or
 // out of range.
 bool parse_us_as_ns(std::string_view text, int64_t& ns);

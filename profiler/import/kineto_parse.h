@@ -99,9 +99,13 @@ struct KinetoFile {
 // `s` with every byte that is not part of valid UTF-8 replaced by '?'.
 std::string valid_utf8(const std::string& s);
 
+// How pass one walks the text: whole with simdjson when the trace fits (falling back to pieces), or in pieces only
+// (the reference the whole walk is tested against).
+enum class KinetoWalk { whole_when_it_fits, in_pieces };
+
 // Reads a whole file (plain or gzip JSON). Throws UserError naming the file and what was read when it is not a
 // Kineto trace, is cut short or damaged.
-KinetoFile parse_kineto(ByteSource& source);
+KinetoFile parse_kineto(ByteSource& source, KinetoWalk walk = KinetoWalk::whole_when_it_fits);
 KinetoFile parse_kineto_file(const std::string& path);
 
 }  // namespace us::prof

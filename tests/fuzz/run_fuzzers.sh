@@ -14,7 +14,8 @@ sources=(common/core/check.cpp common/core/intern.cpp common/core/kernel_names.c
          profiler/transport/protocol.cpp profiler/transport/rank_metadata.cpp profiler/trace/trace_store.cpp profiler/record/recorder.cpp
          profiler/record/clock.cpp profiler/trace/run_info.cpp profiler/import/byte_source.cpp
          profiler/import/json_stream.cpp profiler/import/kineto_event.cpp profiler/import/kineto_names.cpp
-         profiler/import/kineto_parse.cpp profiler/import/kineto_groups.cpp profiler/import/kineto_reader.cpp)
+         profiler/import/kineto_parse.cpp profiler/import/kineto_collector.cpp profiler/import/kineto_document.cpp
+         profiler/import/kineto_groups.cpp profiler/import/kineto_reader.cpp)
 # The memory snapshot reader (tests/fuzz/fuzz_pickle_reader.cpp) adds its own sources and is seeded with the
 # synthetic snapshots and the hostile set of tests/data/snapshot.
 if [ "$target" = fuzz_pickle_reader ]; then
@@ -30,7 +31,7 @@ fi
 bin="$out/$target"
 if [ ! -x "$bin" ] || [ -n "$(find "$src/profiler" "$src/common" "$src/tests/fuzz" -newer "$bin" -name '*.[ch]*' | head -1)" ]; then
   "$clangxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$src" "${sources[@]/#/$src/}" "$src/tests/fuzz/$target.cpp" -lfmt -lzstd -lz -lpthread -o "$bin"
+    -I"$src" "${sources[@]/#/$src/}" "$src/tests/fuzz/$target.cpp" -lfmt -lzstd -lz -lsimdjson -ldeflate -lpthread -o "$bin"
 fi
 corpus="$out/corpus-$target"
 mkdir -p "$corpus"

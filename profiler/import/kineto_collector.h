@@ -1,0 +1,37 @@
+// What pass one of the Kineto reader keeps of a trace, whichever way its text was walked (kineto_parse.h: in
+// pieces, or whole with simdjson): each parsed event becomes a span, a memory sample, an allocation or nothing, and
+// the outer object's small values (distributedInfo, deviceProperties, versions) are kept as JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "profiler/import/kineto_event.h"
+#include "profiler/import/kineto_parse.h"
+
+namespace us::prof {
+
+class KinetoCollector {
+public:
+    explicit KinetoCollector(KinetoFile& file) : f(file) {}
+
+    // One event of traceEvents, parsed from `text`, which is read again only when reads_text(e) says so.
+    void add(const KinetoEvent& e, std::string_view text);
+    // Whether add() reads the event's text (a [memory] event's Bytes and Addr, a stream row's stream as HTA reads
+    // it), so that a walk can leave it unmade for the others.
+    static bool reads_text(const KinetoEvent& e);
+    // A value of the outer object other than traceEvents; false, saying why in `error`, when one that is kept is not
+    // valid JSON.
+    bool outer(const std::string& key, std::string_view text, std::string& error);
+
+private:
+    uint32_t thread_of(const KinetoEvent& e);
+    int16_t group_of(const KinetoEvent& e);
+
+    KinetoFile& f;
+    std::unordered_map<uint64_t, uint32_t> thread_slots;  // (pid, tid) hashed -> index
+};
+
+}  // namespace us::prof
