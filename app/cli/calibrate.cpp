@@ -148,7 +148,9 @@ int calibrate_command(int argc, char** argv) {
                 between.push_back(s);
         }
         const auto fastest = plan::fastest_samples(between);
-        c.inter_node = plan::fit_link(fastest);
+        // A shaped link is fitted on absolute errors: its burst lets small messages through at veth speed.
+        c.inter_node =
+            plan::fit_link(fastest, links.inter_node_gbps > 0 ? plan::FitErrors::absolute : plan::FitErrors::relative);
         inter_samples = fastest.size();
         // the file then describes the emulated cluster: this machine's cores shared out over its nodes
         c.nodes = links.nodes;

@@ -47,7 +47,7 @@ std::vector<CollectiveSample> fastest_samples(const std::vector<CollectiveSample
     return out;
 }
 
-Link fit_link(const std::vector<CollectiveSample>& samples) {
+Link fit_link(const std::vector<CollectiveSample>& samples, FitErrors errors) {
     // seconds = latency * hops + sent * (1 / bandwidth): two regressors, no intercept.
     double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
     std::set<double> sizes;
@@ -57,8 +57,8 @@ Link fit_link(const std::vector<CollectiveSample>& samples) {
         const bool reduce = s.op == "all_reduce";
         const double hops = reduce ? 2 * steps : steps;
         const double sent = (reduce ? 2.0 : 1.0) * double(n - 1) / n * s.bytes;
-        // Weight by 1/t: relative errors, so that small messages (latency) count as much as large ones.
-        const double w = 1.0 / std::max(1e-9, s.seconds * s.seconds);
+        // Weight by 1/t^2 for relative errors (small messages count as much as large ones), 1 for absolute.
+        const double w = errors == FitErrors::absolute ? 1.0 : 1.0 / std::max(1e-9, s.seconds * s.seconds);
         a11 += w * hops * hops, a12 += w * hops * sent, a22 += w * sent * sent;
         b1 += w * hops * s.seconds, b2 += w * sent * s.seconds;
         sizes.insert(s.bytes);

@@ -26,8 +26,11 @@ struct CollectiveSample {
 };
 std::vector<CollectiveSample> parse_collective_samples(const std::string& json_lines);
 // Least squares of seconds = latency x hops(op, n) + bytes sent / bandwidth over every sample (the model of
-// step_time.h). UserError when fewer than two sizes were measured.
-Link fit_link(const std::vector<CollectiveSample>& samples);
+// step_time.h). UserError when fewer than two sizes were measured. Relative errors by default, so that small
+// messages (latency) count as much as large ones; absolute errors for a shaped link (tc tbf), whose burst passes a
+// small message at the host's speed and only the large ones see its rate, which the gradients' buckets see.
+enum class FitErrors { relative, absolute };
+Link fit_link(const std::vector<CollectiveSample>& samples, FitErrors errors = FitErrors::relative);
 
 // Calibration's noise guard: the op time of a run's best steady step, summed over its ranks. `ultrascope calibrate`
 // repeats each measured run and fits only the median run by this figure (a typical run, as the ones checked).

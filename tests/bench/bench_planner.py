@@ -8,6 +8,12 @@ Targets (docs/planner.md): memory within 2% on every row; step time within 5% me
 worst row, three runs in a row on a quiet machine.
 
     python3 tests/bench/bench_planner.py [--build build] [--steps 6] [--machine FILE (skip calibrate)] [--only TEXT]
+    python3 tests/bench/bench_planner.py --nodes 2 --inter-node-gbps 1 [--only TEXT]   # two link levels (root)
+
+With --nodes N the machine is calibrated on N emulated nodes (`ultrascope calibrate --nodes N`: its inter-node link
+measured over the shaped veth link, docs/nodes.md) and every run is launched onto them (`ultrascope run --nodes N`),
+so the planner's two link levels are checked: a group whose ranks span nodes is predicted on the inter-node link.
+Only layouts with at most as many ranks as cores run (one rank a node with 2 cores and 2 nodes).
     python3 tests/bench/bench_planner.py --published   # the planner next to published large-scale runs (no runs)
 """
 import argparse
@@ -110,7 +116,11 @@ def main():
     ap.add_argument("--machine", help="an existing machine file (default: run ultrascope calibrate first)")
     ap.add_argument("--published", action="store_true", help="only the table against published large-scale runs")
     ap.add_argument("--only", help="only the layouts whose label contains this text (e.g. 'cp', 'pp 2')")
+    ap.add_argument("--nodes", type=int, default=0, help="calibrate on and run onto N emulated nodes (root)")
+    ap.add_argument("--inter-node-gbps", type=float, default=0, help="with --nodes: the link between them, Gbit/s")
     a = ap.parse_args()
+    node_args = ["--nodes", str(a.nodes)] + (["--inter-node-gbps", f"{a.inter_node_gbps:g}"]
+                                              if a.inter_node_gbps > 0 else []) if a.nodes else []
     u = os.path.join(a.build, "bin", "ultrascope")
     if a.published:
         published(u)
@@ -123,8 +133,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         machine = a.machine or os.path.join(tmp, "machine.json")
         if not a.machine:
-            print(sh([u, "calibrate", "--out", machine], env=MPI_ENV).strip())
+            print(sh([u, "calibrate", "--out", machine, *node_args], env=MPI_ENV).strip())
         m = json.load(open(machine))
+        if a.nodes:
+            layouts = [row for row in layouts if row[1] <= cores]
+            print(f"{a.nodes} emulated nodes, {m['gpus_per_node']} rank(s) a node in the machine file; inter-node link "
+                  f"{m['inter_node']['bandwidth'] / 1e9:.3f} GB/s + {m['inter_node']['latency'] * 1e6:.1f} us per hop "
+                  f"(measured)")
         print(f"machine: {cpu_features()}, {cores} cores; GEMM peak {m['gpu']['peak_flops_fp32'] / 1e9:.1f} GFLOP/s "
               f"per rank, link {m['intra_node']['bandwidth'] / 1e9:.2f} GB/s + {m['intra_node']['latency'] * 1e6:.1f} us "
               f"per hop; {a.steps} steps per run, steps 2..{a.steps} measured")
@@ -137,7 +152,8 @@ def main():
             nodes = ["--nodes", str((ranks + cores - 1) // cores)] if over else []
             pred = json.loads(sh([u, "plan", "--cluster", machine, *nodes, "--json", *base.split()]))
             trace = os.path.join(tmp, "run.ustrace")
-            sh([u, "run", "-n", str(ranks), "--trace", trace, "--steps", str(a.steps), *base.split()], env=MPI_ENV)
+            sh([u, "run", "-n", str(ranks), "--trace", trace, "--steps", str(a.steps), *node_args, *base.split()],
+               env=MPI_ENV)
             rep = json.loads(sh([u, "report", trace, "--json"]))
             # The best steady step (each step lasting as long as its slowest rank): the machine is shared, and other
             # work stretches some steps; calibrate takes each op's best step too.
