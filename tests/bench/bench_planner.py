@@ -150,6 +150,8 @@ def main():
             base = ("--preset small " if "--preset" not in flags else "") + flags
             over = ranks > cores
             nodes = ["--nodes", str((ranks + cores - 1) // cores)] if over else []
+            if a.nodes:  # the run's shape, not the machine file's (cores / N): ranks / N a node, block placement
+                nodes = ["--nodes", str(a.nodes), "--gpus-per-node", str(max(1, ranks // a.nodes))]
             pred = json.loads(sh([u, "plan", "--cluster", machine, *nodes, "--json", *base.split()]))
             trace = os.path.join(tmp, "run.ustrace")
             sh([u, "run", "-n", str(ranks), "--trace", trace, "--steps", str(a.steps), *node_args, *base.split()],
