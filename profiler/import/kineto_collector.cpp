@@ -122,8 +122,30 @@ uint32_t KinetoCollector::thread_of(const KinetoEvent& e) {
     thread_slots.emplace(key, slot);
     return slot;
 }
+bool KinetoCollector::collective_op(uint32_t name) {
+    if (name >= collective_op_by_name.size()) collective_op_by_name.resize(f.names.size(), 0);
+    uint8_t& known = collective_op_by_name[name];
+    if (known == 0) known = is_collective_op_name(f.names[name]) ? 2 : 1;
+    return known == 2;
+}
+
+OpClass KinetoCollector::collective_named(const std::string& collective) {
+    for (const auto& [text, op] : collective_by_text)
+        if (text == collective) return op;
+    const OpClass op = collective_of(collective);
+    if (collective_by_text.size() < 64) collective_by_text.emplace_back(collective, op);
+    return op;
+}
+
 int16_t KinetoCollector::group_of(const KinetoEvent& e) {
     if (e.pg_name.empty()) return -1;
+    if (last_group >= 0 && e.pg_name == last_group_text) return last_group;
+    const int16_t g = group_seen(e);
+    if (g >= 0) last_group_text = e.pg_name, last_group = g;
+    return g;
+}
+
+int16_t KinetoCollector::group_seen(const KinetoEvent& e) {
     const std::string name = valid_utf8(e.pg_name);
     for (size_t g = 0; g < f.groups.size(); ++g)
         if (f.groups[g].name == name) return int16_t(g);
@@ -193,12 +215,12 @@ void KinetoCollector::add(const KinetoEvent& e, std::string_view text) {
     }
     s.peer_src = clamp16(e.src_rank);
     s.peer_dst = clamp16(e.dst_rank);
-    if (is_collective_op_name(e.name)) {  // gloo and c10d ops say no msg nelems: the shapes do
+    if (collective_op(s.name)) {  // gloo and c10d ops say no msg nelems: the shapes do
         s.bytes = bytes_of_inputs(e);
         if (e.src_rank < 0 && e.dst_rank < 0) peer_of_p2p_op(e, s);
     }
     if (!e.collective.empty() || e.in_nelems >= 0 || e.out_nelems >= 0) {
-        s.collective = collective_of(e.collective);
+        s.collective = collective_named(e.collective);
         const int64_t nelems = std::max(e.in_nelems, e.out_nelems);
         const int size = dtype_bytes(e.dtype);
         if (nelems > 0 && size > 0 && nelems < (int64_t(1) << 56)) s.bytes = uint64_t(nelems) * uint64_t(size);

@@ -7,7 +7,10 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
+#include "profiler/event.h"
 #include "profiler/import/kineto_event.h"
 #include "profiler/import/kineto_parse.h"
 
@@ -29,9 +32,19 @@ public:
 private:
     uint32_t thread_of(const KinetoEvent& e);
     int16_t group_of(const KinetoEvent& e);
+    int16_t group_seen(const KinetoEvent& e);  // group_of without the cache of the last group
 
     KinetoFile& f;
+    bool collective_op(uint32_t name);  // is_collective_op_name of names[name], worked out once a name
+    OpClass collective_named(const std::string& collective);
+
     std::unordered_map<uint64_t, uint32_t> thread_slots;  // (pid, tid) hashed -> index
+    // What events repeat, worked out once: by name id (0 unknown, 1 no, 2 yes), by "Collective name" (a handful),
+    // and the last process group's name as written (most collectives of a rank are in one or two groups).
+    std::vector<uint8_t> collective_op_by_name;
+    std::vector<std::pair<std::string, OpClass>> collective_by_text;
+    std::string last_group_text;
+    int16_t last_group = -1;
 };
 
 }  // namespace us::prof

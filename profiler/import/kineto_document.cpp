@@ -218,46 +218,82 @@ bool read_args(od::object args, KinetoEvent& e) {
     return true;
 }
 
+// The keys of an event that are read; the others ("s", "id", "bp" ...) are skipped.
+enum class EventKey { other, ph, name, cat, pid, tid, ts, dur, args };
+
+EventKey event_key(std::string_view k) {
+    switch (k.size()) {
+        case 2:
+            return k == "ph" ? EventKey::ph : k == "ts" ? EventKey::ts : EventKey::other;
+        case 3:
+            return k == "pid"   ? EventKey::pid
+                   : k == "tid" ? EventKey::tid
+                   : k == "cat" ? EventKey::cat
+                   : k == "dur" ? EventKey::dur
+                                : EventKey::other;
+        case 4:
+            return k == "name" ? EventKey::name : k == "args" ? EventKey::args : EventKey::other;
+        default:
+            return EventKey::other;
+    }
+}
+
 // One event, field by field, into `e` (cleared first); false when the reader in pieces would refuse it.
 bool read_event(od::object object, KinetoEvent& e) {
     e.clear();
     for (auto member : object) {
         od::field field;
         if (std::move(member).get(field)) return false;
-        const std::string_view k = raw_key(field.key());
+        const EventKey key = event_key(raw_key(field.key()));
+        if (key == EventKey::other) continue;
         std::string_view text;
         od::value v = field.value();
-        if (k == "ph") {
-            const std::string_view t = trim_right(v.raw_json_token());
-            if (t.size() < 2 || t.front() != '"') return false;
-            e.ph = t[1] == '"' ? 0 : t[1];
-        } else if (k == "name") {
-            if (!string_value(v, e.name)) return false;
-        } else if (k == "cat") {
-            if (!string_value(v, e.cat)) return false;
-        } else if (k == "pid" || k == "tid") {
-            int64_t& id = k == "pid" ? e.pid : e.tid;
-            if (!outer_value_text(v, text)) return false;
-            if (!text.empty() && text.front() == '"') {  // a string id ("Spans", "stream 7 7"): its raw text hashed
-                if (text.size() < 2 || text.back() != '"') return false;
-                id = text_id(text.substr(1, text.size() - 2));
-                (k == "pid" ? e.pid_text : e.tid_text) = true;
-            } else {
-                integer_from_text(text, id);
+        switch (key) {
+            case EventKey::ph: {
+                const std::string_view t = trim_right(v.raw_json_token());
+                if (t.size() < 2 || t.front() != '"') return false;
+                e.ph = t[1] == '"' ? 0 : t[1];
+                break;
             }
-        } else if (k == "ts" || k == "dur") {
-            if (!outer_value_text(v, text)) return false;
-            if (!text.empty() && text.front() == '"') text = text.substr(1, text.size() - 2);
-            int64_t ns = 0;
-            if (!parse_us_as_ns(text, ns)) return false;
-            (k == "ts" ? e.ts_ns : e.dur_ns) = ns;
-            (k == "ts" ? e.has_ts : e.has_dur) = true;
-        } else if (k == "args") {
-            od::json_type type;
-            if (v.type().get(type)) return false;
-            if (type != od::json_type::object) continue;
-            od::object args;
-            if (v.get_object().get(args) || !read_args(args, e)) return false;
+            case EventKey::name:
+                if (!string_value(v, e.name)) return false;
+                break;
+            case EventKey::cat:
+                if (!string_value(v, e.cat)) return false;
+                break;
+            case EventKey::pid:
+            case EventKey::tid: {
+                int64_t& id = key == EventKey::pid ? e.pid : e.tid;
+                if (!outer_value_text(v, text)) return false;
+                if (!text.empty() && text.front() == '"') {  // a string id ("Spans", "stream 7 7"): its raw text hashed
+                    if (text.size() < 2 || text.back() != '"') return false;
+                    id = text_id(text.substr(1, text.size() - 2));
+                    (key == EventKey::pid ? e.pid_text : e.tid_text) = true;
+                } else {
+                    integer_from_text(text, id);
+                }
+                break;
+            }
+            case EventKey::ts:
+            case EventKey::dur: {
+                if (!outer_value_text(v, text)) return false;
+                if (!text.empty() && text.front() == '"') text = text.substr(1, text.size() - 2);
+                int64_t ns = 0;
+                if (!parse_us_as_ns(text, ns)) return false;
+                (key == EventKey::ts ? e.ts_ns : e.dur_ns) = ns;
+                (key == EventKey::ts ? e.has_ts : e.has_dur) = true;
+                break;
+            }
+            case EventKey::args: {
+                od::json_type type;
+                if (v.type().get(type)) return false;
+                if (type != od::json_type::object) break;
+                od::object args;
+                if (v.get_object().get(args) || !read_args(args, e)) return false;
+                break;
+            }
+            case EventKey::other:
+                break;
         }
     }
     return true;

@@ -120,6 +120,19 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
         return t < it->end || (it->begin == it->end && t == it->begin) ? it->step + 1 : 0;
     };
 
+    // What a span's name says, worked out once a name rather than once a span (a rank repeats a few hundred names).
+    struct NameFacts {
+        bool collective_op = false, collective_wait = false, gloo = false, nccl_kernel = false;
+        Phase phase = Phase::none;
+        OpClass op = OpClass::none;
+    };
+    std::vector<NameFacts> name_facts(f.names.size());
+    for (size_t n = 0; n < f.names.size(); ++n) {
+        const std::string& name = f.names[n];
+        name_facts[n] = {is_collective_op_name(name), is_collective_wait_name(name), name.rfind("gloo:", 0) == 0,
+                         is_nccl_kernel_name(name),   phase_of_annotation(name),     collective_of(name)};
+    }
+
     // The host stack walk, per thread.
     std::vector<uint32_t> host;
     for (uint32_t i = 0; i < spans.size(); ++i)
@@ -141,17 +154,17 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
         HostContext c;
         if (!stack.empty()) c = ctx[stack.back()];
         c.envelope = false;
-        const std::string& name = f.names[s.name];
+        const NameFacts& name = name_facts[s.name];
         if (s.cat == KinetoCat::cpu_op || (s.cat == KinetoCat::user_annotation && c.parent_op < 0))
             c.parent_op = int32_t(i);
-        if (c.collective < 0 && is_collective_op_name(name)) c.collective = int32_t(i);
-        if (const Phase p = phase_of_annotation(name); p != Phase::none) c.phase = p;
+        if (c.collective < 0 && name.collective_op) c.collective = int32_t(i);
+        if (name.phase != Phase::none) c.phase = name.phase;
         ctx[i] = c;
-        if (is_collective_op_name(name) || is_collective_wait_name(name))  // its ancestors wrap communication
+        if (name.collective_op || name.collective_wait)  // its ancestors wrap communication
             for (size_t k = stack.size(); k-- > 0 && !ctx[stack[k]].envelope;) ctx[stack[k]].envelope = true;
         // gloo's spans of asynchronous work last until it completes and overlap what the thread does next: they
         // are nobody's parent.
-        if (name.rfind("gloo:", 0) != 0) stack.push_back(i);
+        if (!name.gloo) stack.push_back(i);
     }
     // A collective nest's facts (collective, bytes, group, peers) gathered onto its outermost op.
     std::vector<KinetoSpan> nest(spans.size());
@@ -175,7 +188,7 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
     std::vector<bool> p2p_groups(f.groups.size(), false);
     for (uint32_t i : host) {
         const KinetoSpan& s = spans[i];
-        const OpClass op = s.collective != OpClass::none ? s.collective : collective_of(f.names[s.name]);
+        const OpClass op = s.collective != OpClass::none ? s.collective : name_facts[s.name].op;
         const int16_t g = ctx[i].collective >= 0 ? nest[size_t(ctx[i].collective)].group : s.group;
         if ((op == OpClass::send || op == OpClass::recv) && g >= 0) p2p_groups[size_t(g)] = true;
     }
@@ -212,7 +225,7 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
         r.begin_ns = s.begin, r.end_ns = s.end;
         r.name = s.name;
         r.micro_batch = -1, r.layer = -1, r.peer = -1;
-        const std::string& name = f.names[s.name];
+        const NameFacts& facts = name_facts[s.name];
         if (s.cat == KinetoCat::step) continue;  // written below, with the window step
         if (!is_device_cat(s.cat)) {
             const HostContext& c = ctx[i];
@@ -222,15 +235,15 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
             r.kind = uint8_t(SpanKind::op);
             r.op = class_of(s.name);
             // gloo's span of asynchronous work that outlives the c10d op which issued it: the transfer itself.
-            const bool async_gloo = !has_gpu && c.collective >= 0 && c.collective != int32_t(i) &&
-                                    name.rfind("gloo:", 0) == 0 && s.end > spans[size_t(c.collective)].end;
+            const bool async_gloo = !has_gpu && c.collective >= 0 && c.collective != int32_t(i) && facts.gloo &&
+                                    s.end > spans[size_t(c.collective)].end;
             if (!has_gpu && (c.collective == int32_t(i) || async_gloo)) {  // a CPU-only rank's collective
                 KinetoSpan n = nest[size_t(c.collective)];
-                if (async_gloo) n.bytes = 0, n.collective = collective_of(name);
+                if (async_gloo) n.bytes = 0, n.collective = facts.op;
                 // gloo's own span on its worker thread, outside any c10d op: the transfer's time; its bytes are
                 // the launching c10d op's (counted there, not twice).
-                if (name.rfind("gloo:", 0) == 0) n.bytes = 0;
-                OpClass op = n.collective != OpClass::none ? n.collective : collective_of(name);
+                if (facts.gloo) n.bytes = 0;
+                OpClass op = n.collective != OpClass::none ? n.collective : facts.op;
                 r.kind = uint8_t(SpanKind::comm);
                 r.op = uint8_t(op);
                 r.bytes = n.bytes;
@@ -241,8 +254,8 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
             } else {
                 // A CPU-only rank's compute is its cpu_ops; annotations (markers), ops inside or around a
                 // collective and waits for one are its host side.
-                const bool compute = !has_gpu && s.cat == KinetoCat::cpu_op && c.collective < 0 && !c.envelope &&
-                                     !is_collective_wait_name(name);
+                const bool compute =
+                    !has_gpu && s.cat == KinetoCat::cpu_op && c.collective < 0 && !c.envelope && !facts.collective_wait;
                 r.lane = uint8_t(compute ? Lane::compute : Lane::host);
             }
         } else {
@@ -260,7 +273,7 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
             // hostile file's times do not subtract).
             if (int64_t lead = 0; c && !__builtin_sub_overflow(s.begin, spans[launch->second].begin, &lead))
                 r.launch_lead = lead < int64_t(UINT32_MAX) ? uint32_t(std::max<int64_t>(lead, 0) + 1) : 0;
-            if (s.cat == KinetoCat::kernel && is_nccl_kernel_name(name)) {
+            if (s.cat == KinetoCat::kernel && facts.nccl_kernel) {
                 KinetoSpan n = s;  // the kernel's own args first, then its launching collective's
                 if (c && c->collective >= 0) {
                     const KinetoSpan& k = nest[size_t(c->collective)];
@@ -269,7 +282,7 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
                     if (n.group < 0) n.group = k.group;
                     if (n.peer_src < 0 && n.peer_dst < 0) n.peer_src = k.peer_src, n.peer_dst = k.peer_dst;
                 }
-                OpClass op = collective_of(name);
+                OpClass op = facts.op;
                 if (n.collective != OpClass::none && (op == OpClass::none || op == OpClass::send)) op = n.collective;
                 r.lane = uint8_t(Lane::device_comm);
                 r.kind = uint8_t(SpanKind::comm);
