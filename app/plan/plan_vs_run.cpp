@@ -79,6 +79,42 @@ std::string secs(double s) { return fmt::format("{:.4f} s", s); }
 
 }  // namespace
 
+namespace {
+
+// The nodes the run's ranks were on (their recorded hosts) laid over the machine file: one host prices every link on
+// the host's own (a file calibrated with --nodes also holds the slower link between nodes, which that run never
+// crossed); several hosts holding equal blocks of consecutive ranks become that many nodes of that size, so that a
+// group spanning hosts is priced on the inter-node link. Says what it found; empty when the hosts are unrecorded.
+std::string fit_cluster_to_run_hosts(const prof::TraceStore& store, int world, ClusterDesc& cl) {
+    std::vector<std::string> host_of;  // by rank, in rank order
+    for (int r : store.ranks()) host_of.push_back(store.rank(r)->info.host);
+    if (host_of.empty() || int(host_of.size()) != world ||
+        std::any_of(host_of.begin(), host_of.end(), [](const std::string& h) { return h.empty(); }))
+        return "";
+    std::vector<std::string> distinct = host_of;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    const int hosts = int(distinct.size());
+    if (hosts == 1) {
+        cl.inter_node = cl.intra_node;
+        return fmt::format("1 host ({}): every link priced as the host's own", host_of.front());
+    }
+    const int per_host = world / hosts;
+    bool block = world % hosts == 0;
+    for (int r = 0; block && r < world; ++r) block = host_of[size_t(r)] == host_of[size_t(r - r % per_host)];
+    if (!block)
+        return fmt::format(
+            "{} hosts, ranks not in equal blocks of consecutive ranks (cyclic placement?): priced as the machine "
+            "file's nodes of {} ranks, which the planner lays out in blocks",
+            hosts, cl.gpus_per_node);
+    cl.nodes = hosts;
+    cl.gpus_per_node = per_host;
+    return fmt::format("{} hosts, {} rank{} a host (block): a group spanning hosts priced on the inter-node link",
+                       hosts, per_host, per_host == 1 ? "" : "s");
+}
+
+}  // namespace
+
 PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Report& rep,
                                 const std::optional<ClusterDesc>& cluster, const std::string& cluster_source) {
     US_CHECK_INPUT(!rep.ranks.empty(), "the trace has no ranks to compare with the planner");
@@ -112,6 +148,7 @@ PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Repor
         c.cluster_source = cluster_source;
     else
         c.no_cluster_note = cluster_source;
+    c.hosts = fit_cluster_to_run_hosts(store, layout.world(), cl);
     // A run with more ranks than the machine file's cores spread over hosts of that size.
     if (cl.total_gpus() < layout.world()) cl.nodes = (layout.world() + cl.gpus_per_node - 1) / cl.gpus_per_node;
     c.plan = evaluate(model, cl, layout);
@@ -159,6 +196,7 @@ nlohmann::json plan_vs_run_json(const PlanVsRun& c) {
                          {"kind", r.layout.moe_load > 0 ? "measured (the run's router)" : "assumed uniform"}};
     j["cluster"] = c.cluster_source.empty() ? nlohmann::json() : nlohmann::json(c.cluster_source);
     if (!c.no_cluster_note.empty()) j["no_cluster"] = c.no_cluster_note;
+    j["hosts"] = c.hosts.empty() ? nlohmann::json() : nlohmann::json(c.hosts);
     nlohmann::json mem = nlohmann::json::object();
     for (int i = 0; i < kMemCategoryCount; ++i) {
         if (!r.memory.modelled[size_t(i)]) continue;
@@ -215,6 +253,7 @@ std::string format_plan_vs_run(const PlanVsRun& c) {
         const StepPieces& t = r.time;
         const MeasuredPieces& m = c.measured;
         s += fmt::format("  cluster {} (time: model with its measured costs)\n", c.cluster_source);
+        if (!c.hosts.empty()) s += fmt::format("  nodes from the run: {}\n", c.hosts);
         auto pct = [](double model, double measured) {
             return measured > 0 ? fmt::format("{:+.1f}%", 100 * (model / measured - 1)) : std::string("");
         };

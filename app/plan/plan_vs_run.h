@@ -29,7 +29,10 @@ struct MeasuredPieces {
 struct PlanVsRun {
     std::string cluster_source;   // the machine file used, empty without one
     std::string no_cluster_note;  // why time is not compared, and how to calibrate
-    PlanResult plan;              // memory always; time only with a cluster
+    // The run's hosts as its ranks recorded them, which set the nodes the plan prices links on (not the machine
+    // file's, which may describe another shape): e.g. "2 hosts, 2 ranks a host (block)"; empty when unrecorded.
+    std::string hosts;
+    PlanResult plan;  // memory always; time only with a cluster
     bool has_time = false;
     double measured_best_step_s = 0;   // the least steady step (each as long as its slowest rank)
     double measured_mean_step_s = 0;   // the report's mean steady step

@@ -114,6 +114,9 @@ TEST_CASE("ultrascope run --nodes 2: one rank a node, over the emulated link, th
     const auto j1 = nlohmann::json::parse(run_process(bin("ultrascope") + " report " + one + " --json").output);
     CHECK(j1["ranks"][0]["comm_hosts_by_group"]["dp"] == 1);
     CHECK(run_process(bin("ultrascope") + " report " + two).output.find("dp (across 2 nodes)") != std::string::npos);
+    // the planner's comparison takes its nodes from the run's hosts: two nodes of one rank, dp between them
+    CHECK(j["planner"]["hosts"].get<std::string>().rfind("2 hosts, 1 rank a host (block)", 0) == 0);
+    CHECK(j1["planner"]["hosts"].get<std::string>().rfind("1 host", 0) == 0);
     // a 20 Mbit/s link makes the data-parallel all-reduce, and the step, far slower
     const ProcessResult shaped = run_process(run_tiny("--nodes 2 --inter-node-gbps 0.02 --trace " + slow));
     INFO(shaped.output);

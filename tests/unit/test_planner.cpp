@@ -525,6 +525,37 @@ TEST_CASE("planner: ultrascope report puts the planner's prediction beside the m
     CHECK(bad.output.find("--cluster") != std::string::npos);
 }
 
+TEST_CASE("planner: a run's recorded hosts set the nodes its links are priced on, not the machine file's",
+          "[planner][app][nodes]") {
+    const std::string u = us::test::bin("ultrascope");
+    const std::string dir = us::test::temp_path("report-planner-hosts");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string trace = dir + "/run.ustrace";
+    const auto run = us::test::run_process(u + " run -n 2 --dp 2 --preset tiny --steps 3 --trace " + trace);
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    // As `calibrate --nodes 2` writes on 2 cores: one core a node, the link between nodes 1000x slower.
+    ClusterDesc c = load_cluster("h100-sxm");
+    c.calibrated = true, c.gpus_per_node = 1, c.nodes = 2, c.peak_flops_fp32 = c.peak_flops_bf16 = 50e9;
+    c.default_precision = "fp32";
+    c.inter_node = {c.intra_node.bandwidth / 1000, c.intra_node.latency * 1000};
+    const std::string slow = write_file("report-machine-nodes.json", cluster_to_json(c).dump());
+    c.inter_node = c.intra_node;
+    const std::string flat = write_file("report-machine-flat.json", cluster_to_json(c).dump());
+    auto planner = [&](const std::string& machine) {
+        const auto rep = us::test::run_process(u + " report " + trace + " --json --cluster " + machine);
+        INFO(rep.output);
+        REQUIRE(rep.exit_code == 0);
+        return nlohmann::json::parse(rep.output)["planner"];
+    };
+    const auto on_nodes_file = planner(slow), on_flat_file = planner(flat);
+    // The run's two ranks were on one host: its dp all-reduce never crossed the slow link.
+    CHECK(on_nodes_file["hosts"].get<std::string>().rfind("1 host", 0) == 0);
+    CHECK(on_nodes_file["step_time_s"]["model"].get<double>() ==
+          Approx(on_flat_file["step_time_s"]["model"].get<double>()).epsilon(1e-9));
+}
+
 TEST_CASE("planner: published large-scale runs within 15%, one rule per source", "[planner]") {
     // Megatron-LM (Narayanan et al. 2021, Table 1): GPT on Selene's A100s, vocabulary 51,200, sequence 2,048;
     // (heads, hidden, layers, tp, pp, GPUs, batch, published % of peak). One rule for all ten rows: micro-batch 1,
