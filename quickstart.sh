@@ -12,7 +12,8 @@ packages=(cmake ninja-build g++ pkg-config
           libopenblas-openmp-dev libopenmpi-dev openmpi-bin
           libfmt-dev libcli11-dev nlohmann-json3-dev libzstd-dev zlib1g-dev libdeflate-dev libsimdjson-dev catch2
           libimgui-dev libglfw3-dev libgl-dev libegl-dev libstb-dev fonts-dejavu-core
-          xvfb xauth libgl1-mesa-dri libegl-mesa0 clang libclang-rt-dev clang-format iproute2)
+          xvfb xauth libgl1-mesa-dri libegl-mesa0 clang libclang-rt-dev clang-format iproute2
+          slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

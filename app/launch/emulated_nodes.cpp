@@ -160,7 +160,8 @@ EmulatedNodes::EmulatedNodes(const NodeLinks& links, int ranks) : m_links(links)
             must({"ip", "link", "add", outside, "type", "veth", "peer", "name", inside});
             must({"ip", "link", "set", inside, "netns", node});
             must({"ip", "link", "set", outside, "master", m_bridge, "up"});
-            must({"ip", "netns", "exec", node, "ip", "addr", "add", fmt::format("{}{}/24", net, i + 2), "dev", inside});
+            m_addresses.push_back(fmt::format("{}{}", net, i + 2));
+            must({"ip", "netns", "exec", node, "ip", "addr", "add", m_addresses.back() + "/24", "dev", inside});
             must({"ip", "netns", "exec", node, "ip", "link", "set", inside, "up"});
             must({"ip", "netns", "exec", node, "ip", "link", "set", "lo", "up"});
             if (links.inter_node_gbps > 0 || links.inter_node_latency_us > 0) {

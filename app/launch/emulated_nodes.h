@@ -30,10 +30,11 @@ public:
     EmulatedNodes(const EmulatedNodes&) = delete;
     EmulatedNodes& operator=(const EmulatedNodes&) = delete;
 
-    const std::vector<std::string>& names() const { return m_nodes; }  // the nodes' hostnames (and namespaces)
-    const std::string& hostfile() const { return m_hostfile; }         // ranks/nodes slots each, in node order
-    const std::string& bridge_address() const { return m_bridge_ip; }  // this namespace's address on the bridge
-    const std::string& subnet() const { return m_subnet; }             // "10.77.X.0/24"
+    const std::vector<std::string>& names() const { return m_nodes; }          // the nodes' hostnames (and namespaces)
+    const std::string& hostfile() const { return m_hostfile; }                 // ranks/nodes slots each, in node order
+    const std::string& bridge_address() const { return m_bridge_ip; }          // this namespace's address on the bridge
+    const std::string& subnet() const { return m_subnet; }                     // "10.77.X.0/24"
+    const std::vector<std::string>& addresses() const { return m_addresses; }  // each node's, in node order
     // mpirun's arguments to launch onto the nodes (the agent, TCP on the bridge's subnet only), beside hostfile().
     std::vector<std::string> mpirun_args() const;
     std::string describe() const;  // one line: nodes, ranks per node, the links
@@ -49,7 +50,7 @@ private:
     std::string m_prefix;  // "us<pid>"
     std::string m_dir;     // the hostfile and the agent script
     std::string m_hostfile, m_agent, m_bridge, m_bridge_ip, m_subnet;
-    std::vector<std::string> m_nodes;
+    std::vector<std::string> m_nodes, m_addresses;
     bool m_netem = false;
 };
 
