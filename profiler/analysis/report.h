@@ -55,6 +55,15 @@ struct RankReport {
     // Per group: how many hosts (nodes) its ranks are on, from the ranks' recorded host names (0: unknown). A group
     // on more than one host crosses the inter-node link (docs/nodes.md).
     std::array<int, kGroupCount> group_hosts{};
+    // Per collective group (not pp, whose sends go to a stage's neighbours): whether this rank's successor in the
+    // group's ring (the next rank of the group, wrapping round) is on another host: 1 across the inter-node link,
+    // 0 inside the node, -1 unknown (hosts unrecorded, a group of one). A ring all-reduce sends every byte a rank
+    // sends to that successor: the formula's split of the group's bytes into inter- and intra-node.
+    std::array<int8_t, kGroupCount> ring_successor_across = [] {
+        std::array<int8_t, kGroupCount> a{};
+        a.fill(-1);
+        return a;
+    }();
     std::optional<HtaBreakdown> hta;  // HTA's figures (hta_breakdown.h), for a rank with device spans
 };
 

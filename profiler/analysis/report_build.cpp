@@ -329,14 +329,28 @@ namespace {
 // metadata), so that the report can say which collectives cross nodes.
 void count_group_hosts(const TraceStore& store, Report& rep) {
     std::map<std::pair<int, std::string>, std::set<std::string>> hosts;  // (group, instance) -> hosts
+    std::map<std::pair<int, std::string>, std::vector<int>> members;     // (group, instance) -> ranks, in order
     for (const RankReport& r : rep.ranks)
         for (int g = 0; g < kGroupCount; ++g)
-            if (const std::string& host = store.rank(r.rank)->info.host; !host.empty())
+            if (const std::string& host = store.rank(r.rank)->info.host; !host.empty()) {
                 hosts[{g, engine_group_instance(r.coords, g)}].insert(host);
+                members[{g, engine_group_instance(r.coords, g)}].push_back(r.rank);
+            }
     for (RankReport& r : rep.ranks)
-        for (int g = 0; g < kGroupCount; ++g)
-            if (const auto it = hosts.find({g, engine_group_instance(r.coords, g)}); it != hosts.end())
-                r.group_hosts[size_t(g)] = int(it->second.size());
+        for (int g = 0; g < kGroupCount; ++g) {
+            const std::pair<int, std::string> key{g, engine_group_instance(r.coords, g)};
+            if (const auto it = hosts.find(key); it != hosts.end()) r.group_hosts[size_t(g)] = int(it->second.size());
+            // The ring's successor: the next rank of the group (ranks in a group are numbered as the group orders
+            // them: the grid's coordinates), the first after the last.
+            const auto m = members.find(key);
+            if (g == int(GroupKind::pp) || m == members.end() || m->second.size() < 2) continue;
+            const std::vector<int>& ring = m->second;
+            const size_t at = size_t(std::find(ring.begin(), ring.end(), r.rank) - ring.begin());
+            if (at >= ring.size()) continue;
+            const int next = ring[(at + 1) % ring.size()];
+            r.ring_successor_across[size_t(g)] =
+                store.rank(next)->info.host != store.rank(r.rank)->info.host ? int8_t(1) : int8_t(0);
+        }
 }
 
 }  // namespace

@@ -56,7 +56,8 @@ nlohmann::json rank_json(const RankReport& r) {
     const auto& b = r.steady;
     nlohmann::json comm_bytes = nlohmann::json::object(), comm_predicted = nlohmann::json::object(),
                    comm_time = nlohmann::json::object(), comm_exposed = nlohmann::json::object(),
-                   comm_wait = nlohmann::json::object(), hosts = nlohmann::json::object();
+                   comm_wait = nlohmann::json::object(), hosts = nlohmann::json::object(),
+                   inter_node = nlohmann::json::object();
     for (const GroupKind kind : reported_groups(r)) {
         const size_t g = size_t(kind);
         const std::string name(group_kind_name(kind));
@@ -66,6 +67,9 @@ nlohmann::json rank_json(const RankReport& r) {
         comm_exposed[name] = b.group_exposed_s[g];
         comm_wait[name] = r.group_wait_s[g];
         hosts[name] = r.group_hosts[g] > 0 ? nlohmann::json(r.group_hosts[g]) : nlohmann::json();
+        inter_node[name] = r.ring_successor_across[g] < 0
+                               ? nlohmann::json()
+                               : nlohmann::json(r.ring_successor_across[g] == 1 ? comm_bytes[name].get<double>() : 0.0);
     }
     nlohmann::json j = {
         {"rank", r.rank},
@@ -75,6 +79,7 @@ nlohmann::json rank_json(const RankReport& r) {
         {"comm_exposed_by_group_s", comm_exposed},
         {"comm_wait_by_group_s", comm_wait},
         {"comm_hosts_by_group", hosts},
+        {"comm_bytes_inter_node", inter_node},
         {"attention_s", b.attention_s},
         {"experts_s", b.experts_s},
         {"label", r.label},

@@ -13,6 +13,15 @@ namespace us::prof {
 
 namespace {
 
+// " (across 2 nodes; ring edge inter-node)": the group spans nodes, and whether this rank's sends in the group's ring
+// go to another node (the formula's split: a ring all-reduce sends every byte to the next rank).
+std::string across_nodes(int hosts, int8_t successor_across) {
+    const char* edge = successor_across == 1   ? "; its ring edge inter-node"
+                       : successor_across == 0 ? "; its ring edge in-node"
+                                               : "";
+    return fmt::format(" (across {} nodes{})", hosts, edge);
+}
+
 // The busiest rank's op table, its heaviest rows (the JSON has every row of every rank).
 std::string format_op_table(const Report& rep) {
     const RankReport* busiest = nullptr;
@@ -246,7 +255,7 @@ std::string format_communication(const Report& rep) {
             const double measured = per_steady_step(r, r.steady.group_bytes[g]);
             if (measured == 0 && r.predicted.comm_bytes[g] == 0) continue;
             line += fmt::format("  {}{} {} / {}, {:.1f} / {:.1f} ms exposed, {:.1f} ms waiting;", group_kind_name(kind),
-                                r.group_hosts[g] > 1 ? fmt::format(" (across {} nodes)", r.group_hosts[g]) : "",
+                                r.group_hosts[g] > 1 ? across_nodes(r.group_hosts[g], r.ring_successor_across[g]) : "",
                                 format_bytes(int64_t(measured)),
                                 rep.imported ? std::string("unknown") : format_bytes(r.predicted.comm_bytes[g]),
                                 1e3 * per_steady_step(r, r.steady.group_comm_s[g]),

@@ -113,7 +113,12 @@ TEST_CASE("ultrascope run --nodes 2: one rank a node, over the emulated link, th
     CHECK(j["ranks"][0]["comm_hosts_by_group"]["dp"] == 2);
     const auto j1 = nlohmann::json::parse(run_process(bin("ultrascope") + " report " + one + " --json").output);
     CHECK(j1["ranks"][0]["comm_hosts_by_group"]["dp"] == 1);
-    CHECK(run_process(bin("ultrascope") + " report " + two).output.find("dp (across 2 nodes)") != std::string::npos);
+    // the ring model's split: on two nodes of one rank each, every dp byte crosses; on one host none does
+    CHECK(j["ranks"][0]["comm_bytes_inter_node"]["dp"].get<double>() > 0);
+    CHECK(j["ranks"][0]["comm_bytes_inter_node"]["dp"] == j["ranks"][0]["comm_bytes"]["dp"]);
+    CHECK(j1["ranks"][0]["comm_bytes_inter_node"]["dp"] == 0.0);
+    CHECK(run_process(bin("ultrascope") + " report " + two)
+              .output.find("dp (across 2 nodes; its ring edge inter-node)") != std::string::npos);
     // the planner's comparison takes its nodes from the run's hosts: two nodes of one rank, dp between them
     CHECK(j["planner"]["hosts"].get<std::string>().rfind("2 hosts, 1 rank a host (block)", 0) == 0);
     CHECK(j1["planner"]["hosts"].get<std::string>().rfind("1 host", 0) == 0);
