@@ -114,6 +114,11 @@ void Launcher::start(const LaunchSpec& spec) {
         m_argv = {mpirun, "-n", std::to_string(spec.ranks), "--oversubscribe", "--bind-to", "none"};
         if (!spec.hostfile.empty()) m_argv.insert(m_argv.end(), {"--hostfile", spec.hostfile});
         m_argv.insert(m_argv.end(), spec.mpirun_args.begin(), spec.mpirun_args.end());
+        // Ranks on this host alone talk through shared memory and the loopback: an interface that comes or goes
+        // meanwhile (a VPN, the bridge of another run's emulated nodes) cannot break their wire-up.
+        if (spec.hostfile.empty() && spec.mpirun_args.empty())
+            for (const char* flag : {"oob_tcp_if_include", "btl_tcp_if_include"})
+                m_argv.insert(m_argv.end(), {"--mca", flag, "lo"});
         // Shared-memory transport without the cross-memory-attach syscall, which containers often forbid.
         for (const char* a : {"--mca", "btl_vader_single_copy_mechanism", "none"}) m_argv.push_back(a);
         // mpirun hands ranks on other hosts only the variables named here: those set below, and a testing aid
