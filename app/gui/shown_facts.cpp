@@ -4,6 +4,8 @@
 #include "app/gui/theme.h"
 #include "app/gui/views.h"
 
+#include <set>
+
 namespace us::gui {
 
 nlohmann::json shown_facts(const AppState& app) {
@@ -28,6 +30,13 @@ nlohmann::json shown_facts(const AppState& app) {
                             {"best_mfu", ranked.empty() ? 0.0 : ranked.front().mfu}};
     }
     if (!app.planner.error.empty()) facts["planner_error"] = app.planner.error;
+    {  // the overlap view's group names, with the nodes a group spans
+        std::set<std::string> groups;
+        for (const auto& r : app.report().ranks)
+            for (int g = 0; g < prof::kGroupCount; ++g)
+                if (r.steady.group_bytes[size_t(g)] != 0) groups.insert(overlap_group_label(r, g));
+        facts["overlap_groups"] = groups;
+    }
     if (!app.snapshots.empty()) {  // the snapshot window's figures (the first device of the one shown)
         const LoadedSnapshot& l = app.snapshots.snapshots()[size_t(app.snapshots.selected)];
         nlohmann::json devices = nlohmann::json::array();

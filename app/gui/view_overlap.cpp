@@ -61,6 +61,17 @@ void draw_imported_group_table(const prof::Report& rep) {
     ImGui::EndTable();
 }
 
+}  // namespace
+
+std::string overlap_group_label(const prof::RankReport& r, int group) {
+    std::string name(prof::group_kind_name(prof::GroupKind(group)));
+    if (r.group_hosts[size_t(group)] > 1)
+        name += " (across " + std::to_string(r.group_hosts[size_t(group)]) + " nodes)";
+    return name;
+}
+
+namespace {
+
 void draw_group_table(const prof::Report& rep) {
     if (rep.imported) return draw_imported_group_table(rep);
     ImGui::Spacing();
@@ -96,13 +107,26 @@ void draw_group_table(const prof::Report& rep) {
             ImGui::TableNextColumn();
             const prof::GroupKind kind = prof::GroupKind(g);
             const std::string name(prof::group_kind_name(kind));
-            const bool tp = kind == prof::GroupKind::tp;
-            if (tp)
-                ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.35f, 1), "tp");
+            const bool tp = kind == prof::GroupKind::tp, across = r.group_hosts[size_t(g)] > 1;
+            const std::string label = overlap_group_label(r, g);
+            if (tp || across)
+                ImGui::TextColored(ImVec4(1.0f, 0.55f, 0.35f, 1), "%s", label.c_str());
             else
-                ImGui::Text("%s", name.c_str());
-            if (tp && ImGui::IsItemHovered())
-                ImGui::SetTooltip("tensor-parallel collectives block the compute thread: all of their time is exposed");
+                ImGui::Text("%s", label.c_str());
+            if (ImGui::IsItemHovered() && (tp || across)) {
+                std::string tip;
+                if (tp) tip = "tensor-parallel collectives block the compute thread: all of their time is exposed";
+                if (across) {
+                    const int8_t edge = r.ring_successor_across[size_t(g)];
+                    tip += std::string(tip.empty() ? "" : "\n") +
+                           "the group's ranks are on several nodes (their recorded hosts): its collectives crossed "
+                           "the inter-node link" +
+                           (edge == 1   ? ";\nthis rank's ring edge is inter-node: all it sends crosses (formula)"
+                            : edge == 0 ? ";\nthis rank's ring edge stays in its node (formula)"
+                                        : "");
+                }
+                ImGui::SetTooltip("%s", tip.c_str());
+            }
             ImGui::TableNextColumn();
             ImGui::Text("%s", format_bytes(int64_t(bytes)).c_str());
             miss_marker(rep.misses, "comm." + name, r.rank);

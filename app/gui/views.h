@@ -11,6 +11,9 @@ void draw_launch_panel(AppState& app);   // view_launch.cpp: settings, validatio
 void draw_memory_view(AppState& app);    // view_memory.cpp: memory anatomy
 void draw_timeline_view(AppState& app);  // view_timeline.cpp: rank timelines
 void draw_overlap_view(AppState& app);   // view_overlap.cpp: compute / overlapped / exposed / idle per rank
+// view_overlap.cpp: a group's name in its table, with the nodes it spans ("dp (across 2 nodes)"): the collectives
+// that crossed the inter-node link.
+std::string overlap_group_label(const prof::RankReport& r, int group);
 void draw_training_view(AppState& app);  // view_training.cpp: loss, tokens/s, step time, MFU
 void draw_compare_view(AppState& app);   // view_compare.cpp: runs of the session side by side
 void draw_experts_view(AppState& app);   // view_experts.cpp: router load per MoE layer, expert time per rank

@@ -588,6 +588,8 @@ TEST_CASE("the GUI launches its run onto emulated nodes and removes them after",
     const auto shown = nlohmann::json::parse(read_file(shot + ".json"))["shown"];
     CHECK(shown["source"]["ranks"] == 2);
     CHECK(shown["source"]["step_s"].get<double>() > 0);
+    // the overlap view marks the data-parallel group as crossing the link between the nodes
+    CHECK(shown["overlap_groups"].dump().find("dp (across 2 nodes)") != std::string::npos);
     CHECK(us::test::stale_emulated_nodes().empty());  // the GUI's are gone (other tests may have their own)
 }
 
