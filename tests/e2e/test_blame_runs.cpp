@@ -80,16 +80,22 @@ TEST_CASE("a pipeline stage slowed 3x is the pipeline's bottleneck, and its neig
 
 TEST_CASE("an expert-parallel run's routing imbalance: the rank with the busiest experts is the one named",
           "[cpu][app][blame]") {
-    // top-1 routing without the balancing loss (the experts lesson's run): one ep rank gets most of the tokens
+    // top-1 routing without the balancing loss (the experts lesson's run): one ep rank gets most of the tokens. The
+    // two ranks share 2 cores with whatever else runs (ctest -j2): a run whose waits other processes blurred (seen
+    // once in a full parallel suite: 1.3x where alone it is 5x) is taken again, once.
     const std::string trace = temp_path("blame-ep2.ustrace");
-    fs::remove(trace);
-    const ProcessResult r = run_process(ultrascope() +
-                                        " run --preset small-moe --steps 5 --batch 8 --dp 2 --ep 2 --moe-topk 1 "
-                                        "--moe-aux-loss-coef 0 --trace " +
-                                        trace + " --data " + data_file());
-    INFO(r.output);
-    REQUIRE(r.exit_code == 0);
-    const nlohmann::json j = report_json(trace);
+    nlohmann::json j;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        fs::remove(trace);
+        const ProcessResult r = run_process(ultrascope() +
+                                            " run --preset small-moe --steps 5 --batch 8 --dp 2 --ep 2 --moe-topk 1 "
+                                            "--moe-aux-loss-coef 0 --trace " +
+                                            trace + " --data " + data_file());
+        INFO(r.output);
+        REQUIRE(r.exit_code == 0);
+        j = report_json(trace);
+        if (j["blame"]["culprit"] == true) break;
+    }
     const nlohmann::json& b = j["blame"];
     INFO(b.dump(1));
     REQUIRE(b["culprit"] == true);
