@@ -64,3 +64,15 @@ shot "$data/snapshot/rank0_memory_snapshot.pickle" --view snapshot --screenshot 
 # The real DDP run's memory by category: measured by PyTorch's memory profiler (its timeline export in the folder).
 shot "$data/kineto/ddp" --view memory --screenshot "$here/pytorch-ddp-memory-categories.png"
 rm -f "$here"/*.png.json
+# Two emulated nodes joined by a 1 Gbit/s link (docs/nodes.md; root only): tp 2 x dp 2 with tp inside a node (block)
+# and tp across the link (cyclic); the overlap view marks the groups that crossed it.
+if [ "$(id -u)" = 0 ]; then
+  for placement in block cyclic; do
+    "$build/bin/ultrascope" run --nodes 2 --inter-node-gbps 1 --node-placement "$placement" -n 4 --tp 2 --dp 2 \
+        --preset small --steps 5 --trace "$work/nodes-$placement.ustrace" >/dev/null
+    shot "$work/nodes-$placement.ustrace" --view timeline --fit-step 4 \
+        --screenshot "$here/timeline-nodes-tp2-dp2-$placement.png"
+  done
+  shot "$work/nodes-block.ustrace" --view overlap --screenshot "$here/overlap-nodes-tp2-dp2-block.png"
+  rm -f "$here"/*.png.json
+fi
