@@ -111,6 +111,11 @@ int plan_command(int argc, char** argv) {
     cli.add_option("--gpus", gpus, "GPUs to use (default: the layout's dp x tp x pp x cp)");
     cli.add_option("--nodes", nodes, "Override the cluster's node count");
     cli.add_option("--gpus-per-node", gpus_per_node, "Override the cluster's GPUs per node");
+    std::string placement;
+    cli.add_option("--node-placement", placement,
+                   "How ranks are laid on the nodes: block (consecutive ranks a node, the default) or cyclic (rank r "
+                   "on node r mod nodes), as `ultrascope run --node-placement`")
+        ->check(CLI::IsMember({"block", "cyclic"}));
     cli.add_option("--global-batch-tokens", global_tokens, "Search: tokens per step (or --global-batch SEQUENCES)");
     cli.add_option("--top", top, "Search: layouts to show (0: all)");
     cli.add_flag("--json", json, "Print JSON: an object per layout (docs/planner.md)");
@@ -140,6 +145,7 @@ int plan_command(int argc, char** argv) {
                    "--nodes, --gpus-per-node, --gpus, --global-batch-tokens and --top must not be negative");
     if (nodes > 0) cluster.nodes = nodes;
     if (gpus_per_node > 0) cluster.gpus_per_node = gpus_per_node;
+    if (!placement.empty()) cluster.placement = placement;
 
     // The model: a description, or this engine's GPT from the preset and shape flags. Shape flags given with
     // --model override its fields (e.g. --seq for a longer context).

@@ -65,8 +65,8 @@ Link link_from_json(const nlohmann::json& j, const std::string& where) {
 
 ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source) {
     const JsonFields f(j, source,
-                       {"name", "description", "source", "gpu", "gpus_per_node", "nodes", "intra_node", "inter_node",
-                        "op_costs", "calibrated", "default_precision", "measurements"});
+                       {"name", "description", "source", "gpu", "gpus_per_node", "nodes", "placement", "intra_node",
+                        "inter_node", "op_costs", "calibrated", "default_precision", "measurements"});
     ClusterDesc c;
     c.name = f.required_text("name");
     c.description = f.text("description", "");
@@ -88,6 +88,9 @@ ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source
     }
     c.gpus_per_node = f.required_integer("gpus_per_node");
     c.nodes = f.integer("nodes", 1, 1);
+    c.placement = f.text("placement", "block");
+    US_CHECK_INPUT(c.placement == "block" || c.placement == "cyclic",
+                   "{}: field 'placement' must be block or cyclic (got '{}')", source, c.placement);
     c.intra_node = link_from_json(f.object("intra_node"), source + ", field 'intra_node'");
     c.inter_node =
         f.has("inter_node") ? link_from_json(f.object("inter_node"), source + ", field 'inter_node'") : c.intra_node;
@@ -148,6 +151,7 @@ nlohmann::json cluster_to_json(const ClusterDesc& c) {
                           {"reserved_bytes", c.reserved_bytes}}},
                         {"gpus_per_node", c.gpus_per_node},
                         {"nodes", c.nodes},
+                        {"placement", c.placement},
                         {"intra_node", {{"bandwidth", c.intra_node.bandwidth}, {"latency", c.intra_node.latency}}},
                         {"inter_node", {{"bandwidth", c.inter_node.bandwidth}, {"latency", c.inter_node.latency}}},
                         {"op_costs",

@@ -28,6 +28,9 @@ struct ClusterDesc {
     // the cluster
     int64_t gpus_per_node = 8, nodes = 1;
     Link intra_node, inter_node;
+    // How ranks are laid on the nodes: "block" (consecutive ranks a node: tp, innermost in the grid, stays in one)
+    // or "cyclic" (rank r on node r mod nodes), as `ultrascope run --node-placement` places them.
+    std::string placement = "block";
     // Per-op costs (seconds), the step-time model's inputs. GEMMs: achieved / peak as a function of a GEMM's FLOPs
     // (sorted by FLOPs; interpolated in log FLOPs). Others: seconds per element of the op's natural size
     // (docs/planner.md lists each).

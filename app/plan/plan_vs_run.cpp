@@ -102,15 +102,18 @@ std::string fit_cluster_to_run_hosts(const prof::TraceStore& store, int world, C
     const int per_host = world / hosts;
     bool block = world % hosts == 0;
     for (int r = 0; block && r < world; ++r) block = host_of[size_t(r)] == host_of[size_t(r - r % per_host)];
-    if (!block)
+    bool cyclic = !block && world % hosts == 0;
+    for (int r = 0; cyclic && r < world; ++r) cyclic = host_of[size_t(r)] == host_of[size_t(r % hosts)];
+    if (!block && !cyclic)
         return fmt::format(
-            "{} hosts, ranks not in equal blocks of consecutive ranks (cyclic placement?): priced as the machine "
-            "file's nodes of {} ranks, which the planner lays out in blocks",
+            "{} hosts, ranks neither in equal blocks of consecutive ranks nor cyclic: priced as the machine file's "
+            "nodes of {} ranks, laid out in blocks",
             hosts, cl.gpus_per_node);
+    cl.placement = block ? "block" : "cyclic";
     cl.nodes = hosts;
     cl.gpus_per_node = per_host;
-    return fmt::format("{} hosts, {} rank{} a host (block): a group spanning hosts priced on the inter-node link",
-                       hosts, per_host, per_host == 1 ? "" : "s");
+    return fmt::format("{} hosts, {} rank{} a host ({}): a group spanning hosts priced on the inter-node link", hosts,
+                       per_host, per_host == 1 ? "" : "s", cl.placement);
 }
 
 }  // namespace

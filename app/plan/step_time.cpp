@@ -10,6 +10,8 @@
 namespace us::plan {
 
 const Link& group_link(const ClusterDesc& c, int stride, int size) {
+    if (size <= 1) return c.intra_node;
+    if (c.placement == "cyclic") return c.nodes <= 1 || stride % c.nodes == 0 ? c.intra_node : c.inter_node;
     return int64_t(stride) * size <= c.gpus_per_node ? c.intra_node : c.inter_node;
 }
 

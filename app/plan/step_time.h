@@ -107,7 +107,9 @@ StepModel model_step(const ModelDesc& model, const ClusterDesc& cluster, const L
 
 StepPieces estimate_step(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout);
 
-// The link a group uses: inside a node when its ranks (stride apart in the rank order) fit in one.
+// The link a group uses: inside a node when its ranks (stride apart in the rank order) are all on one: under block
+// placement when they fit in one node's consecutive ranks, under cyclic placement (rank r on node r mod nodes) when
+// the stride is a multiple of the node count.
 const Link& group_link(const ClusterDesc& c, int stride, int size);
 int link_level(const ClusterDesc& c, const Link& link);  // kLinkIntra or kLinkInter
 // Alpha-beta times (docs/planner.md) of one collective of `bytes` (the whole buffer) over n ranks on a link.

@@ -706,3 +706,32 @@ TEST_CASE("planner: a router's load on the busiest expert rank slows the MoE ste
     CHECK(bad.exit_code == 2);
     CHECK(bad.output.find("--moe-load") != std::string::npos);
 }
+
+TEST_CASE("planner: ranks placed cyclically on the nodes put tp across them and dp inside, as run --nodes does",
+          "[planner][nodes]") {
+    ClusterDesc c = load_cluster("h100-sxm");
+    c.nodes = 2, c.gpus_per_node = 2;
+    c.inter_node = {c.intra_node.bandwidth / 100, c.intra_node.latency * 10};
+    // tp 2 x dp 2 on 4 ranks: tp is ranks {0,1}, {2,3} (stride 1); dp is {0,2}, {1,3} (stride 2)
+    CHECK(&group_link(c, 1, 2) == &c.intra_node);  // block: ranks 0,1 on node 0
+    CHECK(&group_link(c, 2, 2) == &c.inter_node);
+    c.placement = "cyclic";  // rank r on node r mod 2
+    CHECK(&group_link(c, 1, 2) == &c.inter_node);
+    CHECK(&group_link(c, 2, 2) == &c.intra_node);
+    CHECK(&group_link(c, 1, 1) == &c.intra_node);  // a group of one crosses nothing
+    // the field survives the machine file, and a placement the runs do not know is refused
+    CHECK(cluster_from_json(cluster_to_json(c), "t").placement == "cyclic");
+    nlohmann::json bad = cluster_to_json(c);
+    bad["placement"] = "random";
+    CHECK_THROWS_WITH(cluster_from_json(bad, "m.json"), Catch::Contains("'placement' must be block or cyclic"));
+    // `ultrascope plan --node-placement cyclic` prices tp 2 on the slow link: a slower step than block
+    const std::string machine = write_file("placement-machine.json", cluster_to_json(c).dump());
+    auto step_s = [&](const std::string& placement) {
+        const auto r = us::test::run_process(us::test::bin("ultrascope") + " plan --cluster " + machine +
+                                             " --node-placement " + placement + " --json --tp 2 --dp 2 --preset small");
+        INFO(r.output);
+        REQUIRE(r.exit_code == 0);
+        return nlohmann::json::parse(r.output)["step_time_s"].get<double>();
+    };
+    CHECK(step_s("cyclic") > step_s("block"));
+}
