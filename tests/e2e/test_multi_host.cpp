@@ -130,6 +130,28 @@ TEST_CASE("ultrascope run --nodes 2: one rank a node, over the emulated link, th
     CHECK(stale_emulated_nodes().empty());  // every namespace (with its links and qdiscs) removed
 }
 
+TEST_CASE(
+    "ultrascope run --nodes 2 --node-placement cyclic: tp crosses the link, dp stays inside, and the report "
+    "and the planner say so",
+    "[cpu][app][hosts][nodes]") {
+    if (const std::string why = why_no_emulated_nodes(); !why.empty()) skip_test(why);
+    const std::string trace = temp_path("nodes-cyclic.ustrace");
+    const ProcessResult r =
+        run_process(bin("ultrascope") + " run --nodes 2 --node-placement cyclic -n 4 --tp 2 --dp 2 " +
+                    "--preset tiny --steps 3 --data " + data_file() + " --trace " + trace);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(run_process(bin("ultrascope") + " report " + trace + " --json").output);
+    for (const auto& rank : j["ranks"]) {
+        CHECK(rank["comm_hosts_by_group"]["tp"] == 2);  // rank r on node r mod 2: tp {0,1} spans both
+        CHECK(rank["comm_hosts_by_group"]["dp"] == 1);  // dp {0,2} on node 0
+        CHECK(rank["comm_bytes_inter_node"]["tp"] == rank["comm_bytes"]["tp"]);
+        CHECK(rank["comm_bytes_inter_node"]["dp"] == 0.0);
+    }
+    CHECK(j["planner"]["hosts"].get<std::string>().rfind("2 hosts, 2 ranks a host (cyclic)", 0) == 0);
+    CHECK(stale_emulated_nodes().empty());
+}
+
 TEST_CASE("ultrascope run --nodes: bad requests are refused before anything is made", "[cpu][app][hosts][nodes]") {
     for (const auto& [flags, says] :
          std::vector<std::pair<std::string, std::string>>{{"--nodes 3", "do not split evenly"},
