@@ -31,6 +31,12 @@ bool category_of(const std::string& cat, KinetoCat& out) {
     return false;
 }
 
+// An 'X' event's category as mapped (`cat`: step for ProfilerStep#N, whatever its category); false when unknown.
+bool known_category(const KinetoEvent& e, KinetoCat& cat) {
+    cat = KinetoCat::step;
+    return e.name.rfind("ProfilerStep#", 0) == 0 || category_of(e.cat, cat);
+}
+
 int16_t clamp16(int64_t v) { return v < 0 || v > 32767 ? int16_t(-1) : int16_t(v); }
 
 // The integer after `"key":` in an event's text (the [memory] args "Bytes" and "Addr"), without building a JSON
@@ -182,7 +188,7 @@ void KinetoCollector::add(const KinetoEvent& e, std::string_view text) {
     if (e.cat == "Trace") return;  // the profiler's own span over its window
     KinetoCat cat = KinetoCat::step;
     const bool is_step = e.name.rfind("ProfilerStep#", 0) == 0;
-    const bool known = is_step || category_of(e.cat, cat);
+    const bool known = known_category(e, cat);
     if (e.stream >= 0 && !(known && is_device_cat(cat)) && e.has_ts && e.dur_ns >= 0 &&
         e.ts_ns <= INT64_MAX - e.dur_ns && hta_reads_stream(text)) {
         KinetoSpan r;
@@ -233,8 +239,7 @@ bool KinetoCollector::reads_text(const KinetoEvent& e) {
     if (e.ph == 'i' || e.ph == 'I') return e.name == "[memory]";
     if (e.ph != 'X' || e.stream < 0 || e.cat == "python_function" || e.cat == "Trace") return false;
     KinetoCat cat = KinetoCat::step;
-    const bool known = e.name.rfind("ProfilerStep#", 0) == 0 || category_of(e.cat, cat);
-    return !(known && is_device_cat(cat));
+    return !(known_category(e, cat) && is_device_cat(cat));
 }
 
 bool KinetoCollector::outer(const std::string& key, std::string_view text, std::string& error) {

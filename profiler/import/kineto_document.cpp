@@ -68,110 +68,6 @@ bool is_string(od::value value) {
     return !t.empty() && t.front() == '"';
 }
 
-// The keys of args that are read; the others (shapes, strides, occupancy ...) are skipped.
-enum class ArgKey {
-    other,
-    collective,
-    dtype,
-    pg_name,
-    pg_desc,
-    pg_ranks,
-    name,  // strings and text
-    external_id,
-    correlation,
-    stream,
-    device,
-    bytes,
-    in_nelems,
-    out_nelems,
-    group_size,
-    src_rank,
-    dst_rank,
-    mem_device,
-    mem_device_type,  // integers
-    input_dims,
-    input_types,
-    concrete_inputs,  // kept as text
-    total_allocated,
-    total_reserved  // numbers
-};
-
-// By length first: one or two comparisons a key rather than one for every key that is read.
-ArgKey arg_key(std::string_view k) {
-    switch (k.size()) {
-        case 4:
-            return k == "name" ? ArgKey::name : ArgKey::other;
-        case 5:
-            return k == "bytes" ? ArgKey::bytes : k == "dtype" ? ArgKey::dtype : ArgKey::other;
-        case 6:
-            return k == "stream" ? ArgKey::stream : k == "device" ? ArgKey::device : ArgKey::other;
-        case 8:
-            return k == "Src Rank" ? ArgKey::src_rank : k == "Dst Rank" ? ArgKey::dst_rank : ArgKey::other;
-        case 9:
-            return k == "Device Id" ? ArgKey::mem_device : ArgKey::other;
-        case 10:
-            return k == "Input Dims"   ? ArgKey::input_dims
-                   : k == "Input type" ? ArgKey::input_types
-                   : k == "Group size" ? ArgKey::group_size
-                                       : ArgKey::other;
-        case 11:
-            return k == "External id"   ? ArgKey::external_id
-                   : k == "correlation" ? ArgKey::correlation
-                   : k == "Device Type" ? ArgKey::mem_device_type
-                                        : ArgKey::other;
-        case 13:
-            return k == "In msg nelems" ? ArgKey::in_nelems : ArgKey::other;
-        case 14:
-            return k == "Out msg nelems"   ? ArgKey::out_nelems
-                   : k == "Total Reserved" ? ArgKey::total_reserved
-                                           : ArgKey::other;
-        case 15:
-            return k == "Collective name"   ? ArgKey::collective
-                   : k == "Concrete Inputs" ? ArgKey::concrete_inputs
-                   : k == "Total Allocated" ? ArgKey::total_allocated
-                                            : ArgKey::other;
-        case 18:
-            return k == "Process Group Name" ? ArgKey::pg_name : ArgKey::other;
-        case 19:
-            return k == "Process Group Ranks" ? ArgKey::pg_ranks : ArgKey::other;
-        case 25:
-            return k == "Process Group Description" ? ArgKey::pg_desc : ArgKey::other;
-        default:
-            return ArgKey::other;
-    }
-}
-
-int64_t* integer_arg(ArgKey key, KinetoEvent& e) {
-    switch (key) {
-        case ArgKey::external_id:
-            return &e.external_id;
-        case ArgKey::correlation:
-            return &e.correlation;
-        case ArgKey::stream:
-            return &e.stream;
-        case ArgKey::device:
-            return &e.device;
-        case ArgKey::bytes:
-            return &e.bytes;
-        case ArgKey::in_nelems:
-            return &e.in_nelems;
-        case ArgKey::out_nelems:
-            return &e.out_nelems;
-        case ArgKey::group_size:
-            return &e.group_size;
-        case ArgKey::src_rank:
-            return &e.src_rank;
-        case ArgKey::dst_rank:
-            return &e.dst_rank;
-        case ArgKey::mem_device:
-            return &e.mem_device;
-        case ArgKey::mem_device_type:
-            return &e.mem_device_type;
-        default:
-            return nullptr;
-    }
-}
-
 bool read_args(od::object args, KinetoEvent& e) {
     for (auto member : args) {
         od::field field;
@@ -180,62 +76,25 @@ bool read_args(od::object args, KinetoEvent& e) {
         if (key == ArgKey::other) continue;
         od::value v = field.value();
         std::string_view text;
-        switch (key) {
-            case ArgKey::collective:
-                if (!string_value(v, e.collective)) return false;
-                continue;
-            case ArgKey::dtype:
-                if (!string_value(v, e.dtype)) return false;
-                continue;
-            case ArgKey::pg_name:
-                if (!string_value(v, e.pg_name)) return false;
-                continue;
-            case ArgKey::pg_desc:
-                if (!string_value(v, e.pg_desc)) return false;
-                continue;
-            case ArgKey::name:  // metadata events: process_name, thread_name
-                if (is_string(v) && !string_value(v, e.args_name)) return false;
-                continue;
-            default:
-                break;
+        if (std::string* string = string_arg(key, e)) {
+            if (!string_value(v, *string)) return false;
+            continue;
+        }
+        if (key == ArgKey::name) {  // metadata events: process_name, thread_name
+            if (is_string(v) && !string_value(v, e.args_name)) return false;
+            continue;
         }
         if (!outer_value_text(v, text)) return false;
         if (int64_t* integer = integer_arg(key, e))
             integer_from_text(text, *integer);
+        else if (std::string_view* view = text_arg(key, e))
+            *view = text;
+        else if (double* number = number_arg(key, e))
+            *number = number_from_text(text);
         else if (key == ArgKey::pg_ranks)
             e.pg_ranks.assign(text);
-        else if (key == ArgKey::input_dims)
-            e.input_dims = text;
-        else if (key == ArgKey::input_types)
-            e.input_types = text;
-        else if (key == ArgKey::concrete_inputs)
-            e.concrete_inputs = text;
-        else if (key == ArgKey::total_allocated)
-            e.total_allocated = number_from_text(text);
-        else if (key == ArgKey::total_reserved)
-            e.total_reserved = number_from_text(text);
     }
     return true;
-}
-
-// The keys of an event that are read; the others ("s", "id", "bp" ...) are skipped.
-enum class EventKey { other, ph, name, cat, pid, tid, ts, dur, args };
-
-EventKey event_key(std::string_view k) {
-    switch (k.size()) {
-        case 2:
-            return k == "ph" ? EventKey::ph : k == "ts" ? EventKey::ts : EventKey::other;
-        case 3:
-            return k == "pid"   ? EventKey::pid
-                   : k == "tid" ? EventKey::tid
-                   : k == "cat" ? EventKey::cat
-                   : k == "dur" ? EventKey::dur
-                                : EventKey::other;
-        case 4:
-            return k == "name" ? EventKey::name : k == "args" ? EventKey::args : EventKey::other;
-        default:
-            return EventKey::other;
-    }
 }
 
 // One event, field by field, into `e` (cleared first); false when the reader in pieces would refuse it.

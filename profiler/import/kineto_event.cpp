@@ -66,6 +66,138 @@ bool parse_us_as_ns(std::string_view s, int64_t& ns) {
     return true;
 }
 
+// By length first: one or two comparisons a key rather than one for every key that is read.
+ArgKey arg_key(std::string_view k) {
+    switch (k.size()) {
+        case 4:
+            return k == "name" ? ArgKey::name : ArgKey::other;
+        case 5:
+            return k == "bytes" ? ArgKey::bytes : k == "dtype" ? ArgKey::dtype : ArgKey::other;
+        case 6:
+            return k == "stream" ? ArgKey::stream : k == "device" ? ArgKey::device : ArgKey::other;
+        case 8:
+            return k == "Src Rank" ? ArgKey::src_rank : k == "Dst Rank" ? ArgKey::dst_rank : ArgKey::other;
+        case 9:
+            return k == "Device Id" ? ArgKey::mem_device : ArgKey::other;
+        case 10:
+            return k == "Input Dims"   ? ArgKey::input_dims
+                   : k == "Input type" ? ArgKey::input_types
+                   : k == "Group size" ? ArgKey::group_size
+                                       : ArgKey::other;
+        case 11:
+            return k == "External id"   ? ArgKey::external_id
+                   : k == "correlation" ? ArgKey::correlation
+                   : k == "Device Type" ? ArgKey::mem_device_type
+                                        : ArgKey::other;
+        case 13:
+            return k == "In msg nelems" ? ArgKey::in_nelems : ArgKey::other;
+        case 14:
+            return k == "Out msg nelems"   ? ArgKey::out_nelems
+                   : k == "Total Reserved" ? ArgKey::total_reserved
+                                           : ArgKey::other;
+        case 15:
+            return k == "Collective name"   ? ArgKey::collective
+                   : k == "Concrete Inputs" ? ArgKey::concrete_inputs
+                   : k == "Total Allocated" ? ArgKey::total_allocated
+                                            : ArgKey::other;
+        case 18:
+            return k == "Process Group Name" ? ArgKey::pg_name : ArgKey::other;
+        case 19:
+            return k == "Process Group Ranks" ? ArgKey::pg_ranks : ArgKey::other;
+        case 25:
+            return k == "Process Group Description" ? ArgKey::pg_desc : ArgKey::other;
+        default:
+            return ArgKey::other;
+    }
+}
+
+int64_t* integer_arg(ArgKey key, KinetoEvent& e) {
+    switch (key) {
+        case ArgKey::external_id:
+            return &e.external_id;
+        case ArgKey::correlation:
+            return &e.correlation;
+        case ArgKey::stream:
+            return &e.stream;
+        case ArgKey::device:
+            return &e.device;
+        case ArgKey::bytes:
+            return &e.bytes;
+        case ArgKey::in_nelems:
+            return &e.in_nelems;
+        case ArgKey::out_nelems:
+            return &e.out_nelems;
+        case ArgKey::group_size:
+            return &e.group_size;
+        case ArgKey::src_rank:
+            return &e.src_rank;
+        case ArgKey::dst_rank:
+            return &e.dst_rank;
+        case ArgKey::mem_device:
+            return &e.mem_device;
+        case ArgKey::mem_device_type:
+            return &e.mem_device_type;
+        default:
+            return nullptr;
+    }
+}
+
+std::string* string_arg(ArgKey key, KinetoEvent& e) {
+    switch (key) {
+        case ArgKey::collective:
+            return &e.collective;
+        case ArgKey::dtype:
+            return &e.dtype;
+        case ArgKey::pg_name:
+            return &e.pg_name;
+        case ArgKey::pg_desc:
+            return &e.pg_desc;
+        default:
+            return nullptr;
+    }
+}
+
+std::string_view* text_arg(ArgKey key, KinetoEvent& e) {
+    switch (key) {
+        case ArgKey::input_dims:
+            return &e.input_dims;
+        case ArgKey::input_types:
+            return &e.input_types;
+        case ArgKey::concrete_inputs:
+            return &e.concrete_inputs;
+        default:
+            return nullptr;
+    }
+}
+
+double* number_arg(ArgKey key, KinetoEvent& e) {
+    switch (key) {
+        case ArgKey::total_allocated:
+            return &e.total_allocated;
+        case ArgKey::total_reserved:
+            return &e.total_reserved;
+        default:
+            return nullptr;
+    }
+}
+
+EventKey event_key(std::string_view k) {
+    switch (k.size()) {
+        case 2:
+            return k == "ph" ? EventKey::ph : k == "ts" ? EventKey::ts : EventKey::other;
+        case 3:
+            return k == "pid"   ? EventKey::pid
+                   : k == "tid" ? EventKey::tid
+                   : k == "cat" ? EventKey::cat
+                   : k == "dur" ? EventKey::dur
+                                : EventKey::other;
+        case 4:
+            return k == "name" ? EventKey::name : k == "args" ? EventKey::args : EventKey::other;
+        default:
+            return EventKey::other;
+    }
+}
+
 void integer_from_text(std::string_view v, int64_t& out) {
     if (!v.empty() && v[0] == '"') {  // ids written as strings ("stream 7", "12")
         v = v.substr(1, v.size() - 2);
@@ -216,63 +348,58 @@ bool parse_kineto_event(std::string_view text, KinetoEvent& e, std::string& erro
     Cursor c{text, 0, &error};
     std::string_view v;
     auto args_member = [&](std::string_view k) -> bool {
-        if (k == "External id") return c.integer(e.external_id);
-        if (k == "correlation") return c.integer(e.correlation);
-        if (k == "stream") return c.integer(e.stream);
-        if (k == "device") return c.integer(e.device);
-        if (k == "bytes") return c.integer(e.bytes);
-        if (k == "In msg nelems") return c.integer(e.in_nelems);
-        if (k == "Out msg nelems") return c.integer(e.out_nelems);
-        if (k == "Group size") return c.integer(e.group_size);
-        if (k == "Src Rank") return c.integer(e.src_rank);
-        if (k == "Dst Rank") return c.integer(e.dst_rank);
-        if (k == "Collective name") return c.string(e.collective);
-        if (k == "dtype") return c.string(e.dtype);
-        if (k == "Process Group Name") return c.string(e.pg_name);
-        if (k == "Process Group Description") return c.string(e.pg_desc);
-        if (k == "Process Group Ranks") {
+        const ArgKey key = arg_key(k);
+        if (int64_t* integer = integer_arg(key, e)) return c.integer(*integer);
+        if (std::string* string = string_arg(key, e)) return c.string(*string);
+        if (std::string_view* view = text_arg(key, e)) return c.any(*view);
+        if (double* number = number_arg(key, e)) return c.number(*number);
+        if (key == ArgKey::pg_ranks) {
             if (!c.any(v)) return false;
             e.pg_ranks.assign(v);
             return true;
         }
-        if (k == "Input Dims") return c.any(e.input_dims);
-        if (k == "Input type") return c.any(e.input_types);
-        if (k == "Concrete Inputs") return c.any(e.concrete_inputs);
-        if (k == "Total Allocated") return c.number(e.total_allocated);
-        if (k == "Total Reserved") return c.number(e.total_reserved);
-        if (k == "Device Id") return c.integer(e.mem_device);
-        if (k == "Device Type") return c.integer(e.mem_device_type);
-        if (k == "name") {  // metadata events: process_name, thread_name
+        if (key == ArgKey::name) {  // metadata events: process_name, thread_name
             c.blanks();
             if (c.i < c.s.size() && c.s[c.i] == '"') return c.string(e.args_name);
         }
         return c.any(v);
     };
     const bool ok = c.object([&](std::string_view k) -> bool {
-        if (k == "ph") {
-            std::string_view raw;
-            if (!c.raw_string(raw)) return false;
-            e.ph = raw.empty() ? 0 : raw[0];
-            return true;
-        }
-        if (k == "name") return c.string(e.name);
-        if (k == "cat") return c.string(e.cat);
-        if (k == "pid") return id_field(c, e.pid, e.pid_text);
-        if (k == "tid") return id_field(c, e.tid, e.tid_text);
-        if (k == "ts" || k == "dur") {
-            if (!c.any(v)) return false;
-            if (!v.empty() && v[0] == '"') v = v.substr(1, v.size() - 2);
-            int64_t ns = 0;
-            if (!parse_us_as_ns(v, ns))
-                return c.fail(k == "ts" ? "'ts' is not a number of microseconds"
-                                        : "'dur' is not a number of microseconds");
-            (k == "ts" ? e.ts_ns : e.dur_ns) = ns;
-            (k == "ts" ? e.has_ts : e.has_dur) = true;
-            return true;
-        }
-        if (k == "args") {
-            c.blanks();
-            if (c.i < c.s.size() && c.s[c.i] == '{') return c.object(args_member);
+        const EventKey key = event_key(k);
+        switch (key) {
+            case EventKey::ph: {
+                std::string_view raw;
+                if (!c.raw_string(raw)) return false;
+                e.ph = raw.empty() ? 0 : raw[0];
+                return true;
+            }
+            case EventKey::name:
+                return c.string(e.name);
+            case EventKey::cat:
+                return c.string(e.cat);
+            case EventKey::pid:
+                return id_field(c, e.pid, e.pid_text);
+            case EventKey::tid:
+                return id_field(c, e.tid, e.tid_text);
+            case EventKey::ts:
+            case EventKey::dur: {
+                if (!c.any(v)) return false;
+                if (!v.empty() && v[0] == '"') v = v.substr(1, v.size() - 2);
+                int64_t ns = 0;
+                const bool ts = key == EventKey::ts;
+                if (!parse_us_as_ns(v, ns))
+                    return c.fail(ts ? "'ts' is not a number of microseconds"
+                                     : "'dur' is not a number of microseconds");
+                (ts ? e.ts_ns : e.dur_ns) = ns;
+                (ts ? e.has_ts : e.has_dur) = true;
+                return true;
+            }
+            case EventKey::args:
+                c.blanks();
+                if (c.i < c.s.size() && c.s[c.i] == '{') return c.object(args_member);
+                return c.any(v);
+            case EventKey::other:
+                return c.any(v);
         }
         return c.any(v);
     });
