@@ -12,6 +12,7 @@
 #include "profiler/import/kineto_collector.h"
 #include "profiler/import/json_stream.h"
 #include "profiler/import/kineto_event.h"
+#include "profiler/import/kineto_keys.h"
 
 namespace us::prof {
 

@@ -14,7 +14,7 @@ sources=(common/core/check.cpp common/core/intern.cpp common/core/kernel_names.c
          profiler/transport/protocol.cpp profiler/transport/rank_metadata.cpp profiler/trace/trace_store.cpp profiler/record/recorder.cpp
          profiler/record/clock.cpp profiler/trace/run_info.cpp profiler/import/byte_source.cpp
          profiler/import/json_stream.cpp profiler/import/kineto_event.cpp profiler/import/kineto_names.cpp
-         profiler/import/kineto_parse.cpp profiler/import/kineto_collector.cpp profiler/import/kineto_document.cpp
+         profiler/import/kineto_parse.cpp profiler/import/kineto_collector.cpp profiler/import/kineto_document.cpp profiler/import/kineto_keys.cpp
          profiler/import/kineto_groups.cpp profiler/import/kineto_reader.cpp)
 # The memory snapshot reader (tests/fuzz/fuzz_pickle_reader.cpp) adds its own sources and is seeded with the
 # synthetic snapshots and the hostile set of tests/data/snapshot.
