@@ -24,16 +24,22 @@ struct LoadCancelled : std::exception {
 // kept by its owner from one file to the next.
 class WholeBuffer {
 public:
-    char* data() { return m_bytes.get(); }
-    const char* data() const { return m_bytes.get(); }
+    WholeBuffer() = default;
+    ~WholeBuffer() { release(); }
+    WholeBuffer(const WholeBuffer&) = delete;
+    WholeBuffer& operator=(const WholeBuffer&) = delete;
+
+    char* data() { return m_bytes; }
+    const char* data() const { return m_bytes; }
     size_t capacity() const { return m_capacity; }
     // At least `bytes` of room, the first `keep` bytes kept.
     void ensure(size_t bytes, size_t keep = 0);
-    void release() { m_bytes.reset(), m_capacity = 0; }
+    void release();
 
 private:
-    std::unique_ptr<char[]> m_bytes;
+    char* m_bytes = nullptr;
     size_t m_capacity = 0;
+    bool m_mapped = false;  // large buffers are mapped, with transparent huge pages asked for
 };
 
 class ByteSource {

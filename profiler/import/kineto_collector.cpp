@@ -39,28 +39,20 @@ bool known_category(const KinetoEvent& e, KinetoCat& cat) {
 
 int16_t clamp16(int64_t v) { return v < 0 || v > 32767 ? int16_t(-1) : int16_t(v); }
 
-// The integer after `"key":` in an event's text (the [memory] args "Bytes" and "Addr"), without building a JSON
-// tree per event: false when absent or not an integer (an address above 2^63 keeps its bits). An empty key reads
-// the text itself as the integer.
-// Whether HTA's parser gets a stream from args.stream (normalize_gpu_stream_numbers: Python's int() of it, -1 when
-// that fails): a number, or a string of decimal digits; ROCm's "0x0" is no stream to HTA.
+// Whether HTA's parser gets a stream from args.stream, written `text` (normalize_gpu_stream_numbers: Python's int()
+// of it, -1 when that fails): a number, or a string of decimal digits; ROCm's "0x0" is no stream to HTA.
 bool hta_reads_stream(std::string_view text) {
-    size_t at = text.find("\"stream\"");
-    if (at == std::string_view::npos) return true;
-    at += 8;
-    while (at < text.size() && (text[at] == ' ' || text[at] == ':' || text[at] == '\t' || text[at] == '\n')) ++at;
-    if (at >= text.size() || text[at] != '"') return true;
-    size_t digits = 0, i = at + 1;
+    if (text.empty() || text.front() != '"') return true;
+    size_t digits = 0, i = 1;
     if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
     for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) ++digits;
     return digits > 0 && i < text.size() && text[i] == '"';
 }
 
-bool int_field(std::string_view text, std::string_view key, int64_t& out) {
-    size_t at = key.empty() ? 0 : text.find(key);
-    if (at == std::string_view::npos) return false;
-    at += key.size();
-    while (at < text.size() && (text[at] == ' ' || text[at] == ':' || text[at] == '\t' || text[at] == '\n')) ++at;
+// An integer written `text` (a [memory] event's Bytes and Addr, baseTimeNanoseconds): false when it is not one;
+// an address above 2^63 keeps its bits.
+bool exact_integer(std::string_view text, int64_t& out) {
+    size_t at = 0;
     const bool negative = at < text.size() && text[at] == '-';
     if (negative) ++at;
     uint64_t v = 0;
@@ -160,14 +152,14 @@ int16_t KinetoCollector::group_seen(const KinetoEvent& e) {
     return int16_t(f.groups.size() - 1);
 }
 
-void KinetoCollector::add(const KinetoEvent& e, std::string_view text) {
+void KinetoCollector::add(const KinetoEvent& e) {
     ++f.events;
     if ((e.ph == 'i' || e.ph == 'I') && e.name == "[memory]") {
         if (!e.has_ts) return;
-        if (KinetoAllocation a; int_field(text, "\"Bytes\"", a.bytes)) {
+        if (KinetoAllocation a; exact_integer(e.memory_bytes, a.bytes)) {
             a.t_ns = e.ts_ns;
             int64_t addr = 0;
-            if (int_field(text, "\"Addr\"", addr)) a.addr = uint64_t(addr);
+            if (exact_integer(e.memory_addr, addr)) a.addr = uint64_t(addr);
             a.device = e.mem_device == INT64_MIN ? -1 : int32_t(std::clamp<int64_t>(e.mem_device, -1, 1 << 20));
             a.thread = thread_of(e);
             f.allocations.push_back(a);
@@ -190,7 +182,7 @@ void KinetoCollector::add(const KinetoEvent& e, std::string_view text) {
     const bool is_step = e.name.rfind("ProfilerStep#", 0) == 0;
     const bool known = known_category(e, cat);
     if (e.stream >= 0 && !(known && is_device_cat(cat)) && e.has_ts && e.dur_ns >= 0 &&
-        e.ts_ns <= INT64_MAX - e.dur_ns && hta_reads_stream(text)) {
+        e.ts_ns <= INT64_MAX - e.dur_ns && hta_reads_stream(e.stream_text)) {
         KinetoSpan r;
         r.begin = e.ts_ns, r.end = e.ts_ns + e.dur_ns;
         r.stream = e.stream, r.correlation = e.correlation, r.name = f.intern(e.name);
@@ -235,13 +227,6 @@ void KinetoCollector::add(const KinetoEvent& e, std::string_view text) {
     f.spans.push_back(s);
 }
 
-bool KinetoCollector::reads_text(const KinetoEvent& e) {
-    if (e.ph == 'i' || e.ph == 'I') return e.name == "[memory]";
-    if (e.ph != 'X' || e.stream < 0 || e.cat == "python_function" || e.cat == "Trace") return false;
-    KinetoCat cat = KinetoCat::step;
-    return !(known_category(e, cat) && is_device_cat(cat));
-}
-
 bool KinetoCollector::outer(const std::string& key, std::string_view text, std::string& error) {
     try {
         if (key == "distributedInfo")
@@ -249,7 +234,7 @@ bool KinetoCollector::outer(const std::string& key, std::string_view text, std::
         else if (key == "deviceProperties")
             f.device_properties = nlohmann::json::parse(text);
         else if (key == "baseTimeNanoseconds")
-            int_field(text, "", f.base_time_ns);
+            exact_integer(text, f.base_time_ns);
         else if (text.size() < 256 && text.front() != '{' && text.front() != '[')
             f.versions[key] = nlohmann::json::parse(text);
         return true;

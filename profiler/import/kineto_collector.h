@@ -20,11 +20,8 @@ class KinetoCollector {
 public:
     explicit KinetoCollector(KinetoFile& file) : f(file) {}
 
-    // One event of traceEvents, parsed from `text`, which is read again only when reads_text(e) says so.
-    void add(const KinetoEvent& e, std::string_view text);
-    // Whether add() reads the event's text (a [memory] event's Bytes and Addr, a stream row's stream as HTA reads
-    // it), so that a walk can leave it unmade for the others.
-    static bool reads_text(const KinetoEvent& e);
+    // One event of traceEvents, parsed (its views into the trace's text valid during the call).
+    void add(const KinetoEvent& e);
     // A value of the outer object other than traceEvents; false, saying why in `error`, when one that is kept is not
     // valid JSON.
     bool outer(const std::string& key, std::string_view text, std::string& error);

@@ -86,14 +86,7 @@ bool read_args(od::object args, KinetoEvent& e) {
             continue;
         }
         if (!outer_value_text(v, text)) return false;
-        if (int64_t* integer = integer_arg(key, e))
-            integer_from_text(text, *integer);
-        else if (std::string_view* view = text_arg(key, e))
-            *view = text;
-        else if (double* number = number_arg(key, e))
-            *number = number_from_text(text);
-        else if (key == ArgKey::pg_ranks)
-            e.pg_ranks.assign(text);
+        read_arg_text(key, text, e);
     }
     return true;
 }
@@ -165,12 +158,7 @@ bool walk_events(od::array events, od::document& doc, std::string_view json, Byt
     for (auto element : events) {
         od::object object;
         if (element.get_object().get(object) || !read_event(object, event)) return false;
-        std::string_view text;
-        if (KinetoCollector::reads_text(event)) {  // walked again, for the few events that need their text
-            object.reset();
-            if (object.raw_json().get(text)) return false;
-        }
-        sink.add(event, text);
+        sink.add(event);
         if ((f.events & 4095) == 0) {
             const char* at = nullptr;
             if (!doc.current_location().get(at) && at >= json.data() && at <= json.data() + json.size())

@@ -26,7 +26,7 @@ void KinetoEvent::clear() {
     total_allocated = total_reserved = -1;
     mem_device = INT64_MIN;
     mem_device_type = -1;
-    input_dims = input_types = concrete_inputs = {};
+    input_dims = input_types = concrete_inputs = memory_bytes = memory_addr = stream_text = {};
 }
 
 bool parse_us_as_ns(std::string_view s, int64_t& ns) {
@@ -174,12 +174,6 @@ struct Cursor {
         integer_from_text(v, out);
         return true;
     }
-    bool number(double& out) {
-        std::string_view v;
-        if (!any(v)) return false;
-        out = number_from_text(v);
-        return true;
-    }
     // An object's members: `member(key)` consumes the value.
     template <class F>
     bool object(F&& member) {
@@ -218,20 +212,14 @@ bool parse_kineto_event(std::string_view text, KinetoEvent& e, std::string& erro
     std::string_view v;
     auto args_member = [&](std::string_view k) -> bool {
         const ArgKey key = arg_key(k);
-        if (int64_t* integer = integer_arg(key, e)) return c.integer(*integer);
         if (std::string* string = string_arg(key, e)) return c.string(*string);
-        if (std::string_view* view = text_arg(key, e)) return c.any(*view);
-        if (double* number = number_arg(key, e)) return c.number(*number);
-        if (key == ArgKey::pg_ranks) {
-            if (!c.any(v)) return false;
-            e.pg_ranks.assign(v);
-            return true;
-        }
         if (key == ArgKey::name) {  // metadata events: process_name, thread_name
             c.blanks();
             if (c.i < c.s.size() && c.s[c.i] == '"') return c.string(e.args_name);
         }
-        return c.any(v);
+        if (!c.any(v)) return false;
+        if (key != ArgKey::other && key != ArgKey::name) read_arg_text(key, v, e);
+        return true;
     };
     const bool ok = c.object([&](std::string_view k) -> bool {
         const EventKey key = event_key(k);

@@ -23,8 +23,9 @@ struct KinetoEvent {
     double total_allocated = -1, total_reserved = -1;
     int64_t mem_device = INT64_MIN;  // [memory] "Device Id"; with "Device Type"
     int64_t mem_device_type = -1;
-    // Views into the event's text (valid while it is): args' "Input Dims", "Input type", "Concrete Inputs".
-    std::string_view input_dims, input_types, concrete_inputs;
+    // Views into the event's text (valid while it is): args' "Input Dims", "Input type", "Concrete Inputs", a
+    // [memory] event's "Bytes" and "Addr", and "stream" as written.
+    std::string_view input_dims, input_types, concrete_inputs, memory_bytes, memory_addr, stream_text;
 
     void clear();
 };

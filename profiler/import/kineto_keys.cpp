@@ -7,9 +7,12 @@ namespace us::prof {
 ArgKey arg_key(std::string_view k) {
     switch (k.size()) {
         case 4:
-            return k == "name" ? ArgKey::name : ArgKey::other;
+            return k == "name" ? ArgKey::name : k == "Addr" ? ArgKey::memory_addr : ArgKey::other;
         case 5:
-            return k == "bytes" ? ArgKey::bytes : k == "dtype" ? ArgKey::dtype : ArgKey::other;
+            return k == "bytes"   ? ArgKey::bytes
+                   : k == "dtype" ? ArgKey::dtype
+                   : k == "Bytes" ? ArgKey::memory_bytes
+                                  : ArgKey::other;
         case 6:
             return k == "stream" ? ArgKey::stream : k == "device" ? ArgKey::device : ArgKey::other;
         case 8:
@@ -48,6 +51,8 @@ ArgKey arg_key(std::string_view k) {
     }
 }
 
+namespace {
+
 int64_t* integer_arg(ArgKey key, KinetoEvent& e) {
     switch (key) {
         case ArgKey::external_id:
@@ -79,6 +84,38 @@ int64_t* integer_arg(ArgKey key, KinetoEvent& e) {
     }
 }
 
+std::string_view* text_arg(ArgKey key, KinetoEvent& e) {
+    switch (key) {
+        case ArgKey::input_dims:
+            return &e.input_dims;
+        case ArgKey::input_types:
+            return &e.input_types;
+        case ArgKey::concrete_inputs:
+            return &e.concrete_inputs;
+        case ArgKey::memory_bytes:
+            return &e.memory_bytes;
+        case ArgKey::memory_addr:
+            return &e.memory_addr;
+        case ArgKey::stream:  // besides its integer: HTA reads a stream only when it is a number or decimal digits
+            return &e.stream_text;
+        default:
+            return nullptr;
+    }
+}
+
+double* number_arg(ArgKey key, KinetoEvent& e) {
+    switch (key) {
+        case ArgKey::total_allocated:
+            return &e.total_allocated;
+        case ArgKey::total_reserved:
+            return &e.total_reserved;
+        default:
+            return nullptr;
+    }
+}
+
+}  // namespace
+
 std::string* string_arg(ArgKey key, KinetoEvent& e) {
     switch (key) {
         case ArgKey::collective:
@@ -94,28 +131,11 @@ std::string* string_arg(ArgKey key, KinetoEvent& e) {
     }
 }
 
-std::string_view* text_arg(ArgKey key, KinetoEvent& e) {
-    switch (key) {
-        case ArgKey::input_dims:
-            return &e.input_dims;
-        case ArgKey::input_types:
-            return &e.input_types;
-        case ArgKey::concrete_inputs:
-            return &e.concrete_inputs;
-        default:
-            return nullptr;
-    }
-}
-
-double* number_arg(ArgKey key, KinetoEvent& e) {
-    switch (key) {
-        case ArgKey::total_allocated:
-            return &e.total_allocated;
-        case ArgKey::total_reserved:
-            return &e.total_reserved;
-        default:
-            return nullptr;
-    }
+void read_arg_text(ArgKey key, std::string_view text, KinetoEvent& e) {
+    if (int64_t* integer = integer_arg(key, e)) integer_from_text(text, *integer);
+    if (std::string_view* view = text_arg(key, e)) *view = text;
+    if (double* number = number_arg(key, e)) *number = number_from_text(text);
+    if (key == ArgKey::pg_ranks) e.pg_ranks.assign(text);
 }
 
 EventKey event_key(std::string_view k) {

@@ -36,18 +36,19 @@ enum class ArgKey {
     mem_device_type,  // integers
     input_dims,
     input_types,
-    concrete_inputs,  // kept as text
+    concrete_inputs,
+    memory_bytes,
+    memory_addr,  // kept as text
     total_allocated,
     total_reserved  // numbers
 };
 
 EventKey event_key(std::string_view raw_key);
 ArgKey arg_key(std::string_view raw_key);
-// Where an args key's value goes in the event, by the way it is read (nullptr when it is not read that way):
-// integer_from_text, unescaped string, the value's text kept as a view, number_from_text.
-int64_t* integer_arg(ArgKey key, KinetoEvent& e);
+// Where an args key's value goes in the event when it is a string that is kept unescaped (nullptr otherwise).
 std::string* string_arg(ArgKey key, KinetoEvent& e);
-std::string_view* text_arg(ArgKey key, KinetoEvent& e);
-double* number_arg(ArgKey key, KinetoEvent& e);
+// Any other key that is read, from its value's text (valid while the event's text is): an integer
+// (integer_from_text), a number (number_from_text), or the text itself kept as a view or copied (pg_ranks).
+void read_arg_text(ArgKey key, std::string_view text, KinetoEvent& e);
 
 }  // namespace us::prof

@@ -55,7 +55,7 @@ void read_events(JsonStream& in, KinetoCollector& sink, const KinetoFile& f) {
         const std::string_view text = in.value("an event of traceEvents");
         if (!parse_kineto_event(text, event, error))
             in.fail("event " + std::to_string(f.events + 1) + " of traceEvents: " + error);
-        sink.add(event, text);
+        sink.add(event);
         if (in.accept(',')) continue;
         in.expect(']', "to close the traceEvents list (or ',' between events)");
         return;
