@@ -132,6 +132,7 @@ int calibrate_command(int argc, char** argv) {
     c.intra_node = plan::fit_link(samples);
     c.inter_node = c.intra_node;  // one host: every group stays on it
     size_t inter_samples = 0;
+    double benchmark_inter_bandwidth = 0, engine_inter_bandwidth = 0;  // between the nodes, bytes/s
     if (links.nodes > 0) {  // one rank a node: every hop crosses the emulated link
         const EmulatedNodes nodes(links, links.nodes);
         std::fprintf(stderr, "calibrate: %s\n", nodes.describe().c_str());
@@ -152,12 +153,48 @@ int calibrate_command(int argc, char** argv) {
         c.inter_node =
             plan::fit_link(fastest, links.inter_node_gbps > 0 ? plan::FitErrors::absolute : plan::FitErrors::relative);
         inter_samples = fastest.size();
+        benchmark_inter_bandwidth = c.inter_node.bandwidth;
+        // What a training run's gradient buckets see across the link: a data-parallel run with its buckets one
+        // after another (--no-overlap). Over TCP it is less than the benchmark's one collective after a barrier
+        // (docs/nodes.md), and it is what the planner prices a data-parallel group across nodes with.
+        LaunchSpec dp_run = across;
+        dp_run.train_binary.clear();
+        const std::string trace =
+            (fs::temp_directory_path() / fmt::format("ultrascope-calibrate-{}-nodes.ustrace", ::getpid())).string();
+        dp_run.train_args = {"--preset",
+                             preset,
+                             "--batch",
+                             "4",
+                             "--dp",
+                             std::to_string(links.nodes),
+                             "--no-overlap",
+                             "--steps",
+                             std::to_string(steps),
+                             "--quiet",
+                             "--trace",
+                             trace};
+        std::fprintf(stderr, "calibrate: a data-parallel run across the %d emulated nodes (--no-overlap)\n",
+                     links.nodes);
+        run_child(dp_run, "the data-parallel run across nodes");
+        prof::TraceStore across_store;
+        prof::load_trace(trace, across_store);
+        std::error_code gone;
+        fs::remove(trace, gone);
+        if (const double seen = plan::dp_all_reduce_bandwidth(across_store); seen > 0) {
+            engine_inter_bandwidth = seen;
+            c.inter_node.bandwidth = seen;
+        }
         // the file then describes the emulated cluster: this machine's cores shared out over its nodes
         c.nodes = links.nodes;
         c.gpus_per_node = std::max(1, cores / links.nodes);
         c.description += fmt::format("; inter-node link measured between {} emulated nodes ({})", links.nodes,
                                      links.inter_node_gbps > 0 ? fmt::format("tbf {:g} Gbit/s", links.inter_node_gbps)
                                                                : std::string("unshaped veth"));
+        if (engine_inter_bandwidth > 0)
+            c.description += fmt::format(
+                ": its bandwidth {:.3f} GB/s as a data-parallel run's gradient all-reduce saw it (bench_collectives "
+                "alone: {:.3f} GB/s)",
+                engine_inter_bandwidth / 1e9, benchmark_inter_bandwidth / 1e9);
     }
 
     // 2. Per-op costs: short data-parallel runs of the engine, one thread per rank, two micro-batch sizes so that
@@ -229,8 +266,10 @@ int calibrate_command(int argc, char** argv) {
         out.c_str(), c.peak_flops_fp32 / 1e9, 100 * c.attention_efficiency, c.intra_node.bandwidth / 1e9,
         c.intra_node.latency * 1e6, 100 * c.host_overhead);
     if (links.nodes > 0)
-        std::printf("  between the emulated nodes: %.3f GB/s with %.1f us per hop (measured)\n",
-                    c.inter_node.bandwidth / 1e9, c.inter_node.latency * 1e6);
+        std::printf(
+            "  between the emulated nodes: %.3f GB/s with %.1f us per hop (measured: the bandwidth a "
+            "data-parallel run's all-reduce saw; bench_collectives alone %.3f GB/s)\n",
+            c.inter_node.bandwidth / 1e9, c.inter_node.latency * 1e6, benchmark_inter_bandwidth / 1e9);
     return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -73,6 +74,43 @@ Link fit_link(const std::vector<CollectiveSample>& samples, FitErrors errors) {
     }
     US_CHECK_INPUT(inv_bw > 0, "calibration: the collective timings do not grow with the message size");
     return {1.0 / inv_bw, latency};
+}
+
+double dp_all_reduce_bandwidth(const prof::TraceStore& store) {
+    struct Window {
+        int64_t first_begin = INT64_MIN, last_end = INT64_MIN;
+        uint64_t bytes = 0;
+        int ranks = 0;
+    };
+    std::map<int32_t, Window> steps;
+    for (int r : store.ranks()) {
+        const prof::RankTrace* rt = store.rank(r);
+        if (!rt) continue;
+        std::map<int32_t, Window> mine;
+        for (const prof::Span& s : rt->lanes[size_t(prof::Lane::comm)].spans()) {
+            if (s.kind != prof::SpanKind::comm || s.op != prof::OpClass::all_reduce ||
+                s.group != uint8_t(prof::GroupKind::dp) || s.bytes < 4096 || s.step < 2)
+                continue;
+            Window& w = mine[s.step];
+            w.first_begin = w.ranks == 0 ? s.begin : std::min(w.first_begin, s.begin);
+            w.last_end = std::max(w.last_end, s.end);
+            w.bytes += s.bytes, w.ranks = 1;
+        }
+        for (const auto& [step, w] : mine) {  // the window opens when the last rank starts, closes when all are done
+            Window& all = steps[step];
+            all.first_begin = std::max(all.first_begin, w.first_begin);
+            all.last_end = std::max(all.last_end, w.last_end);
+            all.bytes = std::max(all.bytes, w.bytes);
+            ++all.ranks;
+        }
+    }
+    double best = 0;
+    for (const auto& [step, w] : steps) {
+        if (w.ranks < 2 || w.last_end <= w.first_begin) continue;
+        const double sent = 2.0 * double(w.ranks - 1) / w.ranks * double(w.bytes);
+        best = std::max(best, sent / (double(w.last_end - w.first_begin) * 1e-9));
+    }
+    return best;
 }
 
 double best_step_compute_s(const prof::TraceStore& store) {

@@ -35,6 +35,11 @@ Link fit_link(const std::vector<CollectiveSample>& samples, FitErrors errors = F
 // Calibration's noise guard: the op time of a run's best steady step, summed over its ranks. `ultrascope calibrate`
 // repeats each measured run and fits only the median run by this figure (a typical run, as the ones checked).
 double best_step_compute_s(const prof::TraceStore& store);
+// The bandwidth a data-parallel run's gradient all-reduce saw, in the units of fit_link (bytes a rank sends in the
+// ring / second): per steady step, the ring's bytes over the window from the last rank's first bucket to the last
+// bucket's end, the best step. Meant for a --no-overlap run, whose buckets run one after another with nothing under
+// them; 0 when the run has no data-parallel all-reduce of at least 4 KiB.
+double dp_all_reduce_bandwidth(const prof::TraceStore& store);
 // Per (op, ranks, size), the fastest of several benchmark passes' medians.
 std::vector<CollectiveSample> fastest_samples(const std::vector<CollectiveSample>& samples);
 
