@@ -202,8 +202,7 @@ TEST_CASE("ultrascope calibrate --nodes measures the link between emulated nodes
     CHECK(across > 0);
     CHECK(across < 1e9);
     // the bandwidth is what a data-parallel run's gradient buckets saw across the link (MB-sized, past the burst)
-    CHECK(m["description"].get<std::string>().find("data-parallel run's gradient all-reduce saw") !=
-          std::string::npos);
+    CHECK(m["description"].get<std::string>().find("data-parallel run's gradient all-reduce saw") != std::string::npos);
     CHECK(across < 0.2e9);
     CHECK(stale_emulated_nodes().empty());
 }
