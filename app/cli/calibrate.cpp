@@ -16,6 +16,7 @@
 #include "app/cli/commands.h"
 #include "app/launch/emulated_nodes.h"
 #include "app/launch/launcher.h"
+#include "app/launch/rootless_nodes.h"
 #include "app/launch/process_guard.h"
 #include "app/plan/calibration.h"
 #include "app/plan/model_desc.h"
@@ -96,6 +97,7 @@ int calibrate_command(int argc, char** argv) {
         std::ofstream probe(out, std::ios::app);
         US_CHECK_INPUT(probe.good(), "--out '{}': cannot write there", out);
     }
+    if (links.nodes > 0 && ::geteuid() != 0) enter_rootless_namespace();  // while this process has one thread
     install_stop_signals();
 
     plan::ClusterDesc c;

@@ -13,6 +13,7 @@
 
 #include "app/cli/commands.h"
 #include "app/launch/emulated_nodes.h"
+#include "app/launch/rootless_nodes.h"
 #include "app/launch/live_run.h"
 #include "app/launch/process_guard.h"
 #include "common/core/check.h"
@@ -104,11 +105,12 @@ int run_command(int argc, char** argv) {
         checkpoint_path = cfg.save;
     }
     options.launch.train_args = train_args;
-    install_stop_signals();  // before the launch: the run's process group is covered from its first moment
     US_CHECK_INPUT(links.nodes > 0 || (links.inter_node_gbps == 0 && links.inter_node_latency_us == 0 &&
                                        !cli.count("--node-placement")),
                    "--inter-node-gbps, --inter-node-latency-us and --node-placement go with --nodes N");
-    options.nodes = links;  // made by the run before its launch, removed when it goes (docs/nodes.md)
+    if (links.nodes > 0 && ::geteuid() != 0) enter_rootless_namespace();  // while this process has one thread
+    install_stop_signals();  // before the launch: the run's process group is covered from its first moment
+    options.nodes = links;   // made by the run before its launch, removed when it goes (docs/nodes.md)
     LiveRun run(options);
     if (const EmulatedNodes* nodes = run.nodes())
         std::fprintf(stderr, "ultrascope run: %s\n", nodes->describe().c_str());

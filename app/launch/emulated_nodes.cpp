@@ -136,7 +136,8 @@ EmulatedNodes::EmulatedNodes(const NodeLinks& links, int ranks) : m_links(links)
                    "--inter-node-gbps and --inter-node-latency-us must not be negative");
     US_CHECK_INPUT(::geteuid() == 0,
                    "--nodes needs CAP_NET_ADMIN to make network namespaces and links: run as root (sudo "
-                   "ultrascope run --nodes ...), or on a real cluster use --hostfile or --launcher srun");
+                   "ultrascope ...), or `ultrascope run --nodes` from a shell (it makes a user namespace of its own "
+                   "where the system allows it), or on a real cluster use --hostfile or --launcher srun");
     US_CHECK_INPUT(run_tool({"ip", "-V"}).code == 0, "--nodes needs `ip` and `tc`: apt-get install iproute2");
     m_ranks_per_node = ranks / links.nodes;
     remove_stale();

@@ -206,3 +206,32 @@ TEST_CASE("ultrascope calibrate --nodes measures the link between emulated nodes
     CHECK(across < 0.2e9);
     CHECK(stale_emulated_nodes().empty());
 }
+
+TEST_CASE("ultrascope run --nodes without root: in a user namespace of its own, the same losses, nothing left",
+          "[cpu][app][hosts][nodes]") {
+    if (::geteuid() != 0) skip_test("the test runs the command as the user nobody, which needs root to switch to");
+    const ProcessResult userns = run_process("runuser -u nobody -- unshare --user --map-root-user --net true");
+    if (userns.exit_code != 0)
+        skip_test("this system does not let an unprivileged user make a user namespace: " + userns.output);
+    if (run_process("runuser -u nobody -- test -x " + bin("ultrascope")).exit_code != 0)
+        skip_test("the user nobody cannot run " + bin("ultrascope") + " (a build folder only root may enter)");
+    const fs::path dir = temp_path("rootless-nodes");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms::all);
+    const std::string one = (dir / "one-host.ustrace").string(), two = (dir / "two-nodes.ustrace").string();
+    const ProcessResult local = run_process(run_tiny("--trace " + one));
+    REQUIRE(local.exit_code == 0);
+    const ProcessResult r =
+        run_process("runuser -u nobody -- " + run_tiny("--nodes 2 --inter-node-gbps 1 --trace " + two));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("2 emulated nodes") != std::string::npos);
+    const auto last_loss = [](const std::string& out) { return out.substr(out.rfind("loss "), 11); };
+    CHECK(last_loss(r.output) == last_loss(local.output));
+    CHECK(fs::exists(two));
+    const auto j = nlohmann::json::parse(run_process(bin("ultrascope") + " report " + two + " --json").output);
+    CHECK(j["ranks"][0]["comm_hosts_by_group"]["dp"] == 2);
+    // made inside the run's own namespaces: nothing of it in this one, before or after
+    CHECK(stale_emulated_nodes().empty());
+}
