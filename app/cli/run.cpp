@@ -152,6 +152,16 @@ int run_command(int argc, char** argv) {
     if (tty) std::fprintf(stderr, "\n");
     prof::Report rep = prof::build_report(run.store());
     std::printf("\n%s", prof::format_report(rep).c_str());
+    if (const EmulatedNodes* nodes = run.nodes(); nodes && run.result_code() == 0) {
+        const double measured = double(nodes->link_bytes().between_nodes()),
+                     formula = prof::inter_node_bytes_formula(rep);
+        std::printf(
+            "\nBetween the emulated nodes over the whole run: %.2f MB measured (the links' counters: frames with their "
+            "headers, every message between the ranks' processes), %.2f MB by the ring formula (the collectives' bytes "
+            "whose ring edge crosses nodes, every step)%s\n",
+            measured / 1e6, formula / 1e6,
+            formula > 0 ? fmt::format(": measured / formula {:.3f}", measured / formula).c_str() : "");
+    }
     std::printf("\nTrace: %s  (ultrascope report %s; ultrascope export %s --chrome out.json)\n",
                 run.trace_path().c_str(), run.trace_path().c_str(), run.trace_path().c_str());
     const int code = run.result_code();

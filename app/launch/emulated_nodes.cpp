@@ -223,6 +223,20 @@ std::vector<std::string> EmulatedNodes::mpirun_args() const {  // the hostfile g
     return args;
 }
 
+EmulatedNodes::LinkBytes EmulatedNodes::link_bytes() const {
+    auto received = [](const std::string& dev) {  // what this end of the link received
+        std::ifstream in("/sys/class/net/" + dev + "/statistics/rx_bytes");
+        uint64_t bytes = 0;
+        in >> bytes;
+        return bytes;
+    };
+    LinkBytes b;
+    // A node's veth end on the bridge receives all the node sends; the bridge itself, what is for this namespace.
+    for (size_t i = 0; i < m_nodes.size(); ++i) b.sent_by_nodes += received(fmt::format("{}v{}", m_prefix, i));
+    b.to_this_host = received(m_bridge);
+    return b;
+}
+
 std::string EmulatedNodes::describe() const {
     std::string link = m_links.inter_node_gbps > 0 ? fmt::format("{:g} Gbit/s", m_links.inter_node_gbps) : "unshaped";
     if (m_links.inter_node_latency_us > 0)

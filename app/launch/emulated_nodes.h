@@ -7,6 +7,7 @@
 // Needs CAP_NET_ADMIN (root); UserError with what to do otherwise.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,14 @@ public:
     // mpirun's arguments to launch onto the nodes (the agent, TCP on the bridge's subnet only), beside hostfile().
     std::vector<std::string> mpirun_args() const;
     std::string describe() const;  // one line: nodes, ranks per node, the links
+    // Measured by the links' counters since the nodes were made: the bytes the nodes sent into the bridge, and of
+    // them those that reached this namespace (the listener, mpirun) rather than another node. Frames with their
+    // headers (Ethernet, IP, TCP).
+    struct LinkBytes {
+        uint64_t sent_by_nodes = 0, to_this_host = 0;
+        uint64_t between_nodes() const { return sent_by_nodes > to_this_host ? sent_by_nodes - to_this_host : 0; }
+    };
+    LinkBytes link_bytes() const;
 
     // Removes what earlier runs killed before their teardown left (namespaces and bridges of dead processes).
     static void remove_stale();

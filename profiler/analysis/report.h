@@ -145,6 +145,9 @@ nlohmann::json report_json(const Report& report);
 std::vector<GroupKind> reported_groups(const RankReport& r);
 // A total over the rank's steady steps, per steady step (0 without any).
 double per_steady_step(const RankReport& r, double total);
+// Formula (the ring model of ring_successor_across): the bytes every rank sent across the inter-node link over all
+// its steps, summed over the ranks; 0 when no group's ring crosses hosts.
+double inter_node_bytes_formula(const Report& report);
 // The largest over the ranks of the measured peaks of the `modelled` categories, summed (modelled_sum_of_peaks):
 // what a prediction's busiest rank is compared with (the planner's).
 int64_t most_modelled_sum_of_peaks(const Report& report, const CategoryMask& modelled);

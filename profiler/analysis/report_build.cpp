@@ -384,4 +384,13 @@ Report build_report(const TraceStore& store, int microbatches) {
     return rep;
 }
 
+double inter_node_bytes_formula(const Report& report) {
+    double total = 0;
+    for (const RankReport& r : report.ranks)
+        for (const StepBreakdown& step : r.steps)
+            for (size_t g = 0; g < size_t(kGroupCount); ++g)
+                if (r.ring_successor_across[g] == 1) total += step.group_bytes[g];
+    return total;
+}
+
 }  // namespace us::prof

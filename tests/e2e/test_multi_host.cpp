@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -103,6 +104,13 @@ TEST_CASE("ultrascope run --nodes 2: one rank a node, over the emulated link, th
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("2 emulated nodes") != std::string::npos);
+    // the links' counters against the ring formula: every byte the formula puts across the link crossed it, with
+    // the frames' headers and MPI's own few messages on top
+    const size_t ratio_at = r.output.find("measured / formula ");
+    REQUIRE(ratio_at != std::string::npos);
+    const double ratio = std::atof(r.output.c_str() + ratio_at + 19);
+    CHECK(ratio >= 0.99);
+    CHECK(ratio <= 1.15);
     // the last step's loss, as the progress line prints it, equals the one-host run's
     const auto last_loss = [](const std::string& out) { return out.substr(out.rfind("loss "), 11); };
     CHECK(last_loss(r.output) == last_loss(local.output));
