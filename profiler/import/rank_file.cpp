@@ -24,7 +24,7 @@ TraceStoreOptions rank_store_options(const TraceStoreOptions& run, size_t files)
 }
 
 RankFile read_rank_file(const std::string& path, size_t files, const TraceStoreOptions& options, RankClaims& claims,
-                        std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* cancel) {
+                        std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* cancel, MemoryEvents memory) {
     RankFile out;
     out.path = path;
     out.store = std::make_unique<TraceStore>(rank_store_options(options, files));
@@ -36,7 +36,7 @@ RankFile read_rank_file(const std::string& path, size_t files, const TraceStoreO
         out.rank = rank_of_file(file, files == 1, rank_from, warning);
         claims.claim(out.rank, path);
         if (cancel && cancel->load()) throw LoadCancelled();
-        out.memory = memory_events_of(file, out.rank);
+        if (memory == MemoryEvents::read) out.memory = memory_events_of(file, out.rank);
         out.warnings = ingest_kineto(file, out.rank, rank_from, *out.store);
     }
     if (!warning.empty()) out.warnings.insert(out.warnings.begin(), warning);

@@ -43,7 +43,10 @@ TraceStoreOptions rank_store_options(const TraceStoreOptions& run, size_t files)
 // Reads the Kineto file `path` as one rank of a run of `files` files (a file that names no rank is rank 0 when it is
 // the only one). `bytes_read` counts the file's bytes as they are consumed, `cancel` stops the read within 256 KiB
 // (LoadCancelled). Throws UserError naming the file when it is damaged, says no rank, or claims one already taken.
+// `memory`: whether its [memory] events are placed under their ops (RankFile::memory); a digest has no use for them.
+enum class MemoryEvents { read, skip };
 RankFile read_rank_file(const std::string& path, size_t files, const TraceStoreOptions& options, RankClaims& claims,
-                        std::atomic<uint64_t>* bytes_read = nullptr, const std::atomic<bool>* cancel = nullptr);
+                        std::atomic<uint64_t>* bytes_read = nullptr, const std::atomic<bool>* cancel = nullptr,
+                        MemoryEvents memory = MemoryEvents::read);
 
 }  // namespace us::prof

@@ -173,7 +173,8 @@ RunDigests digest_run(const std::vector<std::string>& paths, const DigestOptions
                     std::vector<std::string> warnings;
                     const bool cached = d.has_value();
                     if (!cached) {  // one rank's spans in memory, dropped once digested
-                        RankFile rank = read_rank_file(path, run.files.size(), options.store, claims);
+                        RankFile rank = read_rank_file(path, run.files.size(), options.store, claims, nullptr, nullptr,
+                                                       MemoryEvents::skip);
                         d = make_digest(*rank.store, rank.rank);
                         d->file = path, d->file_bytes = key.size, d->file_mtime_ns = key.mtime_ns;
                         warnings = std::move(rank.warnings);

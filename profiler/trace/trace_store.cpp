@@ -25,9 +25,13 @@ void LaneTrack::rename(const std::vector<uint32_t>& ids) {
 }
 
 namespace {
-bool span_order(const Span& a, const Span& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;  // parents before their children
-}
+// A function object, not a function: std::sort then inlines the comparison (a lane sorts its spans once a load).
+struct SpanOrder {
+    bool operator()(const Span& a, const Span& b) const {
+        return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;  // parents before their children
+    }
+};
+constexpr SpanOrder span_order;
 }  // namespace
 
 void LaneTrack::finalize() {
