@@ -156,9 +156,10 @@ int calibrate_command(int argc, char** argv) {
             plan::fit_link(fastest, links.inter_node_gbps > 0 ? plan::FitErrors::absolute : plan::FitErrors::relative);
         inter_samples = fastest.size();
         benchmark_inter_bandwidth = c.inter_node.bandwidth;
-        // What a training run's gradient buckets see across the link: a data-parallel run with its buckets one
-        // after another (--no-overlap). Over TCP it is less than the benchmark's one collective after a barrier
-        // (docs/nodes.md), and it is what the planner prices a data-parallel group across nodes with.
+        // What a training run's gradient buckets see across the link: a data-parallel run with its buckets in
+        // flight together after the backward (--no-overlap). Over TCP it is less than the benchmark's one
+        // collective after a barrier (docs/nodes.md): the planner prices the buckets with it, and blocking
+        // collectives and sends (tp, ep, cp, pp) with the benchmark's link.
         LaunchSpec dp_run = across;
         dp_run.train_binary.clear();
         const std::string trace =
@@ -184,7 +185,7 @@ int calibrate_command(int argc, char** argv) {
         fs::remove(trace, gone);
         if (const double seen = plan::dp_all_reduce_bandwidth(across_store); seen > 0) {
             engine_inter_bandwidth = seen;
-            c.inter_node.bandwidth = seen;
+            c.inter_node_bucket_bandwidth = seen;
         }
         // the file then describes the emulated cluster: this machine's cores shared out over its nodes
         c.nodes = links.nodes;
@@ -194,9 +195,9 @@ int calibrate_command(int argc, char** argv) {
                                                                : std::string("unshaped veth"));
         if (engine_inter_bandwidth > 0)
             c.description += fmt::format(
-                ": its bandwidth {:.3f} GB/s as a data-parallel run's gradient all-reduce saw it (bench_collectives "
-                "alone: {:.3f} GB/s)",
-                engine_inter_bandwidth / 1e9, benchmark_inter_bandwidth / 1e9);
+                ": {:.3f} GB/s for one collective at a time (bench_collectives), {:.3f} GB/s as a data-parallel run's "
+                "gradient buckets saw it",
+                benchmark_inter_bandwidth / 1e9, engine_inter_bandwidth / 1e9);
     }
 
     // 2. Per-op costs: short data-parallel runs of the engine, one thread per rank, two micro-batch sizes so that
@@ -269,9 +270,10 @@ int calibrate_command(int argc, char** argv) {
         c.intra_node.latency * 1e6, 100 * c.host_overhead);
     if (links.nodes > 0)
         std::printf(
-            "  between the emulated nodes: %.3f GB/s with %.1f us per hop (measured: the bandwidth a "
-            "data-parallel run's all-reduce saw; bench_collectives alone %.3f GB/s)\n",
-            c.inter_node.bandwidth / 1e9, c.inter_node.latency * 1e6, benchmark_inter_bandwidth / 1e9);
+            "  between the emulated nodes: %.3f GB/s with %.1f us per hop (measured, one collective at a time); "
+            "%.3f GB/s for gradient buckets in flight (measured, a data-parallel run across them)\n",
+            c.inter_node.bandwidth / 1e9, c.inter_node.latency * 1e6,
+            (engine_inter_bandwidth > 0 ? engine_inter_bandwidth : c.inter_node.bandwidth) / 1e9);
     return 0;
 }
 

@@ -64,9 +64,10 @@ Link link_from_json(const nlohmann::json& j, const std::string& where) {
 }  // namespace
 
 ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source) {
-    const JsonFields f(j, source,
-                       {"name", "description", "source", "gpu", "gpus_per_node", "nodes", "placement", "intra_node",
-                        "inter_node", "op_costs", "calibrated", "default_precision", "measurements"});
+    const JsonFields f(
+        j, source,
+        {"name", "description", "source", "gpu", "gpus_per_node", "nodes", "placement", "intra_node", "inter_node",
+         "inter_node_bucket_bandwidth", "op_costs", "calibrated", "default_precision", "measurements"});
     ClusterDesc c;
     c.name = f.required_text("name");
     c.description = f.text("description", "");
@@ -94,6 +95,9 @@ ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source
     c.intra_node = link_from_json(f.object("intra_node"), source + ", field 'intra_node'");
     c.inter_node =
         f.has("inter_node") ? link_from_json(f.object("inter_node"), source + ", field 'inter_node'") : c.intra_node;
+    c.inter_node_bucket_bandwidth = f.number("inter_node_bucket_bandwidth", 0);
+    US_CHECK_INPUT(c.inter_node_bucket_bandwidth >= 0,
+                   "{}: field 'inter_node_bucket_bandwidth' must not be negative (bytes/s; 0: inter_node's)", source);
     // Per-op costs: datasheet clusters derive the memory-bound ops from the memory bandwidth (docs/planner.md);
     // a calibrated machine file gives them measured.
     const double bw = c.memory_bandwidth;
@@ -166,6 +170,7 @@ nlohmann::json cluster_to_json(const ClusterDesc& c) {
                           {"overlap_slowdown", c.overlap_slowdown},
                           {"naive_attention_skips_masked", c.naive_attention_skips_masked}}}};
     if (!length.empty()) j["op_costs"]["attention_length_efficiency"] = length;  // none: 1 (a calibrated kernel)
+    if (c.inter_node_bucket_bandwidth > 0) j["inter_node_bucket_bandwidth"] = c.inter_node_bucket_bandwidth;
     return j;
 }
 

@@ -28,6 +28,10 @@ struct ClusterDesc {
     // the cluster
     int64_t gpus_per_node = 8, nodes = 1;
     Link intra_node, inter_node;
+    // The bandwidth data parallelism's gradient buckets see across nodes, several in flight behind the backward,
+    // where it was measured apart from inter_node's one collective at a time (`calibrate --nodes`: over TCP they
+    // see less; docs/nodes.md). 0: inter_node's.
+    double inter_node_bucket_bandwidth = 0;
     // How ranks are laid on the nodes: "block" (consecutive ranks a node: tp, innermost in the grid, stays in one)
     // or "cyclic" (rank r on node r mod nodes), as `ultrascope run --node-placement` places them.
     std::string placement = "block";

@@ -170,7 +170,11 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
     const int n = l.dp * l.cp, nx = (l.dp / l.ep) * l.cp;
     const Link& link = group_link(c, l.tp, l.dp * l.cp);  // cp and dp ranks together (dp stride tp cp pp)
     const Link& dp_link = l.dp > 1 ? group_link(c, l.tp * l.cp * l.pp, l.dp) : link;
-    const Link& red = l.cp > 1 && l.dp == 1 ? link : dp_link;
+    const Link& reduce_link = l.cp > 1 && l.dp == 1 ? link : dp_link;
+    // Gradient buckets across nodes at the bandwidth measured for them, where it was (ClusterDesc).
+    Link red = reduce_link;
+    if (&reduce_link == &c.inter_node && c.inter_node_bucket_bandwidth > 0)
+        red.bandwidth = c.inter_node_bucket_bandwidth;
     const double K = double(r.params) * grad_e, Kx = double(r.expert_params) * grad_e;
     const double bucket = std::min(K, l.bucket_mb * 1048576.0);
     double reduce = 0, exposed = 0;
@@ -235,7 +239,7 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
     }
     d.exposed = exposed;
     d.hidden = std::max(0.0, reduce - exposed);
-    d.link_level = link_level(c, red);
+    d.link_level = link_level(c, reduce_link);
     // The optimizer walks the rank's shard of the parameters (ZeRO-1 and up: 1/(dp cp)).
     const double shard =
         l.zero >= 1 ? double(r.params) / n + double(r.expert_params) / nx : double(r.params + r.expert_params);

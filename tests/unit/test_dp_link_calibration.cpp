@@ -1,6 +1,10 @@
-// The inter-node link as a data-parallel run's gradient all-reduce saw it (app/plan/calibration.h,
-// dp_all_reduce_bandwidth): what `ultrascope calibrate --nodes N` writes to the machine file.
+// The inter-node link's bandwidth for gradient buckets: measured from a data-parallel run's all-reduce
+// (app/plan/calibration.h, dp_all_reduce_bandwidth; what `ultrascope calibrate --nodes N` writes to the machine file)
+// and priced by the planner for the buckets alone (ClusterDesc::inter_node_bucket_bandwidth).
 #include "app/plan/calibration.h"
+#include "app/plan/cluster_desc.h"
+#include "app/plan/model_desc.h"
+#include "app/plan/planner.h"
 #include "prof_test_util.h"
 #include "test_util.h"
 
@@ -57,4 +61,32 @@ TEST_CASE("calibration: a run without data-parallel buckets gives no bandwidth",
         for (const auto& c : r->chunks(test::metadata(r == &a ? 0 : 1, 2, r == &a ? 0 : 1, 0, 1))) store.add_chunk(c);
     store.finalize();
     CHECK(plan::dp_all_reduce_bandwidth(store) == 0);
+}
+
+TEST_CASE("planner: gradient buckets across nodes at their own measured bandwidth, other collectives at the link's",
+          "[planner][nodes]") {
+    using namespace us::plan;
+    ClusterDesc c = load_cluster("h100-sxm");
+    c.nodes = 2, c.gpus_per_node = 1;  // one rank a node: dp 2 and tp 2 both cross the link
+    c.inter_node = {c.intra_node.bandwidth / 100, c.intra_node.latency * 10};
+    const ModelDesc m = engine_preset_model("small");
+    Layout dp;
+    dp.dp = 2, dp.overlap = false;  // every bucket exposed: the step moves with their bandwidth
+    Layout tp;
+    tp.tp = 2;
+    const double dp_link = evaluate(m, c, dp).time.step_s, tp_link = evaluate(m, c, tp).time.step_s;
+    c.inter_node_bucket_bandwidth = c.inter_node.bandwidth / 2;
+    CHECK(evaluate(m, c, dp).time.step_s > dp_link);
+    CHECK(evaluate(m, c, tp).time.step_s == Approx(tp_link));  // tp's blocking collectives keep the link's
+    // inside one node the buckets take the node's link, whatever was measured between nodes
+    ClusterDesc one = c;
+    one.nodes = 1, one.gpus_per_node = 2;
+    ClusterDesc one_plain = one;
+    one_plain.inter_node_bucket_bandwidth = 0;
+    CHECK(evaluate(m, one, dp).time.step_s == Approx(evaluate(m, one_plain, dp).time.step_s));
+    // the field survives the machine file; a negative one is refused, naming it
+    CHECK(cluster_from_json(cluster_to_json(c), "t").inter_node_bucket_bandwidth == c.inter_node_bucket_bandwidth);
+    nlohmann::json bad = cluster_to_json(c);
+    bad["inter_node_bucket_bandwidth"] = -1;
+    CHECK_THROWS_WITH(cluster_from_json(bad, "m.json"), Catch::Contains("'inter_node_bucket_bandwidth'"));
 }
