@@ -140,9 +140,10 @@ def main():
         m = json.load(open(machine))
         if a.nodes:
             layouts = [row for row in layouts if row[1] <= cores]
+            buckets = m.get("inter_node_bucket_bandwidth", m["inter_node"]["bandwidth"])
             print(f"{a.nodes} emulated nodes, {m['gpus_per_node']} rank(s) a node in the machine file; inter-node link "
                   f"{m['inter_node']['bandwidth'] / 1e9:.3f} GB/s + {m['inter_node']['latency'] * 1e6:.1f} us per hop "
-                  f"(measured)")
+                  f"one collective at a time, {buckets / 1e9:.3f} GB/s for gradient buckets (measured)")
         print(f"machine: {cpu_features()}, {cores} cores; GEMM peak {m['gpu']['peak_flops_fp32'] / 1e9:.1f} GFLOP/s "
               f"per rank, link {m['intra_node']['bandwidth'] / 1e9:.2f} GB/s + {m['intra_node']['latency'] * 1e6:.1f} us "
               f"per hop; {a.steps} steps per run, steps 2..{a.steps} measured")
