@@ -34,11 +34,16 @@ std::string model_line(const ModelDesc& m) {
 }
 
 std::string cluster_line(const ClusterDesc& c) {
+    // 3 significant figures: a datasheet's 450 GB/s and a calibrated CPU machine's 0.087 alike
+    const std::string buckets =
+        c.inter_node_bucket_bandwidth > 0
+            ? fmt::format(" ({:.3g} GB/s for data parallelism's gradient buckets)", c.inter_node_bucket_bandwidth / 1e9)
+            : "";
     return fmt::format(
         "Cluster {}: {} x {} GPUs of {} ({:.0f} TFLOP/s bf16, {:.1f} TFLOP/s fp32, {}), intra-node "
-        "{:.0f} GB/s, inter-node {:.0f} GB/s per GPU{}\n",
+        "{:.3g} GB/s, inter-node {:.3g} GB/s per GPU{}{}\n",
         c.name, c.nodes, c.gpus_per_node, c.gpu_name, c.peak_flops_bf16 / 1e12, c.peak_flops_fp32 / 1e12,
-        gib(double(c.memory_bytes)), c.intra_node.bandwidth / 1e9, c.inter_node.bandwidth / 1e9,
+        gib(double(c.memory_bytes)), c.intra_node.bandwidth / 1e9, c.inter_node.bandwidth / 1e9, buckets,
         c.calibrated ? " (calibrated on this machine)" : "");
 }
 
