@@ -78,11 +78,15 @@ Link fit_link(const std::vector<CollectiveSample>& samples, FitErrors errors) {
 
 double dp_all_reduce_bandwidth(const prof::TraceStore& store) {
     struct Window {
-        int64_t first_begin = INT64_MIN, last_end = INT64_MIN;
+        int64_t first_begin = INT64_MAX, last_end = INT64_MIN;
+        uint64_t bytes = 0;
+    };
+    struct Across {  // the window opens when the last rank starts, closes when all are done
+        int64_t last_begin = INT64_MIN, last_end = INT64_MIN;
         uint64_t bytes = 0;
         int ranks = 0;
     };
-    std::map<int32_t, Window> steps;
+    std::map<int32_t, Across> steps;
     for (int r : store.ranks()) {
         const prof::RankTrace* rt = store.rank(r);
         if (!rt) continue;
@@ -92,13 +96,13 @@ double dp_all_reduce_bandwidth(const prof::TraceStore& store) {
                 s.group != uint8_t(prof::GroupKind::dp) || s.bytes < 4096 || s.step < 2)
                 continue;
             Window& w = mine[s.step];
-            w.first_begin = w.ranks == 0 ? s.begin : std::min(w.first_begin, s.begin);
+            w.first_begin = std::min(w.first_begin, s.begin);
             w.last_end = std::max(w.last_end, s.end);
-            w.bytes += s.bytes, w.ranks = 1;
+            w.bytes += s.bytes;
         }
-        for (const auto& [step, w] : mine) {  // the window opens when the last rank starts, closes when all are done
-            Window& all = steps[step];
-            all.first_begin = std::max(all.first_begin, w.first_begin);
+        for (const auto& [step, w] : mine) {
+            Across& all = steps[step];
+            all.last_begin = std::max(all.last_begin, w.first_begin);
             all.last_end = std::max(all.last_end, w.last_end);
             all.bytes = std::max(all.bytes, w.bytes);
             ++all.ranks;
@@ -106,9 +110,9 @@ double dp_all_reduce_bandwidth(const prof::TraceStore& store) {
     }
     double best = 0;
     for (const auto& [step, w] : steps) {
-        if (w.ranks < 2 || w.last_end <= w.first_begin) continue;
+        if (w.ranks < 2 || w.last_end <= w.last_begin) continue;
         const double sent = 2.0 * double(w.ranks - 1) / w.ranks * double(w.bytes);
-        best = std::max(best, sent / (double(w.last_end - w.first_begin) * 1e-9));
+        best = std::max(best, sent / (double(w.last_end - w.last_begin) * 1e-9));
     }
     return best;
 }

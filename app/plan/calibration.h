@@ -37,8 +37,8 @@ Link fit_link(const std::vector<CollectiveSample>& samples, FitErrors errors = F
 double best_step_compute_s(const prof::TraceStore& store);
 // The bandwidth a data-parallel run's gradient all-reduce saw, in the units of fit_link (bytes a rank sends in the
 // ring / second): per steady step, the ring's bytes over the window from the last rank's first bucket to the last
-// bucket's end, the best step. Meant for a --no-overlap run, whose buckets run one after another with nothing under
-// them; 0 when the run has no data-parallel all-reduce of at least 4 KiB.
+// bucket's end, the best step. Meant for a --no-overlap run, whose buckets are in flight together after the backward
+// with no compute under them; 0 when the run has no data-parallel all-reduce of at least 4 KiB.
 double dp_all_reduce_bandwidth(const prof::TraceStore& store);
 // Per (op, ranks, size), the fastest of several benchmark passes' medians.
 std::vector<CollectiveSample> fastest_samples(const std::vector<CollectiveSample>& samples);

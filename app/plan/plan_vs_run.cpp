@@ -77,10 +77,6 @@ MeasuredPieces measure_rank(const prof::TraceStore& store, const prof::RankRepor
 
 std::string secs(double s) { return fmt::format("{:.4f} s", s); }
 
-}  // namespace
-
-namespace {
-
 // The nodes the run's ranks were on (their recorded hosts) laid over the machine file: one host prices every link on
 // the host's own (a file calibrated with --nodes also holds the slower link between nodes, which that run never
 // crossed); several hosts holding equal blocks of consecutive ranks become that many nodes of that size, so that a

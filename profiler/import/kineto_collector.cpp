@@ -31,12 +31,6 @@ bool category_of(const std::string& cat, KinetoCat& out) {
     return false;
 }
 
-// An 'X' event's category as mapped (`cat`: step for ProfilerStep#N, whatever its category); false when unknown.
-bool known_category(const KinetoEvent& e, KinetoCat& cat) {
-    cat = KinetoCat::step;
-    return e.name.rfind("ProfilerStep#", 0) == 0 || category_of(e.cat, cat);
-}
-
 int16_t clamp16(int64_t v) { return v < 0 || v > 32767 ? int16_t(-1) : int16_t(v); }
 
 // Whether HTA's parser gets a stream from args.stream, written `text` (normalize_gpu_stream_numbers: Python's int()
@@ -180,7 +174,7 @@ void KinetoCollector::add(const KinetoEvent& e) {
     if (e.cat == "Trace") return;  // the profiler's own span over its window
     KinetoCat cat = KinetoCat::step;
     const bool is_step = e.name.rfind("ProfilerStep#", 0) == 0;
-    const bool known = known_category(e, cat);
+    const bool known = is_step || category_of(e.cat, cat);
     if (e.stream >= 0 && !(known && is_device_cat(cat)) && e.has_ts && e.dur_ns >= 0 &&
         e.ts_ns <= INT64_MAX - e.dur_ns && hta_reads_stream(e.stream_text)) {
         KinetoSpan r;

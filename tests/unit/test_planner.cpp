@@ -42,6 +42,18 @@ std::string user_error_of(const std::function<void()>& f) {
     return "(no error)";
 }
 
+// A 3-step run of the tiny preset with `flags`, its trace in a fresh folder `dir`: dir/run.ustrace.
+std::string tiny_run_in(const std::string& dir, const std::string& flags) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string trace = dir + "/run.ustrace";
+    const auto run = us::test::run_process(us::test::bin("ultrascope") + " run " + flags +
+                                           " --preset tiny --steps 3 --trace " + trace);
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    return trace;
+}
+
 }  // namespace
 
 TEST_CASE("planner: parameter counts match the published totals", "[planner]") {
@@ -478,12 +490,7 @@ TEST_CASE("planner: causal attention is charged the work its kernel executes, on
 TEST_CASE("planner: ultrascope report puts the planner's prediction beside the measured run", "[planner][app]") {
     const std::string u = us::test::bin("ultrascope");
     const std::string dir = us::test::temp_path("report-planner");
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    const std::string trace = dir + "/run.ustrace";
-    const auto run = us::test::run_process(u + " run -n 1 --preset tiny --steps 3 --trace " + trace);
-    INFO(run.output);
-    REQUIRE(run.exit_code == 0);
+    const std::string trace = tiny_run_in(dir, "-n 1");
     // A machine file as `ultrascope calibrate` writes one (its figures made up: the comparison only reads them).
     ClusterDesc c = load_cluster("h100-sxm");
     c.calibrated = true, c.gpus_per_node = 2, c.nodes = 1, c.peak_flops_fp32 = c.peak_flops_bf16 = 50e9;
@@ -528,13 +535,7 @@ TEST_CASE("planner: ultrascope report puts the planner's prediction beside the m
 TEST_CASE("planner: a run's recorded hosts set the nodes its links are priced on, not the machine file's",
           "[planner][app][nodes]") {
     const std::string u = us::test::bin("ultrascope");
-    const std::string dir = us::test::temp_path("report-planner-hosts");
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    const std::string trace = dir + "/run.ustrace";
-    const auto run = us::test::run_process(u + " run -n 2 --dp 2 --preset tiny --steps 3 --trace " + trace);
-    INFO(run.output);
-    REQUIRE(run.exit_code == 0);
+    const std::string trace = tiny_run_in(us::test::temp_path("report-planner-hosts"), "-n 2 --dp 2");
     // As `calibrate --nodes 2` writes on 2 cores: one core a node, the link between nodes 1000x slower.
     ClusterDesc c = load_cluster("h100-sxm");
     c.calibrated = true, c.gpus_per_node = 1, c.nodes = 2, c.peak_flops_fp32 = c.peak_flops_bf16 = 50e9;
