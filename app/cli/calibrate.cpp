@@ -134,7 +134,8 @@ int calibrate_command(int argc, char** argv) {
     c.intra_node = plan::fit_link(samples);
     c.inter_node = c.intra_node;  // one host: every group stays on it
     size_t inter_samples = 0;
-    double benchmark_inter_bandwidth = 0, engine_inter_bandwidth = 0;  // between the nodes, bytes/s
+    // between the nodes, bytes/s: the benchmark's fit, gradient buckets in a run, a run's blocking all-reduces
+    double benchmark_inter_bandwidth = 0, engine_inter_bandwidth = 0, blocking_inter_bandwidth = 0;
     if (links.nodes > 0) {  // one rank a node: every hop crosses the emulated link
         const EmulatedNodes nodes(links, links.nodes);
         std::fprintf(stderr, "calibrate: %s\n", nodes.describe().c_str());
@@ -156,36 +157,55 @@ int calibrate_command(int argc, char** argv) {
             plan::fit_link(fastest, links.inter_node_gbps > 0 ? plan::FitErrors::absolute : plan::FitErrors::relative);
         inter_samples = fastest.size();
         benchmark_inter_bandwidth = c.inter_node.bandwidth;
-        // What a training run's gradient buckets see across the link: a data-parallel run with its buckets in
-        // flight together after the backward (--no-overlap). Over TCP it is less than the benchmark's one
-        // collective after a barrier (docs/nodes.md): the planner prices the buckets with it, and blocking
-        // collectives and sends (tp, ep, cp, pp) with the benchmark's link.
-        LaunchSpec dp_run = across;
-        dp_run.train_binary.clear();
-        const std::string trace =
-            (fs::temp_directory_path() / fmt::format("ultrascope-calibrate-{}-nodes.ustrace", ::getpid())).string();
-        dp_run.train_args = {"--preset",
-                             preset,
-                             "--batch",
-                             "4",
-                             "--dp",
-                             std::to_string(links.nodes),
-                             "--no-overlap",
-                             "--steps",
-                             std::to_string(steps),
-                             "--quiet",
-                             "--trace",
-                             trace};
-        std::fprintf(stderr, "calibrate: a data-parallel run across the %d emulated nodes (--no-overlap)\n",
-                     links.nodes);
-        run_child(dp_run, "the data-parallel run across nodes");
-        prof::TraceStore across_store;
-        prof::load_trace(trace, across_store);
-        std::error_code gone;
-        fs::remove(trace, gone);
-        if (const double seen = plan::dp_all_reduce_bandwidth(across_store); seen > 0) {
-            engine_inter_bandwidth = seen;
-            c.inter_node_bucket_bandwidth = seen;
+        // What training's transfers see across the link, from runs of the engine across the nodes (docs/nodes.md):
+        // over TCP they differ from the benchmark's back-to-back collectives and from each other.
+        LaunchSpec engine_run = across;
+        engine_run.train_binary.clear();
+        int serial = 0;
+        auto trace_of = [&](std::vector<std::string> args, const std::string& what, int run_steps) {
+            const std::string trace = (fs::temp_directory_path() /
+                                       fmt::format("ultrascope-calibrate-{}-nodes-{}.ustrace", ::getpid(), serial++))
+                                          .string();
+            LaunchSpec one = engine_run;
+            one.train_args = {"--preset", preset, "--steps", std::to_string(run_steps), "--quiet", "--trace", trace};
+            one.train_args.insert(one.train_args.end(), args.begin(), args.end());
+            std::fprintf(stderr, "calibrate: %s across the %d emulated nodes\n", what.c_str(), links.nodes);
+            run_child(one, what + " across nodes");
+            auto store = std::make_unique<prof::TraceStore>();
+            prof::load_trace(trace, *store);
+            std::error_code gone;
+            fs::remove(trace, gone);
+            return store;
+        };
+        const std::string dp = std::to_string(links.nodes);
+        // 1. Gradient buckets in flight together after the backward (--no-overlap): the planner prices dp's and
+        // ZeRO's buckets with what they saw. 2. The run overlapping in every other step: how much longer the compute
+        // beside the hidden buckets ran than the same ops in the steps between (the kernel's network work and the
+        // transport's copies share the cores). Each the median of --tries runs: a typical run of this machine.
+        std::vector<double> slowdowns, buckets;
+        auto median = [](std::vector<double>& v) {
+            std::sort(v.begin(), v.end());
+            return v.empty() ? 0.0 : v[(v.size() - 1) / 2];
+        };
+        for (int t = 0; t < tries; ++t) {
+            const auto blocking =
+                trace_of({"--batch", "4", "--dp", dp, "--no-overlap"}, "a data-parallel run (--no-overlap)", steps);
+            if (const double seen = plan::dp_all_reduce_bandwidth(*blocking); seen > 0) buckets.push_back(seen);
+            // steps 2.. measured: at least 2 of each kind
+            const auto alternating = trace_of({"--batch", "4", "--dp", dp, "--overlap-alternate"},
+                                              "a data-parallel run overlapping every other step", std::max(steps, 5));
+            slowdowns.push_back(plan::overlap_slowdown(*alternating));
+        }
+        engine_inter_bandwidth = c.inter_node_bucket_bandwidth = median(buckets);
+        c.inter_node_overlap_slowdown = median(slowdowns);
+        // 3. Blocking collectives between compute, as tp's, ep's, cp's and pp's are: a tensor-parallel run's
+        // all-reduces give the inter-node link's bandwidth (the benchmark's fit keeps its latency).
+        TrainConfig shape;
+        apply_preset(shape, preset);
+        if (shape.model.heads % links.nodes == 0) {
+            const auto tp = trace_of({"--tp", dp}, "a tensor-parallel run", steps);
+            if (const double seen = plan::tp_all_reduce_bandwidth(*tp); seen > 0)
+                c.inter_node.bandwidth = blocking_inter_bandwidth = seen;
         }
         // the file then describes the emulated cluster: this machine's cores shared out over its nodes
         c.nodes = links.nodes;
@@ -193,11 +213,16 @@ int calibrate_command(int argc, char** argv) {
         c.description += fmt::format("; inter-node link measured between {} emulated nodes ({})", links.nodes,
                                      links.inter_node_gbps > 0 ? fmt::format("tbf {:g} Gbit/s", links.inter_node_gbps)
                                                                : std::string("unshaped veth"));
+        c.description += fmt::format(": {:.3f} GB/s for back-to-back collectives (bench_collectives)",
+                                     benchmark_inter_bandwidth / 1e9);
+        if (blocking_inter_bandwidth > 0)
+            c.description += fmt::format(", {:.3f} GB/s for a tensor-parallel run's all-reduces between its compute",
+                                         blocking_inter_bandwidth / 1e9);
         if (engine_inter_bandwidth > 0)
-            c.description += fmt::format(
-                ": {:.3f} GB/s for one collective at a time (bench_collectives), {:.3f} GB/s as a data-parallel run's "
-                "gradient buckets saw it",
-                benchmark_inter_bandwidth / 1e9, engine_inter_bandwidth / 1e9);
+            c.description += fmt::format(", {:.3f} GB/s as a data-parallel run's gradient buckets saw it",
+                                         engine_inter_bandwidth / 1e9);
+        c.description +=
+            fmt::format("; compute beside hidden transfers {:.0f}% slower", 100 * c.inter_node_overlap_slowdown);
     }
 
     // 2. Per-op costs: short data-parallel runs of the engine, one thread per rank, two micro-batch sizes so that
@@ -270,10 +295,14 @@ int calibrate_command(int argc, char** argv) {
         c.intra_node.latency * 1e6, 100 * c.host_overhead);
     if (links.nodes > 0)
         std::printf(
-            "  between the emulated nodes: %.3f GB/s with %.1f us per hop (measured, one collective at a time); "
-            "%.3f GB/s for gradient buckets in flight (measured, a data-parallel run across them)\n",
+            "  between the emulated nodes (measured): %.3f GB/s with %.1f us per hop for blocking collectives (%s; "
+            "back-to-back in bench_collectives %.3f GB/s); %.3f GB/s for gradient buckets in flight (a data-parallel "
+            "run across them); compute beside hidden transfers %.0f%% slower (its steps overlapped against not)\n",
             c.inter_node.bandwidth / 1e9, c.inter_node.latency * 1e6,
-            (engine_inter_bandwidth > 0 ? engine_inter_bandwidth : c.inter_node.bandwidth) / 1e9);
+            blocking_inter_bandwidth > 0 ? "a tensor-parallel run's all-reduces" : "bench_collectives",
+            benchmark_inter_bandwidth / 1e9,
+            (engine_inter_bandwidth > 0 ? engine_inter_bandwidth : c.inter_node.bandwidth) / 1e9,
+            100 * c.inter_node_overlap_slowdown);
     return 0;
 }
 

@@ -117,6 +117,101 @@ double dp_all_reduce_bandwidth(const prof::TraceStore& store) {
     return best;
 }
 
+double tp_all_reduce_bandwidth(const prof::TraceStore& store) {
+    struct Call {
+        double seconds, bytes;
+    };
+    std::vector<std::vector<Call>> calls;  // per rank, its tp all-reduces in order
+    for (int r : store.ranks()) {
+        const prof::RankTrace* rt = store.rank(r);
+        if (!rt) continue;
+        std::vector<Call>& mine = calls.emplace_back();
+        for (const prof::Span& s : rt->lanes[size_t(prof::Lane::comm)].spans())
+            if (s.kind == prof::SpanKind::comm && s.op == prof::OpClass::all_reduce &&
+                s.group == uint8_t(prof::GroupKind::tp) && s.bytes >= 65536 && s.step >= 2 && s.end > s.begin)
+                mine.push_back({double(s.duration()) * 1e-9, double(s.bytes)});
+    }
+    const int ranks = int(calls.size());
+    if (ranks < 2) return 0;
+    size_t common = SIZE_MAX;
+    for (const auto& mine : calls) common = std::min(common, mine.size());
+    std::vector<double> bandwidths;
+    for (size_t k = 0; k < common; ++k) {
+        double shortest = 1e300;
+        for (const auto& mine : calls) shortest = std::min(shortest, mine[k].seconds);
+        bandwidths.push_back(2.0 * double(ranks - 1) / ranks * calls.front()[k].bytes / shortest);
+    }
+    if (bandwidths.empty()) return 0;
+    std::nth_element(bandwidths.begin(), bandwidths.begin() + long(bandwidths.size() / 2), bandwidths.end());
+    return bandwidths[bandwidths.size() / 2];
+}
+
+namespace {
+
+// An op with FLOPs in a steady step: its name, FLOPs, time, how much of that time a dp collective was outstanding
+// on its rank, and whether its step overlapped (an op of the step ran with a collective under it).
+struct TimedOp {
+    std::string name;
+    double flops, seconds, under_comm;
+    bool overlapped_step = false;
+};
+
+std::vector<TimedOp> timed_ops(const prof::TraceStore& store) {
+    std::vector<TimedOp> out;
+    for (int r : store.ranks()) {
+        const prof::RankTrace* rt = store.rank(r);
+        if (!rt) continue;
+        std::vector<std::pair<int64_t, int64_t>> comm;
+        for (const prof::Span& s : rt->lanes[size_t(prof::Lane::comm)].spans())
+            if (s.kind == prof::SpanKind::comm && s.group == uint8_t(prof::GroupKind::dp) && s.bytes >= 4096)
+                comm.emplace_back(s.begin, s.end);
+        std::map<int32_t, std::vector<TimedOp>> steps;
+        for (const prof::Span& s : rt->lanes[size_t(prof::Lane::compute)].spans()) {
+            if (s.kind != prof::SpanKind::op || s.flops == 0 || s.step < 2 || s.end <= s.begin) continue;
+            int64_t under = 0;
+            for (const auto& [b, e] : comm) under += std::max<int64_t>(0, std::min(e, s.end) - std::max(b, s.begin));
+            steps[s.step].push_back({store.name(s.name), double(s.flops), double(s.duration()) * 1e-9,
+                                     std::min(1.0, double(under) / double(s.duration()))});
+        }
+        for (auto& [step, ops] : steps) {
+            const bool overlapped =
+                std::any_of(ops.begin(), ops.end(), [](const TimedOp& op) { return op.under_comm >= 0.9; });
+            for (TimedOp& op : ops) op.overlapped_step = overlapped, out.push_back(std::move(op));
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+double overlap_slowdown(const prof::TraceStore& alternating) {
+    const std::vector<TimedOp> ops = timed_ops(alternating);
+    // Each op's rate in the steps without overlap, by name (its layers and steps together).
+    std::map<std::string, std::pair<double, double>> blocking_rate;  // flops, seconds
+    for (const TimedOp& op : ops)
+        if (!op.overlapped_step) {
+            auto& [flops, seconds] = blocking_rate[op.name];
+            flops += op.flops, seconds += op.seconds;
+        }
+    auto expected_s = [&](const TimedOp& op) {
+        const auto it = blocking_rate.find(op.name);
+        return it == blocking_rate.end() ? 0.0 : op.flops * it->second.second / it->second.first;
+    };
+    // What else moved the machine's speed between the two kinds of step (a shared machine drifts): the overlapped
+    // steps' ops with nothing under them (their forward) against the same ops in the other steps.
+    double free_expected = 0, free_seconds = 0, under_expected = 0, under_seconds = 0;
+    for (const TimedOp& op : ops) {
+        const double e = op.overlapped_step ? expected_s(op) : 0.0;
+        if (e <= 0) continue;
+        if (op.under_comm == 0) free_expected += e, free_seconds += op.seconds;
+        if (op.under_comm >= 0.9) under_expected += e, under_seconds += op.seconds;
+    }
+    if (free_seconds <= 0 || under_seconds <= 0) return 0;
+    const double drift = free_expected / free_seconds;  // > 1: the overlapped steps found the machine faster
+    // Of the time ops ran with a collective under them, the part beyond what they took alone.
+    return std::clamp(1.0 - under_expected / drift / under_seconds, 0.0, 0.95);
+}
+
 double best_step_compute_s(const prof::TraceStore& store) {
     const prof::Report report = prof::build_report(store);
     double total = 0;

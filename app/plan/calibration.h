@@ -40,6 +40,19 @@ double best_step_compute_s(const prof::TraceStore& store);
 // bucket's end, the best step. Meant for a --no-overlap run, whose buckets are in flight together after the backward
 // with no compute under them; 0 when the run has no data-parallel all-reduce of at least 4 KiB.
 double dp_all_reduce_bandwidth(const prof::TraceStore& store);
+// The bandwidth a run's blocking tensor-parallel all-reduces saw, in the units of fit_link: for the k-th all-reduce
+// of at least 64 KiB of every rank's steady steps, the ring's bytes over the shortest of the ranks' spans of it (the
+// rank that arrived last waited least), the median over them. Such collectives alternate with compute, as tp's,
+// ep's, cp's and pp's transfers do in training; 0 when the run has none.
+double tp_all_reduce_bandwidth(const prof::TraceStore& store);
+// How much longer compute ran beside hidden communication, from a data-parallel run that overlapped its buckets in
+// every other step (--overlap-alternate): in the overlapped steps, the ops with FLOPs (GEMMs, attention) that ran
+// with a collective outstanding for at least 90% of their time, against the same ops' rate (by name) in the steps
+// without overlap, that rate first scaled by the machine's drift between the two kinds of step (the overlapped steps'
+// ops with nothing under them against the same ops in the other steps): the extra time over their time, clamped to
+// [0, 0.95]; 0 when nothing ran under a collective. The step-time model charges it per second of hidden
+// communication (ClusterDesc::overlap_slowdown).
+double overlap_slowdown(const prof::TraceStore& alternating);
 // Per (op, ranks, size), the fastest of several benchmark passes' medians.
 std::vector<CollectiveSample> fastest_samples(const std::vector<CollectiveSample>& samples);
 

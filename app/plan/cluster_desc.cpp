@@ -64,10 +64,10 @@ Link link_from_json(const nlohmann::json& j, const std::string& where) {
 }  // namespace
 
 ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source) {
-    const JsonFields f(
-        j, source,
-        {"name", "description", "source", "gpu", "gpus_per_node", "nodes", "placement", "intra_node", "inter_node",
-         "inter_node_bucket_bandwidth", "op_costs", "calibrated", "default_precision", "measurements"});
+    const JsonFields f(j, source,
+                       {"name", "description", "source", "gpu", "gpus_per_node", "nodes", "placement", "intra_node",
+                        "inter_node", "inter_node_bucket_bandwidth", "inter_node_overlap_slowdown", "op_costs",
+                        "calibrated", "default_precision", "measurements"});
     ClusterDesc c;
     c.name = f.required_text("name");
     c.description = f.text("description", "");
@@ -98,6 +98,13 @@ ClusterDesc cluster_from_json(const nlohmann::json& j, const std::string& source
     c.inter_node_bucket_bandwidth = f.number("inter_node_bucket_bandwidth", 0);
     US_CHECK_INPUT(c.inter_node_bucket_bandwidth >= 0,
                    "{}: field 'inter_node_bucket_bandwidth' must not be negative (bytes/s; 0: inter_node's)", source);
+    if (f.has("inter_node_overlap_slowdown")) {
+        c.inter_node_overlap_slowdown = f.number("inter_node_overlap_slowdown", 0);
+        US_CHECK_INPUT(c.inter_node_overlap_slowdown >= 0 && c.inter_node_overlap_slowdown < 1,
+                       "{}: field 'inter_node_overlap_slowdown' must be in [0, 1) (the fraction by which compute "
+                       "beside communication hidden on the inter-node link runs longer; got {})",
+                       source, c.inter_node_overlap_slowdown);
+    }
     // Per-op costs: datasheet clusters derive the memory-bound ops from the memory bandwidth (docs/planner.md);
     // a calibrated machine file gives them measured.
     const double bw = c.memory_bandwidth;
@@ -171,6 +178,7 @@ nlohmann::json cluster_to_json(const ClusterDesc& c) {
                           {"naive_attention_skips_masked", c.naive_attention_skips_masked}}}};
     if (!length.empty()) j["op_costs"]["attention_length_efficiency"] = length;  // none: 1 (a calibrated kernel)
     if (c.inter_node_bucket_bandwidth > 0) j["inter_node_bucket_bandwidth"] = c.inter_node_bucket_bandwidth;
+    if (c.inter_node_overlap_slowdown >= 0) j["inter_node_overlap_slowdown"] = c.inter_node_overlap_slowdown;
     return j;
 }
 

@@ -32,6 +32,10 @@ struct ClusterDesc {
     // where it was measured apart from inter_node's one collective at a time (`calibrate --nodes`: over TCP they
     // see less; docs/nodes.md). 0: inter_node's.
     double inter_node_bucket_bandwidth = 0;
+    // overlap_slowdown (below) for communication hidden on the inter-node link, where it was measured apart
+    // (`calibrate --nodes`: over TCP the kernel's network work and the transport's copies take CPU from the compute
+    // beside them; docs/nodes.md). Negative: overlap_slowdown's.
+    double inter_node_overlap_slowdown = -1;
     // How ranks are laid on the nodes: "block" (consecutive ranks a node: tp, innermost in the grid, stays in one)
     // or "cyclic" (rank r on node r mod nodes), as `ultrascope run --node-placement` places them.
     std::string placement = "block";
@@ -60,6 +64,11 @@ struct ClusterDesc {
     double attention_length_factor(double keys) const;
     int64_t total_gpus() const { return gpus_per_node * nodes; }
     double peak_flops(bool bf16) const { return bf16 ? peak_flops_bf16 : peak_flops_fp32; }
+    // The slowdown of compute beside communication hidden on `link` (intra_node or inter_node).
+    double overlap_slowdown_on(const Link& link) const {
+        return &link == &inter_node && inter_node_overlap_slowdown >= 0 ? inter_node_overlap_slowdown
+                                                                        : overlap_slowdown;
+    }
     double gemm_eff(double flops) const;  // interpolated, clamped to the table's ends
 };
 

@@ -94,6 +94,7 @@ std::string fit_cluster_to_run_hosts(const prof::TraceStore& store, int world, C
     if (hosts == 1) {
         cl.inter_node = cl.intra_node;
         cl.inter_node_bucket_bandwidth = 0;
+        cl.inter_node_overlap_slowdown = -1;
         return fmt::format("1 host ({}): every link priced as the host's own", host_of.front());
     }
     const int per_host = world / hosts;

@@ -133,10 +133,12 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
             s.cp_exposed_f = layers * exposed_f;
             s.cp_exposed_b = layers * (exposed_b + (l.recompute == "full" ? exposed_f : 0));
             s.cp_hidden = layers * (total - exposed_f - exposed_b);
-            // The attention beside the hidden transfers runs slower (their kernels share the SMs and memory).
+            // The attention beside the hidden transfers runs slower (their kernels share the SMs and memory; over
+            // TCP the kernel's network work shares the cores).
             const double hidden_f = layers * (double(l.cp - 1) * kv - exposed_f);
-            s.contention_f = c.overlap_slowdown * hidden_f;
-            s.contention_b = c.overlap_slowdown * std::max(0.0, s.cp_hidden - hidden_f);
+            const double slowdown = c.overlap_slowdown_on(link);
+            s.contention_f = slowdown * hidden_f;
+            s.contention_b = slowdown * std::max(0.0, s.cp_hidden - hidden_f);
         }
         s.link[size_t(link_level(c, link))] += s.cp_exposed_f + s.cp_exposed_b + s.cp_hidden;
     }
@@ -294,7 +296,7 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
         // The compute the hidden part overlaps runs slower for it (overlap_slowdown): the stage ends that much later.
         // Charged at the end, outside the schedule: a slower last backward on a later stage would also delay the
         // earlier stages' last backwards, which this leaves out (a lower bound with a pipeline).
-        dp.contention = c.overlap_slowdown * dp.hidden;
+        dp.contention = c.overlap_slowdown_on(dp.link_level == kLinkInter ? c.inter_node : c.intra_node) * dp.hidden;
         e += dp.contention;
         if (e > end) end = e, sm.critical_stage = st;
     }

@@ -26,6 +26,7 @@ struct ParallelConfig {
     int pp_chunks = 1;                     // virtual chunks per rank (interleaved)
     double bucket_mb = 1.0;                // gradient bucket size (MiB)
     bool overlap = true;                   // false: all-reduce after backward (--no-overlap)
+    bool overlap_alternate = false;        // overlap in every other step only (calibration: --overlap-alternate)
     std::string comm_progress = "thread";  // thread | poll: how async collectives make progress
     bool nccl_shared_gpu = false;          // ranks that share a GPU still use NCCL (a host id each: sockets)
     int world() const { return dp * pp * tp * cp; }

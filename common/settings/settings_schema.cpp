@@ -218,6 +218,13 @@ std::vector<Setting> build_schema() {
     t.push_back(toggle(
         "--no-overlap", "overlap", "All-reduce gradients after backward instead of during it",
         [](auto& c) -> auto& { return c.parallel.overlap; }, false));
+    t.push_back(only_when(
+        toggle(
+            "--overlap-alternate", "overlap_alternate",
+            "Overlap the gradient all-reduce in every other step only, the others after backward (one run shows "
+            "what overlap costs the compute beside it; `ultrascope calibrate --nodes` measures it so)",
+            [](auto& c) -> auto& { return c.parallel.overlap_alternate; }),
+        [](const TrainConfig& c) { return c.parallel.dp > 1 && c.parallel.overlap; }));
     t.push_back(text("--comm-progress", "comm_progress", "How async collectives progress: thread | poll",
                      [](auto& c) -> auto& { return c.parallel.comm_progress; }, {"thread", "poll"}));
     t.push_back(only_when(toggle(

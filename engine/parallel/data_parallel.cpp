@@ -3,8 +3,11 @@
 namespace us {
 
 DataParallelSync::DataParallelSync(Communicator& dp, const ParamLayout& layout, double bucket_mb,
-                                   size_t grad_bytes_per_element, bool overlap)
-    : m_dp(dp), m_plan(plan_buckets(layout, bucket_mb, grad_bytes_per_element)), m_overlap(overlap) {
+                                   size_t grad_bytes_per_element, bool overlap, bool alternate)
+    : m_dp(dp),
+      m_plan(plan_buckets(layout, bucket_mb, grad_bytes_per_element)),
+      m_overlap(overlap),
+      m_alternate(alternate && overlap) {
     m_units_left.resize(m_plan.buckets.size());
     m_bucket_first.resize(m_plan.buckets.size());
     for (size_t b = 0; b < m_plan.buckets.size(); ++b)
@@ -32,6 +35,7 @@ void DataParallelSync::wait_all() {
     for (auto& h : m_inflight) h->wait();
     m_inflight.clear();
     m_ready_order.clear();
+    if (m_alternate) m_overlap = !m_overlap;
     for (size_t b = 0; b < m_plan.buckets.size(); ++b)
         m_units_left[b] = m_plan.buckets[b].last_unit - m_plan.buckets[b].first_unit + 1;
 }

@@ -125,7 +125,8 @@ std::unique_ptr<TrainState> Trainer::make_state_for(const ParamLayout& layout, C
         GradientSync* sync = nullptr;
         if (group.size() > 1) {
             m_syncs.push_back(std::make_unique<DataParallelSync>(
-                group, layout, p.bucket_mb, fp32_accum ? 4 : dtype_size(compute_dtype(m_config.precision)), p.overlap));
+                group, layout, p.bucket_mb, fp32_accum ? 4 : dtype_size(compute_dtype(m_config.precision)), p.overlap,
+                p.overlap_alternate));
             sync = m_syncs.back().get();
         }
         return std::make_unique<ReplicatedState>(m_be, layout, m_config.precision, m_config.fp32_grad_accum,

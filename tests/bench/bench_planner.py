@@ -141,9 +141,11 @@ def main():
         if a.nodes:
             layouts = [row for row in layouts if row[1] <= cores]
             buckets = m.get("inter_node_bucket_bandwidth", m["inter_node"]["bandwidth"])
+            slowdown = m.get("inter_node_overlap_slowdown", m["op_costs"]["overlap_slowdown"])
             print(f"{a.nodes} emulated nodes, {m['gpus_per_node']} rank(s) a node in the machine file; inter-node link "
                   f"{m['inter_node']['bandwidth'] / 1e9:.3f} GB/s + {m['inter_node']['latency'] * 1e6:.1f} us per hop "
-                  f"one collective at a time, {buckets / 1e9:.3f} GB/s for gradient buckets (measured)")
+                  f"for blocking collectives, {buckets / 1e9:.3f} GB/s for gradient buckets, compute beside hidden "
+                  f"transfers {100 * slowdown:.0f}% slower (measured)")
         print(f"machine: {cpu_features()}, {cores} cores; GEMM peak {m['gpu']['peak_flops_fp32'] / 1e9:.1f} GFLOP/s "
               f"per rank, link {m['intra_node']['bandwidth'] / 1e9:.2f} GB/s + {m['intra_node']['latency'] * 1e6:.1f} us "
               f"per hop; {a.steps} steps per run, steps 2..{a.steps} measured")

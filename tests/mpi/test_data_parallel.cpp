@@ -83,8 +83,29 @@ void check_equivalence(int dp) {
     }
 }
 
+// When the buckets are reduced changes the timing only: after backward (--no-overlap), or overlapped in every other
+// step (--overlap-alternate, calibration's), the same losses and weights.
+void check_reduce_timing() {
+    REQUIRE(world_size() == 2);
+    for (const bool alternate : {false, true}) {
+        TrainConfig c = base_config(5);
+        c.parallel.dp = 2;
+        c.parallel.bucket_mb = 0.02;
+        c.parallel.overlap = alternate;
+        c.parallel.overlap_alternate = alternate;
+        const RunResult dist = run_distributed(c), single = run_single(c);
+        INFO(std::string(alternate ? "--overlap-alternate" : "--no-overlap"));
+        REQUIRE(dist.losses.size() == single.losses.size());
+        for (size_t s = 0; s < dist.losses.size(); ++s) CHECK(dist.losses[s] == Approx(single.losses[s]).epsilon(1e-5));
+        CHECK(max_relative(dist.params, single.params) < 1e-5);
+    }
+}
+
 }  // namespace
 
+TEST_CASE("dp 2 reducing after backward, or overlapping every other step, reproduces one rank", "[mpi][dp2]") {
+    check_reduce_timing();
+}
 TEST_CASE("dp 2 with ZeRO 0-3 and gradient accumulation reproduces one rank", "[mpi][dp2]") { check_equivalence(2); }
 TEST_CASE("dp 4 with ZeRO 0-3 and gradient accumulation reproduces one rank", "[mpi][dp4]") { check_equivalence(4); }
 
