@@ -46,7 +46,10 @@ double gemm_time(const ClusterDesc& c, const Gemm& g, double peak) {
 
 // The cost of the layers and ends (embedding on the first, head on the last) that `r` holds: a whole stage, or one
 // chunk of an interleaved stage (chunk_shapes).
-StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r) {
+StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r,
+                     const BackwardLinkShare& share) {
+    // The backward's blocking transfers on the shared level take `share.factor` times as long.
+    auto in_backward = [&](const Link& link) { return link_level(c, link) == share.level ? share.factor : 1.0; };
     const WorkInventory w = work_inventory(m, l, r);
     const double peak = c.peak_flops(l.bf16);
     const double e = l.bf16 ? 2 : 4;
@@ -101,7 +104,7 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
         const double layers = double(r.layers);
         s.tp_vocab = r.first || r.last ? all_reduce_s(K, l.tp, link) : 0;
         s.tp_f = layers * per_layer_f + s.tp_vocab;
-        s.tp_b = layers * per_layer_b + (l.recompute == "full" ? layers * per_layer_f : 0);
+        s.tp_b = in_backward(link) * (layers * per_layer_b + (l.recompute == "full" ? layers * per_layer_f : 0));
         s.link[size_t(link_level(c, link))] += s.tp_f + s.tp_b;
     }
     // Context parallelism (engine/model/context_parallel.cpp): the ring takes cp steps per layer, each step's
@@ -120,18 +123,25 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
             const double gather = all_gather_s(double(l.cp) * kv_elements * e, l.cp, link);
             const double scatter = all_gather_s(double(l.cp) * kv_elements * 4, l.cp, link);
             s.cp_exposed_f = layers * gather;
-            s.cp_exposed_b = layers * (gather + scatter + (l.recompute == "full" ? gather : 0));
+            s.cp_exposed_b = in_backward(link) * layers * (gather + scatter + (l.recompute == "full" ? gather : 0));
             s.cp_scatter = layers * scatter;
         } else {
             const double kv = send_s(kv_elements * e, link), g = send_s(kv_elements * 4, link);
             const double step_f = core_flops / (peak * attention_eff) * overhead / l.cp;
             const double step_b = step_f * 2.5;
             const double exposed_f = double(l.cp - 1) * std::max(0.0, kv - step_f);
-            double exposed_b = std::max(0.0, kv - step_b) + std::max(0.0, g - step_b) + g;
-            if (l.cp > 2) exposed_b += double(l.cp - 2) * std::max(0.0, kv + g - step_b);
+            auto backward_exposed = [&](double kv_b, double g_b) {
+                double x = std::max(0.0, kv_b - step_b) + std::max(0.0, g_b - step_b) + g_b;
+                if (l.cp > 2) x += double(l.cp - 2) * std::max(0.0, kv_b + g_b - step_b);
+                return x;
+            };
+            const double exposed_b = backward_exposed(kv, g);
             const double total = double(l.cp - 1) * kv + (double(l.cp - 1) * kv + double(l.cp) * g);
             s.cp_exposed_f = layers * exposed_f;
-            s.cp_exposed_b = layers * (exposed_b + (l.recompute == "full" ? exposed_f : 0));
+            // sharing the link lengthens what is exposed; what hides stays counted as alone (the link's bytes)
+            const double f = in_backward(link);
+            const double exposed_f_again = double(l.cp - 1) * std::max(0.0, f * kv - step_f);
+            s.cp_exposed_b = layers * (backward_exposed(f * kv, f * g) + (l.recompute == "full" ? exposed_f_again : 0));
             s.cp_hidden = layers * (total - exposed_f - exposed_b);
             // The attention beside the hidden transfers runs slower (their kernels share the SMs and memory; over
             // TCP the kernel's network work shares the cores).
@@ -152,7 +162,7 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
                             std::max(1.0, l.moe_load_or_uniform());
         const double one = double(r.moe_layers) * all_to_all_s(sent, l.ep, link);
         s.ep_f = 2 * one;
-        s.ep_b = (2.0 + (l.recompute == "full" ? 2.0 : 0.0)) * one;
+        s.ep_b = in_backward(link) * (2.0 + (l.recompute == "full" ? 2.0 : 0.0)) * one;
         s.link[size_t(link_level(c, link))] += s.ep_f + s.ep_b;
     }
     // Pipeline: an activation (R h) arrives from the previous virtual stage in forward and its gradient from the
@@ -285,6 +295,20 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
         sm.dp.push_back(dp_cost(m, c, l, rank_shapes(m, l, st), sm.stage[size_t(st)]));
         DpCost& dp = sm.dp.back();
         double e = sm.pipeline.finish[size_t(st)] + dp.exposed + dp.optimizer;
+        // A backward whose gradient buckets flow on the link level of its blocking transfers (cp's ring, tp's or
+        // ep's collectives) shares the link with them: TCP, like NCCL's channels, splits a link between its flows,
+        // so while the buckets flow each such transfer takes up to twice its time. Once per backward with buckets
+        // in flight (the last micro-batch's; every one under ZeRO-2 and 3), at most as long as they flow.
+        if (l.overlap && dp.exposed + dp.hidden > 0) {
+            StageCost shared;
+            for (int ch = 0; ch < V; ++ch)
+                shared += stage_cost(m, c, l, l.pp > 1 ? chunk_shapes(m, l, st, ch) : rank_shapes(m, l, st),
+                                     {dp.link_level, 2.0});
+            const double backwards = l.zero >= 2 ? mb : 1.0;
+            const double longer = std::max(0.0, shared.backward() - sm.stage[size_t(st)].backward());
+            const double wait = backwards * std::min(longer, (dp.exposed + dp.hidden) / backwards);
+            dp.exposed += wait, e += wait;
+        }
         // A link carries one group's bytes at a time: when the data-parallel traffic hidden behind compute and the
         // other groups' transfers on the same level (the cp ring's, the pipeline's) need the link for longer than
         // the step, the data-parallel part waits for it, exposed.

@@ -76,9 +76,17 @@ struct StageCost {
     }
 };
 
+// A link level whose bandwidth the backward's blocking transfers share with another flow (the gradient buckets): on
+// it they take `factor` times as long. level -1: none.
+struct BackwardLinkShare {
+    int level = -1;
+    double factor = 1.0;
+};
+
 // The cost of the layers and ends (embedding on the first, head on the last) that `r` holds: a whole stage, or one
 // chunk of an interleaved stage (chunk_shapes).
-StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r);
+StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r,
+                     const BackwardLinkShare& share = {});
 
 // Data parallelism and ZeRO over the dp x cp ranks holding the same parameters (experts: dp/ep x cp), for the
 // ranks of one stage, and the optimizer over the rank's shard.

@@ -206,3 +206,32 @@ TEST_CASE("planner: compute beside transfers hidden across nodes runs slower by 
     bad["inter_node_overlap_slowdown"] = 1.5;
     CHECK_THROWS_WITH(cluster_from_json(bad, "m.json"), Catch::Contains("'inter_node_overlap_slowdown'"));
 }
+
+TEST_CASE("planner: blocking transfers in a backward share their link with the gradient buckets flowing on it",
+          "[planner][nodes]") {
+    using namespace us::plan;
+    ClusterDesc c = load_cluster("h100-sxm");
+    c.nodes = 2, c.gpus_per_node = 1;  // one rank a node: cp's ring and the gradient buckets both cross the link
+    c.inter_node = {c.intra_node.bandwidth / 100, c.intra_node.latency * 10};
+    const ModelDesc m = engine_preset_model("small");
+    Layout cp;
+    cp.cp = 2, cp.micro_batch = 4;
+    const RankShapes r = rank_shapes(m, cp, 0);
+    const StageCost alone = stage_cost(m, c, cp, r), shared = stage_cost(m, c, cp, r, {kLinkInter, 2.0});
+    CHECK(shared.cp_exposed_b > alone.cp_exposed_b);
+    CHECK(shared.cp_exposed_f == alone.cp_exposed_f);  // the buckets flow in the backward only
+    CHECK(shared.cp_hidden == alone.cp_hidden);        // the link's bytes are the same
+    CHECK(stage_cost(m, c, cp, r, {kLinkIntra, 2.0}).cp_exposed_b == alone.cp_exposed_b);
+    Layout tp;
+    tp.tp = 2;
+    const RankShapes t = rank_shapes(m, tp, 0);
+    CHECK(stage_cost(m, c, tp, t, {kLinkInter, 2.0}).tp_b == Approx(2 * stage_cost(m, c, tp, t).tp_b));
+    // In the step the longer backward is waited for, at most for as long as the buckets flow: buckets that cross in
+    // next to no time cost next to nothing.
+    const StepPieces slow_buckets = evaluate(m, c, cp).time;
+    ClusterDesc quick = c;
+    quick.inter_node_bucket_bandwidth = c.inter_node.bandwidth * 1e4;
+    const StepPieces quick_buckets = evaluate(m, quick, cp).time;
+    CHECK(slow_buckets.dp_comm_exposed_s - quick_buckets.dp_comm_exposed_s >
+          0.5 * (shared.backward() - alone.backward()));
+}
