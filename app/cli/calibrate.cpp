@@ -2,7 +2,9 @@
 // "Calibration"). It launches child processes and reads what they measured, so `ultrascope` itself links neither MPI
 // nor BLAS: the collective benchmark (bench_collectives, under mpirun) for the link's latency and bandwidth, and short
 // training runs of ultrascope-train (one thread per rank, as many ranks as cores, at most 2 by default) whose traces
-// give GEMM throughput by size and the per-op costs. Children die with this process (app/launch/launcher.h).
+// give GEMM throughput by size and the per-op costs. With --nodes N, the link between N emulated nodes too: the
+// benchmark across them, and runs of the engine across them for what its transfers see there (docs/nodes.md).
+// Children die with this process (app/launch/launcher.h).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -135,7 +137,7 @@ int calibrate_command(int argc, char** argv) {
     c.inter_node = c.intra_node;  // one host: every group stays on it
     size_t inter_samples = 0;
     // between the nodes, bytes/s: the benchmark's fit, gradient buckets in a run, a run's blocking all-reduces
-    double benchmark_inter_bandwidth = 0, engine_inter_bandwidth = 0, blocking_inter_bandwidth = 0;
+    double benchmark_inter_bandwidth = 0, bucket_inter_bandwidth = 0, blocking_inter_bandwidth = 0;
     if (links.nodes > 0) {  // one rank a node: every hop crosses the emulated link
         const EmulatedNodes nodes(links, links.nodes);
         std::fprintf(stderr, "calibrate: %s\n", nodes.describe().c_str());
@@ -178,8 +180,8 @@ int calibrate_command(int argc, char** argv) {
             return store;
         };
         const std::string dp = std::to_string(links.nodes);
-        // 1. Gradient buckets in flight together after the backward (--no-overlap): the planner prices dp's and
-        // ZeRO's buckets with what they saw. 2. The run overlapping in every other step: how much longer the compute
+        // (a) Gradient buckets in flight together after the backward (--no-overlap): the planner prices dp's and
+        // ZeRO's buckets with what they saw. (b) The run overlapping in every other step: how much longer the compute
         // beside the hidden buckets ran than the same ops in the steps between (the kernel's network work and the
         // transport's copies share the cores). Each the median of --tries runs: a typical run of this machine.
         std::vector<double> slowdowns, buckets;
@@ -196,9 +198,9 @@ int calibrate_command(int argc, char** argv) {
                                               "a data-parallel run overlapping every other step", std::max(steps, 5));
             slowdowns.push_back(plan::overlap_slowdown(*alternating));
         }
-        engine_inter_bandwidth = c.inter_node_bucket_bandwidth = median(buckets);
+        bucket_inter_bandwidth = c.inter_node_bucket_bandwidth = median(buckets);
         c.inter_node_overlap_slowdown = median(slowdowns);
-        // 3. Blocking collectives between compute, as tp's, ep's, cp's and pp's are: a tensor-parallel run's
+        // (c) Blocking collectives between compute, as tp's, ep's, cp's and pp's are: a tensor-parallel run's
         // all-reduces give the inter-node link's bandwidth (the benchmark's fit keeps its latency).
         TrainConfig shape;
         apply_preset(shape, preset);
@@ -218,9 +220,9 @@ int calibrate_command(int argc, char** argv) {
         if (blocking_inter_bandwidth > 0)
             c.description += fmt::format(", {:.3f} GB/s for a tensor-parallel run's all-reduces between its compute",
                                          blocking_inter_bandwidth / 1e9);
-        if (engine_inter_bandwidth > 0)
+        if (bucket_inter_bandwidth > 0)
             c.description += fmt::format(", {:.3f} GB/s as a data-parallel run's gradient buckets saw it",
-                                         engine_inter_bandwidth / 1e9);
+                                         bucket_inter_bandwidth / 1e9);
         c.description +=
             fmt::format("; compute beside hidden transfers {:.0f}% slower", 100 * c.inter_node_overlap_slowdown);
     }
@@ -301,7 +303,7 @@ int calibrate_command(int argc, char** argv) {
             c.inter_node.bandwidth / 1e9, c.inter_node.latency * 1e6,
             blocking_inter_bandwidth > 0 ? "a tensor-parallel run's all-reduces" : "bench_collectives",
             benchmark_inter_bandwidth / 1e9,
-            (engine_inter_bandwidth > 0 ? engine_inter_bandwidth : c.inter_node.bandwidth) / 1e9,
+            (bucket_inter_bandwidth > 0 ? bucket_inter_bandwidth : c.inter_node.bandwidth) / 1e9,
             100 * c.inter_node_overlap_slowdown);
     return 0;
 }
