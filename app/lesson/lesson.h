@@ -110,7 +110,7 @@ struct Lesson {
     std::string formula;                // the formula that predicts it
     std::string question;               // the question to ask the class
     std::string answer;                 // shown on request (may be empty)
-    std::vector<LessonRun> runs;        // 1 to 3 runs
+    std::vector<LessonRun> runs;        // 1 to 4 runs
     std::vector<LessonPlan> plans;      // 0 to 2 planner evaluations next to them
     std::vector<std::string> views;     // views to open, in order (memory | timeline | overlap | ...)
     std::vector<Highlight> highlights;  // figures to outline
