@@ -17,7 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kMaxRanks = 8;  // a laptop's lesson; the machine has a few cores
+constexpr int kMaxRanks = 8;    // a laptop's lesson; the machine has a few cores
 constexpr size_t kMaxRuns = 4;  // two pairs at most: a lesson compares one change, or two
 
 // Field access with the file and the field's path in every message.
