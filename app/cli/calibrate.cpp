@@ -196,10 +196,10 @@ int calibrate_command(int argc, char** argv) {
             // steps 2.. measured: at least 2 of each kind
             const auto alternating = trace_of({"--batch", "4", "--dp", dp, "--overlap-alternate"},
                                               "a data-parallel run overlapping every other step", std::max(steps, 5));
-            slowdowns.push_back(plan::overlap_slowdown(*alternating));
+            if (const double slower = plan::overlap_slowdown(*alternating); slower >= 0) slowdowns.push_back(slower);
         }
         bucket_inter_bandwidth = c.inter_node_bucket_bandwidth = median(buckets);
-        c.inter_node_overlap_slowdown = median(slowdowns);
+        if (!slowdowns.empty()) c.inter_node_overlap_slowdown = median(slowdowns);  // else unmeasured: -1
         // (c) Blocking collectives between compute, as tp's, ep's, cp's and pp's are: a tensor-parallel run's
         // all-reduces give the inter-node link's bandwidth (the benchmark's fit keeps its latency).
         TrainConfig shape;
@@ -223,8 +223,9 @@ int calibrate_command(int argc, char** argv) {
         if (bucket_inter_bandwidth > 0)
             c.description += fmt::format(", {:.3f} GB/s as a data-parallel run's gradient buckets saw it",
                                          bucket_inter_bandwidth / 1e9);
-        c.description +=
-            fmt::format("; compute beside hidden transfers {:.0f}% slower", 100 * c.inter_node_overlap_slowdown);
+        if (c.inter_node_overlap_slowdown >= 0)
+            c.description +=
+                fmt::format("; compute beside hidden transfers {:.0f}% slower", 100 * c.inter_node_overlap_slowdown);
     }
 
     // 2. Per-op costs: short data-parallel runs of the engine, one thread per rank, two micro-batch sizes so that
@@ -299,12 +300,14 @@ int calibrate_command(int argc, char** argv) {
         std::printf(
             "  between the emulated nodes (measured): %.3f GB/s with %.1f us per hop for blocking collectives (%s; "
             "back-to-back in bench_collectives %.3f GB/s); %.3f GB/s for gradient buckets in flight (a data-parallel "
-            "run across them); compute beside hidden transfers %.0f%% slower (its steps overlapped against not)\n",
+            "run across them); compute beside hidden transfers %s (its steps overlapped against not)\n",
             c.inter_node.bandwidth / 1e9, c.inter_node.latency * 1e6,
             blocking_inter_bandwidth > 0 ? "a tensor-parallel run's all-reduces" : "bench_collectives",
             benchmark_inter_bandwidth / 1e9,
             (bucket_inter_bandwidth > 0 ? bucket_inter_bandwidth : c.inter_node.bandwidth) / 1e9,
-            100 * c.inter_node_overlap_slowdown);
+            c.inter_node_overlap_slowdown >= 0
+                ? fmt::format("{:.0f}% slower", 100 * c.inter_node_overlap_slowdown).c_str()
+                : "not measured (nothing ran under a bucket)");
     return 0;
 }
 

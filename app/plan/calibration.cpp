@@ -206,8 +206,8 @@ double overlap_slowdown(const prof::TraceStore& alternating) {
         if (op.under_comm == 0) free_expected += e, free_seconds += op.seconds;
         if (op.under_comm >= 0.9) under_expected += e, under_seconds += op.seconds;
     }
-    if (free_seconds <= 0 || under_seconds <= 0) return 0;
-    const double drift = free_expected / free_seconds;  // > 1: the overlapped steps found the machine faster
+    if (free_seconds <= 0 || under_seconds <= 0) return -1;  // nothing measured
+    const double drift = free_expected / free_seconds;       // > 1: the overlapped steps found the machine faster
     // Of the time ops ran with a collective under them, the part beyond what they took alone.
     return std::clamp(1.0 - under_expected / drift / under_seconds, 0.0, 0.95);
 }

@@ -50,8 +50,8 @@ double tp_all_reduce_bandwidth(const prof::TraceStore& store);
 // with a collective outstanding for at least 90% of their time, against the same ops' rate (by name) in the steps
 // without overlap, that rate first scaled by the machine's drift between the two kinds of step (the overlapped steps'
 // ops with nothing under them against the same ops in the other steps): the extra time over their time, clamped to
-// [0, 0.95]; 0 when nothing ran under a collective. The step-time model charges it per second of hidden
-// communication (ClusterDesc::overlap_slowdown).
+// [0, 0.95]; -1 (not measured) when nothing ran under a collective or nothing ran without one. The step-time model
+// charges it per second of communication hidden on the inter-node link (ClusterDesc::inter_node_overlap_slowdown).
 double overlap_slowdown(const prof::TraceStore& alternating);
 // Per (op, ranks, size), the fastest of several benchmark passes' medians.
 std::vector<CollectiveSample> fastest_samples(const std::vector<CollectiveSample>& samples);

@@ -206,10 +206,12 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
             reduce = l.zero == 0 ? all_reduce_s(K, n, red) + all_reduce_s(Kx, nx, red)
                                  : all_gather_s(K, n, red) + all_gather_s(Kx, nx, red);
             exposed = exposed_behind(reduce, compute_b);
+            d.backward_traffic = reduce;
         } else if (l.zero == 2) {
             // ZeRO-2 reduce-scatters at every micro-batch, each behind its own backward.
             const double once = all_gather_s(K, n, red) + all_gather_s(Kx, nx, red);
             reduce = mb * once;
+            d.backward_traffic = reduce;
             exposed = mb * exposed_behind(once, compute_b);
         } else {
             // ZeRO-3 (engine/parallel/zero_state.cpp) keeps only its shard: every forward and backward gathers each
@@ -232,6 +234,7 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
             const double hideable_b = (all - first) + (l.overlap ? std::max(0.0, once - last_bucket) : 0.0);
             const double hidden_b = std::min(hideable_b, compute_b);
             reduce = mb * (2 * all + once);
+            d.backward_traffic = mb * (all + once);
             exposed = reduce - mb * (hidden_f + hidden_b);
         }
         if (l.zero == 1 || l.zero == 2) {  // the updated shards gathered back after the optimizer step: exposed
@@ -249,6 +252,7 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
         reduce += sync;
         exposed += sync;
     }
+    if (!l.overlap) d.backward_traffic = 0;  // the buckets flow after the backward
     d.exposed = exposed;
     d.hidden = std::max(0.0, reduce - exposed);
     d.link_level = link_level(c, reduce_link);
@@ -299,14 +303,14 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
         // ep's collectives) shares the link with them: TCP, like NCCL's channels, splits a link between its flows,
         // so while the buckets flow each such transfer takes up to twice its time. Once per backward with buckets
         // in flight (the last micro-batch's; every one under ZeRO-2 and 3), at most as long as they flow.
-        if (l.overlap && dp.exposed + dp.hidden > 0) {
+        if (dp.backward_traffic > 0) {
             StageCost shared;
             for (int ch = 0; ch < V; ++ch)
                 shared += stage_cost(m, c, l, l.pp > 1 ? chunk_shapes(m, l, st, ch) : rank_shapes(m, l, st),
                                      {dp.link_level, 2.0});
             const double backwards = l.zero >= 2 ? mb : 1.0;
             const double longer = std::max(0.0, shared.backward() - sm.stage[size_t(st)].backward());
-            const double wait = backwards * std::min(longer, (dp.exposed + dp.hidden) / backwards);
+            const double wait = backwards * std::min(longer, dp.backward_traffic / backwards);
             dp.exposed += wait, e += wait;
         }
         // A link carries one group's bytes at a time: when the data-parallel traffic hidden behind compute and the

@@ -94,6 +94,9 @@ struct DpCost {
     double exposed = 0, hidden = 0, optimizer = 0;
     double contention = 0;        // compute slowed by the hidden part (overlap_slowdown x hidden), at the stage's end
     int link_level = kLinkIntra;  // the level its reduction and gathers use
+    // Of exposed + hidden, the bucket traffic that flows during the backwards (overlapped): the gradients'
+    // reduction, and ZeRO-3's backward gathers; not the gathers after the optimizer nor the embedding's sync.
+    double backward_traffic = 0;
 };
 
 DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r, const StageCost& one);

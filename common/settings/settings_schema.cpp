@@ -224,7 +224,9 @@ std::vector<Setting> build_schema() {
             "Overlap the gradient all-reduce in every other step only, the others after backward (one run shows "
             "what overlap costs the compute beside it; `ultrascope calibrate --nodes` measures it so)",
             [](auto& c) -> auto& { return c.parallel.overlap_alternate; }),
-        [](const TrainConfig& c) { return c.parallel.dp > 1 && c.parallel.overlap; }));
+        [](const TrainConfig& c) {
+            return c.parallel.dp * c.parallel.cp > 1 && c.parallel.zero == 0 && c.parallel.overlap;
+        }));
     t.push_back(text("--comm-progress", "comm_progress", "How async collectives progress: thread | poll",
                      [](auto& c) -> auto& { return c.parallel.comm_progress; }, {"thread", "poll"}));
     t.push_back(only_when(toggle(

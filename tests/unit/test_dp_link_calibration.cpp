@@ -101,8 +101,8 @@ TEST_CASE("calibration: compute beside hidden transfers, a run's overlapped step
     CHECK(plan::overlap_slowdown(alternating_run({10, 20, 10, 80}, blocking)) == Approx(0).margin(1e-9));
     CHECK(plan::overlap_slowdown(alternating_run({10, 15, 10, 80}, blocking)) == 0);
     // only half of the backward under the collective: not counted, nothing measured; a run that never overlapped
-    CHECK(plan::overlap_slowdown(alternating_run({10, 30, 25, 80}, blocking)) == 0);
-    CHECK(plan::overlap_slowdown(alternating_run(blocking, blocking)) == 0);
+    CHECK(plan::overlap_slowdown(alternating_run({10, 30, 25, 80}, blocking)) == -1);
+    CHECK(plan::overlap_slowdown(alternating_run(blocking, blocking)) == -1);
 }
 
 TEST_CASE("calibration: a dp run's buckets give the bandwidth from the last rank's start to the last end",
@@ -226,12 +226,20 @@ TEST_CASE("planner: blocking transfers in a backward share their link with the g
     tp.tp = 2;
     const RankShapes t = rank_shapes(m, tp, 0);
     CHECK(stage_cost(m, c, tp, t, {kLinkInter, 2.0}).tp_b == Approx(2 * stage_cost(m, c, tp, t).tp_b));
-    // In the step the longer backward is waited for, at most for as long as the buckets flow: buckets that cross in
-    // next to no time cost next to nothing.
-    const StepPieces slow_buckets = evaluate(m, c, cp).time;
-    ClusterDesc quick = c;
+    // In the step the longer backward is waited for, at most for as long as the buckets flow in it: exactly that
+    // beyond the data-parallel model's own exposure
+    const DpCost d = dp_cost(m, c, cp, r, alone);
+    REQUIRE(d.backward_traffic > 0);
+    const double longer = shared.backward() - alone.backward();
+    CHECK(evaluate(m, c, cp).time.dp_comm_exposed_s ==
+          Approx(d.exposed + std::min(longer, d.backward_traffic)).epsilon(1e-9));
+    ClusterDesc quick = c;  // buckets that cross sooner than the backward lengthens: only while they flow
     quick.inter_node_bucket_bandwidth = c.inter_node.bandwidth * 1e4;
-    const StepPieces quick_buckets = evaluate(m, quick, cp).time;
-    CHECK(slow_buckets.dp_comm_exposed_s - quick_buckets.dp_comm_exposed_s >
-          0.5 * (shared.backward() - alone.backward()));
+    const DpCost q = dp_cost(m, quick, cp, r, alone);
+    REQUIRE(q.backward_traffic < longer);
+    CHECK(evaluate(m, quick, cp).time.dp_comm_exposed_s == Approx(q.exposed + q.backward_traffic).epsilon(1e-9));
+    // no buckets in the backward (no overlap: they flow after it): no sharing
+    Layout after = cp;
+    after.overlap = false;
+    CHECK(dp_cost(m, c, after, r, alone).backward_traffic == 0);
 }
