@@ -274,9 +274,11 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
     sm.stage.assign(size_t(l.pp), StageCost{});
     sm.chunk.assign(size_t(l.pp * V), StageCost{});
     std::vector<VirtualStageCost> virtual_costs(size_t(l.pp * V));
+    // What one virtual stage holds: a chunk of the stage with a pipeline, the whole model without.
+    auto shapes_of = [&](int st, int ch) { return l.pp > 1 ? chunk_shapes(m, l, st, ch) : rank_shapes(m, l, st); };
     for (int st = 0; st < l.pp; ++st)
         for (int ch = 0; ch < V; ++ch) {
-            const StageCost s = stage_cost(m, c, l, l.pp > 1 ? chunk_shapes(m, l, st, ch) : rank_shapes(m, l, st));
+            const StageCost s = stage_cost(m, c, l, shapes_of(st, ch));
             sm.stage[size_t(st)] += s;
             sm.chunk[size_t(ch * l.pp + st)] = s;
             virtual_costs[size_t(ch * l.pp + st)] = {s.forward(), s.backward(), s.gemm_w};
@@ -305,9 +307,7 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
         // in flight (the last micro-batch's; every one under ZeRO-2 and 3), at most as long as they flow.
         if (dp.backward_traffic > 0) {
             StageCost shared;
-            for (int ch = 0; ch < V; ++ch)
-                shared += stage_cost(m, c, l, l.pp > 1 ? chunk_shapes(m, l, st, ch) : rank_shapes(m, l, st),
-                                     {dp.link_level, 2.0});
+            for (int ch = 0; ch < V; ++ch) shared += stage_cost(m, c, l, shapes_of(st, ch), {dp.link_level, 2.0});
             const double backwards = l.zero >= 2 ? mb : 1.0;
             const double longer = std::max(0.0, shared.backward() - sm.stage[size_t(st)].backward());
             const double wait = backwards * std::min(longer, dp.backward_traffic / backwards);

@@ -13,6 +13,8 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 
 mkdir -p "$stage/visit/bin"
+# the source folder the build baked in (the tests find their data through it): the visit links it to its copy
+sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" > "$stage/visit/source_dir"
 for b in ultrascope ultrascope-train ultrascope-tests bench_sgemm_peak bench_gemm; do
   strip -o "$stage/visit/bin/$b" "$build/bin/$b"
 done

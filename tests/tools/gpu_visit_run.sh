@@ -22,7 +22,7 @@ pack() {
 }
 
 # ---- unpack: binaries into build-gpu/bin (the tests find their data through the source path baked in at build
-# time, /work/main: linked to this copy), libraries into / without overwriting
+# time, which the pack recorded: linked to this copy), libraries into / without overwriting
 python3 -c "import tarfile; tarfile.open('.gpuvisit/visit.tar.xz').extractall('/tmp')" || { log "unpack failed"; exit 1; }
 # a baseline build (ULTRASCOPE_ASSETS tells it where this copy's presets are)
 mkdir -p build-gpu/bin build-base/bin
@@ -30,7 +30,8 @@ mv /tmp/visit/bin/ultrascope-train-baseline build-base/bin/ultrascope-train 2>/d
 cp /tmp/visit/bin/* build-gpu/bin/
 tar -C / --skip-old-files -xf /tmp/visit/runtime.tar
 ldconfig
-[ -e /work/main ] || { mkdir -p /work && ln -s "$repo" /work/main; }
+baked=$(cat /tmp/visit/source_dir 2>/dev/null)
+[ -n "$baked" ] && [ ! -e "$baked" ] && { mkdir -p "$(dirname "$baked")" && ln -s "$repo" "$baked"; }
 # CUDA libraries the image keeps outside the linker's paths (a Python venv's nvidia packages, CUPTI's folder)
 extra=/usr/lib/x86_64-linux-gnu/openblas-openmp
 for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcupti.so.13 libnccl.so.2 libcudnn.so.9; do
