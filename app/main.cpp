@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "app/cli/commands.h"
-#include "app/cli/default_run.h"
-#include "app/cli/gui_args.h"
+#include "app/launch/default_run.h"
+#include "app/gui/options/gui_args.h"
 #include "common/core/check.h"
 
 #ifdef US_HAVE_GUI
-#include "app/gui/gui.h"
+#include "app/gui/platform/gui.h"
 #endif
 
 namespace {

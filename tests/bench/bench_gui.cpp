@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <thread>
 
-#include "app/gui/app_state.h"
-#include "app/gui/frame.h"
-#include "app/gui/theme.h"
-#include "app/gui/views.h"
+#include "app/gui/state/app_state.h"
+#include "app/gui/platform/frame.h"
+#include "app/gui/widgets/theme.h"
+#include "app/gui/views/views.h"
 #include "profiler/transport/trace_file.h"
 
 using namespace us;

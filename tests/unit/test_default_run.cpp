@@ -1,5 +1,5 @@
 // The default run of the GUI and its headless fallback: dp 2 x pp 2 unless the user's flags say otherwise.
-#include "app/cli/default_run.h"
+#include "app/launch/default_run.h"
 #include "test_util.h"
 
 using us::app::default_run;

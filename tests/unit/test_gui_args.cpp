@@ -2,7 +2,7 @@
 // which pass through, in order, to the launched run; the trainer's switches and value flags as its own table says.
 #include <CLI/CLI.hpp>
 
-#include "app/cli/gui_args.h"
+#include "app/gui/options/gui_args.h"
 #include "app/gui/model/view_table.h"
 #include "common/core/check.h"
 #include "common/settings/cli.h"

@@ -1,0 +1,173 @@
+// Parsing the GUI's command line (gui_args.h).
+#include "app/gui/options/gui_args.h"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <set>
+
+#include "app/cli/commands.h"
+#include "app/gui/model/view_table.h"
+#include "app/lesson/lesson.h"
+#include "common/core/check.h"
+#include "common/settings/cli.h"
+#include "profiler/trace/trace_store.h"
+
+namespace us::app {
+
+namespace {
+
+// The GUI's options, bound to `o` and to the texts checked after parsing.
+struct GuiFlags {
+    std::string store_cap_mib, font_size, lesson_runs = "first", open;
+    bool no_launch = false;
+};
+
+void declare_gui_options(CLI::App& app, gui::GuiOptions& o, GuiFlags& f) {
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: last wins
+    app.add_option("--open", f.open, "Open a trace instead of launching")->type_name("TRACE");
+    app.add_option("--listen", o.listen, "Also listen for runs started elsewhere (attach)")->type_name("[HOST:]PORT");
+    app.add_flag("--no-launch", f.no_launch, "Start without launching a run");
+    app.add_option("-n,--ranks", o.ranks, "Ranks of the launched run (default: the layout's; dp 2 x pp 2 = 4)")
+        ->type_name("RANKS");
+    app.add_option("--screenshot", o.screenshot,
+                   "Render, write OUT.png (and OUT.png.json with the views' regions), exit")
+        ->type_name("OUT.png");
+    app.add_option("--view", o.view, "With --screenshot: one view alone (" + gui::view_name_list() + ")")
+        ->type_name("V");
+    app.add_option("--fit-step", o.fit_step, "Show step N in the time window (timeline and memory views)")
+        ->type_name("N");
+    app.add_option("--font-size", f.font_size,
+                   "UI font size, 8 to 64 (default 16 x the monitor's scale; View > font size)")
+        ->type_name("PX");
+    app.add_flag("--exit-when-done", o.exit_when_done, "Exit when the launched run ends, with its exit code");
+    app.add_option("--lesson", o.lesson, "Open a workshop lesson and launch its first run (ultrascope lesson --list)")
+        ->type_name("NAME");
+    app.add_option("--lesson-runs", f.lesson_runs,
+                   "With --lesson: all launches every run of the lesson in turn (the "
+                   "comparison); first (default) only the first")
+        ->type_name("first|all");
+    app.add_flag("--high-contrast", o.high_contrast, "The projector theme (also View > high contrast)");
+    app.add_option("--plan", o.plan_model, "Open the Planner on MODEL (File > New plan)")->type_name("MODEL");
+    app.add_option("--plan-cluster", o.plan_cluster, "With --plan: the cluster, a name or a file (default h100-sxm)")
+        ->type_name("NAME|FILE");
+    app.add_option("--plan-gpus", o.plan_gpus, "With --plan: the GPUs, 1 to 16384 (default 64)")->type_name("N");
+    app.add_flag("--plan-launch", o.plan_launch,
+                 "With --plan: launch the best layout this machine can run, measured "
+                 "beside its prediction");
+    app.add_flag("--plan-show", o.plan_show,
+                 "With --plan: show the best fitting layout's predicted step in the views "
+                 "(marked predicted)");
+    app.add_option("--store-cap-mib", f.store_cap_mib,
+                   "Memory cap of the trace kept in memory (default 2048; the file "
+                   "keeps all)")
+        ->type_name("N");
+    app.add_option("--hostfile", o.hostfile, "Launch ranks on the hosts of an Open MPI hostfile (with --stream-listen)")
+        ->type_name("FILE");
+    app.add_option("--launcher", o.launcher, "mpirun (default) or srun (inside a Slurm allocation)")->type_name("L");
+    app.add_option("--stream-listen", o.stream_listen,
+                   "The address launched ranks stream back to (default 127.0.0.1; "
+                   "multi-host: this machine's address on the hosts' network, or "
+                   "0.0.0.0)")
+        ->type_name("ADDR");
+    app.add_option("--nodes", o.nodes,
+                   "Emulate this many nodes on this machine for the launched run (root; docs/nodes.md)")
+        ->type_name("N")
+        ->check(CLI::Range(0, 64));
+    app.add_option("--inter-node-gbps", o.inter_node_gbps, "With --nodes: the links between nodes, Gbit/s")
+        ->type_name("G")
+        ->check(CLI::NonNegativeNumber);
+    app.footer(
+        "Any other argument: a trace to open (a .ustrace file, PyTorch profiler files or their folder) if it "
+        "exists, else a flag of the launched run (ultrascope-train --help).");
+}
+
+// The trainer's switches (its flags that take no value), from its own flag table.
+std::set<std::string> train_switches() {
+    CLI::App app;
+    add_train_flags(app);
+    std::set<std::string> switches;
+    for (const CLI::Option* opt : app.get_options()) {
+        if (opt->get_items_expected_max() != 0) continue;  // a switch expects no value
+        for (const std::string& n : opt->get_lnames()) switches.insert("--" + n);
+        for (const std::string& n : opt->get_snames()) switches.insert("-" + n);
+    }
+    return switches;
+}
+
+// Whether `arg`, following `prev` among the arguments the GUI does not take, is prev's value: prev is a flag that is
+// neither one of the trainer's switches nor written with its value (--flag=VALUE). A flag the trainer does not know
+// is taken to have a value (the trainer refuses it anyway).
+bool is_value_of(const std::string& prev, const std::set<std::string>& switches) {
+    return prev.rfind("-", 0) == 0 && prev.find('=') == std::string::npos && !switches.count(prev);
+}
+
+}  // namespace
+
+GuiArgs parse_gui_args(int argc, const char* const* argv) {
+    GuiArgs out;
+    gui::GuiOptions& o = out.options;
+    o.store_cap_bytes = prof::TraceStoreOptions{}.max_bytes;
+    GuiFlags f;
+    CLI::App app{"ultrascope: the GUI", "ultrascope"};
+    declare_gui_options(app, o, f);
+    app.allow_extras();  // traces and training flags, sorted out below
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        out.help_requested = true;
+        return out;
+    } catch (const CLI::ParseError& e) {
+        fail_user("{} (see ultrascope --help)", e.what());
+    }
+    o.launch = !f.no_launch;
+    if (app.count("--store-cap-mib")) o.store_cap_bytes = parse_store_cap_mib(f.store_cap_mib);
+    if (app.count("--font-size")) {
+        char* end = nullptr;
+        o.font_px = std::strtof(f.font_size.c_str(), &end);
+        US_CHECK_INPUT(!f.font_size.empty() && *end == '\0' && o.font_px >= 8 && o.font_px <= 64,
+                       "--font-size '{}': expected pixels from 8 to 64 (e.g. 32 for a 4K projector)", f.font_size);
+    }
+    // The rest, in order: a path that exists is a trace to open (`ultrascope PATH [PATH...]`, after --open's),
+    // unless it is a training flag's value; everything else goes to the launched run.
+    if (!f.open.empty()) o.open_trace.push_back(f.open);
+    const std::set<std::string> switches = train_switches();
+    const std::vector<std::string> rest = app.remaining();
+    for (size_t i = 0; i < rest.size(); ++i) {
+        const std::string& a = rest[i];
+        const bool value = i > 0 && is_value_of(rest[i - 1], switches);
+        if (a.rfind("-", 0) != 0 && !value && std::filesystem::exists(a))
+            o.open_trace.push_back(a);
+        else
+            o.train_args.push_back(a);
+    }
+    US_CHECK_INPUT(o.view == gui::kAllViews || gui::find_view_name(o.view), "unknown --view '{}': expected {}", o.view,
+                   gui::view_name_list());
+    US_CHECK_INPUT(o.plan_gpus >= 1 && o.plan_gpus <= 16384, "--plan-gpus {}: expected 1 to 16384 GPUs", o.plan_gpus);
+    US_CHECK_INPUT(f.lesson_runs == "first" || f.lesson_runs == "all", "--lesson-runs '{}': expected first or all",
+                   f.lesson_runs);
+    o.lesson_all_runs = f.lesson_runs == "all";
+    if (!o.lesson.empty()) {  // named now, before a window opens: a typo gets the list of lessons
+        const auto set = lesson::load_lessons(lesson::default_lessons_dir());
+        US_CHECK_INPUT(lesson::find_lesson(set, o.lesson), "no lesson '{}': see ultrascope lesson --list", o.lesson);
+    }
+    return out;
+}
+
+std::string gui_args_help() {
+    // the options and the footer only: `ultrascope --help` writes the usage lines itself
+    struct OptionsOnly : CLI::Formatter {
+        std::string make_usage(const CLI::App*, std::string) const override { return ""; }
+    };
+    gui::GuiOptions o;
+    GuiFlags f;
+    CLI::App app{"", "ultrascope"};
+    declare_gui_options(app, o, f);
+    auto formatter = std::make_shared<OptionsOnly>();
+    formatter->column_width(28);
+    formatter->label("Options", "GUI options");
+    app.formatter(formatter);
+    return app.help();
+}
+
+}  // namespace us::app

@@ -1,0 +1,292 @@
+// The memory anatomy: for the selected rank, bytes by category stacked over time (params at the bottom,
+// transient categories on top), the allocator's cache and the bytes no category tracks above them, over forward /
+// backward / optimizer bands and step marks; a hover readout; the peak of each category measured beside its
+// prediction and the textbook's formula; step 1 against a steady step.
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "app/gui/widgets/miss_marker.h"
+#include "app/gui/model/memory_model.h"
+#include "app/gui/widgets/theme.h"
+#include "app/gui/views/views.h"
+#include "common/core/format.h"
+#include "common/core/memory_category.h"
+
+namespace us::gui {
+
+namespace {
+
+constexpr ImU32 kCachedColor = IM_COL32(150, 150, 165, 210);  // freed blocks the allocator keeps
+constexpr ImU32 kUntrackedColor = IM_COL32(75, 78, 92, 255);  // runtime, libraries, buffers, fragmentation
+
+void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankReport* rr, float height) {
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    const float axis_w = 64;
+    const float w = std::max(80.0f, ImGui::GetContentRegionAvail().x - axis_w);
+    const ImVec2 a0(p0.x + axis_w, p0.y), a1(a0.x + w, p0.y + height);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    dl->AddRectFilled(a0, a1, IM_COL32(18, 20, 26, 255));
+    ImGui::InvisibleButton("memory_plot", ImVec2(w + axis_w, height));
+    ImGui::SetItemAllowOverlap();  // the process band's toggle sits on the plot
+    const bool hovered = ImGui::IsItemHovered();
+
+    const int64_t t0 = app.window.t0, t1 = app.window.t1;
+    const auto& tl = app.derived.memory_timeline(rank.rank);
+    const int width = int(w);
+    auto cols = build_memory_columns(tl, t0, t1, width);
+    // What the process holds beyond the categories (runtime, libraries) can dwarf a small model's categories into
+    // a flat line: then it is left out of the plot unless asked for (the table below keeps its figures).
+    int64_t tracked_max = 1, held_max = 0;
+    for (const auto& c : cols) tracked_max = std::max(tracked_max, c.total);
+    auto with_process = cols;
+    fill_process_columns(with_process, app.derived.process_timeline(rank.rank), t0, t1);
+    for (const auto& c : with_process) held_max = std::max(held_max, c.held);
+    const bool dwarfs = held_max > 8 * tracked_max;
+    static int process_band = -1;  // -1: automatic, 0: hidden, 1: shown
+    const bool show_process = process_band < 0 ? !dwarfs : process_band == 1;
+    if (show_process) cols = std::move(with_process);
+    int64_t ymax = 1;
+    for (const auto& c : cols) ymax = std::max({ymax, c.total, c.held});
+    if (rr) ymax = std::max(ymax, rr->predicted.memory_total());
+    const double yscale = (height - 4) / double(ymax);
+
+    // forward / backward / optimizer bands, then the stack, then step marks
+    for (const auto& b : phase_bands(rank, t0, t1)) {
+        const float x0 = a0.x + float(double(std::max(b.begin, t0) - t0) / double(t1 - t0) * w);
+        const float x1 = a0.x + float(double(std::min(b.end, t1) - t0) / double(t1 - t0) * w);
+        dl->AddRectFilled(ImVec2(x0, a0.y), ImVec2(std::max(x0 + 1, x1), a1.y), phase_color(b.phase, 0.10f));
+    }
+    for (int x = 0; x < width; ++x) {
+        const MemoryColumn& c = cols[size_t(x)];
+        if (!c.has_data) continue;
+        double base = 0;
+        for (int k = 0; k < kMemCategoryCount; ++k) {
+            if (c.bytes[size_t(k)] <= 0) continue;
+            const float ya = a1.y - float(base * yscale),
+                        yb = a1.y - float((base + double(c.bytes[size_t(k)])) * yscale);
+            dl->AddRectFilled(ImVec2(a0.x + x, yb), ImVec2(a0.x + x + 1, ya), category_color(k, 0.9f));
+            base += double(c.bytes[size_t(k)]);
+        }
+        // above the tracked categories: the allocator's cache, then what nothing tracks
+        for (const auto& [bytes, color] :
+             {std::pair{c.cache_shown(), kCachedColor}, std::pair{c.untracked_shown(), kUntrackedColor}}) {
+            if (bytes <= 0) continue;
+            const float ya = a1.y - float(base * yscale), yb = a1.y - float((base + double(bytes)) * yscale);
+            dl->AddRectFilled(ImVec2(a0.x + x, yb), ImVec2(a0.x + x + 1, ya), color);
+            base += double(bytes);
+        }
+    }
+    float last_label = -1e9f;
+    for (const auto& [t, step] : step_marks(rank, t0, t1)) {
+        const float x = a0.x + float(double(t - t0) / double(t1 - t0) * w);
+        dl->AddLine(ImVec2(x, a0.y), ImVec2(x, a1.y), IM_COL32(255, 255, 255, 60));
+        if (x - last_label > 60) {  // labels only where they fit
+            dl->AddText(ImVec2(x + 3, a0.y + 2), kTextDim, fmt::format("step {}", step).c_str());
+            last_label = x;
+        }
+    }
+    // predicted total as a dashed line
+    if (rr) {
+        const float y = a1.y - float(double(rr->predicted.memory_total()) * yscale);
+        for (float x = a0.x; x < a1.x; x += 10)
+            dl->AddLine(ImVec2(x, y), ImVec2(std::min(x + 5, a1.x), y), IM_COL32(255, 255, 255, 140));
+        const char* label = "predicted (sum of peaks)";
+        dl->AddText(ImVec2(a1.x - ImGui::CalcTextSize(label).x - 4, y + 2), kTextDim, label);
+    }
+    // y axis
+    for (int i = 0; i <= 4; ++i) {
+        const double v = double(ymax) * i / 4;
+        const float y = a1.y - float(v * yscale);
+        dl->AddLine(ImVec2(a0.x - 4, y), ImVec2(a0.x, y), kTextDim);
+        dl->AddText(ImVec2(p0.x, y - 8), kTextDim, format_bytes(int64_t(v)).c_str());
+    }
+    dl->AddRect(a0, a1, IM_COL32(70, 70, 80, 255));
+
+    // zoom and pan, shared with the timeline
+    const ImGuiIO& io = ImGui::GetIO();
+    if (hovered) {
+        const int64_t t_mouse = t0 + int64_t(double(io.MousePos.x - a0.x) / w * double(t1 - t0));
+        if (io.MouseWheel != 0) app.window.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
+        if (ImGui::IsMouseDragging(ImGuiMouseButton_Left))
+            app.window.pan(-int64_t(double(io.MouseDelta.x) / w * double(t1 - t0)));
+        if (!io.WantTextInput && ImGui::IsKeyPressed('F'))
+            app.window.fit_step(app.report(), step_at(app.report(), t_mouse));
+        if (!io.WantTextInput && ImGui::IsKeyPressed('A')) app.fit_all();
+        // readout
+        const int x = int(io.MousePos.x - a0.x);
+        if (x >= 0 && x < width && cols[size_t(x)].has_data) {
+            const MemoryColumn& c = cols[size_t(x)];
+            dl->AddLine(ImVec2(io.MousePos.x, a0.y), ImVec2(io.MousePos.x, a1.y), IM_COL32(255, 255, 255, 120));
+            ImGui::BeginTooltip();
+            ImGui::Text("step %d, %s (%s)", c.step, std::string(prof::kPhaseNames[size_t(c.phase)]).c_str(),
+                        app.provenance());
+            for (int k = kMemCategoryCount - 1; k >= 0; --k)
+                if (c.bytes[size_t(k)] > 0) {
+                    legend_item(category_color(k),
+                                fmt::format("{:<16} {}", kMemCategoryNames[size_t(k)], format_bytes(c.bytes[size_t(k)]))
+                                    .c_str());
+                }
+            ImGui::Text("total            %s", format_bytes(c.total).c_str());
+            if (c.held >= 0) {
+                legend_item(kCachedColor,
+                            fmt::format("{:<16} {}", "allocator cache", format_bytes(c.cache_shown())).c_str());
+                legend_item(kUntrackedColor,
+                            fmt::format("{:<16} {}", "not tracked", format_bytes(c.untracked_shown())).c_str());
+                ImGui::Text("process held     %s (sampled at the phase's start)", format_bytes(c.held).c_str());
+            }
+            ImGui::EndTooltip();
+        }
+    }
+    if (dwarfs || process_band >= 0) {
+        const ImVec2 after = ImGui::GetCursorScreenPos();
+        ImGui::SetCursorScreenPos(ImVec2(a0.x + 6, a0.y + 4));
+        ImGui::PushFont(small_font());
+        const std::string label = show_process
+                                      ? std::string("hide the process band")
+                                      : fmt::format("show what the process holds ({})", format_bytes(held_max));
+        if (ImGui::SmallButton(label.c_str())) process_band = show_process ? 0 : 1;
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "the process's resident set (or the device's memory in use) beyond the tracked categories:\n"
+                "runtime, libraries, buffers; hidden by default when it is over 8x the categories' peak");
+        ImGui::PopFont();
+        ImGui::SetCursorScreenPos(after);
+    }
+}
+
+void draw_peaks(const AppState& app, const prof::RankReport& r) {
+    if (!begin_wide_table("peaks", 6, 0)) return;
+    ImGui::TableSetupColumn("category");
+    ImGui::TableSetupColumn(fmt::format("peak ({})", app.provenance()).c_str());
+    ImGui::TableSetupColumn("predicted");
+    ImGui::TableSetupColumn("formula");
+    ImGui::TableSetupColumn("at");
+    ImGui::TableSetupColumn("step 1 / steady");
+    ImGui::TableHeadersRow();
+    auto cell = [](const std::string& text) {
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(text.c_str());
+    };
+    auto or_text = [](const std::optional<int64_t>& v, const char* none) {
+        return v ? format_bytes(*v) : std::string(none);
+    };
+    // A planner's prediction shown as a trace: its peaks are the planner's figures (the engine's walk for this
+    // engine's models, in the predicted column too; the formulas of docs/planner.md for others).
+    const bool predicted_trace = app.showing_prediction();
+    for (int k = 0; k < kMemCategoryCount; ++k) {
+        const auto& pred = r.predicted.memory[size_t(k)];
+        if (r.memory.peak[size_t(k)] == 0 && (!pred || *pred == 0)) continue;
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        legend_item(category_color(k), std::string(kMemCategoryNames[size_t(k)]).c_str());
+        cell(format_bytes(r.memory.peak[size_t(k)]));
+        miss_marker(app.report().misses, "memory." + std::string(kMemCategoryNames[size_t(k)]), r.rank);
+        cell(or_text(pred, predicted_trace ? "-" : "not modelled"));
+        cell(or_text(r.predicted.memory_formula[size_t(k)], "-"));
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "formula: the textbook's figure (ZeRO bytes per parameter; Korthikanti et al. per layer x\n"
+                "layers x micro-batches in flight); '-' where the textbook has none");
+        cell(std::string(prof::kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])]));
+        ImGui::TableNextColumn();
+        ImGui::Text("%s / %s", format_bytes(r.memory.step1_peak[size_t(k)]).c_str(),
+                    r.memory.has_steady ? format_bytes(r.memory.steady_peak[size_t(k)]).c_str() : "-");
+    }
+    // like for like: the sum of the peaks of the categories the prediction models, measured and predicted
+    const int64_t modelled = r.memory_modelled_sum_peak;
+    if (!predicted_trace || r.predicted.memory_total() > 0) {  // nothing to sum beside a prediction of another model
+        ImGui::TableNextRow();
+        cell("sum of peaks");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "the sum of each modelled category's own peak, measured and predicted (the formula's: model\n"
+                "states and activations); peaks of different categories need not coincide");
+        cell(format_bytes(modelled));
+        cell(format_bytes(r.predicted.memory_total()));
+        cell(format_bytes(r.predicted.memory_formula_total()));
+        cell("");
+        cell("");
+    }
+    ImGui::TableNextRow();
+    cell("peak of the sum");
+    cell(format_bytes(r.memory.total_peak));
+    cell("");
+    cell("");
+    cell(std::string(prof::kPhaseNames[size_t(r.memory.total_peak_phase)]));
+    ImGui::TableNextColumn();
+    ImGui::Text("%s / %s", format_bytes(r.memory.step1_total_peak).c_str(),
+                r.memory.has_steady ? format_bytes(r.memory.steady_total_peak).c_str() : "-");
+    if (r.process.sampled) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        legend_item(kCachedColor, "allocator cache");
+        cell(format_bytes(r.process.cached_peak));
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        legend_item(kUntrackedColor, "not tracked");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "%s - the allocator's live and cached bytes, sampled at every phase boundary (measured):\n"
+                "runtime, libraries, communication buffers, thread stacks, fragmentation",
+                r.process.device ? "the device's memory in use (driver, all processes)" : "the resident set");
+        cell(format_bytes(r.process.untracked_peak));
+        ImGui::TableNextRow();
+        cell(r.process.device ? "device in use" : "process (RSS)");
+        cell(format_bytes(r.process.held_peak));
+    }
+    ImGui::EndTable();
+}
+
+}  // namespace
+
+void draw_memory_view(AppState& app) {
+    const prof::TraceStore* store = app.store();
+    if (!store || store->rank_count() == 0) {
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");
+        return;
+    }
+    const auto ranks = store->ranks();
+    if (std::find(ranks.begin(), ranks.end(), app.window.selected_rank) == ranks.end())
+        app.window.selected_rank = ranks.front();
+    const prof::RankReport* rr = nullptr;
+    for (const auto& r : app.report().ranks)
+        if (r.rank == app.window.selected_rank) rr = &r;
+    ImGui::SetNextItemWidth(em(200));
+    if (ImGui::BeginCombo("rank", rr ? rr->label.c_str() : fmt::format("rank {}", app.window.selected_rank).c_str())) {
+        for (const auto& r : app.report().ranks)
+            if (ImGui::Selectable(r.label.c_str(), r.rank == app.window.selected_rank))
+                app.window.selected_rank = r.rank;
+        ImGui::EndCombo();
+    }
+    if (store->is_imported()) {  // a PyTorch trace: the allocator's bytes, no categories
+        if (const prof::RankTrace* rt = store->rank(app.window.selected_rank)) draw_imported_memory(app, *rt);
+        return;
+    }
+    ImGui::SameLine();
+    if (!app.showing_prediction())
+        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured; dashed: predicted (sum of the modelled peaks)");
+    else
+        ImGui::TextColored(kPredictedColor, "PREDICTED by the planner's model, not measured");
+    ImGui::PushFont(small_font());
+    for (int k = 0, shown = 0; k < kMemCategoryCount; ++k) {
+        if (rr && rr->memory.peak[size_t(k)] == 0) continue;
+        if (shown++ > 0) ImGui::SameLine();
+        legend_item(category_color(k), std::string(kMemCategoryNames[size_t(k)]).c_str());
+    }
+    if (rr && rr->process.sampled) {
+        ImGui::SameLine();
+        legend_item(kCachedColor, "allocator cache");
+        ImGui::SameLine();
+        legend_item(kUntrackedColor, "not tracked (runtime, libraries, buffers, fragmentation)");
+    }
+    ImGui::PopFont();
+    const float table_h = ImGui::GetTextLineHeightWithSpacing() * 13;
+    const float plot_h = std::max(80.0f, ImGui::GetContentRegionAvail().y - table_h);
+    draw_stack(app, *store->rank(app.window.selected_rank), rr, plot_h);
+    if (rr) draw_peaks(app, *rr);
+}
+
+}  // namespace us::gui

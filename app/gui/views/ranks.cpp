@@ -1,0 +1,307 @@
+// Ranks: who holds the run back, for any number of ranks. The verdict in words; a rank x step heatmap of one
+// figure (ranks down, grouped by a parallel coordinate or process group, sorted; steps across), the stragglers and
+// the bottleneck stage marked; the stragglers' table. A click picks a rank: in a run held whole the timeline
+// scrolls to it; in a run opened from its digests (thousands of ranks) its spans, and those of the ranks it waited
+// for, are read into the timeline. Rows thinner than a pixel are folded: a pixel row shows the largest of its ranks,
+// so an outlier among 4,096 still shows.
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "app/gui/model/ranks_model.h"
+#include "app/gui/widgets/theme.h"
+#include "app/gui/views/views.h"
+
+namespace us::gui {
+
+namespace {
+
+struct RanksViewState {
+    RankFigure figure = RankFigure::suffered;
+    RankOrder order = RankOrder::rank;
+    std::string group_by;
+    int picked = -1;  // a rank
+};
+
+RanksViewState& view_state() {
+    static RanksViewState s;
+    return s;
+}
+
+// 0 -> dark blue, the largest -> bright orange.
+ImU32 heat_color(float v, float max) {
+    if (v < 0) return IM_COL32(40, 40, 40, 255);  // the rank lacks the step
+    const float t = max > 0 ? std::clamp(v / max, 0.0f, 1.0f) : 0.0f;
+    auto mix = [](float a, float b, float u) { return int(a + (b - a) * u); };
+    if (t < 0.5f) {
+        const float u = t / 0.5f;
+        return IM_COL32(mix(25, 150, u), mix(35, 60, u), mix(90, 130, u), 255);
+    }
+    const float u = (t - 0.5f) / 0.5f;
+    return IM_COL32(mix(150, 255, u), mix(60, 190, u), mix(130, 60, u), 255);
+}
+
+std::string rank_label(const std::vector<prof::RankDigest>& digests, size_t index) {
+    return digests[index].label.empty() ? fmt::format("rank {}", digests[index].rank) : digests[index].label;
+}
+
+void draw_controls(RanksViewState& st, const RanksModel& m) {
+    ImGui::SetNextItemWidth(em(190));
+    if (ImGui::BeginCombo("figure", kRankFigureNames[int(st.figure)])) {
+        for (int f = 0; f < int(RankFigure::count); ++f)
+            if (ImGui::Selectable(kRankFigureNames[f], int(st.figure) == f)) st.figure = RankFigure(f);
+        ImGui::EndCombo();
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kRankFigureHelp[int(st.figure)]);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(em(130));
+    if (ImGui::BeginCombo("group by", st.group_by.empty() ? "none" : st.group_by.c_str())) {
+        for (const std::string& g : m.groupings)
+            if (ImGui::Selectable(g.empty() ? "none" : g.c_str(), st.group_by == g)) st.group_by = g;
+        ImGui::EndCombo();
+    }
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "a parallel coordinate of the engine's grid (the ranks sharing it in one block), or a "
+            "process group of an imported trace");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(em(190));
+    if (ImGui::BeginCombo("order", kRankOrderNames[int(st.order)])) {
+        for (int o = 0; o < int(RankOrder::count); ++o)
+            if (ImGui::Selectable(kRankOrderNames[o], int(st.order) == o)) st.order = RankOrder(o);
+        ImGui::EndCombo();
+    }
+}
+
+// The heatmap; returns the rank clicked (-1 none).
+int draw_heatmap(const RanksModel& m, const std::vector<prof::RankDigest>& digests, RankFigure figure, int picked,
+                 float width, float height) {
+    const size_t rows = m.rows.size(), cols = m.steps.size();
+    if (rows == 0 || cols == 0) return -1;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const float label_w = em(170), map_w = std::max(60.0f, width - label_w);
+    const float line_h = ImGui::GetTextLineHeight();
+    // The colour scale (dark for none, bright for the largest cell) on its own line, then the steps across.
+    {
+        const ImVec2 top = ImGui::GetCursorScreenPos();
+        const float bar_w = em(120), x = top.x + ImGui::CalcTextSize("0").x + 6;
+        dl->AddText(top, kTextDim, "0");
+        for (int i = 0; i < 32; ++i)
+            dl->AddRectFilled(ImVec2(x + bar_w * float(i) / 32, top.y + 3),
+                              ImVec2(x + bar_w * float(i + 1) / 32, top.y + line_h - 2),
+                              heat_color(float(i) / 31 * m.max_value, m.max_value));
+        dl->AddText(
+            ImVec2(x + bar_w + 4, top.y), kTextDim,
+            fmt::format("{} (a cell: the figure in one step)", format_duration_ns(double(m.max_value) * 1e9)).c_str());
+        const float steps_y = top.y + line_h + 2;
+        const float cw = map_w / float(cols);
+        const size_t every = size_t(std::ceil(ImGui::CalcTextSize("step 00").x / std::max(1.0f, cw)));
+        for (size_t c = 0; c < cols; c += std::max<size_t>(1, every))
+            dl->AddText(ImVec2(top.x + label_w + float(c) * cw + 2, steps_y), kTextDim,
+                        fmt::format("{}{}", c == 0 ? "step " : "", m.steps[c]).c_str());
+        ImGui::Dummy(ImVec2(width, 2 * (line_h + 2)));
+    }
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    height -= 2 * (line_h + 2);
+    const float row_h = std::min(em(22), height / float(rows));  // may be far under a pixel
+    const float cw = map_w / float(cols);
+    const int pixel_rows = std::max(1, int(std::ceil(row_h * float(rows))));
+    const size_t per_pixel = row_h >= 1 ? 1 : size_t(std::ceil(1.0f / row_h));
+    // Cells: one per row, or per pixel row folding several ranks (their largest value).
+    for (size_t r0 = 0; r0 < rows; r0 += per_pixel) {
+        const size_t r1 = std::min(rows, r0 + per_pixel);
+        const float y = origin.y + (per_pixel == 1 ? float(r0) * row_h : float(r0 / per_pixel));
+        const float h = per_pixel == 1 ? std::max(1.0f, row_h - (row_h > 4 ? 1 : 0)) : 1.0f;
+        for (size_t c = 0; c < cols; ++c) {
+            float v = -1;
+            for (size_t r = r0; r < r1; ++r) v = std::max(v, m.at(r, c));
+            const float x = origin.x + label_w + float(c) * cw;
+            dl->AddRectFilled(ImVec2(x, y), ImVec2(x + std::max(1.0f, cw - (cw > 4 ? 1 : 0)), y + h),
+                              heat_color(v, m.max_value));
+        }
+    }
+    dl->PushClipRect(origin, ImVec2(origin.x + label_w - 4, origin.y + height + 1), true);  // the labels' column
+    if (per_pixel == 1 && row_h >= line_h * 0.9f)
+        for (size_t r = 0; r < rows; ++r) {
+            const size_t i = m.rows[r];
+            const auto mark = m.marks.find(digests[i].rank);
+            dl->AddText(ImVec2(origin.x, origin.y + float(r) * row_h + (row_h - line_h) / 2),
+                        mark != m.marks.end() ? kWarnColor : kTextDim, rank_label(digests, i).c_str());
+        }
+    dl->PopClipRect();
+    // The marked ranks and the picked one: a frame around their row, even when folded.
+    auto frame_row = [&](size_t r, ImU32 color) {
+        const float y = origin.y + (per_pixel == 1 ? float(r) * row_h : float(r / per_pixel));
+        dl->AddRect(ImVec2(origin.x + label_w - 2, y - 1),
+                    ImVec2(origin.x + label_w + map_w + 1, y + std::max(2.0f, row_h)), color, 0, 0, 2);
+    };
+    for (size_t r = 0; r < rows; ++r) {
+        const int rank = digests[m.rows[r]].rank;
+        if (m.marks.count(rank)) frame_row(r, kWarnColor);
+        if (rank == picked) frame_row(r, IM_COL32(255, 255, 255, 255));
+    }
+    // Group boundaries and labels.
+    for (size_t g = 0; g < m.group_starts.size(); ++g) {
+        const size_t r = m.group_starts[g];
+        const float y = origin.y + (per_pixel == 1 ? float(r) * row_h : float(r / per_pixel));
+        if (g > 0)
+            dl->AddLine(ImVec2(origin.x, y), ImVec2(origin.x + label_w + map_w, y), IM_COL32(255, 255, 255, 160));
+        if (!(per_pixel == 1 && row_h >= line_h * 0.9f) && !m.group_labels[g].empty())
+            dl->AddText(ImVec2(origin.x, y), IM_COL32(200, 200, 230, 255), m.group_labels[g].c_str());
+    }
+    const float used_h = per_pixel == 1 ? row_h * float(rows) : float(pixel_rows);
+    ImGui::InvisibleButton("ranks_heatmap", ImVec2(label_w + map_w, std::max(1.0f, used_h)));
+    int clicked = -1;
+    if (ImGui::IsItemHovered()) {
+        const ImVec2 mouse = ImGui::GetIO().MousePos;
+        const size_t c = size_t(std::clamp(int((mouse.x - origin.x - label_w) / cw), 0, int(cols) - 1));
+        const float dy = mouse.y - origin.y;
+        size_t r0 = per_pixel == 1 ? size_t(std::max(0.0f, dy / row_h)) : size_t(std::max(0.0f, dy)) * per_pixel;
+        r0 = std::min(r0, rows - 1);
+        const size_t r1 = std::min(rows, r0 + per_pixel);
+        size_t best = r0;  // the folded ranks' largest
+        for (size_t r = r0; r < r1; ++r)
+            if (m.at(r, c) > m.at(best, c)) best = r;
+        const size_t i = m.rows[best];
+        const float v = m.at(best, c);
+        const auto mark = m.marks.find(digests[i].rank);
+        ImGui::SetTooltip("%s, step %d: %s %s (measured)%s%s\nclick: open it in the timeline",
+                          rank_label(digests, i).c_str(), m.steps[c], kRankFigureNames[int(figure)],
+                          v < 0 ? "- (no such step)" : format_duration_ns(double(v) * 1e9).c_str(),
+                          per_pixel > 1 ? fmt::format("\nthe largest of ranks {} to {} (folded: {} a pixel row)",
+                                                      digests[m.rows[r0]].rank, digests[m.rows[r1 - 1]].rank, per_pixel)
+                                              .c_str()
+                                        : "",
+                          mark != m.marks.end() ? ("\n" + mark->second).c_str() : "");
+        if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) clicked = digests[i].rank;
+    }
+    return clicked;
+}
+
+// The stragglers' table; returns the rank clicked (-1 none).
+int draw_stragglers(const prof::Blame& b) {
+    int clicked = -1;
+    if (b.stragglers.empty()) return clicked;
+    const int shown = int(std::min<size_t>(b.stragglers.size(), 12));
+    if (!begin_wide_table("stragglers", 6, shown)) return clicked;
+    ImGui::TableSetupColumn("rank (most waiting caused first)");
+    ImGui::TableSetupColumn("others waited");
+    ImGui::TableSetupColumn("last / matched");
+    ImGui::TableSetupColumn("share");
+    ImGui::TableSetupColumn("top in steps");
+    ImGui::TableSetupColumn("compute vs group");
+    ImGui::TableHeadersRow();
+    for (int i = 0; i < shown; ++i) {
+        const prof::Straggler& s = b.stragglers[size_t(i)];
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        if (s.stands_out) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(kWarnColor));
+        if (ImGui::Selectable(s.label.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) clicked = s.rank;
+        if (s.stands_out) ImGui::PopStyleColor();
+        ImGui::TableNextColumn();
+        ImGui::Text("%.3f s", s.others_waited_s);
+        ImGui::TableNextColumn();
+        ImGui::Text("%d / %d", s.last_arrivals, s.collectives);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.0f%%", 100 * s.share);
+        ImGui::TableNextColumn();
+        ImGui::Text("%d / %d", s.steps_on_top, s.steps_with_waiting);
+        ImGui::TableNextColumn();
+        if (s.compute_vs_median > 0)
+            ImGui::Text("%.2fx", s.compute_vs_median);
+        else
+            ImGui::TextUnformatted("-");
+    }
+    ImGui::EndTable();
+    return clicked;
+}
+
+}  // namespace
+
+void draw_ranks_view(AppState& app) {
+    RanksViewState& st = view_state();
+    const LargeRun& large = app.large_run;
+    if (large.active() && large.digesting()) {
+        ImGui::Text("digesting %s: %zu of %zu rank files", large.label().c_str(), large.files_done(),
+                    large.files_total());
+        ImGui::ProgressBar(large.files_total() ? float(large.files_done()) / float(large.files_total()) : 0.0f);
+        return;
+    }
+    const RanksSource src = app.ranks_source();
+    if (!src.digests || src.digests->empty()) {
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no ranks yet");
+        return;
+    }
+    const prof::Blame& b = *src.blame;
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextColored(b.culprit ? ImGui::ColorConvertU32ToFloat4(kWarnColor) : ImVec4(0.8f, 0.85f, 0.9f, 1), "%s",
+                       b.verdict.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1),
+                       "measured: %zu ranks%s; %d collectives matched across their groups, %.3f s of waiting in all",
+                       src.digests->size(), src.from_digests ? " from their digests (the run is not held whole)" : "",
+                       b.collectives_matched, b.waited_s);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "The k-th collective of a group is one operation on each of its ranks: the rank whose part "
+            "was shortest\narrived last, and each other rank's extra time was waiting for it. A rank "
+            "waiting in a collective\nis the victim; the blame goes to the rank it waited for.");
+    const RanksModel m = build_ranks_model(*src.digests, b, st.figure, st.group_by, st.order);
+    if (std::find(m.groupings.begin(), m.groupings.end(), st.group_by) == m.groupings.end()) st.group_by.clear();
+    draw_controls(st, m);
+    if (st.picked >= 0) {
+        ImGui::SameLine();
+        if (ImGui::Button(src.from_digests ? "open with its peers" : "show in timeline"))
+            app.open_ranks({st.picked}, true);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(src.from_digests ? "read rank %d whole into the timeline, with the ranks it waited for "
+                                                 "(the stragglers named) and its pipeline neighbours"
+                                               : "scroll the timeline to rank %d",
+                              st.picked);
+    }
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float table_w = std::min(em(560), avail.x * 0.45f);
+    ImGui::BeginChild("heat", ImVec2(avail.x - table_w - em(8), 0));
+    ImGui::PushFont(small_font());
+    const int clicked = draw_heatmap(m, *src.digests, st.figure, st.picked, ImGui::GetContentRegionAvail().x,
+                                     ImGui::GetContentRegionAvail().y - em(4));
+    ImGui::PopFont();
+    ImGui::EndChild();
+    ImGui::SameLine();
+    ImGui::BeginChild("table", ImVec2(0, 0));
+    int from_table = draw_stragglers(b);
+    for (const prof::PipelineBlame& p : b.pipelines) {
+        ImGui::Spacing();
+        ImGui::Text("pipeline %s: bottleneck stage %d (rank %d), %.3f s of work a step, median %.3f s (measured)",
+                    nlohmann::json(p.ranks).dump().c_str(), p.bottleneck_stage, p.bottleneck_rank,
+                    p.bottleneck_compute_s, p.median_compute_s);
+        if (begin_wide_table(fmt::format("stages{}", p.ranks.front()).c_str(), 5, int(p.stages.size()))) {
+            for (const char* h :
+                 {"stage (rank)", "work s", "waiting upstream s", "waiting downstream s", "schedule bubble s"})
+                ImGui::TableSetupColumn(h);
+            ImGui::TableHeadersRow();
+            for (const prof::StageBlame& s : p.stages) {
+                ImGui::TableNextRow();
+                ImGui::TableNextColumn();
+                if (ImGui::Selectable(fmt::format("{} ({})", s.stage, s.rank).c_str(), s.rank == st.picked,
+                                      ImGuiSelectableFlags_SpanAllColumns))
+                    from_table = s.rank;
+                for (double v : {s.compute_s, s.waiting_upstream_s, s.waiting_downstream_s, s.schedule_bubble_s}) {
+                    ImGui::TableNextColumn();
+                    ImGui::Text("%.3f", v);
+                }
+            }
+            ImGui::EndTable();
+        }
+    }
+    ImGui::EndChild();
+    const int pick = clicked >= 0 ? clicked : from_table;
+    if (pick >= 0) {
+        st.picked = pick;
+        if (!src.from_digests) app.open_ranks({pick}, false);  // a scroll; a large run waits for the button
+    }
+}
+
+}  // namespace us::gui

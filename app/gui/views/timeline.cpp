@@ -1,0 +1,238 @@
+// The timeline: a row per rank with its lanes (host: steps; compute: phases, layers, ops; comm: collectives;
+// p2p: pipeline transfers), spans coloured by phase (by micro-batch in pipelines), idle gaps in red, zoom and pan
+// with the mouse and keys, fit-to-step, and a tooltip per span. Culling and folding keep a million spans smooth.
+// Pipelines get their schedule above the lanes: predicted and measured (view_schedule.cpp).
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <map>
+
+#include <cmath>
+
+#include "app/gui/model/overlap_model.h"
+#include "app/gui/widgets/theme.h"
+#include "app/gui/widgets/timeline_rows.h"
+#include "app/gui/views/views.h"
+#include "profiler/trace/run_info.h"
+#include "common/core/format.h"
+#include "common/core/memory_category.h"
+
+namespace us::gui {
+
+namespace {
+
+void draw_ruler(TimelineContext& ctx, float y, int64_t origin) {
+    const double span_ns = double(ctx.window.t1 - ctx.window.t0);
+    // tick spacing: the smallest 1-2-5 step that leaves about 110 px per label
+    const double ticks = std::max(2.0, double(ctx.window.width_px) / 110.0);
+    double step = std::pow(10.0, std::floor(std::log10(span_ns / ticks)));
+    if (span_ns / step > ticks) step *= 2;
+    if (span_ns / step > ticks) step *= 2.5;
+    if (span_ns / step > ticks) step *= 2;
+    const double first = std::ceil(double(ctx.window.t0 - origin) / step) * step;
+    for (double t = first; t < double(ctx.window.t1 - origin); t += step) {
+        const float x = ctx.x0 + ctx.window.x_of(origin + int64_t(t));
+        ctx.dl->AddLine(ImVec2(x, y + 12), ImVec2(x, y + 18), kTextDim);
+        ctx.dl->AddText(ImVec2(x + 2, y), kTextDim, format_duration_ns(t).c_str());
+    }
+}
+
+void span_tooltip(const prof::TraceStore& store, const prof::Span& s, uint32_t folded, int rank) {
+    const char* provenance = store.provenance();
+    ImGui::BeginTooltip();
+    if (folded > 1) {
+        ImGui::Text("%u spans folded (zoom in to see them)", folded);
+        ImGui::Text("first: %s", store.name(s.name).c_str());
+    } else {
+        ImGui::Text("%s", span_label(store, s).c_str());
+        ImGui::Text("rank %d, %s %s", rank, std::string(prof::kSpanKindNames[size_t(s.kind)]).c_str(),
+                    s.op != prof::OpClass::none ? std::string(prof::kOpClassNames[size_t(s.op)]).c_str() : "");
+        ImGui::Text("duration %s (%s)", format_duration_ns(double(s.end - s.begin)).c_str(), provenance);
+        ImGui::Text("step %d, %s%s", s.step, std::string(prof::kPhaseNames[size_t(s.phase)]).c_str(),
+                    s.micro_batch >= 0 ? fmt::format(", micro-batch {}", s.micro_batch).c_str() : "");
+        if (s.layer >= 0) ImGui::Text("layer %d", s.layer);
+        if (s.launcher != 0) ImGui::Text("launched by %s", store.name(s.launcher).c_str());
+        if (s.kind == prof::SpanKind::comm) {  // an imported run's groups are named by its run description
+            const std::string group = s.group < prof::kGroupCount
+                                          ? std::string(prof::group_kind_name(prof::GroupKind(s.group)))
+                                          : prof::group_name(prof::run_info_of(store), s.group);
+            ImGui::Text("group %s", group.c_str());
+        }
+        if (s.kind == prof::SpanKind::step && s.step > 0 && store.is_imported())
+            ImGui::Text("ProfilerStep#%d (Kineto's numbering)", s.step - 1);
+        if (s.bytes) ImGui::Text("%s", format_bytes(int64_t(s.bytes)).c_str());
+        if (s.flops)
+            ImGui::Text("%.3g GFLOP, %.1f GFLOP/s (derived: formula FLOPs over the %s duration)", double(s.flops) / 1e9,
+                        double(s.flops) / double(std::max<int64_t>(1, s.end - s.begin)), provenance);
+        if (s.peer >= 0) ImGui::Text("peer rank %d", s.peer);
+    }
+    ImGui::EndTooltip();
+}
+
+// The waits blame matched (blame.h): an arrow from where a rank entered a collective to where the rank it waited
+// for entered it last, between their header rows; only waits of a pixel or more, at most a few thousand a frame.
+void draw_waits(const TimelineContext& ctx, const prof::Blame& blame, const std::map<int, float>& header_y) {
+    const auto& edges = blame.edges;
+    const int64_t span = ctx.window.t1 - ctx.window.t0;
+    auto it = std::lower_bound(edges.begin(), edges.end(), ctx.window.t0 - span,
+                               [](const prof::WaitEdge& e, int64_t t) { return e.waiter_begin_ns < t; });
+    const ImU32 colour = IM_COL32(255, 140, 60, 200);
+    for (int drawn = 0; it != edges.end() && it->waiter_begin_ns <= ctx.window.t1 && drawn < 4000; ++it) {
+        const float min_px = 1.0f;
+        if (double(it->wait_ns) * ctx.window.px_per_ns() < min_px) continue;
+        const auto from = header_y.find(it->waiter), to = header_y.find(it->culprit);
+        if (from == header_y.end() || to == header_y.end()) continue;
+        const ImVec2 a(ctx.x0 + ctx.window.x_of(it->waiter_begin_ns), from->second);
+        const ImVec2 b(ctx.x0 + ctx.window.x_of(it->culprit_begin_ns), to->second);
+        ctx.dl->AddLine(a, b, colour, 1.5f);
+        const float dir = b.y >= a.y ? 1.0f : -1.0f;  // the head points at the rank waited for
+        ctx.dl->AddTriangleFilled(b, ImVec2(b.x - 4, b.y - 7 * dir), ImVec2(b.x + 4, b.y - 7 * dir), colour);
+        ++drawn;
+    }
+}
+
+}  // namespace
+
+void draw_timeline_view(AppState& app) {
+    const prof::TraceStore* store = app.store();
+    // toolbar
+    ImGui::Checkbox("follow", &app.window.follow);
+    ImGui::SameLine();
+    if (ImGui::Button("fit all")) app.fit_all();
+    ImGui::SameLine();
+    const auto& rep = app.report();
+    int last_step = 0;
+    for (const auto& r : rep.ranks)
+        if (!r.steps.empty()) last_step = std::max(last_step, r.steps.back().step);
+    if (ImGui::Button("fit step") && last_step > 0) {
+        const int mid = step_at(app.report(), (app.window.t0 + app.window.t1) / 2);
+        app.window.fit_step(app.report(), mid > 0 ? mid : last_step);
+    }
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "window %s  |  wheel: zoom, drag: pan, F: fit step, A: all",
+                       format_duration_ns(double(app.window.t1 - app.window.t0)).c_str());
+    ImGui::SameLine();
+    if (rep.predict_input.pp > 1) {  // phases take their micro-batch's colour
+        for (int mb = 0; mb < 3; ++mb) {
+            legend_item(micro_batch_color(mb, prof::Phase::forward), fmt::format("F{}", mb).c_str());
+            ImGui::SameLine();
+            legend_item(micro_batch_color(mb, prof::Phase::backward), fmt::format("B{}", mb).c_str());
+            ImGui::SameLine();
+        }
+    } else {
+        legend_item(phase_color(prof::Phase::forward), "forward");
+        ImGui::SameLine();
+        legend_item(phase_color(prof::Phase::backward), "backward");
+        ImGui::SameLine();
+    }
+    legend_item(phase_color(prof::Phase::optimizer), "optimizer");
+    ImGui::SameLine();
+    legend_item(IM_COL32(190, 110, 230, 255), "comm");
+    ImGui::SameLine();
+    if (rep.predict_input.tp > 1) {
+        legend_item(tp_comm_color(), "tp comm (critical path)");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "tensor-parallel collectives: all-reduce (reduce_from_tp_region, copy_to_tp_region's "
+                "backward);\nwith sequence parallelism all-gather (lighter) and reduce-scatter (darker).\n"
+                "The compute thread waits for each of them: none is hidden behind compute.");
+        ImGui::SameLine();
+    }
+    if (rep.predict_input.ep > 1) {
+        legend_item(ep_comm_color(), "ep all-to-all");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "expert parallelism: per MoE block the row counts, the token rows to the experts and back\n"
+                "in forward, and their gradients both ways in backward. The compute thread waits for\n"
+                "each; a rank whose experts got fewer rows waits for the busiest one here.");
+        ImGui::SameLine();
+    }
+    legend_item(kIdleColor | 0xff000000u, rep.predict_input.pp > 1 ? "idle (bubble)" : "idle");
+    if (!rep.blame.edges.empty()) {
+        ImGui::SameLine();
+        ImGui::Checkbox("waits", &app.window.show_waits);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "Arrows from a rank that entered a collective early to the rank it waited for (the "
+                "last to enter),\nbetween their header rows (measured; docs/blame.md). The waiting rank "
+                "is the victim, the arrow's head the culprit.");
+    }
+    if (!store || store->rank_count() == 0) {
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");
+        return;
+    }
+    if (app.showing_prediction() && store->run_rank_metadata().predicted) {
+        const nlohmann::json& p = *store->run_rank_metadata().predicted;
+        ImGui::TextColored(kPredictedColor,
+                           "PREDICTED by the planner's model, not measured: %s on %lld GPUs of %s. One rank "
+                           "per pipeline stage stands for its %lld (tp, cp, dp, ep index 0); %s.",
+                           p.value("model", std::string("?")).c_str(), (long long)p.value("gpus", 0LL),
+                           p.value("cluster", std::string("?")).c_str(),
+                           (long long)(p.value("gpus", 0LL) / std::max(1, rep.predict_input.pp)),
+                           p.value("detail", std::string("layer by layer")).c_str());
+    }
+    if (rep.predict_input.pp > 1 &&
+        ImGui::CollapsingHeader(!app.showing_prediction()
+                                    ? "pipeline schedule: predicted above, measured below"
+                                    : "pipeline schedule: the textbook's above, the planner's model below",
+                                ImGuiTreeNodeFlags_DefaultOpen)) {
+        ImGui::PushFont(small_font());
+        draw_pipeline_schedule(app, step_at(app.report(), (app.window.t0 + app.window.t1) / 2));
+        ImGui::PopFont();
+    }
+    ImGui::BeginChild("lanes", ImVec2(0, 0), false, ImGuiWindowFlags_NoScrollWithMouse);
+    ImGui::PushFont(small_font());
+    TimelineContext ctx;
+    ctx.dl = ImGui::GetWindowDrawList();
+    ctx.store = store;
+    ctx.derived = &app.derived;
+    ctx.row_h = ImGui::GetTextLineHeight() + 1;
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    const float gutter = 96;
+    ctx.x0 = p0.x + gutter;
+    ctx.window = TimeWindow{app.window.t0, std::max(app.window.t1, app.window.t0 + 1),
+                            std::max(50.0f, ImGui::GetContentRegionAvail().x - gutter)};
+    draw_ruler(ctx, p0.y, store->origin());
+    auto rows = make_timeline_rows(*store, rep, blamed_ranks(rep.blame));
+    float y = p0.y + 20;
+    ctx.dl->PushClipRect(ImVec2(p0.x, p0.y), ImVec2(ctx.x0 + ctx.window.width_px, p0.y + 100000), true);
+    std::map<int, float> header_y;  // rank -> its header row's middle
+    for (auto& row : rows) {
+        if (row->header_rank() >= 0 && row->header_rank() == app.window.focus_rank) {  // the Ranks view's pick
+            ImGui::SetScrollY(y - p0.y);
+            app.window.focus_rank = -1;
+        }
+        if (row->header_rank() >= 0) header_y[row->header_rank()] = y + ctx.row_h / 2;
+        row->draw(ctx, y);
+        y += row->height(ctx);
+    }
+    if (app.window.show_waits) draw_waits(ctx, rep.blame, header_y);
+    ctx.dl->PopClipRect();
+    ImGui::SetCursorScreenPos(p0);
+    ImGui::InvisibleButton("timeline_area", ImVec2(gutter + ctx.window.width_px, std::max(1.0f, y - p0.y)));
+    const ImGuiIO& io = ImGui::GetIO();
+    if (ImGui::IsItemHovered()) {
+        const int64_t t_mouse = ctx.window.t_of(io.MousePos.x - ctx.x0);
+        if (io.MouseWheel != 0 && !io.KeyShift) app.window.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
+        if (io.MouseWheel != 0 && io.KeyShift) ImGui::SetScrollY(ImGui::GetScrollY() - io.MouseWheel * 40);
+        if (ImGui::IsMouseDragging(ImGuiMouseButton_Left))
+            app.window.pan(-int64_t(double(io.MouseDelta.x) / ctx.window.px_per_ns()));
+        if (!io.WantTextInput) {
+            if (ImGui::IsKeyPressed('F')) app.window.fit_step(app.report(), step_at(app.report(), t_mouse));
+            if (ImGui::IsKeyPressed('A')) app.fit_all();
+            if (ImGui::IsKeyPressed('L')) app.window.follow = !app.window.follow;
+            if (ImGui::IsKeyPressed('=') || ImGui::IsKeyPressed(334 /* keypad + */)) app.window.zoom(0.8, t_mouse);
+            if (ImGui::IsKeyPressed('-') || ImGui::IsKeyPressed(333 /* keypad - */)) app.window.zoom(1.25, t_mouse);
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow)))
+                app.window.pan(-(app.window.t1 - app.window.t0) / 8);
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow)))
+                app.window.pan((app.window.t1 - app.window.t0) / 8);
+        }
+        if (ctx.hovered) span_tooltip(*store, *ctx.hovered, ctx.hovered_folded, ctx.hovered_rank);
+    }
+    ImGui::PopFont();
+    ImGui::EndChild();
+}
+
+}  // namespace us::gui
