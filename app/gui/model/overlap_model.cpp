@@ -41,4 +41,11 @@ OverlapModel build_overlap_model(const prof::Report& report) {
     return m;
 }
 
+std::string overlap_group_label(const prof::RankReport& r, int group) {
+    std::string name(prof::group_kind_name(prof::GroupKind(group)));
+    if (r.group_hosts[size_t(group)] > 1)
+        name += " (across " + std::to_string(r.group_hosts[size_t(group)]) + " nodes)";
+    return name;
+}
+
 }  // namespace us::gui

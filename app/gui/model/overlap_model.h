@@ -33,4 +33,8 @@ OverlapModel build_overlap_model(const prof::Report& report);
 // stage that stands out (timeline headers, overlap bars, the Ranks view).
 std::map<int, std::string> blamed_ranks(const prof::Blame& blame);
 
+// A group's name in the overlap view's table, with the nodes it spans ("dp (across 2 nodes)"): the collectives that
+// crossed the inter-node link.
+std::string overlap_group_label(const prof::RankReport& r, int group);
+
 }  // namespace us::gui

@@ -2,7 +2,7 @@
 #include "app/gui/platform/shown_facts.h"
 
 #include "app/gui/widgets/theme.h"
-#include "app/gui/views/views.h"
+#include "app/gui/model/overlap_model.h"
 
 #include <set>
 
@@ -48,7 +48,7 @@ nlohmann::json shown_facts(const AppState& app) {
                                {"sites", d.sites.size()}});
         facts["snapshot"] = {{"path", l.path}, {"snapshots", app.snapshots.snapshots().size()}, {"devices", devices}};
     }
-    if (auto categories = memory_categories_facts(); !categories.is_null()) facts["memory_categories"] = categories;
+    if (auto categories = app.views.memory_categories.facts(); !categories.is_null()) facts["memory_categories"] = categories;
     if (const RanksSource r = app.ranks_source(); r.digests && r.blame) {  // the Ranks view's run
         const bool named = r.blame->culprit && !r.blame->stragglers.empty();
         facts["ranks_view"] = {

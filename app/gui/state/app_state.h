@@ -13,14 +13,15 @@
 
 #include "app/gui/state/data_source.h"
 #include "app/gui/state/derived_views.h"
-#include "app/gui/platform/gui.h"
 #include "app/gui/state/large_run.h"
 #include "app/gui/state/lesson_player.h"
 #include "app/gui/state/planner_state.h"
 #include "app/gui/model/launch_settings.h"
+#include "app/gui/options/gui_options.h"
 #include "app/gui/state/message_log.h"
 #include "app/gui/state/run_comparison.h"
 #include "app/gui/state/snapshot_state.h"
+#include "app/gui/state/view_states.h"
 #include "app/gui/state/view_window.h"
 
 namespace us::gui {
@@ -56,6 +57,7 @@ public:
     LessonPlayer lessons;                       // the open workshop lesson (File > Lessons)
     PlannerState planner;                       // File > New plan
     SnapshotState snapshots;                    // PyTorch memory snapshots opened (their own window)
+    ViewStates views;                           // each view's own state from frame to frame
     std::map<std::string, ViewRegion> regions;  // this frame's views (screenshot checks)
 
     // ---- what spans several owners

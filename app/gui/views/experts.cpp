@@ -10,6 +10,7 @@
 #include "app/gui/model/expert_model.h"
 #include "app/gui/widgets/theme.h"
 #include "app/gui/views/views.h"
+#include "app/gui/widgets/plot.h"
 
 namespace us::gui {
 

@@ -171,7 +171,9 @@ void draw_settings(AppState& app) {
     TrainConfig& c = app.settings.config;
     ParallelConfig& p = c.parallel;
     HostSettings& hosts = app.settings.hosts;
-    static std::vector<std::string> presets = list_presets();
+    LaunchPanelState& panel = app.views.launch;
+    if (!panel.presets_read) panel.presets = list_presets(), panel.presets_read = true;
+    const std::vector<std::string>& presets = panel.presets;
     std::string preset = c.preset;
     ImGui::SetNextItemWidth(em(150));
     if (text_combo("preset", preset, presets)) app.settings.set_preset(preset);
@@ -305,11 +307,10 @@ void draw_settings(AppState& app) {
     LaunchSettings& s = app.settings;
 
     // Validation as you type; resolved only when the settings change (it reads the preset file).
-    static LaunchSettings checked;
-    static std::string problem = s.problem(), prediction;
-    static bool first = true;
-    if (first || !(checked == s)) {
-        first = false;
+    LaunchSettings& checked = panel.checked;
+    std::string &problem = panel.problem, &prediction = panel.prediction;
+    if (!panel.checked_once || !(checked == s)) {
+        panel.checked_once = true;
         checked = s;
         problem = s.problem();
         prediction.clear();

@@ -12,6 +12,7 @@
 #include "app/gui/model/memory_model.h"
 #include "app/gui/widgets/theme.h"
 #include "app/gui/views/views.h"
+#include "app/gui/widgets/imported_memory.h"
 #include "common/core/format.h"
 #include "common/core/memory_category.h"
 
@@ -45,7 +46,7 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
     fill_process_columns(with_process, app.derived.process_timeline(rank.rank), t0, t1);
     for (const auto& c : with_process) held_max = std::max(held_max, c.held);
     const bool dwarfs = held_max > 8 * tracked_max;
-    static int process_band = -1;  // -1: automatic, 0: hidden, 1: shown
+    int& process_band = app.views.memory.process_band;  // -1: automatic, 0: hidden, 1: shown
     const bool show_process = process_band < 0 ? !dwarfs : process_band == 1;
     if (show_process) cols = std::move(with_process);
     int64_t ymax = 1;

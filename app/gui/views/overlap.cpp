@@ -61,17 +61,6 @@ void draw_imported_group_table(const prof::Report& rep) {
     ImGui::EndTable();
 }
 
-}  // namespace
-
-std::string overlap_group_label(const prof::RankReport& r, int group) {
-    std::string name(prof::group_kind_name(prof::GroupKind(group)));
-    if (r.group_hosts[size_t(group)] > 1)
-        name += " (across " + std::to_string(r.group_hosts[size_t(group)]) + " nodes)";
-    return name;
-}
-
-namespace {
-
 void draw_group_table(const prof::Report& rep) {
     if (rep.imported) return draw_imported_group_table(rep);
     ImGui::Spacing();

@@ -9,6 +9,7 @@
 
 #include "app/gui/widgets/theme.h"
 #include "app/gui/views/views.h"
+#include "app/gui/widgets/schedule_diagram.h"
 #include "app/plan/predicted_trace.h"
 #include "common/core/check.h"
 #include "common/core/format.h"
@@ -150,12 +151,14 @@ void draw_launched(AppState& app, const PlannerState& s) {
 
 void draw_planner_view(AppState& app) {
     PlannerState& s = app.planner;
-    static const std::vector<std::string> models = plan::known_models();
-    static std::vector<std::string> clusters = [] {
-        auto c = plan::known_clusters();
-        if (std::filesystem::exists("machine.json")) c.push_back("machine.json");  // ultrascope calibrate's
-        return c;
-    }();
+    PlannerViewState& lists = app.views.planner;
+    if (!lists.lists_read) {
+        lists.lists_read = true;
+        lists.models = plan::known_models();
+        lists.clusters = plan::known_clusters();
+        if (std::filesystem::exists("machine.json")) lists.clusters.push_back("machine.json");  // ultrascope calibrate's
+    }
+    const std::vector<std::string>&models = lists.models, &clusters = lists.clusters;
     ImGui::SetNextItemWidth(em(150));
     text_combo("model", s.model, models);
     ImGui::SameLine();

@@ -13,22 +13,11 @@
 #include "app/gui/model/ranks_model.h"
 #include "app/gui/widgets/theme.h"
 #include "app/gui/views/views.h"
+#include "app/gui/widgets/plot.h"
 
 namespace us::gui {
 
 namespace {
-
-struct RanksViewState {
-    RankFigure figure = RankFigure::suffered;
-    RankOrder order = RankOrder::rank;
-    std::string group_by;
-    int picked = -1;  // a rank
-};
-
-RanksViewState& view_state() {
-    static RanksViewState s;
-    return s;
-}
 
 // 0 -> dark blue, the largest -> bright orange.
 ImU32 heat_color(float v, float max) {
@@ -221,7 +210,7 @@ int draw_stragglers(const prof::Blame& b) {
 }  // namespace
 
 void draw_ranks_view(AppState& app) {
-    RanksViewState& st = view_state();
+    RanksViewState& st = app.views.ranks;
     const LargeRun& large = app.large_run;
     if (large.active() && large.digesting()) {
         ImGui::Text("digesting %s: %zu of %zu rank files", large.label().c_str(), large.files_done(),

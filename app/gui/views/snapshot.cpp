@@ -28,11 +28,10 @@ constexpr ImU32 kCategoryColors[snap::kSnapshotCategories] =
         IM_COL32(220, 80, 70, 220), IM_COL32(110, 110, 120, 220)};
 
 // Wheel: zoom around the cursor; drag: zoom into the dragged slice; double-click: all of the trace.
-void handle_zoom(SnapshotZoom& z, size_t n, float x0, float w) {
+void handle_zoom(SnapshotZoom& z, float& drag_from, size_t n, float x0, float w) {
     const ImGuiIO& io = ImGui::GetIO();
     const double span = double(z.e1 - z.e0);
     const double f = std::clamp(double(io.MousePos.x - x0) / double(w), 0.0, 1.0);
-    static float drag_from = -1;
     if (ImGui::IsItemHovered() && io.MouseWheel != 0) {
         const double at = double(z.e0) + f * span;
         const double want =
@@ -62,7 +61,8 @@ void handle_zoom(SnapshotZoom& z, size_t n, float x0, float w) {
 
 // Allocated as a stack of its inferred categories under reserved (a line), over the window of the trace shown,
 // re-sampled for it (each column the moment its slice holds the most); the peak and OOMs marked; a hover readout.
-void draw_timeline(SnapshotState& st, const LoadedSnapshot& l, const snap::DeviceMemory& m, float height) {
+void draw_timeline(SnapshotState& st, SnapshotViewState& view, const LoadedSnapshot& l, const snap::DeviceMemory& m,
+                   float height) {
     const snap::SnapshotSeries& series = l.series[size_t(st.device)];
     const size_t n = series.size();
     SnapshotZoom& z = st.zoom;
@@ -113,7 +113,7 @@ void draw_timeline(SnapshotState& st, const LoadedSnapshot& l, const snap::Devic
     }
     dl->AddText(ImVec2(p0.x + w - 90, p0.y + 2), kTextDim, format_bytes(top).c_str());
     ImGui::InvisibleButton("snapshot_timeline", ImVec2(w, h));
-    handle_zoom(z, n, p0.x, w);
+    handle_zoom(z, view.drag_from, n, p0.x, w);
     if (ImGui::IsItemHovered() && !samples.empty()) {
         const double entry =
             double(z.e0) + std::clamp(double(ImGui::GetIO().MousePos.x - p0.x) / double(w), 0.0, 1.0) * span;
@@ -256,7 +256,7 @@ void draw_snapshot_view(AppState& app) {
             ImColor(kOomColor), "OOM at entry %zu: asked %s with %s allocated, %s reserved; the device had %s free",
             o.entry, format_bytes(o.requested).c_str(), format_bytes(o.allocated).c_str(),
             format_bytes(o.reserved).c_str(), o.device_free >= 0 ? format_bytes(o.device_free).c_str() : "unknown");
-    draw_timeline(st, l, m, std::max(120.0f, ImGui::GetContentRegionAvail().y * 0.4f));
+    draw_timeline(st, app.views.snapshot, l, m, std::max(120.0f, ImGui::GetContentRegionAvail().y * 0.4f));
     draw_peak_tables(*l.snapshot, m);
     for (const auto& note : m.notes) ImGui::TextColored(ImColor(kWarnColor), "%s", note.c_str());
     for (const auto& w : l.snapshot->warnings) ImGui::TextColored(ImColor(kWarnColor), "%s", w.c_str());

@@ -14,6 +14,8 @@
 #include "app/gui/widgets/theme.h"
 #include "app/gui/widgets/timeline_rows.h"
 #include "app/gui/views/views.h"
+#include "app/gui/widgets/schedule_diagram.h"
+#include "app/gui/widgets/plot.h"
 #include "profiler/trace/run_info.h"
 #include "common/core/format.h"
 #include "common/core/memory_category.h"

@@ -11,6 +11,7 @@
 #include "app/gui/model/training_model.h"
 #include "app/gui/widgets/theme.h"
 #include "app/gui/views/views.h"
+#include "app/gui/widgets/plot.h"
 
 namespace us::gui {
 

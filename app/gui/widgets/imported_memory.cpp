@@ -1,7 +1,7 @@
 // The memory view of an imported PyTorch run: what torch.profiler(profile_memory=True) recorded as `[memory]`
 // events, the caching allocator's allocated and reserved bytes per device after each allocation or free (measured),
 // over the timeline's window with step marks, and each step's peak; below them the categories over time
-// (view_memory_categories.cpp: the memory profiler's, measured, or inferred from the ops; docs/pytorch-memory.md).
+// (memory_categories.h: the memory profiler's, measured, or inferred from the ops; docs/pytorch-memory.md).
 #include <fmt/format.h>
 #include <imgui.h>
 
@@ -10,7 +10,8 @@
 
 #include "app/gui/state/app_state.h"
 #include "app/gui/widgets/theme.h"
-#include "app/gui/views/views.h"
+#include "app/gui/widgets/imported_memory.h"
+#include "app/gui/widgets/memory_categories.h"
 #include "common/core/format.h"
 
 namespace us::gui {
@@ -93,11 +94,7 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
     draw_memory_categories(app, rank);  // measured categories, when the memory profiler's timeline is beside
     // Each step's peak, per series (the step a [memory] event falls in, as the reader assigned it): computed once per
     // rank and store version, not every frame.
-    static struct {
-        uint64_t version = UINT64_MAX;
-        int rank = -1;
-        std::map<int, std::vector<int64_t>> peaks;
-    } cache;
+    ImportedMemoryState& cache = app.views.imported_memory;
     if (cache.version != store.version() || cache.rank != rank.rank) {
         cache.peaks.clear();
         for (size_t i = 0; i < shown.size(); ++i)

@@ -1,17 +1,17 @@
 // The memory categories over time of an imported PyTorch run as a stacked plot over the timeline's window: measured
 // by the memory profiler (prof.export_memory_timeline's file in the run's folder or beside its trace file), or else
-// inferred from the ops around each [memory] event, with how often the two agree. Read on a worker.
+// inferred from the ops around each [memory] event, with how often the two agree. Read on a worker by
+// app.views.memory_categories (state/memory_categories.h).
 #include <fmt/format.h>
 #include <imgui.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <future>
 
 #include "profiler/import/memory_categories.h"
 #include "app/gui/state/app_state.h"
 #include "app/gui/widgets/theme.h"
-#include "app/gui/views/views.h"
+#include "app/gui/widgets/memory_categories.h"
 #include "common/core/check.h"
 #include "common/core/format.h"
 
@@ -23,83 +23,13 @@ constexpr ImU32 kCategoryColors[prof::kProfilerCategories] = {
     IM_COL32(60, 150, 80, 255), IM_COL32(215, 170, 40, 255), IM_COL32(150, 150, 150, 255), IM_COL32(160, 130, 220, 255),
     IM_COL32(220, 80, 70, 255), IM_COL32(70, 110, 220, 255), IM_COL32(100, 160, 235, 255), IM_COL32(95, 95, 105, 255)};
 
-struct Loaded {
-    std::vector<prof::RankMemoryCategories> ranks;
-    std::string error;
-};
-
-// The timelines of the run now shown: found once per store, read (and compared) on a worker.
-struct CategoriesCache {
-    const prof::TraceStore* store = nullptr;
-    uint64_t version = UINT64_MAX;
-    const void* memory = nullptr;  // the memory events it was computed from (they arrive when the run is read)
-    std::future<Loaded> pending;
-    Loaded loaded;
-    bool ready = false;
-};
-
-// Where the timelines may be: the opened paths (one per line: folders, and files named beside the trace, which
-// find_memory_timelines recognizes by their first bytes), and the timelines lying beside an opened trace file.
-std::vector<std::string> search_paths(const std::string& opened) {
-    namespace fs = std::filesystem;
-    std::vector<std::string> out;
-    for (size_t at = 0; at < opened.size();) {
-        const size_t nl = std::min(opened.find('\n', at), opened.size());
-        const std::string path = opened.substr(at, nl - at);
-        at = nl + 1;
-        std::error_code ec;
-        if (path.empty()) continue;
-        out.push_back(path);
-        if (fs::is_directory(path, ec)) continue;
-        const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
-        for (const auto& e : fs::directory_iterator(dir, ec))
-            if (e.is_regular_file() && prof::is_memory_timeline_file(e.path().string(), false))
-                out.push_back(e.path().string());
-    }
-    return out;
-}
-
-CategoriesCache cache;  // the one memory view's
-
-const Loaded* categories_of(AppState& app) {
-    const prof::TraceStore* store = app.store();
-    if (cache.store != store || cache.version != store->version() || cache.memory != app.source.memory_events().get()) {
-        cache = CategoriesCache{};
-        cache.store = store, cache.version = store->version(), cache.memory = app.source.memory_events().get();
-        const std::vector<std::string> paths = search_paths(app.source.trace_path());
-        const prof::RunInfo run = prof::run_info_of(*store);
-        // the [memory] events the run's reader kept (none until the whole run is read)
-        auto memory = app.source.memory_events();
-        if (!memory) memory = std::make_shared<const std::vector<prof::KinetoMemoryEvents>>();
-        if (!run.imported() || (paths.empty() && memory->empty())) return cache.ready = true, &cache.loaded;
-        cache.pending = std::async(std::launch::async, [paths, run, memory] {  // files only: the store stays here
-            Loaded l;
-            try {
-                l.ranks = prof::read_memory_categories(paths, run, *memory);
-            } catch (const UserError& e) {
-                l.error = e.what();
-            }
-            return l;
-        });
-    }
-    if (!cache.ready && cache.pending.valid() &&
-        cache.pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-        cache.loaded = cache.pending.get();
-        cache.ready = true;
-        prof::place_memory_categories(cache.loaded.ranks, *store);
-        if (!cache.loaded.error.empty()) app.log.fail(cache.loaded.error);
-    }
-    return cache.ready ? &cache.loaded : nullptr;
-}
-
 // One pixel column's state: the row with the largest total in its slice, else the row in force at its start.
-void draw_stack(const prof::MemoryTimeline& t, int64_t off, const char* basis, int64_t t0, int64_t t1, ImVec2 p0,
-                float w, float h) {
+void draw_stack(std::vector<int64_t>& pick, const prof::MemoryTimeline& t, int64_t off, const char* basis, int64_t t0,
+                int64_t t1, ImVec2 p0, float w, float h) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     dl->AddRectFilled(p0, ImVec2(p0.x + w, p0.y + h), IM_COL32(18, 20, 26, 255));
     const auto& times = t.times_us;
     const int columns = std::max(1, int(w));
-    static std::vector<int64_t> pick;  // reused frame to frame (the UI thread only)
     pick.assign(size_t(columns), -1);
     int64_t ymax = 1;
     auto row_at = [&](int64_t t_store) {  // the last row at or before t (store ns), -1 before the first
@@ -146,15 +76,9 @@ void draw_stack(const prof::MemoryTimeline& t, int64_t off, const char* basis, i
 
 }  // namespace
 
-bool memory_categories_loading() { return cache.pending.valid() && !cache.ready; }
-
-nlohmann::json memory_categories_facts() {
-    if (!cache.ready || cache.loaded.ranks.empty()) return nullptr;
-    return prof::memory_categories_json(cache.loaded.ranks);
-}
-
 void draw_memory_categories(AppState& app, const prof::RankTrace& rank) {
-    const Loaded* loaded = categories_of(app);
+    MemoryCategories& categories = app.views.memory_categories;
+    const MemoryCategories::Read* loaded = categories.of(*app.store(), app.source, app.log);
     if (!loaded) return void(ImGui::TextColored(ImColor(kTextDim), "reading the memory profiler's timeline ..."));
     const prof::RankMemoryCategories* r = nullptr;
     for (const auto& x : loaded->ranks)
@@ -167,10 +91,9 @@ void draw_memory_categories(AppState& app, const prof::RankTrace& rank) {
                                : loaded->error.c_str());
         return;
     }
-    static bool show_inferred = false;  // with both: the measured categories unless asked
-    const bool inferred = !r->measured || (show_inferred && r->inferred);
+    const bool inferred = !r->measured || (categories.show_inferred && r->inferred);
     if (r->measured && r->inferred) {
-        ImGui::Checkbox("show the inferred categories instead", &show_inferred);
+        ImGui::Checkbox("show the inferred categories instead", &categories.show_inferred);
         ImGui::SameLine();
     }
     const prof::MemoryTimeline& t = inferred ? *r->inferred : r->timeline;
@@ -198,7 +121,7 @@ void draw_memory_categories(AppState& app, const prof::RankTrace& rank) {
     const int64_t t0 = app.window.t0, t1 = std::max(app.window.t0 + 1, app.window.t1);
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     const float w = std::max(80.0f, ImGui::GetContentRegionAvail().x - 4);
-    draw_stack(t, *r->offset_ns, inferred ? "inferred" : "measured", t0, t1, p0, w,
+    draw_stack(categories.pick, t, *r->offset_ns, inferred ? "inferred" : "measured", t0, t1, p0, w,
                std::max(90.0f, ImGui::GetContentRegionAvail().y * 0.35f));
     for (size_t k = 0, shown = 0; k < prof::kProfilerCategories; ++k) {
         if (peaks.peak_bytes[k] <= 0) continue;

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "app/gui/widgets/theme.h"
-#include "app/gui/views/views.h"
+#include "app/gui/widgets/plot.h"
 
 namespace us::gui {
 

@@ -5,7 +5,7 @@
 #include <imgui.h>
 
 #include "app/gui/widgets/theme.h"
-#include "app/gui/views/views.h"
+#include "app/gui/widgets/schedule_diagram.h"
 
 namespace us::gui {
 
