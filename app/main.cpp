@@ -1,12 +1,12 @@
 // ultrascope: the desktop profiler and trainer. With no command it opens the GUI on a default live run (4 CPU
-// ranks, dp 2 x pp 2, small preset: app/cli/default_run.h); with a trace file it opens that. The headless commands:
+// ranks, dp 2 x pp 2, small preset: app/launch/default_run.h); with a trace file it opens that. The headless commands:
 //   ultrascope run [-n RANKS] [training flags]   launch a run, stream it live, write its trace, print the report
 //   ultrascope report TRACE... [--json]           what a trace (or PyTorch profiler files) says, next to the
 //   predictions ultrascope export TRACE --chrome OUT.json     for Perfetto / chrome://tracing ultrascope predict
 //   [flags]                    the formulas for a configuration, without running it ultrascope plan [flags] which
 //   layout fits a model on a cluster and how fast (docs/planner.md) ultrascope calibrate [--out FILE] measure this
 //   machine's costs for `plan --cluster FILE`
-// GUI options (app/cli/gui_args.h): [TRACE... | --open TRACE] [--listen [HOST:]PORT] [--no-launch] [-n RANKS]
+// GUI options (app/gui/options/gui_args.h): [TRACE... | --open TRACE] [--listen [HOST:]PORT] [--no-launch] [-n RANKS]
 // [--screenshot OUT.png [--view V]] [--exit-when-done] ... [training flags for the launch]; `ultrascope --help` lists
 // them.
 #include <cstdio>
@@ -78,7 +78,7 @@ int gui_or_fallback(int argc, char** argv) {
         usage();
         return 2;
     }
-    const us::app::DefaultRun run = us::app::default_run(o.ranks, o.train_args);
+    const us::app::DefaultRun run = us::app::default_run(o.run.ranks, o.train_args);
     std::vector<std::string> run_args = {"run", "-n", std::to_string(run.ranks)};
     run_args.insert(run_args.end(), run.args.begin(), run.args.end());
     std::string shown = "ultrascope";

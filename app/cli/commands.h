@@ -6,9 +6,7 @@
 
 namespace us::app {
 
-int run_command(int argc, char** argv);  // ultrascope run [-n RANKS] [ultrascope-train flags]
-// --store-cap-mib N: the trace store's memory cap in bytes; UserError unless N is a positive whole number.
-size_t parse_store_cap_mib(const std::string& text);
+int run_command(int argc, char** argv);        // ultrascope run [-n RANKS] [ultrascope-train flags]
 int report_command(int argc, char** argv);     // ultrascope report TRACE [--json]
 int export_command(int argc, char** argv);     // ultrascope export TRACE --chrome OUT.json[.gz]
 int predict_command(int argc, char** argv);    // ultrascope predict [model and parallel flags]

@@ -99,65 +99,70 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
     return s;
 }
 
-}  // namespace
-
-int plan_command(int argc, char** argv) {
-    CLI::App cli{"ultrascope plan: which layout fits a model on a cluster, and how fast it runs (nothing is run)"};
-    auto build = add_train_flags(cli);
-    std::string model_spec, gpu, cluster_file;
+// The command's own flags (beside the trainer's, which give the engine's model and a layout).
+struct PlanFlags {
+    std::string model_spec, gpu, cluster_file, placement, trace_out;
     int64_t gpus = 0, nodes = 0, gpus_per_node = 0, global_tokens = 0;
     int top = 10;
     bool json = false, list = false;
-    cli.add_option("--model", model_spec,
+    double moe_load = 0;
+};
+
+void declare_plan_flags(CLI::App& cli, PlanFlags& f) {
+    cli.add_option("--model", f.model_spec,
                    "Model: a name (llama3-8b, gpt3-175b, mixtral-8x7b, an engine preset) or a "
                    "description file; without it, the engine's GPT from --preset and the shape flags");
-    cli.add_option("--gpu", gpu, "Cluster by GPU: a100-80gb | h100-sxm | h200 (assets/clusters)");
-    cli.add_option("--cluster", cluster_file, "Cluster description file (e.g. from `ultrascope calibrate`)");
-    cli.add_option("--gpus", gpus, "GPUs to use (default: the layout's dp x tp x pp x cp)");
-    cli.add_option("--nodes", nodes, "Override the cluster's node count");
-    cli.add_option("--gpus-per-node", gpus_per_node, "Override the cluster's GPUs per node");
-    std::string placement;
-    cli.add_option("--node-placement", placement,
+    cli.add_option("--gpu", f.gpu, "Cluster by GPU: a100-80gb | h100-sxm | h200 (assets/clusters)");
+    cli.add_option("--cluster", f.cluster_file, "Cluster description file (e.g. from `ultrascope calibrate`)");
+    cli.add_option("--gpus", f.gpus, "GPUs to use (default: the layout's dp x tp x pp x cp)");
+    cli.add_option("--nodes", f.nodes, "Override the cluster's node count");
+    cli.add_option("--gpus-per-node", f.gpus_per_node, "Override the cluster's GPUs per node");
+    cli.add_option("--node-placement", f.placement,
                    "How ranks are laid on the nodes: block (consecutive ranks a node, the default) or cyclic (rank r "
                    "on node r mod nodes), as `ultrascope run --node-placement`")
         ->check(CLI::IsMember({"block", "cyclic"}));
-    cli.add_option("--global-batch-tokens", global_tokens, "Search: tokens per step (or --global-batch SEQUENCES)");
-    cli.add_option("--top", top, "Search: layouts to show (0: all)");
-    cli.add_flag("--json", json, "Print JSON: an object per layout (docs/planner.md)");
-    cli.add_flag("--list", list, "List the known models and clusters");
-    double moe_load = 0;
-    cli.add_option("--moe-load", moe_load,
+    cli.add_option("--global-batch-tokens", f.global_tokens, "Search: tokens per step (or --global-batch SEQUENCES)");
+    cli.add_option("--top", f.top, "Search: layouts to show (0: all)");
+    cli.add_flag("--json", f.json, "Print JSON: an object per layout (docs/planner.md)");
+    cli.add_flag("--list", f.list, "List the known models and clusters");
+    cli.add_option("--moe-load", f.moe_load,
                    "MoE with --ep: the busiest ep rank's expert rows over the uniform share (e.g. measured by a run's "
                    "router: its experts' share of the choices x ep); default uniform (1), said as assumed");
-    std::string trace_out;
     cli.add_option(
-        "--trace-out", trace_out,
+        "--trace-out", f.trace_out,
         "Write the layout's predicted step (a search: the best fitting layout's) as a trace file: one rank per "
         "pipeline stage, open it in the GUI or `ultrascope report` like a run (marked predicted)");
-    CLI11_PARSE(cli, argc, argv);
-    if (list) {
-        std::printf("models:");
-        for (const auto& n : plan::known_models()) std::printf(" %s", n.c_str());
-        std::printf("\nclusters:");
-        for (const auto& n : plan::known_clusters()) std::printf(" %s", n.c_str());
-        std::printf("\n");
-        return 0;
-    }
-    TrainConfig cfg = build().config;
-    US_CHECK_INPUT(gpu.empty() || cluster_file.empty(), "give --gpu NAME or --cluster FILE, not both");
-    ClusterDesc cluster = plan::load_cluster(!cluster_file.empty() ? cluster_file : !gpu.empty() ? gpu : "h100-sxm");
-    US_CHECK_INPUT(nodes >= 0 && gpus_per_node >= 0 && gpus >= 0 && global_tokens >= 0 && top >= 0,
-                   "--nodes, --gpus-per-node, --gpus, --global-batch-tokens and --top must not be negative");
-    if (nodes > 0) cluster.nodes = nodes;
-    if (gpus_per_node > 0) cluster.gpus_per_node = gpus_per_node;
-    if (!placement.empty()) cluster.placement = placement;
+}
 
-    // The model: a description, or this engine's GPT from the preset and shape flags. Shape flags given with
-    // --model override its fields (e.g. --seq for a longer context).
+void print_known() {
+    std::printf("models:");
+    for (const auto& n : plan::known_models()) std::printf(" %s", n.c_str());
+    std::printf("\nclusters:");
+    for (const auto& n : plan::known_clusters()) std::printf(" %s", n.c_str());
+    std::printf("\n");
+}
+
+// The cluster: a GPU's or a file's, with the node count, GPUs per node and placement given overriding its own.
+ClusterDesc cluster_of(const PlanFlags& f) {
+    US_CHECK_INPUT(f.gpu.empty() || f.cluster_file.empty(), "give --gpu NAME or --cluster FILE, not both");
+    ClusterDesc cluster = plan::load_cluster(!f.cluster_file.empty() ? f.cluster_file
+                                             : !f.gpu.empty()        ? f.gpu
+                                                                     : "h100-sxm");
+    US_CHECK_INPUT(f.nodes >= 0 && f.gpus_per_node >= 0 && f.gpus >= 0 && f.global_tokens >= 0 && f.top >= 0,
+                   "--nodes, --gpus-per-node, --gpus, --global-batch-tokens and --top must not be negative");
+    if (f.nodes > 0) cluster.nodes = f.nodes;
+    if (f.gpus_per_node > 0) cluster.gpus_per_node = f.gpus_per_node;
+    if (!f.placement.empty()) cluster.placement = f.placement;
+    return cluster;
+}
+
+// The model: a description, or this engine's GPT from the preset and shape flags. Shape flags given with --model
+// override its fields (e.g. --seq for a longer context).
+ModelDesc model_of(const CLI::App& cli, const std::string& spec, const TrainConfig& cfg) {
     ModelDesc model;
     const GPTConfig& g = cfg.model;
-    if (!model_spec.empty()) {
-        model = plan::load_model(model_spec);
+    if (!spec.empty()) {
+        model = plan::load_model(spec);
         if (cli.count("--seq")) model.seq = g.seq;
         if (cli.count("--layers")) model.layers = g.layers;
         if (cli.count("--hidden")) model.hidden = g.hidden;
@@ -173,90 +178,93 @@ int plan_command(int argc, char** argv) {
     }
     US_CHECK_INPUT(model.hidden % model.heads == 0 || model.head_dim > 0, "--hidden {} is not divisible by --heads {}",
                    model.hidden, model.heads);
+    return model;
+}
 
-    const bool bf16 = cli.count("--precision") ? cfg.precision == Precision::bf16 : cluster.default_precision == "bf16";
-    // Attention as given, else flash attention on a datasheet GPU cluster (what training at scale runs) and the
-    // engine's default on a calibrated machine (where the measured runs are).
-    const bool flash = cli.count("--attention") ? cfg.attention == Attention::flash : !cluster.calibrated;
-    bool layout_given = false;
+// What the planner is asked: the model on the cluster, in bf16 or not, with flash attention or not.
+struct PlanQuestion {
+    ModelDesc model;
+    ClusterDesc cluster;
+    bool bf16 = false, flash = false;
+};
+
+bool layout_given(const CLI::App& cli) {
     for (const char* f :
          {"--dp", "--tp", "--pp", "--cp", "--ep", "--zero", "--sp", "--pp-schedule", "--pp-chunks", "--grad-accum"})
-        layout_given = layout_given || cli.count(f) > 0;
+        if (cli.count(f) > 0) return true;
+    return false;
+}
 
-    if (layout_given) {
-        plan::Layout l = plan::layout_from_config(cfg);
-        US_CHECK_INPUT(moe_load == 0 || moe_load >= 1,
-                       "--moe-load {} must be 1 or more (the busiest rank over the "
-                       "uniform share)",
-                       moe_load);
-        l.moe_load = moe_load;
-        l.bf16 = bf16;
-        l.flash = flash;
-        const int64_t n = gpus > 0 ? gpus : l.world();
-        plan::check_layout(model, cluster, l, n);
-        const PlanResult r = plan::evaluate(model, cluster, l);
-        if (!trace_out.empty()) plan::write_predicted_trace(trace_out, model, cluster, r, n);
-        if (json) {
-            nlohmann::json out = plan::plan_json(model, cluster, r);
-            out["model"] = plan::model_to_json(model);
-            out["cluster"] = cluster.name;
-            std::printf("%s\n", out.dump(2).c_str());
-        } else {
-            std::printf("%s%s\n%s", model_line(model).c_str(), cluster_line(cluster).c_str(),
-                        format_one(model, cluster, r).c_str());
-        }
-        return 0;
+// One layout, the flags': evaluated and printed (or written as a predicted trace).
+int evaluate_given_layout(const PlanQuestion& q, const PlanFlags& f, const TrainConfig& cfg) {
+    plan::Layout l = plan::layout_from_config(cfg);
+    US_CHECK_INPUT(f.moe_load == 0 || f.moe_load >= 1,
+                   "--moe-load {} must be 1 or more (the busiest rank over the "
+                   "uniform share)",
+                   f.moe_load);
+    l.moe_load = f.moe_load;
+    l.bf16 = q.bf16;
+    l.flash = q.flash;
+    const int64_t n = f.gpus > 0 ? f.gpus : l.world();
+    plan::check_layout(q.model, q.cluster, l, n);
+    const PlanResult r = plan::evaluate(q.model, q.cluster, l);
+    if (!f.trace_out.empty()) plan::write_predicted_trace(f.trace_out, q.model, q.cluster, r, n);
+    if (f.json) {
+        nlohmann::json out = plan::plan_json(q.model, q.cluster, r);
+        out["model"] = plan::model_to_json(q.model);
+        out["cluster"] = q.cluster.name;
+        std::printf("%s\n", out.dump(2).c_str());
+    } else {
+        std::printf("%s%s\n%s", model_line(q.model).c_str(), cluster_line(q.cluster).c_str(),
+                    format_one(q.model, q.cluster, r).c_str());
     }
+    return 0;
+}
 
-    // Search.
+plan::SearchOptions search_options(const PlanQuestion& q, const PlanFlags& f, const CLI::App& cli,
+                                   const TrainConfig& cfg) {
     plan::SearchOptions o;
-    o.gpus = gpus;
+    o.gpus = f.gpus;
     US_CHECK_INPUT(o.gpus > 0, "a search needs --gpus N (or give layout flags such as --dp --tp --pp to evaluate one)");
-    US_CHECK_INPUT(o.gpus <= cluster.total_gpus(),
+    US_CHECK_INPUT(o.gpus <= q.cluster.total_gpus(),
                    "--gpus {} is more than cluster '{}' holds ({} nodes x {} GPUs = {}): use --nodes or fewer GPUs",
-                   o.gpus, cluster.name, cluster.nodes, cluster.gpus_per_node, cluster.total_gpus());
-    US_CHECK_INPUT(global_tokens == 0 || global_tokens % model.seq == 0,
-                   "--global-batch-tokens {} is not a whole number of sequences of {} tokens", global_tokens,
-                   model.seq);
-    o.global_batch_sequences = global_tokens > 0 ? global_tokens / model.seq : cfg.global_batch;
+                   o.gpus, q.cluster.name, q.cluster.nodes, q.cluster.gpus_per_node, q.cluster.total_gpus());
+    US_CHECK_INPUT(f.global_tokens == 0 || f.global_tokens % q.model.seq == 0,
+                   "--global-batch-tokens {} is not a whole number of sequences of {} tokens", f.global_tokens,
+                   q.model.seq);
+    o.global_batch_sequences = f.global_tokens > 0 ? f.global_tokens / q.model.seq : cfg.global_batch;
     US_CHECK_INPUT(o.global_batch_sequences > 0,
                    "a search needs the global batch: --global-batch SEQUENCES or --global-batch-tokens TOKENS");
-    o.bf16 = bf16;
-    o.flash = flash;
+    o.bf16 = q.bf16;
+    o.flash = q.flash;
     if (cli.count("--batch")) o.micro_batches = {cfg.batch};
     if (cli.count("--recompute")) o.recompute = {std::string(recompute_name(cfg.recompute))};
-    const plan::SearchResult found = plan::search(model, cluster, o);
-    US_CHECK_INPUT(!found.ranked.empty(),
-                   "no layout of {} GPUs divides this model and a global batch of {} sequences: try another --gpus or "
-                   "--global-batch",
-                   o.gpus, o.global_batch_sequences);
-    const size_t shown = top == 0 ? found.ranked.size() : std::min(found.ranked.size(), size_t(top));
-    int64_t fitting = 0;
-    for (const auto& r : found.ranked) fitting += r.fits;
-    if (!trace_out.empty()) {
-        US_CHECK_INPUT(found.ranked.front().fits, "--trace-out: no layout of {} GPUs fits this model: nothing to draw",
-                       o.gpus);
-        plan::write_predicted_trace(trace_out, model, cluster, found.ranked.front(), o.gpus);
-    }
-    if (json) {
-        nlohmann::json layouts = nlohmann::json::array();
-        for (size_t i = 0; i < shown; ++i) layouts.push_back(plan::plan_json(model, cluster, found.ranked[i]));
-        nlohmann::json out = {{"model", plan::model_to_json(model)},
-                              {"cluster", cluster.name},
-                              {"gpus", o.gpus},
-                              {"global_batch_sequences", o.global_batch_sequences},
-                              {"considered", found.considered},
-                              {"fitting", fitting},
-                              {"pruned", found.pruned},
-                              {"layouts", layouts}};
-        std::printf("%s\n", out.dump(2).c_str());
-        return 0;
-    }
-    std::printf("%s%s", model_line(model).c_str(), cluster_line(cluster).c_str());
+    return o;
+}
+
+void print_search_json(const PlanQuestion& q, const plan::SearchOptions& o, const plan::SearchResult& found,
+                       size_t shown, int64_t fitting) {
+    nlohmann::json layouts = nlohmann::json::array();
+    for (size_t i = 0; i < shown; ++i) layouts.push_back(plan::plan_json(q.model, q.cluster, found.ranked[i]));
+    nlohmann::json out = {{"model", plan::model_to_json(q.model)},
+                          {"cluster", q.cluster.name},
+                          {"gpus", o.gpus},
+                          {"global_batch_sequences", o.global_batch_sequences},
+                          {"considered", found.considered},
+                          {"fitting", fitting},
+                          {"pruned", found.pruned},
+                          {"layouts", layouts}};
+    std::printf("%s\n", out.dump(2).c_str());
+}
+
+void print_search_table(const PlanQuestion& q, const plan::SearchOptions& o, const plan::SearchResult& found,
+                        size_t shown, int64_t fitting) {
+    const ModelDesc& model = q.model;
+    std::printf("%s%s", model_line(model).c_str(), cluster_line(q.cluster).c_str());
     std::printf("Search: %lld GPUs, %lld sequences (%lld tokens) per step, %s: %lld layouts evaluated, %lld fit\n\n",
                 (long long)o.gpus, (long long)o.global_batch_sequences,
-                (long long)(o.global_batch_sequences * model.seq), bf16 ? "bf16" : "fp32", (long long)found.considered,
-                (long long)fitting);
+                (long long)(o.global_batch_sequences * model.seq), q.bf16 ? "bf16" : "fp32",
+                (long long)found.considered, (long long)fitting);
     std::printf("%4s  %-62s %10s %9s %11s %6s  %s\n", "#", "layout", "memory", "step s", "tokens/s", "MFU", "why");
     for (size_t i = 0; i < shown; ++i) {
         const PlanResult& r = found.ranked[i];
@@ -275,7 +283,49 @@ int plan_command(int argc, char** argv) {
     for (const auto& p : found.pruned) std::printf("  %s\n", p.c_str());
     std::printf("Memory: %s; time: the step-time model (docs/planner.md); tokens/s and MFU derived.\n",
                 model.family == plan::ModelFamily::engine_gpt ? "predicted (the engine's exact walk)" : "formula");
+}
+
+// Every valid layout of --gpus GPUs for the global batch, ranked; printed (or the best written as a trace).
+int search_layouts(const PlanQuestion& q, const PlanFlags& f, const plan::SearchOptions& o) {
+    const plan::SearchResult found = plan::search(q.model, q.cluster, o);
+    US_CHECK_INPUT(!found.ranked.empty(),
+                   "no layout of {} GPUs divides this model and a global batch of {} sequences: try another --gpus or "
+                   "--global-batch",
+                   o.gpus, o.global_batch_sequences);
+    const size_t shown = f.top == 0 ? found.ranked.size() : std::min(found.ranked.size(), size_t(f.top));
+    int64_t fitting = 0;
+    for (const auto& r : found.ranked) fitting += r.fits;
+    if (!f.trace_out.empty()) {
+        US_CHECK_INPUT(found.ranked.front().fits, "--trace-out: no layout of {} GPUs fits this model: nothing to draw",
+                       o.gpus);
+        plan::write_predicted_trace(f.trace_out, q.model, q.cluster, found.ranked.front(), o.gpus);
+    }
+    if (f.json)
+        print_search_json(q, o, found, shown, fitting);
+    else
+        print_search_table(q, o, found, shown, fitting);
     return 0;
+}
+
+}  // namespace
+
+int plan_command(int argc, char** argv) {
+    CLI::App cli{"ultrascope plan: which layout fits a model on a cluster, and how fast it runs (nothing is run)"};
+    auto build = add_train_flags(cli);
+    PlanFlags f;
+    declare_plan_flags(cli, f);
+    CLI11_PARSE(cli, argc, argv);
+    if (f.list) return print_known(), 0;
+    const TrainConfig cfg = build().config;
+    PlanQuestion q;
+    q.cluster = cluster_of(f);
+    q.model = model_of(cli, f.model_spec, cfg);
+    q.bf16 = cli.count("--precision") ? cfg.precision == Precision::bf16 : q.cluster.default_precision == "bf16";
+    // Attention as given, else flash attention on a datasheet GPU cluster (what training at scale runs) and the
+    // engine's default on a calibrated machine (where the measured runs are).
+    q.flash = cli.count("--attention") ? cfg.attention == Attention::flash : !q.cluster.calibrated;
+    if (layout_given(cli)) return evaluate_given_layout(q, f, cfg);
+    return search_layouts(q, f, search_options(q, f, cli, cfg));
 }
 
 }  // namespace us::app

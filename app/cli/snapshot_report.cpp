@@ -30,39 +30,29 @@ nlohmann::json stack_json(const MemorySnapshot& s, uint32_t stack, size_t max_fr
     return frames;
 }
 
-nlohmann::json device_json(const MemorySnapshot& s, const DeviceMemory& m) {
-    nlohmann::json d = {{"device", m.device},
-                        {"reserved_bytes", m.reserved_bytes},
-                        {"allocated_bytes", m.allocated_bytes},
-                        {"active_bytes", m.active_bytes},
-                        {"segments", m.segments},
-                        {"largest_free_block_at_dump", m.largest_free_block_at_dump},
-                        {"trace_entries", m.trace_entries},
-                        {"notes", m.notes}};
-    if (!m.has_trace) {
-        d["peak_allocated_bytes"] = nullptr;
-        return d;
-    }
-    d["peak_allocated_bytes"] = m.peak_allocated;
+// The trace's timeline: its start (derived), its peak, its end (the dump) and its samples.
+nlohmann::json timeline_json(const DeviceMemory& m) {
     nlohmann::json samples = nlohmann::json::array();
     for (const TimelineSample& t : m.timeline)
         samples.push_back({{"last_entry", t.last_entry},
                            {"time_us", or_null(t.time_us, t.time_us >= 0)},
                            {"max_allocated_bytes", t.allocated},
                            {"max_reserved_bytes", t.reserved}});
-    d["timeline"] = {
-        {"start_basis", m.start_known ? "derived (dump-time state minus the trace's net change)" : "unknown"},
-        {"start_allocated_bytes", or_null(m.start_allocated, m.start_known)},
-        {"start_reserved_bytes", or_null(m.start_reserved, m.start_known)},
-        {"peak_allocated_bytes", m.peak_allocated},
-        {"peak_entry", m.peak_entry},
-        {"peak_time_us", or_null(m.peak_time_us, m.peak_time_us >= 0)},
-        {"reserved_at_peak_bytes", m.reserved_at_peak},
-        {"peak_reserved_bytes", m.peak_reserved},
-        {"end_allocated_bytes", m.active_bytes},
-        {"end_reserved_bytes", m.reserved_bytes},
-        {"samples", samples}};
-    // The allocated bytes by inferred category over the trace (snapshot_series.h), at the same slices as the samples.
+    return {{"start_basis", m.start_known ? "derived (dump-time state minus the trace's net change)" : "unknown"},
+            {"start_allocated_bytes", or_null(m.start_allocated, m.start_known)},
+            {"start_reserved_bytes", or_null(m.start_reserved, m.start_known)},
+            {"peak_allocated_bytes", m.peak_allocated},
+            {"peak_entry", m.peak_entry},
+            {"peak_time_us", or_null(m.peak_time_us, m.peak_time_us >= 0)},
+            {"reserved_at_peak_bytes", m.reserved_at_peak},
+            {"peak_reserved_bytes", m.peak_reserved},
+            {"end_allocated_bytes", m.active_bytes},
+            {"end_reserved_bytes", m.reserved_bytes},
+            {"samples", samples}};
+}
+
+// The allocated bytes by inferred category over the trace (snapshot_series.h), at the same slices as the samples.
+nlohmann::json categories_over_time_json(const MemorySnapshot& s, const DeviceMemory& m) {
     const SnapshotSeries series = build_series(s, m);
     nlohmann::json by_time = nlohmann::json::array();
     for (const SeriesSample& x : sample_window(series, 0, series.size(), m.timeline.size())) {
@@ -76,11 +66,11 @@ nlohmann::json device_json(const MemorySnapshot& s, const DeviceMemory& m) {
     const CategoryBytes own_peaks = category_peaks(series);
     nlohmann::json peaks = nlohmann::json::object();
     for (size_t k = 0; k < kSnapshotCategories; ++k) peaks[category_name(MemoryCategory(k))] = own_peaks[k];
-    d["categories_over_time"] = {
-        {"basis", "inferred from the frames (else unknown)"}, {"peak_bytes", peaks}, {"samples", by_time}};
-    d["fragmentation"] = {
-        {"reserved_minus_allocated_at_peak", m.free_in_segments_at_peak},
-        {"largest_free_block_at_peak", or_null(m.largest_free_block_at_peak, m.largest_free_block_at_peak >= 0)}};
+    return {{"basis", "inferred from the frames (else unknown)"}, {"peak_bytes", peaks}, {"samples", by_time}};
+}
+
+// What was held at the peak: the largest allocations, the sites and the categories.
+void at_peak_json(const MemorySnapshot& s, const DeviceMemory& m, nlohmann::json& d) {
     nlohmann::json top = nlohmann::json::array();
     for (size_t i = 0; i < std::min(top_n, m.at_peak.size()); ++i) {
         const PeakAllocation& a = m.at_peak[i];
@@ -109,6 +99,9 @@ nlohmann::json device_json(const MemorySnapshot& s, const DeviceMemory& m) {
                         {"bytes", c.bytes},
                         {"count", c.count}});
     d["categories_at_peak"] = cats;
+}
+
+nlohmann::json ooms_json(const DeviceMemory& m) {
     nlohmann::json ooms = nlohmann::json::array();
     for (const OomEvent& o : m.ooms)
         ooms.push_back({{"entry", o.entry},
@@ -117,7 +110,30 @@ nlohmann::json device_json(const MemorySnapshot& s, const DeviceMemory& m) {
                         {"device_free_bytes", or_null(o.device_free, o.device_free >= 0)},
                         {"allocated_bytes", o.allocated},
                         {"reserved_bytes", o.reserved}});
-    d["oom_events"] = ooms;
+    return ooms;
+}
+
+nlohmann::json device_json(const MemorySnapshot& s, const DeviceMemory& m) {
+    nlohmann::json d = {{"device", m.device},
+                        {"reserved_bytes", m.reserved_bytes},
+                        {"allocated_bytes", m.allocated_bytes},
+                        {"active_bytes", m.active_bytes},
+                        {"segments", m.segments},
+                        {"largest_free_block_at_dump", m.largest_free_block_at_dump},
+                        {"trace_entries", m.trace_entries},
+                        {"notes", m.notes}};
+    if (!m.has_trace) {
+        d["peak_allocated_bytes"] = nullptr;
+        return d;
+    }
+    d["peak_allocated_bytes"] = m.peak_allocated;
+    d["timeline"] = timeline_json(m);
+    d["categories_over_time"] = categories_over_time_json(s, m);
+    d["fragmentation"] = {
+        {"reserved_minus_allocated_at_peak", m.free_in_segments_at_peak},
+        {"largest_free_block_at_peak", or_null(m.largest_free_block_at_peak, m.largest_free_block_at_peak >= 0)}};
+    at_peak_json(s, m, d);
+    d["oom_events"] = ooms_json(m);
     return d;
 }
 

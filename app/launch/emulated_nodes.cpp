@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "app/launch/launch_options.h"
 #include "common/core/check.h"
 
 namespace us::app {
@@ -125,21 +126,13 @@ void EmulatedNodes::remove_stale() {
 }
 
 EmulatedNodes::EmulatedNodes(const NodeLinks& links, int ranks) : m_links(links) {
-    US_CHECK_INPUT(links.nodes >= 2 && links.nodes <= 64, "--nodes must be 2 to 64 (got {})", links.nodes);
-    US_CHECK_INPUT(ranks % links.nodes == 0,
-                   "--nodes {}: {} ranks do not split evenly over the nodes (each node holds ranks/nodes ranks, in "
-                   "rank order: tp innermost, so a tp group stays inside a node)",
-                   links.nodes, ranks);
-    US_CHECK_INPUT(links.placement == "block" || links.placement == "cyclic",
-                   "--node-placement is block or cyclic (got '{}')", links.placement);
-    US_CHECK_INPUT(links.inter_node_gbps >= 0 && links.inter_node_latency_us >= 0,
-                   "--inter-node-gbps and --inter-node-latency-us must not be negative");
+    validate_node_links(links, ranks);
     US_CHECK_INPUT(::geteuid() == 0,
                    "--nodes needs CAP_NET_ADMIN to make network namespaces and links: run as root (sudo "
                    "ultrascope ...), or `ultrascope run --nodes` from a shell (it makes a user namespace of its own "
                    "where the system allows it), or on a real cluster use --hostfile or --launcher srun");
     US_CHECK_INPUT(run_tool({"ip", "-V"}).code == 0, "--nodes needs `ip` and `tc`: apt-get install iproute2");
-    m_ranks_per_node = ranks / links.nodes;
+    m_ranks_per_node = ranks / links.count;
     remove_stale();
     const long pid = long(::getpid());
     m_prefix = fmt::format("us{}", pid);
@@ -153,7 +146,7 @@ EmulatedNodes::EmulatedNodes(const NodeLinks& links, int ranks) : m_links(links)
         must({"ip", "link", "add", m_bridge, "type", "bridge"});
         must({"ip", "addr", "add", m_bridge_ip + "/24", "dev", m_bridge});
         must({"ip", "link", "set", m_bridge, "up"});
-        for (int i = 0; i < links.nodes; ++i) {
+        for (int i = 0; i < links.count; ++i) {
             const std::string node = fmt::format("{}n{}", m_prefix, i);
             const std::string outside = fmt::format("{}v{}", m_prefix, i), inside = fmt::format("{}p{}", m_prefix, i);
             must({"ip", "netns", "add", node});

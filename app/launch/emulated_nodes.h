@@ -14,18 +14,19 @@
 namespace us::app {
 
 struct NodeLinks {
-    int nodes = 2;
+    int count = 2;                     // nodes (0: none, where a NodeLinks says whether to emulate any)
     double inter_node_gbps = 0;        // 0: unshaped
     double inter_node_latency_us = 0;  // 0: none (netem; refused where the kernel lacks it)
     // "block": ranks/nodes consecutive ranks a node (tp, innermost in the grid, stays inside a node); "cyclic": rank
     // r on node r mod N (a tp group spread over the nodes, for the comparison)
     std::string placement = "block";
+    bool operator==(const NodeLinks&) const = default;
 };
 
 class EmulatedNodes {
 public:
-    // Creates the nodes; throws UserError (no CAP_NET_ADMIN, no `ip` or `tc`, no netem for a latency) with nothing
-    // left behind.
+    // Creates the nodes; throws UserError (validate_node_links's rules, launch_options.h; no CAP_NET_ADMIN, no `ip` or
+    // `tc`, no netem for a latency) with nothing left behind.
     EmulatedNodes(const NodeLinks& links, int ranks);
     ~EmulatedNodes();
     EmulatedNodes(const EmulatedNodes&) = delete;

@@ -16,6 +16,7 @@ extern char** environ;
 #include <thread>
 
 #include "app/launch/hostfile.h"
+#include "app/launch/launch_options.h"
 #include "app/launch/process_guard.h"
 #include "common/core/check.h"
 
@@ -35,11 +36,7 @@ std::string default_train_binary() {
 }
 
 std::vector<HostEntry> check_launch_spec(const LaunchSpec& spec) {
-    US_CHECK_INPUT(spec.launcher == "mpirun" || spec.launcher == "srun",
-                   "unknown --launcher '{}': expected mpirun or srun", spec.launcher);
-    US_CHECK_INPUT(spec.hostfile.empty() || spec.launcher == "mpirun",
-                   "--hostfile goes with --launcher mpirun; under srun the hosts are the Slurm allocation's (choose "
-                   "them with salloc/sbatch --nodelist)");
+    validate(LaunchOptions{spec.ranks, spec.mpirun, HostOptions{spec.launcher, spec.hostfile}});
     return spec.hostfile.empty() ? std::vector<HostEntry>{} : read_hostfile(spec.hostfile);
 }
 
@@ -76,74 +73,62 @@ Launcher::~Launcher() {
     if (m_output_fd >= 0) ::close(m_output_fd);
 }
 
-void Launcher::start(const LaunchSpec& spec) {
-    US_CHECK_INPUT(spec.ranks >= 1 && spec.ranks <= 1024, "the number of ranks must be between 1 and 1024 (got {})",
-                   spec.ranks);
-    const std::vector<HostEntry> hosts = check_launch_spec(spec);
-    std::string why;
-    const std::string mpirun = find_mpirun(spec.mpirun, why, spec.launcher);
-    US_CHECK_INPUT(!mpirun.empty(), "cannot launch: {}", why);
-    const std::string binary = spec.train_binary.empty() ? default_train_binary() : spec.train_binary;
-    US_CHECK_INPUT(::access(binary.c_str(), X_OK) == 0, "cannot launch: {} is missing (build it: cmake --build build)",
-                   binary);
-    // Threads per rank: this machine's cores over the ranks on one host (all of them, unless a hostfile spreads them;
-    // hosts are taken to be alike).
+namespace {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+// Threads per rank: this machine's cores over the ranks on one host (all of them, unless a hostfile spreads them;
+// hosts are taken to be alike).
+int threads_for(const LaunchSpec& spec, const std::vector<HostEntry>& hosts) {
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     const int ranks_per_host =
         hosts.empty() || spec.hosts_share_cores ? spec.ranks : (spec.ranks + int(hosts.size()) - 1) / int(hosts.size());
-    m_threads = spec.threads_per_rank > 0 ? spec.threads_per_rank : std::max(1, cores / ranks_per_host);
-    const bool threads_given =
-        std::find(spec.train_args.begin(), spec.train_args.end(), "--threads") != spec.train_args.end();
-    // How OpenMP threads wait at a barrier (libgomp reads it at load, so it travels in the environment). Ranks that
-    // share cores must not spin on each other's cores: passive. Otherwise spin briefly, then sleep: a spin count of
-    // 3000 was as fast as an unbounded spin (OMP_WAIT_POLICY=ACTIVE) on an idle machine (7,113 vs 7,175 tokens/s) and
-    // 26% faster beside one busy process (3,398 vs 2,695), where a spinning thread waits for a descheduled one at
-    // every parallel region (docs/performance.md). What the user set is kept.
-    const bool oversubscribed = m_threads * spec.ranks > cores;
+    return spec.threads_per_rank > 0 ? spec.threads_per_rank : std::max(1, cores / ranks_per_host);
+}
+
+// How OpenMP threads wait at a barrier (libgomp reads it at load, so it travels in the environment). Ranks that share
+// cores must not spin on each other's cores: passive. Otherwise spin briefly, then sleep: a spin count of 3000 was as
+// fast as an unbounded spin (OMP_WAIT_POLICY=ACTIVE) on an idle machine (7,113 vs 7,175 tokens/s) and 26% faster
+// beside one busy process (3,398 vs 2,695), where a spinning thread waits for a descheduled one at every parallel
+// region (docs/performance.md). What the user set is kept.
+Env wait_policy(int threads, int ranks) {
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    const bool oversubscribed = threads * ranks > cores;
     const bool user_wait = std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT");
-    std::vector<std::pair<std::string, std::string>> wait_env;
-    if (oversubscribed)
-        wait_env.push_back({"OMP_WAIT_POLICY", "PASSIVE"});
-    else if (!user_wait)
-        wait_env.push_back({"GOMP_SPINCOUNT", "3000"});
+    if (oversubscribed) return {{"OMP_WAIT_POLICY", "PASSIVE"}};
+    if (!user_wait) return {{"GOMP_SPINCOUNT", "3000"}};
+    return {};
+}
 
-    if (spec.launcher == "srun") {
-        // Slurm passes the whole environment (--export=ALL) and wires MPI through PMIx.
-        m_argv = {mpirun, "-n", std::to_string(spec.ranks), "--export=ALL", "--mpi=pmix", "--kill-on-bad-exit=1"};
-    } else {
-        m_argv = {mpirun, "-n", std::to_string(spec.ranks), "--oversubscribe", "--bind-to", "none"};
-        if (!spec.hostfile.empty()) m_argv.insert(m_argv.end(), {"--hostfile", spec.hostfile});
-        m_argv.insert(m_argv.end(), spec.mpirun_args.begin(), spec.mpirun_args.end());
-        // Ranks on this host alone talk through shared memory and the loopback: an interface that comes or goes
-        // meanwhile (a VPN, the bridge of another run's emulated nodes) cannot break their wire-up.
-        if (spec.hostfile.empty() && spec.mpirun_args.empty())
-            for (const char* flag : {"oob_tcp_if_include", "btl_tcp_if_include"})
-                m_argv.insert(m_argv.end(), {"--mca", flag, "lo"});
-        // Shared-memory transport without the cross-memory-attach syscall, which containers often forbid.
-        for (const char* a : {"--mca", "btl_vader_single_copy_mechanism", "none"}) m_argv.push_back(a);
-        // mpirun hands ranks on other hosts only the variables named here: those set below, and a testing aid
-        // when it is set.
-        std::vector<const char*> forwarded = {"ULTRASCOPE_TOKEN", "ULTRASCOPE_STOP_WITH_LISTENER", "OMP_NUM_THREADS",
-                                              "OPENBLAS_NUM_THREADS"};
-        for (const char* var : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "ULTRASCOPE_FAKE_CLOCK_OFFSET_NS"}) {
-            const bool ours =
-                std::any_of(wait_env.begin(), wait_env.end(), [&](const auto& kv) { return kv.first == var; });
-            if (ours || std::getenv(var)) forwarded.push_back(var);
-        }
-        for (const char* var : forwarded) m_argv.insert(m_argv.end(), {"-x", var});
+// mpirun's own arguments (or srun's), before the program it launches.
+std::vector<std::string> launcher_argv(const LaunchSpec& spec, const std::string& mpirun, const Env& wait_env) {
+    if (spec.launcher == "srun")  // Slurm passes the whole environment (--export=ALL) and wires MPI through PMIx.
+        return {mpirun, "-n", std::to_string(spec.ranks), "--export=ALL", "--mpi=pmix", "--kill-on-bad-exit=1"};
+    std::vector<std::string> argv = {mpirun, "-n", std::to_string(spec.ranks), "--oversubscribe", "--bind-to", "none"};
+    if (!spec.hostfile.empty()) argv.insert(argv.end(), {"--hostfile", spec.hostfile});
+    argv.insert(argv.end(), spec.mpirun_args.begin(), spec.mpirun_args.end());
+    // Ranks on this host alone talk through shared memory and the loopback: an interface that comes or goes meanwhile
+    // (a VPN, the bridge of another run's emulated nodes) cannot break their wire-up.
+    if (spec.hostfile.empty() && spec.mpirun_args.empty())
+        for (const char* flag : {"oob_tcp_if_include", "btl_tcp_if_include"})
+            argv.insert(argv.end(), {"--mca", flag, "lo"});
+    // Shared-memory transport without the cross-memory-attach syscall, which containers often forbid.
+    for (const char* a : {"--mca", "btl_vader_single_copy_mechanism", "none"}) argv.push_back(a);
+    // mpirun hands ranks on other hosts only the variables named here: those set below, and a testing aid when it
+    // is set.
+    std::vector<const char*> forwarded = {"ULTRASCOPE_TOKEN", "ULTRASCOPE_STOP_WITH_LISTENER", "OMP_NUM_THREADS",
+                                          "OPENBLAS_NUM_THREADS"};
+    for (const char* var : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "ULTRASCOPE_FAKE_CLOCK_OFFSET_NS"}) {
+        const bool ours =
+            std::any_of(wait_env.begin(), wait_env.end(), [&](const auto& kv) { return kv.first == var; });
+        if (ours || std::getenv(var)) forwarded.push_back(var);
     }
-    m_argv.push_back(binary);
-    m_argv.insert(m_argv.end(), spec.train_args.begin(), spec.train_args.end());
-    if (!threads_given) {
-        m_argv.push_back("--threads");
-        m_argv.push_back(std::to_string(m_threads));
-    }
-    if (!spec.connect.empty()) {
-        m_argv.push_back("--connect");
-        m_argv.push_back(spec.connect);
-    }
+    for (const char* var : forwarded) argv.insert(argv.end(), {"-x", var});
+    return argv;
+}
 
-    // The child's environment, built before fork: after fork only async-signal-safe calls are allowed.
+// The child's environment, built before fork: after fork only async-signal-safe calls are allowed.
+std::vector<std::string> child_env(const LaunchSpec& spec, int threads, const Env& wait_env) {
     std::vector<std::string> env;
     auto set = [&](const std::string& key, const std::string& value) {
         std::erase_if(env, [&](const std::string& e) { return e.rfind(key + "=", 0) == 0; });
@@ -154,20 +139,25 @@ void Launcher::start(const LaunchSpec& spec) {
     // A launched run stops when its listener goes away (ultrascope-train: every rank at the same step); a run
     // started elsewhere and attached keeps training.
     set("ULTRASCOPE_STOP_WITH_LISTENER", spec.connect.empty() ? "0" : "1");
-    set("OMP_NUM_THREADS", std::to_string(m_threads));
-    set("OPENBLAS_NUM_THREADS", std::to_string(m_threads));
+    set("OMP_NUM_THREADS", std::to_string(threads));
+    set("OPENBLAS_NUM_THREADS", std::to_string(threads));
     for (const auto& [key, value] : wait_env) set(key, value);
     set("OMPI_MCA_mpi_yield_when_idle", "1");
     if (::geteuid() == 0) {
         set("OMPI_ALLOW_RUN_AS_ROOT", "1");
         set("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     }
+    return env;
+}
+
+// Forks and executes argv in a process group of its own (registered with the stop signals), its output merged into a
+// pipe; returns its pid and sets `output_fd` to the pipe's reading end (non-blocking).
+pid_t spawn(std::vector<std::string>& argv_text, std::vector<std::string>& env, int& output_fd) {
     std::vector<char*> argv, envp;
-    for (auto& a : m_argv) argv.push_back(a.data());
+    for (auto& a : argv_text) argv.push_back(a.data());
     argv.push_back(nullptr);
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
-
     int pipe_fds[2];
     US_CHECK_INPUT(::pipe2(pipe_fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
     const pid_t parent = ::getpid();
@@ -186,11 +176,35 @@ void Launcher::start(const LaunchSpec& spec) {
         ::_exit(127);
     }
     ::setpgid(pid, pid);
-    register_child_group(pid);
+    register_child_group(pid);  // from now on a stop signal reaches it
     ::close(pipe_fds[1]);
-    m_output_fd = pipe_fds[0];
-    ::fcntl(m_output_fd, F_SETFL, ::fcntl(m_output_fd, F_GETFL) | O_NONBLOCK);
-    m_pid = pid;
+    output_fd = pipe_fds[0];
+    ::fcntl(output_fd, F_SETFL, ::fcntl(output_fd, F_GETFL) | O_NONBLOCK);
+    return pid;
+}
+
+}  // namespace
+
+void Launcher::start(const LaunchSpec& spec) {
+    US_CHECK_INPUT(spec.ranks >= 1 && spec.ranks <= 1024, "the number of ranks must be between 1 and 1024 (got {})",
+                   spec.ranks);
+    const std::vector<HostEntry> hosts = check_launch_spec(spec);
+    std::string why;
+    const std::string mpirun = find_mpirun(spec.mpirun, why, spec.launcher);
+    US_CHECK_INPUT(!mpirun.empty(), "cannot launch: {}", why);
+    const std::string binary = spec.train_binary.empty() ? default_train_binary() : spec.train_binary;
+    US_CHECK_INPUT(::access(binary.c_str(), X_OK) == 0, "cannot launch: {} is missing (build it: cmake --build build)",
+                   binary);
+    m_threads = threads_for(spec, hosts);
+    const Env wait_env = wait_policy(m_threads, spec.ranks);
+    m_argv = launcher_argv(spec, mpirun, wait_env);
+    m_argv.push_back(binary);
+    m_argv.insert(m_argv.end(), spec.train_args.begin(), spec.train_args.end());
+    if (std::find(spec.train_args.begin(), spec.train_args.end(), "--threads") == spec.train_args.end())
+        m_argv.insert(m_argv.end(), {"--threads", std::to_string(m_threads)});
+    if (!spec.connect.empty()) m_argv.insert(m_argv.end(), {"--connect", spec.connect});
+    std::vector<std::string> argv = m_argv, env = child_env(spec, m_threads, wait_env);
+    m_pid = spawn(argv, env, m_output_fd);
     m_exit.reset();
 }
 

@@ -27,7 +27,7 @@ struct LaunchSpec {
     bool hosts_share_cores = false;        // the hostfile's hosts are this machine's (emulated nodes)
 };
 
-// Checks what can be checked before anything starts (the launcher's name, a hostfile only with mpirun, the
+// Checks what can be checked before anything starts (the launch options' rules, launch_options.h, and the
 // hostfile's lines) and returns the hostfile's hosts (none without one); UserError with what to do otherwise.
 std::vector<HostEntry> check_launch_spec(const LaunchSpec& spec);
 

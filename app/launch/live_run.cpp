@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 
@@ -23,51 +24,71 @@ std::string default_trace_path() {
     return path;
 }
 
+size_t parse_store_cap_mib(const std::string& text) {
+    char* end = nullptr;
+    const long long mib = std::strtoll(text.c_str(), &end, 10);
+    US_CHECK_INPUT(!text.empty() && *end == '\0' && mib > 0 && mib <= (1ll << 24),
+                   "--store-cap-mib '{}': expected a positive number of MiB, e.g. 2048 (the trace file keeps every "
+                   "event whatever the cap)",
+                   text);
+    return size_t(mib) << 20;
+}
+
 namespace {
 
 // The address ranks connect back to. Ranks on this machine reach a loopback listener; ranks on other hosts need the
 // listener on an address they can reach (--listen ADDR, or 0.0.0.0 and this machine's host name).
-std::string connect_address(const LiveRunOptions& o, const std::vector<HostEntry>& hosts) {
-    bool remote = o.launch.launcher == "srun";  // Slurm places ranks on the allocation's nodes
+std::string connect_address(const LaunchSpec& spec, const std::string& listen_host,
+                            const std::vector<HostEntry>& hosts) {
+    bool remote = spec.launcher == "srun";  // Slurm places ranks on the allocation's nodes
     for (const auto& h : hosts) remote |= !is_local_host(h.name);
-    const bool loopback = o.listen_host == "127.0.0.1" || o.listen_host == "localhost" || o.listen_host == "::1";
+    const bool loopback = listen_host == "127.0.0.1" || listen_host == "localhost" || listen_host == "::1";
     US_CHECK_INPUT(!remote || !loopback,
                    "ranks on other hosts cannot stream to {} (this machine's loopback): add --listen ADDR with this "
                    "machine's address on the network the hosts share (or --listen 0.0.0.0 to take every interface), "
                    "and open its port (--port P) in the firewall",
-                   o.listen_host);
-    if (o.listen_host != "0.0.0.0") return o.listen_host;
+                   listen_host);
+    if (listen_host != "0.0.0.0") return listen_host;
     if (!remote) return "127.0.0.1";
     char self[256] = {};
     ::gethostname(self, sizeof self - 1);
     return self;
 }
 
+LaunchSpec launch_spec_of(const LiveRunOptions& o) {
+    LaunchSpec spec;
+    spec.ranks = o.launch.ranks;
+    spec.train_args = o.train_args;
+    spec.train_binary = o.train_binary;
+    spec.mpirun = o.launch.mpirun;
+    spec.launcher = o.launch.hosts.launcher;
+    spec.hostfile = o.launch.hosts.hostfile;
+    return spec;
+}
+
 }  // namespace
 
 LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)), m_store(m_options.store) {
+    LaunchSpec spec = launch_spec_of(m_options);
+    std::string listen_host = m_options.launch.hosts.stream_listen;
+    if (!m_options.attach_only) validate(m_options.launch);  // everything that can be refused, before anything is made
     // Emulated nodes: their hostfile, mpirun's agent and the bridge's address, for the launch below.
-    if (m_options.nodes.nodes > 0 && !m_options.attach_only) {
-        US_CHECK_INPUT(m_options.launch.hostfile.empty() && m_options.launch.launcher == "mpirun",
-                       "--nodes emulates the hosts itself: leave out --hostfile and --launcher");
-        m_nodes = std::make_unique<EmulatedNodes>(m_options.nodes, m_options.launch.ranks);
-        m_options.launch.hostfile = m_nodes->hostfile();
-        m_options.launch.mpirun_args = m_nodes->mpirun_args();
-        m_options.launch.hosts_share_cores = true;
+    if (const NodeLinks& links = m_options.launch.hosts.nodes; links.count > 0 && !m_options.attach_only) {
+        m_nodes = std::make_unique<EmulatedNodes>(links, spec.ranks);
+        spec.hostfile = m_nodes->hostfile();
+        spec.mpirun_args = m_nodes->mpirun_args();
+        spec.hosts_share_cores = true;
         // the ranks must reach the listener from their namespaces: the bridge's address, unless one was chosen
-        if (m_options.listen_host == "127.0.0.1" || m_options.listen_host.empty())
-            m_options.listen_host = m_nodes->bridge_address();
+        if (listen_host == "127.0.0.1" || listen_host.empty()) listen_host = m_nodes->bridge_address();
     }
-    // Everything that can be refused is refused before a file or a socket is made.
     const std::string connect_host =
-        m_options.attach_only ? std::string() : connect_address(m_options, check_launch_spec(m_options.launch));
+        m_options.attach_only ? std::string() : connect_address(spec, listen_host, check_launch_spec(spec));
     m_trace_path = m_options.trace_path.empty() ? default_trace_path() : m_options.trace_path;
     m_listener = std::make_unique<prof::TraceListener>(
-        m_options.listen_host, m_options.listen_port, m_options.token.empty() ? prof::random_token() : m_options.token);
+        listen_host, m_options.listen_port, m_options.token.empty() ? prof::random_token() : m_options.token);
     m_file = std::make_unique<prof::TraceFileWriter>(m_trace_path);
     m_started = std::chrono::steady_clock::now();
     if (m_options.attach_only) return;
-    LaunchSpec spec = m_options.launch;
     spec.connect = fmt::format("{}:{}", connect_host, m_listener->port());
     spec.token = m_listener->token();
     spec.train_args.push_back("--quiet");  // progress is shown here, from the stream

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "app/launch/emulated_nodes.h"
+#include "app/launch/launch_options.h"
 #include "app/launch/launcher.h"
 #include "profiler/trace/trace_store.h"
 #include "profiler/transport/listener.h"
@@ -18,15 +19,18 @@
 namespace us::app {
 
 struct LiveRunOptions {
-    LaunchSpec launch;
-    std::string trace_path;  // empty: runs/run-<time>.ustrace
-    std::string listen_host = "127.0.0.1";
-    int listen_port = 0;            // 0: any free port
-    bool attach_only = false;       // listen for ranks started elsewhere; launch nothing
-    std::string token;              // attach: the token ranks must present (empty: a fresh random one)
-    prof::TraceStoreOptions store;  // the in-memory store's cap (the trace file keeps everything)
-    NodeLinks nodes{0};             // nodes > 0: emulated on this machine (emulated_nodes.h), kept for the run
+    LaunchOptions launch;  // how many ranks and where (launch_options.h: validate()d before anything starts)
+    std::vector<std::string> train_args;  // ultrascope-train flags
+    std::string train_binary;             // empty: the ultrascope-train next to this program
+    std::string trace_path;               // empty: runs/run-<time>.ustrace
+    int listen_port = 0;                  // 0: any free port (the address: launch.hosts.stream_listen)
+    bool attach_only = false;             // listen for ranks started elsewhere; launch nothing
+    std::string token;                    // attach: the token ranks must present (empty: a fresh random one)
+    prof::TraceStoreOptions store;        // the in-memory store's cap (the trace file keeps everything)
 };
+
+// --store-cap-mib N: the trace store's memory cap in bytes; UserError unless N is a positive whole number.
+size_t parse_store_cap_mib(const std::string& text);
 
 class LiveRun {
 public:
@@ -46,7 +50,7 @@ public:
     const prof::TraceStore& store() const { return m_store; }
     const std::string& trace_path() const { return m_trace_path; }
     const LiveRunOptions& options() const { return m_options; }
-    const EmulatedNodes* nodes() const { return m_nodes.get(); }  // null unless --nodes
+    const EmulatedNodes* nodes() const { return m_nodes.get(); }  // null unless launch.hosts.nodes
     const std::vector<std::string>& command_line() const { return m_launcher.command_line(); }
     int port() const { return m_listener->port(); }
     const std::string& token() const { return m_listener->token(); }

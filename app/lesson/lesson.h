@@ -29,7 +29,7 @@ struct LessonRun {
     std::string note;               // one line on what this run changes ("bf16 with fp32 master weights")
     int ranks = 1;                  // MPI ranks: the product dp x pp x tp x cp of its flags
     std::vector<std::string> args;  // ultrascope-train flags, e.g. {"--preset", "tiny", "--steps", "3"}
-    app::NodeLinks nodes{0};        // nodes > 0: on nodes emulated on this machine (root; docs/nodes.md)
+    app::NodeLinks nodes{0};        // count > 0: on nodes emulated on this machine (root; docs/nodes.md)
 };
 
 // A planner evaluation shown next to the measured runs (`ultrascope plan`, docs/planner.md): the same model on a

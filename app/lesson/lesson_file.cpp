@@ -124,7 +124,7 @@ LessonRun parse_run(const json& j, const std::string& where, const std::string& 
     if (f.has("nodes")) {  // {"count": N, "inter_node_gbps": G, "placement": "block" | "cyclic"}
         Fields n(f.at("nodes"), where, f.field("nodes"));
         n.only({"count", "inter_node_gbps", "placement"});
-        run.nodes.nodes = n.whole("count", 2, 2, 64);
+        run.nodes.count = n.whole("count", 2, 2, 64);
         run.nodes.inter_node_gbps = n.number("inter_node_gbps", 0);
         US_CHECK_INPUT(run.nodes.inter_node_gbps >= 0, "{}: {}: must not be negative", where,
                        n.field("inter_node_gbps"));
@@ -132,8 +132,8 @@ LessonRun parse_run(const json& j, const std::string& where, const std::string& 
         US_CHECK_INPUT(run.nodes.placement == "block" || run.nodes.placement == "cyclic",
                        "{}: {}: placement is block or cyclic, got '{}'", where, n.field("placement"),
                        run.nodes.placement);
-        US_CHECK_INPUT(run.ranks % run.nodes.nodes == 0, "{}: {}: {} ranks do not split over {} nodes", where,
-                       f.field("nodes"), run.ranks, run.nodes.nodes);
+        US_CHECK_INPUT(run.ranks % run.nodes.count == 0, "{}: {}: {} ranks do not split over {} nodes", where,
+                       f.field("nodes"), run.ranks, run.nodes.count);
     }
     return run;
 }

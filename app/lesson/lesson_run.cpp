@@ -16,8 +16,8 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> run_arguments(const LessonRun& run) {
     std::vector<std::string> args = {"-n", std::to_string(run.ranks)};
-    if (run.nodes.nodes > 0) {
-        args.insert(args.end(), {"--nodes", std::to_string(run.nodes.nodes), "--node-placement", run.nodes.placement});
+    if (run.nodes.count > 0) {
+        args.insert(args.end(), {"--nodes", std::to_string(run.nodes.count), "--node-placement", run.nodes.placement});
         if (run.nodes.inter_node_gbps > 0)
             args.insert(args.end(), {"--inter-node-gbps", fmt::format("{:g}", run.nodes.inter_node_gbps)});
     }
@@ -41,9 +41,9 @@ RunResult run_lesson_run(const Lesson& lesson, const LessonRun& run, const RunOp
 
     app::LiveRunOptions live;
     live.launch.ranks = run.ranks;
-    live.launch.train_args = run.args;
-    live.nodes = run.nodes;
-    live.launch.train_binary = options.train_binary;
+    live.launch.hosts.nodes = run.nodes;
+    live.train_args = run.args;
+    live.train_binary = options.train_binary;
     std::error_code ec;
     fs::create_directories(options.trace_dir, ec);
     US_CHECK_INPUT(!ec, "cannot create the trace directory {}: {}", options.trace_dir.string(), ec.message());

@@ -79,9 +79,22 @@ order() {
 order common "core" "schedule" "settings"
 order engine "backend data" "comm" "model" "optim" "parallel" "train" "main.cpp"
 order profiler "event.h" "record transport" "trace" "analysis import snapshot" "runs"
-order app "gui/model plan launch report_worker" "lesson" "cli" "gui" "main.cpp"
+order app "plan report_worker" "launch" "gui/model" "lesson" "gui/options cli" "gui/state" "gui/widgets" "gui/views" \
+  "gui/platform" "main.cpp"
+
+# ---- rules the order alone does not say
+never "app/plan app/launch app/lesson" "app/gui/(options|state|widgets|views|platform)/" \
+  "plan, launch and lesson include nothing of the GUI (a lesson reads the table of views, gui/model/view_table.h)"
+never "app/gui/state" "app/gui/(widgets|views|platform)/" "the GUI's state includes no view and no drawing"
+# apart DIR INDEX RULE: no file under DIR includes another file of DIR, except the index header INDEX
+apart() {
+  report "$3" "$(grep -rnE "${include_re}$1/" "$1" "${sources[@]}" | grep -vF "\"$2\"" || true)"
+}
+apart "app/gui/views" "app/gui/views/views.h" \
+  "views do not include each other (what several views draw lives in gui/widgets/; views.h lists the views)"
 
 if [ $broken = 0 ]; then
-  echo "layering: ok (common/ beneath engine/, profiler/ and app/; engine/ and app/ apart; each folder's layers one way)"
+  echo "layering: ok (common/ beneath engine/, profiler/ and app/; engine/ and app/ apart; each folder's layers one way;"
+  echo "  views apart, the GUI's state beneath its drawing, plan, launch and lesson beneath the GUI)"
 fi
 exit $broken

@@ -1,5 +1,5 @@
-// The GUI's command line (app/cli/gui_args.h): which arguments are the GUI's options, which are traces to open and
-// which pass through, in order, to the launched run; the trainer's switches and value flags as its own table says.
+// The GUI's command line (app/gui/options/gui_args.h): which arguments are the GUI's options, which are traces to open
+// and which pass through, in order, to the launched run; the trainer's switches and value flags as its own table says.
 #include <CLI/CLI.hpp>
 
 #include "app/gui/options/gui_args.h"
@@ -43,12 +43,12 @@ TEST_CASE("the GUI's own options fill its options and its defaults are the GUI's
     const auto none = parse({});
     CHECK(none.options.launch);
     CHECK(none.options.view == "all");
-    CHECK(none.options.ranks == 0);
+    CHECK(none.options.run.ranks == 0);
     CHECK(none.options.train_args.empty());
     CHECK(none.options.open_trace.empty());
     CHECK(none.options.store_cap_bytes == size_t(2048) << 20);
-    CHECK(none.options.launcher == "mpirun");
-    CHECK(none.options.stream_listen == "127.0.0.1");
+    CHECK(none.options.run.hosts.launcher == "mpirun");
+    CHECK(none.options.run.hosts.stream_listen == "127.0.0.1");
     CHECK(none.options.plan_cluster == "h100-sxm");
     CHECK(none.options.plan_gpus == 64);
 
@@ -87,7 +87,7 @@ TEST_CASE("the GUI's own options fill its options and its defaults are the GUI's
                           "trace.ustrace"})
                        .options;
     CHECK_FALSE(o.launch);
-    CHECK(o.ranks == 3);
+    CHECK(o.run.ranks == 3);
     CHECK(o.screenshot == "out.png");
     CHECK(o.view == "memory");
     CHECK(o.fit_step == 4);
@@ -95,9 +95,9 @@ TEST_CASE("the GUI's own options fill its options and its defaults are the GUI's
     CHECK(o.exit_when_done);
     CHECK(o.listen == "127.0.0.1:7000");
     CHECK(o.store_cap_bytes == size_t(64) << 20);
-    CHECK(o.hostfile == "hosts");
-    CHECK(o.launcher == "srun");
-    CHECK(o.stream_listen == "0.0.0.0");
+    CHECK(o.run.hosts.hostfile == "hosts");
+    CHECK(o.run.hosts.launcher == "srun");
+    CHECK(o.run.hosts.stream_listen == "0.0.0.0");
     CHECK(o.high_contrast);
     CHECK(o.plan_model == "gpt3-175b");
     CHECK(o.plan_cluster == "a100");
@@ -106,7 +106,7 @@ TEST_CASE("the GUI's own options fill its options and its defaults are the GUI's
     CHECK(o.plan_show);
     CHECK(o.open_trace == Args{"trace.ustrace"});
     CHECK(o.train_args.empty());  // nothing of the GUI's reaches the trainer
-    CHECK(parse({"--ranks", "5"}).options.ranks == 5);
+    CHECK(parse({"--ranks", "5"}).options.run.ranks == 5);
     CHECK(parse({"--view=timeline"}).options.view == "timeline");
     CHECK(parse({"--view", "ops", "--view", "overlap"}).options.view == "overlap");  // a repeated option: the last
 }
@@ -119,7 +119,7 @@ TEST_CASE("training flags pass through to the launched run in their order, among
     CHECK(o.train_args ==
           Args{"--dp", "2", "--lr", "0.001", "--sp", "--tp", "2", "--quiet", "--steps", "5", "--no-such-flag"});
     CHECK_FALSE(o.launch);
-    CHECK(o.ranks == 4);
+    CHECK(o.run.ranks == 4);
 }
 
 TEST_CASE("an existing path opens as a trace unless it is a training flag's value", "[cpu][app][gui-args]") {

@@ -1,8 +1,12 @@
 #include "app/gui/model/launch_settings.h"
 
+#include <fmt/format.h>
+
 #include "common/core/check.h"
+#include "common/core/format.h"
 #include "common/settings/cli.h"
 #include "common/settings/settings_schema.h"
+#include "profiler/analysis/predict.h"
 
 namespace us::gui {
 
@@ -109,6 +113,31 @@ std::string LaunchSettings::problem() const {
         return e.what();
     }
     return {};
+}
+
+std::string settings_prediction(const LaunchSettings& settings) {
+    const prof::Prediction p = prof::predict(prof::PredictInput::from_config(settings.resolve().to_json()));
+    const ParallelConfig& par = settings.config.parallel;
+    std::string s = fmt::format("predicted per rank: {} (peak), {:.1f} MFLOP/token", format_bytes(p.memory_total()),
+                                p.flops_per_token / 1e6);
+    s += fmt::format(
+        "\nactivations per layer {} (textbook {}); {} micro-batch(es) in flight on the "
+        "first stage",
+        format_bytes(p.activations_per_layer), format_bytes(p.activations_per_layer_formula),
+        p.micro_batches_in_flight);
+    if (par.tp > 1)
+        s += fmt::format("\n{} parameters per rank; tp sends {} per step (critical path)", p.params_on_rank,
+                         format_bytes(p.comm_bytes[size_t(prof::GroupKind::tp)]));
+    if (par.cp > 1)
+        s += fmt::format("\ncp {} sends {} per step", par.cp_comm == "allgather" ? "all-gather" : "ring",
+                         format_bytes(p.comm_bytes[size_t(prof::GroupKind::cp)]));
+    if (p.active_params != p.params)
+        s += fmt::format("\n{:.2f}M parameters, {:.2f}M active per token (FLOPs count these)", double(p.params) / 1e6,
+                         double(p.active_params) / 1e6);
+    if (par.ep > 1)
+        s += fmt::format("\n{:.2f}M of them here; ep all-to-alls send {} per step (uniform routing)",
+                         double(p.params_on_rank) / 1e6, format_bytes(p.comm_bytes[size_t(prof::GroupKind::ep)]));
+    return s;
 }
 
 bool LaunchSettings::operator==(const LaunchSettings& o) const {

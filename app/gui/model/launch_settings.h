@@ -8,18 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "app/launch/launch_options.h"
 #include "common/settings/config.h"
 
 namespace us::gui {
-
-// Where the ranks run: the launcher, an Open MPI hostfile, and the address they stream back to.
-struct HostSettings {
-    std::string launcher = "mpirun", hostfile, stream_listen = "127.0.0.1";
-    int nodes = 0;               // > 0: emulated on this machine (root; docs/nodes.md)
-    double inter_node_gbps = 0;  // their links (0 unshaped)
-    std::string placement = "block";
-    bool operator==(const HostSettings&) const = default;
-};
 
 // Which settings do anything in a configuration. The panel greys out the others, and what it greys out it does not
 // pass: train_args() and resolve() read effective(), where each of them is back at the preset's value.
@@ -35,8 +27,8 @@ struct Applicable {
 Applicable applicable(const TrainConfig& c);
 
 struct LaunchSettings {
-    TrainConfig config;  // the run; config.preset names the preset its arguments start from
-    HostSettings hosts;
+    TrainConfig config;      // the run; config.preset names the preset its arguments start from
+    app::HostOptions hosts;  // where its ranks run (the launch flags' owner, app/launch/launch_options.h)
 
     int ranks() const { return config.parallel.world(); }  // ep shares the dp ranks
     // Settings from ultrascope-train flags, read by the trainer's parser (UserError on a malformed flag).
@@ -59,6 +51,10 @@ struct LaunchSettings {
     std::string problem() const;
     bool operator==(const LaunchSettings& o) const;  // the same run on the same hosts
 };
+
+// What the formulas predict for settings that resolve (problem() is empty), in the launch panel's words: memory and
+// FLOPs per rank, activations, and the communication of tp, cp and ep where the panel has them on.
+std::string settings_prediction(const LaunchSettings& s);
 
 // A preset's configuration as the trainer's parser builds it for "--preset NAME" (the defaults when NAME is empty
 // or unknown here).

@@ -6,8 +6,9 @@
 #include <filesystem>
 #include <set>
 
-#include "app/cli/commands.h"
 #include "app/gui/model/view_table.h"
+#include "app/launch/launch_options.h"
+#include "app/launch/live_run.h"
 #include "app/lesson/lesson.h"
 #include "common/core/check.h"
 #include "common/settings/cli.h"
@@ -28,8 +29,7 @@ void declare_gui_options(CLI::App& app, gui::GuiOptions& o, GuiFlags& f) {
     app.add_option("--open", f.open, "Open a trace instead of launching")->type_name("TRACE");
     app.add_option("--listen", o.listen, "Also listen for runs started elsewhere (attach)")->type_name("[HOST:]PORT");
     app.add_flag("--no-launch", f.no_launch, "Start without launching a run");
-    app.add_option("-n,--ranks", o.ranks, "Ranks of the launched run (default: the layout's; dp 2 x pp 2 = 4)")
-        ->type_name("RANKS");
+    add_launch_flags(app, o.run, LaunchCommand::gui);  // -n, --hostfile, --launcher, --stream-listen, --nodes ...
     app.add_option("--screenshot", o.screenshot,
                    "Render, write OUT.png (and OUT.png.json with the views' regions), exit")
         ->type_name("OUT.png");
@@ -62,21 +62,6 @@ void declare_gui_options(CLI::App& app, gui::GuiOptions& o, GuiFlags& f) {
                    "Memory cap of the trace kept in memory (default 2048; the file "
                    "keeps all)")
         ->type_name("N");
-    app.add_option("--hostfile", o.hostfile, "Launch ranks on the hosts of an Open MPI hostfile (with --stream-listen)")
-        ->type_name("FILE");
-    app.add_option("--launcher", o.launcher, "mpirun (default) or srun (inside a Slurm allocation)")->type_name("L");
-    app.add_option("--stream-listen", o.stream_listen,
-                   "The address launched ranks stream back to (default 127.0.0.1; "
-                   "multi-host: this machine's address on the hosts' network, or "
-                   "0.0.0.0)")
-        ->type_name("ADDR");
-    app.add_option("--nodes", o.nodes,
-                   "Emulate this many nodes on this machine for the launched run (root; docs/nodes.md)")
-        ->type_name("N")
-        ->check(CLI::Range(0, 64));
-    app.add_option("--inter-node-gbps", o.inter_node_gbps, "With --nodes: the links between nodes, Gbit/s")
-        ->type_name("G")
-        ->check(CLI::NonNegativeNumber);
     app.footer(
         "Any other argument: a trace to open (a .ustrace file, PyTorch profiler files or their folder) if it "
         "exists, else a flag of the launched run (ultrascope-train --help).");
@@ -121,6 +106,7 @@ GuiArgs parse_gui_args(int argc, const char* const* argv) {
         fail_user("{} (see ultrascope --help)", e.what());
     }
     o.launch = !f.no_launch;
+    check_launch_flags(app, o.run);  // the launch panel's values: the rest of their rules is checked at the launch
     if (app.count("--store-cap-mib")) o.store_cap_bytes = parse_store_cap_mib(f.store_cap_mib);
     if (app.count("--font-size")) {
         char* end = nullptr;

@@ -1,17 +1,21 @@
-// The GUI's options, as `ultrascope [TRACE...] [GUI options] [training flags]` gives them (parsed by
-// app/cli/gui_args.cpp). Plain data: the headless fallback (no display, or a build without the GUI) reads it too.
+// The GUI's options, as `ultrascope [TRACE...] [GUI options] [training flags]` gives them (parsed by gui_args.cpp).
+// Plain data: main.cpp's headless fallback (no display, or a build without the GUI) reads it too.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include "app/launch/launch_options.h"
+
 namespace us::gui {
 
 struct GuiOptions {
     std::vector<std::string> open_trace;  // open this run instead of launching: a trace, or Kineto files/folders
     bool launch = true;                   // launch the default run at start (when no trace is opened)
-    int ranks = 0;                        // ranks of the launched run (0: the default run's, app/cli/default_run.h)
+    // The launched run's ranks (0: the default run's, app/launch/default_run.h) and where they run: -n, --hostfile,
+    // --launcher, --stream-listen, --nodes, --inter-node-gbps (app/launch/launch_options.h; the launch panel's hosts).
+    app::LaunchOptions run;
     std::vector<std::string> train_args;  // ultrascope-train flags of the launched run
     std::string listen;                   // [HOST:]PORT to listen on for runs started elsewhere (attach)
     std::string screenshot;               // write a PNG (and a .json of the views' regions) and exit
@@ -21,14 +25,9 @@ struct GuiOptions {
     int width = 1280, height = 800;
     float font_px = 0;  // --font-size: the UI font in pixels (0: 16 x the monitor's content scale)
     size_t store_cap_bytes = size_t(2) << 30;  // the trace store's memory cap (--store-cap-mib)
-    // Multi-host launches (the launch panel's "hosts"): mpirun --hostfile, or srun; the address launched ranks
-    // stream back to (this machine's, reachable from the hosts).
-    std::string hostfile, launcher = "mpirun", stream_listen = "127.0.0.1";
-    int nodes = 0;                 // --nodes: emulated on this machine (docs/nodes.md)
-    double inter_node_gbps = 0;    // --inter-node-gbps: their links
-    std::string lesson;            // --lesson NAME: open this workshop lesson and launch its first run
-    bool lesson_all_runs = false;  // --lesson-runs all: then each later run in turn (the comparison)
-    bool high_contrast = false;    // --high-contrast: the projector theme
+    std::string lesson;                        // --lesson NAME: open this workshop lesson and launch its first run
+    bool lesson_all_runs = false;              // --lesson-runs all: then each later run in turn (the comparison)
+    bool high_contrast = false;                // --high-contrast: the projector theme
     // --plan MODEL [--plan-cluster C] [--plan-gpus N]: open the Planner on that search
     std::string plan_model, plan_cluster = "h100-sxm";
     int plan_gpus = 64;

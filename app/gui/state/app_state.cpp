@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "app/launch/default_run.h"
@@ -13,10 +14,9 @@ namespace us::gui {
 
 AppState::AppState(const GuiOptions& options) : source(log, options.store_cap_bytes), m_options(options) {
     // The command line's training flags, read by the trainer's parser, are the panel's first settings.
-    const app::DefaultRun run = app::default_run(options.ranks, options.train_args);
+    const app::DefaultRun run = app::default_run(options.run.ranks, options.train_args);
     settings = LaunchSettings::from_args(run.args);
-    settings.hosts =
-        HostSettings{options.launcher, options.hostfile, options.stream_listen, options.nodes, options.inter_node_gbps};
+    settings.hosts = options.run.hosts;
     m_pending = settings;
     if (!options.lesson.empty()) lessons.open(options.lesson);
     if (!options.plan_model.empty()) {
@@ -115,7 +115,7 @@ void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string&
     // The launch panel now shows the opened run's settings: Relaunch reproduces it.
     if (const prof::RunInfo run = prof::run_info_of(*store); run.settings) {  // an imported run has none
         try {
-            const HostSettings hosts = settings.hosts;
+            const app::HostOptions hosts = settings.hosts;
             settings = LaunchSettings::from_config(*run.settings);
             settings.hosts = hosts;
         } catch (const std::exception& e) {
@@ -151,7 +151,7 @@ void AppState::launch_planned(size_t index) {
     const PlannerState::Plan& p = *planner.result;
     const plan::PlanResult& r = p.search.ranked[index];
     try {
-        const HostSettings hosts = settings.hosts;
+        const app::HostOptions hosts = settings.hosts;
         settings = LaunchSettings::from_args({"--preset", p.model.name});
         plan::apply_layout(r.layout, settings.config);  // the layout's settings on the preset's, no flag text between
         settings.hosts = hosts;
@@ -205,6 +205,22 @@ void AppState::open_trace(const std::vector<std::string>& paths) {
 RanksSource AppState::ranks_source() const {
     if (const prof::DigestReport* r = large_run.report()) return RanksSource{&r->run.ranks, &r->blame, true};
     return RanksSource{&report().digests, &report().blame, false};
+}
+
+Opened AppState::opened() const {
+    WhatIsOpen w;
+    w.from_digests = large_run.active();
+    if (const prof::TraceStore* s = store(); s && s->rank_count() > 0) {
+        w.imported = s->is_imported();
+        w.ranks = int(s->rank_count());
+    }
+    // A run being read counts from the start, not from its first rank in: several files are a framework's ranks
+    // (an Ultrascope trace is one file).
+    if (const auto p = source.load_progress(); p && p->files_total > 1) {
+        w.imported = true;
+        w.ranks = std::max(w.ranks, int(p->files_total));
+    }
+    return opened_kind(w);
 }
 
 void AppState::open_ranks(const std::vector<int>& ranks, bool with_peers) {

@@ -17,6 +17,7 @@
 #include "app/gui/state/lesson_player.h"
 #include "app/gui/state/planner_state.h"
 #include "app/gui/model/launch_settings.h"
+#include "app/gui/model/opening_layout.h"
 #include "app/gui/options/gui_options.h"
 #include "app/gui/state/message_log.h"
 #include "app/gui/state/run_comparison.h"
@@ -76,6 +77,10 @@ public:
     void open_trace(const std::vector<std::string>& paths);
     void attach(const std::string& listen);  // [HOST:]PORT
     RanksSource ranks_source() const;
+    // What is open, as the layout the window opens on sees it (model/opening_layout.h): a trace of several ranks
+    // from elsewhere (held whole, being read, or opened from its digests), or an engine run (or nothing yet).
+    Opened opened() const;
+    const OpeningLayout& layout() const { return opening_layout(opened()); }
     // The Ranks view's pick: in a run held whole the timeline scrolls to the first rank; in a large run the ranks
     // (with the ranks they waited for, when `with_peers`) are read whole into the timeline.
     void open_ranks(const std::vector<int>& ranks, bool with_peers);

@@ -35,12 +35,9 @@ bool DataSource::launch(const LaunchSettings& settings, const std::string& label
     stop();
     app::LiveRunOptions o;
     o.launch.ranks = settings.ranks();
+    o.launch.hosts = settings.hosts;
     o.store.max_bytes = m_store_cap_bytes;
-    o.launch.launcher = settings.hosts.launcher;
-    o.launch.hostfile = settings.hosts.hostfile;
-    o.listen_host = settings.hosts.stream_listen;
-    o.nodes = app::NodeLinks{settings.hosts.nodes, settings.hosts.inter_node_gbps, 0, settings.hosts.placement};
-    o.launch.train_args = settings.train_args();
+    o.train_args = settings.train_args();
     try {
         m_live = std::make_unique<app::LiveRun>(o);
     } catch (const UserError& e) {
@@ -63,7 +60,7 @@ bool DataSource::attach(const std::string& listen) {
     try {
         if (listen.find(':') != std::string::npos) {
             const prof::Endpoint e = prof::parse_endpoint(listen);
-            o.listen_host = e.host;
+            o.launch.hosts.stream_listen = e.host;
             o.listen_port = e.port;
         } else {
             o.listen_port = std::atoi(listen.c_str());
@@ -76,9 +73,10 @@ bool DataSource::attach(const std::string& listen) {
         return false;
     }
     m_kind = Source::attached;
-    m_label = fmt::format("attached on {}:{}", o.listen_host, m_live->port());
+    m_label = fmt::format("attached on {}:{}", o.launch.hosts.stream_listen, m_live->port());
     m_log.message(fmt::format("listening on {}:{}; start ranks elsewhere with ULTRASCOPE_TOKEN={} and --connect {}:{}",
-                              o.listen_host, m_live->port(), m_live->token(), o.listen_host, m_live->port()));
+                              o.launch.hosts.stream_listen, m_live->port(), m_live->token(),
+                              o.launch.hosts.stream_listen, m_live->port()));
     return true;
 }
 

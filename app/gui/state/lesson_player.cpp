@@ -46,11 +46,12 @@ void LessonPlayer::launch(AppState& app, int index, bool then_the_rest) {
     if (!l || index < 0 || index >= int(l->runs.size())) return;
     const lesson::LessonRun& run = l->runs[size_t(index)];
     try {
-        HostSettings hosts = app.settings.hosts;
+        app::HostOptions hosts = app.settings.hosts;
         // a run on emulated nodes brings them; the others run as authored, on this machine's hosts settings
-        hosts.nodes = run.nodes.nodes;
-        if (run.nodes.nodes > 0)
-            hosts.inter_node_gbps = run.nodes.inter_node_gbps, hosts.placement = run.nodes.placement;
+        if (run.nodes.count > 0)
+            hosts.nodes = run.nodes;
+        else
+            hosts.nodes.count = 0;
         app.settings = LaunchSettings::from_args(run.args);
         app.settings.hosts = hosts;
     } catch (const UserError& e) {
