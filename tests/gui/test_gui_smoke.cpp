@@ -491,6 +491,26 @@ TEST_CASE("a PyTorch run opens a rank at a time; a damaged file is named and the
     check_region_drawn(load_png(bad_shot), "timeline", shown["regions"]["timeline"]);
 }
 
+TEST_CASE("a PyTorch run of several ranks opens on the Ranks view and its verdict, the launch settings folded",
+          "[gui][kineto][blame]") {
+    // 4 DDP ranks, rank 2 slow (tests/data/kineto/blame/README.md)
+    const std::string run = std::string(US_TEST_DATA_DIR) + "/kineto/blame/ddp_slow_rank";
+    const std::string shot = temp_path("kineto-opening.png");
+    const ProcessResult r = run_process(ultrascope() + " " + run + " --screenshot " + shot);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto saved = nlohmann::json::parse(read_file(shot + ".json"));
+    const auto& regions = saved["regions"];
+    INFO(saved["shown"].dump(1));
+    CHECK(saved["shown"]["layout"] == "multi_rank_trace");
+    REQUIRE(regions.contains("ranks"));       // beside the timeline, where an engine run's memory view is
+    CHECK_FALSE(regions.contains("memory"));  // a tab now
+    const Image img = load_png(shot);
+    check_region_drawn(img, "ranks", regions["ranks"]);
+    check_region_drawn(img, "launch", regions["launch"]);
+    CHECK(saved["shown"]["ranks_view"]["culprit"] == 2);
+}
+
 namespace {
 
 // The store's bytes on each frame_stats line of `log`, in order.

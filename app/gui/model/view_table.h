@@ -9,15 +9,16 @@
 
 namespace us::gui {
 
-// Where the default layout puts a view (app/gui/frame_layout.cpp): the right of the window is the timeline across
-// the top and three columns below it; the last column's views are tabs of one window ("Training and runs"); the
-// planner and the snapshot are closable windows over the views.
+// Where the default layout puts a view (app/gui/platform/frame_layout.cpp): the right of the window is the timeline
+// across the top and three columns below it; the last column's views are tabs of one window ("Training and runs");
+// the planner and the snapshot are closable windows over the views. What is open may move a view into the first
+// column below the timeline, and the one there into the tabs (opening_layout.h).
 enum class Place { top, bottom_left, bottom_middle, tab, over };
 
-// X(id, title, tab label, place, draw function, shown flag (over only: a bool* of AppState `app`)). The order of
-// the tabs is their order here.
+// X(id, title, tab label (as a tab: the tab views', and a view an opening layout moves into the tabs), place, draw
+// function, shown flag (over only: a bool* of AppState `app`)). The order of the tabs is their order here.
 #define US_GUI_VIEWS(X)                                                                         \
-    X(memory, "Memory anatomy", "", Place::bottom_left, draw_memory_view, nullptr)              \
+    X(memory, "Memory anatomy", "Memory", Place::bottom_left, draw_memory_view, nullptr)        \
     X(timeline, "Timeline", "", Place::top, draw_timeline_view, nullptr)                        \
     X(overlap, "Overlap and utilization", "", Place::bottom_middle, draw_overlap_view, nullptr) \
     X(training, "Training", "Training", Place::tab, draw_training_view, nullptr)                \

@@ -12,6 +12,7 @@
 #include "app/gui/platform/frame.h"
 #include "app/gui/widgets/lesson_overlay.h"
 #include "app/gui/widgets/theme.h"
+#include "app/gui/model/opening_layout.h"
 #include "app/gui/model/view_table.h"
 #include "app/gui/views/views.h"
 
@@ -149,20 +150,22 @@ ImGuiTabItemFlags tab_flags(const AppState& app, FrameState& frame, const ViewNa
     return lesson_tab_flags(app, v.id);
 }
 
-// The window of the Place::tab views, one tab each in the table's order; timed as a whole.
-void draw_tabbed_window(AppState& app, FrameState& frame, Rect r, bool force_layout) {
+// The window of the views the layout makes tabs: one tab each, the table's tab views in its order, then a view the
+// layout moved there from beside the timeline; timed as a whole.
+void draw_tabbed_window(AppState& app, FrameState& frame, const OpeningLayout& layout, Rect r, bool force_layout) {
     const auto t0 = std::chrono::steady_clock::now();
     place(kTabbedWindowTitle, r, force_layout);
     if (ImGui::Begin(kTabbedWindowTitle, nullptr, fixed_flags(force_layout))) {
         record_region(app, kTabbedRegion);
         if (ImGui::BeginTabBar("curves")) {
-            for (const ViewSpec& v : kViews) {
-                if (v.name.place != Place::tab) continue;
-                if (ImGui::BeginTabItem(v.name.tab, nullptr, tab_flags(app, frame, v.name))) {
-                    v.draw(app);
-                    ImGui::EndTabItem();
+            for (const bool moved : {false, true})
+                for (const ViewSpec& v : kViews) {
+                    if (place_in(layout, v.name) != Place::tab || (v.name.place != Place::tab) != moved) continue;
+                    if (ImGui::BeginTabItem(v.name.tab, nullptr, tab_flags(app, frame, v.name))) {
+                        v.draw(app);
+                        ImGui::EndTabItem();
+                    }
                 }
-            }
             ImGui::EndTabBar();
         }
     }
@@ -214,12 +217,15 @@ void draw_frame(AppState& app, FrameState& frame, bool force_layout) {
         }
         return Rect{left, y0, rest_w, H};
     };
+    // What is open chooses where the views go (model/opening_layout.h): a multi-rank trace's Ranks view beside the
+    // timeline, an engine run's memory view.
+    const OpeningLayout& layout = app.layout();
     draw_left_column(app, frame, Rect{0, y0, left, H}, force_layout);
     // windows are created in this order (top, then the bottom row left to right), so the last one has the focus
     for (const Place p : {Place::top, Place::bottom_left, Place::bottom_middle})
         for (const ViewSpec& v : kViews)
-            if (v.name.place == p) view_window(app, frame, v, rect_of(p), force_layout);
-    draw_tabbed_window(app, frame, rect_of(Place::tab), force_layout);
+            if (place_in(layout, v.name) == p) view_window(app, frame, v, rect_of(p), force_layout);
+    draw_tabbed_window(app, frame, layout, rect_of(Place::tab), force_layout);
     for (const ViewSpec& v : kViews)
         if (v.name.place == Place::over) draw_over_window(app, v, rect_of(Place::over), force_layout);
     draw_lesson_highlights(app);

@@ -8,47 +8,59 @@
 
 namespace us::gui {
 
-nlohmann::json shown_facts(const AppState& app) {
-    nlohmann::json facts = nlohmann::json::object();
-    if (const auto checkpoint = app.last_checkpoint()) {
-        facts["last_checkpoint_step"] = checkpoint->step;
-        facts["last_checkpoint_path"] = checkpoint->path;
+namespace {
+
+nlohmann::json planner_facts(const PlannerState& planner) {
+    const auto& ranked = planner.result->search.ranked;
+    return {{"model", planner.result->model.name},
+            {"layouts", ranked.size()},
+            {"best", ranked.empty() ? "" : ranked.front().layout.describe()},
+            {"best_fits", !ranked.empty() && ranked.front().fits},
+            {"best_mfu", ranked.empty() ? 0.0 : ranked.front().mfu}};
+}
+
+// The overlap view's group names, with the nodes a group spans.
+std::set<std::string> overlap_groups(const prof::Report& report) {
+    std::set<std::string> groups;
+    for (const auto& r : report.ranks)
+        for (int g = 0; g < prof::kGroupCount; ++g)
+            if (r.steady.group_bytes[size_t(g)] != 0) groups.insert(overlap_group_label(r, g));
+    return groups;
+}
+
+// The snapshot window's figures (the first device of the one shown).
+nlohmann::json snapshot_facts(const SnapshotState& snapshots) {
+    const LoadedSnapshot& l = snapshots.snapshots()[size_t(snapshots.selected)];
+    nlohmann::json devices = nlohmann::json::array();
+    for (const auto& d : l.analysis.devices)
+        devices.push_back({{"device", d.device},
+                           {"peak_allocated", d.peak_allocated},
+                           {"reserved_bytes", d.reserved_bytes},
+                           {"ooms", d.ooms.size()},
+                           {"sites", d.sites.size()}});
+    return {{"path", l.path}, {"snapshots", snapshots.snapshots().size()}, {"devices", devices}};
+}
+
+nlohmann::json lesson_facts(const AppState& app, const lesson::Lesson& l) {
+    nlohmann::json claims = nlohmann::json::array();
+    const auto& check = app.lessons.check();
+    for (size_t i = 0; i < l.claims.size(); ++i) {
+        const bool ready = app.lessons.claim_ready(l.claims[i]);
+        const lesson::ClaimResult* r = check && i < check->claims.size() ? &check->claims[i] : nullptr;
+        claims.push_back({{"says", l.claims[i].says},
+                          {"status", !ready || !r                               ? "waiting"
+                                     : r->status == lesson::ClaimStatus::held   ? "held"
+                                     : r->status == lesson::ClaimStatus::failed ? "failed"
+                                                                                : "invalid"}});
     }
-    facts["launch_args"] = app.settings.train_args();
-    facts["font_px"] = font_px();
-    facts["source"] = {{"label", app.source.label()},
-                       {"provenance", app.provenance()},
-                       {"ranks", app.store() ? app.store()->ranks().size() : size_t(0)},
-                       {"step_s", app.report().throughput.step_s},
-                       {"mfu", app.report().throughput.mfu}};
-    if (app.planner.result) {
-        const auto& ranked = app.planner.result->search.ranked;
-        facts["planner"] = {{"model", app.planner.result->model.name},
-                            {"layouts", ranked.size()},
-                            {"best", ranked.empty() ? "" : ranked.front().layout.describe()},
-                            {"best_fits", !ranked.empty() && ranked.front().fits},
-                            {"best_mfu", ranked.empty() ? 0.0 : ranked.front().mfu}};
-    }
-    if (!app.planner.error.empty()) facts["planner_error"] = app.planner.error;
-    {  // the overlap view's group names, with the nodes a group spans
-        std::set<std::string> groups;
-        for (const auto& r : app.report().ranks)
-            for (int g = 0; g < prof::kGroupCount; ++g)
-                if (r.steady.group_bytes[size_t(g)] != 0) groups.insert(overlap_group_label(r, g));
-        facts["overlap_groups"] = groups;
-    }
-    if (!app.snapshots.empty()) {  // the snapshot window's figures (the first device of the one shown)
-        const LoadedSnapshot& l = app.snapshots.snapshots()[size_t(app.snapshots.selected)];
-        nlohmann::json devices = nlohmann::json::array();
-        for (const auto& d : l.analysis.devices)
-            devices.push_back({{"device", d.device},
-                               {"peak_allocated", d.peak_allocated},
-                               {"reserved_bytes", d.reserved_bytes},
-                               {"ooms", d.ooms.size()},
-                               {"sites", d.sites.size()}});
-        facts["snapshot"] = {{"path", l.path}, {"snapshots", app.snapshots.snapshots().size()}, {"devices", devices}};
-    }
-    if (auto categories = app.views.memory_categories.facts(); !categories.is_null()) facts["memory_categories"] = categories;
+    nlohmann::json runs = nlohmann::json::array();
+    for (const auto& [label, report] : app.lessons.reports()) runs.push_back(label);
+    return {
+        {"name", l.name}, {"runs_measured", runs}, {"claims", claims}, {"compared_runs", app.comparison.runs.size()}};
+}
+
+// What the views of the run shown say: the Ranks view's verdict, a planned layout launched beside its prediction.
+void run_facts(const AppState& app, nlohmann::json& facts) {
     if (const RanksSource r = app.ranks_source(); r.digests && r.blame) {  // the Ranks view's run
         const bool named = r.blame->culprit && !r.blame->stragglers.empty();
         facts["ranks_view"] = {
@@ -65,25 +77,32 @@ nlohmann::json shown_facts(const AppState& app) {
                                      {"memory_measured", measured},
                                      {"step_s_measured", app.report().throughput.step_s}};
     }
-    if (const lesson::Lesson* l = app.lessons.current()) {
-        nlohmann::json claims = nlohmann::json::array();
-        const auto& check = app.lessons.check();
-        for (size_t i = 0; i < l->claims.size(); ++i) {
-            const bool ready = app.lessons.claim_ready(l->claims[i]);
-            const lesson::ClaimResult* r = check && i < check->claims.size() ? &check->claims[i] : nullptr;
-            claims.push_back({{"says", l->claims[i].says},
-                              {"status", !ready || !r                               ? "waiting"
-                                         : r->status == lesson::ClaimStatus::held   ? "held"
-                                         : r->status == lesson::ClaimStatus::failed ? "failed"
-                                                                                    : "invalid"}});
-        }
-        nlohmann::json runs = nlohmann::json::array();
-        for (const auto& [label, report] : app.lessons.reports()) runs.push_back(label);
-        facts["lesson"] = {{"name", l->name},
-                           {"runs_measured", runs},
-                           {"claims", claims},
-                           {"compared_runs", app.comparison.runs.size()}};
+}
+
+}  // namespace
+
+nlohmann::json shown_facts(const AppState& app) {
+    nlohmann::json facts = nlohmann::json::object();
+    if (const auto checkpoint = app.last_checkpoint()) {
+        facts["last_checkpoint_step"] = checkpoint->step;
+        facts["last_checkpoint_path"] = checkpoint->path;
     }
+    facts["launch_args"] = app.settings.train_args();
+    facts["font_px"] = font_px();
+    facts["layout"] = app.layout().name;
+    facts["source"] = {{"label", app.source.label()},
+                       {"provenance", app.provenance()},
+                       {"ranks", app.store() ? app.store()->ranks().size() : size_t(0)},
+                       {"step_s", app.report().throughput.step_s},
+                       {"mfu", app.report().throughput.mfu}};
+    if (app.planner.result) facts["planner"] = planner_facts(app.planner);
+    if (!app.planner.error.empty()) facts["planner_error"] = app.planner.error;
+    facts["overlap_groups"] = overlap_groups(app.report());
+    if (!app.snapshots.empty()) facts["snapshot"] = snapshot_facts(app.snapshots);
+    if (auto categories = app.views.memory_categories.facts(); !categories.is_null())
+        facts["memory_categories"] = categories;
+    run_facts(app, facts);
+    if (const lesson::Lesson* l = app.lessons.current()) facts["lesson"] = lesson_facts(app, *l);
     if (const prof::TraceStore* store = app.store()) {
         facts["store_bytes"] = store->bytes_used();
         facts["store_cap_bytes"] = store->options().max_bytes;
