@@ -42,6 +42,89 @@ std::vector<std::string> groupings_of(const std::vector<prof::RankDigest>& diges
     return out;
 }
 
+// A step's figure of a digest (the waits come from the blame, 0 here).
+double step_figure(const prof::DigestStep& s, RankFigure figure) {
+    switch (figure) {
+        case RankFigure::compute:
+            return s.compute_s;
+        case RankFigure::exposed:
+            return s.exposed_s;
+        case RankFigure::bubble:
+            return s.bubble_s;
+        case RankFigure::idle:
+            return s.idle_s;
+        default:
+            return 0;
+    }
+}
+
+// The cells in digest order, each rank's total of the figure, and the waiting each caused.
+struct Cells {
+    size_t cols = 0;
+    std::vector<float> cells;  // [digest * cols + column]; < 0 where the rank lacks the step
+    std::vector<double> totals, caused;
+};
+
+Cells cells_of(const std::vector<prof::RankDigest>& digests, const prof::Blame& blame, RankFigure figure,
+               const std::vector<int>& steps) {
+    std::map<int, size_t> column;
+    for (size_t c = 0; c < steps.size(); ++c) column[steps[c]] = c;
+    std::map<int, size_t> index_of_rank;
+    for (size_t i = 0; i < digests.size(); ++i) index_of_rank[digests[i].rank] = i;
+    const size_t n = digests.size();
+    Cells out;
+    out.cols = steps.size();
+    out.cells.assign(n * out.cols, -1.0f);
+    out.totals.assign(n, 0.0);
+    out.caused.assign(n, 0.0);
+    auto add = [&](size_t i, int step, double v) {
+        float& c = out.cells[i * out.cols + column.at(step)];
+        c = std::max(0.0f, c) + float(v);
+        out.totals[i] += v;
+    };
+    for (size_t i = 0; i < n; ++i)
+        for (const prof::DigestStep& s : digests[i].steps) add(i, s.step, step_figure(s, figure));
+    for (const prof::RankStepWait& w : blame.waits) {
+        const auto it = index_of_rank.find(w.rank);
+        if (it == index_of_rank.end() || !column.count(w.step)) continue;
+        out.caused[it->second] += w.caused_s;
+        if (figure == RankFigure::caused) add(it->second, w.step, w.caused_s);
+        if (figure == RankFigure::suffered) add(it->second, w.step, w.suffered_s);
+    }
+    return out;
+}
+
+// The rows: by group, then in the order asked for (ties by rank); the cells and totals copied in that order, the
+// groups' first rows and labels noted.
+void order_rows(RanksModel& m, const std::vector<prof::RankDigest>& digests, const Cells& c,
+                const std::string& group_by, RankOrder order) {
+    const size_t n = digests.size(), cols = c.cols;
+    std::vector<std::pair<std::string, std::string>> groups(n);
+    for (size_t i = 0; i < n; ++i) groups[i] = group_of(digests[i], group_by);
+    std::vector<size_t> rows(n);
+    std::iota(rows.begin(), rows.end(), 0);
+    auto value_of = [&](size_t i) {
+        return order == RankOrder::value ? c.totals[i] : order == RankOrder::caused ? c.caused[i] : 0.0;
+    };
+    std::stable_sort(rows.begin(), rows.end(), [&](size_t a, size_t b) {
+        if (groups[a].first != groups[b].first) return groups[a].first < groups[b].first;
+        if (value_of(a) != value_of(b)) return value_of(a) > value_of(b);
+        return digests[a].rank < digests[b].rank;
+    });
+    m.rows = rows;
+    m.cells.resize(n * cols);
+    m.totals.resize(n);
+    for (size_t r = 0; r < n; ++r) {
+        const size_t i = rows[r];
+        std::copy_n(c.cells.begin() + std::ptrdiff_t(i * cols), cols, m.cells.begin() + std::ptrdiff_t(r * cols));
+        m.totals[r] = c.totals[i];
+        if (r == 0 || groups[i].first != groups[rows[r - 1]].first) {
+            m.group_starts.push_back(r);
+            m.group_labels.push_back(groups[i].second);
+        }
+    }
+}
+
 }  // namespace
 
 RanksModel build_ranks_model(const std::vector<prof::RankDigest>& digests, const prof::Blame& blame, RankFigure figure,
@@ -52,77 +135,8 @@ RanksModel build_ranks_model(const std::vector<prof::RankDigest>& digests, const
     for (const prof::RankDigest& d : digests)
         for (const prof::DigestStep& s : d.steps) steps.insert(s.step);
     m.steps.assign(steps.begin(), steps.end());
-    std::map<int, size_t> column;
-    for (size_t c = 0; c < m.steps.size(); ++c) column[m.steps[c]] = c;
-    std::map<int, size_t> index_of_rank;
-    for (size_t i = 0; i < digests.size(); ++i) index_of_rank[digests[i].rank] = i;
-
-    // The cells in digest order first.
-    const size_t n = digests.size(), cols = m.steps.size();
-    std::vector<float> cells(n * cols, -1.0f);
-    std::vector<double> totals(n, 0.0);
-    auto add = [&](size_t i, int step, double v) {
-        float& c = cells[i * cols + column.at(step)];
-        c = std::max(0.0f, c) + float(v);
-        totals[i] += v;
-    };
-    for (size_t i = 0; i < n; ++i)
-        for (const prof::DigestStep& s : digests[i].steps) {
-            double v = 0;
-            switch (figure) {
-                case RankFigure::compute:
-                    v = s.compute_s;
-                    break;
-                case RankFigure::exposed:
-                    v = s.exposed_s;
-                    break;
-                case RankFigure::bubble:
-                    v = s.bubble_s;
-                    break;
-                case RankFigure::idle:
-                    v = s.idle_s;
-                    break;
-                default:
-                    break;  // the waits come from the blame
-            }
-            add(i, s.step, v);
-        }
-    std::vector<double> caused(n, 0.0);
-    for (const prof::RankStepWait& w : blame.waits) {
-        const auto it = index_of_rank.find(w.rank);
-        if (it == index_of_rank.end() || !column.count(w.step)) continue;
-        caused[it->second] += w.caused_s;
-        if (figure == RankFigure::caused) add(it->second, w.step, w.caused_s);
-        if (figure == RankFigure::suffered) add(it->second, w.step, w.suffered_s);
-    }
-
-    // The rows: by group, then in the order asked for (ties by rank).
-    std::vector<std::pair<std::string, std::string>> groups(n);
-    for (size_t i = 0; i < n; ++i) groups[i] = group_of(digests[i], group_by);
-    std::vector<size_t> order_rows(n);
-    std::iota(order_rows.begin(), order_rows.end(), 0);
-    auto value_of = [&](size_t i) {
-        return order == RankOrder::value ? totals[i] : order == RankOrder::caused ? caused[i] : 0.0;
-    };
-    std::stable_sort(order_rows.begin(), order_rows.end(), [&](size_t a, size_t b) {
-        if (groups[a].first != groups[b].first) return groups[a].first < groups[b].first;
-        if (value_of(a) != value_of(b)) return value_of(a) > value_of(b);
-        return digests[a].rank < digests[b].rank;
-    });
-    m.rows = order_rows;
-    m.cells.resize(n * cols);
-    m.totals.resize(n);
-    for (size_t r = 0; r < n; ++r) {
-        const size_t i = order_rows[r];
-        std::copy_n(cells.begin() + std::ptrdiff_t(i * cols), cols, m.cells.begin() + std::ptrdiff_t(r * cols));
-        m.totals[r] = totals[i];
-        if (r == 0 || groups[i].first != groups[order_rows[r - 1]].first) {
-            m.group_starts.push_back(r);
-            m.group_labels.push_back(groups[i].second);
-        }
-    }
+    order_rows(m, digests, cells_of(digests, blame, figure, m.steps), group_by, order);
     for (float c : m.cells) m.max_value = std::max(m.max_value, c);
-
     m.marks = blamed_ranks(blame);
     return m;
 }

@@ -64,19 +64,14 @@ const char* status_word(bool ready, const lesson::ClaimResult* r) {
     }
 }
 
-void draw_lesson(AppState& app, const lesson::Lesson& l) {
-    LessonPlayer& player = app.lessons;
-    if (ImGui::SmallButton("< all lessons")) {
-        player.close();
-        return;
-    }
+// The title, what to look at, the formula, the question to ask and its answer.
+void draw_text(LessonPlayer& player, const lesson::Lesson& l) {
     ImGui::SetWindowFontScale(1.25f);
     ImGui::PushTextWrapPos(0);
     ImGui::TextUnformatted(l.title.c_str());
     ImGui::PopTextWrapPos();
     ImGui::SetWindowFontScale(1.0f);
     ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "Playbook: %s", l.section.c_str());
-
     heading("Look at");
     paragraph(l.look_at);
     heading("The formula");
@@ -87,7 +82,11 @@ void draw_lesson(AppState& app, const lesson::Lesson& l) {
         ImGui::Checkbox("show the answer", &player.show_answer);
         if (player.show_answer) paragraph(l.answer);
     }
+}
 
+// The lesson's runs: each launched (again) on its own, or all of them in turn.
+void draw_runs(AppState& app, const lesson::Lesson& l) {
+    LessonPlayer& player = app.lessons;
     heading("Runs");
     const bool busy = player.busy() || app.source.running();
     for (size_t i = 0; i < l.runs.size(); ++i) {
@@ -116,41 +115,38 @@ void draw_lesson(AppState& app, const lesson::Lesson& l) {
         ImGui::EndDisabled();
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("one after the other; the Compare tab shows them side by side");
     }
+}
 
-    heading("Where to look");
-    for (const auto& h : l.highlights)
-        ImGui::BulletText("%s: %s%s%s", h.view.c_str(), h.note.c_str(), h.run.empty() ? "" : " - run ", h.run.c_str());
-    // The notes are drawn over the views only while they show one of this lesson's runs.
-    if (const std::string shown = player.shown_run(app); !shown.empty())
-        ImGui::TextDisabled("the views show run %s: its notes are drawn over them", shown.c_str());
-    else
-        ImGui::TextDisabled("the views show no run of this lesson: launch one to see the notes over them");
+// One claim: its status, what it says, and the figures it was checked on (or why it says so, before they come).
+void draw_claim(const lesson::Claim& c, bool ready, const lesson::ClaimResult* r) {
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextColored(status_color(ready, r), "[%s]", status_word(ready, r));
+    ImGui::SameLine();
+    ImGui::TextUnformatted(c.says.c_str());
+    if (ready && r) {
+        // "measured zero3: rank.memory_peak_bytes.params ...: 1.2 MiB  ~ within 2%  formula ...: 1.2 MiB"
+        auto side = [](const lesson::OperandResult& o) {
+            if (o.source == lesson::FigureSource::constant) return o.shown;
+            return fmt::format("{} {}: {}", lesson::source_name(o.source), o.what, o.shown);
+        };
+        ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s  %s  %s", side(r->measured).c_str(),
+                           r->comparison.c_str(), side(r->expected).c_str());
+        if (!r->explanation.empty()) ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", r->explanation.c_str());
+    } else if (!c.why.empty()) {
+        ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1), "why: %s", c.why.c_str());
+    }
+    ImGui::PopTextWrapPos();
+}
 
+// The claims checked on the measured runs, then what the check adds beyond them: runs whose figures miss their
+// prediction, unexplained.
+void draw_claims(const LessonPlayer& player, const lesson::Lesson& l) {
     heading("The claim, checked on the measured runs");
     const auto& check = player.check();
     for (size_t i = 0; i < l.claims.size(); ++i) {
         const lesson::Claim& c = l.claims[i];
-        const bool ready = player.claim_ready(c);
-        const lesson::ClaimResult* r = check && i < check->claims.size() ? &check->claims[i] : nullptr;
-        ImGui::PushTextWrapPos(0);
-        ImGui::TextColored(status_color(ready, r), "[%s]", status_word(ready, r));
-        ImGui::SameLine();
-        ImGui::TextUnformatted(c.says.c_str());
-        if (ready && r) {
-            // "measured zero3: rank.memory_peak_bytes.params ...: 1.2 MiB  ~ within 2%  formula ...: 1.2 MiB"
-            auto side = [](const lesson::OperandResult& o) {
-                if (o.source == lesson::FigureSource::constant) return o.shown;
-                return fmt::format("{} {}: {}", lesson::source_name(o.source), o.what, o.shown);
-            };
-            ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s  %s  %s", side(r->measured).c_str(),
-                               r->comparison.c_str(), side(r->expected).c_str());
-            if (!r->explanation.empty()) ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", r->explanation.c_str());
-        } else if (!c.why.empty()) {
-            ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1), "why: %s", c.why.c_str());
-        }
-        ImGui::PopTextWrapPos();
+        draw_claim(c, player.claim_ready(c), check && i < check->claims.size() ? &check->claims[i] : nullptr);
     }
-    // What the check adds beyond the lesson's claims: runs whose figures miss their prediction, unexplained.
     for (size_t i = l.claims.size(); check && i < check->claims.size(); ++i) {
         const lesson::ClaimResult& r = check->claims[i];
         ImGui::PushTextWrapPos(0);
@@ -160,6 +156,25 @@ void draw_lesson(AppState& app, const lesson::Lesson& l) {
         ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s", r.explanation.c_str());
         ImGui::PopTextWrapPos();
     }
+}
+
+void draw_lesson(AppState& app, const lesson::Lesson& l) {
+    LessonPlayer& player = app.lessons;
+    if (ImGui::SmallButton("< all lessons")) {
+        player.close();
+        return;
+    }
+    draw_text(player, l);
+    draw_runs(app, l);
+    heading("Where to look");
+    for (const auto& h : l.highlights)
+        ImGui::BulletText("%s: %s%s%s", h.view.c_str(), h.note.c_str(), h.run.empty() ? "" : " - run ", h.run.c_str());
+    // The notes are drawn over the views only while they show one of this lesson's runs.
+    if (const std::string shown = player.shown_run(app); !shown.empty())
+        ImGui::TextDisabled("the views show run %s: its notes are drawn over them", shown.c_str());
+    else
+        ImGui::TextDisabled("the views show no run of this lesson: launch one to see the notes over them");
+    draw_claims(player, l);
 }
 
 }  // namespace

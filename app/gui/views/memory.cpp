@@ -23,150 +23,175 @@ namespace {
 constexpr ImU32 kCachedColor = IM_COL32(150, 150, 165, 210);  // freed blocks the allocator keeps
 constexpr ImU32 kUntrackedColor = IM_COL32(75, 78, 92, 255);  // runtime, libraries, buffers, fragmentation
 
-void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankReport* rr, float height) {
-    const ImVec2 p0 = ImGui::GetCursorScreenPos();
-    const float axis_w = 64;
-    const float w = std::max(80.0f, ImGui::GetContentRegionAvail().x - axis_w);
-    const ImVec2 a0(p0.x + axis_w, p0.y), a1(a0.x + w, p0.y + height);
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    dl->AddRectFilled(a0, a1, IM_COL32(18, 20, 26, 255));
-    ImGui::InvisibleButton("memory_plot", ImVec2(w + axis_w, height));
-    ImGui::SetItemAllowOverlap();  // the process band's toggle sits on the plot
-    const bool hovered = ImGui::IsItemHovered();
+// The stacked plot's frame: where it is on screen, the time window it spans and its byte scale.
+struct StackPlot {
+    ImDrawList* dl = nullptr;
+    ImVec2 p0, a0, a1;  // the plot's corner with the axis; the drawing area's corners
+    float w = 0;
+    int64_t t0 = 0, t1 = 1, ymax = 1;
+    double yscale = 1;
+    float x_of(int64_t t) const { return a0.x + float(double(t - t0) / double(t1 - t0) * w); }
+    float y_of(double bytes) const { return a1.y - float(bytes * yscale); }
+};
 
+// The pixel columns of the window, with what the process holds beyond the categories when it is shown: it can dwarf
+// a small model's categories into a flat line, and then it is left out unless asked for (the table keeps its figures).
+struct StackColumns {
+    std::vector<MemoryColumn> cols;
+    bool dwarfs = false, show_process = false;
+    int64_t held_max = 0;
+};
+
+StackColumns stack_columns(AppState& app, int rank, int width) {
+    StackColumns out;
     const int64_t t0 = app.window.t0, t1 = app.window.t1;
-    const auto& tl = app.derived.memory_timeline(rank.rank);
-    const int width = int(w);
-    auto cols = build_memory_columns(tl, t0, t1, width);
-    // What the process holds beyond the categories (runtime, libraries) can dwarf a small model's categories into
-    // a flat line: then it is left out of the plot unless asked for (the table below keeps its figures).
-    int64_t tracked_max = 1, held_max = 0;
-    for (const auto& c : cols) tracked_max = std::max(tracked_max, c.total);
-    auto with_process = cols;
-    fill_process_columns(with_process, app.derived.process_timeline(rank.rank), t0, t1);
-    for (const auto& c : with_process) held_max = std::max(held_max, c.held);
-    const bool dwarfs = held_max > 8 * tracked_max;
-    int& process_band = app.views.memory.process_band;  // -1: automatic, 0: hidden, 1: shown
-    const bool show_process = process_band < 0 ? !dwarfs : process_band == 1;
-    if (show_process) cols = std::move(with_process);
-    int64_t ymax = 1;
-    for (const auto& c : cols) ymax = std::max({ymax, c.total, c.held});
-    if (rr) ymax = std::max(ymax, rr->predicted.memory_total());
-    const double yscale = (height - 4) / double(ymax);
+    out.cols = build_memory_columns(app.derived.memory_timeline(rank), t0, t1, width);
+    int64_t tracked_max = 1;
+    for (const auto& c : out.cols) tracked_max = std::max(tracked_max, c.total);
+    auto with_process = out.cols;
+    fill_process_columns(with_process, app.derived.process_timeline(rank), t0, t1);
+    for (const auto& c : with_process) out.held_max = std::max(out.held_max, c.held);
+    out.dwarfs = out.held_max > 8 * tracked_max;
+    const int process_band = app.views.memory.process_band;  // -1: automatic, 0: hidden, 1: shown
+    out.show_process = process_band < 0 ? !out.dwarfs : process_band == 1;
+    if (out.show_process) out.cols = std::move(with_process);
+    return out;
+}
 
-    // forward / backward / optimizer bands, then the stack, then step marks
-    for (const auto& b : phase_bands(rank, t0, t1)) {
-        const float x0 = a0.x + float(double(std::max(b.begin, t0) - t0) / double(t1 - t0) * w);
-        const float x1 = a0.x + float(double(std::min(b.end, t1) - t0) / double(t1 - t0) * w);
-        dl->AddRectFilled(ImVec2(x0, a0.y), ImVec2(std::max(x0 + 1, x1), a1.y), phase_color(b.phase, 0.10f));
-    }
-    for (int x = 0; x < width; ++x) {
+// Each column: the categories stacked, then the allocator's cache, then what nothing tracks.
+void draw_columns(const StackPlot& plot, const std::vector<MemoryColumn>& cols) {
+    for (int x = 0; x < int(cols.size()); ++x) {
         const MemoryColumn& c = cols[size_t(x)];
         if (!c.has_data) continue;
         double base = 0;
-        for (int k = 0; k < kMemCategoryCount; ++k) {
-            if (c.bytes[size_t(k)] <= 0) continue;
-            const float ya = a1.y - float(base * yscale),
-                        yb = a1.y - float((base + double(c.bytes[size_t(k)])) * yscale);
-            dl->AddRectFilled(ImVec2(a0.x + x, yb), ImVec2(a0.x + x + 1, ya), category_color(k, 0.9f));
-            base += double(c.bytes[size_t(k)]);
-        }
-        // above the tracked categories: the allocator's cache, then what nothing tracks
-        for (const auto& [bytes, color] :
-             {std::pair{c.cache_shown(), kCachedColor}, std::pair{c.untracked_shown(), kUntrackedColor}}) {
-            if (bytes <= 0) continue;
-            const float ya = a1.y - float(base * yscale), yb = a1.y - float((base + double(bytes)) * yscale);
-            dl->AddRectFilled(ImVec2(a0.x + x, yb), ImVec2(a0.x + x + 1, ya), color);
+        auto box = [&](int64_t bytes, ImU32 color) {
+            plot.dl->AddRectFilled(ImVec2(plot.a0.x + x, plot.y_of(base + double(bytes))),
+                                   ImVec2(plot.a0.x + x + 1, plot.y_of(base)), color);
             base += double(bytes);
-        }
-    }
-    float last_label = -1e9f;
-    for (const auto& [t, step] : step_marks(rank, t0, t1)) {
-        const float x = a0.x + float(double(t - t0) / double(t1 - t0) * w);
-        dl->AddLine(ImVec2(x, a0.y), ImVec2(x, a1.y), IM_COL32(255, 255, 255, 60));
-        if (x - last_label > 60) {  // labels only where they fit
-            dl->AddText(ImVec2(x + 3, a0.y + 2), kTextDim, fmt::format("step {}", step).c_str());
-            last_label = x;
-        }
-    }
-    // predicted total as a dashed line
-    if (rr) {
-        const float y = a1.y - float(double(rr->predicted.memory_total()) * yscale);
-        for (float x = a0.x; x < a1.x; x += 10)
-            dl->AddLine(ImVec2(x, y), ImVec2(std::min(x + 5, a1.x), y), IM_COL32(255, 255, 255, 140));
-        const char* label = "predicted (sum of peaks)";
-        dl->AddText(ImVec2(a1.x - ImGui::CalcTextSize(label).x - 4, y + 2), kTextDim, label);
-    }
-    // y axis
-    for (int i = 0; i <= 4; ++i) {
-        const double v = double(ymax) * i / 4;
-        const float y = a1.y - float(v * yscale);
-        dl->AddLine(ImVec2(a0.x - 4, y), ImVec2(a0.x, y), kTextDim);
-        dl->AddText(ImVec2(p0.x, y - 8), kTextDim, format_bytes(int64_t(v)).c_str());
-    }
-    dl->AddRect(a0, a1, IM_COL32(70, 70, 80, 255));
-
-    // zoom and pan, shared with the timeline
-    const ImGuiIO& io = ImGui::GetIO();
-    if (hovered) {
-        const int64_t t_mouse = t0 + int64_t(double(io.MousePos.x - a0.x) / w * double(t1 - t0));
-        if (io.MouseWheel != 0) app.window.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
-        if (ImGui::IsMouseDragging(ImGuiMouseButton_Left))
-            app.window.pan(-int64_t(double(io.MouseDelta.x) / w * double(t1 - t0)));
-        if (!io.WantTextInput && ImGui::IsKeyPressed('F'))
-            app.window.fit_step(app.report(), step_at(app.report(), t_mouse));
-        if (!io.WantTextInput && ImGui::IsKeyPressed('A')) app.fit_all();
-        // readout
-        const int x = int(io.MousePos.x - a0.x);
-        if (x >= 0 && x < width && cols[size_t(x)].has_data) {
-            const MemoryColumn& c = cols[size_t(x)];
-            dl->AddLine(ImVec2(io.MousePos.x, a0.y), ImVec2(io.MousePos.x, a1.y), IM_COL32(255, 255, 255, 120));
-            ImGui::BeginTooltip();
-            ImGui::Text("step %d, %s (%s)", c.step, std::string(prof::kPhaseNames[size_t(c.phase)]).c_str(),
-                        app.provenance());
-            for (int k = kMemCategoryCount - 1; k >= 0; --k)
-                if (c.bytes[size_t(k)] > 0) {
-                    legend_item(category_color(k),
-                                fmt::format("{:<16} {}", kMemCategoryNames[size_t(k)], format_bytes(c.bytes[size_t(k)]))
-                                    .c_str());
-                }
-            ImGui::Text("total            %s", format_bytes(c.total).c_str());
-            if (c.held >= 0) {
-                legend_item(kCachedColor,
-                            fmt::format("{:<16} {}", "allocator cache", format_bytes(c.cache_shown())).c_str());
-                legend_item(kUntrackedColor,
-                            fmt::format("{:<16} {}", "not tracked", format_bytes(c.untracked_shown())).c_str());
-                ImGui::Text("process held     %s (sampled at the phase's start)", format_bytes(c.held).c_str());
-            }
-            ImGui::EndTooltip();
-        }
-    }
-    if (dwarfs || process_band >= 0) {
-        const ImVec2 after = ImGui::GetCursorScreenPos();
-        ImGui::SetCursorScreenPos(ImVec2(a0.x + 6, a0.y + 4));
-        ImGui::PushFont(small_font());
-        const std::string label = show_process
-                                      ? std::string("hide the process band")
-                                      : fmt::format("show what the process holds ({})", format_bytes(held_max));
-        if (ImGui::SmallButton(label.c_str())) process_band = show_process ? 0 : 1;
-        if (ImGui::IsItemHovered())
-            ImGui::SetTooltip(
-                "the process's resident set (or the device's memory in use) beyond the tracked categories:\n"
-                "runtime, libraries, buffers; hidden by default when it is over 8x the categories' peak");
-        ImGui::PopFont();
-        ImGui::SetCursorScreenPos(after);
+        };
+        for (int k = 0; k < kMemCategoryCount; ++k)
+            if (c.bytes[size_t(k)] > 0) box(c.bytes[size_t(k)], category_color(k, 0.9f));
+        for (const auto& [bytes, color] :
+             {std::pair{c.cache_shown(), kCachedColor}, std::pair{c.untracked_shown(), kUntrackedColor}})
+            if (bytes > 0) box(bytes, color);
     }
 }
 
-void draw_peaks(const AppState& app, const prof::RankReport& r) {
-    if (!begin_wide_table("peaks", 6, 0)) return;
-    ImGui::TableSetupColumn("category");
-    ImGui::TableSetupColumn(fmt::format("peak ({})", app.provenance()).c_str());
-    ImGui::TableSetupColumn("predicted");
-    ImGui::TableSetupColumn("formula");
-    ImGui::TableSetupColumn("at");
-    ImGui::TableSetupColumn("step 1 / steady");
-    ImGui::TableHeadersRow();
+// Step marks (labelled where they fit), the predicted total as a dashed line, the y axis and the frame.
+void draw_marks_and_axis(const StackPlot& plot, const prof::RankTrace& rank, const prof::RankReport* rr) {
+    ImDrawList* dl = plot.dl;
+    float last_label = -1e9f;
+    for (const auto& [t, step] : step_marks(rank, plot.t0, plot.t1)) {
+        const float x = plot.x_of(t);
+        dl->AddLine(ImVec2(x, plot.a0.y), ImVec2(x, plot.a1.y), IM_COL32(255, 255, 255, 60));
+        if (x - last_label > 60) {  // labels only where they fit
+            dl->AddText(ImVec2(x + 3, plot.a0.y + 2), kTextDim, fmt::format("step {}", step).c_str());
+            last_label = x;
+        }
+    }
+    if (rr) {
+        const float y = plot.y_of(double(rr->predicted.memory_total()));
+        for (float x = plot.a0.x; x < plot.a1.x; x += 10)
+            dl->AddLine(ImVec2(x, y), ImVec2(std::min(x + 5, plot.a1.x), y), IM_COL32(255, 255, 255, 140));
+        const char* label = "predicted (sum of peaks)";
+        dl->AddText(ImVec2(plot.a1.x - ImGui::CalcTextSize(label).x - 4, y + 2), kTextDim, label);
+    }
+    for (int i = 0; i <= 4; ++i) {
+        const double v = double(plot.ymax) * i / 4;
+        const float y = plot.y_of(v);
+        dl->AddLine(ImVec2(plot.a0.x - 4, y), ImVec2(plot.a0.x, y), kTextDim);
+        dl->AddText(ImVec2(plot.p0.x, y - 8), kTextDim, format_bytes(int64_t(v)).c_str());
+    }
+    dl->AddRect(plot.a0, plot.a1, IM_COL32(70, 70, 80, 255));
+}
+
+// The hovered column's figures.
+void column_tooltip(const AppState& app, const MemoryColumn& c) {
+    ImGui::BeginTooltip();
+    ImGui::Text("step %d, %s (%s)", c.step, std::string(prof::kPhaseNames[size_t(c.phase)]).c_str(), app.provenance());
+    for (int k = kMemCategoryCount - 1; k >= 0; --k)
+        if (c.bytes[size_t(k)] > 0)
+            legend_item(
+                category_color(k),
+                fmt::format("{:<16} {}", kMemCategoryNames[size_t(k)], format_bytes(c.bytes[size_t(k)])).c_str());
+    ImGui::Text("total            %s", format_bytes(c.total).c_str());
+    if (c.held >= 0) {
+        legend_item(kCachedColor, fmt::format("{:<16} {}", "allocator cache", format_bytes(c.cache_shown())).c_str());
+        legend_item(kUntrackedColor,
+                    fmt::format("{:<16} {}", "not tracked", format_bytes(c.untracked_shown())).c_str());
+        ImGui::Text("process held     %s (sampled at the phase's start)", format_bytes(c.held).c_str());
+    }
+    ImGui::EndTooltip();
+}
+
+// Zoom and pan, shared with the timeline; the keys; the readout of the column under the mouse.
+void handle_plot_input(AppState& app, const StackPlot& plot, const std::vector<MemoryColumn>& cols) {
+    const ImGuiIO& io = ImGui::GetIO();
+    const int64_t t0 = plot.t0, t1 = plot.t1;
+    const int64_t t_mouse = t0 + int64_t(double(io.MousePos.x - plot.a0.x) / plot.w * double(t1 - t0));
+    if (io.MouseWheel != 0) app.window.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
+    if (ImGui::IsMouseDragging(ImGuiMouseButton_Left))
+        app.window.pan(-int64_t(double(io.MouseDelta.x) / plot.w * double(t1 - t0)));
+    if (!io.WantTextInput && ImGui::IsKeyPressed('F'))
+        app.window.fit_step(app.report(), step_at(app.report(), t_mouse));
+    if (!io.WantTextInput && ImGui::IsKeyPressed('A')) app.fit_all();
+    const int x = int(io.MousePos.x - plot.a0.x);
+    if (x < 0 || x >= int(cols.size()) || !cols[size_t(x)].has_data) return;
+    plot.dl->AddLine(ImVec2(io.MousePos.x, plot.a0.y), ImVec2(io.MousePos.x, plot.a1.y), IM_COL32(255, 255, 255, 120));
+    column_tooltip(app, cols[size_t(x)]);
+}
+
+// The button on the plot that shows or hides the process band, where it matters.
+void draw_process_toggle(AppState& app, const StackPlot& plot, const StackColumns& c) {
+    int& process_band = app.views.memory.process_band;
+    if (!c.dwarfs && process_band < 0) return;
+    const ImVec2 after = ImGui::GetCursorScreenPos();
+    ImGui::SetCursorScreenPos(ImVec2(plot.a0.x + 6, plot.a0.y + 4));
+    ImGui::PushFont(small_font());
+    const std::string label = c.show_process
+                                  ? std::string("hide the process band")
+                                  : fmt::format("show what the process holds ({})", format_bytes(c.held_max));
+    if (ImGui::SmallButton(label.c_str())) process_band = c.show_process ? 0 : 1;
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "the process's resident set (or the device's memory in use) beyond the tracked categories:\n"
+            "runtime, libraries, buffers; hidden by default when it is over 8x the categories' peak");
+    ImGui::PopFont();
+    ImGui::SetCursorScreenPos(after);
+}
+
+// The rank's bytes by category stacked over the time window, over its phases' bands, with step marks, the predicted
+// total and a readout.
+void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankReport* rr, float height) {
+    StackPlot plot;
+    plot.p0 = ImGui::GetCursorScreenPos();
+    const float axis_w = 64;
+    plot.w = std::max(80.0f, ImGui::GetContentRegionAvail().x - axis_w);
+    plot.a0 = ImVec2(plot.p0.x + axis_w, plot.p0.y);
+    plot.a1 = ImVec2(plot.a0.x + plot.w, plot.p0.y + height);
+    plot.dl = ImGui::GetWindowDrawList();
+    plot.dl->AddRectFilled(plot.a0, plot.a1, IM_COL32(18, 20, 26, 255));
+    ImGui::InvisibleButton("memory_plot", ImVec2(plot.w + axis_w, height));
+    ImGui::SetItemAllowOverlap();  // the process band's toggle sits on the plot
+    const bool hovered = ImGui::IsItemHovered();
+    plot.t0 = app.window.t0, plot.t1 = app.window.t1;
+    const StackColumns c = stack_columns(app, rank.rank, int(plot.w));
+    for (const auto& col : c.cols) plot.ymax = std::max({plot.ymax, col.total, col.held});
+    if (rr) plot.ymax = std::max(plot.ymax, rr->predicted.memory_total());
+    plot.yscale = (height - 4) / double(plot.ymax);
+    for (const auto& b : phase_bands(rank, plot.t0, plot.t1)) {  // forward / backward / optimizer bands
+        const float x0 = plot.x_of(std::max(b.begin, plot.t0)), x1 = plot.x_of(std::min(b.end, plot.t1));
+        plot.dl->AddRectFilled(ImVec2(x0, plot.a0.y), ImVec2(std::max(x0 + 1, x1), plot.a1.y),
+                               phase_color(b.phase, 0.10f));
+    }
+    draw_columns(plot, c.cols);
+    draw_marks_and_axis(plot, rank, rr);
+    if (hovered) handle_plot_input(app, plot, c.cols);
+    draw_process_toggle(app, plot, c);
+}
+
+// One category's row of the peaks table: measured, predicted, the formula's, when, and step 1 against steady.
+void draw_category_peak(const AppState& app, const prof::RankReport& r, int k) {
     auto cell = [](const std::string& text) {
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(text.c_str());
@@ -177,35 +202,38 @@ void draw_peaks(const AppState& app, const prof::RankReport& r) {
     // A planner's prediction shown as a trace: its peaks are the planner's figures (the engine's walk for this
     // engine's models, in the predicted column too; the formulas of docs/planner.md for others).
     const bool predicted_trace = app.showing_prediction();
-    for (int k = 0; k < kMemCategoryCount; ++k) {
-        const auto& pred = r.predicted.memory[size_t(k)];
-        if (r.memory.peak[size_t(k)] == 0 && (!pred || *pred == 0)) continue;
-        ImGui::TableNextRow();
+    const auto& pred = r.predicted.memory[size_t(k)];
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    legend_item(category_color(k), std::string(kMemCategoryNames[size_t(k)]).c_str());
+    cell(format_bytes(r.memory.peak[size_t(k)]));
+    miss_marker(app.report().misses, "memory." + std::string(kMemCategoryNames[size_t(k)]), r.rank);
+    cell(or_text(pred, predicted_trace ? "-" : "not modelled"));
+    cell(or_text(r.predicted.memory_formula[size_t(k)], "-"));
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "formula: the textbook's figure (ZeRO bytes per parameter; Korthikanti et al. per layer x\n"
+            "layers x micro-batches in flight); '-' where the textbook has none");
+    cell(std::string(prof::kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])]));
+    ImGui::TableNextColumn();
+    ImGui::Text("%s / %s", format_bytes(r.memory.step1_peak[size_t(k)]).c_str(),
+                r.memory.has_steady ? format_bytes(r.memory.steady_peak[size_t(k)]).c_str() : "-");
+}
+
+// The sums: the peaks of the modelled categories (like for like with the prediction) and the peak of their sum.
+void draw_peak_sums(const AppState& app, const prof::RankReport& r) {
+    auto cell = [](const std::string& text) {
         ImGui::TableNextColumn();
-        legend_item(category_color(k), std::string(kMemCategoryNames[size_t(k)]).c_str());
-        cell(format_bytes(r.memory.peak[size_t(k)]));
-        miss_marker(app.report().misses, "memory." + std::string(kMemCategoryNames[size_t(k)]), r.rank);
-        cell(or_text(pred, predicted_trace ? "-" : "not modelled"));
-        cell(or_text(r.predicted.memory_formula[size_t(k)], "-"));
-        if (ImGui::IsItemHovered())
-            ImGui::SetTooltip(
-                "formula: the textbook's figure (ZeRO bytes per parameter; Korthikanti et al. per layer x\n"
-                "layers x micro-batches in flight); '-' where the textbook has none");
-        cell(std::string(prof::kPhaseNames[size_t(r.memory.peak_phase[size_t(k)])]));
-        ImGui::TableNextColumn();
-        ImGui::Text("%s / %s", format_bytes(r.memory.step1_peak[size_t(k)]).c_str(),
-                    r.memory.has_steady ? format_bytes(r.memory.steady_peak[size_t(k)]).c_str() : "-");
-    }
-    // like for like: the sum of the peaks of the categories the prediction models, measured and predicted
-    const int64_t modelled = r.memory_modelled_sum_peak;
-    if (!predicted_trace || r.predicted.memory_total() > 0) {  // nothing to sum beside a prediction of another model
+        ImGui::TextUnformatted(text.c_str());
+    };
+    if (!app.showing_prediction() || r.predicted.memory_total() > 0) {  // nothing to sum beside another model's
         ImGui::TableNextRow();
         cell("sum of peaks");
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip(
                 "the sum of each modelled category's own peak, measured and predicted (the formula's: model\n"
                 "states and activations); peaks of different categories need not coincide");
-        cell(format_bytes(modelled));
+        cell(format_bytes(r.memory_modelled_sum_peak));
         cell(format_bytes(r.predicted.memory_total()));
         cell(format_bytes(r.predicted.memory_formula_total()));
         cell("");
@@ -220,24 +248,47 @@ void draw_peaks(const AppState& app, const prof::RankReport& r) {
     ImGui::TableNextColumn();
     ImGui::Text("%s / %s", format_bytes(r.memory.step1_total_peak).c_str(),
                 r.memory.has_steady ? format_bytes(r.memory.steady_total_peak).c_str() : "-");
-    if (r.process.sampled) {
-        ImGui::TableNextRow();
+}
+
+// What the process held beyond the categories: the allocator's cache, what nothing tracks, the whole.
+void draw_process_peaks(const prof::RankReport& r) {
+    auto cell = [](const std::string& text) {
         ImGui::TableNextColumn();
-        legend_item(kCachedColor, "allocator cache");
-        cell(format_bytes(r.process.cached_peak));
-        ImGui::TableNextRow();
-        ImGui::TableNextColumn();
-        legend_item(kUntrackedColor, "not tracked");
-        if (ImGui::IsItemHovered())
-            ImGui::SetTooltip(
-                "%s - the allocator's live and cached bytes, sampled at every phase boundary (measured):\n"
-                "runtime, libraries, communication buffers, thread stacks, fragmentation",
-                r.process.device ? "the device's memory in use (driver, all processes)" : "the resident set");
-        cell(format_bytes(r.process.untracked_peak));
-        ImGui::TableNextRow();
-        cell(r.process.device ? "device in use" : "process (RSS)");
-        cell(format_bytes(r.process.held_peak));
+        ImGui::TextUnformatted(text.c_str());
+    };
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    legend_item(kCachedColor, "allocator cache");
+    cell(format_bytes(r.process.cached_peak));
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    legend_item(kUntrackedColor, "not tracked");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "%s - the allocator's live and cached bytes, sampled at every phase boundary (measured):\n"
+            "runtime, libraries, communication buffers, thread stacks, fragmentation",
+            r.process.device ? "the device's memory in use (driver, all processes)" : "the resident set");
+    cell(format_bytes(r.process.untracked_peak));
+    ImGui::TableNextRow();
+    cell(r.process.device ? "device in use" : "process (RSS)");
+    cell(format_bytes(r.process.held_peak));
+}
+
+void draw_peaks(const AppState& app, const prof::RankReport& r) {
+    if (!begin_wide_table("peaks", 6, 0)) return;
+    ImGui::TableSetupColumn("category");
+    ImGui::TableSetupColumn(fmt::format("peak ({})", app.provenance()).c_str());
+    ImGui::TableSetupColumn("predicted");
+    ImGui::TableSetupColumn("formula");
+    ImGui::TableSetupColumn("at");
+    ImGui::TableSetupColumn("step 1 / steady");
+    ImGui::TableHeadersRow();
+    for (int k = 0; k < kMemCategoryCount; ++k) {
+        const auto& pred = r.predicted.memory[size_t(k)];
+        if (r.memory.peak[size_t(k)] != 0 || (pred && *pred != 0)) draw_category_peak(app, r, k);
     }
+    draw_peak_sums(app, r);
+    if (r.process.sampled) draw_process_peaks(r);
     ImGui::EndTable();
 }
 

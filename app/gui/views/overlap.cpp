@@ -180,57 +180,38 @@ void draw_hta_table(const prof::Report& rep) {
     ImGui::EndTable();
 }
 
-}  // namespace
+// The pipeline's bubble: measured on the busiest stage, the formula's and the simulated schedule's, as bars.
+void draw_bubble(const AppState& app, const prof::PipelineBubble& pb) {
+    std::string formula;
+    for (const auto& r : app.report().ranks)
+        if (r.rank == pb.busiest_rank) formula = r.predicted.bubble_formula;
+    ImGui::Text("pipeline bubble: %s %.3f", app.provenance(), pb.measured);
+    miss_marker(app.report().misses, "pipeline.bubble", pb.busiest_rank);
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "(busiest stage, rank %d)", pb.busiest_rank);
+    ImGui::SameLine();
+    ImGui::Text("  predicted %s = %.3f, simulated %.3f", formula.c_str(), pb.theory, pb.simulated);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "measured: idle time of the busiest stage between the pipeline's first and last op of a\n"
+            "step, over its op time. predicted: the textbook formula. simulated: the run's schedule\n"
+            "on an ideal machine (forward 1, backward 2, no communication time).");
+    const float w = ImGui::GetContentRegionAvail().x * 0.5f, h = ImGui::GetTextLineHeight();
+    const float scale = float(std::max({pb.measured, pb.theory, pb.simulated, 1e-9}));
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    for (auto [label, v, color] : {std::tuple{app.provenance(), pb.measured, kIdle},
+                                   {"predicted", pb.theory, kCompute},
+                                   {"simulated", pb.simulated, kOverlapped}}) {
+        const ImVec2 p = ImGui::GetCursorScreenPos();
+        dl->AddRectFilled(ImVec2(p.x + 80, p.y + 2), ImVec2(p.x + 80 + w * float(v) / scale, p.y + h - 1), color);
+        ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s", label);
+        ImGui::SameLine(90 + w);
+        ImGui::Text("%.3f", v);
+    }
+}
 
-void draw_overlap_view(AppState& app) {
-    const OverlapModel m = build_overlap_model(app.report());
-    legend_item(kCompute, "compute");
-    ImGui::SameLine();
-    legend_item(kOverlapped, "comm hidden");
-    ImGui::SameLine();
-    legend_item(kExposed, "comm exposed");
-    ImGui::SameLine();
-    legend_item(kIdle, "idle");
-    if (m.bars.empty()) {
-        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no steps measured yet");
-        return;
-    }
-    if (app.report().imported)
-        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1),
-                           "measured over the steady steps (the first profiled step left out)");
-    else if (!app.showing_prediction())
-        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps (step 1 left out)");
-    else
-        ImGui::TextColored(kPredictedColor,
-                           "PREDICTED by the planner's model over its steady steps: nothing here was measured");
-    if (const prof::PipelineBubble& pb = app.report().pipeline; pb.busiest_rank >= 0) {
-        std::string formula;
-        for (const auto& r : app.report().ranks)
-            if (r.rank == pb.busiest_rank) formula = r.predicted.bubble_formula;
-        ImGui::Text("pipeline bubble: %s %.3f", app.provenance(), pb.measured);
-        miss_marker(app.report().misses, "pipeline.bubble", pb.busiest_rank);
-        ImGui::SameLine();
-        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "(busiest stage, rank %d)", pb.busiest_rank);
-        ImGui::SameLine();
-        ImGui::Text("  predicted %s = %.3f, simulated %.3f", formula.c_str(), pb.theory, pb.simulated);
-        if (ImGui::IsItemHovered())
-            ImGui::SetTooltip(
-                "measured: idle time of the busiest stage between the pipeline's first and last op of a\n"
-                "step, over its op time. predicted: the textbook formula. simulated: the run's schedule\n"
-                "on an ideal machine (forward 1, backward 2, no communication time).");
-        const float w = ImGui::GetContentRegionAvail().x * 0.5f, h = ImGui::GetTextLineHeight();
-        const float scale = float(std::max({pb.measured, pb.theory, pb.simulated, 1e-9}));
-        ImDrawList* dl = ImGui::GetWindowDrawList();
-        for (auto [label, v, color] : {std::tuple{app.provenance(), pb.measured, kIdle},
-                                       {"predicted", pb.theory, kCompute},
-                                       {"simulated", pb.simulated, kOverlapped}}) {
-            const ImVec2 p = ImGui::GetCursorScreenPos();
-            dl->AddRectFilled(ImVec2(p.x + 80, p.y + 2), ImVec2(p.x + 80 + w * float(v) / scale, p.y + h - 1), color);
-            ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s", label);
-            ImGui::SameLine(90 + w);
-            ImGui::Text("%.3f", v);
-        }
-    }
+// A bar per rank: compute alone, comm hidden, comm exposed, idle; the rank the blame names outlined.
+void draw_bars(const AppState& app, const OverlapModel& m) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const float bar_h = ImGui::GetTextLineHeight() + 4;
     for (size_t i = 0; i < m.bars.size(); ++i) {
@@ -259,36 +240,66 @@ void draw_overlap_view(AppState& app) {
                 b.label.c_str(), app.provenance(), 100 * b.compute_only, 100 * b.overlapped, 100 * b.exposed,
                 100 * b.idle);
     }
-    ImGui::Spacing();
-    if (begin_wide_table("overlap", 5, int(m.bars.size()))) {
-        ImGui::TableSetupColumn("rank");
-        ImGui::TableSetupColumn("overlap");
-        ImGui::TableSetupColumn("exposed");
-        ImGui::TableSetupColumn("idle");
-        ImGui::TableSetupColumn("bubble");
-        ImGui::TableHeadersRow();
-        for (size_t i = 0; i < m.bars.size(); ++i) {
-            const OverlapBar& b = m.bars[i];
-            ImGui::TableNextRow();
-            if (int(i) == m.marked) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(90, 30, 30, 255));
-            ImGui::TableNextColumn();
-            ImGui::Text("%d", b.rank);
-            if (ImGui::IsItemHovered())
-                ImGui::SetTooltip("%s: %.3f s over the steady steps", b.label.c_str(), b.wall_s);
-            ImGui::TableNextColumn();
-            ImGui::Text("%.1f%%", b.overlap_pct);
-            ImGui::TableNextColumn();
-            ImGui::Text("%.1f%%", 100 * b.exposed);
-            ImGui::TableNextColumn();
-            ImGui::Text("%.1f%%", 100 * b.idle);
-            ImGui::TableNextColumn();
-            if (app.report().predict_input.pp > 1)
-                ImGui::Text("%.2f (%.2f)", b.bubble_fraction, b.bubble_theory);
-            else
-                ImGui::TextUnformatted("-");  // no pipeline: idle inside the step is exposed comm or waiting
-        }
-        ImGui::EndTable();
+}
+
+// The same figures per rank in a table, with each stage's bubble against the formula's.
+void draw_rank_table(const AppState& app, const OverlapModel& m) {
+    if (!begin_wide_table("overlap", 5, int(m.bars.size()))) return;
+    ImGui::TableSetupColumn("rank");
+    ImGui::TableSetupColumn("overlap");
+    ImGui::TableSetupColumn("exposed");
+    ImGui::TableSetupColumn("idle");
+    ImGui::TableSetupColumn("bubble");
+    ImGui::TableHeadersRow();
+    for (size_t i = 0; i < m.bars.size(); ++i) {
+        const OverlapBar& b = m.bars[i];
+        ImGui::TableNextRow();
+        if (int(i) == m.marked) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(90, 30, 30, 255));
+        ImGui::TableNextColumn();
+        ImGui::Text("%d", b.rank);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: %.3f s over the steady steps", b.label.c_str(), b.wall_s);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.1f%%", b.overlap_pct);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.1f%%", 100 * b.exposed);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.1f%%", 100 * b.idle);
+        ImGui::TableNextColumn();
+        if (app.report().predict_input.pp > 1)
+            ImGui::Text("%.2f (%.2f)", b.bubble_fraction, b.bubble_theory);
+        else
+            ImGui::TextUnformatted("-");  // no pipeline: idle inside the step is exposed comm or waiting
     }
+    ImGui::EndTable();
+}
+
+}  // namespace
+
+void draw_overlap_view(AppState& app) {
+    const OverlapModel m = build_overlap_model(app.report());
+    legend_item(kCompute, "compute");
+    ImGui::SameLine();
+    legend_item(kOverlapped, "comm hidden");
+    ImGui::SameLine();
+    legend_item(kExposed, "comm exposed");
+    ImGui::SameLine();
+    legend_item(kIdle, "idle");
+    if (m.bars.empty()) {
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no steps measured yet");
+        return;
+    }
+    if (app.report().imported)
+        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1),
+                           "measured over the steady steps (the first profiled step left out)");
+    else if (!app.showing_prediction())
+        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps (step 1 left out)");
+    else
+        ImGui::TextColored(kPredictedColor,
+                           "PREDICTED by the planner's model over its steady steps: nothing here was measured");
+    if (const prof::PipelineBubble& pb = app.report().pipeline; pb.busiest_rank >= 0) draw_bubble(app, pb);
+    draw_bars(app, m);
+    ImGui::Spacing();
+    draw_rank_table(app, m);
     ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "overlap = comm hidden / all comm; bubble: %s (predicted)",
                        app.provenance());
     draw_group_table(app.report());

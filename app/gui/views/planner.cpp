@@ -147,23 +147,20 @@ void draw_launched(AppState& app, const PlannerState& s) {
                            s.launched_cluster.c_str());
 }
 
-}  // namespace
-
-void draw_planner_view(AppState& app) {
-    PlannerState& s = app.planner;
-    PlannerViewState& lists = app.views.planner;
+// The search's question: the model, the cluster, the GPUs and the global batch; Plan starts it.
+void draw_question(PlannerState& s, PlannerViewState& lists) {
     if (!lists.lists_read) {
         lists.lists_read = true;
         lists.models = plan::known_models();
         lists.clusters = plan::known_clusters();
-        if (std::filesystem::exists("machine.json")) lists.clusters.push_back("machine.json");  // ultrascope calibrate's
+        if (std::filesystem::exists("machine.json"))
+            lists.clusters.push_back("machine.json");  // ultrascope calibrate's
     }
-    const std::vector<std::string>&models = lists.models, &clusters = lists.clusters;
     ImGui::SetNextItemWidth(em(150));
-    text_combo("model", s.model, models);
+    text_combo("model", s.model, lists.models);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(em(130));
-    text_combo("cluster", s.cluster, clusters);
+    text_combo("cluster", s.cluster, lists.clusters);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(em(100));
     ImGui::InputInt("GPUs", &s.gpus, 8, 64);
@@ -183,55 +180,45 @@ void draw_planner_view(AppState& app) {
         ImGui::TextColored(ImVec4(1, 0.5f, 0.45f, 1), "%s", s.error.c_str());
         ImGui::PopTextWrapPos();
     }
-    if (!s.result) {
-        ImGui::TextWrapped(
-            "Every valid layout of the model on the GPUs: memory per GPU (predicted by the engine's walk "
-            "for this engine's models, by the formulas of docs/planner.md for others), step time from the "
-            "step-time model, MFU. Nothing runs: these are predictions.");
-        return;
-    }
-    const PlannerState::Plan& p = *s.result;
-    const auto& ranked = p.search.ranked;
-    ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1),
-                       "%s (%.2fB parameters) on %lld x %s: %lld layouts evaluated, %zu shown (predicted)",
-                       p.model.name.c_str(), double(p.model.num_params()) / 1e9, (long long)s.gpus,
-                       p.cluster.name.c_str(), (long long)p.search.considered, ranked.size());
-    const float table_h = ImGui::GetContentRegionAvail().y * 0.45f;
-    ImGui::BeginChild("layouts", ImVec2(0, table_h));
+}
+
+// The ranked layouts (the first 200), one selectable row each.
+void draw_ranked(PlannerState& s) {
+    const auto& ranked = s.result->search.ranked;
     const int rows = int(std::min<size_t>(ranked.size(), 200));
-    if (begin_wide_table("plans", 8, 0)) {
-        for (const char* h : {"#", "layout", "fits", "memory/GPU", "step", "tokens/s", "MFU", "verdict"})
-            ImGui::TableSetupColumn(h);
-        ImGui::TableSetupScrollFreeze(2, 1);
-        ImGui::TableHeadersRow();
-        for (int i = 0; i < rows; ++i) {
-            const plan::PlanResult& r = ranked[size_t(i)];
-            ImGui::TableNextRow();
-            ImGui::TableNextColumn();
-            if (ImGui::Selectable(fmt::format("{}", i + 1).c_str(), s.selected == i,
-                                  ImGuiSelectableFlags_SpanAllColumns))
-                s.selected = i;
-            ImGui::TableNextColumn();
-            ImGui::TextUnformatted(r.layout.describe().c_str());
-            ImGui::TableNextColumn();
-            ImGui::TextColored(r.fits ? ImVec4(0.45f, 0.85f, 0.5f, 1) : ImVec4(1, 0.5f, 0.45f, 1),
-                               r.fits ? "yes" : "no");
-            ImGui::TableNextColumn();
-            ImGui::TextUnformatted(format_bytes(r.memory.total()).c_str());
-            ImGui::TableNextColumn();
-            ImGui::TextUnformatted(seconds(r.time.step_s).c_str());
-            ImGui::TableNextColumn();
-            ImGui::Text("%.0f", r.tokens_per_s);
-            ImGui::TableNextColumn();
-            ImGui::Text("%.1f%%", 100 * r.mfu);
-            ImGui::TableNextColumn();
-            ImGui::TextUnformatted(r.verdict.c_str());
-        }
-        ImGui::EndTable();
+    if (!begin_wide_table("plans", 8, 0)) return;
+    for (const char* h : {"#", "layout", "fits", "memory/GPU", "step", "tokens/s", "MFU", "verdict"})
+        ImGui::TableSetupColumn(h);
+    ImGui::TableSetupScrollFreeze(2, 1);
+    ImGui::TableHeadersRow();
+    for (int i = 0; i < rows; ++i) {
+        const plan::PlanResult& r = ranked[size_t(i)];
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        if (ImGui::Selectable(fmt::format("{}", i + 1).c_str(), s.selected == i, ImGuiSelectableFlags_SpanAllColumns))
+            s.selected = i;
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(r.layout.describe().c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextColored(r.fits ? ImVec4(0.45f, 0.85f, 0.5f, 1) : ImVec4(1, 0.5f, 0.45f, 1), r.fits ? "yes" : "no");
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(format_bytes(r.memory.total()).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(seconds(r.time.step_s).c_str());
+        ImGui::TableNextColumn();
+        ImGui::Text("%.0f", r.tokens_per_s);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.1f%%", 100 * r.mfu);
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(r.verdict.c_str());
     }
-    ImGui::EndChild();
-    if (s.selected < 0 || s.selected >= int(ranked.size())) return;
-    const plan::PlanResult& r = ranked[size_t(s.selected)];
+    ImGui::EndTable();
+}
+
+// The selected layout: its memory, time and schedule, and what can be done with it (show it, launch it here).
+void draw_selected(AppState& app, PlannerState& s) {
+    const PlannerState::Plan& p = *s.result;
+    const plan::PlanResult& r = p.search.ranked[size_t(s.selected)];
     ImGui::Separator();
     ImGui::Text("Layout %d: %s", s.selected + 1, r.layout.describe().c_str());
     draw_memory(p, r);
@@ -254,6 +241,30 @@ void draw_planner_view(AppState& app) {
                 "what the engine's walk predicts for it",
                 p.model.name.c_str(), r.layout.flags().c_str());
     }
+}
+
+}  // namespace
+
+void draw_planner_view(AppState& app) {
+    PlannerState& s = app.planner;
+    draw_question(s, app.views.planner);
+    if (!s.result) {
+        ImGui::TextWrapped(
+            "Every valid layout of the model on the GPUs: memory per GPU (predicted by the engine's walk "
+            "for this engine's models, by the formulas of docs/planner.md for others), step time from the "
+            "step-time model, MFU. Nothing runs: these are predictions.");
+        return;
+    }
+    const PlannerState::Plan& p = *s.result;
+    ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1),
+                       "%s (%.2fB parameters) on %lld x %s: %lld layouts evaluated, %zu shown (predicted)",
+                       p.model.name.c_str(), double(p.model.num_params()) / 1e9, (long long)s.gpus,
+                       p.cluster.name.c_str(), (long long)p.search.considered, p.search.ranked.size());
+    ImGui::BeginChild("layouts", ImVec2(0, ImGui::GetContentRegionAvail().y * 0.45f));
+    draw_ranked(s);
+    ImGui::EndChild();
+    if (s.selected < 0 || s.selected >= int(p.search.ranked.size())) return;
+    draw_selected(app, s);
     draw_launched(app, s);
 }
 

@@ -59,89 +59,100 @@ void handle_zoom(SnapshotZoom& z, float& drag_from, size_t n, float x0, float w)
     }
 }
 
-// Allocated as a stack of its inferred categories under reserved (a line), over the window of the trace shown,
-// re-sampled for it (each column the moment its slice holds the most); the peak and OOMs marked; a hover readout.
-void draw_timeline(SnapshotState& st, SnapshotViewState& view, const LoadedSnapshot& l, const snap::DeviceMemory& m,
-                   float height) {
-    const snap::SnapshotSeries& series = l.series[size_t(st.device)];
+// The plot's frame: where it is, the entries it spans and the bytes at its top.
+struct SnapshotPlot {
+    ImDrawList* dl = nullptr;
+    ImVec2 p0;
+    float w = 0, h = 0;
+    size_t e0 = 0, e1 = 1;
+    int64_t top = 1;
+    float x_of(double entry) const { return p0.x + w * float((entry - double(e0)) / double(e1 - e0)); }
+    float y_of(int64_t v) const { return p0.y + h - h * float(double(v) / double(top)); }
+    bool shown(int64_t entry) const { return entry >= int64_t(e0) && entry < int64_t(e1); }
+};
+
+// The zoom's samples, re-made only when the window, the device or the width changes.
+const std::vector<snap::SeriesSample>& zoom_samples(SnapshotState& st, const snap::SnapshotSeries& series,
+                                                    size_t columns) {
     const size_t n = series.size();
     SnapshotZoom& z = st.zoom;
     if (z.selected != st.selected || z.device != st.device)
         z = SnapshotZoom{}, z.selected = st.selected, z.device = st.device;
     if (z.e1 == 0 || z.e1 > n || z.e0 >= z.e1) z.e0 = 0, z.e1 = n;
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    const ImVec2 p0 = ImGui::GetCursorScreenPos();
-    const float w = std::max(50.0f, ImGui::GetContentRegionAvail().x - 4), h = height;
-    const size_t columns = size_t(w);
     if (z.columns != columns || z.made_e0 != z.e0 || z.made_e1 != z.e1) {
         z.samples = snap::sample_window(series, z.e0, z.e1, columns);
         z.columns = columns, z.made_e0 = z.e0, z.made_e1 = z.e1;
     }
-    const auto& samples = z.samples;
-    dl->AddRectFilled(p0, ImVec2(p0.x + w, p0.y + h), IM_COL32(24, 26, 32, 255));
-    int64_t top = 1;
-    for (const auto& s : samples) top = std::max({top, s.reserved, s.allocated});
-    const double span = double(z.e1 - z.e0);
-    auto x_of = [&](double entry) { return p0.x + w * float((entry - double(z.e0)) / span); };
-    auto y_of = [&](int64_t v) { return p0.y + h - h * float(double(v) / double(top)); };
+    return z.samples;
+}
+
+// One column per slice: its categories stacked, then reserved as a line; the peak and the OOMs marked.
+void draw_slices(const SnapshotPlot& plot, const std::vector<snap::SeriesSample>& samples,
+                 const snap::DeviceMemory& m) {
+    ImDrawList* dl = plot.dl;
     float prev_reserved_y = -1;
-    for (const auto& s : samples) {  // one column per slice: its categories stacked, then reserved
-        const float x0 = x_of(double(s.first_entry)), x1 = std::max(x0 + 1.0f, x_of(double(s.last_entry + 1)));
-        float y = p0.y + h;
+    for (const auto& s : samples) {
+        const float x0 = plot.x_of(double(s.first_entry)),
+                    x1 = std::max(x0 + 1.0f, plot.x_of(double(s.last_entry + 1)));
+        float y = plot.p0.y + plot.h;
         for (size_t c = 0; c < snap::kSnapshotCategories; ++c) {
-            const float dy = h * float(double(std::max<int64_t>(0, s.by_category[c])) / double(top));
+            const float dy = plot.h * float(double(std::max<int64_t>(0, s.by_category[c])) / double(plot.top));
             if (dy > 0) dl->AddRectFilled(ImVec2(x0, y - dy), ImVec2(x1, y), kCategoryColors[c]);
             y -= dy;
         }
-        const float ry = y_of(s.reserved);
+        const float ry = plot.y_of(s.reserved);
         if (prev_reserved_y >= 0) dl->AddLine(ImVec2(x0, prev_reserved_y), ImVec2(x0, ry), kReservedColor);
         dl->AddLine(ImVec2(x0, ry), ImVec2(x1, ry), kReservedColor, 1.5f);
         prev_reserved_y = ry;
     }
-    auto shown = [&](int64_t entry) { return entry >= int64_t(z.e0) && entry < int64_t(z.e1); };
-    if (m.peak_entry >= 0 && shown(m.peak_entry)) {
-        const float x = x_of(double(m.peak_entry) + 0.5);
-        dl->AddLine(ImVec2(x, p0.y), ImVec2(x, p0.y + h), IM_COL32(255, 255, 255, 120));
-        dl->AddText(ImVec2(x + 3, p0.y + 2), IM_COL32(230, 230, 235, 255),
+    if (m.peak_entry >= 0 && plot.shown(m.peak_entry)) {
+        const float x = plot.x_of(double(m.peak_entry) + 0.5);
+        dl->AddLine(ImVec2(x, plot.p0.y), ImVec2(x, plot.p0.y + plot.h), IM_COL32(255, 255, 255, 120));
+        dl->AddText(ImVec2(x + 3, plot.p0.y + 2), IM_COL32(230, 230, 235, 255),
                     fmt::format("peak {}", format_bytes(m.peak_allocated)).c_str());
     }
     for (const auto& o : m.ooms) {
-        if (!shown(int64_t(o.entry))) continue;
-        const float x = x_of(double(o.entry) + 0.5);
-        dl->AddLine(ImVec2(x, p0.y), ImVec2(x, p0.y + h), kOomColor, 2.0f);
-        dl->AddText(ImVec2(x + 3, p0.y + 16), kOomColor, "OOM");
+        if (!plot.shown(int64_t(o.entry))) continue;
+        const float x = plot.x_of(double(o.entry) + 0.5);
+        dl->AddLine(ImVec2(x, plot.p0.y), ImVec2(x, plot.p0.y + plot.h), kOomColor, 2.0f);
+        dl->AddText(ImVec2(x + 3, plot.p0.y + 16), kOomColor, "OOM");
     }
-    dl->AddText(ImVec2(p0.x + w - 90, p0.y + 2), kTextDim, format_bytes(top).c_str());
-    ImGui::InvisibleButton("snapshot_timeline", ImVec2(w, h));
-    handle_zoom(z, view.drag_from, n, p0.x, w);
-    if (ImGui::IsItemHovered() && !samples.empty()) {
-        const double entry =
-            double(z.e0) + std::clamp(double(ImGui::GetIO().MousePos.x - p0.x) / double(w), 0.0, 1.0) * span;
-        auto it = std::upper_bound(samples.begin(), samples.end(), entry,
-                                   [](double e, const snap::SeriesSample& s) { return e < double(s.first_entry); });
-        const auto& s = *(it == samples.begin() ? it : it - 1);
-        const auto& trace = l.snapshot->device_traces[size_t(m.device)];
-        ImGui::BeginTooltip();
-        const int64_t t = trace[s.peak_entry].time_us;
-        ImGui::Text("entries %zu-%zu%s", s.first_entry, s.last_entry,
-                    t >= 0 ? fmt::format(", t = {:.6f} s", double(t) / 1e6).c_str() : "");
-        ImGui::Text("allocated %s, reserved %s (measured, most in this slice)", format_bytes(s.allocated).c_str(),
-                    format_bytes(s.reserved).c_str());
-        ImGui::Text("cached by the allocator: %s", format_bytes(s.reserved - s.allocated).c_str());
-        for (size_t c = snap::kSnapshotCategories; c-- > 0;)
-            if (s.by_category[c] != 0)
-                ImGui::TextColored(ImColor(kCategoryColors[c]), "%-16s %s (%s)",
-                                   snap::category_name(snap::MemoryCategory(c)), format_bytes(s.by_category[c]).c_str(),
-                                   snap::category_basis(snap::MemoryCategory(c)));
-        if (s.first_entry == s.last_entry) {  // zoomed in to one entry: what it was
-            const snap::TraceEntry& e = trace[s.first_entry];
-            ImGui::Separator();
-            ImGui::Text("%s of %s at 0x%llx", snap::trace_action_name(e.action), format_bytes(e.size).c_str(),
-                        static_cast<unsigned long long>(e.addr));
-            ImGui::Text("by %s", snap::frame_label(*l.snapshot, snap::user_frame(*l.snapshot, e.stack)).c_str());
-        }
-        ImGui::EndTooltip();
+    dl->AddText(ImVec2(plot.p0.x + plot.w - 90, plot.p0.y + 2), kTextDim, format_bytes(plot.top).c_str());
+}
+
+// The hovered slice's figures; zoomed in to one entry, what it was.
+void slice_tooltip(const SnapshotPlot& plot, const std::vector<snap::SeriesSample>& samples, const LoadedSnapshot& l,
+                   const snap::DeviceMemory& m) {
+    const double entry =
+        double(plot.e0) + std::clamp(double(ImGui::GetIO().MousePos.x - plot.p0.x) / double(plot.w), 0.0, 1.0) *
+                              double(plot.e1 - plot.e0);
+    auto it = std::upper_bound(samples.begin(), samples.end(), entry,
+                               [](double e, const snap::SeriesSample& s) { return e < double(s.first_entry); });
+    const auto& s = *(it == samples.begin() ? it : it - 1);
+    const auto& trace = l.snapshot->device_traces[size_t(m.device)];
+    ImGui::BeginTooltip();
+    const int64_t t = trace[s.peak_entry].time_us;
+    ImGui::Text("entries %zu-%zu%s", s.first_entry, s.last_entry,
+                t >= 0 ? fmt::format(", t = {:.6f} s", double(t) / 1e6).c_str() : "");
+    ImGui::Text("allocated %s, reserved %s (measured, most in this slice)", format_bytes(s.allocated).c_str(),
+                format_bytes(s.reserved).c_str());
+    ImGui::Text("cached by the allocator: %s", format_bytes(s.reserved - s.allocated).c_str());
+    for (size_t c = snap::kSnapshotCategories; c-- > 0;)
+        if (s.by_category[c] != 0)
+            ImGui::TextColored(ImColor(kCategoryColors[c]), "%-16s %s (%s)",
+                               snap::category_name(snap::MemoryCategory(c)), format_bytes(s.by_category[c]).c_str(),
+                               snap::category_basis(snap::MemoryCategory(c)));
+    if (s.first_entry == s.last_entry) {
+        const snap::TraceEntry& e = trace[s.first_entry];
+        ImGui::Separator();
+        ImGui::Text("%s of %s at 0x%llx", snap::trace_action_name(e.action), format_bytes(e.size).c_str(),
+                    static_cast<unsigned long long>(e.addr));
+        ImGui::Text("by %s", snap::frame_label(*l.snapshot, snap::user_frame(*l.snapshot, e.stack)).c_str());
     }
+    ImGui::EndTooltip();
+}
+
+void draw_legend(const snap::DeviceMemory& m, const SnapshotZoom& z, size_t n) {
     for (size_t c = 0; c < snap::kSnapshotCategories; ++c) {
         legend_item(kCategoryColors[c], snap::category_name(snap::MemoryCategory(c)));
         ImGui::SameLine();
@@ -155,6 +166,28 @@ void draw_timeline(SnapshotState& st, SnapshotViewState& view, const LoadedSnaps
                                      : "measured; the state before the trace is unknown (assumed empty)",
                        z.e0, z.e1 == 0 ? 0 : z.e1 - 1, n,
                        z.e1 - z.e0 < n ? " (wheel or drag to zoom, double-click for all)" : " (wheel or drag to zoom)");
+}
+
+// Allocated as a stack of its inferred categories under reserved (a line), over the window of the trace shown,
+// re-sampled for it (each column the moment its slice holds the most); the peak and OOMs marked; a hover readout.
+void draw_timeline(SnapshotState& st, SnapshotViewState& view, const LoadedSnapshot& l, const snap::DeviceMemory& m,
+                   float height) {
+    const snap::SnapshotSeries& series = l.series[size_t(st.device)];
+    const size_t n = series.size();
+    SnapshotPlot plot;
+    plot.dl = ImGui::GetWindowDrawList();
+    plot.p0 = ImGui::GetCursorScreenPos();
+    plot.w = std::max(50.0f, ImGui::GetContentRegionAvail().x - 4), plot.h = height;
+    const auto& samples = zoom_samples(st, series, size_t(plot.w));
+    SnapshotZoom& z = st.zoom;
+    plot.e0 = z.e0, plot.e1 = z.e1;
+    plot.dl->AddRectFilled(plot.p0, ImVec2(plot.p0.x + plot.w, plot.p0.y + plot.h), IM_COL32(24, 26, 32, 255));
+    for (const auto& s : samples) plot.top = std::max({plot.top, s.reserved, s.allocated});
+    draw_slices(plot, samples, m);
+    ImGui::InvisibleButton("snapshot_timeline", ImVec2(plot.w, plot.h));
+    handle_zoom(z, view.drag_from, n, plot.p0.x, plot.w);
+    if (ImGui::IsItemHovered() && !samples.empty()) slice_tooltip(plot, samples, l, m);
+    draw_legend(m, z, n);
 }
 
 void draw_peak_tables(const snap::MemorySnapshot& s, const snap::DeviceMemory& m) {

@@ -94,27 +94,30 @@ void draw_waits(const TimelineContext& ctx, const prof::Blame& blame, const std:
     }
 }
 
-}  // namespace
-
-void draw_timeline_view(AppState& app) {
-    const prof::TraceStore* store = app.store();
-    // toolbar
+// Follow, fit all, fit step and the window's width.
+void draw_toolbar(AppState& app) {
+    const auto& rep = app.report();
     ImGui::Checkbox("follow", &app.window.follow);
     ImGui::SameLine();
     if (ImGui::Button("fit all")) app.fit_all();
     ImGui::SameLine();
-    const auto& rep = app.report();
     int last_step = 0;
     for (const auto& r : rep.ranks)
         if (!r.steps.empty()) last_step = std::max(last_step, r.steps.back().step);
     if (ImGui::Button("fit step") && last_step > 0) {
-        const int mid = step_at(app.report(), (app.window.t0 + app.window.t1) / 2);
-        app.window.fit_step(app.report(), mid > 0 ? mid : last_step);
+        const int mid = step_at(rep, (app.window.t0 + app.window.t1) / 2);
+        app.window.fit_step(rep, mid > 0 ? mid : last_step);
     }
     ImGui::SameLine();
     ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "window %s  |  wheel: zoom, drag: pan, F: fit step, A: all",
                        format_duration_ns(double(app.window.t1 - app.window.t0)).c_str());
     ImGui::SameLine();
+}
+
+// What the colours mean: phases (by micro-batch in a pipeline), comm, tp's and ep's collectives, idle; and the
+// waits' switch where the blame has any.
+void draw_legend(AppState& app) {
+    const auto& rep = app.report();
     if (rep.predict_input.pp > 1) {  // phases take their micro-batch's colour
         for (int mb = 0; mb < 3; ++mb) {
             legend_item(micro_batch_color(mb, prof::Phase::forward), fmt::format("F{}", mb).c_str());
@@ -160,49 +163,33 @@ void draw_timeline_view(AppState& app) {
                 "last to enter),\nbetween their header rows (measured; docs/blame.md). The waiting rank "
                 "is the victim, the arrow's head the culprit.");
     }
-    if (!store || store->rank_count() == 0) {
-        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");
-        return;
-    }
-    if (app.showing_prediction() && store->run_rank_metadata().predicted) {
-        const nlohmann::json& p = *store->run_rank_metadata().predicted;
-        ImGui::TextColored(kPredictedColor,
-                           "PREDICTED by the planner's model, not measured: %s on %lld GPUs of %s. One rank "
-                           "per pipeline stage stands for its %lld (tp, cp, dp, ep index 0); %s.",
-                           p.value("model", std::string("?")).c_str(), (long long)p.value("gpus", 0LL),
-                           p.value("cluster", std::string("?")).c_str(),
-                           (long long)(p.value("gpus", 0LL) / std::max(1, rep.predict_input.pp)),
-                           p.value("detail", std::string("layer by layer")).c_str());
-    }
-    if (rep.predict_input.pp > 1 &&
-        ImGui::CollapsingHeader(!app.showing_prediction()
-                                    ? "pipeline schedule: predicted above, measured below"
-                                    : "pipeline schedule: the textbook's above, the planner's model below",
-                                ImGuiTreeNodeFlags_DefaultOpen)) {
-        ImGui::PushFont(small_font());
-        draw_pipeline_schedule(app, step_at(app.report(), (app.window.t0 + app.window.t1) / 2));
-        ImGui::PopFont();
-    }
-    ImGui::BeginChild("lanes", ImVec2(0, 0), false, ImGuiWindowFlags_NoScrollWithMouse);
-    ImGui::PushFont(small_font());
-    TimelineContext ctx;
-    ctx.dl = ImGui::GetWindowDrawList();
-    ctx.store = store;
-    ctx.derived = &app.derived;
-    ctx.row_h = ImGui::GetTextLineHeight() + 1;
-    const ImVec2 p0 = ImGui::GetCursorScreenPos();
-    const float gutter = 96;
-    ctx.x0 = p0.x + gutter;
-    ctx.window = TimeWindow{app.window.t0, std::max(app.window.t1, app.window.t0 + 1),
-                            std::max(50.0f, ImGui::GetContentRegionAvail().x - gutter)};
-    draw_ruler(ctx, p0.y, store->origin());
-    auto rows = make_timeline_rows(*store, rep, blamed_ranks(rep.blame));
-    float y = p0.y + 20;
-    ctx.dl->PushClipRect(ImVec2(p0.x, p0.y), ImVec2(ctx.x0 + ctx.window.width_px, p0.y + 100000), true);
+}
+
+// A planner's prediction shown in the views says so, and which ranks stand for the rest.
+void draw_prediction_note(const AppState& app, const prof::TraceStore& store) {
+    if (!app.showing_prediction() || !store.run_rank_metadata().predicted) return;
+    const nlohmann::json& p = *store.run_rank_metadata().predicted;
+    ImGui::TextColored(kPredictedColor,
+                       "PREDICTED by the planner's model, not measured: %s on %lld GPUs of %s. One rank "
+                       "per pipeline stage stands for its %lld (tp, cp, dp, ep index 0); %s.",
+                       p.value("model", std::string("?")).c_str(), (long long)p.value("gpus", 0LL),
+                       p.value("cluster", std::string("?")).c_str(),
+                       (long long)(p.value("gpus", 0LL) / std::max(1, app.report().predict_input.pp)),
+                       p.value("detail", std::string("layer by layer")).c_str());
+}
+
+// The rows (a header and lanes per rank) from the top of the lanes; returns where they end. The Ranks view's pick
+// scrolls into view once.
+float draw_rows(AppState& app, TimelineContext& ctx, ImVec2 p0) {
+    const float top = p0.y;
+    const prof::Report& rep = app.report();
+    auto rows = make_timeline_rows(*ctx.store, rep, blamed_ranks(rep.blame));
+    float y = top + 20;
+    ctx.dl->PushClipRect(p0, ImVec2(ctx.x0 + ctx.window.width_px, top + 100000), true);
     std::map<int, float> header_y;  // rank -> its header row's middle
     for (auto& row : rows) {
         if (row->header_rank() >= 0 && row->header_rank() == app.window.focus_rank) {  // the Ranks view's pick
-            ImGui::SetScrollY(y - p0.y);
+            ImGui::SetScrollY(y - top);
             app.window.focus_rank = -1;
         }
         if (row->header_rank() >= 0) header_y[row->header_rank()] = y + ctx.row_h / 2;
@@ -211,30 +198,75 @@ void draw_timeline_view(AppState& app) {
     }
     if (app.window.show_waits) draw_waits(ctx, rep.blame, header_y);
     ctx.dl->PopClipRect();
+    return y;
+}
+
+// Over the lanes: wheel zoom (shift: scroll), drag pan, the keys, and the hovered span's tooltip.
+void handle_input(AppState& app, const TimelineContext& ctx) {
+    const ImGuiIO& io = ImGui::GetIO();
+    const int64_t t_mouse = ctx.window.t_of(io.MousePos.x - ctx.x0);
+    if (io.MouseWheel != 0 && !io.KeyShift) app.window.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
+    if (io.MouseWheel != 0 && io.KeyShift) ImGui::SetScrollY(ImGui::GetScrollY() - io.MouseWheel * 40);
+    if (ImGui::IsMouseDragging(ImGuiMouseButton_Left))
+        app.window.pan(-int64_t(double(io.MouseDelta.x) / ctx.window.px_per_ns()));
+    if (!io.WantTextInput) {
+        if (ImGui::IsKeyPressed('F')) app.window.fit_step(app.report(), step_at(app.report(), t_mouse));
+        if (ImGui::IsKeyPressed('A')) app.fit_all();
+        if (ImGui::IsKeyPressed('L')) app.window.follow = !app.window.follow;
+        if (ImGui::IsKeyPressed('=') || ImGui::IsKeyPressed(334 /* keypad + */)) app.window.zoom(0.8, t_mouse);
+        if (ImGui::IsKeyPressed('-') || ImGui::IsKeyPressed(333 /* keypad - */)) app.window.zoom(1.25, t_mouse);
+        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow)))
+            app.window.pan(-(app.window.t1 - app.window.t0) / 8);
+        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow)))
+            app.window.pan((app.window.t1 - app.window.t0) / 8);
+    }
+    if (ctx.hovered) span_tooltip(*ctx.store, *ctx.hovered, ctx.hovered_folded, ctx.hovered_rank);
+}
+
+// The lanes: the ruler, the rows, and what the mouse and keys do over them.
+void draw_lanes(AppState& app, const prof::TraceStore& store) {
+    ImGui::BeginChild("lanes", ImVec2(0, 0), false, ImGuiWindowFlags_NoScrollWithMouse);
+    ImGui::PushFont(small_font());
+    TimelineContext ctx;
+    ctx.dl = ImGui::GetWindowDrawList();
+    ctx.store = &store;
+    ctx.derived = &app.derived;
+    ctx.row_h = ImGui::GetTextLineHeight() + 1;
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    const float gutter = 96;
+    ctx.x0 = p0.x + gutter;
+    ctx.window = TimeWindow{app.window.t0, std::max(app.window.t1, app.window.t0 + 1),
+                            std::max(50.0f, ImGui::GetContentRegionAvail().x - gutter)};
+    draw_ruler(ctx, p0.y, store.origin());
+    const float y = draw_rows(app, ctx, p0);
     ImGui::SetCursorScreenPos(p0);
     ImGui::InvisibleButton("timeline_area", ImVec2(gutter + ctx.window.width_px, std::max(1.0f, y - p0.y)));
-    const ImGuiIO& io = ImGui::GetIO();
-    if (ImGui::IsItemHovered()) {
-        const int64_t t_mouse = ctx.window.t_of(io.MousePos.x - ctx.x0);
-        if (io.MouseWheel != 0 && !io.KeyShift) app.window.zoom(io.MouseWheel > 0 ? 0.8 : 1.25, t_mouse);
-        if (io.MouseWheel != 0 && io.KeyShift) ImGui::SetScrollY(ImGui::GetScrollY() - io.MouseWheel * 40);
-        if (ImGui::IsMouseDragging(ImGuiMouseButton_Left))
-            app.window.pan(-int64_t(double(io.MouseDelta.x) / ctx.window.px_per_ns()));
-        if (!io.WantTextInput) {
-            if (ImGui::IsKeyPressed('F')) app.window.fit_step(app.report(), step_at(app.report(), t_mouse));
-            if (ImGui::IsKeyPressed('A')) app.fit_all();
-            if (ImGui::IsKeyPressed('L')) app.window.follow = !app.window.follow;
-            if (ImGui::IsKeyPressed('=') || ImGui::IsKeyPressed(334 /* keypad + */)) app.window.zoom(0.8, t_mouse);
-            if (ImGui::IsKeyPressed('-') || ImGui::IsKeyPressed(333 /* keypad - */)) app.window.zoom(1.25, t_mouse);
-            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow)))
-                app.window.pan(-(app.window.t1 - app.window.t0) / 8);
-            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow)))
-                app.window.pan((app.window.t1 - app.window.t0) / 8);
-        }
-        if (ctx.hovered) span_tooltip(*store, *ctx.hovered, ctx.hovered_folded, ctx.hovered_rank);
-    }
+    if (ImGui::IsItemHovered()) handle_input(app, ctx);
     ImGui::PopFont();
     ImGui::EndChild();
+}
+
+}  // namespace
+
+void draw_timeline_view(AppState& app) {
+    const prof::TraceStore* store = app.store();
+    draw_toolbar(app);
+    draw_legend(app);
+    if (!store || store->rank_count() == 0) {
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");
+        return;
+    }
+    draw_prediction_note(app, *store);
+    if (app.report().predict_input.pp > 1 &&
+        ImGui::CollapsingHeader(!app.showing_prediction()
+                                    ? "pipeline schedule: predicted above, measured below"
+                                    : "pipeline schedule: the textbook's above, the planner's model below",
+                                ImGuiTreeNodeFlags_DefaultOpen)) {
+        ImGui::PushFont(small_font());
+        draw_pipeline_schedule(app, step_at(app.report(), (app.window.t0 + app.window.t1) / 2));
+        ImGui::PopFont();
+    }
+    draw_lanes(app, *store);
 }
 
 }  // namespace us::gui

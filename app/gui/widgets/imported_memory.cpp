@@ -35,23 +35,11 @@ const std::vector<prof::CounterPoint>* series_of(const prof::TraceStore& store, 
     return it == rank.counters.end() || it->second.empty() ? nullptr : &it->second;
 }
 
-}  // namespace
+using Shown = std::vector<std::pair<const Series*, const std::vector<prof::CounterPoint>*>>;
 
-void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
-    const prof::TraceStore& store = *app.store();
-    std::vector<std::pair<const Series*, const std::vector<prof::CounterPoint>*>> shown;
-    for (const Series& s : kSeries)
-        if (const auto* points = series_of(store, rank, s.counter)) shown.emplace_back(&s, points);
-    if (shown.empty()) {
-        ImGui::TextWrapped(
-            "This rank's trace has no [memory] events: record with torch.profiler.profile("
-            "profile_memory=True) to see allocated and reserved bytes here, or open a memory snapshot "
-            "for what held them (docs/pytorch-memory.md). Categories are unknown for a PyTorch trace without them.");
-        return;
-    }
-    ImGui::TextColored(ImColor(kTextDim),
-                       "measured: the caching allocator's bytes after each allocation or free "
-                       "([memory] events); below, their categories (measured by the memory profiler, else inferred)");
+// The series over the time window as step lines (each value holds until the next event), with the host lane's step
+// marks, the scale at its top and the legend below.
+void draw_series(const AppState& app, const prof::RankTrace& rank, const Shown& shown) {
     const int64_t t0 = app.window.t0, t1 = std::max(app.window.t0 + 1, app.window.t1);
     int64_t ymax = 1;  // over the window's points only, found by binary search (points are in time order)
     for (const auto& [s, points] : shown) {
@@ -66,11 +54,10 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
     dl->AddRectFilled(p0, ImVec2(p0.x + w, p0.y + h), IM_COL32(18, 20, 26, 255));
     auto x_of = [&](int64_t t) { return p0.x + float(double(t - t0) / double(t1 - t0) * w); };
     auto y_of = [&](double v) { return p0.y + h - float(v / double(ymax) * (h - 4)); };
-    // step marks from the host lane's step spans
     for (const auto& s : rank.lanes[size_t(prof::Lane::host)].spans())
         if (s.kind == prof::SpanKind::step && s.begin >= t0 && s.begin <= t1)
             dl->AddLine(ImVec2(x_of(s.begin), p0.y), ImVec2(x_of(s.begin), p0.y + h), kGridColor);
-    for (const auto& [s, points] : shown) {  // a step line: each value holds until the next event
+    for (const auto& [s, points] : shown) {
         auto first = std::lower_bound(points->begin(), points->end(), t0,
                                       [](const prof::CounterPoint& p, int64_t t) { return p.t < t; });
         if (first != points->begin()) --first;
@@ -91,7 +78,10 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
         if (i) ImGui::SameLine();
         legend_item(shown[i].first->color, shown[i].first->label);
     }
-    draw_memory_categories(app, rank);  // measured categories, when the memory profiler's timeline is beside
+}
+
+// Each step's peak per series, in a table.
+void draw_step_peaks(AppState& app, const prof::TraceStore& store, const prof::RankTrace& rank, const Shown& shown) {
     // Each step's peak, per series (the step a [memory] event falls in, as the reader assigned it): computed once per
     // rank and store version, not every frame.
     ImportedMemoryState& cache = app.views.imported_memory;
@@ -125,6 +115,28 @@ void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
         }
         ImGui::EndTable();
     }
+}
+
+}  // namespace
+
+void draw_imported_memory(AppState& app, const prof::RankTrace& rank) {
+    const prof::TraceStore& store = *app.store();
+    Shown shown;
+    for (const Series& s : kSeries)
+        if (const auto* points = series_of(store, rank, s.counter)) shown.emplace_back(&s, points);
+    if (shown.empty()) {
+        ImGui::TextWrapped(
+            "This rank's trace has no [memory] events: record with torch.profiler.profile("
+            "profile_memory=True) to see allocated and reserved bytes here, or open a memory snapshot "
+            "for what held them (docs/pytorch-memory.md). Categories are unknown for a PyTorch trace without them.");
+        return;
+    }
+    ImGui::TextColored(ImColor(kTextDim),
+                       "measured: the caching allocator's bytes after each allocation or free "
+                       "([memory] events); below, their categories (measured by the memory profiler, else inferred)");
+    draw_series(app, rank, shown);
+    draw_memory_categories(app, rank);  // measured categories, when the memory profiler's timeline is beside
+    draw_step_peaks(app, store, rank, shown);
 }
 
 }  // namespace us::gui
