@@ -1,7 +1,7 @@
 // Turning measurements of this machine into a cluster description (docs/planner.md, "Calibration"): collective
 // timings fitted to the alpha-beta model, and a measured training run's op spans divided by the same work inventory
 // the step-time model prices (model_shapes.h), so that calibration and prediction count identical units. Pure
-// functions over data; `ultrascope calibrate` (app/cli/calibrate.cpp) runs the measurements.
+// functions over data; `ultrascope calibrate` (app/launch/machine_calibration.h) runs the measurements.
 #pragma once
 
 #include <string>

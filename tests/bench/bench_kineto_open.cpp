@@ -1,4 +1,4 @@
-// Opening a multi-rank PyTorch run the way the GUI does (prof::ProgressiveLoad, driven as app/gui/data_source.cpp
+// Opening a multi-rank PyTorch run the way the GUI does (prof::ProgressiveLoad, driven as app/gui/state/data_source.cpp
 // drives it): writes RANKS synthetic rank files of SIZE MB of JSON each (gzip, the generator of bench_kineto_read),
 // then opens them with the GUI's loader, a 30 Hz loop standing for the frames merging finished ranks into the shown
 // store, and prints the time until the first rank is drawable, until every rank is in, the longest merge on the
