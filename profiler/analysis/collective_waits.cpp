@@ -10,23 +10,23 @@ namespace us::prof {
 namespace {}  // namespace
 
 // The ranks that share every grid coordinate but the group's own form one instance of the group.
-std::string engine_group_instance(const nlohmann::json& coords, int group) {
+std::string engine_group_instance(const GridCoords& coords, int group) {
     const GroupKind kind = GroupKind(group);
     if (kind == GroupKind::world) return "world";
     const GroupKind own = kind == GroupKind::embedding ? GroupKind::pp : kind;
+    auto at = [&](GridDim d) { return coords[d].value_or(0); };
     std::string key;
     for (const GroupKind dim : {GroupKind::dp, GroupKind::pp, GroupKind::tp, GroupKind::cp}) {
         if (own == dim || (own == GroupKind::dp && dim == GroupKind::cp)) continue;  // dp reduces over dp x cp
         if (own == GroupKind::edp && (dim == GroupKind::cp || dim == GroupKind::dp)) {
-            if (dim == GroupKind::dp) key += "ep=" + std::to_string(coords.value("ep", 0)) + ";";
+            if (dim == GroupKind::dp) key += "ep=" + std::to_string(at(GridDim::ep)) + ";";
             continue;  // the ranks holding the same experts: same dp % ep, any dp / ep and cp
         }
         if (own == GroupKind::ep && dim == GroupKind::dp) {  // the ep dp ranks of one expert group
-            key += "group=" + std::to_string(coords.value("dp", 0) - coords.value("ep", 0)) + ";";
+            key += "group=" + std::to_string(at(GridDim::dp) - at(GridDim::ep)) + ";";
             continue;
         }
-        const std::string name(group_kind_name(dim));  // the coordinate's key in the rank's metadata
-        key += name + "=" + std::to_string(coords.value(name, 0)) + ";";
+        key += std::string(group_kind_name(dim)) + "=" + std::to_string(at(*grid_dim_of(dim))) + ";";
     }
     return key;
 }
@@ -48,7 +48,7 @@ std::map<int, std::vector<Matched>> matched_collectives(const TraceStore& store,
     for (int r : store.ranks()) {
         out[r];
         const RankTrace& rt = *store.rank(r);
-        const nlohmann::json& coords = rt.info.coords;
+        const GridCoords& coords = rt.info.coords;
         for (const Span& s : rt.lanes[size_t(Lane::comm)].spans()) {  // sorted by begin
             if (s.kind != SpanKind::comm || s.group >= kGroupCount || s.step < first_step) continue;
             // Collectives only: point-to-point transfers (the cp ring's) overlap each other and pair up across

@@ -13,12 +13,13 @@
 #include "profiler/analysis/intervals.h"
 #include "profiler/event.h"
 #include "profiler/trace/trace_store.h"
+#include "profiler/transport/grid_coords.h"
 
 namespace us::prof {
 
 // The instance of the engine's group `group` a rank with grid coordinates `coords` belongs to, as a key: the ranks
 // that share every coordinate but the group's own ("world" for the world group).
-std::string engine_group_instance(const nlohmann::json& coords, int group);
+std::string engine_group_instance(const GridCoords& coords, int group);
 
 // rank -> seconds waited per group (GroupKind order), over the spans of steps >= first_steady_step.
 std::map<int, std::array<double, kGroupCount>> collective_waits(const TraceStore& store, int first_steady_step);

@@ -155,18 +155,14 @@ std::vector<HtaKernel> hta_kernels(const TraceStore& store, int rank, const HtaO
     // temporal breakdown counts every row whose stream is not -1. [begin, end, stream, name, launch, correlated]:
     // launch is the runtime call with the row's correlation id (correlated 1), the row's own begin without one (a
     // CPU row to HTA's filter, correlated 0), null when the correlation has no call in the file.
-    if (auto it = rt->metadata.find("hta_stream_rows"); imported && it != rt->metadata.end() && it->is_array())
-        for (const auto& row : *it) {
-            if (!row.is_array() || row.size() < 6 || !row[0].is_number_integer() || !row[1].is_number_integer())
-                continue;
-            const int64_t begin = row[0].get<int64_t>() - clock, end = row[1].get<int64_t>() - clock;
-            const int64_t stream = row[2].is_number_integer() ? row[2].get<int64_t>() : -1;
-            const int64_t called = row[4].is_number_integer() ? row[4].get<int64_t>() - clock : INT64_MIN;
+    if (imported)
+        for (const HtaStreamRow& row : rt->info.hta_stream_rows) {
+            const int64_t begin = row.begin - clock, end = row.end - clock;
+            const int64_t called = row.launch ? *row.launch - clock : INT64_MIN;
             if (filter && (called == INT64_MIN || !launched_in_window(called))) continue;
-            const std::string name = row[3].is_string() ? row[3].get<std::string>() : std::string();
             const int step = called == INT64_MIN ? 0 : step_at(called);
-            add(begin, end, called, -1, step, hta_kernel_type(name, Lane::device))->in_idle_breakdown = false;
-            if (row[5] == 1 && stream > 0 && step != 0) listed.insert(step);
+            add(begin, end, called, -1, step, hta_kernel_type(row.name, Lane::device))->in_idle_breakdown = false;
+            if (row.correlated && row.stream > 0 && step != 0) listed.insert(step);
         }
     if (info) {
         std::set<int> used;

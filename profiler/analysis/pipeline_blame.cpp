@@ -31,11 +31,12 @@ std::vector<std::vector<int>> pipelines_of(const std::vector<RankDigest>& digest
     bool grid = false;
     std::map<std::string, std::map<int, int>> replicas;  // replica key -> pp stage -> rank
     for (const RankDigest& d : digests) {
-        if (!d.coords.contains("pp") || !d.coords["pp"].is_number_integer()) continue;
-        if (d.coords["pp"].get<int>() > 0) grid = true;
+        if (!d.coords.pp) continue;
+        if (*d.coords.pp > 0) grid = true;
         std::string key;
-        for (const char* dim : {"dp", "tp", "cp"}) key += std::to_string(d.coords.value(dim, 0)) + ",";
-        replicas[key][d.coords["pp"].get<int>()] = d.rank;
+        for (GridDim dim : {GridDim::dp, GridDim::tp, GridDim::cp})
+            key += std::to_string(d.coords[dim].value_or(0)) + ",";
+        replicas[key][*d.coords.pp] = d.rank;
     }
     if (grid) {
         order_from = "the engine's grid (pp coordinates)";

@@ -127,9 +127,8 @@ PipelineStages pipeline_stages(const TraceStore& store, int microbatches) {
         p.microbatches = microbatches, p.microbatches_from = "--microbatches";
     else
         for (int r : store.ranks())
-            if (const auto& m = store.rank(r)->metadata;
-                m.contains("microbatches") && m["microbatches"].is_number_integer()) {
-                p.microbatches = m["microbatches"].get<int>();
+            if (const std::optional<int> m = store.rank(r)->info.microbatches) {
+                p.microbatches = *m;
                 p.microbatches_from = "the trace's annotations";
                 break;
             }

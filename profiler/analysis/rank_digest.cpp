@@ -120,7 +120,7 @@ RankDigest make_digest(const TraceStore& store, int rank, const std::vector<Step
     RankDigest d;
     d.rank = rank;
     d.label = rank_label(*rt);
-    d.coords = rt->info.coords.is_object() ? rt->info.coords : nlohmann::json::object();
+    d.coords = rt->info.coords, d.grid = rt->info.grid, d.microbatches = rt->info.microbatches;
     d.source = rt->imported() ? "kineto" : store.is_prediction() ? "planner" : "engine";
     d.device = rt->has_device_spans();
     d.world_size = store.world_size();
@@ -187,7 +187,9 @@ nlohmann::json digest_json(const RankDigest& d) {
         {"version", RankDigest::kVersion},
         {"rank", d.rank},
         {"label", d.label},
-        {"coords", d.coords},
+        {"coords", grid_json(d.coords)},
+        {"grid", grid_json(d.grid)},
+        {"microbatches", d.microbatches ? nlohmann::json(*d.microbatches) : nlohmann::json()},
         {"source", d.source},
         {"device", d.device},
         {"world_size", d.world_size},
@@ -209,7 +211,9 @@ RankDigest digest_from_json(const nlohmann::json& j) {
         US_CHECK_INPUT(j.value("version", 0) == RankDigest::kVersion, "digest version {} (this build reads {})",
                        j.value("version", 0), RankDigest::kVersion);
         RankDigest d;
-        d.rank = j.at("rank"), d.label = j.at("label"), d.coords = j.at("coords"), d.source = j.at("source");
+        d.rank = j.at("rank"), d.label = j.at("label"), d.source = j.at("source");
+        d.coords = grid_from_json<GridCoords>(j.at("coords")), d.grid = grid_from_json<GridSizes>(j.at("grid"));
+        if (!j.at("microbatches").is_null()) d.microbatches = j.at("microbatches").get<int>();
         d.device = j.at("device"), d.world_size = j.at("world_size");
         if (!j.at("clock_offset_ns").is_null()) d.clock_offset_ns = j.at("clock_offset_ns").get<int64_t>();
         if (!j.at("clock_uncertainty_ns").is_null())

@@ -64,14 +64,17 @@ struct DigestOp {
 };
 
 struct RankDigest {
-    static constexpr int kVersion = 1;
+    // 2: the grid's sizes and the micro-batch count (version 1's cached digests are made again from their traces).
+    static constexpr int kVersion = 2;
     int rank = 0;
-    std::string label;                                 // "rank 3 (dp 1, pp 0)"
-    nlohmann::json coords = nlohmann::json::object();  // the grid's, where known (the engine's); {} imported
-    std::string source;                                // "engine", "kineto", "planner"
-    int world_size = 0;                                // as the rank's trace says (0 unknown)
-    bool device = false;                               // compute from a GPU's kernels
-    std::optional<int64_t> clock_offset_ns;            // the trace's own, where it has one
+    std::string label;                // "rank 3 (dp 1, pp 0)"
+    GridCoords coords;                // the rank's place in the grid, where known (the engine's); unknown imported
+    GridSizes grid;                   // the grid's sizes, where known
+    std::optional<int> microbatches;  // per step, where the trace's metadata says (RankMetadata::microbatches)
+    std::string source;               // "engine", "kineto", "planner"
+    int world_size = 0;               // as the rank's trace says (0 unknown)
+    bool device = false;              // compute from a GPU's kernels
+    std::optional<int64_t> clock_offset_ns;  // the trace's own, where it has one
     std::optional<int64_t> clock_uncertainty_ns;
     std::string file;  // the file it was made from ("" in memory)
     uint64_t file_bytes = 0;

@@ -21,7 +21,7 @@ namespace us::prof {
 
 struct RankReport {
     int rank = 0;
-    nlohmann::json coords = nlohmann::json::object();
+    GridCoords coords;   // unknown on an imported rank
     std::string label;   // "rank 1 (dp 1, pp 0)"
     std::string status;  // "ok", "running", "lost: ...", "ended with an error"
     std::vector<StepBreakdown> steps;

@@ -17,10 +17,6 @@ namespace us::prof {
 
 namespace {
 
-int coord(const nlohmann::json& coords, const char* dim) {
-    return coords.contains(dim) && coords[dim].is_number_integer() ? coords[dim].get<int>() : 0;
-}
-
 // The peak of the rank's device_reserved_bytes counter (CUPTI), or -1 without one.
 int64_t device_reserved_peak(const TraceStore& store, const RankTrace& rt) {
     const uint32_t name = store.find_name(std::string(kDeviceReservedCounter));
@@ -98,7 +94,7 @@ std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, 
     std::vector<int> replica_of;
     for (int r : store.ranks()) {
         all_steps.push_back(analyze_steps(store, r));
-        replica_of.push_back(coord(store.rank(r)->info.coords, "dp"));
+        replica_of.push_back(store.rank(r)->info.coords.dp.value_or(0));
     }
     if (rep.predict_input.pp > 1)
         apply_pipeline_windows(all_steps, replica_of, rep.predict_input.pp_chunks,
@@ -110,13 +106,13 @@ std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, 
 // measured); without the engine's config (a planner's prediction for another model) the schedule's figures only.
 void predict_rank(const Report& rep, RankReport& rr) {
     PredictInput in = rep.predict_input;
-    in.stage = coord(rr.coords, "pp");
+    in.stage = rr.coords.pp.value_or(0);
     in.tp = std::max(1, in.tp);
     if (!rep.config.empty()) {
         // Under expert parallelism the rows a rank's experts receive follow the router: the walk takes the
         // measured routing (the step whose rows were most), so its figure is like for like with the peak.
         if (in.ep > 1 && !rep.routing.empty()) {
-            ExpertLoads loads = expert_loads_of(rep.routing, in, coord(rr.coords, "ep"));
+            ExpertLoads loads = expert_loads_of(rep.routing, in, rr.coords.ep.value_or(0));
             rr.expert_load = std::move(loads.at_peak_step);
             rr.expert_load_most = std::move(loads.each_layer_most);
         }
@@ -203,7 +199,8 @@ void context_balance(Report& rep) {
     std::map<std::string, std::vector<const RankReport*>> groups;
     for (const auto& rr : rep.ranks) {
         std::string key;
-        for (const char* dim : {"dp", "pp", "tp", "ep"}) key += std::to_string(coord(rr.coords, dim)) + ",";
+        for (GridDim dim : {GridDim::dp, GridDim::pp, GridDim::tp, GridDim::ep})
+            key += std::to_string(rr.coords[dim].value_or(0)) + ",";
         groups[key].push_back(&rr);
     }
     for (const auto& [key, members] : groups) {
@@ -232,8 +229,9 @@ void expert_balance(Report& rep) {
     std::map<std::string, std::vector<const RankReport*>> groups;
     for (const auto& rr : rep.ranks) {
         std::string key;
-        for (const char* dim : {"pp", "tp", "cp"}) key += std::to_string(coord(rr.coords, dim)) + ",";
-        key += std::to_string(coord(rr.coords, "dp") / std::max(1, rep.predict_input.ep));
+        for (GridDim dim : {GridDim::pp, GridDim::tp, GridDim::cp})
+            key += std::to_string(rr.coords[dim].value_or(0)) + ",";
+        key += std::to_string(rr.coords.dp.value_or(0) / std::max(1, rep.predict_input.ep));
         groups[key].push_back(&rr);
     }
     for (const auto& [key, members] : groups) {

@@ -83,7 +83,7 @@ nlohmann::json rank_json(const RankReport& r) {
         {"attention_s", b.attention_s},
         {"experts_s", b.experts_s},
         {"label", r.label},
-        {"coords", r.coords},
+        {"coords", grid_json(r.coords)},
         {"status", r.status},
         {"clock_offset_ns", r.clock_offset_ns},
         {"clock_uncertainty_ns", r.clock_uncertainty_ns},

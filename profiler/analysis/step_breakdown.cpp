@@ -37,11 +37,9 @@ SetOf set_of(const Span& s, Lane lane, bool device_truth, bool device_comm) {
 std::array<int, kGroupCount> group_sizes(const TraceStore& store, const RankTrace& rt) {
     std::array<int, kGroupCount> n{};
     n.fill(1);
-    const nlohmann::json& grid = rt.info.grid;
-    for (int g = 1; g < kGroupCount; ++g) {
-        const std::string name(group_kind_name(GroupKind(g)));  // the degree's key in the rank's metadata
-        if (grid.contains(name) && grid[name].is_number_integer()) n[size_t(g)] = grid[name].get<int>();
-    }
+    const GridSizes& grid = rt.info.grid;
+    for (int g = 1; g < kGroupCount; ++g)
+        if (const auto dim = grid_dim_of(GroupKind(g)); dim && grid[*dim]) n[size_t(g)] = *grid[*dim];
     n[0] = std::max(1, store.world_size());
     // Under context parallelism the engine's dp communicator is the dp x cp reduction group; the experts' is
     // dp/ep x cp.

@@ -316,26 +316,26 @@ int64_t TraceStore::end_time() const {
     return t;
 }
 
-const nlohmann::json& TraceStore::run_metadata() const {
-    static const nlohmann::json empty = nlohmann::json::object();
-    for (const auto& r : m_ranks)
-        if (r && !r->metadata.empty()) return r->metadata;
-    return empty;
+namespace {
+
+const RankTrace* first_with_metadata(const std::vector<std::unique_ptr<RankTrace>>& ranks) {
+    for (const auto& r : ranks)
+        if (r && r->has_metadata) return r.get();
+    return nullptr;
 }
+
+}  // namespace
 
 const RankMetadata& TraceStore::run_rank_metadata() const {
     static const RankMetadata empty;
-    for (const auto& r : m_ranks)
-        if (r && !r->metadata.empty()) return r->info;
-    return empty;
+    const RankTrace* r = first_with_metadata(m_ranks);
+    return r ? r->info : empty;
 }
 
 int TraceStore::world_size() const {
-    const auto& m = run_metadata();
-    // An importer writes 0 when its files do not say: then the ranks the store holds.
-    if (m.contains("world_size") && m["world_size"].is_number_integer() && m["world_size"].get<int>() > 0)
-        return m["world_size"].get<int>();
-    return int(ranks().size());
+    // An importer writes 0 when its files do not say (and a record may lack it): then the ranks the store holds.
+    const RankTrace* r = first_with_metadata(m_ranks);
+    return r && r->info.world_size > 0 ? r->info.world_size : int(ranks().size());
 }
 
 std::vector<std::string> load_trace(const std::string& path, TraceStore& store) {
