@@ -149,7 +149,7 @@ void draw_timeline_view(AppState& app) {
         ImGui::SameLine();
     }
     legend_item(kIdleColor | 0xff000000u, rep.predict_input.pp > 1 ? "idle (bubble)" : "idle");
-    if (!rep.blame.edges.empty()) {
+    if (!rep.cross.blame.edges.empty()) {
         ImGui::SameLine();
         ImGui::Checkbox("waits", &app.window.show_waits);
         if (ImGui::IsItemHovered())
@@ -194,7 +194,7 @@ void draw_timeline_view(AppState& app) {
     ctx.window = TimeWindow{app.window.t0, std::max(app.window.t1, app.window.t0 + 1),
                             std::max(50.0f, ImGui::GetContentRegionAvail().x - gutter)};
     draw_ruler(ctx, p0.y, store->origin());
-    auto rows = make_timeline_rows(*store, rep, blamed_ranks(rep.blame));
+    auto rows = make_timeline_rows(*store, rep, blamed_ranks(rep.cross.blame));
     float y = p0.y + 20;
     ctx.dl->PushClipRect(ImVec2(p0.x, p0.y), ImVec2(ctx.x0 + ctx.window.width_px, p0.y + 100000), true);
     std::map<int, float> header_y;  // rank -> its header row's middle
@@ -207,7 +207,7 @@ void draw_timeline_view(AppState& app) {
         row->draw(ctx, y);
         y += row->height(ctx);
     }
-    if (app.window.show_waits) draw_waits(ctx, rep.blame, header_y);
+    if (app.window.show_waits) draw_waits(ctx, rep.cross.blame, header_y);
     ctx.dl->PopClipRect();
     ImGui::SetCursorScreenPos(p0);
     ImGui::InvisibleButton("timeline_area", ImVec2(gutter + ctx.window.width_px, std::max(1.0f, y - p0.y)));

@@ -8,7 +8,6 @@
 #include <set>
 
 #include "common/core/memory_category.h"
-#include "profiler/analysis/collective_waits.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/chrome_export.h"
 #include "profiler/transport/rank_metadata.h"
@@ -88,8 +87,11 @@ void describe_run(const TraceStore& store, Report& rep) {
     }
 }
 
-// Steps of every rank, in store order: pipeline bubbles are measured over each replica's pipeline window.
-std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, const Report& rep) {
+// Steps of every rank, in store order: pipeline bubbles are measured over each replica's pipeline window, where the
+// waits in the embedding group's collective (matched across its ranks) count as idle.
+std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, const Report& rep,
+                                                       const std::vector<RankDigest>& digests,
+                                                       const CollectiveMatches& collectives) {
     std::vector<std::vector<StepBreakdown>> all_steps;
     std::vector<int> replica_of;
     for (int r : store.ranks()) {
@@ -98,7 +100,7 @@ std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, 
     }
     if (rep.predict_input.pp > 1)
         apply_pipeline_windows(all_steps, replica_of, rep.predict_input.pp_chunks,
-                               collective_wait_intervals(store, int(GroupKind::embedding)));
+                               wait_intervals(collectives, digests, int(GroupKind::embedding)));
     return all_steps;
 }
 
@@ -182,16 +184,6 @@ RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown
                         "figures for it are incomplete",
                         r, rt.dropped_events));
     return rr;
-}
-
-// Waiting for peers inside collectives, matched across each group's ranks over the steady steps.
-void match_collective_waits(const TraceStore& store, Report& rep) {
-    int first_steady = 0;
-    for (const auto& rr : rep.ranks)
-        if (!rr.steps.empty()) first_steady = std::max(first_steady, steady_steps(rr.steps).front().step);
-    const auto waits = collective_waits(store, first_steady);
-    for (auto& rr : rep.ranks)
-        if (auto it = waits.find(rr.rank); it != waits.end()) rr.group_wait_s = it->second;
 }
 
 // Attention time across each cp group (ranks that differ only in cp): the worst group's slowest over fastest.
@@ -357,14 +349,17 @@ Report build_report(const TraceStore& store, int microbatches) {
     Report rep;
     describe_run(store, rep);
     if (rep.predict_input.moe_experts > 0) rep.routing = analyze_expert_routing(store);
-    std::vector<std::vector<StepBreakdown>> all_steps = all_rank_steps(store, rep);
+    // The run across ranks comes from the ranks' digests, as it does for runs too large to hold whole
+    // (cross_rank.h). Their collectives are matched first: the steps' pipeline windows need the waits.
+    std::vector<RankDigest> digests;
+    for (int r : store.ranks()) digests.push_back(digest_without_steps(store, r));
+    CollectiveMatches collectives = match_collectives(digests);
+    std::vector<std::vector<StepBreakdown>> all_steps = all_rank_steps(store, rep, digests, collectives);
     size_t index = 0;
     for (int r : store.ranks()) rep.ranks.push_back(rank_report(store, r, std::move(all_steps[index++]), rep));
-    // Who holds the run back: from the ranks' digests, as it is for runs too large to hold whole (blame.h); each
-    // made from the rank's report (its steps, op table and HTA figures worked out once)
-    for (const RankReport& rr : rep.ranks) rep.digests.push_back(make_digest(store, rr.rank, rr.steps, rr.ops, rr.hta));
-    rep.blame = blame(rep.digests);
-    match_collective_waits(store, rep);
+    for (size_t i = 0; i < rep.ranks.size(); ++i)  // the steps, op table and HTA figures worked out once, above
+        add_step_figures(digests[i], rep.ranks[i].steps, rep.ranks[i].ops, rep.ranks[i].hta);
+    rep.cross = cross_rank(std::move(digests), std::move(collectives), {.microbatches = microbatches});
     count_group_hosts(store, rep);
     if (rep.predict_input.cp > 1) context_balance(rep);
     if (rep.predict_input.moe_experts > 0) expert_balance(rep);
@@ -378,7 +373,7 @@ Report build_report(const TraceStore& store, int microbatches) {
             store.memory_events_dropped_by_cap()));
     throughput(store, rep);
     if (!rep.imported) rep.misses = find_misses(rep);  // an imported run has no prediction to miss
-    if (rep.imported) rep.imported_section = imported_run_section(store, microbatches);
+    if (rep.imported) rep.imported_section = imported_run_section(store, rep.cross.pipelines);
     return rep;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "profiler/event.h"
@@ -87,5 +88,10 @@ Values grid_from_json(const nlohmann::json& j) {
             v[d] = it->get<int>();
     return v;
 }
+
+// The instance of the engine's group `group` (a GroupKind) a rank at `coords` belongs to, as a key: the ranks that
+// share every coordinate but the group's own ("world" for the world group; dp reduces over dp x cp; an expert group is
+// ep neighbouring dp ranks, the experts' data-parallel group the ranks holding the same experts).
+std::string engine_group_instance(const GridCoords& coords, int group);
 
 }  // namespace us::prof

@@ -136,7 +136,7 @@ TEST_CASE("overlap bars add up to the wall time and mark the rank the blame name
     CHECK(m.marked == -1);  // rank 1 idles most: a victim; nothing blamed, nothing marked
     Straggler s;
     s.rank = 2, s.stands_out = true;
-    rep.blame.stragglers.push_back(s);
+    rep.cross.blame.stragglers.push_back(s);
     m = build_overlap_model(rep);
     CHECK(m.marked == 2);
     CHECK(m.mark == "holds the run back");
