@@ -192,6 +192,12 @@ public:
 private:
     RankTrace& rank_for(int r);
     uint32_t intern(const std::string& text);
+    // add_chunk's steps: a metadata record, an end-of-stream note, and one event of each kind.
+    void add_metadata(RankTrace& rt, const Chunk& c);
+    void add_end(RankTrace& rt, const Chunk& c);
+    void add_span(RankTrace& rt, const SpanRecord& r);
+    void add_memory(RankTrace& rt, const MemoryRecord& r);
+    uint32_t local_name(RankTrace& rt, uint32_t local);  // the rank's string id as a store name ("?" when unknown)
 
     TraceStoreOptions m_options;
     std::vector<std::unique_ptr<RankTrace>> m_ranks;  // by rank; null for ranks not seen
