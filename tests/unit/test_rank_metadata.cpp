@@ -85,3 +85,29 @@ TEST_CASE("rank metadata: a planner's predicted run reads back as RunInfo", "[cp
     CHECK((*run.settings)["precision"] == "bf16");
     CHECK((*run.settings)["layers"] == m.layers);
 }
+
+TEST_CASE("rank metadata: grid coordinates and sizes are typed, unknown where the record does not say",
+          "[cpu][schema][run-info]") {
+    const nlohmann::json engine = nlohmann::json::parse(
+        R"({"rank": 3, "world_size": 4, "coords": {"dp": 1, "pp": 1, "tp": 0, "cp": 0, "ep": 0},
+            "grid": {"dp": 2, "pp": 2, "tp": 1, "cp": 1, "ep": 1}, "microbatches": 8})");
+    const prof::RankMetadata m = prof::rank_metadata_from_json(engine);
+    CHECK(m.coords.dp == 1);
+    CHECK(m.coords.pp == 1);
+    CHECK(m.grid.pp == 2);
+    CHECK(m.microbatches == 8);
+    const nlohmann::json written = to_json(m);
+    CHECK(written["coords"] == engine["coords"]);
+    CHECK(written["grid"] == engine["grid"]);
+    CHECK(written["microbatches"] == 8);
+    // an imported rank names no grid: every dimension unknown (not 0), written back as the {} it came as
+    const prof::RankMetadata imported =
+        prof::rank_metadata_from_json(nlohmann::json::parse(R"({"rank": 1, "source": "kineto", "coords": {}})"));
+    CHECK(imported.coords.empty());
+    CHECK_FALSE(imported.coords.pp.has_value());
+    CHECK_FALSE(imported.microbatches.has_value());
+    CHECK(imported.world_size == 0);  // not said: the store counts its ranks
+    CHECK(to_json(imported)["coords"] == nlohmann::json::object());
+    // a key of another type is unknown too
+    CHECK_FALSE(prof::grid_from_json<prof::GridCoords>(nlohmann::json::parse(R"({"pp": "1"})")).pp.has_value());
+}
