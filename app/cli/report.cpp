@@ -157,7 +157,7 @@ int report_command(int argc, char** argv) {
     } else {
         std::string shown;
         for (const auto& p : paths) shown += (shown.empty() ? "" : " ") + p;
-        std::printf("Trace %s\n%s\n%s%s", shown.c_str(), prof::format_blame(rep.blame).c_str(),
+        std::printf("Trace %s\n%s\n%s%s", shown.c_str(), prof::format_blame(rep.cross.blame).c_str(),
                     run.imported() ? prof::imported_header(run, store).c_str() : "", prof::format_report(rep).c_str());
         std::printf("%s", prof::format_memory_categories(categories).c_str());
         std::printf("%s", cmp ? plan::format_plan_vs_run(*cmp).c_str()

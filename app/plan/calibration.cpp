@@ -267,7 +267,7 @@ void OpCostFit::add_run(const prof::TraceStore& store, const ModelDesc& model, c
         m_loss_s += times[size_t(prof::OpClass::loss)];
         m_optimizer_s += times[size_t(prof::OpClass::optimizer)];
         // What the ops of one step touched, by the planner's own inventory for this rank's stage.
-        const int stage = rr.coords.value("pp", 0);
+        const int stage = rr.coords.pp.value_or(0);
         const RankShapes r = rank_shapes(model, layout, stage);
         const WorkInventory w = work_inventory(model, layout, r);
         const double mb = double(layout.grad_accum);

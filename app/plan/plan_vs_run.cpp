@@ -172,7 +172,7 @@ PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Repor
     // Memory: the planner's busiest stage, its rank with the largest measured total.
     int64_t largest = -1;
     for (const prof::RankReport& rr : rep.ranks) {
-        if (rr.coords.value("pp", 0) != c.plan.memory.stage) continue;
+        if (rr.coords.pp.value_or(0) != c.plan.memory.stage) continue;
         const int64_t sum = prof::modelled_sum_of_peaks(rr.memory, c.plan.memory.modelled);
         if (sum > largest) {
             largest = sum, c.memory_rank = rr.rank;

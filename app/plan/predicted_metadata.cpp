@@ -29,8 +29,8 @@ prof::RankMetadata predicted_rank_metadata(const ModelDesc& m, const ClusterDesc
     prof::RankMetadata meta;
     meta.rank = stage;
     meta.world_size = l.pp;
-    meta.coords = {{"dp", 0}, {"pp", stage}, {"tp", 0}, {"cp", 0}, {"ep", 0}};
-    meta.grid = {{"dp", l.dp}, {"pp", l.pp}, {"tp", l.tp}, {"cp", l.cp}, {"ep", l.ep}};
+    meta.coords = {.dp = 0, .pp = stage, .tp = 0, .cp = 0, .ep = 0};
+    meta.grid = {.dp = l.dp, .pp = l.pp, .tp = l.tp, .cp = l.cp, .ep = l.ep};
     meta.host = "predicted";
     meta.device = c.gpu_name.empty() ? c.name : c.gpu_name;
     meta.backend = "predicted";

@@ -96,12 +96,4 @@ void ProcessGrid::wrap_groups(
     m_embedding = wrap(std::move(m_embedding), GroupKind::embedding);
 }
 
-nlohmann::json ProcessGrid::coords_json() const {
-    return {{"dp", m_coords.dp}, {"pp", m_coords.pp}, {"tp", m_coords.tp}, {"cp", m_coords.cp}, {"ep", m_coords.ep}};
-}
-
-nlohmann::json ProcessGrid::degrees_json() const {
-    return {{"dp", m_p.dp}, {"pp", m_p.pp}, {"tp", m_p.tp}, {"cp", m_p.cp}, {"ep", m_p.ep}};
-}
-
 }  // namespace us

@@ -77,9 +77,6 @@ public:
     void wrap_groups(
         const std::function<std::unique_ptr<Communicator>(std::unique_ptr<Communicator>, GroupKind)>& wrap);
 
-    nlohmann::json coords_json() const;
-    nlohmann::json degrees_json() const;
-
 private:
     ParallelConfig m_p;
     GridCoords m_coords;

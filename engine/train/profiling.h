@@ -22,8 +22,8 @@ namespace us {
 struct RankInfo {
     int rank = 0;
     int world = 1;
-    nlohmann::json coords = {{"dp", 0}, {"pp", 0}, {"tp", 0}, {"cp", 0}, {"ep", 0}};
-    nlohmann::json grid = {{"dp", 1}, {"pp", 1}, {"tp", 1}, {"cp", 1}, {"ep", 1}};
+    prof::GridCoords coords{.dp = 0, .pp = 0, .tp = 0, .cp = 0, .ep = 0};
+    prof::GridSizes grid{.dp = 1, .pp = 1, .tp = 1, .cp = 1, .ep = 1};
     int64_t clock_offset_ns = 0;       // this rank's CLOCK_MONOTONIC minus rank 0's
     int64_t clock_uncertainty_ns = 0;  // half the best round trip of the estimate; 0 on a shared host
     std::string comm_backend = "none";

@@ -136,8 +136,10 @@ RankInfo rank_info(ProcessGrid& grid) {
     RankInfo r;
     r.rank = grid.world_rank();
     r.world = grid.world_size();
-    r.coords = grid.coords_json();
-    r.grid = grid.degrees_json();
+    const GridCoords& c = grid.coords();
+    const ParallelConfig& p = grid.degrees();
+    r.coords = {.dp = c.dp, .pp = c.pp, .tp = c.tp, .cp = c.cp, .ep = c.ep};
+    r.grid = {.dp = p.dp, .pp = p.pp, .tp = p.tp, .cp = p.cp, .ep = p.ep};
     r.comm_backend = MpiRuntime::initialized() ? "mpi" : "none";
     if (MpiRuntime::initialized()) MpiRuntime::estimate_clock_offset(r.clock_offset_ns, r.clock_uncertainty_ns);
     return r;

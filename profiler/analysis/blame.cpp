@@ -1,7 +1,7 @@
-// Who holds the run back, from the ranks' digests (blame.h).
+// Who holds the run back, from the ranks' digests (blame.h): the collectives matched across ranks
+// (collective_match.h) tallied per rank, the stragglers ranked by the waiting they caused, the rule that names one,
+// and the pipelines' stages.
 #include "profiler/analysis/blame.h"
-
-#include "profiler/analysis/pipeline_blame.h"
 
 #include <fmt/format.h>
 
@@ -11,44 +11,25 @@
 #include <set>
 #include <tuple>
 
+#include "profiler/analysis/pipeline_blame.h"
+
 namespace us::prof {
 
 namespace {
 
-// The first step every rank counts as steady (the latest of their first steady steps), or 0 without steps.
-int first_steady_step(const std::vector<RankDigest>& digests) {
-    int first = 0;
-    for (const RankDigest& d : digests)
-        if (const auto steady = d.steady(); !steady.empty()) first = std::max(first, steady.front().step);
-    return first;
-}
-
-// A group instance: its members' collectives, each in issue order.
-struct Instance {
-    std::string name;
-    std::map<int, std::vector<const DigestCollective*>> by_rank;
-};
-
-std::map<std::string, Instance> instances_of(const std::vector<RankDigest>& digests) {
-    std::map<std::string, Instance> out;
-    for (const RankDigest& d : digests)
-        for (const DigestCollective& c : d.collectives) {
-            const DigestGroup& g = d.groups[size_t(c.group)];
-            Instance& in = out[g.key];
-            if (in.name.empty()) in.name = g.name;
-            in.by_rank[d.rank].push_back(&c);
-        }
-    for (auto& [key, in] : out)
-        for (auto& [rank, list] : in.by_rank)
-            std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->index < b->index; });
+// The group instances blame reads: a pipeline's own collective (the tied embedding's gradient, between its first
+// and last stage) waits for the schedule's end, whoever is slow: the pipeline's analysis says who; it blames no rank.
+std::vector<bool> blamed_instances(const CollectiveMatches& m, bool pipelined) {
+    std::vector<bool> out;
+    for (const GroupInstance& in : m.instances) out.push_back(!pipelined || in.key.rfind("embedding|", 0) != 0);
     return out;
 }
 
 // The ranks' clock offsets: the trace's where it gives them; else, from rank to rank through the groups they share,
 // the median difference of their collectives' ends (a collective completes at about one moment on all its ranks),
 // with the spread of those differences (1.4826 x their median absolute deviation) as the uncertainty.
-std::vector<RankClock> clocks_of(const std::vector<RankDigest>& digests, const std::map<std::string, Instance>& groups,
-                                 int first_step) {
+std::vector<RankClock> clocks_of(const std::vector<RankDigest>& digests, const CollectiveMatches& m,
+                                 const std::vector<bool>& read, int first_step) {
     std::vector<RankClock> out;
     std::map<int, size_t> at;
     bool given = true;
@@ -67,27 +48,31 @@ std::vector<RankClock> clocks_of(const std::vector<RankDigest>& digests, const s
     for (RankClock& c : out) c = RankClock{c.rank, std::nullopt, std::nullopt, "none"};
     RankClock& first = out.front();
     first.offset_ns = 0, first.uncertainty_ns = 0, first.method = "collectives (the reference)";
+    auto part = [&](const InstanceMember& member, size_t k) -> const DigestCollective& {
+        return digests[member.digest].collectives[member.parts[k]];
+    };
     for (bool grew = true; grew;) {  // spread from known ranks through shared groups
         grew = false;
-        for (const auto& [key, in] : groups) {
-            const std::vector<const DigestCollective*>* known = nullptr;
-            const RankClock* known_clock = nullptr;
-            for (const auto& [rank, list] : in.by_rank)
-                if (out[at[rank]].offset_ns) known = &list, known_clock = &out[at[rank]];
+        for (size_t i = 0; i < m.instances.size(); ++i) {
+            if (!read[i]) continue;
+            const InstanceMember* known = nullptr;
+            for (const InstanceMember& member : m.instances[i].members)
+                if (out[at[member.rank]].offset_ns) known = &member;
             if (!known) continue;
-            for (const auto& [rank, list] : in.by_rank) {
-                RankClock& c = out[at[rank]];
+            const RankClock& known_clock = out[at[known->rank]];
+            for (const InstanceMember& member : m.instances[i].members) {
+                RankClock& c = out[at[member.rank]];
                 if (c.offset_ns) continue;
                 std::vector<double> diffs;
-                for (size_t k = 0; k < list.size() && k < known->size(); ++k)
-                    if (list[k]->step >= first_step) diffs.push_back(double(list[k]->end - (*known)[k]->end));
+                for (size_t k = 0; k < member.parts.size() && k < known->parts.size(); ++k)
+                    if (part(member, k).step >= first_step)
+                        diffs.push_back(double(part(member, k).end - part(*known, k).end));
                 if (diffs.empty()) continue;
-                const double m = median(diffs);
+                const double med = median(diffs);
                 std::vector<double> dev;
-                for (double x : diffs) dev.push_back(std::abs(x - m));
-                c.offset_ns = *known_clock->offset_ns + int64_t(std::llround(m));
-                c.uncertainty_ns =
-                    known_clock->uncertainty_ns.value_or(0) + int64_t(std::llround(1.4826 * median(dev)));
+                for (double x : diffs) dev.push_back(std::abs(x - med));
+                c.offset_ns = *known_clock.offset_ns + int64_t(std::llround(med));
+                c.uncertainty_ns = known_clock.uncertainty_ns.value_or(0) + int64_t(std::llround(1.4826 * median(dev)));
                 c.method = "collectives";
                 grew = true;
             }
@@ -96,67 +81,45 @@ std::vector<RankClock> clocks_of(const std::vector<RankDigest>& digests, const s
     return out;
 }
 
-}  // namespace
+// The matched collectives tallied per rank over the steady steps: what each rank made the others wait (it arrived
+// last) and what it waited for them, by group instance and by step.
+struct WaitTally {
+    std::map<int, Straggler> stats;                                // rank -> its counts (filled further below)
+    std::map<int, std::map<size_t, double>> caused_in;             // rank -> instance -> waiting caused
+    std::map<int, std::map<int, double>> caused_at;                // rank -> step -> waiting caused
+    std::map<int, std::map<int, double>> suffered_at;              // rank -> step -> waiting for others
+    std::map<int, std::map<size_t, std::pair<int, int>>> last_of;  // rank -> instance -> (last, matched)
+};
 
-Blame blame(const std::vector<RankDigest>& digests, const BlameRules& rules) {
-    Blame b;
-    if (digests.empty()) {
-        b.verdict = "no ranks";
-        return b;
-    }
-    std::map<int, const RankDigest*> by_rank;
-    for (const RankDigest& d : digests) by_rank[d.rank] = &d;
-    const int first_step = first_steady_step(digests);
-    auto groups = instances_of(digests);
-    std::string order_from;
-    const std::vector<std::vector<int>> chains = pipelines_of(digests, order_from);
-    // A pipeline's own collective (the tied embedding's gradient, between its first and last stage) waits for the
-    // schedule's end, whoever is slow: the pipeline's analysis below says who; it blames no rank here.
-    if (!chains.empty()) std::erase_if(groups, [](const auto& g) { return g.first.rfind("embedding|", 0) == 0; });
-    b.clocks = clocks_of(digests, groups, first_step);
-    std::vector<double> steps;
-    for (const RankDigest& d : digests) steps.push_back(steady_mean(d, &DigestStep::wall_s));
-    b.mean_step_s = std::accumulate(steps.begin(), steps.end(), 0.0) / double(steps.size());
-
-    std::map<int, Straggler> stats;
-    std::map<int, std::map<std::string, double>> caused_in;           // rank -> group instance -> waiting caused
-    std::map<int, std::map<int, double>> caused_at;                   // rank -> step -> waiting caused
-    std::map<int, std::map<int, double>> suffered_at;                 // rank -> step -> waiting for others
-    std::map<int, std::map<std::string, std::pair<int, int>>> tally;  // rank -> instance -> (last, matched)
-    std::map<std::string, std::vector<int>> members;                  // group instance -> ranks
-    for (const auto& [key, in] : groups) {
-        if (in.by_rank.size() < 2) continue;
-        size_t count = SIZE_MAX;  // a trace cut short: what every member recorded
-        for (const auto& [r, list] : in.by_rank) count = std::min(count, list.size());
-        for (const auto& [r, list] : in.by_rank) members[key].push_back(r);
-        for (size_t k = 0; k < count; ++k) {
-            const DigestCollective* first = in.by_rank.begin()->second[k];
-            if (first->step < first_step) continue;
-            int64_t shortest = INT64_MAX;
-            int last = -1;
-            for (const auto& [r, list] : in.by_rank)
-                if (const int64_t d = list[k]->end - list[k]->begin; d < shortest) shortest = d, last = r;
-            double waited = 0;
-            for (const auto& [r, list] : in.by_rank) {
-                ++stats[r].all_collectives;
-                ++tally[r][key].second;
-                if (r == last) continue;
-                const int64_t wait_ns = list[k]->end - list[k]->begin - shortest;
-                const double w = double(wait_ns) / 1e9;
-                waited += w;
-                suffered_at[r][list[k]->step] += w;
-                if (wait_ns > 0) b.edges.push_back({r, last, list[k]->begin, in.by_rank.at(last)[k]->begin, wait_ns});
-            }
-            ++b.collectives_matched;
-            b.waited_s += waited;
-            Straggler& s = stats[last];
-            ++s.all_last_arrivals;
-            ++tally[last][key].first;
-            s.others_waited_s += waited;
-            ++s.phases[std::string(kPhaseNames[size_t(first->phase)])];
-            caused_in[last][key] += waited;
-            caused_at[last][in.by_rank.at(last)[k]->step] += waited;
+WaitTally tally_waits(const std::vector<RankDigest>& digests, const CollectiveMatches& m, const std::vector<bool>& read,
+                      int first_step, Blame& b) {
+    WaitTally t;
+    for (const MatchedCollective& c : m.collectives) {
+        if (!read[c.instance] || m.step(digests, c) < first_step) continue;
+        const GroupInstance& in = m.instances[c.instance];
+        const int last = in.members[c.last].rank;
+        double waited = 0;
+        for (size_t i = 0; i < in.members.size(); ++i) {
+            const int r = in.members[i].rank;
+            ++t.stats[r].all_collectives;
+            ++t.last_of[r][c.instance].second;
+            if (i == c.last) continue;
+            const DigestCollective& part = m.part(digests, c, i);
+            const int64_t wait_ns = m.wait_ns(digests, c, i);
+            const double w = double(wait_ns) / 1e9;
+            waited += w;
+            t.suffered_at[r][part.step] += w;
+            if (wait_ns > 0) b.edges.push_back({r, last, part.begin, m.part(digests, c, c.last).begin, wait_ns});
         }
+        ++b.collectives_matched;
+        b.waited_s += waited;
+        Straggler& s = t.stats[last];
+        ++s.all_last_arrivals;
+        ++t.last_of[last][c.instance].first;
+        s.others_waited_s += waited;
+        ++s.phases[std::string(kPhaseNames[size_t(m.part(digests, c, 0).phase)])];
+        t.caused_in[last][c.instance] += waited;
+        t.caused_at[last][m.part(digests, c, c.last).step] += waited;
     }
     if (b.edges.size() > Blame::kMaxWaitEdges) {  // a bounded list: the longest waits
         std::nth_element(b.edges.begin(), b.edges.begin() + Blame::kMaxWaitEdges, b.edges.end(),
@@ -165,85 +128,94 @@ Blame blame(const std::vector<RankDigest>& digests, const BlameRules& rules) {
     }
     std::sort(b.edges.begin(), b.edges.end(),
               [](const WaitEdge& x, const WaitEdge& y) { return x.waiter_begin_ns < y.waiter_begin_ns; });
-    std::map<int, std::string> group_of;  // rank -> the instance it caused the most waiting in
-    for (auto& [r, s] : stats) {
+    return t;
+}
+
+// Every rank that caused waiting, most to blame first: its share, the group instance it caused the most waiting in
+// (its last arrivals there, its compute against the instance's median) and the steps it was last in.
+void rank_stragglers(const std::map<int, const RankDigest*>& by_rank, const CollectiveMatches& m, WaitTally& t,
+                     Blame& b, std::map<int, size_t>& group_of) {
+    for (auto& [r, s] : t.stats) {
         const RankDigest& d = *by_rank.at(r);
         s.rank = r, s.label = d.label;
         s.share = b.waited_s > 0 ? s.others_waited_s / b.waited_s : 0;
         s.compute_s = steady_mean(d, &DigestStep::compute_s);
-        const auto& in = caused_in[r];
+        const auto& in = t.caused_in[r];
         if (!in.empty()) {
-            const std::string key =
+            const size_t most =
                 std::max_element(in.begin(), in.end(), [](auto& a, auto& c) { return a.second < c.second; })->first;
-            s.group = groups.at(key).name;
-            group_of[r] = key;
-            std::tie(s.last_arrivals, s.collectives) = tally[r][key];
+            s.group = m.instances[most].name;
+            group_of[r] = most;
+            std::tie(s.last_arrivals, s.collectives) = t.last_of[r][most];
             std::vector<double> compute;
-            for (int m : members[key]) compute.push_back(steady_mean(*by_rank.at(m), &DigestStep::compute_s));
+            for (const InstanceMember& member : m.instances[most].members)
+                compute.push_back(steady_mean(*by_rank.at(member.rank), &DigestStep::compute_s));
             s.group_median_compute_s = median(compute);
             s.compute_vs_median = s.group_median_compute_s > 0 ? s.compute_s / s.group_median_compute_s : 0;
         }
-        std::vector<std::pair<int, double>> at(caused_at[r].begin(), caused_at[r].end());
+        std::vector<std::pair<int, double>> at(t.caused_at[r].begin(), t.caused_at[r].end());
         std::sort(at.begin(), at.end(), [](auto& x, auto& y) { return x.second > y.second; });
         for (const auto& [step, w] : at) s.steps.push_back(step);
         if (s.others_waited_s > 0) b.stragglers.push_back(s);
     }
     std::sort(b.stragglers.begin(), b.stragglers.end(),
               [](const Straggler& x, const Straggler& y) { return x.others_waited_s > y.others_waited_s; });
+}
 
+// The Ranks view's cells (by rank, then step), and for each straggler the steps in which it caused more waiting
+// than any other rank: a rank that holds the others back does so step after step; noise picks a different rank
+// each step.
+void step_cells(const WaitTally& t, Blame& b) {
     std::map<std::pair<int, int>, RankStepWait> cells;
-    for (const auto& [r, at] : caused_at)
+    for (const auto& [r, at] : t.caused_at)
         for (const auto& [step, w] : at) cells[{r, step}] = {r, step, w, 0};
-    for (const auto& [r, at] : suffered_at)
+    for (const auto& [r, at] : t.suffered_at)
         for (const auto& [step, w] : at) {
             RankStepWait& c = cells[{r, step}];
             c.rank = r, c.step = step, c.suffered_s = w;
         }
     for (const auto& [key, c] : cells) b.waits.push_back(c);
-
-    // A rank that holds the others back does so step after step; noise picks a different rank each step. The steps
-    // in which each rank caused more waiting than any other:
     std::map<int, std::pair<int, double>> top_of_step;  // step -> (rank, waiting caused)
-    for (const auto& [r, at] : caused_at)
+    for (const auto& [r, at] : t.caused_at)
         for (const auto& [step, w] : at)
-            if (auto& t = top_of_step[step]; w > t.second) t = {r, w};
+            if (auto& top = top_of_step[step]; w > top.second) top = {r, w};
     for (Straggler& s : b.stragglers) {
         s.steps_with_waiting = int(top_of_step.size());
         s.steps_on_top = int(std::count_if(top_of_step.begin(), top_of_step.end(),
-                                           [&](const auto& t) { return t.second.first == s.rank; }));
+                                           [&](const auto& top) { return top.second.first == s.rank; }));
     }
+}
 
-    // The verdict: one rank stands out when it caused most of the waiting, far more than the next, and enough of a
-    // step to matter; otherwise the waiting is noise spread over the ranks, and no culprit is invented.
-    if (!b.stragglers.empty()) {
-        Straggler& top = b.stragglers.front();
-        const double next = b.stragglers.size() > 1 ? b.stragglers[1].others_waited_s : 0;
-        const double steps_counted = std::max<double>(1, double(by_rank.at(top.rank)->steady().size()));
-        const size_t n = members[group_of[top.rank]].size();
-        const double per_waiter_per_step = top.others_waited_s / steps_counted / double(std::max<size_t>(1, n - 1));
-        const int steps_with_waiting = top.steps_with_waiting;
-        const int min_steps = std::max(rules.min_steps, int(std::ceil(rules.min_step_fraction * steps_with_waiting)));
-        // the first rule it fails, said in the verdict so that "nothing stands out" can be checked
-        if (top.share < rules.min_share)
-            b.why_not =
-                fmt::format("it caused {:.0f}% of the waiting, under {:.0f}%", 100 * top.share, 100 * rules.min_share);
-        else if (next > 0 && top.others_waited_s < rules.min_ratio * next)
-            b.why_not = fmt::format("it caused {:.1f}x what the next rank did, under {:.1f}x",
-                                    top.others_waited_s / next, rules.min_ratio);
-        else if (per_waiter_per_step < rules.min_step_share * b.mean_step_s)
-            b.why_not =
-                fmt::format("each other rank waited {:.1f}% of a step a step for it, under {:.0f}%",
-                            100 * per_waiter_per_step / std::max(1e-12, b.mean_step_s), 100 * rules.min_step_share);
-        else if (top.steps_on_top < min_steps)
-            b.why_not = fmt::format("it caused the most waiting in {} of {} steps, under {}", top.steps_on_top,
-                                    steps_with_waiting, min_steps);
-        top.stands_out = b.why_not.empty();
-        b.culprit = top.stands_out;
-    }
-    for (const auto& chain : chains) {
-        b.pipelines.push_back(pipeline_blame(chain, by_rank, first_step));
-        b.pipelines.back().order_from = order_from;
-    }
+// The rule (BlameRules): one rank stands out when it caused most of the waiting, far more than the next, and
+// enough of a step to matter; otherwise the waiting is noise spread over the ranks, and no culprit is invented. The
+// first rule the top rank fails is kept, so that "nothing stands out" can be checked.
+void apply_rule(const BlameRules& rules, const RankDigest& top_digest, size_t instance_members, Blame& b) {
+    if (b.stragglers.empty()) return;
+    Straggler& top = b.stragglers.front();
+    const double next = b.stragglers.size() > 1 ? b.stragglers[1].others_waited_s : 0;
+    const double steps_counted = std::max<double>(1, double(top_digest.steady().size()));
+    const double per_waiter_per_step =
+        top.others_waited_s / steps_counted / double(std::max<size_t>(1, instance_members - 1));
+    const int steps_with_waiting = top.steps_with_waiting;
+    const int min_steps = std::max(rules.min_steps, int(std::ceil(rules.min_step_fraction * steps_with_waiting)));
+    if (top.share < rules.min_share)
+        b.why_not =
+            fmt::format("it caused {:.0f}% of the waiting, under {:.0f}%", 100 * top.share, 100 * rules.min_share);
+    else if (next > 0 && top.others_waited_s < rules.min_ratio * next)
+        b.why_not = fmt::format("it caused {:.1f}x what the next rank did, under {:.1f}x", top.others_waited_s / next,
+                                rules.min_ratio);
+    else if (per_waiter_per_step < rules.min_step_share * b.mean_step_s)
+        b.why_not = fmt::format("each other rank waited {:.1f}% of a step a step for it, under {:.0f}%",
+                                100 * per_waiter_per_step / std::max(1e-12, b.mean_step_s), 100 * rules.min_step_share);
+    else if (top.steps_on_top < min_steps)
+        b.why_not = fmt::format("it caused the most waiting in {} of {} steps, under {}", top.steps_on_top,
+                                steps_with_waiting, min_steps);
+    top.stands_out = b.why_not.empty();
+    b.culprit = top.stands_out;
+}
+
+// The verdict in one line: the culprit, or that nothing stands out (and why), then any pipeline's bottleneck stage.
+void say_verdict(Blame& b) {
     if (b.culprit) {
         const Straggler& s = b.stragglers.front();
         b.verdict = fmt::format(
@@ -272,7 +244,44 @@ Blame blame(const std::vector<RankDigest>& digests, const BlameRules& rules) {
                 "the stages' median",
                 p.bottleneck_stage, p.bottleneck_rank, p.bottleneck_compute_s,
                 p.bottleneck_compute_s / p.median_compute_s);
+}
+
+}  // namespace
+
+Blame blame(const std::vector<RankDigest>& digests, const CollectiveMatches& matches, const PipelineStages& pipelines,
+            const BlameRules& rules) {
+    Blame b;
+    if (digests.empty()) {
+        b.verdict = "no ranks";
+        return b;
+    }
+    std::map<int, const RankDigest*> by_rank;
+    for (const RankDigest& d : digests) by_rank[d.rank] = &d;
+    const int first_step = first_steady_step(digests);
+    const std::vector<bool> read = blamed_instances(matches, !pipelines.pipelines.empty());
+    b.clocks = clocks_of(digests, matches, read, first_step);
+    std::vector<double> steps;
+    for (const RankDigest& d : digests) steps.push_back(steady_mean(d, &DigestStep::wall_s));
+    b.mean_step_s = std::accumulate(steps.begin(), steps.end(), 0.0) / double(steps.size());
+    WaitTally t = tally_waits(digests, matches, read, first_step, b);
+    std::map<int, size_t> group_of;  // rank -> the instance it caused the most waiting in
+    rank_stragglers(by_rank, matches, t, b, group_of);
+    step_cells(t, b);
+    if (!b.stragglers.empty()) {
+        const int top = b.stragglers.front().rank;
+        const auto in = group_of.find(top);
+        apply_rule(rules, *by_rank.at(top), in == group_of.end() ? 0 : matches.instances[in->second].members.size(), b);
+    }
+    for (const auto& chain : pipelines.pipelines) {
+        b.pipelines.push_back(pipeline_blame(chain, by_rank, first_step));
+        b.pipelines.back().order_from = pipelines.order_from;
+    }
+    say_verdict(b);
     return b;
+}
+
+Blame blame(const std::vector<RankDigest>& digests, const BlameRules& rules) {
+    return blame(digests, match_collectives(digests), pipeline_stages(digests), rules);
 }
 
 nlohmann::json blame_json(const Blame& b) {

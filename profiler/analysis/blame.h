@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "profiler/analysis/collective_match.h"
+#include "profiler/analysis/pipeline_stages.h"
 #include "profiler/analysis/rank_digest.h"
 
 namespace us::prof {
@@ -105,6 +107,11 @@ struct BlameRules {
     int min_steps = 2;
 };
 
+// From the digests' collectives matched across ranks (collective_match.h) and the run's pipelines
+// (pipeline_stages.h), made once for the run (cross_rank.h).
+Blame blame(const std::vector<RankDigest>& digests, const CollectiveMatches& collectives,
+            const PipelineStages& pipelines, const BlameRules& rules = {});
+// The same, matching and finding them here.
 Blame blame(const std::vector<RankDigest>& digests, const BlameRules& rules = {});
 
 // "blame": {"stragglers": [...], "pipelines": [...], "clocks": [...], ...} (docs/report-schema.md)

@@ -86,104 +86,122 @@ HtaKernelType hta_kernel_type(std::string_view name, Lane lane) {
     return HtaKernelType::computation;
 }
 
-std::vector<HtaKernel> hta_kernels(const TraceStore& store, int rank, const HtaOptions& options, HtaBreakdown* info) {
-    std::vector<HtaKernel> out;
-    const RankTrace* rt = store.rank(rank);
-    if (!rt) return out;
-    const int offset = kineto_step_offset(*rt);
-    const bool imported = rt->imported();
-    std::vector<Span> steps;
-    for (const Span& s : rt->lanes[size_t(Lane::host)].spans())
-        if (s.kind == SpanKind::step) steps.push_back(s);
-    std::sort(steps.begin(), steps.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
-    // Without ProfilerStep the reader makes one step of the whole window: HTA sees no iteration there.
-    const bool window = imported && imported_run_info(*rt).steps_from == "window";
-    // HTA's loader (Trace._filter_irrelevant_gpu_kernels) keeps the kernels whose launching CPU event began before
-    // the last ProfilerStep did; with fewer than two ProfilerSteps it keeps them all.
-    const bool filter = steps.size() >= 2;
-    const int last_step = filter ? steps.back().step : 0;
-    const int64_t last_begin = filter ? steps.back().begin : INT64_MAX;
-    auto round_ts = [&](int64_t ns) { return options.round_to_us ? hta_ts(ns) : ns; };
+namespace {
+
+// Which kernels HTA's loader keeps and the step each falls in. Trace._filter_irrelevant_gpu_kernels keeps the
+// kernels whose launching CPU event began before the last ProfilerStep did; with fewer than two ProfilerSteps it keeps
+// them all. Without ProfilerStep the reader makes one step of the whole window: HTA sees no iteration there.
+struct KernelWindow {
+    std::vector<Span> steps;  // the rank's step spans, in time order
+    bool window = false;      // the reader's one step of the whole window
+    bool filter = false;      // two steps or more: kernels launched in the last are left out
+    int last_step = 0;
+    int64_t last_begin = INT64_MAX;
+    bool round_to_us = false;
+    std::vector<HtaKernel> kernels;
+    std::set<int> listed;  // HTA's steps: those of the kept, correlated rows on a stream above 0 (add_iteration)
+
+    KernelWindow(const RankTrace& rt, const HtaOptions& options) : round_to_us(options.round_to_us) {
+        for (const Span& s : rt.lanes[size_t(Lane::host)].spans())
+            if (s.kind == SpanKind::step) steps.push_back(s);
+        std::sort(steps.begin(), steps.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+        window = rt.imported() && imported_run_info(rt).steps_from == "window";
+        filter = steps.size() >= 2;
+        if (filter) last_step = steps.back().step, last_begin = steps.back().begin;
+    }
+    int64_t round_ts(int64_t ns) const { return round_to_us ? hta_ts(ns) : ns; }
     // HTA compares its rounded times: a launch is kept when it began before the last step did.
-    auto launched_in_window = [&](int64_t launch) { return !filter || round_ts(launch) < round_ts(last_begin); };
+    bool launched_in_window(int64_t launch) const { return !filter || round_ts(launch) < round_ts(last_begin); }
     // HTA's add_iteration: the ProfilerStep whose [ts, ts + dur) holds a time (our 1-based step, 0 for none).
-    auto step_at = [&](int64_t t) {
+    int step_at(int64_t t) const {
         for (auto it = steps.rbegin(); it != steps.rend(); ++it)
             if (it->begin <= t && t < it->end) return it->step;
         return 0;
-    };
-    std::set<int> listed;  // HTA's steps: those of the kept, correlated rows on a stream above 0 (add_iteration)
-    auto add = [&](int64_t begin, int64_t end, int64_t launch, int stream, int step, HtaKernelType type) {
+    }
+    HtaKernel& add(int64_t begin, int64_t end, int64_t launch, int stream, int step, HtaKernelType type) {
         HtaKernel k;
-        std::tie(k.begin, k.end) = options.round_to_us ? hta_rounded(begin, end) : std::pair{begin, end};
+        std::tie(k.begin, k.end) = round_to_us ? hta_rounded(begin, end) : std::pair{begin, end};
         k.launch = launch == INT64_MIN ? launch : round_ts(launch);
         k.stream = stream, k.step = step, k.type = type;
-        out.push_back(k);
-        return &out.back();
-    };
+        kernels.push_back(k);
+        return kernels.back();
+    }
+};
+
+// The device lanes' kernels HTA keeps, each with its launch: the runtime call of the same correlation id where the
+// reader joined this file's kernels to their calls (Kineto's files carry the ids; Span::launch_lead), else the one
+// launch_times() finds by the launching op's name.
+void add_device_kernels(const TraceStore& store, int rank, const RankTrace& rt, KernelWindow& w, HtaBreakdown* info) {
     const LaunchTimes launches = launch_times(store, rank);
     if (info) info->launch_source = launches.source;
-    const int64_t clock = rt->clock_offset_ns;
-    // Whether the reader joined this file's kernels to their runtime calls by correlation id (Kineto's files carry
-    // the ids; a file without them keeps the launches launch_times() finds by the launching op's name).
     bool joined = false;
     for (Lane lane : {Lane::device, Lane::device_comm})
-        for (const Span& s : rt->lanes[size_t(lane)].spans()) joined |= imported && s.launch_lead != 0;
+        for (const Span& s : rt.lanes[size_t(lane)].spans()) joined |= rt.imported() && s.launch_lead != 0;
     for (Lane lane : {Lane::device, Lane::device_comm}) {
-        const auto& spans = rt->lanes[size_t(lane)].spans();
+        const auto& spans = rt.lanes[size_t(lane)].spans();
         const auto& launch = lane == Lane::device ? launches.device : launches.device_comm;
         for (size_t i = 0; i < spans.size(); ++i) {
             const Span& s = spans[i];
             int64_t called = launch[i];
             bool kept = true;
             if (joined) {
-                // The kernel's runtime call of the same correlation id (Span::launch_lead). HTA's loader merges
-                // kernels with CPU rows on correlation (an inner join): with two steps or more it keeps none whose
-                // correlation has no call in the file (launched before the profiler started).
+                // HTA's loader merges kernels with CPU rows on correlation (an inner join): with two steps or more it
+                // keeps none whose correlation has no call in the file (launched before the profiler started).
                 called = s.launch_lead != 0 ? s.begin - int64_t(s.launch_lead - 1) : INT64_MIN;
-                kept = !filter || (called != INT64_MIN && launched_in_window(called));
-            } else if (filter) {
+                kept = !w.filter || (called != INT64_MIN && w.launched_in_window(called));
+            } else if (w.filter) {
                 // Our step of a device span is its launching op's (contract): the step test is HTA's launch test.
-                kept = s.step != 0 ? s.step != last_step : s.begin < last_begin;
+                kept = s.step != 0 ? s.step != w.last_step : s.begin < w.last_begin;
             }
             if (!kept) continue;
-            add(s.begin, s.end, called, s.thread, s.step, hta_kernel_type(store.name(s.name), lane));
-            if (called != INT64_MIN && stream_id(*rt, s.thread) > 0 && s.step != 0) listed.insert(s.step);
+            w.add(s.begin, s.end, called, s.thread, s.step, hta_kernel_type(store.name(s.name), lane));
+            if (called != INT64_MIN && stream_id(rt, s.thread) > 0 && s.step != 0) w.listed.insert(s.step);
         }
     }
-    // Rows carrying args.stream that are not kernels, memcpy or memset, which the reader kept aside: HTA's
-    // temporal breakdown counts every row whose stream is not -1. [begin, end, stream, name, launch, correlated]:
-    // launch is the runtime call with the row's correlation id (correlated 1), the row's own begin without one (a
-    // CPU row to HTA's filter, correlated 0), null when the correlation has no call in the file.
-    if (auto it = rt->metadata.find("hta_stream_rows"); imported && it != rt->metadata.end() && it->is_array())
-        for (const auto& row : *it) {
-            if (!row.is_array() || row.size() < 6 || !row[0].is_number_integer() || !row[1].is_number_integer())
-                continue;
-            const int64_t begin = row[0].get<int64_t>() - clock, end = row[1].get<int64_t>() - clock;
-            const int64_t stream = row[2].is_number_integer() ? row[2].get<int64_t>() : -1;
-            const int64_t called = row[4].is_number_integer() ? row[4].get<int64_t>() - clock : INT64_MIN;
-            if (filter && (called == INT64_MIN || !launched_in_window(called))) continue;
-            const std::string name = row[3].is_string() ? row[3].get<std::string>() : std::string();
-            const int step = called == INT64_MIN ? 0 : step_at(called);
-            add(begin, end, called, -1, step, hta_kernel_type(name, Lane::device))->in_idle_breakdown = false;
-            if (row[5] == 1 && stream > 0 && step != 0) listed.insert(step);
-        }
-    if (info) {
-        std::set<int> used;
-        for (const Span& s : steps)
-            if (!window && (!filter || s.step != last_step)) used.insert(s.step);
-        if (imported) used = window ? std::set<int>{} : listed;
-        info->kineto_steps.clear();
-        for (int n : used) info->kineto_steps.push_back(n - offset);
-        info->steps_rule = window ? std::string("no ProfilerStep: every kernel, and no step listed, as HTA")
-                           : filter
-                               ? fmt::format("kernels launched before ProfilerStep#{} (the last) began, as HTA keeps",
-                                             last_step - offset)
-                               : std::string("fewer than two ProfilerSteps: every kernel, as HTA keeps");
-        if (imported && !window && listed.empty() && !steps.empty())
-            info->steps_rule += "; none listed: HTA gives a step only to kernels on a stream above 0";
+}
+
+// Rows carrying args.stream that are not kernels, memcpy or memset, which the reader kept aside (an imported rank's
+// RankMetadata::hta_stream_rows): HTA's temporal breakdown counts every row whose stream is not -1. Their launch is the
+// runtime call with the row's correlation id, the row's own begin without one (a CPU row to HTA's filter), unknown
+// when the correlation has no call in the file.
+void add_stream_rows(const RankTrace& rt, KernelWindow& w) {
+    const int64_t clock = rt.clock_offset_ns;
+    for (const HtaStreamRow& row : rt.info.hta_stream_rows) {
+        const int64_t begin = row.begin - clock, end = row.end - clock;
+        const int64_t called = row.launch ? *row.launch - clock : INT64_MIN;
+        if (w.filter && (called == INT64_MIN || !w.launched_in_window(called))) continue;
+        const int step = called == INT64_MIN ? 0 : w.step_at(called);
+        w.add(begin, end, called, -1, step, hta_kernel_type(row.name, Lane::device)).in_idle_breakdown = false;
+        if (row.correlated && row.stream > 0 && step != 0) w.listed.insert(step);
     }
-    return out;
+}
+
+// The steps HTA lists (Kineto's numbers) and the rule that chose the kernels, in words.
+void describe_steps(const KernelWindow& w, bool imported, int offset, HtaBreakdown& info) {
+    std::set<int> used;
+    for (const Span& s : w.steps)
+        if (!w.window && (!w.filter || s.step != w.last_step)) used.insert(s.step);
+    if (imported) used = w.window ? std::set<int>{} : w.listed;
+    info.kineto_steps.clear();
+    for (int n : used) info.kineto_steps.push_back(n - offset);
+    info.steps_rule = w.window   ? std::string("no ProfilerStep: every kernel, and no step listed, as HTA")
+                      : w.filter ? fmt::format("kernels launched before ProfilerStep#{} (the last) began, as HTA keeps",
+                                               w.last_step - offset)
+                                 : std::string("fewer than two ProfilerSteps: every kernel, as HTA keeps");
+    if (imported && !w.window && w.listed.empty() && !w.steps.empty())
+        info.steps_rule += "; none listed: HTA gives a step only to kernels on a stream above 0";
+}
+
+}  // namespace
+
+std::vector<HtaKernel> hta_kernels(const TraceStore& store, int rank, const HtaOptions& options, HtaBreakdown* info) {
+    const RankTrace* rt = store.rank(rank);
+    if (!rt) return {};
+    KernelWindow w(*rt, options);
+    add_device_kernels(store, rank, *rt, w, info);
+    if (rt->imported()) add_stream_rows(*rt, w);
+    if (info) describe_steps(w, rt->imported(), kineto_step_offset(*rt), *info);
+    return std::move(w.kernels);
 }
 
 HtaFigures hta_figures(std::vector<HtaKernel> kernels, const HtaOptions& options) {

@@ -28,7 +28,7 @@ std::string process_group_name(const RankTrace& rt, int group) {
     return group < kGroupCount ? std::string(group_kind_name(GroupKind(group))) : fmt::format("group {}", group);
 }
 
-ImportedRun imported_run_section(const TraceStore& store, int microbatches) {
+ImportedRun imported_run_section(const TraceStore& store, const PipelineStages& pipeline) {
     ImportedRun out;
     nlohmann::json ranks = nlohmann::json::array();
     out.text = "\nImported run (measured; settings unknown, so no predictions):\n";
@@ -74,7 +74,6 @@ ImportedRun imported_run_section(const TraceStore& store, int microbatches) {
         out.text += fmt::format("  rank {:<4} idle {:>9.3f} ms over {} step(s) ({})\n", r, sum.idle_s * 1e3,
                                 steps.size(), rt.has_device_spans() ? "device" : "CPU compute");
     }
-    const PipelineStages pipeline = pipeline_stages(store, microbatches);
     out.text += format_pipeline_stages(pipeline);
     out.json = {{"source", "measured"}, {"ranks", ranks}, {"pipeline", pipeline_stages_json(pipeline)}};
     return out;

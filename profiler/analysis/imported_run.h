@@ -19,8 +19,8 @@ struct ImportedRun {
     std::string text;     // its section of the text report
 };
 
-// microbatches: `ultrascope report --microbatches M` (0: not given).
-ImportedRun imported_run_section(const TraceStore& store, int microbatches = 0);
+// `pipelines`: the run's, from its digests (cross_rank.h).
+ImportedRun imported_run_section(const TraceStore& store, const PipelineStages& pipelines);
 
 // The name of a span's process group: the run description's for an imported group (its name, kind and
 // description), kGroupKinds' for the engine's, else "group N".

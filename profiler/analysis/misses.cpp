@@ -90,7 +90,7 @@ std::map<int, double> stage_compute_per_step(const Report& rep) {
     for (const RankReport& r : rep.ranks) {
         const size_t steps = steady_step_count(r.steps);
         if (steps == 0 || r.steady.compute_s <= 0) continue;
-        auto& [seconds, ranks] = sums[r.coords.value("pp", 0)];
+        auto& [seconds, ranks] = sums[r.coords.pp.value_or(0)];
         seconds += r.steady.compute_s / double(steps), ++ranks;
     }
     std::map<int, double> out;

@@ -2,10 +2,7 @@
 #include "profiler/analysis/pipeline_blame.h"
 
 #include <algorithm>
-#include <set>
 #include <tuple>
-
-#include "profiler/analysis/pipeline_stages.h"
 
 namespace us::prof {
 
@@ -22,41 +19,6 @@ double steady_mean(const RankDigest& d, double DigestStep::*field) {
     double sum = 0;
     for (const DigestStep& s : steady) sum += s.*field;
     return sum / double(steady.size());
-}
-
-// Pipelines from the transfers: the engine's grid where it has pp > 1, else who sends to whom: the pair's earlier
-// transfer in a step is the forward's (activations before gradients), which orders the stages.
-std::vector<std::vector<int>> pipelines_of(const std::vector<RankDigest>& digests, std::string& order_from) {
-    std::vector<std::vector<int>> out;
-    bool grid = false;
-    std::map<std::string, std::map<int, int>> replicas;  // replica key -> pp stage -> rank
-    for (const RankDigest& d : digests) {
-        if (!d.coords.contains("pp") || !d.coords["pp"].is_number_integer()) continue;
-        if (d.coords["pp"].get<int>() > 0) grid = true;
-        std::string key;
-        for (const char* dim : {"dp", "tp", "cp"}) key += std::to_string(d.coords.value(dim, 0)) + ",";
-        replicas[key][d.coords["pp"].get<int>()] = d.rank;
-    }
-    if (grid) {
-        order_from = "the engine's grid (pp coordinates)";
-        for (const auto& [key, stages] : replicas) {
-            std::vector<int> ranks;
-            for (const auto& [stage, rank] : stages) ranks.push_back(rank);
-            if (ranks.size() > 1) out.push_back(ranks);
-        }
-        return out;
-    }
-    // else from who sends to whom, as an imported run's pipeline section finds them (pipeline_stages.h)
-    TransferEdges edges;
-    for (const RankDigest& d : digests)
-        for (const DigestTransfer& t : d.transfers) {
-            if (t.peer < 0 || t.peer == d.rank) continue;
-            TransferEdge& e = edges[t.send ? std::make_pair(d.rank, int(t.peer)) : std::make_pair(int(t.peer), d.rank)];
-            e.first = std::min(e.first, t.begin);
-            e.forward += t.phase == Phase::forward;
-            e.backward += t.phase == Phase::backward;
-        }
-    return pipeline_chains(edges, order_from);
 }
 
 PipelineBlame pipeline_blame(const std::vector<int>& chain, const std::map<int, const RankDigest*>& by_rank,

@@ -1,5 +1,6 @@
-// The pipeline part of blame (blame.h): stages found from the grid or the transfers, each stage's idle time split
-// into waiting for its upstream stage, its downstream stage and the schedule, and the bottleneck stage.
+// The pipeline part of blame (blame.h): for each of the run's pipelines (pipeline_stages.h: from the grid or the
+// transfers), each stage's idle time split into waiting for its upstream stage, its downstream stage and the
+// schedule, and the bottleneck stage.
 #pragma once
 
 #include <map>
@@ -9,9 +10,6 @@
 #include "profiler/analysis/blame.h"
 
 namespace us::prof {
-
-// The pipelines of a run, each its ranks in stage order; `order_from` says how the order was told.
-std::vector<std::vector<int>> pipelines_of(const std::vector<RankDigest>& digests, std::string& order_from);
 
 // One pipeline's stages from their digests, over the steps from `first_step` on.
 PipelineBlame pipeline_blame(const std::vector<int>& chain, const std::map<int, const RankDigest*>& by_rank,

@@ -1,3 +1,4 @@
+// The run's pipelines and each stage's bubble, from the digests (pipeline_stages.h).
 #include "profiler/analysis/pipeline_stages.h"
 
 #include <fmt/format.h>
@@ -6,67 +7,32 @@
 #include <map>
 #include <set>
 
-#include "profiler/analysis/intervals.h"
-
 namespace us::prof {
 
 namespace {
 
-bool is_p2p(const Span& s) { return s.kind == SpanKind::comm && (s.op == OpClass::send || s.op == OpClass::recv); }
+// Point-to-point transfers in one direction between two ranks (src -> dst), seen from either side (a send to dst,
+// a receive from src): the earliest one's begin, and how many were made in forward and in backward phases.
+struct TransferEdge {
+    int64_t first = INT64_MAX;
+    int forward = 0, backward = 0;
+};
+using TransferEdges = std::map<std::pair<int, int>, TransferEdge>;  // (src, dst) -> their transfers
 
-// Directed transfers src -> dst seen from either side (a send to dst, or a receive from src).
-TransferEdges transfers(const TraceStore& store) {
+TransferEdges transfer_edges(const std::vector<RankDigest>& digests) {
     TransferEdges edges;
-    for (int r : store.ranks()) {
-        const RankTrace& rt = *store.rank(r);
-        for (Lane lane : {Lane::p2p, Lane::device_comm, Lane::comm})
-            for (const Span& s : rt.lanes[size_t(lane)].spans()) {
-                if (!is_p2p(s) || s.peer < 0 || s.peer == r) continue;
-                const auto key =
-                    s.op == OpClass::send ? std::make_pair(r, int(s.peer)) : std::make_pair(int(s.peer), r);
-                TransferEdge& e = edges[key];
-                e.first = std::min(e.first, s.begin);
-                e.forward += s.phase == Phase::forward;
-                e.backward += s.phase == Phase::backward;
-            }
-    }
+    for (const RankDigest& d : digests)
+        for (const DigestTransfer& t : d.transfers) {
+            if (t.peer < 0 || t.peer == d.rank) continue;
+            TransferEdge& e = edges[t.send ? std::make_pair(d.rank, int(t.peer)) : std::make_pair(int(t.peer), d.rank)];
+            e.first = std::min(e.first, t.begin);
+            e.forward += t.phase == Phase::forward;
+            e.backward += t.phase == Phase::backward;
+        }
     return edges;
 }
 
-// A micro-batch annotation's index: torch.distributed.pipelining's "Forward 3" (GPipe) or "PP:2F3" (stage 2,
-// micro-batch 3: the interleaved schedules); -1 for any other name.
-int forward_micro_batch(const std::string& n) {
-    size_t at;
-    if (n.rfind("Forward ", 0) == 0)
-        at = 8;
-    else if (n.rfind("PP:", 0) == 0 && (at = n.find('F', 3)) != std::string::npos)
-        ++at;
-    else
-        return -1;
-    if (at >= n.size()) return -1;
-    int v = 0;
-    for (size_t i = at; i < n.size(); ++i) {
-        if (n[i] < '0' || n[i] > '9') return -1;
-        v = v * 10 + (n[i] - '0');
-    }
-    return v;
-}
-
-// The most distinct forward micro-batches one rank annotated in one step (0: no such annotations).
-int annotated_micro_batches(const TraceStore& store) {
-    int most = 0;
-    for (int r : store.ranks()) {
-        std::map<int, std::set<int>> per_step;
-        for (const Span& s : store.rank(r)->lanes[size_t(Lane::host)].spans())
-            if (s.kind == SpanKind::op)
-                if (const int mb = forward_micro_batch(store.name(s.name)); mb >= 0) per_step[s.step].insert(mb);
-        for (const auto& [step, mbs] : per_step) most = std::max(most, int(mbs.size()));
-    }
-    return most;
-}
-
-}  // namespace
-
+// The chains the transfers form (pipelines_of).
 std::vector<std::vector<int>> pipeline_chains(const TransferEdges& edges, std::string& order_from) {
     std::vector<std::vector<int>> out;
     std::map<int, std::set<int>> next;
@@ -115,64 +81,92 @@ std::vector<std::vector<int>> pipeline_chains(const TransferEdges& edges, std::s
     return out;
 }
 
-PipelineStages pipeline_stages(const TraceStore& store, int microbatches) {
-    PipelineStages p;
-    const auto edges = transfers(store);
-    if (edges.empty()) return p;
-    p.pipelines = pipeline_chains(edges, p.order_from);
-    size_t depth = 0;
-    for (const auto& chain : p.pipelines) depth = std::max(depth, chain.size());
+// The engine's pipelines, where a rank's pp coordinate says the grid has pp > 1: per data-parallel replica (its dp,
+// tp and cp coordinates) its ranks by pp coordinate, those of two stages or more.
+std::optional<std::vector<std::vector<int>>> grid_pipelines(const std::vector<RankDigest>& digests) {
+    std::vector<std::vector<int>> out;
+    bool grid = false;
+    std::map<std::string, std::map<int, int>> replicas;  // replica key -> pp stage -> rank
+    for (const RankDigest& d : digests) {
+        if (!d.coords.pp) continue;
+        if (*d.coords.pp > 0) grid = true;
+        std::string key;
+        for (GridDim dim : {GridDim::dp, GridDim::tp, GridDim::cp})
+            key += std::to_string(d.coords[dim].value_or(0)) + ",";
+        replicas[key][*d.coords.pp] = d.rank;
+    }
+    if (!grid) return std::nullopt;
+    for (const auto& [key, stages] : replicas) {
+        std::vector<int> ranks;
+        for (const auto& [stage, rank] : stages) ranks.push_back(rank);
+        if (ranks.size() > 1) out.push_back(ranks);
+    }
+    return out;
+}
 
-    if (microbatches > 0)
-        p.microbatches = microbatches, p.microbatches_from = "--microbatches";
+// m: as given; else the first rank's metadata that says; else the most any rank annotated in a step.
+void count_micro_batches(const std::vector<RankDigest>& digests, int given, PipelineStages& p) {
+    if (given > 0)
+        p.microbatches = given, p.microbatches_from = "--microbatches";
     else
-        for (int r : store.ranks())
-            if (const auto& m = store.rank(r)->metadata;
-                m.contains("microbatches") && m["microbatches"].is_number_integer()) {
-                p.microbatches = m["microbatches"].get<int>();
+        for (const RankDigest& d : digests)
+            if (d.microbatches) {
+                p.microbatches = *d.microbatches;
                 p.microbatches_from = "the trace's annotations";
                 break;
             }
-    if (!p.microbatches)
-        if (const int m = annotated_micro_batches(store); m > 0)
-            p.microbatches = m, p.microbatches_from = "the schedule's annotations (Forward i, PP:<stage>F<i>)";
-    if (p.microbatches && *p.microbatches > 0) p.formula = double(depth - 1) / double(*p.microbatches);
+    int annotated = 0;
+    for (const RankDigest& d : digests) annotated = std::max(annotated, d.annotated_microbatches);
+    if (!p.microbatches && annotated > 0)
+        p.microbatches = annotated, p.microbatches_from = "the schedule's annotations (Forward i, PP:<stage>F<i>)";
+}
 
+}  // namespace
+
+std::vector<std::vector<int>> pipelines_of(const std::vector<RankDigest>& digests, std::string& order_from) {
+    if (auto grid = grid_pipelines(digests)) {
+        order_from = "the engine's grid (pp coordinates)";
+        return *grid;
+    }
+    return pipeline_chains(transfer_edges(digests), order_from);
+}
+
+PipelineStages pipeline_stages(const std::vector<RankDigest>& digests, int microbatches) {
+    PipelineStages p;
+    p.pipelines = pipelines_of(digests, p.order_from);
+    if (p.pipelines.empty()) return p;
+    size_t depth = 0;
+    for (const auto& chain : p.pipelines) depth = std::max(depth, chain.size());
+    count_micro_batches(digests, microbatches, p);
+    if (p.microbatches && *p.microbatches > 0) p.formula = double(depth - 1) / double(*p.microbatches);
+    std::map<int, const RankDigest*> by_rank;
+    for (const RankDigest& d : digests) by_rank[d.rank] = &d;
     for (const auto& chain : p.pipelines)
         for (size_t i = 0; i < chain.size(); ++i) {
-            const RankTrace* rt = store.rank(chain[i]);
-            if (!rt) continue;
+            const auto d = by_rank.find(chain[i]);
+            if (d == by_rank.end()) continue;
             PipelineStage st;
             st.rank = chain[i];
             st.stage = int(i);
-            st.device = rt->has_device_spans();
-            // Work: the GPU's kernels (a running receive kernel is waiting for the previous stage: not work), or
-            // on a CPU-only rank its compute ops.
-            std::vector<Interval> work;
-            const std::vector<Lane> lanes =
-                st.device ? std::vector<Lane>{Lane::device, Lane::device_comm} : std::vector<Lane>{Lane::compute};
-            for (Lane lane : lanes)
-                for (const Span& s : rt->lanes[size_t(lane)].spans())
-                    if ((st.device && !is_p2p(s)) || (!st.device && s.kind == SpanKind::op))
-                        work.emplace_back(s.begin, s.end);
-            const auto merged = union_of(work, INT64_MIN, INT64_MAX);
-            for (const Span& step : rt->lanes[size_t(Lane::host)].spans()) {
-                if (step.kind != SpanKind::step) continue;
-                const auto in_step = clip(merged, step.begin, step.end);
-                if (in_step.empty()) continue;
+            st.device = d->second->device;
+            for (const WorkWindow& w : d->second->work_windows) {
                 StageStep s;
-                s.step = step.step;
-                const int64_t first = in_step.front().first, last = in_step.back().second;
-                const int64_t busy = total_length(in_step);
-                s.window_s = double(last - first) / 1e9;
-                s.work_s = double(busy) / 1e9;
-                s.bubble_s = double(last - first - busy) / 1e9;
-                s.bubble_fraction = busy > 0 ? s.bubble_s / s.work_s : 0.0;
+                s.step = w.step;
+                s.window_s = double(w.window_ns) / 1e9;
+                s.work_s = double(w.work_ns) / 1e9;
+                s.bubble_s = double(w.window_ns - w.work_ns) / 1e9;
+                s.bubble_fraction = w.work_ns > 0 ? s.bubble_s / s.work_s : 0.0;
                 st.steps.push_back(s);
             }
             p.stages.push_back(std::move(st));
         }
     return p;
+}
+
+PipelineStages pipeline_stages(const TraceStore& store, int microbatches) {
+    std::vector<RankDigest> digests;
+    for (int r : store.ranks()) digests.push_back(digest_without_steps(store, r));
+    return pipeline_stages(digests, microbatches);
 }
 
 nlohmann::json pipeline_stages_json(const PipelineStages& p) {

@@ -1,7 +1,9 @@
-// The pipeline of a run whose settings the trace does not carry (an imported PyTorch run): its stages found from
-// the point-to-point pattern (sends and receives between ranks), ordered by who sends activations to whom in the
-// forward, and each stage's bubble per step (its device's idle time, or on a CPU-only rank its compute's, between
-// its first and last work of the step), next to the textbook's (p - 1) / m when the micro-batch count m is known.
+// The run's pipelines, from the ranks' digests only (cross_rank.h): each its ranks in stage order, from the engine's
+// grid where it has pp > 1, else from the point-to-point pattern (sends and receives between ranks, ordered by who
+// sends activations to whom in the forward: an imported PyTorch run's), and each stage's bubble per step (its work's
+// idle time between its first and last work of the step: the device's on a GPU rank, its compute's on a CPU-only one),
+// next to the textbook's (p - 1) / m when the micro-batch count m is known. Blame splits each stage's idle time further
+// (pipeline_blame.h); the imported run's section of the report shows this one.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "profiler/trace/trace_store.h"
+#include "profiler/analysis/rank_digest.h"
 
 namespace us::prof {
 
@@ -40,24 +42,18 @@ struct PipelineStages {
     bool empty() const { return pipelines.empty(); }
 };
 
-// Point-to-point transfers in one direction between two ranks (src -> dst), seen from either side (a send to dst,
-// a receive from src): the earliest one's begin, and how many were made in forward and in backward phases.
-struct TransferEdge {
-    int64_t first = INT64_MAX;
-    int forward = 0, backward = 0;
-};
-using TransferEdges = std::map<std::pair<int, int>, TransferEdge>;  // (src, dst) -> their transfers
-
-// The pipelines the transfers form, ranks in stage order: each neighbouring pair's forward direction is the one its
-// forward-phase transfers take when phases tell, else its first transfer's (a step starts with the first stage's
-// activations); chains start at a stage nothing feeds, and a cycle (virtual stages wrapping round) starts at its
-// lowest rank. `order_from` says how the directions were told. Shared by the imported run's section (from spans)
-// and by blame (from digests).
-std::vector<std::vector<int>> pipeline_chains(const TransferEdges& edges, std::string& order_from);
+// The pipelines of a run, each its ranks in stage order: by the pp coordinates of the engine's grid where it has
+// pp > 1; else each neighbouring pair's forward direction is the one its forward-phase transfers take when phases
+// tell, else its first transfer's (a step starts with the first stage's activations); chains start at a stage nothing
+// feeds, and a cycle (virtual stages wrapping round) starts at its lowest rank. `order_from` says how the order was
+// told.
+std::vector<std::vector<int>> pipelines_of(const std::vector<RankDigest>& digests, std::string& order_from);
 
 // microbatches: from `ultrascope report --microbatches M` (0: not given); else the ranks' metadata
 // ("microbatches"); else the distinct forward micro-batches one rank annotated in a step (torch.distributed.
 // pipelining's "Forward i", "PP:<stage>F<i>"; Schedule1F1B writes none); else unknown.
+PipelineStages pipeline_stages(const std::vector<RankDigest>& digests, int microbatches = 0);
+// The same from a store: its ranks' digests (without their steps, which it does not read), then the above.
 PipelineStages pipeline_stages(const TraceStore& store, int microbatches = 0);
 
 nlohmann::json pipeline_stages_json(const PipelineStages& p);

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "common/core/check.h"
-#include "profiler/analysis/collective_waits.h"
+#include "profiler/transport/grid_coords.h"
 #include "profiler/analysis/imported_run.h"
 #include "profiler/analysis/op_table.h"
 #include "profiler/trace/chrome_export.h"
@@ -34,6 +34,7 @@ public:
         if (it != m_slots.end()) return it->second;
         DigestGroup g;
         g.name = process_group_name(m_rt, group);
+        g.id = group;
         if (!m_rt.imported()) {
             g.key = std::string(group < kGroupCount ? group_kind_name(GroupKind(group)) : "group") + "|" +
                     (group < kGroupCount ? engine_group_instance(m_rt.info.coords, group) : std::to_string(group));
@@ -98,6 +99,43 @@ void merge_async_gloo(std::vector<DigestCollective>& collectives, const std::set
     collectives = std::move(merged);
 }
 
+// The rank's collectives (each in its group instance, the k-th of its group counted in time) and its pipeline
+// transfers (the k-th of each peer and direction). On a GPU with NCCL kernels the device's record is the truth;
+// elsewhere the collective spans (the engine's, or gloo's) and the pipeline's transfers.
+void add_communication(const TraceStore& store, const RankTrace& rt, RankDigest& d) {
+    GroupTable groups(rt, d);
+    std::set<std::pair<int64_t, int64_t>> gloo_work;  // gloo's asynchronous work spans
+    auto add = [&](const Span& s, Lane lane) {
+        if (s.kind != SpanKind::comm) return;
+        if (to_peer(s, lane)) {
+            DigestTransfer t;
+            t.peer = s.peer, t.send = s.op == OpClass::send;
+            t.step = s.step, t.phase = Phase(s.phase), t.bytes = int64_t(s.bytes), t.begin = s.begin, t.end = s.end;
+            d.transfers.push_back(t);
+            return;
+        }
+        DigestCollective c;
+        c.group = groups.slot(s.group);
+        c.op = s.op, c.step = s.step, c.phase = Phase(s.phase), c.bytes = int64_t(s.bytes);
+        c.begin = s.begin, c.end = s.end;
+        if (store.name(s.name).rfind("gloo:", 0) == 0) gloo_work.insert({c.begin, c.end});
+        d.collectives.push_back(c);
+    };
+    const bool device_comm = !rt.lanes[size_t(Lane::device_comm)].spans().empty();
+    for (const Lane lane :
+         device_comm ? std::vector<Lane>{Lane::device_comm, Lane::p2p} : std::vector<Lane>{Lane::comm, Lane::p2p})
+        for (const Span& s : rt.lanes[size_t(lane)].spans()) add(s, lane);
+    auto by_begin = [](const auto& a, const auto& b) { return a.begin < b.begin; };
+    // A trace's events need not come in time order; the k-th is counted in time.
+    std::stable_sort(d.collectives.begin(), d.collectives.end(), by_begin);
+    std::stable_sort(d.transfers.begin(), d.transfers.end(), by_begin);
+    merge_async_gloo(d.collectives, gloo_work);
+    std::map<int32_t, int32_t> next_index;                  // per group slot
+    std::map<std::pair<int32_t, bool>, int32_t> next_peer;  // per (peer, send)
+    for (DigestCollective& c : d.collectives) c.index = next_index[c.group]++;
+    for (DigestTransfer& t : d.transfers) t.index = next_peer[{t.peer, t.send}]++;
+}
+
 }  // namespace
 
 std::vector<DigestStep> RankDigest::steady() const {
@@ -115,50 +153,31 @@ RankDigest make_digest(const TraceStore& store, int rank, const std::vector<Step
 
 RankDigest make_digest(const TraceStore& store, int rank, const std::vector<StepBreakdown>& steps, const OpTable& table,
                        const std::optional<HtaBreakdown>& hta) {
+    RankDigest d = digest_without_steps(store, rank);
+    add_step_figures(d, steps, table, hta);
+    return d;
+}
+
+RankDigest digest_without_steps(const TraceStore& store, int rank) {
     const RankTrace* rt = store.rank(rank);
     US_ASSERT(rt, "no rank {} to digest", rank);
     RankDigest d;
     d.rank = rank;
     d.label = rank_label(*rt);
-    d.coords = rt->info.coords.is_object() ? rt->info.coords : nlohmann::json::object();
+    d.coords = rt->info.coords, d.grid = rt->info.grid, d.microbatches = rt->info.microbatches;
     d.source = rt->imported() ? "kineto" : store.is_prediction() ? "planner" : "engine";
     d.device = rt->has_device_spans();
     d.world_size = store.world_size();
     if (rt->info.clock)
         d.clock_offset_ns = rt->info.clock->offset_ns, d.clock_uncertainty_ns = rt->info.clock->uncertainty_ns;
-    GroupTable groups(*rt, d);
-    std::map<int32_t, int32_t> next_index;                  // per group slot
-    std::map<std::pair<int32_t, bool>, int32_t> next_peer;  // per (peer, send)
-    std::set<std::pair<int64_t, int64_t>> gloo_work;        // gloo's asynchronous work spans
-    auto add = [&](const Span& s, Lane lane) {
-        if (s.kind != SpanKind::comm) return;
-        if (to_peer(s, lane)) {
-            DigestTransfer t;
-            t.peer = s.peer, t.send = s.op == OpClass::send;
-            t.step = s.step, t.phase = Phase(s.phase), t.bytes = int64_t(s.bytes), t.begin = s.begin, t.end = s.end;
-            d.transfers.push_back(t);
-            return;
-        }
-        DigestCollective c;
-        c.group = groups.slot(s.group);
-        c.op = s.op, c.step = s.step, c.phase = Phase(s.phase), c.bytes = int64_t(s.bytes);
-        c.begin = s.begin, c.end = s.end;
-        if (store.name(s.name).rfind("gloo:", 0) == 0) gloo_work.insert({c.begin, c.end});
-        d.collectives.push_back(c);
-    };
-    // On a GPU with NCCL kernels the device's record is the truth; elsewhere the collective spans (the engine's,
-    // or gloo's) and the pipeline's transfers.
-    const bool device_comm = !rt->lanes[size_t(Lane::device_comm)].spans().empty();
-    for (const Lane lane :
-         device_comm ? std::vector<Lane>{Lane::device_comm, Lane::p2p} : std::vector<Lane>{Lane::comm, Lane::p2p})
-        for (const Span& s : rt->lanes[size_t(lane)].spans()) add(s, lane);
-    auto by_begin = [](const auto& a, const auto& b) { return a.begin < b.begin; };
-    // A trace's events need not come in time order; the k-th is counted in time.
-    std::stable_sort(d.collectives.begin(), d.collectives.end(), by_begin);
-    std::stable_sort(d.transfers.begin(), d.transfers.end(), by_begin);
-    merge_async_gloo(d.collectives, gloo_work);
-    for (DigestCollective& c : d.collectives) c.index = next_index[c.group]++;
-    for (DigestTransfer& t : d.transfers) t.index = next_peer[{t.peer, t.send}]++;
+    add_communication(store, *rt, d);
+    d.work_windows = work_windows(*rt);
+    d.annotated_microbatches = annotated_micro_batches(store, *rt);
+    return d;
+}
+
+void add_step_figures(RankDigest& d, const std::vector<StepBreakdown>& steps, const OpTable& table,
+                      const std::optional<HtaBreakdown>& hta) {
     for (const StepBreakdown& b : steps)
         d.steps.push_back({b.step, b.begin, b.end, b.wall_s, b.compute_s, b.comm_s, b.exposed_s, b.idle_s, b.bubble_s,
                            b.p2p_s, b.overlapped_s});
@@ -167,17 +186,17 @@ RankDigest make_digest(const TraceStore& store, int rank, const std::vector<Step
         d.ops.push_back({r.name, r.op, double(r.calls) / std::max(1, table.steps), table.per_step(r.self_s)});
     }
     if (hta) d.hta = hta->total;
-    return d;
 }
 
 nlohmann::json digest_json(const RankDigest& d) {
-    nlohmann::json groups = nlohmann::json::array(), steps = nlohmann::json::array(),
+    nlohmann::json groups = nlohmann::json::array(), steps = nlohmann::json::array(), windows = nlohmann::json::array(),
                    collectives = nlohmann::json::array(), transfers = nlohmann::json::array(),
                    ops = nlohmann::json::array();
-    for (const DigestGroup& g : d.groups) groups.push_back({g.key, g.name, g.ranks});
+    for (const DigestGroup& g : d.groups) groups.push_back({g.key, g.name, g.ranks, g.id});
     for (const DigestStep& s : d.steps)
         steps.push_back({s.step, s.begin, s.end, s.wall_s, s.compute_s, s.comm_s, s.exposed_s, s.idle_s, s.bubble_s,
                          s.p2p_s, s.overlapped_s});
+    for (const WorkWindow& w : d.work_windows) windows.push_back({w.step, w.window_ns, w.work_ns});
     for (const DigestCollective& c : d.collectives)
         collectives.push_back({c.group, c.index, int(c.op), c.step, int(c.phase), c.bytes, c.begin, c.end});
     for (const DigestTransfer& t : d.transfers)
@@ -187,7 +206,10 @@ nlohmann::json digest_json(const RankDigest& d) {
         {"version", RankDigest::kVersion},
         {"rank", d.rank},
         {"label", d.label},
-        {"coords", d.coords},
+        {"coords", grid_json(d.coords)},
+        {"grid", grid_json(d.grid)},
+        {"microbatches", d.microbatches ? nlohmann::json(*d.microbatches) : nlohmann::json()},
+        {"annotated_microbatches", d.annotated_microbatches},
         {"source", d.source},
         {"device", d.device},
         {"world_size", d.world_size},
@@ -198,6 +220,7 @@ nlohmann::json digest_json(const RankDigest& d) {
         {"file_mtime_ns", d.file_mtime_ns},
         {"groups", groups},
         {"steps", steps},
+        {"work_windows", windows},
         {"collectives", collectives},
         {"transfers", transfers},
         {"ops", ops},
@@ -209,16 +232,20 @@ RankDigest digest_from_json(const nlohmann::json& j) {
         US_CHECK_INPUT(j.value("version", 0) == RankDigest::kVersion, "digest version {} (this build reads {})",
                        j.value("version", 0), RankDigest::kVersion);
         RankDigest d;
-        d.rank = j.at("rank"), d.label = j.at("label"), d.coords = j.at("coords"), d.source = j.at("source");
+        d.rank = j.at("rank"), d.label = j.at("label"), d.source = j.at("source");
+        d.coords = grid_from_json<GridCoords>(j.at("coords")), d.grid = grid_from_json<GridSizes>(j.at("grid"));
+        if (!j.at("microbatches").is_null()) d.microbatches = j.at("microbatches").get<int>();
+        d.annotated_microbatches = j.at("annotated_microbatches");
         d.device = j.at("device"), d.world_size = j.at("world_size");
         if (!j.at("clock_offset_ns").is_null()) d.clock_offset_ns = j.at("clock_offset_ns").get<int64_t>();
         if (!j.at("clock_uncertainty_ns").is_null())
             d.clock_uncertainty_ns = j.at("clock_uncertainty_ns").get<int64_t>();
         d.file = j.at("file"), d.file_bytes = j.at("file_bytes"), d.file_mtime_ns = j.at("file_mtime_ns");
-        for (const auto& g : j.at("groups")) d.groups.push_back({g.at(0), g.at(1), g.at(2)});
+        for (const auto& g : j.at("groups")) d.groups.push_back({g.at(0), g.at(1), g.at(2), g.at(3)});
         for (const auto& s : j.at("steps"))
             d.steps.push_back(
                 {s.at(0), s.at(1), s.at(2), s.at(3), s.at(4), s.at(5), s.at(6), s.at(7), s.at(8), s.at(9), s.at(10)});
+        for (const auto& w : j.at("work_windows")) d.work_windows.push_back({w.at(0), w.at(1), w.at(2)});
         const int32_t groups = int32_t(d.groups.size());
         for (const auto& c : j.at("collectives")) {
             DigestCollective x;

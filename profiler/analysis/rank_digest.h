@@ -1,9 +1,10 @@
-// A rank reduced to what the run-wide analyses need (docs/blame.md): per step its figures, per collective its
-// group instance, index, bytes and times, per pipeline transfer its peer and times, its op table's leading rows and
-// HTA's figures. Made once from the rank's spans (one pass over its file, then the spans are dropped), a few tens of
-// KB where the rank's JSON is megabytes: what a worker hands to whoever gathers, what the cache keeps beside the
-// traces, and all that the blame analysis (blame.h) and the Ranks overview read. Thousands of ranks fit in memory as
-// digests where their spans would not.
+// A rank reduced to what the run-wide analyses need (docs/blame.md): its place in the grid, per step its figures and
+// its work's window, per collective its group instance, index, bytes and times, per pipeline transfer its peer and
+// times, its op table's leading rows and HTA's figures. Made once from the rank's spans (one pass over its file, then
+// the spans are dropped), a few tens of KB where the rank's JSON is megabytes: what a worker hands to whoever
+// gathers, what the cache keeps beside the traces, and all that the run's cross-rank analysis (cross_rank.h: waits
+// in collectives, blame, the pipelines) and the Ranks overview read. Thousands of ranks fit in memory as digests
+// where their spans would not.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "profiler/analysis/hta_breakdown.h"
 #include "profiler/analysis/op_table.h"
+#include "profiler/analysis/stage_work.h"
 #include "profiler/analysis/step_breakdown.h"
 #include "profiler/event.h"
 #include "profiler/trace/trace_store.h"
@@ -55,6 +57,7 @@ struct DigestGroup {
     std::string key;         // the instance: the same string on every rank of it
     std::string name;        // as the report names it ("dp", "0 (world) default_pg", "unnamed group ...")
     std::vector<int> ranks;  // its members where the trace says (imported process groups), else empty
+    int32_t id = 0;          // its spans' group id: a GroupKind for the engine's groups (and an importer's known kinds)
 };
 
 struct DigestOp {
@@ -64,20 +67,26 @@ struct DigestOp {
 };
 
 struct RankDigest {
-    static constexpr int kVersion = 1;
+    // 2: the grid's sizes, the micro-batches, the work windows and the groups' ids (version 1's cached digests are
+    // made again from their traces).
+    static constexpr int kVersion = 2;
     int rank = 0;
-    std::string label;                                 // "rank 3 (dp 1, pp 0)"
-    nlohmann::json coords = nlohmann::json::object();  // the grid's, where known (the engine's); {} imported
-    std::string source;                                // "engine", "kineto", "planner"
-    int world_size = 0;                                // as the rank's trace says (0 unknown)
-    bool device = false;                               // compute from a GPU's kernels
-    std::optional<int64_t> clock_offset_ns;            // the trace's own, where it has one
+    std::string label;                // "rank 3 (dp 1, pp 0)"
+    GridCoords coords;                // the rank's place in the grid, where known (the engine's); unknown imported
+    GridSizes grid;                   // the grid's sizes, where known
+    std::optional<int> microbatches;  // per step, where the trace's metadata says (RankMetadata::microbatches)
+    int annotated_microbatches = 0;   // the most forward micro-batches it annotated in a step (stage_work.h)
+    std::string source;               // "engine", "kineto", "planner"
+    int world_size = 0;               // as the rank's trace says (0 unknown)
+    bool device = false;              // compute from a GPU's kernels
+    std::optional<int64_t> clock_offset_ns;  // the trace's own, where it has one
     std::optional<int64_t> clock_uncertainty_ns;
     std::string file;  // the file it was made from ("" in memory)
     uint64_t file_bytes = 0;
     int64_t file_mtime_ns = 0;
     std::vector<DigestGroup> groups;
     std::vector<DigestStep> steps;
+    std::vector<WorkWindow> work_windows;       // per step with work: a pipeline stage's window and busy time
     std::vector<DigestCollective> collectives;  // in begin order
     std::vector<DigestTransfer> transfers;      // in begin order
     std::vector<DigestOp> ops;                  // the op table's leading rows, over the steady steps
@@ -93,6 +102,12 @@ RankDigest make_digest(const TraceStore& store, int rank, const std::vector<Step
 // The same with the rank's op table (over its steady steps) and HTA's figures already worked out (the report's).
 RankDigest make_digest(const TraceStore& store, int rank, const std::vector<StepBreakdown>& steps, const OpTable& ops,
                        const std::optional<HtaBreakdown>& hta);
+// make_digest in two parts, for the report, whose steps need the collectives matched across ranks first (a
+// pipeline's window counts the waits in its embedding group's collective): what the rank's spans give without its
+// steps (who it is, its groups, collectives, transfers and work windows), then its steps, op table and HTA's figures.
+RankDigest digest_without_steps(const TraceStore& store, int rank);
+void add_step_figures(RankDigest& d, const std::vector<StepBreakdown>& steps, const OpTable& ops,
+                      const std::optional<HtaBreakdown>& hta);
 
 nlohmann::json digest_json(const RankDigest& d);
 RankDigest digest_from_json(const nlohmann::json& j);  // throws UserError on a malformed digest

@@ -8,7 +8,7 @@
 
 #include "profiler/analysis/expert_routing.h"
 #include "profiler/analysis/hta_breakdown.h"
-#include "profiler/analysis/blame.h"
+#include "profiler/analysis/cross_rank.h"
 #include "profiler/analysis/imported_run.h"
 #include "profiler/analysis/memory_analysis.h"
 #include "profiler/analysis/misses.h"
@@ -21,7 +21,7 @@ namespace us::prof {
 
 struct RankReport {
     int rank = 0;
-    nlohmann::json coords = nlohmann::json::object();
+    GridCoords coords;   // unknown on an imported rank
     std::string label;   // "rank 1 (dp 1, pp 0)"
     std::string status;  // "ok", "running", "lost: ...", "ended with an error"
     std::vector<StepBreakdown> steps;
@@ -49,9 +49,6 @@ struct RankReport {
     // The CUPTI collector's own account (measured, from the rank's metadata): kernels, attributed to an op or not,
     // dropped records, its overhead. Null on a CPU rank or a build without the collector.
     nlohmann::json cupti;
-    // Per group, over the steady steps: time spent inside its collectives waiting for the group's last rank to
-    // start them (collective_waits.h); the rest of the group's time is the transfer itself.
-    std::array<double, kGroupCount> group_wait_s{};
     // Per group: how many hosts (nodes) its ranks are on, from the ranks' recorded host names (0: unknown). A group
     // on more than one host crosses the inter-node link (docs/nodes.md).
     std::array<int, kGroupCount> group_hosts{};
@@ -120,8 +117,9 @@ struct Report {
     // predictions (unknown, not zero); the memory is the [memory] counters' (imported_report.h).
     bool imported = false;
     ImportedRun imported_section;  // a run imported from PyTorch: its own section (imported_run.h); null JSON otherwise
-    Blame blame;                   // who holds the run back (blame.h), from the ranks' digests
-    std::vector<RankDigest> digests;  // by rank: what blame and the Ranks view read
+    // From the ranks' digests: each rank's waits in its groups' collectives, the pipelines, who holds the run back
+    // (cross_rank.h); what the Ranks view reads.
+    CrossRank cross;
     bool is_predicted() const { return !predicted.is_null(); }
     const char* source() const { return is_predicted() ? "predicted: the planner's model" : "measured"; }
 };

@@ -8,7 +8,6 @@
 #include <set>
 
 #include "common/core/memory_category.h"
-#include "profiler/analysis/collective_waits.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/chrome_export.h"
 #include "profiler/transport/rank_metadata.h"
@@ -16,10 +15,6 @@
 namespace us::prof {
 
 namespace {
-
-int coord(const nlohmann::json& coords, const char* dim) {
-    return coords.contains(dim) && coords[dim].is_number_integer() ? coords[dim].get<int>() : 0;
-}
 
 // The peak of the rank's device_reserved_bytes counter (CUPTI), or -1 without one.
 int64_t device_reserved_peak(const TraceStore& store, const RankTrace& rt) {
@@ -92,17 +87,20 @@ void describe_run(const TraceStore& store, Report& rep) {
     }
 }
 
-// Steps of every rank, in store order: pipeline bubbles are measured over each replica's pipeline window.
-std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, const Report& rep) {
+// Steps of every rank, in store order: pipeline bubbles are measured over each replica's pipeline window, where the
+// waits in the embedding group's collective (matched across its ranks) count as idle.
+std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, const Report& rep,
+                                                       const std::vector<RankDigest>& digests,
+                                                       const CollectiveMatches& collectives) {
     std::vector<std::vector<StepBreakdown>> all_steps;
     std::vector<int> replica_of;
     for (int r : store.ranks()) {
         all_steps.push_back(analyze_steps(store, r));
-        replica_of.push_back(coord(store.rank(r)->info.coords, "dp"));
+        replica_of.push_back(store.rank(r)->info.coords.dp.value_or(0));
     }
     if (rep.predict_input.pp > 1)
         apply_pipeline_windows(all_steps, replica_of, rep.predict_input.pp_chunks,
-                               collective_wait_intervals(store, int(GroupKind::embedding)));
+                               wait_intervals(collectives, digests, int(GroupKind::embedding)));
     return all_steps;
 }
 
@@ -110,13 +108,13 @@ std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, 
 // measured); without the engine's config (a planner's prediction for another model) the schedule's figures only.
 void predict_rank(const Report& rep, RankReport& rr) {
     PredictInput in = rep.predict_input;
-    in.stage = coord(rr.coords, "pp");
+    in.stage = rr.coords.pp.value_or(0);
     in.tp = std::max(1, in.tp);
     if (!rep.config.empty()) {
         // Under expert parallelism the rows a rank's experts receive follow the router: the walk takes the
         // measured routing (the step whose rows were most), so its figure is like for like with the peak.
         if (in.ep > 1 && !rep.routing.empty()) {
-            ExpertLoads loads = expert_loads_of(rep.routing, in, coord(rr.coords, "ep"));
+            ExpertLoads loads = expert_loads_of(rep.routing, in, rr.coords.ep.value_or(0));
             rr.expert_load = std::move(loads.at_peak_step);
             rr.expert_load_most = std::move(loads.each_layer_most);
         }
@@ -188,22 +186,13 @@ RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown
     return rr;
 }
 
-// Waiting for peers inside collectives, matched across each group's ranks over the steady steps.
-void match_collective_waits(const TraceStore& store, Report& rep) {
-    int first_steady = 0;
-    for (const auto& rr : rep.ranks)
-        if (!rr.steps.empty()) first_steady = std::max(first_steady, steady_steps(rr.steps).front().step);
-    const auto waits = collective_waits(store, first_steady);
-    for (auto& rr : rep.ranks)
-        if (auto it = waits.find(rr.rank); it != waits.end()) rr.group_wait_s = it->second;
-}
-
 // Attention time across each cp group (ranks that differ only in cp): the worst group's slowest over fastest.
 void context_balance(Report& rep) {
     std::map<std::string, std::vector<const RankReport*>> groups;
     for (const auto& rr : rep.ranks) {
         std::string key;
-        for (const char* dim : {"dp", "pp", "tp", "ep"}) key += std::to_string(coord(rr.coords, dim)) + ",";
+        for (GridDim dim : {GridDim::dp, GridDim::pp, GridDim::tp, GridDim::ep})
+            key += std::to_string(rr.coords[dim].value_or(0)) + ",";
         groups[key].push_back(&rr);
     }
     for (const auto& [key, members] : groups) {
@@ -232,8 +221,9 @@ void expert_balance(Report& rep) {
     std::map<std::string, std::vector<const RankReport*>> groups;
     for (const auto& rr : rep.ranks) {
         std::string key;
-        for (const char* dim : {"pp", "tp", "cp"}) key += std::to_string(coord(rr.coords, dim)) + ",";
-        key += std::to_string(coord(rr.coords, "dp") / std::max(1, rep.predict_input.ep));
+        for (GridDim dim : {GridDim::pp, GridDim::tp, GridDim::cp})
+            key += std::to_string(rr.coords[dim].value_or(0)) + ",";
+        key += std::to_string(rr.coords.dp.value_or(0) / std::max(1, rep.predict_input.ep));
         groups[key].push_back(&rr);
     }
     for (const auto& [key, members] : groups) {
@@ -359,14 +349,17 @@ Report build_report(const TraceStore& store, int microbatches) {
     Report rep;
     describe_run(store, rep);
     if (rep.predict_input.moe_experts > 0) rep.routing = analyze_expert_routing(store);
-    std::vector<std::vector<StepBreakdown>> all_steps = all_rank_steps(store, rep);
+    // The run across ranks comes from the ranks' digests, as it does for runs too large to hold whole
+    // (cross_rank.h). Their collectives are matched first: the steps' pipeline windows need the waits.
+    std::vector<RankDigest> digests;
+    for (int r : store.ranks()) digests.push_back(digest_without_steps(store, r));
+    CollectiveMatches collectives = match_collectives(digests);
+    std::vector<std::vector<StepBreakdown>> all_steps = all_rank_steps(store, rep, digests, collectives);
     size_t index = 0;
     for (int r : store.ranks()) rep.ranks.push_back(rank_report(store, r, std::move(all_steps[index++]), rep));
-    // Who holds the run back: from the ranks' digests, as it is for runs too large to hold whole (blame.h); each
-    // made from the rank's report (its steps, op table and HTA figures worked out once)
-    for (const RankReport& rr : rep.ranks) rep.digests.push_back(make_digest(store, rr.rank, rr.steps, rr.ops, rr.hta));
-    rep.blame = blame(rep.digests);
-    match_collective_waits(store, rep);
+    for (size_t i = 0; i < rep.ranks.size(); ++i)  // the steps, op table and HTA figures worked out once, above
+        add_step_figures(digests[i], rep.ranks[i].steps, rep.ranks[i].ops, rep.ranks[i].hta);
+    rep.cross = cross_rank(std::move(digests), std::move(collectives), {.microbatches = microbatches});
     count_group_hosts(store, rep);
     if (rep.predict_input.cp > 1) context_balance(rep);
     if (rep.predict_input.moe_experts > 0) expert_balance(rep);
@@ -380,7 +373,7 @@ Report build_report(const TraceStore& store, int microbatches) {
             store.memory_events_dropped_by_cap()));
     throughput(store, rep);
     if (!rep.imported) rep.misses = find_misses(rep);  // an imported run has no prediction to miss
-    if (rep.imported) rep.imported_section = imported_run_section(store, microbatches);
+    if (rep.imported) rep.imported_section = imported_run_section(store, rep.cross.pipelines);
     return rep;
 }
 

@@ -203,9 +203,9 @@ std::string format_time_table(const Report& rep) {
     // The ranks blame names (blame.h): the straggler others wait for, the pipeline's bottleneck stage. The most
     // idle rank is usually a victim, so it is not marked.
     const auto mark = [&](int rank) -> std::string {
-        for (const auto& s : rep.blame.stragglers)
+        for (const auto& s : rep.cross.blame.stragglers)
             if (s.stands_out && s.rank == rank) return "  <- holds the others back";
-        for (const auto& p : rep.blame.pipelines)
+        for (const auto& p : rep.cross.blame.pipelines)
             if (p.stands_out && p.bottleneck_rank == rank) return "  <- bottleneck stage";
         return "";
     };
@@ -260,7 +260,7 @@ std::string format_communication(const Report& rep) {
                                 rep.imported ? std::string("unknown") : format_bytes(r.predicted.comm_bytes[g]),
                                 1e3 * per_steady_step(r, r.steady.group_comm_s[g]),
                                 1e3 * per_steady_step(r, r.steady.group_exposed_s[g]),
-                                1e3 * per_steady_step(r, r.group_wait_s[g]));
+                                1e3 * per_steady_step(r, rep.cross.group_waits_of(r.rank)[g]));
         }
         s += fmt::format("  {:<22}{}\n", r.label, line.empty() ? "  none" : line);
     }

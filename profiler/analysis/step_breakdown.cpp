@@ -37,11 +37,9 @@ SetOf set_of(const Span& s, Lane lane, bool device_truth, bool device_comm) {
 std::array<int, kGroupCount> group_sizes(const TraceStore& store, const RankTrace& rt) {
     std::array<int, kGroupCount> n{};
     n.fill(1);
-    const nlohmann::json& grid = rt.info.grid;
-    for (int g = 1; g < kGroupCount; ++g) {
-        const std::string name(group_kind_name(GroupKind(g)));  // the degree's key in the rank's metadata
-        if (grid.contains(name) && grid[name].is_number_integer()) n[size_t(g)] = grid[name].get<int>();
-    }
+    const GridSizes& grid = rt.info.grid;
+    for (int g = 1; g < kGroupCount; ++g)
+        if (const auto dim = grid_dim_of(GroupKind(g)); dim && grid[*dim]) n[size_t(g)] = *grid[*dim];
     n[0] = std::max(1, store.world_size());
     // Under context parallelism the engine's dp communicator is the dp x cp reduction group; the experts' is
     // dp/ep x cp.
@@ -72,12 +70,12 @@ double bytes_sent(OpClass op, double bytes, int n) {
     }
 }
 
-std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
+namespace {
+
+// The step windows, from the host lane's step spans, in time order.
+std::vector<StepBreakdown> step_windows(const RankTrace& rt, int rank) {
     std::vector<StepBreakdown> out;
-    const RankTrace* rt = store.rank(rank);
-    if (!rt) return out;
-    // Step windows from the host lane's step spans.
-    for (const Span& s : rt->lanes[size_t(Lane::host)].spans())
+    for (const Span& s : rt.lanes[size_t(Lane::host)].spans())
         if (s.kind == SpanKind::step) {
             StepBreakdown b;
             b.rank = rank;
@@ -87,114 +85,146 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
             out.push_back(b);
         }
     std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.begin < b.begin; });
-    const bool device_truth = rt->has_device_spans();
-    const bool device_comm = !rt->lanes[size_t(Lane::device_comm)].spans().empty();
+    return out;
+}
+
+// What one step's spans are, before their unions: the compute set C, the communication set M, the transfers, M by
+// group, and the first and last op.
+struct StepSets {
+    std::vector<Interval> compute, comm, p2p;
+    std::array<std::vector<Interval>, kGroupCount> by_group;
+    int64_t first_op = 0, last_op = 0;
+};
+
+// Every span that reaches into the step, put in its set; on the way the step's FLOPs, attention and expert time, and
+// the bytes each group's collectives that began in it sent.
+StepSets step_sets(const TraceStore& store, const RankTrace& rt, const std::array<int, kGroupCount>& sizes,
+                   StepBreakdown& b) {
+    StepSets sets;
+    sets.first_op = b.end, sets.last_op = b.begin;
+    const bool device_truth = rt.has_device_spans();
+    const bool device_comm = !rt.lanes[size_t(Lane::device_comm)].spans().empty();
+    for (int lane = 0; lane < int(Lane::count); ++lane) {
+        const LaneTrack& track = rt.lanes[lane];
+        const auto& spans = track.spans();
+        // sorted by begin: start where a span could still reach into the window
+        auto it = std::lower_bound(spans.begin(), spans.end(), b.begin - track.max_duration(),
+                                   [](const Span& s, int64_t t) { return s.begin < t; });
+        for (; it != spans.end() && it->begin < b.end; ++it) {
+            if (it->end <= b.begin) continue;
+            if (it->kind == SpanKind::op) b.flops += int64_t(it->flops);  // the engine's ops carry the FLOPs
+            if (it->kind == SpanKind::op && it->op == OpClass::attention && lane != int(Lane::device) &&
+                store.name(it->name).rfind("rope", 0) != 0) {
+                b.attention_s += double(std::min(it->end, b.end) - std::max(it->begin, b.begin)) / 1e9;
+                b.attention_flops += int64_t(it->flops);
+            }
+            if (it->kind == SpanKind::op && lane != int(Lane::device) && store.name(it->name).rfind("expert ", 0) == 0)
+                b.experts_s += double(std::min(it->end, b.end) - std::max(it->begin, b.begin)) / 1e9;
+            // Collectives by group, from the engine's comm spans (they carry group and buffer size; the GPU's
+            // NCCL kernels on device_comm do not): bytes of those that began in the step, their time.
+            const bool engine_comm = it->kind == SpanKind::comm && (lane == int(Lane::comm) || lane == int(Lane::p2p));
+            if (engine_comm && it->group < kGroupCount) {
+                if (it->begin >= b.begin)
+                    b.group_bytes[it->group] += bytes_sent(it->op, double(it->bytes), sizes[it->group]);
+                if (lane == int(Lane::comm)) sets.by_group[it->group].emplace_back(it->begin, it->end);
+            }
+            switch (set_of(*it, Lane(lane), device_truth, device_comm)) {
+                case SetOf::compute:
+                    sets.compute.emplace_back(it->begin, it->end);
+                    sets.first_op = std::min(sets.first_op, std::max(it->begin, b.begin));
+                    sets.last_op = std::max(sets.last_op, std::min(it->end, b.end));
+                    break;
+                case SetOf::comm:
+                    sets.comm.emplace_back(it->begin, it->end);
+                    break;
+                case SetOf::p2p:
+                    sets.p2p.emplace_back(it->begin, it->end);
+                    break;
+                case SetOf::none:
+                    break;
+            }
+        }
+    }
+    return sets;
+}
+
+// The step's figures from its sets: C, M, their overlap and what neither covers, each group's time and exposed
+// part, and the bubble between the first and the last op.
+void measure_step(const StepSets& sets, StepBreakdown& b) {
+    const auto C = union_of(sets.compute, b.begin, b.end);
+    const auto M = union_of(sets.comm, b.begin, b.end);
+    std::vector<Interval> both = C;
+    both.insert(both.end(), M.begin(), M.end());
+    const auto CM = union_of(both, b.begin, b.end);
+    const int64_t c = total_length(C), m = total_length(M), cm = total_length(CM), overlap = intersection_length(C, M);
+    b.wall_s = double(b.end - b.begin) / 1e9;
+    b.compute_s = double(c) / 1e9;
+    b.comm_s = double(m) / 1e9;
+    b.p2p_s = double(total_length(union_of(sets.p2p, b.begin, b.end))) / 1e9;
+    b.overlapped_s = double(overlap) / 1e9;
+    b.exposed_s = double(m - overlap) / 1e9;
+    b.idle_s = double(b.end - b.begin - cm) / 1e9;
+    b.overlap_pct = m > 0 ? 100.0 * double(overlap) / double(m) : 0.0;
+    for (int g = 0; g < kGroupCount; ++g) {
+        if (sets.by_group[size_t(g)].empty()) continue;
+        const auto Mg = union_of(sets.by_group[size_t(g)], b.begin, b.end);
+        const int64_t mg = total_length(Mg);
+        b.group_comm_s[size_t(g)] = double(mg) / 1e9;
+        b.group_exposed_s[size_t(g)] = double(mg - intersection_length(C, Mg)) / 1e9;
+    }
+    // The bubble is time in the window with neither compute nor communication: a stage waiting for a tensor-
+    // or data-parallel collective is exposed communication, not pipeline idle.
+    std::vector<Interval> busy = sets.compute;
+    busy.insert(busy.end(), sets.comm.begin(), sets.comm.end());
+    if (sets.last_op > sets.first_op) {
+        const int64_t in_window = total_length(union_of(busy, sets.first_op, sets.last_op));
+        b.bubble_s = double(sets.last_op - sets.first_op - in_window) / 1e9;
+        b.bubble_fraction = c > 0 ? b.bubble_s / b.compute_s : 0.0;
+        b.stage_bubble_fraction = b.bubble_fraction;
+    }
+    b.first_op = sets.first_op;
+    b.last_op = sets.last_op;
+    b.busy_set = CM;
+    b.compute_set = C;
+}
+
+// Activations in flight in the step: the most forwards done whose backward (or W, when the backward is split) was
+// not, from the compute lane's phase spans.
+int micro_batches_in_flight(const TraceStore& store, const RankTrace& rt, const StepBreakdown& b) {
+    std::vector<std::pair<int64_t, int>> marks;
+    bool split = false;
+    const LaneTrack& compute_lane = rt.lanes[size_t(Lane::compute)];
+    if (compute_lane.rows() > 0) {
+        const auto [first, last] = compute_lane.visible(0, b.begin, b.end);
+        for (size_t i = first; i < last; ++i)
+            split |= store.name(compute_lane.spans()[compute_lane.row(0)[i]].name) == "W";
+        for (size_t i = first; i < last; ++i) {
+            const Span& s = compute_lane.spans()[compute_lane.row(0)[i]];
+            if (s.kind != SpanKind::phase || s.micro_batch < 0) continue;
+            const std::string& n = store.name(s.name);
+            if (n == "F")
+                marks.emplace_back(s.end, +1);
+            else if ((n == "B" && !split) || n == "W")
+                marks.emplace_back(s.end, -1);
+        }
+    }
+    std::sort(marks.begin(), marks.end());
+    int held = 0, most = 0;
+    for (auto& [t, d] : marks) most = std::max(most, held += d);
+    return most;
+}
+
+}  // namespace
+
+std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
+    const RankTrace* rt = store.rank(rank);
+    if (!rt) return {};
+    std::vector<StepBreakdown> out = step_windows(*rt, rank);
     const std::array<int, kGroupCount> sizes = group_sizes(store, *rt);
     for (StepBreakdown& b : out) {
-        std::vector<Interval> compute, comm, p2p;
-        std::array<std::vector<Interval>, kGroupCount> by_group;
-        int64_t first_op = b.end, last_op = b.begin;
-        for (int lane = 0; lane < int(Lane::count); ++lane) {
-            const LaneTrack& track = rt->lanes[lane];
-            const auto& spans = track.spans();
-            // sorted by begin: start where a span could still reach into the window
-            auto it = std::lower_bound(spans.begin(), spans.end(), b.begin - track.max_duration(),
-                                       [](const Span& s, int64_t t) { return s.begin < t; });
-            for (; it != spans.end() && it->begin < b.end; ++it) {
-                if (it->end <= b.begin) continue;
-                if (it->kind == SpanKind::op) b.flops += int64_t(it->flops);  // the engine's ops carry the FLOPs
-                if (it->kind == SpanKind::op && it->op == OpClass::attention && lane != int(Lane::device) &&
-                    store.name(it->name).rfind("rope", 0) != 0) {
-                    b.attention_s += double(std::min(it->end, b.end) - std::max(it->begin, b.begin)) / 1e9;
-                    b.attention_flops += int64_t(it->flops);
-                }
-                if (it->kind == SpanKind::op && lane != int(Lane::device) &&
-                    store.name(it->name).rfind("expert ", 0) == 0)
-                    b.experts_s += double(std::min(it->end, b.end) - std::max(it->begin, b.begin)) / 1e9;
-                // Collectives by group, from the engine's comm spans (they carry group and buffer size; the GPU's
-                // NCCL kernels on device_comm do not): bytes of those that began in the step, their time.
-                const bool engine_comm =
-                    it->kind == SpanKind::comm && (lane == int(Lane::comm) || lane == int(Lane::p2p));
-                if (engine_comm && it->group < kGroupCount) {
-                    if (it->begin >= b.begin)
-                        b.group_bytes[it->group] += bytes_sent(it->op, double(it->bytes), sizes[it->group]);
-                    if (lane == int(Lane::comm)) by_group[it->group].emplace_back(it->begin, it->end);
-                }
-                switch (set_of(*it, Lane(lane), device_truth, device_comm)) {
-                    case SetOf::compute:
-                        compute.emplace_back(it->begin, it->end);
-                        first_op = std::min(first_op, std::max(it->begin, b.begin));
-                        last_op = std::max(last_op, std::min(it->end, b.end));
-                        break;
-                    case SetOf::comm:
-                        comm.emplace_back(it->begin, it->end);
-                        break;
-                    case SetOf::p2p:
-                        p2p.emplace_back(it->begin, it->end);
-                        break;
-                    case SetOf::none:
-                        break;
-                }
-            }
-        }
-        const auto C = union_of(compute, b.begin, b.end);
-        const auto M = union_of(comm, b.begin, b.end);
-        std::vector<Interval> both = C;
-        both.insert(both.end(), M.begin(), M.end());
-        const auto CM = union_of(both, b.begin, b.end);
-        const int64_t c = total_length(C), m = total_length(M), cm = total_length(CM),
-                      overlap = intersection_length(C, M);
-        b.wall_s = double(b.end - b.begin) / 1e9;
-        b.compute_s = double(c) / 1e9;
-        b.comm_s = double(m) / 1e9;
-        b.p2p_s = double(total_length(union_of(p2p, b.begin, b.end))) / 1e9;
-        b.overlapped_s = double(overlap) / 1e9;
-        b.exposed_s = double(m - overlap) / 1e9;
-        b.idle_s = double(b.end - b.begin - cm) / 1e9;
-        b.overlap_pct = m > 0 ? 100.0 * double(overlap) / double(m) : 0.0;
-        for (int g = 0; g < kGroupCount; ++g) {
-            if (by_group[size_t(g)].empty()) continue;
-            const auto Mg = union_of(by_group[size_t(g)], b.begin, b.end);
-            const int64_t mg = total_length(Mg);
-            b.group_comm_s[size_t(g)] = double(mg) / 1e9;
-            b.group_exposed_s[size_t(g)] = double(mg - intersection_length(C, Mg)) / 1e9;
-        }
-        // The bubble is time in the window with neither compute nor communication: a stage waiting for a tensor-
-        // or data-parallel collective is exposed communication, not pipeline idle.
-        std::vector<Interval> busy = compute;
-        busy.insert(busy.end(), comm.begin(), comm.end());
-        if (last_op > first_op) {
-            const int64_t in_window = total_length(union_of(busy, first_op, last_op));
-            b.bubble_s = double(last_op - first_op - in_window) / 1e9;
-            b.bubble_fraction = c > 0 ? b.bubble_s / b.compute_s : 0.0;
-            b.stage_bubble_fraction = b.bubble_fraction;
-        }
-        b.device_truth = device_truth;
-        b.first_op = first_op;
-        b.last_op = last_op;
-        b.busy_set = CM;
-        b.compute_set = C;
-        // activations in flight: forwards done minus backwards (or Ws, when the backward is split) done
-        std::vector<std::pair<int64_t, int>> marks;
-        bool split = false;
-        const LaneTrack& compute_lane = rt->lanes[size_t(Lane::compute)];
-        if (compute_lane.rows() > 0) {
-            const auto [first, last] = compute_lane.visible(0, b.begin, b.end);
-            for (size_t i = first; i < last; ++i)
-                split |= store.name(compute_lane.spans()[compute_lane.row(0)[i]].name) == "W";
-            for (size_t i = first; i < last; ++i) {
-                const Span& s = compute_lane.spans()[compute_lane.row(0)[i]];
-                if (s.kind != SpanKind::phase || s.micro_batch < 0) continue;
-                const std::string& n = store.name(s.name);
-                if (n == "F")
-                    marks.emplace_back(s.end, +1);
-                else if ((n == "B" && !split) || n == "W")
-                    marks.emplace_back(s.end, -1);
-            }
-        }
-        std::sort(marks.begin(), marks.end());
-        int held = 0;
-        for (auto& [t, d] : marks) b.micro_batches_in_flight = std::max(b.micro_batches_in_flight, held += d);
+        measure_step(step_sets(store, *rt, sizes, b), b);
+        b.device_truth = rt->has_device_spans();
+        b.micro_batches_in_flight = micro_batches_in_flight(store, *rt, b);
     }
     return out;
 }

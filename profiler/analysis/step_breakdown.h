@@ -10,7 +10,7 @@
 // warm-up counts, as in the theory; stage_bubble_fraction uses the stage's own first and last op. One collective
 // is the pipeline's own: the tied embedding's gradient all-reduce between the first and the last stage, where a
 // stage that finished its backward waits for the other stage's; that wait (found by matching the collective across
-// the two ranks, collective_waits.h) counts as bubble in the pipeline window (and in the stage's own window for
+// the two ranks, collective_match.h) counts as bubble in the pipeline window (and in the stage's own window for
 // stage_bubble_fraction, where it falls inside it), and stays exposed communication too.
 // Per process group (dp, tp, pp ...): the time its collectives were outstanding, the part of it no compute
 // covered (exposed: tensor-parallel collectives block the compute thread, so they are all exposed), and the bytes

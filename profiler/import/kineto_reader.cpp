@@ -321,24 +321,21 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
     meta.stream_ids = streams;
     meta.thread_ids = nlohmann::json::array();  // the timeline labels a host sub-lane by its thread id
     for (const auto& [pid, tid] : f.threads) meta.thread_ids.push_back(tid);
-    nlohmann::json meta_json = to_json(meta);
     // The rows HTA counts as GPU time that we do not hold as device spans (KinetoFile::stream_rows), for HTA's
-    // figures only: [begin, end, stream, name, launch, correlated], launch being the runtime call of the row's
-    // correlation id (correlated 1; null when the file has none), or the row's own begin without a correlation.
-    nlohmann::json hta_rows = nlohmann::json::array();
+    // figures only, launch being the runtime call of the row's correlation id (unknown when the file has none), or
+    // the row's own begin without a correlation.
     for (const KinetoSpan& s : f.stream_rows) {
-        nlohmann::json launch = s.begin;
+        HtaStreamRow row{s.begin, s.end, s.stream, f.names[s.name], s.begin, s.correlation >= 0};
         if (s.correlation >= 0) {
             const auto call = launch_of.find(s.correlation);
-            launch = call == launch_of.end() ? nlohmann::json() : nlohmann::json(spans[call->second].begin);
+            row.launch = call == launch_of.end() ? std::nullopt : std::optional<int64_t>(spans[call->second].begin);
         }
-        hta_rows.push_back({s.begin, s.end, s.stream, f.names[s.name], launch, s.correlation >= 0 ? 1 : 0});
+        meta.hta_stream_rows.push_back(std::move(row));
     }
-    if (!hta_rows.empty()) meta_json["hta_stream_rows"] = std::move(hta_rows);
     Chunk m;
     m.kind = ChunkKind::metadata;
     m.rank = uint32_t(rank);
-    m.text = meta_json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    m.text = to_json(meta).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     store.add_chunk(m);
     out.flush();
     Chunk end;  // a file is a whole recording: it ended cleanly

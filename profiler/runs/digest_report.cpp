@@ -45,11 +45,11 @@ std::vector<const RankDigest*> shown_ranks(const DigestReport& r, size_t limit) 
     std::vector<const RankDigest*> out;
     std::set<int> taken;
     std::map<int, const RankDigest*> by_rank;
-    for (const RankDigest& d : r.run.ranks) by_rank[d.rank] = &d;
-    for (const Straggler& s : r.blame.stragglers)
+    for (const RankDigest& d : r.cross.digests) by_rank[d.rank] = &d;
+    for (const Straggler& s : r.cross.blame.stragglers)
         if (out.size() < limit / 2 && taken.insert(s.rank).second) out.push_back(by_rank[s.rank]);
     std::vector<const RankDigest*> idle;
-    for (const RankDigest& d : r.run.ranks) idle.push_back(&d);
+    for (const RankDigest& d : r.cross.digests) idle.push_back(&d);
     std::stable_sort(idle.begin(), idle.end(), [](auto* a, auto* b) {
         const Steady x = steady_of(*a), y = steady_of(*b);
         return x.idle_s + x.exposed_s > y.idle_s + y.exposed_s;
@@ -64,7 +64,8 @@ std::vector<const RankDigest*> shown_ranks(const DigestReport& r, size_t limit) 
 
 DigestReport digest_report(RunDigests run, int workers) {
     DigestReport r;
-    r.blame = blame(run.ranks);
+    r.cross = cross_rank(std::move(run.ranks));
+    run.ranks.clear();
     r.run = std::move(run);
     r.workers = workers;
     return r;
@@ -72,7 +73,7 @@ DigestReport digest_report(RunDigests run, int workers) {
 
 nlohmann::json digest_report_json(const DigestReport& r) {
     nlohmann::json ranks = nlohmann::json::array();
-    for (const RankDigest& d : r.run.ranks) {
+    for (const RankDigest& d : r.cross.digests) {
         const Steady s = steady_of(d);
         nlohmann::json ops = nlohmann::json::array();
         for (const DigestOp& o : d.ops)
@@ -106,14 +107,14 @@ nlohmann::json digest_report_json(const DigestReport& r) {
     return {{"source", "measured"},
             {"from", "digests"},
             {"files",
-             {{"ranks", r.run.ranks.size()},
+             {{"ranks", r.cross.digests.size()},
               {"trace_bytes", r.run.trace_bytes},
               {"digest_bytes", r.run.digest_bytes},
               {"from_cache", r.run.from_cache},
               {"made", r.run.made},
               {"seconds", r.run.seconds},
               {"workers", r.workers}}},
-            {"blame", blame_json(r.blame)},
+            {"blame", blame_json(r.cross.blame)},
             {"ranks", ranks},
             {"errors", r.run.errors},
             {"warnings", r.run.warnings}};
@@ -121,17 +122,18 @@ nlohmann::json digest_report_json(const DigestReport& r) {
 
 std::string format_digest_report(const DigestReport& r) {
     const RunDigests& run = r.run;
+    const std::vector<RankDigest>& digests = r.cross.digests;
     std::string s = fmt::format(
         "{} rank(s) from their digests: {} of traces, digests {} ({}), {} made and {} from the cache in {:.1f} s by "
         "{} worker(s)\n\n",
-        run.ranks.size(), bytes_text(run.trace_bytes), bytes_text(run.digest_bytes),
+        digests.size(), bytes_text(run.trace_bytes), bytes_text(run.digest_bytes),
         run.digest_bytes > 0 ? fmt::format("1/{:.0f} of them", double(run.trace_bytes) / double(run.digest_bytes))
                              : "none",
         run.made, run.from_cache, run.seconds, r.workers);
-    s += format_blame(r.blame);
+    s += format_blame(r.cross.blame);
     // Each rank's steady steps: the table shows those most to blame and the most idle; the spread says the rest.
     std::vector<double> walls, idles, exposed;
-    for (const RankDigest& d : run.ranks) {
+    for (const RankDigest& d : digests) {
         const Steady x = steady_of(d);
         walls.push_back(x.wall_s), idles.push_back(x.idle_s), exposed.push_back(x.exposed_s);
     }
@@ -139,7 +141,7 @@ std::string format_digest_report(const DigestReport& r) {
     s += fmt::format(
         "\nTime per rank, summed over the steady steps (measured; {} of {} ranks shown: the most to blame "
         "and the most idle, every rank in --json):\n",
-        shown.size(), run.ranks.size());
+        shown.size(), digests.size());
     s += fmt::format("  {:<24} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "rank", "wall s", "compute s", "overlap s",
                      "exposed s", "idle s");
     for (const RankDigest* d : shown) {
@@ -155,22 +157,22 @@ std::string format_digest_report(const DigestReport& r) {
             quantile(idles, 1.0), quantile(exposed, 0.5), quantile(exposed, 1.0));
     // Where the compute goes on the rank most to blame (else the busiest): its digest keeps the leading rows.
     const RankDigest* focus = nullptr;
-    for (const RankDigest& d : run.ranks)
-        if (!r.blame.stragglers.empty() && d.rank == r.blame.stragglers.front().rank) focus = &d;
-    if (!focus && !run.ranks.empty())
-        focus = &*std::max_element(run.ranks.begin(), run.ranks.end(),
+    for (const RankDigest& d : digests)
+        if (!r.cross.blame.stragglers.empty() && d.rank == r.cross.blame.stragglers.front().rank) focus = &d;
+    if (!focus && !digests.empty())
+        focus = &*std::max_element(digests.begin(), digests.end(),
                                    [](auto& a, auto& b) { return steady_of(a).compute_s < steady_of(b).compute_s; });
     if (focus && !focus->ops.empty()) {
         s +=
             fmt::format("\nWhere the compute goes on {} ({}), per steady step (measured; the digest's leading rows):\n",
-                        focus->label, r.blame.culprit ? "the rank most to blame" : "the busiest rank");
+                        focus->label, r.cross.blame.culprit ? "the rank most to blame" : "the busiest rank");
         for (const DigestOp& o : focus->ops)
             s += fmt::format("  {:<60} {:<11} {:>8.1f} calls {:>10.3f} ms\n", o.name.substr(0, 60),
                              kOpClassNames[size_t(o.op)], o.calls, o.self_s * 1e3);
     }
     // HTA's figures over the ranks that ran on GPUs
     std::vector<double> idle_pct, overlap;
-    for (const RankDigest& d : run.ranks)
+    for (const RankDigest& d : digests)
         if (d.hta && d.hta->kernel_time_us > 0) {
             idle_pct.push_back(100 * d.hta->idle_time_us / d.hta->kernel_time_us);
             if (d.hta->comp_comm_overlap_pct) overlap.push_back(*d.hta->comp_comm_overlap_pct);
@@ -190,7 +192,7 @@ std::string format_digest_report(const DigestReport& r) {
 }
 
 int digest_report_exit_code(const DigestReport& r) {
-    US_CHECK_INPUT(!r.run.ranks.empty(), "no rank of the run could be read (the errors above say why)");
+    US_CHECK_INPUT(!r.cross.digests.empty(), "no rank of the run could be read (the errors above say why)");
     return r.run.errors.empty() ? 0 : 3;
 }
 

@@ -7,14 +7,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "profiler/analysis/blame.h"
+#include "profiler/analysis/cross_rank.h"
 #include "profiler/runs/run_digests.h"
 
 namespace us::prof {
 
 struct DigestReport {
-    RunDigests run;
-    Blame blame;
+    CrossRank cross;  // the digests, and the run across them (waits, pipelines, who holds the run back)
+    RunDigests run;   // the files read: sizes, cache, warnings and errors (its digests are cross.digests)
     int workers = 1;  // processes that digested the files (mpirun, srun)
 };
 

@@ -38,7 +38,7 @@ bool file_key(const std::string& path, FileKey& key) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return false;
     key.size = uint64_t(st.st_size);
-    key.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    key.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     return true;
 }
 
@@ -132,79 +132,97 @@ std::string digest_cache_path(const std::string& trace, const std::string& cache
                        path.filename().string());
 }
 
+namespace {
+
+// The engine's trace: every rank in one file, digested from one store.
+void digest_engine_trace(const std::string& path, const DigestOptions& options, RunDigests& out) {
+    TraceStore store(options.store);
+    const auto w = load_trace(path, store);
+    out.warnings.insert(out.warnings.end(), w.begin(), w.end());
+    for (int r : store.ranks()) out.ranks.push_back(make_digest(store, r));
+    out.made = out.ranks.size();
+    FileKey key;
+    if (file_key(path, key)) out.trace_bytes = key.size;
+}
+
+// One rank file's digest, from the cache when it holds this file unchanged, else from the file (one rank's spans in
+// memory, dropped once digested; the digest is cached). A file that fails is an error entry naming it.
+void digest_rank_file(const std::string& path, size_t run_files, const DigestOptions& options, RankClaims& claims,
+                      std::mutex& mutex, RunDigests& out) {
+    try {
+        FileKey key;
+        US_CHECK_INPUT(file_key(path, key), "'{}': cannot read it", path);
+        const std::string cache = options.use_cache ? digest_cache_path(path, options.cache_dir) : "";
+        std::optional<RankDigest> d = cache.empty() ? std::nullopt : read_cached(cache, key);
+        std::vector<std::string> warnings;
+        const bool cached = d.has_value();
+        if (!cached) {
+            RankFile rank =
+                read_rank_file(path, run_files, options.store, claims, nullptr, nullptr, MemoryEvents::skip);
+            d = make_digest(*rank.store, rank.rank);
+            d->file = path, d->file_bytes = key.size, d->file_mtime_ns = key.mtime_ns;
+            warnings = std::move(rank.warnings);
+            if (!cache.empty()) write_cached(cache, key, digest_bytes(*d));
+        } else {
+            claims.claim(d->rank, path);
+        }
+        const uint64_t size = digest_bytes(*d).size();
+        std::lock_guard lock(mutex);
+        out.warnings.insert(out.warnings.end(), warnings.begin(), warnings.end());
+        out.trace_bytes += key.size;
+        out.digest_bytes += size;
+        ++(cached ? out.from_cache : out.made);
+        out.ranks.push_back(std::move(*d));
+    } catch (const UserError& e) {
+        const std::string what = e.what();
+        std::lock_guard lock(mutex);
+        out.errors.push_back(what.find(path) != std::string::npos ? what : fmt::format("'{}': {}", path, what));
+    } catch (const std::exception& e) {
+        std::lock_guard lock(mutex);
+        out.errors.push_back(fmt::format("cannot read '{}': {}", path, e.what()));
+    }
+}
+
+// This worker's share of a run of rank files (file i when i % workers == worker), on as many threads as asked.
+void digest_rank_files(const RunFiles& run, const DigestOptions& options, int worker, int workers, RunDigests& out) {
+    std::vector<std::string> mine;
+    for (size_t i = 0; i < run.files.size(); ++i)
+        if (int(i % size_t(std::max(1, workers))) == worker) mine.push_back(run.files[i]);
+    const int threads =
+        std::clamp<int>(options.threads > 0 ? options.threads : int(std::thread::hardware_concurrency()), 1,
+                        std::max<int>(1, int(mine.size())));
+    std::atomic<size_t> next{0};
+    std::mutex mutex;
+    RankClaims claims;
+    auto work = [&] {
+        for (size_t i; (i = next.fetch_add(1)) < mine.size();) {
+            if (options.cancel && options.cancel->load()) break;
+            struct Count {  // however the file ends
+                std::atomic<size_t>* done;
+                ~Count() {
+                    if (done) done->fetch_add(1);
+                }
+            } count{options.files_done};
+            digest_rank_file(mine[i], run.files.size(), options, claims, mutex, out);
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+}
+
+}  // namespace
+
 RunDigests digest_run(const std::vector<std::string>& paths, const DigestOptions& options, int worker, int workers) {
     const auto t0 = std::chrono::steady_clock::now();
     RunDigests out;
     const RunFiles run = find_run_files(paths);
     out.warnings = run.warnings;
-    if (run.ultrascope) {  // the engine's: every rank in one file, digested from one store
-        TraceStore store(options.store);
-        const auto w = load_trace(run.files[0], store);
-        out.warnings.insert(out.warnings.end(), w.begin(), w.end());
-        for (int r : store.ranks()) out.ranks.push_back(make_digest(store, r));
-        out.made = out.ranks.size();
-        FileKey key;
-        if (file_key(run.files[0], key)) out.trace_bytes = key.size;
-    } else {
-        std::vector<std::string> mine;
-        for (size_t i = 0; i < run.files.size(); ++i)
-            if (int(i % size_t(std::max(1, workers))) == worker) mine.push_back(run.files[i]);
-        const int threads =
-            std::clamp<int>(options.threads > 0 ? options.threads : int(std::thread::hardware_concurrency()), 1,
-                            std::max<int>(1, int(mine.size())));
-        std::atomic<size_t> next{0};
-        std::mutex mutex;
-        RankClaims claims;
-        auto work = [&] {
-            for (size_t i; (i = next.fetch_add(1)) < mine.size();) {
-                if (options.cancel && options.cancel->load()) break;
-                const std::string& path = mine[i];
-                struct Count {  // however the file ends
-                    std::atomic<size_t>* done;
-                    ~Count() {
-                        if (done) done->fetch_add(1);
-                    }
-                } count{options.files_done};
-                try {
-                    FileKey key;
-                    US_CHECK_INPUT(file_key(path, key), "'{}': cannot read it", path);
-                    const std::string cache = options.use_cache ? digest_cache_path(path, options.cache_dir) : "";
-                    std::optional<RankDigest> d = cache.empty() ? std::nullopt : read_cached(cache, key);
-                    std::vector<std::string> warnings;
-                    const bool cached = d.has_value();
-                    if (!cached) {  // one rank's spans in memory, dropped once digested
-                        RankFile rank = read_rank_file(path, run.files.size(), options.store, claims, nullptr, nullptr,
-                                                       MemoryEvents::skip);
-                        d = make_digest(*rank.store, rank.rank);
-                        d->file = path, d->file_bytes = key.size, d->file_mtime_ns = key.mtime_ns;
-                        warnings = std::move(rank.warnings);
-                        if (!cache.empty()) write_cached(cache, key, digest_bytes(*d));
-                    } else {
-                        claims.claim(d->rank, path);
-                    }
-                    const uint64_t size = digest_bytes(*d).size();
-                    std::lock_guard lock(mutex);
-                    out.warnings.insert(out.warnings.end(), warnings.begin(), warnings.end());
-                    out.trace_bytes += key.size;
-                    out.digest_bytes += size;
-                    ++(cached ? out.from_cache : out.made);
-                    out.ranks.push_back(std::move(*d));
-                } catch (const UserError& e) {
-                    const std::string what = e.what();
-                    std::lock_guard lock(mutex);
-                    out.errors.push_back(what.find(path) != std::string::npos ? what
-                                                                              : fmt::format("'{}': {}", path, what));
-                } catch (const std::exception& e) {
-                    std::lock_guard lock(mutex);
-                    out.errors.push_back(fmt::format("cannot read '{}': {}", path, e.what()));
-                }
-            }
-        };
-        std::vector<std::thread> pool;
-        for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-        work();
-        for (auto& t : pool) t.join();
-    }
+    if (run.ultrascope)
+        digest_engine_trace(run.files[0], options, out);
+    else
+        digest_rank_files(run, options, worker, workers, out);
     std::sort(out.ranks.begin(), out.ranks.end(),
               [](const RankDigest& a, const RankDigest& b) { return a.rank < b.rank; });
     leave_out_other_runs(out);

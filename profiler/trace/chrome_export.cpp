@@ -37,11 +37,11 @@ std::string rank_label(const RankTrace& r) {
     std::string label = fmt::format("rank {}", r.rank);
     if (!r.info.coords.empty()) {
         std::string parts;
-        for (const char* dim : {"dp", "pp", "tp", "cp", "ep"}) {
-            const auto& c = r.info.coords;
-            const int size = r.info.grid.value(dim, 1);
-            if (c.contains(dim) && (size > 1 || std::string(dim) == "dp" || std::string(dim) == "pp"))
-                parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", dim, c[dim].get<int>());
+        for (GridDim dim : kGridDims) {
+            const std::optional<int>& c = r.info.coords[dim];
+            const int size = r.info.grid[dim].value_or(1);
+            if (c && (size > 1 || dim == GridDim::dp || dim == GridDim::pp))
+                parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", grid_dim_name(dim), *c);
         }
         if (!parts.empty()) label += " (" + parts + ")";
     }

@@ -73,25 +73,30 @@ std::string cpu_category(const TraceStore& store, const Span& s) {
     return "user_annotation";
 }
 
-// Streams the rank's events to `emit`, one JSON object each.
+// Where the rank's steps begin: a kernel's step when its launch is not known.
+struct StepBegins {
+    std::map<int, int64_t> by_step;
+    int64_t last = INT64_MIN;
+};
+
+// Steps as torch.profiler marks them; the engine counts from 1, Kineto from 0.
 template <typename Emit>
-void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
-    const int host_pid = rt.info.pid.value_or(100000 + rt.rank);
-    const int device = 0;  // the rank's GPU, as torch.profiler numbers it for a process that uses one
-    emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {} host"}}}})",
-                     host_pid, rt.rank));
-    // Steps as torch.profiler marks them; the engine counts from 1, Kineto from 0.
-    std::map<int, int64_t> step_begin;
-    int64_t last_step_begin = INT64_MIN;
+StepBegins emit_steps(const RankTrace& rt, int host_pid, Emit& emit) {
+    StepBegins begins;
     for (const Span& s : rt.lanes[size_t(Lane::host)].spans())
         if (s.kind == SpanKind::step) {
-            step_begin[s.step] = s.begin;
-            last_step_begin = std::max(last_step_begin, s.begin);
+            begins.by_step[s.step] = s.begin;
+            begins.last = std::max(begins.last, s.begin);
             emit(fmt::format(
                 R"({{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{}","pid":{},"tid":1,"ts":{},"dur":{},"args":{{"External id":0}}}})",
                 s.step - 1, host_pid, us_text(s.begin), us_text(s.duration())));
         }
-    // The host's spans: ops (on a GPU their launches, on a CPU the compute), annotations, collectives.
+    return begins;
+}
+
+// The host's spans: ops (on a GPU their launches, on a CPU the compute), annotations, collectives.
+template <typename Emit>
+void emit_host_spans(const TraceStore& store, const RankTrace& rt, int host_pid, Emit& emit) {
     for (Lane lane : {Lane::host, Lane::compute, Lane::comm, Lane::p2p})
         for (const Span& s : rt.lanes[size_t(lane)].spans()) {
             if (s.kind == SpanKind::step) continue;
@@ -106,12 +111,17 @@ void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
                                   s.peer >= 0 ? fmt::format(",\"peer\":{}", s.peer) : "")
                     : std::string()));
         }
-    if (!rt.has_device_spans()) return;
+}
+
+// Every kernel, memcpy and memset with its launch (a runtime call and the device event, joined by a correlation
+// id), stream by stream: the launch inferred from the launching op on engine traces; where none is known, at the
+// latest time that does not claim the host was late (before the stream's previous work ended, never before the
+// kernel's step began).
+template <typename Emit>
+void emit_device_work(const TraceStore& store, const RankTrace& rt, int host_pid, const StepBegins& steps, Emit& emit) {
+    const int device = 0;  // the rank's GPU, as torch.profiler numbers it for a process that uses one
     emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"GPU {}"}}}})", device,
                      device));
-    // Every kernel, memcpy and memset with its launch: inferred from the launching op on engine traces; where no
-    // launch is known, at the latest time that does not claim the host was late (before the stream's previous
-    // work ended, never before the kernel's step began).
     const LaunchTimes launches = launch_times(store, rt.rank);
     struct Ref {
         const Span* s;
@@ -137,11 +147,11 @@ void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
             if (launch == INT64_MIN) {
                 launch_from = "not recorded: placed not to claim a host wait";
                 launch = floor_us(std::min(s.begin, previous_end == INT64_MIN ? s.begin : previous_end));
-                const auto step = step_begin.find(s.step);
-                if (step != step_begin.end())
+                const auto step = steps.by_step.find(s.step);
+                if (step != steps.by_step.end())
                     launch = std::max(launch, step->second);
-                else if (s.begin >= last_step_begin)
-                    launch = std::max(launch, last_step_begin);
+                else if (s.begin >= steps.last)
+                    launch = std::max(launch, steps.last);
             }
             previous_end = std::max(previous_end, s.end);
             ++correlation;
@@ -158,6 +168,17 @@ void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
                 stream, correlation, s.step, extra));
         }
     }
+}
+
+// Streams the rank's events to `emit`, one JSON object each: its process, steps and host spans, then its GPU's work.
+template <typename Emit>
+void rank_events(const TraceStore& store, const RankTrace& rt, Emit&& emit) {
+    const int host_pid = rt.info.pid.value_or(100000 + rt.rank);
+    emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {} host"}}}})",
+                     host_pid, rt.rank));
+    const StepBegins steps = emit_steps(rt, host_pid, emit);
+    emit_host_spans(store, rt, host_pid, emit);
+    if (rt.has_device_spans()) emit_device_work(store, rt, host_pid, steps, emit);
 }
 
 nlohmann::json device_properties(const RankTrace& rt) {

@@ -33,7 +33,7 @@ nlohmann::json to_json(const RunInfo& info) {
                         {"backend", info.backend},
                         {"files", info.files},
                         {"comm_backend", info.comm_backend},
-                        {"grid", info.grid}};
+                        {"grid", grid_json(info.grid)}};
     j["settings"] = info.settings ? *info.settings : nlohmann::json(nullptr);
     return j;
 }
@@ -72,7 +72,7 @@ RunInfo run_info_from_json(const nlohmann::json& j) {
     if (j.contains("settings") && j["settings"].is_object()) info.settings = j["settings"];
     if (j.contains("comm_backend") && j["comm_backend"].is_string())
         info.comm_backend = j["comm_backend"].get<std::string>();
-    if (j.contains("grid") && j["grid"].is_object()) info.grid = j["grid"];
+    if (j.contains("grid")) info.grid = grid_from_json<GridSizes>(j["grid"]);
     if (j.contains("files") && j["files"].is_array())
         for (const auto& f : j["files"])
             if (f.is_string()) info.files.push_back(f.get<std::string>());

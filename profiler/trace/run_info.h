@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "profiler/transport/grid_coords.h"
+
 namespace us::prof {
 
 class TraceStore;
@@ -37,7 +39,7 @@ struct RunInfo {
     int kineto_step_offset = 0;                        // Kineto's ProfilerStep#N is our step N + offset
     std::string backend;                               // "nccl", "gloo", "cpu", "cuda" ...
     std::string comm_backend;                          // the engine's collectives: "mpi", "nccl", "none"; "" unknown
-    nlohmann::json grid = nlohmann::json::object();    // the engine's and planner's degrees {"dp": n, ...}; {} unknown
+    GridSizes grid;                                    // the engine's and planner's degrees; unknown when imported
     std::optional<nlohmann::json> settings;            // the run's config (engine, planner); nullopt when unknown
     std::vector<std::string> files;                    // the files it was read from (imported runs)
 

@@ -132,98 +132,21 @@ void TraceStore::add_chunk(const Chunk& c) {
     RankTrace& rt = rank_for(int(c.rank));
     ++rt.chunks;
     ++m_version;
-    if (c.kind == ChunkKind::metadata) {
-        try {
-            rt.set_metadata(nlohmann::json::parse(c.text));
-        } catch (const nlohmann::json::exception& e) {
-            fail_user("rank {} sent metadata that is not valid JSON: {}", c.rank, e.what());
-        }
-        if (rt.info.clock) rt.clock_offset_ns = rt.info.clock->offset_ns;
-        // An imported PyTorch trace's threads run side by side too: a sub-lane each (its spans are not yet placed).
-        if (rt.imported())
-            for (LaneTrack& lane : rt.lanes) lane.set_rows_by_thread(true);
-        return;
-    }
-    if (c.kind == ChunkKind::end) {
-        rt.ended = true;
-        try {
-            const auto j = nlohmann::json::parse(c.text);
-            rt.clean = j.value("clean", false);
-            if (j.contains("reason") && j["reason"].is_string()) rt.end_reason = j["reason"].get<std::string>();
-            if (j.value("lost", false)) {  // written by a listener on the rank's behalf
-                rt.lost = true;
-                rt.lost_reason = j.value("reason", std::string("lost"));
-            }
-            rt.dropped_events = std::max<uint64_t>(rt.dropped_events, j.value("dropped_events", uint64_t(0)));
-        } catch (const nlohmann::json::exception&) {
-            fail_user("rank {} sent an end-of-stream note that is not valid JSON", c.rank);
-        }
-        return;
-    }
+    if (c.kind == ChunkKind::metadata) return add_metadata(rt, c);
+    if (c.kind == ChunkKind::end) return add_end(rt, c);
     for (const auto& s : c.strings) rt.names[s.id] = intern(s.text);
     rt.dropped_events = std::max(rt.dropped_events, c.dropped_total);
-    auto name_of = [&](uint32_t local) {
-        auto it = rt.names.find(local);
-        return it == rt.names.end() ? intern("?") : it->second;
-    };
-    const int64_t off = rt.clock_offset_ns;
     for (const EventRecord& e : c.events) {
         switch (EventType(e.type)) {
-            case EventType::span: {
-                const SpanRecord& r = e.span;
-                if (at_cap() && SpanKind(r.kind) == SpanKind::op) {
-                    ++m_spans_dropped;
-                    if (m_cap_step == 0) m_cap_step = std::max(1, int(r.step));
-                    continue;
-                }
-                Span s;
-                s.begin = r.begin_ns - off;
-                s.end = r.end_ns - off;
-                s.bytes = r.bytes;
-                s.flops = r.flops;
-                s.name = name_of(r.name);
-                s.launcher = r.launcher == 0 ? 0 : name_of(r.launcher);
-                s.launch_lead = r.launch_lead;
-                s.step = r.step;
-                s.micro_batch = r.micro_batch;
-                s.layer = r.layer;
-                s.peer = r.peer;
-                s.kind = SpanKind(r.kind);
-                s.op = OpClass(r.op);
-                s.phase = Phase(r.phase);
-                s.chunk = r.chunk;
-                s.group = r.group;
-                s.thread = r.thread;
-                rt.lanes[r.lane].append(s);
-                ++m_span_count;
-                m_bytes += sizeof(Span);
+            case EventType::span:
+                add_span(rt, e.span);
                 break;
-            }
-            case EventType::memory: {
-                const MemoryRecord& r = e.memory;
-                if (at_cap()) {
-                    ++m_memory_dropped;
-                    if (m_cap_step == 0) m_cap_step = std::max(1, int(r.step));
-                    continue;
-                }
-                m_bytes += sizeof(MemoryPoint);
-                MemoryPoint m;
-                m.t = r.t_ns - off;
-                m.delta = r.delta_bytes;
-                m.category_bytes = r.category_bytes;
-                m.total_bytes = r.total_bytes;
-                m.label = name_of(r.label);
-                m.step = r.step;
-                m.micro_batch = r.micro_batch;
-                m.layer = r.layer;
-                m.category = r.category;
-                m.phase = Phase(r.phase);
-                rt.memory.push_back(m);
+            case EventType::memory:
+                add_memory(rt, e.memory);
                 break;
-            }
             case EventType::counter: {
                 const CounterRecord& r = e.counter;
-                rt.counters[name_of(r.name)].push_back({r.t_ns - off, r.value, r.step});
+                rt.counters[local_name(rt, r.name)].push_back({r.t_ns - rt.clock_offset_ns, r.value, r.step});
                 m_bytes += sizeof(CounterPoint);
                 break;
             }
@@ -231,6 +154,89 @@ void TraceStore::add_chunk(const Chunk& c) {
                 break;
         }
     }
+}
+
+void TraceStore::add_metadata(RankTrace& rt, const Chunk& c) {
+    try {
+        rt.set_metadata(nlohmann::json::parse(c.text));
+    } catch (const nlohmann::json::exception& e) {
+        fail_user("rank {} sent metadata that is not valid JSON: {}", c.rank, e.what());
+    }
+    if (rt.info.clock) rt.clock_offset_ns = rt.info.clock->offset_ns;
+    // An imported PyTorch trace's threads run side by side too: a sub-lane each (its spans are not yet placed).
+    if (rt.imported())
+        for (LaneTrack& lane : rt.lanes) lane.set_rows_by_thread(true);
+}
+
+void TraceStore::add_end(RankTrace& rt, const Chunk& c) {
+    rt.ended = true;
+    try {
+        const auto j = nlohmann::json::parse(c.text);
+        rt.clean = j.value("clean", false);
+        if (j.contains("reason") && j["reason"].is_string()) rt.end_reason = j["reason"].get<std::string>();
+        if (j.value("lost", false)) {  // written by a listener on the rank's behalf
+            rt.lost = true;
+            rt.lost_reason = j.value("reason", std::string("lost"));
+        }
+        rt.dropped_events = std::max<uint64_t>(rt.dropped_events, j.value("dropped_events", uint64_t(0)));
+    } catch (const nlohmann::json::exception&) {
+        fail_user("rank {} sent an end-of-stream note that is not valid JSON", c.rank);
+    }
+}
+
+uint32_t TraceStore::local_name(RankTrace& rt, uint32_t local) {
+    auto it = rt.names.find(local);
+    return it == rt.names.end() ? intern("?") : it->second;
+}
+
+void TraceStore::add_span(RankTrace& rt, const SpanRecord& r) {
+    if (at_cap() && SpanKind(r.kind) == SpanKind::op) {
+        ++m_spans_dropped;
+        if (m_cap_step == 0) m_cap_step = std::max(1, int(r.step));
+        return;
+    }
+    Span s;
+    s.begin = r.begin_ns - rt.clock_offset_ns;
+    s.end = r.end_ns - rt.clock_offset_ns;
+    s.bytes = r.bytes;
+    s.flops = r.flops;
+    s.name = local_name(rt, r.name);
+    s.launcher = r.launcher == 0 ? 0 : local_name(rt, r.launcher);
+    s.launch_lead = r.launch_lead;
+    s.step = r.step;
+    s.micro_batch = r.micro_batch;
+    s.layer = r.layer;
+    s.peer = r.peer;
+    s.kind = SpanKind(r.kind);
+    s.op = OpClass(r.op);
+    s.phase = Phase(r.phase);
+    s.chunk = r.chunk;
+    s.group = r.group;
+    s.thread = r.thread;
+    rt.lanes[r.lane].append(s);
+    ++m_span_count;
+    m_bytes += sizeof(Span);
+}
+
+void TraceStore::add_memory(RankTrace& rt, const MemoryRecord& r) {
+    if (at_cap()) {
+        ++m_memory_dropped;
+        if (m_cap_step == 0) m_cap_step = std::max(1, int(r.step));
+        return;
+    }
+    m_bytes += sizeof(MemoryPoint);
+    MemoryPoint m;
+    m.t = r.t_ns - rt.clock_offset_ns;
+    m.delta = r.delta_bytes;
+    m.category_bytes = r.category_bytes;
+    m.total_bytes = r.total_bytes;
+    m.label = local_name(rt, r.label);
+    m.step = r.step;
+    m.micro_batch = r.micro_batch;
+    m.layer = r.layer;
+    m.category = r.category;
+    m.phase = Phase(r.phase);
+    rt.memory.push_back(m);
 }
 
 void TraceStore::mark_lost(int rank, const std::string& reason) {
@@ -316,26 +322,26 @@ int64_t TraceStore::end_time() const {
     return t;
 }
 
-const nlohmann::json& TraceStore::run_metadata() const {
-    static const nlohmann::json empty = nlohmann::json::object();
-    for (const auto& r : m_ranks)
-        if (r && !r->metadata.empty()) return r->metadata;
-    return empty;
+namespace {
+
+const RankTrace* first_with_metadata(const std::vector<std::unique_ptr<RankTrace>>& ranks) {
+    for (const auto& r : ranks)
+        if (r && r->has_metadata) return r.get();
+    return nullptr;
 }
+
+}  // namespace
 
 const RankMetadata& TraceStore::run_rank_metadata() const {
     static const RankMetadata empty;
-    for (const auto& r : m_ranks)
-        if (r && !r->metadata.empty()) return r->info;
-    return empty;
+    const RankTrace* r = first_with_metadata(m_ranks);
+    return r ? r->info : empty;
 }
 
 int TraceStore::world_size() const {
-    const auto& m = run_metadata();
-    // An importer writes 0 when its files do not say: then the ranks the store holds.
-    if (m.contains("world_size") && m["world_size"].is_number_integer() && m["world_size"].get<int>() > 0)
-        return m["world_size"].get<int>();
-    return int(ranks().size());
+    // An importer writes 0 when its files do not say (and a record may lack it): then the ranks the store holds.
+    const RankTrace* r = first_with_metadata(m_ranks);
+    return r && r->info.world_size > 0 ? r->info.world_size : int(ranks().size());
 }
 
 std::vector<std::string> load_trace(const std::string& path, TraceStore& store) {

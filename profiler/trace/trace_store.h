@@ -103,8 +103,8 @@ struct CounterPoint {
 
 struct RankTrace {
     int rank = 0;
-    nlohmann::json metadata = nlohmann::json::object();  // as it arrived (set_metadata)
-    RankMetadata info;  // the same, read through its type: what the analysis and the views read
+    RankMetadata info;          // its metadata record, read through its type (set_metadata)
+    bool has_metadata = false;  // a non-empty record arrived
     LaneTrack lanes[size_t(Lane::count)];
     std::vector<MemoryPoint> memory;                         // in time order
     std::map<uint32_t, std::vector<CounterPoint>> counters;  // by name id
@@ -126,10 +126,11 @@ struct RankTrace {
     // Read from another framework's files (a PyTorch profiler trace: metadata source "kineto"), not recorded by
     // the engine: no settings, no predictions.
     bool imported() const { return info.imported(); }
-    // The rank's metadata record: kept as it came and read once through RankMetadata's deserializer.
-    void set_metadata(nlohmann::json j) {
+    // The rank's metadata record, read once through RankMetadata's deserializer (the JSON is not kept: every key a
+    // writer writes is one of the type's).
+    void set_metadata(const nlohmann::json& j) {
         info = rank_metadata_from_json(j);
-        metadata = std::move(j);
+        has_metadata = !j.empty();
     }
     // The lane whose op spans are the rank's compute: device on a traced GPU, compute otherwise.
     Lane work_lane() const { return has_device_spans() ? Lane::device : Lane::compute; }
@@ -178,8 +179,7 @@ public:
     bool at_cap() const { return m_bytes >= m_options.max_bytes || m_spans_dropped + m_memory_dropped > 0; }
     uint64_t version() const { return m_version; }  // changes whenever the content changes
     const TraceStoreOptions& options() const { return m_options; }
-    // The first rank's metadata (the run's config is the same on every rank), as it came and through its type.
-    const nlohmann::json& run_metadata() const;
+    // The first rank's metadata (the run's config is the same on every rank).
     const RankMetadata& run_rank_metadata() const;
     // A planner's prediction written as a trace (app/plan/predicted_trace.h), not a run: its metadata says
     // "predicted", and every figure read from it is the model's.
@@ -192,6 +192,12 @@ public:
 private:
     RankTrace& rank_for(int r);
     uint32_t intern(const std::string& text);
+    // add_chunk's steps: a metadata record, an end-of-stream note, and one event of each kind.
+    void add_metadata(RankTrace& rt, const Chunk& c);
+    void add_end(RankTrace& rt, const Chunk& c);
+    void add_span(RankTrace& rt, const SpanRecord& r);
+    void add_memory(RankTrace& rt, const MemoryRecord& r);
+    uint32_t local_name(RankTrace& rt, uint32_t local);  // the rank's string id as a store name ("?" when unknown)
 
     TraceStoreOptions m_options;
     std::vector<std::unique_ptr<RankTrace>> m_ranks;  // by rank; null for ranks not seen

@@ -62,12 +62,17 @@ void TraceListener::poll(std::vector<ListenerMessage>& out) {
     m_inbox.clear();
 }
 
-void TraceListener::loop() {
+// The listener thread's state between polls, and its steps: accept, read, drop, hand over.
+struct TraceListener::Round {
+    TraceListener& listener;
     std::vector<std::unique_ptr<Connection>> conns;
     std::vector<ListenerMessage> pending;
-    auto post = [&](ListenerMessage m) { pending.push_back(std::move(m)); };
     uint64_t refusals = 0;
-    auto refuse = [&](const std::string& text) {
+    char buffer[1 << 16];
+
+    void post(ListenerMessage m) { pending.push_back(std::move(m)); }
+
+    void refuse(const std::string& text) {
         ++refusals;
         if (refusals <= kRefusalsReported)
             post({ListenerMessage::Kind::refused, -1, {}, {}, text});
@@ -77,104 +82,129 @@ void TraceListener::loop() {
                   {},
                   {},
                   fmt::format("{} connections refused so far (the latest: {})", refusals, text)});
-    };
-    auto drop = [&](Connection& c, const std::string& why) {
+    }
+
+    void drop(Connection& c, const std::string& why) {
         if (c.welcomed && !c.ended)
             post({ListenerMessage::Kind::lost, c.rank, {}, {}, why});
         else if (!c.welcomed)
             refuse(fmt::format("{}: {}", c.peer, why));
         c.socket.close();
-    };
-    char buffer[1 << 16];
-    while (!m_stop) {
-        std::vector<pollfd> fds;
-        fds.push_back({m_listen.fd(), POLLIN, 0});
-        fds.push_back({m_wake_pipe[0], POLLIN, 0});
-        for (auto& c : conns) fds.push_back({c->socket.fd(), POLLIN, 0});
-        ::poll(fds.data(), fds.size(), 200);
-        if (m_stop) break;
-        if (fds[0].revents & POLLIN) {
-            for (;;) {
-                sockaddr_storage addr{};
-                socklen_t len = sizeof addr;
-                const int fd = ::accept4(m_listen.fd(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
-                if (fd < 0) break;
-                const size_t pending_handshakes =
-                    size_t(std::count_if(conns.begin(), conns.end(), [](const auto& c) { return !c->welcomed; }));
-                if (pending_handshakes >= kMaxPendingHandshakes) {
-                    ::close(fd);
-                    refuse(fmt::format("a connection: {} others are already waiting for their handshake",
-                                       kMaxPendingHandshakes));
-                    continue;
+    }
+
+    // New connections, each waiting for its handshake; beyond kMaxPendingHandshakes waiting, closed at once.
+    void accept_new() {
+        for (;;) {
+            sockaddr_storage addr{};
+            socklen_t len = sizeof addr;
+            const int fd = ::accept4(listener.m_listen.fd(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
+            if (fd < 0) break;
+            const size_t pending_handshakes =
+                size_t(std::count_if(conns.begin(), conns.end(), [](const auto& c) { return !c->welcomed; }));
+            if (pending_handshakes >= kMaxPendingHandshakes) {
+                ::close(fd);
+                refuse(fmt::format("a connection: {} others are already waiting for their handshake",
+                                   kMaxPendingHandshakes));
+                continue;
+            }
+            set_nonblocking(fd, true);
+            auto c = std::make_unique<Connection>();
+            c->socket = Socket(fd);
+            c->peer = fmt::format("connection {}", fd);
+            c->accepted_ms = now_ms();
+            c->handshake = std::make_unique<HandshakeReader>(listener.m_token);
+            conns.push_back(std::move(c));
+        }
+    }
+
+    // The handshake's bytes at the start of `n` read; once it is whole, the peer is welcomed (or dropped). Returns
+    // the bytes it used, and false when the connection is done with.
+    bool handshake(Connection& c, ssize_t n, size_t& used) {
+        used = c.handshake->feed(buffer, size_t(n));
+        if (!c.handshake->complete()) return true;
+        const Welcome w = make_welcome(c.handshake->status());
+        send_all(c.socket.fd(), reinterpret_cast<const char*>(&w), sizeof w, 1000);
+        if (c.handshake->status() != WelcomeStatus::accepted) {
+            drop(c, c.handshake->problem());
+            return false;
+        }
+        c.welcomed = true;
+        c.rank = int(c.handshake->rank());
+        c.handshake.reset();
+        c.peer = fmt::format("rank {}", c.rank);
+        c.decoder = std::make_unique<StreamDecoder>(fmt::format("live stream of rank {}", c.rank));
+        post({ListenerMessage::Kind::connected, c.rank, {}, {}, {}});
+        return true;
+    }
+
+    // Everything the connection has to read now: its handshake, then its chunks, each posted as it decodes.
+    void read_from(Connection& c) {
+        for (;;) {
+            const ssize_t n = ::recv(c.socket.fd(), buffer, sizeof buffer, 0);
+            if (n == 0) {
+                drop(c, c.welcomed ? "the connection closed before the rank's end of stream"
+                                   : "the peer closed before the handshake");
+                return;
+            }
+            if (n < 0) {
+                if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                    drop(c, fmt::format("the connection broke: {}", std::strerror(errno)));
+                return;
+            }
+            size_t used = 0;
+            if (!c.welcomed) {
+                if (!handshake(c, n, used)) return;
+                if (!c.welcomed) continue;
+            }
+            if (size_t(n) > used) c.decoder->feed(buffer + used, size_t(n) - used);
+            try {
+                while (auto chunk = c.decoder->next()) {
+                    const bool end = chunk->kind == ChunkKind::end;
+                    post({ListenerMessage::Kind::chunk, c.rank, std::move(*chunk), c.decoder->last_raw(), {}});
+                    if (end) {
+                        c.ended = true;
+                        post({ListenerMessage::Kind::ended, c.rank, {}, {}, {}});
+                    }
                 }
-                set_nonblocking(fd, true);
-                auto c = std::make_unique<Connection>();
-                c->socket = Socket(fd);
-                c->peer = fmt::format("connection {}", fd);
-                c->accepted_ms = now_ms();
-                c->handshake = std::make_unique<HandshakeReader>(m_token);
-                conns.push_back(std::move(c));
+            } catch (const UserError& e) {
+                drop(c, e.what());
+                return;
             }
         }
-        const size_t polled = fds.size() - 2;  // connections accepted above are read from the next round
-        for (size_t i = 0; i < polled; ++i) {
-            Connection& c = *conns[i];
-            if (!(fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            for (;;) {
-                const ssize_t n = ::recv(c.socket.fd(), buffer, sizeof buffer, 0);
-                if (n == 0) {
-                    drop(c, c.welcomed ? "the connection closed before the rank's end of stream"
-                                       : "the peer closed before the handshake");
-                    break;
-                }
-                if (n < 0) {
-                    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                        drop(c, fmt::format("the connection broke: {}", std::strerror(errno)));
-                    break;
-                }
-                size_t used = 0;
-                if (!c.welcomed) {
-                    used = c.handshake->feed(buffer, size_t(n));
-                    if (!c.handshake->complete()) continue;
-                    const Welcome w = make_welcome(c.handshake->status());
-                    send_all(c.socket.fd(), reinterpret_cast<const char*>(&w), sizeof w, 1000);
-                    if (c.handshake->status() != WelcomeStatus::accepted) {
-                        drop(c, c.handshake->problem());
-                        break;
-                    }
-                    c.welcomed = true;
-                    c.rank = int(c.handshake->rank());
-                    c.handshake.reset();
-                    c.peer = fmt::format("rank {}", c.rank);
-                    c.decoder = std::make_unique<StreamDecoder>(fmt::format("live stream of rank {}", c.rank));
-                    post({ListenerMessage::Kind::connected, c.rank, {}, {}, {}});
-                }
-                if (size_t(n) > used) c.decoder->feed(buffer + used, size_t(n) - used);
-                try {
-                    while (auto chunk = c.decoder->next()) {
-                        const bool end = chunk->kind == ChunkKind::end;
-                        post({ListenerMessage::Kind::chunk, c.rank, std::move(*chunk), c.decoder->last_raw(), {}});
-                        if (end) {
-                            c.ended = true;
-                            post({ListenerMessage::Kind::ended, c.rank, {}, {}, {}});
-                        }
-                    }
-                } catch (const UserError& e) {
-                    drop(c, e.what());
-                    break;
-                }
-            }
-        }
-        // Peers that never say hello are dropped after a timeout, so a stray connection cannot pin a slot.
+    }
+
+    // Peers that never say hello are dropped after a timeout, so a stray connection cannot pin a slot; closed
+    // connections are let go.
+    void let_go() {
         for (auto& c : conns)
             if (c->socket.valid() && !c->welcomed && now_ms() - c->accepted_ms > kHelloTimeoutMs)
                 drop(*c, "no handshake within 5 s");
         std::erase_if(conns, [](const auto& c) { return !c->socket.valid(); });
-        if (!pending.empty()) {
-            std::lock_guard lock(m_mutex);
-            for (auto& m : pending) m_inbox.push_back(std::move(m));
-            pending.clear();
-        }
+    }
+
+    void hand_over() {
+        if (pending.empty()) return;
+        std::lock_guard lock(listener.m_mutex);
+        for (auto& m : pending) listener.m_inbox.push_back(std::move(m));
+        pending.clear();
+    }
+};
+
+void TraceListener::loop() {
+    Round round{*this};
+    while (!m_stop) {
+        std::vector<pollfd> fds;
+        fds.push_back({m_listen.fd(), POLLIN, 0});
+        fds.push_back({m_wake_pipe[0], POLLIN, 0});
+        for (auto& c : round.conns) fds.push_back({c->socket.fd(), POLLIN, 0});
+        ::poll(fds.data(), fds.size(), 200);
+        if (m_stop) break;
+        if (fds[0].revents & POLLIN) round.accept_new();
+        const size_t polled = fds.size() - 2;  // connections accepted above are read from the next round
+        for (size_t i = 0; i < polled; ++i)
+            if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) round.read_from(*round.conns[i]);
+        round.let_go();
+        round.hand_over();
     }
 }
 

@@ -47,6 +47,7 @@ public:
 
 private:
     struct Connection;
+    struct Round;  // the listener thread's state: its connections, and what it has to say (listener.cpp)
     void loop();
 
     std::string m_host;

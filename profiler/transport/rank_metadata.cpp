@@ -25,14 +25,38 @@ void read(const nlohmann::json& j, const char* key, std::optional<T>& out) {
     }
 }
 
+nlohmann::json hta_rows_json(const std::vector<HtaStreamRow>& rows) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const HtaStreamRow& r : rows)
+        out.push_back({r.begin, r.end, r.stream, r.name, r.launch ? nlohmann::json(*r.launch) : nlohmann::json(),
+                       r.correlated ? 1 : 0});
+    return out;
+}
+
+// Rows that do not read (too short, no integer times) are left out, as HTA's figures always left them.
+std::vector<HtaStreamRow> hta_rows_from_json(const nlohmann::json& j) {
+    std::vector<HtaStreamRow> out;
+    for (const auto& row : j) {
+        if (!row.is_array() || row.size() < 6 || !row[0].is_number_integer() || !row[1].is_number_integer()) continue;
+        HtaStreamRow r;
+        r.begin = row[0].get<int64_t>(), r.end = row[1].get<int64_t>();
+        if (row[2].is_number_integer()) r.stream = row[2].get<int64_t>();
+        if (row[3].is_string()) r.name = row[3].get<std::string>();
+        if (row[4].is_number_integer()) r.launch = row[4].get<int64_t>();
+        r.correlated = row[5] == 1;
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const RankMetadata& m) {
     nlohmann::json j = {{"format", RankMetadata::kFormat},
                         {"rank", m.rank},
                         {"world_size", m.world_size},
-                        {"coords", m.coords},
-                        {"grid", m.grid},
+                        {"coords", grid_json(m.coords)},
+                        {"grid", grid_json(m.grid)},
                         {"host", m.host},
                         {"device", m.device},
                         {"backend", m.backend},
@@ -60,6 +84,8 @@ nlohmann::json to_json(const RankMetadata& m) {
     if (m.rank_from) j["rank_from"] = *m.rank_from;
     if (!m.versions.empty()) j["versions"] = m.versions;
     if (m.run) j["run"] = *m.run;
+    if (m.microbatches) j["microbatches"] = *m.microbatches;
+    if (!m.hta_stream_rows.empty()) j["hta_stream_rows"] = hta_rows_json(m.hta_stream_rows);
     if (!m.stream_ids.empty()) j["streams"] = m.stream_ids;
     if (!m.thread_ids.empty() && !m.threads) j["threads"] = m.thread_ids;
     return j;
@@ -69,9 +95,12 @@ RankMetadata rank_metadata_from_json(const nlohmann::json& j) {
     RankMetadata m;
     if (!j.is_object()) return m;
     read(j, "rank", m.rank);
-    read(j, "world_size", m.world_size);
-    if (auto it = j.find("coords"); it != j.end() && it->is_object()) m.coords = *it;
-    if (auto it = j.find("grid"); it != j.end() && it->is_object()) m.grid = *it;
+    // An integer, or unknown (0): the store then counts the ranks it holds.
+    const auto world = j.find("world_size");
+    m.world_size = world != j.end() && world->is_number_integer() ? world->get<int>() : 0;
+    if (auto it = j.find("coords"); it != j.end()) m.coords = grid_from_json<GridCoords>(*it);
+    if (auto it = j.find("grid"); it != j.end()) m.grid = grid_from_json<GridSizes>(*it);
+    if (auto it = j.find("microbatches"); it != j.end() && it->is_number_integer()) m.microbatches = it->get<int>();
     read(j, "host", m.host);
     read(j, "pid", m.pid);
     read(j, "device", m.device);
@@ -104,6 +133,8 @@ RankMetadata rank_metadata_from_json(const nlohmann::json& j) {
     if (auto it = j.find("run"); it != j.end() && it->is_object()) m.run = *it;
     if (auto it = j.find("streams"); it != j.end() && it->is_array()) m.stream_ids = *it;
     if (auto it = j.find("threads"); it != j.end() && it->is_array()) m.thread_ids = *it;
+    if (auto it = j.find("hta_stream_rows"); it != j.end() && it->is_array())
+        m.hta_stream_rows = hta_rows_from_json(*it);
     return m;
 }
 

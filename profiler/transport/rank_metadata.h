@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "profiler/transport/grid_coords.h"
 
 namespace us::prof {
 
@@ -22,12 +25,28 @@ struct ClockEstimate {
     int estimated_at_step = 0;
 };
 
+// A row HTA counts as GPU time that an imported rank does not hold as a device span (a stream's row that is not a
+// kernel, memcpy or memset; profiler/import's KinetoFile::stream_rows), kept for HTA's figures only
+// (hta_breakdown.h). JSON: [begin, end, stream, name, launch, correlated].
+struct HtaStreamRow {
+    int64_t begin = 0, end = 0;  // ns, the file's clock
+    int64_t stream = -1;         // args.stream; -1 unknown
+    std::string name;
+    // The runtime call with the row's correlation id (correlated), or the row's own begin without a correlation (a
+    // CPU row to HTA's filter); unknown when the correlation has no call in the file.
+    std::optional<int64_t> launch;
+    bool correlated = false;
+};
+
 struct RankMetadata {
     static constexpr const char* kFormat = "ultrascope-rank-metadata";
     int rank = 0;
-    int world_size = 1;
-    nlohmann::json coords = nlohmann::json::object();  // {"dp": i, "pp": i, "tp": i, "cp": i, "ep": i}
-    nlohmann::json grid = nlohmann::json::object();    // {"dp": n, ...}
+    int world_size = 1;  // read back as 0 where the record does not say (an importer that could not tell)
+    GridCoords coords;   // key "coords"; unknown on an imported rank
+    GridSizes grid;      // key "grid": the degrees; unknown on an imported rank
+    // Micro-batches per step where the source says (key "microbatches", an imported pipelined run's); the engine's
+    // are in its settings.
+    std::optional<int> microbatches;
     std::string host;
     std::optional<int> pid;      // a recorded rank's process; none for a predicted one
     std::string device;          // "NVIDIA H100 80GB HBM3", "cpu (...)", a planner's GPU name
@@ -61,6 +80,7 @@ struct RankMetadata {
     // The run's description as the importer saw it from this rank's file, written by RunInfo's serializer
     // (profiler/trace/run_info.h, imported_run_info) and kept whole: key "run".
     std::optional<nlohmann::json> run;
+    std::vector<HtaStreamRow> hta_stream_rows;  // key "hta_stream_rows"; an imported GPU rank's
 
     bool imported() const { return source == "kineto"; }
 };

@@ -66,12 +66,12 @@ Result report_in_child(const std::string& dir) {
         us::prof::DigestOptions options;
         const us::prof::DigestReport rep = us::prof::digest_report(us::prof::digest_run({dir}, options));
         r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (!rep.blame.stragglers.empty())
-            r.top_rank = rep.blame.stragglers[0].rank, r.named = rep.blame.stragglers[0].stands_out,
-            r.share = rep.blame.stragglers[0].share;
+        if (!rep.cross.blame.stragglers.empty())
+            r.top_rank = rep.cross.blame.stragglers[0].rank, r.named = rep.cross.blame.stragglers[0].stands_out,
+            r.share = rep.cross.blame.stragglers[0].share;
         r.from_cache = rep.run.from_cache, r.made = rep.run.made, r.errors = rep.run.errors.size();
         r.trace_bytes = rep.run.trace_bytes, r.digest_bytes = rep.run.digest_bytes;
-        std::snprintf(r.verdict, sizeof r.verdict, "%s", rep.blame.verdict.c_str());
+        std::snprintf(r.verdict, sizeof r.verdict, "%s", rep.cross.blame.verdict.c_str());
         if (write(fds[1], &r, sizeof r) != ssize_t(sizeof r)) _exit(2);
         _exit(0);
     }

@@ -155,7 +155,7 @@ TEST_CASE("blame on one rank, or ranks without collectives, says so", "[cpu]") {
 TEST_CASE("a digest survives its JSON and its compact bytes, and bad bytes are a clear error", "[cpu]") {
     auto digests = data_parallel({{0.5, 0.6, 0.7}, {0.55, 0.65, 0.75}});
     RankDigest& d = digests[1];
-    d.coords = {{"dp", 1}, {"pp", 0}};
+    d.coords = {.dp = 1, .pp = 0};
     d.clock_offset_ns = 42, d.clock_uncertainty_ns = 7;
     d.ops.push_back({"matmul", OpClass::gemm, 12, 0.25});
     DigestTransfer t;

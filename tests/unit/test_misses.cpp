@@ -122,7 +122,7 @@ Report bubble_report(const std::vector<std::vector<std::pair<double, double>>>& 
     rep.ranks.resize(compute_and_bubble_by_rank.size(), rep.ranks[0]);
     for (size_t i = 0; i < rep.ranks.size(); ++i) {
         RankReport& r = rep.ranks[i];
-        r.rank = int(i), r.coords = nlohmann::json::object({{"pp", int(i)}});
+        r.rank = int(i), r.coords = {.pp = int(i)};
         r.steps.assign(1, StepBreakdown{});
         r.steps[0].compute_s = 9;  // the first step allocates and warms up: not steady, not judged
         for (const auto& [compute, bubble] : compute_and_bubble_by_rank[i]) {

@@ -46,7 +46,7 @@ TEST_CASE("predicted trace: the report of an engine layout's prediction says wha
     // Memory: each stage's peak per category is the planner's estimate of that stage (the engine's walk), and the
     // report's own engine walk of the config agrees.
     for (const prof::RankReport& r : rep.ranks) {
-        const int stage = r.coords.value("pp", -1);
+        const int stage = r.coords.pp.value_or(-1);
         const MemoryEstimate e = estimate_stage_memory(m, c, plan.layout, stage);
         for (MemCategory k :
              {MemCategory::params, MemCategory::grads, MemCategory::optimizer_state, MemCategory::temporaries}) {
@@ -70,7 +70,7 @@ TEST_CASE("predicted trace: the report of an engine layout's prediction says wha
     // stage, as long as the model charges, within the step the report reads back.
     const StepModel sm = model_step(m, c, plan.layout);
     for (const prof::RankReport& r : rep.ranks) {
-        const DpCost& dp = sm.dp[size_t(r.coords.value("pp", -1))];
+        const DpCost& dp = sm.dp[size_t(r.coords.pp.value_or(-1))];
         REQUIRE(dp.contention > 0);
         CHECK(dp.contention == Approx(c.overlap_slowdown * dp.hidden));
         const auto row = std::find_if(r.ops.rows.begin(), r.ops.rows.end(), [](const prof::OpRow& o) {
@@ -105,7 +105,7 @@ TEST_CASE("predicted trace: another model's prediction (Llama 3 8B, tp, sp, pp i
     for (const auto& r : rep.ranks) {
         CHECK(r.steady.group_bytes[size_t(tp)] > 0);
         CHECK(r.steady.group_exposed_s[size_t(tp)] == Approx(r.steady.group_comm_s[size_t(tp)]).epsilon(1e-6));
-        const MemoryEstimate e = estimate_stage_memory(m, c, l, r.coords.value("pp", -1));
+        const MemoryEstimate e = estimate_stage_memory(m, c, l, r.coords.pp.value_or(-1));
         CHECK(r.memory.peak[size_t(MemCategory::params)] == e.bytes[size_t(MemCategory::params)]);
     }
     // Many (micro-batch, layer) passes: each action drawn coarse, still the same step.
@@ -128,8 +128,8 @@ TEST_CASE("predicted trace: written as a file it reads back whole, and a failed 
     CHECK(prof::load_trace(path, loaded).empty());
     loaded.finalize();
     CHECK(loaded.span_count() == predicted_store(m, c, plan, 4)->span_count());
-    CHECK(loaded.run_metadata()["predicted"]["gpus"] == 4);
-    CHECK(loaded.run_metadata()["predicted"]["cluster"] == "a100-80gb");
+    CHECK(loaded.run_rank_metadata().predicted.value()["gpus"] == 4);
+    CHECK(loaded.run_rank_metadata().predicted.value()["cluster"] == "a100-80gb");
     const std::string bad = "/nonexistent-dir/predicted.ustrace";
     CHECK_THROWS_AS(write_predicted_trace(bad, m, c, plan, 4), UserError);
     CHECK_FALSE(fs::exists(bad));

@@ -136,7 +136,7 @@ TEST_CASE("overlap bars add up to the wall time and mark the rank the blame name
     CHECK(m.marked == -1);  // rank 1 idles most: a victim; nothing blamed, nothing marked
     Straggler s;
     s.rank = 2, s.stands_out = true;
-    rep.blame.stragglers.push_back(s);
+    rep.cross.blame.stragglers.push_back(s);
     m = build_overlap_model(rep);
     CHECK(m.marked == 2);
     CHECK(m.mark == "holds the run back");
@@ -231,7 +231,8 @@ TEST_CASE("training curves: the slowest rank's step time, the report's throughpu
     const std::vector<TrainingPoint> pts = build_training_series(store);
     REQUIRE(pts.size() == 2);
     const double tokens = 2 * 4 * 32;  // dp x batch x seq
-    const prof::Prediction p = prof::predict(prof::PredictInput::from_config(store.run_metadata()["config"]));
+    const prof::Prediction p =
+        prof::predict(prof::PredictInput::from_config(store.run_rank_metadata().settings.value()));
     for (int i = 0; i < 2; ++i) {
         const double slowest = std::max(ms[0][i], ms[1][i]);
         CHECK(pts[size_t(i)].step == i + 1);
@@ -305,7 +306,7 @@ TEST_CASE("the Ranks heatmap: a figure per rank and step, grouped by a coordinat
         RankDigest d;
         d.rank = r;
         d.label = "rank " + std::to_string(r);
-        d.coords = {{"dp", r % 2}, {"pp", r / 2}};
+        d.coords = {.dp = r % 2, .pp = r / 2};
         for (int step = 1; step <= 2; ++step) {
             DigestStep s;
             s.step = step, s.compute_s = 0.1 * (r + step), s.idle_s = 0.01 * r;

@@ -39,7 +39,7 @@ ExpertModel build_expert_model(const prof::Report& report) {
             t.label = r.label;
             t.experts_s = r.steady.experts_s / steps;
             t.ep_s = r.steady.group_comm_s[size_t(ep)] / steps;
-            t.ep_wait_s = r.group_wait_s[size_t(ep)] / steps;
+            t.ep_wait_s = report.cross.group_waits_of(r.rank)[size_t(ep)] / steps;
             m.ranks.push_back(t);
         }
     }

@@ -16,7 +16,7 @@ std::map<int, std::string> blamed_ranks(const prof::Blame& blame) {
 
 OverlapModel build_overlap_model(const prof::Report& report) {
     OverlapModel m;
-    const std::map<int, std::string> marks = blamed_ranks(report.blame);
+    const std::map<int, std::string> marks = blamed_ranks(report.cross.blame);
     for (const auto& r : report.ranks) {
         const auto& s = r.steady;
         OverlapBar b;

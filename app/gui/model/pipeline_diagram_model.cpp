@@ -51,8 +51,8 @@ PipelineDiagram measured_diagram(const prof::TraceStore& store, const prof::Repo
     };
     std::vector<StageSpans> stage(static_cast<size_t>(pp));
     for (const prof::RankReport& r : report.ranks) {
-        if (r.coords.value("dp", 0) != 0) continue;
-        const int s = r.coords.value("pp", 0);
+        if (r.coords.dp.value_or(0) != 0) continue;
+        const int s = r.coords.pp.value_or(0);
         if (s < 0 || s >= pp) continue;
         for (const prof::StepBreakdown& b : r.steps)
             if (b.step == step) stage[size_t(s)] = {r.rank, b.begin, b.end};

@@ -23,16 +23,19 @@ std::pair<std::string, std::string> group_of(const prof::RankDigest& d, const st
                 return {g.key, g.ranks.empty() ? g.name : fmt::format("{} {}", g.name, nlohmann::json(g.ranks).dump())};
         return {"~", "not in " + name};
     }
-    const auto it = d.coords.find(group_by);
-    if (it == d.coords.end() || !it->is_number_integer()) return {"~", "no " + group_by};
-    return {fmt::format("{:08d}", it->get<int>()), fmt::format("{} {}", group_by, it->get<int>())};
+    std::optional<int> at;
+    for (prof::GridDim dim : prof::kGridDims)
+        if (prof::grid_dim_name(dim) == group_by) at = d.coords[dim];
+    if (!at) return {"~", "no " + group_by};
+    return {fmt::format("{:08d}", *at), fmt::format("{} {}", group_by, *at)};
 }
 
 std::vector<std::string> groupings_of(const std::vector<prof::RankDigest>& digests) {
     std::map<std::string, std::set<std::string>> values;  // grouping -> its distinct keys
     for (const prof::RankDigest& d : digests) {
-        for (const auto& [name, v] : d.coords.items())
-            if (v.is_number_integer()) values[name].insert(v.dump());
+        for (prof::GridDim dim : prof::kGridDims)
+            if (const std::optional<int>& v = d.coords[dim])
+                values[std::string(prof::grid_dim_name(dim))].insert(std::to_string(*v));
         for (const prof::DigestGroup& g : d.groups)
             if (!g.ranks.empty()) values["pg " + g.name].insert(g.key);
     }

@@ -203,8 +203,8 @@ void AppState::open_trace(const std::vector<std::string>& paths) {
 }
 
 RanksSource AppState::ranks_source() const {
-    if (const prof::DigestReport* r = large_run.report()) return RanksSource{&r->run.ranks, &r->blame, true};
-    return RanksSource{&report().digests, &report().blame, false};
+    if (const prof::DigestReport* r = large_run.report()) return RanksSource{&r->cross.digests, &r->cross.blame, true};
+    return RanksSource{&report().cross.digests, &report().cross.blame, false};
 }
 
 Opened AppState::opened() const {

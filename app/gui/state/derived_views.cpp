@@ -71,7 +71,7 @@ const PipelineDiagram& DerivedViews::measured_diagram(const prof::TraceStore& st
     // Steps finish in order, so the last step every stage of replica 0 has finished bounds the ones to show.
     int complete = INT32_MAX;
     for (const auto& r : m_report.ranks)
-        if (r.coords.value("dp", 0) == 0) complete = std::min(complete, r.steps.empty() ? 0 : r.steps.back().step);
+        if (r.coords.dp.value_or(0) == 0) complete = std::min(complete, r.steps.empty() ? 0 : r.steps.back().step);
     if (complete == INT32_MAX) complete = 0;
     if (step <= 0 || step > complete) step = complete;
     if (m_measured.version != m_version || m_measured.step != step) {

@@ -73,12 +73,12 @@ std::vector<std::string> LargeRun::files_to_open(const std::vector<int>& ranks, 
     if (with_peers) {
         // The ranks the chosen ones waited for: the straggler of each group they share with a chosen rank, and a
         // pipeline's neighbouring stages.
-        for (const prof::Straggler& s : m_report->blame.stragglers)
+        for (const prof::Straggler& s : m_report->cross.blame.stragglers)
             if (s.stands_out) wanted.insert(s.rank);
         const std::set<int> chosen(ranks.begin(), ranks.end());
         // and the three ranks each chosen one waited for longest, from the matched waits
         std::map<int, std::map<int, int64_t>> waited_for;  // chosen rank -> rank waited for -> ns
-        for (const prof::WaitEdge& e : m_report->blame.edges)
+        for (const prof::WaitEdge& e : m_report->cross.blame.edges)
             if (chosen.count(e.waiter)) waited_for[e.waiter][e.culprit] += e.wait_ns;
         for (const auto& [rank, peers] : waited_for) {
             std::vector<std::pair<int64_t, int>> by_wait;
@@ -86,14 +86,14 @@ std::vector<std::string> LargeRun::files_to_open(const std::vector<int>& ranks, 
             std::sort(by_wait.rbegin(), by_wait.rend());
             for (size_t i = 0; i < by_wait.size() && i < 3; ++i) wanted.insert(by_wait[i].second);
         }
-        for (const prof::PipelineBlame& p : m_report->blame.pipelines)
+        for (const prof::PipelineBlame& p : m_report->cross.blame.pipelines)
             for (size_t i = 0; i < p.ranks.size(); ++i)
                 if (chosen.count(p.ranks[i])) {
                     if (i > 0) wanted.insert(p.ranks[i - 1]);
                     if (i + 1 < p.ranks.size()) wanted.insert(p.ranks[i + 1]);
                 }
     }
-    for (const prof::RankDigest& d : m_report->run.ranks)
+    for (const prof::RankDigest& d : m_report->cross.digests)
         if (wanted.count(d.rank) && !d.file.empty()) out.push_back(d.file);
     return out;
 }

@@ -154,7 +154,7 @@ void draw_legend(AppState& app) {
         ImGui::SameLine();
     }
     legend_item(kIdleColor | 0xff000000u, rep.predict_input.pp > 1 ? "idle (bubble)" : "idle");
-    if (!rep.blame.edges.empty()) {
+    if (!rep.cross.blame.edges.empty()) {
         ImGui::SameLine();
         ImGui::Checkbox("waits", &app.window.show_waits);
         if (ImGui::IsItemHovered())
@@ -183,7 +183,7 @@ void draw_prediction_note(const AppState& app, const prof::TraceStore& store) {
 float draw_rows(AppState& app, TimelineContext& ctx, ImVec2 p0) {
     const float top = p0.y;
     const prof::Report& rep = app.report();
-    auto rows = make_timeline_rows(*ctx.store, rep, blamed_ranks(rep.blame));
+    auto rows = make_timeline_rows(*ctx.store, rep, blamed_ranks(rep.cross.blame));
     float y = top + 20;
     ctx.dl->PushClipRect(p0, ImVec2(ctx.x0 + ctx.window.width_px, top + 100000), true);
     std::map<int, float> header_y;  // rank -> its header row's middle
@@ -196,7 +196,7 @@ float draw_rows(AppState& app, TimelineContext& ctx, ImVec2 p0) {
         row->draw(ctx, y);
         y += row->height(ctx);
     }
-    if (app.window.show_waits) draw_waits(ctx, rep.blame, header_y);
+    if (app.window.show_waits) draw_waits(ctx, rep.cross.blame, header_y);
     ctx.dl->PopClipRect();
     return y;
 }

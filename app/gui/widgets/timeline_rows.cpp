@@ -107,7 +107,7 @@ void LaneRow::draw_rows(TimelineContext& ctx, const prof::LaneTrack& lane, const
     ctx.items.clear();
     build_lane_items(lane, ctx.window, kMinPx, ctx.items, &rows);
     const ImVec2 mouse = ImGui::GetIO().MousePos;
-    const bool pipeline = ctx.store->run_rank_metadata().grid.value("pp", 1) > 1;
+    const bool pipeline = ctx.store->run_rank_metadata().grid.pp.value_or(1) > 1;
     for (const TimelineItem& it : ctx.items) {
         const float x0 = ctx.x0 + it.x0, x1 = ctx.x0 + std::max(it.x1, it.x0 + 1.0f);
         const float ya = y + float(it.row) * ctx.row_h, yb = ya + ctx.row_h - 1;
