@@ -73,7 +73,8 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
     row("other ops (norms, element-wise, loss)", t.other_ops_s);
     row("recomputation", t.recompute_s);
     row("tensor-parallel collectives", t.tp_comm_s, "(critical path)");
-    row(r.layout.cp_comm == "allgather" ? "context-parallel all-gathers, exposed" : "context-parallel ring, exposed",
+    row(r.layout.parallel.cp_comm == CpComm::allgather ? "context-parallel all-gathers, exposed"
+                                                       : "context-parallel ring, exposed",
         t.cp_comm_exposed_s);
     row("context-parallel ring, hidden", t.cp_comm_hidden_s, "(behind attention, not added)");
     row("expert-parallel all-to-alls", t.ep_comm_s);
@@ -88,7 +89,7 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
         "  busy over the step: compute {:.4g} s, intra-node link {:.4g} s, inter-node link {:.4g} s "
         "(the step is at least each)\n",
         t.compute_busy_s, t.link_busy_s[plan::kLinkIntra], t.link_busy_s[plan::kLinkInter]);
-    if (m.is_moe() && r.layout.ep > 1)
+    if (m.is_moe() && r.layout.parallel.ep > 1)
         s += fmt::format("  MoE router load on the busiest ep rank: {:.3g} ({})\n", r.layout.moe_load_or_uniform(),
                          r.layout.moe_load > 0 ? "given" : "assumed uniform; --moe-load F to give one");
     s += fmt::format(
@@ -224,7 +225,7 @@ int plan_command(int argc, char** argv) {
     o.bf16 = bf16;
     o.flash = flash;
     if (cli.count("--batch")) o.micro_batches = {cfg.batch};
-    if (cli.count("--recompute")) o.recompute = {std::string(recompute_name(cfg.recompute))};
+    if (cli.count("--recompute")) o.recompute = {cfg.recompute};
     const plan::SearchResult found = plan::search(model, cluster, o);
     US_CHECK_INPUT(!found.ranked.empty(),
                    "no layout of {} GPUs divides this model and a global batch of {} sequences: try another --gpus or "

@@ -22,7 +22,7 @@ int predict_command(int argc, char** argv) {
     cfg.validate();
     prof::PredictInput in = prof::PredictInput::from_config(cfg.to_json());
     nlohmann::json all = nlohmann::json::array();
-    for (int s = 0; s < in.pp; ++s) {
+    for (int s = 0; s < in.parallel.pp; ++s) {
         if (stage >= 0 && s != stage) continue;
         in.stage = s;
         const prof::Prediction p = prof::predict(in);

@@ -159,6 +159,16 @@ void enum_combo(const char* label, E& value, std::initializer_list<const char*> 
     if (text_combo(label, text, std::vector<std::string>(names.begin(), names.end()))) value = parse(text);
 }
 
+// A setting kept as an enum with a name table (common/core/enum_names.h).
+template <typename E, size_t N>
+bool table_combo(const char* label, E& value, const EnumTable<E, N>& table) {
+    std::string text(enum_name(table, value));
+    const auto names = enum_names(table);
+    if (!text_combo(label, text, std::vector<std::string>(names.begin(), names.end()))) return false;
+    value = parse_enum(table, text, label);
+    return true;
+}
+
 void text_field(const char* label, const char* hint, std::string& value, float width) {
     char buf[512];
     std::snprintf(buf, sizeof buf, "%s", value.c_str());
@@ -169,7 +179,7 @@ void text_field(const char* label, const char* hint, std::string& value, float w
 void draw_settings(AppState& app) {
     // The panel edits the run's TrainConfig; its arguments come from the trainer's own flag table.
     TrainConfig& c = app.settings.config;
-    ParallelConfig& p = c.parallel;
+    ParallelLayout& p = c.parallel;
     HostSettings& hosts = app.settings.hosts;
     static std::vector<std::string> presets = list_presets();
     std::string preset = c.preset;
@@ -196,7 +206,7 @@ void draw_settings(AppState& app) {
     const Applicable applies = applicable(c);
     ImGui::BeginDisabled(!applies.schedule);
     ImGui::SetNextItemWidth(em(110));
-    if (text_combo("schedule", p.pp_schedule, {"afab", "1f1b", "interleaved", "zb1"}) && p.pp_schedule != "interleaved")
+    if (table_combo("schedule", p.pp_schedule, kPipelineSchedules) && p.pp_schedule != PipelineSchedule::interleaved)
         p.pp_chunks = 1;
     setting_tip("pp_schedule");
     ImGui::BeginDisabled(!applies.chunks);
@@ -214,11 +224,11 @@ void draw_settings(AppState& app) {
     ImGui::SameLine();
     ImGui::BeginDisabled(!applies.cp_balance);
     ImGui::SetNextItemWidth(em(110));
-    text_combo("##balance", p.cp_balance, {"zigzag", "contiguous"});
+    table_combo("##balance", p.cp_balance, kCpBalances);
     setting_tip("cp_balance");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(em(100));
-    text_combo("##cp_comm", p.cp_comm, {"ring", "allgather"});
+    table_combo("##cp_comm", p.cp_comm, kCpComms);
     setting_tip("cp_comm");
     ImGui::EndDisabled();
     if (ImGui::TreeNodeEx("experts (mixture of experts)",
@@ -327,7 +337,7 @@ void draw_settings(AppState& app) {
                                           p.params_on_rank, format_bytes(p.comm_bytes[size_t(prof::GroupKind::tp)]));
             if (s.config.parallel.cp > 1)
                 prediction += fmt::format("\ncp {} sends {} per step",
-                                          s.config.parallel.cp_comm == "allgather" ? "all-gather" : "ring",
+                                          s.config.parallel.cp_comm == CpComm::allgather ? "all-gather" : "ring",
                                           format_bytes(p.comm_bytes[size_t(prof::GroupKind::cp)]));
             if (p.active_params != p.params)
                 prediction += fmt::format("\n{:.2f}M parameters, {:.2f}M active per token (FLOPs count these)",

@@ -99,15 +99,13 @@ void draw_time(const plan::PlanResult& r) {
 
 void draw_schedule(const plan::PlanResult& r) {
     const plan::Layout& l = r.layout;
-    if (l.pp <= 1) return;
+    if (l.parallel.pp <= 1) return;
     prof::PredictInput in;
-    in.pp = l.pp;
-    in.pp_schedule = l.pp_schedule;
-    in.pp_chunks = l.pp_chunks;
+    in.parallel = l.parallel;
     in.grad_accum = l.grad_accum;
-    in.layers = std::max<int64_t>(l.pp * l.pp_chunks, 1);
+    in.layers = std::max<int64_t>(l.parallel.pp * l.parallel.pp_chunks, 1);
     const PipelineDiagram d = theory_diagram(in);
-    if (d.stages > 0) draw_pipeline_diagram(d, l.pp_chunks, ImGui::GetContentRegionAvail().x);
+    if (d.stages > 0) draw_pipeline_diagram(d, l.parallel.pp_chunks, ImGui::GetContentRegionAvail().x);
 }
 
 // The run launched from here, measured, beside what the planner predicted for it.

@@ -113,7 +113,7 @@ void draw_timeline_view(AppState& app) {
     ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "window %s  |  wheel: zoom, drag: pan, F: fit step, A: all",
                        format_duration_ns(double(app.window.t1 - app.window.t0)).c_str());
     ImGui::SameLine();
-    if (rep.predict_input.pp > 1) {  // phases take their micro-batch's colour
+    if (rep.predict_input.parallel.pp > 1) {  // phases take their micro-batch's colour
         for (int mb = 0; mb < 3; ++mb) {
             legend_item(micro_batch_color(mb, prof::Phase::forward), fmt::format("F{}", mb).c_str());
             ImGui::SameLine();
@@ -130,7 +130,7 @@ void draw_timeline_view(AppState& app) {
     ImGui::SameLine();
     legend_item(IM_COL32(190, 110, 230, 255), "comm");
     ImGui::SameLine();
-    if (rep.predict_input.tp > 1) {
+    if (rep.predict_input.parallel.tp > 1) {
         legend_item(tp_comm_color(), "tp comm (critical path)");
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip(
@@ -139,7 +139,7 @@ void draw_timeline_view(AppState& app) {
                 "The compute thread waits for each of them: none is hidden behind compute.");
         ImGui::SameLine();
     }
-    if (rep.predict_input.ep > 1) {
+    if (rep.predict_input.parallel.ep > 1) {
         legend_item(ep_comm_color(), "ep all-to-all");
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip(
@@ -148,7 +148,7 @@ void draw_timeline_view(AppState& app) {
                 "each; a rank whose experts got fewer rows waits for the busiest one here.");
         ImGui::SameLine();
     }
-    legend_item(kIdleColor | 0xff000000u, rep.predict_input.pp > 1 ? "idle (bubble)" : "idle");
+    legend_item(kIdleColor | 0xff000000u, rep.predict_input.parallel.pp > 1 ? "idle (bubble)" : "idle");
     if (!rep.blame.edges.empty()) {
         ImGui::SameLine();
         ImGui::Checkbox("waits", &app.window.show_waits);
@@ -169,10 +169,10 @@ void draw_timeline_view(AppState& app) {
                            "per pipeline stage stands for its %lld (tp, cp, dp, ep index 0); %s.",
                            p.value("model", std::string("?")).c_str(), (long long)p.value("gpus", 0LL),
                            p.value("cluster", std::string("?")).c_str(),
-                           (long long)(p.value("gpus", 0LL) / std::max(1, rep.predict_input.pp)),
+                           (long long)(p.value("gpus", 0LL) / std::max(1, rep.predict_input.parallel.pp)),
                            p.value("detail", std::string("layer by layer")).c_str());
     }
-    if (rep.predict_input.pp > 1 &&
+    if (rep.predict_input.parallel.pp > 1 &&
         ImGui::CollapsingHeader(!app.showing_prediction()
                                     ? "pipeline schedule: predicted above, measured below"
                                     : "pipeline schedule: the textbook's above, the planner's model below",

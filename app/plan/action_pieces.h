@@ -56,10 +56,10 @@ private:
     // Context parallelism's exposed transfers: what is left of the ring beyond the attention it hides behind, or the
     // whole of the all-gather's.
     std::string exposed_cp_name() const {
-        return m_l.cp_comm == "allgather" ? "cp all-gather (exposed)" : "cp ring (exposed)";
+        return m_l.parallel.cp_comm == CpComm::allgather ? "cp all-gather (exposed)" : "cp ring (exposed)";
     }
     prof::OpClass exposed_cp_op() const {
-        return m_l.cp_comm == "allgather" ? prof::OpClass::all_gather : prof::OpClass::send;
+        return m_l.parallel.cp_comm == CpComm::allgather ? prof::OpClass::all_gather : prof::OpClass::send;
     }
     double gemm(const Gemm& g) const;
     double norm_s() const;

@@ -275,7 +275,8 @@ void OpCostFit::add_run(const prof::TraceStore& store, const ModelDesc& model, c
         m_elementwise_elements += mb * double(r.layers) * w.elementwise_elements;
         m_embedding_elements += mb * (r.first ? w.embedding_elements : 0);
         m_loss_elements += mb * (r.last ? w.loss_elements : 0);
-        m_optimizer_params += layout.zero >= 1 ? double(r.params) / (layout.dp * layout.cp) : double(r.params);
+        m_optimizer_params +=
+            layout.parallel.zero >= 1 ? double(r.params) / (layout.parallel.dp * layout.parallel.cp) : double(r.params);
         // Host overhead: idle time between ops over op time, in that step.
         m_idle_s += idle_ratio;
         m_compute_s += 1;

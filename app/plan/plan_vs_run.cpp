@@ -122,11 +122,12 @@ PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Repor
     PlanVsRun c;
     const ModelDesc model = model_of(rep);
     Layout layout = layout_of(rep);
+    const ParallelLayout& p = layout.parallel;
     // Expert parallelism: the router's load the run measured replaces the assumed uniform routing. Each step and
     // MoE layer waits for its busiest ep rank (its experts' choices over the uniform share), so the load is that
     // rank's, step by step, averaged over the steady steps (all but the first when there are several) and layers.
-    if (layout.ep > 1 && !rep.routing.layers.empty() && rep.routing.experts % layout.ep == 0) {
-        const int per_rank = rep.routing.experts / layout.ep;
+    if (p.ep > 1 && !rep.routing.layers.empty() && rep.routing.experts % p.ep == 0) {
+        const int per_rank = rep.routing.experts / p.ep;
         double sum = 0;
         int samples = 0;
         for (const prof::LayerRouting& lr : rep.routing.layers)
@@ -135,12 +136,12 @@ PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Repor
                 if (int(row.size()) != rep.routing.experts) continue;
                 double total = 0, busiest = 0;
                 for (double x : row) total += x;
-                for (int k = 0; k < layout.ep; ++k) {
+                for (int k = 0; k < p.ep; ++k) {
                     double rows = 0;
                     for (int e = k * per_rank; e < (k + 1) * per_rank; ++e) rows += row[size_t(e)];
                     busiest = std::max(busiest, rows);
                 }
-                if (total > 0) sum += busiest / (total / layout.ep), ++samples;
+                if (total > 0) sum += busiest / (total / p.ep), ++samples;
             }
         if (samples > 0) layout.moe_load = std::max(1.0, sum / samples);
     }
@@ -192,7 +193,7 @@ PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Repor
 nlohmann::json plan_vs_run_json(const PlanVsRun& c) {
     const PlanResult& r = c.plan;
     nlohmann::json j = {{"layout", r.layout.flags()}, {"describe", r.layout.describe()}};
-    if (r.layout.ep > 1)
+    if (r.layout.parallel.ep > 1)
         j["moe_load"] = {{"value", r.layout.moe_load_or_uniform()},
                          {"kind", r.layout.moe_load > 0 ? "measured (the run's router)" : "assumed uniform"}};
     j["cluster"] = c.cluster_source.empty() ? nlohmann::json() : nlohmann::json(c.cluster_source);

@@ -7,6 +7,7 @@
 
 #include "common/core/check.h"
 #include "common/core/format.h"
+#include "common/settings/gpt_config.h"
 
 namespace us::plan {
 
@@ -114,34 +115,37 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                                 continue;
                             }
                             const int accum = B > 0 ? int(B / (int64_t(dp) * mb)) : 1;
-                            std::vector<std::pair<std::string, int>> schedules = {{"1f1b", 1}};
+                            using S = PipelineSchedule;
+                            std::vector<std::pair<S, int>> schedules = {{S::one_f_one_b, 1}};
                             if (pp > 1) {
                                 pruned["afab (the same bubble as 1f1b, more activations)"]++;
                                 if ((m.layers % (2 * pp) == 0 || (uneven_ok && m.layers >= 4 * pp)) && accum % pp == 0)
-                                    schedules.push_back({"interleaved", 2});
+                                    schedules.push_back({S::interleaved, 2});
                                 // the rules the engine and `plan --pp-schedule` share (settings_rules.cpp)
                                 if (m.is_moe())
                                     pruned["zb1 with mixture-of-experts blocks (the engine refuses it)"]++;
                                 else
-                                    schedules.push_back({"zb1", 1});
+                                    schedules.push_back({S::zb1, 1});
                             }
                             for (const auto& [schedule, chunks] : schedules)
-                                for (const std::string& rc : o.recompute) {
-                                    if (schedule == "zb1" && rc == "full") continue;
-                                    if (o.flash && rc == "selective") {  // nothing left to drop: the same as none
+                                for (const Recompute rc : o.recompute) {
+                                    if (schedule == S::zb1 && rc == Recompute::full) continue;
+                                    if (o.flash &&
+                                        rc == Recompute::selective) {  // nothing left to drop: the same as none
                                         pruned["selective recomputation with flash attention (the same as none)"]++;
                                         continue;
                                     }
                                     // Context parallelism both ways: the ring hides its transfers behind the
                                     // attention, the all-gather sends one fp32 gradient block fewer per layer.
-                                    for (const char* cp_comm : {"ring", "allgather"}) {
-                                        if (cp == 1 && std::string_view(cp_comm) == "allgather") continue;
+                                    for (const CpComm cp_comm : {CpComm::ring, CpComm::allgather}) {
+                                        if (cp == 1 && cp_comm == CpComm::allgather) continue;
                                         Layout l;
-                                        l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.ep = ep, l.sp = tp > 1;
-                                        l.pp_schedule = schedule, l.pp_chunks = chunks, l.zero = zero;
+                                        ParallelLayout& p = l.parallel;
+                                        p.dp = dp, p.tp = tp, p.pp = pp, p.cp = cp, p.ep = ep, p.sp = tp > 1;
+                                        p.pp_schedule = schedule, p.pp_chunks = chunks, p.zero = zero;
                                         l.micro_batch = mb, l.grad_accum = accum, l.recompute = rc, l.bf16 = o.bf16;
                                         l.flash = o.flash;
-                                        l.cp_comm = cp_comm;
+                                        p.cp_comm = cp_comm;
                                         consider(l);
                                     }
                                 }
@@ -171,25 +175,26 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
 
 nlohmann::json plan_json(const ModelDesc& m, const ClusterDesc& c, const PlanResult& r) {
     const Layout& l = r.layout;
+    const ParallelLayout& p = l.parallel;
     nlohmann::json mem = nlohmann::json::object();
     for (int i = 0; i < kMemCategoryCount; ++i)
         mem[std::string(kMemCategoryNames[size_t(i)])] =
             r.memory.modelled[size_t(i)] ? nlohmann::json(r.memory.bytes[size_t(i)]) : nlohmann::json();
     const StepPieces& t = r.time;
     return {{"layout",
-             {{"dp", l.dp},
-              {"tp", l.tp},
-              {"sp", l.sp},
-              {"pp", l.pp},
-              {"pp_schedule", l.pp_schedule},
-              {"pp_chunks", l.pp_chunks},
-              {"cp", l.cp},
-              {"cp_comm", l.cp_comm},
-              {"ep", l.ep},
-              {"zero", l.zero},
+             {{"dp", p.dp},
+              {"tp", p.tp},
+              {"sp", p.sp},
+              {"pp", p.pp},
+              {"pp_schedule", schedule_name(p.pp_schedule)},
+              {"pp_chunks", p.pp_chunks},
+              {"cp", p.cp},
+              {"cp_comm", cp_comm_name(p.cp_comm)},
+              {"ep", p.ep},
+              {"zero", p.zero},
               {"micro_batch", l.micro_batch},
               {"grad_accum", l.grad_accum},
-              {"recompute", l.recompute},
+              {"recompute", recompute_name(l.recompute)},
               {"precision", l.bf16 ? "bf16" : "fp32"},
               {"seq", m.seq},
               {"gpus", l.world()},

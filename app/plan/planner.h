@@ -38,7 +38,7 @@ struct SearchOptions {
     bool bf16 = true;
     bool flash = true;  // blockwise attention (the s^2 probabilities never stored)
     std::vector<int> micro_batches = {1, 2, 4, 8};
-    std::vector<std::string> recompute = {"none", "selective", "full"};
+    std::vector<Recompute> recompute = {Recompute::none, Recompute::selective, Recompute::full};
     bool allow_tp_across_nodes = false;  // prune tp groups that leave a node (always slower)
     // Evaluate one layout in `sample_stride` of those the search would (in its enumeration order, the first
     // always): a test's way to walk many searches in bounded time. 1: every layout.

@@ -30,7 +30,7 @@ constexpr int64_t kOriginNs = 1'000'000'000;  // the predicted clock starts at 1
 
 // The first layer of virtual stage `vs` (model_shapes.cpp lays stages out the same way).
 int64_t first_layer_of(const ModelDesc& m, const Layout& l, int chunks, int vs) {
-    const int64_t stages = int64_t(l.pp) * chunks, per_chunk = (m.layers + stages - 1) / stages;
+    const int64_t stages = int64_t(l.parallel.pp) * chunks, per_chunk = (m.layers + stages - 1) / stages;
     return std::min(m.layers - 1, int64_t(vs) * per_chunk);
 }
 
@@ -41,7 +41,7 @@ struct RankContext {
 
 void draw_action(RankWriter& w, const ModelDesc& m, const ClusterDesc& c, const Layout& l, const StepModel& sm,
                  const TimedAction& ta, double offset, int step, bool detailed, const RankContext& rc) {
-    const int pp = l.pp, vs = ta.action.chunk * pp + ta.rank, S = pp * sm.chunks;
+    const int pp = l.parallel.pp, vs = ta.action.chunk * pp + ta.rank, S = pp * sm.chunks;
     const RankShapes r = pp > 1 ? chunk_shapes(m, l, ta.rank, ta.action.chunk) : rank_shapes(m, l, ta.rank);
     const ActionPieces pieces(m, c, l, sm.chunk[size_t(vs)], r, first_layer_of(m, l, sm.chunks, vs), detailed);
     const PipeOp op = ta.action.op;
@@ -140,6 +140,7 @@ int max_in_flight(const StepModel& sm, int rank) {
 std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan, int64_t gpus,
                                      const StepModel& sm, int stage, const PredictedTraceOptions& o) {
     const Layout& l = plan.layout;
+    const ParallelLayout& p = l.parallel;
     RankWriter w(kOriginNs);
     RankContext rc;
     rc.memory = estimate_stage_memory(m, c, l, stage);
@@ -165,16 +166,16 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
         // Data parallelism: the part of the reduction behind the last backward, then what stays exposed.
         // Bytes the rank sends for it (ring): 2 (n - 1) / n of the gradients for an all-reduce, half that for a
         // reduce-scatter, shared between the hidden and the exposed spans by their time.
-        const int n = l.dp * l.cp;
+        const int n = p.dp * p.cp;
         const double grad_bytes = double(shapes.params + shapes.expert_params) * (l.bf16 && !l.fp32_grad_accum ? 2 : 4);
-        const double sent = n > 1 ? (l.zero >= 1 ? 1.0 : 2.0) * (n - 1) / n * grad_bytes : 0.0;
+        const double sent = n > 1 ? (p.zero >= 1 ? 1.0 : 2.0) * (n - 1) / n * grad_bytes : 0.0;
         const double dp_total = dp.hidden + dp.exposed;
         auto share = [&](double s) { return uint64_t(dp_total > 0 ? sent * s / dp_total : 0); };
         if (dp.hidden > 0 && last_backward) {
             const double end = offset + last_backward->end,
                          begin = std::max(offset + last_backward->begin, end - dp.hidden);
             w.span(Lane::comm, SpanKind::comm, Phase::backward,
-                   l.zero >= 1 ? OpClass::reduce_scatter : OpClass::all_reduce, begin, end,
+                   p.zero >= 1 ? OpClass::reduce_scatter : OpClass::all_reduce, begin, end,
                    "dp gradient buckets (behind backward)", step, -1, -1, 0, kGroupDp, -1, share(dp.hidden));
         }
         double t = offset + finish;
@@ -184,8 +185,8 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
             t += dp.contention;
         }
         if (dp.exposed > 0) {
-            w.span(Lane::comm, SpanKind::comm, Phase::backward, l.zero >= 1 ? OpClass::all_gather : OpClass::all_reduce,
-                   t, t + dp.exposed, l.zero >= 1 ? "dp reduction / ZeRO gather (exposed)" : "dp all-reduce (exposed)",
+            w.span(Lane::comm, SpanKind::comm, Phase::backward, p.zero >= 1 ? OpClass::all_gather : OpClass::all_reduce,
+                   t, t + dp.exposed, p.zero >= 1 ? "dp reduction / ZeRO gather (exposed)" : "dp all-reduce (exposed)",
                    step, -1, -1, 0, kGroupDp, -1, share(dp.exposed));
             t += dp.exposed;
         }
@@ -213,7 +214,7 @@ std::vector<prof::Chunk> predicted_trace(const ModelDesc& m, const ClusterDesc& 
     US_CHECK_INPUT(o.steps >= 1, "a predicted trace needs at least one step (got {})", o.steps);
     const StepModel sm = model_step(m, c, plan.layout);
     std::vector<prof::Chunk> all;
-    for (int stage = 0; stage < plan.layout.pp; ++stage) {
+    for (int stage = 0; stage < plan.layout.parallel.pp; ++stage) {
         std::vector<prof::Chunk> r = rank_chunks(m, c, plan, gpus, sm, stage, o);
         std::move(r.begin(), r.end(), std::back_inserter(all));
     }

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "common/core/memory_category.h"
+#include "common/core/recompute.h"
+#include "common/settings/parallel_layout.h"
 #include "profiler/event.h"
 
 namespace us {
@@ -38,18 +40,10 @@ struct PredictInput {
     int64_t grad_accum = 1;   // m
     bool bf16 = false;
     bool fp32_grad_accum = false;
-    std::string recompute = "none";  // none | selective | full
-    bool flash = false;              // --attention flash: blockwise attention, the log-sum-exp instead of probs
-    bool cuda = false;               // --device cuda: where the backend's fused kernels change what is allocated
-    // parallel
-    int dp = 1, pp = 1, tp = 1, cp = 1, ep = 1;
-    bool sp = false;  // sequence parallelism inside the tp group
-    std::string cp_balance = "zigzag";
-    std::string cp_comm = "ring";  // ring | allgather
-    int zero = 0;
-    std::string pp_schedule = "1f1b";
-    int pp_chunks = 1;
-    double bucket_mb = 1.0;
+    Recompute recompute = Recompute::none;
+    bool flash = false;  // --attention flash: blockwise attention, the log-sum-exp instead of probs
+    bool cuda = false;   // --device cuda: where the backend's fused kernels change what is allocated
+    ParallelLayout parallel;
     int stage = 0;  // the pipeline stage of the rank the memory is predicted for
 
     // A view of a run's settings: each field is the setting of the same name (common/settings/settings_schema.h).

@@ -20,7 +20,7 @@ std::vector<PredictedCollective> tp_collectives(const PredictInput& in, int64_t 
     std::vector<PredictedCollective> out;
     if (r.tp == 1) return out;
     const int64_t K = r.N * r.C * e, m = in.grad_accum, blocks = layers_on_stage(in);
-    const int64_t recompute = in.recompute == "full" ? 2 : 1;  // full recomputation runs the forward's again
+    const int64_t recompute = in.recompute == Recompute::full ? 2 : 1;  // full recomputation runs the forward's again
     auto add = [&](std::string what, OpClass op, int64_t bytes, int64_t count) {
         if (count > 0) out.push_back({std::move(what), op, bytes, count});
     };
@@ -60,8 +60,8 @@ std::vector<PredictedCollective> cp_collectives(const PredictInput& in, int64_t 
     std::vector<PredictedCollective> out;
     if (r.cp == 1) return out;
     const int64_t kv = 2 * r.N * r.Ca, m = in.grad_accum, blocks = layers_on_stage(in);
-    const int64_t recompute = in.recompute == "full" ? 2 : 1;
-    if (in.cp_comm == "allgather") {
+    const int64_t recompute = in.recompute == Recompute::full ? 2 : 1;
+    if (in.parallel.cp_comm == CpComm::allgather) {
         out.push_back(
             {"cp all-gather: keys and values", OpClass::all_gather, r.cp * kv * e, blocks * m * (recompute + 1)});
         out.push_back(
@@ -87,7 +87,8 @@ std::vector<PredictedCollective> ep_collectives(const PredictInput& in, int64_t 
     const RankShape r = rank_shape(in);
     std::vector<PredictedCollective> out;
     if (r.ep == 1) return out;
-    const int64_t m = in.grad_accum, blocks = moe_layers_on_stage(in), forwards = in.recompute == "full" ? 2 : 1;
+    const int64_t m = in.grad_accum, blocks = moe_layers_on_stage(in),
+                  forwards = in.recompute == Recompute::full ? 2 : 1;
     const int64_t rows = r.X * (r.ep - 1) / r.ep * r.C * e;
     out.push_back({"row counts per expert", OpClass::all_to_all, (r.ep - 1) * (r.E / r.ep) * 4, forwards * blocks * m});
     out.push_back({"forward: rows to the experts and back", OpClass::all_to_all, rows, 2 * forwards * blocks * m});
@@ -165,7 +166,7 @@ Zero3Gathers zero3_gathers(const PredictInput& in, const RankShape& r, int64_t e
     numel.push_back(2 * h);
     is_block.push_back(false);
     const int emb = 0, fin = int(L) + 1;
-    const bool full = in.recompute == "full";
+    const bool full = in.recompute == Recompute::full;
     std::vector<UnitUse> uses = {{emb, true, true}, {emb, false, true}};
     std::vector<UnitUse> expert_uses;
     for (int l = 0, x = 0; l < int(L); ++l) {
@@ -199,8 +200,8 @@ Zero3Gathers zero3_gathers(const PredictInput& in, const RankShape& r, int64_t e
         return all;
     };
     const std::vector<bool> no_blocks(expert_numel.size(), false);
-    return {zero3_gathered_elements(numel, is_block, in.bucket_mb, e, repeated(uses)),
-            zero3_gathered_elements(expert_numel, no_blocks, in.bucket_mb, e, repeated(expert_uses))};
+    return {zero3_gathered_elements(numel, is_block, in.parallel.bucket_mb, e, repeated(uses)),
+            zero3_gathered_elements(expert_numel, no_blocks, in.parallel.bucket_mb, e, repeated(expert_uses))};
 }
 
 int64_t& group_bytes(Prediction& p, GroupKind g) { return p.comm_bytes[size_t(g)]; }
@@ -213,9 +214,11 @@ void data_parallel_bytes(const PredictInput& in, const RankContext& rc, Predicti
     const double ring = dp > 1 ? double(dp - 1) / double(dp) : 0.0;
     const double grad_bytes_per_param = double(e) + (in.bf16 && in.fp32_grad_accum ? 2.0 : 0.0);
     const double m = double(in.grad_accum);
-    const double dp_collectives = in.zero <= 1 ? 2.0 : in.zero == 2 ? m + 1.0 : m;  // ZeRO-3: its reduce-scatters
+    const double dp_collectives = in.parallel.zero <= 1   ? 2.0
+                                  : in.parallel.zero == 2 ? m + 1.0
+                                                          : m;  // ZeRO-3: its reduce-scatters
     group_bytes(p, GroupKind::dp) = int64_t(dp_collectives * grad_bytes_per_param * double(rc.n) * ring);
-    if (in.zero >= 3 && in.pp == 1) {
+    if (in.parallel.zero >= 3 && in.parallel.pp == 1) {
         const Zero3Gathers g = zero3_gathers(in, rc.r, e);
         group_bytes(p, GroupKind::dp) += int64_t(double(g.elements) * double(e) * ring);
         group_bytes(p, GroupKind::edp) +=
@@ -232,8 +235,8 @@ void data_parallel_bytes(const PredictInput& in, const RankContext& rc, Predicti
 void tensor_parallel_bytes(const PredictInput& in, const RankContext& rc, Prediction& p) {
     const int64_t h = in.hidden, tp = rc.r.tp, e = rc.e;
     const int64_t grad_e = in.bf16 && !in.fp32_grad_accum ? 2 : 4;
-    const int64_t replicated =
-        ((rc.Ls - rc.Lm) * 6 * h + rc.Lm * 5 * h + (rc.last ? 2 * h : 0)) * grad_e / (in.zero >= 1 ? rc.dp : 1);
+    const int64_t replicated = ((rc.Ls - rc.Lm) * 6 * h + rc.Lm * 5 * h + (rc.last ? 2 * h : 0)) * grad_e /
+                               (in.parallel.zero >= 1 ? rc.dp : 1);
     p.tp_collectives = tp_collectives(in, e, replicated, rc.first, rc.last);
     double tp_sent = 0;
     for (const PredictedCollective& c : p.tp_collectives)
@@ -261,7 +264,8 @@ void predict_communication(const PredictInput& in, const RankContext& rc, Predic
     data_parallel_bytes(in, rc, p);
     // pp: one (R, h) activation per micro-batch per boundary each way; interleaving multiplies the boundaries.
     const int64_t boundaries = (rc.first ? 0 : 1) + (rc.last ? 0 : 1);
-    group_bytes(p, GroupKind::pp) += in.pp > 1 ? in.grad_accum * boundaries * rc.e * r.R * h * in.pp_chunks : 0;
+    group_bytes(p, GroupKind::pp) +=
+        in.parallel.pp > 1 ? in.grad_accum * boundaries * rc.e * r.R * h * in.parallel.pp_chunks : 0;
     tensor_parallel_bytes(in, rc, p);
     // cp: the ring's or the all-gather's transfers.
     p.cp_collectives = cp_collectives(in, rc.e);
@@ -272,9 +276,9 @@ void predict_communication(const PredictInput& in, const RankContext& rc, Predic
     expert_parallel_bytes(in, rc, p);
     // The tied embedding's gradient summed between the first and the last stage; the gradient norm's scalar.
     const int64_t grad_e = in.bf16 && !in.fp32_grad_accum ? 2 : 4;
-    if (in.pp > 1 && (rc.first || rc.last))
-        group_bytes(p, GroupKind::embedding) = int64_t(h * r.Vr * grad_e / (in.zero >= 1 ? rc.dp : 1));
-    const int64_t world = int64_t(in.dp) * in.pp * r.tp * in.cp;  // ep shares the dp ranks
+    if (in.parallel.pp > 1 && (rc.first || rc.last))
+        group_bytes(p, GroupKind::embedding) = int64_t(h * r.Vr * grad_e / (in.parallel.zero >= 1 ? rc.dp : 1));
+    const int64_t world = int64_t(in.parallel.dp) * in.parallel.pp * r.tp * in.parallel.cp;  // ep shares the dp ranks
     if (world > 1) group_bytes(p, GroupKind::world) = int64_t(2.0 * 8.0 * double(world - 1) / double(world));
     p.dp_comm_bytes = group_bytes(p, GroupKind::dp);
     p.pp_comm_bytes = group_bytes(p, GroupKind::pp);

@@ -13,8 +13,8 @@ namespace {
 TrainConfig cp_config(int cp, const char* balance, int layers = 2, const char* comm = "ring") {
     TrainConfig c = small_config(layers, 5);
     c.parallel.cp = cp;
-    c.parallel.cp_balance = balance;
-    c.parallel.cp_comm = comm;
+    c.parallel.cp_balance = parse_cp_balance(balance);
+    c.parallel.cp_comm = parse_cp_comm(comm);
     return c;
 }
 

@@ -92,7 +92,7 @@ void check_reduce_timing() {
         c.parallel.dp = 2;
         c.parallel.bucket_mb = 0.02;
         c.parallel.overlap = alternate;
-        c.parallel.overlap_alternate = alternate;
+        c.runtime.overlap_alternate = alternate;
         const RunResult dist = run_distributed(c), single = run_single(c);
         INFO(std::string(alternate ? "--overlap-alternate" : "--no-overlap"));
         REQUIRE(dist.losses.size() == single.losses.size());

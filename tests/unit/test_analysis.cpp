@@ -277,9 +277,9 @@ TEST_CASE("predicted activations equal the engine's own per-layer table", "[cpu]
                 for (auto [tp, sp] : std::vector<std::pair<int, bool>>{{1, false}, {2, false}, {2, true}, {4, true}}) {
                     PredictInput in;
                     in.micro_batch = B, in.seq = T, in.hidden = C, in.heads = NH, in.layers = 3, in.vocab = 256;
-                    in.recompute = mode;
+                    in.recompute = parse_recompute(mode);
                     in.bf16 = bf16;
-                    in.tp = tp, in.sp = sp;
+                    in.parallel.tp = tp, in.parallel.sp = sp;
                     ActivationShape s;
                     s.B = B, s.T = T, s.C = C, s.NH = NH, s.V = (256 + tp - 1) / tp,
                     s.dtype = bf16 ? DType::bf16 : DType::f32;
@@ -376,10 +376,10 @@ TEST_CASE("the tp activation prediction has the textbook's shape: tp divides the
     // The engine keeps no dropout masks and fuses nothing away, so its constants differ from Korthikanti et al.'s
     // (docs/memory.md); the structure must not: per layer, sbh(a + b/tp) without SP and (sbh/tp)(a + b) with it.
     PredictInput in;
-    in.micro_batch = 4, in.seq = 64, in.hidden = 128, in.heads = 8, in.layers = 2, in.recompute = "selective";
+    in.micro_batch = 4, in.seq = 64, in.hidden = 128, in.heads = 8, in.layers = 2, in.recompute = Recompute::selective;
     const int64_t N = 4 * 64, h = 128, e = 4;
     auto per_layer = [&](int tp, bool sp) {
-        in.tp = tp, in.sp = sp;
+        in.parallel.tp = tp, in.parallel.sp = sp;
         return predict(in).activations_per_layer;
     };
     // selective, fp32: stats 16R plus e*(4R*h + 12N*h/tp) -> no SP: (4 + 12/tp) sbh e + 16N
@@ -388,9 +388,9 @@ TEST_CASE("the tp activation prediction has the textbook's shape: tp divides the
     CHECK(per_layer(4, false) == e * (4 + 3) * N * h + 16 * N);
     CHECK(per_layer(4, true) == (e * 16 * N * h + 16 * N) / 4);
     // The textbook figure beside it, for the same settings (bf16 with dropout masks, doubled for fp32).
-    in.tp = 4, in.sp = false;
+    in.parallel.tp = 4, in.parallel.sp = false;
     CHECK(predict(in).activations_per_layer_formula == int64_t(2.0 * double(N * h) * (10 + 24.0 / 4)));
-    in.sp = true;
+    in.parallel.sp = true;
     CHECK(predict(in).activations_per_layer_formula == int64_t(2.0 * double(N * h) / 4 * 34));
 }
 
@@ -399,7 +399,7 @@ TEST_CASE("parameters per rank under tensor parallelism follow N_tp, the vocabul
     in.hidden = 96, in.heads = 3, in.layers = 4, in.vocab = 256;
     const int64_t h = 96, L = 4;
     for (int tp : {1, 2, 3}) {
-        in.tp = tp;
+        in.parallel.tp = tp;
         const int64_t vocab_rows = (256 + tp - 1) / tp;  // 256, 128, 86 (two rows of padding at tp 3)
         INFO("tp " << tp);
         CHECK(predict(in).params_on_rank == h * vocab_rows + L * (12 * h * h / tp + 7 * h / tp + 6 * h) + 2 * h);
@@ -482,7 +482,8 @@ TEST_CASE("lane rows built batch by batch, as a live run delivers them, equal ro
 TEST_CASE("the memory walk takes a rank's measured expert load under ep, and only the experts' side",
           "[analysis][memory][moe]") {
     PredictInput in;
-    in.moe_experts = 4, in.moe_topk = 2, in.dp = 2, in.ep = 2;  // the small model: h 256, 4 layers, seq 128, batch 8
+    in.moe_experts = 4, in.moe_topk = 2, in.parallel.dp = 2,
+    in.parallel.ep = 2;  // the small model: h 256, 4 layers, seq 128, batch 8
     const Prediction uniform = predict(in);
     in.moe_expert_load = {1.5, 1.0, 1.0, 1.0};  // layer 0's experts on this rank got half as many rows again
     const Prediction loaded = predict(in);
@@ -494,7 +495,7 @@ TEST_CASE("the memory walk takes a rank's measured expert load under ep, and onl
     in.moe_expert_load = {1.0, 1.0, 1.0, 1.0};
     CHECK(predict(in).memory == uniform.memory);
     in.moe_expert_load = {1.5, 1.0, 1.0, 1.0};
-    in.ep = 1;
+    in.parallel.ep = 1;
     PredictInput no_ep = in;
     no_ep.moe_expert_load.clear();
     CHECK(predict(in).memory == predict(no_ep).memory);

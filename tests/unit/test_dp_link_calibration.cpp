@@ -151,9 +151,9 @@ TEST_CASE("planner: gradient buckets across nodes at their own measured bandwidt
     c.inter_node = {c.intra_node.bandwidth / 100, c.intra_node.latency * 10};
     const ModelDesc m = engine_preset_model("small");
     Layout dp;
-    dp.dp = 2, dp.overlap = false;  // every bucket exposed: the step moves with their bandwidth
+    dp.parallel.dp = 2, dp.parallel.overlap = false;  // every bucket exposed: the step moves with their bandwidth
     Layout tp;
-    tp.tp = 2;
+    tp.parallel.tp = 2;
     const double dp_link = evaluate(m, c, dp).time.step_s, tp_link = evaluate(m, c, tp).time.step_s;
     c.inter_node_bucket_bandwidth = c.inter_node.bandwidth / 2;
     CHECK(evaluate(m, c, dp).time.step_s > dp_link);
@@ -180,9 +180,9 @@ TEST_CASE("planner: compute beside transfers hidden across nodes runs slower by 
     c.inter_node = {c.intra_node.bandwidth / 100, c.intra_node.latency * 10};
     const ModelDesc m = engine_preset_model("small");
     Layout dp;
-    dp.dp = 2;
+    dp.parallel.dp = 2;
     Layout tp;
-    tp.tp = 2;
+    tp.parallel.tp = 2;
     const StepPieces before = evaluate(m, c, dp).time;
     REQUIRE(before.dp_comm_hidden_s > 0);
     CHECK(before.overlap_slowdown_s == 0);
@@ -215,7 +215,7 @@ TEST_CASE("planner: blocking transfers in a backward share their link with the g
     c.inter_node = {c.intra_node.bandwidth / 100, c.intra_node.latency * 10};
     const ModelDesc m = engine_preset_model("small");
     Layout cp;
-    cp.cp = 2, cp.micro_batch = 4;
+    cp.parallel.cp = 2, cp.micro_batch = 4;
     const RankShapes r = rank_shapes(m, cp, 0);
     const StageCost alone = stage_cost(m, c, cp, r), shared = stage_cost(m, c, cp, r, {kLinkInter, 2.0});
     CHECK(shared.cp_exposed_b > alone.cp_exposed_b);
@@ -223,7 +223,7 @@ TEST_CASE("planner: blocking transfers in a backward share their link with the g
     CHECK(shared.cp_hidden == alone.cp_hidden);        // the link's bytes are the same
     CHECK(stage_cost(m, c, cp, r, {kLinkIntra, 2.0}).cp_exposed_b == alone.cp_exposed_b);
     Layout tp;
-    tp.tp = 2;
+    tp.parallel.tp = 2;
     const RankShapes t = rank_shapes(m, tp, 0);
     CHECK(stage_cost(m, c, tp, t, {kLinkInter, 2.0}).tp_b == Approx(2 * stage_cost(m, c, tp, t).tp_b));
     // In the step the longer backward is waited for, at most for as long as the buckets flow in it: exactly that
@@ -240,6 +240,6 @@ TEST_CASE("planner: blocking transfers in a backward share their link with the g
     CHECK(evaluate(m, quick, cp).time.dp_comm_exposed_s == Approx(q.exposed + q.backward_traffic).epsilon(1e-9));
     // no buckets in the backward (no overlap: they flow after it): no sharing
     Layout after = cp;
-    after.overlap = false;
+    after.parallel.overlap = false;
     CHECK(dp_cost(m, c, after, r, alone).backward_traffic == 0);
 }

@@ -208,7 +208,7 @@ TEST_CASE("at pp 1 with several micro-batches the activation peak of every sched
         TrainConfig c;
         c.model.vocab = 256, c.model.hidden = 32, c.model.layers = 2, c.model.heads = 4, c.model.seq = 16;
         c.batch = 2, c.grad_accum = 4, c.steps = 2, c.quiet = true, c.seed = 5;
-        c.parallel.pp_schedule = schedule;
+        c.parallel.pp_schedule = parse_pipeline_schedule(schedule);
         c.data = sample_data_file("schedule-memory-data.txt", 20000);
         c.validate();
         INFO(schedule);
@@ -223,7 +223,7 @@ TEST_CASE("at pp 1 with several micro-batches the activation peak of every sched
     }
     // the interleaved schedule needs a pipeline: the one validation refuses it at pp 1
     TrainConfig c;
-    c.parallel.pp_schedule = "interleaved";
+    c.parallel.pp_schedule = PipelineSchedule::interleaved;
     c.parallel.pp_chunks = 2;
     c.model.layers = 2;
     c.grad_accum = 4;

@@ -117,8 +117,8 @@ namespace {
 Report bubble_report(const std::vector<std::vector<std::pair<double, double>>>& compute_and_bubble_by_rank,
                      double measured = 0.40) {
     Report rep = agreeing_report();
-    rep.predict_input.pp = 2;
-    rep.predict_input.pp_schedule = "1f1b";
+    rep.predict_input.parallel.pp = 2;
+    rep.predict_input.parallel.pp_schedule = PipelineSchedule::one_f_one_b;
     rep.ranks.resize(compute_and_bubble_by_rank.size(), rep.ranks[0]);
     for (size_t i = 0; i < rep.ranks.size(); ++i) {
         RankReport& r = rep.ranks[i];

@@ -46,8 +46,8 @@ TEST_CASE("rank metadata: a planner's predicted run reads back as RunInfo", "[cp
     const plan::ModelDesc m = plan::load_model("small");
     const plan::ClusterDesc c = plan::load_cluster("h100-sxm");
     plan::Layout l;
-    l.dp = 2, l.pp = 2, l.micro_batch = 2, l.grad_accum = 4, l.bf16 = true, l.fp32_grad_accum = true;
-    l.overlap = false, l.bucket_mb = 0.5;
+    l.parallel.dp = 2, l.parallel.pp = 2, l.micro_batch = 2, l.grad_accum = 4, l.bf16 = true, l.fp32_grad_accum = true;
+    l.parallel.overlap = false, l.parallel.bucket_mb = 0.5;
     const auto store = plan::predicted_store(m, c, plan::evaluate(m, c, l), l.world());
     const nlohmann::json& written = store->run_metadata();
     const prof::RankMetadata meta = prof::rank_metadata_from_json(written);

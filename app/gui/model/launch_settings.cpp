@@ -47,7 +47,7 @@ TrainConfig LaunchSettings::effective() const {
     for (const Setting& s : settings_schema())
         if (!setting_applies(s, config)) s.set(c, s.get(preset));  // back at the preset's value
     // With no pipeline, the schedule that runs a micro-batch at a time, whatever the preset's.
-    if (!setting_applies(setting("pp_schedule"), config)) c.parallel.pp_schedule = "1f1b";
+    if (!setting_applies(setting("pp_schedule"), config)) c.parallel.pp_schedule = PipelineSchedule::one_f_one_b;
     return c;
 }
 
@@ -65,7 +65,7 @@ LaunchSettings LaunchSettings::from_config(const nlohmann::json& config) {
     const TrainConfig defaults;
     s.config.threads = defaults.threads;
     s.config.device = defaults.device;
-    s.config.parallel.comm_progress = defaults.parallel.comm_progress;
+    s.config.runtime.comm_progress = defaults.runtime.comm_progress;
     s.config.trace = defaults.trace;  // the launcher picks the trace file and the stream
     s.config.connect = defaults.connect;
     s.config.global_batch = 0;  // already resolved into grad_accum
@@ -98,7 +98,7 @@ TrainConfig LaunchSettings::resolve() const {
     // Through the arguments, not the struct: what is checked is exactly what the ranks will parse.
     TrainConfig c = parse(train_args());
     c.validate();
-    validate_layout(c.parallel, c.parallel.world());
+    c.parallel.check_world(c.parallel.world());
     return c;
 }
 
