@@ -21,7 +21,7 @@
 #include "app/launch/rootless_nodes.h"
 #include "app/launch/process_guard.h"
 #include "app/plan/calibration.h"
-#include "app/plan/model_desc.h"
+#include "profiler/predict/model_desc.h"
 #include "common/core/check.h"
 #include "common/settings/config.h"
 #include "profiler/trace/trace_store.h"
@@ -102,7 +102,7 @@ int calibrate_command(int argc, char** argv) {
     if (links.nodes > 0 && ::geteuid() != 0) enter_rootless_namespace();  // while this process has one thread
     install_stop_signals();
 
-    plan::ClusterDesc c;
+    predict::ClusterDesc c;
     c.name = "this-machine";
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
@@ -270,10 +270,10 @@ int calibrate_command(int argc, char** argv) {
             candidates.empty() ? nullptr : std::move(candidates[(candidates.size() - 1) / 2].second);
         US_CHECK_INPUT(store != nullptr, "calibration: the measured runs recorded no steady step (run more --steps)");
         const GPTConfig& g = cfg.model;
-        const plan::ModelDesc model =
-            plan::engine_model(preset, g.vocab, g.hidden, g.layers, g.heads, g.seq, g.moe_experts, g.moe_topk,
-                               g.moe_every, cfg.moe_capacity_factor);
-        plan::Layout layout = plan::layout_from_config(cfg);
+        const predict::ModelDesc model =
+            predict::engine_model(preset, g.vocab, g.hidden, g.layers, g.heads, g.seq, g.moe_experts, g.moe_topk,
+                                  g.moe_every, cfg.moe_capacity_factor);
+        predict::Layout layout = predict::layout_from_config(cfg);
         fit.add_run(*store, model, layout);
         runs.push_back("ultrascope-train" + shown);
     }
@@ -286,7 +286,7 @@ int calibrate_command(int argc, char** argv) {
             for (const auto& r : runs) s += " " + r.get<std::string>() + ";";
             return s;
         }());
-    nlohmann::json j = plan::cluster_to_json(c);
+    nlohmann::json j = predict::cluster_to_json(c);
     j["measurements"] = {{"collectives", samples.size()}, {"collectives_between_nodes", inter_samples}, {"runs", runs}};
     std::ofstream file(out);
     file << j.dump(2) << "\n";

@@ -15,14 +15,14 @@ namespace us::app {
 
 namespace {
 
-using plan::ClusterDesc;
-using plan::ModelDesc;
-using plan::PlanResult;
+using predict::ClusterDesc;
+using predict::ModelDesc;
+using predict::PlanResult;
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(int64_t(1) << 30)); }
 
 std::string model_line(const ModelDesc& m) {
-    std::string s = fmt::format("Model {} ({}): L {} h {} heads {}", m.name, plan::family_name(m.family), m.layers,
+    std::string s = fmt::format("Model {} ({}): L {} h {} heads {}", m.name, predict::family_name(m.family), m.layers,
                                 m.hidden, m.heads);
     if (m.kv() != m.heads) s += fmt::format(" (kv {})", m.kv());
     s += fmt::format(" ffn {} v {} seq {}", m.ffn(), m.vocab, m.seq);
@@ -61,7 +61,7 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
                      format_bytes(r.memory.reserved_bytes));
     s += fmt::format("  {:<16} {:>12}   of {}: {}\n", "total", format_bytes(r.memory.total()),
                      format_bytes(c.memory_bytes), r.fits ? "fits" : "does NOT fit");
-    const plan::StepPieces& t = r.time;
+    const predict::StepPieces& t = r.time;
     s += fmt::format("\nStep time ({}), seconds per step:\n",
                      c.calibrated ? "model with this machine's measured costs"
                                   : "model with datasheet figures and assumed efficiencies");
@@ -88,7 +88,7 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
     s += fmt::format(
         "  busy over the step: compute {:.4g} s, intra-node link {:.4g} s, inter-node link {:.4g} s "
         "(the step is at least each)\n",
-        t.compute_busy_s, t.link_busy_s[plan::kLinkIntra], t.link_busy_s[plan::kLinkInter]);
+        t.compute_busy_s, t.link_busy_s[predict::kLinkIntra], t.link_busy_s[predict::kLinkInter]);
     if (m.is_moe() && r.layout.parallel.ep > 1)
         s += fmt::format("  MoE router load on the busiest ep rank: {:.3g} ({})\n", r.layout.moe_load_or_uniform(),
                          r.layout.moe_load > 0 ? "given" : "assumed uniform; --moe-load F to give one");
@@ -138,15 +138,15 @@ int plan_command(int argc, char** argv) {
     CLI11_PARSE(cli, argc, argv);
     if (list) {
         std::printf("models:");
-        for (const auto& n : plan::known_models()) std::printf(" %s", n.c_str());
+        for (const auto& n : predict::known_models()) std::printf(" %s", n.c_str());
         std::printf("\nclusters:");
-        for (const auto& n : plan::known_clusters()) std::printf(" %s", n.c_str());
+        for (const auto& n : predict::known_clusters()) std::printf(" %s", n.c_str());
         std::printf("\n");
         return 0;
     }
     TrainConfig cfg = build().config;
     US_CHECK_INPUT(gpu.empty() || cluster_file.empty(), "give --gpu NAME or --cluster FILE, not both");
-    ClusterDesc cluster = plan::load_cluster(!cluster_file.empty() ? cluster_file : !gpu.empty() ? gpu : "h100-sxm");
+    ClusterDesc cluster = predict::load_cluster(!cluster_file.empty() ? cluster_file : !gpu.empty() ? gpu : "h100-sxm");
     US_CHECK_INPUT(nodes >= 0 && gpus_per_node >= 0 && gpus >= 0 && global_tokens >= 0 && top >= 0,
                    "--nodes, --gpus-per-node, --gpus, --global-batch-tokens and --top must not be negative");
     if (nodes > 0) cluster.nodes = nodes;
@@ -158,7 +158,7 @@ int plan_command(int argc, char** argv) {
     ModelDesc model;
     const GPTConfig& g = cfg.model;
     if (!model_spec.empty()) {
-        model = plan::load_model(model_spec);
+        model = predict::load_model(model_spec);
         if (cli.count("--seq")) model.seq = g.seq;
         if (cli.count("--layers")) model.layers = g.layers;
         if (cli.count("--hidden")) model.hidden = g.hidden;
@@ -169,8 +169,8 @@ int plan_command(int argc, char** argv) {
         if (cli.count("--moe-every")) model.moe_every = g.moe_every;
     } else {
         g.validate();
-        model = plan::engine_model(cfg.preset.empty() ? "engine-gpt" : cfg.preset, g.vocab, g.hidden, g.layers, g.heads,
-                                   g.seq, g.moe_experts, g.moe_topk, g.moe_every, cfg.moe_capacity_factor);
+        model = predict::engine_model(cfg.preset.empty() ? "engine-gpt" : cfg.preset, g.vocab, g.hidden, g.layers,
+                                      g.heads, g.seq, g.moe_experts, g.moe_topk, g.moe_every, cfg.moe_capacity_factor);
     }
     US_CHECK_INPUT(model.hidden % model.heads == 0 || model.head_dim > 0, "--hidden {} is not divisible by --heads {}",
                    model.hidden, model.heads);
@@ -185,7 +185,7 @@ int plan_command(int argc, char** argv) {
         layout_given = layout_given || cli.count(f) > 0;
 
     if (layout_given) {
-        plan::Layout l = plan::layout_from_config(cfg);
+        predict::Layout l = predict::layout_from_config(cfg);
         US_CHECK_INPUT(moe_load == 0 || moe_load >= 1,
                        "--moe-load {} must be 1 or more (the busiest rank over the "
                        "uniform share)",
@@ -194,12 +194,12 @@ int plan_command(int argc, char** argv) {
         l.bf16 = bf16;
         l.flash = flash;
         const int64_t n = gpus > 0 ? gpus : l.world();
-        plan::check_layout(model, cluster, l, n);
-        const PlanResult r = plan::evaluate(model, cluster, l);
+        predict::check_layout(model, cluster, l, n);
+        const PlanResult r = predict::evaluate(model, cluster, l);
         if (!trace_out.empty()) plan::write_predicted_trace(trace_out, model, cluster, r, n);
         if (json) {
-            nlohmann::json out = plan::plan_json(model, cluster, r);
-            out["model"] = plan::model_to_json(model);
+            nlohmann::json out = predict::plan_json(model, cluster, r);
+            out["model"] = predict::model_to_json(model);
             out["cluster"] = cluster.name;
             std::printf("%s\n", out.dump(2).c_str());
         } else {
@@ -241,8 +241,8 @@ int plan_command(int argc, char** argv) {
     }
     if (json) {
         nlohmann::json layouts = nlohmann::json::array();
-        for (size_t i = 0; i < shown; ++i) layouts.push_back(plan::plan_json(model, cluster, found.ranked[i]));
-        nlohmann::json out = {{"model", plan::model_to_json(model)},
+        for (size_t i = 0; i < shown; ++i) layouts.push_back(predict::plan_json(model, cluster, found.ranked[i]));
+        nlohmann::json out = {{"model", predict::model_to_json(model)},
                               {"cluster", cluster.name},
                               {"gpus", o.gpus},
                               {"global_batch_sequences", o.global_batch_sequences},
@@ -275,7 +275,7 @@ int plan_command(int argc, char** argv) {
     std::printf("\nNot evaluated: %s\n", found.pruned.empty() ? "nothing" : "");
     for (const auto& p : found.pruned) std::printf("  %s\n", p.c_str());
     std::printf("Memory: %s; time: the step-time model (docs/planner.md); tokens/s and MFU derived.\n",
-                model.family == plan::ModelFamily::engine_gpt ? "predicted (the engine's exact walk)" : "formula");
+                model.family == predict::ModelFamily::engine_gpt ? "predicted (the engine's exact walk)" : "formula");
     return 0;
 }
 

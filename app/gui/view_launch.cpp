@@ -12,7 +12,7 @@
 #include "common/core/memory_category.h"
 #include "common/settings/settings_explained.h"
 #include "common/settings/settings_schema.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
 namespace us::gui {
 
@@ -324,7 +324,7 @@ void draw_settings(AppState& app) {
         problem = s.problem();
         prediction.clear();
         if (problem.empty()) {
-            const prof::Prediction p = prof::predict(prof::PredictInput::from_config(s.resolve().to_json()));
+            const predict::Prediction p = predict::predict(predict::PredictInput::from_config(s.resolve().to_json()));
             prediction = fmt::format("predicted per rank: {} (peak), {:.1f} MFLOP/token",
                                      format_bytes(p.memory_total()), p.flops_per_token / 1e6);
             prediction += fmt::format(

@@ -54,8 +54,8 @@ void stacked_bar(const std::vector<Part>& parts, double total, const std::string
 const std::string& bytes_text(double v, std::string& out) { return out = format_bytes(int64_t(v)); }
 const std::string& seconds_text(double v, std::string& out) { return out = seconds(v); }
 
-void draw_memory(const PlannerState::Plan& p, const plan::PlanResult& r) {
-    const plan::MemoryEstimate& m = r.memory;
+void draw_memory(const PlannerState::Plan& p, const predict::PlanResult& r) {
+    const predict::MemoryEstimate& m = r.memory;
     ImGui::Text("Memory per GPU, busiest rank (stage %d, %d micro-batch%s in flight): %s of %s (%s)", m.stage,
                 m.micro_batches_in_flight, m.micro_batches_in_flight == 1 ? "" : "es", format_bytes(m.total()).c_str(),
                 format_bytes(p.cluster.memory_bytes).c_str(), m.kind.c_str());
@@ -73,8 +73,8 @@ void draw_memory(const PlannerState::Plan& p, const plan::PlanResult& r) {
     ImGui::NewLine();
 }
 
-void draw_time(const plan::PlanResult& r) {
-    const plan::StepPieces& t = r.time;
+void draw_time(const predict::PlanResult& r) {
+    const predict::StepPieces& t = r.time;
     ImGui::Text("Step time %s (model): %s tokens/s, MFU %.1f%% (derived)", seconds(t.step_s).c_str(),
                 fmt::format("{:.0f}", r.tokens_per_s).c_str(), 100 * r.mfu);
     const std::vector<Part> parts = {
@@ -97,10 +97,10 @@ void draw_time(const plan::PlanResult& r) {
                            seconds(t.dp_comm_hidden_s).c_str(), seconds(t.cp_comm_hidden_s).c_str());
 }
 
-void draw_schedule(const plan::PlanResult& r) {
-    const plan::Layout& l = r.layout;
+void draw_schedule(const predict::PlanResult& r) {
+    const predict::Layout& l = r.layout;
     if (l.parallel.pp <= 1) return;
-    prof::PredictInput in;
+    predict::PredictInput in;
     in.parallel = l.parallel;
     in.grad_accum = l.grad_accum;
     in.layers = std::max<int64_t>(l.parallel.pp * l.parallel.pp_chunks, 1);
@@ -111,7 +111,7 @@ void draw_schedule(const plan::PlanResult& r) {
 // The run launched from here, measured, beside what the planner predicted for it.
 void draw_launched(AppState& app, const PlannerState& s) {
     if (!s.launched || !app.source.live() || app.source.live() != s.launched_run) return;
-    const plan::PlanResult& r = *s.launched;
+    const predict::PlanResult& r = *s.launched;
     const prof::Report& rep = app.report();
     ImGui::Separator();
     ImGui::Text("Launched here: %s%s", r.layout.describe().c_str(), app.source.running() ? " (running)" : "");
@@ -148,9 +148,9 @@ void draw_launched(AppState& app, const PlannerState& s) {
 
 void draw_planner_view(AppState& app) {
     PlannerState& s = app.planner;
-    static const std::vector<std::string> models = plan::known_models();
+    static const std::vector<std::string> models = predict::known_models();
     static std::vector<std::string> clusters = [] {
-        auto c = plan::known_clusters();
+        auto c = predict::known_clusters();
         if (std::filesystem::exists("machine.json")) c.push_back("machine.json");  // ultrascope calibrate's
         return c;
     }();
@@ -200,7 +200,7 @@ void draw_planner_view(AppState& app) {
         ImGui::TableSetupScrollFreeze(2, 1);
         ImGui::TableHeadersRow();
         for (int i = 0; i < rows; ++i) {
-            const plan::PlanResult& r = ranked[size_t(i)];
+            const predict::PlanResult& r = ranked[size_t(i)];
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
             if (ImGui::Selectable(fmt::format("{}", i + 1).c_str(), s.selected == i,
@@ -226,7 +226,7 @@ void draw_planner_view(AppState& app) {
     }
     ImGui::EndChild();
     if (s.selected < 0 || s.selected >= int(ranked.size())) return;
-    const plan::PlanResult& r = ranked[size_t(s.selected)];
+    const predict::PlanResult& r = ranked[size_t(s.selected)];
     ImGui::Separator();
     ImGui::Text("Layout %d: %s", s.selected + 1, r.layout.describe().c_str());
     draw_memory(p, r);

@@ -54,7 +54,7 @@ std::vector<Piece> ActionPieces::forward() const {
     }
     if (m_r.last) {
         add(p, "final norm", OpClass::norm, m_w.final_norm_elements * m_c.norm_s / 3 * m_overhead, -1);
-        for (const Gemm& h : m_w.head_gemms) add(p, "head", OpClass::gemm, gemm(h), -1, h);
+        for (const predict::Gemm& h : m_w.head_gemms) add(p, "head", OpClass::gemm, gemm(h), -1, h);
         add(p, "loss", OpClass::loss, m_w.loss_elements * m_c.loss_s / 3 * m_overhead, -1);
     }
     if (m_cost.tp_vocab > 0)
@@ -76,12 +76,12 @@ std::vector<Piece> ActionPieces::backward(bool input, bool weight) const {
     }
     std::vector<Piece> p;
     const std::string suffix = input && weight ? "" : input ? " (input grad)" : " (weight grad)";
-    auto gemm_b = [&](const char* name, const Gemm& g, int layer) {
+    auto gemm_b = [&](const char* name, const predict::Gemm& g, int layer) {
         add(p, std::string(name) + suffix, OpClass::gemm, 2 * gemm(g) * gemm_share, layer, g, 2 * gemm_share);
     };
     if (m_r.last) {
         if (input) add(p, "loss", OpClass::loss, 2 * m_w.loss_elements * m_c.loss_s / 3 * m_overhead, -1);
-        for (const Gemm& h : m_w.head_gemms) gemm_b("head", h, -1);
+        for (const predict::Gemm& h : m_w.head_gemms) gemm_b("head", h, -1);
         if (input) add(p, "final norm", OpClass::norm, 2 * m_w.final_norm_elements * m_c.norm_s / 3 * m_overhead, -1);
     }
     const double layers = double(std::max<int64_t>(1, m_r.layers));
@@ -140,7 +140,7 @@ std::vector<Piece> ActionPieces::backward(bool input, bool weight) const {
     return p;
 }
 
-double ActionPieces::gemm(const Gemm& g) const {
+double ActionPieces::gemm(const predict::Gemm& g) const {
     return g.count * g.flops() / (m_peak * m_c.gemm_eff(g.flops())) * m_overhead;
 }
 
@@ -152,8 +152,8 @@ double ActionPieces::tp_forward_per_layer() const {
     return m_r.layers > 0 ? (m_cost.tp_f - m_cost.tp_vocab) / double(m_r.layers) : 0;
 }
 
-void ActionPieces::add(std::vector<Piece>& p, const std::string& name, OpClass op, double s, int layer, const Gemm& g,
-                       double flops_factor) const {
+void ActionPieces::add(std::vector<Piece>& p, const std::string& name, OpClass op, double s, int layer,
+                       const predict::Gemm& g, double flops_factor) const {
     Piece piece{name, op, s, -1, layer};
     if (op == OpClass::gemm) piece.flops = uint64_t(g.count * g.flops() * flops_factor);
     p.push_back(piece);

@@ -15,17 +15,17 @@ namespace {
 
 // The ultrascope-train config of an engine model's layout (the report predicts its memory from it, as for a run);
 // null for other models.
-nlohmann::json engine_config(const ModelDesc& m, const Layout& l) {
-    if (m.family != ModelFamily::engine_gpt) return nullptr;
-    return engine_settings(m, l).to_json();
+nlohmann::json engine_config(const predict::ModelDesc& m, const predict::Layout& l) {
+    if (m.family != predict::ModelFamily::engine_gpt) return nullptr;
+    return predict::engine_settings(m, l).to_json();
 }
 
 }  // namespace
 
-prof::RankMetadata predicted_rank_metadata(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan,
-                                           int64_t gpus, const StepModel& sm, int stage, const std::string& memory_kind,
-                                           bool detailed) {
-    const Layout& l = plan.layout;
+prof::RankMetadata predicted_rank_metadata(const predict::ModelDesc& m, const predict::ClusterDesc& c,
+                                           const predict::PlanResult& plan, int64_t gpus, const predict::StepModel& sm,
+                                           int stage, const std::string& memory_kind, bool detailed) {
+    const predict::Layout& l = plan.layout;
     const ParallelLayout& p = l.parallel;
     prof::RankMetadata meta;
     meta.rank = stage;

@@ -10,7 +10,7 @@
 #include <iterator>
 
 #include "app/plan/action_pieces.h"
-#include "app/plan/model_shapes.h"
+#include "profiler/predict/model_shapes.h"
 #include "app/plan/predicted_metadata.h"
 #include "app/plan/rank_writer.h"
 #include "common/core/check.h"
@@ -29,20 +29,22 @@ using prof::SpanKind;
 constexpr int64_t kOriginNs = 1'000'000'000;  // the predicted clock starts at 1 s (0 reads as "no time")
 
 // The first layer of virtual stage `vs` (model_shapes.cpp lays stages out the same way).
-int64_t first_layer_of(const ModelDesc& m, const Layout& l, int chunks, int vs) {
+int64_t first_layer_of(const predict::ModelDesc& m, const predict::Layout& l, int chunks, int vs) {
     const int64_t stages = int64_t(l.parallel.pp) * chunks, per_chunk = (m.layers + stages - 1) / stages;
     return std::min(m.layers - 1, int64_t(vs) * per_chunk);
 }
 
 struct RankContext {
-    MemoryEstimate memory;
+    predict::MemoryEstimate memory;
     double activation_unit = 0;  // bytes one (micro-batch, chunk) holds
 };
 
-void draw_action(RankWriter& w, const ModelDesc& m, const ClusterDesc& c, const Layout& l, const StepModel& sm,
-                 const TimedAction& ta, double offset, int step, bool detailed, const RankContext& rc) {
+void draw_action(RankWriter& w, const predict::ModelDesc& m, const predict::ClusterDesc& c, const predict::Layout& l,
+                 const predict::StepModel& sm, const predict::TimedAction& ta, double offset, int step, bool detailed,
+                 const RankContext& rc) {
     const int pp = l.parallel.pp, vs = ta.action.chunk * pp + ta.rank, S = pp * sm.chunks;
-    const RankShapes r = pp > 1 ? chunk_shapes(m, l, ta.rank, ta.action.chunk) : rank_shapes(m, l, ta.rank);
+    const predict::RankShapes r =
+        pp > 1 ? predict::chunk_shapes(m, l, ta.rank, ta.action.chunk) : predict::rank_shapes(m, l, ta.rank);
     const ActionPieces pieces(m, c, l, sm.chunk[size_t(vs)], r, first_layer_of(m, l, sm.chunks, vs), detailed);
     const PipeOp op = ta.action.op;
     const bool forward = op == PipeOp::forward;
@@ -125,9 +127,9 @@ void draw_action(RankWriter& w, const ModelDesc& m, const ClusterDesc& c, const 
 }
 
 // Forward actions done minus backward actions done, at its largest: the (micro-batch, chunk) pairs a rank holds.
-int max_in_flight(const StepModel& sm, int rank) {
+int max_in_flight(const predict::StepModel& sm, int rank) {
     int held = 0, most = 1;
-    for (const TimedAction& a : sm.pipeline.actions) {
+    for (const predict::TimedAction& a : sm.pipeline.actions) {
         if (a.rank != rank) continue;
         if (a.action.op == PipeOp::forward)
             most = std::max(most, ++held);
@@ -137,17 +139,18 @@ int max_in_flight(const StepModel& sm, int rank) {
     return most;
 }
 
-std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan, int64_t gpus,
-                                     const StepModel& sm, int stage, const PredictedTraceOptions& o) {
-    const Layout& l = plan.layout;
+std::vector<prof::Chunk> rank_chunks(const predict::ModelDesc& m, const predict::ClusterDesc& c,
+                                     const predict::PlanResult& plan, int64_t gpus, const predict::StepModel& sm,
+                                     int stage, const PredictedTraceOptions& o) {
+    const predict::Layout& l = plan.layout;
     const ParallelLayout& p = l.parallel;
     RankWriter w(kOriginNs);
     RankContext rc;
-    rc.memory = estimate_stage_memory(m, c, l, stage);
+    rc.memory = predict::estimate_stage_memory(m, c, l, stage);
     rc.activation_unit = double(rc.memory.bytes[size_t(MemCategory::activations)]) / max_in_flight(sm, stage);
-    const RankShapes shapes = rank_shapes(m, l, stage);
+    const predict::RankShapes shapes = predict::rank_shapes(m, l, stage);
     const bool detailed = int64_t(l.grad_accum) * shapes.layers <= o.max_detailed_layer_passes;
-    const DpCost& dp = sm.dp[size_t(stage)];
+    const predict::DpCost& dp = sm.dp[size_t(stage)];
     const double finish = sm.pipeline.finish[size_t(stage)];
     // The model states live for the whole trace.
     for (MemCategory cat : {MemCategory::params, MemCategory::grads, MemCategory::master_params,
@@ -157,8 +160,8 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
         const double offset = double(step - 1) * sm.step_s;
         w.span(Lane::host, SpanKind::step, Phase::none, OpClass::none, offset, offset + sm.step_s,
                fmt::format("step {}", step), step);
-        const TimedAction* last_backward = nullptr;
-        for (const TimedAction& a : sm.pipeline.actions) {
+        const predict::TimedAction* last_backward = nullptr;
+        for (const predict::TimedAction& a : sm.pipeline.actions) {
             if (a.rank != stage) continue;
             draw_action(w, m, c, l, sm, a, offset, step, detailed, rc);
             if (a.action.op != PipeOp::forward) last_backward = &a;
@@ -209,10 +212,11 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
 
 }  // namespace
 
-std::vector<prof::Chunk> predicted_trace(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan, int64_t gpus,
+std::vector<prof::Chunk> predicted_trace(const predict::ModelDesc& m, const predict::ClusterDesc& c,
+                                         const predict::PlanResult& plan, int64_t gpus,
                                          const PredictedTraceOptions& o) {
     US_CHECK_INPUT(o.steps >= 1, "a predicted trace needs at least one step (got {})", o.steps);
-    const StepModel sm = model_step(m, c, plan.layout);
+    const predict::StepModel sm = predict::model_step(m, c, plan.layout);
     std::vector<prof::Chunk> all;
     for (int stage = 0; stage < plan.layout.parallel.pp; ++stage) {
         std::vector<prof::Chunk> r = rank_chunks(m, c, plan, gpus, sm, stage, o);
@@ -221,16 +225,17 @@ std::vector<prof::Chunk> predicted_trace(const ModelDesc& m, const ClusterDesc& 
     return all;
 }
 
-std::unique_ptr<prof::TraceStore> predicted_store(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan,
-                                                  int64_t gpus, const PredictedTraceOptions& o) {
+std::unique_ptr<prof::TraceStore> predicted_store(const predict::ModelDesc& m, const predict::ClusterDesc& c,
+                                                  const predict::PlanResult& plan, int64_t gpus,
+                                                  const PredictedTraceOptions& o) {
     auto store = std::make_unique<prof::TraceStore>();
     for (const prof::Chunk& chunk : predicted_trace(m, c, plan, gpus, o)) store->add_chunk(chunk);
     store->finalize();
     return store;
 }
 
-void write_predicted_trace(const std::string& path, const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan,
-                           int64_t gpus, const PredictedTraceOptions& o) {
+void write_predicted_trace(const std::string& path, const predict::ModelDesc& m, const predict::ClusterDesc& c,
+                           const predict::PlanResult& plan, int64_t gpus, const PredictedTraceOptions& o) {
     const std::vector<prof::Chunk> chunks = predicted_trace(m, c, plan, gpus, o);
     // Written beside, then renamed: a failure leaves no half-written trace under the name asked for.
     const std::string partial = path + ".partial";

@@ -33,7 +33,7 @@ double most_uneven(const RankReport& r) {
 // engine's exact walk agrees with the measurement (otherwise the run itself is unexplained).
 std::optional<std::string> memory_formula_explanation(const Report& rep, const RankReport& r, MemCategory k,
                                                       double measured) {
-    const PredictInput& in = rep.predict_input;
+    const predict::PredictInput& in = rep.predict_input;
     const auto& pred = r.predicted.memory[size_t(k)];
     if (!agrees(measured, pred ? std::optional<double>(double(*pred)) : std::nullopt)) return std::nullopt;
     if (k == MemCategory::activations)
@@ -59,7 +59,7 @@ std::optional<std::string> memory_formula_explanation(const Report& rep, const R
 
 std::optional<std::string> comm_explanation(const Report& rep, const RankReport& r, GroupKind group,
                                             const std::string& source, double measured) {
-    const PredictInput& in = rep.predict_input;
+    const predict::PredictInput& in = rep.predict_input;
     if (group == GroupKind::ep && in.moe_experts > 0) {
         const double uneven = most_uneven(r);
         if (uneven > 1.0 + kMissTolerance)

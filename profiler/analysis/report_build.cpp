@@ -45,7 +45,7 @@ std::string rank_status(const RankTrace& rt) {
 struct ExpertLoads {
     std::vector<double> at_peak_step, each_layer_most;
 };
-ExpertLoads expert_loads_of(const ExpertRouting& routing, const PredictInput& in, int ep_rank) {
+ExpertLoads expert_loads_of(const ExpertRouting& routing, const predict::PredictInput& in, int ep_rank) {
     const int E = routing.experts, ep = std::max(1, in.parallel.ep), per = E / ep;
     if (E <= 0 || E % ep != 0) return {};
     std::map<int, std::vector<double>> by_step;  // step -> load per model layer
@@ -80,10 +80,10 @@ void describe_run(const TraceStore& store, Report& rep) {
     rep.config = meta.settings.value_or(nlohmann::json::object());
     if (meta.predicted) rep.predicted = *meta.predicted;
     rep.imported = store.is_imported();
-    rep.predict_input = PredictInput::from_config(rep.config);
+    rep.predict_input = predict::PredictInput::from_config(rep.config);
     if (rep.config.empty() && rep.predicted.contains("shape")) {
         const nlohmann::json& l = rep.predicted["shape"];
-        PredictInput& in = rep.predict_input;
+        predict::PredictInput& in = rep.predict_input;
         in.parallel.dp = l.value("dp", 1), in.parallel.tp = l.value("tp", 1), in.parallel.pp = l.value("pp", 1),
         in.parallel.cp = l.value("cp", 1);
         in.parallel.ep = l.value("ep", 1), in.parallel.sp = l.value("sp", false), in.parallel.zero = l.value("zero", 0);
@@ -111,7 +111,7 @@ std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, 
 // The rank's prediction: the engine's walk at its pipeline stage (under expert parallelism with the routing it
 // measured); without the engine's config (a planner's prediction for another model) the schedule's figures only.
 void predict_rank(const Report& rep, RankReport& rr) {
-    PredictInput in = rep.predict_input;
+    predict::PredictInput in = rep.predict_input;
     in.stage = coord(rr.coords, "pp");
     in.parallel.tp = std::max(1, in.parallel.tp);
     if (!rep.config.empty()) {
@@ -124,15 +124,15 @@ void predict_rank(const Report& rep, RankReport& rr) {
         }
         in.moe_expert_load = rr.expert_load;
         in.moe_expert_load_most = rr.expert_load_most;
-        rr.predicted = predict(in);
+        rr.predicted = predict::predict(in);
     } else if (in.parallel.pp > 1) {  // the schedule's figures only (they need no model shape)
-        PredictInput schedule_only;
+        predict::PredictInput schedule_only;
         schedule_only.parallel.pp = in.parallel.pp, schedule_only.parallel.pp_schedule = in.parallel.pp_schedule;
         schedule_only.parallel.pp_chunks = in.parallel.pp_chunks;
         schedule_only.grad_accum = in.grad_accum, schedule_only.stage = in.stage;
         schedule_only.layers = int64_t(in.parallel.pp) * in.parallel.pp_chunks;
         try {
-            const Prediction p = predict(schedule_only);
+            const predict::Prediction p = predict::predict(schedule_only);
             rr.predicted.bubble_theory = p.bubble_theory, rr.predicted.bubble_simulated = p.bubble_simulated;
             rr.predicted.micro_batches_in_flight = p.micro_batches_in_flight;
         } catch (const std::exception&) {  // a schedule the engine cannot run: no schedule figures
@@ -313,7 +313,8 @@ int64_t most_modelled_sum_of_peaks(const Report& report, const CategoryMask& mod
 
 ThroughputBasis throughput_basis(const TraceStore& store) {
     const RankMetadata& meta = store.run_rank_metadata();
-    const Prediction whole = predict(PredictInput::from_config(meta.settings.value_or(nlohmann::json::object())));
+    const predict::Prediction whole =
+        predict::predict(predict::PredictInput::from_config(meta.settings.value_or(nlohmann::json::object())));
     ThroughputBasis b{double(whole.tokens_per_step), whole.flops_per_token, 0};
     for (int r : store.ranks()) b.peak_flops_per_s += store.rank(r)->info.device_peak_gflops * 1e9;
     if (store.is_prediction() && !store.ranks().empty() && meta.predicted) {

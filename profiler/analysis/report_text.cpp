@@ -89,7 +89,8 @@ std::string format_run(const Report& rep) {
             "  mixture of experts: every {} block(s) E {} experts, top-{}, ep {}; {} parameters, {} active "
             "per token\n",
             rep.predict_input.moe_every, rep.predict_input.moe_experts, rep.predict_input.moe_topk,
-            rep.predict_input.parallel.ep, predict(rep.predict_input).params, predict(rep.predict_input).active_params);
+            rep.predict_input.parallel.ep, predict::predict(rep.predict_input).params,
+            predict::predict(rep.predict_input).active_params);
     return s;
 }
 
@@ -117,7 +118,7 @@ std::string format_throughput(const Report& rep) {
         100 * t.mfu, sources.empty() ? std::string("unknown") : sources);
     // The attention term counts every query against every key; causal kernels skip the masked half, so when the term
     // is a large share the MFU overstates what the hardware did. Say so where it matters (long sequences).
-    const PredictInput& pi = rep.predict_input;
+    const predict::PredictInput& pi = rep.predict_input;
     const double attention_share = t.model_flops_per_token > 0 ? 12.0 * double(pi.layers) * double(pi.hidden) *
                                                                      double(pi.seq) / t.model_flops_per_token
                                                                : 0;

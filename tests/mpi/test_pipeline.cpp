@@ -3,7 +3,7 @@
 // after 5 steps, its weights (fp32, 1e-5 relative) -- each stage checks its own tensors, the last stage's copy of
 // the tied embedding included. Pipeline checkpoints are gathered and resume bitwise.
 #include "mpi_test_util.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
 using namespace us;
 using namespace us::test;
@@ -122,9 +122,9 @@ void check_memory_prediction(int pp) {
         ProcessGrid grid(c.parallel, MpiRuntime::world());
         Trainer t(c, be, &grid);
         t.train_step();
-        prof::PredictInput in = prof::PredictInput::from_config(c.to_json());
+        predict::PredictInput in = predict::PredictInput::from_config(c.to_json());
         in.stage = grid.pp_rank();
-        const prof::Prediction want = prof::predict(in);
+        const predict::Prediction want = predict::predict(in);
         const MemoryStats got = be.allocator().stats();
         INFO(k.schedule << " " << k.precision << ", stage " << in.stage);
         CHECK(got.peak_of(MemCategory::activations) == want.memory[size_t(MemCategory::activations)].value());

@@ -4,8 +4,8 @@
 // (tp_all_reduce_bandwidth, the inter_node link) and the slowdown of compute beside hidden transfers
 // (overlap_slowdown, ClusterDesc::inter_node_overlap_slowdown).
 #include "app/plan/calibration.h"
-#include "app/plan/cluster_desc.h"
-#include "app/plan/model_desc.h"
+#include "profiler/predict/cluster_desc.h"
+#include "profiler/predict/model_desc.h"
 #include "app/plan/planner.h"
 #include "prof_test_util.h"
 #include "test_util.h"
@@ -146,6 +146,7 @@ TEST_CASE("calibration: a run without data-parallel buckets gives no bandwidth",
 TEST_CASE("planner: gradient buckets across nodes at their own measured bandwidth, other collectives at the link's",
           "[planner][nodes]") {
     using namespace us::plan;
+    using namespace us::predict;
     ClusterDesc c = load_cluster("h100-sxm");
     c.nodes = 2, c.gpus_per_node = 1;  // one rank a node: dp 2 and tp 2 both cross the link
     c.inter_node = {c.intra_node.bandwidth / 100, c.intra_node.latency * 10};
@@ -174,6 +175,7 @@ TEST_CASE("planner: gradient buckets across nodes at their own measured bandwidt
 TEST_CASE("planner: compute beside transfers hidden across nodes runs slower by the measured fraction, inside none",
           "[planner][nodes]") {
     using namespace us::plan;
+    using namespace us::predict;
     ClusterDesc c = load_cluster("h100-sxm");
     c.nodes = 2, c.gpus_per_node = 1;
     c.overlap_slowdown = 0;
@@ -210,6 +212,7 @@ TEST_CASE("planner: compute beside transfers hidden across nodes runs slower by 
 TEST_CASE("planner: blocking transfers in a backward share their link with the gradient buckets flowing on it",
           "[planner][nodes]") {
     using namespace us::plan;
+    using namespace us::predict;
     ClusterDesc c = load_cluster("h100-sxm");
     c.nodes = 2, c.gpus_per_node = 1;  // one rank a node: cp's ring and the gradient buckets both cross the link
     c.inter_node = {c.intra_node.bandwidth / 100, c.intra_node.latency * 10};

@@ -10,7 +10,7 @@ using namespace us::prof;
 using namespace us::test;
 
 TEST_CASE("schedule diagram: the theory is the run's schedule simulated, one row per stage", "[cpu][viewmodel]") {
-    PredictInput run;
+    predict::PredictInput run;
     run.parallel.pp = 2, run.grad_accum = 4, run.parallel.pp_schedule = PipelineSchedule::one_f_one_b;
     const PipelineDiagram d = theory_diagram(run);
     REQUIRE(d.stages == 2);

@@ -7,16 +7,17 @@
 #include <nlohmann/json.hpp>
 
 #include "app/plan/calibration.h"
-#include "app/plan/model_shapes.h"
-#include "app/plan/pipeline_sim.h"
+#include "profiler/predict/model_shapes.h"
+#include "profiler/predict/pipeline_sim.h"
 #include "app/plan/planner.h"
 #include "common/core/check.h"
 #include "common/settings/config.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 #include "test_util.h"
 
 using namespace us;
 using namespace us::plan;
+using namespace us::predict;
 namespace fs = std::filesystem;
 
 namespace {
@@ -89,7 +90,7 @@ TEST_CASE("planner: every engine preset counts parameters as the engine does", "
     }
 }
 
-TEST_CASE("planner: an engine preset's memory is the engine's exact walk (prof::predict) of its busiest stage",
+TEST_CASE("planner: an engine preset's memory is the engine's exact walk (predict::predict) of its busiest stage",
           "[planner]") {
     const ClusterDesc c = load_cluster("h100-sxm");
     const ModelDesc m = load_model("small");
@@ -99,12 +100,12 @@ TEST_CASE("planner: an engine preset's memory is the engine's exact walk (prof::
         CHECK(e.kind == "predicted");
         int64_t best = -1;
         for (int s = 0; s < l.parallel.pp; ++s) {
-            prof::PredictInput in;
+            predict::PredictInput in;
             in.vocab = m.vocab, in.hidden = m.hidden, in.layers = m.layers, in.heads = m.heads, in.seq = m.seq;
             in.micro_batch = l.micro_batch, in.grad_accum = l.grad_accum, in.parallel.dp = l.parallel.dp,
             in.parallel.tp = l.parallel.tp, in.parallel.pp = l.parallel.pp;
             in.parallel.sp = l.parallel.sp, in.stage = s;
-            const prof::Prediction p = prof::predict(in);
+            const predict::Prediction p = predict::predict(in);
             if (p.memory_total() > best) {
                 best = p.memory_total();
                 for (int k = 0; k < kMemCategoryCount; ++k)

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/plan/predicted_trace.h"
-#include "app/plan/step_time.h"
+#include "profiler/predict/step_time.h"
 #include "common/core/check.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/trace_store.h"
@@ -14,6 +14,7 @@
 
 using namespace us;
 using namespace us::plan;
+using namespace us::predict;
 namespace fs = std::filesystem;
 
 namespace {

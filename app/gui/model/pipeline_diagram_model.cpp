@@ -20,7 +20,7 @@ std::vector<double> bubbles_of(const std::vector<DiagramBox>& boxes, int stages)
 
 }  // namespace
 
-PipelineDiagram theory_diagram(const prof::PredictInput& run) {
+PipelineDiagram theory_diagram(const predict::PredictInput& run) {
     PipelineDiagram d;
     if (run.parallel.pp <= 1) return d;
     const PipelineShape shape{run.parallel.pp, int(run.grad_accum), run.parallel.pp_chunks};

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "common/core/activation_bytes.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
-namespace us::prof {
+namespace us::predict {
 
 inline int64_t layers_on_stage(const PredictInput& in) { return in.layers / std::max(1, in.parallel.pp); }
 
@@ -74,4 +74,4 @@ void predict_activations(const PredictInput& in, const RankContext& rc, Predicti
 // Bytes sent per step by process group, and the collectives behind them (predict_comm.cpp).
 void predict_communication(const PredictInput& in, const RankContext& rc, Prediction& p);
 
-}  // namespace us::prof
+}  // namespace us::predict

@@ -1,4 +1,4 @@
-#include "app/plan/layout.h"
+#include "profiler/predict/layout.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include "common/settings/settings_rules.h"
 #include "common/settings/settings_schema.h"
 
-namespace us::plan {
+namespace us::predict {
 
 std::string Layout::describe() const {
     return parallel.describe() + fmt::format(", mb {} x {}, recompute {}, {}", micro_batch, grad_accum,
@@ -89,4 +89,4 @@ void check_layout(const ModelDesc& m, const ClusterDesc& c, const Layout& l, int
                    "--tp {} and the model's {} key/value heads: one must divide the other", p.tp, m.kv());
 }
 
-}  // namespace us::plan
+}  // namespace us::predict

@@ -1,13 +1,13 @@
-#include "app/plan/step_time.h"
+#include "profiler/predict/step_time.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "app/plan/model_shapes.h"
-#include "app/plan/pipeline_sim.h"
+#include "profiler/predict/model_shapes.h"
+#include "profiler/predict/pipeline_sim.h"
 #include "common/schedule/pipeline_schedule.h"
 
-namespace us::plan {
+namespace us::predict {
 
 const Link& group_link(const ClusterDesc& c, int stride, int size) {
     if (size <= 1) return c.intra_node;
@@ -374,4 +374,4 @@ StepPieces estimate_step(const ModelDesc& m, const ClusterDesc& c, const Layout&
     return p;
 }
 
-}  // namespace us::plan
+}  // namespace us::predict

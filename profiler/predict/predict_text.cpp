@@ -7,9 +7,9 @@
 #include "common/core/format.h"
 #include "common/core/memory_category.h"
 #include "common/settings/gpt_config.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
-namespace us::prof {
+namespace us::predict {
 
 std::string format_prediction(const PredictInput& in, const Prediction& p) {
     const ParallelLayout& pl = in.parallel;
@@ -66,14 +66,16 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
     s += fmt::format(
         "Communication sent per rank per step (predicted, ring algorithms): data parallel {}, pipeline {}, "
         "tensor parallel {}, context parallel {}{}\n",
-        format_bytes(p.comm_bytes[size_t(GroupKind::dp)]), format_bytes(p.comm_bytes[size_t(GroupKind::pp)]),
-        format_bytes(p.comm_bytes[size_t(GroupKind::tp)]), format_bytes(p.comm_bytes[size_t(GroupKind::cp)]),
-        pl.ep > 1
-            ? fmt::format(", expert parallel {} (uniform routing; the textbook's 4 all-to-alls of "
-                          "K*b*s*h*(ep-1)/ep per MoE block: {}), experts' gradients {}",
-                          format_bytes(p.comm_bytes[size_t(GroupKind::ep)]), format_bytes(p.ep_comm_bytes_formula),
-                          format_bytes(p.comm_bytes[size_t(GroupKind::edp)]))
-            : std::string());
+        format_bytes(p.comm_bytes[size_t(prof::GroupKind::dp)]),
+        format_bytes(p.comm_bytes[size_t(prof::GroupKind::pp)]),
+        format_bytes(p.comm_bytes[size_t(prof::GroupKind::tp)]),
+        format_bytes(p.comm_bytes[size_t(prof::GroupKind::cp)]),
+        pl.ep > 1 ? fmt::format(", expert parallel {} (uniform routing; the textbook's 4 all-to-alls of "
+                                "K*b*s*h*(ep-1)/ep per MoE block: {}), experts' gradients {}",
+                                format_bytes(p.comm_bytes[size_t(prof::GroupKind::ep)]),
+                                format_bytes(p.ep_comm_bytes_formula),
+                                format_bytes(p.comm_bytes[size_t(prof::GroupKind::edp)]))
+                  : std::string());
     if (pl.tp > 1)
         s += fmt::format(
             "  tensor parallel by the textbook (4 all-reduces of s*b*h per block per micro-batch): {}; "
@@ -86,4 +88,4 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
     return s;
 }
 
-}  // namespace us::prof
+}  // namespace us::predict

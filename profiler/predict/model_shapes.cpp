@@ -1,4 +1,4 @@
-#include "app/plan/model_shapes.h"
+#include "profiler/predict/model_shapes.h"
 
 #include <cmath>
 
@@ -6,7 +6,7 @@
 
 #include "common/schedule/pipeline_schedule.h"
 
-namespace us::plan {
+namespace us::predict {
 
 namespace {
 
@@ -180,4 +180,4 @@ double executed_over_recorded_attention(const Layout& l, int64_t seq, bool naive
     return naive_skips_masked ? (s + 1) / (2 * s) : 1.0;
 }
 
-}  // namespace us::plan
+}  // namespace us::predict

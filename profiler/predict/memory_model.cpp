@@ -1,13 +1,13 @@
-#include "app/plan/memory_model.h"
+#include "profiler/predict/memory_model.h"
 
 #include <algorithm>
 
-#include "app/plan/model_shapes.h"
+#include "profiler/predict/model_shapes.h"
 #include "common/schedule/pipeline_schedule.h"
 #include "common/settings/config.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
-namespace us::plan {
+namespace us::predict {
 
 int64_t MemoryEstimate::categories_total() const {
     int64_t t = 0;
@@ -18,15 +18,15 @@ int64_t MemoryEstimate::categories_total() const {
 namespace {
 
 // The engine's prediction input for a layout of an engine model: a view of the settings it would run with.
-prof::PredictInput engine_input(const ModelDesc& m, const Layout& l, int stage) {
-    prof::PredictInput in = prof::PredictInput::from_settings(engine_settings(m, l));
+PredictInput engine_input(const ModelDesc& m, const Layout& l, int stage) {
+    PredictInput in = PredictInput::from_settings(engine_settings(m, l));
     in.stage = stage;
     return in;
 }
 
 // The engine's own walk for one stage.
 MemoryEstimate engine_memory(const ModelDesc& m, const Layout& l, int s) {
-    const prof::Prediction p = prof::predict(engine_input(m, l, s));
+    const Prediction p = predict(engine_input(m, l, s));
     MemoryEstimate e;
     e.kind = "predicted";
     e.stage = s;
@@ -118,4 +118,4 @@ MemoryEstimate estimate_memory(const ModelDesc& m, const ClusterDesc& cluster, c
     return best;
 }
 
-}  // namespace us::plan
+}  // namespace us::predict

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "app/plan/cluster_desc.h"
-#include "app/plan/model_desc.h"
+#include "profiler/predict/cluster_desc.h"
+#include "profiler/predict/model_desc.h"
 #include "common/core/recompute.h"
 #include "common/settings/parallel_layout.h"
 
@@ -17,7 +17,7 @@ namespace us {
 struct TrainConfig;
 }
 
-namespace us::plan {
+namespace us::predict {
 
 struct Layout {
     ParallelLayout parallel;
@@ -59,4 +59,4 @@ TrainConfig engine_settings(const ModelDesc& model, const Layout& layout);
 // with pipelines, zero-bubble with full recomputation, MoE or fp32 gradient accumulation, ...
 void check_layout(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout, int64_t gpus);
 
-}  // namespace us::plan
+}  // namespace us::predict

@@ -1,15 +1,15 @@
 // predict(): a configuration's figures without running anything, in named steps: the parameters (whole and on the
 // rank), the rank's place (RankContext), then memory (predict_memory.cpp), FLOPs and tokens, communication
 // (predict_comm.cpp) and the pipeline bubble. Also the config JSON's reading into PredictInput.
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "common/settings/settings_schema.h"
-#include "profiler/analysis/predict_shape.h"
+#include "profiler/predict/predict_shape.h"
 
-namespace us::prof {
+namespace us::predict {
 
 namespace {
 
@@ -154,4 +154,4 @@ Prediction predict(const PredictInput& in) {
     return p;
 }
 
-}  // namespace us::prof
+}  // namespace us::predict

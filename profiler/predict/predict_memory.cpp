@@ -7,9 +7,9 @@
 
 #include "common/core/memory_category.h"
 #include "common/schedule/pipeline_schedule.h"
-#include "profiler/analysis/predict_shape.h"
+#include "profiler/predict/predict_shape.h"
 
-namespace us::prof {
+namespace us::predict {
 
 namespace {
 
@@ -233,4 +233,4 @@ void predict_activations(const PredictInput& in, const RankContext& rc, Predicti
     p.memory[size_t(MemCategory::workspace)] = std::nullopt;     // op scratch: measured, not modelled
 }
 
-}  // namespace us::prof
+}  // namespace us::predict

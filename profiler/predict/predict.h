@@ -22,7 +22,7 @@ namespace us {
 struct TrainConfig;
 }
 
-namespace us::prof {
+namespace us::predict {
 
 struct PredictInput {
     // model
@@ -57,7 +57,7 @@ struct PredictInput {
 // reduce-scatter) and how many times it runs.
 struct PredictedCollective {
     std::string what;
-    OpClass op = OpClass::all_reduce;
+    prof::OpClass op = prof::OpClass::all_reduce;
     int64_t bytes = 0;
     int64_t count = 0;
 };
@@ -90,7 +90,7 @@ struct Prediction {
     // algorithms (an all-reduce of K bytes sends 2K(n-1)/n, an all-gather or reduce-scatter of a whole of K bytes
     // K(n-1)/n; pipeline sends what they carry). Each is the engine's exact walk (every collective it issues, ZeRO-3's
     // gathers bucket by bucket); ep's all-to-alls assume uniform routing; world is the gradient norm's scalar.
-    std::array<int64_t, kGroupCount> comm_bytes{};
+    std::array<int64_t, prof::kGroupCount> comm_bytes{};
     int64_t dp_comm_bytes = 0;                        // comm_bytes of dp
     int64_t pp_comm_bytes = 0;                        // comm_bytes of pp
     int64_t tp_comm_bytes_formula = 0;                // the textbook: 4 all-reduces of s*b*h per block per micro-batch
@@ -113,4 +113,4 @@ Prediction predict(const PredictInput& in);
 std::string format_prediction(const PredictInput& in, const Prediction& p);
 nlohmann::json prediction_json(const PredictInput& in, const Prediction& p);
 
-}  // namespace us::prof
+}  // namespace us::predict
