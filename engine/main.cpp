@@ -65,12 +65,12 @@ int run(int argc, char** argv) {
     MpiSession mpi_session;
     std::unique_ptr<Communicator> world;
     if (launched_by_mpi()) {
-        MpiRuntime::init(&argc, &argv, cfg.parallel.comm_progress);
+        MpiRuntime::init(&argc, &argv, cfg.runtime.comm_progress);
         world = MpiRuntime::world();
     } else {
         world = make_local_communicator(GroupKind::world);
     }
-    validate_layout(cfg.parallel, world->size());
+    cfg.parallel.check_world(world->size());
     US_CHECK_INPUT(cfg.slow_rank < world->size(), "--slow-rank {}: the run has {} rank(s), 0 to {}", cfg.slow_rank,
                    world->size(), world->size() - 1);
     // The backend before the grid: the grid's device communicators (NCCL) use the backend's streams, so they must

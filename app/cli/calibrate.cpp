@@ -32,7 +32,7 @@ void check_settings(const CalibrationSettings& s, const std::string& out) {
 }
 
 void print_summary(const MachineCalibration& m, const std::string& out, bool nodes) {
-    const plan::ClusterDesc& c = m.cluster;
+    const predict::ClusterDesc& c = m.cluster;
     std::printf(
         "Wrote %s: GEMM peak %.2f GFLOP/s per rank (best size), attention at %.0f%% of it, link %.2f GB/s "
         "with %.1f us per hop, host overhead %.1f%% of op time\n",

@@ -15,14 +15,14 @@ namespace us::app {
 
 namespace {
 
-using plan::ClusterDesc;
-using plan::ModelDesc;
-using plan::PlanResult;
+using predict::ClusterDesc;
+using predict::ModelDesc;
+using predict::PlanResult;
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(int64_t(1) << 30)); }
 
 std::string model_line(const ModelDesc& m) {
-    std::string s = fmt::format("Model {} ({}): L {} h {} heads {}", m.name, plan::family_name(m.family), m.layers,
+    std::string s = fmt::format("Model {} ({}): L {} h {} heads {}", m.name, predict::family_name(m.family), m.layers,
                                 m.hidden, m.heads);
     if (m.kv() != m.heads) s += fmt::format(" (kv {})", m.kv());
     s += fmt::format(" ffn {} v {} seq {}", m.ffn(), m.vocab, m.seq);
@@ -61,7 +61,7 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
                      format_bytes(r.memory.reserved_bytes));
     s += fmt::format("  {:<16} {:>12}   of {}: {}\n", "total", format_bytes(r.memory.total()),
                      format_bytes(c.memory_bytes), r.fits ? "fits" : "does NOT fit");
-    const plan::StepPieces& t = r.time;
+    const predict::StepPieces& t = r.time;
     s += fmt::format("\nStep time ({}), seconds per step:\n",
                      c.calibrated ? "model with this machine's measured costs"
                                   : "model with datasheet figures and assumed efficiencies");
@@ -73,7 +73,8 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
     row("other ops (norms, element-wise, loss)", t.other_ops_s);
     row("recomputation", t.recompute_s);
     row("tensor-parallel collectives", t.tp_comm_s, "(critical path)");
-    row(r.layout.cp_comm == "allgather" ? "context-parallel all-gathers, exposed" : "context-parallel ring, exposed",
+    row(r.layout.parallel.cp_comm == CpComm::allgather ? "context-parallel all-gathers, exposed"
+                                                       : "context-parallel ring, exposed",
         t.cp_comm_exposed_s);
     row("context-parallel ring, hidden", t.cp_comm_hidden_s, "(behind attention, not added)");
     row("expert-parallel all-to-alls", t.ep_comm_s);
@@ -87,8 +88,8 @@ std::string format_one(const ModelDesc& m, const ClusterDesc& c, const PlanResul
     s += fmt::format(
         "  busy over the step: compute {:.4g} s, intra-node link {:.4g} s, inter-node link {:.4g} s "
         "(the step is at least each)\n",
-        t.compute_busy_s, t.link_busy_s[plan::kLinkIntra], t.link_busy_s[plan::kLinkInter]);
-    if (m.is_moe() && r.layout.ep > 1)
+        t.compute_busy_s, t.link_busy_s[predict::kLinkIntra], t.link_busy_s[predict::kLinkInter]);
+    if (m.is_moe() && r.layout.parallel.ep > 1)
         s += fmt::format("  MoE router load on the busiest ep rank: {:.3g} ({})\n", r.layout.moe_load_or_uniform(),
                          r.layout.moe_load > 0 ? "given" : "assumed uniform; --moe-load F to give one");
     s += fmt::format(
@@ -136,18 +137,18 @@ void declare_plan_flags(CLI::App& cli, PlanFlags& f) {
 
 void print_known() {
     std::printf("models:");
-    for (const auto& n : plan::known_models()) std::printf(" %s", n.c_str());
+    for (const auto& n : predict::known_models()) std::printf(" %s", n.c_str());
     std::printf("\nclusters:");
-    for (const auto& n : plan::known_clusters()) std::printf(" %s", n.c_str());
+    for (const auto& n : predict::known_clusters()) std::printf(" %s", n.c_str());
     std::printf("\n");
 }
 
 // The cluster: a GPU's or a file's, with the node count, GPUs per node and placement given overriding its own.
 ClusterDesc cluster_of(const PlanFlags& f) {
     US_CHECK_INPUT(f.gpu.empty() || f.cluster_file.empty(), "give --gpu NAME or --cluster FILE, not both");
-    ClusterDesc cluster = plan::load_cluster(!f.cluster_file.empty() ? f.cluster_file
-                                             : !f.gpu.empty()        ? f.gpu
-                                                                     : "h100-sxm");
+    ClusterDesc cluster = predict::load_cluster(!f.cluster_file.empty() ? f.cluster_file
+                                                : !f.gpu.empty()        ? f.gpu
+                                                                        : "h100-sxm");
     US_CHECK_INPUT(f.nodes >= 0 && f.gpus_per_node >= 0 && f.gpus >= 0 && f.global_tokens >= 0 && f.top >= 0,
                    "--nodes, --gpus-per-node, --gpus, --global-batch-tokens and --top must not be negative");
     if (f.nodes > 0) cluster.nodes = f.nodes;
@@ -162,7 +163,7 @@ ModelDesc model_of(const CLI::App& cli, const std::string& spec, const TrainConf
     ModelDesc model;
     const GPTConfig& g = cfg.model;
     if (!spec.empty()) {
-        model = plan::load_model(spec);
+        model = predict::load_model(spec);
         if (cli.count("--seq")) model.seq = g.seq;
         if (cli.count("--layers")) model.layers = g.layers;
         if (cli.count("--hidden")) model.hidden = g.hidden;
@@ -173,8 +174,8 @@ ModelDesc model_of(const CLI::App& cli, const std::string& spec, const TrainConf
         if (cli.count("--moe-every")) model.moe_every = g.moe_every;
     } else {
         g.validate();
-        model = plan::engine_model(cfg.preset.empty() ? "engine-gpt" : cfg.preset, g.vocab, g.hidden, g.layers, g.heads,
-                                   g.seq, g.moe_experts, g.moe_topk, g.moe_every, cfg.moe_capacity_factor);
+        model = predict::engine_model(cfg.preset.empty() ? "engine-gpt" : cfg.preset, g.vocab, g.hidden, g.layers,
+                                      g.heads, g.seq, g.moe_experts, g.moe_topk, g.moe_every, cfg.moe_capacity_factor);
     }
     US_CHECK_INPUT(model.hidden % model.heads == 0 || model.head_dim > 0, "--hidden {} is not divisible by --heads {}",
                    model.hidden, model.heads);
@@ -197,7 +198,7 @@ bool layout_given(const CLI::App& cli) {
 
 // One layout, the flags': evaluated and printed (or written as a predicted trace).
 int evaluate_given_layout(const PlanQuestion& q, const PlanFlags& f, const TrainConfig& cfg) {
-    plan::Layout l = plan::layout_from_config(cfg);
+    predict::Layout l = predict::layout_from_config(cfg);
     US_CHECK_INPUT(f.moe_load == 0 || f.moe_load >= 1,
                    "--moe-load {} must be 1 or more (the busiest rank over the "
                    "uniform share)",
@@ -206,12 +207,12 @@ int evaluate_given_layout(const PlanQuestion& q, const PlanFlags& f, const Train
     l.bf16 = q.bf16;
     l.flash = q.flash;
     const int64_t n = f.gpus > 0 ? f.gpus : l.world();
-    plan::check_layout(q.model, q.cluster, l, n);
-    const PlanResult r = plan::evaluate(q.model, q.cluster, l);
+    predict::check_layout(q.model, q.cluster, l, n);
+    const PlanResult r = predict::evaluate(q.model, q.cluster, l);
     if (!f.trace_out.empty()) plan::write_predicted_trace(f.trace_out, q.model, q.cluster, r, n);
     if (f.json) {
-        nlohmann::json out = plan::plan_json(q.model, q.cluster, r);
-        out["model"] = plan::model_to_json(q.model);
+        nlohmann::json out = predict::plan_json(q.model, q.cluster, r);
+        out["model"] = predict::model_to_json(q.model);
         out["cluster"] = q.cluster.name;
         std::printf("%s\n", out.dump(2).c_str());
     } else {
@@ -238,15 +239,15 @@ plan::SearchOptions search_options(const PlanQuestion& q, const PlanFlags& f, co
     o.bf16 = q.bf16;
     o.flash = q.flash;
     if (cli.count("--batch")) o.micro_batches = {cfg.batch};
-    if (cli.count("--recompute")) o.recompute = {std::string(recompute_name(cfg.recompute))};
+    if (cli.count("--recompute")) o.recompute = {cfg.recompute};
     return o;
 }
 
 void print_search_json(const PlanQuestion& q, const plan::SearchOptions& o, const plan::SearchResult& found,
                        size_t shown, int64_t fitting) {
     nlohmann::json layouts = nlohmann::json::array();
-    for (size_t i = 0; i < shown; ++i) layouts.push_back(plan::plan_json(q.model, q.cluster, found.ranked[i]));
-    nlohmann::json out = {{"model", plan::model_to_json(q.model)},
+    for (size_t i = 0; i < shown; ++i) layouts.push_back(predict::plan_json(q.model, q.cluster, found.ranked[i]));
+    nlohmann::json out = {{"model", predict::model_to_json(q.model)},
                           {"cluster", q.cluster.name},
                           {"gpus", o.gpus},
                           {"global_batch_sequences", o.global_batch_sequences},
@@ -282,7 +283,7 @@ void print_search_table(const PlanQuestion& q, const plan::SearchOptions& o, con
     std::printf("\nNot evaluated: %s\n", found.pruned.empty() ? "nothing" : "");
     for (const auto& p : found.pruned) std::printf("  %s\n", p.c_str());
     std::printf("Memory: %s; time: the step-time model (docs/planner.md); tokens/s and MFU derived.\n",
-                model.family == plan::ModelFamily::engine_gpt ? "predicted (the engine's exact walk)" : "formula");
+                model.family == predict::ModelFamily::engine_gpt ? "predicted (the engine's exact walk)" : "formula");
 }
 
 // Every valid layout of --gpus GPUs for the global batch, ranked; printed (or the best written as a trace).

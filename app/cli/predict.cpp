@@ -6,7 +6,7 @@
 
 #include "app/cli/commands.h"
 #include "common/settings/cli.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
 namespace us::app {
 
@@ -20,16 +20,16 @@ int predict_command(int argc, char** argv) {
     CLI11_PARSE(cli, argc, argv);
     TrainConfig cfg = build().config;
     cfg.validate();
-    prof::PredictInput in = prof::PredictInput::from_config(cfg.to_json());
+    predict::PredictInput in = predict::PredictInput::from_config(cfg.to_json());
     nlohmann::json all = nlohmann::json::array();
-    for (int s = 0; s < in.pp; ++s) {
+    for (int s = 0; s < in.parallel.pp; ++s) {
         if (stage >= 0 && s != stage) continue;
         in.stage = s;
-        const prof::Prediction p = prof::predict(in);
+        const predict::Prediction p = predict::predict(in);
         if (json)
-            all.push_back(prof::prediction_json(in, p));
+            all.push_back(predict::prediction_json(in, p));
         else
-            std::printf("%s%s", s > 0 ? "\n" : "", prof::format_prediction(in, p).c_str());
+            std::printf("%s%s", s > 0 ? "\n" : "", predict::format_prediction(in, p).c_str());
     }
     if (json) std::printf("%s\n", all.dump(2).c_str());
     return 0;

@@ -80,13 +80,13 @@ int report_command(int argc, char** argv) {
     cli.add_flag("--no-cache", no_cache, "Neither read nor write the digests kept beside the traces");
     CLI11_PARSE(cli, argc, argv);
     // The machine file: as given (it must load), else ./machine.json when there is one, else none (memory only).
-    std::optional<plan::ClusterDesc> cluster;
+    std::optional<predict::ClusterDesc> cluster;
     std::string cluster_source;
     if (!cluster_file.empty()) {
         US_CHECK_INPUT(std::filesystem::exists(cluster_file), "--cluster '{}': no such file", cluster_file);
-        cluster = plan::load_cluster(cluster_file), cluster_source = cluster_file;
+        cluster = predict::load_cluster(cluster_file), cluster_source = cluster_file;
     } else if (std::filesystem::exists("machine.json")) {
-        cluster = plan::load_cluster("machine.json"), cluster_source = "machine.json";
+        cluster = predict::load_cluster("machine.json"), cluster_source = "machine.json";
     } else {
         cluster_source =
             "no calibration of this machine (no --cluster FILE, no ./machine.json): make one with "

@@ -157,7 +157,7 @@ void measure_blocking_collectives(const CalibrationSettings& s, NodeRuns& runs, 
 
 // The file then describes the emulated cluster: this machine's cores shared out over its nodes.
 void describe_node_link(const CalibrationSettings& s, MachineCalibration& m) {
-    plan::ClusterDesc& c = m.cluster;
+    predict::ClusterDesc& c = m.cluster;
     const NodeLinks& links = s.nodes;
     c.nodes = links.count;
     c.gpus_per_node = std::max(1, core_count() / links.count);
@@ -203,15 +203,15 @@ std::unique_ptr<prof::TraceStore> median_run(const CalibrationSettings& s, const
 }  // namespace
 
 nlohmann::json MachineCalibration::to_json() const {
-    nlohmann::json j = plan::cluster_to_json(cluster);
+    nlohmann::json j = predict::cluster_to_json(cluster);
     j["measurements"] = {
         {"collectives", collective_samples}, {"collectives_between_nodes", inter_node_samples}, {"runs", runs}};
     return j;
 }
 
-plan::ClusterDesc describe_this_machine() {
+predict::ClusterDesc describe_this_machine() {
     const int cores = core_count();
-    plan::ClusterDesc c;
+    predict::ClusterDesc c;
     c.name = "this-machine";
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
@@ -282,10 +282,10 @@ void measure_op_costs(const CalibrationSettings& s, MachineCalibration& m) {
         for (const auto& a : run.train_args) shown += " " + a;
         const auto store = median_run(s, run, dir, batch, shown);
         const GPTConfig& g = cfg.model;
-        const plan::ModelDesc model =
-            plan::engine_model(s.preset, g.vocab, g.hidden, g.layers, g.heads, g.seq, g.moe_experts, g.moe_topk,
-                               g.moe_every, cfg.moe_capacity_factor);
-        fit.add_run(*store, model, plan::layout_from_config(cfg));
+        const predict::ModelDesc model =
+            predict::engine_model(s.preset, g.vocab, g.hidden, g.layers, g.heads, g.seq, g.moe_experts, g.moe_topk,
+                                  g.moe_every, cfg.moe_capacity_factor);
+        fit.add_run(*store, model, predict::layout_from_config(cfg));
         m.runs.push_back("ultrascope-train" + shown);
     }
     std::error_code ec;

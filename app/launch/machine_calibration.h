@@ -27,7 +27,7 @@ struct CalibrationSettings {
 
 // What the steps measured: the machine file's cluster and how it was measured.
 struct MachineCalibration {
-    plan::ClusterDesc cluster;
+    predict::ClusterDesc cluster;
     size_t collective_samples = 0, inter_node_samples = 0;
     std::vector<std::string> runs;  // the measured training runs' command lines
     // between the emulated nodes, bytes/s: the benchmark's fit, a tensor-parallel run's all-reduces, a data-parallel
@@ -37,7 +37,7 @@ struct MachineCalibration {
 };
 
 // Step 0: what this machine is before anything is measured (its cores as ranks, its memory shared over them).
-plan::ClusterDesc describe_this_machine();
+predict::ClusterDesc describe_this_machine();
 // Step 1: the link between ranks on this host (intra-node; inter-node too until step 2 measures it).
 void measure_host_link(const CalibrationSettings& s, MachineCalibration& m);
 // Step 2 (settings.nodes.count > 0): the link between emulated nodes, and the cluster becomes those nodes.

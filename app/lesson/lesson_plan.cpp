@@ -21,16 +21,16 @@ nlohmann::json evaluate_lesson_plan(const LessonPlan& plan) {
     const TrainConfig& cfg = parsed.cmd.config;
     const GPTConfig& g = cfg.model;
     g.validate();
-    const plan::ModelDesc model =
-        plan::engine_model(cfg.preset.empty() ? "engine-gpt" : cfg.preset, g.vocab, g.hidden, g.layers, g.heads, g.seq,
-                           g.moe_experts, g.moe_topk, g.moe_every, cfg.moe_capacity_factor);
-    const plan::ClusterDesc cluster = plan::load_cluster(plan.gpu);
-    plan::Layout layout = plan::layout_from_config(cfg);
+    const predict::ModelDesc model =
+        predict::engine_model(cfg.preset.empty() ? "engine-gpt" : cfg.preset, g.vocab, g.hidden, g.layers, g.heads,
+                              g.seq, g.moe_experts, g.moe_topk, g.moe_every, cfg.moe_capacity_factor);
+    const predict::ClusterDesc cluster = predict::load_cluster(plan.gpu);
+    predict::Layout layout = predict::layout_from_config(cfg);
     layout.bf16 = cfg.precision == Precision::bf16;
     layout.flash = cfg.attention == Attention::flash;
-    plan::check_layout(model, cluster, layout, layout.world());
-    nlohmann::json out = plan::plan_json(model, cluster, plan::evaluate(model, cluster, layout));
-    out["model"] = plan::model_to_json(model);
+    predict::check_layout(model, cluster, layout, layout.world());
+    nlohmann::json out = predict::plan_json(model, cluster, predict::evaluate(model, cluster, layout));
+    out["model"] = predict::model_to_json(model);
     out["cluster"] = cluster.name;
     return out;
 }

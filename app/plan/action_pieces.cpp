@@ -26,11 +26,11 @@ std::vector<Piece> ActionPieces::forward() const {
         // The attention's time includes its slowdown beside the ring's hidden transfers (contention_f).
         Piece attn{"attention", OpClass::attention, (m_cost.attn_f + m_cost.contention_f) / layers, -1, layer};
         attn.flops = uint64_t(m_w.attention_flops);
-        if (m_l.cp > 1)
+        if (m_l.parallel.cp > 1)
             attn.hidden_comm_s = m_cost.cp_hidden / 3 / layers, attn.hidden_group = kGroupCp,
             attn.hidden_name = "cp ring: key/value blocks";
         // The all-gather's keys and values arrive before the attention; the ring's exposed rest ends with it.
-        const bool gathered = m_l.cp_comm == "allgather";
+        const bool gathered = m_l.parallel.cp_comm == CpComm::allgather;
         const Piece cp_f{exposed_cp_name(), exposed_cp_op(), m_cost.cp_exposed_f / layers, kGroupCp, layer};
         if (gathered && cp_f.seconds > 0) p.push_back(cp_f);
         p.push_back(attn);
@@ -54,7 +54,7 @@ std::vector<Piece> ActionPieces::forward() const {
     }
     if (m_r.last) {
         add(p, "final norm", OpClass::norm, m_w.final_norm_elements * m_c.norm_s / 3 * m_overhead, -1);
-        for (const Gemm& h : m_w.head_gemms) add(p, "head", OpClass::gemm, gemm(h), -1, h);
+        for (const predict::Gemm& h : m_w.head_gemms) add(p, "head", OpClass::gemm, gemm(h), -1, h);
         add(p, "loss", OpClass::loss, m_w.loss_elements * m_c.loss_s / 3 * m_overhead, -1);
     }
     if (m_cost.tp_vocab > 0)
@@ -76,24 +76,25 @@ std::vector<Piece> ActionPieces::backward(bool input, bool weight) const {
     }
     std::vector<Piece> p;
     const std::string suffix = input && weight ? "" : input ? " (input grad)" : " (weight grad)";
-    auto gemm_b = [&](const char* name, const Gemm& g, int layer) {
+    auto gemm_b = [&](const char* name, const predict::Gemm& g, int layer) {
         add(p, std::string(name) + suffix, OpClass::gemm, 2 * gemm(g) * gemm_share, layer, g, 2 * gemm_share);
     };
     if (m_r.last) {
         if (input) add(p, "loss", OpClass::loss, 2 * m_w.loss_elements * m_c.loss_s / 3 * m_overhead, -1);
-        for (const Gemm& h : m_w.head_gemms) gemm_b("head", h, -1);
+        for (const predict::Gemm& h : m_w.head_gemms) gemm_b("head", h, -1);
         if (input) add(p, "final norm", OpClass::norm, 2 * m_w.final_norm_elements * m_c.norm_s / 3 * m_overhead, -1);
     }
     const double layers = double(std::max<int64_t>(1, m_r.layers));
-    const double per_layer_tp = input ? (m_cost.tp_b - (m_l.recompute == "full" ? m_cost.tp_f : 0)) / layers : 0;
+    const double per_layer_tp =
+        input ? (m_cost.tp_b - (m_l.recompute == Recompute::full ? m_cost.tp_f : 0)) / layers : 0;
     for (int64_t i = m_r.layers - 1; i >= 0; --i) {
         const int layer = int(std::min(m_m.layers - 1, m_first_layer + i));
         const bool moe = m_m.is_moe_layer(layer);
         const auto& g = moe ? m_w.moe_layer_gemms : m_w.layer_gemms;
         if (input && m_cost.recompute > 0) {
-            add(p, m_l.recompute == "full" ? "recompute layer" : "recompute scores", OpClass::attention,
+            add(p, m_l.recompute == Recompute::full ? "recompute layer" : "recompute scores", OpClass::attention,
                 m_cost.recompute / layers, layer);
-            if (m_l.recompute == "full") tp(p, tp_forward_per_layer(), layer);
+            if (m_l.recompute == Recompute::full) tp(p, tp_forward_per_layer(), layer);
         }
         if (input) tp(p, per_layer_tp / 2, layer);
         if (moe) {
@@ -114,10 +115,11 @@ std::vector<Piece> ActionPieces::backward(bool input, bool weight) const {
         gemm_b("attention out", g[1], layer);
         if (input) {
             Piece attn{"attention", OpClass::attention, (m_cost.attn_b + m_cost.contention_b) / layers, -1, layer};
-            if (m_l.cp > 1)
+            if (m_l.parallel.cp > 1)
                 attn.hidden_comm_s = m_cost.cp_hidden * 2 / 3 / layers, attn.hidden_group = kGroupCp,
                 attn.hidden_name = "cp ring: key/value and gradient blocks";
-            if (m_l.cp_comm == "allgather") {  // gathered again before, the gradients reduce-scattered after
+            if (m_l.parallel.cp_comm ==
+                CpComm::allgather) {  // gathered again before, the gradients reduce-scattered after
                 const double gather = (m_cost.cp_exposed_b - m_cost.cp_scatter) / layers;
                 if (gather > 0) p.push_back({exposed_cp_name(), exposed_cp_op(), gather, kGroupCp, layer});
                 p.push_back(attn);
@@ -138,7 +140,7 @@ std::vector<Piece> ActionPieces::backward(bool input, bool weight) const {
     return p;
 }
 
-double ActionPieces::gemm(const Gemm& g) const {
+double ActionPieces::gemm(const predict::Gemm& g) const {
     return g.count * g.flops() / (m_peak * m_c.gemm_eff(g.flops())) * m_overhead;
 }
 
@@ -150,25 +152,27 @@ double ActionPieces::tp_forward_per_layer() const {
     return m_r.layers > 0 ? (m_cost.tp_f - m_cost.tp_vocab) / double(m_r.layers) : 0;
 }
 
-void ActionPieces::add(std::vector<Piece>& p, const std::string& name, OpClass op, double s, int layer, const Gemm& g,
-                       double flops_factor) const {
+void ActionPieces::add(std::vector<Piece>& p, const std::string& name, OpClass op, double s, int layer,
+                       const predict::Gemm& g, double flops_factor) const {
     Piece piece{name, op, s, -1, layer};
     if (op == OpClass::gemm) piece.flops = uint64_t(g.count * g.flops() * flops_factor);
     p.push_back(piece);
 }
 
 void ActionPieces::tp(std::vector<Piece>& p, double s, int layer) const {
+    const ParallelLayout& pl = m_l.parallel;
     if (s <= 0) return;
-    Piece c{m_l.sp ? "tp all-gather / reduce-scatter" : "tp all-reduce",
-            m_l.sp ? OpClass::reduce_scatter : OpClass::all_reduce, s, kGroupTp, layer};
-    c.bytes = uint64_t(2.0 * (m_l.tp - 1) / m_l.tp * double(m_r.T * m_m.hidden) * (m_l.bf16 ? 2 : 4));
+    Piece c{pl.sp ? "tp all-gather / reduce-scatter" : "tp all-reduce",
+            pl.sp ? OpClass::reduce_scatter : OpClass::all_reduce, s, kGroupTp, layer};
+    c.bytes = uint64_t(2.0 * (pl.tp - 1) / pl.tp * double(m_r.T * m_m.hidden) * (m_l.bf16 ? 2 : 4));
     p.push_back(c);
 }
 
 void ActionPieces::ep(std::vector<Piece>& p, const char* name, int layer) const {
-    if (m_l.ep <= 1 || m_r.moe_layers == 0) return;
+    const ParallelLayout& pl = m_l.parallel;
+    if (pl.ep <= 1 || m_r.moe_layers == 0) return;
     Piece c{name, OpClass::all_to_all, (m_cost.ep_f / 2) / double(m_r.moe_layers), kGroupEp, layer};
-    c.bytes = uint64_t(double(m_r.expert_rows) * double(m_m.hidden) * (m_l.bf16 ? 2 : 4) * (m_l.ep - 1) / m_l.ep);
+    c.bytes = uint64_t(double(m_r.expert_rows) * double(m_m.hidden) * (m_l.bf16 ? 2 : 4) * (pl.ep - 1) / pl.ep);
     p.push_back(c);
 }
 

@@ -34,8 +34,8 @@ struct Piece {
 // What one action of one virtual stage runs, piece by piece, before scaling to the action's simulated length.
 class ActionPieces {
 public:
-    ActionPieces(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const StageCost& cost, const RankShapes& r,
-                 int64_t first_layer, bool detailed)
+    ActionPieces(const predict::ModelDesc& m, const predict::ClusterDesc& c, const predict::Layout& l,
+                 const predict::StageCost& cost, const predict::RankShapes& r, int64_t first_layer, bool detailed)
         : m_m(m),
           m_c(c),
           m_l(l),
@@ -43,7 +43,7 @@ public:
           m_r(r),
           m_first_layer(first_layer),
           m_detailed(detailed),
-          m_w(work_inventory(m, l, r)),
+          m_w(predict::work_inventory(m, l, r)),
           m_peak(c.peak_flops(l.bf16)),
           m_overhead(1.0 + c.host_overhead) {}
 
@@ -56,17 +56,17 @@ private:
     // Context parallelism's exposed transfers: what is left of the ring beyond the attention it hides behind, or the
     // whole of the all-gather's.
     std::string exposed_cp_name() const {
-        return m_l.cp_comm == "allgather" ? "cp all-gather (exposed)" : "cp ring (exposed)";
+        return m_l.parallel.cp_comm == CpComm::allgather ? "cp all-gather (exposed)" : "cp ring (exposed)";
     }
     prof::OpClass exposed_cp_op() const {
-        return m_l.cp_comm == "allgather" ? prof::OpClass::all_gather : prof::OpClass::send;
+        return m_l.parallel.cp_comm == CpComm::allgather ? prof::OpClass::all_gather : prof::OpClass::send;
     }
-    double gemm(const Gemm& g) const;
+    double gemm(const predict::Gemm& g) const;
     double norm_s() const;
     double elementwise_s() const;
     double tp_forward_per_layer() const;
-    void add(std::vector<Piece>& p, const std::string& name, prof::OpClass op, double s, int layer, const Gemm& g = {},
-             double flops_factor = 1) const;
+    void add(std::vector<Piece>& p, const std::string& name, prof::OpClass op, double s, int layer,
+             const predict::Gemm& g = {}, double flops_factor = 1) const;
     // One all-reduce of the residual stream (T h), or with sp its all-gather and reduce-scatter: 2 (n - 1) / n of it
     // sent.
     void tp(std::vector<Piece>& p, double s, int layer) const;
@@ -75,14 +75,14 @@ private:
     std::vector<Piece> coarse(std::vector<Piece> compute, double tp_s, double ep_s, double cp_exposed_s,
                               double cp_hidden_s) const;
 
-    const ModelDesc& m_m;
-    const ClusterDesc& m_c;
-    const Layout& m_l;
-    const StageCost& m_cost;
-    const RankShapes& m_r;
+    const predict::ModelDesc& m_m;
+    const predict::ClusterDesc& m_c;
+    const predict::Layout& m_l;
+    const predict::StageCost& m_cost;
+    const predict::RankShapes& m_r;
     int64_t m_first_layer;
     bool m_detailed;
-    WorkInventory m_w;
+    predict::WorkInventory m_w;
     double m_peak, m_overhead;
 };
 

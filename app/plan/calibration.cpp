@@ -10,7 +10,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "app/plan/model_shapes.h"
+#include "profiler/predict/model_shapes.h"
 #include "common/core/check.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/trace_store.h"
@@ -48,7 +48,7 @@ std::vector<CollectiveSample> fastest_samples(const std::vector<CollectiveSample
     return out;
 }
 
-Link fit_link(const std::vector<CollectiveSample>& samples, FitErrors errors) {
+predict::Link fit_link(const std::vector<CollectiveSample>& samples, FitErrors errors) {
     // seconds = latency * hops + sent * (1 / bandwidth): two regressors, no intercept.
     double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
     std::set<double> sizes;
@@ -224,7 +224,7 @@ double best_step_compute_s(const prof::TraceStore& store) {
     return total;
 }
 
-void OpCostFit::add_run(const prof::TraceStore& store, const ModelDesc& model, const Layout& layout) {
+void OpCostFit::add_run(const prof::TraceStore& store, const predict::ModelDesc& model, const predict::Layout& layout) {
     // Per rank, the steady step with the least op time, and every op class and GEMM size from that one step: on a
     // shared machine other work stretches some steps, and the best whole step is what a prediction of the best
     // step must price. (Each class's own best step, from different steps, sums to less than any step that ran.)
@@ -260,7 +260,7 @@ void OpCostFit::add_run(const prof::TraceStore& store, const ModelDesc& model, c
         m_attention_s += times[size_t(prof::OpClass::attention)];
         // The recorded figures count the whole square (a diagonal chunk pair whole); the efficiency is on the FLOPs
         // the kernel executes, the convention the prediction charges (executed_attention_flops).
-        m_attention_flops += attention_flops * executed_over_recorded_attention(layout, model.seq, true);
+        m_attention_flops += attention_flops * predict::executed_over_recorded_attention(layout, model.seq, true);
         m_norm_s += times[size_t(prof::OpClass::norm)];
         m_elementwise_s += times[size_t(prof::OpClass::activation)];
         m_embedding_s += times[size_t(prof::OpClass::embedding)];
@@ -268,14 +268,15 @@ void OpCostFit::add_run(const prof::TraceStore& store, const ModelDesc& model, c
         m_optimizer_s += times[size_t(prof::OpClass::optimizer)];
         // What the ops of one step touched, by the planner's own inventory for this rank's stage.
         const int stage = rr.coords.pp.value_or(0);
-        const RankShapes r = rank_shapes(model, layout, stage);
-        const WorkInventory w = work_inventory(model, layout, r);
+        const predict::RankShapes r = predict::rank_shapes(model, layout, stage);
+        const predict::WorkInventory w = predict::work_inventory(model, layout, r);
         const double mb = double(layout.grad_accum);
         m_norm_elements += mb * (double(r.layers) * w.norm_elements + (r.last ? w.final_norm_elements : 0));
         m_elementwise_elements += mb * double(r.layers) * w.elementwise_elements;
         m_embedding_elements += mb * (r.first ? w.embedding_elements : 0);
         m_loss_elements += mb * (r.last ? w.loss_elements : 0);
-        m_optimizer_params += layout.zero >= 1 ? double(r.params) / (layout.dp * layout.cp) : double(r.params);
+        m_optimizer_params +=
+            layout.parallel.zero >= 1 ? double(r.params) / (layout.parallel.dp * layout.parallel.cp) : double(r.params);
         // Host overhead: idle time between ops over op time, in that step.
         m_idle_s += idle_ratio;
         m_compute_s += 1;
@@ -284,7 +285,7 @@ void OpCostFit::add_run(const prof::TraceStore& store, const ModelDesc& model, c
     ++m_runs;
 }
 
-void OpCostFit::finish(ClusterDesc& c) const {
+void OpCostFit::finish(predict::ClusterDesc& c) const {
     US_CHECK_INPUT(m_runs > 0 && !m_gemm_bins.empty() && m_compute_s > 0,
                    "calibration: the measured runs recorded no GEMMs in their steady steps (run more --steps)");
     double peak = 0;

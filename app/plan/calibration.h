@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "app/plan/cluster_desc.h"
-#include "app/plan/layout.h"
-#include "app/plan/model_desc.h"
+#include "profiler/predict/cluster_desc.h"
+#include "profiler/predict/layout.h"
+#include "profiler/predict/model_desc.h"
 
 namespace us::prof {
 class TraceStore;
@@ -30,7 +30,7 @@ std::vector<CollectiveSample> parse_collective_samples(const std::string& json_l
 // messages (latency) count as much as large ones; absolute errors for a shaped link (tc tbf), whose burst passes a
 // small message at the host's speed and only the large ones see its rate, which the gradients' buckets see.
 enum class FitErrors { relative, absolute };
-Link fit_link(const std::vector<CollectiveSample>& samples, FitErrors errors = FitErrors::relative);
+predict::Link fit_link(const std::vector<CollectiveSample>& samples, FitErrors errors = FitErrors::relative);
 
 // Calibration's noise guard: the op time of a run's best steady step, summed over its ranks. `ultrascope calibrate`
 // repeats each measured run and fits only the median run by this figure (a typical run, as the ones checked).
@@ -63,9 +63,9 @@ std::vector<CollectiveSample> fastest_samples(const std::vector<CollectiveSample
 // layout say how many elements each op class touched. Several runs may be accumulated before finish().
 class OpCostFit {
 public:
-    void add_run(const prof::TraceStore& store, const ModelDesc& model, const Layout& layout);
+    void add_run(const prof::TraceStore& store, const predict::ModelDesc& model, const predict::Layout& layout);
     // Writes the fitted costs into `c` (peak_flops_fp32 and _bf16, op costs, host_overhead).
-    void finish(ClusterDesc& c) const;
+    void finish(predict::ClusterDesc& c) const;
     int runs() const { return m_runs; }
 
 private:

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <map>
 
-#include "app/plan/layout.h"
-#include "app/plan/model_desc.h"
+#include "profiler/predict/layout.h"
+#include "profiler/predict/model_desc.h"
 #include "common/core/check.h"
 #include "common/core/format.h"
 #include "common/settings/settings_schema.h"
@@ -18,14 +18,14 @@ namespace {
 // The run's settings, read through the settings table (a key its config lacks is the table's default).
 TrainConfig settings_of(const prof::Report& rep) { return settings_from_json(rep.config, "the run's settings"); }
 
-ModelDesc model_of(const prof::Report& rep) {
+predict::ModelDesc model_of(const prof::Report& rep) {
     const TrainConfig c = settings_of(rep);
     const GPTConfig& g = c.model;
-    return engine_model(rep.config.value("preset", std::string("engine-gpt")), g.vocab, g.hidden, g.layers, g.heads,
-                        g.seq, g.moe_experts, g.moe_topk, g.moe_every, c.moe_capacity_factor);
+    return predict::engine_model(rep.config.value("preset", std::string("engine-gpt")), g.vocab, g.hidden, g.layers,
+                                 g.heads, g.seq, g.moe_experts, g.moe_topk, g.moe_every, c.moe_capacity_factor);
 }
 
-Layout layout_of(const prof::Report& rep) { return layout_from_config(settings_of(rep)); }
+predict::Layout layout_of(const prof::Report& rep) { return predict::layout_from_config(settings_of(rep)); }
 
 // The report's steady steps: all but step 1 when there are several.
 std::vector<const prof::StepBreakdown*> steady_steps(const prof::RankReport& rr) {
@@ -81,7 +81,7 @@ std::string secs(double s) { return fmt::format("{:.4f} s", s); }
 // the host's own (a file calibrated with --nodes also holds the slower link between nodes, which that run never
 // crossed); several hosts holding equal blocks of consecutive ranks become that many nodes of that size, so that a
 // group spanning hosts is priced on the inter-node link. Says what it found; empty when the hosts are unrecorded.
-std::string fit_cluster_to_run_hosts(const prof::TraceStore& store, int world, ClusterDesc& cl) {
+std::string fit_cluster_to_run_hosts(const prof::TraceStore& store, int world, predict::ClusterDesc& cl) {
     std::vector<std::string> host_of;  // by rank, in rank order
     for (int r : store.ranks()) host_of.push_back(store.rank(r)->info.host);
     if (host_of.empty() || int(host_of.size()) != world ||
@@ -117,16 +117,17 @@ std::string fit_cluster_to_run_hosts(const prof::TraceStore& store, int world, C
 }  // namespace
 
 PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Report& rep,
-                                const std::optional<ClusterDesc>& cluster, const std::string& cluster_source) {
+                                const std::optional<predict::ClusterDesc>& cluster, const std::string& cluster_source) {
     US_CHECK_INPUT(!rep.ranks.empty(), "the trace has no ranks to compare with the planner");
     PlanVsRun c;
-    const ModelDesc model = model_of(rep);
-    Layout layout = layout_of(rep);
+    const predict::ModelDesc model = model_of(rep);
+    predict::Layout layout = layout_of(rep);
+    const ParallelLayout& p = layout.parallel;
     // Expert parallelism: the router's load the run measured replaces the assumed uniform routing. Each step and
     // MoE layer waits for its busiest ep rank (its experts' choices over the uniform share), so the load is that
     // rank's, step by step, averaged over the steady steps (all but the first when there are several) and layers.
-    if (layout.ep > 1 && !rep.routing.layers.empty() && rep.routing.experts % layout.ep == 0) {
-        const int per_rank = rep.routing.experts / layout.ep;
+    if (p.ep > 1 && !rep.routing.layers.empty() && rep.routing.experts % p.ep == 0) {
+        const int per_rank = rep.routing.experts / p.ep;
         double sum = 0;
         int samples = 0;
         for (const prof::LayerRouting& lr : rep.routing.layers)
@@ -135,16 +136,16 @@ PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Repor
                 if (int(row.size()) != rep.routing.experts) continue;
                 double total = 0, busiest = 0;
                 for (double x : row) total += x;
-                for (int k = 0; k < layout.ep; ++k) {
+                for (int k = 0; k < p.ep; ++k) {
                     double rows = 0;
                     for (int e = k * per_rank; e < (k + 1) * per_rank; ++e) rows += row[size_t(e)];
                     busiest = std::max(busiest, rows);
                 }
-                if (total > 0) sum += busiest / (total / layout.ep), ++samples;
+                if (total > 0) sum += busiest / (total / p.ep), ++samples;
             }
         if (samples > 0) layout.moe_load = std::max(1.0, sum / samples);
     }
-    ClusterDesc cl = cluster ? *cluster : load_cluster("h100-sxm");  // memory needs no calibration
+    predict::ClusterDesc cl = cluster ? *cluster : predict::load_cluster("h100-sxm");  // memory needs no calibration
     if (cluster)
         c.cluster_source = cluster_source;
     else
@@ -152,7 +153,7 @@ PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Repor
     c.hosts = fit_cluster_to_run_hosts(store, layout.world(), cl);
     // A run with more ranks than the machine file's cores spread over hosts of that size.
     if (cl.total_gpus() < layout.world()) cl.nodes = (layout.world() + cl.gpus_per_node - 1) / cl.gpus_per_node;
-    c.plan = evaluate(model, cl, layout);
+    c.plan = predict::evaluate(model, cl, layout);
     c.has_time = cluster.has_value();
 
     // Measured step: the least steady step (each as long as its slowest rank), and the report's mean.
@@ -190,9 +191,9 @@ PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Repor
 }
 
 nlohmann::json plan_vs_run_json(const PlanVsRun& c) {
-    const PlanResult& r = c.plan;
+    const predict::PlanResult& r = c.plan;
     nlohmann::json j = {{"layout", r.layout.flags()}, {"describe", r.layout.describe()}};
-    if (r.layout.ep > 1)
+    if (r.layout.parallel.ep > 1)
         j["moe_load"] = {{"value", r.layout.moe_load_or_uniform()},
                          {"kind", r.layout.moe_load > 0 ? "measured (the run's router)" : "assumed uniform"}};
     j["cluster"] = c.cluster_source.empty() ? nlohmann::json() : nlohmann::json(c.cluster_source);
@@ -216,7 +217,7 @@ nlohmann::json plan_vs_run_json(const PlanVsRun& c) {
     if (c.at_measured_routing_bytes >= 0)
         j["memory"]["modelled_sum_at_measured_routing_bytes"] = c.at_measured_routing_bytes;
     if (!c.has_time) return j;
-    const StepPieces& t = r.time;
+    const predict::StepPieces& t = r.time;
     const MeasuredPieces& m = c.measured;
     j["time_kind"] = "model (calibrated costs)";
     j["step_time_s"] = {
@@ -248,10 +249,10 @@ nlohmann::json plan_vs_run_json(const PlanVsRun& c) {
 }
 
 std::string format_plan_vs_run(const PlanVsRun& c) {
-    const PlanResult& r = c.plan;
+    const predict::PlanResult& r = c.plan;
     std::string s = fmt::format("\nPlanner (ultrascope plan {}):\n", r.layout.flags());
     if (c.has_time) {
-        const StepPieces& t = r.time;
+        const predict::StepPieces& t = r.time;
         const MeasuredPieces& m = c.measured;
         s += fmt::format("  cluster {} (time: model with its measured costs)\n", c.cluster_source);
         if (!c.hosts.empty()) s += fmt::format("  nodes from the run: {}\n", c.hosts);

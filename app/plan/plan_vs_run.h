@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "app/plan/cluster_desc.h"
+#include "profiler/predict/cluster_desc.h"
 #include "app/plan/planner.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/trace_store.h"
@@ -32,7 +32,7 @@ struct PlanVsRun {
     // The run's hosts as its ranks recorded them, which set the nodes the plan prices links on (not the machine
     // file's, which may describe another shape): e.g. "2 hosts, 2 ranks a host (block)"; empty when unrecorded.
     std::string hosts;
-    PlanResult plan;  // memory always; time only with a cluster
+    predict::PlanResult plan;  // memory always; time only with a cluster
     bool has_time = false;
     double measured_best_step_s = 0;   // the least steady step (each as long as its slowest rank)
     double measured_mean_step_s = 0;   // the report's mean steady step
@@ -48,7 +48,7 @@ struct PlanVsRun {
 // `cluster`: a calibrated (or any) cluster description, or nullopt. UserError when the trace's config cannot be
 // planned (a model or layout the planner does not describe).
 PlanVsRun compare_plan_with_run(const prof::TraceStore& store, const prof::Report& report,
-                                const std::optional<ClusterDesc>& cluster, const std::string& cluster_source);
+                                const std::optional<predict::ClusterDesc>& cluster, const std::string& cluster_source);
 nlohmann::json plan_vs_run_json(const PlanVsRun& c);
 std::string format_plan_vs_run(const PlanVsRun& c);
 

@@ -7,24 +7,9 @@
 
 #include "common/core/check.h"
 #include "common/core/format.h"
+#include "common/settings/gpt_config.h"
 
 namespace us::plan {
-
-PlanResult evaluate(const ModelDesc& m, const ClusterDesc& c, const Layout& l) {
-    PlanResult r;
-    r.layout = l;
-    r.memory = estimate_memory(m, c, l);
-    r.fits = r.memory.total() <= c.memory_bytes;
-    r.time = estimate_step(m, c, l);
-    r.tokens_per_step = double(l.sequences_per_step()) * double(m.seq);
-    r.tokens_per_s = r.time.step_s > 0 ? r.tokens_per_step / r.time.step_s : 0;
-    r.model_flops_per_token = m.flops_per_token();
-    r.mfu = r.tokens_per_s * r.model_flops_per_token / (double(l.world()) * c.peak_flops(l.bf16));
-    r.verdict = r.fits ? "fits"
-                       : fmt::format("out of memory: {} needed of {} (busiest rank: stage {})",
-                                     format_bytes(r.memory.total()), format_bytes(c.memory_bytes), r.memory.stage);
-    return r;
-}
 
 namespace {
 
@@ -36,8 +21,8 @@ std::vector<int> divisors(int64_t n) {
 }
 
 // The pieces a slower layout loses time in, next to the best one's: the largest difference names why it loses.
-std::string why_slower(const PlanResult& r, const PlanResult& best) {
-    const StepPieces &a = r.time, &b = best.time;
+std::string why_slower(const predict::PlanResult& r, const predict::PlanResult& best) {
+    const predict::StepPieces &a = r.time, &b = best.time;
     const std::vector<std::pair<std::string, double>> deltas = {
         {"pipeline bubble", a.bubble_s - b.bubble_s},
         {"exposed tensor-parallel communication", a.tp_comm_s - b.tp_comm_s},
@@ -60,25 +45,25 @@ std::string why_slower(const PlanResult& r, const PlanResult& best) {
 
 }  // namespace
 
-SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOptions& o) {
+SearchResult search(const predict::ModelDesc& m, const predict::ClusterDesc& c, const SearchOptions& o) {
     SearchResult out;
     std::map<std::string, int64_t> pruned;
     const int64_t B = o.global_batch_sequences;
     int64_t candidates = 0;
     // A layout the loops below make: sampled (o.sample_stride), checked by the rules the engine and `ultrascope
     // plan` share, evaluated.
-    const auto consider = [&](const Layout& l) {
+    const auto consider = [&](const predict::Layout& l) {
         if (candidates++ % std::max<int64_t>(1, o.sample_stride) != 0) {
             ++out.sampled_out;
             return;
         }
         try {
-            check_layout(m, c, l, o.gpus);
+            predict::check_layout(m, c, l, o.gpus);
         } catch (const UserError&) {
             pruned["refused by the settings rules (ultrascope plan with its flags says why)"]++;
             return;
         }
-        out.ranked.push_back(evaluate(m, c, l));
+        out.ranked.push_back(predict::evaluate(m, c, l));
         ++out.considered;
     };
     for (int tp : divisors(o.gpus)) {
@@ -97,7 +82,7 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
             }
             for (int pp : divisors(o.gpus / tp / cp)) {
                 const bool uneven_ok =
-                    m.family != ModelFamily::engine_gpt && (pp & (pp - 1)) == 0 && m.layers >= 2 * pp;
+                    m.family != predict::ModelFamily::engine_gpt && (pp & (pp - 1)) == 0 && m.layers >= 2 * pp;
                 if (m.layers % pp != 0 && !uneven_ok) {
                     pruned["pp does not divide the layers"]++;
                     continue;
@@ -114,34 +99,37 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
                                 continue;
                             }
                             const int accum = B > 0 ? int(B / (int64_t(dp) * mb)) : 1;
-                            std::vector<std::pair<std::string, int>> schedules = {{"1f1b", 1}};
+                            using S = PipelineSchedule;
+                            std::vector<std::pair<S, int>> schedules = {{S::one_f_one_b, 1}};
                             if (pp > 1) {
                                 pruned["afab (the same bubble as 1f1b, more activations)"]++;
                                 if ((m.layers % (2 * pp) == 0 || (uneven_ok && m.layers >= 4 * pp)) && accum % pp == 0)
-                                    schedules.push_back({"interleaved", 2});
+                                    schedules.push_back({S::interleaved, 2});
                                 // the rules the engine and `plan --pp-schedule` share (settings_rules.cpp)
                                 if (m.is_moe())
                                     pruned["zb1 with mixture-of-experts blocks (the engine refuses it)"]++;
                                 else
-                                    schedules.push_back({"zb1", 1});
+                                    schedules.push_back({S::zb1, 1});
                             }
                             for (const auto& [schedule, chunks] : schedules)
-                                for (const std::string& rc : o.recompute) {
-                                    if (schedule == "zb1" && rc == "full") continue;
-                                    if (o.flash && rc == "selective") {  // nothing left to drop: the same as none
+                                for (const Recompute rc : o.recompute) {
+                                    if (schedule == S::zb1 && rc == Recompute::full) continue;
+                                    if (o.flash &&
+                                        rc == Recompute::selective) {  // nothing left to drop: the same as none
                                         pruned["selective recomputation with flash attention (the same as none)"]++;
                                         continue;
                                     }
                                     // Context parallelism both ways: the ring hides its transfers behind the
                                     // attention, the all-gather sends one fp32 gradient block fewer per layer.
-                                    for (const char* cp_comm : {"ring", "allgather"}) {
-                                        if (cp == 1 && std::string_view(cp_comm) == "allgather") continue;
-                                        Layout l;
-                                        l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.ep = ep, l.sp = tp > 1;
-                                        l.pp_schedule = schedule, l.pp_chunks = chunks, l.zero = zero;
+                                    for (const CpComm cp_comm : {CpComm::ring, CpComm::allgather}) {
+                                        if (cp == 1 && cp_comm == CpComm::allgather) continue;
+                                        predict::Layout l;
+                                        ParallelLayout& p = l.parallel;
+                                        p.dp = dp, p.tp = tp, p.pp = pp, p.cp = cp, p.ep = ep, p.sp = tp > 1;
+                                        p.pp_schedule = schedule, p.pp_chunks = chunks, p.zero = zero;
                                         l.micro_batch = mb, l.grad_accum = accum, l.recompute = rc, l.bf16 = o.bf16;
                                         l.flash = o.flash;
-                                        l.cp_comm = cp_comm;
+                                        p.cp_comm = cp_comm;
                                         consider(l);
                                     }
                                 }
@@ -152,14 +140,15 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
         }
     }
     for (const auto& [why, n] : pruned) out.pruned.push_back(fmt::format("{} x {}", n, why));
-    std::stable_sort(out.ranked.begin(), out.ranked.end(), [](const PlanResult& a, const PlanResult& b) {
-        if (a.fits != b.fits) return a.fits;
-        return a.time.step_s < b.time.step_s;
-    });
+    std::stable_sort(out.ranked.begin(), out.ranked.end(),
+                     [](const predict::PlanResult& a, const predict::PlanResult& b) {
+                         if (a.fits != b.fits) return a.fits;
+                         return a.time.step_s < b.time.step_s;
+                     });
     if (!out.ranked.empty() && out.ranked.front().fits) {
-        const PlanResult best = out.ranked.front();
+        const predict::PlanResult best = out.ranked.front();
         for (size_t i = 0; i < out.ranked.size(); ++i) {
-            PlanResult& r = out.ranked[i];
+            predict::PlanResult& r = out.ranked[i];
             if (i == 0)
                 r.verdict = "best";
             else if (r.fits)
@@ -167,73 +156,6 @@ SearchResult search(const ModelDesc& m, const ClusterDesc& c, const SearchOption
         }
     }
     return out;
-}
-
-nlohmann::json plan_json(const ModelDesc& m, const ClusterDesc& c, const PlanResult& r) {
-    const Layout& l = r.layout;
-    nlohmann::json mem = nlohmann::json::object();
-    for (int i = 0; i < kMemCategoryCount; ++i)
-        mem[std::string(kMemCategoryNames[size_t(i)])] =
-            r.memory.modelled[size_t(i)] ? nlohmann::json(r.memory.bytes[size_t(i)]) : nlohmann::json();
-    const StepPieces& t = r.time;
-    return {{"layout",
-             {{"dp", l.dp},
-              {"tp", l.tp},
-              {"sp", l.sp},
-              {"pp", l.pp},
-              {"pp_schedule", l.pp_schedule},
-              {"pp_chunks", l.pp_chunks},
-              {"cp", l.cp},
-              {"cp_comm", l.cp_comm},
-              {"ep", l.ep},
-              {"zero", l.zero},
-              {"micro_batch", l.micro_batch},
-              {"grad_accum", l.grad_accum},
-              {"recompute", l.recompute},
-              {"precision", l.bf16 ? "bf16" : "fp32"},
-              {"seq", m.seq},
-              {"gpus", l.world()},
-              {"flags", l.flags()},
-              {"describe", l.describe()}}},
-            {"fits", r.fits},
-            {"moe_load", l.moe_load_or_uniform()},
-            {"moe_load_kind", l.moe_load > 0 ? "given (e.g. measured by a run's router)" : "assumed uniform"},
-            {"verdict", r.verdict},
-            {"memory_kind", r.memory.kind},
-            {"memory_per_gpu_bytes", mem},
-            {"memory_reserved_bytes", r.memory.reserved_bytes},
-            {"memory_total_bytes", r.memory.total()},
-            {"memory_capacity_bytes", c.memory_bytes},
-            {"busiest_stage", r.memory.stage},
-            {"micro_batches_in_flight", r.memory.micro_batches_in_flight},
-            {"params_on_rank", r.memory.params_on_rank},
-            {"time_kind", c.calibrated ? "model (calibrated costs)" : "model (datasheet costs, assumed efficiencies)"},
-            {"step_time_s", t.step_s},
-            {"tokens_per_step", r.tokens_per_step},
-            {"tokens_per_s", r.tokens_per_s},
-            {"mfu", r.mfu},
-            {"model_flops_per_token_formula", r.model_flops_per_token},
-            {"time_s",
-             {{"gemm", t.gemm_s},
-              {"attention", t.attention_s},
-              {"other_ops", t.other_ops_s},
-              {"recompute", t.recompute_s},
-              {"tp_comm", t.tp_comm_s},
-              {"cp_comm_exposed", t.cp_comm_exposed_s},
-              {"cp_comm_hidden", t.cp_comm_hidden_s},
-              {"ep_comm", t.ep_comm_s},
-              {"pp_comm", t.pp_comm_s},
-              {"bubble", t.bubble_s},
-              {"dp_comm_exposed", t.dp_comm_exposed_s},
-              {"dp_comm_hidden", t.dp_comm_hidden_s},
-              {"optimizer", t.optimizer_s},
-              {"overlap_slowdown", t.overlap_slowdown_s},
-              {"forward_per_micro_batch", t.forward_s},
-              {"backward_per_micro_batch", t.backward_s}}},
-            {"busy_s",
-             {{"compute", t.compute_busy_s},
-              {"intra_node_link", t.link_busy_s[size_t(kLinkIntra)]},
-              {"inter_node_link", t.link_busy_s[size_t(kLinkInter)]}}}};
 }
 
 }  // namespace us::plan

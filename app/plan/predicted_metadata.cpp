@@ -15,22 +15,23 @@ namespace {
 
 // The ultrascope-train config of an engine model's layout (the report predicts its memory from it, as for a run);
 // null for other models.
-nlohmann::json engine_config(const ModelDesc& m, const Layout& l) {
-    if (m.family != ModelFamily::engine_gpt) return nullptr;
-    return engine_settings(m, l).to_json();
+nlohmann::json engine_config(const predict::ModelDesc& m, const predict::Layout& l) {
+    if (m.family != predict::ModelFamily::engine_gpt) return nullptr;
+    return predict::engine_settings(m, l).to_json();
 }
 
 }  // namespace
 
-prof::RankMetadata predicted_rank_metadata(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan,
-                                           int64_t gpus, const StepModel& sm, int stage, const std::string& memory_kind,
-                                           bool detailed) {
-    const Layout& l = plan.layout;
+prof::RankMetadata predicted_rank_metadata(const predict::ModelDesc& m, const predict::ClusterDesc& c,
+                                           const predict::PlanResult& plan, int64_t gpus, const predict::StepModel& sm,
+                                           int stage, const std::string& memory_kind, bool detailed) {
+    const predict::Layout& l = plan.layout;
+    const ParallelLayout& p = l.parallel;
     prof::RankMetadata meta;
     meta.rank = stage;
-    meta.world_size = l.pp;
+    meta.world_size = p.pp;
     meta.coords = {.dp = 0, .pp = stage, .tp = 0, .cp = 0, .ep = 0};
-    meta.grid = {.dp = l.dp, .pp = l.pp, .tp = l.tp, .cp = l.cp, .ep = l.ep};
+    meta.grid = {.dp = p.dp, .pp = p.pp, .tp = p.tp, .cp = p.cp, .ep = p.ep};
     meta.host = "predicted";
     meta.device = c.gpu_name.empty() ? c.name : c.gpu_name;
     meta.backend = "predicted";
@@ -47,22 +48,22 @@ prof::RankMetadata predicted_rank_metadata(const ModelDesc& m, const ClusterDesc
         {"step_s", sm.step_s},
         {"model_flops_per_token", plan.model_flops_per_token},
         {"shape",
-         {{"dp", l.dp},
-          {"tp", l.tp},
-          {"pp", l.pp},
-          {"cp", l.cp},
-          {"ep", l.ep},
-          {"sp", l.sp},
-          {"zero", l.zero},
-          {"pp_schedule", l.pp_schedule},
-          {"pp_chunks", l.pp > 1 ? l.pp_chunks : 1},
+         {{"dp", p.dp},
+          {"tp", p.tp},
+          {"pp", p.pp},
+          {"cp", p.cp},
+          {"ep", p.ep},
+          {"sp", p.sp},
+          {"zero", p.zero},
+          {"pp_schedule", schedule_name(p.pp_schedule)},
+          {"pp_chunks", p.pp > 1 ? p.pp_chunks : 1},
           {"batch", l.micro_batch},
           {"grad_accum", l.grad_accum},
           {"seq", m.seq},
           {"layers", m.layers}}},
         {"memory_kind", memory_kind},
         {"represents", fmt::format("pipeline stage {}: the rank with tp, cp, dp and ep index 0 ({} ranks do the same)",
-                                   stage, gpus / std::max(1, l.pp))},
+                                   stage, gpus / std::max(1, p.pp))},
         {"detail", detailed ? "layer by layer" : "one span per kind of work per action"}};
     if (nlohmann::json cfg = engine_config(m, l); !cfg.is_null()) meta.settings = cfg;
     return meta;

@@ -13,8 +13,8 @@
 
 namespace us::plan {
 
-prof::RankMetadata predicted_rank_metadata(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan,
-                                           int64_t gpus, const StepModel& sm, int stage, const std::string& memory_kind,
-                                           bool detailed);
+prof::RankMetadata predicted_rank_metadata(const predict::ModelDesc& m, const predict::ClusterDesc& c,
+                                           const predict::PlanResult& plan, int64_t gpus, const predict::StepModel& sm,
+                                           int stage, const std::string& memory_kind, bool detailed);
 
 }  // namespace us::plan

@@ -10,7 +10,7 @@
 #include <iterator>
 
 #include "app/plan/action_pieces.h"
-#include "app/plan/model_shapes.h"
+#include "profiler/predict/model_shapes.h"
 #include "app/plan/predicted_metadata.h"
 #include "app/plan/rank_writer.h"
 #include "common/core/check.h"
@@ -29,20 +29,22 @@ using prof::SpanKind;
 constexpr int64_t kOriginNs = 1'000'000'000;  // the predicted clock starts at 1 s (0 reads as "no time")
 
 // The first layer of virtual stage `vs` (model_shapes.cpp lays stages out the same way).
-int64_t first_layer_of(const ModelDesc& m, const Layout& l, int chunks, int vs) {
-    const int64_t stages = int64_t(l.pp) * chunks, per_chunk = (m.layers + stages - 1) / stages;
+int64_t first_layer_of(const predict::ModelDesc& m, const predict::Layout& l, int chunks, int vs) {
+    const int64_t stages = int64_t(l.parallel.pp) * chunks, per_chunk = (m.layers + stages - 1) / stages;
     return std::min(m.layers - 1, int64_t(vs) * per_chunk);
 }
 
 struct RankContext {
-    MemoryEstimate memory;
+    predict::MemoryEstimate memory;
     double activation_unit = 0;  // bytes one (micro-batch, chunk) holds
 };
 
-void draw_action(RankWriter& w, const ModelDesc& m, const ClusterDesc& c, const Layout& l, const StepModel& sm,
-                 const TimedAction& ta, double offset, int step, bool detailed, const RankContext& rc) {
-    const int pp = l.pp, vs = ta.action.chunk * pp + ta.rank, S = pp * sm.chunks;
-    const RankShapes r = pp > 1 ? chunk_shapes(m, l, ta.rank, ta.action.chunk) : rank_shapes(m, l, ta.rank);
+void draw_action(RankWriter& w, const predict::ModelDesc& m, const predict::ClusterDesc& c, const predict::Layout& l,
+                 const predict::StepModel& sm, const predict::TimedAction& ta, double offset, int step, bool detailed,
+                 const RankContext& rc) {
+    const int pp = l.parallel.pp, vs = ta.action.chunk * pp + ta.rank, S = pp * sm.chunks;
+    const predict::RankShapes r =
+        pp > 1 ? predict::chunk_shapes(m, l, ta.rank, ta.action.chunk) : predict::rank_shapes(m, l, ta.rank);
     const ActionPieces pieces(m, c, l, sm.chunk[size_t(vs)], r, first_layer_of(m, l, sm.chunks, vs), detailed);
     const PipeOp op = ta.action.op;
     const bool forward = op == PipeOp::forward;
@@ -125,9 +127,9 @@ void draw_action(RankWriter& w, const ModelDesc& m, const ClusterDesc& c, const 
 }
 
 // Forward actions done minus backward actions done, at its largest: the (micro-batch, chunk) pairs a rank holds.
-int max_in_flight(const StepModel& sm, int rank) {
+int max_in_flight(const predict::StepModel& sm, int rank) {
     int held = 0, most = 1;
-    for (const TimedAction& a : sm.pipeline.actions) {
+    for (const predict::TimedAction& a : sm.pipeline.actions) {
         if (a.rank != rank) continue;
         if (a.action.op == PipeOp::forward)
             most = std::max(most, ++held);
@@ -137,16 +139,18 @@ int max_in_flight(const StepModel& sm, int rank) {
     return most;
 }
 
-std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan, int64_t gpus,
-                                     const StepModel& sm, int stage, const PredictedTraceOptions& o) {
-    const Layout& l = plan.layout;
+std::vector<prof::Chunk> rank_chunks(const predict::ModelDesc& m, const predict::ClusterDesc& c,
+                                     const predict::PlanResult& plan, int64_t gpus, const predict::StepModel& sm,
+                                     int stage, const PredictedTraceOptions& o) {
+    const predict::Layout& l = plan.layout;
+    const ParallelLayout& p = l.parallel;
     RankWriter w(kOriginNs);
     RankContext rc;
-    rc.memory = estimate_stage_memory(m, c, l, stage);
+    rc.memory = predict::estimate_stage_memory(m, c, l, stage);
     rc.activation_unit = double(rc.memory.bytes[size_t(MemCategory::activations)]) / max_in_flight(sm, stage);
-    const RankShapes shapes = rank_shapes(m, l, stage);
+    const predict::RankShapes shapes = predict::rank_shapes(m, l, stage);
     const bool detailed = int64_t(l.grad_accum) * shapes.layers <= o.max_detailed_layer_passes;
-    const DpCost& dp = sm.dp[size_t(stage)];
+    const predict::DpCost& dp = sm.dp[size_t(stage)];
     const double finish = sm.pipeline.finish[size_t(stage)];
     // The model states live for the whole trace.
     for (MemCategory cat : {MemCategory::params, MemCategory::grads, MemCategory::master_params,
@@ -156,8 +160,8 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
         const double offset = double(step - 1) * sm.step_s;
         w.span(Lane::host, SpanKind::step, Phase::none, OpClass::none, offset, offset + sm.step_s,
                fmt::format("step {}", step), step);
-        const TimedAction* last_backward = nullptr;
-        for (const TimedAction& a : sm.pipeline.actions) {
+        const predict::TimedAction* last_backward = nullptr;
+        for (const predict::TimedAction& a : sm.pipeline.actions) {
             if (a.rank != stage) continue;
             draw_action(w, m, c, l, sm, a, offset, step, detailed, rc);
             if (a.action.op != PipeOp::forward) last_backward = &a;
@@ -165,16 +169,16 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
         // Data parallelism: the part of the reduction behind the last backward, then what stays exposed.
         // Bytes the rank sends for it (ring): 2 (n - 1) / n of the gradients for an all-reduce, half that for a
         // reduce-scatter, shared between the hidden and the exposed spans by their time.
-        const int n = l.dp * l.cp;
+        const int n = p.dp * p.cp;
         const double grad_bytes = double(shapes.params + shapes.expert_params) * (l.bf16 && !l.fp32_grad_accum ? 2 : 4);
-        const double sent = n > 1 ? (l.zero >= 1 ? 1.0 : 2.0) * (n - 1) / n * grad_bytes : 0.0;
+        const double sent = n > 1 ? (p.zero >= 1 ? 1.0 : 2.0) * (n - 1) / n * grad_bytes : 0.0;
         const double dp_total = dp.hidden + dp.exposed;
         auto share = [&](double s) { return uint64_t(dp_total > 0 ? sent * s / dp_total : 0); };
         if (dp.hidden > 0 && last_backward) {
             const double end = offset + last_backward->end,
                          begin = std::max(offset + last_backward->begin, end - dp.hidden);
             w.span(Lane::comm, SpanKind::comm, Phase::backward,
-                   l.zero >= 1 ? OpClass::reduce_scatter : OpClass::all_reduce, begin, end,
+                   p.zero >= 1 ? OpClass::reduce_scatter : OpClass::all_reduce, begin, end,
                    "dp gradient buckets (behind backward)", step, -1, -1, 0, kGroupDp, -1, share(dp.hidden));
         }
         double t = offset + finish;
@@ -184,8 +188,8 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
             t += dp.contention;
         }
         if (dp.exposed > 0) {
-            w.span(Lane::comm, SpanKind::comm, Phase::backward, l.zero >= 1 ? OpClass::all_gather : OpClass::all_reduce,
-                   t, t + dp.exposed, l.zero >= 1 ? "dp reduction / ZeRO gather (exposed)" : "dp all-reduce (exposed)",
+            w.span(Lane::comm, SpanKind::comm, Phase::backward, p.zero >= 1 ? OpClass::all_gather : OpClass::all_reduce,
+                   t, t + dp.exposed, p.zero >= 1 ? "dp reduction / ZeRO gather (exposed)" : "dp all-reduce (exposed)",
                    step, -1, -1, 0, kGroupDp, -1, share(dp.exposed));
             t += dp.exposed;
         }
@@ -208,28 +212,30 @@ std::vector<prof::Chunk> rank_chunks(const ModelDesc& m, const ClusterDesc& c, c
 
 }  // namespace
 
-std::vector<prof::Chunk> predicted_trace(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan, int64_t gpus,
+std::vector<prof::Chunk> predicted_trace(const predict::ModelDesc& m, const predict::ClusterDesc& c,
+                                         const predict::PlanResult& plan, int64_t gpus,
                                          const PredictedTraceOptions& o) {
     US_CHECK_INPUT(o.steps >= 1, "a predicted trace needs at least one step (got {})", o.steps);
-    const StepModel sm = model_step(m, c, plan.layout);
+    const predict::StepModel sm = predict::model_step(m, c, plan.layout);
     std::vector<prof::Chunk> all;
-    for (int stage = 0; stage < plan.layout.pp; ++stage) {
+    for (int stage = 0; stage < plan.layout.parallel.pp; ++stage) {
         std::vector<prof::Chunk> r = rank_chunks(m, c, plan, gpus, sm, stage, o);
         std::move(r.begin(), r.end(), std::back_inserter(all));
     }
     return all;
 }
 
-std::unique_ptr<prof::TraceStore> predicted_store(const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan,
-                                                  int64_t gpus, const PredictedTraceOptions& o) {
+std::unique_ptr<prof::TraceStore> predicted_store(const predict::ModelDesc& m, const predict::ClusterDesc& c,
+                                                  const predict::PlanResult& plan, int64_t gpus,
+                                                  const PredictedTraceOptions& o) {
     auto store = std::make_unique<prof::TraceStore>();
     for (const prof::Chunk& chunk : predicted_trace(m, c, plan, gpus, o)) store->add_chunk(chunk);
     store->finalize();
     return store;
 }
 
-void write_predicted_trace(const std::string& path, const ModelDesc& m, const ClusterDesc& c, const PlanResult& plan,
-                           int64_t gpus, const PredictedTraceOptions& o) {
+void write_predicted_trace(const std::string& path, const predict::ModelDesc& m, const predict::ClusterDesc& c,
+                           const predict::PlanResult& plan, int64_t gpus, const PredictedTraceOptions& o) {
     const std::vector<prof::Chunk> chunks = predicted_trace(m, c, plan, gpus, o);
     // Written beside, then renamed: a failure leaves no half-written trace under the name asked for.
     const std::string partial = path + ".partial";

@@ -33,14 +33,16 @@ struct PredictedTraceOptions {
 };
 
 // Chunks per representative rank: metadata, events, end. `title` names the plan ("llama3-70b on 1024 h100-sxm").
-std::vector<prof::Chunk> predicted_trace(const ModelDesc& model, const ClusterDesc& cluster, const PlanResult& plan,
-                                         int64_t gpus, const PredictedTraceOptions& options = {});
+std::vector<prof::Chunk> predicted_trace(const predict::ModelDesc& model, const predict::ClusterDesc& cluster,
+                                         const predict::PlanResult& plan, int64_t gpus,
+                                         const PredictedTraceOptions& options = {});
 
 // The same, in a store ready to read (the GUI), or written as a trace file (`ultrascope plan --trace-out`).
-std::unique_ptr<prof::TraceStore> predicted_store(const ModelDesc& model, const ClusterDesc& cluster,
-                                                  const PlanResult& plan, int64_t gpus,
+std::unique_ptr<prof::TraceStore> predicted_store(const predict::ModelDesc& model, const predict::ClusterDesc& cluster,
+                                                  const predict::PlanResult& plan, int64_t gpus,
                                                   const PredictedTraceOptions& options = {});
-void write_predicted_trace(const std::string& path, const ModelDesc& model, const ClusterDesc& cluster,
-                           const PlanResult& plan, int64_t gpus, const PredictedTraceOptions& options = {});
+void write_predicted_trace(const std::string& path, const predict::ModelDesc& model,
+                           const predict::ClusterDesc& cluster, const predict::PlanResult& plan, int64_t gpus,
+                           const PredictedTraceOptions& options = {});
 
 }  // namespace us::plan

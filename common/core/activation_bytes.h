@@ -1,6 +1,6 @@
 // What the forward pass keeps for backward, per block and for the embedding and head, in each recompute mode, as
 // bytes: the engine's own per-layer activation breakdown. The engine carves its activations by it
-// (engine/model/activations.h), the analysis predicts from it (profiler/analysis/predict_memory.cpp), docs/memory.md
+// (engine/model/activations.h), the analysis predicts from it (profiler/predict/predict_memory.cpp), docs/memory.md
 // prints it, and the tests check the allocator's measured bytes against it. Pure arithmetic on shapes: it lives
 // beneath the engine and the profiler so that both use this one definition.
 //

@@ -84,14 +84,19 @@ Schedule zero_bubble_h1(const PipelineShape& s) {
 
 }  // namespace
 
-void validate_schedule_shape(const std::string& name, const PipelineShape& s) {
-    US_CHECK_INPUT(name == "afab" || name == "1f1b" || name == "interleaved" || name == "zb1",
-                   "unknown --pp-schedule '{}': expected afab, 1f1b, interleaved or zb1", name);
+std::string_view schedule_name(PipelineSchedule s) { return enum_name(kPipelineSchedules, s); }
+
+PipelineSchedule parse_pipeline_schedule(std::string_view text) {
+    return parse_enum(kPipelineSchedules, text, "--pp-schedule");
+}
+
+void validate_schedule_shape(PipelineSchedule schedule, const PipelineShape& s) {
+    const bool interleaving = schedule == PipelineSchedule::interleaved;
     US_CHECK_INPUT(s.pp >= 1 && s.micro_batches >= 1 && s.chunks >= 1, "pipeline shape must be positive");
-    US_CHECK_INPUT(name == "interleaved" || s.chunks == 1,
+    US_CHECK_INPUT(interleaving || s.chunks == 1,
                    "--pp-chunks {} needs --pp-schedule interleaved (the other schedules run one chunk per rank)",
                    s.chunks);
-    if (name == "interleaved") {
+    if (interleaving) {
         US_CHECK_INPUT(s.pp >= 2, "the interleaved schedule needs --pp 2 or more");
         US_CHECK_INPUT(s.chunks >= 2, "the interleaved schedule needs --pp-chunks 2 or more (chunks per rank)");
         US_CHECK_INPUT(s.micro_batches >= s.pp && s.micro_batches % s.pp == 0,
@@ -101,11 +106,18 @@ void validate_schedule_shape(const std::string& name, const PipelineShape& s) {
     }
 }
 
-Schedule make_schedule(const std::string& name, const PipelineShape& shape) {
-    validate_schedule_shape(name, shape);
-    if (name == "afab") return afab(shape);
-    if (name == "1f1b") return one_f_one_b(shape);
-    if (name == "interleaved") return interleaved(shape);
+Schedule make_schedule(PipelineSchedule schedule, const PipelineShape& shape) {
+    validate_schedule_shape(schedule, shape);
+    switch (schedule) {
+        case PipelineSchedule::afab:
+            return afab(shape);
+        case PipelineSchedule::one_f_one_b:
+            return one_f_one_b(shape);
+        case PipelineSchedule::interleaved:
+            return interleaved(shape);
+        case PipelineSchedule::zb1:
+            break;
+    }
     return zero_bubble_h1(shape);
 }
 

@@ -11,9 +11,24 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/core/enum_names.h"
+
 namespace us {
+
+// The schedules, named once: --pp-schedule's values and the JSON's "pp_schedule" are these names.
+enum class PipelineSchedule { afab, one_f_one_b, interleaved, zb1 };
+inline constexpr EnumTable<PipelineSchedule, 4> kPipelineSchedules = {{
+    {PipelineSchedule::afab, "afab", "all forwards, then all backwards (GPipe)"},
+    {PipelineSchedule::one_f_one_b, "1f1b", "one forward, one backward; at most pp micro-batches in flight"},
+    {PipelineSchedule::interleaved, "interleaved", "1F1B over several chunks per rank"},
+    {PipelineSchedule::zb1, "zb1", "zero-bubble ZB-H1, weight gradients fill the bubbles"},
+}};
+std::string_view schedule_name(PipelineSchedule s);
+// UserError "unknown --pp-schedule 'x': expected afab, 1f1b, interleaved or zb1".
+PipelineSchedule parse_pipeline_schedule(std::string_view text);
 
 enum class PipeOp : unsigned char { forward, backward, backward_input, backward_weight };
 
@@ -32,9 +47,10 @@ struct PipelineShape {
 
 using Schedule = std::vector<std::vector<PipeAction>>;  // [stage][i]
 
-// UserError naming the problem when `name` cannot run `shape` (unknown schedule, m < pp for interleaved ...).
-Schedule make_schedule(const std::string& name, const PipelineShape& shape);
-void validate_schedule_shape(const std::string& name, const PipelineShape& shape);
+// UserError naming the problem when `schedule` cannot run `shape` (chunks without interleaving, m < pp for
+// interleaved ...).
+Schedule make_schedule(PipelineSchedule schedule, const PipelineShape& shape);
+void validate_schedule_shape(PipelineSchedule schedule, const PipelineShape& shape);
 
 // The action's name in traces and the GUI: F3, B3, W3 (with ".c1" for chunk 1 when there are several).
 std::string action_label(const PipeAction& a, int chunks);

@@ -96,11 +96,4 @@ void apply_preset(TrainConfig& cfg, const std::string& name) {
     cfg.preset = name;
 }
 
-void validate_layout(const ParallelConfig& p, int world_size) {
-    US_CHECK_INPUT(p.world() == world_size,
-                   "the layout dp {} x pp {} x tp {} x cp {} needs {} ranks but {} were started: start mpirun -n {} "
-                   "(or change the degrees; --ep shares the dp ranks)",
-                   p.dp, p.pp, p.tp, p.cp, p.world(), world_size, p.world());
-}
-
 }  // namespace us

@@ -10,26 +10,18 @@
 #include <string>
 #include <vector>
 
-#include "common/settings/gpt_config.h"
 #include "common/settings/adamw_config.h"
+#include "common/settings/gpt_config.h"
+#include "common/settings/parallel_layout.h"
 
 namespace us {
 
-struct ParallelConfig {
-    int dp = 1, pp = 1, tp = 1, cp = 1;
-    int ep = 1;       // expert parallelism: carved out of the dp ranks (ep divides dp), not a factor of the world
-    bool sp = false;  // sequence parallelism inside the tensor-parallel group (needs tp > 1)
-    std::string cp_balance = "zigzag";     // zigzag | contiguous: how context parallelism cuts the sequence
-    std::string cp_comm = "ring";          // ring | allgather: how context parallelism moves keys and values
-    int zero = 0;                          // ZeRO stage 0..3
-    std::string pp_schedule = "1f1b";      // afab | 1f1b | interleaved | zb1
-    int pp_chunks = 1;                     // virtual chunks per rank (interleaved)
-    double bucket_mb = 1.0;                // gradient bucket size (MiB)
-    bool overlap = true;                   // false: all-reduce after backward (--no-overlap)
+// How the engine's ranks run their communication: knobs of a run's runtime, not of its layout (the planner and the
+// predictions never read them).
+struct EngineRuntime {
     bool overlap_alternate = false;        // overlap in every other step only (calibration: --overlap-alternate)
     std::string comm_progress = "thread";  // thread | poll: how async collectives make progress
     bool nccl_shared_gpu = false;          // ranks that share a GPU still use NCCL (a host id each: sockets)
-    int world() const { return dp * pp * tp * cp; }
 };
 
 struct TrainConfig {
@@ -56,7 +48,8 @@ struct TrainConfig {
     int save_every = 0;  // > 0: also write --save every this many steps (atomically), not only at the end
     int threads = 0;     // per rank; 0: cores / ranks on this host
     std::string device = "cpu";
-    ParallelConfig parallel;
+    ParallelLayout parallel;
+    EngineRuntime runtime;
     // profiler
     std::string trace;    // --trace FILE
     std::string connect;  // --connect HOST:PORT
@@ -87,8 +80,5 @@ std::string default_corpus_path();
 std::vector<std::string> list_presets();
 // Loads assets/presets/NAME.json onto cfg. UserError naming the known presets when NAME is unknown.
 void apply_preset(TrainConfig& cfg, const std::string& name);
-
-// Refuses a layout before any work starts: the world size against the product of the degrees.
-void validate_layout(const ParallelConfig& p, int world_size);
 
 }  // namespace us

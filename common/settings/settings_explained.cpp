@@ -10,14 +10,21 @@ namespace us {
 
 namespace {
 
+// A choice's values, one a line, each with its help line from the value's name table.
+template <typename E, size_t N>
+std::string choices_explained(const EnumTable<E, N>& table) {
+    std::string s;
+    for (const EnumName<E>& e : table) s += fmt::format("{}{}: {}", s.empty() ? "" : "\n", e.name, e.help);
+    return s;
+}
+
 const std::vector<std::pair<std::string_view, std::string_view>>& explanations() {
+    static const std::string schedules = choices_explained(kPipelineSchedules);
+    static const std::string cp_comms = choices_explained(kCpComms), cp_balances = choices_explained(kCpBalances);
     static const std::vector<std::pair<std::string_view, std::string_view>> table = {
         {"grad_accum", "gradient accumulation per optimizer step, and m of the pipeline"},
         {"pp", "pipeline stages: the layers split evenly, embedding on the first, head and loss on the last"},
-        {"pp_schedule",
-         "afab: all forwards, then all backwards (GPipe)\n1f1b: one forward, one backward; at most pp micro-batches "
-         "in flight\ninterleaved: 1F1B over several chunks per rank\nzb1: zero-bubble ZB-H1, weight gradients fill "
-         "the bubbles"},
+        {"pp_schedule", schedules},
         {"pp_chunks", "virtual stages per rank (interleaved); layers must divide by pp x chunks"},
         {"tp",
          "each block's attention heads and MLP split over tp ranks (Megatron), with an all-reduce per branch in\n"
@@ -28,13 +35,8 @@ const std::vector<std::pair<std::string_view, std::string_view>>& explanations()
         {"cp",
          "each sequence split over cp ranks; attention sees every rank's keys and values (a ring or an\n"
          "all-gather, --cp-comm); activations / cp"},
-        {"cp_comm",
-         "ring: each key/value block passed on while the block in hand is computed (hidden behind attention)\n"
-         "allgather: every rank's keys and values gathered before attention and their gradients reduce-scattered\n"
-         "after it (exposed; Llama 3's choice: simple, and small beside the attention of long sequences)"},
-        {"cp_balance",
-         "zigzag: 2 cp chunks, rank r holds r and 2cp-1-r: equal causal work on every rank\ncontiguous: rank r "
-         "holds chunk r: the last rank's queries see every key (imbalanced)"},
+        {"cp_comm", cp_comms},
+        {"cp_balance", cp_balances},
         {"moe_experts", "each a 4h GeLU MLP; a router sends each token to K of them"},
         {"moe_topk", "the gates are the K probabilities renormalised"},
         {"moe_capacity_factor",

@@ -14,14 +14,10 @@ void check_setting_rules(const TrainConfig& c, const RuleContext& context) {
     US_CHECK_INPUT(c.grad_accum > 0, "--grad-accum must be positive (got {})", c.grad_accum);
     US_CHECK_INPUT(!c.fp32_grad_accum || c.precision == Precision::bf16,
                    "--fp32-grad-accum needs --precision bf16 (fp32 runs already accumulate in fp32)");
-    const ParallelConfig& p = c.parallel;
-    for (auto [name, v] : {std::pair{"dp", p.dp}, {"pp", p.pp}, {"tp", p.tp}, {"cp", p.cp}, {"ep", p.ep}})
-        US_CHECK_INPUT(v >= 1, "--{} must be at least 1 (got {})", name, v);
+    const ParallelLayout& p = c.parallel;
+    p.check();  // the rules of the layout alone: degrees, sp with tp, ep dividing dp, the ZeRO stage ...
     // Tensor and sequence parallelism: heads (and with them the hidden size and the MLP) split over the tp group;
     // the vocabulary is padded to a multiple of tp instead of refused.
-    US_CHECK_INPUT(!p.sp || p.tp > 1,
-                   "--sp (sequence parallelism) works inside a tensor-parallel group: add --tp 2 "
-                   "or more, or drop --sp");
     US_CHECK_INPUT(c.model.heads % p.tp == 0,
                    "--heads {} cannot be split over --tp {}: tensor parallelism gives each rank heads/tp whole heads; "
                    "use a tp that divides {} (or more heads)",
@@ -32,23 +28,19 @@ void check_setting_rules(const TrainConfig& c, const RuleContext& context) {
                    c.model.seq, p.tp, p.tp);
     // Context parallelism: the sequence in 2 cp (zigzag) or cp (contiguous) equal chunks; with sequence parallelism
     // a rank's positions split further over tp.
-    US_CHECK_INPUT(p.cp_balance == "zigzag" || p.cp_balance == "contiguous",
-                   "unknown --cp-balance '{}': expected zigzag or contiguous", p.cp_balance);
-    US_CHECK_INPUT(p.cp_comm == "ring" || p.cp_comm == "allgather",
-                   "unknown --cp-comm '{}': expected ring or allgather", p.cp_comm);
     // One collective carries at most 2^31 - 1 elements (MPI's and NCCL's counts): the all-gather moves every rank's
     // keys and values of a micro-batch at once, B seq 2 h / tp of them.
     const int64_t gathered = int64_t(c.batch) * c.model.seq * 2 * (c.model.hidden / std::max(1, p.tp));
-    US_CHECK_INPUT(p.cp == 1 || p.cp_comm != "allgather" || gathered <= int64_t(INT_MAX),
+    US_CHECK_INPUT(p.cp == 1 || p.cp_comm != CpComm::allgather || gathered <= int64_t(INT_MAX),
                    "--cp-comm allgather would gather {} elements a layer (--batch {} x --seq {} x 2 x --hidden {} / "
                    "--tp {}), more than one collective carries (2^31 - 1): use a smaller --batch, a larger --tp, or "
                    "--cp-comm ring",
                    gathered, c.batch, c.model.seq, c.model.hidden, p.tp);
-    const int cp_chunks = p.cp_balance == "zigzag" ? 2 * p.cp : p.cp;
+    const int cp_chunks = p.cp_balance == CpBalance::zigzag ? 2 * p.cp : p.cp;
     US_CHECK_INPUT(p.cp == 1 || c.model.seq % cp_chunks == 0,
                    "--seq {} cannot be split over --cp {} ({}): it needs {} equal chunks; use a sequence length that "
                    "divides by {}",
-                   c.model.seq, p.cp, p.cp_balance, cp_chunks, cp_chunks);
+                   c.model.seq, p.cp, cp_balance_name(p.cp_balance), cp_chunks, cp_chunks);
     US_CHECK_INPUT(!p.sp || p.cp == 1 || (c.model.seq / p.cp) % p.tp == 0,
                    "--sp with --cp {}: each rank's {} positions must split over --tp {}", p.cp, c.model.seq / p.cp,
                    p.tp);
@@ -62,22 +54,12 @@ void check_setting_rules(const TrainConfig& c, const RuleContext& context) {
     US_CHECK_INPUT(!c.model.is_moe() || c.model.moe_experts % p.ep == 0,
                    "--moe-experts {} cannot be split over --ep {}: each expert-parallel rank holds E/ep whole experts",
                    c.model.moe_experts, p.ep);
-    US_CHECK_INPUT(p.dp % p.ep == 0,
-                   "--ep {} must divide --dp {}: expert-parallel ranks are carved out of the data-parallel ones (each "
-                   "group of ep dp ranks holds all the experts once); use --dp {} or a multiple",
-                   p.ep, p.dp, p.ep);
     US_CHECK_INPUT(
-        !c.model.is_moe() || p.pp_schedule != "zb1",
+        !c.model.is_moe() || p.pp_schedule != PipelineSchedule::zb1,
         "--pp-schedule zb1 with mixture-of-experts blocks is not supported (their expert weight gradients are "
         "not split into a W pass): use 1f1b, afab or interleaved");
-    US_CHECK_INPUT(p.zero >= 0 && p.zero <= 3, "unknown --zero stage {}: expected 0, 1, 2 or 3", p.zero);
-    US_CHECK_INPUT(
-        p.pp_schedule == "afab" || p.pp_schedule == "1f1b" || p.pp_schedule == "interleaved" || p.pp_schedule == "zb1",
-        "unknown --pp-schedule '{}': expected afab, 1f1b, interleaved or zb1", p.pp_schedule);
-    US_CHECK_INPUT(p.pp_chunks >= 1, "--pp-chunks must be at least 1 (got {})", p.pp_chunks);
-    US_CHECK_INPUT(p.bucket_mb > 0, "--bucket-mb must be positive (got {})", p.bucket_mb);
-    US_CHECK_INPUT(p.comm_progress == "thread" || p.comm_progress == "poll",
-                   "unknown --comm-progress '{}': expected thread or poll", p.comm_progress);
+    US_CHECK_INPUT(c.runtime.comm_progress == "thread" || c.runtime.comm_progress == "poll",
+                   "unknown --comm-progress '{}': expected thread or poll", c.runtime.comm_progress);
     US_CHECK_INPUT(c.device == "cpu" || c.device == "cuda", "unknown --device '{}': expected cpu or cuda", c.device);
     // Pipelines
     validate_schedule_shape(p.pp_schedule, PipelineShape{p.pp, c.grad_accum, p.pp_chunks});
@@ -86,13 +68,10 @@ void check_setting_rules(const TrainConfig& c, const RuleContext& context) {
                    "--layers {} cannot be split evenly over pp {} x {} chunk(s) = {} pipeline stages: use a multiple "
                    "of {} layers (each stage takes layers/{}; the first also the embedding, the last the head)",
                    c.model.layers, p.pp, p.pp_chunks, stages, stages, stages);
-    US_CHECK_INPUT(p.pp == 1 || p.zero <= 1,
-                   "--zero {} with --pp {}: pipelines compose with ZeRO-0 and ZeRO-1 only (use --zero 1)", p.zero,
-                   p.pp);
-    US_CHECK_INPUT(p.pp_schedule != "zb1" || c.recompute != Recompute::full,
+    US_CHECK_INPUT(p.pp_schedule != PipelineSchedule::zb1 || c.recompute != Recompute::full,
                    "--pp-schedule zb1 keeps each block's activations until its W pass; it cannot run with --recompute "
                    "full (use none or selective)");
-    US_CHECK_INPUT(p.pp_schedule != "zb1" || !c.fp32_grad_accum,
+    US_CHECK_INPUT(p.pp_schedule != PipelineSchedule::zb1 || !c.fp32_grad_accum,
                    "--pp-schedule zb1 with --fp32-grad-accum is not supported: drop one of them");
 }
 

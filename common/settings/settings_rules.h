@@ -1,5 +1,5 @@
 // The rules that refuse a combination of training settings, written once. The engine (TrainConfig::validate), the
-// planner (plan::check_layout, on the config a layout and a described model make) and the launch panel (through
+// planner (predict::check_layout, on the config a layout and a described model make) and the launch panel (through
 // validate) all call check_setting_rules, so they refuse the same things with the same message.
 #pragma once
 

@@ -43,6 +43,15 @@ Setting named(std::string_view flag, std::string_view key, std::string_view help
     return s;
 }
 
+// An enum member with a name table (common/core/enum_names.h): the choices and both directions are the table's.
+template <typename Field, typename E, size_t N>
+Setting named(std::string_view flag, std::string_view key, std::string_view help, Field field,
+              const EnumTable<E, N>& table) {
+    return named(
+        flag, key, help, field, [&table, flag](std::string_view text) { return parse_enum(table, text, flag); },
+        [&table](E v) { return enum_name(table, v); }, enum_names(table));
+}
+
 Setting text(std::string_view flag, std::string_view key, std::string_view help, auto field,
              std::vector<std::string_view> choices = {}, InJson json = InJson::written) {
     Setting s = entry(flag, key, help, SettingKind::text, field, json);
@@ -186,14 +195,16 @@ std::vector<Setting> build_schema() {
     t.push_back(entry(
         "--cp", "cp", "Context-parallel degree (attention over the sequence split over cp ranks)", I,
         [](auto& c) -> auto& { return c.parallel.cp; }));
-    t.push_back(only_when(text("--cp-balance", "cp_balance",
-                               "zigzag | contiguous: how --cp cuts the sequence (zigzag balances causal work)",
-                               [](auto& c) -> auto& { return c.parallel.cp_balance; }, {"zigzag", "contiguous"}),
+    t.push_back(only_when(named(
+                              "--cp-balance", "cp_balance",
+                              "zigzag | contiguous: how --cp cuts the sequence (zigzag balances causal work)",
+                              [](auto& c) -> auto& { return c.parallel.cp_balance; }, kCpBalances),
                           [](const TrainConfig& c) { return c.parallel.cp > 1; }));
-    t.push_back(only_when(text("--cp-comm", "cp_comm",
-                               "ring | allgather: how --cp moves keys and values (ring: passed on behind the "
-                               "attention; allgather: gathered whole before it, Llama 3's)",
-                               [](auto& c) -> auto& { return c.parallel.cp_comm; }, {"ring", "allgather"}),
+    t.push_back(only_when(named(
+                              "--cp-comm", "cp_comm",
+                              "ring | allgather: how --cp moves keys and values (ring: passed on behind the "
+                              "attention; allgather: gathered whole before it, Llama 3's)",
+                              [](auto& c) -> auto& { return c.parallel.cp_comm; }, kCpComms),
                           [](const TrainConfig& c) { return c.parallel.cp > 1; }));
     t.push_back(only_when(entry(
                               "--ep", "ep",
@@ -203,15 +214,17 @@ std::vector<Setting> build_schema() {
                           has_experts));
     t.push_back(entry(
         "--zero", "zero", "ZeRO stage 0 | 1 | 2 | 3", I, [](auto& c) -> auto& { return c.parallel.zero; }));
-    t.push_back(
-        only_when(text("--pp-schedule", "pp_schedule", "afab | 1f1b | interleaved | zb1",
-                       [](auto& c) -> auto& { return c.parallel.pp_schedule; }, {"afab", "1f1b", "interleaved", "zb1"}),
-                  [](const TrainConfig& c) { return c.parallel.pp > 1; }));
-    t.push_back(
-        only_when(entry(
-                      "--pp-chunks", "pp_chunks", "Virtual pipeline chunks per rank (interleaved)", I,
-                      [](auto& c) -> auto& { return c.parallel.pp_chunks; }),
-                  [](const TrainConfig& c) { return c.parallel.pp > 1 && c.parallel.pp_schedule == "interleaved"; }));
+    static const std::string schedules = enum_names_text(kPipelineSchedules, " | ");
+    t.push_back(only_when(named(
+                              "--pp-schedule", "pp_schedule", schedules,
+                              [](auto& c) -> auto& { return c.parallel.pp_schedule; }, kPipelineSchedules),
+                          [](const TrainConfig& c) { return c.parallel.pp > 1; }));
+    t.push_back(only_when(entry(
+                              "--pp-chunks", "pp_chunks", "Virtual pipeline chunks per rank (interleaved)", I,
+                              [](auto& c) -> auto& { return c.parallel.pp_chunks; }),
+                          [](const TrainConfig& c) {
+                              return c.parallel.pp > 1 && c.parallel.pp_schedule == PipelineSchedule::interleaved;
+                          }));
     t.push_back(entry(
         "--bucket-mb", "bucket_mb", "Gradient bucket size in MiB", D,
         [](auto& c) -> auto& { return c.parallel.bucket_mb; }));
@@ -223,18 +236,18 @@ std::vector<Setting> build_schema() {
             "--overlap-alternate", "overlap_alternate",
             "Overlap the gradient all-reduce in every other step only, the others after backward (one run shows "
             "what overlap costs the compute beside it; `ultrascope calibrate --nodes` measures it so)",
-            [](auto& c) -> auto& { return c.parallel.overlap_alternate; }),
+            [](auto& c) -> auto& { return c.runtime.overlap_alternate; }),
         [](const TrainConfig& c) {
             return c.parallel.dp * c.parallel.cp > 1 && c.parallel.zero == 0 && c.parallel.overlap;
         }));
     t.push_back(text("--comm-progress", "comm_progress", "How async collectives progress: thread | poll",
-                     [](auto& c) -> auto& { return c.parallel.comm_progress; }, {"thread", "poll"}));
+                     [](auto& c) -> auto& { return c.runtime.comm_progress; }, {"thread", "poll"}));
     t.push_back(only_when(toggle(
                               "--nccl-shared-gpu", "nccl_shared_gpu",
                               "Ranks that share a GPU still talk through NCCL: each takes its own NCCL_HOSTID, "
                               "so NCCL carries their collectives over its socket transport (correct; slower "
                               "than host staging)",
-                              [](auto& c) -> auto& { return c.parallel.nccl_shared_gpu; }),
+                              [](auto& c) -> auto& { return c.runtime.nccl_shared_gpu; }),
                           [](const TrainConfig& c) { return c.device == "cuda"; }));
     // profiler
     t.push_back(text(

@@ -1,7 +1,7 @@
 // Every training setting defined once: its flag, its JSON key, its help line, its kind and the TrainConfig member it
 // sets (the default is that member's default). The trainer's flags (cli.cpp), a config's JSON (TrainConfig::to_json,
 // apply_config_json: --print-config, config files, presets, trace metadata) and the flags a config launches with
-// (train_args_of, plan::Layout::flags, the launch panel) are views of this one table.
+// (train_args_of, predict::Layout::flags, the launch panel) are views of this one table.
 #pragma once
 
 #include <functional>
@@ -39,7 +39,7 @@ struct Setting {
     bool switch_value = true;               // boolean: what giving the flag sets (false for --no-overlap)
     std::vector<std::string_view> choices;  // text and choice: the values accepted (empty: any text)
     // When the setting does anything (the pipeline schedule with pp > 1, the experts' settings with experts, ...);
-    // empty: always. Where it does not, the launch panel greys it out and does not pass it, and plan::Layout does
+    // empty: always. Where it does not, the launch panel greys it out and does not pass it, and predict::Layout does
     // not write it.
     std::function<bool(const TrainConfig&)> applies;
     std::function<nlohmann::json(const TrainConfig&)> get;

@@ -14,18 +14,6 @@ namespace {
 constexpr int kKvTag = 71, kGradTag = 72;  // ring messages of one communicator, matched in order
 }
 
-CpBalance parse_cp_balance(const std::string& text) {
-    if (text == "zigzag") return CpBalance::zigzag;
-    if (text == "contiguous") return CpBalance::contiguous;
-    fail_user("unknown --cp-balance '{}': expected zigzag or contiguous", text);
-}
-
-CpComm parse_cp_comm(const std::string& text) {
-    if (text == "ring") return CpComm::ring;
-    if (text == "allgather") return CpComm::allgather;
-    fail_user("unknown --cp-comm '{}': expected ring or allgather", text);
-}
-
 ContextParallel::ContextParallel(Communicator& cp_group, CpBalance balance, CpComm comm, int seq, Backend& backend)
     : m_group(&cp_group), m_balance(balance), m_comm(comm), m_seq(seq), m_be(&backend) {
     const int cp = cp_group.size();

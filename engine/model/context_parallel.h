@@ -22,16 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "common/settings/parallel_layout.h"
 #include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
 #include "engine/data/data_loader.h"
 
 namespace us {
-
-enum class CpBalance { zigzag, contiguous };
-CpBalance parse_cp_balance(const std::string& text);  // UserError when unknown
-enum class CpComm { ring, allgather };
-CpComm parse_cp_comm(const std::string& text);  // UserError when unknown
 
 // The layout as pure functions (tested alone): a rank's chunks (1 contiguous, 2 zigzag) and their global indices,
 // and the chunk pairs a rank computes against the key/value block of `owner` (pairs whose keys all come after

@@ -8,7 +8,7 @@
 
 namespace us {
 
-GridCoords grid_coords(const ParallelConfig& p, int r) {
+GridCoords grid_coords(const ParallelLayout& p, int r) {
     GridCoords c;
     c.tp = r % p.tp;
     r /= p.tp;
@@ -21,11 +21,11 @@ GridCoords grid_coords(const ParallelConfig& p, int r) {
     return c;
 }
 
-int grid_rank(const ParallelConfig& p, const GridCoords& c) {
+int grid_rank(const ParallelLayout& p, const GridCoords& c) {
     return ((c.dp * p.pp + c.pp) * p.cp + c.cp) * p.tp + c.tp;
 }
 
-ProcessGrid::ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> world)
+ProcessGrid::ProcessGrid(const ParallelLayout& p, std::unique_ptr<Communicator> world)
     : m_p(p), m_world(std::move(world)) {
     m_coords = grid_coords(p, m_world->rank());
     if (m_world->size() == 1) {

@@ -26,15 +26,15 @@ struct GridCoords {
 };
 
 // Coordinates of a world rank, and back (pure functions, tested on their own).
-GridCoords grid_coords(const ParallelConfig& p, int world_rank);
-int grid_rank(const ParallelConfig& p, const GridCoords& c);
+GridCoords grid_coords(const ParallelLayout& p, int world_rank);
+int grid_rank(const ParallelLayout& p, const GridCoords& c);
 
 class ProcessGrid {
 public:
     // Builds the groups by splitting `world` (MPI), or local groups when the world has one rank.
-    ProcessGrid(const ParallelConfig& p, std::unique_ptr<Communicator> world);
+    ProcessGrid(const ParallelLayout& p, std::unique_ptr<Communicator> world);
 
-    const ParallelConfig& degrees() const { return m_p; }
+    const ParallelLayout& degrees() const { return m_p; }
     int world_rank() const { return m_world->rank(); }
     int world_size() const { return m_world->size(); }
     const GridCoords& coords() const { return m_coords; }
@@ -78,7 +78,7 @@ public:
         const std::function<std::unique_ptr<Communicator>(std::unique_ptr<Communicator>, GroupKind)>& wrap);
 
 private:
-    ParallelConfig m_p;
+    ParallelLayout m_p;
     GridCoords m_coords;
     std::unique_ptr<Communicator> m_world, m_dp, m_pp, m_tp, m_cp, m_dp_cp, m_ep, m_edp, m_embedding;
 };

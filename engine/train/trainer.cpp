@@ -24,9 +24,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 namespace {
-ProcessGrid& grid_or_local(ProcessGrid* grid, std::unique_ptr<ProcessGrid>& own, const ParallelConfig& p) {
+ProcessGrid& grid_or_local(ProcessGrid* grid, std::unique_ptr<ProcessGrid>& own, const ParallelLayout& p) {
     if (grid) return *grid;
-    validate_layout(p, 1);
+    p.check_world(1);
     own = std::make_unique<ProcessGrid>(p, make_local_communicator(GroupKind::world));
     return *own;
 }
@@ -60,12 +60,11 @@ ParamLayout Trainer::rank_layout(const TrainConfig& cfg, int stage, int tp_rank)
 //      optimizer state (and with ZeRO-2/3 gradients and parameters) sharded over those groups.
 Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     : m_config((config.validate(), config)), m_be(backend), m_grid(grid_or_local(grid, m_own_grid, config.parallel)) {
-    const ParallelConfig& p = m_config.parallel;
-    validate_layout(p, m_grid.world_size());
+    const ParallelLayout& p = m_config.parallel;
+    p.check_world(m_grid.world_size());
     if (p.tp > 1) m_tp = TensorParallel(m_grid.tp_group(), p.sp, backend);  // 1
     if (p.cp > 1)                                                           // 2
-        m_cp = ContextParallel(m_grid.cp_group(), parse_cp_balance(p.cp_balance), parse_cp_comm(p.cp_comm),
-                               m_config.model.seq, backend);
+        m_cp = ContextParallel(m_grid.cp_group(), p.cp_balance, p.cp_comm, m_config.model.seq, backend);
     m_layout = rank_layout(m_config, m_grid.pp_rank(), m_grid.tp_rank());  // 1 + 4
     if (m_config.model.is_moe()) {                                         // 3
         m_expert_layout =
@@ -119,14 +118,14 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
 // stage holds its own chunks' parameters, and the tied embedding is a bucket of its own.
 std::unique_ptr<TrainState> Trainer::make_state_for(const ParamLayout& layout, Communicator& group,
                                                     bool isolate_embedding) {
-    const ParallelConfig& p = m_config.parallel;
+    const ParallelLayout& p = m_config.parallel;
     if (p.zero == 0) {
         const bool fp32_accum = m_config.fp32_grad_accum && m_config.precision == Precision::bf16;
         GradientSync* sync = nullptr;
         if (group.size() > 1) {
             m_syncs.push_back(std::make_unique<DataParallelSync>(
                 group, layout, p.bucket_mb, fp32_accum ? 4 : dtype_size(compute_dtype(m_config.precision)), p.overlap,
-                p.overlap_alternate));
+                m_config.runtime.overlap_alternate));
             sync = m_syncs.back().get();
         }
         return std::make_unique<ReplicatedState>(m_be, layout, m_config.precision, m_config.fp32_grad_accum,
@@ -139,7 +138,7 @@ std::unique_ptr<TrainState> Trainer::make_state_for(const ParamLayout& layout, C
 // The blocks' parameters reduce over dp x cp; an MoE model's experts over the ranks that hold the same experts.
 // One rank of each group of replicated copies counts in the gradient norm.
 void Trainer::make_state() {
-    const ParallelConfig& p = m_config.parallel;
+    const ParallelLayout& p = m_config.parallel;
     std::unique_ptr<TrainState> blocks = make_state_for(m_layout, m_grid.dp_cp_group(), p.pp > 1);
     blocks->set_norm_owner(m_grid.dp_rank() == 0 && m_grid.cp_rank() == 0);
     if (m_expert_layout.units().empty()) {
@@ -152,7 +151,7 @@ void Trainer::make_state() {
 }
 
 void Trainer::make_chunks() {
-    const ParallelConfig& p = m_config.parallel;
+    const ParallelLayout& p = m_config.parallel;
     ModelOptions mo;
     mo.precision = m_config.precision;
     mo.recompute = m_config.recompute;

@@ -137,7 +137,7 @@ RankInfo rank_info(ProcessGrid& grid) {
     r.rank = grid.world_rank();
     r.world = grid.world_size();
     const GridCoords& c = grid.coords();
-    const ParallelConfig& p = grid.degrees();
+    const ParallelLayout& p = grid.degrees();
     r.coords = {.dp = c.dp, .pp = c.pp, .tp = c.tp, .cp = c.cp, .ep = c.ep};
     r.grid = {.dp = p.dp, .pp = p.pp, .tp = p.tp, .cp = p.cp, .ep = p.ep};
     r.comm_backend = MpiRuntime::initialized() ? "mpi" : "none";
@@ -150,12 +150,12 @@ RankInfo rank_info(ProcessGrid& grid) {
 int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     const bool lead = grid.world_rank() == 0;  // rank 0 prints, writes metrics and checkpoints
     if (!lead) cfg.quiet = true;
-    if (MpiRuntime::initialized() && cfg.parallel.comm_progress == "poll")
+    if (MpiRuntime::initialized() && cfg.runtime.comm_progress == "poll")
         device.set_progress_hook(&MpiRuntime::progress);
     apply_fake_clock_offset(grid.world_rank());
     RankInfo rank = rank_info(grid);
     // GPU tensors travel over NCCL (or MPI with host staging where NCCL cannot run): the trace says which.
-    if (device.is_async() && cfg.parallel.nccl_shared_gpu) give_ranks_their_own_nccl_hosts(grid.world());
+    if (device.is_async() && cfg.runtime.nccl_shared_gpu) give_ranks_their_own_nccl_hosts(grid.world());
     if (device.is_async()) rank.comm_backend = grid.use_device_communicators(device);
     RunProfiler profiler(cfg, device, rank);
     std::optional<ProfiledBackend> profiled;

@@ -33,7 +33,7 @@ double most_uneven(const RankReport& r) {
 // engine's exact walk agrees with the measurement (otherwise the run itself is unexplained).
 std::optional<std::string> memory_formula_explanation(const Report& rep, const RankReport& r, MemCategory k,
                                                       double measured) {
-    const PredictInput& in = rep.predict_input;
+    const predict::PredictInput& in = rep.predict_input;
     const auto& pred = r.predicted.memory[size_t(k)];
     if (!agrees(measured, pred ? std::optional<double>(double(*pred)) : std::nullopt)) return std::nullopt;
     if (k == MemCategory::activations)
@@ -43,9 +43,10 @@ std::optional<std::string> memory_formula_explanation(const Report& rep, const R
             "the embedding output, the logits and the losses (docs/memory.md); the exact walk agrees "
             "with the measurement",
             in.bf16 ? 2 : 4);
-    const bool sharded = (k == MemCategory::params && in.zero >= 3) || (k == MemCategory::grads && in.zero >= 2) ||
-                         ((k == MemCategory::master_params || k == MemCategory::optimizer_state) && in.zero >= 1);
-    if (sharded && in.ep > 1 && r.predicted.expert_params_on_rank > 0)
+    const bool sharded =
+        (k == MemCategory::params && in.parallel.zero >= 3) || (k == MemCategory::grads && in.parallel.zero >= 2) ||
+        ((k == MemCategory::master_params || k == MemCategory::optimizer_state) && in.parallel.zero >= 1);
+    if (sharded && in.parallel.ep > 1 && r.predicted.expert_params_on_rank > 0)
         return std::string(
             "the textbook shards every parameter over dp x cp; the experts' are sharded over the "
             "dp/ep ranks that hold the same experts (docs/formulas.md); the exact walk agrees");
@@ -58,7 +59,7 @@ std::optional<std::string> memory_formula_explanation(const Report& rep, const R
 
 std::optional<std::string> comm_explanation(const Report& rep, const RankReport& r, GroupKind group,
                                             const std::string& source, double measured) {
-    const PredictInput& in = rep.predict_input;
+    const predict::PredictInput& in = rep.predict_input;
     if (group == GroupKind::ep && in.moe_experts > 0) {
         const double uneven = most_uneven(r);
         if (uneven > 1.0 + kMissTolerance)
@@ -74,13 +75,13 @@ std::optional<std::string> comm_explanation(const Report& rep, const RankReport&
         return fmt::format(
             "the textbook counts the blocks' 4 all-reduces of s b h per micro-batch; the engine also "
             "reduces at the embedding and the head{}{} (docs/formulas.md); the exact walk agrees",
-            in.sp ? ", and gathers the LayerNorm outputs again for the weight gradients" : "",
-            in.recompute == "full" ? ", and repeats the forward's under full recomputation" : "");
+            in.parallel.sp ? ", and gathers the LayerNorm outputs again for the weight gradients" : "",
+            in.recompute == Recompute::full ? ", and repeats the forward's under full recomputation" : "");
     if (group == GroupKind::ep)
         return fmt::format(
             "the textbook counts 4 all-to-alls per MoE block and micro-batch; the engine also sends "
             "the row counts{}; the exact walk agrees",
-            in.recompute == "full" ? " and repeats the forward's under full recomputation" : "");
+            in.recompute == Recompute::full ? " and repeats the forward's under full recomputation" : "");
     return std::nullopt;
 }
 
@@ -160,7 +161,8 @@ std::optional<std::string> bubble_explanation(const Report& rep, double measured
             return fmt::format(
                 "the stages are unequal: stage {} computes {:.4f} s per step, stage {} {:.4f} s (x{:.2f}), and the "
                 "busiest waits less for lighter stages than the {} schedule's equal ones",
-                hi->first, hi->second, lo->first, lo->second, hi->second / lo->second, rep.predict_input.pp_schedule);
+                hi->first, hi->second, lo->first, lo->second, hi->second / lo->second,
+                schedule_name(rep.predict_input.parallel.pp_schedule));
     }
     const double compute_per_step = busiest->steady.compute_s / double(steady.size());
     const double excess_s = (measured - expected) * compute_per_step;
@@ -228,7 +230,7 @@ std::vector<Miss> find_misses(const Report& rep) {
                 add(what, r.rank, measured, formula, "formula", comm_explanation(rep, r, group, "formula", measured));
         }
     }
-    if (rep.predict_input.pp > 1 && rep.pipeline.busiest_rank >= 0) {
+    if (rep.predict_input.parallel.pp > 1 && rep.pipeline.busiest_rank >= 0) {
         add("pipeline.bubble", rep.pipeline.busiest_rank, rep.pipeline.measured, rep.pipeline.simulated, "predicted",
             bubble_explanation(rep, rep.pipeline.measured, rep.pipeline.simulated));
         add("pipeline.bubble", rep.pipeline.busiest_rank, rep.pipeline.measured, rep.pipeline.theory, "formula",

@@ -13,7 +13,7 @@
 #include "profiler/analysis/memory_analysis.h"
 #include "profiler/analysis/misses.h"
 #include "profiler/analysis/op_table.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 #include "profiler/analysis/step_breakdown.h"
 #include "profiler/trace/trace_store.h"
 
@@ -32,7 +32,7 @@ struct RankReport {
     // predicted.memory_total() (modelled_sum_of_peaks).
     int64_t memory_modelled_sum_peak = 0;
     ProcessMemoryPeaks process;  // what the process held beyond the tracked categories
-    Prediction predicted;
+    predict::Prediction predicted;
     // Under expert parallelism, per model layer: the rows this rank's experts received over the uniform share, at
     // the step whose rows were most (measured routing; the prediction's walk takes it). Empty otherwise.
     std::vector<double> expert_load;
@@ -107,7 +107,7 @@ struct Report {
     nlohmann::json config;
     std::vector<RankReport> ranks;
     Throughput throughput;
-    PredictInput predict_input;
+    predict::PredictInput predict_input;
     std::vector<std::string> warnings;
     std::vector<Miss> misses;  // measured against predicted and formula, beyond 10% (misses.h)
     // A planner's prediction written as a trace (its ranks' metadata "predicted": model, cluster, layout); null for

@@ -40,8 +40,8 @@ std::string rank_status(const RankTrace& rt) {
 struct ExpertLoads {
     std::vector<double> at_peak_step, each_layer_most;
 };
-ExpertLoads expert_loads_of(const ExpertRouting& routing, const PredictInput& in, int ep_rank) {
-    const int E = routing.experts, ep = std::max(1, in.ep), per = E / ep;
+ExpertLoads expert_loads_of(const ExpertRouting& routing, const predict::PredictInput& in, int ep_rank) {
+    const int E = routing.experts, ep = std::max(1, in.parallel.ep), per = E / ep;
     if (E <= 0 || E % ep != 0) return {};
     std::map<int, std::vector<double>> by_step;  // step -> load per model layer
     for (const LayerRouting& l : routing.layers)
@@ -75,13 +75,15 @@ void describe_run(const TraceStore& store, Report& rep) {
     rep.config = meta.settings.value_or(nlohmann::json::object());
     if (meta.predicted) rep.predicted = *meta.predicted;
     rep.imported = store.is_imported();
-    rep.predict_input = PredictInput::from_config(rep.config);
+    rep.predict_input = predict::PredictInput::from_config(rep.config);
     if (rep.config.empty() && rep.predicted.contains("shape")) {
         const nlohmann::json& l = rep.predicted["shape"];
-        PredictInput& in = rep.predict_input;
-        in.dp = l.value("dp", 1), in.tp = l.value("tp", 1), in.pp = l.value("pp", 1), in.cp = l.value("cp", 1);
-        in.ep = l.value("ep", 1), in.sp = l.value("sp", false), in.zero = l.value("zero", 0);
-        in.pp_schedule = l.value("pp_schedule", std::string("1f1b")), in.pp_chunks = l.value("pp_chunks", 1);
+        predict::PredictInput& in = rep.predict_input;
+        in.parallel.dp = l.value("dp", 1), in.parallel.tp = l.value("tp", 1), in.parallel.pp = l.value("pp", 1),
+        in.parallel.cp = l.value("cp", 1);
+        in.parallel.ep = l.value("ep", 1), in.parallel.sp = l.value("sp", false), in.parallel.zero = l.value("zero", 0);
+        in.parallel.pp_schedule = parse_pipeline_schedule(l.value("pp_schedule", std::string("1f1b"))),
+        in.parallel.pp_chunks = l.value("pp_chunks", 1);
         in.micro_batch = l.value("batch", int64_t(1)), in.grad_accum = l.value("grad_accum", int64_t(1));
         in.seq = l.value("seq", in.seq), in.layers = l.value("layers", in.layers);
     }
@@ -98,8 +100,8 @@ std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, 
         all_steps.push_back(analyze_steps(store, r));
         replica_of.push_back(store.rank(r)->info.coords.dp.value_or(0));
     }
-    if (rep.predict_input.pp > 1)
-        apply_pipeline_windows(all_steps, replica_of, rep.predict_input.pp_chunks,
+    if (rep.predict_input.parallel.pp > 1)
+        apply_pipeline_windows(all_steps, replica_of, rep.predict_input.parallel.pp_chunks,
                                wait_intervals(collectives, digests, int(GroupKind::embedding)));
     return all_steps;
 }
@@ -107,27 +109,28 @@ std::vector<std::vector<StepBreakdown>> all_rank_steps(const TraceStore& store, 
 // The rank's prediction: the engine's walk at its pipeline stage (under expert parallelism with the routing it
 // measured); without the engine's config (a planner's prediction for another model) the schedule's figures only.
 void predict_rank(const Report& rep, RankReport& rr) {
-    PredictInput in = rep.predict_input;
+    predict::PredictInput in = rep.predict_input;
     in.stage = rr.coords.pp.value_or(0);
-    in.tp = std::max(1, in.tp);
+    in.parallel.tp = std::max(1, in.parallel.tp);
     if (!rep.config.empty()) {
         // Under expert parallelism the rows a rank's experts receive follow the router: the walk takes the
         // measured routing (the step whose rows were most), so its figure is like for like with the peak.
-        if (in.ep > 1 && !rep.routing.empty()) {
+        if (in.parallel.ep > 1 && !rep.routing.empty()) {
             ExpertLoads loads = expert_loads_of(rep.routing, in, rr.coords.ep.value_or(0));
             rr.expert_load = std::move(loads.at_peak_step);
             rr.expert_load_most = std::move(loads.each_layer_most);
         }
         in.moe_expert_load = rr.expert_load;
         in.moe_expert_load_most = rr.expert_load_most;
-        rr.predicted = predict(in);
-    } else if (in.pp > 1) {  // the schedule's figures only (they need no model shape)
-        PredictInput schedule_only;
-        schedule_only.pp = in.pp, schedule_only.pp_schedule = in.pp_schedule, schedule_only.pp_chunks = in.pp_chunks;
+        rr.predicted = predict::predict(in);
+    } else if (in.parallel.pp > 1) {  // the schedule's figures only (they need no model shape)
+        predict::PredictInput schedule_only;
+        schedule_only.parallel.pp = in.parallel.pp, schedule_only.parallel.pp_schedule = in.parallel.pp_schedule,
+        schedule_only.parallel.pp_chunks = in.parallel.pp_chunks;
         schedule_only.grad_accum = in.grad_accum, schedule_only.stage = in.stage;
-        schedule_only.layers = int64_t(in.pp) * in.pp_chunks;
+        schedule_only.layers = int64_t(in.parallel.pp) * in.parallel.pp_chunks;
         try {
-            const Prediction p = predict(schedule_only);
+            const predict::Prediction p = predict::predict(schedule_only);
             rr.predicted.bubble_theory = p.bubble_theory, rr.predicted.bubble_simulated = p.bubble_simulated;
             rr.predicted.micro_batches_in_flight = p.micro_batches_in_flight;
         } catch (const std::exception&) {  // a schedule the engine cannot run: no schedule figures
@@ -223,7 +226,7 @@ void expert_balance(Report& rep) {
         std::string key;
         for (GridDim dim : {GridDim::pp, GridDim::tp, GridDim::cp})
             key += std::to_string(rr.coords[dim].value_or(0)) + ",";
-        key += std::to_string(rr.coords.dp.value_or(0) / std::max(1, rep.predict_input.ep));
+        key += std::to_string(rr.coords.dp.value_or(0) / std::max(1, rep.predict_input.parallel.ep));
         groups[key].push_back(&rr);
     }
     for (const auto& [key, members] : groups) {
@@ -300,7 +303,8 @@ int64_t most_modelled_sum_of_peaks(const Report& report, const CategoryMask& mod
 
 ThroughputBasis throughput_basis(const TraceStore& store) {
     const RankMetadata& meta = store.run_rank_metadata();
-    const Prediction whole = predict(PredictInput::from_config(meta.settings.value_or(nlohmann::json::object())));
+    const predict::Prediction whole =
+        predict::predict(predict::PredictInput::from_config(meta.settings.value_or(nlohmann::json::object())));
     ThroughputBasis b{double(whole.tokens_per_step), whole.flops_per_token, 0};
     for (int r : store.ranks()) b.peak_flops_per_s += store.rank(r)->info.device_peak_gflops * 1e9;
     if (store.is_prediction() && !store.ranks().empty() && meta.predicted) {
@@ -361,9 +365,9 @@ Report build_report(const TraceStore& store, int microbatches) {
         add_step_figures(digests[i], rep.ranks[i].steps, rep.ranks[i].ops, rep.ranks[i].hta);
     rep.cross = cross_rank(std::move(digests), std::move(collectives), {.microbatches = microbatches});
     count_group_hosts(store, rep);
-    if (rep.predict_input.cp > 1) context_balance(rep);
+    if (rep.predict_input.parallel.cp > 1) context_balance(rep);
     if (rep.predict_input.moe_experts > 0) expert_balance(rep);
-    if (rep.predict_input.pp > 1) pipeline_bubble(rep);
+    if (rep.predict_input.parallel.pp > 1) pipeline_bubble(rep);
     if (store.spans_dropped_by_cap() > 0 || store.memory_events_dropped_by_cap() > 0)
         rep.warnings.push_back(fmt::format(
             "the trace store reached its cap of {} MiB at step {}: {} op spans and {} memory events after it were not "

@@ -175,7 +175,7 @@ nlohmann::json report_json(const Report& rep) {
               {"peak_flops_per_s", t.peak_flops_per_s},
               {"peak_source", t.peak_sources},
               {"mfu_derived", t.mfu}}},
-            {"predicted", prediction_json(rep.predict_input, predict(rep.predict_input))},
+            {"predicted", predict::prediction_json(rep.predict_input, predict::predict(rep.predict_input))},
             {"pipeline",
              {{"bubble_fraction", rep.pipeline.measured},
               {"bubble_fraction_formula", rep.pipeline.theory},

@@ -89,7 +89,8 @@ std::string format_run(const Report& rep) {
             "  mixture of experts: every {} block(s) E {} experts, top-{}, ep {}; {} parameters, {} active "
             "per token\n",
             rep.predict_input.moe_every, rep.predict_input.moe_experts, rep.predict_input.moe_topk,
-            rep.predict_input.ep, predict(rep.predict_input).params, predict(rep.predict_input).active_params);
+            rep.predict_input.parallel.ep, predict::predict(rep.predict_input).params,
+            predict::predict(rep.predict_input).active_params);
     return s;
 }
 
@@ -117,7 +118,7 @@ std::string format_throughput(const Report& rep) {
         100 * t.mfu, sources.empty() ? std::string("unknown") : sources);
     // The attention term counts every query against every key; causal kernels skip the masked half, so when the term
     // is a large share the MFU overstates what the hardware did. Say so where it matters (long sequences).
-    const PredictInput& pi = rep.predict_input;
+    const predict::PredictInput& pi = rep.predict_input;
     const double attention_share = t.model_flops_per_token > 0 ? 12.0 * double(pi.layers) * double(pi.hidden) *
                                                                      double(pi.seq) / t.model_flops_per_token
                                                                : 0;
@@ -138,19 +139,20 @@ std::string format_throughput(const Report& rep) {
 std::string format_parallelism(const Report& rep) {
     std::string s;
     const char* src = rep.source();
-    if (rep.predict_input.pp > 1)
+    if (rep.predict_input.parallel.pp > 1)
         s += fmt::format(
             "Pipeline bubble ({} schedule, pp {}, {} micro-batches): {:.3f} {} on the busiest stage "
             "(rank {}), {:.3f} by the formula, {:.3f} simulated\n",
-            rep.predict_input.pp_schedule, rep.predict_input.pp, rep.predict_input.grad_accum, rep.pipeline.measured,
-            src, rep.pipeline.busiest_rank, rep.pipeline.theory, rep.pipeline.simulated);
-    if (rep.predict_input.cp > 1)
+            schedule_name(rep.predict_input.parallel.pp_schedule), rep.predict_input.parallel.pp,
+            rep.predict_input.grad_accum, rep.pipeline.measured, src, rep.pipeline.busiest_rank, rep.pipeline.theory,
+            rep.pipeline.simulated);
+    if (rep.predict_input.parallel.cp > 1)
         s += fmt::format(
             "Context parallelism (cp {}, {}, {}): attention time per rank, slowest / fastest in a cp group "
             "= {:.2f} (rank {} / rank {}, measured); attention FLOPs most / least {:.2f}\n",
-            rep.predict_input.cp, rep.predict_input.cp_balance, rep.predict_input.cp_comm,
-            rep.context.attention_max_over_min, rep.context.slowest_rank, rep.context.fastest_rank,
-            rep.context.attention_flops_max_over_min);
+            rep.predict_input.parallel.cp, cp_balance_name(rep.predict_input.parallel.cp_balance),
+            cp_comm_name(rep.predict_input.parallel.cp_comm), rep.context.attention_max_over_min,
+            rep.context.slowest_rank, rep.context.fastest_rank, rep.context.attention_flops_max_over_min);
     if (rep.routing.empty()) return s;
     const ExpertRouting& ro = rep.routing;
     s += fmt::format("Experts (measured, choices of the global batch; E {}, top-{}{}):\n", ro.experts,
@@ -215,7 +217,7 @@ std::string format_time_table(const Report& rep) {
     for (size_t i = 0; i < rep.ranks.size(); ++i) {
         const auto& r = rep.ranks[i];
         const auto& b = r.steady;
-        const std::string bubble = rep.predict_input.pp > 1
+        const std::string bubble = rep.predict_input.parallel.pp > 1
                                        ? fmt::format("{:>6.3f} ({:.3f})", b.bubble_fraction, r.predicted.bubble_theory)
                                        : fmt::format("{:>15}", "-");
         s += fmt::format("  {:<22} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.1f}% {}{}\n", r.label, b.wall_s,
@@ -264,7 +266,7 @@ std::string format_communication(const Report& rep) {
         }
         s += fmt::format("  {:<22}{}\n", r.label, line.empty() ? "  none" : line);
     }
-    if (rep.predict_input.tp > 1)
+    if (rep.predict_input.parallel.tp > 1)
         s += "  tensor-parallel collectives block the compute thread: nothing overlaps them, all of their time is on "
              "the critical path\n";
     return s;
@@ -318,7 +320,8 @@ std::string format_rank_memory(const Report& rep, const RankReport& r) {
         "  {:<16} {:>12}   {}, every category, at {} (peaks of different categories need not "
         "coincide)\n",
         "peak of the sum", format_bytes(r.memory.total_peak), src, kPhaseNames[size_t(r.memory.total_peak_phase)]);
-    if (rep.predict_input.moe_experts > 0 && (rep.predict_input.ep > 1 || rep.predict_input.moe_capacity_factor > 0))
+    if (rep.predict_input.moe_experts > 0 &&
+        (rep.predict_input.parallel.ep > 1 || rep.predict_input.moe_capacity_factor > 0))
         s += r.expert_load.empty()
                  ? "  (predicted expert rows as if routing were uniform: the measured ones follow the router)\n"
                  : fmt::format(
@@ -336,10 +339,10 @@ std::string format_rank_memory(const Report& rep, const RankReport& r) {
             "  {:<16} {:>12}   peak measured by CUPTI: what cudaMalloc holds (caching allocator, "
             "cuBLAS, NCCL)\n",
             "device reserved", format_bytes(r.device_reserved_peak));
-    if (rep.predict_input.pp > 1)
+    if (rep.predict_input.parallel.pp > 1)
         s += fmt::format("  micro-batches in flight: {} measured / {} predicted by the {} schedule\n",
                          r.steady.micro_batches_in_flight, r.predicted.micro_batches_in_flight,
-                         rep.predict_input.pp_schedule);
+                         schedule_name(rep.predict_input.parallel.pp_schedule));
     if (r.status != "ok") s += fmt::format("  status: {}\n", r.status);
     return s;
 }

@@ -1,4 +1,5 @@
 #include "profiler/analysis/step_breakdown.h"
+#include "profiler/predict/ring_bytes.h"
 #include "profiler/transport/rank_metadata.h"
 
 #include <algorithm>
@@ -49,28 +50,6 @@ std::array<int, kGroupCount> group_sizes(const TraceStore& store, const RankTrac
     size(GroupKind::embedding) = size(GroupKind::pp) > 1 ? 2 : 1;
     return n;
 }
-
-}  // namespace
-
-double bytes_sent(OpClass op, double bytes, int n) {
-    if (n <= 1 && op != OpClass::send) return 0.0;
-    const double ring = double(n - 1) / double(n);
-    switch (op) {
-        case OpClass::all_reduce:
-            return 2.0 * bytes * ring;
-        case OpClass::all_gather:
-        case OpClass::reduce_scatter:
-        case OpClass::broadcast:
-            return bytes * ring;
-        case OpClass::all_to_all:  // its span records what went to the other ranks
-        case OpClass::send:
-            return bytes;
-        default:
-            return 0.0;
-    }
-}
-
-namespace {
 
 // The step windows, from the host lane's step spans, in time order.
 std::vector<StepBreakdown> step_windows(const RankTrace& rt, int rank) {
@@ -125,7 +104,7 @@ StepSets step_sets(const TraceStore& store, const RankTrace& rt, const std::arra
             const bool engine_comm = it->kind == SpanKind::comm && (lane == int(Lane::comm) || lane == int(Lane::p2p));
             if (engine_comm && it->group < kGroupCount) {
                 if (it->begin >= b.begin)
-                    b.group_bytes[it->group] += bytes_sent(it->op, double(it->bytes), sizes[it->group]);
+                    b.group_bytes[it->group] += predict::bytes_sent(it->op, double(it->bytes), sizes[it->group]);
                 if (lane == int(Lane::comm)) sets.by_group[it->group].emplace_back(it->begin, it->end);
             }
             switch (set_of(*it, Lane(lane), device_truth, device_comm)) {

@@ -57,11 +57,6 @@ struct StepBreakdown {
     std::array<double, kGroupCount> group_comm_s{}, group_exposed_s{}, group_bytes{};
 };
 
-// Bytes a rank sends for one collective of `bytes` (its span's buffer: the whole for all-gather and
-// reduce-scatter) in a group of n ranks, by the ring algorithms: all-reduce 2(n-1)/n, all-gather, reduce-scatter
-// and broadcast (n-1)/n; an all-to-all's span and a send record what went to the other ranks; a receive nothing.
-double bytes_sent(OpClass op, double bytes, int n);
-
 // Re-measures bubble_s / bubble_fraction of pipeline stages over the pipeline's window: per data-parallel replica
 // and step, from the earliest first op to the latest last op of its stages. steps[r] are rank r's steps;
 // replica_of[r] its coordinates; pipeline_waits (by rank id, merged) the time each rank spent waiting inside the

@@ -36,7 +36,7 @@ inline TrainConfig small_config(int layers, int steps) {
 // The same global batch on one rank: micro-batch dp x B.
 inline TrainConfig single_rank_twin(TrainConfig c) {
     c.batch *= c.parallel.dp;
-    c.parallel = ParallelConfig{};
+    c.parallel = ParallelLayout{};
     return c;
 }
 

@@ -3,7 +3,7 @@
 // 1e-5 relative; measured about 1e-8). Composition with tp, dp + ZeRO, pp and recomputation; activation bytes per rank
 // against the documented breakdown (every per-token tensor / cp, the log-sum-exp instead of the probabilities).
 #include "mpi_test_util.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
 using namespace us;
 using namespace us::test;
@@ -13,8 +13,8 @@ namespace {
 TrainConfig cp_config(int cp, const char* balance, int layers = 2, const char* comm = "ring") {
     TrainConfig c = small_config(layers, 5);
     c.parallel.cp = cp;
-    c.parallel.cp_balance = balance;
-    c.parallel.cp_comm = comm;
+    c.parallel.cp_balance = parse_cp_balance(balance);
+    c.parallel.cp_comm = parse_cp_comm(comm);
     return c;
 }
 
@@ -77,7 +77,7 @@ TEST_CASE("activation bytes per rank under cp follow the documented breakdown", 
     CHECK(block_saved_bytes(sh, Recompute::none) == per_layer);
     CHECK(block_saved_bytes(sh, Recompute::selective) == per_layer);  // the ring never keeps probabilities
     t.train_step();
-    const prof::Prediction p = prof::predict(prof::PredictInput::from_config(c.to_json()));
+    const predict::Prediction p = predict::predict(predict::PredictInput::from_config(c.to_json()));
     CHECK(p.activations_per_layer == per_layer);
     CHECK(be.allocator().stats().peak_of(MemCategory::activations) == *p.memory[size_t(MemCategory::activations)]);
     // cp joins dp for ZeRO: with ZeRO-1 over the dp x cp group of 2, each rank keeps half the moments
@@ -88,7 +88,7 @@ TEST_CASE("activation bytes per rank under cp follow the documented breakdown", 
     ProcessGrid grid1(z.parallel, MpiRuntime::world());
     Trainer t1(z, be1, &grid1);
     t1.train_step();
-    const prof::Prediction pz = prof::predict(prof::PredictInput::from_config(z.to_json()));
+    const predict::Prediction pz = predict::predict(predict::PredictInput::from_config(z.to_json()));
     CHECK(be1.allocator().stats().current_of(MemCategory::optimizer_state) ==
           *pz.memory[size_t(MemCategory::optimizer_state)]);
     CHECK(*pz.memory[size_t(MemCategory::optimizer_state)] == 8 * c.model.num_params() / 2);

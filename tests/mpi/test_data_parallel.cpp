@@ -3,7 +3,7 @@
 // with a dp-times larger micro-batch (fp32, 1e-5 relative); ZeRO-k against ZeRO-0 at the same dp to 1e-6. Memory
 // per category against docs/formulas.md, and bitwise resume from a checkpoint.
 #include "mpi_test_util.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
 using namespace us;
 using namespace us::test;
@@ -92,7 +92,7 @@ void check_reduce_timing() {
         c.parallel.dp = 2;
         c.parallel.bucket_mb = 0.02;
         c.parallel.overlap = alternate;
-        c.parallel.overlap_alternate = alternate;
+        c.runtime.overlap_alternate = alternate;
         const RunResult dist = run_distributed(c), single = run_single(c);
         INFO(std::string(alternate ? "--overlap-alternate" : "--no-overlap"));
         REQUIRE(dist.losses.size() == single.losses.size());
@@ -156,7 +156,7 @@ TEST_CASE("memory per rank per category equals docs/formulas.md under ZeRO", "[m
             Trainer t(c, be, &grid);
             t.train_step();
             const MemoryStats m = be.allocator().stats();
-            const prof::Prediction pred = prof::predict(prof::PredictInput::from_config(c.to_json()));
+            const predict::Prediction pred = predict::predict(predict::PredictInput::from_config(c.to_json()));
             INFO("dp " << dp << " ZeRO-" << zero << " " << precision_name(p));
             for (MemCategory cat :
                  {MemCategory::params, MemCategory::grads, MemCategory::master_params, MemCategory::optimizer_state}) {

@@ -26,7 +26,7 @@ TrainConfig moe_config(int dp, int ep, int steps = 5) {
 // micro-batch, and what its experts' capacity drops, is the same.
 TrainConfig accumulating_twin(TrainConfig c) {
     c.grad_accum *= c.parallel.dp * c.parallel.cp;
-    c.parallel = ParallelConfig{};
+    c.parallel = ParallelLayout{};
     return c;
 }
 

@@ -3,7 +3,7 @@
 // after 5 steps, its weights (fp32, 1e-5 relative) -- each stage checks its own tensors, the last stage's copy of
 // the tied embedding included. Pipeline checkpoints are gathered and resume bitwise.
 #include "mpi_test_util.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
 using namespace us;
 using namespace us::test;
@@ -47,7 +47,7 @@ void check_schedules(int pp) {
     for (const Case& k : cases) {
         TrainConfig c = small_config(2 * pp * k.chunks, 5);
         c.parallel.pp = pp;
-        c.parallel.pp_schedule = k.schedule;
+        c.parallel.pp_schedule = parse_pipeline_schedule(k.schedule);
         c.parallel.pp_chunks = k.chunks;
         c.grad_accum = k.m;
         INFO("pp " << pp << " " << k.schedule << " chunks " << k.chunks << " m " << k.m);
@@ -67,7 +67,7 @@ TEST_CASE("dp 2 x pp 2 with ZeRO 0 and 1 reproduces one rank", "[mpi][pp4]") {
             c.parallel.dp = 2;
             c.parallel.pp = 2;
             c.parallel.zero = zero;
-            c.parallel.pp_schedule = schedule;
+            c.parallel.pp_schedule = parse_pipeline_schedule(schedule);
             c.parallel.bucket_mb = 0.02;
             c.grad_accum = 4;
             INFO("ZeRO-" << zero << " " << schedule);
@@ -82,7 +82,7 @@ TEST_CASE("AFAB holds every micro-batch's activations on the first stage, 1F1B a
     for (const char* schedule : {"afab", "1f1b"}) {
         TrainConfig c = small_config(4, 1);
         c.parallel.pp = pp;
-        c.parallel.pp_schedule = schedule;
+        c.parallel.pp_schedule = parse_pipeline_schedule(schedule);
         c.grad_accum = m;
         CpuBackend be(1);
         ProcessGrid grid(c.parallel, MpiRuntime::world());
@@ -114,7 +114,7 @@ void check_memory_prediction(int pp) {
                           Case{"zb1", 1, "fp32"}, Case{"zb1", 1, "bf16"}}) {
         TrainConfig c = small_config(2 * pp * k.chunks, 1);
         c.parallel.pp = pp;
-        c.parallel.pp_schedule = k.schedule;
+        c.parallel.pp_schedule = parse_pipeline_schedule(k.schedule);
         c.parallel.pp_chunks = k.chunks;
         c.precision = std::string(k.precision) == "bf16" ? Precision::bf16 : Precision::fp32;
         c.grad_accum = 2 * pp;
@@ -122,9 +122,9 @@ void check_memory_prediction(int pp) {
         ProcessGrid grid(c.parallel, MpiRuntime::world());
         Trainer t(c, be, &grid);
         t.train_step();
-        prof::PredictInput in = prof::PredictInput::from_config(c.to_json());
+        predict::PredictInput in = predict::PredictInput::from_config(c.to_json());
         in.stage = grid.pp_rank();
-        const prof::Prediction want = prof::predict(in);
+        const predict::Prediction want = predict::predict(in);
         const MemoryStats got = be.allocator().stats();
         INFO(k.schedule << " " << k.precision << ", stage " << in.stage);
         CHECK(got.peak_of(MemCategory::activations) == want.memory[size_t(MemCategory::activations)].value());
@@ -150,7 +150,7 @@ TEST_CASE("pipeline checkpoints are gathered and resume bitwise, also on one ran
     for (size_t s = 0; s < whole.losses.size(); ++s) CHECK(resumed[s] == whole.losses[s]);
     // The same checkpoint on a single rank continues with the same losses (to rounding).
     TrainConfig single = c;
-    single.parallel = ParallelConfig{};
+    single.parallel = ParallelLayout{};
     single.load = path;
     CpuBackend be(1);
     Trainer t(single, be);

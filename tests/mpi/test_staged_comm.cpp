@@ -11,7 +11,7 @@ using namespace us::test;
 
 namespace {
 
-TrainConfig config(const ParallelConfig& p, int experts) {
+TrainConfig config(const ParallelLayout& p, int experts) {
     TrainConfig c = small_config(4, 3);
     c.grad_accum = 4;
     c.parallel = p;
@@ -20,7 +20,7 @@ TrainConfig config(const ParallelConfig& p, int experts) {
     return c;
 }
 
-void check(const ParallelConfig& p, int experts = 0) {
+void check(const ParallelLayout& p, int experts = 0) {
     const TrainConfig c = config(p, experts);
     CpuBackend be(1);
     ProcessGrid grid(c.parallel, MpiRuntime::world());
@@ -43,7 +43,7 @@ void check(const ParallelConfig& p, int experts = 0) {
 TEST_CASE("host staging: dp 2 with ZeRO 0-3 through the staged communicator reproduces one rank", "[mpi][dp2]") {
     REQUIRE(MpiRuntime::world_size() == 2);
     for (int zero : {0, 1, 2, 3}) {
-        ParallelConfig p;
+        ParallelLayout p;
         p.dp = 2, p.zero = zero;
         INFO("ZeRO-" << zero);
         check(p);
@@ -52,15 +52,15 @@ TEST_CASE("host staging: dp 2 with ZeRO 0-3 through the staged communicator repr
 
 TEST_CASE("host staging: dp 2 x pp 2 with tagged pipeline transfers reproduces one rank", "[mpi][pp4]") {
     REQUIRE(MpiRuntime::world_size() == 4);
-    ParallelConfig p;
-    p.dp = 2, p.pp = 2, p.pp_schedule = "1f1b";
+    ParallelLayout p;
+    p.dp = 2, p.pp = 2, p.pp_schedule = PipelineSchedule::one_f_one_b;
     check(p);
 }
 
 TEST_CASE("host staging: tp 2, with and without sequence parallelism, reproduces one rank", "[mpi][tp2]") {
     REQUIRE(MpiRuntime::world_size() == 2);
     for (bool sp : {false, true}) {
-        ParallelConfig p;
+        ParallelLayout p;
         p.tp = 2, p.sp = sp;
         INFO("sp " << sp);
         check(p);
@@ -70,8 +70,8 @@ TEST_CASE("host staging: tp 2, with and without sequence parallelism, reproduces
 TEST_CASE("host staging: the cp 2 ring, zigzag and contiguous, and the all-gather reproduce one rank", "[mpi][cp2]") {
     REQUIRE(MpiRuntime::world_size() == 2);
     for (auto [balance, comm] : {std::pair{"zigzag", "ring"}, {"contiguous", "ring"}, {"zigzag", "allgather"}}) {
-        ParallelConfig p;
-        p.cp = 2, p.cp_balance = balance, p.cp_comm = comm;
+        ParallelLayout p;
+        p.cp = 2, p.cp_balance = parse_cp_balance(balance), p.cp_comm = parse_cp_comm(comm);
         INFO(balance << ", " << comm);
         check(p);
     }
@@ -79,7 +79,7 @@ TEST_CASE("host staging: the cp 2 ring, zigzag and contiguous, and the all-gathe
 
 TEST_CASE("host staging: dp 2 x ep 2's all-to-alls reproduce one rank", "[mpi][ep2]") {
     REQUIRE(MpiRuntime::world_size() == 2);
-    ParallelConfig p;
+    ParallelLayout p;
     p.dp = 2, p.ep = 2;
     check(p, 4);
 }

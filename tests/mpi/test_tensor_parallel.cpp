@@ -166,7 +166,7 @@ TEST_CASE("a checkpoint saved at tp 2 resumes at tp 2 (bitwise) and at tp 1 (fp3
     // tp 2 -> tp 1 on each rank alone: the checkpoint holds whole tensors; one rank sums the row-parallel partial
     // products inside one GEMM instead of two GEMMs and an all-reduce, which moves the last bits only.
     TrainConfig single = c;
-    single.parallel = ParallelConfig{};
+    single.parallel = ParallelLayout{};
     single.load = path;
     CpuBackend be(1);
     Trainer t(single, be);
@@ -209,7 +209,7 @@ TEST_CASE("dp 2 x tp 2 and pp 2 x tp 2 reproduce one rank", "[mpi][tp4]") {
         check_against_one_rank(dp);
         TrainConfig pp = tp_config(2, sp, 4);
         pp.parallel.pp = 2;
-        pp.parallel.pp_schedule = "1f1b";
+        pp.parallel.pp_schedule = PipelineSchedule::one_f_one_b;
         pp.grad_accum = 4;
         INFO("pp 2 x tp 2 (1F1B, 4 micro-batches), sp " << sp);
         check_against_one_rank(pp);

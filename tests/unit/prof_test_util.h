@@ -155,7 +155,7 @@ inline std::string metadata(int rank, int world, int dp, int pp, int pp_size, in
     cfg.grad_accum = grad_accum;
     cfg.parallel.dp = world / pp_size;
     cfg.parallel.pp = pp_size;
-    cfg.parallel.pp_schedule = pp_schedule;
+    cfg.parallel.pp_schedule = parse_pipeline_schedule(pp_schedule);
     nlohmann::json m = {{"rank", rank},
                         {"world_size", world},
                         {"coords", {{"dp", dp}, {"pp", pp}, {"tp", 0}, {"cp", 0}, {"ep", 0}}},

@@ -275,11 +275,11 @@ TEST_CASE("predicted activations equal the engine's own per-layer table", "[cpu]
         for (const char* mode : {"none", "selective", "full"})
             for (bool bf16 : {false, true})
                 for (auto [tp, sp] : std::vector<std::pair<int, bool>>{{1, false}, {2, false}, {2, true}, {4, true}}) {
-                    PredictInput in;
+                    predict::PredictInput in;
                     in.micro_batch = B, in.seq = T, in.hidden = C, in.heads = NH, in.layers = 3, in.vocab = 256;
-                    in.recompute = mode;
+                    in.recompute = parse_recompute(mode);
                     in.bf16 = bf16;
-                    in.tp = tp, in.sp = sp;
+                    in.parallel.tp = tp, in.parallel.sp = sp;
                     ActivationShape s;
                     s.B = B, s.T = T, s.C = C, s.NH = NH, s.V = (256 + tp - 1) / tp,
                     s.dtype = bf16 ? DType::bf16 : DType::f32;
@@ -287,7 +287,7 @@ TEST_CASE("predicted activations equal the engine's own per-layer table", "[cpu]
                     const Recompute r = parse_recompute(mode);
                     INFO(mode << (bf16 ? " bf16" : " fp32") << " B " << B << " T " << T << " tp " << tp << " sp "
                               << sp);
-                    const Prediction p = predict(in);
+                    const predict::Prediction p = predict::predict(in);
                     CHECK(p.activations_per_layer == block_saved_bytes(s, r));
                     const int64_t base = 2 * s.N() * 4 + embedding_saved_bytes(s) + 3 * block_saved_bytes(s, r);
                     const int64_t expected = r == Recompute::full
@@ -375,12 +375,12 @@ TEST_CASE("the tp activation prediction has the textbook's shape: tp divides the
           "[cpu][analysis][memory][tp]") {
     // The engine keeps no dropout masks and fuses nothing away, so its constants differ from Korthikanti et al.'s
     // (docs/memory.md); the structure must not: per layer, sbh(a + b/tp) without SP and (sbh/tp)(a + b) with it.
-    PredictInput in;
-    in.micro_batch = 4, in.seq = 64, in.hidden = 128, in.heads = 8, in.layers = 2, in.recompute = "selective";
+    predict::PredictInput in;
+    in.micro_batch = 4, in.seq = 64, in.hidden = 128, in.heads = 8, in.layers = 2, in.recompute = Recompute::selective;
     const int64_t N = 4 * 64, h = 128, e = 4;
     auto per_layer = [&](int tp, bool sp) {
-        in.tp = tp, in.sp = sp;
-        return predict(in).activations_per_layer;
+        in.parallel.tp = tp, in.parallel.sp = sp;
+        return predict::predict(in).activations_per_layer;
     };
     // selective, fp32: stats 16R plus e*(4R*h + 12N*h/tp) -> no SP: (4 + 12/tp) sbh e + 16N
     CHECK(per_layer(1, false) == e * 16 * N * h + 16 * N);
@@ -388,23 +388,24 @@ TEST_CASE("the tp activation prediction has the textbook's shape: tp divides the
     CHECK(per_layer(4, false) == e * (4 + 3) * N * h + 16 * N);
     CHECK(per_layer(4, true) == (e * 16 * N * h + 16 * N) / 4);
     // The textbook figure beside it, for the same settings (bf16 with dropout masks, doubled for fp32).
-    in.tp = 4, in.sp = false;
-    CHECK(predict(in).activations_per_layer_formula == int64_t(2.0 * double(N * h) * (10 + 24.0 / 4)));
-    in.sp = true;
-    CHECK(predict(in).activations_per_layer_formula == int64_t(2.0 * double(N * h) / 4 * 34));
+    in.parallel.tp = 4, in.parallel.sp = false;
+    CHECK(predict::predict(in).activations_per_layer_formula == int64_t(2.0 * double(N * h) * (10 + 24.0 / 4)));
+    in.parallel.sp = true;
+    CHECK(predict::predict(in).activations_per_layer_formula == int64_t(2.0 * double(N * h) / 4 * 34));
 }
 
 TEST_CASE("parameters per rank under tensor parallelism follow N_tp, the vocabulary padded", "[cpu][analysis][tp]") {
-    PredictInput in;
+    predict::PredictInput in;
     in.hidden = 96, in.heads = 3, in.layers = 4, in.vocab = 256;
     const int64_t h = 96, L = 4;
     for (int tp : {1, 2, 3}) {
-        in.tp = tp;
+        in.parallel.tp = tp;
         const int64_t vocab_rows = (256 + tp - 1) / tp;  // 256, 128, 86 (two rows of padding at tp 3)
         INFO("tp " << tp);
-        CHECK(predict(in).params_on_rank == h * vocab_rows + L * (12 * h * h / tp + 7 * h / tp + 6 * h) + 2 * h);
+        CHECK(predict::predict(in).params_on_rank ==
+              h * vocab_rows + L * (12 * h * h / tp + 7 * h / tp + 6 * h) + 2 * h);
     }
-    CHECK(predict(in).params == h * 256 + L * (12 * h * h + 13 * h) + 2 * h);  // the model's N does not change
+    CHECK(predict::predict(in).params == h * 256 + L * (12 * h * h + 13 * h) + 2 * h);  // the model's N does not change
 }
 
 TEST_CASE("the trace store's memory cap: past it op spans and memory events are counted, not kept, steps stay whole",
@@ -481,23 +482,24 @@ TEST_CASE("lane rows built batch by batch, as a live run delivers them, equal ro
 
 TEST_CASE("the memory walk takes a rank's measured expert load under ep, and only the experts' side",
           "[analysis][memory][moe]") {
-    PredictInput in;
-    in.moe_experts = 4, in.moe_topk = 2, in.dp = 2, in.ep = 2;  // the small model: h 256, 4 layers, seq 128, batch 8
-    const Prediction uniform = predict(in);
+    predict::PredictInput in;
+    in.moe_experts = 4, in.moe_topk = 2, in.parallel.dp = 2,
+    in.parallel.ep = 2;  // the small model: h 256, 4 layers, seq 128, batch 8
+    const predict::Prediction uniform = predict::predict(in);
     in.moe_expert_load = {1.5, 1.0, 1.0, 1.0};  // layer 0's experts on this rank got half as many rows again
-    const Prediction loaded = predict(in);
+    const predict::Prediction loaded = predict::predict(in);
     const int64_t X = 8 * 128 * 2, extra = X / 2, C = 256, F = 4 * 256;
     // the experts' inputs, hidden and GeLU outputs (fp32) and the exchange's row order; the token side unchanged
     CHECK(*loaded.memory[size_t(MemCategory::activations)] - *uniform.memory[size_t(MemCategory::activations)] ==
           4 * extra * (C + 2 * F) + 8 * extra);
     // a load of 1 everywhere, or no ep (every choice stays on the rank), changes nothing
     in.moe_expert_load = {1.0, 1.0, 1.0, 1.0};
-    CHECK(predict(in).memory == uniform.memory);
+    CHECK(predict::predict(in).memory == uniform.memory);
     in.moe_expert_load = {1.5, 1.0, 1.0, 1.0};
-    in.ep = 1;
-    PredictInput no_ep = in;
+    in.parallel.ep = 1;
+    predict::PredictInput no_ep = in;
     no_ep.moe_expert_load.clear();
-    CHECK(predict(in).memory == predict(no_ep).memory);
+    CHECK(predict::predict(in).memory == predict::predict(no_ep).memory);
 }
 
 TEST_CASE("at long sequences the report says that MFU counts attention's whole square, and names the kernel",

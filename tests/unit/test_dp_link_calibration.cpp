@@ -4,8 +4,8 @@
 // (tp_all_reduce_bandwidth, the inter_node link) and the slowdown of compute beside hidden transfers
 // (overlap_slowdown, ClusterDesc::inter_node_overlap_slowdown).
 #include "app/plan/calibration.h"
-#include "app/plan/cluster_desc.h"
-#include "app/plan/model_desc.h"
+#include "profiler/predict/cluster_desc.h"
+#include "profiler/predict/model_desc.h"
 #include "app/plan/planner.h"
 #include "prof_test_util.h"
 #include "test_util.h"
@@ -146,14 +146,15 @@ TEST_CASE("calibration: a run without data-parallel buckets gives no bandwidth",
 TEST_CASE("planner: gradient buckets across nodes at their own measured bandwidth, other collectives at the link's",
           "[planner][nodes]") {
     using namespace us::plan;
+    using namespace us::predict;
     ClusterDesc c = load_cluster("h100-sxm");
     c.nodes = 2, c.gpus_per_node = 1;  // one rank a node: dp 2 and tp 2 both cross the link
     c.inter_node = {c.intra_node.bandwidth / 100, c.intra_node.latency * 10};
     const ModelDesc m = engine_preset_model("small");
     Layout dp;
-    dp.dp = 2, dp.overlap = false;  // every bucket exposed: the step moves with their bandwidth
+    dp.parallel.dp = 2, dp.parallel.overlap = false;  // every bucket exposed: the step moves with their bandwidth
     Layout tp;
-    tp.tp = 2;
+    tp.parallel.tp = 2;
     const double dp_link = evaluate(m, c, dp).time.step_s, tp_link = evaluate(m, c, tp).time.step_s;
     c.inter_node_bucket_bandwidth = c.inter_node.bandwidth / 2;
     CHECK(evaluate(m, c, dp).time.step_s > dp_link);
@@ -174,15 +175,16 @@ TEST_CASE("planner: gradient buckets across nodes at their own measured bandwidt
 TEST_CASE("planner: compute beside transfers hidden across nodes runs slower by the measured fraction, inside none",
           "[planner][nodes]") {
     using namespace us::plan;
+    using namespace us::predict;
     ClusterDesc c = load_cluster("h100-sxm");
     c.nodes = 2, c.gpus_per_node = 1;
     c.overlap_slowdown = 0;
     c.inter_node = {c.intra_node.bandwidth / 100, c.intra_node.latency * 10};
     const ModelDesc m = engine_preset_model("small");
     Layout dp;
-    dp.dp = 2;
+    dp.parallel.dp = 2;
     Layout tp;
-    tp.tp = 2;
+    tp.parallel.tp = 2;
     const StepPieces before = evaluate(m, c, dp).time;
     REQUIRE(before.dp_comm_hidden_s > 0);
     CHECK(before.overlap_slowdown_s == 0);
@@ -210,12 +212,13 @@ TEST_CASE("planner: compute beside transfers hidden across nodes runs slower by 
 TEST_CASE("planner: blocking transfers in a backward share their link with the gradient buckets flowing on it",
           "[planner][nodes]") {
     using namespace us::plan;
+    using namespace us::predict;
     ClusterDesc c = load_cluster("h100-sxm");
     c.nodes = 2, c.gpus_per_node = 1;  // one rank a node: cp's ring and the gradient buckets both cross the link
     c.inter_node = {c.intra_node.bandwidth / 100, c.intra_node.latency * 10};
     const ModelDesc m = engine_preset_model("small");
     Layout cp;
-    cp.cp = 2, cp.micro_batch = 4;
+    cp.parallel.cp = 2, cp.micro_batch = 4;
     const RankShapes r = rank_shapes(m, cp, 0);
     const StageCost alone = stage_cost(m, c, cp, r), shared = stage_cost(m, c, cp, r, {kLinkInter, 2.0});
     CHECK(shared.cp_exposed_b > alone.cp_exposed_b);
@@ -223,7 +226,7 @@ TEST_CASE("planner: blocking transfers in a backward share their link with the g
     CHECK(shared.cp_hidden == alone.cp_hidden);        // the link's bytes are the same
     CHECK(stage_cost(m, c, cp, r, {kLinkIntra, 2.0}).cp_exposed_b == alone.cp_exposed_b);
     Layout tp;
-    tp.tp = 2;
+    tp.parallel.tp = 2;
     const RankShapes t = rank_shapes(m, tp, 0);
     CHECK(stage_cost(m, c, tp, t, {kLinkInter, 2.0}).tp_b == Approx(2 * stage_cost(m, c, tp, t).tp_b));
     // In the step the longer backward is waited for, at most for as long as the buckets flow in it: exactly that
@@ -240,6 +243,6 @@ TEST_CASE("planner: blocking transfers in a backward share their link with the g
     CHECK(evaluate(m, quick, cp).time.dp_comm_exposed_s == Approx(q.exposed + q.backward_traffic).epsilon(1e-9));
     // no buckets in the backward (no overlap: they flow after it): no sharing
     Layout after = cp;
-    after.overlap = false;
+    after.parallel.overlap = false;
     CHECK(dp_cost(m, c, after, r, alone).backward_traffic == 0);
 }

@@ -103,16 +103,17 @@ TEST_CASE("a setting the panel greys out is not passed", "[cpu][gui-model]") {
     CHECK_FALSE(has(args, "--pp-schedule"));
     CHECK_FALSE(has(args, "--sp"));
     CHECK_FALSE(has(args, "--save-every"));
-    CHECK(parsed(args).parallel.pp_schedule == "1f1b");
+    CHECK(parsed(args).parallel.pp_schedule == PipelineSchedule::one_f_one_b);
     CHECK(s.problem().empty());  // --save-every without --save would be refused; greyed out, it is not passed
-    CHECK(s.resolve().parallel.pp_schedule == "1f1b");
-    CHECK(s.config.parallel.pp_schedule == "afab");  // the panel keeps the edit for when pp goes back up
+    CHECK(s.resolve().parallel.pp_schedule == PipelineSchedule::one_f_one_b);
+    CHECK(s.config.parallel.pp_schedule ==
+          PipelineSchedule::afab);  // the panel keeps the edit for when pp goes back up
     // the interleaved schedule's chunks are passed only with it
     s.config.parallel.pp = 2;
-    s.config.parallel.pp_schedule = "interleaved";
+    s.config.parallel.pp_schedule = PipelineSchedule::interleaved;
     s.config.parallel.pp_chunks = 2;
     s.config.model.layers = 4;
     CHECK(parsed(s.train_args()).parallel.pp_chunks == 2);
-    s.config.parallel.pp_schedule = "1f1b";
+    s.config.parallel.pp_schedule = PipelineSchedule::one_f_one_b;
     CHECK(parsed(s.train_args()).parallel.pp_chunks == 1);
 }

@@ -208,22 +208,22 @@ TEST_CASE("at pp 1 with several micro-batches the activation peak of every sched
         TrainConfig c;
         c.model.vocab = 256, c.model.hidden = 32, c.model.layers = 2, c.model.heads = 4, c.model.seq = 16;
         c.batch = 2, c.grad_accum = 4, c.steps = 2, c.quiet = true, c.seed = 5;
-        c.parallel.pp_schedule = schedule;
+        c.parallel.pp_schedule = parse_pipeline_schedule(schedule);
         c.data = sample_data_file("schedule-memory-data.txt", 20000);
         c.validate();
         INFO(schedule);
-        const prof::Prediction p = check_memory_as_predicted(c);
+        const predict::Prediction p = check_memory_as_predicted(c);
         CHECK(p.micro_batches_in_flight == (std::string(schedule) == "afab" ? 4 : 1));
         // AFAB's activations are m times one micro-batch's; the others one micro-batch's (the per-micro-batch part
         // is the same for every schedule, so the ratio is exact)
-        prof::PredictInput one = prof::PredictInput::from_config(c.to_json());
+        predict::PredictInput one = predict::PredictInput::from_config(c.to_json());
         one.grad_accum = 1;
-        const int64_t single = *prof::predict(one).memory[size_t(MemCategory::activations)];
+        const int64_t single = *predict::predict(one).memory[size_t(MemCategory::activations)];
         CHECK(*p.memory[size_t(MemCategory::activations)] == (std::string(schedule) == "afab" ? 4 : 1) * single);
     }
     // the interleaved schedule needs a pipeline: the one validation refuses it at pp 1
     TrainConfig c;
-    c.parallel.pp_schedule = "interleaved";
+    c.parallel.pp_schedule = PipelineSchedule::interleaved;
     c.parallel.pp_chunks = 2;
     c.model.layers = 2;
     c.grad_accum = 4;

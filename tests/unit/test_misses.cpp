@@ -19,7 +19,7 @@ Report agreeing_report() {
     RankReport r;
     r.rank = 0;
     r.steps.resize(2);
-    r.predicted = predict(rep.predict_input);
+    r.predicted = predict::predict(rep.predict_input);
     for (int k = 0; k < kMemCategoryCount; ++k) r.memory.peak[size_t(k)] = r.predicted.memory[size_t(k)].value_or(0);
     for (int g = 0; g < kGroupCount; ++g) r.steady.group_bytes[size_t(g)] = double(r.predicted.comm_bytes[size_t(g)]);
     rep.ranks.push_back(r);
@@ -40,7 +40,7 @@ TEST_CASE("a measurement that matches its prediction has no unexplained miss", "
     CHECK(unexplained_count(misses) == 0);
     CHECK(find(misses, "memory.activations", "predicted") == nullptr);
     // the textbook's activations (bf16 with dropout masks, doubled for fp32) differ from the engine's: explained
-    const Prediction& p = rep.ranks[0].predicted;
+    const predict::Prediction& p = rep.ranks[0].predicted;
     const double formula = double(*p.memory_formula[size_t(MemCategory::activations)]);
     const double exact = double(*p.memory[size_t(MemCategory::activations)]);
     if (std::abs(exact / formula - 1) > kMissTolerance) {
@@ -117,8 +117,8 @@ namespace {
 Report bubble_report(const std::vector<std::vector<std::pair<double, double>>>& compute_and_bubble_by_rank,
                      double measured = 0.40) {
     Report rep = agreeing_report();
-    rep.predict_input.pp = 2;
-    rep.predict_input.pp_schedule = "1f1b";
+    rep.predict_input.parallel.pp = 2;
+    rep.predict_input.parallel.pp_schedule = PipelineSchedule::one_f_one_b;
     rep.ranks.resize(compute_and_bubble_by_rank.size(), rep.ranks[0]);
     for (size_t i = 0; i < rep.ranks.size(); ++i) {
         RankReport& r = rep.ranks[i];

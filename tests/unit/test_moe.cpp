@@ -7,7 +7,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/model/moe.h"
 #include "engine/train/trainer.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 #include "memory_prediction_check.h"
 #include "test_util.h"
 
@@ -192,7 +192,7 @@ TEST_CASE("an MoE model's memory on one rank equals the prediction, category by 
             c.batch = 2, c.steps = 2, c.quiet = true, c.seed = 3;
             c.data = sample_data_file("moe-memory-data.txt", 20000);
             INFO(precision_name(precision) << ", recompute " << recompute_name(recompute));
-            const prof::Prediction p = check_memory_as_predicted(c);
+            const predict::Prediction p = check_memory_as_predicted(c);
             CHECK(p.params == c.model.num_params());
             CHECK(p.active_params == c.model.active_params());
             CHECK(p.moe_rows_per_layer == int64_t(c.batch) * c.model.seq * c.model.moe_topk);

@@ -10,8 +10,8 @@ using namespace us::prof;
 using namespace us::test;
 
 TEST_CASE("schedule diagram: the theory is the run's schedule simulated, one row per stage", "[cpu][viewmodel]") {
-    PredictInput run;
-    run.pp = 2, run.grad_accum = 4, run.pp_schedule = "1f1b";
+    predict::PredictInput run;
+    run.parallel.pp = 2, run.grad_accum = 4, run.parallel.pp_schedule = PipelineSchedule::one_f_one_b;
     const PipelineDiagram d = theory_diagram(run);
     REQUIRE(d.stages == 2);
     CHECK(d.boxes.size() == 16);  // 4 F and 4 B per stage
@@ -23,13 +23,14 @@ TEST_CASE("schedule diagram: the theory is the run's schedule simulated, one row
         CHECK(b.end <= 1.0 + 1e-12);
         CHECK(b.end > b.start);
     }
-    run.pp_schedule = "zb1";
+    run.parallel.pp_schedule = PipelineSchedule::zb1;
     const PipelineDiagram zb = theory_diagram(run);
     CHECK(zb.boxes.size() == 24);             // F, B and W
     CHECK(zb.bubble[0] == Approx(1.0 / 12));  // (pp - 1) / (3 m)
-    run.pp = 1;
+    run.parallel.pp = 1;
     CHECK(theory_diagram(run).stages == 0);
-    run.pp = 4, run.pp_schedule = "interleaved", run.pp_chunks = 2, run.grad_accum = 3;  // m not a multiple of pp
+    run.parallel.pp = 4, run.parallel.pp_schedule = PipelineSchedule::interleaved, run.parallel.pp_chunks = 2,
+    run.grad_accum = 3;  // m not a multiple of pp
     CHECK(theory_diagram(run).stages == 0);
 }
 

@@ -34,11 +34,11 @@ TEST_CASE("every schedule is complete and deadlock-free", "[cpu][pipeline]") {
             for (int m : {1, 2, 4, 8, 16}) {
                 PipelineShape shape{pp, m, std::string(name) == "interleaved" ? 2 : 1};
                 if (std::string(name) == "interleaved" && (m < pp || m % pp != 0)) {
-                    CHECK_THROWS_AS(make_schedule(name, shape), UserError);
+                    CHECK_THROWS_AS(make_schedule(parse_pipeline_schedule(name), shape), UserError);
                     continue;
                 }
                 INFO(name << " pp " << pp << " m " << m);
-                const Schedule s = make_schedule(name, shape);
+                const Schedule s = make_schedule(parse_pipeline_schedule(name), shape);
                 check_complete(s, shape, std::string(name) == "zb1");
                 CHECK_NOTHROW(simulate_schedule(s, shape));
             }
@@ -48,8 +48,8 @@ TEST_CASE("AFAB and 1F1B have the bubble (pp - 1) / m, 1F1B holds at most pp mic
     for (int pp : {2, 4})
         for (int m : {4, 8, 16}) {
             const PipelineShape shape{pp, m, 1};
-            const Simulation afab = simulate_schedule(make_schedule("afab", shape), shape);
-            const Simulation ofob = simulate_schedule(make_schedule("1f1b", shape), shape);
+            const Simulation afab = simulate_schedule(make_schedule(PipelineSchedule::afab, shape), shape);
+            const Simulation ofob = simulate_schedule(make_schedule(PipelineSchedule::one_f_one_b, shape), shape);
             INFO("pp " << pp << " m " << m);
             for (int st = 0; st < pp; ++st) {
                 CHECK(afab.bubble[size_t(st)] == Approx(double(pp - 1) / m));
@@ -65,9 +65,9 @@ TEST_CASE("interleaving divides the bubble by the chunks, ZB-H1 cuts it below 1F
     for (int pp : {2, 4})
         for (int m : {4, 8, 16}) {
             const PipelineShape one{pp, m, 1}, two{pp, m, 2};
-            const Simulation ofob = simulate_schedule(make_schedule("1f1b", one), one);
-            const Simulation inter = simulate_schedule(make_schedule("interleaved", two), two);
-            const Simulation zb = simulate_schedule(make_schedule("zb1", one), one);
+            const Simulation ofob = simulate_schedule(make_schedule(PipelineSchedule::one_f_one_b, one), one);
+            const Simulation inter = simulate_schedule(make_schedule(PipelineSchedule::interleaved, two), two);
+            const Simulation zb = simulate_schedule(make_schedule(PipelineSchedule::zb1, one), one);
             INFO("pp " << pp << " m " << m);
             CHECK(inter.bubble[0] == Approx(double(pp - 1) / (2.0 * m)).epsilon(0.15));
             CHECK(zb.bubble[0] < ofob.bubble[0]);
@@ -82,7 +82,7 @@ TEST_CASE("interleaving divides the bubble by the chunks, ZB-H1 cuts it below 1F
 TEST_CASE("bad pipeline shapes are refused with the reason", "[cpu][pipeline][errors]") {
     auto why = [](const char* name, PipelineShape s) {
         try {
-            make_schedule(name, s);
+            make_schedule(parse_pipeline_schedule(name), s);
         } catch (const UserError& e) {
             return std::string(e.what());
         }

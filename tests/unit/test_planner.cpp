@@ -7,23 +7,25 @@
 #include <nlohmann/json.hpp>
 
 #include "app/plan/calibration.h"
-#include "app/plan/model_shapes.h"
-#include "app/plan/pipeline_sim.h"
+#include "profiler/predict/model_shapes.h"
+#include "profiler/predict/pipeline_sim.h"
 #include "app/plan/planner.h"
 #include "common/core/check.h"
 #include "common/settings/config.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 #include "test_util.h"
 
 using namespace us;
 using namespace us::plan;
+using namespace us::predict;
 namespace fs = std::filesystem;
 
 namespace {
 
 Layout layout(int dp, int tp, int pp, int mb = 1, int accum = 1) {
     Layout l;
-    l.dp = dp, l.tp = tp, l.pp = pp, l.micro_batch = mb, l.grad_accum = accum, l.sp = tp > 1;
+    l.parallel.dp = dp, l.parallel.tp = tp, l.parallel.pp = pp, l.micro_batch = mb, l.grad_accum = accum,
+    l.parallel.sp = tp > 1;
     return l;
 }
 
@@ -88,7 +90,7 @@ TEST_CASE("planner: every engine preset counts parameters as the engine does", "
     }
 }
 
-TEST_CASE("planner: an engine preset's memory is the engine's exact walk (prof::predict) of its busiest stage",
+TEST_CASE("planner: an engine preset's memory is the engine's exact walk (predict::predict) of its busiest stage",
           "[planner]") {
     const ClusterDesc c = load_cluster("h100-sxm");
     const ModelDesc m = load_model("small");
@@ -97,12 +99,13 @@ TEST_CASE("planner: an engine preset's memory is the engine's exact walk (prof::
         const MemoryEstimate e = estimate_memory(m, c, l);
         CHECK(e.kind == "predicted");
         int64_t best = -1;
-        for (int s = 0; s < l.pp; ++s) {
-            prof::PredictInput in;
+        for (int s = 0; s < l.parallel.pp; ++s) {
+            predict::PredictInput in;
             in.vocab = m.vocab, in.hidden = m.hidden, in.layers = m.layers, in.heads = m.heads, in.seq = m.seq;
-            in.micro_batch = l.micro_batch, in.grad_accum = l.grad_accum, in.dp = l.dp, in.tp = l.tp, in.pp = l.pp;
-            in.sp = l.sp, in.stage = s;
-            const prof::Prediction p = prof::predict(in);
+            in.micro_batch = l.micro_batch, in.grad_accum = l.grad_accum, in.parallel.dp = l.parallel.dp,
+            in.parallel.tp = l.parallel.tp, in.parallel.pp = l.parallel.pp;
+            in.parallel.sp = l.parallel.sp, in.stage = s;
+            const predict::Prediction p = predict::predict(in);
             if (p.memory_total() > best) {
                 best = p.memory_total();
                 for (int k = 0; k < kMemCategoryCount; ++k)
@@ -128,14 +131,14 @@ TEST_CASE("planner: memory and time move the way the Playbook says", "[planner]"
     previous = INT64_MAX;
     for (int zero = 0; zero <= 3; ++zero) {
         Layout l = layout(8, 8, 1);
-        l.zero = zero;
+        l.parallel.zero = zero;
         const PlanResult r = evaluate(m, c, l);
         CHECK(r.memory.total() < previous);
         previous = r.memory.total();
     }
     // Recomputation: fewer saved activations, more time.
     Layout none = layout(4, 8, 2, 1, 8), full = none;
-    full.recompute = "full";
+    full.recompute = Recompute::full;
     const PlanResult a = evaluate(m, c, none), b = evaluate(m, c, full);
     CHECK(b.memory.bytes[size_t(MemCategory::activations)] < a.memory.bytes[size_t(MemCategory::activations)]);
     CHECK(b.time.step_s > a.time.step_s);
@@ -145,9 +148,9 @@ TEST_CASE("planner: memory and time move the way the Playbook says", "[planner]"
     const PlanResult f = evaluate(m, c, few), g = evaluate(m, c, many);
     CHECK(g.time.bubble_s / g.time.step_s < f.time.bubble_s / f.time.step_s);
     Layout inter = many;
-    inter.pp_schedule = "interleaved", inter.pp_chunks = 2;
+    inter.parallel.pp_schedule = PipelineSchedule::interleaved, inter.parallel.pp_chunks = 2;
     Layout zb = many;
-    zb.pp_schedule = "zb1";
+    zb.parallel.pp_schedule = PipelineSchedule::zb1;
     CHECK(evaluate(m, c, inter).time.bubble_s < g.time.bubble_s);
     CHECK(evaluate(m, c, zb).time.bubble_s < g.time.bubble_s);
     // A tp group that leaves the node pays the slow link.
@@ -190,7 +193,8 @@ TEST_CASE("planner: the JSON of a layout has what a GUI reads", "[planner]") {
     const ClusterDesc c = load_cluster("a100-80gb");
     const ModelDesc m = load_model("gpt3-175b");
     Layout l = layout(8, 8, 16, 1, 64);
-    l.zero = 1, l.recompute = "full", l.pp_schedule = "interleaved", l.pp_chunks = 2;
+    l.parallel.zero = 1, l.recompute = Recompute::full, l.parallel.pp_schedule = PipelineSchedule::interleaved,
+    l.parallel.pp_chunks = 2;
     check_layout(m, c, l, 1024);
     const nlohmann::json j = plan_json(m, c, evaluate(m, c, l));
     for (const char* key : {"fits", "memory_per_gpu_bytes", "step_time_s", "tokens_per_s", "mfu", "time_s", "layout",
@@ -218,16 +222,16 @@ TEST_CASE("planner: bad layouts, models and clusters get a message naming the fi
     CHECK(user_error_of([&] { check_layout(load_model("small"), c, layout(1, 1, 3), 3); }).find("layers") !=
           std::string::npos);
     Layout cp = layout(1, 1, 1);
-    cp.cp = 3;
+    cp.parallel.cp = 3;
     CHECK(user_error_of([&] { check_layout(m, c, cp, 3); }).find("--cp 3") != std::string::npos);
     CHECK(user_error_of([&] { check_layout(m, c, layout(20000, 1, 1), 20000); }).find("more than cluster") !=
           std::string::npos);
     Layout ep = layout(2, 1, 1);
-    ep.ep = 2;
+    ep.parallel.ep = 2;
     CHECK(user_error_of([&] { check_layout(m, c, ep, 2); }).find("no experts") != std::string::npos);
     const ModelDesc mixtral = load_model("mixtral-8x7b");
     Layout ep3 = layout(3, 1, 1);
-    ep3.ep = 3;
+    ep3.parallel.ep = 3;
     CHECK(user_error_of([&] { check_layout(mixtral, c, ep3, 3); }).find("experts") != std::string::npos);
     CHECK(user_error_of([&] { load_model("llama9-1t"); }).find("unknown model 'llama9-1t'") != std::string::npos);
     CHECK(user_error_of([&] { load_cluster("tpu-v9"); }).find("unknown GPU 'tpu-v9'") != std::string::npos);
@@ -303,7 +307,7 @@ TEST_CASE("planner: the pipeline is simulated with each stage's own costs", "[pl
     // starts after stage 0's first forward (1), then runs its 4 x (2 + 4) back to back, and stage 0's last
     // backward (2) follows: 1 + 24 + 2 = 27. Charging both stages the slower one's costs gives (m + pp - 1) 6 = 30.
     const PipelineShape shape{2, 4, 1};
-    const Schedule s = make_schedule("1f1b", shape);
+    const Schedule s = make_schedule(PipelineSchedule::one_f_one_b, shape);
     const PipelineTiming t = simulate_pipeline(s, shape, {{1, 2, 1}, {2, 4, 2}}, 0.0);
     CHECK(t.makespan == Approx(27));
     CHECK(t.busy[0] == Approx(12));
@@ -311,12 +315,12 @@ TEST_CASE("planner: the pipeline is simulated with each stage's own costs", "[pl
     CHECK(simulate_schedule(s, shape, 2, 4).makespan == Approx(30));
     // Equal costs: the engine's own simulation, for every schedule.
     for (const char* name : {"afab", "1f1b", "zb1"}) {
-        const Schedule e = make_schedule(name, shape);
+        const Schedule e = make_schedule(parse_pipeline_schedule(name), shape);
         CHECK(simulate_pipeline(e, shape, {{1, 2, 1}, {1, 2, 1}}, 0.0).makespan ==
               Approx(simulate_schedule(e, shape, 1, 2).makespan));
     }
     const PipelineShape inter{2, 4, 2};
-    const Schedule si = make_schedule("interleaved", inter);
+    const Schedule si = make_schedule(PipelineSchedule::interleaved, inter);
     CHECK(simulate_pipeline(si, inter, std::vector<VirtualStageCost>(4, {1, 2, 1}), 0.0).makespan ==
           Approx(simulate_schedule(si, inter, 2, 4).makespan));
     // A transfer on each hand-over between ranks lengthens the critical path by one per hop on it.
@@ -344,7 +348,7 @@ TEST_CASE("planner: selective recomputation, the cp ring and ZeRO-3 cost what th
     Layout none = layout(2, 1, 1, 8, 1);
     none.bf16 = false;
     Layout selective = none;
-    selective.recompute = "selective";
+    selective.recompute = Recompute::selective;
     const StepPieces a = evaluate(m, c, none).time, b = evaluate(m, c, selective).time;
     // The naive kernel's backward is twice its forward either way; selective adds QK^T and the softmax again (half
     // the forward's products), once: not a second, blockwise-style 2.5x backward on top.
@@ -352,7 +356,7 @@ TEST_CASE("planner: selective recomputation, the cp ring and ZeRO-3 cost what th
     CHECK(b.recompute_s == Approx(0.5 * a.attention_s / 3));
     // The ring: the last fp32 key/value gradient block of every layer's backward waits whole.
     Layout cp = layout(1, 1, 1, 4, 1);
-    cp.cp = 2, cp.bf16 = false;
+    cp.parallel.cp = 2, cp.bf16 = false;
     ModelDesc longer = m;
     longer.seq = 256;
     const PlanResult ring = evaluate(longer, c, cp);
@@ -361,7 +365,7 @@ TEST_CASE("planner: selective recomputation, the cp ring and ZeRO-3 cost what th
     CHECK(ring.time.cp_comm_exposed_s >= double(longer.layers) * grad_block * 0.999);
     // ZeRO-3 keeps only its shard (no gather after the optimizer) but waits for the first gathers of each pass.
     Layout z2 = none, z3 = none;
-    z2.zero = 2, z3.zero = 3;
+    z2.parallel.zero = 2, z3.parallel.zero = 3;
     const StepPieces p2 = evaluate(m, c, z2).time, p3 = evaluate(m, c, z3).time;
     CHECK(p3.dp_comm_exposed_s > 0);
     CHECK(p3.optimizer_s == Approx(p2.optimizer_s));
@@ -381,7 +385,7 @@ TEST_CASE("planner: a blockwise kernel on short blocks runs at the cluster file'
     m.seq = 8192;
     Layout whole = layout(1, 8, 1, 1, 1), ring = whole;
     whole.flash = true;
-    ring.cp = 8;  // tp 8 x cp 8: the ring runs blocks of 1,024 keys
+    ring.parallel.cp = 8;  // tp 8 x cp 8: the ring runs blocks of 1,024 keys
     ClusterDesc flat = c;
     flat.attention_length_efficiency.clear();
     const auto attention = [&](const ClusterDesc& cl, const Layout& l) { return evaluate(m, cl, l).time.attention_s; };
@@ -408,7 +412,7 @@ TEST_CASE("planner: compute beside a hidden transfer runs the cluster file's ove
     ModelDesc m = load_model("llama3-8b");
     m.seq = 32768;
     Layout l = layout(2, 8, 1, 1, 4);
-    l.cp = 4, l.flash = true, l.bf16 = true;
+    l.parallel.cp = 4, l.flash = true, l.bf16 = true;
     check_layout(m, c, l, 64);
     const StepPieces a = evaluate(m, none, l).time, b = evaluate(m, c, l).time;
     REQUIRE(a.cp_comm_hidden_s > 0);
@@ -422,12 +426,12 @@ TEST_CASE("planner: compute beside a hidden transfer runs the cluster file's ove
     CHECK(b.attention_s == Approx(a.attention_s));  // the kernels' own work: the slowdown is a piece of its own
     // Nothing hidden, nothing charged: the same layout as all-gathers, the gradients reduced after the backward.
     Layout exposed = l;
-    exposed.cp_comm = "allgather", exposed.overlap = false;
+    exposed.parallel.cp_comm = CpComm::allgather, exposed.parallel.overlap = false;
     CHECK(evaluate(m, c, exposed).time.overlap_slowdown_s == 0);
     // With a pipeline the slower attention lengthens each slot of the schedule: the step grows by more than the
     // critical stage's own slowdown, since the bubble is made of the other stages' slots.
     Layout piped = l;
-    piped.dp = 1, piped.pp = 4, piped.grad_accum = 8;
+    piped.parallel.dp = 1, piped.parallel.pp = 4, piped.grad_accum = 8;
     const StepPieces pa = evaluate(m, none, piped).time, pb = evaluate(m, c, piped).time;
     CHECK(pb.overlap_slowdown_s > 0);
     CHECK(pb.bubble_s > pa.bubble_s);
@@ -449,7 +453,7 @@ TEST_CASE("planner: causal attention is charged the work its kernel executes, on
             for (const bool flash : {false, true})
                 for (const char* balance : {"zigzag", "contiguous"}) {
                     Layout l = layout(1, 1, 1);
-                    l.cp = cp, l.flash = flash, l.cp_balance = balance;
+                    l.parallel.cp = cp, l.flash = flash, l.parallel.cp_balance = parse_cp_balance(balance);
                     if (!flash && cp == 1 && std::string(balance) == "contiguous") continue;
                     double visible = 0;
                     for (int64_t q = 0; q < seq; ++q) visible += double(q + 1);
@@ -577,7 +581,7 @@ TEST_CASE("planner: published large-scale runs within 15%, one rule per source",
         const ModelDesc m = engine_model("megatron", 51200, r.hidden, r.layers, r.heads, 2048, 0, 2, 1, 0);
         const int dp = r.gpus / (r.tp * r.pp);
         Layout l = layout(dp, r.tp, r.pp, 1, r.batch / dp);
-        l.recompute = "full", l.bf16 = true, l.fp32_grad_accum = true, l.overlap = false;
+        l.recompute = Recompute::full, l.bf16 = true, l.fp32_grad_accum = true, l.parallel.overlap = false;
         check_layout(m, selene, l, r.gpus);
         const PlanResult p = evaluate(m, selene, l);
         const double s = 2048, h = r.hidden, L = r.layers, V = 51200;
@@ -601,8 +605,9 @@ TEST_CASE("planner: published large-scale runs within 15%, one rule per source",
         ModelDesc m = load_model("llama3-405b");
         m.seq = r.seq;
         Layout l = layout(r.dp, 8, 16, 1, r.accum);
-        l.cp = r.cp, l.pp_schedule = "interleaved", l.pp_chunks = 2, l.zero = 1, l.flash = true, l.bf16 = true;
-        l.cp_comm = "allgather";
+        l.parallel.cp = r.cp, l.parallel.pp_schedule = PipelineSchedule::interleaved, l.parallel.pp_chunks = 2,
+        l.parallel.zero = 1, l.flash = true, l.bf16 = true;
+        l.parallel.cp_comm = CpComm::allgather;
         check_layout(m, h100, l, r.gpus);
         const PlanResult p = evaluate(m, h100, l);
         INFO("Llama 3 405B on " << r.gpus << " GPUs, seq " << r.seq << ": planner MFU " << p.mfu << ", published "
@@ -639,9 +644,9 @@ TEST_CASE("planner: cp as all-gathers exposes every transfer, where the ring hid
     ModelDesc m = load_model("llama3-8b");
     m.seq = 32768;
     Layout ring = layout(1, 8, 1, 1, 4);
-    ring.cp = 4, ring.flash = true, ring.bf16 = true;
+    ring.parallel.cp = 4, ring.flash = true, ring.bf16 = true;
     Layout gathered = ring;
-    gathered.cp_comm = "allgather";
+    gathered.parallel.cp_comm = CpComm::allgather;
     check_layout(m, c, gathered, 32);
     const PlanResult a = evaluate(m, c, ring), b = evaluate(m, c, gathered);
     const double kv = double(m.seq / 4) * double(2 * m.kv() * m.head_size() / 8);  // a rank's k and v elements
@@ -668,7 +673,7 @@ TEST_CASE("planner: at pp 1 the schedule asked for is the one that runs", "[plan
     const ClusterDesc c = load_cluster("h100-sxm");
     const ModelDesc m = load_model("llama3-8b");
     Layout one = layout(2, 4, 1, 1, 8), afab = one, zb = one;
-    afab.pp_schedule = "afab", zb.pp_schedule = "zb1";
+    afab.parallel.pp_schedule = PipelineSchedule::afab, zb.parallel.pp_schedule = PipelineSchedule::zb1;
     const PlanResult a = evaluate(m, c, one), b = evaluate(m, c, afab), z = evaluate(m, c, zb);
     const auto acts = [](const PlanResult& r) { return r.memory.bytes[size_t(MemCategory::activations)]; };
     CHECK(b.memory.micro_batches_in_flight == 8);
@@ -689,7 +694,7 @@ TEST_CASE("planner: a router's load on the busiest expert rank slows the MoE ste
     const ClusterDesc c = load_cluster("h100-sxm");
     const ModelDesc m = load_model("mixtral-8x7b");
     Layout uniform = layout(8, 1, 1, 1, 4);
-    uniform.ep = 8;
+    uniform.parallel.ep = 8;
     Layout loaded = uniform;
     loaded.moe_load = 1.5;
     const PlanResult u = evaluate(m, c, uniform), l = evaluate(m, c, loaded);

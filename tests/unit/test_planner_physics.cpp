@@ -8,13 +8,14 @@
 #include <cmath>
 #include <filesystem>
 
-#include "app/plan/layout.h"
+#include "profiler/predict/layout.h"
 #include "app/plan/planner.h"
 #include "common/core/check.h"
 #include "test_util.h"
 
 using namespace us;
 using namespace us::plan;
+using namespace us::predict;
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/plan/predicted_trace.h"
-#include "app/plan/step_time.h"
+#include "profiler/predict/step_time.h"
 #include "common/core/check.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/trace_store.h"
@@ -14,13 +14,15 @@
 
 using namespace us;
 using namespace us::plan;
+using namespace us::predict;
 namespace fs = std::filesystem;
 
 namespace {
 
 Layout pipeline_layout() {
     Layout l;
-    l.dp = 2, l.pp = 2, l.pp_schedule = "1f1b", l.micro_batch = 8, l.grad_accum = 4, l.bf16 = false;
+    l.parallel.dp = 2, l.parallel.pp = 2, l.parallel.pp_schedule = PipelineSchedule::one_f_one_b, l.micro_batch = 8,
+    l.grad_accum = 4, l.bf16 = false;
     return l;
 }
 
@@ -89,14 +91,15 @@ TEST_CASE("predicted trace: another model's prediction (Llama 3 8B, tp, sp, pp i
     const ModelDesc m = load_model("llama3-8b");
     const ClusterDesc c = load_cluster("h100-sxm");
     Layout l;
-    l.dp = 4, l.tp = 4, l.sp = true, l.pp = 2, l.pp_schedule = "interleaved", l.pp_chunks = 2, l.zero = 1;
+    l.parallel.dp = 4, l.parallel.tp = 4, l.parallel.sp = true, l.parallel.pp = 2,
+    l.parallel.pp_schedule = PipelineSchedule::interleaved, l.parallel.pp_chunks = 2, l.parallel.zero = 1;
     l.micro_batch = 1, l.grad_accum = 8, l.flash = true;
     const PlanResult plan = evaluate(m, c, l);
     const auto store = predicted_store(m, c, plan, l.world());
     const prof::Report rep = prof::build_report(*store);
     REQUIRE(rep.is_predicted());
     CHECK(rep.config.empty());  // not the engine's model: no engine walk
-    CHECK(rep.predict_input.pp == 2);
+    CHECK(rep.predict_input.parallel.pp == 2);
     CHECK(rep.throughput.step_s == Approx(plan.time.step_s).epsilon(1e-6));
     CHECK(rep.throughput.mfu == Approx(plan.mfu).epsilon(1e-6));
     CHECK(rep.pipeline.theory == Approx(1.0 / 16.0).epsilon(1e-9));  // (pp - 1) / (v m): 1 / (2 x 8)

@@ -4,8 +4,8 @@
 // run reads back as RunInfo with its settings, grid and source.
 #include <catch2/catch.hpp>
 
-#include "app/plan/cluster_desc.h"
-#include "app/plan/model_desc.h"
+#include "profiler/predict/cluster_desc.h"
+#include "profiler/predict/model_desc.h"
 #include "app/plan/predicted_trace.h"
 #include "profiler/trace/run_info.h"
 #include "profiler/trace/trace_store.h"
@@ -59,12 +59,12 @@ TEST_CASE("rank metadata: the committed engine traces read back into the type un
 }
 
 TEST_CASE("rank metadata: a planner's predicted run reads back as RunInfo", "[cpu][schema][run-info][planner]") {
-    const plan::ModelDesc m = plan::load_model("small");
-    const plan::ClusterDesc c = plan::load_cluster("h100-sxm");
-    plan::Layout l;
-    l.dp = 2, l.pp = 2, l.micro_batch = 2, l.grad_accum = 4, l.bf16 = true, l.fp32_grad_accum = true;
-    l.overlap = false, l.bucket_mb = 0.5;
-    const plan::PlanResult plan = plan::evaluate(m, c, l);
+    const predict::ModelDesc m = predict::load_model("small");
+    const predict::ClusterDesc c = predict::load_cluster("h100-sxm");
+    predict::Layout l;
+    l.parallel.dp = 2, l.parallel.pp = 2, l.micro_batch = 2, l.grad_accum = 4, l.bf16 = true, l.fp32_grad_accum = true;
+    l.parallel.overlap = false, l.parallel.bucket_mb = 0.5;
+    const predict::PlanResult plan = predict::evaluate(m, c, l);
     const auto store = plan::predicted_store(m, c, plan, l.world());
     std::map<int, nlohmann::json> records;  // the metadata records as the planner writes them, by rank
     for (const prof::Chunk& chunk : plan::predicted_trace(m, c, plan, l.world()))

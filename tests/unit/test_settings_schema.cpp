@@ -1,8 +1,8 @@
 // The settings table (common/settings/settings_schema.h) is the one definition of every training setting; these
 // tests walk the table itself, so a setting added to it is covered without a new case: every key written is read
 // back, every flag round-trips flags -> config -> JSON -> config -> flags, a layout's settings survive
-// config -> plan::Layout -> config and its flags, and each cross-setting rule refuses the same configs in the engine
-// (TrainConfig::validate), the planner (plan::check_layout) and the launch panel (LaunchSettings::problem).
+// config -> predict::Layout -> config and its flags, and each cross-setting rule refuses the same configs in the engine
+// (TrainConfig::validate), the planner (predict::check_layout) and the launch panel (LaunchSettings::problem).
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -10,9 +10,9 @@
 #include <catch2/catch.hpp>
 
 #include "app/gui/model/launch_settings.h"
-#include "app/plan/cluster_desc.h"
-#include "app/plan/layout.h"
-#include "app/plan/model_desc.h"
+#include "profiler/predict/cluster_desc.h"
+#include "profiler/predict/layout.h"
+#include "profiler/predict/model_desc.h"
 #include "common/settings/cli.h"
 #include "common/settings/settings_explained.h"
 #include "common/settings/settings_rules.h"
@@ -133,7 +133,7 @@ TEST_CASE("schema: every flag round-trips flags -> config -> JSON -> config -> f
 
 TEST_CASE("schema: a layout's settings survive config -> Layout -> config and its flags", "[cpu][schema][planner]") {
     // Each layout setting alone at another value comes back through the layout.
-    for (std::string_view key : plan::layout_setting_keys()) {
+    for (std::string_view key : predict::layout_setting_keys()) {
         const Setting& s = setting(key);
         INFO(key);
         nlohmann::json v = other_value(s);
@@ -141,7 +141,7 @@ TEST_CASE("schema: a layout's settings survive config -> Layout -> config and it
         TrainConfig c;
         s.set(c, v);
         TrainConfig back;
-        plan::apply_layout(plan::layout_from_config(c), back);
+        predict::apply_layout(predict::layout_from_config(c), back);
         CHECK(s.get(back) == v);
     }
     // Every setting a layout holds is in its flags (none dropped), and the flags read back the same layout.
@@ -182,18 +182,18 @@ TEST_CASE("schema: a layout's settings survive config -> Layout -> config and it
                                    "contiguous",
                                    "--cp-comm",
                                    "allgather"});
-    const plan::Layout l = plan::layout_from_config(run);
+    const predict::Layout l = predict::layout_from_config(run);
     const std::vector<std::string> words = l.flag_words();
-    for (std::string_view key : plan::layout_setting_keys()) {
+    for (std::string_view key : predict::layout_setting_keys()) {
         INFO(key);
         CHECK(std::find(words.begin(), words.end(), std::string(setting(key).flag)) != words.end());
     }
     const TrainConfig again = parse(words);
-    for (std::string_view key : plan::layout_setting_keys()) {
+    for (std::string_view key : predict::layout_setting_keys()) {
         INFO(key);
         CHECK(setting(key).get(again) == setting(key).get(run));
     }
-    CHECK(plan::layout_from_config(again).flags() == l.flags());
+    CHECK(predict::layout_from_config(again).flags() == l.flags());
 }
 
 TEST_CASE("schema: a setting that does nothing is greyed out by the panel and not passed", "[cpu][schema][gui-model]") {
@@ -255,7 +255,7 @@ TEST_CASE("schema: a setting that does nothing is greyed out by the panel and no
 
 TEST_CASE("schema: each rule refuses the same configs in the engine, the planner and the launch panel",
           "[cpu][schema][planner]") {
-    const plan::ClusterDesc cluster = plan::load_cluster("h100-sxm");
+    const predict::ClusterDesc cluster = predict::load_cluster("h100-sxm");
     // A small engine model: 4 layers, 4 heads, seq 64 (and 4 experts where a case adds --moe-experts).
     const std::vector<std::string> base = {"--layers", "4",  "--hidden", "64",  "--heads",      "4",
                                            "--seq",    "64", "--vocab",  "256", "--grad-accum", "4"};
@@ -293,11 +293,11 @@ TEST_CASE("schema: each rule refuses the same configs in the engine, the planner
         INFO(joined);
         const TrainConfig cfg = parse(args);
         const std::string engine = error_of([&] { cfg.validate(); });
-        const plan::ModelDesc model =
-            plan::engine_model("test", cfg.model.vocab, cfg.model.hidden, cfg.model.layers, cfg.model.heads,
-                               cfg.model.seq, cfg.model.moe_experts, cfg.model.moe_topk, cfg.model.moe_every, 0);
-        const plan::Layout layout = plan::layout_from_config(cfg);
-        const std::string planner = error_of([&] { plan::check_layout(model, cluster, layout, layout.world()); });
+        const predict::ModelDesc model =
+            predict::engine_model("test", cfg.model.vocab, cfg.model.hidden, cfg.model.layers, cfg.model.heads,
+                                  cfg.model.seq, cfg.model.moe_experts, cfg.model.moe_topk, cfg.model.moe_every, 0);
+        const predict::Layout layout = predict::layout_from_config(cfg);
+        const std::string planner = error_of([&] { predict::check_layout(model, cluster, layout, layout.world()); });
         const std::string panel = gui::LaunchSettings::from_args(args).problem();
         if (k.refused.empty()) {
             CHECK(engine == "(no error)");

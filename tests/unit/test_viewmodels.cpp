@@ -7,7 +7,7 @@
 #include "app/gui/model/ranks_model.h"
 #include "app/gui/model/timeline_model.h"
 #include "app/gui/model/training_model.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 #include "prof_test_util.h"
 #include "test_util.h"
 
@@ -231,8 +231,8 @@ TEST_CASE("training curves: the slowest rank's step time, the report's throughpu
     const std::vector<TrainingPoint> pts = build_training_series(store);
     REQUIRE(pts.size() == 2);
     const double tokens = 2 * 4 * 32;  // dp x batch x seq
-    const prof::Prediction p =
-        prof::predict(prof::PredictInput::from_config(store.run_rank_metadata().settings.value()));
+    const predict::Prediction p =
+        predict::predict(predict::PredictInput::from_config(store.run_rank_metadata().settings.value()));
     for (int i = 0; i < 2; ++i) {
         const double slowest = std::max(ms[0][i], ms[1][i]);
         CHECK(pts[size_t(i)].step == i + 1);

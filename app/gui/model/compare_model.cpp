@@ -53,11 +53,11 @@ std::vector<std::string> differing_settings(const std::vector<RunSummary>& runs)
 // Read through the settings table: a key the JSON lacks is the table's default (TrainConfig's), not a second one here.
 std::string describe_config(const nlohmann::json& json) {
     const TrainConfig c = settings_from_json(json, "the run's settings");
-    const ParallelConfig& p = c.parallel;
+    const ParallelLayout& p = c.parallel;
     std::string s = fmt::format("dp {}", p.dp);
-    if (p.pp > 1) s += fmt::format(" x pp {} ({})", p.pp, p.pp_schedule);
+    if (p.pp > 1) s += fmt::format(" x pp {} ({})", p.pp, schedule_name(p.pp_schedule));
     if (p.tp > 1) s += fmt::format(" x tp {}{}", p.tp, p.sp ? " + sp" : "");
-    if (p.cp > 1) s += fmt::format(" x cp {} ({}, {})", p.cp, p.cp_balance, p.cp_comm);
+    if (p.cp > 1) s += fmt::format(" x cp {} ({}, {})", p.cp, cp_balance_name(p.cp_balance), cp_comm_name(p.cp_comm));
     s += fmt::format(", ZeRO-{}, {}", p.zero, precision_name(c.precision));
     if (c.grad_accum > 1) s += fmt::format(", {} micro-batches", c.grad_accum);
     if (c.recompute != Recompute::none) s += fmt::format(", recompute {}", recompute_name(c.recompute));

@@ -30,7 +30,7 @@ ExpertModel build_expert_model(const prof::Report& report) {
     }
     m.steps = ro.steps;
     for (double b : ro.balance) m.balance.push_back(float(b));
-    if (report.predict_input.ep > 1) {
+    if (report.predict_input.parallel.ep > 1) {
         const int ep = int(prof::GroupKind::ep);
         for (const auto& r : report.ranks) {
             const double steps = double(std::max<size_t>(1, prof::steady_step_count(r.steps)));

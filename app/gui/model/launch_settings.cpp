@@ -6,7 +6,7 @@
 #include "common/core/format.h"
 #include "common/settings/cli.h"
 #include "common/settings/settings_schema.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
 namespace us::gui {
 
@@ -51,7 +51,7 @@ TrainConfig LaunchSettings::effective() const {
     for (const Setting& s : settings_schema())
         if (!setting_applies(s, config)) s.set(c, s.get(preset));  // back at the preset's value
     // With no pipeline, the schedule that runs a micro-batch at a time, whatever the preset's.
-    if (!setting_applies(setting("pp_schedule"), config)) c.parallel.pp_schedule = "1f1b";
+    if (!setting_applies(setting("pp_schedule"), config)) c.parallel.pp_schedule = PipelineSchedule::one_f_one_b;
     return c;
 }
 
@@ -69,7 +69,7 @@ LaunchSettings LaunchSettings::from_config(const nlohmann::json& config) {
     const TrainConfig defaults;
     s.config.threads = defaults.threads;
     s.config.device = defaults.device;
-    s.config.parallel.comm_progress = defaults.parallel.comm_progress;
+    s.config.runtime.comm_progress = defaults.runtime.comm_progress;
     s.config.trace = defaults.trace;  // the launcher picks the trace file and the stream
     s.config.connect = defaults.connect;
     s.config.global_batch = 0;  // already resolved into grad_accum
@@ -102,7 +102,7 @@ TrainConfig LaunchSettings::resolve() const {
     // Through the arguments, not the struct: what is checked is exactly what the ranks will parse.
     TrainConfig c = parse(train_args());
     c.validate();
-    validate_layout(c.parallel, c.parallel.world());
+    c.parallel.check_world(c.parallel.world());
     return c;
 }
 
@@ -116,8 +116,8 @@ std::string LaunchSettings::problem() const {
 }
 
 std::string settings_prediction(const LaunchSettings& settings) {
-    const prof::Prediction p = prof::predict(prof::PredictInput::from_config(settings.resolve().to_json()));
-    const ParallelConfig& par = settings.config.parallel;
+    const predict::Prediction p = predict::predict(predict::PredictInput::from_config(settings.resolve().to_json()));
+    const ParallelLayout& par = settings.config.parallel;
     std::string s = fmt::format("predicted per rank: {} (peak), {:.1f} MFLOP/token", format_bytes(p.memory_total()),
                                 p.flops_per_token / 1e6);
     s += fmt::format(
@@ -129,7 +129,7 @@ std::string settings_prediction(const LaunchSettings& settings) {
         s += fmt::format("\n{} parameters per rank; tp sends {} per step (critical path)", p.params_on_rank,
                          format_bytes(p.comm_bytes[size_t(prof::GroupKind::tp)]));
     if (par.cp > 1)
-        s += fmt::format("\ncp {} sends {} per step", par.cp_comm == "allgather" ? "all-gather" : "ring",
+        s += fmt::format("\ncp {} sends {} per step", par.cp_comm == CpComm::allgather ? "all-gather" : "ring",
                          format_bytes(p.comm_bytes[size_t(prof::GroupKind::cp)]));
     if (p.active_params != p.params)
         s += fmt::format("\n{:.2f}M parameters, {:.2f}M active per token (FLOPs count these)", double(p.params) / 1e6,

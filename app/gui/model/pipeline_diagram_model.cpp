@@ -20,30 +20,31 @@ std::vector<double> bubbles_of(const std::vector<DiagramBox>& boxes, int stages)
 
 }  // namespace
 
-PipelineDiagram theory_diagram(const prof::PredictInput& run) {
+PipelineDiagram theory_diagram(const predict::PredictInput& run) {
     PipelineDiagram d;
-    if (run.pp <= 1) return d;
-    const PipelineShape shape{run.pp, int(run.grad_accum), run.pp_chunks};
+    if (run.parallel.pp <= 1) return d;
+    const PipelineShape shape{run.parallel.pp, int(run.grad_accum), run.parallel.pp_chunks};
     Simulation sim;
     try {
-        sim = simulate_schedule(make_schedule(run.pp_schedule, shape), shape);
+        sim = simulate_schedule(make_schedule(run.parallel.pp_schedule, shape), shape);
     } catch (const std::exception&) {
         return d;  // the launch panel and the report say why
     }
-    d.stages = run.pp;
+    d.stages = run.parallel.pp;
     for (const TimedAction& a : sim.actions)
         d.boxes.push_back(
             {a.stage, a.action.op, a.action.micro_batch, a.action.chunk, a.start / sim.makespan, a.end / sim.makespan});
     d.bubble = sim.bubble;
-    d.caption = fmt::format("predicted: {} with pp {}, m {}{} (forward 1, backward 2, no communication time)",
-                            run.pp_schedule, run.pp, run.grad_accum,
-                            run.pp_chunks > 1 ? fmt::format(", {} chunks per rank", run.pp_chunks) : "");
+    d.caption =
+        fmt::format("predicted: {} with pp {}, m {}{} (forward 1, backward 2, no communication time)",
+                    schedule_name(run.parallel.pp_schedule), run.parallel.pp, run.grad_accum,
+                    run.parallel.pp_chunks > 1 ? fmt::format(", {} chunks per rank", run.parallel.pp_chunks) : "");
     return d;
 }
 
 PipelineDiagram measured_diagram(const prof::TraceStore& store, const prof::Report& report, int step) {
     PipelineDiagram d;
-    const int pp = report.predict_input.pp;
+    const int pp = report.predict_input.parallel.pp;
     if (pp <= 1) return d;
     struct StageSpans {
         int rank = -1;

@@ -31,7 +31,7 @@ struct PipelineDiagram {
 
 // From the run's configuration (report.predict_input); empty (stages == 0) when the run has no pipeline or the
 // schedule cannot run the shape.
-PipelineDiagram theory_diagram(const prof::PredictInput& run);
+PipelineDiagram theory_diagram(const predict::PredictInput& run);
 
 // The given step of the ranks with data-parallel coordinate 0; empty when the step is not (yet) in the trace.
 PipelineDiagram measured_diagram(const prof::TraceStore& store, const prof::Report& report, int step);

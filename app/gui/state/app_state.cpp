@@ -134,7 +134,7 @@ void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string&
 void AppState::show_planned(size_t index) {
     if (!planner.result || index >= planner.result->search.ranked.size()) return;
     const PlannerState::Plan& p = *planner.result;
-    const plan::PlanResult& r = p.search.ranked[index];
+    const predict::PlanResult& r = p.search.ranked[index];
     try {
         large_run.close();
         adopt(plan::predicted_store(p.model, p.cluster, r, planner.gpus),
@@ -149,11 +149,12 @@ void AppState::show_planned(size_t index) {
 void AppState::launch_planned(size_t index) {
     if (!planner.result || index >= planner.result->search.ranked.size()) return;
     const PlannerState::Plan& p = *planner.result;
-    const plan::PlanResult& r = p.search.ranked[index];
+    const predict::PlanResult& r = p.search.ranked[index];
     try {
         const app::HostOptions hosts = settings.hosts;
         settings = LaunchSettings::from_args({"--preset", p.model.name});
-        plan::apply_layout(r.layout, settings.config);  // the layout's settings on the preset's, no flag text between
+        predict::apply_layout(r.layout,
+                              settings.config);  // the layout's settings on the preset's, no flag text between
         settings.hosts = hosts;
         launch();
         planner.selected = int(index);
@@ -180,11 +181,11 @@ void AppState::update_planner() {
     };
     if (planner.show_best) {
         planner.show_best = false;
-        show_planned(first([](const plan::PlanResult&) { return true; }));
+        show_planned(first([](const predict::PlanResult&) { return true; }));
     }
     if (planner.launch_best_here) {
         planner.launch_best_here = false;
-        launch_planned(first([&](const plan::PlanResult& r) { return runnable_here(planner.result->model, r); }));
+        launch_planned(first([&](const predict::PlanResult& r) { return runnable_here(planner.result->model, r); }));
     }
 }
 

@@ -13,8 +13,8 @@ void PlannerState::start() {
     error.clear();
     m_pending = std::async(std::launch::async, [=] {
         Plan p;
-        p.model = plan::load_model(model_spec);
-        p.cluster = plan::load_cluster(cluster_spec);
+        p.model = predict::load_model(model_spec);
+        p.cluster = predict::load_cluster(cluster_spec);
         plan::SearchOptions o;
         o.gpus = n;
         o.global_batch_sequences = batch;
@@ -35,11 +35,11 @@ void PlannerState::poll() {
     }
 }
 
-bool runnable_here(const plan::ModelDesc& model, const plan::PlanResult& r) {
-    return model.family == plan::ModelFamily::engine_gpt && r.layout.world() <= 8;
+bool runnable_here(const predict::ModelDesc& model, const predict::PlanResult& r) {
+    return model.family == predict::ModelFamily::engine_gpt && r.layout.world() <= 8;
 }
 
-int64_t measured_modelled_peak(const prof::Report& report, const plan::MemoryEstimate& predicted) {
+int64_t measured_modelled_peak(const prof::Report& report, const predict::MemoryEstimate& predicted) {
     return prof::most_modelled_sum_of_peaks(report, predicted.modelled);
 }
 

@@ -19,8 +19,8 @@ struct PlannerState {
     int selected = 0;        // row of `result->ranked`
 
     struct Plan {
-        plan::ModelDesc model;
-        plan::ClusterDesc cluster;
+        predict::ModelDesc model;
+        predict::ClusterDesc cluster;
         plan::SearchResult search;
     };
     std::optional<Plan> result;
@@ -29,7 +29,7 @@ struct PlannerState {
     // its measured figures are shown beside this prediction.
     bool launch_best_here = false;  // --plan-launch: once planned, launch the best layout this machine can run
     bool show_best = false;         // --plan-show: once planned, show the best fitting layout's predicted step
-    std::optional<plan::PlanResult> launched;
+    std::optional<predict::PlanResult> launched;
     std::string launched_cluster;
     const void* launched_run = nullptr;
 
@@ -44,10 +44,10 @@ private:
 };
 
 // A layout this machine can run: this engine's model, ranks up to a handful.
-bool runnable_here(const plan::ModelDesc& model, const plan::PlanResult& r);
+bool runnable_here(const predict::ModelDesc& model, const predict::PlanResult& r);
 
 // The measured figure to put beside a memory prediction: the largest, over the ranks, of the sum of the measured
 // peaks of the categories the prediction models.
-int64_t measured_modelled_peak(const prof::Report& report, const plan::MemoryEstimate& predicted);
+int64_t measured_modelled_peak(const prof::Report& report, const predict::MemoryEstimate& predicted);
 
 }  // namespace us::gui

@@ -152,7 +152,7 @@ void check_settings(LaunchPanelState& panel, const LaunchSettings& s) {
 // The settings' verdict: the ranks they make and what the formulas predict, or why they cannot be launched.
 void draw_check(const AppState& app, const LaunchPanelState& panel) {
     const LaunchSettings& s = app.settings;
-    const ParallelConfig& p = s.config.parallel;
+    const ParallelLayout& p = s.config.parallel;
     if (!panel.problem.empty()) {
         ImGui::PushTextWrapPos(0);
         ImGui::TextColored(ImVec4(1, 0.5f, 0.45f, 1), "%s", panel.problem.c_str());

@@ -265,7 +265,7 @@ void draw_rank_table(const AppState& app, const OverlapModel& m) {
         ImGui::TableNextColumn();
         ImGui::Text("%.1f%%", 100 * b.idle);
         ImGui::TableNextColumn();
-        if (app.report().predict_input.pp > 1)
+        if (app.report().predict_input.parallel.pp > 1)
             ImGui::Text("%.2f (%.2f)", b.bubble_fraction, b.bubble_theory);
         else
             ImGui::TextUnformatted("-");  // no pipeline: idle inside the step is exposed comm or waiting

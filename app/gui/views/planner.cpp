@@ -55,8 +55,8 @@ void stacked_bar(const std::vector<Part>& parts, double total, const std::string
 const std::string& bytes_text(double v, std::string& out) { return out = format_bytes(int64_t(v)); }
 const std::string& seconds_text(double v, std::string& out) { return out = seconds(v); }
 
-void draw_memory(const PlannerState::Plan& p, const plan::PlanResult& r) {
-    const plan::MemoryEstimate& m = r.memory;
+void draw_memory(const PlannerState::Plan& p, const predict::PlanResult& r) {
+    const predict::MemoryEstimate& m = r.memory;
     ImGui::Text("Memory per GPU, busiest rank (stage %d, %d micro-batch%s in flight): %s of %s (%s)", m.stage,
                 m.micro_batches_in_flight, m.micro_batches_in_flight == 1 ? "" : "es", format_bytes(m.total()).c_str(),
                 format_bytes(p.cluster.memory_bytes).c_str(), m.kind.c_str());
@@ -74,8 +74,8 @@ void draw_memory(const PlannerState::Plan& p, const plan::PlanResult& r) {
     ImGui::NewLine();
 }
 
-void draw_time(const plan::PlanResult& r) {
-    const plan::StepPieces& t = r.time;
+void draw_time(const predict::PlanResult& r) {
+    const predict::StepPieces& t = r.time;
     ImGui::Text("Step time %s (model): %s tokens/s, MFU %.1f%% (derived)", seconds(t.step_s).c_str(),
                 fmt::format("{:.0f}", r.tokens_per_s).c_str(), 100 * r.mfu);
     const std::vector<Part> parts = {
@@ -98,23 +98,24 @@ void draw_time(const plan::PlanResult& r) {
                            seconds(t.dp_comm_hidden_s).c_str(), seconds(t.cp_comm_hidden_s).c_str());
 }
 
-void draw_schedule(const plan::PlanResult& r) {
-    const plan::Layout& l = r.layout;
-    if (l.pp <= 1) return;
-    prof::PredictInput in;
-    in.pp = l.pp;
-    in.pp_schedule = l.pp_schedule;
-    in.pp_chunks = l.pp_chunks;
+void draw_schedule(const predict::PlanResult& r) {
+    const predict::Layout& l = r.layout;
+    const ParallelLayout& par = l.parallel;
+    if (par.pp <= 1) return;
+    predict::PredictInput in;
+    in.parallel.pp = par.pp;
+    in.parallel.pp_schedule = par.pp_schedule;
+    in.parallel.pp_chunks = par.pp_chunks;
     in.grad_accum = l.grad_accum;
-    in.layers = std::max<int64_t>(l.pp * l.pp_chunks, 1);
+    in.layers = std::max<int64_t>(par.pp * par.pp_chunks, 1);
     const PipelineDiagram d = theory_diagram(in);
-    if (d.stages > 0) draw_pipeline_diagram(d, l.pp_chunks, ImGui::GetContentRegionAvail().x);
+    if (d.stages > 0) draw_pipeline_diagram(d, par.pp_chunks, ImGui::GetContentRegionAvail().x);
 }
 
 // The run launched from here, measured, beside what the planner predicted for it.
 void draw_launched(AppState& app, const PlannerState& s) {
     if (!s.launched || !app.source.live() || app.source.live() != s.launched_run) return;
-    const plan::PlanResult& r = *s.launched;
+    const predict::PlanResult& r = *s.launched;
     const prof::Report& rep = app.report();
     ImGui::Separator();
     ImGui::Text("Launched here: %s%s", r.layout.describe().c_str(), app.source.running() ? " (running)" : "");
@@ -151,8 +152,8 @@ void draw_launched(AppState& app, const PlannerState& s) {
 void draw_question(PlannerState& s, PlannerViewState& lists) {
     if (!lists.lists_read) {
         lists.lists_read = true;
-        lists.models = plan::known_models();
-        lists.clusters = plan::known_clusters();
+        lists.models = predict::known_models();
+        lists.clusters = predict::known_clusters();
         if (std::filesystem::exists("machine.json"))
             lists.clusters.push_back("machine.json");  // ultrascope calibrate's
     }
@@ -192,7 +193,7 @@ void draw_ranked(PlannerState& s) {
     ImGui::TableSetupScrollFreeze(2, 1);
     ImGui::TableHeadersRow();
     for (int i = 0; i < rows; ++i) {
-        const plan::PlanResult& r = ranked[size_t(i)];
+        const predict::PlanResult& r = ranked[size_t(i)];
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
         if (ImGui::Selectable(fmt::format("{}", i + 1).c_str(), s.selected == i, ImGuiSelectableFlags_SpanAllColumns))
@@ -218,7 +219,7 @@ void draw_ranked(PlannerState& s) {
 // The selected layout: its memory, time and schedule, and what can be done with it (show it, launch it here).
 void draw_selected(AppState& app, PlannerState& s) {
     const PlannerState::Plan& p = *s.result;
-    const plan::PlanResult& r = p.search.ranked[size_t(s.selected)];
+    const predict::PlanResult& r = p.search.ranked[size_t(s.selected)];
     ImGui::Separator();
     ImGui::Text("Layout %d: %s", s.selected + 1, r.layout.describe().c_str());
     draw_memory(p, r);

@@ -118,7 +118,7 @@ void draw_toolbar(AppState& app) {
 // waits' switch where the blame has any.
 void draw_legend(AppState& app) {
     const auto& rep = app.report();
-    if (rep.predict_input.pp > 1) {  // phases take their micro-batch's colour
+    if (rep.predict_input.parallel.pp > 1) {  // phases take their micro-batch's colour
         for (int mb = 0; mb < 3; ++mb) {
             legend_item(micro_batch_color(mb, prof::Phase::forward), fmt::format("F{}", mb).c_str());
             ImGui::SameLine();
@@ -135,7 +135,7 @@ void draw_legend(AppState& app) {
     ImGui::SameLine();
     legend_item(IM_COL32(190, 110, 230, 255), "comm");
     ImGui::SameLine();
-    if (rep.predict_input.tp > 1) {
+    if (rep.predict_input.parallel.tp > 1) {
         legend_item(tp_comm_color(), "tp comm (critical path)");
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip(
@@ -144,7 +144,7 @@ void draw_legend(AppState& app) {
                 "The compute thread waits for each of them: none is hidden behind compute.");
         ImGui::SameLine();
     }
-    if (rep.predict_input.ep > 1) {
+    if (rep.predict_input.parallel.ep > 1) {
         legend_item(ep_comm_color(), "ep all-to-all");
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip(
@@ -153,7 +153,7 @@ void draw_legend(AppState& app) {
                 "each; a rank whose experts got fewer rows waits for the busiest one here.");
         ImGui::SameLine();
     }
-    legend_item(kIdleColor | 0xff000000u, rep.predict_input.pp > 1 ? "idle (bubble)" : "idle");
+    legend_item(kIdleColor | 0xff000000u, rep.predict_input.parallel.pp > 1 ? "idle (bubble)" : "idle");
     if (!rep.cross.blame.edges.empty()) {
         ImGui::SameLine();
         ImGui::Checkbox("waits", &app.window.show_waits);
@@ -174,7 +174,7 @@ void draw_prediction_note(const AppState& app, const prof::TraceStore& store) {
                        "per pipeline stage stands for its %lld (tp, cp, dp, ep index 0); %s.",
                        p.value("model", std::string("?")).c_str(), (long long)p.value("gpus", 0LL),
                        p.value("cluster", std::string("?")).c_str(),
-                       (long long)(p.value("gpus", 0LL) / std::max(1, app.report().predict_input.pp)),
+                       (long long)(p.value("gpus", 0LL) / std::max(1, app.report().predict_input.parallel.pp)),
                        p.value("detail", std::string("layer by layer")).c_str());
 }
 
@@ -257,7 +257,7 @@ void draw_timeline_view(AppState& app) {
         return;
     }
     draw_prediction_note(app, *store);
-    if (app.report().predict_input.pp > 1 &&
+    if (app.report().predict_input.parallel.pp > 1 &&
         ImGui::CollapsingHeader(!app.showing_prediction()
                                     ? "pipeline schedule: predicted above, measured below"
                                     : "pipeline schedule: the textbook's above, the planner's model below",

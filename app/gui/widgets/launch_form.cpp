@@ -43,6 +43,16 @@ void enum_combo(const char* label, E& value, std::initializer_list<const char*> 
     if (text_combo(label, text, std::vector<std::string>(names.begin(), names.end()))) value = parse(text);
 }
 
+// A setting kept as an enum with a name table (common/core/enum_names.h).
+template <typename E, size_t N>
+bool table_combo(const char* label, E& value, const EnumTable<E, N>& table) {
+    std::string text(enum_name(table, value));
+    const auto names = enum_names(table);
+    if (!text_combo(label, text, std::vector<std::string>(names.begin(), names.end()))) return false;
+    value = parse_enum(table, text, label);
+    return true;
+}
+
 void text_field(const char* label, const char* hint, std::string& value, float width) {
     char buf[512];
     std::snprintf(buf, sizeof buf, "%s", value.c_str());
@@ -72,7 +82,7 @@ void draw_preset_and_model(LaunchSettings& settings, LaunchPanelState& panel) {
 
 // The parallel degrees: dp and ZeRO, pp and its schedule, tp and SP, cp and how it cuts the sequence.
 void draw_layout(TrainConfig& c) {
-    ParallelConfig& p = c.parallel;
+    ParallelLayout& p = c.parallel;
     int_field("dp", p.dp, 1, 64, "dp");
     ImGui::SetNextItemWidth(em(110));
     ImGui::SliderInt("ZeRO", &p.zero, 0, 3);
@@ -82,7 +92,7 @@ void draw_layout(TrainConfig& c) {
     const Applicable applies = applicable(c);
     ImGui::BeginDisabled(!applies.schedule);
     ImGui::SetNextItemWidth(em(110));
-    if (text_combo("schedule", p.pp_schedule, {"afab", "1f1b", "interleaved", "zb1"}) && p.pp_schedule != "interleaved")
+    if (table_combo("schedule", p.pp_schedule, kPipelineSchedules) && p.pp_schedule != PipelineSchedule::interleaved)
         p.pp_chunks = 1;
     setting_tip("pp_schedule");
     ImGui::BeginDisabled(!applies.chunks);
@@ -100,17 +110,17 @@ void draw_layout(TrainConfig& c) {
     ImGui::SameLine();
     ImGui::BeginDisabled(!applies.cp_balance);
     ImGui::SetNextItemWidth(em(110));
-    text_combo("##balance", p.cp_balance, {"zigzag", "contiguous"});
+    table_combo("##balance", p.cp_balance, kCpBalances);
     setting_tip("cp_balance");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(em(100));
-    text_combo("##cp_comm", p.cp_comm, {"ring", "allgather"});
+    table_combo("##cp_comm", p.cp_comm, kCpComms);
     setting_tip("cp_comm");
     ImGui::EndDisabled();
 }
 
 void draw_experts(TrainConfig& c) {
-    ParallelConfig& p = c.parallel;
+    ParallelLayout& p = c.parallel;
     const Applicable applies = applicable(c);
     if (ImGui::TreeNodeEx("experts (mixture of experts)",
                           c.model.moe_experts > 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0)) {
@@ -195,7 +205,7 @@ void draw_checkpoints(TrainConfig& c) {
 
 // Bucket size and overlap, precision, recomputation and attention.
 void draw_run_options(TrainConfig& c) {
-    ParallelConfig& p = c.parallel;
+    ParallelLayout& p = c.parallel;
     ImGui::SetNextItemWidth(em(110));
     slider("bucket MiB", p.bucket_mb, 0.25f, 32.0f, "%.2f", ImGuiSliderFlags_Logarithmic);
     setting_tip("bucket_mb");

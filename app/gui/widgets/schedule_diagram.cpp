@@ -66,7 +66,7 @@ void draw_pipeline_diagram(const PipelineDiagram& d, int chunks, float width) {
 bool draw_pipeline_schedule(AppState& app, int step) {
     const PipelineDiagram& theory = app.derived.theory_diagram();
     if (theory.stages == 0) return false;
-    const int chunks = app.report().predict_input.pp_chunks;
+    const int chunks = app.report().predict_input.parallel.pp_chunks;
     const float width = ImGui::GetContentRegionAvail().x;
     const ImVec2 start = ImGui::GetCursorScreenPos();
     draw_pipeline_diagram(theory, chunks, width);

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <string>
 
-#include "profiler/analysis/predict_shape.h"
-#include "profiler/analysis/step_breakdown.h"
+#include "profiler/predict/predict_shape.h"
+#include "profiler/predict/ring_bytes.h"
 
-namespace us::prof {
+namespace us::predict {
 
 namespace {
 
@@ -20,11 +20,11 @@ std::vector<PredictedCollective> tp_collectives(const PredictInput& in, int64_t 
     std::vector<PredictedCollective> out;
     if (r.tp == 1) return out;
     const int64_t K = r.N * r.C * e, m = in.grad_accum, blocks = layers_on_stage(in);
-    const int64_t recompute = in.recompute == "full" ? 2 : 1;  // full recomputation runs the forward's again
-    auto add = [&](std::string what, OpClass op, int64_t bytes, int64_t count) {
+    const int64_t recompute = in.recompute == Recompute::full ? 2 : 1;  // full recomputation runs the forward's again
+    auto add = [&](std::string what, prof::OpClass op, int64_t bytes, int64_t count) {
         if (count > 0) out.push_back({std::move(what), op, bytes, count});
     };
-    using O = OpClass;
+    using O = prof::OpClass;
     if (!r.sp) {
         add("blocks: reduce_from_tp_region (attention and MLP outputs)", O::all_reduce, K, 2 * blocks * m * recompute);
         add("blocks: copy_to_tp_region backward (LayerNorm output gradients)", O::all_reduce, K, 2 * blocks * m);
@@ -60,21 +60,22 @@ std::vector<PredictedCollective> cp_collectives(const PredictInput& in, int64_t 
     std::vector<PredictedCollective> out;
     if (r.cp == 1) return out;
     const int64_t kv = 2 * r.N * r.Ca, m = in.grad_accum, blocks = layers_on_stage(in);
-    const int64_t recompute = in.recompute == "full" ? 2 : 1;
-    if (in.cp_comm == "allgather") {
+    const int64_t recompute = in.recompute == Recompute::full ? 2 : 1;
+    if (in.parallel.cp_comm == CpComm::allgather) {
         out.push_back(
-            {"cp all-gather: keys and values", OpClass::all_gather, r.cp * kv * e, blocks * m * (recompute + 1)});
-        out.push_back(
-            {"cp reduce-scatter: key/value gradients (fp32)", OpClass::reduce_scatter, r.cp * kv * 4, blocks * m});
+            {"cp all-gather: keys and values", prof::OpClass::all_gather, r.cp * kv * e, blocks * m * (recompute + 1)});
+        out.push_back({"cp reduce-scatter: key/value gradients (fp32)", prof::OpClass::reduce_scatter, r.cp * kv * 4,
+                       blocks * m});
     } else {
+        out.push_back({"ring attention: key/value blocks", prof::OpClass::send, kv * e,
+                       (r.cp - 1) * blocks * m * (recompute + 1)});
         out.push_back(
-            {"ring attention: key/value blocks", OpClass::send, kv * e, (r.cp - 1) * blocks * m * (recompute + 1)});
-        out.push_back({"ring attention: key/value gradient blocks (fp32)", OpClass::send, kv * 4, r.cp * blocks * m});
+            {"ring attention: key/value gradient blocks (fp32)", prof::OpClass::send, kv * 4, r.cp * blocks * m});
     }
     // MoE blocks: each sequence's routing statistics for the balance loss, gathered over the ranks of its positions
     const int64_t moe = moe_layers_on_stage(in);
     if (moe > 0)
-        out.push_back({"MoE blocks: per-sequence routing statistics (all-gather, fp64)", OpClass::all_gather,
+        out.push_back({"MoE blocks: per-sequence routing statistics (all-gather, fp64)", prof::OpClass::all_gather,
                        2 * in.micro_batch * r.E * 8 * r.cp, moe * m * recompute});
     return out;
 }
@@ -87,11 +88,14 @@ std::vector<PredictedCollective> ep_collectives(const PredictInput& in, int64_t 
     const RankShape r = rank_shape(in);
     std::vector<PredictedCollective> out;
     if (r.ep == 1) return out;
-    const int64_t m = in.grad_accum, blocks = moe_layers_on_stage(in), forwards = in.recompute == "full" ? 2 : 1;
+    const int64_t m = in.grad_accum, blocks = moe_layers_on_stage(in),
+                  forwards = in.recompute == Recompute::full ? 2 : 1;
     const int64_t rows = r.X * (r.ep - 1) / r.ep * r.C * e;
-    out.push_back({"row counts per expert", OpClass::all_to_all, (r.ep - 1) * (r.E / r.ep) * 4, forwards * blocks * m});
-    out.push_back({"forward: rows to the experts and back", OpClass::all_to_all, rows, 2 * forwards * blocks * m});
-    out.push_back({"backward: row gradients to the experts and back", OpClass::all_to_all, rows, 2 * blocks * m});
+    out.push_back(
+        {"row counts per expert", prof::OpClass::all_to_all, (r.ep - 1) * (r.E / r.ep) * 4, forwards * blocks * m});
+    out.push_back(
+        {"forward: rows to the experts and back", prof::OpClass::all_to_all, rows, 2 * forwards * blocks * m});
+    out.push_back({"backward: row gradients to the experts and back", prof::OpClass::all_to_all, rows, 2 * blocks * m});
     return out;
 }
 
@@ -165,7 +169,7 @@ Zero3Gathers zero3_gathers(const PredictInput& in, const RankShape& r, int64_t e
     numel.push_back(2 * h);
     is_block.push_back(false);
     const int emb = 0, fin = int(L) + 1;
-    const bool full = in.recompute == "full";
+    const bool full = in.recompute == Recompute::full;
     std::vector<UnitUse> uses = {{emb, true, true}, {emb, false, true}};
     std::vector<UnitUse> expert_uses;
     for (int l = 0, x = 0; l < int(L); ++l) {
@@ -199,11 +203,11 @@ Zero3Gathers zero3_gathers(const PredictInput& in, const RankShape& r, int64_t e
         return all;
     };
     const std::vector<bool> no_blocks(expert_numel.size(), false);
-    return {zero3_gathered_elements(numel, is_block, in.bucket_mb, e, repeated(uses)),
-            zero3_gathered_elements(expert_numel, no_blocks, in.bucket_mb, e, repeated(expert_uses))};
+    return {zero3_gathered_elements(numel, is_block, in.parallel.bucket_mb, e, repeated(uses)),
+            zero3_gathered_elements(expert_numel, no_blocks, in.parallel.bucket_mb, e, repeated(expert_uses))};
 }
 
-int64_t& group_bytes(Prediction& p, GroupKind g) { return p.comm_bytes[size_t(g)]; }
+int64_t& group_bytes(Prediction& p, prof::GroupKind g) { return p.comm_bytes[size_t(g)]; }
 
 // dp: K gradient bytes of the rank's shard of the model; ZeRO-0 and 1 all-reduce (or reduce-scatter + all-gather)
 // them once per step, ZeRO-2 reduce-scatters at every micro-batch, ZeRO-3 also all-gathers the parameters for every
@@ -213,16 +217,19 @@ void data_parallel_bytes(const PredictInput& in, const RankContext& rc, Predicti
     const double ring = dp > 1 ? double(dp - 1) / double(dp) : 0.0;
     const double grad_bytes_per_param = double(e) + (in.bf16 && in.fp32_grad_accum ? 2.0 : 0.0);
     const double m = double(in.grad_accum);
-    const double dp_collectives = in.zero <= 1 ? 2.0 : in.zero == 2 ? m + 1.0 : m;  // ZeRO-3: its reduce-scatters
-    group_bytes(p, GroupKind::dp) = int64_t(dp_collectives * grad_bytes_per_param * double(rc.n) * ring);
-    if (in.zero >= 3 && in.pp == 1) {
+    const double dp_collectives = in.parallel.zero <= 1   ? 2.0
+                                  : in.parallel.zero == 2 ? m + 1.0
+                                                          : m;  // ZeRO-3: its reduce-scatters
+    group_bytes(p, prof::GroupKind::dp) = int64_t(dp_collectives * grad_bytes_per_param * double(rc.n) * ring);
+    if (in.parallel.zero >= 3 && in.parallel.pp == 1) {
         const Zero3Gathers g = zero3_gathers(in, rc.r, e);
-        group_bytes(p, GroupKind::dp) += int64_t(double(g.elements) * double(e) * ring);
-        group_bytes(p, GroupKind::edp) +=
+        group_bytes(p, prof::GroupKind::dp) += int64_t(double(g.elements) * double(e) * ring);
+        group_bytes(p, prof::GroupKind::edp) +=
             int64_t(double(g.expert_elements) * double(e) * (edp > 1 ? double(edp - 1) / double(edp) : 0.0));
     }
     const double expert_ring = edp > 1 ? double(edp - 1) / double(edp) : 0.0;  // edp: the experts' copies
-    group_bytes(p, GroupKind::edp) += int64_t(dp_collectives * grad_bytes_per_param * double(rc.nx) * expert_ring);
+    group_bytes(p, prof::GroupKind::edp) +=
+        int64_t(dp_collectives * grad_bytes_per_param * double(rc.nx) * expert_ring);
     // (The loss and the MoE routing statistics are summed after the step's span, outside these figures.)
 }
 
@@ -232,13 +239,13 @@ void data_parallel_bytes(const PredictInput& in, const RankContext& rc, Predicti
 void tensor_parallel_bytes(const PredictInput& in, const RankContext& rc, Prediction& p) {
     const int64_t h = in.hidden, tp = rc.r.tp, e = rc.e;
     const int64_t grad_e = in.bf16 && !in.fp32_grad_accum ? 2 : 4;
-    const int64_t replicated =
-        ((rc.Ls - rc.Lm) * 6 * h + rc.Lm * 5 * h + (rc.last ? 2 * h : 0)) * grad_e / (in.zero >= 1 ? rc.dp : 1);
+    const int64_t replicated = ((rc.Ls - rc.Lm) * 6 * h + rc.Lm * 5 * h + (rc.last ? 2 * h : 0)) * grad_e /
+                               (in.parallel.zero >= 1 ? rc.dp : 1);
     p.tp_collectives = tp_collectives(in, e, replicated, rc.first, rc.last);
     double tp_sent = 0;
     for (const PredictedCollective& c : p.tp_collectives)
         tp_sent += double(c.count) * bytes_sent(c.op, double(c.bytes), int(tp));
-    group_bytes(p, GroupKind::tp) = int64_t(std::llround(tp_sent));
+    group_bytes(p, prof::GroupKind::tp) = int64_t(std::llround(tp_sent));
     p.tp_comm_bytes_formula = tp > 1 ? int64_t(4.0 * double(rc.Ls) * double(in.grad_accum) * double(rc.r.N * h * e) *
                                                2.0 * double(tp - 1) / double(tp))
                                      : 0;
@@ -248,7 +255,7 @@ void tensor_parallel_bytes(const PredictInput& in, const RankContext& rc, Predic
 void expert_parallel_bytes(const PredictInput& in, const RankContext& rc, Prediction& p) {
     const RankShape& r = rc.r;
     p.ep_collectives = ep_collectives(in, rc.e);
-    for (const PredictedCollective& c : p.ep_collectives) group_bytes(p, GroupKind::ep) += c.count * c.bytes;
+    for (const PredictedCollective& c : p.ep_collectives) group_bytes(p, prof::GroupKind::ep) += c.count * c.bytes;
     if (r.ep > 1)
         p.ep_comm_bytes_formula = 4 * rc.Lm * in.grad_accum * in.moe_topk * r.N * in.hidden * rc.e * (r.ep - 1) / r.ep;
 }
@@ -261,23 +268,24 @@ void predict_communication(const PredictInput& in, const RankContext& rc, Predic
     data_parallel_bytes(in, rc, p);
     // pp: one (R, h) activation per micro-batch per boundary each way; interleaving multiplies the boundaries.
     const int64_t boundaries = (rc.first ? 0 : 1) + (rc.last ? 0 : 1);
-    group_bytes(p, GroupKind::pp) += in.pp > 1 ? in.grad_accum * boundaries * rc.e * r.R * h * in.pp_chunks : 0;
+    group_bytes(p, prof::GroupKind::pp) +=
+        in.parallel.pp > 1 ? in.grad_accum * boundaries * rc.e * r.R * h * in.parallel.pp_chunks : 0;
     tensor_parallel_bytes(in, rc, p);
     // cp: the ring's or the all-gather's transfers.
     p.cp_collectives = cp_collectives(in, rc.e);
     for (const PredictedCollective& c : p.cp_collectives)
-        group_bytes(p, GroupKind::cp) +=
-            int64_t(std::llround(c.op == OpClass::send ? double(c.count * c.bytes)
-                                                       : double(c.count) * bytes_sent(c.op, double(c.bytes), r.cp)));
+        group_bytes(p, prof::GroupKind::cp) += int64_t(
+            std::llround(c.op == prof::OpClass::send ? double(c.count * c.bytes)
+                                                     : double(c.count) * bytes_sent(c.op, double(c.bytes), r.cp)));
     expert_parallel_bytes(in, rc, p);
     // The tied embedding's gradient summed between the first and the last stage; the gradient norm's scalar.
     const int64_t grad_e = in.bf16 && !in.fp32_grad_accum ? 2 : 4;
-    if (in.pp > 1 && (rc.first || rc.last))
-        group_bytes(p, GroupKind::embedding) = int64_t(h * r.Vr * grad_e / (in.zero >= 1 ? rc.dp : 1));
-    const int64_t world = int64_t(in.dp) * in.pp * r.tp * in.cp;  // ep shares the dp ranks
-    if (world > 1) group_bytes(p, GroupKind::world) = int64_t(2.0 * 8.0 * double(world - 1) / double(world));
-    p.dp_comm_bytes = group_bytes(p, GroupKind::dp);
-    p.pp_comm_bytes = group_bytes(p, GroupKind::pp);
+    if (in.parallel.pp > 1 && (rc.first || rc.last))
+        group_bytes(p, prof::GroupKind::embedding) = int64_t(h * r.Vr * grad_e / (in.parallel.zero >= 1 ? rc.dp : 1));
+    const int64_t world = int64_t(in.parallel.dp) * in.parallel.pp * r.tp * in.parallel.cp;  // ep shares the dp ranks
+    if (world > 1) group_bytes(p, prof::GroupKind::world) = int64_t(2.0 * 8.0 * double(world - 1) / double(world));
+    p.dp_comm_bytes = group_bytes(p, prof::GroupKind::dp);
+    p.pp_comm_bytes = group_bytes(p, prof::GroupKind::pp);
 }
 
-}  // namespace us::prof
+}  // namespace us::predict

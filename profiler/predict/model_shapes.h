@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "app/plan/layout.h"
-#include "app/plan/model_desc.h"
+#include "profiler/predict/layout.h"
+#include "profiler/predict/model_desc.h"
 
-namespace us::plan {
+namespace us::predict {
 
 struct RankShapes {
     int stage = 0;
@@ -84,4 +84,4 @@ double executed_attention_flops(const WorkInventory& w, const Layout& l, bool na
 // context-parallel group: what `ultrascope calibrate` multiplies the recorded figures by.
 double executed_over_recorded_attention(const Layout& l, int64_t seq, bool naive_skips_masked);
 
-}  // namespace us::plan
+}  // namespace us::predict

@@ -1,11 +1,11 @@
-#include "app/plan/json_fields.h"
+#include "profiler/predict/json_fields.h"
 
 #include <fstream>
 #include <sstream>
 
 #include "common/core/check.h"
 
-namespace us::plan {
+namespace us::predict {
 
 JsonFields::JsonFields(const nlohmann::json& j, std::string where, std::initializer_list<const char*> known)
     : m_j(j), m_where(std::move(where)) {
@@ -93,4 +93,4 @@ nlohmann::json read_json_file(const std::string& path) {
     }
 }
 
-}  // namespace us::plan
+}  // namespace us::predict

@@ -1,4 +1,4 @@
-#include "app/plan/pipeline_sim.h"
+#include "profiler/predict/pipeline_sim.h"
 
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 
 #include "common/core/check.h"
 
-namespace us::plan {
+namespace us::predict {
 
 PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& shape,
                                  const std::vector<VirtualStageCost>& costs, double transfer_s) {
@@ -68,4 +68,4 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& 
     return t;
 }
 
-}  // namespace us::plan
+}  // namespace us::predict

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace us::plan {
+namespace us::predict {
 
 struct Link {
     double bandwidth = 1e9;  // bytes per second one GPU can send on this link level
@@ -79,4 +79,4 @@ ClusterDesc load_cluster(const std::string& spec);
 std::vector<std::string> known_clusters();
 std::string clusters_dir();
 
-}  // namespace us::plan
+}  // namespace us::predict

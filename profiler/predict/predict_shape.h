@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "common/core/activation_bytes.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
-namespace us::prof {
+namespace us::predict {
 
-inline int64_t layers_on_stage(const PredictInput& in) { return in.layers / std::max(1, in.pp); }
+inline int64_t layers_on_stage(const PredictInput& in) { return in.layers / std::max(1, in.parallel.pp); }
 
 inline bool is_moe_layer(const PredictInput& in, int64_t layer) {
     return in.moe_experts > 0 && layer % in.moe_every == in.moe_every - 1;
@@ -22,25 +22,18 @@ inline bool is_moe_layer(const PredictInput& in, int64_t layer) {
 
 // The layers [begin, end) of the rank's chunk `chunk` (virtual stage chunk * pp + stage), as the trainer cuts them.
 inline std::pair<int64_t, int64_t> chunk_layers(const PredictInput& in, int chunk) {
-    const int64_t pp = std::max(1, in.pp), V = std::max(1, in.pp_chunks), per = in.layers / (pp * V);
+    const int64_t pp = std::max(1, in.parallel.pp), V = std::max(1, in.parallel.pp_chunks), per = in.layers / (pp * V);
     const int64_t vs = chunk * pp + in.stage;
     return {vs * per, (vs + 1) * per};
 }
 
 inline int64_t moe_layers_on_stage(const PredictInput& in) {
     int64_t n = 0;
-    for (int c = 0; c < std::max(1, in.pp_chunks); ++c) {
+    for (int c = 0; c < std::max(1, in.parallel.pp_chunks); ++c) {
         const auto [begin, end] = chunk_layers(in, c);
         for (int64_t l = begin; l < end; ++l) n += is_moe_layer(in, l);
     }
     return n;
-}
-
-// The engine's recompute mode for PredictInput's name of it.
-inline Recompute recompute_mode(const PredictInput& in) {
-    return in.recompute == "full"        ? Recompute::full
-           : in.recompute == "selective" ? Recompute::selective
-                                         : Recompute::none;
 }
 
 // The shapes of one micro-batch on a rank (the engine's ActivationShape): N token rows, R rows of the residual
@@ -81,4 +74,4 @@ void predict_activations(const PredictInput& in, const RankContext& rc, Predicti
 // Bytes sent per step by process group, and the collectives behind them (predict_comm.cpp).
 void predict_communication(const PredictInput& in, const RankContext& rc, Prediction& p);
 
-}  // namespace us::prof
+}  // namespace us::predict

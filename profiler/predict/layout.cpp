@@ -1,4 +1,4 @@
-#include "app/plan/layout.h"
+#include "profiler/predict/layout.h"
 
 #include <fmt/format.h>
 
@@ -8,16 +8,11 @@
 #include "common/settings/settings_rules.h"
 #include "common/settings/settings_schema.h"
 
-namespace us::plan {
+namespace us::predict {
 
 std::string Layout::describe() const {
-    std::string s = fmt::format("dp {} tp {}{} pp {}", dp, tp, sp ? " (sp)" : "", pp);
-    if (pp > 1) s += fmt::format(" {}{}", pp_schedule, pp_chunks > 1 ? fmt::format(" x{}", pp_chunks) : "");
-    if (cp > 1) s += fmt::format(" cp {}{}", cp, cp_comm == "allgather" ? " (all-gather)" : "");
-    if (ep > 1) s += fmt::format(" ep {}", ep);
-    s += fmt::format(", ZeRO-{}, mb {} x {}, recompute {}, {}", zero, micro_batch, grad_accum, recompute,
-                     bf16 ? "bf16" : "fp32");
-    return s;
+    return parallel.describe() + fmt::format(", mb {} x {}, recompute {}, {}", micro_batch, grad_accum,
+                                             recompute_name(recompute), bf16 ? "bf16" : "fp32");
 }
 
 const std::vector<std::string_view>& layout_setting_keys() {
@@ -47,32 +42,22 @@ std::string Layout::flags() const {
 
 Layout layout_from_config(const TrainConfig& cfg) {
     Layout l;
-    const ParallelConfig& p = cfg.parallel;
-    l.dp = p.dp, l.tp = p.tp, l.pp = p.pp, l.cp = p.cp, l.ep = p.ep, l.sp = p.sp;
-    l.pp_schedule = p.pp_schedule, l.pp_chunks = p.pp_chunks, l.zero = p.zero;
+    l.parallel = cfg.parallel;
     l.micro_batch = cfg.batch, l.grad_accum = cfg.grad_accum;
-    l.recompute = std::string(recompute_name(cfg.recompute));
+    l.recompute = cfg.recompute;
     l.bf16 = cfg.precision == Precision::bf16;
     l.fp32_grad_accum = cfg.fp32_grad_accum;
     l.flash = cfg.attention == Attention::flash;
-    l.overlap = p.overlap;
-    l.bucket_mb = p.bucket_mb;
-    l.cp_balance = p.cp_balance, l.cp_comm = p.cp_comm;
     return l;
 }
 
 void apply_layout(const Layout& l, TrainConfig& cfg) {
-    ParallelConfig& p = cfg.parallel;
-    p.dp = l.dp, p.tp = l.tp, p.pp = l.pp, p.cp = l.cp, p.ep = l.ep, p.sp = l.sp;
-    p.pp_schedule = l.pp_schedule, p.pp_chunks = l.pp_chunks, p.zero = l.zero;
+    cfg.parallel = l.parallel;
     cfg.batch = l.micro_batch, cfg.grad_accum = l.grad_accum;
-    cfg.recompute = parse_recompute(l.recompute);
+    cfg.recompute = l.recompute;
     cfg.precision = l.bf16 ? Precision::bf16 : Precision::fp32;
     cfg.fp32_grad_accum = l.fp32_grad_accum;
     cfg.attention = l.flash ? Attention::flash : Attention::naive;
-    p.overlap = l.overlap;
-    p.bucket_mb = l.bucket_mb;
-    p.cp_balance = l.cp_balance, p.cp_comm = l.cp_comm;
 }
 
 TrainConfig engine_settings(const ModelDesc& m, const Layout& l) {
@@ -92,16 +77,16 @@ void check_layout(const ModelDesc& m, const ClusterDesc& c, const Layout& l, int
                    "--gpus {} is more than cluster '{}' holds ({} nodes x {} GPUs = {}): edit 'nodes' in its file or "
                    "ask for fewer",
                    gpus, c.name, c.nodes, c.gpus_per_node, c.total_gpus());
-    for (auto [name, v] : {std::pair{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"ep", l.ep}})
-        US_CHECK_INPUT(v >= 1, "--{} must be at least 1 (got {})", name, v);
-    US_CHECK_INPUT(l.world() == gpus,
+    const ParallelLayout& p = l.parallel;
+    p.check();
+    US_CHECK_INPUT(p.world() == gpus,
                    "the layout uses dp {} x tp {} x pp {} x cp {} = {} GPUs, but --gpus is {}: make the product equal",
-                   l.dp, l.tp, l.pp, l.cp, l.world(), gpus);
+                   p.dp, p.tp, p.pp, p.cp, p.world(), gpus);
     // The engine's rules, on the config this layout of this model makes (the same messages as the trainer's).
     check_setting_rules(engine_settings(m, l), RuleContext{.uneven_stages_ok = m.family != ModelFamily::engine_gpt});
     // What the engine's config cannot express: grouped-query attention's key/value heads.
-    US_CHECK_INPUT(m.kv() % l.tp == 0 || l.tp % m.kv() == 0,
-                   "--tp {} and the model's {} key/value heads: one must divide the other", l.tp, m.kv());
+    US_CHECK_INPUT(m.kv() % p.tp == 0 || p.tp % m.kv() == 0,
+                   "--tp {} and the model's {} key/value heads: one must divide the other", p.tp, m.kv());
 }
 
-}  // namespace us::plan
+}  // namespace us::predict

@@ -1,14 +1,14 @@
-#include "app/plan/cluster_desc.h"
+#include "profiler/predict/cluster_desc.h"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 
-#include "app/plan/json_fields.h"
+#include "profiler/predict/json_fields.h"
 #include "common/core/check.h"
 #include "common/settings/config.h"
 
-namespace us::plan {
+namespace us::predict {
 
 namespace fs = std::filesystem;
 
@@ -211,4 +211,4 @@ ClusterDesc load_cluster(const std::string& spec) {
     return cluster_from_json(read_json_file(path), "cluster file '" + path + "'");
 }
 
-}  // namespace us::plan
+}  // namespace us::predict

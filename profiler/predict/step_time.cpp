@@ -1,13 +1,13 @@
-#include "app/plan/step_time.h"
+#include "profiler/predict/step_time.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "app/plan/model_shapes.h"
-#include "app/plan/pipeline_sim.h"
+#include "profiler/predict/model_shapes.h"
+#include "profiler/predict/pipeline_sim.h"
 #include "common/schedule/pipeline_schedule.h"
 
-namespace us::plan {
+namespace us::predict {
 
 const Link& group_link(const ClusterDesc& c, int stride, int size) {
     if (size <= 1) return c.intra_node;
@@ -48,6 +48,7 @@ double gemm_time(const ClusterDesc& c, const Gemm& g, double peak) {
 // chunk of an interleaved stage (chunk_shapes).
 StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r,
                      const BackwardLinkShare& share) {
+    const ParallelLayout& p = l.parallel;
     // The backward's blocking transfers on the shared level take `share.factor` times as long.
     auto in_backward = [&](const Link& link) { return link_level(c, link) == share.level ? share.factor : 1.0; };
     const WorkInventory w = work_inventory(m, l, r);
@@ -71,9 +72,9 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     // A blockwise kernel runs short blocks less efficiently (the cluster file's attention_length_efficiency, keyed on
     // the keys of one call: the sequence, or the ring's s/cp block).
     const double core_flops = executed_attention_flops(w, l, c.naive_attention_skips_masked);
-    const bool blockwise = l.flash || l.cp > 1;
+    const bool blockwise = l.flash || p.cp > 1;
     const double attention_eff =
-        c.attention_efficiency * (blockwise ? c.attention_length_factor(double(m.seq) / l.cp) : 1.0);
+        c.attention_efficiency * (blockwise ? c.attention_length_factor(double(m.seq) / p.cp) : 1.0);
     const double attn = double(r.layers) * core_flops / (peak * attention_eff);
     s.attn_f = attn;
     s.attn_b = attn * (blockwise ? 2.5 : 2.0);
@@ -88,23 +89,24 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     s.other_b = 2 * other / 3 * overhead;
     // Recomputation repeats forward work during backward: all of the blocks' (full), or the scores and softmax of
     // the naive attention core (selective: half its forward products).
-    if (l.recompute == "full")
+    if (l.recompute == Recompute::full)
         s.recompute = s.gemm_f - (r.last ? head_gemm * overhead : 0) + s.attn_f + s.other_f;
-    else if (l.recompute == "selective" && !blockwise)
+    else if (l.recompute == Recompute::selective && !blockwise)
         s.recompute = 0.5 * s.attn_f;
     // Tensor parallelism (docs/formulas.md): per layer 2 all-reduces of T h e in forward and 2 in backward; with
     // sp each an all-gather plus a reduce-scatter, and backward re-gathers the norm outputs (2 more all-gathers).
     // Full recomputation repeats the forward's. All on the critical path.
-    if (l.tp > 1) {
-        const Link& link = group_link(c, 1, l.tp);
+    if (p.tp > 1) {
+        const Link& link = group_link(c, 1, p.tp);
         const double K = double(r.T * m.hidden) * e;
         const double per_layer_f =
-            l.sp ? 2 * (all_gather_s(K, l.tp, link) + all_gather_s(K, l.tp, link)) : 2 * all_reduce_s(K, l.tp, link);
-        const double per_layer_b = l.sp ? per_layer_f + 2 * all_gather_s(K, l.tp, link) : per_layer_f;
+            p.sp ? 2 * (all_gather_s(K, p.tp, link) + all_gather_s(K, p.tp, link)) : 2 * all_reduce_s(K, p.tp, link);
+        const double per_layer_b = p.sp ? per_layer_f + 2 * all_gather_s(K, p.tp, link) : per_layer_f;
         const double layers = double(r.layers);
-        s.tp_vocab = r.first || r.last ? all_reduce_s(K, l.tp, link) : 0;
+        s.tp_vocab = r.first || r.last ? all_reduce_s(K, p.tp, link) : 0;
         s.tp_f = layers * per_layer_f + s.tp_vocab;
-        s.tp_b = in_backward(link) * (layers * per_layer_b + (l.recompute == "full" ? layers * per_layer_f : 0));
+        s.tp_b =
+            in_backward(link) * (layers * per_layer_b + (l.recompute == Recompute::full ? layers * per_layer_f : 0));
         s.link[size_t(link_level(c, link))] += s.tp_f + s.tp_b;
     }
     // Context parallelism (engine/model/context_parallel.cpp): the ring takes cp steps per layer, each step's
@@ -115,37 +117,39 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     // The all-gather (Llama 3's, context_parallel_allgather.cpp): per layer every rank's key/value block gathered
     // before the attention in forward and again in backward, the cp fp32 gradient blocks reduce-scattered after the
     // backward, none of it overlapped.
-    if (l.cp > 1) {
-        const Link& link = group_link(c, l.tp, l.cp);
+    if (p.cp > 1) {
+        const Link& link = group_link(c, p.tp, p.cp);
         const double kv_elements = double(r.T) * double(r.qkv_width - r.attn_width);  // a rank's k and v
         const double layers = double(r.layers);
-        if (l.cp_comm == "allgather") {
-            const double gather = all_gather_s(double(l.cp) * kv_elements * e, l.cp, link);
-            const double scatter = all_gather_s(double(l.cp) * kv_elements * 4, l.cp, link);
+        if (p.cp_comm == CpComm::allgather) {
+            const double gather = all_gather_s(double(p.cp) * kv_elements * e, p.cp, link);
+            const double scatter = all_gather_s(double(p.cp) * kv_elements * 4, p.cp, link);
             s.cp_exposed_f = layers * gather;
-            s.cp_exposed_b = in_backward(link) * layers * (gather + scatter + (l.recompute == "full" ? gather : 0));
+            s.cp_exposed_b =
+                in_backward(link) * layers * (gather + scatter + (l.recompute == Recompute::full ? gather : 0));
             s.cp_scatter = layers * scatter;
         } else {
             const double kv = send_s(kv_elements * e, link), g = send_s(kv_elements * 4, link);
-            const double step_f = core_flops / (peak * attention_eff) * overhead / l.cp;
+            const double step_f = core_flops / (peak * attention_eff) * overhead / p.cp;
             const double step_b = step_f * 2.5;
-            const double exposed_f = double(l.cp - 1) * std::max(0.0, kv - step_f);
+            const double exposed_f = double(p.cp - 1) * std::max(0.0, kv - step_f);
             auto backward_exposed = [&](double kv_b, double g_b) {
                 double x = std::max(0.0, kv_b - step_b) + std::max(0.0, g_b - step_b) + g_b;
-                if (l.cp > 2) x += double(l.cp - 2) * std::max(0.0, kv_b + g_b - step_b);
+                if (p.cp > 2) x += double(p.cp - 2) * std::max(0.0, kv_b + g_b - step_b);
                 return x;
             };
             const double exposed_b = backward_exposed(kv, g);
-            const double total = double(l.cp - 1) * kv + (double(l.cp - 1) * kv + double(l.cp) * g);
+            const double total = double(p.cp - 1) * kv + (double(p.cp - 1) * kv + double(p.cp) * g);
             s.cp_exposed_f = layers * exposed_f;
             // sharing the link lengthens what is exposed; what hides stays counted as alone (the link's bytes)
             const double f = in_backward(link);
-            const double exposed_f_again = double(l.cp - 1) * std::max(0.0, f * kv - step_f);
-            s.cp_exposed_b = layers * (backward_exposed(f * kv, f * g) + (l.recompute == "full" ? exposed_f_again : 0));
+            const double exposed_f_again = double(p.cp - 1) * std::max(0.0, f * kv - step_f);
+            s.cp_exposed_b =
+                layers * (backward_exposed(f * kv, f * g) + (l.recompute == Recompute::full ? exposed_f_again : 0));
             s.cp_hidden = layers * (total - exposed_f - exposed_b);
             // The attention beside the hidden transfers runs slower (their kernels share the SMs and memory; over
             // TCP the kernel's network work shares the cores).
-            const double hidden_f = layers * (double(l.cp - 1) * kv - exposed_f);
+            const double hidden_f = layers * (double(p.cp - 1) * kv - exposed_f);
             const double slowdown = c.overlap_slowdown_on(link);
             s.contention_f = slowdown * hidden_f;
             s.contention_b = slowdown * std::max(0.0, s.cp_hidden - hidden_f);
@@ -154,21 +158,21 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     }
     // Expert parallelism: per MoE layer 4 all-to-alls (dispatch and combine, forward and backward) of the rank's
     // rows, (ep - 1)/ep of them to others; full recomputation repeats the forward's two.
-    if (l.ep > 1 && r.moe_layers > 0) {
-        const Link& link = group_link(c, l.tp * l.cp * l.pp, l.ep);
+    if (p.ep > 1 && r.moe_layers > 0) {
+        const Link& link = group_link(c, p.tp * p.cp * p.pp, p.ep);
         // The busiest rank receives its load's share of rows (Layout::moe_load) and sends its own tokens' choices;
         // the exchange ends when the larger of the two has crossed.
-        const double sent = double(r.expert_rows) * double(m.hidden) * e * double(l.ep - 1) / l.ep *
+        const double sent = double(r.expert_rows) * double(m.hidden) * e * double(p.ep - 1) / p.ep *
                             std::max(1.0, l.moe_load_or_uniform());
-        const double one = double(r.moe_layers) * all_to_all_s(sent, l.ep, link);
+        const double one = double(r.moe_layers) * all_to_all_s(sent, p.ep, link);
         s.ep_f = 2 * one;
-        s.ep_b = in_backward(link) * (2.0 + (l.recompute == "full" ? 2.0 : 0.0)) * one;
+        s.ep_b = in_backward(link) * (2.0 + (l.recompute == Recompute::full ? 2.0 : 0.0)) * one;
         s.link[size_t(link_level(c, link))] += s.ep_f + s.ep_b;
     }
     // Pipeline: an activation (R h) arrives from the previous virtual stage in forward and its gradient from the
     // next in backward (the simulation puts them on the schedule's edges).
-    if (l.pp > 1) {
-        const Link& link = group_link(c, l.tp * l.cp, l.pp);
+    if (p.pp > 1) {
+        const Link& link = group_link(c, p.tp * p.cp, p.pp);
         s.pp = double((r.first ? 0 : 1) + (r.last ? 0 : 1)) * send_s(double(r.R * m.hidden) * e, link);
         s.link[size_t(link_level(c, link))] += s.pp;
     }
@@ -176,38 +180,39 @@ StageCost stage_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
 }
 
 DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const RankShapes& r, const StageCost& one) {
+    const ParallelLayout& p = l.parallel;
     DpCost d;
     const double mb = l.grad_accum;
     const double e = l.bf16 ? 2 : 4, grad_e = l.bf16 && !l.fp32_grad_accum ? 2 : 4;
-    const int n = l.dp * l.cp, nx = (l.dp / l.ep) * l.cp;
-    const Link& link = group_link(c, l.tp, l.dp * l.cp);  // cp and dp ranks together (dp stride tp cp pp)
-    const Link& dp_link = l.dp > 1 ? group_link(c, l.tp * l.cp * l.pp, l.dp) : link;
-    const Link& reduce_link = l.cp > 1 && l.dp == 1 ? link : dp_link;
+    const int n = p.dp * p.cp, nx = (p.dp / p.ep) * p.cp;
+    const Link& link = group_link(c, p.tp, p.dp * p.cp);  // cp and dp ranks together (dp stride tp cp pp)
+    const Link& dp_link = p.dp > 1 ? group_link(c, p.tp * p.cp * p.pp, p.dp) : link;
+    const Link& reduce_link = p.cp > 1 && p.dp == 1 ? link : dp_link;
     // Gradient buckets across nodes at the bandwidth measured for them, where it was (ClusterDesc).
     Link red = reduce_link;
     if (&reduce_link == &c.inter_node && c.inter_node_bucket_bandwidth > 0)
         red.bandwidth = c.inter_node_bucket_bandwidth;
     const double K = double(r.params) * grad_e, Kx = double(r.expert_params) * grad_e;
-    const double bucket = std::min(K, l.bucket_mb * 1048576.0);
+    const double bucket = std::min(K, p.bucket_mb * 1048576.0);
     double reduce = 0, exposed = 0;
     // Communication hides behind compute only (a collective on the critical path, tp's or ep's, leaves the compute
     // stream idle, and the link it uses may be this one): the windows are the compute of the passes it overlaps.
     const double compute_f = one.gemm_f + one.attn_f + one.other_f;
     const double compute_b = one.gemm_b + one.attn_b + one.other_b + one.recompute;
     if (n > 1 || nx > 1) {
-        const double last_bucket = l.zero >= 2 ? all_gather_s(bucket, n, red) : all_reduce_s(bucket, n, red);
+        const double last_bucket = p.zero >= 2 ? all_gather_s(bucket, n, red) : all_reduce_s(bucket, n, red);
         // A reduction behind a backward of compute `window`: what does not fit, and the last bucket, is exposed.
         auto exposed_behind = [&](double traffic, double window) {
-            return l.overlap ? std::max(traffic - window, std::min(traffic, last_bucket)) : traffic;
+            return p.overlap ? std::max(traffic - window, std::min(traffic, last_bucket)) : traffic;
         };
-        if (l.zero <= 1) {
+        if (p.zero <= 1) {
             // ZeRO-0 all-reduces the gradients (ZeRO-1 reduce-scatters them) once, bucket by bucket during the
             // last micro-batch's backward.
-            reduce = l.zero == 0 ? all_reduce_s(K, n, red) + all_reduce_s(Kx, nx, red)
+            reduce = p.zero == 0 ? all_reduce_s(K, n, red) + all_reduce_s(Kx, nx, red)
                                  : all_gather_s(K, n, red) + all_gather_s(Kx, nx, red);
             exposed = exposed_behind(reduce, compute_b);
             d.backward_traffic = reduce;
-        } else if (l.zero == 2) {
+        } else if (p.zero == 2) {
             // ZeRO-2 reduce-scatters at every micro-batch, each behind its own backward.
             const double once = all_gather_s(K, n, red) + all_gather_s(Kx, nx, red);
             reduce = mb * once;
@@ -224,20 +229,20 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
             const double layer_params =
                 r.layers > 0 ? double(r.params - (r.first ? r.Vr * m.hidden : 0)) / double(r.layers) : 0;
             const double block_bucket =
-                std::max(layer_params * e, std::min(l.bucket_mb * 1048576.0, layer_params * e * double(r.layers)));
+                std::max(layer_params * e, std::min(p.bucket_mb * 1048576.0, layer_params * e * double(r.layers)));
             const double all =
                 all_gather_s(double(r.params) * e, n, red) + all_gather_s(double(r.expert_params) * e, nx, red);
             const double first =
                 std::min(all, (r.first || r.last ? all_gather_s(double(r.Vr * m.hidden) * e, n, red) : 0) +
                                   all_gather_s(block_bucket, n, red));
             const double hidden_f = std::min(all - first, compute_f);
-            const double hideable_b = (all - first) + (l.overlap ? std::max(0.0, once - last_bucket) : 0.0);
+            const double hideable_b = (all - first) + (p.overlap ? std::max(0.0, once - last_bucket) : 0.0);
             const double hidden_b = std::min(hideable_b, compute_b);
             reduce = mb * (2 * all + once);
             d.backward_traffic = mb * (all + once);
             exposed = reduce - mb * (hidden_f + hidden_b);
         }
-        if (l.zero == 1 || l.zero == 2) {  // the updated shards gathered back after the optimizer step: exposed
+        if (p.zero == 1 || p.zero == 2) {  // the updated shards gathered back after the optimizer step: exposed
             const double gather =
                 all_gather_s(double(r.params) * e, n, red) + all_gather_s(double(r.expert_params) * e, nx, red);
             reduce += gather;
@@ -246,58 +251,60 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
     }
     // A tied embedding split over a pipeline: the first and last stages all-reduce its gradient after the last
     // backward (the engine's embedding group), exposed.
-    if (l.pp > 1 && m.tied_embeddings && (r.first || r.last)) {
+    if (p.pp > 1 && m.tied_embeddings && (r.first || r.last)) {
         const double sync =
-            all_reduce_s(double(r.Vr * m.hidden) * grad_e, 2, group_link(c, l.tp * l.cp * (l.pp - 1), 2));
+            all_reduce_s(double(r.Vr * m.hidden) * grad_e, 2, group_link(c, p.tp * p.cp * (p.pp - 1), 2));
         reduce += sync;
         exposed += sync;
     }
-    if (!l.overlap) d.backward_traffic = 0;  // the buckets flow after the backward
+    if (!p.overlap) d.backward_traffic = 0;  // the buckets flow after the backward
     d.exposed = exposed;
     d.hidden = std::max(0.0, reduce - exposed);
     d.link_level = link_level(c, reduce_link);
     // The optimizer walks the rank's shard of the parameters (ZeRO-1 and up: 1/(dp cp)).
     const double shard =
-        l.zero >= 1 ? double(r.params) / n + double(r.expert_params) / nx : double(r.params + r.expert_params);
+        p.zero >= 1 ? double(r.params) / n + double(r.expert_params) / nx : double(r.params + r.expert_params);
     d.optimizer = shard * c.optimizer_s * (1.0 + c.host_overhead);
     return d;
 }
 
 StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) {
+    const ParallelLayout& p = l.parallel;
     // Every rank of a stage and every chunk of it at its own cost; with a pipeline the schedule is simulated with
     // those costs, and the stage that ends last (its pipeline work, then the slowdown of the compute its hidden
     // data-parallel traffic ran beside, its exposed data-parallel communication and its optimizer) sets the step.
     StepModel sm;
-    sm.chunks = l.pp_schedule == "interleaved" ? std::max(1, l.pp_chunks) : 1;
+    sm.chunks = p.virtual_chunks();
     const int V = sm.chunks;
     const double mb = l.grad_accum;
-    sm.stage.assign(size_t(l.pp), StageCost{});
-    sm.chunk.assign(size_t(l.pp * V), StageCost{});
-    std::vector<VirtualStageCost> virtual_costs(size_t(l.pp * V));
+    sm.stage.assign(size_t(p.pp), StageCost{});
+    sm.chunk.assign(size_t(p.pp * V), StageCost{});
+    std::vector<VirtualStageCost> virtual_costs(size_t(p.pp * V));
     // What one virtual stage holds: a chunk of the stage with a pipeline, the whole model without.
-    auto shapes_of = [&](int st, int ch) { return l.pp > 1 ? chunk_shapes(m, l, st, ch) : rank_shapes(m, l, st); };
-    for (int st = 0; st < l.pp; ++st)
+    auto shapes_of = [&](int st, int ch) { return p.pp > 1 ? chunk_shapes(m, l, st, ch) : rank_shapes(m, l, st); };
+    for (int st = 0; st < p.pp; ++st)
         for (int ch = 0; ch < V; ++ch) {
             const StageCost s = stage_cost(m, c, l, shapes_of(st, ch));
             sm.stage[size_t(st)] += s;
-            sm.chunk[size_t(ch * l.pp + st)] = s;
-            virtual_costs[size_t(ch * l.pp + st)] = {s.forward(), s.backward(), s.gemm_w};
+            sm.chunk[size_t(ch * p.pp + st)] = s;
+            virtual_costs[size_t(ch * p.pp + st)] = {s.forward(), s.backward(), s.gemm_w};
         }
-    if (l.pp > 1) {
-        const PipelineShape shape{l.pp, l.grad_accum, V};
+    if (p.pp > 1) {
+        const PipelineShape shape{p.pp, l.grad_accum, V};
         sm.transfer_s =
-            send_s(double(rank_shapes(m, l, 0).R * m.hidden) * (l.bf16 ? 2 : 4), group_link(c, l.tp * l.cp, l.pp));
-        sm.pipeline = simulate_pipeline(make_schedule(l.pp_schedule, shape), shape, virtual_costs, sm.transfer_s);
+            send_s(double(rank_shapes(m, l, 0).R * m.hidden) * (l.bf16 ? 2 : 4), group_link(c, p.tp * p.cp, p.pp));
+        sm.pipeline = simulate_pipeline(make_schedule(p.pp_schedule, shape), shape, virtual_costs, sm.transfer_s);
     } else {
         // Without a pipeline the engine still runs the schedule asked for (engine/train/trainer.cpp makes it at pp
         // 1 too): afab runs every forward, then every backward; 1f1b and zb1 each micro-batch's forward, then its
         // backward (zb1's W right after its B).
         const PipelineShape shape{1, l.grad_accum, 1};
-        const std::string name = l.pp_schedule == "interleaved" ? "1f1b" : l.pp_schedule;
-        sm.pipeline = simulate_pipeline(make_schedule(name, shape), shape, virtual_costs, 0.0);
+        const PipelineSchedule schedule =
+            p.pp_schedule == PipelineSchedule::interleaved ? PipelineSchedule::one_f_one_b : p.pp_schedule;
+        sm.pipeline = simulate_pipeline(make_schedule(schedule, shape), shape, virtual_costs, 0.0);
     }
     double end = -1;
-    for (int st = 0; st < l.pp; ++st) {
+    for (int st = 0; st < p.pp; ++st) {
         sm.dp.push_back(dp_cost(m, c, l, rank_shapes(m, l, st), sm.stage[size_t(st)]));
         DpCost& dp = sm.dp.back();
         double e = sm.pipeline.finish[size_t(st)] + dp.exposed + dp.optimizer;
@@ -308,7 +315,7 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
         if (dp.backward_traffic > 0) {
             StageCost shared;
             for (int ch = 0; ch < V; ++ch) shared += stage_cost(m, c, l, shapes_of(st, ch), {dp.link_level, 2.0});
-            const double backwards = l.zero >= 2 ? mb : 1.0;
+            const double backwards = p.zero >= 2 ? mb : 1.0;
             const double longer = std::max(0.0, shared.backward() - sm.stage[size_t(st)].backward());
             const double wait = backwards * std::min(longer, dp.backward_traffic / backwards);
             dp.exposed += wait, e += wait;
@@ -367,4 +374,4 @@ StepPieces estimate_step(const ModelDesc& m, const ClusterDesc& c, const Layout&
     return p;
 }
 
-}  // namespace us::plan
+}  // namespace us::predict

@@ -6,11 +6,13 @@
 
 #include "common/core/format.h"
 #include "common/core/memory_category.h"
-#include "profiler/analysis/predict.h"
+#include "common/settings/gpt_config.h"
+#include "profiler/predict/predict.h"
 
-namespace us::prof {
+namespace us::predict {
 
 std::string format_prediction(const PredictInput& in, const Prediction& p) {
+    const ParallelLayout& pl = in.parallel;
     std::string s;
     if (in.moe_experts > 0)
         s += fmt::format(
@@ -25,16 +27,18 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
     s += fmt::format(
         "Layout: dp {} pp {} tp {}{} cp {}{} ep {}, ZeRO-{}, {}, micro-batch {} x {} tokens, {} "
         "micro-batches per step, recompute {}\n",
-        in.dp, in.pp, in.tp, in.sp && in.tp > 1 ? " (sequence parallel)" : "", in.cp,
-        in.cp > 1 ? " (" + in.cp_balance + ", " + in.cp_comm + ")" : std::string(), in.ep, in.zero,
-        in.bf16 ? "bf16 mixed precision" : "fp32", in.micro_batch, in.seq, in.grad_accum, in.recompute);
-    if (in.pp > 1) s += fmt::format("Pipeline stage {} of {} ({} schedule)\n", in.stage, in.pp, in.pp_schedule);
-    if (in.pp > 1 || in.tp > 1 || in.ep > 1)
+        pl.dp, pl.pp, pl.tp, pl.sp && pl.tp > 1 ? " (sequence parallel)" : "", pl.cp,
+        pl.cp > 1 ? fmt::format(" ({}, {})", cp_balance_name(pl.cp_balance), cp_comm_name(pl.cp_comm)) : std::string(),
+        pl.ep, pl.zero, in.bf16 ? "bf16 mixed precision" : "fp32", in.micro_batch, in.seq, in.grad_accum,
+        recompute_name(in.recompute));
+    if (pl.pp > 1)
+        s += fmt::format("Pipeline stage {} of {} ({} schedule)\n", in.stage, pl.pp, schedule_name(pl.pp_schedule));
+    if (pl.pp > 1 || pl.tp > 1 || pl.ep > 1)
         s += fmt::format(
             "Parameters on the rank: {}{}{}\n", p.params_on_rank,
-            in.tp > 1 ? " (N_tp = h*ceil(v/tp) + L*(12h^2/tp + 7h/tp + 6h) + 2h, over its stage's layers)" : "",
+            pl.tp > 1 ? " (N_tp = h*ceil(v/tp) + L*(12h^2/tp + 7h/tp + 6h) + 2h, over its stage's layers)" : "",
             in.moe_experts > 0
-                ? fmt::format(", of which its {} of {} experts per MoE block: {}", in.moe_experts / std::max(1, in.ep),
+                ? fmt::format(", of which its {} of {} experts per MoE block: {}", in.moe_experts / std::max(1, pl.ep),
                               in.moe_experts, p.expert_params_on_rank)
                 : std::string());
     s += fmt::format("\nMemory per rank: {:>12}   {:>12}\n", "predicted", "formula");
@@ -62,24 +66,26 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
     s += fmt::format(
         "Communication sent per rank per step (predicted, ring algorithms): data parallel {}, pipeline {}, "
         "tensor parallel {}, context parallel {}{}\n",
-        format_bytes(p.comm_bytes[size_t(GroupKind::dp)]), format_bytes(p.comm_bytes[size_t(GroupKind::pp)]),
-        format_bytes(p.comm_bytes[size_t(GroupKind::tp)]), format_bytes(p.comm_bytes[size_t(GroupKind::cp)]),
-        in.ep > 1
-            ? fmt::format(", expert parallel {} (uniform routing; the textbook's 4 all-to-alls of "
-                          "K*b*s*h*(ep-1)/ep per MoE block: {}), experts' gradients {}",
-                          format_bytes(p.comm_bytes[size_t(GroupKind::ep)]), format_bytes(p.ep_comm_bytes_formula),
-                          format_bytes(p.comm_bytes[size_t(GroupKind::edp)]))
-            : std::string());
-    if (in.tp > 1)
+        format_bytes(p.comm_bytes[size_t(prof::GroupKind::dp)]),
+        format_bytes(p.comm_bytes[size_t(prof::GroupKind::pp)]),
+        format_bytes(p.comm_bytes[size_t(prof::GroupKind::tp)]),
+        format_bytes(p.comm_bytes[size_t(prof::GroupKind::cp)]),
+        pl.ep > 1 ? fmt::format(", expert parallel {} (uniform routing; the textbook's 4 all-to-alls of "
+                                "K*b*s*h*(ep-1)/ep per MoE block: {}), experts' gradients {}",
+                                format_bytes(p.comm_bytes[size_t(prof::GroupKind::ep)]),
+                                format_bytes(p.ep_comm_bytes_formula),
+                                format_bytes(p.comm_bytes[size_t(prof::GroupKind::edp)]))
+                  : std::string());
+    if (pl.tp > 1)
         s += fmt::format(
             "  tensor parallel by the textbook (4 all-reduces of s*b*h per block per micro-batch): {}; "
             "the engine adds the embedding, the head, the vocabulary-parallel loss{}\n",
             format_bytes(p.tp_comm_bytes_formula),
-            in.sp ? ", the re-gathered LayerNorm outputs and the replicated gradients" : "");
+            pl.sp ? ", the re-gathered LayerNorm outputs and the replicated gradients" : "");
     s += fmt::format("Pipeline bubble (predicted): {:.3f} = {}", p.bubble_theory, p.bubble_formula);
-    if (in.pp > 1) s += fmt::format("; {:.3f} on this stage by simulating the schedule", p.bubble_simulated);
+    if (pl.pp > 1) s += fmt::format("; {:.3f} on this stage by simulating the schedule", p.bubble_simulated);
     s += "\n";
     return s;
 }
 
-}  // namespace us::prof
+}  // namespace us::predict

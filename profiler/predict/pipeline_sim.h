@@ -9,7 +9,7 @@
 
 #include "common/schedule/pipeline_schedule.h"
 
-namespace us::plan {
+namespace us::predict {
 
 // One micro-batch on one virtual stage (chunk c of rank s is virtual stage c * pp + s).
 struct VirtualStageCost {
@@ -37,4 +37,4 @@ struct PipelineTiming {
 PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& shape,
                                  const std::vector<VirtualStageCost>& costs, double transfer_s);
 
-}  // namespace us::plan
+}  // namespace us::predict

@@ -1,8 +1,8 @@
 // A prediction as JSON (`ultrascope predict --json`, and the report's "predicted" section; docs/report-schema.md).
 #include "common/core/memory_category.h"
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
-namespace us::prof {
+namespace us::predict {
 
 nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
     nlohmann::json mem = nlohmann::json::object(), formula = nlohmann::json::object();
@@ -13,12 +13,13 @@ nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
             p.memory_formula[size_t(c)] ? nlohmann::json(*p.memory_formula[size_t(c)]) : nlohmann::json();
     }
     nlohmann::json comm = nlohmann::json::object();
-    for (int g = 0; g < kGroupCount; ++g) comm[std::string(group_kind_name(GroupKind(g)))] = p.comm_bytes[size_t(g)];
+    for (int g = 0; g < prof::kGroupCount; ++g)
+        comm[std::string(prof::group_kind_name(prof::GroupKind(g)))] = p.comm_bytes[size_t(g)];
     auto list = [](const std::vector<PredictedCollective>& v) {
         nlohmann::json out = nlohmann::json::array();
         for (const PredictedCollective& c : v)
             out.push_back({{"what", c.what},
-                           {"op", std::string(kOpClassNames[size_t(c.op)])},
+                           {"op", std::string(prof::kOpClassNames[size_t(c.op)])},
                            {"bytes", c.bytes},
                            {"count", c.count}});
         return out;
@@ -52,4 +53,4 @@ nlohmann::json prediction_json(const PredictInput& in, const Prediction& p) {
             {"bubble_formula", p.bubble_formula}};
 }
 
-}  // namespace us::prof
+}  // namespace us::predict

@@ -1,6 +1,6 @@
 // Memory per GPU of a layout, by the memory view's categories (common/core/memory_category.h), for the busiest rank
 // (the pipeline stage with the largest total). This engine's GPT goes through the engine's exact walk
-// (profiler/analysis/predict.h: "predicted", tested equal to measured runs); other models through the generalised
+// (profiler/predict/predict.h: "predicted", tested equal to measured runs); other models through the generalised
 // formulas of docs/planner.md (Korthikanti et al. 2022 per layer, the ZeRO paper's bytes per parameter: "formula").
 #pragma once
 
@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <string>
 
-#include "app/plan/cluster_desc.h"
-#include "app/plan/layout.h"
-#include "app/plan/model_desc.h"
+#include "profiler/predict/cluster_desc.h"
+#include "profiler/predict/layout.h"
+#include "profiler/predict/model_desc.h"
 #include "common/core/memory_category.h"
 
-namespace us::plan {
+namespace us::predict {
 
 struct MemoryEstimate {
     std::array<int64_t, kMemCategoryCount> bytes{};  // 0 where not modelled
@@ -32,4 +32,4 @@ MemoryEstimate estimate_memory(const ModelDesc& model, const ClusterDesc& cluste
 MemoryEstimate estimate_stage_memory(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout,
                                      int stage);
 
-}  // namespace us::plan
+}  // namespace us::predict

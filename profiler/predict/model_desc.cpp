@@ -1,13 +1,13 @@
-#include "app/plan/model_desc.h"
+#include "profiler/predict/model_desc.h"
 
 #include <algorithm>
 #include <filesystem>
 
-#include "app/plan/json_fields.h"
+#include "profiler/predict/json_fields.h"
 #include "common/core/check.h"
 #include "common/settings/config.h"
 
-namespace us::plan {
+namespace us::predict {
 
 namespace fs = std::filesystem;
 
@@ -219,4 +219,4 @@ ModelDesc load_model(const std::string& spec) {
     fail_user("unknown model '{}': known models are {} (or give a description file: docs/planner.md)", spec, known);
 }
 
-}  // namespace us::plan
+}  // namespace us::predict

@@ -1,47 +1,41 @@
-// One way to lay a model out on GPUs: the parallel degrees and the training settings that change memory and time.
-// The names and meanings are ultrascope-train's (common/settings/config.h), so `ultrascope plan --dp 2 --tp 2 ...`
-// evaluates exactly what `ultrascope run --dp 2 --tp 2 ...` would run. Rank order is the engine's
-// (engine/parallel/grid.cpp): tp innermost, then cp, then pp, dp outermost; ep groups are consecutive dp ranks.
+// One way to lay a model out on GPUs: the parallel layout (common/settings/parallel_layout.h, the engine's own type)
+// and the training settings beside it that change memory and time. The names and meanings are ultrascope-train's
+// (common/settings/config.h), so `ultrascope plan --dp 2 --tp 2 ...` evaluates exactly what `ultrascope run --dp 2
+// --tp 2 ...` would run.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "app/plan/cluster_desc.h"
-#include "app/plan/model_desc.h"
+#include "profiler/predict/cluster_desc.h"
+#include "profiler/predict/model_desc.h"
+#include "common/core/recompute.h"
+#include "common/settings/parallel_layout.h"
 
 namespace us {
 struct TrainConfig;
 }
 
-namespace us::plan {
+namespace us::predict {
 
 struct Layout {
-    int dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
-    bool sp = false;
-    std::string pp_schedule = "1f1b";  // afab | 1f1b | interleaved | zb1
-    int pp_chunks = 1;
-    int zero = 0;
-    int micro_batch = 1;             // sequences per micro-batch (--batch)
-    int grad_accum = 1;              // micro-batches per step (--grad-accum)
-    std::string recompute = "none";  // none | selective | full
+    ParallelLayout parallel;
+    int micro_batch = 1;  // sequences per micro-batch (--batch)
+    int grad_accum = 1;   // micro-batches per step (--grad-accum)
+    Recompute recompute = Recompute::none;
     bool bf16 = true;
     bool fp32_grad_accum = false;
-    bool flash = false;   // --attention flash
-    bool overlap = true;  // the data-parallel reduction overlaps backward
-    double bucket_mb = 1.0;
-    std::string cp_balance = "zigzag";
-    std::string cp_comm = "ring";  // ring | allgather (Llama 3's)
+    bool flash = false;  // --attention flash
     // Mixture of experts under expert parallelism: the busiest ep rank's expert rows over the uniform share (its
     // experts' share of the router's choices x ep, the worst layer's). 0: not given, routing assumed uniform (1).
     // `ultrascope plan --moe-load F`, e.g. from a run's report (experts.layers[].share).
     double moe_load = 0;
     double moe_load_or_uniform() const { return moe_load > 0 ? moe_load : 1.0; }
 
-    int world() const { return dp * tp * pp * cp; }
-    int64_t sequences_per_step() const { return int64_t(dp) * micro_batch * grad_accum; }
-    std::string describe() const;  // "dp 2 tp 2 (sp) pp 2 1f1b ... ZeRO-1 mb 1 x 8 selective bf16"
+    int world() const { return parallel.world(); }
+    int64_t sequences_per_step() const { return int64_t(parallel.dp) * micro_batch * grad_accum; }
+    std::string describe() const;  // "dp 2 tp 2 (sp) pp 2 1f1b ..., ZeRO-1, mb 1 x 8, recompute selective, bf16"
     // The ultrascope-train flags that run it: every setting of layout_setting_keys() that applies (the table's
     // `applies`: the schedule only with pp > 1, chunks with interleaved, sp with tp > 1, the cp balance with
     // cp > 1; ep always, a layout knowing no model), written by the settings table (common/settings/settings_schema.h).
@@ -65,4 +59,4 @@ TrainConfig engine_settings(const ModelDesc& model, const Layout& layout);
 // with pipelines, zero-bubble with full recomputation, MoE or fp32 gradient accumulation, ...
 void check_layout(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout, int64_t gpus);
 
-}  // namespace us::plan
+}  // namespace us::predict

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace us::plan {
+namespace us::predict {
 
 class JsonFields {
 public:
@@ -34,4 +34,4 @@ private:
 // Parses a JSON file; UserError naming the file when it cannot be read or is not JSON.
 nlohmann::json read_json_file(const std::string& path);
 
-}  // namespace us::plan
+}  // namespace us::predict

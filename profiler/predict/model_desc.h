@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace us::plan {
+namespace us::predict {
 
 enum class ModelFamily { engine_gpt, gpt3, llama };
 
@@ -77,4 +77,4 @@ ModelDesc engine_preset_model(const std::string& preset);
 std::vector<std::string> known_models();
 std::string models_dir();  // assets/models (assets_dir() based, so ULTRASCOPE_ASSETS moves it)
 
-}  // namespace us::plan
+}  // namespace us::predict

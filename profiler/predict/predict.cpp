@@ -1,15 +1,15 @@
 // predict(): a configuration's figures without running anything, in named steps: the parameters (whole and on the
 // rank), the rank's place (RankContext), then memory (predict_memory.cpp), FLOPs and tokens, communication
 // (predict_comm.cpp) and the pipeline bubble. Also the config JSON's reading into PredictInput.
-#include "profiler/analysis/predict.h"
+#include "profiler/predict/predict.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "common/settings/settings_schema.h"
-#include "profiler/analysis/predict_shape.h"
+#include "profiler/predict/predict_shape.h"
 
-namespace us::prof {
+namespace us::predict {
 
 namespace {
 
@@ -25,7 +25,7 @@ void predict_params(const PredictInput& in, const RankShape& r, Prediction& p) {
     p.params =
         h * v + (L - moe_layers) * (12 * h * h + 13 * h) + moe_layers * (moe_block + in.moe_experts * expert) + 2 * h;
     p.active_params = p.params - moe_layers * (in.moe_experts - in.moe_topk) * expert;
-    const bool first = in.stage == 0, last = in.stage == in.pp - 1;
+    const bool first = in.stage == 0, last = in.stage == in.parallel.pp - 1;
     const int64_t Ls = layers_on_stage(in), Lm = moe_layers_on_stage(in);
     const int64_t block_params = (Ls - Lm) * (12 * h * h / tp + 7 * h / tp + 6 * h) +
                                  Lm * (4 * h * h / tp + 3 * h / tp + 5 * h + h * in.moe_experts);
@@ -37,24 +37,25 @@ RankContext rank_context(const PredictInput& in, const Prediction& p) {
     RankContext rc;
     rc.r = rank_shape(in);
     rc.e = in.bf16 ? 2 : 4;
-    rc.first = in.stage == 0, rc.last = in.stage == in.pp - 1;
+    rc.first = in.stage == 0, rc.last = in.stage == in.parallel.pp - 1;
     rc.Ls = layers_on_stage(in), rc.Lm = moe_layers_on_stage(in);
     rc.n = p.params_on_rank - p.expert_params_on_rank, rc.nx = p.expert_params_on_rank;
     // The data-parallel reduction and ZeRO run over dp x cp ranks (cp ranks hold partial gradients of the same
     // parameters); an MoE block's experts over the dp/ep x cp ranks that hold the same experts.
-    rc.dp = int64_t(in.dp) * std::max(1, in.cp), rc.edp = int64_t(in.dp / rc.r.ep) * std::max(1, in.cp);
+    rc.dp = int64_t(in.parallel.dp) * std::max(1, in.parallel.cp),
+    rc.edp = int64_t(in.parallel.dp / rc.r.ep) * std::max(1, in.parallel.cp);
     return rc;
 }
 
 void predict_bubble(const PredictInput& in, Prediction& p) {
-    const double pp = double(in.pp), m = double(in.grad_accum);
-    if (in.pp <= 1) {
+    const double pp = double(in.parallel.pp), m = double(in.grad_accum);
+    if (in.parallel.pp <= 1) {
         p.bubble_theory = 0;
         p.bubble_formula = "no pipeline";
-    } else if (in.pp_schedule == "interleaved") {
-        p.bubble_theory = (pp - 1) / (double(in.pp_chunks) * m);
+    } else if (in.parallel.pp_schedule == PipelineSchedule::interleaved) {
+        p.bubble_theory = (pp - 1) / (double(in.parallel.pp_chunks) * m);
         p.bubble_formula = "(pp - 1) / (v m)";
-    } else if (in.pp_schedule == "zb1") {
+    } else if (in.parallel.pp_schedule == PipelineSchedule::zb1) {
         p.bubble_theory = (pp - 1) / (3.0 * m);
         p.bubble_formula = "about (pp - 1) / (3 m) (ZB-H1)";
     } else {
@@ -75,9 +76,9 @@ int64_t uniform_kept_rows(const PredictInput& in, int64_t n) {
 
 RankShape rank_shape(const PredictInput& in, int64_t layer, const std::vector<double>* load) {
     RankShape r;
-    r.tp = std::max(1, in.tp);
-    r.cp = std::max(1, in.cp);
-    r.sp = in.sp && r.tp > 1;
+    r.tp = std::max(1, in.parallel.tp);
+    r.cp = std::max(1, in.parallel.cp);
+    r.sp = in.parallel.sp && r.tp > 1;
     r.flash = in.flash;
     r.T = in.seq / r.cp;  // the rank's positions of a sequence
     r.N = in.micro_batch * r.T;
@@ -87,7 +88,7 @@ RankShape rank_shape(const PredictInput& in, int64_t layer, const std::vector<do
     r.F = 4 * in.hidden / r.tp;
     r.Vr = (in.vocab + r.tp - 1) / r.tp;
     r.heads = in.heads / r.tp;
-    r.ep = std::max(1, in.ep);
+    r.ep = std::max(1, in.parallel.ep);
     r.E = in.moe_experts, r.K = in.moe_topk;
     r.X = uniform_kept_rows(in, r.N);  // the rank's kept choices; uniform routing sends as many back
     r.Xe = r.X;
@@ -111,13 +112,10 @@ PredictInput PredictInput::from_settings(const TrainConfig& c) {
     in.micro_batch = c.batch, in.grad_accum = c.grad_accum;
     in.bf16 = c.precision == Precision::bf16;
     in.fp32_grad_accum = c.fp32_grad_accum;
-    in.recompute = std::string(recompute_name(c.recompute));
+    in.recompute = c.recompute;
     in.flash = c.attention == Attention::flash;
     in.cuda = c.device == "cuda";
-    const ParallelConfig& p = c.parallel;
-    in.dp = p.dp, in.pp = p.pp, in.tp = p.tp, in.cp = p.cp, in.ep = p.ep, in.sp = p.sp;
-    in.cp_balance = p.cp_balance, in.zero = p.zero, in.pp_schedule = p.pp_schedule, in.pp_chunks = p.pp_chunks;
-    in.bucket_mb = p.bucket_mb, in.cp_comm = p.cp_comm;
+    in.parallel = c.parallel;
     return in;
 }
 
@@ -150,10 +148,10 @@ Prediction predict(const PredictInput& in) {
     predict_model_states(in, rc, p);
     predict_activations(in, rc, p);
     p.flops_per_token = 6.0 * double(p.active_params) + 12.0 * double(in.layers * in.hidden * in.seq);
-    p.tokens_per_step = in.micro_batch * in.grad_accum * in.seq * in.dp;
+    p.tokens_per_step = in.micro_batch * in.grad_accum * in.seq * in.parallel.dp;
     predict_communication(in, rc, p);
     predict_bubble(in, p);
     return p;
 }
 
-}  // namespace us::prof
+}  // namespace us::predict

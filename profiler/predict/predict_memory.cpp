@@ -7,9 +7,9 @@
 
 #include "common/core/memory_category.h"
 #include "common/schedule/pipeline_schedule.h"
-#include "profiler/analysis/predict_shape.h"
+#include "profiler/predict/predict_shape.h"
 
-namespace us::prof {
+namespace us::predict {
 
 namespace {
 
@@ -26,7 +26,7 @@ int64_t moe_expert_rows_bytes(const RankShape& r, int64_t e) {
 // recomputation keeps only the block's input.
 int64_t block_bytes(const PredictInput& in, int64_t e, bool moe = false, int64_t layer = -1) {
     const RankShape r = rank_shape(in, layer);
-    const Recompute mode = recompute_mode(in);
+    const Recompute mode = in.recompute;
     const int64_t rows = moe && mode != Recompute::full ? moe_expert_rows_bytes(r, e) : 0;
     return block_saved_bytes(r.act, mode, moe) + rows;
 }
@@ -50,7 +50,7 @@ int64_t moe_backward_temporaries(const PredictInput& in, const RankShape& r, int
 int64_t stage_moe_backward_temporaries(const PredictInput& in, int64_t e) {
     int64_t most = moe_backward_temporaries(in, rank_shape(in), e);
     if (in.moe_expert_load_most.empty()) return most;
-    for (int c = 0; c < std::max(1, in.pp_chunks); ++c) {
+    for (int c = 0; c < std::max(1, in.parallel.pp_chunks); ++c) {
         const auto [begin, end] = chunk_layers(in, c);
         for (int64_t l = begin; l < end; ++l)
             if (is_moe_layer(in, l))
@@ -71,20 +71,20 @@ int64_t chunk_block_bytes(const PredictInput& in, int chunk, int64_t e) {
 // dropout masks, doubled here for fp32 runs).
 int64_t formula_layer_bytes(const PredictInput& in, std::string& text) {
     const double s = double(in.seq), b = double(in.micro_batch), h = double(in.hidden), a = double(in.heads);
-    const double tp = std::max(1, in.tp), scale = in.bf16 ? 1.0 : 2.0;
+    const double tp = std::max(1, in.parallel.tp), scale = in.bf16 ? 1.0 : 2.0;
     // Selective recomputation drops the attention core's 5as/h (probabilities, their dropout mask, the softmax
     // input); flash attention never stores them either.
-    const bool no_core = in.recompute == "selective" || in.flash;
-    const std::string why = in.recompute == "selective" ? "selective" : "flash attention";
+    const bool no_core = in.recompute == Recompute::selective || in.flash;
+    const std::string why = in.recompute == Recompute::selective ? "selective" : "flash attention";
     const double attention = no_core ? 0.0 : 5.0 * a * s / h;
     double bytes;
-    if (in.recompute == "full") {
+    if (in.recompute == Recompute::full) {
         bytes = 2 * s * b * h;
         text = "2sbh (full recomputation: the layer input)";
-    } else if (in.tp > 1 && in.sp) {
+    } else if (in.parallel.tp > 1 && in.parallel.sp) {
         bytes = s * b * h / tp * (34 + attention);
         text = no_core ? "(sbh/tp) 34 (TP + SP, " + why + ")" : "(sbh/tp)(34 + 5as/h) (TP + SP)";
-    } else if (in.tp > 1) {
+    } else if (in.parallel.tp > 1) {
         bytes = s * b * h * (10 + 24 / tp + attention / tp);
         text = no_core ? "sbh(10 + 24/tp) (TP, " + why + ")" : "sbh(10 + 24/tp + 5as/(h tp)) (TP)";
     } else {
@@ -92,9 +92,9 @@ int64_t formula_layer_bytes(const PredictInput& in, std::string& text) {
         text = no_core ? "34 sbh (" + why + ")" : "sbh(34 + 5as/h)";
     }
     if (!in.bf16) text += ", x2 for fp32";
-    if (in.cp > 1) {  // every activation is sequence-sharded: the single rank's figure / cp
+    if (in.parallel.cp > 1) {  // every activation is sequence-sharded: the single rank's figure / cp
         text += ", / cp";
-        bytes /= double(in.cp);
+        bytes /= double(in.parallel.cp);
     }
     return int64_t(bytes * scale);
 }
@@ -111,14 +111,14 @@ struct StageMemory {
 // which frees the rest.
 StageMemory walk_stage_memory(const PredictInput& in, const std::vector<PipeAction>& actions, int64_t e) {
     const RankShape r = rank_shape(in);
-    const int V = std::max(1, in.pp_chunks), S = std::max(1, in.pp) * V;
+    const int V = std::max(1, in.parallel.pp_chunks), S = std::max(1, in.parallel.pp) * V;
     const int64_t layers_per_chunk = in.layers / S;
     const int64_t input = embedding_saved_bytes(r.act);  // the embedding's output, or the activations received
     const int64_t deferred = layers_per_chunk * deferred_block_bytes(r.act);
     StageMemory m;
     int64_t acts = 0, pending = 0;
     for (const PipeAction& a : actions) {
-        const bool head = a.chunk * in.pp + in.stage == S - 1;
+        const bool head = a.chunk * in.parallel.pp + in.stage == S - 1;
         const int64_t kept = 2 * r.N * 4 + chunk_block_bytes(in, a.chunk, e);  // until the backward (or W) is done
         const int64_t until_b = input + (head ? head_saved_bytes(r.act) : 0);
         switch (a.op) {
@@ -147,10 +147,10 @@ StageMemory walk_stage_memory(const PredictInput& in, const std::vector<PipeActi
 // runs all m forwards before the first backward and holds every micro-batch, the others one at a time. Sets the
 // schedule's in-flight count and simulated bubble on `p`.
 StageMemory walk_schedule(const PredictInput& in, int64_t e, Prediction& p) {
-    const int V = std::max(1, in.pp_chunks);
+    const int V = std::max(1, in.parallel.pp_chunks);
     try {
-        const PipelineShape shape{std::max(1, in.pp), int(in.grad_accum), V};
-        const Schedule schedule = make_schedule(in.pp_schedule, shape);
+        const PipelineShape shape{std::max(1, in.parallel.pp), int(in.grad_accum), V};
+        const Schedule schedule = make_schedule(in.parallel.pp_schedule, shape);
         const Simulation sim = simulate_schedule(schedule, shape);
         p.micro_batches_in_flight = sim.max_in_flight[size_t(in.stage)];
         p.bubble_simulated = sim.bubble[size_t(in.stage)];
@@ -172,20 +172,21 @@ void predict_model_states(const PredictInput& in, const RankContext& rc, Predict
     auto sharded = [&](int64_t bytes_per_param, bool shard) {
         return shard ? bytes_per_param * n / dp + bytes_per_param * nx / edp : bytes_per_param * (n + nx);
     };
-    p.memory[size_t(MemCategory::params)] = sharded(e, in.zero >= 3);
-    int64_t grads = sharded(e, in.zero >= 2);
-    if (in.bf16 && in.fp32_grad_accum) grads += sharded(4, in.zero >= 2);
+    p.memory[size_t(MemCategory::params)] = sharded(e, in.parallel.zero >= 3);
+    int64_t grads = sharded(e, in.parallel.zero >= 2);
+    if (in.bf16 && in.fp32_grad_accum) grads += sharded(4, in.parallel.zero >= 2);
     p.memory[size_t(MemCategory::grads)] = grads;
-    p.memory[size_t(MemCategory::master_params)] = in.bf16 ? sharded(4, in.zero >= 1) : 0;
-    p.memory[size_t(MemCategory::optimizer_state)] = sharded(8, in.zero >= 1);
+    p.memory[size_t(MemCategory::master_params)] = in.bf16 ? sharded(4, in.parallel.zero >= 1) : 0;
+    p.memory[size_t(MemCategory::optimizer_state)] = sharded(8, in.parallel.zero >= 1);
     // The textbook [S1, S4]: bytes per parameter (params e, grads e (+4 fp32 accumulation), master 4 with bf16,
     // Adam 8) over the rank's parameters, ZeRO-k dividing by the dp x cp ranks (the textbook knows no expert groups).
     const int64_t psi = p.params_on_rank;
     auto z = [&](int64_t bytes, bool shard) { return shard ? bytes * psi / dp : bytes * psi; };
-    p.memory_formula[size_t(MemCategory::params)] = z(e, in.zero >= 3);
-    p.memory_formula[size_t(MemCategory::grads)] = z(e + (in.bf16 && in.fp32_grad_accum ? 4 : 0), in.zero >= 2);
-    p.memory_formula[size_t(MemCategory::master_params)] = in.bf16 ? z(4, in.zero >= 1) : 0;
-    p.memory_formula[size_t(MemCategory::optimizer_state)] = z(8, in.zero >= 1);
+    p.memory_formula[size_t(MemCategory::params)] = z(e, in.parallel.zero >= 3);
+    p.memory_formula[size_t(MemCategory::grads)] =
+        z(e + (in.bf16 && in.fp32_grad_accum ? 4 : 0), in.parallel.zero >= 2);
+    p.memory_formula[size_t(MemCategory::master_params)] = in.bf16 ? z(4, in.parallel.zero >= 1) : 0;
+    p.memory_formula[size_t(MemCategory::optimizer_state)] = z(8, in.parallel.zero >= 1);
 }
 
 void predict_activations(const PredictInput& in, const RankContext& rc, Prediction& p) {
@@ -201,7 +202,7 @@ void predict_activations(const PredictInput& in, const RankContext& rc, Predicti
     p.activations_per_layer_formula = formula_layer_bytes(in, p.activations_formula);
     const StageMemory held = walk_schedule(in, e, p);
     int64_t acts = held.activations;
-    if (in.recompute == "full") {
+    if (in.recompute == Recompute::full) {
         const int64_t head = rc.last ? head_saved_bytes(r.act) : 0;
         acts += std::max(block_working_set_bytes(in, e, rc.Lm > 0), head) - head;
     }
@@ -209,7 +210,7 @@ void predict_activations(const PredictInput& in, const RankContext& rc, Predicti
     // One backward's activation gradients (docs/memory.md), and with bf16 the head's bf16 copy of dlogits.
     const int64_t scratch = backward_temporaries_bytes(r.act, rc.last);
     // A stage after the first writes its input gradient into a buffer of its own, to send it back.
-    const bool sends_gradients = in.pp > 1 && (in.stage > 0 || std::max(1, in.pp_chunks) > 1);
+    const bool sends_gradients = in.parallel.pp > 1 && (in.stage > 0 || std::max(1, in.parallel.pp_chunks) > 1);
     // On top of the scratch, a block's backward holds either its MoE part's temporaries or, later, blockwise
     // attention's (ring or flash): fp32 query gradients (N, Ca) and a delta per row (B, heads, T); on one rank
     // (flash) also the keys' and values' fp32 gradients (N, 2Ca), which a ring keeps in comm_buffers (flash reads
@@ -232,4 +233,4 @@ void predict_activations(const PredictInput& in, const RankContext& rc, Predicti
     p.memory[size_t(MemCategory::workspace)] = std::nullopt;     // op scratch: measured, not modelled
 }
 
-}  // namespace us::prof
+}  // namespace us::predict

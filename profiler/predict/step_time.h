@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "app/plan/cluster_desc.h"
-#include "app/plan/layout.h"
-#include "app/plan/model_desc.h"
-#include "app/plan/model_shapes.h"
-#include "app/plan/pipeline_sim.h"
+#include "profiler/predict/cluster_desc.h"
+#include "profiler/predict/layout.h"
+#include "profiler/predict/model_desc.h"
+#include "profiler/predict/model_shapes.h"
+#include "profiler/predict/pipeline_sim.h"
 
-namespace us::plan {
+namespace us::predict {
 
 // Seconds per step, by piece. compute_*, *_exposed, bubble_s and overlap_slowdown_s add up to step_s; *_hidden is
 // time spent behind compute, shown but not added.
@@ -129,4 +129,4 @@ double all_gather_s(double bytes, int n, const Link& link);  // also reduce-scat
 double all_to_all_s(double sent_bytes, int n, const Link& link);
 double send_s(double bytes, const Link& link);
 
-}  // namespace us::plan
+}  // namespace us::predict

@@ -14,13 +14,15 @@
 #include <vector>
 
 #include "common/core/memory_category.h"
+#include "common/core/recompute.h"
+#include "common/settings/parallel_layout.h"
 #include "profiler/event.h"
 
 namespace us {
 struct TrainConfig;
 }
 
-namespace us::prof {
+namespace us::predict {
 
 struct PredictInput {
     // model
@@ -38,18 +40,10 @@ struct PredictInput {
     int64_t grad_accum = 1;   // m
     bool bf16 = false;
     bool fp32_grad_accum = false;
-    std::string recompute = "none";  // none | selective | full
-    bool flash = false;              // --attention flash: blockwise attention, the log-sum-exp instead of probs
-    bool cuda = false;               // --device cuda: where the backend's fused kernels change what is allocated
-    // parallel
-    int dp = 1, pp = 1, tp = 1, cp = 1, ep = 1;
-    bool sp = false;  // sequence parallelism inside the tp group
-    std::string cp_balance = "zigzag";
-    std::string cp_comm = "ring";  // ring | allgather
-    int zero = 0;
-    std::string pp_schedule = "1f1b";
-    int pp_chunks = 1;
-    double bucket_mb = 1.0;
+    Recompute recompute = Recompute::none;
+    bool flash = false;  // --attention flash: blockwise attention, the log-sum-exp instead of probs
+    bool cuda = false;   // --device cuda: where the backend's fused kernels change what is allocated
+    ParallelLayout parallel;
     int stage = 0;  // the pipeline stage of the rank the memory is predicted for
 
     // A view of a run's settings: each field is the setting of the same name (common/settings/settings_schema.h).
@@ -63,7 +57,7 @@ struct PredictInput {
 // reduce-scatter) and how many times it runs.
 struct PredictedCollective {
     std::string what;
-    OpClass op = OpClass::all_reduce;
+    prof::OpClass op = prof::OpClass::all_reduce;
     int64_t bytes = 0;
     int64_t count = 0;
 };
@@ -96,7 +90,7 @@ struct Prediction {
     // algorithms (an all-reduce of K bytes sends 2K(n-1)/n, an all-gather or reduce-scatter of a whole of K bytes
     // K(n-1)/n; pipeline sends what they carry). Each is the engine's exact walk (every collective it issues, ZeRO-3's
     // gathers bucket by bucket); ep's all-to-alls assume uniform routing; world is the gradient norm's scalar.
-    std::array<int64_t, kGroupCount> comm_bytes{};
+    std::array<int64_t, prof::kGroupCount> comm_bytes{};
     int64_t dp_comm_bytes = 0;                        // comm_bytes of dp
     int64_t pp_comm_bytes = 0;                        // comm_bytes of pp
     int64_t tp_comm_bytes_formula = 0;                // the textbook: 4 all-reduces of s*b*h per block per micro-batch
@@ -119,4 +113,4 @@ Prediction predict(const PredictInput& in);
 std::string format_prediction(const PredictInput& in, const Prediction& p);
 nlohmann::json prediction_json(const PredictInput& in, const Prediction& p);
 
-}  // namespace us::prof
+}  // namespace us::predict
