@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "app/cli/commands.h"
+#include "app/report/run_report.h"
 #include "app/launch/process_guard.h"
 #include "app/lesson/lesson.h"
 #include "common/core/check.h"
@@ -48,13 +49,9 @@ int list_lessons(const lesson::LessonSet& set) {
     return set.errors.empty() ? 0 : 2;
 }
 
-// The report of a trace written earlier, as `ultrascope report --json` builds it.
+// The report of a trace written earlier: the document `ultrascope report --json` prints.
 nlohmann::json report_of_trace(const std::string& path) {
-    prof::TraceStore store;
-    const auto warnings = prof::load_trace(path, store);
-    prof::Report rep = prof::build_report(store);
-    rep.warnings.insert(rep.warnings.begin(), warnings.begin(), warnings.end());
-    return prof::report_json(rep);
+    return run_report_json(make_run_report(ReportSource::of_files({path}), ReportOptions{}));
 }
 
 int check_lesson(const lesson::Lesson& l, const std::string& trace_dir, const std::string& from_traces,

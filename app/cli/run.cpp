@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "app/cli/commands.h"
+#include "app/report/run_report.h"
 #include "app/launch/emulated_nodes.h"
 #include "app/launch/launch_options.h"
 #include "app/launch/live_run.h"
@@ -135,10 +136,12 @@ void watch(LiveRun& run, int total_steps) {
     if (progress.tty()) std::fprintf(stderr, "\n");
 }
 
-// The report, and on emulated nodes the bytes their links carried beside the ring formula's.
+// The report (the document `ultrascope report` prints on the run's trace), and on emulated nodes the bytes their
+// links carried beside the ring formula's.
 void print_report(const LiveRun& run) {
-    prof::Report rep = prof::build_report(run.store());
-    std::printf("\n%s", prof::format_report(rep).c_str());
+    const RunReport report = make_run_report(ReportSource::of_store(run.store(), run.trace_path()), ReportOptions{});
+    const prof::Report& rep = *report.whole;
+    std::printf("\n%s", format_run_report(report).c_str());
     if (const EmulatedNodes* nodes = run.nodes(); nodes && run.result_code() == 0) {
         const double measured = double(nodes->link_bytes().between_nodes()),
                      formula = prof::inter_node_bytes_formula(rep);

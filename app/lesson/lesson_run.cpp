@@ -8,6 +8,7 @@
 #include "app/launch/live_run.h"
 #include "app/launch/process_guard.h"
 #include "app/lesson/lesson.h"
+#include "app/report/run_report.h"
 #include "common/core/check.h"
 #include "profiler/analysis/report.h"
 
@@ -79,7 +80,8 @@ RunResult run_lesson_run(const Lesson& lesson, const LessonRun& run, const RunOp
         result.problems.push_back(fmt::format("the run exited with code {}", *live_run.exit_code()));
     for (const auto& lost : live_run.lost_ranks()) result.problems.push_back("lost: " + lost);
     if (live_run.store().rank_count() > 0)
-        result.report = prof::report_json(prof::build_report(live_run.store()));
+        result.report = app::run_report_json(
+            app::make_run_report(app::ReportSource::of_store(live_run.store(), live_run.trace_path()), {}));
     else
         result.problems.push_back("no rank connected: the run produced no trace");
     return result;

@@ -7,7 +7,7 @@
 
 #include "app/report_worker/report_workers.h"
 #include "common/core/check.h"
-#include "profiler/runs/digest_report.h"
+#include "app/report/run_report.h"
 
 int main(int argc, char** argv) {
     us::app::ReportWorkers workers;
@@ -16,28 +16,24 @@ int main(int argc, char** argv) {
             "One worker of a distributed `ultrascope report` (started by `ultrascope report` under mpirun or srun)",
             "ultrascope-report-worker"};
         std::vector<std::string> paths;
-        bool json = false, no_cache = false;
-        int threads = 0;
-        size_t cap_mib = us::prof::TraceStoreOptions{}.max_bytes >> 20;
         cli.add_option("trace", paths, "The run: Kineto files or their folder, or one Ultrascope trace")->required();
-        cli.add_flag("--json", json, "The report as JSON");
-        cli.add_flag("--no-cache", no_cache, "Neither read nor write the digests kept beside the traces");
-        cli.add_option("--threads", threads, "Threads digesting this worker's files (default: one per core)");
-        cli.add_option("--store-cap-mib", cap_mib, "Memory cap of one rank's events while it is digested");
+        us::app::ReportOptions options;  // `ultrascope report`'s, handed over unchanged (report_options.h)
+        us::app::add_report_flags(cli, options, us::app::ReportFlags::worker);
         CLI11_PARSE(cli, argc, argv);
         workers = us::app::start_report_workers();
-        us::prof::DigestOptions options;
-        options.threads = threads, options.use_cache = !no_cache;
-        options.store = us::prof::TraceStoreOptions{cap_mib << 20};
-        us::prof::RunDigests mine = us::prof::digest_run(paths, options, workers.rank, workers.size);
+        us::prof::DigestOptions digesting;
+        digesting.threads = options.threads, digesting.use_cache = !options.no_cache;
+        digesting.store = us::prof::TraceStoreOptions{options.store_cap_bytes()};
+        us::prof::RunDigests mine = us::prof::digest_run(paths, digesting, workers.rank, workers.size);
         us::prof::RunDigests all = us::app::gather_digests(std::move(mine), workers);
         int code = 0;
-        if (workers.rank == 0) {
-            const us::prof::DigestReport rep = us::prof::digest_report(std::move(all), workers.size);
-            std::printf("%s", json ? (us::prof::digest_report_json(rep).dump(2) + "\n").c_str()
-                                   : us::prof::format_digest_report(rep).c_str());
+        if (workers.rank == 0) {  // the report, as `ultrascope report` makes it from these digests
+            const us::app::RunReport report = us::app::make_run_report(
+                us::app::ReportSource::of_digests(std::move(all), paths, workers.size), options);
+            std::printf("%s", options.json ? (us::app::run_report_json(report).dump(2) + "\n").c_str()
+                                           : us::app::format_run_report(report).c_str());
             std::fflush(stdout);
-            code = us::prof::digest_report_exit_code(rep);
+            code = us::app::run_report_exit_code(report);
         }
         us::app::stop_report_workers(workers);
         return code;

@@ -68,6 +68,15 @@ TEST_CASE("ultrascope run launches through mpirun, writes a trace, and reports i
     const ProcessResult ex = run_process(ultrascope() + " export " + trace + " --chrome " + chrome);
     CHECK(ex.exit_code == 0);
     CHECK(nlohmann::json::parse(read_file(chrome))["traceEvents"].size() > 100);
+
+    // The run ends with the report `ultrascope report` prints on its trace (one builder): who holds the run back
+    // first, then the run's figures.
+    const ProcessResult text = run_process(ultrascope() + " report " + trace);
+    REQUIRE(text.exit_code == 0);
+    const size_t blame = text.output.find("Who holds the run back"), figures = text.output.find("\nRun: ");
+    REQUIRE(blame != std::string::npos);
+    REQUIRE(figures != std::string::npos);
+    CHECK(r.output.find(text.output.substr(blame, figures - blame)) != std::string::npos);
 }
 
 TEST_CASE("ultrascope refuses bad input before launching anything", "[cpu][app][errors]") {

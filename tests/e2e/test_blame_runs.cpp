@@ -120,6 +120,18 @@ TEST_CASE("a run reported from digests gathered from MPI workers says what one p
     CHECK(j["files"]["ranks"] == 4);
     CHECK(j["blame"] == one["blame"]);
     CHECK(j["ranks"] == one["ranks"]);
+    // --rank reaches the workers too (app/report/report_options.h): the rank asked for, whole, as one process
+    // reports it.
+    const ProcessResult whole = run_process(
+        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 "
+        "mpirun -n 2 --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none " +
+        ultrascope() + " report --rank 2 --no-cache --json " + dir);
+    INFO(whole.output);
+    REQUIRE(whole.exit_code == 0);
+    const nlohmann::json w = nlohmann::json::parse(whole.output);
+    REQUIRE(w["ranks"].size() == 1);
+    CHECK(w["ranks"][0]["rank"] == 2);
+    CHECK(w["ranks"] == report_json("--rank 2 --no-cache " + dir)["ranks"]);
 }
 
 TEST_CASE("the report's MPI workers on two emulated nodes say what one process says", "[cpu][app][blame][nodes]") {

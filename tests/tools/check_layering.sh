@@ -79,7 +79,7 @@ order() {
 order common "core" "schedule" "settings"
 order engine "backend data" "comm" "model" "optim" "parallel" "train" "main.cpp"
 order profiler "event.h" "record transport" "trace predict" "analysis import snapshot" "runs"
-order app "plan report_worker" "launch" "gui/model" "lesson" "gui/options cli" "gui/state" "gui/widgets" "gui/views" \
+order app "plan" "report" "report_worker launch" "gui/model" "lesson" "gui/options cli" "gui/state" "gui/widgets" "gui/views" \
   "gui/platform" "main.cpp"
 
 # ---- rules the order alone does not say

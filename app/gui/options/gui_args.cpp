@@ -58,6 +58,7 @@ void declare_gui_options(CLI::App& app, gui::GuiOptions& o, GuiFlags& f) {
     app.add_flag("--plan-show", o.plan_show,
                  "With --plan: show the best fitting layout's predicted step in the views "
                  "(marked predicted)");
+    app::add_report_flags(app, o.report, app::ReportFlags::gui);  // as `ultrascope report` takes them
     app.add_option("--store-cap-mib", f.store_cap_mib,
                    "Memory cap of the trace kept in memory (default 2048; the file "
                    "keeps all)")

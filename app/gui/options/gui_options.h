@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/launch/launch_options.h"
+#include "app/report/report_options.h"
 
 namespace us::gui {
 
@@ -25,9 +26,10 @@ struct GuiOptions {
     int width = 1280, height = 800;
     float font_px = 0;  // --font-size: the UI font in pixels (0: 16 x the monitor's content scale)
     size_t store_cap_bytes = size_t(2) << 30;  // the trace store's memory cap (--store-cap-mib)
-    std::string lesson;                        // --lesson NAME: open this workshop lesson and launch its first run
-    bool lesson_all_runs = false;              // --lesson-runs all: then each later run in turn (the comparison)
-    bool high_contrast = false;                // --high-contrast: the projector theme
+    app::ReportOptions report;     // the report's options the GUI takes (--microbatches; app/report/report_options.h)
+    std::string lesson;            // --lesson NAME: open this workshop lesson and launch its first run
+    bool lesson_all_runs = false;  // --lesson-runs all: then each later run in turn (the comparison)
+    bool high_contrast = false;    // --high-contrast: the projector theme
     // --plan MODEL [--plan-cluster C] [--plan-gpus N]: open the Planner on that search
     std::string plan_model, plan_cluster = "h100-sxm";
     int plan_gpus = 64;

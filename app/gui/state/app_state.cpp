@@ -17,6 +17,7 @@ AppState::AppState(const GuiOptions& options) : source(log, options.store_cap_by
     const app::DefaultRun run = app::default_run(options.run.ranks, options.train_args);
     settings = LaunchSettings::from_args(run.args);
     settings.hosts = options.run.hosts;
+    derived.set_report_options(options.report);
     m_pending = settings;
     if (!options.lesson.empty()) lessons.open(options.lesson);
     if (!options.plan_model.empty()) {

@@ -7,7 +7,7 @@ namespace us::gui {
 bool DerivedViews::refresh(const prof::TraceStore& store, bool force, std::string& error) {
     if (force) {
         m_worker.wait();
-        install(build_derived(store));
+        install(build_derived(store, m_report_options));
         return true;
     }
     if (m_worker.busy()) {
@@ -24,7 +24,7 @@ bool DerivedViews::refresh(const prof::TraceStore& store, bool force, std::strin
     const auto now = std::chrono::steady_clock::now();
     if (store.version() == m_seen_store_version || now - m_last_start < std::chrono::milliseconds(250)) return false;
     m_last_start = now;
-    m_worker.start(store);
+    m_worker.start(store, m_report_options);
     return false;
 }
 

@@ -22,6 +22,8 @@ public:
     bool refresh(const prof::TraceStore& store, bool force, std::string& error);
     // A new source: waits for a running build and forgets everything derived from the old one.
     void reset();
+    // The report's options (--microbatches): every later build reads them.
+    void set_report_options(const app::ReportOptions& options) { m_report_options = options; }
     // Until a running build (which reads the store) has ended; the store must not change while busy().
     void wait() { m_worker.wait(); }
     bool busy() const { return m_worker.busy(); }
@@ -42,6 +44,7 @@ public:
 private:
     void install(DerivedData&& d);
 
+    app::ReportOptions m_report_options;
     prof::Report m_report;
     std::vector<TrainingPoint> m_training;
     std::map<int, std::vector<prof::MemorySample>> m_memory;  // by rank, from the last build

@@ -2,12 +2,16 @@
 
 #include <chrono>
 
+#include "app/report/run_report.h"
+
 namespace us::gui {
 
-DerivedData build_derived(const prof::TraceStore& store) {
+DerivedData build_derived(const prof::TraceStore& store, const app::ReportOptions& options) {
     DerivedData d;
     d.store_version = store.version();
-    d.report = prof::build_report(store);
+    app::ReportOptions without_planner = options;
+    without_planner.planner = false;
+    d.report = std::move(*app::make_run_report(app::ReportSource::of_store(store), without_planner).whole);
     d.training = build_training_series(store);
     for (int r : store.ranks()) {
         d.memory[r] = prof::memory_timeline(*store.rank(r));
@@ -16,9 +20,9 @@ DerivedData build_derived(const prof::TraceStore& store) {
     return d;
 }
 
-void DerivedWorker::start(const prof::TraceStore& store) {
+void DerivedWorker::start(const prof::TraceStore& store, const app::ReportOptions& options) {
     wait();
-    m_build = std::async(std::launch::async, [&store] { return build_derived(store); });
+    m_build = std::async(std::launch::async, [&store, options] { return build_derived(store, options); });
 }
 
 std::optional<DerivedData> DerivedWorker::take() {

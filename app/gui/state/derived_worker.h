@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "app/gui/model/training_model.h"
+#include "app/report/report_options.h"
 #include "profiler/analysis/memory_analysis.h"
 #include "profiler/analysis/report.h"
 
@@ -25,13 +26,15 @@ struct DerivedData {
     std::map<int, std::vector<prof::ProcessSample>> process;  // by rank
 };
 
-DerivedData build_derived(const prof::TraceStore& store);
+// The report is the one `ultrascope report` builds (app/report/run_report.h), without the planner's comparison
+// (the Planner view has its own).
+DerivedData build_derived(const prof::TraceStore& store, const app::ReportOptions& options);
 
 class DerivedWorker {
 public:
     ~DerivedWorker() { wait(); }
     // Starts a build over `store` (which must stay unchanged and alive until take() returns it or wait() ends).
-    void start(const prof::TraceStore& store);
+    void start(const prof::TraceStore& store, const app::ReportOptions& options);
     bool busy() const { return m_build.valid(); }
     // The finished build, if it has finished (then the worker is idle again); rethrows what the build threw.
     std::optional<DerivedData> take();
