@@ -15,7 +15,7 @@ Place place_of(Opened opened, const char* id) { return place_in(opening_layout(o
 
 }  // namespace
 
-TEST_CASE("a trace of several ranks from elsewhere is a multi-rank trace; a run of the engine is not",
+TEST_CASE("a trace of several ranks from elsewhere is a multi-rank trace, a run of the engine is not",
           "[cpu][viewmodel]") {
     CHECK(opened_kind({.imported = true, .ranks = 16}) == Opened::multi_rank_trace);
     CHECK(opened_kind({.imported = true, .ranks = 2}) == Opened::multi_rank_trace);
@@ -25,7 +25,7 @@ TEST_CASE("a trace of several ranks from elsewhere is a multi-rank trace; a run 
     CHECK(opened_kind({}) == Opened::engine_run);                               // nothing yet: today's layout
 }
 
-TEST_CASE("a multi-rank trace opens on the Ranks view with the launch settings folded; an engine run as before",
+TEST_CASE("a multi-rank trace opens on the Ranks view with the launch settings folded, an engine run as before",
           "[cpu][viewmodel]") {
     const OpeningLayout& engine = opening_layout(Opened::engine_run);
     CHECK_FALSE(engine.launch_folded);
