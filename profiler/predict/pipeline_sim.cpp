@@ -7,7 +7,7 @@
 namespace us::predict {
 
 PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& shape,
-                                 const std::vector<VirtualStageCost>& costs, double transfer_s) {
+                                 const std::vector<VirtualStageCost>& costs, double transfer_s, bool timed_actions) {
     const int pp = shape.pp, S = pp * shape.chunks;
     US_CHECK_INPUT(int(costs.size()) == S, "pipeline simulation: {} stage costs for {} virtual stages", costs.size(),
                    S);
@@ -27,7 +27,7 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& 
     std::vector<size_t> next(size_t(pp), 0);
     size_t left = 0;
     for (const auto& actions : schedule) left += actions.size();
-    t.actions.reserve(left);
+    if (timed_actions) t.actions.reserve(left);
     while (left > 0) {
         bool progressed = false;
         for (int st = 0; st < pp; ++st)
@@ -64,7 +64,7 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& 
                 t.busy[size_t(st)] += cost;
                 const size_t k = slot(kind, vs, a.micro_batch);
                 done[k] = 1, done_at[k] = start + cost;
-                t.actions.push_back({st, a, start, start + cost});
+                if (timed_actions) t.actions.push_back({st, a, start, start + cost});
                 ++next[size_t(st)];
                 --left;
                 progressed = true;
