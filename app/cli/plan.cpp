@@ -106,6 +106,8 @@ struct PlanFlags {
     int64_t gpus = 0, nodes = 0, gpus_per_node = 0, global_tokens = 0;
     int top = 10;
     bool json = false, list = false;
+    int search_threads = 0;          // SearchOptions::threads (hidden: for the bench)
+    bool search_no_sharing = false;  // SearchOptions::share_work off (hidden: for the bench)
     double moe_load = 0;
 };
 
@@ -133,6 +135,9 @@ void declare_plan_flags(CLI::App& cli, PlanFlags& f) {
         "--trace-out", f.trace_out,
         "Write the layout's predicted step (a search: the best fitting layout's) as a trace file: one rank per "
         "pipeline stage, open it in the GUI or `ultrascope report` like a run (marked predicted)");
+    // How the search runs, not what it finds (the same figures): tests/bench/bench_planner.py --search times both.
+    cli.add_option("--search-threads", f.search_threads, "Search: threads (0: one per core)")->group("");
+    cli.add_flag("--search-no-sharing", f.search_no_sharing, "Search: evaluate every layout from scratch")->group("");
 }
 
 void print_known() {
@@ -240,6 +245,9 @@ plan::SearchOptions search_options(const PlanQuestion& q, const PlanFlags& f, co
     o.flash = q.flash;
     if (cli.count("--batch")) o.micro_batches = {cfg.batch};
     if (cli.count("--recompute")) o.recompute = {cfg.recompute};
+    US_CHECK_INPUT(f.search_threads >= 0, "--search-threads must not be negative (0: one per core)");
+    o.threads = f.search_threads;
+    o.share_work = !f.search_no_sharing;
     return o;
 }
 

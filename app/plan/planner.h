@@ -22,6 +22,12 @@ struct SearchOptions {
     // Evaluate one layout in `sample_stride` of those the search would (in its enumeration order, the first
     // always): a test's way to walk many searches in bounded time. 1: every layout.
     int64_t sample_stride = 1;
+    // How the layouts are evaluated, the same figures either way (app/plan/evaluate_layouts.h): on `threads` threads
+    // (0: one per core), each group of layouts with the same tp, cp and pp sharing its schedules and pipeline
+    // simulations (predict::SharedWork) unless share_work is false. `ultrascope plan --search-threads N
+    // --search-no-sharing` (hidden flags) set them for tests/bench/bench_planner.py --search.
+    int threads = 0;
+    bool share_work = true;
 };
 
 struct SearchResult {

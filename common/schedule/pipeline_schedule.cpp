@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 
 #include "common/core/check.h"
 
@@ -129,15 +128,22 @@ std::string action_label(const PipeAction& a, int chunks) {
 Simulation simulate_schedule(const Schedule& schedule, const PipelineShape& shape, double fc, double bc) {
     const int pp = shape.pp, V = shape.chunks, S = pp * V;
     Simulation sim;
-    // end time of each action kind per (virtual stage, micro-batch)
-    std::map<std::tuple<int, int, int>, double> done;  // (op kind: 0 F, 1 B(or input), 2 W) x vstage x mb
-    auto key = [](int kind, int vs, int mb) { return std::make_tuple(kind, vs, mb); };
+    // end time of each action kind per (virtual stage, micro-batch): (op kind: 0 F, 1 B(or input), 2 W) x vstage x
+    // mb, in a flat table with a flag for "not yet" (the planner simulates thousands of schedules)
+    const int M = std::max(1, shape.micro_batches);
+    std::vector<double> done_at(size_t(3) * size_t(S) * size_t(M), 0.0);
+    std::vector<char> done(done_at.size(), 0);
+    auto key = [&](int kind, int vs, int mb) {
+        US_CHECK_INPUT(mb >= 0 && mb < M, "pipeline simulation: micro-batch {} of {}", mb, M);
+        return (size_t(kind) * size_t(S) + size_t(vs)) * size_t(M) + size_t(mb);
+    };
     std::vector<size_t> next(size_t(pp), 0);
     std::vector<double> free_at(size_t(pp), 0.0), busy(size_t(pp), 0.0);
     std::vector<int> held(size_t(pp), 0);
     sim.max_in_flight.assign(size_t(pp), 0);
     size_t left = 0;
     for (const auto& a : schedule) left += a.size();
+    sim.actions.reserve(left);
     bool split = false;
     for (const auto& stage : schedule)
         for (const auto& a : stage) split |= a.op == PipeOp::backward_weight;
@@ -150,11 +156,11 @@ Simulation simulate_schedule(const Schedule& schedule, const PipelineShape& shap
                 double ready = 0;
                 bool ok = true;
                 auto need = [&](int kind, int v, int mb) {
-                    auto it = done.find(key(kind, v, mb));
-                    if (it == done.end())
+                    const size_t k = key(kind, v, mb);
+                    if (!done[k])
                         ok = false;
                     else
-                        ready = std::max(ready, it->second);
+                        ready = std::max(ready, done_at[k]);
                 };
                 // a chunk holds 1/V of the stage's layers
                 double cost = fc / V;
@@ -174,7 +180,8 @@ Simulation simulate_schedule(const Schedule& schedule, const PipelineShape& shap
                 free_at[size_t(st)] = end;
                 busy[size_t(st)] += cost;
                 const int kind = a.op == PipeOp::forward ? 0 : a.op == PipeOp::backward_weight ? 2 : 1;
-                done[key(kind, vs, a.micro_batch)] = end;
+                const size_t k = key(kind, vs, a.micro_batch);
+                done[k] = 1, done_at[k] = end;
                 sim.actions.push_back({a, st, start, end});
                 // activations are held from F until B (or W when the backward is split)
                 if (a.op == PipeOp::forward) held[size_t(st)]++;

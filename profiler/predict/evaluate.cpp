@@ -8,12 +8,12 @@
 
 namespace us::predict {
 
-PlanResult evaluate(const ModelDesc& m, const ClusterDesc& c, const Layout& l) {
+PlanResult evaluate(const ModelDesc& m, const ClusterDesc& c, const Layout& l, SharedWork* shared) {
     PlanResult r;
     r.layout = l;
-    r.memory = estimate_memory(m, c, l);
+    r.memory = estimate_memory(m, c, l, shared);
     r.fits = r.memory.total() <= c.memory_bytes;
-    r.time = estimate_step(m, c, l);
+    r.time = estimate_step(m, c, l, shared);
     r.tokens_per_step = double(l.sequences_per_step()) * double(m.seq);
     r.tokens_per_s = r.time.step_s > 0 ? r.tokens_per_step / r.time.step_s : 0;
     r.model_flops_per_token = m.flops_per_token();

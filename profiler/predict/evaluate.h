@@ -16,6 +16,8 @@
 
 namespace us::predict {
 
+class SharedWork;
+
 struct PlanResult {
     Layout layout;
     MemoryEstimate memory;  // busiest rank, by category
@@ -28,7 +30,9 @@ struct PlanResult {
     std::string verdict;  // why it loses (search) or "fits" / "out of memory: ..."
 };
 
-PlanResult evaluate(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout);
+// `shared`: what a search's layouts share (shared_work.h), or none; the figures are the same.
+PlanResult evaluate(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout,
+                    SharedWork* shared = nullptr);
 
 nlohmann::json plan_json(const ModelDesc& model, const ClusterDesc& cluster, const PlanResult& r);
 

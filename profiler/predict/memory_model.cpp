@@ -6,6 +6,7 @@
 #include "common/schedule/pipeline_schedule.h"
 #include "common/settings/config.h"
 #include "profiler/predict/predict.h"
+#include "profiler/predict/shared_work.h"
 
 namespace us::predict {
 
@@ -107,9 +108,10 @@ MemoryEstimate estimate_stage_memory(const ModelDesc& m, const ClusterDesc& clus
     return stage_memory(m, cluster, l, stage, stages_in_flight(l));
 }
 
-MemoryEstimate estimate_memory(const ModelDesc& m, const ClusterDesc& cluster, const Layout& l) {
-    // The busiest stage wins. The schedule is simulated once for all stages.
-    const std::vector<StageInFlight> flight = stages_in_flight(l);
+MemoryEstimate estimate_memory(const ModelDesc& m, const ClusterDesc& cluster, const Layout& l, SharedWork* shared) {
+    // The busiest stage wins. The schedule is simulated once for all stages (and, in a search, once for every
+    // layout that runs it).
+    const std::vector<StageInFlight> flight = shared ? shared->in_flight(l) : stages_in_flight(l);
     MemoryEstimate best;
     for (int s = 0; s < l.parallel.pp; ++s) {
         const MemoryEstimate e = stage_memory(m, cluster, l, s, flight);

@@ -15,6 +15,8 @@
 
 namespace us::predict {
 
+class SharedWork;
+
 struct MemoryEstimate {
     std::array<int64_t, kMemCategoryCount> bytes{};  // 0 where not modelled
     std::array<bool, kMemCategoryCount> modelled{};  // which categories the figure covers
@@ -27,7 +29,9 @@ struct MemoryEstimate {
     int64_t total() const { return categories_total() + reserved_bytes; }
 };
 
-MemoryEstimate estimate_memory(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout);
+// With `shared` (a search's, shared_work.h) the schedule's in-flight counts come from there: the same figures.
+MemoryEstimate estimate_memory(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout,
+                               SharedWork* shared = nullptr);
 // One pipeline stage's (what the predicted timeline draws for each representative rank).
 MemoryEstimate estimate_stage_memory(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout,
                                      int stage);

@@ -1,26 +1,33 @@
 #include "profiler/predict/pipeline_sim.h"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
 
 #include "common/core/check.h"
 
 namespace us::predict {
 
 PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& shape,
-                                 const std::vector<VirtualStageCost>& costs, double transfer_s) {
+                                 const std::vector<VirtualStageCost>& costs, double transfer_s, bool timed_actions) {
     const int pp = shape.pp, S = pp * shape.chunks;
     US_CHECK_INPUT(int(costs.size()) == S, "pipeline simulation: {} stage costs for {} virtual stages", costs.size(),
                    S);
     // When each (kind, virtual stage, micro-batch) finished: 0 forward, 1 backward (or its input part), 2 weight.
-    std::map<std::tuple<int, int, int>, double> done;
+    // A flat table (a search simulates thousands of schedules of up to pp x m x V x 3 actions), with a flag for
+    // "not yet".
+    const int M = std::max(1, shape.micro_batches);
+    std::vector<double> done_at(size_t(3) * size_t(S) * size_t(M), 0.0);
+    std::vector<char> done(done_at.size(), 0);
+    const auto slot = [&](int kind, int v, int mb) {
+        US_CHECK_INPUT(mb >= 0 && mb < M, "pipeline simulation: micro-batch {} of {}", mb, M);
+        return (size_t(kind) * size_t(S) + size_t(v)) * size_t(M) + size_t(mb);
+    };
     PipelineTiming t;
     t.finish.assign(size_t(pp), 0.0);
     t.busy.assign(size_t(pp), 0.0);
     std::vector<size_t> next(size_t(pp), 0);
     size_t left = 0;
     for (const auto& actions : schedule) left += actions.size();
+    if (timed_actions) t.actions.reserve(left);
     while (left > 0) {
         bool progressed = false;
         for (int st = 0; st < pp; ++st)
@@ -32,11 +39,11 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& 
                 bool ok = true;
                 // A dependency on another virtual stage arrives a transfer later (always another rank when pp > 1).
                 auto need = [&](int kind, int v, int mb, bool remote) {
-                    const auto it = done.find({kind, v, mb});
-                    if (it == done.end())
+                    const size_t k = slot(kind, v, mb);
+                    if (!done[k])
                         ok = false;
                     else
-                        ready = std::max(ready, it->second + (remote ? transfer_s : 0.0));
+                        ready = std::max(ready, done_at[k] + (remote ? transfer_s : 0.0));
                 };
                 double cost = 0;
                 int kind = 1;
@@ -55,8 +62,9 @@ PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& 
                 const double start = std::max(ready, t.finish[size_t(st)]);
                 t.finish[size_t(st)] = start + cost;
                 t.busy[size_t(st)] += cost;
-                done[{kind, vs, a.micro_batch}] = start + cost;
-                t.actions.push_back({st, a, start, start + cost});
+                const size_t k = slot(kind, vs, a.micro_batch);
+                done[k] = 1, done_at[k] = start + cost;
+                if (timed_actions) t.actions.push_back({st, a, start, start + cost});
                 ++next[size_t(st)];
                 --left;
                 progressed = true;

@@ -33,8 +33,10 @@ struct PipelineTiming {
 };
 
 // costs[vs] for vs in 0 .. pp * chunks - 1; transfer_s: one activation (or its gradient) between two ranks.
-// UserError when the schedule deadlocks (as simulate_schedule).
+// timed_actions false: `actions` left empty (a search reads the finish times only). UserError when the schedule
+// deadlocks (as simulate_schedule).
 PipelineTiming simulate_pipeline(const Schedule& schedule, const PipelineShape& shape,
-                                 const std::vector<VirtualStageCost>& costs, double transfer_s);
+                                 const std::vector<VirtualStageCost>& costs, double transfer_s,
+                                 bool timed_actions = true);
 
 }  // namespace us::predict

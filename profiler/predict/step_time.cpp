@@ -5,6 +5,7 @@
 
 #include "profiler/predict/model_shapes.h"
 #include "profiler/predict/pipeline_sim.h"
+#include "profiler/predict/shared_work.h"
 #include "common/schedule/pipeline_schedule.h"
 
 namespace us::predict {
@@ -268,7 +269,7 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
     return d;
 }
 
-StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) {
+StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l, SharedWork* shared) {
     const ParallelLayout& p = l.parallel;
     // Every rank of a stage and every chunk of it at its own cost; with a pipeline the schedule is simulated with
     // those costs, and the stage that ends last (its pipeline work, then the slowdown of the compute its hidden
@@ -289,11 +290,15 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
             sm.chunk[size_t(ch * p.pp + st)] = s;
             virtual_costs[size_t(ch * p.pp + st)] = {s.forward(), s.backward(), s.gemm_w};
         }
+    auto simulate = [&](PipelineSchedule schedule, const PipelineShape& shape, double transfer_s) {
+        return shared ? shared->pipeline(schedule, shape, virtual_costs, transfer_s)
+                      : simulate_pipeline(make_schedule(schedule, shape), shape, virtual_costs, transfer_s);
+    };
     if (p.pp > 1) {
         const PipelineShape shape{p.pp, l.grad_accum, V};
         sm.transfer_s =
             send_s(double(rank_shapes(m, l, 0).R * m.hidden) * (l.bf16 ? 2 : 4), group_link(c, p.tp * p.cp, p.pp));
-        sm.pipeline = simulate_pipeline(make_schedule(p.pp_schedule, shape), shape, virtual_costs, sm.transfer_s);
+        sm.pipeline = simulate(p.pp_schedule, shape, sm.transfer_s);
     } else {
         // Without a pipeline the engine still runs the schedule asked for (engine/train/trainer.cpp makes it at pp
         // 1 too): afab runs every forward, then every backward; 1f1b and zb1 each micro-batch's forward, then its
@@ -301,7 +306,7 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
         const PipelineShape shape{1, l.grad_accum, 1};
         const PipelineSchedule schedule =
             p.pp_schedule == PipelineSchedule::interleaved ? PipelineSchedule::one_f_one_b : p.pp_schedule;
-        sm.pipeline = simulate_pipeline(make_schedule(schedule, shape), shape, virtual_costs, 0.0);
+        sm.pipeline = simulate(schedule, shape, 0.0);
     }
     double end = -1;
     for (int st = 0; st < p.pp; ++st) {
@@ -339,9 +344,9 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) 
     return sm;
 }
 
-StepPieces estimate_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l) {
+StepPieces estimate_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l, SharedWork* shared) {
     // The pieces shown are those of the stage that ends last.
-    const StepModel sm = model_step(m, c, l);
+    const StepModel sm = model_step(m, c, l, shared);
     const double mb = l.grad_accum;
     const int crit = sm.critical_stage;
     const StageCost& w = sm.stage[size_t(crit)];

@@ -16,6 +16,8 @@
 
 namespace us::predict {
 
+class SharedWork;
+
 // Seconds per step, by piece. compute_*, *_exposed, bubble_s and overlap_slowdown_s add up to step_s; *_hidden is
 // time spent behind compute, shown but not added.
 struct StepPieces {
@@ -104,6 +106,8 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
 // The whole step as the model sees it: each stage's and virtual stage's costs, the simulated schedule (every action
 // placed in time; without a pipeline the micro-batches' forward and backward in turn), each stage's data-parallel
 // costs, and the stage that ends last. estimate_step reads its pieces from it; the predicted timeline draws it.
+// With `shared` (a search's, shared_work.h) the schedule and its simulation come from there, the same figures, and
+// pipeline.actions is left empty.
 struct StepModel {
     int chunks = 1;                // virtual stages per rank
     std::vector<StageCost> stage;  // per stage: one micro-batch over all its chunks
@@ -114,9 +118,11 @@ struct StepModel {
     int critical_stage = 0;
     double step_s = 0;
 };
-StepModel model_step(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout);
+StepModel model_step(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout,
+                     SharedWork* shared = nullptr);
 
-StepPieces estimate_step(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout);
+StepPieces estimate_step(const ModelDesc& model, const ClusterDesc& cluster, const Layout& layout,
+                         SharedWork* shared = nullptr);
 
 // The link a group uses: inside a node when its ranks (stride apart in the rank order) are all on one: under block
 // placement when they fit in one node's consecutive ranks, under cyclic placement (rank r on node r mod nodes) when
