@@ -153,93 +153,104 @@ Unit claim_unit(const Claim& c) {
     return Unit::plain;
 }
 
-// Reads, sums, picks or aggregates, scales. `rank_index` gets each value's rank (-1 for one value of many ranks).
-OperandResult evaluate_operand(const Operand& o, const std::map<std::string, json>& reports, Unit unit,
-                               std::vector<int>& rank_index) {
+// A constant side: a number or a word, shown as written.
+OperandResult constant_operand(const Operand& o, Unit unit, std::vector<int>& rank_index) {
     OperandResult r;
-    rank_index.clear();
+    r.source = FigureSource::constant;
     if (o.value) {
-        r.source = FigureSource::constant;
         r.values = {*o.value};
-        r.what = "constant";
         r.shown = format_value(*o.value, unit);
-        rank_index = {-1};
-        return r;
-    }
-    if (o.word) {
-        r.source = FigureSource::constant;
+    } else {
         r.words = {*o.word};
-        r.what = "constant";
         r.shown = "'" + *o.word + "'";
-        rank_index = {-1};
-        return r;
     }
-    auto it = reports.find(o.run);
-    if (it == reports.end() || it->second.is_null()) throw Invalid{fmt::format("run '{}' has no report", o.run)};
-    const json& report = it->second;
-    r.source = is_plan(report) ? source_of_plan_key(o.keys.front()) : source_of_key(o.keys.front());
+    r.what = "constant";
+    rank_index = {-1};
+    return r;
+}
 
-    // Sum the keys per rank; a key of the report's root adds to every rank.
-    std::vector<KeyValues> keys;
+// An operand's keys read from its report and summed per rank (a key of the report's root adds to every rank).
+struct SummedKeys {
+    std::vector<double> sums;        // per rank (one for the root), empty of meaning for words
+    std::vector<std::string> texts;  // words: the one key's, per rank
     size_t ranks = 1;
     bool per_rank = false, words = false;
+};
+
+// Step one: read every key and add them up; words cannot be summed.
+SummedKeys sum_keys(const Operand& o, const json& report) {
+    SummedKeys s;
+    std::vector<KeyValues> keys;
     for (const auto& k : o.keys) {
         keys.push_back(read_key(report, o.run, k));
         if (keys.back().per_rank)
-            ranks = std::max(ranks, std::max(keys.back().numbers.size(), keys.back().words.size()));
-        per_rank |= keys.back().per_rank;
-        words |= !keys.back().words.empty();
+            s.ranks = std::max(s.ranks, std::max(keys.back().numbers.size(), keys.back().words.size()));
+        s.per_rank |= keys.back().per_rank;
+        s.words |= !keys.back().words.empty();
     }
-    if (words && o.keys.size() > 1)
+    if (s.words && o.keys.size() > 1)
         throw Invalid{fmt::format("run '{}': words cannot be summed ({})", o.run, join_keys(o))};
-    std::vector<double> sums(ranks, 0.0);
-    std::vector<std::string> texts = words ? keys.front().words : std::vector<std::string>{};
-    if (!words)
+    s.sums.assign(s.ranks, 0.0);
+    s.texts = s.words ? keys.front().words : std::vector<std::string>{};
+    if (!s.words)
         for (const auto& kv : keys)
-            for (size_t i = 0; i < ranks; ++i) sums[i] += kv.per_rank ? kv.numbers[i] : kv.numbers[0];
+            for (size_t i = 0; i < s.ranks; ++i) s.sums[i] += kv.per_rank ? kv.numbers[i] : kv.numbers[0];
+    return s;
+}
 
-    std::string how;
-    if (!per_rank) {
+// Step two: the ranks taken, every one ("each"), one by its number, or one value aggregated over them (max, min,
+// sum, mean). Returns how, in words (empty for a value of the report's root).
+std::string pick_ranks(const Operand& o, SummedKeys& s, std::vector<int>& rank_index) {
+    const size_t ranks = s.ranks;
+    if (!s.per_rank) {
         rank_index = {-1};
-    } else if (o.ranks == "each") {
+        return "";
+    }
+    if (o.ranks == "each") {
         for (size_t i = 0; i < ranks; ++i) rank_index.push_back(int(i));
-        how = "each rank";
-    } else if (std::isdigit(static_cast<unsigned char>(o.ranks[0]))) {
+        return "each rank";
+    }
+    if (std::isdigit(static_cast<unsigned char>(o.ranks[0]))) {
         const size_t i = std::stoul(o.ranks);
         if (i >= ranks) throw Invalid{fmt::format("run '{}' has {} rank(s); rank {} does not exist", o.run, ranks, i)};
-        sums = {sums[i]};
-        if (words) texts = {texts[i]};
+        s.sums = {s.sums[i]};
+        if (s.words) s.texts = {s.texts[i]};
         rank_index = {int(i)};
-        how = "rank " + o.ranks;
-    } else {
-        if (words)
-            throw Invalid{fmt::format("run '{}': '{}' is a word: take ranks 'each' or a rank number, not {}", o.run,
-                                      join_keys(o), o.ranks)};
-        double v = 0;
-        int at = -1;
-        if (o.ranks == "max") at = int(std::max_element(sums.begin(), sums.end()) - sums.begin());
-        if (o.ranks == "min") at = int(std::min_element(sums.begin(), sums.end()) - sums.begin());
-        if (at >= 0) v = sums[size_t(at)];
-        for (double s : sums) v += o.ranks == "sum" || o.ranks == "mean" ? s : 0;
-        if (o.ranks == "mean") v /= double(ranks);
-        sums = {v};
-        rank_index = {at};
-        how = ranks == 1                               ? "rank 0"
-              : (o.ranks == "max" || o.ranks == "min") ? fmt::format("{} over {} ranks (rank {})", o.ranks, ranks, at)
-                                                       : fmt::format("{} over {} ranks", o.ranks, ranks);
+        return "rank " + o.ranks;
     }
-    for (double& s : sums) s *= o.times;
+    if (s.words)
+        throw Invalid{fmt::format("run '{}': '{}' is a word: take ranks 'each' or a rank number, not {}", o.run,
+                                  join_keys(o), o.ranks)};
+    std::vector<double>& sums = s.sums;
+    double v = 0;
+    int at = -1;
+    if (o.ranks == "max") at = int(std::max_element(sums.begin(), sums.end()) - sums.begin());
+    if (o.ranks == "min") at = int(std::min_element(sums.begin(), sums.end()) - sums.begin());
+    if (at >= 0) v = sums[size_t(at)];
+    for (double x : sums) v += o.ranks == "sum" || o.ranks == "mean" ? x : 0;
+    if (o.ranks == "mean") v /= double(ranks);
+    sums = {v};
+    rank_index = {at};
+    return ranks == 1                               ? "rank 0"
+           : (o.ranks == "max" || o.ranks == "min") ? fmt::format("{} over {} ranks (rank {})", o.ranks, ranks, at)
+                                                    : fmt::format("{} over {} ranks", o.ranks, ranks);
+}
 
+// Step three: what was read, in words, and its value or values as shown (per rank when there are several).
+void describe_operand(const Operand& o, const SummedKeys& s, const std::string& how, Unit unit,
+                      const std::vector<int>& rank_index, OperandResult& r) {
     r.what = fmt::format("{}: {}", o.run, join_keys(o));
     if (o.times != 1) r.what += fmt::format(" x {:.4g}", o.times);
     if (!how.empty()) r.what += ", " + how;
     r.what += fmt::format(" [{}]", source_name(r.source));
-    if (words) {
+    if (s.words) {
+        const std::vector<std::string>& texts = s.texts;
         r.words = texts;
         for (size_t i = 0; i < texts.size(); ++i)
             r.shown += (r.shown.empty() ? "" : ", ") +
                        (texts.size() > 1 ? fmt::format("rank {} '{}'", rank_index[i], texts[i]) : "'" + texts[i] + "'");
     } else {
+        const std::vector<double>& sums = s.sums;
         r.values = sums;
         std::string shown;
         for (size_t i = 0; i < sums.size(); ++i)
@@ -248,6 +259,22 @@ OperandResult evaluate_operand(const Operand& o, const std::map<std::string, jso
                                       : format_value(sums[i], unit));
         r.shown = shown;
     }
+}
+
+// Reads, sums, picks or aggregates, scales. `rank_index` gets each value's rank (-1 for one value of many ranks).
+OperandResult evaluate_operand(const Operand& o, const std::map<std::string, json>& reports, Unit unit,
+                               std::vector<int>& rank_index) {
+    rank_index.clear();
+    if (o.value || o.word) return constant_operand(o, unit, rank_index);
+    auto it = reports.find(o.run);
+    if (it == reports.end() || it->second.is_null()) throw Invalid{fmt::format("run '{}' has no report", o.run)};
+    const json& report = it->second;
+    OperandResult r;
+    r.source = is_plan(report) ? source_of_plan_key(o.keys.front()) : source_of_key(o.keys.front());
+    SummedKeys s = sum_keys(o, report);
+    const std::string how = pick_ranks(o, s, rank_index);
+    for (double& x : s.sums) x *= o.times;
+    describe_operand(o, s, how, unit, rank_index, r);
     return r;
 }
 
@@ -340,44 +367,6 @@ ClaimResult evaluate_claim(const Claim& claim, const std::map<std::string, json>
         out.explanation = fmt::format("{}: cannot be evaluated: {}.", claim.says, e.why);
     }
     return out;
-}
-
-// A run whose report lists a figure off its prediction or formula by more than 10% with nothing to explain it
-// (profiler/analysis/misses.h) fails the check too: the lesson's claims would be read off figures nobody can
-// account for. Nothing is added for a run where everything is explained.
-static std::optional<ClaimResult> unexplained_misses(const std::string& label, const json& report) {
-    if (!report.is_object() || !report.contains("misses") || !report["misses"].is_array()) return std::nullopt;
-    std::vector<std::string> lines;
-    for (const json& m : report["misses"])
-        if (m.value("explained", json()).is_null())
-            lines.push_back(fmt::format("rank {} {}: measured {}, {} {}", m.value("rank", -1),
-                                        m.value("what", std::string("?")), m.value("measured", 0.0),
-                                        m.value("source", std::string("?")), m.value("predicted", 0.0)));
-    if (lines.empty()) return std::nullopt;
-    ClaimResult r;
-    r.says = fmt::format("run {}: every figure within 10% of its prediction and formula, or explained", label);
-    r.status = ClaimStatus::failed;
-    r.measured.what = fmt::format("{}: unexplained misses", label);
-    r.measured.values = {double(lines.size())};
-    std::string joined;
-    for (const auto& line : lines) joined += (joined.empty() ? "" : "; ") + line;
-    r.measured.shown = fmt::format("{} ({})", lines.size(), joined);
-    r.expected.source = FigureSource::constant;
-    r.expected.values = {0};
-    r.expected.shown = "0";
-    r.comparison = "==";
-    r.difference = fmt::format("{} unexplained", lines.size());
-    r.explanation = joined;
-    return r;
-}
-
-LessonCheck check_lesson(const Lesson& lesson, const std::map<std::string, json>& reports) {
-    LessonCheck check;
-    for (const auto& c : lesson.claims) check.claims.push_back(evaluate_claim(c, reports));
-    for (const auto& run : lesson.runs)
-        if (const auto it = reports.find(run.label); it != reports.end())
-            if (auto r = unexplained_misses(run.label, it->second)) check.claims.push_back(std::move(*r));
-    return check;
 }
 
 }  // namespace us::lesson

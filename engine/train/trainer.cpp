@@ -339,28 +339,34 @@ void Trainer::save(const std::string& path) {
                             : error + "; the previous checkpoint is unchanged");
 }
 
-// A pipeline's or a tensor-parallel run's checkpoint holds whole tensors too: each (stage, tp rank) exports its
-// shards (collectively over its data-parallel group), its first data-parallel rank sends them to rank 0, and rank
-// 0 places them into the whole tensors and writes the model as a single rank would.
-void Trainer::save_gathered(const std::string& path) {
-    const ParamLayout whole = ParamLayout::whole_model(m_config.model);
-    const ParamLayout whole_experts = ParamLayout::whole_experts(m_config.model);
-    const bool moments = m_state->has_optimizer_moments();
-    const int slots = moments ? 3 : 1;
-    const bool lead = m_grid.world_rank() == 0;
-    const int64_t total = whole.total() + whole_experts.total();  // rank 0's host copy: blocks, then experts
-    std::vector<float> host;
-    if (lead) host.resize(size_t(total) * size_t(slots));
-    std::vector<float> mine, received;
-    const int tp = m_config.parallel.tp, ep = m_config.parallel.ep;
+namespace {
+
+// Rank 0's host copy of the whole model (the blocks' tensors, then the experts'), one block of `total` floats per
+// state slot, and how every rank takes part in filling it.
+struct HostGather {
+    const TrainConfig& config;
+    ProcessGrid& grid;
+    TrainState& state;
+    const int slots;
+    const int64_t total;
+    const bool lead;
+    std::vector<float> host, mine, received;
+
+    HostGather(const TrainConfig& c, ProcessGrid& g, TrainState& s, int64_t n)
+        : config(c), grid(g), state(s), slots(s.has_optimizer_moments() ? 3 : 1), total(n), lead(g.world_rank() == 0) {
+        if (lead) host.resize(size_t(total) * size_t(slots));
+    }
+
     // One layout's tensors of every (stage, ep rank, tp rank): the holders export them (collectively over their
-    // reduction group), the (dp = ep rank, cp 0) holder sends them to rank 0, which places them.
-    auto gather = [&](const ParamLayout& target, int64_t base, auto&& layout_of, bool experts) {
-        for (int stage = 0; stage < m_config.parallel.pp; ++stage)
+    // reduction group), the (dp = ep rank, cp 0) holder sends them to rank 0, which places them at `base`.
+    template <typename LayoutOf>
+    void gather_layout(const ParamLayout& target, int64_t base, const ParamLayout& mine_layout, bool experts,
+                       LayoutOf&& layout_of) {
+        const int ep = config.parallel.ep;
+        for (int stage = 0; stage < config.parallel.pp; ++stage)
             for (int q = 0; q < (experts ? ep : 1); ++q) {
                 const ParamLayout stage_layout = layout_of(stage, q);  // the same tensors on every tp rank
-                const bool holder = m_grid.pp_rank() == stage && (!experts || m_grid.ep_rank() == q);
-                const ParamLayout& mine_layout = experts ? m_expert_layout : m_layout;
+                const bool holder = grid.pp_rank() == stage && (!experts || grid.ep_rank() == q);
                 for (int slot = 0; slot < slots; ++slot)
                     for (size_t i = 0; i < stage_layout.tensors().size(); ++i) {
                         const ParamTensor& t = stage_layout.tensors()[i];
@@ -369,67 +375,82 @@ void Trainer::save_gathered(const std::string& path) {
                         float* dst = lead ? host.data() + size_t(slot) * size_t(total) + base + dst_t->offset : nullptr;
                         if (holder) {
                             mine.resize(size_t(t.numel));
-                            m_state->export_tensor(mine_layout.tensors()[i], StateSlot(slot), mine.data());
+                            state.export_tensor(mine_layout.tensors()[i], StateSlot(slot), mine.data());
                         }
-                        for (int r = 0; r < tp; ++r) {
-                            const int sender = grid_rank(m_config.parallel, GridCoords{q, stage, 0, 0, r});
-                            if (m_grid.world_rank() == sender && !lead) {
-                                m_grid.world().send(Tensor::of(mine.data(), t.numel), 0, 9000 + slot);
-                            } else if (lead) {
-                                const float* shard = mine.data();
-                                if (sender != 0) {
-                                    received.resize(size_t(t.numel));
-                                    m_grid.world().recv(Tensor::of(received.data(), t.numel), sender, 9000 + slot);
-                                    shard = received.data();
-                                }
-                                place_shard(t, TpPlacement{tp, r}, shard, dst);
-                            }
-                        }
+                        gather_tensor(t, q, stage, slot, dst);
                     }
             }
-    };
-    gather(
-        whole, 0, [&](int stage, int) { return rank_layout(m_config, stage, 0); }, false);
-    if (m_config.model.is_moe())
-        gather(
-            whole_experts, whole.total(),
-            [&](int stage, int q) {
-                return ParamLayout::build_experts(m_config.model, stage_chunks(m_config, stage), TpPlacement{tp, 0},
-                                                  EpPlacement{ep, q});
-            },
-            true);
-    if (!lead) return;
-    // Rank 0 now has everything: write it through the same writer as single-rank runs (the experts' tensors sit
-    // after the blocks' in the host copy, so the experts' whole layout reads them at an offset).
-    class HostState final : public TrainState {
-    public:
-        HostState(const std::vector<float>& h, int64_t n, int64_t experts_at, int slots, int steps)
-            : m_h(h), m_n(n), m_experts_at(experts_at), m_slots(slots), m_steps(steps) {}
-        Tensor weights(int) override { return {}; }
-        Tensor grads(int) override { return {}; }
-        void initialize(const GPTConfig&, uint64_t) override {}
-        void begin_step() override {}
-        void begin_backward(int, bool) override {}
-        void finish_gradients() override {}
-        void sync_tied_embedding(Communicator&) override {}
-        double local_grad_sumsq(bool, bool) override { return 0; }
-        std::vector<Tensor> grad_pieces(const ParamTensor&) override { return {}; }
-        bool sharded() const override { return false; }
-        void optimizer_step(double, float) override {}
-        int optimizer_steps_taken() const override { return m_steps; }
-        bool has_optimizer_moments() const override { return m_slots == 3; }
-        void export_tensor(const ParamTensor& t, StateSlot slot, float* out) override {
-            std::copy_n(m_h.data() + size_t(slot) * size_t(m_n) + (t.expert ? m_experts_at : 0) + t.offset, t.numel,
-                        out);
-        }
-        void import_tensor(const ParamTensor&, StateSlot, const float*) override {}
-        void set_optimizer_steps(int) override {}
+    }
 
-    private:
-        const std::vector<float>& m_h;
-        int64_t m_n, m_experts_at;
-        int m_slots, m_steps;
-    } gathered(host, total, whole.total(), slots, m_state->optimizer_steps_taken());
+    // One tensor's tp shards: each (ep rank q, stage, tp rank r) holder sends its shard to rank 0, which places it.
+    void gather_tensor(const ParamTensor& t, int q, int stage, int slot, float* dst) {
+        const int tp = config.parallel.tp;
+        for (int r = 0; r < tp; ++r) {
+            const int sender = grid_rank(config.parallel, GridCoords{q, stage, 0, 0, r});
+            if (grid.world_rank() == sender && !lead) {
+                grid.world().send(Tensor::of(mine.data(), t.numel), 0, 9000 + slot);
+            } else if (lead) {
+                const float* shard = mine.data();
+                if (sender != 0) {
+                    received.resize(size_t(t.numel));
+                    grid.world().recv(Tensor::of(received.data(), t.numel), sender, 9000 + slot);
+                    shard = received.data();
+                }
+                place_shard(t, TpPlacement{tp, r}, shard, dst);
+            }
+        }
+    }
+};
+
+// Rank 0's host copy seen as a TrainState, so that it is written through the same writer as single-rank runs (the
+// experts' tensors sit after the blocks' in the host copy, so the experts' whole layout reads them at an offset).
+class HostState final : public TrainState {
+public:
+    HostState(const std::vector<float>& h, int64_t n, int64_t experts_at, int slots, int steps)
+        : m_h(h), m_n(n), m_experts_at(experts_at), m_slots(slots), m_steps(steps) {}
+    Tensor weights(int) override { return {}; }
+    Tensor grads(int) override { return {}; }
+    void initialize(const GPTConfig&, uint64_t) override {}
+    void begin_step() override {}
+    void begin_backward(int, bool) override {}
+    void finish_gradients() override {}
+    void sync_tied_embedding(Communicator&) override {}
+    double local_grad_sumsq(bool, bool) override { return 0; }
+    std::vector<Tensor> grad_pieces(const ParamTensor&) override { return {}; }
+    bool sharded() const override { return false; }
+    void optimizer_step(double, float) override {}
+    int optimizer_steps_taken() const override { return m_steps; }
+    bool has_optimizer_moments() const override { return m_slots == 3; }
+    void export_tensor(const ParamTensor& t, StateSlot slot, float* out) override {
+        std::copy_n(m_h.data() + size_t(slot) * size_t(m_n) + (t.expert ? m_experts_at : 0) + t.offset, t.numel, out);
+    }
+    void import_tensor(const ParamTensor&, StateSlot, const float*) override {}
+    void set_optimizer_steps(int) override {}
+
+private:
+    const std::vector<float>& m_h;
+    int64_t m_n, m_experts_at;
+    int m_slots, m_steps;
+};
+
+}  // namespace
+
+// A pipeline's or a tensor-parallel run's checkpoint holds whole tensors too: each (stage, tp rank) exports its
+// shards (collectively over its data-parallel group), its first data-parallel rank sends them to rank 0, and rank
+// 0 places them into the whole tensors and writes the model as a single rank would.
+void Trainer::save_gathered(const std::string& path) {
+    const ParamLayout whole = ParamLayout::whole_model(m_config.model);
+    const ParamLayout whole_experts = ParamLayout::whole_experts(m_config.model);
+    const int tp = m_config.parallel.tp, ep = m_config.parallel.ep;
+    HostGather g(m_config, m_grid, *m_state, whole.total() + whole_experts.total());
+    g.gather_layout(whole, 0, m_layout, false, [&](int stage, int) { return rank_layout(m_config, stage, 0); });
+    if (m_config.model.is_moe())
+        g.gather_layout(whole_experts, whole.total(), m_expert_layout, true, [&](int stage, int q) {
+            return ParamLayout::build_experts(m_config.model, stage_chunks(m_config, stage), TpPlacement{tp, 0},
+                                              EpPlacement{ep, q});
+        });
+    if (!g.lead) return;
+    HostState gathered(g.host, g.total, whole.total(), g.slots, m_state->optimizer_steps_taken());
     save_checkpoint(path, m_config, {&whole, &whole_experts}, gathered, m_steps_done, true);
 }
 

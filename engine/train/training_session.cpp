@@ -145,6 +145,76 @@ RankInfo rank_info(ProcessGrid& grid) {
     return r;
 }
 
+// Testing only: --fault-kill-step kills this rank just before the step it names, as a crashed rank would end.
+void kill_at_fault_step(const TrainConfig& cfg, ProcessGrid& grid, const Trainer& trainer) {
+    if (cfg.fault_step == trainer.steps_done() + 1 && cfg.fault_rank == grid.world_rank()) {
+        std::fprintf(stderr, "ultrascope-train: rank %d: killing itself at step %d (--fault-kill-step)\n",
+                     grid.world_rank(), cfg.fault_step);
+        std::fflush(stderr);
+        raise(SIGKILL);
+    }
+}
+
+// What the step loop keeps watching besides the steps: the time since the hosts' clocks were compared, and the
+// live stream to the listener.
+struct StepWatch {
+    static constexpr double kClockEstimateEveryS = 300;
+    double since_clock_estimate_s = 0;
+    bool stop_with_listener = false, said_lost = false;
+};
+
+// Clocks of different hosts drift apart: the offset is estimated again every few minutes of training. The step time
+// is the world's maximum, so every rank counts the same time and re-estimates at the same step.
+void reestimate_clock_when_due(const StepMetrics& m, const Trainer& trainer, RunProfiler& profiler, StepWatch& w) {
+    w.since_clock_estimate_s += m.step_ms / 1e3;
+    if (w.since_clock_estimate_s >= StepWatch::kClockEstimateEveryS && MpiRuntime::initialized() && profiler.active()) {
+        w.since_clock_estimate_s = 0;
+        int64_t offset = 0, uncertainty = 0;
+        MpiRuntime::estimate_clock_offset(offset, uncertainty);
+        profiler.update_clock(offset, uncertainty, trainer.steps_done());
+    }
+}
+
+// Whether every rank stops now because the launcher's listener went away (decided together, all-reduced); a run
+// that keeps training says once that its stream is gone.
+bool listener_gone(const TrainConfig& cfg, ProcessGrid& grid, const RunProfiler& profiler, StepWatch& w) {
+    if (profiler.stream_lost() && !w.said_lost) {
+        w.said_lost = true;
+        if (!w.stop_with_listener)
+            std::fprintf(
+                stderr, "ultrascope-train: rank %d: the live stream to %s is gone; training goes on%s\n",
+                grid.world_rank(), cfg.connect.c_str(),
+                cfg.trace.empty() ? "" : fmt::format(" (the trace is still written to {})", cfg.trace).c_str());
+    }
+    return w.stop_with_listener && grid.world().all_reduce_max(profiler.stream_lost() ? 1.0 : 0.0) > 0;
+}
+
+// The end of a run stopped with its listener: the checkpoint is left as it was and the trace says why it ended.
+int stop_without_listener(const TrainConfig& cfg, ProcessGrid& grid, const Trainer& trainer, RunProfiler& profiler) {
+    std::fprintf(stderr, "ultrascope-train: rank %d: the launcher's live stream is gone: stopping after step %d%s\n",
+                 grid.world_rank(), trainer.steps_done(),
+                 cfg.save.empty() ? "" : " (the last checkpoint stays as it was)");
+    profiler.finish(false,
+                    fmt::format("the launcher's live stream went away; stopped after step {}", trainer.steps_done()));
+    return 143;
+}
+
+// The end of a run that did all its steps: the last checkpoint, the trace closed (its parts merged by rank 0 once
+// every part is complete) and the summary.
+void finish_run(const TrainConfig& cfg, ProcessGrid& grid, Trainer& trainer, RunProfiler& profiler,
+                const std::vector<StepMetrics>& history, double seconds) {
+    const bool lead = grid.world_rank() == 0;
+    if (!cfg.save.empty()) save_checkpoint_now(trainer, cfg, profiler);
+    profiler.finish(true);
+    if (profiler.needs_merge()) {
+        grid.world().barrier();  // every part is complete
+        if (lead) prof::merge_trace_parts(profiler.trace_path(), grid.world_size());
+    }
+    if (!cfg.quiet && profiler.active() && !profiler.trace_path().empty())
+        std::fprintf(stderr, "trace written to %s\n", profiler.trace_path().c_str());
+    if (!cfg.quiet) print_summary(trainer, history, seconds);
+}
+
 }  // namespace
 
 int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
@@ -174,18 +244,12 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     // A run launched by the GUI or `ultrascope run` stops when its listener goes away; one started elsewhere and
     // attached keeps training. Every rank stops at the same step: the decision is all-reduced.
     const char* stop_env = std::getenv("ULTRASCOPE_STOP_WITH_LISTENER");
-    const bool stop_with_listener = stop_env && std::string(stop_env) == "1" && profiler.active();
-    bool said_lost = false, stopped = false;
-    constexpr double kClockEstimateEveryS = 300;
-    double since_clock_estimate_s = 0;
+    StepWatch watch;
+    watch.stop_with_listener = stop_env && std::string(stop_env) == "1" && profiler.active();
+    bool stopped = false;
     const auto t0 = std::chrono::steady_clock::now();
     while (trainer.steps_done() < cfg.steps) {
-        if (cfg.fault_step == trainer.steps_done() + 1 && cfg.fault_rank == grid.world_rank()) {
-            std::fprintf(stderr, "ultrascope-train: rank %d: killing itself at step %d (--fault-kill-step)\n",
-                         grid.world_rank(), cfg.fault_step);
-            std::fflush(stderr);
-            raise(SIGKILL);
-        }
+        kill_at_fault_step(cfg, grid, trainer);
         StepMetrics m = trainer.train_step();
         if (!std::isfinite(m.loss))
             fail_user("the loss became {} at step {}: lower --lr or use --precision fp32", m.loss, m.step);
@@ -194,47 +258,16 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
         history.push_back(m);
         if (cfg.save_every > 0 && m.step % cfg.save_every == 0 && m.step < cfg.steps)
             save_checkpoint_now(trainer, cfg, profiler);
-        // Clocks of different hosts drift apart: the offset is estimated again every few minutes of training. The
-        // step time is the world's maximum, so every rank counts the same time and re-estimates at the same step.
-        since_clock_estimate_s += m.step_ms / 1e3;
-        if (since_clock_estimate_s >= kClockEstimateEveryS && MpiRuntime::initialized() && profiler.active()) {
-            since_clock_estimate_s = 0;
-            int64_t offset = 0, uncertainty = 0;
-            MpiRuntime::estimate_clock_offset(offset, uncertainty);
-            profiler.update_clock(offset, uncertainty, trainer.steps_done());
-        }
-        if (profiler.stream_lost() && !said_lost) {
-            said_lost = true;
-            if (!stop_with_listener)
-                std::fprintf(
-                    stderr, "ultrascope-train: rank %d: the live stream to %s is gone; training goes on%s\n",
-                    grid.world_rank(), cfg.connect.c_str(),
-                    cfg.trace.empty() ? "" : fmt::format(" (the trace is still written to {})", cfg.trace).c_str());
-        }
-        if (stop_with_listener && grid.world().all_reduce_max(profiler.stream_lost() ? 1.0 : 0.0) > 0) {
+        reestimate_clock_when_due(m, trainer, profiler, watch);
+        if (listener_gone(cfg, grid, profiler, watch)) {
             stopped = true;
             break;
         }
     }
     progress.finish();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (stopped) {
-        std::fprintf(
-            stderr, "ultrascope-train: rank %d: the launcher's live stream is gone: stopping after step %d%s\n",
-            grid.world_rank(), trainer.steps_done(), cfg.save.empty() ? "" : " (the last checkpoint stays as it was)");
-        profiler.finish(
-            false, fmt::format("the launcher's live stream went away; stopped after step {}", trainer.steps_done()));
-        return 143;
-    }
-    if (!cfg.save.empty()) save_checkpoint_now(trainer, cfg, profiler);
-    profiler.finish(true);
-    if (profiler.needs_merge()) {
-        grid.world().barrier();  // every part is complete
-        if (lead) prof::merge_trace_parts(profiler.trace_path(), grid.world_size());
-    }
-    if (!cfg.quiet && profiler.active() && !profiler.trace_path().empty())
-        std::fprintf(stderr, "trace written to %s\n", profiler.trace_path().c_str());
-    if (!cfg.quiet) print_summary(trainer, history, seconds);
+    if (stopped) return stop_without_listener(cfg, grid, trainer, profiler);
+    finish_run(cfg, grid, trainer, profiler, history, seconds);
     return 0;
 }
 

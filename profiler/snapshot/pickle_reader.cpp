@@ -9,69 +9,10 @@
 #include <unordered_map>
 
 #include "common/core/check.h"
+#include "profiler/snapshot/pickle_opcodes.h"
 
 namespace us::snap {
 namespace {
-
-// The opcodes that build objects from classes or calls: refused, by name.
-const char* refused_opcode_name(uint8_t op) {
-    switch (op) {
-        case 'c':
-            return "GLOBAL";
-        case 0x93:
-            return "STACK_GLOBAL";
-        case 'R':
-            return "REDUCE";
-        case 'b':
-            return "BUILD";
-        case 0x81:
-            return "NEWOBJ";
-        case 0x92:
-            return "NEWOBJ_EX";
-        case 'i':
-            return "INST";
-        case 'o':
-            return "OBJ";
-        case 'P':
-            return "PERSID";
-        case 'Q':
-            return "BINPERSID";
-        case 0x82:
-            return "EXT1";
-        case 0x83:
-            return "EXT2";
-        case 0x84:
-            return "EXT4";
-        case 0x97:
-            return "NEXT_BUFFER";
-        case 0x98:
-            return "READONLY_BUFFER";
-        default:
-            return nullptr;
-    }
-}
-
-// Protocol 0 and 1's text opcodes: plain data, but never written by protocols 2 to 5.
-const char* text_opcode_name(uint8_t op) {
-    switch (op) {
-        case 'I':
-            return "INT";
-        case 'L':
-            return "LONG";
-        case 'F':
-            return "FLOAT";
-        case 'S':
-            return "STRING";
-        case 'V':
-            return "UNICODE";
-        case 'p':
-            return "PUT";
-        case 'g':
-            return "GET";
-        default:
-            return nullptr;
-    }
-}
 
 class PickleMachine {
 public:
@@ -195,19 +136,82 @@ private:
         return int64_t(v);
     }
 
+    // One opcode, dispatched to its family; what is not plain data of protocols 2 to 5 is refused.
     void step(uint8_t op) {
         switch (op) {
-            case 0x80: {  // PROTO
-                const uint64_t p = read_le(1, "PROTO");
-                if (p < 2 || p > 5) fail("pickle protocol {}: Ultrascope reads protocols 2 to 5", p);
-                return;
-            }
-            case 0x95: {  // FRAME: only a read-ahead hint; its length must still fit in the file
-                const uint64_t n = read_le(8, "FRAME");
-                if (n > bytes_.size() - pos_)
-                    fail("FRAME declares {} bytes but only {} are left", n, bytes_.size() - pos_);
-                return;
-            }
+            case 0x80:  // PROTO
+            case 0x95:  // FRAME
+                return framing(op);
+            case '(':
+            case '0':
+            case '1':
+            case '2':  // MARK, POP, POP_MARK, DUP
+                return stack_op(op);
+            case 'N':
+            case 0x88:
+            case 0x89:
+            case 'J':
+            case 'K':
+            case 'M':
+            case 0x8a:
+            case 0x8b:
+            case 'G':  // NONE, NEWTRUE, NEWFALSE, BININT, BININT1, BININT2, LONG1, LONG4, BINFLOAT
+                return push_scalar(op);
+            case 0x8c:
+            case 'X':
+            case 0x8d:
+            case 'U':
+            case 'T':
+            case 'C':
+            case 'B':
+            case 0x8e:
+            case 0x96:  // the strings and bytes with a length (kSizedTextOpcodes)
+                return push_text(op);
+            case ']':
+            case ')':
+            case '}':
+            case 0x8f:  // EMPTY_LIST, EMPTY_TUPLE, EMPTY_DICT, EMPTY_SET
+                return push_empty_container(op);
+            case 'a':
+            case 's':
+            case 'e':
+            case 'u':
+            case 0x90:  // APPEND, SETITEM, APPENDS, SETITEMS, ADDITEMS
+                return add_to_container(op);
+            case 'l':
+            case 't':
+            case 'd':
+            case 0x91:
+            case 0x85:
+            case 0x86:
+            case 0x87:  // LIST, TUPLE, DICT, FROZENSET, TUPLE1..3
+                return build_container(op);
+            case 'q':
+            case 'r':
+            case 0x94:
+            case 'h':
+            case 'j':  // BINPUT, LONG_BINPUT, MEMOIZE, BINGET, LONG_BINGET
+                return memo_op(op);
+            default:
+                return refuse(op);
+        }
+    }
+
+    // PROTO and FRAME: the protocol must be 2 to 5; a FRAME is only a read-ahead hint, but its length must still
+    // fit in the file.
+    void framing(uint8_t op) {
+        if (op == 0x80) {
+            const uint64_t p = read_le(1, "PROTO");
+            if (p < 2 || p > 5) fail("pickle protocol {}: Ultrascope reads protocols 2 to 5", p);
+            return;
+        }
+        const uint64_t n = read_le(8, "FRAME");
+        if (n > bytes_.size() - pos_) fail("FRAME declares {} bytes but only {} are left", n, bytes_.size() - pos_);
+    }
+
+    // MARK, POP, POP_MARK and DUP: the stack and mark stack themselves.
+    void stack_op(uint8_t op) {
+        switch (op) {
             case '(':
                 if (marks_.size() >= limits_.max_mark_depth)
                     fail("more than {} nested MARKs (hostile nesting?)", limits_.max_mark_depth);
@@ -224,151 +228,122 @@ private:
             case '1':
                 close_mark(open_mark("POP_MARK"));
                 return;
-            case '2':
+            default:  // '2'
                 push(top("DUP"));
                 return;
+        }
+    }
+
+    // None, booleans, integers and floats.
+    void push_scalar(uint8_t op) {
+        switch (op) {
             case 'N':
-                push(data_.add_none());
-                return;
+                return push(data_.add_none());
             case 0x88:
-                push(data_.add_bool(true));
-                return;
+                return push(data_.add_bool(true));
             case 0x89:
-                push(data_.add_bool(false));
-                return;
+                return push(data_.add_bool(false));
             case 'J':
-                push(data_.add_int(int32_t(uint32_t(read_le(4, "BININT")))));
-                return;
+                return push(data_.add_int(int32_t(uint32_t(read_le(4, "BININT")))));
             case 'K':
-                push(data_.add_int(int64_t(read_le(1, "BININT1"))));
-                return;
+                return push(data_.add_int(int64_t(read_le(1, "BININT1"))));
             case 'M':
-                push(data_.add_int(int64_t(read_le(2, "BININT2"))));
-                return;
+                return push(data_.add_int(int64_t(read_le(2, "BININT2"))));
             case 0x8a:
-                push(data_.add_int(read_long(read_le(1, "LONG1"))));
-                return;
+                return push(data_.add_int(read_long(read_le(1, "LONG1"))));
             case 0x8b:
-                push(data_.add_int(read_long(read_le(4, "LONG4"))));
-                return;
-            case 'G': {
+                return push(data_.add_int(read_long(read_le(4, "LONG4"))));
+            default: {  // 'G': BINFLOAT, big-endian
                 uint64_t bits = 0;
                 for (const char c : take(8, "BINFLOAT")) bits = (bits << 8) | uint8_t(c);
-                push(data_.add_float(std::bit_cast<double>(bits)));
-                return;
+                return push(data_.add_float(std::bit_cast<double>(bits)));
             }
-            case 0x8c:
-                push(data_.add_text(PlainKind::string, take(read_le(1, "SHORT_BINUNICODE"), "SHORT_BINUNICODE")));
-                return;
-            case 'X':
-                push(data_.add_text(PlainKind::string, take(read_le(4, "BINUNICODE"), "BINUNICODE")));
-                return;
-            case 0x8d:
-                push(data_.add_text(PlainKind::string, take(read_le(8, "BINUNICODE8"), "BINUNICODE8")));
-                return;
-            case 'U':
-                push(data_.add_text(PlainKind::string, take(read_le(1, "SHORT_BINSTRING"), "SHORT_BINSTRING")));
-                return;
-            case 'T':
-                push(data_.add_text(PlainKind::string, take(read_le(4, "BINSTRING"), "BINSTRING")));
-                return;
-            case 'C':
-                push(data_.add_text(PlainKind::bytes, take(read_le(1, "SHORT_BINBYTES"), "SHORT_BINBYTES")));
-                return;
-            case 'B':
-                push(data_.add_text(PlainKind::bytes, take(read_le(4, "BINBYTES"), "BINBYTES")));
-                return;
-            case 0x8e:
-                push(data_.add_text(PlainKind::bytes, take(read_le(8, "BINBYTES8"), "BINBYTES8")));
-                return;
-            case 0x96:
-                push(data_.add_text(PlainKind::bytes, take(read_le(8, "BYTEARRAY8"), "BYTEARRAY8")));
-                return;
-            case ']':
-                push(data_.add_container(PlainKind::list));
-                return;
-            case ')':
-                push(data_.add_container(PlainKind::tuple));
-                return;
-            case '}':
-                push(data_.add_container(PlainKind::dict));
-                return;
-            case 0x8f:
-                push(data_.add_container(PlainKind::set));
-                return;
-            case 'a': {
-                const ValueId v = pop("APPEND");
-                data_.append(container_of(top("APPEND"), PlainKind::list, "APPEND"), std::span<const ValueId>(&v, 1));
-                return;
-            }
-            case 's': {
-                const ValueId v = pop("SETITEM"), k = pop("SETITEM");
-                const ValueId kv[2] = {k, v};
-                data_.append(container_of(top("SETITEM"), PlainKind::dict, "SETITEM"), kv);
-                return;
-            }
-            case 'e':
-            case 'u':
-            case 0x90: {  // APPENDS, SETITEMS, ADDITEMS
-                const char* name = op == 'e' ? "APPENDS" : op == 'u' ? "SETITEMS" : "ADDITEMS";
-                const PlainKind want = op == 'e' ? PlainKind::list : op == 'u' ? PlainKind::dict : PlainKind::set;
-                const size_t start = open_mark(name);
-                const size_t outer = marks_.size() >= 2 ? marks_[marks_.size() - 2] : 0;
-                if (start <= outer) fail("{} has no container below its MARK", name);
-                if (op == 'u' && (stack_.size() - start) % 2) fail("SETITEMS with an odd number of keys and values");
-                data_.append(container_of(stack_[start - 1], want, name), since(start));
-                close_mark(start);
-                return;
-            }
-            case 'l':
-            case 't':
-            case 'd':
-            case 0x91: {  // LIST, TUPLE, DICT, FROZENSET
-                const PlainKind kind = op == 'l'   ? PlainKind::list
-                                       : op == 't' ? PlainKind::tuple
-                                       : op == 'd' ? PlainKind::dict
-                                                   : PlainKind::set;
-                const size_t start = open_mark("LIST/TUPLE/DICT");
-                if (op == 'd' && (stack_.size() - start) % 2) fail("DICT with an odd number of keys and values");
-                const ValueId c = new_container(kind, since(start));
-                close_mark(start);
-                push(c);
-                return;
-            }
-            case 0x85:
-            case 0x86:
-            case 0x87: {  // TUPLE1..3
-                const size_t n = op - 0x84;
-                if (stack_.size() < base() + n) fail("TUPLE{} needs {} values on the stack", n, n);
-                const ValueId c = new_container(PlainKind::tuple, since(stack_.size() - n));
-                stack_.resize(stack_.size() - n);
-                push(c);
-                return;
-            }
-            case 'q':
-                memo_put(read_le(1, "BINPUT"));
-                return;
-            case 'r':
-                memo_put(read_le(4, "LONG_BINPUT"));
-                return;
-            case 0x94:
-                memo_put(memo_.size() + sparse_memo_.size());
-                return;
-            case 'h':
-                memo_get(read_le(1, "BINGET"));
-                return;
-            case 'j':
-                memo_get(read_le(4, "LONG_BINGET"));
-                return;
-            default:
-                break;
         }
-        if (const char* name = refused_opcode_name(op))
+    }
+
+    // A string or bytes: its length, then that many bytes.
+    void push_text(uint8_t op) {
+        for (const TextOpcode& t : kSizedTextOpcodes)
+            if (t.op == op) return push(data_.add_text(t.kind, take(read_le(t.length_bytes, t.name), t.name)));
+    }
+
+    void push_empty_container(uint8_t op) {
+        const PlainKind kind = op == ']'   ? PlainKind::list
+                               : op == ')' ? PlainKind::tuple
+                               : op == '}' ? PlainKind::dict
+                                           : PlainKind::set;
+        push(data_.add_container(kind));
+    }
+
+    // APPEND, SETITEM and, from the items since the last MARK, APPENDS, SETITEMS, ADDITEMS: into the container
+    // below them.
+    void add_to_container(uint8_t op) {
+        if (op == 'a') {
+            const ValueId v = pop("APPEND");
+            data_.append(container_of(top("APPEND"), PlainKind::list, "APPEND"), std::span<const ValueId>(&v, 1));
+            return;
+        }
+        if (op == 's') {
+            const ValueId v = pop("SETITEM"), k = pop("SETITEM");
+            const ValueId kv[2] = {k, v};
+            data_.append(container_of(top("SETITEM"), PlainKind::dict, "SETITEM"), kv);
+            return;
+        }
+        const char* name = op == 'e' ? "APPENDS" : op == 'u' ? "SETITEMS" : "ADDITEMS";
+        const PlainKind want = op == 'e' ? PlainKind::list : op == 'u' ? PlainKind::dict : PlainKind::set;
+        const size_t start = open_mark(name);
+        const size_t outer = marks_.size() >= 2 ? marks_[marks_.size() - 2] : 0;
+        if (start <= outer) fail("{} has no container below its MARK", name);
+        if (op == 'u' && (stack_.size() - start) % 2) fail("SETITEMS with an odd number of keys and values");
+        data_.append(container_of(stack_[start - 1], want, name), since(start));
+        close_mark(start);
+    }
+
+    // LIST, TUPLE, DICT, FROZENSET from the items since the last MARK; TUPLE1..3 from the top one to three.
+    void build_container(uint8_t op) {
+        if (op >= 0x85 && op <= 0x87) {
+            const size_t n = op - 0x84;
+            if (stack_.size() < base() + n) fail("TUPLE{} needs {} values on the stack", n, n);
+            const ValueId c = new_container(PlainKind::tuple, since(stack_.size() - n));
+            stack_.resize(stack_.size() - n);
+            push(c);
+            return;
+        }
+        const PlainKind kind = op == 'l'   ? PlainKind::list
+                               : op == 't' ? PlainKind::tuple
+                               : op == 'd' ? PlainKind::dict
+                                           : PlainKind::set;
+        const size_t start = open_mark("LIST/TUPLE/DICT");
+        if (op == 'd' && (stack_.size() - start) % 2) fail("DICT with an odd number of keys and values");
+        const ValueId c = new_container(kind, since(start));
+        close_mark(start);
+        push(c);
+    }
+
+    // BINPUT, LONG_BINPUT, MEMOIZE store the top of the stack; BINGET, LONG_BINGET push a stored value.
+    void memo_op(uint8_t op) {
+        switch (op) {
+            case 'q':
+                return memo_put(read_le(1, "BINPUT"));
+            case 'r':
+                return memo_put(read_le(4, "LONG_BINPUT"));
+            case 0x94:
+                return memo_put(memo_.size() + sparse_memo_.size());
+            case 'h':
+                return memo_get(read_le(1, "BINGET"));
+            default:  // 'j'
+                return memo_get(read_le(4, "LONG_BINGET"));
+        }
+    }
+
+    // Every other opcode: a class or a call, protocol 0 or 1's text, or not a pickle opcode at all.
+    [[noreturn]] void refuse(uint8_t op) const {
+        if (const char* name = opcode_name(kRefusedOpcodes, op))
             fail(
                 "opcode {} (0x{:02x}) is a class or a call: Ultrascope reads plain data only and never executes a "
                 "pickle (a PyTorch memory snapshot is a plain dict; re-dump it with torch.cuda.memory._dump_snapshot)",
                 name, op);
-        if (const char* name = text_opcode_name(op))
+        if (const char* name = opcode_name(kTextOpcodes, op))
             fail(
                 "opcode {} is from pickle protocol 0 or 1: Ultrascope reads protocols 2 to 5 (re-dump with "
                 "pickle.dump(..., protocol=4))",
