@@ -37,7 +37,7 @@ std::vector<EvaluatedLayout> evaluate_layouts(const predict::ModelDesc& m, const
     auto work = [&] {
         predict::SharedWork shared;
         for (size_t g; (g = next_group.fetch_add(1)) < groups;) {
-            shared.forget();  // a group shares nothing with the last: keep only its own
+            shared.forget();  // a group's costs are not the last one's: keep (nearly) only its own
             for (size_t i = starts[g]; i < starts[g + 1]; ++i) try {
                     try {
                         predict::check_layout(m, c, layouts[i], gpus);

@@ -28,7 +28,10 @@ public:
     // pieces read the finish times; the predicted timeline, which draws the actions, simulates its one layout).
     const PipelineTiming& pipeline(PipelineSchedule schedule, const PipelineShape& shape,
                                    const std::vector<VirtualStageCost>& costs, double transfer_s);
-    void forget();  // drops everything (a search's next group of layouts shares nothing with the last)
+    // Drops the schedules and the simulated pipelines (megabytes for long schedules, and a search's next group of
+    // layouts, another tp, cp or pp, has other costs); the in-flight counts, a few numbers a shape that other groups
+    // meet again, stay.
+    void forget();
 
 private:
     using ShapeKey = std::array<int, 4>;  // schedule, pp, micro-batches, chunks
