@@ -33,22 +33,26 @@ std::vector<EvaluatedLayout> evaluate_layouts(const predict::ModelDesc& m, const
     std::vector<std::exception_ptr> errors(layouts.size());
     const std::vector<size_t> starts = group_starts(layouts);
     const size_t groups = starts.size() - 1;
+    // One layout: refused by the rules, evaluated, or its error kept for when every thread has stopped.
+    auto one = [&](size_t i, predict::SharedWork* shared) {
+        try {
+            try {
+                predict::check_layout(m, c, layouts[i], gpus);
+            } catch (const UserError&) {
+                out[i].refused = true;
+                return;
+            }
+            out[i].result = predict::evaluate(m, c, layouts[i], shared);
+        } catch (...) {
+            errors[i] = std::current_exception();
+        }
+    };
     std::atomic<size_t> next_group{0};
     auto work = [&] {
         predict::SharedWork shared;
         for (size_t g; (g = next_group.fetch_add(1)) < groups;) {
-            shared.forget();  // a group shares nothing with the last: keep only its own
-            for (size_t i = starts[g]; i < starts[g + 1]; ++i) try {
-                    try {
-                        predict::check_layout(m, c, layouts[i], gpus);
-                    } catch (const UserError&) {
-                        out[i].refused = true;
-                        continue;
-                    }
-                    out[i].result = predict::evaluate(m, c, layouts[i], how.share_work ? &shared : nullptr);
-                } catch (...) {
-                    errors[i] = std::current_exception();
-                }
+            shared.forget();  // a group's costs are not the last one's: keep (nearly) only its own
+            for (size_t i = starts[g]; i < starts[g + 1]; ++i) one(i, how.share_work ? &shared : nullptr);
         }
     };
     const size_t cores = std::max(1u, std::thread::hardware_concurrency());

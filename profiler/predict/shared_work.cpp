@@ -41,7 +41,6 @@ const PipelineTiming& SharedWork::pipeline(PipelineSchedule schedule, const Pipe
 
 void SharedWork::forget() {
     m_schedules.clear();
-    m_in_flight.clear();
     m_pipelines.clear();
 }
 

@@ -1,8 +1,8 @@
 // What the layouts of one planner search share, worked out once for all of them: the pipeline schedules (by schedule
 // and shape), the in-flight counts the memory model reads from them, and the simulated pipelines (by their exact
 // inputs: the schedule, the shape, every virtual stage's costs and the transfer time). These simulations were nearly
-// all of a search's time, and layouts that differ only in their ZeRO stage (or their data-parallel degree's effects)
-// simulate the same schedule with the same costs. evaluate() with a SharedWork gives the figures it gives without.
+// all of a search's time, and layouts that differ only in their ZeRO stage simulate the same schedule with the same
+// costs. evaluate() with a SharedWork gives the figures it gives without (docs/performance.md, issue 53).
 // One per search thread (not thread-safe); forget() between groups of layouts bounds its memory.
 #pragma once
 
@@ -28,7 +28,10 @@ public:
     // pieces read the finish times; the predicted timeline, which draws the actions, simulates its one layout).
     const PipelineTiming& pipeline(PipelineSchedule schedule, const PipelineShape& shape,
                                    const std::vector<VirtualStageCost>& costs, double transfer_s);
-    void forget();  // drops everything (a search's next group of layouts shares nothing with the last)
+    // Drops the schedules and the simulated pipelines (megabytes for long schedules, and a search's next group of
+    // layouts, another tp, cp or pp, has other costs); the in-flight counts, a few numbers a shape that other groups
+    // meet again, stay.
+    void forget();
 
 private:
     using ShapeKey = std::array<int, 4>;  // schedule, pp, micro-batches, chunks

@@ -15,12 +15,17 @@ measured over the shaped veth link, docs/nodes.md) and every run is launched ont
 so the planner's two link levels are checked: a group whose ranks span nodes is predicted on the inter-node link.
 Only layouts with at most as many ranks as cores run (one rank a node with 2 cores and 2 nodes).
     python3 tests/bench/bench_planner.py --published   # the planner next to published large-scale runs (no runs)
+    python3 tests/bench/bench_planner.py --search [--repeat 3] [--before-binary OLD/ultrascope]
+        # how long the search takes (no runs): one thread evaluating every layout from scratch, the same with the
+        # search's shared work, and the default (shared work on every core), side by side, every layout's output
+        # compared byte for byte; --before-binary also times another build (e.g. main's) on the same searches.
 """
 import argparse
 import json
 import os
 import subprocess
 import tempfile
+import time
 
 from bench_common import MPI_ENV, cpu_features
 
@@ -105,6 +110,58 @@ def published(u):
           f"{best['time_s']['overlap_slowdown']:.3f} s of compute slowed by hidden transfers")
 
 
+# The searches timed by --search: the issue's (Llama 3 405B on 16K H100s, 14,922 layouts) and smaller ones.
+SEARCHES = [
+    ("llama3-405b, 16384 H100s, 16M tokens", "--model llama3-405b --gpu h100-sxm --gpus 16384 "
+                                             "--global-batch-tokens 16777216"),
+    ("gpt3-1.3b, 64 GPUs, 512 sequences", "--model gpt3-1.3b --gpus 64 --global-batch 512"),
+    ("mixtral-8x7b, 32 GPUs, 256 sequences", "--model mixtral-8x7b --gpus 32 --global-batch 256"),
+    ("engine small-moe, 8 ranks, 32 sequences", "--preset small-moe --gpus 8 --global-batch 32"),
+]
+
+
+def time_search(u, flags, extra, repeat):
+    """The best wall time of `repeat` runs of `ultrascope plan FLAGS --json EXTRA` (the ten best layouts printed: the
+    time is the search's), and the output of `--top 0 --json` (every layout, every figure) to compare."""
+    best = float("inf")
+    for _ in range(max(1, repeat)):
+        t0 = time.perf_counter()
+        sh([u, "plan", *flags.split(), "--json", *extra])
+        best = min(best, time.perf_counter() - t0)
+    return best, sh([u, "plan", *flags.split(), "--top", "0", "--json", *extra])
+
+
+def search_speed(u, repeat, before_binary):
+    """The search's time in its three modes (and another build's), every output the same byte for byte."""
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    model = "?"
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    print(f"machine: {model} ({cpu_features()}), {cores} cores (load {load:.1f} at start); the default runs "
+          f"{cores} threads; best of {repeat} run(s) each, "
+          f"wall seconds of the whole `ultrascope plan ... --json`; 'same output': `--top 0 --json` (every layout) "
+          f"byte for byte")
+    # (column, binary, extra flags); the speed-ups: the default against each other column
+    modes = ([("before-binary", before_binary, [])] if before_binary else []) + [
+        ("1 thread, from scratch", u, ["--search-threads", "1", "--search-no-sharing"]),
+        ("1 thread, shared work", u, ["--search-threads", "1"]),
+        (f"{cores} threads, shared work", u, [])]
+    print(f"{'search':<40} {'layouts':>7} | " + " ".join(f"{m:>23}" for m, _, _ in modes)
+          + " | speed-up of the last against each | same output")
+    for label, flags in SEARCHES:
+        runs = [time_search(binary, flags, extra, repeat) for _, binary, extra in modes]
+        times, outs = [t for t, _ in runs], [o for _, o in runs]
+        n = json.loads(outs[-1])["considered"]
+        same = all(o == outs[-1] for o in outs)
+        print(f"{label:<40} {n:>7} | " + " ".join(f"{t:>23.2f}" for t in times) + " | "
+              + " ".join(f"{t / times[-1]:.1f}x" for t in times[:-1]) + f" | {'yes' if same else 'NO'}", flush=True)
+        if not same:
+            raise SystemExit(f"bench_planner --search: the outputs of '{label}' differ between the modes")
+
+
 def sh(cmd, env=None):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
 
@@ -115,6 +172,9 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--machine", help="an existing machine file (default: run ultrascope calibrate first)")
     ap.add_argument("--published", action="store_true", help="only the table against published large-scale runs")
+    ap.add_argument("--search", action="store_true", help="only the search's speed (its modes side by side)")
+    ap.add_argument("--repeat", type=int, default=1, help="with --search: runs of each, the best kept")
+    ap.add_argument("--before-binary", help="with --search: also time this ultrascope (e.g. a build of main)")
     ap.add_argument("--only", help="only the layouts whose label contains this text (e.g. 'cp', 'pp 2')")
     ap.add_argument("--nodes", type=int, default=0, help="calibrate on and run onto N emulated nodes (root)")
     ap.add_argument("--inter-node-gbps", type=float, default=0, help="with --nodes: the link between them, Gbit/s")
@@ -127,6 +187,9 @@ def main():
     u = os.path.join(a.build, "bin", "ultrascope")
     if a.published:
         published(u)
+        return
+    if a.search:
+        search_speed(u, a.repeat, a.before_binary)
         return
     layouts = [row for row in LAYOUTS if not a.only or a.only in row[0]]
     if not layouts:

@@ -34,8 +34,8 @@ TEST_CASE("planner: the search's ranking and figures do not depend on its thread
         int64_t gpus, sequences;
     };
     const std::vector<Case> cases = {
-        {load_model("llama3-8b"), 16, 64},         {load_model("mixtral-8x7b"), 32, 256},
-        {load_model("gpt3-1.3b"), 64, 512},        {engine_preset_model("small"), 8, 32},
+        {load_model("llama3-8b"), 16, 64},         {load_model("mixtral-8x7b"), 16, 128},
+        {load_model("gpt3-1.3b"), 32, 256},        {engine_preset_model("small"), 8, 32},
         {engine_preset_model("small-moe"), 8, 32},
     };
     const ClusterDesc c = load_cluster("h100-sxm");
@@ -46,7 +46,7 @@ TEST_CASE("planner: the search's ranking and figures do not depend on its thread
         const SearchResult alone = search(k.model, c, o);
         REQUIRE(alone.considered > 100);
         for (const auto& [threads, share] :
-             {std::pair{1, true}, std::pair{2, true}, std::pair{3, false}, std::pair{4, true}, std::pair{0, true}}) {
+             {std::pair{1, true}, std::pair{3, false}, std::pair{4, true}, std::pair{0, true}}) {
             INFO(k.model.name << ": " << threads << " thread(s), sharing " << share);
             o.threads = threads, o.share_work = share;
             check_same(k.model, c, alone, search(k.model, c, o));
