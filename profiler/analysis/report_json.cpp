@@ -95,20 +95,27 @@ void add_communication(const RankReport& r, const std::array<double, kGroupCount
               {"comm_bytes_inter_node", inter_node}});
 }
 
+// Where a step's time went (one step, or the steady steps'): the figures a step and a rank share.
+nlohmann::json time_split_json(const StepBreakdown& b) {
+    return {{"wall_s", b.wall_s},
+            {"compute_s", b.compute_s},
+            {"comm_s", b.comm_s},
+            {"p2p_s", b.p2p_s},
+            {"comm_overlapped_s", b.overlapped_s},
+            {"comm_exposed_s", b.exposed_s},
+            {"idle_s", b.idle_s},
+            {"overlap_pct", b.overlap_pct},
+            {"bubble_fraction", b.bubble_fraction},
+            {"micro_batches_in_flight", b.micro_batches_in_flight}};
+}
+
 nlohmann::json steps_json(const RankReport& r) {
     nlohmann::json steps = nlohmann::json::array();
-    for (const auto& b : r.steps)
-        steps.push_back({{"step", b.step},
-                         {"wall_s", b.wall_s},
-                         {"compute_s", b.compute_s},
-                         {"comm_s", b.comm_s},
-                         {"p2p_s", b.p2p_s},
-                         {"comm_overlapped_s", b.overlapped_s},
-                         {"comm_exposed_s", b.exposed_s},
-                         {"idle_s", b.idle_s},
-                         {"overlap_pct", b.overlap_pct},
-                         {"bubble_fraction", b.bubble_fraction},
-                         {"micro_batches_in_flight", b.micro_batches_in_flight}});
+    for (const auto& b : r.steps) {
+        nlohmann::json step = time_split_json(b);
+        step["step"] = b.step;
+        steps.push_back(std::move(step));
+    }
     return steps;
 }
 
@@ -124,19 +131,9 @@ nlohmann::json rank_json(const RankReport& r, const std::array<double, kGroupCou
                         {"status", r.status},
                         {"clock_offset_ns", r.clock_offset_ns},
                         {"clock_uncertainty_ns", r.clock_uncertainty_ns},
-                        {"wall_s", b.wall_s},
-                        {"compute_s", b.compute_s},
-                        {"comm_s", b.comm_s},
-                        {"p2p_s", b.p2p_s},
-                        {"comm_overlapped_s", b.overlapped_s},
-                        {"comm_exposed_s", b.exposed_s},
-                        {"idle_s", b.idle_s},
-                        {"overlap_pct", b.overlap_pct},
-                        {"bubble_fraction", b.bubble_fraction},
                         {"bubble_fraction_formula", r.predicted.bubble_theory},
                         {"bubble_fraction_predicted", r.predicted.bubble_simulated},
                         {"stage_bubble_fraction", b.stage_bubble_fraction},
-                        {"micro_batches_in_flight", b.micro_batches_in_flight},
                         {"micro_batches_in_flight_predicted", r.predicted.micro_batches_in_flight},
                         {"device_peak_gflops", r.peak_gflops},
                         {"device_peak_source", r.peak_source},
@@ -148,6 +145,7 @@ nlohmann::json rank_json(const RankReport& r, const std::array<double, kGroupCou
                         {"cupti", r.cupti},
                         {"ops", op_table_json(r.ops)},
                         {"steps", steps_json(r)}};
+    j.update(time_split_json(b));  // the steady steps' time split, as each step's
     add_memory(r, j);
     add_communication(r, waits, j);
     if (r.hta) j["hta"] = hta_json(*r.hta);
