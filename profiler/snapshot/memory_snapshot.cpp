@@ -10,11 +10,12 @@
 #include <unordered_map>
 
 #include "common/core/check.h"
-#include "profiler/snapshot/pickle_reader.h"
-#include "profiler/snapshot/plain_json_reader.h"
+#include "profiler/plain/pickle_reader.h"
+#include "profiler/plain/plain_json_reader.h"
 #include "profiler/trace/run_info.h"
 
 namespace us::snap {
+using namespace plain;  // the snapshot is plain data read from a pickle or JSON (profiler/plain/)
 
 const char* trace_action_name(TraceAction action) {
     static const char* names[] = {"alloc",        "free_requested", "free_completed", "segment_alloc",

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "profiler/snapshot/plain_data.h"
+#include "profiler/plain/plain_data.h"
 
 namespace us::snap {
 
@@ -79,7 +79,7 @@ public:
     MemorySnapshot();
     uint32_t add_frame(const SnapshotFrame& f);
     uint32_t add_stack(std::span<const uint32_t> frame_ids);
-    PlainData data;  // owns the strings the frames point into
+    plain::PlainData data;  // owns the strings the frames point into
 
 private:
     struct StackRange {

@@ -9,7 +9,7 @@
 
 #include "common/core/check.h"
 #include "common/core/memory_category.h"
-#include "profiler/snapshot/pickle_writer.h"
+#include "profiler/plain/pickle_writer.h"
 
 namespace us::snap {
 namespace {
@@ -60,7 +60,7 @@ private:
     const prof::TraceStore& store_;
     const prof::RankTrace& rank_;
     SnapshotExportStats& stats_;
-    PickleWriter w_;
+    plain::PickleWriter w_;
     static constexpr uint32_t unlabelled = UINT32_MAX;
     prof::MemoryPoint before_;
     uint64_t next_addr_ = base_address;

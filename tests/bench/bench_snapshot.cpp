@@ -15,11 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "profiler/snapshot/pickle_writer.h"
+#include "profiler/plain/pickle_writer.h"
 #include "profiler/snapshot/snapshot_analysis.h"
 #include "profiler/snapshot/snapshot_series.h"
 
 using namespace us::snap;
+using namespace us::plain;
 
 namespace {
 

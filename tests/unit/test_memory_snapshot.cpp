@@ -10,14 +10,15 @@
 #include "test_util.h"
 #include "common/core/check.h"
 #include "common/core/memory_category.h"
-#include "profiler/snapshot/pickle_reader.h"
-#include "profiler/snapshot/plain_json_reader.h"
+#include "profiler/plain/pickle_reader.h"
+#include "profiler/plain/plain_json_reader.h"
 #include "profiler/snapshot/snapshot_analysis.h"
 #include "profiler/snapshot/snapshot_export.h"
 #include "profiler/transport/chunk.h"
 
 using namespace us;
 using namespace us::snap;
+using namespace us::plain;
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
-namespace us::snap {
+namespace us::plain {
 
 class PickleWriter {
 public:
@@ -37,4 +37,4 @@ private:
     std::unordered_map<std::string, uint32_t> strings_;
 };
 
-}  // namespace us::snap
+}  // namespace us::plain

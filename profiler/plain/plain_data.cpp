@@ -1,5 +1,5 @@
 // The flat arena of plain data values (plain_data.h).
-#include "profiler/snapshot/plain_data.h"
+#include "profiler/plain/plain_data.h"
 
 #include <fmt/core.h>
 
@@ -8,7 +8,7 @@
 
 #include "common/core/check.h"
 
-namespace us::snap {
+namespace us::plain {
 
 const char* plain_kind_name(PlainKind kind) {
     switch (kind) {
@@ -176,4 +176,4 @@ std::string PlainData::describe(ValueId id) const {
     return plain_kind_name(v.kind);
 }
 
-}  // namespace us::snap
+}  // namespace us::plain

@@ -5,11 +5,11 @@
 #include <string>
 #include <string_view>
 
-#include "profiler/snapshot/plain_data.h"
+#include "profiler/plain/plain_data.h"
 
-namespace us::snap {
+namespace us::plain {
 
 // Throws UserError naming `source` on malformed JSON or nesting deeper than `max_depth`.
 PlainData read_plain_json(std::string_view bytes, const std::string& source, size_t max_depth = 10000);
 
-}  // namespace us::snap
+}  // namespace us::plain

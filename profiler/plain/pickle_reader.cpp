@@ -1,6 +1,6 @@
 // The plain-data pickle machine (pickle_reader.h): a loop over opcodes with an explicit value stack and mark stack.
 // Opcodes that name a class, call something or look up a persistent id are refused before anything else happens.
-#include "profiler/snapshot/pickle_reader.h"
+#include "profiler/plain/pickle_reader.h"
 
 #include <fmt/core.h>
 
@@ -9,9 +9,9 @@
 #include <unordered_map>
 
 #include "common/core/check.h"
-#include "profiler/snapshot/pickle_opcodes.h"
+#include "profiler/plain/pickle_opcodes.h"
 
-namespace us::snap {
+namespace us::plain {
 namespace {
 
 class PickleMachine {
@@ -362,4 +362,4 @@ PlainData read_pickle(std::string_view bytes, const std::string& source, const P
     return PickleMachine(bytes, source, limits).run();
 }
 
-}  // namespace us::snap
+}  // namespace us::plain

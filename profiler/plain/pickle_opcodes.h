@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <utility>
 
-#include "profiler/snapshot/plain_data.h"
+#include "profiler/plain/plain_data.h"
 
-namespace us::snap {
+namespace us::plain {
 
 // The opcodes that build objects from classes or calls: refused, by name.
 inline constexpr std::pair<uint8_t, const char*> kRefusedOpcodes[] = {
@@ -43,4 +43,4 @@ inline constexpr TextOpcode kSizedTextOpcodes[] = {
     {'B', 4, PlainKind::bytes, "BINBYTES"},           {0x8e, 8, PlainKind::bytes, "BINBYTES8"},
     {0x96, 8, PlainKind::bytes, "BYTEARRAY8"}};
 
-}  // namespace us::snap
+}  // namespace us::plain

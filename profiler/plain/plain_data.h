@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace us::snap {
+namespace us::plain {
 
 enum class PlainKind : uint8_t { none, boolean, integer, floating, string, bytes, list, tuple, dict, set };
 const char* plain_kind_name(PlainKind kind);
@@ -76,4 +76,4 @@ private:
     std::vector<char> text_;       // every string's and bytes' contents
 };
 
-}  // namespace us::snap
+}  // namespace us::plain

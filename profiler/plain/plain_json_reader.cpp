@@ -1,12 +1,12 @@
 // JSON into plain data through nlohmann's SAX interface (plain_json_reader.h): no document tree, no recursion; the
 // open arrays and objects are an explicit stack.
-#include "profiler/snapshot/plain_json_reader.h"
+#include "profiler/plain/plain_json_reader.h"
 
 #include <nlohmann/json.hpp>
 
 #include "common/core/check.h"
 
-namespace us::snap {
+namespace us::plain {
 namespace {
 
 class PlainJsonBuilder : public nlohmann::json_sax<nlohmann::json> {
@@ -78,4 +78,4 @@ PlainData read_plain_json(std::string_view bytes, const std::string& source, siz
     return data;
 }
 
-}  // namespace us::snap
+}  // namespace us::plain

@@ -1,10 +1,10 @@
 // The plain-data pickle writer (pickle_writer.h). Each container is EMPTY_x, MARK, its items, then APPENDS or
 // SETITEMS; Python's unpickler and ours read that, however many items a MARK holds.
-#include "profiler/snapshot/pickle_writer.h"
+#include "profiler/plain/pickle_writer.h"
 
 #include <bit>
 
-namespace us::snap {
+namespace us::plain {
 namespace {
 
 void put_le(std::string& out, uint64_t v, int n) {
@@ -90,4 +90,4 @@ std::string PickleWriter::finish() {
     return std::move(out_);
 }
 
-}  // namespace us::snap
+}  // namespace us::plain

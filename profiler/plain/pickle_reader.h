@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "profiler/snapshot/plain_data.h"
+#include "profiler/plain/plain_data.h"
 
-namespace us::snap {
+namespace us::plain {
 
 struct PickleLimits {
     size_t max_mark_depth = 10000;  // nested MARKs (lists/dicts/tuples being built at once)
@@ -21,4 +21,4 @@ PlainData read_pickle(std::string_view bytes, const std::string& source, const P
 // Whether bytes look like a pickle of protocol 2 or later (PROTO opcode first).
 bool looks_like_pickle(std::string_view bytes);
 
-}  // namespace us::snap
+}  // namespace us::plain
