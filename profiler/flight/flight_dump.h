@@ -106,7 +106,9 @@ private:
 // The op's short name, without the library prefix or the p2p peers: "nccl:all_reduce" -> "all_reduce",
 // "nccl:send 0->1" -> "send".
 std::string_view op_short_name(std::string_view profiling_name);
-// The peers a p2p profiling name carries ("nccl:send 0->1": 0 and 1, group ranks); false when it names none.
-bool parse_p2p_peers(std::string_view profiling_name, int& from, int& to);
+// The two sides a p2p profiling name carries, as group ranks: the recording rank and its peer. "send 0->1" and
+// "recv 1<-0" are rank 0 sending to 1 and rank 1 receiving from 0 (PyTorch's names); "recv 0->1", with the arrow
+// along the data, is rank 1 receiving from 0. False when the name carries none.
+bool parse_p2p_peers(std::string_view profiling_name, int& self, int& peer);
 
 }  // namespace us::flight
