@@ -80,14 +80,18 @@ uint32_t FlightDumpBuilder::shapes(TensorShapes&& s) {
     return it->second;
 }
 
-uint32_t FlightDumpBuilder::stack(std::vector<Frame>&& frames) {
+uint32_t FlightDumpBuilder::stack(const std::vector<Frame>& frames) {
     if (frames.empty()) return 0;
-    std::string key;
-    key.reserve(frames.size() * 12);
-    for (const Frame& f : frames) key.append(reinterpret_cast<const char*>(&f), sizeof f);
-    auto [it, added] = stacks_.try_emplace(std::move(key), uint32_t(dump_.stacks.size()));
-    if (added) dump_.stacks.push_back(std::move(frames));
-    return it->second;
+    key_.assign(reinterpret_cast<const char*>(frames.data()), frames.size() * sizeof(Frame));
+    if (const auto it = stacks_.find(key_); it != stacks_.end()) return it->second;
+    stacks_.emplace(key_, uint32_t(dump_.stacks.size()));
+    dump_.stacks.push_back(frames);
+    return uint32_t(dump_.stacks.size() - 1);
+}
+
+uint32_t FlightDumpBuilder::stack(std::vector<Frame>&& frames) {
+    const std::vector<Frame>& view = frames;
+    return stack(view);
 }
 
 std::string_view op_short_name(std::string_view profiling_name) {

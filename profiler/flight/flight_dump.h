@@ -94,6 +94,7 @@ public:
     uint32_t group(std::string_view name, std::string_view desc);
     uint32_t shapes(TensorShapes&& s);
     uint32_t stack(std::vector<Frame>&& frames);
+    uint32_t stack(const std::vector<Frame>& frames);  // copied only when new
 
 private:
     FlightDump& dump_;
@@ -101,6 +102,7 @@ private:
     std::unordered_map<uint64_t, uint32_t> groups_;
     std::unordered_map<std::string, uint32_t> shapes_;  // keyed by a canonical text of the shapes
     std::unordered_map<std::string, uint32_t> stacks_;  // keyed by the frames' ids
+    std::string key_;                                   // scratch: a stack's key while it is looked up
 };
 
 // The op's short name, without the library prefix or the p2p peers: "nccl:all_reduce" -> "all_reduce",

@@ -67,6 +67,26 @@ std::vector<std::string> find_dump_files(const std::vector<std::string>& paths) 
     return files;
 }
 
+bool names_flight_dumps(const std::string& path) {
+    std::error_code ec;
+    if (is_glob(path) && !fs::exists(path, ec)) {
+        glob_t g{};
+        const bool matched = ::glob(path.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0;
+        const std::string first = matched ? g.gl_pathv[0] : "";
+        ::globfree(&g);
+        return matched && looks_like_flight_dump(first);
+    }
+    if (fs::is_directory(path, ec)) {
+        int looked = 0;
+        for (const auto& entry : fs::directory_iterator(path, ec)) {
+            if (!entry.is_regular_file() || ++looked > 8) continue;
+            if (looks_like_flight_dump(entry.path().string())) return true;
+        }
+        return false;
+    }
+    return fs::is_regular_file(path, ec) && looks_like_flight_dump(path);
+}
+
 DumpNameParts dump_name_parts(const std::string& path) {
     DumpNameParts parts;
     std::string name = fs::path(path).filename().string();

@@ -8,6 +8,7 @@
 #include <array>
 #include <charconv>
 #include <cstring>
+#include <unordered_map>
 
 #include "common/core/check.h"
 #include "profiler/import/byte_source.h"
@@ -29,7 +30,8 @@ constexpr std::array<std::string_view, 11> kKnownVersions = {"2.0", "2.1", "2.2"
 
 class DumpConverter {
 public:
-    DumpConverter(const PlainData& data, FlightDump& dump) : d_(data), dump_(dump), build_(dump) {}
+    DumpConverter(const PlainData& data, FlightDump& dump)
+        : d_(data), dump_(dump), build_(dump), interned_(data.value_count(), kNotYet) {}
 
     void top_level(ValueId root) {
         US_CHECK_INPUT(d_.kind(root) == PlainKind::dict,
@@ -90,7 +92,10 @@ private:
     }
     // An optional time: None where the recorder did not see it.
     int64_t optional_ns(ValueId v, std::string_view key) const {
-        return d_.kind(v) == PlainKind::none ? -1 : integer(v, key);
+        // The JSON form writes 0 where the pickle writes None.
+        if (d_.kind(v) == PlainKind::none) return -1;
+        const int64_t ns = integer(v, key);
+        return ns == 0 ? -1 : ns;
     }
     bool boolean(ValueId v, std::string_view key) const {
         int64_t i = 0;
@@ -155,7 +160,7 @@ private:
         std::string_view group_name, group_desc;
         bool has_collective_seq = false;
         int64_t old_seq = 0;
-        flight::TensorShapes shapes;
+        ValueId shape_values[4] = {plain::no_value, plain::no_value, plain::no_value, plain::no_value};
         const auto items = d_.items(v);
         for (size_t i = 0; i + 1 < items.size(); i += 2) {
             std::string_view key;
@@ -177,23 +182,23 @@ private:
                     break;
                 case 'i':
                     if (key == "input_sizes")
-                        shapes.input_sizes = read_sizes(x, key);
+                        shape_values[0] = x;
                     else if (key == "input_dtypes")
-                        shapes.input_dtypes = read_strings(x, key);
+                        shape_values[2] = x;
                     else if (key == "is_p2p")
                         e.is_p2p = boolean(x, key);
                     break;
                 case 'o':
                     if (key == "output_sizes")
-                        shapes.output_sizes = read_sizes(x, key);
+                        shape_values[1] = x;
                     else if (key == "output_dtypes")
-                        shapes.output_dtypes = read_strings(x, key);
+                        shape_values[3] = x;
                     else if (key == "op_id")
                         e.op_id = integer(x, key);
                     break;
                 case 'p':
                     if (key == "profiling_name")
-                        e.op = build_.string(text(x, key));
+                        e.op = intern(x, key);
                     else if (key == "process_group")
                         read_group(x, group_name, group_desc);
                     else if (key == "p2p_seq_id")
@@ -229,7 +234,7 @@ private:
         }
         if (!has_collective_seq) e.collective_seq_id = old_seq;
         e.group = build_.group(group_name, group_desc);
-        e.shapes = build_.shapes(std::move(shapes));
+        e.shapes = read_shapes(shape_values);
         if (e.is_p2p) {
             int self = -1, peer = -1;
             if (flight::parse_p2p_peers(dump_.text(e.op), self, peer)) e.peer = peer;
@@ -249,6 +254,43 @@ private:
         if (parts.size() > 1) desc = text(parts[1], "process_group");
     }
 
+    // An entry's shapes, looked up by their text (most entries repeat a few shapes): built only when new.
+    uint32_t read_shapes(const ValueId (&v)[4]) {
+        static constexpr const char* keys[4] = {"input_sizes", "output_sizes", "input_dtypes", "output_dtypes"};
+        shape_key_.clear();
+        for (int k = 0; k < 4; ++k) {
+            if (v[k] == plain::no_value) {
+                shape_key_ += '-';
+                continue;
+            }
+            if (!d_.is_container(v[k])) bad(keys[k], v[k], "a list");
+            for (ValueId t : d_.items(v[k])) {
+                if (k >= 2) {
+                    const flight::StringId id = intern(t, keys[k]);
+                    shape_key_.append(reinterpret_cast<const char*>(&id), sizeof id);
+                    continue;
+                }
+                if (!d_.is_container(t)) bad(keys[k], t, "a list of sizes per tensor");
+                shape_key_ += '[';
+                for (ValueId n : d_.items(t)) {
+                    const int64_t dim = integer(n, keys[k]);
+                    shape_key_.append(reinterpret_cast<const char*>(&dim), sizeof dim);
+                }
+                shape_key_ += ']';
+            }
+            shape_key_ += '|';
+        }
+        if (const auto it = shape_index_.find(shape_key_); it != shape_index_.end()) return it->second;
+        flight::TensorShapes shapes;
+        if (v[0] != plain::no_value) shapes.input_sizes = read_sizes(v[0], keys[0]);
+        if (v[1] != plain::no_value) shapes.output_sizes = read_sizes(v[1], keys[1]);
+        if (v[2] != plain::no_value) shapes.input_dtypes = read_strings(v[2], keys[2]);
+        if (v[3] != plain::no_value) shapes.output_dtypes = read_strings(v[3], keys[3]);
+        const uint32_t index = build_.shapes(std::move(shapes));
+        shape_index_.emplace(shape_key_, index);
+        return index;
+    }
+
     std::vector<std::vector<int64_t>> read_sizes(ValueId x, std::string_view key) const {
         if (!d_.is_container(x)) bad(key, x, "a list of tensor sizes");
         std::vector<std::vector<int64_t>> sizes;
@@ -263,14 +305,13 @@ private:
     std::vector<flight::StringId> read_strings(ValueId x, std::string_view key) {
         if (!d_.is_container(x)) bad(key, x, "a list of dtypes");
         std::vector<flight::StringId> ids;
-        for (ValueId s : d_.items(x)) ids.push_back(build_.string(text(s, key)));
+        for (ValueId s : d_.items(x)) ids.push_back(intern(s, key));
         return ids;
     }
     uint32_t read_frames(ValueId x) {
         if (d_.kind(x) == PlainKind::none) return 0;
         if (!d_.is_container(x)) bad("frames", x, "a list of frames");
-        std::vector<flight::Frame> frames;
-        frames.reserve(d_.items(x).size());
+        frames_.clear();
         for (ValueId f : d_.items(x)) {
             if (d_.kind(f) != PlainKind::dict) bad("frames", f, "a dict per frame");
             flight::Frame frame;
@@ -279,29 +320,40 @@ private:
                 std::string_view key;
                 if (!d_.get_string(kv[i], key)) continue;
                 if (key == "name")
-                    frame.name = build_.string(text(kv[i + 1], key));
+                    frame.name = intern(kv[i + 1], key);
                 else if (key == "filename")
-                    frame.file = build_.string(text(kv[i + 1], key));
+                    frame.file = intern(kv[i + 1], key);
                 else if (key == "line")
                     frame.line = int32_t(integer(kv[i + 1], key));
             }
-            frames.push_back(frame);
+            frames_.push_back(frame);
         }
-        return build_.stack(std::move(frames));
+        return build_.stack(frames_);
     }
 
+    // A string value interned once: a pickle writes a repeated string once and refers to it (its memo), so the
+    // same value id comes back for every repeat and is looked up here, not hashed again.
+    flight::StringId intern(ValueId v, std::string_view key) {
+        if (interned_[v] == kNotYet) interned_[v] = build_.string(text(v, key));
+        return interned_[v];
+    }
+
+    static constexpr flight::StringId kNotYet = UINT32_MAX;
     const PlainData& d_;
     FlightDump& dump_;
     FlightDumpBuilder build_;
+    std::vector<flight::StringId> interned_;  // by value id
+    std::vector<flight::Frame> frames_;       // scratch: one entry's frames
+    std::string shape_key_;                   // scratch: one entry's shapes as text
+    std::unordered_map<std::string, uint32_t> shape_index_;
     std::string where_;  // the entry being read, for messages
 };
 
-std::string read_all(const std::string& path, size_t limit) {
+void read_all(const std::string& path, size_t limit, std::string& bytes) {
     prof::ByteSource source(path);
-    std::string bytes;
+    bytes.clear();
     char buffer[1 << 16];
     for (size_t n; (n = source.read(buffer, sizeof buffer)) > 0 && bytes.size() < limit;) bytes.append(buffer, n);
-    return bytes;
 }
 
 }  // namespace
@@ -320,9 +372,12 @@ FlightDump read_flight_dump(std::string_view bytes, const std::string& source) {
     size_t first = 0;
     while (first < bytes.size() && std::strchr(" \t\r\n", bytes[first])) ++first;
     US_CHECK_INPUT(first < bytes.size(), "{}: the file is empty, where a Flight Recorder dump was expected", source);
+    // One arena per thread, kept from one dump to the next: thousands of dumps read on a few threads allocate
+    // (and fault in) their room once.
+    thread_local PlainData reused;
     PlainData data;
     if (plain::looks_like_pickle(bytes))
-        data = plain::read_pickle(bytes, source);
+        data = plain::read_pickle(bytes, source, std::move(reused));
     else if (bytes[first] == '{')
         data = plain::read_plain_json(bytes, source);
     else
@@ -331,21 +386,27 @@ FlightDump read_flight_dump(std::string_view bytes, const std::string& source) {
                         "0x{:02x})",
                         source, uint8_t(bytes[0])));
     DumpConverter(data, dump).top_level(data.root);
+    reused = std::move(data);
     return dump;
 }
 
-FlightDump load_flight_dump(const std::string& path) { return read_flight_dump(read_all(path, SIZE_MAX), path); }
+FlightDump load_flight_dump(const std::string& path) {
+    thread_local std::string bytes;  // kept from one dump to the next, as the arena is
+    read_all(path, SIZE_MAX, bytes);
+    return read_flight_dump(bytes, path);
+}
 
 bool looks_like_flight_dump(const std::string& path) {
     std::string head;
     try {
-        head = read_all(path, 4096);
+        read_all(path, 4096, head);
     } catch (const UserError&) {
         return false;
     }
     head.resize(std::min<size_t>(head.size(), 4096));
+    const size_t first = head.find_first_not_of(" \t\r\n");
     const bool pickle = plain::looks_like_pickle(head);
-    if (!pickle && head.find('{') == std::string::npos) return false;
+    if (!pickle && (first == std::string::npos || head[first] != '{')) return false;
     // A dump's dict opens with its version and names its groups' config or its comm library within its first keys.
     const bool names_dump = head.find("pg_config") != std::string::npos ||
                             head.find("comm_lib_version") != std::string::npos ||

@@ -29,6 +29,12 @@ struct Member {
     const flight::FlightEntry& entry(size_t i) const { return dump->entries[(*collectives)[i]]; }
 };
 
+// The earliest time a member entered the group's divergence: which of two hangs of the same ranks came first.
+void note_entered(GroupState& s, const flight::FlightEntry& e) {
+    if (e.time_created_ns > 0 && (s.entered_ns < 0 || e.time_created_ns < s.entered_ns))
+        s.entered_ns = e.time_created_ns;
+}
+
 void progress_of(GroupState& s, const std::vector<Member>& members) {
     for (const Member& m : members) {
         MemberProgress p;
@@ -87,6 +93,8 @@ bool find_mismatch(GroupState& s, std::vector<Member>& members, const CallSignat
         const size_t culprit = std::find_if(members.begin(), members.end(),
                                             [&](const Member& m) { return m.dump->rank == s.culprit_ranks[0]; }) -
                                members.begin();
+        for (size_t i = 0; i < members.size(); ++i)
+            if (at[i]) note_entered(s, *at[i]);
         s.kind = HangKind::mismatch;
         s.collective = call_of(*members[culprit].dump, *at[culprit]);
         s.reference = call_of(*members[reference].dump, *at[reference]);
@@ -153,11 +161,15 @@ GroupState judge_group(const DumpSet& set, const GroupInstance& group, const Cal
             s.collective.seq_id = hi_min + 1;  // the others' buffers no longer hold it
         }
         std::vector<int> waiting;
-        for (const Member& m : members)
-            if (m.entry(m.collectives->size() - 1).collective_seq_id > hi_min) waiting.push_back(m.dump->rank);
-        s.detail = fmt::format("{} entered {} and wait; {} never did (the last {} entered: #{})", ranks_text(waiting),
-                               call_label(s.collective), ranks_text(s.culprit_ranks),
-                               s.culprit_ranks.size() == 1 ? "it" : "they", hi_min);
+        for (Member& m : members) {
+            if (m.entry(m.collectives->size() - 1).collective_seq_id <= hi_min) continue;
+            waiting.push_back(m.dump->rank);
+            m.cursor = 0;
+            if (const flight::FlightEntry* e = entry_at(m, hi_min + 1)) note_entered(s, *e);
+        }
+        s.detail = fmt::format("{} entered {} and {}; {} never did (the last {} entered: #{})", ranks_text(waiting),
+                               call_label(s.collective), waiting.size() == 1 ? "waits" : "wait",
+                               ranks_text(s.culprit_ranks), s.culprit_ranks.size() == 1 ? "it" : "they", hi_min);
         return s;
     }
     // Everyone entered the newest collective: inside it, or all done.
@@ -167,6 +179,7 @@ GroupState judge_group(const DumpSet& set, const GroupInstance& group, const Cal
     if (all_done) return s;
     s.kind = HangKind::inside_collective;
     s.collective = call_of(*members[0].dump, *last[0]);
+    for (const flight::FlightEntry* e : last) note_entered(s, *e);
     // Who arrived last (the host started late): the discovered start where recorded, else the creation time.
     size_t late = 0, early = 0;
     auto arrived = [&](size_t i) {

@@ -32,28 +32,47 @@ std::vector<int> waiting_group(const DumpSet& set, const AlignedGroups& aligned)
     return waiting;
 }
 
-// A hung group is a victim when every culprit waits inside another hung group where it is no culprit.
+// A hung group is a victim when each of its culprits is explained elsewhere: it waits inside another hung group
+// where it is no culprit (held there), or it is a culprit of another hung group whose culprits are fewer (that
+// group names the cause more closely: a pair group's one missing rank, where the world group misses two; or the
+// same ranks, missed earlier).
+bool subset_of(const std::vector<int>& small, const std::vector<int>& big) {
+    return small.size() < big.size() && std::includes(big.begin(), big.end(), small.begin(), small.end());
+}
+
+// Two hangs of the same ranks: the one whose collective the others entered first is the cause (the stopped rank
+// missed it first); clocks of one job agree far better than a step.
+bool entered_first(const GroupState& a, const GroupState& b) {
+    return a.culprit_ranks == b.culprit_ranks && a.entered_ns >= 0 && b.entered_ns >= 0 && a.entered_ns < b.entered_ns;
+}
+
 void mark_roots(std::vector<GroupState>& groups, const std::vector<int>& waiting,
                 const std::unordered_map<int, uint32_t>& dump_of_rank) {
+    for (GroupState& s : groups) s.root = s.kind != HangKind::none;
     for (size_t g = 0; g < groups.size(); ++g) {
         GroupState& s = groups[g];
-        if (s.kind == HangKind::none) continue;
-        s.root = true;
         if (s.kind != HangKind::missing || s.culprit_ranks.empty()) continue;
         int held_by = -1;
-        bool all_held = true;
+        bool all_explained = true;
         for (int r : s.culprit_ranks) {
             const auto d = dump_of_rank.find(r);
-            const int h = d == dump_of_rank.end() ? -1 : waiting[d->second];
-            const bool held =
+            int h = d == dump_of_rank.end() ? -1 : waiting[d->second];
+            bool explained =
                 h >= 0 && size_t(h) != g && groups[size_t(h)].kind != HangKind::none &&
                 !std::binary_search(groups[size_t(h)].culprit_ranks.begin(), groups[size_t(h)].culprit_ranks.end(), r);
-            if (!held)
-                all_held = false;
+            for (size_t o = 0; o < groups.size() && !explained; ++o) {
+                const GroupState& other = groups[o];
+                if (o == g || other.kind == HangKind::none || other.kind == HangKind::inside_collective) continue;
+                if (std::binary_search(other.culprit_ranks.begin(), other.culprit_ranks.end(), r) &&
+                    (subset_of(other.culprit_ranks, s.culprit_ranks) || entered_first(other, s)))
+                    explained = true, h = int(o);
+            }
+            if (!explained)
+                all_explained = false;
             else if (held_by < 0)
                 held_by = h;
         }
-        if (all_held) s.root = false, s.held_by = held_by;
+        if (all_explained) s.root = false, s.held_by = held_by;
     }
 }
 
@@ -130,6 +149,19 @@ std::string culprit_node(const HangAnalysis& a) {
     return on_host == a.culprits.size() ? a.culprits[0].host : "";
 }
 
+// Gaps in op_id between a group's recorded entries: operations the recorder kept no entry for.
+void count_unrecorded(const DumpSet& set, HangAnalysis& a) {
+    for (const flight::FlightDump& d : set.dumps) {
+        std::vector<int64_t> last(d.groups.size(), -1);
+        int64_t gaps = 0;
+        for (const flight::FlightEntry& e : d.entries) {
+            if (last[e.group] >= 0 && e.op_id > last[e.group] + 1) gaps += e.op_id - last[e.group] - 1;
+            last[e.group] = e.op_id;
+        }
+        if (gaps > 0) a.unrecorded_gap_ranks.push_back(d.rank), a.unrecorded_ops += gaps;
+    }
+}
+
 }  // namespace
 
 const char* hang_kind_name(HangKind k) {
@@ -175,7 +207,8 @@ HangAnalysis analyze_hang(const DumpSet& set) {
         const GroupState& root = a.groups[size_t(a.group)];
         a.kind = root.kind;
         a.culprit_ranks = root.culprit_ranks;
-        a.collective = root.collective;
+        a.collective = root.kind == HangKind::mismatch ? root.reference : root.collective;
+        if (root.kind == HangKind::mismatch) a.culprit_call = root.collective;
         for (int r : a.culprit_ranks) a.culprits.push_back(describe_culprit(set, dump_of_rank, r, root));
         if (!a.culprits.empty()) a.stack = a.culprits[0].stack;
         if (root.kind == HangKind::mismatch) {
@@ -194,6 +227,7 @@ HangAnalysis analyze_hang(const DumpSet& set) {
         for (int r : a.absent_ranks) a.culprits.push_back(describe_culprit(set, dump_of_rank, r, GroupState{}));
         a.stack.clear();
     }
+    count_unrecorded(set, a);
     a.node = culprit_node(a);
     write_verdict(a);
     return a;

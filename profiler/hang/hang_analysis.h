@@ -55,6 +55,7 @@ struct GroupState {
     bool root = false;                            // a hang of its own, not a victim of another group's
     int held_by = -1;                             // a victim: the index of the group whose hang holds its culprits
     int64_t window_first = -1, window_last = -1;  // the collectives every member still holds
+    int64_t entered_ns = -1;  // when the first member entered `collective` (its time_created), -1 unknown
     std::vector<MemberProgress> members;
 };
 
@@ -72,15 +73,19 @@ struct HangAnalysis {
     std::vector<std::string> evidence;
     std::vector<int> culprit_ranks;
     std::vector<Culprit> culprits;
-    std::string node;  // the host, when the culprits are the ranks of one node
-    int group = -1;    // the root group in `groups`, -1 when none
-    CollectiveCall collective;
+    std::string node;                         // the host, when the culprits are the ranks of one node
+    int group = -1;                           // the root group in `groups`, -1 when none
+    CollectiveCall collective;                // where the job stops, as the members that agree called it
+    CollectiveCall culprit_call;              // mismatch: what the culprit called instead
     std::vector<StackFrame> stack;            // the first culprit's
     std::vector<StackFrame> reference_stack;  // mismatch: a member that called the other thing
     std::vector<GroupState> groups;
     std::vector<int> absent_ranks;      // ranks below the job's size with no dump
     int world = 0;                      // the job's size as the dumps say it
     std::vector<std::string> injected;  // faults the engine injected, per rank: labelled as such
+    // Operations the recorder kept no entry for (gaps in a group's op_id: gloo's send and recv), and whose.
+    std::vector<int> unrecorded_gap_ranks;
+    int64_t unrecorded_ops = 0;
     std::vector<std::string> problems;  // files left out, repairs
     struct RankDump {
         int rank = -1;

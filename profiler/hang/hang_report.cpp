@@ -80,6 +80,7 @@ json hang_json(const HangAnalysis& a) {
             {"node", a.node.empty() ? json(nullptr) : json(a.node)},
             {"process_group", pg},
             {"collective", collective_json(a.collective)},
+            {"culprit_call", collective_json(a.culprit_call)},
             {"stack", stack_json(a.stack)},
             {"reference_stack", stack_json(a.reference_stack)},
             {"culprits", culprits},
@@ -87,6 +88,7 @@ json hang_json(const HangAnalysis& a) {
             {"absent_ranks", a.absent_ranks},
             {"world", a.world},
             {"injected", a.injected},
+            {"unrecorded", {{"ranks", a.unrecorded_gap_ranks}, {"operations", a.unrecorded_ops}}},
             {"problems", a.problems},
             {"ranks", ranks}};
 }

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "profiler/hang/collective_call.h"
 
 namespace us::hang {
@@ -59,9 +61,9 @@ void write_verdict(HangAnalysis& a) {
         case HangKind::missing:
             if (!root) {
                 a.verdict = fmt::format(
-                    "{} left no dump while every rank that did agrees: {} {} the first suspect "
+                    "{} left no dump while every rank that did agrees: {} the first suspect "
                     "(a rank that died or hung before it could dump).",
-                    rank_list(a.culprit_ranks), a.culprit_ranks.size() == 1 ? "it is" : "they are", "");
+                    rank_list(a.culprit_ranks), a.culprit_ranks.size() == 1 ? "it is" : "they are");
             } else {
                 a.verdict = fmt::format("{} never entered {} of {}, where the other members wait: {} {} the job{}.",
                                         who(a), call_label(a.collective), group_label(*root), who(a),
@@ -85,7 +87,12 @@ void write_verdict(HangAnalysis& a) {
             break;
     }
     if (root && a.kind != HangKind::none) a.evidence.push_back(group_label(*root) + ": " + root->detail);
+    size_t described = 0;
     for (const Culprit& c : a.culprits) {
+        if (++described > 8) {
+            a.evidence.push_back(fmt::format("... {} more culprits (--json lists them all)", a.culprits.size() - 8));
+            break;
+        }
         if (c.absent) {
             a.evidence.push_back(fmt::format("rank {}: no dump (a suspect for that alone)", c.rank));
             continue;
@@ -104,17 +111,31 @@ void write_verdict(HangAnalysis& a) {
             fmt::format("{} other group{} wait{} on it: their culprits are stuck inside it (victims, "
                         "not causes)",
                         victims, victims == 1 ? "" : "s", victims == 1 ? "s" : ""));
-    size_t other_roots = 0;
-    for (size_t g = 0; g < a.groups.size(); ++g)
-        if (a.groups[g].root && int(g) != a.group) ++other_roots;
-    if (other_roots > 0)
-        a.evidence.push_back(fmt::format("{} more group{} hang{} on {} own: see the groups below", other_roots,
-                                         other_roots == 1 ? "" : "s", other_roots == 1 ? "s" : "",
-                                         other_roots == 1 ? "its" : "their"));
+    // Other roots: those whose culprits the verdict already names wait on the same ranks; the rest hang apart.
+    size_t same_ranks = 0, apart = 0;
+    for (size_t g = 0; g < a.groups.size(); ++g) {
+        if (!a.groups[g].root || int(g) == a.group) continue;
+        const auto& c = a.groups[g].culprit_ranks;
+        const bool same =
+            !c.empty() && std::includes(a.culprit_ranks.begin(), a.culprit_ranks.end(), c.begin(), c.end());
+        ++(same ? same_ranks : apart);
+    }
+    if (same_ranks > 0)
+        a.evidence.push_back(fmt::format("{} more group{} wait{} for {} too", same_ranks, same_ranks == 1 ? "" : "s",
+                                         same_ranks == 1 ? "s" : "", rank_list(a.culprit_ranks)));
+    if (apart > 0)
+        a.evidence.push_back(fmt::format("{} more group{} hang{} apart from it: see the groups below", apart,
+                                         apart == 1 ? "" : "s", apart == 1 ? "s" : ""));
     if (!a.absent_ranks.empty() && !(a.kind == HangKind::missing && !root))
         a.evidence.push_back(fmt::format("no dump from {} (of {}): {} suspect{} too", rank_list(a.absent_ranks),
                                          a.world, a.absent_ranks.size() == 1 ? "a" : "",
                                          a.absent_ranks.size() == 1 ? "" : "s"));
+    if (!a.unrecorded_gap_ranks.empty())
+        a.evidence.push_back(
+            fmt::format("{} did {} operation{} the recorder kept no entry for (gaps in op_id: gloo "
+                        "records no send or recv), so a hang in point-to-point transfers cannot show "
+                        "in these dumps",
+                        rank_list(a.unrecorded_gap_ranks), a.unrecorded_ops, a.unrecorded_ops == 1 ? "" : "s"));
     for (const std::string& f : a.injected) a.evidence.push_back("injected fault, " + f);
 }
 

@@ -64,8 +64,8 @@ TEST_CASE("hang: a size mismatch blames the member that differs from the majorit
     const hang::HangAnalysis a = analyze(job.dumps);
     CHECK(a.kind == hang::HangKind::mismatch);
     CHECK(a.culprit_ranks == std::vector<int>{0});
-    CHECK(a.collective.input_sizes == std::vector<std::vector<int64_t>>{{2048}});
-    CHECK(a.groups[size_t(a.group)].reference.input_sizes == std::vector<std::vector<int64_t>>{{1024}});
+    CHECK(a.culprit_call.input_sizes == std::vector<std::vector<int64_t>>{{2048}});
+    CHECK(a.collective.input_sizes == std::vector<std::vector<int64_t>>{{1024}});  // what the others agree on
     REQUIRE_FALSE(a.stack.empty());
     CHECK(a.stack[0].line == 77);  // the culprit's own entry, both stacks shown
     CHECK_FALSE(a.reference_stack.empty());
