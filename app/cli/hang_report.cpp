@@ -32,7 +32,10 @@ int hang_report_command(int argc, char** argv) {
     }
     const hang::HangAnalysis analysis = hang::analyze_hang(set);
     if (json)
-        std::printf("%s\n", nlohmann::json{{"hang", hang::hang_json(analysis)}}.dump(2).c_str());
+        std::printf("%s\n",
+                    nlohmann::json{{"hang", hang::hang_json(analysis)}}
+                        .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)  // a stack may hold any bytes
+                        .c_str());
     else
         std::printf("%s", hang::format_hang(analysis).c_str());
     std::fflush(stdout);

@@ -49,8 +49,11 @@ int report_command(int argc, char** argv) {
                         argv_worker[0], std::strerror(errno)));
     }
     const RunReport report = make_run_report(ReportSource::of_files(paths), options);
-    std::printf("%s",
-                options.json ? (run_report_json(report).dump(2) + "\n").c_str() : format_run_report(report).c_str());
+    std::printf(
+        "%s",
+        options.json
+            ? (run_report_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str()
+            : format_run_report(report).c_str());
     std::fflush(stdout);
     return run_report_exit_code(report);
 }

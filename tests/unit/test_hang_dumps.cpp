@@ -4,6 +4,9 @@
 // read as the pickle is.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -108,4 +111,33 @@ TEST_CASE("hang dumps: the JSON form reads as the pickle does", "[cpu][hang]") {
     }
     CHECK(pickle.stacks.size() > 1);  // the JSON form keeps no frames
     CHECK(hang::dump_name_parts(kDumps + "rank_stops/json/fr_json_rank2.json").rank == 2);
+}
+
+TEST_CASE("hang dumps: a truncated dump, a rank dumped twice and a file that is no dump are named, the rest analysed",
+          "[cpu][hang]") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("ultrascope-hang-bad-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (int r = 0; r < 4; ++r)
+        fs::copy_file(kDumps + "rank_stops/comm_lib_trace_rank_" + std::to_string(r),
+                      dir / ("comm_lib_trace_rank_" + std::to_string(r)));
+    fs::copy_file(kDumps + "rank_stops/comm_lib_trace_rank_1", dir / "copy_of_rank_1");
+    fs::resize_file(dir / "comm_lib_trace_rank_3", fs::file_size(dir / "comm_lib_trace_rank_3") / 2);
+    const std::string snapshot = std::string(US_TEST_DATA_DIR) + "/snapshot/rank0_memory_snapshot.pickle";
+    std::vector<std::string> files = hang::find_dump_files({dir.string()});
+    files.push_back(snapshot);
+    const hang::DumpSet set = hang::load_dumps(files);
+    fs::remove_all(dir);
+    REQUIRE(set.dumps.size() == 3);  // ranks 0, 1 and 2; rank 3 cut short, rank 1's copy and the snapshot left out
+    std::string problems;
+    for (const std::string& p : set.problems) problems += p + "\n";
+    INFO(problems);
+    CHECK(problems.find("comm_lib_trace_rank_3") != std::string::npos);
+    CHECK(problems.find("rank 1 is dumped twice") != std::string::npos);
+    CHECK(problems.find(fs::path(snapshot).filename().string()) != std::string::npos);
+    // Rank 3's dump is lost: it is a suspect, and rank 2 still the rank that never arrived.
+    const hang::HangAnalysis a = hang::analyze_hang(set);
+    CHECK(a.culprit_ranks == std::vector<int>{2});
+    CHECK(a.absent_ranks == std::vector<int>{3});
 }
