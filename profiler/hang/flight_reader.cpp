@@ -30,7 +30,11 @@ constexpr std::array<std::string_view, 11> kKnownVersions = {"2.0", "2.1", "2.2"
 class DumpConverter {
 public:
     DumpConverter(const PlainData& data, FlightDump& dump)
-        : d_(data), dump_(dump), build_(dump), interned_(data.value_count(), kNotYet) {}
+        : d_(data),
+          dump_(dump),
+          build_(dump),
+          interned_(data.value_count(), kNotYet),
+          frame_slot_(data.value_count(), kNotYet) {}
 
     void top_level(ValueId root) {
         US_CHECK_INPUT(d_.kind(root) == PlainKind::dict,
@@ -312,6 +316,11 @@ private:
         if (!d_.is_container(x)) bad("frames", x, "a list of frames");
         frames_.clear();
         for (ValueId f : d_.items(x)) {
+            // A frame the pickle shares (its memo: PyTorch writes each distinct frame once) is read once.
+            if (frame_slot_[f] != kNotYet) {
+                frames_.push_back(frame_pool_[frame_slot_[f]]);
+                continue;
+            }
             if (d_.kind(f) != PlainKind::dict) bad("frames", f, "a dict per frame");
             flight::Frame frame;
             const auto kv = d_.items(f);
@@ -325,6 +334,8 @@ private:
                 else if (key == "line")
                     frame.line = int32_t(integer(kv[i + 1], key));
             }
+            frame_slot_[f] = uint32_t(frame_pool_.size());
+            frame_pool_.push_back(frame);
             frames_.push_back(frame);
         }
         return build_.stack(frames_);
@@ -343,7 +354,9 @@ private:
     FlightDumpBuilder build_;
     std::vector<flight::StringId> interned_;  // by value id
     std::vector<flight::Frame> frames_;       // scratch: one entry's frames
-    std::string shape_key_;                   // scratch: one entry's shapes as text
+    std::vector<uint32_t> frame_slot_;        // by value id: the frame read from it, in frame_pool_
+    std::vector<flight::Frame> frame_pool_;
+    std::string shape_key_;  // scratch: one entry's shapes as text
     std::unordered_map<std::string, uint32_t> shape_index_;
     std::string where_;  // the entry being read, for messages
 };

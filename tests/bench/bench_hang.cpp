@@ -44,12 +44,17 @@ FlightDump make_dump(const Job& job, int rank) {
     d.version = "2.10";
     d.comm_lib_version = "2.21.5";
     FlightDumpBuilder b(d);
-    const int tp_group = rank / kTp, dp_group = rank % kTp, dp_groups = kTp, tp_groups = job.ranks / kTp;
+    const int tp_group = rank / kTp, dp_group = rank % kTp, tp_groups = job.ranks / kTp;
     const uint32_t world = b.group("0", "default_pg");
     const uint32_t tp = b.group(std::to_string(1 + tp_group), "tp");
     const uint32_t dp = b.group(std::to_string(1 + tp_groups + dp_group), "dp");
+    // pg_config names each of the rank's groups with its ranks, as NCCL's dumps do.
     d.pg_config.push_back({"0", "default_pg", {}});
     for (int r = 0; r < job.ranks; ++r) d.pg_config.back().ranks.push_back(r);
+    d.pg_config.push_back({std::to_string(1 + tp_group), "tp", {}});
+    for (int r = tp_group * kTp; r < (tp_group + 1) * kTp; ++r) d.pg_config.back().ranks.push_back(r);
+    d.pg_config.push_back({std::to_string(1 + tp_groups + dp_group), "dp", {}});
+    for (int r = dp_group; r < job.ranks; r += kTp) d.pg_config.back().ranks.push_back(r);
     auto stack = [&](int site) {
         std::vector<us::flight::Frame> frames;
         const char* names[] = {"all_reduce", "reduce_scatter_tensor",
@@ -203,7 +208,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     const std::string out = dir + "/torchfrtrace.txt";
-    const std::string cmd = "timeout 1200 " + python + " -m torch.distributed.flight_recorder.fr_trace " + files +
+    const std::string cmd = "timeout 900 " + python + " -m torch.distributed.flight_recorder.fr_trace " + files +
                             " -p comm_lib_trace_rank_ > " + out + " 2>&1";
     const double t0 = us::bench::seconds_now();
     const int rc = std::system(cmd.c_str());
