@@ -12,6 +12,7 @@
 #include "app/launch/emulated_nodes.h"
 #include "app/launch/launch_options.h"
 #include "app/launch/launcher.h"
+#include "app/launch/progress_deadline.h"
 #include "profiler/trace/trace_store.h"
 #include "profiler/transport/listener.h"
 #include "profiler/transport/trace_file.h"
@@ -46,6 +47,11 @@ public:
     // 0 only when the child exited 0 and no rank was lost.
     int result_code() const;
     void stop();
+    // Ends the run because it stopped progressing: `message` (what stalled, since when, what to try) goes to the
+    // messages, the whole process tree is ended without blocking (Launcher::end), and the run finishes as failed.
+    // pump() calls it when the start-up shows no sign of life for --progress-timeout; a step watch may too.
+    void end_stalled(const std::string& message);
+    const std::string& stalled() const { return m_stalled; }  // the message, or empty
 
     const prof::TraceStore& store() const { return m_store; }
     const std::string& trace_path() const { return m_trace_path; }
@@ -76,6 +82,10 @@ private:
     std::string m_partial_output;
     std::vector<int> m_open_ranks;  // connected, not ended or lost
     bool m_file_error_said = false;
+    // Until the first step: no connection, data or output for --progress-timeout S (default 300) ends the launch.
+    ProgressDeadline m_startup;
+    bool m_stepped = false;
+    std::string m_stalled;
 };
 
 std::string default_trace_path();
