@@ -156,6 +156,7 @@ TEST_CASE("a digest survives its JSON and its compact bytes, and bad bytes are a
     auto digests = data_parallel({{0.5, 0.6, 0.7}, {0.55, 0.65, 0.75}});
     RankDigest& d = digests[1];
     d.coords = {.dp = 1, .pp = 0};
+    d.host = "gpu-b";
     d.clock_offset_ns = 42, d.clock_uncertainty_ns = 7;
     d.ops.push_back({"matmul", OpClass::gemm, 12, 0.25});
     DigestTransfer t;
@@ -167,6 +168,7 @@ TEST_CASE("a digest survives its JSON and its compact bytes, and bad bytes are a
     d.hta = f;
     const nlohmann::json j = digest_json(d);
     CHECK(digest_json(digest_from_json(j)) == j);
+    CHECK(digest_from_json(j).host == "gpu-b");
     const std::string bytes = digest_bytes(d);
     CHECK(digest_json(digest_from_bytes(bytes, "rank 1's digest")) == j);
     CHECK(bytes.size() < j.dump().size());
