@@ -147,7 +147,7 @@ TEST_CASE(
     CHECK(a.groups[0].window_first == 16);  // rank 15 dropped 15 of 25 records
 }
 
-TEST_CASE("hang: everyone inside one collective is not a desync; all complete is nothing", "[cpu][hang]") {
+TEST_CASE("hang: everyone inside one collective is not a desync, all complete is nothing", "[cpu][hang]") {
     FlightJob job = four_healthy_steps();
     CHECK(analyze(job.dumps).kind == hang::HangKind::none);
     job.collective("0", "default_pg", {0, 1, 2, 3}, "nccl:all_reduce", 1024, {0, 1, 2, 3});
@@ -160,7 +160,7 @@ TEST_CASE("hang: everyone inside one collective is not a desync; all complete is
     CHECK(analyze(job.dumps).culprit_ranks == std::vector<int>{2});
 }
 
-TEST_CASE("hang: a rank without a dump is a suspect; the ranks of one host are a node", "[cpu][hang]") {
+TEST_CASE("hang: a rank without a dump is a suspect, the ranks of one host are a node", "[cpu][hang]") {
     FlightJob job = four_healthy_steps();
     auto dumps = job.dumps;
     dumps.erase(dumps.begin() + 3);
