@@ -41,7 +41,10 @@ bool looks_like_flight_dump(const std::string& path) {
     const bool names_dump = head.find("pg_config") != std::string::npos ||
                             head.find("comm_lib_version") != std::string::npos ||
                             head.find("nccl_version") != std::string::npos;
-    return names_dump && head.find("segments") == std::string::npos;
+    // A PyTorch profiler trace names "pg_config" too, in its distributedInfo; a memory snapshot has segments.
+    for (const char* other : {"segments", "traceEvents", "distributedInfo", "schemaVersion", "deviceProperties"})
+        if (head.find(other) != std::string::npos) return false;
+    return names_dump;
 }
 
 }  // namespace us::hang

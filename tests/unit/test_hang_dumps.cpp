@@ -141,3 +141,14 @@ TEST_CASE("hang dumps: a truncated dump, a rank dumped twice and a file that is 
     CHECK(a.culprit_ranks == std::vector<int>{2});
     CHECK(a.absent_ranks == std::vector<int>{3});
 }
+
+TEST_CASE("hang dumps: PyTorch profiler traces and memory snapshots are not taken for dumps", "[cpu][hang]") {
+    const std::string data = std::string(US_TEST_DATA_DIR);
+    CHECK(hang::names_flight_dumps(kDumps + "rank_stops"));
+    CHECK(hang::names_flight_dumps(kDumps + "rank_stops/json/fr_json_rank2.json"));
+    // Kineto traces name "pg_config" in their distributedInfo, within their first bytes.
+    CHECK_FALSE(hang::names_flight_dumps(data + "/kineto/blame/ddp_slow_rank_8"));
+    CHECK_FALSE(hang::names_flight_dumps(data + "/kineto/ddp"));
+    CHECK_FALSE(hang::names_flight_dumps(data + "/snapshot/rank0_memory_snapshot.pickle"));
+    CHECK_FALSE(hang::names_flight_dumps(data + "/cpu/afab-pp1-tp2-tiny.ustrace"));
+}
