@@ -141,6 +141,13 @@ inline ProcessResult run_process(const std::string& command) {
     return r;
 }
 
+// The loss of the last progress line `ultrascope run` printed ("step 3/3 [===] loss 5.1409 | ..."), not any later
+// "loss" (a planner table names the loss op when a machine.json is found): "" when there is none.
+inline std::string last_progress_loss(const std::string& output) {
+    const size_t at = output.rfind("] loss ");
+    return at == std::string::npos ? "" : output.substr(at + 2, 11);
+}
+
 // The emulated nodes' namespaces (docs/nodes.md: "us<pid>n<i>") whose process no longer runs: what a finished run
 // left behind. Runs of other tests going on beside have live processes and are not listed.
 inline std::string stale_emulated_nodes() {
