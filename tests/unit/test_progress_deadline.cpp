@@ -42,7 +42,7 @@ TEST_CASE("a launch pace: a fixed deadline, else a floor or ten times the longes
     CHECK(last_line_of(std::string(200, 'x')).size() == 82);
 }
 
-TEST_CASE("a process tree is found whole and ended together; identities survive id reuse", "[cpu][deadline]") {
+TEST_CASE("a process tree is found whole and ended together, identities survive id reuse", "[cpu][deadline]") {
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
     if (child == 0) {
