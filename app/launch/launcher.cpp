@@ -256,6 +256,12 @@ void Launcher::stop(int grace_ms) {
     while (running() && !poll()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
+std::string Launcher::describe_tree() const {
+    const std::string text = running() ? describe_processes(process_tree(m_pid)) : std::string();
+    // empty where /proc could not be read: a memory cgroup at its limit refuses even this program's reads
+    return text.empty() ? "none could be read from /proc (this program may be short of memory itself)" : text;
+}
+
 std::string Launcher::take_output() {
     std::string out;
     if (m_output_fd < 0) return out;

@@ -60,6 +60,9 @@ public:
     // once grace_ms have passed, and when the child exits, ends whatever of its tree is left.
     void end(int grace_ms = 3000);
     bool ending() const { return m_ending; }
+    // What the processes of its tree are doing now (process_tree.h: describe_processes), for a stalled launch's
+    // message.
+    std::string describe_tree() const;
     // Lines on what the start cleaned up after killed launches (stale_runs.h), once.
     std::vector<std::string> take_notes() { return std::exchange(m_notes, {}); }
     // Output (stdout and stderr merged) produced since the last call. Never blocks.

@@ -164,8 +164,10 @@ bool LiveRun::pump() {
     m_stepped = m_stepped || m_store.latest_counter("loss");
     if (!m_stepped && !m_exit && !m_options.attach_only && m_stalled.empty() && m_startup.expired())
         end_stalled(m_startup.stalled_message(
-            "Its ranks may be waiting for one that never started (a node's daemon, a rank out of memory: `free -m`), "
-            "or this machine is too busy: run it again when it is quieter, or give it longer (--progress-timeout S)."));
+                        "Its ranks may be waiting for one that never started (a node's daemon, a rank out of memory: "
+                        "`free -m`), or this machine is too busy: run it again when it is quieter, or give it longer "
+                        "(--progress-timeout S).") +
+                    " Its processes then: " + m_launcher.describe_tree() + ".");
     if (!m_exit && !m_options.attach_only) {
         m_exit = m_launcher.poll();
         if (m_exit) m_exited_at = std::chrono::steady_clock::now();

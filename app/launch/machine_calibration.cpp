@@ -49,11 +49,14 @@ std::string run_child(const CalibrationSettings& s, const LaunchSpec& spec, cons
             fail_user("calibration stopped by a signal during {}", what);
         }
         if (deadline.expired()) {
+            const std::string tree = launcher.describe_tree();
             launcher.stop(3000);
-            fail_user("{}", deadline.stalled_message(
-                                "The machine may be short of memory or cores (`free -m`, `top`: another job, "
-                                "swapping), or a node's daemon never started: run it again when it is quieter, or "
-                                "give each measurement longer (--progress-timeout S)."));
+            fail_user("{} Its processes then: {}.",
+                      deadline.stalled_message(
+                          "The machine may be short of memory or cores (`free -m`, `top`: another job, swapping), or "
+                          "a node's daemon never started: run it again when it is quieter, or give each measurement "
+                          "longer (--progress-timeout S)."),
+                      tree);
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }

@@ -97,6 +97,26 @@ int kill_processes(const std::vector<ProcessId>& processes) {
     return signalled;
 }
 
+std::string describe_processes(const std::vector<ProcessId>& processes, size_t most) {
+    std::string text;
+    size_t shown = 0, running = 0;
+    for (const ProcessId& p : processes) {
+        Stat s;
+        if (!read_stat(p.pid, s) || s.state == 'Z' || (p.start != 0 && s.start != p.start)) continue;
+        ++running;
+        if (shown == most) continue;
+        const char* state = s.state == 'R'   ? "running"
+                            : s.state == 'S' ? "sleeping"
+                            : s.state == 'D' ? "in uninterruptible wait (disk, memory)"
+                            : s.state == 'T' ? "stopped"
+                                             : "in state ?";
+        text += (shown++ ? ", " : "") + s.name + " " + std::to_string(p.pid) + " " + state;
+        if (s.state != 'R' && s.state != 'S' && s.state != 'D' && s.state != 'T') text.back() = s.state;
+    }
+    if (running > shown) text += ", and " + std::to_string(running - shown) + " more";
+    return text;
+}
+
 std::vector<MarkedProcess> marked_processes() {
     const std::string key = std::string(kLaunchOwnerVariable) + "=";
     const pid_t self = ::getpid();

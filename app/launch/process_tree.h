@@ -34,6 +34,9 @@ ProcessId parse_owner_tag(const std::string& text);
 std::vector<ProcessId> process_tree(pid_t root);
 // SIGKILL to each that still runs (identity checked); how many were signalled.
 int kill_processes(const std::vector<ProcessId>& processes);
+// "mpirun 1234 sleeping, orted 1240 sleeping, ultrascope-trai 1250 stopped, ...": what each still running is doing
+// (its state in /proc), at most `most` of them; for a message on a launch that stalled.
+std::string describe_processes(const std::vector<ProcessId>& processes, size_t most = 12);
 
 // A process marked as launched by an ultrascope program, the program that launched it, and its name (comm).
 struct MarkedProcess {

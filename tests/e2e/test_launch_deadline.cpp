@@ -110,6 +110,9 @@ TEST_CASE("a calibration whose rank stops making progress is ended at its deadli
     CHECK(out.find("(its deadline: 5 s): nothing since ") != std::string::npos);
     CHECK(out.find("Ended it and every process it started") != std::string::npos);
     CHECK(out.find("--progress-timeout S") != std::string::npos);
+    // what each process was doing when it was ended: the rank that stopped shows
+    CHECK(out.find("Its processes then: mpirun ") != std::string::npos);
+    CHECK(out.find("bench_collectiv " + std::to_string(rank) + " stopped") != std::string::npos);
     CHECK(launched_by(calibrate.pid()).empty());  // mpirun, both ranks (the stopped one too)
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
 }
