@@ -234,6 +234,10 @@ void Launcher::stop(int grace_ms) {
     }
 }
 
+void Launcher::signal(int sig) {
+    if (running()) ::kill(m_pid, sig);
+}
+
 std::string Launcher::take_output() {
     std::string out;
     if (m_output_fd < 0) return out;

@@ -50,6 +50,8 @@ public:
     bool running() const { return m_pid > 0 && !m_exit; }
     // Asks the run to stop (SIGTERM to its process group); escalates to SIGKILL after grace_ms.
     void stop(int grace_ms = 5000);
+    // Sends `sig` to mpirun (or srun) alone, which passes SIGUSR1 and SIGUSR2 on to every rank.
+    void signal(int sig);
     // Output (stdout and stderr merged) produced since the last call. Never blocks.
     std::string take_output();
     const std::vector<std::string>& command_line() const { return m_argv; }

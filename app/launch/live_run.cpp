@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -10,6 +11,7 @@
 
 #include "app/launch/hostfile.h"
 #include "common/core/check.h"
+#include "common/settings/cli.h"
 #include "profiler/transport/protocol.h"
 
 namespace us::app {
@@ -66,6 +68,20 @@ LaunchSpec launch_spec_of(const LiveRunOptions& o) {
     return spec;
 }
 
+// What the run's own flags say about hangs: its --hang-timeout (0: sized from the steps) and whether its ranks keep
+// a flight recorder. Flags that do not parse were refused before the launch; the defaults stand then.
+HangWatch hang_watch_of(const std::vector<std::string>& train_args, bool& flight_recorder) {
+    std::vector<const char*> argv = {"ultrascope-train"};
+    for (const auto& a : train_args) argv.push_back(a.c_str());
+    try {
+        const TrainConfig cfg = parse_train_args(int(argv.size()), argv.data()).cmd.config;
+        flight_recorder = cfg.fr_buffer_size > 0;
+        return HangWatch(cfg.hang_timeout);
+    } catch (const UserError&) {
+        return HangWatch();
+    }
+}
+
 }  // namespace
 
 LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)), m_store(m_options.store) {
@@ -89,6 +105,7 @@ LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)), m_stor
     m_file = std::make_unique<prof::TraceFileWriter>(m_trace_path);
     m_started = std::chrono::steady_clock::now();
     if (m_options.attach_only) return;
+    m_hang_watch = hang_watch_of(m_options.train_args, m_flight_recorder);
     spec.connect = fmt::format("{}:{}", connect_host, m_listener->port());
     spec.token = m_listener->token();
     spec.train_args.push_back("--quiet");  // progress is shown here, from the stream
@@ -118,6 +135,7 @@ bool LiveRun::pump() {
                 m_open_ranks.push_back(m.rank);
                 break;
             case K::chunk:
+                if (m.chunk.kind == prof::ChunkKind::flight_dump) m_dumped.insert(m.rank);
                 m_file->append(m.raw);
                 try {
                     m_store.add_chunk(m.chunk);
@@ -151,6 +169,7 @@ bool LiveRun::pump() {
         m_messages.push_back(m_partial_output.substr(0, nl));
         m_partial_output.erase(0, nl + 1);
     }
+    watch_for_hang();
     if (!m_exit && !m_options.attach_only) {
         m_exit = m_launcher.poll();
         if (m_exit) m_exited_at = std::chrono::steady_clock::now();
@@ -177,7 +196,37 @@ bool LiveRun::pump() {
     return changed;
 }
 
+// A launched run that makes no step for the hang limit: every rank is asked for its dump (mpirun passes SIGUSR1 on),
+// and once all arrived, or after a grace, the run is stopped. Never a silent hang.
+void LiveRun::watch_for_hang() {
+    if (m_options.attach_only || m_exit || m_finished || m_ending_hung) return;
+    const double now = seconds();
+    if (!m_hung) {
+        if (const auto latest = m_store.latest_counter("step_ms"))
+            m_hang_watch.observe(latest->second.step, latest->second.value, now);
+        if (!m_hang_watch.stalled(now)) return;
+        m_hung = true;
+        m_hang_summary = fmt::format("the run stopped making progress at step {} for {:.0f} s",
+                                     m_hang_watch.last_step() + 1, m_hang_watch.since_progress_s(now));
+        m_messages.push_back(fmt::format(
+            "{} (the limit: {:.0f} s; --hang-timeout S sets it): asking every rank for its flight recorder dump "
+            "(SIGUSR1 through {})",
+            m_hang_summary, m_hang_watch.limit_s(), m_options.launch.hosts.launcher));
+        m_dumped.clear();
+        m_dumps_asked_s = now;
+        m_launcher.signal(SIGUSR1);
+        return;
+    }
+    const bool all = int(m_dumped.size()) >= m_options.launch.ranks;
+    if (!all && m_flight_recorder && now - m_dumps_asked_s < kDumpGraceS) return;
+    m_ending_hung = true;
+    m_messages.push_back(fmt::format("{} of {} rank(s) sent their flight recorder dump; ending the run",
+                                     m_dumped.size(), m_options.launch.ranks));
+    m_launcher.stop();
+}
+
 int LiveRun::result_code() const {
+    if (m_hung) return m_exit && *m_exit != 0 ? *m_exit : 1;
     if (m_exit && *m_exit != 0) return *m_exit;
     return m_lost.empty() ? 0 : 1;
 }
