@@ -31,6 +31,8 @@ void usage() {
         "       ultrascope <command> [args]\n"
         "commands:\n"
         "  run [-n RANKS] [ultrascope-train flags]   launch a run, watch it live, write its trace and report\n"
+        "  report DUMPS... [--json]                  what holds a hung job: its ranks' Flight Recorder dumps\n"
+        "                                            (docs/hangs.md)\n"
         "  report TRACE... [--json]                  step breakdown, overlap, bubbles, memory, MFU (also of\n"
         "                                            PyTorch profiler traces: files or a folder)\n"
         "  export TRACE --chrome OUT.json[.gz]       Chrome trace JSON for Perfetto and chrome://tracing\n"

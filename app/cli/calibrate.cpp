@@ -73,9 +73,11 @@ int calibrate_command(int argc, char** argv) {
     validate(where);
     s.nodes = where.hosts.nodes;
     check_settings(s, out);
-    if (s.nodes.count > 0 && ::geteuid() != 0) enter_rootless_namespace();  // while this process has one thread
-    install_stop_signals();
     s.say = [](const std::string& line) { std::fprintf(stderr, "calibrate: %s\n", line.c_str()); };
+    s.pace->fixed_seconds = where.progress_timeout_s;
+    if (s.nodes.count > 0 && ::geteuid() != 0)  // while this process has one thread
+        for (const std::string& note : enter_rootless_namespace()) s.say(note);
+    install_stop_signals();
 
     const MachineCalibration m = calibrate_machine(s);
     std::ofstream file(out);

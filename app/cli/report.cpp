@@ -1,8 +1,8 @@
-// `ultrascope report TRACE [--json] [--cluster FILE]`: who holds the run back, the step breakdown per rank, overlap,
-// idle, bubbles, memory peaks measured against predicted, throughput and MFU, and what the planner predicts for the
-// same run beside what it measured (step time with a machine file from `ultrascope calibrate`; memory always). A
-// run of many rank files is reported from their digests, on this machine's cores or split among workers started by
-// mpirun or srun (docs/blame.md). The JSON schema is docs/report-schema.md.
+// `ultrascope report TRACE [--json] [--cluster FILE]` (or DUMPS: a hung job's Flight Recorder dumps): who holds the run
+// back, the step breakdown per rank, overlap, idle, bubbles, memory peaks measured against predicted, throughput and
+// MFU, and what the planner predicts for the same run beside what it measured (step time with a machine file from
+// `ultrascope calibrate`; memory always). A run of many rank files is reported from their digests, on this machine's
+// cores or split among workers started by mpirun or srun (docs/blame.md). The JSON schema is docs/report-schema.md.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -16,10 +16,14 @@
 #include "app/report/run_report.h"
 #include "app/report_worker/worker_launch.h"
 #include "common/core/check.h"
+#include "profiler/hang/dump_files.h"
 
 namespace us::app {
 
 int report_command(int argc, char** argv) {
+    // A hung job's Flight Recorder dumps (docs/hangs.md) are told by their content (torch names them without an
+    // extension), before the snapshots' .pickle.
+    if (argc > 1 && argv[1][0] != '-' && hang::names_flight_dumps(argv[1])) return hang_report_command(argc, argv);
     // PyTorch CUDA memory snapshots (.pickle, or their JSON form) have their own report (docs/pytorch-memory.md).
     if (argc > 1 && snap::is_memory_snapshot_path(argv[1])) return snapshot_report_command(argc, argv);
     CLI::App cli{"ultrascope report: what a trace says, next to what the formulas and the planner predict"};
@@ -45,8 +49,11 @@ int report_command(int argc, char** argv) {
                         argv_worker[0], std::strerror(errno)));
     }
     const RunReport report = make_run_report(ReportSource::of_files(paths), options);
-    std::printf("%s",
-                options.json ? (run_report_json(report).dump(2) + "\n").c_str() : format_run_report(report).c_str());
+    std::printf(
+        "%s",
+        options.json
+            ? (run_report_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str()
+            : format_run_report(report).c_str());
     std::fflush(stdout);
     return run_report_exit_code(report);
 }

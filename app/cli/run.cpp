@@ -175,10 +175,11 @@ int run_command(int argc, char** argv) {
     std::optional<LiveRunOptions> options = parse_run_flags(argc, argv);
     if (!options) return 0;
     const RunFacts facts = check_run(*options);
-    if (options->launch.hosts.nodes.count > 0 && ::geteuid() != 0)
-        enter_rootless_namespace();  // while this process has one thread
-    install_stop_signals();          // before the launch: the run's process group is covered from its first moment
-    LiveRun run(*options);           // emulated nodes are made before its launch, removed when it goes (docs/nodes.md)
+    if (options->launch.hosts.nodes.count > 0 && ::geteuid() != 0)  // while this process has one thread
+        for (const std::string& note : enter_rootless_namespace())
+            std::fprintf(stderr, "ultrascope run: %s\n", note.c_str());
+    install_stop_signals();  // before the launch: the run's process group is covered from its first moment
+    LiveRun run(*options);   // emulated nodes are made before its launch, removed when it goes (docs/nodes.md)
     if (const EmulatedNodes* nodes = run.nodes())
         std::fprintf(stderr, "ultrascope run: %s\n", nodes->describe().c_str());
     const int ranks = options->launch.ranks;

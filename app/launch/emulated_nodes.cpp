@@ -15,6 +15,8 @@
 #include <sstream>
 
 #include "app/launch/launch_options.h"
+#include "app/launch/stale_runs.h"
+#include "app/launch/system_tool.h"
 #include "common/core/check.h"
 
 namespace us::app {
@@ -23,60 +25,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct ToolResult {
-    int code = -1;
-    std::string output;  // stdout and stderr
-};
-
-// Runs `argv` (ip, tc) to completion, its output captured; code 127 when it cannot be started.
-ToolResult run_tool(const std::vector<std::string>& argv) {
-    int fds[2];
-    US_CHECK_INPUT(::pipe(fds) == 0, "pipe: {}", std::strerror(errno));
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::dup2(fds[1], 1), ::dup2(fds[1], 2);
-        ::close(fds[0]), ::close(fds[1]);
-        std::vector<char*> args;
-        for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        ::execvp(args[0], args.data());
-        _exit(127);
-    }
-    ::close(fds[1]);
-    ToolResult r;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) r.output.append(buf, size_t(n));
-    ::close(fds[0]);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return r;
-}
-
-std::string joined(const std::vector<std::string>& argv) {
-    std::string s;
-    for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
-    return s;
-}
-
 // Runs a setup step; UserError naming it when it fails.
 void must(const std::vector<std::string>& argv) {
     const ToolResult r = run_tool(argv);
     US_CHECK_INPUT(r.code == 0, "emulated nodes: `{}` failed ({}): {}", joined(argv), r.code,
                    r.output.empty() ? "no output" : r.output);
 }
-
-// The process id in one of our names ("us1234n0", "us1234br"), or -1.
-long pid_in_name(const std::string& name) {
-    if (name.rfind("us", 0) != 0) return -1;
-    size_t i = 2;
-    long pid = 0;
-    while (i < name.size() && std::isdigit(uint8_t(name[i]))) pid = pid * 10 + (name[i++] - '0');
-    return i > 2 && i < name.size() && (name.compare(i, 1, "n") == 0 || name.compare(i, 2, "br") == 0) ? pid : -1;
-}
-
-bool alive(long pid) { return ::kill(pid_t(pid), 0) == 0 || errno == EPERM; }
 
 // A /24 of 10.77.0.0/16 that no interface of this namespace uses.
 std::string free_subnet(long pid) {
@@ -110,21 +64,6 @@ void shape(const std::string& netns, const std::string& dev, double gbps, double
 
 }  // namespace
 
-void EmulatedNodes::remove_stale() {
-    std::istringstream netns(run_tool({"ip", "netns", "list"}).output);
-    for (std::string line; std::getline(netns, line);) {
-        const std::string name = line.substr(0, line.find(' '));
-        if (const long pid = pid_in_name(name); pid > 0 && !alive(pid)) run_tool({"ip", "netns", "del", name});
-    }
-    std::istringstream links(run_tool({"ip", "-o", "link", "show", "type", "bridge"}).output);
-    for (std::string line; std::getline(links, line);) {  // "7: us1234br: <...>"
-        const size_t a = line.find(": "), b = line.find(':', a + 2);
-        if (a == std::string::npos || b == std::string::npos) continue;
-        const std::string name = line.substr(a + 2, b - a - 2);
-        if (const long pid = pid_in_name(name); pid > 0 && !alive(pid)) run_tool({"ip", "link", "del", name});
-    }
-}
-
 EmulatedNodes::EmulatedNodes(const NodeLinks& links, int ranks) : m_links(links) {
     validate_node_links(links, ranks);
     US_CHECK_INPUT(::geteuid() == 0,
@@ -133,16 +72,18 @@ EmulatedNodes::EmulatedNodes(const NodeLinks& links, int ranks) : m_links(links)
                    "where the system allows it), or on a real cluster use --hostfile or --launcher srun");
     US_CHECK_INPUT(run_tool({"ip", "-V"}).code == 0, "--nodes needs `ip` and `tc`: apt-get install iproute2");
     m_ranks_per_node = ranks / links.count;
-    remove_stale();
+    m_cleaned = end_orphaned_launches();  // what a killed run left, before anything of this one is made
+    for (const std::string& line : remove_stale_nodes()) m_cleaned.push_back(line);
     const long pid = long(::getpid());
     m_prefix = fmt::format("us{}", pid);
     m_bridge = m_prefix + "br";
     const std::string net = free_subnet(pid);
     m_subnet = net + "0/24", m_bridge_ip = net + "1";
     try {
-        char tmpl[] = "/tmp/ultrascope-nodes-XXXXXX";
-        US_CHECK_INPUT(::mkdtemp(tmpl) != nullptr, "mkdtemp: {}", std::strerror(errno));
-        m_dir = tmpl;
+        std::string folder = nodes_folder_template();  // named after this process, its owner file inside
+        US_CHECK_INPUT(::mkdtemp(folder.data()) != nullptr, "mkdtemp: {}", std::strerror(errno));
+        m_dir = folder;
+        record_nodes_owner(m_dir);
         must({"ip", "link", "add", m_bridge, "type", "bridge"});
         must({"ip", "addr", "add", m_bridge_ip + "/24", "dev", m_bridge});
         must({"ip", "link", "set", m_bridge, "up"});
@@ -200,7 +141,7 @@ void EmulatedNodes::teardown() noexcept {
         for (const std::string& node : m_nodes) run_tool({"ip", "netns", "del", node});  // its veth pair goes too
         if (!m_bridge.empty()) run_tool({"ip", "link", "del", m_bridge});
         if (!m_dir.empty()) fs::remove_all(m_dir);
-    } catch (...) {  // a teardown that fails leaves names the next run removes (remove_stale)
+    } catch (...) {  // a teardown that fails leaves names the next run removes (stale_runs.h)
     }
     m_nodes.clear(), m_bridge.clear(), m_dir.clear();
 }

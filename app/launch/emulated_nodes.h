@@ -3,7 +3,8 @@
 // bandwidth; netem for latency where the kernel has it). Open MPI sees separate hosts: its rsh launcher reaches a
 // node through an agent script that enters the node's namespace, ranks on one node keep shared memory, and ranks on
 // different nodes talk TCP over the shaped links. Everything made here is removed when the object goes, and
-// whatever a killed run left (names carrying a process id that no longer runs) is removed by the next one.
+// whatever a killed run left (names and a folder carrying an owner that no longer runs) is removed by the next one
+// before it makes its own (stale_runs.h).
 // Needs CAP_NET_ADMIN (root); UserError with what to do otherwise.
 #pragma once
 
@@ -49,8 +50,8 @@ public:
     };
     LinkBytes link_bytes() const;
 
-    // Removes what earlier runs killed before their teardown left (namespaces and bridges of dead processes).
-    static void remove_stale();
+    // What the set-up removed that killed runs had left (a line per run; none when nothing was left).
+    const std::vector<std::string>& cleaned() const { return m_cleaned; }
 
 private:
     void teardown() noexcept;
@@ -60,7 +61,7 @@ private:
     std::string m_prefix;  // "us<pid>"
     std::string m_dir;     // the hostfile and the agent script
     std::string m_hostfile, m_agent, m_bridge, m_bridge_ip, m_subnet;
-    std::vector<std::string> m_nodes, m_addresses;
+    std::vector<std::string> m_nodes, m_addresses, m_cleaned;
     bool m_netem = false;
 };
 

@@ -10,7 +10,7 @@ namespace us::app {
 
 namespace {
 
-enum class Field { ranks, mpirun, hostfile, launcher, stream_listen, nodes, gbps, latency, placement };
+enum class Field { ranks, mpirun, hostfile, launcher, stream_listen, nodes, gbps, latency, placement, progress };
 
 // A flag as one command declares it; names == nullptr: that command has no such flag.
 struct FlagText {
@@ -62,6 +62,12 @@ const LaunchFlag kLaunchFlags[] = {
      {"--node-placement", "With --nodes: block (consecutive ranks a node: tp inside a node) or cyclic (rank r on "
                           "node r mod N)", "P"},
      {}, {}},
+    {Field::progress,
+     {"--progress-timeout", "End the launch, with a message, if it shows no sign of life (a rank connecting, data, "
+                            "output) for S seconds before its first step (default 300)", "S"},
+     {},
+     {"--progress-timeout", "End a measurement, with a message, that shows no progress (a measurement, a step) for "
+                            "S seconds (default: 120, or 10 times the longest wait seen so far if longer)", "S"}},
 };
 // clang-format on
 
@@ -95,6 +101,8 @@ CLI::Option* bind(CLI::App& cli, LaunchOptions& o, Field field, const FlagText& 
             return cli.add_option(t.names, o.hosts.nodes.inter_node_gbps, t.help);
         case Field::latency:
             return cli.add_option(t.names, o.hosts.nodes.inter_node_latency_us, t.help);
+        case Field::progress:
+            return cli.add_option(t.names, o.progress_timeout_s, t.help)->check(CLI::PositiveNumber);
         case Field::placement:
             break;
     }
@@ -139,6 +147,8 @@ void validate_node_links(const NodeLinks& links, int ranks) {
 void validate(const LaunchOptions& o) {
     US_CHECK_INPUT(o.ranks == 0 || (o.ranks >= 1 && o.ranks <= kMaxLaunchRanks),
                    "the number of ranks must be between 1 and {} (got {})", kMaxLaunchRanks, o.ranks);
+    US_CHECK_INPUT(o.progress_timeout_s >= 0, "--progress-timeout must be a positive number of seconds (got {:g})",
+                   o.progress_timeout_s);
     const HostOptions& h = o.hosts;
     check_launcher(h.launcher);
     US_CHECK_INPUT(h.hostfile.empty() || h.launcher == "mpirun",

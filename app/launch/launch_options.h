@@ -1,8 +1,8 @@
 // How many ranks a launched run has and where they run: the flags `ultrascope run`, `ultrascope calibrate` and the
 // GUI share (-n/--ranks, --mpirun, --launcher, --hostfile, --listen/--stream-listen, --nodes, --inter-node-gbps,
-// --inter-node-latency-us, --node-placement), declared and checked here only. Each command declares the ones it has,
-// with its own help line (the table in launch_options.cpp); what a flag accepts and the rules between flags are the
-// same for every command, the GUI's launch panel and the lessons.
+// --inter-node-latency-us, --node-placement, --progress-timeout), declared and checked here only. Each command declares
+// the ones it has, with its own help line (the table in launch_options.cpp); what a flag accepts and the rules between
+// flags are the same for every command, the GUI's launch panel and the lessons.
 #pragma once
 
 #include <string>
@@ -31,6 +31,9 @@ struct LaunchOptions {
     int ranks = 0;       // 0: not given (the layout's, dp x pp x tp x cp)
     std::string mpirun;  // empty: `mpirun` (or `srun`) on PATH
     HostOptions hosts;
+    // --progress-timeout S: a launch with no sign of progress for S seconds is ended with a message
+    // (progress_deadline.h); 0: each command's default
+    double progress_timeout_s = 0;
 };
 
 // The commands that take launch flags; each declares its own subset.

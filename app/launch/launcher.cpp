@@ -10,6 +10,7 @@ extern char** environ;
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@ extern char** environ;
 #include "app/launch/hostfile.h"
 #include "app/launch/launch_options.h"
 #include "app/launch/process_guard.h"
+#include "app/launch/stale_runs.h"
 #include "common/core/check.h"
 
 namespace us::app {
@@ -117,7 +119,7 @@ std::vector<std::string> launcher_argv(const LaunchSpec& spec, const std::string
     // mpirun hands ranks on other hosts only the variables named here: those set below, and a testing aid when it
     // is set.
     std::vector<const char*> forwarded = {"ULTRASCOPE_TOKEN", "ULTRASCOPE_STOP_WITH_LISTENER", "OMP_NUM_THREADS",
-                                          "OPENBLAS_NUM_THREADS"};
+                                          "OPENBLAS_NUM_THREADS", kLaunchOwnerVariable};
     for (const char* var : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "ULTRASCOPE_FAKE_CLOCK_OFFSET_NS"}) {
         const bool ours =
             std::any_of(wait_env.begin(), wait_env.end(), [&](const auto& kv) { return kv.first == var; });
@@ -143,6 +145,7 @@ std::vector<std::string> child_env(const LaunchSpec& spec, int threads, const En
     set("OPENBLAS_NUM_THREADS", std::to_string(threads));
     for (const auto& [key, value] : wait_env) set(key, value);
     set("OMPI_MCA_mpi_yield_when_idle", "1");
+    set(kLaunchOwnerVariable, owner_tag(this_process()));  // the launch mark: stale_runs.h finds orphans by it
     if (::geteuid() == 0) {
         set("OMPI_ALLOW_RUN_AS_ROOT", "1");
         set("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
@@ -204,8 +207,11 @@ void Launcher::start(const LaunchSpec& spec) {
         m_argv.insert(m_argv.end(), {"--threads", std::to_string(m_threads)});
     if (!spec.connect.empty()) m_argv.insert(m_argv.end(), {"--connect", spec.connect});
     std::vector<std::string> argv = m_argv, env = child_env(spec, m_threads, wait_env);
+    m_notes = end_orphaned_launches();  // a killed launch's processes, before this one's start beside them
     m_pid = spawn(argv, env, m_output_fd);
     m_exit.reset();
+    m_ending = false;
+    m_tree.clear();
 }
 
 std::optional<int> Launcher::poll() {
@@ -214,24 +220,40 @@ std::optional<int> Launcher::poll() {
     const pid_t r = ::waitpid(m_pid, &status, WNOHANG);
     if (r == m_pid) {
         m_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        unregister_child_group(m_pid);  // the group may be reused by another process from now on
+        unregister_child_group(m_pid);         // the group may be reused by another process from now on
+        if (m_ending) kill_processes(m_tree);  // mpirun went; a rank it could not stop does not stay
+    } else if (m_ending && std::chrono::steady_clock::now() >= m_kill_at) {
+        kill_tree();
     }
     return m_exit;
 }
 
-void Launcher::stop(int grace_ms) {
-    if (!running()) return;
+void Launcher::end(int grace_ms) {
+    if (!running() || m_ending) return;
+    m_ending = true;
+    m_tree = process_tree(m_pid);  // before mpirun goes: its children would go to init, out of the tree's reach
+    m_kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
     terminate_child_group_once(m_pid);  // mpirun passes it on to its ranks
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
-    while (!poll() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (!poll()) {
-        ::kill(-m_pid, SIGKILL);
-        int status;
-        ::waitpid(m_pid, &status, 0);
-        m_exit = 128 + SIGKILL;
-        unregister_child_group(m_pid);
+}
+
+// SIGKILL to every process of the tree, as found when the stop began and as it is now, and to the group; then
+// mpirun is reaped.
+void Launcher::kill_tree() {
+    std::vector<ProcessId> tree = process_tree(m_pid);
+    tree.insert(tree.end(), m_tree.begin(), m_tree.end());
+    kill_processes(tree);
+    ::kill(-m_pid, SIGKILL);
+    int status;
+    while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
     }
+    m_exit = 128 + SIGKILL;
+    unregister_child_group(m_pid);
+    kill_processes(m_tree);  // what was re-parented meanwhile
+}
+
+void Launcher::stop(int grace_ms) {
+    end(grace_ms);
+    while (running() && !poll()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
 void Launcher::signal(int sig) {

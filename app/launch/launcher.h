@@ -1,15 +1,20 @@
 // Starts `mpirun ... ultrascope-train` as a child in its own process group, with the environment a run needs
 // (the run token, threads per rank = cores / ranks, Open MPI's settings for root and oversubscription), watches
-// it without blocking, captures its output, and stops it (SIGTERM to the group, SIGKILL after a grace period).
-// Shared by `ultrascope run` and the GUI.
+// it without blocking, captures its output, and stops it (SIGTERM to mpirun, then SIGKILL to every process of its
+// tree after a grace period: a stalled rank answers no SIGTERM). Every process it launches carries the launch mark
+// (process_tree.h), so whatever a killed launcher leaves is found by the next (stale_runs.h). Shared by `ultrascope
+// run`, calibrate, the lessons and the GUI.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <utility>
 #include <vector>
 
 #include "app/launch/hostfile.h"
+#include "app/launch/process_tree.h"
 
 namespace us::app {
 
@@ -48,18 +53,31 @@ public:
     // The exit code once the child has exited (signals as 128 + n), else nullopt. Never blocks.
     std::optional<int> poll();
     bool running() const { return m_pid > 0 && !m_exit; }
-    // Asks the run to stop (SIGTERM to its process group); escalates to SIGKILL after grace_ms.
+    // Asks the run to stop (SIGTERM to mpirun, which passes it on) and waits; after grace_ms, SIGKILL to every
+    // process of its tree, as found when the stop began and now.
     void stop(int grace_ms = 5000);
     // Sends `sig` to mpirun (or srun) alone, which passes SIGUSR1 and SIGUSR2 on to every rank.
     void signal(int sig);
+    // The same without waiting (a frame loop, a watcher that found the run stalled): poll() escalates to SIGKILL
+    // once grace_ms have passed, and when the child exits, ends whatever of its tree is left.
+    void end(int grace_ms = 3000);
+    bool ending() const { return m_ending; }
+    // Lines on what the start cleaned up after killed launches (stale_runs.h), once.
+    std::vector<std::string> take_notes() { return std::exchange(m_notes, {}); }
     // Output (stdout and stderr merged) produced since the last call. Never blocks.
     std::string take_output();
     const std::vector<std::string>& command_line() const { return m_argv; }
     int threads_per_rank() const { return m_threads; }
 
 private:
+    void kill_tree();
+
     pid_t m_pid = -1;
     int m_output_fd = -1;
+    bool m_ending = false;
+    std::chrono::steady_clock::time_point m_kill_at;
+    std::vector<ProcessId> m_tree;  // the tree when the stop began
+    std::vector<std::string> m_notes;
     std::optional<int> m_exit;
     std::vector<std::string> m_argv;
     int m_threads = 1;

@@ -84,7 +84,11 @@ HangWatch hang_watch_of(const std::vector<std::string>& train_args, bool& flight
 
 }  // namespace
 
-LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)), m_store(m_options.store) {
+LiveRun::LiveRun(LiveRunOptions options)
+    : m_options(std::move(options)),
+      m_store(m_options.store),
+      m_startup("the run's start (the launch, its ranks connecting, their first step)",
+                m_options.launch.progress_timeout_s > 0 ? m_options.launch.progress_timeout_s : 300) {
     LaunchSpec spec = launch_spec_of(m_options);
     std::string listen_host = m_options.launch.hosts.stream_listen;
     if (!m_options.attach_only) validate(m_options.launch);  // everything that can be refused, before anything is made
@@ -110,6 +114,9 @@ LiveRun::LiveRun(LiveRunOptions options) : m_options(std::move(options)), m_stor
     spec.token = m_listener->token();
     spec.train_args.push_back("--quiet");  // progress is shown here, from the stream
     m_launcher.start(spec);
+    if (m_nodes) m_messages = m_nodes->cleaned();  // what killed runs had left, removed (stale_runs.h)
+    for (std::string& note : m_launcher.take_notes()) m_messages.push_back(std::move(note));
+    m_startup.progress("");  // its clock starts with the launch
 }
 
 LiveRun::~LiveRun() {
@@ -133,6 +140,7 @@ bool LiveRun::pump() {
         switch (m.kind) {
             case K::connected:
                 m_open_ranks.push_back(m.rank);
+                m_startup.progress(fmt::format("rank {} connected", m.rank));
                 break;
             case K::chunk:
                 if (m.chunk.kind == prof::ChunkKind::flight_dump) m_dumped.insert(m.rank);
@@ -143,6 +151,7 @@ bool LiveRun::pump() {
                     m_messages.push_back(fmt::format("rank {}: {}", m.rank, e.what()));
                 }
                 changed = true;
+                m_startup.progress(fmt::format("data from rank {}", m.rank));
                 break;
             case K::ended:
                 std::erase(m_open_ranks, m.rank);
@@ -167,8 +176,14 @@ bool LiveRun::pump() {
     m_partial_output += m_launcher.take_output();
     for (size_t nl; (nl = m_partial_output.find('\n')) != std::string::npos;) {
         m_messages.push_back(m_partial_output.substr(0, nl));
+        m_startup.progress(last_line_of(m_messages.back()));
         m_partial_output.erase(0, nl + 1);
     }
+    m_stepped = m_stepped || m_store.latest_counter("loss");
+    if (!m_stepped && !m_exit && !m_options.attach_only && m_stalled.empty() && m_startup.expired())
+        end_stalled(m_startup.stalled_message(
+            "Its ranks may be waiting for one that never started (a node's daemon, a rank out of memory: `free -m`), "
+            "or this machine is too busy: run it again when it is quieter, or give it longer (--progress-timeout S)."));
     watch_for_hang();
     if (!m_exit && !m_options.attach_only) {
         m_exit = m_launcher.poll();
@@ -199,7 +214,7 @@ bool LiveRun::pump() {
 // A launched run that makes no step for the hang limit: every rank is asked for its dump (mpirun passes SIGUSR1 on),
 // and once all arrived, or after a grace, the run is stopped. Never a silent hang.
 void LiveRun::watch_for_hang() {
-    if (m_options.attach_only || m_exit || m_finished || m_ending_hung) return;
+    if (m_options.attach_only || m_exit || m_finished || !m_stalled.empty()) return;
     const double now = seconds();
     if (!m_hung) {
         if (const auto latest = m_store.latest_counter("step_ms"))
@@ -219,19 +234,25 @@ void LiveRun::watch_for_hang() {
     }
     const bool all = int(m_dumped.size()) >= m_options.launch.ranks;
     if (!all && m_flight_recorder && now - m_dumps_asked_s < kDumpGraceS) return;
-    m_ending_hung = true;
-    m_messages.push_back(fmt::format("{} of {} rank(s) sent their flight recorder dump; ending the run",
-                                     m_dumped.size(), m_options.launch.ranks));
-    m_launcher.stop();
+    end_stalled(fmt::format("{}: {} of {} rank(s) sent their flight recorder dump; ending the run", m_hang_summary,
+                            m_dumped.size(), m_options.launch.ranks));  // without blocking: the GUI's frames go on
 }
 
 int LiveRun::result_code() const {
     if (m_hung) return m_exit && *m_exit != 0 ? *m_exit : 1;
     if (m_exit && *m_exit != 0) return *m_exit;
+    if (!m_stalled.empty()) return 1;
     return m_lost.empty() ? 0 : 1;
 }
 
 void LiveRun::stop() { m_launcher.stop(); }
+
+void LiveRun::end_stalled(const std::string& message) {
+    if (!m_stalled.empty()) return;
+    m_stalled = message;
+    m_messages.push_back(message);
+    m_launcher.end();
+}
 
 std::vector<std::string> LiveRun::take_messages() {
     std::vector<std::string> out;

@@ -16,6 +16,7 @@
 #include "app/launch/hang_watch.h"
 #include "app/launch/launch_options.h"
 #include "app/launch/launcher.h"
+#include "app/launch/progress_deadline.h"
 #include "profiler/trace/trace_store.h"
 #include "profiler/transport/listener.h"
 #include "profiler/transport/trace_file.h"
@@ -58,6 +59,11 @@ public:
     // The ranks whose dump arrived since they were asked.
     const std::set<int>& ranks_dumped() const { return m_dumped; }
     void stop();
+    // Ends the run because it stopped progressing: `message` (what stalled, since when, what to try) goes to the
+    // messages, the whole process tree is ended without blocking (Launcher::end), and the run finishes as failed.
+    // pump() calls it when the start-up shows no sign of life for --progress-timeout; a step watch may too.
+    void end_stalled(const std::string& message);
+    const std::string& stalled() const { return m_stalled; }  // the message, or empty
 
     const prof::TraceStore& store() const { return m_store; }
     const std::string& trace_path() const { return m_trace_path; }
@@ -90,11 +96,15 @@ private:
     std::string m_partial_output;
     std::vector<int> m_open_ranks;  // connected, not ended or lost
     bool m_file_error_said = false;
+    // Until the first step: no connection, data or output for --progress-timeout S (default 300) ends the launch.
+    ProgressDeadline m_startup;
+    bool m_stepped = false;
+    std::string m_stalled;
     // A run that stops making progress
     static constexpr double kDumpGraceS = 10;  // how long the ranks' dumps may take to arrive
     HangWatch m_hang_watch;
     bool m_flight_recorder = true;  // the ranks keep one (--fr-buffer-size > 0): their dumps are worth waiting for
-    bool m_hung = false, m_ending_hung = false;
+    bool m_hung = false;
     double m_dumps_asked_s = 0;
     std::set<int> m_dumped;
     std::string m_hang_summary;

@@ -13,6 +13,7 @@
 
 #include "app/launch/launcher.h"
 #include "app/launch/process_guard.h"
+#include "app/launch/stale_runs.h"
 #include "common/core/check.h"
 #include "common/settings/config.h"
 #include "profiler/trace/trace_store.h"
@@ -29,25 +30,42 @@ void say(const CalibrationSettings& s, const std::string& line) {
     if (s.say) s.say(line);
 }
 
-// Runs one launch to its end; returns its output. UserError when it fails or a stop signal arrives.
-std::string run_child(const LaunchSpec& spec, const std::string& what) {
+// Runs one launch to its end; returns its output. UserError when it fails, a stop signal arrives, or it shows no
+// progress (a line of output: a measurement, a step) for the pace's deadline: then its whole tree is ended.
+std::string run_child(const CalibrationSettings& s, const LaunchSpec& spec, const std::string& what) {
     Launcher launcher;
     launcher.start(spec);
+    for (const std::string& note : launcher.take_notes()) say(s, note);
+    ProgressDeadline deadline(what, s.pace->deadline_seconds());
     std::string output;
     std::optional<int> code;
     while (!(code = launcher.poll())) {
-        output += launcher.take_output();
+        if (std::string more = launcher.take_output(); !more.empty()) {
+            deadline.progress(last_line_of(more));
+            output += more;
+        }
         if (stop_signal() != 0) {
             launcher.stop();
             fail_user("calibration stopped by a signal during {}", what);
         }
+        if (deadline.expired()) {
+            launcher.stop(3000);
+            fail_user("{}", deadline.stalled_message(
+                                "The machine may be short of memory or cores (`free -m`, `top`: another job, "
+                                "swapping), or a node's daemon never started: run it again when it is quieter, or "
+                                "give each measurement longer (--progress-timeout S)."));
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     output += launcher.take_output();
+    s.pace->saw(deadline);
     US_CHECK_INPUT(*code == 0, "calibration: {} failed (exit code {}):\n{}", what, *code,
                    output.size() > 2000 ? output.substr(output.size() - 2000) : output);
     return output;
 }
+
+// This calibration's temporary files (traces read back), one folder removed when it ends.
+fs::path work_folder() { return fs::temp_directory_path() / fmt::format("ultrascope-calibrate-{}", ::getpid()); }
 
 std::string beside_self(const std::string& name) {
     std::error_code ec;
@@ -84,7 +102,7 @@ std::vector<plan::CollectiveSample> fastest_of_passes(const CalibrationSettings&
     std::vector<plan::CollectiveSample> all;
     for (int t = 0; t < s.tries; ++t) {
         say(s, fmt::format("{}, pass {} of {}", pass_line, t + 1, s.tries));
-        for (const auto& sample : plan::parse_collective_samples(run_child(launch, what))) all.push_back(sample);
+        for (const auto& sample : plan::parse_collective_samples(run_child(s, launch, what))) all.push_back(sample);
     }
     return plan::fastest_samples(all);
 }
@@ -102,14 +120,12 @@ public:
     }
     std::unique_ptr<prof::TraceStore> trace_of(const std::vector<std::string>& args, const std::string& what,
                                                int steps) {
-        const std::string trace = (fs::temp_directory_path() /
-                                   fmt::format("ultrascope-calibrate-{}-nodes-{}.ustrace", ::getpid(), m_serial++))
-                                      .string();
-        LaunchSpec one = m_launch;
-        one.train_args = {"--preset", m_s.preset, "--steps", std::to_string(steps), "--quiet", "--trace", trace};
+        const std::string trace = (work_folder() / fmt::format("nodes-{}.ustrace", m_serial++)).string();
+        LaunchSpec one = m_launch;  // not --quiet: its step lines are its signs of progress
+        one.train_args = {"--preset", m_s.preset, "--steps", std::to_string(steps), "--trace", trace};
         one.train_args.insert(one.train_args.end(), args.begin(), args.end());
         say(m_s, fmt::format("{} across the {} emulated nodes", what, m_s.nodes.count));
-        run_child(one, what + " across nodes");
+        run_child(m_s, one, what + " across nodes");
         auto store = std::make_unique<prof::TraceStore>();
         prof::load_trace(trace, *store);
         std::error_code gone;
@@ -187,7 +203,7 @@ std::unique_ptr<prof::TraceStore> median_run(const CalibrationSettings& s, const
         LaunchSpec one = run;
         one.train_args.insert(one.train_args.end(), {"--trace", trace});
         say(s, fmt::format("ultrascope-train{} --trace {} (try {} of {})", shown, trace, t + 1, s.tries));
-        run_child(one, "the measured training run");
+        run_child(s, one, "the measured training run");
         auto candidate = std::make_unique<prof::TraceStore>();
         prof::load_trace(trace, *candidate);
         const double op_s = plan::best_step_compute_s(*candidate);
@@ -239,6 +255,7 @@ void measure_node_link(const CalibrationSettings& s, MachineCalibration& m) {
     const NodeLinks& links = s.nodes;
     if (links.count <= 0) return;
     const EmulatedNodes nodes(links, links.count);  // one rank a node: every hop crosses the emulated link
+    for (const std::string& line : nodes.cleaned()) say(s, line);
     say(s, nodes.describe());
     LaunchSpec across = collectives_launch(s);
     across.ranks = links.count;
@@ -262,8 +279,7 @@ void measure_node_link(const CalibrationSettings& s, MachineCalibration& m) {
 
 void measure_op_costs(const CalibrationSettings& s, MachineCalibration& m) {
     plan::OpCostFit fit;
-    const fs::path dir = fs::temp_directory_path() / fmt::format("ultrascope-calibrate-{}", ::getpid());
-    fs::create_directories(dir);
+    const fs::path dir = work_folder();
     // Two micro-batch sizes, so that the GEMM table spans the sizes of smaller and larger layouts.
     for (int batch : {8, 2}) {
         TrainConfig cfg;
@@ -276,8 +292,7 @@ void measure_op_costs(const CalibrationSettings& s, MachineCalibration& m) {
         run.train_args = {"--preset", s.preset,
                           "--batch",  std::to_string(batch),
                           "--dp",     std::to_string(s.ranks),
-                          "--steps",  std::to_string(s.steps),
-                          "--quiet"};
+                          "--steps",  std::to_string(s.steps)};  // not --quiet: its step lines show progress
         std::string shown;
         for (const auto& a : run.train_args) shown += " " + a;
         const auto store = median_run(s, run, dir, batch, shown);
@@ -288,12 +303,19 @@ void measure_op_costs(const CalibrationSettings& s, MachineCalibration& m) {
         fit.add_run(*store, model, predict::layout_from_config(cfg));
         m.runs.push_back("ultrascope-train" + shown);
     }
-    std::error_code ec;
-    fs::remove_all(dir, ec);
     fit.finish(m.cluster);
 }
 
 MachineCalibration calibrate_machine(const CalibrationSettings& s) {
+    for (const std::string& line : remove_stale_temporary(fs::temp_directory_path(), "ultrascope-calibrate-"))
+        say(s, line);
+    fs::create_directories(work_folder());
+    struct RemoveAtEnd {
+        ~RemoveAtEnd() {
+            std::error_code ec;
+            fs::remove_all(work_folder(), ec);
+        }
+    } remove_at_end;
     MachineCalibration m;
     m.cluster = describe_this_machine();
     measure_host_link(s, m);

@@ -2,15 +2,18 @@
 // command or the GUI runs in turn: the collective benchmark between ranks (bench_collectives under mpirun), the link
 // between emulated nodes (the benchmark across them, and runs of the engine across them for what its transfers see:
 // docs/nodes.md), and short training runs whose traces give GEMM throughput by size and the per-op costs. Each launch
-// is a child process that dies with this one (launcher.h); the fitting is the planner's (app/plan/calibration.h).
+// is a child process that dies with this one (launcher.h) and is ended, with a message, when it stops making
+// progress (progress_deadline.h); the fitting is the planner's (app/plan/calibration.h).
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "app/launch/emulated_nodes.h"
+#include "app/launch/progress_deadline.h"
 #include "app/plan/calibration.h"
 
 namespace us::app {
@@ -23,6 +26,9 @@ struct CalibrationSettings {
     std::string preset = "small";
     NodeLinks nodes{0};                           // count > 0: also the link between these emulated nodes
     std::function<void(const std::string&)> say;  // a line per launch (progress)
+    // Each launch's progress deadline, sized from the launches before it (--progress-timeout S fixes it); shared, so
+    // that the steps, which take the settings as const, record what they saw.
+    std::shared_ptr<LaunchPace> pace = std::make_shared<LaunchPace>();
 };
 
 // What the steps measured: the machine file's cluster and how it was measured.
@@ -44,7 +50,8 @@ void measure_host_link(const CalibrationSettings& s, MachineCalibration& m);
 void measure_node_link(const CalibrationSettings& s, MachineCalibration& m);
 // Step 3: per-op costs from short data-parallel runs of the engine at two micro-batch sizes.
 void measure_op_costs(const CalibrationSettings& s, MachineCalibration& m);
-// The steps in order. UserError when a launch fails or a stop signal arrives.
+// The steps in order, their temporary files in one folder removed at the end (and the folders of killed
+// calibrations before the start). UserError when a launch fails, stalls or a stop signal arrives.
 MachineCalibration calibrate_machine(const CalibrationSettings& s);
 
 }  // namespace us::app

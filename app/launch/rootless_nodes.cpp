@@ -13,6 +13,7 @@
 #include <fstream>
 #include <string>
 
+#include "app/launch/stale_runs.h"
 #include "common/core/check.h"
 
 namespace us::app {
@@ -36,7 +37,11 @@ int threads_of_this_process() {
 
 }  // namespace
 
-void enter_rootless_namespace() {
+std::vector<std::string> enter_rootless_namespace() {
+    // What killed runs left, seen from this machine's namespaces: inside the new user namespace this user may still
+    // signal its orphans, but no longer read their environment, which marks them.
+    std::vector<std::string> notes = end_orphaned_launches();
+    for (std::string& line : stale_nodes_needing_root()) notes.push_back(std::move(line));
     const uid_t uid = ::geteuid();
     const gid_t gid = ::getegid();
     US_CHECK_INPUT(threads_of_this_process() == 1,
@@ -74,6 +79,7 @@ void enter_rootless_namespace() {
     int status = 0;
     US_CHECK_INPUT(child > 0 && ::waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
                    "--nodes needs `ip` and `tc`: apt-get install iproute2");
+    return notes;
 }
 
 }  // namespace us::app

@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "profiler/analysis/blame_node.h"
 #include "profiler/analysis/pipeline_blame.h"
 
 namespace us::prof {
@@ -216,7 +217,9 @@ void apply_rule(const BlameRules& rules, const RankDigest& top_digest, size_t in
 
 // The verdict in one line: the culprit, or that nothing stands out (and why), then any pipeline's bottleneck stage.
 void say_verdict(Blame& b) {
-    if (b.culprit) {
+    if (b.node) {
+        b.verdict = node_verdict(*b.node);
+    } else if (b.culprit) {
         const Straggler& s = b.stragglers.front();
         b.verdict = fmt::format(
             "{} holds the run back: the others waited {:.3f} s for it ({:.0f}% of all the waiting, the most in {} of "
@@ -271,6 +274,7 @@ Blame blame(const std::vector<RankDigest>& digests, const CollectiveMatches& mat
         const int top = b.stragglers.front().rank;
         const auto in = group_of.find(top);
         apply_rule(rules, *by_rank.at(top), in == group_of.end() ? 0 : matches.instances[in->second].members.size(), b);
+        name_node(digests, rules, b);
     }
     for (const auto& chain : pipelines.pipelines) {
         b.pipelines.push_back(pipeline_blame(chain, by_rank, first_step));
@@ -332,6 +336,7 @@ nlohmann::json blame_json(const Blame& b) {
     return {{"source", "measured"},
             {"verdict", b.verdict},
             {"culprit", b.culprit},
+            {"node", b.node ? nlohmann::json(b.node->host) : nlohmann::json()},
             {"why_not", b.why_not.empty() ? nlohmann::json() : nlohmann::json(b.why_not)},
             {"collectives_matched", b.collectives_matched},
             {"waited_s", b.waited_s},

@@ -49,6 +49,16 @@ struct Straggler {
     bool stands_out = false;                       // named as holding the run back (see Blame::verdict)
 };
 
+// Every rank of one node holding the run back together (blame_node.h): each arrives last in turn, so no one of them
+// stands out alone, but together they pass the rule as one rank would.
+struct NodeBlame {
+    std::string host;
+    std::vector<int> ranks;                        // all the node's ranks, sorted; each is a straggler that stands out
+    double others_waited_s = 0, share = 0;         // the waiting they caused, and its share of all the waiting
+    int steps_on_top = 0, steps_with_waiting = 0;  // steps in which the node caused the most waiting (of all nodes)
+    double compute_vs_median = 0;                  // its ranks' mean compute over their groups' medians (0 unknown)
+};
+
 struct StageBlame {
     int rank = 0;
     int stage = 0;
@@ -89,7 +99,8 @@ struct Blame {
     int collectives_matched = 0;      // matched collective operations (each over its group's ranks)
     double waited_s = 0;              // all the waiting inside collectives, every rank summed
     double mean_step_s = 0;           // the ranks' mean steady step
-    bool culprit = false;             // a rank stands out
+    bool culprit = false;             // a rank stands out (or a node's ranks together: `node`)
+    std::optional<NodeBlame> node;    // where the ranks that hold the run back are every rank of one node
     std::string verdict;              // one line, in words
     std::string why_not;              // the rule the most waited-for rank failed, where none is named
     std::vector<RankStepWait> waits;  // by rank, then step; only where there was waiting
@@ -101,7 +112,8 @@ struct Blame {
 // The rule a rank must pass to be named (docs/blame.md): it caused at least min_share of all the waiting, at least
 // min_ratio times what the next rank caused, each waiting rank at least min_step_share of a step per step, and it
 // caused the most waiting in at least min_step_fraction of the steps with waiting and in at least min_steps of them
-// (noise picks a different rank each step; one step is not evidence).
+// (noise picks a different rank each step; one step is not evidence). A node (blame_node.h) passes the same rules with
+// its ranks' waiting summed, against the next node's.
 struct BlameRules {
     double min_share = 0.5, min_ratio = 2.0, min_step_share = 0.02, min_step_fraction = 0.6;
     int min_steps = 2;

@@ -164,6 +164,7 @@ RankDigest digest_without_steps(const TraceStore& store, int rank) {
     RankDigest d;
     d.rank = rank;
     d.label = rank_label(*rt);
+    d.host = store.is_prediction() ? "" : rt->info.host;  // a planner's ranks are on no machine
     d.coords = rt->info.coords, d.grid = rt->info.grid, d.microbatches = rt->info.microbatches;
     d.source = rt->imported() ? "kineto" : store.is_prediction() ? "planner" : "engine";
     d.device = rt->has_device_spans();
@@ -206,6 +207,7 @@ nlohmann::json digest_json(const RankDigest& d) {
         {"version", RankDigest::kVersion},
         {"rank", d.rank},
         {"label", d.label},
+        {"host", d.host},
         {"coords", grid_json(d.coords)},
         {"grid", grid_json(d.grid)},
         {"microbatches", d.microbatches ? nlohmann::json(*d.microbatches) : nlohmann::json()},
@@ -232,7 +234,7 @@ RankDigest digest_from_json(const nlohmann::json& j) {
         US_CHECK_INPUT(j.value("version", 0) == RankDigest::kVersion, "digest version {} (this build reads {})",
                        j.value("version", 0), RankDigest::kVersion);
         RankDigest d;
-        d.rank = j.at("rank"), d.label = j.at("label"), d.source = j.at("source");
+        d.rank = j.at("rank"), d.label = j.at("label"), d.host = j.at("host"), d.source = j.at("source");
         d.coords = grid_from_json<GridCoords>(j.at("coords")), d.grid = grid_from_json<GridSizes>(j.at("grid"));
         if (!j.at("microbatches").is_null()) d.microbatches = j.at("microbatches").get<int>();
         d.annotated_microbatches = j.at("annotated_microbatches");

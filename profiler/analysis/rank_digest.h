@@ -67,11 +67,12 @@ struct DigestOp {
 };
 
 struct RankDigest {
-    // 2: the grid's sizes, the micro-batches, the work windows and the groups' ids (version 1's cached digests are
-    // made again from their traces).
-    static constexpr int kVersion = 2;
+    // 2: the grid's sizes, the micro-batches, the work windows and the groups' ids; 3: the host (older cached
+    // digests are made again from their traces).
+    static constexpr int kVersion = 3;
     int rank = 0;
     std::string label;                // "rank 3 (dp 1, pp 0)"
+    std::string host;                 // the node it ran on, as its trace says ("" unknown; blame names a slow node)
     GridCoords coords;                // the rank's place in the grid, where known (the engine's); unknown imported
     GridSizes grid;                   // the grid's sizes, where known
     std::optional<int> microbatches;  // per step, where the trace's metadata says (RankMetadata::microbatches)

@@ -23,6 +23,7 @@ struct RankReport {
     int rank = 0;
     GridCoords coords;   // unknown on an imported rank
     std::string label;   // "rank 1 (dp 1, pp 0)"
+    std::string host;    // the node it ran on, as its trace says ("" unknown, and on a planner's prediction)
     std::string status;  // "ok", "running", "lost: ...", "ended with an error"
     std::vector<StepBreakdown> steps;
     StepBreakdown steady;  // summed over the steady steps

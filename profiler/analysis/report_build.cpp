@@ -147,6 +147,7 @@ RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown
     rr.rank = r;
     rr.coords = meta.coords;
     rr.label = rank_label(rt);
+    rr.host = store.is_prediction() ? "" : meta.host;  // a planner's ranks are on no machine
     rr.status = rank_status(rt);
     rr.steps = std::move(steps);
     const std::vector<StepBreakdown> steady = steady_steps(rr.steps);

@@ -127,6 +127,7 @@ nlohmann::json rank_json(const RankReport& r, const std::array<double, kGroupCou
                         {"attention_s", b.attention_s},
                         {"experts_s", b.experts_s},
                         {"label", r.label},
+                        {"host", r.host.empty() ? nlohmann::json() : nlohmann::json(r.host)},
                         {"coords", grid_json(r.coords)},
                         {"status", r.status},
                         {"clock_offset_ns", r.clock_offset_ns},

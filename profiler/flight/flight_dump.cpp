@@ -27,8 +27,18 @@ bool parse_entry_state(std::string_view text, EntryState& out) {
 }
 
 FlightDumpBuilder::FlightDumpBuilder(FlightDump& dump) : dump_(dump) {
+    // A dump already holding tables (one recorded before, added to) keeps them: each is indexed again.
     for (StringId i = 0; i < dump_.strings.size(); ++i) strings_.emplace(dump_.strings[i], i);
+    for (uint32_t g = 0; g < dump_.groups.size(); ++g)
+        groups_.emplace(uint64_t(dump_.groups[g].name) << 32 | dump_.groups[g].desc, g);
+    std::vector<TensorShapes> shapes;
+    shapes.swap(dump_.shapes);
+    for (TensorShapes& s : shapes) this->shapes(std::move(s));
     if (dump_.stacks.empty()) dump_.stacks.emplace_back();
+    std::vector<std::vector<Frame>> stacks;
+    stacks.swap(dump_.stacks);
+    dump_.stacks.emplace_back();
+    for (size_t i = 1; i < stacks.size(); ++i) stack(std::move(stacks[i]));
 }
 
 StringId FlightDumpBuilder::string(std::string_view s) {
@@ -70,14 +80,18 @@ uint32_t FlightDumpBuilder::shapes(TensorShapes&& s) {
     return it->second;
 }
 
-uint32_t FlightDumpBuilder::stack(std::vector<Frame>&& frames) {
+uint32_t FlightDumpBuilder::stack(const std::vector<Frame>& frames) {
     if (frames.empty()) return 0;
-    std::string key;
-    key.reserve(frames.size() * 12);
-    for (const Frame& f : frames) key.append(reinterpret_cast<const char*>(&f), sizeof f);
-    auto [it, added] = stacks_.try_emplace(std::move(key), uint32_t(dump_.stacks.size()));
-    if (added) dump_.stacks.push_back(std::move(frames));
-    return it->second;
+    key_.assign(reinterpret_cast<const char*>(frames.data()), frames.size() * sizeof(Frame));
+    if (const auto it = stacks_.find(key_); it != stacks_.end()) return it->second;
+    stacks_.emplace(key_, uint32_t(dump_.stacks.size()));
+    dump_.stacks.push_back(frames);
+    return uint32_t(dump_.stacks.size() - 1);
+}
+
+uint32_t FlightDumpBuilder::stack(std::vector<Frame>&& frames) {
+    const std::vector<Frame>& view = frames;
+    return stack(view);
 }
 
 std::string_view op_short_name(std::string_view profiling_name) {
@@ -87,16 +101,23 @@ std::string_view op_short_name(std::string_view profiling_name) {
     return s;
 }
 
-bool parse_p2p_peers(std::string_view profiling_name, int& from, int& to) {
+bool parse_p2p_peers(std::string_view profiling_name, int& self, int& peer) {
     const size_t space = profiling_name.rfind(' ');
     if (space == std::string_view::npos) return false;
-    const std::string_view peers = profiling_name.substr(space + 1);
-    const size_t arrow = peers.find("->");
+    const std::string_view sides = profiling_name.substr(space + 1);
+    size_t arrow = sides.find("->");
+    const bool backwards = arrow == std::string_view::npos;
+    if (backwards) arrow = sides.find("<-");
     if (arrow == std::string_view::npos) return false;
-    const char* a = peers.data();
-    const auto r1 = std::from_chars(a, a + arrow, from);
-    const auto r2 = std::from_chars(a + arrow + 2, a + peers.size(), to);
-    return r1.ec == std::errc{} && r1.ptr == a + arrow && r2.ec == std::errc{} && r2.ptr == a + peers.size();
+    int first = 0, second = 0;
+    const char* a = sides.data();
+    const auto r1 = std::from_chars(a, a + arrow, first);
+    const auto r2 = std::from_chars(a + arrow + 2, a + sides.size(), second);
+    if (r1.ec != std::errc{} || r1.ptr != a + arrow || r2.ec != std::errc{} || r2.ptr != a + sides.size()) return false;
+    const bool receive = op_short_name(profiling_name).find("recv") != std::string_view::npos;
+    self = receive && !backwards ? second : first;
+    peer = receive && !backwards ? first : second;
+    return true;
 }
 
 }  // namespace us::flight

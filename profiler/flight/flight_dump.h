@@ -94,6 +94,7 @@ public:
     uint32_t group(std::string_view name, std::string_view desc);
     uint32_t shapes(TensorShapes&& s);
     uint32_t stack(std::vector<Frame>&& frames);
+    uint32_t stack(const std::vector<Frame>& frames);  // copied only when new
 
 private:
     FlightDump& dump_;
@@ -101,12 +102,15 @@ private:
     std::unordered_map<uint64_t, uint32_t> groups_;
     std::unordered_map<std::string, uint32_t> shapes_;  // keyed by a canonical text of the shapes
     std::unordered_map<std::string, uint32_t> stacks_;  // keyed by the frames' ids
+    std::string key_;                                   // scratch: a stack's key while it is looked up
 };
 
 // The op's short name, without the library prefix or the p2p peers: "nccl:all_reduce" -> "all_reduce",
 // "nccl:send 0->1" -> "send".
 std::string_view op_short_name(std::string_view profiling_name);
-// The peers a p2p profiling name carries ("nccl:send 0->1": 0 and 1, group ranks); false when it names none.
-bool parse_p2p_peers(std::string_view profiling_name, int& from, int& to);
+// The two sides a p2p profiling name carries, as group ranks: the recording rank and its peer. "send 0->1" and
+// "recv 1<-0" are rank 0 sending to 1 and rank 1 receiving from 0 (PyTorch's names); "recv 0->1", with the arrow
+// along the data, is rank 1 receiving from 0. False when the name carries none.
+bool parse_p2p_peers(std::string_view profiling_name, int& self, int& peer);
 
 }  // namespace us::flight

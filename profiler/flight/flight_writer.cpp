@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <string_view>
+#include <map>
+#include <tuple>
 
 #include "profiler/plain/pickle_writer.h"
 
@@ -50,19 +52,33 @@ std::string ranks_text(const std::vector<int>& ranks) {
     return s + "]";
 }
 
-void write_frames(PickleWriter& w, const FlightDump& d, uint32_t stack) {
-    w.begin_list();
-    for (const Frame& f : d.stacks[stack]) {
-        w.begin_dict();
-        key_string(w, "name", d.text(f.name));
-        key_string(w, "filename", d.text(f.file));
-        key_int(w, "line", f.line);
-        w.end_dict();
+// Each distinct frame is written once and referred to after (PyTorch's dumps share their frame dicts the same
+// way, through the pickle's memo): a 2,000-entry dump repeats a few stacks.
+class FrameMemo {
+public:
+    void write(PickleWriter& w, const FlightDump& d, uint32_t stack) {
+        w.begin_list();
+        for (const Frame& f : d.stacks[stack]) {
+            const auto [it, added] = memo_.try_emplace({f.name, f.file, f.line}, 0);
+            if (!added) {
+                w.get(it->second);
+                continue;
+            }
+            w.begin_dict();
+            key_string(w, "name", d.text(f.name));
+            key_string(w, "filename", d.text(f.file));
+            key_int(w, "line", f.line);
+            w.end_dict();
+            it->second = w.memoize();
+        }
+        w.end_list();
     }
-    w.end_list();
-}
 
-void write_entry(PickleWriter& w, const FlightDump& d, const FlightEntry& e) {
+private:
+    std::map<std::tuple<StringId, StringId, int32_t>, uint32_t> memo_;
+};
+
+void write_entry(PickleWriter& w, const FlightDump& d, const FlightEntry& e, FrameMemo& frames) {
     w.begin_dict();
     key_int(w, "record_id", e.record_id);
     key_int(w, "pg_id", e.group);
@@ -98,7 +114,7 @@ void write_entry(PickleWriter& w, const FlightDump& d, const FlightEntry& e) {
     w.string("is_p2p");
     w.boolean(e.is_p2p);
     w.string("frames");
-    write_frames(w, d, e.stack);
+    frames.write(w, d, e.stack);
     w.end_dict();
 }
 
@@ -134,7 +150,8 @@ std::string write_flight_dump(const FlightDump& d) {
     }
     w.string("entries");
     w.begin_list();
-    for (const FlightEntry& e : d.entries) write_entry(w, d, e);
+    FrameMemo frames;
+    for (const FlightEntry& e : d.entries) write_entry(w, d, e, frames);
     w.end_list();
     w.end_dict();
     return w.finish();

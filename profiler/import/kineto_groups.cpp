@@ -115,6 +115,9 @@ RankMetadata kineto_rank_metadata(const KinetoFile& f, int rank, const std::stri
     m.file = f.path;
     m.rank_from = rank_from;
     m.versions = f.versions.is_object() ? f.versions : nlohmann::json::object();
+    // Kineto writes the recording machine's name as the top-level "host_name" (kept among the small scalars)
+    if (const auto host = m.versions.find("host_name"); host != m.versions.end() && host->is_string())
+        m.host = host->get<std::string>();
     if (f.distributed_info.is_object())
         for (const auto& [k, v] : f.distributed_info.items())
             if (k.find("version") != std::string::npos) m.versions[k] = v;

@@ -16,8 +16,9 @@ namespace {
 
 class PickleMachine {
 public:
-    PickleMachine(std::string_view bytes, const std::string& source, const PickleLimits& limits)
-        : bytes_(bytes), source_(source), limits_(limits) {
+    PickleMachine(std::string_view bytes, const std::string& source, const PickleLimits& limits, PlainData&& reuse)
+        : bytes_(bytes), source_(source), limits_(limits), data_(std::move(reuse)) {
+        data_.clear();
         data_.reserve_for(bytes.size());
     }
 
@@ -359,7 +360,12 @@ bool looks_like_pickle(std::string_view bytes) {
 }
 
 PlainData read_pickle(std::string_view bytes, const std::string& source, const PickleLimits& limits) {
-    return PickleMachine(bytes, source, limits).run();
+    return PickleMachine(bytes, source, limits, PlainData{}).run();
+}
+
+PlainData read_pickle(std::string_view bytes, const std::string& source, PlainData&& reuse,
+                      const PickleLimits& limits) {
+    return PickleMachine(bytes, source, limits, std::move(reuse)).run();
 }
 
 }  // namespace us::plain

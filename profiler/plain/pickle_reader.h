@@ -18,6 +18,10 @@ struct PickleLimits {
 // than plain data or on a malformed pickle.
 PlainData read_pickle(std::string_view bytes, const std::string& source, const PickleLimits& limits = {});
 
+// The same into `reuse`'s room (emptied first): many files read one after another on a thread allocate once.
+PlainData read_pickle(std::string_view bytes, const std::string& source, PlainData&& reuse,
+                      const PickleLimits& limits = {});
+
 // Whether bytes look like a pickle of protocol 2 or later (PROTO opcode first).
 bool looks_like_pickle(std::string_view bytes);
 

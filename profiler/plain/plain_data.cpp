@@ -111,6 +111,16 @@ void PlainData::finish() {
     std::vector<Chunk>().swap(chunks_);
 }
 
+void PlainData::clear() {
+    root = no_value;
+    values_.clear();
+    containers_.clear();
+    chunks_.clear();
+    staged_.clear();
+    items_.clear();
+    text_.clear();
+}
+
 void PlainData::reserve_for(size_t file_bytes) {
     values_.reserve(file_bytes / 16);
     staged_.reserve(file_bytes / 8);

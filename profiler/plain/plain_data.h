@@ -44,6 +44,8 @@ public:
     void append(ValueId container, std::span<const ValueId> items);
     // Lays every container's items out contiguously; call once when parsing is done.
     void finish();
+    // Empties the arena and keeps its room, for the next file read on the same thread.
+    void clear();
     // Reserves room for what a file of this size usually holds (a hint: the arena still grows as needed).
     void reserve_for(size_t file_bytes);
 

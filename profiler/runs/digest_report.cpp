@@ -91,6 +91,7 @@ nlohmann::json digest_report_json(const DigestReport& r) {
                     d.hta->comp_comm_overlap_pct ? nlohmann::json(*d.hta->comp_comm_overlap_pct) : nlohmann::json()}};
         ranks.push_back({{"rank", d.rank},
                          {"label", d.label},
+                         {"host", d.host.empty() ? nlohmann::json() : nlohmann::json(d.host)},
                          {"file", d.file},
                          {"steady_steps", s.steps},
                          {"wall_s", s.wall_s},

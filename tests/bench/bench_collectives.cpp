@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <vector>
 
 #include "engine/comm/mpi_comm.h"
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
                     fmt::print(
                         "{{\"op\": \"{}\", \"ranks\": {}, \"bytes\": {}, \"median_s\": {:.9f}, \"min_s\": {:.9f}}}\n",
                         op, n, bytes, times[times.size() / 2], times.front());
+                std::fflush(stdout);  // a line as each is measured: `ultrascope calibrate` reads it as progress
             }
         }
     }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "test_util.h"
 
@@ -237,6 +238,8 @@ TEST_CASE("ultrascope run --nodes without root: in a user namespace of its own, 
     fs::create_directories(dir);
     fs::permissions(dir, fs::perms::all);
     const std::string one = (dir / "one-host.ustrace").string(), two = (dir / "two-nodes.ustrace").string();
+    // what other runs left in this namespace (a killed one's nodes, which only a run as root removes) is not this one's
+    const std::string stale_before = stale_emulated_nodes();
     const ProcessResult local = run_process(run_tiny("--trace " + one));
     REQUIRE(local.exit_code == 0);
     const ProcessResult r =
@@ -250,5 +253,6 @@ TEST_CASE("ultrascope run --nodes without root: in a user namespace of its own, 
     const auto j = nlohmann::json::parse(run_process(bin("ultrascope") + " report " + two + " --json").output);
     CHECK(j["ranks"][0]["comm_hosts_by_group"]["dp"] == 2);
     // made inside the run's own namespaces: nothing of it in this one, before or after
-    CHECK(stale_emulated_nodes().empty());
+    std::istringstream after(stale_emulated_nodes());
+    for (std::string name; std::getline(after, name);) CHECK(stale_before.find(name) != std::string::npos);
 }

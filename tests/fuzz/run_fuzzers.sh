@@ -20,6 +20,9 @@ mkdir -p "$corpus" "$findings"
 # with a folder of their own seeds take those: tests/fuzz/seeds-TARGET)
 if [ "$target" = fuzz_pickle_reader ]; then cp "$src"/tests/data/snapshot/*.pickle "$src"/tests/data/snapshot/*.json \
   "$src"/tests/data/snapshot/hostile/* "$corpus"/
+elif [ "$target" = fuzz_flight_reader ]; then  # the real dumps of tests/data/hang, pickles and JSON
+  for d in "$src"/tests/data/hang/*/; do cp "$d"comm_lib_trace_rank_0 "$corpus/$(basename "$d")_0" 2>/dev/null || true
+    cp "$d"json/*.json "$corpus"/ 2>/dev/null || true; done
 elif [ -d "$src/tests/fuzz/seeds-$target" ]; then cp "$src/tests/fuzz/seeds-$target"/* "$corpus"/
 else "$build/bin/fuzz_seed" "$corpus" "$target"; fi
 log="$out/$target.log"

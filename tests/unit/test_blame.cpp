@@ -1,12 +1,14 @@
 // Who holds the run back (profiler/analysis/blame.h) on hand-built digests whose every wait is worked out below:
 // a rank slow in every step is named, with the waiting it caused and the steps it was last in; noise that picks a
 // different rank each step names no one and says which rule the most waited-for rank failed; one hiccup is not a
-// culprit; the clocks are recovered from the collectives' ends; a digest survives its compact bytes.
+// culprit; every rank of one host slow names the node (one slow rank names the rank); the clocks are recovered from
+// the collectives' ends; a digest survives its compact bytes.
 #include <catch2/catch.hpp>
 #include <cmath>
 
 #include "common/core/check.h"
 #include "profiler/analysis/blame.h"
+#include "profiler/analysis/blame_node.h"
 #include "profiler/analysis/rank_digest.h"
 
 using namespace us::prof;
@@ -123,6 +125,59 @@ TEST_CASE("blame does not name a rank for one hiccup, however long", "[cpu]") {
     CHECK(b.why_not.find("in 1 of 4 steps") != std::string::npos);
 }
 
+// 8 data-parallel ranks on two hosts, gpu-a (ranks 0-3) and gpu-b (ranks 4-7), over 5 steps; `slow` ranks compute
+// 0.8 s a step and the others 0.5 s, and in each step a different one of the slow ranks is 10 ms later still (they
+// take turns arriving last, as equally slow ranks do).
+std::vector<RankDigest> two_hosts(const std::vector<int>& slow, bool hosts_known = true) {
+    std::vector<std::vector<double>> arrive(8, std::vector<double>(5, 0.5));
+    for (size_t i = 0; i < slow.size(); ++i)
+        for (size_t k = 0; k < 5; ++k) arrive[size_t(slow[i])][k] = 0.8 + (k % slow.size() == i ? 0.01 : 0.0);
+    std::vector<RankDigest> out = data_parallel(arrive);
+    for (RankDigest& d : out) d.host = hosts_known ? (d.rank < 4 ? "gpu-a" : "gpu-b") : "";
+    return out;
+}
+
+TEST_CASE("blame names the node when every rank of one host holds the run back, and a rank when one does", "[cpu]") {
+    // every rank of gpu-b is slow: each is last in one of the 4 steady steps, so none stands out alone
+    const Blame b = blame(two_hosts({4, 5, 6, 7}));
+    REQUIRE(b.node);
+    CHECK(b.culprit);
+    CHECK(b.node->host == "gpu-b");
+    CHECK(b.node->ranks == std::vector<int>{4, 5, 6, 7});
+    CHECK(b.node->share == Approx(1.0));
+    CHECK(b.node->steps_on_top == 4);
+    CHECK(b.node->steps_with_waiting == 4);
+    // each slow rank computes 0.8025 s a steady step; half the group is slow, so its median is (0.5 + 0.8025) / 2
+    CHECK(b.node->compute_vs_median == Approx(0.8025 / 0.65125).epsilon(1e-3));
+    CHECK(b.verdict.find("node gpu-b (ranks 4-7) holds the run back") == 0);
+    CHECK(b.why_not.empty());
+    REQUIRE(b.stragglers.size() == 4);
+    for (const Straggler& s : b.stragglers) CHECK(s.stands_out);
+    nlohmann::json j = blame_json(b);
+    CHECK(j["node"] == "gpu-b");
+    CHECK(j["culprit"] == true);
+    // one slow rank on gpu-b: the rank is named, not its node
+    const Blame one = blame(two_hosts({5}));
+    CHECK(one.culprit);
+    CHECK_FALSE(one.node);
+    CHECK(one.verdict.find("rank 5 holds the run back") == 0);
+    CHECK(blame_json(one)["node"].is_null());
+    // two of gpu-b's four ranks: not the node (and neither rank alone)
+    const Blame some = blame(two_hosts({4, 5}));
+    CHECK_FALSE(some.node);
+    // the hosts unrecorded: no node, and nothing stands out, as before
+    const Blame unknown = blame(two_hosts({4, 5, 6, 7}, false));
+    CHECK_FALSE(unknown.node);
+    CHECK_FALSE(unknown.culprit);
+    CHECK(unknown.verdict.find("nothing stands out") == 0);
+    // every rank on one host: the node would be the whole run
+    auto one_host = two_hosts({4, 5, 6, 7});
+    for (RankDigest& d : one_host) d.host = "gpu-a";
+    CHECK_FALSE(blame(one_host).node);
+    CHECK(rank_ranges({0, 2, 5, 6, 7}) == "ranks 0, 2, 5-7");
+    CHECK(rank_ranges({3}) == "rank 3");
+}
+
 TEST_CASE("blame recovers the ranks' clock offsets from the collectives' ends", "[cpu]") {
     std::vector<std::vector<double>> arrive = {{0.5, 0.5, 0.5, 0.5}, {0.6, 0.6, 0.6, 0.6}, {0.55, 0.5, 0.5, 0.52}};
     const std::vector<int64_t> offset = {0, 3'000'000, -7'500'000};
@@ -156,6 +211,7 @@ TEST_CASE("a digest survives its JSON and its compact bytes, and bad bytes are a
     auto digests = data_parallel({{0.5, 0.6, 0.7}, {0.55, 0.65, 0.75}});
     RankDigest& d = digests[1];
     d.coords = {.dp = 1, .pp = 0};
+    d.host = "gpu-b";
     d.clock_offset_ns = 42, d.clock_uncertainty_ns = 7;
     d.ops.push_back({"matmul", OpClass::gemm, 12, 0.25});
     DigestTransfer t;
@@ -167,6 +223,7 @@ TEST_CASE("a digest survives its JSON and its compact bytes, and bad bytes are a
     d.hta = f;
     const nlohmann::json j = digest_json(d);
     CHECK(digest_json(digest_from_json(j)) == j);
+    CHECK(digest_from_json(j).host == "gpu-b");
     const std::string bytes = digest_bytes(d);
     CHECK(digest_json(digest_from_bytes(bytes, "rank 1's digest")) == j);
     CHECK(bytes.size() < j.dump().size());

@@ -49,6 +49,7 @@ TEST_CASE("kineto runs: every scenario opens with the ranks and steps its meta.j
         for (int r = 0; r < ranks; ++r) {
             const RankTrace& rt = *store.rank(r);
             CHECK(rt.info.rank_from == "distributedInfo");
+            CHECK(rt.info.host == "vm");  // Kineto's top-level host_name
             CHECK(step_numbers(rt) == expected_steps);
             CHECK(!rt.has_device_spans());  // CPU ranks: ops are compute, collectives comm
             CHECK(!rt.lanes[size_t(Lane::compute)].spans().empty());
@@ -136,6 +137,7 @@ TEST_CASE(
     CHECK(rep.misses.empty());
     const nlohmann::json j = report_json(rep);
     CHECK(j["misses"].empty());
+    for (const auto& rank : j["ranks"]) CHECK(rank["host"] == "vm");  // each rank's host, from Kineto's host_name
     const std::string text = format_report(rep);
     CHECK(text.find("UNEXPLAINED") == std::string::npos);
     // The threads of a PyTorch process (main, autograd, gloo's run loop) each get rows of their own.

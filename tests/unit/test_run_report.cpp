@@ -37,6 +37,7 @@ TEST_CASE("run report: --digests reports from the digests, --rank opens the rank
     const app::RunReport d = app::make_run_report(app::ReportSource::of_files({kKinetoRun}), digests);
     REQUIRE(d.digests);
     CHECK(d.digests->cross.digests.size() == 8);
+    for (const auto& rank : prof::digest_report_json(*d.digests)["ranks"]) CHECK(rank["host"] == "vm");
     app::ReportOptions one_rank;
     one_rank.ranks = {3}, one_rank.no_cache = true;
     const app::RunReport r = app::make_run_report(app::ReportSource::of_files({kKinetoRun}), one_rank);

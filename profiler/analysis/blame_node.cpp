@@ -1,0 +1,97 @@
+// A node, not a rank (blame_node.h): the stragglers' waiting summed by host, the rule applied to the host most to
+// blame against the next, and the verdict that names it.
+#include "profiler/analysis/blame_node.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace us::prof {
+
+namespace {
+
+// Whether `n` passes the rule as one rank would (apply_rule in blame.cpp): most of the waiting, far more than the
+// next host, enough of a step for each waiting rank, and on top step after step.
+bool passes(const BlameRules& rules, const NodeBlame& n, double next_s, double per_waiter_per_step, double step_s) {
+    const int min_steps = std::max(rules.min_steps, int(std::ceil(rules.min_step_fraction * n.steps_with_waiting)));
+    return n.share >= rules.min_share && (next_s <= 0 || n.others_waited_s >= rules.min_ratio * next_s) &&
+           per_waiter_per_step >= rules.min_step_share * step_s && n.steps_on_top >= min_steps;
+}
+
+}  // namespace
+
+void name_node(const std::vector<RankDigest>& digests, const BlameRules& rules, Blame& b) {
+    if (b.culprit || b.stragglers.empty() || b.waited_s <= 0) return;  // a rank stands out alone, or no waiting
+    std::map<int, std::string> host_of;
+    std::map<std::string, std::vector<int>> ranks_on;  // host -> its ranks, sorted
+    for (const RankDigest& d : digests) {
+        if (d.host.empty()) return;  // a node is named only where every rank's host is known
+        host_of[d.rank] = d.host;
+        ranks_on[d.host].push_back(d.rank);
+    }
+    if (ranks_on.size() < 2) return;  // one host: the node is the whole run
+    std::map<std::string, double> caused;
+    for (const Straggler& s : b.stragglers) caused[host_of.at(s.rank)] += s.others_waited_s;
+    std::vector<std::pair<std::string, double>> hosts(caused.begin(), caused.end());
+    std::sort(hosts.begin(), hosts.end(), [](auto& x, auto& y) { return x.second > y.second; });
+    NodeBlame n;
+    n.host = hosts.front().first;
+    n.ranks = ranks_on.at(n.host);
+    std::sort(n.ranks.begin(), n.ranks.end());
+    std::set<int> waited_for;  // the node's ranks that made others wait
+    for (const Straggler& s : b.stragglers)
+        if (host_of.at(s.rank) == n.host) waited_for.insert(s.rank);
+    if (n.ranks.size() < 2 || waited_for.size() != n.ranks.size()) return;  // one rank, or some of a node's ranks
+    n.others_waited_s = hosts.front().second;
+    n.share = n.others_waited_s / b.waited_s;
+    std::map<int, std::map<std::string, double>> by_step;  // step -> host -> waiting caused
+    for (const RankStepWait& w : b.waits)
+        if (w.caused_s > 0) by_step[w.step][host_of.at(w.rank)] += w.caused_s;
+    n.steps_with_waiting = int(by_step.size());
+    for (const auto& [step, at] : by_step)
+        n.steps_on_top += std::max_element(at.begin(), at.end(), [](auto& x, auto& y) {
+                              return x.second < y.second;
+                          })->first == n.host;
+    size_t steps = 1;
+    double compute_ratio = 0;
+    int compute_known = 0;
+    for (const RankDigest& d : digests)
+        if (d.host == n.host) steps = std::max(steps, d.steady().size());
+    for (const Straggler& s : b.stragglers)
+        if (host_of.at(s.rank) == n.host && s.compute_vs_median > 0)
+            compute_ratio += s.compute_vs_median, ++compute_known;
+    n.compute_vs_median = compute_known == int(n.ranks.size()) ? compute_ratio / compute_known : 0;
+    const double per_waiter_per_step =
+        n.others_waited_s / double(steps) / double(std::max<size_t>(1, digests.size() - 1));
+    if (!passes(rules, n, hosts.size() > 1 ? hosts[1].second : 0, per_waiter_per_step, b.mean_step_s)) return;
+    for (Straggler& s : b.stragglers) s.stands_out = host_of.at(s.rank) == n.host;
+    b.culprit = true;
+    b.why_not.clear();  // a node is named: no rank alone was, as its verdict says
+    b.node = std::move(n);
+}
+
+std::string node_verdict(const NodeBlame& n) {
+    return fmt::format(
+        "node {} ({}) holds the run back: the others waited {:.3f} s for its ranks ({:.0f}% of all the waiting, the "
+        "most in {} of {} steps), each of its {} ranks arriving last in turn, none alone standing out{}",
+        n.host, rank_ranges(n.ranks), n.others_waited_s, 100 * n.share, n.steps_on_top, n.steps_with_waiting,
+        n.ranks.size(),
+        n.compute_vs_median > 0 ? fmt::format("; their compute is {:.2f}x their groups' median", n.compute_vs_median)
+                                : "");
+}
+
+std::string rank_ranges(const std::vector<int>& ranks) {
+    std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < ranks.size();) {
+        size_t j = i;
+        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+        out += (i ? ", " : "") + (j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : std::to_string(ranks[i]));
+        i = j + 1;
+    }
+    return out;
+}
+
+}  // namespace us::prof

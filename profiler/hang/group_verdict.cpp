@@ -1,0 +1,204 @@
+// Judging one process group (group_verdict.h). Members are walked side by side over the window of sequence numbers
+// they all hold; calls are compared by signature (op, sizes, dtypes), and a mismatch is judged by the majority, so
+// the reference is never simply whichever rank's file came first.
+#include "profiler/hang/group_verdict.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "profiler/hang/collective_call.h"
+
+namespace us::hang {
+namespace {
+
+std::string ranks_text(const std::vector<int>& ranks) {
+    std::string s;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+        if (i) s += i + 1 == ranks.size() ? " and " : ", ";
+        s += std::to_string(ranks[i]);
+    }
+    return (ranks.size() == 1 ? "rank " : "ranks ") + s;
+}
+
+struct Member {
+    const flight::FlightDump* dump;
+    uint32_t dump_index;
+    const std::vector<uint32_t>* collectives;
+    size_t cursor = 0;
+    const flight::FlightEntry& entry(size_t i) const { return dump->entries[(*collectives)[i]]; }
+};
+
+// The earliest time a member entered the group's divergence: which of two hangs of the same ranks came first.
+void note_entered(GroupState& s, const flight::FlightEntry& e) {
+    if (e.time_created_ns > 0 && (s.entered_ns < 0 || e.time_created_ns < s.entered_ns))
+        s.entered_ns = e.time_created_ns;
+}
+
+void progress_of(GroupState& s, const std::vector<Member>& members) {
+    for (const Member& m : members) {
+        MemberProgress p;
+        p.rank = m.dump->rank;
+        if (!m.collectives->empty()) {
+            p.first_seq = m.entry(0).collective_seq_id;
+            p.last_entered = m.entry(m.collectives->size() - 1).collective_seq_id;
+            for (size_t i = m.collectives->size(); i-- > 0;)
+                if (entry_completed(m.entry(i))) {
+                    p.last_completed = m.entry(i).collective_seq_id;
+                    break;
+                }
+        }
+        s.members.push_back(p);
+    }
+}
+
+// The member's entry of collective `seq`, or null (walks forward: seq only grows).
+const flight::FlightEntry* entry_at(Member& m, int64_t seq) {
+    while (m.cursor < m.collectives->size() && m.entry(m.cursor).collective_seq_id < seq) ++m.cursor;
+    if (m.cursor < m.collectives->size() && m.entry(m.cursor).collective_seq_id == seq) return &m.entry(m.cursor);
+    return nullptr;
+}
+
+// The first collective of the window where members call different things: true, with the state filled.
+bool find_mismatch(GroupState& s, std::vector<Member>& members, const CallSignatures& signatures) {
+    std::vector<uint64_t> sig(members.size());
+    std::vector<const flight::FlightEntry*> at(members.size());
+    for (int64_t seq = s.window_first; seq <= s.window_last; ++seq) {
+        bool differs = false;
+        for (size_t i = 0; i < members.size(); ++i) {
+            at[i] = entry_at(members[i], seq);
+            sig[i] = at[i] ? signatures.of(members[i].dump_index, *at[i]) : 0;
+            if (at[i] && at[0] && sig[i] != sig[0]) differs = true;
+        }
+        if (!differs) continue;
+        // The majority's call is the reference; a tie keeps the class of the group's first member, and says so.
+        std::unordered_map<uint64_t, int> count;
+        for (size_t i = 0; i < members.size(); ++i)
+            if (at[i]) ++count[sig[i]];
+        uint64_t best = sig[0];
+        int best_n = 0, ties = 0;
+        for (const auto& [k, n] : count) {
+            if (n > best_n)
+                best = k, best_n = n, ties = 0;
+            else if (n == best_n)
+                ++ties;
+        }
+        if (ties > 0) best = at[0] ? sig[0] : best;
+        size_t reference = members.size();
+        for (size_t i = 0; i < members.size(); ++i) {
+            if (!at[i]) continue;
+            if (sig[i] == best && reference == members.size()) reference = i;
+            if (sig[i] != best) s.culprit_ranks.push_back(members[i].dump->rank);
+        }
+        const size_t culprit = std::find_if(members.begin(), members.end(),
+                                            [&](const Member& m) { return m.dump->rank == s.culprit_ranks[0]; }) -
+                               members.begin();
+        for (size_t i = 0; i < members.size(); ++i)
+            if (at[i]) note_entered(s, *at[i]);
+        s.kind = HangKind::mismatch;
+        s.collective = call_of(*members[culprit].dump, *at[culprit]);
+        s.reference = call_of(*members[reference].dump, *at[reference]);
+        std::vector<int> agreeing;
+        for (size_t i = 0; i < members.size(); ++i)
+            if (at[i] && sig[i] == best) agreeing.push_back(members[i].dump->rank);
+        s.detail =
+            fmt::format("{} called {} {} where {} called {} {}{}", ranks_text(s.culprit_ranks), s.collective.op,
+                        shapes_label(s.collective), ranks_text(agreeing), s.reference.op, shapes_label(s.reference),
+                        ties > 0 ? " (no majority: either side may be the wrong one)" : "");
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+GroupState judge_group(const DumpSet& set, const GroupInstance& group, const CallSignatures& signatures,
+                       const std::unordered_map<int, uint32_t>& dump_of_rank) {
+    GroupState s;
+    s.name = group.name;
+    s.desc = group.desc;
+    std::vector<Member> members;
+    for (const MemberEntries& m : group.members) {
+        members.push_back({&set.dumps[m.dump], m.dump, &m.collectives});
+        s.ranks.push_back(set.dumps[m.dump].rank);
+    }
+    if (!group.config_ranks.empty()) {
+        s.ranks = group.config_ranks;
+        s.ranks_from_config = true;
+        for (int r : group.config_ranks)
+            if (!dump_of_rank.count(r)) s.absent_ranks.push_back(r);
+    }
+    progress_of(s, members);
+    // Members whose buffers hold none of this group's collectives say nothing of it (p2p only, or wrapped away).
+    std::erase_if(members, [](const Member& m) { return m.collectives->empty(); });
+    if (members.empty()) return s;
+    int64_t lo = INT64_MIN, hi_min = INT64_MAX, hi_max = INT64_MIN;
+    for (const Member& m : members) {
+        lo = std::max(lo, m.entry(0).collective_seq_id);
+        hi_min = std::min(hi_min, m.entry(m.collectives->size() - 1).collective_seq_id);
+        hi_max = std::max(hi_max, m.entry(m.collectives->size() - 1).collective_seq_id);
+    }
+    s.window_first = lo;
+    s.window_last = hi_min;
+    if (lo <= hi_min && find_mismatch(s, members, signatures)) return s;
+    if (hi_min < hi_max) {
+        // Missing: the members furthest behind never entered the next collective the others did.
+        const Member* ahead = nullptr;
+        for (const Member& m : members) {
+            const int64_t last = m.entry(m.collectives->size() - 1).collective_seq_id;
+            if (last == hi_min)
+                s.culprit_ranks.push_back(m.dump->rank);
+            else if (!ahead)
+                ahead = &m;
+        }
+        s.kind = HangKind::missing;
+        Member probe = *ahead;
+        probe.cursor = 0;
+        const flight::FlightEntry* next = entry_at(probe, hi_min + 1);
+        if (next) {
+            s.collective = call_of(*ahead->dump, *next);
+        } else {
+            s.collective.seq_id = hi_min + 1;  // the others' buffers no longer hold it
+        }
+        std::vector<int> waiting;
+        for (Member& m : members) {
+            if (m.entry(m.collectives->size() - 1).collective_seq_id <= hi_min) continue;
+            waiting.push_back(m.dump->rank);
+            m.cursor = 0;
+            if (const flight::FlightEntry* e = entry_at(m, hi_min + 1)) note_entered(s, *e);
+        }
+        s.detail = fmt::format("{} entered {} and {}; {} never did (the last {} entered: #{})", ranks_text(waiting),
+                               call_label(s.collective), waiting.size() == 1 ? "waits" : "wait",
+                               ranks_text(s.culprit_ranks), s.culprit_ranks.size() == 1 ? "it" : "they", hi_min);
+        return s;
+    }
+    // Everyone entered the newest collective: inside it, or all done.
+    std::vector<const flight::FlightEntry*> last;
+    for (const Member& m : members) last.push_back(&m.entry(m.collectives->size() - 1));
+    const bool all_done = std::all_of(last.begin(), last.end(), [](auto* e) { return entry_completed(*e); });
+    if (all_done) return s;
+    s.kind = HangKind::inside_collective;
+    s.collective = call_of(*members[0].dump, *last[0]);
+    for (const flight::FlightEntry* e : last) note_entered(s, *e);
+    // Who arrived last (the host started late): the discovered start where recorded, else the creation time.
+    size_t late = 0, early = 0;
+    auto arrived = [&](size_t i) {
+        return last[i]->time_started_ns >= 0 ? last[i]->time_started_ns : last[i]->time_created_ns;
+    };
+    for (size_t i = 1; i < last.size(); ++i) {
+        if (arrived(i) > arrived(late)) late = i;
+        if (arrived(i) < arrived(early)) early = i;
+    }
+    const double spread_s = double(arrived(late) - arrived(early)) * 1e-9;
+    s.detail = fmt::format(
+        "all {} members entered {} and none left it: not a desync (a slow or broken link, or the "
+        "communication library)",
+        members.size(), call_label(s.collective));
+    if (spread_s >= 1.0) {
+        s.culprit_ranks.push_back(members[late].dump->rank);
+        s.detail += fmt::format("; rank {} entered it {:.1f} s after the first", members[late].dump->rank, spread_s);
+    }
+    return s;
+}
+
+}  // namespace us::hang

@@ -1,0 +1,142 @@
+// The verdict's sentence and evidence (hang_verdict_text.h).
+#include "profiler/hang/hang_verdict_text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "profiler/hang/collective_call.h"
+
+namespace us::hang {
+namespace {
+
+std::string who(const HangAnalysis& a) {
+    if (!a.node.empty()) return fmt::format("node {} ({})", a.node, rank_list(a.culprit_ranks));
+    std::string s = rank_list(a.culprit_ranks);
+    if (a.culprits.size() == 1 && !a.culprits[0].host.empty()) s += " (on " + a.culprits[0].host + ")";
+    return s;
+}
+
+bool from_library(const StackFrame& f) {
+    return f.file.find("torch/distributed") != std::string::npos ||
+           f.file.find("torch/nn/parallel") != std::string::npos || f.file.find("c10d") != std::string::npos ||
+           f.file.find("<built-in") != std::string::npos;
+}
+
+}  // namespace
+
+std::string rank_list(const std::vector<int>& ranks) {
+    std::string s;
+    const size_t shown = std::min<size_t>(ranks.size(), 12);
+    for (size_t i = 0; i < shown; ++i) {
+        if (i) s += i + 1 == ranks.size() ? " and " : ", ";
+        s += std::to_string(ranks[i]);
+    }
+    if (shown < ranks.size()) s += fmt::format(" ... ({} in all)", ranks.size());
+    return (ranks.size() == 1 ? "rank " : "ranks ") + s;
+}
+
+std::string group_label(const GroupState& g) {
+    if (g.desc.empty()) return fmt::format("group '{}'", g.name);
+    return fmt::format("group '{}' ({})", g.name, g.desc);
+}
+
+std::string frame_label(const std::vector<StackFrame>& stack) {
+    for (const StackFrame& f : stack)
+        if (!from_library(f)) return fmt::format("{}:{} in {}", f.file, f.line, f.name);
+    if (stack.empty()) return "";
+    return fmt::format("{}:{} in {}", stack[0].file, stack[0].line, stack[0].name);
+}
+
+void write_verdict(HangAnalysis& a) {
+    a.evidence.clear();
+    const GroupState* root = a.group >= 0 ? &a.groups[size_t(a.group)] : nullptr;
+    const std::string where = a.stack.empty() ? "" : "; its stack: " + frame_label(a.stack);
+    switch (a.kind) {
+        case HangKind::none:
+            a.verdict = a.groups.empty() ? "The dumps hold no collectives: nothing to align."
+                                         : "Nothing is hung in what the dumps hold: every group's collectives agree "
+                                           "and completed.";
+            break;
+        case HangKind::missing:
+            if (!root) {
+                a.verdict = fmt::format(
+                    "{} left no dump while every rank that did agrees: {} the first suspect "
+                    "(a rank that died or hung before it could dump).",
+                    rank_list(a.culprit_ranks), a.culprit_ranks.size() == 1 ? "it is" : "they are");
+            } else {
+                a.verdict = fmt::format("{} never entered {} of {}, where the other members wait: {} {} the job{}.",
+                                        who(a), call_label(a.collective), group_label(*root), who(a),
+                                        a.culprit_ranks.size() == 1 ? "holds" : "hold", where);
+            }
+            break;
+        case HangKind::mismatch:
+            a.verdict = fmt::format("{} called something else in {} of {}: {}{}.", who(a), call_label(a.collective),
+                                    group_label(*root), root->detail, where);
+            break;
+        case HangKind::p2p_deadlock:
+            a.verdict = fmt::format("{} deadlock in point-to-point operations of {}: {}{}.", rank_list(a.culprit_ranks),
+                                    group_label(*root), root->detail.substr(root->detail.find(": ") + 2), where);
+            break;
+        case HangKind::inside_collective:
+            a.verdict = fmt::format(
+                "Every member of {} entered {} and none left it: not a desync (a slow or broken "
+                "link, or the communication library){}.",
+                group_label(*root), call_label(a.collective),
+                a.culprit_ranks.empty() ? "" : "; " + root->detail.substr(root->detail.rfind("; ") + 2));
+            break;
+    }
+    if (root && a.kind != HangKind::none) a.evidence.push_back(group_label(*root) + ": " + root->detail);
+    size_t described = 0;
+    for (const Culprit& c : a.culprits) {
+        if (++described > 8) {
+            a.evidence.push_back(fmt::format("... {} more culprits (--json lists them all)", a.culprits.size() - 8));
+            break;
+        }
+        if (c.absent) {
+            a.evidence.push_back(fmt::format("rank {}: no dump (a suspect for that alone)", c.rank));
+            continue;
+        }
+        a.evidence.push_back(
+            fmt::format("rank {}{}: last completed {}{}", c.rank, c.host.empty() ? "" : " on " + c.host,
+                        c.last_completed.seq_id < 0 ? "nothing the buffer still holds"
+                                                    : call_label(c.last_completed) + " (" + c.last_completed.op + ")",
+                        c.stack.empty() ? "" : "; stack: " + frame_label(c.stack)));
+    }
+    size_t victims = 0;
+    for (const GroupState& g : a.groups)
+        if (g.held_by >= 0) ++victims;
+    if (victims > 0)
+        a.evidence.push_back(
+            fmt::format("{} other group{} wait{} on it: their culprits are stuck inside it (victims, "
+                        "not causes)",
+                        victims, victims == 1 ? "" : "s", victims == 1 ? "s" : ""));
+    // Other roots: those whose culprits the verdict already names wait on the same ranks; the rest hang apart.
+    size_t same_ranks = 0, apart = 0;
+    for (size_t g = 0; g < a.groups.size(); ++g) {
+        if (!a.groups[g].root || int(g) == a.group) continue;
+        const auto& c = a.groups[g].culprit_ranks;
+        const bool same =
+            !c.empty() && std::includes(a.culprit_ranks.begin(), a.culprit_ranks.end(), c.begin(), c.end());
+        ++(same ? same_ranks : apart);
+    }
+    if (same_ranks > 0)
+        a.evidence.push_back(fmt::format("{} more group{} wait{} for {} too", same_ranks, same_ranks == 1 ? "" : "s",
+                                         same_ranks == 1 ? "s" : "", rank_list(a.culprit_ranks)));
+    if (apart > 0)
+        a.evidence.push_back(fmt::format("{} more group{} hang{} apart from it: see the groups below", apart,
+                                         apart == 1 ? "" : "s", apart == 1 ? "s" : ""));
+    if (!a.absent_ranks.empty() && !(a.kind == HangKind::missing && !root))
+        a.evidence.push_back(fmt::format("no dump from {} (of {}): {} suspect{} too", rank_list(a.absent_ranks),
+                                         a.world, a.absent_ranks.size() == 1 ? "a" : "",
+                                         a.absent_ranks.size() == 1 ? "" : "s"));
+    if (!a.unrecorded_gap_ranks.empty())
+        a.evidence.push_back(
+            fmt::format("{} did {} operation{} the recorder kept no entry for (gaps in op_id: gloo "
+                        "records no send or recv), so a hang in point-to-point transfers cannot show "
+                        "in these dumps",
+                        rank_list(a.unrecorded_gap_ranks), a.unrecorded_ops, a.unrecorded_ops == 1 ? "" : "s"));
+    for (const std::string& f : a.injected) a.evidence.push_back("injected fault, " + f);
+}
+
+}  // namespace us::hang
