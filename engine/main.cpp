@@ -11,6 +11,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/blas_kernel.h"
+#include "engine/comm/flight_dumps.h"
 #include "engine/comm/mpi_comm.h"
 #include "common/core/check.h"
 #include "engine/parallel/grid.h"
@@ -23,16 +24,18 @@ namespace {
 using namespace us;
 
 // SIGTERM / SIGINT (mpirun stopping the job, Ctrl-C): a dedicated thread ends the trace streams with a note that
-// the run did not finish, so the data up to that point stays readable, then exits.
+// the run did not finish, so the data up to that point stays readable, then exits. SIGUSR1 (`ultrascope run`
+// through mpirun, or a user's kill -USR1) asks for the flight recorder's dump, which the dump thread writes.
 void install_signal_thread() {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by every thread created from here on
     std::thread([set] {
         int sig = 0;
-        sigwait(&set, &sig);
+        while (sigwait(&set, &sig) == 0 && sig == SIGUSR1) request_flight_dump("SIGUSR1");
         std::fprintf(stderr, "ultrascope-train: pid %d stopped by signal %d (%s)\n", int(getpid()), sig,
                      sig == SIGTERM ? "the launcher is stopping the job; when a rank died, its message names it"
                                     : "interrupted");

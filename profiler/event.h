@@ -213,6 +213,9 @@ public:
     // End of the stream; `clean` is false when the run is ending because of an error or a stop, which `reason`
     // (may be empty) says in words.
     virtual void finish(bool clean, uint64_t dropped_total, const std::string& reason = {}) = 0;
+    // A Flight Recorder dump of the rank (profiler/flight/flight_writer.h's pickle bytes), kept by consumers as the
+    // rank's latest. Sinks that do not carry dumps ignore it.
+    virtual void write_flight_dump(const std::string& pickle) { (void)pickle; }
 };
 
 }  // namespace us::prof

@@ -158,8 +158,8 @@ void print_report(const LiveRun& run) {
 
 // A failed run: its exit code, the ranks lost, and the checkpoint to continue from.
 void print_failure(const LiveRun& run, const RunFacts& facts) {
-    std::fprintf(stderr, "ultrascope run: the run failed (exit code %d)%s\n", run.exit_code().value_or(-1),
-                 run.lost_ranks().empty() ? "" : "; lost:");
+    std::fprintf(stderr, "ultrascope run: the run %s (exit code %d)%s\n", run.hung() ? "hung and was ended" : "failed",
+                 run.exit_code().value_or(-1), run.lost_ranks().empty() ? "" : "; lost:");
     for (const auto& l : run.lost_ranks()) std::fprintf(stderr, "  %s\n", l.c_str());
     const auto saved = run.store().latest_counter("checkpoint_step");
     if (!facts.checkpoint_path.empty() && saved)
@@ -186,6 +186,11 @@ int run_command(int argc, char** argv) {
     std::fprintf(stderr, "ultrascope run: %d rank(s), %d thread(s) each; trace -> %s\n", ranks,
                  std::max(1, int(std::thread::hardware_concurrency()) / ranks), run.trace_path().c_str());
     watch(run, facts.total_steps);
+    if (run.hung())  // never a silent hang: the dumps are in the trace, the report below analyses them
+        std::fprintf(stderr,
+                     "ultrascope run: %s: the ranks' flight recorder dumps are in the trace (%zu of %d rank(s) sent "
+                     "one); see the hang report below\n",
+                     run.hang_summary().c_str(), run.ranks_dumped().size(), ranks);
     print_report(run);
     const int code = run.result_code();
     if (code != 0) print_failure(run, facts);

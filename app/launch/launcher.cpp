@@ -262,6 +262,10 @@ std::string Launcher::describe_tree() const {
     return text.empty() ? "none could be read from /proc (this program may be short of memory itself)" : text;
 }
 
+void Launcher::signal(int sig) {
+    if (running()) ::kill(m_pid, sig);
+}
+
 std::string Launcher::take_output() {
     std::string out;
     if (m_output_fd < 0) return out;

@@ -56,6 +56,8 @@ public:
     // Asks the run to stop (SIGTERM to mpirun, which passes it on) and waits; after grace_ms, SIGKILL to every
     // process of its tree, as found when the stop began and now.
     void stop(int grace_ms = 5000);
+    // Sends `sig` to mpirun (or srun) alone, which passes SIGUSR1 and SIGUSR2 on to every rank.
+    void signal(int sig);
     // The same without waiting (a frame loop, a watcher that found the run stalled): poll() escalates to SIGKILL
     // once grace_ms have passed, and when the child exits, ends whatever of its tree is left.
     void end(int grace_ms = 3000);

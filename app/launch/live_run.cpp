@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -10,6 +11,7 @@
 
 #include "app/launch/hostfile.h"
 #include "common/core/check.h"
+#include "common/settings/cli.h"
 #include "profiler/transport/protocol.h"
 
 namespace us::app {
@@ -66,6 +68,20 @@ LaunchSpec launch_spec_of(const LiveRunOptions& o) {
     return spec;
 }
 
+// What the run's own flags say about hangs: its --hang-timeout (0: sized from the steps) and whether its ranks keep
+// a flight recorder. Flags that do not parse were refused before the launch; the defaults stand then.
+HangWatch hang_watch_of(const std::vector<std::string>& train_args, bool& flight_recorder) {
+    std::vector<const char*> argv = {"ultrascope-train"};
+    for (const auto& a : train_args) argv.push_back(a.c_str());
+    try {
+        const TrainConfig cfg = parse_train_args(int(argv.size()), argv.data()).cmd.config;
+        flight_recorder = cfg.fr_buffer_size > 0;
+        return HangWatch(cfg.hang_timeout);
+    } catch (const UserError&) {
+        return HangWatch();
+    }
+}
+
 }  // namespace
 
 LiveRun::LiveRun(LiveRunOptions options)
@@ -93,6 +109,7 @@ LiveRun::LiveRun(LiveRunOptions options)
     m_file = std::make_unique<prof::TraceFileWriter>(m_trace_path);
     m_started = std::chrono::steady_clock::now();
     if (m_options.attach_only) return;
+    m_hang_watch = hang_watch_of(m_options.train_args, m_flight_recorder);
     spec.connect = fmt::format("{}:{}", connect_host, m_listener->port());
     spec.token = m_listener->token();
     spec.train_args.push_back("--quiet");  // progress is shown here, from the stream
@@ -126,6 +143,7 @@ bool LiveRun::pump() {
                 m_startup.progress(fmt::format("rank {} connected", m.rank));
                 break;
             case K::chunk:
+                if (m.chunk.kind == prof::ChunkKind::flight_dump) m_dumped.insert(m.rank);
                 m_file->append(m.raw);
                 try {
                     m_store.add_chunk(m.chunk);
@@ -168,6 +186,7 @@ bool LiveRun::pump() {
                         "`free -m`), or this machine is too busy: run it again when it is quieter, or give it longer "
                         "(--progress-timeout S).") +
                     " Its processes then: " + m_launcher.describe_tree() + ".");
+    watch_for_hang();
     if (!m_exit && !m_options.attach_only) {
         m_exit = m_launcher.poll();
         if (m_exit) m_exited_at = std::chrono::steady_clock::now();
@@ -194,7 +213,35 @@ bool LiveRun::pump() {
     return changed;
 }
 
+// A launched run that makes no step for the hang limit: every rank is asked for its dump (mpirun passes SIGUSR1 on),
+// and once all arrived, or after a grace, the run is stopped. Never a silent hang.
+void LiveRun::watch_for_hang() {
+    if (m_options.attach_only || m_exit || m_finished || !m_stalled.empty()) return;
+    const double now = seconds();
+    if (!m_hung) {
+        if (const auto latest = m_store.latest_counter("step_ms"))
+            m_hang_watch.observe(latest->second.step, latest->second.value, now);
+        if (!m_hang_watch.stalled(now)) return;
+        m_hung = true;
+        m_hang_summary = fmt::format("the run stopped making progress at step {} for {:.0f} s",
+                                     m_hang_watch.last_step() + 1, m_hang_watch.since_progress_s(now));
+        m_messages.push_back(fmt::format(
+            "{} (the limit: {:.0f} s; --hang-timeout S sets it): asking every rank for its flight recorder dump "
+            "(SIGUSR1 through {})",
+            m_hang_summary, m_hang_watch.limit_s(), m_options.launch.hosts.launcher));
+        m_dumped.clear();
+        m_dumps_asked_s = now;
+        m_launcher.signal(SIGUSR1);
+        return;
+    }
+    const bool all = int(m_dumped.size()) >= m_options.launch.ranks;
+    if (!all && m_flight_recorder && now - m_dumps_asked_s < kDumpGraceS) return;
+    end_stalled(fmt::format("{}: {} of {} rank(s) sent their flight recorder dump; ending the run", m_hang_summary,
+                            m_dumped.size(), m_options.launch.ranks));  // without blocking: the GUI's frames go on
+}
+
 int LiveRun::result_code() const {
+    if (m_hung) return m_exit && *m_exit != 0 ? *m_exit : 1;
     if (m_exit && *m_exit != 0) return *m_exit;
     if (!m_stalled.empty()) return 1;
     return m_lost.empty() ? 0 : 1;

@@ -1,15 +1,19 @@
 // A run being watched: the listener, the launched mpirun, the trace store the data lands in and the trace file it
 // is written to, driven by pump() from a frame loop (the GUI) or a progress loop (`ultrascope run`). Nothing here
-// blocks: the listener reads on its own thread and the child is polled.
+// blocks: the listener reads on its own thread and the child is polled. A launched run that stops making progress
+// (hang_watch.h) is never left hanging: its ranks are asked for their flight recorder dumps, which land in the
+// store and the trace, and the run is ended (hung()).
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "app/launch/emulated_nodes.h"
+#include "app/launch/hang_watch.h"
 #include "app/launch/launch_options.h"
 #include "app/launch/launcher.h"
 #include "app/launch/progress_deadline.h"
@@ -44,8 +48,16 @@ public:
     // The child exited and every rank's stream ended, broke, or had 3 s to arrive after the exit.
     bool finished() const { return m_finished; }
     std::optional<int> exit_code() const { return m_exit; }
-    // 0 only when the child exited 0 and no rank was lost.
+    // 0 only when the child exited 0, no rank was lost and the run did not hang.
     int result_code() const;
+    // The run stopped making progress: every rank was asked for its flight recorder dump (SIGUSR1 through mpirun),
+    // and once they arrived (RankTrace::flight_dump of store(), and the trace file) or a grace passed, the run was
+    // ended. The GUI brings its Hang view forward on it.
+    bool hung() const { return m_hung; }
+    // "the run stopped making progress at step K for S s" once hung(), else empty.
+    const std::string& hang_summary() const { return m_hang_summary; }
+    // The ranks whose dump arrived since they were asked.
+    const std::set<int>& ranks_dumped() const { return m_dumped; }
     void stop();
     // Ends the run because it stopped progressing: `message` (what stalled, since when, what to try) goes to the
     // messages, the whole process tree is ended without blocking (Launcher::end), and the run finishes as failed.
@@ -67,6 +79,8 @@ public:
     double seconds() const;
 
 private:
+    void watch_for_hang();
+
     LiveRunOptions m_options;
     std::string m_trace_path;
     std::unique_ptr<prof::TraceListener> m_listener;
@@ -86,6 +100,14 @@ private:
     ProgressDeadline m_startup;
     bool m_stepped = false;
     std::string m_stalled;
+    // A run that stops making progress
+    static constexpr double kDumpGraceS = 10;  // how long the ranks' dumps may take to arrive
+    HangWatch m_hang_watch;
+    bool m_flight_recorder = true;  // the ranks keep one (--fr-buffer-size > 0): their dumps are worth waiting for
+    bool m_hung = false;
+    double m_dumps_asked_s = 0;
+    std::set<int> m_dumped;
+    std::string m_hang_summary;
 };
 
 std::string default_trace_path();

@@ -27,7 +27,31 @@ void TrainConfig::validate() const {
                    "--slow-factor must be between 1 and 100 (got {}): how many times as long the slow rank computes",
                    slow_factor);
     US_CHECK_INPUT(slow_rank >= -1, "--slow-rank must be a rank (got {}; -1: none)", slow_rank);
+    US_CHECK_INPUT(fr_buffer_size >= 0 && fr_buffer_size <= 1000000,
+                   "--fr-buffer-size must be between 0 (off) and 1000000 entries (got {})", fr_buffer_size);
+    US_CHECK_INPUT(hang_timeout >= 0, "--hang-timeout must not be negative (got {}); 0: no watchdog", hang_timeout);
+    check_injected_hang();
     check_setting_rules(*this);
+}
+
+// The injected hang's flags: a rank of the run, a step of the run, and a kind that can hang this layout.
+void TrainConfig::check_injected_hang() const {
+    US_CHECK_INPUT(hang_rank >= -1, "--hang-rank must be a rank (got {}; -1: none)", hang_rank);
+    if (hang_rank < 0) return;
+    const ParallelLayout& p = parallel;
+    US_CHECK_INPUT(hang_rank < p.world(), "--hang-rank {}: the layout has {} rank(s), 0 to {}", hang_rank, p.world(),
+                   p.world() - 1);
+    US_CHECK_INPUT(hang_at_step >= 1 && hang_at_step <= steps,
+                   "--hang-at-step {}: the run's steps are 1 to {} (--steps)", hang_at_step, steps);
+    US_CHECK_INPUT(hang_kind == "skip" || hang_kind == "mismatch" || hang_kind == "p2p",
+                   "--hang-kind '{}': expected skip, mismatch or p2p", hang_kind);
+    US_CHECK_INPUT(p.world() > 1, "--hang-rank {} on one rank: a hang needs other ranks to wait (use --dp 2 or more)",
+                   hang_rank);
+    US_CHECK_INPUT(hang_kind != "p2p" || p.pp >= 2,
+                   "--hang-kind p2p needs a pipeline (--pp 2 or more): it turns a stage's send into a receive");
+    US_CHECK_INPUT(hang_kind != "mismatch" || (p.dp * p.cp >= 2 && p.zero == 0),
+                   "--hang-kind mismatch needs data parallelism whose gradients are all-reduced (--dp 2 or more and "
+                   "--zero 0): the rank all-reduces a gradient bucket of another size");
 }
 
 void TrainConfig::resolve_global_batch() {

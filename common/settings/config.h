@@ -61,10 +61,25 @@ struct TrainConfig {
     // slow_factor times as long (the extra is real GEMM work, in spans named as injected).
     int slow_rank = -1;
     double slow_factor = 1.0;
+    // The flight recorder (docs/engine-flight-recorder.md): each rank keeps its last fr_buffer_size collectives and
+    // point-to-point operations per process group (0: off) and writes them, in PyTorch's Flight Recorder format, on
+    // a watchdog's timeout (hang_timeout seconds without finishing a step or an operation; 0: no watchdog), on
+    // SIGUSR1 and when it dies, to the live stream or the trace and, with fr_dump_dir, to files.
+    int fr_buffer_size = 2000;
+    std::string fr_dump_dir;
+    double hang_timeout = 0;
+    // An injected hang for teaching and tests (labelled as injected wherever it shows): rank hang_rank, at step
+    // hang_at_step, stops calling collectives (skip), records a differently sized gradient all-reduce and waits
+    // (mismatch), or receives where it should send in the pipeline (p2p).
+    int hang_rank = -1;
+    int hang_at_step = 1;
+    std::string hang_kind = "skip";
 
     int64_t tokens_per_step() const { return int64_t(batch) * grad_accum * model.seq * parallel.dp; }
     // Throws UserError naming the first invalid value.
     void validate() const;
+    // The injected hang's flags (part of validate()).
+    void check_injected_hang() const;
     // Derives grad_accum from global_batch (when set); UserError when it does not divide.
     void resolve_global_batch();
     nlohmann::json to_json() const;

@@ -266,6 +266,33 @@ std::vector<Setting> build_schema() {
                               [](auto& c) -> auto& { return c.slow_factor; }),
                           [](const TrainConfig& c) { return c.slow_rank >= 0; }));
     t.push_back(entry(
+        "--fr-buffer-size", "fr_buffer_size",
+        "Flight recorder: the collectives and p2p operations each rank keeps, per process (0: off; "
+        "docs/engine-flight-recorder.md)",
+        I, [](auto& c) -> auto& { return c.fr_buffer_size; }));
+    t.push_back(text(
+        "--fr-dump-dir", "fr_dump_dir",
+        "Also write each rank's flight recorder dump to DIR/comm_lib_trace_rank_<rank> (PyTorch's file names)",
+        [](auto& c) -> auto& { return c.fr_dump_dir; }, {}, InJson::no));
+    t.push_back(entry(
+        "--hang-timeout", "hang_timeout",
+        "Seconds without finishing a step or a collective after which a rank writes its flight recorder dump "
+        "(0: only on SIGUSR1 or death; `ultrascope run` also ends a run that makes no step for this long)",
+        D, [](auto& c) -> auto& { return c.hang_timeout; }));
+    t.push_back(entry(
+        "--hang-rank", "hang_rank",
+        "Inject a hang: this rank misbehaves at --hang-at-step as --hang-kind says (-1: none; labelled as injected)", I,
+        [](auto& c) -> auto& { return c.hang_rank; }));
+    t.push_back(only_when(entry(
+                              "--hang-at-step", "hang_at_step", "The step at which the injected hang begins", I,
+                              [](auto& c) -> auto& { return c.hang_at_step; }),
+                          [](const TrainConfig& c) { return c.hang_rank >= 0; }));
+    t.push_back(only_when(text("--hang-kind", "hang_kind",
+                               "skip | mismatch | p2p: the rank stops calling collectives, all-reduces a gradient of "
+                               "another size, or receives where it should send in the pipeline",
+                               [](auto& c) -> auto& { return c.hang_kind; }, {"skip", "mismatch", "p2p"}),
+                          [](const TrainConfig& c) { return c.hang_rank >= 0; }));
+    t.push_back(entry(
         "--fault-kill-step", "fault_kill_step",
         "Testing: at the start of this step, --fault-kill-rank kills itself (SIGKILL)", I,
         [](auto& c) -> auto& { return c.fault_step; }, InJson::no));

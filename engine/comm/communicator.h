@@ -45,6 +45,8 @@ public:
     virtual GroupKind kind() const = 0;
     // The world rank of this group's rank r (for peers in messages and spans).
     virtual int world_rank_of(int r) const = 0;
+    // The library that carries the group's tensors, as flight recorder dumps name it ("mpi", "nccl").
+    virtual const char* library() const { return "mpi"; }
 
     // ---- async (sum reductions unless told; fp32 or bf16 tensors; bf16 sums are computed in fp32 per pair and
     // rounded)

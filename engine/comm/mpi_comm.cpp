@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/comm/flight_dumps.h"
 #include "engine/comm/mpi_progress.h"
 #include "common/core/check.h"
 #include "profiler/record/zones.h"
@@ -349,6 +350,7 @@ void MpiRuntime::finalize() {
 void MpiRuntime::abort(int code, const std::string& why) {
     std::fprintf(stderr, "ultrascope-train: rank %d: %s\n", g_initialized ? world_rank() : -1, why.c_str());
     std::fflush(stderr);
+    write_flight_dump_on_death(why);  // what this rank was waiting for, before the job goes
     prof::stop_recording(false);
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);
@@ -381,6 +383,15 @@ std::unique_ptr<Communicator> MpiRuntime::split(const Communicator& parent, int 
 
 void MpiRuntime::progress() {
     if (g_initialized) mpi_progress_engine().progress();
+}
+
+std::string MpiRuntime::library_version() {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int len = 0;
+    MPI_Get_library_version(text, &len);
+    std::string version(text, size_t(len));
+    if (const size_t end = version.find_first_of(",\n"); end != std::string::npos) version.resize(end);
+    return version;
 }
 
 std::string MpiRuntime::processor_name() {

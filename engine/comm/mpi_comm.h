@@ -34,6 +34,8 @@ public:
     // both 0 when every rank runs on one host (they share the clock).
     static void estimate_clock_offset(int64_t& offset_ns, int64_t& uncertainty_ns);
     static std::string processor_name();
+    // The MPI library's name and version ("Open MPI v4.1.4"), for flight recorder dumps.
+    static std::string library_version();
 };
 
 }  // namespace us

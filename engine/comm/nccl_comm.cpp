@@ -89,6 +89,7 @@ public:
         cudaStreamSynchronize(m_stream);
         ncclCommDestroy(m_comm);
     }
+    const char* library() const override { return "nccl"; }
 
     CommHandle iall_reduce(Tensor buf, ReduceOp how) override {
         return launch(prof::OpClass::all_reduce, "all_reduce", buf.bytes(), -1, [&] {

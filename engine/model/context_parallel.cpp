@@ -1,4 +1,5 @@
 #include "engine/model/context_parallel.h"
+#include "engine/comm/flight_frames.h"
 
 #include <fmt/format.h>
 
@@ -67,6 +68,7 @@ void ContextParallel::take_local(const int32_t* whole, int32_t* local, int B) co
 // One layer's forward: the queries stay, the key/value blocks go round. At step i the rank holds the block of
 // rank - i; while it computes on it, the block moves on to the next rank and the previous rank's arrives.
 void ContextParallel::attention_forward(Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD) {
+    US_FLIGHT_FRAME("ContextParallel::attention_forward (ring)", FrameDetail::none);
     if (active() && m_comm == CpComm::allgather) return allgather_forward(out, lse, qkv, B, NH, HD);
     const int cp = size(), me = rank(), Tl = local_seq(), C = NH * HD;
     if (cp == 1) {  // --attention flash on one rank: nothing travels, the keys and values are read in qkv
@@ -121,6 +123,7 @@ void ContextParallel::attention_forward(Tensor out, Tensor lse, Tensor qkv, int 
 // after cp steps. The query gradients stay on the rank.
 void ContextParallel::attention_backward(Tensor dqkv, Tensor dout, Tensor out, Tensor lse, Tensor qkv, int B, int NH,
                                          int HD) {
+    US_FLIGHT_FRAME("ContextParallel::attention_backward (ring)", FrameDetail::none);
     if (active() && m_comm == CpComm::allgather) return allgather_backward(dqkv, dout, out, lse, qkv, B, NH, HD);
     const int cp = size(), me = rank(), Tl = local_seq(), C = NH * HD;
     const int next = (me + 1) % cp, prev = (me + cp - 1) % cp;

@@ -3,6 +3,7 @@
 // gathers them again, computes every block's share of the key/value gradients and reduce-scatters them to their
 // owners. Nothing overlaps: the transfers are on the critical path, where the ring hides its behind the attention.
 #include <climits>
+#include "engine/comm/flight_frames.h"
 #include <vector>
 
 #include "engine/model/context_parallel.h"
@@ -48,6 +49,7 @@ void ContextParallel::visit_gathered(Tensor qkv, Tensor gathered, int B, int NH,
 // The blocks are merged in the ring's order (the rank's own first, then rank - 1, rank - 2, ...), so the online
 // softmax sees the same sequence of partial results as the ring's and the output is the ring's bit for bit.
 void ContextParallel::allgather_forward(Tensor out, Tensor lse, Tensor qkv, int B, int NH, int HD) {
+    US_FLIGHT_FRAME("ContextParallel::allgather_forward", FrameDetail::none);
     const int cp = size(), Tl = local_seq(), C = NH * HD;
     TrackedAllocator& alloc = m_be->allocator();
     const int64_t block = int64_t(B) * Tl * 2 * C;
@@ -73,6 +75,7 @@ void ContextParallel::allgather_forward(Tensor out, Tensor lse, Tensor qkv, int 
 // gathered keys and values are given back before the reduce-scatter: the layer's peak is cp blocks of each.
 void ContextParallel::allgather_backward(Tensor dqkv, Tensor dout, Tensor out, Tensor lse, Tensor qkv, int B, int NH,
                                          int HD) {
+    US_FLIGHT_FRAME("ContextParallel::allgather_backward", FrameDetail::none);
     const int cp = size(), Tl = local_seq(), C = NH * HD;
     TrackedAllocator& alloc = m_be->allocator();
     const int64_t block = int64_t(B) * Tl * 2 * C, rows = int64_t(B) * NH * Tl;

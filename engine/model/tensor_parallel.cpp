@@ -1,4 +1,5 @@
 #include "engine/model/tensor_parallel.h"
+#include "engine/comm/flight_frames.h"
 
 #include "profiler/record/zones.h"
 
@@ -21,18 +22,21 @@ std::vector<int> TensorParallel::piece_displs(int64_t whole) const {
 // ---- the mappings
 
 void TensorParallel::copy_to_tp_region_backward(Tensor dx) {
+    US_FLIGHT_FRAME("TensorParallel::copy_to_tp_region (backward)", FrameDetail::none);
     if (!active()) return;
     US_PROF_OP_NAME(US_PROF_NAME("copy_to_tp_region (backward: all-reduce)"));
     m_group->all_reduce(dx);
 }
 
 void TensorParallel::reduce_from_tp_region_forward(Tensor x) {
+    US_FLIGHT_FRAME("TensorParallel::reduce_from_tp_region", FrameDetail::none);
     if (!active()) return;
     US_PROF_OP_NAME(US_PROF_NAME("reduce_from_tp_region (all-reduce)"));
     m_group->all_reduce(x);
 }
 
 void TensorParallel::gather_from_sp_region_forward(Tensor whole, Tensor rows) {
+    US_FLIGHT_FRAME("TensorParallel::gather_from_sp_region", FrameDetail::none);
     US_ASSERT(rows.numel * size() == whole.numel, "all-gather of {} into {}", rows.numel, whole.numel);
     US_PROF_OP_NAME(US_PROF_NAME("gather_from_sp_region (all-gather)"));
     const auto displs = piece_displs(whole.numel);
@@ -41,18 +45,21 @@ void TensorParallel::gather_from_sp_region_forward(Tensor whole, Tensor rows) {
 }
 
 void TensorParallel::gather_from_sp_region_backward(Tensor drows, Tensor dwhole) {
+    US_FLIGHT_FRAME("TensorParallel::gather_from_sp_region (backward)", FrameDetail::none);
     US_ASSERT(drows.numel * size() == dwhole.numel, "reduce-scatter of {} into {}", dwhole.numel, drows.numel);
     US_PROF_OP_NAME(US_PROF_NAME("gather_from_sp_region (backward: reduce-scatter)"));
     m_group->reduce_scatter(dwhole, drows, piece_counts(dwhole.numel), piece_displs(dwhole.numel));
 }
 
 void TensorParallel::reduce_scatter_to_sp_region_forward(Tensor rows, Tensor whole) {
+    US_FLIGHT_FRAME("TensorParallel::reduce_scatter_to_sp_region", FrameDetail::none);
     US_ASSERT(rows.numel * size() == whole.numel, "reduce-scatter of {} into {}", whole.numel, rows.numel);
     US_PROF_OP_NAME(US_PROF_NAME("reduce_scatter_to_sp_region (reduce-scatter)"));
     m_group->reduce_scatter(whole, rows, piece_counts(whole.numel), piece_displs(whole.numel));
 }
 
 void TensorParallel::reduce_scatter_to_sp_region_backward(Tensor dwhole, Tensor drows) {
+    US_FLIGHT_FRAME("TensorParallel::reduce_scatter_to_sp_region (backward)", FrameDetail::none);
     US_ASSERT(drows.numel * size() == dwhole.numel, "all-gather of {} into {}", drows.numel, dwhole.numel);
     US_PROF_OP_NAME(US_PROF_NAME("reduce_scatter_to_sp_region (backward: all-gather)"));
     const auto displs = piece_displs(dwhole.numel);
@@ -93,12 +100,14 @@ Tensor TensorParallel::row_output_backward(Tensor drows, Tensor dwhole) {
 }
 
 void TensorParallel::all_reduce_max(Tensor t) {
+    US_FLIGHT_FRAME("TensorParallel::all_reduce_max (vocab-parallel softmax)", FrameDetail::none);
     if (!active()) return;
     US_PROF_OP_NAME(US_PROF_NAME("vocab-parallel softmax: max"));
     m_group->all_reduce(t, ReduceOp::max);
 }
 
 void TensorParallel::all_reduce_sum(Tensor t) {
+    US_FLIGHT_FRAME("TensorParallel::all_reduce_sum (vocab-parallel softmax)", FrameDetail::none);
     if (!active()) return;
     US_PROF_OP_NAME(US_PROF_NAME("vocab-parallel softmax: sum and target logit"));
     m_group->all_reduce(t);

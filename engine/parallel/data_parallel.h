@@ -11,6 +11,7 @@
 
 #include "engine/comm/communicator.h"
 #include "engine/parallel/buckets.h"
+#include "engine/parallel/injected_hang.h"
 #include "engine/parallel/replicated_state.h"
 
 namespace us {
@@ -18,13 +19,14 @@ namespace us {
 class DataParallelSync final : public GradientSync {
 public:
     DataParallelSync(Communicator& dp, const ParamLayout& layout, double bucket_mb, size_t grad_bytes_per_element,
-                     bool overlap, bool alternate = false);
+                     bool overlap, bool alternate = false, const InjectedHang* hang = nullptr);
     void unit_ready(int unit, Tensor unit_grads) override;
     void wait_all() override;
     const BucketPlan& plan() const { return m_plan; }
 
 private:
     void launch(int bucket);
+    [[noreturn]] void inject_mismatch(int bucket);
 
     Communicator& m_dp;
     BucketPlan m_plan;
@@ -34,6 +36,7 @@ private:
     std::vector<Tensor> m_bucket_first;  // per bucket, the grads of its first unit (the bucket starts there)
     std::vector<int> m_ready_order;      // buckets in the order they completed
     std::vector<CommHandle> m_inflight;
+    const InjectedHang* m_hang;  // --hang-kind mismatch fires in launch()
 };
 
 }  // namespace us

@@ -1,4 +1,5 @@
 #include "engine/parallel/expert_parallel.h"
+#include "engine/comm/flight_frames.h"
 
 #include <numeric>
 
@@ -14,6 +15,7 @@ ExpertParallel::ExpertParallel(Communicator& ep_group, int experts) : m_group(ep
 // rows are contiguous in the expert-ordered buffer); it receives, from each rank s, s's rows for each of its own
 // experts. The received rows are ordered [source][local expert]; the experts want [local expert][source].
 ExpertExchange::Route ExpertParallel::route(const RoutingPlan& plan, Backend& backend) {
+    US_FLIGHT_FRAME("ExpertParallel::route (row counts)", FrameDetail::none);
     const int ep = m_group.size(), L = local_experts();
     Route r;
     std::vector<int32_t> received(size_t(ep) * L);
@@ -64,6 +66,7 @@ std::vector<int> times(const std::vector<int>& rows, int C) {
 }  // namespace
 
 void ExpertParallel::to_experts(const Route& r, Tensor token_rows, Tensor expert_rows, Backend& backend, int C) {
+    US_FLIGHT_FRAME("ExpertParallel::to_experts (dispatch)", FrameDetail::none);
     const DType e = token_rows.dtype;
     Allocation received = backend.allocator().allocate(size_t(std::max<int64_t>(r.expert_rows, 1) * C) * dtype_size(e),
                                                        MemCategory::comm_buffers, "expert parallel received rows");
@@ -76,6 +79,7 @@ void ExpertParallel::to_experts(const Route& r, Tensor token_rows, Tensor expert
 }
 
 void ExpertParallel::to_tokens(const Route& r, Tensor expert_rows, Tensor token_rows, Backend& backend, int C) {
+    US_FLIGHT_FRAME("ExpertParallel::to_tokens (combine)", FrameDetail::none);
     const DType e = expert_rows.dtype;
     Allocation sent = backend.allocator().allocate(size_t(std::max<int64_t>(r.expert_rows, 1) * C) * dtype_size(e),
                                                    MemCategory::comm_buffers, "expert parallel rows to send back");

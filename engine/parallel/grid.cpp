@@ -4,6 +4,7 @@
 
 #include "engine/comm/device_comm.h"
 #include "engine/comm/mpi_comm.h"
+#include "engine/comm/recording_comm.h"
 #include "common/core/check.h"
 
 namespace us {
@@ -82,6 +83,15 @@ std::string ProcessGrid::use_device_communicators(Backend& backend) {
         return std::move(d.comm);
     });
     return paths;
+}
+
+void ProcessGrid::record_in_flight() {
+    const std::pair<std::unique_ptr<Communicator>*, const char*> groups[] = {
+        {&m_world, "world"}, {&m_dp, "dp"},   {&m_pp, "pp"},
+        {&m_tp, "tp"},       {&m_cp, "cp"},   {&m_dp_cp, "dp_cp"},
+        {&m_ep, "ep"},       {&m_edp, "edp"}, {&m_embedding, "embedding"}};
+    for (auto [group, label] : groups)
+        if (*group) *group = ::us::record_in_flight(std::move(*group), label);
 }
 
 void ProcessGrid::wrap_groups(

@@ -73,6 +73,10 @@ public:
     // communicators for its memory (engine/comm/device_comm.h). Collective over the world. Returns how each group's
     // bytes travel, for the run's metadata, e.g. "dp: nccl, pp: mpi with host staging (...), embedding: nccl".
     std::string use_device_communicators(Backend& backend);
+    // Records every group of more than one rank, the world too, in the flight recorder (engine/comm/recording_comm.h),
+    // each named "<dimension>:<its lowest world rank>" (dp_cp for the dp x cp reduction group). Before anything takes
+    // a group: the trainer, tp and cp keep references to the communicators.
+    void record_in_flight();
     // Replaces each of those groups by what `wrap` makes of it (the step above, and tests of the wrappers).
     void wrap_groups(
         const std::function<std::unique_ptr<Communicator>(std::unique_ptr<Communicator>, GroupKind)>& wrap);

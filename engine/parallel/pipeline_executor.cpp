@@ -1,4 +1,5 @@
 #include "engine/parallel/pipeline_executor.h"
+#include "engine/comm/flight_frames.h"
 
 #include <chrono>
 
@@ -45,6 +46,7 @@ int PipelineExecutor::tag(int kind, int target_vstage, int mb) const {
 }
 
 void PipelineExecutor::post_receives(size_t from) {
+    US_FLIGHT_FRAME("PipelineExecutor::post_receives", FrameDetail::none);
     const int S = virtual_stages(), pp = m_shape.pp;
     const int64_t elements = m_boundary_elements;
     for (size_t i = from; i < std::min(m_actions.size(), from + 2); ++i) {
@@ -80,6 +82,12 @@ Tensor PipelineExecutor::take_received(std::map<Key, Transfer>& pending, Key k, 
     return keep.view(m_dtype, 0, elements);
 }
 
+// A transfer to the next or previous stage; --hang-kind p2p turns the step's first one into a receive.
+CommHandle PipelineExecutor::send(Tensor buf, int peer, int tag) {
+    if (m_hang && m_hang->fires(HangFault::p2p)) m_hang->receive_instead_of_send(m_grid.pp_group(), buf, peer, tag);
+    return m_grid.pp_group().isend(buf, peer, tag);
+}
+
 void PipelineExecutor::reap_sends(bool wait) {
     std::erase_if(m_sends, [&](Transfer& t) {
         if (wait) t.handle->wait();
@@ -88,6 +96,7 @@ void PipelineExecutor::reap_sends(bool wait) {
 }
 
 void PipelineExecutor::forward(const PipeAction& a, int64_t step_index) {
+    US_FLIGHT_FRAME("PipelineExecutor::forward", FrameDetail::micro_batch);
     const int pp = m_shape.pp, vs = a.chunk * pp + m_grid.pp_rank();
     const Key k{a.micro_batch, a.chunk};
     US_PROF_PHASE(prof::Phase::forward, a.micro_batch, a.chunk);
@@ -107,11 +116,11 @@ void PipelineExecutor::forward(const PipeAction& a, int64_t step_index) {
     model.forward(acts, MicroBatch{m_tokens.data(), m_targets.data()}, input, m_state);  // the loss: deferred
     inject_slowdown(began);
     if (vs < virtual_stages() - 1)
-        m_output_sends[k] =
-            m_grid.pp_group().isend(model.output(acts), (vs + 1) % pp, tag(kActivation, vs + 1, a.micro_batch));
+        m_output_sends[k] = send(model.output(acts), (vs + 1) % pp, tag(kActivation, vs + 1, a.micro_batch));
 }
 
 void PipelineExecutor::backward(const PipeAction& a, float grad_scale) {
+    US_FLIGHT_FRAME("PipelineExecutor::backward", FrameDetail::micro_batch);
     const int pp = m_shape.pp, vs = a.chunk * pp + m_grid.pp_rank();
     const Key k{a.micro_batch, a.chunk};
     const bool weight = a.op == PipeOp::backward_weight;
@@ -152,7 +161,7 @@ void PipelineExecutor::backward(const PipeAction& a, float grad_scale) {
     inject_slowdown(began);
     if (vs > 0) {
         Transfer t;
-        t.handle = m_grid.pp_group().isend(dinput, (vs - 1) % pp, tag(kGradient, vs - 1, a.micro_batch));
+        t.handle = send(dinput, (vs - 1) % pp, tag(kGradient, vs - 1, a.micro_batch));
         dinput_buffer.recategorize(MemCategory::comm_buffers, "pipeline send (input gradient)");
         t.buffer = std::move(dinput_buffer);
         m_sends.push_back(std::move(t));
@@ -168,6 +177,7 @@ void PipelineExecutor::inject_slowdown(std::chrono::steady_clock::time_point beg
 }
 
 double PipelineExecutor::run_step(int64_t step_index, float grad_scale) {
+    US_FLIGHT_FRAME("PipelineExecutor::run_step", FrameDetail::none);
     m_loss_sum = 0;
     for (auto& c : m_chunks) c.model->defer_loss(true);  // the losses are read once, after the step's backward
     m_state.begin_step();

@@ -11,6 +11,7 @@
 
 #include "engine/model/gpt.h"
 #include "engine/parallel/grid.h"
+#include "engine/parallel/injected_hang.h"
 #include "engine/parallel/injected_slowdown.h"
 #include "common/schedule/pipeline_schedule.h"
 #include "engine/data/data_loader.h"
@@ -36,6 +37,8 @@ public:
     void set_batch_source(BatchSource& batches) { m_batches = &batches; }
     // An injected straggler (--slow-rank): each forward and backward followed by its extra work.
     void set_slowdown(double factor) { m_slowdown = std::make_unique<InjectedSlowdown>(m_be, factor); }
+    // An injected hang (--hang-kind p2p): the stage's first send of the step becomes a receive.
+    void set_injected_hang(const InjectedHang* hang) { m_hang = hang; }
 
 private:
     struct Key {
@@ -54,6 +57,7 @@ private:
     void forward(const PipeAction& a, int64_t step_index);
     void backward(const PipeAction& a, float grad_scale);
     void reap_sends(bool wait);
+    CommHandle send(Tensor buf, int peer, int tag);
     void inject_slowdown(std::chrono::steady_clock::time_point began);
 
     ProcessGrid& m_grid;
@@ -63,6 +67,7 @@ private:
     TrainState& m_state;
     Backend& m_be;
     std::unique_ptr<InjectedSlowdown> m_slowdown;
+    const InjectedHang* m_hang = nullptr;
     BatchSource* m_batches;
     int m_rows;  // B * T: the tokens of a micro-batch
     int64_t m_boundary_elements = 0;

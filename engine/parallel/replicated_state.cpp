@@ -1,4 +1,5 @@
 #include "engine/parallel/replicated_state.h"
+#include "engine/comm/flight_frames.h"
 
 #include <vector>
 
@@ -98,6 +99,7 @@ void ReplicatedState::finish_gradients() {
 }
 
 void ReplicatedState::sync_tied_embedding(Communicator& group) {
+    US_FLIGHT_FRAME("ReplicatedState::sync_tied_embedding", FrameDetail::none);
     const int emb = m_layout.embedding_unit();
     if (emb >= 0 && group.size() > 1) group.all_reduce(unit_slice(grads_for_optimizer(), emb));
 }

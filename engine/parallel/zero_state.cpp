@@ -1,4 +1,5 @@
 #include "engine/parallel/zero_state.h"
+#include "engine/comm/flight_frames.h"
 
 #include <fmt/format.h>
 
@@ -50,6 +51,7 @@ ZeroState::~ZeroState() {
 // ---- parameters
 
 void ZeroState::start_gather(int b) {
+    US_FLIGHT_FRAME("ZeroState::gather_parameters", FrameDetail::none);
     Gathered& g = m_gathered[size_t(b)];
     if (g.buffer) return;
     const Bucket& bucket = m_plan.buckets[size_t(b)];
@@ -173,6 +175,7 @@ void ZeroState::grads_done(int unit) {
 // Stage 1 reduces the full gradient buffer; stages 2-3 the bucket's temporary buffer. Either way this rank's
 // piece of the sum lands in a temporary and is placed (stage 1) or accumulated (stages 2-3) on completion.
 void ZeroState::launch_reduce_scatter(int b) {
+    US_FLIGHT_FRAME("ZeroState::reduce_scatter_gradients", FrameDetail::none);
     const Bucket& bucket = m_plan.buckets[size_t(b)];
     const ShardSplit& s = m_split[size_t(b)];
     const DType t = m_stage == 1 && m_fp32_accum ? DType::f32 : m_e;
@@ -232,6 +235,7 @@ void ZeroState::finish_gradients() {
 // The embedding is a bucket of its own under pipeline parallelism (buckets.h), so both stages split it alike and
 // summing the pieces in place is summing the tied gradient.
 void ZeroState::sync_tied_embedding(Communicator& group) {
+    US_FLIGHT_FRAME("ZeroState::sync_tied_embedding", FrameDetail::none);
     const int emb = m_layout.embedding_unit();
     if (emb < 0 || group.size() == 1) return;
     const int b = m_plan.bucket_of_unit[size_t(emb)];
@@ -270,6 +274,7 @@ std::vector<Tensor> ZeroState::grad_pieces(const ParamTensor& t) {
 }
 
 void ZeroState::optimizer_step(double lr, float clip_coef) {
+    US_FLIGHT_FRAME("ZeroState::optimizer_step (gather updated parameters)", FrameDetail::none);
     const Tensor g = m_fp32_accum ? m_accum32_t : m_grads_t;
     auto shard_at = [](const ShardPiece& p, int64_t global, int64_t n, Tensor shard) {
         return shard.slice(p.shard_offset + (global - p.global_offset), n);

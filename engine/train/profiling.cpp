@@ -11,6 +11,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/gemm_bf16.h"
 #include "engine/backend/cpu/peak.h"
+#include "engine/parallel/injected_hang.h"
 
 #include <fmt/format.h>
 #include "profiler/record/recorder.h"
@@ -90,6 +91,7 @@ prof::RankMetadata rank_metadata(const TrainConfig& cfg, const Backend& backend,
     m.blas_kernel = cpu::openblas_core_name();
     m.comm_backend = rank.comm_backend;
     if (cfg.slow_rank == rank.rank && cfg.slow_factor > 1.0) m.injected_slow_factor = cfg.slow_factor;
+    if (cfg.hang_rank >= 0) m.injected_hang = InjectedHang::describe(cfg);
     m.tokens_per_step = cfg.tokens_per_step();
     m.params = cfg.model.num_params();
     m.clock = prof::ClockEstimate{

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <cmath>
 
+#include "engine/comm/flight_frames.h"
 #include "engine/optim/grad_clip.h"
 #include "engine/parallel/data_parallel.h"
 #include "engine/backend/memory_sample.h"
@@ -73,6 +74,7 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
         if (p.ep > 1)
             m_expert_exchange = std::make_unique<ExpertParallel>(m_grid.ep_group(), m_config.model.moe_experts);
     }
+    m_hang = InjectedHang(m_config, m_grid.world_rank());
     make_state();   // 5
     make_chunks();  // 1 - 4
 
@@ -107,6 +109,7 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
                                                     *m_state, backend, *batches, m_config.batch, local_seq);
     if (m_config.slow_rank == m_grid.world_rank() && m_config.slow_factor > 1.0)  // an injected straggler
         m_executor->set_slowdown(m_config.slow_factor);
+    m_executor->set_injected_hang(&m_hang);
 
     m_schedule.lr = m_config.adamw.lr;
     m_schedule.min_lr = m_config.adamw.lr * m_config.min_lr_ratio;
@@ -125,7 +128,7 @@ std::unique_ptr<TrainState> Trainer::make_state_for(const ParamLayout& layout, C
         if (group.size() > 1) {
             m_syncs.push_back(std::make_unique<DataParallelSync>(
                 group, layout, p.bucket_mb, fp32_accum ? 4 : dtype_size(compute_dtype(m_config.precision)), p.overlap,
-                m_config.runtime.overlap_alternate));
+                m_config.runtime.overlap_alternate, &m_hang));
             sync = m_syncs.back().get();
         }
         return std::make_unique<ReplicatedState>(m_be, layout, m_config.precision, m_config.fp32_grad_accum,
@@ -188,6 +191,12 @@ StepMetrics Trainer::train_step() {
     const auto t0 = std::chrono::steady_clock::now();
     const int step = m_steps_done + 1;
     US_PROF_STEP(step);
+    US_FLIGHT_FRAME("Trainer::train_step", FrameDetail::step);
+    m_hang.begin_step(step);
+    if (m_hang.fires(HangFault::skip))
+        m_hang.block(
+            "stops calling collectives, as a rank stuck in its data loader would; the others wait in their "
+            "next collective");
     m_be.allocator().reset_peaks();
     const int M = m_config.grad_accum, dp = m_config.parallel.dp, pp = m_config.parallel.pp;
     const float grad_scale = 1.0f / float(M * dp);
@@ -207,7 +216,10 @@ StepMetrics Trainer::train_step() {
         // ZeRO shard is this rank's own).
         const bool second_copy = pp > 1 && m_grid.pp_is_last_stage();
         double sumsq = m_state->local_grad_sumsq(!second_copy, m_grid.tp_rank() == 0);
-        sumsq = m_grid.world().all_reduce_sum(sumsq);
+        {
+            US_FLIGHT_FRAME("Trainer::clip_gradients (global norm)", FrameDetail::none);
+            sumsq = m_grid.world().all_reduce_sum(sumsq);
+        }
         norm = std::sqrt(sumsq);
         const float clip = clip_coefficient(norm, m_config.grad_clip);
         lr = m_schedule.at(step);
@@ -218,7 +230,10 @@ StepMetrics Trainer::train_step() {
     m_steps_done = step;
     // The loss of the global batch: the last stage's token losses, summed over the data-parallel replicas and the
     // context-parallel ranks (each holds its positions' losses).
-    loss_sum = m_grid.dp_cp_group().all_reduce_sum(m_grid.pp_group().all_reduce_sum(loss_sum));
+    {
+        US_FLIGHT_FRAME("Trainer::reduce_loss", FrameDetail::none);
+        loss_sum = m_grid.dp_cp_group().all_reduce_sum(m_grid.pp_group().all_reduce_sum(loss_sum));
+    }
     StepMetrics r;
     r.step = step;
     r.tokens = m_config.tokens_per_step();
@@ -227,7 +242,10 @@ StepMetrics Trainer::train_step() {
     r.grad_norm = norm;
     // A step lasts as long as its slowest rank: the throughput every view shows is the global batch's tokens over
     // that (one definition: the summary, the report and the GUI agree).
-    r.step_ms = m_grid.world().all_reduce_max(seconds_since(t0) * 1e3);
+    {
+        US_FLIGHT_FRAME("Trainer::step_time (the slowest rank's)", FrameDetail::none);
+        r.step_ms = m_grid.world().all_reduce_max(seconds_since(t0) * 1e3);
+    }
     r.tokens_per_s = double(r.tokens) / (r.step_ms / 1e3);
     r.memory = m_be.allocator().stats();
     if (m_config.model.is_moe()) collect_moe_stats(r);
@@ -246,6 +264,7 @@ StepMetrics Trainer::train_step() {
 // batch's sequences, like the loss. Recorded as counters: per layer the choices per expert, the dropped ones and
 // the imbalance (most loaded expert over the mean).
 void Trainer::collect_moe_stats(StepMetrics& r) {
+    US_FLIGHT_FRAME("Trainer::collect_moe_stats", FrameDetail::none);
     std::vector<double> local;  // per stage layer: E routed, dropped, the aux and balance sums
     std::vector<int> layers;
     for (int l = 0; l < m_config.model.layers; ++l) {
@@ -316,6 +335,7 @@ void Trainer::collect_moe_stats(StepMetrics& r) {
 }
 
 void Trainer::save(const std::string& path) {
+    US_FLIGHT_FRAME("Trainer::save (checkpoint)", FrameDetail::none);
     // Rank 0 writes (atomically: the previous checkpoint stays whole if this one cannot be written). Whether it
     // could is agreed by every rank, so that a full disk ends the run with rank 0's message on every rank instead of
     // leaving the others waiting for it.

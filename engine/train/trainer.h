@@ -11,6 +11,7 @@
 #include "engine/backend/backend.h"
 #include "engine/model/gpt.h"
 #include "engine/parallel/grid.h"
+#include "engine/parallel/injected_hang.h"
 #include "engine/parallel/pipeline_executor.h"
 #include "engine/model/context_parallel.h"
 #include "engine/model/tensor_parallel.h"
@@ -81,6 +82,7 @@ private:
     Backend& m_be;
     std::unique_ptr<ProcessGrid> m_own_grid;
     ProcessGrid& m_grid;
+    InjectedHang m_hang;  // --hang-rank: this rank's injected hang, if it is the one
     TensorParallel m_tp;
     ContextParallel m_cp;
     ParamLayout m_layout;

@@ -11,8 +11,12 @@
 
 #include "engine/backend/profiled_backend.h"
 #include "engine/comm/device_comm.h"
+#include "engine/comm/flight_dumps.h"
+#include "engine/comm/flight_frames.h"
+#include "engine/comm/flight_recorder.h"
 #include "engine/comm/mpi_comm.h"
 #include "common/core/check.h"
+#include "engine/parallel/injected_hang.h"
 #include "engine/train/metrics.h"
 #include "engine/train/profiling.h"
 #include "engine/train/trainer.h"
@@ -155,6 +159,24 @@ void kill_at_fault_step(const TrainConfig& cfg, ProcessGrid& grid, const Trainer
     }
 }
 
+// The flight recorder (docs/engine-flight-recorder.md): every group of the grid recorded, before the trainer takes
+// them, and the thread that writes dumps on the watchdog's timeout, on SIGUSR1 and when the rank dies.
+void start_flight_recorder(const TrainConfig& cfg, ProcessGrid& grid) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    const char* comm_limit = std::getenv("ULTRASCOPE_COMM_TIMEOUT_S");  // the progress engine's abort (mpi_progress.h)
+    FlightRecorderOptions o;
+    o.capacity = cfg.fr_buffer_size;
+    o.rank = grid.world_rank();
+    o.host = host;
+    o.timeout_ms = int64_t(1000 * (cfg.hang_timeout > 0 ? cfg.hang_timeout : comm_limit ? std::atof(comm_limit) : 300));
+    o.comm_lib_version = MpiRuntime::initialized() ? MpiRuntime::library_version() : "none (one rank)";
+    o.injected_fault = InjectedHang::describe(cfg);
+    flight_recorder().configure(o);
+    grid.record_in_flight();
+    start_flight_dumps(FlightDumpOptions{cfg.hang_timeout, cfg.fr_dump_dir});
+}
+
 // What the step loop keeps watching besides the steps: the time since the hosts' clocks were compared, and the
 // live stream to the listener.
 struct StepWatch {
@@ -186,7 +208,9 @@ bool listener_gone(const TrainConfig& cfg, ProcessGrid& grid, const RunProfiler&
                 grid.world_rank(), cfg.connect.c_str(),
                 cfg.trace.empty() ? "" : fmt::format(" (the trace is still written to {})", cfg.trace).c_str());
     }
-    return w.stop_with_listener && grid.world().all_reduce_max(profiler.stream_lost() ? 1.0 : 0.0) > 0;
+    if (!w.stop_with_listener) return false;
+    US_FLIGHT_FRAME("run_training: stop with the listener?", FrameDetail::none);
+    return grid.world().all_reduce_max(profiler.stream_lost() ? 1.0 : 0.0) > 0;
 }
 
 // The end of a run stopped with its listener: the checkpoint is left as it was and the trace says why it ended.
@@ -227,6 +251,10 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     // GPU tensors travel over NCCL (or MPI with host staging where NCCL cannot run): the trace says which.
     if (device.is_async() && cfg.runtime.nccl_shared_gpu) give_ranks_their_own_nccl_hosts(grid.world());
     if (device.is_async()) rank.comm_backend = grid.use_device_communicators(device);
+    start_flight_recorder(cfg, grid);
+    struct StopFlightDumps {
+        ~StopFlightDumps() { stop_flight_dumps(); }  // on every way out: the thread ends before the process does
+    } stop_flight_dumps_at_exit;
     RunProfiler profiler(cfg, device, rank);
     std::optional<ProfiledBackend> profiled;
     if (profiler.active()) profiled.emplace(device);
@@ -250,6 +278,7 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     const auto t0 = std::chrono::steady_clock::now();
     while (trainer.steps_done() < cfg.steps) {
         kill_at_fault_step(cfg, grid, trainer);
+        flight_recorder().begin_step(trainer.steps_done() + 1);
         StepMetrics m = trainer.train_step();
         if (!std::isfinite(m.loss))
             fail_user("the loss became {} at step {}: lower --lr or use --precision fp32", m.loss, m.step);
@@ -265,6 +294,7 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
         }
     }
     progress.finish();
+    flight_recorder().end_steps();  // what follows (the checkpoint, the trace's merge) is not a stuck step
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (stopped) return stop_without_listener(cfg, grid, trainer, profiler);
     finish_run(cfg, grid, trainer, profiler, history, seconds);

@@ -101,6 +101,12 @@ public:
         for (auto& s : m_sinks) s->write_metadata(json);
     }
 
+    void write_flight_dump(const std::string& pickle) {
+        drain();  // the events up to the dump travel ahead of it
+        std::lock_guard lock(m_sink_mutex);
+        for (auto& s : m_sinks) s->write_flight_dump(pickle);
+    }
+
 private:
     void loop() {
         std::unique_lock lock(m_mutex);
@@ -215,6 +221,11 @@ void stop_recording(bool clean, const std::string& reason) {
 void update_metadata(const std::string& metadata_json) {
     std::lock_guard lock(g_collector_mutex);
     if (g_collector) g_collector->update_metadata(metadata_json);
+}
+
+void record_flight_dump(const std::string& pickle) {
+    std::lock_guard lock(g_collector_mutex);
+    if (g_collector) g_collector->write_flight_dump(pickle);
 }
 
 void install_op_hooks(const OpHooks* hooks) { detail::g_op_hooks.store(hooks, std::memory_order_release); }

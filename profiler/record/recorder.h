@@ -81,6 +81,9 @@ void start_recording(std::vector<std::unique_ptr<EventSink>> sinks, const std::s
 void stop_recording(bool clean, const std::string& reason = {});
 // Replaces the metadata (sent again to every sink: consumers keep the latest).
 void update_metadata(const std::string& metadata_json);
+// Sends the rank's Flight Recorder dump (its pickle bytes) to every sink, after the events drained so far. Any
+// thread; nothing when not recording.
+void record_flight_dump(const std::string& pickle);
 uint64_t dropped_events();
 
 // ---- records from collectors with a clock of their own (CUPTI's activity records): complete records whose

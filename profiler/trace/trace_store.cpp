@@ -134,6 +134,10 @@ void TraceStore::add_chunk(const Chunk& c) {
     ++m_version;
     if (c.kind == ChunkKind::metadata) return add_metadata(rt, c);
     if (c.kind == ChunkKind::end) return add_end(rt, c);
+    if (c.kind == ChunkKind::flight_dump) {  // the latest dump replaces an earlier one
+        rt.flight_dump = c.text;
+        return;
+    }
     for (const auto& s : c.strings) rt.names[s.id] = intern(s.text);
     rt.dropped_events = std::max(rt.dropped_events, c.dropped_total);
     for (const EventRecord& e : c.events) {

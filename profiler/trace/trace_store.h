@@ -117,6 +117,7 @@ struct RankTrace {
     uint64_t chunks = 0;
     int64_t clock_offset_ns = 0;                   // subtracted from this rank's timestamps (metadata clock.offset_ns)
     std::unordered_map<uint32_t, uint32_t> names;  // the rank's string ids -> store names
+    std::string flight_dump;  // the rank's last Flight Recorder dump (flight_writer.h pickle bytes), empty when none
 
     // The GPU's own record of its work (CUPTI) is in the trace: the device lanes, not the engine's op and
     // collective spans, then say when the rank computed and communicated.

@@ -143,7 +143,7 @@ std::string validate_header(const ChunkHeader& h) {
     if (h.version < kOldestTraceFormatVersion || h.version > kTraceFormatVersion)
         return fmt::format("chunk format version {}, this build reads versions {} to {}", h.version,
                            kOldestTraceFormatVersion, kTraceFormatVersion);
-    if (h.kind < 1 || h.kind > 3) return fmt::format("unknown chunk kind {}", h.kind);
+    if (h.kind < 1 || h.kind > 4) return fmt::format("unknown chunk kind {}", h.kind);
     if (h.codec > 1) return fmt::format("unknown codec {}", h.codec);
     if (h.raw_bytes > kMaxChunkPayload || h.stored_bytes > kMaxChunkPayload)
         return fmt::format("chunk claims {} bytes, more than the {} allowed", std::max(h.raw_bytes, h.stored_bytes),

@@ -11,7 +11,9 @@
 
 namespace us::prof {
 
-enum class ChunkKind : uint8_t { events = 1, metadata = 2, end = 3 };
+// flight_dump: the rank's Flight Recorder dump, the pickle bytes of profiler/flight/flight_writer.h (a reader keeps
+// the rank's latest).
+enum class ChunkKind : uint8_t { events = 1, metadata = 2, end = 3, flight_dump = 4 };
 
 struct ChunkHeader {
     char magic[4];     // "USCK"
@@ -38,7 +40,7 @@ struct Chunk {
     std::vector<StringDef> strings;   // events
     std::vector<EventRecord> events;  // events
     uint64_t dropped_total = 0;       // events
-    std::string text;                 // metadata (JSON) or end (JSON)
+    std::string text;                 // metadata (JSON), end (JSON) or flight_dump (pickle bytes)
 };
 
 uint32_t crc32(const void* data, size_t bytes, uint32_t previous = 0);

@@ -67,6 +67,10 @@ void TcpSink::write_batch(const EventBatch& batch) {
     enqueue(encode_chunk(ChunkKind::events, m_rank, m_sequence++, &b, {}), batch.events.size());
 }
 
+void TcpSink::write_flight_dump(const std::string& pickle) {
+    enqueue(encode_chunk(ChunkKind::flight_dump, m_rank, m_sequence++, nullptr, pickle), 0);
+}
+
 void TcpSink::finish(bool clean, uint64_t dropped_total, const std::string& reason) {
     const std::string note = end_note_json(clean, dropped_total + m_dropped_events.load(), reason);
     enqueue(encode_chunk(ChunkKind::end, m_rank, m_sequence++, nullptr, note), 0);

@@ -30,6 +30,7 @@ public:
     void write_metadata(const std::string& json) override;
     void write_batch(const EventBatch& batch) override;
     void finish(bool clean, uint64_t dropped_total, const std::string& reason = {}) override;
+    void write_flight_dump(const std::string& pickle) override;
 
 private:
     void enqueue(std::string chunk, uint64_t events);

@@ -139,6 +139,10 @@ void FileSink::write_batch(const EventBatch& batch) {
     m_writer->append(encode_chunk(ChunkKind::events, m_rank, m_sequence++, &batch, {}));
 }
 
+void FileSink::write_flight_dump(const std::string& pickle) {
+    m_writer->append(encode_chunk(ChunkKind::flight_dump, m_rank, m_sequence++, nullptr, pickle));
+}
+
 void FileSink::finish(bool clean, uint64_t dropped_total, const std::string& reason) {
     const std::string note = end_note_json(clean, dropped_total, reason);
     m_writer->append(encode_chunk(ChunkKind::end, m_rank, m_sequence++, nullptr, note));

@@ -242,6 +242,8 @@ TEST_CASE("schema: a setting that does nothing is greyed out by the panel and no
                                                              "--device",
                                                              "cuda",
                                                              "--slow-rank",
+                                                             "1",
+                                                             "--hang-rank",
                                                              "1"});
     const std::vector<std::string> args = on.train_args();
     for (const Setting& s : settings_schema()) {

@@ -61,6 +61,12 @@ const std::vector<std::vector<std::string>> kEveryFlag = {{"--layers", "3"},
                                                           {"--nccl-shared-gpu"},
                                                           {"--slow-rank", "1"},
                                                           {"--slow-factor", "2.5"},
+                                                          {"--fr-buffer-size", "500"},
+                                                          {"--fr-dump-dir", "dumps"},
+                                                          {"--hang-timeout", "7.5"},
+                                                          {"--hang-rank", "1"},
+                                                          {"--hang-at-step", "2"},
+                                                          {"--hang-kind", "p2p"},
                                                           {"--trace", "t.ustrace"},
                                                           {"--connect", "127.0.0.1:9"},
                                                           {"--fault-kill-step", "2"},
@@ -105,6 +111,8 @@ TEST_CASE("every training flag survives flags -> config -> flags -> config", "[c
     CHECK(second.quiet);
     CHECK(second.fault_step == 2);
     CHECK(second.fault_rank == 1);
+    CHECK(second.fr_dump_dir == "dumps");
+    CHECK(second.hang_kind == "p2p");
     CHECK(second.adamw.lr == 0.0006);  // exactly: written in the shortest form that reads back the same double
     CHECK(second.seed == 1234567890123ull);
 }
