@@ -350,7 +350,10 @@ bool looks_like_flight_dump(const std::string& path) {
     const bool names_dump = head.find("pg_config") != std::string::npos ||
                             head.find("comm_lib_version") != std::string::npos ||
                             head.find("nccl_version") != std::string::npos;
-    return names_dump && head.find("segments") == std::string::npos;
+    // A memory snapshot names segments; a Kineto trace opens with its schemaVersion and carries the same pg_config
+    // and nccl_version inside its distributedInfo.
+    return names_dump && head.find("segments") == std::string::npos &&
+           head.find("schemaVersion") == std::string::npos && head.find("distributedInfo") == std::string::npos;
 }
 
 }  // namespace us::hang
