@@ -325,8 +325,6 @@ void draw_hang_view(AppState& app) {
     HangState& st = app.hang;
     const LoadedHang* l = st.loaded();
     if (!l) return draw_empty(st);
-    if (st.loading())
-        ImGui::TextColored(kDim, "%s (the dumps below stay until they are in)", st.progress_line().c_str());
     draw_verdict(*l);
     draw_group_selector(st, l->analysis);
     const HangGrid& m = st.grid();
