@@ -56,6 +56,11 @@ shot "$work/slowrank.ustrace" --view timeline --fit-step 4 --screenshot "$here/t
 "$build/bin/bench_blame" 1024 10 "$work/ranks1024" >/dev/null
 shot "$work/ranks1024" --view ranks --screenshot "$here/ranks-1024-synthetic.png"
 rm -f "$here"/*.png.json
+# A hung job (docs/gui.md, the Hang view): 64 ranks' Flight Recorder dumps (dp 8 x tp 8), rank 37 stopped before its
+# tp group's all-reduce, rank 50 left no dump.
+"$build/bin/make_hang_dumps" "$work/hang64" --ranks 64 --tp 8 --stop-rank 37 --no-dump 50 >/dev/null
+shot "$work/hang64" --view hang --screenshot "$here/hang-view.png"
+rm -f "$here"/*.png.json
 # Runs of other frameworks: a real 4-rank PyTorch trace (FSDP2 x tensor parallelism on gloo) and a memory snapshot.
 data="$(cd "$here/../.." && pwd)/tests/data"
 shot "$data/kineto/dp2_tp2/iteration_4" --view timeline --screenshot "$here/pytorch-dp2-tp2-timeline.png"

@@ -106,9 +106,9 @@ TEST_CASE("the GUI opens a trace and screenshots one view at a time", "[gui]") {
     REQUIRE(made.exit_code == 0);
     for (const us::gui::ViewName& name : us::gui::kViewNames) {  // the views of a run (app/gui/model/view_table.h)
         const std::string view = name.id;
-        // the planner, a memory snapshot, the experts' router load and the comparison of runs need other sources
-        // (a plan, a snapshot, a mixture-of-experts run, several runs): their own tests below
-        if (name.place == us::gui::Place::over || view == "experts" || view == "compare") continue;
+        // the planner, a memory snapshot, the experts' router load, the comparison of runs and a hang need other
+        // sources (a plan, a snapshot, a mixture-of-experts run, several runs, a hung job's dumps): their own tests
+        if (name.place == us::gui::Place::over || view == "experts" || view == "compare" || view == "hang") continue;
         const std::string shot = temp_path("view-" + view + ".png");
         const ProcessResult r = run_process(ultrascope() + " " + trace + " --screenshot " + shot + " --view " + view);
         INFO(view << "\n" << r.output);
@@ -457,6 +457,71 @@ TEST_CASE("a PyTorch memory snapshot opens in its own view: the timeline, the pe
     INFO(bad.output);
     const auto bad_shown = nlohmann::json::parse(read_file(bad_shot + ".json"));
     CHECK(bad_shown["error"].get<std::string>().find("never executes") != std::string::npos);
+}
+
+TEST_CASE("a hung job's Flight Recorder dumps open on the Hang view: the culprit, its group, the ranks folded",
+          "[gui][hang]") {
+    // 16 ranks, dp 4 x tp 4 (tests/tools/hang_dumps/make_hang_dumps.cpp): rank 6 never enters its tp group's
+    // all-reduce; rank 13 left no dump
+    const std::string dir = temp_path("hang-dumps");
+    fs::remove_all(dir);
+    const ProcessResult made =
+        run_process(bin("make_hang_dumps") + " " + dir + " --ranks 16 --tp 4 --stop-rank 6 --no-dump 13");
+    INFO(made.output);
+    REQUIRE(made.exit_code == 0);
+    // The whole window: the Hang view beside the timeline, where an engine run's memory view is.
+    const std::string shot = temp_path("hang-layout.png");
+    const ProcessResult r = run_process(ultrascope() + " " + dir + " --screenshot " + shot);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    auto saved = nlohmann::json::parse(read_file(shot + ".json"));
+    INFO(saved["shown"].dump(1));
+    CHECK(saved["shown"]["layout"] == "hung_job");
+    REQUIRE(saved["regions"].contains("hang"));
+    CHECK_FALSE(saved["regions"].contains("memory"));  // a tab now
+    check_region_drawn(load_png(shot), "hang", saved["regions"]["hang"]);
+    const auto& hang = saved["shown"]["hang"];
+    CHECK(hang["dumps"] == 15);
+    CHECK(hang["kind"] == "missing");
+    CHECK(hang["culprit_ranks"] == nlohmann::json::array({6}));
+    CHECK(hang["group"] == "tp1");    // the root, not its dp victims
+    CHECK(hang["picked_rank"] == 6);  // its entries show
+    REQUIRE(hang["grid"]["bands"].size() == 2);
+    CHECK(hang["grid"]["bands"][0]["label"] == "ranks 4-5, 7 (3)");
+    CHECK(hang["grid"]["bands"][0]["progress"] == "completed through #22, waiting in #23");
+    CHECK(hang["grid"]["bands"][1]["label"] == "rank 6");
+    CHECK(hang["grid"]["bands"][1]["culprit"] == true);
+    CHECK(hang["grid"]["seqs"].back() == 23);
+
+    // The view alone, opened from a glob of the files (quoted: the GUI expands it, as the report does).
+    const std::string alone = temp_path("hang-view.png");
+    const ProcessResult g =
+        run_process(ultrascope() + " '" + dir + "/comm_lib_trace_rank_*' --view hang --screenshot " + alone);
+    INFO(g.output);
+    REQUIRE(g.exit_code == 0);
+    saved = nlohmann::json::parse(read_file(alone + ".json"));
+    CHECK(saved["shown"]["hang"]["dumps"] == 15);
+    check_region_drawn(load_png(alone), "hang", saved["regions"]["hang"]);
+
+    // Without a display: the hang report's text, its verdict first.
+    const ProcessResult h = run_process("env -u DISPLAY -u WAYLAND_DISPLAY " + ultrascope() + " " + dir);
+    INFO(h.output);
+    CHECK(h.exit_code == 0);
+    CHECK(h.output.find("no display") != std::string::npos);
+    CHECK(h.output.find("rank 6 (on node-0) never entered all_reduce #23 of group 'tp1'") != std::string::npos);
+
+    // A file that is no dump among them is named in the window (an error: a non-zero exit), and the rest analysed.
+    write_file(dir + "/comm_lib_trace_rank_13", "not a dump");
+    const std::string bad = temp_path("hang-bad.png");
+    const ProcessResult b =
+        run_process(ultrascope() + " '" + dir + "/comm_lib_trace_rank_*' --view hang --screenshot " + bad);
+    INFO(b.output);
+    CHECK(b.exit_code != 0);
+    saved = nlohmann::json::parse(read_file(bad + ".json"));
+    CHECK(saved["error"].get<std::string>().find("comm_lib_trace_rank_13") != std::string::npos);
+    CHECK(saved["shown"]["hang"]["dumps"] == 15);
+    CHECK(saved["shown"]["hang"]["problems"] == 1);
+    CHECK(saved["shown"]["hang"]["culprit_ranks"] == nlohmann::json::array({6}));
 }
 
 TEST_CASE("a PyTorch run opens a rank at a time; a damaged file is named and the other ranks are drawn",

@@ -143,6 +143,20 @@ TEST_CASE("an existing path opens as a trace unless it is a training flag's valu
     CHECK(gone.train_args == Args{missing});
 }
 
+TEST_CASE("a pattern that matches files opens them, as a hung job's dumps are given, kept as written",
+          "[cpu][app][gui-args]") {
+    const std::string dir = existing_dir("gui-args-dumps");
+    us::test::write_file(dir + "/comm_lib_trace_rank_0", "x");
+    us::test::write_file(dir + "/comm_lib_trace_rank_1", "x");
+    const std::string pattern = dir + "/comm_lib_trace_rank_*";
+    const auto o = parse({pattern}).options;
+    CHECK(o.open_trace == Args{pattern});  // the opener expands it (hang::find_dump_files)
+    CHECK(o.train_args.empty());
+    const std::string none = dir + "/nothing_*";
+    CHECK(parse({none}).options.train_args == Args{none});                            // matches nothing: not a path
+    CHECK(parse({"--data", pattern}).options.train_args == Args{"--data", pattern});  // a flag's value stays one
+}
+
 TEST_CASE("which training flags take a value is the trainer's own table's answer", "[cpu][app][gui-args]") {
     const std::string dir = existing_dir("gui-args-arity");
     int switches = 0, values = 0;

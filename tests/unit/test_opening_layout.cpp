@@ -51,3 +51,20 @@ TEST_CASE("every opening layout puts one view beside the timeline and gives each
         CHECK(beside == 1);
     }
 }
+
+TEST_CASE("a hung job's dumps open on the Hang view beside the timeline, whatever else is open", "[cpu][viewmodel]") {
+    CHECK(opened_kind({.hang = true}) == Opened::hung_job);  // `ultrascope DUMPS`
+    // a live run that hung (an engine run), or dumps opened over a PyTorch trace: the hang comes first
+    CHECK(opened_kind({.imported = false, .ranks = 4, .hang = true}) == Opened::hung_job);
+    CHECK(opened_kind({.imported = true, .ranks = 16, .from_digests = true, .hang = true}) == Opened::hung_job);
+    const OpeningLayout& hung = opening_layout(Opened::hung_job);
+    CHECK(std::string(hung.name) == "hung_job");
+    CHECK(hung.launch_folded);  // the settings are for a run to launch, not the dumps shown
+    CHECK(place_of(Opened::hung_job, "hang") == Place::bottom_left);
+    CHECK(place_of(Opened::hung_job, "memory") == Place::tab);
+    CHECK(place_of(Opened::hung_job, "timeline") == Place::top);
+    // elsewhere the Hang view is a tab of its own
+    CHECK(place_of(Opened::engine_run, "hang") == Place::tab);
+    CHECK(place_of(Opened::multi_rank_trace, "hang") == Place::tab);
+    CHECK(std::string(find_view_name("hang")->tab) == "Hang");
+}

@@ -26,6 +26,7 @@ enum class Place { top, bottom_left, bottom_middle, tab, over };
     X(experts, "Experts", "Experts", Place::tab, draw_experts_view, nullptr)                    \
     X(ops, "Ops", "Ops", Place::tab, draw_ops_view, nullptr)                                    \
     X(ranks, "Ranks", "Ranks", Place::tab, draw_ranks_view, nullptr)                            \
+    X(hang, "Hang", "Hang", Place::tab, draw_hang_view, nullptr)                                \
     X(planner, "Planner", "", Place::over, draw_planner_view, &app.planner.open)                \
     X(snapshot, "Memory snapshot", "", Place::over, draw_snapshot_view, &app.snapshots.show)
 

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <glob.h>
+
 #include <filesystem>
 #include <set>
 
@@ -64,8 +66,9 @@ void declare_gui_options(CLI::App& app, gui::GuiOptions& o, GuiFlags& f) {
                    "keeps all)")
         ->type_name("N");
     app.footer(
-        "Any other argument: a trace to open (a .ustrace file, PyTorch profiler files or their folder) if it "
-        "exists, else a flag of the launched run (ultrascope-train --help).");
+        "Any other argument: a trace to open (a .ustrace file, PyTorch profiler files or their folder, a memory "
+        "snapshot, a hung job's Flight Recorder dumps: files, a folder or a glob) if it exists, else a flag of the "
+        "launched run (ultrascope-train --help).");
 }
 
 // The trainer's switches (its flags that take no value), from its own flag table.
@@ -86,6 +89,17 @@ std::set<std::string> train_switches() {
 // is taken to have a value (the trainer refuses it anyway).
 bool is_value_of(const std::string& prev, const std::set<std::string>& switches) {
     return prev.rfind("-", 0) == 0 && prev.find('=') == std::string::npos && !switches.count(prev);
+}
+
+// Whether `arg` is a path to open: an existing file or folder, or a pattern (*, ?, [..]) that matches some, as a
+// hung job's dumps are given ('dumps/rank_*', quoted so that thousands of names do not overflow the command line).
+bool names_paths(const std::string& arg) {
+    if (std::filesystem::exists(arg)) return true;
+    if (arg.find_first_of("*?[") == std::string::npos) return false;
+    glob_t g{};
+    const bool matched = ::glob(arg.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0;
+    ::globfree(&g);
+    return matched;
 }
 
 }  // namespace
@@ -115,15 +129,16 @@ GuiArgs parse_gui_args(int argc, const char* const* argv) {
         US_CHECK_INPUT(!f.font_size.empty() && *end == '\0' && o.font_px >= 8 && o.font_px <= 64,
                        "--font-size '{}': expected pixels from 8 to 64 (e.g. 32 for a 4K projector)", f.font_size);
     }
-    // The rest, in order: a path that exists is a trace to open (`ultrascope PATH [PATH...]`, after --open's),
-    // unless it is a training flag's value; everything else goes to the launched run.
+    // The rest, in order: a path that exists (or a pattern matching some) is a trace, snapshot or dumps to open
+    // (`ultrascope PATH [PATH...]`, after --open's), unless it is a training flag's value; everything else goes to
+    // the launched run.
     if (!f.open.empty()) o.open_trace.push_back(f.open);
     const std::set<std::string> switches = train_switches();
     const std::vector<std::string> rest = app.remaining();
     for (size_t i = 0; i < rest.size(); ++i) {
         const std::string& a = rest[i];
         const bool value = i > 0 && is_value_of(rest[i - 1], switches);
-        if (a.rfind("-", 0) != 0 && !value && std::filesystem::exists(a))
+        if (a.rfind("-", 0) != 0 && !value && names_paths(a))
             o.open_trace.push_back(a);
         else
             o.train_args.push_back(a);

@@ -55,6 +55,8 @@ ImGuiWindowFlags fixed_flags(bool force_layout) {
 // A view in a window of its own, its region recorded and its drawing timed.
 void view_window(AppState& app, FrameState& frame, const ViewSpec& v, Rect r, bool force_layout) {
     place(v.name.title, r, force_layout);
+    // Dumps just in (opened, or a live run's that hung): the Hang view comes to the front.
+    if (std::string_view(v.name.id) == "hang" && app.hang.take_bring_forward()) ImGui::SetNextWindowFocus();
     if (ImGui::Begin(v.name.title, nullptr, fixed_flags(force_layout))) {
         record_region(app, v.name.id);
         const auto t0 = std::chrono::steady_clock::now();

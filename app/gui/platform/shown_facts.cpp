@@ -79,6 +79,28 @@ void run_facts(const AppState& app, nlohmann::json& facts) {
     }
 }
 
+// The Hang view's analysis, and the grid it drew for the group picked (when it drew one).
+nlohmann::json hang_facts(const HangState& st) {
+    const LoadedHang& l = *st.loaded();
+    const hang::HangAnalysis& a = l.analysis;
+    nlohmann::json facts = {
+        {"label", l.label},
+        {"dumps", l.dumps.dumps.size()},
+        {"problems", l.dumps.problems.size()},
+        {"kind", hang::hang_kind_name(a.kind)},
+        {"verdict", a.verdict},
+        {"culprit_ranks", a.culprit_ranks},
+        {"group", st.group >= 0 ? nlohmann::json(a.groups[size_t(st.group)].name) : nlohmann::json()},
+        {"picked_rank", st.picked_rank}};
+    if (const HangGrid* g = st.grid_made()) {
+        nlohmann::json bands = nlohmann::json::array();
+        for (const HangBand& b : g->bands)
+            bands.push_back({{"label", b.label}, {"progress", b.progress}, {"culprit", b.culprit}});
+        facts["grid"] = {{"seqs", g->seqs}, {"divergence", g->divergence}, {"members", g->members}, {"bands", bands}};
+    }
+    return facts;
+}
+
 }  // namespace
 
 nlohmann::json shown_facts(const AppState& app) {
@@ -99,6 +121,7 @@ nlohmann::json shown_facts(const AppState& app) {
     if (!app.planner.error.empty()) facts["planner_error"] = app.planner.error;
     facts["overlap_groups"] = overlap_groups(app.report());
     if (!app.snapshots.empty()) facts["snapshot"] = snapshot_facts(app.snapshots);
+    if (app.hang.loaded()) facts["hang"] = hang_facts(app.hang);
     if (auto categories = app.views.memory_categories.facts(); !categories.is_null())
         facts["memory_categories"] = categories;
     run_facts(app, facts);

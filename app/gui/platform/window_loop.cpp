@@ -69,7 +69,8 @@ private:
 // Nothing is loading or being derived and a launched run has finished: the picture will not change any more.
 bool settled(const AppState& app) {
     if (app.source.loading() || app.derived.busy() || app.lessons.busy() || app.planner.searching() ||
-        app.snapshots.loading() || app.views.memory_categories.loading() || app.large_run.digesting())
+        app.snapshots.loading() || app.views.memory_categories.loading() || app.large_run.digesting() ||
+        app.hang.loading())
         return false;
     return !(app.source.kind() == Source::launched && app.source.live() && !app.source.live()->finished());
 }

@@ -71,6 +71,7 @@ void AppState::launch() {
         return;
     }
     large_run.close();
+    hang.close();  // a run of its own now; one that hangs hands its analysis over (HangState::show)
     stop();
     leave_source();
     const std::string label =
@@ -92,6 +93,7 @@ void AppState::stop() {
 
 void AppState::attach(const std::string& listen) {
     large_run.close();
+    hang.close();
     stop();
     leave_source();
     derived.reset();
@@ -193,13 +195,17 @@ void AppState::update_planner() {
 void AppState::open_trace(const std::vector<std::string>& paths) {
     if (paths.size() == 1 && snap::is_memory_snapshot_path(paths[0])) {
         snapshots.open({paths[0]});
+    } else if (HangState::wanted(paths)) {
+        hang.open(paths);  // the run shown, if any, stays in the timeline beside the Hang view
     } else if (LargeRun::wanted(paths)) {
+        hang.close();
         stop();
         leave_source();
         source.close();
         large_run.open(paths, m_options.store_cap_bytes);
     } else {
         large_run.close();
+        hang.close();
         source.open_trace(paths);
     }
 }
@@ -211,6 +217,7 @@ RanksSource AppState::ranks_source() const {
 
 Opened AppState::opened() const {
     WhatIsOpen w;
+    w.hang = hang.active();
     w.from_digests = large_run.active();
     if (const prof::TraceStore* s = store(); s && s->rank_count() > 0) {
         w.imported = s->is_imported();
@@ -242,6 +249,7 @@ void AppState::open_ranks(const std::vector<int>& ranks, bool with_peers) {
 
 void AppState::update() {
     if (auto error = snapshots.poll()) log.fail(*error);
+    hang.poll();
     large_run.poll();
     update_planner();
     update_source();

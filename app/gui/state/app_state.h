@@ -13,6 +13,7 @@
 
 #include "app/gui/state/data_source.h"
 #include "app/gui/state/derived_views.h"
+#include "app/gui/state/hang_state.h"
 #include "app/gui/state/large_run.h"
 #include "app/gui/state/lesson_player.h"
 #include "app/gui/state/planner_state.h"
@@ -58,6 +59,7 @@ public:
     LessonPlayer lessons;                       // the open workshop lesson (File > Lessons)
     PlannerState planner;                       // File > New plan
     SnapshotState snapshots;                    // PyTorch memory snapshots opened (their own window)
+    HangState hang{log};                        // a hung job's Flight Recorder dumps and their analysis
     ViewStates views;                           // each view's own state from frame to frame
     std::map<std::string, ViewRegion> regions;  // this frame's views (screenshot checks)
 
@@ -72,13 +74,14 @@ public:
     std::optional<Checkpoint> last_checkpoint() const;
     // Relaunches the last launched run from its last checkpoint, with the same settings and --steps.
     void resume_from_checkpoint();
-    // A trace (ours, or PyTorch profiler files and folders: one rank per file, shown as they are read), or a
-    // PyTorch memory snapshot, which opens in the snapshot window.
+    // A trace (ours, or PyTorch profiler files and folders: one rank per file, shown as they are read), a PyTorch
+    // memory snapshot, which opens in the snapshot window, or a hung job's Flight Recorder dumps (the Hang view).
     void open_trace(const std::vector<std::string>& paths);
     void attach(const std::string& listen);  // [HOST:]PORT
     RanksSource ranks_source() const;
-    // What is open, as the layout the window opens on sees it (model/opening_layout.h): a trace of several ranks
-    // from elsewhere (held whole, being read, or opened from its digests), or an engine run (or nothing yet).
+    // What is open, as the layout the window opens on sees it (model/opening_layout.h): a hung job's dumps, a trace
+    // of several ranks from elsewhere (held whole, being read, or opened from its digests), or an engine run (or
+    // nothing yet).
     Opened opened() const;
     const OpeningLayout& layout() const { return opening_layout(opened()); }
     // The Ranks view's pick: in a run held whole the timeline scrolls to the first rank; in a large run the ranks

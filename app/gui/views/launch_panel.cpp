@@ -96,6 +96,13 @@ void draw_source_status(AppState& app) {
                 ImGui::TextColored(ImVec4(0.6f, 0.8f, 1, 1), "viewing a trace file");
             return;
         default:
+            if (app.hang.active()) {  // a hung job's dumps, no trace beside them
+                ImGui::PushTextWrapPos(0);
+                ImGui::TextColored(ImVec4(0.6f, 0.8f, 1, 1), "viewing %s (the Hang view; measured)",
+                                   app.hang.loaded() ? app.hang.loaded()->label.c_str() : "Flight Recorder dumps");
+                ImGui::PopTextWrapPos();
+                return;
+            }
             ImGui::TextUnformatted(app.source.loading() ? "loading the trace..."
                                                         : "nothing loaded: launch a run or open a trace");
     }

@@ -17,6 +17,7 @@ void draw_compare_view(AppState& app);   // compare.cpp: runs of the session sid
 void draw_experts_view(AppState& app);   // experts.cpp: router load per MoE layer, expert time per rank
 void draw_ops_view(AppState& app);       // ops.cpp: where a rank's compute goes, op by op
 void draw_ranks_view(AppState& app);     // ranks.cpp: who holds the run back, every rank by step
+void draw_hang_view(AppState& app);      // hang.cpp: what holds a hung job, from its Flight Recorder dumps
 void draw_planner_view(AppState& app);   // planner.cpp: layouts of a model on a cluster, predicted
 void draw_snapshot_view(AppState& app);  // snapshot.cpp: a PyTorch memory snapshot, per rank and device
 
