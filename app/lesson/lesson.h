@@ -30,6 +30,9 @@ struct LessonRun {
     int ranks = 1;                  // MPI ranks: the product dp x pp x tp x cp of its flags
     std::vector<std::string> args;  // ultrascope-train flags, e.g. {"--preset", "tiny", "--steps", "3"}
     app::NodeLinks nodes{0};        // count > 0: on nodes emulated on this machine (root; docs/nodes.md)
+    // The run is meant to hang (an injected --hang-rank): it ends at its hang limit with its ranks' flight recorder
+    // dumps, and that is its success; its report's `hang` says what held it. Finishing would be the failure.
+    bool hangs = false;
 };
 
 // A planner evaluation shown next to the measured runs (`ultrascope plan`, docs/planner.md): the same model on a

@@ -98,6 +98,12 @@ void check_run_flags(const LessonRun& run, const std::string& where, const std::
         US_CHECK_INPUT(!parsed.help_requested, "--help is not a run setting");
         TrainConfig& cfg = parsed.cmd.config;
         cfg.validate();
+        US_CHECK_INPUT(!run.hangs || (cfg.hang_rank >= 0 && cfg.hang_timeout > 0),
+                       "the run is meant to hang (\"hangs\": true): give it an injected hang and a short limit "
+                       "(--hang-rank R --hang-at-step S --hang-kind KIND --hang-timeout 3)");
+        US_CHECK_INPUT(
+            run.hangs || cfg.hang_rank < 0,
+            "an injected hang (--hang-rank) stops the run: mark it \"hangs\": true so the lesson expects it");
         US_CHECK_INPUT(cfg.parallel.world() == run.ranks,
                        "ranks is {} but the layout dp {} x pp {} x tp {} x cp {} needs {}", run.ranks, cfg.parallel.dp,
                        cfg.parallel.pp, cfg.parallel.tp, cfg.parallel.cp, cfg.parallel.world());
@@ -108,7 +114,7 @@ void check_run_flags(const LessonRun& run, const std::string& where, const std::
 
 LessonRun parse_run(const json& j, const std::string& where, const std::string& path) {
     Fields f(j, where, path);
-    f.only({"label", "note", "ranks", "args", "nodes"});
+    f.only({"label", "note", "ranks", "args", "nodes", "hangs"});
     LessonRun run;
     run.label = f.text("label");
     US_CHECK_INPUT(run.label.find_first_of(" /\\") == std::string::npos,
@@ -120,6 +126,7 @@ LessonRun parse_run(const json& j, const std::string& where, const std::string& 
                        f.field("args"), a.dump());
         run.args.push_back(a.get<std::string>());
     }
+    run.hangs = f.boolean("hangs", false);
     check_run_flags(run, where, f.field("args"));
     if (f.has("nodes")) {  // {"count": N, "inter_node_gbps": G, "placement": "block" | "cyclic"}
         Fields n(f.at("nodes"), where, f.field("nodes"));

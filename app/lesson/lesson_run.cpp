@@ -76,9 +76,18 @@ RunResult run_lesson_run(const Lesson& lesson, const LessonRun& run, const RunOp
     result.seconds = live_run.seconds();
     result.exit_code = stopping ? std::max(1, live_run.result_code()) : live_run.result_code();
     if (stopping) result.problems.push_back("stopped before it finished");
-    if (live_run.exit_code() && *live_run.exit_code() != 0)
-        result.problems.push_back(fmt::format("the run exited with code {}", *live_run.exit_code()));
-    for (const auto& lost : live_run.lost_ranks()) result.problems.push_back("lost: " + lost);
+    if (run.hangs && !stopping) {  // its hang ending is what it is for; its exit code and ended ranks say nothing
+        result.exit_code = live_run.hung() ? 0 : std::max(1, result.exit_code);
+        if (!live_run.hung())
+            result.problems.push_back("it was meant to hang at its injected fault, and did not: " +
+                                      (live_run.exit_code()
+                                           ? fmt::format("it exited with code {}", *live_run.exit_code())
+                                           : std::string("it finished")));
+    } else {
+        if (live_run.exit_code() && *live_run.exit_code() != 0)
+            result.problems.push_back(fmt::format("the run exited with code {}", *live_run.exit_code()));
+        for (const auto& lost : live_run.lost_ranks()) result.problems.push_back("lost: " + lost);
+    }
     if (live_run.store().rank_count() > 0)
         result.report = app::run_report_json(
             app::make_run_report(app::ReportSource::of_store(live_run.store(), live_run.trace_path()), {}));

@@ -7,6 +7,7 @@
 
 #include "common/core/check.h"
 #include "profiler/analysis/imported_report.h"
+#include "profiler/hang/hang_report.h"
 #include "profiler/import/run_files.h"
 
 namespace us::app {
@@ -104,6 +105,7 @@ struct Builder {
         r.run = prof::run_info_of(*r.store);
         r.whole = prof::build_report(*r.store, options.microbatches);
         r.whole->warnings.insert(r.whole->warnings.begin(), warnings.begin(), warnings.end());
+        r.hang = run_hang_of(*r.store);
         compare_with_planner();
     }
 
@@ -161,6 +163,7 @@ nlohmann::json run_report_json(const RunReport& r) {
     nlohmann::json j = prof::report_json(*r.whole);
     j["planner"] = r.planner ? plan::plan_vs_run_json(*r.planner) : nlohmann::json{{"error", r.planner_error}};
     j["run"] = prof::to_json(r.run);
+    if (r.hang) j["hang"] = hang::hang_json(r.hang->analysis);
     if (r.run.imported()) {
         prof::mark_imported_unknowns(j, *r.store);  // unknown, not zero
         if (!r.categories.empty()) j["memory_categories"] = prof::memory_categories_json(r.categories);
@@ -170,9 +173,10 @@ nlohmann::json run_report_json(const RunReport& r) {
 
 std::string format_run_report(const RunReport& r) {
     if (r.digests) return prof::format_digest_report(*r.digests);
-    std::string s =
-        fmt::format("Trace {}\n{}\n{}{}", r.shown, prof::format_blame(r.whole->cross.blame),
-                    r.run.imported() ? prof::imported_header(r.run, *r.store) : "", prof::format_report(*r.whole));
+    std::string s = fmt::format("Trace {}\n", r.shown);
+    if (r.hang) s += "\nThe run hung. " + hang::format_hang(r.hang->analysis);
+    s += fmt::format("{}\n{}{}", prof::format_blame(r.whole->cross.blame),
+                     r.run.imported() ? prof::imported_header(r.run, *r.store) : "", prof::format_report(*r.whole));
     s += prof::format_memory_categories(r.categories);
     s += r.planner ? plan::format_plan_vs_run(*r.planner) : "\nPlanner: not compared: " + r.planner_error + "\n";
     return s;

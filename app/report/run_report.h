@@ -2,8 +2,9 @@
 // end of a run, the lessons check their claims against and the GUI's views draw (docs/report-schema.md). It is
 // built here only, by make_run_report, from what there is: the trace files (held whole, or from their ranks' digests
 // when the run is large), a trace store already filled (a live run), or the digests gathered by the MPI workers.
-// The document opens with who holds the run back, then the step breakdown per rank (profiler/analysis/report.h),
-// the memory categories of an imported run, and what the planner predicts beside what was measured.
+// The document opens with what held the run when it hung (its ranks' flight recorder dumps), who holds it back, then
+// the step breakdown per rank (profiler/analysis/report.h), the memory categories of an imported run, and what the
+// planner predicts beside what was measured.
 #pragma once
 
 #include <memory>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "app/plan/plan_vs_run.h"
+#include "app/report/run_hang.h"
 #include "app/report/report_options.h"
 #include "profiler/analysis/report.h"
 #include "profiler/import/memory_categories.h"
@@ -47,6 +49,7 @@ struct RunReport {
     std::vector<prof::RankMemoryCategories> categories;  // an imported run's, from the memory profiler or inferred
     std::optional<plan::PlanVsRun> planner;              // or why there is no comparison
     std::string planner_error;
+    std::optional<RunHang> hang;  // the run hung and its ranks sent their flight recorder dumps: what held it
 };
 
 RunReport make_run_report(ReportSource source, const ReportOptions& options);

@@ -8,18 +8,10 @@
 #include <algorithm>
 
 #include "profiler/hang/collective_call.h"
+#include "profiler/hang/hang_verdict_text.h"
 
 namespace us::hang {
 namespace {
-
-std::string ranks_text(const std::vector<int>& ranks) {
-    std::string s;
-    for (size_t i = 0; i < ranks.size(); ++i) {
-        if (i) s += i + 1 == ranks.size() ? " and " : ", ";
-        s += std::to_string(ranks[i]);
-    }
-    return (ranks.size() == 1 ? "rank " : "ranks ") + s;
-}
 
 struct Member {
     const flight::FlightDump* dump;
@@ -102,8 +94,8 @@ bool find_mismatch(GroupState& s, std::vector<Member>& members, const CallSignat
         for (size_t i = 0; i < members.size(); ++i)
             if (at[i] && sig[i] == best) agreeing.push_back(members[i].dump->rank);
         s.detail =
-            fmt::format("{} called {} {} where {} called {} {}{}", ranks_text(s.culprit_ranks), s.collective.op,
-                        shapes_label(s.collective), ranks_text(agreeing), s.reference.op, shapes_label(s.reference),
+            fmt::format("{} called {} {} where {} called {} {}{}", rank_list(s.culprit_ranks), s.collective.op,
+                        shapes_label(s.collective), rank_list(agreeing), s.reference.op, shapes_label(s.reference),
                         ties > 0 ? " (no majority: either side may be the wrong one)" : "");
         return true;
     }
@@ -167,9 +159,9 @@ GroupState judge_group(const DumpSet& set, const GroupInstance& group, const Cal
             m.cursor = 0;
             if (const flight::FlightEntry* e = entry_at(m, hi_min + 1)) note_entered(s, *e);
         }
-        s.detail = fmt::format("{} entered {} and {}; {} never did (the last {} entered: #{})", ranks_text(waiting),
+        s.detail = fmt::format("{} entered {} and {}; {} never did (the last {} entered: #{})", rank_list(waiting),
                                call_label(s.collective), waiting.size() == 1 ? "waits" : "wait",
-                               ranks_text(s.culprit_ranks), s.culprit_ranks.size() == 1 ? "it" : "they", hi_min);
+                               rank_list(s.culprit_ranks), s.culprit_ranks.size() == 1 ? "it" : "they", hi_min);
         return s;
     }
     // Everyone entered the newest collective: inside it, or all done.

@@ -26,13 +26,26 @@ bool from_library(const StackFrame& f) {
 }  // namespace
 
 std::string rank_list(const std::vector<int>& ranks) {
-    std::string s;
-    const size_t shown = std::min<size_t>(ranks.size(), 12);
-    for (size_t i = 0; i < shown; ++i) {
-        if (i) s += i + 1 == ranks.size() ? " and " : ", ";
-        s += std::to_string(ranks[i]);
+    // Runs of three or more consecutive ranks as "a-b", at most 12 pieces: a sentence about 4,096 ranks stays one.
+    std::vector<std::string> pieces;
+    for (size_t i = 0; i < ranks.size();) {
+        size_t j = i;
+        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+        if (j - i >= 2) {
+            pieces.push_back(fmt::format("{}-{}", ranks[i], ranks[j]));
+        } else {
+            j = i;
+            pieces.push_back(std::to_string(ranks[i]));
+        }
+        i = j + 1;
     }
-    if (shown < ranks.size()) s += fmt::format(" ... ({} in all)", ranks.size());
+    std::string s;
+    const size_t shown = std::min<size_t>(pieces.size(), 12);
+    for (size_t i = 0; i < shown; ++i) {
+        if (i) s += i + 1 == pieces.size() ? " and " : ", ";
+        s += pieces[i];
+    }
+    if (shown < pieces.size()) s += fmt::format(" ... ({} in all)", ranks.size());
     return (ranks.size() == 1 ? "rank " : "ranks ") + s;
 }
 
@@ -64,6 +77,10 @@ void write_verdict(HangAnalysis& a) {
                     "{} left no dump while every rank that did agrees: {} the first suspect "
                     "(a rank that died or hung before it could dump).",
                     rank_list(a.culprit_ranks), a.culprit_ranks.size() == 1 ? "it is" : "they are");
+            } else if (a.collective.p2p) {  // a send or receive whose partner was never posted
+                a.verdict = fmt::format("{} never posted its side of {} of {} ({}): {} {} the job{}.", who(a),
+                                        call_label(a.collective), group_label(*root), root->detail, who(a),
+                                        a.culprit_ranks.size() == 1 ? "holds" : "hold", where);
             } else {
                 a.verdict = fmt::format("{} never entered {} of {}, where the other members wait: {} {} the job{}.",
                                         who(a), call_label(a.collective), group_label(*root), who(a),

@@ -19,42 +19,68 @@ struct Wait {
     const flight::FlightEntry* entry = nullptr;
 };
 
-bool answers(const Wait& a, int a_rank, const Wait& b) {
-    return b.any && b.group == a.group && b.peer == a_rank && b.send != a.send;
+// One unfinished send or receive of a rank.
+struct Pending {
+    uint32_t group;
+    int peer;  // global rank
+    bool send;
+    const flight::FlightEntry* entry;
+};
+
+// The channel (group, from, to) of an operation: a send from A to B and B's receive from A share one.
+uint64_t channel(uint32_t group, int from, int to) {
+    return (uint64_t(group) << 42) ^ (uint64_t(uint32_t(from)) << 21) ^ uint64_t(uint32_t(to));
 }
 
 }  // namespace
 
 void judge_p2p(const DumpSet& set, const AlignedGroups& aligned, std::vector<GroupState>& states,
                const std::unordered_map<int, uint32_t>& dump_of_rank) {
-    std::vector<Wait> waits(set.dumps.size());
+    // Every rank's unfinished operations, oldest first. A rank may post several before it waits (the engine's
+    // pipeline posts its sends and receives, then waits), and a send the library has delivered may still read
+    // "started" until its rank waits on it; so a rank's oldest unfinished operation is not what it is blocked in.
+    std::vector<std::vector<Pending>> pending(set.dumps.size());
+    std::unordered_map<uint64_t, int64_t> sends, recvs;  // unfinished per channel
     for (size_t di = 0; di < set.dumps.size(); ++di) {
         const flight::FlightDump& d = set.dumps[di];
         for (const flight::FlightEntry& e : d.entries) {
             if (!e.is_p2p || entry_completed(e) || e.peer < 0) continue;
             const uint32_t g = aligned.instance_of[di][e.group];
             const std::vector<int>& ranks = states[g].ranks;
-            Wait& w = waits[di];
-            w.any = true;
-            w.group = g;
-            w.peer = e.peer < int(ranks.size()) ? ranks[size_t(e.peer)] : e.peer;
-            w.send = flight::op_short_name(d.op_name(e)).find("send") != std::string_view::npos;
-            w.entry = &e;
+            const int peer = e.peer < int(ranks.size()) ? ranks[size_t(e.peer)] : e.peer;
+            const bool send = flight::op_short_name(d.op_name(e)).find("send") != std::string_view::npos;
+            pending[di].push_back({g, peer, send, &e});
+            if (send)
+                ++sends[channel(g, d.rank, peer)];
+            else
+                ++recvs[channel(g, peer, d.rank)];
+        }
+    }
+    // Operations pair up per channel in the order they were posted (MPI, gloo and NCCL match them so): the first
+    // min(sends, receives) of a channel are transfers in flight; a rank waits in its oldest operation left unpaired.
+    std::vector<Wait> waits(set.dumps.size());
+    for (size_t di = 0; di < set.dumps.size(); ++di) {
+        std::unordered_map<uint64_t, int64_t> seen;  // this rank's operations met so far per channel
+        for (const Pending& p : pending[di]) {
+            const int me = set.dumps[di].rank;
+            const uint64_t ch = p.send ? channel(p.group, me, p.peer) : channel(p.group, p.peer, me);
+            const int64_t answered = std::min(sends[ch], recvs[ch]);
+            if (++seen[ch] <= answered) continue;  // a transfer in flight
+            waits[di] = {true, p.group, p.peer, p.send, p.entry};
             break;
         }
     }
-    // waits_on[i]: the dump index rank i waits on, -1 for none (answered, no wait, or a peer without a dump).
+    // waits_on[i]: the dump index rank i waits on, -1 for none (no wait, or a peer without a dump).
     std::vector<int64_t> waits_on(set.dumps.size(), -1);
     for (size_t di = 0; di < set.dumps.size(); ++di) {
         const Wait& w = waits[di];
         if (!w.any) continue;
         const auto peer = dump_of_rank.find(w.peer);
         if (peer == dump_of_rank.end()) continue;
-        if (answers(w, set.dumps[di].rank, waits[peer->second])) continue;  // a transfer in flight
         waits_on[di] = peer->second;
         GroupState& s = states[w.group];
         if (!waits[peer->second].any && s.kind == HangKind::none) {
-            // The peer has no p2p outstanding: it never posted the other side.
+            // The peer waits on nothing unanswered: it never posted the other side.
             s.kind = HangKind::missing;
             s.culprit_ranks = {w.peer};
             s.collective = call_of(set.dumps[di], *w.entry);

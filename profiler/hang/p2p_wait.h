@@ -1,7 +1,7 @@
-// Point-to-point waits: each rank's oldest unfinished send or receive names the peer it waits on. A pair whose
-// operations answer each other (a send to B and B's receive from A) is a transfer in flight; otherwise the rank
-// waits on its peer, and waits that close a loop are a deadlock. Ranks with no p2p recorded (gloo records none)
-// take no part.
+// Point-to-point waits: unfinished sends and receives pair up per channel (group, from, to) in the order posted, as
+// the libraries match them; what pairs is a transfer in flight. A rank waits on the peer of its oldest unpaired
+// operation; a peer that waits on nothing never posted its side, and waits that close a loop are a deadlock. Ranks with
+// no p2p recorded (gloo records none) take no part.
 #pragma once
 
 #include <unordered_map>

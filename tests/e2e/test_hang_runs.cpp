@@ -60,6 +60,7 @@ struct HungRun {
     int exit_code = -1;
     Dump dumps[2];
     std::string injected_metadata;
+    nlohmann::json hang;  // `ultrascope report TRACE --json`'s analysis of the dumps in the trace
 };
 
 // Runs `ultrascope run` with an injected hang; fails the test (instead of hanging it) past 60 s.
@@ -88,6 +89,11 @@ HungRun run_hung(const std::string& name, const std::string& layout, const std::
         r.dumps[rank] = read_dump(rt->flight_dump);
         CHECK(rt->info.injected_hang.value_or("").find("--hang-kind " + kind) != std::string::npos);
     }
+    const ProcessResult report = run_process(ultrascope() + " report " + trace + " --json");
+    INFO(report.output);
+    REQUIRE(report.exit_code == 0);
+    r.hang = nlohmann::json::parse(report.output).value("hang", nlohmann::json());
+    REQUIRE(r.hang.is_object());
     return r;
 }
 
@@ -96,6 +102,7 @@ void check_ended_with_message(const HungRun& r, const std::string& kind) {
     CHECK(r.exit_code != 0);
     CHECK(r.output.find("the run stopped making progress at step 3") != std::string::npos);
     CHECK(r.output.find("flight recorder dumps are in the trace") != std::string::npos);
+    CHECK(r.output.find("The run hung. What holds the job") != std::string::npos);  // the report, verdict first
     CHECK(r.output.find("injected hang at step 3 (--hang-kind " + kind + ")") != std::string::npos);  // the log
     for (const Dump& d : r.dumps) CHECK(d.injected.find("--hang-kind " + kind) != std::string::npos);
 }
@@ -113,6 +120,8 @@ TEST_CASE("a hung run ends with its dumps: a rank that stops calling collectives
     CHECK(waiting->state != "completed");
     CHECK(stopped->state == "completed");
     CHECK(waiting->seq > stopped->seq);
+    CHECK(r.hang["kind"] == "missing");
+    CHECK(r.hang["culprit_ranks"] == nlohmann::json::array({1}));
 }
 
 TEST_CASE("a hung run ends with its dumps: a gradient all-reduce of another size", "[cpu][app][hang]") {
@@ -128,6 +137,8 @@ TEST_CASE("a hung run ends with its dumps: a gradient all-reduce of another size
     CHECK(real->size != other->size);  // ... with different sizes
     CHECK(real->state == "started");
     CHECK(other->state == "started");
+    CHECK(r.hang["kind"] == "mismatch");  // two ranks: a tie, which the verdict says
+    CHECK(r.hang["verdict"].get<std::string>().find("no majority") != std::string::npos);
 }
 
 TEST_CASE("a hung run ends with its dumps: pipeline stages that both receive", "[cpu][app][hang]") {
@@ -142,6 +153,10 @@ TEST_CASE("a hung run ends with its dumps: pipeline stages that both receive", "
     for (const Entry& e : r.dumps[0].entries)
         stage0_waits |= e.group == "pp:0" && e.op == "mpi:recv 0<-1" && e.state != "completed";
     CHECK(stage0_waits);
+    // stage 0's receive has no send to pair with: rank 1 never posted its side (its receives pair with 0's sends)
+    CHECK(r.hang["kind"] == "missing");
+    CHECK(r.hang["culprit_ranks"] == nlohmann::json::array({1}));
+    CHECK(r.hang["verdict"].get<std::string>().find("never posted its side") != std::string::npos);
 }
 
 TEST_CASE("a healthy run's trace holds no flight recorder dump", "[cpu][app][hang]") {

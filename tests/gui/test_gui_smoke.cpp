@@ -325,6 +325,24 @@ TEST_CASE("a failed run that saved checkpoints shows its last one and offers to 
     CHECK(shown["regions"].contains("resume"));  // the "Resume from it" button
 }
 
+TEST_CASE("a live run that hangs ends with its ranks' dumps and opens on the Hang view, its culprit named",
+          "[gui][hang]") {
+    const std::string shot = temp_path("live-hang.png");
+    const ProcessResult r = run_process(
+        ultrascope() + " --screenshot " + shot + " --exit-when-done -n 2 --dp 2 --preset tiny --steps 1000 " +
+        "--hang-rank 1 --hang-at-step 3 --hang-kind skip --hang-timeout 3 --data " + data_file());
+    INFO(r.output);
+    CHECK(r.exit_code != 0);  // a hung run is not a success
+    const auto saved = nlohmann::json::parse(read_file(shot + ".json"));
+    INFO(saved["shown"].dump(1));
+    CHECK(saved["shown"]["layout"] == "hung_job");
+    REQUIRE(saved["regions"].contains("hang"));
+    const auto& hang = saved["shown"]["hang"];
+    CHECK(hang["dumps"] == 2);
+    CHECK(hang["kind"] == "missing");
+    CHECK(hang["culprit_ranks"] == nlohmann::json::array({1}));
+}
+
 TEST_CASE("a lesson launches its runs in turn, outlines where to look and checks its claim", "[gui][lesson]") {
     const std::string shot = temp_path("lesson.png");
     const ProcessResult r = run_process(ultrascope() +

@@ -9,6 +9,7 @@
 #include "profiler/hang/flight_reader.h"
 #include "profiler/hang/hang_analysis.h"
 #include "profiler/hang/hang_report.h"
+#include "profiler/hang/hang_verdict_text.h"
 
 using namespace us;
 using us::test::FlightJob;
@@ -250,4 +251,19 @@ TEST_CASE("hang: ranks and hosts from dump file names", "[cpu][hang]") {
     CHECK(trailing.rank == 5);
     CHECK(trailing.host == "gpu-node017");
     CHECK(hang::dump_name_parts("trace").rank == -1);
+}
+
+TEST_CASE("hang: rank lists fold runs of ranks into ranges and stay short at thousands of ranks", "[cpu][hang]") {
+    CHECK(us::hang::rank_list({3}) == "rank 3");
+    CHECK(us::hang::rank_list({0, 2, 3}) == "ranks 0, 2 and 3");
+    CHECK(us::hang::rank_list({0, 1, 2, 3, 7, 9, 10, 11}) == "ranks 0-3, 7 and 9-11");
+    std::vector<int> all_but_5;
+    for (int r = 0; r < 4096; ++r)
+        if (r != 5) all_but_5.push_back(r);
+    CHECK(us::hang::rank_list(all_but_5) == "ranks 0-4 and 6-4095");
+    std::vector<int> evens;
+    for (int r = 0; r < 4096; r += 2) evens.push_back(r);
+    const std::string s = us::hang::rank_list(evens);
+    CHECK(s.size() < 80);
+    CHECK(s.find("(2048 in all)") != std::string::npos);
 }

@@ -306,6 +306,8 @@ void AppState::refresh_derived(bool force) {
     const bool installed = derived.refresh(*s, force, error);
     if (!error.empty()) log.fail(error);
     if (installed && window.follow) window.show_latest(*s, derived.report());
+    if (auto h = derived.take_new_hang())  // a run that hung (live, or its trace opened): the Hang view shows why
+        hang.show(std::move(h->analysis), std::move(h->dumps), source.label() + ": its ranks' flight recorder dumps");
 }
 
 int AppState::exit_code() const {

@@ -35,6 +35,8 @@ void DerivedViews::reset() {
     m_training.clear();
     m_memory.clear();
     m_process.clear();
+    m_new_hang.reset();
+    m_hang_dumps_seen = 0;
     ++m_version;
 }
 
@@ -45,6 +47,11 @@ void DerivedViews::install(DerivedData&& d) {
     m_training = std::move(d.training);
     m_memory = std::move(d.memory);
     m_process = std::move(d.process);
+    // Each build of a hung run's store finds its dumps again: only more of them than were shown are news.
+    if (d.hang && d.hang->dumps.dumps.size() > m_hang_dumps_seen) {
+        m_hang_dumps_seen = d.hang->dumps.dumps.size();
+        m_new_hang = std::move(d.hang);
+    }
 }
 
 const std::vector<prof::MemorySample>& DerivedViews::memory_timeline(int rank) const {

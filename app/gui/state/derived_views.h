@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/gui/state/derived_worker.h"
@@ -33,6 +34,9 @@ public:
     const std::vector<prof::MemorySample>& memory_timeline(int rank) const;
     const std::vector<prof::ProcessSample>& process_timeline(int rank) const;
     uint64_t version() const { return m_version; }
+    // Once, when a build found flight recorder dumps in the store (a run that hung) that the last one did not: the
+    // dumps and their analysis, for the Hang view.
+    std::optional<app::RunHang> take_new_hang() { return std::exchange(m_new_hang, std::nullopt); }
     // The rank's idle gaps of at least about min_ns (thresholds are bucketed to powers of two, so zooming
     // recomputes rarely), time-ordered. Scanning a lane every frame would cost milliseconds on big traces.
     const std::vector<Gap>& idle_gaps(const prof::TraceStore& store, int rank, int64_t min_ns);
@@ -58,6 +62,8 @@ private:
         std::vector<Gap> gaps;
     };
     std::map<int, GapCache> m_gaps;
+    std::optional<app::RunHang> m_new_hang;
+    size_t m_hang_dumps_seen = 0;  // ranks whose dumps the Hang view was given
     struct DiagramCache {
         uint64_t version = UINT64_MAX;
         int step = -1;

@@ -11,7 +11,9 @@ DerivedData build_derived(const prof::TraceStore& store, const app::ReportOption
     d.store_version = store.version();
     app::ReportOptions without_planner = options;
     without_planner.planner = false;
-    d.report = std::move(*app::make_run_report(app::ReportSource::of_store(store), without_planner).whole);
+    app::RunReport report = app::make_run_report(app::ReportSource::of_store(store), without_planner);
+    d.report = std::move(*report.whole);
+    d.hang = std::move(report.hang);
     d.training = build_training_series(store);
     for (int r : store.ranks()) {
         d.memory[r] = prof::memory_timeline(*store.rank(r));

@@ -13,6 +13,7 @@
 
 #include "app/gui/model/training_model.h"
 #include "app/report/report_options.h"
+#include "app/report/run_hang.h"
 #include "profiler/analysis/memory_analysis.h"
 #include "profiler/analysis/report.h"
 
@@ -24,6 +25,7 @@ struct DerivedData {
     std::vector<TrainingPoint> training;
     std::map<int, std::vector<prof::MemorySample>> memory;    // by rank
     std::map<int, std::vector<prof::ProcessSample>> process;  // by rank
+    std::optional<app::RunHang> hang;                         // the run hung: its ranks' dumps, analysed
 };
 
 // The report is the one `ultrascope report` builds (app/report/run_report.h), without the planner's comparison

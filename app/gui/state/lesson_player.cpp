@@ -4,6 +4,7 @@
 
 #include "app/gui/state/app_state.h"
 #include "common/core/check.h"
+#include "profiler/hang/hang_report.h"
 
 namespace us::gui {
 
@@ -81,12 +82,16 @@ void LessonPlayer::update(AppState& app) {
     }
     // The report is complete once the run is archived (it ended and the final derived build is in).
     if (!live->finished() || !app.comparison.current_archived) return;
-    const std::string& label = l->runs[size_t(m_running)].label;
-    if (live->result_code() == 0) {
-        m_reports[label] = prof::report_json(app.report());
+    const lesson::LessonRun& run = l->runs[size_t(m_running)];
+    // A run meant to hang succeeds by hanging: its report then carries what held it (the Hang view's analysis).
+    if (run.hangs ? live->hung() : live->result_code() == 0) {
+        nlohmann::json report = prof::report_json(app.report());
+        if (run.hangs && app.hang.loaded()) report["hang"] = hang::hang_json(app.hang.loaded()->analysis);
+        m_reports[run.label] = std::move(report);
         m_check = lesson::check_lesson(*l, m_reports);
     } else {
-        app.log.message(fmt::format("lesson {}: run {} failed; its claims cannot be checked", l->name, label));
+        app.log.message(fmt::format("lesson {}: run {} {}; its claims cannot be checked", l->name, run.label,
+                                    run.hangs ? "was meant to hang and did not" : "failed"));
         m_next = -1;
     }
     m_running = -1;
