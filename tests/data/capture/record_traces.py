@@ -42,7 +42,15 @@ READY_STEPS = 20  # a worker writes its ready file after this many optimizer ste
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def die_with_parent():
+    """PR_SET_PDEATHSIG: the process is killed when its parent dies, even by SIGKILL (Linux)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
 def worker(run_dir, max_s):
+    die_with_parent()  # a worker never outlives torchrun's agent
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -224,7 +232,9 @@ def main():
         env["KINETO_IPC_SOCKET_DIR"] = args.socket_dir
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     cmd = [torchrun, "--standalone", "--nproc-per-node", "2", os.path.abspath(__file__), "--worker"]
-    job = subprocess.Popen(cmd + ["--run-dir", run_dir], env=env, start_new_session=True)
+    job = subprocess.Popen(
+        cmd + ["--run-dir", run_dir], env=env, start_new_session=True, preexec_fn=die_with_parent
+    )
 
     def stop_job(*_):
         if job.poll() is None:
