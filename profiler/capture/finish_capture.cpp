@@ -36,6 +36,21 @@ void check_ranks(const std::vector<CapturedRank>& ranks) {
     }
 }
 
+// A trace that names its own rank (a job that also runs torch.profiler) must agree with the process's environment:
+// the file is named, and the run read, by it.
+void check_own_rank(const RawTrace& t, const CapturedRank& r) {
+    const nlohmann::json& d = t.distributed_info;
+    if (!d.is_object()) return;
+    auto says = [&](const char* key, int want) {
+        US_CHECK_INPUT(!d.contains(key) || !d[key].is_number_integer() || d[key].get<int>() == want,
+                       "'{}' says {} {} in its distributedInfo, but its process (pid {} on {}) has {} in its "
+                       "environment: is this the file of another job?",
+                       t.path, key, d[key].dump(), r.pid, r.host, want);
+    };
+    says("rank", r.rank);
+    says("world_size", r.world_size);
+}
+
 // The host as it may stand in a file name.
 std::string file_safe(const std::string& host) {
     std::string s = host.empty() ? "host" : host;
@@ -91,6 +106,7 @@ CaptureSummary finish_capture(const std::vector<CapturedRank>& ranks_given, cons
             fail_user("rank {} (pid {} on {}): {}; nothing was written to '{}': capture again", r.rank, r.pid, r.host,
                       e.what(), out_dir);
         }
+        check_own_rank(traces.back(), r);
         steps.push_back({r.rank, derive_steps(traces.back()), traces.back().base_time_ns});
     }
     const StepCheck check = check_same_steps(steps);

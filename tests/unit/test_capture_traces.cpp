@@ -224,3 +224,25 @@ TEST_CASE("capture traces: ranks one step apart are told apart, a small skew is 
     CHECK(none.steps == 0);
     CHECK(none.what.find("rank 1 captured 0 steps where rank 0 captured 3") != std::string::npos);
 }
+
+TEST_CASE("capture traces: a trace that names its rank and steps itself keeps them, and must agree", "[capture][cpu]") {
+    // HTA's NCCL trace, written by torch.profiler: distributedInfo (rank 0 of 2, nccl) and ProfilerStep# spans.
+    const std::string raw =
+        std::string(US_TEST_DATA_DIR) + "/kineto/hta/nccl_parser_config/nccl_parser_config_nccl_data.json.gz";
+    capture::CapturedRank r;
+    r.rank = 0, r.world_size = 2, r.local_rank = 0, r.pid = 7, r.host = "gpu-node", r.raw_trace = raw;
+    const std::string out = fresh_dir("capture_own_steps");
+    const capture::CaptureSummary s = capture::finish_capture({r}, out);
+    REQUIRE(s.rank_files.size() == 1);
+    const capture::RawTrace before = capture::read_raw_trace(raw), after = capture::read_raw_trace(s.rank_files[0]);
+    REQUIRE(!before.profiler_steps.empty());
+    CHECK(after.profiler_steps.size() == before.profiler_steps.size());  // none added
+    CHECK(s.steps == int(before.profiler_steps.size()));
+    CHECK(after.events == before.events);
+    CHECK(after.distributed_info["backend"] == "nccl");
+    CHECK(after.distributed_info["nccl_version"] == before.distributed_info["nccl_version"]);
+    fs::remove_all(out);
+    r.world_size = 8;  // the environment disagrees with the trace
+    CHECK_THROWS_WITH(capture::finish_capture({r}, out), Catch::Contains("says world_size 2 in its distributedInfo"));
+    CHECK(folder_empty(out));
+}
