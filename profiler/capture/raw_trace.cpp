@@ -4,6 +4,7 @@
 #include "profiler/capture/raw_trace.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "common/core/check.h"
 #include "profiler/capture/trace_walk.h"
@@ -77,6 +78,31 @@ RawTrace read_raw_trace(const std::string& path) {
     std::sort(t.optimizer_steps.begin(), t.optimizer_steps.end(), by_begin);
     std::sort(t.profiler_steps.begin(), t.profiler_steps.end(), by_begin);
     return t;
+}
+
+bool raw_trace_complete(const std::string& path) {
+    std::string tail;
+    try {
+        prof::ByteSource source(path);
+        if (!source.compressed()) {  // the last KiB only
+            std::FILE* f = std::fopen(path.c_str(), "rb");
+            if (!f) return false;
+            std::fseek(f, 0, SEEK_END);
+            const long size = std::ftell(f);
+            std::fseek(f, std::max(0L, size - 1024), SEEK_SET);
+            tail.resize(size_t(std::min(size, 1024L)));
+            tail.resize(std::fread(tail.data(), 1, tail.size(), f));
+            std::fclose(f);
+        } else {
+            std::string piece(size_t(1) << 16, '\0');
+            for (size_t n; (n = source.read(piece.data(), piece.size())) > 0;)
+                tail = tail.substr(tail.size() > 1024 ? tail.size() - 1024 : 0) + piece.substr(0, n);
+        }
+    } catch (const UserError&) {
+        return false;  // a gzip stream cut short: still being written
+    }
+    const size_t last = tail.find_last_not_of(" \t\r\n");
+    return last != std::string::npos && tail[last] == '}' && tail.rfind("\"traceName\"") != std::string::npos;
 }
 
 }  // namespace us::capture

@@ -246,3 +246,22 @@ TEST_CASE("capture traces: a trace that names its rank and steps itself keeps th
     CHECK_THROWS_WITH(capture::finish_capture({r}, out), Catch::Contains("says world_size 2 in its distributedInfo"));
     CHECK(folder_empty(out));
 }
+
+TEST_CASE("capture traces: a raw trace still being written is told from a finished one", "[capture][cpu]") {
+    const auto ranks = captured();
+    CHECK(capture::raw_trace_complete(ranks[0].raw_trace));  // gzip, read through
+    std::string whole;
+    {
+        prof::ByteSource source(ranks[0].raw_trace);
+        std::string piece(1 << 16, '\0');
+        for (size_t n; (n = source.read(piece.data(), piece.size())) > 0;) whole.append(piece, 0, n);
+    }
+    const std::string plain = temp_path("capture_plain.json");
+    std::ofstream(plain) << whole;
+    CHECK(capture::raw_trace_complete(plain));  // as Kineto leaves it: the tail only
+    for (size_t cut : {whole.size() / 2, whole.find("\"traceName\"")}) {
+        std::ofstream(plain, std::ios::trunc) << whole.substr(0, cut);
+        CHECK_FALSE(capture::raw_trace_complete(plain));
+    }
+    CHECK_FALSE(capture::raw_trace_complete(temp_path("capture_absent.json")));
+}

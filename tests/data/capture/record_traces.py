@@ -161,6 +161,17 @@ def kineto_config(run_dir, steps, roundup):
     )
 
 
+def trace_complete(path):
+    """Kineto appends the events to the file as it goes: it is finished once it ends with "traceName" and '}'."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 1024))
+            tail = f.read().rstrip()
+    except OSError:
+        return False
+    return tail.endswith(b"}") and b'"traceName"' in tail
+
+
 def serve(sock, log, run_dir, args, job):
     """Answers polls until every worker's file exists; returns {pid: environ subset} of the armed workers."""
     pollers = {}  # pid -> ancestors (from its latest request)
@@ -190,8 +201,7 @@ def serve(sock, log, run_dir, args, job):
             else:
                 reply(sock, log, addr, "")
         workers = [p for p in pollers if not any(p in anc for anc in pollers.values())]
-        if len(workers) == 2 and all(os.path.exists(os.path.join(run_dir, f"trace_{p}.json")) for p in workers):
-            time.sleep(1.0)  # let Kineto finish writing (it writes, then closes)
+        if len(workers) == 2 and all(trace_complete(os.path.join(run_dir, f"trace_{p}.json")) for p in workers):
             return workers, config
     sys.exit(f"timed out after {args.timeout_s} s waiting for both traces")
 
