@@ -4,6 +4,7 @@
 #include "profiler/capture/raw_trace.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "common/core/check.h"
@@ -102,7 +103,17 @@ bool raw_trace_complete(const std::string& path) {
         return false;  // a gzip stream cut short: still being written
     }
     const size_t last = tail.find_last_not_of(" \t\r\n");
-    return last != std::string::npos && tail[last] == '}' && tail.rfind("\"traceName\"") != std::string::npos;
+    if (last == std::string::npos || tail[last] != '}') return false;
+    if (tail.rfind("\"traceName\"") != std::string::npos) return true;
+    // Older Kineto ends with the "Record Window End" instant and "]}" (no traceName). A '}' cut inside an event
+    // never has exactly that after the instant.
+    const size_t mark = tail.rfind("\"Record Window End\"");
+    const size_t close = mark == std::string::npos ? mark : tail.find('}', mark);
+    if (close == std::string::npos) return false;
+    std::string rest;
+    for (size_t i = close + 1; i < tail.size(); ++i)
+        if (!std::isspace(uint8_t(tail[i]))) rest += tail[i];
+    return rest == "]}";
 }
 
 }  // namespace us::capture

@@ -38,7 +38,8 @@ RawTrace read_raw_trace(const std::string& path);
 
 // Whether the file Kineto is writing at `path` is finished: Kineto opens <file>_<pid>.json when its window ends and
 // appends the events to it, so the file appears before it is complete; its last bytes are the "traceName" key and
-// the closing '}'. Reads only the tail of a plain file (a gzip one is read through). False when it cannot be read.
+// the closing '}' (older Kineto: the "Record Window End" instant, then "]}"). Reads only the tail of a plain file (a
+// gzip one is read through). False when it cannot be read.
 bool raw_trace_complete(const std::string& path);
 
 }  // namespace us::capture

@@ -264,4 +264,10 @@ TEST_CASE("capture traces: a raw trace still being written is told from a finish
         CHECK_FALSE(capture::raw_trace_complete(plain));
     }
     CHECK_FALSE(capture::raw_trace_complete(temp_path("capture_absent.json")));
+    // Older Kineto's end, and a file cut right after an event's args (no comma yet)
+    const std::string window_end = R"({"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "ts": 5})";
+    std::ofstream(plain, std::ios::trunc) << "{\"traceEvents\": [\n" << window_end << "\n]}\n";
+    CHECK(capture::raw_trace_complete(plain));
+    std::ofstream(plain, std::ios::trunc) << "{\"traceEvents\": [\n" << window_end << ",\n{\"args\": {\"a\": [1]\n  }";
+    CHECK_FALSE(capture::raw_trace_complete(plain));
 }
