@@ -28,7 +28,8 @@ struct CaptureSummary {
 // events' args name) and one ProfilerStep#K span per optimizer step (step_check.h says how they are derived). Every
 // raw trace is read through before anything is written; the files are written under temporary names and renamed
 // once all are complete. Throws us::UserError naming the file and what to do (a damaged or cut trace, a rank given
-// twice, a folder holding another capture's rank files); then nothing is left in `out_dir`.
+// twice, a folder holding another capture's rank files or the raw traces themselves); then nothing is left in
+// `out_dir`. The raw traces are only read: the caller removes them when it wants.
 CaptureSummary finish_capture(const std::vector<CapturedRank>& ranks, const std::string& out_dir);
 
 }  // namespace us::capture

@@ -65,15 +65,21 @@ bool is_trace_name(const std::string& name) {
 }
 
 // Refuses a folder that holds trace files this capture does not write: opened together, they would be one run.
-void check_out_dir(const fs::path& dir, const std::set<std::string>& ours) {
+void check_out_dir(const fs::path& dir, const std::set<std::string>& ours, const std::vector<CapturedRank>& ranks) {
     std::error_code ec;
     if (!fs::exists(dir, ec)) return;
     US_CHECK_INPUT(fs::is_directory(dir, ec), "'{}' is not a folder: give a folder for the rank files", dir.string());
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
-        US_CHECK_INPUT(!is_trace_name(name) || ours.count(name),
-                       "'{}' already holds '{}', a trace of another run: give an empty folder (each capture its own)",
-                       dir.string(), name);
+        if (!is_trace_name(name) || ours.count(name)) continue;
+        for (const CapturedRank& r : ranks)
+            US_CHECK_INPUT(
+                !fs::equivalent(entry.path(), r.raw_trace, ec),
+                "rank {}'s raw trace '{}' is in the folder of rank files '{}': keep the raw traces elsewhere "
+                "(opened with the folder, they would read as ranks again)",
+                r.rank, r.raw_trace, dir.string());
+        fail_user("'{}' already holds '{}', a trace of another run: give an empty folder (each capture its own)",
+                  dir.string(), name);
     }
 }
 
@@ -116,7 +122,7 @@ CaptureSummary finish_capture(const std::vector<CapturedRank>& ranks_given, cons
     for (size_t i = 0; i < ranks.size(); ++i)
         names.push_back(fmt::format("rank{}.{}.pt.trace.json{}", ranks[i].rank, file_safe(ranks[i].host),
                                     traces[i].gzip ? ".gz" : ""));
-    check_out_dir(dir, std::set<std::string>(names.begin(), names.end()));
+    check_out_dir(dir, std::set<std::string>(names.begin(), names.end()), ranks);
     std::error_code ec;
     const bool made_dir = !fs::exists(dir, ec);
     fs::create_directories(dir, ec);

@@ -87,7 +87,7 @@ void write_rank_file(const RawTrace& trace, const CapturedRank& rank, const std:
     bool first_event = true;
     TraceWalker walker;
     walker.outer = [&](const std::string& key, std::string_view value) {
-        if (key == "distributedInfo") return;  // written above, completed
+        if (key == "distributedInfo" || key == "ultrascopeCapture") return;  // written above
         out.add(",\n" + nlohmann::json(key).dump() + ": ");
         out.add(value);
     };

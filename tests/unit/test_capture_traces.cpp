@@ -199,6 +199,13 @@ TEST_CASE("capture traces: ranks given wrong and a folder holding another run ar
     CHECK(fs::exists(out + "/rank0.other.pt.trace.json"));
     CHECK(!fs::exists(out + "/rank0.vm.pt.trace.json.gz"));
     fs::remove_all(out);
+    // the raw traces inside the folder of rank files: named as such
+    fs::create_directories(out);
+    fs::copy_file(ranks[1].raw_trace, out + "/trace_1.json.gz");
+    ranks[1].raw_trace = out + "/trace_1.json.gz";
+    CHECK_THROWS_WITH(capture::finish_capture(ranks, out), Catch::Contains("rank 1's raw trace"));
+    CHECK(!fs::exists(out + "/rank0.vm.pt.trace.json.gz"));
+    fs::remove_all(out);
 }
 
 TEST_CASE("capture traces: ranks one step apart are told apart, a small skew is not", "[capture][cpu]") {
