@@ -38,7 +38,9 @@ void note_event(RawTrace& t, const prof::KinetoEvent& e, int64_t& first_ts) {
     if (t.backend.empty() && starts_with(e.name, "gloo:")) t.backend = "gloo";
     if (t.backend.empty() && (e.cat == "kernel" || e.cat == "user_annotation") && names_nccl(e.name))
         t.backend = "nccl";
-    if (e.ph != 'X' || !e.has_ts || !e.has_dur || e.dur_ns < 0 || e.cat == "python_function") return;
+    // The host's annotations only: a GPU trace repeats them on the streams (gpu_user_annotation), where they
+    // would count every step twice.
+    if (e.ph != 'X' || !e.has_ts || !e.has_dur || e.dur_ns < 0 || e.cat != "user_annotation") return;
     const TimeSpan span{e.ts_ns, e.ts_ns + e.dur_ns};
     if (starts_with(e.name, "Optimizer.step#")) {
         t.optimizer_steps.push_back(span);

@@ -24,7 +24,7 @@ struct RawTrace {
     int64_t base_time_ns = 0;               // baseTimeNanoseconds: ts + this is the wall clock (0 when absent)
     bool has_window = false;                // the profiler's own "Trace" span, or its "Iteration Start" instant
     int64_t window_begin = 0;               // where the capture began (else the first event)
-    std::vector<TimeSpan> optimizer_steps;  // Optimizer.step#... annotations, in time order
+    std::vector<TimeSpan> optimizer_steps;  // Optimizer.step#... host annotations, in time order
     std::vector<TimeSpan> profiler_steps;   // ProfilerStep#N spans already present (a job under torch.profiler)
     int64_t step_pid = 0, step_tid = 0;     // the thread that ran the optimizer (where ProfilerStep# spans go)
     std::string backend;                    // "gloo" or "nccl" as the events tell it; empty when they do not

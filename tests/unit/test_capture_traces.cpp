@@ -242,7 +242,9 @@ TEST_CASE("capture traces: a trace that names its rank and steps itself keeps th
     const capture::CaptureSummary s = capture::finish_capture({r}, out);
     REQUIRE(s.rank_files.size() == 1);
     const capture::RawTrace before = capture::read_raw_trace(raw), after = capture::read_raw_trace(s.rank_files[0]);
-    REQUIRE(!before.profiler_steps.empty());
+    REQUIRE(before.profiler_steps.size() == 3);  // ProfilerStep#4..6 on the host, not their GPU copies
+    CHECK(before.optimizer_steps.size() == 3);
+    CHECK(before.step_tid == 2910249);                                   // the host thread, not a GPU stream
     CHECK(after.profiler_steps.size() == before.profiler_steps.size());  // none added
     CHECK(s.steps == int(before.profiler_steps.size()));
     CHECK(after.events == before.events);
