@@ -14,6 +14,9 @@ struct CapturedRank {
     std::string host;       // the node the rank ran on
     std::string raw_trace;  // the path of the file Kineto wrote (<file>_<pid>.json, maybe .gz)
     std::string backend;    // "gloo", "nccl" ...; empty: told by the trace (gloo: annotations, nccl kernels)
+    // The file's bytes (plain or gzip) when they came over the network rather than lie at raw_trace, which then
+    // only names them in messages. Empty: read raw_trace.
+    std::string raw_bytes;
 };
 
 struct CaptureSummary {

@@ -32,7 +32,8 @@ void check_ranks(const std::vector<CapturedRank>& ranks) {
                        r.host, r.world_size, ranks.front().pid, ranks.front().host, ranks.front().world_size);
         US_CHECK_INPUT(seen.insert(r.rank).second,
                        "rank {} was captured twice (pid {} on {}): capture one job at a time", r.rank, r.pid, r.host);
-        US_CHECK_INPUT(!r.raw_trace.empty(), "rank {} (pid {} on {}) has no trace file", r.rank, r.pid, r.host);
+        US_CHECK_INPUT(!r.raw_trace.empty() || !r.raw_bytes.empty(), "rank {} (pid {} on {}) has no trace file", r.rank,
+                       r.pid, r.host);
     }
 }
 
@@ -99,15 +100,20 @@ std::string summary_message(const std::vector<std::string>& files, const std::ve
 
 CaptureSummary finish_capture(const std::vector<CapturedRank>& ranks_given, const std::string& out_dir) {
     check_ranks(ranks_given);
-    std::vector<CapturedRank> ranks = ranks_given;
-    std::sort(ranks.begin(), ranks.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
+    std::vector<const CapturedRank*> ranks;  // in rank order (not copied: raw_bytes may be large)
+    for (const CapturedRank& r : ranks_given) ranks.push_back(&r);
+    std::sort(ranks.begin(), ranks.end(), [](auto* a, auto* b) { return a->rank < b->rank; });
 
     // Pass one: every trace read through before anything is written.
     std::vector<RawTrace> traces;
     std::vector<RankSteps> steps;
-    for (const CapturedRank& r : ranks) {
+    for (const CapturedRank* rank : ranks) {
+        const CapturedRank& r = *rank;
+        const std::string name = r.raw_bytes.empty() || !r.raw_trace.empty()
+                                     ? r.raw_trace
+                                     : fmt::format("the trace of rank {} (pid {} on {})", r.rank, r.pid, r.host);
         try {
-            traces.push_back(read_raw_trace(r.raw_trace));
+            traces.push_back(read_raw_trace(name, r.raw_bytes.empty() ? nullptr : &r.raw_bytes));
         } catch (const UserError& e) {
             fail_user("rank {} (pid {} on {}): {}; nothing was written to '{}': capture again", r.rank, r.pid, r.host,
                       e.what(), out_dir);
@@ -120,9 +126,9 @@ CaptureSummary finish_capture(const std::vector<CapturedRank>& ranks_given, cons
     const fs::path dir(out_dir);
     std::vector<std::string> names;
     for (size_t i = 0; i < ranks.size(); ++i)
-        names.push_back(fmt::format("rank{}.{}.pt.trace.json{}", ranks[i].rank, file_safe(ranks[i].host),
+        names.push_back(fmt::format("rank{}.{}.pt.trace.json{}", ranks[i]->rank, file_safe(ranks[i]->host),
                                     traces[i].gzip ? ".gz" : ""));
-    check_out_dir(dir, std::set<std::string>(names.begin(), names.end()), ranks);
+    check_out_dir(dir, std::set<std::string>(names.begin(), names.end()), ranks_given);
     std::error_code ec;
     const bool made_dir = !fs::exists(dir, ec);
     fs::create_directories(dir, ec);
@@ -132,7 +138,7 @@ CaptureSummary finish_capture(const std::vector<CapturedRank>& ranks_given, cons
     CaptureSummary summary;
     try {
         for (size_t i = 0; i < ranks.size(); ++i)
-            write_rank_file(traces[i], ranks[i], steps[i].steps, (dir / (names[i] + kPartial)).string(),
+            write_rank_file(traces[i], *ranks[i], steps[i].steps, (dir / (names[i] + kPartial)).string(),
                             traces[i].gzip);
         for (size_t i = 0; i < ranks.size(); ++i) {
             fs::rename(dir / (names[i] + kPartial), dir / names[i], ec);
@@ -149,7 +155,7 @@ CaptureSummary finish_capture(const std::vector<CapturedRank>& ranks_given, cons
     }
     summary.steps = check.steps;
     summary.same_steps = check.same;
-    summary.message = summary_message(summary.rank_files, ranks, dir, check);
+    summary.message = summary_message(summary.rank_files, ranks_given, dir, check);
     return summary;
 }
 

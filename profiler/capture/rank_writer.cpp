@@ -106,8 +106,7 @@ void write_rank_file(const RawTrace& trace, const CapturedRank& rank, const std:
             }
         out.add("\n]");
     };
-    prof::ByteSource source(trace.path);
-    walk_trace(source, walker);
+    walk_trace(*open_raw_trace(trace.path, trace.bytes), walker);
     out.add("\n}\n");
     out.flush();
     US_CHECK_INPUT(file.close(), "could not write '{}' (is the disk full?): free space and capture again", path);

@@ -52,10 +52,11 @@ void note_event(RawTrace& t, const prof::KinetoEvent& e, int64_t& first_ts) {
 
 }  // namespace
 
-RawTrace read_raw_trace(const std::string& path) {
+RawTrace read_raw_trace(const std::string& path, const std::string* bytes) {
     RawTrace t;
-    t.path = path;
-    prof::ByteSource source(path);
+    t.path = path, t.bytes = bytes;
+    const std::unique_ptr<prof::ByteSource> raw = open_raw_trace(path, bytes);
+    prof::ByteSource& source = *raw;
     prof::KinetoEvent event;
     std::string error;
     int64_t first_ts = INT64_MAX;

@@ -20,6 +20,7 @@ struct KnownGroup {
 
 struct RawTrace {
     std::string path;
+    const std::string* bytes = nullptr;  // the content, when held in memory (CapturedRank::raw_bytes)
     bool gzip = false;
     int64_t base_time_ns = 0;               // baseTimeNanoseconds: ts + this is the wall clock (0 when absent)
     bool has_window = false;                // the profiler's own "Trace" span, or its "Iteration Start" instant
@@ -33,8 +34,9 @@ struct RawTrace {
     uint64_t events = 0;
 };
 
-// Reads `path` through. Throws UserError naming it when it is not a complete Kineto trace.
-RawTrace read_raw_trace(const std::string& path);
+// Reads `path` through (or `bytes`, kept by the caller for as long as the RawTrace, with `path` naming them). Throws
+// UserError naming it when it is not a complete Kineto trace.
+RawTrace read_raw_trace(const std::string& path, const std::string* bytes = nullptr);
 
 // Whether the file Kineto is writing at `path` is finished: Kineto opens <file>_<pid>.json when its window ends and
 // appends the events to it, so the file appears before it is complete; its last bytes are the "traceName" key and

@@ -23,6 +23,11 @@ void walk_events(prof::JsonStream& in, const TraceWalker& w) {
 
 }  // namespace
 
+std::unique_ptr<prof::ByteSource> open_raw_trace(const std::string& path, const std::string* bytes) {
+    if (bytes) return std::make_unique<prof::ByteSource>(*bytes, path);
+    return std::make_unique<prof::ByteSource>(path);
+}
+
 void walk_trace(prof::ByteSource& source, const TraceWalker& walker) {
     prof::JsonStream in(source);
     if (in.peek() == '[') {  // Chrome's bare list of events

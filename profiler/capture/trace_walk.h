@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,10 @@ struct TraceWalker {
     std::function<void(std::string_view event)> event;                          // each event's text
     std::function<void()> events_end;                                           // at its ']'
 };
+
+// The raw trace to walk: `bytes` when given (a file streamed from another node, named `path` in messages), else the
+// file at `path`. Throws UserError when the file cannot be opened.
+std::unique_ptr<prof::ByteSource> open_raw_trace(const std::string& path, const std::string* bytes);
 
 // Walks the trace in `source` (plain or gzip JSON, an object with traceEvents or a bare list of events). Throws
 // UserError naming the file and where it broke when it is not JSON, cut short or holds no traceEvents.

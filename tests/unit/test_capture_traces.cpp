@@ -280,3 +280,24 @@ TEST_CASE("capture traces: a raw trace still being written is told from a finish
     std::ofstream(plain, std::ios::trunc) << "{\"traceEvents\": [\n" << window_end << ",\n{\"args\": {\"a\": [1]\n  }";
     CHECK_FALSE(capture::raw_trace_complete(plain));
 }
+
+TEST_CASE("capture traces: traces streamed from other nodes are read from memory", "[capture][cpu]") {
+    auto ranks = captured();
+    for (auto& r : ranks) {
+        std::ifstream in(r.raw_trace, std::ios::binary);
+        r.raw_bytes.assign(std::istreambuf_iterator<char>(in), {});  // gzip, as on disk
+        r.raw_trace.clear();
+    }
+    const std::string out = fresh_dir("capture_memory");
+    const capture::CaptureSummary s = capture::finish_capture(ranks, out);
+    INFO(s.message);
+    CHECK(s.same_steps);
+    CHECK(s.steps == 3);
+    prof::TraceStore store;
+    prof::load_run({out}, store);
+    CHECK(store.ranks().size() == 2);
+    fs::remove_all(out);
+    ranks[1].raw_bytes = "{\"traceEvents\": [";  // cut short
+    CHECK_THROWS_WITH(capture::finish_capture(ranks, out), Catch::Contains("the trace of rank 1 (pid"));
+    CHECK(folder_empty(out));
+}
