@@ -45,7 +45,7 @@ TEST_CASE("flight dump chunks: encoded, decoded and kept by the store as the ran
     CHECK(store.rank(2)->flight_dump == bytes);
 }
 
-TEST_CASE("flight dumps round-trip through a trace file; a trace without one has none", "[cpu][flight][transport]") {
+TEST_CASE("flight dumps round-trip through a trace file, a trace without one has none", "[cpu][flight][transport]") {
     const std::string path = temp_path("flight.ustrace");
     const std::string first = dump_bytes('a'), latest = dump_bytes('b');
     {
