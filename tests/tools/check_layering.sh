@@ -78,8 +78,8 @@ order() {
 }
 order common "core" "schedule" "settings"
 order engine "backend data" "comm" "model" "optim" "parallel" "train" "main.cpp"
-order profiler "event.h" "record transport plain" "trace predict flight" "analysis import snapshot" "runs hang"
-order app "plan" "report" "report_worker launch" "gui/model" "lesson" "gui/options cli" "gui/state" "gui/widgets" "gui/views" \
+order profiler "event.h" "record transport plain ondemand" "trace predict flight" "analysis import snapshot" "runs hang"
+order app "plan" "report" "report_worker launch capture" "gui/model" "lesson" "gui/options cli" "gui/state" "gui/widgets" "gui/views" \
   "gui/platform" "main.cpp"
 
 # ---- rules the order alone does not say
