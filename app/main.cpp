@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli/capture_commands.h"
 #include "app/cli/commands.h"
 #include "app/launch/default_run.h"
 #include "app/gui/options/gui_args.h"

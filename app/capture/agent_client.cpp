@@ -13,8 +13,8 @@ namespace {
 prof::Socket open_request(const AgentAddress& agent, const AgentRequest& request, std::string& error) {
     prof::Socket s = prof::connect_to({agent.host, agent.port}, 5000, error);
     if (!s.valid()) {
-        error = fmt::format("cannot reach the agent at {}: {} (is `ultrascope agent` running there?)", agent.name(),
-                            error);
+        error =
+            fmt::format("cannot reach the agent at {}: {} (is `ultrascope agent` running there?)", agent.name(), error);
         return s;
     }
     if (!write_frame(s.fd(), agent_request_json(request).dump(), 10000)) {
@@ -78,8 +78,8 @@ NodeCaptureResult agent_capture(const AgentAddress& agent, const NodeCaptureRequ
         return result;
     }
     for (const nlohmann::json& f : frame["files"]) {
-        CapturedTrace r{f.value("rank", -1), f.value("world_size", 0), f.value("local_rank", -1), f.value("pid", 0),
-                        f.value("host", std::string()), {}};
+        CapturedTrace r{f.value("rank", -1), f.value("world_size", 0),       f.value("local_rank", -1),
+                        f.value("pid", 0),   f.value("host", std::string()), {}};
         const uint64_t bytes = f.value("bytes", uint64_t(0));
         std::string error;
         if (bytes > kAgentMaxFrameBytes || !read_frame(s.fd(), r.raw_trace, uint32_t(bytes), 600000, error) ||

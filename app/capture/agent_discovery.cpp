@@ -46,8 +46,7 @@ void remove_agent_discovery(const std::string& socket_dir) { ::unlink(agent_disc
 std::optional<LocalAgent> find_local_agent(const std::string& socket_dir) {
     std::ifstream in(agent_discovery_path(socket_dir));
     if (!in) return std::nullopt;
-    const nlohmann::json j =
-        nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
+    const nlohmann::json j = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
     if (j.is_discarded() || !j.is_object()) return std::nullopt;
     LocalAgent agent;
     agent.pid = j.value("pid", 0);

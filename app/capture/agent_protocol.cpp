@@ -11,8 +11,12 @@
 namespace us::app {
 
 nlohmann::json agent_request_json(const AgentRequest& r) {
-    return {{"version", kAgentProtocolVersion}, {"token", r.token},     {"op", r.op},
-            {"job", r.job},                     {"steps", r.steps},     {"roundup", r.roundup},
+    return {{"version", kAgentProtocolVersion},
+            {"token", r.token},
+            {"op", r.op},
+            {"job", r.job},
+            {"steps", r.steps},
+            {"roundup", r.roundup},
             {"timeout_s", r.timeout_s}};
 }
 
@@ -23,8 +27,10 @@ bool parse_agent_request(const std::string& frame, AgentRequest& out, std::strin
         return false;
     }
     if (!j.contains("version") || !j["version"].is_number_integer() || j["version"] != kAgentProtocolVersion) {
-        error = fmt::format("the request is not of agent protocol version {} (client and agent differ: use the "
-                            "same ultrascope on both)", kAgentProtocolVersion);
+        error = fmt::format(
+            "the request is not of agent protocol version {} (client and agent differ: use the "
+            "same ultrascope on both)",
+            kAgentProtocolVersion);
         return false;
     }
     out = {};
@@ -76,8 +82,8 @@ bool read_frame(int fd, std::string& bytes, uint32_t max_bytes, int timeout_ms, 
         error = "the connection closed or went quiet";
         return false;
     }
-    const uint32_t n = uint32_t(length[0]) | uint32_t(length[1]) << 8 | uint32_t(length[2]) << 16 |
-                       uint32_t(length[3]) << 24;
+    const uint32_t n =
+        uint32_t(length[0]) | uint32_t(length[1]) << 8 | uint32_t(length[2]) << 16 | uint32_t(length[3]) << 24;
     if (n > max_bytes) {
         error = fmt::format("a frame of {} bytes, more than the {} allowed here", n, max_bytes);
         return false;

@@ -35,8 +35,8 @@ nlohmann::json jobs_json(const std::vector<prof::PolledJob>& jobs) {
     const double now = prof::steady_seconds();
     nlohmann::json out = nlohmann::json::array();
     for (const prof::PolledJob& job : jobs) {
-        nlohmann::json j = {{"id", job.id}, {"jobid", job.jobid}, {"expected_ranks", job.expected_ranks},
-                            {"describe", job.describe()}};
+        nlohmann::json j = {
+            {"id", job.id}, {"jobid", job.jobid}, {"expected_ranks", job.expected_ranks}, {"describe", job.describe()}};
         j["ranks"] = nlohmann::json::array();
         j["launchers"] = nlohmann::json::array();
         for (const prof::Poller& p : job.ranks) j["ranks"].push_back(poller_json(p, now));
@@ -65,7 +65,6 @@ AgentServer::AgentServer(const AgentOptions& options, std::FILE* log)
 AgentServer::~AgentServer() = default;
 
 void AgentServer::run(const std::atomic<bool>& stop) {
-    std::vector<std::thread> threads;
     while (!stop) {
         for (const std::string& r : m_daemon.take_refusals()) std::fprintf(m_log, "agent: %s\n", r.c_str());
         pollfd p{m_listen.fd(), POLLIN, 0};
@@ -76,33 +75,36 @@ void AgentServer::run(const std::atomic<bool>& stop) {
         if (fd < 0) continue;
         char ip[INET_ADDRSTRLEN] = "?";
         ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof(ip));
-        threads.emplace_back([this, fd, peer = fmt::format("{}:{}", ip, ntohs(from.sin_port))] {
+        ++m_connections;
+        std::thread([this, fd, peer = fmt::format("{}:{}", ip, ntohs(from.sin_port))] {
             handle(prof::Socket(fd), peer);
-        });
+            --m_connections;
+        }).detach();
     }
-    for (std::thread& t : threads) t.join();
+    m_stopping = true;
+    while (m_connections > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
 void AgentServer::handle(prof::Socket connection, const std::string& peer) {
     const int fd = connection.fd();
     std::string frame, error;
     AgentRequest request;
-    if (!read_frame(fd, frame, kAgentMaxRequestBytes, 10000, error) ||
-        !parse_agent_request(frame, request, error)) {
+    if (!read_frame(fd, frame, kAgentMaxRequestBytes, 10000, error) || !parse_agent_request(frame, request, error)) {
         std::fprintf(m_log, "agent: refused a request from %s: %s\n", peer.c_str(), error.c_str());
         send_error(fd, error);
         return;
     }
     if (!agent_token_matches(request.token, m_token)) {
         std::fprintf(m_log, "agent: refused a request from %s: wrong token\n", peer.c_str());
-        send_error(fd, "wrong token: this agent's token is printed when it starts (give it with --token or "
-                       "ULTRASCOPE_AGENT_TOKEN)");
+        send_error(fd,
+                   "wrong token: this agent's token is printed when it starts (give it with --token or "
+                   "ULTRASCOPE_AGENT_TOKEN)");
         return;
     }
     if (request.op == "jobs") {
-        write_frame(fd, nlohmann::json{{"ok", true}, {"host", this_host_name()}, {"jobs", jobs_json(m_daemon.jobs())}}
-                            .dump(),
-                    kSendTimeoutMs);
+        write_frame(
+            fd, nlohmann::json{{"ok", true}, {"host", this_host_name()}, {"jobs", jobs_json(m_daemon.jobs())}}.dump(),
+            kSendTimeoutMs);
         return;
     }
     std::fprintf(m_log, "agent: %s asks for %d steps of %s\n", peer.c_str(), request.steps,
@@ -116,7 +118,7 @@ void AgentServer::serve_capture(int fd, const AgentRequest& request) {
         std::lock_guard lock(m_mutex);
         if (!m_busy_jobs.insert(key).second) return send_error(fd, "a capture of " + key + " is already running");
     }
-    const NodeCaptureRequest node{request.job, request.steps, request.roundup, request.timeout_s};
+    const NodeCaptureRequest node{request.job, request.steps, request.roundup, request.timeout_s, &m_stopping};
     NodeCaptureResult result = capture_on_node(m_daemon, node, [&](const std::string& line) {
         write_frame(fd, nlohmann::json{{"progress", line}}.dump(), kSendTimeoutMs);
     });
@@ -127,10 +129,13 @@ void AgentServer::serve_capture(int fd, const AgentRequest& request) {
     if (!result.ok) return send_error(fd, result.error);
     nlohmann::json files = nlohmann::json::array();
     for (const CapturedTrace& r : result.ranks)
-        files.push_back({{"rank", r.rank}, {"world_size", r.world_size}, {"local_rank", r.local_rank},
-                         {"pid", r.pid}, {"host", r.host}, {"bytes", r.raw_trace.size()}});
-    if (!write_frame(fd, nlohmann::json{{"ok", true}, {"job", result.job_id}, {"files", files}}.dump(),
-                     kSendTimeoutMs))
+        files.push_back({{"rank", r.rank},
+                         {"world_size", r.world_size},
+                         {"local_rank", r.local_rank},
+                         {"pid", r.pid},
+                         {"host", r.host},
+                         {"bytes", r.raw_trace.size()}});
+    if (!write_frame(fd, nlohmann::json{{"ok", true}, {"job", result.job_id}, {"files", files}}.dump(), kSendTimeoutMs))
         return;
     for (const CapturedTrace& r : result.ranks)
         if (!write_frame(fd, r.raw_trace, 600000)) return;

@@ -18,10 +18,10 @@ namespace us::app {
 
 struct AgentOptions {
     std::string listen = "127.0.0.1";
-    int port = 7321;          // kAgentDefaultPort; 0: any free port (tests)
-    std::string token;        // "" = a new random one
-    std::string socket_dir;   // "" = the abstract name (KINETO_IPC_SOCKET_DIR by default)
-    std::string record;       // --record FILE: every datagram, for the replay test
+    int port = 7321;         // kAgentDefaultPort; 0: any free port (tests)
+    std::string token;       // "" = a new random one
+    std::string socket_dir;  // "" = the abstract name (KINETO_IPC_SOCKET_DIR by default)
+    std::string record;      // --record FILE: every datagram, for the replay test
 };
 
 class AgentServer {
@@ -32,7 +32,8 @@ public:
     int port() const { return m_port; }
     const std::string& token() const { return m_token; }
     const std::string& daemon_description() const { return m_daemon.description(); }
-    // Serves until `stop` becomes true; every connection gets a thread, joined before returning.
+    // Serves until `stop` becomes true; every connection gets a thread; returns once they have all ended (a capture
+    // in progress gives up and says the agent is stopping).
     void run(const std::atomic<bool>& stop);
 
 private:
@@ -46,7 +47,10 @@ private:
     int m_port = 0;
     std::string m_token;
     std::mutex m_mutex;
-    std::set<std::string> m_busy_jobs;  // one capture per job at a time: they would arm the same ranks
+    std::set<std::string> m_busy_jobs;
+    std::atomic<bool> m_stopping{false};
+    std::atomic<int> m_connections{0};  // threads serving a request (detached: a long-lived agent keeps none)  // one
+                                        // capture per job at a time: they would arm the same ranks
 };
 
 }  // namespace us::app

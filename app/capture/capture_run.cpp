@@ -33,8 +33,10 @@ std::vector<AgentAddress> agents_of(const CaptureOptions& o) {
     const std::optional<LocalAgent> local = find_local_agent(prof::ipc_socket_dir_from_env());
     for (AgentAddress& a : out) {  // the agent on this node: its token is in the discovery file
         if (a.token.empty() && local && a.port == local->port) a.token = local->token;
-        US_CHECK_INPUT(!a.token.empty(), "no token for the agent at {}: give the one it printed with --token or "
-                                         "ULTRASCOPE_AGENT_TOKEN", a.name());
+        US_CHECK_INPUT(!a.token.empty(),
+                       "no token for the agent at {}: give the one it printed with --token or "
+                       "ULTRASCOPE_AGENT_TOKEN",
+                       a.name());
     }
     return out;
 }
@@ -42,7 +44,9 @@ std::vector<AgentAddress> agents_of(const CaptureOptions& o) {
 // This node without an agent given: own the endpoint, or use the agent that owns it.
 NodeCaptureResult capture_here(const NodeCaptureRequest& request, std::FILE* log) {
     const std::string dir = prof::ipc_socket_dir_from_env();
-    const CaptureProgress progress = [log](const std::string& line) { std::fprintf(log, "capture: %s\n", line.c_str()); };
+    const CaptureProgress progress = [log](const std::string& line) {
+        std::fprintf(log, "capture: %s\n", line.c_str());
+    };
     try {
         prof::OnDemandDaemon daemon(dir);
         daemon.start();
@@ -87,8 +91,9 @@ void number_ranks(std::vector<CapturedTrace>& ranks) {
 }
 
 void list_jobs(const CaptureOptions& o, std::FILE* out) {
-    US_CHECK_INPUT(!o.agents.empty(), "--list asks agents for their jobs: give --agents HOST:PORT,... (or start "
-                                      "`ultrascope agent` here and name it)");
+    US_CHECK_INPUT(!o.agents.empty(),
+                   "--list asks agents for their jobs: give --agents HOST:PORT,... (or start "
+                   "`ultrascope agent` here and name it)");
     for (const AgentAddress& a : agents_of(o)) {
         const nlohmann::json answer = agent_jobs(a);
         std::fprintf(out, "%s (%s):\n", a.name().c_str(), answer.value("host", std::string("?")).c_str());

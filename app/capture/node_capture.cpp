@@ -54,6 +54,10 @@ bool wait_for_job(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& reques
             line = request.job.empty() ? "waiting for a PyTorch job started with KINETO_USE_DAEMON=1 to poll"
                                        : fmt::format("waiting for job {} to poll", request.job);
         if (line != last) progress(last = line);
+        if (request.cancel && *request.cancel) {
+            error = "the agent is stopping";
+            return false;
+        }
         if (steady_seconds() > deadline) {
             if (found)
                 error = fmt::format("not every rank of the job polled within the timeout: {}", found->describe());
@@ -91,7 +95,8 @@ bool check_ranks(prof::OnDemandDaemon& daemon, const std::string& job_id, std::v
         const prof::ArmStatus s = daemon.arm_status(w.poller.pid);
         std::string line;
         if (w.written)
-            line = fmt::format("{}: wrote {} ({})", rank_name(w.poller), w.file, format_bytes(fs::file_size(w.file, ec)));
+            line =
+                fmt::format("{}: wrote {} ({})", rank_name(w.poller), w.file, format_bytes(fs::file_size(w.file, ec)));
         else if (alive.count(w.poller.pid) && !alive[w.poller.pid]) {
             error = fmt::format("{} of job {} exited before writing its trace: the job ended mid-capture",
                                 rank_name(w.poller), job_id);
@@ -116,8 +121,8 @@ std::string timeout_error(const std::vector<Watch>& watches, double timeout_s, i
     return fmt::format(
         "{} rank(s) did not write a trace within {:.0f} s:{}\nA rank is traced from the next multiple of {} "
         "optimizer steps: is it still stepping its optimizer? (a lower --roundup or a longer --timeout)",
-        std::count_if(watches.begin(), watches.end(), [](const Watch& w) { return !w.written; }), timeout_s,
-        missing, roundup);
+        std::count_if(watches.begin(), watches.end(), [](const Watch& w) { return !w.written; }), timeout_s, missing,
+        roundup);
 }
 
 }  // namespace
@@ -146,6 +151,10 @@ NodeCaptureResult capture_on_node(prof::OnDemandDaemon& daemon, const NodeCaptur
     while (!done) {
         if (!check_ranks(daemon, job.id, watches, progress, result.error)) break;
         done = std::all_of(watches.begin(), watches.end(), [](const Watch& w) { return w.written; });
+        if (!done && request.cancel && *request.cancel) {
+            result.error = "the agent is stopping";
+            break;
+        }
         if (!done && steady_seconds() > deadline) {
             result.error = timeout_error(watches, request.timeout_s, request.roundup, daemon);
             break;

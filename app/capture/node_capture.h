@@ -3,6 +3,7 @@
 // `ultrascope agent` (for a client over TCP) and `ultrascope capture` (owning the node's endpoint itself).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ struct NodeCaptureRequest {
     std::string job;  // "" = the only job polling
     int steps = 3, roundup = 100;
     double timeout_s = 120;
+    const std::atomic<bool>* cancel = nullptr;  // set: give up now (the agent is stopping)
 };
 
 struct NodeCaptureResult {

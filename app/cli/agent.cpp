@@ -12,7 +12,7 @@
 #include "app/capture/agent_discovery.h"
 #include "app/capture/agent_protocol.h"
 #include "app/capture/agent_server.h"
-#include "app/cli/commands.h"
+#include "app/cli/capture_commands.h"
 
 namespace us::app {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "app/capture/capture_run.h"
-#include "app/cli/commands.h"
+#include "app/cli/capture_commands.h"
 #include "common/core/check.h"
 
 namespace us::app {

@@ -14,7 +14,5 @@ int predict_command(int argc, char** argv);      // ultrascope predict [model an
 int plan_command(int argc, char** argv);         // ultrascope plan [--model M] [--gpu G] [--gpus N] [layout flags]
 int calibrate_command(int argc, char** argv);    // ultrascope calibrate [--out FILE]: this machine's costs
 int lesson_command(int argc, char** argv);       // ultrascope lesson --list | NAME [--check]
-int agent_command(int argc, char** argv);        // ultrascope agent [--port P] [--listen ADDR]: a node's Kineto daemon
-int capture_command(int argc, char** argv);      // ultrascope capture --steps N --out DIR: a running PyTorch job
 
 }  // namespace us::app

@@ -24,8 +24,7 @@ socklen_t make_address(const std::string& dir, sockaddr_un& addr) {
         return socklen_t(sizeof(sa_family_t) + std::strlen(kName) + 2);
     }
     const std::string path = dir + "/" + kName;
-    US_CHECK_INPUT(path.size() < sizeof(addr.sun_path), "KINETO_IPC_SOCKET_DIR is too long for a socket path: {}",
-                   dir);
+    US_CHECK_INPUT(path.size() < sizeof(addr.sun_path), "KINETO_IPC_SOCKET_DIR is too long for a socket path: {}", dir);
     std::memcpy(addr.sun_path, path.data(), path.size());
     return socklen_t(sizeof(sa_family_t) + path.size() + 1);
 }
@@ -98,8 +97,8 @@ bool IpcEndpoint::receive(std::string& bytes, IpcPeer& from, int timeout_ms) {
     bytes.resize(65536 + 1);
     from = {};
     from.len = sizeof(from.addr);
-    const ssize_t n = ::recvfrom(m_fd, bytes.data(), bytes.size(), MSG_DONTWAIT,
-                                 reinterpret_cast<sockaddr*>(&from.addr), &from.len);
+    const ssize_t n =
+        ::recvfrom(m_fd, bytes.data(), bytes.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from.addr), &from.len);
     if (n < 0) return false;
     bytes.resize(size_t(n));
     return true;

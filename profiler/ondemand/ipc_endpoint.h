@@ -14,7 +14,7 @@
 namespace us::prof {
 
 // Where the name lives: "" for the abstract name, else the directory of the socket file.
-std::string ipc_socket_dir_from_env();  // $KINETO_IPC_SOCKET_DIR
+std::string ipc_socket_dir_from_env();                                // $KINETO_IPC_SOCKET_DIR
 std::string ipc_endpoint_description(const std::string& socket_dir);  // "@dynolog" or "DIR/dynolog"
 
 // Thrown when the name is held by a live process (a dynolog, an `ultrascope agent`, a capture).

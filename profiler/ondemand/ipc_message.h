@@ -11,14 +11,14 @@
 
 namespace us::prof {
 
-inline constexpr size_t kIpcHeaderBytes = 40;     // size_t size; char type[32]
+inline constexpr size_t kIpcHeaderBytes = 40;  // size_t size; char type[32]
 inline constexpr size_t kIpcTypeBytes = 32;
 inline constexpr size_t kIpcMaxDatagram = 65536;  // a poll is 16 + 4 n bytes; anything larger is not Kineto's
 inline constexpr int kIpcMaxPids = 1024;          // a process and its ancestors: deeper trees are not real
 
-struct IpcPoll {  // type "req": "is there a trace request for me?"
-    int32_t config_type = 0;  // Kineto's LibkinetoConfigType bits (activities = 2)
-    int64_t jobid = 0;        // SLURM_JOB_ID, or 0
+struct IpcPoll {                // type "req": "is there a trace request for me?"
+    int32_t config_type = 0;    // Kineto's LibkinetoConfigType bits (activities = 2)
+    int64_t jobid = 0;          // SLURM_JOB_ID, or 0
     std::vector<int32_t> pids;  // pids[0] is the sender, then its parent, ... up to init
 };
 

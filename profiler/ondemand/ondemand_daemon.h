@@ -21,7 +21,7 @@ namespace us::prof {
 
 struct ArmStatus {
     bool armed = false;
-    int requests_sent = 0;   // polls answered with the request
+    int requests_sent = 0;  // polls answered with the request
     bool file_written = false;
 };
 
@@ -35,7 +35,7 @@ public:
     OnDemandDaemon(const OnDemandDaemon&) = delete;
     OnDemandDaemon& operator=(const OnDemandDaemon&) = delete;
 
-    void start();                    // serves on a thread until destroyed
+    void start();                     // serves on a thread until destroyed
     void serve_once(int timeout_ms);  // or one datagram at a time, on the caller's thread
     // Every datagram received is appended to PATH as a JSON line (time, bytes in hex, the sender's environment
     // at its first poll): the recordings the replay test reads.

@@ -11,8 +11,8 @@ namespace us::prof {
 struct ProcessInfo {
     bool readable = false;  // false: /proc/PID/environ could not be read (gone, or another user's)
     int rank = -1, world_size = 0, local_rank = -1, local_world_size = 0;
-    std::string trace_dir;  // KINETO_ONDEMAND_TRACE_DIR, or "" (then Kineto writes only under /tmp)
-    std::string command;    // /proc/PID/comm, for messages
+    std::string trace_dir;          // KINETO_ONDEMAND_TRACE_DIR, or "" (then Kineto writes only under /tmp)
+    std::string command;            // /proc/PID/comm, for messages
     bool launcher_command = false;  // its command line runs torchrun (torch.distributed.run / launch)
 };
 

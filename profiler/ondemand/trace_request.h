@@ -10,9 +10,9 @@
 namespace us::prof {
 
 struct TraceRequest {
-    int steps = 3;       // ACTIVITIES_ITERATIONS
-    int roundup = 100;   // PROFILE_START_ITERATION_ROUNDUP
-    std::string tag;     // unique per capture: names the files
+    int steps = 3;      // ACTIVITIES_ITERATIONS
+    int roundup = 100;  // PROFILE_START_ITERATION_ROUNDUP
+    std::string tag;    // unique per capture: names the files
 };
 
 // Kineto writes only under /tmp unless the job sets KINETO_ONDEMAND_TRACE_DIR: its directory, or "/tmp".

@@ -67,7 +67,8 @@ TEST_CASE("capture attaches to a running torchrun job and writes both ranks' fil
     INFO(report.output);
     CHECK(report.exit_code == 0);
     // A second capture into the same folder is refused and leaves it as it was.
-    const ProcessResult again = run_process(env + bin("ultrascope") + " capture --steps 1 --out " + out + " --timeout 5");
+    const ProcessResult again =
+        run_process(env + bin("ultrascope") + " capture --steps 1 --out " + out + " --timeout 5");
     CHECK(again.exit_code != 0);
     CHECK(again.output.find("not an empty folder") != std::string::npos);
 }

@@ -41,8 +41,8 @@ struct FakeKineto {
                         const std::string base = config->substr(at + 20, config->find('\n', at) - at - 20);
                         const std::string file = prof::trace_request_file(base, pids[0]);
                         if (writes && asked >= 2) {  // the first request is "dropped", as before a first step
-                            test::write_file(file + ".tmp", "{\"traceEvents\": [], \"pid\": " +
-                                                                std::to_string(pids[0]) + "}");
+                            test::write_file(file + ".tmp",
+                                             "{\"traceEvents\": [], \"pid\": " + std::to_string(pids[0]) + "}");
                             fs::rename(file + ".tmp", file);
                         }
                     }
@@ -97,7 +97,8 @@ TEST_CASE("a capture arms every rank but the launcher and reads each rank's file
     CHECK(launcher.asked == 0);
     CHECK(rank0.asked >= 2);
     const auto said = [&](const std::string& part) {
-        return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(part) != std::string::npos; });
+        return std::any_of(lines.begin(), lines.end(),
+                           [&](const std::string& l) { return l.find(part) != std::string::npos; });
     };
     CHECK(said("rank 1 (pid 102): wrote"));
     CHECK(said("job 100: 2 of 2 ranks (0, 1), launcher 100"));

@@ -155,9 +155,9 @@ TEST_CASE("the capture's config asks for N steps from a rounded-up start and nam
     CHECK(trace_request_base(request, "/scratch/traces/") == "/scratch/traces/ultrascope-t1.json");
     CHECK(trace_request_file(base, 4242) == "/tmp/ultrascope-t1_4242.json");
     const std::string config = trace_request_config(request, base);
-    for (const char* line : {"ACTIVITIES_LOG_FILE=/tmp/ultrascope-t1.json\n", "PROFILE_START_ITERATION=0\n",
-                             "PROFILE_START_ITERATION_ROUNDUP=50\n", "ACTIVITIES_ITERATIONS=3\n",
-                             "ACTIVITIES_DURATION_MSECS=0\n"})
+    for (const char* line :
+         {"ACTIVITIES_LOG_FILE=/tmp/ultrascope-t1.json\n", "PROFILE_START_ITERATION=0\n",
+          "PROFILE_START_ITERATION_ROUNDUP=50\n", "ACTIVITIES_ITERATIONS=3\n", "ACTIVITIES_DURATION_MSECS=0\n"})
         CHECK(config.find(line) != std::string::npos);
     CHECK(new_capture_tag() != new_capture_tag());
 }
