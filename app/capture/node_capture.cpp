@@ -28,6 +28,10 @@ std::string rank_name(const prof::Poller& p) {
 
 bool job_complete(const prof::PolledJob& job) {
     if (job.ranks.empty()) return false;
+    // A process without RANK that no other poller descends from yet may be a launcher whose workers have not
+    // polled: it is taken for a lone job only at its second poll.
+    if (job.launchers.empty() && job.ranks.size() == 1 && job.ranks[0].info.rank < 0 && job.ranks[0].polls < 2)
+        return false;
     return job.expected_ranks == 0 || int(job.ranks.size()) >= job.expected_ranks;
 }
 

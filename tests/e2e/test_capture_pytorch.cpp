@@ -47,11 +47,13 @@ TEST_CASE("capture attaches to a running torchrun job and writes both ranks' fil
     const std::string env = "KINETO_IPC_SOCKET_DIR=" + work + " ";
     const std::string job_script = std::string(US_TEST_DATA_DIR) + "/capture_protocol/ddp_job.py";
     TorchJob job;
-    const ProcessResult started = run_process(
-        "KINETO_USE_DAEMON=1 KINETO_CONFIG=" + work + "/kineto.conf " + env + "setsid " + python +
-        " -m torch.distributed.run --nproc-per-node 2 --master-port " + std::to_string(20000 + ::getpid() % 20000) +
-        " " + job_script + " --seconds 150 > " + work + "/job.log 2>&1 & echo $!");
-    job.session = std::atoi(started.output.c_str());
+    // The shell that setsid starts leads the new session whether or not setsid had to fork: it writes its pid.
+    run_process("KINETO_USE_DAEMON=1 KINETO_CONFIG=" + work + "/kineto.conf " + env + "setsid sh -c 'echo $$ > " +
+                work + "/session; exec " + python + " -m torch.distributed.run --nproc-per-node 2 --master-port " +
+                std::to_string(20000 + ::getpid() % 20000) + " " + job_script + " --seconds 150' > " + work +
+                "/job.log 2>&1 &");
+    for (int i = 0; i < 50 && read_file(work + "/session").empty(); ++i) usleep(100000);
+    job.session = std::atoi(read_file(work + "/session").c_str());
     REQUIRE(job.session > 0);
     const std::string out = work + "/captured";
     const ProcessResult capture =

@@ -65,6 +65,7 @@ prof::ProcessInfo two_ranks(int pid) {
         info.world_size = info.local_world_size = 2;
         info.local_rank = pid - 101;
     }
+    info.launcher_command = pid == 100;  // torchrun's command line
     return info;
 }
 
