@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli/capture_commands.h"
 #include "app/cli/commands.h"
 #include "app/launch/default_run.h"
 #include "app/gui/options/gui_args.h"
@@ -44,6 +45,9 @@ void usage() {
         "  plan [--model M] [--gpu G] --gpus N [...] which layout fits a model on a cluster, how fast (docs/planner.md)\n"
         "  calibrate [--out FILE]                    measure this machine (GEMMs, MPI, per-op costs) for plan --cluster\n"
         "  lesson --list | NAME [--check]            workshop lessons: run one idea on real ranks, check its claim\n"
+        "  capture --steps N --out DIR [--agents ..] N steps of a running PyTorch job, every rank (KINETO_USE_DAEMON=1;\n"
+        "                                            docs/attach-pytorch.md)\n"
+        "  agent [--port P] [--listen ADDR]          a node's Kineto daemon, for capture --agents\n"
         "Each command takes --help.\n%s",
         us::app::gui_args_help().c_str());
 }
@@ -132,6 +136,8 @@ int main(int argc, char** argv) {
         if (command == "plan") return us::app::plan_command(argc - 1, argv + 1);
         if (command == "calibrate") return us::app::calibrate_command(argc - 1, argv + 1);
         if (command == "lesson") return us::app::lesson_command(argc - 1, argv + 1);
+        if (command == "capture") return us::app::capture_command(argc - 1, argv + 1);
+        if (command == "agent") return us::app::agent_command(argc - 1, argv + 1);
         if (command == "gui") return gui_or_fallback(argc - 1, argv + 1);
         return gui_or_fallback(argc, argv);
     } catch (const us::UserError& e) {

@@ -31,9 +31,9 @@ never() {
 never "common" "engine/|profiler/|app/" "common/ is the bottom layer: it includes nothing from engine/, profiler/ or app/"
 never "profiler" "engine/|app/" "the profiler stands on common/ only: it includes nothing from engine/ or app/"
 never "engine" "app/" "the engine never includes the app"
-never "engine" "profiler/(trace|predict|analysis|import|snapshot|hang|capture)/" \
+never "engine" "profiler/(trace|predict|analysis|import|snapshot|hang|capture|ondemand)/" \
   "the engine reaches only the profiler's recording side (profiler/event.h, record/, transport/, plain/, flight/)"
-never "profiler/transport profiler/plain profiler/flight profiler/trace profiler/predict profiler/analysis profiler/import profiler/snapshot profiler/hang profiler/capture" "profiler/record/" \
+never "profiler/transport profiler/plain profiler/flight profiler/trace profiler/predict profiler/analysis profiler/import profiler/snapshot profiler/hang profiler/capture profiler/ondemand" "profiler/record/" \
   "only the engine includes the profiler's recorder (profiler/event.h is the contract the rest reads)"
 never "app" "engine/" "the app includes nothing from engine/ (it launches ultrascope-train as a process)"
 
@@ -78,8 +78,8 @@ order() {
 }
 order common "core" "schedule" "settings"
 order engine "backend data" "comm" "model" "optim" "parallel" "train" "main.cpp"
-order profiler "event.h" "record transport plain" "trace predict flight" "analysis import snapshot" "runs hang" "capture"
-order app "plan" "report" "report_worker launch" "gui/model" "lesson" "gui/options cli" "gui/state" "gui/widgets" "gui/views" \
+order profiler "event.h" "record transport plain ondemand" "trace predict flight" "analysis import snapshot" "runs hang" "capture"
+order app "plan" "report" "report_worker launch capture" "gui/model" "lesson" "gui/options cli" "gui/state" "gui/widgets" "gui/views" \
   "gui/platform" "main.cpp"
 
 # ---- rules the order alone does not say

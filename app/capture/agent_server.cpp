@@ -1,0 +1,145 @@
+// The agent's TCP side (agent_server.h): one request per connection, answered on a thread of its own so that a
+// capture, which can take minutes, never holds up a listing.
+#include "app/capture/agent_server.h"
+
+#include <arpa/inet.h>
+#include <fmt/core.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <thread>
+#include <vector>
+
+#include "app/capture/agent_protocol.h"
+#include "app/capture/node_capture.h"
+#include "profiler/transport/protocol.h"
+
+namespace us::app {
+namespace {
+
+constexpr int kSendTimeoutMs = 30000;
+
+nlohmann::json poller_json(const prof::Poller& p, double now) {
+    return {{"pid", p.pid},
+            {"rank", p.info.rank},
+            {"world_size", p.info.world_size},
+            {"local_rank", p.info.local_rank},
+            {"command", p.info.command},
+            {"alive", p.alive},
+            {"polls", p.polls},
+            {"last_seen_s", now - p.last_seen}};
+}
+
+nlohmann::json jobs_json(const std::vector<prof::PolledJob>& jobs) {
+    const double now = prof::steady_seconds();
+    nlohmann::json out = nlohmann::json::array();
+    for (const prof::PolledJob& job : jobs) {
+        nlohmann::json j = {
+            {"id", job.id}, {"jobid", job.jobid}, {"expected_ranks", job.expected_ranks}, {"describe", job.describe()}};
+        j["ranks"] = nlohmann::json::array();
+        j["launchers"] = nlohmann::json::array();
+        for (const prof::Poller& p : job.ranks) j["ranks"].push_back(poller_json(p, now));
+        for (const prof::Poller& p : job.launchers) j["launchers"].push_back(poller_json(p, now));
+        out.push_back(std::move(j));
+    }
+    return out;
+}
+
+void send_error(int fd, const std::string& error) {
+    write_frame(fd, nlohmann::json{{"ok", false}, {"error", error}}.dump(), kSendTimeoutMs);
+}
+
+}  // namespace
+
+AgentServer::AgentServer(const AgentOptions& options, std::FILE* log)
+    : m_options(options), m_log(log), m_daemon(options.socket_dir) {
+    m_token = options.token.empty() ? prof::random_token() : options.token;
+    US_CHECK_INPUT(m_token.size() == prof::kTokenBytes, "an agent token is {} characters (hex), not {}",
+                   prof::kTokenBytes, m_token.size());
+    m_listen = prof::listen_on(options.listen, options.port, m_port);
+    if (!options.record.empty()) m_daemon.record_to(options.record);
+    m_daemon.start();
+}
+
+AgentServer::~AgentServer() = default;
+
+void AgentServer::run(const std::atomic<bool>& stop) {
+    while (!stop) {
+        for (const std::string& r : m_daemon.take_refusals()) std::fprintf(m_log, "agent: %s\n", r.c_str());
+        pollfd p{m_listen.fd(), POLLIN, 0};
+        if (::poll(&p, 1, 200) <= 0) continue;
+        sockaddr_in from{};
+        socklen_t len = sizeof(from);
+        const int fd = ::accept4(m_listen.fd(), reinterpret_cast<sockaddr*>(&from), &len, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        char ip[INET_ADDRSTRLEN] = "?";
+        ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof(ip));
+        ++m_connections;
+        std::thread([this, fd, peer = fmt::format("{}:{}", ip, ntohs(from.sin_port))] {
+            handle(prof::Socket(fd), peer);
+            --m_connections;
+        }).detach();
+    }
+    m_stopping = true;
+    while (m_connections > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+void AgentServer::handle(prof::Socket connection, const std::string& peer) {
+    const int fd = connection.fd();
+    std::string frame, error;
+    AgentRequest request;
+    if (!read_frame(fd, frame, kAgentMaxRequestBytes, 10000, error) || !parse_agent_request(frame, request, error)) {
+        std::fprintf(m_log, "agent: refused a request from %s: %s\n", peer.c_str(), error.c_str());
+        send_error(fd, error);
+        return;
+    }
+    if (!agent_token_matches(request.token, m_token)) {
+        std::fprintf(m_log, "agent: refused a request from %s: wrong token\n", peer.c_str());
+        send_error(fd,
+                   "wrong token: this agent's token is printed when it starts (give it with --token or "
+                   "ULTRASCOPE_AGENT_TOKEN)");
+        return;
+    }
+    if (request.op == "jobs") {
+        write_frame(
+            fd, nlohmann::json{{"ok", true}, {"host", this_host_name()}, {"jobs", jobs_json(m_daemon.jobs())}}.dump(),
+            kSendTimeoutMs);
+        return;
+    }
+    std::fprintf(m_log, "agent: %s asks for %d steps of %s\n", peer.c_str(), request.steps,
+                 request.job.empty() ? "the job polling" : ("job " + request.job).c_str());
+    serve_capture(fd, request);
+}
+
+void AgentServer::serve_capture(int fd, const AgentRequest& request) {
+    const std::string key = request.job.empty() ? std::string("(the only job)") : request.job;
+    {
+        std::lock_guard lock(m_mutex);
+        if (!m_busy_jobs.insert(key).second) return send_error(fd, "a capture of " + key + " is already running");
+    }
+    const NodeCaptureRequest node{request.job, request.steps, request.roundup, request.timeout_s, &m_stopping};
+    NodeCaptureResult result = capture_on_node(m_daemon, node, [&](const std::string& line) {
+        write_frame(fd, nlohmann::json{{"progress", line}}.dump(), kSendTimeoutMs);
+    });
+    {
+        std::lock_guard lock(m_mutex);
+        m_busy_jobs.erase(key);
+    }
+    if (!result.ok) return send_error(fd, result.error);
+    nlohmann::json files = nlohmann::json::array();
+    for (const CapturedTrace& r : result.ranks)
+        files.push_back({{"rank", r.rank},
+                         {"world_size", r.world_size},
+                         {"local_rank", r.local_rank},
+                         {"pid", r.pid},
+                         {"host", r.host},
+                         {"bytes", r.raw_trace.size()}});
+    if (!write_frame(fd, nlohmann::json{{"ok", true}, {"job", result.job_id}, {"files", files}}.dump(), kSendTimeoutMs))
+        return;
+    for (const CapturedTrace& r : result.ranks)
+        if (!write_frame(fd, r.raw_trace, 600000)) return;
+    std::fprintf(m_log, "agent: sent %zu rank file(s) of job %s\n", result.ranks.size(), result.job_id.c_str());
+}
+
+}  // namespace us::app

@@ -1,0 +1,181 @@
+// One node's part of a capture (node_capture.h). Two phases: wait until the job's ranks have all polled, then arm
+// them and watch for their files, with a progress line whenever a rank's state changes.
+#include "app/capture/node_capture.h"
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <thread>
+
+#include "common/core/format.h"
+#include "profiler/ondemand/trace_request.h"
+
+namespace us::app {
+namespace {
+
+namespace fs = std::filesystem;
+using prof::steady_seconds;
+
+void nap() { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
+
+std::string rank_name(const prof::Poller& p) {
+    return p.info.rank >= 0 ? fmt::format("rank {} (pid {})", p.info.rank, p.pid) : fmt::format("pid {}", p.pid);
+}
+
+bool job_complete(const prof::PolledJob& job) {
+    if (job.ranks.empty()) return false;
+    // A process without RANK that no other poller descends from yet may be a launcher whose workers have not
+    // polled: it is taken for a lone job only at its second poll.
+    if (job.launchers.empty() && job.ranks.size() == 1 && job.ranks[0].info.rank < 0 && job.ranks[0].polls < 2)
+        return false;
+    return job.expected_ranks == 0 || int(job.ranks.size()) >= job.expected_ranks;
+}
+
+// Phase 1: the job, once every rank of it on this node has polled.
+bool wait_for_job(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& request, double deadline,
+                  const CaptureProgress& progress, prof::PolledJob& job, std::string& error) {
+    std::string last;
+    for (;;) {
+        const std::vector<prof::PolledJob> jobs = daemon.jobs();
+        std::string why;
+        const prof::PolledJob* found = prof::pick_job(jobs, request.job, why);
+        std::string line;
+        if (found && job_complete(*found)) {
+            job = *found;
+            progress(found->describe());
+            return true;
+        }
+        if (found)
+            line = "waiting for every rank to poll: " + found->describe();
+        else if (request.job.empty() && jobs.size() > 1) {
+            error = why;
+            return false;
+        } else
+            line = request.job.empty() ? "waiting for a PyTorch job started with KINETO_USE_DAEMON=1 to poll"
+                                       : fmt::format("waiting for job {} to poll", request.job);
+        if (line != last) progress(last = line);
+        if (request.cancel && *request.cancel) {
+            error = "the agent is stopping";
+            return false;
+        }
+        if (steady_seconds() > deadline) {
+            if (found)
+                error = fmt::format("not every rank of the job polled within the timeout: {}", found->describe());
+            else if (!request.job.empty())
+                error = why;
+            else
+                error = "no PyTorch job polled this node's daemon (" + daemon.description() +
+                        ") within the timeout: start the job with KINETO_USE_DAEMON=1 (docs/attach-pytorch.md)";
+            return false;
+        }
+        nap();
+    }
+}
+
+struct Watch {
+    prof::Poller poller;
+    std::string file, shown;
+    bool written = false;
+};
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Phase 2, one round: each rank's state; false with `error` when a rank died before writing its file.
+bool check_ranks(prof::OnDemandDaemon& daemon, const std::string& job_id, std::vector<Watch>& watches,
+                 const CaptureProgress& progress, std::string& error) {
+    std::map<int, bool> alive;
+    for (const prof::PolledJob& j : daemon.jobs())
+        for (const prof::Poller& p : j.ranks) alive[p.pid] = p.alive;
+    for (Watch& w : watches) {
+        std::error_code ec;
+        w.written = w.written || fs::exists(w.file, ec);
+        const prof::ArmStatus s = daemon.arm_status(w.poller.pid);
+        std::string line;
+        if (w.written)
+            line =
+                fmt::format("{}: wrote {} ({})", rank_name(w.poller), w.file, format_bytes(fs::file_size(w.file, ec)));
+        else if (alive.count(w.poller.pid) && !alive[w.poller.pid]) {
+            error = fmt::format("{} of job {} exited before writing its trace: the job ended mid-capture",
+                                rank_name(w.poller), job_id);
+            return false;
+        } else if (s.requests_sent == 0)
+            line = fmt::format("{}: armed, waiting for its next poll", rank_name(w.poller));
+        else
+            line = fmt::format("{}: asked {} time{}, waiting for its trace", rank_name(w.poller), s.requests_sent,
+                               s.requests_sent == 1 ? "" : "s");
+        if (line != w.shown) progress(w.shown = line);
+    }
+    return true;
+}
+
+std::string timeout_error(const std::vector<Watch>& watches, double timeout_s, int roundup,
+                          prof::OnDemandDaemon& daemon) {
+    std::string missing;
+    for (const Watch& w : watches)
+        if (!w.written)
+            missing += fmt::format("\n  {} (asked {} times)", rank_name(w.poller),
+                                   daemon.arm_status(w.poller.pid).requests_sent);
+    return fmt::format(
+        "{} rank(s) did not write a trace within {:.0f} s:{}\nA rank is traced from the next multiple of {} "
+        "optimizer steps: is it still stepping its optimizer? (a lower --roundup or a longer --timeout)",
+        std::count_if(watches.begin(), watches.end(), [](const Watch& w) { return !w.written; }), timeout_s, missing,
+        roundup);
+}
+
+}  // namespace
+
+std::string this_host_name() {
+    char name[256] = {};
+    ::gethostname(name, sizeof(name) - 1);
+    return name;
+}
+
+NodeCaptureResult capture_on_node(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& request,
+                                  const CaptureProgress& progress) {
+    NodeCaptureResult result;
+    const double deadline = steady_seconds() + request.timeout_s;
+    prof::PolledJob job;
+    if (!wait_for_job(daemon, request, deadline, progress, job, result.error)) return result;
+    result.job_id = job.id;
+    const prof::TraceRequest trace{request.steps, request.roundup, prof::new_capture_tag()};
+    std::vector<Watch> watches;
+    for (const prof::Poller& p : job.ranks) {
+        const std::string base = prof::trace_request_base(trace, p.info.trace_dir);
+        watches.push_back({p, prof::trace_request_file(base, p.pid), "", false});
+        daemon.arm(p.pid, prof::trace_request_config(trace, base), watches.back().file);
+    }
+    bool done = false;
+    while (!done) {
+        if (!check_ranks(daemon, job.id, watches, progress, result.error)) break;
+        done = std::all_of(watches.begin(), watches.end(), [](const Watch& w) { return w.written; });
+        if (!done && request.cancel && *request.cancel) {
+            result.error = "the agent is stopping";
+            break;
+        }
+        if (!done && steady_seconds() > deadline) {
+            result.error = timeout_error(watches, request.timeout_s, request.roundup, daemon);
+            break;
+        }
+        if (!done) nap();
+    }
+    const std::string host = this_host_name();
+    for (const Watch& w : watches) {
+        daemon.disarm(w.poller.pid);
+        std::error_code ec;
+        if (done)
+            result.ranks.push_back({w.poller.info.rank, w.poller.info.world_size, w.poller.info.local_rank,
+                                    w.poller.pid, host, read_all(w.file)});
+        fs::remove(w.file, ec);  // Kineto's copy: what the capture keeps is what it returns
+    }
+    result.ok = done;
+    return result;
+}
+
+}  // namespace us::app

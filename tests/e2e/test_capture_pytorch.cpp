@@ -1,0 +1,87 @@
+// `ultrascope capture` against real Kineto: a 2-rank torchrun job (gloo, CPU) started with KINETO_USE_DAEMON=1
+// from a Python that has torch (ULTRASCOPE_TORCH_PYTHON, /work/venv-torch, or python3), and the capture owning
+// the daemon name in a socket directory of the test's own (KINETO_IPC_SOCKET_DIR, so a dynolog on the machine is
+// untouched). Without torch the test says so and is skipped, never passed.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "test_util.h"
+
+using namespace us::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string python_with_torch() {
+    std::vector<std::string> candidates;
+    if (const char* p = std::getenv("ULTRASCOPE_TORCH_PYTHON")) candidates.push_back(p);
+    candidates.push_back("/work/venv-torch/bin/python");
+    candidates.push_back("python3");
+    for (const std::string& python : candidates)
+        if (run_process(python + " -c 'import torch.distributed' >/dev/null 2>&1").exit_code == 0) return python;
+    return "";
+}
+
+// The torchrun job, in a session of its own: everything it started is killed with it.
+struct TorchJob {
+    int session = 0;
+    ~TorchJob() {
+        if (session <= 0) return;
+        ::kill(-session, SIGTERM);
+        for (int i = 0; i < 50 && ::kill(-session, 0) == 0; ++i) usleep(100000);
+        ::kill(-session, SIGKILL);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("capture attaches to a running torchrun job and writes both ranks' files", "[cpu][capture]") {
+    const std::string python = python_with_torch();
+    if (python.empty()) return skip_test("no Python with torch (set ULTRASCOPE_TORCH_PYTHON to one)");
+    const std::string work = temp_path("capture-e2e");
+    fs::remove_all(work);
+    fs::create_directories(work);
+    write_file(work + "/kineto.conf", "ON_DEMAND_CONFIG_UPDATE_INTERVAL_SECS=1\n");
+    const std::string env = "KINETO_IPC_SOCKET_DIR=" + work + " ";
+    const std::string job_script = std::string(US_TEST_DATA_DIR) + "/capture_protocol/ddp_job.py";
+    TorchJob job;
+    // The shell that setsid starts leads the new session whether or not setsid had to fork: it writes its pid.
+    run_process("KINETO_USE_DAEMON=1 KINETO_CONFIG=" + work + "/kineto.conf " + env + "setsid sh -c 'echo $$ > " +
+                work + "/session; exec " + python + " -m torch.distributed.run --nproc-per-node 2 --master-port " +
+                std::to_string(20000 + ::getpid() % 20000) + " " + job_script + " --seconds 150' > " + work +
+                "/job.log 2>&1 &");
+    for (int i = 0; i < 50 && read_file(work + "/session").empty(); ++i) usleep(100000);
+    job.session = std::atoi(read_file(work + "/session").c_str());
+    REQUIRE(job.session > 0);
+    const std::string out = work + "/captured";
+    const ProcessResult capture =
+        run_process(env + bin("ultrascope") + " capture --steps 3 --out " + out + " --timeout 100 --roundup 20");
+    INFO(capture.output << "\njob log:\n" << read_file(work + "/job.log"));
+    REQUIRE(capture.exit_code == 0);
+    CHECK(capture.output.find("rank 0 (pid") != std::string::npos);
+    CHECK(capture.output.find("ultrascope report " + out) != std::string::npos);
+    int rank_files = 0;
+    for (const auto& f : fs::directory_iterator(out)) rank_files += f.path().extension() == ".json";
+    CHECK(rank_files == 2);
+    const ProcessResult report = run_process(bin("ultrascope") + " report " + out);
+    INFO(report.output);
+    CHECK(report.exit_code == 0);
+    // A second capture into the same folder is refused and leaves it as it was.
+    const ProcessResult again =
+        run_process(env + bin("ultrascope") + " capture --steps 1 --out " + out + " --timeout 5");
+    CHECK(again.exit_code != 0);
+    CHECK(again.output.find("not an empty folder") != std::string::npos);
+}
+
+TEST_CASE("capture with no job polling gives up at its timeout, naming the variable to set", "[cpu][capture]") {
+    const std::string work = temp_path("capture-e2e-none");
+    fs::create_directories(work);
+    const ProcessResult r = run_process("KINETO_IPC_SOCKET_DIR=" + work + " " + bin("ultrascope") +
+                                        " capture --steps 1 --out " + work + "/out --timeout 2");
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find("KINETO_USE_DAEMON=1") != std::string::npos);
+    CHECK_FALSE(fs::exists(work + "/out"));
+}
