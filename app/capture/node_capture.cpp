@@ -105,7 +105,10 @@ bool check_ranks(prof::OnDemandDaemon& daemon, const std::string& job_id, std::v
             error = fmt::format("{} of job {} exited before writing its trace: the job ended mid-capture",
                                 rank_name(w.poller), job_id);
             return false;
-        } else if (s.requests_sent == 0)
+        } else if (s.tracing)
+            line = fmt::format("{}: tracing (asked {} time{})", rank_name(w.poller), s.requests_sent,
+                               s.requests_sent == 1 ? "" : "s");
+        else if (s.requests_sent == 0)
             line = fmt::format("{}: armed, waiting for its next poll", rank_name(w.poller));
         else
             line = fmt::format("{}: asked {} time{}, waiting for its trace", rank_name(w.poller), s.requests_sent,
@@ -172,7 +175,8 @@ NodeCaptureResult capture_on_node(prof::OnDemandDaemon& daemon, const NodeCaptur
         if (done)
             result.ranks.push_back({w.poller.info.rank, w.poller.info.world_size, w.poller.info.local_rank,
                                     w.poller.pid, host, read_all(w.file)});
-        fs::remove(w.file, ec);  // Kineto's copy: what the capture keeps is what it returns
+        fs::remove(w.file, ec);           // Kineto's copy: what the capture keeps is what it returns
+        fs::remove(w.file + ".tmp", ec);  // a trace cut short by a failed capture
     }
     result.ok = done;
     return result;

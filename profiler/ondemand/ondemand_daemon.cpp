@@ -72,9 +72,12 @@ std::string OnDemandDaemon::answer(const std::string& bytes, double now) {
     record(bytes, now, first ? p.pid : 0);
     auto it = m_armed.find(p.pid);
     if (it == m_armed.end() || it->second.written) return encode_ipc_config_reply("");
+    // Kineto opens FILE.tmp when the trace starts and renames it to FILE when written. Once either exists, asking
+    // again would start a second trace: this Kineto takes a request as pending even while it traces.
     std::error_code ec;
-    if (std::filesystem::exists(it->second.file, ec)) {  // Kineto renames the finished file into place
-        it->second.written = true;
+    if (std::filesystem::exists(it->second.file, ec)) it->second.written = true;
+    if (it->second.written || std::filesystem::exists(it->second.file + ".tmp", ec)) {
+        it->second.started = true;
         return encode_ipc_config_reply("");
     }
     ++it->second.sent;
@@ -108,7 +111,7 @@ std::vector<PolledJob> OnDemandDaemon::jobs() {
 
 void OnDemandDaemon::arm(int pid, const std::string& config, const std::string& file) {
     std::lock_guard lock(m_mutex);
-    m_armed[pid] = Armed{config, file, 0, false};
+    m_armed[pid] = Armed{config, file};
 }
 
 void OnDemandDaemon::disarm(int pid) {
@@ -120,7 +123,7 @@ ArmStatus OnDemandDaemon::arm_status(int pid) {
     std::lock_guard lock(m_mutex);
     auto it = m_armed.find(pid);
     if (it == m_armed.end()) return {};
-    return {true, it->second.sent, it->second.written};
+    return {true, it->second.sent, it->second.started, it->second.written};
 }
 
 std::vector<std::string> OnDemandDaemon::take_refusals() {

@@ -1,8 +1,9 @@
 // The node's Kineto daemon: owns the "dynolog" endpoint, answers every poll within Kineto's ~90 ms on a thread of
 // its own, keeps the registry of polling processes, and answers an armed process with its trace request on each
-// poll until the file it was asked for exists (a request that arrives before the job's first optimizer step, or
-// while it is busy, is dropped by Kineto: sending it again is how it gets through). Used by `ultrascope agent` and
-// by `ultrascope capture` when no agent runs on the node.
+// poll until the trace it was asked for has started: a request that arrives before the job's first optimizer step is
+// dropped by Kineto, so sending it again is how it gets through; one that arrives while a trace runs is queued, so
+// it is never sent once Kineto has opened the file. Used by `ultrascope agent` and by `ultrascope capture` when no
+// agent runs on the node.
 #pragma once
 
 #include <atomic>
@@ -22,6 +23,7 @@ namespace us::prof {
 struct ArmStatus {
     bool armed = false;
     int requests_sent = 0;  // polls answered with the request
+    bool tracing = false;   // Kineto opened the file (FILE.tmp): asked no more
     bool file_written = false;
 };
 
@@ -53,7 +55,7 @@ private:
     struct Armed {
         std::string config, file;
         int sent = 0;
-        bool written = false;
+        bool started = false, written = false;
     };
     std::string answer(const std::string& bytes, double now);
     void record(const std::string& bytes, double now, int first_pid);

@@ -87,8 +87,10 @@ std::string PolledJob::describe() const {
     for (const Poller& r : ranks)
         ranks_text += (ranks_text.empty() ? "" : ", ") +
                       (r.info.rank >= 0 ? std::to_string(r.info.rank) : "pid " + std::to_string(r.pid));
-    std::string text = fmt::format("job {}: {} of {} ranks ({})", id, ranks.size(),
-                                   expected_ranks > 0 ? std::to_string(expected_ranks) : "?", ranks_text);
+    std::string text = ranks.empty()
+                           ? fmt::format("job {}: no rank has polled yet", id)
+                           : fmt::format("job {}: {} of {} ranks ({})", id, ranks.size(),
+                                         expected_ranks > 0 ? std::to_string(expected_ranks) : "?", ranks_text);
     for (const Poller& l : launchers) text += fmt::format(", launcher {}", l.pid);
     return text;
 }

@@ -65,6 +65,18 @@ TEST_CASE("capture attaches to a running torchrun job and writes both ranks' fil
     int rank_files = 0;
     for (const auto& f : fs::directory_iterator(out)) rank_files += f.path().extension() == ".json";
     CHECK(rank_files == 2);
+    // Kineto's files were read and removed, and no rank traces a second time (a request it got while tracing would
+    // be queued): a few polls later neither FILE nor FILE.tmp is back.
+    std::vector<std::string> kineto_files;
+    for (size_t at = capture.output.find(": wrote "); at != std::string::npos;
+         at = capture.output.find(": wrote ", at + 1))
+        kineto_files.push_back(capture.output.substr(at + 8, capture.output.find(' ', at + 8) - at - 8));
+    CHECK(kineto_files.size() == 2);
+    sleep(4);
+    for (const std::string& f : kineto_files) {
+        CHECK_FALSE(fs::exists(f));
+        CHECK_FALSE(fs::exists(f + ".tmp"));
+    }
     const ProcessResult report = run_process(bin("ultrascope") + " report " + out);
     INFO(report.output);
     CHECK(report.exit_code == 0);

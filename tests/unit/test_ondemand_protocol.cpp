@@ -189,7 +189,13 @@ TEST_CASE("the daemon answers polls on its socket and arms a process until its f
         CHECK(decode_ipc_config_reply(answer.data(), answer.size(), why) == std::string("ACTIVITIES_ITERATIONS=3\n"));
     }
     CHECK(daemon.arm_status(101).requests_sent == 2);
-    us::test::write_file(file, "{}");
+    // Kineto opens FILE.tmp when the trace starts: from then on it is asked no more (it would queue a second trace).
+    us::test::write_file(file + ".tmp", "");
+    REQUIRE(ipc_send_and_receive(dir, encode_ipc_poll({2, 0, {101, 100}}), answer, 2000));
+    CHECK(decode_ipc_config_reply(answer.data(), answer.size(), why) == std::string());
+    CHECK(daemon.arm_status(101).tracing);
+    CHECK_FALSE(daemon.arm_status(101).file_written);
+    std::filesystem::rename(file + ".tmp", file);
     REQUIRE(ipc_send_and_receive(dir, encode_ipc_poll({2, 0, {101, 100}}), answer, 2000));
     CHECK(decode_ipc_config_reply(answer.data(), answer.size(), why) == std::string());
     CHECK(daemon.arm_status(101).file_written);
