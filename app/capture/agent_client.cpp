@@ -78,12 +78,15 @@ NodeCaptureResult agent_capture(const AgentAddress& agent, const NodeCaptureRequ
         return result;
     }
     for (const nlohmann::json& f : frame["files"]) {
-        CapturedTrace r{f.value("rank", -1), f.value("world_size", 0),       f.value("local_rank", -1),
-                        f.value("pid", 0),   f.value("host", std::string()), {}};
+        CapturedTrace r;
+        r.rank = f.value("rank", -1), r.world_size = f.value("world_size", 0), r.local_rank = f.value("local_rank", -1);
+        r.pid = f.value("pid", 0), r.host = f.value("host", std::string());
+        r.raw_trace =
+            fmt::format("rank {}'s trace (pid {} on {}, from the agent at {})", r.rank, r.pid, r.host, agent.name());
         const uint64_t bytes = f.value("bytes", uint64_t(0));
         std::string error;
-        if (bytes > kAgentMaxFrameBytes || !read_frame(s.fd(), r.raw_trace, uint32_t(bytes), 600000, error) ||
-            r.raw_trace.size() != bytes) {
+        if (bytes > kAgentMaxFrameBytes || !read_frame(s.fd(), r.raw_bytes, uint32_t(bytes), 600000, error) ||
+            r.raw_bytes.size() != bytes) {
             result.error = fmt::format("the agent at {} did not send rank {}'s file whole: {}", agent.name(), r.rank,
                                        error.empty() ? "its size differs" : error);
             result.ranks.clear();

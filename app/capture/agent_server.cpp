@@ -134,11 +134,11 @@ void AgentServer::serve_capture(int fd, const AgentRequest& request) {
                          {"local_rank", r.local_rank},
                          {"pid", r.pid},
                          {"host", r.host},
-                         {"bytes", r.raw_trace.size()}});
+                         {"bytes", r.raw_bytes.size()}});
     if (!write_frame(fd, nlohmann::json{{"ok", true}, {"job", result.job_id}, {"files", files}}.dump(), kSendTimeoutMs))
         return;
     for (const CapturedTrace& r : result.ranks)
-        if (!write_frame(fd, r.raw_trace, 600000)) return;
+        if (!write_frame(fd, r.raw_bytes, 600000)) return;
     std::fprintf(m_log, "agent: sent %zu rank file(s) of job %s\n", result.ranks.size(), result.job_id.c_str());
 }
 

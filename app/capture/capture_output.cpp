@@ -5,10 +5,9 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "common/core/check.h"
+#include "profiler/capture/captured_rank.h"
 
 namespace us::app {
 namespace {
@@ -16,19 +15,8 @@ namespace fs = std::filesystem;
 }
 
 CaptureWritten finish_captured_ranks(const std::vector<CapturedTrace>& ranks, const std::string& dir) {
-    CaptureWritten out;
-    for (const CapturedTrace& r : ranks) {
-        nlohmann::json trace = nlohmann::json::parse(r.raw_trace, nullptr, false);
-        US_CHECK_INPUT(!trace.is_discarded() && trace.is_object(), "rank {}'s trace (pid {} on {}) is not JSON", r.rank,
-                       r.pid, r.host);
-        trace["distributedInfo"] = {{"rank", r.rank}, {"world_size", r.world_size}, {"local_rank", r.local_rank}};
-        const std::string path = fmt::format("{}/rank{}.json", dir, r.rank);
-        std::ofstream file(path, std::ios::binary);
-        file << trace.dump();
-        US_CHECK_INPUT(file.good(), "cannot write {}", path);
-        out.rank_files.push_back(path);
-    }
-    return out;
+    const capture::CaptureSummary done = capture::finish_capture(ranks, dir);
+    return CaptureWritten{done.rank_files, done.steps, done.same_steps, done.message};
 }
 
 void check_capture_folder(const std::string& out_dir) {

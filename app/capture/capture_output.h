@@ -1,7 +1,6 @@
 // Writing a capture's folder: the ranks' traces become rank files (rank and world size added, step markers from
 // the optimizer steps) in a staging folder beside DIR, renamed into place only when every file is written, so a
-// failed capture leaves nothing half-written. The conversion is profiler/capture's finish_capture (another branch);
-// until the merge, finish_captured_ranks stands in for it (rank and world size only).
+// failed capture leaves nothing half-written. The conversion is profiler/capture's finish_capture.
 #pragma once
 
 #include <string>
@@ -23,7 +22,7 @@ void check_capture_folder(const std::string& out_dir);
 // UserError when DIR exists and is not empty, or cannot be written; DIR then is as it was.
 CaptureWritten write_capture(const std::vector<CapturedTrace>& ranks, const std::string& out_dir);
 
-// THE SWITCH POINT for the merge: becomes a call of us::capture::finish_capture(ranks, dir).
+// profiler/capture's finish_capture into `dir`, its summary as the capture reports it.
 CaptureWritten finish_captured_ranks(const std::vector<CapturedTrace>& ranks, const std::string& dir);
 
 }  // namespace us::app

@@ -1,19 +1,12 @@
-// One rank's capture as it leaves the node: who it is (from its environment) and Kineto's file as written. The
-// fields are those of us::capture::CapturedRank (profiler/capture/captured_rank.h, written on another branch):
-// at the merge this struct becomes `using CapturedTrace = us::capture::CapturedRank;` and write_capture
-// (capture_output.h) calls finish_capture.
+// One rank's capture as it leaves the node: who it is (from its environment) and Kineto's file as written —
+// profiler/capture's CapturedRank, whose raw_bytes carry the file's bytes (read on the node, or streamed from an
+// agent) and whose raw_trace names it in messages.
 #pragma once
 
-#include <string>
-#include <vector>
+#include "profiler/capture/captured_rank.h"
 
 namespace us::app {
 
-struct CapturedTrace {
-    int rank = -1, world_size = 0, local_rank = -1;
-    int pid = 0;
-    std::string host;
-    std::string raw_trace;
-};
+using CapturedTrace = us::capture::CapturedRank;
 
 }  // namespace us::app

@@ -172,9 +172,14 @@ NodeCaptureResult capture_on_node(prof::OnDemandDaemon& daemon, const NodeCaptur
     for (const Watch& w : watches) {
         daemon.disarm(w.poller.pid);
         std::error_code ec;
-        if (done)
-            result.ranks.push_back({w.poller.info.rank, w.poller.info.world_size, w.poller.info.local_rank,
-                                    w.poller.pid, host, read_all(w.file)});
+        if (done) {
+            CapturedTrace r;
+            r.rank = w.poller.info.rank, r.world_size = w.poller.info.world_size;
+            r.local_rank = w.poller.info.local_rank, r.pid = w.poller.pid, r.host = host;
+            r.raw_trace = w.file;  // removed below: what the capture keeps is raw_bytes
+            r.raw_bytes = read_all(w.file);
+            result.ranks.push_back(std::move(r));
+        }
         fs::remove(w.file, ec);           // Kineto's copy: what the capture keeps is what it returns
         fs::remove(w.file + ".tmp", ec);  // a trace cut short by a failed capture
     }

@@ -94,7 +94,7 @@ TEST_CASE("a capture arms every rank but the launcher and reads each rank's file
     REQUIRE(r.ranks.size() == 2);
     CHECK(r.ranks[0].rank == 0);
     CHECK(r.ranks[1].pid == 102);
-    CHECK(r.ranks[1].raw_trace.find("\"pid\": 102") != std::string::npos);
+    CHECK(r.ranks[1].raw_bytes.find("\"pid\": 102") != std::string::npos);
     CHECK(launcher.asked == 0);
     CHECK(rank0.asked >= 2);
     const auto said = [&](const std::string& part) {
@@ -165,7 +165,7 @@ TEST_CASE("the agent refuses a wrong token, names an unknown job and streams a c
     INFO(r.error);
     REQUIRE(r.ok);
     REQUIRE(r.ranks.size() == 1);
-    CHECK(r.ranks[0].raw_trace.find("\"traceEvents\"") != std::string::npos);
+    CHECK(r.ranks[0].raw_bytes.find("\"traceEvents\"") != std::string::npos);
     CHECK_FALSE(lines.empty());
     const app::AgentAddress closed{"127.0.0.1", 1, server.token()};
     CHECK_THROWS_WITH(app::agent_jobs(closed), Catch::Contains("cannot reach the agent"));
