@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "test_util.h"
 
@@ -77,9 +78,16 @@ TEST_CASE("capture attaches to a running torchrun job and writes both ranks' fil
         CHECK_FALSE(fs::exists(f));
         CHECK_FALSE(fs::exists(f + ".tmp"));
     }
-    const ProcessResult report = run_process(bin("ultrascope") + " report " + out);
+    // The folder opens as a run of two ranks (their ranks from the distributedInfo the capture added), each with the
+    // 3 steps captured, marked from the optimizer steps.
+    const ProcessResult report = run_process(bin("ultrascope") + " report " + out + " --json");
     INFO(report.output);
-    CHECK(report.exit_code == 0);
+    REQUIRE(report.exit_code == 0);
+    const auto j = nlohmann::json::parse(report.output);
+    CHECK(j["run"]["world_size"] == 2);
+    CHECK(j["run"]["steps_from"] == "ProfilerStep");
+    REQUIRE(j["ranks"].size() == 2);
+    for (const auto& r : j["ranks"]) CHECK(r["steps"].size() == 3);
     // A second capture into the same folder is refused and leaves it as it was.
     const ProcessResult again =
         run_process(env + bin("ultrascope") + " capture --steps 1 --out " + out + " --timeout 5");

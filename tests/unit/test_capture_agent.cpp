@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "app/capture/agent_client.h"
@@ -110,9 +112,11 @@ TEST_CASE("a capture arms every rank but the launcher and reads each rank's file
     fs::remove_all(out);
     const app::CaptureWritten written = app::write_capture(r.ranks, out);
     REQUIRE(written.rank_files.size() == 2);
-    CHECK(fs::exists(out + "/rank1.json"));
-    CHECK(test::read_file(out + "/rank1.json").find("\"distributedInfo\":{\"local_rank\":1,\"rank\":1") !=
-          std::string::npos);
+    // profiler/capture's rank files: rank<R>.<host>.pt.trace.json, the rank and world size in distributedInfo
+    CHECK(fs::path(written.rank_files[1]).filename().string().rfind("rank1.", 0) == 0);
+    const auto rank1_file = nlohmann::json::parse(test::read_file(written.rank_files[1]));
+    CHECK(rank1_file["distributedInfo"]["rank"] == 1);
+    CHECK(rank1_file["distributedInfo"]["world_size"] == 2);
     CHECK_THROWS_WITH(app::write_capture(r.ranks, out), Catch::Contains("is not an empty folder"));
     fs::remove_all(out);
 }
