@@ -136,6 +136,12 @@ int run_capture(const CaptureOptions& o, std::FILE* out, std::FILE* log) {
                  results.front().job_id.c_str(), ranks.size(), ranks.size() == 1 ? "" : "s");
     for (const std::string& f : written.rank_files) std::fprintf(out, "  %s\n", f.c_str());
     if (!written.message.empty()) std::fprintf(out, "%s\n", written.message.c_str());
+    if (!written.same_steps)  // ranks armed a poll apart started on different multiples of the roundup
+        std::fprintf(out,
+                     "the ranks did not capture the same steps: capture again with a larger --roundup (now %d; more "
+                     "than the steps the job makes in one poll interval), so that every rank starts on the same "
+                     "multiple\n",
+                     o.roundup);
     std::fprintf(out, "open it: ultrascope %s    or: ultrascope report %s\n", o.out.c_str(), o.out.c_str());
     return 0;  // steps that differ between ranks are said above; the files are written
 }
