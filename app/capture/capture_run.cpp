@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -103,16 +104,12 @@ void list_jobs(const CaptureOptions& o, std::FILE* out) {
     }
 }
 
-}  // namespace
+constexpr int kSameStepRetries = 2;
 
-int run_capture(const CaptureOptions& o, std::FILE* out, std::FILE* log) {
-    if (o.list) {
-        list_jobs(o, out);
-        return 0;
-    }
-    US_CHECK_INPUT(!o.out.empty(), "capture needs --out DIR: the folder the rank files go to");
-    check_capture_folder(o.out);
-    const NodeCaptureRequest request{o.job, o.steps, o.roundup, o.timeout_s};
+// One capture of every rank into DIR: the traces gathered from this node or the agents, written as rank files.
+CaptureWritten capture_once(const CaptureOptions& o, int roundup, std::FILE* log, std::string& job_id,
+                            size_t& rank_count) {
+    const NodeCaptureRequest request{o.job, o.steps, roundup, o.timeout_s};
     std::vector<NodeCaptureResult> results;
     std::vector<std::string> names;
     if (o.agents.empty()) {
@@ -131,19 +128,51 @@ int run_capture(const CaptureOptions& o, std::FILE* out, std::FILE* log) {
     }
     US_CHECK_INPUT(failures.empty(), "capture failed, nothing written to {}: {}", o.out, failures);
     number_ranks(ranks);
-    const CaptureWritten written = write_capture(ranks, o.out);
-    std::fprintf(out, "captured %d step%s of job %s on %zu rank%s:\n", o.steps, o.steps == 1 ? "" : "s",
-                 results.front().job_id.c_str(), ranks.size(), ranks.size() == 1 ? "" : "s");
+    job_id = results.front().job_id;
+    rank_count = ranks.size();
+    return write_capture(ranks, o.out);
+}
+
+}  // namespace
+
+int run_capture(const CaptureOptions& o, std::FILE* out, std::FILE* log) {
+    if (o.list) {
+        list_jobs(o, out);
+        return 0;
+    }
+    US_CHECK_INPUT(!o.out.empty(), "capture needs --out DIR: the folder the rank files go to");
+    check_capture_folder(o.out);
+    // Ranks are asked a poll apart and each starts at the next multiple of the roundup: when a poll interval spans
+    // more steps than that, ranks start on different multiples. The traces' clocks tell (finish_capture); then the
+    // capture is taken again with a roundup four times larger, at most twice.
+    std::string job_id;
+    size_t rank_count = 0;
+    int roundup = o.roundup;
+    CaptureWritten written = capture_once(o, roundup, log, job_id, rank_count);
+    for (int retry = 0; !written.same_steps && retry < kSameStepRetries; ++retry) {
+        std::fprintf(log,
+                     "capture: the ranks captured different steps (--roundup %d is fewer than the steps one poll "
+                     "interval spans):\n%s\ncapture: again with --roundup %d\n",
+                     roundup, written.message.c_str(), roundup * 4);
+        std::error_code ec;
+        std::filesystem::remove_all(o.out, ec);  // written by this capture a moment ago
+        roundup *= 4;
+        written = capture_once(o, roundup, log, job_id, rank_count);
+    }
+    std::fprintf(out, "captured %d step%s of job %s on %zu rank%s:\n", written.steps, written.steps == 1 ? "" : "s",
+                 job_id.c_str(), rank_count, rank_count == 1 ? "" : "s");
     for (const std::string& f : written.rank_files) std::fprintf(out, "  %s\n", f.c_str());
     if (!written.message.empty()) std::fprintf(out, "%s\n", written.message.c_str());
-    if (!written.same_steps)  // ranks armed a poll apart started on different multiples of the roundup
+    if (!written.same_steps) {
         std::fprintf(out,
-                     "the ranks did not capture the same steps: capture again with a larger --roundup (now %d; more "
-                     "than the steps the job makes in one poll interval), so that every rank starts on the same "
-                     "multiple\n",
-                     o.roundup);
+                     "the ranks did not capture the same steps, even with --roundup %d: the files are kept as "
+                     "captured; capture again with a larger --roundup (more than the steps the job makes in one poll "
+                     "interval)\n",
+                     roundup);
+        return 3;  // written, but not a consistent capture
+    }
     std::fprintf(out, "open it: ultrascope %s    or: ultrascope report %s\n", o.out.c_str(), o.out.c_str());
-    return 0;  // steps that differ between ranks are said above; the files are written
+    return 0;
 }
 
 }  // namespace us::app

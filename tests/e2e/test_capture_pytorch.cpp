@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -72,7 +73,8 @@ TEST_CASE("capture attaches to a running torchrun job and writes both ranks' fil
     for (size_t at = capture.output.find(": wrote "); at != std::string::npos;
          at = capture.output.find(": wrote ", at + 1))
         kineto_files.push_back(capture.output.substr(at + 8, capture.output.find(' ', at + 8) - at - 8));
-    CHECK(kineto_files.size() == 2);
+    CHECK(kineto_files.size() >= 2);  // two a capture: more when it was taken again with a larger roundup
+    CHECK(kineto_files.size() % 2 == 0);
     sleep(4);
     for (const std::string& f : kineto_files) {
         CHECK_FALSE(fs::exists(f));
@@ -87,7 +89,14 @@ TEST_CASE("capture attaches to a running torchrun job and writes both ranks' fil
     CHECK(j["run"]["world_size"] == 2);
     CHECK(j["run"]["steps_from"] == "ProfilerStep");
     REQUIRE(j["ranks"].size() == 2);
-    for (const auto& r : j["ranks"]) CHECK(r["steps"].size() == 3);
+    // ... the same steps: ranks armed a poll apart started on one multiple of the roundup (the capture retries with a
+    // larger one when the traces' clocks say they did not; --roundup 20 here often needs it), so the collectives
+    // match with the clocks as they are (one host), not by shifting a rank by whole steps
+    for (const auto& r : j["ranks"]) {
+        CHECK(r["steps"].size() == 3);
+        const auto& offset = r["clock_offset_ns"];  // null: the clocks were taken as they are
+        CHECK((offset.is_null() || std::abs(offset.get<double>()) < 5e6));
+    }
     // A second capture into the same folder is refused and leaves it as it was.
     const ProcessResult again =
         run_process(env + bin("ultrascope") + " capture --steps 1 --out " + out + " --timeout 5");
