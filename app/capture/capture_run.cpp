@@ -107,8 +107,7 @@ void list_jobs(const CaptureOptions& o, std::FILE* out) {
 constexpr int kSameStepRetries = 2;
 
 // One capture of every rank into DIR: the traces gathered from this node or the agents, written as rank files.
-CaptureWritten capture_once(const CaptureOptions& o, int roundup, std::FILE* log, std::string& job_id,
-                            size_t& rank_count) {
+CaptureWritten capture_once(const CaptureOptions& o, int roundup, std::FILE* log, std::string& job_id) {
     const NodeCaptureRequest request{o.job, o.steps, roundup, o.timeout_s};
     std::vector<NodeCaptureResult> results;
     std::vector<std::string> names;
@@ -129,7 +128,6 @@ CaptureWritten capture_once(const CaptureOptions& o, int roundup, std::FILE* log
     US_CHECK_INPUT(failures.empty(), "capture failed, nothing written to {}: {}", o.out, failures);
     number_ranks(ranks);
     job_id = results.front().job_id;
-    rank_count = ranks.size();
     return write_capture(ranks, o.out);
 }
 
@@ -146,9 +144,8 @@ int run_capture(const CaptureOptions& o, std::FILE* out, std::FILE* log) {
     // more steps than that, ranks start on different multiples. The traces' clocks tell (finish_capture); then the
     // capture is taken again with a roundup four times larger, at most twice.
     std::string job_id;
-    size_t rank_count = 0;
     int roundup = o.roundup;
-    CaptureWritten written = capture_once(o, roundup, log, job_id, rank_count);
+    CaptureWritten written = capture_once(o, roundup, log, job_id);
     for (int retry = 0; !written.same_steps && retry < kSameStepRetries; ++retry) {
         std::fprintf(log,
                      "capture: the ranks captured different steps (--roundup %d is fewer than the steps one poll "
@@ -157,10 +154,10 @@ int run_capture(const CaptureOptions& o, std::FILE* out, std::FILE* log) {
         std::error_code ec;
         std::filesystem::remove_all(o.out, ec);  // written by this capture a moment ago
         roundup *= 4;
-        written = capture_once(o, roundup, log, job_id, rank_count);
+        written = capture_once(o, roundup, log, job_id);
     }
     std::fprintf(out, "captured %d step%s of job %s on %zu rank%s:\n", written.steps, written.steps == 1 ? "" : "s",
-                 job_id.c_str(), rank_count, rank_count == 1 ? "" : "s");
+                 job_id.c_str(), written.rank_files.size(), written.rank_files.size() == 1 ? "" : "s");
     for (const std::string& f : written.rank_files) std::fprintf(out, "  %s\n", f.c_str());
     if (!written.message.empty()) std::fprintf(out, "%s\n", written.message.c_str());
     if (!written.same_steps) {

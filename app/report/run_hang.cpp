@@ -23,8 +23,9 @@ std::optional<RunHang> run_hang_of(const prof::TraceStore& store) {
     }
     if (dumps.empty() && unreadable.empty()) return std::nullopt;
     RunHang h;
+    const size_t files = dumps.size() + unreadable.size();
     h.dumps = hang::check_dumps(std::move(dumps));
-    h.dumps.files = h.dumps.dumps.size() + unreadable.size();
+    h.dumps.files = files;
     h.dumps.problems.insert(h.dumps.problems.end(), unreadable.begin(), unreadable.end());
     h.analysis = hang::analyze_hang(h.dumps);
     return h;

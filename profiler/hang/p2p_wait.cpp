@@ -11,18 +11,10 @@
 namespace us::hang {
 namespace {
 
-struct Wait {
-    bool any = false;
-    uint32_t group = 0;  // aligned group index
-    int peer = -1;       // global rank
-    bool send = false;
-    const flight::FlightEntry* entry = nullptr;
-};
-
 // One unfinished send or receive of a rank.
 struct Pending {
-    uint32_t group;
-    int peer;  // global rank
+    uint32_t group;  // aligned group index
+    int peer;        // global rank
     bool send;
     const flight::FlightEntry* entry;
 };
@@ -58,7 +50,7 @@ void judge_p2p(const DumpSet& set, const AlignedGroups& aligned, std::vector<Gro
     }
     // Operations pair up per channel in the order they were posted (MPI, gloo and NCCL match them so): the first
     // min(sends, receives) of a channel are transfers in flight; a rank waits in its oldest operation left unpaired.
-    std::vector<Wait> waits(set.dumps.size());
+    std::vector<const Pending*> waits(set.dumps.size(), nullptr);  // the operation each rank waits in, if any
     for (size_t di = 0; di < set.dumps.size(); ++di) {
         std::unordered_map<uint64_t, int64_t> seen;  // this rank's operations met so far per channel
         for (const Pending& p : pending[di]) {
@@ -66,20 +58,20 @@ void judge_p2p(const DumpSet& set, const AlignedGroups& aligned, std::vector<Gro
             const uint64_t ch = p.send ? channel(p.group, me, p.peer) : channel(p.group, p.peer, me);
             const int64_t answered = std::min(sends[ch], recvs[ch]);
             if (++seen[ch] <= answered) continue;  // a transfer in flight
-            waits[di] = {true, p.group, p.peer, p.send, p.entry};
+            waits[di] = &p;
             break;
         }
     }
     // waits_on[i]: the dump index rank i waits on, -1 for none (no wait, or a peer without a dump).
     std::vector<int64_t> waits_on(set.dumps.size(), -1);
     for (size_t di = 0; di < set.dumps.size(); ++di) {
-        const Wait& w = waits[di];
-        if (!w.any) continue;
+        if (!waits[di]) continue;
+        const Pending& w = *waits[di];
         const auto peer = dump_of_rank.find(w.peer);
         if (peer == dump_of_rank.end()) continue;
         waits_on[di] = peer->second;
         GroupState& s = states[w.group];
-        if (!waits[peer->second].any && s.kind == HangKind::none) {
+        if (!waits[peer->second] && s.kind == HangKind::none) {
             // The peer waits on nothing unanswered: it never posted the other side.
             s.kind = HangKind::missing;
             s.culprit_ranks = {w.peer};
@@ -100,7 +92,7 @@ void judge_p2p(const DumpSet& set, const AlignedGroups& aligned, std::vector<Gro
         std::vector<int> cycle;
         std::string how;
         for (int64_t i = at;;) {
-            const Wait& w = waits[size_t(i)];
+            const Pending& w = *waits[size_t(i)];
             cycle.push_back(set.dumps[size_t(i)].rank);
             how += fmt::format("{}rank {} waits in {} {} {}", how.empty() ? "" : ", ", set.dumps[size_t(i)].rank,
                                w.send ? "send to" : "recv from", "rank", w.peer);
@@ -108,11 +100,11 @@ void judge_p2p(const DumpSet& set, const AlignedGroups& aligned, std::vector<Gro
             if (i == at) break;
         }
         std::sort(cycle.begin(), cycle.end());
-        GroupState& s = states[waits[size_t(at)].group];
+        GroupState& s = states[waits[size_t(at)]->group];
         if (s.kind == HangKind::mismatch) continue;
         s.kind = HangKind::p2p_deadlock;
         s.culprit_ranks = cycle;
-        s.collective = call_of(set.dumps[size_t(at)], *waits[size_t(at)].entry);
+        s.collective = call_of(set.dumps[size_t(at)], *waits[size_t(at)]->entry);
         s.detail = "sends and receives wait on each other in a cycle: " + how;
     }
 }

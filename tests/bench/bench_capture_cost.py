@@ -5,7 +5,7 @@
 p90 step time of each, the steps the capture traced (and the other steps while it ran) against the steps outside it,
 and the ratios. Every process it starts is killed on every way out (see `Reaper`).
 
-    /work/venv-torch/bin/python tests/bench/bench_capture_cost.py --ultrascope build/bin/ultrascope [--steps 300]
+    $ULTRASCOPE_TORCH_PYTHON tests/bench/bench_capture_cost.py --ultrascope build/bin/ultrascope [--steps 300]
 """
 import argparse
 import atexit

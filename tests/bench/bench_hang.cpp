@@ -3,7 +3,7 @@
 // rank stops before its tp all-reduce: its tp peers wait inside it, the other tp groups go on into their dp
 // reduce-scatter and wait there. Then analyses them as `ultrascope report DIR` does, in a child process (its peak RSS
 // is the analysis's alone), and prints the time, the peak RSS, the bytes read per second and whether the stopped
-// rank is named. With PyTorch's analyzer at hand (ULTRASCOPE_TORCH_PYTHON, or /work/venv-torch/bin/python), it is
+// rank is named. With PyTorch's analyzer at hand (ULTRASCOPE_TORCH_PYTHON, or a python3 with torch), it is
 // run on the same files, side by side, with its time and whether it names the rank.
 //   bench_hang [RANKS=4096] [ENTRIES=2000] [DIR=/tmp/ultrascope-bench-hang] [STOPPED_RANK=RANKS/3]
 #include <sys/resource.h>
@@ -168,7 +168,7 @@ Result analyse_in_child(const std::string& dir) {
 
 std::string torch_python() {
     if (const char* p = std::getenv("ULTRASCOPE_TORCH_PYTHON")) return p;
-    return fs::exists("/work/venv-torch/bin/python") ? "/work/venv-torch/bin/python" : "";
+    return std::system("python3 -c 'import torch.distributed' >/dev/null 2>&1") == 0 ? "python3" : "";
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // `ultrascope capture` against real Kineto: a 2-rank torchrun job (gloo, CPU) started with KINETO_USE_DAEMON=1
-// from a Python that has torch (ULTRASCOPE_TORCH_PYTHON, /work/venv-torch, or python3), and the capture owning
+// from a Python that has torch (ULTRASCOPE_TORCH_PYTHON, else python3), and the capture owning
 // the daemon name in a socket directory of the test's own (KINETO_IPC_SOCKET_DIR, so a dynolog on the machine is
 // untouched). Without torch the test says so and is skipped, never passed.
 #include <signal.h>
@@ -19,7 +19,6 @@ namespace {
 std::string python_with_torch() {
     std::vector<std::string> candidates;
     if (const char* p = std::getenv("ULTRASCOPE_TORCH_PYTHON")) candidates.push_back(p);
-    candidates.push_back("/work/venv-torch/bin/python");
     candidates.push_back("python3");
     for (const std::string& python : candidates)
         if (run_process(python + " -c 'import torch.distributed' >/dev/null 2>&1").exit_code == 0) return python;

@@ -4,7 +4,7 @@ protocol (dynolog's), with no change to the job: the inputs of issue 55's captur
 agent's replay test. Recorded only for tests; Ultrascope's own endpoint is C++ (ultrascope agent / capture).
 
 Run from the repo root with a Python that has torch (recorded with torch 2.15.0, CPU, gloo):
-    /work/venv-torch/bin/python tests/data/capture/record_traces.py [--steps 3] [--roundup 300]
+    $ULTRASCOPE_TORCH_PYTHON tests/data/capture/record_traces.py [--steps 3] [--roundup 300]
 It starts a 2-rank torchrun job (this file with --worker: a small MLP under DDP on gloo, SGD, ~10 ms a step) with
 KINETO_USE_DAEMON=1 and KINETO_CONFIG naming a file that holds ON_DEMAND_CONFIG_UPDATE_INTERVAL_SECS=1, and plays a
 minimal dynolog: it binds the datagram socket "\\0dynolog\\0" (abstract, the trailing NUL counted; with
