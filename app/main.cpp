@@ -48,6 +48,7 @@ void usage() {
         "  capture --steps N --out DIR [--agents ..] N steps of a running PyTorch job, every rank (KINETO_USE_DAEMON=1;\n"
         "                                            docs/attach-pytorch.md)\n"
         "  agent [--port P] [--listen ADDR]          a node's Kineto daemon, for capture --agents\n"
+        "  nodes up N | exec K -- CMD | down         emulated nodes that stay up, for any job (docs/nodes.md)\n"
         "Each command takes --help.\n%s",
         us::app::gui_args_help().c_str());
 }
@@ -138,6 +139,7 @@ int main(int argc, char** argv) {
         if (command == "lesson") return us::app::lesson_command(argc - 1, argv + 1);
         if (command == "capture") return us::app::capture_command(argc - 1, argv + 1);
         if (command == "agent") return us::app::agent_command(argc - 1, argv + 1);
+        if (command == "nodes") return us::app::nodes_command(argc - 1, argv + 1);
         if (command == "gui") return gui_or_fallback(argc - 1, argv + 1);
         return gui_or_fallback(argc, argv);
     } catch (const us::UserError& e) {

@@ -17,7 +17,12 @@ namespace us::app {
 
 std::string agent_discovery_path(const std::string& socket_dir) {
     const std::string dir = fmt::format("/tmp/ultrascope-{}", ::getuid());
-    if (socket_dir.empty()) return dir + "/agent.json";
+    if (socket_dir.empty()) {
+        // The abstract name is per network namespace: so is its agent (one per emulated node shares this /tmp).
+        struct stat net {};
+        if (::stat("/proc/self/ns/net", &net) != 0) return dir + "/agent.json";
+        return fmt::format("{}/agent-net{}.json", dir, uint64_t(net.st_ino));
+    }
     return fmt::format("{}/agent-{:016x}.json", dir, std::hash<std::string>{}(socket_dir));
 }
 

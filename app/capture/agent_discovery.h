@@ -1,6 +1,7 @@
 // How `ultrascope capture` finds the agent already running on its own node: the agent writes its port and token
-// to a file only its user can read (/tmp/ultrascope-UID/agent*.json, one per socket directory), and removes it
-// when it stops. A capture that finds the "dynolog" name taken reads it; a file whose agent died is ignored.
+// to a file only its user can read (/tmp/ultrascope-UID/agent*.json, one per socket directory, or per network namespace
+// for the abstract name), and removes it when it stops. A capture that finds the "dynolog" name taken reads it; a file
+// whose agent died is ignored.
 #pragma once
 
 #include <optional>

@@ -1,5 +1,5 @@
-// `ultrascope capture --steps N --out DIR [--agents HOST:PORT,...] [--job ID] [--timeout S]`: N optimizer steps of
-// a running PyTorch job (started with KINETO_USE_DAEMON=1) from every rank, as a folder of rank files that
+// `ultrascope capture --steps N --out DIR [--agents HOST:PORT,...|--nodes [N]] [--job ID] [--timeout S]`: N optimizer
+// steps of a running PyTorch job (started with KINETO_USE_DAEMON=1) from every rank, as a folder of rank files that
 // `ultrascope DIR` and `ultrascope report DIR` open (docs/attach-pytorch.md). This file parses and prints; the
 // capture itself is app/capture/capture_run.h.
 #include <CLI/CLI.hpp>
@@ -8,6 +8,7 @@
 
 #include "app/capture/capture_run.h"
 #include "app/cli/capture_commands.h"
+#include "app/launch/nodes_state.h"
 #include "common/core/check.h"
 
 namespace us::app {
@@ -20,6 +21,11 @@ int capture_command(int argc, char** argv) {
     cli.add_option("--out", o.out, "Folder to write the rank files to (new, or empty)");
     cli.add_option("--agents", agents,
                    "HOST:PORT,... of `ultrascope agent`s, one per node (default: this node, no agent needed)");
+    std::string nodes;
+    CLI::Option* nodes_flag = cli.add_option("--nodes", nodes,
+                                             "Capture from the agents of the emulated nodes up (`ultrascope nodes "
+                                             "up N`); N, when given, must be how many are up")
+                                  ->expected(0, 1);
     cli.add_option("--job", o.job, "The job: its Slurm job id or its launcher's pid (default: the only job polling)");
     cli.add_option("--timeout", o.timeout_s, "Seconds to wait for the ranks and their files (default 120)");
     cli.add_option("--roundup", o.roundup,
@@ -40,6 +46,15 @@ int capture_command(int argc, char** argv) {
         if (comma == std::string::npos) comma = agents.size();
         if (comma > start) o.agents.push_back(agents.substr(start, comma - start));
         start = comma + 1;
+    }
+    if (nodes_flag->count() > 0) {  // the standing nodes' agents, their addresses and token from the state file
+        US_CHECK_INPUT(o.agents.empty(), "--nodes and --agents both name the agents: give one of them");
+        const NodesState state = standing_nodes();
+        US_CHECK_INPUT(nodes.empty() || nodes == std::to_string(state.nodes.size()),
+                       "--nodes {}: {} emulated node(s) are up ({}); give --nodes alone, or --nodes {}", nodes,
+                       state.nodes.size(), state.addresses(), state.nodes.size());
+        o.agents = state.agents();
+        if (o.token.empty()) o.token = state.token;
     }
     return run_capture(o, stdout, stderr);
 }

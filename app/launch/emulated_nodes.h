@@ -38,6 +38,7 @@ public:
     const std::string& bridge_address() const { return m_bridge_ip; }          // this namespace's address on the bridge
     const std::string& subnet() const { return m_subnet; }                     // "10.77.X.0/24"
     const std::vector<std::string>& addresses() const { return m_addresses; }  // each node's, in node order
+    std::string interface(size_t node) const { return m_prefix + "p" + std::to_string(node); }  // its veth end
     // mpirun's arguments to launch onto the nodes (the agent, TCP on the bridge's subnet only), beside hostfile().
     std::vector<std::string> mpirun_args() const;
     std::string describe() const;  // one line: nodes, ranks per node, the links
