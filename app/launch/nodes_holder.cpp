@@ -182,6 +182,18 @@ int hold(const NodeLinks& links, const std::string& program, int ready) {
     }
 }
 
+// The holder's logs and lock, and the run folder when nothing else is in it.
+void remove_run_files() {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(nodes_run_dir(), ec)) {
+        const std::string name = e.path().filename().string();
+        if (name == "nodes.log" || (name.rfind("agent-", 0) == 0 && e.path().extension() == ".log"))
+            fs::remove(e.path(), ec);
+    }
+    fs::remove(nodes_lock_path(), ec);
+    fs::remove(nodes_run_dir(), ec);  // only when empty
+}
+
 // Reads what the holder says on the pipe until it closes it (or `limit_s` passes: "").
 std::string read_all(int fd, double limit_s) {
     std::string text;
@@ -232,7 +244,9 @@ NodesStarted start_standing_nodes(const NodeLinks& links, const std::string& pro
         ::setsid();  // out of the caller's session: its terminal's Ctrl-C and hang-up are not the nodes'
         [[maybe_unused]] const int cd = ::chdir("/");
         detach(nodes_run_dir() + "/nodes.log", lock, ready[1]);
-        ::_exit(hold(links, program, ready[1]));
+        const int code = hold(links, program, ready[1]);
+        remove_run_files();  // the nodes are gone: nothing of them stays, the lock last (`down` waits on it)
+        ::_exit(code);
     }
     ::close(ready[1]);
     ::close(lock);  // the holder keeps the lock: the same open file
