@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -51,8 +52,15 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--roundup", type=int, default=20)
     ap.add_argument("--start-timeout", type=float, default=600, help="seconds for every rank to poll")
+    ap.add_argument("--gib-per-rank", type=float, default=0.25, help="memory a tiny torch rank takes (measured here)")
+    ap.add_argument("--min-free-gib", type=float, default=2.0,
+                    help="stop the job when MemAvailable falls below this (the machine is shared)")
     args = ap.parse_args()
     us = os.path.abspath(args.ultrascope)
+    need = 2 * args.per_node * args.gib_per_rank + args.min_free_gib
+    if mem_available_gib() < need:
+        sys.exit(f"bench_capture_nodes: {2 * args.per_node} ranks need about {need:.1f} GiB available, this machine has "
+                 f"{mem_available_gib():.1f}: fewer --per-node, or wait for a quieter machine")
     work = tempfile.mkdtemp(prefix="bench-capture-nodes-")
     env = dict(os.environ, ULTRASCOPE_NODES_DIR=os.path.join(work, "run"))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench_capture_nodes: SIGTERM, stopping"))
@@ -63,6 +71,17 @@ def main():
             f.write("ON_DEMAND_CONFIG_UPDATE_INTERVAL_SECS=1\n")
         job_env = dict(env, KINETO_USE_DAEMON="1", KINETO_CONFIG=os.path.join(work, "kineto.conf"), OMP_NUM_THREADS="1")
         mem_before = mem_available_gib()
+        low = []
+
+        def watch():  # never let the job push the shared machine into the OOM killer
+            while not low and not done.is_set():
+                if mem_available_gib() < args.min_free_gib:
+                    low.append(mem_available_gib())
+                    subprocess.run([us, "nodes", "down"], env=env, capture_output=True)
+                time.sleep(0.5)
+
+        done = threading.Event()
+        threading.Thread(target=watch, daemon=True).start()
         t_launch = time.time()
         for k in range(2):
             log = open(os.path.join(work, f"job{k}.log"), "w")
@@ -78,7 +97,7 @@ def main():
             counts = [int(m) for m in re.findall(r"(\d+) of (?:\d+|\?) ranks", listed.stdout)]
             if len(counts) == 2 and all(c >= want for c in counts):
                 break
-            if time.time() - t_launch > args.start_timeout:
+            if low or time.time() - t_launch > args.start_timeout:
                 sys.exit(f"bench_capture_nodes: not every rank polled within {args.start_timeout:g} s:\n{listed.stdout}")
             time.sleep(2)
         t_polling = time.time()
@@ -88,8 +107,11 @@ def main():
         cap = subprocess.run([us, "capture", "--nodes", "--steps", str(args.steps), "--out", out, "--timeout", "600",
                               "--roundup", str(args.roundup)], env=env, capture_output=True, text=True)
         t_written = time.time()
+        if low:
+            sys.exit(f"bench_capture_nodes: MemAvailable fell to {low[0]:.1f} GiB: the job was stopped; use fewer --per-node")
         if cap.returncode != 0:
-            sys.exit(f"bench_capture_nodes: capture failed ({cap.returncode}):\n{cap.stdout}\n{cap.stderr[-4000:]}")
+            tails = "".join(f"\njob{k}.log:\n" + open(os.path.join(work, f"job{k}.log")).read()[-3000:] for k in range(2))
+            sys.exit(f"bench_capture_nodes: capture failed ({cap.returncode}):\n{cap.stdout}\n{cap.stderr[-3000:]}{tails}")
         rep = subprocess.run([us, "report", out], capture_output=True, text=True)
         t_report = time.time()
         if rep.returncode != 0:
@@ -106,6 +128,8 @@ def main():
               f"(the report itself {t_report - t_written:.1f} s)")
         print("capture's last lines:\n  " + "\n  ".join(cap.stdout.strip().splitlines()[-3:]))
     finally:
+        if "done" in locals():
+            done.set()
         subprocess.run([us, "nodes", "down"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for log in logs:
             log.close()
