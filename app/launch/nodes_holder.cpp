@@ -277,7 +277,9 @@ std::vector<std::string> stop_standing_nodes(double limit_s) {
     std::vector<std::string> lines;
     if (still_running(state->holder)) ::kill(state->holder.pid, SIGTERM);
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
-    while (nodes_holder_running() && std::chrono::steady_clock::now() < end) ::usleep(100000);
+    // the lock goes (its file removed) just before the holder exits: wait for both
+    while ((nodes_holder_running() || still_running(state->holder)) && std::chrono::steady_clock::now() < end)
+        ::usleep(50000);
     if (nodes_holder_running()) {
         kill_processes({state->holder});
         while (nodes_holder_running()) ::usleep(100000);
