@@ -165,9 +165,7 @@ int hold(const NodeLinks& links, const std::string& program, int ready) {
         }
         std::printf("stopping: ending what runs on the nodes, then removing them\n");
         std::fflush(stdout);
-        std::error_code ec;
-        fs::remove(nodes_state_path(), ec);
-        agents.stop();
+        agents.stop();  // the state file stays until the nodes are gone: a second `down` waits too
         for (const StandingNode& n : state.nodes)
             if (const int left = end_processes(node_processes(n.name), 5); left > 0)
                 std::printf("node %s: %d process(es) did not end on SIGTERM within 5 s: killed\n", n.name.c_str(),
@@ -182,12 +180,13 @@ int hold(const NodeLinks& links, const std::string& program, int ready) {
     }
 }
 
-// The holder's logs and lock, and the run folder when nothing else is in it.
+// The state file, the holder's logs and lock, and the run folder when nothing else is in it.
 void remove_run_files() {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(nodes_run_dir(), ec)) {
         const std::string name = e.path().filename().string();
-        if (name == "nodes.log" || (name.rfind("agent-", 0) == 0 && e.path().extension() == ".log"))
+        if (name == "nodes.log" || name == "nodes.json" ||
+            (name.rfind("agent-", 0) == 0 && e.path().extension() == ".log"))
             fs::remove(e.path(), ec);
     }
     fs::remove(nodes_lock_path(), ec);
