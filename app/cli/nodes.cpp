@@ -79,6 +79,7 @@ int nodes_exec(int argc, char** argv) {  // argv[0] is "exec"
     int first = 2;
     if (first < argc && std::strcmp(argv[first], "--") == 0) ++first;
     const std::vector<std::string> command(argv + first, argv + argc);
+    US_CHECK_INPUT(!command.empty(), "nodes exec needs a command: ultrascope nodes exec K -- CMD [ARGS...]");
     const NodesState state = standing_nodes();
     return exec_on_node(state, std::stoi(k), command);
 }
