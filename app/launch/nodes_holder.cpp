@@ -112,6 +112,22 @@ void wait_for_agent(pid_t pid, const StandingNode& node, const std::string& log)
     fail_user("the agent on node {} did not start within 30 s: {}", node.name, file_text(log));
 }
 
+// Until a stop signal; an agent that exits meanwhile is said in the log.
+void wait_for_stop(Agents& agents) {
+    while (!g_stop) {
+        for (size_t i = 0; i < agents.pids.size(); ++i)
+            if (agents.pids[i] > 0 && ::waitpid(agents.pids[i], nullptr, WNOHANG) == agents.pids[i]) {
+                std::printf(
+                    "the agent on node %zu (pid %d) exited: captures on that node fail until `nodes "
+                    "down` and `nodes up`\n",
+                    i, agents.pids[i]);
+                std::fflush(stdout);
+                agents.pids[i] = -1;
+            }
+        ::usleep(200000);
+    }
+}
+
 // The holder's life: make the nodes and agents, say so on `ready`, wait for a stop signal, take it all down.
 int hold(const NodeLinks& links, const std::string& program, int ready) {
     struct sigaction sa {};
@@ -151,18 +167,7 @@ int hold(const NodeLinks& links, const std::string& program, int ready) {
         say("ok\n" + notes);
         std::printf("holding %s\n", state.description.c_str());
         std::fflush(stdout);
-        while (!g_stop) {
-            for (size_t i = 0; i < agents.pids.size(); ++i)
-                if (agents.pids[i] > 0 && ::waitpid(agents.pids[i], nullptr, WNOHANG) == agents.pids[i]) {
-                    std::printf(
-                        "the agent on node %zu (pid %d) exited: captures on that node fail until `nodes "
-                        "down` and `nodes up`\n",
-                        i, agents.pids[i]);
-                    std::fflush(stdout);
-                    agents.pids[i] = -1;
-                }
-            ::usleep(200000);
-        }
+        wait_for_stop(agents);
         std::printf("stopping: ending what runs on the nodes, then removing them\n");
         std::fflush(stdout);
         agents.stop();  // the state file stays until the nodes are gone: a second `down` waits too
