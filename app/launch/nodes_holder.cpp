@@ -185,19 +185,6 @@ int hold(const NodeLinks& links, const std::string& program, int ready) {
     }
 }
 
-// The state file, the holder's logs and lock, and the run folder when nothing else is in it.
-void remove_run_files() {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(nodes_run_dir(), ec)) {
-        const std::string name = e.path().filename().string();
-        if (name == "nodes.log" || name == "nodes.json" ||
-            (name.rfind("agent-", 0) == 0 && e.path().extension() == ".log"))
-            fs::remove(e.path(), ec);
-    }
-    fs::remove(nodes_lock_path(), ec);
-    fs::remove(nodes_run_dir(), ec);  // only when empty
-}
-
 // Reads what the holder says on the pipe until it closes it (or `limit_s` passes: "").
 std::string read_all(int fd, double limit_s) {
     std::string text;
@@ -249,7 +236,7 @@ NodesStarted start_standing_nodes(const NodeLinks& links, const std::string& pro
         [[maybe_unused]] const int cd = ::chdir("/");
         detach(nodes_run_dir() + "/nodes.log", lock, ready[1]);
         const int code = hold(links, program, ready[1]);
-        remove_run_files();  // the nodes are gone: nothing of them stays, the lock last (`down` waits on it)
+        remove_nodes_run_files();  // the nodes are gone: nothing of them stays, the lock last (`down` waits on it)
         ::_exit(code);
     }
     ::close(ready[1]);

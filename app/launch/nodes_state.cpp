@@ -97,15 +97,26 @@ bool nodes_holder_running() {
     return !free;
 }
 
+void remove_nodes_run_files() {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(nodes_run_dir(), ec)) {
+        const std::string name = e.path().filename().string();
+        if (name == "nodes.log" || name == "nodes.json" ||
+            (name.rfind("agent-", 0) == 0 && e.path().extension() == ".log"))
+            fs::remove(e.path(), ec);
+    }
+    fs::remove(nodes_lock_path(), ec);
+    fs::remove(nodes_run_dir(), ec);  // only when empty
+}
+
 std::vector<std::string> remove_dead_holder_leftovers() {
     const bool state_file = fs::exists(nodes_state_path());
     if (!state_file || nodes_holder_running()) return {};
     std::vector<std::string> lines;
     if (::geteuid() == 0) lines = remove_stale_nodes();  // the holder's nodes carry its pid (stale_runs.h)
-    std::error_code ec;
-    fs::remove(nodes_state_path(), ec);
-    lines.push_back(
-        fmt::format("the holder of the emulated nodes no longer ran: removed its state file {}", nodes_state_path()));
+    remove_nodes_run_files();
+    lines.push_back(fmt::format("the holder of the emulated nodes no longer ran: removed its state file and logs in {}",
+                                nodes_run_dir()));
     return lines;
 }
 

@@ -45,8 +45,11 @@ bool nodes_holder_running();
 // what it left was removed).
 NodesState standing_nodes();
 
+// The state file, the holder's logs and lock, and the run folder when nothing else is in it.
+void remove_nodes_run_files();
+
 // When the state file's holder no longer runs: removes what it left (its nodes' processes, namespaces, links and
-// folder: stale_runs.h) and the state file; a line per thing removed. None when nothing was stale.
+// folder: stale_runs.h) and the run files; a line per thing removed. None when nothing was stale.
 std::vector<std::string> remove_dead_holder_leftovers();
 
 }  // namespace us::app

@@ -143,6 +143,7 @@ TEST_CASE("nodes whose holder was killed are removed by the next nodes command",
     CHECK(status.output.find("no emulated nodes are up") != std::string::npos);
     CHECK(namespaces_named("us" + pid + "n").empty());
     CHECK(wait_processes_gone("sleep 3217", 5) == 0);
+    CHECK_FALSE(fs::exists(nodes.dir));
     CHECK(wait_processes_gone("agent --listen 0.0.0.0 --port 7321", 5) == 0);
 }
 
