@@ -18,7 +18,7 @@ namespace us::prof {
 
 namespace {
 
-constexpr size_t kDigestOps = 24;  // the op table's leading rows kept
+constexpr size_t kDigestOps = 64;  // the op table's leading rows kept (an engine run's whole table)
 
 bool to_peer(const Span& s, Lane lane) {
     return lane == Lane::p2p || ((s.op == OpClass::send || s.op == OpClass::recv) && s.peer >= 0);

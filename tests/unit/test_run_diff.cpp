@@ -214,7 +214,7 @@ TEST_CASE("diff: two runs of the same settings differ within their own noise, an
     CHECK(d.noise_ms == Approx(4));
     CHECK(std::abs(d.delta_ms) <= d.noise_ms);
     CHECK(d.within_noise);
-    CHECK(d.verdict.find("does not differ from A beyond noise") == 0);
+    CHECK(d.verdict.rfind("B does not differ from A beyond noise", 0) == 0);
     const nlohmann::json j = diff_json(d);
     CHECK(j["within_noise"] == true);
     CHECK(j["noise_ms"].get<double>() == Approx(4));
