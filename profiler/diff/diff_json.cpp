@@ -50,6 +50,8 @@ nlohmann::json diff_json(const RunDiff& d) {
             {"b_step_ms", d.b_step_ms},
             {"delta_ms", d.delta_ms},
             {"noise_ms", d.noise_ms},
+            {"a_steps_ms", d.a_steps_ms},
+            {"b_steps_ms", d.b_steps_ms},
             {"within_noise", d.within_noise},
             {"verdict", d.verdict},
             {"causes", causes},

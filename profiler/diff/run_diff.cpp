@@ -43,12 +43,19 @@ struct Builder {
         if (std::abs(c.ms) > 1e-9) causes.push_back(std::move(c));
     }
 
-    // Per compute kind, its self time's change less what ops new in B (gone from A) brought, then those ops.
+    // Per compute kind, its self time's change less what ops new in B (gone from A) brought, then those ops. A kind
+    // with ops both new and gone had its implementation replaced (naive attention by flash): its new and gone ops
+    // stay in it, as its evidence.
     void compute() {
+        std::array<bool, kComputeKindCount> added{}, removed{}, replaced{};
+        for (const AlignedOp& o : ops)
+            added[size_t(o.kind)] |= o.match == OpMatch::new_in_b,
+                removed[size_t(o.kind)] |= o.match == OpMatch::gone_from_a;
+        for (int k = 0; k < kComputeKindCount; ++k) replaced[k] = added[k] && removed[k];
         std::array<double, kComputeKindCount> fresh{};
         Cause new_ops{CauseKind::new_ops, "", 0, "measured"};
         for (const AlignedOp& o : ops) {
-            if (o.match != OpMatch::new_in_b && o.match != OpMatch::gone_from_a) continue;
+            if ((o.match != OpMatch::new_in_b && o.match != OpMatch::gone_from_a) || replaced[size_t(o.kind)]) continue;
             fresh[size_t(o.kind)] += o.delta_s();
             new_ops.ms += kMs * o.delta_s();
             new_ops.ops.push_back(cause_op(o));
@@ -58,7 +65,9 @@ struct Builder {
             Cause c{CauseKind::compute, std::string(kComputeKindNames[k]), ms, "measured"};
             std::vector<const AlignedOp*> moved;
             for (const AlignedOp& o : ops)
-                if (o.match == OpMatch::both && int(o.kind) == k && std::abs(o.delta_s()) > 0) moved.push_back(&o);
+                if (int(o.kind) == k && std::abs(o.delta_s()) > 0 &&
+                    (o.match == OpMatch::both || (replaced[k] && o.match != OpMatch::unknown)))
+                    moved.push_back(&o);
             std::sort(moved.begin(), moved.end(), [](const AlignedOp* x, const AlignedOp* y) {
                 return std::abs(x->delta_s()) > std::abs(y->delta_s());
             });
@@ -73,6 +82,7 @@ struct Builder {
         });
         if (new_ops.ops.size() > 2 * kEvidenceOps) new_ops.ops.resize(2 * kEvidenceOps);
         new_ops.evidence = "ops in only one run's op tables: new in B, or gone from A";
+        new_ops.rank = rank_moved_most(a, b, al, new_ops.ms, [](const StepFigures& f) { return f.compute_s; });
         add(std::move(new_ops));
     }
 
@@ -197,6 +207,8 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b) {
     d.a_steps = fa.steady_steps, d.b_steps = fb.steady_steps;
     d.a_step_ms = kMs * fa.mean.wall_s, d.b_step_ms = kMs * fb.mean.wall_s, d.delta_ms = d.b_step_ms - d.a_step_ms;
     d.noise_ms = kMs * std::max(fa.noise_s, fb.noise_s);
+    for (double w : fa.step_walls_s) d.a_steps_ms.push_back(kMs * w);
+    for (double w : fb.step_walls_s) d.b_steps_ms.push_back(kMs * w);
     d.within_noise = std::abs(d.delta_ms) <= d.noise_ms;
     Builder builder{fa, fb, al, ops, {}};
     builder.compute();

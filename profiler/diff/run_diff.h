@@ -65,12 +65,13 @@ struct DiffSide {
 struct RunDiff {
     std::string a_name, b_name;
     int a_ranks = 0, b_ranks = 0, a_steps = 0, b_steps = 0;
-    double a_step_ms = 0, b_step_ms = 0;  // measured: the ranks' mean steady step
-    double delta_ms = 0;                  // measured: b - a
-    double noise_ms = 0;                  // measured: the larger of the runs' half-ranges of their steady steps
-    bool within_noise = false;            // |delta| <= noise
-    double unexplained_ms = 0;            // delta minus the causes' sum
-    std::vector<Cause> causes;            // largest |ms| first
+    double a_step_ms = 0, b_step_ms = 0;         // measured: the ranks' mean steady step
+    double delta_ms = 0;                         // measured: b - a
+    double noise_ms = 0;                         // measured: the larger of the runs' ranges of their steady steps
+    std::vector<double> a_steps_ms, b_steps_ms;  // measured: each steady step, the ranks' mean
+    bool within_noise = false;                   // |delta| <= noise
+    double unexplained_ms = 0;                   // delta minus the causes' sum
+    std::vector<Cause> causes;                   // largest |ms| first
     std::vector<WhatIf> what_if;
     std::vector<MemoryRow> memory;
     std::string ranks_by;

@@ -95,7 +95,7 @@ RunFigures run_figures(const CrossRank& x, const std::string& what) {
     for (auto& [key, f] : run.ops) f.self_s /= n, f.calls /= n;
     for (size_t i = 0; i < wall_sum.size(); ++i) run.step_walls_s.push_back(wall_sum[i] / wall_count[i]);
     const auto [lo, hi] = std::minmax_element(run.step_walls_s.begin(), run.step_walls_s.end());
-    run.noise_s = (*hi - *lo) / 2;
+    run.noise_s = *hi - *lo;
     return run;
 }
 

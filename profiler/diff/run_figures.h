@@ -46,7 +46,7 @@ struct RunFigures {
     std::vector<RankFigures> ranks;    // the ranks with steady steps, by rank
     StepFigures mean;                  // over `ranks`
     std::vector<double> step_walls_s;  // the ranks' mean wall per steady step index (the run's own spread)
-    double noise_s = 0;                // half the range of step_walls_s
+    double noise_s = 0;                // the range of step_walls_s (largest less smallest)
     int steady_steps = 0;              // the most steady steps of a rank
     bool device = false;               // GPU compute (idle is the host's: launches, the data loader)
     std::map<OpKey, OpFigure> ops;     // the digests' leading op rows

@@ -158,29 +158,27 @@ TEST_CASE("diff: a slowed rank's waits are the straggler's, on that rank, with b
     CHECK(d.what_if[1].step_ms == Approx(950 - 75).margin(0.01));
 }
 
-TEST_CASE("diff: ops are matched by name and class, never by time; new and gone ops are their own cause",
-          "[cpu][diff]") {
+TEST_CASE("diff: ops are matched by name and class, never by time; an op new in B is its own cause", "[cpu][diff]") {
     RankPlan a_plan, b_plan;
     a_plan.ops = {{"mlp.c_fc", OpClass::gemm, 4, 0.3, ComputeKind::gemm},
-                  {"attention naive", OpClass::attention, 1, 0.1, ComputeKind::attention},
+                  {"attention", OpClass::attention, 1, 0.1, ComputeKind::attention},
                   {"layernorm", OpClass::norm, 2, 0.1, ComputeKind::elementwise}};
-    b_plan.kinds[size_t(ComputeKind::attention)] = 0.04;
-    b_plan.kinds[size_t(ComputeKind::gemm)] = 0.32;
-    // B lists its ops in another order, one more call, and its steps start 1000 s later
-    b_plan.ops = {{"attention flash", OpClass::attention, 1, 0.04, ComputeKind::attention},
+    b_plan.kinds = {0.32, 0.1, 0.13, 0, 0};
+    // B lists its ops in another order, one more call, a dropout A had not, and its steps start 1000 s later
+    b_plan.ops = {{"dropout", OpClass::activation, 1, 0.03, ComputeKind::elementwise},
+                  {"attention", OpClass::attention, 1, 0.1, ComputeKind::attention},
                   {"layernorm", OpClass::norm, 2, 0.1, ComputeKind::elementwise},
                   {"mlp.c_fc", OpClass::gemm, 5, 0.32, ComputeKind::gemm}};
     const RunDiff d = diff(dp_run({a_plan, a_plan}), dp_run({b_plan, b_plan}, 5, 0, 1000));
-    CHECK(d.delta_ms == Approx(-40));
+    CHECK(d.delta_ms == Approx(50));
     const Cause* fresh = find_cause(d, CauseKind::new_ops);
     REQUIRE(fresh);
-    CHECK(fresh->ms == Approx(-60));
-    REQUIRE(fresh->ops.size() == 2);
-    CHECK(fresh->ops[0].name == "attention naive");
-    CHECK(fresh->ops[0].match == "gone");
-    CHECK(fresh->ops[1].name == "attention flash");
-    CHECK(fresh->ops[1].match == "new");
-    // the attention kind's change is all in the new and gone ops; gemm's is the one matched op's
+    CHECK(fresh->ms == Approx(30));
+    REQUIRE(fresh->ops.size() == 1);
+    CHECK(fresh->ops[0].name == "dropout");
+    CHECK(fresh->ops[0].match == "new");
+    // elementwise's change is all the new op's; gemm's is the one matched op's
+    CHECK(find_cause(d, CauseKind::compute, "elementwise") == nullptr);
     CHECK(find_cause(d, CauseKind::compute, "attention") == nullptr);
     const Cause* gemm = find_cause(d, CauseKind::compute, "gemm");
     REQUIRE(gemm);
@@ -189,6 +187,27 @@ TEST_CASE("diff: ops are matched by name and class, never by time; new and gone 
     CHECK(gemm->ops[0].name == "mlp.c_fc");
     CHECK(gemm->ops[0].a_ms == Approx(300));
     CHECK(gemm->ops[0].b_ms == Approx(320));
+}
+
+TEST_CASE(
+    "diff: a kind whose ops were replaced (naive attention by flash) keeps its change, new and gone ops as "
+    "evidence",
+    "[cpu][diff]") {
+    RankPlan a_plan, b_plan;
+    a_plan.ops = {{"attention naive", OpClass::attention, 1, 0.1, ComputeKind::attention}};
+    b_plan.kinds[size_t(ComputeKind::attention)] = 0.04;
+    b_plan.ops = {{"attention flash", OpClass::attention, 1, 0.04, ComputeKind::attention}};
+    const RunDiff d = diff(dp_run({a_plan, a_plan}), dp_run({b_plan, b_plan}));
+    CHECK(d.delta_ms == Approx(-60));
+    CHECK(find_cause(d, CauseKind::new_ops) == nullptr);
+    REQUIRE(!d.causes.empty());
+    CHECK(d.causes[0].kind == CauseKind::compute);
+    CHECK(d.causes[0].what == "attention");
+    CHECK(d.causes[0].ms == Approx(-60));
+    REQUIRE(d.causes[0].ops.size() == 2);
+    CHECK(d.causes[0].ops[0].name == "attention naive");
+    CHECK(d.causes[0].ops[0].match == "gone");
+    CHECK(d.causes[0].ops[1].match == "new");
     CHECK(d.verdict.find("faster") != std::string::npos);
 }
 
@@ -211,13 +230,14 @@ TEST_CASE("diff: two runs of the same settings differ within their own noise, an
     const CrossRank a = dp_run({RankPlan{}, RankPlan{}}, 6, 0.004);
     const CrossRank b = dp_run({RankPlan{}, RankPlan{}}, 7, 0.003);
     const RunDiff d = diff(a, b);
-    CHECK(d.noise_ms == Approx(4));
+    CHECK(d.noise_ms == Approx(8));
     CHECK(std::abs(d.delta_ms) <= d.noise_ms);
     CHECK(d.within_noise);
     CHECK(d.verdict.rfind("B does not differ from A beyond noise", 0) == 0);
     const nlohmann::json j = diff_json(d);
     CHECK(j["within_noise"] == true);
-    CHECK(j["noise_ms"].get<double>() == Approx(4));
+    CHECK(j["noise_ms"].get<double>() == Approx(8));
+    CHECK(j["a_steps_ms"].size() == 5);
 }
 
 TEST_CASE("diff: a smaller bubble is the pipeline's bubble", "[cpu][diff]") {
