@@ -13,6 +13,7 @@ namespace {
 
 constexpr double kMs = 1e3;
 constexpr size_t kEvidenceOps = 5;
+constexpr double kNoiseFloor = 0.005;
 
 // The matched B rank whose figure moved most in the direction of `sign` (B minus A).
 template <typename Figure>
@@ -183,6 +184,11 @@ std::string cause_title(const Cause& c);  // diff_text.cpp
 
 std::string diff_verdict(const RunDiff& d) {
     const double pct = d.a_step_ms > 0 ? 100.0 * d.delta_ms / d.a_step_ms : 0.0;
+    if (d.within_noise && std::abs(d.delta_ms) > d.noise_ms)
+        return fmt::format(
+            "B does not differ from A beyond noise: its step is {:+.2f} ms ({:+.1f}%), under {:.1f}% of A's step "
+            "(the runs' own step spread: ±{:.2f} ms, measured)",
+            d.delta_ms, pct, 100 * kNoiseFloor, d.noise_ms);
     if (d.within_noise)
         return fmt::format(
             "B does not differ from A beyond noise: its step is {:+.2f} ms ({:+.1f}%), within the runs' own step "
@@ -209,7 +215,8 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b) {
     d.noise_ms = kMs * std::max(fa.noise_s, fb.noise_s);
     for (double w : fa.step_walls_s) d.a_steps_ms.push_back(kMs * w);
     for (double w : fb.step_walls_s) d.b_steps_ms.push_back(kMs * w);
-    d.within_noise = std::abs(d.delta_ms) <= d.noise_ms;
+    // A change under kNoiseFloor of the step is never called one (runs without spread: synthetic, or one step).
+    d.within_noise = std::abs(d.delta_ms) <= std::max(d.noise_ms, kNoiseFloor * d.a_step_ms);
     Builder builder{fa, fb, al, ops, {}};
     builder.compute();
     builder.communication(a.run->blame, b.run->blame);

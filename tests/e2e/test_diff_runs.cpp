@@ -2,10 +2,9 @@
 // ranks, a few seconds each) diffed with `ultrascope diff A B --json`. A slowed rank is the straggler on that rank; a
 // naive attention against flash is compute (attention), its ops matched as replaced; the gradients' all-reduce after
 // backward in one bucket (against small overlapped buckets) is more exposed dp communication; more micro-batches a
-// smaller pipeline bubble; each with
-// >= 90% of the step's change explained. Two runs of the same settings differ within their own noise. Real PyTorch runs
-// recorded before and after one change (a slowed rank, tests/data/kineto/blame) are diffed the same way; bad input is
-// refused with a message.
+// smaller pipeline bubble; each with >= 90% of the step's change explained. Two runs of the same settings differ
+// within their own noise. Real PyTorch runs recorded before and after one change (a slowed rank,
+// tests/data/kineto/blame) are diffed the same way; bad input is refused with a message.
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -25,8 +24,8 @@ std::string engine_run(const std::string& name, const std::string& flags) {
     if (auto it = done.find(name); it != done.end()) return it->second;
     const std::string trace = temp_path("diff-" + name + ".ustrace");
     fs::remove(trace);
-    const ProcessResult r =
-        run_process(bin("ultrascope") + " run " + flags + " --trace " + trace + " --data " + data_file());
+    const ProcessResult r = run_process(bin("ultrascope") + " run " + flags + " --hang-timeout 300 --trace " + trace +
+                                        " --data " + data_file());
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     return done[name] = trace;
