@@ -40,6 +40,7 @@ void usage() {
         "                                            (docs/hangs.md)\n"
         "  report TRACE... [--json]                  step breakdown, overlap, bubbles, memory, MFU (also of\n"
         "                                            PyTorch profiler traces: files or a folder)\n"
+        "  diff A B [--json]                         what made run B's step slower than A's, cause by cause\n"
         "  export TRACE --chrome OUT.json[.gz]       Chrome trace JSON for Perfetto and chrome://tracing\n"
         "  predict [model and parallel flags]        memory, FLOPs, communication and bubble predictions\n"
         "  plan [--model M] [--gpu G] --gpus N [...] which layout fits a model on a cluster, how fast (docs/planner.md)\n"
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
         const std::string command = argc >= 2 ? argv[1] : "";
         if (command == "run") return us::app::run_command(argc - 1, argv + 1);
         if (command == "report") return us::app::report_command(argc - 1, argv + 1);
+        if (command == "diff") return us::app::diff_command(argc - 1, argv + 1);
         if (command == "export") return us::app::export_command(argc - 1, argv + 1);
         if (command == "predict") return us::app::predict_command(argc - 1, argv + 1);
         if (command == "plan") return us::app::plan_command(argc - 1, argv + 1);

@@ -18,7 +18,7 @@ namespace us::prof {
 
 namespace {
 
-constexpr size_t kDigestOps = 24;  // the op table's leading rows kept
+constexpr size_t kDigestOps = 64;  // the op table's leading rows kept (an engine run's whole table)
 
 bool to_peer(const Span& s, Lane lane) {
     return lane == Lane::p2p || ((s.op == OpClass::send || s.op == OpClass::recv) && s.peer >= 0);
@@ -181,11 +181,15 @@ void add_step_figures(RankDigest& d, const std::vector<StepBreakdown>& steps, co
                       const std::optional<HtaBreakdown>& hta) {
     for (const StepBreakdown& b : steps)
         d.steps.push_back({b.step, b.begin, b.end, b.wall_s, b.compute_s, b.comm_s, b.exposed_s, b.idle_s, b.bubble_s,
-                           b.p2p_s, b.overlapped_s});
-    for (size_t i = 0; i < table.rows.size() && i < kDigestOps; ++i) {
+                           b.p2p_s, b.overlapped_s, b.group_exposed_s});
+    for (size_t i = 0; i < table.rows.size(); ++i) {
         const OpRow& r = table.rows[i];
-        d.ops.push_back({r.name, r.op, double(r.calls) / std::max(1, table.steps), table.per_step(r.self_s)});
+        const ComputeKind kind = compute_kind(r.kind);
+        d.kind_self_s[size_t(kind)] += table.per_step(r.self_s);
+        if (i < kDigestOps)
+            d.ops.push_back({r.name, r.op, double(r.calls) / std::max(1, table.steps), table.per_step(r.self_s), kind});
     }
+    d.ops_complete = table.rows.size() <= kDigestOps;
     if (hta) d.hta = hta->total;
 }
 
@@ -196,13 +200,13 @@ nlohmann::json digest_json(const RankDigest& d) {
     for (const DigestGroup& g : d.groups) groups.push_back({g.key, g.name, g.ranks, g.id});
     for (const DigestStep& s : d.steps)
         steps.push_back({s.step, s.begin, s.end, s.wall_s, s.compute_s, s.comm_s, s.exposed_s, s.idle_s, s.bubble_s,
-                         s.p2p_s, s.overlapped_s});
+                         s.p2p_s, s.overlapped_s, s.group_exposed_s});
     for (const WorkWindow& w : d.work_windows) windows.push_back({w.step, w.window_ns, w.work_ns});
     for (const DigestCollective& c : d.collectives)
         collectives.push_back({c.group, c.index, int(c.op), c.step, int(c.phase), c.bytes, c.begin, c.end});
     for (const DigestTransfer& t : d.transfers)
         transfers.push_back({t.peer, t.send, t.index, t.step, int(t.phase), t.bytes, t.begin, t.end});
-    for (const DigestOp& o : d.ops) ops.push_back({o.name, int(o.op), o.calls, o.self_s});
+    for (const DigestOp& o : d.ops) ops.push_back({o.name, int(o.op), o.calls, o.self_s, int(o.kind)});
     return {
         {"version", RankDigest::kVersion},
         {"rank", d.rank},
@@ -226,6 +230,8 @@ nlohmann::json digest_json(const RankDigest& d) {
         {"collectives", collectives},
         {"transfers", transfers},
         {"ops", ops},
+        {"ops_complete", d.ops_complete},
+        {"kind_self_s", d.kind_self_s},
         {"hta", d.hta ? figures_json(*d.hta) : nlohmann::json()}};
 }
 
@@ -245,8 +251,8 @@ RankDigest digest_from_json(const nlohmann::json& j) {
         d.file = j.at("file"), d.file_bytes = j.at("file_bytes"), d.file_mtime_ns = j.at("file_mtime_ns");
         for (const auto& g : j.at("groups")) d.groups.push_back({g.at(0), g.at(1), g.at(2), g.at(3)});
         for (const auto& s : j.at("steps"))
-            d.steps.push_back(
-                {s.at(0), s.at(1), s.at(2), s.at(3), s.at(4), s.at(5), s.at(6), s.at(7), s.at(8), s.at(9), s.at(10)});
+            d.steps.push_back({s.at(0), s.at(1), s.at(2), s.at(3), s.at(4), s.at(5), s.at(6), s.at(7), s.at(8), s.at(9),
+                               s.at(10), s.at(11).get<std::array<double, kGroupCount>>()});
         for (const auto& w : j.at("work_windows")) d.work_windows.push_back({w.at(0), w.at(1), w.at(2)});
         const int32_t groups = int32_t(d.groups.size());
         for (const auto& c : j.at("collectives")) {
@@ -266,9 +272,13 @@ RankDigest digest_from_json(const nlohmann::json& j) {
             d.transfers.push_back(x);
         }
         for (const auto& o : j.at("ops")) {
-            US_CHECK_INPUT(o.at(1).get<int>() >= 0 && o.at(1).get<int>() < int(OpClass::count), "an op out of range");
-            d.ops.push_back({o.at(0), OpClass(o.at(1).get<int>()), o.at(2), o.at(3)});
+            US_CHECK_INPUT(o.at(1).get<int>() >= 0 && o.at(1).get<int>() < int(OpClass::count) &&
+                               o.at(4).get<int>() >= 0 && o.at(4).get<int>() < kComputeKindCount,
+                           "an op out of range");
+            d.ops.push_back({o.at(0), OpClass(o.at(1).get<int>()), o.at(2), o.at(3), ComputeKind(o.at(4).get<int>())});
         }
+        d.ops_complete = j.at("ops_complete");
+        d.kind_self_s = j.at("kind_self_s").get<std::array<double, kComputeKindCount>>();
         if (!j.at("hta").is_null()) d.hta = figures_from_json(j.at("hta"));
         return d;
     } catch (const nlohmann::json::exception& e) {

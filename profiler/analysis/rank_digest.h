@@ -7,12 +7,14 @@
 // where their spans would not.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "profiler/analysis/compute_kind.h"
 #include "profiler/analysis/hta_breakdown.h"
 #include "profiler/analysis/op_table.h"
 #include "profiler/analysis/stage_work.h"
@@ -51,6 +53,7 @@ struct DigestStep {
     int32_t step = 0;
     int64_t begin = 0, end = 0;
     double wall_s = 0, compute_s = 0, comm_s = 0, exposed_s = 0, idle_s = 0, bubble_s = 0, p2p_s = 0, overlapped_s = 0;
+    std::array<double, kGroupCount> group_exposed_s{};  // by GroupKind: the engine's groups' exposed part (diff)
 };
 
 struct DigestGroup {
@@ -64,12 +67,14 @@ struct DigestOp {
     std::string name;
     OpClass op = OpClass::none;
     double calls = 0, self_s = 0;  // per steady step
+    ComputeKind kind = ComputeKind::other;
 };
 
 struct RankDigest {
-    // 2: the grid's sizes, the micro-batches, the work windows and the groups' ids; 3: the host (older cached
-    // digests are made again from their traces).
-    static constexpr int kVersion = 3;
+    // 2: the grid's sizes, the micro-batches, the work windows and the groups' ids; 3: the host; 4: the steps'
+    // exposed time per group, the ops' compute kinds and the compute per kind (older cached digests are made again
+    // from their traces).
+    static constexpr int kVersion = 4;
     int rank = 0;
     std::string label;                // "rank 3 (dp 1, pp 0)"
     std::string host;                 // the node it ran on, as its trace says ("" unknown; blame names a slow node)
@@ -91,6 +96,9 @@ struct RankDigest {
     std::vector<DigestCollective> collectives;  // in begin order
     std::vector<DigestTransfer> transfers;      // in begin order
     std::vector<DigestOp> ops;                  // the op table's leading rows, over the steady steps
+    bool ops_complete = false;                  // `ops` holds every row of the op table (none cut)
+    // Self time per steady step of every op table row, by compute kind (the runs' diff splits compute by it).
+    std::array<double, kComputeKindCount> kind_self_s{};
     std::optional<HtaFigures> hta;
 
     // As steady_steps: all but step 1 (it warms up), or all of one.

@@ -78,7 +78,7 @@ order() {
 }
 order common "core" "schedule" "settings"
 order engine "backend data" "comm" "model" "optim" "parallel" "train" "main.cpp"
-order profiler "event.h" "record transport plain ondemand" "trace predict flight" "analysis import snapshot" "runs hang" "capture"
+order profiler "event.h" "record transport plain ondemand" "trace predict flight" "analysis import snapshot" "runs hang diff" "capture"
 order app "plan" "report" "report_worker launch capture" "gui/model" "lesson" "gui/options cli" "gui/state" "gui/widgets" "gui/views" \
   "gui/platform" "main.cpp"
 

@@ -9,7 +9,7 @@
 namespace us::gui {
 
 RunSummary summarize_run(const prof::Report& report, const std::string& label, const std::string& trace_path,
-                         double final_loss) {
+                         double final_loss, bool keep_cross) {
     RunSummary s;
     s.label = label;
     s.trace_path = trace_path;
@@ -30,6 +30,13 @@ RunSummary summarize_run(const prof::Report& report, const std::string& label, c
         }
     }
     s.overlap_pct = with_comm ? overlap_sum / with_comm : 0;
+    if (keep_cross) s.cross = std::make_shared<const prof::CrossRank>(report.cross);
+    for (const auto& r : report.ranks)
+        for (size_t c = 0; c < kMemCategoryCount && !report.imported; ++c)
+            if (r.memory.peak[c] > 0) {
+                int64_t& peak = s.memory_peaks[std::string(kMemCategoryNames[c])];
+                peak = std::max(peak, r.memory.peak[c]);
+            }
     s.step_ms = report.throughput.step_s * 1e3;
     s.tokens_per_s = report.throughput.tokens_per_s;
     s.mfu = report.throughput.mfu;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <array>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,10 +22,16 @@ struct RunSummary {
     std::array<int64_t, kMemCategoryCount> peak_bytes{};  // the largest rank's measured peaks
     int64_t peak_total = 0;
     double step_ms = 0, overlap_pct = 0, tokens_per_s = 0, mfu = 0, final_loss = 0;
+    // What the diff of two kept runs reads (diff_waterfall.h): the run's cross-rank facts (its digests: small for
+    // a session's runs) and its largest peak per memory category.
+    std::shared_ptr<const prof::CrossRank> cross;
+    std::map<std::string, int64_t> memory_peaks;
 };
 
+// keep_cross: hold a copy of the run's cross-rank facts for the diff (an archived run; not the live row, made each
+// frame).
 RunSummary summarize_run(const prof::Report& report, const std::string& label, const std::string& trace_path,
-                         double final_loss);
+                         double final_loss, bool keep_cross = true);
 // Settings whose values differ between any of the runs, in a stable order.
 std::vector<std::string> differing_settings(const std::vector<RunSummary>& runs);
 // A short description of a configuration: "dp 2, ZeRO-1, bf16, bucket 1 MiB, recompute selective".

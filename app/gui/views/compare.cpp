@@ -1,9 +1,14 @@
 // The runs of this session side by side: the settings that differ, then peak memory, step time, overlap,
-// tokens/s, MFU and final loss, all measured. The run on screen now is the last column.
+// tokens/s, MFU and final loss, all measured. The run on screen now is the last column. Below, two kept runs' diff:
+// a waterfall from A's step to B's, one clickable bar per cause (docs/diff.md).
 #include <fmt/format.h>
 #include <imgui.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "app/gui/model/compare_model.h"
+#include "app/gui/model/diff_waterfall.h"
 #include "app/gui/widgets/theme.h"
 #include "app/gui/views/views.h"
 #include "common/core/format.h"
@@ -11,12 +16,96 @@
 
 namespace us::gui {
 
+namespace {
+
+// What the waterfall shows: the pair of kept runs compared, their diff (made when the pair changes) and the bar
+// clicked, whose evidence is listed below it.
+struct DiffPick {
+    int a = 0, b = 0;  // run numbers (1-based)
+    size_t runs = 0;
+    std::optional<prof::RunDiff> diff;
+    std::string why;
+    int selected = -1;
+};
+
+void draw_evidence(const prof::Cause& c) {
+    ImGui::TextWrapped("%s", c.evidence.c_str());
+    if (c.rank) ImGui::Text("rank %d%s%s", *c.rank, c.group.empty() ? "" : ", group ", c.group.c_str());
+    for (const prof::CauseOp& o : c.ops)
+        ImGui::BulletText("%s: %.3f -> %.3f ms (%s)", o.name.c_str(), o.a_ms, o.b_ms, o.match.c_str());
+}
+
+// One row a bar: its label, then the bar from its start to its end on a scale common to all, clickable.
+void draw_waterfall(DiffPick& pick) {
+    const prof::RunDiff& d = *pick.diff;
+    ImGui::TextWrapped("%s", d.verdict.c_str());
+    const std::vector<WaterfallBar> bars = waterfall_bars(d);
+    double top = 0;
+    for (const WaterfallBar& b : bars) top = std::max({top, b.from_ms, b.to_ms});
+    const float label_w = 260, width = std::max(120.0f, ImGui::GetContentRegionAvail().x - label_w - 90);
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    for (size_t i = 0; i < bars.size(); ++i) {
+        const WaterfallBar& b = bars[i];
+        ImGui::PushID(int(i));
+        ImGui::TextUnformatted(b.label.c_str());
+        ImGui::SameLine(label_w);
+        const ImVec2 at = ImGui::GetCursorScreenPos();
+        const float h = ImGui::GetTextLineHeight();
+        const bool clicked = ImGui::InvisibleButton("bar", ImVec2(width, h));
+        const float x0 = at.x + float(std::min(b.from_ms, b.to_ms) / std::max(top, 1e-9)) * width;
+        const float x1 = at.x + float(std::max(b.from_ms, b.to_ms) / std::max(top, 1e-9)) * width;
+        const bool step = b.label == "A's step" || b.label == "B's step";
+        const ImU32 color = step                   ? IM_COL32(120, 120, 140, 255)
+                            : b.to_ms >= b.from_ms ? IM_COL32(210, 90, 80, 255)    // slower
+                                                   : IM_COL32(80, 170, 110, 255);  // faster
+        draw->AddRectFilled(ImVec2(x0, at.y), ImVec2(std::max(x1, x0 + 1), at.y + h), color);
+        if (b.cause >= 0 && b.cause == pick.selected)
+            draw->AddRect(ImVec2(x0, at.y), ImVec2(x1 + 1, at.y + h), IM_COL32_WHITE);
+        ImGui::SameLine();
+        ImGui::Text(step ? "%.2f ms" : "%+.2f ms", step ? b.to_ms : b.to_ms - b.from_ms);
+        if (ImGui::IsItemHovered() || ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenBlockedByActiveItem))
+            ImGui::SetTooltip("%s", b.source.c_str());
+        if (clicked && b.cause >= 0) pick.selected = pick.selected == b.cause ? -1 : b.cause;
+        ImGui::PopID();
+    }
+    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1),
+                       "steps measured; causes measured or derived (straggler); "
+                       "noise ±%.2f ms; click a bar for its ops and ranks",
+                       d.noise_ms);
+    if (pick.selected >= 0 && size_t(pick.selected) < d.causes.size()) draw_evidence(d.causes[size_t(pick.selected)]);
+    for (const prof::WhatIf& w : d.what_if) ImGui::Text("predicted, %s: %.2f ms per step", w.name.c_str(), w.step_ms);
+}
+
+// The two kept runs to compare (the last two at first), and their diff as a waterfall from A's step to B's.
+void draw_diff(const std::vector<RunSummary>& kept) {
+    static DiffPick pick;
+    if (kept.size() < 2) return;
+    if (pick.runs != kept.size()) pick = DiffPick{int(kept.size()) - 1, int(kept.size()), kept.size()};
+    ImGui::Separator();
+    ImGui::TextUnformatted("What changed: B's step against A's, cause by cause");
+    const int a = pick.a, b = pick.b;  // run numbers, as the table's columns
+    ImGui::SetNextItemWidth(160);
+    ImGui::SliderInt("A", &pick.a, 1, int(kept.size()), "run %d");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(160);
+    ImGui::SliderInt("B", &pick.b, 1, int(kept.size()), "run %d");
+    if (a != pick.a || b != pick.b) pick.diff.reset(), pick.why.clear(), pick.selected = -1;
+    if (!pick.diff && pick.why.empty())
+        pick.diff = diff_summaries(kept[size_t(pick.a - 1)], kept[size_t(pick.b - 1)], pick.why);
+    if (pick.diff)
+        draw_waterfall(pick);
+    else
+        ImGui::TextColored(ImVec4(0.9f, 0.6f, 0.3f, 1), "no diff: %s", pick.why.c_str());
+}
+
+}  // namespace
+
 void draw_compare_view(AppState& app) {
     std::vector<RunSummary> runs = app.comparison.runs;
     if (app.store() && app.store()->rank_count() > 0 &&
         (app.source.running() || app.source.kind() == Source::attached)) {
         const double loss = app.derived.training().empty() ? 0 : app.derived.training().back().loss;
-        runs.push_back(summarize_run(app.report(), app.source.label() + " (now)", "", loss));
+        runs.push_back(summarize_run(app.report(), app.source.label() + " (now)", "", loss, false));
     }
     if (runs.empty()) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1),
@@ -58,6 +147,7 @@ void draw_compare_view(AppState& app) {
     row("final loss", [](const RunSummary& r) { return fmt::format("{:.4f}", r.final_loss); });
     ImGui::EndTable();
     ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "all figures measured (peaks: the largest rank)");
+    draw_diff(app.comparison.runs);
 }
 
 }  // namespace us::gui

@@ -1,0 +1,48 @@
+// The Compare view's waterfall (diff_waterfall.h).
+#include "app/gui/model/diff_waterfall.h"
+
+#include <fmt/format.h>
+
+#include "common/core/check.h"
+
+namespace us::gui {
+
+std::optional<prof::RunDiff> diff_summaries(const RunSummary& a, const RunSummary& b, std::string& why) {
+    if (!a.cross || !b.cross) {
+        why = "a run kept without its cross-rank facts";
+        return std::nullopt;
+    }
+    try {
+        return prof::diff_runs({a.label, a.cross.get(), a.memory_peaks}, {b.label, b.cross.get(), b.memory_peaks});
+    } catch (const UserError& e) {
+        why = e.what();
+        return std::nullopt;
+    }
+}
+
+std::vector<WaterfallBar> waterfall_bars(const prof::RunDiff& d, size_t most) {
+    std::vector<WaterfallBar> bars;
+    bars.push_back({"A's step", 0, d.a_step_ms, "measured", -1});
+    double at = d.a_step_ms, rest = 0;
+    for (size_t i = 0; i < d.causes.size(); ++i) {
+        const prof::Cause& c = d.causes[i];
+        if (i >= most) {
+            rest += c.ms;
+            continue;
+        }
+        std::string label = prof::kCauseKindNames[int(c.kind)];
+        if (!c.what.empty()) label += " (" + c.what + ")";
+        if (c.rank) label += fmt::format(", rank {}", *c.rank);
+        bars.push_back({label, at, at + c.ms, c.source, int(i)});
+        at += c.ms;
+    }
+    if (rest != 0) {
+        bars.push_back({fmt::format("{} smaller causes", d.causes.size() - most), at, at + rest, "measured", -1});
+        at += rest;
+    }
+    bars.push_back({"unexplained", at, at + d.unexplained_ms, "derived", -1});
+    bars.push_back({"B's step", 0, d.b_step_ms, "measured", -1});
+    return bars;
+}
+
+}  // namespace us::gui

@@ -1,0 +1,65 @@
+// The diff as JSON (run_diff.h; docs/report-schema.md, "ultrascope diff --json").
+#include <nlohmann/json.hpp>
+
+#include "profiler/diff/run_diff.h"
+
+namespace us::prof {
+
+namespace {
+
+nlohmann::json optional_json(const std::optional<int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+nlohmann::json cause_json(const Cause& c) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const CauseOp& o : c.ops)
+        ops.push_back({{"name", o.name}, {"match", o.match}, {"a_ms", o.a_ms}, {"b_ms", o.b_ms}});
+    return {{"kind", kCauseKindNames[int(c.kind)]},
+            {"what", c.what},
+            {"ms", c.ms},
+            {"source", c.source},
+            {"evidence",
+             {{"group", c.group.empty() ? nlohmann::json() : nlohmann::json(c.group)},
+              {"rank", c.rank ? nlohmann::json(*c.rank) : nlohmann::json()},
+              {"ops", ops},
+              {"text", c.evidence}}}};
+}
+
+}  // namespace
+
+nlohmann::json diff_json(const RunDiff& d) {
+    nlohmann::json causes = nlohmann::json::array(), what = nlohmann::json::array(), memory = nlohmann::json::array(),
+                   ranks = nlohmann::json::array();
+    for (const Cause& c : d.causes) causes.push_back(cause_json(c));
+    for (const WhatIf& w : d.what_if)
+        what.push_back({{"name", w.name}, {"step_ms", w.step_ms}, {"source", "predicted"}, {"basis", w.basis}});
+    for (const MemoryRow& m : d.memory)
+        memory.push_back(
+            {{"category", m.category}, {"a_bytes", optional_json(m.a_bytes)}, {"b_bytes", optional_json(m.b_bytes)}});
+    for (const RankDelta& r : d.ranks)
+        ranks.push_back({{"a_rank", r.a_rank},
+                         {"b_rank", r.b_rank},
+                         {"label", r.label},
+                         {"a_step_ms", r.a_step_ms},
+                         {"b_step_ms", r.b_step_ms},
+                         {"compute_ms", r.compute_ms},
+                         {"exposed_ms", r.exposed_ms},
+                         {"idle_ms", r.idle_ms}});
+    return {{"a", {{"name", d.a_name}, {"ranks", d.a_ranks}, {"steady_steps", d.a_steps}}},
+            {"b", {{"name", d.b_name}, {"ranks", d.b_ranks}, {"steady_steps", d.b_steps}}},
+            {"a_step_ms", d.a_step_ms},
+            {"b_step_ms", d.b_step_ms},
+            {"delta_ms", d.delta_ms},
+            {"noise_ms", d.noise_ms},
+            {"a_steps_ms", d.a_steps_ms},
+            {"b_steps_ms", d.b_steps_ms},
+            {"within_noise", d.within_noise},
+            {"verdict", d.verdict},
+            {"causes", causes},
+            {"unexplained_ms", d.unexplained_ms},
+            {"what_if", what},
+            {"memory", memory},
+            {"matched", {{"ranks_by", d.ranks_by}, {"a_only", d.a_only}, {"b_only", d.b_only}, {"notes", d.notes}}},
+            {"ranks", ranks}};
+}
+
+}  // namespace us::prof

@@ -1,0 +1,94 @@
+// The diff in words (run_diff.h): the verdict first, then the causes that add up to the difference, what is left
+// unexplained, the predicted steps, memory, and what could not be matched. Every figure says where it comes from.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+
+#include "profiler/diff/run_diff.h"
+
+namespace us::prof {
+
+std::string cause_title(const Cause& c) {
+    switch (c.kind) {
+        case CauseKind::compute:
+            return fmt::format("compute ({})", c.what);
+        case CauseKind::exposed_comm:
+            return fmt::format("exposed {} communication", c.what);
+        case CauseKind::straggler:
+            return c.rank ? fmt::format("waiting for straggler rank {}{}", *c.rank,
+                                        c.group.empty() ? "" : " in " + c.group)
+                          : std::string("waiting for a straggler");
+        case CauseKind::bubble:
+            return "pipeline bubble";
+        case CauseKind::host:
+            return "host overhead (device idle)";
+        case CauseKind::idle:
+            return "idle";
+        case CauseKind::new_ops:
+            return "ops new in B / gone from A";
+    }
+    return "";
+}
+
+namespace {
+
+std::string bytes_text(const std::optional<int64_t>& b) {
+    return b ? fmt::format("{:.1f} MiB", double(*b) / (1 << 20)) : std::string("unknown");
+}
+
+std::string cause_lines(const RunDiff& d) {
+    std::string s = fmt::format(
+        "\nCauses (B minus A, ms per step; they sum to {:+.2f} ms, with {:+.2f} ms "
+        "unexplained = {:+.2f} ms measured)\n",
+        d.delta_ms - d.unexplained_ms, d.unexplained_ms, d.delta_ms);
+    for (const Cause& c : d.causes) {
+        if (std::abs(c.ms) < 0.005) continue;
+        s += fmt::format("  {:+9.2f}  {:<44} {}{}\n", c.ms, cause_title(c), c.source,
+                         c.rank ? fmt::format(", rank {}", *c.rank) : "");
+        s += fmt::format("             {}\n", c.evidence);
+        for (const CauseOp& o : c.ops)
+            s += fmt::format("               {:<48} {:8.3f} -> {:8.3f} ms  ({})\n", o.name.substr(0, 48), o.a_ms,
+                             o.b_ms, o.match);
+    }
+    s += fmt::format("  {:+9.2f}  {:<44} derived (the step's change less the causes)\n", d.unexplained_ms,
+                     "unexplained");
+    return s;
+}
+
+}  // namespace
+
+std::string format_diff(const RunDiff& d) {
+    std::string s = d.verdict + "\n\n";
+    s += fmt::format("A: {}  ({} ranks, {} steady steps)  {:.2f} ms per step (measured)\n", d.a_name, d.a_ranks,
+                     d.a_steps, d.a_step_ms);
+    s += fmt::format("B: {}  ({} ranks, {} steady steps)  {:.2f} ms per step (measured)\n", d.b_name, d.b_ranks,
+                     d.b_steps, d.b_step_ms);
+    s += fmt::format("noise: ±{:.2f} ms, the runs' own step spread (the larger range of their steady steps){}\n",
+                     d.noise_ms, d.within_noise ? ": the difference is within it" : "");
+    s += cause_lines(d);
+    s += "\nWhat if (predicted)\n";
+    for (const WhatIf& w : d.what_if)
+        s += fmt::format("  {:<24} {:9.2f} ms per step  ({})\n", w.name, w.step_ms, w.basis);
+    if (!d.memory.empty()) {
+        s += "\nMemory: peak per category, the largest over the ranks (measured)\n";
+        for (const MemoryRow& m : d.memory)
+            s += fmt::format("  {:<22} {:>12} -> {:>12}\n", m.category, bytes_text(m.a_bytes), bytes_text(m.b_bytes));
+    }
+    if (!d.ranks.empty()) {
+        s +=
+            fmt::format("\nRanks (matched by {}), most changed first: B minus A, ms per step (measured)\n", d.ranks_by);
+        for (const RankDelta& r : d.ranks)
+            s += fmt::format("  {:<28} step {:8.2f} -> {:8.2f}  compute {:+8.2f}  exposed {:+8.2f}  idle {:+8.2f}\n",
+                             r.label, r.a_step_ms, r.b_step_ms, r.compute_ms, r.exposed_ms, r.idle_ms);
+    }
+    if (!d.a_only.empty() || !d.b_only.empty() || !d.notes.empty()) {
+        s += "\nNot matched\n";
+        if (!d.a_only.empty()) s += fmt::format("  ranks only in A: {}\n", fmt::join(d.a_only, ", "));
+        if (!d.b_only.empty()) s += fmt::format("  ranks only in B: {}\n", fmt::join(d.b_only, ", "));
+        for (const std::string& n : d.notes) s += "  " + n + "\n";
+    }
+    return s;
+}
+
+}  // namespace us::prof

@@ -1,0 +1,250 @@
+// B's steady step minus A's, split into causes that add up to it (run_diff.h, docs/diff.md).
+#include "profiler/diff/run_diff.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace us::prof {
+
+namespace {
+
+constexpr double kMs = 1e3;
+constexpr size_t kEvidenceOps = 5;
+constexpr double kNoiseFloor = 0.005;
+
+// The matched B rank whose figure moved most in the direction of `sign` (B minus A).
+template <typename Figure>
+std::optional<int> rank_moved_most(const RunFigures& a, const RunFigures& b, const RankAlignment& al, double sign,
+                                   Figure figure) {
+    std::optional<int> best;
+    double most = 0;
+    for (const RankPair& p : al.pairs) {
+        const double moved = sign * (figure(b.ranks[p.b].step) - figure(a.ranks[p.a].step));
+        if (moved > most) most = moved, best = b.ranks[p.b].rank;
+    }
+    return best;
+}
+
+// `w` held between 0 and `e`: the part of a change in exposed time `e` that a change in waiting `w` accounts for.
+double part_of(double w, double e) { return e >= 0 ? std::clamp(w, 0.0, e) : std::clamp(w, e, 0.0); }
+
+CauseOp cause_op(const AlignedOp& o) { return {o.name, kOpMatchNames[int(o.match)], kMs * o.a_s, kMs * o.b_s}; }
+
+struct Builder {
+    const RunFigures& a;
+    const RunFigures& b;
+    const RankAlignment& al;
+    const std::vector<AlignedOp>& ops;
+    std::vector<Cause> causes;
+
+    void add(Cause c) {
+        if (std::abs(c.ms) > 1e-9) causes.push_back(std::move(c));
+    }
+
+    // Per compute kind, its self time's change less what ops new in B (gone from A) brought, then those ops. A kind
+    // with ops both new and gone had its implementation replaced (naive attention by flash): its new and gone ops
+    // stay in it, as its evidence.
+    void compute() {
+        std::array<bool, kComputeKindCount> added{}, removed{}, replaced{};
+        for (const AlignedOp& o : ops)
+            added[size_t(o.kind)] |= o.match == OpMatch::new_in_b,
+                removed[size_t(o.kind)] |= o.match == OpMatch::gone_from_a;
+        for (int k = 0; k < kComputeKindCount; ++k) replaced[k] = added[k] && removed[k];
+        std::array<double, kComputeKindCount> fresh{};
+        Cause new_ops{CauseKind::new_ops, "", 0, "measured"};
+        for (const AlignedOp& o : ops) {
+            if ((o.match != OpMatch::new_in_b && o.match != OpMatch::gone_from_a) || replaced[size_t(o.kind)]) continue;
+            fresh[size_t(o.kind)] += o.delta_s();
+            new_ops.ms += kMs * o.delta_s();
+            new_ops.ops.push_back(cause_op(o));
+        }
+        for (int k = 0; k < kComputeKindCount; ++k) {
+            const double ms = kMs * (b.mean.kind_self_s[k] - a.mean.kind_self_s[k] - fresh[k]);
+            Cause c{CauseKind::compute, std::string(kComputeKindNames[k]), ms, "measured"};
+            std::vector<const AlignedOp*> moved;
+            for (const AlignedOp& o : ops)
+                if (int(o.kind) == k && std::abs(o.delta_s()) > 0 &&
+                    (o.match == OpMatch::both || (replaced[k] && o.match != OpMatch::unknown)))
+                    moved.push_back(&o);
+            std::sort(moved.begin(), moved.end(), [](const AlignedOp* x, const AlignedOp* y) {
+                return std::abs(x->delta_s()) > std::abs(y->delta_s());
+            });
+            for (size_t i = 0; i < moved.size() && i < kEvidenceOps; ++i) c.ops.push_back(cause_op(*moved[i]));
+            c.rank = rank_moved_most(a, b, al, ms, [k](const StepFigures& f) { return f.kind_self_s[k]; });
+            c.evidence = fmt::format("{} ops' self time {:.2f} -> {:.2f} ms per step (the ranks' mean)",
+                                     kComputeKindNames[k], kMs * a.mean.kind_self_s[k], kMs * b.mean.kind_self_s[k]);
+            add(std::move(c));
+        }
+        std::sort(new_ops.ops.begin(), new_ops.ops.end(), [](const CauseOp& x, const CauseOp& y) {
+            return std::abs(x.b_ms - x.a_ms) > std::abs(y.b_ms - y.a_ms);
+        });
+        if (new_ops.ops.size() > 2 * kEvidenceOps) new_ops.ops.resize(2 * kEvidenceOps);
+        new_ops.evidence = "ops in only one run's op tables: new in B, or gone from A";
+        new_ops.rank = rank_moved_most(a, b, al, new_ops.ms, [](const StepFigures& f) { return f.compute_s; });
+        add(std::move(new_ops));
+    }
+
+    // The run with more waiting inside its collectives names the straggler: "B's rank 5 arrived last in 7 of 9".
+    void straggler_evidence(Cause& c, const Blame& a_blame, const Blame& b_blame) const {
+        const bool in_b = c.ms >= 0;
+        const Blame& blame = in_b ? b_blame : a_blame;
+        if (blame.stragglers.empty()) return;
+        const Straggler& s = blame.stragglers.front();
+        c.rank = s.rank, c.group = s.group;
+        c.evidence = fmt::format(
+            "{}'s rank {} arrived last in {} of {} collectives of {}; waiting inside collectives {:.2f} -> {:.2f} "
+            "ms per step (the ranks' mean){}",
+            in_b ? "B" : "A", s.rank, s.last_arrivals, s.collectives, s.group, kMs * a.mean.waits_s,
+            kMs * b.mean.waits_s, s.stands_out ? "; blame names it as holding the run back" : "");
+    }
+
+    // Exposed communication per group, less the part that is waiting for a straggler (blame's).
+    void communication(const Blame& a_blame, const Blame& b_blame) {
+        const bool blamed = !a_blame.stragglers.empty() || !b_blame.stragglers.empty();
+        Cause straggler{CauseKind::straggler, "", 0, "derived"};
+        double a_rest = a.mean.exposed_s, b_rest = b.mean.exposed_s, aw_rest = a.mean.waits_s, bw_rest = b.mean.waits_s;
+        auto group_cause = [&](std::string name, double de, double dw) {
+            const double s = blamed ? part_of(dw, de) : 0.0;
+            straggler.ms += kMs * s;
+            Cause c{CauseKind::exposed_comm, name, kMs * (de - s), "measured", name};
+            c.evidence =
+                fmt::format("exposed {} communication {:+.2f} ms per step (the ranks' mean){}", name, kMs * de,
+                            s != 0 ? fmt::format(", of which {:+.2f} ms waiting for a straggler", kMs * s) : "");
+            c.rank = rank_moved_most(a, b, al, c.ms, [](const StepFigures& f) { return f.exposed_s; });
+            add(std::move(c));
+        };
+        for (int g = 0; g < kGroupCount; ++g) {
+            const double de = b.mean.group_exposed_s[g] - a.mean.group_exposed_s[g];
+            const double dw = b.mean.group_waits_s[g] - a.mean.group_waits_s[g];
+            a_rest -= a.mean.group_exposed_s[g], b_rest -= b.mean.group_exposed_s[g];
+            aw_rest -= a.mean.group_waits_s[g], bw_rest -= b.mean.group_waits_s[g];
+            group_cause(std::string(kGroupKinds[g].name), de, dw);
+        }
+        // An imported run's groups (and communication the engine's groups do not hold) are not told apart.
+        group_cause("other groups", b_rest - a_rest, bw_rest - aw_rest);
+        straggler_evidence(straggler, a_blame, b_blame);
+        add(std::move(straggler));
+    }
+
+    // Idle: the pipeline's bubble, and the rest (the host's, on a GPU: launches, the data loader, syncs).
+    void idle() {
+        Cause bubble{CauseKind::bubble, "pipeline", kMs * (b.mean.bubble_s - a.mean.bubble_s), "measured"};
+        bubble.evidence = fmt::format("idle between the step's first and last op {:.2f} -> {:.2f} ms per step",
+                                      kMs * a.mean.bubble_s, kMs * b.mean.bubble_s);
+        bubble.rank = rank_moved_most(a, b, al, bubble.ms, [](const StepFigures& f) { return f.bubble_s; });
+        add(std::move(bubble));
+        const bool host = a.device && b.device;
+        auto rest = [](const StepFigures& f) { return f.idle_s - f.bubble_s; };
+        Cause c{host ? CauseKind::host : CauseKind::idle, "", kMs * (rest(b.mean) - rest(a.mean)), "measured"};
+        c.evidence = fmt::format("{} {:.2f} -> {:.2f} ms per step (neither compute nor communication{})",
+                                 host ? "the device idle (host overhead)" : "idle", kMs * rest(a.mean),
+                                 kMs * rest(b.mean), host ? ": the host launching, loading, syncing" : "");
+        c.rank = rank_moved_most(a, b, al, c.ms, rest);
+        add(std::move(c));
+    }
+};
+
+std::vector<MemoryRow> memory_rows(const DiffSide& a, const DiffSide& b) {
+    std::set<std::string> names;
+    for (const auto& [k, v] : a.memory_peaks) names.insert(k);
+    for (const auto& [k, v] : b.memory_peaks) names.insert(k);
+    std::vector<MemoryRow> out;
+    for (const std::string& n : names) {
+        MemoryRow row{n};
+        if (auto it = a.memory_peaks.find(n); it != a.memory_peaks.end()) row.a_bytes = it->second;
+        if (auto it = b.memory_peaks.find(n); it != b.memory_peaks.end()) row.b_bytes = it->second;
+        out.push_back(row);
+    }
+    return out;
+}
+
+std::vector<RankDelta> rank_deltas(const RunFigures& a, const RunFigures& b, const RankAlignment& al) {
+    std::vector<RankDelta> out;
+    for (const RankPair& p : al.pairs) {
+        const StepFigures &x = a.ranks[p.a].step, &y = b.ranks[p.b].step;
+        out.push_back({a.ranks[p.a].rank, b.ranks[p.b].rank, b.ranks[p.b].label, kMs * x.wall_s, kMs * y.wall_s,
+                       kMs * (y.compute_s - x.compute_s), kMs * (y.exposed_s - x.exposed_s),
+                       kMs * (y.idle_s - x.idle_s)});
+    }
+    auto moved = [](const RankDelta& r) {
+        return std::abs(r.compute_ms) + std::abs(r.exposed_ms) + std::abs(r.idle_ms);
+    };
+    std::stable_sort(out.begin(), out.end(),
+                     [&](const RankDelta& x, const RankDelta& y) { return moved(x) > moved(y); });
+    if (out.size() > RunDiff::kMaxRanks) out.resize(RunDiff::kMaxRanks);
+    return out;
+}
+
+}  // namespace
+
+std::string cause_title(const Cause& c);  // diff_text.cpp
+
+std::string diff_verdict(const RunDiff& d) {
+    const double pct = d.a_step_ms > 0 ? 100.0 * d.delta_ms / d.a_step_ms : 0.0;
+    if (d.within_noise && std::abs(d.delta_ms) > d.noise_ms)
+        return fmt::format(
+            "B does not differ from A beyond noise: its step is {:+.2f} ms ({:+.1f}%), under {:.1f}% of A's step "
+            "(the runs' own step spread: ±{:.2f} ms, measured)",
+            d.delta_ms, pct, 100 * kNoiseFloor, d.noise_ms);
+    if (d.within_noise)
+        return fmt::format(
+            "B does not differ from A beyond noise: its step is {:+.2f} ms ({:+.1f}%), within the runs' own step "
+            "spread of ±{:.2f} ms (measured)",
+            d.delta_ms, pct, d.noise_ms);
+    std::string s =
+        fmt::format("B is {:.2f} ms ({:.1f}%) {} per step ({:.2f} -> {:.2f} ms, measured)", std::abs(d.delta_ms),
+                    std::abs(pct), d.delta_ms > 0 ? "slower" : "faster", d.a_step_ms, d.b_step_ms);
+    for (size_t i = 0; i < d.causes.size() && i < 3; ++i)
+        s += fmt::format("{} {:+.2f} ms {}", i ? "," : ":", d.causes[i].ms, cause_title(d.causes[i]));
+    if (std::abs(d.unexplained_ms) >= 0.01) s += fmt::format("; {:+.2f} ms unexplained", d.unexplained_ms);
+    return s;
+}
+
+RunDiff diff_runs(const DiffSide& a, const DiffSide& b) {
+    const RunFigures fa = run_figures(*a.run, "A (" + a.name + ")"), fb = run_figures(*b.run, "B (" + b.name + ")");
+    const RankAlignment al = align_ranks(fa, fb);
+    const std::vector<AlignedOp> ops = align_ops(fa, fb);
+    RunDiff d;
+    d.a_name = a.name, d.b_name = b.name;
+    d.a_ranks = int(fa.ranks.size()), d.b_ranks = int(fb.ranks.size());
+    d.a_steps = fa.steady_steps, d.b_steps = fb.steady_steps;
+    d.a_step_ms = kMs * fa.mean.wall_s, d.b_step_ms = kMs * fb.mean.wall_s, d.delta_ms = d.b_step_ms - d.a_step_ms;
+    d.noise_ms = kMs * std::max(fa.noise_s, fb.noise_s);
+    for (double w : fa.step_walls_s) d.a_steps_ms.push_back(kMs * w);
+    for (double w : fb.step_walls_s) d.b_steps_ms.push_back(kMs * w);
+    // A change under kNoiseFloor of the step is never called one (runs without spread: synthetic, or one step).
+    d.within_noise = std::abs(d.delta_ms) <= std::max(d.noise_ms, kNoiseFloor * d.a_step_ms);
+    Builder builder{fa, fb, al, ops, {}};
+    builder.compute();
+    builder.communication(a.run->blame, b.run->blame);
+    builder.idle();
+    d.causes = std::move(builder.causes);
+    std::stable_sort(d.causes.begin(), d.causes.end(),
+                     [](const Cause& x, const Cause& y) { return std::abs(x.ms) > std::abs(y.ms); });
+    double sum = 0;
+    for (const Cause& c : d.causes) sum += c.ms;
+    d.unexplained_ms = d.delta_ms - sum;
+    d.what_if = what_if(fa, fb, b.run->blame);
+    d.memory = memory_rows(a, b);
+    d.ranks_by = al.by, d.a_only = al.a_only, d.b_only = al.b_only, d.ranks = rank_deltas(fa, fb, al);
+    for (const std::string& n : fa.notes) d.notes.push_back("A: " + n);
+    for (const std::string& n : fb.notes) d.notes.push_back("B: " + n);
+    if (d.a_ranks != d.b_ranks)
+        d.notes.push_back(fmt::format("A has {} ranks, B {}: compared at the ranks' mean step and per group kind",
+                                      d.a_ranks, d.b_ranks));
+    const auto unknown =
+        std::count_if(ops.begin(), ops.end(), [](const AlignedOp& o) { return o.match == OpMatch::unknown; });
+    if (unknown > 0)
+        d.notes.push_back(
+            fmt::format("{} ops lead one run's op tables but not the other's, which keep only their "
+                        "leading rows: counted in their kind, not named as new or gone",
+                        unknown));
+    if (d.memory.empty()) d.notes.push_back("memory: neither run's peaks per category are known here");
+    d.verdict = diff_verdict(d);
+    return d;
+}
+
+}  // namespace us::prof

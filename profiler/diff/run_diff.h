@@ -1,0 +1,94 @@
+// What changed between two runs (docs/diff.md): the steady step of run A against run B, and B's step minus A's split
+// into causes that add up to it, each with its evidence. Made from the runs' digests and cross-rank facts only
+// (run_figures.h), for our runs, PyTorch folders and 1,024-rank runs alike. Per rank and step, wall = compute +
+// exposed communication + idle (step_breakdown.h); the diff takes the ranks' mean steady step, so
+//   ΔT = Σ_kind Δcompute_kind + new_ops + Σ_group Δexposed_group + straggler + Δbubble + Δhost/idle + unexplained,
+// where the unexplained part is what the op tables' self times do not account for of Δcompute, said, never hidden.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profiler/analysis/cross_rank.h"
+#include "profiler/diff/diff_align.h"
+
+namespace us::prof {
+
+enum class CauseKind { compute, exposed_comm, bubble, straggler, host, idle, new_ops };
+inline constexpr const char* kCauseKindNames[] = {"compute", "exposed_comm", "bubble", "straggler",
+                                                  "host",    "idle",         "new_ops"};
+
+struct CauseOp {
+    std::string name;
+    std::string match;  // "moved", "new", "gone"
+    double a_ms = 0, b_ms = 0;
+};
+
+struct Cause {
+    CauseKind kind = CauseKind::compute;
+    std::string what;          // the compute kind ("attention"), the group ("dp"), or empty
+    double ms = 0;             // B minus A, per step (positive: B is slower by it)
+    std::string source;        // "measured" (a difference of measured figures) or "derived" (attributed by blame)
+    std::string group;         // evidence: the process group
+    std::optional<int> rank;   // evidence: the rank (B's) behind it most
+    std::vector<CauseOp> ops;  // evidence: the ops that moved most
+    std::string evidence;      // in words
+};
+
+struct WhatIf {
+    std::string name;    // "without the straggler", "with A's kernels"
+    double step_ms = 0;  // predicted
+    std::string basis;
+};
+
+struct MemoryRow {
+    std::string category;
+    std::optional<int64_t> a_bytes, b_bytes;  // the largest peak over the run's ranks; unknown where not traced
+};
+
+struct RankDelta {
+    int a_rank = 0, b_rank = 0;
+    std::string label;                                                                 // B's
+    double a_step_ms = 0, b_step_ms = 0, compute_ms = 0, exposed_ms = 0, idle_ms = 0;  // B minus A but the steps
+};
+
+// One run as the diff takes it.
+struct DiffSide {
+    std::string name;  // what the user named (a path)
+    const CrossRank* run = nullptr;
+    std::map<std::string, int64_t> memory_peaks;  // category -> bytes, the largest over the ranks (empty: unknown)
+};
+
+struct RunDiff {
+    std::string a_name, b_name;
+    int a_ranks = 0, b_ranks = 0, a_steps = 0, b_steps = 0;
+    double a_step_ms = 0, b_step_ms = 0;         // measured: the ranks' mean steady step
+    double delta_ms = 0;                         // measured: b - a
+    double noise_ms = 0;                         // measured: the larger of the runs' ranges of their steady steps
+    std::vector<double> a_steps_ms, b_steps_ms;  // measured: each steady step, the ranks' mean
+    bool within_noise = false;                   // |delta| <= noise
+    double unexplained_ms = 0;                   // delta minus the causes' sum
+    std::vector<Cause> causes;                   // largest |ms| first
+    std::vector<WhatIf> what_if;
+    std::vector<MemoryRow> memory;
+    std::string ranks_by;
+    std::vector<int> a_only, b_only;  // ranks that could not be matched
+    std::vector<std::string> notes;   // what could not be compared, and why
+    std::vector<RankDelta> ranks;     // the matched ranks, largest step change first (at most kMaxRanks)
+    static constexpr size_t kMaxRanks = 16;
+    std::string verdict;  // one line: the answer first
+};
+
+// Throws UserError when a run has no rank with a steady step.
+RunDiff diff_runs(const DiffSide& a, const DiffSide& b);
+
+// The predicted steps (what_if.cpp), from the figures the diff compared.
+std::vector<WhatIf> what_if(const RunFigures& a, const RunFigures& b, const Blame& b_blame);
+
+nlohmann::json diff_json(const RunDiff& d);  // docs/report-schema.md, "ultrascope diff --json"
+std::string format_diff(const RunDiff& d);   // verdict first, each figure labelled measured/derived/predicted
+
+}  // namespace us::prof

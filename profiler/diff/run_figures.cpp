@@ -1,0 +1,102 @@
+// A run's steady step from its digests (run_figures.h).
+#include "profiler/diff/run_figures.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/core/check.h"
+
+namespace us::prof {
+
+void StepFigures::add(const StepFigures& o, double weight) {
+    wall_s += weight * o.wall_s, compute_s += weight * o.compute_s, exposed_s += weight * o.exposed_s;
+    idle_s += weight * o.idle_s, bubble_s += weight * o.bubble_s, waits_s += weight * o.waits_s;
+    for (size_t g = 0; g < o.group_exposed_s.size(); ++g) {
+        group_exposed_s[g] += weight * o.group_exposed_s[g];
+        group_waits_s[g] += weight * o.group_waits_s[g];
+    }
+    for (size_t k = 0; k < o.kind_self_s.size(); ++k) kind_self_s[k] += weight * o.kind_self_s[k];
+}
+
+namespace {
+
+// Each rank's waits inside the steady steps' collectives, in seconds over those steps: all groups, and by the
+// engine's group kinds (an imported run's groups are counted in the first only).
+struct Waits {
+    double all = 0;
+    std::array<double, kGroupCount> by_group{};
+};
+
+std::map<int, Waits> collective_waits(const CrossRank& x) {
+    std::map<int, Waits> out;
+    const CollectiveMatches& m = x.collectives;
+    for (const MatchedCollective& c : m.collectives) {
+        const GroupInstance& in = m.instances[c.instance];
+        if (m.step(x.digests, c) < x.first_steady_step) continue;
+        for (size_t i = 0; i < in.members.size(); ++i) {
+            const double w = double(m.wait_ns(x.digests, c, i)) / 1e9;
+            Waits& to = out[in.members[i].rank];
+            to.all += w;
+            if (in.group >= 0 && in.group < kGroupCount) to.by_group[size_t(in.group)] += w;
+        }
+    }
+    return out;
+}
+
+RankFigures rank_figures(const RankDigest& d, const std::vector<DigestStep>& steady, const Waits& waits) {
+    RankFigures r;
+    r.rank = d.rank, r.label = d.label, r.coords = d.coords, r.steps = int(steady.size());
+    const double w = 1.0 / double(steady.size());
+    for (const DigestStep& s : steady) {
+        StepFigures f;
+        f.wall_s = s.wall_s, f.compute_s = s.compute_s, f.exposed_s = s.exposed_s, f.idle_s = s.idle_s;
+        f.bubble_s = std::clamp(s.bubble_s, 0.0, std::max(0.0, s.idle_s));
+        f.group_exposed_s = s.group_exposed_s;
+        r.step.add(f, w);
+    }
+    r.step.kind_self_s = d.kind_self_s;
+    r.step.waits_s = waits.all * w;
+    for (size_t g = 0; g < waits.by_group.size(); ++g) r.step.group_waits_s[g] = waits.by_group[g] * w;
+    return r;
+}
+
+}  // namespace
+
+RunFigures run_figures(const CrossRank& x, const std::string& what) {
+    RunFigures run;
+    const std::map<int, Waits> waits = collective_waits(x);
+    std::vector<double> wall_sum;
+    std::vector<int> wall_count;
+    for (const RankDigest& d : x.digests) {
+        const std::vector<DigestStep> steady = d.steady();
+        if (steady.empty()) {
+            run.notes.push_back(fmt::format("{}: no steady step, left out", d.label));
+            continue;
+        }
+        const auto it = waits.find(d.rank);
+        run.ranks.push_back(rank_figures(d, steady, it == waits.end() ? Waits{} : it->second));
+        run.device = run.device || d.device;
+        run.ops_complete = run.ops_complete && d.ops_complete;
+        run.steady_steps = std::max(run.steady_steps, int(steady.size()));
+        if (wall_sum.size() < steady.size()) wall_sum.resize(steady.size()), wall_count.resize(steady.size());
+        for (size_t i = 0; i < steady.size(); ++i) wall_sum[i] += steady[i].wall_s, ++wall_count[i];
+        for (const DigestOp& o : d.ops) {
+            OpFigure& f = run.ops[{o.name, o.op}];
+            f.kind = o.kind, f.self_s += o.self_s, f.calls += o.calls;
+        }
+    }
+    US_CHECK_INPUT(!run.ranks.empty(),
+                   "{}: no rank has a steady step (a run of one step, or no step spans): "
+                   "record at least two steps",
+                   what);
+    const double n = double(run.ranks.size());
+    for (const RankFigures& r : run.ranks) run.mean.add(r.step, 1.0 / n);
+    for (auto& [key, f] : run.ops) f.self_s /= n, f.calls /= n;
+    for (size_t i = 0; i < wall_sum.size(); ++i) run.step_walls_s.push_back(wall_sum[i] / wall_count[i]);
+    const auto [lo, hi] = std::minmax_element(run.step_walls_s.begin(), run.step_walls_s.end());
+    run.noise_s = *hi - *lo;
+    return run;
+}
+
+}  // namespace us::prof

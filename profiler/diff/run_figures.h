@@ -1,0 +1,60 @@
+// A run's steady step as the diff reads it (docs/diff.md): each rank's figures averaged over its steady steps, and
+// their mean over the ranks, from the run's digests and cross-rank facts alone (so the same code serves two ranks,
+// a PyTorch folder and 1,024 ranks). Per step wall = compute + exposed + idle holds for each rank (step_breakdown.h),
+// so it holds for the means, and the diff's causes add up by construction.
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "profiler/analysis/compute_kind.h"
+#include "profiler/analysis/cross_rank.h"
+
+namespace us::prof {
+
+// One rank's (or the ranks' mean) steady step, in seconds per step.
+struct StepFigures {
+    double wall_s = 0, compute_s = 0, exposed_s = 0, idle_s = 0;
+    double bubble_s = 0;  // the pipeline's bubble, taken at most the step's idle (the rest of idle is host/idle)
+    std::array<double, kGroupCount> group_exposed_s{};    // the engine's groups; the rest of exposed_s is other groups'
+    std::array<double, kComputeKindCount> kind_self_s{};  // op table self time by kind
+    double waits_s = 0;                                   // inside collectives, for the group's last rank, all groups
+    std::array<double, kGroupCount> group_waits_s{};      // the same, the engine's groups
+
+    void add(const StepFigures& o, double weight);
+};
+
+struct RankFigures {
+    int rank = 0;
+    std::string label;
+    GridCoords coords;
+    int steps = 0;  // steady steps averaged
+    StepFigures step;
+};
+
+// An op as the run's ranks ran it, per steady step, averaged over the ranks.
+struct OpFigure {
+    ComputeKind kind = ComputeKind::other;
+    double self_s = 0, calls = 0;
+};
+using OpKey = std::pair<std::string, OpClass>;  // (name, op class): the op's identity across runs, never a time
+
+struct RunFigures {
+    std::vector<RankFigures> ranks;    // the ranks with steady steps, by rank
+    StepFigures mean;                  // over `ranks`
+    std::vector<double> step_walls_s;  // the ranks' mean wall per steady step index (the run's own spread)
+    double noise_s = 0;                // the range of step_walls_s (largest less smallest)
+    int steady_steps = 0;              // the most steady steps of a rank
+    bool device = false;               // GPU compute (idle is the host's: launches, the data loader)
+    std::map<OpKey, OpFigure> ops;     // the digests' leading op rows
+    bool ops_complete = true;          // every rank's op table whole in its digest
+    std::vector<std::string> notes;    // ranks left out (no steady step)
+};
+
+// Throws UserError naming `what` when no rank has a steady step.
+RunFigures run_figures(const CrossRank& run, const std::string& what);
+
+}  // namespace us::prof

@@ -1,0 +1,288 @@
+// What changed between two runs (profiler/diff/run_diff.h) on hand-built data-parallel digests whose every figure is
+// worked out below: the causes add up to the step's change exactly; compute splits by kind with the ops that moved;
+// a slowed rank's waits go to it as the straggler with blame's count as evidence; ops are matched by name, not by
+// time; ranks without a partner are said; equal runs differ within noise; a run without a steady step is refused.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "common/core/check.h"
+#include "profiler/analysis/cross_rank.h"
+#include "profiler/diff/run_diff.h"
+
+using namespace us::prof;
+
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+// A rank's compute per step by kind (gemm, attention, elementwise, optimizer, other: seconds), the idle it spends
+// before the all-reduce (a bubble), and its op rows (one per kind, named after it, when empty).
+struct RankPlan {
+    std::array<double, kComputeKindCount> kinds{0.3, 0.1, 0.1, 0, 0};
+    double bubble = 0;
+    std::vector<DigestOp> ops;
+};
+
+// Steps 1..steps: each rank computes, idles its bubble, then enters one dp all-reduce that ends 0.1 s after the last
+// rank enters it; 0.05 s of idle closes the step. So per rank wall = compute + exposed + idle, and each rank waits
+// (last arrival - its arrival). `jitter` s is added to every rank's gemm in odd steps, taken in even ones. Step
+// times start at `t0` s.
+CrossRank dp_run(const std::vector<RankPlan>& plans, int steps = 5, double jitter = 0, double t0 = 0) {
+    std::vector<RankDigest> out(plans.size());
+    int64_t start = int64_t(t0 * 1e9);
+    for (int step = 1; step <= steps; ++step) {
+        const double j = step % 2 ? jitter : -jitter;
+        std::vector<double> compute(plans.size()), arrive(plans.size());
+        double last = 0;
+        for (size_t r = 0; r < plans.size(); ++r) {
+            for (double k : plans[r].kinds) compute[r] += k;
+            compute[r] += j;
+            arrive[r] = compute[r] + plans[r].bubble;
+            last = std::max(last, arrive[r]);
+        }
+        const double wall = last + 0.15;
+        for (size_t r = 0; r < plans.size(); ++r) {
+            RankDigest& d = out[r];
+            DigestStep s;
+            s.step = step, s.begin = start, s.end = start + int64_t(wall * 1e9);
+            s.wall_s = wall, s.compute_s = compute[r], s.comm_s = last + 0.1 - arrive[r];
+            s.exposed_s = s.comm_s, s.idle_s = 0.05 + plans[r].bubble, s.bubble_s = plans[r].bubble;
+            s.group_exposed_s[size_t(GroupKind::dp)] = s.exposed_s;
+            d.steps.push_back(s);
+            DigestCollective c;
+            c.group = 0, c.index = step - 1, c.op = OpClass::all_reduce, c.step = step, c.phase = Phase::backward;
+            c.bytes = 1 << 20, c.begin = start + int64_t(arrive[r] * 1e9), c.end = start + int64_t((last + 0.1) * 1e9);
+            d.collectives.push_back(c);
+        }
+        start += int64_t(wall * 1e9) + kSecond / 100;
+    }
+    for (size_t r = 0; r < plans.size(); ++r) {
+        RankDigest& d = out[r];
+        d.rank = int(r), d.label = "rank " + std::to_string(r), d.source = "engine";
+        d.world_size = int(plans.size());
+        d.groups.push_back({"dp|0", "dp", {}, int(GroupKind::dp)});
+        d.kind_self_s = plans[r].kinds;
+        d.ops_complete = true;
+        d.ops = plans[r].ops;
+        if (d.ops.empty())
+            for (int k = 0; k < kComputeKindCount; ++k)
+                if (plans[r].kinds[k] > 0)
+                    d.ops.push_back({std::string(kComputeKindNames[k]) + " op", OpClass::gemm, 1, plans[r].kinds[k],
+                                     ComputeKind(k)});
+    }
+    return cross_rank(std::move(out));
+}
+
+RunDiff diff(const CrossRank& a, const CrossRank& b) { return diff_runs({"A", &a, {}}, {"B", &b, {}}); }
+
+double sum_of_causes(const RunDiff& d) {
+    double s = 0;
+    for (const Cause& c : d.causes) s += c.ms;
+    return s;
+}
+
+const Cause* find_cause(const RunDiff& d, CauseKind kind, const std::string& what = "") {
+    for (const Cause& c : d.causes)
+        if (c.kind == kind && (what.empty() || c.what == what)) return &c;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("diff: a slower attention is compute (attention), and the causes add up to the step exactly", "[cpu][diff]") {
+    const CrossRank a = dp_run({RankPlan{}, RankPlan{}});
+    RankPlan slower;
+    slower.kinds[size_t(ComputeKind::attention)] += 0.1;
+    const CrossRank b = dp_run({slower, slower});
+    const RunDiff d = diff(a, b);
+    CHECK(d.a_step_ms == Approx(650));
+    CHECK(d.b_step_ms == Approx(750));
+    CHECK(d.delta_ms == Approx(100));
+    CHECK_FALSE(d.within_noise);
+    REQUIRE(!d.causes.empty());
+    CHECK(d.causes[0].kind == CauseKind::compute);
+    CHECK(d.causes[0].what == "attention");
+    CHECK(d.causes[0].ms == Approx(100));
+    REQUIRE(!d.causes[0].ops.empty());
+    CHECK(d.causes[0].ops[0].name == "attention op");
+    CHECK(d.causes[0].ops[0].b_ms - d.causes[0].ops[0].a_ms == Approx(100));
+    CHECK(std::abs(d.unexplained_ms) < 1e-6);
+    CHECK(sum_of_causes(d) + d.unexplained_ms == Approx(d.delta_ms));
+    CHECK(d.verdict.find("B is 100.00 ms (15.4%) slower per step") == 0);
+    CHECK(d.verdict.find("compute (attention)") != std::string::npos);
+}
+
+TEST_CASE("diff: compute splits per kind, each with its own sign", "[cpu][diff]") {
+    const CrossRank a = dp_run({RankPlan{}, RankPlan{}});
+    RankPlan changed;
+    changed.kinds[size_t(ComputeKind::gemm)] += 0.05;
+    changed.kinds[size_t(ComputeKind::elementwise)] -= 0.02;
+    const RunDiff d = diff(a, dp_run({changed, changed}));
+    REQUIRE(find_cause(d, CauseKind::compute, "gemm"));
+    REQUIRE(find_cause(d, CauseKind::compute, "elementwise"));
+    CHECK(find_cause(d, CauseKind::compute, "gemm")->ms == Approx(50));
+    CHECK(find_cause(d, CauseKind::compute, "elementwise")->ms == Approx(-20));
+    CHECK(find_cause(d, CauseKind::compute, "attention") == nullptr);  // unchanged: no cause
+    CHECK(d.delta_ms == Approx(30));
+    CHECK(sum_of_causes(d) == Approx(30));
+}
+
+TEST_CASE("diff: a slowed rank's waits are the straggler's, on that rank, with blame's count", "[cpu][diff]") {
+    const CrossRank a = dp_run({RankPlan{}, RankPlan{}, RankPlan{}, RankPlan{}});
+    RankPlan slow;
+    slow.kinds[size_t(ComputeKind::gemm)] += 0.3;
+    const CrossRank b = dp_run({RankPlan{}, RankPlan{}, slow, RankPlan{}});
+    const RunDiff d = diff(a, b);
+    CHECK(d.delta_ms == Approx(300));
+    REQUIRE(!d.causes.empty());
+    const Cause& top = d.causes[0];
+    CHECK(top.kind == CauseKind::straggler);
+    CHECK(top.source == "derived");
+    // three ranks of four wait 0.3 s a step: 225 ms on the ranks' mean; the slow rank's own gemm is the other 75
+    CHECK(top.ms == Approx(225).margin(0.01));
+    REQUIRE(top.rank);
+    CHECK(*top.rank == 2);
+    CHECK(top.group == "dp");
+    CHECK(top.evidence.find("B's rank 2 arrived last in 4 of 4 collectives of dp") != std::string::npos);
+    const Cause* gemm = find_cause(d, CauseKind::compute, "gemm");
+    REQUIRE(gemm);
+    CHECK(gemm->ms == Approx(75));
+    REQUIRE(gemm->rank);
+    CHECK(*gemm->rank == 2);
+    CHECK(std::abs(d.unexplained_ms) < 0.01);
+    // predicted: B without the straggler's waits is its step less what each other rank waited
+    REQUIRE(d.what_if.size() == 2);
+    CHECK(d.what_if[0].name == "without the straggler");
+    CHECK(d.what_if[0].step_ms == Approx(950 - 300).margin(0.01));
+    CHECK(d.what_if[1].name == "with A's kernels");
+    CHECK(d.what_if[1].step_ms == Approx(950 - 75).margin(0.01));
+}
+
+TEST_CASE("diff: ops are matched by name and class, never by time; an op new in B is its own cause", "[cpu][diff]") {
+    RankPlan a_plan, b_plan;
+    a_plan.ops = {{"mlp.c_fc", OpClass::gemm, 4, 0.3, ComputeKind::gemm},
+                  {"attention", OpClass::attention, 1, 0.1, ComputeKind::attention},
+                  {"layernorm", OpClass::norm, 2, 0.1, ComputeKind::elementwise}};
+    b_plan.kinds = {0.32, 0.1, 0.13, 0, 0};
+    // B lists its ops in another order, one more call, a dropout A had not, and its steps start 1000 s later
+    b_plan.ops = {{"dropout", OpClass::activation, 1, 0.03, ComputeKind::elementwise},
+                  {"attention", OpClass::attention, 1, 0.1, ComputeKind::attention},
+                  {"layernorm", OpClass::norm, 2, 0.1, ComputeKind::elementwise},
+                  {"mlp.c_fc", OpClass::gemm, 5, 0.32, ComputeKind::gemm}};
+    const RunDiff d = diff(dp_run({a_plan, a_plan}), dp_run({b_plan, b_plan}, 5, 0, 1000));
+    CHECK(d.delta_ms == Approx(50));
+    const Cause* fresh = find_cause(d, CauseKind::new_ops);
+    REQUIRE(fresh);
+    CHECK(fresh->ms == Approx(30));
+    REQUIRE(fresh->ops.size() == 1);
+    CHECK(fresh->ops[0].name == "dropout");
+    CHECK(fresh->ops[0].match == "new");
+    // elementwise's change is all the new op's; gemm's is the one matched op's
+    CHECK(find_cause(d, CauseKind::compute, "elementwise") == nullptr);
+    CHECK(find_cause(d, CauseKind::compute, "attention") == nullptr);
+    const Cause* gemm = find_cause(d, CauseKind::compute, "gemm");
+    REQUIRE(gemm);
+    CHECK(gemm->ms == Approx(20));
+    REQUIRE(gemm->ops.size() == 1);
+    CHECK(gemm->ops[0].name == "mlp.c_fc");
+    CHECK(gemm->ops[0].a_ms == Approx(300));
+    CHECK(gemm->ops[0].b_ms == Approx(320));
+}
+
+TEST_CASE(
+    "diff: a kind whose ops were replaced (naive attention by flash) keeps its change, new and gone ops as "
+    "evidence",
+    "[cpu][diff]") {
+    RankPlan a_plan, b_plan;
+    a_plan.ops = {{"attention naive", OpClass::attention, 1, 0.1, ComputeKind::attention}};
+    b_plan.kinds[size_t(ComputeKind::attention)] = 0.04;
+    b_plan.ops = {{"attention flash", OpClass::attention, 1, 0.04, ComputeKind::attention}};
+    const RunDiff d = diff(dp_run({a_plan, a_plan}), dp_run({b_plan, b_plan}));
+    CHECK(d.delta_ms == Approx(-60));
+    CHECK(find_cause(d, CauseKind::new_ops) == nullptr);
+    REQUIRE(!d.causes.empty());
+    CHECK(d.causes[0].kind == CauseKind::compute);
+    CHECK(d.causes[0].what == "attention");
+    CHECK(d.causes[0].ms == Approx(-60));
+    REQUIRE(d.causes[0].ops.size() == 2);
+    CHECK(d.causes[0].ops[0].name == "attention naive");
+    CHECK(d.causes[0].ops[0].match == "gone");
+    CHECK(d.causes[0].ops[1].match == "new");
+    CHECK(d.verdict.find("faster") != std::string::npos);
+}
+
+TEST_CASE("diff: ranks without a partner are said; the step is compared at the ranks' mean", "[cpu][diff]") {
+    const CrossRank a = dp_run({RankPlan{}, RankPlan{}, RankPlan{}, RankPlan{}});
+    const CrossRank b = dp_run({RankPlan{}, RankPlan{}});
+    const RunDiff d = diff(a, b);
+    CHECK(d.ranks_by == "rank");
+    CHECK(d.a_only == std::vector<int>{2, 3});
+    CHECK(d.b_only.empty());
+    CHECK(d.ranks.size() == 2);
+    bool said = false;
+    for (const std::string& n : d.notes) said = said || n.find("A has 4 ranks, B 2") != std::string::npos;
+    CHECK(said);
+    CHECK(d.within_noise);
+    CHECK(format_diff(d).find("ranks only in A: 2, 3") != std::string::npos);
+}
+
+TEST_CASE("diff: two runs of the same settings differ within their own noise, and say so", "[cpu][diff]") {
+    const CrossRank a = dp_run({RankPlan{}, RankPlan{}}, 6, 0.004);
+    const CrossRank b = dp_run({RankPlan{}, RankPlan{}}, 7, 0.003);
+    const RunDiff d = diff(a, b);
+    CHECK(d.noise_ms == Approx(8));
+    CHECK(std::abs(d.delta_ms) <= d.noise_ms);
+    CHECK(d.within_noise);
+    CHECK(d.verdict.rfind("B does not differ from A beyond noise", 0) == 0);
+    const nlohmann::json j = diff_json(d);
+    CHECK(j["within_noise"] == true);
+    CHECK(j["noise_ms"].get<double>() == Approx(8));
+    CHECK(j["a_steps_ms"].size() == 5);
+}
+
+TEST_CASE("diff: a smaller bubble is the pipeline's bubble", "[cpu][diff]") {
+    RankPlan big, small;
+    big.bubble = 0.2, small.bubble = 0.05;
+    const RunDiff d = diff(dp_run({big, big}), dp_run({small, small}));
+    CHECK(d.delta_ms == Approx(-150));
+    REQUIRE(!d.causes.empty());
+    CHECK(d.causes[0].kind == CauseKind::bubble);
+    CHECK(d.causes[0].ms == Approx(-150));
+    CHECK(std::abs(d.unexplained_ms) < 1e-6);
+}
+
+TEST_CASE("diff: the JSON carries the steps, the causes with their evidence, and what is unexplained", "[cpu][diff]") {
+    RankPlan slow;
+    slow.kinds[size_t(ComputeKind::gemm)] += 0.3;
+    const RunDiff d = diff(dp_run({RankPlan{}, RankPlan{}, RankPlan{}}), dp_run({RankPlan{}, slow, RankPlan{}}));
+    const nlohmann::json j = diff_json(d);
+    for (const char* key : {"a_step_ms", "b_step_ms", "causes", "unexplained_ms", "noise_ms", "what_if", "verdict"})
+        CHECK(j.contains(key));
+    REQUIRE(j["causes"].size() >= 2);
+    CHECK(j["causes"][0]["kind"] == "straggler");
+    CHECK(j["causes"][0]["evidence"]["rank"] == 1);
+    CHECK(j["causes"][0]["evidence"]["group"] == "dp");
+    CHECK(j["what_if"][0]["source"] == "predicted");
+    CHECK(format_diff(d).find("What if (predicted)") != std::string::npos);
+}
+
+TEST_CASE("diff: a run without a steady step is refused by name", "[cpu][diff]") {
+    const CrossRank a = dp_run({RankPlan{}});
+    const CrossRank empty = cross_rank({RankDigest{}});
+    CHECK_THROWS_AS(diff(a, empty), us::UserError);
+    try {
+        diff(a, empty);
+    } catch (const us::UserError& e) {
+        CHECK(std::string(e.what()).find("B (B): no rank has a steady step") != std::string::npos);
+    }
+}
+
+TEST_CASE("diff: a digest keeps its per-group exposed time and its compute per kind through its bytes", "[cpu][diff]") {
+    RankDigest d = dp_run({RankPlan{}}).digests[0];
+    const RankDigest back = digest_from_bytes(digest_bytes(d), "test");
+    CHECK(back.kind_self_s == d.kind_self_s);
+    CHECK(back.ops_complete);
+    REQUIRE(back.ops.size() == d.ops.size());
+    CHECK(back.ops[1].kind == ComputeKind::attention);
+    CHECK(back.steps[1].group_exposed_s[size_t(GroupKind::dp)] == Approx(d.steps[1].group_exposed_s[1]));
+}
