@@ -28,7 +28,8 @@ enum class Place { top, bottom_left, bottom_middle, tab, over };
     X(ranks, "Ranks", "Ranks", Place::tab, draw_ranks_view, nullptr)                            \
     X(hang, "Hang", "Hang", Place::tab, draw_hang_view, nullptr)                                \
     X(planner, "Planner", "", Place::over, draw_planner_view, &app.planner.open)                \
-    X(snapshot, "Memory snapshot", "", Place::over, draw_snapshot_view, &app.snapshots.show)
+    X(snapshot, "Memory snapshot", "", Place::over, draw_snapshot_view, &app.snapshots.show)    \
+    X(attach, "Attach to a PyTorch job", "", Place::over, draw_attach_view, &app.attach_job.open)
 
 // A view without its drawing: what code without a window needs.
 struct ViewName {
