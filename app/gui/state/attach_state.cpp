@@ -46,7 +46,7 @@ void AttachState::relist() {
 }
 
 void AttachState::capture(const std::string& job_id) {
-    if (worker.running()) return;
+    if (worker.running() || worker.has_outcome()) return;
     error.clear();
     last_message.clear();
     if (!listing.started()) relist();
@@ -65,7 +65,7 @@ void AttachState::capture(const std::string& job_id) {
 std::optional<AttachState::Captured> AttachState::poll(bool source_idle) {
     if (!open && !worker.running() && listing.started()) listing.close();  // the endpoint is released
     if (listing.started()) listing.poll();
-    if (auto_pending() && listing.started() && !worker.running() && source_idle) {
+    if (auto_pending() && listing.started() && !worker.running() && !worker.has_outcome() && source_idle) {
         ++m_auto_started;
         steps = auto_capture_steps;
         capture("");

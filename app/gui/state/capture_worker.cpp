@@ -15,7 +15,7 @@ CaptureWorker::~CaptureWorker() {
 }
 
 void CaptureWorker::start(const app::CaptureOptions& options, prof::OnDemandDaemon* daemon) {
-    if (m_running) return;
+    if (m_running || has_outcome()) return;  // the last outcome is taken first: it would be lost
     if (m_thread.joinable()) m_thread.join();
     m_options = options;
     m_cancel = false;
