@@ -11,8 +11,8 @@ namespace us::gui {
 
 // Where the default layout puts a view (app/gui/platform/frame_layout.cpp): the right of the window is the timeline
 // across the top and three columns below it; the last column's views are tabs of one window ("Training and runs");
-// the planner and the snapshot are closable windows over the views. What is open may move a view into the first
-// column below the timeline, and the one there into the tabs (opening_layout.h).
+// the planner, the snapshot and the Attach window are closable windows over the views. What is open may move a view
+// into the first column below the timeline, and the one there into the tabs (opening_layout.h).
 enum class Place { top, bottom_left, bottom_middle, tab, over };
 
 // X(id, title, tab label (as a tab: the tab views', and a view an opening layout moves into the tabs), place, draw

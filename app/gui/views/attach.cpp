@@ -36,11 +36,10 @@ void draw_where(AttachState& st) {
 }
 
 // The state of a rank in the capture running, else whether it still polls.
-std::string rank_state(const AttachState& st, const CaptureProgressView& p, const ListedJob& job, const ListedRank& r) {
+std::string rank_state(const CaptureProgressView& p, const ListedJob& job, const ListedRank& r) {
     for (const CaptureRankRow& row : p.ranks)
         if (row.pid == r.pid && (row.node.empty() ? job.node == "this node" : row.node == job.node))
             return row.line.empty() ? app::rank_state_name(row.state) : row.line;
-    (void)st;
     return r.alive ? "polling" : "exited";
 }
 
@@ -64,7 +63,7 @@ void draw_job(AttachState& st, const ListedJob& job, const CaptureProgressView& 
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(r.host.c_str());
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(rank_state(st, progress, job, r).c_str());
+            ImGui::TextUnformatted(rank_state(progress, job, r).c_str());
         }
         ImGui::EndTable();
     }
