@@ -2,6 +2,7 @@
 #include "app/capture/agent_client.h"
 
 #include <fmt/core.h>
+#include <poll.h>
 
 #include "app/capture/agent_protocol.h"
 #include "common/core/check.h"
@@ -39,6 +40,21 @@ bool next_json(const AgentAddress& agent, int fd, int timeout_ms, nlohmann::json
     return true;
 }
 
+// Until the next frame starts, or `node.cancel` is set (then false: the connection closes and the agent, finding
+// no one to send to, ends its capture at its timeout). A quiet agent is left to next_json's own timeout.
+bool wait_readable(int fd, int quiet_ms, const NodeCaptureRequest& node, std::string& error) {
+    if (!node.cancel) return true;
+    for (int waited = 0; waited < quiet_ms; waited += 200) {
+        if (*node.cancel) {
+            error = node.cancelled_why;
+            return false;
+        }
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 200) != 0) return true;  // readable, closed, or an error next_json names
+    }
+    return true;
+}
+
 }  // namespace
 
 nlohmann::json agent_jobs(const AgentAddress& agent) {
@@ -64,8 +80,12 @@ NodeCaptureResult agent_capture(const AgentAddress& agent, const NodeCaptureRequ
     const int quiet_ms = int(node.timeout_s * 1000) + 30000;
     nlohmann::json frame;
     for (;;) {
-        if (!next_json(agent, s.fd(), quiet_ms, frame, result.error)) return result;
+        if (!wait_readable(s.fd(), quiet_ms, node, result.error) ||
+            !next_json(agent, s.fd(), quiet_ms, frame, result.error))
+            return result;
         if (!frame.contains("progress")) break;
+        if (RankProgress rank; node.on_rank && frame.contains("rank") && parse_rank_progress(frame["rank"], rank))
+            node.on_rank(rank);
         progress(frame["progress"].is_string() ? frame["progress"].get<std::string>() : frame["progress"].dump());
     }
     if (!frame.value("ok", false)) {

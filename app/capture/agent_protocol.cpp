@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "profiler/ondemand/ondemand_daemon.h"
 #include "profiler/transport/protocol.h"
 #include "profiler/transport/socket.h"
 
@@ -18,6 +19,51 @@ nlohmann::json agent_request_json(const AgentRequest& r) {
             {"steps", r.steps},
             {"roundup", r.roundup},
             {"timeout_s", r.timeout_s}};
+}
+
+namespace {
+
+nlohmann::json poller_json(const prof::Poller& p, double now) {
+    return {{"pid", p.pid},
+            {"rank", p.info.rank},
+            {"world_size", p.info.world_size},
+            {"local_rank", p.info.local_rank},
+            {"command", p.info.command},
+            {"alive", p.alive},
+            {"polls", p.polls},
+            {"last_seen_s", now - p.last_seen}};
+}
+
+}  // namespace
+
+nlohmann::json jobs_json(const std::vector<prof::PolledJob>& jobs) {
+    const double now = prof::steady_seconds();
+    nlohmann::json out = nlohmann::json::array();
+    for (const prof::PolledJob& job : jobs) {
+        nlohmann::json j = {
+            {"id", job.id}, {"jobid", job.jobid}, {"expected_ranks", job.expected_ranks}, {"describe", job.describe()}};
+        j["ranks"] = nlohmann::json::array();
+        j["launchers"] = nlohmann::json::array();
+        for (const prof::Poller& p : job.ranks) j["ranks"].push_back(poller_json(p, now));
+        for (const prof::Poller& p : job.launchers) j["launchers"].push_back(poller_json(p, now));
+        out.push_back(std::move(j));
+    }
+    return out;
+}
+
+nlohmann::json rank_progress_json(const RankProgress& r) {
+    return {{"rank", r.rank}, {"pid", r.pid}, {"state", int(r.state)}, {"requests", r.requests}, {"file", r.file}};
+}
+
+bool parse_rank_progress(const nlohmann::json& j, RankProgress& out) {
+    if (!j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer() || !j.contains("state") ||
+        !j["state"].is_number_integer())
+        return false;
+    const int state = j["state"].get<int>();
+    if (state < 0 || state > int(RankState::written)) return false;
+    out.rank = j.value("rank", -1), out.pid = j["pid"].get<int>(), out.state = RankState(state);
+    out.requests = j.value("requests", 0), out.file = j.value("file", std::string());
+    return true;
 }
 
 bool parse_agent_request(const std::string& frame, AgentRequest& out, std::string& error) {

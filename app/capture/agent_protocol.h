@@ -7,8 +7,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "app/capture/node_capture.h"
+#include "profiler/ondemand/poller_registry.h"
 
 namespace us::app {
 
@@ -26,6 +30,14 @@ struct AgentRequest {
 };
 
 nlohmann::json agent_request_json(const AgentRequest& request);
+// The jobs polling a node, as the agent's "jobs" answer lists them (and the GUI's Attach window reads them, from an
+// agent or from its own endpoint): {"id", "jobid", "expected_ranks", "describe", "ranks": [...], "launchers": [...]},
+// each process {"pid", "rank", "world_size", "local_rank", "command", "alive", "polls", "last_seen_s"}.
+nlohmann::json jobs_json(const std::vector<prof::PolledJob>& jobs);
+// A rank's state in a capture's progress frame ({"rank", "pid", "state", "requests", "file"}); false for JSON that
+// is not one.
+nlohmann::json rank_progress_json(const RankProgress& rank);
+bool parse_rank_progress(const nlohmann::json& j, RankProgress& out);
 // Reads a request; false and `error` (to send back) when it is malformed or from another protocol version. The
 // token is not checked here (agent_token_matches).
 bool parse_agent_request(const std::string& frame, AgentRequest& out, std::string& error);

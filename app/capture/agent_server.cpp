@@ -8,6 +8,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <utility>
+
 #include <thread>
 #include <vector>
 
@@ -19,32 +21,6 @@ namespace us::app {
 namespace {
 
 constexpr int kSendTimeoutMs = 30000;
-
-nlohmann::json poller_json(const prof::Poller& p, double now) {
-    return {{"pid", p.pid},
-            {"rank", p.info.rank},
-            {"world_size", p.info.world_size},
-            {"local_rank", p.info.local_rank},
-            {"command", p.info.command},
-            {"alive", p.alive},
-            {"polls", p.polls},
-            {"last_seen_s", now - p.last_seen}};
-}
-
-nlohmann::json jobs_json(const std::vector<prof::PolledJob>& jobs) {
-    const double now = prof::steady_seconds();
-    nlohmann::json out = nlohmann::json::array();
-    for (const prof::PolledJob& job : jobs) {
-        nlohmann::json j = {
-            {"id", job.id}, {"jobid", job.jobid}, {"expected_ranks", job.expected_ranks}, {"describe", job.describe()}};
-        j["ranks"] = nlohmann::json::array();
-        j["launchers"] = nlohmann::json::array();
-        for (const prof::Poller& p : job.ranks) j["ranks"].push_back(poller_json(p, now));
-        for (const prof::Poller& p : job.launchers) j["launchers"].push_back(poller_json(p, now));
-        out.push_back(std::move(j));
-    }
-    return out;
-}
 
 void send_error(int fd, const std::string& error) {
     write_frame(fd, nlohmann::json{{"ok", false}, {"error", error}}.dump(), kSendTimeoutMs);
@@ -118,9 +94,15 @@ void AgentServer::serve_capture(int fd, const AgentRequest& request) {
         std::lock_guard lock(m_mutex);
         if (!m_busy_jobs.insert(key).second) return send_error(fd, "a capture of " + key + " is already running");
     }
-    const NodeCaptureRequest node{request.job, request.steps, request.roundup, request.timeout_s, &m_stopping};
+    NodeCaptureRequest node{request.job, request.steps, request.roundup, request.timeout_s, &m_stopping};
+    // A rank's state travels in the progress frame of its line ({"progress", "rank": {...}}): older clients read
+    // the line alone.
+    nlohmann::json rank_state;
+    node.on_rank = [&](const RankProgress& r) { rank_state = rank_progress_json(r); };
     NodeCaptureResult result = capture_on_node(m_daemon, node, [&](const std::string& line) {
-        write_frame(fd, nlohmann::json{{"progress", line}}.dump(), kSendTimeoutMs);
+        nlohmann::json frame{{"progress", line}};
+        if (!rank_state.is_null()) frame["rank"] = std::exchange(rank_state, nlohmann::json());
+        write_frame(fd, frame.dump(), kSendTimeoutMs);
     });
     {
         std::lock_guard lock(m_mutex);

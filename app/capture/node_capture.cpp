@@ -59,7 +59,7 @@ bool wait_for_job(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& reques
                                        : fmt::format("waiting for job {} to poll", request.job);
         if (line != last) progress(last = line);
         if (request.cancel && *request.cancel) {
-            error = "the agent is stopping";
+            error = request.cancelled_why;
             return false;
         }
         if (steady_seconds() > deadline) {
@@ -88,8 +88,8 @@ std::string read_all(const std::string& path) {
 }
 
 // Phase 2, one round: each rank's state; false with `error` when a rank died before writing its file.
-bool check_ranks(prof::OnDemandDaemon& daemon, const std::string& job_id, std::vector<Watch>& watches,
-                 const CaptureProgress& progress, std::string& error) {
+bool check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& request, const std::string& job_id,
+                 std::vector<Watch>& watches, const CaptureProgress& progress, std::string& error) {
     std::map<int, bool> alive;
     for (const prof::PolledJob& j : daemon.jobs())
         for (const prof::Poller& p : j.ranks) alive[p.pid] = p.alive;
@@ -98,22 +98,29 @@ bool check_ranks(prof::OnDemandDaemon& daemon, const std::string& job_id, std::v
         w.written = w.written || fs::exists(w.file, ec);
         const prof::ArmStatus s = daemon.arm_status(w.poller.pid);
         std::string line;
-        if (w.written)
+        RankProgress state{w.poller.info.rank, w.poller.pid, RankState::waiting_for_poll, s.requests_sent, {}};
+        if (w.written) {
+            state.state = RankState::written, state.file = w.file;
             line =
                 fmt::format("{}: wrote {} ({})", rank_name(w.poller), w.file, format_bytes(fs::file_size(w.file, ec)));
-        else if (alive.count(w.poller.pid) && !alive[w.poller.pid]) {
+        } else if (alive.count(w.poller.pid) && !alive[w.poller.pid]) {
             error = fmt::format("{} of job {} exited before writing its trace: the job ended mid-capture",
                                 rank_name(w.poller), job_id);
             return false;
-        } else if (s.tracing)
+        } else if (s.tracing) {
+            state.state = RankState::tracing;
             line = fmt::format("{}: tracing (asked {} time{})", rank_name(w.poller), s.requests_sent,
                                s.requests_sent == 1 ? "" : "s");
-        else if (s.requests_sent == 0)
+        } else if (s.requests_sent == 0) {
             line = fmt::format("{}: armed, waiting for its next poll", rank_name(w.poller));
-        else
+        } else {
+            state.state = RankState::asked;
             line = fmt::format("{}: asked {} time{}, waiting for its trace", rank_name(w.poller), s.requests_sent,
                                s.requests_sent == 1 ? "" : "s");
-        if (line != w.shown) progress(w.shown = line);
+        }
+        if (line == w.shown) continue;
+        if (request.on_rank) request.on_rank(state);
+        progress(w.shown = line);
     }
     return true;
 }
@@ -133,6 +140,20 @@ std::string timeout_error(const std::vector<Watch>& watches, double timeout_s, i
 }
 
 }  // namespace
+
+const char* rank_state_name(RankState state) {
+    switch (state) {
+        case RankState::waiting_for_poll:
+            return "waiting for poll";
+        case RankState::asked:
+            return "asked again";
+        case RankState::tracing:
+            return "tracing";
+        case RankState::written:
+            return "written";
+    }
+    return "?";
+}
 
 std::string this_host_name() {
     char name[256] = {};
@@ -156,10 +177,10 @@ NodeCaptureResult capture_on_node(prof::OnDemandDaemon& daemon, const NodeCaptur
     }
     bool done = false;
     while (!done) {
-        if (!check_ranks(daemon, job.id, watches, progress, result.error)) break;
+        if (!check_ranks(daemon, request, job.id, watches, progress, result.error)) break;
         done = std::all_of(watches.begin(), watches.end(), [](const Watch& w) { return w.written; });
         if (!done && request.cancel && *request.cancel) {
-            result.error = "the agent is stopping";
+            result.error = request.cancelled_why;
             break;
         }
         if (!done && steady_seconds() > deadline) {

@@ -13,11 +13,29 @@
 
 namespace us::app {
 
+// A rank's state while its node captures it, for a caller that draws it (the GUI's Attach window) rather than
+// reading the progress lines: armed and waiting for its next poll, asked again on each poll (Kineto drops a request
+// that comes before its first optimizer step), tracing (Kineto opened the file), its file written.
+enum class RankState { waiting_for_poll, asked, tracing, written };
+const char* rank_state_name(RankState state);  // "waiting for poll", "asked again", "tracing", "written"
+
+struct RankProgress {
+    int rank = -1, pid = 0;
+    RankState state = RankState::waiting_for_poll;
+    int requests = 0;  // polls answered with the request so far
+    std::string file;  // written: Kineto's file on the node
+};
+
+using CaptureProgress = std::function<void(const std::string& line)>;
+using RankProgressFn = std::function<void(const RankProgress& rank)>;
+
 struct NodeCaptureRequest {
     std::string job;  // "" = the only job polling
     int steps = 3, roundup = 100;
     double timeout_s = 120;
-    const std::atomic<bool>* cancel = nullptr;  // set: give up now (the agent is stopping)
+    const std::atomic<bool>* cancel = nullptr;  // set: give up now
+    std::string cancelled_why = "the agent is stopping";
+    RankProgressFn on_rank;  // each change of a rank's state, just before its progress line (may be empty)
 };
 
 struct NodeCaptureResult {
@@ -26,8 +44,6 @@ struct NodeCaptureResult {
     std::string job_id;
     std::vector<CapturedTrace> ranks;
 };
-
-using CaptureProgress = std::function<void(const std::string& line)>;
 
 NodeCaptureResult capture_on_node(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& request,
                                   const CaptureProgress& progress);

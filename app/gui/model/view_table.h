@@ -11,8 +11,8 @@ namespace us::gui {
 
 // Where the default layout puts a view (app/gui/platform/frame_layout.cpp): the right of the window is the timeline
 // across the top and three columns below it; the last column's views are tabs of one window ("Training and runs");
-// the planner and the snapshot are closable windows over the views. What is open may move a view into the first
-// column below the timeline, and the one there into the tabs (opening_layout.h).
+// the planner, the snapshot and the Attach window are closable windows over the views. What is open may move a view
+// into the first column below the timeline, and the one there into the tabs (opening_layout.h).
 enum class Place { top, bottom_left, bottom_middle, tab, over };
 
 // X(id, title, tab label (as a tab: the tab views', and a view an opening layout moves into the tabs), place, draw
@@ -28,7 +28,8 @@ enum class Place { top, bottom_left, bottom_middle, tab, over };
     X(ranks, "Ranks", "Ranks", Place::tab, draw_ranks_view, nullptr)                            \
     X(hang, "Hang", "Hang", Place::tab, draw_hang_view, nullptr)                                \
     X(planner, "Planner", "", Place::over, draw_planner_view, &app.planner.open)                \
-    X(snapshot, "Memory snapshot", "", Place::over, draw_snapshot_view, &app.snapshots.show)
+    X(snapshot, "Memory snapshot", "", Place::over, draw_snapshot_view, &app.snapshots.show)    \
+    X(attach, "Attach to a PyTorch job", "", Place::over, draw_attach_view, &app.attach_job.open)
 
 // A view without its drawing: what code without a window needs.
 struct ViewName {

@@ -60,6 +60,20 @@ void declare_gui_options(CLI::App& app, gui::GuiOptions& o, GuiFlags& f) {
     app.add_flag("--plan-show", o.plan_show,
                  "With --plan: show the best fitting layout's predicted step in the views "
                  "(marked predicted)");
+    app.add_flag("--attach-job", o.attach_job,
+                 "Open File > Attach to a PyTorch job (started with KINETO_USE_DAEMON=1) instead of launching a run");
+    app.add_option("--attach-agents", o.attach_agents, "With --attach-job: the agents to ask (default: this node)")
+        ->type_name("HOST:PORT,...");
+    app.add_option("--attach-token", o.attach_token, "With --attach-job: the agents' token")->type_name("TOKEN");
+    app.add_option("--capture-steps", o.capture_steps,
+                   "With --attach-job: capture N steps of the only job at once, and open them as a run")
+        ->type_name("N");
+    app.add_option("--capture-count", o.capture_count,
+                   "With --capture-steps: capture K times in a row, each a run of its own (the Compare tab)")
+        ->type_name("K");
+    app.add_option("--capture-timeout", o.capture_timeout_s,
+                   "With --attach-job: seconds a capture waits for the ranks and their files (default 120)")
+        ->type_name("S");
     app::add_report_flags(app, o.report, app::ReportFlags::gui);  // as `ultrascope report` takes them
     app.add_option("--store-cap-mib", f.store_cap_mib,
                    "Memory cap of the trace kept in memory (default 2048; the file "
@@ -120,7 +134,12 @@ GuiArgs parse_gui_args(int argc, const char* const* argv) {
     } catch (const CLI::ParseError& e) {
         fail_user("{} (see ultrascope --help)", e.what());
     }
-    o.launch = !f.no_launch;
+    o.launch = !f.no_launch && !o.attach_job;
+    US_CHECK_INPUT(o.capture_steps >= 0 && o.capture_steps <= 1000, "--capture-steps must be from 1 to 1000");
+    US_CHECK_INPUT(o.capture_count >= 1 && o.capture_count <= 100, "--capture-count must be from 1 to 100");
+    US_CHECK_INPUT(o.capture_timeout_s > 0, "--capture-timeout must be positive");
+    US_CHECK_INPUT((o.capture_steps == 0 && o.attach_agents.empty() && o.attach_token.empty()) || o.attach_job,
+                   "--capture-steps, --attach-agents and --attach-token go with --attach-job");
     check_launch_flags(app, o.run);  // the launch panel's values: the rest of their rules is checked at the launch
     if (app.count("--store-cap-mib")) o.store_cap_bytes = parse_store_cap_mib(f.store_cap_mib);
     if (app.count("--font-size")) {

@@ -35,6 +35,12 @@ struct GuiOptions {
     int plan_gpus = 64;
     bool plan_launch = false;  // --plan-launch: then launch the best layout this machine can run
     bool plan_show = false;    // --plan-show: then show the best fitting layout's predicted step in the views
+    // --attach-job [--attach-agents HOST:PORT,... --attach-token T] [--capture-steps N]: open File > Attach to a
+    // PyTorch job (no run launched) on this node's jobs or the agents', and capture N steps of the only job
+    bool attach_job = false;
+    std::string attach_agents, attach_token;
+    int capture_steps = 0, capture_count = 1;  // --capture-count K: that many captures in a row
+    double capture_timeout_s = 120;            // --capture-timeout S: as `ultrascope capture --timeout`
 };
 
 }  // namespace us::gui

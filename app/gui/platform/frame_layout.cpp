@@ -73,6 +73,7 @@ float draw_menu_bar(AppState& app, FrameState& frame) {
     if (ImGui::BeginMenu("File")) {
         if (ImGui::MenuItem("Open trace...", "Ctrl+O")) frame.popups.open_requested = true;
         if (ImGui::MenuItem("Attach (listen for a run)...")) frame.popups.attach_requested = true;
+        if (ImGui::MenuItem("Attach to a PyTorch job...")) app.attach_job.show();
         if (ImGui::MenuItem("New plan...")) app.planner.open = true;
         if (ImGui::MenuItem("Lessons...")) {
             app.lessons.close();

@@ -101,6 +101,33 @@ nlohmann::json hang_facts(const HangState& st) {
     return facts;
 }
 
+// The Attach window: the jobs listed with their ranks, the capture's progress or error, the runs compared.
+nlohmann::json attach_facts(const AppState& app) {
+    const AttachState& st = app.attach_job;
+    nlohmann::json jobs = nlohmann::json::array();
+    for (const ListedJob& j : st.listing.jobs()) {
+        nlohmann::json ranks = nlohmann::json::array();
+        for (const ListedRank& r : j.ranks)
+            ranks.push_back({{"rank", r.rank}, {"pid", r.pid}, {"host", r.host}, {"alive", r.alive}});
+        jobs.push_back({{"id", j.id},
+                        {"node", j.node},
+                        {"describe", j.describe},
+                        {"ranks", ranks},
+                        {"captures", st.captures_of(j.id)}});
+    }
+    nlohmann::json compared = nlohmann::json::array();
+    for (const RunSummary& r : app.comparison.runs) compared.push_back(r.label);
+    nlohmann::json progress = nlohmann::json::array();
+    for (const CaptureRankRow& r : st.worker.progress().ranks) progress.push_back(r.line);
+    return {{"where", st.listing.where()},
+            {"listing_error", st.listing.error()},
+            {"jobs", jobs},
+            {"capturing", st.worker.running()},
+            {"progress", progress},
+            {"error", st.error},
+            {"compared_runs", compared}};
+}
+
 }  // namespace
 
 nlohmann::json shown_facts(const AppState& app) {
@@ -122,6 +149,7 @@ nlohmann::json shown_facts(const AppState& app) {
     facts["overlap_groups"] = overlap_groups(app.report());
     if (!app.snapshots.empty()) facts["snapshot"] = snapshot_facts(app.snapshots);
     if (app.hang.loaded()) facts["hang"] = hang_facts(app.hang);
+    if (app.attach_job.open || app.attach_job.listing.started()) facts["attach"] = attach_facts(app);
     if (auto categories = app.views.memory_categories.facts(); !categories.is_null())
         facts["memory_categories"] = categories;
     run_facts(app, facts);

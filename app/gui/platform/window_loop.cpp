@@ -70,7 +70,7 @@ private:
 bool settled(const AppState& app) {
     if (app.source.loading() || app.derived.busy() || app.lessons.busy() || app.planner.searching() ||
         app.snapshots.loading() || app.views.memory_categories.loading() || app.large_run.digesting() ||
-        app.hang.loading())
+        app.hang.loading() || app.attach_job.busy())
         return false;
     return !(app.source.kind() == Source::launched && app.source.live() && !app.source.live()->finished());
 }

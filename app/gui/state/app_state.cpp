@@ -36,6 +36,14 @@ AppState::AppState(const GuiOptions& options) : source(log, options.store_cap_by
     else if (options.launch)
         launch();
     if (!options.listen.empty()) attach(options.listen);
+    if (options.attach_job) {
+        attach_job.agents = options.attach_agents;
+        attach_job.token = options.attach_token;
+        attach_job.auto_capture_steps = options.capture_steps;
+        attach_job.auto_capture_count = options.capture_count;
+        attach_job.timeout_s = options.capture_timeout_s;
+        attach_job.show();
+    }
 }
 
 AppState::~AppState() { derived.wait(); }
@@ -192,7 +200,7 @@ void AppState::update_planner() {
     }
 }
 
-void AppState::open_trace(const std::vector<std::string>& paths) {
+void AppState::open_trace(const std::vector<std::string>& paths, const std::string& label) {
     if (paths.size() == 1 && snap::is_memory_snapshot_path(paths[0])) {
         snapshots.open({paths[0]});
     } else if (HangState::wanted(paths)) {
@@ -206,7 +214,7 @@ void AppState::open_trace(const std::vector<std::string>& paths) {
     } else {
         large_run.close();
         hang.close();
-        source.open_trace(paths);
+        source.open_trace(paths, label);
     }
 }
 
@@ -250,6 +258,9 @@ void AppState::open_ranks(const std::vector<int>& ranks, bool with_peers) {
 void AppState::update() {
     if (auto error = snapshots.poll()) log.fail(*error);
     hang.poll();
+    if (const auto captured = attach_job.poll(!source.loading() && !derived.busy()))
+        open_trace({captured->folder}, captured->label);
+    if (const auto failed = attach_job.take_failure()) log.fail(*failed);
     large_run.poll();
     update_planner();
     update_source();

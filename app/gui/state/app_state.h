@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "app/gui/state/attach_state.h"
 #include "app/gui/state/data_source.h"
 #include "app/gui/state/derived_views.h"
 #include "app/gui/state/hang_state.h"
@@ -60,6 +61,7 @@ public:
     PlannerState planner;                       // File > New plan
     SnapshotState snapshots;                    // PyTorch memory snapshots opened (their own window)
     HangState hang{log};                        // a hung job's Flight Recorder dumps and their analysis
+    AttachState attach_job;                     // File > Attach to a PyTorch job: its captures open as runs
     ViewStates views;                           // each view's own state from frame to frame
     std::map<std::string, ViewRegion> regions;  // this frame's views (screenshot checks)
 
@@ -76,8 +78,8 @@ public:
     void resume_from_checkpoint();
     // A trace (ours, or PyTorch profiler files and folders: one rank per file, shown as they are read), a PyTorch
     // memory snapshot, which opens in the snapshot window, or a hung job's Flight Recorder dumps (the Hang view).
-    void open_trace(const std::vector<std::string>& paths);
-    void attach(const std::string& listen);  // [HOST:]PORT
+    void open_trace(const std::vector<std::string>& paths, const std::string& label = {});  // label: else the paths
+    void attach(const std::string& listen);                                                 // [HOST:]PORT
     RanksSource ranks_source() const;
     // What is open, as the layout the window opens on sees it (model/opening_layout.h): a hung job's dumps, a trace
     // of several ranks from elsewhere (held whole, being read, or opened from its digests), or an engine run (or

@@ -108,11 +108,12 @@ void DataSource::stop() {
     }
 }
 
-void DataSource::open_trace(const std::vector<std::string>& paths) {
+void DataSource::open_trace(const std::vector<std::string>& paths, const std::string& label) {
     cancel_load();
     m_load_label.clear();
     for (const auto& p : paths) m_load_label += (m_load_label.empty() ? "" : ", ") + p;
-    m_log.message("opening " + m_load_label);
+    m_log.message("opening " + (label.empty() ? m_load_label : label + ": " + m_load_label));
+    if (!label.empty()) m_load_label = label;
     m_memory.clear();
     m_memory_done.reset();
     m_load = std::make_unique<prof::ProgressiveLoad>(paths, prof::TraceStoreOptions{m_store_cap_bytes});

@@ -37,7 +37,7 @@ public:
     void stop();
     // Starts reading a run (an Ultrascope trace, PyTorch profiler files or their folders); take_loaded() hands
     // over its store once its first ranks are read, pump_load() adds the others. A load under way is cancelled.
-    void open_trace(const std::vector<std::string>& paths);
+    void open_trace(const std::vector<std::string>& paths, const std::string& label = {});  // label: else the paths
     // The store of the run being opened, once its first ranks are read (then `label` names the run); else
     // nullptr. A run of which no file could be read ends here, its errors logged.
     std::unique_ptr<prof::TraceStore> take_loaded(std::string& label);

@@ -20,5 +20,6 @@ void draw_ranks_view(AppState& app);     // ranks.cpp: who holds the run back, e
 void draw_hang_view(AppState& app);      // hang.cpp: what holds a hung job, from its Flight Recorder dumps
 void draw_planner_view(AppState& app);   // planner.cpp: layouts of a model on a cluster, predicted
 void draw_snapshot_view(AppState& app);  // snapshot.cpp: a PyTorch memory snapshot, per rank and device
+void draw_attach_view(AppState& app);    // attach.cpp: a running PyTorch job's ranks, captured N steps at a time
 
 }  // namespace us::gui
