@@ -57,6 +57,7 @@ nlohmann::json report_of_trace(const std::string& path) {
 int check_lesson(const lesson::Lesson& l, const std::string& trace_dir, const std::string& from_traces,
                  const std::string& train_binary, bool verbose) {
     std::map<std::string, nlohmann::json> reports;
+    std::map<std::string, std::string> traces;  // label -> trace, for the claims over two runs' diff
     bool runs_ok = true;
     double total_s = 0;
     for (size_t i = 0; i < l.runs.size(); ++i) {
@@ -65,6 +66,7 @@ int check_lesson(const lesson::Lesson& l, const std::string& trace_dir, const st
             const std::string path = from_traces + "/lesson-" + l.name + "-" + run.label + ".ustrace";
             std::printf("[%zu/%zu] %s: %s\n", i + 1, l.runs.size(), run.label.c_str(), path.c_str());
             reports[run.label] = report_of_trace(path);
+            traces[run.label] = path;
             continue;
         }
         std::printf("[%zu/%zu] %s: %s\n", i + 1, l.runs.size(), run.label.c_str(),
@@ -79,13 +81,17 @@ int check_lesson(const lesson::Lesson& l, const std::string& trace_dir, const st
         std::printf("      %s in %.1f s, trace %s\n", r.ok() ? "done" : "FAILED", r.seconds, r.trace_path.c_str());
         for (const auto& p : r.problems) std::printf("      %s\n", p.c_str());
         runs_ok &= r.ok();
-        if (!r.report.is_null()) reports[run.label] = r.report;
+        if (!r.report.is_null()) {
+            reports[run.label] = r.report;
+            traces[run.label] = r.trace_path;
+        }
         if (app::stop_signal() != 0) return 1;
     }
     for (const auto& p : l.plans) {  // the planner runs nothing: its figures come at once
         std::printf("[plan] %s: %s\n", p.label.c_str(), lesson::plan_command_text(p).c_str());
         reports[p.label] = lesson::evaluate_lesson_plan(p);
     }
+    lesson::add_lesson_diffs(l, traces, reports);
     const lesson::LessonCheck check = lesson::check_lesson(l, reports);
     std::printf("\nClaims of '%s':\n", l.name.c_str());
     int held = 0;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/launch/emulated_nodes.h"
@@ -221,6 +222,14 @@ struct LessonCheck {
 // (evaluate_lesson_plan; its figures are predicted, formula, derived or model, never measured). Never throws on a
 // report that lacks a key: that claim comes back invalid with the reason.
 ClaimResult evaluate_claim(const Claim& claim, const std::map<std::string, nlohmann::json>& reports);
+
+// A claim's run "A..B" reads the diff of runs A and B (`ultrascope diff --json`, docs/report-schema.md): the two
+// labels, or nothing for a plain label.
+std::optional<std::pair<std::string, std::string>> diff_pair(const std::string& run);
+// Adds to `reports`, under "A..B", the diff of each pair the lesson's claims name whose traces (label -> path) are
+// both there. Blocks while it reads the two traces (a lesson's runs: well under a second each).
+void add_lesson_diffs(const Lesson& lesson, const std::map<std::string, std::string>& traces,
+                      std::map<std::string, nlohmann::json>& reports);
 LessonCheck check_lesson(const Lesson& lesson, const std::map<std::string, nlohmann::json>& reports);
 
 }  // namespace us::lesson

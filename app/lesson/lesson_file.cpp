@@ -182,7 +182,13 @@ Operand parse_operand(const json& j, const std::string& where, const std::string
         return o;
     }
     o.run = f.text("run");
-    US_CHECK_INPUT(labels.count(o.run), "{}: {}: no run is labelled '{}'", where, f.field("run"), o.run);
+    if (const auto pair = diff_pair(o.run)) {  // "A..B": the diff of two runs (lesson_diff.cpp)
+        US_CHECK_INPUT(labels.count(pair->first) && labels.count(pair->second) && pair->first != pair->second,
+                       "{}: {}: '{}' names the diff of two runs: both labels must be the lesson's runs, and differ",
+                       where, f.field("run"), o.run);
+    } else {
+        US_CHECK_INPUT(labels.count(o.run), "{}: {}: no run is labelled '{}'", where, f.field("run"), o.run);
+    }
     US_CHECK_INPUT(f.has("key") != f.has("keys"), "{}: {}: give key (a report path) or keys (a list, summed)", where,
                    path);
     if (f.has("key"))

@@ -1,4 +1,5 @@
 // The diff as JSON (run_diff.h; docs/report-schema.md, "ultrascope diff --json").
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "profiler/diff/run_diff.h"
@@ -22,6 +23,18 @@ nlohmann::json cause_json(const Cause& c) {
               {"rank", c.rank ? nlohmann::json(*c.rank) : nlohmann::json()},
               {"ops", ops},
               {"text", c.evidence}}}};
+}
+
+// The causes summed per kind and, within a kind, per what it names ("attention", "dp"), in seconds: the paths a
+// lesson's claim reads ("by_cause_s.exposed_comm.dp"). A kind without a cause is absent (not zero: not found).
+nlohmann::json by_cause_seconds(const std::vector<Cause>& causes) {
+    std::map<std::string, std::map<std::string, double>> sums;
+    for (const Cause& c : causes) {
+        std::map<std::string, double>& kind = sums[kCauseKindNames[int(c.kind)]];
+        kind["total"] += c.ms / 1e3;
+        if (!c.what.empty()) kind[c.what] += c.ms / 1e3;
+    }
+    return sums.empty() ? nlohmann::json::object() : nlohmann::json(sums);
 }
 
 }  // namespace
@@ -55,6 +68,7 @@ nlohmann::json diff_json(const RunDiff& d) {
             {"within_noise", d.within_noise},
             {"verdict", d.verdict},
             {"causes", causes},
+            {"by_cause_s", by_cause_seconds(d.causes)},
             {"unexplained_ms", d.unexplained_ms},
             {"what_if", what},
             {"memory", memory},

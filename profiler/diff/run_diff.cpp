@@ -129,15 +129,19 @@ struct Builder {
         add(std::move(straggler));
     }
 
-    // Idle: the pipeline's bubble, and the rest (the host's, on a GPU: launches, the data loader, syncs).
-    void idle() {
-        Cause bubble{CauseKind::bubble, "pipeline", kMs * (b.mean.bubble_s - a.mean.bubble_s), "measured"};
-        bubble.evidence = fmt::format("idle between the step's first and last op {:.2f} -> {:.2f} ms per step",
-                                      kMs * a.mean.bubble_s, kMs * b.mean.bubble_s);
-        bubble.rank = rank_moved_most(a, b, al, bubble.ms, [](const StepFigures& f) { return f.bubble_s; });
-        add(std::move(bubble));
+    // Idle: the pipeline's bubble (where either run has a pipeline: elsewhere the idle between a step's first and
+    // last op is a data-parallel wait or the host's, not a bubble), and the rest (the host's, on a GPU: launches,
+    // the data loader, syncs).
+    void idle(bool pipelined) {
+        if (pipelined) {
+            Cause bubble{CauseKind::bubble, "pipeline", kMs * (b.mean.bubble_s - a.mean.bubble_s), "measured"};
+            bubble.evidence = fmt::format("idle between the step's first and last op {:.2f} -> {:.2f} ms per step",
+                                          kMs * a.mean.bubble_s, kMs * b.mean.bubble_s);
+            bubble.rank = rank_moved_most(a, b, al, bubble.ms, [](const StepFigures& f) { return f.bubble_s; });
+            add(std::move(bubble));
+        }
         const bool host = a.device && b.device;
-        auto rest = [](const StepFigures& f) { return f.idle_s - f.bubble_s; };
+        auto rest = [pipelined](const StepFigures& f) { return f.idle_s - (pipelined ? f.bubble_s : 0.0); };
         Cause c{host ? CauseKind::host : CauseKind::idle, "", kMs * (rest(b.mean) - rest(a.mean)), "measured"};
         c.evidence = fmt::format("{} {:.2f} -> {:.2f} ms per step (neither compute nor communication{})",
                                  host ? "the device idle (host overhead)" : "idle", kMs * rest(a.mean),
@@ -220,7 +224,7 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b) {
     Builder builder{fa, fb, al, ops, {}};
     builder.compute();
     builder.communication(a.run->blame, b.run->blame);
-    builder.idle();
+    builder.idle(!a.run->pipelines.empty() || !b.run->pipelines.empty());
     d.causes = std::move(builder.causes);
     std::stable_sort(d.causes.begin(), d.causes.end(),
                      [](const Cause& x, const Cause& y) { return std::abs(x.ms) > std::abs(y.ms); });

@@ -221,6 +221,10 @@ TEST_CASE("Each lesson field is checked, and the message names it", "[lessons]")
     CHECK_THAT(with("/runs/1/nodes", {{"count", 2}, {"gbps", 1}}),
                Catch::Contains("runs[1].nodes.gbps: unknown field"));
     CHECK_THAT(with("/runs/1/nodes", {{"count", 3}}), Catch::Contains("do not split over 3 nodes"));
+    // "A..B" reads the diff of two of the lesson's runs (lesson_diff.cpp)
+    CHECK(with("/claims/0/left/run", "a..b").empty());
+    CHECK_THAT(with("/claims/0/left/run", "a..c"), Catch::Contains("claims[0].left.run") && Catch::Contains("diff"));
+    CHECK_THAT(with("/claims/0/left/run", "a..a"), Catch::Contains("and differ"));
     json both_constant = good_lesson();
     both_constant["claims"][0]["left"] = {{"value", 1}};
     both_constant["claims"][0]["right"] = {{"value", 2}};
@@ -262,6 +266,15 @@ TEST_CASE("Claims compare within a run and between runs, with tolerances and ran
     CHECK(status(claim(from("a", {"rank.memory_peak_bytes.params", "rank.memory_peak_bytes.grads"}, "0"),
                        Comparison::equal, from("a", {"predicted.params"}, "max", 8)),
                  reports) == ClaimStatus::held);
+    // A claim over two runs' diff reads its causes under "A..B" (add_lesson_diffs puts it there), in seconds.
+    std::map<std::string, json> with_diff = reports;
+    with_diff["a..b"] = {{"by_cause_s", {{"exposed_comm", {{"total", 0.015}, {"dp", 0.012}}}}}};
+    const ClaimResult dp_cause = evaluate_claim(
+        claim(from("a..b", {"by_cause_s.exposed_comm.dp"}), Comparison::greater, constant(0.005)), with_diff);
+    CHECK(dp_cause.status == ClaimStatus::held);
+    CHECK_THAT(dp_cause.measured.shown, Catch::Contains("12.0 ms"));
+    CHECK(status(claim(from("a..b", {"by_cause_s.bubble.total"}), Comparison::greater, constant(0)), with_diff) ==
+          ClaimStatus::invalid);
     // Settings are readable: config.pp.
     CHECK(status(claim(from("a", {"pipeline.bubble_fraction"}), Comparison::less, from("a", {"config.pp"})), reports) ==
           ClaimStatus::held);

@@ -243,7 +243,17 @@ TEST_CASE("diff: two runs of the same settings differ within their own noise, an
 TEST_CASE("diff: a smaller bubble is the pipeline's bubble", "[cpu][diff]") {
     RankPlan big, small;
     big.bubble = 0.2, small.bubble = 0.05;
-    const RunDiff d = diff(dp_run({big, big}), dp_run({small, small}));
+    // Without a pipeline the idle between a step's first and last op is idle, not a bubble.
+    const RunDiff flat = diff(dp_run({big, big}), dp_run({small, small}));
+    CHECK(flat.delta_ms == Approx(-150));
+    REQUIRE(!flat.causes.empty());
+    CHECK(flat.causes[0].kind == CauseKind::idle);
+    CHECK(flat.causes[0].ms == Approx(-150));
+    CHECK(find_cause(flat, CauseKind::bubble) == nullptr);
+    // The same ranks as the two stages of a pipeline: the bubble.
+    CrossRank a = dp_run({big, big}), b = dp_run({small, small});
+    a.pipelines.pipelines = b.pipelines.pipelines = {{0, 1}};
+    const RunDiff d = diff(a, b);
     CHECK(d.delta_ms == Approx(-150));
     REQUIRE(!d.causes.empty());
     CHECK(d.causes[0].kind == CauseKind::bubble);
@@ -264,6 +274,12 @@ TEST_CASE("diff: the JSON carries the steps, the causes with their evidence, and
     CHECK(j["causes"][0]["evidence"]["group"] == "dp");
     CHECK(j["what_if"][0]["source"] == "predicted");
     CHECK(format_diff(d).find("What if (predicted)") != std::string::npos);
+    // by_cause_s: the causes summed per kind and per what they name, in seconds (a lesson's claim reads them)
+    double sum_s = 0;
+    for (const auto& [kind, parts] : j["by_cause_s"].items()) sum_s += parts["total"].get<double>();
+    CHECK(sum_s * 1e3 == Approx(d.delta_ms - d.unexplained_ms).margin(1e-9));
+    CHECK(j["by_cause_s"]["straggler"]["total"].get<double>() * 1e3 == Approx(j["causes"][0]["ms"].get<double>()));
+    CHECK(!j["by_cause_s"].contains("bubble"));  // no cause of that kind: absent, not zero
 }
 
 TEST_CASE("diff: a run without a steady step is refused by name", "[cpu][diff]") {

@@ -88,6 +88,10 @@ void LessonPlayer::update(AppState& app) {
         nlohmann::json report = prof::report_json(app.report());
         if (run.hangs && app.hang.loaded()) report["hang"] = hang::hang_json(app.hang.loaded()->analysis);
         m_reports[run.label] = std::move(report);
+        std::map<std::string, std::string> traces;  // the finished runs' traces, for claims over two runs' diff
+        for (const auto& [trace, label] : m_run_of_trace)
+            if (m_reports.count(label)) traces[label] = trace;
+        lesson::add_lesson_diffs(*l, traces, m_reports);
         m_check = lesson::check_lesson(*l, m_reports);
     } else {
         app.log.message(fmt::format("lesson {}: run {} {}; its claims cannot be checked", l->name, run.label,
