@@ -105,7 +105,7 @@ TEST_CASE("capture_job reports each rank's state from its poll to its file and w
     fs::remove_all(o.out);
 }
 
-TEST_CASE("capture_job cancels at once and writes nothing; with nothing polling it names KINETO_USE_DAEMON=1",
+TEST_CASE("capture_job cancels at once and writes nothing, and with nothing polling it names KINETO_USE_DAEMON=1",
           "[capture]") {
     const std::string dir = socket_dir("ipc-capture-job-cancel");
     prof::OnDemandDaemon daemon(dir, test::two_ranks, [](int) { return true; });

@@ -158,7 +158,8 @@ TEST_CASE("diff: a slowed rank's waits are the straggler's, on that rank, with b
     CHECK(d.what_if[1].step_ms == Approx(950 - 75).margin(0.01));
 }
 
-TEST_CASE("diff: ops are matched by name and class, never by time; an op new in B is its own cause", "[cpu][diff]") {
+TEST_CASE("diff: ops are matched by name and class, never by time, and an op new in B is its own cause",
+          "[cpu][diff]") {
     RankPlan a_plan, b_plan;
     a_plan.ops = {{"mlp.c_fc", OpClass::gemm, 4, 0.3, ComputeKind::gemm},
                   {"attention", OpClass::attention, 1, 0.1, ComputeKind::attention},
@@ -211,7 +212,7 @@ TEST_CASE(
     CHECK(d.verdict.find("faster") != std::string::npos);
 }
 
-TEST_CASE("diff: ranks without a partner are said; the step is compared at the ranks' mean", "[cpu][diff]") {
+TEST_CASE("diff: ranks without a partner are said, and the step is compared at the ranks' mean", "[cpu][diff]") {
     const CrossRank a = dp_run({RankPlan{}, RankPlan{}, RankPlan{}, RankPlan{}});
     const CrossRank b = dp_run({RankPlan{}, RankPlan{}});
     const RunDiff d = diff(a, b);
