@@ -37,6 +37,8 @@ shot "$work/cpu-ops.ustrace" --view ops --screenshot "$here/ops-cpu-h256.png"
 shot "$gpu" --view ops --screenshot "$here/ops-gpt2-124m-h100.png"
 rm -f "$here"/*.png.json
 # Workshop lessons (docs/lessons.md): each lesson's runs launched in turn, its views outlined, its claims checked.
+# The data-parallel lesson's two runs in the Compare tab: the table, then their diff as a waterfall (docs/diff.md).
+shot --lesson data-parallel --lesson-runs all --view compare --screenshot "$here/compare-diff-data-parallel.png"
 for lesson in mixed-precision zero pipeline flash-attention; do
   shot --lesson "$lesson" --lesson-runs all --screenshot "$here/lesson-$lesson.png"
 done

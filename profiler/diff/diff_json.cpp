@@ -26,15 +26,17 @@ nlohmann::json cause_json(const Cause& c) {
 }
 
 // The causes summed per kind and, within a kind, per what it names ("attention", "dp"), in seconds: the paths a
-// lesson's claim reads ("by_cause_s.exposed_comm.dp"). A kind without a cause is absent (not zero: not found).
+// lesson's claim reads ("by_cause_s.exposed_comm.dp"). Every kind has its total (0 without a cause), so that a claim
+// can sum kinds; a "what" without a cause is absent.
 nlohmann::json by_cause_seconds(const std::vector<Cause>& causes) {
     std::map<std::string, std::map<std::string, double>> sums;
+    for (const char* kind : kCauseKindNames) sums[kind]["total"] = 0;
     for (const Cause& c : causes) {
         std::map<std::string, double>& kind = sums[kCauseKindNames[int(c.kind)]];
         kind["total"] += c.ms / 1e3;
         if (!c.what.empty()) kind[c.what] += c.ms / 1e3;
     }
-    return sums.empty() ? nlohmann::json::object() : nlohmann::json(sums);
+    return nlohmann::json(sums);
 }
 
 }  // namespace

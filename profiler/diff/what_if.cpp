@@ -14,10 +14,11 @@ std::vector<WhatIf> what_if(const RunFigures& a, const RunFigures& b, const Blam
     if (!b_blame.stragglers.empty() && b.ranks.size() > 1 && b.steady_steps > 0) {
         const Straggler& s = b_blame.stragglers.front();
         // What it made each other rank wait, per steady step: its victims' waits summed, over the victims and the
-        // steps, no more than all the waiting the ranks did.
+        // steps, no more than all the waiting the ranks did in the steady steps.
         const double victims = double(b.ranks.size() - 1);
-        const double caused = std::min(s.others_waited_s / double(b.steady_steps) / victims,
-                                       b.mean.waits_s * double(b.ranks.size()) / victims);
+        // A wait lengthens the step only where no compute runs under it: never more than the exposed time.
+        const double caused = std::min({s.others_waited_s / double(b.steady_steps) / victims,
+                                        b.mean.waits_s * double(b.ranks.size()) / victims, b.mean.exposed_s});
         out.push_back(
             {"without the straggler", 1e3 * (b.mean.wall_s - caused),
              fmt::format("B's step less the {:.2f} ms per step each other rank waited for {}", 1e3 * caused, s.label)});

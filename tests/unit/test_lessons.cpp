@@ -273,7 +273,7 @@ TEST_CASE("Claims compare within a run and between runs, with tolerances and ran
         claim(from("a..b", {"by_cause_s.exposed_comm.dp"}), Comparison::greater, constant(0.005)), with_diff);
     CHECK(dp_cause.status == ClaimStatus::held);
     CHECK_THAT(dp_cause.measured.shown, Catch::Contains("12.0 ms"));
-    CHECK(status(claim(from("a..b", {"by_cause_s.bubble.total"}), Comparison::greater, constant(0)), with_diff) ==
+    CHECK(status(claim(from("a..b", {"by_cause_s.bubble.pipeline"}), Comparison::greater, constant(0)), with_diff) ==
           ClaimStatus::invalid);
     // Settings are readable: config.pp.
     CHECK(status(claim(from("a", {"pipeline.bubble_fraction"}), Comparison::less, from("a", {"config.pp"})), reports) ==

@@ -115,8 +115,15 @@ void draw_compare_view(AppState& app) {
     if (ImGui::SmallButton("clear")) app.comparison.runs.clear();
     const size_t first = runs.size() > 5 ? runs.size() - 5 : 0;  // the last five
     const int cols = int(runs.size() - first) + 1;
+    const std::vector<RunSummary> shown(runs.begin() + std::ptrdiff_t(first), runs.end());
+    const std::vector<std::string> differing = differing_settings(shown);
+    // A scrolling table fills the window's height unless told its own: sized to its rows, the diff below shows.
+    const int rows = 1 + int(differing.size()) + 2 + 6 + 5;
+    const float row_h = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
+    const float height = row_h * float(rows + 1) + ImGui::GetStyle().ScrollbarSize + 4;
     if (!ImGui::BeginTable("compare", cols,
-                           ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollX))
+                           ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollX,
+                           ImVec2(0, height)))
         return;
     ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed, 120);
     for (size_t i = first; i < runs.size(); ++i) ImGui::TableSetupColumn(fmt::format("run {}", i + 1).c_str());
@@ -131,8 +138,7 @@ void draw_compare_view(AppState& app) {
         }
     };
     row("run", [](const RunSummary& r) { return r.label; });
-    const std::vector<RunSummary> shown(runs.begin() + std::ptrdiff_t(first), runs.end());
-    for (const std::string& key : differing_settings(shown))
+    for (const std::string& key : differing)
         row(key.c_str(),
             [&](const RunSummary& r) { return r.config.contains(key) ? r.config[key].dump() : std::string("-"); });
     row("status", [](const RunSummary& r) { return r.status; });
