@@ -137,7 +137,7 @@ TEST_CASE("the Attach window shows the capture's message when no job polls and s
     fs::remove_all(work);
 }
 
-TEST_CASE("the GUI captures a real torchrun job and opens it as a run", "[gui]") {
+TEST_CASE("the GUI captures a real torchrun job and opens it as a run", "[gui][torch]") {
     const std::string python = python_with_torch();
     if (python.empty()) return skip_test("no Python with torch (set ULTRASCOPE_TORCH_PYTHON to one)");
     const std::string work = temp_path("gui-attach-torch");
