@@ -10,33 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "torch_job.h"
 
 using namespace us::test;
 namespace fs = std::filesystem;
-
-namespace {
-
-std::string python_with_torch() {
-    std::vector<std::string> candidates;
-    if (const char* p = std::getenv("ULTRASCOPE_TORCH_PYTHON")) candidates.push_back(p);
-    candidates.push_back("python3");
-    for (const std::string& python : candidates)
-        if (run_process(python + " -c 'import torch.distributed' >/dev/null 2>&1").exit_code == 0) return python;
-    return "";
-}
-
-// The torchrun job, in a session of its own: everything it started is killed with it.
-struct TorchJob {
-    int session = 0;
-    ~TorchJob() {
-        if (session <= 0) return;
-        ::kill(-session, SIGTERM);
-        for (int i = 0; i < 50 && ::kill(-session, 0) == 0; ++i) usleep(100000);
-        ::kill(-session, SIGKILL);
-    }
-};
-
-}  // namespace
 
 TEST_CASE("capture attaches to a running torchrun job and writes both ranks' files", "[cpu][capture]") {
     const std::string python = python_with_torch();
@@ -44,17 +21,9 @@ TEST_CASE("capture attaches to a running torchrun job and writes both ranks' fil
     const std::string work = temp_path("capture-e2e");
     fs::remove_all(work);
     fs::create_directories(work);
-    write_file(work + "/kineto.conf", "ON_DEMAND_CONFIG_UPDATE_INTERVAL_SECS=1\n");
     const std::string env = "KINETO_IPC_SOCKET_DIR=" + work + " ";
-    const std::string job_script = std::string(US_TEST_DATA_DIR) + "/capture_protocol/ddp_job.py";
     TorchJob job;
-    // The shell that setsid starts leads the new session whether or not setsid had to fork: it writes its pid.
-    run_process("KINETO_USE_DAEMON=1 KINETO_CONFIG=" + work + "/kineto.conf " + env + "setsid sh -c 'echo $$ > " +
-                work + "/session; exec " + python + " -m torch.distributed.run --nproc-per-node 2 --master-port " +
-                std::to_string(20000 + ::getpid() % 20000) + " " + job_script + " --seconds 150' > " + work +
-                "/job.log 2>&1 &");
-    for (int i = 0; i < 50 && read_file(work + "/session").empty(); ++i) usleep(100000);
-    job.session = std::atoi(read_file(work + "/session").c_str());
+    start_torch_job(job, python, work, env, 20000 + ::getpid() % 20000);
     REQUIRE(job.session > 0);
     const std::string out = work + "/captured";
     const ProcessResult capture =

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "test_util.h"
+#include "torch_job.h"
 
 using namespace us::test;
 namespace fs = std::filesystem;
@@ -36,15 +37,6 @@ std::set<std::string> namespaces_named(const std::string& prefix) {
     for (std::string line; std::getline(list, line);)
         if (line.rfind(prefix, 0) == 0) found.insert(line.substr(0, line.find(' ')));
     return found;
-}
-
-std::string python_with_torch() {
-    std::vector<std::string> candidates;
-    if (const char* p = std::getenv("ULTRASCOPE_TORCH_PYTHON")) candidates.push_back(p);
-    candidates.push_back("python3");
-    for (const std::string& python : candidates)
-        if (run_process(python + " -c 'import torch.distributed' >/dev/null 2>&1").exit_code == 0) return python;
-    return "";
 }
 
 }  // namespace

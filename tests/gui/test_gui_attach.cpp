@@ -12,6 +12,7 @@
 #include "../unit/fake_kineto.h"
 #include "profiler/ondemand/ondemand_daemon.h"
 #include "../unit/test_util.h"
+#include "../unit/torch_job.h"
 
 using namespace us::test;
 namespace fs = std::filesystem;
@@ -35,15 +36,6 @@ struct RankProcess {
 std::string gunzip(const std::string& path) { return run_process("gunzip -c " + path).output; }
 
 nlohmann::json screenshot_facts(const std::string& shot) { return nlohmann::json::parse(read_file(shot + ".json")); }
-
-std::string python_with_torch() {
-    std::vector<std::string> candidates;
-    if (const char* p = std::getenv("ULTRASCOPE_TORCH_PYTHON")) candidates.push_back(p);
-    candidates.push_back("python3");
-    for (const std::string& python : candidates)
-        if (run_process(python + " -c 'import torch.distributed' >/dev/null 2>&1").exit_code == 0) return python;
-    return "";
-}
 
 }  // namespace
 
@@ -143,24 +135,10 @@ TEST_CASE("the GUI captures a real torchrun job and opens it as a run", "[gui][t
     const std::string work = temp_path("gui-attach-torch");
     fs::remove_all(work);
     fs::create_directories(work);
-    write_file(work + "/kineto.conf", "ON_DEMAND_CONFIG_UPDATE_INTERVAL_SECS=1\n");
     const std::string env = "KINETO_IPC_SOCKET_DIR=" + work + " ";
-    const std::string job_script = std::string(US_TEST_DATA_DIR) + "/capture_protocol/ddp_job.py";
-    run_process("KINETO_USE_DAEMON=1 KINETO_CONFIG=" + work + "/kineto.conf " + env + "setsid sh -c 'echo $$ > " +
-                work + "/session; exec " + python + " -m torch.distributed.run --nproc-per-node 2 --master-port " +
-                std::to_string(20000 + (::getpid() + 7) % 20000) + " " + job_script + " --seconds 150' > " + work +
-                "/job.log 2>&1 &");
-    for (int i = 0; i < 50 && read_file(work + "/session").empty(); ++i) usleep(100000);
-    const int session = std::atoi(read_file(work + "/session").c_str());
-    REQUIRE(session > 0);
-    struct Kill {
-        int session;
-        ~Kill() {
-            ::kill(-session, SIGTERM);
-            for (int i = 0; i < 50 && ::kill(-session, 0) == 0; ++i) usleep(100000);
-            ::kill(-session, SIGKILL);
-        }
-    } kill_job{session};
+    TorchJob job;
+    start_torch_job(job, python, work, env, 20000 + (::getpid() + 7) % 20000);
+    REQUIRE(job.session > 0);
     const std::string shot = work + "/torch.png";
     const ProcessResult r = run_process(env + "XDG_CACHE_HOME=" + work + "/cache " + bin("ultrascope") +
                                         " --attach-job --capture-steps 3 --screenshot " + shot);
