@@ -87,17 +87,31 @@ int first_steady_step(const std::vector<RankDigest>& digests) {
     return first;
 }
 
-std::map<int, std::array<double, kGroupCount>> group_waits(const CollectiveMatches& m,
-                                                           const std::vector<RankDigest>& digests, int first_step) {
-    std::map<int, std::array<double, kGroupCount>> waits;
-    for (const RankDigest& d : digests) waits[d.rank].fill(0.0);
+std::map<int, RankWaits> steady_waits(const CollectiveMatches& m, const std::vector<RankDigest>& digests,
+                                      int first_step) {
+    // Per rank: its waits' intervals by group (kGroupCount: every group, an imported one without a kind too).
+    std::map<int, std::array<std::vector<Interval>, kGroupCount + 1>> spans;
+    for (const RankDigest& d : digests) spans[d.rank];
     for (const MatchedCollective& c : m.collectives) {
         const GroupInstance& in = m.instances[c.instance];
-        if (in.group >= kGroupCount || m.step(digests, c) < first_step) continue;
+        if (m.step(digests, c) < first_step) continue;
+        const bool has_kind = in.group >= 0 && in.group < kGroupCount;
         for (size_t i = 0; i < in.members.size(); ++i)
-            waits[in.members[i].rank][size_t(in.group)] += double(m.wait_ns(digests, c, i)) / 1e9;
+            if (const int64_t wait = m.wait_ns(digests, c, i); wait > 0) {
+                const int64_t begin = m.part(digests, c, i).begin;
+                auto& by_group = spans[in.members[i].rank];
+                if (has_kind) by_group[size_t(in.group)].emplace_back(begin, begin + wait);
+                by_group[kGroupCount].emplace_back(begin, begin + wait);
+            }
     }
-    return waits;
+    std::map<int, RankWaits> out;
+    for (auto& [rank, by_group] : spans) {
+        RankWaits& w = out[rank];
+        for (size_t g = 0; g < kGroupCount; ++g)
+            w.by_group[g] = double(total_length(union_of(std::move(by_group[g]), INT64_MIN, INT64_MAX))) / 1e9;
+        w.all_s = double(total_length(union_of(std::move(by_group[kGroupCount]), INT64_MIN, INT64_MAX))) / 1e9;
+    }
+    return out;
 }
 
 std::map<int, std::vector<Interval>> wait_intervals(const CollectiveMatches& m, const std::vector<RankDigest>& digests,

@@ -60,11 +60,17 @@ CollectiveMatches match_collectives(const std::vector<RankDigest>& digests);
 // The first step every rank counts as steady (the latest of their first steady steps), or 0 without steps.
 int first_steady_step(const std::vector<RankDigest>& digests);
 
-// rank -> seconds it waited inside the collectives of each group (GroupKind order, by the instances' group ids; an
-// imported group without a kind is left out) over the collectives of steps >= first_step. Every digest's rank has an
-// entry.
-std::map<int, std::array<double, kGroupCount>> group_waits(const CollectiveMatches& m,
-                                                           const std::vector<RankDigest>& digests, int first_step);
+// How long a rank waited inside collectives for their last rank, in seconds over the collectives of steps >=
+// first_step: by group (GroupKind order, by the instances' group ids) and in all groups (an imported group without
+// a kind counts there only). A wait is the first `wait` of its part, as in wait_intervals: collectives outstanding
+// at once (buckets issued together, then waited for) wait through the same time, so their waits are merged, never
+// summed, and a rank's waiting is never more than the time its collectives were outstanding.
+struct RankWaits {
+    std::array<double, kGroupCount> by_group{};
+    double all_s = 0;
+};
+std::map<int, RankWaits> steady_waits(const CollectiveMatches& m, const std::vector<RankDigest>& digests,
+                                      int first_step);
 
 // rank -> when it waited inside the collectives of group `group` over the whole run: the first `wait` of each of its
 // parts, since a rank that arrives early waits before the transfer can begin; merged (intervals.h).

@@ -3,10 +3,10 @@
 
 namespace us::prof {
 
-const std::array<double, kGroupCount>& CrossRank::group_waits_of(int rank) const {
-    static const std::array<double, kGroupCount> none{};
-    const auto it = group_waits.find(rank);
-    return it == group_waits.end() ? none : it->second;
+const RankWaits& CrossRank::waits_of(int rank) const {
+    static const RankWaits none{};
+    const auto it = waits.find(rank);
+    return it == waits.end() ? none : it->second;
 }
 
 CrossRank cross_rank(std::vector<RankDigest> digests, const CrossRankOptions& options) {
@@ -19,7 +19,7 @@ CrossRank cross_rank(std::vector<RankDigest> digests, CollectiveMatches collecti
     x.digests = std::move(digests);
     x.collectives = std::move(collectives);
     x.first_steady_step = first_steady_step(x.digests);
-    x.group_waits = group_waits(x.collectives, x.digests, x.first_steady_step);
+    x.waits = steady_waits(x.collectives, x.digests, x.first_steady_step);
     x.pipelines = pipeline_stages(x.digests, options.microbatches);
     x.blame = blame(x.digests, x.collectives, x.pipelines, options.rules);
     return x;

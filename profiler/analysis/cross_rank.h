@@ -25,14 +25,15 @@ struct CrossRank {
     std::vector<RankDigest> digests;  // by rank: what everything below is read from
     CollectiveMatches collectives;    // matched across each group instance's ranks (indices into `digests`)
     int first_steady_step = 0;        // the latest of the ranks' first steady steps
-    // rank -> seconds it waited inside each group's collectives for the group's last rank (GroupKind order), over the
-    // steady steps; the rest of the group's time is the transfer itself
-    std::map<int, std::array<double, kGroupCount>> group_waits;
+    // rank -> seconds it waited inside collectives for their group's last rank, over the steady steps, by group
+    // (GroupKind order) and in all; the rest of the collectives' time is the transfer itself
+    std::map<int, RankWaits> waits;
     PipelineStages pipelines;  // the run's pipelines and each stage's bubble per step
     Blame blame;               // who holds the run back
 
-    // A rank's waits by group (zeros for a rank without a digest).
-    const std::array<double, kGroupCount>& group_waits_of(int rank) const;
+    // A rank's waits (zeros for a rank without a digest), and the same by group.
+    const RankWaits& waits_of(int rank) const;
+    const std::array<double, kGroupCount>& group_waits_of(int rank) const { return waits_of(rank).by_group; }
 };
 
 CrossRank cross_rank(std::vector<RankDigest> digests, const CrossRankOptions& options = {});

@@ -21,30 +21,7 @@ void StepFigures::add(const StepFigures& o, double weight) {
 
 namespace {
 
-// Each rank's waits inside the steady steps' collectives, in seconds over those steps: all groups, and by the
-// engine's group kinds (an imported run's groups are counted in the first only).
-struct Waits {
-    double all = 0;
-    std::array<double, kGroupCount> by_group{};
-};
-
-std::map<int, Waits> collective_waits(const CrossRank& x) {
-    std::map<int, Waits> out;
-    const CollectiveMatches& m = x.collectives;
-    for (const MatchedCollective& c : m.collectives) {
-        const GroupInstance& in = m.instances[c.instance];
-        if (m.step(x.digests, c) < x.first_steady_step) continue;
-        for (size_t i = 0; i < in.members.size(); ++i) {
-            const double w = double(m.wait_ns(x.digests, c, i)) / 1e9;
-            Waits& to = out[in.members[i].rank];
-            to.all += w;
-            if (in.group >= 0 && in.group < kGroupCount) to.by_group[size_t(in.group)] += w;
-        }
-    }
-    return out;
-}
-
-RankFigures rank_figures(const RankDigest& d, const std::vector<DigestStep>& steady, const Waits& waits) {
+RankFigures rank_figures(const RankDigest& d, const std::vector<DigestStep>& steady, const RankWaits& waits) {
     RankFigures r;
     r.rank = d.rank, r.label = d.label, r.coords = d.coords, r.steps = int(steady.size());
     const double w = 1.0 / double(steady.size());
@@ -56,7 +33,7 @@ RankFigures rank_figures(const RankDigest& d, const std::vector<DigestStep>& ste
         r.step.add(f, w);
     }
     r.step.kind_self_s = d.kind_self_s;
-    r.step.waits_s = waits.all * w;
+    r.step.waits_s = waits.all_s * w;
     for (size_t g = 0; g < waits.by_group.size(); ++g) r.step.group_waits_s[g] = waits.by_group[g] * w;
     return r;
 }
@@ -65,7 +42,6 @@ RankFigures rank_figures(const RankDigest& d, const std::vector<DigestStep>& ste
 
 RunFigures run_figures(const CrossRank& x, const std::string& what) {
     RunFigures run;
-    const std::map<int, Waits> waits = collective_waits(x);
     std::vector<double> wall_sum;
     std::vector<int> wall_count;
     for (const RankDigest& d : x.digests) {
@@ -74,8 +50,7 @@ RunFigures run_figures(const CrossRank& x, const std::string& what) {
             run.notes.push_back(fmt::format("{}: no steady step, left out", d.label));
             continue;
         }
-        const auto it = waits.find(d.rank);
-        run.ranks.push_back(rank_figures(d, steady, it == waits.end() ? Waits{} : it->second));
+        run.ranks.push_back(rank_figures(d, steady, x.waits_of(d.rank)));
         run.device = run.device || d.device;
         run.ops_complete = run.ops_complete && d.ops_complete;
         run.steady_steps = std::max(run.steady_steps, int(steady.size()));
