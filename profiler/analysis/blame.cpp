@@ -13,6 +13,8 @@
 
 #include "profiler/analysis/blame_node.h"
 #include "profiler/analysis/pipeline_blame.h"
+#include "profiler/analysis/rank_clocks.h"
+#include "profiler/analysis/wait_time.h"
 
 namespace us::prof {
 
@@ -26,62 +28,6 @@ std::vector<bool> blamed_instances(const CollectiveMatches& m, bool pipelined) {
     return out;
 }
 
-// The ranks' clock offsets: the trace's where it gives them; else, from rank to rank through the groups they share,
-// the median difference of their collectives' ends (a collective completes at about one moment on all its ranks),
-// with the spread of those differences (1.4826 x their median absolute deviation) as the uncertainty.
-std::vector<RankClock> clocks_of(const std::vector<RankDigest>& digests, const CollectiveMatches& m,
-                                 const std::vector<bool>& read, int first_step) {
-    std::vector<RankClock> out;
-    std::map<int, size_t> at;
-    bool given = true;
-    for (const RankDigest& d : digests) {
-        at[d.rank] = out.size();
-        RankClock c;
-        c.rank = d.rank;
-        if (d.clock_offset_ns) {
-            c.offset_ns = d.clock_offset_ns, c.uncertainty_ns = d.clock_uncertainty_ns, c.method = "the trace's";
-        } else {
-            given = false;
-        }
-        out.push_back(c);
-    }
-    if (given || out.empty()) return out;
-    for (RankClock& c : out) c = RankClock{c.rank, std::nullopt, std::nullopt, "none"};
-    RankClock& first = out.front();
-    first.offset_ns = 0, first.uncertainty_ns = 0, first.method = "collectives (the reference)";
-    auto part = [&](const InstanceMember& member, size_t k) -> const DigestCollective& {
-        return digests[member.digest].collectives[member.parts[k]];
-    };
-    for (bool grew = true; grew;) {  // spread from known ranks through shared groups
-        grew = false;
-        for (size_t i = 0; i < m.instances.size(); ++i) {
-            if (!read[i]) continue;
-            const InstanceMember* known = nullptr;
-            for (const InstanceMember& member : m.instances[i].members)
-                if (out[at[member.rank]].offset_ns) known = &member;
-            if (!known) continue;
-            const RankClock& known_clock = out[at[known->rank]];
-            for (const InstanceMember& member : m.instances[i].members) {
-                RankClock& c = out[at[member.rank]];
-                if (c.offset_ns) continue;
-                std::vector<double> diffs;
-                for (size_t k = 0; k < member.parts.size() && k < known->parts.size(); ++k)
-                    if (part(member, k).step >= first_step)
-                        diffs.push_back(double(part(member, k).end - part(*known, k).end));
-                if (diffs.empty()) continue;
-                const double med = median(diffs);
-                std::vector<double> dev;
-                for (double x : diffs) dev.push_back(std::abs(x - med));
-                c.offset_ns = *known_clock.offset_ns + int64_t(std::llround(med));
-                c.uncertainty_ns = known_clock.uncertainty_ns.value_or(0) + int64_t(std::llround(1.4826 * median(dev)));
-                c.method = "collectives";
-                grew = true;
-            }
-        }
-    }
-    return out;
-}
-
 // The matched collectives tallied per rank over the steady steps: what each rank made the others wait (it arrived
 // last) and what it waited for them, by group instance and by step.
 struct WaitTally {
@@ -92,36 +38,55 @@ struct WaitTally {
     std::map<int, std::map<size_t, std::pair<int, int>>> last_of;  // rank -> instance -> (last, matched)
 };
 
+// The waits as time (wait_time.h): each victim's waits merged, for all the waiting, what each rank made the others
+// wait (per victim, summed over the victims), by group instance and by step, and what each rank waited per step.
+void merge_waits(const std::vector<WaitRecord>& waits, WaitTally& t, Blame& b) {
+    using Pair = std::pair<int, int>;
+    using Triple = std::tuple<int, int, int>;
+    for (const auto& [victim, s] : merged_seconds<int>(waits, [](const WaitRecord& w) { return w.victim; }))
+        b.waited_s += s;
+    for (const auto& [key, s] : merged_seconds<Pair>(waits, [](const WaitRecord& w) {
+             return Pair{w.culprit, w.victim};
+         }))
+        t.stats[key.first].others_waited_s += s;
+    for (const auto& [key, s] : merged_seconds<Triple>(waits, [](const WaitRecord& w) {
+             return Triple{w.culprit, int(w.instance), w.victim};
+         }))
+        t.caused_in[std::get<0>(key)][size_t(std::get<1>(key))] += s;
+    for (const auto& [key, s] : merged_seconds<Triple>(waits, [](const WaitRecord& w) {
+             return Triple{w.culprit, w.step, w.victim};
+         }))
+        t.caused_at[std::get<0>(key)][std::get<1>(key)] += s;
+    for (const auto& [key, s] : merged_seconds<Pair>(waits, [](const WaitRecord& w) { return Pair{w.victim, w.step}; }))
+        t.suffered_at[key.first][key.second] = s;
+}
+
 WaitTally tally_waits(const std::vector<RankDigest>& digests, const CollectiveMatches& m, const std::vector<bool>& read,
                       int first_step, Blame& b) {
     WaitTally t;
+    std::vector<WaitRecord> waits;
     for (const MatchedCollective& c : m.collectives) {
         if (!read[c.instance] || m.step(digests, c) < first_step) continue;
         const GroupInstance& in = m.instances[c.instance];
         const int last = in.members[c.last].rank;
-        double waited = 0;
         for (size_t i = 0; i < in.members.size(); ++i) {
             const int r = in.members[i].rank;
             ++t.stats[r].all_collectives;
             ++t.last_of[r][c.instance].second;
             if (i == c.last) continue;
             const DigestCollective& part = m.part(digests, c, i);
-            const int64_t wait_ns = m.wait_ns(digests, c, i);
-            const double w = double(wait_ns) / 1e9;
-            waited += w;
-            t.suffered_at[r][part.step] += w;
-            if (wait_ns > 0) b.edges.push_back({r, last, part.begin, m.part(digests, c, c.last).begin, wait_ns});
+            if (const int64_t wait_ns = m.wait_ns(digests, c, i); wait_ns > 0) {
+                waits.push_back({r, last, part.step, c.instance, {part.begin, part.begin + wait_ns}});
+                b.edges.push_back({r, last, part.begin, m.part(digests, c, c.last).begin, wait_ns});
+            }
         }
         ++b.collectives_matched;
-        b.waited_s += waited;
         Straggler& s = t.stats[last];
         ++s.all_last_arrivals;
         ++t.last_of[last][c.instance].first;
-        s.others_waited_s += waited;
         ++s.phases[std::string(kPhaseNames[size_t(m.part(digests, c, 0).phase)])];
-        t.caused_in[last][c.instance] += waited;
-        t.caused_at[last][m.part(digests, c, c.last).step] += waited;
     }
+    merge_waits(waits, t, b);
     if (b.edges.size() > Blame::kMaxWaitEdges) {  // a bounded list: the longest waits
         std::nth_element(b.edges.begin(), b.edges.begin() + Blame::kMaxWaitEdges, b.edges.end(),
                          [](const WaitEdge& x, const WaitEdge& y) { return x.wait_ns > y.wait_ns; });

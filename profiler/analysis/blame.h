@@ -38,7 +38,7 @@ struct Straggler {
     int collectives = 0;        // collectives of `group` it took part in (matched across the group's ranks)
     int all_last_arrivals = 0;  // the same over every group it is in
     int all_collectives = 0;
-    double others_waited_s = 0;  // the other ranks' waits summed over the collectives it arrived last in
+    double others_waited_s = 0;  // the other ranks' waits in the collectives it arrived last in, as time (wait_time.h)
     double share = 0;            // of all the waiting in the run
     double compute_s = 0;        // its compute per steady step
     double group_median_compute_s = 0;

@@ -13,8 +13,8 @@ std::vector<WhatIf> what_if(const RunFigures& a, const RunFigures& b, const Blam
     std::vector<WhatIf> out;
     if (!b_blame.stragglers.empty() && b.ranks.size() > 1 && b.steady_steps > 0) {
         const Straggler& s = b_blame.stragglers.front();
-        // What it made each other rank wait, per steady step: its victims' waits summed, over the victims and the
-        // steps, no more than all the waiting the ranks did in the steady steps.
+        // What it made each other rank wait, per steady step: its victims' waits (as time, wait_time.h) over the
+        // victims and the steps, no more than all the waiting the ranks did in the steady steps.
         const double victims = double(b.ranks.size() - 1);
         // A wait lengthens the step only where no compute runs under it: never more than the exposed time.
         const double caused = std::min({s.others_waited_s / double(b.steady_steps) / victims,

@@ -67,3 +67,20 @@ TEST_CASE("the cross-rank facts give each rank its waits, and zeros for a rank t
     CHECK(x.waits_of(1).all_s == 0);
     CHECK(x.waits_of(7).all_s == 0);
 }
+
+TEST_CASE("blame counts the waiting a rank caused in buckets outstanding at once as time and not as their sum",
+          "[cpu]") {
+    const CrossRank x = cross_rank(buckets_waited_together({{100, 200, 300}, {600, 700, 800}}));
+    const double steps = double(3 - x.first_steady_step + 1);
+    const Blame& b = x.blame;
+    REQUIRE(!b.stragglers.empty());
+    CHECK(b.stragglers.front().rank == 1);
+    CHECK(b.stragglers.front().others_waited_s / steps == Approx(0.7));  // 1.5 s a step if summed
+    CHECK(b.waited_s / steps == Approx(0.7));
+    CHECK(b.stragglers.front().share == Approx(1.0));
+    for (const RankStepWait& c : b.waits)
+        if (c.rank == 0)
+            CHECK(c.suffered_s == Approx(0.7));
+        else
+            CHECK(c.caused_s == Approx(0.7));
+}
