@@ -40,8 +40,8 @@ bool next_json(const AgentAddress& agent, int fd, int timeout_ms, nlohmann::json
     return true;
 }
 
-// Until the next frame starts, or `node.cancel` is set (then false: the connection closes and the agent, finding
-// no one to send to, ends its capture at its timeout). A quiet agent is left to next_json's own timeout.
+// Until the next frame starts, or `node.cancel` is set (then false: the connection closes, and the agent, which
+// watches it, ends its capture and disarms the ranks). A quiet agent is left to next_json's own timeout.
 bool wait_readable(int fd, int quiet_ms, const NodeCaptureRequest& node, std::string& error) {
     if (!node.cancel) return true;
     for (int waited = 0; waited < quiet_ms; waited += 200) {

@@ -26,6 +26,41 @@ void send_error(int fd, const std::string& error) {
     write_frame(fd, nlohmann::json{{"ok", false}, {"error", error}}.dump(), kSendTimeoutMs);
 }
 
+// Whether the client closed its end, waiting up to `timeout_ms`: it sends nothing after its request, so a readable
+// socket is one at its end (or one that sent what no client sends).
+bool client_hung_up(int fd, int timeout_ms) {
+    pollfd p{fd, POLLIN | POLLRDHUP, 0};
+    if (::poll(&p, 1, timeout_ms) <= 0) return false;
+    return (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLIN)) != 0;
+}
+
+// Cancels a capture when the agent stops or its client goes away (Ctrl-C in `ultrascope capture`, Cancel in the
+// GUI), so that the ranks are disarmed now rather than at the capture's timeout.
+class CaptureWatch {
+public:
+    CaptureWatch(int fd, const std::atomic<bool>& stopping, NodeCaptureRequest& node) {
+        node.cancel = &m_cancel;
+        m_thread = std::thread([this, fd, &stopping, &node] {
+            while (!m_done) {
+                const bool gone = client_hung_up(fd, 100);
+                if (gone || stopping) {
+                    node.cancelled_why = gone ? "the client closed the connection" : "the agent is stopping";
+                    m_cancel = true;  // after the reason: the capture reads it once it sees the flag
+                    return;
+                }
+            }
+        });
+    }
+    ~CaptureWatch() {
+        m_done = true;
+        m_thread.join();
+    }
+
+private:
+    std::atomic<bool> m_cancel{false}, m_done{false};
+    std::thread m_thread;
+};
+
 }  // namespace
 
 AgentServer::AgentServer(const AgentOptions& options, std::FILE* log)
@@ -94,16 +129,22 @@ void AgentServer::serve_capture(int fd, const AgentRequest& request) {
         std::lock_guard lock(m_mutex);
         if (!m_busy_jobs.insert(key).second) return send_error(fd, "a capture of " + key + " is already running");
     }
-    NodeCaptureRequest node{request.job, request.steps, request.roundup, request.timeout_s, &m_stopping};
+    NodeCaptureRequest node{request.job, request.steps, request.roundup, request.timeout_s};
     // A rank's state travels in the progress frame of its line ({"progress", "rank": {...}}): older clients read
     // the line alone.
     nlohmann::json rank_state;
     node.on_rank = [&](const RankProgress& r) { rank_state = rank_progress_json(r); };
-    NodeCaptureResult result = capture_on_node(m_daemon, node, [&](const std::string& line) {
-        nlohmann::json frame{{"progress", line}};
-        if (!rank_state.is_null()) frame["rank"] = std::exchange(rank_state, nlohmann::json());
-        write_frame(fd, frame.dump(), kSendTimeoutMs);
-    });
+    NodeCaptureResult result;
+    {
+        const CaptureWatch watch(fd, m_stopping, node);
+        result = capture_on_node(m_daemon, node, [&](const std::string& line) {
+            nlohmann::json frame{{"progress", line}};
+            if (!rank_state.is_null()) frame["rank"] = std::exchange(rank_state, nlohmann::json());
+            write_frame(fd, frame.dump(), kSendTimeoutMs);
+        });
+    }
+    if (!result.ok)
+        std::fprintf(m_log, "agent: the capture of %s ended without files: %s\n", key.c_str(), result.error.c_str());
     {
         std::lock_guard lock(m_mutex);
         m_busy_jobs.erase(key);

@@ -194,6 +194,61 @@ TEST_CASE("capture_job says the endpoint is taken, and carries an agent's rank s
     serving.join();
 }
 
+TEST_CASE("a capture cancelled through an agent ends on the agent at once and disarms its ranks", "[capture]") {
+    app::AgentOptions options;
+    options.port = 0;
+    options.socket_dir = socket_dir("ipc-capture-job-agent-cancel");
+    const std::string log_path = test::temp_path("agent-cancel.log");
+    std::FILE* log = std::fopen(log_path.c_str(), "w");
+    REQUIRE(log);
+    std::setvbuf(log, nullptr, _IONBF, 0);
+    {
+        app::AgentServer server(options, log);
+        std::atomic<bool> stop{false};
+        std::thread serving([&] { server.run(stop); });
+        FakeKineto rank{options.socket_dir, {int32_t(::getpid()), int32_t(::getppid())}};
+        rank.writes = false;  // never writes: only a cancel, or the timeout, ends the capture
+        rank.start();
+        Events events;
+        app::CaptureCallbacks callbacks = events.callbacks();
+        std::atomic<bool> cancel{false};
+        callbacks.cancel = &cancel;
+        app::CaptureOptions o;
+        o.steps = 1, o.roundup = 1, o.timeout_s = 60;
+        o.agents = {"127.0.0.1:" + std::to_string(server.port())};
+        o.token = server.token();
+        o.out = test::temp_path("capture-job-agent-cancel-out");
+        fs::remove_all(o.out);
+        std::thread canceller([&] {
+            while (events.states_of(::getpid()).size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            cancel = true;
+        });
+        const double t0 = prof::steady_seconds();
+        const app::CaptureOutcome r = app::capture_job(o, callbacks);
+        canceller.join();
+        CHECK_FALSE(r.ok);
+        // The agent sees the connection close and gives up too (before, it waited out the 60 s, the rank armed).
+        bool ended = false;
+        while (!ended && prof::steady_seconds() - t0 < 10) {
+            ended = test::read_file(log_path).find("ended without files: the client closed the connection") !=
+                    std::string::npos;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        INFO(test::read_file(log_path));
+        CHECK(ended);
+        // The job is free again: a new capture is not refused as one already running.
+        o.timeout_s = 1;
+        callbacks.cancel = nullptr;
+        const app::CaptureOutcome again = app::capture_job(o, callbacks);
+        CHECK_FALSE(again.ok);
+        CHECK(again.error.find("already running") == std::string::npos);
+        CHECK_FALSE(fs::exists(o.out));
+        stop = true;
+        serving.join();
+    }
+    std::fclose(log);
+}
+
 TEST_CASE("datagrams recorded from real Kineto, replayed: both ranks armed and asked, the launcher never",
           "[capture]") {
     // The recording's processes and their environments (test_capture_replay.cpp reads the same file).
