@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/device_footprint.h"
 #include "engine/backend/cpu/blas_kernel.h"
 #include "engine/comm/flight_dumps.h"
 #include "engine/comm/mpi_comm.h"
@@ -82,6 +83,7 @@ int run(int argc, char** argv) {
     bo.kind = cfg.device;
     bo.threads = cfg.threads;
     auto backend = make_backend(bo);
+    device_footprint().note_start(*backend, "CUDA context and cuBLAS (at the backend's start)");
     ProcessGrid grid(cfg.parallel, std::move(world));
     return run_training(cfg, *backend, grid);
 }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/device_footprint.h"
 #include "engine/backend/cpu/gemm_bf16.h"
 #include "engine/backend/cpu/peak.h"
 #include "engine/parallel/injected_hang.h"
@@ -154,13 +155,17 @@ RunProfiler::RunProfiler(const TrainConfig& cfg, Backend& backend, const RankInf
         peak = backend.peak_flops(cfg.precision == Precision::bf16);
     }
     m_metadata = rank_metadata(cfg, backend, rank, peak);
+    m_metadata.device_memory_parts = device_footprint().parts();
     prof::start_recording(std::move(sinks), to_json(m_metadata).dump());
     if (backend.name() == "cuda") {
         // Recording first: the collector's records go nowhere before it. The metadata then says whether kernels
         // will be there (consumers keep a rank's latest metadata).
 #if US_HAVE_CUPTI
+        const int64_t before = DeviceFootprint::untracked_now(backend);
         const prof::CuptiStatus cupti = prof::start_cupti_collector();
         m_cupti = cupti.running;
+        if (m_cupti) device_footprint().note_since(backend, "CUPTI", before);
+        m_metadata.device_memory_parts = device_footprint().parts();
         m_metadata.cupti = cupti_json(prof::cupti_summary());
         const std::string failure = cupti.running ? std::string() : cupti.message;
 #else
@@ -192,6 +197,12 @@ void RunProfiler::finish(bool clean, const std::string& reason) {
 }
 
 RunProfiler::~RunProfiler() { finish(false); }
+
+void RunProfiler::update_device_memory_parts(const std::vector<prof::DeviceMemoryPart>& parts) {
+    if (!m_active || m_finished) return;
+    m_metadata.device_memory_parts = parts;
+    prof::update_metadata(to_json(m_metadata).dump());
+}
 
 void RunProfiler::update_clock(int64_t offset_ns, int64_t uncertainty_ns, int step) {
     if (!m_active || m_finished) return;

@@ -50,6 +50,8 @@ public:
     // A new estimate of this rank's clock offset (multi-host runs, every few minutes): the metadata carries it to
     // consumers, which apply it to the events that follow.
     void update_clock(int64_t offset_ns, int64_t uncertainty_ns, int step);
+    // The untracked device memory, named (device_footprint.h), in the trace's metadata from now on.
+    void update_device_memory_parts(const std::vector<prof::DeviceMemoryPart>& parts);
 
 private:
     class AllocatorListener;

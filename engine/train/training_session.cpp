@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "engine/backend/device_footprint.h"
 #include "engine/backend/profiled_backend.h"
 #include "engine/comm/device_comm.h"
 #include "engine/comm/flight_dumps.h"
@@ -223,6 +224,15 @@ int stop_without_listener(const TrainConfig& cfg, ProcessGrid& grid, const Train
     return 143;
 }
 
+// Libraries make some of their device state at first use: NCCL connects its peers (and allocates their buffers)
+// at a communicator's first collective, cuBLAS and cuDNN their plans. What the untracked device memory grew by
+// over the first step is named as such, and the trace's metadata updated.
+void note_first_step_footprint(Backend& device, int64_t before, RunProfiler& profiler) {
+    if (before < 0) return;
+    device_footprint().note_since(device, "made at first use in step 1 (NCCL's connections, library plans)", before);
+    profiler.update_device_memory_parts(device_footprint().parts());
+}
+
 // The end of a run that did all its steps: the last checkpoint, the trace closed (its parts merged by rank 0 once
 // every part is complete) and the summary.
 void finish_run(const TrainConfig& cfg, ProcessGrid& grid, Trainer& trainer, RunProfiler& profiler,
@@ -250,7 +260,12 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     RankInfo rank = rank_info(grid);
     // GPU tensors travel over NCCL (or MPI with host staging where NCCL cannot run): the trace says which.
     if (device.is_async() && cfg.runtime.nccl_shared_gpu) give_ranks_their_own_nccl_hosts(grid.world());
-    if (device.is_async()) rank.comm_backend = grid.use_device_communicators(device);
+    if (device.is_async()) {
+        const int64_t before = DeviceFootprint::untracked_now(device);
+        rank.comm_backend = grid.use_device_communicators(device);
+        if (rank.comm_backend.find("nccl") != std::string::npos)
+            device_footprint().note_since(device, "NCCL communicators", before);
+    }
     start_flight_recorder(cfg, grid);
     struct StopFlightDumps {
         ~StopFlightDumps() { stop_flight_dumps(); }  // on every way out: the thread ends before the process does
@@ -276,10 +291,13 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     watch.stop_with_listener = stop_env && std::string(stop_env) == "1" && profiler.active();
     bool stopped = false;
     const auto t0 = std::chrono::steady_clock::now();
+    const int first_step = trainer.steps_done() + 1;
     while (trainer.steps_done() < cfg.steps) {
         kill_at_fault_step(cfg, grid, trainer);
         flight_recorder().begin_step(trainer.steps_done() + 1);
+        const int64_t untracked_before = DeviceFootprint::untracked_now(device);
         StepMetrics m = trainer.train_step();
+        if (m.step == first_step) note_first_step_footprint(device, untracked_before, profiler);
         if (!std::isfinite(m.loss))
             fail_user("the loss became {} at step {}: lower --lr or use --precision fp32", m.loss, m.step);
         if (metrics) metrics->write(m);

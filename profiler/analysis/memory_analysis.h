@@ -9,6 +9,7 @@
 
 #include "common/core/memory_category.h"
 #include "profiler/trace/trace_store.h"
+#include "profiler/transport/rank_metadata.h"
 
 namespace us::prof {
 
@@ -72,6 +73,9 @@ struct ProcessMemoryPeaks {
     // BLAS, the runtime) and those outside malloc's live blocks (resident - heap: libraries' code and data, thread
     // stacks, shared memory, freed pages malloc keeps). -1 without a heap figure (a GPU run).
     int64_t untracked_in_heap = -1, untracked_outside_heap = -1;
+    // A GPU rank: what the untracked bytes hold, named where the engine measured it (RankMetadata's
+    // device_memory_parts: device-wide readings before and after each library started).
+    std::vector<DeviceMemoryPart> named_untracked;
 };
 ProcessMemoryPeaks analyze_process_memory(const std::vector<ProcessSample>& samples);
 

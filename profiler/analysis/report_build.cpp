@@ -155,6 +155,7 @@ RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown
     rr.ops = op_table(store, r, steady);
     rr.memory = analyze_memory(rt);
     rr.process = analyze_process_memory(process_memory_timeline(store, rt));
+    rr.process.named_untracked = meta.device_memory_parts;
     predict_rank(rep, rr);
     rr.memory_modelled_sum_peak = modelled_sum_of_peaks(rr.memory, rr.predicted.modelled_categories());
     rr.peak_gflops = meta.device_peak_gflops;

@@ -25,6 +25,14 @@ nlohmann::json op_table_json(const OpTable& t) {
             {"rows", rows}};
 }
 
+// The untracked device memory by name ({name: bytes}), null where the rank did not measure it (a CPU rank).
+nlohmann::json named_untracked_json(const ProcessMemoryPeaks& p) {
+    if (p.named_untracked.empty()) return nullptr;
+    nlohmann::json j = nlohmann::json::object();
+    for (const DeviceMemoryPart& part : p.named_untracked) j[part.name] = part.bytes;
+    return j;
+}
+
 // Memory by category (measured peaks, predictions, formulas, the phase of each peak, step 1's and the steady
 // steps' peaks) and what the process held beyond the categories.
 void add_memory(const RankReport& r, nlohmann::json& j) {
@@ -61,6 +69,7 @@ void add_memory(const RankReport& r, nlohmann::json& j) {
                p.untracked_in_heap >= 0 ? nlohmann::json(p.untracked_in_heap) : nlohmann::json()},
               {"memory_untracked_outside_heap_bytes",
                p.untracked_outside_heap >= 0 ? nlohmann::json(p.untracked_outside_heap) : nlohmann::json()},
+              {"memory_untracked_named_bytes", named_untracked_json(p)},
               {"activations_peak_bytes", r.memory.peak[size_t(MemCategory::activations)]},
               {"activations_predicted_bytes", r.predicted.memory[size_t(MemCategory::activations)].value_or(0)}});
 }

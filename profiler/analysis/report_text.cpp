@@ -291,6 +291,12 @@ std::string format_process_memory(const RankReport& r) {
                           "(code, stacks, shared memory, freed pages kept)",
                           format_bytes(r.process.untracked_in_heap), format_bytes(r.process.untracked_outside_heap))
             : std::string());
+    for (const DeviceMemoryPart& part : r.process.named_untracked)
+        s += fmt::format("    {:<40} {:>12}   measured: the device's untracked memory before and after it\n", part.name,
+                         format_bytes(part.bytes));
+    if (!r.process.named_untracked.empty())
+        s += "    (device-wide readings: another process allocating on this GPU meanwhile counts in the part it "
+             "started during)\n";
     return s;
 }
 

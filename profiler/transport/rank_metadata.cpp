@@ -79,6 +79,12 @@ nlohmann::json to_json(const RankMetadata& m) {
                       {"estimated_at_step", m.clock->estimated_at_step}};
     if (m.started_unix_ms) j["started_unix_ms"] = *m.started_unix_ms;
     if (m.cupti) j["cupti"] = *m.cupti;
+    if (!m.device_memory_parts.empty()) {
+        nlohmann::json parts = nlohmann::json::array();
+        for (const DeviceMemoryPart& p : m.device_memory_parts)
+            parts.push_back(nlohmann::json::array({p.name, p.bytes}));
+        j["device_memory_parts"] = parts;
+    }
     if (m.predicted) j["predicted"] = *m.predicted;
     if (!m.source.empty()) j["source"] = m.source;
     if (m.file) j["file"] = *m.file;
@@ -127,6 +133,10 @@ RankMetadata rank_metadata_from_json(const nlohmann::json& j) {
     }
     read(j, "started_unix_ms", m.started_unix_ms);
     if (auto it = j.find("cupti"); it != j.end() && it->is_object()) m.cupti = *it;
+    if (auto it = j.find("device_memory_parts"); it != j.end() && it->is_array())
+        for (const nlohmann::json& p : *it)
+            if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_number_integer())
+                m.device_memory_parts.push_back({p[0].get<std::string>(), p[1].get<int64_t>()});
     if (auto it = j.find("predicted"); it != j.end() && it->is_object()) m.predicted = *it;
     read(j, "source", m.source);
     read(j, "file", m.file);

@@ -38,6 +38,14 @@ struct HtaStreamRow {
     bool correlated = false;
 };
 
+// What holds a GPU's memory outside the tracked allocator, named where the engine can tell (the CUDA context and
+// cuBLAS at the backend's start, NCCL's communicators, CUPTI): the device's memory in use less the allocator's
+// reserved bytes, read before and after each started (engine/backend/device_footprint.h). JSON: [name, bytes].
+struct DeviceMemoryPart {
+    std::string name;
+    int64_t bytes = 0;
+};
+
 struct RankMetadata {
     static constexpr const char* kFormat = "ultrascope-rank-metadata";
     int rank = 0;
@@ -69,7 +77,8 @@ struct RankMetadata {
     int64_t params = 0;
     std::optional<ClockEstimate> clock;
     std::optional<int64_t> started_unix_ms;
-    std::optional<nlohmann::json> cupti;      // a CUDA rank: its CUPTI collector's status and counts
+    std::optional<nlohmann::json> cupti;                // a CUDA rank: its CUPTI collector's status and counts
+    std::vector<DeviceMemoryPart> device_memory_parts;  // a CUDA rank: the untracked device memory, named
     std::optional<nlohmann::json> predicted;  // a predicted rank: the planner's model, cluster, layout and step
     // A rank read from another framework's files (profiler/import): where it came from, its file, and the real
     // stream and thread ids its device and host sub-lanes stand for, by slot; and the run-level description

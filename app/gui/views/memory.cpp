@@ -269,6 +269,15 @@ void draw_process_peaks(const prof::RankReport& r) {
             "runtime, libraries, communication buffers, thread stacks, fragmentation",
             r.process.device ? "the device's memory in use (driver, all processes)" : "the resident set");
     cell(format_bytes(r.process.untracked_peak));
+    for (const prof::DeviceMemoryPart& part : r.process.named_untracked) {  // a GPU rank: what the band holds
+        ImGui::TableNextRow();
+        cell("  " + part.name);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "measured: the device's memory in use less the allocator's, before and after it started;\n"
+                "device-wide: another process allocating on this GPU meanwhile counts here too");
+        cell(format_bytes(part.bytes));
+    }
     ImGui::TableNextRow();
     cell(r.process.device ? "device in use" : "process (RSS)");
     cell(format_bytes(r.process.held_peak));
@@ -335,7 +344,8 @@ void draw_memory_view(AppState& app) {
         legend_item(kUntrackedColor, "not tracked (runtime, libraries, buffers, fragmentation)");
     }
     ImGui::PopFont();
-    const float table_h = ImGui::GetTextLineHeightWithSpacing() * 13;
+    const float table_rows = 13.0f + (rr ? float(rr->process.named_untracked.size()) : 0.0f);
+    const float table_h = ImGui::GetTextLineHeightWithSpacing() * table_rows;
     const float plot_h = std::max(80.0f, ImGui::GetContentRegionAvail().y - table_h);
     draw_stack(app, *store->rank(app.window.selected_rank), rr, plot_h);
     if (rr) draw_peaks(app, *rr);
