@@ -81,6 +81,7 @@ int run(int argc, char** argv) {
     BackendOptions bo;
     bo.kind = cfg.device;
     bo.threads = cfg.threads;
+    bo.cudnn_attention = cfg.attention == Attention::cudnn;
     auto backend = make_backend(bo);
     ProcessGrid grid(cfg.parallel, std::move(world));
     return run_training(cfg, *backend, grid);
