@@ -26,16 +26,6 @@ using namespace us::test;
 
 namespace {
 
-// Where cuDNN 9 may be: the loader's search path first, then the CUDA toolkit's folder.
-std::string find_cudnn() {
-    for (const char* name : {"libcudnn.so.9", "/usr/local/cuda/lib64/libcudnn.so.9"})
-        if (void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
-            dlclose(h);
-            return name;
-        }
-    return {};
-}
-
 int64_t element(const cuda::SdpaTensorLayout& l, int64_t b, int64_t h, int64_t i, int64_t j) {
     return l.offset + b * l.strides[0] + h * l.strides[1] + i * l.strides[2] + j * l.strides[3];
 }
@@ -89,6 +79,18 @@ TEST_CASE("cudnn attention: --attention cudnn is refused on the CPU, in fp32 and
 }
 
 #if ULTRASCOPE_HAVE_CUDNN_HEADERS
+namespace {
+// Where cuDNN 9 may be: the loader's search path first, then the CUDA toolkit's folder.
+std::string find_cudnn() {
+    for (const char* name : {"libcudnn.so.9", "/usr/local/cuda/lib64/libcudnn.so.9"})
+        if (void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
+            dlclose(h);
+            return name;
+        }
+    return {};
+}
+}  // namespace
+
 TEST_CASE("cudnn attention: a missing library is refused with its name and what to do", "[cudnn]") {
     CHECK_THROWS_WITH(cuda::load_cudnn("libcudnn_not_here.so.9"), Catch::Contains("libcudnn_not_here.so.9") &&
                                                                       Catch::Contains("LD_LIBRARY_PATH") &&
