@@ -72,6 +72,8 @@ TEST_CASE("cudnn attention: --attention cudnn is refused on the CPU, in fp32 and
     CHECK_NOTHROW(c.validate());
     c.precision = Precision::fp32;
     CHECK_THROWS_WITH(c.validate(), Catch::Contains("--precision bf16"));
+    c.precision = Precision::bf16, c.parallel.cp = 2;
+    CHECK_THROWS_WITH(c.validate(), Catch::Contains("--cp 2") && Catch::Contains("--attention flash"));
     CHECK(parse_attention("cudnn") == Attention::cudnn);
     CHECK(attention_name(Attention::cudnn) == "cudnn");
     CHECK(attention_blockwise(Attention::cudnn));
