@@ -82,6 +82,7 @@ int run(int argc, char** argv) {
     BackendOptions bo;
     bo.kind = cfg.device;
     bo.threads = cfg.threads;
+    bo.cudnn_attention = cfg.attention == Attention::cudnn;
     auto backend = make_backend(bo);
     device_footprint().note_start(*backend, "CUDA context and cuBLAS (at the backend's start)");
     ProcessGrid grid(cfg.parallel, std::move(world));

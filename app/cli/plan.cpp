@@ -332,7 +332,7 @@ int plan_command(int argc, char** argv) {
     q.bf16 = cli.count("--precision") ? cfg.precision == Precision::bf16 : q.cluster.default_precision == "bf16";
     // Attention as given, else flash attention on a datasheet GPU cluster (what training at scale runs) and the
     // engine's default on a calibrated machine (where the measured runs are).
-    q.flash = cli.count("--attention") ? cfg.attention == Attention::flash : !q.cluster.calibrated;
+    q.flash = cli.count("--attention") ? attention_blockwise(cfg.attention) : !q.cluster.calibrated;
     if (layout_given(cli)) return evaluate_given_layout(q, f, cfg);
     return search_layouts(q, f, search_options(q, f, cli, cfg));
 }

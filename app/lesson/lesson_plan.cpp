@@ -27,7 +27,7 @@ nlohmann::json evaluate_lesson_plan(const LessonPlan& plan) {
     const predict::ClusterDesc cluster = predict::load_cluster(plan.gpu);
     predict::Layout layout = predict::layout_from_config(cfg);
     layout.bf16 = cfg.precision == Precision::bf16;
-    layout.flash = cfg.attention == Attention::flash;
+    layout.flash = attention_blockwise(cfg.attention);
     predict::check_layout(model, cluster, layout, layout.world());
     nlohmann::json out = predict::plan_json(model, cluster, predict::evaluate(model, cluster, layout));
     out["model"] = predict::model_to_json(model);

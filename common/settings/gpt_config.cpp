@@ -56,14 +56,17 @@ Precision parse_precision(std::string_view text) {
     fail_user("unknown --precision '{}': expected fp32 or bf16", text);
 }
 
-std::string_view attention_name(Attention a) { return a == Attention::flash ? "flash" : "naive"; }
+std::string_view attention_name(Attention a) {
+    return a == Attention::flash ? "flash" : a == Attention::cudnn ? "cudnn" : "naive";
+}
 
 Attention parse_attention(std::string_view text) {
     if (text == "naive") return Attention::naive;
     if (text == "flash") return Attention::flash;
+    if (text == "cudnn") return Attention::cudnn;
     fail_user(
-        "unknown --attention '{}': expected naive (stores the probabilities) or flash (blockwise, online "
-        "softmax)",
+        "unknown --attention '{}': expected naive (stores the probabilities), flash (blockwise, online "
+        "softmax) or cudnn (flash through cuDNN's fused attention, --device cuda)",
         text);
 }
 

@@ -40,8 +40,12 @@ struct GPTConfig {
 enum class Precision { fp32, bf16 };
 // How attention runs: naive stores the (B, heads, s, s) probabilities for backward; flash runs it blockwise with an
 // online softmax (the ring attention's kernels, on one rank's whole sequence), keeps only the log-sum-exp per row
-// and recomputes the scores in backward, so the s^2 term leaves the activations.
-enum class Attention { naive, flash };
+// and recomputes the scores in backward, so the s^2 term leaves the activations. cudnn is flash's model (the same
+// saved log-sum-exp, the same memory) with cuDNN's fused attention as the GPU kernels (docs/gpu.md).
+enum class Attention { naive, flash, cudnn };
+// Whether attention keeps only a log-sum-exp per row (flash and cudnn): the model, the memory model and the planner
+// treat both alike; only the CUDA backend's kernels differ.
+inline bool attention_blockwise(Attention a) { return a != Attention::naive; }
 
 std::string_view precision_name(Precision p);
 std::string_view recompute_name(Recompute r);

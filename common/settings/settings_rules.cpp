@@ -61,6 +61,17 @@ void check_setting_rules(const TrainConfig& c, const RuleContext& context) {
     US_CHECK_INPUT(c.runtime.comm_progress == "thread" || c.runtime.comm_progress == "poll",
                    "unknown --comm-progress '{}': expected thread or poll", c.runtime.comm_progress);
     US_CHECK_INPUT(c.device == "cpu" || c.device == "cuda", "unknown --device '{}': expected cpu or cuda", c.device);
+    // cuDNN's fused attention is a GPU library for 16-bit inputs over one rank's whole sequence.
+    US_CHECK_INPUT(c.attention != Attention::cudnn || c.device == "cuda",
+                   "--attention cudnn runs cuDNN's fused attention on a GPU: add --device cuda, or use --attention "
+                   "flash (the same blockwise attention) on the CPU");
+    US_CHECK_INPUT(c.attention != Attention::cudnn || c.precision == Precision::bf16,
+                   "--attention cudnn needs --precision bf16 (cuDNN's fused attention takes 16-bit q, k and v): add "
+                   "--precision bf16, or use --attention flash in fp32");
+    US_CHECK_INPUT(c.attention != Attention::cudnn || p.cp == 1,
+                   "--attention cudnn runs one rank's whole sequence; with --cp {} the ring's blocks take the flash "
+                   "kernels: use --attention flash",
+                   p.cp);
     // Pipelines
     validate_schedule_shape(p.pp_schedule, PipelineShape{p.pp, c.grad_accum, p.pp_chunks});
     const int stages = p.pp * p.pp_chunks;

@@ -150,9 +150,10 @@ std::vector<Setting> build_schema() {
                       {"none", "selective", "full"}));
     t.push_back(named("--attention", "attention",
                       "naive (stores the s x s probabilities) | flash (blockwise online softmax: keeps a log-sum-exp "
-                      "per row, recomputes the scores in backward)",
+                      "per row, recomputes the scores in backward) | cudnn (flash through cuDNN's fused attention: "
+                      "--device cuda, bf16, one context-parallel rank)",
                       [](auto& c) -> auto& { return c.attention; }, parse_attention, attention_name,
-                      {"naive", "flash"}));
+                      {"naive", "flash", "cudnn"}));
     // io
     t.push_back(text(
         "--data", "data", "Training text file (bytes are tokens); default: assets/corpus/default.txt",

@@ -107,6 +107,9 @@ public:
     // and fp32 gradients (temporaries); a backend whose kernels write the final tensors themselves overrides them
     // and says so in fuses_whole_attention (then only the backward's deltas, (B,NH,T) fp32, are temporaries).
     virtual bool fuses_whole_attention(const AttentionBlockArgs& /*a*/) const { return false; }
+    // The kernels of one rank's whole-sequence attention in words, for the run's metadata; empty where it is the
+    // blockwise composition (the CPU).
+    virtual std::string attention_kernels() const { return {}; }
     virtual void attention_whole_forward(const AttentionBlockArgs& a, Tensor out, Tensor lse);
     virtual void attention_whole_backward(const AttentionBlockArgs& a, Tensor dqkv, Tensor dout, Tensor out,
                                           Tensor lse);
@@ -142,6 +145,9 @@ struct BackendOptions {
     std::string kind = "cpu";  // cpu | cuda
     int threads = 0;           // CPU threads; 0 = all cores
     int device = -1;           // CUDA device ordinal; -1: the node-local rank modulo the visible devices
+    // --attention cudnn: one rank's whole-sequence attention through cuDNN's fused attention, loaded at run time
+    // (UserError at creation when libcudnn.so.9 cannot be loaded). The CUDA backend only.
+    bool cudnn_attention = false;
 };
 
 // Throws UserError when the kind is unknown or not built in.

@@ -23,6 +23,7 @@ public:
     US_BACKEND_OPS(US_BACKEND_DECLARE_OVERRIDE)
     void linear_forward(const GemmArgs& args, Tensor residual, Tensor bias) override;
     bool fuses_whole_attention(const AttentionBlockArgs& a) const override;
+    std::string attention_kernels() const override { return m_inner.attention_kernels(); }
     bool fuses_gelu_epilogues(DType t) const override { return m_inner.fuses_gelu_epilogues(t); }
     void linear_gelu_forward(const GemmArgs& args, Tensor bias, Tensor pre) override;
     void linear_dgelu_backward(const GemmArgs& args, Tensor pre) override;

@@ -37,7 +37,7 @@ GPT::GPT(const GPTConfig& config, const ModelOptions& options, Backend& backend,
     m_shape.B = options.micro_batch;
     m_shape.T = m_cp ? m_cp->local_seq() : config.seq;
     m_shape.cp = m_cp ? m_cp->size() : 1;
-    m_shape.flash = options.attention == Attention::flash;
+    m_shape.flash = attention_blockwise(options.attention);
     if (m_shape.flash && !m_cp) {
         m_flash_group = make_local_communicator(GroupKind::cp);
         m_flash =

@@ -91,6 +91,8 @@ prof::RankMetadata rank_metadata(const TrainConfig& cfg, const Backend& backend,
     m.device_peak_gflops = peak.gflops, m.device_peak_source = peak.source;
     m.blas_kernel = cpu::openblas_core_name();
     m.comm_backend = rank.comm_backend;
+    if (std::string k = backend.attention_kernels(); !k.empty() && attention_blockwise(cfg.attention))
+        m.attention_kernels = k;
     if (cfg.slow_rank == rank.rank && cfg.slow_factor > 1.0) m.injected_slow_factor = cfg.slow_factor;
     if (cfg.hang_rank >= 0) m.injected_hang = InjectedHang::describe(cfg);
     m.tokens_per_step = cfg.tokens_per_step();

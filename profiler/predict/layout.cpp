@@ -47,7 +47,7 @@ Layout layout_from_config(const TrainConfig& cfg) {
     l.recompute = cfg.recompute;
     l.bf16 = cfg.precision == Precision::bf16;
     l.fp32_grad_accum = cfg.fp32_grad_accum;
-    l.flash = cfg.attention == Attention::flash;
+    l.flash = attention_blockwise(cfg.attention);
     return l;
 }
 

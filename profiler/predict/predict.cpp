@@ -113,7 +113,7 @@ PredictInput PredictInput::from_settings(const TrainConfig& c) {
     in.bf16 = c.precision == Precision::bf16;
     in.fp32_grad_accum = c.fp32_grad_accum;
     in.recompute = c.recompute;
-    in.flash = c.attention == Attention::flash;
+    in.flash = attention_blockwise(c.attention);
     in.cuda = c.device == "cuda";
     in.parallel = c.parallel;
     return in;

@@ -69,6 +69,7 @@ nlohmann::json to_json(const RankMetadata& m) {
     if (m.settings) j["config"] = *m.settings;
     if (m.blas_kernel) j["blas_kernel"] = *m.blas_kernel;
     if (m.comm_backend) j["comm_backend"] = *m.comm_backend;
+    if (m.attention_kernels) j["attention_kernels"] = *m.attention_kernels;
     if (m.injected_slow_factor) j["injected_slow_factor"] = *m.injected_slow_factor;
     if (m.injected_hang) j["injected_hang"] = *m.injected_hang;
     if (m.clock)
@@ -118,6 +119,7 @@ RankMetadata rank_metadata_from_json(const nlohmann::json& j) {
     read(j, "device_peak_source", m.device_peak_source);
     read(j, "blas_kernel", m.blas_kernel);
     read(j, "comm_backend", m.comm_backend);
+    read(j, "attention_kernels", m.attention_kernels);
     read(j, "injected_slow_factor", m.injected_slow_factor);
     read(j, "injected_hang", m.injected_hang);
     read(j, "tokens_per_step", m.tokens_per_step);

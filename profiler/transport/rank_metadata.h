@@ -67,6 +67,9 @@ struct RankMetadata {
     std::string device_peak_source;
     std::optional<std::string> blas_kernel;   // a recorded rank: the OpenBLAS core
     std::optional<std::string> comm_backend;  // a recorded rank: "mpi", "nccl", "none"
+    // A recorded GPU rank: the kernels of its whole-sequence attention (--attention flash or cudnn), e.g. "cuDNN
+    // 9.10.2 fused attention (graph API), deterministic backward" (key "attention_kernels").
+    std::optional<std::string> attention_kernels;
     // An injected straggler (--slow-rank, --slow-factor): how many times as long this rank computed. Shown wherever
     // the rank is, so that an injected slowdown is never read as a real one.
     std::optional<double> injected_slow_factor;

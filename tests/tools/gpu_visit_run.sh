@@ -4,14 +4,14 @@
 # libraries (never over a file the machine has), then runs the checks in order of importance, each under its own
 # time limit, and leaves logs, traces and screenshots in $OUT (at most 8 files come back: the small ones travel in
 # results.tar.gz).
-#   bash tests/tools/gpu_visit_run.sh [STEPS...]   steps: tests bench bench16 traces nccl gui ncu cpu
+#   bash tests/tools/gpu_visit_run.sh [STEPS...]   steps: tests cudnn bench bench16 traces nccl gui ncu cpu
 # (default: all); GUI_VIEWS picks the screenshots' views (default: memory timeline ops), NCU_KERNELS the kernels
 # Nsight Compute profiles (NAME:LAUNCHES_TO_SKIP ...)
 set -u
 repo=$PWD
 OUT=${OUT:-/tmp/visit-out}
 mkdir -p "$OUT/r"
-steps=${*:-tests bench bench16 traces nccl gui ncu cpu}
+steps=${*:-tests cudnn bench bench16 traces nccl gui ncu cpu}
 t0=$(date +%s)
 log() { echo "[$(($(date +%s) - t0))s] $*" | tee -a "$OUT/r/visit.log"; }
 want() { [[ " $steps " == *" $1 "* ]]; }
@@ -34,7 +34,8 @@ baked=$(cat /tmp/visit/source_dir 2>/dev/null)
 [ -n "$baked" ] && [ ! -e "$baked" ] && { mkdir -p "$(dirname "$baked")" && ln -s "$repo" "$baked"; }
 # CUDA libraries the image keeps outside the linker's paths (a Python venv's nvidia packages, CUPTI's folder)
 extra=/usr/lib/x86_64-linux-gnu/openblas-openmp
-for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcupti.so.13 libnccl.so.2 libcudnn.so.9; do
+# (cuDNN's runtime-compiled engines also want NVRTC)
+for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcupti.so.13 libnccl.so.2 libcudnn.so.9 libnvrtc.so.13; do
   ldconfig -p | grep -q "$lib" && continue
   f=$(find /usr/local /opt -name "$lib" 2>/dev/null | head -1)
   [ -n "$f" ] && extra="$extra:$(dirname "$f")"
@@ -62,6 +63,43 @@ if want tests; then
   log "[cuda] tests"
   timeout 300 "$B/ultrascope-tests" "[cuda]" --durations yes > "$OUT/r/cuda-tests.log" 2>&1
   log "[cuda] tests: exit $? ($(tail -2 "$OUT/r/cuda-tests.log" | tr '\n' ' '))"
+fi
+pack
+
+if want cudnn; then
+  # --attention cudnn (docs/gpu.md, "cuDNN's fused attention"): its tests (skipped = not run: the log says why),
+  # then gpt2-124m bf16 20 steps with flash and with cudnn (speed, losses within 1e-2), bf16 against fp32 (the
+  # losses within 2e-2: issue 57), a traced cudnn run's kernels, and llm.c beside it when its binary came along.
+  log "cudnn: tests"
+  timeout 240 "$B/ultrascope-tests" "[cudnn],cuda: cuDNN*,cuda: five training steps with --attention cudnn*" \
+    --durations yes > "$OUT/r/cudnn-tests.log" 2>&1
+  log "cudnn tests: exit $? ($(grep -c US_TEST_SKIPPED "$OUT/r/cudnn-tests.log") skipped; $(tail -2 "$OUT/r/cudnn-tests.log" | tr '\n' ' '))"
+  g2=(--device cuda --preset gpt2-124m --steps 20)
+  for run in "flash --precision bf16 --attention flash" "cudnn --precision bf16 --attention cudnn" \
+    "fp32 --precision fp32 --attention naive"; do
+    set -- $run
+    name=$1
+    shift
+    timeout 150 "$B/ultrascope-train" "${g2[@]}" "$@" --metrics-out "$OUT/r/cudnn-$name.jsonl" > "$OUT/r/cudnn-$name.log" 2>&1
+    log "cudnn: gpt2-124m $name: exit $?"
+  done
+  python3 tests/bench/compare_metrics.py "$OUT/r/cudnn-flash.jsonl" "$OUT/r/cudnn-cudnn.jsonl" --names flash,cudnn \
+    --tolerance 1e-2 > "$OUT/r/cudnn-vs-flash.txt" 2>&1
+  log "cudnn vs flash: $(tail -1 "$OUT/r/cudnn-vs-flash.txt")"
+  python3 tests/bench/compare_metrics.py "$OUT/r/cudnn-fp32.jsonl" "$OUT/r/cudnn-cudnn.jsonl" --names fp32,bf16-cudnn \
+    --tolerance 2e-2 > "$OUT/r/cudnn-bf16-vs-fp32.txt" 2>&1
+  python3 tests/bench/compare_metrics.py "$OUT/r/cudnn-fp32.jsonl" "$OUT/r/cudnn-flash.jsonl" --names fp32,bf16-flash \
+    --tolerance 2e-2 >> "$OUT/r/cudnn-bf16-vs-fp32.txt" 2>&1
+  log "bf16 vs fp32: $(grep -h 'speed' "$OUT/r/cudnn-bf16-vs-fp32.txt" | tr '\n' ' ')"
+  timeout 120 "$B/ultrascope-train" --device cuda --preset gpt2-124m --precision bf16 --attention cudnn --steps 8 \
+    --trace "$OUT/t-cudnn.ustrace" --quiet > "$OUT/r/trace-cudnn.log" 2>&1
+  timeout 120 "$B/ultrascope" report "$OUT/t-cudnn.ustrace" --json > "$OUT/r/report-cudnn.json" 2> "$OUT/r/report-cudnn.err"
+  rm -f "$OUT/t-cudnn.ustrace"  # its figures are in the report
+  if [ -x "$B/train_gpt2cu" ]; then
+    timeout 200 python3 tests/bench/bench_vs_llmc.py --llmc "$B/train_gpt2cu" --build "$repo/build-gpu" --steps 30 \
+      --models d12,d24 --attention cudnn > "$OUT/r/bench-llmc-cudnn.txt" 2>&1
+    log "bench_vs_llmc --attention cudnn: exit $?"
+  fi
 fi
 pack
 

@@ -215,7 +215,7 @@ void draw_run_options(TrainConfig& c) {
     setting_tip("precision");
     enum_combo("recompute", c.recompute, {"none", "selective", "full"}, recompute_name, parse_recompute);
     setting_tip("recompute");
-    enum_combo("attention", c.attention, {"naive", "flash"}, attention_name, parse_attention);
+    enum_combo("attention", c.attention, {"naive", "flash", "cudnn"}, attention_name, parse_attention);
     setting_tip("attention");
 }
 

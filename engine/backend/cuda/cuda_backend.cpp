@@ -12,6 +12,8 @@
 
 #include "engine/backend/cuda/attention_tiles.h"
 #include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/cudnn_attention.h"
+#include "engine/backend/cuda/cudnn_sdpa_layout.h"
 #include "engine/backend/cuda/kernels.h"
 
 namespace us {
@@ -75,7 +77,9 @@ std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
     US_CUDA_CHECK(cudaGetDeviceCount(&count));
     const int device = options.device >= 0 ? options.device : local_rank() % count;
     US_CHECK_INPUT(device < count, "--device cuda: device {} requested but only {} visible", device, count);
-    return std::make_unique<CudaBackend>(device);
+    auto backend = std::make_unique<CudaBackend>(device);
+    if (options.cudnn_attention) backend->use_cudnn_attention();
+    return backend;
 }
 
 CudaBackend::CudaBackend(int device) : m_device(device) {
@@ -120,6 +124,7 @@ CudaBackend::~CudaBackend() {
         if (s.done) cudaEventDestroy(s.done);
     }
     if (m_reduce_host) cudaFreeHost(m_reduce_host);
+    m_cudnn.reset();
     m_lt.reset();
     m_cublas_workspace.reset();
     m_scratch.reset();
@@ -372,23 +377,98 @@ namespace {
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 }  // namespace
 
-// One rank's whole sequence on the tensor-core tiles: the kernels write out, lse and dqkv themselves.
-bool CudaBackend::fuses_whole_attention(const AttentionBlockArgs& a) const {
-    return cuda::attention_tiles_apply(a.qkv.dtype, a.T, a.NH, a.HD, a.chunk, a.qkv.data, a.kv.data,
-                                       a.kv_row_stride()) &&
-           a.kv.data == static_cast<const char*>(a.qkv.data) + size_t(a.NH) * a.HD * dtype_size(a.qkv.dtype) &&
+#if !ULTRASCOPE_HAVE_CUDNN_HEADERS
+namespace cuda {
+class CudnnAttention {};  // never made: use_cudnn_attention refuses
+}  // namespace cuda
+#endif
+
+namespace {
+// k and v read in qkv (one rank's whole sequence): what both fused paths take.
+bool kv_in_qkv(const AttentionBlockArgs& a) {
+    return a.kv.data == static_cast<const char*>(a.qkv.data) + size_t(a.NH) * a.HD * dtype_size(a.qkv.dtype) &&
            a.kv_row_stride() == 3 * int64_t(a.NH) * a.HD;
+}
+// One causal block over the whole sequence: the only mask cuDNN's graph here expresses.
+bool one_causal_block(const AttentionBlockArgs& a) {
+    return a.chunk == a.T && a.pair_count == 1 && a.pairs[0].q_chunk == 0 && a.pairs[0].k_chunk == 0 &&
+           a.pairs[0].causal;
+}
+bool tiles_take_whole(const AttentionBlockArgs& a) {
+    return kv_in_qkv(a) &&
+           cuda::attention_tiles_apply(a.qkv.dtype, a.T, a.NH, a.HD, a.chunk, a.qkv.data, a.kv.data, a.kv_row_stride());
+}
+}  // namespace
+
+// One rank's whole sequence on the tensor-core tiles or cuDNN: the kernels write out, lse and dqkv themselves.
+bool CudaBackend::fuses_whole_attention(const AttentionBlockArgs& a) const {
+    if (!kv_in_qkv(a)) return false;
+    if (m_cudnn && one_causal_block(a) &&
+        cuda::sdpa_unsupported(a.qkv.dtype, a.B, a.T, a.NH, a.HD, aligned16(a.qkv.data)).empty())
+        return true;
+    return tiles_take_whole(a);
+}
+
+bool CudaBackend::cudnn_takes(const AttentionBlockArgs& a, bool backward, std::initializer_list<const void*> buffers) {
+#if !ULTRASCOPE_HAVE_CUDNN_HEADERS
+    (void)a, (void)backward, (void)buffers;
+    return false;
+#else
+    if (!m_cudnn) return false;
+    bool aligned = aligned16(a.qkv.data);
+    for (const void* p : buffers) aligned = aligned && aligned16(p);
+    const cuda::SdpaShape shape{a.B, a.T, a.NH, a.HD};
+    std::string why = !kv_in_qkv(a) || !one_causal_block(a)
+                          ? "not one causal block with k and v in qkv"
+                          : cuda::sdpa_unsupported(a.qkv.dtype, a.B, a.T, a.NH, a.HD, aligned);
+    if (why.empty()) why = m_cudnn->prepare(shape, backward);
+    if (why.empty()) return true;
+    const std::string what =
+        fmt::format("{} B {} T {} heads {} head dim {}", backward ? "backward" : "forward", a.B, a.T, a.NH, a.HD);
+    if (m_cudnn_notices.insert(what).second)
+        std::fprintf(stderr,
+                     "ultrascope-train: notice: --attention cudnn: cuDNN's fused attention cannot take the %s: %s; "
+                     "it runs the flash kernels instead\n",
+                     what.c_str(), why.c_str());
+    return false;
+#endif
+}
+
+void CudaBackend::use_cudnn_attention(const std::string& library) {
+#if ULTRASCOPE_HAVE_CUDNN_HEADERS
+    m_cudnn = std::make_unique<cuda::CudnnAttention>(m_compute, *m_allocator, library);
+#else
+    fail_user(
+        "--attention cudnn: this build has no cuDNN attention (CMake found no cudnn_graph.h/cudnn_backend.h in the CUDA "
+        "toolkit); use --attention flash, or rebuild with cuDNN 9's headers ({})",
+        library);
+#endif
+}
+
+std::string CudaBackend::attention_kernels() const {
+#if ULTRASCOPE_HAVE_CUDNN_HEADERS
+    if (m_cudnn) return m_cudnn->describe() + "; a shape it cannot take runs the mma.sync tiles (a notice names it)";
+#endif
+    return "mma.sync tiles (bf16, head dim 64), else the blockwise composition";
 }
 
 void CudaBackend::attention_whole_forward(const AttentionBlockArgs& a, Tensor out, Tensor lse) {
-    if (!fuses_whole_attention(a) || !aligned16(out.data)) return Backend::attention_whole_forward(a, out, lse);
+#if ULTRASCOPE_HAVE_CUDNN_HEADERS
+    if (cudnn_takes(a, false, {out.data, lse.data}))
+        return m_cudnn->forward({a.B, a.T, a.NH, a.HD}, a.qkv.data, out.data, lse.f32());
+#endif
+    if (!tiles_take_whole(a) || !aligned16(out.data)) return Backend::attention_whole_forward(a, out, lse);
     cuda::attention_tiles_whole_forward(out.data, lse.f32(), a.qkv.data, a.B, a.T, a.NH, a.chunk, chunk_pairs(a),
                                         1.0f / std::sqrt(float(a.HD)), m_compute);
 }
 
 void CudaBackend::attention_whole_backward(const AttentionBlockArgs& a, Tensor dqkv, Tensor dout, Tensor out,
                                            Tensor lse) {
-    if (!fuses_whole_attention(a) || !aligned16(dout.data) || !aligned16(out.data))
+#if ULTRASCOPE_HAVE_CUDNN_HEADERS
+    if (cudnn_takes(a, true, {dqkv.data, dout.data, out.data, lse.data}))
+        return m_cudnn->backward({a.B, a.T, a.NH, a.HD}, a.qkv.data, out.data, dout.data, lse.f32(), dqkv.data);
+#endif
+    if (!tiles_take_whole(a) || !aligned16(dout.data) || !aligned16(out.data))
         return Backend::attention_whole_backward(a, dqkv, dout, out, lse);
     const int64_t rows = int64_t(a.B) * a.NH * a.T;
     const Allocation deltas =

@@ -12,13 +12,19 @@
 
 #include <array>
 #include <map>
+#include <initializer_list>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/lt_linear.h"
 
 namespace us {
+
+namespace cuda {
+class CudnnAttention;  // cudnn_attention.h: --attention cudnn
+}
 
 class CudaBackend final : public Backend {
 public:
@@ -45,8 +51,16 @@ public:
     void attention_whole_backward(const AttentionBlockArgs& a, Tensor dqkv, Tensor dout, Tensor out,
                                   Tensor lse) override;
     void synchronize() override;
+    std::string attention_kernels() const override;
+    // --attention cudnn: one rank's whole-sequence attention through cuDNN's fused attention, loaded now (UserError
+    // naming the library when it cannot be). A shape cuDNN cannot take runs the tile kernels, with a notice.
+    void use_cudnn_attention(const std::string& library = "libcudnn.so.9");
+    bool uses_cudnn_attention() const { return m_cudnn != nullptr; }
 
 private:
+    // Whether cuDNN runs this call: its plan for the shape is built (once) and every buffer suits it; else false,
+    // with a one-line notice per shape and direction saying why.
+    bool cudnn_takes(const AttentionBlockArgs& a, bool backward, std::initializer_list<const void*> buffers);
     // Row-major C = alpha op(A) op(B) + beta C over `batch` matrices `stride_*` elements apart.
     void gemm_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a, DType a_type,
                       int lda, long long stride_a, const void* b, DType b_type, int ldb, long long stride_b, float beta,
@@ -64,7 +78,9 @@ private:
     cudaStream_t m_compute = nullptr, m_comm = nullptr;
     cublasHandle_t m_cublas = nullptr;
     Allocation m_cublas_workspace, m_scratch, m_rope, m_reduce;
-    std::unique_ptr<cuda::LtLinear> m_lt;  // bf16 linear layers: bias and residual in the GEMM (lt_linear.h)
+    std::unique_ptr<cuda::LtLinear> m_lt;           // bf16 linear layers: bias and residual in the GEMM (lt_linear.h)
+    std::unique_ptr<cuda::CudnnAttention> m_cudnn;  // --attention cudnn
+    std::set<std::string> m_cudnn_notices;          // shapes already reported as not taken by cuDNN
     int m_rope_T = 0, m_rope_HD = 0;
     std::map<const void*, int> m_positions_rows;
     double* m_reduce_host = nullptr;  // pinned
