@@ -4,14 +4,14 @@
 # libraries (never over a file the machine has), then runs the checks in order of importance, each under its own
 # time limit, and leaves logs, traces and screenshots in $OUT (at most 8 files come back: the small ones travel in
 # results.tar.gz).
-#   bash tests/tools/gpu_visit_run.sh [STEPS...]   steps: tests cudnn bench bench16 traces nccl gui ncu cpu
+#   bash tests/tools/gpu_visit_run.sh [STEPS...]   steps: tests cudnn i57 bench bench16 traces nccl gui ncu cpu
 # (default: all); GUI_VIEWS picks the screenshots' views (default: memory timeline ops), NCU_KERNELS the kernels
 # Nsight Compute profiles (NAME:LAUNCHES_TO_SKIP ...)
 set -u
 repo=$PWD
 OUT=${OUT:-/tmp/visit-out}
 mkdir -p "$OUT/r"
-steps=${*:-tests cudnn bench bench16 traces nccl gui ncu cpu}
+steps=${*:-tests cudnn i57 bench bench16 traces nccl gui ncu cpu}
 t0=$(date +%s)
 log() { echo "[$(($(date +%s) - t0))s] $*" | tee -a "$OUT/r/visit.log"; }
 want() { [[ " $steps " == *" $1 "* ]]; }
@@ -100,6 +100,65 @@ if want cudnn; then
       --models d12,d24 --attention cudnn > "$OUT/r/bench-llmc-cudnn.txt" 2>&1
     log "bench_vs_llmc --attention cudnn: exit $?"
   fi
+fi
+pack
+
+if want i57; then
+  dev=${VISIT_DEVICE:-cuda}  # VISIT_DEVICE=cpu: a dry run of the step on a machine without a GPU
+  # Issue 57, item 1: NCCL carries every collective between two ranks on the one GPU (--nccl-shared-gpu: each rank
+  # its NCCL_HOSTID, loopback sockets), each run against one rank of the same global batch, fp32 and bf16.
+  one() {  # name, flags: one rank
+    local name=$1; shift
+    timeout 120 "$B/ultrascope-train" --device "$dev" --steps 10 --quiet --metrics-out "$OUT/r/$name.jsonl" "$@" \
+      > "$OUT/r/$name.log" 2>&1
+    log "$name: exit $?"
+  }
+  two() {  # name, flags: two ranks on the GPU through NCCL
+    local name=$1; shift
+    timeout 150 mpirun -n 2 --oversubscribe -x NCCL_DEBUG=WARN "$B/ultrascope-train" --device "$dev" --steps 10 \
+      --quiet --nccl-shared-gpu --metrics-out "$OUT/r/$name.jsonl" "$@" > "$OUT/r/$name.log" 2>&1
+    log "$name: exit $?"
+  }
+  for p in fp32 bf16; do
+    one ref-b16-$p --preset small --batch 16 --precision $p
+    two dp2-$p --preset small --batch 8 --dp 2 --zero 1 --precision $p --trace "$OUT/dp2-$p.ustrace"
+    one ref-b8-$p --preset small --batch 8 --precision $p
+    two tp2-$p --preset small --batch 8 --tp 2 --precision $p --trace "$OUT/tp2-$p.ustrace"
+    one ref-ga4-$p --preset small --batch 8 --grad-accum 4 --precision $p
+    two pp2-$p --preset small --batch 8 --grad-accum 4 --pp 2 --pp-schedule 1f1b --precision $p
+  done
+  python3 - "$OUT/r" > "$OUT/r/i57-losses.txt" 2>&1 <<'PY'
+import json, sys, os
+d = sys.argv[1]
+def losses(n):
+    p = os.path.join(d, n + ".jsonl")
+    if not os.path.exists(p): return None
+    return [json.loads(l)["loss"] for l in open(p) if l.strip()]
+for p in ("fp32", "bf16"):
+    for run, ref in (("dp2", "ref-b16"), ("tp2", "ref-b8"), ("pp2", "ref-ga4")):
+        a, b = losses(f"{run}-{p}"), losses(f"{ref}-{p}")
+        if not a or not b or len(a) != len(b):
+            print(f"{run} {p}: missing ({a and len(a)} vs {b and len(b)} steps)"); continue
+        worst = max(abs(x - y) / abs(y) for x, y in zip(a, b))
+        print(f"{run} {p}: {len(a)} steps, {a[0]:.6f} -> {a[-1]:.6f} (1 rank {b[-1]:.6f}), worst relative {worst:.2e}")
+PY
+  log "losses: $(tr '\n' ';' < "$OUT/r/i57-losses.txt")"
+  for t in dp2-fp32 dp2-bf16 tp2-fp32; do
+    timeout 60 "$B/ultrascope" report "$OUT/$t.ustrace" > "$OUT/r/report-$t.txt" 2>&1
+    timeout 60 "$B/ultrascope" report "$OUT/$t.ustrace" --json > "$OUT/r/report-$t.json" 2>&1
+  done
+  # --slow-rank 1 named by blame from CUPTI's kernels
+  two slow --preset small --batch 8 --dp 2 --steps 12 --slow-rank 1 --slow-factor 3 --trace "$OUT/slow.ustrace"
+  timeout 60 "$B/ultrascope" report "$OUT/slow.ustrace" > "$OUT/r/report-slow.txt" 2>&1
+  log "slow-rank blame: $(grep -m2 -i -E 'holds the run back|stands out' "$OUT/r/report-slow.txt" | tr '\n' ' ')"
+  rm -f "$OUT"/dp2-bf16.ustrace "$OUT"/tp2-*.ustrace "$OUT"/slow.ustrace  # their figures are in the reports
+  # item 4: the live GUI of a dp 2 NCCL run, drawn on the node without an X server
+  for view in memory timeline overlap; do
+    env -u DISPLAY timeout 150 "$B/ultrascope" -n 2 --device "$dev" --preset small --dp 2 --nccl-shared-gpu \
+      --steps 30 --exit-when-done --view $view --fit-step 20 --screenshot "$OUT/gui-dp2-$view.png" \
+      > "$OUT/r/gui-dp2-$view.log" 2>&1
+    log "gui dp2 $view: exit $?"
+  done
 fi
 pack
 
