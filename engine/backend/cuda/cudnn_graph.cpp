@@ -44,32 +44,31 @@ namespace {
 Dims4 packed_strides(const Dims4& dims) { return {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1}; }
 }  // namespace
 
-cudnnBackendDescriptor_t CudnnGraph::tensor(int64_t uid, cudnnDataType_t t, const Dims4& dims, const Dims4& strides) {
+cudnnBackendDescriptor_t CudnnGraph::tensor_descriptor(int64_t uid, cudnnDataType_t t, const Dims4& dims,
+                                                       const Dims4& strides, TensorKind kind) {
     cudnnBackendDescriptor_t d = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
     const int64_t alignment = 16;
+    const bool yes = true;
     set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &t);
     set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
     set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
     set(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
     set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-    finalize(d, "tensor");
+    if (kind == TensorKind::by_value) set(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes);
+    if (kind == TensorKind::is_virtual) set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes);
+    finalize(d, kind == TensorKind::by_value     ? "scalar tensor"
+                : kind == TensorKind::is_virtual ? "virtual tensor"
+                                                 : "tensor");
     return d;
 }
 
+cudnnBackendDescriptor_t CudnnGraph::tensor(int64_t uid, cudnnDataType_t t, const Dims4& dims, const Dims4& strides) {
+    return tensor_descriptor(uid, t, dims, strides, TensorKind::in_memory);
+}
+
 cudnnBackendDescriptor_t CudnnGraph::scalar(int64_t uid) {
-    cudnnBackendDescriptor_t d = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-    const cudnnDataType_t t = CUDNN_DATA_FLOAT;
     const Dims4 ones{1, 1, 1, 1};
-    const int64_t alignment = 16;
-    const bool by_value = true;
-    set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &t);
-    set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, ones.data());
-    set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, ones.data());
-    set(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-    set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-    set(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
-    finalize(d, "scalar tensor");
-    return d;
+    return tensor_descriptor(uid, CUDNN_DATA_FLOAT, ones, ones, TensorKind::by_value);
 }
 
 cudnnBackendDescriptor_t CudnnGraph::virtual_tensor(cudnnDataType_t t, const Dims4& dims) {
@@ -77,17 +76,7 @@ cudnnBackendDescriptor_t CudnnGraph::virtual_tensor(cudnnDataType_t t, const Dim
 }
 
 cudnnBackendDescriptor_t CudnnGraph::virtual_tensor(cudnnDataType_t t, const Dims4& dims, const Dims4& strides) {
-    cudnnBackendDescriptor_t d = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-    const int64_t uid = m_next_virtual++, alignment = 16;
-    const bool is_virtual = true;
-    set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &t);
-    set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
-    set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
-    set(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-    set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-    set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
-    finalize(d, "virtual tensor");
-    return d;
+    return tensor_descriptor(m_next_virtual++, t, dims, strides, TensorKind::is_virtual);
 }
 
 void CudnnGraph::pointwise(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,

@@ -57,6 +57,10 @@ private:
     void check(cudnnStatus_t status, const std::string& what) const;
     cudnnBackendDescriptor_t plan_from(cudnnBackendHeurMode_t mode, bool deterministic, std::string* tried,
                                        std::string* engine_note, int64_t* workspace);
+    enum class TensorKind { in_memory, by_value, is_virtual };
+    // The one tensor descriptor all three kinds are: 16-byte aligned, the kind's flag set.
+    cudnnBackendDescriptor_t tensor_descriptor(int64_t uid, cudnnDataType_t t, const Dims4& dims, const Dims4& strides,
+                                               TensorKind kind);
 
     const CudnnApi& m_api;
     cudnnHandle_t m_handle = nullptr;
