@@ -295,9 +295,10 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     while (trainer.steps_done() < cfg.steps) {
         kill_at_fault_step(cfg, grid, trainer);
         flight_recorder().begin_step(trainer.steps_done() + 1);
-        const int64_t untracked_before = DeviceFootprint::untracked_now(device);
+        const bool first = trainer.steps_done() + 1 == first_step;  // one device reading, not one a step
+        const int64_t untracked_before = first ? DeviceFootprint::untracked_now(device) : -1;
         StepMetrics m = trainer.train_step();
-        if (m.step == first_step) note_first_step_footprint(device, untracked_before, profiler);
+        if (first) note_first_step_footprint(device, untracked_before, profiler);
         if (!std::isfinite(m.loss))
             fail_user("the loss became {} at step {}: lower --lr or use --precision fp32", m.loss, m.step);
         if (metrics) metrics->write(m);
