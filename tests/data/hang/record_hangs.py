@@ -449,7 +449,10 @@ def run_torchfrtrace(folder, shown):
     text = (f"$ python -m torch.distributed.flight_recorder.fr_trace {shown}\n"
             f"# exit code {p.returncode}, {took:.1f} s; its reference rank is the first file os.walk lists: {order}\n"
             f"# --- stdout\n{p.stdout}# --- stderr\n{p.stderr}")
-    return p.returncode, text
+    # the recording machine's paths say nothing about the dumps: the interpreter's prefix (a traceback's frames)
+    # and the repository's root (the dumps' stack frames name the recorder's own lines)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+    return p.returncode, text.replace(sys.prefix, "<python prefix>").replace(root, "<repo>")
 
 
 def analyze(name, out):
