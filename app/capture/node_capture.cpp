@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "common/core/format.h"
@@ -87,15 +88,27 @@ std::string read_all(const std::string& path) {
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// Phase 2, one round: each rank's state; false with `error` when a rank died before writing its file.
-bool check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& request, const std::string& job_id,
-                 std::vector<Watch>& watches, const CaptureProgress& progress, std::string& error) {
+enum class RoundOutcome { going, rank_died, launcher_armed };
+
+// Phase 2, one round: each rank's state. rank_died (with `error`) when a rank exited before writing its file;
+// launcher_armed when a process taken for a lone job has since been seen to launch others (its workers' first polls
+// came late): its file would be the launcher's, so the job is looked for again.
+RoundOutcome check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& request, const std::string& job_id,
+                         std::vector<Watch>& watches, const CaptureProgress& progress, std::string& error) {
     std::map<int, bool> alive;
-    for (const prof::PolledJob& j : daemon.jobs())
+    std::set<int> launchers;
+    for (const prof::PolledJob& j : daemon.jobs()) {
         for (const prof::Poller& p : j.ranks) alive[p.pid] = p.alive;
+        for (const prof::Poller& p : j.launchers) launchers.insert(p.pid);
+    }
     for (Watch& w : watches) {
         std::error_code ec;
         w.written = w.written || fs::exists(w.file, ec);
+        if (!w.written && launchers.count(w.poller.pid)) {
+            progress(
+                fmt::format("pid {} launches the ranks that polled since: looking for its job again", w.poller.pid));
+            return RoundOutcome::launcher_armed;
+        }
         const prof::ArmStatus s = daemon.arm_status(w.poller.pid);
         std::string line;
         RankProgress state{w.poller.info.rank, w.poller.pid, RankState::waiting_for_poll, s.requests_sent, {}};
@@ -106,7 +119,7 @@ bool check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& request
         } else if (alive.count(w.poller.pid) && !alive[w.poller.pid]) {
             error = fmt::format("{} of job {} exited before writing its trace: the job ended mid-capture",
                                 rank_name(w.poller), job_id);
-            return false;
+            return RoundOutcome::rank_died;
         } else if (s.tracing) {
             state.state = RankState::tracing;
             line = fmt::format("{}: tracing (asked {} time{})", rank_name(w.poller), s.requests_sent,
@@ -122,7 +135,7 @@ bool check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& request
         if (request.on_rank) request.on_rank(state);
         progress(w.shown = line);
     }
-    return true;
+    return RoundOutcome::going;
 }
 
 std::string timeout_error(const std::vector<Watch>& watches, double timeout_s, int roundup,
@@ -165,29 +178,43 @@ NodeCaptureResult capture_on_node(prof::OnDemandDaemon& daemon, const NodeCaptur
                                   const CaptureProgress& progress) {
     NodeCaptureResult result;
     const double deadline = steady_seconds() + request.timeout_s;
-    prof::PolledJob job;
-    if (!wait_for_job(daemon, request, deadline, progress, job, result.error)) return result;
-    result.job_id = job.id;
-    const prof::TraceRequest trace{request.steps, request.roundup, prof::new_capture_tag()};
     std::vector<Watch> watches;
-    for (const prof::Poller& p : job.ranks) {
-        const std::string base = prof::trace_request_base(trace, p.info.trace_dir);
-        watches.push_back({p, prof::trace_request_file(base, p.pid), "", false});
-        daemon.arm(p.pid, prof::trace_request_config(trace, base), watches.back().file);
-    }
-    bool done = false;
-    while (!done) {
-        if (!check_ranks(daemon, request, job.id, watches, progress, result.error)) break;
-        done = std::all_of(watches.begin(), watches.end(), [](const Watch& w) { return w.written; });
-        if (!done && request.cancel && *request.cancel) {
-            result.error = request.cancelled_why;
-            break;
+    bool done = false, look_again = true;
+    while (look_again) {
+        look_again = false;
+        prof::PolledJob job;
+        if (!wait_for_job(daemon, request, deadline, progress, job, result.error)) return result;
+        result.job_id = job.id;
+        const prof::TraceRequest trace{request.steps, request.roundup, prof::new_capture_tag()};
+        watches.clear();
+        for (const prof::Poller& p : job.ranks) {
+            const std::string base = prof::trace_request_base(trace, p.info.trace_dir);
+            watches.push_back({p, prof::trace_request_file(base, p.pid), "", false});
+            daemon.arm(p.pid, prof::trace_request_config(trace, base), watches.back().file);
         }
-        if (!done && steady_seconds() > deadline) {
-            result.error = timeout_error(watches, request.timeout_s, request.roundup, daemon);
-            break;
+        while (!done) {
+            const RoundOutcome round = check_ranks(daemon, request, job.id, watches, progress, result.error);
+            if (round == RoundOutcome::rank_died) break;
+            if (round == RoundOutcome::launcher_armed) {
+                for (const Watch& w : watches) {
+                    daemon.disarm(w.poller.pid);
+                    std::error_code ec;
+                    fs::remove(w.file + ".tmp", ec);  // a launcher that took the request: nothing of it is kept
+                }
+                look_again = true;
+                break;
+            }
+            done = std::all_of(watches.begin(), watches.end(), [](const Watch& w) { return w.written; });
+            if (!done && request.cancel && *request.cancel) {
+                result.error = request.cancelled_why;
+                break;
+            }
+            if (!done && steady_seconds() > deadline) {
+                result.error = timeout_error(watches, request.timeout_s, request.roundup, daemon);
+                break;
+            }
+            if (!done) nap();
         }
-        if (!done) nap();
     }
     const std::string host = this_host_name();
     for (const Watch& w : watches) {

@@ -105,6 +105,51 @@ TEST_CASE("capture_job reports each rank's state from its poll to its file and w
     fs::remove_all(o.out);
 }
 
+TEST_CASE("a process taken for a lone job is dropped when its workers poll late: the capture takes its ranks",
+          "[capture]") {
+    const std::string dir = socket_dir("ipc-capture-late-workers");
+    // Pid 100 is a launcher that no command line gives away (not torchrun): alone, it is taken for a one-process job.
+    const auto reader = [](int pid) {
+        prof::ProcessInfo info = test::two_ranks(pid);
+        info.launcher_command = false;
+        return info;
+    };
+    prof::OnDemandDaemon daemon(dir, reader, [](int) { return true; });
+    daemon.start();
+    FakeKineto launcher{dir, {100, 1}}, rank0{dir, {101, 100, 1}}, rank1{dir, {102, 100, 1}};
+    launcher.writes = false;  // were it kept as the job, the capture would wait for it to its timeout
+    launcher.start();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // polled alone a few times
+    std::thread late([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the workers' first polls come late
+        rank0.start(), rank1.start();
+    });
+    Events events;
+    app::CaptureCallbacks callbacks = events.callbacks();
+    callbacks.daemon = &daemon;
+    app::CaptureOptions o;
+    o.steps = 1, o.roundup = 10, o.timeout_s = 20;
+    o.out = test::temp_path("capture-late-workers-out");
+    fs::remove_all(o.out);
+    const app::CaptureOutcome done = app::capture_job(o, callbacks);
+    late.join();
+    INFO(done.error);
+    REQUIRE(done.ok);
+    CHECK(done.job_id == "100");
+    REQUIRE(done.written.rank_files.size() == 2);
+    CHECK(events.states_of(101).back() == app::RankState::written);
+    CHECK(events.states_of(102).back() == app::RankState::written);
+    CHECK(launcher.asked >= 1);  // it was armed as the lone job, then dropped
+    bool looked_again = false;
+    {
+        std::lock_guard lock(events.mutex);
+        for (const app::CaptureEvent& e : events.all)
+            looked_again = looked_again || e.text.find("pid 100 launches the ranks") != std::string::npos;
+    }
+    CHECK(looked_again);
+    fs::remove_all(o.out);
+}
+
 TEST_CASE("capture_job cancels at once and writes nothing, and with nothing polling it names KINETO_USE_DAEMON=1",
           "[capture]") {
     const std::string dir = socket_dir("ipc-capture-job-cancel");
