@@ -21,6 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 using prof::steady_seconds;
 
+constexpr double kLoneSettleS = 1.0;
+
 void nap() { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
 
 std::string rank_name(const prof::Poller& p) {
@@ -30,8 +32,11 @@ std::string rank_name(const prof::Poller& p) {
 bool job_complete(const prof::PolledJob& job) {
     if (job.ranks.empty()) return false;
     // A process without RANK that no other poller descends from yet may be a launcher whose workers have not
-    // polled: it is taken for a lone job only at its second poll.
-    if (job.launchers.empty() && job.ranks.size() == 1 && job.ranks[0].info.rank < 0 && job.ranks[0].polls < 2)
+    // polled: it is taken for a lone job only from its second poll and a second after its first (a worker's poll
+    // can be held up to its 500 ms reply timeout). Should its workers poll even later, check_ranks drops it.
+    const prof::Poller& only = job.ranks[0];
+    if (job.launchers.empty() && job.ranks.size() == 1 && only.info.rank < 0 &&
+        (only.polls < 2 || steady_seconds() - only.first_seen < kLoneSettleS))
         return false;
     return job.expected_ranks == 0 || int(job.ranks.size()) >= job.expected_ranks;
 }

@@ -121,7 +121,7 @@ TEST_CASE("a process taken for a lone job is dropped when its workers poll late:
     launcher.start();
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // polled alone a few times
     std::thread late([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the workers' first polls come late
+        std::this_thread::sleep_for(std::chrono::milliseconds(1700));  // the workers' first polls come late
         rank0.start(), rank1.start();
     });
     Events events;
