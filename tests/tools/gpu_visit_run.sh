@@ -4,14 +4,14 @@
 # libraries (never over a file the machine has), then runs the checks in order of importance, each under its own
 # time limit, and leaves logs, traces and screenshots in $OUT (at most 8 files come back: the small ones travel in
 # results.tar.gz).
-#   bash tests/tools/gpu_visit_run.sh [STEPS...]   steps: tests cudnn i57 bench bench16 traces nccl gui ncu cpu
+#   bash tests/tools/gpu_visit_run.sh [STEPS...]   steps: tests cudnn i57 hang bench bench16 traces nccl gui ncu cpu
 # (default: all); GUI_VIEWS picks the screenshots' views (default: memory timeline ops), NCU_KERNELS the kernels
 # Nsight Compute profiles (NAME:LAUNCHES_TO_SKIP ...)
 set -u
 repo=$PWD
 OUT=${OUT:-/tmp/visit-out}
 mkdir -p "$OUT/r"
-steps=${*:-tests cudnn i57 bench bench16 traces nccl gui ncu cpu}
+steps=${*:-tests cudnn i57 hang bench bench16 traces nccl gui ncu cpu}
 t0=$(date +%s)
 log() { echo "[$(($(date +%s) - t0))s] $*" | tee -a "$OUT/r/visit.log"; }
 want() { [[ " $steps " == *" $1 "* ]]; }
@@ -152,6 +152,23 @@ if want i57; then
       > "$OUT/r/gui-dp2-$view.log" 2>&1
     log "gui dp2 $view: exit $?"
   done
+fi
+pack
+
+if want hang; then
+  dev=${VISIT_DEVICE:-cuda}
+  # Issue 57, item 2: a hang on NCCL. Rank 1 stops calling collectives at step 3 of a dp 2 run whose all-reduces
+  # cross NCCL on the one GPU: rank 0's all-reduce never completes (its flight recorder entry stays started, seen
+  # through the op's CUDA event), the run stops on the step watchdog, both ranks dump, and the report names rank 1.
+  timeout 150 "$B/ultrascope" run -n 2 --device "$dev" --nccl-shared-gpu --dp 2 --preset tiny --steps 1000 \
+    --hang-rank 1 --hang-at-step 3 --hang-kind skip --hang-timeout 10 --trace "$OUT/hang.ustrace" \
+    > "$OUT/r/hang-run.log" 2>&1
+  log "hang run: exit $? (non-zero expected); $(grep -m1 -E 'stopped making progress' "$OUT/r/hang-run.log")"
+  timeout 60 "$B/ultrascope" report "$OUT/hang.ustrace" > "$OUT/r/report-hang.txt" 2>&1
+  timeout 60 "$B/ultrascope" report "$OUT/hang.ustrace" --json > "$OUT/r/report-hang.json" 2>&1
+  log "hang verdict: $(python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))["hang"]; print(h["kind"], "culprits", h["culprit_ranks"], "-", h["verdict"][:160])' "$OUT/r/report-hang.json" 2>&1 | tail -1)"
+  log "hang leftovers: $(pgrep -c '^ultrascope-tra' || true) ultrascope-train processes"
+  rm -f "$OUT/hang.ustrace"
 fi
 pack
 
