@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "engine/backend/memory_sample.h"
+#include "engine/comm/in_order_p2p.h"
 #include "profiler/record/zones.h"
 
 namespace us {
@@ -40,9 +41,10 @@ LocalChunk& PipelineExecutor::local(int chunk) {
     US_ASSERT(false, "chunk {} is not on this rank", chunk);
 }
 
-// Messages are told apart by what they carry, to which virtual stage, for which micro-batch.
+// Messages are told apart by what they carry (their class: in-order transports such as NCCL keep activations and
+// gradients in channels of their own, in_order_p2p.h), to which virtual stage, for which micro-batch.
 int PipelineExecutor::tag(int kind, int target_vstage, int mb) const {
-    return (kind * virtual_stages() + target_vstage) * m_shape.micro_batches + mb;
+    return p2p_tag(kind, target_vstage * m_shape.micro_batches + mb);
 }
 
 void PipelineExecutor::post_receives(size_t from) {

@@ -2,6 +2,7 @@
 // several micro-batch counts, and dp 2 x pp 2 with ZeRO 0 and 1, give the single-rank losses of every step and,
 // after 5 steps, its weights (fp32, 1e-5 relative) -- each stage checks its own tensors, the last stage's copy of
 // the tied embedding included. Pipeline checkpoints are gathered and resume bitwise.
+#include "engine/comm/in_order_p2p.h"
 #include "mpi_test_util.h"
 #include "profiler/predict/predict.h"
 
@@ -32,7 +33,18 @@ void check_same(const Result& got, const Result& want) {
     CHECK(diff / scale < 1e-5);
 }
 
-void check_schedules(int pp) {
+// The pipeline group's messages matched by issue order, as NCCL matches them (engine/comm/in_order_p2p.h).
+Result run_parallel_in_order(const TrainConfig& c) {
+    CpuBackend be(1);
+    ProcessGrid grid(c.parallel, MpiRuntime::world());
+    grid.wrap_groups([](std::unique_ptr<Communicator> g, GroupKind kind) {
+        return kind == GroupKind::pp ? match_p2p_by_order(std::move(g)) : std::move(g);
+    });
+    Trainer t(c, be, &grid);
+    return collect(t, c.steps);
+}
+
+void check_schedules(int pp, bool in_order = false) {
     REQUIRE(MpiRuntime::world_size() == pp);
     struct Case {
         const char* schedule;
@@ -51,7 +63,7 @@ void check_schedules(int pp) {
         c.parallel.pp_chunks = k.chunks;
         c.grad_accum = k.m;
         INFO("pp " << pp << " " << k.schedule << " chunks " << k.chunks << " m " << k.m);
-        check_same(run_parallel(c), run_single(c));
+        check_same(in_order ? run_parallel_in_order(c) : run_parallel(c), run_single(c));
     }
 }
 
@@ -59,6 +71,13 @@ void check_schedules(int pp) {
 
 TEST_CASE("pp 2: every schedule reproduces one rank", "[mpi][pp2]") { check_schedules(2); }
 TEST_CASE("pp 4: every schedule reproduces one rank", "[mpi][pp4]") { check_schedules(4); }
+// What NCCL needs of the pipeline: for each direction and class, both sides issue their messages in one order.
+TEST_CASE("pp 2: every schedule reproduces one rank with messages matched by order (NCCL's rule)", "[mpi][pp2]") {
+    check_schedules(2, true);
+}
+TEST_CASE("pp 4: every schedule reproduces one rank with messages matched by order (NCCL's rule)", "[mpi][pp4]") {
+    check_schedules(4, true);
+}
 
 TEST_CASE("dp 2 x pp 2 with ZeRO 0 and 1 reproduces one rank", "[mpi][pp4]") {
     for (int zero : {0, 1})
