@@ -12,6 +12,7 @@
 #ifdef US_HAVE_NCCL
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/comm/nccl_comm.h"
+#include "engine/comm/nccl_pipe_comm.h"
 #endif
 
 namespace us {
@@ -23,13 +24,15 @@ DeviceComm make_device_communicator(std::unique_ptr<Communicator> host, Backend&
         out.comm = std::move(host);
         return out;
     }
-    std::string why = traffic == DeviceTraffic::tagged ? "tagged point-to-point" : "this build has no NCCL";
+    std::string why = "this build has no NCCL";
 #ifdef US_HAVE_NCCL
-    if (auto* cuda = dynamic_cast<CudaBackend*>(&backend); cuda && traffic == DeviceTraffic::collectives) {
+    if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) {
         // Every rank of the group takes the same branch: the check is collective and its answer is shared.
         if (group_has_distinct_devices(*host, cuda->device(), &why)) {
-            out.path = "nccl";
-            out.comm = make_nccl_communicator(std::move(host), *cuda);
+            const bool tagged = traffic == DeviceTraffic::tagged;
+            out.path = tagged ? "nccl (a channel per direction and message class)" : "nccl";
+            out.comm = tagged ? make_nccl_pipe_communicator(std::move(host), *cuda)
+                              : make_nccl_communicator(std::move(host), *cuda);
             return out;
         }
     }

@@ -14,7 +14,7 @@ namespace us {
 
 enum class DeviceTraffic {
     collectives,  // all-reduce, reduce-scatter, all-gather issued in the same order everywhere: NCCL when it can
-    tagged,       // point-to-point messages matched by tag (the pipeline): host staging
+    tagged,       // point-to-point messages matched by tag (the pipeline): NCCL channels per direction and class
 };
 
 struct DeviceComm {

@@ -1,7 +1,7 @@
 // A Communicator for device buffers over a host one (MPI): each operation copies its device data to host memory,
 // runs there, and copies results back once the host operation completes. It is the fallback where NCCL cannot
-// run (ranks sharing one GPU, which NCCL refuses) and the path for pipeline transfers on GPUs, whose tags NCCL
-// cannot match (docs/gpu.md). The host communicator records the spans; the copies are the price of the fallback.
+// run (ranks sharing one GPU, which NCCL refuses; builds without NCCL; docs/gpu.md). The host communicator records
+// the spans; the copies are the price of the fallback.
 // With the CPU backend the copies are memcpys, which is how the tests exercise it.
 #pragma once
 

@@ -75,8 +75,9 @@ std::string ProcessGrid::use_device_communicators(Backend& backend) {
     std::string paths;
     wrap_groups([&](std::unique_ptr<Communicator> group, GroupKind kind) {
         // Pipeline transfers are matched by tag; the data-parallel and embedding groups only run collectives.
-        // The cp ring's exchanges are grouped send/receive pairs posted in one order on every rank: NCCL can run
-        // them (DeviceTraffic::collectives); the pipeline's tagged transfers cannot.
+        // The cp ring's exchanges are grouped send/receive pairs posted in one order on every rank: NCCL runs them
+        // with the collectives (DeviceTraffic::collectives); the pipeline's tagged transfers get channels of their
+        // own (engine/comm/nccl_pipe_comm.h).
         DeviceComm d = make_device_communicator(
             std::move(group), backend, kind == GroupKind::pp ? DeviceTraffic::tagged : DeviceTraffic::collectives);
         paths += fmt::format("{}{}: {}", paths.empty() ? "" : ", ", group_kind_name(kind), d.path);

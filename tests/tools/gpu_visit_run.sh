@@ -125,7 +125,8 @@ if want i57; then
     one ref-b8-$p --preset small --batch 8 --precision $p
     two tp2-$p --preset small --batch 8 --tp 2 --precision $p --trace "$OUT/tp2-$p.ustrace"
     one ref-ga4-$p --preset small --batch 8 --grad-accum 4 --precision $p
-    two pp2-$p --preset small --batch 8 --grad-accum 4 --pp 2 --pp-schedule 1f1b --precision $p
+    two pp2-$p --preset small --batch 8 --grad-accum 4 --pp 2 --pp-schedule 1f1b --precision $p \
+      --trace "$OUT/pp2-$p.ustrace"  # over the pipeline's NCCL channels (engine/comm/nccl_pipe_comm.h)
   done
   # each against one rank: fp32 to the CPU's 1e-5, bf16 to 2e-2 (its rounding)
   for p in fp32 bf16; do
@@ -136,7 +137,7 @@ if want i57; then
     done
   done > "$OUT/r/i57-losses.txt"
   log "losses: $(tr '\n' ';' < "$OUT/r/i57-losses.txt")"
-  for t in dp2-fp32 dp2-bf16 tp2-fp32; do
+  for t in dp2-fp32 dp2-bf16 tp2-fp32 pp2-fp32; do
     timeout 60 "$B/ultrascope" report "$OUT/$t.ustrace" > "$OUT/r/report-$t.txt" 2>&1
     timeout 60 "$B/ultrascope" report "$OUT/$t.ustrace" --json > "$OUT/r/report-$t.json" 2>&1
   done
@@ -144,7 +145,8 @@ if want i57; then
   two slow --preset small --batch 8 --dp 2 --steps 12 --slow-rank 1 --slow-factor 3 --trace "$OUT/slow.ustrace"
   timeout 60 "$B/ultrascope" report "$OUT/slow.ustrace" > "$OUT/r/report-slow.txt" 2>&1
   log "slow-rank blame: $(grep -m2 -i -E 'holds the run back|stands out' "$OUT/r/report-slow.txt" | tr '\n' ' ')"
-  rm -f "$OUT"/dp2-bf16.ustrace "$OUT"/tp2-*.ustrace "$OUT"/slow.ustrace  # their figures are in the reports
+  log "comm paths: $(grep -h -m1 -o '"comm_backend": *"[^"]*"' "$OUT"/r/report-pp2-fp32.json "$OUT"/r/report-dp2-fp32.json 2>/dev/null | tr '\n' ' ')"
+  rm -f "$OUT"/dp2-bf16.ustrace "$OUT"/tp2-*.ustrace "$OUT"/pp2-*.ustrace "$OUT"/slow.ustrace  # their figures are in the reports
   # item 4: the live GUI of a dp 2 NCCL run, drawn on the node without an X server
   for view in memory timeline overlap; do
     env -u DISPLAY timeout 150 "$B/ultrascope" -n 2 --device "$dev" --preset small --dp 2 --nccl-shared-gpu \
