@@ -64,8 +64,10 @@ std::string format_diff(const RunDiff& d) {
                      d.a_steps, d.a_step_ms);
     s += fmt::format("B: {}  ({} ranks, {} steady steps)  {:.2f} ms per step (measured)\n", d.b_name, d.b_ranks,
                      d.b_steps, d.b_step_ms);
-    s += fmt::format("noise: ±{:.2f} ms, the runs' own step spread (the larger range of their steady steps){}\n",
-                     d.noise_ms, d.within_noise ? ": the difference is within it" : "");
+    s += fmt::format(
+        "noise: ±{:.2f} ms, the runs' own step spread (the larger range of their steady steps, within each run: "
+        "how far two runs of the same settings differ is not in it){}\n",
+        d.noise_ms, d.within_noise ? "; the difference is within it" : "");
     s += cause_lines(d);
     s += "\nWhat if (predicted)\n";
     for (const WhatIf& w : d.what_if)
