@@ -169,7 +169,7 @@ if want hang; then
   timeout 60 "$B/ultrascope" report "$OUT/hang.ustrace" > "$OUT/r/report-hang.txt" 2>&1
   timeout 60 "$B/ultrascope" report "$OUT/hang.ustrace" --json > "$OUT/r/report-hang.json" 2>&1
   log "hang verdict: $(python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))["hang"]; print(h["kind"], "culprits", h["culprit_ranks"], "-", h["verdict"][:160])' "$OUT/r/report-hang.json" 2>&1 | tail -1)"
-  log "hang leftovers: $(pgrep -c '^ultrascope-tra' || true) ultrascope-train processes"
+  log "hang leftovers: $(ps -eo stat,comm | awk '$2 ~ /^ultrascope-tra/ && $1 !~ /^Z/' | wc -l) live ultrascope-train processes (killed ones wait a moment as zombies for mpirun's daemon to reap them)"
   rm -f "$OUT/hang.ustrace"
 fi
 pack
