@@ -30,6 +30,7 @@ public:
 
 protected:
     Communicator& host_comm() { return *m_host; }
+    const Communicator& host_comm() const { return *m_host; }
 
 private:
     std::unique_ptr<Communicator> m_host;
