@@ -93,13 +93,13 @@ std::string read_all(const std::string& path) {
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-enum class RoundOutcome { going, rank_died, launcher_armed };
+enum class Watching { going, written, failed, launcher_armed };
 
-// Phase 2, one round: each rank's state. rank_died (with `error`) when a rank exited before writing its file;
+// Phase 2, one round: each rank's state. failed (with `error`) when a rank exited before writing its file;
 // launcher_armed when a process taken for a lone job has since been seen to launch others (its workers' first polls
 // came late): its file would be the launcher's, so the job is looked for again.
-RoundOutcome check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& request, const std::string& job_id,
-                         std::vector<Watch>& watches, const CaptureProgress& progress, std::string& error) {
+Watching check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& request, const std::string& job_id,
+                     std::vector<Watch>& watches, const CaptureProgress& progress, std::string& error) {
     std::map<int, bool> alive;
     std::set<int> launchers;
     for (const prof::PolledJob& j : daemon.jobs()) {
@@ -112,7 +112,7 @@ RoundOutcome check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest&
         if (!w.written && launchers.count(w.poller.pid)) {
             progress(
                 fmt::format("pid {} launches the ranks that polled since: looking for its job again", w.poller.pid));
-            return RoundOutcome::launcher_armed;
+            return Watching::launcher_armed;
         }
         const prof::ArmStatus s = daemon.arm_status(w.poller.pid);
         std::string line;
@@ -124,7 +124,7 @@ RoundOutcome check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest&
         } else if (alive.count(w.poller.pid) && !alive[w.poller.pid]) {
             error = fmt::format("{} of job {} exited before writing its trace: the job ended mid-capture",
                                 rank_name(w.poller), job_id);
-            return RoundOutcome::rank_died;
+            return Watching::failed;
         } else if (s.tracing) {
             state.state = RankState::tracing;
             line = fmt::format("{}: tracing (asked {} time{})", rank_name(w.poller), s.requests_sent,
@@ -140,7 +140,7 @@ RoundOutcome check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest&
         if (request.on_rank) request.on_rank(state);
         progress(w.shown = line);
     }
-    return RoundOutcome::going;
+    return Watching::going;
 }
 
 std::string timeout_error(const std::vector<Watch>& watches, double timeout_s, int roundup,
@@ -155,6 +155,49 @@ std::string timeout_error(const std::vector<Watch>& watches, double timeout_s, i
         "optimizer steps: is it still stepping its optimizer? (a lower --roundup or a longer --timeout)",
         std::count_if(watches.begin(), watches.end(), [](const Watch& w) { return !w.written; }), timeout_s, missing,
         roundup);
+}
+
+// Arms every rank of `job` for one trace of the request's steps.
+std::vector<Watch> arm_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& request,
+                             const prof::PolledJob& job) {
+    const prof::TraceRequest trace{request.steps, request.roundup, prof::new_capture_tag()};
+    std::vector<Watch> watches;
+    for (const prof::Poller& p : job.ranks) {
+        const std::string base = prof::trace_request_base(trace, p.info.trace_dir);
+        watches.push_back({p, prof::trace_request_file(base, p.pid), "", false});
+        daemon.arm(p.pid, prof::trace_request_config(trace, base), watches.back().file);
+    }
+    return watches;
+}
+
+// Phase 2: rounds until every rank wrote its file, a rank died, the capture was cancelled or timed out (failed,
+// with `error`), or a watched process turned out to launch the others.
+Watching watch_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& request, const std::string& job_id,
+                     double deadline, std::vector<Watch>& watches, const CaptureProgress& progress,
+                     std::string& error) {
+    for (;;) {
+        const Watching round = check_ranks(daemon, request, job_id, watches, progress, error);
+        if (round != Watching::going) return round;
+        if (std::all_of(watches.begin(), watches.end(), [](const Watch& w) { return w.written; }))
+            return Watching::written;
+        if (request.cancel && *request.cancel) {
+            error = request.cancelled_why;
+            return Watching::failed;
+        }
+        if (steady_seconds() > deadline) {
+            error = timeout_error(watches, request.timeout_s, request.roundup, daemon);
+            return Watching::failed;
+        }
+        nap();
+    }
+}
+
+// A rank's request withdrawn and Kineto's files removed (what the capture keeps is what it read).
+void release(prof::OnDemandDaemon& daemon, const Watch& w) {
+    daemon.disarm(w.poller.pid);
+    std::error_code ec;
+    fs::remove(w.file, ec);
+    fs::remove(w.file + ".tmp", ec);  // a trace cut short by a failed capture
 }
 
 }  // namespace
@@ -184,59 +227,29 @@ NodeCaptureResult capture_on_node(prof::OnDemandDaemon& daemon, const NodeCaptur
     NodeCaptureResult result;
     const double deadline = steady_seconds() + request.timeout_s;
     std::vector<Watch> watches;
-    bool done = false, look_again = true;
-    while (look_again) {
-        look_again = false;
+    Watching outcome = Watching::launcher_armed;
+    while (outcome == Watching::launcher_armed) {
         prof::PolledJob job;
         if (!wait_for_job(daemon, request, deadline, progress, job, result.error)) return result;
         result.job_id = job.id;
-        const prof::TraceRequest trace{request.steps, request.roundup, prof::new_capture_tag()};
-        watches.clear();
-        for (const prof::Poller& p : job.ranks) {
-            const std::string base = prof::trace_request_base(trace, p.info.trace_dir);
-            watches.push_back({p, prof::trace_request_file(base, p.pid), "", false});
-            daemon.arm(p.pid, prof::trace_request_config(trace, base), watches.back().file);
-        }
-        while (!done) {
-            const RoundOutcome round = check_ranks(daemon, request, job.id, watches, progress, result.error);
-            if (round == RoundOutcome::rank_died) break;
-            if (round == RoundOutcome::launcher_armed) {
-                for (const Watch& w : watches) {
-                    daemon.disarm(w.poller.pid);
-                    std::error_code ec;
-                    fs::remove(w.file + ".tmp", ec);  // a launcher that took the request: nothing of it is kept
-                }
-                look_again = true;
-                break;
-            }
-            done = std::all_of(watches.begin(), watches.end(), [](const Watch& w) { return w.written; });
-            if (!done && request.cancel && *request.cancel) {
-                result.error = request.cancelled_why;
-                break;
-            }
-            if (!done && steady_seconds() > deadline) {
-                result.error = timeout_error(watches, request.timeout_s, request.roundup, daemon);
-                break;
-            }
-            if (!done) nap();
-        }
+        watches = arm_ranks(daemon, request, job);
+        outcome = watch_ranks(daemon, request, job.id, deadline, watches, progress, result.error);
+        if (outcome == Watching::launcher_armed)
+            for (const Watch& w : watches) release(daemon, w);  // nothing of a launcher's is kept
     }
     const std::string host = this_host_name();
     for (const Watch& w : watches) {
-        daemon.disarm(w.poller.pid);
-        std::error_code ec;
-        if (done) {
+        if (outcome == Watching::written) {
             CapturedTrace r;
             r.rank = w.poller.info.rank, r.world_size = w.poller.info.world_size;
             r.local_rank = w.poller.info.local_rank, r.pid = w.poller.pid, r.host = host;
-            r.raw_trace = w.file;  // removed below: what the capture keeps is raw_bytes
+            r.raw_trace = w.file;  // removed by release(): what the capture keeps is raw_bytes
             r.raw_bytes = read_all(w.file);
             result.ranks.push_back(std::move(r));
         }
-        fs::remove(w.file, ec);           // Kineto's copy: what the capture keeps is what it returns
-        fs::remove(w.file + ".tmp", ec);  // a trace cut short by a failed capture
+        release(daemon, w);
     }
-    result.ok = done;
+    result.ok = outcome == Watching::written;
     return result;
 }
 
