@@ -55,7 +55,21 @@ struct Events {
         std::lock_guard lock(mutex);
         return all.size();
     }
+    bool said(const std::string& text) {
+        std::lock_guard lock(mutex);
+        return std::any_of(all.begin(), all.end(),
+                           [&](const app::CaptureEvent& e) { return e.text.find(text) != std::string::npos; });
+    }
 };
+
+// A capture of `steps` steps into a fresh temporary folder named `out`.
+app::CaptureOptions capture_options(int steps, int roundup, double timeout_s, const std::string& out) {
+    app::CaptureOptions o;
+    o.steps = steps, o.roundup = roundup, o.timeout_s = timeout_s;
+    o.out = test::temp_path(out);
+    fs::remove_all(o.out);
+    return o;
+}
 
 }  // namespace
 
@@ -72,10 +86,7 @@ TEST_CASE("capture_job reports each rank's state from its poll to its file and w
     Events events;
     app::CaptureCallbacks callbacks = events.callbacks();
     callbacks.daemon = &daemon;  // the caller's endpoint, as the Attach window owns it
-    app::CaptureOptions o;
-    o.steps = 2, o.roundup = 10, o.timeout_s = 20;
-    o.out = test::temp_path("capture-job-out");
-    fs::remove_all(o.out);
+    const app::CaptureOptions o = capture_options(2, 10, 20, "capture-job-out");
     const app::CaptureOutcome done = app::capture_job(o, callbacks);
     INFO(done.error);
     REQUIRE(done.ok);
@@ -127,10 +138,7 @@ TEST_CASE("a process taken for a lone job is dropped when its workers poll late:
     Events events;
     app::CaptureCallbacks callbacks = events.callbacks();
     callbacks.daemon = &daemon;
-    app::CaptureOptions o;
-    o.steps = 1, o.roundup = 10, o.timeout_s = 20;
-    o.out = test::temp_path("capture-late-workers-out");
-    fs::remove_all(o.out);
+    const app::CaptureOptions o = capture_options(1, 10, 20, "capture-late-workers-out");
     const app::CaptureOutcome done = app::capture_job(o, callbacks);
     late.join();
     INFO(done.error);
@@ -140,13 +148,7 @@ TEST_CASE("a process taken for a lone job is dropped when its workers poll late:
     CHECK(events.states_of(101).back() == app::RankState::written);
     CHECK(events.states_of(102).back() == app::RankState::written);
     CHECK(launcher.asked >= 1);  // it was armed as the lone job, then dropped
-    bool looked_again = false;
-    {
-        std::lock_guard lock(events.mutex);
-        for (const app::CaptureEvent& e : events.all)
-            looked_again = looked_again || e.text.find("pid 100 launches the ranks") != std::string::npos;
-    }
-    CHECK(looked_again);
+    CHECK(events.said("pid 100 launches the ranks"));
     fs::remove_all(o.out);
 }
 
@@ -155,10 +157,7 @@ TEST_CASE("capture_job cancels at once and writes nothing, and with nothing poll
     const std::string dir = socket_dir("ipc-capture-job-cancel");
     prof::OnDemandDaemon daemon(dir, test::two_ranks, [](int) { return true; });
     daemon.start();
-    app::CaptureOptions o;
-    o.steps = 2, o.roundup = 10, o.timeout_s = 1;
-    o.out = test::temp_path("capture-job-none");
-    fs::remove_all(o.out);
+    app::CaptureOptions o = capture_options(2, 10, 1, "capture-job-none");
     Events events;
     app::CaptureCallbacks callbacks = events.callbacks();
     callbacks.daemon = &daemon;
@@ -213,12 +212,9 @@ TEST_CASE("capture_job says the endpoint is taken, and carries an agent's rank s
     FakeKineto self{options.socket_dir, {int32_t(::getpid()), int32_t(::getppid())}};
     self.start();
     Events events;
-    app::CaptureOptions o;
-    o.steps = 1, o.roundup = 1, o.timeout_s = 20;
+    app::CaptureOptions o = capture_options(1, 1, 20, "capture-job-agent-out");
     o.agents = {"127.0.0.1:" + std::to_string(server.port())};
     o.token = server.token();
-    o.out = test::temp_path("capture-job-agent-out");
-    fs::remove_all(o.out);
     const app::CaptureOutcome done = app::capture_job(o, events.callbacks());
     INFO(done.error);
     REQUIRE(done.ok);
@@ -258,12 +254,9 @@ TEST_CASE("a capture cancelled through an agent ends on the agent at once and di
         app::CaptureCallbacks callbacks = events.callbacks();
         std::atomic<bool> cancel{false};
         callbacks.cancel = &cancel;
-        app::CaptureOptions o;
-        o.steps = 1, o.roundup = 1, o.timeout_s = 60;
+        app::CaptureOptions o = capture_options(1, 1, 60, "capture-job-agent-cancel-out");
         o.agents = {"127.0.0.1:" + std::to_string(server.port())};
         o.token = server.token();
-        o.out = test::temp_path("capture-job-agent-cancel-out");
-        fs::remove_all(o.out);
         std::thread canceller([&] {
             while (events.states_of(::getpid()).size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
             cancel = true;
@@ -331,10 +324,7 @@ TEST_CASE("datagrams recorded from real Kineto, replayed: both ranks armed and a
     Events events;
     app::CaptureCallbacks callbacks = events.callbacks();
     callbacks.daemon = &daemon;
-    app::CaptureOptions o;
-    o.steps = 2, o.roundup = 10, o.timeout_s = 4;
-    o.out = test::temp_path("capture-job-replay-out");
-    fs::remove_all(o.out);
+    const app::CaptureOptions o = capture_options(2, 10, 4, "capture-job-replay-out");
     const app::CaptureOutcome r = app::capture_job(o, callbacks);
     stop = true;
     replay.join();
