@@ -28,6 +28,10 @@ std::map<std::string, int64_t> memory_peaks(const RunReport& r) {
     return out;
 }
 
+prof::DiffSide side_of(const RunReport& r, const std::string& name) {
+    return {name, &cross_of(r), memory_peaks(r), r.run.settings ? *r.run.settings : nlohmann::json()};
+}
+
 }  // namespace
 
 RunReport load_diff_side(const std::string& path, const char* which) {
@@ -43,8 +47,10 @@ RunReport load_diff_side(const std::string& path, const char* which) {
 }
 
 prof::RunDiff diff_run_reports(const RunReport& a, const std::string& a_name, const RunReport& b,
-                               const std::string& b_name) {
-    return prof::diff_runs({a_name, &cross_of(a), memory_peaks(a)}, {b_name, &cross_of(b), memory_peaks(b)});
+                               const std::string& b_name, const std::vector<NamedReport>& repeats) {
+    std::vector<prof::DiffSide> sides;
+    for (const NamedReport& r : repeats) sides.push_back(side_of(*r.report, r.name));
+    return prof::diff_runs(side_of(a, a_name), side_of(b, b_name), sides);
 }
 
 nlohmann::json diff_traces_json(const std::string& a_path, const std::string& b_path) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "app/report/run_report.h"
 #include "profiler/diff/run_diff.h"
@@ -14,9 +15,15 @@ namespace us::app {
 
 // The report of one side, `which` ("A", "B") naming it in a UserError (a missing or unreadable run).
 RunReport load_diff_side(const std::string& path, const char* which);
-// B against A; a and b must outlive nothing (the diff copies what it keeps).
+struct NamedReport {
+    std::string name;
+    const RunReport* report = nullptr;
+};
+
+// B against A, with `repeats` (runs of A's settings again: the noise between runs); the reports must outlive
+// nothing (the diff copies what it keeps).
 prof::RunDiff diff_run_reports(const RunReport& a, const std::string& a_name, const RunReport& b,
-                               const std::string& b_name);
+                               const std::string& b_name, const std::vector<NamedReport>& repeats = {});
 // The diff of two traces as `ultrascope diff --json` prints it. Throws UserError as load_diff_side does.
 nlohmann::json diff_traces_json(const std::string& a_path, const std::string& b_path);
 

@@ -8,7 +8,10 @@ namespace us::prof {
 
 namespace {
 
-nlohmann::json optional_json(const std::optional<int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+template <typename T>
+nlohmann::json optional_json(const std::optional<T>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json();
+}
 
 nlohmann::json cause_json(const Cause& c) {
     nlohmann::json ops = nlohmann::json::array();
@@ -50,6 +53,12 @@ nlohmann::json diff_json(const RunDiff& d) {
     for (const MemoryRow& m : d.memory)
         memory.push_back(
             {{"category", m.category}, {"a_bytes", optional_json(m.a_bytes)}, {"b_bytes", optional_json(m.b_bytes)}});
+    nlohmann::json repeats = nlohmann::json::array(), settings = nullptr;
+    for (const RepeatRun& r : d.repeats) repeats.push_back({{"name", r.name}, {"step_ms", r.step_ms}});
+    if (d.settings) {
+        settings = nlohmann::json::array();
+        for (const SettingChange& c : *d.settings) settings.push_back({{"key", c.key}, {"a", c.a}, {"b", c.b}});
+    }
     for (const RankDelta& r : d.ranks)
         ranks.push_back({{"a_rank", r.a_rank},
                          {"b_rank", r.b_rank},
@@ -64,7 +73,12 @@ nlohmann::json diff_json(const RunDiff& d) {
             {"a_step_ms", d.a_step_ms},
             {"b_step_ms", d.b_step_ms},
             {"delta_ms", d.delta_ms},
+            {"settings_changed", settings},
             {"noise_ms", d.noise_ms},
+            {"noise_within_ms", d.noise_within_ms},
+            {"noise_between_ms", optional_json(d.noise_between_ms)},
+            {"noise_from", noise_words(d)},
+            {"repeats", repeats},
             {"a_steps_ms", d.a_steps_ms},
             {"b_steps_ms", d.b_steps_ms},
             {"within_noise", d.within_noise},

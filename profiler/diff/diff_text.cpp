@@ -37,6 +37,28 @@ std::string bytes_text(const std::optional<int64_t>& b) {
     return b ? fmt::format("{:.1f} MiB", double(*b) / (1 << 20)) : std::string("unknown");
 }
 
+std::string settings_line(const RunDiff& d) {
+    if (!d.settings) return "settings changed: unknown (a run without the engine's settings: an imported trace)\n";
+    if (d.settings->empty())
+        return "settings changed: none (the data file aside): what moved is the machine or the code\n";
+    return "settings changed: " + describe_changes(*d.settings) + "\n";
+}
+
+std::string noise_line(const RunDiff& d) {
+    const std::string within = d.within_noise ? "; the difference is within it" : "";
+    if (!d.noise_between_ms)
+        return fmt::format(
+            "noise: ±{:.2f} ms, the runs' own step spread (the larger range of their steady steps, within each run; "
+            "how far two runs of the same settings differ is not in it: give one with --repeat){}\n",
+            d.noise_ms, within);
+    std::string steps = fmt::format("A {:.2f}", d.a_step_ms);
+    for (const RepeatRun& r : d.repeats) steps += fmt::format(", {} {:.2f}", r.name, r.step_ms);
+    return fmt::format(
+        "noise: ±{:.2f} ms, {} (A and its {} repeat(s): {} ms per step, a range of {:.2f} ms; within each run "
+        "±{:.2f} ms){}\n",
+        d.noise_ms, noise_words(d), d.repeats.size(), steps, *d.noise_between_ms, d.noise_within_ms, within);
+}
+
 std::string cause_lines(const RunDiff& d) {
     std::string s = fmt::format(
         "\nCauses (B minus A, ms per step; they sum to {:+.2f} ms, with {:+.2f} ms "
@@ -64,10 +86,8 @@ std::string format_diff(const RunDiff& d) {
                      d.a_steps, d.a_step_ms);
     s += fmt::format("B: {}  ({} ranks, {} steady steps)  {:.2f} ms per step (measured)\n", d.b_name, d.b_ranks,
                      d.b_steps, d.b_step_ms);
-    s += fmt::format(
-        "noise: ±{:.2f} ms, the runs' own step spread (the larger range of their steady steps, within each run: "
-        "how far two runs of the same settings differ is not in it){}\n",
-        d.noise_ms, d.within_noise ? "; the difference is within it" : "");
+    s += settings_line(d);
+    s += noise_line(d);
     s += cause_lines(d);
     s += "\nWhat if (predicted)\n";
     for (const WhatIf& w : d.what_if)

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <set>
 
+#include "common/core/check.h"
+
 namespace us::prof {
 
 namespace {
@@ -182,22 +184,50 @@ std::vector<RankDelta> rank_deltas(const RunFigures& a, const RunFigures& b, con
     return out;
 }
 
+// The steps of A and of its repeats (runs of A's settings again): their range is how far the machine moves between
+// whole runs, which the runs' own step spreads do not hold.
+void add_repeats(RunDiff& d, const DiffSide& a, const std::vector<DiffSide>& repeats) {
+    if (repeats.empty()) return;
+    double lo = d.a_step_ms, hi = d.a_step_ms;
+    for (const DiffSide& r : repeats) {
+        const std::string what = "repeat (" + r.name + ")";
+        if (!a.settings.is_null() && !r.settings.is_null()) {
+            const auto changes = setting_changes(a.settings, r.settings, "A's settings", what + "'s settings");
+            US_CHECK_INPUT(changes.empty(),
+                           "{}: not a run of A's settings ({}): a repeat is A's settings run again, to measure how "
+                           "far the machine moves between runs",
+                           what, describe_changes(changes));
+        } else {
+            d.notes.push_back(what + ": its settings or A's are not known: taken as a run of A's settings");
+        }
+        const RunFigures f = run_figures(*r.run, what);
+        d.repeats.push_back({r.name, kMs * f.mean.wall_s});
+        lo = std::min(lo, d.repeats.back().step_ms), hi = std::max(hi, d.repeats.back().step_ms);
+    }
+    d.noise_between_ms = hi - lo;
+}
+
 }  // namespace
 
 std::string cause_title(const Cause& c);  // diff_text.cpp
+
+std::string noise_words(const RunDiff& d) {
+    return d.noise_between_ms && *d.noise_between_ms >= d.noise_within_ms ? "the spread between runs of A's settings"
+                                                                          : "the runs' own step spread";
+}
 
 std::string diff_verdict(const RunDiff& d) {
     const double pct = d.a_step_ms > 0 ? 100.0 * d.delta_ms / d.a_step_ms : 0.0;
     if (d.within_noise && std::abs(d.delta_ms) > d.noise_ms)
         return fmt::format(
             "B does not differ from A beyond noise: its step is {:+.2f} ms ({:+.1f}%), under {:.1f}% of A's step "
-            "(the runs' own step spread: ±{:.2f} ms, measured)",
-            d.delta_ms, pct, 100 * kNoiseFloor, d.noise_ms);
+            "({}: ±{:.2f} ms, measured)",
+            d.delta_ms, pct, 100 * kNoiseFloor, noise_words(d), d.noise_ms);
     if (d.within_noise)
         return fmt::format(
-            "B does not differ from A beyond noise: its step is {:+.2f} ms ({:+.1f}%), within the runs' own step "
-            "spread of ±{:.2f} ms (measured)",
-            d.delta_ms, pct, d.noise_ms);
+            "B does not differ from A beyond noise: its step is {:+.2f} ms ({:+.1f}%), within {} of ±{:.2f} ms "
+            "(measured)",
+            d.delta_ms, pct, noise_words(d), d.noise_ms);
     std::string s =
         fmt::format("B is {:.2f} ms ({:.1f}%) {} per step ({:.2f} -> {:.2f} ms, measured)", std::abs(d.delta_ms),
                     std::abs(pct), d.delta_ms > 0 ? "slower" : "faster", d.a_step_ms, d.b_step_ms);
@@ -207,7 +237,7 @@ std::string diff_verdict(const RunDiff& d) {
     return s;
 }
 
-RunDiff diff_runs(const DiffSide& a, const DiffSide& b) {
+RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSide>& repeats) {
     const RunFigures fa = run_figures(*a.run, "A (" + a.name + ")"), fb = run_figures(*b.run, "B (" + b.name + ")");
     const RankAlignment al = align_ranks(fa, fb);
     const std::vector<AlignedOp> ops = align_ops(fa, fb);
@@ -216,7 +246,11 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b) {
     d.a_ranks = int(fa.ranks.size()), d.b_ranks = int(fb.ranks.size());
     d.a_steps = fa.steady_steps, d.b_steps = fb.steady_steps;
     d.a_step_ms = kMs * fa.mean.wall_s, d.b_step_ms = kMs * fb.mean.wall_s, d.delta_ms = d.b_step_ms - d.a_step_ms;
-    d.noise_ms = kMs * std::max(fa.noise_s, fb.noise_s);
+    d.noise_within_ms = kMs * std::max(fa.noise_s, fb.noise_s);
+    add_repeats(d, a, repeats);
+    d.noise_ms = std::max(d.noise_within_ms, d.noise_between_ms.value_or(0.0));
+    if (!a.settings.is_null() && !b.settings.is_null())
+        d.settings = setting_changes(a.settings, b.settings, "A's settings", "B's settings");
     for (double w : fa.step_walls_s) d.a_steps_ms.push_back(kMs * w);
     for (double w : fb.step_walls_s) d.b_steps_ms.push_back(kMs * w);
     // A change under kNoiseFloor of the step is never called one (runs without spread: synthetic, or one step).

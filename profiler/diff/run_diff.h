@@ -14,6 +14,7 @@
 
 #include "profiler/analysis/cross_rank.h"
 #include "profiler/diff/diff_align.h"
+#include "profiler/diff/setting_changes.h"
 
 namespace us::prof {
 
@@ -60,6 +61,13 @@ struct DiffSide {
     std::string name;  // what the user named (a path)
     const CrossRank* run = nullptr;
     std::map<std::string, int64_t> memory_peaks;  // category -> bytes, the largest over the ranks (empty: unknown)
+    nlohmann::json settings;                      // the run's settings (an engine run's config); null: unknown
+};
+
+// A run of A's settings again (`--repeat`): how far this machine moves between whole runs.
+struct RepeatRun {
+    std::string name;
+    double step_ms = 0;  // measured: the ranks' mean steady step
 };
 
 struct RunDiff {
@@ -67,13 +75,17 @@ struct RunDiff {
     int a_ranks = 0, b_ranks = 0, a_steps = 0, b_steps = 0;
     double a_step_ms = 0, b_step_ms = 0;         // measured: the ranks' mean steady step
     double delta_ms = 0;                         // measured: b - a
-    double noise_ms = 0;                         // measured: the larger of the runs' ranges of their steady steps
+    double noise_ms = 0;                         // measured: the larger of the two below
+    double noise_within_ms = 0;                  // measured: the larger of the runs' ranges of their steady steps
+    std::optional<double> noise_between_ms;      // measured: the range of the steps of A and its repeats
+    std::vector<RepeatRun> repeats;              // the runs of A's settings given as repeats
     std::vector<double> a_steps_ms, b_steps_ms;  // measured: each steady step, the ranks' mean
     bool within_noise = false;                   // |delta| <= noise
     double unexplained_ms = 0;                   // delta minus the causes' sum
     std::vector<Cause> causes;                   // largest |ms| first
     std::vector<WhatIf> what_if;
     std::vector<MemoryRow> memory;
+    std::optional<std::vector<SettingChange>> settings;  // what differs between A's and B's; nullopt: unknown
     std::string ranks_by;
     std::vector<int> a_only, b_only;  // ranks that could not be matched
     std::vector<std::string> notes;   // what could not be compared, and why
@@ -82,12 +94,15 @@ struct RunDiff {
     std::string verdict;  // one line: the answer first
 };
 
-// Throws UserError when a run has no rank with a steady step.
-RunDiff diff_runs(const DiffSide& a, const DiffSide& b);
+// `repeats`: other runs of A's settings, whose steps with A's give the noise between runs. Throws UserError when a
+// run has no rank with a steady step, or a repeat's settings are known and differ from A's.
+RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSide>& repeats = {});
 
 // The predicted steps (what_if.cpp), from the figures the diff compared.
 std::vector<WhatIf> what_if(const RunFigures& a, const RunFigures& b, const Blame& b_blame);
 
+// Where the noise figure comes from: "the runs' own step spread" or "the spread between runs of A's settings".
+std::string noise_words(const RunDiff& d);
 nlohmann::json diff_json(const RunDiff& d);  // docs/report-schema.md, "ultrascope diff --json"
 std::string format_diff(const RunDiff& d);   // verdict first, each figure labelled measured/derived/predicted
 

@@ -3,7 +3,8 @@
 // naive attention against flash is compute (attention), its ops matched as replaced; the gradients' all-reduce after
 // backward in one bucket (against small overlapped buckets) is more exposed dp communication; more micro-batches a
 // smaller pipeline bubble; each with >= 90% of the step's change explained. A run against itself is no change; two
-// runs of the same settings differ within their own noise or, where the machine slowed one, by compute. Real
+// runs of the same settings differ within their own noise or, where the machine slowed one, by compute; a third run
+// of them given as --repeat is the noise between runs, and a run of other settings is refused as one. Real
 // PyTorch runs recorded before and after one change (a slowed rank, tests/data/kineto/blame) are diffed the same
 // way; bad input is refused with a message. The engine runs' cases are [serial] (one ctest, e2e_serial, that runs
 // alone): what they measure is the machine's, and a concurrent test on two cores turns a pipeline's handoffs into
@@ -57,6 +58,11 @@ TEST_CASE("diff: a rank slowed 4x is the straggler, on that rank", "[cpu][app][d
     const nlohmann::json d = diff_json(a, b);
     INFO(d.dump(1));
     CHECK(d["delta_ms"].get<double>() > 0);
+    // what B changed, from the runs' settings: the injected straggler
+    REQUIRE(d["settings_changed"].size() == 2);
+    CHECK(d["settings_changed"][0]["key"] == "slow_rank");
+    CHECK(d["settings_changed"][0]["b"] == 2);
+    CHECK(d["settings_changed"][1]["key"] == "slow_factor");
     // The others' waiting is the straggler's, on rank 2; the largest compute cause is rank 2's own (its injected
     // work). On a machine with fewer cores than ranks the slowed rank's work slows the others' compute too, so the
     // straggler is not always the first cause: it must be a large one.
@@ -109,6 +115,40 @@ TEST_CASE("diff: two runs of the same settings differ within their own noise", "
     WARN("two runs of the same settings differ beyond their noise on this machine: " << d["verdict"]);
     REQUIRE(!d["causes"].empty());
     CHECK(d["causes"][0]["kind"] == "compute");
+}
+
+TEST_CASE("diff --repeat: another run of A's settings is the noise between runs, other settings are refused",
+          "[cpu][app][diff][serial]") {
+    const std::string flags = "--dp 2 --preset tiny --hidden 128 --seq 128 --batch 8 --steps 8";
+    const std::string a = engine_run("same-1", flags), b = engine_run("same-2", flags);
+    const std::string again = engine_run("same-3", flags);
+    const ProcessResult r = run_process(bin("ultrascope") + " diff " + a + " " + b + " --repeat " + again + " --json");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json d = nlohmann::json::parse(r.output);
+    CHECK(d["settings_changed"].empty());  // the same settings: known, and none differs
+    REQUIRE(d["repeats"].size() == 1);
+    CHECK(d["repeats"][0]["name"] == again);
+    const double a_ms = d["a_step_ms"], again_ms = d["repeats"][0]["step_ms"];
+    CHECK(d["noise_between_ms"].get<double>() == Approx(std::abs(again_ms - a_ms)));
+    CHECK(d["noise_ms"].get<double>() ==
+          Approx(std::max(d["noise_between_ms"].get<double>(), d["noise_within_ms"].get<double>())));
+    CHECK(d["within_noise"] == (std::abs(d["delta_ms"].get<double>()) <= d["noise_ms"].get<double>() ||
+                                std::abs(d["delta_ms"].get<double>()) <= 0.005 * a_ms));
+    // the text says where its noise came from
+    const ProcessResult text = run_process(bin("ultrascope") + " diff " + a + " " + b + " --repeat " + again);
+    CHECK(text.output.find("A and its 1 repeat(s)") != std::string::npos);
+    CHECK(text.output.find("settings changed: none") != std::string::npos);
+    // A itself is not a repeat; nor is a run of other settings (tp 2 on the same two ranks)
+    const ProcessResult self = run_process(bin("ultrascope") + " diff " + a + " " + b + " --repeat " + a);
+    CHECK(self.exit_code != 0);
+    CHECK(self.output.find("that is A itself") != std::string::npos);
+    const std::string other = engine_run("same-tp", "--tp 2 --preset tiny --hidden 128 --seq 128 --batch 8 --steps 3");
+    const ProcessResult wrong = run_process(bin("ultrascope") + " diff " + a + " " + b + " --repeat " + other);
+    INFO(wrong.output);
+    CHECK(wrong.exit_code != 0);
+    CHECK(wrong.output.find("not a run of A's settings (") != std::string::npos);
+    CHECK(wrong.output.find("dp 2 -> 1") != std::string::npos);
 }
 
 TEST_CASE("diff: a naive attention against flash is compute (attention), its ops matched as replaced",

@@ -35,8 +35,53 @@ TEST_CASE("diff waterfall: the bars walk from A's step to B's, one per cause", "
 }
 
 TEST_CASE("diff waterfall: a run kept without its facts is said, not diffed", "[cpu][diff]") {
-    gui::RunSummary a, b;
     std::string why;
-    CHECK_FALSE(gui::diff_summaries(a, b, why));
+    CHECK_FALSE(gui::diff_summaries({gui::RunSummary{}, gui::RunSummary{}}, 0, 1, why));
     CHECK(why.find("without its cross-rank facts") != std::string::npos);
+}
+
+namespace {
+
+// A kept run of one rank whose steady steps take `step_s` of compute each, with `config` as its settings.
+gui::RunSummary kept_run(const std::string& label, double step_s, const nlohmann::json& config) {
+    prof::RankDigest d;
+    d.rank = 0, d.label = "rank 0", d.source = "engine", d.world_size = 1, d.ops_complete = true;
+    for (int step = 1; step <= 4; ++step) {
+        prof::DigestStep s;
+        s.step = step, s.begin = int64_t(step) * 1'000'000'000, s.end = s.begin + int64_t(step_s * 1e9);
+        s.wall_s = s.compute_s = step_s;
+        d.steps.push_back(s);
+    }
+    d.kind_self_s[size_t(prof::ComputeKind::gemm)] = step_s;
+    d.ops.push_back({"matmul", prof::OpClass::gemm, 1, step_s, prof::ComputeKind::gemm});
+    gui::RunSummary r;
+    r.label = label, r.config = config;
+    r.cross = std::make_shared<const prof::CrossRank>(prof::cross_rank({d}));
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("diff waterfall: the session's other runs of A's settings are the diff's repeats, the noise between runs",
+          "[cpu][diff]") {
+    const nlohmann::json dp1 = {{"preset", "tiny"}, {"dp", 1}}, zero1 = {{"preset", "tiny"}, {"dp", 1}, {"zero", 1}};
+    // runs 1 and 3 have the same settings and read 0.10 and 0.13 s a step; run 2 (B) 0.12 s; run 4 another setting
+    const std::vector<gui::RunSummary> kept = {kept_run("run 1", 0.10, dp1), kept_run("run 2", 0.12, zero1),
+                                               kept_run("run 3", 0.13, dp1), kept_run("run 4", 0.30, zero1)};
+    std::string why;
+    const auto d = gui::diff_summaries(kept, 0, 1, why);
+    INFO(why);
+    REQUIRE(d);
+    REQUIRE(d->repeats.size() == 1);
+    CHECK(d->repeats[0].name == "run 3");
+    CHECK(*d->noise_between_ms == Approx(30));
+    CHECK(d->delta_ms == Approx(20));
+    CHECK(d->within_noise);
+    REQUIRE(d->settings);
+    CHECK(prof::describe_changes(*d->settings) == "zero 0 -> 1");
+    // run 4 against run 2: no other run of run 4's settings, so only the runs' own (here: no) spread
+    const auto alone = gui::diff_summaries(kept, 3, 1, why);
+    REQUIRE(alone);
+    CHECK(alone->repeats.empty());
+    CHECK_FALSE(alone->within_noise);
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/core/check.h"
+#include "common/settings/config.h"
 #include "profiler/analysis/cross_rank.h"
 #include "profiler/diff/run_diff.h"
 
@@ -239,6 +240,83 @@ TEST_CASE("diff: two runs of the same settings differ within their own noise, an
     CHECK(j["within_noise"] == true);
     CHECK(j["noise_ms"].get<double>() == Approx(8));
     CHECK(j["a_steps_ms"].size() == 5);
+}
+
+TEST_CASE("diff: a repeat of A's settings gives the noise between runs, which a whole run's slowdown is within",
+          "[cpu][diff]") {
+    RankPlan slower, slowest;
+    slower.kinds[size_t(ComputeKind::gemm)] += 0.03, slowest.kinds[size_t(ComputeKind::gemm)] += 0.04;
+    const CrossRank a = dp_run({RankPlan{}, RankPlan{}}), b = dp_run({slower, slower}),
+                    again = dp_run({slowest, slowest});
+    const nlohmann::json settings = {{"preset", "tiny"}, {"dp", 2}};
+    // Alone, each run steady to the nanosecond: B's +30 ms is beyond the runs' own spread.
+    const RunDiff alone = diff_runs({"A", &a, {}, settings}, {"B", &b, {}, settings});
+    CHECK(alone.delta_ms == Approx(30));
+    CHECK_FALSE(alone.within_noise);
+    CHECK_FALSE(alone.noise_between_ms);
+    CHECK(format_diff(alone).find("give one with --repeat") != std::string::npos);
+    // A run of A's settings again read 40 ms slower than A: the machine moves that much between runs.
+    const RunDiff d = diff_runs({"A", &a, {}, settings}, {"B", &b, {}, settings}, {{"A2", &again, {}, settings}});
+    REQUIRE(d.noise_between_ms);
+    CHECK(*d.noise_between_ms == Approx(40));
+    CHECK(d.noise_within_ms == Approx(0));
+    CHECK(d.noise_ms == Approx(40));
+    REQUIRE(d.repeats.size() == 1);
+    CHECK(d.repeats[0].name == "A2");
+    CHECK(d.repeats[0].step_ms == Approx(d.a_step_ms + 40));
+    CHECK(d.within_noise);
+    CHECK(d.verdict.find("within the spread between runs of A's settings of ±40.00 ms") != std::string::npos);
+    CHECK(format_diff(d).find("A and its 1 repeat(s)") != std::string::npos);
+    const nlohmann::json j = diff_json(d);
+    CHECK(j["noise_between_ms"].get<double>() == Approx(40));
+    CHECK(j["noise_from"] == "the spread between runs of A's settings");
+    CHECK(j["repeats"][0]["name"] == "A2");
+    // the causes are B's against A's still: the repeat only sizes the noise
+    REQUIRE(d.causes.size() == alone.causes.size());
+    for (size_t i = 0; i < d.causes.size(); ++i) CHECK(d.causes[i].ms == alone.causes[i].ms);
+}
+
+TEST_CASE("diff: a repeat whose settings differ from A's is refused, naming what differs", "[cpu][diff]") {
+    const CrossRank a = dp_run({RankPlan{}, RankPlan{}});
+    const nlohmann::json settings = {{"dp", 2}, {"grad_accum", 1}};
+    const nlohmann::json other = {{"dp", 2}, {"grad_accum", 4}};
+    try {
+        diff_runs({"A", &a, {}, settings}, {"B", &a, {}, settings}, {{"A2", &a, {}, other}});
+        FAIL("a repeat of other settings was taken");
+    } catch (const us::UserError& e) {
+        CHECK(std::string(e.what()).find("repeat (A2): not a run of A's settings (grad_accum 1 -> 4)") !=
+              std::string::npos);
+    }
+    // a repeat whose settings are not known (an imported run) is taken, and the notes say so
+    const RunDiff d = diff_runs({"A", &a, {}, settings}, {"B", &a, {}, settings}, {{"A2", &a, {}, nullptr}});
+    CHECK(d.repeats.size() == 1);
+    CHECK(format_diff(d).find("repeat (A2): its settings or A's are not known") != std::string::npos);
+}
+
+TEST_CASE("diff: the settings B changed are listed, read through the settings table, the data file aside",
+          "[cpu][diff]") {
+    const CrossRank a = dp_run({RankPlan{}, RankPlan{}});
+    // B's metadata writes the default bucket size that A's (an older version, say) left out: not a change
+    const nlohmann::json sa = {{"preset", "tiny"}, {"dp", 2}, {"grad_accum", 1}, {"data", "/tmp/a.txt"}};
+    const nlohmann::json sb = {{"preset", "tiny"},
+                               {"dp", 2},
+                               {"grad_accum", 8},
+                               {"zero", 1},
+                               {"bucket_mb", us::TrainConfig{}.parallel.bucket_mb},
+                               {"data", "/tmp/b.txt"}};
+    const RunDiff d = diff_runs({"A", &a, {}, sa}, {"B", &a, {}, sb});
+    REQUIRE(d.settings);
+    REQUIRE(d.settings->size() == 2);
+    CHECK((*d.settings)[0].key == "grad_accum");  // the table's order
+    CHECK((*d.settings)[1].key == "zero");
+    CHECK(describe_changes(*d.settings) == "grad_accum 1 -> 8, zero 0 -> 1");
+    CHECK(format_diff(d).find("settings changed: grad_accum 1 -> 8, zero 0 -> 1") != std::string::npos);
+    CHECK(diff_json(d)["settings_changed"][0]["b"] == 8);
+    // unknown where a side has no settings (a PyTorch run)
+    const RunDiff imported = diff_runs({"A", &a, {}, sa}, {"B", &a, {}, nullptr});
+    CHECK_FALSE(imported.settings);
+    CHECK(diff_json(imported)["settings_changed"].is_null());
+    CHECK(format_diff(imported).find("settings changed: unknown") != std::string::npos);
 }
 
 TEST_CASE("diff: a smaller bubble is the pipeline's bubble", "[cpu][diff]") {

@@ -7,13 +7,32 @@
 
 namespace us::gui {
 
-std::optional<prof::RunDiff> diff_summaries(const RunSummary& a, const RunSummary& b, std::string& why) {
-    if (!a.cross || !b.cross) {
+namespace {
+
+prof::DiffSide side_of(const RunSummary& r) { return {r.label, r.cross.get(), r.memory_peaks, r.config}; }
+
+// Another kept run of A's settings (the data file aside): one of the diff's repeats.
+bool repeats_settings_of(const RunSummary& a, const RunSummary& r) {
+    if (!r.cross || a.config.is_null() || r.config.is_null()) return false;
+    try {
+        return prof::setting_changes(a.config, r.config, a.label, r.label).empty();
+    } catch (const UserError&) {
+        return false;
+    }
+}
+
+}  // namespace
+
+std::optional<prof::RunDiff> diff_summaries(const std::vector<RunSummary>& kept, size_t a, size_t b, std::string& why) {
+    if (!kept[a].cross || !kept[b].cross) {
         why = "a run kept without its cross-rank facts";
         return std::nullopt;
     }
+    std::vector<prof::DiffSide> repeats;
+    for (size_t i = 0; i < kept.size(); ++i)
+        if (i != a && i != b && repeats_settings_of(kept[a], kept[i])) repeats.push_back(side_of(kept[i]));
     try {
-        return prof::diff_runs({a.label, a.cross.get(), a.memory_peaks}, {b.label, b.cross.get(), b.memory_peaks});
+        return prof::diff_runs(side_of(kept[a]), side_of(kept[b]), repeats);
     } catch (const UserError& e) {
         why = e.what();
         return std::nullopt;

@@ -20,9 +20,10 @@ struct WaterfallBar {
     int cause = -1;      // into RunDiff::causes; -1 for the steps and the unexplained part
 };
 
-// The diff of two kept runs (each summary holds its run's cross-rank facts); nullopt with `why` set when it cannot
-// be made (a run without its facts, without a steady step).
-std::optional<prof::RunDiff> diff_summaries(const RunSummary& a, const RunSummary& b, std::string& why);
+// The diff of kept runs a and b (indexes; each summary holds its run's cross-rank facts), the other kept runs of A's
+// settings its repeats (the noise between runs); nullopt with `why` set when it cannot be made (a run without its
+// facts, without a steady step).
+std::optional<prof::RunDiff> diff_summaries(const std::vector<RunSummary>& kept, size_t a, size_t b, std::string& why);
 
 // A's step, the causes (at most `most`, the rest summed into one bar), the unexplained part, B's step.
 std::vector<WaterfallBar> waterfall_bars(const prof::RunDiff& d, size_t most = 8);

@@ -69,9 +69,11 @@ void draw_waterfall(DiffPick& pick) {
         ImGui::PopID();
     }
     ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1),
-                       "steps measured; causes measured or derived (straggler); "
-                       "noise ±%.2f ms; click a bar for its ops and ranks",
-                       d.noise_ms);
+                       "steps measured; causes measured or derived (straggler); noise ±%.2f ms, %s%s; click a bar "
+                       "for its ops and ranks",
+                       d.noise_ms, prof::noise_words(d).c_str(),
+                       d.repeats.empty() ? " (keep another run of A's settings to see the noise between runs)" : "");
+    if (d.settings) ImGui::TextWrapped("settings changed: %s", prof::describe_changes(*d.settings).c_str());
     if (pick.selected >= 0 && size_t(pick.selected) < d.causes.size()) draw_evidence(d.causes[size_t(pick.selected)]);
     for (const prof::WhatIf& w : d.what_if) ImGui::Text("predicted, %s: %.2f ms per step", w.name.c_str(), w.step_ms);
 }
@@ -91,7 +93,7 @@ void draw_diff(const std::vector<RunSummary>& kept) {
     ImGui::SliderInt("B", &pick.b, 1, int(kept.size()), "run %d");
     if (a != pick.a || b != pick.b) pick.diff.reset(), pick.why.clear(), pick.selected = -1;
     if (!pick.diff && pick.why.empty())
-        pick.diff = diff_summaries(kept[size_t(pick.a - 1)], kept[size_t(pick.b - 1)], pick.why);
+        pick.diff = diff_summaries(kept, size_t(pick.a - 1), size_t(pick.b - 1), pick.why);
     if (pick.diff)
         draw_waterfall(pick);
     else
