@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "profiler/hang/collective_call.h"
 #include "profiler/hang/hang_verdict_text.h"
@@ -51,14 +52,28 @@ const flight::FlightEntry* entry_at(Member& m, int64_t seq) {
     return nullptr;
 }
 
+// The smallest collective number after `seq` that a member holds at or beyond its cursor; nullopt when none does.
+// The window is walked by the numbers the dumps hold, never number by number: a dump's numbers can be far apart (a
+// corrupt or hostile file: 0 and 2^62 once took the walk forever).
+std::optional<int64_t> next_seq(const std::vector<Member>& members, int64_t seq) {
+    std::optional<int64_t> next;
+    for (const Member& m : members)
+        for (size_t i = m.cursor; i < m.collectives->size(); ++i)
+            if (const int64_t id = m.entry(i).collective_seq_id; id > seq) {
+                if (!next || id < *next) next = id;
+                break;
+            }
+    return next;
+}
+
 // The first collective of the window where members call different things: true, with the state filled.
 bool find_mismatch(GroupState& s, std::vector<Member>& members, const CallSignatures& signatures) {
     std::vector<uint64_t> sig(members.size());
     std::vector<const flight::FlightEntry*> at(members.size());
-    for (int64_t seq = s.window_first; seq <= s.window_last; ++seq) {
+    for (std::optional<int64_t> seq = s.window_first; seq && *seq <= s.window_last; seq = next_seq(members, *seq)) {
         bool differs = false;
         for (size_t i = 0; i < members.size(); ++i) {
-            at[i] = entry_at(members[i], seq);
+            at[i] = entry_at(members[i], *seq);
             sig[i] = at[i] ? signatures.of(members[i].dump_index, *at[i]) : 0;
             if (at[i] && at[0] && sig[i] != sig[0]) differs = true;
         }

@@ -77,6 +77,20 @@ TEST_CASE("hang: a size mismatch blames the member that differs from the majorit
     CHECK(analyze(dtypes.dumps).culprit_ranks == std::vector<int>{3});
 }
 
+// Found by fuzz_flight_reader: the window was walked number by number, so collective numbers far apart (a corrupt
+// file's) took the walk forever. It walks the numbers the dumps hold.
+TEST_CASE("hang: collective numbers far apart are walked by the entries, and the mismatch beyond the gap is found",
+          "[cpu][hang]") {
+    FlightJob job = four_healthy_steps();
+    const int64_t far = int64_t(1) << 62;
+    job.collective_on(0, "0", "default_pg", "nccl:all_reduce", 2048, false, far);
+    for (int r : {1, 2, 3}) job.collective_on(r, "0", "default_pg", "nccl:all_reduce", 1024, false, far);
+    const hang::HangAnalysis a = analyze(job.dumps);
+    CHECK(a.kind == hang::HangKind::mismatch);
+    CHECK(a.culprit_ranks == std::vector<int>{0});
+    CHECK(a.collective.seq_id == far);
+}
+
 TEST_CASE("hang: sends and receives that wait on each other are a p2p deadlock, the cycle named", "[cpu][hang]") {
     FlightJob job(2);
     job.config("1", "pp", {0, 1});
