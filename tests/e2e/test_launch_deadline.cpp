@@ -168,6 +168,9 @@ pid_t ultrascope_of(const BackgroundProcess& p, const std::string& as) {
 // Two runs on emulated nodes killed with SIGKILL in the middle, run as `as`: one training, which leaves its nodes'
 // names (as root) and folder; one whose mpirun is stuck, which leaves processes too, in its nodes and beside. Each
 // following run removes what the one before left, says so, and the last one trains.
+// The cases that call this are [serial] (e2e_serial, alone): every launch on the machine ends what killed launches
+// left, so a launch of a test beside them (seen: the other of the two, as root) could end the stuck run's processes
+// before the next run here, which then has nothing to say.
 void check_killed_runs_cleaned_up(const std::string& as, const fs::path& dir) {
     const bool root = as.empty();
     const std::string data = (dir / "data.txt").string();
@@ -219,7 +222,7 @@ void check_killed_runs_cleaned_up(const std::string& as, const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("runs on emulated nodes killed with SIGKILL: the next run removes what each left, says so, and runs",
-          "[cpu][app][hosts][nodes][deadline]") {
+          "[cpu][app][hosts][nodes][deadline][serial]") {
     if (const std::string why = why_no_emulated_nodes(); !why.empty()) {
         skip_test(why);
         return;
@@ -232,7 +235,7 @@ TEST_CASE("runs on emulated nodes killed with SIGKILL: the next run removes what
 }
 
 TEST_CASE("runs without root on emulated nodes killed with SIGKILL: the next one removes what each left, and runs",
-          "[cpu][app][hosts][nodes][deadline]") {
+          "[cpu][app][hosts][nodes][deadline][serial]") {
     if (::geteuid() != 0) {
         skip_test("the test runs the command as the user nobody, which needs root to switch to");
         return;
