@@ -117,3 +117,18 @@ TEST_CASE("a setting the panel greys out is not passed", "[cpu][gui-model]") {
     s.config.parallel.pp_schedule = PipelineSchedule::one_f_one_b;
     CHECK(parsed(s.train_args()).parallel.pp_chunks == 1);
 }
+
+TEST_CASE("a recorded run run again here: its settings, this panel's hosts, device, threads and progress mode",
+          "[cpu][gui-model]") {
+    const TrainConfig run = parsed({"--preset", "tiny", "--dp", "2", "--zero", "1", "--threads", "1"});
+    LaunchSettings here = LaunchSettings::from_args({"--preset", "small", "--threads", "3"});
+    here.config.device = "cuda";
+    here.hosts.hostfile = "hosts.txt";
+    const LaunchSettings again = here.rerun(run.to_json());
+    CHECK(again.config.parallel.dp == 2);
+    CHECK(again.config.parallel.zero == 1);
+    CHECK(again.config.preset == "tiny");
+    CHECK(again.config.threads == 3);
+    CHECK(again.config.device == "cuda");
+    CHECK(again.hosts.hostfile == "hosts.txt");
+}

@@ -77,6 +77,15 @@ LaunchSettings LaunchSettings::from_config(const nlohmann::json& config) {
     return s;
 }
 
+LaunchSettings LaunchSettings::rerun(const nlohmann::json& recorded) const {
+    LaunchSettings s = from_config(recorded);
+    s.hosts = hosts;
+    s.config.threads = config.threads;
+    s.config.device = config.device;
+    s.config.runtime.comm_progress = config.runtime.comm_progress;
+    return s;
+}
+
 void LaunchSettings::set_preset(const std::string& name) {
     if (name == config.preset) return;
     // The settings edited away from the old preset, replayed on the new one.

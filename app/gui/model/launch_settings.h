@@ -36,6 +36,9 @@ struct LaunchSettings {
     // Settings that reproduce a recorded run (its metadata's "config", as --print-config writes it), less where it
     // ran (threads, device, progress mode are the recording machine's).
     static LaunchSettings from_config(const nlohmann::json& config);
+    // A recorded run's settings (from_config) where these settings run: their hosts, device, threads and progress
+    // mode. Opening a trace puts its run into the panel this way; the Compare room runs A's settings again with it.
+    LaunchSettings rerun(const nlohmann::json& config) const;
     // Switches to another preset, keeping every setting edited away from the old preset's value.
     void set_preset(const std::string& name);
     // `config` with every setting that does not apply (applicable()) back at the preset's value, and the schedule

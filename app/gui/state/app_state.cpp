@@ -126,9 +126,7 @@ void AppState::adopt(std::unique_ptr<prof::TraceStore> store, const std::string&
     // The launch panel now shows the opened run's settings: Relaunch reproduces it.
     if (const prof::RunInfo run = prof::run_info_of(*store); run.settings) {  // an imported run has none
         try {
-            const app::HostOptions hosts = settings.hosts;
-            settings = LaunchSettings::from_config(*run.settings);
-            settings.hosts = hosts;
+            settings = settings.rerun(*run.settings);
         } catch (const std::exception& e) {
             log.message(std::string("the trace's settings could not be read into the launch panel: ") + e.what());
         }

@@ -11,6 +11,7 @@
 #include "app/gui/model/diff_waterfall.h"
 #include "app/gui/widgets/theme.h"
 #include "app/gui/views/views.h"
+#include "common/core/check.h"
 #include "common/core/format.h"
 #include "common/core/memory_category.h"
 
@@ -23,6 +24,7 @@ namespace {
 struct DiffPick {
     int a = 0, b = 0;  // run numbers (1-based)
     size_t runs = 0;
+    bool pinned = false;  // picked by the user (or A run again): kept as runs come; else the last two
     std::optional<prof::RunDiff> diff;
     std::string why;
     int selected = -1;
@@ -78,11 +80,17 @@ void draw_waterfall(DiffPick& pick) {
     for (const prof::WhatIf& w : d.what_if) ImGui::Text("predicted, %s: %.2f ms per step", w.name.c_str(), w.step_ms);
 }
 
-// The two kept runs to compare (the last two at first), and their diff as a waterfall from A's step to B's.
-void draw_diff(const std::vector<RunSummary>& kept) {
+// The two kept runs to compare (the last two at first), and their diff as a waterfall from A's step to B's. "Run A's
+// settings again" launches A's settings here; the run, once kept, is one of the diff's repeats (the noise between
+// runs), and the pair stays as it was.
+void draw_diff(AppState& app, const std::vector<RunSummary>& kept) {
     static DiffPick pick;
     if (kept.size() < 2) return;
-    if (pick.runs != kept.size()) pick = DiffPick{int(kept.size()) - 1, int(kept.size()), kept.size()};
+    if (pick.runs != kept.size()) {
+        const int n = int(kept.size());
+        const bool keep = pick.pinned && pick.a >= 1 && pick.a <= n && pick.b >= 1 && pick.b <= n;
+        pick = keep ? DiffPick{pick.a, pick.b, kept.size(), true} : DiffPick{n - 1, n, kept.size()};
+    }
     ImGui::Separator();
     ImGui::TextUnformatted("What changed: B's step against A's, cause by cause");
     const int a = pick.a, b = pick.b;  // run numbers, as the table's columns
@@ -91,7 +99,24 @@ void draw_diff(const std::vector<RunSummary>& kept) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(160);
     ImGui::SliderInt("B", &pick.b, 1, int(kept.size()), "run %d");
-    if (a != pick.a || b != pick.b) pick.diff.reset(), pick.why.clear(), pick.selected = -1;
+    if (a != pick.a || b != pick.b) pick.diff.reset(), pick.why.clear(), pick.selected = -1, pick.pinned = true;
+    const RunSummary& run_a = kept[size_t(pick.a - 1)];
+    if (run_a.config.is_object() && !app.source.running()) {
+        ImGui::SameLine();
+        if (ImGui::SmallButton("run A's settings again")) {
+            try {
+                app.settings = app.settings.rerun(run_a.config);
+                app.launch();
+                pick.pinned = true;
+            } catch (const UserError& e) {
+                app.log.fail(std::string("cannot run A's settings again: ") + e.what());
+            }
+        }
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "A second run of A's settings measures how far this machine moves between runs: the "
+                "diff's noise then holds it");
+    }
     if (!pick.diff && pick.why.empty())
         pick.diff = diff_summaries(kept, size_t(pick.a - 1), size_t(pick.b - 1), pick.why);
     if (pick.diff)
@@ -155,7 +180,7 @@ void draw_compare_view(AppState& app) {
     row("final loss", [](const RunSummary& r) { return fmt::format("{:.4f}", r.final_loss); });
     ImGui::EndTable();
     ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "all figures measured (peaks: the largest rank)");
-    draw_diff(app.comparison.runs);
+    draw_diff(app, app.comparison.runs);
 }
 
 }  // namespace us::gui
