@@ -27,6 +27,9 @@ using plain::ValueId;
 constexpr std::array<std::string_view, 11> kKnownVersions = {"2.0", "2.1", "2.2", "2.3", "2.4", "2.5",
                                                              "2.6", "2.7", "2.8", "2.9", "2.10"};
 
+// Beyond any job run so far (a million GPUs is 2^20), small enough that a list of the world's ranks stays cheap.
+constexpr int64_t kMaxRanks = int64_t(1) << 24;
+
 class DumpConverter {
 public:
     DumpConverter(const PlainData& data, FlightDump& dump)
@@ -56,7 +59,7 @@ public:
             else if (key == "comm_lib_version" || key == "nccl_version")
                 dump_.comm_lib_version = text(v, key);
             else if (key == "rank")
-                dump_.rank = int(integer(v, "rank"));
+                dump_.rank = rank_value(integer(v, "rank"), v, "rank");
             else if (key == "host" || key == "hostname")
                 dump_.host = text(v, key);
             else if (key == "pid")
@@ -93,6 +96,12 @@ private:
         if (!d_.get_int(v, i)) bad(key, v, "an integer");
         return i;
     }
+    // A rank: 0 up to kMaxRanks. The analysis lists the world's ranks without a dump, so a corrupt rank of 2^31
+    // would have it walk two billion of them.
+    int rank_value(int64_t r, ValueId v, std::string_view key) const {
+        if (r < 0 || r >= kMaxRanks) bad(key, v, fmt::format("ranks from 0 to {}", kMaxRanks - 1));
+        return int(r);
+    }
     // An optional time: None where the recorder did not see it.
     int64_t optional_ns(ValueId v, std::string_view key) const {
         // The JSON form writes 0 where the pickle writes None.
@@ -128,7 +137,7 @@ private:
     std::vector<int> read_ranks(ValueId v) const {
         std::vector<int> ranks;
         if (d_.is_container(v)) {
-            for (ValueId r : d_.items(v)) ranks.push_back(int(integer(r, "ranks")));
+            for (ValueId r : d_.items(v)) ranks.push_back(rank_value(integer(r, "ranks"), r, "ranks"));
             return ranks;
         }
         const std::string_view s = text(v, "ranks");
@@ -137,10 +146,10 @@ private:
                 ++i;
                 continue;
             }
-            int r = 0;
+            int64_t r = 0;
             const auto [end, ec] = std::from_chars(s.data() + i, s.data() + s.size(), r);
             if (ec != std::errc{}) bad("ranks", v, "a list of ranks");
-            ranks.push_back(r);
+            ranks.push_back(rank_value(r, v, "ranks"));
             i = size_t(end - s.data());
         }
         return ranks;

@@ -227,6 +227,15 @@ TEST_CASE("hang: a dump written as PyTorch writes it reads back the same, and ba
     CHECK_THROWS_WITH(hang::read_flight_dump(R"({"version": "9.1", "entries": []})", "new.json"),
                       Catch::Contains("'9.1' is not one this Ultrascope reads"));
     CHECK_THROWS_WITH(hang::read_flight_dump("hello", "text"), Catch::Contains("neither a pickle nor JSON"));
+    // A rank past any job's (found by fuzz_flight_reader: the analysis then listed two billion absent ranks).
+    CHECK_THROWS_WITH(
+        hang::read_flight_dump(
+            R"({"version": "2.4", "pg_config": {"0": {"desc": "default_pg", "ranks": [0, 2147483000]}},
+            "entries": []})",
+            "huge.json"),
+        Catch::Contains("huge.json: 'ranks' holds") && Catch::Contains("where a dump has ranks from 0 to 16777215"));
+    CHECK_THROWS_WITH(hang::read_flight_dump(R"({"version": "2.4", "rank": -3, "entries": []})", "negative.json"),
+                      Catch::Contains("'rank' holds"));
     const flight::FlightDump json =
         hang::read_flight_dump(R"({"version": "2.4", "pg_config": {}, "entries": [{"record_id": 0,
             "process_group": ["0", "default_pg"], "collective_seq_id": 1, "p2p_seq_id": 0, "op_id": 1,
