@@ -70,11 +70,13 @@ void draw_waterfall(DiffPick& pick) {
         if (clicked && b.cause >= 0) pick.selected = pick.selected == b.cause ? -1 : b.cause;
         ImGui::PopID();
     }
-    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1),
-                       "steps measured; causes measured or derived (straggler); noise ±%.2f ms, %s%s; click a bar "
-                       "for its ops and ranks",
-                       d.noise_ms, prof::noise_words(d).c_str(),
-                       d.repeats.empty() ? " (keep another run of A's settings to see the noise between runs)" : "");
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.65f, 0.65f, 0.65f, 1));
+    ImGui::TextWrapped(
+        "steps measured; causes measured or derived (straggler); noise ±%.2f ms, %s%s; click a bar for its ops and "
+        "ranks",
+        d.noise_ms, prof::noise_words(d).c_str(),
+        d.repeats.empty() ? " (keep another run of A's settings to see the noise between runs)" : "");
+    ImGui::PopStyleColor();
     if (d.settings) ImGui::TextWrapped("settings changed: %s", prof::describe_changes(*d.settings).c_str());
     if (pick.selected >= 0 && size_t(pick.selected) < d.causes.size()) draw_evidence(d.causes[size_t(pick.selected)]);
     for (const prof::WhatIf& w : d.what_if) ImGui::Text("predicted, %s: %.2f ms per step", w.name.c_str(), w.step_ms);
@@ -101,7 +103,8 @@ void draw_diff(AppState& app, const std::vector<RunSummary>& kept) {
     ImGui::SliderInt("B", &pick.b, 1, int(kept.size()), "run %d");
     if (a != pick.a || b != pick.b) pick.diff.reset(), pick.why.clear(), pick.selected = -1, pick.pinned = true;
     const RunSummary& run_a = kept[size_t(pick.a - 1)];
-    if (run_a.config.is_object() && !app.source.running()) {
+    // offered while nothing is going (a run, or an attached job the launch would end)
+    if (run_a.config.is_object() && !app.source.running() && app.source.kind() != Source::attached) {
         ImGui::SameLine();
         if (ImGui::SmallButton("run A's settings again")) {
             try {
