@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include <array>
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <unordered_map>
@@ -24,10 +24,10 @@ using plain::PlainKind;
 using plain::ValueId;
 
 // PyTorch's recorder wrote "2.0" (torch 2.4) through "2.10" (torch 2.15); the keys each added are optional here.
-constexpr std::array<std::string_view, 11> kKnownVersions = {"2.0", "2.1", "2.2", "2.3", "2.4", "2.5",
-                                                             "2.6", "2.7", "2.8", "2.9", "2.10"};
+constexpr std::string_view kKnownVersions[] = {"2.0", "2.1", "2.2", "2.3", "2.4", "2.5",
+                                               "2.6", "2.7", "2.8", "2.9", "2.10"};
 
-// Beyond any job run so far (a million GPUs is 2^20), small enough that a list of the world's ranks stays cheap.
+// Ranks read: 0 to 2^24, past any job (a corrupt 2^31 had the analysis list two billion ranks without a dump).
 constexpr int64_t kMaxRanks = int64_t(1) << 24;
 
 class DumpConverter {
@@ -96,8 +96,6 @@ private:
         if (!d_.get_int(v, i)) bad(key, v, "an integer");
         return i;
     }
-    // A rank: 0 up to kMaxRanks. The analysis lists the world's ranks without a dump, so a corrupt rank of 2^31
-    // would have it walk two billion of them.
     int rank_value(int64_t r, ValueId v, std::string_view key) const {
         if (r < 0 || r >= kMaxRanks) bad(key, v, fmt::format("ranks from 0 to {}", kMaxRanks - 1));
         return int(r);
@@ -134,6 +132,7 @@ private:
             dump_.pg_config.push_back(std::move(g));
         }
     }
+    static constexpr std::string_view kDigits = "0123456789";
     std::vector<int> read_ranks(ValueId v) const {
         std::vector<int> ranks;
         if (d_.is_container(v)) {
@@ -141,11 +140,7 @@ private:
             return ranks;
         }
         const std::string_view s = text(v, "ranks");
-        for (size_t i = 0; i < s.size();) {
-            if (s[i] < '0' || s[i] > '9') {
-                ++i;
-                continue;
-            }
+        for (size_t i = s.find_first_of(kDigits); i != s.npos; i = s.find_first_of(kDigits, i)) {
             int64_t r = 0;
             const auto [end, ec] = std::from_chars(s.data() + i, s.data() + s.size(), r);
             if (ec != std::errc{}) bad("ranks", v, "a list of ranks");
@@ -373,9 +368,7 @@ private:
 }  // namespace
 
 bool known_dump_version(std::string_view version) {
-    for (std::string_view v : kKnownVersions)
-        if (v == version) return true;
-    return false;
+    return std::ranges::find(kKnownVersions, version) != std::end(kKnownVersions);
 }
 
 const char* known_dump_versions_text() { return "2.0 to 2.10"; }
