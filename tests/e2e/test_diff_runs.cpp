@@ -178,7 +178,11 @@ TEST_CASE("diff: a naive attention against flash is compute (attention), its ops
 
 TEST_CASE("diff: gradients all-reduced after backward (no overlap, one bucket) are more exposed dp communication",
           "[cpu][app][diff][serial]") {
-    const std::string flags = "--dp 2 --preset tiny --hidden 256 --layers 4 --seq 64 --batch 2 --steps 6 ";
+    // Gradients of 100 MB (hidden 512, 8 layers) against little compute (seq 32, batch 2): the all-reduce after
+    // backward is then 50-150 ms of exposed dp communication here, where the waits an overlapped run's ranks do for
+    // each other (two ranks and their progress on two cores) move by about 1 ms. With 13 MB (hidden 256, 4 layers)
+    // those waits (15.6 ms in one pair) outgrew the all-reduce, and the first cause was the straggler's.
+    const std::string flags = "--dp 2 --preset tiny --hidden 512 --layers 8 --seq 32 --batch 2 --steps 6 ";
     const std::string a = engine_run("dp2-overlap", flags + "--bucket-mb 0.25");
     const std::string b = engine_run("dp2-no-overlap", flags + "--bucket-mb 64 --no-overlap");
     const nlohmann::json d = diff_json(a, b);
