@@ -178,6 +178,9 @@ inline constexpr std::string_view kProcessHeapCounter = "process_heap_bytes";   
 inline constexpr std::string_view kTrackedCounter = "tracked_bytes";                   // the allocator's live total
 inline constexpr std::string_view kReservedCounter = "reserved_bytes";  // live + the freed blocks it keeps to reuse
 inline constexpr std::string_view kDeviceUsedCounter = "device_used_bytes";  // cudaMemGetInfo: the device's
+// The trainer's thread ready to run but waiting for a core, cumulative, at each step's end (engine/train/core_wait.h):
+// what the machine's other load took from the rank.
+inline constexpr std::string_view kRunQueueWaitCounter = "runqueue_wait_ms";
 
 union EventRecord {
     uint8_t type;

@@ -14,6 +14,7 @@
 #include "engine/parallel/sp_replicated_grads.h"
 #include "engine/parallel/zero_state.h"
 #include "engine/train/checkpoint.h"
+#include "engine/train/core_wait.h"
 #include "profiler/record/zones.h"
 
 namespace us {
@@ -255,6 +256,8 @@ StepMetrics Trainer::train_step() {
         prof::record_counter(US_PROF_NAME("grad_norm"), r.grad_norm);
         prof::record_counter(US_PROF_NAME("tokens_per_s"), r.tokens_per_s);
         prof::record_counter(US_PROF_NAME("step_ms"), r.step_ms);
+        if (const double waited = thread_runqueue_wait_ms(); waited >= 0)
+            prof::record_counter(prof::string_id(prof::kRunQueueWaitCounter), waited);
     }
     return r;
 }

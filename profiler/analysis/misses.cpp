@@ -126,8 +126,9 @@ HostGaps host_gaps(const std::vector<StepBreakdown>& steady) {
 // by more than the tolerance, or their bubbles range over the expected figure; (3) a bubble below the figure with
 // stages whose measured compute per step differs by more than the tolerance (the busiest stage waits less for
 // lighter ones); (4) a bubble above it by no more than the host's gaps between the busiest stage's ops
-// (host_gaps), (5) or than its time with a pipeline transfer outstanding beyond the figure's idle. Otherwise the
-// schedule ran unlike its model on a quiet machine: unexplained.
+// (host_gaps), (5) or than its time with a pipeline transfer outstanding beyond the figure's idle, (6) or than the
+// time a stage's thread waited for a core (the machine's other load). Otherwise the schedule ran unlike its model
+// on a quiet machine: unexplained.
 std::optional<std::string> bubble_explanation(const Report& rep, double measured, double expected) {
     const RankReport* busiest = nullptr;
     for (const RankReport& r : rep.ranks)
@@ -182,6 +183,19 @@ std::optional<std::string> bubble_explanation(const Report& rep, double measured
             "beyond the figure's idle by at least the {:.4f} s its bubble exceeds it, and the simulation's "
             "transfers are instant (an upper bound: a slow transfer and a wait for a neighbour look alike)",
             p2p_per_step, excess_s);
+    // (6) The machine's other load: a stage's thread ready but without a core, at least the excess per step. Any
+    // stage's counts (one descheduled stage holds the others); an upper bound too, as part of it may fall inside
+    // ops, which then take longer rather than leave idle time.
+    const RankReport* waited = nullptr;
+    for (const RankReport& r : rep.ranks)
+        if (!waited || r.runqueue_wait_s > waited->runqueue_wait_s) waited = &r;
+    const double waited_per_step = waited->runqueue_wait_s / double(steady.size());
+    if (excess_s > 0 && waited_per_step >= excess_s)
+        return fmt::format(
+            "the machine's other load, at most: rank {}'s thread waited {:.4f} s per step for a core (the kernel's "
+            "run queue, measured), at least the {:.4f} s the bubble exceeds the figure (an upper bound: part of it "
+            "may fall inside ops)",
+            waited->rank, waited_per_step, excess_s);
     return std::nullopt;
 }
 

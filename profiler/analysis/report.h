@@ -47,6 +47,9 @@ struct RankReport {
     // Device memory reserved through cudaMalloc (the caching allocator, cuBLAS, NCCL), from CUPTI: its peak, or -1
     // when the trace has no device_reserved_bytes counter (a CPU run, or a GPU run without CUPTI).
     int64_t device_reserved_peak = -1;
+    // The time its trainer thread was ready but waited for a core, summed over the steady steps (core_wait.h;
+    // measured by the kernel's run-queue accounting); -1 unknown (an imported run, an older trace).
+    double runqueue_wait_s = -1;
     // The CUPTI collector's own account (measured, from the rank's metadata): kernels, attributed to an op or not,
     // dropped records, its overhead. Null on a CPU rank or a build without the collector.
     nlohmann::json cupti;

@@ -223,6 +223,14 @@ std::string format_time_table(const Report& rep) {
         s += fmt::format("  {:<22} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.1f}% {}{}\n", r.label, b.wall_s,
                          b.compute_s, b.overlapped_s, b.exposed_s, b.idle_s, b.overlap_pct, bubble, mark(r.rank));
     }
+    // The machine's other load, where it took more than 1% of a rank's steps: its thread ready but without a core.
+    std::string waited;
+    for (const auto& r : rep.ranks)
+        if (r.runqueue_wait_s > 0.01 * r.steady.wall_s)
+            waited += fmt::format("{}rank {} {:.3f} s ({:.0f}%)", waited.empty() ? "" : ", ", r.rank, r.runqueue_wait_s,
+                                  100 * r.runqueue_wait_s / r.steady.wall_s);
+    if (!waited.empty())
+        s += "  waited for a core (measured: the kernel's run queue; the machine's other load): " + waited + "\n";
     for (const auto& r : rep.ranks) {
         if (!r.cupti.is_object()) continue;
         const auto n = [&](const char* k) { return r.cupti.value(k, int64_t(0)); };

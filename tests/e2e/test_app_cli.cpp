@@ -182,6 +182,8 @@ TEST_CASE("ultrascope run starts as many ranks as the layout needs, a pipeline r
     CHECK(j["ranks"].size() == 2);
     CHECK(j["pipeline"]["bubble_fraction_formula"].get<double>() == Approx(0.25));
     CHECK(j["pipeline"]["bubble_fraction"].get<double>() > 0.0);
+    // each rank's wait for a core over its steady steps, from the kernel (the machine's other load; Linux has it)
+    for (const auto& rank : j["ranks"]) CHECK(rank["runqueue_wait_s"].get<double>() >= 0);
     // the loss comes from the last stage and is the same on every rank's counters
     CHECK(j["ranks"][0]["micro_batches_in_flight"].get<int>() ==
           j["ranks"][0]["micro_batches_in_flight_predicted"].get<int>());

@@ -155,7 +155,7 @@ TEST_CASE("a pipeline bubble off its model on equal stages of a quiet run is an 
     CHECK(format_miss(*sim).find("UNEXPLAINED") != std::string::npos);
 }
 
-TEST_CASE("a pipeline bubble miss is explained by what the run measured: unequal stages, noise, a short run",
+TEST_CASE("a pipeline bubble miss is explained by what the run measured: unequal stages, noise, a short run, load",
           "[cpu][analysis][misses]") {
     auto why = [](const Report& rep) {
         const std::vector<Miss> misses = find_misses(rep);
@@ -184,6 +184,19 @@ TEST_CASE("a pipeline bubble miss is explained by what the run measured: unequal
         REQUIRE(m != nullptr);
         CHECK(bool(m->explained) == (p2p > 0.4));
         if (m->explained) CHECK(m->explained->find("transfers") != std::string::npos);
+    }
+    // above the figure by 0.15 s per step, with stage 0's thread waiting for a core 0.1 s per step: not enough;
+    // 0.2 s: the machine's other load, at most (any stage's: a descheduled stage holds the others)
+    for (const double waited : {0.1, 0.2}) {
+        Report rep = bubble_report({{{1.0, 0.3}, {1.0, 0.3}}, {{1.0, 0.4}, {1.0, 0.4}}});
+        rep.ranks[0].runqueue_wait_s = 2 * waited;
+        const std::vector<Miss> misses = find_misses(rep);
+        const Miss* m = find(misses, "pipeline.bubble", "predicted");
+        REQUIRE(m != nullptr);
+        CHECK(bool(m->explained) == (waited > 0.15));
+        if (m->explained)
+            CHECK(m->explained->find("the machine's other load, at most: rank 0's thread waited 0.2000 s per step") !=
+                  std::string::npos);
     }
     // above the figure by 0.15 s per step, with 200 gaps of 1 ms between the busiest stage's ops per step: the host
     {
