@@ -41,13 +41,12 @@ int diff_command(int argc, char** argv) {
     CLI11_PARSE(cli, argc, argv);
     const RunReport ra = load_diff_side(a, "A"), rb = load_diff_side(b, "B");
     std::vector<RunReport> repeats;
-    std::vector<NamedReport> named;
-    repeats.reserve(repeat_paths.size());
     for (const std::string& path : repeat_paths) {
         US_CHECK_INPUT(!same_file(path, a), "--repeat {}: that is A itself: give another run of A's settings", path);
         repeats.push_back(load_diff_side(path, "--repeat"));
-        named.push_back({path, &repeats.back()});
     }
+    std::vector<NamedReport> named;  // pointing into `repeats`, which no longer grows
+    for (size_t i = 0; i < repeats.size(); ++i) named.push_back({repeat_paths[i], &repeats[i]});
     const prof::RunDiff d = diff_run_reports(ra, a, rb, b, named);
     std::printf("%s",
                 json ? (prof::diff_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str()

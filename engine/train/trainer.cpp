@@ -257,7 +257,7 @@ StepMetrics Trainer::train_step() {
         prof::record_counter(US_PROF_NAME("tokens_per_s"), r.tokens_per_s);
         prof::record_counter(US_PROF_NAME("step_ms"), r.step_ms);
         if (const double waited = thread_runqueue_wait_ms(); waited >= 0)
-            prof::record_counter(prof::string_id(prof::kRunQueueWaitCounter), waited);
+            prof::record_counter(US_PROF_NAME(prof::kRunQueueWaitCounter), waited);
     }
     return r;
 }
