@@ -1,5 +1,6 @@
 #include "common/settings/config.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +28,15 @@ void TrainConfig::validate() const {
                    "--slow-factor must be between 1 and 100 (got {}): how many times as long the slow rank computes",
                    slow_factor);
     US_CHECK_INPUT(slow_rank >= -1, "--slow-rank must be a rank (got {}; -1: none)", slow_rank);
+    US_CHECK_INPUT(slow_kind == "work" || slow_kind == "load",
+                   "unknown --slow-kind '{}': expected work (the slow rank repeats its compute) or load (busy threads "
+                   "share its CPU)",
+                   slow_kind);
+    US_CHECK_INPUT(
+        slow_kind != "load" || (slow_factor >= 2 && slow_factor <= 16 && slow_factor == std::round(slow_factor)),
+        "--slow-kind load needs a whole --slow-factor from 2 to 16 (got {}): the slow rank's thread shares "
+        "its CPU with factor - 1 busy threads",
+        slow_factor);
     US_CHECK_INPUT(fr_buffer_size >= 0 && fr_buffer_size <= 1000000,
                    "--fr-buffer-size must be between 0 (off) and 1000000 entries (got {})", fr_buffer_size);
     US_CHECK_INPUT(hang_timeout >= 0, "--hang-timeout must not be negative (got {}); 0: no watchdog", hang_timeout);

@@ -57,10 +57,12 @@ struct TrainConfig {
     // Fault injection for the failure tests: rank `fault_rank` kills itself (SIGKILL) at the start of `fault_step`.
     int fault_step = 0;
     int fault_rank = -1;
-    // An injected straggler (docs/blame.md): rank `slow_rank` repeats its compute, running each forward and backward
-    // slow_factor times as long (the extra is real GEMM work, in spans named as injected).
+    // An injected straggler (docs/blame.md): rank `slow_rank` runs each forward and backward slow_factor times as
+    // long. slow_kind "work": it repeats its compute (real GEMM work, in spans named as injected); "load": busy
+    // threads share its CPU with its trainer thread (a noisy neighbour: the time is the machine's, not its work's).
     int slow_rank = -1;
     double slow_factor = 1.0;
+    std::string slow_kind = "work";
     // The flight recorder (docs/engine-flight-recorder.md): each rank keeps its last fr_buffer_size collectives and
     // point-to-point operations per process group (0: off) and writes them, in PyTorch's Flight Recorder format, on
     // a watchdog's timeout (hang_timeout seconds without finishing a step or an operation; 0: no watchdog), on

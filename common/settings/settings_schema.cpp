@@ -259,12 +259,17 @@ std::vector<Setting> build_schema() {
         [](auto& c) -> auto& { return c.connect; }, {}, InJson::no));
     t.push_back(entry(
         "--slow-rank", "slow_rank",
-        "Inject a straggler: this rank repeats its compute (--slow-factor times as long; -1: none; docs/blame.md)", I,
+        "Inject a straggler: this rank computes --slow-factor times as long (-1: none; docs/blame.md)", I,
         [](auto& c) -> auto& { return c.slow_rank; }));
     t.push_back(only_when(entry(
                               "--slow-factor", "slow_factor",
                               "How many times as long the --slow-rank computes (the extra is labelled as injected)", D,
                               [](auto& c) -> auto& { return c.slow_factor; }),
+                          [](const TrainConfig& c) { return c.slow_rank >= 0; }));
+    t.push_back(only_when(text("--slow-kind", "slow_kind",
+                               "What slows the --slow-rank: work (it repeats its compute) | load (busy threads share "
+                               "its CPU: a noisy neighbour)",
+                               [](auto& c) -> auto& { return c.slow_kind; }, {"work", "load"}),
                           [](const TrainConfig& c) { return c.slow_rank >= 0; }));
     t.push_back(entry(
         "--fr-buffer-size", "fr_buffer_size",

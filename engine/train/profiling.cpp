@@ -93,7 +93,8 @@ prof::RankMetadata rank_metadata(const TrainConfig& cfg, const Backend& backend,
     m.comm_backend = rank.comm_backend;
     if (std::string k = backend.attention_kernels(); !k.empty() && attention_blockwise(cfg.attention))
         m.attention_kernels = k;
-    if (cfg.slow_rank == rank.rank && cfg.slow_factor > 1.0) m.injected_slow_factor = cfg.slow_factor;
+    if (cfg.slow_rank == rank.rank && cfg.slow_factor > 1.0)
+        m.injected_slow_factor = cfg.slow_factor, m.injected_slow_kind = cfg.slow_kind;
     if (cfg.hang_rank >= 0) m.injected_hang = InjectedHang::describe(cfg);
     m.tokens_per_step = cfg.tokens_per_step();
     m.params = cfg.model.num_params();

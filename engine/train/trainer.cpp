@@ -108,8 +108,12 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
     const int local_seq = m_cp.active() ? m_cp.local_seq() : m_config.model.seq;
     m_executor = std::make_unique<PipelineExecutor>(m_grid, shape, schedule[size_t(m_grid.pp_rank())], m_chunks,
                                                     *m_state, backend, *batches, m_config.batch, local_seq);
-    if (m_config.slow_rank == m_grid.world_rank() && m_config.slow_factor > 1.0)  // an injected straggler
-        m_executor->set_slowdown(m_config.slow_factor);
+    if (m_config.slow_rank == m_grid.world_rank() && m_config.slow_factor > 1.0) {  // an injected straggler
+        if (m_config.slow_kind == "load")
+            m_load = std::make_unique<InjectedLoad>(m_config.slow_factor);
+        else
+            m_executor->set_slowdown(m_config.slow_factor);
+    }
     m_executor->set_injected_hang(&m_hang);
 
     m_schedule.lr = m_config.adamw.lr;

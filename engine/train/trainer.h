@@ -12,6 +12,7 @@
 #include "engine/model/gpt.h"
 #include "engine/parallel/grid.h"
 #include "engine/parallel/injected_hang.h"
+#include "engine/parallel/injected_load.h"
 #include "engine/parallel/pipeline_executor.h"
 #include "engine/model/context_parallel.h"
 #include "engine/model/tensor_parallel.h"
@@ -92,6 +93,7 @@ private:
     std::unique_ptr<ExpertExchange> m_expert_exchange;  // expert parallelism's all-to-all (null: every expert here)
     std::vector<LocalChunk> m_chunks;
     std::unique_ptr<PipelineExecutor> m_executor;
+    std::unique_ptr<InjectedLoad> m_load;  // --slow-kind load: the busy threads sharing this rank's CPU
     TokenDataset m_data;
     std::unique_ptr<DataLoader> m_loader;
     std::unique_ptr<LocalSequenceBatches> m_local_batches;  // context parallelism: the rank's positions

@@ -97,6 +97,21 @@ WaitTally tally_waits(const std::vector<RankDigest>& digests, const CollectiveMa
     return t;
 }
 
+// What the straggler's wait for a core says: the machine's other load held it, or it did not (empty: unknown).
+std::string core_wait_words(const Straggler& s) {
+    if (s.core_wait_s < 0 || s.group_median_core_wait_s < 0) return "";
+    if (s.waited_for_core)
+        return fmt::format(
+            "; its thread waited for a core {:.1f} ms a step against its group's other ranks' median {:.1f} ms, of "
+            "the {:.1f} ms it came late (measured: the kernel's run queue): the machine's other load on its CPU "
+            "held it",
+            1e3 * s.core_wait_s, 1e3 * s.group_median_core_wait_s, 1e3 * s.late_s);
+    return fmt::format(
+        "; its thread waited for a core {:.1f} ms a step, its group's other ranks' median {:.1f} ms (measured): not "
+        "the machine's other load on its CPU",
+        1e3 * s.core_wait_s, 1e3 * s.group_median_core_wait_s);
+}
+
 // Every rank that caused waiting, most to blame first: its share, the group instance it caused the most waiting in
 // (its last arrivals there, its compute against the instance's median) and the steps it was last in.
 void rank_stragglers(const std::map<int, const RankDigest*>& by_rank, const CollectiveMatches& m, WaitTally& t,
@@ -113,11 +128,22 @@ void rank_stragglers(const std::map<int, const RankDigest*>& by_rank, const Coll
             s.group = m.instances[most].name;
             group_of[r] = most;
             std::tie(s.last_arrivals, s.collectives) = t.last_of[r][most];
-            std::vector<double> compute;
+            // against the group's other ranks: with itself in, a group of two would take its mean
+            std::vector<double> compute, waits;
             for (const InstanceMember& member : m.instances[most].members)
-                compute.push_back(steady_mean(*by_rank.at(member.rank), &DigestStep::compute_s));
+                if (member.rank != r) {
+                    compute.push_back(steady_mean(*by_rank.at(member.rank), &DigestStep::compute_s));
+                    waits.push_back(by_rank.at(member.rank)->steady_core_wait_s());
+                }
             s.group_median_compute_s = median(compute);
             s.compute_vs_median = s.group_median_compute_s > 0 ? s.compute_s / s.group_median_compute_s : 0;
+            s.late_s = s.others_waited_s / std::max<double>(1, double(d.steady().size())) /
+                       double(std::max<size_t>(1, compute.size()));
+            s.core_wait_s = d.steady_core_wait_s();
+            if (!waits.empty() && std::all_of(waits.begin(), waits.end(), [](double w) { return w >= 0; }))
+                s.group_median_core_wait_s = median(waits);
+            s.waited_for_core = s.core_wait_s >= 0 && s.group_median_core_wait_s >= 0 && s.late_s > 0 &&
+                                s.core_wait_s - s.group_median_core_wait_s >= 0.5 * s.late_s;
         }
         std::vector<std::pair<int, double>> at(t.caused_at[r].begin(), t.caused_at[r].end());
         std::sort(at.begin(), at.end(), [](auto& x, auto& y) { return x.second > y.second; });
@@ -186,13 +212,16 @@ void say_verdict(Blame& b) {
         b.verdict = node_verdict(*b.node);
     } else if (b.culprit) {
         const Straggler& s = b.stragglers.front();
-        b.verdict = fmt::format(
-            "{} holds the run back: the others waited {:.3f} s for it ({:.0f}% of all the waiting, the most in {} of "
-            "{} steps), as it arrived last in {} of the {} collectives of group {}{}",
-            s.label, s.others_waited_s, 100 * s.share, s.steps_on_top, s.steps_with_waiting, s.last_arrivals,
-            s.collectives, s.group,
-            s.compute_vs_median > 0 ? fmt::format("; its compute is {:.2f}x its group's median", s.compute_vs_median)
-                                    : "");
+        b.verdict =
+            fmt::format(
+                "{} holds the run back: the others waited {:.3f} s for it ({:.0f}% of all the waiting, the most in {} of "
+                "{} steps), as it arrived last in {} of the {} collectives of group {}{}",
+                s.label, s.others_waited_s, 100 * s.share, s.steps_on_top, s.steps_with_waiting, s.last_arrivals,
+                s.collectives, s.group,
+                s.compute_vs_median > 0
+                    ? fmt::format("; its compute is {:.2f}x its group's other ranks' median", s.compute_vs_median)
+                    : "") +
+            core_wait_words(s);
     } else if (b.collectives_matched == 0) {
         b.verdict = "no collective was matched across ranks (one rank, or no collectives in the trace)";
     } else {
@@ -270,6 +299,11 @@ nlohmann::json blame_json(const Blame& b) {
              {"compute_s", s.compute_s},
              {"group_median_compute_s", s.group_median_compute_s},
              {"compute_vs_median", s.compute_vs_median > 0 ? nlohmann::json(s.compute_vs_median) : nlohmann::json()},
+             {"late_s", s.late_s},
+             {"core_wait_s", s.core_wait_s >= 0 ? nlohmann::json(s.core_wait_s) : nlohmann::json()},
+             {"group_median_core_wait_s",
+              s.group_median_core_wait_s >= 0 ? nlohmann::json(s.group_median_core_wait_s) : nlohmann::json()},
+             {"waited_for_core", s.waited_for_core},
              {"steps", s.steps},
              {"steps_on_top", s.steps_on_top},
              {"steps_with_waiting", s.steps_with_waiting},

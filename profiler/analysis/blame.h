@@ -41,8 +41,15 @@ struct Straggler {
     double others_waited_s = 0;  // the other ranks' waits in the collectives it arrived last in, as time (wait_time.h)
     double share = 0;            // of all the waiting in the run
     double compute_s = 0;        // its compute per steady step
-    double group_median_compute_s = 0;
-    double compute_vs_median = 0;                  // compute_s / the median of its group's ranks (0 unknown)
+    double group_median_compute_s = 0;  // the median of its group's other ranks (itself left out: a pair's median
+                                        // with itself in would be their mean)
+    double compute_vs_median = 0;       // compute_s / that median (0 unknown)
+    double late_s = 0;  // per steady step: the waiting it caused each other rank of its group (how late it came)
+    // Per steady step, its trainer thread's wait for a core (core_wait.h), and the median of its group's other ranks';
+    // -1 unknown. Where its excess is at least half of how late it came, the machine's other load on its CPU is
+    // what held it (waited_for_core), not its own work.
+    double core_wait_s = -1, group_median_core_wait_s = -1;
+    bool waited_for_core = false;
     std::vector<int> steps;                        // the steps it arrived last in, most waiting caused first
     std::map<std::string, int> phases;             // "forward", "backward", "optimizer", "none": last arrivals by phase
     int steps_on_top = 0, steps_with_waiting = 0;  // steps it caused the most waiting in, of those with waiting
@@ -57,6 +64,10 @@ struct NodeBlame {
     double others_waited_s = 0, share = 0;         // the waiting they caused, and its share of all the waiting
     int steps_on_top = 0, steps_with_waiting = 0;  // steps in which the node caused the most waiting (of all nodes)
     double compute_vs_median = 0;                  // its ranks' mean compute over their groups' medians (0 unknown)
+    // Per steady step: its ranks' mean wait for a core and the other ranks' (core_wait.h; -1 unknown), and how late
+    // it came (the waiting it caused each other rank). waited_for_core: the excess is at least half of late_s.
+    double core_wait_s = -1, others_core_wait_s = -1, late_s = 0;
+    bool waited_for_core = false;
 };
 
 struct StageBlame {

@@ -21,6 +21,21 @@ bool passes(const BlameRules& rules, const NodeBlame& n, double next_s, double p
            per_waiter_per_step >= rules.min_step_share * step_s && n.steps_on_top >= min_steps;
 }
 
+// The node's ranks' wait for a core against the other ranks', where every rank's is known (RankDigest).
+void add_core_waits(const std::vector<RankDigest>& digests, double late_s, NodeBlame& n) {
+    double on = 0, off = 0;
+    int on_count = 0, off_count = 0;
+    for (const RankDigest& d : digests) {
+        const double waited = d.steady_core_wait_s();
+        if (waited < 0) return;
+        (d.host == n.host ? on : off) += waited;
+        ++(d.host == n.host ? on_count : off_count);
+    }
+    if (on_count == 0 || off_count == 0) return;
+    n.core_wait_s = on / on_count, n.others_core_wait_s = off / off_count, n.late_s = late_s;
+    n.waited_for_core = late_s > 0 && n.core_wait_s - n.others_core_wait_s >= 0.5 * late_s;
+}
+
 }  // namespace
 
 void name_node(const std::vector<RankDigest>& digests, const BlameRules& rules, Blame& b) {
@@ -67,6 +82,7 @@ void name_node(const std::vector<RankDigest>& digests, const BlameRules& rules, 
     const double per_waiter_per_step =
         n.others_waited_s / double(steps) / double(std::max<size_t>(1, digests.size() - 1));
     if (!passes(rules, n, hosts.size() > 1 ? hosts[1].second : 0, per_waiter_per_step, b.mean_step_s)) return;
+    add_core_waits(digests, per_waiter_per_step, n);
     for (Straggler& s : b.stragglers) s.stands_out = host_of.at(s.rank) == n.host;
     b.culprit = true;
     b.why_not.clear();  // a node is named: no rank alone was, as its verdict says
@@ -74,13 +90,27 @@ void name_node(const std::vector<RankDigest>& digests, const BlameRules& rules, 
 }
 
 std::string node_verdict(const NodeBlame& n) {
+    std::string load;
+    if (n.core_wait_s >= 0 && n.others_core_wait_s >= 0)
+        load = n.waited_for_core
+                   ? fmt::format(
+                         "; their threads waited for a core {:.1f} ms a step against the other ranks' {:.1f} "
+                         "ms, of the {:.1f} ms they came late (measured: the kernel's run queue): the "
+                         "machine's other load on the node held them",
+                         1e3 * n.core_wait_s, 1e3 * n.others_core_wait_s, 1e3 * n.late_s)
+                   : fmt::format(
+                         "; their threads waited for a core {:.1f} ms a step, the other ranks' {:.1f} ms "
+                         "(measured): not the machine's other load on their CPUs",
+                         1e3 * n.core_wait_s, 1e3 * n.others_core_wait_s);
     return fmt::format(
-        "node {} ({}) holds the run back: the others waited {:.3f} s for its ranks ({:.0f}% of all the waiting, the "
-        "most in {} of {} steps), each of its {} ranks arriving last in turn, none alone standing out{}",
-        n.host, rank_ranges(n.ranks), n.others_waited_s, 100 * n.share, n.steps_on_top, n.steps_with_waiting,
-        n.ranks.size(),
-        n.compute_vs_median > 0 ? fmt::format("; their compute is {:.2f}x their groups' median", n.compute_vs_median)
-                                : "");
+               "node {} ({}) holds the run back: the others waited {:.3f} s for its ranks ({:.0f}% of all the waiting, the "
+               "most in {} of {} steps), each of its {} ranks arriving last in turn, none alone standing out{}",
+               n.host, rank_ranges(n.ranks), n.others_waited_s, 100 * n.share, n.steps_on_top, n.steps_with_waiting,
+               n.ranks.size(),
+               n.compute_vs_median > 0
+                   ? fmt::format("; their compute is {:.2f}x their groups' median", n.compute_vs_median)
+                   : "") +
+           load;
 }
 
 std::string rank_ranges(const std::vector<int>& ranks) {

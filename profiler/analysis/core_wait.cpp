@@ -1,4 +1,4 @@
-// A rank's wait for a core over its steady steps (core_wait.h).
+// A rank's wait for a core, per step and over its steady steps (core_wait.h).
 #include "profiler/analysis/core_wait.h"
 
 #include <algorithm>
@@ -7,15 +7,27 @@
 
 namespace us::prof {
 
-double runqueue_wait_s(const TraceStore& store, const RankTrace& rt, const std::vector<StepBreakdown>& steady) {
-    if (steady.empty()) return -1;
+void add_core_waits(const TraceStore& store, const RankTrace& rt, std::vector<StepBreakdown>& steps) {
+    for (StepBreakdown& b : steps) b.core_wait_s = -1;
     const auto it = rt.counters.find(store.find_name(std::string(kRunQueueWaitCounter)));
-    if (it == rt.counters.end()) return -1;
+    if (it == rt.counters.end()) return;
     std::map<int, double> at_end;  // step -> the counter at its end (the last point recorded in it)
     for (const CounterPoint& p : it->second) at_end[p.step] = p.value;
-    const auto before = at_end.find(steady.front().step - 1), last = at_end.find(steady.back().step);
-    if (before == at_end.end() || last == at_end.end()) return -1;
-    return std::max(0.0, last->second - before->second) / 1e3;
+    for (StepBreakdown& b : steps) {
+        const auto before = at_end.find(b.step - 1), end = at_end.find(b.step);
+        if (before != at_end.end() && end != at_end.end())
+            b.core_wait_s = std::max(0.0, end->second - before->second) / 1e3;
+    }
+}
+
+double runqueue_wait_s(const std::vector<StepBreakdown>& steady) {
+    if (steady.empty()) return -1;
+    double total = 0;
+    for (const StepBreakdown& b : steady) {
+        if (b.core_wait_s < 0) return -1;
+        total += b.core_wait_s;
+    }
+    return total;
 }
 
 }  // namespace us::prof

@@ -1,7 +1,9 @@
-// The time a rank's trainer thread was ready to run but waited for a core, over its steady steps: the rise of its
-// runqueue_wait_ms counter (profiler/event.h; engine/train/core_wait.h) from the end of the step before the first
-// steady step to the end of the last. What the machine's other load took from the rank, measured by the kernel;
-// the report shows it per rank, and it can explain a pipeline bubble above its figure (misses.cpp).
+// The time a rank's trainer thread was ready to run but waited for a core: what the machine's other load took from
+// the rank, measured by the kernel (the trainer's runqueue_wait_ms counter, profiler/event.h and
+// engine/train/core_wait.h, recorded at each step's end). Per step it is the counter's rise since the step before;
+// the report gives each rank's over its steady steps, the Ranks view per step, blame the straggler's against its
+// group's, and it can explain a pipeline bubble above its figure (misses.cpp). It counts the trainer's thread only:
+// BLAS helpers and the communication thread wait uncounted.
 #pragma once
 
 #include <vector>
@@ -11,8 +13,12 @@
 
 namespace us::prof {
 
-// Seconds over the steady steps; -1 where the trace has no such counter around them (an imported run, a trace
-// from before the counter, a kernel without schedstat).
-double runqueue_wait_s(const TraceStore& store, const RankTrace& rt, const std::vector<StepBreakdown>& steady);
+// Sets each step's core_wait_s where the counter was recorded at its end and at the end of the step before it (the
+// first recorded step stays unknown: -1).
+void add_core_waits(const TraceStore& store, const RankTrace& rt, std::vector<StepBreakdown>& steps);
+
+// Seconds over the steady steps; -1 where one of them is unknown (an imported run, a trace from before the counter,
+// a kernel without schedstat).
+double runqueue_wait_s(const std::vector<StepBreakdown>& steady);
 
 }  // namespace us::prof

@@ -167,7 +167,7 @@ RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown
         rr.clock_uncertainty_ns = meta.clock->uncertainty_ns;
     }
     rr.device_reserved_peak = device_reserved_peak(store, rt);
-    rr.runqueue_wait_s = runqueue_wait_s(store, rt, steady);
+    rr.runqueue_wait_s = runqueue_wait_s(steady);
     rr.hta = hta_breakdown(store, r);
     if (meta.cupti) {
         rr.cupti = *meta.cupti;

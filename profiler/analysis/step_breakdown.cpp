@@ -1,4 +1,6 @@
 #include "profiler/analysis/step_breakdown.h"
+
+#include "profiler/analysis/core_wait.h"
 #include "profiler/predict/ring_bytes.h"
 #include "profiler/transport/rank_metadata.h"
 
@@ -205,6 +207,7 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank) {
         b.device_truth = rt->has_device_spans();
         b.micro_batches_in_flight = micro_batches_in_flight(store, *rt, b);
     }
+    add_core_waits(store, *rt, out);
     return out;
 }
 
@@ -250,6 +253,7 @@ StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps) {
     t.rank = steps.front().rank;
     t.step = -1;
     t.device_truth = steps.front().device_truth;
+    t.core_wait_s = runqueue_wait_s(steps);
     t.begin = steps.front().begin;
     t.end = steps.back().end;
     for (const auto& s : steps) {

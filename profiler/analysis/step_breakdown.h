@@ -52,7 +52,8 @@ struct StepBreakdown {
     int micro_batches_in_flight = 0;    // most forwards whose backward (or W) had not finished
     double attention_s = 0;       // time in attention ops (RoPE aside): what context parallelism's balance is about
     int64_t attention_flops = 0;  // the FLOPs those attention ops carry: the work, whatever the machine's noise
-    double experts_s = 0;  // time in the experts' GEMMs (spans named "expert ..."): what routing balance is about
+    double experts_s = 0;     // time in the experts' GEMMs (spans named "expert ..."): what routing balance is about
+    double core_wait_s = -1;  // the trainer's thread waiting for a core (core_wait.h); -1 unknown
     // By process group (GroupKind order): |M_g|, |M_g \ C|, and bytes sent by the collectives that began in the step.
     std::array<double, kGroupCount> group_comm_s{}, group_exposed_s{}, group_bytes{};
 };

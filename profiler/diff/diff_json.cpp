@@ -13,6 +13,12 @@ nlohmann::json optional_json(const std::optional<T>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json();
 }
 
+// {"mean_ms", "most_ms", "most_rank", "source": "measured"}; null where unknown.
+nlohmann::json core_wait_json(const std::optional<RunDiff::CoreWait>& w) {
+    if (!w) return nullptr;
+    return {{"mean_ms", w->mean_ms}, {"most_ms", w->most_ms}, {"most_rank", w->most_rank}, {"source", "measured"}};
+}
+
 nlohmann::json cause_json(const Cause& c) {
     nlohmann::json ops = nlohmann::json::array();
     for (const CauseOp& o : c.ops)
@@ -76,6 +82,8 @@ nlohmann::json diff_json(const RunDiff& d) {
             {"settings_changed", settings},
             {"noise_ms", d.noise_ms},
             {"noise_within_ms", d.noise_within_ms},
+            {"a_core_wait", core_wait_json(d.a_core_wait)},
+            {"b_core_wait", core_wait_json(d.b_core_wait)},
             {"noise_between_ms", optional_json(d.noise_between_ms)},
             {"noise_from", noise_words(d)},
             {"repeats", repeats},

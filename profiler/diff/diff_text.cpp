@@ -88,6 +88,16 @@ std::string format_diff(const RunDiff& d) {
                      d.b_steps, d.b_step_ms);
     s += settings_line(d);
     s += noise_line(d);
+    if (d.a_core_wait || d.b_core_wait) {
+        auto said = [](const std::optional<RunDiff::CoreWait>& w) {
+            return w ? fmt::format("{:.2f} ms (rank {} the most, {:.2f} ms)", w->mean_ms, w->most_rank, w->most_ms)
+                     : std::string("unknown");
+        };
+        s += fmt::format(
+            "waited for a core a step (measured: the kernel's run queue; the machine's other load, inside compute and "
+            "waits): A {}, B {}\n",
+            said(d.a_core_wait), said(d.b_core_wait));
+    }
     s += cause_lines(d);
     s += "\nWhat if (predicted)\n";
     for (const WhatIf& w : d.what_if)

@@ -216,6 +216,13 @@ std::string noise_words(const RunDiff& d) {
                                                                           : "the runs' own step spread";
 }
 
+std::optional<double> load_explains_ms(const RunDiff& d) {
+    if (!d.a_core_wait || !d.b_core_wait || d.delta_ms <= 0) return std::nullopt;
+    const double more = d.b_core_wait->most_ms - d.a_core_wait->most_ms;
+    if (more < 0.5 * d.delta_ms) return std::nullopt;
+    return more;
+}
+
 std::string diff_verdict(const RunDiff& d) {
     const double pct = d.a_step_ms > 0 ? 100.0 * d.delta_ms / d.a_step_ms : 0.0;
     if (d.within_noise && std::abs(d.delta_ms) > d.noise_ms)
@@ -234,6 +241,11 @@ std::string diff_verdict(const RunDiff& d) {
     for (size_t i = 0; i < d.causes.size() && i < 3; ++i)
         s += fmt::format("{} {:+.2f} ms {}", i ? "," : ":", d.causes[i].ms, cause_title(d.causes[i]));
     if (std::abs(d.unexplained_ms) >= 0.01) s += fmt::format("; {:+.2f} ms unexplained", d.unexplained_ms);
+    if (const auto more = load_explains_ms(d))
+        s += fmt::format(
+            "; B's rank {} waited {:.2f} ms a step longer for a core than A's most (measured: the machine's other "
+            "load, inside the figures above)",
+            d.b_core_wait->most_rank, *more);
     return s;
 }
 
@@ -251,6 +263,10 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSi
     d.noise_ms = std::max(d.noise_within_ms, d.noise_between_ms.value_or(0.0));
     if (!a.settings.is_null() && !b.settings.is_null())
         d.settings = setting_changes(a.settings, b.settings, "A's settings", "B's settings");
+    if (fa.core_wait_s >= 0)
+        d.a_core_wait = RunDiff::CoreWait{kMs * fa.core_wait_s, kMs * fa.core_wait_most_s, fa.core_wait_most_rank};
+    if (fb.core_wait_s >= 0)
+        d.b_core_wait = RunDiff::CoreWait{kMs * fb.core_wait_s, kMs * fb.core_wait_most_s, fb.core_wait_most_rank};
     for (double w : fa.step_walls_s) d.a_steps_ms.push_back(kMs * w);
     for (double w : fb.step_walls_s) d.b_steps_ms.push_back(kMs * w);
     // A change under kNoiseFloor of the step is never called one (runs without spread: synthetic, or one step).

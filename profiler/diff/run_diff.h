@@ -80,9 +80,17 @@ struct RunDiff {
     std::optional<double> noise_between_ms;      // measured: the range of the steps of A and its repeats
     std::vector<RepeatRun> repeats;              // the runs of A's settings given as repeats
     std::vector<double> a_steps_ms, b_steps_ms;  // measured: each steady step, the ranks' mean
-    bool within_noise = false;                   // |delta| <= noise
-    double unexplained_ms = 0;                   // delta minus the causes' sum
-    std::vector<Cause> causes;                   // largest |ms| first
+    // measured: each run's wait for a core per steady step (the machine's other load); unknown where a rank's trace
+    // lacks it. It is inside the step's compute and waits, not a cause beside them.
+    struct CoreWait {
+        double mean_ms = 0;  // the ranks' mean
+        double most_ms = 0;  // the rank that waited most (it holds the others where they meet every step)
+        int most_rank = -1;
+    };
+    std::optional<CoreWait> a_core_wait, b_core_wait;
+    bool within_noise = false;  // |delta| <= noise
+    double unexplained_ms = 0;  // delta minus the causes' sum
+    std::vector<Cause> causes;  // largest |ms| first
     std::vector<WhatIf> what_if;
     std::vector<MemoryRow> memory;
     std::optional<std::vector<SettingChange>> settings;  // what differs between A's and B's; nullopt: unknown
@@ -103,6 +111,9 @@ std::vector<WhatIf> what_if(const RunFigures& a, const RunFigures& b, const Blam
 
 // Where the noise figure comes from: "the runs' own step spread" or "the spread between runs of A's settings".
 std::string noise_words(const RunDiff& d);
+// How much longer B's most-waiting rank waited for a core a step than A's, where that is at least half of B's slowdown
+// (the machine's other load, not what changed); nullopt otherwise.
+std::optional<double> load_explains_ms(const RunDiff& d);
 nlohmann::json diff_json(const RunDiff& d);  // docs/report-schema.md, "ultrascope diff --json"
 std::string format_diff(const RunDiff& d);   // verdict first, each figure labelled measured/derived/predicted
 

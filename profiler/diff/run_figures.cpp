@@ -44,6 +44,9 @@ RunFigures run_figures(const CrossRank& x, const std::string& what) {
     RunFigures run;
     std::vector<double> wall_sum;
     std::vector<int> wall_count;
+    double core_wait_sum = 0, core_wait_most = -1;
+    int core_wait_most_rank = -1;
+    bool core_wait_known = true;
     for (const RankDigest& d : x.digests) {
         const std::vector<DigestStep> steady = d.steady();
         if (steady.empty()) {
@@ -51,6 +54,9 @@ RunFigures run_figures(const CrossRank& x, const std::string& what) {
             continue;
         }
         run.ranks.push_back(rank_figures(d, steady, x.waits_of(d.rank)));
+        const double waited = d.steady_core_wait_s();
+        core_wait_known = core_wait_known && waited >= 0, core_wait_sum += waited;
+        if (waited > core_wait_most) core_wait_most = waited, core_wait_most_rank = d.rank;
         run.device = run.device || d.device;
         run.ops_complete = run.ops_complete && d.ops_complete;
         run.steady_steps = std::max(run.steady_steps, int(steady.size()));
@@ -67,6 +73,9 @@ RunFigures run_figures(const CrossRank& x, const std::string& what) {
                    what);
     const double n = double(run.ranks.size());
     for (const RankFigures& r : run.ranks) run.mean.add(r.step, 1.0 / n);
+    if (core_wait_known)
+        run.core_wait_s = core_wait_sum / n, run.core_wait_most_s = core_wait_most,
+        run.core_wait_most_rank = core_wait_most_rank;
     for (auto& [key, f] : run.ops) f.self_s /= n, f.calls /= n;
     for (size_t i = 0; i < wall_sum.size(); ++i) run.step_walls_s.push_back(wall_sum[i] / wall_count[i]);
     const auto [lo, hi] = std::minmax_element(run.step_walls_s.begin(), run.step_walls_s.end());

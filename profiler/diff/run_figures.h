@@ -49,9 +49,13 @@ struct RunFigures {
     double noise_s = 0;                // the range of step_walls_s (largest less smallest)
     int steady_steps = 0;              // the most steady steps of a rank
     bool device = false;               // GPU compute (idle is the host's: launches, the data loader)
-    std::map<OpKey, OpFigure> ops;     // the digests' leading op rows
-    bool ops_complete = true;          // every rank's op table whole in its digest
-    std::vector<std::string> notes;    // ranks left out (no steady step)
+    // Per steady step, the wait for a core (core_wait.h): the ranks' mean, and the most one rank waited (in a job
+    // whose ranks meet every step, the one that holds the others); -1 unknown (a rank's trace lacks it).
+    double core_wait_s = -1, core_wait_most_s = -1;
+    int core_wait_most_rank = -1;
+    std::map<OpKey, OpFigure> ops;   // the digests' leading op rows
+    bool ops_complete = true;        // every rank's op table whole in its digest
+    std::vector<std::string> notes;  // ranks left out (no steady step)
 };
 
 // Throws UserError naming `what` when no rank has a steady step.

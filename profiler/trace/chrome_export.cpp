@@ -45,7 +45,9 @@ std::string rank_label(const RankTrace& r) {
         }
         if (!parts.empty()) label += " (" + parts + ")";
     }
-    if (r.info.injected_slow_factor) label += fmt::format(" [injected: {:g}x slower]", *r.info.injected_slow_factor);
+    if (r.info.injected_slow_factor)
+        label += fmt::format(" [injected: {:g}x slower{}]", *r.info.injected_slow_factor,
+                             r.info.injected_slow_kind == "load" ? ", busy threads on its CPU" : "");
     return label;
 }
 

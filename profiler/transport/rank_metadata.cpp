@@ -71,6 +71,7 @@ nlohmann::json to_json(const RankMetadata& m) {
     if (m.comm_backend) j["comm_backend"] = *m.comm_backend;
     if (m.attention_kernels) j["attention_kernels"] = *m.attention_kernels;
     if (m.injected_slow_factor) j["injected_slow_factor"] = *m.injected_slow_factor;
+    if (m.injected_slow_kind) j["injected_slow_kind"] = *m.injected_slow_kind;
     if (m.injected_hang) j["injected_hang"] = *m.injected_hang;
     if (m.clock)
         j["clock"] = {{"source", m.clock->source},
@@ -121,6 +122,7 @@ RankMetadata rank_metadata_from_json(const nlohmann::json& j) {
     read(j, "comm_backend", m.comm_backend);
     read(j, "attention_kernels", m.attention_kernels);
     read(j, "injected_slow_factor", m.injected_slow_factor);
+    read(j, "injected_slow_kind", m.injected_slow_kind);
     read(j, "injected_hang", m.injected_hang);
     read(j, "tokens_per_step", m.tokens_per_step);
     read(j, "params", m.params);

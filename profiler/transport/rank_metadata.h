@@ -73,6 +73,7 @@ struct RankMetadata {
     // An injected straggler (--slow-rank, --slow-factor): how many times as long this rank computed. Shown wherever
     // the rank is, so that an injected slowdown is never read as a real one.
     std::optional<double> injected_slow_factor;
+    std::optional<std::string> injected_slow_kind;  // "work" (repeated compute) or "load" (busy threads on its CPU)
     // An injected hang (--hang-rank, --hang-at-step, --hang-kind): the run's fault in words, on every rank, so that
     // a hang made on purpose is never read as a real one.
     std::optional<std::string> injected_hang;

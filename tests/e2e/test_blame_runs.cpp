@@ -1,5 +1,6 @@
 // Who holds the run back, end to end: the engine's ranks with one slowed on purpose (--slow-rank) are reported with
-// that rank named, in data parallelism and as a pipeline's bottleneck stage; an expert-parallel run's busiest rank is
+// that rank named, in data parallelism (its own work, or busy threads on its CPU: the machine's other load, which the
+// diff names too) and as a pipeline's bottleneck stage; an expert-parallel run's busiest rank is
 // named from its waits; a run of many files reported from digests split among MPI workers says what one process
 // says. The engine runs' cases are [serial] (the ctest e2e_serial, alone): four ranks on two cores beside another
 // test's four made a stage's waits the scheduler's (CI: stage 3 waited 10 ms on the slowed stage, stage 2 12 ms).
@@ -51,9 +52,49 @@ TEST_CASE("a data-parallel rank slowed 4x is named as the one the others wait fo
     CHECK(b["stragglers"][0]["share"].get<double>() > 0.5);
     // the label says it was slowed on purpose
     CHECK(b["stragglers"][0]["label"].get<std::string>().find("injected") != std::string::npos);
+    // its extra time was its own work (repeated GEMMs), not a wait for a core: blame says so
+    CHECK(b["stragglers"][0]["waited_for_core"] == false);
     const ProcessResult text = run_process(ultrascope() + " report " + trace);
     CHECK(text.output.find("Who holds the run back") != std::string::npos);
     CHECK(text.output.find("<- holds the run back") != std::string::npos);
+}
+
+TEST_CASE(
+    "a rank slowed by busy threads on its CPU is named, as held by the machine's other load, and the diff says so",
+    "[cpu][app][blame][diff][serial]") {
+    const std::string a = temp_path("blame-load-a.ustrace"), b = temp_path("blame-load-b.ustrace");
+    const std::string run = ultrascope() +
+                            " run --dp 2 --preset tiny --hidden 128 --seq 128 --batch 8 --steps 6 --data " +
+                            data_file() + " --trace ";
+    for (const std::string& f : {a, b}) fs::remove(f);
+    const ProcessResult ra = run_process(run + a);
+    INFO(ra.output);
+    REQUIRE(ra.exit_code == 0);
+    const ProcessResult rb = run_process(run + b + " --slow-rank 1 --slow-factor 3 --slow-kind load");
+    INFO(rb.output);
+    REQUIRE(rb.exit_code == 0);
+    const nlohmann::json blamed = report_json(b)["blame"];
+    INFO(blamed.dump(1));
+    REQUIRE(blamed["culprit"] == true);
+    const nlohmann::json& s = blamed["stragglers"][0];
+    CHECK(s["rank"] == 1);
+    CHECK(s["label"].get<std::string>().find("busy threads on its CPU") != std::string::npos);
+    // two busy threads beside it on one CPU: it gets about a third, so it waits for a core most of the time it came
+    // late; the other rank hardly waits
+    CHECK(s["waited_for_core"] == true);
+    CHECK(s["core_wait_s"].get<double>() > 0.5 * s["late_s"].get<double>());
+    CHECK(blamed["verdict"].get<std::string>().find("the machine's other load on its CPU held it") !=
+          std::string::npos);
+    // the diff of the two runs: B is slower, and its rank 1's wait for a core says why
+    const ProcessResult diff = run_process(ultrascope() + " diff " + a + " " + b + " --json");
+    INFO(diff.output);
+    REQUIRE(diff.exit_code == 0);
+    const nlohmann::json d = nlohmann::json::parse(diff.output);
+    CHECK(d["delta_ms"].get<double>() > 0);
+    REQUIRE(d["b_core_wait"].is_object());
+    CHECK(d["b_core_wait"]["most_rank"] == 1);
+    CHECK(d["b_core_wait"]["most_ms"].get<double>() > 0.5 * d["delta_ms"].get<double>());
+    CHECK(d["verdict"].get<std::string>().find("longer for a core") != std::string::npos);
 }
 
 TEST_CASE("a pipeline stage slowed 3x is the pipeline's bottleneck, and its neighbours wait on it",

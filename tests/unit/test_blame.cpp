@@ -75,7 +75,7 @@ TEST_CASE("blame names the rank the others wait for in every step, with what the
         for (size_t k = 1; k < 5; ++k) expected += 0.8 - arrive[size_t(r)][k];
     CHECK(s.others_waited_s == Approx(expected).epsilon(1e-6));
     CHECK(b.waited_s == Approx(expected).epsilon(1e-6));
-    CHECK(s.compute_vs_median == Approx(0.8 / 0.505).epsilon(0.02));
+    CHECK(s.compute_vs_median == Approx(0.8 / 0.5075).epsilon(1e-6));  // the others' median: rank 0's mean
     CHECK(s.phases.at("backward") == 4);
     CHECK(s.steps.size() == 4);
     CHECK(b.verdict.find("rank 2 holds the run back") == 0);
@@ -96,6 +96,53 @@ TEST_CASE("blame names the rank the others wait for in every step, with what the
         edges_s += double(b.edges[i].wait_ns) / 1e9;
     }
     CHECK(edges_s == Approx(expected).epsilon(1e-6));
+}
+
+TEST_CASE("blame says whether the machine's other load held the straggler: its wait for a core against its group's",
+          "[cpu]") {
+    // rank 2 arrives 0.3 s after the others each step (the case above): it comes 0.3 s late (+- jitter)
+    const std::vector<std::vector<double>> arrive = {{0.50, 0.50, 0.51, 0.50, 0.52},
+                                                     {0.51, 0.52, 0.50, 0.50, 0.50},
+                                                     {0.80, 0.80, 0.80, 0.80, 0.80},
+                                                     {0.50, 0.51, 0.52, 0.51, 0.50}};
+    auto with_waits = [&](double slow_rank_wait, double others_wait) {
+        std::vector<RankDigest> digests = data_parallel(arrive);
+        for (RankDigest& d : digests)
+            for (DigestStep& s : d.steps) s.core_wait_s = d.rank == 2 ? slow_rank_wait : others_wait;
+        return digests;
+    };
+    SECTION("it waited for a core for most of the time it came late: the machine's other load") {
+        const Blame b = blame(with_waits(0.25, 0.01));
+        REQUIRE(b.culprit);
+        const Straggler& s = b.stragglers.front();
+        CHECK(s.late_s == Approx(0.2925).epsilon(0.01));  // the others' waits, 3.51 s over 4 steps and 3 ranks
+        CHECK(s.core_wait_s == Approx(0.25));
+        CHECK(s.group_median_core_wait_s == Approx(0.01));
+        CHECK(s.waited_for_core);
+        CHECK(b.verdict.find("waited for a core 250.0 ms a step against its group's other ranks' median 10.0 ms") !=
+              std::string::npos);
+        CHECK(b.verdict.find("the machine's other load on its CPU held it") != std::string::npos);
+        CHECK(blame_json(b)["stragglers"][0]["waited_for_core"] == true);
+    }
+    SECTION("it waited no longer than the others: its lateness is not the machine's other load") {
+        const Blame b = blame(with_waits(0.02, 0.01));
+        REQUIRE(b.culprit);
+        CHECK_FALSE(b.stragglers.front().waited_for_core);
+        CHECK(b.verdict.find("not the machine's other load on its CPU") != std::string::npos);
+    }
+    SECTION("a wait under half of how late it came is not the reason") {
+        const Blame b = blame(with_waits(0.13, 0.01));  // 0.12 s over the median, against 0.29 s late
+        CHECK_FALSE(b.stragglers.front().waited_for_core);
+    }
+    SECTION("unknown where a rank's trace lacks the counter: nothing said") {
+        std::vector<RankDigest> digests = with_waits(0.25, 0.01);
+        digests[0].steps[3].core_wait_s = -1;
+        const Blame b = blame(digests);
+        CHECK(b.stragglers.front().group_median_core_wait_s < 0);
+        CHECK_FALSE(b.stragglers.front().waited_for_core);
+        CHECK(b.verdict.find("for a core") == std::string::npos);
+        CHECK(blame_json(b)["stragglers"][0]["group_median_core_wait_s"].is_null());
+    }
 }
 
 TEST_CASE("blame names no one when noise picks a different rank each step, and says which rule failed", "[cpu]") {
@@ -147,8 +194,9 @@ TEST_CASE("blame names the node when every rank of one host holds the run back, 
     CHECK(b.node->share == Approx(1.0));
     CHECK(b.node->steps_on_top == 4);
     CHECK(b.node->steps_with_waiting == 4);
-    // each slow rank computes 0.8025 s a steady step; half the group is slow, so its median is (0.5 + 0.8025) / 2
-    CHECK(b.node->compute_vs_median == Approx(0.8025 / 0.65125).epsilon(1e-3));
+    // each slow rank computes 0.8025 s a steady step; its group's other ranks are 3 slow and 4 fast: their median
+    // is a fast one's 0.5 s
+    CHECK(b.node->compute_vs_median == Approx(0.8025 / 0.5).epsilon(1e-3));
     CHECK(b.verdict.find("node gpu-b (ranks 4-7) holds the run back") == 0);
     CHECK(b.why_not.empty());
     REQUIRE(b.stragglers.size() == 4);
@@ -156,6 +204,21 @@ TEST_CASE("blame names the node when every rank of one host holds the run back, 
     nlohmann::json j = blame_json(b);
     CHECK(j["node"] == "gpu-b");
     CHECK(j["culprit"] == true);
+    CHECK(b.node->core_wait_s < 0);  // no rank recorded its wait for a core
+    CHECK(b.verdict.find("for a core") == std::string::npos);
+    // gpu-b's ranks waited for a core 0.2 s a step, the others 0.01 s: the machine's other load on the node. Each
+    // step the others wait 4 x 0.31 + 3 x 0.01 s for the last: 1.27 s over 7 ranks, 0.181 s late.
+    auto loaded = two_hosts({4, 5, 6, 7});
+    for (RankDigest& d : loaded)
+        for (DigestStep& s : d.steps) s.core_wait_s = d.host == "gpu-b" ? 0.2 : 0.01;
+    const Blame held = blame(loaded);
+    REQUIRE(held.node);
+    CHECK(held.node->late_s == Approx(1.27 / 7).epsilon(0.01));
+    CHECK(held.node->waited_for_core);
+    CHECK(held.verdict.find("the machine's other load on the node held them") != std::string::npos);
+    for (RankDigest& d : loaded)
+        for (DigestStep& s : d.steps) s.core_wait_s = 0.01;
+    CHECK(blame(loaded).verdict.find("not the machine's other load on their CPUs") != std::string::npos);
     // one slow rank on gpu-b: the rank is named, not its node
     const Blame one = blame(two_hosts({5}));
     CHECK(one.culprit);
@@ -213,6 +276,7 @@ TEST_CASE("a digest survives its JSON and its compact bytes, and bad bytes are a
     d.coords = {.dp = 1, .pp = 0};
     d.host = "gpu-b";
     d.clock_offset_ns = 42, d.clock_uncertainty_ns = 7;
+    d.steps[1].core_wait_s = 0.125;
     d.ops.push_back({"matmul", OpClass::gemm, 12, 0.25});
     DigestTransfer t;
     t.peer = 0, t.send = true, t.index = 0, t.step = 2, t.phase = Phase::forward, t.bytes = 4096, t.begin = 5,
@@ -224,6 +288,8 @@ TEST_CASE("a digest survives its JSON and its compact bytes, and bad bytes are a
     const nlohmann::json j = digest_json(d);
     CHECK(digest_json(digest_from_json(j)) == j);
     CHECK(digest_from_json(j).host == "gpu-b");
+    CHECK(digest_from_json(j).steps[1].core_wait_s == 0.125);
+    CHECK(digest_from_json(j).steps[0].core_wait_s == -1);
     const std::string bytes = digest_bytes(d);
     CHECK(digest_json(digest_from_bytes(bytes, "rank 1's digest")) == j);
     CHECK(bytes.size() < j.dump().size());

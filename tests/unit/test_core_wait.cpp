@@ -1,12 +1,16 @@
 // The trainer thread's wait for a core (engine/train/core_wait.h), read from the kernel: it only grows, and it grows
-// when more threads want the cores than there are. The report's use of it is test_misses.cpp's (a bubble's excess
-// explained by it) and the pipeline run's e2e case (every rank's figure).
+// when more threads want the cores than there are; the analysis's per-step figure is the counter's rise
+// (profiler/analysis/core_wait.h). Its other uses: test_misses.cpp (a bubble's excess explained by it), test_blame.cpp
+// (a straggler held by the machine's other load), the blame e2e case (an injected noisy neighbour named as such).
 #include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
 
+#include "engine/parallel/injected_load.h"
 #include "engine/train/core_wait.h"
+#include "prof_test_util.h"
+#include "profiler/analysis/core_wait.h"
 #include "test_util.h"
 
 TEST_CASE("a thread's wait for a core is read from the kernel and grows while the cores are oversubscribed",
@@ -32,4 +36,54 @@ TEST_CASE("a thread's wait for a core is read from the kernel and grows while th
     const double after = us::thread_runqueue_wait_ms();
     CHECK(after > before);
     CHECK(us::thread_runqueue_wait_ms() >= after);
+}
+
+TEST_CASE("each step's wait for a core is the counter's rise since the step before, and a gap leaves it unknown",
+          "[cpu][analysis]") {
+    us::test::SyntheticRank r(0);
+    const std::string counter(us::prof::kRunQueueWaitCounter);
+    // steps 1-3 and 5 (4 has no counter: a step the trace lost), the counter recorded at each one's end in ms
+    for (int step : {1, 2, 3, 4, 5}) r.step(10 * (step - 1), 10 * step - 1, step);
+    r.counter(9, counter, 100, 1);
+    r.counter(19, counter, 103, 2);
+    r.counter(29, counter, 110.5, 3);
+    r.counter(49, counter, 111, 5);
+    us::prof::TraceStore store;
+    us::test::load(store, r, us::test::metadata(0, 1, 0, 0, 1));
+    const auto steps = us::prof::analyze_steps(store, 0);
+    REQUIRE(steps.size() == 5);
+    CHECK(steps[0].core_wait_s == -1);  // no point before step 1
+    CHECK(steps[1].core_wait_s == Approx(0.003));
+    CHECK(steps[2].core_wait_s == Approx(0.0075));
+    CHECK(steps[3].core_wait_s == -1);  // step 4 recorded none
+    CHECK(steps[4].core_wait_s == -1);  // nor, then, does step 5 have a point before it
+    CHECK(us::prof::runqueue_wait_s({steps[1], steps[2]}) == Approx(0.0105));
+    CHECK(us::prof::runqueue_wait_s({steps[1], steps[3]}) == -1);  // one unknown step: unknown
+    CHECK(us::prof::sum_steps({steps[1], steps[2]}).core_wait_s == Approx(0.0105));
+}
+
+TEST_CASE("an injected noisy neighbour takes this thread's CPU: it waits for a core, and the busy threads stop",
+          "[cpu][engine]") {
+    const double before = us::thread_runqueue_wait_ms();
+    if (before < 0) {
+        us::test::skip_test("this kernel gives no /proc/thread-self/schedstat");
+        return;
+    }
+    // run on a thread of its own: the pin stays with it, not with the test runner's thread
+    double waited = 0, busy_for = 0;
+    std::thread([&] {
+        const double start = us::thread_runqueue_wait_ms();
+        const auto t0 = std::chrono::steady_clock::now();
+        {
+            us::InjectedLoad load(3.0);  // two busy threads on this thread's CPU: it gets about a third of it
+            const auto until = t0 + std::chrono::milliseconds(300);
+            while (std::chrono::steady_clock::now() < until) {
+            }
+        }
+        busy_for = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        waited = us::thread_runqueue_wait_ms() - start;
+    }).join();
+    // about two thirds of the 300 ms on the CPU went to the busy threads; at least a third is beyond any scheduler
+    CHECK(waited > 0.33 * busy_for);
+    CHECK_THROWS_AS(us::InjectedLoad(1.0), us::UserError);
 }

@@ -341,4 +341,12 @@ TEST_CASE("the Ranks heatmap: a figure per rank and step, grouped by a coordinat
     CHECK(m.at(0, 0) == Approx(0.0));
     m = build_ranks_model(digests, b, RankFigure::caused, "dp", RankOrder::caused);
     CHECK(m.rows == std::vector<size_t>{0, 2, 3, 1});  // dp 0: ranks 0, 2 (none caused); dp 1: rank 3 first
+
+    // the wait for a core: a step whose figure is unknown (-1) stays blank, not 0
+    for (RankDigest& d : digests) d.steps[1].core_wait_s = 0.02 * d.rank;
+    m = build_ranks_model(digests, b, RankFigure::core_wait, "", RankOrder::value);
+    CHECK(m.rows.front() == 3);
+    CHECK(m.at(0, 1) == Approx(0.06));
+    CHECK(m.at(0, 0) < 0);
+    CHECK(m.totals.front() == Approx(0.06));
 }

@@ -56,6 +56,8 @@ double step_figure(const prof::DigestStep& s, RankFigure figure) {
             return s.bubble_s;
         case RankFigure::idle:
             return s.idle_s;
+        case RankFigure::core_wait:
+            return s.core_wait_s;  // -1 where unknown: the cell stays blank
         default:
             return 0;
     }
@@ -86,7 +88,8 @@ Cells cells_of(const std::vector<prof::RankDigest>& digests, const prof::Blame& 
         out.totals[i] += v;
     };
     for (size_t i = 0; i < n; ++i)
-        for (const prof::DigestStep& s : digests[i].steps) add(i, s.step, step_figure(s, figure));
+        for (const prof::DigestStep& s : digests[i].steps)
+            if (const double v = step_figure(s, figure); v >= 0) add(i, s.step, v);
     for (const prof::RankStepWait& w : blame.waits) {
         const auto it = index_of_rank.find(w.rank);
         if (it == index_of_rank.end() || !column.count(w.step)) continue;

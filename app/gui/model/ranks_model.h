@@ -1,8 +1,8 @@
 // The Ranks view's data (docs/blame.md), from the ranks' digests and the blame made of them: a rank x step heatmap
-// of one figure (compute, exposed communication, waiting caused, waiting suffered, bubble, idle), the ranks grouped
-// by a parallel coordinate (the engine's grid) or a process group (an imported trace's), sorted within each group,
-// the stragglers and the pipelines' bottleneck stages marked. Digests, not spans: the same for 4 ranks and 4,096.
-// Measured, all of it.
+// of one figure (compute, exposed communication, waiting caused, waiting suffered, bubble, idle, waiting for a core),
+// the ranks grouped by a parallel coordinate (the engine's grid) or a process group (an imported trace's), sorted
+// within each group, the stragglers and the pipelines' bottleneck stages marked. Digests, not spans: the same for 4
+// ranks and 4,096. Measured, all of it.
 #pragma once
 
 #include <cstddef>
@@ -15,9 +15,10 @@
 
 namespace us::gui {
 
-enum class RankFigure { compute, exposed, caused, suffered, bubble, idle, count };
+enum class RankFigure { compute, exposed, caused, suffered, bubble, idle, core_wait, count };
 inline constexpr const char* kRankFigureNames[] = {"compute",          "exposed communication", "waiting caused",
-                                                   "waiting suffered", "pipeline bubble",       "idle"};
+                                                   "waiting suffered", "pipeline bubble",       "idle",
+                                                   "waited for a core"};
 // What each figure means, for the view's tooltip.
 inline constexpr const char* kRankFigureHelp[] = {
     "time computing in the step (measured)",
@@ -25,7 +26,9 @@ inline constexpr const char* kRankFigureHelp[] = {
     "the others' waiting in collectives this rank arrived last in (measured: durations matched across the group)",
     "this rank's waiting in collectives for the last to arrive (measured)",
     "a pipeline stage's idle time between its micro-batches (measured)",
-    "time with nothing running (measured)"};
+    "time with nothing running (measured)",
+    "its trainer thread ready to run with no core free: the machine's other load (measured: the kernel's run queue; "
+    "blank where the trace has no such counter)"};
 
 enum class RankOrder { rank, value, caused, count };
 inline constexpr const char* kRankOrderNames[] = {"rank", "the figure, most first", "waiting caused, most first"};

@@ -78,6 +78,12 @@ void draw_waterfall(DiffPick& pick) {
         d.repeats.empty() ? " (keep another run of A's settings to see the noise between runs)" : "");
     ImGui::PopStyleColor();
     if (d.settings) ImGui::TextWrapped("settings changed: %s", prof::describe_changes(*d.settings).c_str());
+    if (d.a_core_wait && d.b_core_wait)
+        ImGui::TextWrapped(
+            "waited for a core a step (measured; the machine's other load, inside the bars): A %.2f ms, B %.2f ms "
+            "(rank %d the most, %.2f ms)%s",
+            d.a_core_wait->mean_ms, d.b_core_wait->mean_ms, d.b_core_wait->most_rank, d.b_core_wait->most_ms,
+            prof::load_explains_ms(d) ? ": at least half of B's slowdown" : "");
     if (pick.selected >= 0 && size_t(pick.selected) < d.causes.size()) draw_evidence(d.causes[size_t(pick.selected)]);
     for (const prof::WhatIf& w : d.what_if) ImGui::Text("predicted, %s: %.2f ms per step", w.name.c_str(), w.step_ms);
 }

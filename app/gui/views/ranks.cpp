@@ -203,13 +203,14 @@ int draw_stragglers(const prof::Blame& b) {
     int clicked = -1;
     if (b.stragglers.empty()) return clicked;
     const int shown = int(std::min<size_t>(b.stragglers.size(), 12));
-    if (!begin_wide_table("stragglers", 6, shown)) return clicked;
+    if (!begin_wide_table("stragglers", 7, shown)) return clicked;
     ImGui::TableSetupColumn("rank (most waiting caused first)");
     ImGui::TableSetupColumn("others waited");
     ImGui::TableSetupColumn("last / matched");
     ImGui::TableSetupColumn("share");
     ImGui::TableSetupColumn("top in steps");
     ImGui::TableSetupColumn("compute vs group");
+    ImGui::TableSetupColumn("waited for a core / late");
     ImGui::TableHeadersRow();
     for (int i = 0; i < shown; ++i) {
         const prof::Straggler& s = b.stragglers[size_t(i)];
@@ -231,6 +232,16 @@ int draw_stragglers(const prof::Blame& b) {
             ImGui::Text("%.2fx", s.compute_vs_median);
         else
             ImGui::TextUnformatted("-");
+        ImGui::TableNextColumn();  // per step: its wait for a core over its group's, against how late it came
+        if (s.core_wait_s >= 0 && s.group_median_core_wait_s >= 0)
+            ImGui::Text("%+.1f / %.1f ms%s", 1e3 * (s.core_wait_s - s.group_median_core_wait_s), 1e3 * s.late_s,
+                        s.waited_for_core ? "  the machine's load" : "");
+        else
+            ImGui::TextUnformatted("-");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "its trainer thread's wait for a core a step beyond its group's other ranks' median, against how late "
+                "it came (measured: the kernel's run queue); at least half: the machine's other load held it");
     }
     ImGui::EndTable();
     return clicked;
