@@ -1,7 +1,8 @@
-// `ultrascope diff A B [--repeat A2 ...] [--json]`: what made run B's step slower (or faster) than run A's, split
+// `ultrascope diff A B [--repeat A2|B2 ...] [--json]`: what made run B's step slower (or faster) than run A's, split
 // into causes that add up to the difference (profiler/diff/run_diff.h, docs/diff.md). A and B are anything
 // `ultrascope report` opens: our trace files, PyTorch profiler folders or files, large runs from their cached
-// digests; each --repeat is another run of A's settings, whose step with A's is the noise between runs. The JSON
+// digests; each --repeat is another run of A's or of B's settings, whose step with that run's is the noise between
+// runs. The JSON
 // schema is docs/report-schema.md ("ultrascope diff").
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -34,8 +35,8 @@ int diff_command(int argc, char** argv) {
         ->required();
     cli.add_option("B", b, "The run compared: the same kinds")->required();
     cli.add_option("--repeat", repeat_paths,
-                   "Another run of A's settings (may be given more than once): the noise is then how far the "
-                   "machine moves between runs, not only within each")
+                   "Another run of A's or of B's settings (may be given more than once): the noise is then how far "
+                   "the machine moves between runs, not only within each")
         ->allow_extra_args(false);  // one path per --repeat, so that A and B after it stay positional
     cli.add_flag("--json", json, "Print JSON (docs/report-schema.md, \"ultrascope diff\")");
     CLI11_PARSE(cli, argc, argv);
@@ -43,6 +44,7 @@ int diff_command(int argc, char** argv) {
     std::vector<RunReport> repeats;
     for (const std::string& path : repeat_paths) {
         US_CHECK_INPUT(!same_file(path, a), "--repeat {}: that is A itself: give another run of A's settings", path);
+        US_CHECK_INPUT(!same_file(path, b), "--repeat {}: that is B itself: give another run of B's settings", path);
         repeats.push_back(load_diff_side(path, "--repeat"));
     }
     std::vector<NamedReport> named;  // pointing into `repeats`, which no longer grows

@@ -60,7 +60,8 @@ nlohmann::json diff_json(const RunDiff& d) {
         memory.push_back(
             {{"category", m.category}, {"a_bytes", optional_json(m.a_bytes)}, {"b_bytes", optional_json(m.b_bytes)}});
     nlohmann::json repeats = nlohmann::json::array(), settings = nullptr;
-    for (const RepeatRun& r : d.repeats) repeats.push_back({{"name", r.name}, {"step_ms", r.step_ms}});
+    for (const RepeatRun& r : d.repeats)
+        repeats.push_back({{"name", r.name}, {"step_ms", r.step_ms}, {"of", std::string(1, r.of)}});
     if (d.settings) {
         settings = nlohmann::json::array();
         for (const SettingChange& c : *d.settings) settings.push_back({{"key", c.key}, {"a", c.a}, {"b", c.b}});

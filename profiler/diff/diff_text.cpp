@@ -51,12 +51,17 @@ std::string noise_line(const RunDiff& d) {
             "noise: ±{:.2f} ms, the runs' own step spread (the larger range of their steady steps, within each run; "
             "how far two runs of the same settings differ is not in it: give one with --repeat){}\n",
             d.noise_ms, within);
-    std::string steps = fmt::format("A {:.2f}", d.a_step_ms);
-    for (const RepeatRun& r : d.repeats) steps += fmt::format(", {} {:.2f}", r.name, r.step_ms);
-    return fmt::format(
-        "noise: ±{:.2f} ms, {} (A and its {} repeat(s): {} ms per step, a range of {:.2f} ms; within each run "
-        "±{:.2f} ms){}\n",
-        d.noise_ms, noise_words(d), d.repeats.size(), steps, *d.noise_between_ms, d.noise_within_ms, within);
+    std::string runs;
+    for (const char of : {'A', 'B'}) {
+        std::string steps = fmt::format("{} {:.2f}", of, of == 'A' ? d.a_step_ms : d.b_step_ms);
+        size_t n = 0;
+        for (const RepeatRun& r : d.repeats)
+            if (r.of == of) steps += fmt::format(", {} {:.2f}", r.name, r.step_ms), ++n;
+        if (n > 0)
+            runs += fmt::format("{}{} and its {} repeat(s): {} ms per step", runs.empty() ? "" : "; ", of, n, steps);
+    }
+    return fmt::format("noise: ±{:.2f} ms, {} ({}; the larger range {:.2f} ms; within each run ±{:.2f} ms){}\n",
+                       d.noise_ms, noise_words(d), runs, *d.noise_between_ms, d.noise_within_ms, within);
 }
 
 std::string cause_lines(const RunDiff& d) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <set>
 
@@ -184,27 +185,41 @@ std::vector<RankDelta> rank_deltas(const RunFigures& a, const RunFigures& b, con
     return out;
 }
 
-// The steps of A and of its repeats (runs of A's settings again): their range is how far the machine moves between
-// whole runs, which the runs' own step spreads do not hold.
-void add_repeats(RunDiff& d, const DiffSide& a, const std::vector<DiffSide>& repeats) {
+// The steps of A and of its repeats (runs of A's settings again), and of B and of its: the larger range is how far
+// the machine moves between whole runs, which the runs' own step spreads do not hold.
+void add_repeats(RunDiff& d, const DiffSide& a, const DiffSide& b, const std::vector<DiffSide>& repeats) {
     if (repeats.empty()) return;
-    double lo = d.a_step_ms, hi = d.a_step_ms;
+    std::map<char, std::pair<double, double>> range = {{'A', {d.a_step_ms, d.a_step_ms}},
+                                                       {'B', {d.b_step_ms, d.b_step_ms}}};
     for (const DiffSide& r : repeats) {
         const std::string what = "repeat (" + r.name + ")";
+        char of = 'A';
         if (!a.settings.is_null() && !r.settings.is_null()) {
             const auto changes = setting_changes(a.settings, r.settings, "A's settings", what + "'s settings");
-            US_CHECK_INPUT(changes.empty(),
-                           "{}: not a run of A's settings ({}): a repeat is A's settings run again, to measure how "
-                           "far the machine moves between runs",
-                           what, describe_changes(changes));
+            if (!changes.empty()) {
+                const auto from_b = b.settings.is_null()
+                                        ? changes
+                                        : setting_changes(b.settings, r.settings, "B's settings", what + "'s settings");
+                US_CHECK_INPUT(!b.settings.is_null() && from_b.empty(),
+                               "{}: not a run of A's settings ({}){}: a repeat is A's or B's settings run again, to "
+                               "measure how far the machine moves between runs",
+                               what, describe_changes(changes),
+                               b.settings.is_null() || setting_changes(a.settings, b.settings, "A's", "B's").empty()
+                                   ? ""
+                                   : fmt::format(" nor of B's ({})", describe_changes(from_b)));
+                of = 'B';
+            }
         } else {
             d.notes.push_back(what + ": its settings or A's are not known: taken as a run of A's settings");
         }
         const RunFigures f = run_figures(*r.run, what);
-        d.repeats.push_back({r.name, kMs * f.mean.wall_s});
+        d.repeats.push_back({r.name, kMs * f.mean.wall_s, of});
+        auto& [lo, hi] = range[of];
         lo = std::min(lo, d.repeats.back().step_ms), hi = std::max(hi, d.repeats.back().step_ms);
     }
-    d.noise_between_ms = hi - lo;
+    const double a_range = range['A'].second - range['A'].first, b_range = range['B'].second - range['B'].first;
+    d.noise_between_of = b_range > a_range ? 'B' : 'A';
+    d.noise_between_ms = std::max(a_range, b_range);
 }
 
 }  // namespace
@@ -212,8 +227,8 @@ void add_repeats(RunDiff& d, const DiffSide& a, const std::vector<DiffSide>& rep
 std::string cause_title(const Cause& c);  // diff_text.cpp
 
 std::string noise_words(const RunDiff& d) {
-    return d.noise_between_ms && *d.noise_between_ms >= d.noise_within_ms ? "the spread between runs of A's settings"
-                                                                          : "the runs' own step spread";
+    if (!d.noise_between_ms || *d.noise_between_ms < d.noise_within_ms) return "the runs' own step spread";
+    return fmt::format("the spread between runs of {}'s settings", d.noise_between_of);
 }
 
 std::optional<double> load_explains_ms(const RunDiff& d) {
@@ -259,7 +274,7 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSi
     d.a_steps = fa.steady_steps, d.b_steps = fb.steady_steps;
     d.a_step_ms = kMs * fa.mean.wall_s, d.b_step_ms = kMs * fb.mean.wall_s, d.delta_ms = d.b_step_ms - d.a_step_ms;
     d.noise_within_ms = kMs * std::max(fa.noise_s, fb.noise_s);
-    add_repeats(d, a, repeats);
+    add_repeats(d, a, b, repeats);
     d.noise_ms = std::max(d.noise_within_ms, d.noise_between_ms.value_or(0.0));
     if (!a.settings.is_null() && !b.settings.is_null())
         d.settings = setting_changes(a.settings, b.settings, "A's settings", "B's settings");

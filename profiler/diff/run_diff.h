@@ -64,21 +64,24 @@ struct DiffSide {
     nlohmann::json settings;                      // the run's settings (an engine run's config); null: unknown
 };
 
-// A run of A's settings again (`--repeat`): how far this machine moves between whole runs.
+// A run of A's or of B's settings again (`--repeat`): how far this machine moves between whole runs.
 struct RepeatRun {
     std::string name;
     double step_ms = 0;  // measured: the ranks' mean steady step
+    char of = 'A';       // whose settings it runs again: 'A' or 'B'
 };
 
 struct RunDiff {
     std::string a_name, b_name;
     int a_ranks = 0, b_ranks = 0, a_steps = 0, b_steps = 0;
-    double a_step_ms = 0, b_step_ms = 0;         // measured: the ranks' mean steady step
-    double delta_ms = 0;                         // measured: b - a
-    double noise_ms = 0;                         // measured: the larger of the two below
-    double noise_within_ms = 0;                  // measured: the larger of the runs' ranges of their steady steps
-    std::optional<double> noise_between_ms;      // measured: the range of the steps of A and its repeats
-    std::vector<RepeatRun> repeats;              // the runs of A's settings given as repeats
+    double a_step_ms = 0, b_step_ms = 0;  // measured: the ranks' mean steady step
+    double delta_ms = 0;                  // measured: b - a
+    double noise_ms = 0;                  // measured: the larger of the two below
+    double noise_within_ms = 0;           // measured: the larger of the runs' ranges of their steady steps
+    // measured: the larger of the ranges of the steps of A and its repeats, and of B and its repeats
+    std::optional<double> noise_between_ms;
+    char noise_between_of = 'A';                 // whose runs' range it is
+    std::vector<RepeatRun> repeats;              // the runs of A's or B's settings given as repeats
     std::vector<double> a_steps_ms, b_steps_ms;  // measured: each steady step, the ranks' mean
     // measured: each run's wait for a core per steady step (the machine's other load); unknown where a rank's trace
     // lacks it. It is inside the step's compute and waits, not a cause beside them.
@@ -102,14 +105,16 @@ struct RunDiff {
     std::string verdict;  // one line: the answer first
 };
 
-// `repeats`: other runs of A's settings, whose steps with A's give the noise between runs. Throws UserError when a
-// run has no rank with a steady step, or a repeat's settings are known and differ from A's.
+// `repeats`: other runs of A's or of B's settings, whose steps with that run's give the noise between runs (a run of
+// settings A and B share counts as A's). Throws UserError when a run has no rank with a steady step, or a repeat's
+// settings are known and are neither A's nor B's.
 RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSide>& repeats = {});
 
 // The predicted steps (what_if.cpp), from the figures the diff compared.
 std::vector<WhatIf> what_if(const RunFigures& a, const RunFigures& b, const Blame& b_blame);
 
-// Where the noise figure comes from: "the runs' own step spread" or "the spread between runs of A's settings".
+// Where the noise figure comes from: "the runs' own step spread" or "the spread between runs of A's settings" (or
+// B's).
 std::string noise_words(const RunDiff& d);
 // How much longer B's most-waiting rank waited for a core a step than A's, where that is at least half of B's slowdown
 // (the machine's other load, not what changed); nullopt otherwise.

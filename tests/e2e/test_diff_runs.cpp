@@ -143,6 +143,9 @@ TEST_CASE("diff --repeat: another run of A's settings is the noise between runs,
     const ProcessResult self = run_process(bin("ultrascope") + " diff " + a + " " + b + " --repeat " + a);
     CHECK(self.exit_code != 0);
     CHECK(self.output.find("that is A itself") != std::string::npos);
+    const ProcessResult self_b = run_process(bin("ultrascope") + " diff " + a + " " + b + " --repeat " + b);
+    CHECK(self_b.exit_code != 0);
+    CHECK(self_b.output.find("that is B itself") != std::string::npos);
     const std::string other = engine_run("same-tp", "--tp 2 --preset tiny --hidden 128 --seq 128 --batch 8 --steps 3");
     const ProcessResult wrong = run_process(bin("ultrascope") + " diff " + a + " " + b + " --repeat " + other);
     INFO(wrong.output);

@@ -62,26 +62,37 @@ gui::RunSummary kept_run(const std::string& label, double step_s, const nlohmann
 
 }  // namespace
 
-TEST_CASE("diff waterfall: the session's other runs of A's settings are the diff's repeats, the noise between runs",
-          "[cpu][diff]") {
-    const nlohmann::json dp1 = {{"preset", "tiny"}, {"dp", 1}}, zero1 = {{"preset", "tiny"}, {"dp", 1}, {"zero", 1}};
-    // runs 1 and 3 have the same settings and read 0.10 and 0.13 s a step; run 2 (B) 0.12 s; run 4 another setting
+TEST_CASE(
+    "diff waterfall: the session's other runs of A's or B's settings are the diff's repeats, the noise between "
+    "runs",
+    "[cpu][diff]") {
+    const nlohmann::json dp1 = {{"preset", "tiny"}, {"dp", 1}}, zero1 = {{"preset", "tiny"}, {"dp", 1}, {"zero", 1}},
+                         zero2 = {{"preset", "tiny"}, {"dp", 1}, {"zero", 2}};
+    // runs 1 and 3 have the same settings and read 0.10 and 0.13 s a step; run 2 (B) 0.12 s and run 5, B's settings
+    // again, 0.125 s; run 4 another setting
     const std::vector<gui::RunSummary> kept = {kept_run("run 1", 0.10, dp1), kept_run("run 2", 0.12, zero1),
-                                               kept_run("run 3", 0.13, dp1), kept_run("run 4", 0.30, zero1)};
+                                               kept_run("run 3", 0.13, dp1), kept_run("run 4", 0.30, zero2),
+                                               kept_run("run 5", 0.125, zero1)};
     std::string why;
     const auto d = gui::diff_summaries(kept, 0, 1, why);
     INFO(why);
     REQUIRE(d);
-    REQUIRE(d->repeats.size() == 1);
+    REQUIRE(d->repeats.size() == 2);
     CHECK(d->repeats[0].name == "run 3");
-    CHECK(*d->noise_between_ms == Approx(30));
+    CHECK(d->repeats[0].of == 'A');
+    CHECK(d->repeats[1].name == "run 5");
+    CHECK(d->repeats[1].of == 'B');
+    CHECK(*d->noise_between_ms == Approx(30));  // A's pair moved 30 ms, B's 5
+    CHECK(d->noise_between_of == 'A');
     CHECK(d->delta_ms == Approx(20));
     CHECK(d->within_noise);
     REQUIRE(d->settings);
     CHECK(prof::describe_changes(*d->settings) == "zero 0 -> 1");
-    // run 4 against run 2: no other run of run 4's settings, so only the runs' own (here: no) spread
+    // run 4 against run 2: no other run of run 4's settings, B's pair moved 5 ms: far from the 180 ms change
     const auto alone = gui::diff_summaries(kept, 3, 1, why);
     REQUIRE(alone);
-    CHECK(alone->repeats.empty());
+    REQUIRE(alone->repeats.size() == 1);
+    CHECK(alone->repeats[0].of == 'B');
+    CHECK(*alone->noise_between_ms == Approx(5));
     CHECK_FALSE(alone->within_noise);
 }

@@ -293,6 +293,39 @@ TEST_CASE("diff: a repeat whose settings differ from A's is refused, naming what
     CHECK(format_diff(d).find("repeat (A2): its settings or A's are not known") != std::string::npos);
 }
 
+TEST_CASE(
+    "diff: a repeat of B's settings is B's, the larger of the two runs' ranges is the noise, other settings are "
+    "refused naming both",
+    "[cpu][diff]") {
+    RankPlan slower, slowest, slow_again;
+    slower.kinds[size_t(ComputeKind::gemm)] += 0.03, slowest.kinds[size_t(ComputeKind::gemm)] += 0.04;
+    slow_again.kinds[size_t(ComputeKind::gemm)] += 0.08;
+    const CrossRank a = dp_run({RankPlan{}, RankPlan{}}), b = dp_run({slower, slower}), a2 = dp_run({slowest, slowest}),
+                    b2 = dp_run({slow_again, slow_again});
+    const nlohmann::json sa = {{"dp", 2}, {"grad_accum", 1}}, sb = {{"dp", 2}, {"grad_accum", 4}};
+    // A2 reads 40 ms over A, B2 50 ms over B: B's pair moved more, and sizes the noise
+    const RunDiff d = diff_runs({"A", &a, {}, sa}, {"B", &b, {}, sb}, {{"A2", &a2, {}, sa}, {"B2", &b2, {}, sb}});
+    REQUIRE(d.repeats.size() == 2);
+    CHECK(d.repeats[0].of == 'A');
+    CHECK(d.repeats[1].of == 'B');
+    REQUIRE(d.noise_between_ms);
+    CHECK(*d.noise_between_ms == Approx(50));
+    CHECK(d.noise_between_of == 'B');
+    CHECK(noise_words(d) == "the spread between runs of B's settings");
+    CHECK(format_diff(d).find("A and its 1 repeat(s): A ") != std::string::npos);
+    CHECK(format_diff(d).find("B and its 1 repeat(s): B ") != std::string::npos);
+    CHECK(diff_json(d)["repeats"][1]["of"] == "B");
+    // neither A's nor B's settings: refused, naming what differs from each
+    try {
+        diff_runs({"A", &a, {}, sa}, {"B", &b, {}, sb}, {{"C", &a2, {}, {{"dp", 2}, {"grad_accum", 8}}}});
+        FAIL("a repeat of neither run's settings was taken");
+    } catch (const us::UserError& e) {
+        INFO(e.what());
+        CHECK(std::string(e.what()).find(
+                  "not a run of A's settings (grad_accum 1 -> 8) nor of B's (grad_accum 4 -> 8)") != std::string::npos);
+    }
+}
+
 TEST_CASE("diff: the settings B changed are listed, read through the settings table, the data file aside",
           "[cpu][diff]") {
     const CrossRank a = dp_run({RankPlan{}, RankPlan{}});

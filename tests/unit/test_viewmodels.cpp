@@ -144,12 +144,21 @@ TEST_CASE("overlap bars add up to the wall time and mark the rank the blame name
 }
 
 TEST_CASE("run comparison: the settings that differ, and the figures of each run", "[cpu][viewmodel]") {
-    std::vector<RunSummary> runs(2);
-    runs[0].config = {{"dp", 2}, {"zero", 0}, {"bucket_mb", 1.0}, {"data", "a"}};
-    runs[1].config = {{"dp", 2}, {"zero", 2}, {"bucket_mb", 1.0}, {"data", "b"}};
-    const auto keys = differing_settings(runs);
-    REQUIRE(keys.size() == 1);
-    CHECK(keys[0] == "zero");
+    // read through the settings table: run 3 writes neither zero nor bucket_mb (their defaults: 0 and 1 MiB); the
+    // data files differ but are left out; run 4 is an imported trace (no settings)
+    std::vector<RunSummary> runs(4);
+    runs[0].config = {{"dp", 2}, {"zero", 0}, {"bucket_mb", 4.0}, {"data", "a"}};
+    runs[1].config = {{"dp", 2}, {"zero", 2}, {"bucket_mb", 4.0}, {"data", "b"}};
+    runs[2].config = {{"dp", 2}, {"data", "c"}};
+    const auto differing = differing_settings(runs);
+    REQUIRE(differing.size() == 2);
+    std::map<std::string, std::vector<std::string>> values;
+    for (const DifferingSetting& d : differing) values[d.key] = d.values;
+    CHECK(values.at("zero") == std::vector<std::string>{"0", "2", "0", "-"});
+    CHECK(values.at("bucket_mb") == std::vector<std::string>{"4.0", "4.0", "1.0", "-"});
+    runs.resize(2);
+    runs[1].config["zero"] = 0;
+    CHECK(differing_settings(runs).empty());
     CHECK(describe_config({{"dp", 2}, {"zero", 1}, {"precision", "bf16"}, {"bucket_mb", 4.0}}) ==
           "dp 2, ZeRO-1, bf16, bucket 4 MiB");
 }

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
+#include <set>
 
+#include "common/core/check.h"
 #include "common/settings/settings_schema.h"
 
 namespace us::gui {
@@ -43,18 +46,31 @@ RunSummary summarize_run(const prof::Report& report, const std::string& label, c
     return s;
 }
 
-std::vector<std::string> differing_settings(const std::vector<RunSummary>& runs) {
-    std::vector<std::string> keys;
-    if (runs.size() < 2) return keys;
-    for (auto it = runs.front().config.begin(); it != runs.front().config.end(); ++it) {
-        if (it.key() == "data") continue;
-        for (const auto& r : runs)
-            if (!r.config.contains(it.key()) || r.config[it.key()] != *it) {
-                keys.push_back(it.key());
-                break;
-            }
+std::vector<DifferingSetting> differing_settings(const std::vector<RunSummary>& runs) {
+    std::vector<std::optional<nlohmann::json>> read;  // each run's settings through the table; nullopt: unknown
+    for (const RunSummary& r : runs) {
+        read.emplace_back();
+        if (!r.config.is_object() || r.config.empty()) continue;
+        try {
+            read.back() = settings_from_json(r.config, r.label + "'s settings").to_json();
+        } catch (const UserError&) {  // settings this build cannot read: shown as unknown, not guessed
+        }
     }
-    return keys;
+    std::vector<std::string> keys = {"preset"};
+    for (const Setting& s : settings_schema())
+        if (s.key != "data") keys.emplace_back(s.key);
+    std::vector<DifferingSetting> out;
+    for (const std::string& key : keys) {
+        DifferingSetting d{key, {}};
+        std::set<std::string> distinct;
+        for (const auto& j : read) {
+            const bool known = j && j->contains(key);
+            d.values.push_back(!known ? "-" : (*j)[key].is_string() ? (*j)[key].get<std::string>() : (*j)[key].dump());
+            if (known) distinct.insert(d.values.back());
+        }
+        if (distinct.size() > 1) out.push_back(std::move(d));
+    }
+    return out;
 }
 
 // Read through the settings table: a key the JSON lacks is the table's default (TrainConfig's), not a second one here.

@@ -32,8 +32,15 @@ struct RunSummary {
 // frame).
 RunSummary summarize_run(const prof::Report& report, const std::string& label, const std::string& trace_path,
                          double final_loss, bool keep_cross = true);
-// Settings whose values differ between any of the runs, in a stable order.
-std::vector<std::string> differing_settings(const std::vector<RunSummary>& runs);
+// A setting whose value differs between the runs, and each run's value ("-" where the run's settings are unknown:
+// an imported trace).
+struct DifferingSetting {
+    std::string key;
+    std::vector<std::string> values;  // one per run, in order
+};
+// Each run's settings read through the settings table (a key a run's version did not write is its default, as the
+// diff's setting_changes reads them), the preset first, then the table's order; the data file's path left out.
+std::vector<DifferingSetting> differing_settings(const std::vector<RunSummary>& runs);
 // A short description of a configuration: "dp 2, ZeRO-1, bf16, bucket 1 MiB, recompute selective".
 std::string describe_config(const nlohmann::json& config);
 

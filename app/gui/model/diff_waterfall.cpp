@@ -11,7 +11,7 @@ namespace {
 
 prof::DiffSide side_of(const RunSummary& r) { return {r.label, r.cross.get(), r.memory_peaks, r.config}; }
 
-// Another kept run of A's settings (the data file aside): one of the diff's repeats.
+// Another kept run of `a`'s settings (the data file aside): one of the diff's repeats.
 bool repeats_settings_of(const RunSummary& a, const RunSummary& r) {
     if (!r.cross || a.config.is_null() || r.config.is_null()) return false;
     try {
@@ -30,7 +30,8 @@ std::optional<prof::RunDiff> diff_summaries(const std::vector<RunSummary>& kept,
     }
     std::vector<prof::DiffSide> repeats;
     for (size_t i = 0; i < kept.size(); ++i)
-        if (i != a && i != b && repeats_settings_of(kept[a], kept[i])) repeats.push_back(side_of(kept[i]));
+        if (i != a && i != b && (repeats_settings_of(kept[a], kept[i]) || repeats_settings_of(kept[b], kept[i])))
+            repeats.push_back(side_of(kept[i]));
     try {
         return prof::diff_runs(side_of(kept[a]), side_of(kept[b]), repeats);
     } catch (const UserError& e) {

@@ -152,7 +152,7 @@ void draw_compare_view(AppState& app) {
     const size_t first = runs.size() > 5 ? runs.size() - 5 : 0;  // the last five
     const int cols = int(runs.size() - first) + 1;
     const std::vector<RunSummary> shown(runs.begin() + std::ptrdiff_t(first), runs.end());
-    const std::vector<std::string> differing = differing_settings(shown);
+    const std::vector<DifferingSetting> differing = differing_settings(shown);
     // A scrolling table fills the window's height unless told its own: sized to its rows, the diff below shows.
     const int rows = 1 + int(differing.size()) + 2 + 6 + 5;
     const float row_h = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
@@ -174,9 +174,15 @@ void draw_compare_view(AppState& app) {
         }
     };
     row("run", [](const RunSummary& r) { return r.label; });
-    for (const std::string& key : differing)
-        row(key.c_str(),
-            [&](const RunSummary& r) { return r.config.contains(key) ? r.config[key].dump() : std::string("-"); });
+    for (const DifferingSetting& d : differing) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(d.key.c_str());
+        for (const std::string& value : d.values) {
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(value.c_str());
+        }
+    }
     row("status", [](const RunSummary& r) { return r.status; });
     row("peak memory", [](const RunSummary& r) { return format_bytes(r.peak_total); });
     for (int k : {0, 1, 2, 3, 4, 6})
