@@ -27,6 +27,10 @@ void pin_to(pthread_t thread, int cpu) {
 InjectedLoad::InjectedLoad(double factor) {
     const int competitors = int(std::lround(factor)) - 1;
     US_CHECK_INPUT(competitors >= 1, "--slow-kind load needs --slow-factor 2 or more (got {})", factor);
+    // The OpenMP pool (OpenBLAS's too) is started before the pin, so that its threads are not pinned with this one:
+    // a thread inherits its creator's CPUs, and only the trainer thread is meant to share its CPU.
+#pragma omp parallel
+    {}
     m_cpu = sched_getcpu();
     US_CHECK_INPUT(m_cpu >= 0,
                    "--slow-kind load: this system does not say which CPU a thread runs on; use "

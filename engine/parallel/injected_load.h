@@ -2,7 +2,8 @@
 // thread is pinned to the CPU it runs on, beside F - 1 busy threads pinned there too, so the kernel gives it about
 // 1/F of that CPU. The rank computes about F times as long, as with --slow-kind work, but the time is the machine's
 // other load, not the rank's work: the trainer's run-queue wait (engine/train/core_wait.h) shows it, and blame
-// tells the two apart. Threads the trainer thread starts afterwards inherit the pin. The busy threads stop with it.
+// tells the two apart. The OpenMP pool is started first, unpinned; threads the trainer thread starts afterwards
+// inherit the pin. The busy threads stop with it.
 #pragma once
 
 #include <atomic>
