@@ -336,6 +336,12 @@ nlohmann::json blame_json(const Blame& b) {
             {"verdict", b.verdict},
             {"culprit", b.culprit},
             {"node", b.node ? nlohmann::json(b.node->host) : nlohmann::json()},
+            {"node_core_wait", b.node && b.node->core_wait_s >= 0
+                                   ? nlohmann::json{{"core_wait_s", b.node->core_wait_s},
+                                                    {"others_core_wait_s", b.node->others_core_wait_s},
+                                                    {"late_s", b.node->late_s},
+                                                    {"waited_for_core", b.node->waited_for_core}}
+                                   : nlohmann::json()},
             {"why_not", b.why_not.empty() ? nlohmann::json() : nlohmann::json(b.why_not)},
             {"collectives_matched", b.collectives_matched},
             {"waited_s", b.waited_s},

@@ -216,6 +216,9 @@ TEST_CASE("blame names the node when every rank of one host holds the run back, 
     CHECK(held.node->late_s == Approx(1.27 / 7).epsilon(0.01));
     CHECK(held.node->waited_for_core);
     CHECK(held.verdict.find("the machine's other load on the node held them") != std::string::npos);
+    CHECK(blame_json(held)["node_core_wait"]["waited_for_core"] == true);
+    CHECK(blame_json(held)["node_core_wait"]["others_core_wait_s"].get<double>() == Approx(0.01));
+    CHECK(blame_json(b)["node_core_wait"].is_null());
     for (RankDigest& d : loaded)
         for (DigestStep& s : d.steps) s.core_wait_s = 0.01;
     CHECK(blame(loaded).verdict.find("not the machine's other load on their CPUs") != std::string::npos);
