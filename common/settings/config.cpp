@@ -32,11 +32,11 @@ void TrainConfig::validate() const {
                    "unknown --slow-kind '{}': expected work (the slow rank repeats its compute) or load (busy threads "
                    "share its CPU)",
                    slow_kind);
-    US_CHECK_INPUT(
-        slow_kind != "load" || (slow_factor >= 2 && slow_factor <= 16 && slow_factor == std::round(slow_factor)),
-        "--slow-kind load needs a whole --slow-factor from 2 to 16 (got {}): the slow rank's thread shares "
-        "its CPU with factor - 1 busy threads",
-        slow_factor);
+    US_CHECK_INPUT(slow_rank < 0 || slow_kind != "load" ||
+                       (slow_factor >= 2 && slow_factor <= 16 && slow_factor == std::round(slow_factor)),
+                   "--slow-kind load needs a whole --slow-factor from 2 to 16 (got {}): the slow rank's thread shares "
+                   "its CPU with factor - 1 busy threads",
+                   slow_factor);
     US_CHECK_INPUT(fr_buffer_size >= 0 && fr_buffer_size <= 1000000,
                    "--fr-buffer-size must be between 0 (off) and 1000000 entries (got {})", fr_buffer_size);
     US_CHECK_INPUT(hang_timeout >= 0, "--hang-timeout must not be negative (got {}); 0: no watchdog", hang_timeout);

@@ -32,6 +32,8 @@ InjectedLoad::InjectedLoad(double factor) {
 #pragma omp parallel
     {}
     m_cpu = sched_getcpu();
+    US_CHECK_INPUT(pthread_getaffinity_np(pthread_self(), sizeof(m_was), &m_was) == 0,
+                   "--slow-kind load: cannot read this thread's CPUs; use --slow-kind work");
     US_CHECK_INPUT(m_cpu >= 0,
                    "--slow-kind load: this system does not say which CPU a thread runs on; use "
                    "--slow-kind work");
@@ -57,6 +59,8 @@ void InjectedLoad::stop() {
     m_stop = true;
     for (std::thread& t : m_busy)
         if (t.joinable()) t.join();
+    m_busy.clear();
+    pthread_setaffinity_np(m_owner, sizeof(m_was), &m_was);  // the trainer thread's CPUs as they were
 }
 
 }  // namespace us

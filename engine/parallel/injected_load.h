@@ -3,8 +3,11 @@
 // 1/F of that CPU. The rank computes about F times as long, as with --slow-kind work, but the time is the machine's
 // other load, not the rank's work: the trainer's run-queue wait (engine/train/core_wait.h) shows it, and blame
 // tells the two apart. The OpenMP pool is started first, unpinned; threads the trainer thread starts afterwards
-// inherit the pin. The busy threads stop with it.
+// inherit the pin. The busy threads stop, and the thread's CPUs come back, when it is destroyed (after the last step).
 #pragma once
+
+#include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
 #include <thread>
@@ -24,6 +27,8 @@ public:
 private:
     void stop();
     int m_cpu = -1;
+    pthread_t m_owner = pthread_self();  // the pinned thread; its CPUs before (m_was) come back when the load stops
+    cpu_set_t m_was{};
     std::atomic<bool> m_stop{false};
     std::vector<std::thread> m_busy;
 };

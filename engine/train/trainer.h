@@ -48,6 +48,8 @@ public:
     // `grid` gives the rank's place and its groups; without one the trainer runs alone (a local grid).
     Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid = nullptr);
     ~Trainer();
+    // Stops an injected noisy neighbour (--slow-kind load) and unpins the trainer thread: the steps are over.
+    void end_injected_load() { m_load.reset(); }
 
     int steps_done() const { return m_steps_done; }
     StepMetrics train_step();

@@ -314,6 +314,7 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     }
     progress.finish();
     flight_recorder().end_steps();  // what follows (the checkpoint, the trace's merge) is not a stuck step
+    trainer.end_injected_load();    // nor is it slowed on purpose
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (stopped) return stop_without_listener(cfg, grid, trainer, profiler);
     finish_run(cfg, grid, trainer, profiler, history, seconds);

@@ -102,13 +102,13 @@ std::string core_wait_words(const Straggler& s) {
     if (s.core_wait_s < 0 || s.group_median_core_wait_s < 0) return "";
     if (s.waited_for_core)
         return fmt::format(
-            "; its thread waited for a core {:.1f} ms a step against its group's other ranks' median {:.1f} ms, of "
-            "the {:.1f} ms it came late (measured: the kernel's run queue): the machine's other load on its CPU "
-            "held it",
+            "; its thread waited for a core {:.1f} ms a step against its group's other ranks' median {:.1f} ms "
+            "(measured: the kernel's run queue), at least half of the {:.1f} ms it came late: the machine's other "
+            "load on its CPU held it (derived)",
             1e3 * s.core_wait_s, 1e3 * s.group_median_core_wait_s, 1e3 * s.late_s);
     return fmt::format(
-        "; its thread waited for a core {:.1f} ms a step, its group's other ranks' median {:.1f} ms (measured): not "
-        "the machine's other load on its CPU",
+        "; its thread waited for a core {:.1f} ms a step, its group's other ranks' median {:.1f} ms (measured): "
+        "its trainer thread's wait does not account for it (derived; its helper threads' waits are not counted)",
         1e3 * s.core_wait_s, 1e3 * s.group_median_core_wait_s);
 }
 
@@ -137,7 +137,9 @@ void rank_stragglers(const std::map<int, const RankDigest*>& by_rank, const Coll
                 }
             s.group_median_compute_s = median(compute);
             s.compute_vs_median = s.group_median_compute_s > 0 ? s.compute_s / s.group_median_compute_s : 0;
-            s.late_s = s.others_waited_s / std::max<double>(1, double(d.steady().size())) /
+            // the waiting it caused in this group alone, over the group's other ranks (others_waited_s sums every
+            // group it held back)
+            s.late_s = in.at(most) / std::max<double>(1, double(d.steady().size())) /
                        double(std::max<size_t>(1, compute.size()));
             s.core_wait_s = d.steady_core_wait_s();
             if (!waits.empty() && std::all_of(waits.begin(), waits.end(), [](double w) { return w >= 0; }))

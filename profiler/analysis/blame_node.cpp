@@ -82,7 +82,11 @@ void name_node(const std::vector<RankDigest>& digests, const BlameRules& rules, 
     const double per_waiter_per_step =
         n.others_waited_s / double(steps) / double(std::max<size_t>(1, digests.size() - 1));
     if (!passes(rules, n, hosts.size() > 1 ? hosts[1].second : 0, per_waiter_per_step, b.mean_step_s)) return;
-    add_core_waits(digests, per_waiter_per_step, n);
+    double off_waited = 0;  // the other nodes' ranks' waits in collectives: how late the node came, for them
+    for (const RankStepWait& w : b.waits)
+        if (host_of.at(w.rank) != n.host) off_waited += w.suffered_s;
+    const size_t off_ranks = digests.size() - n.ranks.size();
+    add_core_waits(digests, off_waited / double(steps) / double(std::max<size_t>(1, off_ranks)), n);
     for (Straggler& s : b.stragglers) s.stands_out = host_of.at(s.rank) == n.host;
     b.culprit = true;
     b.why_not.clear();  // a node is named: no rank alone was, as its verdict says
@@ -95,12 +99,12 @@ std::string node_verdict(const NodeBlame& n) {
         load = n.waited_for_core
                    ? fmt::format(
                          "; their threads waited for a core {:.1f} ms a step against the other ranks' {:.1f} "
-                         "ms, of the {:.1f} ms they came late (measured: the kernel's run queue): the "
-                         "machine's other load on the node held them",
+                         "ms (measured: the kernel's run queue), at least half of the {:.1f} ms they came "
+                         "late: the machine's other load on the node held them (derived)",
                          1e3 * n.core_wait_s, 1e3 * n.others_core_wait_s, 1e3 * n.late_s)
                    : fmt::format(
                          "; their threads waited for a core {:.1f} ms a step, the other ranks' {:.1f} ms "
-                         "(measured): not the machine's other load on their CPUs",
+                         "(measured): their trainer threads' wait does not account for it (derived)",
                          1e3 * n.core_wait_s, 1e3 * n.others_core_wait_s);
     return fmt::format(
                "node {} ({}) holds the run back: the others waited {:.3f} s for its ranks ({:.0f}% of all the waiting, the "
@@ -108,7 +112,7 @@ std::string node_verdict(const NodeBlame& n) {
                n.host, rank_ranges(n.ranks), n.others_waited_s, 100 * n.share, n.steps_on_top, n.steps_with_waiting,
                n.ranks.size(),
                n.compute_vs_median > 0
-                   ? fmt::format("; their compute is {:.2f}x their groups' median", n.compute_vs_median)
+                   ? fmt::format("; their compute is {:.2f}x their groups' other ranks' median", n.compute_vs_median)
                    : "") +
            load;
 }

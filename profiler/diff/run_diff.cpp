@@ -185,40 +185,51 @@ std::vector<RankDelta> rank_deltas(const RunFigures& a, const RunFigures& b, con
     return out;
 }
 
+bool known(const nlohmann::json& settings) { return settings.is_object() && !settings.empty(); }
+
+// Whose settings repeat `r` runs again: A's (also where A and B share them) or B's. One of unknown settings (an
+// imported run) is taken as A's, said in the notes; one whose settings are known and are neither's is refused.
+char repeat_of(RunDiff& d, const DiffSide& a, const DiffSide& b, const DiffSide& r, const std::string& what) {
+    if (!known(r.settings)) {
+        d.notes.push_back(what + ": its settings are not known: taken as a run of A's settings");
+        return 'A';
+    }
+    std::vector<SettingChange> from_a, from_b;
+    if (known(a.settings) && (from_a = setting_changes(a.settings, r.settings, "A's settings", what)).empty())
+        return 'A';
+    if (known(b.settings) && (from_b = setting_changes(b.settings, r.settings, "B's settings", what)).empty())
+        return 'B';
+    if (!known(a.settings)) {
+        d.notes.push_back(what + ": A's settings are not known: taken as a run of A's settings");
+        return 'A';
+    }
+    const bool b_differs = known(b.settings) && !setting_changes(a.settings, b.settings, "A's", "B's").empty();
+    fail_user(
+        "{}: not a run of A's settings ({}){}: a repeat is A's or B's settings run again, to measure how far the "
+        "machine moves between runs",
+        what, describe_changes(from_a),
+        b_differs ? fmt::format(" nor of B's ({})", describe_changes(from_b)) : std::string());
+}
+
 // The steps of A and of its repeats (runs of A's settings again), and of B and of its: the larger range is how far
 // the machine moves between whole runs, which the runs' own step spreads do not hold.
 void add_repeats(RunDiff& d, const DiffSide& a, const DiffSide& b, const std::vector<DiffSide>& repeats) {
     if (repeats.empty()) return;
     std::map<char, std::pair<double, double>> range = {{'A', {d.a_step_ms, d.a_step_ms}},
                                                        {'B', {d.b_step_ms, d.b_step_ms}}};
+    std::map<char, int> count;
     for (const DiffSide& r : repeats) {
         const std::string what = "repeat (" + r.name + ")";
-        char of = 'A';
-        if (!a.settings.is_null() && !r.settings.is_null()) {
-            const auto changes = setting_changes(a.settings, r.settings, "A's settings", what + "'s settings");
-            if (!changes.empty()) {
-                const auto from_b = b.settings.is_null()
-                                        ? changes
-                                        : setting_changes(b.settings, r.settings, "B's settings", what + "'s settings");
-                US_CHECK_INPUT(!b.settings.is_null() && from_b.empty(),
-                               "{}: not a run of A's settings ({}){}: a repeat is A's or B's settings run again, to "
-                               "measure how far the machine moves between runs",
-                               what, describe_changes(changes),
-                               b.settings.is_null() || setting_changes(a.settings, b.settings, "A's", "B's").empty()
-                                   ? ""
-                                   : fmt::format(" nor of B's ({})", describe_changes(from_b)));
-                of = 'B';
-            }
-        } else {
-            d.notes.push_back(what + ": its settings or A's are not known: taken as a run of A's settings");
-        }
+        const char of = repeat_of(d, a, b, r, what);
         const RunFigures f = run_figures(*r.run, what);
         d.repeats.push_back({r.name, kMs * f.mean.wall_s, of});
+        ++count[of];
         auto& [lo, hi] = range[of];
         lo = std::min(lo, d.repeats.back().step_ms), hi = std::max(hi, d.repeats.back().step_ms);
     }
     const double a_range = range['A'].second - range['A'].first, b_range = range['B'].second - range['B'].first;
-    d.noise_between_of = b_range > a_range ? 'B' : 'A';
+    // the side whose runs moved more; on a tie, one that has repeats
+    d.noise_between_of = b_range > a_range || (b_range == a_range && count['A'] == 0) ? 'B' : 'A';
     d.noise_between_ms = std::max(a_range, b_range);
 }
 
@@ -276,7 +287,7 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSi
     d.noise_within_ms = kMs * std::max(fa.noise_s, fb.noise_s);
     add_repeats(d, a, b, repeats);
     d.noise_ms = std::max(d.noise_within_ms, d.noise_between_ms.value_or(0.0));
-    if (!a.settings.is_null() && !b.settings.is_null())
+    if (known(a.settings) && known(b.settings))
         d.settings = setting_changes(a.settings, b.settings, "A's settings", "B's settings");
     if (fa.core_wait_s >= 0)
         d.a_core_wait = RunDiff::CoreWait{kMs * fa.core_wait_s, kMs * fa.core_wait_most_s, fa.core_wait_most_rank};

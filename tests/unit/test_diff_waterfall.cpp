@@ -95,4 +95,12 @@ TEST_CASE(
     CHECK(alone->repeats[0].of == 'B');
     CHECK(*alone->noise_between_ms == Approx(5));
     CHECK_FALSE(alone->within_noise);
+    // imported runs ({} for settings: unknown) are no one's repeats, and their settings changed are unknown
+    const nlohmann::json imported = nlohmann::json::object();
+    const std::vector<gui::RunSummary> traces = {kept_run("job 1", 0.10, imported), kept_run("job 2", 0.20, imported),
+                                                 kept_run("job 3", 0.50, imported)};
+    const auto jobs = gui::diff_summaries(traces, 0, 1, why);
+    REQUIRE(jobs);
+    CHECK(jobs->repeats.empty());
+    CHECK_FALSE(jobs->settings);
 }

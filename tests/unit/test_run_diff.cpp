@@ -290,7 +290,12 @@ TEST_CASE("diff: a repeat whose settings differ from A's is refused, naming what
     // a repeat whose settings are not known (an imported run) is taken, and the notes say so
     const RunDiff d = diff_runs({"A", &a, {}, settings}, {"B", &a, {}, settings}, {{"A2", &a, {}, nullptr}});
     CHECK(d.repeats.size() == 1);
-    CHECK(format_diff(d).find("repeat (A2): its settings or A's are not known") != std::string::npos);
+    CHECK(format_diff(d).find("repeat (A2): its settings are not known") != std::string::npos);
+    // B's settings known and A's not: a run of B's settings is B's, not A's
+    const RunDiff by_b = diff_runs({"A", &a, {}, nullptr}, {"B", &a, {}, other}, {{"B2", &a, {}, other}});
+    REQUIRE(by_b.repeats.size() == 1);
+    CHECK(by_b.repeats[0].of == 'B');
+    CHECK(by_b.noise_between_of == 'B');  // a tie (0 and 0): the side with the repeat
 }
 
 TEST_CASE(

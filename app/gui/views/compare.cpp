@@ -75,15 +75,16 @@ void draw_waterfall(DiffPick& pick) {
         "steps measured; causes measured or derived (straggler); noise ±%.2f ms, %s%s; click a bar for its ops and "
         "ranks",
         d.noise_ms, prof::noise_words(d).c_str(),
-        d.repeats.empty() ? " (keep another run of A's settings to see the noise between runs)" : "");
+        d.repeats.empty() ? " (keep another run of A's or B's settings to see the noise between runs)" : "");
     ImGui::PopStyleColor();
     if (d.settings) ImGui::TextWrapped("settings changed: %s", prof::describe_changes(*d.settings).c_str());
     if (d.a_core_wait && d.b_core_wait)
         ImGui::TextWrapped(
-            "waited for a core a step (measured; the machine's other load, inside the bars): A %.2f ms, B %.2f ms "
-            "(rank %d the most, %.2f ms)%s",
-            d.a_core_wait->mean_ms, d.b_core_wait->mean_ms, d.b_core_wait->most_rank, d.b_core_wait->most_ms,
-            prof::load_explains_ms(d) ? ": at least half of B's slowdown" : "");
+            "waited for a core a step (measured; the machine's other load, inside the bars): A %.2f ms (rank %d the "
+            "most, %.2f ms), B %.2f ms (rank %d the most, %.2f ms)%s",
+            d.a_core_wait->mean_ms, d.a_core_wait->most_rank, d.a_core_wait->most_ms, d.b_core_wait->mean_ms,
+            d.b_core_wait->most_rank, d.b_core_wait->most_ms,
+            prof::load_explains_ms(d) ? ": B's most over A's is at least half of B's slowdown" : "");
     if (pick.selected >= 0 && size_t(pick.selected) < d.causes.size()) draw_evidence(d.causes[size_t(pick.selected)]);
     for (const prof::WhatIf& w : d.what_if) ImGui::Text("predicted, %s: %.2f ms per step", w.name.c_str(), w.step_ms);
 }
