@@ -145,6 +145,42 @@ TEST_CASE("blame says whether the machine's other load held the straggler: its w
     }
 }
 
+TEST_CASE("blame: a straggler's lateness is the waiting it caused in one group, over that group's other ranks",
+          "[cpu]") {
+    // tp 2 x dp 2: tp groups {0, 1} and {2, 3}, dp groups {0, 2} and {1, 3}. Each step a tp all-reduce, then a dp
+    // one; rank 3 enters both 0.3 s after the others, so rank 2 waits 0.3 s for it in tp and rank 1 0.3 s in dp:
+    // 0.6 s of waiting a step in all, but each group's other rank waited 0.3 s.
+    std::vector<RankDigest> digests;
+    for (int r = 0; r < 4; ++r) {
+        RankDigest d;
+        d.rank = r, d.label = "rank " + std::to_string(r), d.source = "engine", d.world_size = 4;
+        d.groups.push_back({"tp|" + std::to_string(r / 2), "tp", {}, int(GroupKind::tp)});
+        d.groups.push_back({"dp|" + std::to_string(r % 2), "dp", {}, int(GroupKind::dp)});
+        const double late = r == 3 ? 0.3 : 0.0;
+        for (int k = 0; k < 5; ++k) {
+            const int64_t start = int64_t(k) * kSecond;
+            DigestStep s;
+            s.step = k + 1, s.begin = start, s.end = start + kSecond, s.wall_s = 1.0, s.compute_s = 0.2 + late;
+            d.steps.push_back(s);
+            for (int g = 0; g < 2; ++g) {
+                DigestCollective c;
+                c.group = g, c.index = k, c.op = OpClass::all_reduce, c.step = k + 1;
+                c.phase = g == 0 ? Phase::forward : Phase::backward, c.bytes = 1 << 20;
+                c.begin = start + int64_t((0.1 + 0.5 * g + late) * 1e9),
+                c.end = start + int64_t((0.45 + 0.5 * g) * 1e9);
+                d.collectives.push_back(c);
+            }
+        }
+        digests.push_back(std::move(d));
+    }
+    const Blame b = blame(digests);
+    REQUIRE_FALSE(b.stragglers.empty());
+    const Straggler& s = b.stragglers.front();
+    CHECK(s.rank == 3);
+    CHECK(s.others_waited_s == Approx(4 * 0.6).epsilon(1e-6));  // steps 2-5, both groups
+    CHECK(s.late_s == Approx(0.3).epsilon(1e-6));               // one group's, over its one other rank
+}
+
 TEST_CASE("blame names no one when noise picks a different rank each step, and says which rule failed", "[cpu]") {
     // each step a different rank is 20 ms late: every rank is last once, the waits are 2% of a step
     std::vector<std::vector<double>> arrive = {
