@@ -22,7 +22,6 @@ public:
     ~InjectedLoad();
     InjectedLoad(const InjectedLoad&) = delete;
     InjectedLoad& operator=(const InjectedLoad&) = delete;
-    int cpu() const { return m_cpu; }
 
 private:
     void stop();

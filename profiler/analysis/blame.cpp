@@ -97,7 +97,7 @@ WaitTally tally_waits(const std::vector<RankDigest>& digests, const CollectiveMa
     return t;
 }
 
-// What the straggler's wait for a core says: the machine's other load held it, or it did not (empty: unknown).
+// What the straggler's wait for a core says (empty: unknown).
 std::string core_wait_words(const Straggler& s) {
     if (s.core_wait_s < 0 || s.group_median_core_wait_s < 0) return "";
     if (s.waited_for_core)
@@ -116,11 +116,14 @@ std::string core_wait_words(const Straggler& s) {
 // (its last arrivals there, its compute against the instance's median) and the steps it was last in.
 void rank_stragglers(const std::map<int, const RankDigest*>& by_rank, const CollectiveMatches& m, WaitTally& t,
                      Blame& b, std::map<int, size_t>& group_of) {
+    std::map<int, std::pair<double, double>> steady_of;  // rank -> (compute, core wait) a steady step: worked out once
+    for (const auto& [k, d] : by_rank)
+        steady_of[k] = {steady_mean(*d, &DigestStep::compute_s), d->steady_core_wait_s()};
     for (auto& [r, s] : t.stats) {
         const RankDigest& d = *by_rank.at(r);
         s.rank = r, s.label = d.label;
         s.share = b.waited_s > 0 ? s.others_waited_s / b.waited_s : 0;
-        s.compute_s = steady_mean(d, &DigestStep::compute_s);
+        std::tie(s.compute_s, s.core_wait_s) = steady_of.at(r);
         const auto& in = t.caused_in[r];
         if (!in.empty()) {
             const size_t most =
@@ -132,16 +135,14 @@ void rank_stragglers(const std::map<int, const RankDigest*>& by_rank, const Coll
             std::vector<double> compute, waits;
             for (const InstanceMember& member : m.instances[most].members)
                 if (member.rank != r) {
-                    compute.push_back(steady_mean(*by_rank.at(member.rank), &DigestStep::compute_s));
-                    waits.push_back(by_rank.at(member.rank)->steady_core_wait_s());
+                    compute.push_back(steady_of.at(member.rank).first);
+                    waits.push_back(steady_of.at(member.rank).second);
                 }
             s.group_median_compute_s = median(compute);
             s.compute_vs_median = s.group_median_compute_s > 0 ? s.compute_s / s.group_median_compute_s : 0;
-            // the waiting it caused in this group alone, over the group's other ranks (others_waited_s sums every
-            // group it held back)
+            // the waiting it caused in this group alone (others_waited_s sums every group), over its other ranks
             s.late_s = in.at(most) / std::max<double>(1, double(d.steady().size())) /
                        double(std::max<size_t>(1, compute.size()));
-            s.core_wait_s = d.steady_core_wait_s();
             if (!waits.empty() && std::all_of(waits.begin(), waits.end(), [](double w) { return w >= 0; }))
                 s.group_median_core_wait_s = median(waits);
             s.waited_for_core = s.core_wait_s >= 0 && s.group_median_core_wait_s >= 0 && s.late_s > 0 &&

@@ -20,14 +20,4 @@ void add_core_waits(const TraceStore& store, const RankTrace& rt, std::vector<St
     }
 }
 
-double runqueue_wait_s(const std::vector<StepBreakdown>& steady) {
-    if (steady.empty()) return -1;
-    double total = 0;
-    for (const StepBreakdown& b : steady) {
-        if (b.core_wait_s < 0) return -1;
-        total += b.core_wait_s;
-    }
-    return total;
-}
-
 }  // namespace us::prof

@@ -17,8 +17,17 @@ namespace us::prof {
 // first recorded step stays unknown: -1).
 void add_core_waits(const TraceStore& store, const RankTrace& rt, std::vector<StepBreakdown>& steps);
 
-// Seconds over the steady steps; -1 where one of them is unknown (an imported run, a trace from before the counter,
-// a kernel without schedstat).
-double runqueue_wait_s(const std::vector<StepBreakdown>& steady);
+// Seconds over the given steps (StepBreakdown or DigestStep: anything with core_wait_s); -1 where there are none or
+// one of them is unknown (an imported run, a trace from before the counter, a kernel without schedstat).
+template <typename Step = StepBreakdown>  // the default: a braced list of steps
+double runqueue_wait_s(const std::vector<Step>& steps) {
+    if (steps.empty()) return -1;
+    double total = 0;
+    for (const Step& s : steps) {
+        if (s.core_wait_s < 0) return -1;
+        total += s.core_wait_s;
+    }
+    return total;
+}
 
 }  // namespace us::prof

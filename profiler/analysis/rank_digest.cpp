@@ -1,6 +1,8 @@
 // A rank reduced to its digest (rank_digest.h), and the digest's compact form.
 #include "profiler/analysis/rank_digest.h"
 
+#include "profiler/analysis/core_wait.h"
+
 #include <zstd.h>
 
 #include <algorithm>
@@ -145,12 +147,8 @@ std::vector<DigestStep> RankDigest::steady() const {
 
 double RankDigest::steady_core_wait_s() const {
     const std::vector<DigestStep> kept = steady();
-    double sum = 0;
-    for (const DigestStep& s : kept) {
-        if (s.core_wait_s < 0) return -1;
-        sum += s.core_wait_s;
-    }
-    return kept.empty() ? -1 : sum / double(kept.size());
+    const double total = runqueue_wait_s(kept);
+    return total < 0 ? -1 : total / double(kept.size());
 }
 
 RankDigest make_digest(const TraceStore& store, int rank) {

@@ -13,13 +13,21 @@
 #include "profiler/analysis/core_wait.h"
 #include "test_util.h"
 
+namespace {
+
+// True where the kernel gives this thread's run-queue wait; else the test is skipped (said to ctest).
+bool schedstat_readable() {
+    if (us::thread_runqueue_wait_ms() >= 0) return true;
+    us::test::skip_test("this kernel gives no /proc/thread-self/schedstat");
+    return false;
+}
+
+}  // namespace
+
 TEST_CASE("a thread's wait for a core is read from the kernel and grows while the cores are oversubscribed",
           "[cpu][engine]") {
+    if (!schedstat_readable()) return;
     const double before = us::thread_runqueue_wait_ms();
-    if (before < 0) {
-        us::test::skip_test("this kernel gives no /proc/thread-self/schedstat");
-        return;
-    }
     // two busy threads per core beside this one, which keeps busy too: it must wait for a core now and then
     std::atomic<bool> stop{false};
     std::vector<std::thread> busy;
@@ -64,11 +72,7 @@ TEST_CASE("each step's wait for a core is the counter's rise since the step befo
 
 TEST_CASE("an injected noisy neighbour takes this thread's CPU: it waits for a core, and the busy threads stop",
           "[cpu][engine]") {
-    const double before = us::thread_runqueue_wait_ms();
-    if (before < 0) {
-        us::test::skip_test("this kernel gives no /proc/thread-self/schedstat");
-        return;
-    }
+    if (!schedstat_readable()) return;
     // run on a thread of its own: the pin stays with it, not with the test runner's thread
     double waited = 0, busy_for = 0;
     std::thread([&] {
