@@ -13,6 +13,7 @@
 #include "app/capture/agent_protocol.h"
 #include "app/capture/agent_server.h"
 #include "app/cli/capture_commands.h"
+#include "app/cli/parse_flags.h"
 
 namespace us::app {
 namespace {
@@ -28,15 +29,12 @@ int agent_command(int argc, char** argv) {
     o.port = kAgentDefaultPort;
     if (const char* t = std::getenv("ULTRASCOPE_AGENT_TOKEN")) o.token = t;
     o.socket_dir = prof::ipc_socket_dir_from_env();
-    cli.add_option("--port", o.port, "TCP port for the CLI and the GUI (default 7321; 0: any free port, printed)");
+    cli.add_option("--port", o.port, "TCP port for the CLI and the GUI (default 7321; 0: any free port, printed)")
+        ->check(CLI::Range(0, 65535));
     cli.add_option("--listen", o.listen, "Address to listen on (default 127.0.0.1; 0.0.0.0 for other nodes)");
     cli.add_option("--token", o.token, "The token requests must carry (default: ULTRASCOPE_AGENT_TOKEN, or new)");
     cli.add_option("--record", o.record, "Write every datagram Kineto sends to FILE (JSON lines) for replays");
-    try {
-        cli.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return cli.exit(e);
-    }
+    US_PARSE_FLAGS(cli, argc, argv, "agent");
     AgentServer server(o, stderr);
     write_agent_discovery(o.socket_dir, {int(::getpid()), server.port(), o.listen, server.token()});
     std::signal(SIGINT, on_signal);

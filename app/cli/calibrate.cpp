@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "app/cli/commands.h"
+#include "app/cli/parse_flags.h"
 #include "app/launch/launch_options.h"
 #include "app/launch/machine_calibration.h"
 #include "app/launch/process_guard.h"
@@ -68,7 +69,7 @@ int calibrate_command(int argc, char** argv) {
                    "Passes of each measurement: collectives keep the fastest, training runs the median (default 3)");
     LaunchOptions where;  // the emulated nodes' flags; each measured run's ranks are chosen by the step
     add_launch_flags(cli, where, LaunchCommand::calibrate);
-    CLI11_PARSE(cli, argc, argv);
+    US_PARSE_FLAGS(cli, argc, argv, "calibrate");
     check_launch_flags(cli, where);
     validate(where);
     s.nodes = where.hosts.nodes;

@@ -8,6 +8,7 @@
 
 #include "app/capture/capture_run.h"
 #include "app/cli/capture_commands.h"
+#include "app/cli/parse_flags.h"
 #include "app/launch/nodes_state.h"
 #include "common/core/check.h"
 
@@ -33,11 +34,7 @@ int capture_command(int argc, char** argv) {
                    "(default 100: more than the steps one poll interval spans)");
     cli.add_option("--token", o.token, "The agents' token (default: ULTRASCOPE_AGENT_TOKEN, or this node's agent's)");
     cli.add_flag("--list", o.list, "Only list the jobs the agents see, with their ranks");
-    try {
-        cli.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return cli.exit(e);
-    }
+    US_PARSE_FLAGS(cli, argc, argv, "capture");
     US_CHECK_INPUT(o.steps >= 1 && o.steps <= 1000, "--steps must be from 1 to 1000");
     US_CHECK_INPUT(o.roundup >= 1, "--roundup must be positive");
     US_CHECK_INPUT(o.timeout_s > 0, "--timeout must be positive");

@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "app/cli/commands.h"
+#include "app/cli/parse_flags.h"
 #include "app/report/run_diff_report.h"
 #include "common/core/check.h"
 
@@ -39,7 +40,7 @@ int diff_command(int argc, char** argv) {
                    "the machine moves between runs, not only within each")
         ->allow_extra_args(false);  // one path per --repeat, so that A and B after it stay positional
     cli.add_flag("--json", json, "Print JSON (docs/report-schema.md, \"ultrascope diff\")");
-    CLI11_PARSE(cli, argc, argv);
+    US_PARSE_FLAGS(cli, argc, argv, "diff");
     const RunReport ra = load_diff_side(a, "A"), rb = load_diff_side(b, "B");
     std::vector<RunReport> repeats;
     for (const std::string& path : repeat_paths) {

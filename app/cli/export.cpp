@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "app/cli/commands.h"
+#include "app/cli/parse_flags.h"
 #include "common/core/check.h"
 #include "profiler/import/run_files.h"
 #include "profiler/trace/chrome_export.h"
@@ -29,7 +30,7 @@ int export_command(int argc, char** argv) {
     cli.add_option("--memory-snapshot", snapshot,
                    "Write the allocations as a PyTorch memory snapshot (.pickle; rank<N>_ prefixed per rank) for "
                    "pytorch.org/memory_viz");
-    CLI11_PARSE(cli, argc, argv);
+    US_PARSE_FLAGS(cli, argc, argv, "export");
     US_CHECK_INPUT(!chrome.empty() || !kineto.empty() || !snapshot.empty(),
                    "say what to write: --chrome OUT.json[.gz], --kineto DIR and/or --memory-snapshot OUT.pickle");
     prof::TraceStore store;

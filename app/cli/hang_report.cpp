@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "app/cli/commands.h"
+#include "app/cli/parse_flags.h"
 #include "common/core/check.h"
 #include "profiler/hang/hang_analysis.h"
 #include "profiler/hang/hang_report.h"
@@ -22,7 +23,7 @@ int hang_report_command(int argc, char** argv) {
         ->required();
     cli.add_flag("--json", json, "The analysis as JSON: {\"hang\": {...}} (docs/report-schema.md)");
     cli.add_option("--threads", threads, "Threads reading the dumps (default: every core)");
-    CLI11_PARSE(cli, argc, argv);
+    US_PARSE_FLAGS(cli, argc, argv, "report");
     const hang::DumpSet set = hang::load_dumps(hang::find_dump_files(paths), threads);
     if (set.dumps.empty()) {
         std::string why;

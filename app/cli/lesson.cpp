@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "app/cli/commands.h"
+#include "app/cli/parse_flags.h"
 #include "app/report/run_report.h"
 #include "app/launch/process_guard.h"
 #include "app/lesson/lesson.h"
@@ -139,7 +140,7 @@ int lesson_command(int argc, char** argv) {
         "With --check: read DIR/lesson-NAME-LABEL.ustrace instead of running (a check re-done on earlier runs)");
     cli.add_option("--train-binary", train_binary, "The ultrascope-train to launch (default: next to this program)");
     cli.add_flag("-v,--verbose", verbose, "With --check: show the runs' progress and output");
-    CLI11_PARSE(cli, argc, argv);
+    US_PARSE_FLAGS(cli, argc, argv, "lesson");
 
     const lesson::LessonSet set =
         lesson::load_lessons(dir.empty() ? lesson::default_lessons_dir() : std::filesystem::path(dir));

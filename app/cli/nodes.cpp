@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "app/cli/capture_commands.h"
+#include "app/cli/parse_flags.h"
 #include "app/launch/node_exec.h"
 #include "app/launch/nodes_holder.h"
 #include "app/launch/nodes_state.h"
@@ -46,11 +47,7 @@ int nodes_up(int argc, char** argv) {
     cli.add_option("--inter-node-gbps", links.inter_node_gbps, "Shape the links between nodes to G Gbit/s (tbf)");
     cli.add_option("--inter-node-latency-us", links.inter_node_latency_us,
                    "One-way latency between nodes in microseconds (netem, where the kernel has it)");
-    try {
-        cli.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return cli.exit(e);
-    }
+    US_PARSE_FLAGS(cli, argc, argv, "nodes up");
     char program[4096] = {};
     US_CHECK_INPUT(::readlink("/proc/self/exe", program, sizeof program - 1) > 0, "cannot read /proc/self/exe");
     const NodesStarted started = start_standing_nodes(links, program);

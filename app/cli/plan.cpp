@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "app/cli/commands.h"
+#include "app/cli/parse_flags.h"
 #include "app/plan/planner.h"
 #include "app/plan/predicted_trace.h"
 #include "common/core/check.h"
@@ -323,7 +324,7 @@ int plan_command(int argc, char** argv) {
     auto build = add_train_flags(cli);
     PlanFlags f;
     declare_plan_flags(cli, f);
-    CLI11_PARSE(cli, argc, argv);
+    US_PARSE_FLAGS(cli, argc, argv, "plan");
     if (f.list) return print_known(), 0;
     const TrainConfig cfg = build().config;
     PlanQuestion q;

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "app/cli/commands.h"
+#include "app/cli/parse_flags.h"
 #include "common/settings/cli.h"
 #include "profiler/predict/predict.h"
 
@@ -17,7 +18,7 @@ int predict_command(int argc, char** argv) {
     bool json = false;
     cli.add_option("--stage", stage, "Pipeline stage to predict for (default: every stage)");
     cli.add_flag("--json", json, "Print JSON");
-    CLI11_PARSE(cli, argc, argv);
+    US_PARSE_FLAGS(cli, argc, argv, "predict");
     TrainConfig cfg = build().config;
     cfg.validate();
     predict::PredictInput in = predict::PredictInput::from_config(cfg.to_json());

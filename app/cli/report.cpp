@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "app/cli/commands.h"
+#include "app/cli/parse_flags.h"
 #include "app/cli/snapshot_report.h"
 #include "app/report/run_report.h"
 #include "app/report_worker/worker_launch.h"
@@ -32,7 +33,7 @@ int report_command(int argc, char** argv) {
         ->required();
     ReportOptions options;
     add_report_flags(cli, options, ReportFlags::command);
-    CLI11_PARSE(cli, argc, argv);
+    US_PARSE_FLAGS(cli, argc, argv, "report");
     // Under a distributed launcher (mpirun, srun) the MPI worker program does the report: ultrascope links no MPI.
     if (launched_worker_count() > 1) {
         std::vector<std::string> args = {report_worker_binary()};

@@ -1,6 +1,7 @@
 #include "engine/train/safetensors.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -117,6 +118,17 @@ std::string SafetensorsFile::metadata_or(const std::string& key, const std::stri
 void SafetensorsWriter::add(const std::string& name, const std::string& dtype, std::vector<int64_t> shape,
                             const void* data, size_t bytes) {
     m_entries.push_back({name, dtype, std::move(shape), data, bytes});
+}
+
+std::string SafetensorsWriter::why_not_writable(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "it is a folder: give a file's name";
+    const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return std::strerror(errno);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return "";
 }
 
 void SafetensorsWriter::write_atomically(const std::string& path) const {

@@ -20,6 +20,7 @@
 #include "engine/parallel/injected_hang.h"
 #include "engine/train/metrics.h"
 #include "engine/train/profiling.h"
+#include "engine/train/safetensors.h"
 #include "engine/train/trainer.h"
 #include "profiler/record/clock.h"
 #include "profiler/record/recorder.h"
@@ -118,6 +119,16 @@ void save_checkpoint_now(Trainer& trainer, const TrainConfig& cfg, const RunProf
     trainer.save(cfg.save);
     if (profiler.active()) prof::record_counter(US_PROF_NAME("checkpoint_step"), double(trainer.steps_done()));
     if (!cfg.quiet) std::fprintf(stderr, "saved checkpoint %s (step %d)\n", cfg.save.c_str(), trainer.steps_done());
+}
+
+// A --save that cannot be written is refused before the first step, not found after the last one. Rank 0 writes
+// checkpoints; every rank learns whether it can, so that all of them stop with the message.
+void check_checkpoint_path(const TrainConfig& cfg, ProcessGrid& grid) {
+    if (cfg.save.empty()) return;
+    const std::string why = grid.world_rank() == 0 ? SafetensorsWriter::why_not_writable(cfg.save) : "";
+    if (grid.world().all_reduce_max(why.empty() ? 0.0 : 1.0) == 0) return;
+    if (!why.empty()) fail_user("cannot write --save '{}': {}; check the path (nothing was trained)", cfg.save, why);
+    fail_user("rank 0 cannot write --save '{}' (its message says why)", cfg.save);
 }
 
 // Testing only: ULTRASCOPE_FAKE_CLOCK_OFFSET_NS=RANK:NS shifts that rank's clock by NS, as another host's would be.
@@ -257,6 +268,7 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
     if (MpiRuntime::initialized() && cfg.runtime.comm_progress == "poll")
         device.set_progress_hook(&MpiRuntime::progress);
     apply_fake_clock_offset(grid.world_rank());
+    check_checkpoint_path(cfg, grid);
     RankInfo rank = rank_info(grid);
     // GPU tensors travel over NCCL (or MPI with host staging where NCCL cannot run): the trace says which.
     if (device.is_async() && cfg.runtime.nccl_shared_gpu) give_ranks_their_own_nccl_hosts(grid.world());

@@ -190,7 +190,9 @@ std::vector<std::string> known_models() {
     for (const auto& e : fs::directory_iterator(models_dir(), ec))
         if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
     std::sort(names.begin(), names.end());
-    for (const std::string& p : list_presets()) names.push_back(p);
+    // A preset named like a description file (gpt3-6.7b) is one name: the file is what --model loads.
+    for (const std::string& p : list_presets())
+        if (std::find(names.begin(), names.end(), p) == names.end()) names.push_back(p);
     return names;
 }
 

@@ -101,6 +101,26 @@ TEST_CASE("ultrascope refuses bad input before launching anything", "[cpu][app][
         CHECK(r.exit_code == 2);
         CHECK(r.output.find("see ultrascope run --help") != std::string::npos);
     }
+    // every command's flags the same way: a flag CLI11 refuses exits 2 and says where the help is
+    for (const char* command :
+         {"report", "diff", "export", "predict", "plan", "calibrate", "lesson", "capture", "agent", "nodes up"}) {
+        const ProcessResult r = run_process(ultrascope() + " " + command + " --no-such-flag");
+        INFO(command << ": " << r.output);
+        CHECK(r.exit_code == 2);
+        CHECK(r.output.find("ultrascope: error:") != std::string::npos);
+        CHECK(r.output.find("see ultrascope " + std::string(command) + " --help") != std::string::npos);
+    }
+    const ProcessResult port = run_process(ultrascope() + " agent --port 99999");
+    CHECK(port.exit_code == 2);
+    CHECK(port.output.find("--port") != std::string::npos);
+    // a checkpoint rank 0 cannot write: every rank stops before the first step, with its message
+    const ProcessResult save =
+        run_process(ultrascope() + " run --dp 2 --preset tiny --steps 2 --data " + data_file() +
+                    " --save /nonexistent/dir/x.safetensors --trace " + temp_path("refused-save.ustrace"));
+    INFO(save.output);
+    CHECK(save.exit_code != 0);
+    CHECK(save.output.find("cannot write --save '/nonexistent/dir/x.safetensors'") != std::string::npos);
+    CHECK(save.output.find("step 1/") == std::string::npos);
     const ProcessResult help = run_process(ultrascope() + " run --help");
     CHECK(help.exit_code == 0);
     CHECK(help.output.find("--store-cap-mib") != std::string::npos);

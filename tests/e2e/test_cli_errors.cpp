@@ -98,6 +98,28 @@ TEST_CASE("corrupt, truncated and mismatched checkpoints are refused", "[cpu][cl
     expect_refused(tiny() + " --load /nonexistent.safetensors", "cannot open checkpoint");
 }
 
+TEST_CASE("a --save that cannot be written is refused before the first step, and the check leaves nothing",
+          "[cpu][cli][errors][checkpoint]") {
+    const std::string folder = temp_path("save-check");
+    fs::remove_all(folder);
+    fs::create_directories(folder);
+    const std::pair<std::string, std::string> cases[] = {{"/nonexistent/dir/x.safetensors", "No such file"},
+                                                         {folder, "it is a folder"}};
+    for (const auto& [save, why] : cases) {
+        const ProcessResult r = run_process(bin("ultrascope-train") + " " + tiny() + " --steps 2 --save " + save);
+        INFO(save << ": " << r.output);
+        CHECK(r.exit_code == 2);
+        CHECK(r.output.find("cannot write --save '" + save + "': " + why) != std::string::npos);
+        CHECK(r.output.find("nothing was trained") != std::string::npos);
+        CHECK(r.output.find("step 1/") == std::string::npos);
+    }
+    const std::string ckpt = folder + "/ok.safetensors";
+    REQUIRE(run_process(bin("ultrascope-train") + " " + tiny() + " --quiet --save " + ckpt).exit_code == 0);
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(folder)) left.push_back(e.path().filename().string());
+    CHECK(left == std::vector<std::string>{"ok.safetensors"});  // the probe's temporary file is gone
+}
+
 TEST_CASE("an unknown ULTRASCOPE_SMALL_SGEMM is refused at startup", "[cpu][cli][errors][small_sgemm]") {
     expect_refused(tiny(), "ULTRASCOPE_SMALL_SGEMM=blas: use openblas", "ULTRASCOPE_SMALL_SGEMM=blas ");
 }

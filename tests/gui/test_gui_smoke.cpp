@@ -229,6 +229,12 @@ TEST_CASE("errors show in the window and end with a non-zero exit, never a hang"
     CHECK(shown["error"].get<std::string>().find(corrupt) != std::string::npos);
     REQUIRE(shown["regions"].contains("error"));
     check_region_red(load_png(shot), shown["regions"]["error"]);
+    // and the same words on stderr, for a script
+    CHECK(bad.output.find("ultrascope: error: " + shown["error"].get<std::string>()) != std::string::npos);
+    // a screenshot that could not be written is refused before any frame is drawn
+    const ProcessResult nowhere = run_process(ultrascope() + " --open " + corrupt + " --screenshot /nonexistent/x.png");
+    CHECK(nowhere.exit_code == 2);
+    CHECK(nowhere.output.find("--screenshot '/nonexistent/x.png': no folder") != std::string::npos);
 
     const ProcessResult no_mpi =
         run_process("ULTRASCOPE_MPIRUN=/nonexistent/mpirun " + ultrascope() + " --screenshot " +

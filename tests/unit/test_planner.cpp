@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "app/plan/calibration.h"
 #include "profiler/predict/model_shapes.h"
@@ -88,6 +89,15 @@ TEST_CASE("planner: every engine preset counts parameters as the engine does", "
         CHECK(m.num_params() == cfg.model.num_params());
         CHECK(m.active_params() == cfg.model.active_params());
     }
+}
+
+TEST_CASE("planner: the known models name each model once (a preset named like a description file is one)",
+          "[planner]") {
+    const std::vector<std::string> names = known_models();
+    const std::set<std::string> distinct(names.begin(), names.end());
+    CHECK(distinct.size() == names.size());
+    CHECK(distinct.count("gpt3-6.7b") == 1);  // a description file and an engine preset
+    CHECK(distinct.count("tiny") == 1);
 }
 
 TEST_CASE("planner: an engine preset's memory is the engine's exact walk (predict::predict) of its busiest stage",

@@ -164,6 +164,12 @@ GuiArgs parse_gui_args(int argc, const char* const* argv) {
     }
     US_CHECK_INPUT(o.view == gui::kAllViews || gui::find_view_name(o.view), "unknown --view '{}': expected {}", o.view,
                    gui::view_name_list());
+    if (!o.screenshot.empty()) {  // refused now, not after the frames were drawn
+        const std::filesystem::path folder = std::filesystem::path(o.screenshot).parent_path();
+        US_CHECK_INPUT(folder.empty() || std::filesystem::is_directory(folder),
+                       "--screenshot '{}': no folder '{}': make it first, or give another path", o.screenshot,
+                       folder.string());
+    }
     US_CHECK_INPUT(o.plan_gpus >= 1 && o.plan_gpus <= 16384, "--plan-gpus {}: expected 1 to 16384 GPUs", o.plan_gpus);
     US_CHECK_INPUT(f.lesson_runs == "first" || f.lesson_runs == "all", "--lesson-runs '{}': expected first or all",
                    f.lesson_runs);

@@ -129,6 +129,9 @@ int frame_loop(Surface& surface, const GuiOptions& options) {
             } else {
                 std::fprintf(stderr, "ultrascope: wrote %s\n", options.screenshot.c_str());
                 code = app.exit_code();
+                // The picture shows the error; a script reading stderr gets it too.
+                if (code != 0 && !app.log.error.empty())
+                    std::fprintf(stderr, "ultrascope: error: %s\n", app.log.error.c_str());
             }
             break;
         }

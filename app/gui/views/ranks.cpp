@@ -36,6 +36,10 @@ std::string rank_label(const std::vector<prof::RankDigest>& digests, size_t inde
     return digests[index].label.empty() ? fmt::format("rank {}", digests[index].rank) : digests[index].label;
 }
 
+// The rank and its place, without what was injected into it ("[injected: ...]"): the verdict and the tooltips say
+// that, the narrow row labels and the table's first column do not.
+std::string rank_place(const std::string& label) { return label.substr(0, label.find(" [")); }
+
 void draw_controls(RanksViewState& st, const RanksModel& m) {
     ImGui::SetNextItemWidth(em(190));
     if (ImGui::BeginCombo("figure", kRankFigureNames[int(st.figure)])) {
@@ -125,7 +129,7 @@ void draw_rows_and_groups(const Heatmap& h, const std::vector<prof::RankDigest>&
             const size_t i = m.rows[r];
             const auto mark = m.marks.find(digests[i].rank);
             dl->AddText(ImVec2(h.origin.x, h.origin.y + float(r) * h.row_h + (h.row_h - h.line_h) / 2),
-                        mark != m.marks.end() ? kWarnColor : kTextDim, rank_label(digests, i).c_str());
+                        mark != m.marks.end() ? kWarnColor : kTextDim, rank_place(rank_label(digests, i)).c_str());
         }
     dl->PopClipRect();
     auto frame_row = [&](size_t r, ImU32 color) {
@@ -204,7 +208,7 @@ int draw_stragglers(const prof::Blame& b) {
     if (b.stragglers.empty()) return clicked;
     const int shown = int(std::min<size_t>(b.stragglers.size(), 12));
     if (!begin_wide_table("stragglers", 7, shown)) return clicked;
-    ImGui::TableSetupColumn("rank (most waiting caused first)");
+    ImGui::TableSetupColumn("rank (most waiting caused)");
     ImGui::TableSetupColumn("others waited");
     ImGui::TableSetupColumn("last / matched");
     ImGui::TableSetupColumn("share");
@@ -217,7 +221,10 @@ int draw_stragglers(const prof::Blame& b) {
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
         if (s.stands_out) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(kWarnColor));
-        if (ImGui::Selectable(s.label.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) clicked = s.rank;
+        // The rank and its place; what was injected into it, if anything, is in the verdict and the tooltip.
+        const std::string place = rank_place(s.label);
+        if (ImGui::Selectable(place.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) clicked = s.rank;
+        if (place.size() < s.label.size() && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", s.label.c_str());
         if (s.stands_out) ImGui::PopStyleColor();
         ImGui::TableNextColumn();
         ImGui::Text("%.3f s", s.others_waited_s);
@@ -327,15 +334,19 @@ void draw_ranks_view(AppState& app) {
     if (std::find(m.groupings.begin(), m.groupings.end(), st.group_by) == m.groupings.end()) st.group_by.clear();
     draw_controls(st, m);
     if (st.picked >= 0) draw_open_button(app, src, st.picked);
+    // A few ranks make a short heatmap: the tables go under it, at the window's width, where their columns fit.
+    // Many ranks take the height: the tables sit beside them.
     const ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float table_w = std::min(em(560), avail.x * 0.45f);
-    ImGui::BeginChild("heat", ImVec2(avail.x - table_w - em(8), 0));
+    const float short_heat_h = float(m.rows.size()) * em(22) + em(48);
+    const bool stacked = short_heat_h < avail.y * 0.5f;
+    const float table_w = stacked ? 0.0f : std::min(em(560), avail.x * 0.45f);
+    ImGui::BeginChild("heat", ImVec2(stacked ? 0.0f : avail.x - table_w - em(8), stacked ? short_heat_h : 0.0f));
     ImGui::PushFont(small_font());
     const int clicked = draw_heatmap(m, *src.digests, st.figure, st.picked, ImGui::GetContentRegionAvail().x,
                                      ImGui::GetContentRegionAvail().y - em(4));
     ImGui::PopFont();
     ImGui::EndChild();
-    ImGui::SameLine();
+    if (!stacked) ImGui::SameLine();
     ImGui::BeginChild("table", ImVec2(0, 0));
     int from_table = draw_stragglers(b);
     if (const int stage = draw_pipelines(b, st.picked); stage >= 0) from_table = stage;
