@@ -181,6 +181,13 @@ inline constexpr std::string_view kDeviceUsedCounter = "device_used_bytes";  // 
 // The trainer's thread ready to run but waiting for a core, cumulative, at each step's end (engine/train/core_wait.h):
 // what the machine's other load took from the rank.
 inline constexpr std::string_view kRunQueueWaitCounter = "runqueue_wait_ms";
+// The rank's OpenMP workers' waits (its compute's other threads; BLAS runs on the same pool), summed, cumulative, at
+// each step's end, where it computes on more than one thread: the machine's load on the CPUs they run on.
+inline constexpr std::string_view kWorkerRunQueueWaitCounter = "worker_runqueue_wait_ms";
+// Their time on a core, the trainer's and the workers' summed, the same way: a rank with more work is ready to run
+// longer and waits longer on shared cores for the same share (blame weighs the waits by it).
+inline constexpr std::string_view kThreadCpuCounter = "thread_cpu_ms";
+inline constexpr std::string_view kWorkerCpuCounter = "worker_cpu_ms";
 
 union EventRecord {
     uint8_t type;

@@ -115,6 +115,7 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
             m_executor->set_slowdown(m_config.slow_factor);
     }
     m_executor->set_injected_hang(&m_hang);
+    m_worker_times = WorkerThreadsTimes(openmp_worker_tids());  // the pool this thread's GEMMs and loops run on
 
     m_schedule.lr = m_config.adamw.lr;
     m_schedule.min_lr = m_config.adamw.lr * m_config.min_lr_ratio;
@@ -260,8 +261,14 @@ StepMetrics Trainer::train_step() {
         prof::record_counter(US_PROF_NAME("grad_norm"), r.grad_norm);
         prof::record_counter(US_PROF_NAME("tokens_per_s"), r.tokens_per_s);
         prof::record_counter(US_PROF_NAME("step_ms"), r.step_ms);
-        if (const double waited = thread_runqueue_wait_ms(); waited >= 0)
-            prof::record_counter(US_PROF_NAME(prof::kRunQueueWaitCounter), waited);
+        if (const ThreadTimes own = this_thread_times(); own.waiting_ms >= 0) {
+            prof::record_counter(US_PROF_NAME(prof::kRunQueueWaitCounter), own.waiting_ms);
+            prof::record_counter(US_PROF_NAME(prof::kThreadCpuCounter), own.on_cpu_ms);
+        }
+        if (const ThreadTimes workers = m_worker_times.totals(); !m_worker_times.empty() && workers.waiting_ms >= 0) {
+            prof::record_counter(US_PROF_NAME(prof::kWorkerRunQueueWaitCounter), workers.waiting_ms);
+            prof::record_counter(US_PROF_NAME(prof::kWorkerCpuCounter), workers.on_cpu_ms);
+        }
     }
     return r;
 }

@@ -13,6 +13,7 @@
 #include "engine/parallel/grid.h"
 #include "engine/parallel/injected_hang.h"
 #include "engine/parallel/injected_load.h"
+#include "engine/train/core_wait.h"
 #include "engine/parallel/pipeline_executor.h"
 #include "engine/model/context_parallel.h"
 #include "engine/model/tensor_parallel.h"
@@ -96,6 +97,7 @@ private:
     std::vector<LocalChunk> m_chunks;
     std::unique_ptr<PipelineExecutor> m_executor;
     std::unique_ptr<InjectedLoad> m_load;  // --slow-kind load: the busy threads sharing this rank's CPU
+    WorkerThreadsTimes m_worker_times;     // its OpenMP workers' times on and waiting for a core, at each step's end
     TokenDataset m_data;
     std::unique_ptr<DataLoader> m_loader;
     std::unique_ptr<LocalSequenceBatches> m_local_batches;  // context parallelism: the rank's positions

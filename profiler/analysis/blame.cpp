@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "profiler/analysis/blame_core_wait.h"
 #include "profiler/analysis/blame_node.h"
 #include "profiler/analysis/pipeline_blame.h"
 #include "profiler/analysis/rank_clocks.h"
@@ -97,33 +98,22 @@ WaitTally tally_waits(const std::vector<RankDigest>& digests, const CollectiveMa
     return t;
 }
 
-// What the straggler's wait for a core says (empty: unknown).
-std::string core_wait_words(const Straggler& s) {
-    if (s.core_wait_s < 0 || s.group_median_core_wait_s < 0) return "";
-    if (s.waited_for_core)
-        return fmt::format(
-            "; its thread waited for a core {:.1f} ms a step against its group's other ranks' median {:.1f} ms "
-            "(measured: the kernel's run queue), at least half of the {:.1f} ms it came late: the machine's other "
-            "load on its CPU held it (derived)",
-            1e3 * s.core_wait_s, 1e3 * s.group_median_core_wait_s, 1e3 * s.late_s);
-    return fmt::format(
-        "; its thread waited for a core {:.1f} ms a step, its group's other ranks' median {:.1f} ms (measured): "
-        "its trainer thread's wait does not account for it (derived; its helper threads' waits are not counted)",
-        1e3 * s.core_wait_s, 1e3 * s.group_median_core_wait_s);
-}
-
 // Every rank that caused waiting, most to blame first: its share, the group instance it caused the most waiting in
 // (its last arrivals there, its compute against the instance's median) and the steps it was last in.
 void rank_stragglers(const std::map<int, const RankDigest*>& by_rank, const CollectiveMatches& m, WaitTally& t,
                      Blame& b, std::map<int, size_t>& group_of) {
-    std::map<int, std::pair<double, double>> steady_of;  // rank -> (compute, core wait) a steady step: worked out once
-    for (const auto& [k, d] : by_rank)
-        steady_of[k] = {steady_mean(*d, &DigestStep::compute_s), d->steady_core_wait_s()};
+    struct Steady {  // a rank's per steady step: worked out once
+        double compute_s = 0;
+        CoreTimes core;
+    };
+    std::map<int, Steady> steady_of;
+    for (const auto& [k, d] : by_rank) steady_of[k] = {steady_mean(*d, &DigestStep::compute_s), d->steady_core_times()};
     for (auto& [r, s] : t.stats) {
         const RankDigest& d = *by_rank.at(r);
         s.rank = r, s.label = d.label;
         s.share = b.waited_s > 0 ? s.others_waited_s / b.waited_s : 0;
-        std::tie(s.compute_s, s.core_wait_s) = steady_of.at(r);
+        const Steady& own = steady_of.at(r);
+        s.compute_s = own.compute_s;
         const auto& in = t.caused_in[r];
         if (!in.empty()) {
             const size_t most =
@@ -132,21 +122,19 @@ void rank_stragglers(const std::map<int, const RankDigest*>& by_rank, const Coll
             group_of[r] = most;
             std::tie(s.last_arrivals, s.collectives) = t.last_of[r][most];
             // against the group's other ranks: with itself in, a group of two would take its mean
-            std::vector<double> compute, waits;
+            std::vector<double> compute;
+            std::vector<CoreTimes> waits;
             for (const InstanceMember& member : m.instances[most].members)
                 if (member.rank != r) {
-                    compute.push_back(steady_of.at(member.rank).first);
-                    waits.push_back(steady_of.at(member.rank).second);
+                    compute.push_back(steady_of.at(member.rank).compute_s);
+                    waits.push_back(steady_of.at(member.rank).core);
                 }
             s.group_median_compute_s = median(compute);
             s.compute_vs_median = s.group_median_compute_s > 0 ? s.compute_s / s.group_median_compute_s : 0;
             // the waiting it caused in this group alone (others_waited_s sums every group), over its other ranks
             s.late_s = in.at(most) / std::max<double>(1, double(d.steady().size())) /
                        double(std::max<size_t>(1, compute.size()));
-            if (!waits.empty() && std::all_of(waits.begin(), waits.end(), [](double w) { return w >= 0; }))
-                s.group_median_core_wait_s = median(waits);
-            s.waited_for_core = s.core_wait_s >= 0 && s.group_median_core_wait_s >= 0 && s.late_s > 0 &&
-                                s.core_wait_s - s.group_median_core_wait_s >= 0.5 * s.late_s;
+            judge_core_waits(s, own.core, waits);
         }
         std::vector<std::pair<int, double>> at(t.caused_at[r].begin(), t.caused_at[r].end());
         std::sort(at.begin(), at.end(), [](auto& x, auto& y) { return x.second > y.second; });
@@ -303,10 +291,10 @@ nlohmann::json blame_json(const Blame& b) {
              {"group_median_compute_s", s.group_median_compute_s},
              {"compute_vs_median", s.compute_vs_median > 0 ? nlohmann::json(s.compute_vs_median) : nlohmann::json()},
              {"late_s", s.late_s},
-             {"core_wait_s", s.core_wait_s >= 0 ? nlohmann::json(s.core_wait_s) : nlohmann::json()},
-             {"group_median_core_wait_s",
-              s.group_median_core_wait_s >= 0 ? nlohmann::json(s.group_median_core_wait_s) : nlohmann::json()},
+             {"core_wait", core_wait_json(s.trainer_wait)},
+             {"workers_core_wait", core_wait_json(s.workers_wait)},
              {"waited_for_core", s.waited_for_core},
+             {"workers_may_have_waited_for_core", s.workers_may_have_waited},
              {"steps", s.steps},
              {"steps_on_top", s.steps_on_top},
              {"steps_with_waiting", s.steps_with_waiting},

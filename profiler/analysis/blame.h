@@ -45,11 +45,21 @@ struct Straggler {
                                         // with itself in would be their mean)
     double compute_vs_median = 0;       // compute_s / that median (0 unknown)
     double late_s = 0;  // per steady step: the waiting it caused each other rank of its group (how late it came)
-    // Per steady step, its trainer thread's wait for a core (core_wait.h), and the median of its group's other ranks';
-    // -1 unknown. Where its excess is at least half of how late it came, the machine's other load on its CPU is
-    // what held it (waited_for_core), not its own work.
-    double core_wait_s = -1, group_median_core_wait_s = -1;
-    bool waited_for_core = false;
+    // Its threads' waits for a core against its group's other ranks' (blame_core_wait.h): the trainer's, then its
+    // OpenMP workers' summed (at most what they cost it). Per steady step; -1 / nullopt unknown.
+    struct CoreWait {
+        double wait_s = -1, group_median_wait_s = -1;  // measured
+        // measured: the share of its time ready to run spent waiting (wait / (wait + time on a core)), and the
+        // group's other ranks' median share (-1 where the trace has no time on a core: from before it was recorded)
+        double share = -1, group_median_share = -1;
+        // derived: the wait beyond what its own time on a core would have waited at the group's median share (beyond
+        // the group's median wait where the shares are unknown)
+        std::optional<double> excess_s;
+    };
+    CoreWait trainer_wait, workers_wait;
+    // The trainer's excess alone is at least half of how late it came: the machine's other load on its CPU held it,
+    // not its own work. Else, with its OpenMP workers' excess: the load may have held it.
+    bool waited_for_core = false, workers_may_have_waited = false;
     std::vector<int> steps;                        // the steps it arrived last in, most waiting caused first
     std::map<std::string, int> phases;             // "forward", "backward", "optimizer", "none": last arrivals by phase
     int steps_on_top = 0, steps_with_waiting = 0;  // steps it caused the most waiting in, of those with waiting

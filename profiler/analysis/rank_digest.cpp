@@ -151,6 +151,16 @@ double RankDigest::steady_core_wait_s() const {
     return total < 0 ? -1 : total / double(kept.size());
 }
 
+CoreTimes RankDigest::steady_core_times() const {
+    const std::vector<DigestStep> kept = steady();
+    auto per_step = [&](double DigestStep::*field) {
+        const double total = sum_over_steps_s(kept, field);
+        return total < 0 ? -1 : total / double(kept.size());
+    };
+    return {per_step(&DigestStep::core_wait_s), per_step(&DigestStep::core_cpu_s),
+            per_step(&DigestStep::worker_core_wait_s), per_step(&DigestStep::worker_cpu_s)};
+}
+
 RankDigest make_digest(const TraceStore& store, int rank) {
     return make_digest(store, rank, analyze_steps(store, rank));
 }
@@ -189,7 +199,8 @@ void add_step_figures(RankDigest& d, const std::vector<StepBreakdown>& steps, co
                       const std::optional<HtaBreakdown>& hta) {
     for (const StepBreakdown& b : steps)
         d.steps.push_back({b.step, b.begin, b.end, b.wall_s, b.compute_s, b.comm_s, b.exposed_s, b.idle_s, b.bubble_s,
-                           b.p2p_s, b.overlapped_s, b.group_exposed_s, b.core_wait_s});
+                           b.p2p_s, b.overlapped_s, b.group_exposed_s, b.core_wait_s, b.worker_core_wait_s,
+                           b.core_cpu_s, b.worker_cpu_s});
     for (size_t i = 0; i < table.rows.size(); ++i) {
         const OpRow& r = table.rows[i];
         const ComputeKind kind = compute_kind(r.kind);
@@ -208,7 +219,8 @@ nlohmann::json digest_json(const RankDigest& d) {
     for (const DigestGroup& g : d.groups) groups.push_back({g.key, g.name, g.ranks, g.id});
     for (const DigestStep& s : d.steps)
         steps.push_back({s.step, s.begin, s.end, s.wall_s, s.compute_s, s.comm_s, s.exposed_s, s.idle_s, s.bubble_s,
-                         s.p2p_s, s.overlapped_s, s.group_exposed_s, s.core_wait_s});
+                         s.p2p_s, s.overlapped_s, s.group_exposed_s, s.core_wait_s, s.worker_core_wait_s, s.core_cpu_s,
+                         s.worker_cpu_s});
     for (const WorkWindow& w : d.work_windows) windows.push_back({w.step, w.window_ns, w.work_ns});
     for (const DigestCollective& c : d.collectives)
         collectives.push_back({c.group, c.index, int(c.op), c.step, int(c.phase), c.bytes, c.begin, c.end});
@@ -260,7 +272,8 @@ RankDigest digest_from_json(const nlohmann::json& j) {
         for (const auto& g : j.at("groups")) d.groups.push_back({g.at(0), g.at(1), g.at(2), g.at(3)});
         for (const auto& s : j.at("steps"))
             d.steps.push_back({s.at(0), s.at(1), s.at(2), s.at(3), s.at(4), s.at(5), s.at(6), s.at(7), s.at(8), s.at(9),
-                               s.at(10), s.at(11).get<std::array<double, kGroupCount>>(), s.at(12)});
+                               s.at(10), s.at(11).get<std::array<double, kGroupCount>>(), s.at(12), s.at(13), s.at(14),
+                               s.at(15)});
         for (const auto& w : j.at("work_windows")) d.work_windows.push_back({w.at(0), w.at(1), w.at(2)});
         const int32_t groups = int32_t(d.groups.size());
         for (const auto& c : j.at("collectives")) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "profiler/analysis/compute_kind.h"
+#include "profiler/analysis/core_wait.h"
 #include "profiler/analysis/hta_breakdown.h"
 #include "profiler/analysis/op_table.h"
 #include "profiler/analysis/stage_work.h"
@@ -54,7 +55,9 @@ struct DigestStep {
     int64_t begin = 0, end = 0;
     double wall_s = 0, compute_s = 0, comm_s = 0, exposed_s = 0, idle_s = 0, bubble_s = 0, p2p_s = 0, overlapped_s = 0;
     std::array<double, kGroupCount> group_exposed_s{};  // by GroupKind: the engine's groups' exposed part (diff)
-    double core_wait_s = -1;  // the trainer's thread waiting for a core (core_wait.h); -1 unknown
+    double core_wait_s = -1;         // the trainer's thread waiting for a core (core_wait.h); -1 unknown
+    double worker_core_wait_s = -1;  // the rank's OpenMP workers' waits for a core, summed (core_wait.h); -1 unknown
+    double core_cpu_s = -1, worker_cpu_s = -1;  // their time on a core: the trainer's, the others' summed; -1 unknown
 };
 
 struct DigestGroup {
@@ -75,7 +78,7 @@ struct RankDigest {
     // 2: the grid's sizes, the micro-batches, the work windows and the groups' ids; 3: the host; 4: the steps'
     // exposed time per group, the ops' compute kinds and the compute per kind; 5: the steps' wait for a core (older
     // cached digests are made again from their traces).
-    static constexpr int kVersion = 5;
+    static constexpr int kVersion = 6;
     int rank = 0;
     std::string label;                // "rank 3 (dp 1, pp 0)"
     std::string host;                 // the node it ran on, as its trace says ("" unknown; blame names a slow node)
@@ -106,6 +109,8 @@ struct RankDigest {
     std::vector<DigestStep> steady() const;
     // Its trainer thread's wait for a core per steady step (core_wait.h); -1 where a steady step's is unknown.
     double steady_core_wait_s() const;
+    // Its threads' waits for a core and times on one per steady step (core_wait.h).
+    CoreTimes steady_core_times() const;
 };
 
 // The digest of rank `rank` of `store` (its steps as analyze_steps gives them, or as given).

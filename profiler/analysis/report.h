@@ -50,6 +50,10 @@ struct RankReport {
     // The time its trainer thread was ready but waited for a core, summed over the steady steps (core_wait.h;
     // measured by the kernel's run-queue accounting); -1 unknown (an imported run, an older trace).
     double runqueue_wait_s = -1;
+    // Its OpenMP workers' waits, summed over them and the steady steps (thread-seconds); -1 unknown.
+    double worker_runqueue_wait_s = -1;
+    // The time on a core over the steady steps, of its trainer thread and of its OpenMP workers summed; -1 unknown.
+    double thread_cpu_s = -1, worker_cpu_s = -1;
     // The CUPTI collector's own account (measured, from the rank's metadata): kernels, attributed to an op or not,
     // dropped records, its overhead. Null on a CPU rank or a build without the collector.
     nlohmann::json cupti;

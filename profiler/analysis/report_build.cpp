@@ -168,6 +168,9 @@ RankReport rank_report(const TraceStore& store, int r, std::vector<StepBreakdown
     }
     rr.device_reserved_peak = device_reserved_peak(store, rt);
     rr.runqueue_wait_s = runqueue_wait_s(steady);
+    rr.worker_runqueue_wait_s = sum_over_steps_s(steady, &StepBreakdown::worker_core_wait_s);
+    rr.thread_cpu_s = sum_over_steps_s(steady, &StepBreakdown::core_cpu_s);
+    rr.worker_cpu_s = sum_over_steps_s(steady, &StepBreakdown::worker_cpu_s);
     rr.hta = hta_breakdown(store, r);
     if (meta.cupti) {
         rr.cupti = *meta.cupti;

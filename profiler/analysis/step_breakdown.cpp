@@ -254,6 +254,9 @@ StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps) {
     t.step = -1;
     t.device_truth = steps.front().device_truth;
     t.core_wait_s = runqueue_wait_s(steps);
+    t.worker_core_wait_s = sum_over_steps_s(steps, &StepBreakdown::worker_core_wait_s);
+    t.core_cpu_s = sum_over_steps_s(steps, &StepBreakdown::core_cpu_s);
+    t.worker_cpu_s = sum_over_steps_s(steps, &StepBreakdown::worker_cpu_s);
     t.begin = steps.front().begin;
     t.end = steps.back().end;
     for (const auto& s : steps) {

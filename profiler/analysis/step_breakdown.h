@@ -54,6 +54,8 @@ struct StepBreakdown {
     int64_t attention_flops = 0;  // the FLOPs those attention ops carry: the work, whatever the machine's noise
     double experts_s = 0;     // time in the experts' GEMMs (spans named "expert ..."): what routing balance is about
     double core_wait_s = -1;  // the trainer's thread waiting for a core (core_wait.h); -1 unknown
+    double worker_core_wait_s = -1;  // the rank's OpenMP workers' waits for a core, summed (core_wait.h); -1 unknown
+    double core_cpu_s = -1, worker_cpu_s = -1;  // their time on a core: the trainer's, the others' summed; -1 unknown
     // By process group (GroupKind order): |M_g|, |M_g \ C|, and bytes sent by the collectives that began in the step.
     std::array<double, kGroupCount> group_comm_s{}, group_exposed_s{}, group_bytes{};
 };

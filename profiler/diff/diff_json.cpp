@@ -13,10 +13,16 @@ nlohmann::json optional_json(const std::optional<T>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json();
 }
 
-// {"mean_ms", "most_ms", "most_rank", "source": "measured"}; null where unknown.
+// {"mean_ms", "most_ms", "most_rank", "workers_mean_ms", "source": "measured"}; null where unknown.
 nlohmann::json core_wait_json(const std::optional<RunDiff::CoreWait>& w) {
     if (!w) return nullptr;
-    return {{"mean_ms", w->mean_ms}, {"most_ms", w->most_ms}, {"most_rank", w->most_rank}, {"source", "measured"}};
+    return {{"mean_ms", w->mean_ms},
+            {"most_ms", w->most_ms},
+            {"most_rank", w->most_rank},
+            {"workers_mean_ms", w->workers_mean_ms >= 0 ? nlohmann::json(w->workers_mean_ms) : nlohmann::json()},
+            {"share", w->share >= 0 ? nlohmann::json(w->share) : nlohmann::json()},
+            {"most_cpu_ms", w->most_cpu_ms >= 0 ? nlohmann::json(w->most_cpu_ms) : nlohmann::json()},
+            {"source", "measured"}};
 }
 
 nlohmann::json cause_json(const Cause& c) {

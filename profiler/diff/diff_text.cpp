@@ -95,8 +95,10 @@ std::string format_diff(const RunDiff& d) {
     s += noise_line(d);
     if (d.a_core_wait || d.b_core_wait) {
         auto said = [](const std::optional<RunDiff::CoreWait>& w) {
-            return w ? fmt::format("{:.2f} ms (rank {} the most, {:.2f} ms)", w->mean_ms, w->most_rank, w->most_ms)
-                     : std::string("unknown");
+            if (!w) return std::string("unknown");
+            return fmt::format(
+                "{:.2f} ms (rank {} the most, {:.2f} ms{})", w->mean_ms, w->most_rank, w->most_ms,
+                w->workers_mean_ms >= 0 ? fmt::format("; OpenMP workers {:.2f} ms, summed", w->workers_mean_ms) : "");
         };
         s += fmt::format(
             "waited for a core a step (measured: the kernel's run queue; the machine's other load, inside compute and "

@@ -244,7 +244,11 @@ std::string noise_words(const RunDiff& d) {
 
 std::optional<double> load_explains_ms(const RunDiff& d) {
     if (!d.a_core_wait || !d.b_core_wait || d.delta_ms <= 0) return std::nullopt;
-    const double more = d.b_core_wait->most_ms - d.a_core_wait->most_ms;
+    const RunDiff::CoreWait &a = *d.a_core_wait, &b = *d.b_core_wait;
+    // More work waits longer on shared cores at the same share: where the times on a core are known, B's
+    // most-waiting rank's wait beyond what its time on a core would have waited at A's share (docs/blame.md).
+    const bool weighed = a.share >= 0 && a.share < 1 && b.most_cpu_ms >= 0;
+    const double more = weighed ? b.most_ms - a.share / (1 - a.share) * b.most_cpu_ms : b.most_ms - a.most_ms;
     if (more < 0.5 * d.delta_ms) return std::nullopt;
     return more;
 }
@@ -268,10 +272,16 @@ std::string diff_verdict(const RunDiff& d) {
         s += fmt::format("{} {:+.2f} ms {}", i ? "," : ":", d.causes[i].ms, cause_title(d.causes[i]));
     if (std::abs(d.unexplained_ms) >= 0.01) s += fmt::format("; {:+.2f} ms unexplained", d.unexplained_ms);
     if (const auto more = load_explains_ms(d))
-        s += fmt::format(
-            "; B's rank {} waited {:.2f} ms a step longer for a core than A's most (measured: the machine's other "
-            "load, inside the figures above)",
-            d.b_core_wait->most_rank, *more);
+        s += d.a_core_wait->share >= 0 && d.b_core_wait->most_cpu_ms >= 0
+                 ? fmt::format(
+                       "; B's rank {} waited {:.2f} ms a step longer for a core than its time on a core would have at "
+                       "A's share of waiting ({:.0f}%) (derived from the kernel's run queue: the machine's other load, "
+                       "inside the figures above)",
+                       d.b_core_wait->most_rank, *more, 100 * d.a_core_wait->share)
+                 : fmt::format(
+                       "; B's rank {} waited {:.2f} ms a step longer for a core than A's most (measured: the machine's "
+                       "other load, inside the figures above)",
+                       d.b_core_wait->most_rank, *more);
     return s;
 }
 
@@ -289,10 +299,14 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSi
     d.noise_ms = std::max(d.noise_within_ms, d.noise_between_ms.value_or(0.0));
     if (known(a.settings) && known(b.settings))
         d.settings = setting_changes(a.settings, b.settings, "A's settings", "B's settings");
-    if (fa.core_wait_s >= 0)
-        d.a_core_wait = RunDiff::CoreWait{kMs * fa.core_wait_s, kMs * fa.core_wait_most_s, fa.core_wait_most_rank};
-    if (fb.core_wait_s >= 0)
-        d.b_core_wait = RunDiff::CoreWait{kMs * fb.core_wait_s, kMs * fb.core_wait_most_s, fb.core_wait_most_rank};
+    auto core_wait = [](const RunFigures& f) {
+        return RunDiff::CoreWait{
+            kMs * f.core_wait_s,   kMs * f.core_wait_most_s,
+            f.core_wait_most_rank, f.worker_core_wait_s >= 0 ? kMs * f.worker_core_wait_s : -1,
+            f.core_wait_share,     f.core_wait_most_cpu_s >= 0 ? kMs * f.core_wait_most_cpu_s : -1};
+    };
+    if (fa.core_wait_s >= 0) d.a_core_wait = core_wait(fa);
+    if (fb.core_wait_s >= 0) d.b_core_wait = core_wait(fb);
     for (double w : fa.step_walls_s) d.a_steps_ms.push_back(kMs * w);
     for (double w : fb.step_walls_s) d.b_steps_ms.push_back(kMs * w);
     // A change under kNoiseFloor of the step is never called one (runs without spread: synthetic, or one step).

@@ -89,6 +89,9 @@ struct RunDiff {
         double mean_ms = 0;  // the ranks' mean
         double most_ms = 0;  // the rank that waited most (it holds the others where they meet every step)
         int most_rank = -1;
+        double workers_mean_ms = -1;  // the ranks' mean of their OpenMP workers' waits, summed over them; -1 unknown
+        double share = -1;            // the ranks' mean share of their time ready to run spent waiting; -1 unknown
+        double most_cpu_ms = -1;      // the most-waiting rank's time on a core; -1 unknown
     };
     std::optional<CoreWait> a_core_wait, b_core_wait;
     bool within_noise = false;  // |delta| <= noise
@@ -116,8 +119,9 @@ std::vector<WhatIf> what_if(const RunFigures& a, const RunFigures& b, const Blam
 // Where the noise figure comes from: "the runs' own step spread" or "the spread between runs of A's settings" (or
 // B's).
 std::string noise_words(const RunDiff& d);
-// How much longer B's most-waiting rank waited for a core a step than A's, where that is at least half of B's slowdown
-// (the machine's other load, not what changed); nullopt otherwise.
+// How much longer B's most-waiting rank waited for a core a step than its time on a core would have at A's share of
+// waiting (than A's most-waiting rank, where a trace lacks the time on a core), where that is at least half of B's
+// slowdown (the machine's other load, not what changed); nullopt otherwise.
 std::optional<double> load_explains_ms(const RunDiff& d);
 nlohmann::json diff_json(const RunDiff& d);  // docs/report-schema.md, "ultrascope diff --json"
 std::string format_diff(const RunDiff& d);   // verdict first, each figure labelled measured/derived/predicted

@@ -40,13 +40,41 @@ RankFigures rank_figures(const RankDigest& d, const std::vector<DigestStep>& ste
 
 }  // namespace
 
+namespace {
+
+// The run's waits for a core (RunFigures::core_wait_s and the rest), rank by rank: each figure known only where every
+// rank's is.
+struct CoreWaitTally {
+    int ranks = 0;
+    double wait_sum = 0, share_sum = 0, helpers_sum = 0;
+    bool waits_known = true, shares_known = true, helpers_known = true;
+    double most = -1, most_cpu = -1;
+    int most_rank = -1;
+
+    void add(int rank, const CoreTimes& t) {
+        ++ranks;
+        waits_known = waits_known && t.trainer_wait_s >= 0, wait_sum += t.trainer_wait_s;
+        const bool share = t.trainer_wait_s >= 0 && t.trainer_cpu_s >= 0 && t.trainer_wait_s + t.trainer_cpu_s > 0;
+        shares_known = shares_known && share;
+        if (share) share_sum += t.trainer_wait_s / (t.trainer_wait_s + t.trainer_cpu_s);
+        helpers_known = helpers_known && t.workers_wait_s >= 0, helpers_sum += t.workers_wait_s;
+        if (t.trainer_wait_s > most) most = t.trainer_wait_s, most_cpu = t.trainer_cpu_s, most_rank = rank;
+    }
+    void set(RunFigures& run) const {
+        if (ranks == 0 || !waits_known) return;
+        run.core_wait_s = wait_sum / ranks, run.core_wait_most_s = most, run.core_wait_most_rank = most_rank;
+        if (shares_known) run.core_wait_share = share_sum / ranks, run.core_wait_most_cpu_s = most_cpu;
+        if (helpers_known) run.worker_core_wait_s = helpers_sum / ranks;
+    }
+};
+
+}  // namespace
+
 RunFigures run_figures(const CrossRank& x, const std::string& what) {
     RunFigures run;
     std::vector<double> wall_sum;
     std::vector<int> wall_count;
-    double core_wait_sum = 0, core_wait_most = -1;
-    int core_wait_most_rank = -1;
-    bool core_wait_known = true;
+    CoreWaitTally core_waits;
     for (const RankDigest& d : x.digests) {
         const std::vector<DigestStep> steady = d.steady();
         if (steady.empty()) {
@@ -54,9 +82,7 @@ RunFigures run_figures(const CrossRank& x, const std::string& what) {
             continue;
         }
         run.ranks.push_back(rank_figures(d, steady, x.waits_of(d.rank)));
-        const double waited = d.steady_core_wait_s();
-        core_wait_known = core_wait_known && waited >= 0, core_wait_sum += waited;
-        if (waited > core_wait_most) core_wait_most = waited, core_wait_most_rank = d.rank;
+        core_waits.add(d.rank, d.steady_core_times());
         run.device = run.device || d.device;
         run.ops_complete = run.ops_complete && d.ops_complete;
         run.steady_steps = std::max(run.steady_steps, int(steady.size()));
@@ -73,9 +99,7 @@ RunFigures run_figures(const CrossRank& x, const std::string& what) {
                    what);
     const double n = double(run.ranks.size());
     for (const RankFigures& r : run.ranks) run.mean.add(r.step, 1.0 / n);
-    if (core_wait_known)
-        run.core_wait_s = core_wait_sum / n, run.core_wait_most_s = core_wait_most,
-        run.core_wait_most_rank = core_wait_most_rank;
+    core_waits.set(run);
     for (auto& [key, f] : run.ops) f.self_s /= n, f.calls /= n;
     for (size_t i = 0; i < wall_sum.size(); ++i) run.step_walls_s.push_back(wall_sum[i] / wall_count[i]);
     const auto [lo, hi] = std::minmax_element(run.step_walls_s.begin(), run.step_walls_s.end());

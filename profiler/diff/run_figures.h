@@ -53,6 +53,10 @@ struct RunFigures {
     // whose ranks meet every step, the one that holds the others); -1 unknown (a rank's trace lacks it).
     double core_wait_s = -1, core_wait_most_s = -1;
     int core_wait_most_rank = -1;
+    double worker_core_wait_s = -1;  // the ranks' mean of their OpenMP workers' waits, summed over them; -1 unknown
+    // The ranks' mean share of their time ready to run spent waiting (wait / (wait + time on a core)), and the
+    // most-waiting rank's time on a core; -1 where a trace lacks the time on a core.
+    double core_wait_share = -1, core_wait_most_cpu_s = -1;
     std::map<OpKey, OpFigure> ops;   // the digests' leading op rows
     bool ops_complete = true;        // every rank's op table whole in its digest
     std::vector<std::string> notes;  // ranks left out (no steady step)

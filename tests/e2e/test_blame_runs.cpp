@@ -52,8 +52,16 @@ TEST_CASE("a data-parallel rank slowed 4x is named as the one the others wait fo
     CHECK(b["stragglers"][0]["share"].get<double>() > 0.5);
     // the label says it was slowed on purpose
     CHECK(b["stragglers"][0]["label"].get<std::string>().find("injected") != std::string::npos);
-    // its extra time was its own work (repeated GEMMs), not a wait for a core: blame says so
+    // its extra time was its own work (repeated GEMMs), not a wait for a core: blame says so, its wait weighed by its
+    // time on a core (four ranks of one thread on two cores: no OpenMP workers)
     CHECK(b["stragglers"][0]["waited_for_core"] == false);
+    CHECK(b["stragglers"][0]["core_wait"]["share"].is_number());
+    CHECK(b["stragglers"][0]["workers_core_wait"].is_null());
+    CHECK(b["stragglers"][0]["workers_may_have_waited_for_core"] == false);
+    for (const nlohmann::json& rank : j["ranks"]) {
+        CHECK(rank["thread_cpu_s"].get<double>() > 0);
+        CHECK(rank["worker_runqueue_wait_s"].is_null());
+    }
     const ProcessResult text = run_process(ultrascope() + " report " + trace);
     CHECK(text.output.find("Who holds the run back") != std::string::npos);
     CHECK(text.output.find("<- holds the run back") != std::string::npos);
@@ -82,7 +90,8 @@ TEST_CASE(
     // two busy threads beside it on one CPU: it gets about a third, so it waits for a core most of the time it came
     // late; the other rank hardly waits
     CHECK(s["waited_for_core"] == true);
-    CHECK(s["core_wait_s"].get<double>() > 0.5 * s["late_s"].get<double>());
+    CHECK(s["core_wait"]["excess_s"].get<double>() > 0.5 * s["late_s"].get<double>());
+    CHECK(s["core_wait"]["share"].get<double>() > 0.4);  // about two thirds of its time ready to run
     CHECK(blamed["verdict"].get<std::string>().find("the machine's other load on its CPU held it") !=
           std::string::npos);
     // the diff of the two runs: B is slower, and its rank 1's wait for a core says why
@@ -95,6 +104,23 @@ TEST_CASE(
     CHECK(d["b_core_wait"]["most_rank"] == 1);
     CHECK(d["b_core_wait"]["most_ms"].get<double>() > 0.5 * d["delta_ms"].get<double>());
     CHECK(d["verdict"].get<std::string>().find("longer for a core") != std::string::npos);
+}
+
+TEST_CASE("a rank computing on two threads records its OpenMP worker's wait for a core and time on one",
+          "[cpu][app][blame]") {
+    const std::string trace = temp_path("workers-times.ustrace");
+    fs::remove(trace);
+    const ProcessResult r =
+        run_process(bin("ultrascope-train") + " --preset tiny --steps 4 --threads 2 --quiet --data " + data_file() +
+                    " --trace " + trace);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json rank = report_json(trace)["ranks"][0];
+    INFO(rank.dump(1));
+    CHECK(rank["thread_cpu_s"].get<double>() > 0);
+    CHECK(rank["worker_cpu_s"].get<double>() > 0);  // the worker ran its half of the GEMMs
+    CHECK(rank["worker_runqueue_wait_s"].get<double>() >= 0);
+    CHECK(rank["runqueue_wait_s"].get<double>() >= 0);
 }
 
 TEST_CASE("a pipeline stage slowed 3x is the pipeline's bottleneck, and its neighbours wait on it",

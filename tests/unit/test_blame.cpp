@@ -105,30 +105,87 @@ TEST_CASE("blame says whether the machine's other load held the straggler: its w
                                                      {0.51, 0.52, 0.50, 0.50, 0.50},
                                                      {0.80, 0.80, 0.80, 0.80, 0.80},
                                                      {0.50, 0.51, 0.52, 0.51, 0.50}};
-    auto with_waits = [&](double slow_rank_wait, double others_wait) {
+    // every step of rank 2 gets `slow`, the others' `others` (-1: not recorded)
+    auto with_times = [&](CoreTimes slow, CoreTimes others) {
         std::vector<RankDigest> digests = data_parallel(arrive);
         for (RankDigest& d : digests)
-            for (DigestStep& s : d.steps) s.core_wait_s = d.rank == 2 ? slow_rank_wait : others_wait;
+            for (DigestStep& s : d.steps) {
+                const CoreTimes& t = d.rank == 2 ? slow : others;
+                s.core_wait_s = t.trainer_wait_s, s.core_cpu_s = t.trainer_cpu_s;
+                s.worker_core_wait_s = t.workers_wait_s, s.worker_cpu_s = t.workers_cpu_s;
+            }
         return digests;
+    };
+    auto with_waits = [&](double slow_rank_wait, double others_wait) {  // a trace with the trainer's waits alone
+        return with_times({slow_rank_wait, -1, -1, -1}, {others_wait, -1, -1, -1});
     };
     SECTION("it waited for a core for most of the time it came late: the machine's other load") {
         const Blame b = blame(with_waits(0.25, 0.01));
         REQUIRE(b.culprit);
         const Straggler& s = b.stragglers.front();
         CHECK(s.late_s == Approx(0.2925).epsilon(0.01));  // the others' waits, 3.51 s over 4 steps and 3 ranks
-        CHECK(s.core_wait_s == Approx(0.25));
-        CHECK(s.group_median_core_wait_s == Approx(0.01));
+        CHECK(s.trainer_wait.wait_s == Approx(0.25));
+        CHECK(s.trainer_wait.group_median_wait_s == Approx(0.01));
+        CHECK(s.trainer_wait.share == -1);  // no time on a core recorded: the waits alone
+        CHECK(*s.trainer_wait.excess_s == Approx(0.24));
         CHECK(s.waited_for_core);
-        CHECK(b.verdict.find("waited for a core 250.0 ms a step against its group's other ranks' median 10.0 ms") !=
+        CHECK(b.verdict.find("its thread waited for a core 250.0 ms a step, its group's other ranks' median 10.0 ms "
+                             "(measured: the kernel's run queue); 240.0 ms more, at least half of the 292.5 ms") !=
               std::string::npos);
         CHECK(b.verdict.find("the machine's other load on its CPU held it") != std::string::npos);
         CHECK(blame_json(b)["stragglers"][0]["waited_for_core"] == true);
+        CHECK(blame_json(b)["stragglers"][0]["core_wait"]["excess_s"].get<double>() == Approx(0.24));
+    }
+    SECTION("weighed by the time on a core: more work waits longer at the same share, and is not the load") {
+        // 3x the work at the group's share of waiting (25% of the time ready to run): 0.3 s of wait against the
+        // others' 0.1 s, 0.2 s more, which the waits alone would call the load; at the group's share its own 0.9 s
+        // on a core would have waited 0.3 s: no excess
+        const Blame b = blame(with_times({0.3, 0.9, -1, -1}, {0.1, 0.3, -1, -1}));
+        REQUIRE(b.culprit);
+        const Straggler& s = b.stragglers.front();
+        CHECK(s.trainer_wait.share == Approx(0.25));
+        CHECK(s.trainer_wait.group_median_share == Approx(0.25));
+        CHECK(*s.trainer_wait.excess_s == Approx(0.0).margin(1e-12));
+        CHECK_FALSE(s.waited_for_core);
+        CHECK(b.verdict.find("(25% of its time ready to run), its group's other ranks' median 100.0 ms (25%)") !=
+              std::string::npos);
+        CHECK(b.verdict.find("its trainer thread's wait does not account for it") != std::string::npos);
+    }
+    SECTION("weighed by the time on a core: the same work, half its ready time waiting, is the load") {
+        const Blame b = blame(with_times({0.3, 0.3, -1, -1}, {0.01, 0.3, -1, -1}));
+        const Straggler& s = b.stragglers.front();
+        CHECK(s.trainer_wait.share == Approx(0.5));
+        CHECK(*s.trainer_wait.excess_s == Approx(0.29));  // at the group's 1/31 share, 0.3 s on a core waits 0.01 s
+        CHECK(s.waited_for_core);
+        CHECK(b.verdict.find("beyond what its own time on a core would have waited at that share, 290.0 ms") !=
+              std::string::npos);
     }
     SECTION("it waited no longer than the others: its lateness is not the machine's other load") {
         const Blame b = blame(with_waits(0.02, 0.01));
         REQUIRE(b.culprit);
         CHECK_FALSE(b.stragglers.front().waited_for_core);
         CHECK(b.verdict.find("its trainer thread's wait does not account for it") != std::string::npos);
+    }
+    SECTION("its OpenMP workers waited too: with theirs, at least half: the load may have held it") {
+        const Blame b = blame(with_times({0.02, 0.3, 0.40, 0.30}, {0.01, 0.3, 0.05, 0.30}));
+        REQUIRE(b.culprit);
+        const Straggler& s = b.stragglers.front();
+        CHECK_FALSE(s.waited_for_core);  // its trainer's excess alone is 0.01 s of 0.29 s late
+        CHECK(s.workers_wait.wait_s == Approx(0.40));
+        CHECK(s.workers_wait.group_median_wait_s == Approx(0.05));
+        // at the others' share (1/7), its workers' 0.3 s on a core would have waited 0.05 s
+        CHECK(*s.workers_wait.excess_s == Approx(0.35));
+        CHECK(s.workers_may_have_waited);
+        CHECK(b.verdict.find("its OpenMP workers waited for a core 400.0 ms a step (57% of its time ready to run), "
+                             "its group's other ranks' median 50.0 ms (14%), summed over them") != std::string::npos);
+        CHECK(b.verdict.find("the machine's other load on its CPUs may have held it") != std::string::npos);
+        CHECK(blame_json(b)["stragglers"][0]["workers_may_have_waited_for_core"] == true);
+        CHECK(blame_json(b)["stragglers"][0]["workers_core_wait"]["group_median_wait_s"].get<double>() == Approx(0.05));
+    }
+    SECTION("its OpenMP workers waited about as long for their work as the others': the waits do not account for it") {
+        const Blame b = blame(with_times({0.02, 0.3, 0.10, 0.60}, {0.01, 0.3, 0.05, 0.30}));  // 2x work, same share
+        CHECK_FALSE(b.stragglers.front().workers_may_have_waited);
+        CHECK(b.verdict.find("its threads' waits for a core do not account for it") != std::string::npos);
     }
     SECTION("a wait under half of how late it came is not the reason") {
         const Blame b = blame(with_waits(0.13, 0.01));  // 0.12 s over the median, against 0.29 s late
@@ -138,10 +195,11 @@ TEST_CASE("blame says whether the machine's other load held the straggler: its w
         std::vector<RankDigest> digests = with_waits(0.25, 0.01);
         digests[0].steps[3].core_wait_s = -1;
         const Blame b = blame(digests);
-        CHECK(b.stragglers.front().group_median_core_wait_s < 0);
+        CHECK(b.stragglers.front().trainer_wait.group_median_wait_s < 0);
+        CHECK_FALSE(b.stragglers.front().trainer_wait.excess_s);
         CHECK_FALSE(b.stragglers.front().waited_for_core);
         CHECK(b.verdict.find("for a core") == std::string::npos);
-        CHECK(blame_json(b)["stragglers"][0]["group_median_core_wait_s"].is_null());
+        CHECK(blame_json(b)["stragglers"][0]["core_wait"]["group_median_wait_s"].is_null());
     }
 }
 
@@ -320,6 +378,8 @@ TEST_CASE("a digest survives its JSON and its compact bytes, and bad bytes are a
     d.host = "gpu-b";
     d.clock_offset_ns = 42, d.clock_uncertainty_ns = 7;
     d.steps[1].core_wait_s = 0.125;
+    d.steps[1].worker_core_wait_s = 0.5;
+    d.steps[1].core_cpu_s = 0.25, d.steps[1].worker_cpu_s = 0.75;
     d.ops.push_back({"matmul", OpClass::gemm, 12, 0.25});
     DigestTransfer t;
     t.peer = 0, t.send = true, t.index = 0, t.step = 2, t.phase = Phase::forward, t.bytes = 4096, t.begin = 5,
@@ -333,6 +393,10 @@ TEST_CASE("a digest survives its JSON and its compact bytes, and bad bytes are a
     CHECK(digest_from_json(j).host == "gpu-b");
     CHECK(digest_from_json(j).steps[1].core_wait_s == 0.125);
     CHECK(digest_from_json(j).steps[0].core_wait_s == -1);
+    CHECK(digest_from_json(j).steps[1].worker_core_wait_s == 0.5);
+    CHECK(digest_from_json(j).steps[0].worker_core_wait_s == -1);
+    CHECK(digest_from_json(j).steps[1].core_cpu_s == 0.25);
+    CHECK(digest_from_json(j).steps[1].worker_cpu_s == 0.75);
     const std::string bytes = digest_bytes(d);
     CHECK(digest_json(digest_from_bytes(bytes, "rank 1's digest")) == j);
     CHECK(bytes.size() < j.dump().size());

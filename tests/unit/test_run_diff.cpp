@@ -4,6 +4,7 @@
 // time; ranks without a partner are said; equal runs differ within noise; a run without a steady step is refused.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
 
 #include "common/core/check.h"
 #include "common/settings/config.h"
@@ -419,4 +420,74 @@ TEST_CASE("diff: a digest keeps its per-group exposed time and its compute per k
     REQUIRE(back.ops.size() == d.ops.size());
     CHECK(back.ops[1].kind == ComputeKind::attention);
     CHECK(back.steps[1].group_exposed_s[size_t(GroupKind::dp)] == Approx(d.steps[1].group_exposed_s[1]));
+}
+
+TEST_CASE("diff: each run's waits for a core per steady step, the trainer's and the OpenMP workers' summed",
+          "[cpu][diff]") {
+    // The waits are set on the digests as the trainer's counters would give them (rank r's trainer waits 10 + r ms
+    // a step in A, 80 ms on rank 1 in B; the workers 30 ms a step in A, 50 in B, on every rank).
+    auto with_waits = [](CrossRank x, std::function<double(int)> trainer_s, double helpers_s) {
+        for (RankDigest& d : x.digests)
+            for (DigestStep& s : d.steps) s.core_wait_s = trainer_s(d.rank), s.worker_core_wait_s = helpers_s;
+        return x;
+    };
+    const CrossRank a = with_waits(
+        dp_run({RankPlan{}, RankPlan{}}), [](int r) { return 0.010 + 0.001 * r; }, 0.030);
+    const CrossRank b = with_waits(
+        dp_run({RankPlan{}, RankPlan{}}), [](int r) { return r == 1 ? 0.080 : 0.010; }, 0.050);
+    const RunDiff d = diff(a, b);
+    REQUIRE(d.a_core_wait);
+    REQUIRE(d.b_core_wait);
+    CHECK(d.a_core_wait->mean_ms == Approx(10.5));
+    CHECK(d.b_core_wait->most_rank == 1);
+    CHECK(d.b_core_wait->most_ms == Approx(80));
+    CHECK(d.a_core_wait->workers_mean_ms == Approx(30));
+    CHECK(d.b_core_wait->workers_mean_ms == Approx(50));
+    CHECK(diff_json(d)["b_core_wait"]["workers_mean_ms"].get<double>() == Approx(50));
+    CHECK(format_diff(d).find("OpenMP workers 50.00 ms, summed") != std::string::npos);
+
+    // One step of one rank without the workers' counter (a trace from before it): unknown, said as such
+    CrossRank older = a;
+    older.digests[0].steps[2].worker_core_wait_s = -1;
+    const RunDiff partly = diff(older, b);
+    REQUIRE(partly.a_core_wait);
+    CHECK(partly.a_core_wait->workers_mean_ms == -1);
+    CHECK(diff_json(partly)["a_core_wait"]["workers_mean_ms"].is_null());
+}
+
+TEST_CASE("diff: a slowdown is the machine's load where B's most-waiting rank waited beyond its work's share",
+          "[cpu][diff]") {
+    // B's rank 1 computes 0.3 s more a step (B is 0.3 s slower). Its trainer thread waited 0.5 s a step for a core.
+    auto with_times = [](CrossRank x, int rank, double wait_s, double cpu_s, double others_wait_s,
+                         double others_cpu_s) {
+        for (RankDigest& d : x.digests)
+            for (DigestStep& s : d.steps)
+                s.core_wait_s = d.rank == rank ? wait_s : others_wait_s,
+                s.core_cpu_s = d.rank == rank ? cpu_s : others_cpu_s;
+        return x;
+    };
+    RankPlan slow;
+    slow.kinds[0] += 0.3;
+    const CrossRank plain = dp_run({RankPlan{}, RankPlan{}}), slowed = dp_run({RankPlan{}, slow});
+    SECTION("A's ranks waited 2% of their ready time: 0.8 s on a core would have waited 16 ms; 0.5 s is the load") {
+        const RunDiff d =
+            diff(with_times(plain, 1, 0.01, 0.49, 0.01, 0.49), with_times(slowed, 1, 0.5, 0.8, 0.01, 0.49));
+        REQUIRE(d.delta_ms > 0);
+        REQUIRE(load_explains_ms(d));
+        CHECK(*load_explains_ms(d) == Approx(500 - 0.02 / 0.98 * 800));
+        CHECK(d.verdict.find("than its time on a core would have at A's share of waiting (2%)") != std::string::npos);
+        CHECK(diff_json(d)["b_core_wait"]["most_cpu_ms"].get<double>() == Approx(800));
+    }
+    SECTION(
+        "A's ranks waited 20% of their ready time: 3 s of work on a core waits 0.75 s there; 0.5 s is not the load") {
+        const RunDiff d = diff(with_times(plain, 1, 0.1, 0.4, 0.1, 0.4), with_times(slowed, 1, 0.5, 3.0, 0.1, 0.4));
+        CHECK_FALSE(load_explains_ms(d));  // the waits alone: 0.4 s more than A's most, over half the slowdown
+        CHECK(d.verdict.find("for a core") == std::string::npos);
+    }
+    SECTION("traces without the time on a core: the waits alone") {
+        const RunDiff d = diff(with_times(plain, 1, 0.1, -1, 0.1, -1), with_times(slowed, 1, 0.5, -1, 0.1, -1));
+        REQUIRE(load_explains_ms(d));
+        CHECK(*load_explains_ms(d) == Approx(400));
+        CHECK(d.verdict.find("longer for a core than A's most") != std::string::npos);
+    }
 }

@@ -58,6 +58,8 @@ double step_figure(const prof::DigestStep& s, RankFigure figure) {
             return s.idle_s;
         case RankFigure::core_wait:
             return s.core_wait_s;  // -1 where unknown: the cell stays blank
+        case RankFigure::worker_core_wait:
+            return s.worker_core_wait_s;
         default:
             return 0;
     }

@@ -15,10 +15,11 @@
 
 namespace us::gui {
 
-enum class RankFigure { compute, exposed, caused, suffered, bubble, idle, core_wait, count };
-inline constexpr const char* kRankFigureNames[] = {"compute",          "exposed communication", "waiting caused",
-                                                   "waiting suffered", "pipeline bubble",       "idle",
-                                                   "waited for a core"};
+enum class RankFigure { compute, exposed, caused, suffered, bubble, idle, core_wait, worker_core_wait, count };
+inline constexpr const char* kRankFigureNames[] = {"compute",           "exposed communication",
+                                                   "waiting caused",    "waiting suffered",
+                                                   "pipeline bubble",   "idle",
+                                                   "waited for a core", "OpenMP workers waited for a core"};
 // What each figure means, for the view's tooltip.
 inline constexpr const char* kRankFigureHelp[] = {
     "time computing in the step (measured)",
@@ -28,7 +29,10 @@ inline constexpr const char* kRankFigureHelp[] = {
     "a pipeline stage's idle time between its micro-batches (measured)",
     "time with nothing running (measured)",
     "its trainer thread ready to run with no core free: the machine's other load (measured: the kernel's run queue; "
-    "blank where the trace has no such counter)"};
+    "blank where the trace has no such counter)",
+    "its OpenMP workers (its GEMMs' and loops' other threads) ready to run with no core free, summed over them: at "
+    "most what the machine's other load cost it (measured: the kernel's run queue; blank where the trace has no such "
+    "counter: one thread computes)"};
 
 enum class RankOrder { rank, value, caused, count };
 inline constexpr const char* kRankOrderNames[] = {"rank", "the figure, most first", "waiting caused, most first"};

@@ -84,7 +84,13 @@ void draw_waterfall(DiffPick& pick) {
             "most, %.2f ms), B %.2f ms (rank %d the most, %.2f ms)%s",
             d.a_core_wait->mean_ms, d.a_core_wait->most_rank, d.a_core_wait->most_ms, d.b_core_wait->mean_ms,
             d.b_core_wait->most_rank, d.b_core_wait->most_ms,
-            prof::load_explains_ms(d) ? ": B's most over A's is at least half of B's slowdown" : "");
+            prof::load_explains_ms(d) ? ": B's most-waiting rank's excess over A's is at least half of B's slowdown"
+                                      : "");
+    if (d.a_core_wait && d.b_core_wait && d.a_core_wait->workers_mean_ms >= 0 && d.b_core_wait->workers_mean_ms >= 0)
+        ImGui::TextWrapped(
+            "their OpenMP workers waited for a core a step, summed over them (measured): A %.2f ms, B "
+            "%.2f ms (the ranks' mean; at most what it cost them)",
+            d.a_core_wait->workers_mean_ms, d.b_core_wait->workers_mean_ms);
     if (pick.selected >= 0 && size_t(pick.selected) < d.causes.size()) draw_evidence(d.causes[size_t(pick.selected)]);
     for (const prof::WhatIf& w : d.what_if) ImGui::Text("predicted, %s: %.2f ms per step", w.name.c_str(), w.step_ms);
 }

@@ -240,15 +240,22 @@ int draw_stragglers(const prof::Blame& b) {
         else
             ImGui::TextUnformatted("-");
         ImGui::TableNextColumn();  // per step: its wait for a core over its group's, against how late it came
-        if (s.core_wait_s >= 0 && s.group_median_core_wait_s >= 0)
-            ImGui::Text("%+.1f / %.1f ms%s", 1e3 * (s.core_wait_s - s.group_median_core_wait_s), 1e3 * s.late_s,
-                        s.waited_for_core ? "  the machine's load" : "");
+        if (const auto& excess = s.trainer_wait.excess_s)
+            ImGui::Text(
+                "%+.1f / %.1f ms%s%s", 1e3 * *excess, 1e3 * s.late_s,
+                s.workers_wait.excess_s ? fmt::format(", workers {:+.1f}", 1e3 * *s.workers_wait.excess_s).c_str() : "",
+                s.waited_for_core           ? "  the machine's load"
+                : s.workers_may_have_waited ? "  maybe the machine's load"
+                                            : "");
         else
             ImGui::TextUnformatted("-");
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip(
-                "its trainer thread's wait for a core a step beyond its group's other ranks' median, against how late "
-                "it came (measured: the kernel's run queue); at least half: the machine's other load held it");
+                "its trainer thread's wait for a core a step beyond what its own time on a core would have waited at "
+                "its group's other ranks' median share of waiting, against how late it came; then its OpenMP workers' "
+                "(summed) the same way (measured: the kernel's run queue; the excess derived). The trainer's alone at "
+                "least half: the machine's other load held it; with the others' at least half: it may have (a sum "
+                "over threads is at most what they cost)");
     }
     ImGui::EndTable();
     return clicked;
