@@ -184,8 +184,9 @@ inline constexpr std::string_view kRunQueueWaitCounter = "runqueue_wait_ms";
 // The rank's OpenMP workers' waits (its compute's other threads; BLAS runs on the same pool), summed, cumulative, at
 // each step's end, where it computes on more than one thread: the machine's load on the CPUs they run on.
 inline constexpr std::string_view kWorkerRunQueueWaitCounter = "worker_runqueue_wait_ms";
-// Their time on a core, the trainer's and the workers' summed, the same way: a rank with more work is ready to run
-// longer and waits longer on shared cores for the same share (blame weighs the waits by it).
+// Their time on a core the same way: thread_cpu_ms the trainer thread's alone, worker_cpu_ms the workers' summed: a
+// rank with more work is ready to run longer and waits longer on shared cores for the same share (blame weighs the
+// waits by it).
 inline constexpr std::string_view kThreadCpuCounter = "thread_cpu_ms";
 inline constexpr std::string_view kWorkerCpuCounter = "worker_cpu_ms";
 

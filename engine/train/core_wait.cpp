@@ -1,24 +1,33 @@
 // The threads' times on a core and waiting for one (core_wait.h).
 #include "engine/train/core_wait.h"
 
+#include <fcntl.h>
 #include <omp.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace us {
 
 namespace {
 
-// A schedstat file's first two fields: nanoseconds on a CPU and waiting on a run queue; false where unreadable.
+// A schedstat file's first two fields: nanoseconds on a CPU and waiting on a run queue; false where unreadable. Read
+// into a stack buffer: it runs for every worker at every step's end.
 bool read_schedstat(const char* path, uint64_t& on_cpu_ns, uint64_t& waiting_ns) {
-    std::FILE* f = std::fopen(path, "r");
-    if (!f) return false;
-    unsigned long long on_cpu = 0, waiting = 0;
-    const int read = std::fscanf(f, "%llu %llu", &on_cpu, &waiting);
-    std::fclose(f);
-    on_cpu_ns = on_cpu, waiting_ns = waiting;
-    return read == 2;
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char text[96];
+    const ssize_t n = ::read(fd, text, sizeof text - 1);
+    ::close(fd);
+    if (n <= 0) return false;
+    text[n] = '\0';
+    char* end = nullptr;
+    on_cpu_ns = std::strtoull(text, &end, 10);
+    if (end == text) return false;
+    char* after = nullptr;
+    waiting_ns = std::strtoull(end, &after, 10);
+    return after != end;
 }
 
 }  // namespace
@@ -41,22 +50,24 @@ std::vector<int> openmp_worker_tids() {
 }
 
 ThreadTimes WorkerThreadsTimes::totals() {
-    if (this_thread_times().waiting_ms < 0) return {};  // the kernel keeps no schedstat
+    bool read_any = false;
     for (int tid : m_tids) {
         char path[64];
         std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
         Seen now;
         const auto last = m_last.find(tid);
-        if (!read_schedstat(path, now.on_cpu_ns, now.waiting_ns)) {  // it ended
+        if (!read_schedstat(path, now.on_cpu_ns, now.waiting_ns)) {  // it ended, or no schedstat
             if (last != m_last.end()) m_last.erase(last);
             continue;
         }
+        read_any = true;
         if (last != m_last.end()) {
             if (now.on_cpu_ns >= last->second.on_cpu_ns) m_on_cpu_ns += now.on_cpu_ns - last->second.on_cpu_ns;
             if (now.waiting_ns >= last->second.waiting_ns) m_waiting_ns += now.waiting_ns - last->second.waiting_ns;
         }
         m_last[tid] = now;  // the map's nodes are made at the first call only
     }
+    if (!read_any && m_on_cpu_ns == 0 && m_waiting_ns == 0) return {};  // none readable, ever: the kernel does not say
     return {double(m_on_cpu_ns) / 1e6, double(m_waiting_ns) / 1e6};
 }
 

@@ -33,7 +33,8 @@ public:
     WorkerThreadsTimes() = default;
     explicit WorkerThreadsTimes(std::vector<int> tids) : m_tids(std::move(tids)) {}
     bool empty() const { return m_tids.empty(); }
-    // Milliseconds summed since the first call (which returns zeros); -1 where the kernel does not say.
+    // Milliseconds summed since the first call (which returns zeros); -1 where no watched thread could be read and
+    // none ever was (no schedstat, or no threads).
     ThreadTimes totals();
 
 private:

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -125,6 +126,8 @@ std::string SafetensorsWriter::why_not_writable(const std::string& path) {
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "it is a folder: give a file's name";
     const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0 && errno == EEXIST)
+        return "";  // a crashed run's leftover: the folder takes files, and the save truncates it
     if (fd < 0) return std::strerror(errno);
     ::close(fd);
     ::unlink(tmp.c_str());

@@ -115,7 +115,8 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, ProcessGrid* grid)
             m_executor->set_slowdown(m_config.slow_factor);
     }
     m_executor->set_injected_hang(&m_hang);
-    m_worker_times = WorkerThreadsTimes(openmp_worker_tids());  // the pool this thread's GEMMs and loops run on
+    if (!backend.is_async())  // a CPU rank: the pool its GEMMs and loops run on (a GPU rank's host has none busy)
+        m_worker_times = WorkerThreadsTimes(openmp_worker_tids());
 
     m_schedule.lr = m_config.adamw.lr;
     m_schedule.min_lr = m_config.adamw.lr * m_config.min_lr_ratio;
@@ -265,10 +266,11 @@ StepMetrics Trainer::train_step() {
             prof::record_counter(US_PROF_NAME(prof::kRunQueueWaitCounter), own.waiting_ms);
             prof::record_counter(US_PROF_NAME(prof::kThreadCpuCounter), own.on_cpu_ms);
         }
-        if (const ThreadTimes workers = m_worker_times.totals(); !m_worker_times.empty() && workers.waiting_ms >= 0) {
-            prof::record_counter(US_PROF_NAME(prof::kWorkerRunQueueWaitCounter), workers.waiting_ms);
-            prof::record_counter(US_PROF_NAME(prof::kWorkerCpuCounter), workers.on_cpu_ms);
-        }
+        if (!m_worker_times.empty())
+            if (const ThreadTimes workers = m_worker_times.totals(); workers.waiting_ms >= 0) {
+                prof::record_counter(US_PROF_NAME(prof::kWorkerRunQueueWaitCounter), workers.waiting_ms);
+                prof::record_counter(US_PROF_NAME(prof::kWorkerCpuCounter), workers.on_cpu_ms);
+            }
     }
     return r;
 }

@@ -17,18 +17,14 @@ double median_of_known(const std::vector<double>& v) {
     return median(v);
 }
 
-double share_of(double wait_s, double cpu_s) {
-    return wait_s >= 0 && cpu_s >= 0 && wait_s + cpu_s > 0 ? wait_s / (wait_s + cpu_s) : -1;
-}
-
 // One kind of thread's wait: `wait` and `cpu` pick the trainer's or the workers' fields.
 Straggler::CoreWait judge(const CoreTimes& own, const std::vector<CoreTimes>& others, double CoreTimes::*wait,
                           double CoreTimes::*cpu) {
     Straggler::CoreWait w;
     std::vector<double> waits, shares;
-    for (const CoreTimes& o : others) waits.push_back(o.*wait), shares.push_back(share_of(o.*wait, o.*cpu));
+    for (const CoreTimes& o : others) waits.push_back(o.*wait), shares.push_back(waiting_share(o.*wait, o.*cpu));
     w.wait_s = own.*wait, w.group_median_wait_s = median_of_known(waits);
-    w.share = share_of(own.*wait, own.*cpu), w.group_median_share = median_of_known(shares);
+    w.share = waiting_share(own.*wait, own.*cpu), w.group_median_share = median_of_known(shares);
     if (w.wait_s < 0 || w.group_median_wait_s < 0) return w;
     if (w.share >= 0 && w.group_median_share >= 0 && w.group_median_share < 1)
         w.excess_s = w.wait_s - w.group_median_share / (1 - w.group_median_share) * own.*cpu;
@@ -86,10 +82,10 @@ std::string core_wait_words(const Straggler& s) {
     const std::string workers = wait_words("its OpenMP workers", s.workers_wait) + ", summed over them";
     if (s.workers_may_have_waited)
         return fmt::format(
-            "; {}; {} (measured: the kernel's run queue); with their excess, {:.1f} ms, at least half of the {:.1f} "
-            "ms it came late: the machine's other load on its CPUs may have held it (derived: a sum over threads is "
-            "at most what they cost)",
-            wait_words("its thread", t), workers, 1e3 * *s.workers_wait.excess_s, 1e3 * s.late_s);
+            "; {}; {} (measured: the kernel's run queue); beyond what their own times on a core would have waited at "
+            "those shares, {:.1f} ms together, at least half of the {:.1f} ms it came late: the machine's other load "
+            "on its CPUs may have held it (derived: a sum over threads is at most what they cost)",
+            wait_words("its thread", t), workers, 1e3 * (*t.excess_s + *s.workers_wait.excess_s), 1e3 * s.late_s);
     return fmt::format("; {}; {} (measured): its threads' waits for a core do not account for it (derived)",
                        wait_words("its thread", t), workers);
 }

@@ -25,6 +25,13 @@ struct CoreTimes {
     double trainer_wait_s = -1, trainer_cpu_s = -1, workers_wait_s = -1, workers_cpu_s = -1;
 };
 
+// The share of the time ready to run spent waiting for a core, wait / (wait + time on a core); 0 for threads never
+// ready (idle); -1 unknown. A rank with more work waits longer at the same share (docs/blame.md).
+inline double waiting_share(double wait_s, double cpu_s) {
+    if (wait_s < 0 || cpu_s < 0) return -1;
+    return wait_s + cpu_s > 0 ? wait_s / (wait_s + cpu_s) : 0;
+}
+
 // Seconds of one of those fields over the given steps (StepBreakdown or DigestStep); -1 where there are none or one
 // of them is unknown (an imported run, a trace from before the counter, a kernel without schedstat).
 template <typename Step>

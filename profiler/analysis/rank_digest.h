@@ -76,8 +76,8 @@ struct DigestOp {
 
 struct RankDigest {
     // 2: the grid's sizes, the micro-batches, the work windows and the groups' ids; 3: the host; 4: the steps'
-    // exposed time per group, the ops' compute kinds and the compute per kind; 5: the steps' wait for a core (older
-    // cached digests are made again from their traces).
+    // exposed time per group, the ops' compute kinds and the compute per kind; 5: the steps' wait for a core; 6: the
+    // OpenMP workers' waits and the times on a core (older cached digests are made again from their traces).
     static constexpr int kVersion = 6;
     int rank = 0;
     std::string label;                // "rank 3 (dp 1, pp 0)"

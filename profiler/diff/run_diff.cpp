@@ -242,12 +242,17 @@ std::string noise_words(const RunDiff& d) {
     return fmt::format("the spread between runs of {}'s settings", d.noise_between_of);
 }
 
+bool load_weighed(const RunDiff& d) {
+    return d.a_core_wait && d.b_core_wait && d.a_core_wait->share >= 0 && d.a_core_wait->share < 1 &&
+           d.b_core_wait->most_cpu_ms >= 0;
+}
+
 std::optional<double> load_explains_ms(const RunDiff& d) {
     if (!d.a_core_wait || !d.b_core_wait || d.delta_ms <= 0) return std::nullopt;
     const RunDiff::CoreWait &a = *d.a_core_wait, &b = *d.b_core_wait;
     // More work waits longer on shared cores at the same share: where the times on a core are known, B's
     // most-waiting rank's wait beyond what its time on a core would have waited at A's share (docs/blame.md).
-    const bool weighed = a.share >= 0 && a.share < 1 && b.most_cpu_ms >= 0;
+    const bool weighed = load_weighed(d);
     const double more = weighed ? b.most_ms - a.share / (1 - a.share) * b.most_cpu_ms : b.most_ms - a.most_ms;
     if (more < 0.5 * d.delta_ms) return std::nullopt;
     return more;
@@ -272,7 +277,7 @@ std::string diff_verdict(const RunDiff& d) {
         s += fmt::format("{} {:+.2f} ms {}", i ? "," : ":", d.causes[i].ms, cause_title(d.causes[i]));
     if (std::abs(d.unexplained_ms) >= 0.01) s += fmt::format("; {:+.2f} ms unexplained", d.unexplained_ms);
     if (const auto more = load_explains_ms(d))
-        s += d.a_core_wait->share >= 0 && d.b_core_wait->most_cpu_ms >= 0
+        s += load_weighed(d)
                  ? fmt::format(
                        "; B's rank {} waited {:.2f} ms a step longer for a core than its time on a core would have at "
                        "A's share of waiting ({:.0f}%) (derived from the kernel's run queue: the machine's other load, "

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/core/check.h"
+#include "profiler/analysis/core_wait.h"
 
 namespace us::prof {
 
@@ -46,25 +47,24 @@ namespace {
 // rank's is.
 struct CoreWaitTally {
     int ranks = 0;
-    double wait_sum = 0, share_sum = 0, helpers_sum = 0;
-    bool waits_known = true, shares_known = true, helpers_known = true;
+    double wait_sum = 0, share_sum = 0, workers_sum = 0;
+    bool waits_known = true, shares_known = true, workers_known = true;
     double most = -1, most_cpu = -1;
     int most_rank = -1;
 
     void add(int rank, const CoreTimes& t) {
         ++ranks;
         waits_known = waits_known && t.trainer_wait_s >= 0, wait_sum += t.trainer_wait_s;
-        const bool share = t.trainer_wait_s >= 0 && t.trainer_cpu_s >= 0 && t.trainer_wait_s + t.trainer_cpu_s > 0;
-        shares_known = shares_known && share;
-        if (share) share_sum += t.trainer_wait_s / (t.trainer_wait_s + t.trainer_cpu_s);
-        helpers_known = helpers_known && t.workers_wait_s >= 0, helpers_sum += t.workers_wait_s;
+        const double share = waiting_share(t.trainer_wait_s, t.trainer_cpu_s);
+        shares_known = shares_known && share >= 0, share_sum += share;
+        workers_known = workers_known && t.workers_wait_s >= 0, workers_sum += t.workers_wait_s;
         if (t.trainer_wait_s > most) most = t.trainer_wait_s, most_cpu = t.trainer_cpu_s, most_rank = rank;
     }
     void set(RunFigures& run) const {
         if (ranks == 0 || !waits_known) return;
         run.core_wait_s = wait_sum / ranks, run.core_wait_most_s = most, run.core_wait_most_rank = most_rank;
         if (shares_known) run.core_wait_share = share_sum / ranks, run.core_wait_most_cpu_s = most_cpu;
-        if (helpers_known) run.worker_core_wait_s = helpers_sum / ranks;
+        if (workers_known) run.worker_core_wait_s = workers_sum / ranks;
     }
 };
 

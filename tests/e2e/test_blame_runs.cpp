@@ -35,7 +35,7 @@ TEST_CASE("a data-parallel rank slowed 4x is named as the one the others wait fo
     fs::remove(trace);
     const ProcessResult r = run_process(ultrascope() +
                                         " run --dp 4 --preset tiny --hidden 128 --seq 128 --batch 8 --steps 6 "
-                                        "--slow-rank 2 --slow-factor 4 "
+                                        "--slow-rank 2 --slow-factor 4 --threads 1 "
                                         "--trace " +
                                         trace + " --data " + data_file());
     INFO(r.output);
@@ -53,7 +53,7 @@ TEST_CASE("a data-parallel rank slowed 4x is named as the one the others wait fo
     // the label says it was slowed on purpose
     CHECK(b["stragglers"][0]["label"].get<std::string>().find("injected") != std::string::npos);
     // its extra time was its own work (repeated GEMMs), not a wait for a core: blame says so, its wait weighed by its
-    // time on a core (four ranks of one thread on two cores: no OpenMP workers)
+    // time on a core (ranks of one thread: no OpenMP workers)
     CHECK(b["stragglers"][0]["waited_for_core"] == false);
     CHECK(b["stragglers"][0]["core_wait"]["share"].is_number());
     CHECK(b["stragglers"][0]["workers_core_wait"].is_null());

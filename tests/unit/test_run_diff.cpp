@@ -426,9 +426,9 @@ TEST_CASE("diff: each run's waits for a core per steady step, the trainer's and 
           "[cpu][diff]") {
     // The waits are set on the digests as the trainer's counters would give them (rank r's trainer waits 10 + r ms
     // a step in A, 80 ms on rank 1 in B; the workers 30 ms a step in A, 50 in B, on every rank).
-    auto with_waits = [](CrossRank x, std::function<double(int)> trainer_s, double helpers_s) {
+    auto with_waits = [](CrossRank x, std::function<double(int)> trainer_s, double workers_s) {
         for (RankDigest& d : x.digests)
-            for (DigestStep& s : d.steps) s.core_wait_s = trainer_s(d.rank), s.worker_core_wait_s = helpers_s;
+            for (DigestStep& s : d.steps) s.core_wait_s = trainer_s(d.rank), s.worker_core_wait_s = workers_s;
         return x;
     };
     const CrossRank a = with_waits(

@@ -28,8 +28,9 @@ inline constexpr const char* kRankFigureHelp[] = {
     "this rank's waiting in collectives for the last to arrive (measured)",
     "a pipeline stage's idle time between its micro-batches (measured)",
     "time with nothing running (measured)",
-    "its trainer thread ready to run with no core free: the machine's other load (measured: the kernel's run queue; "
-    "blank where the trace has no such counter)",
+    "its trainer thread ready to run with no core free (measured: the kernel's run queue; the rank's own threads and "
+    "the machine's other load both take cores: blame weighs it by the time on a core; blank where the trace has no "
+    "such counter)",
     "its OpenMP workers (its GEMMs' and loops' other threads) ready to run with no core free, summed over them: at "
     "most what the machine's other load cost it (measured: the kernel's run queue; blank where the trace has no such "
     "counter: one thread computes)"};

@@ -214,7 +214,7 @@ int draw_stragglers(const prof::Blame& b) {
     ImGui::TableSetupColumn("share");
     ImGui::TableSetupColumn("top in steps");
     ImGui::TableSetupColumn("compute vs group");
-    ImGui::TableSetupColumn("waited for a core / late");
+    ImGui::TableSetupColumn("excess wait for a core / late");
     ImGui::TableHeadersRow();
     for (int i = 0; i < shown; ++i) {
         const prof::Straggler& s = b.stragglers[size_t(i)];
