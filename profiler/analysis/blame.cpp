@@ -327,12 +327,19 @@ nlohmann::json blame_json(const Blame& b) {
             {"verdict", b.verdict},
             {"culprit", b.culprit},
             {"node", b.node ? nlohmann::json(b.node->host) : nlohmann::json()},
-            {"node_core_wait", b.node && b.node->core_wait_s >= 0
-                                   ? nlohmann::json{{"core_wait_s", b.node->core_wait_s},
-                                                    {"others_core_wait_s", b.node->others_core_wait_s},
-                                                    {"late_s", b.node->late_s},
-                                                    {"waited_for_core", b.node->waited_for_core}}
-                                   : nlohmann::json()},
+            {"node_core_wait",
+             b.node && b.node->core_wait_s >= 0
+                 ? nlohmann::json{{"core_wait_s", b.node->core_wait_s},
+                                  {"others_core_wait_s", b.node->others_core_wait_s},
+                                  {"share",
+                                   b.node->wait_share >= 0 ? nlohmann::json(b.node->wait_share) : nlohmann::json()},
+                                  {"others_share", b.node->others_wait_share >= 0
+                                                       ? nlohmann::json(b.node->others_wait_share)
+                                                       : nlohmann::json()},
+                                  {"excess_s", b.node->excess_s ? nlohmann::json(*b.node->excess_s) : nlohmann::json()},
+                                  {"late_s", b.node->late_s},
+                                  {"waited_for_core", b.node->waited_for_core}}
+                 : nlohmann::json()},
             {"why_not", b.why_not.empty() ? nlohmann::json() : nlohmann::json(b.why_not)},
             {"collectives_matched", b.collectives_matched},
             {"waited_s", b.waited_s},

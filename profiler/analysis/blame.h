@@ -74,9 +74,14 @@ struct NodeBlame {
     double others_waited_s = 0, share = 0;         // the waiting they caused, and its share of all the waiting
     int steps_on_top = 0, steps_with_waiting = 0;  // steps in which the node caused the most waiting (of all nodes)
     double compute_vs_median = 0;                  // its ranks' mean compute over their groups' medians (0 unknown)
-    // Per steady step: its ranks' mean wait for a core and the other ranks' (core_wait.h; -1 unknown), and how late
-    // it came (the waiting it caused each other rank). waited_for_core: the excess is at least half of late_s.
+    // Per steady step: its ranks' mean trainer-thread wait for a core and the other ranks' (core_wait.h; -1 unknown),
+    // and how late it came (the waiting it caused each other rank). Weighed as a straggler's (blame_core_wait.h): the
+    // mean shares of the time ready to run spent waiting (-1 where a trace lacks the time on a core), and the excess:
+    // its ranks' mean wait beyond what their own time on a core would have waited at the other ranks' mean share
+    // (beyond the other ranks' mean wait where unweighed). waited_for_core: the excess is at least half of late_s.
     double core_wait_s = -1, others_core_wait_s = -1, late_s = 0;
+    double wait_share = -1, others_wait_share = -1;
+    std::optional<double> excess_s;
     bool waited_for_core = false;
 };
 

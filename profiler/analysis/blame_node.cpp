@@ -21,19 +21,38 @@ bool passes(const BlameRules& rules, const NodeBlame& n, double next_s, double p
            per_waiter_per_step >= rules.min_step_share * step_s && n.steps_on_top >= min_steps;
 }
 
-// The node's ranks' wait for a core against the other ranks', where every rank's is known (RankDigest).
+// The node's ranks' wait for a core against the other ranks', where every rank's is known (RankDigest): weighed by
+// their time on a core where every rank's is known too, as a straggler's is (blame_core_wait.h).
 void add_core_waits(const std::vector<RankDigest>& digests, double late_s, NodeBlame& n) {
-    double on = 0, off = 0;
-    int on_count = 0, off_count = 0;
+    std::vector<CoreTimes> on, off;
     for (const RankDigest& d : digests) {
-        const double waited = d.steady_core_wait_s();
-        if (waited < 0) return;
-        (d.host == n.host ? on : off) += waited;
-        ++(d.host == n.host ? on_count : off_count);
+        const CoreTimes t = d.steady_core_times();
+        if (t.trainer_wait_s < 0) return;
+        (d.host == n.host ? on : off).push_back(t);
     }
-    if (on_count == 0 || off_count == 0) return;
-    n.core_wait_s = on / on_count, n.others_core_wait_s = off / off_count, n.late_s = late_s;
-    n.waited_for_core = late_s > 0 && n.core_wait_s - n.others_core_wait_s >= 0.5 * late_s;
+    if (on.empty() || off.empty()) return;
+    auto mean = [](const std::vector<CoreTimes>& v, auto figure) {
+        double sum = 0;
+        for (const CoreTimes& t : v) {
+            const double x = figure(t);
+            if (x < 0) return -1.0;
+            sum += x;
+        }
+        return sum / double(v.size());
+    };
+    auto wait = [](const CoreTimes& t) { return t.trainer_wait_s; };
+    auto share = [](const CoreTimes& t) { return waiting_share(t.trainer_wait_s, t.trainer_cpu_s); };
+    n.core_wait_s = mean(on, wait), n.others_core_wait_s = mean(off, wait), n.late_s = late_s;
+    n.wait_share = mean(on, share), n.others_wait_share = mean(off, share);
+    if (n.wait_share >= 0 && n.others_wait_share >= 0 && n.others_wait_share < 1) {
+        const double f = n.others_wait_share / (1 - n.others_wait_share);
+        double excess = 0;  // may be negative: not mean()'s unknown
+        for (const CoreTimes& t : on) excess += t.trainer_wait_s - f * t.trainer_cpu_s;
+        n.excess_s = excess / double(on.size());
+    } else if (n.wait_share < 0 && n.others_wait_share < 0) {  // traces from before the time on a core was recorded
+        n.excess_s = n.core_wait_s - n.others_core_wait_s;
+    }
+    n.waited_for_core = n.excess_s && late_s > 0 && *n.excess_s >= 0.5 * late_s;
 }
 
 }  // namespace
@@ -95,17 +114,24 @@ void name_node(const std::vector<RankDigest>& digests, const BlameRules& rules, 
 
 std::string node_verdict(const NodeBlame& n) {
     std::string load;
-    if (n.core_wait_s >= 0 && n.others_core_wait_s >= 0)
+    if (n.excess_s) {
+        auto pct = [](double share) { return share >= 0 ? fmt::format(" ({:.0f}%)", 100 * share) : std::string(); };
+        const std::string waits =
+            fmt::format("their threads waited for a core {:.1f} ms a step{}, the other ranks' {:.1f} ms{}",
+                        1e3 * n.core_wait_s, pct(n.wait_share), 1e3 * n.others_core_wait_s, pct(n.others_wait_share));
+        const std::string beyond =
+            n.wait_share >= 0
+                ? fmt::format("beyond what their own time on a core would have waited at that share, {:.1f} ms",
+                              1e3 * *n.excess_s)
+                : fmt::format("{:.1f} ms more", 1e3 * *n.excess_s);
         load = n.waited_for_core
                    ? fmt::format(
-                         "; their threads waited for a core {:.1f} ms a step against the other ranks' {:.1f} "
-                         "ms (measured: the kernel's run queue), at least half of the {:.1f} ms they came "
+                         "; {} (measured: the kernel's run queue); {}, at least half of the {:.1f} ms they came "
                          "late: the machine's other load on the node held them (derived)",
-                         1e3 * n.core_wait_s, 1e3 * n.others_core_wait_s, 1e3 * n.late_s)
-                   : fmt::format(
-                         "; their threads waited for a core {:.1f} ms a step, the other ranks' {:.1f} ms "
-                         "(measured): their trainer threads' wait does not account for it (derived)",
-                         1e3 * n.core_wait_s, 1e3 * n.others_core_wait_s);
+                         waits, beyond, 1e3 * n.late_s)
+                   : fmt::format("; {} (measured); {}: their trainer threads' wait does not account for it (derived)",
+                                 waits, beyond);
+    }
     return fmt::format(
                "node {} ({}) holds the run back: the others waited {:.3f} s for its ranks ({:.0f}% of all the waiting, the "
                "most in {} of {} steps), each of its {} ranks arriving last in turn, none alone standing out{}",

@@ -320,6 +320,31 @@ TEST_CASE("blame names the node when every rank of one host holds the run back, 
     for (RankDigest& d : loaded)
         for (DigestStep& s : d.steps) s.core_wait_s = d.host == "gpu-b" ? 0.11 : 0.01;
     CHECK_FALSE(blame(loaded).node->waited_for_core);
+    // weighed by the time on a core: 3x the work at the others' share (25%) is not the load, though its bare wait is
+    // 0.2 s more (at least half of 0.31 s); half its ready time waiting against the others' 3% is
+    auto with_times = [&](double b_wait, double b_cpu, double a_wait, double a_cpu) {
+        for (RankDigest& d : loaded)
+            for (DigestStep& s : d.steps) {
+                const bool on_b = d.host == "gpu-b";
+                s.core_wait_s = on_b ? b_wait : a_wait, s.core_cpu_s = on_b ? b_cpu : a_cpu;
+            }
+        return blame(loaded);
+    };
+    const Blame work = with_times(0.3, 0.9, 0.1, 0.3);
+    REQUIRE(work.node);
+    CHECK(work.node->wait_share == Approx(0.25));
+    CHECK(*work.node->excess_s == Approx(0.0).margin(1e-12));
+    CHECK_FALSE(work.node->waited_for_core);
+    CHECK(work.verdict.find("their threads waited for a core 300.0 ms a step (25%), the other ranks' 100.0 ms (25%)") !=
+          std::string::npos);
+    const Blame load = with_times(0.3, 0.3, 0.01, 0.3);
+    REQUIRE(load.node);
+    CHECK(*load.node->excess_s == Approx(0.29));
+    CHECK(load.node->waited_for_core);
+    CHECK(load.verdict.find("beyond what their own time on a core would have waited at that share, 290.0 ms") !=
+          std::string::npos);
+    CHECK(blame_json(load)["node_core_wait"]["excess_s"].get<double>() == Approx(0.29));
+    CHECK(blame_json(load)["node_core_wait"]["others_share"].get<double>() == Approx(0.01 / 0.31));
     // one slow rank on gpu-b: the rank is named, not its node
     const Blame one = blame(two_hosts({5}));
     CHECK(one.culprit);
