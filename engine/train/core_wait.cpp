@@ -50,24 +50,21 @@ std::vector<int> openmp_worker_tids() {
 }
 
 ThreadTimes WorkerThreadsTimes::totals() {
-    bool read_any = false;
-    for (int tid : m_tids) {
+    for (Watched& w : m_threads) {
         char path[64];
-        std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
-        Seen now;
-        const auto last = m_last.find(tid);
-        if (!read_schedstat(path, now.on_cpu_ns, now.waiting_ns)) {  // it ended, or no schedstat
-            if (last != m_last.end()) m_last.erase(last);
+        std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", w.tid);
+        uint64_t on_cpu_ns = 0, waiting_ns = 0;
+        if (!read_schedstat(path, on_cpu_ns, waiting_ns)) {  // it ended, or no schedstat
+            w.seen = false;
             continue;
         }
-        read_any = true;
-        if (last != m_last.end()) {
-            if (now.on_cpu_ns >= last->second.on_cpu_ns) m_on_cpu_ns += now.on_cpu_ns - last->second.on_cpu_ns;
-            if (now.waiting_ns >= last->second.waiting_ns) m_waiting_ns += now.waiting_ns - last->second.waiting_ns;
+        if (w.seen) {
+            if (on_cpu_ns >= w.on_cpu_ns) m_on_cpu_ns += on_cpu_ns - w.on_cpu_ns;
+            if (waiting_ns >= w.waiting_ns) m_waiting_ns += waiting_ns - w.waiting_ns;
         }
-        m_last[tid] = now;  // the map's nodes are made at the first call only
+        w.seen = m_ever_read = true, w.on_cpu_ns = on_cpu_ns, w.waiting_ns = waiting_ns;
     }
-    if (!read_any && m_on_cpu_ns == 0 && m_waiting_ns == 0) return {};  // none readable, ever: the kernel does not say
+    if (!m_ever_read) return {};
     return {double(m_on_cpu_ns) / 1e6, double(m_waiting_ns) / 1e6};
 }
 

@@ -10,8 +10,6 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
-#include <utility>
 #include <vector>
 
 namespace us {
@@ -31,18 +29,22 @@ std::vector<int> openmp_worker_tids();
 class WorkerThreadsTimes {
 public:
     WorkerThreadsTimes() = default;
-    explicit WorkerThreadsTimes(std::vector<int> tids) : m_tids(std::move(tids)) {}
-    bool empty() const { return m_tids.empty(); }
-    // Milliseconds summed since the first call (which returns zeros); -1 where no watched thread could be read and
-    // none ever was (no schedstat, or no threads).
+    explicit WorkerThreadsTimes(const std::vector<int>& tids) {
+        for (int tid : tids) m_threads.push_back({tid});
+    }
+    bool empty() const { return m_threads.empty(); }
+    // Milliseconds summed since the first call (which returns zeros); -1 where no watched thread was ever read (no
+    // schedstat, or no threads).
     ThreadTimes totals();
 
 private:
-    struct Seen {
+    struct Watched {
+        int tid = 0;
+        bool seen = false;  // read at the last call (false once it ended)
         uint64_t on_cpu_ns = 0, waiting_ns = 0;
     };
-    std::vector<int> m_tids;
-    std::unordered_map<int, Seen> m_last;  // thread id -> its times at the last call (threads still there)
+    std::vector<Watched> m_threads;
+    bool m_ever_read = false;
     uint64_t m_on_cpu_ns = 0, m_waiting_ns = 0;
 };
 

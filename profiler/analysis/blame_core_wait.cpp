@@ -27,7 +27,7 @@ Straggler::CoreWait judge(const CoreTimes& own, const std::vector<CoreTimes>& ot
     w.share = waiting_share(own.*wait, own.*cpu), w.group_median_share = median_of_known(shares);
     if (w.wait_s < 0 || w.group_median_wait_s < 0) return w;
     if (w.share >= 0 && w.group_median_share >= 0 && w.group_median_share < 1)
-        w.excess_s = w.wait_s - w.group_median_share / (1 - w.group_median_share) * own.*cpu;
+        w.excess_s = w.wait_s - wait_at_share_s(own.*cpu, w.group_median_share);
     else if (w.share < 0 && w.group_median_share < 0)  // a trace from before the time on a core was recorded
         w.excess_s = w.wait_s - w.group_median_wait_s;
     return w;

@@ -41,15 +41,13 @@ void add_core_waits(const std::vector<RankDigest>& digests, double late_s, NodeB
         return sum / double(v.size());
     };
     auto wait = [](const CoreTimes& t) { return t.trainer_wait_s; };
+    auto cpu = [](const CoreTimes& t) { return t.trainer_cpu_s; };
     auto share = [](const CoreTimes& t) { return waiting_share(t.trainer_wait_s, t.trainer_cpu_s); };
     n.core_wait_s = mean(on, wait), n.others_core_wait_s = mean(off, wait), n.late_s = late_s;
     n.wait_share = mean(on, share), n.others_wait_share = mean(off, share);
-    if (n.wait_share >= 0 && n.others_wait_share >= 0 && n.others_wait_share < 1) {
-        const double f = n.others_wait_share / (1 - n.others_wait_share);
-        double excess = 0;  // may be negative: not mean()'s unknown
-        for (const CoreTimes& t : on) excess += t.trainer_wait_s - f * t.trainer_cpu_s;
-        n.excess_s = excess / double(on.size());
-    } else if (n.wait_share < 0 && n.others_wait_share < 0) {  // traces from before the time on a core was recorded
+    if (n.wait_share >= 0 && n.others_wait_share >= 0 && n.others_wait_share < 1)  // linear: the mean of the ranks'
+        n.excess_s = n.core_wait_s - wait_at_share_s(mean(on, cpu), n.others_wait_share);
+    else if (n.wait_share < 0 && n.others_wait_share < 0) {  // traces from before the time on a core was recorded
         n.excess_s = n.core_wait_s - n.others_core_wait_s;
     }
     n.waited_for_core = n.excess_s && late_s > 0 && *n.excess_s >= 0.5 * late_s;

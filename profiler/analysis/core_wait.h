@@ -32,6 +32,11 @@ inline double waiting_share(double wait_s, double cpu_s) {
     return wait_s + cpu_s > 0 ? wait_s / (wait_s + cpu_s) : 0;
 }
 
+// What `cpu_s` on a core waits for one at `share` of the time ready to run spent waiting (share < 1): the wait a
+// thread's own work accounts for where the cores are shared that much; blame's and the diff's excess is the wait
+// beyond it.
+inline double wait_at_share_s(double cpu_s, double share) { return share / (1 - share) * cpu_s; }
+
 // Seconds of one of those fields over the given steps (StepBreakdown or DigestStep); -1 where there are none or one
 // of them is unknown (an imported run, a trace from before the counter, a kernel without schedstat).
 template <typename Step>

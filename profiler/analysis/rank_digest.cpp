@@ -145,12 +145,6 @@ std::vector<DigestStep> RankDigest::steady() const {
     return {steps.begin() + 1, steps.end()};
 }
 
-double RankDigest::steady_core_wait_s() const {
-    const std::vector<DigestStep> kept = steady();
-    const double total = runqueue_wait_s(kept);
-    return total < 0 ? -1 : total / double(kept.size());
-}
-
 CoreTimes RankDigest::steady_core_times() const {
     const std::vector<DigestStep> kept = steady();
     auto per_step = [&](double DigestStep::*field) {

@@ -107,8 +107,6 @@ struct RankDigest {
 
     // As steady_steps: all but step 1 (it warms up), or all of one.
     std::vector<DigestStep> steady() const;
-    // Its trainer thread's wait for a core per steady step (core_wait.h); -1 where a steady step's is unknown.
-    double steady_core_wait_s() const;
     // Its threads' waits for a core and times on one per steady step (core_wait.h).
     CoreTimes steady_core_times() const;
 };

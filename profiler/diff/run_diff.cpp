@@ -185,25 +185,23 @@ std::vector<RankDelta> rank_deltas(const RunFigures& a, const RunFigures& b, con
     return out;
 }
 
-bool known(const nlohmann::json& settings) { return settings.is_object() && !settings.empty(); }
-
 // Whose settings repeat `r` runs again: A's (also where A and B share them) or B's. One of unknown settings (an
 // imported run) is taken as A's, said in the notes; one whose settings are known and are neither's is refused.
 char repeat_of(RunDiff& d, const DiffSide& a, const DiffSide& b, const DiffSide& r, const std::string& what) {
-    if (!known(r.settings)) {
+    if (!settings_known(r.settings)) {
         d.notes.push_back(what + ": its settings are not known: taken as a run of A's settings");
         return 'A';
     }
     std::vector<SettingChange> from_a, from_b;
-    if (known(a.settings) && (from_a = setting_changes(a.settings, r.settings, "A's settings", what)).empty())
+    if (settings_known(a.settings) && (from_a = setting_changes(a.settings, r.settings, "A's settings", what)).empty())
         return 'A';
-    if (known(b.settings) && (from_b = setting_changes(b.settings, r.settings, "B's settings", what)).empty())
+    if (settings_known(b.settings) && (from_b = setting_changes(b.settings, r.settings, "B's settings", what)).empty())
         return 'B';
-    if (!known(a.settings)) {
+    if (!settings_known(a.settings)) {
         d.notes.push_back(what + ": A's settings are not known: taken as a run of A's settings");
         return 'A';
     }
-    const bool b_differs = known(b.settings) && !setting_changes(a.settings, b.settings, "A's", "B's").empty();
+    const bool b_differs = settings_known(b.settings) && !setting_changes(a.settings, b.settings, "A's", "B's").empty();
     fail_user(
         "{}: not a run of A's settings ({}){}: a repeat is A's or B's settings run again, to measure how far the "
         "machine moves between runs",
@@ -253,7 +251,7 @@ std::optional<double> load_explains_ms(const RunDiff& d) {
     // More work waits longer on shared cores at the same share: where the times on a core are known, B's
     // most-waiting rank's wait beyond what its time on a core would have waited at A's share (docs/blame.md).
     const bool weighed = load_weighed(d);
-    const double more = weighed ? b.most_ms - a.share / (1 - a.share) * b.most_cpu_ms : b.most_ms - a.most_ms;
+    const double more = weighed ? b.most_ms - wait_at_share_s(b.most_cpu_ms, a.share) : b.most_ms - a.most_ms;
     if (more < 0.5 * d.delta_ms) return std::nullopt;
     return more;
 }
@@ -302,7 +300,7 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSi
     d.noise_within_ms = kMs * std::max(fa.noise_s, fb.noise_s);
     add_repeats(d, a, b, repeats);
     d.noise_ms = std::max(d.noise_within_ms, d.noise_between_ms.value_or(0.0));
-    if (known(a.settings) && known(b.settings))
+    if (settings_known(a.settings) && settings_known(b.settings))
         d.settings = setting_changes(a.settings, b.settings, "A's settings", "B's settings");
     auto core_wait = [](const RunFigures& f) {
         return RunDiff::CoreWait{

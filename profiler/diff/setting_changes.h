@@ -20,6 +20,9 @@ struct SettingChange {
 std::vector<SettingChange> setting_changes(const nlohmann::json& a, const nlohmann::json& b, const std::string& a_what,
                                            const std::string& b_what);
 
+// Whether a run's settings are known: an engine run's JSON object; an imported run has {} (or null), not the defaults.
+inline bool settings_known(const nlohmann::json& settings) { return settings.is_object() && !settings.empty(); }
+
 // "pp 2 -> 4, grad_accum 1 -> 8"; "none" when empty.
 std::string describe_changes(const std::vector<SettingChange>& changes);
 

@@ -9,16 +9,12 @@ namespace us::gui {
 
 namespace {
 
-// An imported run's summary holds {} for its settings: unknown, not the defaults.
-nlohmann::json settings_of(const RunSummary& r) {
-    return r.config.is_object() && !r.config.empty() ? r.config : nlohmann::json();
-}
-
-prof::DiffSide side_of(const RunSummary& r) { return {r.label, r.cross.get(), r.memory_peaks, settings_of(r)}; }
+// An imported run's summary holds {} for its settings: unknown (prof::settings_known), as the diff takes it.
+prof::DiffSide side_of(const RunSummary& r) { return {r.label, r.cross.get(), r.memory_peaks, r.config}; }
 
 // Another kept run of `a`'s settings (the data file aside): one of the diff's repeats.
 bool repeats_settings_of(const RunSummary& a, const RunSummary& r) {
-    if (!r.cross || settings_of(a).is_null() || settings_of(r).is_null()) return false;
+    if (!r.cross || !prof::settings_known(a.config) || !prof::settings_known(r.config)) return false;
     try {
         return prof::setting_changes(a.config, r.config, a.label, r.label).empty();
     } catch (const UserError&) {
