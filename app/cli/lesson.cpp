@@ -95,13 +95,15 @@ int check_lesson(const lesson::Lesson& l, const std::string& trace_dir, const st
     lesson::add_lesson_diffs(l, traces, reports);
     const lesson::LessonCheck check = lesson::check_lesson(l, reports);
     std::printf("\nClaims of '%s':\n", l.name.c_str());
-    int held = 0;
+    int held = 0, not_here = 0;
     for (const auto& c : check.claims) {
-        const char* status = c.status == ClaimStatus::held     ? "HOLDS"
-                             : c.status == ClaimStatus::failed ? "FAILS"
-                                                               : "INVALID";
-        std::printf("  %-7s %s\n", status, c.says.c_str());
-        if (c.status == ClaimStatus::invalid) {
+        const char* status = c.status == ClaimStatus::held       ? "HOLDS"
+                             : c.status == ClaimStatus::failed   ? "FAILS"
+                             : c.status == ClaimStatus::not_here ? "NOT HERE"
+                                                                 : "INVALID";
+        std::printf("  %-8s %s\n", status, c.says.c_str());
+        not_here += c.status == ClaimStatus::not_here;
+        if (c.status == ClaimStatus::invalid || c.status == ClaimStatus::not_here) {
             std::printf("          %s\n", c.explanation.c_str());
             continue;
         }
@@ -114,8 +116,11 @@ int check_lesson(const lesson::Lesson& l, const std::string& trace_dir, const st
                         : "");
         held += c.status == ClaimStatus::held;
     }
-    std::printf("%d of %zu claim(s) hold%s\n", held, check.claims.size(),
-                from_traces.empty() ? fmt::format("; runs took {:.1f} s", total_s).c_str() : "");
+    std::printf(
+        "%d of %zu claim(s) hold%s%s\n", held, check.claims.size(),
+        not_here ? fmt::format(", {} not checked on this machine (what it needs does not hold here)", not_here).c_str()
+                 : "",
+        from_traces.empty() ? fmt::format("; runs took {:.1f} s", total_s).c_str() : "");
     if (check.invalid() && runs_ok) return 2;  // the lesson names a key or run the reports lack: its file is wrong
     return check.held() && runs_ok ? 0 : 1;
 }
@@ -142,8 +147,11 @@ int lesson_command(int argc, char** argv) {
     cli.add_flag("-v,--verbose", verbose, "With --check: show the runs' progress and output");
     US_PARSE_FLAGS(cli, argc, argv, "lesson");
 
-    const lesson::LessonSet set =
-        lesson::load_lessons(dir.empty() ? lesson::default_lessons_dir() : std::filesystem::path(dir));
+    const std::filesystem::path lessons_dir = dir.empty() ? lesson::default_lessons_dir() : std::filesystem::path(dir);
+    const lesson::LessonSet set = lesson::load_lessons(lessons_dir);
+    US_CHECK_INPUT(!set.lessons.empty() || !set.errors.empty(),
+                   "no lesson file (*.json) in {}: give --dir the folder of the lessons (default assets/lessons)",
+                   lessons_dir.string());
     if (list || name.empty()) {
         if (name.empty() && !list) std::printf("usage: ultrascope lesson --list | NAME [--check | --answer]\n\n");
         return list_lessons(set);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "app/launch/process_guard.h"
 #include "app/launch/rootless_nodes.h"
 #include "common/core/check.h"
+#include "common/core/writable_file.h"
 #include "common/settings/cli.h"
 #include "profiler/analysis/report.h"
 
@@ -60,7 +62,7 @@ std::optional<LiveRunOptions> parse_run_flags(int argc, char** argv) {
         std::printf("%s", cli.help().c_str());
         return std::nullopt;
     } catch (const CLI::ParseError& e) {
-        fail_user("ultrascope run: {} (see ultrascope run --help)", e.what());
+        fail_user("{} (see ultrascope run --help)", e.what());
     }
     if (cli.count("--store-cap-mib")) options.store.max_bytes = parse_store_cap_mib(store_cap_mib);
     options.train_args = cli.remaining();
@@ -83,6 +85,12 @@ RunFacts check_run(LiveRunOptions& options) {
                    "the parallel degrees (--ep shares the dp ranks)",
                    ranks, cfg.parallel.dp, cfg.parallel.pp, cfg.parallel.tp, cfg.parallel.cp, cfg.parallel.world());
     validate(options.launch);
+    // Where the ranks run on this machine (emulated nodes share its files), a --save it cannot write is refused
+    // before the launch, as rank 0 would refuse it before step 1: nothing launched, no trace written.
+    const HostOptions& hosts = options.launch.hosts;
+    if (!cfg.save.empty() && hosts.hostfile.empty() && hosts.launcher == "mpirun")
+        if (const std::string why = why_not_writable_file(cfg.save); !why.empty())
+            fail_user("cannot write --save '{}': {}; check the path (nothing was launched)", cfg.save, why);
     return RunFacts{cfg.steps, cfg.save};
 }
 
@@ -156,11 +164,15 @@ void print_report(const LiveRun& run) {
                 run.trace_path().c_str(), run.trace_path().c_str(), run.trace_path().c_str());
 }
 
-// A failed run: its exit code, the ranks lost, and the checkpoint to continue from.
-void print_failure(const LiveRun& run, const RunFacts& facts) {
-    std::fprintf(stderr, "ultrascope run: the run %s (exit code %d)%s\n", run.hung() ? "hung and was ended" : "failed",
-                 run.exit_code().value_or(-1), run.lost_ranks().empty() ? "" : "; lost:");
-    for (const auto& l : run.lost_ranks()) std::fprintf(stderr, "  %s\n", l.c_str());
+// A failed or stopped run: why, its exit code, the ranks lost, and the checkpoint to continue from.
+void print_failure(const LiveRun& run, const RunFacts& facts, int code, int stopped_by) {
+    if (stopped_by != 0) {
+        std::fprintf(stderr, "ultrascope run: stopped by %s (exit code %d)\n", strsignal(stopped_by), code);
+    } else {
+        std::fprintf(stderr, "ultrascope run: the run %s (exit code %d)%s\n",
+                     run.hung() ? "hung and was ended" : "failed", code, run.lost_ranks().empty() ? "" : "; lost:");
+        for (const auto& l : run.lost_ranks()) std::fprintf(stderr, "  %s\n", l.c_str());
+    }
     const auto saved = run.store().latest_counter("checkpoint_step");
     if (!facts.checkpoint_path.empty() && saved)
         std::fprintf(stderr,
@@ -191,9 +203,19 @@ int run_command(int argc, char** argv) {
                      "ultrascope run: %s: the ranks' flight recorder dumps are in the trace (%zu of %d rank(s) sent "
                      "one); see the hang report below\n",
                      run.hang_summary().c_str(), run.ranks_dumped().size(), ranks);
-    print_report(run);
-    const int code = run.result_code();
-    if (code != 0) print_failure(run, facts);
+    // Stopped on purpose: the shell's code for a stop by that signal, whatever mpirun returned.
+    const int sig = stop_signal();
+    int code = sig != 0 ? 128 + sig : run.result_code();
+    if (run.store().rank_count() > 0) {
+        print_report(run);
+    } else {  // nothing arrived: no report of nothing, and no empty trace left behind
+        std::error_code ignored;
+        std::filesystem::remove(run.trace_path(), ignored);
+        std::fprintf(stderr, "ultrascope run: no rank sent anything, so there is no report and no trace (%s removed)\n",
+                     run.trace_path().c_str());
+        if (code == 0) code = 1;
+    }
+    if (code != 0) print_failure(run, facts, code, sig);
     return code;
 }
 

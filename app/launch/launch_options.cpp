@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/core/check.h"
+#include "common/settings/above_zero.h"
 
 namespace us::app {
 
@@ -102,7 +103,7 @@ CLI::Option* bind(CLI::App& cli, LaunchOptions& o, Field field, const FlagText& 
         case Field::latency:
             return cli.add_option(t.names, o.hosts.nodes.inter_node_latency_us, t.help);
         case Field::progress:
-            return cli.add_option(t.names, o.progress_timeout_s, t.help)->check(CLI::PositiveNumber);
+            return cli.add_option(t.names, o.progress_timeout_s, t.help)->check(above_zero());
         case Field::placement:
             break;
     }

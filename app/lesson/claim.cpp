@@ -16,8 +16,9 @@ namespace us::lesson {
 using nlohmann::json;
 
 bool LessonCheck::held() const {
-    return std::all_of(claims.begin(), claims.end(),
-                       [](const ClaimResult& c) { return c.status == ClaimStatus::held; });
+    return std::all_of(claims.begin(), claims.end(), [](const ClaimResult& c) {
+        return c.status == ClaimStatus::held || c.status == ClaimStatus::not_here;
+    });
 }
 
 bool LessonCheck::invalid() const {
@@ -308,6 +309,22 @@ Verdict compare(double l, double r, Comparison op, double tolerance) {
 }  // namespace
 
 ClaimResult evaluate_claim(const Claim& claim, const std::map<std::string, json>& reports) {
+    if (!claim.when.empty()) {  // what it needs of the machine first: where that fails, it is not checked here
+        const ClaimResult needs = evaluate_claim(claim.when.front(), reports);
+        if (needs.status != ClaimStatus::held) {
+            ClaimResult out = needs;
+            out.says = claim.says;
+            if (needs.status == ClaimStatus::failed) {
+                out.status = ClaimStatus::not_here;
+                out.explanation = fmt::format(
+                    "{}: not checked on this machine: it needs {}, and here {} = {} ({} {} "
+                    "= {} does not hold).",
+                    claim.says, claim.when.front().says, needs.measured.what, needs.measured.shown, needs.comparison,
+                    needs.expected.what, needs.expected.shown);
+            }
+            return out;
+        }
+    }
     ClaimResult out;
     out.says = claim.says;
     out.comparison = comparison_symbol(claim.op);

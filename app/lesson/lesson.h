@@ -103,6 +103,10 @@ struct Claim {
     Operand right;
     double tolerance = 0;  // approx only: relative to |right| (0.02 = within 2%)
     std::string why;       // the reason it should hold, one line (shown with the result)
+    // What the claim needs of the machine, as a claim of its own (at most one; its own `when` empty): where it does
+    // not hold, the claim is not checked here, and says why ("a core free beside each rank's compute": overlap
+    // needs one). The claim's physics, not a way out of a failure: every lesson's claims hold where it holds.
+    std::vector<Claim> when;
 };
 
 struct Lesson {
@@ -196,9 +200,10 @@ struct OperandResult {
 };
 
 enum class ClaimStatus {
-    held,     // the comparison holds (on every rank where per rank)
-    failed,   // it does not
-    invalid,  // could not be evaluated: a missing run, key or value (the lesson file's fault)
+    held,      // the comparison holds (on every rank where per rank)
+    failed,    // it does not
+    invalid,   // could not be evaluated: a missing run, key or value (the lesson file's fault)
+    not_here,  // its `when` does not hold on this machine: not checked (never counted as held)
 };
 
 struct ClaimResult {
@@ -214,7 +219,7 @@ struct ClaimResult {
 
 struct LessonCheck {
     std::vector<ClaimResult> claims;  // in the lesson's order
-    bool held() const;                // every claim held
+    bool held() const;                // every claim held, or was not checked here (its `when` did not hold)
     bool invalid() const;             // some claim could not be evaluated
 };
 

@@ -225,7 +225,7 @@ Comparison parse_comparison(const std::string& op, const std::string& where, con
 Claim parse_claim(const json& j, const std::string& where, const std::string& path,
                   const std::set<std::string>& labels) {
     Fields f(j, where, path);
-    f.only({"says", "left", "op", "right", "tolerance", "why"});
+    f.only({"says", "left", "op", "right", "tolerance", "why", "when"});
     Claim c;
     c.says = f.text("says");
     c.why = f.text("why", false);
@@ -244,6 +244,11 @@ Claim parse_claim(const json& j, const std::string& where, const std::string& pa
                    path);
     US_CHECK_INPUT(c.op == Comparison::equal || (!c.left.word && !c.right.word),
                    "{}: {}: a word can only be compared with ==", where, f.field("op"));
+    if (f.has("when")) {
+        c.when.push_back(parse_claim(f.at("when"), where, f.field("when"), labels));
+        US_CHECK_INPUT(c.when.front().when.empty(), "{}: {}: a claim's when has no when of its own", where,
+                       f.field("when"));
+    }
     return c;
 }
 

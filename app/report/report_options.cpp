@@ -1,5 +1,6 @@
 #include "app/report/report_options.h"
 
+#include "common/settings/above_zero.h"
 #include "profiler/trace/trace_store.h"
 
 namespace us::app {
@@ -13,7 +14,7 @@ void add_report_flags(CLI::App& cli, ReportOptions& o, ReportFlags which) {
     cli.add_option("--microbatches", o.microbatches,
                    "Micro-batches per step of an imported pipelined run, for its (p - 1) / m bubble "
                    "(docs/report-schema.md)")
-        ->check(CLI::PositiveNumber);
+        ->check(above_zero());
     if (which == ReportFlags::gui) return;  // the GUI keeps its own store and planner; large runs by its rule
     cli.add_option("--cluster", o.cluster_file,
                    "Machine file for the planner's step time (from `ultrascope calibrate`; default ./machine.json "
@@ -21,12 +22,11 @@ void add_report_flags(CLI::App& cli, ReportOptions& o, ReportFlags which) {
     o.store_cap_mib = prof::TraceStoreOptions{}.max_bytes >> 20;
     cli.add_option("--store-cap-mib", o.store_cap_mib,
                    "Memory cap of the events kept for the analysis (docs/trace-format.md)")
-        ->check(CLI::PositiveNumber);
+        ->check(above_zero());
     cli.add_flag("--digests", o.digests_only,
                  "Report from the ranks' digests only (the default beyond 64 rank files; docs/blame.md)");
     cli.add_option("--rank", o.ranks, "Open these ranks whole (a large run's others stay digests)")->delimiter(',');
-    cli.add_option("--threads", o.threads, "Workers digesting rank files (default: one per core)")
-        ->check(CLI::PositiveNumber);
+    cli.add_option("--threads", o.threads, "Workers digesting rank files (default: one per core)")->check(above_zero());
     cli.add_flag("--no-cache", o.no_cache, "Neither read nor write the digests kept beside the traces");
 }
 

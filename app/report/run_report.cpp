@@ -124,10 +124,20 @@ struct Builder {
 
     // The run's digests: its report from them (--digests, or no ranks asked for), else the ranks asked for whole.
     void report_digests(prof::RunDigests run, const std::vector<std::string>& paths, int workers) {
-        if (options.ranks.empty() || options.digests_only)
+        if (options.ranks.empty() || options.digests_only) {
             r.digests = prof::digest_report(std::move(run), workers);
-        else
-            load_whole(paths, files_of_ranks(run, options.ranks));
+            return;
+        }
+        load_whole(paths, files_of_ranks(run, options.ranks));
+        // Who holds the run back is a question about every rank: blame, the waits and the pipelines come from all
+        // the run's digests, not from the ranks opened (which alone would name one of them).
+        const size_t all = run.ranks.size();
+        r.whole->cross = prof::cross_rank(std::move(run.ranks), {.microbatches = options.microbatches});
+        r.whole->warnings.insert(r.whole->warnings.begin(),
+                                 fmt::format("--rank: who holds the run back, the waits and the pipelines are over "
+                                             "all {} ranks read (their digests); the rest of the report is the "
+                                             "ranks opened whole",
+                                             all));
     }
 };
 
@@ -152,6 +162,10 @@ RunReport make_run_report(ReportSource source, const ReportOptions& options) {
                 b.report_digests(prof::digest_run(source.paths, digest_options(options)), source.paths, 1);
             else
                 b.load_whole(source.paths, source.paths);
+            US_CHECK_INPUT(!b.r.store || b.r.store->rank_count() > 0,
+                           "{}: no rank's data in it (a run that ended before any rank sent anything): nothing to "
+                           "report",
+                           b.r.shown);
             break;
         }
     }

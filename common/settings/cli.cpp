@@ -128,7 +128,7 @@ ParsedTrainArgs parse_train_args(int argc, const char* const* argv) {
         result.help_text = app.help();
         return result;
     } catch (const CLI::ParseError& e) {
-        fail_user("{} (see --help)", e.what());
+        fail_user("{} (see ultrascope-train --help: the training flags)", e.what());
     }
     result.cmd = build();
     return result;

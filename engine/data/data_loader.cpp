@@ -1,5 +1,6 @@
 #include "engine/data/data_loader.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -9,6 +10,8 @@
 namespace us {
 
 TokenDataset TokenDataset::from_file(const std::string& path) {
+    std::error_code ec;  // a folder opens as a stream of nothing: said as what it is
+    US_CHECK_INPUT(!std::filesystem::is_directory(path, ec), "--data '{}' is a folder: give a text file", path);
     std::ifstream in(path, std::ios::binary);
     US_CHECK_INPUT(in.good(), "cannot read data file '{}': check the path given with --data", path);
     std::ostringstream ss;

@@ -13,6 +13,7 @@
 #include "engine/backend/cpu/gemm_bf16.h"
 #include "engine/backend/cpu/peak.h"
 #include "engine/parallel/injected_hang.h"
+#include "engine/train/cpu_placement.h"
 
 #include <fmt/format.h>
 #include "profiler/record/recorder.h"
@@ -87,6 +88,8 @@ prof::RankMetadata rank_metadata(const TrainConfig& cfg, const Backend& backend,
     m.host = host, m.pid = int(getpid());
     m.device = backend.device_description(), m.backend = std::string(backend.name());
     m.threads = threads;
+    if (std::string id = kernel_boot_id(); !id.empty()) m.machine = id;
+    if (std::string cpus = affinity_cpu_list(); !cpus.empty()) m.cpus = cpus;
     m.settings = cfg.to_json();
     m.device_peak_gflops = peak.gflops, m.device_peak_source = peak.source;
     m.blas_kernel = cpu::openblas_core_name();

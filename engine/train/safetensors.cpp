@@ -121,19 +121,6 @@ void SafetensorsWriter::add(const std::string& name, const std::string& dtype, s
     m_entries.push_back({name, dtype, std::move(shape), data, bytes});
 }
 
-std::string SafetensorsWriter::why_not_writable(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "it is a folder: give a file's name";
-    const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0 && errno == EEXIST)
-        return "";  // a crashed run's leftover: the folder takes files, and the save truncates it
-    if (fd < 0) return std::strerror(errno);
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return "";
-}
-
 void SafetensorsWriter::write_atomically(const std::string& path) const {
     nlohmann::ordered_json header = nlohmann::ordered_json::object();
     if (!m_metadata.empty()) header["__metadata__"] = m_metadata;

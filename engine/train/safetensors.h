@@ -44,10 +44,7 @@ public:
              size_t bytes);
     void set_metadata(const std::string& key, const std::string& value) { m_metadata[key] = value; }
     // Writes PATH.tmp-<pid>, flushes it to disk, renames it over PATH. UserError when the path is not writable.
-    void write_atomically(const std::string& path) const;
-    // Why write_atomically could not write PATH now (a folder, a missing or read-only folder: probed with the same
-    // temporary file, made and removed), or "" when it could: checked before a run's first step.
-    static std::string why_not_writable(const std::string& path);
+    void write_atomically(const std::string& path) const;  // whether it can: common/core/writable_file.h
 
 private:
     struct Entry {

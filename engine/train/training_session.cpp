@@ -17,6 +17,7 @@
 #include "engine/comm/flight_recorder.h"
 #include "engine/comm/mpi_comm.h"
 #include "common/core/check.h"
+#include "common/core/writable_file.h"
 #include "engine/parallel/injected_hang.h"
 #include "engine/train/metrics.h"
 #include "engine/train/profiling.h"
@@ -125,7 +126,7 @@ void save_checkpoint_now(Trainer& trainer, const TrainConfig& cfg, const RunProf
 // checkpoints; every rank learns whether it can, so that all of them stop with the message.
 void check_checkpoint_path(const TrainConfig& cfg, ProcessGrid& grid) {
     if (cfg.save.empty()) return;
-    const std::string why = grid.world_rank() == 0 ? SafetensorsWriter::why_not_writable(cfg.save) : "";
+    const std::string why = grid.world_rank() == 0 ? why_not_writable_file(cfg.save) : "";
     if (grid.world().all_reduce_max(why.empty() ? 0.0 : 1.0) == 0) return;
     if (!why.empty()) fail_user("cannot write --save '{}': {}; check the path (nothing was trained)", cfg.save, why);
     fail_user("rank 0 cannot write --save '{}' (its message says why)", cfg.save);

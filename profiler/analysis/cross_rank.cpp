@@ -22,6 +22,7 @@ CrossRank cross_rank(std::vector<RankDigest> digests, CollectiveMatches collecti
     x.waits = steady_waits(x.collectives, x.digests, x.first_steady_step);
     x.pipelines = pipeline_stages(x.digests, options.microbatches);
     x.blame = blame(x.digests, x.collectives, x.pipelines, options.rules);
+    x.core_sharing = core_sharing(x.digests);
     return x;
 }
 

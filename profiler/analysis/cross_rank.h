@@ -11,6 +11,7 @@
 
 #include "profiler/analysis/blame.h"
 #include "profiler/analysis/collective_match.h"
+#include "profiler/analysis/core_sharing.h"
 #include "profiler/analysis/pipeline_stages.h"
 #include "profiler/analysis/rank_digest.h"
 
@@ -30,6 +31,9 @@ struct CrossRank {
     std::map<int, RankWaits> waits;
     PipelineStages pipelines;  // the run's pipelines and each stage's bubble per step
     Blame blame;               // who holds the run back
+    // Which ranks share a machine's cores, and whether the run gives them more compute threads than cores
+    // (core_sharing.h); empty where unrecorded.
+    std::vector<CoreSharing> core_sharing;
 
     // A rank's waits (zeros for a rank without a digest), and the same by group.
     const RankWaits& waits_of(int rank) const;

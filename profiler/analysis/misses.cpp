@@ -128,7 +128,8 @@ HostGaps host_gaps(const std::vector<StepBreakdown>& steady) {
 // lighter ones); (4) a bubble above it by no more than the host's gaps between the busiest stage's ops
 // (host_gaps), (5) or than its time with a pipeline transfer outstanding beyond the figure's idle, (6) or than the
 // time a stage's thread waited for a core (the machine's other load). Otherwise the schedule ran unlike its model
-// on a quiet machine: unexplained.
+// on a quiet machine: unexplained. Before (2): a run that gives a machine more compute threads than cores breaks
+// the model's premise, a processor per stage (core_sharing.h): its ranks take turns on the cores.
 std::optional<std::string> bubble_explanation(const Report& rep, double measured, double expected) {
     const RankReport* busiest = nullptr;
     for (const RankReport& r : rep.ranks)
@@ -139,6 +140,11 @@ std::optional<std::string> bubble_explanation(const Report& rep, double measured
         return std::string(
             "one steady step: the run is too short to tell the model's error from the machine's noise (run more "
             "--steps)");
+    if (const std::string shared = oversubscribed_words(rep.cross.core_sharing); !shared.empty())
+        return fmt::format(
+            "{}: the stages take turns on the cores, while the simulation and the formula give each its own "
+            "processor (compare with a run of fewer ranks or --threads, on more cores)",
+            shared);
     double least_c = 1e300, most_c = 0, least_b = 1e300, most_b = -1e300;
     for (const StepBreakdown& s : steady) {
         least_c = std::min(least_c, s.compute_s), most_c = std::max(most_c, s.compute_s);

@@ -177,6 +177,8 @@ RankDigest digest_without_steps(const TraceStore& store, int rank) {
     d.rank = rank;
     d.label = rank_label(*rt);
     d.host = store.is_prediction() ? "" : rt->info.host;  // a planner's ranks are on no machine
+    d.machine = rt->info.machine.value_or(""), d.cpus = rt->info.cpus.value_or("");
+    if (rt->info.backend == "cpu") d.threads = rt->info.threads.value_or(0);
     d.coords = rt->info.coords, d.grid = rt->info.grid, d.microbatches = rt->info.microbatches;
     d.source = rt->imported() ? "kineto" : store.is_prediction() ? "planner" : "engine";
     d.device = rt->has_device_spans();
@@ -226,6 +228,9 @@ nlohmann::json digest_json(const RankDigest& d) {
         {"rank", d.rank},
         {"label", d.label},
         {"host", d.host},
+        {"machine", d.machine},
+        {"cpus", d.cpus},
+        {"threads", d.threads},
         {"coords", grid_json(d.coords)},
         {"grid", grid_json(d.grid)},
         {"microbatches", d.microbatches ? nlohmann::json(*d.microbatches) : nlohmann::json()},
@@ -255,6 +260,7 @@ RankDigest digest_from_json(const nlohmann::json& j) {
                        j.value("version", 0), RankDigest::kVersion);
         RankDigest d;
         d.rank = j.at("rank"), d.label = j.at("label"), d.host = j.at("host"), d.source = j.at("source");
+        d.machine = j.at("machine"), d.cpus = j.at("cpus"), d.threads = j.at("threads");
         d.coords = grid_from_json<GridCoords>(j.at("coords")), d.grid = grid_from_json<GridSizes>(j.at("grid"));
         if (!j.at("microbatches").is_null()) d.microbatches = j.at("microbatches").get<int>();
         d.annotated_microbatches = j.at("annotated_microbatches");

@@ -77,11 +77,16 @@ struct DigestOp {
 struct RankDigest {
     // 2: the grid's sizes, the micro-batches, the work windows and the groups' ids; 3: the host; 4: the steps'
     // exposed time per group, the ops' compute kinds and the compute per kind; 5: the steps' wait for a core; 6: the
-    // OpenMP workers' waits and the times on a core (older cached digests are made again from their traces).
-    static constexpr int kVersion = 6;
+    // OpenMP workers' waits and the times on a core; 7: the machine, CPUs and compute threads (older cached digests are
+    // made again from their traces).
+    static constexpr int kVersion = 7;
     int rank = 0;
-    std::string label;                // "rank 3 (dp 1, pp 0)"
-    std::string host;                 // the node it ran on, as its trace says ("" unknown; blame names a slow node)
+    std::string label;  // "rank 3 (dp 1, pp 0)"
+    std::string host;   // the node it ran on, as its trace says ("" unknown; blame names a slow node)
+    // Where its threads could run (RankMetadata::machine, cpus; core_sharing.h): "" unknown; and a CPU rank's
+    // compute threads (0: unknown, or a GPU rank).
+    std::string machine, cpus;
+    int threads = 0;
     GridCoords coords;                // the rank's place in the grid, where known (the engine's); unknown imported
     GridSizes grid;                   // the grid's sizes, where known
     std::optional<int> microbatches;  // per step, where the trace's metadata says (RankMetadata::microbatches)

@@ -341,8 +341,7 @@ void count_group_hosts(const TraceStore& store, Report& rep) {
         for (int g = 0; g < kGroupCount; ++g) {
             const std::pair<int, std::string> key{g, engine_group_instance(r.coords, g)};
             if (const auto it = hosts.find(key); it != hosts.end()) r.group_hosts[size_t(g)] = int(it->second.size());
-            // The ring's successor: the next rank of the group (ranks in a group are numbered as the group orders
-            // them: the grid's coordinates), the first after the last.
+            // The ring's successor: the next rank of the group (in the grid's coordinates), the first after the last.
             const auto m = members.find(key);
             if (g == int(GroupKind::pp) || m == members.end() || m->second.size() < 2) continue;
             const std::vector<int>& ring = m->second;

@@ -179,6 +179,7 @@ nlohmann::json report_json(const Report& rep) {
             {"source", rep.is_predicted() ? "predicted" : "measured"},
             {"predicted_by_planner", rep.predicted},
             {"blame", blame_json(rep.cross.blame)},
+            {"core_sharing", core_sharing_json(rep.cross.core_sharing)},
             {"ranks", ranks},
             {"throughput",
              {{"steps_measured", t.steps_measured},

@@ -91,6 +91,10 @@ std::string format_run(const Report& rep) {
             rep.predict_input.moe_every, rep.predict_input.moe_experts, rep.predict_input.moe_topk,
             rep.predict_input.parallel.ep, predict::predict(rep.predict_input).params,
             predict::predict(rep.predict_input).active_params);
+    if (const std::string shared = oversubscribed_words(rep.cross.core_sharing); !shared.empty())
+        s += "  cores: " + shared +
+             ": the ranks take turns on them, and every time below includes their turns (the threads and CPUs the "
+             "ranks recorded at their start)\n";
     return s;
 }
 
@@ -229,8 +233,10 @@ std::string format_time_table(const Report& rep) {
         if (r.runqueue_wait_s > 0.01 * r.steady.wall_s)
             waited += fmt::format("{}rank {} {:.3f} s ({:.0f}%)", waited.empty() ? "" : ", ", r.rank, r.runqueue_wait_s,
                                   100 * r.runqueue_wait_s / r.steady.wall_s);
-    if (!waited.empty())
-        s += "  waited for a core (measured: the kernel's run queue; the machine's other load): " + waited + "\n";
+    if (const std::string shared = oversubscribed_words(rep.cross.core_sharing); !waited.empty())
+        s += fmt::format("  waited for a core (measured: the kernel's run queue; {}): {}\n",
+                         shared.empty() ? "the machine's other load" : shared + ", besides the machine's other load",
+                         waited);
     for (const auto& r : rep.ranks) {
         if (!r.cupti.is_object()) continue;
         const auto n = [&](const char* k) { return r.cupti.value(k, int64_t(0)); };

@@ -91,6 +91,8 @@ nlohmann::json diff_json(const RunDiff& d) {
             {"noise_within_ms", d.noise_within_ms},
             {"a_core_wait", core_wait_json(d.a_core_wait)},
             {"b_core_wait", core_wait_json(d.b_core_wait)},
+            {"a_oversubscribed", d.a_oversubscribed.empty() ? nlohmann::json() : nlohmann::json(d.a_oversubscribed)},
+            {"b_oversubscribed", d.b_oversubscribed.empty() ? nlohmann::json() : nlohmann::json(d.b_oversubscribed)},
             {"noise_between_ms", optional_json(d.noise_between_ms)},
             {"noise_from", noise_words(d)},
             {"repeats", repeats},

@@ -33,6 +33,11 @@ std::string cause_title(const Cause& c) {
 
 namespace {
 
+// A name cut to its column, marked where it was cut ("...") so that two names alike up to there are not read as one.
+std::string fitted(const std::string& name, size_t width) {
+    return name.size() <= width ? name : name.substr(0, width - 3) + "...";
+}
+
 std::string bytes_text(const std::optional<int64_t>& b) {
     return b ? fmt::format("{:.1f} MiB", double(*b) / (1 << 20)) : std::string("unknown");
 }
@@ -75,8 +80,8 @@ std::string cause_lines(const RunDiff& d) {
                          c.rank ? fmt::format(", rank {}", *c.rank) : "");
         s += fmt::format("             {}\n", c.evidence);
         for (const CauseOp& o : c.ops)
-            s += fmt::format("               {:<48} {:8.3f} -> {:8.3f} ms  ({})\n", o.name.substr(0, 48), o.a_ms,
-                             o.b_ms, o.match);
+            s += fmt::format("               {:<48} {:8.3f} -> {:8.3f} ms  ({})\n", fitted(o.name, 48), o.a_ms, o.b_ms,
+                             o.match);
     }
     s += fmt::format("  {:+9.2f}  {:<44} derived (the step's change less the causes)\n", d.unexplained_ms,
                      "unexplained");
@@ -105,6 +110,10 @@ std::string format_diff(const RunDiff& d) {
             "waits): A {}, B {}\n",
             said(d.a_core_wait), said(d.b_core_wait));
     }
+    for (const auto& [run, words] : {std::pair{"A", &d.a_oversubscribed}, std::pair{"B", &d.b_oversubscribed}})
+        if (!words->empty())
+            s += fmt::format("cores: in {} {}: its ranks take turns on them (their waits for a core are its own)\n",
+                             run, *words);
     s += cause_lines(d);
     s += "\nWhat if (predicted)\n";
     for (const WhatIf& w : d.what_if)

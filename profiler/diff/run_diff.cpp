@@ -240,6 +240,12 @@ std::string noise_words(const RunDiff& d) {
     return fmt::format("the spread between runs of {}'s settings", d.noise_between_of);
 }
 
+// Whose load B's waits for a core are: its own ranks' turns where it gave a machine more threads than cores.
+static std::string load_words(const RunDiff& d) {
+    return d.b_oversubscribed.empty() ? "the machine's other load"
+                                      : "in B " + d.b_oversubscribed + ", besides the machine's other load";
+}
+
 bool load_weighed(const RunDiff& d) {
     return d.a_core_wait && d.b_core_wait && d.a_core_wait->share >= 0 && d.a_core_wait->share < 1 &&
            d.b_core_wait->most_cpu_ms >= 0;
@@ -278,13 +284,13 @@ std::string diff_verdict(const RunDiff& d) {
         s += load_weighed(d)
                  ? fmt::format(
                        "; B's rank {} waited {:.2f} ms a step longer for a core than its time on a core would have at "
-                       "A's share of waiting ({:.0f}%) (derived from the kernel's run queue: the machine's other load, "
-                       "inside the figures above)",
-                       d.b_core_wait->most_rank, *more, 100 * d.a_core_wait->share)
+                       "A's share of waiting ({:.0f}%) (derived from the kernel's run queue: {}, inside the figures "
+                       "above)",
+                       d.b_core_wait->most_rank, *more, 100 * d.a_core_wait->share, load_words(d))
                  : fmt::format(
-                       "; B's rank {} waited {:.2f} ms a step longer for a core than A's most (measured: the machine's "
-                       "other load, inside the figures above)",
-                       d.b_core_wait->most_rank, *more);
+                       "; B's rank {} waited {:.2f} ms a step longer for a core than A's most (measured: {}, inside "
+                       "the figures above)",
+                       d.b_core_wait->most_rank, *more, load_words(d));
     return s;
 }
 
@@ -308,6 +314,7 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSi
             f.core_wait_most_rank, f.worker_core_wait_s >= 0 ? kMs * f.worker_core_wait_s : -1,
             f.core_wait_share,     f.core_wait_most_cpu_s >= 0 ? kMs * f.core_wait_most_cpu_s : -1};
     };
+    d.a_oversubscribed = fa.oversubscribed, d.b_oversubscribed = fb.oversubscribed;
     if (fa.core_wait_s >= 0) d.a_core_wait = core_wait(fa);
     if (fb.core_wait_s >= 0) d.b_core_wait = core_wait(fb);
     for (double w : fa.step_walls_s) d.a_steps_ms.push_back(kMs * w);

@@ -94,6 +94,9 @@ struct RunDiff {
         double most_cpu_ms = -1;      // the most-waiting rank's time on a core; -1 unknown
     };
     std::optional<CoreWait> a_core_wait, b_core_wait;
+    // Where a run gave a machine more compute threads than cores (its ranks take turns; core_sharing.h), in words;
+    // "" where it did not or its traces do not say.
+    std::string a_oversubscribed, b_oversubscribed;
     bool within_noise = false;  // |delta| <= noise
     double unexplained_ms = 0;  // delta minus the causes' sum
     std::vector<Cause> causes;  // largest |ms| first

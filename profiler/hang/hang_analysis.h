@@ -62,9 +62,10 @@ struct GroupState {
 struct Culprit {
     int rank = -1;
     std::string host;
-    bool absent = false;            // no dump: a suspect for that alone
-    CollectiveCall last_completed;  // its newest completed collective, any group
-    std::vector<StackFrame> stack;  // the stack of its entry that matters (the last, or the mismatched one)
+    bool absent = false;               // no dump: a suspect for that alone
+    CollectiveCall last_completed;     // its newest completed collective, any group
+    std::string last_completed_group;  // that collective's group, as group_label names it ("group '0' (world)")
+    std::vector<StackFrame> stack;     // the stack of its entry that matters (the last, or the mismatched one)
 };
 
 struct HangAnalysis {

@@ -55,11 +55,13 @@ json collective_json(const CollectiveCall& c) {
 json hang_json(const HangAnalysis& a) {
     json culprits = json::array();
     for (const Culprit& c : a.culprits)
-        culprits.push_back({{"rank", c.rank},
-                            {"host", c.host.empty() ? json(nullptr) : json(c.host)},
-                            {"absent", c.absent},
-                            {"last_completed", collective_json(c.last_completed)},
-                            {"stack", stack_json(c.stack)}});
+        culprits.push_back(
+            {{"rank", c.rank},
+             {"host", c.host.empty() ? json(nullptr) : json(c.host)},
+             {"absent", c.absent},
+             {"last_completed", collective_json(c.last_completed)},
+             {"last_completed_group", c.last_completed_group.empty() ? json(nullptr) : json(c.last_completed_group)},
+             {"stack", stack_json(c.stack)}});
     json groups = json::array();
     for (const GroupState& g : a.groups) groups.push_back(group_json(a, g));
     json ranks = json::array();

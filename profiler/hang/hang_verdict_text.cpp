@@ -67,9 +67,16 @@ void write_verdict(HangAnalysis& a) {
     const std::string where = a.stack.empty() ? "" : "; its stack: " + frame_label(a.stack);
     switch (a.kind) {
         case HangKind::none:
+            // Operations the recorder kept no entry for may be where it hangs: the headline says so, not "nothing".
             a.verdict = a.groups.empty() ? "The dumps hold no collectives: nothing to align."
-                                         : "Nothing is hung in what the dumps hold: every group's collectives agree "
-                                           "and completed.";
+                        : !a.unrecorded_gap_ranks.empty()
+                            ? fmt::format(
+                                  "No collective is hung: every group's collectives agree and completed; but "
+                                  "{} did {} operation{} the recorder kept no entry for (point-to-point "
+                                  "sends and receives under gloo), and a hang there cannot show in these "
+                                  "dumps.",
+                                  rank_list(a.unrecorded_gap_ranks), a.unrecorded_ops, a.unrecorded_ops == 1 ? "" : "s")
+                            : "Nothing is hung in what the dumps hold: every group's collectives agree and completed.";
             break;
         case HangKind::missing:
             if (!root) {
@@ -117,7 +124,8 @@ void write_verdict(HangAnalysis& a) {
         a.evidence.push_back(
             fmt::format("rank {}{}: last completed {}{}", c.rank, c.host.empty() ? "" : " on " + c.host,
                         c.last_completed.seq_id < 0 ? "nothing the buffer still holds"
-                                                    : call_label(c.last_completed) + " (" + c.last_completed.op + ")",
+                                                    : fmt::format("{} of {} ({})", call_label(c.last_completed),
+                                                                  c.last_completed_group, c.last_completed.op),
                         c.stack.empty() ? "" : "; stack: " + frame_label(c.stack)));
     }
     size_t victims = 0;

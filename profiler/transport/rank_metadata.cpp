@@ -66,6 +66,8 @@ nlohmann::json to_json(const RankMetadata& m) {
                         {"params", m.params}};
     if (m.pid) j["pid"] = *m.pid;
     if (m.threads) j["threads"] = *m.threads;
+    if (m.machine) j["machine"] = *m.machine;
+    if (m.cpus) j["cpus"] = *m.cpus;
     if (m.settings) j["config"] = *m.settings;
     if (m.blas_kernel) j["blas_kernel"] = *m.blas_kernel;
     if (m.comm_backend) j["comm_backend"] = *m.comm_backend;
@@ -115,6 +117,8 @@ RankMetadata rank_metadata_from_json(const nlohmann::json& j) {
     read(j, "device", m.device);
     read(j, "backend", m.backend);
     read(j, "threads", m.threads);
+    read(j, "machine", m.machine);
+    read(j, "cpus", m.cpus);
     if (auto it = j.find("config"); it != j.end() && it->is_object()) m.settings = *it;
     read(j, "device_peak_gflops", m.device_peak_gflops);
     read(j, "device_peak_source", m.device_peak_source);

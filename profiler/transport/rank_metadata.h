@@ -60,6 +60,9 @@ struct RankMetadata {
     std::string device;          // "NVIDIA H100 80GB HBM3", "cpu (...)", a planner's GPU name
     std::string backend;         // "cpu", "cuda", "predicted"
     std::optional<int> threads;  // CPU threads of a recorded rank
+    // Where a recorded rank's threads may run (engine/train/cpu_placement.h): its machine (the kernel's boot id,
+    // the same on every rank of one machine whatever its host name) and the CPUs its process may use ("0-3,8").
+    std::optional<std::string> machine, cpus;
     // The run's settings as common/settings writes them (TrainConfig::to_json: the settings table's keys); none
     // where the source does not know them (a planned layout of another model).
     std::optional<nlohmann::json> settings;

@@ -1,7 +1,10 @@
 // The headless `ultrascope` commands end to end: run (through mpirun), report, export and predict, and their
 // answers to bad input. Also checks that a trace's memory agrees with what the trainer measured itself.
+#include <sched.h>
+
 #include <chrono>
 #include <filesystem>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -184,8 +187,8 @@ TEST_CASE("bad pipeline layouts are refused before launch, with what to change",
 }
 
 // [serial] (e2e_serial, alone): its bubble must match the prediction or be explained from the run's own evidence,
-// and beside another test on two cores a 3-step tiny pipeline read 1.5 against 0.25 with none of it (the time a
-// stage's thread waits for a core is not recorded yet).
+// and beside another test on two cores a 3-step tiny pipeline read 1.5 against 0.25 (another test's load: its
+// ranks then wait for a core, which the misses do not weigh).
 TEST_CASE("ultrascope run starts as many ranks as the layout needs, a pipeline reports its bubble",
           "[cpu][app][pipeline][serial]") {
     const std::string trace = temp_path("pp2.ustrace");
@@ -204,6 +207,18 @@ TEST_CASE("ultrascope run starts as many ranks as the layout needs, a pipeline r
     CHECK(j["pipeline"]["bubble_fraction"].get<double>() > 0.0);
     // each rank's wait for a core over its steady steps, from the kernel (the machine's other load; Linux has it)
     for (const auto& rank : j["ranks"]) CHECK(rank["runqueue_wait_s"].get<double>() >= 0);
+    // the machine the ranks shared: the threads `ultrascope run` gave them (cores / ranks, at least one) against the
+    // CPUs this process may use (a test and its run share the machine and its mask)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+    REQUIRE(j["core_sharing"].size() == 1);
+    const auto& machine = j["core_sharing"][0];
+    const int threads = 2 * std::max(1, int(std::thread::hardware_concurrency()) / 2);
+    CHECK(machine["ranks"] == nlohmann::json::array({0, 1}));
+    CHECK(machine["cores"].get<int>() == CPU_COUNT(&set));
+    CHECK(machine["threads"].get<int>() == threads);
+    CHECK(machine["oversubscribed"].get<bool>() == (threads > CPU_COUNT(&set)));
     // the loss comes from the last stage and is the same on every rank's counters
     CHECK(j["ranks"][0]["micro_batches_in_flight"].get<int>() ==
           j["ranks"][0]["micro_batches_in_flight_predicted"].get<int>());

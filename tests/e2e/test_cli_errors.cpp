@@ -112,6 +112,16 @@ TEST_CASE("a --save that cannot be written is refused before the first step, and
         CHECK(r.output.find("cannot write --save '" + save + "': " + why) != std::string::npos);
         CHECK(r.output.find("nothing was trained") != std::string::npos);
         CHECK(r.output.find("step 1/") == std::string::npos);
+        // `ultrascope run` asks on this machine, where its ranks run, before it launches: no trace is written
+        const std::string trace = temp_path("save-check.ustrace");
+        fs::remove(trace);
+        const ProcessResult run =
+            run_process(bin("ultrascope") + " run " + tiny() + " --steps 2 --save " + save + " --trace " + trace);
+        INFO(run.output);
+        CHECK(run.exit_code == 2);
+        CHECK(run.output.find("cannot write --save '" + save + "': " + why) != std::string::npos);
+        CHECK(run.output.find("(nothing was launched)") != std::string::npos);
+        CHECK_FALSE(fs::exists(trace));
     }
     const std::string ckpt = folder + "/ok.safetensors";
     REQUIRE(run_process(bin("ultrascope-train") + " " + tiny() + " --quiet --save " + ckpt).exit_code == 0);

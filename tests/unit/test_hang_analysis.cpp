@@ -2,6 +2,7 @@
 // arrived, who called something else, which sends and receives wait on each other, which group's hang holds the
 // others, a buffer that wrapped, a rank without a dump, a whole node. The real PyTorch dumps are
 // test_hang_dumps.cpp's.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "flight_job.h"
@@ -52,6 +53,12 @@ TEST_CASE("hang: a rank that never enters the collective the others wait in is t
     CHECK(a.groups[size_t(a.group)].ranks == std::vector<int>{0, 1, 2, 3});
     REQUIRE(a.culprits.size() == 1);
     CHECK(a.culprits[0].last_completed.seq_id == 4);
+    // its last completed call names its group: a number alone reads as the root group's, which may be another
+    CHECK(a.culprits[0].last_completed_group == "group '0' (default_pg)");
+    CHECK(std::any_of(a.evidence.begin(), a.evidence.end(), [](const std::string& e) {
+        return e.find("rank 2: last completed all_reduce #4 of group '0' (default_pg) (nccl:all_reduce)") !=
+               std::string::npos;
+    }));
     REQUIRE_FALSE(a.stack.empty());
     CHECK(a.stack[0].file == "train.py");
     CHECK(a.verdict.find("rank 2 never entered all_reduce #5") != std::string::npos);

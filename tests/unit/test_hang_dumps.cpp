@@ -94,6 +94,9 @@ TEST_CASE("hang dumps: gloo records no send or recv, so a p2p deadlock is invisi
     bool said = false;
     for (const std::string& e : a.evidence) said |= e.find("gloo records no send or recv") != std::string::npos;
     CHECK(said);
+    // and the headline: not "nothing is hung", which a reader of a hung job takes as the answer
+    CHECK(a.verdict.find("No collective is hung") == 0);
+    CHECK(a.verdict.find("a hang there cannot show in these dumps") != std::string::npos);
 }
 
 TEST_CASE("hang dumps: the JSON form reads as the pickle does", "[cpu][hang]") {

@@ -225,6 +225,16 @@ TEST_CASE("Each lesson field is checked, and the message names it", "[lessons]")
     CHECK(with("/claims/0/left/run", "a..b").empty());
     CHECK_THAT(with("/claims/0/left/run", "a..c"), Catch::Contains("claims[0].left.run") && Catch::Contains("diff"));
     CHECK_THAT(with("/claims/0/left/run", "a..a"), Catch::Contains("and differ"));
+    // what a claim needs of the machine: a claim of its own, without a when of its own
+    const json needs = {{"says", "a core free"},
+                        {"left", {{"run", "a"}, {"key", "core_sharing.0.cores"}}},
+                        {"op", ">"},
+                        {"right", {{"run", "a"}, {"key", "core_sharing.0.threads"}}}};
+    CHECK(with("/claims/0/when", needs).empty());
+    CHECK_THAT(with("/claims/0/when", json{{"says", "x"}}), Catch::Contains("claims[0].when: a claim needs"));
+    json nested = needs;
+    nested["when"] = needs;
+    CHECK_THAT(with("/claims/0/when", nested), Catch::Contains("claims[0].when: a claim's when has no when"));
     json both_constant = good_lesson();
     both_constant["claims"][0]["left"] = {{"value", 1}};
     both_constant["claims"][0]["right"] = {{"value", 2}};
@@ -278,6 +288,29 @@ TEST_CASE("Claims compare within a run and between runs, with tolerances and ran
     // Settings are readable: config.pp.
     CHECK(status(claim(from("a", {"pipeline.bubble_fraction"}), Comparison::less, from("a", {"config.pp"})), reports) ==
           ClaimStatus::held);
+}
+
+TEST_CASE("A claim whose when fails is not checked here, says why, and is never counted as held", "[lessons]") {
+    std::map<std::string, json> reports = {{"a", report({400, 400})}, {"b", report({200, 210})}};
+    reports["a"]["core_sharing"] = json::array({{{"cores", 2}, {"threads", 2}}});
+    Claim c = claim(from("b", {"rank.memory_peak_bytes.params"}), Comparison::greater,
+                    from("a", {"rank.memory_peak_bytes.params"}));  // fails wherever it is checked
+    c.says = "b keeps more than a";
+    Claim needs =
+        claim(from("a", {"core_sharing.0.cores"}), Comparison::greater, from("a", {"core_sharing.0.threads"}));
+    needs.says = "a core free beside each rank's compute";
+    c.when.push_back(needs);
+    ClaimResult r = evaluate_claim(c, reports);
+    CHECK(r.status == ClaimStatus::not_here);
+    CHECK_THAT(r.explanation, Catch::Contains("not checked on this machine: it needs a core free beside each rank's "
+                                              "compute, and here a: core_sharing.0.cores"));
+    LessonCheck check;
+    check.claims = {r};
+    CHECK(check.held());                           // the lesson holds where it could be checked
+    reports["a"]["core_sharing"][0]["cores"] = 4;  // a core free: checked, and it fails
+    CHECK(status(c, reports) == ClaimStatus::failed);
+    reports["a"].erase("core_sharing");  // the report does not say: the claim cannot be evaluated, not skipped
+    CHECK(status(c, reports) == ClaimStatus::invalid);
 }
 
 TEST_CASE("A per-rank claim must hold on every rank and names the worst one", "[lessons]") {

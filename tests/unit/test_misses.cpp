@@ -216,6 +216,29 @@ TEST_CASE("a pipeline bubble miss is explained by what the run measured: unequal
     CHECK(why(bubble_report({{{1.0, 0.3}}, {{1.0, 0.4}}})).find("too short") != std::string::npos);
 }
 
+TEST_CASE("a pipeline bubble miss on a machine the run oversubscribed is the ranks' turns on its cores, first",
+          "[cpu][analysis][misses]") {
+    // a quiet run of equal stages, off its figure: unexplained, until its ranks are 2 threads each on 2 cores
+    Report rep = bubble_report({{{1.0, 0.30}, {1.0, 0.31}, {1.01, 0.30}}, {{1.02, 0.40}, {1.0, 0.41}, {1.0, 0.39}}});
+    rep.cross.core_sharing = {CoreSharing{{0, 1}, {"a"}, 2, 2}};  // 2 threads on 2 cores: not oversubscribed
+    CHECK(unexplained_count(find_misses(rep)) == 2);
+    rep.cross.core_sharing = {CoreSharing{{0, 1}, {"a"}, 4, 2}};
+    const std::vector<Miss> misses = find_misses(rep);
+    CHECK(unexplained_count(misses) == 0);
+    const Miss* m = find(misses, "pipeline.bubble", "formula");
+    REQUIRE(m != nullptr);
+    REQUIRE(m->explained);
+    CHECK(m->explained->find("this run's own 4 compute threads share 2 cores (ranks 0-1): the stages take turns") !=
+          std::string::npos);
+    // and the report says it under "Run:" and beside the waits for a core
+    rep.ranks[0].runqueue_wait_s = 0.5, rep.ranks[0].steady.wall_s = 2;
+    const std::string text = format_report(rep);
+    CHECK(text.find("  cores: this run's own 4 compute threads share 2 cores (ranks 0-1)") != std::string::npos);
+    CHECK(text.find("waited for a core (measured: the kernel's run queue; this run's own 4 compute threads share 2 "
+                    "cores (ranks 0-1), besides the machine's other load): rank 0 0.500 s (25%)") != std::string::npos);
+    CHECK(report_json(rep)["core_sharing"][0]["oversubscribed"] == true);
+}
+
 // Issue 32's own run, on a tiny model: `ultrascope run -n 2 --tp 2 --grad-accum 4 --pp-schedule afab --preset tiny
 // --steps 3`. At pp 1 AFAB still runs every forward first: 4 micro-batches in flight, which the prediction once
 // missed (840 KiB predicted, 3.28 MiB measured).

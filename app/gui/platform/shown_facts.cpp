@@ -48,10 +48,11 @@ nlohmann::json lesson_facts(const AppState& app, const lesson::Lesson& l) {
         const bool ready = app.lessons.claim_ready(l.claims[i]);
         const lesson::ClaimResult* r = check && i < check->claims.size() ? &check->claims[i] : nullptr;
         claims.push_back({{"says", l.claims[i].says},
-                          {"status", !ready || !r                               ? "waiting"
-                                     : r->status == lesson::ClaimStatus::held   ? "held"
-                                     : r->status == lesson::ClaimStatus::failed ? "failed"
-                                                                                : "invalid"}});
+                          {"status", !ready || !r                                 ? "waiting"
+                                     : r->status == lesson::ClaimStatus::held     ? "held"
+                                     : r->status == lesson::ClaimStatus::failed   ? "failed"
+                                     : r->status == lesson::ClaimStatus::not_here ? "not here"
+                                                                                  : "invalid"}});
     }
     nlohmann::json runs = nlohmann::json::array();
     for (const auto& [label, report] : app.lessons.reports()) runs.push_back(label);
@@ -67,6 +68,7 @@ void run_facts(const AppState& app, nlohmann::json& facts) {
             {"ranks", r.digests->size()},
             {"from_digests", r.from_digests},
             {"verdict", r.blame->verdict},
+            {"oversubscribed", r.core_sharing ? prof::oversubscribed_words(*r.core_sharing) : ""},
             {"culprit", named ? nlohmann::json(r.blame->stragglers.front().rank) : nlohmann::json()}};
     }
     if (const auto& l = app.planner.launched; l && app.source.live() == app.planner.launched_run) {

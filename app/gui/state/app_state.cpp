@@ -217,8 +217,15 @@ void AppState::open_trace(const std::vector<std::string>& paths, const std::stri
 }
 
 RanksSource AppState::ranks_source() const {
-    if (const prof::DigestReport* r = large_run.report()) return RanksSource{&r->cross.digests, &r->cross.blame, true};
-    return RanksSource{&report().cross.digests, &report().cross.blame, false};
+    if (const prof::DigestReport* r = large_run.report())
+        return RanksSource{&r->cross.digests, &r->cross.blame, &r->cross.core_sharing, true};
+    return RanksSource{&report().cross.digests, &report().cross.blame, &report().cross.core_sharing, false};
+}
+
+std::string AppState::no_ranks_words() const {
+    if (source.kind() == Source::none && !source.loading() && !log.error.empty())
+        return log.error + " (File > Open another)";  // what was asked for could not be shown: say why here too
+    return "no data yet";
 }
 
 Opened AppState::opened() const {

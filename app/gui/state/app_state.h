@@ -39,7 +39,8 @@ struct ViewRegion {
 struct RanksSource {
     const std::vector<prof::RankDigest>* digests = nullptr;
     const prof::Blame* blame = nullptr;
-    bool from_digests = false;  // the large run's (its spans are not in the store)
+    const std::vector<prof::CoreSharing>* core_sharing = nullptr;  // which ranks share a machine's cores
+    bool from_digests = false;                                     // the large run's (its spans are not in the store)
 };
 
 class AppState {
@@ -81,6 +82,9 @@ public:
     void open_trace(const std::vector<std::string>& paths, const std::string& label = {});  // label: else the paths
     void attach(const std::string& listen);                                                 // [HOST:]PORT
     RanksSource ranks_source() const;
+    // What a view with no rank to show says: "no data yet" while a run or a load may still bring some; where an open
+    // failed (a trace without any rank's data), why.
+    std::string no_ranks_words() const;
     // What is open, as the layout the window opens on sees it (model/opening_layout.h): a hung job's dumps, a trace
     // of several ranks from elsewhere (held whole, being read, or opened from its digests), or an engine run (or
     // nothing yet).

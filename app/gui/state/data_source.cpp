@@ -156,7 +156,11 @@ std::unique_ptr<prof::TraceStore> DataSource::take_loaded(std::string& label) {
         if (finished) {
             const bool failed_files = m_load->progress().files_failed > 0;
             log_load_messages();
-            if (!failed_files) m_log.fail(fmt::format("nothing could be opened from {}", m_load_label));
+            if (!failed_files)
+                m_log.fail(
+                    fmt::format("nothing could be opened from {}: no rank's data in it (a run that ended "
+                                "before any rank sent anything)",
+                                m_load_label));
             m_load.reset();
         }
         return nullptr;

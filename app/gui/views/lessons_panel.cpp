@@ -47,6 +47,8 @@ ImVec4 status_color(bool ready, const lesson::ClaimResult* r) {
             return ImVec4(0.45f, 0.9f, 0.5f, 1);
         case lesson::ClaimStatus::failed:
             return ImVec4(1, 0.45f, 0.4f, 1);
+        case lesson::ClaimStatus::not_here:
+            return ImVec4(0.65f, 0.7f, 0.8f, 1);
         default:
             return ImVec4(1, 0.75f, 0.3f, 1);
     }
@@ -59,6 +61,8 @@ const char* status_word(bool ready, const lesson::ClaimResult* r) {
             return "holds";
         case lesson::ClaimStatus::failed:
             return "does not hold";
+        case lesson::ClaimStatus::not_here:
+            return "not checked on this machine";
         default:
             return "cannot check";
     }

@@ -96,11 +96,17 @@ void draw_marks_and_axis(const StackPlot& plot, const prof::RankTrace& rank, con
         const char* label = "predicted (sum of peaks)";
         dl->AddText(ImVec2(plot.a1.x - ImGui::CalcTextSize(label).x - 4, y + 2), kTextDim, label);
     }
+    // Labels every tick where they fit, every other where a large font would make them overlap.
+    const float line = ImGui::GetTextLineHeight();
+    const int every = plot.y_of(0) - plot.y_of(double(plot.ymax) / 4) < line ? 2 : 1;
     for (int i = 0; i <= 4; ++i) {
         const double v = double(plot.ymax) * i / 4;
         const float y = plot.y_of(v);
         dl->AddLine(ImVec2(plot.a0.x - 4, y), ImVec2(plot.a0.x, y), kTextDim);
-        dl->AddText(ImVec2(plot.p0.x, y - 8), kTextDim, format_bytes(int64_t(v)).c_str());
+        if (i % every != 0) continue;
+        // centred on its tick at any font size, the top one kept inside the plot
+        const float half = line / 2;
+        dl->AddText(ImVec2(plot.p0.x, std::max(y - half, plot.p0.y)), kTextDim, format_bytes(int64_t(v)).c_str());
     }
     dl->AddRect(plot.a0, plot.a1, IM_COL32(70, 70, 80, 255));
 }
@@ -306,7 +312,7 @@ void draw_peaks(const AppState& app, const prof::RankReport& r) {
 void draw_memory_view(AppState& app) {
     const prof::TraceStore* store = app.store();
     if (!store || store->rank_count() == 0) {
-        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", app.no_ranks_words().c_str());
         return;
     }
     const auto ranks = store->ranks();

@@ -62,8 +62,8 @@ void setup_columns(const prof::OpTable& t) {
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn(t.device_kernels ? "kernel" : "op", ImGuiTableColumnFlags_WidthStretch, 3.0f, kName);
     ImGui::TableSetupColumn("class", ImGuiTableColumnFlags_WidthStretch, 1.1f, kClass);
-    ImGui::TableSetupColumn("calls", ImGuiTableColumnFlags_WidthStretch, 0.8f, kCalls);
-    ImGui::TableSetupColumn("ms",
+    ImGui::TableSetupColumn("calls/step", ImGuiTableColumnFlags_WidthStretch, 0.8f, kCalls);
+    ImGui::TableSetupColumn("ms/step",
                             ImGuiTableColumnFlags_WidthStretch | ImGuiTableColumnFlags_DefaultSort |
                                 ImGuiTableColumnFlags_PreferSortDescending,
                             1.0f, kTime);

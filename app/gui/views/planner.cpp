@@ -159,20 +159,20 @@ void draw_question(PlannerState& s, PlannerViewState& lists) {
     }
     ImGui::SetNextItemWidth(em(150));
     text_combo("model", s.model, lists.models);
-    ImGui::SameLine();
+    ImGui::SameLine(0, em(18));  // a gap after each name, so that it reads with its own field
     ImGui::SetNextItemWidth(em(130));
     text_combo("cluster", s.cluster, lists.clusters);
-    ImGui::SameLine();
+    ImGui::SameLine(0, em(18));
     ImGui::SetNextItemWidth(em(100));
     ImGui::InputInt("GPUs", &s.gpus, 8, 64);
     s.gpus = std::clamp(s.gpus, 1, 16384);
-    ImGui::SameLine();
+    ImGui::SameLine(0, em(18));
     ImGui::SetNextItemWidth(em(100));
     ImGui::InputInt("global batch", &s.global_batch, 64, 512);
     s.global_batch = std::clamp(s.global_batch, 0, 1 << 22);
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("sequences per optimizer step (0: one micro-batch per data-parallel rank)");
-    ImGui::SameLine();
+    ImGui::SameLine(0, em(18));
     ImGui::BeginDisabled(s.searching());
     if (ImGui::Button(s.searching() ? "planning..." : "Plan")) s.start();
     ImGui::EndDisabled();

@@ -40,17 +40,26 @@ std::string rank_label(const std::vector<prof::RankDigest>& digests, size_t inde
 // that, the narrow row labels and the table's first column do not.
 std::string rank_place(const std::string& label) { return label.substr(0, label.find(" [")); }
 
+// A combo's name before it, as a sentence reads ("figure [waiting suffered]"): ImGui puts it after, where it reads
+// as the next combo's.
+void name_before(const char* name, float width) {
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted(name);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(width);
+}
+
 void draw_controls(RanksViewState& st, const RanksModel& m) {
-    ImGui::SetNextItemWidth(em(190));
-    if (ImGui::BeginCombo("figure", kRankFigureNames[int(st.figure)])) {
+    name_before("figure", em(190));
+    if (ImGui::BeginCombo("##figure", kRankFigureNames[int(st.figure)])) {
         for (int f = 0; f < int(RankFigure::count); ++f)
             if (ImGui::Selectable(kRankFigureNames[f], int(st.figure) == f)) st.figure = RankFigure(f);
         ImGui::EndCombo();
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kRankFigureHelp[int(st.figure)]);
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(em(130));
-    if (ImGui::BeginCombo("group by", st.group_by.empty() ? "none" : st.group_by.c_str())) {
+    ImGui::SameLine(0, em(16));
+    name_before("group by", em(130));
+    if (ImGui::BeginCombo("##group by", st.group_by.empty() ? "none" : st.group_by.c_str())) {
         for (const std::string& g : m.groupings)
             if (ImGui::Selectable(g.empty() ? "none" : g.c_str(), st.group_by == g)) st.group_by = g;
         ImGui::EndCombo();
@@ -59,9 +68,9 @@ void draw_controls(RanksViewState& st, const RanksModel& m) {
         ImGui::SetTooltip(
             "a parallel coordinate of the engine's grid (the ranks sharing it in one block), or a "
             "process group of an imported trace");
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(em(190));
-    if (ImGui::BeginCombo("order", kRankOrderNames[int(st.order)])) {
+    ImGui::SameLine(0, em(16));
+    name_before("order", em(190));
+    if (ImGui::BeginCombo("##order", kRankOrderNames[int(st.order)])) {
         for (int o = 0; o < int(RankOrder::count); ++o)
             if (ImGui::Selectable(kRankOrderNames[o], int(st.order) == o)) st.order = RankOrder(o);
         ImGui::EndCombo();
@@ -277,6 +286,17 @@ void draw_verdict(const RanksSource& src) {
             "The k-th collective of a group is one operation on each of its ranks: the rank whose part "
             "was shortest\narrived last, and each other rank's extra time was waiting for it. A rank "
             "waiting in a collective\nis the victim; the blame goes to the rank it waited for.");
+    if (const std::string shared = src.core_sharing ? prof::oversubscribed_words(*src.core_sharing) : "";
+        !shared.empty()) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(kWarnColor), "cores: %s: the ranks take turns on them",
+                           shared.c_str());
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "The ranks' compute threads (--threads each) outnumber the CPUs their processes may use on one "
+                "machine\n(measured at their start). Every time here includes their turns, and their waits for a "
+                "core are the\nrun's own as much as the machine's other load. Launch fewer ranks or threads to "
+                "measure each rank alone.");
+    }
 }
 
 // The picked rank's button: scroll the timeline to it, or (a large run) read it and its peers whole.

@@ -118,11 +118,20 @@ void draw_toolbar(AppState& app) {
 // waits' switch where the blame has any.
 void draw_legend(AppState& app) {
     const auto& rep = app.report();
-    if (rep.predict_input.parallel.pp > 1) {  // phases take their micro-batch's colour
-        for (int mb = 0; mb < 3; ++mb) {
+    const ParallelLayout& layout = rep.predict_input.parallel;
+    if (layout.pp > 1) {  // phases take their micro-batch's colour: the run's first four
+        const int shown = int(std::min<int64_t>(rep.predict_input.grad_accum, 4));
+        for (int mb = 0; mb < shown; ++mb) {
             legend_item(micro_batch_color(mb, prof::Phase::forward), fmt::format("F{}", mb).c_str());
             ImGui::SameLine();
             legend_item(micro_batch_color(mb, prof::Phase::backward), fmt::format("B{}", mb).c_str());
+            ImGui::SameLine();
+        }
+        if (rep.predict_input.grad_accum > shown) {
+            ImGui::TextUnformatted("...");
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip("a hue per micro-batch (%lld a step), forward lighter, backward darker",
+                                  static_cast<long long>(rep.predict_input.grad_accum));
             ImGui::SameLine();
         }
     } else {
@@ -133,8 +142,18 @@ void draw_legend(AppState& app) {
     }
     legend_item(phase_color(prof::Phase::optimizer), "optimizer");
     ImGui::SameLine();
-    legend_item(IM_COL32(190, 110, 230, 255), "comm");
+    legend_item(IM_COL32(190, 110, 230, 255), "all-reduce");
     ImGui::SameLine();
+    if (layout.zero > 0) {  // ZeRO's sharded gradients and parameters
+        legend_item(IM_COL32(230, 110, 170, 255), "reduce-scatter");
+        ImGui::SameLine();
+        legend_item(IM_COL32(120, 200, 230, 255), "all-gather");
+        ImGui::SameLine();
+    }
+    if (layout.pp > 1) {
+        legend_item(IM_COL32(240, 200, 90, 255), "send/recv");
+        ImGui::SameLine();
+    }
     if (rep.predict_input.parallel.tp > 1) {
         legend_item(tp_comm_color(), "tp comm (critical path)");
         if (ImGui::IsItemHovered())
@@ -153,7 +172,7 @@ void draw_legend(AppState& app) {
                 "each; a rank whose experts got fewer rows waits for the busiest one here.");
         ImGui::SameLine();
     }
-    legend_item(kIdleColor | 0xff000000u, rep.predict_input.parallel.pp > 1 ? "idle (bubble)" : "idle");
+    legend_item(kIdleColor, layout.pp > 1 ? "idle (bubble)" : "idle");  // as drawn: translucent
     if (!rep.cross.blame.edges.empty()) {
         ImGui::SameLine();
         ImGui::Checkbox("waits", &app.window.show_waits);
@@ -253,7 +272,7 @@ void draw_timeline_view(AppState& app) {
     draw_toolbar(app);
     draw_legend(app);
     if (!store || store->rank_count() == 0) {
-        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no data yet");
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", app.no_ranks_words().c_str());
         return;
     }
     draw_prediction_note(app, *store);

@@ -28,7 +28,7 @@ ImU32 phase_color(prof::Phase phase, float alpha) {
         case prof::Phase::backward:
             return with_alpha(IM_COL32(240, 160, 70, 255), alpha);
         case prof::Phase::optimizer:
-            return with_alpha(IM_COL32(200, 90, 200, 255), alpha);
+            return with_alpha(IM_COL32(120, 190, 70, 255), alpha);  // apart from the all-reduce's violet
         default:
             return with_alpha(IM_COL32(150, 150, 150, 255), alpha);
     }
