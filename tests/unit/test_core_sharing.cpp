@@ -15,8 +15,7 @@ using namespace us::prof;
 
 namespace {
 
-RankDigest placed(int rank, const std::string& machine, const std::string& host, const std::string& cpus,
-                  int threads) {
+RankDigest placed(int rank, const std::string& machine, const std::string& host, const std::string& cpus, int threads) {
     RankDigest d;
     d.rank = rank, d.label = "rank " + std::to_string(rank), d.source = "engine";
     d.machine = machine, d.host = host, d.cpus = cpus, d.threads = threads;

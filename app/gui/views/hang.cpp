@@ -286,7 +286,12 @@ void entry_row(const HangEntryRow& r) {
 void draw_entries(HangState& st) {
     ImGui::SetNextItemWidth(em(110));
     ImGui::InputInt("rank", &st.picked_rank);
-    if (st.picked_rank < 0) return;
+    st.picked_rank = std::max(st.picked_rank, -1);
+    if (st.picked_rank < 0) {
+        ImGui::SameLine();
+        ImGui::TextColored(kDim, "a rank's entries in its dump: give its number, or click a member in the grid");
+        return;
+    }
     const std::vector<HangEntryRow>& rows = st.entries();
     ImGui::SameLine();
     ImGui::TextColored(kDim, "%zu entries in its dump, newest first (measured: the dump's own fields)", rows.size());

@@ -88,7 +88,10 @@ void draw_group_table(const prof::Report& rep) {
         for (int g = 0; g < prof::kGroupCount; ++g) {
             const double bytes = r.steady.group_bytes[size_t(g)] / steps;
             if (bytes == 0 && r.predicted.comm_bytes[size_t(g)] == 0 && r.steady.group_comm_s[size_t(g)] == 0) continue;
-            const double time = r.steady.group_comm_s[size_t(g)] / steps,
+            // The pipeline's sends and receives are its transfers, timed apart from the collectives (p2p_s); the
+            // time a stage waits on one is its bubble, in the table above, not exposed communication.
+            const bool pipeline = g == int(prof::GroupKind::pp);
+            const double time = (pipeline ? r.steady.p2p_s : r.steady.group_comm_s[size_t(g)]) / steps,
                          exposed = r.steady.group_exposed_s[size_t(g)] / steps;
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
@@ -126,8 +129,15 @@ void draw_group_table(const prof::Report& rep) {
                 ImGui::Text("%s", format_bytes(r.predicted.comm_bytes[size_t(g)]).c_str());
             ImGui::TableNextColumn();
             ImGui::Text("%.2f ms", 1e3 * time);
+            if (pipeline && ImGui::IsItemHovered())
+                ImGui::SetTooltip(
+                    "time with a pipeline send or receive outstanding (transfers and waits for a "
+                    "neighbour alike)");
             ImGui::TableNextColumn();
-            ImGui::Text("%.2f ms (%.0f%%)", 1e3 * exposed, time > 0 ? 100 * exposed / time : 0.0);
+            if (pipeline)
+                ImGui::TextUnformatted("in the bubble");
+            else
+                ImGui::Text("%.2f ms (%.0f%%)", 1e3 * exposed, time > 0 ? 100 * exposed / time : 0.0);
         }
     }
     ImGui::EndTable();
@@ -245,11 +255,12 @@ void draw_bars(const AppState& app, const OverlapModel& m) {
 // The same figures per rank in a table, with each stage's bubble against the formula's.
 void draw_rank_table(const AppState& app, const OverlapModel& m) {
     if (!begin_wide_table("overlap", 5, int(m.bars.size()))) return;
+    // Each column says what it is a share of: overlap is of the communication, exposed and idle of the step.
     ImGui::TableSetupColumn("rank");
-    ImGui::TableSetupColumn("overlap");
-    ImGui::TableSetupColumn("exposed");
-    ImGui::TableSetupColumn("idle");
-    ImGui::TableSetupColumn("bubble");
+    ImGui::TableSetupColumn("comm hidden, of comm");
+    ImGui::TableSetupColumn("exposed, of step");
+    ImGui::TableSetupColumn("idle, of step");
+    ImGui::TableSetupColumn("bubble / work (formula)");
     ImGui::TableHeadersRow();
     for (size_t i = 0; i < m.bars.size(); ++i) {
         const OverlapBar& b = m.bars[i];
@@ -268,7 +279,7 @@ void draw_rank_table(const AppState& app, const OverlapModel& m) {
         if (app.report().predict_input.parallel.pp > 1)
             ImGui::Text("%.2f (%.2f)", b.bubble_fraction, b.bubble_theory);
         else
-            ImGui::TextUnformatted("-");  // no pipeline: idle inside the step is exposed comm or waiting
+            ImGui::TextUnformatted("no pipeline");  // idle inside the step is exposed comm or waiting
     }
     ImGui::EndTable();
 }
@@ -300,7 +311,9 @@ void draw_overlap_view(AppState& app) {
     draw_bars(app, m);
     ImGui::Spacing();
     draw_rank_table(app, m);
-    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "overlap = comm hidden / all comm; bubble: %s (predicted)",
+    ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1),
+                       "comm hidden = communication under compute / all communication; bubble: %s (the formula's "
+                       "in brackets)",
                        app.provenance());
     draw_group_table(app.report());
     draw_hta_table(app.report());

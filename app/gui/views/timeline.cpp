@@ -79,15 +79,17 @@ void draw_waits(const TimelineContext& ctx, const prof::Blame& blame, const std:
     const int64_t span = ctx.window.t1 - ctx.window.t0;
     auto it = std::lower_bound(edges.begin(), edges.end(), ctx.window.t0 - span,
                                [](const prof::WaitEdge& e, int64_t t) { return e.waiter_begin_ns < t; });
-    const ImU32 colour = IM_COL32(255, 140, 60, 200);
+    // Pale, apart from every span's hue (backward is orange), and only waits that are visible at this zoom: a wait
+    // under a few pixels is noise on the screen, and hundreds of its arrows hid the lanes.
+    const ImU32 colour = IM_COL32(235, 235, 245, 150);
     for (int drawn = 0; it != edges.end() && it->waiter_begin_ns <= ctx.window.t1 && drawn < 4000; ++it) {
-        const float min_px = 1.0f;
+        const float min_px = 4.0f;
         if (double(it->wait_ns) * ctx.window.px_per_ns() < min_px) continue;
         const auto from = header_y.find(it->waiter), to = header_y.find(it->culprit);
         if (from == header_y.end() || to == header_y.end()) continue;
         const ImVec2 a(ctx.x0 + ctx.window.x_of(it->waiter_begin_ns), from->second);
         const ImVec2 b(ctx.x0 + ctx.window.x_of(it->culprit_begin_ns), to->second);
-        ctx.dl->AddLine(a, b, colour, 1.5f);
+        ctx.dl->AddLine(a, b, colour, 1.2f);
         const float dir = b.y >= a.y ? 1.0f : -1.0f;  // the head points at the rank waited for
         ctx.dl->AddTriangleFilled(b, ImVec2(b.x - 4, b.y - 7 * dir), ImVec2(b.x + 4, b.y - 7 * dir), colour);
         ++drawn;
@@ -180,7 +182,8 @@ void draw_legend(AppState& app) {
             ImGui::SetTooltip(
                 "Arrows from a rank that entered a collective early to the rank it waited for (the "
                 "last to enter),\nbetween their header rows (measured; docs/blame.md). The waiting rank "
-                "is the victim, the arrow's head the culprit.");
+                "is the victim, the arrow's head the culprit.\nOnly waits of 4 pixels or more at this zoom: "
+                "zoom in for the short ones.");
     }
 }
 
