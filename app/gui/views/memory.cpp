@@ -51,7 +51,7 @@ StackColumns stack_columns(AppState& app, int rank, int width) {
     auto with_process = out.cols;
     fill_process_columns(with_process, app.derived.process_timeline(rank), t0, t1);
     for (const auto& c : with_process) out.held_max = std::max(out.held_max, c.held);
-    out.dwarfs = out.held_max > 8 * tracked_max;
+    out.dwarfs = out.held_max > 4 * tracked_max;  // the categories would fill under a quarter of the plot
     const int process_band = app.views.memory.process_band;  // -1: automatic, 0: hidden, 1: shown
     out.show_process = process_band < 0 ? !out.dwarfs : process_band == 1;
     if (out.show_process) out.cols = std::move(with_process);
@@ -150,7 +150,7 @@ void handle_plot_input(AppState& app, const StackPlot& plot, const std::vector<M
 // The button on the plot that shows or hides the process band, where it matters.
 void draw_process_toggle(AppState& app, const StackPlot& plot, const StackColumns& c) {
     int& process_band = app.views.memory.process_band;
-    if (!c.dwarfs && process_band < 0) return;
+    if (c.held_max == 0) return;  // nothing sampled beside the categories
     const ImVec2 after = ImGui::GetCursorScreenPos();
     ImGui::SetCursorScreenPos(ImVec2(plot.a0.x + 6, plot.a0.y + 4));
     ImGui::PushFont(small_font());
@@ -161,7 +161,7 @@ void draw_process_toggle(AppState& app, const StackPlot& plot, const StackColumn
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip(
             "the process's resident set (or the device's memory in use) beyond the tracked categories:\n"
-            "runtime, libraries, buffers; hidden by default when it is over 8x the categories' peak");
+            "runtime, libraries, buffers; hidden by default when it is over 4x the categories' peak");
     ImGui::PopFont();
     ImGui::SetCursorScreenPos(after);
 }
