@@ -115,9 +115,10 @@ void draw_slices(const SnapshotPlot& plot, const std::vector<snap::SeriesSample>
         if (!plot.shown(int64_t(o.entry))) continue;
         const float x = plot.x_of(double(o.entry) + 0.5);
         dl->AddLine(ImVec2(x, plot.p0.y), ImVec2(x, plot.p0.y + plot.h), kOomColor, 2.0f);
-        dl->AddText(ImVec2(x + 3, plot.p0.y + 16), kOomColor, "OOM");
+        dl->AddText(ImVec2(x + 3, plot.p0.y + 2 + ImGui::GetTextLineHeight()), kOomColor, "OOM");
     }
-    dl->AddText(ImVec2(plot.p0.x + plot.w - 90, plot.p0.y + 2), kTextDim, format_bytes(plot.top).c_str());
+    // The scale's top at the left, clear of the markers (an OOM is often the last entry, at the right).
+    dl->AddText(ImVec2(plot.p0.x + 4, plot.p0.y + 2), kTextDim, fmt::format("top {}", format_bytes(plot.top)).c_str());
 }
 
 // The hovered slice's figures; zoomed in to one entry, what it was.
@@ -196,10 +197,10 @@ void draw_peak_tables(const snap::MemorySnapshot& s, const snap::DeviceMemory& m
     const ImGuiTableFlags flags =
         ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable;
     if (ImGui::BeginTable("sites", 4, flags, ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 9))) {
-        ImGui::TableSetupColumn("frame (first outside torch and C++)", ImGuiTableColumnFlags_WidthStretch);
-        ImGui::TableSetupColumn("bytes");
-        ImGui::TableSetupColumn("allocations");
-        ImGui::TableSetupColumn("category");
+        ImGui::TableSetupColumn("frame (first outside torch and C++)", ImGuiTableColumnFlags_WidthStretch, 3.0f);
+        ImGui::TableSetupColumn("bytes", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+        ImGui::TableSetupColumn("allocations", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+        ImGui::TableSetupColumn("category", ImGuiTableColumnFlags_WidthStretch, 3.0f);
         ImGui::TableSetupScrollFreeze(0, 1);
         ImGui::TableHeadersRow();
         for (const auto& site : m.sites) {
@@ -211,15 +212,19 @@ void draw_peak_tables(const snap::MemorySnapshot& s, const snap::DeviceMemory& m
             ImGui::TableNextColumn();
             ImGui::Text("%lld", static_cast<long long>(site.count));
             ImGui::TableNextColumn();
-            ImGui::Text("%s (%s)", snap::category_name(site.category), snap::category_basis(site.category));
+            if (site.category == snap::MemoryCategory::unknown)
+                ImGui::TextUnformatted("unknown (no frame tells)");
+            else
+                ImGui::Text("%s (%s)", snap::category_name(site.category), snap::category_basis(site.category));
         }
         ImGui::EndTable();
     }
     ImGui::Text("By category at the peak:");
     for (const auto& c : m.categories) {
         ImGui::SameLine();
-        ImGui::Text("%s %s (%s);", snap::category_name(c.category), format_bytes(c.bytes).c_str(),
-                    snap::category_basis(c.category));
+        const bool unknown = c.category == snap::MemoryCategory::unknown;
+        ImGui::Text("%s %s%s;", snap::category_name(c.category), format_bytes(c.bytes).c_str(),
+                    unknown ? "" : fmt::format(" ({})", snap::category_basis(c.category)).c_str());
     }
 }
 
