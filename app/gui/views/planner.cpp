@@ -55,6 +55,18 @@ void stacked_bar(const std::vector<Part>& parts, double total, const std::string
 const std::string& bytes_text(double v, std::string& out) { return out = format_bytes(int64_t(v)); }
 const std::string& seconds_text(double v, std::string& out) { return out = seconds(v); }
 
+// Each part's colour, name and figure under its bar (a narrow part has no room for its name on it), wrapped.
+void bar_legend(const std::vector<Part>& parts, const std::string& (*format)(double, std::string&)) {
+    std::string text;
+    for (const Part& part : parts) {
+        if (part.value <= 0) continue;
+        ImGui::SameLine(0, em(4));
+        if (ImGui::GetContentRegionAvail().x < em(140)) ImGui::NewLine();
+        legend_item(part.color, fmt::format("{} {}", part.name, format(part.value, text)).c_str());
+    }
+    ImGui::NewLine();
+}
+
 void draw_memory(const PlannerState::Plan& p, const predict::PlanResult& r) {
     const predict::MemoryEstimate& m = r.memory;
     ImGui::Text("Memory per GPU, busiest rank (stage %d, %d micro-batch%s in flight): %s of %s (%s)", m.stage,
@@ -66,12 +78,7 @@ void draw_memory(const PlannerState::Plan& p, const predict::PlanResult& r) {
             parts.push_back({kMemCategoryNames[size_t(c)].data(), double(m.bytes[size_t(c)]), category_color(c)});
     parts.push_back({"runtime reserve", double(m.reserved_bytes), IM_COL32(110, 110, 110, 255)});
     stacked_bar(parts, double(std::max<int64_t>(p.cluster.memory_bytes, m.total())), bytes_text);
-    for (const Part& part : parts) {
-        ImGui::SameLine(0, em(4));
-        if (ImGui::GetContentRegionAvail().x < em(140)) ImGui::NewLine();
-        legend_item(part.color, fmt::format("{} {}", part.name, format_bytes(int64_t(part.value))).c_str());
-    }
-    ImGui::NewLine();
+    bar_legend(parts, bytes_text);
 }
 
 void draw_time(const predict::PlanResult& r) {
@@ -93,9 +100,12 @@ void draw_time(const predict::PlanResult& r) {
         {"slowed by hidden comm", t.overlap_slowdown_s, IM_COL32(200, 120, 120, 255)},
     };
     stacked_bar(parts, t.step_s, seconds_text);
-    if (t.dp_comm_hidden_s > 0 || t.cp_comm_hidden_s > 0)
-        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "hidden behind compute (not added): dp %s, cp ring %s",
-                           seconds(t.dp_comm_hidden_s).c_str(), seconds(t.cp_comm_hidden_s).c_str());
+    bar_legend(parts, seconds_text);
+    std::string hidden;  // only what there is: "dp 316.2 ms", not "cp ring 0 us" beside it
+    if (t.dp_comm_hidden_s > 0) hidden += "dp " + seconds(t.dp_comm_hidden_s);
+    if (t.cp_comm_hidden_s > 0) hidden += (hidden.empty() ? "cp ring " : ", cp ring ") + seconds(t.cp_comm_hidden_s);
+    if (!hidden.empty())
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "hidden behind compute (not added): %s", hidden.c_str());
 }
 
 void draw_schedule(const predict::PlanResult& r) {
