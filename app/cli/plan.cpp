@@ -291,8 +291,11 @@ void print_search_table(const PlanQuestion& q, const plan::SearchOptions& o, con
         }
     std::printf("\nNot evaluated: %s\n", found.pruned.empty() ? "nothing" : "");
     for (const auto& p : found.pruned) std::printf("  %s\n", p.c_str());
-    std::printf("Memory: %s; time: the step-time model (docs/planner.md); tokens/s and MFU derived.\n",
-                model.family == predict::ModelFamily::engine_gpt ? "predicted (the engine's exact walk)" : "formula");
+    std::printf(
+        "Memory: %s, plus the cluster file's runtime reserve (%s a GPU: CUDA context, libraries; an assumption, not "
+        "a prediction); time: the step-time model (docs/planner.md); tokens/s and MFU derived.\n",
+        model.family == predict::ModelFamily::engine_gpt ? "predicted (the engine's exact walk)" : "formula",
+        format_bytes(found.ranked.empty() ? 0 : found.ranked.front().memory.reserved_bytes).c_str());
 }
 
 // Every valid layout of --gpus GPUs for the global batch, ranked; printed (or the best written as a trace).

@@ -215,12 +215,17 @@ int64_t& group_bytes(Prediction& p, prof::GroupKind g) { return p.comm_bytes[siz
 void data_parallel_bytes(const PredictInput& in, const RankContext& rc, Prediction& p) {
     const int64_t dp = rc.dp, edp = rc.edp, e = rc.e;
     const double ring = dp > 1 ? double(dp - 1) / double(dp) : 0.0;
-    const double grad_bytes_per_param = double(e) + (in.bf16 && in.fp32_grad_accum ? 2.0 : 0.0);
+    // Bytes per parameter the engine's collectives carry (engine/parallel/zero_state.cpp, replicated_state.cpp):
+    // ZeRO-0 all-reduces the accumulated gradients (fp32 with --fp32-grad-accum); ZeRO-1 reduce-scatters them and
+    // all-gathers the updated parameters (compute dtype); ZeRO-2 reduce-scatters every micro-batch's gradients in
+    // the compute dtype and all-gathers the parameters; ZeRO-3 the reduce-scatters (its gathers are added below).
+    const double accumulated = in.bf16 && in.fp32_grad_accum ? 4.0 : double(e);
     const double m = double(in.grad_accum);
-    const double dp_collectives = in.parallel.zero <= 1   ? 2.0
-                                  : in.parallel.zero == 2 ? m + 1.0
-                                                          : m;  // ZeRO-3: its reduce-scatters
-    group_bytes(p, prof::GroupKind::dp) = int64_t(dp_collectives * grad_bytes_per_param * double(rc.n) * ring);
+    const double bytes_per_param = in.parallel.zero == 0   ? 2.0 * accumulated
+                                   : in.parallel.zero == 1 ? accumulated + double(e)
+                                   : in.parallel.zero == 2 ? (m + 1.0) * double(e)
+                                                           : m * double(e);
+    group_bytes(p, prof::GroupKind::dp) = int64_t(bytes_per_param * double(rc.n) * ring);
     if (in.parallel.zero >= 3 && in.parallel.pp == 1) {
         const Zero3Gathers g = zero3_gathers(in, rc.r, e);
         group_bytes(p, prof::GroupKind::dp) += int64_t(double(g.elements) * double(e) * ring);
@@ -229,7 +234,7 @@ void data_parallel_bytes(const PredictInput& in, const RankContext& rc, Predicti
     }
     const double expert_ring = edp > 1 ? double(edp - 1) / double(edp) : 0.0;  // edp: the experts' copies
     group_bytes(p, prof::GroupKind::edp) +=
-        int64_t(dp_collectives * grad_bytes_per_param * double(rc.nx) * expert_ring);
+        int64_t(bytes_per_param * double(rc.nx) * expert_ring);
     // (The loss and the MoE routing statistics are summed after the step's span, outside these figures.)
 }
 
@@ -266,10 +271,11 @@ void predict_communication(const PredictInput& in, const RankContext& rc, Predic
     const RankShape& r = rc.r;
     const int64_t h = in.hidden;
     data_parallel_bytes(in, rc, p);
-    // pp: one (R, h) activation per micro-batch per boundary each way; interleaving multiplies the boundaries.
-    const int64_t boundaries = (rc.first ? 0 : 1) + (rc.last ? 0 : 1);
-    group_bytes(p, prof::GroupKind::pp) +=
-        in.parallel.pp > 1 ? in.grad_accum * boundaries * rc.e * r.R * h * in.parallel.pp_chunks : 0;
+    // pp: one (R, h) activation per micro-batch per virtual stage boundary each way. A rank holds V virtual stages
+    // (s, s + pp, ...); each sends forward but the model's last and backward but its first
+    // (engine/parallel/pipeline_executor.cpp): 2V per micro-batch, one less on the first and on the last rank.
+    const int64_t transfers = 2 * in.parallel.pp_chunks - (rc.first ? 1 : 0) - (rc.last ? 1 : 0);
+    group_bytes(p, prof::GroupKind::pp) += in.parallel.pp > 1 ? in.grad_accum * transfers * rc.e * r.R * h : 0;
     tensor_parallel_bytes(in, rc, p);
     // cp: the ring's or the all-gather's transfers.
     p.cp_collectives = cp_collectives(in, rc.e);

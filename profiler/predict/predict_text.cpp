@@ -60,16 +60,21 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
             "  activations per MoE block per micro-batch: {}, with {} expert rows as if routing were uniform "
             "(measured rows follow the router)\n",
             format_bytes(p.activations_per_moe_layer), p.moe_rows_per_layer);
-    s += fmt::format("\nCompute: {:.1f} MFLOP per token (6N + 12*L*h*s{}), {} tokens per step, {:.2f} TFLOP per step\n",
+    s += fmt::format(
+        "\nCompute (formula): {:.1f} MFLOP per token (6N + 12*L*h*s{}), {} tokens per step, {:.2f} TFLOP per step\n",
                      p.flops_per_token / 1e6, in.moe_experts > 0 ? ", N the active parameters" : "", p.tokens_per_step,
                      p.flops_per_token * double(p.tokens_per_step) / 1e12);
     s += fmt::format(
         "Communication sent per rank per step (predicted, ring algorithms): data parallel {}, pipeline {}, "
-        "tensor parallel {}, context parallel {}{}\n",
+        "tensor parallel {}, context parallel {}{}{}\n",
         format_bytes(p.comm_bytes[size_t(prof::GroupKind::dp)]),
         format_bytes(p.comm_bytes[size_t(prof::GroupKind::pp)]),
         format_bytes(p.comm_bytes[size_t(prof::GroupKind::tp)]),
         format_bytes(p.comm_bytes[size_t(prof::GroupKind::cp)]),
+        p.comm_bytes[size_t(prof::GroupKind::embedding)] > 0
+            ? fmt::format(", the tied embedding's gradient between the first and last stages {}",
+                          format_bytes(p.comm_bytes[size_t(prof::GroupKind::embedding)]))
+            : std::string(),
         pl.ep > 1 ? fmt::format(", expert parallel {} (uniform routing; the textbook's 4 all-to-alls of "
                                 "K*b*s*h*(ep-1)/ep per MoE block: {}), experts' gradients {}",
                                 format_bytes(p.comm_bytes[size_t(prof::GroupKind::ep)]),
@@ -82,8 +87,8 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
             "the engine adds the embedding, the head, the vocabulary-parallel loss{}\n",
             format_bytes(p.tp_comm_bytes_formula),
             pl.sp ? ", the re-gathered LayerNorm outputs and the replicated gradients" : "");
-    s += fmt::format("Pipeline bubble (predicted): {:.3f} = {}", p.bubble_theory, p.bubble_formula);
-    if (pl.pp > 1) s += fmt::format("; {:.3f} on this stage by simulating the schedule", p.bubble_simulated);
+    s += fmt::format("Pipeline bubble (formula): {:.3f} = {}", p.bubble_theory, p.bubble_formula);
+    if (pl.pp > 1) s += fmt::format("; predicted {:.3f} on this stage by simulating the schedule", p.bubble_simulated);
     s += "\n";
     return s;
 }

@@ -193,7 +193,10 @@ DpCost dp_cost(const ModelDesc& m, const ClusterDesc& c, const Layout& l, const 
     Link red = reduce_link;
     if (&reduce_link == &c.inter_node && c.inter_node_bucket_bandwidth > 0)
         red.bandwidth = c.inter_node_bucket_bandwidth;
-    const double K = double(r.params) * grad_e, Kx = double(r.expert_params) * grad_e;
+    // The gradients as reduced: ZeRO-0 and 1 reduce the accumulated ones (fp32 with --fp32-grad-accum), ZeRO-2 and 3
+    // each micro-batch's, in the compute dtype (engine/parallel/zero_state.cpp).
+    const double reduced_e = p.zero >= 2 ? e : grad_e;
+    const double K = double(r.params) * reduced_e, Kx = double(r.expert_params) * reduced_e;
     const double bucket = std::min(K, p.bucket_mb * 1048576.0);
     double reduce = 0, exposed = 0;
     // Communication hides behind compute only (a collective on the critical path, tp's or ep's, leaves the compute

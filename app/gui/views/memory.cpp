@@ -51,7 +51,7 @@ StackColumns stack_columns(AppState& app, int rank, int width) {
     auto with_process = out.cols;
     fill_process_columns(with_process, app.derived.process_timeline(rank), t0, t1);
     for (const auto& c : with_process) out.held_max = std::max(out.held_max, c.held);
-    out.dwarfs = out.held_max > 4 * tracked_max;  // the categories would fill under a quarter of the plot
+    out.dwarfs = out.held_max > 4 * tracked_max;             // the categories would fill under a quarter of the plot
     const int process_band = app.views.memory.process_band;  // -1: automatic, 0: hidden, 1: shown
     out.show_process = process_band < 0 ? !out.dwarfs : process_band == 1;
     if (out.show_process) out.cols = std::move(with_process);
