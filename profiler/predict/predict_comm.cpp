@@ -233,8 +233,7 @@ void data_parallel_bytes(const PredictInput& in, const RankContext& rc, Predicti
             int64_t(double(g.expert_elements) * double(e) * (edp > 1 ? double(edp - 1) / double(edp) : 0.0));
     }
     const double expert_ring = edp > 1 ? double(edp - 1) / double(edp) : 0.0;  // edp: the experts' copies
-    group_bytes(p, prof::GroupKind::edp) +=
-        int64_t(bytes_per_param * double(rc.nx) * expert_ring);
+    group_bytes(p, prof::GroupKind::edp) += int64_t(bytes_per_param * double(rc.nx) * expert_ring);
     // (The loss and the MoE routing statistics are summed after the step's span, outside these figures.)
 }
 

@@ -62,8 +62,8 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
             format_bytes(p.activations_per_moe_layer), p.moe_rows_per_layer);
     s += fmt::format(
         "\nCompute (formula): {:.1f} MFLOP per token (6N + 12*L*h*s{}), {} tokens per step, {:.2f} TFLOP per step\n",
-                     p.flops_per_token / 1e6, in.moe_experts > 0 ? ", N the active parameters" : "", p.tokens_per_step,
-                     p.flops_per_token * double(p.tokens_per_step) / 1e12);
+        p.flops_per_token / 1e6, in.moe_experts > 0 ? ", N the active parameters" : "", p.tokens_per_step,
+        p.flops_per_token * double(p.tokens_per_step) / 1e12);
     s += fmt::format(
         "Communication sent per rank per step (predicted, ring algorithms): data parallel {}, pipeline {}, "
         "tensor parallel {}, context parallel {}{}{}\n",
