@@ -375,7 +375,8 @@ TEST_CASE("The lessons' claims fail on reports that contradict them", "[lessons]
                 {{"rank", i},
                  {"memory_peak_bytes",
                   {{"params", params}, {"grads", grads}, {"master_params", 0}, {"optimizer_state", moments}}},
-                 {"comm_bytes", {{"dp", dp_bytes}}}});
+                 {"comm_bytes", {{"dp", dp_bytes}}},
+                 {"comm_bytes_predicted", {{"dp", dp_bytes}}}});
         return r;
     };
     std::map<std::string, json> reports = {{"zero1", zero_report(4000, 4000, 4000, 4000)},
@@ -393,6 +394,12 @@ TEST_CASE("The lessons' claims fail on reports that contradict them", "[lessons]
     check = check_lesson(*zero, reports);
     CHECK(check.claims[2].status == ClaimStatus::held);
     CHECK(check.claims[3].status == ClaimStatus::failed);
+    // and one whose bytes are off the engine's walk of its gathers
+    reports["zero3"] = zero_report(2000, 2000, 4000, 8000);
+    reports["zero3"]["ranks"][1]["comm_bytes_predicted"]["dp"] = 7000;
+    check = check_lesson(*zero, reports);
+    CHECK(check.claims[3].status == ClaimStatus::held);
+    CHECK(check.claims[4].status == ClaimStatus::failed);
 
     // Mixed precision: a bf16 run whose activations were not halved fails the activation claim.
     const Lesson* mp = find_lesson(set, "mixed-precision");
