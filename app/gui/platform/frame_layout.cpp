@@ -203,7 +203,9 @@ void draw_frame(AppState& app, FrameState& frame, bool force_layout) {
             if (only == v.name.id) view_window(app, frame, v, Rect{0, y0, W, H}, force_layout);
         return;
     }
-    const float left = std::min(340.0f, W * 0.27f), top_h = H * 0.42f;
+    // The left column (the run panel, a lesson's text and claims) grows with the font, up to over a third of the
+    // window at a projector's sizes, where 340 px showed a lesson's first paragraph only.
+    const float left = std::min(em(340), W * (font_px() > 20 ? 0.36f : 0.27f)), top_h = H * 0.42f;
     const float rest_w = W - left, bottom_h = H - top_h;
     const auto rect_of = [&](Place p) {
         switch (p) {

@@ -127,15 +127,19 @@ void draw_claim(const lesson::Claim& c, bool ready, const lesson::ClaimResult* r
     ImGui::TextColored(status_color(ready, r), "[%s]", status_word(ready, r));
     ImGui::SameLine();
     ImGui::TextUnformatted(c.says.c_str());
-    if (ready && r) {
-        // "measured zero3: rank.memory_peak_bytes.params ...: 1.2 MiB  ~ within 2%  formula ...: 1.2 MiB"
+    const bool compared = r && (r->status == lesson::ClaimStatus::held || r->status == lesson::ClaimStatus::failed);
+    if (ready && compared) {
+        // "measured zero3: rank.memory_peak_bytes.params ...: 1.2 MiB  ~ within 2%  formula ...: 1.2 MiB", then why
+        // it should hold (the explanation would say the claim and its figures again)
         auto side = [](const lesson::OperandResult& o) {
             if (o.source == lesson::FigureSource::constant) return o.shown;
             return fmt::format("{} {}: {}", lesson::source_name(o.source), o.what, o.shown);
         };
-        ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s  %s  %s", side(r->measured).c_str(),
-                           r->comparison.c_str(), side(r->expected).c_str());
-        if (!r->explanation.empty()) ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", r->explanation.c_str());
+        ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.75f, 1), "%s  %s  %s (%s)", side(r->measured).c_str(),
+                           r->comparison.c_str(), side(r->expected).c_str(), r->difference.c_str());
+        if (!c.why.empty()) ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1), "why: %s", c.why.c_str());
+    } else if (ready && r) {  // not checked here, or not evaluable: the explanation says why
+        ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "%s", r->explanation.c_str());
     } else if (!c.why.empty()) {
         ImGui::TextColored(ImVec4(0.6f, 0.6f, 0.6f, 1), "why: %s", c.why.c_str());
     }

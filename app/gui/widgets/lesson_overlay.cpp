@@ -21,8 +21,8 @@ int lesson_tab_flags(const AppState& app, const char* view) {
     return 0;
 }
 
-// Outlines each view a lesson points at, with its notes in a box at the view's top right: where to look. Only over
-// the lesson's own runs (LessonPlayer::highlights).
+// Outlines each view a lesson points at, with its notes in a box at the view's top right: where to look (the box
+// fades under the mouse). Only over the lesson's own runs (LessonPlayer::highlights).
 void draw_lesson_highlights(AppState& app) {
     std::map<std::string, std::vector<std::string>> notes;
     for (const lesson::Highlight* h : app.lessons.highlights(app))
@@ -38,11 +38,16 @@ void draw_lesson_highlights(AppState& app) {
         for (const auto& line : lines) text += (text.empty() ? "look: " : "\nlook: ") + line;
         const ImVec2 size = ImGui::CalcTextSize(text.c_str(), nullptr, false, r.w * 0.6f);
         const ImVec2 at(r.x + r.w - size.x - em(14), r.y + ImGui::GetFrameHeight() + em(4));
-        dl->AddRectFilled(ImVec2(at.x - em(6), at.y - em(4)), ImVec2(at.x + size.x + em(6), at.y + size.y + em(4)),
-                          IM_COL32(40, 32, 0, 235), 4.0f);
-        dl->AddRect(ImVec2(at.x - em(6), at.y - em(4)), ImVec2(at.x + size.x + em(6), at.y + size.y + em(4)), accent,
-                    4.0f);
-        dl->AddText(nullptr, 0.0f, at, accent, text.c_str(), nullptr, r.w * 0.6f);
+        const ImVec2 b0(at.x - em(6), at.y - em(4)), b1(at.x + size.x + em(6), at.y + size.y + em(4));
+        // The box covers part of the view: under the mouse it all but fades, so that what it covers can be read.
+        const ImVec2 mouse = ImGui::GetIO().MousePos;
+        const bool under_mouse = mouse.x >= b0.x && mouse.x < b1.x && mouse.y >= b0.y && mouse.y < b1.y;
+        const int alpha = under_mouse ? 40 : 225;
+        dl->AddRectFilled(b0, b1, IM_COL32(40, 32, 0, alpha), 4.0f);
+        dl->AddRect(b0, b1, (accent & ~IM_COL32_A_MASK) | (ImU32(under_mouse ? 90 : 255) << IM_COL32_A_SHIFT), 4.0f);
+        dl->AddText(nullptr, 0.0f, at,
+                    (accent & ~IM_COL32_A_MASK) | (ImU32(under_mouse ? 70 : 255) << IM_COL32_A_SHIFT), text.c_str(),
+                    nullptr, r.w * 0.6f);
         app.regions[std::string("highlight ") + key] = ViewRegion{at.x, at.y, size.x, size.y};
     }
 }
