@@ -81,8 +81,10 @@ ImU32 op_color(const prof::Span& s) {
 }
 
 ImU32 micro_batch_color(int mb, prof::Phase phase) {
-    // A hue per micro-batch; backward darker than forward.
-    const float hue = float((mb * 0.61803398875) - int(mb * 0.61803398875));
+    // A hue per micro-batch (the golden ratio's sequence keeps neighbours apart); backward darker than forward. The
+    // hues skip the optimizer's green and the all-reduce's violet, which share the lanes with them.
+    const float spread = float((mb * 0.61803398875) - int(mb * 0.61803398875)) * 0.61f;
+    const float hue = spread < 0.18f ? spread : spread < 0.43f ? spread - 0.18f + 0.45f : spread - 0.43f + 0.82f;
     float r, g, b;
     ImGui::ColorConvertHSVtoRGB(hue, phase == prof::Phase::backward ? 0.65f : 0.45f,
                                 phase == prof::Phase::backward ? 0.80f : 0.95f, r, g, b);
