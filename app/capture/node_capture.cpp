@@ -137,6 +137,14 @@ Watching check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& req
                                s.requests_sent == 1 ? "" : "s");
         }
         if (line == w.shown) continue;
+        // Every rank was armed before it is first seen here, but its poll can beat this first look (the daemon's
+        // thread answers it at once): its first event is still "armed", what happened, then where it got to.
+        if (w.shown.empty() && state.state != RankState::waiting_for_poll) {
+            const std::string armed = fmt::format("{}: armed, waiting for its next poll", rank_name(w.poller));
+            if (request.on_rank)
+                request.on_rank(RankProgress{state.rank, state.pid, RankState::waiting_for_poll, 0, {}});
+            progress(armed);
+        }
         if (request.on_rank) request.on_rank(state);
         progress(w.shown = line);
     }
