@@ -29,11 +29,15 @@ int report_command(int argc, char** argv) {
     if (argc > 1 && snap::is_memory_snapshot_path(argv[1])) return snapshot_report_command(argc, argv);
     CLI::App cli{"ultrascope report: what a trace says, next to what the formulas and the planner predict"};
     std::vector<std::string> paths;
-    cli.add_option("trace", paths, "Trace: a .ustrace file, or PyTorch profiler (Kineto) .json(.gz) files or a folder")
-        ->required();
+    // Required by hand, after the parse: CLI11 checks a missing positional before an unknown flag, and `report
+    // --bogus` said "trace is required" without naming the flag.
+    cli.add_option("trace", paths, "Trace: a .ustrace file, or PyTorch profiler (Kineto) .json(.gz) files or a folder");
     ReportOptions options;
     add_report_flags(cli, options, ReportFlags::command);
     US_PARSE_FLAGS(cli, argc, argv, "report");
+    US_CHECK_INPUT(!paths.empty(),
+                   "give a trace: a .ustrace file, PyTorch profiler files or their folder, or a hung job's Flight "
+                   "Recorder dumps (see ultrascope report --help)");
     // Under a distributed launcher (mpirun, srun) the MPI worker program does the report: ultrascope links no MPI.
     if (launched_worker_count() > 1) {
         std::vector<std::string> args = {report_worker_binary()};
