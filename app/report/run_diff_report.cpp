@@ -32,6 +32,14 @@ prof::DiffSide side_of(const RunReport& r, const std::string& name) {
     return {name, &cross_of(r), memory_peaks(r), r.run.settings ? *r.run.settings : nlohmann::json()};
 }
 
+// What the reader said of a side's files (a truncated trace, a rank cut off), for a refusal to say beside it.
+std::vector<std::string> reader_warnings(const RunReport& r) {
+    if (r.whole) return r.whole->warnings;
+    std::vector<std::string> out = r.digests->run.warnings;
+    out.insert(out.end(), r.digests->run.errors.begin(), r.digests->run.errors.end());
+    return out;
+}
+
 }  // namespace
 
 RunReport load_diff_side(const std::string& path, const char* which) {
@@ -50,7 +58,16 @@ prof::RunDiff diff_run_reports(const RunReport& a, const std::string& a_name, co
                                const std::string& b_name, const std::vector<NamedReport>& repeats) {
     std::vector<prof::DiffSide> sides;
     for (const NamedReport& r : repeats) sides.push_back(side_of(*r.report, r.name));
-    return prof::diff_runs(side_of(a, a_name), side_of(b, b_name), sides);
+    try {
+        return prof::diff_runs(side_of(a, a_name), side_of(b, b_name), sides);
+    } catch (const UserError& e) {  // a side without a steady step: its reader may have said why (a truncation)
+        std::string said;
+        for (const auto& [r, name] : {std::pair{&a, a_name}, std::pair{&b, b_name}})
+            for (const std::string& w : reader_warnings(*r))
+                said += fmt::format("{}{}: {}", said.empty() ? "" : "; ", name, w);
+        if (said.empty()) throw;
+        throw UserError(fmt::format("{} (the reader said of {})", e.what(), said));
+    }
 }
 
 nlohmann::json diff_traces_json(const std::string& a_path, const std::string& b_path) {

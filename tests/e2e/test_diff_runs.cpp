@@ -10,6 +10,8 @@
 // alone): what they measure is the machine's, and a concurrent test on two cores turns a pipeline's handoffs into
 // idle time larger than the bubble the schedule removes.
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -247,4 +249,16 @@ TEST_CASE("diff: bad input is refused with a message and a non-zero exit", "[cpu
     const ProcessResult bad = run_process(bin("ultrascope") + " diff " + a + " " + junk);
     CHECK(bad.exit_code != 0);
     CHECK(bad.output.find("B (" + junk + ")") != std::string::npos);
+    // A trace cut off before its second step: the refusal says what the reader found (it said only "no steady step")
+    const std::string whole = std::string(US_TEST_DATA_DIR) + "/cpu/afab-pp1-tp2-tiny.ustrace";
+    REQUIRE(fs::exists(whole));
+    std::ifstream in(whole, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string cut = temp_path("diff-cut.ustrace");
+    write_file(cut, bytes.substr(0, 3000));
+    const ProcessResult truncated = run_process(bin("ultrascope") + " diff " + whole + " " + cut);
+    INFO(truncated.output);
+    CHECK(truncated.exit_code == 2);
+    CHECK(truncated.output.find("the reader said of " + cut) != std::string::npos);
+    CHECK(truncated.output.find("ends inside chunk") != std::string::npos);
 }
