@@ -102,6 +102,9 @@ int64_t formula_layer_bytes(const PredictInput& in, std::string& text) {
 struct StageMemory {
     int64_t activations = 0;  // peak
     int64_t deferred = 0;     // peak of the weight-gradient inputs kept between B and W (ZB-H1)
+    // The most micro-batches' worth held at once, in chunks / V: interleaving holds chunks, a V-th of a micro-batch's
+    // layers each (the textbook's pp (1 + (pp - 1)/(pp V)) on the first stage, not its ceiling)
+    double micro_batches_held = 0;
 };
 
 // Walks one stage's actions in order (a stage's memory depends only on the order of its own actions):
@@ -154,13 +157,17 @@ StageMemory walk_schedule(const PredictInput& in, int64_t e, Prediction& p) {
         const Simulation sim = simulate_schedule(schedule, shape);
         p.micro_batches_in_flight = sim.max_in_flight[size_t(in.stage)];
         p.bubble_simulated = sim.bubble[size_t(in.stage)];
-        return walk_stage_memory(in, schedule[size_t(in.stage)], e);
+        StageMemory m = walk_stage_memory(in, schedule[size_t(in.stage)], e);
+        m.micro_batches_held = double(sim.max_chunks_in_flight[size_t(in.stage)]) / double(V);
+        return m;
     } catch (const std::exception&) {  // an invalid shape: say the worst, every micro-batch
         std::vector<PipeAction> all;
         for (int c = 0; c < V; ++c)
             for (int mb = 0; mb < int(in.grad_accum); ++mb) all.push_back({PipeOp::forward, mb, c});
         p.micro_batches_in_flight = int(in.grad_accum);
-        return walk_stage_memory(in, all, e);
+        StageMemory m = walk_stage_memory(in, all, e);
+        m.micro_batches_held = double(in.grad_accum);
+        return m;
     }
 }
 
@@ -224,11 +231,11 @@ void predict_activations(const PredictInput& in, const RankContext& rc, Predicti
     p.memory[size_t(MemCategory::temporaries)] =
         scratch + (sends_gradients ? e * r.R * in.hidden : 0) + held.deferred +
         std::max(rc.Lm > 0 ? stage_moe_backward_temporaries(in, e) : 0, blockwise_backward);
-    // The textbook [S2]: per layer x the stage's layers x the micro-batches the schedule keeps in flight (it has no
-    // formula for MoE blocks).
+    // The textbook [S2]: per layer x the stage's layers x the micro-batches the schedule keeps in flight, counted in
+    // chunks where interleaved [S5] (it has no formula for MoE blocks).
     if (in.moe_experts == 0)
         p.memory_formula[size_t(MemCategory::activations)] =
-            p.activations_per_layer_formula * rc.Ls * int64_t(p.micro_batches_in_flight);
+            int64_t(std::llround(double(p.activations_per_layer_formula * rc.Ls) * held.micro_batches_held));
     p.memory[size_t(MemCategory::comm_buffers)] = std::nullopt;  // transient buffers: measured, not modelled
     p.memory[size_t(MemCategory::workspace)] = std::nullopt;     // op scratch: measured, not modelled
 }

@@ -2,6 +2,7 @@
 // deadlocks, and on an idealised machine shows the bubble and the activation memory the theory says.
 #include "common/core/check.h"
 #include "common/schedule/pipeline_schedule.h"
+#include "profiler/predict/predict.h"
 #include "test_util.h"
 
 using namespace us;
@@ -93,4 +94,26 @@ TEST_CASE("bad pipeline shapes are refused with the reason", "[cpu][pipeline][er
     CHECK(why("1f1b", {2, 4, 2}).find("needs --pp-schedule interleaved") != std::string::npos);
     CHECK(action_label({PipeOp::backward_weight, 3, 0}, 1) == "W3");
     CHECK(action_label({PipeOp::forward, 2, 1}, 2) == "F2.c1");
+}
+
+// A review found the textbook's activations of an interleaved pipeline taken at the simulated in-flight count's
+// ceiling (5 micro-batches on stage 1 of pp 4, V 3, where it holds 13 chunks: 4.33).
+TEST_CASE("the textbook's activations of an interleaved stage count chunks: pp (1 + (pp - 1)/(pp V)) on the first",
+          "[cpu][pipeline][predict]") {
+    const nlohmann::json config = {{"hidden", 256}, {"layers", 12},    {"heads", 4},
+                                   {"seq", 128},    {"vocab", 256},    {"batch", 2},
+                                   {"pp", 4},       {"grad_accum", 8}, {"pp_schedule", "interleaved"},
+                                   {"pp_chunks", 3}};
+    us::predict::PredictInput in = us::predict::PredictInput::from_config(config);
+    const PipelineShape shape{4, 8, 3};
+    const Simulation sim = simulate_schedule(make_schedule(PipelineSchedule::interleaved, shape), shape);
+    for (int stage = 0; stage < 4; ++stage) {
+        in.stage = stage;
+        const us::predict::Prediction p = us::predict::predict(in);
+        const double per_layer_of_stage = double(p.activations_per_layer_formula) * 3;  // 12 layers over 4 stages
+        const double held = double(*p.memory_formula[size_t(MemCategory::activations)]) / per_layer_of_stage;
+        INFO("stage " << stage);
+        CHECK(held == Approx(double(sim.max_chunks_in_flight[size_t(stage)]) / 3.0).epsilon(1e-6));
+        if (stage == 0) CHECK(held == Approx(4.0 * (1.0 + 3.0 / 12.0)));  // Narayanan et al.: 5
+    }
 }
