@@ -171,7 +171,7 @@ void draw_compare_view(AppState& app) {
                            ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollX,
                            ImVec2(0, height)))
         return;
-    ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed, 120);
+    ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed, em(120));  // the row names, at any font
     for (size_t i = first; i < runs.size(); ++i) ImGui::TableSetupColumn(fmt::format("run {}", i + 1).c_str());
     ImGui::TableHeadersRow();
     auto row = [&](const char* name, auto cell) {
