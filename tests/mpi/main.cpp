@@ -12,7 +12,11 @@
 #include <catch2/catch.hpp>
 #endif
 
+#include <filesystem>
+#include <system_error>
+
 #include "../unit/assertion_guard.h"
+#include "../unit/temp_dir.h"
 
 using AssertionGuard = us::test::AssertionGuard;
 CATCH_REGISTER_LISTENER(AssertionGuard)
@@ -26,6 +30,9 @@ int main(int argc, char* argv[]) {
     // A rank whose test failed must fail the whole mpirun.
     int worst = rc;
     MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    // Past the all-reduce no rank reads another's files (rank0_temp_path): a passing run removes its own folder.
+    std::error_code ignored;
+    if (worst == 0) std::filesystem::remove_all(us::test::test_temp_dir(), ignored);
     us::MpiRuntime::finalize();
     return worst;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "catch_compat.h"
+#include "temp_dir.h"
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,7 +83,7 @@ inline double dot(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 inline std::string temp_path(const std::string& name) {
-    const auto dir = std::filesystem::temp_directory_path() / ("ultrascope-test-" + std::to_string(::getpid()));
+    const auto dir = test_temp_dir();
     std::filesystem::create_directories(dir);
     return (dir / name).string();
 }
