@@ -81,6 +81,14 @@ std::string format_prediction(const PredictInput& in, const Prediction& p) {
                                 format_bytes(p.ep_comm_bytes_formula),
                                 format_bytes(p.comm_bytes[size_t(prof::GroupKind::edp)]))
                   : std::string());
+    if (pl.zero >= 3 && pl.dp > 1) {  // the textbook beside the engine's walk of its gathers [S4]
+        const double K = double(p.params_on_rank) * (in.bf16 ? 2.0 : 4.0);
+        s += fmt::format(
+            "  ZeRO-3's data parallel by the textbook (a reduce-scatter and two all-gathers of K per micro-batch, 3 m K "
+            "(dp-1)/dp; formula): {}; the engine gathers a bucket again for each unit that uses it and the tied "
+            "embedding again for the head (predicted above)\n",
+            format_bytes(int64_t(3.0 * double(in.grad_accum) * K * double(pl.dp - 1) / double(pl.dp))));
+    }
     if (pl.tp > 1)
         s += fmt::format(
             "  tensor parallel by the textbook (4 all-reduces of s*b*h per block per micro-batch): {}; "
