@@ -115,6 +115,7 @@ Watching check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& req
             return Watching::launcher_armed;
         }
         const prof::ArmStatus s = daemon.arm_status(w.poller.pid);
+        const std::string armed = fmt::format("{}: armed, waiting for its next poll", rank_name(w.poller));
         std::string line;
         RankProgress state{w.poller.info.rank, w.poller.pid, RankState::waiting_for_poll, s.requests_sent, {}};
         if (w.written) {
@@ -130,7 +131,7 @@ Watching check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& req
             line = fmt::format("{}: tracing (asked {} time{})", rank_name(w.poller), s.requests_sent,
                                s.requests_sent == 1 ? "" : "s");
         } else if (s.requests_sent == 0) {
-            line = fmt::format("{}: armed, waiting for its next poll", rank_name(w.poller));
+            line = armed;
         } else {
             state.state = RankState::asked;
             line = fmt::format("{}: asked {} time{}, waiting for its trace", rank_name(w.poller), s.requests_sent,
@@ -140,7 +141,6 @@ Watching check_ranks(prof::OnDemandDaemon& daemon, const NodeCaptureRequest& req
         // Every rank was armed before it is first seen here, but its poll can beat this first look (the daemon's
         // thread answers it at once): its first event is still "armed", what happened, then where it got to.
         if (w.shown.empty() && state.state != RankState::waiting_for_poll) {
-            const std::string armed = fmt::format("{}: armed, waiting for its next poll", rank_name(w.poller));
             if (request.on_rank)
                 request.on_rank(RankProgress{state.rank, state.pid, RankState::waiting_for_poll, 0, {}});
             progress(armed);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/core/check.h"
+#include "profiler/analysis/core_sharing.h"
 
 namespace us::prof {
 
@@ -314,7 +315,8 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSi
             f.core_wait_most_rank, f.worker_core_wait_s >= 0 ? kMs * f.worker_core_wait_s : -1,
             f.core_wait_share,     f.core_wait_most_cpu_s >= 0 ? kMs * f.core_wait_most_cpu_s : -1};
     };
-    d.a_oversubscribed = fa.oversubscribed, d.b_oversubscribed = fb.oversubscribed;
+    d.a_oversubscribed = oversubscribed_words(a.run->core_sharing);
+    d.b_oversubscribed = oversubscribed_words(b.run->core_sharing);
     if (fa.core_wait_s >= 0) d.a_core_wait = core_wait(fa);
     if (fb.core_wait_s >= 0) d.b_core_wait = core_wait(fb);
     for (double w : fa.step_walls_s) d.a_steps_ms.push_back(kMs * w);

@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "common/core/check.h"
-#include "profiler/analysis/core_sharing.h"
 #include "profiler/analysis/core_wait.h"
 
 namespace us::prof {
@@ -73,7 +72,6 @@ struct CoreWaitTally {
 
 RunFigures run_figures(const CrossRank& x, const std::string& what) {
     RunFigures run;
-    run.oversubscribed = oversubscribed_words(x.core_sharing);
     std::vector<double> wall_sum;
     std::vector<int> wall_count;
     CoreWaitTally core_waits;

@@ -57,9 +57,6 @@ struct RunFigures {
     // The ranks' mean share of their time ready to run spent waiting (wait / (wait + time on a core)), and the
     // most-waiting rank's time on a core; -1 where a trace lacks the time on a core.
     double core_wait_share = -1, core_wait_most_cpu_s = -1;
-    // Where the run gave a machine more compute threads than cores, in words (core_sharing.h); "" where it did not
-    // or the trace does not say.
-    std::string oversubscribed;
     std::map<OpKey, OpFigure> ops;   // the digests' leading op rows
     bool ops_complete = true;        // every rank's op table whole in its digest
     std::vector<std::string> notes;  // ranks left out (no steady step)

@@ -130,9 +130,7 @@ Culprit describe_culprit(const DumpSet& set, const std::unordered_map<int, uint3
         const flight::FlightEntry& e = d.entries[i];
         if (c.last_completed.seq_id < 0 && entry_completed(e)) {
             c.last_completed = call_of(d, e);
-            GroupState g;  // only its name and description, for the label
-            g.name = d.group_name(e.group), g.desc = d.group_desc(e.group);
-            c.last_completed_group = group_label(g);
+            c.last_completed_group = group_label(d.group_name(e.group), d.group_desc(e.group));
         }
         const bool in_root = d.group_name(e.group) == root.name && d.group_desc(e.group) == root.desc &&
                              (e.is_p2p ? e.p2p_seq_id : e.collective_seq_id) == root.collective.seq_id &&

@@ -49,10 +49,12 @@ std::string rank_list(const std::vector<int>& ranks) {
     return (ranks.size() == 1 ? "rank " : "ranks ") + s;
 }
 
-std::string group_label(const GroupState& g) {
-    if (g.desc.empty()) return fmt::format("group '{}'", g.name);
-    return fmt::format("group '{}' ({})", g.name, g.desc);
+std::string group_label(const std::string& name, const std::string& desc) {
+    if (desc.empty()) return fmt::format("group '{}'", name);
+    return fmt::format("group '{}' ({})", name, desc);
 }
+
+std::string group_label(const GroupState& g) { return group_label(g.name, g.desc); }
 
 std::string frame_label(const std::vector<StackFrame>& stack) {
     for (const StackFrame& f : stack)

@@ -15,6 +15,7 @@ void write_verdict(HangAnalysis& a);
 std::string rank_list(const std::vector<int>& ranks);
 // "group 1 (tp)", or "group '' (default_pg)".
 std::string group_label(const GroupState& g);
+std::string group_label(const std::string& name, const std::string& desc);  // "group '0' (default_pg)"
 // "train.py:42 in forward", or "" for no frames: the innermost frame that is not the library's own.
 std::string frame_label(const std::vector<StackFrame>& stack);
 

@@ -144,16 +144,16 @@ void draw_legend(AppState& app) {
     }
     legend_item(phase_color(prof::Phase::optimizer), "optimizer");
     ImGui::SameLine();
-    legend_item(IM_COL32(190, 110, 230, 255), "all-reduce");
+    legend_item(collective_color(prof::OpClass::all_reduce), "all-reduce");
     ImGui::SameLine();
     if (layout.zero > 0) {  // ZeRO's sharded gradients and parameters
-        legend_item(IM_COL32(230, 110, 170, 255), "reduce-scatter");
+        legend_item(collective_color(prof::OpClass::reduce_scatter), "reduce-scatter");
         ImGui::SameLine();
-        legend_item(IM_COL32(120, 200, 230, 255), "all-gather");
+        legend_item(collective_color(prof::OpClass::all_gather), "all-gather");
         ImGui::SameLine();
     }
     if (layout.pp > 1) {
-        legend_item(IM_COL32(240, 200, 90, 255), "send/recv");
+        legend_item(collective_color(prof::OpClass::send), "send/recv");
         ImGui::SameLine();
     }
     if (rep.predict_input.parallel.tp > 1) {

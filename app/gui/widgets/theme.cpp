@@ -34,6 +34,22 @@ ImU32 phase_color(prof::Phase phase, float alpha) {
     }
 }
 
+ImU32 collective_color(prof::OpClass op) {
+    switch (op) {
+        case prof::OpClass::all_reduce:
+            return IM_COL32(190, 110, 230, 255);
+        case prof::OpClass::reduce_scatter:
+            return IM_COL32(230, 110, 170, 255);
+        case prof::OpClass::all_gather:
+            return IM_COL32(120, 200, 230, 255);
+        case prof::OpClass::send:
+        case prof::OpClass::recv:
+            return IM_COL32(240, 200, 90, 255);
+        default:
+            return IM_COL32(200, 200, 200, 255);
+    }
+}
+
 ImU32 tp_comm_color() { return IM_COL32(250, 110, 60, 255); }
 ImU32 ep_comm_color() { return IM_COL32(60, 200, 170, 255); }
 
@@ -59,21 +75,7 @@ ImU32 op_color(const prof::Span& s) {
     }
     if (s.kind == prof::SpanKind::comm && s.group == uint8_t(prof::GroupKind::ep))
         return ep_comm_color();  // expert parallelism's all-to-alls, also on the compute thread's path
-    if (s.kind == prof::SpanKind::comm) {
-        switch (s.op) {
-            case OpClass::all_reduce:
-                return IM_COL32(190, 110, 230, 255);
-            case OpClass::reduce_scatter:
-                return IM_COL32(230, 110, 170, 255);
-            case OpClass::all_gather:
-                return IM_COL32(120, 200, 230, 255);
-            case OpClass::send:
-            case OpClass::recv:
-                return IM_COL32(240, 200, 90, 255);
-            default:
-                return IM_COL32(200, 200, 200, 255);
-        }
-    }
+    if (s.kind == prof::SpanKind::comm) return collective_color(s.op);
     if (s.kind == prof::SpanKind::wait) return IM_COL32(200, 70, 70, 200);
     if (s.kind == prof::SpanKind::step) return IM_COL32(110, 110, 120, 255);
     const float a = s.kind == prof::SpanKind::op ? 1.0f : 0.55f;  // containers paler than the ops inside them

@@ -15,7 +15,8 @@ namespace us::gui {
 
 ImU32 category_color(int category, float alpha = 1.0f);
 ImU32 phase_color(prof::Phase phase, float alpha = 1.0f);
-ImU32 op_color(const prof::Span& s);  // ops by phase, comm by collective; tensor-parallel comm in its own hue
+ImU32 op_color(const prof::Span& s);       // ops by phase, comm by collective; tensor-parallel comm in its own hue
+ImU32 collective_color(prof::OpClass op);  // the data-parallel and pipeline groups' collectives, by kind
 ImU32 tp_comm_color();
 ImU32 ep_comm_color();
 ImU32 folded_color(ImU32 first_span_color);  // spans folded into one box: their first span's hue, greyed
