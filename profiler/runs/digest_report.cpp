@@ -116,6 +116,7 @@ nlohmann::json digest_report_json(const DigestReport& r) {
               {"seconds", r.run.seconds},
               {"workers", r.workers}}},
             {"blame", blame_json(r.cross.blame)},
+            {"core_sharing", core_sharing_json(r.cross.core_sharing)},
             {"ranks", ranks},
             {"errors", r.run.errors},
             {"warnings", r.run.warnings}};
@@ -131,6 +132,10 @@ std::string format_digest_report(const DigestReport& r) {
         run.digest_bytes > 0 ? fmt::format("1/{:.0f} of them", double(run.trace_bytes) / double(run.digest_bytes))
                              : "none",
         run.made, run.from_cache, run.seconds, r.workers);
+    if (const std::string shared = oversubscribed_words(r.cross.core_sharing); !shared.empty())
+        s += "cores: " + shared +
+             ": the ranks take turns on them, and every time below includes their turns (the threads and CPUs the "
+             "ranks recorded at their start)\n\n";
     s += format_blame(r.cross.blame);
     // Each rank's steady steps: the table shows those most to blame and the most idle; the spread says the rest.
     std::vector<double> walls, idles, exposed;

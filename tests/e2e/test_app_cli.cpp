@@ -220,6 +220,10 @@ TEST_CASE("ultrascope run starts as many ranks as the layout needs, a pipeline r
     CHECK(machine["cores"].get<int>() == CPU_COUNT(&set));
     CHECK(machine["threads"].get<int>() == threads);
     CHECK(machine["oversubscribed"].get<bool>() == (threads > CPU_COUNT(&set)));
+    // the report from the ranks' digests (a large run's) says the same of the machine
+    const ProcessResult from_digests = run_process(ultrascope() + " report " + trace + " --digests --no-cache --json");
+    REQUIRE(from_digests.exit_code == 0);
+    CHECK(nlohmann::json::parse(from_digests.output)["core_sharing"] == j["core_sharing"]);
     // the loss comes from the last stage and is the same on every rank's counters
     CHECK(j["ranks"][0]["micro_batches_in_flight"].get<int>() ==
           j["ranks"][0]["micro_batches_in_flight_predicted"].get<int>());

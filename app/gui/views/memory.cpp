@@ -94,7 +94,9 @@ void draw_marks_and_axis(const StackPlot& plot, const prof::RankTrace& rank, con
         for (float x = plot.a0.x; x < plot.a1.x; x += 10)
             dl->AddLine(ImVec2(x, y), ImVec2(std::min(x + 5, plot.a1.x), y), IM_COL32(255, 255, 255, 140));
         const char* label = "predicted (sum of peaks)";
-        dl->AddText(ImVec2(plot.a1.x - ImGui::CalcTextSize(label).x - 4, y + 2), kTextDim, label);
+        const ImVec2 size = ImGui::CalcTextSize(label), at(plot.a1.x - size.x - 4, y + 2);
+        dl->AddRectFilled(ImVec2(at.x - 2, at.y), ImVec2(at.x + size.x + 2, at.y + size.y), IM_COL32(18, 20, 26, 200));
+        dl->AddText(at, kTextDim, label);  // over a dark patch: readable over the bars
     }
     // Labels every tick where they fit, every other where a large font would make them overlap.
     const float line = ImGui::GetTextLineHeight();
@@ -147,16 +149,18 @@ void handle_plot_input(AppState& app, const StackPlot& plot, const std::vector<M
     column_tooltip(app, cols[size_t(x)]);
 }
 
-// The button on the plot that shows or hides the process band, where it matters.
-void draw_process_toggle(AppState& app, const StackPlot& plot, const StackColumns& c) {
+// The button that shows or hides the process band, where it matters: right-aligned on the view's header line
+// (`header_y`), clear of the plot's step labels.
+void draw_process_toggle(AppState& app, const StackPlot& plot, const StackColumns& c, float header_y) {
     int& process_band = app.views.memory.process_band;
     if (c.held_max == 0) return;  // nothing sampled beside the categories
     const ImVec2 after = ImGui::GetCursorScreenPos();
-    ImGui::SetCursorScreenPos(ImVec2(plot.a0.x + 6, plot.a0.y + 4));
     ImGui::PushFont(small_font());
     const std::string label = c.show_process
                                   ? std::string("hide the process band")
                                   : fmt::format("show what the process holds ({})", format_bytes(c.held_max));
+    const float width = ImGui::CalcTextSize(label.c_str()).x + 2 * ImGui::GetStyle().FramePadding.x;
+    ImGui::SetCursorScreenPos(ImVec2(plot.a1.x - width, header_y));
     if (ImGui::SmallButton(label.c_str())) process_band = c.show_process ? 0 : 1;
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip(
@@ -168,7 +172,7 @@ void draw_process_toggle(AppState& app, const StackPlot& plot, const StackColumn
 
 // The rank's bytes by category stacked over the time window, over its phases' bands, with step marks, the predicted
 // total and a readout.
-void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankReport* rr, float height) {
+void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankReport* rr, float height, float header_y) {
     StackPlot plot;
     plot.p0 = ImGui::GetCursorScreenPos();
     const float axis_w = 64;
@@ -178,7 +182,6 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
     plot.dl = ImGui::GetWindowDrawList();
     plot.dl->AddRectFilled(plot.a0, plot.a1, IM_COL32(18, 20, 26, 255));
     ImGui::InvisibleButton("memory_plot", ImVec2(plot.w + axis_w, height));
-    ImGui::SetItemAllowOverlap();  // the process band's toggle sits on the plot
     const bool hovered = ImGui::IsItemHovered();
     plot.t0 = app.window.t0, plot.t1 = app.window.t1;
     const StackColumns c = stack_columns(app, rank.rank, int(plot.w));
@@ -193,7 +196,7 @@ void draw_stack(AppState& app, const prof::RankTrace& rank, const prof::RankRepo
     draw_columns(plot, c.cols);
     draw_marks_and_axis(plot, rank, rr);
     if (hovered) handle_plot_input(app, plot, c.cols);
-    draw_process_toggle(app, plot, c);
+    draw_process_toggle(app, plot, c, header_y);
 }
 
 // One category's row of the peaks table: measured, predicted, the formula's, when, and step 1 against steady.
@@ -333,6 +336,7 @@ void draw_memory_view(AppState& app) {
         return;
     }
     ImGui::SameLine();
+    const float header_y = ImGui::GetCursorScreenPos().y;  // the process band's toggle goes on this line
     if (!app.showing_prediction())
         ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured; dashed: predicted (sum of the modelled peaks)");
     else
@@ -353,7 +357,7 @@ void draw_memory_view(AppState& app) {
     const float table_rows = 13.0f + (rr ? float(rr->process.named_untracked.size()) : 0.0f);
     const float table_h = ImGui::GetTextLineHeightWithSpacing() * table_rows;
     const float plot_h = std::max(80.0f, ImGui::GetContentRegionAvail().y - table_h);
-    draw_stack(app, *store->rank(app.window.selected_rank), rr, plot_h);
+    draw_stack(app, *store->rank(app.window.selected_rank), rr, plot_h, header_y);
     if (rr) draw_peaks(app, *rr);
 }
 
