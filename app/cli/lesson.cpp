@@ -21,10 +21,14 @@ namespace {
 using lesson::ClaimStatus;
 
 void print_lesson(const lesson::Lesson& l) {
+    // A formula that would give the answer away is printed with it (--answer), after the class has tried.
+    const std::string formula = l.formula_gives_answer ? "with the answer (it gives it away)" : l.formula;
     std::printf("%s  (lesson %d: %s)\nPlaybook: %s\n\nWhat to look at: %s\nFormula: %s\nAsk the class: %s\n",
-                l.title.c_str(), l.order, l.name.c_str(), l.section.c_str(), l.look_at.c_str(), l.formula.c_str(),
+                l.title.c_str(), l.order, l.name.c_str(), l.section.c_str(), l.look_at.c_str(), formula.c_str(),
                 l.question.c_str());
-    if (!l.answer.empty()) std::printf("Answer (on request): ultrascope lesson %s --answer\n", l.name.c_str());
+    if (!l.answer.empty())
+        std::printf("Answer%s (on request): ultrascope lesson %s --answer\n",
+                    l.formula_gives_answer ? " and formula" : "", l.name.c_str());
     std::printf("\nRuns:\n");
     for (const auto& r : l.runs)
         std::printf("  %-10s %s%s%s\n", r.label.c_str(), lesson::run_command_text(r).c_str(),
@@ -166,6 +170,7 @@ int lesson_command(int argc, char** argv) {
     }
     if (answer) {
         US_CHECK_INPUT(!l->answer.empty(), "lesson '{}' has no answer to reveal", name);
+        if (l->formula_gives_answer) std::printf("Formula: %s\n", l->formula.c_str());
         std::printf("%s\n", l->answer.c_str());
         return 0;
     }

@@ -116,6 +116,7 @@ struct Lesson {
     std::string section;                // the Playbook's section ("Data parallelism > ZeRO")
     std::string look_at;                // what to look at, a few sentences
     std::string formula;                // the formula that predicts it
+    bool formula_gives_answer = false;  // shown with the answer, not before the question it would give away
     std::string question;               // the question to ask the class
     std::string answer;                 // shown on request (may be empty)
     std::vector<LessonRun> runs;        // 1 to 4 runs

@@ -258,8 +258,8 @@ fs::path default_lessons_dir() { return fs::path(assets_dir()) / "lessons"; }
 
 Lesson parse_lesson(const json& j, const std::string& name, const std::string& where) {
     Fields f(j, where, "");
-    f.only({"order", "title", "section", "look_at", "formula", "question", "answer", "slow", "runs", "plans", "views",
-            "highlights", "claims"});
+    f.only({"order", "title", "section", "look_at", "formula", "formula_gives_answer", "question", "answer", "slow",
+            "runs", "plans", "views", "highlights", "claims"});
     Lesson l;
     l.name = name;
     l.path = where;
@@ -268,9 +268,12 @@ Lesson parse_lesson(const json& j, const std::string& name, const std::string& w
     l.section = f.text("section");
     l.look_at = f.text("look_at");
     l.formula = f.text("formula");
+    l.formula_gives_answer = f.boolean("formula_gives_answer", false);
     l.question = f.text("question");
     l.answer = f.text("answer", false);
     l.slow = f.boolean("slow", false);
+    US_CHECK_INPUT(!l.formula_gives_answer || !l.answer.empty(),
+                   "{}: formula_gives_answer: the formula is shown with the answer, and there is no answer", where);
 
     std::set<std::string> labels;
     const json& runs = f.array("runs", 1, kMaxRuns);

@@ -125,6 +125,7 @@ TEST_CASE("The repository's lessons all load, with unique names and runs a lapto
         CHECK(find_lesson(set, name) != nullptr);
     REQUIRE(find_lesson(set, "bottleneck"));
     CHECK(!find_lesson(set, "bottleneck")->answer.empty());
+    CHECK(find_lesson(set, "bottleneck")->formula_gives_answer);  // (pp - 1) / m names the setting to change
     CHECK(find_lesson(set, "no-such-lesson") == nullptr);
 }
 
@@ -213,6 +214,10 @@ TEST_CASE("Each lesson field is checked, and the message names it", "[lessons]")
     CHECK_THAT(with("/claims/0/tolerance", 0.02), Catch::Contains("only ~ takes a tolerance"));
     CHECK_THAT(with("/highlights/0/view", "timeline"), Catch::Contains("highlights[0].view"));
     CHECK_THAT(with("/claim", json::array()), Catch::Contains("claim: unknown field"));
+    // a formula that would give the answer away is shown with it, so there must be one
+    CHECK_THAT(with("/formula_gives_answer", true),
+               Catch::Contains("formula_gives_answer") && Catch::Contains("no answer"));
+    CHECK(with("/formula_gives_answer", false).empty());
     CHECK_THAT(with("/runs", json::array()), Catch::Contains("runs: expected 1 to 4 entries"));
     // a run on emulated nodes (docs/nodes.md)
     CHECK(with("/runs/1/nodes", {{"count", 2}, {"inter_node_gbps", 1}, {"placement", "cyclic"}}).empty());

@@ -78,12 +78,16 @@ void draw_text(LessonPlayer& player, const lesson::Lesson& l) {
     ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "Playbook: %s", l.section.c_str());
     heading("Look at");
     paragraph(l.look_at);
-    heading("The formula");
-    paragraph(l.formula);
+    if (!l.formula_gives_answer) {
+        heading("The formula");
+        paragraph(l.formula);
+    }
     heading("Ask the class");
     paragraph(l.question);
     if (!l.answer.empty()) {
-        ImGui::Checkbox("show the answer", &player.show_answer);
+        ImGui::Checkbox(l.formula_gives_answer ? "show the formula and the answer" : "show the answer",
+                        &player.show_answer);
+        if (player.show_answer && l.formula_gives_answer) paragraph("Formula: " + l.formula);
         if (player.show_answer) paragraph(l.answer);
     }
 }
