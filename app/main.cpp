@@ -1,15 +1,9 @@
 // ultrascope: the desktop profiler and trainer. With no command it opens the GUI on a default live run (4 CPU
-// ranks, dp 2 x pp 2, small preset: app/launch/default_run.h); with a trace file it opens that (a memory snapshot, or
-// a hung job's Flight Recorder dumps, in their own views). The headless commands:
-//   ultrascope run [-n RANKS] [training flags]   launch a run, stream it live, write its trace, print the report
-//   ultrascope report TRACE... [--json]           what a trace (or PyTorch profiler files) says, next to the
-//   predictions ultrascope export TRACE --chrome OUT.json     for Perfetto / chrome://tracing ultrascope predict
-//   [flags]                    the formulas for a configuration, without running it ultrascope plan [flags] which
-//   layout fits a model on a cluster and how fast (docs/planner.md) ultrascope calibrate [--out FILE] measure this
-//   machine's costs for `plan --cluster FILE`
-// GUI options (app/gui/options/gui_args.h): [TRACE... | --open TRACE] [--listen [HOST:]PORT] [--no-launch] [-n RANKS]
-// [--screenshot OUT.png [--view V]] [--exit-when-done] ... [training flags for the launch]; `ultrascope --help` lists
-// them.
+// ranks, dp 2 x pp 2, small preset: app/launch/default_run.h); with paths it opens them (a trace, PyTorch profiler
+// files, a memory snapshot or a hung job's Flight Recorder dumps, each in its views: app/report/input_kind.h).
+// Without a display it does the same headless: the run and its report, or the report of the paths. The commands
+// (run, report, diff, export, predict, plan, calibrate, lesson, capture, agent, nodes) are listed by usage() below
+// and dispatched by main(); each parses its own flags (app/cli). GUI options: app/gui/options/gui_args.h.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -20,9 +14,6 @@
 #include "app/launch/default_run.h"
 #include "app/gui/options/gui_args.h"
 #include "common/core/check.h"
-#include "profiler/hang/dump_files.h"
-#include "profiler/hang/flight_reader.h"
-#include "profiler/hang/hang_report.h"
 
 #ifdef US_HAVE_GUI
 #include "app/gui/platform/gui.h"
@@ -54,26 +45,6 @@ void usage() {
         us::app::gui_args_help().c_str());
 }
 
-// The files `paths` name when they are a hung job's Flight Recorder dumps (files, folders, globs); else none.
-std::vector<std::string> dump_files(const std::vector<std::string>& paths) {
-    try {
-        std::vector<std::string> files = us::hang::find_dump_files(paths);
-        if (!files.empty() && us::hang::looks_like_flight_dump(files.front())) return files;
-    } catch (const us::UserError&) {  // a folder without dumps, a path that names nothing: not dumps
-    }
-    return {};
-}
-
-// A hung job's dumps, headless: the hang report's text (profiler/hang/hang_report.h), what `ultrascope report
-// DUMPS` prints of them.
-int hang_report(const std::vector<std::string>& files) {
-    const us::hang::DumpSet set = us::hang::load_dumps(files);
-    US_CHECK_INPUT(!set.dumps.empty(), "no Flight Recorder dump could be read: {}",
-                   set.problems.empty() ? "no file" : set.problems.front());
-    std::fputs(us::hang::format_hang(us::hang::analyze_hang(set)).c_str(), stdout);
-    return 0;
-}
-
 int gui_or_fallback(int argc, char** argv) {
     const us::app::GuiArgs parsed = us::app::parse_gui_args(argc, argv);
     if (parsed.help_requested) {
@@ -102,7 +73,6 @@ int gui_or_fallback(int argc, char** argv) {
         std::string shown;
         for (const auto& p : paths) shown += " " + p;
         std::fprintf(stderr, "ultrascope report%s\n", shown.c_str());
-        if (const auto files = dump_files(paths); !files.empty()) return hang_report(files);
         std::vector<char*> args = {argv[0]};
         for (auto& p : paths) args.push_back(p.data());
         return us::app::report_command(int(args.size()), args.data());

@@ -14,19 +14,24 @@
 #include "app/cli/commands.h"
 #include "app/cli/parse_flags.h"
 #include "app/cli/snapshot_report.h"
+#include "app/report/input_kind.h"
 #include "app/report/run_report.h"
 #include "app/report_worker/worker_launch.h"
 #include "common/core/check.h"
-#include "profiler/hang/dump_files.h"
 
 namespace us::app {
 
 int report_command(int argc, char** argv) {
-    // A hung job's Flight Recorder dumps (docs/hangs.md) are told by their content (torch names them without an
-    // extension), before the snapshots' .pickle.
-    if (argc > 1 && argv[1][0] != '-' && hang::names_flight_dumps(argv[1])) return hang_report_command(argc, argv);
-    // PyTorch CUDA memory snapshots (.pickle, or their JSON form) have their own report (docs/pytorch-memory.md).
-    if (argc > 1 && snap::is_memory_snapshot_path(argv[1])) return snapshot_report_command(argc, argv);
+    // A hung job's Flight Recorder dumps (docs/hangs.md) and PyTorch CUDA memory snapshots (docs/pytorch-memory.md)
+    // have their own reports; the GUI tells them the same way (input_kind.h).
+    switch (input_kind(leading_paths(argc, argv))) {
+        case InputKind::flight_dumps:
+            return hang_report_command(argc, argv);
+        case InputKind::memory_snapshots:
+            return snapshot_report_command(argc, argv);
+        case InputKind::traces:
+            break;
+    }
     CLI::App cli{"ultrascope report: what a trace says, next to what the formulas and the planner predict"};
     std::vector<std::string> paths;
     // Required by hand, after the parse: CLI11 checks a missing positional before an unknown flag, and `report

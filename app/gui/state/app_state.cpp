@@ -7,6 +7,7 @@
 
 #include "app/launch/default_run.h"
 #include "app/plan/predicted_trace.h"
+#include "app/report/input_kind.h"
 #include "common/core/check.h"
 #include "profiler/trace/run_info.h"
 
@@ -199,10 +200,11 @@ void AppState::update_planner() {
 }
 
 void AppState::open_trace(const std::vector<std::string>& paths, const std::string& label) {
-    if (paths.size() == 1 && snap::is_memory_snapshot_path(paths[0])) {
-        snapshots.open({paths[0]});
-    } else if (HangState::wanted(paths)) {
+    const app::InputKind kind = app::input_kind(paths);  // as `ultrascope report` tells them
+    if (kind == app::InputKind::flight_dumps) {
         hang.open(paths);  // the run shown, if any, stays in the timeline beside the Hang view
+    } else if (kind == app::InputKind::memory_snapshots) {
+        snapshots.open(paths);
     } else if (LargeRun::wanted(paths)) {
         hang.close();
         stop();

@@ -5,7 +5,6 @@
 #include "app/gui/state/hang_state.h"
 
 #include <fmt/format.h>
-#include <glob.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -19,26 +18,6 @@ namespace us::gui {
 namespace fs = std::filesystem;
 
 namespace {
-
-// The first few files a path names (a file, a folder's files, a glob's matches): enough to tell what they are.
-std::vector<std::string> first_files(const std::string& path, size_t most) {
-    std::vector<std::string> out;
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) {
-        for (const auto& e : fs::directory_iterator(path, ec)) {
-            if (e.is_regular_file(ec)) out.push_back(e.path().string());
-            if (out.size() == most) break;
-        }
-    } else if (fs::exists(path, ec)) {
-        out.push_back(path);
-    } else if (path.find_first_of("*?[") != std::string::npos) {
-        glob_t g{};
-        if (::glob(path.c_str(), 0, nullptr, &g) == 0)
-            for (size_t i = 0; i < g.gl_pathc && out.size() < most; ++i) out.emplace_back(g.gl_pathv[i]);
-        ::globfree(&g);
-    }
-    return out;
-}
 
 // Reads `files` on every core but one (the frame's), each file once; a file that cannot be read is a problem.
 std::vector<flight::FlightDump> read_dumps(const std::vector<std::string>& files, std::atomic<size_t>& done,
@@ -95,15 +74,6 @@ std::unique_ptr<LoadedHang> load_hang(const std::vector<std::string>& paths, std
     loaded->label =
         fmt::format("{} Flight Recorder dump{} ({})", files.size(), files.size() == 1 ? "" : "s", paths_label(paths));
     return loaded;
-}
-
-bool HangState::wanted(const std::vector<std::string>& paths) {
-    if (paths.empty()) return false;
-    for (const std::string& p : paths) {
-        const std::vector<std::string> files = first_files(p, 16);
-        if (std::none_of(files.begin(), files.end(), hang::looks_like_flight_dump)) return false;
-    }
-    return true;
 }
 
 void HangState::open(std::vector<std::string> paths) {

@@ -33,9 +33,6 @@ public:
     explicit HangState(MessageLog& log) : m_log(log) {}
     ~HangState() { close(); }
 
-    // Whether `paths` name Flight Recorder dumps (a file, a folder holding some, or a glob matching some), by their
-    // first bytes (hang::looks_like_flight_dump): a trace or a memory snapshot is not.
-    static bool wanted(const std::vector<std::string>& paths);
     // Reads and analyses the dumps `paths` name on worker threads, in place of the dumps shown before.
     void open(std::vector<std::string> paths);
     // The hook for a run that stopped progressing: its ranks' dumps and their analysis (made by whoever collected
