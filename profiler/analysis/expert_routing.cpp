@@ -1,4 +1,7 @@
+// Each MoE layer's routing over the steps, from the engine's counters (expert_routing.h).
 #include "profiler/analysis/expert_routing.h"
+
+#include "profiler/analysis/steady_step.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -79,7 +82,7 @@ ExpertRouting analyze_expert_routing(const TraceStore& store) {
             if (auto it = experts.find(-1); it != experts.end() && it->second.count(step)) drop = it->second.at(step);
             lr.choices.push_back(row);
             lr.dropped.push_back(drop);
-            if (lr.steps.size() > 1 && i == 0) continue;  // step 1 is not steady
+            if (i < first_steady_index(lr.steps.front(), lr.steps.size())) continue;  // step 1 is not steady
             double sum = 0, most = 0;
             for (double c : row) sum += c, most = std::max(most, c);
             for (int e = 0; e < r.experts; ++e) lr.share[size_t(e)] += row[size_t(e)];

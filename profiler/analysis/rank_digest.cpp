@@ -13,6 +13,7 @@
 #include "profiler/transport/grid_coords.h"
 #include "profiler/analysis/imported_run.h"
 #include "profiler/analysis/op_table.h"
+#include "profiler/analysis/steady_step.h"
 #include "profiler/trace/chrome_export.h"
 #include "profiler/trace/run_info.h"
 
@@ -141,8 +142,8 @@ void add_communication(const TraceStore& store, const RankTrace& rt, RankDigest&
 }  // namespace
 
 std::vector<DigestStep> RankDigest::steady() const {
-    if (steps.size() <= 1 || steps.front().step > 1) return steps;
-    return {steps.begin() + 1, steps.end()};
+    if (steps.empty()) return steps;
+    return {steps.begin() + ptrdiff_t(first_steady_index(steps.front().step, steps.size())), steps.end()};
 }
 
 CoreTimes RankDigest::steady_core_times() const {

@@ -287,8 +287,8 @@ StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps) {
 }
 
 std::vector<StepBreakdown> steady_steps(const std::vector<StepBreakdown>& steps) {
-    if (steps.size() <= 1 || steps.front().step > 1) return steps;
-    return std::vector<StepBreakdown>(steps.begin() + 1, steps.end());
+    if (steps.empty()) return steps;
+    return {steps.begin() + ptrdiff_t(first_steady_index(steps.front().step, steps.size())), steps.end()};
 }
 
 }  // namespace us::prof

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "profiler/analysis/intervals.h"
+#include "profiler/analysis/steady_step.h"
 #include "profiler/trace/trace_store.h"
 
 namespace us::prof {
@@ -73,12 +74,11 @@ std::vector<StepBreakdown> analyze_steps(const TraceStore& store, int rank);
 // Sums over the given steps; percentages and fractions recomputed from the sums.
 StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps);
 
-// The steps that describe the steady state: all but step 1 when there are several (step 1 allocates gradients and
-// optimizer state and warms caches up); a trace that starts later (PyTorch's profiler after its warm-up) keeps all.
+// The steps that describe the steady state (steady_step.h).
 std::vector<StepBreakdown> steady_steps(const std::vector<StepBreakdown>& steps);
 // How many steps steady_steps keeps, without copying them (views ask every frame).
 inline size_t steady_step_count(const std::vector<StepBreakdown>& steps) {
-    return steps.size() > 1 && steps.front().step <= 1 ? steps.size() - 1 : steps.size();
+    return steps.empty() ? 0 : steps.size() - first_steady_index(steps.front().step, steps.size());
 }
 
 }  // namespace us::prof

@@ -222,6 +222,21 @@ TEST_CASE("experts: routing counters become per-step loads, steady shares, imbal
     CHECK(m.ranks.empty());  // no ep: no per-rank expert times
 }
 
+TEST_CASE("experts: a trace that starts after step 1 (a capture) keeps all its steps steady, as every figure does",
+          "[cpu][viewmodel][moe]") {
+    TraceStore store;
+    SyntheticRank r(0);
+    const double counts[2][2] = {{30, 10}, {20, 20}};  // steps 5 and 6, 2 experts
+    for (int step = 5; step <= 6; ++step)
+        for (int e = 0; e < 2; ++e) r.counter(step, fmt::format("moe.layer0.expert{}", e), counts[step - 5][e], step);
+    for (const auto& c : r.chunks("{}")) store.add_chunk(c);
+    store.finalize();
+    const ExpertRouting ro = analyze_expert_routing(store);
+    REQUIRE(ro.layers.size() == 1);
+    CHECK(ro.layers[0].imbalance_max == Approx(1.5));  // step 5's 30 of 40 against 20 a expert: counted
+    CHECK(ro.layers[0].share[0] == Approx(50.0 / 80));
+}
+
 TEST_CASE("training curves: the slowest rank's step time, the report's throughput, MFU over the peaks",
           "[cpu][viewmodel]") {
     // two data-parallel ranks; rank 1 is slower at step 1, rank 0 at step 2
