@@ -4,7 +4,11 @@
 // Without a display it does the same headless: the run and its report, or the report of the paths. The commands
 // (run, report, diff, export, predict, plan, calibrate, lesson, capture, agent, nodes) are listed by usage() below
 // and dispatched by main(); each parses its own flags (app/cli). GUI options: app/gui/options/gui_args.h.
+#include <cerrno>
 #include <cstdio>
+#include <filesystem>
+#include <ios>
+#include <new>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -92,30 +96,52 @@ int gui_or_fallback(int argc, char** argv) {
     return us::app::run_command(int(args.size()), args.data());
 }
 
+// The command's exit code, with everything it printed on stdout delivered: a full disk or a closed pipe there is an
+// error, not a success with a cut report.
+int with_output_checked(int code) {
+    if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
+    std::fprintf(stderr, "ultrascope: error: cannot write the output (standard output): %s\n", std::strerror(errno));
+    return code != 0 ? code : 1;
+}
+
+int dispatch(int argc, char** argv) {
+    if (argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+        usage();
+        return 0;
+    }
+    const std::string command = argc >= 2 ? argv[1] : "";
+    if (command == "run") return us::app::run_command(argc - 1, argv + 1);
+    if (command == "report") return us::app::report_command(argc - 1, argv + 1);
+    if (command == "diff") return us::app::diff_command(argc - 1, argv + 1);
+    if (command == "export") return us::app::export_command(argc - 1, argv + 1);
+    if (command == "predict") return us::app::predict_command(argc - 1, argv + 1);
+    if (command == "plan") return us::app::plan_command(argc - 1, argv + 1);
+    if (command == "calibrate") return us::app::calibrate_command(argc - 1, argv + 1);
+    if (command == "lesson") return us::app::lesson_command(argc - 1, argv + 1);
+    if (command == "capture") return us::app::capture_command(argc - 1, argv + 1);
+    if (command == "agent") return us::app::agent_command(argc - 1, argv + 1);
+    if (command == "nodes") return us::app::nodes_command(argc - 1, argv + 1);
+    if (command == "gui") return gui_or_fallback(argc - 1, argv + 1);
+    return gui_or_fallback(argc, argv);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     try {
-        if (argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
-            usage();
-            return 0;
-        }
-        const std::string command = argc >= 2 ? argv[1] : "";
-        if (command == "run") return us::app::run_command(argc - 1, argv + 1);
-        if (command == "report") return us::app::report_command(argc - 1, argv + 1);
-        if (command == "diff") return us::app::diff_command(argc - 1, argv + 1);
-        if (command == "export") return us::app::export_command(argc - 1, argv + 1);
-        if (command == "predict") return us::app::predict_command(argc - 1, argv + 1);
-        if (command == "plan") return us::app::plan_command(argc - 1, argv + 1);
-        if (command == "calibrate") return us::app::calibrate_command(argc - 1, argv + 1);
-        if (command == "lesson") return us::app::lesson_command(argc - 1, argv + 1);
-        if (command == "capture") return us::app::capture_command(argc - 1, argv + 1);
-        if (command == "agent") return us::app::agent_command(argc - 1, argv + 1);
-        if (command == "nodes") return us::app::nodes_command(argc - 1, argv + 1);
-        if (command == "gui") return gui_or_fallback(argc - 1, argv + 1);
-        return gui_or_fallback(argc, argv);
+        return with_output_checked(dispatch(argc, argv));
     } catch (const us::UserError& e) {
         std::fprintf(stderr, "ultrascope: error: %s\n", e.what());
         return 2;
+    } catch (const std::filesystem::filesystem_error& e) {  // a path given that cannot be walked or written
+        std::fprintf(stderr, "ultrascope: error: %s (check the path and its permissions)\n", e.what());
+        return 2;
+    } catch (const std::ios_base::failure& e) {
+        std::fprintf(stderr, "ultrascope: error: cannot read or write a file: %s (check the paths given)\n", e.what());
+        return 2;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr,
+                     "ultrascope: error: out of memory (a file that claims huge sizes, or too little memory)\n");
+        return 1;
     }
 }

@@ -55,23 +55,9 @@ bool wait_readable(int fd, int quiet_ms, const NodeCaptureRequest& node, std::st
     return true;
 }
 
-}  // namespace
-
-nlohmann::json agent_jobs(const AgentAddress& agent) {
-    AgentRequest request;
-    request.token = agent.token;
-    request.op = "jobs";
-    std::string error;
-    prof::Socket s = open_request(agent, request, error);
-    nlohmann::json answer;
-    US_CHECK_INPUT(s.valid() && next_json(agent, s.fd(), 10000, answer, error), "{}", error);
-    US_CHECK_INPUT(answer.value("ok", false), "the agent at {} refused: {}", agent.name(),
-                   answer.value("error", std::string("no reason given")));
-    return answer;
-}
-
-NodeCaptureResult agent_capture(const AgentAddress& agent, const NodeCaptureRequest& node,
-                                const CaptureProgress& progress) {
+// A capture's frames from the agent: its progress, then the files it lists, each whole.
+NodeCaptureResult agent_capture_frames(const AgentAddress& agent, const NodeCaptureRequest& node,
+                                       const CaptureProgress& progress) {
     NodeCaptureResult result;
     AgentRequest request{agent.token, "capture", node.job, node.steps, node.roundup, node.timeout_s};
     prof::Socket s = open_request(agent, request, result.error);
@@ -118,4 +104,42 @@ NodeCaptureResult agent_capture(const AgentAddress& agent, const NodeCaptureRequ
     return result;
 }
 
+}  // namespace
+
+nlohmann::json agent_jobs(const AgentAddress& agent) {
+    AgentRequest request;
+    request.token = agent.token;
+    request.op = "jobs";
+    std::string error;
+    prof::Socket s = open_request(agent, request, error);
+    nlohmann::json answer;
+    US_CHECK_INPUT(s.valid() && next_json(agent, s.fd(), 10000, answer, error), "{}", error);
+    try {
+        US_CHECK_INPUT(answer.value("ok", false), "the agent at {} refused: {}", agent.name(),
+                       answer.value("error", std::string("no reason given")));
+        US_CHECK_INPUT(answer.contains("jobs") && answer["jobs"].is_array(), "the agent at {} listed no jobs",
+                       agent.name());
+        for (const nlohmann::json& job : answer["jobs"]) (void)job.value("describe", std::string());  // of its shape
+    } catch (const nlohmann::json::exception& e) {
+        throw UserError(
+            fmt::format("the agent at {} answered in another shape than its protocol's ({}): is it "
+                        "the same ultrascope version?",
+                        agent.name(), e.what()));
+    }
+    return answer;
+}
+
+NodeCaptureResult agent_capture(const AgentAddress& agent, const NodeCaptureRequest& node,
+                                const CaptureProgress& progress) {
+    // The agent's frames are read field by field; a field of another type than the protocol's (another version, or
+    // not an agent at all) is this node's error, not the capture's end.
+    try {
+        return agent_capture_frames(agent, node, progress);
+    } catch (const nlohmann::json::exception& e) {
+        NodeCaptureResult result;
+        result.error =
+            fmt::format("the agent at {} answered in another shape than its protocol's ({})", agent.name(), e.what());
+        return result;
+    }
+}
 }  // namespace us::app

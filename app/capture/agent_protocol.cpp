@@ -59,6 +59,10 @@ bool parse_rank_progress(const nlohmann::json& j, RankProgress& out) {
     if (!j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer() || !j.contains("state") ||
         !j["state"].is_number_integer())
         return false;
+    if ((j.contains("rank") && !j["rank"].is_number_integer()) ||
+        (j.contains("requests") && !j["requests"].is_number_integer()) ||
+        (j.contains("file") && !j["file"].is_string()))
+        return false;
     const int state = j["state"].get<int>();
     if (state < 0 || state > int(RankState::written)) return false;
     out.rank = j.value("rank", -1), out.pid = j["pid"].get<int>(), out.state = RankState(state);
@@ -80,6 +84,13 @@ bool parse_agent_request(const std::string& frame, AgentRequest& out, std::strin
         return false;
     }
     out = {};
+    // Every field is checked for its type before it is read: the request comes from the network, before its token
+    // is checked (a number where a string belongs threw out of the agent).
+    for (const char* key : {"token", "op"})
+        if (j.contains(key) && !j[key].is_string()) {
+            error = fmt::format("'{}' must be a string", key);
+            return false;
+        }
     out.token = j.value("token", std::string());
     out.op = j.value("op", std::string());
     if (out.op != "jobs" && out.op != "capture") {

@@ -88,7 +88,12 @@ void AgentServer::run(const std::atomic<bool>& stop) {
         ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof(ip));
         ++m_connections;
         std::thread([this, fd, peer = fmt::format("{}:{}", ip, ntohs(from.sin_port))] {
-            handle(prof::Socket(fd), peer);
+            try {
+                handle(prof::Socket(fd), peer);
+            } catch (
+                const std::exception& e) {  // one connection's failure, never the agent's end (bytes from a network)
+                std::fprintf(m_log, "agent: a request from %s failed: %s\n", peer.c_str(), e.what());
+            }
             --m_connections;
         }).detach();
     }

@@ -10,11 +10,13 @@
 #include <thread>
 
 #include "app/capture/agent_client.h"
+#include "app/capture/agent_protocol.h"
 #include "app/capture/agent_server.h"
 #include "app/capture/capture_output.h"
 #include "app/capture/node_capture.h"
 #include "profiler/ondemand/ipc_message.h"
 #include "profiler/ondemand/trace_request.h"
+#include "profiler/transport/socket.h"
 #include "fake_kineto.h"
 #include "test_util.h"
 
@@ -125,6 +127,18 @@ TEST_CASE("the agent refuses a wrong token, names an unknown job and streams a c
     REQUIRE(r.ranks.size() == 1);
     CHECK(r.ranks[0].raw_bytes.find("\"traceEvents\"") != std::string::npos);
     CHECK_FALSE(lines.empty());
+    // requests of another shape from the network, before any token is checked: refused, and the agent serves on
+    for (const char* bad : {R"({"version":1,"token":12345,"op":"jobs"})", R"({"version":1,"token":null,"op":7})",
+                            R"({"version":1,"op":"capture","job":"x","steps":"many"})"}) {
+        INFO(bad);
+        std::string error, answer;
+        prof::Socket raw = prof::connect_to({"127.0.0.1", server.port()}, 5000, error);
+        REQUIRE(raw.valid());
+        REQUIRE(app::write_frame(raw.fd(), bad, 5000));
+        REQUIRE(app::read_frame(raw.fd(), answer, 1 << 20, 5000, error));
+        CHECK(nlohmann::json::parse(answer)["ok"] == false);
+    }
+    CHECK(app::agent_jobs(good)["jobs"].size() == 1);
     const app::AgentAddress closed{"127.0.0.1", 1, server.token()};
     CHECK_THROWS_WITH(app::agent_jobs(closed), Catch::Contains("cannot reach the agent"));
     stop = true;
