@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/core/check.h"
+#include "profiler/diff/memory_peaks.h"
 
 namespace us::app {
 
@@ -15,17 +16,9 @@ namespace {
 
 const prof::CrossRank& cross_of(const RunReport& r) { return r.whole ? r.whole->cross : r.digests->cross; }
 
-// The largest peak of each memory category over the run's ranks, where the run was held whole and traced them.
+// The memory peaks of a run held whole (a run reported from its digests has none: unknown).
 std::map<std::string, int64_t> memory_peaks(const RunReport& r) {
-    std::map<std::string, int64_t> out;
-    if (!r.whole || r.whole->imported) return out;
-    for (const prof::RankReport& rank : r.whole->ranks)
-        for (size_t c = 0; c < kMemCategoryCount; ++c)
-            if (rank.memory.peak[c] > 0) {
-                int64_t& peak = out[std::string(kMemCategoryNames[c])];
-                peak = std::max(peak, rank.memory.peak[c]);
-            }
-    return out;
+    return r.whole ? prof::memory_peaks_of(*r.whole) : std::map<std::string, int64_t>{};
 }
 
 prof::DiffSide side_of(const RunReport& r, const std::string& name) {

@@ -61,7 +61,7 @@ nlohmann::json diff_json(const RunDiff& d) {
                    ranks = nlohmann::json::array();
     for (const Cause& c : d.causes) causes.push_back(cause_json(c));
     for (const WhatIf& w : d.what_if)
-        what.push_back({{"name", w.name}, {"step_ms", w.step_ms}, {"source", "predicted"}, {"basis", w.basis}});
+        what.push_back({{"name", w.name}, {"step_ms", w.step_ms}, {"source", "derived"}, {"basis", w.basis}});
     for (const MemoryRow& m : d.memory)
         memory.push_back(
             {{"category", m.category}, {"a_bytes", optional_json(m.a_bytes)}, {"b_bytes", optional_json(m.b_bytes)}});

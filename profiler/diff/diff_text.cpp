@@ -1,5 +1,5 @@
 // The diff in words (run_diff.h): the verdict first, then the causes that add up to the difference, what is left
-// unexplained, the predicted steps, memory, and what could not be matched. Every figure says where it comes from.
+// unexplained, the what-if steps (derived), memory, and what could not be matched. Every figure says where it comes from.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -115,7 +115,7 @@ std::string format_diff(const RunDiff& d) {
             s += fmt::format("cores: in {} {}: its ranks take turns on them (their waits for a core are its own)\n",
                              run, *words);
     s += cause_lines(d);
-    s += "\nWhat if (predicted)\n";
+    s += "\nWhat if (derived: first-order estimates from B's measured figures, not the engine's walk)\n";
     for (const WhatIf& w : d.what_if)
         s += fmt::format("  {:<24} {:9.2f} ms per step  ({})\n", w.name, w.step_ms, w.basis);
     if (!d.memory.empty()) {

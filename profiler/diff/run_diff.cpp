@@ -10,6 +10,7 @@
 
 #include "common/core/check.h"
 #include "profiler/analysis/core_sharing.h"
+#include "profiler/diff/memory_peaks.h"
 
 namespace us::prof {
 
@@ -91,27 +92,33 @@ struct Builder {
         add(std::move(new_ops));
     }
 
-    // The run with more waiting inside its collectives names the straggler: "B's rank 5 arrived last in 7 of 9".
+    // Only a straggler blame names stands for waiting (every run with ranks has a first row in its table; counting
+    // that row's waits as a straggler's turned ZeRO-3's extra gathers into "waiting for a straggler").
+    static bool names_one(const Blame& x) { return !x.stragglers.empty() && x.stragglers.front().stands_out; }
+
+    // The run whose straggler the change is: "B's rank 5 arrived last in 7 of 9" (A's, where the waiting fell).
     void straggler_evidence(Cause& c, const Blame& a_blame, const Blame& b_blame) const {
-        const bool in_b = c.ms >= 0;
+        const bool in_b = names_one(b_blame) && (c.ms >= 0 || !names_one(a_blame));
         const Blame& blame = in_b ? b_blame : a_blame;
-        if (blame.stragglers.empty()) return;
+        if (!names_one(blame)) return;
         const Straggler& s = blame.stragglers.front();
         c.rank = s.rank, c.group = s.group;
         c.evidence = fmt::format(
-            "{}'s rank {} arrived last in {} of {} collectives of {}; waiting inside collectives {:.2f} -> {:.2f} "
-            "ms per step (the ranks' mean){}",
+            "{}'s rank {} arrived last in {} of {} collectives of {}, and blame names it as holding the run back; "
+            "waiting inside collectives {:.2f} -> {:.2f} ms per step (the ranks' mean){}",
             in_b ? "B" : "A", s.rank, s.last_arrivals, s.collectives, s.group, kMs * a.mean.waits_s,
-            kMs * b.mean.waits_s, s.stands_out ? "; blame names it as holding the run back" : "");
+            kMs * b.mean.waits_s,
+            names_one(a_blame) && names_one(b_blame) ? "" : fmt::format("; {} names none", in_b ? "A" : "B"));
     }
 
-    // Exposed communication per group, less the part that is waiting for a straggler (blame's).
+    // Exposed communication per group, less the part that is waiting for a straggler: the waits of a run whose
+    // blame names one (a run without one waits as its collectives go: that is communication).
     void communication(const Blame& a_blame, const Blame& b_blame) {
-        const bool blamed = !a_blame.stragglers.empty() || !b_blame.stragglers.empty();
+        const double wa = names_one(a_blame) ? 1 : 0, wb = names_one(b_blame) ? 1 : 0;
         Cause straggler{CauseKind::straggler, "", 0, "derived"};
         double a_rest = a.mean.exposed_s, b_rest = b.mean.exposed_s, aw_rest = a.mean.waits_s, bw_rest = b.mean.waits_s;
         auto group_cause = [&](std::string name, double de, double dw) {
-            const double s = blamed ? part_of(dw, de) : 0.0;
+            const double s = part_of(dw, de);
             straggler.ms += kMs * s;
             Cause c{CauseKind::exposed_comm, name, kMs * (de - s), "measured", name};
             c.evidence =
@@ -122,13 +129,13 @@ struct Builder {
         };
         for (int g = 0; g < kGroupCount; ++g) {
             const double de = b.mean.group_exposed_s[g] - a.mean.group_exposed_s[g];
-            const double dw = b.mean.group_waits_s[g] - a.mean.group_waits_s[g];
+            const double dw = wb * b.mean.group_waits_s[g] - wa * a.mean.group_waits_s[g];
             a_rest -= a.mean.group_exposed_s[g], b_rest -= b.mean.group_exposed_s[g];
             aw_rest -= a.mean.group_waits_s[g], bw_rest -= b.mean.group_waits_s[g];
             group_cause(std::string(kGroupKinds[g].name), de, dw);
         }
         // An imported run's groups (and communication the engine's groups do not hold) are not told apart.
-        group_cause("other groups", b_rest - a_rest, bw_rest - aw_rest);
+        group_cause("other groups", b_rest - a_rest, wb * bw_rest - wa * aw_rest);
         straggler_evidence(straggler, a_blame, b_blame);
         add(std::move(straggler));
     }
@@ -155,15 +162,25 @@ struct Builder {
     }
 };
 
+// The categories in the engine's order, any other name after them, the peak of the sum last; a row where both runs
+// held nothing is left out. A side without peaks is unknown in every row; a side with peaks held 0 B of a category
+// it lacks.
 std::vector<MemoryRow> memory_rows(const DiffSide& a, const DiffSide& b) {
-    std::set<std::string> names;
-    for (const auto& [k, v] : a.memory_peaks) names.insert(k);
-    for (const auto& [k, v] : b.memory_peaks) names.insert(k);
+    std::vector<std::string> names;
+    for (const auto& n : kMemCategoryNames) names.emplace_back(n);
+    for (const auto* side : {&a, &b})
+        for (const auto& [k, v] : side->memory_peaks)
+            if (std::find(names.begin(), names.end(), k) == names.end() && k != kPeakOfSum) names.push_back(k);
+    names.push_back(kPeakOfSum);
+    auto bytes_of = [](const DiffSide& side, const std::string& n) -> std::optional<int64_t> {
+        if (side.memory_peaks.empty()) return std::nullopt;
+        const auto it = side.memory_peaks.find(n);
+        return it == side.memory_peaks.end() ? 0 : it->second;
+    };
     std::vector<MemoryRow> out;
     for (const std::string& n : names) {
-        MemoryRow row{n};
-        if (auto it = a.memory_peaks.find(n); it != a.memory_peaks.end()) row.a_bytes = it->second;
-        if (auto it = b.memory_peaks.find(n); it != b.memory_peaks.end()) row.b_bytes = it->second;
+        MemoryRow row{n, bytes_of(a, n), bytes_of(b, n)};
+        if (row.a_bytes.value_or(0) == 0 && row.b_bytes.value_or(0) == 0) continue;
         out.push_back(row);
     }
     return out;

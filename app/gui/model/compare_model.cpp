@@ -6,6 +6,8 @@
 #include <optional>
 #include <set>
 
+#include "profiler/diff/memory_peaks.h"
+
 #include "common/core/check.h"
 #include "common/settings/settings_schema.h"
 
@@ -34,12 +36,7 @@ RunSummary summarize_run(const prof::Report& report, const std::string& label, c
     }
     s.overlap_pct = with_comm ? overlap_sum / with_comm : 0;
     if (keep_cross) s.cross = std::make_shared<const prof::CrossRank>(report.cross);
-    for (const auto& r : report.ranks)
-        for (size_t c = 0; c < kMemCategoryCount && !report.imported; ++c)
-            if (r.memory.peak[c] > 0) {
-                int64_t& peak = s.memory_peaks[std::string(kMemCategoryNames[c])];
-                peak = std::max(peak, r.memory.peak[c]);
-            }
+    s.memory_peaks = prof::memory_peaks_of(report);
     s.step_ms = report.throughput.step_s * 1e3;
     s.tokens_per_s = report.throughput.tokens_per_s;
     s.mfu = report.throughput.mfu;
