@@ -1,5 +1,6 @@
 // The diff in words (run_diff.h): the verdict first, then the causes that add up to the difference, what is left
-// unexplained, the what-if steps (derived), memory, and what could not be matched. Every figure says where it comes from.
+// unexplained, the what-if steps (derived), memory, and what could not be matched. Every figure says where it comes
+// from.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -95,7 +95,8 @@ void draw_waterfall(DiffPick& pick) {
             "%.2f ms (the ranks' mean; at most what it cost them)",
             d.a_core_wait->workers_mean_ms, d.b_core_wait->workers_mean_ms);
     if (pick.selected >= 0 && size_t(pick.selected) < d.causes.size()) draw_evidence(d.causes[size_t(pick.selected)]);
-    for (const prof::WhatIf& w : d.what_if) ImGui::Text("derived (first-order), %s: %.2f ms per step", w.name.c_str(), w.step_ms);
+    for (const prof::WhatIf& w : d.what_if)
+        ImGui::Text("derived (first-order), %s: %.2f ms per step", w.name.c_str(), w.step_ms);
 }
 
 // The two kept runs to compare (the last two at first), and their diff as a waterfall from A's step to B's. "Run A's
