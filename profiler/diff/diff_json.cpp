@@ -68,6 +68,13 @@ nlohmann::json diff_json(const RunDiff& d) {
     nlohmann::json repeats = nlohmann::json::array(), settings = nullptr;
     for (const RepeatRun& r : d.repeats)
         repeats.push_back({{"name", r.name}, {"step_ms", r.step_ms}, {"of", std::string(1, r.of)}});
+    nlohmann::json work = nullptr;
+    if (d.work)
+        work = {{"a_tokens_per_step", d.work->a_tokens},
+                {"b_tokens_per_step", d.work->b_tokens},
+                {"a_tokens_per_s", d.work->a_tokens_per_s},
+                {"b_tokens_per_s", d.work->b_tokens_per_s},
+                {"source", "derived"}};
     if (d.settings) {
         settings = nlohmann::json::array();
         for (const SettingChange& c : *d.settings) settings.push_back({{"key", c.key}, {"a", c.a}, {"b", c.b}});
@@ -87,6 +94,7 @@ nlohmann::json diff_json(const RunDiff& d) {
             {"b_step_ms", d.b_step_ms},
             {"delta_ms", d.delta_ms},
             {"settings_changed", settings},
+            {"work", work},
             {"noise_ms", d.noise_ms},
             {"noise_within_ms", d.noise_within_ms},
             {"a_core_wait", core_wait_json(d.a_core_wait)},

@@ -282,19 +282,20 @@ std::optional<double> load_explains_ms(const RunDiff& d) {
 
 std::string diff_verdict(const RunDiff& d) {
     const double pct = d.a_step_ms > 0 ? 100.0 * d.delta_ms / d.a_step_ms : 0.0;
+    const std::string work = d.work ? work_words(*d.work) : "";
     if (d.within_noise && std::abs(d.delta_ms) > d.noise_ms)
         return fmt::format(
             "B does not differ from A beyond noise: its step is {:+.2f} ms ({:+.1f}%), under {:.1f}% of A's step "
-            "({}: ±{:.2f} ms, measured)",
-            d.delta_ms, pct, 100 * kNoiseFloor, noise_words(d), d.noise_ms);
+            "({}: ±{:.2f} ms, measured){}",
+            d.delta_ms, pct, 100 * kNoiseFloor, noise_words(d), d.noise_ms, work);
     if (d.within_noise)
         return fmt::format(
             "B does not differ from A beyond noise: its step is {:+.2f} ms ({:+.1f}%), within {} of ±{:.2f} ms "
-            "(measured)",
-            d.delta_ms, pct, noise_words(d), d.noise_ms);
+            "(measured){}",
+            d.delta_ms, pct, noise_words(d), d.noise_ms, work);
     std::string s =
-        fmt::format("B is {:.2f} ms ({:.1f}%) {} per step ({:.2f} -> {:.2f} ms, measured)", std::abs(d.delta_ms),
-                    std::abs(pct), d.delta_ms > 0 ? "slower" : "faster", d.a_step_ms, d.b_step_ms);
+        fmt::format("B is {:.2f} ms ({:.1f}%) {} per step ({:.2f} -> {:.2f} ms, measured){}", std::abs(d.delta_ms),
+                    std::abs(pct), d.delta_ms > 0 ? "slower" : "faster", d.a_step_ms, d.b_step_ms, work);
     for (size_t i = 0; i < d.causes.size() && i < 3; ++i)
         s += fmt::format("{} {:+.2f} ms {}", i ? "," : ":", d.causes[i].ms, cause_title(d.causes[i]));
     if (std::abs(d.unexplained_ms) >= 0.01) s += fmt::format("; {:+.2f} ms unexplained", d.unexplained_ms);
@@ -326,6 +327,7 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSi
     d.noise_ms = std::max(d.noise_within_ms, d.noise_between_ms.value_or(0.0));
     if (settings_known(a.settings) && settings_known(b.settings))
         d.settings = setting_changes(a.settings, b.settings, "A's settings", "B's settings");
+    d.work = work_per_step(a.settings, b.settings, d.a_step_ms, d.b_step_ms);
     auto core_wait = [](const RunFigures& f) {
         return RunDiff::CoreWait{
             kMs * f.core_wait_s,   kMs * f.core_wait_most_s,

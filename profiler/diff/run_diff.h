@@ -15,6 +15,7 @@
 #include "profiler/analysis/cross_rank.h"
 #include "profiler/diff/diff_align.h"
 #include "profiler/diff/setting_changes.h"
+#include "profiler/diff/work_per_step.h"
 
 namespace us::prof {
 
@@ -103,6 +104,7 @@ struct RunDiff {
     std::vector<WhatIf> what_if;
     std::vector<MemoryRow> memory;
     std::optional<std::vector<SettingChange>> settings;  // what differs between A's and B's; nullopt: unknown
+    std::optional<WorkPerStep> work;  // where the runs' steps train different numbers of tokens (work_per_step.h)
     std::string ranks_by;
     std::vector<int> a_only, b_only;  // ranks that could not be matched
     std::vector<std::string> notes;   // what could not be compared, and why

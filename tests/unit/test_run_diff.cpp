@@ -531,3 +531,21 @@ TEST_CASE("diff: waiting no straggler stands out for stays exposed communication
     // (the slow turns' compute is in no op row here: it is the unexplained part, 25 ms on the ranks' mean)
     for (const WhatIf& w : d.what_if) CHECK(w.name != "without the straggler");
 }
+
+TEST_CASE("diff: a step of other tokens is set beside its tokens per second", "[cpu][diff]") {
+    const nlohmann::json a = {{"batch", 8}, {"seq", 128}, {"grad_accum", 2}, {"dp", 1}};
+    nlohmann::json b = a;
+    b["grad_accum"] = 8;
+    const std::optional<WorkPerStep> w = work_per_step(a, b, 400, 1200);
+    REQUIRE(w);
+    CHECK(w->a_tokens == 2048);
+    CHECK(w->b_tokens == 8192);
+    CHECK(w->a_tokens_per_s == Approx(5120));
+    CHECK(w->b_tokens_per_s == Approx(8192 / 1.2));
+    // 3x the time for 4x the tokens: slower a step, faster per token
+    CHECK_THAT(work_words(*w), Catch::Contains("4.00x the tokens a step (2048 -> 8192)") && Catch::Contains("+33.3%"));
+    CHECK_FALSE(work_per_step(a, a, 400, 500));                 // the same tokens: the step says it
+    CHECK_FALSE(work_per_step(a, nlohmann::json(), 400, 500));  // an imported run: unknown
+    b.erase("seq");
+    CHECK_FALSE(tokens_per_step(b));
+}
