@@ -54,8 +54,9 @@ std::string noise_line(const RunDiff& d) {
     const std::string within = d.within_noise ? "; the difference is within it" : "";
     if (!d.noise_between_ms)
         return fmt::format(
-            "noise: ±{:.2f} ms, the runs' own step spread (the larger range of their steady steps, within each run; "
-            "how far two runs of the same settings differ is not in it: give one with --repeat){}\n",
+            "noise: {:.2f} ms, the runs' own step spread (derived: the larger range of their steady steps, within "
+            "each run, less the slowest and fastest step from 5 steps; how far two runs of the same settings differ "
+            "is not in it: give one with --repeat){}\n",
             d.noise_ms, within);
     std::string runs;
     for (const char of : {'A', 'B'}) {
@@ -66,7 +67,7 @@ std::string noise_line(const RunDiff& d) {
         if (n > 0)
             runs += fmt::format("{}{} and its {} repeat(s): {} ms per step", runs.empty() ? "" : "; ", of, n, steps);
     }
-    return fmt::format("noise: ±{:.2f} ms, {} ({}; the larger range {:.2f} ms; within each run ±{:.2f} ms){}\n",
+    return fmt::format("noise: {:.2f} ms, {} (derived: {}; the larger range {:.2f} ms; within each run {:.2f} ms){}\n",
                        d.noise_ms, noise_words(d), runs, *d.noise_between_ms, d.noise_within_ms, within);
 }
 

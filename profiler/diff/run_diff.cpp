@@ -286,12 +286,12 @@ std::string diff_verdict(const RunDiff& d) {
     if (d.within_noise && std::abs(d.delta_ms) > d.noise_ms)
         return fmt::format(
             "B does not differ from A beyond noise: its step is {:+.2f} ms ({:+.1f}%), under {:.1f}% of A's step "
-            "({}: ±{:.2f} ms, measured){}",
+            "({}: {:.2f} ms, derived from the measured steps){}",
             d.delta_ms, pct, 100 * kNoiseFloor, noise_words(d), d.noise_ms, work);
     if (d.within_noise)
         return fmt::format(
-            "B does not differ from A beyond noise: its step is {:+.2f} ms ({:+.1f}%), within {} of ±{:.2f} ms "
-            "(measured){}",
+            "B does not differ from A beyond noise: its step is {:+.2f} ms ({:+.1f}%), within {} of {:.2f} ms "
+            "(derived from the measured steps){}",
             d.delta_ms, pct, noise_words(d), d.noise_ms, work);
     std::string s =
         fmt::format("B is {:.2f} ms ({:.1f}%) {} per step ({:.2f} -> {:.2f} ms, measured){}", std::abs(d.delta_ms),

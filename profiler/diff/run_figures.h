@@ -46,9 +46,9 @@ struct RunFigures {
     std::vector<RankFigures> ranks;    // the ranks with steady steps, by rank
     StepFigures mean;                  // over `ranks`
     std::vector<double> step_walls_s;  // the ranks' mean wall per steady step index (the run's own spread)
-    double noise_s = 0;                // the range of step_walls_s (largest less smallest)
-    int steady_steps = 0;              // the most steady steps of a rank
-    bool device = false;               // GPU compute (idle is the host's: launches, the data loader)
+    double noise_s = 0;    // the range of step_walls_s (largest less smallest; of the middle ones, from 5 steps)
+    int steady_steps = 0;  // the most steady steps of a rank
+    bool device = false;   // GPU compute (idle is the host's: launches, the data loader)
     // Per steady step, the wait for a core (core_wait.h): the ranks' mean, and the most one rank waited (in a job
     // whose ranks meet every step, the one that holds the others); -1 unknown (a rank's trace lacks it).
     double core_wait_s = -1, core_wait_most_s = -1;

@@ -72,7 +72,7 @@ void draw_waterfall(DiffPick& pick) {
     }
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.65f, 0.65f, 0.65f, 1));
     ImGui::TextWrapped(
-        "steps measured; causes measured or derived (straggler); noise ±%.2f ms, %s%s; click a bar for its ops and "
+        "steps measured; causes measured or derived (straggler); noise %.2f ms, %s%s; click a bar for its ops and "
         "ranks",
         d.noise_ms, prof::noise_words(d).c_str(),
         d.repeats.empty() ? " (keep another run of A's or B's settings to see the noise between runs)" : "");
