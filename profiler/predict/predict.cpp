@@ -3,9 +3,13 @@
 // (predict_comm.cpp) and the pipeline bubble. Also the config JSON's reading into PredictInput.
 #include "profiler/predict/predict.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
+#include "common/core/check.h"
+#include "common/settings/settings_rules.h"
 #include "common/settings/settings_schema.h"
 #include "profiler/predict/predict_shape.h"
 
@@ -120,7 +124,19 @@ PredictInput PredictInput::from_settings(const TrainConfig& c) {
 }
 
 PredictInput PredictInput::from_config(const nlohmann::json& c) {
-    return from_settings(settings_from_json(c, "the run's settings"));
+    TrainConfig cfg = settings_from_json(c, "the run's settings");
+    // A trace's settings come from a file: held to the rules the engine ran under (a layout of 0 ranks, heads that
+    // do not split over tp), before any figure divides by them.
+    try {
+        cfg.model.validate();
+        check_setting_rules(cfg);
+    } catch (const UserError& e) {
+        throw UserError(
+            fmt::format("the run's settings break the engine's rules, so the file is damaged or not a "
+                        "run of this engine: {}",
+                        e.what()));
+    }
+    return from_settings(cfg);
 }
 
 int64_t Prediction::memory_total() const {
