@@ -1,6 +1,7 @@
 #include "common/settings/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -74,6 +75,10 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
         TrainConfig& c = out.config;
         nlohmann::json file_json;
         if (!config_file->empty()) {
+            std::error_code ec;
+            US_CHECK_INPUT(std::filesystem::is_regular_file(*config_file, ec),
+                           "cannot read --config file '{}': {} (give a JSON file of settings)", *config_file,
+                           std::filesystem::exists(*config_file, ec) ? "not a file" : "no such file");
             std::ifstream in(*config_file);
             US_CHECK_INPUT(in.good(), "cannot read --config file '{}'", *config_file);
             try {

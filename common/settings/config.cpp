@@ -23,7 +23,9 @@ void TrainConfig::validate() const {
     US_CHECK_INPUT(warmup >= 0, "--warmup must not be negative (got {})", warmup);
     US_CHECK_INPUT(grad_clip >= 0, "--grad-clip must not be negative (got {}); 0 disables clipping", grad_clip);
     US_CHECK_INPUT(adamw.weight_decay >= 0, "--weight-decay must not be negative (got {})", adamw.weight_decay);
-    US_CHECK_INPUT(threads >= 0, "--threads must not be negative (got {})", threads);
+    US_CHECK_INPUT(threads >= 0 && threads <= kMaxThreads,
+                   "--threads must be from 0 (automatic) to {} (got {}): compute threads of one rank", kMaxThreads,
+                   threads);
     US_CHECK_INPUT(slow_factor >= 1.0 && slow_factor <= 100.0,
                    "--slow-factor must be between 1 and 100 (got {}): how many times as long the slow rank computes",
                    slow_factor);

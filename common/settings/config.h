@@ -78,6 +78,7 @@ struct TrainConfig {
     std::string hang_kind = "skip";
 
     int64_t tokens_per_step() const { return int64_t(batch) * grad_accum * model.seq * parallel.dp; }
+    static constexpr int kMaxThreads = 1024;  // a rank's compute threads: more than any machine's cores
     // Throws UserError naming the first invalid value.
     void validate() const;
     // The injected hang's flags (part of validate()).

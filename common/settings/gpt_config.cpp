@@ -29,6 +29,17 @@ void GPTConfig::validate() const {
     US_CHECK_INPUT(layers > 0, "--layers must be positive (got {})", layers);
     US_CHECK_INPUT(heads > 0, "--heads must be positive (got {})", heads);
     US_CHECK_INPUT(seq > 0, "--seq must be positive (got {})", seq);
+    // Bounds far beyond any model trained (Llama 3 405B: hidden 16384, vocab 128256, 126 layers), so that every
+    // byte and FLOP count of the model fits in 64 bits: a hidden of 2^30 counted a negative parameter total.
+    const auto at_most = [](const char* flag, int64_t v, int64_t most) {
+        US_CHECK_INPUT(v <= most, "{} {} is beyond any model this tool sizes: at most {}", flag, v, most);
+    };
+    at_most("--vocab", vocab, int64_t(1) << 22);
+    at_most("--hidden", hidden, int64_t(1) << 17);
+    at_most("--layers", layers, 4096);
+    at_most("--heads", heads, 4096);
+    at_most("--seq", seq, int64_t(1) << 21);
+    at_most("--moe-experts", moe_experts, 4096);
     US_CHECK_INPUT(hidden % heads == 0, "--hidden {} is not divisible by --heads {}: pick heads that divide it", hidden,
                    heads);
     US_CHECK_INPUT(head_dim() % 2 == 0, "head dim {} (--hidden / --heads) must be even for rotary embeddings",

@@ -17,6 +17,7 @@
 #include "engine/comm/flight_recorder.h"
 #include "engine/comm/mpi_comm.h"
 #include "common/core/check.h"
+#include "common/core/readable_file.h"
 #include "common/core/writable_file.h"
 #include "engine/parallel/injected_hang.h"
 #include "engine/train/metrics.h"
@@ -130,6 +131,15 @@ void check_checkpoint_path(const TrainConfig& cfg, ProcessGrid& grid) {
     if (grid.world().all_reduce_max(why.empty() ? 0.0 : 1.0) == 0) return;
     if (!why.empty()) fail_user("cannot write --save '{}': {}; check the path (nothing was trained)", cfg.save, why);
     fail_user("rank 0 cannot write --save '{}' (its message says why)", cfg.save);
+}
+
+// The files the run reads (--load, --data) are opened by the trainer after the trace is; one that cannot be read is
+// refused first (readable_file.h).
+void check_input_files(const TrainConfig& cfg) {
+    for (const auto& [flag, path] : {std::pair{"--load", &cfg.load}, std::pair{"--data", &cfg.data}})
+        if (const std::string why = path->empty() ? "" : why_not_readable_file(*path); !why.empty())
+            fail_user("cannot read {} '{}': {}; check the path (nothing was trained, no trace written)", flag, *path,
+                      why);
 }
 
 // Testing only: ULTRASCOPE_FAKE_CLOCK_OFFSET_NS=RANK:NS shifts that rank's clock by NS, as another host's would be.
@@ -270,6 +280,7 @@ int run_training(TrainConfig& cfg, Backend& device, ProcessGrid& grid) {
         device.set_progress_hook(&MpiRuntime::progress);
     apply_fake_clock_offset(grid.world_rank());
     check_checkpoint_path(cfg, grid);
+    check_input_files(cfg);
     RankInfo rank = rank_info(grid);
     // GPU tensors travel over NCCL (or MPI with host staging where NCCL cannot run): the trace says which.
     if (device.is_async() && cfg.runtime.nccl_shared_gpu) give_ranks_their_own_nccl_hosts(grid.world());

@@ -39,7 +39,8 @@ std::string tiny() { return "--preset tiny --steps 1 --data " + good_data(); }
 }  // namespace
 
 TEST_CASE("bad data files are refused", "[cpu][cli][errors]") {
-    expect_refused("--preset tiny --data /nonexistent/file.txt", "cannot read data file");
+    expect_refused("--preset tiny --data /nonexistent/file.txt", "cannot read --data '/nonexistent/file.txt'");
+    expect_refused("--preset tiny --data " + fs::temp_directory_path().string(), "it is a folder");
     const std::string empty = temp_path("empty.txt");
     write_file(empty, "");
     expect_refused("--preset tiny --data " + empty, "is empty");
@@ -54,6 +55,9 @@ TEST_CASE("bad model shapes and sizes are refused", "[cpu][cli][errors]") {
     expect_refused(tiny() + " --batch -1", "--batch must be positive");
     expect_refused(tiny() + " --seq 0", "--seq must be positive");
     expect_refused(tiny() + " --vocab 100", "too small for the byte-level tokenizer");
+    // sizes beyond any model: every count of the model fits 64 bits (a hidden of 2^30 counted negative parameters)
+    expect_refused(tiny() + " --hidden 1073741824 --heads 1", "--hidden 1073741824 is beyond any model");
+    expect_refused(tiny() + " --threads 100000", "--threads must be from 0");
     expect_refused(tiny() + " --layers abc", "--layers");
     expect_refused(tiny() + " --precision fp16", "unknown --precision");
     expect_refused(tiny() + " --recompute most", "unknown --recompute");
@@ -95,7 +99,14 @@ TEST_CASE("corrupt, truncated and mismatched checkpoints are refused", "[cpu][cl
     write_file(corrupt, bad_header);
     expect_refused(tiny() + " --load " + corrupt, "corrupt");
     expect_refused(tiny() + " --hidden 128 --load " + good, "holds a model with hidden 64");
-    expect_refused(tiny() + " --load /nonexistent.safetensors", "cannot open checkpoint");
+    expect_refused(tiny() + " --load /nonexistent.safetensors",
+                   "cannot read --load '/nonexistent.safetensors': no such file");
+    // refused before the trace is opened: an earlier run's trace at --trace is kept whole
+    const std::string kept = temp_path("kept.ustrace");
+    write_file(kept, "an earlier run's trace");
+    expect_refused(tiny() + " --trace " + kept + " --load /nonexistent.safetensors", "cannot read --load");
+    expect_refused(tiny() + " --trace " + kept + " --data /nonexistent.txt", "cannot read --data");
+    CHECK(read_file(kept) == "an earlier run's trace");
 }
 
 TEST_CASE("a --save that cannot be written is refused before the first step, and the check leaves nothing",
