@@ -35,6 +35,9 @@ int export_command(int argc, char** argv) {
                    "say what to write: --chrome OUT.json[.gz], --kineto DIR and/or --memory-snapshot OUT.pickle");
     prof::TraceStore store;
     for (const auto& w : prof::load_run(paths, store)) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    // As the report refuses it: an empty export would replace a file with nothing, and say it wrote.
+    US_CHECK_INPUT(store.rank_count() > 0,
+                   "no rank's data in the trace (a run that ended before any rank sent anything): nothing to export");
     if (!chrome.empty()) {
         prof::export_chrome_trace(store, chrome);
         std::fprintf(stderr, "wrote %s: %zu spans from %d rank(s)\n", chrome.c_str(), store.span_count(),

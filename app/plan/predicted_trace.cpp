@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "app/plan/action_pieces.h"
+#include "common/core/output_file.h"
 #include "profiler/predict/model_shapes.h"
 #include "app/plan/predicted_metadata.h"
 #include "app/plan/rank_writer.h"
@@ -238,9 +239,9 @@ void write_predicted_trace(const std::string& path, const predict::ModelDesc& m,
                            const predict::PlanResult& plan, int64_t gpus, const PredictedTraceOptions& o) {
     const std::vector<prof::Chunk> chunks = predicted_trace(m, c, plan, gpus, o);
     // Written beside, then renamed: a failure leaves no half-written trace under the name asked for.
-    const std::string partial = path + ".partial";
+    OutputFile file(path);
     {
-        prof::TraceFileWriter writer(partial);
+        prof::TraceFileWriter writer(file.write_to());
         for (const prof::Chunk& ch : chunks) {
             prof::EventBatch batch;
             if (ch.kind == prof::ChunkKind::events) batch.strings = ch.strings, batch.events = ch.events;
@@ -248,13 +249,10 @@ void write_predicted_trace(const std::string& path, const predict::ModelDesc& m,
                                              ch.kind == prof::ChunkKind::events ? &batch : nullptr, ch.text));
         }
         writer.close();
-        if (!writer.error().empty()) {
-            std::remove(partial.c_str());
+        if (!writer.error().empty())
             throw UserError(fmt::format("could not write the predicted trace {}: {}", path, writer.error()));
-        }
     }
-    US_CHECK_INPUT(std::rename(partial.c_str(), path.c_str()) == 0,
-                   "could not write the predicted trace {}: rename failed", path);
+    file.commit();
 }
 
 }  // namespace us::plan

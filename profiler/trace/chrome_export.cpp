@@ -8,6 +8,7 @@
 
 #include "common/core/check.h"
 #include "common/core/memory_category.h"
+#include "common/core/output_file.h"
 #include "profiler/trace/text_output.h"
 #include "profiler/transport/rank_metadata.h"
 
@@ -53,9 +54,9 @@ std::string rank_label(const RankTrace& r) {
 
 void export_chrome_trace(const TraceStore& store, const std::string& out_path) {
     const bool gz = out_path.size() > 3 && out_path.substr(out_path.size() - 3) == ".gz";
-    const std::string tmp = out_path + ".tmp";
+    OutputFile file(out_path);  // written beside, renamed over it whole (output_file.h)
     {
-        TextOutput out(tmp, gz);
+        TextOutput out(file.write_to(), gz);
         const int64_t origin = store.origin();
         auto us_of = [&](int64_t ns) { return fmt::format("{:.3f}", double(ns - origin) / 1e3); };
         nlohmann::json dist = {{"backend", store.run_rank_metadata().comm_backend.value_or("mpi")},
@@ -119,9 +120,9 @@ void export_chrome_trace(const TraceStore& store, const std::string& out_path) {
                                      escape(store.name(name)), us_of(p.t), p.value));
         }
         out.write("\n]}\n");
-        US_CHECK_INPUT(out.close(), "error while writing '{}'", out_path);
+        US_CHECK_INPUT(out.close(), "error while writing '{}' (disk full?)", out_path);
     }
-    std::filesystem::rename(tmp, out_path);
+    file.commit();
 }
 
 }  // namespace us::prof

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "common/core/check.h"
+#include "common/core/output_file.h"
 #include "profiler/trace/launch_times.h"
 #include "profiler/trace/text_output.h"
 #include "profiler/transport/rank_metadata.h"
@@ -217,9 +218,9 @@ std::vector<std::string> export_kineto_traces(const TraceStore& store, const std
         const RankTrace& rt = *store.rank(r);
         const std::string path =
             (std::filesystem::path(dir) / fmt::format("rank-{}.pt.trace.json{}", r, gz ? ".gz" : "")).string();
-        const std::string tmp = path + ".tmp";
+        OutputFile file(path);  // written beside, renamed over it whole (output_file.h)
         {
-            TextOutput out(tmp, gz);
+            TextOutput out(file.write_to(), gz);
             // Kineto's own spacing ("rank": R): HTA finds a file's rank with the pattern "rank":\s+(\d+).
             const std::string imported_backend = imported_run_info(rt).backend;
             const std::string backend = rt.imported() ? (imported_backend.empty() ? "nccl" : imported_backend)
@@ -238,12 +239,9 @@ std::vector<std::string> export_kineto_traces(const TraceStore& store, const std
                 first = false;
             });
             out.write("\n]}\n");
-            if (!out.close()) {
-                std::filesystem::remove(tmp, ec);
-                fail_user("error while writing '{}' (disk full?)", path);
-            }
+            if (!out.close()) fail_user("error while writing '{}' (disk full?)", path);
         }
-        std::filesystem::rename(tmp, path);
+        file.commit();
         written.push_back(path);
     }
     return written;
