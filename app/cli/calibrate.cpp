@@ -18,6 +18,9 @@
 #include "app/launch/process_guard.h"
 #include "app/launch/rootless_nodes.h"
 #include "common/core/check.h"
+#include "common/core/output_file.h"
+#include "common/core/writable_file.h"
+#include "common/settings/config.h"
 
 namespace us::app {
 
@@ -28,8 +31,12 @@ void check_settings(const CalibrationSettings& s, const std::string& out) {
     US_CHECK_INPUT(s.steps >= 3, "--steps must be at least 3 (step 1 is set-up, not used)");
     US_CHECK_INPUT(s.repeats >= 3, "--repeats must be at least 3");
     US_CHECK_INPUT(s.tries >= 1 && s.tries <= 20, "--tries must be between 1 and 20");
-    std::ofstream probe(out, std::ios::app);
-    US_CHECK_INPUT(probe.good(), "--out '{}': cannot write there", out);
+    // Checked before minutes of measuring, and without leaving a file: an empty machine.json made every later
+    // report in that folder fail.
+    if (const std::string why = why_not_writable_file(out); !why.empty())
+        fail_user("--out '{}': cannot write there: {}", out, why);
+    TrainConfig preset;
+    apply_preset(preset, s.preset);  // UserError naming the presets for an unknown one
 }
 
 void print_summary(const MachineCalibration& m, const std::string& out, bool nodes) {
@@ -81,9 +88,13 @@ int calibrate_command(int argc, char** argv) {
     install_stop_signals();
 
     const MachineCalibration m = calibrate_machine(s);
-    std::ofstream file(out);
-    file << m.to_json().dump(2) << "\n";
-    US_CHECK_INPUT(file.good(), "--out '{}': writing failed", out);
+    OutputFile written(out);  // whole or not at all: a machine file read later must never be half of one
+    {
+        std::ofstream file(written.write_to());
+        file << m.to_json().dump(2) << "\n";
+        US_CHECK_INPUT(file.good() && file.flush(), "--out '{}': writing failed", out);
+    }
+    written.commit();
     print_summary(m, out, s.nodes.count > 0);
     return 0;
 }
