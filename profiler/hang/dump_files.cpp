@@ -20,17 +20,34 @@ namespace {
 
 bool is_glob(const std::string& p) { return p.find_first_of("*?[") != std::string::npos; }
 
+// A file name with its runs of digits as '#': "comm_lib_trace_rank_12" -> "comm_lib_trace_rank_#".
+std::string name_pattern(const std::string& path) {
+    std::string out;
+    for (const char c : fs::path(path).filename().string())
+        if (!std::isdigit(uint8_t(c)))
+            out += c;
+        else if (out.empty() || out.back() != '#')
+            out += '#';
+    return out;
+}
+
 void add_folder(const std::string& dir, std::vector<std::string>& out) {
-    std::vector<std::string> found;
+    std::vector<std::string> found, others;
     for (const auto& entry : fs::directory_iterator(dir)) {
         if (!entry.is_regular_file()) continue;
         const std::string path = entry.path().string();
-        if (looks_like_flight_dump(path)) found.push_back(path);
+        (looks_like_flight_dump(path) ? found : others).push_back(path);
     }
     US_CHECK_INPUT(!found.empty(),
                    "{}: no Flight Recorder dump in this folder (a dump is the pickle or JSON torch "
                    "writes per rank: docs/hangs.md says how to get them)",
                    dir);
+    // A file named as the dumps are but not one (empty, cut short: a rank that died writing it) is read too, so
+    // that the report names it and why, rather than say its rank left no dump.
+    std::vector<std::string> patterns;
+    for (const std::string& f : found) patterns.push_back(name_pattern(f));
+    for (const std::string& f : others)
+        if (std::find(patterns.begin(), patterns.end(), name_pattern(f)) != patterns.end()) found.push_back(f);
     std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
 }

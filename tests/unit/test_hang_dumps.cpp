@@ -127,6 +127,9 @@ TEST_CASE("hang dumps: a truncated dump, a rank dumped twice and a file that is 
                       dir / ("comm_lib_trace_rank_" + std::to_string(r)));
     fs::copy_file(kDumps + "rank_stops/comm_lib_trace_rank_1", dir / "copy_of_rank_1");
     fs::resize_file(dir / "comm_lib_trace_rank_3", fs::file_size(dir / "comm_lib_trace_rank_3") / 2);
+    // named as the dumps are but empty (a rank that died opening it): named too; a notes file is not read
+    std::ofstream(dir / "comm_lib_trace_rank_4").flush();
+    std::ofstream(dir / "notes.txt") << "the job hung at 03:00\n";
     const std::string snapshot = std::string(US_TEST_DATA_DIR) + "/snapshot/rank0_memory_snapshot.pickle";
     std::vector<std::string> files = hang::find_dump_files({dir.string()});
     files.push_back(snapshot);
@@ -137,6 +140,8 @@ TEST_CASE("hang dumps: a truncated dump, a rank dumped twice and a file that is 
     for (const std::string& p : set.problems) problems += p + "\n";
     INFO(problems);
     CHECK(problems.find("comm_lib_trace_rank_3") != std::string::npos);
+    CHECK(problems.find("comm_lib_trace_rank_4: the file is empty") != std::string::npos);
+    CHECK(problems.find("notes.txt") == std::string::npos);
     CHECK(problems.find("rank 1 is dumped twice") != std::string::npos);
     CHECK(problems.find(fs::path(snapshot).filename().string()) != std::string::npos);
     // Rank 3's dump is lost: it is a suspect, and rank 2 still the rank that never arrived.
