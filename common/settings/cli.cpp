@@ -97,7 +97,15 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
         if (!file_json.is_null()) apply_config_json(c, file_json, "--config file '" + *config_file + "'");
         for (auto& [opt, apply] : binder->appliers)
             if (opt->count() > 0) apply(c);
+        // --global-batch sets grad_accum; one given beside it that the division does not give is a conflict, not a
+        // setting to overwrite in silence.
+        const int accum_asked = c.grad_accum;
+        const CLI::Option* accum_flag = binder->app.get_option_no_throw("--grad-accum");
         c.resolve_global_batch();
+        US_CHECK_INPUT(c.global_batch == 0 || !accum_flag || accum_flag->count() == 0 || c.grad_accum == accum_asked,
+                       "--global-batch {} over dp {} x batch {} makes {} micro-batches a step, not the --grad-accum {} "
+                       "given: give one of the two",
+                       c.global_batch, c.parallel.dp, c.batch, c.grad_accum, accum_asked);
         out.print_config = *print_config;
         return out;
     };

@@ -19,7 +19,10 @@ void TrainConfig::validate() const {
     US_CHECK_INPUT(save_every >= 0, "--save-every must not be negative (got {})", save_every);
     US_CHECK_INPUT(save_every == 0 || !save.empty(), "--save-every {} needs --save FILE: the checkpoint to write",
                    save_every);
-    US_CHECK_INPUT(adamw.lr > 0, "--lr must be positive (got {})", adamw.lr);
+    US_CHECK_INPUT(adamw.lr > 0 && std::isfinite(adamw.lr), "--lr must be a positive number (got {})", adamw.lr);
+    US_CHECK_INPUT(min_lr_ratio >= 0 && min_lr_ratio <= 1,
+                   "--min-lr-ratio must be from 0 to 1 (got {}): the cosine decay's floor as a fraction of --lr",
+                   min_lr_ratio);
     US_CHECK_INPUT(warmup >= 0, "--warmup must not be negative (got {})", warmup);
     US_CHECK_INPUT(grad_clip >= 0, "--grad-clip must not be negative (got {}); 0 disables clipping", grad_clip);
     US_CHECK_INPUT(adamw.weight_decay >= 0, "--weight-decay must not be negative (got {})", adamw.weight_decay);
@@ -29,7 +32,10 @@ void TrainConfig::validate() const {
     US_CHECK_INPUT(slow_factor >= 1.0 && slow_factor <= 100.0,
                    "--slow-factor must be between 1 and 100 (got {}): how many times as long the slow rank computes",
                    slow_factor);
-    US_CHECK_INPUT(slow_rank >= -1, "--slow-rank must be a rank (got {}; -1: none)", slow_rank);
+    US_CHECK_INPUT(fault_step <= 0 || (fault_rank >= 0 && fault_rank < parallel.world()),
+                   "--fault-kill-rank must be a rank, 0 to {} (got {})", parallel.world() - 1, fault_rank);
+    US_CHECK_INPUT(slow_rank >= -1 && slow_rank < parallel.world(),
+                   "--slow-rank must be a rank, 0 to {} (got {}; -1: none)", parallel.world() - 1, slow_rank);
     US_CHECK_INPUT(slow_kind == "work" || slow_kind == "load",
                    "unknown --slow-kind '{}': expected work (the slow rank repeats its compute) or load (busy threads "
                    "share its CPU)",

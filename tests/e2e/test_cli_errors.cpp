@@ -58,6 +58,12 @@ TEST_CASE("bad model shapes and sizes are refused", "[cpu][cli][errors]") {
     // sizes beyond any model: every count of the model fits 64 bits (a hidden of 2^30 counted negative parameters)
     expect_refused(tiny() + " --hidden 1073741824 --heads 1", "--hidden 1073741824 is beyond any model");
     expect_refused(tiny() + " --threads 100000", "--threads must be from 0");
+    // settings that were taken in silence: a conflict, an infinite rate, ranks the layout does not have
+    expect_refused(tiny() + " --global-batch 8 --batch 2 --dp 2 --grad-accum 3", "not the --grad-accum 3 given");
+    expect_refused(tiny() + " --lr inf", "--lr must be a positive number");
+    expect_refused(tiny() + " --min-lr-ratio 2", "--min-lr-ratio must be from 0 to 1");
+    expect_refused(tiny() + " --slow-rank 5", "--slow-rank must be a rank, 0 to 0");
+    expect_refused(tiny() + " --fault-kill-step 2 --fault-kill-rank 7", "--fault-kill-rank must be a rank");
     expect_refused(tiny() + " --layers abc", "--layers");
     expect_refused(tiny() + " --precision fp16", "unknown --precision");
     expect_refused(tiny() + " --recompute most", "unknown --recompute");
