@@ -12,7 +12,7 @@
 using namespace us;
 namespace fs = std::filesystem;
 
-TEST_CASE("output file: written beside and renamed whole; a failure leaves what was there", "[cpu][core]") {
+TEST_CASE("output file: written beside and renamed whole, a failure leaves what was there", "[cpu][core]") {
     const std::string path = test::temp_path("out-file.json");
     test::write_file(path, "old");
     {
