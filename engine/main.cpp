@@ -74,9 +74,7 @@ int run(int argc, char** argv) {
     } else {
         world = make_local_communicator(GroupKind::world);
     }
-    cfg.parallel.check_world(world->size());
-    US_CHECK_INPUT(cfg.slow_rank < world->size(), "--slow-rank {}: the run has {} rank(s), 0 to {}", cfg.slow_rank,
-                   world->size(), world->size() - 1);
+    cfg.parallel.check_world(world->size());  // so --slow-rank, checked against the layout, is a rank of the run
     // The backend before the grid: the grid's device communicators (NCCL) use the backend's streams, so they must
     // be destroyed first.
     BackendOptions bo;

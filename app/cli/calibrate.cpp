@@ -33,7 +33,8 @@ void check_settings(const CalibrationSettings& s, const std::string& out) {
     US_CHECK_INPUT(s.tries >= 1 && s.tries <= 20, "--tries must be between 1 and 20");
     // Checked before minutes of measuring, and without leaving a file: an empty machine.json made every later
     // report in that folder fail.
-    if (const std::string why = why_not_writable_file(out); !why.empty())
+    const OutputFile probe(out);  // a folder refused; the file it would replace (links followed), unless a device
+    if (const std::string why = probe.in_place() ? "" : why_not_writable_file(probe.target()); !why.empty())
         fail_user("--out '{}': cannot write there: {}", out, why);
     TrainConfig preset;
     apply_preset(preset, s.preset);  // UserError naming the presets for an unknown one

@@ -333,10 +333,10 @@ int plan_command(int argc, char** argv) {
     PlanQuestion q;
     q.cluster = cluster_of(f);
     q.model = model_of(cli, f.model_spec, cfg);
-    q.bf16 = cli.count("--precision") ? cfg.precision == Precision::bf16 : q.cluster.default_precision == "bf16";
-    // Attention as given, else flash attention on a datasheet GPU cluster (what training at scale runs) and the
-    // engine's default on a calibrated machine (where the measured runs are).
-    q.flash = cli.count("--attention") ? attention_blockwise(cfg.attention) : !q.cluster.calibrated;
+    // Precision and attention as given, else the cluster's defaults (plan::default_search_options, as the GUI asks).
+    const plan::SearchOptions defaults = plan::default_search_options(q.cluster);
+    q.bf16 = cli.count("--precision") ? cfg.precision == Precision::bf16 : defaults.bf16;
+    q.flash = cli.count("--attention") ? attention_blockwise(cfg.attention) : defaults.flash;
     if (layout_given(cli)) return evaluate_given_layout(q, f, cfg);
     return search_layouts(q, f, search_options(q, f, cli, cfg));
 }

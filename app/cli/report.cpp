@@ -24,7 +24,7 @@ namespace us::app {
 int report_command(int argc, char** argv) {
     // A hung job's Flight Recorder dumps (docs/hangs.md) and PyTorch CUDA memory snapshots (docs/pytorch-memory.md)
     // have their own reports; the GUI tells them the same way (input_kind.h).
-    switch (input_kind(leading_paths(argc, argv))) {
+    switch (input_kind(command_paths(argc, argv))) {
         case InputKind::flight_dumps:
             return hang_report_command(argc, argv);
         case InputKind::memory_snapshots:

@@ -201,8 +201,8 @@ int run_command(int argc, char** argv) {
     if (const EmulatedNodes* nodes = run.nodes())
         std::fprintf(stderr, "ultrascope run: %s\n", nodes->describe().c_str());
     const int ranks = options->launch.ranks;
-    std::fprintf(stderr, "ultrascope run: %d rank(s), %d thread(s) each; trace -> %s\n", ranks,
-                 std::max(1, int(std::thread::hardware_concurrency()) / ranks), run.trace_path().c_str());
+    std::fprintf(stderr, "ultrascope run: %d rank(s), %d thread(s) each; trace -> %s\n", ranks, run.threads_per_rank(),
+                 run.trace_path().c_str());
     watch(run, facts.total_steps);
     if (run.hung())  // never a silent hang: the dumps are in the trace, the report below analyses them
         std::fprintf(stderr,

@@ -199,6 +199,10 @@ void Launcher::start(const LaunchSpec& spec) {
     US_CHECK_INPUT(::access(binary.c_str(), X_OK) == 0, "cannot launch: {} is missing (build it: cmake --build build)",
                    binary);
     m_threads = threads_for(spec, hosts);
+    // --threads among the training flags is what the ranks run with (and the wait policy must know it)
+    if (const auto given = std::find(spec.train_args.begin(), spec.train_args.end(), "--threads");
+        given != spec.train_args.end() && given + 1 != spec.train_args.end())
+        m_threads = std::max(1, std::atoi(given[1].c_str()));
     const Env wait_env = wait_policy(m_threads, spec.ranks);
     m_argv = launcher_argv(spec, mpirun, wait_env);
     m_argv.push_back(binary);

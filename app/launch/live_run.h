@@ -70,6 +70,7 @@ public:
     const LiveRunOptions& options() const { return m_options; }
     const EmulatedNodes* nodes() const { return m_nodes.get(); }  // null unless launch.hosts.nodes
     const std::vector<std::string>& command_line() const { return m_launcher.command_line(); }
+    int threads_per_rank() const { return m_launcher.threads_per_rank(); }  // the compute threads each rank was given
     int port() const { return m_listener->port(); }
     const std::string& token() const { return m_listener->token(); }
     bool attach_only() const { return m_options.attach_only; }

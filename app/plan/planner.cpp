@@ -45,6 +45,13 @@ std::string why_slower(const predict::PlanResult& r, const predict::PlanResult& 
 
 }  // namespace
 
+SearchOptions default_search_options(const predict::ClusterDesc& cluster) {
+    SearchOptions o;
+    o.bf16 = cluster.default_precision == "bf16";
+    o.flash = !cluster.calibrated;
+    return o;
+}
+
 SearchResult search(const predict::ModelDesc& m, const predict::ClusterDesc& c, const SearchOptions& o) {
     SearchResult out;
     std::map<std::string, int64_t> pruned;

@@ -39,4 +39,9 @@ struct SearchResult {
 
 SearchResult search(const predict::ModelDesc& model, const predict::ClusterDesc& cluster, const SearchOptions& options);
 
+// What a question takes where it does not say its precision and attention, for `ultrascope plan` and the Planner
+// view alike: the cluster's default precision; flash attention on a datasheet GPU cluster (what training at scale
+// runs), the engine's default attention on a calibrated machine (where its measured runs are).
+SearchOptions default_search_options(const predict::ClusterDesc& cluster);
+
 }  // namespace us::plan

@@ -11,11 +11,13 @@ namespace us::app {
 
 enum class InputKind { flight_dumps, memory_snapshots, traces };
 
-// flight_dumps where every path names dumps (files, folders, globs: hang::names_flight_dumps), memory_snapshots
-// where every path is a snapshot (.pickle/.pkl, or its JSON form), else traces (whose reader says what is wrong).
+// flight_dumps where any path names dumps (files, folders, globs: hang::names_flight_dumps; the hang report names
+// the rest as left out), memory_snapshots where every path that exists is a snapshot (.pickle/.pkl, or its JSON
+// form), else traces (whose reader says what is wrong).
 InputKind input_kind(const std::vector<std::string>& paths);
 
-// The paths a command line names: its arguments before the first flag (`report A B --json` -> A, B).
-std::vector<std::string> leading_paths(int argc, char** argv);
+// The arguments of a command line that are not flags (`report --json A B` -> A, B; a flag's value too, which
+// input_kind passes over where it names no file).
+std::vector<std::string> command_paths(int argc, char** argv);
 
 }  // namespace us::app

@@ -12,39 +12,48 @@ namespace us {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// /dev/stdout, /dev/null, /proc/self/fd/N: streams of the system, never a file to replace (/dev/stdout names
+// /proc/self/fd/1, which may be a file, a pipe or a terminal, and a rename there crosses file systems).
+bool system_stream(const std::string& path) { return path.starts_with("/dev/") || path.starts_with("/proc/"); }
+
+}  // namespace
+
 OutputFile::OutputFile(const std::string& path) : m_path(path), m_target(path), m_write_to(path) {
     std::error_code ec;
-    if (fs::is_symlink(path, ec)) {  // the file the link names is the one replaced; the link stays
-        const fs::path to = fs::read_symlink(path, ec);
-        if (!ec) m_target = (to.is_absolute() ? to : fs::path(path).parent_path() / to).string();
+    if (system_stream(path)) return;  // written in place
+    if (fs::is_symlink(path, ec)) {   // the file the links name, at the end of the chain, is replaced; links stay
+        const fs::path resolved = fs::weakly_canonical(path, ec);
+        if (!ec) m_target = resolved.string();
     }
     const fs::file_status status = fs::status(m_target, ec);
     US_CHECK_INPUT(!fs::is_directory(status), "cannot write '{}': it is a folder: give a file's name", path);
-    if (fs::exists(status) && !fs::is_regular_file(status)) return;  // a device or a pipe: written in place
+    if (system_stream(m_target) || (fs::exists(status) && !fs::is_regular_file(status))) {
+        m_target = m_write_to = path;  // a device or a pipe (or a link to one): written in place, through the name
+        return;
+    }
     const fs::path parent = fs::path(m_target).parent_path();
     US_CHECK_INPUT(parent.empty() || fs::is_directory(parent, ec), "cannot write '{}': the folder '{}' does not exist",
                    path, parent.string());
-    const fs::path name = fs::path(m_target).filename();
     std::string hidden = ".";  // appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "." + a + b
-    hidden.append(name.string()).append(".partial-").append(std::to_string(::getpid()));
+    hidden.append(fs::path(m_target).filename().string()).append(".partial-").append(std::to_string(::getpid()));
     m_write_to = (parent / hidden).string();
 }
 
 OutputFile::~OutputFile() {
-    if (m_committed || m_write_to == m_target) return;
+    if (m_committed || in_place()) return;
     std::error_code ec;
     fs::remove(m_write_to, ec);
 }
 
 void OutputFile::commit() {
-    if (m_write_to == m_target) {
-        m_committed = true;
-        return;
-    }
+    m_committed = true;
+    if (in_place()) return;
     std::error_code ec;
     fs::rename(m_write_to, m_target, ec);
+    if (ec) fs::remove(m_write_to, ec);
     US_CHECK_INPUT(!ec, "cannot write '{}': {}", m_path, ec.message());
-    m_committed = true;
 }
 
 }  // namespace us

@@ -9,12 +9,15 @@
 
 namespace us {
 
-// "" where `path` is a regular file that opens for reading, else why not in words.
+// "" where `path` is a file that opens for reading, or a pipe (`--data <(zcat corpus.gz)`: not opened here, which
+// would take its bytes from the reader), else why not in words.
 inline std::string why_not_readable_file(const std::string& path) {
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return "no such file";
-    if (std::filesystem::is_directory(path, ec)) return "it is a folder: give a file";
-    if (!std::filesystem::is_regular_file(path, ec)) return "not a file";
+    const std::filesystem::file_status status = std::filesystem::status(path, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory) return ec.message();  // a folder on the way not searchable
+    if (!std::filesystem::exists(status)) return "no such file";
+    if (std::filesystem::is_directory(status)) return "it is a folder: give a file";
+    if (!std::filesystem::is_regular_file(status)) return "";  // a pipe or a device: its reader will say
     if (!std::ifstream(path).good()) return "it cannot be opened for reading";
     return "";
 }

@@ -76,9 +76,9 @@ std::function<TrainCommandLine()> add_train_flags(CLI::App& app) {
         nlohmann::json file_json;
         if (!config_file->empty()) {
             std::error_code ec;
-            US_CHECK_INPUT(std::filesystem::is_regular_file(*config_file, ec),
-                           "cannot read --config file '{}': {} (give a JSON file of settings)", *config_file,
-                           std::filesystem::exists(*config_file, ec) ? "not a file" : "no such file");
+            US_CHECK_INPUT(!std::filesystem::is_directory(*config_file, ec),
+                           "cannot read --config file '{}': it is a folder (give a JSON file of settings)",
+                           *config_file);
             std::ifstream in(*config_file);
             US_CHECK_INPUT(in.good(), "cannot read --config file '{}'", *config_file);
             try {

@@ -111,10 +111,15 @@ struct Builder {
             names_one(a_blame) && names_one(b_blame) ? "" : fmt::format("; {} names none", in_b ? "A" : "B"));
     }
 
-    // Exposed communication per group, less the part that is waiting for a straggler: the waits of a run whose
-    // blame names one (a run without one waits as its collectives go: that is communication).
+    // Exposed communication per group, less the part that is waiting for a straggler: the change of waiting where
+    // both runs' blame names one; where only B's does, the waiting B gained (B's straggler); where only A's does,
+    // the waiting B lost (A's straggler gone); none where neither names one (the runs wait as their collectives go:
+    // that is communication).
     void communication(const Blame& a_blame, const Blame& b_blame) {
-        const double wa = names_one(a_blame) ? 1 : 0, wb = names_one(b_blame) ? 1 : 0;
+        const bool in_a = names_one(a_blame), in_b = names_one(b_blame);
+        auto straggler_part = [&](double dw) {
+            return in_a && in_b ? dw : in_b ? std::max(0.0, dw) : in_a ? std::min(0.0, dw) : 0.0;
+        };
         Cause straggler{CauseKind::straggler, "", 0, "derived"};
         double a_rest = a.mean.exposed_s, b_rest = b.mean.exposed_s, aw_rest = a.mean.waits_s, bw_rest = b.mean.waits_s;
         auto group_cause = [&](std::string name, double de, double dw) {
@@ -129,13 +134,13 @@ struct Builder {
         };
         for (int g = 0; g < kGroupCount; ++g) {
             const double de = b.mean.group_exposed_s[g] - a.mean.group_exposed_s[g];
-            const double dw = wb * b.mean.group_waits_s[g] - wa * a.mean.group_waits_s[g];
+            const double dw = straggler_part(b.mean.group_waits_s[g] - a.mean.group_waits_s[g]);
             a_rest -= a.mean.group_exposed_s[g], b_rest -= b.mean.group_exposed_s[g];
             aw_rest -= a.mean.group_waits_s[g], bw_rest -= b.mean.group_waits_s[g];
             group_cause(std::string(kGroupKinds[g].name), de, dw);
         }
         // An imported run's groups (and communication the engine's groups do not hold) are not told apart.
-        group_cause("other groups", b_rest - a_rest, wb * bw_rest - wa * aw_rest);
+        group_cause("other groups", b_rest - a_rest, straggler_part(bw_rest - aw_rest));
         straggler_evidence(straggler, a_blame, b_blame);
         add(std::move(straggler));
     }

@@ -23,7 +23,7 @@ std::optional<int64_t> tokens_per_step(const nlohmann::json& settings);
 std::optional<WorkPerStep> work_per_step(const nlohmann::json& a_settings, const nlohmann::json& b_settings,
                                          double a_step_ms, double b_step_ms);
 
-// "; but B trains 4.00x the tokens a step (2048 -> 8192): 4975 -> 6595 tokens/s, +32.6% (derived)".
+// "; B trains 4.00x the tokens a step (2048 -> 8192): 4987 -> 6597 tokens/s, +32.3% (derived)".
 std::string work_words(const WorkPerStep& w);
 
 }  // namespace us::prof

@@ -87,11 +87,12 @@ std::vector<std::string> find_dump_files(const std::vector<std::string>& paths) 
 bool names_flight_dumps(const std::string& path) {
     std::error_code ec;
     if (is_glob(path) && !fs::exists(path, ec)) {
-        glob_t g{};
-        const bool matched = ::glob(path.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0;
-        const std::string first = matched ? g.gl_pathv[0] : "";
+        glob_t g{};  // its first few matches, as a folder's first files: one empty dump does not hide the rest
+        bool dumps = false;
+        if (::glob(path.c_str(), 0, nullptr, &g) == 0)
+            for (size_t i = 0; i < g.gl_pathc && i < 8 && !dumps; ++i) dumps = looks_like_flight_dump(g.gl_pathv[i]);
         ::globfree(&g);
-        return matched && looks_like_flight_dump(first);
+        return dumps;
     }
     if (fs::is_directory(path, ec)) {
         int looked = 0;

@@ -15,8 +15,8 @@ namespace us::hang {
 // and glob patterns (*, ?, [..]) expanded. Throws UserError when a path names nothing.
 std::vector<std::string> find_dump_files(const std::vector<std::string>& paths);
 
-// Whether `path` (a file, a folder or a glob) names Flight Recorder dumps: the file, the glob's first match or one
-// of the folder's first files looks like one. Commands and the GUI use it to choose the dumps' report and view.
+// Whether `path` (a file, a folder or a glob) names Flight Recorder dumps: the file, one of the glob's first matches or
+// one of the folder's first files looks like one. Commands and the GUI use it to choose the dumps' report and view.
 bool names_flight_dumps(const std::string& path);
 
 // What a file name says of its rank and host: the number after "rank" (rank_12, rank-12, rank12), else the name's

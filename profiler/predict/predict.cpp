@@ -9,7 +9,6 @@
 #include <cmath>
 
 #include "common/core/check.h"
-#include "common/settings/settings_rules.h"
 #include "common/settings/settings_schema.h"
 #include "profiler/predict/predict_shape.h"
 
@@ -124,18 +123,30 @@ PredictInput PredictInput::from_settings(const TrainConfig& c) {
 }
 
 PredictInput PredictInput::from_config(const nlohmann::json& c) {
-    TrainConfig cfg = settings_from_json(c, "the run's settings");
-    // A trace's settings come from a file: held to the rules the engine ran under (a layout of 0 ranks, heads that
-    // do not split over tp), before any figure divides by them.
-    try {
-        cfg.model.validate();
-        check_setting_rules(cfg);
-    } catch (const UserError& e) {
-        throw UserError(
-            fmt::format("the run's settings break the engine's rules, so the file is damaged or not a "
-                        "run of this engine: {}",
-                        e.what()));
-    }
+    const TrainConfig cfg = settings_from_json(c, "the run's settings");
+    // A trace's settings come from a file: every size and degree a figure divides by is checked first (0 heads or
+    // tp in a damaged trace ended the report with SIGFPE). Not the engine's other rules: the planner's own
+    // predicted traces model shapes the engine would not train (a vocabulary under 256).
+    const GPTConfig& m = cfg.model;
+    const ParallelLayout& p = cfg.parallel;
+    const std::pair<const char*, int64_t> sizes[] = {{"vocab", m.vocab},
+                                                     {"hidden", m.hidden},
+                                                     {"layers", m.layers},
+                                                     {"heads", m.heads},
+                                                     {"seq", m.seq},
+                                                     {"batch", cfg.batch},
+                                                     {"grad_accum", cfg.grad_accum},
+                                                     {"dp", p.dp},
+                                                     {"tp", p.tp},
+                                                     {"pp", p.pp},
+                                                     {"cp", p.cp},
+                                                     {"ep", p.ep}};
+    for (const auto& [key, v] : sizes)
+        US_CHECK_INPUT(v > 0, "the run's settings say {} {}: the file is damaged or not a run of this engine", key, v);
+    US_CHECK_INPUT(m.moe_experts == 0 || (m.moe_every > 0 && m.moe_topk > 0),
+                   "the run's settings say {} experts every {} block(s), top-{}: the file is damaged or not a run of "
+                   "this engine",
+                   m.moe_experts, m.moe_every, m.moe_topk);
     return from_settings(cfg);
 }
 

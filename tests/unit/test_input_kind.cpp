@@ -31,14 +31,20 @@ TEST_CASE("input kind: dumps by their content, then snapshots, else traces", "[c
     CHECK(app::input_kind({trace}) == InputKind::traces);
     CHECK(app::input_kind({data + "/kineto/dp2_tp2/iteration_4"}) == InputKind::traces);
     CHECK(app::input_kind({snapshot, trace}) == InputKind::traces);
-    CHECK(app::input_kind({dumps, trace}) == InputKind::traces);
+    CHECK(app::input_kind({dumps, trace}) == InputKind::flight_dumps);  // the hang report names the trace left out
+    // a shell's glob of a dumps' folder: its notes and an empty dump of a rank that died writing come along
+    CHECK(app::input_kind({dumps + "/comm_lib_trace_rank_0", dumps + "/expected.json", test::temp_path("empty")}) ==
+          InputKind::flight_dumps);
     CHECK(app::input_kind({test::temp_path("no_such_file")}) == InputKind::traces);
     CHECK(app::input_kind({}) == InputKind::traces);
 }
 
-TEST_CASE("input kind: a command line's paths are its arguments before the first flag", "[cpu][app][report]") {
-    std::string cmd = "report", a = "A", b = "B", json = "--json", c = "C";
-    char* argv[] = {cmd.data(), a.data(), b.data(), json.data(), c.data()};
-    CHECK(app::leading_paths(5, argv) == std::vector<std::string>{"A", "B"});
-    CHECK(app::leading_paths(1, argv).empty());
+TEST_CASE("input kind: a command line's paths are its arguments that are not flags", "[cpu][app][report]") {
+    std::string cmd = "report", json = "--json", a = "A", b = "B", cluster = "--cluster", c = "C";
+    char* argv[] = {cmd.data(), json.data(), a.data(), b.data(), cluster.data(), c.data()};
+    CHECK(app::command_paths(6, argv) == std::vector<std::string>{"A", "B", "C"});
+    CHECK(app::command_paths(1, argv).empty());
+    // a flag's value that names no file does not keep snapshots from their report
+    const std::string snapshot = std::string(US_TEST_DATA_DIR) + "/snapshot/rank0_memory_snapshot.pickle";
+    CHECK(app::input_kind({snapshot, "4"}) == InputKind::memory_snapshots);
 }

@@ -2,6 +2,8 @@
 // the rename replacing a symbolic link with a file and /dev/full with a regular file, and DIR.partial left behind.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -45,9 +47,33 @@ TEST_CASE("output file: a link's file is replaced and the link kept, a device wr
     }
     CHECK(fs::is_symlink(link));
     CHECK(test::read_file(target) == "new");
-    OutputFile device("/dev/null");
-    CHECK(device.write_to() == "/dev/null");
-    device.commit();
+    // a chain of links: the file at its end is replaced, every link kept
+    const std::string second = test::temp_path("out-link2.json");
+    fs::remove(second);
+    fs::create_symlink(link, second);
+    {
+        OutputFile file(second);
+        CHECK(file.target() == fs::weakly_canonical(target).string());
+        test::write_file(file.write_to(), "newer");
+        file.commit();
+    }
+    CHECK((fs::is_symlink(second) && fs::is_symlink(link) && test::read_file(target) == "newer"));
+    // devices and pipes, and links to them, are written in place through the name: never renamed over, never removed
+    for (const std::string stream : {"/dev/null", "/dev/stdout"}) {
+        OutputFile device(stream);
+        CHECK(device.in_place());
+        CHECK(device.write_to() == stream);
+    }
+    const std::string fifo = test::temp_path("out-fifo"), to_fifo = test::temp_path("out-to-fifo");
+    fs::remove(fifo), fs::remove(to_fifo);
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    fs::create_symlink(fifo, to_fifo);
+    {
+        OutputFile through_link(to_fifo);
+        CHECK(through_link.in_place());
+        through_link.commit();
+    }
+    CHECK((fs::is_fifo(fifo) && fs::is_symlink(to_fifo)));
     CHECK(fs::is_character_file("/dev/null"));
     const std::string folder = test::temp_path("out-folder");
     fs::create_directories(folder);

@@ -25,6 +25,8 @@ struct RankPlan {
     double bubble = 0;
     std::vector<DigestOp> ops;
     double odd_steps = 0, even_steps = 0;  // s more compute in odd steps only, in even steps only
+    int slow_step = 0;                     // one step with `slow_step_s` more compute (0: none)
+    double slow_step_s = 0;
 };
 
 // Steps 1..steps: each rank computes, idles its bubble, then enters one dp all-reduce that ends 0.1 s after the last
@@ -41,6 +43,7 @@ CrossRank dp_run(const std::vector<RankPlan>& plans, int steps = 5, double jitte
         for (size_t r = 0; r < plans.size(); ++r) {
             for (double k : plans[r].kinds) compute[r] += k;
             compute[r] += j + (step % 2 ? plans[r].odd_steps : plans[r].even_steps);
+            if (step == plans[r].slow_step) compute[r] += plans[r].slow_step_s;
             arrive[r] = compute[r] + plans[r].bubble;
             last = std::max(last, arrive[r]);
         }
@@ -548,4 +551,37 @@ TEST_CASE("diff: a step of other tokens is set beside its tokens per second", "[
     CHECK_FALSE(work_per_step(a, nlohmann::json(), 400, 500));  // an imported run: unknown
     b.erase("seq");
     CHECK_FALSE(tokens_per_step(b));
+}
+
+TEST_CASE("diff: where only B names a straggler, the waiting it gained is the straggler's, A's own waits stay",
+          "[cpu][diff]") {
+    // A: ranks slower by turns (nobody named) wait 0.1 s a step; B: rank 2 slower by 0.3 s in every step (named)
+    RankPlan odd, even, slow;
+    odd.odd_steps = 0.1, even.even_steps = 0.1;
+    slow.kinds[size_t(ComputeKind::gemm)] += 0.3;
+    const CrossRank a = dp_run({odd, even, RankPlan{}, RankPlan{}}, 6);
+    const CrossRank b = dp_run({RankPlan{}, RankPlan{}, slow, RankPlan{}}, 6);
+    REQUIRE_FALSE(a.blame.stragglers.front().stands_out);
+    REQUIRE(b.blame.stragglers.front().stands_out);
+    const RunDiff d = diff(a, b);
+    const Cause* straggler = find_cause(d, CauseKind::straggler);
+    REQUIRE(straggler);
+    // B's ranks wait 3 x 0.3 / 4 = 225 ms a step, A's 3 x 0.1 / 4 = 75: the straggler gained 150, not B's 225
+    CHECK(straggler->ms == Approx(150).margin(0.5));
+}
+
+TEST_CASE("diff: one slow step among five or more does not set the noise, the middle steps' range does",
+          "[cpu][diff]") {
+    // A: 8 steps (7 steady) alternating +-10 ms, one of them 500 ms slower on every rank; B: 100 ms more gemm
+    RankPlan a_plan, b_plan;
+    a_plan.slow_step = b_plan.slow_step = 5, a_plan.slow_step_s = b_plan.slow_step_s = 0.5;
+    b_plan.kinds[size_t(ComputeKind::gemm)] += 0.1;
+    const CrossRank a = dp_run({a_plan, a_plan}, 8, 0.01), b = dp_run({b_plan, b_plan}, 8, 0.01);
+    const RunDiff d = diff(a, b);
+    CHECK(d.noise_within_ms == Approx(20).margin(0.5));  // the middle steps: +-10 ms; the whole range read 520
+    CHECK_FALSE(d.within_noise);
+    CHECK(d.delta_ms == Approx(100).margin(0.5));
+    // under five steady steps the whole range stays
+    const RunDiff short_runs = diff(dp_run({a_plan, a_plan}, 5, 0.01), dp_run({b_plan, b_plan}, 5, 0.01));
+    CHECK(short_runs.noise_within_ms == Approx(520).margin(0.5));
 }

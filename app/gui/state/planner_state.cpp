@@ -15,10 +15,9 @@ void PlannerState::start() {
         Plan p;
         p.model = predict::load_model(model_spec);
         p.cluster = predict::load_cluster(cluster_spec);
-        plan::SearchOptions o;
+        plan::SearchOptions o = plan::default_search_options(p.cluster);  // as `ultrascope plan` asks
         o.gpus = n;
         o.global_batch_sequences = batch;
-        o.bf16 = p.cluster.default_precision == "bf16";
         p.search = plan::search(p.model, p.cluster, o);
         return p;
     });
