@@ -79,8 +79,13 @@ struct Builder {
             });
             for (size_t i = 0; i < moved.size() && i < kEvidenceOps; ++i) c.ops.push_back(cause_op(*moved[i]));
             c.rank = rank_moved_most(a, b, al, ms, [k](const StepFigures& f) { return f.kind_self_s[k]; });
-            c.evidence = fmt::format("{} ops' self time {:.2f} -> {:.2f} ms per step (the ranks' mean)",
-                                     kComputeKindNames[k], kMs * a.mean.kind_self_s[k], kMs * b.mean.kind_self_s[k]);
+            c.evidence = fmt::format("{} ops' self time {:.2f} -> {:.2f} ms per step (the ranks' mean){}",
+                                     kComputeKindNames[k], kMs * a.mean.kind_self_s[k], kMs * b.mean.kind_self_s[k],
+                                     std::abs(fresh[k]) >= 5e-6
+                                         ? fmt::format(", of which {:+.2f} ms in ops new in B or gone from A, a cause "
+                                                       "of their own",
+                                                       kMs * fresh[k])
+                                         : std::string());
             add(std::move(c));
         }
         std::sort(new_ops.ops.begin(), new_ops.ops.end(), [](const CauseOp& x, const CauseOp& y) {
@@ -212,6 +217,17 @@ std::vector<RankDelta> rank_deltas(const RunFigures& a, const RunFigures& b, con
 // imported run) is taken as A's, said in the notes; one whose settings are known and are neither's is refused.
 char repeat_of(RunDiff& d, const DiffSide& a, const DiffSide& b, const DiffSide& r, const std::string& what) {
     if (!settings_known(r.settings)) {
+        // A run of this engine, whose settings are known, is repeated only by one whose settings say it is the
+        // same (an imported trace is another job); and any repeat has A's rank count.
+        US_CHECK_INPUT(!settings_known(a.settings),
+                       "{}: its settings are not known (an imported trace), and A is a run of this engine: give a run "
+                       "of A's (or B's) settings again as the repeat",
+                       what);
+        const size_t ranks = r.run->digests.size(), a_ranks = a.run->digests.size();
+        US_CHECK_INPUT(ranks == a_ranks,
+                       "{}: its settings are not known, and it has {} rank(s) where A has {}: a repeat is a run of A's "
+                       "(or B's) settings again, to measure how far this machine moves between runs",
+                       what, ranks, a_ranks);
         d.notes.push_back(what + ": its settings are not known: taken as a run of A's settings");
         return 'A';
     }

@@ -293,10 +293,16 @@ TEST_CASE("diff: a repeat whose settings differ from A's is refused, naming what
         CHECK(std::string(e.what()).find("repeat (A2): not a run of A's settings (grad_accum 1 -> 4)") !=
               std::string::npos);
     }
-    // a repeat whose settings are not known (an imported run) is taken, and the notes say so
-    const RunDiff d = diff_runs({"A", &a, {}, settings}, {"B", &a, {}, settings}, {{"A2", &a, {}, nullptr}});
+    // a repeat whose settings are not known (an imported trace) of a run of this engine is another job: refused;
+    // beside runs whose settings are not known either it is taken as A's, the notes say so, if it has A's ranks
+    CHECK_THROWS_WITH(diff_runs({"A", &a, {}, settings}, {"B", &a, {}, settings}, {{"A2", &a, {}, nullptr}}),
+                      Catch::Contains("its settings are not known (an imported trace), and A is a run of this engine"));
+    const RunDiff d = diff_runs({"A", &a, {}, nullptr}, {"B", &a, {}, nullptr}, {{"A2", &a, {}, nullptr}});
     CHECK(d.repeats.size() == 1);
     CHECK(format_diff(d).find("repeat (A2): its settings are not known") != std::string::npos);
+    const CrossRank four = dp_run({RankPlan{}, RankPlan{}, RankPlan{}, RankPlan{}});
+    CHECK_THROWS_WITH(diff_runs({"A", &a, {}, nullptr}, {"B", &a, {}, nullptr}, {{"A4", &four, {}, nullptr}}),
+                      Catch::Contains("it has 4 rank(s) where A has 2"));
     // B's settings known and A's not: a run of B's settings is B's, not A's
     const RunDiff by_b = diff_runs({"A", &a, {}, nullptr}, {"B", &a, {}, other}, {{"B2", &a, {}, other}});
     REQUIRE(by_b.repeats.size() == 1);
