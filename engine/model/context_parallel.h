@@ -25,6 +25,7 @@
 #include "common/settings/parallel_layout.h"
 #include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
+#include "engine/comm/even_split.h"
 #include "engine/data/data_loader.h"
 
 namespace us {
@@ -84,6 +85,7 @@ private:
     Tensor m_positions;
     std::vector<uint32_t> m_step_names;                    // profiler names "ring attention step i"
     std::vector<std::vector<AttentionChunkPair>> m_pairs;  // per owner: pairs_with
+    EvenSplitCache m_splits;                               // --cp-comm allgather's pieces, one size per layout
 };
 
 // A BatchSource that reads whole micro-batches from another one and hands on the rank's rows of each sequence.

@@ -13,19 +13,10 @@ namespace us {
 
 namespace {
 
-// Rank r's piece of a gathered buffer of cp blocks: elements [r block, (r + 1) block).
-struct Pieces {
-    std::vector<int> counts, displs;
-    Pieces(int cp, int64_t block) {
-        US_ASSERT(block * cp <= INT_MAX, "context-parallel all-gather of {} x {} elements", cp, block);
-        for (int r = 0; r < cp; ++r) counts.push_back(int(block)), displs.push_back(int(r * block));
-    }
-};
-
 // Every rank's keys and values, packed (B, Tl, 2C) per rank, rank r's at block r.
-void gather_kv(Communicator& group, Backend& be, Tensor gathered, Tensor qkv, int64_t block, int B, int Tl, int C) {
+void gather_kv(Communicator& group, Backend& be, const EvenSplit& pieces, Tensor gathered, Tensor qkv, int64_t block,
+               int B, int Tl, int C) {
     be.attention_block_pack_kv(gathered.slice(group.rank() * block, block), qkv, B, Tl, C);
-    const Pieces pieces(group.size(), block);
     US_PROF_OP_NAME(US_PROF_NAME("cp all-gather: keys and values"));
     group.all_gather(gathered, pieces.counts, pieces.displs);
 }
@@ -63,7 +54,7 @@ void ContextParallel::allgather_forward(Tensor out, Tensor lse, Tensor qkv, int 
     const Tensor row_max = state.view(DType::f32, int64_t(B) * Tl * C, rows);
     const Tensor row_sum = state.view(DType::f32, int64_t(B) * Tl * C + rows, rows);
     m_be->fill_zero(state.view(DType::f32, 0, int64_t(B) * Tl * C + 2 * rows));
-    gather_kv(*m_group, *m_be, gathered, qkv, block, B, Tl, C);
+    gather_kv(*m_group, *m_be, m_splits.get(cp * block, cp), gathered, qkv, block, B, Tl, C);
     visit_gathered(qkv, gathered, B, NH, HD,
                    [&](int, const AttentionBlockArgs& a) { m_be->attention_block_forward(a, acc, row_max, row_sum); });
     m_be->attention_block_finish(out, lse, acc, row_max, row_sum, B, Tl, NH, HD);
@@ -94,7 +85,7 @@ void ContextParallel::allgather_backward(Tensor dqkv, Tensor dout, Tensor out, T
             alloc.allocate(size_t(cp * block) * dtype_size(qkv.dtype), MemCategory::comm_buffers,
                            "cp all-gather: every rank's keys and values");
         const Tensor gathered = kv_buffers.view(qkv.dtype, 0, cp * block);
-        gather_kv(*m_group, *m_be, gathered, qkv, block, B, Tl, C);
+        gather_kv(*m_group, *m_be, m_splits.get(cp * block, cp), gathered, qkv, block, B, Tl, C);
         visit_gathered(qkv, gathered, B, NH, HD, [&](int owner, const AttentionBlockArgs& a) {
             m_be->attention_block_backward(a, dq, shares.slice(owner * block, block), dout, lse, delta);
         });
@@ -103,7 +94,7 @@ void ContextParallel::allgather_backward(Tensor dqkv, Tensor dout, Tensor out, T
         alloc.allocate(size_t(block) * 4, MemCategory::comm_buffers, "cp reduce-scatter: own key/value gradients");
     const Tensor own = own_buffer.view(DType::f32, 0, block);
     {
-        const Pieces pieces(cp, block);
+        const EvenSplit& pieces = m_splits.get(cp * block, cp);
         US_PROF_OP_NAME(US_PROF_NAME("cp reduce-scatter: key/value gradients"));
         m_group->reduce_scatter(shares, own, pieces.counts, pieces.displs);
     }

@@ -73,12 +73,16 @@ void gemm(Backend& be, Tensor c, Tensor a, Tensor b, int m, int n, int k, bool t
     be.gemm(g);
 }
 
-uint32_t expert_name(int expert, int which) {
-    static const char* what[] = {"c_fc", "c_proj", "c_fc dX", "c_proj dX", "c_fc dW", "c_proj dW"};
-    return prof::string_id(fmt::format("expert {} {}", expert, what[which]));
-}
-
 }  // namespace
+
+uint32_t MoeLayer::expert_name(int expert, ExpertGemm which) {
+    static constexpr const char* what[kExpertGemms] = {"c_fc",      "c_proj",  "c_fc dX",
+                                                       "c_proj dX", "c_fc dW", "c_proj dW"};
+    if (m_expert_names.size() <= size_t(expert)) m_expert_names.resize(size_t(expert) + 1);
+    uint32_t& id = m_expert_names[size_t(expert)][size_t(which)];
+    if (id == 0) id = prof::string_id(fmt::format("expert {} {}", expert, what[which])) + 1;
+    return id - 1;
+}
 
 // Each local expert's MLP on its rows: h = x W1^T + b1, g = GeLU(h), y = g W2^T (+ b2 on tp rank 0: under tp the
 // ranks' y are partial sums reduced after the combine, and the bias must count once).
@@ -95,14 +99,14 @@ void MoeLayer::expert_forward(const MoeActs& acts, Tensor experts, Tensor y) {
         const ExpertParams w = expert_params(experts, C, m_cfg.tp, j);
         const int expert = m_exchange.first_expert() + j;
         {
-            US_PROF_OP_NAME(expert_name(expert, 0));
+            US_PROF_OP_NAME(expert_name(expert, fc));
             gemm(m_be, h.slice(row * F, int64_t(m) * F), x.slice(row * C, int64_t(m) * C), w.fc_w, m, F, C, false, true,
                  0.0f);
             m_be.add_bias(h.slice(row * F, int64_t(m) * F), w.fc_b, m, F);
         }
         m_be.gelu_forward(g.slice(row * F, int64_t(m) * F), h.slice(row * F, int64_t(m) * F));
         {
-            US_PROF_OP_NAME(expert_name(expert, 1));
+            US_PROF_OP_NAME(expert_name(expert, proj));
             const Tensor out = y.slice(row * C, int64_t(m) * C);
             gemm(m_be, out, g.slice(row * F, int64_t(m) * F), w.fcproj_w, m, C, F, false, true, 0.0f);
             if (m_cfg.tp_rank == 0) m_be.add_bias(out, w.fcproj_b, m, C);
@@ -124,7 +128,8 @@ void MoeLayer::forward(MoeActs& acts, Tensor x, const BlockParams& p, Tensor exp
     }
     m_be.moe_route(probs, topk, gates, N, E, K);
     // Plan on the host: the choices, the capacity, the rows.
-    std::vector<int32_t> choice(size_t(N) * K);
+    std::vector<int32_t>& choice = m_choice;
+    choice.resize(size_t(N) * K);
     m_be.download(choice.data(), topk);
     acts.plan = plan_routing(choice.data(), N, K, E, moe_capacity(N, K, E, m_cfg.capacity_factor));
     m_be.upload(rows, acts.plan.rows.data());
@@ -133,17 +138,21 @@ void MoeLayer::forward(MoeActs& acts, Tensor x, const BlockParams& p, Tensor exp
     // The balance loss per sequence: f_i (the sequence's choices of expert i over its T K) and P_i (its mean
     // probability of expert i), summed over the cp ranks that hold the sequence's other positions.
     {
-        std::vector<float> prob(size_t(N) * E);
+        std::vector<float>& prob = m_prob;
+        prob.resize(size_t(N) * E);
         m_be.download(prob.data(), probs);
-        std::vector<double> local(size_t(2) * B * E, 0.0);  // per sequence: counts, then probability sums
+        std::vector<double>& local = m_local;  // per sequence: counts, then probability sums
+        local.assign(size_t(2) * B * E, 0.0);
         for (int n = 0; n < N; ++n) {
             const size_t s = size_t(n / T);
             for (int k = 0; k < K; ++k) local[s * 2 * E + size_t(choice[size_t(n) * K + k])] += 1.0;
             for (int i = 0; i < E; ++i) local[s * 2 * E + E + size_t(i)] += prob[size_t(n) * E + i];
         }
-        std::vector<double> total = local;
+        std::vector<double>& total = m_total;
+        total = local;
         if (m_cp && m_cp->size() > 1) {  // summed in rank order: the same bits on every rank
-            std::vector<double> all(local.size() * size_t(m_cp->size()));
+            std::vector<double>& all = m_all;
+            all.resize(local.size() * size_t(m_cp->size()));
             m_cp->all_gather_bytes(local.data(), local.size() * sizeof(double), all.data());
             std::fill(total.begin(), total.end(), 0.0);
             for (int r = 0; r < m_cp->size(); ++r)
@@ -235,22 +244,22 @@ void MoeLayer::backward(MoeActs& acts, Tensor dout, const std::function<Tensor()
         const int expert = m_exchange.first_expert() + j;
         const Tensor dy = dy_experts.slice(row * C, int64_t(m) * C), dh = dhidden.slice(row * F, int64_t(m) * F);
         {
-            US_PROF_OP_NAME(expert_name(expert, 3));
+            US_PROF_OP_NAME(expert_name(expert, proj_dx));
             gemm(m_be, dh, dy, w.fcproj_w, m, F, C, false, false, 0.0f);  // d(GeLU out) = dy W2
         }
         m_be.bias_backward(dw.fcproj_b, dy, m, C);
         {
-            US_PROF_OP_NAME(expert_name(expert, 5));
+            US_PROF_OP_NAME(expert_name(expert, proj_dw));
             gemm(m_be, dw.fcproj_w, dy, gs.slice(row * F, int64_t(m) * F), C, F, m, true, false, 1.0f);
         }
         m_be.gelu_backward(dh, hs.slice(row * F, int64_t(m) * F), dh);
         m_be.bias_backward(dw.fc_b, dh, m, F);
         {
-            US_PROF_OP_NAME(expert_name(expert, 4));
+            US_PROF_OP_NAME(expert_name(expert, fc_dw));
             gemm(m_be, dw.fc_w, dh, xs.slice(row * C, int64_t(m) * C), F, C, m, true, false, 1.0f);
         }
         {
-            US_PROF_OP_NAME(expert_name(expert, 2));
+            US_PROF_OP_NAME(expert_name(expert, fc_dx));
             gemm(m_be, dx_experts.slice(row * C, int64_t(m) * C), dh, w.fc_w, m, C, F, false, false, 0.0f);
         }
         row += m;
@@ -265,7 +274,8 @@ void MoeLayer::backward(MoeActs& acts, Tensor dout, const std::function<Tensor()
     // The router: the gates' gradient through the renormalisation, the balance loss's on the probabilities
     // (d/dP_i(s) of coef E sum f P, P the mean over the sequence's seq_len tokens, each sequence weighing
     // grad_scale / B in the loss as the head's tokens weigh grad_scale / (B T)), then the softmax.
-    std::vector<float> aux_host(size_t(B) * E);
+    std::vector<float>& aux_host = m_aux_host;
+    aux_host.resize(size_t(B) * E);
     for (size_t i = 0; i < aux_host.size(); ++i)
         aux_host[i] = float(m_cfg.aux_coef * E * acts.aux_share[i] / double(seq_len) * double(grad_scale) / double(B));
     m_be.upload(aux, aux_host.data());

@@ -15,6 +15,7 @@
 // rank exactly with it on. Its gradient reaches the router through P.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -122,12 +123,21 @@ public:
                   Tensor rows, Tensor dx, Tensor router_dx, int B, int T, int seq_len, float grad_scale);
 
 private:
+    // The experts' products, in the profiler's names ("expert 3 c_fc dW"): interned once per expert and product, as
+    // the dense layers' names are (an expert GEMM is every expert's, every pass: no string made per op).
+    enum ExpertGemm { fc, proj, fc_dx, proj_dx, fc_dw, proj_dw, kExpertGemms };
+    uint32_t expert_name(int expert, ExpertGemm which);
     void expert_forward(const MoeActs& acts, Tensor experts, Tensor y);
     MoeConfig m_cfg;
     Backend& m_be;
     ExpertExchange& m_exchange;
     Communicator* m_cp;
     int m_C = 0;
+    std::vector<std::array<uint32_t, kExpertGemms>> m_expert_names;  // by expert; 0: not interned yet (id + 1)
+    // Host scratch of the routing and the balance loss, kept across micro-batches (sized at the first).
+    std::vector<int32_t> m_choice;
+    std::vector<float> m_prob, m_aux_host;
+    std::vector<double> m_local, m_total, m_all;
 };
 
 }  // namespace us

@@ -1,4 +1,5 @@
 #include "engine/model/tensor_parallel.h"
+
 #include "engine/comm/flight_frames.h"
 
 #include "profiler/record/zones.h"
@@ -8,15 +9,9 @@ namespace us {
 TensorParallel::TensorParallel(Communicator& tp_group, bool sequence_parallel, Backend& backend)
     : m_group(&tp_group), m_sp(sequence_parallel), m_be(&backend) {}
 
-std::vector<int> TensorParallel::piece_counts(int64_t whole) const {
+const EvenSplit& TensorParallel::split(int64_t whole) {
     US_ASSERT(whole % size() == 0, "{} elements do not split over tp {}", whole, size());
-    return std::vector<int>(size_t(size()), int(whole / size()));
-}
-
-std::vector<int> TensorParallel::piece_displs(int64_t whole) const {
-    std::vector<int> d(static_cast<size_t>(size()));
-    for (int r = 0; r < size(); ++r) d[size_t(r)] = int(whole / size() * r);
-    return d;
+    return m_splits.get(whole, size());
 }
 
 // ---- the mappings
@@ -39,32 +34,34 @@ void TensorParallel::gather_from_sp_region_forward(Tensor whole, Tensor rows) {
     US_FLIGHT_FRAME("TensorParallel::gather_from_sp_region", FrameDetail::none);
     US_ASSERT(rows.numel * size() == whole.numel, "all-gather of {} into {}", rows.numel, whole.numel);
     US_PROF_OP_NAME(US_PROF_NAME("gather_from_sp_region (all-gather)"));
-    const auto displs = piece_displs(whole.numel);
-    m_be->copy(whole.slice(displs[size_t(rank())], rows.numel), rows);
-    m_group->all_gather(whole, piece_counts(whole.numel), displs);
+    const EvenSplit& pieces = split(whole.numel);
+    m_be->copy(whole.slice(pieces.displs[size_t(rank())], rows.numel), rows);
+    m_group->all_gather(whole, pieces.counts, pieces.displs);
 }
 
 void TensorParallel::gather_from_sp_region_backward(Tensor drows, Tensor dwhole) {
     US_FLIGHT_FRAME("TensorParallel::gather_from_sp_region (backward)", FrameDetail::none);
     US_ASSERT(drows.numel * size() == dwhole.numel, "reduce-scatter of {} into {}", dwhole.numel, drows.numel);
     US_PROF_OP_NAME(US_PROF_NAME("gather_from_sp_region (backward: reduce-scatter)"));
-    m_group->reduce_scatter(dwhole, drows, piece_counts(dwhole.numel), piece_displs(dwhole.numel));
+    const EvenSplit& pieces = split(dwhole.numel);
+    m_group->reduce_scatter(dwhole, drows, pieces.counts, pieces.displs);
 }
 
 void TensorParallel::reduce_scatter_to_sp_region_forward(Tensor rows, Tensor whole) {
     US_FLIGHT_FRAME("TensorParallel::reduce_scatter_to_sp_region", FrameDetail::none);
     US_ASSERT(rows.numel * size() == whole.numel, "reduce-scatter of {} into {}", whole.numel, rows.numel);
     US_PROF_OP_NAME(US_PROF_NAME("reduce_scatter_to_sp_region (reduce-scatter)"));
-    m_group->reduce_scatter(whole, rows, piece_counts(whole.numel), piece_displs(whole.numel));
+    const EvenSplit& pieces = split(whole.numel);
+    m_group->reduce_scatter(whole, rows, pieces.counts, pieces.displs);
 }
 
 void TensorParallel::reduce_scatter_to_sp_region_backward(Tensor dwhole, Tensor drows) {
     US_FLIGHT_FRAME("TensorParallel::reduce_scatter_to_sp_region (backward)", FrameDetail::none);
     US_ASSERT(drows.numel * size() == dwhole.numel, "all-gather of {} into {}", drows.numel, dwhole.numel);
     US_PROF_OP_NAME(US_PROF_NAME("reduce_scatter_to_sp_region (backward: all-gather)"));
-    const auto displs = piece_displs(dwhole.numel);
-    m_be->copy(dwhole.slice(displs[size_t(rank())], drows.numel), drows);
-    m_group->all_gather(dwhole, piece_counts(dwhole.numel), displs);
+    const EvenSplit& pieces = split(dwhole.numel);
+    m_be->copy(dwhole.slice(pieces.displs[size_t(rank())], drows.numel), drows);
+    m_group->all_gather(dwhole, pieces.counts, pieces.displs);
 }
 
 // ---- what the model calls

@@ -22,6 +22,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
+#include "engine/comm/even_split.h"
 
 namespace us {
 
@@ -63,8 +64,9 @@ public:
     void all_reduce_sum(Tensor t);
 
 private:
-    std::vector<int> piece_counts(int64_t whole) const;
-    std::vector<int> piece_displs(int64_t whole) const;
+    // A sequence-parallel collective's pieces: every layer's have the same few sizes, made once (even_split.h).
+    const EvenSplit& split(int64_t whole);
+    EvenSplitCache m_splits;
 
     Communicator* m_group = nullptr;
     bool m_sp = false;

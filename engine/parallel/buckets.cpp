@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/core/check.h"
+#include "engine/comm/even_split.h"
 
 namespace us {
 
@@ -43,15 +44,8 @@ BucketPlan plan_buckets(const ParamLayout& layout, double bucket_mb, size_t byte
 }
 
 ShardSplit split_evenly(int64_t n, int ranks) {
-    US_ASSERT(n < (int64_t(1) << 31), "bucket of {} elements exceeds MPI counts", n);
-    ShardSplit s;
-    s.piece = (n + ranks - 1) / ranks;
-    for (int r = 0; r < ranks; ++r) {
-        const int64_t begin = std::min(n, int64_t(r) * s.piece), end = std::min(n, begin + s.piece);
-        s.displs.push_back(int(begin));
-        s.counts.push_back(int(end - begin));
-    }
-    return s;
+    EvenSplit s = even_split(n, ranks);  // the collectives' one rule (engine/comm/even_split.h)
+    return {s.piece, std::move(s.counts), std::move(s.displs)};
 }
 
 }  // namespace us
