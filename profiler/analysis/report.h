@@ -73,8 +73,9 @@ struct RankReport {
 };
 
 struct Throughput {
-    int steps_measured = 0;                 // steady steps used
-    double step_s = 0;                      // measured: mean wall time of a steady step (across ranks: the slowest)
+    int steps_measured = 0;  // steady steps used
+    double step_s =
+        0;  // measured: each steady step's slowest rank's wall, averaged over the steps (the diff: ranks' mean)
     double tokens_per_s = 0;                // measured: the steady steps' tokens over their wall time
     double model_flops_per_token = 0;       // formula: 6N + 12*L*h*s (N active for a mixture of experts)
     double achieved_flops_per_s = 0;        // derived: tokens_per_s * model_flops_per_token

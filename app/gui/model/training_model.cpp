@@ -20,7 +20,9 @@ std::vector<TrainingPoint> build_training_series(const prof::TraceStore& store) 
                 tp.step_ms = std::max(tp.step_ms, p.value);
             }
     }
-    const prof::ThroughputBasis basis = prof::throughput_basis(store);  // the report's definition
+    // The engine's own step timer (step_ms), the slowest rank's a step: the report's step from spans agrees with it
+    // to the timer's resolution. Tokens a step and the peak are the report's (throughput_basis).
+    const prof::ThroughputBasis basis = prof::throughput_basis(store);
     std::vector<TrainingPoint> out;
     for (auto& [step, p] : by_step) {
         if (step <= 0) continue;

@@ -207,9 +207,9 @@ void draw_compare_view(AppState& app) {
     row("final loss", [](const RunSummary& r) { return fmt::format("{:.4f}", r.final_loss); });
     ImGui::EndTable();
     ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1),
-                       "measured, MFU derived; peaks: the largest rank's; slowest step: the slowest rank's mean "
-                       "steady step (the diff below takes the ranks' mean); comm hidden: the share of "
-                       "communication under compute, the ranks' mean");
+                       "measured, MFU derived; peaks: the largest rank's; slowest step: each steady step's slowest "
+                       "rank, averaged over the steps (the report's step; the diff below takes the ranks' mean); "
+                       "comm hidden: the share of communication under compute, the ranks' mean");
     draw_diff(app, app.comparison.runs);
 }
 
