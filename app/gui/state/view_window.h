@@ -14,7 +14,7 @@ struct ViewWindow {
     bool follow = true;      // live: keep the latest steps in view
     int selected_rank = 0;
     int focus_rank = -1;     // the timeline scrolls to this rank once (the Ranks view's pick), then -1
-    bool show_waits = true;  // the blame's waits drawn as arrows (view_timeline.cpp)
+    bool show_waits = true;  // the blame's waits drawn as arrows (views/timeline.cpp)
 
     void fit_all(const prof::TraceStore& store);
     void fit_step(const prof::Report& report, int step);  // the step's window on the slowest rank

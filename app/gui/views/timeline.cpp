@@ -1,7 +1,7 @@
 // The timeline: a row per rank with its lanes (host: steps; compute: phases, layers, ops; comm: collectives;
 // p2p: pipeline transfers), spans coloured by phase (by micro-batch in pipelines), idle gaps in red, zoom and pan
 // with the mouse and keys, fit-to-step, and a tooltip per span. Culling and folding keep a million spans smooth.
-// Pipelines get their schedule above the lanes: predicted and measured (view_schedule.cpp).
+// Pipelines get their schedule above the lanes: predicted and measured (widgets/schedule_diagram.cpp).
 #include <fmt/format.h>
 #include <imgui.h>
 

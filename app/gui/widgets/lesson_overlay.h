@@ -1,5 +1,5 @@
 // What an open lesson adds over the views: the views it names come forward once, and each is outlined with the
-// lesson's notes in a box at its top right (where to look). The Lesson tab itself is view_lessons.cpp.
+// lesson's notes in a box at its top right (where to look). The Lesson tab itself is views/lessons_panel.cpp.
 #pragma once
 
 #include "app/gui/state/app_state.h"

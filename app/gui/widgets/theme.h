@@ -36,7 +36,7 @@ bool high_contrast();
 // when DejaVu is not installed.
 // The font size in pixels (the View menu, --font-size; 16 by default, times the monitor's content scale). Sizes in
 // the views are designed at 16 px: em(w) is a design width at the current size. load_fonts rebuilds the font atlas
-// and scales the style; between frames only (window.cpp applies a request before the next frame).
+// and scales the style; between frames only (platform/window_loop.cpp applies a request before the next frame).
 void load_fonts(float size_px);
 float font_px();
 inline float em(float design_px) { return design_px * font_px() / 16.0f; }
