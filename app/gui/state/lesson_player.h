@@ -1,6 +1,7 @@
 // The GUI's side of workshop lessons (app/lesson/lesson.h): which lesson is open, launching its runs through the
 // launch panel's machinery one after another, keeping each finished run's report, and checking the lesson's claims
-// as the reports come in. The views the lesson names come forward and its figures are outlined (platform/frame_layout.cpp).
+// as the reports come in. The views the lesson names come forward and its figures are outlined
+// (platform/frame_layout.cpp).
 #pragma once
 
 #include <map>
@@ -34,7 +35,8 @@ public:
     int running_index() const { return m_running; }
 
     bool show_answer = false;
-    // The views to bring forward this frame (set when a lesson opens or a run is launched; taken by platform/frame_layout.cpp).
+    // The views to bring forward this frame (set when a lesson opens or a run is launched; taken by
+    // platform/frame_layout.cpp).
     bool views_pending = false;
 
     const std::map<std::string, nlohmann::json>& reports() const { return m_reports; }  // by run label
