@@ -10,6 +10,7 @@
 
 #include "common/core/check.h"
 #include "profiler/analysis/core_sharing.h"
+#include "profiler/diff/diff_load.h"
 #include "profiler/diff/memory_peaks.h"
 
 namespace us::prof {
@@ -279,28 +280,6 @@ std::string noise_words(const RunDiff& d) {
     return fmt::format("the spread between runs of {}'s settings", d.noise_between_of);
 }
 
-// Whose load B's waits for a core are: its own ranks' turns where it gave a machine more threads than cores.
-static std::string load_words(const RunDiff& d) {
-    return d.b_oversubscribed.empty() ? "the machine's other load"
-                                      : "in B " + d.b_oversubscribed + ", besides the machine's other load";
-}
-
-bool load_weighed(const RunDiff& d) {
-    return d.a_core_wait && d.b_core_wait && d.a_core_wait->share >= 0 && d.a_core_wait->share < 1 &&
-           d.b_core_wait->most_cpu_ms >= 0;
-}
-
-std::optional<double> load_explains_ms(const RunDiff& d) {
-    if (!d.a_core_wait || !d.b_core_wait || d.delta_ms <= 0) return std::nullopt;
-    const RunDiff::CoreWait &a = *d.a_core_wait, &b = *d.b_core_wait;
-    // More work waits longer on shared cores at the same share: where the times on a core are known, B's
-    // most-waiting rank's wait beyond what its time on a core would have waited at A's share (docs/blame.md).
-    const bool weighed = load_weighed(d);
-    const double more = weighed ? b.most_ms - wait_at_share_s(b.most_cpu_ms, a.share) : b.most_ms - a.most_ms;
-    if (more < 0.5 * d.delta_ms) return std::nullopt;
-    return more;
-}
-
 std::string diff_verdict(const RunDiff& d) {
     const double pct = d.a_step_ms > 0 ? 100.0 * d.delta_ms / d.a_step_ms : 0.0;
     const std::string work = d.work ? work_words(*d.work) : "";
@@ -320,18 +299,7 @@ std::string diff_verdict(const RunDiff& d) {
     for (size_t i = 0; i < d.causes.size() && i < 3; ++i)
         s += fmt::format("{} {:+.2f} ms {}", i ? "," : ":", d.causes[i].ms, cause_title(d.causes[i]));
     if (std::abs(d.unexplained_ms) >= 0.01) s += fmt::format("; {:+.2f} ms unexplained", d.unexplained_ms);
-    if (const auto more = load_explains_ms(d))
-        s += load_weighed(d)
-                 ? fmt::format(
-                       "; B's rank {} waited {:.2f} ms a step longer for a core than its time on a core would have at "
-                       "A's share of waiting ({:.0f}%) (derived from the kernel's run queue: {}, inside the figures "
-                       "above)",
-                       d.b_core_wait->most_rank, *more, 100 * d.a_core_wait->share, load_words(d))
-                 : fmt::format(
-                       "; B's rank {} waited {:.2f} ms a step longer for a core than A's most (measured: {}, inside "
-                       "the figures above)",
-                       d.b_core_wait->most_rank, *more, load_words(d));
-    return s;
+    return s + load_clause(d);
 }
 
 RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSide>& repeats) {

@@ -124,12 +124,6 @@ std::vector<WhatIf> what_if(const RunFigures& a, const RunFigures& b, const Blam
 // Where the noise figure comes from: "the runs' own step spread" or "the spread between runs of A's settings" (or
 // B's).
 std::string noise_words(const RunDiff& d);
-// How much longer B's most-waiting rank waited for a core a step than its time on a core would have at A's share of
-// waiting (than A's most-waiting rank, where a trace lacks the time on a core), where that is at least half of B's
-// slowdown (the machine's other load, not what changed); nullopt otherwise.
-std::optional<double> load_explains_ms(const RunDiff& d);
-// Whether load_explains_ms weighs by the time on a core (both runs recorded it).
-bool load_weighed(const RunDiff& d);
 nlohmann::json diff_json(const RunDiff& d);  // docs/report-schema.md, "ultrascope diff --json"
 std::string format_diff(const RunDiff& d);   // verdict first, each figure labelled measured/derived/predicted
 

@@ -9,6 +9,7 @@
 #include "engine/train/cpu_placement.h"
 #include "profiler/analysis/core_sharing.h"
 #include "profiler/analysis/cross_rank.h"
+#include "profiler/diff/diff_load.h"
 #include "profiler/diff/run_diff.h"
 #include "test_util.h"
 

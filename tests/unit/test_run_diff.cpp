@@ -9,6 +9,7 @@
 #include "common/core/check.h"
 #include "common/settings/config.h"
 #include "profiler/analysis/cross_rank.h"
+#include "profiler/diff/diff_load.h"
 #include "profiler/diff/memory_peaks.h"
 #include "profiler/diff/run_diff.h"
 
@@ -500,6 +501,14 @@ TEST_CASE("diff: a slowdown is the machine's load where B's most-waiting rank wa
         REQUIRE(load_explains_ms(d));
         CHECK(*load_explains_ms(d) == Approx(400));
         CHECK(d.verdict.find("longer for a core than A's most") != std::string::npos);
+    }
+    SECTION("the other way: B faster where A's rank waited for a core, said as A's load, not B's settings") {
+        const RunDiff d = diff(with_times(slowed, 1, 0.5, -1, 0.1, -1), with_times(plain, 1, 0.1, -1, 0.1, -1));
+        REQUIRE(d.delta_ms < 0);
+        CHECK_FALSE(load_explains_ms(d));
+        REQUIRE(a_load_explains_ms(d));
+        CHECK(*a_load_explains_ms(d) == Approx(400));
+        CHECK(d.verdict.find("B may be faster because A's cores were taken") != std::string::npos);
     }
 }
 

@@ -13,6 +13,7 @@
 #include "app/gui/views/views.h"
 #include "common/core/check.h"
 #include "common/core/format.h"
+#include "profiler/diff/diff_load.h"
 #include "common/core/memory_category.h"
 
 namespace us::gui {
@@ -83,12 +84,7 @@ void draw_waterfall(DiffPick& pick) {
             "waited for a core a step (measured; inside the bars: the rank's own threads and the machine's other load "
             "take cores): A %.2f ms (rank %d the most, %.2f ms), B %.2f ms (rank %d the most, %.2f ms)%s",
             d.a_core_wait->mean_ms, d.a_core_wait->most_rank, d.a_core_wait->most_ms, d.b_core_wait->mean_ms,
-            d.b_core_wait->most_rank, d.b_core_wait->most_ms,
-            !prof::load_explains_ms(d) ? ""
-            : prof::load_weighed(d)
-                ? ": B's most-waiting rank's wait beyond what its time on a core would have at A's share of waiting is "
-                  "at least half of B's slowdown (derived): the machine's other load"
-                : ": B's most-waiting rank waited longer than A's by at least half of B's slowdown (derived)");
+            d.b_core_wait->most_rank, d.b_core_wait->most_ms, prof::load_clause(d).c_str());  // the verdict's words
     if (d.a_core_wait && d.b_core_wait && d.a_core_wait->workers_mean_ms >= 0 && d.b_core_wait->workers_mean_ms >= 0)
         ImGui::TextWrapped(
             "their OpenMP workers waited for a core a step, summed over them (measured): A %.2f ms, B "
