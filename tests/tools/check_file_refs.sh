@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every repository path a comment or a doc names exists: a file moved or renamed must take its mentions along
-# ("see app/cli/memory_categories.cpp" read true for a file long gone). Checks paths under the top-level folders
+# (a comment named a memory-categories file under app/cli long after it moved). Checks paths under the top-level folders
 # with an extension (app/report/input_kind.h, docs/diff.md); a placeholder (NAME, <...>, *) is not a path.
 #   tests/tools/check_file_refs.sh [SOURCE_DIR]
 set -uo pipefail
