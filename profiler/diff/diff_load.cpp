@@ -9,10 +9,13 @@ namespace us::prof {
 
 namespace {
 
-// Whose load a run's waits for a core are: its own ranks' turns where it gave a machine more threads than cores.
+// Whose threads took a run's cores: its own ranks' turns where it gave a machine more threads than cores; else the
+// machine's other load, or the run's own helper threads (an overlapped all-reduce's progress, the trace's writer):
+// the run queue says that the trainer thread waited, not whose thread ran.
 std::string load_words(const std::string& oversubscribed, char run) {
-    return oversubscribed.empty() ? "the machine's other load"
-                                  : fmt::format("in {} {}, besides the machine's other load", run, oversubscribed);
+    return oversubscribed.empty()
+               ? "another thread on its cores: the machine's other load, or the run's own helper threads"
+               : fmt::format("in {} {}, besides the machine's other load", run, oversubscribed);
 }
 
 }  // namespace
@@ -56,7 +59,7 @@ std::string load_clause(const RunDiff& d) {
     if (const auto more = a_load_explains_ms(d))
         return fmt::format(
             "; A's rank {} waited {:.2f} ms a step longer for a core than B's most (measured: {}, inside the figures "
-            "above): B may be faster because A's cores were taken, not for its settings",
+            "above): at least half of B's speed-up is A's wait for a core",
             d.a_core_wait->most_rank, *more, load_words(d.a_oversubscribed, 'A'));
     return "";
 }

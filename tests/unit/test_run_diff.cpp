@@ -508,7 +508,7 @@ TEST_CASE("diff: a slowdown is the machine's load where B's most-waiting rank wa
         CHECK_FALSE(load_explains_ms(d));
         REQUIRE(a_load_explains_ms(d));
         CHECK(*a_load_explains_ms(d) == Approx(400));
-        CHECK(d.verdict.find("B may be faster because A's cores were taken") != std::string::npos);
+        CHECK(d.verdict.find("at least half of B's speed-up is A's wait for a core") != std::string::npos);
     }
 }
 
