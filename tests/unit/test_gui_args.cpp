@@ -137,10 +137,11 @@ TEST_CASE("an existing path opens as a trace unless it is a training flag's valu
     CHECK(parse({"--no-launch", a}).options.open_trace == Args{a});
     CHECK(parse({"--no-such-flag", a}).options.train_args == Args{"--no-such-flag", a});  // the trainer refuses it
 
+    // a path that names nothing is said as such (the trainer, which takes no argument of its own, called it "not
+    // expected"); as a flag's value it is the trainer's to read
     const std::string missing = temp_path("gui-args-no-such-file");
-    const auto gone = parse({missing}).options;  // not a file: the trainer's to refuse, as before
-    CHECK(gone.open_trace.empty());
-    CHECK(gone.train_args == Args{missing});
+    CHECK_THAT(error_of({missing}), Catch::Matchers::Contains("'" + missing + "': no such file or folder"));
+    CHECK(parse({"--data", missing}).options.train_args == Args{"--data", missing});
 }
 
 TEST_CASE("a pattern that matches files opens them, as a hung job's dumps are given, kept as written",
@@ -153,8 +154,8 @@ TEST_CASE("a pattern that matches files opens them, as a hung job's dumps are gi
     CHECK(o.open_trace == Args{pattern});  // the opener expands it (hang::find_dump_files)
     CHECK(o.train_args.empty());
     const std::string none = dir + "/nothing_*";
-    CHECK(parse({none}).options.train_args == Args{none});                            // matches nothing: not a path
-    CHECK(parse({"--data", pattern}).options.train_args == Args{"--data", pattern});  // a flag's value stays one
+    CHECK_THAT(error_of({none}), Catch::Matchers::Contains("no such file or folder"));  // matches nothing: said so
+    CHECK(parse({"--data", pattern}).options.train_args == Args{"--data", pattern});    // a flag's value stays one
 }
 
 TEST_CASE("which training flags take a value is the trainer's own table's answer", "[cpu][app][gui-args]") {

@@ -157,7 +157,14 @@ GuiArgs parse_gui_args(int argc, const char* const* argv) {
     for (size_t i = 0; i < rest.size(); ++i) {
         const std::string& a = rest[i];
         const bool value = i > 0 && is_value_of(rest[i - 1], switches);
-        if (a.rfind("-", 0) != 0 && !value && names_paths(a))
+        const bool flag = a.rfind("-", 0) == 0;
+        // The trainer takes no argument of its own: a word that is neither a flag nor a flag's value is a path to
+        // open, and one that names nothing is said as such (the trainer called it "not expected").
+        US_CHECK_INPUT(flag || value || names_paths(a),
+                       "'{}': no such file or folder (ultrascope opens a trace, PyTorch profiler files, a memory "
+                       "snapshot or a hung job's Flight Recorder dumps; training flags start with --)",
+                       a);
+        if (!flag && !value)
             o.open_trace.push_back(a);
         else
             o.train_args.push_back(a);
