@@ -3,10 +3,10 @@
 // naive attention against flash is compute (attention), its ops matched as replaced; the gradients' all-reduce after
 // backward in one bucket (against small overlapped buckets) is more exposed dp communication; more micro-batches a
 // smaller pipeline bubble; each with >= 90% of the step's change explained. A run against itself is no change; two
-// runs of the same settings differ within their own noise or, where the machine slowed one, by compute; a third run
-// of them given as --repeat is the noise between runs, and a run of other settings is refused as one. Real
-// PyTorch runs recorded before and after one change (a slowed rank, tests/data/kineto/blame) are diffed the same
-// way; bad input is refused with a message. The engine runs' cases are [serial] (one ctest, e2e_serial, that runs
+// runs of the same settings differ within their own noise or, where the machine slowed one, say so with no setting
+// changed; a third run of them given as --repeat is the noise between runs, and a run of other settings is refused as
+// one. Real PyTorch runs recorded before and after one change (a slowed rank, tests/data/kineto/blame) are diffed the
+// same way; bad input is refused with a message. The engine runs' cases are [serial] (one ctest, e2e_serial, that runs
 // alone): what they measure is the machine's, and a concurrent test on two cores turns a pipeline's handoffs into
 // idle time larger than the bubble the schedule removes.
 #include <filesystem>
@@ -112,11 +112,14 @@ TEST_CASE("diff: two runs of the same settings differ within their own noise", "
         return;
     }
     // A shared machine can run the same work slower for a whole run (twice, 74.6 and 99.7 ms a step here, each run
-    // steady within 4 ms): then the diff must say so, and put it on compute, where the same work took longer; the
-    // pair's runs are the same schedule, so no communication, bubble or straggler cause may lead.
+    // steady within 4 ms; or 42.3 against 38.9 ms, each within 2): then the diff says so, with no setting changed,
+    // and its causes account for the change as measured (which of compute or exposed communication moved more is
+    // the machine's doing, not a rule: a run whose all-reduce thread lost its core waits longer in it).
     WARN("two runs of the same settings differ beyond their noise on this machine: " << d["verdict"]);
+    CHECK(d["verdict"].get<std::string>().rfind("B is ", 0) == 0);
+    CHECK(d["settings_changed"] == nlohmann::json::array());
     REQUIRE(!d["causes"].empty());
-    CHECK(d["causes"][0]["kind"] == "compute");
+    check_explained(d);
 }
 
 TEST_CASE("diff --repeat: another run of A's settings is the noise between runs, other settings are refused",
