@@ -98,15 +98,11 @@ struct Builder {
         add(std::move(new_ops));
     }
 
-    // Only a straggler blame names stands for waiting (every run with ranks has a first row in its table; counting
-    // that row's waits as a straggler's turned ZeRO-3's extra gathers into "waiting for a straggler").
-    static bool names_one(const Blame& x) { return !x.stragglers.empty() && x.stragglers.front().stands_out; }
-
     // The run whose straggler the change is: "B's rank 5 arrived last in 7 of 9" (A's, where the waiting fell).
     void straggler_evidence(Cause& c, const Blame& a_blame, const Blame& b_blame) const {
-        const bool in_b = names_one(b_blame) && (c.ms >= 0 || !names_one(a_blame));
+        const bool in_b = names_straggler(b_blame) && (c.ms >= 0 || !names_straggler(a_blame));
         const Blame& blame = in_b ? b_blame : a_blame;
-        if (!names_one(blame)) return;
+        if (!names_straggler(blame)) return;
         const Straggler& s = blame.stragglers.front();
         c.rank = s.rank, c.group = s.group;
         c.evidence = fmt::format(
@@ -114,7 +110,8 @@ struct Builder {
             "waiting inside collectives {:.2f} -> {:.2f} ms per step (the ranks' mean){}",
             in_b ? "B" : "A", s.rank, s.last_arrivals, s.collectives, s.group, kMs * a.mean.waits_s,
             kMs * b.mean.waits_s,
-            names_one(a_blame) && names_one(b_blame) ? "" : fmt::format("; {} names none", in_b ? "A" : "B"));
+            names_straggler(a_blame) && names_straggler(b_blame) ? ""
+                                                                 : fmt::format("; {} names none", in_b ? "A" : "B"));
     }
 
     // Exposed communication per group, less the part that is waiting for a straggler: the change of waiting where
@@ -122,7 +119,7 @@ struct Builder {
     // the waiting B lost (A's straggler gone); none where neither names one (the runs wait as their collectives go:
     // that is communication).
     void communication(const Blame& a_blame, const Blame& b_blame) {
-        const bool in_a = names_one(a_blame), in_b = names_one(b_blame);
+        const bool in_a = names_straggler(a_blame), in_b = names_straggler(b_blame);
         auto straggler_part = [&](double dw) {
             return in_a && in_b ? dw : in_b ? std::max(0.0, dw) : in_a ? std::min(0.0, dw) : 0.0;
         };

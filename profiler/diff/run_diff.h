@@ -57,6 +57,10 @@ struct RankDelta {
     double a_step_ms = 0, b_step_ms = 0, compute_ms = 0, exposed_ms = 0, idle_ms = 0;  // B minus A but the steps
 };
 
+// Whether blame names a straggler in the run (its top row stands out): every run with ranks has a first row, and
+// only a named one's waits are a straggler's to the diff and its what-if.
+inline bool names_straggler(const Blame& b) { return !b.stragglers.empty() && b.stragglers.front().stands_out; }
+
 // One run as the diff takes it.
 struct DiffSide {
     std::string name;  // what the user named (a path)

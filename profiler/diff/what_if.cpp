@@ -11,9 +11,7 @@ namespace us::prof {
 
 std::vector<WhatIf> what_if(const RunFigures& a, const RunFigures& b, const Blame& b_blame) {
     std::vector<WhatIf> out;
-    // Only a straggler blame names (stands_out): every run with ranks has a first row in blame's table.
-    if (!b_blame.stragglers.empty() && b_blame.stragglers.front().stands_out && b.ranks.size() > 1 &&
-        b.steady_steps > 0) {
+    if (names_straggler(b_blame) && b.ranks.size() > 1 && b.steady_steps > 0) {
         const Straggler& s = b_blame.stragglers.front();
         // What it made each other rank wait, per steady step: its victims' own waits, each no more than the victim's
         // exposed time (a wait lengthens the step only where no compute runs under it), averaged over the victims;
