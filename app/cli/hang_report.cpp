@@ -27,7 +27,7 @@ int hang_report_command(int argc, char** argv) {
     const hang::DumpSet set = hang::load_dumps(hang::find_dump_files(paths), threads);
     if (set.dumps.empty()) {
         std::string why;
-        for (const std::string& p : set.problems) why += "\n  " + p;
+        for (const std::string& p : set.left_out) why += "\n  " + p;
         throw UserError(
             fmt::format("report: none of the {} files could be read as a Flight Recorder dump:{}", set.files, why));
     }

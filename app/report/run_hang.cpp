@@ -18,7 +18,7 @@ std::optional<RunHang> run_hang_of(const prof::TraceStore& store) {
         try {
             dumps.push_back(hang::read_flight_dump(t->flight_dump, source));
         } catch (const UserError& e) {  // one bad dump leaves the others analysed
-            unreadable.push_back(e.what());
+            unreadable.push_back(fmt::format("left out: {}", e.what()));
         }
     }
     if (dumps.empty() && unreadable.empty()) return std::nullopt;
@@ -26,7 +26,7 @@ std::optional<RunHang> run_hang_of(const prof::TraceStore& store) {
     const size_t files = dumps.size() + unreadable.size();
     h.dumps = hang::check_dumps(std::move(dumps));
     h.dumps.files = files;
-    h.dumps.problems.insert(h.dumps.problems.end(), unreadable.begin(), unreadable.end());
+    h.dumps.left_out.insert(h.dumps.left_out.end(), unreadable.begin(), unreadable.end());
     h.analysis = hang::analyze_hang(h.dumps);
     return h;
 }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -128,7 +129,9 @@ void watch(int64_t& dumped_key) {
 
 void loop() {
     DumpState& s = state();
-    int64_t dumped_key = 0;
+    // No stall dumped yet: not 0, which is the first operation's record id (a rank that waits in its very first
+    // collective must dump too).
+    int64_t dumped_key = std::numeric_limits<int64_t>::min();
     for (;;) {
         pollfd p{s.wake_read, POLLIN, 0};
         ::poll(&p, 1, 250);

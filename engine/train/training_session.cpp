@@ -17,7 +17,7 @@
 #include "engine/comm/flight_recorder.h"
 #include "engine/comm/mpi_comm.h"
 #include "common/core/check.h"
-#include "common/core/readable_file.h"
+#include "common/settings/input_files.h"
 #include "common/core/writable_file.h"
 #include "engine/parallel/injected_hang.h"
 #include "engine/train/metrics.h"
@@ -136,10 +136,8 @@ void check_checkpoint_path(const TrainConfig& cfg, ProcessGrid& grid) {
 // The files the run reads (--load, --data) are opened by the trainer after the trace is; one that cannot be read is
 // refused first (readable_file.h).
 void check_input_files(const TrainConfig& cfg) {
-    for (const auto& [flag, path] : {std::pair{"--load", &cfg.load}, std::pair{"--data", &cfg.data}})
-        if (const std::string why = path->empty() ? "" : why_not_readable_file(*path); !why.empty())
-            fail_user("cannot read {} '{}': {}; check the path (nothing was trained, no trace written)", flag, *path,
-                      why);
+    if (const std::string why = unreadable_input(cfg); !why.empty())
+        fail_user("{}; check the path (nothing was trained, no trace written)", why);
 }
 
 // Testing only: ULTRASCOPE_FAKE_CLOCK_OFFSET_NS=RANK:NS shifts that rank's clock by NS, as another host's would be.
@@ -232,7 +230,7 @@ bool listener_gone(const TrainConfig& cfg, ProcessGrid& grid, const RunProfiler&
                 cfg.trace.empty() ? "" : fmt::format(" (the trace is still written to {})", cfg.trace).c_str());
     }
     if (!w.stop_with_listener) return false;
-    US_FLIGHT_FRAME("run_training: stop with the listener?", FrameDetail::none);
+    US_FLIGHT_FRAME("run_training (each step's check for a rank's lost live stream)", FrameDetail::none);
     return grid.world().all_reduce_max(profiler.stream_lost() ? 1.0 : 0.0) > 0;
 }
 

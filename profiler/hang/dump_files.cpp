@@ -172,17 +172,17 @@ DumpSet check_dumps(std::vector<flight::FlightDump> dumps) {
         if (n > most) job = key, most = n;
     for (flight::FlightDump& d : dumps) {
         if (d.rank < 0) {
-            set.problems.push_back(
+            set.left_out.push_back(
                 fmt::format("{}: left out: neither the dump nor its file name says its rank "
                             "(name it as torch does, <prefix><rank>)",
                             d.source));
         } else if (d.version + " / " + d.comm_lib_version != job) {
-            set.problems.push_back(
+            set.left_out.push_back(
                 fmt::format("{}: left out: another job's dump (version {}, comm library '{}', "
                             "where the other dumps have {})",
                             d.source, d.version, d.comm_lib_version, job));
         } else if (!set.dumps.empty() && set.dumps.back().rank == d.rank) {
-            set.problems.push_back(
+            set.left_out.push_back(
                 fmt::format("{}: left out: rank {} is dumped twice (also {}): two jobs' dumps "
                             "mixed in one folder, or a copy?",
                             d.source, d.rank, set.dumps.back().source));
@@ -193,19 +193,20 @@ DumpSet check_dumps(std::vector<flight::FlightDump> dumps) {
     return set;
 }
 
-DumpSet load_dumps(const std::vector<std::string>& files, unsigned threads) {
+DumpSet load_dumps(const std::vector<std::string>& files, unsigned threads, DumpReadProgress* progress) {
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
     threads = std::min<unsigned>(threads, unsigned(std::max<size_t>(files.size(), 1)));
     std::vector<flight::FlightDump> dumps(files.size());
     std::vector<std::string> errors(files.size());
     std::atomic<size_t> next{0};
     auto work = [&] {
-        for (size_t i; (i = next.fetch_add(1)) < files.size();) {
+        for (size_t i; !(progress && progress->cancel) && (i = next.fetch_add(1)) < files.size();) {
             try {
                 dumps[i] = load_flight_dump(files[i]);
             } catch (const std::exception& e) {
                 errors[i] = e.what();
             }
+            if (progress) ++progress->files_done;
         }
     };
     std::vector<std::thread> pool;
@@ -213,15 +214,15 @@ DumpSet load_dumps(const std::vector<std::string>& files, unsigned threads) {
     work();
     for (auto& t : pool) t.join();
     std::vector<flight::FlightDump> read;
-    std::vector<std::string> problems;
+    std::vector<std::string> unreadable;
     for (size_t i = 0; i < files.size(); ++i) {
         if (!errors[i].empty())
-            problems.push_back(fmt::format("left out: {}", errors[i]));
+            unreadable.push_back(fmt::format("left out: {}", errors[i]));
         else
             read.push_back(std::move(dumps[i]));
     }
     DumpSet set = check_dumps(std::move(read));
-    set.problems.insert(set.problems.begin(), problems.begin(), problems.end());
+    set.left_out.insert(set.left_out.begin(), unreadable.begin(), unreadable.end());
     set.files = files.size();
     return set;
 }

@@ -4,6 +4,7 @@
 // a rank dumped twice or dumps of another job are named and left out: the rest is still analysed.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -30,13 +31,20 @@ DumpNameParts dump_name_parts(const std::string& path);
 
 struct DumpSet {
     std::vector<flight::FlightDump> dumps;  // one per rank, in rank order
-    std::vector<std::string> problems;      // each file left out, and why; other warnings
+    std::vector<std::string> left_out;      // each file left out, and why
     size_t files = 0;                       // files named
 };
 
+// How far a read of many dumps got, and a way to stop it between files (the GUI reads off the frame).
+struct DumpReadProgress {
+    std::atomic<size_t> files_done{0};
+    std::atomic<bool> cancel{false};
+};
+
 // Reads `files` on `threads` threads (0: every core). Every dump gets a rank (its own, else its file name's) and a
-// host where either says one.
-DumpSet load_dumps(const std::vector<std::string>& files, unsigned threads = 0);
+// host where either says one. With `progress`, counts the files read and stops early once it is cancelled (the
+// set is then incomplete: the caller drops it).
+DumpSet load_dumps(const std::vector<std::string>& files, unsigned threads = 0, DumpReadProgress* progress = nullptr);
 
 // The same over dumps already read (the engine's, kept in a trace): ranks checked, duplicates and other jobs named.
 DumpSet check_dumps(std::vector<flight::FlightDump> dumps);

@@ -78,7 +78,8 @@ bool find_mismatch(GroupState& s, std::vector<Member>& members, const CallSignat
             if (at[i] && at[0] && sig[i] != sig[0]) differs = true;
         }
         if (!differs) continue;
-        // The majority's call is the reference; a tie keeps the class of the group's first member, and says so.
+        // The majority's call is the reference; a tie takes the group's first member's as the one the text compares
+        // against, says so, and names both sides.
         std::unordered_map<uint64_t, int> count;
         for (size_t i = 0; i < members.size(); ++i)
             if (at[i]) ++count[sig[i]];
@@ -112,9 +113,38 @@ bool find_mismatch(GroupState& s, std::vector<Member>& members, const CallSignat
             fmt::format("{} called {} {} where {} called {} {}{}", rank_list(s.culprit_ranks), s.collective.op,
                         shapes_label(s.collective), rank_list(agreeing), s.reference.op, shapes_label(s.reference),
                         ties > 0 ? " (no majority: either side may be the wrong one)" : "");
+        // No majority: nothing says which side is wrong, so both are suspects (a tie of two members must not blame
+        // whichever came second).
+        if (ties > 0) {
+            s.tie = true;
+            s.culprit_ranks.insert(s.culprit_ranks.end(), agreeing.begin(), agreeing.end());
+            std::sort(s.culprit_ranks.begin(), s.culprit_ranks.end());
+        }
         return true;
     }
     return false;
+}
+
+// Members whose buffers hold every entry of their process and none of the group's collectives, where the others
+// entered some: they never entered the group's first, the one the others' buffers hold first.
+GroupState& never_entered_group(GroupState& s, std::vector<Member>& members, const std::vector<int>& never) {
+    const Member* first = &members.front();
+    for (const Member& m : members)
+        if (m.entry(0).collective_seq_id < first->entry(0).collective_seq_id) first = &m;
+    s.kind = HangKind::missing;
+    s.culprit_ranks = never;
+    s.collective = call_of(*first->dump, first->entry(0));
+    s.window_first = s.window_last = s.collective.seq_id;
+    std::vector<int> entered;
+    for (const Member& m : members) {
+        entered.push_back(m.dump->rank);
+        note_entered(s, m.entry(0));
+    }
+    s.detail = fmt::format(
+        "{} entered {}; {} never entered any collective of the group (the buffer holds every "
+        "entry of {} process)",
+        rank_list(entered), call_label(s.collective), rank_list(never), never.size() == 1 ? "its" : "their");
+    return s;
 }
 
 }  // namespace
@@ -136,9 +166,27 @@ GroupState judge_group(const DumpSet& set, const GroupInstance& group, const Cal
             if (!dump_of_rank.count(r)) s.absent_ranks.push_back(r);
     }
     progress_of(s, members);
-    // Members whose buffers hold none of this group's collectives say nothing of it (p2p only, or wrapped away).
+    // A member that holds none of the group's collectives while others entered some never entered the group's first,
+    // where its buffer still holds its process's first entry (nothing wrapped away: record id 0, or no entry at all).
+    // Otherwise its buffer says nothing of the group (p2p only, or wrapped away).
+    // The config's members with a dump but no entry of the group are not among `members` at all.
+    const bool others_entered =
+        std::any_of(members.begin(), members.end(), [](const Member& m) { return !m.collectives->empty(); });
+    std::vector<int> never_entered;
+    auto whole = [](const flight::FlightDump& d) { return d.entries.empty() || d.entries.front().record_id == 0; };
+    for (const Member& m : members)
+        if (others_entered && m.collectives->empty() && whole(*m.dump)) never_entered.push_back(m.dump->rank);
+    for (const int r : group.config_ranks) {
+        const auto dump = dump_of_rank.find(r);
+        const bool member =
+            std::any_of(members.begin(), members.end(), [&](const Member& m) { return m.dump->rank == r; });
+        if (others_entered && dump != dump_of_rank.end() && !member && whole(set.dumps[dump->second]))
+            never_entered.push_back(r);
+    }
+    std::sort(never_entered.begin(), never_entered.end());
     std::erase_if(members, [](const Member& m) { return m.collectives->empty(); });
     if (members.empty()) return s;
+    if (!never_entered.empty()) return never_entered_group(s, members, never_entered);
     int64_t lo = INT64_MIN, hi_min = INT64_MAX, hi_max = INT64_MIN;
     for (const Member& m : members) {
         lo = std::max(lo, m.entry(0).collective_seq_id);
@@ -177,6 +225,7 @@ GroupState judge_group(const DumpSet& set, const GroupInstance& group, const Cal
         s.detail = fmt::format("{} entered {} and {}; {} never did (the last {} entered: #{})", rank_list(waiting),
                                call_label(s.collective), waiting.size() == 1 ? "waits" : "wait",
                                rank_list(s.culprit_ranks), s.culprit_ranks.size() == 1 ? "it" : "they", hi_min);
+        if (!s.absent_ranks.empty()) s.detail += fmt::format("; {} left no dump", rank_list(s.absent_ranks));
         return s;
     }
     // Everyone entered the newest collective: inside it, or all done.
@@ -197,12 +246,25 @@ GroupState judge_group(const DumpSet& set, const GroupInstance& group, const Cal
         if (arrived(i) < arrived(early)) early = i;
     }
     const double spread_s = double(arrived(late) - arrived(early)) * 1e-9;
+    if (!s.absent_ranks.empty()) {  // the members that dumped wait inside it: those that did not hold them
+        s.kind = HangKind::missing;
+        s.culprit_ranks = s.absent_ranks;
+        std::vector<int> present;
+        for (const Member& m : members) present.push_back(m.dump->rank);
+        s.detail = fmt::format(
+            "{} entered {} and {} in it; {} left no dump (never entered it, or died or hung "
+            "before {} could dump)",
+            rank_list(present), call_label(s.collective), present.size() == 1 ? "waits" : "wait",
+            rank_list(s.absent_ranks), s.absent_ranks.size() == 1 ? "it" : "they");
+        return s;
+    }
     s.detail = fmt::format(
-        "all {} members entered {} and none left it: not a desync (a slow or broken link, or the "
+        "{} {} members entered {} and none left it: not a desync (a slow or broken link, or the "
         "communication library)",
-        members.size(), call_label(s.collective));
+        members.size() == s.ranks.size() ? "all" : "the", members.size(), call_label(s.collective));
     if (spread_s >= 1.0) {
         s.culprit_ranks.push_back(members[late].dump->rank);
+        s.late_entry_s = spread_s;
         s.detail += fmt::format("; rank {} entered it {:.1f} s after the first", members[late].dump->rank, spread_s);
     }
     return s;

@@ -138,7 +138,11 @@ Culprit describe_culprit(const DumpSet& set, const std::unordered_map<int, uint3
         if (in_root) stack_entry = &e;
     }
     if (!stack_entry && !d.entries.empty()) stack_entry = &d.entries.back();
-    if (stack_entry) c.stack = stack_of(d, *stack_entry);
+    if (stack_entry) {
+        c.stack = stack_of(d, *stack_entry);
+        c.stack_of = fmt::format("{} of {}", call_label(call_of(d, *stack_entry)),
+                                 group_label(d.group_name(stack_entry->group), d.group_desc(stack_entry->group)));
+    }
     return c;
 }
 
@@ -162,7 +166,36 @@ void count_unrecorded(const DumpSet& set, HangAnalysis& a) {
             last[e.group] = e.op_id;
         }
         if (gaps > 0) a.unrecorded_gap_ranks.push_back(d.rank), a.unrecorded_ops += gaps;
+        if (gaps > 0 && !d.entries.empty() && d.op_name(d.entries.front()).rfind("gloo:", 0) == 0)
+            a.unrecorded_under_gloo = true;
     }
+}
+
+// Whether the dumps may have caught a running job (time_created is each process's wall clock, comparable across
+// ranks of synchronised hosts): how long the oldest unfinished operation had been open by the job's newest entry,
+// and whether the culprits completed an operation begun after the others entered the collective they are said to
+// hold (then they were still running: not stuck).
+void measure_motion(const DumpSet& set, const std::unordered_map<int, uint32_t>& dump_of_rank, HangAnalysis& a) {
+    int64_t newest = -1, oldest_open = -1;
+    for (const flight::FlightDump& d : set.dumps)
+        for (const flight::FlightEntry& e : d.entries) {
+            if (e.time_created_ns <= 0) continue;
+            newest = std::max(newest, e.time_created_ns);
+            if (!entry_completed(e) && (oldest_open < 0 || e.time_created_ns < oldest_open))
+                oldest_open = e.time_created_ns;
+        }
+    if (newest > 0 && oldest_open > 0) a.longest_open_s = double(newest - oldest_open) / 1e9;
+    if (a.group < 0 || a.kind != HangKind::missing) return;
+    const int64_t entered = a.groups[size_t(a.group)].entered_ns;
+    int64_t culprits_newest = -1;
+    for (int r : a.culprit_ranks) {
+        const auto it = dump_of_rank.find(r);
+        if (it == dump_of_rank.end()) return;  // a rank without a dump: nothing to compare
+        // a completed entry only: a culprit stuck in another group's collective made it after, and never finished it
+        for (const flight::FlightEntry& e : set.dumps[it->second].entries)
+            if (entry_completed(e)) culprits_newest = std::max(culprits_newest, e.time_created_ns);
+    }
+    if (entered > 0 && culprits_newest > entered) a.culprit_active_after_s = double(culprits_newest - entered) / 1e9;
 }
 
 }  // namespace
@@ -185,7 +218,7 @@ const char* hang_kind_name(HangKind k) {
 
 HangAnalysis analyze_hang(const DumpSet& set) {
     HangAnalysis a;
-    a.problems = set.problems;
+    a.left_out = set.left_out;
     std::unordered_map<int, uint32_t> dump_of_rank;
     for (uint32_t i = 0; i < set.dumps.size(); ++i) {
         const flight::FlightDump& d = set.dumps[i];
@@ -231,6 +264,7 @@ HangAnalysis analyze_hang(const DumpSet& set) {
         a.stack.clear();
     }
     count_unrecorded(set, a);
+    measure_motion(set, dump_of_rank, a);
     a.node = culprit_node(a);
     write_verdict(a);
     return a;

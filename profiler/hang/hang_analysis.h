@@ -51,7 +51,10 @@ struct GroupState {
     std::vector<int> absent_ranks;                // members without a dump
     CollectiveCall collective;                    // where the members stop agreeing (seq_id -1: nowhere)
     CollectiveCall reference;                     // mismatch: what the others called
+    bool tie = false;                             // mismatch with no majority: the culprits are both sides
     std::string detail;                           // who differs and how, in one sentence
+    std::string cycle;                            // p2p_deadlock: who waits on whom ("rank 0 receives from 1, ...")
+    double late_entry_s = 0;                      // inside_collective: its culprit entered this long after the first
     bool root = false;                            // a hang of its own, not a victim of another group's
     int held_by = -1;                             // a victim: the index of the group whose hang holds its culprits
     int64_t window_first = -1, window_last = -1;  // the collectives every member still holds
@@ -66,6 +69,7 @@ struct Culprit {
     CollectiveCall last_completed;     // its newest completed collective, any group
     std::string last_completed_group;  // that collective's group, as group_label names it ("group '0' (world)")
     std::vector<StackFrame> stack;     // the stack of its entry that matters (the last, or the mismatched one)
+    std::string stack_of;              // that entry, in words: "all_reduce #5 of group 'dp:0' (dp)"
 };
 
 struct HangAnalysis {
@@ -81,13 +85,18 @@ struct HangAnalysis {
     std::vector<StackFrame> stack;            // the first culprit's
     std::vector<StackFrame> reference_stack;  // mismatch: a member that called the other thing
     std::vector<GroupState> groups;
+    // A job caught in motion (dumps taken on demand from a healthy job read like a hang): how long after the others
+    // entered the root's collective the culprits began an operation they completed (< 0: none after, or unknown), and
+    // how long the oldest unfinished operation had been open by the job's newest entry (< 0 unknown).
+    double culprit_active_after_s = -1, longest_open_s = -1;
     std::vector<int> absent_ranks;      // ranks below the job's size with no dump
     int world = 0;                      // the job's size as the dumps say it
     std::vector<std::string> injected;  // faults the engine injected, per rank: labelled as such
     // Operations the recorder kept no entry for (gaps in a group's op_id: gloo's send and recv), and whose.
     std::vector<int> unrecorded_gap_ranks;
     int64_t unrecorded_ops = 0;
-    std::vector<std::string> problems;  // files left out, repairs
+    bool unrecorded_under_gloo = false;  // the dumps are gloo's, which records no send or recv
+    std::vector<std::string> left_out;   // files left out, and why (DumpSet::left_out)
     struct RankDump {
         int rank = -1;
         std::string host, source;

@@ -61,7 +61,8 @@ json hang_json(const HangAnalysis& a) {
              {"absent", c.absent},
              {"last_completed", collective_json(c.last_completed)},
              {"last_completed_group", c.last_completed_group.empty() ? json(nullptr) : json(c.last_completed_group)},
-             {"stack", stack_json(c.stack)}});
+             {"stack", stack_json(c.stack)},
+             {"stack_of", c.stack_of.empty() ? json(nullptr) : json(c.stack_of)}});
     json groups = json::array();
     for (const GroupState& g : a.groups) groups.push_back(group_json(a, g));
     json ranks = json::array();
@@ -88,10 +89,12 @@ json hang_json(const HangAnalysis& a) {
             {"culprits", culprits},
             {"groups", groups},
             {"absent_ranks", a.absent_ranks},
+            {"culprit_active_after_s", a.culprit_active_after_s >= 0 ? json(a.culprit_active_after_s) : json(nullptr)},
+            {"longest_open_s", a.longest_open_s >= 0 ? json(a.longest_open_s) : json(nullptr)},
             {"world", a.world},
             {"injected", a.injected},
             {"unrecorded", {{"ranks", a.unrecorded_gap_ranks}, {"operations", a.unrecorded_ops}}},
-            {"problems", a.problems},
+            {"problems", a.left_out},
             {"ranks", ranks}};
 }
 
@@ -128,7 +131,7 @@ std::string format_hang(const HangAnalysis& a) {
         "Dumps: {} of {} ranks{}", a.ranks.size(), a.world,
         hosts.empty() ? std::string() : fmt::format(", from {} host{}", hosts.size(), hosts.size() == 1 ? "" : "s"));
     out += a.absent_ranks.empty() ? "\n" : fmt::format("; none from {}\n", rank_list(a.absent_ranks));
-    for (const std::string& p : a.problems) out += "  ! " + p + "\n";
+    for (const std::string& p : a.left_out) out += "  ! " + p + "\n";
     return out;
 }
 

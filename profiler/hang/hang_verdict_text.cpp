@@ -74,10 +74,11 @@ void write_verdict(HangAnalysis& a) {
                         : !a.unrecorded_gap_ranks.empty()
                             ? fmt::format(
                                   "No collective is hung: every group's collectives agree and completed; but "
-                                  "{} did {} operation{} the recorder kept no entry for (point-to-point "
-                                  "sends and receives under gloo), and a hang there cannot show in these "
-                                  "dumps.",
-                                  rank_list(a.unrecorded_gap_ranks), a.unrecorded_ops, a.unrecorded_ops == 1 ? "" : "s")
+                                  "{} did {} operation{} the recorder kept no entry for ({}), and a hang there "
+                                  "cannot show in these dumps.",
+                                  rank_list(a.unrecorded_gap_ranks), a.unrecorded_ops, a.unrecorded_ops == 1 ? "" : "s",
+                                  a.unrecorded_under_gloo ? "point-to-point sends and receives under gloo"
+                                                          : "gaps in their groups' op_id")
                             : "Nothing is hung in what the dumps hold: every group's collectives agree and completed.";
             break;
         case HangKind::missing:
@@ -86,6 +87,13 @@ void write_verdict(HangAnalysis& a) {
                     "{} left no dump while every rank that did agrees: {} the first suspect "
                     "(a rank that died or hung before it could dump).",
                     rank_list(a.culprit_ranks), a.culprit_ranks.size() == 1 ? "it is" : "they are");
+            } else if (std::all_of(a.culprits.begin(), a.culprits.end(), [](const Culprit& c) { return c.absent; })) {
+                a.verdict = fmt::format(
+                    "{} left no dump, and the other members of {} wait for {} in {}: {} (a rank that died or hung "
+                    "before it could dump) {} the job.",
+                    rank_list(a.culprit_ranks), group_label(*root), a.culprit_ranks.size() == 1 ? "it" : "them",
+                    call_label(a.collective), rank_list(a.culprit_ranks),
+                    a.culprit_ranks.size() == 1 ? "holds" : "hold");
             } else if (a.collective.p2p) {  // a send or receive whose partner was never posted
                 a.verdict = fmt::format("{} never posted its side of {} of {} ({}): {} {} the job{}.", who(a),
                                         call_label(a.collective), group_label(*root), root->detail, who(a),
@@ -97,21 +105,41 @@ void write_verdict(HangAnalysis& a) {
             }
             break;
         case HangKind::mismatch:
-            a.verdict = fmt::format("{} called something else in {} of {}: {}{}.", who(a), call_label(a.collective),
-                                    group_label(*root), root->detail, where);
+            a.verdict = root->tie ? fmt::format("{} disagree in {} of {}: {}{}.", who(a), call_label(a.collective),
+                                                group_label(*root), root->detail, where)
+                                  : fmt::format("{} called something else in {} of {}: {}{}.", who(a),
+                                                call_label(a.collective), group_label(*root), root->detail, where);
             break;
         case HangKind::p2p_deadlock:
             a.verdict = fmt::format("{} deadlock in point-to-point operations of {}: {}{}.", rank_list(a.culprit_ranks),
-                                    group_label(*root), root->detail.substr(root->detail.find(": ") + 2), where);
+                                    group_label(*root), root->cycle, where);
             break;
         case HangKind::inside_collective:
             a.verdict = fmt::format(
                 "Every member of {} entered {} and none left it: not a desync (a slow or broken "
                 "link, or the communication library){}.",
                 group_label(*root), call_label(a.collective),
-                a.culprit_ranks.empty() ? "" : "; " + root->detail.substr(root->detail.rfind("; ") + 2));
+                root->culprit_ranks.empty() ? ""
+                                            : fmt::format("; rank {} entered it {:.1f} s after the first",
+                                                          root->culprit_ranks.front(), root->late_entry_s));
             break;
     }
+    // Dumps taken on demand from a running job read like a hang: a culprit that recorded after the others entered
+    // the collective was still running then, and a hang shows as waits of seconds, not milliseconds.
+    if (a.culprit_active_after_s >= 0 && a.kind == HangKind::missing)
+        a.verdict += fmt::format(
+            " But {} completed an operation begun {:.0f} ms after the others entered it: {} still running then{}; dumps taken at "
+            "different moments of a healthy job read the same (a hang shows in dumps taken seconds into the wait).",
+            rank_list(a.culprit_ranks), 1e3 * a.culprit_active_after_s,
+            a.culprit_ranks.size() == 1 ? "it was" : "they were",
+            a.longest_open_s >= 0
+                ? fmt::format(", and the longest wait the dumps show is {:.0f} ms", 1e3 * a.longest_open_s)
+                : std::string());
+    if (a.longest_open_s >= 0 && a.kind != HangKind::none)
+        a.evidence.push_back(
+            fmt::format("the oldest unfinished operation had been open {:.3f} s by the job's newest "
+                        "entry (each rank's wall clock)",
+                        a.longest_open_s));
     if (root && a.kind != HangKind::none) a.evidence.push_back(group_label(*root) + ": " + root->detail);
     size_t described = 0;
     for (const Culprit& c : a.culprits) {
@@ -128,7 +156,8 @@ void write_verdict(HangAnalysis& a) {
                         c.last_completed.seq_id < 0 ? "nothing the buffer still holds"
                                                     : fmt::format("{} of {} ({})", call_label(c.last_completed),
                                                                   c.last_completed_group, c.last_completed.op),
-                        c.stack.empty() ? "" : "; stack: " + frame_label(c.stack)));
+                        // the stack is its entry's that matters, which need not be the completed one named before
+                        c.stack.empty() ? "" : fmt::format("; in {}: {}", c.stack_of, frame_label(c.stack))));
     }
     size_t victims = 0;
     for (const GroupState& g : a.groups)
@@ -159,10 +188,10 @@ void write_verdict(HangAnalysis& a) {
                                          a.absent_ranks.size() == 1 ? "" : "s"));
     if (!a.unrecorded_gap_ranks.empty())
         a.evidence.push_back(
-            fmt::format("{} did {} operation{} the recorder kept no entry for (gaps in op_id: gloo "
-                        "records no send or recv), so a hang in point-to-point transfers cannot show "
-                        "in these dumps",
-                        rank_list(a.unrecorded_gap_ranks), a.unrecorded_ops, a.unrecorded_ops == 1 ? "" : "s"));
+            fmt::format("{} did {} operation{} the recorder kept no entry for (gaps in op_id{}), so a hang in "
+                        "them cannot show in these dumps",
+                        rank_list(a.unrecorded_gap_ranks), a.unrecorded_ops, a.unrecorded_ops == 1 ? "" : "s",
+                        a.unrecorded_under_gloo ? ": gloo records no send or recv" : ""));
     for (const std::string& f : a.injected) a.evidence.push_back("injected fault, " + f);
 }
 

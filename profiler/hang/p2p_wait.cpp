@@ -68,9 +68,19 @@ void judge_p2p(const DumpSet& set, const AlignedGroups& aligned, std::vector<Gro
         if (!waits[di]) continue;
         const Pending& w = *waits[di];
         const auto peer = dump_of_rank.find(w.peer);
-        if (peer == dump_of_rank.end()) continue;
-        waits_on[di] = peer->second;
         GroupState& s = states[w.group];
+        if (peer == dump_of_rank.end()) {
+            // A peer without a dump: it holds this rank, whatever it did (died, hung before it could dump).
+            if (s.kind == HangKind::none) {
+                s.kind = HangKind::missing;
+                s.culprit_ranks = {w.peer};
+                s.collective = call_of(set.dumps[di], *w.entry);
+                s.detail = fmt::format("rank {} waits in {} for rank {}, which left no dump", set.dumps[di].rank,
+                                       call_label(s.collective), w.peer);
+            }
+            continue;
+        }
+        waits_on[di] = peer->second;
         if (!waits[peer->second] && s.kind == HangKind::none) {
             // The peer waits on nothing unanswered: it never posted the other side.
             s.kind = HangKind::missing;
@@ -105,6 +115,7 @@ void judge_p2p(const DumpSet& set, const AlignedGroups& aligned, std::vector<Gro
         s.kind = HangKind::p2p_deadlock;
         s.culprit_ranks = cycle;
         s.collective = call_of(set.dumps[size_t(at)], *waits[size_t(at)]->entry);
+        s.cycle = how;
         s.detail = "sends and receives wait on each other in a cycle: " + how;
     }
 }

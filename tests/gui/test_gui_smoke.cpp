@@ -544,7 +544,7 @@ TEST_CASE("a hung job's Flight Recorder dumps open on the Hang view: the culprit
     saved = nlohmann::json::parse(read_file(bad + ".json"));
     CHECK(saved["error"].get<std::string>().find("comm_lib_trace_rank_13") != std::string::npos);
     CHECK(saved["shown"]["hang"]["dumps"] == 15);
-    CHECK(saved["shown"]["hang"]["problems"] == 1);
+    CHECK(saved["shown"]["hang"]["left_out"] == 1);
     CHECK(saved["shown"]["hang"]["culprit_ranks"] == nlohmann::json::array({6}));
 }
 

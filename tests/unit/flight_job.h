@@ -64,7 +64,7 @@ private:
         e.group = b.group(name, desc);
         e.collective_seq_id = p2p ? 0 : seq;
         e.p2p_seq_id = p2p ? p2p_seq : 0;
-        e.op_id = ++op_id_[r];
+        e.op_id = ++op_id_[{r, name}];  // per group, as PyTorch and the engine number them
         e.op = b.string(op);
         e.shapes = b.shapes({{{elements}}, {{elements}}, {b.string(dtype)}, {b.string(dtype)}});
         e.stack = b.stack(
@@ -79,7 +79,7 @@ private:
     }
     std::map<std::string, int64_t> collective_seq_;
     std::map<std::pair<std::string, int>, int64_t> p2p_seq_;
-    std::map<int, int64_t> op_id_;
+    std::map<std::pair<int, std::string>, int64_t> op_id_;
 };
 
 }  // namespace us::test

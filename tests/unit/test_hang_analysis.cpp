@@ -84,6 +84,20 @@ TEST_CASE("hang: a size mismatch blames the member that differs from the majorit
     CHECK(analyze(dtypes.dumps).culprit_ranks == std::vector<int>{3});
 }
 
+TEST_CASE("hang: a mismatch of two members with no majority names both sides, whichever rank is wrong", "[cpu][hang]") {
+    for (const int odd : {0, 1}) {
+        INFO("rank " << odd << " calls the other size");
+        FlightJob job = four_healthy_steps(2);
+        job.collective_on(odd, "0", "default_pg", "nccl:all_reduce", 2048, false, 5);
+        job.collective_on(1 - odd, "0", "default_pg", "nccl:all_reduce", 1024, false, 5);
+        const hang::HangAnalysis a = analyze(job.dumps);
+        CHECK(a.kind == hang::HangKind::mismatch);
+        CHECK(a.culprit_ranks == std::vector<int>{0, 1});  // never the second one alone
+        CHECK(a.verdict.find("ranks 0 and 1 disagree in all_reduce #5") != std::string::npos);
+        CHECK(a.verdict.find("no majority") != std::string::npos);
+    }
+}
+
 // Found by fuzz_flight_reader: the window was walked number by number, so collective numbers far apart (a corrupt
 // file's) took the walk forever. It walks the numbers the dumps hold.
 TEST_CASE("hang: collective numbers far apart are walked by the entries, and the mismatch beyond the gap is found",
@@ -182,6 +196,66 @@ TEST_CASE("hang: everyone inside one collective is not a desync, all complete is
     CHECK(analyze(job.dumps).culprit_ranks == std::vector<int>{2});
 }
 
+TEST_CASE("hang: a member whose whole buffer holds none of the group's collectives never entered its first",
+          "[cpu][hang]") {
+    // Rank 0 hung before its first collective (its dump holds no entry at all); rank 1 waits in all_reduce #1.
+    FlightJob job(2);
+    job.config("dp:0", "dp", {0, 1});
+    job.collective_on(1, "dp:0", "dp", "nccl:all_reduce", 1024, false, 1);
+    const hang::HangAnalysis a = analyze(job.dumps);
+    CHECK(a.kind == hang::HangKind::missing);
+    CHECK(a.culprit_ranks == std::vector<int>{0});
+    CHECK(a.verdict.find("rank 0 never entered all_reduce #1 of group 'dp:0'") != std::string::npos);
+    // Where its buffer wrapped (its oldest entry is not its process's first), it may have entered and lost the
+    // entries: nothing is claimed of it from that group.
+    FlightJob wrapped(2);
+    wrapped.config("dp:0", "dp", {0, 1});
+    wrapped.p2p(0, "pp:0", "pp", "send", 0, 1, 16, true);
+    wrapped.dumps[0].entries.front().record_id = 500;
+    wrapped.collective_on(1, "dp:0", "dp", "nccl:all_reduce", 1024, false, 1);
+    const hang::HangAnalysis w = analyze(wrapped.dumps);
+    CHECK(w.culprit_ranks != std::vector<int>{0});
+}
+
+TEST_CASE("hang: members waiting inside a collective with a member that left no dump are held by that member",
+          "[cpu][hang]") {
+    FlightJob job = four_healthy_steps();
+    job.collective("0", "default_pg", {0, 1, 2}, "nccl:all_reduce", 1024, {0, 1, 2});
+    auto dumps = job.dumps;
+    dumps.erase(dumps.begin() + 3);
+    const hang::HangAnalysis a = analyze(dumps);
+    CHECK(a.kind == hang::HangKind::missing);
+    CHECK(a.culprit_ranks == std::vector<int>{3});
+    REQUIRE(a.group >= 0);  // the group it holds, not "every rank that did agrees"
+    CHECK(a.groups[size_t(a.group)].kind == hang::HangKind::missing);
+    CHECK(a.verdict.find("rank 3 left no dump, and the other members of group '0' (default_pg) wait for it in "
+                         "all_reduce #5") != std::string::npos);
+    CHECK(a.verdict.find("not a desync") == std::string::npos);
+}
+
+TEST_CASE("hang: a culprit that completed work after the others began waiting was still running: the verdict says so",
+          "[cpu][hang]") {
+    // Dumps taken on demand from a healthy job: rank 0 waits in all_reduce #5, rank 1 had not reached it yet but
+    // completed a pipeline send begun 40 ms after rank 0 entered.
+    FlightJob job = four_healthy_steps(2);
+    job.collective_on(0, "0", "default_pg", "nccl:all_reduce", 1024, false, 5);
+    job.p2p(1, "pp:0", "pp", "send", 1, 0, 16, true);
+    const int64_t entered = job.dumps[0].entries.back().time_created_ns;
+    job.dumps[1].entries.back().time_created_ns = entered + 40'000'000;
+    const hang::HangAnalysis a = analyze(job.dumps);
+    CHECK(a.kind == hang::HangKind::missing);
+    CHECK(a.culprit_ranks == std::vector<int>{1});
+    CHECK(a.culprit_active_after_s == Approx(0.040));
+    CHECK(a.verdict.find("But rank 1 completed an operation begun 40 ms after the others entered it") !=
+          std::string::npos);
+    // A culprit stuck in another group's collective (begun after, never finished) is no sign of a running job.
+    job.dumps[1].entries.back().state = us::flight::EntryState::started;
+    job.dumps[1].entries.back().retired = false;
+    const hang::HangAnalysis stuck = analyze(job.dumps);
+    CHECK(stuck.culprit_active_after_s < 0);
+    CHECK(stuck.verdict.find("still running") == std::string::npos);
+}
+
 TEST_CASE("hang: a rank without a dump is a suspect, the ranks of one host are a node", "[cpu][hang]") {
     FlightJob job = four_healthy_steps();
     auto dumps = job.dumps;
@@ -265,9 +339,9 @@ TEST_CASE("hang: dumps of one rank twice, or of another job, are named and left 
     dumps.back().source = "old/rank_1";
     const hang::DumpSet set = hang::check_dumps(dumps);
     CHECK(set.dumps.size() == 4);
-    REQUIRE(set.problems.size() == 2);
-    CHECK(set.problems[0].find("old/rank_1: left out: another job's dump") != std::string::npos);
-    CHECK(set.problems[1].find("rank 2 is dumped twice") != std::string::npos);
+    REQUIRE(set.left_out.size() == 2);
+    CHECK(set.left_out[0].find("old/rank_1: left out: another job's dump") != std::string::npos);
+    CHECK(set.left_out[1].find("rank 2 is dumped twice") != std::string::npos);
 }
 
 TEST_CASE("hang: ranks and hosts from dump file names", "[cpu][hang]") {

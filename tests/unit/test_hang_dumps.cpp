@@ -28,7 +28,7 @@ nlohmann::json expected(const std::string& scenario) {
 
 hang::HangAnalysis analyze(const std::string& scenario) {
     const hang::DumpSet set = hang::load_dumps(hang::find_dump_files({kDumps + scenario}));
-    CHECK(set.problems.empty());
+    CHECK(set.left_out.empty());
     return hang::analyze_hang(set);
 }
 
@@ -137,7 +137,7 @@ TEST_CASE("hang dumps: a truncated dump, a rank dumped twice and a file that is 
     fs::remove_all(dir);
     REQUIRE(set.dumps.size() == 3);  // ranks 0, 1 and 2; rank 3 cut short, rank 1's copy and the snapshot left out
     std::string problems;
-    for (const std::string& p : set.problems) problems += p + "\n";
+    for (const std::string& p : set.left_out) problems += p + "\n";
     INFO(problems);
     CHECK(problems.find("comm_lib_trace_rank_3") != std::string::npos);
     CHECK(problems.find("comm_lib_trace_rank_4: the file is empty") != std::string::npos);

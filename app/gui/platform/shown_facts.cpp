@@ -88,7 +88,7 @@ nlohmann::json hang_facts(const HangState& st) {
     nlohmann::json facts = {
         {"label", l.label},
         {"dumps", l.dumps.dumps.size()},
-        {"problems", l.dumps.problems.size()},
+        {"left_out", l.dumps.left_out.size()},
         {"kind", hang::hang_kind_name(a.kind)},
         {"verdict", a.verdict},
         {"culprit_ranks", a.culprit_ranks},

@@ -1,53 +1,18 @@
-// A hung job's dumps opened, read and analysed off the frame (hang_state.h). The files are read here, one pool of
-// threads over hang::load_flight_dump, rather than with hang::load_dumps, so that the frame can count the files read
-// and a close can stop the read between files; the checks and the analysis are the library's (check_dumps,
-// analyze_hang), the same the report makes.
+// A hung job's dumps opened, read and analysed off the frame (hang_state.h), with the library's reader, checks and
+// analysis (load_dumps, analyze_hang): the report's own. The read counts its files for the frame's progress line and
+// stops between files when the view closes.
 #include "app/gui/state/hang_state.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <thread>
 
 #include "common/core/check.h"
-#include "profiler/hang/flight_reader.h"
 
 namespace us::gui {
 
-namespace fs = std::filesystem;
-
 namespace {
-
-// Reads `files` on every core but one (the frame's), each file once; a file that cannot be read is a problem.
-std::vector<flight::FlightDump> read_dumps(const std::vector<std::string>& files, std::atomic<size_t>& done,
-                                           const std::atomic<bool>& cancel, std::vector<std::string>& problems) {
-    std::vector<flight::FlightDump> dumps(files.size());
-    std::vector<std::string> errors(files.size());
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-        for (size_t i; !cancel && (i = next.fetch_add(1)) < files.size(); ++done) {
-            try {
-                dumps[i] = hang::load_flight_dump(files[i]);
-            } catch (const std::exception& e) {
-                errors[i] = e.what();
-            }
-        }
-    };
-    const unsigned cores = std::max(2u, std::thread::hardware_concurrency()) - 1;
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < std::min<size_t>(cores, files.size()); ++t) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
-    std::vector<flight::FlightDump> read;
-    for (size_t i = 0; i < files.size(); ++i) {
-        if (!errors[i].empty())
-            problems.push_back("left out: " + errors[i]);
-        else
-            read.push_back(std::move(dumps[i]));
-    }
-    return read;
-}
 
 std::string paths_label(const std::vector<std::string>& paths) {
     std::string out;
@@ -58,18 +23,17 @@ std::string paths_label(const std::vector<std::string>& paths) {
 }  // namespace
 
 std::unique_ptr<LoadedHang> load_hang(const std::vector<std::string>& paths, std::atomic<size_t>& files_total,
-                                      std::atomic<size_t>& files_done, const std::atomic<bool>& cancel) {
+                                      hang::DumpReadProgress& progress) {
     const std::vector<std::string> files = hang::find_dump_files(paths);
     files_total = files.size();
-    std::vector<std::string> problems;
-    std::vector<flight::FlightDump> read = read_dumps(files, files_done, cancel, problems);
-    if (cancel) return nullptr;
-    US_CHECK_INPUT(!read.empty(), "none of the {} file(s) named by {} could be read as a Flight Recorder dump: {}",
-                   files.size(), paths_label(paths), problems.empty() ? "no file" : problems.front());
+    const unsigned every_core_but_the_frames = std::max(2u, std::thread::hardware_concurrency()) - 1;
+    hang::DumpSet dumps = hang::load_dumps(files, every_core_but_the_frames, &progress);
+    if (progress.cancel) return nullptr;
+    US_CHECK_INPUT(!dumps.dumps.empty(),
+                   "none of the {} file(s) named by {} could be read as a Flight Recorder dump: {}", files.size(),
+                   paths_label(paths), dumps.left_out.empty() ? "no file" : dumps.left_out.front());
     auto loaded = std::make_unique<LoadedHang>();
-    loaded->dumps = hang::check_dumps(std::move(read));
-    loaded->dumps.problems.insert(loaded->dumps.problems.begin(), problems.begin(), problems.end());
-    loaded->dumps.files = files.size();
+    loaded->dumps = std::move(dumps);
     loaded->analysis = hang::analyze_hang(loaded->dumps);
     loaded->label =
         fmt::format("{} Flight Recorder dump{} ({})", files.size(), files.size() == 1 ? "" : "s", paths_label(paths));
@@ -78,13 +42,13 @@ std::unique_ptr<LoadedHang> load_hang(const std::vector<std::string>& paths, std
 
 void HangState::open(std::vector<std::string> paths) {
     close();
-    m_cancel = std::make_shared<std::atomic<bool>>(false);
+    m_progress = std::make_shared<hang::DumpReadProgress>();
     m_files_total = std::make_shared<std::atomic<size_t>>(0);
-    m_files_done = std::make_shared<std::atomic<size_t>>(0);
     m_started = std::chrono::steady_clock::now();
     m_log.message("reading Flight Recorder dumps: " + paths_label(paths));
-    m_job = std::async(std::launch::async, [paths = std::move(paths), cancel = m_cancel, total = m_files_total,
-                                            done = m_files_done] { return load_hang(paths, *total, *done, *cancel); });
+    m_job = std::async(std::launch::async, [paths = std::move(paths), progress = m_progress, total = m_files_total] {
+        return load_hang(paths, *total, *progress);
+    });
 }
 
 void HangState::show(hang::HangAnalysis analysis, hang::DumpSet dumps, std::string label) {
@@ -98,7 +62,7 @@ void HangState::show(hang::HangAnalysis analysis, hang::DumpSet dumps, std::stri
 
 void HangState::close() {
     if (m_job.valid()) {
-        *m_cancel = true;
+        m_progress->cancel = true;
         m_job.wait();
         m_job = {};
     }
@@ -124,19 +88,12 @@ void HangState::poll() {
 void HangState::install(std::unique_ptr<LoadedHang> loaded) {
     const hang::HangAnalysis& a = loaded->analysis;
     // A file left out (unreadable, a rank twice, another job's) is an error, as a damaged trace is: the banner names
-    // it and the rest is shown; a repair is a message.
-    const auto& problems = loaded->dumps.problems;
-    size_t left_out = 0;
-    for (const std::string& p : problems) {
-        const bool out = p.find("left out") != std::string::npos;
-        if (out && left_out++ == 0)
-            m_log.fail(fmt::format("{} (of {} files, {} left out; the rest analysed)", p, loaded->dumps.files,
-                                   std::count_if(problems.begin(), problems.end(), [](const std::string& q) {
-                                       return q.find("left out") != std::string::npos;
-                                   })));
-        else
-            m_log.message("dumps: " + p);
-    }
+    // the first and the rest is shown.
+    const std::vector<std::string>& left_out = loaded->dumps.left_out;
+    if (!left_out.empty())
+        m_log.fail(fmt::format("{} (of {} files, {} left out; the rest analysed)", left_out.front(),
+                               loaded->dumps.files, left_out.size()));
+    for (size_t i = 1; i < left_out.size(); ++i) m_log.message("dumps: " + left_out[i]);
     m_log.message(fmt::format("{}: {}", loaded->label, a.verdict));
     m_loaded = std::move(loaded);
     m_choices = hang_group_choices(a);
@@ -150,7 +107,7 @@ void HangState::install(std::unique_ptr<LoadedHang> loaded) {
 std::string HangState::progress_line() const {
     if (!loading()) return "";
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();
-    const size_t total = *m_files_total, done = *m_files_done;
+    const size_t total = *m_files_total, done = m_progress->files_done;
     if (total == 0) return fmt::format("finding the dump files, {:.1f} s", s);
     if (done < total) return fmt::format("reading {} of {} dump files, {:.1f} s", done, total, s);
     return fmt::format("analysing {} dumps, {:.1f} s", total, s);

@@ -40,7 +40,8 @@ public:
     void show(hang::HangAnalysis analysis, hang::DumpSet dumps, std::string label);
     // Another source replaces it: a read under way stops at its next file.
     void close();
-    // Once per frame: installs a finished read (its problems and verdict go to the log, a failure as an error).
+    // Once per frame: installs a finished read (the files left out and its verdict go to the log, a failure as an
+    // error).
     void poll();
 
     bool loading() const { return m_job.valid(); }
@@ -66,8 +67,8 @@ private:
 
     MessageLog& m_log;
     std::future<std::unique_ptr<LoadedHang>> m_job;
-    std::shared_ptr<std::atomic<bool>> m_cancel;
-    std::shared_ptr<std::atomic<size_t>> m_files_total, m_files_done;
+    std::shared_ptr<hang::DumpReadProgress> m_progress;
+    std::shared_ptr<std::atomic<size_t>> m_files_total;
     std::chrono::steady_clock::time_point m_started{};
     std::unique_ptr<LoadedHang> m_loaded;
     bool m_bring_forward = false;
@@ -79,8 +80,8 @@ private:
 };
 
 // Finds, reads and analyses the dumps `paths` name (UserError when none can be read), counting the files found and
-// read; stops early (null) when `cancel` is set.
+// read; stops early (null) once `progress` is cancelled.
 std::unique_ptr<LoadedHang> load_hang(const std::vector<std::string>& paths, std::atomic<size_t>& files_total,
-                                      std::atomic<size_t>& files_done, const std::atomic<bool>& cancel);
+                                      hang::DumpReadProgress& progress);
 
 }  // namespace us::gui

@@ -98,10 +98,10 @@ void draw_verdict(const LoadedHang& l) {
     ImGui::TextColored(kDim, "measured: %s; %zu ranks of a world of %d, %zu process groups, %zu hung", l.label.c_str(),
                        a.ranks.size(), a.world, a.groups.size(), hung);
     ImGui::PopTextWrapPos();
-    if (const auto& problems = l.dumps.problems; !problems.empty()) {
-        if (ImGui::TreeNode("problems", "%zu problem%s with the dumps (the rest analysed)", problems.size(),
-                            problems.size() == 1 ? "" : "s")) {
-            for (size_t i = 0; i < problems.size() && i < 50; ++i) ImGui::TextWrapped("%s", problems[i].c_str());
+    if (const auto& left_out = l.dumps.left_out; !left_out.empty()) {
+        if (ImGui::TreeNode("left out", "%zu file%s left out (the rest analysed)", left_out.size(),
+                            left_out.size() == 1 ? "" : "s")) {
+            for (size_t i = 0; i < left_out.size() && i < 50; ++i) ImGui::TextWrapped("%s", left_out[i].c_str());
             ImGui::TreePop();
         }
     }

@@ -41,6 +41,8 @@ Args parse(int argc, char** argv) {
             a.steps = value();
         else if (k == "--no-dump")
             a.no_dump = value();
+        else if (k.rfind("-", 0) == 0 || !a.out.empty())  // --help, an unknown flag, a second folder: the usage
+            a.out.clear(), i = argc;
         else
             a.out = k;
     }
