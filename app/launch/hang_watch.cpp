@@ -1,6 +1,8 @@
 // The hang limit of a launched run (hang_watch.h).
 #include "app/launch/hang_watch.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace us::app {
@@ -13,6 +15,18 @@ void HangWatch::observe(int step, double step_ms, double now_s) {
     m_slowest_s = std::max(m_slowest_s, step_ms / 1e3);
     m_step = step;
     m_progress_s = now_s;
+}
+
+std::string HangWatch::limit_said() const {
+    const double limit = limit_s();
+    if (m_step == 0)
+        return fmt::format(
+            "the limit before the first step: {:.0f} s (MPI's wire-up and the model's start take time; "
+            "--hang-timeout S sets it where longer than {:.0f} s)",
+            limit, kFirstStepLimitS);
+    if (m_timeout_s > 0) return fmt::format("the limit: {:.0f} s, the run's --hang-timeout", limit);
+    return fmt::format("the limit: {:.0f} s, {:.0f} times the slowest step so far (--hang-timeout S sets it)", limit,
+                       kStepsPerLimit);
 }
 
 double HangWatch::limit_s() const {

@@ -6,6 +6,8 @@
 // ends the run. Unit-tested alone (tests/unit/test_hang_watch.cpp).
 #pragma once
 
+#include <string>
+
 namespace us::app {
 
 class HangWatch {
@@ -17,8 +19,10 @@ public:
     // The latest step finished (0: none yet) and its time on the slowest rank (ms), at `now_s` (seconds since the
     // launch).
     void observe(int step, double step_ms, double now_s);
-    // The limit in force now, in seconds.
+    // The limit in force now, in seconds, and where it comes from in words ("before the first step: 120 s, or
+    // --hang-timeout S when longer").
     double limit_s() const;
+    std::string limit_said() const;
     // No new step for longer than the limit.
     bool stalled(double now_s) const { return now_s - m_progress_s > limit_s(); }
     int last_step() const { return m_step; }

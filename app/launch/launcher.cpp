@@ -212,6 +212,10 @@ void Launcher::start(const LaunchSpec& spec) {
     if (!spec.connect.empty()) m_argv.insert(m_argv.end(), {"--connect", spec.connect});
     std::vector<std::string> argv = m_argv, env = child_env(spec, m_threads, wait_env);
     m_notes = end_orphaned_launches();  // a killed launch's processes, before this one's start beside them
+    if (spec.hostfile.empty() && spec.launcher == "mpirun") {  // ranks on this machine only: a folder here serves them
+        for (std::string& note : m_shm.make()) m_notes.push_back(std::move(note));
+        if (const std::string entry = m_shm.environment_entry(); !entry.empty()) env.push_back(entry);
+    }
     m_pid = spawn(argv, env, m_output_fd);
     m_exit.reset();
     m_ending = false;
@@ -226,6 +230,7 @@ std::optional<int> Launcher::poll() {
         m_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         unregister_child_group(m_pid);         // the group may be reused by another process from now on
         if (m_ending) kill_processes(m_tree);  // mpirun went; a rank it could not stop does not stay
+        m_shm.remove();
     } else if (m_ending && std::chrono::steady_clock::now() >= m_kill_at) {
         kill_tree();
     }
@@ -253,6 +258,7 @@ void Launcher::kill_tree() {
     m_exit = 128 + SIGKILL;
     unregister_child_group(m_pid);
     kill_processes(m_tree);  // what was re-parented meanwhile
+    m_shm.remove();
 }
 
 void Launcher::stop(int grace_ms) {

@@ -15,6 +15,7 @@
 
 #include "app/launch/hostfile.h"
 #include "app/launch/process_tree.h"
+#include "app/launch/shm_folder.h"
 
 namespace us::app {
 
@@ -84,6 +85,7 @@ private:
     std::optional<int> m_exit;
     std::vector<std::string> m_argv;
     int m_threads = 1;
+    ShmFolder m_shm;  // Open MPI's shared-memory segments of a local launch, removed when it ends
 };
 
 }  // namespace us::app

@@ -225,10 +225,8 @@ void LiveRun::watch_for_hang() {
         m_hung = true;
         m_hang_summary = fmt::format("the run stopped making progress at step {} for {:.0f} s",
                                      m_hang_watch.last_step() + 1, m_hang_watch.since_progress_s(now));
-        m_messages.push_back(fmt::format(
-            "{} (the limit: {:.0f} s; --hang-timeout S sets it): asking every rank for its flight recorder dump "
-            "(SIGUSR1 through {})",
-            m_hang_summary, m_hang_watch.limit_s(), m_options.launch.hosts.launcher));
+        m_messages.push_back(fmt::format("{} ({}): asking every rank for its flight recorder dump (SIGUSR1 through {})",
+                                         m_hang_summary, m_hang_watch.limit_said(), m_options.launch.hosts.launcher));
         m_dumped.clear();
         m_dumps_asked_s = now;
         m_launcher.signal(SIGUSR1);

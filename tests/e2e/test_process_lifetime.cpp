@@ -79,6 +79,46 @@ TEST_CASE("ultrascope run killed by SIGKILL: mpirun and its ranks stop within 10
 
 namespace {
 
+// The folders under /dev/shm of launches whose program's command line holds `marker` (app/launch/shm_folder.h).
+std::vector<fs::path> shm_folders_of(const std::string& marker) {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/dev/shm", ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind("ultrascope-shm-", 0) != 0) continue;
+        const std::string cmdline = read_file("/proc/" + std::to_string(std::atol(name.c_str() + 15)) + "/cmdline");
+        if (cmdline.find(marker) != std::string::npos) out.push_back(e.path());
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("Open MPI's shared-memory segments of a killed run are removed by the next launch", "[cpu][app][lifetime]") {
+    if (!fs::is_directory("/dev/shm")) return skip_test("no /dev/shm on this machine");
+    std::string data, trace;
+    auto run = start_long_run("shm", data, trace);
+    const std::vector<fs::path> folders = shm_folders_of(data);
+    REQUIRE(folders.size() == 1);  // the launch's own folder, named after it
+    size_t segments = 0;
+    for (const auto& e : fs::directory_iterator(folders[0])) segments += e.is_regular_file();
+    CHECK(segments >= 1);  // Open MPI put its segments there, not loose in /dev/shm
+    run->signal(SIGKILL);
+    REQUIRE(run->wait_exit(5).value_or(0) == 128 + SIGKILL);
+    CHECK(wait_processes_gone(data, 10) == 0);
+    CHECK(fs::exists(folders[0]));  // killed outright, it could not clean up
+    const std::string next_data = sample_data_file("lifetime-shm-next.txt", 20000);
+    const ProcessResult next = run_process(ultrascope() + " run -n 2 --dp 2 --preset tiny --steps 2 --data " +
+                                           next_data + " --trace " + temp_path("lifetime-shm-next.ustrace"));
+    INFO(next.output);
+    CHECK(next.exit_code == 0);
+    CHECK_FALSE(fs::exists(folders[0]));  // the next launch removed what the killed one left
+    CHECK(next.output.find("removed what a killed run") != std::string::npos);
+    CHECK(shm_folders_of(next_data).empty());  // and its own, when it ended
+}
+
+namespace {
+
 // One rank streaming to a listener of this test, which then goes away while the rank trains.
 struct ListenerGoneResult {
     std::optional<int> exit_code;

@@ -34,9 +34,12 @@ TEST_CASE("hang watch: the limit follows the run's slowest wait between steps", 
 TEST_CASE("hang watch: --hang-timeout overrides the measured limit once steps run", "[cpu][flight]") {
     HangWatch w(5);
     CHECK(w.limit_s() == HangWatch::kFirstStepLimitS);
+    // before the first step the start-up limit holds, and the message says so rather than crediting the flag
+    CHECK(w.limit_said().find("the limit before the first step: 120 s") == 0);
     w.observe(1, 100, 3);
     w.observe(2, 100, 3.1);
     CHECK(w.limit_s() == 5);
+    CHECK(w.limit_said() == "the limit: 5 s, the run's --hang-timeout");
     CHECK_FALSE(w.stalled(7.9));
     CHECK(w.stalled(8.2));
 }
