@@ -14,8 +14,9 @@ namespace {
 namespace fs = std::filesystem;
 }
 
-CaptureWritten finish_captured_ranks(const std::vector<CapturedTrace>& ranks, const std::string& dir) {
-    const capture::CaptureSummary done = capture::finish_capture(ranks, dir);
+CaptureWritten finish_captured_ranks(const std::vector<CapturedTrace>& ranks, const std::string& dir,
+                                     const std::string& shown_dir) {
+    const capture::CaptureSummary done = capture::finish_capture(ranks, dir, shown_dir);
     return CaptureWritten{done.rank_files, done.steps, done.same_steps, done.message};
 }
 
@@ -36,7 +37,7 @@ CaptureWritten write_capture(const std::vector<CapturedTrace>& ranks, const std:
     US_CHECK_INPUT(fs::create_directory(staging, ec), "cannot write in {}: {}", parent.string(), ec.message());
     CaptureWritten written;
     try {
-        written = finish_captured_ranks(ranks, staging.string());
+        written = finish_captured_ranks(ranks, staging.string(), target.string());
         if (fs::exists(target, ec)) fs::remove(target, ec);  // empty: checked above
         fs::rename(staging, target, ec);
         US_CHECK_INPUT(!ec, "cannot move the capture into {}: {}", target.string(), ec.message());

@@ -22,7 +22,9 @@ void check_capture_folder(const std::string& out_dir);
 // UserError when DIR exists and is not empty, or cannot be written; DIR then is as it was.
 CaptureWritten write_capture(const std::vector<CapturedTrace>& ranks, const std::string& out_dir);
 
-// profiler/capture's finish_capture into `dir`, its summary as the capture reports it.
-CaptureWritten finish_captured_ranks(const std::vector<CapturedTrace>& ranks, const std::string& dir);
+// profiler/capture's finish_capture into `dir`, its summary as the capture reports it (naming `shown_dir`, where the
+// folder goes after, when given).
+CaptureWritten finish_captured_ranks(const std::vector<CapturedTrace>& ranks, const std::string& dir,
+                                     const std::string& shown_dir = "");
 
 }  // namespace us::app

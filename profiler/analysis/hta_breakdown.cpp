@@ -105,7 +105,8 @@ struct KernelWindow {
         for (const Span& s : rt.lanes[size_t(Lane::host)].spans())
             if (s.kind == SpanKind::step) steps.push_back(s);
         std::sort(steps.begin(), steps.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
-        window = rt.imported() && imported_run_info(rt).steps_from == "window";
+        // HTA reads steps from ProfilerStep only: without one it takes every kernel, however the steps were found
+        window = rt.imported() && imported_run_info(rt).steps_from != "ProfilerStep";
         filter = steps.size() >= 2;
         if (filter) last_step = steps.back().step, last_begin = steps.back().begin;
     }

@@ -1,5 +1,6 @@
 // The report's words for an imported PyTorch run (imported_run.h).
 #include "profiler/analysis/imported_report.h"
+#include "profiler/trace/kineto_counters.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -16,8 +17,7 @@ double counter_peak(const TraceStore& store, const RankTrace& rt, const char* na
     for (const auto& p : it->second) peak = std::max(peak, p.value);
     return peak;
 }
-constexpr const char* kMemoryCounters[] = {"kineto_allocated_bytes", "kineto_reserved_bytes",
-                                           "kineto_cpu_allocated_bytes"};
+constexpr const char* kMemoryCounters[] = {kKinetoAllocatedCounter, kKinetoReservedCounter, kKinetoCpuAllocatedCounter};
 }  // namespace
 
 nlohmann::json imported_memory_json(const TraceStore& store) {
@@ -36,11 +36,14 @@ nlohmann::json imported_memory_json(const TraceStore& store) {
 std::string imported_header(const RunInfo& run, const TraceStore& store) {
     std::string s = fmt::format(
         "Imported from PyTorch's profiler (Kineto): {} rank file(s), world size {}, backend {}; "
-        "steps from {} (Kineto's ProfilerStep#N is step N+{} here)\n",
+        "steps from {}\n",
         run.files.size(), run.world_size > 0 ? std::to_string(run.world_size) : "unknown",
         run.backend.empty() ? "unknown" : run.backend,
-        run.steps_from == "window" ? "the whole profiled window (no ProfilerStep)" : run.steps_from,
-        run.kineto_step_offset);
+        run.steps_from == "window" ? std::string("the whole profiled window (no ProfilerStep)")
+        : run.steps_from == "Optimizer.step"
+            ? std::string("the optimizer's steps (no ProfilerStep: each ends where "
+                          "an Optimizer.step ends)")
+            : fmt::format("{} (Kineto's ProfilerStep#N is step N+{} here)", run.steps_from, run.kineto_step_offset));
     for (const auto& g : run.process_groups)
         s += fmt::format("  process group {} '{}': {} ranks, {}\n", g.name, g.desc, g.ranks.size(),
                          g.kind.empty() ? "parallelism unknown" : g.kind + " (from " + g.kind_from + ")");
@@ -62,6 +65,22 @@ std::string imported_header(const RunInfo& run, const TraceStore& store) {
     s += "  unknown for a PyTorch trace: the model's settings, predicted memory and times (the engine's), MFU "
          "(no FLOP counts or device peak)\n";
     return s;
+}
+
+void warn_of_missing_ranks(const TraceStore& store, std::vector<std::string>& warnings) {
+    const std::vector<int> given = store.ranks();
+    if (int(given.size()) >= store.world_size()) return;
+    std::vector<int> missing;
+    for (int r = 0; r < store.world_size() && missing.size() <= 8; ++r)
+        if (!std::binary_search(given.begin(), given.end(), r)) missing.push_back(r);
+    std::string names;
+    for (size_t i = 0; i < missing.size() && i < 8; ++i) names += (i ? ", " : "") + std::to_string(missing[i]);
+    if (missing.size() > 8) names += ", ...";
+    warnings.push_back(fmt::format(
+        "the files say a world of {} ranks but hold {}: no file for rank{} {}. The waits and exposed communication of "
+        "the ranks given may be waits for those ranks, which neither blame nor any figure here can see: open every "
+        "rank's file",
+        store.world_size(), given.size(), store.world_size() - int(given.size()) == 1 ? "" : "s", names));
 }
 
 std::string imported_planner_note() {
@@ -105,6 +124,8 @@ void mark_imported_unknowns(nlohmann::json& report, const TraceStore& store) {
             // in its file (the ranks are read as on one clock)
             for (const char* k : {"experts_s", "micro_batches_in_flight", "clock_offset_ns", "clock_uncertainty_ns"})
                 rank[k] = unknown;
+            // the times are the PyTorch profiler's: its kernels where it traced a GPU, else its CPU ops
+            if (rank.value("time_source", "") == "engine") rank["time_source"] = "kineto";
             if (rank.contains("steps"))
                 for (auto& step : rank["steps"]) step["micro_batches_in_flight"] = unknown;
             if (rank.contains("ops") && rank["ops"].contains("rows"))

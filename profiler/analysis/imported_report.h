@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "profiler/trace/run_info.h"
 #include "profiler/trace/trace_store.h"
@@ -15,6 +16,8 @@ namespace us::prof {
 std::string imported_header(const RunInfo& run, const TraceStore& store);
 // Per rank, the peaks of the [memory] counters (allocated, reserved; null when the trace has none).
 nlohmann::json imported_memory_json(const TraceStore& store);
+// Adds a warning where the files say a larger world than they hold ("no file for ranks 1, 3").
+void warn_of_missing_ranks(const TraceStore& store, std::vector<std::string>& warnings);
 // The planner comparison's note: it needs the model and the layout, which a Kineto trace does not hold.
 std::string imported_planner_note();
 // The report's sections an imported run cannot fill, with why (JSON: section -> reason).

@@ -9,6 +9,7 @@
 
 #include "common/core/memory_category.h"
 #include "profiler/analysis/core_wait.h"
+#include "profiler/analysis/imported_report.h"
 #include "profiler/analysis/report.h"
 #include "profiler/trace/chrome_export.h"
 #include "profiler/transport/rank_metadata.h"
@@ -359,8 +360,7 @@ Report build_report(const TraceStore& store, int microbatches) {
     Report rep;
     describe_run(store, rep);
     if (rep.predict_input.moe_experts > 0) rep.routing = analyze_expert_routing(store);
-    // The run across ranks comes from the ranks' digests, as it does for runs too large to hold whole
-    // (cross_rank.h). Their collectives are matched first: the steps' pipeline windows need the waits.
+    // Across ranks from their digests, as for runs too large to hold (cross_rank.h); collectives matched first.
     std::vector<RankDigest> digests;
     for (int r : store.ranks()) digests.push_back(digest_without_steps(store, r));
     CollectiveMatches collectives = match_collectives(digests);
@@ -384,6 +384,7 @@ Report build_report(const TraceStore& store, int microbatches) {
     throughput(store, rep);
     if (!rep.imported) rep.misses = find_misses(rep);  // an imported run has no prediction to miss
     if (rep.imported) rep.imported_section = imported_run_section(store, rep.cross.pipelines);
+    if (rep.imported) warn_of_missing_ranks(store, rep.warnings);
     return rep;
 }
 

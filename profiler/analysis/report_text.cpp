@@ -105,13 +105,15 @@ std::string format_throughput(const Report& rep) {
     const auto& t = rep.throughput;
     if (rep.imported) {  // no model or batch in a PyTorch trace: the step time only
         s += fmt::format(
-            "\nThroughput ({} over {} steady step(s)): {:.1f} ms/step; tokens/s, model FLOPs and MFU unknown "
-            "for an imported run\n",
+            "\nThroughput ({} over {} steady step(s)): {:.1f} ms/step (each step as long as its slowest rank); "
+            "tokens/s, model FLOPs and MFU unknown for an imported run\n",
             src, t.steps_measured, t.step_s * 1e3);
         return s;
     }
-    s += fmt::format("\nThroughput ({} over {} steady step(s)): {:.0f} tokens/s, {:.1f} ms/step\n", src,
-                     t.steps_measured, t.tokens_per_s, t.step_s * 1e3);
+    s += fmt::format(
+        "\nThroughput ({} over {} steady step(s)): {:.0f} tokens/s, {:.1f} ms/step (each step as long as "
+        "its slowest rank)\n",
+        src, t.steps_measured, t.tokens_per_s, t.step_s * 1e3);
     std::string sources;
     for (const std::string& peak_source : t.peak_sources) sources += (sources.empty() ? "" : "; ") + peak_source;
     s += fmt::format(
@@ -269,13 +271,14 @@ std::string format_communication(const Report& rep) {
         for (const GroupKind kind : reported_groups(r)) {
             const size_t g = size_t(kind);
             const double measured = per_steady_step(r, r.steady.group_bytes[g]);
-            if (measured == 0 && r.predicted.comm_bytes[g] == 0) continue;
+            const double busy_s = per_steady_step(r, r.steady.group_comm_s[g]);
+            if (measured == 0 && r.predicted.comm_bytes[g] == 0 && busy_s == 0) continue;
+            // Time without bytes: the trace's collectives did not say their sizes (a TensorList's), not nothing sent.
             line += fmt::format("  {}{} {} / {}, {:.1f} / {:.1f} ms exposed, {:.1f} ms waiting;", group_kind_name(kind),
                                 r.group_hosts[g] > 1 ? across_nodes(r.group_hosts[g], r.ring_successor_across[g]) : "",
-                                format_bytes(int64_t(measured)),
+                                measured == 0 && busy_s > 0 ? std::string("unknown") : format_bytes(int64_t(measured)),
                                 rep.imported ? std::string("unknown") : format_bytes(r.predicted.comm_bytes[g]),
-                                1e3 * per_steady_step(r, r.steady.group_comm_s[g]),
-                                1e3 * per_steady_step(r, r.steady.group_exposed_s[g]),
+                                1e3 * busy_s, 1e3 * per_steady_step(r, r.steady.group_exposed_s[g]),
                                 1e3 * per_steady_step(r, rep.cross.group_waits_of(r.rank)[g]));
         }
         s += fmt::format("  {:<22}{}\n", r.label, line.empty() ? "  none" : line);

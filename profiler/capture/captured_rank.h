@@ -32,7 +32,9 @@ struct CaptureSummary {
 // raw trace is read through before anything is written; the files are written under temporary names and renamed
 // once all are complete. Throws us::UserError naming the file and what to do (a damaged or cut trace, a rank given
 // twice, a folder holding another capture's rank files or the raw traces themselves); then nothing is left in
-// `out_dir`. The raw traces are only read: the caller removes them when it wants.
-CaptureSummary finish_capture(const std::vector<CapturedRank>& ranks, const std::string& out_dir);
+// `out_dir`. The raw traces are only read: the caller removes them when it wants. The message names `shown_dir`
+// where the caller moves the folder after (a staging folder renamed into place), else `out_dir`.
+CaptureSummary finish_capture(const std::vector<CapturedRank>& ranks, const std::string& out_dir,
+                              const std::string& shown_dir = "");
 
 }  // namespace us::capture

@@ -98,7 +98,8 @@ std::string summary_message(const std::vector<std::string>& files, const std::ve
 
 }  // namespace
 
-CaptureSummary finish_capture(const std::vector<CapturedRank>& ranks_given, const std::string& out_dir) {
+CaptureSummary finish_capture(const std::vector<CapturedRank>& ranks_given, const std::string& out_dir,
+                              const std::string& shown_dir) {
     check_ranks(ranks_given);
     std::vector<const CapturedRank*> ranks;  // in rank order (not copied: raw_bytes may be large)
     for (const CapturedRank& r : ranks_given) ranks.push_back(&r);
@@ -155,7 +156,8 @@ CaptureSummary finish_capture(const std::vector<CapturedRank>& ranks_given, cons
     }
     summary.steps = check.steps;
     summary.same_steps = check.same;
-    summary.message = summary_message(summary.rank_files, ranks_given, dir, check);
+    summary.message =
+        summary_message(summary.rank_files, ranks_given, shown_dir.empty() ? dir : fs::path(shown_dir), check);
     return summary;
 }
 

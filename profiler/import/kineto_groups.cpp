@@ -94,7 +94,7 @@ KinetoGroups identify_groups(const KinetoFile& f, int rank, const std::vector<bo
 }
 
 RankMetadata kineto_rank_metadata(const KinetoFile& f, int rank, const std::string& rank_from,
-                                  const KinetoGroups& groups, bool steps_from_window) {
+                                  const KinetoGroups& groups, const std::string& steps_from) {
     RunInfo info;
     info.source = "kineto";
     info.world_size = groups.world_size;
@@ -103,7 +103,7 @@ RankMetadata kineto_rank_metadata(const KinetoFile& f, int rank, const std::stri
     info.clock_method =
         "Kineto timestamps: the host's clock (ranks on one host share it; ranks on different hosts "
         "are not aligned)";
-    info.steps_from = steps_from_window ? "window" : "ProfilerStep";
+    info.steps_from = steps_from;
     info.kineto_step_offset = 1;
     info.backend = groups.backend;
     info.files = {f.path};

@@ -30,6 +30,6 @@ KinetoGroups identify_groups(const KinetoFile& file, int rank, const std::vector
 // run's description (RunInfo: world size, process groups, devices, clock, steps_from, kineto_step_offset, backend)
 // under "run". The reader adds the stream and thread ids once it has seen them.
 RankMetadata kineto_rank_metadata(const KinetoFile& file, int rank, const std::string& rank_from,
-                                  const KinetoGroups& groups, bool steps_from_window);
+                                  const KinetoGroups& groups, const std::string& steps_from);
 
 }  // namespace us::prof

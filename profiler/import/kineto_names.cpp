@@ -126,6 +126,8 @@ OpClass compute_class_of(std::string_view name) {
         return op_class_of_kind(kind);
     }
     const std::string s = squeeze(name);
+    // A loss before the softmax test: CrossEntropyLoss is log_softmax + nll_loss, and attention's softmax is no log.
+    if (has(s, "crossentropy") || has(s, "nllloss") || has(s, "loss") || has(s, "logsoftmax")) return OpClass::loss;
     if (has(s, "flash") || has(s, "attention") || has(s, "fmha") || has(s, "sdpa") || has(s, "softmax"))
         return OpClass::attention;
     if (has(s, "gemm") || s == "atenmm" || s == "atenbmm" || has(s, "addmm") || has(s, "matmul") ||
@@ -133,10 +135,10 @@ OpClass compute_class_of(std::string_view name) {
         return OpClass::gemm;
     if (has(s, "norm")) return OpClass::norm;
     if (has(s, "embedding")) return OpClass::embedding;
-    if (has(s, "crossentropy") || has(s, "nllloss") || has(s, "loss")) return OpClass::loss;
     if (has(s, "optimizer") || has(s, "adam") || has(s, "sgd") || has(s, "multitensorapply")) return OpClass::optimizer;
+    // ReLU's own ops too: aten::relu runs clamp_min, its backward threshold_backward.
     if (has(s, "gelu") || has(s, "relu") || has(s, "silu") || has(s, "elementwise") || has(s, "atenadd") ||
-        has(s, "atenmul") || has(s, "copy"))
+        has(s, "atenmul") || has(s, "copy") || has(s, "clampmin") || has(s, "thresholdbackward"))
         return OpClass::activation;
     return OpClass::none;
 }

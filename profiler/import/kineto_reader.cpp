@@ -11,6 +11,7 @@
 #include "profiler/import/kineto_names.h"
 #include "profiler/import/kineto_span_context.h"
 #include "profiler/trace/run_info.h"
+#include "profiler/trace/kineto_counters.h"
 
 namespace us::prof {
 
@@ -48,9 +49,9 @@ int rank_of_file(const KinetoFile& f, bool only_file, std::string& rank_from, st
 namespace {
 
 // Names the mapping adds to the file's own, with ids after them.
-enum ExtraName : uint32_t { window_step, allocated, reserved, cpu_allocated, extra_count };
-constexpr const char* kExtraNames[] = {"profiled window", "kineto_allocated_bytes", "kineto_reserved_bytes",
-                                       "kineto_cpu_allocated_bytes"};
+enum ExtraName : uint32_t { window_step, optimizer_step, allocated, reserved, cpu_allocated, extra_count };
+constexpr const char* kExtraNames[] = {"profiled window", "step (to the end of Optimizer.step)",
+                                       kKinetoAllocatedCounter, kKinetoReservedCounter, kKinetoCpuAllocatedCounter};
 
 class ChunkWriter {
 public:
@@ -94,6 +95,15 @@ public:
           m_groups(groups),
           m_class_of_name(f.names.size(), -1) {
         m_has_gpu = std::any_of(f.spans.begin(), f.spans.end(), [](auto& s) { return is_device_cat(s.cat); });
+        // A collective's bytes are counted once: on its c10d op, or where no c10d op says any (DDP's buckets go as a
+        // TensorList, which says no shape) on gloo's own spans, whose shapes are the buffer's.
+        // The c10d ops' bytes are their nests' (a gloo span on the same thread inside one gives it its bytes).
+        uint64_t c10d_bytes = 0, gloo_bytes = 0;
+        for (const uint32_t i : walk.host) {
+            if (walk.ctx[i].collective != int32_t(i)) continue;  // outermost collectives only
+            (facts[f.spans[i].name].gloo ? gloo_bytes : c10d_bytes) += walk.nest[i].bytes;
+        }
+        m_bytes_on_gloo = c10d_bytes == 0 && gloo_bytes > 0;
     }
     // The device streams in first-seen order.
     const std::vector<int64_t>& streams() const { return m_streams; }
@@ -122,6 +132,7 @@ private:
     const HostWalk& m_walk;
     const KinetoGroups& m_groups;
     bool m_has_gpu = false;
+    bool m_bytes_on_gloo = false;  // the rank's c10d ops carry no bytes, gloo's spans do: count them there
     std::vector<int64_t> m_streams;
     std::vector<int8_t> m_class_of_name;
 
@@ -153,11 +164,14 @@ private:
         r.thread = uint8_t(std::min<uint32_t>(s.thread, 255));
         r.kind = uint8_t(SpanKind::op);
         r.op = class_of(s.name);
+        // Elementwise ops inside Optimizer.step (AdamW's add_, mul_, addcdiv_ per parameter) are the optimizer's.
+        if (c.phase == Phase::optimizer && (r.op == uint8_t(OpClass::activation) || r.op == uint8_t(OpClass::none)))
+            r.op = uint8_t(OpClass::optimizer);
         // gloo's span of asynchronous work that outlives the c10d op which issued it: the transfer itself.
         const bool async_gloo = !m_has_gpu && c.collective >= 0 && c.collective != int32_t(i) && facts.gloo &&
                                 s.end > m_file.spans[size_t(c.collective)].end;
         if (!m_has_gpu && (c.collective == int32_t(i) || async_gloo)) {  // a CPU-only rank's collective
-            host_collective(c, facts, async_gloo, r);
+            host_collective(c, facts, async_gloo, s.bytes, r);
         } else {
             // A CPU-only rank's compute is its cpu_ops; annotations (markers), ops inside or around a
             // collective and waits for one are its host side.
@@ -169,12 +183,13 @@ private:
 
     // A CPU-only rank's collective (its outermost c10d op, or gloo's asynchronous transfer): a comm span with the
     // nest's facts.
-    void host_collective(const HostContext& c, const NameFacts& facts, bool async_gloo, SpanRecord& r) {
+    void host_collective(const HostContext& c, const NameFacts& facts, bool async_gloo, uint64_t own_bytes,
+                         SpanRecord& r) {
         KinetoSpan n = m_walk.nest[size_t(c.collective)];
         if (async_gloo) n.bytes = 0, n.collective = facts.op;
         // gloo's own span on its worker thread, outside any c10d op: the transfer's time; its bytes are
-        // the launching c10d op's (counted there, not twice).
-        if (facts.gloo) n.bytes = 0;
+        // the launching c10d op's (counted there, not twice), unless no c10d op of the rank says any.
+        if (facts.gloo) n.bytes = m_bytes_on_gloo ? own_bytes : 0;
         OpClass op = n.collective != OpClass::none ? n.collective : facts.op;
         r.kind = uint8_t(SpanKind::comm);
         r.op = uint8_t(op);
@@ -236,7 +251,7 @@ void write_steps(const KinetoSteps& steps, ChunkWriter& out) {
         r.type = uint8_t(EventType::span);
         r.lane = uint8_t(Lane::host), r.kind = uint8_t(SpanKind::step);
         r.begin_ns = s.begin, r.end_ns = s.end, r.step = s.step + 1;
-        r.name = steps.window ? out.extra(window_step) : s.name;
+        r.name = steps.window ? out.extra(window_step) : steps.from_optimizer ? out.extra(optimizer_step) : s.name;
         r.micro_batch = -1, r.layer = -1, r.peer = -1;
         out.add(e);
     }
@@ -325,7 +340,10 @@ std::vector<std::string> ingest_kineto(const KinetoFile& f, int rank, const std:
     const HostWalk walk = walk_host_spans(f, facts);
     const KinetoGroups groups = identify_groups(f, rank, kineto_p2p_groups(f, walk, facts));
 
-    RankMetadata meta = kineto_rank_metadata(f, rank, rank_from, groups, steps.window);
+    RankMetadata meta = kineto_rank_metadata(f, rank, rank_from, groups,
+                                             steps.window           ? "window"
+                                             : steps.from_optimizer ? "Optimizer.step"
+                                                                    : "ProfilerStep");
     ChunkWriter out(store, rank, f);
     SpanMapper mapper(f, rank, steps, facts, walk, groups);
     for (uint32_t i = 0; i < f.spans.size(); ++i)

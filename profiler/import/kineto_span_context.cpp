@@ -26,6 +26,29 @@ KinetoSteps kineto_steps(const KinetoFile& f, std::vector<std::string>& warnings
         t0 = std::min(t0, s.begin), t1 = std::max(t1, s.end);
     }
     std::sort(out.steps.begin(), out.steps.end(), [](auto& a, auto& b) { return a.begin < b.begin; });
+    if (out.steps.empty() && !spans.empty()) {
+        // No prof.step(): the optimizer's steps (Optimizer.step#<Class>.step annotations) bound them, as a capture
+        // derives them (profiler/capture/step_check.h): the first from the window's start, each next from the
+        // previous one's end; numbered from 1 as ProfilerStep#1 would be, so none is taken for a run's first.
+        std::vector<const KinetoSpan*> optimizer;
+        for (const auto& s : spans)
+            if (s.cat == KinetoCat::user_annotation && f.names[s.name].rfind("Optimizer.step#", 0) == 0)
+                optimizer.push_back(&s);
+        std::sort(optimizer.begin(), optimizer.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
+        for (const KinetoSpan* opt : optimizer) {
+            if (!out.steps.empty() && opt->end <= out.steps.back().end) continue;  // inside the one before
+            KinetoSpan step;
+            step.begin = out.steps.empty() ? std::min(t0, opt->begin) : out.steps.back().end;
+            step.end = opt->end, step.cat = KinetoCat::step, step.step = int32_t(out.steps.size() + 1);
+            out.steps.push_back(step);
+        }
+        out.from_optimizer = !out.steps.empty();
+        if (out.from_optimizer)
+            warnings.push_back(fmt::format(
+                "{}: no ProfilerStep events (record with prof.step() each iteration): {} steps derived from the "
+                "optimizer's (Optimizer.step annotations: each ends where one ends; the time after the last is in none)",
+                f.path, out.steps.size()));
+    }
     out.window = out.steps.empty();
     if (out.window && !spans.empty()) {
         KinetoSpan w;

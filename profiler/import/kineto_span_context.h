@@ -15,7 +15,8 @@ namespace us::prof {
 // The rank's ProfilerSteps in time order; none: one step over the whole window.
 struct KinetoSteps {
     std::vector<KinetoSpan> steps;
-    bool window = false;  // the file has no ProfilerStep
+    bool window = false;          // the file has no ProfilerStep and no optimizer step: one step, the window
+    bool from_optimizer = false;  // no ProfilerStep: derived from the Optimizer.step annotations
     // The step whose window holds t (ours, 1-based), 0 for none.
     int32_t step_of(int64_t t) const;
 };

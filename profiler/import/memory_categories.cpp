@@ -8,6 +8,7 @@
 #include "common/core/format.h"
 #include "profiler/import/kineto_memory_ops.h"
 #include "profiler/trace/run_info.h"
+#include "profiler/trace/kineto_counters.h"
 
 namespace us::prof {
 
@@ -103,9 +104,9 @@ void place_memory_categories(std::vector<RankMemoryCategories>& ranks, const Tra
         // On the trace's clock by the first [memory] event of its device (the store may shift a rank's times).
         const MemoryTimeline* t = r.measured ? &r.timeline : r.inferred ? &*r.inferred : nullptr;
         if (!t || t->size() == 0) continue;
-        const char* name = r.device && *r.device >= 0 ? "kineto_allocated_bytes" : "kineto_cpu_allocated_bytes";
+        const char* name = r.device && *r.device >= 0 ? kKinetoAllocatedCounter : kKinetoCpuAllocatedCounter;
         const auto* points = r.rank >= 0 ? counter(store, r.rank, name) : nullptr;
-        if (!points && !r.device && r.rank >= 0) points = counter(store, r.rank, "kineto_allocated_bytes");
+        if (!points && !r.device && r.rank >= 0) points = counter(store, r.rank, kKinetoAllocatedCounter);
         if (points)
             r.offset_ns = points->front().t - t->times_us[r.measured ? first_event_row(*t) : 0] * 1000;
         else
@@ -126,7 +127,7 @@ std::vector<RankMemoryCategories> load_memory_categories(const std::vector<std::
 
 bool has_memory_events(const TraceStore& store) {
     for (int r : store.ranks())
-        for (const char* name : {"kineto_allocated_bytes", "kineto_cpu_allocated_bytes"})
+        for (const char* name : {kKinetoAllocatedCounter, kKinetoCpuAllocatedCounter})
             if (counter(store, r, name)) return true;
     return false;
 }

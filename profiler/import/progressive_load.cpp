@@ -140,18 +140,26 @@ size_t ProgressiveLoad::take_ready(TraceStore& store) {
         std::lock_guard lock(m_mutex);
         ready.swap(m_ready);
     }
-    size_t ranks = 0;
+    size_t ranks = 0, merged = 0;  // a store refused below is a failed file, not a taken one
     for (auto& s : ready) {
         const size_t n = s->ranks().size();
+        // A rank of another run (or another cycle of the profiler's schedule) is not merged into this one.
+        std::vector<RankWindow> windows = m_windows;
+        for (RankWindow& w : rank_windows(*s)) windows.push_back(std::move(w));
+        if (const std::string why = first_not_one_run(windows); !why.empty()) {
+            fail(why);
+            continue;
+        }
         try {
             store.merge(std::move(*s));
-            ranks += n;
+            m_windows = std::move(windows);
+            ranks += n, ++merged;
         } catch (const UserError& e) {  // a rank the shown store already had (from another source)
             fail(e.what());
         }
     }
     std::lock_guard lock(m_mutex);
-    m_taken += ready.size();
+    m_taken += merged;
     m_ranks_shown += ranks;
     return ready.size();
 }

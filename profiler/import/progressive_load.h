@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "profiler/import/one_run.h"
 #include "profiler/import/rank_file.h"
 #include "profiler/trace/trace_store.h"
 
@@ -78,7 +79,8 @@ private:
     size_t m_taken = 0, m_failed = 0, m_ranks_shown = 0;
     int m_running = 0;  // workers not yet ended
     std::vector<std::unique_ptr<TraceStore>> m_ready;
-    RankClaims m_claims;  // one file per rank
+    RankClaims m_claims;                // one file per rank
+    std::vector<RankWindow> m_windows;  // the ranks merged so far, on their hosts' clocks: one run (one_run.h)
     std::vector<KinetoMemoryEvents> m_memory;
     std::vector<std::string> m_warnings, m_errors;
     double m_finished_at = -1;

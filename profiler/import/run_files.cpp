@@ -12,6 +12,7 @@
 #include "common/core/check.h"
 #include "profiler/import/byte_source.h"
 #include "profiler/import/memory_timeline.h"
+#include "profiler/import/one_run.h"
 #include "profiler/import/rank_file.h"
 
 namespace us::prof {
@@ -69,6 +70,48 @@ bool mentions_trace_events(const std::string& path) {
     }
 }
 
+// tensorboard_trace_handler's name, <worker>.<time in ns>.pt.trace.json(.gz) (the worker: host_pid, one per rank):
+// the worker and the time, or an empty worker for any other name.
+std::pair<std::string, std::string> worker_and_time(const fs::path& p) {
+    std::string n = p.filename().string();
+    for (std::string_view tail : {".pt.trace.json.gz", ".pt.trace.json"})
+        if (n.size() > tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0) {
+            n.resize(n.size() - tail.size());
+            const size_t dot = n.rfind('.');
+            if (dot == std::string::npos || dot == 0 || n.size() - dot - 1 < 10) return {};
+            const std::string time = n.substr(dot + 1);
+            if (!std::all_of(time.begin(), time.end(), [](char c) { return std::isdigit(uint8_t(c)); })) return {};
+            return {(p.parent_path() / n.substr(0, dot)).string(), time};
+        }
+    return {};
+}
+
+// A profiler schedule with several cycles (repeat, or torch's default of 0: until the profiler stops) writes one file
+// per cycle per rank: each rank's newest is kept (one cycle of the run, not ranks of different cycles), and said.
+void keep_newest_cycle(const fs::path& dir, std::vector<fs::path>& files, RunFiles& out) {
+    std::map<std::string, std::vector<std::pair<std::string, size_t>>> by_worker;  // worker -> (time, index)
+    for (size_t i = 0; i < files.size(); ++i)
+        if (auto [worker, time] = worker_and_time(files[i]); !worker.empty())
+            by_worker[worker].push_back({std::string(20 - std::min<size_t>(20, time.size()), '0') + time, i});
+    size_t most = 0;
+    for (const auto& [worker, cycles] : by_worker) most = std::max(most, cycles.size());
+    if (most < 2) return;
+    std::vector<bool> dropped(files.size(), false);
+    for (auto& [worker, cycles] : by_worker) {
+        std::sort(cycles.begin(), cycles.end());
+        for (size_t k = 0; k + 1 < cycles.size(); ++k) dropped[cycles[k].second] = true;
+    }
+    std::vector<fs::path> kept;
+    for (size_t i = 0; i < files.size(); ++i)
+        if (!dropped[i]) kept.push_back(files[i]);
+    out.warnings.push_back(fmt::format(
+        "{} holds up to {} profiled cycles per rank (tensorboard_trace_handler's <worker>.<time>.pt.trace.json, one "
+        "file a cycle of the profiler's schedule): opened each rank's newest, {} files; open another cycle by naming "
+        "its files",
+        dir.string(), most, kept.size()));
+    files = std::move(kept);
+}
+
 void collect_dir(const fs::path& dir, RunFiles& out) {
     // torchtitan writes one folder per profiled iteration: take the newest, and say so.
     std::map<long, fs::path> iterations;
@@ -95,6 +138,7 @@ void collect_dir(const fs::path& dir, RunFiles& out) {
                         dir.string(), iterations.size(), newest.filename().string()));
     }
     std::sort(files.begin(), files.end());
+    keep_newest_cycle(dir, files, out);
     for (const auto& f : files) {
         if (is_memory_timeline_file(f.string(), false)) continue;  // read beside the trace (memory_timeline.h)
         // Output folders hold other JSON too (settings, memory timelines): a trace says "traceEvents" early.
@@ -160,6 +204,7 @@ std::vector<std::string> load_run(const std::vector<std::string>& paths, TraceSt
         if (memory && !rank.memory.events.empty()) memory->push_back(std::move(rank.memory));
     }
     store.finalize();
+    if (const std::string why = first_not_one_run(rank_windows(store)); !why.empty()) throw UserError(why);
     return warnings;
 }
 

@@ -8,6 +8,7 @@
 #include "common/settings/config.h"
 #include "prof_test_util.h"
 #include "profiler/analysis/report.h"
+#include "profiler/analysis/steady_step.h"
 #include "profiler/trace/chrome_export.h"
 #include "test_util.h"
 
@@ -522,4 +523,14 @@ TEST_CASE("at long sequences the report says that MFU counts attention's whole s
         // the run line names the attention kernel
         CHECK(text.find(seq == 1024 ? "ZeRO-0; attention flash\n" : "ZeRO-0; attention naive\n") != std::string::npos);
     }
+}
+
+TEST_CASE("steady steps: step 1 is left out of a run that starts there, a later start keeps all, and says so",
+          "[cpu][analysis]") {
+    CHECK(us::prof::first_steady_index(1, 5) == 1);
+    CHECK(us::prof::first_steady_index(1, 1) == 0);  // one step: it is all there is
+    CHECK(us::prof::first_steady_index(3, 3) == 0);  // PyTorch's profiler, after its warm-up
+    CHECK(us::prof::steady_steps_said(1, 5) == "step 1 left out");
+    CHECK(us::prof::steady_steps_said(3, 3) == "all 3 steps (the trace starts at step 3)");
+    CHECK(us::prof::steady_steps_said(1, 1) == "the only step");
 }

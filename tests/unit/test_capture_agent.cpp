@@ -68,6 +68,9 @@ TEST_CASE("a capture arms every rank but the launcher and reads each rank's file
     fs::remove_all(out);
     const app::CaptureWritten written = app::write_capture(r.ranks, out);
     REQUIRE(written.rank_files.size() == 2);
+    // The message names the folder the files are in, not the staging folder they were written in.
+    CHECK(written.message.find("to " + fs::absolute(out).lexically_normal().string() + ":") != std::string::npos);
+    CHECK(written.message.find(".partial") == std::string::npos);
     // profiler/capture's rank files: rank<R>.<host>.pt.trace.json, the rank and world size in distributedInfo
     CHECK(fs::path(written.rank_files[1]).filename().string().rfind("rank1.", 0) == 0);
     const auto rank1_file = nlohmann::json::parse(test::read_file(written.rank_files[1]));

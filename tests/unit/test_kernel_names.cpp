@@ -254,6 +254,12 @@ TEST_CASE("kernel names: the op table, the Kineto mapping and CUPTI's classes us
                                      "at::native::MeanOps<float, float, float, float>, unsigned int, float, 4> >("
                                      "at::native::ReduceOp<float>)") == OpClass::none);
     CHECK(us::prof::compute_class_of("aten::mm") == OpClass::gemm);
+    // CPU ops: CrossEntropyLoss's log_softmax is the loss's, attention's softmax the attention's; ReLU's own ops
+    CHECK(us::prof::compute_class_of("aten::_log_softmax") == OpClass::loss);
+    CHECK(us::prof::compute_class_of("aten::_log_softmax_backward_data") == OpClass::loss);
+    CHECK(us::prof::compute_class_of("aten::_softmax") == OpClass::attention);
+    CHECK(us::prof::compute_class_of("aten::clamp_min") == OpClass::activation);
+    CHECK(us::prof::compute_class_of("aten::threshold_backward") == OpClass::activation);
     CHECK(us::prof::compute_class_of("aten::native_layer_norm") == OpClass::norm);
     CHECK(us::prof::compute_class_of("aten::cross_entropy_loss") == OpClass::loss);
     CHECK(us::prof::compute_class_of("Optimizer.step#AdamW.step") == OpClass::optimizer);

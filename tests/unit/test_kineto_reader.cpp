@@ -1,5 +1,6 @@
 // The Kineto (torch.profiler) reader: HTA's real A100 traces and real PyTorch gloo runs (tests/data/kineto), and
 // hand-written snippets for each rule of the mapping (docs/pytorch-traces.md) and each kind of bad input.
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -200,6 +201,44 @@ TEST_CASE("kineto: without ProfilerStep the window is one step, and that is warn
     REQUIRE(add.size() == 1);
     CHECK(add[0]->duration() == 2500);
     CHECK(add[0]->step == 1);
+}
+
+TEST_CASE("kineto: without ProfilerStep the optimizer's steps bound the steps, and the optimizer's ops are its own",
+          "[kineto][cpu]") {
+    // Three iterations: a matmul, then Optimizer.step (an add_ inside it); a nested Optimizer.step is no new step.
+    std::string ev;
+    for (int k = 0; k < 3; ++k) {
+        const int t = 100 * k;
+        ev += fmt::format(
+            R"({}{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {}, "dur": 40}},
+            {{"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#AdamW.step", "pid": 1, "tid": 1, "ts": {}, "dur": 30}},
+            {{"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": {}, "dur": 10}})",
+            k ? ",\n" : "", t + 10, t + 60, t + 65);
+    }
+    ev +=
+        R"(, {"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#Inner.step", "pid": 1, "tid": 1, "ts": 262, "dur": 5})";
+    const std::string path =
+        write_trace("kineto-optimizer-steps", "rank0.json", trace_json(ev, R"({"rank": 0, "world_size": 1})"));
+    TraceStore store;
+    const auto warnings = load_run({path}, store);
+    CHECK(any_warning(warnings, "3 steps derived from the optimizer's"));
+    const RankTrace& rt = *store.rank(0);
+    std::vector<const Span*> steps;
+    for (const Span& s : rt.lanes[size_t(Lane::host)].spans())
+        if (s.kind == SpanKind::step) steps.push_back(&s);
+    REQUIRE(steps.size() == 3);
+    // numbered as ProfilerStep#1.. would be (steps 2..4): none is taken for a run's warm-up first step
+    CHECK(steps[0]->step == 2);
+    CHECK(steps[0]->begin == 10000);  // the window's start
+    CHECK(steps[0]->end == 90000);    // the end of the first Optimizer.step
+    CHECK(steps[1]->begin == 90000);
+    CHECK(steps[2]->end == 290000);
+    CHECK(imported_run_info(rt).steps_from == "Optimizer.step");
+    // AdamW's elementwise update inside Optimizer.step is the optimizer's, the matmul a GEMM
+    const auto add = spans_named(store, 0, Lane::compute, "aten::add_");
+    REQUIRE(add.size() == 3);
+    CHECK(add[0]->op == OpClass::optimizer);
+    CHECK(spans_named(store, 0, Lane::compute, "aten::mm").front()->op == OpClass::gemm);
 }
 
 TEST_CASE("kineto: kernels on their streams carry the launching op, and NCCL kernels are comm with bytes and group",

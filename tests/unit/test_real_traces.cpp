@@ -7,9 +7,12 @@
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <unistd.h>
 
+#include "common/core/check.h"
 #include "profiler/analysis/imported_report.h"
 #include "profiler/analysis/report.h"
+#include "profiler/import/one_run.h"
 #include "profiler/import/run_files.h"
 #include "profiler/trace/trace_store.h"
 
@@ -62,6 +65,8 @@ TEST_CASE("every committed real trace reports readable kernel names, right kinds
             // what the trace cannot know is null, never 0
             for (const char* k : {"activations_peak_bytes", "memory_peak_bytes", "comm_by_group_s"})
                 CHECK(rank[k].is_null());
+            // the profiler's times, never said to be the engine's
+            CHECK((rank["time_source"] == "device" || rank["time_source"] == "kineto"));
             for (const auto& row : rank["ops"]["rows"]) {
                 const std::string name = row["name"], shown = row["short_name"], kind = row["kind"];
                 INFO(name << " -> " << shown << " (" << kind << ")");
@@ -81,4 +86,98 @@ TEST_CASE("every committed real trace reports readable kernel names, right kinds
     // the sweep saw GPU traces with copies
     CHECK(device_rows > 100);
     CHECK(memory_rows > 0);
+}
+
+TEST_CASE("one rank's file of a two-rank PyTorch run: the report names the rank whose file is missing",
+          "[cpu][kineto]") {
+    const fs::path dir = fs::temp_directory_path() / ("ultrascope-test-one-rank-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path ddp = fs::path(US_TEST_DATA_DIR) / "kineto" / "ddp";
+    fs::copy_file(ddp / "vm_20224.1795526751000576243.pt.trace.json.gz", dir / "rank1.pt.trace.json.gz");
+    TraceStore store;
+    load_run({dir.string()}, store, nullptr);
+    const Report rep = build_report(store);
+    std::string said;
+    for (const std::string& w : rep.warnings) said += w + "\n";
+    INFO(said);
+    CHECK(said.find("the files say a world of 2 ranks but hold 1: no file for rank 0.") != std::string::npos);
+    // the whole run, both files: nothing missing
+    TraceStore whole;
+    load_run({ddp.string()}, whole, nullptr);
+    for (const std::string& w : build_report(whole).warnings) CHECK(w.find("no file for rank") == std::string::npos);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("rank files of two runs on one host are refused as one run, naming both ranks", "[cpu][kineto]") {
+    // rank 0 of the DDP recording and rank 1 of the FSDP2 one: both on host 'vm', 30 s apart
+    const fs::path dir = fs::temp_directory_path() / ("ultrascope-test-two-runs-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path data = fs::path(US_TEST_DATA_DIR) / "kineto";
+    fs::copy_file(data / "ddp" / "vm_20223.1795526751102024081.pt.trace.json.gz", dir / "rank0.pt.trace.json.gz");
+    fs::copy_file(data / "fsdp2" / "rank-1.json.gz", dir / "rank1.pt.trace.json.gz");
+    TraceStore store;
+    try {
+        load_run({dir.string()}, store, nullptr);
+        FAIL("two runs' files were read as one run");
+    } catch (const us::UserError& e) {
+        const std::string what = e.what();
+        INFO(what);
+        CHECK(what.find("rank 0 and rank 1 ran on one host ('vm') but at different times") != std::string::npos);
+    }
+    fs::remove_all(dir);
+}
+
+TEST_CASE("one run: ranks on one host must overlap in time, ranks on other hosts or unknown ones are not compared",
+          "[cpu][kineto]") {
+    const int64_t s = 1'000'000'000;
+    // Three ranks of one run on host a (each overlapping the one that ends last so far), one on host b much later.
+    std::vector<RankWindow> w = {{0, "a", 0, 10 * s},
+                                 {1, "a", 1 * s, 4 * s},
+                                 {2, "a", 9 * s, 12 * s},
+                                 {3, "b", 100 * s, 110 * s},
+                                 {4, "", 500 * s, 501 * s}};
+    CHECK(first_not_one_run(w).empty());
+    // A rank on host a that begins after every other rank of a has ended: another run's.
+    w.push_back({5, "a", 13 * s, 14 * s});
+    const std::string why = first_not_one_run(w);
+    CHECK(why.find("rank 2 and rank 5 ran on one host ('a') but at different times") != std::string::npos);
+    CHECK(why.find("1.000 s before") != std::string::npos);
+}
+
+TEST_CASE("a folder of several profiler cycles per rank opens each rank's newest cycle, and says so", "[cpu][kineto]") {
+    const fs::path dir = fs::temp_directory_path() / ("ultrascope-test-cycles-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path ddp = fs::path(US_TEST_DATA_DIR) / "kineto" / "ddp";
+    // tensorboard_trace_handler's names: <host>_<pid>.<time ns>.pt.trace.json.gz, one file a cycle
+    for (const char* time : {"1795526751000000001", "1795526759000000002"}) {
+        fs::copy_file(ddp / "vm_20223.1795526751102024081.pt.trace.json.gz",
+                      dir / (std::string("vm_20223.") + time + ".pt.trace.json.gz"));
+        fs::copy_file(ddp / "vm_20224.1795526751000576243.pt.trace.json.gz",
+                      dir / (std::string("vm_20224.") + time + ".pt.trace.json.gz"));
+    }
+    const RunFiles run = find_run_files({dir.string()});
+    REQUIRE(run.files.size() == 2);
+    for (const std::string& f : run.files) CHECK(f.find(".1795526759000000002.") != std::string::npos);
+    REQUIRE(!run.warnings.empty());
+    CHECK(run.warnings.front().find("up to 2 profiled cycles per rank") != std::string::npos);
+    TraceStore store;
+    CHECK_NOTHROW(load_run({dir.string()}, store, nullptr));  // one cycle: no rank claimed twice
+    CHECK(store.ranks().size() == 2);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("DDP on gloo: the buckets' bytes come from gloo's spans where the c10d op's TensorList says none",
+          "[cpu][kineto]") {
+    TraceStore store;
+    load_run({(fs::path(US_TEST_DATA_DIR) / "kineto" / "ddp").string()}, store, nullptr);
+    const Report rep = build_report(store);
+    REQUIRE(rep.ranks.size() == 2);
+    for (const RankReport& r : rep.ranks) {
+        INFO(r.label);
+        // one bucket of 137216 floats a step (the trace's gloo:all_reduce), counted once
+        CHECK(per_steady_step(r, r.steady.group_bytes[size_t(GroupKind::world)]) == Approx(137216.0 * 4));
+    }
 }

@@ -13,6 +13,7 @@
 #include "app/gui/widgets/theme.h"
 #include "app/gui/views/views.h"
 #include "common/core/format.h"
+#include "profiler/analysis/steady_step.h"
 
 namespace us::gui {
 
@@ -299,12 +300,15 @@ void draw_overlap_view(AppState& app) {
         ImGui::TextColored(ImVec4(0.7f, 0.7f, 0.7f, 1), "no steps measured yet");
         return;
     }
-    if (app.report().imported)
-        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1),
-                           "measured over the steady steps (the first profiled step left out)");
-    else if (!app.showing_prediction())
-        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps (step 1 left out)");
-    else
+    if (!app.showing_prediction()) {
+        // Which steps the steady ones are (steady_step.h): a PyTorch trace starts after its warm-up and keeps all.
+        const auto& ranks = app.report().ranks;
+        const std::string which =
+            ranks.empty() || ranks.front().steps.empty()
+                ? "the steady steps"
+                : prof::steady_steps_said(ranks.front().steps.front().step, ranks.front().steps.size());
+        ImGui::TextColored(ImVec4(0.65f, 0.65f, 0.65f, 1), "measured over the steady steps: %s", which.c_str());
+    } else
         ImGui::TextColored(kPredictedColor,
                            "PREDICTED by the planner's model over its steady steps: nothing here was measured");
     if (const prof::PipelineBubble& pb = app.report().pipeline; pb.busiest_rank >= 0) draw_bubble(app, pb);

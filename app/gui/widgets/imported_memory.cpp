@@ -13,6 +13,7 @@
 #include "app/gui/widgets/imported_memory.h"
 #include "app/gui/widgets/memory_categories.h"
 #include "common/core/format.h"
+#include "profiler/trace/kineto_counters.h"
 
 namespace us::gui {
 
@@ -23,9 +24,9 @@ struct Series {
     const char* label;
     ImU32 color;
 };
-constexpr Series kSeries[] = {{"kineto_reserved_bytes", "GPU reserved", IM_COL32(230, 200, 90, 255)},
-                              {"kineto_allocated_bytes", "GPU allocated", IM_COL32(90, 160, 230, 255)},
-                              {"kineto_cpu_allocated_bytes", "CPU allocated", IM_COL32(140, 200, 120, 255)}};
+constexpr Series kSeries[] = {{prof::kKinetoReservedCounter, "GPU reserved", IM_COL32(230, 200, 90, 255)},
+                              {prof::kKinetoAllocatedCounter, "GPU allocated", IM_COL32(90, 160, 230, 255)},
+                              {prof::kKinetoCpuAllocatedCounter, "CPU allocated", IM_COL32(140, 200, 120, 255)}};
 
 const std::vector<prof::CounterPoint>* series_of(const prof::TraceStore& store, const prof::RankTrace& rank,
                                                  const char* counter) {

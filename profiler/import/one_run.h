@@ -1,0 +1,32 @@
+// Whether PyTorch rank files are of one run, as far as one host's clock can tell. Ranks on one host share its clock
+// (Kineto's times are the host's), and the ranks of one run profile the same steps, so two of them whose spans do not
+// overlap at all were recorded at different times: two runs' files mixed in one folder, or two cycles of a profiler
+// schedule. Read as one run, blame would name a rank as holding back a run it was never part of. Ranks on different
+// hosts are not compared: their clocks may differ by more than a step (blame estimates the offsets).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "profiler/trace/trace_store.h"
+
+namespace us::prof {
+
+// A rank's time on its host: from its first span's begin to its last span's end.
+struct RankWindow {
+    int rank = 0;
+    std::string host;  // "" unknown: never compared
+    int64_t begin = 0, end = 0;
+};
+
+// The window of every rank of `store` that holds spans (finalized).
+std::vector<RankWindow> rank_windows(const TraceStore& store);
+
+// "" where `a` and `b` may be ranks of one run; else why not, naming both and what to do.
+std::string not_one_run(const RankWindow& a, const RankWindow& b);
+
+// A pair among `windows` that cannot be of one run, said as not_one_run says it; "" when none (per host, in order
+// of begin: thousands of ranks cost a sort).
+std::string first_not_one_run(const std::vector<RankWindow>& windows);
+
+}  // namespace us::prof
