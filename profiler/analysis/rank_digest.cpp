@@ -197,7 +197,7 @@ void add_step_figures(RankDigest& d, const std::vector<StepBreakdown>& steps, co
     for (const StepBreakdown& b : steps)
         d.steps.push_back({b.step, b.begin, b.end, b.wall_s, b.compute_s, b.comm_s, b.exposed_s, b.idle_s, b.bubble_s,
                            b.p2p_s, b.overlapped_s, b.group_exposed_s, b.core_wait_s, b.worker_core_wait_s,
-                           b.core_cpu_s, b.worker_cpu_s});
+                           b.core_cpu_s, b.worker_cpu_s, b.bubble_waiting_s});
     for (size_t i = 0; i < table.rows.size(); ++i) {
         const OpRow& r = table.rows[i];
         const ComputeKind kind = compute_kind(r.kind);
@@ -217,7 +217,7 @@ nlohmann::json digest_json(const RankDigest& d) {
     for (const DigestStep& s : d.steps)
         steps.push_back({s.step, s.begin, s.end, s.wall_s, s.compute_s, s.comm_s, s.exposed_s, s.idle_s, s.bubble_s,
                          s.p2p_s, s.overlapped_s, s.group_exposed_s, s.core_wait_s, s.worker_core_wait_s, s.core_cpu_s,
-                         s.worker_cpu_s});
+                         s.worker_cpu_s, s.bubble_waiting_s});
     for (const WorkWindow& w : d.work_windows) windows.push_back({w.step, w.window_ns, w.work_ns});
     for (const DigestCollective& c : d.collectives)
         collectives.push_back({c.group, c.index, int(c.op), c.step, int(c.phase), c.bytes, c.begin, c.end});
@@ -274,7 +274,7 @@ RankDigest digest_from_json(const nlohmann::json& j) {
         for (const auto& s : j.at("steps"))
             d.steps.push_back({s.at(0), s.at(1), s.at(2), s.at(3), s.at(4), s.at(5), s.at(6), s.at(7), s.at(8), s.at(9),
                                s.at(10), s.at(11).get<std::array<double, kGroupCount>>(), s.at(12), s.at(13), s.at(14),
-                               s.at(15)});
+                               s.at(15), s.at(16)});
         for (const auto& w : j.at("work_windows")) d.work_windows.push_back({w.at(0), w.at(1), w.at(2)});
         const int32_t groups = int32_t(d.groups.size());
         for (const auto& c : j.at("collectives")) {

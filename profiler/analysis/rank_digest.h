@@ -58,6 +58,7 @@ struct DigestStep {
     double core_wait_s = -1;         // the trainer's thread waiting for a core (core_wait.h); -1 unknown
     double worker_core_wait_s = -1;  // the rank's OpenMP workers' waits for a core, summed (core_wait.h); -1 unknown
     double core_cpu_s = -1, worker_cpu_s = -1;  // their time on a core: the trainer's, the others' summed; -1 unknown
+    double bubble_waiting_s = 0;  // of bubble_s, waiting inside the embedding all-reduce (StepBreakdown's)
 };
 
 struct DigestGroup {
@@ -77,9 +78,9 @@ struct DigestOp {
 struct RankDigest {
     // 2: the grid's sizes, the micro-batches, the work windows and the groups' ids; 3: the host; 4: the steps'
     // exposed time per group, the ops' compute kinds and the compute per kind; 5: the steps' wait for a core; 6: the
-    // OpenMP workers' waits and the times on a core; 7: the machine, CPUs and compute threads (older cached digests are
-    // made again from their traces).
-    static constexpr int kVersion = 7;
+    // OpenMP workers' waits and the times on a core; 7: the machine, CPUs and compute threads; 8: the bubble's waiting
+    // inside the embedding all-reduce (older cached digests are made again from their traces).
+    static constexpr int kVersion = 8;
     int rank = 0;
     std::string label;  // "rank 3 (dp 1, pp 0)"
     std::string host;   // the node it ran on, as its trace says ("" unknown; blame names a slow node)

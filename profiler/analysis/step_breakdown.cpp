@@ -230,17 +230,20 @@ void apply_pipeline_windows(std::vector<std::vector<StepBreakdown>>& steps, cons
             auto it = window.find({replica_of[r], b.step});
             if (it == window.end() || b.compute_s <= 0) continue;
             const auto waits = pipeline_waits.find(b.rank);
-            // Idle time in [lo, hi): neither an op nor a collective, or waiting inside the embedding all-reduce
-            // with no op running (the pipeline's idle time, not communication).
+            // Time in [lo, hi) waiting inside the embedding all-reduce with no op running: the pipeline's idle time
+            // (the last stage waiting for the first one's cooldown), not communication.
+            auto waiting_in = [&](int64_t lo, int64_t hi) -> int64_t {
+                if (waits == pipeline_waits.end()) return 0;
+                return intersection_length(union_of(b.busy_set, lo, hi),
+                                           subtract(clip(waits->second, lo, hi), b.compute_set));
+            };
+            // Idle time in [lo, hi): neither an op nor a collective, or that waiting.
             auto idle_in = [&](int64_t lo, int64_t hi) {
-                const auto busy_set = union_of(b.busy_set, lo, hi);
-                int64_t busy = total_length(busy_set);
-                if (waits != pipeline_waits.end())
-                    busy -= intersection_length(busy_set, subtract(clip(waits->second, lo, hi), b.compute_set));
-                return hi - lo - busy;
+                return hi - lo - total_length(union_of(b.busy_set, lo, hi)) + waiting_in(lo, hi);
             };
             const auto [lo, hi] = it->second;
             b.bubble_s = double(idle_in(lo, hi)) / 1e9;
+            b.bubble_waiting_s = double(waiting_in(lo, hi)) / 1e9;
             b.bubble_fraction = b.bubble_s / b.compute_s;
             if (waits != pipeline_waits.end() && b.last_op > b.first_op)
                 b.stage_bubble_fraction = double(idle_in(b.first_op, b.last_op)) / 1e9 / b.compute_s;
@@ -267,7 +270,7 @@ StepBreakdown sum_steps(const std::vector<StepBreakdown>& steps) {
         t.overlapped_s += s.overlapped_s;
         t.exposed_s += s.exposed_s;
         t.idle_s += s.idle_s;
-        t.bubble_s += s.bubble_s;
+        t.bubble_s += s.bubble_s, t.bubble_waiting_s += s.bubble_waiting_s;
         t.flops += s.flops;
         t.attention_s += s.attention_s;
         t.attention_flops += s.attention_flops;

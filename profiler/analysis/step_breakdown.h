@@ -43,6 +43,7 @@ struct StepBreakdown {
     double idle_s = 0;                  // wall - |C ∪ M|
     double overlap_pct = 0;             // 100 |C ∩ M| / |M|; 0 without communication
     double bubble_s = 0;                // idle between the first and the last op of the step
+    double bubble_waiting_s = 0;        // of it, waiting inside the embedding all-reduce (exposed_s holds it too)
     double bubble_fraction = 0;         // bubble_s / compute_s
     double stage_bubble_fraction = 0;   // the same within the stage's own first and last op
     int64_t flops = 0;                  // sum of the engine's op spans' FLOPs

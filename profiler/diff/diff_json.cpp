@@ -54,6 +54,14 @@ nlohmann::json by_cause_seconds(const std::vector<Cause>& causes) {
     return nlohmann::json(sums);
 }
 
+// Per steady step, the ranks' mean; the collectives' bytes null where the trace does not say them.
+nlohmann::json communication_json(const RunDiff::Communication& c) {
+    return {{"ms", c.ms},
+            {"hidden_ms", c.hidden_ms},
+            {"collectives", c.collectives},
+            {"bytes", c.bytes > 0 ? nlohmann::json(c.bytes) : nlohmann::json()}};
+}
+
 }  // namespace
 
 nlohmann::json diff_json(const RunDiff& d) {
@@ -97,6 +105,8 @@ nlohmann::json diff_json(const RunDiff& d) {
             {"work", work},
             {"noise_ms", d.noise_ms},
             {"noise_within_ms", d.noise_within_ms},
+            {"communication",
+             {{"source", "measured"}, {"a", communication_json(d.a_comm)}, {"b", communication_json(d.b_comm)}}},
             {"a_core_wait", core_wait_json(d.a_core_wait)},
             {"b_core_wait", core_wait_json(d.b_core_wait)},
             {"a_oversubscribed", d.a_oversubscribed.empty() ? nlohmann::json() : nlohmann::json(d.a_oversubscribed)},

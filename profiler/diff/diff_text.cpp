@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "common/core/format.h"
 #include "profiler/diff/run_diff.h"
 
 namespace us::prof {
@@ -48,6 +49,25 @@ std::string settings_line(const RunDiff& d) {
     if (d.settings->empty())
         return "settings changed: none (the data file aside): what moved is the machine or the code\n";
     return "settings changed: " + describe_changes(*d.settings) + "\n";
+}
+
+// Communication a step and how much of it compute hid, with the collectives that carried it (a bucket size changes
+// their count and size, an overlap setting the hidden part); nothing where neither run communicated.
+std::string communication_line(const RunDiff& d) {
+    if (d.a_comm.ms == 0 && d.b_comm.ms == 0) return "";
+    auto said = [](const RunDiff::Communication& c) {
+        const double hidden = c.ms > 0 ? 100 * c.hidden_ms / c.ms : 0;
+        std::string s =
+            fmt::format("{:.2f} ms, {:.2f} of it hidden behind compute ({:.0f}%)", c.ms, c.hidden_ms, hidden);
+        if (c.collectives > 0)
+            s += fmt::format(", {:.1f} collectives{}", c.collectives,
+                             c.bytes > 0
+                                 ? fmt::format(" of {} on average", format_bytes(int64_t(c.bytes / c.collectives)))
+                                 : std::string());
+        return s;
+    };
+    return fmt::format("communication a step (measured, the ranks' mean): A {}; B {}\n", said(d.a_comm),
+                       said(d.b_comm));
 }
 
 std::string noise_line(const RunDiff& d) {
@@ -94,12 +114,13 @@ std::string cause_lines(const RunDiff& d) {
 
 std::string format_diff(const RunDiff& d) {
     std::string s = d.verdict + "\n\n";
-    s += fmt::format("A: {}  ({} ranks, {} steady steps)  {:.2f} ms per step (measured)\n", d.a_name, d.a_ranks,
-                     d.a_steps, d.a_step_ms);
-    s += fmt::format("B: {}  ({} ranks, {} steady steps)  {:.2f} ms per step (measured)\n", d.b_name, d.b_ranks,
-                     d.b_steps, d.b_step_ms);
+    s += fmt::format("A: {}  ({} ranks, {} steady steps)  {:.2f} ms per step (measured: the ranks' mean)\n", d.a_name,
+                     d.a_ranks, d.a_steps, d.a_step_ms);
+    s += fmt::format("B: {}  ({} ranks, {} steady steps)  {:.2f} ms per step (measured: the ranks' mean)\n", d.b_name,
+                     d.b_ranks, d.b_steps, d.b_step_ms);
     s += settings_line(d);
     s += noise_line(d);
+    s += communication_line(d);
     if (d.a_core_wait || d.b_core_wait) {
         auto said = [](const std::optional<RunDiff::CoreWait>& w) {
             if (!w) return std::string("unknown");

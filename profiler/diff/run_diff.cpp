@@ -154,8 +154,10 @@ struct Builder {
     void idle(bool pipelined) {
         if (pipelined) {
             Cause bubble{CauseKind::bubble, "pipeline", kMs * (b.mean.bubble_s - a.mean.bubble_s), "measured"};
-            bubble.evidence = fmt::format("idle between the step's first and last op {:.2f} -> {:.2f} ms per step",
-                                          kMs * a.mean.bubble_s, kMs * b.mean.bubble_s);
+            bubble.evidence = fmt::format(
+                "idle between the step's first and last op (waits in the embedding all-reduce for another stage "
+                "included) {:.2f} -> {:.2f} ms per step",
+                kMs * a.mean.bubble_s, kMs * b.mean.bubble_s);
             bubble.rank = rank_moved_most(a, b, al, bubble.ms, [](const StepFigures& f) { return f.bubble_s; });
             add(std::move(bubble));
         }
@@ -308,6 +310,8 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSi
     d.a_ranks = int(fa.ranks.size()), d.b_ranks = int(fb.ranks.size());
     d.a_steps = fa.steady_steps, d.b_steps = fb.steady_steps;
     d.a_step_ms = kMs * fa.mean.wall_s, d.b_step_ms = kMs * fb.mean.wall_s, d.delta_ms = d.b_step_ms - d.a_step_ms;
+    for (auto [side, figures] : {std::pair{&d.a_comm, &fa.mean}, std::pair{&d.b_comm, &fb.mean}})
+        *side = {kMs * figures->comm_s, kMs * figures->overlapped_s, figures->collectives, figures->collective_bytes};
     d.noise_within_ms = kMs * std::max(fa.noise_s, fb.noise_s);
     add_repeats(d, a, b, repeats);
     d.noise_ms = std::max(d.noise_within_ms, d.noise_between_ms.value_or(0.0));

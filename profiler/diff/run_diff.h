@@ -99,6 +99,12 @@ struct RunDiff {
         double most_cpu_ms = -1;      // the most-waiting rank's time on a core; -1 unknown
     };
     std::optional<CoreWait> a_core_wait, b_core_wait;
+    // measured, the ranks' mean per steady step: communication outstanding, the part of it under compute, and the
+    // collectives begun with their bytes (0: the trace does not say): what bucket sizes and overlap change.
+    struct Communication {
+        double ms = 0, hidden_ms = 0, collectives = 0, bytes = 0;
+    };
+    Communication a_comm, b_comm;
     // Where a run gave a machine more compute threads than cores (its ranks take turns; core_sharing.h), in words;
     // "" where it did not or its traces do not say.
     std::string a_oversubscribed, b_oversubscribed;

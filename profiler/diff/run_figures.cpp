@@ -13,6 +13,8 @@ namespace us::prof {
 void StepFigures::add(const StepFigures& o, double weight) {
     wall_s += weight * o.wall_s, compute_s += weight * o.compute_s, exposed_s += weight * o.exposed_s;
     idle_s += weight * o.idle_s, bubble_s += weight * o.bubble_s, waits_s += weight * o.waits_s;
+    comm_s += weight * o.comm_s, overlapped_s += weight * o.overlapped_s;
+    collectives += weight * o.collectives, collective_bytes += weight * o.collective_bytes;
     for (size_t g = 0; g < o.group_exposed_s.size(); ++g) {
         group_exposed_s[g] += weight * o.group_exposed_s[g];
         group_waits_s[g] += weight * o.group_waits_s[g];
@@ -29,13 +31,23 @@ RankFigures rank_figures(const RankDigest& d, const std::vector<DigestStep>& ste
     for (const DigestStep& s : steady) {
         StepFigures f;
         f.wall_s = s.wall_s, f.compute_s = s.compute_s, f.exposed_s = s.exposed_s, f.idle_s = s.idle_s;
-        f.bubble_s = std::clamp(s.bubble_s, 0.0, std::max(0.0, s.idle_s));
+        f.comm_s = s.comm_s, f.overlapped_s = s.overlapped_s;
         f.group_exposed_s = s.group_exposed_s;
+        double& embedding_exposed = f.group_exposed_s[size_t(GroupKind::embedding)];
+        const double moved = std::clamp(s.bubble_waiting_s, 0.0, std::min(embedding_exposed, f.exposed_s));
+        f.exposed_s -= moved, embedding_exposed -= moved, f.idle_s += moved;
+        f.bubble_s = std::clamp(s.bubble_s, 0.0, std::max(0.0, f.idle_s));
+        f.waits_s = -moved, f.group_waits_s[size_t(GroupKind::embedding)] = -moved;  // added to the blame's below
         r.step.add(f, w);
     }
     r.step.kind_self_s = d.kind_self_s;
-    r.step.waits_s = waits.all_s * w;
-    for (size_t g = 0; g < waits.by_group.size(); ++g) r.step.group_waits_s[g] = waits.by_group[g] * w;
+    for (const DigestCollective& c : d.collectives)
+        if (std::any_of(steady.begin(), steady.end(), [&](const DigestStep& s) { return s.step == c.step; }))
+            r.step.collectives += w, r.step.collective_bytes += w * double(c.bytes);
+    // The blame's waits, less the embedding waits taken into the bubble above (never below zero).
+    r.step.waits_s = std::max(0.0, r.step.waits_s + waits.all_s * w);
+    for (size_t g = 0; g < waits.by_group.size(); ++g)
+        r.step.group_waits_s[g] = std::max(0.0, r.step.group_waits_s[g] + waits.by_group[g] * w);
     return r;
 }
 

@@ -18,11 +18,17 @@ namespace us::prof {
 // One rank's (or the ranks' mean) steady step, in seconds per step.
 struct StepFigures {
     double wall_s = 0, compute_s = 0, exposed_s = 0, idle_s = 0;
-    double bubble_s = 0;  // the pipeline's bubble, taken at most the step's idle (the rest of idle is host/idle)
+    // The pipeline's bubble, at most the step's idle (the rest of idle is host/idle). A stage waiting inside the
+    // embedding all-reduce for another's cooldown is bubble too: that wait is taken out of exposed_s (and the
+    // embedding group's exposed time and waits) into idle_s, so that compute + exposed + idle is still the step.
+    double bubble_s = 0;
     std::array<double, kGroupCount> group_exposed_s{};    // the engine's groups; the rest of exposed_s is other groups'
     std::array<double, kComputeKindCount> kind_self_s{};  // op table self time by kind
     double waits_s = 0;                                   // inside collectives, for the group's last rank, all groups
     std::array<double, kGroupCount> group_waits_s{};      // the same, the engine's groups
+    // Communication outstanding (|M|) and the part of it under compute (|C ∩ M|): what a bucket size or an overlap
+    // setting changes; the collectives begun and the bytes they carried (0: the trace does not say).
+    double comm_s = 0, overlapped_s = 0, collectives = 0, collective_bytes = 0;
 
     void add(const StepFigures& o, double weight);
 };

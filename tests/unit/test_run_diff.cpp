@@ -34,7 +34,8 @@ struct RankPlan {
 // rank enters it; 0.05 s of idle closes the step. So per rank wall = compute + exposed + idle, and each rank waits
 // (last arrival - its arrival). `jitter` s is added to every rank's gemm in odd steps, taken in even ones. Step
 // times start at `t0` s.
-CrossRank dp_run(const std::vector<RankPlan>& plans, int steps = 5, double jitter = 0, double t0 = 0) {
+CrossRank dp_run(const std::vector<RankPlan>& plans, int steps = 5, double jitter = 0, double t0 = 0,
+                 const std::function<void(std::vector<RankDigest>&)>& edit = {}) {
     std::vector<RankDigest> out(plans.size());
     int64_t start = int64_t(t0 * 1e9);
     for (int step = 1; step <= steps; ++step) {
@@ -78,6 +79,7 @@ CrossRank dp_run(const std::vector<RankPlan>& plans, int steps = 5, double jitte
                     d.ops.push_back({std::string(kComputeKindNames[k]) + " op", OpClass::gemm, 1, plans[r].kinds[k],
                                      ComputeKind(k)});
     }
+    if (edit) edit(out);
     return cross_rank(std::move(out));
 }
 
@@ -391,6 +393,40 @@ TEST_CASE("diff: a smaller bubble is the pipeline's bubble", "[cpu][diff]") {
     CHECK(std::abs(d.unexplained_ms) < 1e-6);
 }
 
+TEST_CASE("diff: a last stage waiting in the embedding all-reduce for the first's cooldown is the bubble",
+          "[cpu][diff]") {
+    // Two stages: the first computes `cooldown` s more at the step's end (its last backward) while the last stage,
+    // done, waits for it inside the tied embeddings' all-reduce. The breakdown counts that wait as exposed embedding
+    // communication and as bubble (bubble_waiting_s); the diff must say it once, as the bubble.
+    auto pipeline = [](double cooldown) {
+        CrossRank x = dp_run({RankPlan{}, RankPlan{}}, 5, 0, 0, [cooldown](std::vector<RankDigest>& ranks) {
+            for (size_t i = 0; i < ranks[0].steps.size(); ++i) {
+                DigestStep &first = ranks[0].steps[i], &last = ranks[1].steps[i];
+                first.compute_s += cooldown;
+                last.exposed_s += cooldown, last.bubble_s += cooldown, last.bubble_waiting_s = cooldown;
+                last.group_exposed_s[size_t(GroupKind::embedding)] = cooldown;
+                for (DigestStep* s : {&first, &last}) s->wall_s += cooldown, s->end += int64_t(cooldown * 1e9);
+            }
+            ranks[0].kind_self_s[size_t(ComputeKind::gemm)] += cooldown;
+            ranks[0].ops[0].self_s += cooldown;
+        });
+        x.pipelines.pipelines = {{0, 1}};
+        return x;
+    };
+    const RunDiff d = diff(pipeline(0.1), pipeline(0.02));
+    CHECK(d.delta_ms == Approx(-80));
+    const Cause* bubble = find_cause(d, CauseKind::bubble);
+    REQUIRE(bubble);
+    CHECK(bubble->ms == Approx(-40));  // the ranks' mean: the last stage's 80 ms less waiting
+    const Cause* gemm = find_cause(d, CauseKind::compute, "gemm");
+    REQUIRE(gemm);
+    CHECK(gemm->ms == Approx(-40));  // and the first stage's 80 ms less cooldown
+    const Cause* embedding = find_cause(d, CauseKind::exposed_comm, "embedding");
+    CHECK((!embedding || std::abs(embedding->ms) < 1e-6));
+    CHECK(sum_of_causes(d) == Approx(d.delta_ms));
+    CHECK(std::abs(d.unexplained_ms) < 1e-6);
+}
+
 TEST_CASE("diff: the JSON carries the steps, the causes with their evidence, and what is unexplained", "[cpu][diff]") {
     RankPlan slow;
     slow.kinds[size_t(ComputeKind::gemm)] += 0.3;
@@ -426,7 +462,9 @@ TEST_CASE("diff: a run without a steady step is refused by name", "[cpu][diff]")
 
 TEST_CASE("diff: a digest keeps its per-group exposed time and its compute per kind through its bytes", "[cpu][diff]") {
     RankDigest d = dp_run({RankPlan{}}).digests[0];
+    d.steps[1].bubble_waiting_s = 0.25;
     const RankDigest back = digest_from_bytes(digest_bytes(d), "test");
+    CHECK(back.steps[1].bubble_waiting_s == 0.25);
     CHECK(back.kind_self_s == d.kind_self_s);
     CHECK(back.ops_complete);
     REQUIRE(back.ops.size() == d.ops.size());
