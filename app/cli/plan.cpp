@@ -183,8 +183,7 @@ ModelDesc model_of(const CLI::App& cli, const std::string& spec, const TrainConf
         model = predict::engine_model(cfg.preset.empty() ? "engine-gpt" : cfg.preset, g.vocab, g.hidden, g.layers,
                                       g.heads, g.seq, g.moe_experts, g.moe_topk, g.moe_every, cfg.moe_capacity_factor);
     }
-    US_CHECK_INPUT(model.hidden % model.heads == 0 || model.head_dim > 0, "--hidden {} is not divisible by --heads {}",
-                   model.hidden, model.heads);
+    if (!spec.empty()) predict::check_model(model, fmt::format("--model {} with the shape flags given", spec));
     return model;
 }
 

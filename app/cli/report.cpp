@@ -13,13 +13,35 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/parse_flags.h"
-#include "app/cli/snapshot_report.h"
 #include "app/report/input_kind.h"
 #include "app/report/run_report.h"
+#include "app/report/snapshot_report.h"
 #include "app/report_worker/worker_launch.h"
 #include "common/core/check.h"
 
 namespace us::app {
+
+namespace {
+
+// `ultrascope report SNAPSHOT... [--json]`: PyTorch CUDA memory snapshots, one per rank (docs/pytorch-memory.md).
+int snapshot_report_command(int argc, char** argv) {
+    CLI::App cli{"ultrascope report SNAPSHOT...: what PyTorch CUDA memory snapshots say (docs/pytorch-memory.md)"};
+    std::vector<std::string> paths;
+    bool json = false;
+    cli.add_option("snapshots", paths, "Memory snapshots (torch.cuda.memory._dump_snapshot: .pickle, or JSON)")
+        ->required();
+    cli.add_flag("--json", json, "The report as JSON: {\"memory_snapshot\": {...}} (docs/pytorch-memory.md)");
+    US_PARSE_FLAGS(cli, argc, argv, "report");
+    const std::vector<snap::RankSnapshot> ranks = snap::load_rank_snapshots(paths);
+    if (json) {
+        std::printf("%s\n", snapshot_report_json(ranks).dump(2).c_str());
+    } else {
+        for (const snap::RankSnapshot& r : ranks) std::printf("%s", format_snapshot_report(r).c_str());
+    }
+    return 0;
+}
+
+}  // namespace
 
 int report_command(int argc, char** argv) {
     // A hung job's Flight Recorder dumps (docs/hangs.md) and PyTorch CUDA memory snapshots (docs/pytorch-memory.md)

@@ -22,7 +22,7 @@
 #include "app/launch/process_guard.h"
 #include "app/launch/rootless_nodes.h"
 #include "common/core/check.h"
-#include "common/core/readable_file.h"
+#include "common/settings/input_files.h"
 #include "common/core/writable_file.h"
 #include "common/settings/cli.h"
 #include "profiler/analysis/report.h"
@@ -94,9 +94,8 @@ RunFacts check_run(LiveRunOptions& options) {
             fail_user("cannot write --save '{}': {}; check the path (nothing was launched)", cfg.save, why);
     // So are --load and --data it cannot read: the trace, written as the run starts, keeps what was there.
     if (hosts.hostfile.empty() && hosts.launcher == "mpirun")
-        for (const auto& [flag, path] : {std::pair{"--load", &cfg.load}, std::pair{"--data", &cfg.data}})
-            if (const std::string why = path->empty() ? "" : why_not_readable_file(*path); !why.empty())
-                fail_user("cannot read {} '{}': {}; check the path (nothing was launched)", flag, *path, why);
+        if (const std::string why = unreadable_input(cfg); !why.empty())
+            fail_user("{}; check the path (nothing was launched)", why);
     return RunFacts{cfg.steps, cfg.save};
 }
 

@@ -1,7 +1,7 @@
 // The memory snapshot report (snapshot_report.h): per rank and device, the dump-time state (measured by the
 // allocator), the trace's timeline (replayed, its start derived), the peak's allocations by site and by inferred
 // category, fragmentation and OOMs. Every figure says where it comes from.
-#include "app/cli/snapshot_report.h"
+#include "app/report/snapshot_report.h"
 
 #include <fmt/core.h>
 
@@ -139,17 +139,17 @@ nlohmann::json device_json(const MemorySnapshot& s, const DeviceMemory& m) {
 
 }  // namespace
 
-nlohmann::json snapshot_report_json(const std::vector<LoadedSnapshot>& ranks) {
+nlohmann::json snapshot_report_json(const std::vector<RankSnapshot>& ranks) {
     nlohmann::json out = nlohmann::json::array();
     int64_t reserved = 0, allocated = 0, active = 0, peak = 0;
     size_t segments = 0, entries = 0;
     bool peak_known = !ranks.empty();
-    for (const LoadedSnapshot& r : ranks) {
+    for (const RankSnapshot& r : ranks) {
         const SnapshotAnalysis& a = r.analysis;
         nlohmann::json devices = nlohmann::json::array();
-        for (const DeviceMemory& m : a.devices) devices.push_back(device_json(r.snapshot, m));
-        out.push_back({{"file", r.snapshot.source},
-                       {"rank", r.snapshot.rank >= 0 ? nlohmann::json(r.snapshot.rank) : nlohmann::json(nullptr)},
+        for (const DeviceMemory& m : a.devices) devices.push_back(device_json(*r.snapshot, m));
+        out.push_back({{"file", r.snapshot->source},
+                       {"rank", r.snapshot->rank >= 0 ? nlohmann::json(r.snapshot->rank) : nlohmann::json(nullptr)},
                        {"reserved_bytes", a.reserved_bytes},
                        {"allocated_bytes", a.allocated_bytes},
                        {"active_bytes", a.active_bytes},
@@ -157,7 +157,7 @@ nlohmann::json snapshot_report_json(const std::vector<LoadedSnapshot>& ranks) {
                        {"trace_entries", a.trace_entries},
                        {"peak_allocated_bytes", or_null(a.peak_allocated_bytes, a.peak_known)},
                        {"devices", devices},
-                       {"warnings", r.snapshot.warnings}});
+                       {"warnings", r.snapshot->warnings}});
         reserved += a.reserved_bytes, allocated += a.allocated_bytes, active += a.active_bytes;
         segments += a.segments, entries += a.trace_entries, peak += a.peak_allocated_bytes;
         peak_known = peak_known && a.peak_known;
@@ -175,8 +175,8 @@ nlohmann::json snapshot_report_json(const std::vector<LoadedSnapshot>& ranks) {
               {"ranks", out}}}};
 }
 
-std::string format_snapshot_report(const LoadedSnapshot& r) {
-    const MemorySnapshot& s = r.snapshot;
+std::string format_snapshot_report(const RankSnapshot& r) {
+    const MemorySnapshot& s = *r.snapshot;
     std::string t =
         fmt::format("Memory snapshot {}{}\n", s.source, s.rank >= 0 ? fmt::format(" (rank {})", s.rank) : "");
     for (const std::string& w : s.warnings) t += "  warning: " + w + "\n";
@@ -230,43 +230,6 @@ std::string format_snapshot_report(const LoadedSnapshot& r) {
                              origin_name(m.at_peak[i].origin));
     }
     return t;
-}
-
-int snapshot_report(const std::vector<std::string>& paths, bool json) {
-    US_CHECK_INPUT(!paths.empty(), "no memory snapshot given");
-    std::vector<LoadedSnapshot> ranks;
-    for (const std::string& p : paths) {
-        LoadedSnapshot r{load_memory_snapshot(p), {}};
-        r.analysis = analyze_snapshot(r.snapshot);
-        ranks.push_back(std::move(r));
-    }
-    std::stable_sort(ranks.begin(), ranks.end(), [](auto& a, auto& b) { return a.snapshot.rank < b.snapshot.rank; });
-    if (json) {
-        std::printf("%s\n", snapshot_report_json(ranks).dump(2).c_str());
-    } else {
-        for (const LoadedSnapshot& r : ranks) std::printf("%s", format_snapshot_report(r).c_str());
-    }
-    return 0;
-}
-
-int snapshot_report_command(int argc, char** argv) {
-    std::vector<std::string> paths;
-    bool json = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--json")
-            json = true;
-        else if (a == "-h" || a == "--help") {
-            std::printf(
-                "ultrascope report SNAPSHOT.pickle|SNAPSHOT.json... [--json]: what PyTorch CUDA memory "
-                "snapshots say (docs/pytorch-memory.md)\n");
-            return 0;
-        } else {
-            US_CHECK_INPUT(!a.starts_with("-"), "report: '{}' is not an option for memory snapshots (only --json)", a);
-            paths.push_back(a);
-        }
-    }
-    return snapshot_report(paths, json);
 }
 
 }  // namespace us::app

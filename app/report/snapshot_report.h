@@ -1,25 +1,16 @@
-// `ultrascope report SNAPSHOT...`: what PyTorch CUDA memory snapshots (one per rank) say, as text or as
-// {"memory_snapshot": {...}} (docs/pytorch-memory.md).
+// The report of PyTorch CUDA memory snapshots (one per rank, `ultrascope report SNAPSHOT...`): what they say, as
+// text or as {"memory_snapshot": {...}} (docs/pytorch-memory.md).
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "profiler/snapshot/snapshot_analysis.h"
+#include "profiler/snapshot/snapshot_set.h"
 
 namespace us::app {
 
-// Prints the report of every snapshot (a UserError names the file); returns the exit code.
-int snapshot_report(const std::vector<std::string>& paths, bool json);
-// `ultrascope report SNAPSHOT... [--json]` (argv[0] is "report").
-int snapshot_report_command(int argc, char** argv);
-
-struct LoadedSnapshot {
-    snap::MemorySnapshot snapshot;
-    snap::SnapshotAnalysis analysis;
-};
-nlohmann::json snapshot_report_json(const std::vector<LoadedSnapshot>& ranks);
-std::string format_snapshot_report(const LoadedSnapshot& s);
+nlohmann::json snapshot_report_json(const std::vector<snap::RankSnapshot>& ranks);
+std::string format_snapshot_report(const snap::RankSnapshot& rank);
 
 }  // namespace us::app

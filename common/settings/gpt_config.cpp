@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/core/check.h"
+#include "common/settings/model_bounds.h"
 
 namespace us {
 
@@ -31,24 +32,22 @@ void GPTConfig::validate() const {
     US_CHECK_INPUT(layers > 0, "--layers must be positive (got {})", layers);
     US_CHECK_INPUT(heads > 0, "--heads must be positive (got {})", heads);
     US_CHECK_INPUT(seq > 0, "--seq must be positive (got {})", seq);
-    // Bounds far beyond any model trained (Llama 3 405B: hidden 16384, vocab 128256, 126 layers), so that the
-    // model's byte and FLOP counts stay inside 64 bits: a hidden of 2^30 counted a negative parameter total.
     const auto at_most = [](const char* flag, int64_t v, int64_t most) {
         US_CHECK_INPUT(v <= most, "{} {} is beyond any model this tool sizes: at most {}", flag, v, most);
     };
-    at_most("--vocab", vocab, int64_t(1) << 22);
-    at_most("--hidden", hidden, int64_t(1) << 17);
-    at_most("--layers", layers, 4096);
-    at_most("--heads", heads, 4096);
-    at_most("--seq", seq, int64_t(1) << 21);
-    at_most("--moe-experts", moe_experts, 4096);
+    at_most("--vocab", vocab, model_bounds::vocab);
+    at_most("--hidden", hidden, model_bounds::hidden);
+    at_most("--layers", layers, model_bounds::layers);
+    at_most("--heads", heads, model_bounds::heads);
+    at_most("--seq", seq, model_bounds::seq);
+    at_most("--moe-experts", moe_experts, model_bounds::experts);
     // and the whole: an MoE model at every bound above would count 2e18 parameters, its bytes past 2^63
     const double h = hidden, experts = std::max(1, moe_experts);
     const double params = double(vocab) * h + double(layers) * (4 * h * h + 8 * h * h * experts);
-    US_CHECK_INPUT(params <= 1e15,
-                   "the model counts about {:.3g} parameters, beyond any model this tool sizes (at most 1e15): lower "
-                   "--hidden, --layers or --moe-experts",
-                   params);
+    US_CHECK_INPUT(params <= model_bounds::params,
+                   "the model counts about {:.3g} parameters, beyond any model this tool sizes (at most {:.0e}): "
+                   "lower --hidden, --layers or --moe-experts",
+                   params, model_bounds::params);
     US_CHECK_INPUT(hidden % heads == 0, "--hidden {} is not divisible by --heads {}: pick heads that divide it", hidden,
                    heads);
     US_CHECK_INPUT(head_dim() % 2 == 0, "head dim {} (--hidden / --heads) must be even for rotary embeddings",

@@ -5,6 +5,7 @@
 
 #include "profiler/predict/json_fields.h"
 #include "common/core/check.h"
+#include "common/settings/model_bounds.h"
 #include "common/settings/config.h"
 
 namespace us::predict {
@@ -133,13 +134,7 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& source) {
     m.published_params = f.number("published_params", 0);
     m.published_active_params = f.number("published_active_params", 0);
     m.source = f.text("source", "");
-    US_CHECK_INPUT(m.head_dim > 0 || m.hidden % m.heads == 0,
-                   "{}: field 'hidden' {} is not divisible by 'heads' {}: give 'head_dim' or heads that divide it",
-                   source, m.hidden, m.heads);
-    US_CHECK_INPUT(m.heads % m.kv() == 0, "{}: field 'kv_heads' {} must divide 'heads' {} (grouped-query attention)",
-                   source, m.kv(), m.heads);
-    US_CHECK_INPUT(!m.is_moe() || (m.moe_topk <= m.moe_experts),
-                   "{}: field 'moe_topk' {} must not exceed 'moe_experts' {}", source, m.moe_topk, m.moe_experts);
+    check_model(m, source);
     return m;
 }
 
@@ -205,6 +200,38 @@ ModelDesc engine_preset_model(const std::string& preset) {
 }
 
 // A description file first, then an engine preset (gpt3-6.7b is both: `--preset gpt3-6.7b` gives the engine's GPT).
+void check_model(const ModelDesc& m, const std::string& source) {
+    const auto within = [&](const char* field, int64_t v, int64_t least, int64_t most) {
+        US_CHECK_INPUT(v >= least && v <= most, "{}: '{}' {} must be between {} and {} (any model this tool sizes)",
+                       source, field, v, least, most);
+    };
+    within("vocab", m.vocab, 1, model_bounds::vocab);
+    within("hidden", m.hidden, 1, model_bounds::hidden);
+    within("layers", m.layers, 1, model_bounds::layers);
+    within("heads", m.heads, 1, model_bounds::heads);
+    within("seq", m.seq, 1, model_bounds::seq);
+    within("kv_heads", m.kv_heads, 0, model_bounds::heads);
+    within("head_dim", m.head_dim, 0, model_bounds::hidden);
+    within("ffn_hidden", m.ffn_hidden, 0, 16 * model_bounds::hidden);
+    within("moe_experts", m.moe_experts, 0, model_bounds::experts);
+    US_CHECK_INPUT(m.head_dim > 0 || m.hidden % m.heads == 0,
+                   "{}: 'hidden' {} is not divisible by 'heads' {}: give 'head_dim' or heads that divide it", source,
+                   m.hidden, m.heads);
+    US_CHECK_INPUT(m.heads % m.kv() == 0, "{}: 'kv_heads' {} must divide 'heads' {} (grouped-query attention)", source,
+                   m.kv(), m.heads);
+    if (m.is_moe()) {
+        within("moe_topk", m.moe_topk, 1, m.moe_experts);
+        within("moe_every", m.moe_every, 1, m.layers);
+    }
+    // and the whole, counted in floating point so that it cannot wrap: the bytes of 1e15 parameters fit in 64 bits
+    const double h = double(m.hidden), attention = double(m.heads * m.head_size() + 2 * m.kv_width());
+    const double per_layer = 2 * h * attention + 3 * h * double(m.ffn()) * double(std::max<int64_t>(1, m.moe_experts));
+    const double params = 2 * double(m.vocab) * h + double(m.layers) * per_layer;
+    US_CHECK_INPUT(params <= model_bounds::params,
+                   "{}: the model counts about {:.3g} parameters, beyond any model this tool sizes (at most {:.0e})",
+                   source, params, model_bounds::params);
+}
+
 ModelDesc load_model(const std::string& spec) {
     US_CHECK_INPUT(!spec.empty(), "--model needs a name or a file");
     const bool looks_like_file = spec.find('/') != std::string::npos || (spec.size() > 5 && spec.ends_with(".json"));

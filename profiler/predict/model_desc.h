@@ -65,6 +65,9 @@ ModelFamily parse_family(const std::string& text, const std::string& where);  //
 // The model `spec` names: a file (a path ending in .json that exists), a description in assets/models/NAME.json, or
 // an engine preset in assets/presets/NAME.json. UserError listing what is known otherwise.
 ModelDesc load_model(const std::string& spec);
+// A UserError naming `source` and the field when a description's sizes are not a model: zero or beyond the bounds
+// (common/settings/gpt_config.h), heads that do not divide the width, more experts routed to than there are.
+void check_model(const ModelDesc& m, const std::string& source);
 // Parses a description; UserError naming `source` and the field on missing or malformed values.
 ModelDesc model_from_json(const nlohmann::json& j, const std::string& source);
 nlohmann::json model_to_json(const ModelDesc& m);

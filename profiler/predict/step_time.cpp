@@ -315,7 +315,7 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
     for (int st = 0; st < p.pp; ++st) {
         sm.dp.push_back(dp_cost(m, c, l, rank_shapes(m, l, st), sm.stage[size_t(st)]));
         DpCost& dp = sm.dp.back();
-        double e = sm.pipeline.finish[size_t(st)] + dp.exposed + dp.optimizer;
+        double stage_end = sm.pipeline.finish[size_t(st)] + dp.exposed + dp.optimizer;
         // A backward whose gradient buckets flow on the link level of its blocking transfers (cp's ring, tp's or
         // ep's collectives) shares the link with them: TCP, like NCCL's channels, splits a link between its flows,
         // so while the buckets flow each such transfer takes up to twice its time. Once per backward with buckets
@@ -326,22 +326,22 @@ StepModel model_step(const ModelDesc& m, const ClusterDesc& c, const Layout& l, 
             const double backwards = p.zero >= 2 ? mb : 1.0;
             const double longer = std::max(0.0, shared.backward() - sm.stage[size_t(st)].backward());
             const double wait = backwards * std::min(longer, dp.backward_traffic / backwards);
-            dp.exposed += wait, e += wait;
+            dp.exposed += wait, stage_end += wait;
         }
         // A link carries one group's bytes at a time: when the data-parallel traffic hidden behind compute and the
         // other groups' transfers on the same level (the cp ring's, the pipeline's) need the link for longer than
         // the step, the data-parallel part waits for it, exposed.
         const double link_busy = mb * sm.stage[size_t(st)].link[size_t(dp.link_level)] + dp.exposed + dp.hidden;
-        if (link_busy > e) {
-            const double wait = std::min(link_busy - e, dp.hidden);
-            dp.exposed += wait, dp.hidden -= wait, e += wait;
+        if (link_busy > stage_end) {
+            const double wait = std::min(link_busy - stage_end, dp.hidden);
+            dp.exposed += wait, dp.hidden -= wait, stage_end += wait;
         }
         // The compute the hidden part overlaps runs slower for it (overlap_slowdown): the stage ends that much later.
         // Charged at the end, outside the schedule: a slower last backward on a later stage would also delay the
         // earlier stages' last backwards, which this leaves out (a lower bound with a pipeline).
         dp.contention = c.overlap_slowdown_on(dp.link_level == kLinkInter ? c.inter_node : c.intra_node) * dp.hidden;
-        e += dp.contention;
-        if (e > end) end = e, sm.critical_stage = st;
+        stage_end += dp.contention;
+        if (stage_end > end) end = stage_end, sm.critical_stage = st;
     }
     sm.step_s = end;
     return sm;

@@ -2,6 +2,7 @@
 #include "profiler/runs/digest_report.h"
 
 #include "common/core/check.h"
+#include "common/core/format.h"
 
 #include <fmt/format.h>
 
@@ -32,12 +33,6 @@ double quantile(std::vector<double> v, double q) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
     return v[std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5))];
-}
-
-std::string bytes_text(uint64_t b) {
-    if (b >= (uint64_t(1) << 30)) return fmt::format("{:.2f} GiB", double(b) / double(1 << 30));
-    if (b >= (uint64_t(1) << 20)) return fmt::format("{:.1f} MiB", double(b) / double(1 << 20));
-    return fmt::format("{:.1f} KiB", double(b) / 1024.0);
 }
 
 // The ranks a table shows of a large run: those most to blame, then the most idle; the rest are in the JSON.
@@ -128,7 +123,7 @@ std::string format_digest_report(const DigestReport& r) {
     std::string s = fmt::format(
         "{} rank(s) from their digests: {} of traces, digests {} ({}), {} made and {} from the cache in {:.1f} s by "
         "{} worker(s)\n\n",
-        digests.size(), bytes_text(run.trace_bytes), bytes_text(run.digest_bytes),
+        digests.size(), format_bytes(int64_t(run.trace_bytes)), format_bytes(int64_t(run.digest_bytes)),
         run.digest_bytes > 0 ? fmt::format("1/{:.0f} of them", double(run.trace_bytes) / double(run.digest_bytes))
                              : "none",
         run.made, run.from_cache, run.seconds, r.workers);

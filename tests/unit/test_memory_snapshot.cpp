@@ -5,7 +5,7 @@
 #include <fstream>
 #include <string>
 
-#include "app/cli/snapshot_report.h"
+#include "app/report/snapshot_report.h"
 #include "catch_compat.h"
 #include "test_util.h"
 #include "common/core/check.h"
@@ -120,14 +120,12 @@ TEST_CASE("memory snapshot: a training step's figures, by hand, in protocols 2, 
 }
 
 TEST_CASE("memory snapshot: the JSON report of two ranks, one without a trace", "[cpu][snapshot]") {
-    std::vector<app::LoadedSnapshot> ranks;
-    for (const char* f : {"rank0_memory_snapshot.pickle", "rank1_memory_snapshot.pickle"}) {
-        app::LoadedSnapshot r{load_memory_snapshot(dir + f), {}};
-        r.analysis = analyze_snapshot(r.snapshot);
-        ranks.push_back(std::move(r));
-    }
-    CHECK(ranks[0].snapshot.rank == 0);
-    CHECK(ranks[1].snapshot.rank == 1);
+    // Given in the wrong order: the set is in rank order.
+    const std::vector<RankSnapshot> ranks =
+        load_rank_snapshots({dir + "rank1_memory_snapshot.pickle", dir + "rank0_memory_snapshot.pickle"});
+    REQUIRE(ranks.size() == 2);
+    CHECK(ranks[0].snapshot->rank == 0);
+    CHECK(ranks[1].snapshot->rank == 1);
     const nlohmann::json j = app::snapshot_report_json(ranks)["memory_snapshot"];
     CHECK(j["reserved_bytes"] == 56 * MiB);
     CHECK(j["allocated_bytes"] == 20 * MiB);

@@ -252,6 +252,22 @@ TEST_CASE("planner: bad layouts, models and clusters get a message naming the fi
     const std::string msg = user_error_of([&] { load_model(wrong); });
     CHECK(msg.find("'hidden'") != std::string::npos);
     CHECK(msg.find(wrong) != std::string::npos);
+    // Sizes that are no model: beyond the bounds the engine's flags have, or a width the heads do not divide.
+    const std::string huge = write_file("plan-huge.json", R"({"name": "x", "family": "llama", "vocab": 100,
+        "hidden": 1073741824, "layers": 2, "heads": 2, "seq": 8})");
+    CHECK(user_error_of([&] { load_model(huge); }).find("'hidden' 1073741824 must be between 1 and 131072") !=
+          std::string::npos);
+    ModelDesc overridden = load_model("llama3-8b");
+    overridden.heads = 0;
+    CHECK(user_error_of([&] { check_model(overridden, "--model llama3-8b"); }).find("'heads' 0 must be between") !=
+          std::string::npos);
+    overridden = load_model("llama3-8b");
+    overridden.heads = 7;
+    CHECK(user_error_of([&] { check_model(overridden, "--model llama3-8b"); }).find("not divisible") !=
+          std::string::npos);
+    overridden = load_model("llama3-8b");
+    overridden.layers = 4096, overridden.hidden = 1 << 17, overridden.ffn_hidden = 1 << 21;
+    CHECK(user_error_of([&] { check_model(overridden, "--model llama3-8b"); }).find("parameters") != std::string::npos);
     const std::string not_json = write_file("plan-broken.json", "{ nope");
     CHECK(user_error_of([&] { load_cluster(not_json); }).find("not valid JSON") != std::string::npos);
     const std::string bad_cluster = write_file("plan-cluster.json", R"({"name": "x", "gpu": {"name": "g",

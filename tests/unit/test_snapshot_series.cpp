@@ -3,7 +3,7 @@
 // window's samples keep the peak, and at the peak the categories are the analysis' categories of the live set.
 #include <string>
 
-#include "app/cli/snapshot_report.h"
+#include "app/report/snapshot_report.h"
 #include "catch_compat.h"
 #include "profiler/snapshot/snapshot_series.h"
 
@@ -65,10 +65,9 @@ TEST_CASE("snapshot categories over time add up to the allocated bytes and match
 }
 
 TEST_CASE("snapshot report: each category's own peak and the categories over time, labelled inferred", "[snapshot]") {
-    us::app::LoadedSnapshot r{load_memory_snapshot(dir + "rank0_memory_snapshot.pickle"), {}};
-    r.analysis = analyze_snapshot(r.snapshot);
+    const RankSnapshot r = load_rank_snapshots({dir + "rank0_memory_snapshot.pickle"}).at(0);
     const DeviceMemory& m = r.analysis.devices.at(0);
-    const CategoryBytes own = category_peaks(build_series(r.snapshot, m));
+    const CategoryBytes own = category_peaks(build_series(*r.snapshot, m));
     for (const CategoryTotal& c : m.categories)
         CHECK(own[size_t(c.category)] >= c.bytes);  // a peak is at least the peak's share
     // The fixture's optimizer state is made after the peak (tests/tools/make_snapshot_fixtures.py): 4 MiB, absent at

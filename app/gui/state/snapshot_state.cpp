@@ -1,6 +1,6 @@
+// PyTorch memory snapshots opened in the GUI, read and analysed off the frame (snapshot_state.h).
 #include "app/gui/state/snapshot_state.h"
 
-#include <algorithm>
 #include <chrono>
 
 #include "common/core/check.h"
@@ -9,15 +9,11 @@ namespace us::gui {
 
 std::vector<LoadedSnapshot> load_snapshots(const std::vector<std::string>& paths, size_t timeline_samples) {
     std::vector<LoadedSnapshot> out;
-    for (const std::string& path : paths) {
-        auto snapshot = std::make_shared<snap::MemorySnapshot>(snap::load_memory_snapshot(path));
-        LoadedSnapshot l{path, snapshot, snap::analyze_snapshot(*snapshot, timeline_samples), {}};
-        for (const auto& d : l.analysis.devices) l.series.push_back(snap::build_series(*snapshot, d));
+    for (snap::RankSnapshot& r : snap::load_rank_snapshots(paths, timeline_samples)) {
+        LoadedSnapshot l{std::move(r), {}};
+        for (const auto& d : l.analysis.devices) l.series.push_back(snap::build_series(*l.snapshot, d));
         out.push_back(std::move(l));
     }
-    std::stable_sort(out.begin(), out.end(), [](const LoadedSnapshot& a, const LoadedSnapshot& b) {
-        return a.snapshot->rank < b.snapshot->rank;
-    });
     return out;
 }
 

@@ -9,16 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "profiler/snapshot/memory_snapshot.h"
-#include "profiler/snapshot/snapshot_analysis.h"
 #include "profiler/snapshot/snapshot_series.h"
+#include "profiler/snapshot/snapshot_set.h"
 
 namespace us::gui {
 
-struct LoadedSnapshot {
-    std::string path;
-    std::shared_ptr<const snap::MemorySnapshot> snapshot;
-    snap::SnapshotAnalysis analysis;
+struct LoadedSnapshot : snap::RankSnapshot {
     std::vector<snap::SnapshotSeries>
         series;  // per device of the analysis (empty without a trace): any window's detail
 };
