@@ -265,7 +265,9 @@ HangAnalysis analyze_hang(const DumpSet& set) {
     }
     count_unrecorded(set, a);
     measure_motion(set, dump_of_rank, a);
-    a.node = culprit_node(a);
+    // Two sides of a tie on one host are not that host's fault: the node is named only for culprits of one kind.
+    const bool tie = a.group >= 0 && a.groups[size_t(a.group)].tie;
+    if (!tie) a.node = culprit_node(a);
     write_verdict(a);
     return a;
 }

@@ -66,7 +66,10 @@ std::string frame_label(const std::vector<StackFrame>& stack) {
 void write_verdict(HangAnalysis& a) {
     a.evidence.clear();
     const GroupState* root = a.group >= 0 ? &a.groups[size_t(a.group)] : nullptr;
-    const std::string where = a.stack.empty() ? "" : "; its stack: " + frame_label(a.stack);
+    const std::string where = a.stack.empty() ? ""
+                              : a.culprits.size() > 1
+                                  ? fmt::format("; rank {}'s stack: {}", a.culprits.front().rank, frame_label(a.stack))
+                                  : "; its stack: " + frame_label(a.stack);
     switch (a.kind) {
         case HangKind::none:
             // Operations the recorder kept no entry for may be where it hangs: the headline says so, not "nothing".
@@ -128,18 +131,11 @@ void write_verdict(HangAnalysis& a) {
     // the collective was still running then, and a hang shows as waits of seconds, not milliseconds.
     if (a.culprit_active_after_s >= 0 && a.kind == HangKind::missing)
         a.verdict += fmt::format(
-            " But {} completed an operation begun {:.0f} ms after the others entered it: {} still running then{}; dumps taken at "
-            "different moments of a healthy job read the same (a hang shows in dumps taken seconds into the wait).",
+            " But {} completed an operation begun {:.0f} ms after the others entered it: {} still running then; "
+            "dumps taken at different moments of a healthy job read the same (a hang shows in dumps taken seconds "
+            "into the wait).",
             rank_list(a.culprit_ranks), 1e3 * a.culprit_active_after_s,
-            a.culprit_ranks.size() == 1 ? "it was" : "they were",
-            a.longest_open_s >= 0
-                ? fmt::format(", and the longest wait the dumps show is {:.0f} ms", 1e3 * a.longest_open_s)
-                : std::string());
-    if (a.longest_open_s >= 0 && a.kind != HangKind::none)
-        a.evidence.push_back(
-            fmt::format("the oldest unfinished operation had been open {:.3f} s by the job's newest "
-                        "entry (each rank's wall clock)",
-                        a.longest_open_s));
+            a.culprit_ranks.size() == 1 ? "it was" : "they were");
     if (root && a.kind != HangKind::none) a.evidence.push_back(group_label(*root) + ": " + root->detail);
     size_t described = 0;
     for (const Culprit& c : a.culprits) {
