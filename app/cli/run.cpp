@@ -174,8 +174,13 @@ void print_failure(const LiveRun& run, const RunFacts& facts, int code, int stop
     if (stopped_by != 0) {
         std::fprintf(stderr, "ultrascope run: stopped by %s (exit code %d)\n", strsignal(stopped_by), code);
     } else {
-        std::fprintf(stderr, "ultrascope run: the run %s (exit code %d)%s\n",
-                     run.hung() ? "hung and was ended" : "failed", code, run.lost_ranks().empty() ? "" : "; lost:");
+        // mpirun passes a rank's death by a signal on as 128 + the signal: say which (a SIGKILL is the OOM killer's)
+        const std::string by_signal = code > 128 && code < 128 + 65 ? fmt::format(": a process ended by signal {} ({})",
+                                                                                  code - 128, strsignal(code - 128))
+                                                                    : std::string();
+        std::fprintf(stderr, "ultrascope run: the run %s (exit code %d%s)%s\n",
+                     run.hung() ? "hung and was ended" : "failed", code, by_signal.c_str(),
+                     run.lost_ranks().empty() ? "" : "; lost:");
         for (const auto& l : run.lost_ranks()) std::fprintf(stderr, "  %s\n", l.c_str());
     }
     const auto saved = run.store().latest_counter("checkpoint_step");
@@ -220,6 +225,7 @@ int run_command(int argc, char** argv) {
                      run.trace_path().c_str());
         if (code == 0) code = 1;
     }
+    std::fflush(stdout);  // the report whole before the failure's lines on stderr (a terminal shows both)
     if (code != 0) print_failure(run, facts, code, sig);
     return code;
 }

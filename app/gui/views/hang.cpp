@@ -333,6 +333,14 @@ void draw_hang_view(AppState& app) {
     draw_verdict(*l);
     draw_group_selector(st, l->analysis);
     const HangGrid& m = st.grid();
+    // The grid is the group's collectives: a hang in its sends and receives is in the entries below, said here so
+    // that a culprit's row reading "completed" is not taken for a healthy rank.
+    if (st.group >= 0 && l->analysis.groups[size_t(st.group)].collective.p2p &&
+        l->analysis.groups[size_t(st.group)].kind != hang::HangKind::none)
+        ImGui::TextColored(kDim,
+                           "this group hangs in point-to-point operations (%s): the grid shows its collectives "
+                           "only; a rank's sends and receives are in its entries below",
+                           hang::call_label(l->analysis.groups[size_t(st.group)].collective).c_str());
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const bool side_by_side = avail.x >= em(820);  // else the culprits go below the grid
     const float content_h = 2 * ImGui::GetTextLineHeight() + 8 + float(m.bands.size()) * em(22) + em(10);
