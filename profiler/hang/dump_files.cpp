@@ -170,6 +170,7 @@ DumpSet check_dumps(std::vector<flight::FlightDump> dumps) {
     int most = 0;
     for (const auto& [key, n] : jobs)
         if (n > most) job = key, most = n;
+    std::vector<int> another_job;
     for (flight::FlightDump& d : dumps) {
         if (d.rank < 0) {
             set.left_out.push_back(
@@ -181,6 +182,7 @@ DumpSet check_dumps(std::vector<flight::FlightDump> dumps) {
                 fmt::format("{}: left out: another job's dump (version {}, comm library '{}', "
                             "where the other dumps have {})",
                             d.source, d.version, d.comm_lib_version, job));
+            another_job.push_back(d.rank);
         } else if (!set.dumps.empty() && set.dumps.back().rank == d.rank) {
             set.left_out.push_back(
                 fmt::format("{}: left out: rank {} is dumped twice (also {}): two jobs' dumps "
@@ -190,6 +192,12 @@ DumpSet check_dumps(std::vector<flight::FlightDump> dumps) {
             set.dumps.push_back(std::move(d));
         }
     }
+    for (const int r : another_job)
+        if (std::none_of(set.dumps.begin(), set.dumps.end(), [&](const auto& d) { return d.rank == r; }))
+            set.another_jobs_ranks.push_back(r);
+    std::sort(set.another_jobs_ranks.begin(), set.another_jobs_ranks.end());
+    set.another_jobs_ranks.erase(std::unique(set.another_jobs_ranks.begin(), set.another_jobs_ranks.end()),
+                                 set.another_jobs_ranks.end());
     return set;
 }
 

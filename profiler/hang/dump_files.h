@@ -32,6 +32,7 @@ DumpNameParts dump_name_parts(const std::string& path);
 struct DumpSet {
     std::vector<flight::FlightDump> dumps;  // one per rank, in rank order
     std::vector<std::string> left_out;      // each file left out, and why
+    std::vector<int> another_jobs_ranks;    // ranks whose only file was left out as another job's (sorted)
     size_t files = 0;                       // files named
 };
 

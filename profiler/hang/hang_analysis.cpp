@@ -219,6 +219,7 @@ const char* hang_kind_name(HangKind k) {
 HangAnalysis analyze_hang(const DumpSet& set) {
     HangAnalysis a;
     a.left_out = set.left_out;
+    a.another_jobs_ranks = set.another_jobs_ranks;
     std::unordered_map<int, uint32_t> dump_of_rank;
     for (uint32_t i = 0; i < set.dumps.size(); ++i) {
         const flight::FlightDump& d = set.dumps[i];

@@ -89,9 +89,10 @@ struct HangAnalysis {
     // entered the root's collective the culprits began an operation they completed (< 0: none after, or unknown), and
     // how long the oldest unfinished operation had been open by the job's newest entry (< 0 unknown).
     double culprit_active_after_s = -1, longest_open_s = -1;
-    std::vector<int> absent_ranks;      // ranks below the job's size with no dump
-    int world = 0;                      // the job's size as the dumps say it
-    std::vector<std::string> injected;  // faults the engine injected, per rank: labelled as such
+    std::vector<int> absent_ranks;        // ranks below the job's size with no dump
+    std::vector<int> another_jobs_ranks;  // of absent_ranks, those whose file was left out as another job's
+    int world = 0;                        // the job's size as the dumps say it
+    std::vector<std::string> injected;    // faults the engine injected, per rank: labelled as such
     // Operations the recorder kept no entry for (gaps in a group's op_id: gloo's send and recv), and whose.
     std::vector<int> unrecorded_gap_ranks;
     int64_t unrecorded_ops = 0;

@@ -87,9 +87,13 @@ void write_verdict(HangAnalysis& a) {
         case HangKind::missing:
             if (!root) {
                 a.verdict = fmt::format(
-                    "{} left no dump while every rank that did agrees: {} the first suspect "
+                    "{} left no dump{} while every rank that did agrees: {} the first suspect "
                     "(a rank that died or hung before it could dump).",
-                    rank_list(a.culprit_ranks), a.culprit_ranks.size() == 1 ? "it is" : "they are");
+                    rank_list(a.culprit_ranks),
+                    a.another_jobs_ranks.empty() ? std::string()
+                                                 : fmt::format(" of this job (the file of {} was another job's)",
+                                                               rank_list(a.another_jobs_ranks)),
+                    a.culprit_ranks.size() == 1 ? "it is" : "they are");
             } else if (std::all_of(a.culprits.begin(), a.culprits.end(), [](const Culprit& c) { return c.absent; })) {
                 a.verdict = fmt::format(
                     "{} left no dump, and the other members of {} wait for {} in {}: {} (a rank that died or hung "
@@ -144,7 +148,11 @@ void write_verdict(HangAnalysis& a) {
             break;
         }
         if (c.absent) {
-            a.evidence.push_back(fmt::format("rank {}: no dump (a suspect for that alone)", c.rank));
+            a.evidence.push_back(
+                fmt::format("rank {}: no dump{} (a suspect for that alone)", c.rank,
+                            std::binary_search(a.another_jobs_ranks.begin(), a.another_jobs_ranks.end(), c.rank)
+                                ? " of this job: the file named as its dump was left out as another job's"
+                                : ""));
             continue;
         }
         a.evidence.push_back(
@@ -179,9 +187,12 @@ void write_verdict(HangAnalysis& a) {
         a.evidence.push_back(fmt::format("{} more group{} hang{} apart from it: see the groups below", apart,
                                          apart == 1 ? "" : "s", apart == 1 ? "s" : ""));
     if (!a.absent_ranks.empty() && !(a.kind == HangKind::missing && !root))
-        a.evidence.push_back(fmt::format("no dump from {} (of {}): {} suspect{} too", rank_list(a.absent_ranks),
-                                         a.world, a.absent_ranks.size() == 1 ? "a" : "",
-                                         a.absent_ranks.size() == 1 ? "" : "s"));
+        a.evidence.push_back(fmt::format(
+            "no dump from {} (of {}){}: {} suspect{} too", rank_list(a.absent_ranks), a.world,
+            a.another_jobs_ranks.empty()
+                ? std::string()
+                : fmt::format("; the file of {} was left out as another job's", rank_list(a.another_jobs_ranks)),
+            a.absent_ranks.size() == 1 ? "a" : "", a.absent_ranks.size() == 1 ? "" : "s"));
     if (!a.unrecorded_gap_ranks.empty())
         a.evidence.push_back(
             fmt::format("{} did {} operation{} the recorder kept no entry for (gaps in op_id{}), so a hang in "

@@ -342,6 +342,18 @@ TEST_CASE("hang: dumps of one rank twice, or of another job, are named and left 
     REQUIRE(set.left_out.size() == 2);
     CHECK(set.left_out[0].find("old/rank_1: left out: another job's dump") != std::string::npos);
     CHECK(set.left_out[1].find("rank 2 is dumped twice") != std::string::npos);
+    CHECK(set.another_jobs_ranks.empty());  // rank 1's own dump is kept: it is not without one
+    // A rank whose only file is another job's has no dump of this job, and the words say whose file it was.
+    auto only_other = job.dumps;
+    only_other[3].comm_lib_version = "2.18.1";
+    only_other.push_back(job.dumps[0]);  // a majority for the job's own version
+    only_other.back().source = "copy/rank_0";
+    const hang::DumpSet other = hang::check_dumps(only_other);
+    CHECK(other.another_jobs_ranks == std::vector<int>{3});
+    const hang::HangAnalysis a = hang::analyze_hang(other);
+    CHECK(a.absent_ranks == std::vector<int>{3});
+    CHECK(a.verdict.find("rank 3 left no dump of this job (the file of rank 3 was another job's)") !=
+          std::string::npos);
 }
 
 TEST_CASE("hang: ranks and hosts from dump file names", "[cpu][hang]") {
