@@ -51,25 +51,6 @@ std::string settings_line(const RunDiff& d) {
     return "settings changed: " + describe_changes(*d.settings) + "\n";
 }
 
-// Communication a step and how much of it compute hid, with the collectives that carried it (a bucket size changes
-// their count and size, an overlap setting the hidden part); nothing where neither run communicated.
-std::string communication_line(const RunDiff& d) {
-    if (d.a_comm.ms == 0 && d.b_comm.ms == 0) return "";
-    auto said = [](const RunDiff::Communication& c) {
-        const double hidden = c.ms > 0 ? 100 * c.hidden_ms / c.ms : 0;
-        std::string s =
-            fmt::format("{:.2f} ms, {:.2f} of it hidden behind compute ({:.0f}%)", c.ms, c.hidden_ms, hidden);
-        if (c.collectives > 0)
-            s += fmt::format(", {:.1f} collectives{}", c.collectives,
-                             c.bytes > 0
-                                 ? fmt::format(" of {} on average", format_bytes(int64_t(c.bytes / c.collectives)))
-                                 : std::string());
-        return s;
-    };
-    return fmt::format("communication a step (measured, the ranks' mean): A {}; B {}\n", said(d.a_comm),
-                       said(d.b_comm));
-}
-
 std::string noise_line(const RunDiff& d) {
     const std::string within = d.within_noise ? "; the difference is within it" : "";
     if (!d.noise_between_ms)
@@ -112,6 +93,24 @@ std::string cause_lines(const RunDiff& d) {
 
 }  // namespace
 
+// Communication a step and how much of it compute hid, with the collectives that carried it (a bucket size changes
+// their count and size, an overlap setting the hidden part); nothing where neither run communicated.
+std::string communication_words(const RunDiff& d) {
+    if (d.a_comm.ms == 0 && d.b_comm.ms == 0) return "";
+    auto said = [](const RunDiff::Communication& c) {
+        const double hidden = c.ms > 0 ? 100 * c.hidden_ms / c.ms : 0;
+        std::string s =
+            fmt::format("{:.2f} ms, {:.2f} of it hidden behind compute ({:.0f}%)", c.ms, c.hidden_ms, hidden);
+        if (c.collectives > 0)
+            s += fmt::format(", {:.1f} collectives{}", c.collectives,
+                             c.bytes > 0
+                                 ? fmt::format(" of {} on average", format_bytes(int64_t(c.bytes / c.collectives)))
+                                 : std::string());
+        return s;
+    };
+    return fmt::format("communication a step (measured, the ranks' mean): A {}; B {}", said(d.a_comm), said(d.b_comm));
+}
+
 std::string format_diff(const RunDiff& d) {
     std::string s = d.verdict + "\n\n";
     s += fmt::format("A: {}  ({} ranks, {} steady steps)  {:.2f} ms per step (measured: the ranks' mean)\n", d.a_name,
@@ -120,7 +119,7 @@ std::string format_diff(const RunDiff& d) {
                      d.b_ranks, d.b_steps, d.b_step_ms);
     s += settings_line(d);
     s += noise_line(d);
-    s += communication_line(d);
+    if (const std::string comm = communication_words(d); !comm.empty()) s += comm + "\n";
     if (d.a_core_wait || d.b_core_wait) {
         auto said = [](const std::optional<RunDiff::CoreWait>& w) {
             if (!w) return std::string("unknown");

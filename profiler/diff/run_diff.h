@@ -134,6 +134,9 @@ std::vector<WhatIf> what_if(const RunFigures& a, const RunFigures& b, const Blam
 // Where the noise figure comes from: "the runs' own step spread" or "the spread between runs of A's settings" (or
 // B's).
 std::string noise_words(const RunDiff& d);
+// Each run's communication a step, the part compute hid and its collectives, in one line ("" where neither run
+// communicated): the text's line and the GUI's Compare tab.
+std::string communication_words(const RunDiff& d);
 nlohmann::json diff_json(const RunDiff& d);  // docs/report-schema.md, "ultrascope diff --json"
 std::string format_diff(const RunDiff& d);   // verdict first, each figure labelled measured/derived/predicted
 

@@ -638,3 +638,18 @@ TEST_CASE("diff: one slow step among five or more does not set the noise, the mi
     const RunDiff short_runs = diff(dp_run({a_plan, a_plan}, 5, 0.01), dp_run({b_plan, b_plan}, 5, 0.01));
     CHECK(short_runs.noise_within_ms == Approx(520).margin(0.5));
 }
+
+TEST_CASE("diff: each run's communication a step, the part compute hid, and its collectives with their mean size",
+          "[cpu][diff]") {
+    const RunDiff d = diff(dp_run({RankPlan{}, RankPlan{}}), dp_run({RankPlan{}, RankPlan{}}));
+    // one all-reduce of 1 MiB a step on each rank (dp_run), nothing under compute
+    CHECK(d.a_comm.collectives == Approx(1.0));
+    CHECK(d.a_comm.bytes == Approx(double(1 << 20)));
+    CHECK(d.a_comm.hidden_ms == 0);
+    CHECK(d.a_comm.ms > 0);
+    const std::string said = communication_words(d);
+    CHECK(said.find("communication a step (measured, the ranks' mean): A ") == 0);
+    CHECK(said.find("0.00 of it hidden behind compute (0%), 1.0 collectives of 1.00 MiB on average") !=
+          std::string::npos);
+    CHECK(diff_json(d)["communication"]["a"]["collectives"] == Approx(1.0));
+}

@@ -79,6 +79,7 @@ void draw_waterfall(DiffPick& pick) {
         d.repeats.empty() ? " (keep another run of A's or B's settings to see the noise between runs)" : "");
     ImGui::PopStyleColor();
     if (d.settings) ImGui::TextWrapped("settings changed: %s", prof::describe_changes(*d.settings).c_str());
+    if (const std::string comm = prof::communication_words(d); !comm.empty()) ImGui::TextWrapped("%s", comm.c_str());
     if (d.a_core_wait && d.b_core_wait)
         ImGui::TextWrapped(
             "waited for a core a step (measured; inside the bars: the rank's own threads and the machine's other load "
