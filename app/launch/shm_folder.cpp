@@ -2,6 +2,7 @@
 #include "app/launch/shm_folder.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,10 +25,14 @@ std::vector<std::string> ShmFolder::make() {
     remove();
     std::error_code ec;
     const fs::path base = fs::is_directory("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path(ec);
-    std::vector<std::string> notes = remove_stale_temporary(base, kPrefix);
+    // /dev/shm is often shared between containers with pid namespaces of their own (--ipc=host): the folder names
+    // this process's pid namespace, and only folders of this namespace are judged by their pid.
+    struct stat ns {};
+    const std::string prefix = fmt::format("{}{}-", kPrefix, ::stat("/proc/self/ns/pid", &ns) == 0 ? ns.st_ino : 0);
+    std::vector<std::string> notes = remove_stale_temporary(base, prefix);
     if (std::getenv(kBackingVariable)) return notes;  // the user's own choice stands
     static std::atomic<int> launches{0};
-    const fs::path folder = base / fmt::format("{}{}-{}", kPrefix, ::getpid(), launches++);
+    const fs::path folder = base / fmt::format("{}{}-{}", prefix, ::getpid(), launches++);
     fs::remove_all(folder, ec);
     if (fs::create_directory(folder, ec)) m_path = folder.string();  // else Open MPI's default, as before
     return notes;

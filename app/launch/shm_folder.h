@@ -1,7 +1,8 @@
 // Open MPI's shared-memory segments (vader: 4 MiB a rank, in /dev/shm) are removed by the ranks' own teardown; a run
 // killed outright (the GUI or `ultrascope run` SIGKILLed, ranks killed before MPI_Finalize) leaves them, and /dev/shm
 // is memory. So each local launch puts them in a folder of its own (btl_vader_backing_directory), removed when the
-// launch ends and, where this program was killed first, by the next launch (stale_runs.h: remove_stale_temporary).
+// launch ends and, where this program was killed first, by the next launch of its pid namespace (stale_runs.h:
+// remove_stale_temporary).
 #pragma once
 
 #include <string>
@@ -11,7 +12,8 @@ namespace us::app {
 
 class ShmFolder {
 public:
-    static constexpr const char* kPrefix = "ultrascope-shm-";  // then this process's id: the owner a later run checks
+    // then its pid namespace's inode and this process's id: the owner a later run of that namespace checks
+    static constexpr const char* kPrefix = "ultrascope-shm-";
 
     ShmFolder() = default;
     ShmFolder(const ShmFolder&) = delete;

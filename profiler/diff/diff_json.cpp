@@ -59,6 +59,7 @@ nlohmann::json communication_json(const RunDiff::Communication& c) {
     return {{"ms", c.ms},
             {"hidden_ms", c.hidden_ms},
             {"collectives", c.collectives},
+            {"sized_collectives", c.sized_collectives},
             {"bytes", c.bytes > 0 ? nlohmann::json(c.bytes) : nlohmann::json()}};
 }
 

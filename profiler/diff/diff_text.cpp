@@ -102,10 +102,13 @@ std::string communication_words(const RunDiff& d) {
         std::string s =
             fmt::format("{:.2f} ms, {:.2f} of it hidden behind compute ({:.0f}%)", c.ms, c.hidden_ms, hidden);
         if (c.collectives > 0)
-            s += fmt::format(", {:.1f} collectives{}", c.collectives,
-                             c.bytes > 0
-                                 ? fmt::format(" of {} on average", format_bytes(int64_t(c.bytes / c.collectives)))
-                                 : std::string());
+            s += fmt::format(
+                ", {:.1f} collectives{}", c.collectives,
+                c.bytes > 0
+                    ? fmt::format(
+                          " of {} on average{}", format_bytes(int64_t(c.bytes / c.sized_collectives)),
+                          c.sized_collectives + 1e-9 < c.collectives ? " (of those whose size the trace says)" : "")
+                    : std::string());
         return s;
     };
     return fmt::format("communication a step (measured, the ranks' mean): A {}; B {}", said(d.a_comm), said(d.b_comm));

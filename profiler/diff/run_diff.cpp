@@ -311,7 +311,8 @@ RunDiff diff_runs(const DiffSide& a, const DiffSide& b, const std::vector<DiffSi
     d.a_steps = fa.steady_steps, d.b_steps = fb.steady_steps;
     d.a_step_ms = kMs * fa.mean.wall_s, d.b_step_ms = kMs * fb.mean.wall_s, d.delta_ms = d.b_step_ms - d.a_step_ms;
     for (auto [side, figures] : {std::pair{&d.a_comm, &fa.mean}, std::pair{&d.b_comm, &fb.mean}})
-        *side = {kMs * figures->comm_s, kMs * figures->overlapped_s, figures->collectives, figures->collective_bytes};
+        *side = {kMs * figures->comm_s, kMs * figures->overlapped_s, figures->collectives, figures->collective_bytes,
+                 figures->sized_collectives};
     d.noise_within_ms = kMs * std::max(fa.noise_s, fb.noise_s);
     add_repeats(d, a, b, repeats);
     d.noise_ms = std::max(d.noise_within_ms, d.noise_between_ms.value_or(0.0));

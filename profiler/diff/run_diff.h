@@ -103,6 +103,7 @@ struct RunDiff {
     // collectives begun with their bytes (0: the trace does not say): what bucket sizes and overlap change.
     struct Communication {
         double ms = 0, hidden_ms = 0, collectives = 0, bytes = 0;
+        double sized_collectives = 0;  // those whose bytes the trace says
     };
     Communication a_comm, b_comm;
     // Where a run gave a machine more compute threads than cores (its ranks take turns; core_sharing.h), in words;

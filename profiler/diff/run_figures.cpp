@@ -15,6 +15,7 @@ void StepFigures::add(const StepFigures& o, double weight) {
     idle_s += weight * o.idle_s, bubble_s += weight * o.bubble_s, waits_s += weight * o.waits_s;
     comm_s += weight * o.comm_s, overlapped_s += weight * o.overlapped_s;
     collectives += weight * o.collectives, collective_bytes += weight * o.collective_bytes;
+    sized_collectives += weight * o.sized_collectives;
     for (size_t g = 0; g < o.group_exposed_s.size(); ++g) {
         group_exposed_s[g] += weight * o.group_exposed_s[g];
         group_waits_s[g] += weight * o.group_waits_s[g];
@@ -43,7 +44,8 @@ RankFigures rank_figures(const RankDigest& d, const std::vector<DigestStep>& ste
     r.step.kind_self_s = d.kind_self_s;
     for (const DigestCollective& c : d.collectives)
         if (std::any_of(steady.begin(), steady.end(), [&](const DigestStep& s) { return s.step == c.step; }))
-            r.step.collectives += w, r.step.collective_bytes += w * double(c.bytes);
+            r.step.collectives += w, r.step.collective_bytes += w * double(c.bytes),
+                r.step.sized_collectives += c.bytes > 0 ? w : 0;
     // The blame's waits, less the embedding waits taken into the bubble above (never below zero).
     r.step.waits_s = std::max(0.0, r.step.waits_s + waits.all_s * w);
     for (size_t g = 0; g < waits.by_group.size(); ++g)

@@ -29,6 +29,7 @@ struct StepFigures {
     // Communication outstanding (|M|) and the part of it under compute (|C ∩ M|): what a bucket size or an overlap
     // setting changes; the collectives begun and the bytes they carried (0: the trace does not say).
     double comm_s = 0, overlapped_s = 0, collectives = 0, collective_bytes = 0;
+    double sized_collectives = 0;  // of the collectives, those whose bytes the trace says (the mean size's divisor)
 
     void add(const StepFigures& o, double weight);
 };

@@ -219,7 +219,6 @@ const char* hang_kind_name(HangKind k) {
 HangAnalysis analyze_hang(const DumpSet& set) {
     HangAnalysis a;
     a.left_out = set.left_out;
-    a.another_jobs_ranks = set.another_jobs_ranks;
     std::unordered_map<int, uint32_t> dump_of_rank;
     for (uint32_t i = 0; i < set.dumps.size(); ++i) {
         const flight::FlightDump& d = set.dumps[i];
@@ -232,6 +231,9 @@ HangAnalysis analyze_hang(const DumpSet& set) {
     }
     for (int r = 0; r < a.world; ++r)
         if (!dump_of_rank.count(r)) a.absent_ranks.push_back(r);
+    // of this job's absent ranks only: a stray file of a larger job's rank explains no rank of this one
+    for (const int r : set.another_jobs_ranks)
+        if (std::binary_search(a.absent_ranks.begin(), a.absent_ranks.end(), r)) a.another_jobs_ranks.push_back(r);
 
     const AlignedGroups aligned = align_groups(set);
     const CallSignatures signatures(set);

@@ -95,11 +95,15 @@ void write_verdict(HangAnalysis& a) {
                                                                rank_list(a.another_jobs_ranks)),
                     a.culprit_ranks.size() == 1 ? "it is" : "they are");
             } else if (std::all_of(a.culprits.begin(), a.culprits.end(), [](const Culprit& c) { return c.absent; })) {
+                // a send or receive names the one rank that waits (its detail); a collective, every other member
+                const std::string waiting =
+                    a.collective.p2p
+                        ? fmt::format("in {}: {}", group_label(*root), root->detail)
+                        : fmt::format("the other members of {} wait for {} in {}", group_label(*root),
+                                      a.culprit_ranks.size() == 1 ? "it" : "them", call_label(a.collective));
                 a.verdict = fmt::format(
-                    "{} left no dump, and the other members of {} wait for {} in {}: {} (a rank that died or hung "
-                    "before it could dump) {} the job.",
-                    rank_list(a.culprit_ranks), group_label(*root), a.culprit_ranks.size() == 1 ? "it" : "them",
-                    call_label(a.collective), rank_list(a.culprit_ranks),
+                    "{} left no dump, and {}: {} (a rank that died or hung before it could dump) {} the job.",
+                    rank_list(a.culprit_ranks), waiting, rank_list(a.culprit_ranks),
                     a.culprit_ranks.size() == 1 ? "holds" : "hold");
             } else if (a.collective.p2p) {  // a send or receive whose partner was never posted
                 a.verdict = fmt::format("{} never posted its side of {} of {} ({}): {} {} the job{}.", who(a),
@@ -131,15 +135,15 @@ void write_verdict(HangAnalysis& a) {
                                                           root->culprit_ranks.front(), root->late_entry_s));
             break;
     }
-    // Dumps taken on demand from a running job read like a hang: a culprit that recorded after the others entered
-    // the collective was still running then, and a hang shows as waits of seconds, not milliseconds.
+    // Dumps taken on demand from a running job read like a hang, and a dump has no time of its own: where a culprit
+    // completed work begun after the others entered, the dumps cannot tell a rank that stopped just after from one
+    // caught in motion. Said as a condition on how the dumps were taken, never as a finding.
     if (a.culprit_active_after_s >= 0 && a.kind == HangKind::missing)
         a.verdict += fmt::format(
-            " But {} completed an operation begun {:.0f} ms after the others entered it: {} still running then; "
-            "dumps taken at different moments of a healthy job read the same (a hang shows in dumps taken seconds "
-            "into the wait).",
-            rank_list(a.culprit_ranks), 1e3 * a.culprit_active_after_s,
-            a.culprit_ranks.size() == 1 ? "it was" : "they were");
+            " This holds if the dumps were taken well into the wait: {} completed an operation begun {:.0f} ms after "
+            "the others entered it (the ranks' clocks), and dumps taken on demand at different moments of a running "
+            "job read the same.",
+            a.culprit_ranks.size() == 1 ? rank_list(a.culprit_ranks) : "a culprit", 1e3 * a.culprit_active_after_s);
     if (root && a.kind != HangKind::none) a.evidence.push_back(group_label(*root) + ": " + root->detail);
     size_t described = 0;
     for (const Culprit& c : a.culprits) {
@@ -186,13 +190,17 @@ void write_verdict(HangAnalysis& a) {
     if (apart > 0)
         a.evidence.push_back(fmt::format("{} more group{} hang{} apart from it: see the groups below", apart,
                                          apart == 1 ? "" : "s", apart == 1 ? "s" : ""));
-    if (!a.absent_ranks.empty() && !(a.kind == HangKind::missing && !root))
+    // the absent ranks the verdict does not already name (a culprit without a dump has its own line above)
+    std::vector<int> other_absent;
+    for (const int r : a.absent_ranks)
+        if (!std::binary_search(a.culprit_ranks.begin(), a.culprit_ranks.end(), r)) other_absent.push_back(r);
+    if (!other_absent.empty() && !(a.kind == HangKind::missing && !root))
         a.evidence.push_back(fmt::format(
-            "no dump from {} (of {}){}: {} suspect{} too", rank_list(a.absent_ranks), a.world,
+            "no dump from {} (of {}){}: {} suspect{} too", rank_list(other_absent), a.world,
             a.another_jobs_ranks.empty()
                 ? std::string()
                 : fmt::format("; the file of {} was left out as another job's", rank_list(a.another_jobs_ranks)),
-            a.absent_ranks.size() == 1 ? "a" : "", a.absent_ranks.size() == 1 ? "" : "s"));
+            other_absent.size() == 1 ? "a" : "", other_absent.size() == 1 ? "" : "s"));
     if (!a.unrecorded_gap_ranks.empty())
         a.evidence.push_back(
             fmt::format("{} did {} operation{} the recorder kept no entry for (gaps in op_id{}), so a hang in "

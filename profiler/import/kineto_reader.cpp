@@ -165,8 +165,7 @@ private:
         r.kind = uint8_t(SpanKind::op);
         r.op = class_of(s.name);
         // Elementwise ops inside Optimizer.step (AdamW's add_, mul_, addcdiv_ per parameter) are the optimizer's.
-        if (c.phase == Phase::optimizer && (r.op == uint8_t(OpClass::activation) || r.op == uint8_t(OpClass::none)))
-            r.op = uint8_t(OpClass::optimizer);
+        if (c.phase == Phase::optimizer && r.op == uint8_t(OpClass::activation)) r.op = uint8_t(OpClass::optimizer);
         // gloo's span of asynchronous work that outlives the c10d op which issued it: the transfer itself.
         const bool async_gloo = !m_has_gpu && c.collective >= 0 && c.collective != int32_t(i) && facts.gloo &&
                                 s.end > m_file.spans[size_t(c.collective)].end;

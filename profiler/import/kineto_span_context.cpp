@@ -35,6 +35,10 @@ KinetoSteps kineto_steps(const KinetoFile& f, std::vector<std::string>& warnings
             if (s.cat == KinetoCat::user_annotation && f.names[s.name].rfind("Optimizer.step#", 0) == 0)
                 optimizer.push_back(&s);
         std::sort(optimizer.begin(), optimizer.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
+        // A model that steps two optimizers an iteration (Muon and AdamW, a GAN's two) would count two steps: the
+        // first optimizer's class alone ends them.
+        if (!optimizer.empty())
+            std::erase_if(optimizer, [&, first = optimizer.front()->name](auto* s) { return s->name != first; });
         for (const KinetoSpan* opt : optimizer) {
             if (!out.steps.empty() && opt->end <= out.steps.back().end) continue;  // inside the one before
             KinetoSpan step;

@@ -12,6 +12,10 @@
 
 namespace us::prof {
 
+// Two ranks of one host further apart than this are of two runs (refused); closer, one run whose ranks profiled
+// different steps (a capture whose ranks armed a poll apart): said as a warning.
+inline constexpr double kOneRunApartS = 60;
+
 // A rank's time on its host: from its first span's begin to its last span's end.
 struct RankWindow {
     int rank = 0;
@@ -22,11 +26,13 @@ struct RankWindow {
 // The window of every rank of `store` that holds spans (finalized).
 std::vector<RankWindow> rank_windows(const TraceStore& store);
 
-// "" where `a` and `b` may be ranks of one run; else why not, naming both and what to do.
+// "" where `a` and `b` may be ranks of one run; else why not, naming both and what to do; or, where they are of
+// one host but less than kOneRunApartS apart, a warning ("warning: ...": is_warning).
 std::string not_one_run(const RankWindow& a, const RankWindow& b);
+inline bool is_warning(const std::string& said) { return said.rfind("warning: ", 0) == 0; }
 
-// A pair among `windows` that cannot be of one run, said as not_one_run says it; "" when none (per host, in order
-// of begin: thousands of ranks cost a sort).
+// A pair among `windows` that cannot be of one run (else one that profiled apart: a warning), said as not_one_run
+// says it; "" when none (per host, in order of begin: thousands of ranks cost a sort).
 std::string first_not_one_run(const std::vector<RankWindow>& windows);
 
 }  // namespace us::prof

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -146,9 +147,13 @@ size_t ProgressiveLoad::take_ready(TraceStore& store) {
         // A rank of another run (or another cycle of the profiler's schedule) is not merged into this one.
         std::vector<RankWindow> windows = m_windows;
         for (RankWindow& w : rank_windows(*s)) windows.push_back(std::move(w));
-        if (const std::string why = first_not_one_run(windows); !why.empty()) {
-            fail(why);
-            continue;
+        if (std::string why = first_not_one_run(windows); !why.empty()) {
+            if (!is_warning(why)) {
+                fail(why);
+                continue;
+            }
+            std::lock_guard lock(m_mutex);
+            if (!std::exchange(m_apart_said, true)) m_warnings.push_back(why.substr(9));  // once, not every merge
         }
         try {
             store.merge(std::move(*s));

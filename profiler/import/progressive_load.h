@@ -81,6 +81,7 @@ private:
     std::vector<std::unique_ptr<TraceStore>> m_ready;
     RankClaims m_claims;                // one file per rank
     std::vector<RankWindow> m_windows;  // the ranks merged so far, on their hosts' clocks: one run (one_run.h)
+    bool m_apart_said = false;          // ranks of one host that profiled apart: warned once
     std::vector<KinetoMemoryEvents> m_memory;
     std::vector<std::string> m_warnings, m_errors;
     double m_finished_at = -1;

@@ -95,7 +95,8 @@ void keep_newest_cycle(const fs::path& dir, std::vector<fs::path>& files, RunFil
             by_worker[worker].push_back({std::string(20 - std::min<size_t>(20, time.size()), '0') + time, i});
     size_t most = 0;
     for (const auto& [worker, cycles] : by_worker) most = std::max(most, cycles.size());
-    if (most < 2) return;
+    // One worker name for every rank (tensorboard_trace_handler(worker_name=...)): its files are ranks, not cycles.
+    if (most < 2 || by_worker.size() < 2) return;
     std::vector<bool> dropped(files.size(), false);
     for (auto& [worker, cycles] : by_worker) {
         std::sort(cycles.begin(), cycles.end());
@@ -204,7 +205,10 @@ std::vector<std::string> load_run(const std::vector<std::string>& paths, TraceSt
         if (memory && !rank.memory.events.empty()) memory->push_back(std::move(rank.memory));
     }
     store.finalize();
-    if (const std::string why = first_not_one_run(rank_windows(store)); !why.empty()) throw UserError(why);
+    if (std::string why = first_not_one_run(rank_windows(store)); !why.empty()) {
+        if (!is_warning(why)) throw UserError(why);
+        warnings.push_back(why.substr(9));  // "warning: " is the caller's to print
+    }
     return warnings;
 }
 

@@ -199,7 +199,6 @@ ModelDesc engine_preset_model(const std::string& preset) {
                         cfg.moe_capacity_factor);
 }
 
-// A description file first, then an engine preset (gpt3-6.7b is both: `--preset gpt3-6.7b` gives the engine's GPT).
 void check_model(const ModelDesc& m, const std::string& source) {
     const auto within = [&](const char* field, int64_t v, int64_t least, int64_t most) {
         US_CHECK_INPUT(v >= least && v <= most, "{}: '{}' {} must be between {} and {} (any model this tool sizes)",
@@ -232,6 +231,7 @@ void check_model(const ModelDesc& m, const std::string& source) {
                    source, params, model_bounds::params);
 }
 
+// A description file first, then an engine preset (gpt3-6.7b is both: `--preset gpt3-6.7b` gives the engine's GPT).
 ModelDesc load_model(const std::string& spec) {
     US_CHECK_INPUT(!spec.empty(), "--model needs a name or a file");
     const bool looks_like_file = spec.find('/') != std::string::npos || (spec.size() > 5 && spec.ends_with(".json"));

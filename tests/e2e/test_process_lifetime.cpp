@@ -86,7 +86,11 @@ std::vector<fs::path> shm_folders_of(const std::string& marker) {
     for (const auto& e : fs::directory_iterator("/dev/shm", ec)) {
         const std::string name = e.path().filename().string();
         if (name.rfind("ultrascope-shm-", 0) != 0) continue;
-        const std::string cmdline = read_file("/proc/" + std::to_string(std::atol(name.c_str() + 15)) + "/cmdline");
+        // ultrascope-shm-<pid namespace>-<pid>-<n>
+        const size_t pid_at = name.find('-', 15);
+        if (pid_at == std::string::npos) continue;
+        const std::string cmdline =
+            read_file("/proc/" + std::to_string(std::atol(name.c_str() + pid_at + 1)) + "/cmdline");
         if (cmdline.find(marker) != std::string::npos) out.push_back(e.path());
     }
     return out;

@@ -217,6 +217,9 @@ TEST_CASE("kineto: without ProfilerStep the optimizer's steps bound the steps, a
     }
     ev +=
         R"(, {"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#Inner.step", "pid": 1, "tid": 1, "ts": 262, "dur": 5})";
+    // a second optimizer stepped after the first in an iteration (Muon and AdamW) ends no step of its own
+    ev +=
+        R"(, {"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#Muon.step", "pid": 1, "tid": 1, "ts": 92, "dur": 3})";
     const std::string path =
         write_trace("kineto-optimizer-steps", "rank0.json", trace_json(ev, R"({"rank": 0, "world_size": 1})"));
     TraceStore store;
