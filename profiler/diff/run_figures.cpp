@@ -29,6 +29,7 @@ RankFigures rank_figures(const RankDigest& d, const std::vector<DigestStep>& ste
     RankFigures r;
     r.rank = d.rank, r.label = d.label, r.coords = d.coords, r.steps = int(steady.size());
     const double w = 1.0 / double(steady.size());
+    double moved_s = 0;  // per step: the embedding waits taken into the bubble, out of the blame's waits below
     for (const DigestStep& s : steady) {
         StepFigures f;
         f.wall_s = s.wall_s, f.compute_s = s.compute_s, f.exposed_s = s.exposed_s, f.idle_s = s.idle_s;
@@ -38,7 +39,7 @@ RankFigures rank_figures(const RankDigest& d, const std::vector<DigestStep>& ste
         const double moved = std::clamp(s.bubble_waiting_s, 0.0, std::min(embedding_exposed, f.exposed_s));
         f.exposed_s -= moved, embedding_exposed -= moved, f.idle_s += moved;
         f.bubble_s = std::clamp(s.bubble_s, 0.0, std::max(0.0, f.idle_s));
-        f.waits_s = -moved, f.group_waits_s[size_t(GroupKind::embedding)] = -moved;  // added to the blame's below
+        moved_s += w * moved;
         r.step.add(f, w);
     }
     r.step.kind_self_s = d.kind_self_s;
@@ -47,9 +48,10 @@ RankFigures rank_figures(const RankDigest& d, const std::vector<DigestStep>& ste
             r.step.collectives += w, r.step.collective_bytes += w * double(c.bytes),
                 r.step.sized_collectives += c.bytes > 0 ? w : 0;
     // The blame's waits, less the embedding waits taken into the bubble above (never below zero).
-    r.step.waits_s = std::max(0.0, r.step.waits_s + waits.all_s * w);
-    for (size_t g = 0; g < waits.by_group.size(); ++g)
-        r.step.group_waits_s[g] = std::max(0.0, r.step.group_waits_s[g] + waits.by_group[g] * w);
+    r.step.waits_s = std::max(0.0, waits.all_s * w - moved_s);
+    for (size_t g = 0; g < waits.by_group.size(); ++g) r.step.group_waits_s[g] = waits.by_group[g] * w;
+    double& embedding_waits = r.step.group_waits_s[size_t(GroupKind::embedding)];
+    embedding_waits = std::max(0.0, embedding_waits - moved_s);
     return r;
 }
 

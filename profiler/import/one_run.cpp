@@ -22,27 +22,29 @@ std::vector<RankWindow> rank_windows(const TraceStore& store) {
     return out;
 }
 
-std::string not_one_run(const RankWindow& a, const RankWindow& b) {
-    if (a.host.empty() || a.host != b.host) return "";
-    if (a.end >= b.begin && b.end >= a.begin) return "";  // they overlap
+OneRunCheck not_one_run(const RankWindow& a, const RankWindow& b) {
+    if (a.host.empty() || a.host != b.host) return {};
+    if (a.end >= b.begin && b.end >= a.begin) return {};  // they overlap
     const RankWindow& early = a.end < b.begin ? a : b;
     const RankWindow& late = a.end < b.begin ? b : a;
     const double apart_s = double(late.begin - early.end) / 1e9;
     if (apart_s <= kOneRunApartS)  // one run's ranks that profiled different steps (a capture armed a poll apart)
-        return fmt::format(
-            "warning: rank {} and rank {} ran on one host ('{}') but their traces do not overlap: rank {}'s ends "
+        return {fmt::format(
+            "rank {} and rank {} ran on one host ('{}') but their traces do not overlap: rank {}'s ends "
             "{:.3f} s before rank {}'s begins, so they profiled different steps (a capture whose ranks armed a poll "
             "apart?): waits and blame between them are not of one step",
-            a.rank, b.rank, a.host, early.rank, apart_s, late.rank);
-    return fmt::format(
-        "rank {} and rank {} ran on one host ('{}') but at different times: rank {}'s trace ends {:.3f} s before rank "
-        "{}'s begins, where the ranks of one run profile the same steps on that host's clock. These are files of two "
-        "runs (or two cycles of a profiler schedule) in one place: give the files of one run, each rank once",
-        a.rank, b.rank, a.host, early.rank, apart_s, late.rank);
+            a.rank, b.rank, a.host, early.rank, apart_s, late.rank)};
+    return {
+        fmt::format(
+            "rank {} and rank {} ran on one host ('{}') but at different times: rank {}'s trace ends {:.3f} s before rank "
+            "{}'s begins, where the ranks of one run profile the same steps on that host's clock. These are files of two "
+            "runs (or two cycles of a profiler schedule) in one place: give the files of one run, each rank once",
+            a.rank, b.rank, a.host, early.rank, apart_s, late.rank),
+        true};
 }
 
-std::string first_not_one_run(const std::vector<RankWindow>& windows) {
-    std::string warning;  // a refusal wins over a warning met first
+OneRunCheck first_not_one_run(const std::vector<RankWindow>& windows) {
+    OneRunCheck warning;  // two runs win over a warning met first
     // Per host, in order of begin: a rank that begins after every earlier one has ended overlaps none of them.
     std::vector<const RankWindow*> order;
     for (const RankWindow& w : windows)
@@ -53,9 +55,9 @@ std::string first_not_one_run(const std::vector<RankWindow>& windows) {
     const RankWindow* latest_end = nullptr;  // of the host's ranks so far, the one that ends last
     for (const RankWindow* w : order) {
         if (latest_end && latest_end->host == w->host) {
-            if (std::string why = not_one_run(*latest_end, *w); !why.empty()) {
-                if (!is_warning(why)) return why;
-                if (warning.empty()) warning = std::move(why);
+            if (OneRunCheck pair = not_one_run(*latest_end, *w); !pair.said.empty()) {
+                if (pair.two_runs) return pair;
+                if (warning.said.empty()) warning = std::move(pair);
             }
             if (w->end > latest_end->end) latest_end = w;
         } else {

@@ -26,13 +26,17 @@ struct RankWindow {
 // The window of every rank of `store` that holds spans (finalized).
 std::vector<RankWindow> rank_windows(const TraceStore& store);
 
-// "" where `a` and `b` may be ranks of one run; else why not, naming both and what to do; or, where they are of
-// one host but less than kOneRunApartS apart, a warning ("warning: ...": is_warning).
-std::string not_one_run(const RankWindow& a, const RankWindow& b);
-inline bool is_warning(const std::string& said) { return said.rfind("warning: ", 0) == 0; }
+// What two ranks say of one run: nothing (`said` empty), ranks of one run that profiled apart (a warning), or files
+// of two runs (refused), each naming both ranks and what to do.
+struct OneRunCheck {
+    std::string said;
+    bool two_runs = false;
+};
 
-// A pair among `windows` that cannot be of one run (else one that profiled apart: a warning), said as not_one_run
-// says it; "" when none (per host, in order of begin: thousands of ranks cost a sort).
-std::string first_not_one_run(const std::vector<RankWindow>& windows);
+OneRunCheck not_one_run(const RankWindow& a, const RankWindow& b);
+
+// A pair among `windows` that cannot be of one run, else one that profiled apart, said as not_one_run says it
+// (per host, in order of begin: thousands of ranks cost a sort).
+OneRunCheck first_not_one_run(const std::vector<RankWindow>& windows);
 
 }  // namespace us::prof

@@ -147,13 +147,14 @@ size_t ProgressiveLoad::take_ready(TraceStore& store) {
         // A rank of another run (or another cycle of the profiler's schedule) is not merged into this one.
         std::vector<RankWindow> windows = m_windows;
         for (RankWindow& w : rank_windows(*s)) windows.push_back(std::move(w));
-        if (std::string why = first_not_one_run(windows); !why.empty()) {
-            if (!is_warning(why)) {
-                fail(why);
+        if (OneRunCheck check = first_not_one_run(windows); !check.said.empty()) {
+            if (check.two_runs) {
+                fail(check.said);
                 continue;
             }
             std::lock_guard lock(m_mutex);
-            if (!std::exchange(m_apart_said, true)) m_warnings.push_back(why.substr(9));  // once, not every merge
+            if (!std::exchange(m_apart_said, true))
+                m_warnings.push_back(std::move(check.said));  // once, not each merge
         }
         try {
             store.merge(std::move(*s));

@@ -205,9 +205,9 @@ std::vector<std::string> load_run(const std::vector<std::string>& paths, TraceSt
         if (memory && !rank.memory.events.empty()) memory->push_back(std::move(rank.memory));
     }
     store.finalize();
-    if (std::string why = first_not_one_run(rank_windows(store)); !why.empty()) {
-        if (!is_warning(why)) throw UserError(why);
-        warnings.push_back(why.substr(9));  // "warning: " is the caller's to print
+    if (OneRunCheck check = first_not_one_run(rank_windows(store)); !check.said.empty()) {
+        if (check.two_runs) throw UserError(check.said);
+        warnings.push_back(std::move(check.said));
     }
     return warnings;
 }

@@ -136,18 +136,20 @@ TEST_CASE("one run: ranks on one host must overlap in time, ranks on other hosts
                                  {2, "a", 9 * s, 12 * s},
                                  {3, "b", 100 * s, 110 * s},
                                  {4, "", 500 * s, 501 * s}};
-    CHECK(first_not_one_run(w).empty());
+    CHECK(first_not_one_run(w).said.empty());
     // A rank on host a that begins a second after every other rank of a has ended: one run's ranks that profiled
     // different steps (a warning) ...
     w.push_back({5, "a", 13 * s, 14 * s});
-    const std::string apart = first_not_one_run(w);
-    CHECK(is_warning(apart));
+    const OneRunCheck check_apart = first_not_one_run(w);
+    const std::string& apart = check_apart.said;
+    CHECK_FALSE(check_apart.two_runs);
     CHECK(apart.find("rank 2 and rank 5 ran on one host ('a') but their traces do not overlap") != std::string::npos);
     CHECK(apart.find("1.000 s before") != std::string::npos);
     // ... and one that begins minutes after: another run's, refused, even with the warning's pair met first.
     w.push_back({6, "a", 300 * s, 301 * s});
-    const std::string why = first_not_one_run(w);
-    CHECK_FALSE(is_warning(why));
+    const OneRunCheck check_two = first_not_one_run(w);
+    const std::string& why = check_two.said;
+    CHECK(check_two.two_runs);
     CHECK(why.find("rank 5 and rank 6 ran on one host ('a') but at different times") != std::string::npos);
     CHECK(why.find("286.000 s before") != std::string::npos);
 }
